@@ -1,0 +1,1 @@
+"""Engine models: how each inference engine turns per-layer specs into a cache layout."""

@@ -1,0 +1,320 @@
+"""vLLM's ``get_kv_cache_groups``: which layers share a KV-cache group.
+
+Reference §3. The branches are tried in vLLM's order and the first match wins:
+hybrid manager off → conversion; no layers → no groups; every spec merges →
+one group; one type → one uniform-type group; otherwise page sizes are unified
+and the threshold heuristic splits buckets into groups of ``group_size``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvplan.specs import (
+    AttentionSpec,
+    ChunkedLocalAttentionSpec,
+    CrossAttentionSpec,
+    FullAttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowSpec,
+    UniformTypeKVCacheSpecs,
+)
+from kvplan.units import cdiv
+
+
+class EngineFailure(Exception):
+    """vLLM would raise this at start-up. ``error_type`` is vLLM's exception class name,
+    ``message`` its exact text. Caught by the plan and reported as a predicted failure."""
+
+    def __init__(self, error_type: str, message: str, stage: str):
+        super().__init__(message)
+        self.error_type, self.message, self.stage = error_type, message, stage
+
+
+class _MergeAssertion(Exception):
+    """An AssertionError inside a spec merge (``is_kv_cache_spec_uniform`` catches it)."""
+
+
+@dataclass(frozen=True)
+class Bucket:
+    spec: KVCacheSpec
+    layer_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Group:
+    layer_names: tuple[str, ...]
+    spec: KVCacheSpec
+
+
+@dataclass(frozen=True)
+class GroupingDecision:
+    """What the heuristic saw and chose; kept for --explain, tables and sweeps."""
+
+    path: str  # "hma_off_uniform", "uniform", "uniform_type", "uniform_page", "attention_free"
+    buckets: tuple[Bucket, ...] = ()
+    min_count: int = 0
+    max_count: int = 0
+    threshold: float | None = None
+    group_size: int = 0
+    padding: tuple[tuple[int, int], ...] = ()  # per bucket: (padding layers, bucket size)
+    page_size_bytes: int = 0
+    block_size_changes: tuple[tuple[str, int, int], ...] = ()  # (kind, old, new) from page unification
+
+    @property
+    def num_padding_layers(self) -> int:
+        return sum(p for p, _ in self.padding)
+
+
+# --- merge rules (reference §1.4) -------------------------------------------------------
+
+_ATTN_FIELDS = ("block_size", "num_kv_heads", "head_size", "dtype", "page_size_padded")
+
+
+def merge_specs(specs: list[KVCacheSpec]) -> KVCacheSpec:
+    """The group spec, as ``type(specs[0]).merge(specs)``; raises _MergeAssertion or
+    EngineFailure(ValueError) exactly where vLLM asserts or raises."""
+    first = specs[0]
+    if isinstance(first, MLAAttentionSpec):
+        if not all(isinstance(s, MLAAttentionSpec) for s in specs):
+            raise _MergeAssertion("All attention layers in the same KV cache group must be MLAAttentionSpec.")
+        if len({s.cache_dtype_str for s in specs}) != 1:
+            raise _MergeAssertion("All attention layers in the same KV cache group must use the same quantization method.")
+        _check_same_attention_fields(specs)
+        return first
+    if isinstance(first, FullAttentionSpec):
+        if not all(isinstance(s, FullAttentionSpec) for s in specs):
+            raise _MergeAssertion("All attention layers in the same KV cache group must be FullAttentionSpec.")
+        if any(isinstance(s, MLAAttentionSpec) for s in specs):
+            raise _MergeAssertion("MLAAttentionSpec should be merged in MLAAttentionSpec.merge")
+        windows = {s.sliding_window for s in specs if s.sliding_window is not None}
+        chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
+        if len(windows) > 1 or len(chunks) > 1:
+            raise EngineFailure(
+                "ValueError",
+                "All attention layers in the same KV cache group must have the same window size.",
+                "grouping",
+            )
+        _check_same_attention_fields(specs)
+        window = next(iter(windows), None)
+        chunk = next(iter(chunks), None)
+        if window is not None and chunk is not None:
+            raise _MergeAssertion("Model with both sliding window layers and chunked local attention layers is not supported.")
+        return replace(first, sliding_window=window, attention_chunk_size=chunk)
+    if any(s != first for s in specs):
+        raise _MergeAssertion("All layers in the same KV cache group must be the same.")
+    return first
+
+
+def _check_same_attention_fields(specs: list[KVCacheSpec]) -> None:
+    first = specs[0]
+    for s in specs[1:]:
+        if any(getattr(s, f) != getattr(first, f) for f in _ATTN_FIELDS):
+            raise _MergeAssertion("All attention layers in the same KV cache group must have the same attention spec.")
+
+
+def is_uniform(specs: dict[str, KVCacheSpec]) -> bool:
+    """``is_kv_cache_spec_uniform``: True when the first spec's merge accepts them all.
+    Only assertions mean "not uniform"; a window conflict (ValueError) propagates."""
+    if not specs:
+        return True
+    try:
+        merge_specs(list(specs.values()))
+    except _MergeAssertion:
+        return False
+    return True
+
+
+def is_uniform_type(specs: dict[str, KVCacheSpec]) -> bool:
+    """``UniformTypeKVCacheSpecs.is_uniform_type``: one layer type, one block size."""
+    values = list(specs.values())
+    if len({s.block_size for s in values}) != 1:
+        return False
+    first = values[0]
+    if isinstance(first, FullAttentionSpec):
+        return all(isinstance(s, FullAttentionSpec) for s in values)
+    if isinstance(first, CrossAttentionSpec):
+        return all(isinstance(s, CrossAttentionSpec) for s in values)
+    if isinstance(first, SlidingWindowSpec):
+        return all(isinstance(s, SlidingWindowSpec) and s.sliding_window == first.sliding_window for s in values)
+    if isinstance(first, ChunkedLocalAttentionSpec):
+        return all(
+            isinstance(s, ChunkedLocalAttentionSpec) and s.attention_chunk_size == first.attention_chunk_size
+            for s in values
+        )
+    if isinstance(first, MambaSpec):
+        return all(isinstance(s, MambaSpec) and s.num_speculative_blocks == first.num_speculative_blocks for s in values)
+    raise EngineFailure("NotImplementedError", f"Unsupported KV cache spec type: {type(first)}", "grouping")
+
+
+# --- hybrid manager off (reference §3.1) ------------------------------------------------
+
+HMA_OFF_WARNING = (
+    "Hybrid KV cache manager is disabled for this hybrid model, This means we do not enable any "
+    "optimizations for saving KV cache memory (e.g., dropping the KV cache outside the sliding window). "
+    "The compute of layers like sliding window is still saved."
+)
+HMA_OFF_FAILURE = "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
+
+
+def unify_hybrid_kv_cache_specs(specs: dict[str, KVCacheSpec], logs: list[str]) -> dict[str, KVCacheSpec]:
+    """Sliding and chunked layers become full layers that remember their window."""
+    if is_uniform(specs) or is_uniform_type(specs):
+        return specs
+    logs.append(HMA_OFF_WARNING)
+    values = specs.values()
+    has_full = any(isinstance(s, FullAttentionSpec) for s in values)
+    has_sw = any(isinstance(s, SlidingWindowSpec) for s in values)
+    has_chunked = any(isinstance(s, ChunkedLocalAttentionSpec) for s in values)
+    out = dict(specs)
+    if has_full and (has_sw or has_chunked):
+        for name, s in specs.items():
+            if isinstance(s, SlidingWindowSpec):
+                out[name] = FullAttentionSpec(
+                    block_size=s.block_size, num_kv_heads=s.num_kv_heads, head_size=s.head_size,
+                    head_size_v=s.head_size_v, dtype=s.dtype, page_size_padded=s.page_size_padded,
+                    sliding_window=s.sliding_window,
+                )
+            elif isinstance(s, ChunkedLocalAttentionSpec):
+                # The chunked conversion does not copy head_size_v (it falls back to head_size).
+                out[name] = FullAttentionSpec(
+                    block_size=s.block_size, num_kv_heads=s.num_kv_heads, head_size=s.head_size,
+                    dtype=s.dtype, page_size_padded=s.page_size_padded,
+                    attention_chunk_size=s.attention_chunk_size,
+                )
+    if not (is_uniform(out) or is_uniform_type(out)):
+        raise EngineFailure("ValueError", HMA_OFF_FAILURE, "grouping")
+    return out
+
+
+# --- page unification (reference §3.7, §11 item 6) --------------------------------------
+
+PAGE_NOT_DIVISIBLE = (
+    "The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting block_size."
+)
+
+
+def unify_page_sizes(
+    specs: dict[str, KVCacheSpec], page_mismatch: str
+) -> tuple[dict[str, KVCacheSpec], list[tuple[str, int, int]]]:
+    """Scale smaller pages' block_size by the page ratio (or pad, 0.33, when it does not divide)."""
+    pages = {s.page_size_bytes for s in specs.values()}
+    if len(pages) <= 1:
+        return specs, []
+    top = max(pages)
+    out: dict[str, KVCacheSpec] = {}
+    changes: dict[tuple[str, int, int], None] = {}
+    for name, s in specs.items():
+        p = s.page_size_bytes
+        if p == top:
+            out[name] = s
+            continue
+        if top % p != 0:
+            if page_mismatch == "pad" and isinstance(s, AttentionSpec) and not isinstance(s, MLAAttentionSpec):
+                out[name] = replace(s, page_size_padded=top)
+                continue
+            raise EngineFailure("NotImplementedError", PAGE_NOT_DIVISIBLE, "page_unification")
+        if isinstance(s, MambaSpec) or getattr(s, "page_size_padded", None) is not None:
+            # The re-sized page cannot reach the maximum: vLLM's bare assertion.
+            raise EngineFailure("AssertionError", "", "page_unification")
+        new = s.with_block_size(s.block_size * (top // p))
+        assert new.page_size_bytes == top
+        out[name] = new
+        changes[(s.kind, s.block_size, new.block_size)] = None
+    return out, list(changes)
+
+
+# --- the uniform-page heuristic (reference §3.8) ----------------------------------------
+
+
+def bucket_layers(specs: dict[str, KVCacheSpec]) -> list[Bucket]:
+    """Buckets keyed by full spec equality, in first-appearance order."""
+    buckets: dict[KVCacheSpec, list[str]] = {}
+    for name, s in specs.items():
+        buckets.setdefault(s, []).append(name)
+    return [Bucket(spec, tuple(names)) for spec, names in buckets.items()]
+
+
+def choose_group_size(counts: list[int], threshold: float | None) -> int:
+    """``group_size = min``, raised to ``max`` when ``max < min · threshold`` (strict)."""
+    m, big = min(counts), max(counts)
+    if threshold is not None and big < m * threshold:
+        return big
+    return m
+
+
+def split_buckets(buckets: list[Bucket], group_size: int) -> tuple[list[Group], list[tuple[int, int]]]:
+    """Each bucket of n layers → cdiv(n, group_size) groups, striped: group i = bucket[i::k]."""
+    groups: list[Group] = []
+    padding: list[tuple[int, int]] = []
+    for b in buckets:
+        n = len(b.layer_names)
+        pad = group_size - n % group_size
+        padding.append((0 if pad == group_size else pad, n))
+        k = cdiv(n, group_size)
+        for i in range(k):
+            groups.append(Group(b.layer_names[i::k], b.spec))
+    return groups, padding
+
+
+def padding_warning(pad: int, n: int) -> str:
+    return f"Add {pad} padding layers, may waste at most {pad / n * 100:.2f}% KV cache memory"
+
+
+def get_kv_cache_groups(
+    specs: dict[str, KVCacheSpec],
+    *,
+    hma_disabled: bool,
+    threshold: float | None,
+    page_mismatch: str,
+    logs: list[str],
+    group_size_rule=None,
+) -> tuple[list[Group], GroupingDecision, dict[str, KVCacheSpec]]:
+    """Returns the global groups, the decision record, and the specs after any
+    conversion or page unification (what each layer's cache really is)."""
+    if hma_disabled:
+        specs = unify_hybrid_kv_cache_specs(specs, logs)
+    if not specs:
+        return [], GroupingDecision(path="attention_free"), specs
+    if is_uniform(specs):
+        merged = merge_specs(list(specs.values()))
+        path = "hma_off_uniform" if hma_disabled else "uniform"
+        decision = GroupingDecision(
+            path=path, buckets=tuple(bucket_layers(specs)), group_size=len(specs),
+            page_size_bytes=merged.page_size_bytes,
+        )
+        return [Group(tuple(specs), merged)], decision, specs
+    if is_uniform_type(specs):
+        container = UniformTypeKVCacheSpecs(
+            block_size=next(iter(specs.values())).block_size, kv_cache_specs=tuple(specs.items())
+        )
+        decision = GroupingDecision(
+            path="uniform_type", buckets=tuple(bucket_layers(specs)), group_size=len(specs),
+            page_size_bytes=container.page_size_bytes,
+        )
+        return [Group(tuple(specs), container)], decision, specs
+    specs, changes = unify_page_sizes(specs, page_mismatch)
+    buckets = bucket_layers(specs)
+    counts = [len(b.layer_names) for b in buckets]
+    if group_size_rule is not None:
+        group_size = group_size_rule(buckets)
+    else:
+        group_size = choose_group_size(counts, threshold)
+    groups, padding = split_buckets(buckets, group_size)
+    for pad, n in padding:
+        if pad:
+            logs.append(padding_warning(pad, n))
+    decision = GroupingDecision(
+        path="uniform_page",
+        buckets=tuple(buckets),
+        min_count=min(counts),
+        max_count=max(counts),
+        threshold=threshold,
+        group_size=group_size,
+        padding=tuple(padding),
+        page_size_bytes=next(iter(specs.values())).page_size_bytes,
+        block_size_changes=tuple(changes),
+    )
+    return groups, decision, specs

@@ -1,0 +1,167 @@
+"""Config-time decisions that come before grouping: is the hybrid KV-cache manager
+(HMA) on, and how the hybrid Mamba page alignment raises the attention block size.
+
+Reference §5 (HMA on/off), §7.6 and §12.4 (Mamba alignment).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from kvplan.engines.vllm.eras import Era
+from kvplan.engines.vllm.grouping import EngineFailure
+from kvplan.specs import AttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec
+from kvplan.units import cdiv
+
+# speculative methods for which vLLM's SpeculativeConfig.use_eagle() is true
+EAGLE_METHODS = frozenset({"eagle", "eagle3", "mtp"})
+
+# KV connectors that subclass SupportsHMA (0.33 keeps HMA on for them, PR #39949).
+# LMCache gained hybrid-allocator support in PR #30166; others turn HMA off.
+HMA_CONNECTORS = frozenset({"LMCacheConnectorV1"})
+
+HMA_EXPLICIT_FAILURE = (
+    "Hybrid KV cache manager was explicitly enabled but is not supported in this configuration. "
+    "Consider omitting the --no-disable-hybrid-kv-cache-manager flag to let vLLM decide automatically."
+)
+
+
+@dataclass(frozen=True)
+class HmaDecision:
+    disabled: bool
+    reasons: tuple[str, ...]
+
+
+def decide_hma(
+    era: Era,
+    *,
+    user_disable: bool | None,
+    attention_chunk_size: int | None,
+    speculative_method: str | None,
+    allow_chunked_local_with_hma: bool,
+    kv_transfer_config: dict | None,
+    logs: list[str],
+) -> HmaDecision:
+    """``VllmConfig.__post_init__``'s rule for ``disable_hybrid_kv_cache_manager``."""
+    reasons: list[str] = []
+    if attention_chunk_size is not None:
+        if speculative_method in EAGLE_METHODS:
+            reasons.append("chunked local attention with an EAGLE/MTP drafter")
+        elif not allow_chunked_local_with_hma:
+            reasons.append("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0")
+    if user_disable is None and kv_transfer_config is not None:
+        connector = str(kv_transfer_config.get("kv_connector", ""))
+        if era.kv_transfer_rule == "always":
+            reasons.append("--kv-transfer-config is set")
+            logs.append(
+                "Turning off hybrid kv cache manager because `--kv-transfer-config` is set. This will "
+                "reduce the performance of vLLM on LLMs with sliding window attention or Mamba attention. "
+                "If you are a developer of kv connector, please consider supporting hybrid kv cache "
+                "manager for your connector by making sure your connector is a subclass of `SupportsHMA` "
+                "defined in kv_connector/v1/base.py and use --no-disable-hybrid-kv-cache-manager to start vLLM."
+            )
+        elif connector not in HMA_CONNECTORS:
+            reasons.append(f"connector {connector or '(none)'} does not subclass SupportsHMA")
+            logs.append(
+                f"Turning off hybrid kv cache manager because connector {connector} does not subclass "
+                "`SupportsHMA`. This will reduce the performance of vLLM on LLMs with sliding window "
+                "attention or Mamba attention."
+            )
+    if user_disable is True:
+        return HmaDecision(True, ("--disable-hybrid-kv-cache-manager",))
+    if user_disable is False and reasons:
+        raise EngineFailure("ValueError", HMA_EXPLICIT_FAILURE, "config")
+    return HmaDecision(bool(reasons), tuple(reasons))
+
+
+@dataclass(frozen=True)
+class MambaAlignment:
+    """What the hybrid alignment did (reference §7.6): all sizes per TP rank."""
+
+    mamba_cache_mode: str  # "none" | "align" | "all"
+    attention_bytes_per_token: int  # a1
+    mamba_page_bytes: int  # mp, the raw state
+    kernel_alignment_tokens: int  # k
+    attention_block_size: int  # after alignment
+    mamba_block_size: int
+    attention_page_bytes: int
+    padded_pct: float  # how much the Mamba page was padded
+
+
+def align_hybrid_mamba(
+    specs: dict[str, KVCacheSpec],
+    era: Era,
+    *,
+    enable_prefix_caching: bool | None,
+    mamba_cache_mode: str | None,
+    mamba_block_size: int | None,
+    mamba_chunk_size: int | None,
+    max_model_len: int,
+    logs: list[str],
+) -> tuple[dict[str, KVCacheSpec], MambaAlignment | None]:
+    mamba = [s for s in specs.values() if isinstance(s, MambaSpec)]
+    attn = [s for s in specs.values() if isinstance(s, AttentionSpec)]
+    if not mamba or not attn:
+        return specs, None
+    first = attn[0]
+    cache_block = first.block_size
+    a1 = first.real_page_size_bytes // first.block_size
+    mp = max(s.real_page_size_bytes for s in mamba)
+    if mamba_cache_mode is None:
+        prefix = era.hybrid_prefix_caching_default if enable_prefix_caching is None else enable_prefix_caching
+        mamba_cache_mode = "align" if prefix else "none"
+    if era.hybrid_prefix_caching_default:
+        # 0.33: the kernel alignment is the backend's smallest kernel block (16 for
+        # FlashAttention/FlashInfer/Triton, 64 for FlashMLA), at least the cache block.
+        k = max(64 if isinstance(first, MLAAttentionSpec) else 16, cache_block)
+    else:
+        k = 64 if isinstance(first, MLAAttentionSpec) else 16
+    if mamba_cache_mode == "align" and era.gdn_align_tokens and any(s.mamba_type == "gdn" for s in mamba):
+        k = math.lcm(k, era.gdn_align_tokens)
+    if mamba_cache_mode == "all":
+        base = mamba_block_size or mamba_chunk_size or k
+        chunk = math.lcm(base, k)
+        ab = chunk * cdiv(cdiv(mp, a1), chunk)
+    else:
+        ab = k * cdiv(mp, k * a1)
+    block = cache_block
+    if block < ab:
+        block = ab
+        logs.append(
+            f"Setting attention block size to {block} tokens to ensure that attention page size is >= mamba page size."
+        )
+    if mamba_cache_mode == "all":
+        m_block = ab
+    elif mamba_cache_mode == "align":
+        m_block = block
+    else:
+        m_block = max_model_len
+    attn_page = block * a1
+    assert attn_page >= mp
+    padded = None
+    pct = 0.0
+    if attn_page != mp:
+        padded = attn_page
+        pct = (attn_page - mp) / mp * 100
+        logs.append(
+            f"Padding mamba page size by {pct:.2f}% to ensure that mamba page size and attention page size are exactly equal."
+        )
+    out: dict[str, KVCacheSpec] = {}
+    for name, s in specs.items():
+        if isinstance(s, MambaSpec):
+            out[name] = replace(s, block_size=m_block, page_size_padded=padded)
+        elif s.block_size == cache_block:
+            out[name] = s.with_block_size(block)
+        else:
+            out[name] = s
+    return out, MambaAlignment(
+        mamba_cache_mode=mamba_cache_mode,
+        attention_bytes_per_token=a1,
+        mamba_page_bytes=mp,
+        kernel_alignment_tokens=k,
+        attention_block_size=block,
+        mamba_block_size=m_block,
+        attention_page_bytes=attn_page,
+        padded_pct=pct,
+    )

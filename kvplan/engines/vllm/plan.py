@@ -1,0 +1,269 @@
+"""``simulate()``: vLLM's ``get_kv_cache_configs`` pipeline, end to end, for one era.
+
+Order (reference §2): HMA decision → hybrid Mamba alignment → global groups →
+per-worker projection → (0.33) block override → auto-fit → admission check per
+worker → per-worker config → equalise num_blocks → report lines → drafter check.
+A start-up failure is a result (``Plan.failure``), not an exception: the logs
+vLLM prints before it fails are kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from kvplan.engines.vllm import grouping, hybrid, sizing
+from kvplan.engines.vllm.eras import Era
+from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
+from kvplan.engines.vllm.hybrid import HmaDecision, MambaAlignment
+from kvplan.errors import OptionError
+from kvplan.specs import KVCacheSpec, LayerSpec, Workload
+from kvplan.units import GiB
+
+DRAFTER_SPLIT = "All drafting layers should belong to the same kv cache group"
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """The few model-level numbers the engine reads besides the layer specs."""
+
+    max_model_len: int  # the model's derived maximum length (default --max-model-len)
+    attention_chunk_size: int | None = None
+    speculative_method: str | None = None
+    num_speculative_tokens: int = 0
+    mamba_chunk_size: int | None = None
+
+
+@dataclass(frozen=True)
+class SimulateOptions:
+    kv_cache_memory_bytes: int  # per worker (vLLM's --kv-cache-memory-bytes)
+    max_model_len: int | None = None  # None = model default; -1 = auto-fit
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 1024
+    async_scheduling: bool = True
+    enable_prefix_caching: bool | None = None
+    mamba_cache_mode: str | None = None
+    mamba_block_size: int | None = None
+    disable_hybrid_kv_cache_manager: bool | None = None
+    kv_transfer_config: dict | None = None
+    num_gpu_blocks_override: int | None = None
+    allow_chunked_local_with_hma: bool = True
+    decode_context_parallel_size: int = 1
+
+
+@dataclass(frozen=True)
+class Failure:
+    stage: str  # config, grouping, page_unification, admission, autofit, drafter
+    error_type: str
+    message: str
+
+
+@dataclass
+class Plan:
+    era: Era
+    options: SimulateOptions
+    facts: ModelFacts
+    layers: tuple[LayerSpec, ...]
+    hma: HmaDecision | None = None
+    mamba: MambaAlignment | None = None
+    specs: dict[str, KVCacheSpec] = field(default_factory=dict)  # final per-layer specs
+    decision: GroupingDecision | None = None
+    groups: list[Group] = field(default_factory=list)
+    workers: list[sizing.WorkerConfig] = field(default_factory=list)
+    max_model_len: int = 0
+    original_max_model_len: int = 0
+    workload: Workload | None = None
+    blocks_per_request: list[int] = field(default_factory=list)
+    needed_bytes: int = 0
+    checked_available_bytes: int = 0
+    num_blocks: int = 0
+    max_concurrency: float = 0.0
+    kv_cache_size_tokens: int = 0
+    logs: list[str] = field(default_factory=list)
+    failure: Failure | None = None
+
+    @property
+    def starts(self) -> bool:
+        return self.failure is None
+
+    @property
+    def group_size(self) -> int:
+        return self.decision.group_size if self.decision else 0
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.groups)
+
+    @property
+    def page_size_bytes(self) -> int:
+        return self.groups[0].spec.page_size_bytes if self.groups else 0
+
+    @property
+    def num_padding_layers(self) -> int:
+        return self.decision.num_padding_layers if self.decision else 0
+
+    @property
+    def padding_waste_pct(self) -> float:
+        """vLLM's own figure: the largest "may waste at most P%" over the padded buckets."""
+        if not self.decision:
+            return 0.0
+        return max((pad / n * 100 for pad, n in self.decision.padding if pad), default=0.0)
+
+    @property
+    def kv_tokens(self) -> int:
+        """Tokens of max-length requests that fit: max_concurrency · max_model_len (both eras)."""
+        return int(self.max_concurrency * self.max_model_len)
+
+    def drafter_groups(self) -> list[int]:
+        names = {ls.name for ls in self.layers if ls.source == "drafter"}
+        return sorted({i for i, g in enumerate(self.groups) for n in g.layer_names if n in names})
+
+
+def _workload(era: Era, o: SimulateOptions, max_model_len: int, mamba: MambaAlignment | None, spec_tokens: int) -> Workload:
+    batches = 2 if (era.in_flight_batches and o.async_scheduling) else 1
+    return Workload(
+        max_model_len=max_model_len,
+        max_in_flight_tokens=batches * o.max_num_batched_tokens,
+        mamba_cache_mode=mamba.mamba_cache_mode if mamba else (o.mamba_cache_mode or "none"),
+        max_num_encoder_input_tokens=o.max_num_batched_tokens,
+        cp_world_size=o.decode_context_parallel_size,
+    )
+
+
+def simulate(
+    layers: tuple[LayerSpec, ...],
+    ranks: tuple[tuple[str, ...], ...],
+    facts: ModelFacts,
+    era: Era,
+    options: SimulateOptions,
+) -> Plan:
+    plan = Plan(era=era, options=options, facts=facts, layers=layers)
+    try:
+        _run(plan, ranks)
+    except EngineFailure as e:
+        plan.failure = Failure(e.stage, e.error_type, e.message)
+    return plan
+
+
+def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
+    era, o, facts, logs = plan.era, plan.options, plan.facts, plan.logs
+    if o.max_model_len == -1 and era.admission == "per_layer":
+        raise OptionError("--max-model-len auto needs vLLM PR #29431 or later (policy vllm-1.25 or newer)")
+    original = facts.max_model_len if o.max_model_len in (None, -1) else o.max_model_len
+    if original <= 0:
+        raise OptionError("--max-model-len must be a positive number of tokens, or 'auto'")
+    plan.original_max_model_len = plan.max_model_len = original
+
+    plan.hma = hybrid.decide_hma(
+        era,
+        user_disable=o.disable_hybrid_kv_cache_manager,
+        attention_chunk_size=facts.attention_chunk_size,
+        speculative_method=facts.speculative_method,
+        allow_chunked_local_with_hma=o.allow_chunked_local_with_hma,
+        kv_transfer_config=o.kv_transfer_config,
+        logs=logs,
+    )
+    specs = {ls.name: ls.spec for ls in plan.layers}
+    specs, plan.mamba = hybrid.align_hybrid_mamba(
+        specs, era,
+        enable_prefix_caching=o.enable_prefix_caching,
+        mamba_cache_mode=o.mamba_cache_mode,
+        mamba_block_size=o.mamba_block_size,
+        mamba_chunk_size=facts.mamba_chunk_size,
+        max_model_len=original,
+        logs=logs,
+    )
+    rule = None
+    if era.grouping != "threshold":
+        from kvplan.engines.vllm.proposals import group_size_rule
+
+        rule = group_size_rule(era, plan.layers)
+    groups, plan.decision, specs = grouping.get_kv_cache_groups(
+        specs,
+        hma_disabled=plan.hma.disabled,
+        threshold=era.threshold,
+        page_mismatch=era.page_mismatch,
+        logs=logs,
+        group_size_rule=rule,
+    )
+    plan.specs, plan.groups = specs, groups
+
+    worker_names = [set(r) for r in ranks] if ranks else [set(specs)]
+    projected = [sizing.project_groups(groups, names) for names in worker_names]
+    available = [o.kv_cache_memory_bytes for _ in projected]
+    if o.num_gpu_blocks_override is not None and era.kv_size_log == "concurrency":
+        for i, pg in enumerate(projected):
+            if pg:
+                bpb = sizing.bytes_per_block(pg)
+                logs.append(
+                    f"Overriding num_gpu_blocks={available[i] // bpb} with "
+                    f"num_gpu_blocks_override={o.num_gpu_blocks_override}"
+                )
+                available[i] = o.num_gpu_blocks_override * bpb
+    plan.workload = _workload(era, o, original, plan.mamba, facts.num_speculative_tokens)
+    worker_specs = [[specs[n] for n in specs if n in names] for names in worker_names]
+
+    if o.max_model_len == -1:
+        _auto_fit(plan, projected, worker_specs, available)
+
+    for pg, ws, avail in zip(projected, worker_specs, available):
+        if pg:
+            need = sizing.check_enough_memory(pg, era, plan.workload, ws, avail)
+            if not plan.needed_bytes:
+                plan.needed_bytes = need
+                plan.checked_available_bytes = sizing.checked_memory(pg, era, avail)
+
+    override = o.num_gpu_blocks_override if era.kv_size_log == "blocks" else None
+    workers = [
+        sizing.kv_cache_config_from_groups(i, pg, avail, override, era, logs)
+        for i, (pg, avail) in enumerate(zip(projected, available))
+    ]
+    plan.workers = sizing.equalise(workers)
+    plan.num_blocks = plan.workers[0].num_blocks if plan.workers else 0
+
+    reported = next((w for w in plan.workers if w.groups), None)
+    if reported is not None:
+        rg = list(reported.groups)
+        plan.blocks_per_request = sizing.blocks_per_request(rg, plan.workload)
+        plan.max_concurrency = sizing.max_concurrency(reported.num_blocks, rg, plan.workload)
+        plan.kv_cache_size_tokens = sizing.kv_cache_size_tokens(
+            era, reported.num_blocks, rg, plan.max_concurrency, plan.workload
+        )
+        logs.append(f"GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens")
+        logs.append(
+            f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {plan.max_concurrency:.2f}x"
+        )
+
+    drafter = [ls.name for ls in plan.layers if ls.source == "drafter"]
+    if facts.speculative_method is not None and len(plan.drafter_groups()) != 1:
+        if drafter or facts.speculative_method in hybrid.EAGLE_METHODS:
+            raise EngineFailure("AssertionError", DRAFTER_SPLIT, "drafter")
+
+
+def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
+    era, logs = plan.era, plan.logs
+    if not any(projected):
+        logs.append("Auto-fit max_model_len: the model has no KV cache (attention-free); nothing to fit.")
+        return
+    original = plan.original_max_model_len
+    best = original
+    for pg, ws, avail in zip(projected, worker_specs, available):
+        if pg:
+            checked = sizing.checked_memory(pg, era, avail)
+            best = min(best, sizing.estimate_max_model_len(pg, era, plan.workload, ws, checked))
+    if best <= 0:
+        raise EngineFailure(
+            "ValueError",
+            "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
+            "Try increasing `gpu_memory_utilization`.",
+            "autofit",
+        )
+    if best >= original:
+        logs.append(f"Auto-fit max_model_len: full model context length {original} fits in available GPU memory")
+        return
+    avail = min(a for a, pg in zip(available, projected) if pg)
+    logs.append(
+        f"Auto-fit max_model_len: reduced from {original} to {best} to fit in available GPU memory "
+        f"({avail / GiB:.2f} GiB available for KV cache)"
+    )
+    plan.max_model_len = best
+    plan.workload = replace(plan.workload, max_model_len=best)

@@ -1,0 +1,238 @@
+"""From groups and a memory budget to blocks, tensors and the admission check.
+
+Reference §4 (``get_kv_cache_config_from_groups``, the admission check, the
+estimated maximum model length, auto-fit, concurrency and the two log lines)
+and §11 for what changed between releases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engines.vllm.eras import Era
+from kvplan.engines.vllm.grouping import EngineFailure, Group
+from kvplan.specs import KVCacheSpec, UniformTypeKVCacheSpecs, Workload
+from kvplan.units import GiB, cdiv
+
+DOCS_URL = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
+
+
+@dataclass(frozen=True)
+class KVTensor:
+    """One allocation: ``size_bytes`` = page · num_blocks, used by the layers in ``shared_by``
+    (the i-th layer of every group that has more than i layers)."""
+
+    size_bytes: int
+    shared_by: tuple[str, ...]
+
+
+def project_groups(groups: list[Group], layer_names: set[str]) -> list[Group]:
+    """A global group seen from one worker: filtered layers, empty groups kept."""
+    out = []
+    for g in groups:
+        names = tuple(n for n in g.layer_names if n in layer_names)
+        spec = g.spec
+        if isinstance(spec, UniformTypeKVCacheSpecs) and names:
+            spec = UniformTypeKVCacheSpecs(
+                block_size=spec.block_size,
+                kv_cache_specs=tuple((n, s) for n, s in spec.kv_cache_specs if n in layer_names),
+            )
+        out.append(Group(names, spec))
+    return out
+
+
+def group_size_of(groups: list[Group]) -> int:
+    return max((len(g.layer_names) for g in groups), default=0)
+
+
+def is_single_uniform_type(groups: list[Group]) -> bool:
+    return len(groups) == 1 and isinstance(groups[0].spec, UniformTypeKVCacheSpecs)
+
+
+def bytes_per_block(groups: list[Group]) -> int:
+    """Bytes one block id costs across the pool: page · group_size (general path),
+    or the sum of member pages for a single uniform-type group."""
+    if not groups:
+        return 0
+    if is_single_uniform_type(groups):
+        return groups[0].spec.page_size_bytes
+    return groups[0].spec.page_size_bytes * group_size_of(groups)
+
+
+def blocks_per_request(groups: list[Group], w: Workload) -> list[int]:
+    """Blocks one max-length request reserves in each group: cdiv(max_memory_usage, page)."""
+    return [cdiv(g.spec.max_memory_usage_bytes(w), g.spec.page_size_bytes) for g in groups]
+
+
+def needed_bytes(groups: list[Group], era: Era, w: Workload, layer_specs: list[KVCacheSpec]) -> int:
+    """Memory the admission check asks for one max-length request (reference §4.1, §11)."""
+    if not groups:
+        return 0
+    if era.admission == "per_layer":
+        return sum(s.max_memory_usage_bytes(w) for s in layer_specs)
+    if is_single_uniform_type(groups):
+        return sum(s.max_memory_usage_bytes(w) for _, s in groups[0].spec.kv_cache_specs)
+    G = group_size_of(groups)
+    page = groups[0].spec.page_size_bytes
+    if era.admission == "first_group":
+        return G * page * cdiv(groups[0].spec.max_memory_usage_bytes(w), page)
+    return bytes_per_block(groups) * sum(blocks_per_request(groups, w))
+
+
+def checked_memory(groups: list[Group], era: Era, available: int) -> int:
+    """0.33 keeps the null block out of the check: available − bytes_per_block."""
+    if era.null_block_in_check and groups:
+        return available - bytes_per_block(groups)
+    return available
+
+
+def _gib(n: int) -> str:
+    return str(round(n / GiB, 2))
+
+
+def no_memory_message(era: Era) -> str:
+    cpu_note = (
+        " (this flag also controls CPU memory reservation on the CPU backend, despite its name)"
+        if era.messages == "new"
+        else ""
+    )
+    return (
+        "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+        f"initializing the engine{cpu_note}. See {DOCS_URL} for more details."
+    )
+
+
+def not_enough_memory_message(era: Era, max_model_len: int, needed: int, available: int, estimate: int) -> str:
+    est = (
+        f"Based on the available memory, the estimated maximum model length is {estimate}. " if estimate > 0 else ""
+    )
+    if era.messages == "new":
+        return (
+            f"To serve at least one request with the model's max seq len ({max_model_len}), "
+            f"({_gib(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
+            f"({_gib(available)} GiB). {est}Try increasing `gpu_memory_utilization` (which also controls CPU "
+            "memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. "
+            f"See {DOCS_URL} for more details."
+        )
+    return (
+        f"To serve at least one request with the models's max seq len ({max_model_len}), "
+        f"({_gib(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
+        f"({_gib(available)} GiB). {est}Try increasing `gpu_memory_utilization` or decreasing "
+        f"`max_model_len` when initializing the engine. See {DOCS_URL} for more details."
+    )
+
+
+def estimate_max_model_len(
+    groups: list[Group], era: Era, w: Workload, layer_specs: list[KVCacheSpec], available: int
+) -> int:
+    """Binary search for the largest max_model_len in [1, w.max_model_len] that fits; 0 if none."""
+    from dataclasses import replace
+
+    def fits(length: int) -> bool:
+        return needed_bytes(groups, era, replace(w, max_model_len=length), layer_specs) <= available
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, w.max_model_len
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def check_enough_memory(
+    groups: list[Group], era: Era, w: Workload, layer_specs: list[KVCacheSpec], available: int
+) -> int:
+    """``_check_enough_kv_cache_memory``: returns the needed bytes or raises EngineFailure."""
+    checked = checked_memory(groups, era, available)
+    if available <= 0:
+        raise EngineFailure("ValueError", no_memory_message(era), "admission")
+    need = needed_bytes(groups, era, w, layer_specs)
+    if need > checked:
+        est = estimate_max_model_len(groups, era, w, layer_specs, checked)
+        raise EngineFailure(
+            "ValueError", not_enough_memory_message(era, w.max_model_len, need, checked, est), "admission"
+        )
+    return need
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """``KVCacheConfig`` of one worker (one pipeline stage; TP ranks are identical)."""
+
+    rank: int
+    available_bytes: int
+    groups: tuple[Group, ...]
+    group_size: int
+    bytes_per_block: int
+    num_blocks: int
+    tensors: tuple[KVTensor, ...]
+
+
+def kv_cache_config_from_groups(
+    rank: int, groups: list[Group], available: int, override: int | None, era: Era, logs: list[str]
+) -> WorkerConfig:
+    if not groups:
+        return WorkerConfig(rank, available, (), 0, 0, 1, ())
+    if is_single_uniform_type(groups):
+        spec = groups[0].spec
+        num_blocks = available // spec.page_size_bytes
+        if override is not None and era.kv_size_log == "blocks":
+            logs.append(f"Overriding num_gpu_blocks={num_blocks} with num_gpu_blocks_override={override}")
+            num_blocks = override
+        elif override is not None:
+            num_blocks = override
+        tensors = tuple(KVTensor(s.page_size_bytes * num_blocks, (n,)) for n, s in spec.kv_cache_specs)
+        return WorkerConfig(rank, available, tuple(groups), len(groups[0].layer_names), spec.page_size_bytes,
+                            num_blocks, tensors)
+    G = group_size_of(groups)
+    if G <= 0:
+        raise EngineFailure("AssertionError", "group_size must be greater than 0", "sizing")
+    pages = {g.spec.page_size_bytes for g in groups}
+    assert len(pages) == 1
+    page = pages.pop()
+    num_blocks = max(int(available // page // G), 0)
+    if override is not None:
+        if era.kv_size_log == "blocks":
+            logs.append(f"Overriding num_gpu_blocks={num_blocks} with num_gpu_blocks_override={override}")
+        num_blocks = override
+    tensors = tuple(
+        KVTensor(page * num_blocks, tuple(g.layer_names[i] for g in groups if len(g.layer_names) > i))
+        for i in range(G)
+    )
+    return WorkerConfig(rank, available, tuple(groups), G, page * G, num_blocks, tensors)
+
+
+def equalise(workers: list[WorkerConfig]) -> list[WorkerConfig]:
+    """Every worker gets the smallest num_blocks; tensors shrink (never regrow)."""
+    if not workers:
+        return workers
+    target = min(w.num_blocks for w in workers)
+    out = []
+    for w in workers:
+        if w.num_blocks == target or not w.tensors:
+            out.append(WorkerConfig(w.rank, w.available_bytes, w.groups, w.group_size, w.bytes_per_block, target,
+                                    w.tensors))
+            continue
+        tensors = tuple(KVTensor(t.size_bytes // w.num_blocks * target, t.shared_by) for t in w.tensors)
+        out.append(WorkerConfig(w.rank, w.available_bytes, w.groups, w.group_size, w.bytes_per_block, target, tensors))
+    return out
+
+
+def max_concurrency(num_blocks: int, groups: list[Group], w: Workload) -> float:
+    """``get_max_concurrency_for_kv_cache_config``: num_blocks / Σ_g blocks per request."""
+    per_request = sum(blocks_per_request(groups, w))
+    return num_blocks / per_request if per_request else 0.0
+
+
+def kv_cache_size_tokens(era: Era, num_blocks: int, groups: list[Group], concurrency: float, w: Workload) -> int:
+    """The number in "GPU KV cache size: N tokens": two meanings across releases (§4.7)."""
+    if era.kv_size_log == "concurrency":
+        return int(concurrency * w.max_model_len)
+    tokens = num_blocks // len(groups) * min(g.spec.block_size for g in groups)
+    if w.cp_world_size > 1:
+        tokens *= w.cp_world_size
+    return tokens

@@ -1,0 +1,274 @@
+"""Per-layer KV-cache specs, shaped after vLLM's ``vllm/v1/kv_cache_interface.py``.
+
+Every spec is a frozen dataclass. Equality and hashing compare every field *and*
+the exact class (dataclass ``__eq__`` checks ``other.__class__ is self.__class__``),
+which is what vLLM's bucketing relies on: a drafter layer joins a target bucket
+only when its spec is equal field for field.
+
+The page formula follows vLLM 0.33.0 (reference §12.2): every attention spec
+carries ``head_size_v`` and ``page = block_size · num_kv_heads · (head_size +
+head_size_v) · dtype_bytes``; MLA has one KV head and ``head_size_v = 0``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field, replace
+from typing import ClassVar
+
+from kvplan.units import cdiv, dtype_size_bytes
+
+# Every spec has a short ``kind`` used as the JSON value and in tables.
+FULL = "full_attention"
+SLIDING = "sliding_window"
+CHUNKED = "chunked_local"
+MLA = "mla"
+MAMBA = "mamba"
+CROSS = "cross_attention"
+UNIFORM_TYPE = "uniform_type"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The scheduler numbers that a spec's worst-case reservation depends on.
+
+    ``max_in_flight_tokens`` is what vLLM adds to a sliding window or a chunk
+    when it reserves blocks for one request: ``max_num_batched_tokens`` up to
+    0.20, ``2 · max_num_batched_tokens`` with async scheduling from 0.32
+    (reference §11, item 2).
+    """
+
+    max_model_len: int
+    max_in_flight_tokens: int
+    mamba_cache_mode: str = "none"  # "none" | "align" | "all"
+    num_prefill_checkpoint_blocks: int = 0
+    max_num_encoder_input_tokens: int = 0
+    cp_world_size: int = 1  # decode_context_parallel_size · prefill_context_parallel_size
+
+
+@dataclass(frozen=True)
+class KVCacheSpec:
+    """One layer's cache: ``block_size`` tokens per block."""
+
+    kind: ClassVar[str] = ""
+    block_size: int
+
+    @property
+    def page_size_bytes(self) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def blocks_per_request(self, w: Workload) -> int:
+        """Blocks one request of ``w.max_model_len`` tokens may hold at once."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def max_memory_usage_bytes(self, w: Workload) -> int:
+        return self.blocks_per_request(w) * self.page_size_bytes
+
+    def with_block_size(self, block_size: int) -> "KVCacheSpec":
+        return replace(self, block_size=block_size)
+
+
+@dataclass(frozen=True)
+class AttentionSpec(KVCacheSpec):
+    num_kv_heads: int
+    head_size: int
+    dtype: str  # torch dtype name of the cache: bfloat16, float16, float32, uint8
+    head_size_v: int = -1  # -1 means "same as head_size" (filled in __post_init__)
+    page_size_padded: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.head_size_v == -1:
+            object.__setattr__(self, "head_size_v", self.head_size)
+
+    @property
+    def real_page_size_bytes(self) -> int:
+        return (
+            self.block_size
+            * self.num_kv_heads
+            * (self.head_size + self.head_size_v)
+            * dtype_size_bytes(self.dtype)
+        )
+
+    @property
+    def page_size_bytes(self) -> int:
+        real = self.real_page_size_bytes
+        if self.page_size_padded is not None:
+            # vLLM asserts the padded page is not smaller than the real one.
+            assert self.page_size_padded >= real
+            return self.page_size_padded
+        return real
+
+    def _full_blocks(self, w: Workload) -> int:
+        tokens = cdiv(w.max_model_len, w.cp_world_size) if w.cp_world_size > 1 else w.max_model_len
+        return cdiv(tokens, self.block_size)
+
+
+@dataclass(frozen=True)
+class FullAttentionSpec(AttentionSpec):
+    """Global attention. ``sliding_window``/``attention_chunk_size`` are set only when
+    the hybrid manager is off and a window layer was converted (reference §3.1); they
+    never change the reservation."""
+
+    kind: ClassVar[str] = FULL
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+
+    def blocks_per_request(self, w: Workload) -> int:
+        return self._full_blocks(w)
+
+
+@dataclass(frozen=True)
+class MLAAttentionSpec(FullAttentionSpec):
+    """Multi-head latent attention: one KV head, ``head_size = kv_lora_rank +
+    qk_rope_head_dim``, no separate V (``head_size_v = 0``). ``fp8_ds_mla`` stores
+    656 bytes per token (DeepSeek-V3.2 layout)."""
+
+    kind: ClassVar[str] = MLA
+    cache_dtype_str: str | None = None
+
+    @property
+    def real_page_size_bytes(self) -> int:
+        if self.cache_dtype_str == "fp8_ds_mla":
+            return self.block_size * 656
+        return self.block_size * self.num_kv_heads * (self.head_size + self.head_size_v) * dtype_size_bytes(self.dtype)
+
+
+@dataclass(frozen=True)
+class SlidingWindowSpec(AttentionSpec):
+    kind: ClassVar[str] = SLIDING
+    sliding_window: int = 0
+
+    def blocks_per_request(self, w: Workload) -> int:
+        # cdiv(min(W - 1 + in-flight tokens, L), block_size) + 1: the window, the
+        # tokens scheduled in one step, and one block for misalignment.
+        assert w.cp_world_size == 1, "DCP not support sliding window."
+        tokens = min(self.sliding_window - 1 + w.max_in_flight_tokens, w.max_model_len)
+        return cdiv(tokens, self.block_size) + 1
+
+
+@dataclass(frozen=True)
+class ChunkedLocalAttentionSpec(AttentionSpec):
+    kind: ClassVar[str] = CHUNKED
+    attention_chunk_size: int = 0
+
+    def blocks_per_request(self, w: Workload) -> int:
+        tokens = min(self.attention_chunk_size + w.max_in_flight_tokens, w.max_model_len)
+        return cdiv(tokens, self.block_size)
+
+
+@dataclass(frozen=True)
+class CrossAttentionSpec(AttentionSpec):
+    kind: ClassVar[str] = CROSS
+
+    def blocks_per_request(self, w: Workload) -> int:
+        return cdiv(w.max_num_encoder_input_tokens, self.block_size)
+
+
+@dataclass(frozen=True)
+class MambaSpec(KVCacheSpec):
+    """Recurrent state (Mamba1/2, gated delta net, short conv, linear attention).
+
+    The page is the state itself, independent of ``block_size``; vLLM pads it to
+    the attention page (``page_size_padded``) so the pool has one page size.
+    """
+
+    kind: ClassVar[str] = MAMBA
+    shapes: tuple[tuple[int, ...], ...] = ()
+    dtypes: tuple[str, ...] = ()
+    mamba_type: str = "mamba2"
+    page_size_padded: int | None = None
+    num_speculative_blocks: int = 0
+
+    @property
+    def real_page_size_bytes(self) -> int:
+        return sum(math.prod(s) * dtype_size_bytes(d) for s, d in zip(self.shapes, self.dtypes))
+
+    @property
+    def page_size_bytes(self) -> int:
+        real = self.real_page_size_bytes
+        if self.page_size_padded is not None:
+            assert self.page_size_padded >= real
+            return self.page_size_padded
+        return real
+
+    def blocks_per_request(self, w: Workload) -> int:
+        if w.mamba_cache_mode == "all":
+            return cdiv(w.max_model_len, self.block_size) + self.num_speculative_blocks
+        if w.mamba_cache_mode == "align":
+            return 2 + self.num_speculative_blocks + w.num_prefill_checkpoint_blocks
+        return 1 + self.num_speculative_blocks
+
+
+@dataclass(frozen=True)
+class UniformTypeKVCacheSpecs(KVCacheSpec):
+    """A group-level container: layers of one type but different shapes share one
+    group, and each keeps its own page (reference §3.4)."""
+
+    kind: ClassVar[str] = UNIFORM_TYPE
+    kv_cache_specs: tuple[tuple[str, KVCacheSpec], ...] = field(default_factory=tuple)
+
+    @property
+    def page_size_bytes(self) -> int:
+        return sum(s.page_size_bytes for _, s in self.kv_cache_specs)
+
+    def blocks_per_request(self, w: Workload) -> int:
+        return max(cdiv(s.max_memory_usage_bytes(w), s.page_size_bytes) for _, s in self.kv_cache_specs)
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """A named layer as the engine registers it: its spec plus where it came from."""
+
+    name: str
+    spec: KVCacheSpec
+    source: str = "target"  # "target" | "drafter"
+    index: int = 0  # position in registration order (0-based)
+
+
+_KINDS: dict[str, type[KVCacheSpec]] = {
+    cls.kind: cls
+    for cls in (
+        FullAttentionSpec,
+        MLAAttentionSpec,
+        SlidingWindowSpec,
+        ChunkedLocalAttentionSpec,
+        CrossAttentionSpec,
+        MambaSpec,
+    )
+}
+
+# JSON key order for one spec: the engine's field names, then the derived page.
+SPEC_KEYS = (
+    "kind", "block_size", "num_kv_heads", "head_size", "head_size_v", "dtype",
+    "sliding_window", "attention_chunk_size", "cache_dtype_str", "page_size_padded",
+    "shapes", "dtypes", "mamba_type", "num_speculative_blocks", "page_size_bytes",
+)
+
+
+def spec_to_dict(spec: KVCacheSpec) -> dict:
+    """A spec as plain JSON data with every key of ``SPEC_KEYS`` (None where unused)."""
+    out: dict = {}
+    for key in SPEC_KEYS:
+        if key == "kind":
+            out[key] = spec.kind
+        elif key == "page_size_bytes":
+            out[key] = spec.page_size_bytes
+        elif key == "shapes":
+            out[key] = [list(s) for s in spec.shapes] if isinstance(spec, MambaSpec) else None
+        elif key == "dtypes":
+            out[key] = list(spec.dtypes) if isinstance(spec, MambaSpec) else None
+        else:
+            out[key] = getattr(spec, key, None)
+    return out
+
+
+def spec_from_dict(data: dict) -> KVCacheSpec:
+    """Inverse of ``spec_to_dict`` (``page_size_bytes`` is derived, so it is ignored)."""
+    cls = _KINDS[data["kind"]]
+    fields = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {k: v for k, v in data.items() if k in fields and v is not None}
+    if cls is MambaSpec:
+        kwargs["shapes"] = tuple(tuple(s) for s in data["shapes"])
+        kwargs["dtypes"] = tuple(data["dtypes"])
+    return cls(**kwargs)
