@@ -1,0 +1,80 @@
+"""The library entry points the CLI (and scripts) call: model → layout → plan.
+
+Pure functions over frozen inputs; nothing here prints, parses options or imports
+Typer, Rich or torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engines.vllm import Era, ModelFacts, Plan, SimulateOptions, get_era, simulate
+from kvplan.model import ModelLayout, ServingOptions, build_model_layout
+
+_MAX_LEN_KEYS = (
+    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+    "max_sequence_length", "max_seq_length", "seq_len",
+)
+
+
+def _text_config(config: dict) -> dict:
+    inner = config.get("text_config")
+    return inner if isinstance(inner, dict) else config
+
+
+def derive_max_model_len(config: dict) -> int:
+    """vLLM's default ``max_model_len`` (``_get_and_verify_max_len``): the smallest of the
+    length keys, scaled by the RoPE factor unless the rope type already accounts for it
+    (su, longrope, llama3), with YaRN starting from ``original_max_position_embeddings``.
+    Gemma 3 lengths are already scaled, so vLLM skips the factor for them."""
+    cfg = _text_config(config)
+    lengths = [cfg[k] for k in _MAX_LEN_KEYS if isinstance(cfg.get(k), int)]
+    derived = min(lengths) if lengths else 2048
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    model_type = str(cfg.get("model_type", "")) + str(config.get("model_type", ""))
+    if isinstance(rope, dict) and "factor" in rope and "gemma3" not in model_type:
+        rope_type = rope.get("rope_type", rope.get("type"))
+        if rope_type not in ("su", "longrope", "llama3", "default", None):
+            if rope_type == "yarn" and "original_max_position_embeddings" in rope:
+                derived = rope["original_max_position_embeddings"]
+            derived = int(derived * rope["factor"])
+    return derived
+
+
+def model_facts(layout: ModelLayout) -> ModelFacts:
+    return ModelFacts(
+        max_model_len=derive_max_model_len(layout.target.config),
+        attention_chunk_size=layout.target.attention_chunk_size,
+        speculative_method=layout.speculative_method,
+        num_speculative_tokens=layout.num_speculative_tokens,
+        mamba_chunk_size=layout.target.mamba_chunk_size,
+    )
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Everything one simulation needs, as a user states it."""
+
+    model: str
+    drafter: str | None = None
+    serving: ServingOptions = ServingOptions()
+    policy: str = "vllm-latest"
+    threshold: float | None = None  # overrides the era's threshold when set
+    revision: str | None = None
+    download: bool = False
+
+
+def resolve_era(policy: str, threshold: float | None) -> Era:
+    era = get_era(policy)
+    return era.with_threshold(threshold) if threshold is not None else era
+
+
+def plan_layout(layout: ModelLayout, era: Era, options: SimulateOptions) -> Plan:
+    return simulate(layout.layers, layout.ranks, model_facts(layout), era, options)
+
+
+def plan(request: PlanRequest, options: SimulateOptions) -> tuple[ModelLayout, Plan]:
+    layout = build_model_layout(
+        request.model, request.drafter, request.serving, revision=request.revision, download=request.download
+    )
+    return layout, plan_layout(layout, resolve_era(request.policy, request.threshold), options)
