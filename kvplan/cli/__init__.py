@@ -1,0 +1,1 @@
+"""kvplan's command line: parse options, call the library, hand results to report.output."""

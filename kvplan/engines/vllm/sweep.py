@@ -1,0 +1,59 @@
+"""``--sweep-threshold``: the same inputs under many thresholds, and where the decision flips."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from kvplan.errors import OptionError
+
+
+def parse_thresholds(text: str) -> list[float]:
+    """``1.0:2.0:0.05`` (start:stop:step, stop included) or ``1.25,1.5``."""
+    text = text.strip()
+    try:
+        if ":" in text:
+            parts = [Fraction(p) for p in text.split(":")]
+            if len(parts) != 3 or parts[2] <= 0 or parts[1] < parts[0]:
+                raise ValueError
+            start, stop, step = parts
+            n = int((stop - start) / step)
+            values = [float(start + i * step) for i in range(n + 1)]
+        else:
+            values = [float(Fraction(p)) for p in text.split(",") if p.strip()]
+    except (ValueError, ZeroDivisionError):
+        raise OptionError(
+            f"--sweep-threshold {text!r}: write start:stop:step (e.g. 1.0:2.0:0.05) or a list (1.25,1.5)"
+        ) from None
+    if not values or any(v <= 0 for v in values):
+        raise OptionError(f"--sweep-threshold {text!r}: thresholds must be positive")
+    return values
+
+
+def sweep_row(threshold: float, plan) -> dict:
+    return {
+        "threshold": round(threshold, 6),
+        "group_size": plan.group_size,
+        "num_groups": plan.num_groups,
+        "num_padding_layers": plan.num_padding_layers,
+        "padding_waste_pct": round(plan.padding_waste_pct, 4),
+        "num_blocks": plan.num_blocks,
+        "kv_tokens": plan.kv_tokens,
+        "max_concurrency": round(plan.max_concurrency, 6),
+        "starts": plan.starts,
+        "failure": plan.failure.message if plan.failure else None,
+    }
+
+
+def critical_thresholds(plan) -> list[dict]:
+    """The threshold where the group size flips: the ratio max/min of the bucket counts.
+    At exactly that value the strict ``<`` fails, so the smaller size still wins."""
+    d = plan.decision
+    if d is None or d.path != "uniform_page" or d.min_count == d.max_count:
+        return []
+    ratio = d.max_count / d.min_count
+    return [{
+        "threshold": round(ratio, 6),
+        "ratio": f"{d.max_count}/{d.min_count}",
+        "group_size_at_or_below": d.min_count,
+        "group_size_above": d.max_count,
+    }]

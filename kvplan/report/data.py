@@ -1,0 +1,290 @@
+"""Turn layouts and plans into plain, ordered dicts: the one source for JSON, YAML and tables.
+
+Keys use vLLM's vocabulary (block_size, page_size_bytes, num_blocks, group_size,
+shared_by, sliding_window, attention_chunk_size, max_concurrency), sizes are
+integer bytes with ``_bytes`` names, token counts end in ``_tokens``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from kvplan import __version__
+from kvplan.report import SCHEMA_VERSION
+from kvplan.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_to_dict
+
+_INDEX_RE = re.compile(r"layers\.(\d+)\.")
+
+
+def layer_index(name: str) -> str:
+    """A short label for a layer name: its decoder index, ``mtp0`` for MTP layers."""
+    m = _INDEX_RE.search(name)
+    if name.startswith("mtp.") or ".mtp." in name:
+        return f"mtp{m.group(1) if m else ''}"
+    if m:
+        suffix = "i" if "indexer" in name else ""
+        return m.group(1) + suffix
+    return name
+
+
+def kind_label(spec) -> str:
+    """``sliding(128)``, ``chunked(8192)``, ``full``, ``mla``, ``mamba:gdn``…"""
+    if isinstance(spec, UniformTypeKVCacheSpecs):
+        return "uniform-type"
+    d = spec_to_dict(spec)
+    if d["kind"] == "sliding_window":
+        return f"sliding({d['sliding_window']})"
+    if d["kind"] == "chunked_local":
+        return f"chunked({d['attention_chunk_size']})"
+    if d["kind"] == "mamba":
+        return f"mamba:{d['mamba_type']}"
+    if d["kind"] == "full_attention":
+        extra = ""
+        if d["sliding_window"]:
+            extra = f"[window {d['sliding_window']}]"
+        elif d["attention_chunk_size"]:
+            extra = f"[chunk {d['attention_chunk_size']}]"
+        return "full" + extra
+    return d["kind"].replace("_attention", "")
+
+
+def model_info_dict(info) -> dict | None:
+    if info is None:
+        return None
+    return {
+        "id": info.source.requested,
+        "source": info.source.kind,
+        "path": info.source.path,
+        "revision": info.source.revision,
+        "provenance": info.provenance,
+        "architecture": info.architecture,
+        "model_type": info.model_type,
+        "family": info.family,
+        "num_hidden_layers": info.num_hidden_layers,
+        "dtype": info.dtype,
+    }
+
+
+def serving_dict(serving) -> dict:
+    return {
+        "block_size": serving.block_size,
+        "attention_backend": serving.attention_backend,
+        "kv_cache_dtype": serving.kv_cache_dtype,
+        "dtype": serving.dtype,
+        "tensor_parallel_size": serving.tensor_parallel_size,
+        "pipeline_parallel_size": serving.pipeline_parallel_size,
+    }
+
+
+def layer_dict(ls, spec=None) -> dict:
+    return {"index": ls.index, "name": ls.name, "source": ls.source, **spec_to_dict(spec or ls.spec)}
+
+
+def bytes_per_token(spec) -> int | None:
+    """KV bytes one token costs in this layer (None for state layers, which do not grow)."""
+    if isinstance(spec, AttentionSpec):
+        return spec.page_size_bytes // spec.block_size
+    return None
+
+
+def kind_summary(layers) -> list[dict]:
+    """Per distinct kind label: layer count, bytes per token per layer and in total."""
+    rows: dict[str, dict] = {}
+    for ls in layers:
+        label = kind_label(ls.spec)
+        key = (label, ls.source)
+        row = rows.setdefault(
+            key,
+            {"kind": ls.spec.kind, "label": label, "source": ls.source, "num_layers": 0,
+             "page_size_bytes": ls.spec.page_size_bytes, "kv_bytes_per_token": bytes_per_token(ls.spec),
+             "state_bytes": ls.spec.page_size_bytes if isinstance(ls.spec, MambaSpec) else None},
+        )
+        row["num_layers"] += 1
+    out = []
+    for row in rows.values():
+        per = row["kv_bytes_per_token"]
+        row["kv_bytes_per_token_total"] = per * row["num_layers"] if per is not None else None
+        out.append(row)
+    return out
+
+
+def inspect_dict(layout, serving) -> dict:
+    layers = layout.layers
+    summary = kind_summary(layers)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kvplan_version": __version__,
+        "command": "inspect",
+        "model": model_info_dict(layout.target),
+        "drafter": model_info_dict(layout.drafter),
+        "speculative": {
+            "method": layout.speculative_method,
+            "num_speculative_tokens": layout.num_speculative_tokens,
+        },
+        "serving": {**serving_dict(serving), "block_size": layout.block_size},
+        "num_layers": len(layers),
+        "layers": [layer_dict(ls) for ls in layers],
+        "summary": summary,
+        "kv_bytes_per_token": sum(r["kv_bytes_per_token_total"] or 0 for r in summary),
+        "state_bytes_per_request": sum((r["state_bytes"] or 0) * r["num_layers"] for r in summary),
+        "ranks": [
+            {"rank": i, "num_layers": len(names), "layers": [layer_index(n) for n in names]}
+            for i, names in enumerate(layout.ranks)
+        ],
+        "kv_sharing_layers": list(layout.kv_sharing_layers),
+        "notes": list(layout.notes),
+        "warnings": list(layout.warnings),
+    }
+
+
+def era_dict(era) -> dict:
+    return {
+        "name": era.name,
+        "threshold": era.threshold,
+        "description": era.description,
+        "vllm_releases": list(era.releases),
+        "is_proposal": era.is_proposal,
+    }
+
+
+def _group_rows(plan) -> list[dict]:
+    drafter_names = {ls.name for ls in plan.layers if ls.source == "drafter"}
+    G = plan.workers[0].group_size if plan.workers else plan.group_size
+    rows = []
+    bpr = plan.blocks_per_request or [None] * len(plan.groups)
+    for i, (g, blocks) in enumerate(zip(plan.groups, bpr)):
+        rows.append({
+            "index": i,
+            "kind": g.spec.kind,
+            "label": kind_label(g.spec),
+            "block_size": g.spec.block_size,
+            "page_size_bytes": g.spec.page_size_bytes,
+            "num_layers": len(g.layer_names),
+            "padding_slots": max(G - len(g.layer_names), 0) if g.spec.kind != "uniform_type" else 0,
+            "layers": [layer_index(n) for n in g.layer_names],
+            "layer_names": list(g.layer_names),
+            "has_drafter_layers": any(n in drafter_names for n in g.layer_names),
+            "drafter_layers": [layer_index(n) for n in g.layer_names if n in drafter_names],
+            "blocks_per_request": blocks,
+        })
+    return rows
+
+
+def padding_waste_bytes(plan) -> int:
+    """Bytes held by padding slots when the pool is full of max-length requests:
+    each block id of group g leaves (group_size − len(g)) pages unused."""
+    if not plan.groups or not plan.blocks_per_request or not plan.workers:
+        return 0
+    G = plan.workers[0].group_size
+    total = sum(plan.blocks_per_request)
+    if plan.groups[0].spec.kind == "uniform_type" or total == 0:
+        return 0
+    slots = sum(b * (G - len(g.layer_names)) for g, b in zip(plan.groups, plan.blocks_per_request))
+    return plan.num_blocks * plan.page_size_bytes * slots // total
+
+
+def plan_dict(layout, plan, serving, explain: list[str] | None = None) -> dict:
+    d = plan.decision
+    w0 = plan.workers[0] if plan.workers else None
+    pool = (w0.bytes_per_block * w0.num_blocks) if w0 else 0
+    waste = padding_waste_bytes(plan)
+    failure = plan.failure
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kvplan_version": __version__,
+        "command": "simulate",
+        "engine": "vllm",
+        "policy": era_dict(plan.era),
+        "model": model_info_dict(layout.target),
+        "drafter": model_info_dict(layout.drafter),
+        "speculative": {"method": layout.speculative_method, "num_speculative_tokens": layout.num_speculative_tokens},
+        "serving": {**serving_dict(serving), "block_size": layout.block_size},
+        "scheduler": {
+            "max_model_len": plan.max_model_len,
+            "original_max_model_len": plan.original_max_model_len,
+            "max_num_batched_tokens": plan.options.max_num_batched_tokens,
+            "max_in_flight_tokens": plan.workload.max_in_flight_tokens if plan.workload else None,
+            "max_num_seqs": plan.options.max_num_seqs,
+            "async_scheduling": plan.options.async_scheduling,
+            "enable_prefix_caching": plan.options.enable_prefix_caching,
+            "mamba_cache_mode": plan.workload.mamba_cache_mode if plan.workload else plan.options.mamba_cache_mode,
+            "num_gpu_blocks_override": plan.options.num_gpu_blocks_override,
+        },
+        "hybrid_kv_cache_manager": {
+            "enabled": (not plan.hma.disabled) if plan.hma else None,
+            "reasons_disabled": list(plan.hma.reasons) if plan.hma else [],
+        },
+        "mamba_alignment": None if plan.mamba is None else {
+            "mamba_cache_mode": plan.mamba.mamba_cache_mode,
+            "attention_bytes_per_token": plan.mamba.attention_bytes_per_token,
+            "mamba_page_bytes": plan.mamba.mamba_page_bytes,
+            "kernel_alignment_tokens": plan.mamba.kernel_alignment_tokens,
+            "attention_block_size": plan.mamba.attention_block_size,
+            "mamba_block_size": plan.mamba.mamba_block_size,
+            "attention_page_bytes": plan.mamba.attention_page_bytes,
+            "mamba_padding_pct": round(plan.mamba.padded_pct, 4),
+        },
+        "grouping": None if d is None else {
+            "path": d.path,
+            "min_count": d.min_count,
+            "max_count": d.max_count,
+            "threshold": d.threshold,
+            "group_size": d.group_size,
+            "num_groups": plan.num_groups,
+            "num_padding_layers": d.num_padding_layers,
+            "padding_waste_pct": round(plan.padding_waste_pct, 4),
+            "block_size_changes": [
+                {"kind": k, "from_block_size": a, "to_block_size": b} for k, a, b in d.block_size_changes
+            ],
+            "buckets": [
+                {"index": i, **spec_to_dict(b.spec), "label": kind_label(b.spec), "num_layers": len(b.layer_names),
+                 "padding_layers": d.padding[i][0] if i < len(d.padding) else 0,
+                 "layers": [layer_index(n) for n in b.layer_names]}
+                for i, b in enumerate(d.buckets)
+            ] if d.path == "uniform_page" else [],
+        },
+        "groups": _group_rows(plan),
+        "tensors": [
+            {"index": i, "size_bytes": t.size_bytes, "shared_by": list(t.shared_by)}
+            for i, t in enumerate(w0.tensors)
+        ] if w0 else [],
+        "memory": {
+            "available_bytes": plan.options.kv_cache_memory_bytes,
+            "checked_available_bytes": plan.checked_available_bytes,
+            "needed_bytes": plan.needed_bytes,
+            "page_size_bytes": plan.page_size_bytes,
+            "group_size": w0.group_size if w0 else 0,
+            "bytes_per_block": w0.bytes_per_block if w0 else 0,
+            "num_blocks": plan.num_blocks,
+            "allocated_bytes": pool,
+            "blocks_per_request": sum(plan.blocks_per_request),
+            "bytes_per_request": (w0.bytes_per_block * sum(plan.blocks_per_request)) if w0 else 0,
+            "kv_tokens": plan.kv_tokens,
+            "kv_cache_size_tokens": plan.kv_cache_size_tokens,
+            "max_concurrency": round(plan.max_concurrency, 6),
+            "padding_waste_bytes": waste,
+            "padding_waste_pct_of_pool": round(waste / pool * 100, 4) if pool else 0.0,
+        },
+        "workers": [
+            {"rank": w.rank, "available_bytes": w.available_bytes, "group_size": w.group_size,
+             "num_layers": sum(len(g.layer_names) for g in w.groups), "num_blocks": w.num_blocks,
+             "num_tensors": len(w.tensors)}
+            for w in plan.workers
+        ],
+        "logs": list(plan.logs),
+        "explain": explain or [],
+        "outcome": {
+            "starts": plan.starts,
+            "stage": failure.stage if failure else None,
+            "error_type": failure.error_type if failure else None,
+            "error": failure.message if failure else None,
+        },
+        "warnings": list(layout.warnings),
+    }
+
+
+def layer_counts(layers) -> str:
+    """``12 sliding(128) + 16 full`` in registration order of first appearance."""
+    c = Counter(kind_label(ls.spec) for ls in layers)
+    return " + ".join(f"{n} {k}" for k, n in c.items())

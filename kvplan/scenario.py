@@ -1,0 +1,125 @@
+"""One simulation described as the user states it (CLI flags or a `check` YAML entry),
+and the run that turns it into a layout, a plan and the report dict.
+
+Field names are the long CLI flags with underscores, so `kvplan check` files use
+the same words as `kvplan simulate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from kvplan.errors import OptionError
+
+
+@dataclass(frozen=True)
+class Scenario:
+    model: str
+    drafter: str | None = None
+    speculative_method: str | None = None
+    num_speculative_tokens: int | None = None
+    block_size: int | None = None
+    attention_backend: str | None = None
+    kv_cache_dtype: str = "auto"
+    dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    revision: str | None = None
+    download: bool = False
+    policy: str = "vllm-latest"
+    threshold: float | None = None
+    kv_cache_memory: str | int | None = None
+    max_model_len: str | int | None = None
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 1024
+    async_scheduling: bool = True
+    enable_prefix_caching: bool | None = None
+    mamba_cache_mode: str | None = None
+    disable_hybrid_kv_cache_manager: bool | None = None
+    kv_transfer_config: str | dict | None = None
+    num_gpu_blocks_override: int | None = None
+    # hardware budget (used when kv_cache_memory is not given)
+    gpu: str | None = None
+    gpu_memory: float | None = None  # GiB
+    gpu_memory_utilization: float | None = None
+    budget_overrides: dict = field(default_factory=dict)
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    layout: object
+    plan: object
+    data: dict
+    budget: dict | None = None
+
+
+def serving_of(s: Scenario):
+    from kvplan.cli.common import serving_options
+
+    return serving_options(
+        block_size=s.block_size, attention_backend=s.attention_backend, kv_cache_dtype=s.kv_cache_dtype,
+        dtype=s.dtype, tensor_parallel_size=s.tensor_parallel_size, pipeline_parallel_size=s.pipeline_parallel_size,
+        speculative_method=s.speculative_method, num_speculative_tokens=s.num_speculative_tokens,
+    )
+
+
+def _size(value, flag: str) -> int:
+    from kvplan.cli.common import parse_size
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise OptionError(f"{flag} must be positive, got {value}")
+        return value
+    return parse_size(str(value), flag)
+
+
+def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:
+    """Build the layout (unless given), resolve the budget, simulate, and report."""
+    from kvplan.api import plan_layout, resolve_era
+    from kvplan.cli.common import mamba_cache_mode, parse_kv_transfer_config, parse_max_model_len
+    from kvplan.engines.vllm import SimulateOptions
+    from kvplan.model import build_model_layout
+    from kvplan.report.data import plan_dict
+    from kvplan.report.explain import explain as explain_plan
+
+    serving = serving_of(s)
+    era = resolve_era(s.policy, s.threshold)
+    if layout is None:
+        layout = build_model_layout(s.model, s.drafter, serving, revision=s.revision, download=s.download)
+    budget = None
+    if s.kv_cache_memory is not None:
+        kv_bytes = _size(s.kv_cache_memory, "--kv-cache-memory")
+    elif s.gpu is not None or s.gpu_memory is not None:
+        from kvplan.hardware import kv_budget
+
+        budget = kv_budget(layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory,
+                           gpu_memory_utilization=s.gpu_memory_utilization, overrides=s.budget_overrides)
+        kv_bytes = budget["kv_cache_memory_bytes"]
+    else:
+        raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
+    mml = s.max_model_len
+    mml = parse_max_model_len(str(mml)) if mml is not None else None
+    ktc = s.kv_transfer_config
+    ktc = parse_kv_transfer_config(ktc) if isinstance(ktc, str) else ktc
+    options = SimulateOptions(
+        kv_cache_memory_bytes=kv_bytes,
+        max_model_len=mml,
+        max_num_batched_tokens=s.max_num_batched_tokens,
+        max_num_seqs=s.max_num_seqs,
+        async_scheduling=s.async_scheduling,
+        enable_prefix_caching=s.enable_prefix_caching,
+        mamba_cache_mode=mamba_cache_mode(s.mamba_cache_mode),
+        disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
+        kv_transfer_config=ktc,
+        num_gpu_blocks_override=s.num_gpu_blocks_override,
+    )
+    plan = plan_layout(layout, era, options)
+    data = plan_dict(layout, plan, serving, explain_plan(plan) if explain else None)
+    if budget is not None:
+        data["budget"] = budget
+    return ScenarioResult(s, layout, plan, data, budget)
