@@ -1,0 +1,56 @@
+"""One-line spec factories for engine tests (hand-built layers, no config parsing)."""
+
+from __future__ import annotations
+
+from kvplan.specs import (
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    LayerSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowSpec,
+)
+
+
+def full(heads=8, head=64, bs=16, dtype="bfloat16", **kw):
+    return FullAttentionSpec(block_size=bs, num_kv_heads=heads, head_size=head, dtype=dtype, **kw)
+
+
+def sw(window, heads=8, head=64, bs=16, dtype="bfloat16", **kw):
+    return SlidingWindowSpec(block_size=bs, num_kv_heads=heads, head_size=head, dtype=dtype, sliding_window=window, **kw)
+
+
+def chunked(chunk, heads=8, head=128, bs=16, dtype="bfloat16"):
+    return ChunkedLocalAttentionSpec(block_size=bs, num_kv_heads=heads, head_size=head, dtype=dtype,
+                                     attention_chunk_size=chunk)
+
+
+def mla(bs=16, cache_dtype_str="auto", dtype="bfloat16"):
+    return MLAAttentionSpec(block_size=bs, num_kv_heads=1, head_size=576, head_size_v=0, dtype=dtype,
+                            cache_dtype_str=cache_dtype_str)
+
+
+def gdn(num_spec=0, bs=16):
+    # Qwen3-Next gated delta net, TP 1: conv (3 + num_spec, 2·16·128 + 32·128 = 8192), ssm (32, 128, 128), bf16.
+    return MambaSpec(block_size=bs, shapes=((3 + num_spec, 8192), (32, 128, 128)), dtypes=("bfloat16", "bfloat16"),
+                     mamba_type="gdn", num_speculative_blocks=num_spec)
+
+
+def layers(specs, first_drafter=None, name="model.layers.{i}.self_attn.attn"):
+    """Name layers in order; those from index ``first_drafter`` on are drafter layers."""
+    return tuple(
+        LayerSpec(name.format(i=i), s, "drafter" if first_drafter is not None and i >= first_drafter else "target", i)
+        for i, s in enumerate(specs)
+    )
+
+
+def gpt_oss_20b(num_draft=0):
+    # 24 layers: even = sliding(128), odd = full; 8 KV heads × 64; drafter layers are full.
+    return layers([sw(128) if i % 2 == 0 else full() for i in range(24)] + [full()] * num_draft,
+                  first_drafter=24 if num_draft else None)
+
+
+def gemma3_27b(extra_full=0):
+    # 62 layers: layer i full iff (i + 1) % 6 == 0 (10 full), others sliding(1024); 16 KV heads × 128.
+    specs = [full(16, 128) if (i + 1) % 6 == 0 else sw(1024, 16, 128) for i in range(62)]
+    return layers(specs + [full(16, 128)] * extra_full, first_drafter=62 if extra_full else None)
