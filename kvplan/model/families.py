@@ -1,0 +1,812 @@
+"""Per-family rules: a (text) config → the attention/Mamba layers vLLM registers, in order.
+
+One builder per family, each the rule of vLLM 0.33.0's model file (reference §7.2 and
+§12), reading the config as vLLM does (``HFView``: transformers object first). Every
+builder returns ``Built`` layers in registration order with the decoder-layer index
+each belongs to (for the PP partition) and the per-rank (TP-split) spec.
+
+Layer names follow the module prefixes of vLLM's model files:
+
+==========================  =============================================================
+family                      registered names
+==========================  =============================================================
+Llama-style, Gemma, Qwen    ``model.layers.{i}.self_attn.attn``
+gpt-oss                     ``model.layers.{i}.attn.attn`` (``TransformerBlock.attn`` = OAIAttention)
+multimodal wrappers         ``language_model.model.layers.{i}...`` (Gemma 3/3n/4, Llama 4, Qwen3.5)
+Qwen3-Next / Qwen3.5 GDN    ``model.layers.{i}.linear_attn`` (the GatedDeltaNet module)
+Nemotron-H                  ``model.layers.{i}.mixer`` (Mamba2), ``model.layers.{i}.mixer.attn``
+Jamba                       ``model.layers.{i}.mamba``, ``model.layers.{i}.attn``
+DeepSeek V2/V3 (MLA)        ``model.layers.{i}.self_attn.attn``
+DeepSeek-V3.2               ``model.layers.{i}.self_attn.indexer.k_cache`` then ``...self_attn.attn``
+Whisper                     ``model.decoder.layers.{i}.self_attn.attn`` / ``.encoder_attn.attn``
+==========================  =============================================================
+
+A name only labels a layer; the grouping depends on the order and the specs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kvplan.errors import ConfigError, OptionError, UnsupportedError
+from kvplan.model.hfconfig import HFView
+from kvplan.specs import (
+    ChunkedLocalAttentionSpec,
+    CrossAttentionSpec,
+    FullAttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowSpec,
+)
+
+SLIDING = "sliding_attention"
+FULL = "full_attention"
+
+# Architecture (``architectures[0]``) → family rule. vLLM picks the model class by
+# architecture, so this is the primary key; ``MODEL_TYPE_FAMILY`` is the fallback.
+ARCH_FAMILY = {
+    "GptOssForCausalLM": "gpt_oss",
+    "Gemma2ForCausalLM": "layer_types",
+    "Gemma3ForCausalLM": "layer_types",
+    "Gemma3ForConditionalGeneration": "layer_types",
+    "Gemma3nForCausalLM": "layer_types",
+    "Gemma3nForConditionalGeneration": "layer_types",
+    "Cohere2ForCausalLM": "layer_types",
+    "Exaone4ForCausalLM": "layer_types",
+    "Gemma4ForCausalLM": "gemma4",
+    "Gemma4ForConditionalGeneration": "gemma4",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "llama",
+    "MixtralForCausalLM": "llama",
+    "Phi3ForCausalLM": "llama",
+    "MiniMaxM2ForCausalLM": "llama",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen2",
+    "Qwen3MoeForCausalLM": "qwen2",
+    "Llama4ForCausalLM": "llama4",
+    "Llama4ForConditionalGeneration": "llama4",
+    "Qwen3NextForCausalLM": "gdn",
+    "Qwen3_5ForCausalLM": "gdn",
+    "Qwen3_5MoeForCausalLM": "gdn",
+    "Qwen3_5ForConditionalGeneration": "gdn",
+    "Qwen3_5MoeForConditionalGeneration": "gdn",
+    "NemotronHForCausalLM": "nemotron_h",
+    "JambaForCausalLM": "jamba",
+    "DeepseekV2ForCausalLM": "deepseek",
+    "DeepseekV3ForCausalLM": "deepseek",
+    "DeepseekV32ForCausalLM": "deepseek",
+    "MiMoV2FlashForCausalLM": "mimo_v2_flash",
+    "WhisperForConditionalGeneration": "whisper",
+    "DeepseekV4ForCausalLM": "deepseek_v4",
+}
+MODEL_TYPE_FAMILY = {
+    "gpt_oss": "gpt_oss",
+    "gemma2": "layer_types", "gemma3": "layer_types", "gemma3_text": "layer_types",
+    "gemma3n": "layer_types", "gemma3n_text": "layer_types", "cohere2": "layer_types", "exaone4": "layer_types",
+    "gemma4": "gemma4", "gemma4_text": "gemma4",
+    "llama": "llama", "mistral": "llama", "mixtral": "llama", "phi3": "llama", "minimax_m2": "llama",
+    "qwen2": "qwen2", "qwen2_moe": "qwen2", "qwen3": "qwen2", "qwen3_moe": "qwen2",
+    "llama4": "llama4", "llama4_text": "llama4",
+    "qwen3_next": "gdn", "qwen3_5": "gdn", "qwen3_5_text": "gdn", "qwen3_5_moe": "gdn", "qwen3_5_moe_text": "gdn",
+    "nemotron_h": "nemotron_h", "jamba": "jamba",
+    "deepseek_v2": "deepseek", "deepseek_v3": "deepseek", "deepseek_v32": "deepseek", "kimi_k2": "deepseek",
+    "mimo_v2_flash": "mimo_v2_flash", "whisper": "whisper", "deepseek_v4": "deepseek_v4",
+}
+# EAGLE-style draft heads: Llama layers named after the target's (reference §6).
+EAGLE3_ARCHS = frozenset({
+    "LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "PEagleDraftModel", "PeagleLlamaForCausalLM",
+    "Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM",
+})
+EAGLE1_ARCHS = frozenset({"EagleLlamaForCausalLM", "LlamaForCausalLMEagle", "EagleLlama4ForCausalLM", "EagleMiniCPMForCausalLM"})
+for _a in EAGLE3_ARCHS | EAGLE1_ARCHS:
+    ARCH_FAMILY[_a] = "llama"
+
+SUPPORTED_FAMILIES = (
+    "gpt-oss; Gemma 2/3/3n/4, Cohere2, Exaone4; Llama, Mistral, Mixtral, Phi-3, MiniMax-M2; "
+    "Qwen2/Qwen3 (+MoE); Llama 4; Qwen3-Next/Qwen3.5; Nemotron-H; Jamba; DeepSeek-V2/V3/R1/V3.2, "
+    "Kimi-K2; MiMo-V2-Flash; Whisper; EAGLE/EAGLE-3/P-EAGLE Llama drafters"
+)
+
+# Multimodal wrappers whose decoder is built under ``language_model``.
+_LM_WRAPPED = frozenset({
+    "Gemma3ForConditionalGeneration", "Gemma3nForConditionalGeneration", "Gemma4ForConditionalGeneration",
+    "Llama4ForConditionalGeneration", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+})
+
+
+@dataclass(frozen=True)
+class Built:
+    name: str
+    spec: KVCacheSpec
+    layer_index: int  # decoder-layer index (target numbering) for the PP partition
+
+
+@dataclass
+class Context:
+    """What every builder needs besides the config."""
+
+    path: str
+    architecture: str
+    model_type: str
+    tp: int
+    block_size: int
+    cache_dtype: str  # cache tensor dtype (auto → model dtype; fp8 → uint8)
+    cache_dtype_str: str  # resolved --kv-cache-dtype string (MLA's cache_dtype_str)
+    model_dtype: str
+    disable_sliding_window: bool = False
+    num_spec: int = 0  # speculative tokens: Mamba num_speculative_blocks and conv growth
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FamilyResult:
+    layers: list[Built]
+    kv_sharing: list[str] = field(default_factory=list)
+    model_window: int | None = None  # cache_config.sliding_window (what a drafter inherits)
+    is_hybrid_mamba: bool = False
+    mamba_chunk_size: int | None = None
+    attention_chunk_size: int | None = None  # model_config.attention_chunk_size (HMA decision)
+    num_hidden_layers: int = 0
+
+
+def family_of(architecture: str | None, model_type: str | None) -> str | None:
+    if architecture and architecture in ARCH_FAMILY:
+        return ARCH_FAMILY[architecture]
+    if model_type and model_type in MODEL_TYPE_FAMILY:
+        return MODEL_TYPE_FAMILY[model_type]
+    return None
+
+
+def layer_prefix(architecture: str) -> str:
+    return "language_model.model" if architecture in _LM_WRAPPED else "model"
+
+
+# ----------------------------------------------------------------- shared helpers
+
+def window_value(view: HFView, key: str = "sliding_window") -> int | None:
+    """A window as vLLM uses it: None when absent, null or 0 (vLLM normalises 0 to None)."""
+    w = view.get(key, None)
+    if w is None:
+        return None
+    w = view.check_int(key, w, minimum=0)
+    return w or None
+
+
+def model_wide_window(view: HFView, ctx: Context) -> int | None:
+    """``cache_config.sliding_window`` (reference §12.1): the config's window, set only when
+    ``layer_types`` is missing or is all ``sliding_attention``; ``--disable-sliding-window``
+    clears it."""
+    if ctx.disable_sliding_window:
+        return None
+    lt = view.get("layer_types", None)
+    if lt is not None and not (isinstance(lt, (list, tuple)) and all(t == SLIDING for t in lt)):
+        return None
+    return window_value(view)
+
+
+def layer_types(view: HFView, n: int, allowed: set[str]) -> list[str] | None:
+    lt = view.str_list("layer_types")
+    if lt is None:
+        return None
+    if len(lt) < n:
+        raise ConfigError(
+            view.path, view.field("layer_types"), f"has {len(lt)} entries for {n} layers",
+            "give one entry per layer (num_hidden_layers)",
+        )
+    for i, t in enumerate(lt[:n]):
+        if t not in allowed:
+            raise ConfigError(
+                view.path, view.field("layer_types"), f"unknown value {t!r} at index {i}",
+                f"use one of {', '.join(sorted(allowed))}",
+            )
+    return lt
+
+
+def head_size(view: HFView) -> int:
+    """``head_dim`` when set, else ``hidden_size // num_attention_heads`` (Llama's rule)."""
+    hd = view.opt_int("head_dim")
+    if hd is not None:
+        return hd
+    hidden = view.int("hidden_size")
+    heads = view.int("num_attention_heads")
+    return hidden // heads
+
+
+def check_attention_heads(view: HFView, ctx: Context, heads: int, key: str = "num_attention_heads") -> None:
+    """``ModelConfig.verify_with_parallel_config``'s check."""
+    if heads % ctx.tp != 0:
+        raise OptionError(
+            f"{view.path}: Total number of attention heads ({heads}) must be divisible by tensor parallel size "
+            f"({ctx.tp}) ('{view.field(key)}'); pick a --tensor-parallel-size that divides it"
+        )
+
+
+def kv_heads_per_rank(view: HFView, ctx: Context, total: int, key: str = "num_key_value_heads") -> int:
+    """``max(1, total // tp)``, with the divisibility vLLM's QKV projection asserts: KV heads
+    are split evenly when ``total >= tp``, else replicated (``tp % total == 0``)."""
+    if total >= ctx.tp:
+        if total % ctx.tp != 0:
+            raise OptionError(
+                f"{view.path}: {total} KV heads ('{view.field(key)}') cannot be split evenly over "
+                f"tensor_parallel_size {ctx.tp}; pick a --tensor-parallel-size that divides {total}"
+            )
+    elif ctx.tp % total != 0:
+        raise OptionError(
+            f"{view.path}: {total} KV heads ('{view.field(key)}') cannot be replicated over "
+            f"tensor_parallel_size {ctx.tp}; pick a --tensor-parallel-size that is a multiple of {total}"
+        )
+    return max(1, total // ctx.tp)
+
+
+def split(view: HFView, ctx: Context, value: int, key: str) -> int:
+    """vLLM's ``divide(value, tp)``: an assertion there, an OptionError here."""
+    if value % ctx.tp != 0:
+        raise OptionError(
+            f"{view.path}: '{view.field(key)}' = {value} is not divisible by tensor_parallel_size {ctx.tp}; "
+            "pick a --tensor-parallel-size that divides it"
+        )
+    return value // ctx.tp
+
+
+def attn_spec(
+    ctx: Context, *, num_kv_heads: int, head_size: int, head_size_v: int | None = None,
+    window: int | None = None, chunk: int | None = None, dtype: str | None = None,
+) -> KVCacheSpec:
+    """The generic ``Attention.get_kv_cache_spec``: a window → SlidingWindowSpec, a chunk →
+    ChunkedLocalAttentionSpec, else FullAttentionSpec; ``head_size_v`` defaults to ``head_size``."""
+    kw = dict(
+        block_size=ctx.block_size, num_kv_heads=num_kv_heads, head_size=head_size,
+        dtype=dtype or ctx.cache_dtype, head_size_v=head_size if head_size_v is None else head_size_v,
+    )
+    if window is not None:
+        return SlidingWindowSpec(**kw, sliding_window=window)
+    if chunk is not None:
+        return ChunkedLocalAttentionSpec(**kw, attention_chunk_size=chunk)
+    return FullAttentionSpec(**kw)
+
+
+def _n_layers(view: HFView) -> int:
+    return view.int("num_hidden_layers")
+
+
+# ----------------------------------------------------------------- gpt-oss
+
+def build_gpt_oss(view: HFView, ctx: Context) -> FamilyResult:
+    """vllm/model_executor/models/gpt_oss.py: ``sliding_window = config.sliding_window if
+    layer_idx % 2 == 0 else None``; ``layer_types`` is not read. head_dim from the config
+    (GptOssConfig default 64); attention sinks do not change the spec."""
+    n = _n_layers(view)
+    check_attention_heads(view, ctx, view.int("num_attention_heads"))
+    kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads"))
+    hd = view.int("head_dim")
+    w = None if ctx.disable_sliding_window else window_value(view)
+    prefix = layer_prefix(ctx.architecture)
+    layers = [
+        Built(f"{prefix}.layers.{i}.attn.attn", attn_spec(ctx, num_kv_heads=kv, head_size=hd, window=w if i % 2 == 0 else None), i)
+        for i in range(n)
+    ]
+    ctx.notes.append(f"gpt-oss: even layers sliding (window {w}), odd layers full; layer_types is not read")
+    return FamilyResult(layers, model_window=model_wide_window(view, ctx), num_hidden_layers=n)
+
+
+# ----------------------------------------------------------------- Gemma-style layer_types
+
+def _default_layer_types(ctx: Context, view: HFView, n: int) -> list[str]:
+    """transformers' derivation when the class is unavailable: Gemma 2 (and Cohere2 style)
+    even index = sliding; Gemma 3 ``(i + 1) % sliding_window_pattern != 0`` = sliding."""
+    if ctx.model_type.startswith("gemma2"):
+        return [SLIDING if i % 2 == 0 else FULL for i in range(n)]
+    pattern = view.int("sliding_window_pattern", 6)
+    return [SLIDING if (i + 1) % pattern else FULL for i in range(n)]
+
+
+def _kv_shared_from(view: HFView, n: int) -> int:
+    """First KV-sharing layer: ``num_hidden_layers - num_kv_shared_layers`` (Gemma 3n/4)."""
+    shared = view.int("num_kv_shared_layers", 0, minimum=0)
+    if shared > n:
+        raise ConfigError(view.path, view.field("num_kv_shared_layers"), f"{shared} > num_hidden_layers {n}", "fix it")
+    return n - shared
+
+
+def build_layer_types(view: HFView, ctx: Context) -> FamilyResult:
+    """Gemma 2/3/3n, Cohere2, Exaone4: ``layer_types[i] == "sliding_attention"`` → window
+    ``sliding_window``; transformers derives ``layer_types`` when the config omits it.
+    Gemma 3n's last ``num_kv_shared_layers`` layers share KV and register no spec."""
+    n = _n_layers(view)
+    check_attention_heads(view, ctx, view.int("num_attention_heads"))
+    kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads", view.int("num_attention_heads")))
+    hd = head_size(view)
+    lt = layer_types(view, n, {SLIDING, FULL}) or _default_layer_types(ctx, view, n)
+    w = None if ctx.disable_sliding_window else window_value(view)
+    first_shared = _kv_shared_from(view, n)
+    prefix = layer_prefix(ctx.architecture)
+    layers, shared = [], []
+    for i in range(n):
+        name = f"{prefix}.layers.{i}.self_attn.attn"
+        if i >= first_shared:
+            shared.append(name)
+            continue
+        layers.append(Built(name, attn_spec(ctx, num_kv_heads=kv, head_size=hd, window=w if lt[i] == SLIDING else None), i))
+    n_sw = sum(1 for t in lt[:n] if t == SLIDING)
+    ctx.notes.append(f"{ctx.model_type}: layer_types gives {n_sw} sliding (window {w}) + {n - n_sw} full")
+    if shared:
+        ctx.notes.append(f"{len(shared)} KV-sharing layers (num_kv_shared_layers) register no KV cache")
+    return FamilyResult(layers, shared, model_window=model_wide_window(view, ctx), num_hidden_layers=n)
+
+
+def build_gemma4(view: HFView, ctx: Context) -> FamilyResult:
+    """Gemma 4 (reference §12.7): sliding layers use ``head_dim``/``num_key_value_heads`` and
+    ``sliding_window`` (default 512); full layers use ``global_head_dim`` (default 512) and,
+    only with ``attention_k_eq_v``, ``num_global_key_value_heads``; K and V are both cached."""
+    n = _n_layers(view)
+    check_attention_heads(view, ctx, view.int("num_attention_heads"))
+    total_kv = view.int("num_key_value_heads")
+    kv_sw = kv_heads_per_rank(view, ctx, total_kv)
+    hd = view.int("head_dim", 256)
+    # transformers pops these two into per_layer_config, so read them raw.
+    g_hd = view.check_int("global_head_dim", view.raw.get("global_head_dim", 512))
+    g_kv_total = total_kv
+    g_key = "num_key_value_heads"
+    if view.get("attention_k_eq_v", False) and view.raw.get("num_global_key_value_heads") is not None:
+        g_kv_total = view.check_int("num_global_key_value_heads", view.raw["num_global_key_value_heads"])
+        g_key = "num_global_key_value_heads"
+    kv_full = kv_heads_per_rank(view, ctx, g_kv_total, g_key)
+    lt = layer_types(view, n, {SLIDING, FULL}) or [SLIDING if (i + 1) % 6 else FULL for i in range(n)]
+    w = None if ctx.disable_sliding_window else window_value(view)
+    if w is None and not ctx.disable_sliding_window and "sliding_window" not in view.raw:
+        w = 512
+    first_shared = _kv_shared_from(view, n)
+    prefix = layer_prefix(ctx.architecture)
+    layers, shared = [], []
+    for i in range(n):
+        name = f"{prefix}.layers.{i}.self_attn.attn"
+        if i >= first_shared:
+            shared.append(name)
+            continue
+        if lt[i] == SLIDING:
+            spec = attn_spec(ctx, num_kv_heads=kv_sw, head_size=hd, window=w)
+        else:
+            spec = attn_spec(ctx, num_kv_heads=kv_full, head_size=g_hd)
+        layers.append(Built(name, spec, i))
+    n_sw = sum(1 for t in lt[:n] if t == SLIDING)
+    ctx.notes.append(
+        f"gemma4: {n_sw} sliding ({kv_sw} KV x {hd}, window {w}) + {n - n_sw} full "
+        f"({kv_full} KV x global_head_dim {g_hd}, from {g_key})"
+    )
+    return FamilyResult(layers, shared, model_window=model_wide_window(view, ctx), num_hidden_layers=n)
+
+
+# ----------------------------------------------------------------- Llama / Mistral / Phi-3 / drafters
+
+def llama_layers(
+    view: HFView, ctx: Context, *, start: int = 0, inherited_window: int | None = None,
+    prefix: str | None = None, layer_index_base: int | None = None,
+) -> tuple[list[Built], int | None]:
+    """vllm/model_executor/models/llama.py: with ``layer_types``, entry
+    ``[layer_idx - start]`` decides (``sliding_attention`` → the config's ``sliding_window``);
+    otherwise the layer falls back to ``cache_config.sliding_window``. Drafter layers are
+    numbered from ``start`` (the target's layer count)."""
+    n = _n_layers(view)
+    heads = view.int("num_attention_heads")
+    check_attention_heads(view, ctx, heads)
+    kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads", heads))
+    hd = head_size(view)
+    lt = layer_types(view, n, {SLIDING, FULL})
+    own_w = None if ctx.disable_sliding_window else window_value(view)
+    prefix = prefix or layer_prefix(ctx.architecture)
+    out = []
+    for i in range(n):
+        per_layer = own_w if (lt is not None and lt[i] == SLIDING) else None
+        w = per_layer if per_layer is not None else inherited_window
+        idx = start + i
+        out.append(Built(f"{prefix}.layers.{idx}.self_attn.attn", attn_spec(ctx, num_kv_heads=kv, head_size=hd, window=w),
+                         idx if layer_index_base is None else layer_index_base))
+    return out, own_w
+
+
+def build_llama(view: HFView, ctx: Context) -> FamilyResult:
+    n = _n_layers(view)
+    window = model_wide_window(view, ctx)
+    layers, _ = llama_layers(view, ctx, inherited_window=window)
+    n_sw = sum(1 for b in layers if isinstance(b.spec, SlidingWindowSpec))
+    if window is not None:
+        ctx.notes.append(f"{ctx.model_type}: no per-layer layer_types, model-wide sliding_window {window} on every layer")
+    elif n_sw:
+        ctx.notes.append(f"{ctx.model_type}: layer_types gives {n_sw} sliding + {n - n_sw} full")
+    else:
+        ctx.notes.append(f"{ctx.model_type}: no sliding window, {n} full layers")
+    return FamilyResult(layers, model_window=window, num_hidden_layers=n)
+
+
+# ----------------------------------------------------------------- Qwen2 / Qwen3
+
+QWEN2_SOME_BUT_NOT_ALL = (
+    "Sliding window for some but all layers is not supported. This model uses sliding window but "
+    "`max_window_layers` = {} is less than `num_hidden_layers` = {}. Please open an issue to discuss this feature."
+)
+
+
+def build_qwen2(view: HFView, ctx: Context) -> FamilyResult:
+    """Qwen2/Qwen3 (+MoE): transformers keeps ``sliding_window`` only with
+    ``use_sliding_window`` and types layers ``i >= max_window_layers`` as sliding; vLLM asserts
+    the result is not interleaved unless ``max_window_layers == num_hidden_layers`` (reference
+    §7.2, §12.8). Qwen2 head size is ``hidden_size // num_attention_heads`` (``head_dim`` is
+    ignored); Qwen3 uses ``head_dim``."""
+    n = _n_layers(view)
+    heads = view.int("num_attention_heads")
+    check_attention_heads(view, ctx, heads)
+    kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads", heads))
+    is_qwen2 = ctx.model_type.startswith("qwen2")
+    hd = view.int("hidden_size") // heads if is_qwen2 else head_size(view)
+    use_sw = bool(view.get("use_sliding_window", False))
+    w = window_value(view) if use_sw else None  # Qwen2Config: sliding_window = None unless use_sliding_window
+    lt = layer_types(view, n, {SLIDING, FULL})
+    if lt is None:  # Qwen2Config's derivation
+        mwl = view.int("max_window_layers", n, minimum=0)
+        lt = [SLIDING if (w is not None and i >= mwl) else FULL for i in range(n)]
+    if len(set(lt[:n])) > 1:
+        mwl = view.get("max_window_layers", None)
+        if mwl != n:
+            raise ConfigError(
+                view.path, view.field("max_window_layers"), QWEN2_SOME_BUT_NOT_ALL.format(mwl, n),
+                "vLLM refuses it; set use_sliding_window false (or max_window_layers 0 for all layers sliding)",
+            )
+    if ctx.disable_sliding_window:
+        w = None
+    window = w if all(t == SLIDING for t in lt[:n]) else None  # cache_config.sliding_window (§12.1)
+    prefix = layer_prefix(ctx.architecture)
+    layers = []
+    for i in range(n):
+        per_layer = w if lt[i] == SLIDING else None
+        win = per_layer if per_layer is not None else window
+        layers.append(Built(f"{prefix}.layers.{i}.self_attn.attn", attn_spec(ctx, num_kv_heads=kv, head_size=hd, window=win), i))
+    n_sw = sum(1 for b in layers if isinstance(b.spec, SlidingWindowSpec))
+    ctx.notes.append(
+        f"{ctx.model_type}: head size {hd}"
+        + (" (hidden_size / num_attention_heads; Qwen2 ignores head_dim)" if is_qwen2 else "")
+        + f"; {n_sw} sliding + {n - n_sw} full (use_sliding_window={use_sw})"
+    )
+    return FamilyResult(layers, model_window=window, num_hidden_layers=n)
+
+
+# ----------------------------------------------------------------- Llama 4
+
+def build_llama4(view: HFView, ctx: Context) -> FamilyResult:
+    """vllm/model_executor/models/llama4.py: ``no_rope_layers[i] == 0`` → NoPE global layer →
+    Full; other layers → ChunkedLocal(``attention_chunk_size``) when it is set, else Full.
+    transformers derives ``no_rope_layers`` from ``no_rope_layer_interval`` (4) when absent."""
+    n = _n_layers(view)
+    check_attention_heads(view, ctx, view.int("num_attention_heads"))
+    kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads"))
+    hd = head_size(view)
+    chunk = view.opt_int("attention_chunk_size")
+    nope = view.get("no_rope_layers", None)
+    if nope is None:
+        interval = view.int("no_rope_layer_interval", 4)
+        nope = [int((i + 1) % interval != 0) for i in range(n)]
+    if not isinstance(nope, (list, tuple)) or len(nope) < n or any(v not in (0, 1) for v in nope[:n]):
+        raise ConfigError(view.path, view.field("no_rope_layers"), "expected one 0/1 entry per layer", "fix it")
+    prefix = layer_prefix(ctx.architecture)
+    layers = [
+        Built(f"{prefix}.layers.{i}.self_attn.attn",
+              attn_spec(ctx, num_kv_heads=kv, head_size=hd, chunk=chunk if nope[i] != 0 else None), i)
+        for i in range(n)
+    ]
+    n_full = sum(1 for v in nope[:n] if v == 0)
+    ctx.notes.append(f"llama4: {n - n_full} chunked-local (chunk {chunk}) + {n_full} full (NoPE layers)")
+    return FamilyResult(layers, attention_chunk_size=chunk, num_hidden_layers=n)
+
+
+# ----------------------------------------------------------------- Mamba state helpers
+
+def ssm_state_dtype(view: HFView, ctx: Context, default: str | None = None) -> str:
+    """The recurrent-state dtype: ``mamba_ssm_cache_dtype`` (Nemotron-H; transformers
+    default float32) or ``mamba_ssm_dtype`` (Qwen3.5) from the config, else ``default``,
+    else the conv dtype (the model dtype: ``mamba_cache_dtype auto``)."""
+    from kvplan.units import MODEL_DTYPES
+
+    for key in ("mamba_ssm_cache_dtype", "mamba_ssm_dtype"):
+        v = view.get(key, None)
+        if v is not None and str(v) != "auto":
+            name = MODEL_DTYPES.get(str(v).removeprefix("torch."))
+            if name is None:
+                raise ConfigError(view.path, view.field(key), f"unknown dtype {v!r}", "use float32, bfloat16 or float16")
+            return name
+    return default or ctx.model_dtype
+
+
+def mamba_chunk_size(view: HFView) -> int | None:
+    """``ModelConfig.get_mamba_chunk_size``: ``mamba_chunk_size``, else ``chunk_size``."""
+    for key in ("mamba_chunk_size", "chunk_size"):
+        v = view.opt_int(key)
+        if v is not None:
+            return v
+    return None
+
+
+# ----------------------------------------------------------------- Qwen3-Next / Qwen3.5
+
+def gdn_spec(view: HFView, ctx: Context) -> MambaSpec:
+    """Gated DeltaNet state (reference §7.7): conv ``(K - 1 + num_spec, (2·k_heads·k_dim +
+    v_heads·v_dim)/tp)``, ssm ``(v_heads/tp, v_dim, k_dim)``; conv in the model dtype, ssm in
+    ``mamba_ssm_dtype`` when the config sets it (Qwen3.5: float32, §12.5)."""
+    k_heads = view.int("linear_num_key_heads")
+    v_heads = view.int("linear_num_value_heads")
+    k_dim = view.int("linear_key_head_dim")
+    v_dim = view.int("linear_value_head_dim")
+    kernel = view.int("linear_conv_kernel_dim")
+    split(view, ctx, k_heads, "linear_num_key_heads")
+    conv_dim = split(view, ctx, 2 * k_heads * k_dim + v_heads * v_dim, "linear_num_key_heads")
+    conv = (kernel - 1 + ctx.num_spec, conv_dim)
+    ssm = (split(view, ctx, v_heads, "linear_num_value_heads"), v_dim, k_dim)
+    return MambaSpec(
+        block_size=ctx.block_size, shapes=(conv, ssm), dtypes=(ctx.model_dtype, ssm_state_dtype(view, ctx)),
+        mamba_type="gdn", num_speculative_blocks=ctx.num_spec,
+    )
+
+
+def build_gdn(view: HFView, ctx: Context) -> FamilyResult:
+    """Qwen3-Next / Qwen3.5: ``layer_types`` (transformers derives it from
+    ``full_attention_interval``): ``linear_attention`` → GDN MambaSpec, ``full_attention`` → Full."""
+    n = _n_layers(view)
+    heads = view.int("num_attention_heads")
+    check_attention_heads(view, ctx, heads)
+    kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads"))
+    hd = head_size(view)
+    lt = layer_types(view, n, {"linear_attention", FULL})
+    if lt is None:
+        interval = view.int("full_attention_interval", 4)
+        lt = [FULL if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
+    prefix = layer_prefix(ctx.architecture)
+    layers = []
+    for i in range(n):
+        if lt[i] == "linear_attention":
+            layers.append(Built(f"{prefix}.layers.{i}.linear_attn", gdn_spec(view, ctx), i))
+        else:
+            layers.append(Built(f"{prefix}.layers.{i}.self_attn.attn", attn_spec(ctx, num_kv_heads=kv, head_size=hd), i))
+    n_lin = sum(1 for t in lt[:n] if t == "linear_attention")
+    ssm_dtype = ssm_state_dtype(view, ctx)
+    ctx.notes.append(
+        f"{ctx.model_type}: {n_lin} gated-delta-net (conv {ctx.model_dtype}, ssm {ssm_dtype}) + {n - n_lin} full "
+        f"({kv} KV x {hd} per rank)"
+    )
+    return FamilyResult(layers, is_hybrid_mamba=True, mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
+
+
+# ----------------------------------------------------------------- Nemotron-H, Jamba
+
+def mamba2_spec(view: HFView, ctx: Context, *, heads: int, head_dim: int, n_groups: int, state: int, kernel: int,
+                intermediate: int, ssm_dtype: str) -> MambaSpec:
+    """``MambaStateShapeCalculator.mamba2_state_shape``: groups are padded so every rank owns
+    whole groups (``n_groups % tp != 0`` → ``n_groups + tp - n_groups``... i.e. ``tp`` groups
+    when n_groups < tp); conv ``(K - 1 + num_spec, (I + 2·g'·d_state)/tp)``, ssm
+    ``(heads/tp, head_dim, d_state)``."""
+    g = n_groups if n_groups % ctx.tp == 0 else n_groups + (ctx.tp - n_groups)
+    conv = (kernel - 1 + ctx.num_spec, split(view, ctx, intermediate + 2 * g * state, "n_groups"))
+    ssm = (split(view, ctx, heads, "mamba_num_heads"), head_dim, state)
+    return MambaSpec(
+        block_size=ctx.block_size, shapes=(conv, ssm), dtypes=(ctx.model_dtype, ssm_dtype),
+        mamba_type="mamba2", num_speculative_blocks=ctx.num_spec,
+    )
+
+
+def build_nemotron_h(view: HFView, ctx: Context) -> FamilyResult:
+    """Nemotron-H: ``hybrid_override_pattern`` ``M`` = Mamba2, ``*`` = attention, ``-`` = MLP,
+    ``E`` = MoE (no cache). Attention ``head_dim`` defaults to 128 (transformers; §12.11);
+    the ssm state is ``mamba_ssm_cache_dtype``, float32 by transformers' default (§12.5)."""
+    n = _n_layers(view)
+    pattern = view.raw.get("hybrid_override_pattern")
+    if pattern is None and view.obj is not None:
+        try:
+            pattern = view.obj.hybrid_override_pattern
+        except Exception:
+            pattern = None
+    if not isinstance(pattern, str):
+        raise ConfigError(view.path, view.field("hybrid_override_pattern"), "required key is missing or not a string",
+                          "give one character per layer: M (Mamba2), * (attention), - (MLP), E (MoE)")
+    if len(pattern) != n:
+        raise ConfigError(view.path, view.field("hybrid_override_pattern"),
+                          f"has {len(pattern)} characters for num_hidden_layers {n}", "give one character per layer")
+    bad = sorted(set(pattern) - set("M*-E"))
+    if bad:
+        raise ConfigError(view.path, view.field("hybrid_override_pattern"), f"unknown block type {bad[0]!r}",
+                          "use M (Mamba2), * (attention), - (MLP), E (MoE)")
+    heads = view.int("num_attention_heads")
+    check_attention_heads(view, ctx, heads)
+    kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads"))
+    hd = view.opt_int("head_dim")
+    if hd is None:
+        hd = 128
+    ahd = view.raw.get("attention_head_dim")
+    if ahd is not None and ahd != hd:
+        ctx.warnings.append(f"{view.path}: attention_head_dim {ahd} differs from head_dim {hd}; vLLM uses head_dim")
+    m_heads = view.int("mamba_num_heads")
+    m_hd = view.int("mamba_head_dim")
+    ssm_dtype = ssm_state_dtype(view, ctx, default="float16" if view.obj is None else None)
+    spec = None
+    prefix = layer_prefix(ctx.architecture)
+    layers = []
+    for i, c in enumerate(pattern):
+        if c == "M":
+            spec = spec or mamba2_spec(
+                view, ctx, heads=m_heads, head_dim=m_hd, n_groups=view.int("n_groups"), state=view.int("ssm_state_size"),
+                kernel=view.int("conv_kernel"), intermediate=m_heads * m_hd, ssm_dtype=ssm_dtype,
+            )
+            layers.append(Built(f"{prefix}.layers.{i}.mixer", spec, i))
+        elif c == "*":
+            layers.append(Built(f"{prefix}.layers.{i}.mixer.attn", attn_spec(ctx, num_kv_heads=kv, head_size=hd), i))
+    ctx.notes.append(
+        f"nemotron_h: {pattern.count('M')} Mamba2 (ssm {ssm_dtype}) + {pattern.count('*')} attention "
+        f"({kv} KV x {hd}); {pattern.count('-') + pattern.count('E')} MLP/MoE blocks have no cache"
+    )
+    return FamilyResult(layers, is_hybrid_mamba=True, mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
+
+
+def build_jamba(view: HFView, ctx: Context) -> FamilyResult:
+    """Jamba: layer ``i`` is attention iff ``i % attn_layer_period == attn_layer_offset``, else
+    Mamba1: conv ``(d_conv - 1, I/tp)``, ssm ``(I/tp, d_state)`` with ``I = mamba_expand ·
+    hidden_size`` (JambaConfig defaults: period 8, offset 4, expand 2, d_state 16, d_conv 4)."""
+    n = _n_layers(view)
+    heads = view.int("num_attention_heads")
+    check_attention_heads(view, ctx, heads)
+    kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads", heads))
+    hd = view.int("hidden_size") // heads
+    period = view.int("attn_layer_period", 8)
+    offset = view.int("attn_layer_offset", 4, minimum=0)
+    inter = view.int("mamba_expand", 2) * view.int("hidden_size")
+    per_rank = split(view, ctx, inter, "mamba_expand")
+    spec = MambaSpec(
+        block_size=ctx.block_size,
+        shapes=((view.int("mamba_d_conv", 4) - 1, per_rank), (per_rank, view.int("mamba_d_state", 16))),
+        dtypes=(ctx.model_dtype, ssm_state_dtype(view, ctx)), mamba_type="mamba1", num_speculative_blocks=ctx.num_spec,
+    )
+    prefix = layer_prefix(ctx.architecture)
+    layers = []
+    for i in range(n):
+        if i % period == offset:
+            layers.append(Built(f"{prefix}.layers.{i}.attn", attn_spec(ctx, num_kv_heads=kv, head_size=hd), i))
+        else:
+            layers.append(Built(f"{prefix}.layers.{i}.mamba", spec, i))
+    n_attn = sum(1 for i in range(n) if i % period == offset)
+    ctx.notes.append(f"jamba: {n_attn} attention (period {period}, offset {offset}) + {n - n_attn} Mamba1")
+    return FamilyResult(layers, is_hybrid_mamba=True, mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
+
+
+# ----------------------------------------------------------------- DeepSeek MLA
+
+INDEXER_QUANT_BLOCK = 128  # fp8 indexer keys carry one 4-byte scale per 128 values
+
+
+def is_v32(view: HFView, ctx: Context) -> bool:
+    """vLLM's test: ``hasattr(hf_config, "index_topk")`` (the DSA indexer)."""
+    return view.get("index_topk", None) is not None
+
+
+def mla_layer(view: HFView, ctx: Context, i: int, prefix: str) -> list[Built]:
+    """One DeepSeek decoder layer's caches: on V3.2 the indexer ``k_cache`` (MLA spec,
+    ``index_head_dim + index_head_dim/128·4`` uint8 bytes per token, no cache_dtype_str) is
+    registered before the latent cache (``kv_lora_rank + qk_rope_head_dim``, one KV head,
+    no V, ``cache_dtype_str`` = the resolved --kv-cache-dtype)."""
+    latent = view.int("kv_lora_rank") + view.int("qk_rope_head_dim")
+    out = []
+    if is_v32(view, ctx):
+        ihd = view.int("index_head_dim")
+        out.append(Built(
+            f"{prefix}.layers.{i}.self_attn.indexer.k_cache",
+            MLAAttentionSpec(block_size=ctx.block_size, num_kv_heads=1, head_size=ihd + ihd // INDEXER_QUANT_BLOCK * 4,
+                             dtype="uint8", head_size_v=0, cache_dtype_str=None),
+            i,
+        ))
+    out.append(Built(
+        f"{prefix}.layers.{i}.self_attn.attn",
+        MLAAttentionSpec(block_size=ctx.block_size, num_kv_heads=1, head_size=latent, dtype=ctx.cache_dtype,
+                         head_size_v=0, cache_dtype_str=ctx.cache_dtype_str),
+        i,
+    ))
+    return out
+
+
+def build_deepseek(view: HFView, ctx: Context) -> FamilyResult:
+    """DeepSeek-V2/V3/R1, Kimi-K2 (``kimi_k2`` → DeepseekV3Config, as vLLM registers it) and
+    V3.2: every layer MLA (reference §7.2, §12.9)."""
+    n = _n_layers(view)
+    check_attention_heads(view, ctx, view.int("num_attention_heads"))
+    prefix = layer_prefix(ctx.architecture)
+    layers = [b for i in range(n) for b in mla_layer(view, ctx, i, prefix)]
+    latent = view.int("kv_lora_rank") + view.int("qk_rope_head_dim")
+    if is_v32(view, ctx):
+        ctx.notes.append(
+            f"deepseek_v32: per layer an indexer k_cache ({view.int('index_head_dim')} + 4 scale bytes, uint8) "
+            f"registered before the MLA latent cache ({latent}); the two specs differ, so vLLM forms one "
+            "uniform-type group"
+        )
+    else:
+        ctx.notes.append(f"{ctx.model_type}: {n} MLA layers, latent {latent} = kv_lora_rank + qk_rope_head_dim, 1 KV head")
+    return FamilyResult(layers, num_hidden_layers=n)
+
+
+# ----------------------------------------------------------------- MiMo-V2-Flash
+
+def build_mimo_v2_flash(view: HFView, ctx: Context) -> FamilyResult:
+    """MiMo-V2-Flash (reference §12.6): ``hybrid_layer_pattern[i] == 1`` → sliding with window
+    ``sliding_window_size`` (128; transformers rewrites ``sliding_window`` to 129), heads
+    ``swa_num_key_value_heads``, ``swa_head_dim``/``swa_v_head_dim``; ``0`` → full with
+    ``num_key_value_heads``, ``head_dim``/``v_head_dim``. vLLM drops ``attention_chunk_size``."""
+    n = _n_layers(view)
+    check_attention_heads(view, ctx, view.int("num_attention_heads"))
+    pattern = view.raw.get("hybrid_layer_pattern")
+    if not isinstance(pattern, list) or len(pattern) < n or any(p not in (0, 1) for p in pattern[:n]):
+        raise ConfigError(view.path, view.field("hybrid_layer_pattern"), "expected one 0 (full) / 1 (sliding) entry per layer",
+                          "fix it")
+    kv_full = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads"))
+    kv_sw = kv_heads_per_rank(view, ctx, view.int("swa_num_key_value_heads", view.int("num_key_value_heads")),
+                              "swa_num_key_value_heads")
+    hd, hv = view.int("head_dim"), view.int("v_head_dim", view.int("head_dim"))
+    swa_hd = view.int("swa_head_dim", hd)
+    swa_hv = view.int("swa_v_head_dim", hv)
+    w = None if ctx.disable_sliding_window else window_value(view, "sliding_window_size")
+    if w is None and not ctx.disable_sliding_window:
+        w = window_value(view)
+    prefix = layer_prefix(ctx.architecture)
+    layers = []
+    for i in range(n):
+        if pattern[i] == 1 and w is not None:
+            spec = attn_spec(ctx, num_kv_heads=kv_sw, head_size=swa_hd, head_size_v=swa_hv, window=w)
+        else:
+            spec = attn_spec(ctx, num_kv_heads=kv_full, head_size=hd, head_size_v=hv)
+        layers.append(Built(f"{prefix}.layers.{i}.self_attn.attn", spec, i))
+    n_sw = sum(pattern[:n])
+    ctx.notes.append(
+        f"mimo_v2_flash: {n_sw} sliding (window {w}, {kv_sw} KV x {swa_hd}/{swa_hv}) + {n - n_sw} full "
+        f"({kv_full} KV x {hd}/{hv}); attention_chunk_size is ignored as vLLM does"
+    )
+    return FamilyResult(layers, num_hidden_layers=n)
+
+
+# ----------------------------------------------------------------- Whisper
+
+def build_whisper(view: HFView, ctx: Context) -> FamilyResult:
+    """Whisper: encoder self-attention registers no cache (encoder-only); each decoder layer
+    registers its self-attention (Full) then its cross-attention (CrossAttentionSpec), both
+    ``decoder_attention_heads`` heads of ``d_model / decoder_attention_heads``."""
+    n = view.int("decoder_layers")
+    heads = view.int("decoder_attention_heads")
+    check_attention_heads(view, ctx, heads, "decoder_attention_heads")
+    kv = kv_heads_per_rank(view, ctx, heads, "decoder_attention_heads")
+    hd = view.int("d_model") // heads
+    layers = []
+    for i in range(n):
+        layers.append(Built(f"model.decoder.layers.{i}.self_attn.attn", attn_spec(ctx, num_kv_heads=kv, head_size=hd), i))
+        layers.append(Built(
+            f"model.decoder.layers.{i}.encoder_attn.attn",
+            CrossAttentionSpec(block_size=ctx.block_size, num_kv_heads=kv, head_size=hd, dtype=ctx.cache_dtype), i,
+        ))
+    ctx.notes.append(f"whisper: {n} decoder layers, each a self-attention (full) and a cross-attention cache")
+    return FamilyResult(layers, num_hidden_layers=n)
+
+
+def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
+    raise UnsupportedError(
+        f"{view.path}: the DeepSeek-V4 packed path is not modelled (compressed sliding-window MLA with "
+        "per-layer compress ratios); kvplan refuses rather than approximating it"
+    )
+
+
+BUILDERS = {
+    "gpt_oss": build_gpt_oss,
+    "layer_types": build_layer_types,
+    "gemma4": build_gemma4,
+    "llama": build_llama,
+    "qwen2": build_qwen2,
+    "llama4": build_llama4,
+    "gdn": build_gdn,
+    "nemotron_h": build_nemotron_h,
+    "jamba": build_jamba,
+    "deepseek": build_deepseek,
+    "mimo_v2_flash": build_mimo_v2_flash,
+    "whisper": build_whisper,
+    "deepseek_v4": build_deepseek_v4,
+}

@@ -1,0 +1,195 @@
+"""Read a ``config.json`` and see it the way vLLM sees it.
+
+vLLM builds its layers from a transformers configuration object, not from the raw
+JSON: the class fills defaults (``MistralConfig.sliding_window = 4096``) and derives
+fields (``Gemma2Config.layer_types``, ``Qwen3NextConfig.layer_types`` from
+``full_attention_interval``, ``Llama4TextConfig.no_rope_layers``). ``HFView`` gives
+the family rules that view: the transformers object's attribute when it has one,
+else the raw key, else a documented default.
+
+transformers is imported lazily, here only, and only when a config is parsed. It
+is never asked for remote code: the class comes from ``CONFIG_MAPPING`` by
+``model_type``; a model type transformers does not know is read raw (with the
+aliases vLLM registers itself, ``_CONFIG_REGISTRY``: ``kimi_k2`` and
+``deepseek_v32`` → ``DeepseekV3Config``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+from kvplan.errors import ConfigError
+
+_MISSING = object()
+
+# vLLM's own config registry (vllm/transformers_utils/config.py ``_CONFIG_REGISTRY``)
+# maps these model types to DeepseekV3Config before transformers is asked.
+MODEL_TYPE_ALIASES = {"kimi_k2": "deepseek_v3", "deepseek_v32": "deepseek_v3"}
+
+
+def read_config_json(path: str) -> dict:
+    """The JSON object in ``path``; a one-line ConfigError for every way that fails."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise ConfigError(path, None, "file not found", "pass a path to a config.json or a directory holding one") from None
+    except IsADirectoryError:
+        raise ConfigError(path, None, "is a directory without a config.json", "pass the config.json inside it") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(path, None, f"cannot read it ({e.__class__.__name__}: {e})", "check the file") from None
+    try:
+        # Python's json accepts Infinity/NaN, as Hugging Face's loader does
+        # (nvidia/Nemotron-H-56B-Base-8K has time_step_limit [0.0, Infinity]).
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            path, None, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", "fix the JSON syntax"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, f"expected a JSON object, got {type(data).__name__}", "pass a Hugging Face config.json")
+    return data
+
+
+class HFView:
+    """One (text) config as vLLM reads it: transformers attribute, else raw key, else default.
+
+    ``prefix`` names nested configs in error messages (``text_config.num_hidden_layers``).
+    """
+
+    def __init__(self, raw: dict, obj: Any = None, *, path: str, prefix: str = ""):
+        self.raw = raw
+        self.obj = obj
+        self.path = path
+        self.prefix = prefix
+
+    def field(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value vLLM's ``getattr(config, key, default)`` would see."""
+        if self.obj is not None:
+            try:
+                if hasattr(self.obj, key):
+                    value = getattr(self.obj, key)
+                    if value is not None or key in self.raw:
+                        return value
+            except Exception:
+                # transformers >= 5.2x refuses global reads of per-layer attributes (Gemma 4
+                # head_dim); vLLM reads the global value, which is the raw key.
+                pass
+        if key in self.raw:
+            return self.raw[key]
+        return default
+
+    def has(self, key: str) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    # ---- typed reads: each failure is a ConfigError naming the file and the field ----
+
+    def int(self, key: str, default: Any = _MISSING, *, minimum: int = 1, fix: str | None = None) -> int:
+        value = self.get(key, _MISSING)
+        if value is _MISSING or value is None:
+            if default is _MISSING:
+                raise ConfigError(
+                    self.path, self.field(key), "required key is missing and has no default",
+                    fix or f"add '{key}' to the config",
+                )
+            return default
+        return self.check_int(key, value, minimum=minimum)
+
+    def opt_int(self, key: str, *, minimum: int = 1) -> int | None:
+        value = self.get(key, None)
+        if value is None:
+            return None
+        return self.check_int(key, value, minimum=minimum)
+
+    def check_int(self, key: str, value: Any, *, minimum: int = 1) -> int:
+        if isinstance(value, float) and math.isfinite(value) and value == int(value):
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(
+                self.path, self.field(key), f"expected an integer, got {json.dumps(value)}",
+                f"write '{key}' as a whole number",
+            )
+        if value < minimum:
+            what = "positive" if minimum == 1 else f">= {minimum}"
+            raise ConfigError(self.path, self.field(key), f"must be {what}, got {value}", f"fix '{key}'")
+        return value
+
+    def str_list(self, key: str) -> list[str] | None:
+        value = self.get(key, None)
+        if value is None:
+            return None
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(self.path, self.field(key), "expected a list of strings", f"fix '{key}'")
+        return list(value)
+
+
+def _transformers_class(model_type: str):
+    """transformers' configuration class for ``model_type``, or None when it has none."""
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # no "PyTorch was not found" line
+    try:
+        from transformers import CONFIG_MAPPING  # lazy: the only transformers import in kvplan
+    except ImportError:  # pragma: no cover - transformers is a dependency
+        return None
+    model_type = MODEL_TYPE_ALIASES.get(model_type, model_type)
+    try:
+        return CONFIG_MAPPING[model_type]
+    except KeyError:
+        return None
+
+
+def _without_remote_code(raw: dict) -> dict:
+    """The keys we hand to the class: never ``auto_map`` (remote code), never the name fields."""
+    return {k: v for k, v in raw.items() if k not in ("auto_map", "transformers_version", "_name_or_path")}
+
+
+def build_config_object(raw: dict, path: str) -> Any:
+    """``CONFIG_MAPPING[model_type](**raw)``, quietly; None when transformers does not know the type."""
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str):
+        return None
+    cls = _transformers_class(model_type)
+    if cls is None:
+        return None
+    import logging
+    import warnings
+
+    tf_logger = logging.getLogger("transformers")
+    old_level = tf_logger.level
+    tf_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            obj = cls(**_without_remote_code(raw))
+    except Exception as e:  # strict dataclass validation, bad shapes, ...
+        msg = str(e).splitlines()[0] if str(e) else e.__class__.__name__
+        raise ConfigError(
+            path, None, f"transformers' {cls.__name__} rejects it ({msg})", "fix the field it names"
+        ) from None
+    finally:
+        tf_logger.setLevel(old_level)
+    return obj
+
+
+def text_view(raw: dict, obj: Any, path: str) -> HFView:
+    """The text (decoder) config: ``text_config`` of a multimodal config, else the config itself.
+
+    vLLM's ``get_hf_text_config`` returns ``config.get_text_config()``.
+    """
+    sub = raw.get("text_config")
+    if sub is not None and not isinstance(sub, dict):
+        raise ConfigError(path, "text_config", "expected a JSON object", "fix 'text_config'")
+    text_obj = None
+    if obj is not None:
+        try:
+            text_obj = obj.get_text_config()
+        except Exception:
+            text_obj = obj if sub is None else None
+    if sub is not None:
+        return HFView(sub, text_obj, path=path, prefix="text_config.")
+    return HFView(raw, text_obj, path=path)

@@ -1,0 +1,344 @@
+"""``build_model_layout()``: a model argument (+ drafter) → the ordered per-layer specs vLLM registers.
+
+Steps: resolve the source → read config.json → transformers view → family → serving
+options (dtype, cache dtype, block size) → target layers → drafter / MTP layers → the
+pipeline-parallel partition. Mamba page alignment is not done here: it is era-dependent
+and belongs to the vLLM engine module (``MambaSpec.block_size`` is the attention block
+size and ``page_size_padded`` is None).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.errors import ConfigError, OptionError
+from kvplan.model import catalog, drafters, families
+from kvplan.model.families import Built, Context
+from kvplan.model.hfconfig import HFView, build_config_object, read_config_json, text_view
+from kvplan.model.options import (
+    ServingOptions,
+    config_dtype,
+    resolve_block_size,
+    resolve_cache_dtype,
+    resolve_model_dtype,
+)
+from kvplan.model.source import ModelSource, resolve_model
+from kvplan.specs import LayerSpec
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    source: ModelSource
+    config: dict  # the raw config.json
+    model_type: str
+    architecture: str
+    family: str  # the family rule applied (families.BUILDERS key)
+    num_hidden_layers: int
+    dtype: str  # resolved model dtype (torch name)
+    max_position_embeddings: int | None
+    attention_chunk_size: int | None  # model_config.attention_chunk_size: vLLM's HMA decision reads it (§5)
+    is_hybrid_mamba: bool  # has Mamba / GDN / linear-state layers
+    mamba_chunk_size: int | None  # for vLLM's "all"-mode alignment
+    provenance: str | None  # "genuine" / "reconstructed" when from the bundled catalog
+
+
+@dataclass(frozen=True)
+class ModelLayout:
+    target: ModelInfo
+    drafter: ModelInfo | None  # --drafter / draft_model; None for MTP (its layers come from the target config)
+    speculative_method: str | None
+    num_speculative_tokens: int
+    layers: tuple[LayerSpec, ...]  # registration order; per-rank (TP-split) specs
+    ranks: tuple[tuple[str, ...], ...]  # layer names per PP stage; drafter/MTP layers on the last
+    block_size: int  # attention block size before any Mamba alignment (the engine does that)
+    kv_cache_dtype: str  # the option as given ("auto", "fp8", ...)
+    kv_sharing_layers: tuple[str, ...]  # layers that reuse another layer's KV (no spec)
+    warnings: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass
+class _Parsed:
+    source: ModelSource
+    raw: dict
+    top: HFView
+    text: HFView
+    architecture: str
+    model_type: str
+    family: str
+
+
+# ------------------------------------------------------------------ parsing
+
+def _parse(source: ModelSource) -> _Parsed:
+    path = source.path
+    raw = read_config_json(path)
+    archs = raw.get("architectures")
+    model_type = raw.get("model_type")
+    if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs) or not archs):
+        raise ConfigError(path, "architectures", "expected a non-empty list of strings", 'write e.g. ["LlamaForCausalLM"]')
+    if model_type is not None and not isinstance(model_type, str):
+        raise ConfigError(path, "model_type", "expected a string", 'write e.g. "llama"')
+    if archs is None and model_type is None:
+        raise ConfigError(path, "architectures", "neither 'architectures' nor 'model_type' is set",
+                          "this is not a Hugging Face model config")
+    arch = archs[0] if archs else ""
+    family = families.family_of(arch, model_type)
+    if family is None:
+        remote = " (it names remote code in auto_map, which kvplan never runs)" if raw.get("auto_map") else ""
+        field = "architectures" if archs else "model_type"
+        value = arch or model_type
+        raise ConfigError(
+            path, field, f"{value!r} is not a family kvplan models{remote}",
+            f"supported families: {families.SUPPORTED_FAMILIES}",
+        )
+    if not arch:
+        arch = {v: k for k, v in reversed(families.ARCH_FAMILY.items())}.get(family, "")
+    model_type = model_type or ""
+    # Validate the raw fields we read before transformers does (its errors are not one-liners).
+    obj = build_config_object(raw, path) if model_type else None
+    top = HFView(raw, obj, path=path)
+    text = text_view(raw, obj, path)
+    return _Parsed(source, raw, top, text, arch, model_type, family)
+
+
+def _provenance(source: ModelSource) -> str | None:
+    if source.kind != "catalog":
+        return None
+    entry = catalog.index_entry(source.requested)
+    return entry.get("provenance") if entry else None
+
+
+def _attention_chunk_size(p: _Parsed) -> int | None:
+    """``model_config.attention_chunk_size`` = the text config's ``attention_chunk_size``;
+    MiMo-V2-Flash's is dropped by vLLM (reference §12.6)."""
+    if p.family == "mimo_v2_flash":
+        return None
+    return p.text.opt_int("attention_chunk_size")
+
+
+def _info(p: _Parsed, dtype: str, res: families.FamilyResult | None = None) -> ModelInfo:
+    n = res.num_hidden_layers if res else (
+        p.text.int("decoder_layers") if p.family == "whisper" else p.text.int("num_hidden_layers")
+    )
+    return ModelInfo(
+        source=p.source,
+        config=p.raw,
+        model_type=p.model_type,
+        architecture=p.architecture,
+        family=p.family,
+        num_hidden_layers=n,
+        dtype=dtype,
+        max_position_embeddings=p.text.opt_int("max_position_embeddings"),
+        attention_chunk_size=_attention_chunk_size(p),
+        is_hybrid_mamba=p.family in ("gdn", "nemotron_h", "jamba"),
+        mamba_chunk_size=families.mamba_chunk_size(p.text) if p.family in ("gdn", "nemotron_h", "jamba") else None,
+        provenance=_provenance(p.source),
+    )
+
+
+def _model_dtype(p: _Parsed, options: ServingOptions) -> tuple[str, str]:
+    return resolve_model_dtype(options.dtype, p.model_type, config_dtype(p.raw, p.text.raw))
+
+
+def load_model_info(model: str, *, revision: str | None = None, download: bool = False,
+                    options: ServingOptions = ServingOptions()) -> ModelInfo:
+    """Resolve and parse one model (no layer specs)."""
+    p = _parse(resolve_model(model, revision=revision, download=download))
+    dtype, _ = _model_dtype(p, options)
+    return _info(p, dtype)
+
+
+# ------------------------------------------------------------------ PP partition
+
+def get_pp_indices(num_hidden_layers: int, pp_rank: int, pp_size: int) -> tuple[int, int]:
+    """vllm/distributed/utils.py ``get_pp_indices`` (without ``VLLM_PP_LAYER_PARTITION``):
+    ``num_hidden_layers // pp_size`` each; the remainder goes one layer each to the partitions
+    before the last (``partitions[-2], partitions[-3], ...``), the last keeps the final norm."""
+    per = num_hidden_layers // pp_size
+    parts = [per] * pp_size
+    for i in range(2, num_hidden_layers % pp_size + 2):
+        parts[-i] += 1
+    start = sum(parts[:pp_rank])
+    return start, start + parts[pp_rank]
+
+
+def _check_parallel(options: ServingOptions) -> None:
+    for name, v in (("--tensor-parallel-size", options.tensor_parallel_size),
+                    ("--pipeline-parallel-size", options.pipeline_parallel_size)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise OptionError(f"{name} must be a positive integer, got {v!r}")
+    if options.num_speculative_tokens is not None and (
+        isinstance(options.num_speculative_tokens, bool) or not isinstance(options.num_speculative_tokens, int)
+        or options.num_speculative_tokens < 1
+    ):
+        raise OptionError(f"--num-speculative-tokens must be a positive integer, got {options.num_speculative_tokens!r}")
+
+
+# ------------------------------------------------------------------ the public entry
+
+def build_model_layout(
+    model: str,
+    drafter: str | None = None,
+    options: ServingOptions = ServingOptions(),
+    *,
+    revision: str | None = None,
+    download: bool = False,
+) -> ModelLayout:
+    """The ordered per-layer specs vLLM registers for ``model`` (+ ``drafter``) under ``options``."""
+    _check_parallel(options)
+    notes: list[str] = []
+    warnings: list[str] = []
+    p = _parse(resolve_model(model, revision=revision, download=download))
+    if p.family == "deepseek_v4":
+        families.build_deepseek_v4(p.text, None)  # raises UnsupportedError
+    dtype, dtype_how = _model_dtype(p, options)
+    notes.append(f"model dtype {dtype} ({dtype_how})")
+
+    # DeepSeek-V3.2 (DeepseekV32ForCausalLM.verify_and_update_config): fp8* → fp8_ds_mla, bfloat16 → auto.
+    sparse_mla = p.family == "deepseek" and families.is_v32(p.text, None)
+    cache_opt = options.kv_cache_dtype
+    if sparse_mla and (cache_opt or "").lower().startswith("fp8") and cache_opt.lower() != "fp8_ds_mla":
+        notes.append(f"DeepSeek-V3.2: --kv-cache-dtype {cache_opt} becomes fp8_ds_mla (656 bytes per token)")
+        cache_opt = "fp8_ds_mla"
+    elif sparse_mla and (cache_opt or "").lower() == "bfloat16":
+        cache_opt = "auto"
+    quant = p.raw.get("quantization_config")
+    cache_str, cache_dtype, cache_note = resolve_cache_dtype(cache_opt, dtype, quant if isinstance(quant, dict) else None)
+    if cache_note:
+        notes.append(cache_note)
+    if cache_str == "fp8_ds_mla" and not sparse_mla:
+        raise OptionError("--kv-cache-dtype fp8_ds_mla is DeepSeek-V3.2's sparse-MLA layout; use fp8 for this model")
+
+    use_mla = p.family == "deepseek"
+    block_size, block_how = resolve_block_size(options, use_mla=use_mla, sparse_mla=sparse_mla)
+    notes.append(f"block size {block_size} ({block_how})")
+
+    # ---- speculative decoding: method and number of tokens (needed before Mamba specs)
+    method = drafters.check_method(options.speculative_method)
+    draft_p: _Parsed | None = None
+    if drafter is not None:
+        if method == "mtp":
+            raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")
+        if method in drafters.NO_LAYER_METHODS:
+            raise OptionError(f"--speculative-method {method} has no draft model; drop --drafter")
+        draft_p = _parse(resolve_model(drafter, revision=None, download=download))
+        if method is None:
+            method, why = drafters.infer_method(draft_p.text, draft_p.architecture)
+            notes.append(f"speculative method {method} inferred: {why}")
+    else:
+        has_mtp = p.family in ("deepseek", "gdn") and drafters.mtp_count(p.text, p.family) > 0
+        if method is None and options.num_speculative_tokens is not None:
+            if not has_mtp:
+                raise OptionError(
+                    "--num-speculative-tokens needs a --drafter, --speculative-method ngram, or a model with MTP layers"
+                )
+            method = "mtp"
+            notes.append("speculative method mtp inferred: no drafter and the model has MTP layers")
+        if method in ("eagle", "eagle3", "draft_model"):
+            raise OptionError(f"--speculative-method {method} needs --drafter (the draft model)")
+        if method == "mtp" and not has_mtp:
+            raise OptionError(f"{p.source.path}: --speculative-method mtp needs MTP layers, and this model has none")
+
+    num_spec = options.num_speculative_tokens
+    if method is not None and num_spec is None:
+        n_predict = None
+        if method == "mtp":
+            n_predict = drafters.mtp_count(p.text, p.family)
+        elif draft_p is not None:
+            n_predict = draft_p.text.opt_int("n_predict")
+        if n_predict:
+            num_spec = n_predict
+            notes.append(f"num_speculative_tokens {num_spec} (vLLM's default: the draft config's n_predict)")
+        elif p.family in ("gdn", "nemotron_h", "jamba"):
+            raise OptionError(
+                "--num-speculative-tokens is required with a drafter on a Mamba hybrid: it sizes the Mamba state "
+                "(num_speculative_blocks and the conv state)"
+            )
+        else:
+            num_spec = 0
+            warnings.append(
+                "vLLM requires num_speculative_tokens for this drafter (its config has no n_predict); "
+                "the attention layout does not depend on it, so kvplan continues with 0"
+            )
+    num_spec = num_spec or 0
+
+    ctx = Context(
+        path=p.source.path, architecture=p.architecture, model_type=p.model_type, tp=options.tensor_parallel_size,
+        block_size=block_size, cache_dtype=cache_dtype, cache_dtype_str=cache_str, model_dtype=dtype,
+        disable_sliding_window=options.disable_sliding_window, num_spec=num_spec if method else 0,
+        notes=notes, warnings=warnings,
+    )
+    res = families.BUILDERS[p.family](p.text, ctx)
+    target_info = _info(p, dtype, res)
+    n = res.num_hidden_layers
+    last = n  # PP index for drafter/MTP layers: past the last target layer → last stage
+
+    built: list[tuple[Built, str]] = [(b, "target") for b in res.layers]
+    kv_sharing = list(res.kv_sharing)
+    drafter_info: ModelInfo | None = None
+
+    if method == "mtp":
+        mtp = drafters.mtp_layers(p.text, ctx, p.family, n, last)
+        built += [(b, "drafter") for b in mtp]
+        ctx.notes.append(f"MTP: {len(mtp)} layer(s) from the target config, after the target's layers")
+    elif draft_p is not None:
+        dctx = Context(
+            path=draft_p.source.path, architecture=draft_p.architecture, model_type=draft_p.model_type,
+            tp=options.tensor_parallel_size, block_size=block_size, cache_dtype=cache_dtype,
+            cache_dtype_str=cache_str, model_dtype=dtype, disable_sliding_window=options.disable_sliding_window,
+            num_spec=num_spec, notes=notes, warnings=warnings,
+        )
+        if method in ("eagle", "eagle3"):
+            if draft_p.family != "llama":
+                raise ConfigError(
+                    draft_p.source.path, "architectures",
+                    f"{draft_p.architecture!r} is not a Llama-style EAGLE head kvplan models",
+                    "use an EAGLE/EAGLE-3/P-EAGLE Llama drafter, or --speculative-method draft_model",
+                )
+            d_layers = drafters.eagle_layers(draft_p.text, dctx, target_layers=n, target_window=res.model_window,
+                                             last_index=last)
+            n_sw = sum(1 for b in d_layers if b.spec.kind == "sliding_window")
+            dctx.notes.append(
+                f"{method} drafter: {len(d_layers)} layer(s) named model.layers.{n}..{n + len(d_layers) - 1}"
+                + (f", {n_sw} sliding" if n_sw else ", all full")
+                + (f" (inherits the target's model-wide window {res.model_window})" if res.model_window and n_sw else "")
+            )
+        else:  # draft_model
+            d_res = drafters.draft_model_layers(draft_p.text, dctx, draft_p.family, last)
+            d_layers = d_res.layers
+            kv_sharing += d_res.kv_sharing
+        built += [(b, "drafter") for b in d_layers]
+        drafter_info = _info(draft_p, dtype)
+
+    layers = tuple(LayerSpec(name=b.name, spec=b.spec, source=src, index=i) for i, (b, src) in enumerate(built))
+    names = [b.name for b, _ in built]
+    if len(set(names)) != len(names):  # pragma: no cover - a naming bug, never a user error
+        raise AssertionError("duplicate layer names")
+
+    pp = options.pipeline_parallel_size
+    ranks = []
+    for r in range(pp):
+        start, end = get_pp_indices(n, r, pp)
+        stage = [b.name for b, src in built if src == "target" and start <= b.layer_index < end]
+        if r == pp - 1:
+            stage += [b.name for b, src in built if src == "drafter"]
+        ranks.append(tuple(stage))
+    if pp > 1:
+        bounds = [get_pp_indices(n, r, pp) for r in range(pp)]
+        notes.append("PP partition (vLLM get_pp_indices): " + ", ".join(f"stage {r}: layers {s}-{e - 1}"
+                                                                         for r, (s, e) in enumerate(bounds)))
+
+    return ModelLayout(
+        target=target_info,
+        drafter=drafter_info,
+        speculative_method=method,
+        num_speculative_tokens=num_spec if method else 0,
+        layers=layers,
+        ranks=tuple(ranks),
+        block_size=block_size,
+        kv_cache_dtype=options.kv_cache_dtype,
+        kv_sharing_layers=tuple(kv_sharing),
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+    )

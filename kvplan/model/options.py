@@ -1,0 +1,187 @@
+"""Serving options that change the per-layer specs, and vLLM's rules for resolving them:
+model dtype (``--dtype``), cache dtype (``--kv-cache-dtype``) and the attention block size
+(``--block-size`` / ``--attention-backend``). The numbers are vLLM 0.33.0's on an
+H100/H200 (reference §7.3, §12.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.errors import OptionError, UnsupportedError
+from kvplan.units import CACHE_DTYPES, MODEL_DTYPES
+
+
+@dataclass(frozen=True)
+class ServingOptions:
+    block_size: int | None = None  # --block-size; None = vLLM's per-backend default (§7.3, §12.3)
+    attention_backend: str | None = None  # --attention-backend (FLASH_ATTN, FLASHMLA, ...)
+    kv_cache_dtype: str = "auto"  # --kv-cache-dtype (units.CACHE_DTYPES)
+    dtype: str = "auto"  # --dtype; auto = the config's dtype, float32 checkpoints run as bfloat16
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    speculative_method: str | None = None  # eagle, eagle3, mtp, draft_model, ngram; inferred when None
+    num_speculative_tokens: int | None = None
+    disable_sliding_window: bool = False
+
+
+# ---------------------------------------------------------------- model dtype
+
+# vllm/config/model.py ``_FLOAT16_NOT_SUPPORTED_MODELS`` (numerical instability): auto
+# never picks float16 for them and an explicit float16 is refused.
+FLOAT16_NOT_SUPPORTED = frozenset({"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4"})
+
+# CUDA ``supported_dtypes`` on a bf16-capable GPU (sm80+), in preference order.
+_CUDA_SUPPORTED = ("bfloat16", "float16", "float32")
+
+
+def _dtype_name(value) -> str | None:
+    if value is None:
+        return None
+    text = str(value).removeprefix("torch.")
+    return MODEL_DTYPES.get(text)
+
+
+def config_dtype(top: dict, text: dict) -> str | None:
+    """vLLM's ``_find_dtype``: the config's ``dtype``/``torch_dtype``, else the text config's,
+    else None (vLLM then tries the safetensors header, offline kvplan cannot; both end at
+    float32 → bfloat16 below, as for gpt-oss and MiniMax-M2, §12.11)."""
+    for d in (top, text):
+        for key in ("dtype", "torch_dtype"):
+            name = _dtype_name(d.get(key))
+            if name is not None:
+                return name
+    return None
+
+
+def resolve_model_dtype(option: str, model_type: str, cfg_dtype: str | None) -> tuple[str, str]:
+    """``(dtype, how)`` following vLLM's ``_get_and_verify_dtype`` / ``_resolve_auto_dtype``.
+
+    auto: float32 (or a config without a dtype) → the preferred dtype, bfloat16 on a
+    bf16-capable GPU; a config dtype the platform supports is kept; float16 on a
+    Gemma-2/3 model → bfloat16. An explicit dtype is taken as given (float16 refused for
+    Gemma-2/3 as vLLM does).
+    """
+    opt = (option or "auto").lower()
+    if opt != "auto":
+        name = MODEL_DTYPES.get(opt)
+        if name is None:
+            raise OptionError(f"--dtype {option!r} is not a model dtype; use auto, bfloat16, float16 or float32")
+        if name == "float16" and model_type in FLOAT16_NOT_SUPPORTED:
+            raise OptionError(
+                f"The model type {model_type!r} does not support float16. Reason: Numerical instability. "
+                "Please use bfloat16 or float32 instead."
+            )
+        return name, f"--dtype {option}"
+    supported = [d for d in _CUDA_SUPPORTED if not (d == "float16" and model_type in FLOAT16_NOT_SUPPORTED)]
+    preferred = supported[0]
+    if cfg_dtype is None:
+        return preferred, "config has no dtype: vLLM assumes float32 and runs it as bfloat16"
+    if cfg_dtype == "float32":
+        return preferred, "float32 checkpoint: vLLM's auto dtype downcasts it to bfloat16"
+    if cfg_dtype in supported:
+        return cfg_dtype, f"config dtype {cfg_dtype}"
+    return preferred, f"{model_type} does not support {cfg_dtype}: auto picks {preferred}"
+
+
+# ---------------------------------------------------------------- cache dtype
+
+def kv_cache_dtype_from_quant(quant: dict | None) -> str | None:
+    """The cache dtype a checkpoint's quantization config forces on ``--kv-cache-dtype auto``.
+
+    - llm-compressor / compressed-tensors: a ``kv_cache_scheme`` makes the attention
+      layer's quant method switch ``auto`` to ``fp8``;
+    - ModelOpt and similar: ``kv_cache_quant_algo`` (top level or under ``quantization``),
+      read by vLLM's ``resolve_kv_cache_dtype_string``.
+    """
+    if not isinstance(quant, dict):
+        return None
+    algo = quant.get("kv_cache_quant_algo")
+    if algo is None and isinstance(quant.get("quantization"), dict):
+        algo = quant["quantization"].get("kv_cache_quant_algo")
+    if isinstance(algo, str) and algo.lower() not in ("", "auto", "none"):
+        a = algo.lower()
+        if a in CACHE_DTYPES:
+            return a
+        if a.startswith("fp8"):
+            return "fp8"
+        raise UnsupportedError(
+            f"the checkpoint's kv_cache_quant_algo {algo!r} is not modelled by kvplan; "
+            "pass --kv-cache-dtype explicitly (fp8, bfloat16, ...)"
+        )
+    if quant.get("kv_cache_scheme") is not None:
+        return "fp8"
+    return None
+
+
+def resolve_cache_dtype(option: str, model_dtype: str, quant: dict | None) -> tuple[str, str, str | None]:
+    """``(cache_dtype_str, tensor dtype, note)``: the resolved ``--kv-cache-dtype`` string
+    (what MLA's ``cache_dtype_str`` records) and the cache tensor's torch dtype."""
+    opt = (option or "auto").lower()
+    if opt not in CACHE_DTYPES:
+        raise OptionError(f"--kv-cache-dtype {option!r} is not known; use one of {', '.join(CACHE_DTYPES)}")
+    note = None
+    if opt == "auto":
+        forced = kv_cache_dtype_from_quant(quant)
+        if forced is not None:
+            opt = forced
+            note = f"--kv-cache-dtype auto resolves to {forced} from the checkpoint's quantization_config"
+    tensor = CACHE_DTYPES[opt] or model_dtype
+    return opt, tensor, note
+
+
+# ---------------------------------------------------------------- block size
+
+# The preferred block size of each attention backend in vLLM 0.33 (``update_block_size_for_backend``):
+# 16 when the backend supports 16, else its smallest supported size.
+BACKEND_BLOCK_SIZE = {
+    "FLASH_ATTN": 16,
+    "FLASHINFER": 16,
+    "TRITON_ATTN": 16,
+    "FLEX_ATTENTION": 16,
+    "TREE_ATTN": 16,
+    "ROCM_ATTN": 16,
+    "ROCM_AITER_FA": 16,
+    "ROCM_AITER_UNIFIED_ATTN": 16,
+    "CPU_ATTN": 16,
+    "FLASH_ATTN_MLA": 16,
+    "TRITON_MLA": 16,
+    "ROCM_AITER_MLA": 16,
+    "FLASHMLA": 64,
+    "FLASHMLA_SPARSE": 64,
+    "CUTLASS_MLA": 128,
+    "FLASHINFER_MLA": 32,
+}
+MLA_BACKENDS = frozenset(
+    {"FLASH_ATTN_MLA", "TRITON_MLA", "ROCM_AITER_MLA", "FLASHMLA", "FLASHMLA_SPARSE", "CUTLASS_MLA", "FLASHINFER_MLA"}
+)
+SPARSE_MLA_BACKENDS = frozenset({"FLASHMLA_SPARSE"})
+
+
+def resolve_block_size(options: ServingOptions, *, use_mla: bool, sparse_mla: bool) -> tuple[int, str]:
+    """``(block_size, how)``: --block-size, else the backend's preferred size, else the default
+    backend's on H100/H200: 16 (FlashAttention / FlashAttention-MLA), 64 for DeepSeek-V3.2
+    (FlashMLA-sparse)."""
+    backend = options.attention_backend.upper() if options.attention_backend else None
+    if backend is not None:
+        if backend not in BACKEND_BLOCK_SIZE:
+            raise OptionError(
+                f"--attention-backend {options.attention_backend!r} is not known; use one of "
+                + ", ".join(sorted(BACKEND_BLOCK_SIZE))
+            )
+        if use_mla != (backend in MLA_BACKENDS):
+            kind = "an MLA" if use_mla else "a non-MLA"
+            raise OptionError(f"--attention-backend {backend} cannot serve {kind} model")
+        if sparse_mla != (backend in SPARSE_MLA_BACKENDS) and use_mla:
+            want = "a sparse-MLA backend (FLASHMLA_SPARSE)" if sparse_mla else "a dense MLA backend"
+            raise OptionError(f"--attention-backend {backend}: this model needs {want}")
+    if options.block_size is not None:
+        if isinstance(options.block_size, bool) or not isinstance(options.block_size, int) or options.block_size <= 0:
+            raise OptionError(f"--block-size must be a positive number of tokens, got {options.block_size!r}")
+        return options.block_size, "--block-size"
+    if backend is not None:
+        return BACKEND_BLOCK_SIZE[backend], f"{backend}'s preferred block size"
+    if sparse_mla:
+        return 64, "DeepSeek-V3.2 default backend FLASHMLA_SPARSE supports only 64"
+    if use_mla:
+        return 16, "MLA on H100/H200 defaults to FlashAttention-MLA (16)"
+    return 16, "default backend (FlashAttention) prefers 16"
