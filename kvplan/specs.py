@@ -55,7 +55,15 @@ class KVCacheSpec:
     block_size: int
 
     @property
-    def page_size_bytes(self) -> int:  # pragma: no cover - abstract
+    def page_size_bytes(self) -> int:
+        # Specs are frozen and the grouping path asks for pages many times: compute once.
+        page = self.__dict__.get("_page_size_bytes")
+        if page is None:
+            page = self._compute_page_size_bytes()
+            object.__setattr__(self, "_page_size_bytes", page)
+        return page
+
+    def _compute_page_size_bytes(self) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def blocks_per_request(self, w: Workload) -> int:
@@ -90,8 +98,7 @@ class AttentionSpec(KVCacheSpec):
             * dtype_size_bytes(self.dtype)
         )
 
-    @property
-    def page_size_bytes(self) -> int:
+    def _compute_page_size_bytes(self) -> int:
         real = self.real_page_size_bytes
         if self.page_size_padded is not None:
             # vLLM asserts the padded page is not smaller than the real one.
@@ -184,8 +191,7 @@ class MambaSpec(KVCacheSpec):
     def real_page_size_bytes(self) -> int:
         return sum(math.prod(s) * dtype_size_bytes(d) for s, d in zip(self.shapes, self.dtypes))
 
-    @property
-    def page_size_bytes(self) -> int:
+    def _compute_page_size_bytes(self) -> int:
         real = self.real_page_size_bytes
         if self.page_size_padded is not None:
             assert self.page_size_padded >= real
@@ -208,8 +214,7 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
     kind: ClassVar[str] = UNIFORM_TYPE
     kv_cache_specs: tuple[tuple[str, KVCacheSpec], ...] = field(default_factory=tuple)
 
-    @property
-    def page_size_bytes(self) -> int:
+    def _compute_page_size_bytes(self) -> int:
         return sum(s.page_size_bytes for _, s in self.kv_cache_specs)
 
     def blocks_per_request(self, w: Workload) -> int:
@@ -225,6 +230,21 @@ class LayerSpec:
     source: str = "target"  # "target" | "drafter"
     index: int = 0  # position in registration order (0-based)
 
+
+
+def _cached_hash(self) -> int:
+    """Dataclass hash (class + every compared field), computed once per frozen spec:
+    bucketing hashes every layer's spec on each simulation."""
+    h = self.__dict__.get("_hash")
+    if h is None:
+        h = hash((type(self), *(getattr(self, f.name) for f in dataclasses.fields(self) if f.compare)))
+        object.__setattr__(self, "_hash", h)
+    return h
+
+
+for _cls in (FullAttentionSpec, MLAAttentionSpec, SlidingWindowSpec, ChunkedLocalAttentionSpec,
+             CrossAttentionSpec, MambaSpec, UniformTypeKVCacheSpecs):
+    _cls.__hash__ = _cached_hash
 
 _KINDS: dict[str, type[KVCacheSpec]] = {
     cls.kind: cls

@@ -28,6 +28,8 @@ class KVTensor:
 
 def project_groups(groups: list[Group], layer_names: set[str]) -> list[Group]:
     """A global group seen from one worker: filtered layers, empty groups kept."""
+    if all(n in layer_names for g in groups for n in g.layer_names):
+        return list(groups)  # the worker holds every layer (no pipeline parallelism)
     out = []
     for g in groups:
         names = tuple(n for n in g.layer_names if n in layer_names)

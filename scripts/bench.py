@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Benchmarks: cold CLI wall time and simulations per second of the core.
+
+    python scripts/bench.py            # all
+    python scripts/bench.py --runs 7   # more CLI runs (median reported)
+
+Cold CLI: a fresh interpreter per run (`python -m kvplan …`), so imports count.
+Core: `simulate()` on prepared layer specs, no CLI, no config parsing, one core.
+Figures go to stdout as a table and, with --json, as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+CLI_CASES = [
+    ("kvplan --help", ["--help"]),
+    ("inspect gpt-oss-20b + P-EAGLE (json)",
+     ["inspect", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--format", "json"]),
+    ("simulate gpt-oss-20b + P-EAGLE 40GiB (json)",
+     ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--kv-cache-memory", "40GiB",
+      "--max-model-len", "131072", "--format", "json"]),
+    ("simulate gemma-3-27b 40GiB (table)",
+     ["simulate", "google/gemma-3-27b-it", "--kv-cache-memory", "40GiB", "--max-model-len", "131072"]),
+]
+
+
+def cold_cli(runs: int) -> list[dict]:
+    rows = []
+    for label, args in CLI_CASES:
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True)
+            times.append(time.perf_counter() - t0)
+            if proc.returncode not in (0, 3):
+                raise SystemExit(f"{label} failed: {proc.stderr.decode()[-500:]}")
+        rows.append({"case": label, "runs": runs, "median_s": round(statistics.median(times), 3),
+                     "min_s": round(min(times), 3)})
+    return rows
+
+
+def core_rate(seconds: float) -> list[dict]:
+    sys.path.insert(0, "tests")
+    from factories import gemma3_27b, gpt_oss_20b
+
+    from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
+
+    rows = []
+    opts = SimulateOptions(kv_cache_memory_bytes=40 << 30, max_model_len=131072)
+    for label, layers, facts in [
+        ("gpt-oss-20b + P-EAGLE (28 layers)", gpt_oss_20b(4), ModelFacts(131072, speculative_method="eagle3")),
+        ("gemma-3-27b (62 layers)", gemma3_27b(), ModelFacts(131072)),
+    ]:
+        for era_name in ("vllm-1.25", "vllm-latest"):
+            era = get_era(era_name)
+            n = 0
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < seconds:
+                for _ in range(100):
+                    simulate(layers, (), facts, era, opts)
+                n += 100
+            rate = n / (time.perf_counter() - t0)
+            rows.append({"case": f"{label}, {era_name}", "simulations_per_s": int(rate)})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5, help="cold CLI runs per case (median reported)")
+    ap.add_argument("--seconds", type=float, default=2.0, help="time per core case")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of text")
+    a = ap.parse_args()
+    result = {"python": sys.version.split()[0], "cli": cold_cli(a.runs), "core": core_rate(a.seconds)}
+    if a.json:
+        print(json.dumps(result, indent=2))
+        return
+    for r in result["cli"]:
+        print(f"cold  {r['case']:<48} median {r['median_s']:.3f} s (min {r['min_s']:.3f}, {r['runs']} runs)")
+    for r in result["core"]:
+        print(f"core  {r['case']:<48} {r['simulations_per_s']:>8,} simulations/s")
+
+
+if __name__ == "__main__":
+    main()
