@@ -129,6 +129,38 @@ class HFView:
         return list(value)
 
 
+class _torch_hidden:
+    """Import transformers' configuration code without importing torch.
+
+    transformers 5 imports torch from ``configuration_utils`` (RoPE helpers) whenever
+    torch is installed, which costs seconds and breaks the promise that reading a
+    config never loads torch. While this context is active ``sys.modules['torch']``
+    is None, so ``importlib.util.find_spec('torch')`` reports it absent and
+    transformers takes its torch-free path. Does nothing when torch is already
+    imported (the --allocate / exact-parameter paths import it first, on purpose)."""
+
+    def __enter__(self):
+        import sys
+
+        self.active = "torch" not in sys.modules
+        if self.active:
+            sys.modules["torch"] = None  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc):
+        import sys
+
+        if self.active and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+            try:  # let a later, deliberate torch user see torch again
+                from transformers.utils import import_utils
+
+                import_utils.is_torch_available.cache_clear()
+            except Exception:  # pragma: no cover - older transformers
+                pass
+        return False
+
+
 def _transformers_class(model_type: str):
     """transformers' configuration class for ``model_type``, or None when it has none."""
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # no "PyTorch was not found" line
@@ -153,6 +185,11 @@ def build_config_object(raw: dict, path: str) -> Any:
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         return None
+    with _torch_hidden():
+        return _build_config_object(raw, path, model_type)
+
+
+def _build_config_object(raw: dict, path: str, model_type: str) -> Any:
     cls = _transformers_class(model_type)
     if cls is None:
         return None
