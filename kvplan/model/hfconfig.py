@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from typing import Any
 
 from kvplan.errors import ConfigError
@@ -161,6 +162,57 @@ class _torch_hidden:
         return False
 
 
+# Size fields kvplan reads: checked before transformers sees them, so a bad value gets a
+# one-line error naming the field (transformers' own validation messages span lines).
+POSITIVE_INT_KEYS = (
+    "num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+    "global_head_dim", "num_global_key_value_heads", "kv_lora_rank", "qk_rope_head_dim", "index_head_dim",
+    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+    "linear_conv_kernel_dim", "mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel",
+    "mamba_d_state", "mamba_d_conv", "mamba_expand", "attn_layer_period", "attention_chunk_size",
+    "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim", "v_head_dim", "decoder_layers",
+    "decoder_attention_heads", "d_model", "full_attention_interval", "sliding_window_pattern",
+)
+# layer_types values transformers accepts in the families kvplan models; each family then
+# narrows this to the kinds it builds.
+KNOWN_LAYER_TYPES = frozenset({
+    "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "indexed_attention",
+    "compressed_sparse_attention", "heavily_compressed_attention", "mamba", "attention", "moe", "mlp",
+})
+NON_NEGATIVE_INT_KEYS = (
+    "sliding_window", "sliding_window_size", "num_kv_shared_layers", "num_nextn_predict_layers",
+    "mtp_num_hidden_layers", "max_window_layers", "attn_layer_offset",
+)
+
+
+def validate_sizes(raw: dict, path: str) -> None:
+    """Type and sign of every size field present (top level and ``text_config``)."""
+    views = [HFView(raw, None, path=path)]
+    if isinstance(raw.get("text_config"), dict):
+        views.append(HFView(raw["text_config"], None, path=path, prefix="text_config."))
+    for v in views:
+        for key in POSITIVE_INT_KEYS:
+            if v.raw.get(key) is not None:
+                v.check_int(key, v.raw[key], minimum=1)
+        for key in NON_NEGATIVE_INT_KEYS:
+            if v.raw.get(key) is not None:
+                v.check_int(key, v.raw[key], minimum=0)
+        lt = v.raw.get("layer_types")
+        if lt is not None:
+            if not isinstance(lt, list) or not all(isinstance(t, str) for t in lt):
+                raise ConfigError(path, v.field("layer_types"), "expected a list of strings", "fix 'layer_types'")
+            for i, t in enumerate(lt):
+                if t not in KNOWN_LAYER_TYPES:
+                    raise ConfigError(path, v.field("layer_types"), f"unknown value {t!r} at index {i}",
+                                      f"use one of {', '.join(sorted(KNOWN_LAYER_TYPES))}")
+        pattern = v.raw.get("hybrid_override_pattern")
+        if pattern is not None:
+            bad = sorted(set(pattern) - set("M*-E")) if isinstance(pattern, str) else ["(not a string)"]
+            if bad:
+                raise ConfigError(path, v.field("hybrid_override_pattern"), f"unknown block type {bad[0]!r}",
+                                  "use M (Mamba2), * (attention), - (MLP), E (MoE), one per layer")
+
+
 def _transformers_class(model_type: str):
     """transformers' configuration class for ``model_type``, or None when it has none."""
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # no "PyTorch was not found" line
@@ -185,6 +237,7 @@ def build_config_object(raw: dict, path: str) -> Any:
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         return None
+    validate_sizes(raw, path)
     with _torch_hidden():
         return _build_config_object(raw, path, model_type)
 
@@ -204,9 +257,11 @@ def _build_config_object(raw: dict, path: str, model_type: str) -> Any:
             warnings.simplefilter("ignore")
             obj = cls(**_without_remote_code(raw))
     except Exception as e:  # strict dataclass validation, bad shapes, ...
-        msg = str(e).splitlines()[0] if str(e) else e.__class__.__name__
+        text = " ".join(str(e).split()) or e.__class__.__name__
+        m = re.search(r"field '([^']+)'", text)
         raise ConfigError(
-            path, None, f"transformers' {cls.__name__} rejects it ({msg})", "fix the field it names"
+            path, m.group(1) if m else None, f"transformers' {cls.__name__} rejects it ({text[:300]})",
+            "fix the value it names",
         ) from None
     finally:
         tf_logger.setLevel(old_level)

@@ -1,0 +1,163 @@
+"""Resolution order: local path → bundled catalog → HF cache (offline) → Hub only with download=True."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvplan.errors import KvplanError, ModelNotFoundError
+from kvplan.model import build_model_layout, list_catalog, load_model_info, resolve_model
+from kvplan.model.catalog import catalog_dir
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+OTHER = "fedcba9876543210fedcba9876543210fedcba98"
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """An empty HF cache in tmp (HF_HUB_CACHE), and a helper that puts a snapshot in it."""
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+
+    def put(repo: str, commit: str, config: dict, ref: str | None = "main") -> Path:
+        d = cache / ("models--" + repo.replace("/", "--"))
+        snap = d / "snapshots" / commit
+        snap.mkdir(parents=True, exist_ok=True)
+        (snap / "config.json").write_text(json.dumps(config))
+        if ref:
+            (d / "refs").mkdir(exist_ok=True)
+            (d / "refs" / ref).write_text(commit)
+        return snap / "config.json"
+
+    return put
+
+
+def gpt_oss_config(n: int | None = None) -> dict:
+    cfg = json.loads(Path(catalog_dir(), "openai/gpt-oss-20b/config.json").read_text())
+    if n is not None:  # a smaller copy: layer_types must keep one entry per layer
+        cfg["num_hidden_layers"] = n
+        cfg["layer_types"] = cfg["layer_types"][:n]
+    return cfg
+
+
+def test_local_file_and_directory(tmp_path):
+    src = Path(catalog_dir(), "openai/gpt-oss-20b/config.json")
+    shutil.copy(src, tmp_path / "config.json")
+    s = resolve_model(str(tmp_path))
+    assert s.kind == "local" and s.path == str(tmp_path / "config.json") and s.revision is None
+    assert resolve_model(str(tmp_path / "config.json")).kind == "local"
+
+
+def test_catalog_before_cache(hub):
+    # a cached snapshot of the same id does not shadow the bundled copy
+    hub("openai/gpt-oss-20b", COMMIT, gpt_oss_config(2))
+    s = resolve_model("openai/gpt-oss-20b")
+    assert s.kind == "catalog" and s.path.endswith("configs/openai/gpt-oss-20b/config.json")
+    assert load_model_info("openai/gpt-oss-20b").provenance == "genuine"
+
+
+def test_hf_cache_offline(hub):
+    hub("someorg/tiny-oss", COMMIT, gpt_oss_config(4))
+    s = resolve_model("someorg/tiny-oss")
+    assert s.kind == "hf-cache" and s.revision == COMMIT
+    L = build_model_layout("someorg/tiny-oss")
+    assert len(L.layers) == 4 and L.target.provenance is None
+
+
+def test_hf_cache_revision(hub):
+    hub("someorg/tiny-oss", COMMIT, gpt_oss_config(4))
+    hub("someorg/tiny-oss", OTHER, gpt_oss_config(6), ref="v2")
+    assert resolve_model("someorg/tiny-oss", revision="v2").revision == OTHER
+    assert len(build_model_layout("someorg/tiny-oss", revision="v2").layers) == 6
+    assert resolve_model("someorg/tiny-oss", revision=COMMIT).revision == COMMIT  # a commit hash directly
+    # the catalog has no revisions: --revision skips it and looks in the cache
+    hub("openai/gpt-oss-20b", OTHER, gpt_oss_config(2), ref="old")
+    s = resolve_model("openai/gpt-oss-20b", revision="old")
+    assert s.kind == "hf-cache" and len(build_model_layout("openai/gpt-oss-20b", revision="old").layers) == 2
+    with pytest.raises(ModelNotFoundError, match="skipped: it has no revisions"):
+        resolve_model("openai/gpt-oss-20b", revision="missing")
+
+
+def test_download_refused_without_flag(hub, monkeypatch):
+    import huggingface_hub
+
+    def boom(*a, **k):  # pragma: no cover - must not be called
+        raise AssertionError("network used without --download")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", boom)
+    with pytest.raises(ModelNotFoundError) as e:
+        resolve_model("someorg/not-here")
+    msg = str(e.value)
+    assert "--download" in msg and "Hugging Face cache" in msg and "bundled catalog" in msg
+
+
+def test_download_with_flag(hub, tmp_path, monkeypatch):
+    import huggingface_hub
+
+    calls = []
+
+    def fake(repo_id, filename, revision=None):
+        calls.append((repo_id, filename, revision))
+        p = tmp_path / "dl" / "models--someorg--new" / "snapshots" / COMMIT / "config.json"
+        p.parent.mkdir(parents=True)
+        p.write_text(json.dumps(gpt_oss_config()))
+        return str(p)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
+    s = resolve_model("someorg/new", revision="main", download=True)
+    assert calls == [("someorg/new", "config.json", "main")]
+    assert s.kind == "download" and s.revision == COMMIT
+
+
+def test_download_failure_is_one_line(hub, monkeypatch):
+    import huggingface_hub
+
+    def fail(*a, **k):
+        raise OSError("We couldn't connect to 'https://huggingface.co'\nmore detail")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fail)
+    with pytest.raises(KvplanError) as e:
+        resolve_model("someorg/new", download=True)
+    assert "\n" not in str(e.value) and "could not download config.json of 'someorg/new'" in str(e.value)
+
+
+def test_catalog_dir_override(tmp_path, monkeypatch):
+    (tmp_path / "acme" / "m").mkdir(parents=True)
+    (tmp_path / "acme" / "m" / "config.json").write_text(json.dumps(gpt_oss_config()))
+    monkeypatch.setenv("KVPLAN_CONFIGS_DIR", str(tmp_path))
+    assert resolve_model("acme/m").kind == "catalog"
+    assert [r["id"] for r in list_catalog()] == ["acme/m"]
+
+
+def test_list_catalog():
+    rows = {r["id"]: r for r in list_catalog()}
+    assert rows["openai/gpt-oss-20b"]["family"] and rows["openai/gpt-oss-20b"]["role"] == "target"
+    assert rows["amazon/GPT-OSS-20B-P-EAGLE"]["provenance"] == "reconstructed"
+    assert rows["amazon/GPT-OSS-20B-P-EAGLE"]["role"] == "drafter"
+    for r in rows.values():
+        assert set(r) >= {"id", "family", "role", "provenance", "path"} and Path(r["path"]).is_file()
+
+
+def test_every_catalog_config_parses():
+    # every bundled config resolves and is a modelled family (DeepSeek-V4 is refused at layout time)
+    for r in list_catalog():
+        info = load_model_info(r["id"])
+        assert info.num_hidden_layers > 0 and info.dtype in ("bfloat16", "float16", "float32")
+
+
+def test_no_heavy_imports():
+    # importing the package loads neither transformers nor torch; parsing a config never loads torch
+    code = (
+        "import sys, kvplan.model as m\n"
+        "assert 'transformers' not in sys.modules and 'torch' not in sys.modules\n"
+        "m.build_model_layout('Qwen/Qwen3-Next-80B-A3B-Thinking')\n"
+        "assert 'transformers' in sys.modules\n"
+        "assert sys.modules.get('torch') is None, 'torch imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
