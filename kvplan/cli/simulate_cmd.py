@@ -172,9 +172,12 @@ def _sweep(scenario, spec: str, plot: str | None, fmt: str) -> None:
             f"Threshold sweep ({d['policy']['name']})", cols,
             [[r["threshold"], r["group_size"], r["num_groups"], r["num_padding_layers"],
               f"{r['padding_waste_pct']:.2f}", f"{r['num_blocks']:,}", f"{r['kv_tokens']:,}",
-              f"{r['max_concurrency']:.2f}", "starts" if r["starts"] else "fails: " + r["failure"]] for r in d["rows"]],
+              f"{r['max_concurrency']:.2f}", "starts" if r["starts"] else f"fails ({r['failure_stage']})"]
+             for r in d["rows"]],
             right=set(cols[:-1]),
         )
+        for msg in dict.fromkeys(r["failure"] for r in d["rows"] if r["failure"]):
+            print(f"fails: {msg}")
         for c in d["critical_thresholds"]:
             print(f"Critical threshold {c['threshold']:g} ({c['ratio']}): group size {c['group_size_at_or_below']} "
                   f"at or below, {c['group_size_above']} above.")

@@ -13,7 +13,10 @@ MAX_SLOTS_SHOWN = 24
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False, width=200)
+    # A fixed width when piped (README snapshots, CI logs); the terminal's own otherwise.
+    import sys
+
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 140)
 
 
 def _idx(labels: list[str]) -> str:

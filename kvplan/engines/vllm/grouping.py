@@ -229,12 +229,18 @@ def unify_page_sizes(
 # --- the uniform-page heuristic (reference §3.8) ----------------------------------------
 
 
-def bucket_layers(specs: dict[str, KVCacheSpec]) -> list[Bucket]:
-    """Buckets keyed by full spec equality, in first-appearance order."""
-    buckets: dict[KVCacheSpec, list[str]] = {}
+def bucket_layers(specs: dict[str, KVCacheSpec], dedicated: frozenset[str] = frozenset()) -> list[Bucket]:
+    """Buckets keyed by full spec equality, in first-appearance order. Layers named in
+    ``dedicated`` (a proposal's drafter layers, PR #35062) get buckets of their own."""
+    if not dedicated:
+        buckets: dict[KVCacheSpec, list[str]] = {}
+        for name, s in specs.items():
+            buckets.setdefault(s, []).append(name)
+        return [Bucket(spec, tuple(names)) for spec, names in buckets.items()]
+    keyed: dict[tuple[KVCacheSpec, bool], list[str]] = {}
     for name, s in specs.items():
-        buckets.setdefault(s, []).append(name)
-    return [Bucket(spec, tuple(names)) for spec, names in buckets.items()]
+        keyed.setdefault((s, name in dedicated), []).append(name)
+    return [Bucket(spec, tuple(names)) for (spec, _), names in keyed.items()]
 
 
 def choose_group_size(counts: list[int], threshold: float | None) -> int:
@@ -296,7 +302,7 @@ def get_kv_cache_groups(
         )
         return [Group(tuple(specs), container)], decision, specs
     specs, changes = unify_page_sizes(specs, page_mismatch)
-    buckets = bucket_layers(specs)
+    buckets = bucket_layers(specs, getattr(group_size_rule, "dedicated_layers", frozenset()))
     counts = [len(b.layer_names) for b in buckets]
     if group_size_rule is not None:
         group_size = group_size_rule(buckets)

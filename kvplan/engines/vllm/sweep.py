@@ -40,6 +40,7 @@ def sweep_row(threshold: float, plan) -> dict:
         "kv_tokens": plan.kv_tokens,
         "max_concurrency": round(plan.max_concurrency, 6),
         "starts": plan.starts,
+        "failure_stage": plan.failure.stage if plan.failure else None,
         "failure": plan.failure.message if plan.failure else None,
     }
 

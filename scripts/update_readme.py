@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Refresh the command outputs embedded in README.md.
+
+Each block that follows a line ``<!-- run: kvplan ARGS -->`` is replaced by the real
+stdout of that command (run in a fresh interpreter, piped, so tables are 140 columns).
+``tests/test_readme_outputs.py`` checks that the README matches, so these blocks are
+snapshot tests of the tables too.
+
+    python scripts/update_readme.py          # rewrite README.md
+    python scripts/update_readme.py --check  # exit 1 if a block is stale
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+BLOCK = re.compile(r"(<!-- run: (kvplan [^\n]*?) -->\n```text\n)(.*?)(```)", re.S)
+
+
+def run(cmd: str) -> str:
+    args = shlex.split(cmd)[1:]
+    proc = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, cwd=ROOT)
+    out = "\n".join(line.rstrip() for line in proc.stdout.splitlines()) + "\n"
+    return out + (f"[exit code {proc.returncode}]\n" if proc.returncode else "")
+
+
+def blocks(text: str) -> list[tuple[str, str]]:
+    return [(m.group(2), m.group(3)) for m in BLOCK.finditer(text)]
+
+
+def main() -> int:
+    text = README.read_text()
+    new = BLOCK.sub(lambda m: m.group(1) + run(m.group(2)) + m.group(4), text)
+    if "--check" in sys.argv:
+        stale = [cmd for (cmd, old), (_, fresh) in zip(blocks(text), blocks(new)) if old != fresh]
+        for cmd in stale:
+            print(f"stale: {cmd}")
+        return 1 if stale else 0
+    README.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
