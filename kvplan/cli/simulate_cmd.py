@@ -166,8 +166,8 @@ def _sweep(scenario, spec: str, plot: str | None, fmt: str) -> None:
     def table(d: dict) -> None:
         from kvplan.report.tables import render_rows
 
-        cols = ["threshold", "group_size", "num_groups", "num_padding_layers", "padding_waste_pct", "num_blocks",
-                "kv_tokens", "max_concurrency", "outcome"]
+        cols = ["threshold", "group_size", "groups", "padding layers", "padding %", "num_blocks",
+                "KV tokens", "max_concurrency", "outcome"]
         render_rows(
             f"Threshold sweep ({d['policy']['name']})", cols,
             [[r["threshold"], r["group_size"], r["num_groups"], r["num_padding_layers"],

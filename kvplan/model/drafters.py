@@ -14,12 +14,10 @@ from kvplan.model.families import (
     BUILDERS,
     EAGLE1_ARCHS,
     EAGLE3_ARCHS,
-    FULL,
     Built,
     Context,
     FamilyResult,
     attn_spec,
-    family_of,
     head_size,
     kv_heads_per_rank,
     llama_layers,
@@ -116,8 +114,3 @@ def check_method(method: str | None) -> str | None:
         raise OptionError(f"--speculative-method {method!r} is not known; use one of {', '.join(SPEC_METHODS)}")
     return m
 
-
-__all__ = [
-    "FULL", "NO_LAYER_METHODS", "SPEC_METHODS", "check_method", "draft_model_layers", "eagle_layers",
-    "family_of", "infer_method", "mtp_count", "mtp_layers",
-]

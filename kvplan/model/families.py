@@ -580,10 +580,10 @@ def build_gdn(view: HFView, ctx: Context) -> FamilyResult:
 
 def mamba2_spec(view: HFView, ctx: Context, *, heads: int, head_dim: int, n_groups: int, state: int, kernel: int,
                 intermediate: int, ssm_dtype: str) -> MambaSpec:
-    """``MambaStateShapeCalculator.mamba2_state_shape``: groups are padded so every rank owns
-    whole groups (``n_groups % tp != 0`` → ``n_groups + tp - n_groups``... i.e. ``tp`` groups
-    when n_groups < tp); conv ``(K - 1 + num_spec, (I + 2·g'·d_state)/tp)``, ssm
-    ``(heads/tp, head_dim, d_state)``."""
+    """``MambaStateShapeCalculator.mamba2_state_shape``: when ``n_groups % tp != 0`` vLLM adds
+    ``tp - n_groups`` extra groups so every rank holds the groups its heads need
+    (``extra_groups_for_head_shards``); conv ``(K - 1 + num_spec, (I + 2·g'·d_state)/tp)``,
+    ssm ``(heads/tp, head_dim, d_state)``."""
     g = n_groups if n_groups % ctx.tp == 0 else n_groups + (ctx.tp - n_groups)
     conv = (kernel - 1 + ctx.num_spec, split(view, ctx, intermediate + 2 * g * state, "n_groups"))
     ssm = (split(view, ctx, heads, "mamba_num_heads"), head_dim, state)

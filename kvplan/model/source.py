@@ -26,7 +26,8 @@ from kvplan.errors import KvplanError, ModelNotFoundError
 from kvplan.model import catalog
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
-_REPO_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+# "org/name", or a bare legacy name such as "gpt2"
+_REPO_ID_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ def _looks_like_path(model: str) -> bool:
     return (
         model.endswith(".json")
         or model.startswith((".", "/", "~"))
-        or os.sep in model.replace("/", "", 1)  # a repo id has exactly one '/'
+        or model.count("/") > 1  # a repo id has at most one '/'
+        or (os.sep != "/" and os.sep in model)
         or Path(model).expanduser().exists()
     )
 

@@ -11,20 +11,33 @@ from kvplan.report.tables import _console
 _STATUS = {"pass": ("PASS", "bold green"), "fail": ("FAIL", "bold red"), "error": ("ERROR", "bold red")}
 
 
+def failing_cell(e: dict) -> str:
+    """``max_groups 3 > 2``: the failing expectation, its measured value and its limit, in one cell."""
+    from kvplan.check import format_limit
+
+    key, limit, measured = e["key"], e["limit"], e["measured"]
+    if key == "starts":
+        return f"starts: {'starts' if measured else 'fails'}, expected {'start' if limit else 'failure'}"
+    if key == "same_layout_as":
+        return f"same_layout_as {limit}: {'differs' if measured is not None else 'not simulated'}"
+    op = ">" if key.startswith("max_") else "<"
+    return f"{key} {format_limit(key, measured)} {op} {format_limit(key, limit)}"
+
+
 def render_check(d: dict) -> None:
-    """The summary table (one row per deployment), then why each failing deployment failed."""
-    from kvplan.check import failure_messages, format_limit
+    """The summary table (one row per failing expectation, the key numbers on the deployment's
+    first row), then why each failing deployment failed, in words."""
+    from kvplan.check import failure_messages
 
     c = _console()
     s = d["summary"]
     t = Table(title=f"kvplan check: {s['num_deployments']} deployment(s) from {len(d['files'])} file(s)",
-              box=box.SIMPLE_HEAD)
-    cols = ("deployment", "result", "expectation", "limit", "measured",
-            "group size", "groups", "padding %", "concurrency", "KV tokens")
-    right = {"group size", "groups", "padding %", "concurrency", "KV tokens"}
-    for col in cols:
-        t.add_column(col, justify="right" if col in right else "left",
-                     no_wrap=col == "deployment", max_width=32 if col == "measured" else None)
+              box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("deployment", no_wrap=True)
+    t.add_column("result", no_wrap=True)
+    t.add_column("failing expectation (measured vs limit)", max_width=48, overflow="fold")
+    for col in ("group size", "groups", "padding %", "concurrency", "KV tokens"):
+        t.add_column(col, justify="right")
     for dep in d["deployments"]:
         label, style = _STATUS[dep["status"]]
         p = dep["plan"] or {}
@@ -35,14 +48,12 @@ def render_check(d: dict) -> None:
             f"{p['kv_tokens']:,}" if p else "",
         ]
         if dep["status"] == "error":
-            failing = [("error", "", dep["error"])]
+            cells = [f"error: {dep['error']}"]
         else:
-            failing = [(e["key"], format_limit(e["key"], e["limit"]), format_limit(e["key"], e["measured"]))
-                       for e in dep["expectations"] if not e["passed"]] or [("", "", "")]
-        # one row per failing expectation; the deployment's name and numbers on the first
-        for i, (key, limit, measured) in enumerate(failing):
+            cells = [failing_cell(e) for e in dep["expectations"] if not e["passed"]] or [""]
+        for i, cell in enumerate(cells):
             first = i == 0
-            t.add_row(dep["name"] if first else "", Text(label, style=style) if first else "", key, limit, measured,
+            t.add_row(dep["name"] if first else "", Text(label, style=style) if first else "", cell,
                       *(numbers if first else [""] * len(numbers)))
     c.print(t)
     for dep in d["deployments"]:
@@ -50,8 +61,7 @@ def render_check(d: dict) -> None:
             c.print(f"{dep['name']} ({dep['file']}:{dep['line']}):", markup=False)
             for line in failure_messages(dep):
                 c.print(f"  - {line}", markup=False)
-    bad = s["num_failed"] + s["num_errors"]
     summary = f"{s['num_passed']} passed, {s['num_failed']} failed"
     if s["num_errors"]:
         summary += f", {s['num_errors']} could not be simulated"
-    c.print(Text(summary + ".", style="bold red" if bad else "bold green"))
+    c.print(Text(summary + ".", style="bold red" if not d["passed"] else "bold green"))
