@@ -24,6 +24,12 @@ def failing_cell(e: dict) -> str:
     return f"{key} {format_limit(key, measured)} {op} {format_limit(key, limit)}"
 
 
+def short_error(message: str) -> str:
+    """The head of an error message for the table (the whole message is printed below it)."""
+    head = message.split(";")[0].split(" (")[0]
+    return head if len(head) <= 60 else head[:59] + "…"
+
+
 def render_check(d: dict) -> None:
     """The summary table (one row per failing expectation, the key numbers on the deployment's
     first row), then why each failing deployment failed, in words."""
@@ -35,8 +41,8 @@ def render_check(d: dict) -> None:
               box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("deployment", no_wrap=True)
     t.add_column("result", no_wrap=True)
-    t.add_column("failing expectation (measured vs limit)", max_width=48, overflow="fold")
-    for col in ("group size", "groups", "padding %", "concurrency", "KV tokens"):
+    t.add_column("failing expectation (measured vs limit)", min_width=30, max_width=48, overflow="fold")
+    for col in ("group\nsize", "groups", "padding\n%", "max\nconcurrency", "KV tokens"):
         t.add_column(col, justify="right")
     for dep in d["deployments"]:
         label, style = _STATUS[dep["status"]]
@@ -48,7 +54,7 @@ def render_check(d: dict) -> None:
             f"{p['kv_tokens']:,}" if p else "",
         ]
         if dep["status"] == "error":
-            cells = [f"error: {dep['error']}"]
+            cells = [f"error: {short_error(dep['error'])}"]
         else:
             cells = [failing_cell(e) for e in dep["expectations"] if not e["passed"]] or [""]
         for i, cell in enumerate(cells):
@@ -58,9 +64,9 @@ def render_check(d: dict) -> None:
     c.print(t)
     for dep in d["deployments"]:
         if dep["status"] != "pass":
-            c.print(f"{dep['name']} ({dep['file']}:{dep['line']}):", markup=False)
+            c.print(f"{dep['name']} ({dep['file']}:{dep['line']}):", markup=False, soft_wrap=True)
             for line in failure_messages(dep):
-                c.print(f"  - {line}", markup=False)
+                c.print(f"  - {line}", markup=False, soft_wrap=True)
     summary = f"{s['num_passed']} passed, {s['num_failed']} failed"
     if s["num_errors"]:
         summary += f", {s['num_errors']} could not be simulated"

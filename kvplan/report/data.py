@@ -184,6 +184,14 @@ def padding_waste_bytes(plan) -> int:
     return plan.num_blocks * plan.page_size_bytes * slots // total
 
 
+def _blocks_meaning(plan) -> int:
+    """num_blocks // num_groups · min block_size (vLLM ≤ 0.20): pool size in tokens, padding included."""
+    if not plan.groups or not plan.num_blocks:
+        return 0
+    tokens = plan.num_blocks // len(plan.groups) * min(g.spec.block_size for g in plan.groups)
+    return tokens * max(plan.options.decode_context_parallel_size, 1)
+
+
 def plan_dict(layout, plan, serving, explain: list[str] | None = None) -> dict:
     d = plan.decision
     w0 = plan.workers[0] if plan.workers else None
@@ -262,6 +270,9 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None) -> dict:
             "bytes_per_request": (w0.bytes_per_block * sum(plan.blocks_per_request)) if w0 else 0,
             "kv_tokens": plan.kv_tokens,
             "kv_cache_size_tokens": plan.kv_cache_size_tokens,
+            # the two meanings the "GPU KV cache size" log line has had (reference §4.7, §11 item 4)
+            "kv_cache_size_tokens_blocks_meaning": _blocks_meaning(plan),
+            "kv_cache_size_tokens_concurrency_meaning": int(plan.max_concurrency * plan.max_model_len),
             "max_concurrency": round(plan.max_concurrency, 6),
             "padding_waste_bytes": waste,
             "padding_waste_pct_of_pool": round(waste / pool * 100, 4) if pool else 0.0,

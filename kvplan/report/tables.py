@@ -181,6 +181,8 @@ def render_plan(d: dict) -> None:
         ("padding", f"{gr['num_padding_layers'] if gr else 0} layers (vLLM: may waste at most {gr['padding_waste_pct'] if gr else 0:.2f}%); "
                     f"{format_bytes(m['padding_waste_bytes'])} at full load ({m['padding_waste_pct_of_pool']:.2f}% of pool)"),
         ("KV tokens (max_concurrency × max_model_len)", f"{m['kv_tokens']:,}"),
+        ('"GPU KV cache size" meanings', f"{m['kv_cache_size_tokens_blocks_meaning']:,} (≤0.20: blocks // groups × block) / "
+                                         f"{m['kv_cache_size_tokens_concurrency_meaning']:,} (0.33: concurrency × length)"),
         ("max_concurrency", f"{m['max_concurrency']:.2f}"),
     ]
     for r in rows:
