@@ -665,7 +665,7 @@ def layout_differences(mine: dict, theirs: dict) -> list[str]:
     if mine["num_groups"] != theirs["num_groups"]:
         out.append(f"{mine['num_groups']} vs {theirs['num_groups']} groups")
     elif mine["groups"] != theirs["groups"]:
-        changed = [i for i, (a, b) in enumerate(zip(mine["groups"], theirs["groups"])) if a != b]
+        changed = [i for i, (a, b) in enumerate(zip(mine["groups"], theirs["groups"], strict=True)) if a != b]
         out.append(f"layers of group{'s' if len(changed) > 1 else ''} {', '.join(map(str, changed))} differ")
     if mine["num_padding_layers"] != theirs["num_padding_layers"]:
         out.append(f"{mine['num_padding_layers']} vs {theirs['num_padding_layers']} padding layers")

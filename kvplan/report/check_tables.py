@@ -41,7 +41,7 @@ def render_check(d: dict) -> None:
               box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("deployment", no_wrap=True)
     t.add_column("result", no_wrap=True)
-    t.add_column("failing expectation (measured vs limit)", min_width=30, max_width=48, overflow="fold")
+    t.add_column("failing: measured vs limit", min_width=30, max_width=48, overflow="fold")
     for col in ("group\nsize", "groups", "padding\n%", "max\nconcurrency", "KV tokens"):
         t.add_column(col, justify="right")
     for dep in d["deployments"]:
