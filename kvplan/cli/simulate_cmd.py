@@ -43,6 +43,10 @@ def simulate_command(
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU preset, e.g. H100-80GB, H200-141GB (see `kvplan fit --list-gpus`).", rich_help_panel=HW)] = None,
     gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", min=1.0, help="GPU memory in GiB, for a card without a preset.", rich_help_panel=HW)] = None,
     gpu_memory_utilization: Annotated[Optional[float], typer.Option("--gpu-memory-utilization", min=0.01, max=1.0, help="Fraction of the GPU vLLM may use (default: the era's, 0.92 latest, 0.9 before).", rich_help_panel=HW)] = None,
+    weights_memory: Annotated[Optional[str], typer.Option("--weights-memory", help="Weights per GPU instead of kvplan's count (e.g. 14.96GiB).", rich_help_panel=HW)] = None,
+    activation_memory: Annotated[Optional[str], typer.Option("--activation-memory", help="Peak activation per GPU instead of kvplan's estimate.", rich_help_panel=HW)] = None,
+    non_torch_memory: Annotated[Optional[str], typer.Option("--non-torch-memory", help="Non-torch memory per GPU instead of kvplan's estimate.", rich_help_panel=HW)] = None,
+    cudagraph_memory: Annotated[Optional[str], typer.Option("--cudagraph-memory", help="CUDA-graph reserve per GPU instead of kvplan's estimate.", rich_help_panel=HW)] = None,
     sweep_threshold: Annotated[Optional[str], typer.Option("--sweep-threshold", help="Thresholds to sweep: start:stop:step (1.0:2.0:0.05) or a list (1.25,1.5).", rich_help_panel=o.POLICY)] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="With --sweep-threshold: draw the sweep to this PNG (needs kvplan[plot]).", rich_help_panel=o.POLICY)] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Explain the decision chain in words, with its numbers.")] = False,
@@ -73,6 +77,8 @@ def simulate_command(
         mamba_cache_mode=mamba_cache_mode, disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
         kv_transfer_config=kv_transfer_config, num_gpu_blocks_override=num_gpu_blocks_override,
         gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=gpu_memory_utilization,
+        budget_overrides=_budget_overrides(weights_memory, activation_memory, non_torch_memory, cudagraph_memory,
+                                           tensor_parallel_size, max_num_batched_tokens, max_num_seqs),
     )
     if budget_from_device:
         if kv_cache_memory is not None:
@@ -92,6 +98,8 @@ def simulate_command(
 
     result = run_scenario(scenario, explain=explain)
     data = result.data
+    if result.budget:
+        data["warnings"] += [w for w in result.budget.get("warnings", []) if w not in data["warnings"]]
     exit_code = 0 if result.plan.starts else EXIT_FAILED
     checks = []
     if require_start and not result.plan.starts:
@@ -133,6 +141,15 @@ def simulate_command(
         exit_code = EXIT_FAILED
     if exit_code:
         raise typer.Exit(exit_code)
+
+
+def _budget_overrides(weights, activation, non_torch, cudagraph, tp: int, batched: int, seqs: int) -> dict:
+    """--weights-memory & co. for kvplan.hardware.kv_budget, with the scheduler facts its
+    estimate needs (tensor_parallel_size, max_num_batched_tokens, max_num_seqs)."""
+    sizes = {"weights_memory": weights, "activation_memory": activation, "non_torch_memory": non_torch,
+             "cudagraph_memory": cudagraph}
+    return {**{k: v for k, v in sizes.items() if v is not None},
+            "tensor_parallel_size": tp, "max_num_batched_tokens": batched, "max_num_seqs": seqs}
 
 
 def _sweep(scenario, spec: str, plot: str | None, fmt: str) -> None:

@@ -1,0 +1,1161 @@
+"""Weight memory from the config alone: parameter counts, bytes by dtype and quantization, per rank.
+
+Two ways to count, which the tests hold equal on every catalog model transformers knows:
+
+* ``analytic_inventory(config)`` (the default, no torch): one ``Weight`` per tensor vLLM
+  loads, with its shape, the decoder layer it belongs to and how tensor parallelism splits
+  it. One function per family below, each written from the module shapes of that family's
+  transformers and vLLM model files.
+* ``meta_param_counts(config)`` (``--exact-params`` and the tests; needs torch): builds the
+  model on torch's meta device through transformers (``with torch.device("meta"):
+  AutoModelForCausalLM.from_config(cfg)``: no download, no weights, never remote code) and
+  counts ``parameters()``. Tied embeddings count once, as they do in memory.
+
+What the two do not count, on purpose: vision towers of multimodal checkpoints (the meta
+count reports them apart as ``vision``), and buffers transformers keeps outside
+``parameters()`` (DeepSeek/MiniMax ``e_score_correction_bias``: the analytic inventory has
+them, flagged ``hf_buffer``, because vLLM loads them as parameters).
+
+Bytes (``weight_memory``): every tensor in the model dtype unless the config's
+``quantization_config`` converts it. Methods modelled, per converted weight of ``n``
+values in rows of ``k`` inputs:
+
+==============  ===========================================================================
+method          bytes
+==============  ===========================================================================
+mxfp4           ``n/2 + n/32``: 4-bit values + one e8m0 scale per 32 (4.25 bits); vLLM's
+                Mxfp4 method converts MoE experts only (gpt-oss)
+fp8 (block)     ``n + 4·⌈rows/128⌉·⌈k/128⌉``: e4m3 values + an fp32 scale per 128×128 block
+fp8 (tensor)    ``n + 4`` per matrix
+nvfp4           ``n/2 + n/16``: 4-bit values + one fp8 scale per 16 (4.5 bits) + 4 per matrix
+bnb 4-bit       ``n/2 + 4·n/64`` (absmax fp32 per 64); with double quant ``n/2 + n/64 + 4·n/16384``
+bnb 8-bit       ``n + 4·rows``
+gptq / awq      ``n·b/8 + rows·⌈k/g⌉·(2 + b/8)``: packed values + fp16 scales + packed zeros
+==============  ===========================================================================
+
+Never converted: embeddings, lm_head, norms, biases, routers, convolutions, Mamba/GDN
+state parameters, and any module matched by ``modules_to_not_convert`` /
+``ignored_layers`` / ``ignore`` / ``llm_int8_skip_modules`` (fnmatch on the module name).
+
+Per rank (``weight_memory(..., tp, pp)``), as vLLM shards:
+* embeddings and lm_head are vocab-parallel: ``round_up(vocab, 64) / tp`` rows each;
+* attention and MLP are column-parallel (q/k/v, gate/up: output rows / tp) then
+  row-parallel (o, down: input columns / tp); KV heads are replicated when tp exceeds them
+  (``max(1, kv_heads / tp)`` heads per rank); MoE experts split by tp (TP or EP alike);
+* norms, routers, MLA's low-rank ``q_a``/``kv_a`` projections, the DeepSeek-V3.2 indexer and
+  MTP's ``eh_proj`` are replicated;
+* pipeline stages take their decoder layers (vLLM's ``get_pp_indices``); the embedding sits
+  on the first stage, the final norm and lm_head on the last (a tied embedding is held by
+  both when pp > 1); drafter and MTP weights sit on the last stage.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kvplan.errors import ConfigError, UnsupportedError
+from kvplan.units import cdiv, dtype_size_bytes
+
+# Categories, in report order.
+KINDS = ("embedding", "attention", "mixer", "mlp", "experts", "router", "norm", "mtp", "drafter", "lm_head", "other")
+
+VOCAB_PADDING = 64  # vLLM's DEFAULT_VOCAB_PADDING_SIZE (vocab_parallel_embedding.py)
+
+
+@dataclass(frozen=True)
+class Weight:
+    """One tensor as vLLM loads it.
+
+    ``shard_dim`` is the dimension tensor parallelism divides (None: every rank holds it
+    whole); ``kv_heads`` > 0 marks a K/V projection whose rows are that many heads, replicated
+    when tp exceeds them; ``vocab`` marks vocab-parallel rows (padded to 64).
+    """
+
+    name: str
+    kind: str
+    shape: tuple[int, ...]
+    layer: int | None = None  # decoder layer index; None = embedding, final norm, lm_head
+    shard_dim: int | None = None
+    linear: bool = False  # a matrix a quantization method may convert
+    kv_heads: int = 0
+    vocab: bool = False
+    hf_buffer: bool = False  # a buffer in transformers (not in parameters()), a parameter in vLLM
+    stage: str = "layer"  # "first" (embedding), "last" (final norm, lm_head, drafter, MTP), "layer"
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def rank_shape(self, tp: int) -> tuple[int, ...]:
+        s = list(self.shape)
+        if self.vocab:
+            s[0] = -(-s[0] // VOCAB_PADDING) * VOCAB_PADDING // tp if tp > 1 else -(-s[0] // VOCAB_PADDING) * VOCAB_PADDING
+        elif tp > 1 and self.kv_heads:
+            s[0] = s[0] // self.kv_heads * max(1, self.kv_heads // tp)
+        elif tp > 1 and self.shard_dim is not None:
+            s[self.shard_dim] = cdiv(s[self.shard_dim], tp)
+        return tuple(s)
+
+    @property
+    def module(self) -> str:
+        for suffix in (".weight", ".bias"):
+            if self.name.endswith(suffix):
+                return self.name[: -len(suffix)]
+        return self.name
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Every weight of one model (target, or a drafter's own) in load order."""
+
+    family: str
+    model_type: str
+    weights: tuple[Weight, ...]
+    num_hidden_layers: int
+    tie_word_embeddings: bool
+    notes: tuple[str, ...] = ()
+
+    def num_params(self, *, include_buffers: bool = True, kinds: tuple[str, ...] | None = None) -> int:
+        return sum(
+            w.numel for w in self.weights
+            if (include_buffers or not w.hf_buffer) and (kinds is None or w.kind in kinds)
+        )
+
+    def by_kind(self, *, include_buffers: bool = True) -> dict[str, int]:
+        out = {k: 0 for k in KINDS}
+        for w in self.weights:
+            if include_buffers or not w.hf_buffer:
+                out[w.kind] += w.numel
+        return {k: v for k, v in out.items() if v}
+
+
+# --------------------------------------------------------------------------- config view
+
+class _Cfg:
+    """The (text) config as transformers fills it: the class attribute first, then the raw
+    key, then the default given here (``HFView`` of the model layer)."""
+
+    def __init__(self, raw: dict, path: str = "<config>"):
+        from kvplan.model.hfconfig import build_config_object, text_view
+
+        self.top_raw = raw
+        self.path = path
+        obj = build_config_object(raw, path)
+        self.view = text_view(raw, obj, path)
+        self.top = self.view if self.view.raw is raw else None
+        self.model_type = str(raw.get("model_type") or "")
+        self.text_model_type = str(self.view.raw.get("model_type") or self.model_type)
+        archs = raw.get("architectures") or []
+        self.architecture = archs[0] if archs else ""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.view.get(key, default)
+
+    def int(self, key: str, default: Any = None) -> int:
+        v = self.view.get(key, default)
+        if v is None:
+            raise ConfigError(self.path, self.view.field(key), "required key is missing", f"add '{key}' to the config")
+        return int(v)
+
+    def opt_int(self, key: str) -> int | None:
+        v = self.view.get(key, None)
+        return None if v is None else int(v)
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        v = self.view.get(key, default)
+        return bool(v) if v is not None else default
+
+    def tie(self) -> bool:
+        for raw in (self.view.raw, self.top_raw):
+            if "tie_word_embeddings" in raw:
+                return bool(raw["tie_word_embeddings"])
+        return bool(self.view.get("tie_word_embeddings", False))
+
+    def head_dim(self, heads_key: str = "num_attention_heads") -> int:
+        hd = self.view.raw.get("head_dim")
+        if hd is None:
+            hd = self.view.get("head_dim", None)
+        if not hd:
+            hd = self.int("hidden_size") // self.int(heads_key)
+        return int(hd)
+
+    def layer_types(self) -> list[str]:
+        lt = self.view.get("layer_types", None)
+        return list(lt) if lt else []
+
+
+# --------------------------------------------------------------------------- builder
+
+class _Builder:
+    def __init__(self) -> None:
+        self.weights: list[Weight] = []
+
+    def add(self, name: str, kind: str, shape, layer=None, *, shard=None, linear=False, kv_heads=0, vocab=False,
+            hf_buffer=False, stage="layer") -> None:
+        shape = tuple(int(x) for x in shape)
+        if any(x <= 0 for x in shape):
+            return
+        self.weights.append(Weight(name, kind, shape, layer, shard, linear, kv_heads, vocab, hf_buffer, stage))
+
+    def linear(self, name: str, kind: str, out: int, inp: int, layer=None, *, split: str | None = None,
+               bias: bool = False, kv_heads: int = 0, quantizable: bool = True) -> None:
+        """A Linear ``[out, inp]``: ``split`` "col" divides rows, "row" divides columns,
+        "kv" divides KV heads (replicated past their count), None replicates."""
+        shard = 0 if split in ("col", "kv") else 1 if split == "row" else None
+        self.add(f"{name}.weight", kind, (out, inp), layer, shard=shard, linear=quantizable,
+                 kv_heads=kv_heads if split == "kv" else 0)
+        if bias:
+            self.add(f"{name}.bias", kind, (out,), layer, shard=0 if split in ("col", "kv") else None,
+                     kv_heads=kv_heads if split == "kv" else 0)
+
+    def vec(self, name: str, kind: str, size: int, layer=None, *, split: bool = False, stage="layer",
+            hf_buffer=False) -> None:
+        self.add(name, kind, (size,), layer, shard=0 if split else None, stage=stage, hf_buffer=hf_buffer)
+
+    def norm(self, name: str, size: int, layer=None, *, bias: bool = False, stage="layer") -> None:
+        self.vec(f"{name}.weight", "norm", size, layer, stage=stage)
+        if bias:
+            self.vec(f"{name}.bias", "norm", size, layer, stage=stage)
+
+    def embed(self, name: str, vocab: int, hidden: int) -> None:
+        self.add(name, "embedding", (vocab, hidden), None, vocab=True, stage="first")
+
+    def head(self, name: str, vocab: int, hidden: int, kind: str = "lm_head", stage: str = "last") -> None:
+        self.add(name, kind, (vocab, hidden), None, vocab=True, stage=stage)
+
+    def experts(self, prefix: str, E: int, inter: int, hidden: int, layer: int, *, gated: bool = True,
+                bias: bool = False, kind: str = "experts") -> None:
+        """Routed experts as vLLM's FusedMoE holds them: ``w13 [E, 2I, H]`` (``[E, I, H]``
+        ungated) and ``w2 [E, H, I]``; tp divides I (or E under expert parallelism)."""
+        up = 2 * inter if gated else inter
+        name_up = f"{prefix}.gate_up_proj" if gated else f"{prefix}.up_proj"
+        self.add(name_up, kind, (E, up, hidden), layer, shard=1, linear=True)
+        if bias:
+            self.add(f"{name_up}_bias", kind, (E, up), layer, shard=1)
+        self.add(f"{prefix}.down_proj", kind, (E, hidden, inter), layer, shard=2, linear=True)
+        if bias:
+            self.add(f"{prefix}.down_proj_bias", kind, (E, hidden), layer)
+
+    def mlp(self, prefix: str, inter: int, hidden: int, layer, *, gated: bool = True, bias: bool = False,
+            kind: str = "mlp") -> None:
+        if gated:
+            self.linear(f"{prefix}.gate_proj", kind, inter, hidden, layer, split="col", bias=bias)
+        self.linear(f"{prefix}.up_proj", kind, inter, hidden, layer, split="col", bias=bias)
+        self.linear(f"{prefix}.down_proj", kind, hidden, inter, layer, split="row", bias=bias)
+
+    def attention(self, prefix: str, hidden: int, heads: int, kv_heads: int, head_dim: int, layer: int, *,
+                  v_head_dim: int | None = None, qkv_bias: bool = False, o_bias: bool = False,
+                  q_mult: int = 1, has_v: bool = True, has_kv: bool = True) -> None:
+        vd = v_head_dim or head_dim
+        self.linear(f"{prefix}.q_proj", "attention", heads * head_dim * q_mult, hidden, layer, split="col",
+                    bias=qkv_bias)
+        if has_kv:
+            self.linear(f"{prefix}.k_proj", "attention", kv_heads * head_dim, hidden, layer, split="kv",
+                        bias=qkv_bias, kv_heads=kv_heads)
+            if has_v:
+                self.linear(f"{prefix}.v_proj", "attention", kv_heads * vd, hidden, layer, split="kv",
+                            bias=qkv_bias, kv_heads=kv_heads)
+        self.linear(f"{prefix}.o_proj", "attention", hidden, heads * vd, layer, split="row", bias=o_bias)
+
+    def final(self, cfg: _Cfg, vocab: int, hidden: int, *, norm_name: str = "model.norm",
+              embed_name: str = "model.embed_tokens.weight", norm_bias: bool = False) -> None:
+        self.norm(norm_name, hidden, None, bias=norm_bias, stage="last")
+        if not cfg.tie():
+            self.head("lm_head.weight", vocab, hidden)
+
+
+# --------------------------------------------------------------------------- families
+
+def _moe_layers_qwen(cfg: _Cfg, n: int) -> set[int]:
+    E = cfg.opt_int("num_experts") or 0
+    if not E:
+        return set()
+    step = cfg.opt_int("decoder_sparse_step") or 1
+    only_mlp = set(cfg.get("mlp_only_layers", None) or [])
+    return {i for i in range(n) if i not in only_mlp and (i + 1) % step == 0}
+
+
+def _llama_like(cfg: _Cfg, b: _Builder) -> None:
+    """Llama, Mistral, Mixtral, Phi-3, MiniMax-M2, Qwen2/Qwen3 (+MoE) and EAGLE-free Llama
+    drafters used as draft models: ``q/k/v/o`` attention (optional biases and q/k norms),
+    a gated MLP or routed experts, two RMSNorms per layer."""
+    mt = cfg.text_model_type
+    H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
+    heads = cfg.int("num_attention_heads")
+    kv = cfg.opt_int("num_key_value_heads") or heads
+    hd = cfg.head_dim()
+    qkv_bias = mt in ("qwen2", "qwen2_moe") or cfg.flag("attention_bias")
+    o_bias = cfg.flag("attention_bias") and mt not in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
+    mlp_bias = cfg.flag("mlp_bias")
+    b.embed("model.embed_tokens.weight", V, H)
+    moe_layers: set[int] = set()
+    E = 0
+    if mt in ("mixtral", "minimax_m2"):
+        E = cfg.int("num_local_experts")
+        moe_layers = set(range(n))
+    elif mt in ("qwen2_moe", "qwen3_moe"):
+        E = cfg.int("num_experts")
+        moe_layers = _moe_layers_qwen(cfg, n)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        b.attention(f"{p}.self_attn", H, heads, kv, hd, i, qkv_bias=qkv_bias, o_bias=o_bias)
+        if mt in ("qwen3", "qwen3_moe"):
+            b.norm(f"{p}.self_attn.q_norm", hd, i)
+            b.norm(f"{p}.self_attn.k_norm", hd, i)
+        if mt == "minimax_m2" and cfg.flag("use_qk_norm"):
+            b.norm(f"{p}.self_attn.q_norm", heads * hd, i)
+            b.norm(f"{p}.self_attn.k_norm", kv * hd, i)
+        if i in moe_layers:
+            b.linear(f"{p}.mlp.gate", "router", E, H, i, quantizable=False)
+            if mt == "minimax_m2" and cfg.flag("use_routing_bias"):
+                b.vec(f"{p}.mlp.e_score_correction_bias", "router", E, i, hf_buffer=True)
+            inter = cfg.int("moe_intermediate_size") if mt in ("qwen2_moe", "qwen3_moe") else cfg.int("intermediate_size")
+            b.experts(f"{p}.mlp.experts", E, inter, H, i)
+            shared = cfg.opt_int("shared_expert_intermediate_size") or 0
+            if shared:
+                b.mlp(f"{p}.mlp.shared_expert", shared, H, i)
+                b.linear(f"{p}.mlp.shared_expert_gate", "router", 1, H, i, quantizable=False)
+        else:
+            b.mlp(f"{p}.mlp", cfg.int("intermediate_size"), H, i, bias=mlp_bias)
+        b.norm(f"{p}.input_layernorm", H, i)
+        b.norm(f"{p}.post_attention_layernorm", H, i)
+    b.final(cfg, V, H)
+
+
+def _gpt_oss(cfg: _Cfg, b: _Builder) -> None:
+    """gpt-oss: biased q/k/v/o, one attention sink per head, a biased router and 32/128
+    biased experts with a fused ``gate_up`` (reference: transformers ``modeling_gpt_oss``)."""
+    H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
+    heads, kv, hd = cfg.int("num_attention_heads"), cfg.int("num_key_value_heads"), cfg.head_dim()
+    E, inter = cfg.int("num_local_experts"), cfg.int("intermediate_size")
+    b.embed("model.embed_tokens.weight", V, H)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        b.vec(f"{p}.self_attn.sinks", "attention", heads, i, split=True)
+        b.attention(f"{p}.self_attn", H, heads, kv, hd, i, qkv_bias=True, o_bias=True)
+        b.linear(f"{p}.mlp.router", "router", E, H, i, bias=True, quantizable=False)
+        b.experts(f"{p}.mlp.experts", E, inter, H, i, bias=True)
+        b.norm(f"{p}.input_layernorm", H, i)
+        b.norm(f"{p}.post_attention_layernorm", H, i)
+    b.final(cfg, V, H)
+
+
+def _gemma(cfg: _Cfg, b: _Builder) -> None:
+    """Gemma 2 and Gemma 3 text decoders: four RMSNorms per layer (input, post-attention,
+    pre- and post-feed-forward), Gemma 3 adds per-head q/k norms; embeddings tied."""
+    mt = cfg.text_model_type
+    if mt not in ("gemma2", "gemma3", "gemma3_text"):
+        raise UnsupportedError(f"weight count for model type {mt!r} is not modelled; pass --weights-memory")
+    H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
+    heads = cfg.int("num_attention_heads")
+    kv = cfg.opt_int("num_key_value_heads") or heads
+    hd = cfg.head_dim()
+    bias = cfg.flag("attention_bias")
+    b.embed("model.embed_tokens.weight", V, H)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        b.attention(f"{p}.self_attn", H, heads, kv, hd, i, qkv_bias=bias, o_bias=bias)
+        if mt != "gemma2":
+            b.norm(f"{p}.self_attn.q_norm", hd, i)
+            b.norm(f"{p}.self_attn.k_norm", hd, i)
+        b.mlp(f"{p}.mlp", cfg.int("intermediate_size"), H, i)
+        for nm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                   "post_feedforward_layernorm"):
+            b.norm(f"{p}.{nm}", H, i)
+    b.final(cfg, V, H)
+
+
+def _gemma4(cfg: _Cfg, b: _Builder) -> None:
+    """Gemma 4 text decoder (transformers ``modeling_gemma4``): sliding layers use
+    ``head_dim``/``num_key_value_heads``, global layers ``global_head_dim``/
+    ``num_global_key_value_heads`` and, with ``attention_k_eq_v``, no ``v_proj``; KV-shared
+    layers have no k/v; MoE layers add a router and experts beside the dense MLP; per-layer
+    embeddings (PLE) when ``hidden_size_per_layer_input``."""
+    H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
+    heads = cfg.int("num_attention_heads")
+    raw = cfg.view.raw
+    hd_s = int(raw.get("head_dim") or cfg.head_dim())
+    kv_s = int(raw.get("num_key_value_heads") or heads)
+    hd_g = int(raw.get("global_head_dim") or hd_s)
+    kv_g = int(raw.get("num_global_key_value_heads") or kv_s)
+    k_eq_v = bool(raw.get("attention_k_eq_v", False))
+    bias = bool(raw.get("attention_bias", False))
+    types = cfg.layer_types() or ["full_attention"] * n
+    shared = int(raw.get("num_kv_shared_layers") or 0)
+    first_shared = n - shared
+    ple = int(raw.get("hidden_size_per_layer_input") or 0)
+    moe = bool(raw.get("enable_moe_block", False))
+    inter = cfg.int("intermediate_size")
+    double_wide = bool(raw.get("use_double_wide_mlp", False))
+    b.embed("model.embed_tokens.weight", V, H)
+    if ple:
+        vp = int(raw.get("vocab_size_per_layer_input") or V)
+        b.add("model.embed_tokens_per_layer.weight", "embedding", (vp, n * ple), None, vocab=True, stage="first")
+        b.linear("model.per_layer_model_projection", "other", n * ple, H, None, quantizable=False)
+        b.norm("model.per_layer_projection_norm", ple, None, stage="first")
+    for i in range(n):
+        p = f"model.layers.{i}"
+        sliding = types[i] == "sliding_attention"
+        hd, kv = (hd_s, kv_s) if sliding else (hd_g, kv_g)
+        kv_shared = i >= first_shared
+        b.attention(f"{p}.self_attn", H, heads, kv, hd, i, qkv_bias=bias, o_bias=bias,
+                    has_v=sliding or not k_eq_v, has_kv=not kv_shared)
+        b.norm(f"{p}.self_attn.q_norm", hd, i)
+        if not kv_shared:
+            b.norm(f"{p}.self_attn.k_norm", hd, i)
+        width = inter * 2 if (double_wide and kv_shared) else inter
+        b.mlp(f"{p}.mlp", width, H, i)
+        for nm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                   "post_feedforward_layernorm"):
+            b.norm(f"{p}.{nm}", H, i)
+        if ple:
+            b.linear(f"{p}.per_layer_input_gate", "other", ple, H, i, quantizable=False)
+            b.linear(f"{p}.per_layer_projection", "other", H, ple, i, quantizable=False)
+            b.norm(f"{p}.post_per_layer_input_norm", H, i)
+        if moe:
+            E = int(raw.get("num_experts"))
+            b.linear(f"{p}.router.proj", "router", E, H, i, quantizable=False)
+            b.vec(f"{p}.router.scale", "router", H, i)
+            b.vec(f"{p}.router.per_expert_scale", "router", E, i)
+            b.experts(f"{p}.experts", E, int(raw.get("moe_intermediate_size")), H, i)
+            for nm in ("post_feedforward_layernorm_1", "post_feedforward_layernorm_2", "pre_feedforward_layernorm_2"):
+                b.norm(f"{p}.{nm}", H, i)
+    b.final(cfg, V, H)
+
+
+def _llama4(cfg: _Cfg, b: _Builder) -> None:
+    """Llama 4 text decoder: MoE layers every ``interleave_moe_layer_step`` (experts of
+    ``intermediate_size`` plus one shared expert), dense layers of ``intermediate_size_mlp``;
+    the q/k norm is a weightless L2 norm."""
+    H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
+    heads = cfg.int("num_attention_heads")
+    kv = cfg.opt_int("num_key_value_heads") or heads
+    hd = cfg.head_dim()
+    bias = cfg.flag("attention_bias")
+    E = cfg.int("num_local_experts")
+    step = cfg.opt_int("interleave_moe_layer_step") or 1
+    moe_layers = cfg.get("moe_layers", None)
+    moe = set(moe_layers) if moe_layers is not None else {i for i in range(n) if (i + 1) % step == 0}
+    b.embed("model.embed_tokens.weight", V, H)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        b.attention(f"{p}.self_attn", H, heads, kv, hd, i, qkv_bias=bias, o_bias=bias)
+        if i in moe:
+            b.linear(f"{p}.feed_forward.router", "router", E, H, i, quantizable=False)
+            b.experts(f"{p}.feed_forward.experts", E, cfg.int("intermediate_size"), H, i)
+            b.mlp(f"{p}.feed_forward.shared_expert", cfg.int("intermediate_size"), H, i)
+        else:
+            b.mlp(f"{p}.feed_forward", cfg.int("intermediate_size_mlp"), H, i)
+        b.norm(f"{p}.input_layernorm", H, i)
+        b.norm(f"{p}.post_attention_layernorm", H, i)
+    b.final(cfg, V, H)
+
+
+def _gdn_mixer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
+    """Gated DeltaNet (Qwen3-Next fuses ``in_proj_qkvz``/``in_proj_ba``; Qwen3.5 splits them)."""
+    kh, kd = cfg.int("linear_num_key_heads"), cfg.int("linear_key_head_dim")
+    vh, vd = cfg.int("linear_num_value_heads"), cfg.int("linear_value_head_dim")
+    K = cfg.int("linear_conv_kernel_dim", 4)
+    key, value = kh * kd, vh * vd
+    if cfg.text_model_type == "qwen3_next":
+        b.linear(f"{p}.in_proj_qkvz", "mixer", 2 * key + 2 * value, H, i, split="col")
+        b.linear(f"{p}.in_proj_ba", "mixer", 2 * vh, H, i, split="col")
+    else:
+        b.linear(f"{p}.in_proj_qkv", "mixer", 2 * key + value, H, i, split="col")
+        b.linear(f"{p}.in_proj_z", "mixer", value, H, i, split="col")
+        b.linear(f"{p}.in_proj_b", "mixer", vh, H, i, split="col")
+        b.linear(f"{p}.in_proj_a", "mixer", vh, H, i, split="col")
+    b.add(f"{p}.conv1d.weight", "mixer", (2 * key + value, 1, K), i, shard=0)
+    b.vec(f"{p}.dt_bias", "mixer", vh, i, split=True)
+    b.vec(f"{p}.A_log", "mixer", vh, i, split=True)
+    b.norm(f"{p}.norm", vd, i)
+    b.linear(f"{p}.out_proj", "mixer", H, value, i, split="row")
+
+
+def _gdn_moe_or_mlp(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, moe: bool) -> None:
+    if moe:
+        E = cfg.int("num_experts")
+        b.linear(f"{p}.mlp.gate", "router", E, H, i, quantizable=False)
+        b.experts(f"{p}.mlp.experts", E, cfg.int("moe_intermediate_size"), H, i)
+        shared = cfg.opt_int("shared_expert_intermediate_size") or 0
+        if shared:
+            b.mlp(f"{p}.mlp.shared_expert", shared, H, i)
+            b.linear(f"{p}.mlp.shared_expert_gate", "router", 1, H, i, quantizable=False)
+    else:
+        b.mlp(f"{p}.mlp", cfg.int("intermediate_size"), H, i)
+
+
+def _gdn_full_attention(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
+    heads = cfg.int("num_attention_heads")
+    kv = cfg.opt_int("num_key_value_heads") or heads
+    hd = cfg.head_dim()
+    gate = cfg.flag("attn_output_gate", True)
+    b.attention(f"{p}.self_attn", H, heads, kv, hd, i, qkv_bias=cfg.flag("attention_bias"), q_mult=2 if gate else 1)
+    b.norm(f"{p}.self_attn.q_norm", hd, i)
+    b.norm(f"{p}.self_attn.k_norm", hd, i)
+
+
+def _gdn(cfg: _Cfg, b: _Builder) -> None:
+    """Qwen3-Next and Qwen3.5 (dense and MoE) text decoders: ``layer_types`` picks Gated
+    DeltaNet or gated full attention (q doubled for the output gate); MoE layers as Qwen2-MoE."""
+    H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
+    types = cfg.layer_types()
+    if len(types) != n:
+        interval = cfg.opt_int("full_attention_interval") or 4
+        types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
+    moe = _moe_layers_qwen(cfg, n) if cfg.opt_int("num_experts") else set()
+    b.embed("model.embed_tokens.weight", V, H)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        if types[i] == "linear_attention":
+            _gdn_mixer(cfg, b, f"{p}.linear_attn", i, H)
+        else:
+            _gdn_full_attention(cfg, b, p, i, H)
+        _gdn_moe_or_mlp(cfg, b, p, i, H, i in moe)
+        b.norm(f"{p}.input_layernorm", H, i)
+        b.norm(f"{p}.post_attention_layernorm", H, i)
+    b.final(cfg, V, H)
+
+
+def _gdn_mtp(cfg: _Cfg, b: _Builder) -> None:
+    """Qwen3-Next / Qwen3.5 MTP (vLLM ``qwen3_next_mtp.py``): ``fc [H, 2H]`` after two input
+    norms, ``mtp_num_hidden_layers`` full-attention MoE/MLP layers, a final norm; the
+    embedding and lm_head are the target's (vLLM shares them)."""
+    H = cfg.int("hidden_size")
+    k = cfg.opt_int("mtp_num_hidden_layers") or 0
+    if not k:
+        return
+    moe = bool(cfg.opt_int("num_experts"))
+    base = cfg.int("num_hidden_layers")
+    sub = _Builder()
+    sub.norm("mtp.pre_fc_norm_embedding", H, base)
+    sub.norm("mtp.pre_fc_norm_hidden", H, base)
+    sub.linear("mtp.fc", "mtp", H, 2 * H, base, split="col", quantizable=False)
+    for j in range(k):
+        p = f"mtp.layers.{j}"
+        _gdn_full_attention(cfg, sub, p, base, H)
+        _gdn_moe_or_mlp(cfg, sub, p, base, H, moe)
+        sub.norm(f"{p}.input_layernorm", H, base)
+        sub.norm(f"{p}.post_attention_layernorm", H, base)
+    sub.norm("mtp.norm", H, base)
+    b.weights += [replace(w, kind="mtp", stage="last", layer=None) for w in sub.weights]
+
+
+def _nemotron_h(cfg: _Cfg, b: _Builder) -> None:
+    """Nemotron-H: ``hybrid_override_pattern`` ``M`` Mamba2, ``*`` attention, ``-`` MLP
+    (squared ReLU, no gate), ``E`` MoE; one norm per block, ``norm_f`` at the end."""
+    H, V = cfg.int("hidden_size"), cfg.int("vocab_size")
+    pattern = str(cfg.get("hybrid_override_pattern", ""))
+    n = len(pattern)
+    if n == 0:
+        raise ConfigError(cfg.path, "hybrid_override_pattern", "required key is missing", "add it to the config")
+    nh, hdim = cfg.int("mamba_num_heads"), cfg.int("mamba_head_dim")
+    inner = nh * hdim
+    G, N = cfg.int("n_groups"), cfg.int("ssm_state_size")
+    K = cfg.int("conv_kernel", 4)
+    conv_dim = inner + 2 * G * N
+    heads = cfg.int("num_attention_heads")
+    kv = cfg.opt_int("num_key_value_heads") or heads
+    hd = cfg.opt_int("head_dim") or H // heads
+    b.embed("model.embeddings.weight", V, H)
+    for i, c in enumerate(pattern):
+        p = f"model.layers.{i}"
+        b.norm(f"{p}.norm", H, i)
+        m = f"{p}.mixer"
+        if c == "M":
+            b.linear(f"{m}.in_proj", "mixer", 2 * inner + 2 * G * N + nh, H, i, split="col",
+                     bias=cfg.flag("use_bias"))
+            b.add(f"{m}.conv1d.weight", "mixer", (conv_dim, 1, K), i, shard=0)
+            if cfg.flag("use_conv_bias", True):
+                b.vec(f"{m}.conv1d.bias", "mixer", conv_dim, i, split=True)
+            for nm in ("dt_bias", "A_log", "D"):
+                b.vec(f"{m}.{nm}", "mixer", nh, i, split=True)
+            b.vec(f"{m}.norm.weight", "mixer", inner, i, split=True)
+            b.linear(f"{m}.out_proj", "mixer", H, inner, i, split="row", bias=cfg.flag("use_bias"))
+        elif c == "*":
+            bias = cfg.flag("attention_bias")
+            b.attention(m, H, heads, kv, hd, i, qkv_bias=bias, o_bias=bias)
+        elif c == "-":
+            b.mlp(m, cfg.int("intermediate_size"), H, i, gated=False, bias=cfg.flag("mlp_bias"))
+        elif c == "E":
+            E = cfg.int("n_routed_experts")
+            b.linear(f"{m}.gate", "router", E, H, i, quantizable=False)
+            b.vec(f"{m}.gate.e_score_correction_bias", "router", E, i, hf_buffer=True)
+            b.experts(f"{m}.experts", E, cfg.int("moe_intermediate_size"), H, i, gated=False)
+            shared = (cfg.opt_int("moe_shared_expert_intermediate_size") or 0) * (cfg.opt_int("n_shared_experts") or 1)
+            if shared:
+                b.mlp(f"{m}.shared_experts", shared, H, i, gated=False)
+        else:
+            raise ConfigError(cfg.path, "hybrid_override_pattern", f"unknown block {c!r}", "use M, *, - or E")
+    b.norm("model.norm_f", H, None, stage="last")
+    if not cfg.tie():
+        b.head("lm_head.weight", V, H)
+
+
+def _jamba(cfg: _Cfg, b: _Builder) -> None:
+    """Jamba: attention every ``attn_layer_period`` (from ``attn_layer_offset``), Mamba1
+    elsewhere; MoE feed-forward every ``expert_layer_period`` (from its offset)."""
+    H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
+    heads = cfg.int("num_attention_heads")
+    kv = cfg.opt_int("num_key_value_heads") or heads
+    hd = H // heads
+    a_per, a_off = cfg.int("attn_layer_period", 8), cfg.int("attn_layer_offset", 4)
+    e_per, e_off = cfg.int("expert_layer_period", 2), cfg.int("expert_layer_offset", 1)
+    E = cfg.int("num_experts", 16)
+    inner = cfg.int("mamba_expand", 2) * H
+    N, K = cfg.int("mamba_d_state", 16), cfg.int("mamba_d_conv", 4)
+    dt_rank = cfg.get("mamba_dt_rank", "auto")
+    dt_rank = math.ceil(H / 16) if dt_rank in (None, "auto") else int(dt_rank)
+    proj_bias = cfg.flag("mamba_proj_bias")
+    b.embed("model.embed_tokens.weight", V, H)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        if i % a_per == a_off:
+            b.attention(f"{p}.self_attn", H, heads, kv, hd, i)
+        else:
+            m = f"{p}.mamba"
+            b.linear(f"{m}.in_proj", "mixer", 2 * inner, H, i, split="col", bias=proj_bias)
+            b.add(f"{m}.conv1d.weight", "mixer", (inner, 1, K), i, shard=0)
+            if cfg.flag("mamba_conv_bias", True):
+                b.vec(f"{m}.conv1d.bias", "mixer", inner, i, split=True)
+            b.linear(f"{m}.x_proj", "mixer", dt_rank + 2 * N, inner, i, split="row")
+            b.linear(f"{m}.dt_proj", "mixer", inner, dt_rank, i, split="col", bias=True)
+            b.add(f"{m}.A_log", "mixer", (inner, N), i, shard=0)
+            b.vec(f"{m}.D", "mixer", inner, i, split=True)
+            b.linear(f"{m}.out_proj", "mixer", H, inner, i, split="row", bias=proj_bias)
+            b.norm(f"{m}.dt_layernorm", dt_rank, i)
+            b.norm(f"{m}.b_layernorm", N, i)
+            b.norm(f"{m}.c_layernorm", N, i)
+        if E > 1 and i % e_per == e_off:
+            b.linear(f"{p}.feed_forward.router", "router", E, H, i, quantizable=False)
+            b.experts(f"{p}.feed_forward.experts", E, cfg.int("intermediate_size"), H, i)
+        else:
+            b.mlp(f"{p}.feed_forward", cfg.int("intermediate_size"), H, i)
+        b.norm(f"{p}.input_layernorm", H, i)
+        b.norm(f"{p}.pre_ff_layernorm", H, i)
+    b.norm("model.final_layernorm", H, None, stage="last")
+    if not cfg.tie():
+        b.head("lm_head.weight", V, H)
+
+
+def _deepseek_layer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, *, moe: bool, v32: bool) -> None:
+    heads = cfg.int("num_attention_heads")
+    q_lora = cfg.opt_int("q_lora_rank")
+    kv_lora, rope = cfg.int("kv_lora_rank"), cfg.int("qk_rope_head_dim")
+    nope, vd = cfg.int("qk_nope_head_dim"), cfg.int("v_head_dim")
+    a = f"{p}.self_attn"
+    if q_lora:
+        b.linear(f"{a}.q_a_proj", "attention", q_lora, H, i)  # replicated (fused_qkv_a_proj)
+        b.norm(f"{a}.q_a_layernorm", q_lora, i)
+        b.linear(f"{a}.q_b_proj", "attention", heads * (nope + rope), q_lora, i, split="col")
+    else:
+        b.linear(f"{a}.q_proj", "attention", heads * (nope + rope), H, i, split="col")
+    b.linear(f"{a}.kv_a_proj_with_mqa", "attention", kv_lora + rope, H, i)  # replicated
+    b.norm(f"{a}.kv_a_layernorm", kv_lora, i)
+    b.linear(f"{a}.kv_b_proj", "attention", heads * (nope + vd), kv_lora, i, split="col")
+    b.linear(f"{a}.o_proj", "attention", H, heads * vd, i, split="row")
+    if v32:  # the lightning indexer: replicated in vLLM, weights_proj never quantized
+        ih, idim = cfg.int("index_n_heads"), cfg.int("index_head_dim")
+        b.linear(f"{a}.indexer.wq_b", "attention", ih * idim, q_lora or H, i)
+        b.linear(f"{a}.indexer.wk", "attention", idim, H, i)
+        b.norm(f"{a}.indexer.k_norm", idim, i, bias=True)
+        b.linear(f"{a}.indexer.weights_proj", "attention", ih, H, i, quantizable=False)
+    if moe:
+        E = cfg.int("n_routed_experts")
+        b.linear(f"{p}.mlp.gate", "router", E, H, i, quantizable=False)
+        if cfg.get("topk_method", None) == "noaux_tc":
+            b.vec(f"{p}.mlp.gate.e_score_correction_bias", "router", E, i, hf_buffer=True)
+        inter = cfg.int("moe_intermediate_size")
+        b.experts(f"{p}.mlp.experts", E, inter, H, i)
+        shared = cfg.opt_int("n_shared_experts") or 0
+        if shared:
+            b.mlp(f"{p}.mlp.shared_experts", inter * shared, H, i)
+    else:
+        b.mlp(f"{p}.mlp", cfg.int("intermediate_size"), H, i)
+    b.norm(f"{p}.input_layernorm", H, i)
+    b.norm(f"{p}.post_attention_layernorm", H, i)
+
+
+def _deepseek_is_moe(cfg: _Cfg, i: int) -> bool:
+    first = cfg.opt_int("first_k_dense_replace") or 0
+    freq = cfg.opt_int("moe_layer_freq") or 1
+    return bool(cfg.opt_int("n_routed_experts")) and i >= first and i % freq == 0
+
+
+def _deepseek(cfg: _Cfg, b: _Builder) -> None:
+    """DeepSeek-V2/V3/R1/V3.2 and Kimi-K2: MLA attention (low-rank q and kv projections),
+    dense MLP for the first ``first_k_dense_replace`` layers, then routed + shared experts."""
+    H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
+    v32 = cfg.model_type == "deepseek_v32" or cfg.architecture == "DeepseekV32ForCausalLM"
+    b.embed("model.embed_tokens.weight", V, H)
+    for i in range(n):
+        _deepseek_layer(cfg, b, f"model.layers.{i}", i, H, moe=_deepseek_is_moe(cfg, i), v32=v32)
+    b.final(cfg, V, H)
+
+
+def _deepseek_mtp(cfg: _Cfg, b: _Builder) -> None:
+    """DeepSeek MTP (``num_nextn_predict_layers``): per layer ``enorm``, ``hnorm``,
+    ``eh_proj [H, 2H]`` (a plain nn.Linear in vLLM: replicated, unquantized), one decoder
+    layer and ``shared_head.norm``; its embedding and head are the target's (vLLM shares
+    them; the checkpoint stores copies, which the published 685B counts)."""
+    H = cfg.int("hidden_size")
+    n = cfg.int("num_hidden_layers")
+    v32 = cfg.model_type == "deepseek_v32" or cfg.architecture == "DeepseekV32ForCausalLM"
+    sub = _Builder()
+    for j in range(cfg.opt_int("num_nextn_predict_layers") or 0):
+        i = n + j
+        p = f"model.layers.{i}"
+        sub.norm(f"{p}.enorm", H, i)
+        sub.norm(f"{p}.hnorm", H, i)
+        sub.linear(f"{p}.eh_proj", "mtp", H, 2 * H, i, quantizable=False)
+        _deepseek_layer(cfg, sub, p, i, H, moe=_deepseek_is_moe(cfg, i), v32=v32)
+        sub.norm(f"{p}.shared_head.norm", H, i)
+    b.weights += [replace(w, kind="mtp", stage="last", layer=None) for w in sub.weights]
+
+
+def _mimo_v2(cfg: _Cfg, b: _Builder) -> None:
+    """MiMo-V2-Flash: sliding layers (``hybrid_layer_pattern`` 1) use the ``swa_*`` heads
+    and sizes and carry attention sinks; ``moe_layer_freq`` 1 marks MoE layers (sigmoid
+    router with a correction bias), 0 a dense MLP."""
+    H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
+    raw = cfg.view.raw
+    types = cfg.layer_types()
+    if len(types) != n:
+        pattern = raw.get("hybrid_layer_pattern") or [0] * n
+        types = ["sliding_attention" if x == 1 else "full_attention" for x in pattern]
+    freq = raw.get("moe_layer_freq")
+    moe = [bool(x) for x in freq] if isinstance(freq, list) else [True] * n
+    heads = int(raw["num_attention_heads"])
+    bias = bool(raw.get("attention_bias", False))
+    E = int(raw.get("n_routed_experts") or 0)
+    b.embed("model.embed_tokens.weight", V, H)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        sw = types[i] == "sliding_attention"
+        if sw:
+            h = int(raw.get("swa_num_attention_heads") or heads)
+            kv = int(raw.get("swa_num_key_value_heads") or raw["num_key_value_heads"])
+            hd = int(raw.get("swa_head_dim") or raw.get("head_dim"))
+            vd = int(raw.get("swa_v_head_dim") or raw.get("v_head_dim") or hd)
+        else:
+            h, kv = heads, int(raw["num_key_value_heads"])
+            hd = int(raw.get("head_dim"))
+            vd = int(raw.get("v_head_dim") or hd)
+        b.attention(f"{p}.self_attn", H, h, kv, hd, i, v_head_dim=vd, qkv_bias=bias)
+        if (sw and raw.get("add_swa_attention_sink_bias")) or (not sw and raw.get("add_full_attention_sink_bias")):
+            b.vec(f"{p}.self_attn.sinks", "attention", h, i, split=True)
+        if moe[i] and E:
+            b.linear(f"{p}.mlp.gate", "router", E, H, i, quantizable=False)
+            b.vec(f"{p}.mlp.gate.e_score_correction_bias", "router", E, i, hf_buffer=True)
+            b.experts(f"{p}.mlp.experts", E, int(raw["moe_intermediate_size"]), H, i)
+        else:
+            b.mlp(f"{p}.mlp", int(raw["intermediate_size"]), H, i)
+        b.norm(f"{p}.input_layernorm", H, i)
+        b.norm(f"{p}.post_attention_layernorm", H, i)
+    b.final(cfg, V, H)
+
+
+_FAMILIES = {
+    "llama": _llama_like,
+    "qwen2": _llama_like,
+    "gpt_oss": _gpt_oss,
+    "layer_types": _gemma,
+    "gemma4": _gemma4,
+    "llama4": _llama4,
+    "gdn": _gdn,
+    "nemotron_h": _nemotron_h,
+    "jamba": _jamba,
+    "deepseek": _deepseek,
+    "mimo_v2_flash": _mimo_v2,
+}
+_MTP = {"deepseek": _deepseek_mtp, "gdn": _gdn_mtp}
+
+
+def _family(config: dict) -> str:
+    from kvplan.model.families import family_of
+
+    archs = config.get("architectures") or [""]
+    fam = family_of(archs[0], config.get("model_type"))
+    if fam is None or fam not in _FAMILIES:
+        raise UnsupportedError(
+            f"kvplan has no weight count for {archs[0] or config.get('model_type')!r}; "
+            "pass --weights-memory (e.g. 16GiB per GPU)"
+        )
+    return fam
+
+
+def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>") -> Inventory:
+    """The weights vLLM loads for ``config`` (the text decoder of a multimodal config)."""
+    fam = _family(config)
+    cfg = _Cfg(config, path)
+    b = _Builder()
+    _FAMILIES[fam](cfg, b)
+    notes = []
+    if include_mtp and fam in _MTP:
+        before = len(b.weights)
+        _MTP[fam](cfg, b)
+        if len(b.weights) > before:
+            notes.append("MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)")
+    if cfg.view.raw is not config:
+        notes.append("text decoder only: the vision tower of this multimodal checkpoint is not counted")
+    n = cfg.opt_int("num_hidden_layers") or len(str(cfg.get("hybrid_override_pattern", "")))
+    return Inventory(fam, cfg.text_model_type, tuple(b.weights), n, cfg.tie(), tuple(notes))
+
+
+def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, path: str = "<drafter>") -> Inventory:
+    """A drafter's own weights as vLLM loads them.
+
+    EAGLE / EAGLE-3 / P-EAGLE heads (vLLM ``llama_eagle3.py``/``llama_eagle.py``): the
+    decoder layers (EAGLE-3's first layer takes ``2·H`` inputs: embedding and hidden state,
+    with an extra ``hidden_norm``), the ``fc`` fusing the target's hidden states (EAGLE-3:
+    ``3·H_target → H``; EAGLE: ``2·H → H``), a final norm and, for EAGLE-3, its own lm_head
+    over ``draft_vocab_size``. The embedding (and EAGLE's lm_head) are the target's: vLLM
+    shares them when the checkpoint has none, as published heads do.
+    ``draft_model``: the draft model's full inventory.
+    """
+    if method not in ("eagle", "eagle3"):
+        inv = analytic_inventory(draft_config, path=path)
+        return replace(inv, weights=tuple(replace(w, kind="drafter", stage="last", layer=None) for w in inv.weights))
+    cfg = _Cfg(draft_config, path)
+    H, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
+    heads = cfg.int("num_attention_heads")
+    kv = cfg.opt_int("num_key_value_heads") or heads
+    hd = cfg.head_dim()
+    inter = cfg.int("intermediate_size")
+    b = _Builder()
+    for i in range(n):
+        p = f"model.layers.{i}"
+        in_dim = 2 * H if (method == "eagle3" and i == 0) else H
+        b.linear(f"{p}.self_attn.q_proj", "drafter", heads * hd, in_dim, i, split="col")
+        b.linear(f"{p}.self_attn.k_proj", "drafter", kv * hd, in_dim, i, split="kv", kv_heads=kv)
+        b.linear(f"{p}.self_attn.v_proj", "drafter", kv * hd, in_dim, i, split="kv", kv_heads=kv)
+        b.linear(f"{p}.self_attn.o_proj", "drafter", H, heads * hd, i, split="row")
+        b.mlp(f"{p}.mlp", inter, H, i, kind="drafter")
+        b.norm(f"{p}.input_layernorm", H, i)
+        if method == "eagle3" and i == 0:
+            b.norm(f"{p}.hidden_norm", H, i)
+        b.norm(f"{p}.post_attention_layernorm", H, i)
+    t = _Cfg(target_config)
+    th = t.int("hidden_size")
+    if method == "eagle3":
+        aux = draft_config.get("eagle_aux_hidden_state_layer_ids")
+        k = len(aux) if isinstance(aux, list) and aux else 3
+        b.linear("model.fc", "drafter", H, k * th, None, quantizable=False)
+    else:
+        b.linear("model.fc", "drafter", H, 2 * H, None, quantizable=False)
+    b.norm("model.norm", H, None)
+    notes = ["embedding shared with the target (vLLM shares it when the head ships none)"]
+    if method == "eagle3":
+        dv = cfg.opt_int("draft_vocab_size") or cfg.int("vocab_size")
+        b.head("lm_head.weight", dv, H, kind="drafter")
+    else:
+        notes.append("lm_head shared with the target")
+    weights = tuple(replace(w, kind="drafter" if w.kind != "norm" else "norm", stage="last", layer=None)
+                    for w in b.weights)
+    return Inventory("eagle", cfg.text_model_type, weights, n, False, tuple(notes))
+
+
+# --------------------------------------------------------------------------- meta device
+
+_VISION_PREFIXES = ("model.vision_tower", "vision_tower", "model.multi_modal_projector", "multi_modal_projector",
+                    "model.embed_vision", "model.visual", "visual", "model.vision_model", "vision_model")
+
+
+def meta_param_counts(config: dict, *, path: str = "<config>") -> dict[str, int]:
+    """``{"text": n, "vision": m, "total": n + m}``: the parameters transformers builds for
+    ``config`` on torch's meta device (no memory, no weights, no remote code).
+
+    Needs torch (``pip install torch``); raises UnsupportedError for a model type transformers
+    does not know (kvplan never runs remote code)."""
+    try:
+        import torch
+    except ImportError:
+        raise UnsupportedError("--exact-params needs torch (pip install torch); the analytic count needs nothing") from None
+    import logging
+    import warnings
+
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM
+
+    from kvplan.model.hfconfig import build_config_object, validate_sizes
+
+    tf_logger = logging.getLogger("transformers")
+    old = tf_logger.level
+    tf_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # transformers' own class for the model type when it has one (DeepseekV32 builds
+            # the indexer); else the alias vLLM registers (kimi_k2 → DeepseekV3Config).
+            model_type = config.get("model_type")
+            if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
+                validate_sizes(config, path)
+                obj = CONFIG_MAPPING[model_type](**{k: v for k, v in config.items()
+                                                    if k not in ("auto_map", "transformers_version", "_name_or_path")})
+            else:
+                obj = build_config_object(config, path)
+            if obj is None:
+                raise UnsupportedError(
+                    f"transformers does not know model type {config.get('model_type')!r}; use the analytic count"
+                )
+            try:
+                with torch.device("meta"):
+                    model = AutoModelForCausalLM.from_config(obj)
+            except Exception as e:  # pragma: no cover - depends on the transformers release
+                raise UnsupportedError(
+                    f"transformers cannot build {config.get('model_type')!r} on the meta device: {e}"
+                ) from None
+    finally:
+        tf_logger.setLevel(old)
+    text = vision = 0
+    for name, p in model.named_parameters():  # parameters() dedups tied weights
+        if name.startswith(_VISION_PREFIXES):
+            vision += p.numel()
+        else:
+            text += p.numel()
+    return {"text": text, "vision": vision, "total": text + vision}
+
+
+# --------------------------------------------------------------------------- quantization
+
+@dataclass(frozen=True)
+class Quantization:
+    method: str  # none, mxfp4, fp8, nvfp4, bnb_4bit, bnb_8bit, gptq, awq
+    description: str
+    experts_only: bool = False
+    block: tuple[int, int] | None = None  # fp8 block size
+    bits: int = 0  # gptq / awq
+    group_size: int = 0
+    double_quant: bool = False
+    exclude: tuple[str, ...] = ()
+
+    def converts(self, w: Weight) -> bool:
+        if self.method == "none" or not w.linear:
+            return False
+        if self.experts_only and w.kind != "experts":
+            return False
+        return not _excluded(w.module, self.exclude)
+
+
+NO_QUANTIZATION = Quantization("none", "unquantized")
+
+
+def _excluded(module: str, patterns: tuple[str, ...]) -> bool:
+    parts = module.split(".")
+    for p in patterns:
+        if fnmatch.fnmatchcase(module, p) or fnmatch.fnmatchcase(module, p + ".*"):
+            return True
+        if "." not in p and "*" not in p and p in parts:
+            return True
+        if module.endswith("." + p) or ("." + p + ".") in ("." + module + "."):
+            return True
+    return False
+
+
+def quantization_of(config: dict) -> Quantization:
+    """The scheme ``quantization_config`` declares (top level, else the text config's)."""
+    q = config.get("quantization_config")
+    if not isinstance(q, dict):
+        text = config.get("text_config")
+        q = text.get("quantization_config") if isinstance(text, dict) else None
+    if not isinstance(q, dict):
+        return NO_QUANTIZATION
+    method = str(q.get("quant_method", "")).lower()
+    exclude = tuple(
+        str(x) for key in ("modules_to_not_convert", "ignored_layers", "ignore", "llm_int8_skip_modules",
+                           "exclude_modules")
+        for x in (q.get(key) or []) if isinstance(x, str)
+    )
+    if method == "mxfp4":
+        return Quantization("mxfp4", "mxfp4 experts: 4-bit values + e8m0 scale per 32 (4.25 bits)",
+                            experts_only=True, exclude=exclude)
+    if method == "fp8":
+        block = q.get("weight_block_size")
+        if block:
+            bo, bi = int(block[0]), int(block[1])
+            return Quantization("fp8", f"fp8 e4m3 + fp32 scale per {bo}x{bi} block", block=(bo, bi), exclude=exclude)
+        return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix", exclude=exclude)
+    if method == "modelopt" or method == "modelopt_fp4":
+        algo = str((q.get("quantization") or {}).get("quant_algo", q.get("quant_algo", ""))).upper()
+        if "FP4" in algo or method == "modelopt_fp4":
+            return Quantization("nvfp4", "nvfp4: 4-bit values + fp8 scale per 16 (4.5 bits)", exclude=exclude)
+        if "FP8" in algo:
+            return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix (modelopt)", exclude=exclude)
+    if method == "compressed-tensors":
+        fmt = str(q.get("format", "")).lower()
+        if "nvfp4" in fmt:
+            return Quantization("nvfp4", "nvfp4 (compressed-tensors)", exclude=exclude)
+        if "float-quantized" in fmt:
+            return Quantization("fp8", "fp8 (compressed-tensors)", exclude=exclude)
+    if method == "bitsandbytes":
+        if q.get("load_in_4bit") or q.get("_load_in_4bit"):
+            dq = bool(q.get("bnb_4bit_use_double_quant"))
+            return Quantization("bnb_4bit", "bitsandbytes 4-bit" + (" (double quant)" if dq else ""),
+                                double_quant=dq, exclude=exclude or ("lm_head",))
+        if q.get("load_in_8bit") or q.get("_load_in_8bit"):
+            return Quantization("bnb_8bit", "bitsandbytes 8-bit (int8 + fp32 row scale)", exclude=exclude or ("lm_head",))
+    if method in ("gptq", "awq"):
+        bits, g = int(q.get("bits", q.get("w_bit", 4))), int(q.get("group_size", q.get("q_group_size", 128)))
+        g = g if g > 0 else 0
+        return Quantization(method, f"{method} {bits}-bit, group {g or 'per-channel'}", bits=bits, group_size=g,
+                            exclude=exclude)
+    raise UnsupportedError(
+        f"quantization {method or q!r} is not modelled; pass --weights-memory with the per-GPU weight size "
+        "vLLM logs ('Model loading took X GiB')"
+    )
+
+
+def _matrix(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """``(count, rows, cols)`` of a Linear or stacked-expert weight."""
+    if len(shape) == 1:
+        return 1, 1, shape[0]
+    return math.prod(shape[:-2]), shape[-2], shape[-1]
+
+
+def tensor_bytes(shape: tuple[int, ...], quant: Quantization, converted: bool, dtype_bytes: int) -> int:
+    n = math.prod(shape)
+    if not converted:
+        return n * dtype_bytes
+    c, rows, k = _matrix(shape)
+    m = quant.method
+    if m == "mxfp4":
+        return c * rows * (cdiv(k, 2) + cdiv(k, 32))
+    if m == "fp8":
+        if quant.block:
+            bo, bi = quant.block
+            return n + c * cdiv(rows, bo) * cdiv(k, bi) * 4
+        return n + c * 4
+    if m == "nvfp4":
+        return c * rows * (cdiv(k, 2) + cdiv(k, 16)) + c * 4
+    if m == "bnb_4bit":
+        blocks = cdiv(n, 64)
+        if quant.double_quant:
+            return cdiv(n, 2) + blocks + cdiv(blocks, 256) * 4
+        return cdiv(n, 2) + blocks * 4
+    if m == "bnb_8bit":
+        return n + c * rows * 4
+    if m in ("gptq", "awq"):
+        groups = cdiv(k, quant.group_size) if quant.group_size else 1
+        return cdiv(n * quant.bits, 8) + c * rows * groups * 2 + cdiv(c * rows * groups * quant.bits, 8)
+    raise AssertionError(m)  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- per rank
+
+@dataclass(frozen=True)
+class StageWeights:
+    stage: int  # pipeline stage (0-based)
+    num_params: int  # parameters held by one TP rank of this stage
+    weight_bytes: int
+    bytes_by_kind: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WeightMemory:
+    num_params: int  # whole model (target + drafter/MTP as loaded), unsharded
+    num_params_by_kind: dict[str, int]
+    quantization: str
+    dtype: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    stages: tuple[StageWeights, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def max_stage_bytes(self) -> int:
+        return max(s.weight_bytes for s in self.stages)
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes summed over every rank (tp · Σ stages): replicated weights count per rank."""
+        return sum(s.weight_bytes for s in self.stages) * self.tensor_parallel_size
+
+
+def _stage_of(w: Weight, bounds: list[tuple[int, int]], tied: bool) -> list[int]:
+    pp = len(bounds)
+    if w.stage == "first":
+        stages = [0]
+        if tied and pp > 1 and w.kind == "embedding" and w.name.endswith("embed_tokens.weight"):
+            stages.append(pp - 1)  # the last stage's lm_head is a copy of the tied embedding
+        return stages
+    if w.stage == "last" or w.layer is None:
+        return [pp - 1]
+    for s, (a, z) in enumerate(bounds):
+        if a <= w.layer < z:
+            return [s]
+    return [pp - 1]
+
+
+def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int = 1,
+                  quant: Quantization = NO_QUANTIZATION, drafter_quant: Quantization = NO_QUANTIZATION,
+                  drafter_dtype: str | None = None) -> WeightMemory:
+    """Bytes one GPU holds, stage by stage. ``inventories[0]`` is the target (its layers set
+    the PP split); further inventories (drafter) go to the last stage with ``drafter_quant``."""
+    from kvplan.model.layout import get_pp_indices
+
+    target = inventories[0]
+    bounds = [get_pp_indices(target.num_hidden_layers, r, pp) for r in range(pp)]
+    dbytes = dtype_size_bytes(dtype)
+    params = [0] * pp
+    bytes_ = [0] * pp
+    kinds: list[dict[str, int]] = [{} for _ in range(pp)]
+    by_kind: dict[str, int] = {}
+    for idx, inv in enumerate(inventories):
+        q = quant if idx == 0 else drafter_quant
+        db = dbytes if idx == 0 or drafter_dtype is None else dtype_size_bytes(drafter_dtype)
+        for w in inv.weights:
+            by_kind[w.kind] = by_kind.get(w.kind, 0) + w.numel
+            shape = w.rank_shape(tp)
+            nb = tensor_bytes(shape, q, q.converts(w), db)
+            for s in _stage_of(w, bounds, inv.tie_word_embeddings and idx == 0):
+                params[s] += math.prod(shape)
+                bytes_[s] += nb
+                kinds[s][w.kind] = kinds[s].get(w.kind, 0) + nb
+    stages = tuple(
+        StageWeights(s, params[s], bytes_[s], {k: kinds[s][k] for k in KINDS if k in kinds[s]}) for s in range(pp)
+    )
+    notes = tuple(n for inv in inventories for n in inv.notes)
+    qdesc = quant.description if len(inventories) == 1 or drafter_quant == quant else \
+        f"{quant.description}; drafter {drafter_quant.description}"
+    return WeightMemory(
+        num_params=sum(inv.num_params() for inv in inventories),
+        num_params_by_kind={k: by_kind[k] for k in KINDS if k in by_kind},
+        quantization=qdesc,
+        dtype=dtype,
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
+        stages=stages,
+        notes=notes,
+    )
+
+
+def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False) -> WeightMemory:
+    """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
+    the drafter) per GPU. ``tp`` defaults to the layout's own tensor-parallel size."""
+    tp = tp or getattr(layout, "tensor_parallel_size", None) or 1
+    pp = max(1, len(layout.ranks))
+    target = layout.target
+    path = target.source.path if getattr(target, "source", None) is not None else "<config>"
+    inv = analytic_inventory(target.config, include_mtp=layout.speculative_method == "mtp", path=path)
+    invs = [inv]
+    dq = NO_QUANTIZATION
+    ddtype = None
+    if layout.drafter is not None:
+        d = layout.drafter
+        dpath = d.source.path if getattr(d, "source", None) is not None else "<drafter>"
+        invs.append(drafter_inventory(d.config, layout.speculative_method or "draft_model", target.config, path=dpath))
+        dq = quantization_of(d.config)
+        ddtype = d.dtype
+    mem = weight_memory(invs, target.dtype, tp=tp, pp=pp, quant=quantization_of(target.config),
+                        drafter_quant=dq, drafter_dtype=ddtype)
+    if exact_params:
+        counts = meta_param_counts(target.config, path=path)
+        analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k != "mtp"))
+        note = (f"meta-device count (transformers): {counts['text']:,} text parameters"
+                + (f" + {counts['vision']:,} vision" if counts["vision"] else "")
+                + ("; agrees with the analytic count" if counts["text"] == analytic_text
+                   else f"; the analytic count is {analytic_text:,}"))
+        mem = replace(mem, notes=mem.notes + (note,))
+    return mem
