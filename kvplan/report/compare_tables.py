@@ -68,8 +68,8 @@ def render_compare(d: dict) -> None:
         waste = "" if r["waste_pct"] is None else f"{r['waste_pct']:.1f}%"
         if r["engine"] == "lower_bound":
             waste = "—"
-        t.add_row(ENGINE_NAMES[r["engine"]], name, starts, _num(r["kv_tokens"]), f"{r['max_concurrency']:.2f}",
-                  "" if per is None else format_bytes(per), waste, knobs_text(r))
+        t.add_row(ENGINE_NAMES[r["engine"]], Text(name), starts, _num(r["kv_tokens"]), f"{r['max_concurrency']:.2f}",
+                  "" if per is None else format_bytes(per), waste, Text(knobs_text(r)))
     c.print(t)
     for r in d["engines"]:
         lines = [f"fails: {r['failure']}"] if r["failure"] else []
@@ -95,27 +95,30 @@ def render_advice(c: Console, a: dict) -> None:
     def reach(x) -> str:
         return "" if x is None else ("yes" if x else "no")
 
+    def row(*cells) -> None:  # plain text, never Rich markup (flags may contain brackets)
+        t.add_row(*(Text(str(c)) for c in cells))
+
     v = a.get("vllm")
     if v:
         if v["applicable"] and v.get("threshold") is not None:
-            t.add_row("vLLM", v["flag"], f"{v['max_concurrency']:.2f}", "", v["reason"])
+            row("vLLM", v["flag"], f"{v['max_concurrency']:.2f}", reach(v["reaches_target"]), v["reason"])
         else:
-            t.add_row("vLLM", "(threshold)", "", "", v["reason"])
+            row("vLLM", "(threshold)", "", "", v["reason"])
     s = a["sglang"]
     if s["applicable"] and s.get("swa_full_tokens_ratio") is not None:
-        t.add_row("SGLang", s["flag"], f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
-                  f"default {s['default_swa_full_tokens_ratio']:g} gives {s['default_max_concurrency']:.2f}")
+        row("SGLang", s["flag"], f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
+            f"default {s['default_swa_full_tokens_ratio']:g} gives {s['default_max_concurrency']:.2f}")
     else:
-        t.add_row("SGLang", "(swa-full-tokens-ratio)", f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
-                  s["reason"])
+        row("SGLang", "(swa-full-tokens-ratio)", f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
+            s["reason"])
     tr = a["trtllm"]
     if tr["applicable"]:
-        t.add_row("TensorRT-LLM", tr["env"], f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
-                  f"equal shares give {tr['equal_shares_max_concurrency']:.2f}")
+        row("TensorRT-LLM", tr["env"], f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
+            f"equal shares give {tr['equal_shares_max_concurrency']:.2f}")
     else:
-        t.add_row("TensorRT-LLM", "(window shares)", f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
-                  tr["reason"])
+        row("TensorRT-LLM", "(window shares)", f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
+            tr["reason"])
     lc = a["llamacpp"]
-    t.add_row("llama.cpp", lc["flags"], f"{lc['n_seq']}", reach(lc["reaches_target"]),
-              f"with --swa-full: {lc['n_seq_with_swa_full']} sequence(s)")
+    row("llama.cpp", lc["flags"], f"{lc['n_seq']}", reach(lc["reaches_target"]),
+        f"with --swa-full: {lc['n_seq_with_swa_full']} sequence(s)")
     c.print(t)

@@ -1,0 +1,249 @@
+"""One workload through every engine model: vLLM (any era or proposal), SGLang, TensorRT-LLM,
+llama.cpp, and the exact windowed need as the floor.
+
+Each engine model takes the per-layer specs (per tensor-parallel rank) and the same budget
+and length, and reports the same few numbers, so a row of one engine reads like a row of
+another:
+
+- ``kv_tokens``: tokens of full context the engine's pools hold (vLLM: its 0.33 log,
+  ``max_concurrency · max_model_len``; SGLang: the full pool; TensorRT-LLM: the largest
+  window's pool; llama.cpp: the largest ``n_ctx`` that fits; lower bound: ``budget · L / need``);
+- ``max_concurrency``: requests of the workload's length ``L`` served at once;
+- ``reserved_per_request_bytes``: what one such request costs out of the pools when they are
+  full (pool bytes ÷ concurrency; vLLM: its per-request block reservation);
+- waste: reserved minus the lower bound's exact need, in bytes and as a share of reserved;
+- whether the engine starts, and the knobs that produced the row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kvplan.engines.layer_costs import LayerCost, layer_costs
+from kvplan.engines.llamacpp import DEFAULT_N_UBATCH, llamacpp_model
+from kvplan.engines.lower_bound import LowerBound, lower_bound
+from kvplan.engines.sglang import DEFAULT_SWA_FULL_TOKENS_RATIO, sglang_model
+from kvplan.engines.trtllm import TOKENS_PER_BLOCK, trtllm_model
+
+
+@dataclass(frozen=True)
+class CompareInputs:
+    """The workload and every engine's knobs (defaults are the engines' own)."""
+
+    kv_cache_memory_bytes: int  # per GPU, the same budget for every engine
+    target_len_tokens: int  # L: every engine is evaluated at requests of this length
+    target_concurrency: int | None = None  # N
+    max_num_batched_tokens: int = 8192  # vLLM's; SGLang's chunked prefill size
+    swa_full_tokens_ratio: float = DEFAULT_SWA_FULL_TOKENS_RATIO
+    sglang_page_size: int = 1
+    trtllm_window_shares: tuple[float, ...] | None = None  # TRTLLM_WINDOW_SIZE_SHARES, ascending windows
+    trtllm_tokens_per_block: int = TOKENS_PER_BLOCK
+    llamacpp_n_seq: int | None = None  # default: the target concurrency, else 1
+    llamacpp_n_ubatch: int = DEFAULT_N_UBATCH
+    swa_full: bool = False  # llama.cpp --swa-full
+
+    @property
+    def n_seq(self) -> int:
+        return self.llamacpp_n_seq or self.target_concurrency or 1
+
+    def to_dict(self) -> dict:
+        return {
+            "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
+            "target_len_tokens": self.target_len_tokens,
+            "target_concurrency": self.target_concurrency,
+            "max_num_batched_tokens": self.max_num_batched_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class EngineRow:
+    engine: str  # vllm | sglang | trtllm | llamacpp | lower_bound
+    name: str  # the policy / configuration shown in the table
+    starts: bool
+    kv_tokens: int | None
+    max_concurrency: float
+    reserved_per_request_bytes: int | None
+    lower_bound_bytes: int
+    knobs: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+    failure: str | None = None
+    is_proposal: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def waste_per_request_bytes(self) -> int | None:
+        if self.reserved_per_request_bytes is None:
+            return None
+        return self.reserved_per_request_bytes - self.lower_bound_bytes
+
+    @property
+    def waste_pct(self) -> float | None:
+        r = self.reserved_per_request_bytes
+        if not r:
+            return None
+        return (r - self.lower_bound_bytes) / r * 100
+
+    def to_dict(self) -> dict:
+        waste_pct = self.waste_pct
+        return {
+            "engine": self.engine,
+            "name": self.name,
+            "is_proposal": self.is_proposal,
+            "starts": self.starts,
+            "failure": self.failure,
+            "kv_tokens": self.kv_tokens,
+            "max_concurrency": round(self.max_concurrency, 6),
+            "reserved_per_request_bytes": self.reserved_per_request_bytes,
+            "waste_per_request_bytes": self.waste_per_request_bytes,
+            "waste_pct": None if waste_pct is None else round(waste_pct, 4),
+            "knobs": dict(self.knobs),
+            "details": dict(self.details),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    inputs: CompareInputs
+    lower_bound: LowerBound
+    rows: tuple[EngineRow, ...]
+    advice: dict | None = None
+
+    def row(self, engine: str, name: str | None = None) -> EngineRow:
+        return next(r for r in self.rows if r.engine == engine and (name is None or r.name == name))
+
+    def to_dict(self) -> dict:
+        return {
+            "workload": self.inputs.to_dict(),
+            "lower_bound": self.lower_bound.to_dict(),
+            "engines": [r.to_dict() for r in self.rows],
+            "advice": self.advice,
+        }
+
+
+# --- rows --------------------------------------------------------------------------------
+
+
+def vllm_row(plan, lb: LowerBound) -> EngineRow:
+    """A ``Plan`` (from ``simulate`` / ``run_scenario``) as a comparison row."""
+    from kvplan.engines.vllm import sizing
+
+    era = plan.era
+    reserved = None
+    blocks = []
+    if plan.groups and plan.workload is not None:
+        blocks = sizing.blocks_per_request(plan.groups, plan.workload)
+        reserved = sizing.bytes_per_block(plan.groups) * sum(blocks)
+    d = plan.decision
+    knobs = {
+        "policy": era.name,
+        "threshold": era.threshold,
+        "grouping": era.grouping,
+        "max_model_len_tokens": plan.max_model_len,
+        "max_num_batched_tokens": plan.options.max_num_batched_tokens,
+        "hybrid_kv_cache_manager": None if plan.hma is None else not plan.hma.disabled,
+    }
+    details = {
+        "grouping_path": d.path if d else None,
+        "group_size": plan.group_size,
+        "num_groups": plan.num_groups,
+        "num_padding_layers": plan.num_padding_layers,
+        "padding_waste_pct": round(plan.padding_waste_pct, 4),
+        "page_size_bytes": plan.page_size_bytes,
+        "num_blocks": plan.num_blocks,
+        "blocks_per_request": blocks,
+        "kv_cache_size_tokens": plan.kv_cache_size_tokens,
+    }
+    notes = ["proposal, not shipped behaviour"] if era.is_proposal else []
+    return EngineRow(
+        engine="vllm", name=era.name, starts=plan.starts, kv_tokens=plan.kv_tokens,
+        max_concurrency=plan.max_concurrency, reserved_per_request_bytes=reserved,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=details,
+        failure=(plan.failure.message or plan.failure.error_type) if plan.failure else None,
+        is_proposal=era.is_proposal, notes=tuple(notes),
+    )
+
+
+def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
+               lb: LowerBound, ratio: float | None = None) -> EngineRow:
+    r = sglang_model(
+        costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
+        swa_full_tokens_ratio=inputs.swa_full_tokens_ratio if ratio is None else ratio,
+        page_size=inputs.sglang_page_size, chunked_prefill_size=inputs.max_num_batched_tokens,
+        target_concurrency=inputs.target_concurrency,
+    )
+    knobs = {
+        "swa_full_tokens_ratio": r.swa_full_tokens_ratio if r.hybrid_swa_memory else None,
+        "page_size": r.page_size,
+        "hybrid_swa_memory": r.hybrid_swa_memory,
+        "chunked_prefill_size": r.chunked_prefill_size,
+    }
+    return EngineRow(
+        engine="sglang", name="hybrid SWA pool" if r.hybrid_swa_memory else "one token pool", starts=r.starts, kv_tokens=r.full_tokens,
+        max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.to_dict(), failure=r.failure,
+        notes=(r.reason, *r.notes),
+    )
+
+
+def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound,
+               shares: tuple[float, ...] | None = None) -> EngineRow:
+    r = trtllm_model(
+        costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
+        window_shares=inputs.trtllm_window_shares if shares is None else shares,
+        tokens_per_block=inputs.trtllm_tokens_per_block, target_concurrency=inputs.target_concurrency,
+    )
+    knobs = {
+        "windows_tokens": list(r.windows),
+        "window_shares": [round(p.share, 6) for p in r.pools],
+        "window_shares_given": r.shares_given,
+        "tokens_per_block": r.tokens_per_block,
+    }
+    return EngineRow(
+        engine="trtllm", name="VSWA" if len(r.pools) > 1 else "one window pool", starts=r.starts, kv_tokens=r.kv_tokens,
+        max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.to_dict(), failure=r.failure,
+        notes=r.notes,
+    )
+
+
+def llamacpp_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound) -> EngineRow:
+    r = llamacpp_model(
+        costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
+        n_seq=inputs.n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full,
+    )
+    knobs = {
+        "n_ctx_tokens": r.caches.n_ctx,
+        "n_seq": r.n_seq,
+        "n_ubatch": r.n_ubatch,
+        "swa_full": r.swa_full,
+        "kv_unified": True,
+    }
+    return EngineRow(
+        engine="llamacpp", name="iSWA cache" if r.n_swa else "KV cache", starts=r.starts, kv_tokens=r.max_n_ctx_tokens,
+        max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.to_dict(), failure=r.failure,
+        notes=r.notes,
+    )
+
+
+def lower_bound_row(lb: LowerBound) -> EngineRow:
+    return EngineRow(
+        engine="lower_bound", name="exact windowed need", starts=True, kv_tokens=lb.kv_tokens,
+        max_concurrency=lb.max_concurrency, reserved_per_request_bytes=lb.per_request_bytes,
+        lower_bound_bytes=lb.per_request_bytes, details=lb.to_dict(),
+        notes=("what an ideal allocator reserves: full layers L tokens, window layers min(L, W), state once",),
+    )
+
+
+def compare(layers, architecture: str | None, inputs: CompareInputs, vllm_plans=()) -> Comparison:
+    """Every engine on the same layers, budget and length. ``vllm_plans`` are ready plans
+    (the CLI runs them through ``run_scenario`` so they match ``simulate`` exactly)."""
+    costs = layer_costs(layers)
+    lb = lower_bound(costs, inputs.target_len_tokens, inputs.kv_cache_memory_bytes)
+    rows = [vllm_row(p, lb) for p in vllm_plans]
+    rows.append(sglang_row(costs, architecture, inputs, lb))
+    rows.append(trtllm_row(costs, inputs, lb))
+    rows.append(llamacpp_row(costs, inputs, lb))
+    rows.append(lower_bound_row(lb))
+    return Comparison(inputs, lb, tuple(rows))

@@ -1,0 +1,107 @@
+"""Per-layer memory costs in engine-neutral words, the input of every non-vLLM engine model.
+
+vLLM's specs carry a block size and a page; SGLang, TensorRT-LLM and llama.cpp only need
+what one token costs in a layer (K + V bytes), how many tokens the layer keeps (all of them,
+or a window), and for recurrent layers the state one request holds. The numbers are per
+tensor-parallel rank, as the specs are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.errors import UnsupportedError
+from kvplan.specs import (
+    AttentionSpec,
+    ChunkedLocalAttentionSpec,
+    CrossAttentionSpec,
+    FullAttentionSpec,
+    LayerSpec,
+    MambaSpec,
+    SlidingWindowSpec,
+)
+
+FULL, WINDOW, STATE = "full", "window", "state"
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    name: str
+    source: str  # "target" | "drafter"
+    kind: str  # FULL: keeps every token; WINDOW: keeps window_tokens; STATE: a fixed state per request
+    bytes_per_token: int = 0  # K + V bytes one token costs in this layer (attention layers)
+    window_tokens: int | None = None  # sliding window W, or the chunk C of chunked local attention
+    state_bytes: int = 0  # recurrent state of one request (STATE layers)
+    window_kind: str | None = None  # "sliding" | "chunked" (WINDOW layers)
+
+
+def layer_cost(ls: LayerSpec) -> LayerCost:
+    s = ls.spec
+    if isinstance(s, MambaSpec):
+        # The raw state (vLLM pads it to the attention page; other engines do not).
+        return LayerCost(ls.name, ls.source, STATE, state_bytes=s.real_page_size_bytes)
+    if isinstance(s, CrossAttentionSpec):
+        raise UnsupportedError(
+            f"compare does not model cross-attention layers ({ls.name}); use `kvplan simulate` for vLLM alone"
+        )
+    if not isinstance(s, AttentionSpec):  # pragma: no cover - every spec kind is handled above
+        raise UnsupportedError(f"compare does not model {type(s).__name__} layers ({ls.name})")
+    # real page (not padded) ÷ block size: the page is block_size · heads · (k + v) · bytes,
+    # or block_size · 656 for fp8_ds_mla, so the division is exact.
+    per_token = s.real_page_size_bytes // s.block_size
+    if isinstance(s, SlidingWindowSpec):
+        return LayerCost(ls.name, ls.source, WINDOW, per_token, s.sliding_window, window_kind="sliding")
+    if isinstance(s, ChunkedLocalAttentionSpec):
+        return LayerCost(ls.name, ls.source, WINDOW, per_token, s.attention_chunk_size, window_kind="chunked")
+    if isinstance(s, FullAttentionSpec) and s.sliding_window:  # a converted window layer keeps its window
+        return LayerCost(ls.name, ls.source, WINDOW, per_token, s.sliding_window, window_kind="sliding")
+    if isinstance(s, FullAttentionSpec) and s.attention_chunk_size:
+        return LayerCost(ls.name, ls.source, WINDOW, per_token, s.attention_chunk_size, window_kind="chunked")
+    return LayerCost(ls.name, ls.source, FULL, per_token)
+
+
+def layer_costs(layers) -> tuple[LayerCost, ...]:
+    return tuple(layer_cost(ls) for ls in layers)
+
+
+def kept_tokens(cost: LayerCost, length: int) -> int:
+    """Tokens of a ``length``-token request this layer must hold at once: all, or the window."""
+    if cost.kind == FULL:
+        return length
+    if cost.kind == WINDOW:
+        return min(length, cost.window_tokens or length)
+    return 0
+
+
+def state_bytes_per_request(costs) -> int:
+    return sum(c.state_bytes for c in costs if c.kind == STATE)
+
+
+def is_hybrid(costs) -> bool:
+    """Both kinds of attention layer: something a split pool can save on."""
+    kinds = {c.kind for c in costs}
+    return FULL in kinds and WINDOW in kinds
+
+
+def state_slots(state_bytes: int, budget_bytes: int, attention_concurrency, requested: int | None) -> int:
+    """How many requests' recurrent state an engine sets aside before sizing its KV pools.
+
+    SGLang and TensorRT-LLM keep Mamba/GDN state in a pool of its own, sized for the
+    running batch. With ``requested`` (the workload's concurrency) that is the size; without
+    it kvplan picks the balanced size: the largest S whose leftover KV memory still serves S
+    requests (``attention_concurrency(budget − S · state) ≥ S``), so neither pool starves.
+    """
+    if state_bytes <= 0:
+        return 0
+    if requested is not None:
+        return requested
+    lo, hi = 1, max(1, budget_bytes // state_bytes)
+    if attention_concurrency(budget_bytes - state_bytes) < 1:
+        return 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if attention_concurrency(budget_bytes - mid * state_bytes) >= mid:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

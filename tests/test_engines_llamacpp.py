@@ -1,0 +1,63 @@
+"""llama.cpp's iSWA cache: the worked numbers of engines.md §3.4 (f16/bf16, n_ubatch 512)."""
+
+from __future__ import annotations
+
+from factories import gdn, gemma3_27b, gpt_oss_20b, layers, full
+from kvplan.engines.layer_costs import layer_costs
+from kvplan.engines.llamacpp import cache_sizes, llamacpp_model, pad256
+from kvplan.units import GiB, MiB
+
+L128K = 131072
+
+
+def test_pad256():
+    assert (pad256(640), pad256(1536), pad256(1537), pad256(4608)) == (768, 1536, 1792, 4608)
+
+
+def test_gemma3_27b_one_sequence():
+    c = cache_sizes(layer_costs(gemma3_27b()), n_ctx=L128K)
+    # base: 10 full layers · 131072 cells · 8192 B = 10 GiB
+    assert (c.base_cells, c.base_bytes) == (L128K, 10 * GiB)
+    # SWA: pad256(min(131072, 1024 · 1 + 512)) = 1536 cells; 52 · 1536 · 8192 B = 624 MiB
+    assert (c.swa_cells, c.swa_bytes) == (1536, 624 * MiB)
+    # 10,737,418,240 + 654,311,424 = 11,391,729,664 B ≈ 10.6 GiB
+    assert c.total_bytes == 11_391_729_664 and f"{c.total_bytes / GiB:.1f}" == "10.6"
+
+
+def test_gemma3_27b_swa_full():
+    # --swa-full: every SWA layer keeps n_ctx cells: 62 · 131072 · 8192 B = 62 GiB
+    c = cache_sizes(layer_costs(gemma3_27b()), n_ctx=L128K, swa_full=True)
+    assert c.swa_cells == L128K and c.total_bytes == 62 * GiB
+
+
+def test_gpt_oss_20b_one_sequence():
+    c = cache_sizes(layer_costs(gpt_oss_20b()), n_ctx=L128K)
+    # base 12 · 131072 · 2048 B = 3 GiB; SWA pad256(128 + 512) = 768 cells, 12 · 768 · 2048 B = 18 MiB
+    assert (c.base_bytes, c.swa_cells, c.swa_bytes) == (3 * GiB, 768, 18 * MiB)
+    assert f"{c.total_bytes / GiB:.2f}" == "3.02"
+
+
+def test_unified_swa_cells_grow_with_sequences():
+    # 4 sequences (unified KV): pad256(min(4 · 131072, 1024 · 4 + 512)) = pad256(4608) = 4608 cells
+    c = cache_sizes(layer_costs(gemma3_27b()), n_ctx=4 * L128K, n_seq=4)
+    assert (c.base_cells, c.swa_cells) == (4 * L128K, 4608)
+
+
+def test_fit_at_40_gib():
+    r = llamacpp_model(layer_costs(gemma3_27b()), 40 * GiB, L128K)
+    assert r.starts and r.n_seq == 1
+    # n_seq = 3: base 3 · 10 GiB + SWA pad256(3 · 1024 + 512) = 3584 cells · 425,984 B = 1.42 GiB → fits;
+    # n_seq = 4: 40 GiB + SWA > 40 GiB → does not
+    assert r.max_n_seq == 3
+    # at n_seq 1 the largest n_ctx: (40 GiB − 1536 · 425,984) // 81,920 = 516,300 cells
+    assert r.max_n_ctx_tokens == (40 * GiB - 1536 * 425_984) // 81_920 == 516_300
+    many = llamacpp_model(layer_costs(gemma3_27b()), 40 * GiB, L128K, n_seq=4)
+    assert not many.starts and "failed to allocate buffer for kv cache" in many.failure
+
+
+def test_recurrent_state_is_separate():
+    # Qwen3-Next-like: GDN state (3 · 8192 + 32 · 128 · 128) · 2 B = 1,097,728 B per layer per sequence
+    ls = layers([gdn()] * 3 + [full(2, 256)])
+    c = cache_sizes(layer_costs(ls), n_ctx=2 * 4096, n_seq=2)
+    assert c.recurrent_bytes == 2 * 3 * 1_097_728
+    assert c.base_bytes == 2 * 4096 * 2 * 512 * 2 and c.swa_cells == 0

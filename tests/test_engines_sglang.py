@@ -1,0 +1,116 @@
+"""SGLang's hybrid SWA pool on hand-built specs: the worked numbers of engines.md §3.2.
+
+Budget 40 GiB = 42,949,672,960 B, bf16, L = 131072. One token costs a layer
+``heads · 2 (K, V) · head_size · 2 B``: gpt-oss-20b 8 · 2 · 64 · 2 = 2048 B,
+gemma-3-27b 16 · 2 · 128 · 2 = 8192 B.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from factories import full, gemma3_27b, gpt_oss_20b, layers, sw
+from kvplan.engines.layer_costs import layer_costs
+from kvplan.engines.sglang import NOT_ENOUGH_MEMORY, sglang_model
+from kvplan.units import GiB
+
+L128K = 131072
+BUDGET = 40 * GiB
+GPT_OSS = "GptOssForCausalLM"
+GEMMA3 = "Gemma3ForConditionalGeneration"
+GEMMA4 = "Gemma4ForConditionalGeneration"  # allowlisted: "gemma-3 as if SGLang enabled the split pool"
+
+
+def model(ls, arch, r=0.8, **kw):
+    return sglang_model(layer_costs(ls), arch, BUDGET, L128K, swa_full_tokens_ratio=r, **kw)
+
+
+def test_gpt_oss_20b_default_ratio():
+    # F = S = 12 layers · 2048 B = 24576 B; F + 0.8·S = 44,236.8 B (43.2 KiB per full token)
+    # full = int(42,949,672,960 / 44,236.8) = int(970,903.7) = 970,903; swa = int(970,903 · 0.8) = 776,722
+    r = model(gpt_oss_20b(), GPT_OSS)
+    assert r.hybrid_swa_memory
+    assert (r.full_bytes_per_token, r.swa_bytes_per_token) == (12 * 2048, 12 * 2048)
+    assert (r.full_tokens, r.swa_tokens) == (970_903, 776_722)
+    # full pool binds: 970,903 / 131,072 = 7.41 requests (the SWA pool could hold 776,722 / 129 = 6021)
+    assert r.full_need_tokens == L128K and r.swa_need_tokens == 128 + 1
+    assert f"{r.max_concurrency:.1f}" == "7.4"
+    assert r.starts and r.prefill_fits
+
+
+def test_gpt_oss_20b_ratio_0_1():
+    # F + 0.1·S = 27,033.6 B (26.4 KiB); full = int(1,588,751.5) = 1,588,751; swa = int(158,875.1) = 158,875
+    r = model(gpt_oss_20b(), GPT_OSS, r=0.1)
+    assert (r.full_tokens, r.swa_tokens) == (1_588_751, 158_875)
+    assert f"{r.max_concurrency:.1f}" == "12.1"  # 1,588,751 / 131,072
+
+
+def test_gemma3_runs_with_the_hybrid_pool_disabled():
+    # Gemma 2/3 are forced to --disable-hybrid-swa-memory: 62 layers · 8192 B = 507,904 B (496 KiB) per token
+    # tokens = 42,949,672,960 // 507,904 = 84,562; 84,562 / 131,072 = 0.65 requests: one does not fit
+    r = model(gemma3_27b(), GEMMA3)
+    assert not r.hybrid_swa_memory and "disable-hybrid-swa-memory" in r.reason
+    assert r.full_bytes_per_token == 62 * 8192
+    assert (r.full_tokens, r.swa_tokens) == (84_562, None)
+    assert f"{r.max_concurrency:.2f}" == "0.65"
+    assert r.starts and any("caps the request length" in n for n in r.notes)
+    # the ratio changes nothing when the split pool is off
+    assert model(gemma3_27b(), GEMMA3, r=0.1).full_tokens == 84_562
+
+
+@pytest.mark.parametrize("ratio, full_tokens, swa_tokens, conc", [
+    # F = 10 · 8192 = 81,920 B, S = 52 · 8192 = 425,984 B
+    # r 0.8: F + 0.8·S = 422,707.2 B (412.8 KiB) → full int(101,606.4) = 101,606, swa int(81,284.8) = 81,284
+    (0.8, 101_606, 81_284, "0.78"),
+    # r 0.1: F + 0.1·S = 124,518.4 B (121.6 KiB) → full int(344,926.6) = 344,926, swa int(34,492.6) = 34,492
+    (0.1, 344_926, 34_492, "2.63"),
+])
+def test_gemma3_if_sglang_enabled_the_split_pool(ratio, full_tokens, swa_tokens, conc):
+    r = model(gemma3_27b(), GEMMA4, r=ratio)
+    assert r.hybrid_swa_memory
+    assert (r.full_tokens, r.swa_tokens) == (full_tokens, swa_tokens)
+    assert f"{r.max_concurrency:.2f}" == conc
+
+
+def test_architecture_not_on_the_allowlist_pays_full():
+    r = model(gpt_oss_20b(), "MistralForCausalLM")
+    assert not r.hybrid_swa_memory and "allowlist" in r.reason
+    assert r.full_tokens == BUDGET // (24 * 2048)  # 873,813: every layer holds every token
+
+
+def test_drafter_layers_join_the_full_term():
+    # gpt-oss-20b + 4 full drafter layers: F = 16 · 2048 = 32,768 B, S = 12 · 2048
+    # full = int(42,949,672,960 / (32,768 + 0.8 · 24,576)) = int(819,200) = 819,200
+    r = model(gpt_oss_20b(4), GPT_OSS)
+    assert (r.num_full_layers, r.num_swa_layers) == (16, 12)
+    assert r.full_tokens == 819_200
+    # a sliding drafter layer is counted in the full pool too
+    ls = gpt_oss_20b() + layers([sw(128)], first_drafter=0, name="drafter.{i}")
+    assert model(ls, GPT_OSS).num_full_layers == 13
+
+
+def test_page_rounding():
+    # page 64: full 970,903 → 970,880 (= 15,170 · 64); swa int(970,903 · 0.8) = 776,722 → 776,704
+    r = model(gpt_oss_20b(), GPT_OSS, page_size=64)
+    assert (r.full_tokens, r.swa_tokens) == (970_880, 776_704)
+    # per request: cdiv(131072, 64) · 64 full tokens; window 128 + one page = 192 SWA tokens
+    assert (r.full_need_tokens, r.swa_need_tokens) == (131_072, 192)
+
+
+def test_too_small_swa_pool_fails_at_start_and_small_ratio_stalls_prefill():
+    # r = 0.0001: swa = int(full · 0.0001) ≈ 174 tokens ≥ 128 + 1: starts, but 174 < 128 + 8192 + 1: prefill stalls
+    r = model(gpt_oss_20b(), GPT_OSS, r=0.0001)
+    assert r.starts and r.prefill_fits is False
+    # a 1 MiB budget: full = int(1,048,576 / 44,236.8) = 23, swa = 18 < 129 → the engine does not start
+    tiny = sglang_model(layer_costs(gpt_oss_20b()), GPT_OSS, 1 << 20, L128K)
+    assert (tiny.full_tokens, tiny.swa_tokens) == (23, 18)
+    assert not tiny.starts and "SWA pool" in tiny.failure
+    zero = sglang_model(layer_costs(gpt_oss_20b()), GPT_OSS, 1000, L128K)
+    assert zero.failure == NOT_ENOUGH_MEMORY
+
+
+def test_reserved_per_request_is_pool_over_concurrency():
+    # non-hybrid, page 1, L divisible: the pool is tokens · F and concurrency tokens / L → exactly L · F
+    ls = layers([full()] * 4)
+    r = sglang_model(layer_costs(ls), "LlamaForCausalLM", BUDGET, L128K)
+    assert r.reserved_per_request_bytes == L128K * 4 * 2048
