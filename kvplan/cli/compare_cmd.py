@@ -73,7 +73,7 @@ def compare_command(
         "vLLM's --max-model-len). Default: --max-model-len, else the model's length.", rich_help_panel=WORKLOAD)] = None,
     target_concurrency: Annotated[Optional[int], typer.Option(
         "--target-concurrency", min=1, help="Requests of --target-len served at once; the advice says which knobs "
-        "reach it (also llama.cpp's -np and the state slots of Mamba hybrids).", rich_help_panel=WORKLOAD)] = None,
+        "reach it (also llama.cpp's default -np).", rich_help_panel=WORKLOAD)] = None,
     swa_full_tokens_ratio: Annotated[float, typer.Option(
         "--swa-full-tokens-ratio", min=0.0, max=1.0, help="SGLang: SWA pool tokens per full pool token.",
         rich_help_panel=ENGINES)] = 0.8,
@@ -167,7 +167,7 @@ def compare_command(
                         "KV heads per rank as vLLM splits them")
     if any(ls.spec.kind == "mamba" for ls in layout.layers):
         warnings.append("recurrent state pools of SGLang and TensorRT-LLM are approximated (state set aside for "
-                        "the target concurrency, or a balanced number of requests)")
+                        "the number of requests that serves the most)")
     if architecture and architecture.startswith("DeepseekV4"):
         warnings.append("SGLang sizes DeepSeek-V4 with its own pool configurator (compressed caches, ratio 0.1); "
                         "the SGLang row uses the generic hybrid-SWA rule")

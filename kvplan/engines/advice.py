@@ -45,7 +45,7 @@ def sglang_concurrency(costs, architecture, inputs: CompareInputs, ratio: float)
     return sglang_model(
         costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
         swa_full_tokens_ratio=ratio, page_size=inputs.sglang_page_size,
-        chunked_prefill_size=inputs.max_num_batched_tokens, target_concurrency=inputs.target_concurrency,
+        chunked_prefill_size=inputs.max_num_batched_tokens,
     )
 
 
@@ -90,7 +90,6 @@ def trtllm_concurrency(costs, inputs: CompareInputs, shares) -> Fraction:
     return trtllm_model(
         costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
         window_shares=tuple(float(s) for s in shares), tokens_per_block=inputs.trtllm_tokens_per_block,
-        target_concurrency=inputs.target_concurrency,
     ).concurrency
 
 
@@ -114,8 +113,7 @@ def proportional_shares(costs, inputs: CompareInputs) -> list[Fraction]:
 def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
     windows = list(window_bytes_per_token(costs, inputs.target_len_tokens))
     equal = trtllm_model(costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-                         tokens_per_block=inputs.trtllm_tokens_per_block,
-                         target_concurrency=inputs.target_concurrency)
+                         tokens_per_block=inputs.trtllm_tokens_per_block)
     if len(windows) < 2:
         return {"applicable": False, "reason": "one window size: one pool, nothing to share",
                 "max_concurrency": round(equal.max_concurrency, 6),

@@ -170,7 +170,6 @@ def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: C
         costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
         swa_full_tokens_ratio=inputs.swa_full_tokens_ratio if ratio is None else ratio,
         page_size=inputs.sglang_page_size, chunked_prefill_size=inputs.max_num_batched_tokens,
-        target_concurrency=inputs.target_concurrency,
     )
     knobs = {
         "swa_full_tokens_ratio": r.swa_full_tokens_ratio if r.hybrid_swa_memory else None,
@@ -191,7 +190,7 @@ def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBou
     r = trtllm_model(
         costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
         window_shares=inputs.trtllm_window_shares if shares is None else shares,
-        tokens_per_block=inputs.trtllm_tokens_per_block, target_concurrency=inputs.target_concurrency,
+        tokens_per_block=inputs.trtllm_tokens_per_block,
     )
     knobs = {
         "windows_tokens": list(r.windows),

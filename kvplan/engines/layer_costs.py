@@ -83,18 +83,21 @@ def is_hybrid(costs) -> bool:
     return FULL in kinds and WINDOW in kinds
 
 
-def state_slots(state_bytes: int, budget_bytes: int, attention_concurrency, requested: int | None) -> int:
+def state_slots(state_bytes: int, budget_bytes: int, attention_concurrency) -> int:
     """How many requests' recurrent state an engine sets aside before sizing its KV pools.
 
     SGLang and TensorRT-LLM keep Mamba/GDN state in a pool of its own, sized for the
-    running batch. With ``requested`` (the workload's concurrency) that is the size; without
-    it kvplan picks the balanced size: the largest S whose leftover KV memory still serves S
-    requests (``attention_concurrency(budget − S · state) ≥ S``), so neither pool starves.
+    running batch; a request needs a slot there and its tokens in the KV pools. kvplan
+    picks the size that serves the most requests, ``S`` maximising
+    ``min(S, attention_concurrency(budget − S · state))``: the largest S whose leftover KV
+    memory still serves S requests, or one more when the KV pools then serve a fraction more.
     """
     if state_bytes <= 0:
         return 0
-    if requested is not None:
-        return requested
+
+    def served(s: int):
+        return min(s, attention_concurrency(budget_bytes - s * state_bytes))
+
     lo, hi = 1, max(1, budget_bytes // state_bytes)
     if attention_concurrency(budget_bytes - state_bytes) < 1:
         return 1
@@ -104,4 +107,4 @@ def state_slots(state_bytes: int, budget_bytes: int, attention_concurrency, requ
             lo = mid
         else:
             hi = mid - 1
-    return lo
+    return lo + 1 if served(lo + 1) > served(lo) else lo

@@ -21,8 +21,8 @@ adjustments); reference engines.md §3.2.
   grows by the chunk before eviction, so a pool smaller than ``W + chunk`` stalls long
   prompts (the too-small-ratio hang of kvcache-ai/sglang PR #60): ``prefill_fits``.
 - **Recurrent state** (Mamba/GDN) lives in a pool of its own (``--mamba-full-memory-ratio``
-  in SGLang); kvplan sets aside ``state_slots`` requests' state first (the workload's
-  concurrency, else a balanced size; see ``layer_costs.state_slots``), an approximation.
+  in SGLang); kvplan sets aside ``state_slots`` requests' state first, as many as serve the
+  most requests (``layer_costs.state_slots``), an approximation.
 """
 
 from __future__ import annotations
@@ -138,7 +138,6 @@ def sglang_model(
     swa_full_tokens_ratio: float = DEFAULT_SWA_FULL_TOKENS_RATIO,
     page_size: int = 1,
     chunked_prefill_size: int = 8192,
-    target_concurrency: int | None = None,
 ) -> SglangResult:
     hybrid, reason = hybrid_swa_decision(architecture, costs)
     L, page, r = target_len_tokens, page_size, swa_full_tokens_ratio
@@ -169,7 +168,7 @@ def sglang_model(
         return full, None, Fraction(full, full_need)
 
     state = sum(c.state_bytes for c in costs if c.kind == STATE)
-    slots = state_slots(state, budget_bytes, lambda b: pools(b)[2], target_concurrency)
+    slots = state_slots(state, budget_bytes, lambda b: pools(b)[2])
     full_tokens, swa_tokens, conc = pools(budget_bytes - slots * state)
     if state:
         conc = min(conc, Fraction(slots))

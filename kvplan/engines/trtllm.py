@@ -166,7 +166,6 @@ def trtllm_model(
     *,
     window_shares: tuple[float, ...] | None = None,
     tokens_per_block: int = TOKENS_PER_BLOCK,
-    target_concurrency: int | None = None,
 ) -> TrtllmResult:
     L, tpb = target_len_tokens, tokens_per_block
     windows = window_bytes_per_token(costs, L)
@@ -197,7 +196,7 @@ def trtllm_model(
         return tuple(out), conc
 
     state = sum(c.state_bytes for c in costs if c.kind == STATE)
-    slots = state_slots(state, budget_bytes, lambda b: pools(b)[1], target_concurrency)
+    slots = state_slots(state, budget_bytes, lambda b: pools(b)[1])
     kv_budget = budget_bytes - slots * state
     result_pools, conc = pools(kv_budget)
     if state:
