@@ -1,0 +1,542 @@
+#!/usr/bin/env python3
+"""Generate golden files from real vLLM releases (CPU only) for kvplan's tests.
+
+Runs in kvplan's own environment. For each case it gets the layer list from
+``python -m kvplan inspect MODEL [--drafter D] [-tp N] [-pp N] --format json`` (the
+``layers`` list, split per pipeline rank with ``ranks``), turns it into a runner case
+(see ``vllm_runner.py`` for the case format), feeds all cases of one release to
+``.golden-venvs/vllm-<version>/bin/python scripts/golden/vllm_runner.py`` in one batch,
+and writes ``tests/golden/<case>__<version>.json``::
+
+    {"vllm_version": "...", "case": <runner input>, "result": <runner output>}
+
+with sorted keys (stable across runs). Cases are stored in the compact form
+(``spec_table`` + ``[name, spec_index, source]`` per layer).
+
+Hybrid-Mamba cases (Qwen3-Next) are aligned HERE, per release, before they reach
+vLLM's grouping (that alignment happens at config time in vLLM, from model-level
+numbers, reference §7.6/§12.4): releases up to 0.18 run hybrid models with prefix
+caching off (Mamba mode "none", kernel alignment 16, Mamba block = max_model_len);
+0.33 runs them with prefix caching on (mode "align", alignment lcm(16, 64) for
+gated-delta-net, Mamba block = attention block). The aligned numbers are recorded
+in the case (``alignment``) so a test can reproduce them.
+
+Usage::
+
+    python scripts/golden/make_goldens.py                     # every release with a venv
+    python scripts/golden/make_goldens.py --releases 0.33.0   # one release
+    python scripts/golden/make_goldens.py --only gpt-oss-20b  # case names containing this
+    python scripts/golden/make_goldens.py --list              # print the cases
+    python scripts/golden/make_goldens.py --hand-written      # gpt-oss-20b/gemma-3-27b from
+                                                              # hand-written layers (no CLI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RUNNER = REPO / "scripts" / "golden" / "vllm_runner.py"
+OUT_DIR = REPO / "tests" / "golden"
+VENVS = Path(os.environ.get("GOLDEN_VENVS", REPO / ".golden-venvs"))
+
+RELEASES = ("0.11.2", "0.17.1", "0.18.0", "0.33.0")
+
+GiB = 1 << 30
+T = 8192  # max_num_batched_tokens (the OpenAI server default on >= 70 GiB GPUs)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    model: str
+    drafter: str | None = None
+    memory_gib: float = 40
+    max_model_len: int = 131072
+    derived_max_model_len: int | None = None  # required with max_model_len == -1
+    disable_hma: bool = False
+    async_scheduling: bool = True
+    num_gpu_blocks_override: int | None = None
+    pp: int = 1
+    tp: int = 1
+    inspect_args: tuple[str, ...] = ()
+    mamba: bool = False  # needs the per-release hybrid alignment
+    use_v2_model_runner: bool | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def _cases() -> list[Case]:
+    c: list[Case] = []
+    oss20, oss120 = "openai/gpt-oss-20b", "openai/gpt-oss-120b"
+    eagle20 = "sgl-project/SpecForge--gpt-oss-20B-eagle3"
+    peagle20 = "amazon/GPT-OSS-20B-P-EAGLE"
+    eagle120 = "sgl-project/SpecForge--gpt-oss-120B-eagle3"
+    # (case prefix, model, drafter, small budget GiB, max_model_len)
+    table = [
+        ("gpt-oss-20b", oss20, None, 2, 131072),
+        ("gpt-oss-20b-eagle3", oss20, eagle20, 2, 131072),
+        ("gpt-oss-20b-peagle", oss20, peagle20, 2, 131072),
+        ("gpt-oss-120b-eagle3", oss120, eagle120, 2, 131072),
+        ("gemma-3-27b", "google/gemma-3-27b-it", None, 2, 131072),
+        ("gemma-2-9b", "google/gemma-2-9b", None, 2, 8192),
+        ("gemma-4-26b-a4b", "google/gemma-4-26B-A4B", None, 2, 131072),
+        ("llama-4-scout", "meta-llama/Llama-4-Scout-17B-16E-Instruct", None, 2, 131072),
+        ("qwen3-next", "Qwen/Qwen3-Next-80B-A3B-Thinking", None, 2, 131072),
+        ("mistral-7b", "mistralai/Mistral-7B-v0.1", None, 1, 32768),
+        ("deepseek-v3", "deepseek-ai/DeepSeek-V3", None, 2, 131072),
+        ("llama-3.1-8b", "meta-llama/Meta-Llama-3.1-8B", None, 2, 131072),
+    ]
+    for prefix, model, drafter, small, length in table:
+        mamba = prefix.startswith("qwen3-next")
+        c.append(Case(f"{prefix}__40gib", model, drafter, 40, length, mamba=mamba))
+        c.append(
+            Case(f"{prefix}__{small}gib", model, drafter, small, length, mamba=mamba)
+        )
+    # Llama 4 with the hybrid manager off (what an EAGLE drafter or the env var forces)
+    scout = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
+    c.append(
+        Case("llama-4-scout__hma-off__40gib", scout, None, 40, 131072, disable_hma=True)
+    )
+    c.append(
+        Case("llama-4-scout__hma-off__20gib", scout, None, 20, 131072, disable_hma=True)
+    )
+    # sliding + full collapse into one group when HMA is off
+    c.append(
+        Case("gpt-oss-20b__hma-off__40gib", oss20, None, 40, 131072, disable_hma=True)
+    )
+    # auto-fit (--max-model-len -1)
+    c.append(
+        Case(
+            "gpt-oss-20b-peagle__autofit__2gib",
+            oss20,
+            peagle20,
+            2,
+            -1,
+            derived_max_model_len=131072,
+        )
+    )
+    c.append(
+        Case(
+            "gemma-3-27b__autofit__40gib",
+            "google/gemma-3-27b-it",
+            None,
+            40,
+            -1,
+            derived_max_model_len=131072,
+        )
+    )
+    c.append(
+        Case(
+            "llama-3.1-8b__autofit__4gib",
+            "meta-llama/Meta-Llama-3.1-8B",
+            None,
+            4,
+            -1,
+            derived_max_model_len=131072,
+        )
+    )
+    # scheduler knobs
+    c.append(
+        Case(
+            "gpt-oss-20b__sync-sched__40gib",
+            oss20,
+            None,
+            40,
+            131072,
+            async_scheduling=False,
+        )
+    )
+    c.append(
+        Case(
+            "gpt-oss-20b__override-10000__40gib",
+            oss20,
+            None,
+            40,
+            131072,
+            num_gpu_blocks_override=10000,
+        )
+    )
+    # pipeline parallel: the drafter sits on the last stage. In 0.33 the in-flight
+    # tokens are max_concurrent_batches x T: pp + 1 with async scheduling on the V2
+    # model runner, pp otherwise (P-EAGLE's parallel drafting needs the V1 runner,
+    # which refuses PP with async scheduling, so that case runs without it).
+    c.append(
+        Case(
+            "gpt-oss-20b-peagle__pp2__40gib",
+            oss20,
+            peagle20,
+            40,
+            131072,
+            pp=2,
+            async_scheduling=False,
+            use_v2_model_runner=False,
+        )
+    )
+    c.append(
+        Case(
+            "gemma-3-27b__pp2__40gib",
+            "google/gemma-3-27b-it",
+            None,
+            40,
+            131072,
+            pp=2,
+            use_v2_model_runner=True,
+        )
+    )
+    return c
+
+
+# ----------------------------------------------------------------------------- layers
+
+
+def _hand_layers(model: str) -> tuple[list[dict], list[list[int]]] | None:
+    """Hand-written layer lists (cross-check of ``kvplan inspect``; ``--hand-written``)."""
+
+    def layer(i: int, name: str, kind: str, heads: int, hs: int, **kw) -> dict:
+        d = {
+            "index": i,
+            "name": name,
+            "source": kw.pop("source", "target"),
+            "kind": kind,
+            "block_size": 16,
+            "num_kv_heads": heads,
+            "head_size": hs,
+            "head_size_v": hs,
+            "dtype": "bfloat16",
+            "sliding_window": None,
+            "attention_chunk_size": None,
+            "cache_dtype_str": None,
+            "page_size_padded": None,
+            "shapes": None,
+            "dtypes": None,
+            "mamba_type": None,
+            "num_speculative_blocks": None,
+        }
+        d.update(kw)
+        return d
+
+    if model == "openai/gpt-oss-20b":
+        layers = [
+            layer(
+                i,
+                f"model.layers.{i}.attn.attn",
+                "sliding_window" if i % 2 == 0 else "full_attention",
+                8,
+                64,
+                sliding_window=128 if i % 2 == 0 else None,
+            )
+            for i in range(24)
+        ]
+        return layers, [list(range(24))]
+    if model == "google/gemma-3-27b-it":
+        layers = [
+            layer(
+                i,
+                f"language_model.model.layers.{i}.self_attn.attn",
+                "full_attention" if (i + 1) % 6 == 0 else "sliding_window",
+                16,
+                128,
+                sliding_window=None if (i + 1) % 6 == 0 else 1024,
+            )
+            for i in range(62)
+        ]
+        return layers, [list(range(62))]
+    return None
+
+
+def _layer_label(name: str) -> str:
+    from kvplan.report.data import layer_index  # what `inspect` writes in `ranks`
+
+    return layer_index(name)
+
+
+def inspect_layers(case: Case) -> tuple[list[dict], list[list[int]], dict]:
+    """kvplan inspect -> (layers, per-rank positions into layers, inspect JSON)."""
+    cmd = [sys.executable, "-m", "kvplan", "inspect", case.model, "--format", "json"]
+    if case.drafter:
+        cmd += ["--drafter", case.drafter]
+    if case.tp != 1:
+        cmd += ["--tensor-parallel-size", str(case.tp)]
+    if case.pp != 1:
+        cmd += ["--pipeline-parallel-size", str(case.pp)]
+    cmd += list(case.inspect_args)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"kvplan inspect failed for {case.name}: {' '.join(cmd)}\n{proc.stderr}"
+        )
+    data = json.loads(proc.stdout)
+    layers = data["layers"]
+    ranks = data.get("ranks") or [{"layers": None}]
+    if len(ranks) <= 1:
+        return layers, [list(range(len(layers)))], data
+    by_label: dict[str, list[int]] = {}
+    for pos, l in enumerate(layers):
+        by_label.setdefault(_layer_label(l["name"]), []).append(pos)
+    workers = []
+    for r in ranks:
+        positions: list[int] = []
+        for label in r["layers"]:
+            positions.extend(by_label[str(label)])
+        workers.append(positions)
+    assert sorted(p for w in workers for p in w) == list(range(len(layers))), (
+        "ranks do not cover layers"
+    )
+    return layers, workers, data
+
+
+# ----------------------------------------------------------------------------- alignment
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _dtype_bytes(name: str) -> int:
+    return {"bfloat16": 2, "float16": 2, "float32": 4, "uint8": 1, "int8": 1}[name]
+
+
+def align_mamba(
+    layers: list[dict], release: str, max_model_len: int
+) -> tuple[list[dict], dict]:
+    """Reference §7.6 / §12.4 for non-MLA hybrid models, per release (see module doc)."""
+    attn = [l for l in layers if l["kind"] != "mamba"]
+    mamba = [l for l in layers if l["kind"] == "mamba"]
+    first = attn[0]
+    a1 = (
+        first["num_kv_heads"]
+        * (first["head_size"] + first["head_size_v"])
+        * _dtype_bytes(first["dtype"])
+    )
+    mp = max(
+        sum(math.prod(s) * _dtype_bytes(d) for s, d in zip(l["shapes"], l["dtypes"]))
+        for l in mamba
+    )
+    modern = tuple(int(x) for x in release.split(".")[:2]) >= (0, 33)
+    mode = "align" if modern else "none"
+    k = 16
+    if modern and any(l["mamba_type"] in ("gdn", "gdn_attention") for l in mamba):
+        k = math.lcm(k, 64)
+    block = max(first["block_size"], k * _cdiv(mp, k * a1))
+    m_block = block if mode == "align" else max_model_len
+    attn_page = block * a1
+    padded = attn_page if attn_page != mp else None
+    out = []
+    for l in layers:
+        l = dict(l)
+        if l["kind"] == "mamba":
+            l["block_size"] = m_block
+            l["page_size_padded"] = padded
+        elif l["block_size"] == first["block_size"]:
+            l["block_size"] = block
+        out.append(l)
+    info = {
+        "mamba_cache_mode": mode,
+        "enable_prefix_caching": modern,
+        "kernel_alignment": k,
+        "attention_bytes_per_token": a1,
+        "mamba_state_bytes": mp,
+        "attention_block_size": block,
+        "mamba_block_size": m_block,
+        "page_size_bytes": attn_page,
+    }
+    return out, info
+
+
+# ----------------------------------------------------------------------------- cases
+
+
+_SPEC_KEYS = (
+    "kind",
+    "block_size",
+    "num_kv_heads",
+    "head_size",
+    "head_size_v",
+    "dtype",
+    "sliding_window",
+    "attention_chunk_size",
+    "cache_dtype_str",
+    "page_size_padded",
+    "shapes",
+    "dtypes",
+    "mamba_type",
+    "num_speculative_blocks",
+)
+
+
+def make_runner_case(
+    case: Case,
+    release: str,
+    layers: list[dict],
+    workers: list[list[int]],
+    inspect_meta: dict,
+) -> dict:
+    info = None
+    mode, prefix = "none", True
+    if case.mamba:
+        length = (
+            case.max_model_len
+            if case.max_model_len != -1
+            else case.derived_max_model_len
+        )
+        layers, info = align_mamba(layers, release, length)
+        mode, prefix = info["mamba_cache_mode"], info["enable_prefix_caching"]
+    table: list[dict] = []
+    index: dict[str, int] = {}
+    compact_workers = []
+    for positions in workers:
+        w = []
+        for pos in positions:
+            l = layers[pos]
+            spec = {k: l.get(k) for k in _SPEC_KEYS}
+            key = json.dumps(spec, sort_keys=True)
+            if key not in index:
+                index[key] = len(table)
+                table.append(spec)
+            w.append([l["name"], index[key], l.get("source", "target")])
+        compact_workers.append(w)
+    out = {
+        "case": case.name,
+        "model": case.model,
+        "drafter": case.drafter,
+        "spec_table": table,
+        "workers": compact_workers,
+        "available_memory_bytes": int(case.memory_gib * GiB),
+        "max_model_len": case.max_model_len,
+        "max_num_batched_tokens": T,
+        "async_scheduling": case.async_scheduling,
+        "disable_hybrid_kv_cache_manager": case.disable_hma,
+        "num_gpu_blocks_override": case.num_gpu_blocks_override,
+        "mamba_cache_mode": mode,
+        "enable_prefix_caching": prefix,
+        "pipeline_parallel_size": case.pp,
+        "tensor_parallel_size": case.tp,
+        "use_v2_model_runner": case.use_v2_model_runner,
+        "layer_source": inspect_meta.get("source", "kvplan inspect"),
+    }
+    if case.max_model_len == -1:
+        out["derived_max_model_len"] = case.derived_max_model_len
+    if info is not None:
+        out["alignment"] = info
+    out.update(case.extra)
+    return out
+
+
+def run_release(release: str, cases: list[dict]) -> list[dict]:
+    py = VENVS / f"vllm-{release}" / "bin" / "python"
+    proc = subprocess.run(
+        [str(py), str(RUNNER)],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"runner failed for vllm {release}:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--releases", nargs="*", default=None)
+    ap.add_argument("--only", default=None, help="only cases whose name contains this")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument(
+        "--hand-written",
+        action="store_true",
+        help="use hand-written layers for gpt-oss-20b / gemma-3-27b (no CLI)",
+    )
+    ap.add_argument("--out", default=str(OUT_DIR))
+    args = ap.parse_args()
+
+    cases = [c for c in _cases() if not args.only or args.only in c.name]
+    if args.list:
+        for c in cases:
+            print(c.name)
+        return
+    releases = args.releases or [
+        r for r in RELEASES if (VENVS / f"vllm-{r}" / "bin" / "python").exists()
+    ]
+    if not releases:
+        raise SystemExit(
+            f"no vLLM venvs under {VENVS}; run scripts/golden/setup_venvs.sh"
+        )
+
+    inspected: dict[tuple, tuple] = {}
+    for c in cases:
+        key = (c.model, c.drafter, c.tp, c.pp, c.inspect_args)
+        if key in inspected:
+            continue
+        hand = (
+            _hand_layers(c.model)
+            if c.drafter is None and c.pp == 1 and c.tp == 1
+            else None
+        )
+        if args.hand_written:
+            if hand is None:
+                continue
+            inspected[key] = (hand[0], hand[1], {"source": "hand-written"})
+            continue
+        layers, workers, _ = inspect_layers(c)
+        if hand is not None and _strip(hand[0]) != _strip(layers):
+            print(
+                f"WARNING: kvplan inspect {c.model} differs from the hand-written layer list",
+                file=sys.stderr,
+            )
+        inspected[key] = (layers, workers, {"source": "kvplan inspect"})
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for release in releases:
+        batch = []
+        for c in cases:
+            key = (c.model, c.drafter, c.tp, c.pp, c.inspect_args)
+            if key not in inspected:
+                continue
+            layers, workers, meta = inspected[key]
+            batch.append(make_runner_case(c, release, layers, workers, meta))
+        print(f"vllm {release}: {len(batch)} cases", file=sys.stderr)
+        results = run_release(release, batch)
+        for case_in, result in zip(batch, results):
+            if (result.get("error") or {}).get("type") == "RunnerSkip":
+                print(
+                    f"  {case_in['case']}: skipped ({result['error']['message']})",
+                    file=sys.stderr,
+                )
+                continue
+            path = out_dir / f"{case_in['case']}__{release}.json"
+            doc = {
+                "vllm_version": result["vllm_version"],
+                "case": case_in,
+                "result": result,
+            }
+            path.write_text(
+                json.dumps(doc, sort_keys=True, indent=None, separators=(",", ":"))
+                + "\n"
+            )
+            err = result.get("error")
+            status = (
+                f"{err['type']}" if err else f"num_blocks={result.get('num_blocks')}"
+            )
+            print(
+                f"  {path.relative_to(REPO) if path.is_relative_to(REPO) else path}: {status}",
+                file=sys.stderr,
+            )
+
+
+def _strip(layers: list[dict]) -> list[dict]:
+    return [{k: l.get(k) for k in ("name", *_SPEC_KEYS)} for l in layers]
+
+
+if __name__ == "__main__":
+    main()

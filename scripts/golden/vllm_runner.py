@@ -1,0 +1,755 @@
+#!/usr/bin/env python3
+"""Run vLLM's own KV-cache layout functions on one case (CPU only, no model, no GPU).
+
+This script runs INSIDE a vLLM virtual env made by ``setup_venvs.sh`` (it imports
+the installed ``vllm``); kvplan never imports it. It builds the release's real
+``KVCacheSpec`` objects from kvplan-style layer descriptions, a minimal
+``VllmConfig`` (no model is loaded: ``model_config`` is a stand-in that carries
+only ``max_model_len``/``original_max_model_len``), then calls the same functions,
+in the same order, as ``EngineCore._initialize_kv_caches`` of that release:
+
+* 0.33-style (``vllm/v1/core/kv_cache_planning.py`` present):
+  ``resolve_kv_cache_layout`` -> ``get_global_kv_cache_groups`` ->
+  ``get_kv_cache_configs(vllm_config, specs, memory, global_groups)`` ->
+  ``generate_scheduler_kv_cache_config`` -> ``update_kv_cache_capacity`` (logs).
+* 0.12 .. 0.32-style: ``get_kv_cache_configs(vllm_config, specs, memory)`` (it logs
+  the capacity itself) -> ``generate_scheduler_kv_cache_config``.
+* 0.11-style (no auto-fit): same call; the admission check runs per layer first.
+
+Afterwards, with logging muted, it asks the same release for diagnostics that the
+engine does not print: the global groups, each worker's admission-check need (the
+release's own ``_max_memory_usage_bytes_from_groups`` or ``max_memory_usage_bytes``),
+the estimated max length, ``get_max_concurrency_for_kv_cache_config`` per worker,
+and the EAGLE proposer's ``validate_same_kv_cache_group`` on the drafter layers.
+
+Usage::
+
+    python vllm_runner.py < case.json > result.json       # one case object
+    python vllm_runner.py < cases.json > results.json     # a JSON list of cases
+    python vllm_runner.py --check-imports                  # smoke test (setup)
+
+Case format (JSON object)
+-------------------------
+``case``                      str, a name (echoed back).
+``spec_table``                optional list of spec dicts (see below). When present,
+                              a layer may be written compactly as ``[name, spec_index]``
+                              or ``[name, spec_index, source]``.
+``workers``                   list (one entry per worker / PP rank, in rank order) of
+                              lists of layers, in registration order. A layer is either
+                              a kvplan layer dict (``kvplan inspect --format json``
+                              ``layers`` entry: ``name``, ``kind``, ``block_size``,
+                              ``num_kv_heads``, ``head_size``, ``head_size_v``, ``dtype``,
+                              ``sliding_window``, ``attention_chunk_size``,
+                              ``cache_dtype_str``, ``page_size_padded``, ``shapes``,
+                              ``dtypes``, ``mamba_type``, ``num_speculative_blocks``;
+                              ``source`` optional, "target"|"drafter"; ``index`` and
+                              ``page_size_bytes`` are ignored) or the compact list form.
+``available_memory_bytes``    int (every worker) or list of ints (one per worker).
+``max_model_len``             int, or -1 for auto-fit (``--max-model-len -1``).
+``derived_max_model_len``     int, the model's own context length; required with -1
+                              (vLLM first sets max_model_len to it, then auto-fits).
+``max_num_batched_tokens``    int (default 8192).
+``async_scheduling``          bool (default true). Matters from ~0.32: sliding-window and
+                              chunked reservations use 2 x max_num_batched_tokens.
+``disable_hybrid_kv_cache_manager``  bool (default false). Set on the scheduler config
+                              AFTER VllmConfig is built (the CPU platform forces it on).
+``num_gpu_blocks_override``   int or null (default null).
+``mamba_cache_mode``          "none" | "align" | "all" (default "none"), the cache
+                              config's mode (MambaSpec reservations read it).
+``enable_prefix_caching``     bool (default false).
+``pipeline_parallel_size``    int (default 1); ``tensor_parallel_size`` int (default 1).
+``use_v2_model_runner``       bool or null (default null = the release decides; with the
+                              stand-in model config 0.33 picks V2). Sets the env var
+                              ``VLLM_USE_V2_MODEL_RUNNER``. Matters only with PP > 1 and
+                              async scheduling in 0.33 (max_concurrent_batches = pp + 1).
+``supported_kv_cache_layouts`` optional list of layout names (0.33+); default: vLLM's
+                              default preference (what FlashAttention on Hopper reports).
+
+Spec dict: the layer keys above without ``name``/``source``. ``kind`` is one of
+``full_attention, sliding_window, chunked_local, mla, mamba, cross_attention``;
+``dtype``/``dtypes`` are torch dtype names (``bfloat16``, ``float16``, ``float32``,
+``uint8``, ``int8``, ``float8_e4m3fn``); ``mamba_type`` is kvplan's name (``gdn`` is
+mapped to the release's gated-delta-net name). Keys the release's spec class lacks
+are dropped and listed in ``result.spec_notes`` (e.g. ``head_size_v`` before 0.12).
+MLA specs are built without ``head_size_v`` (the release's default), as vLLM's MLA
+layer does.
+
+Result format (JSON object; keys sorted when printed)
+-----------------------------------------------------
+``case``, ``vllm_version``, ``api`` ("planning" | "projected" | "legacy"),
+``threshold`` (float from ``_get_kv_cache_groups_uniform_page_size``, or null = min rule),
+``groups``: global groups, each ``{layer_names, spec: {class, block_size,
+page_size_bytes, ...non-null spec fields}, num_layers}``,
+``workers``: per worker ``{num_blocks, kv_cache_tensors, group_layer_counts,
+max_concurrency, admission: {needed_bytes, checked_available_bytes,
+estimated_max_model_len}}``. Tensors are ``{size, shared_by}`` up to 0.32 and
+``{size, layers, layer_stride, block_stride, offset}`` from 0.33,
+``num_blocks`` (scheduler config), ``max_concurrency`` (what vLLM logs),
+``max_model_len`` (after auto-fit), ``kv_cache_layout`` (0.33+),
+``max_in_flight_tokens`` (0.33: ``VllmConfig.max_in_flight_tokens``),
+``block_size`` (cache_config.block_size after init, 0.18+ / 0.33),
+``logs``: every vLLM log record (INFO and above) emitted by the engine-side calls,
+as ``{level, logger, message}`` in order,
+``drafter_check``: ``null`` without drafter layers, else ``{ok, error}`` from the
+proposer's ``validate_same_kv_cache_group``,
+``error``: ``null`` or ``{type, message, where}`` for the exception the engine-side
+sequence raised (``where`` = innermost vLLM function),
+``spec_notes``: list of strings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import json
+import logging
+import os
+import re
+import sys
+import traceback
+import types
+
+os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# Everything vLLM prints goes to stderr; stdout carries only the result JSON.
+_REAL_STDOUT = sys.stdout
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    old = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout = old
+
+
+with _stdout_to_stderr():
+    import importlib.metadata as _md
+
+    import torch
+
+    VLLM_VERSION = _md.version("vllm")
+    import importlib.util
+
+    from vllm.config import DeviceConfig, VllmConfig
+    from vllm.v1 import kv_cache_interface as I
+    from vllm.v1.core import kv_cache_utils as U
+
+    if importlib.util.find_spec("vllm.v1.core.kv_cache_planning") is not None:
+        from vllm.v1.core import kv_cache_planning as P
+    else:  # before 0.33
+        P = None
+
+
+def _ver() -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", VLLM_VERSION)[:3])
+
+
+if P is not None:
+    API = "planning"
+elif hasattr(U, "_project_kv_cache_groups_to_worker"):
+    API = "projected"
+else:
+    API = "legacy"
+
+_DTYPES = {
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "half": torch.float16,
+    "float32": torch.float32,
+    "float": torch.float32,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+}
+
+_KIND_CLASS = {
+    "full_attention": "FullAttentionSpec",
+    "sliding_window": "SlidingWindowSpec",
+    "chunked_local": "ChunkedLocalAttentionSpec",
+    "mla": "MLAAttentionSpec",
+    "mamba": "MambaSpec",
+    "cross_attention": "CrossAttentionSpec",
+}
+
+_LAYER_KEYS = (
+    "block_size",
+    "num_kv_heads",
+    "head_size",
+    "head_size_v",
+    "dtype",
+    "sliding_window",
+    "attention_chunk_size",
+    "cache_dtype_str",
+    "page_size_padded",
+    "shapes",
+    "dtypes",
+    "mamba_type",
+    "num_speculative_blocks",
+)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def find_threshold() -> float | None:
+    mod = P if P is not None else U
+    src = inspect.getsource(mod._get_kv_cache_groups_uniform_page_size)
+    m = re.search(r"max_num_layers\s*<\s*min_num_layers\s*\*\s*([0-9.]+)", src)
+    return float(m.group(1)) if m else None
+
+
+def _mamba_type(name: str):
+    """kvplan's mamba_type -> the release's value (str up to 0.32, enum in 0.33)."""
+    gdn_str = "gdn_attention"
+    if API == "legacy":
+        gdn_str = "linear_attention"  # 0.11 Qwen3-Next reported linear_attention
+    aliases = {"gdn": gdn_str, "gdn_attention": gdn_str, "linear": "linear_attention"}
+    value = aliases.get(name, name)
+    fields = {f.name: f for f in dataclasses.fields(I.MambaSpec)}
+    default = fields["mamba_type"].default
+    if isinstance(default, str):
+        return value
+    enum_cls = type(default)
+    by_name = {
+        "mamba1": "MAMBA1",
+        "mamba2": "MAMBA2",
+        "short_conv": "SHORT_CONV",
+        "linear_attention": "LINEAR",
+        "gdn_attention": "GDN_ATTN",
+    }
+    return enum_cls[by_name.get(value, value.upper())]
+
+
+def build_spec(layer: dict, case: dict, notes: list[str]):
+    kind = layer["kind"]
+    cls = getattr(I, _KIND_CLASS[kind])
+    fields = {f.name for f in dataclasses.fields(cls) if f.init}
+    kwargs: dict = {}
+    for key in _LAYER_KEYS:
+        value = layer.get(key)
+        if value is None:
+            continue
+        if key == "head_size_v" and kind == "mla":
+            continue  # vLLM's MLA layer never passes it
+        if key == "num_speculative_blocks" and kind != "mamba":
+            continue
+        if key not in fields:
+            if key == "head_size_v" and value == layer.get("head_size"):
+                continue  # same as the implicit K=V head size
+            notes.append(
+                f"{kind}: {key}={value!r} not a field of {cls.__name__} in {VLLM_VERSION}; dropped"
+            )
+            continue
+        if key == "dtype":
+            value = _DTYPES[value]
+        elif key == "dtypes":
+            value = tuple(_DTYPES[d] for d in value)
+        elif key == "shapes":
+            value = tuple(tuple(s) for s in value)
+        elif key == "mamba_type":
+            value = _mamba_type(value)
+        kwargs[key] = value
+    if kind == "mamba" and "mamba_cache_mode" in fields:
+        kwargs["mamba_cache_mode"] = case.get("mamba_cache_mode", "none")
+    return cls(**kwargs)
+
+
+def expand_workers(case: dict) -> list[list[dict]]:
+    table = case.get("spec_table") or []
+    out = []
+    for worker in case["workers"]:
+        layers = []
+        for entry in worker:
+            if isinstance(entry, dict):
+                layers.append(entry)
+            else:
+                name, idx = entry[0], entry[1]
+                layer = dict(table[idx])
+                layer["name"] = name
+                layer["source"] = entry[2] if len(entry) > 2 else "target"
+                layers.append(layer)
+        out.append(layers)
+    return out
+
+
+def build_vllm_config(case: dict, max_model_len: int, original: int):
+    cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
+    sc, cc, pc = cfg.scheduler_config, cfg.cache_config, cfg.parallel_config
+    t = int(case.get("max_num_batched_tokens", 8192))
+    sc.max_num_batched_tokens = t
+    if hasattr(sc, "max_num_encoder_input_tokens"):
+        sc.max_num_encoder_input_tokens = t
+    if (
+        hasattr(sc, "max_num_scheduled_tokens")
+        and getattr(sc, "max_num_scheduled_tokens", None) is not None
+    ):
+        sc.max_num_scheduled_tokens = t
+    if hasattr(sc, "max_model_len"):
+        sc.max_model_len = max_model_len
+    sc.disable_hybrid_kv_cache_manager = bool(
+        case.get("disable_hybrid_kv_cache_manager", False)
+    )
+    if hasattr(sc, "async_scheduling"):
+        sc.async_scheduling = bool(case.get("async_scheduling", True))
+    cc.num_gpu_blocks_override = case.get("num_gpu_blocks_override")
+    if hasattr(cc, "mamba_cache_mode"):
+        cc.mamba_cache_mode = case.get("mamba_cache_mode", "none")
+    cc.enable_prefix_caching = bool(case.get("enable_prefix_caching", False))
+    cc.block_size = int(case.get("cache_block_size", 16))
+    pc.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
+    pc.tensor_parallel_size = int(case.get("tensor_parallel_size", 1))
+    model = types.SimpleNamespace(
+        max_model_len=max_model_len,
+        original_max_model_len=original,
+        architectures=["KvplanGoldenStandIn"],
+        supports_kv_cache_grouping=False,
+        is_hybrid=False,
+        multimodal_config=None,
+        dtype=torch.bfloat16,
+    )
+    cfg.model_config = model  # plain setattr: no pydantic validation on assignment
+    return cfg
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.INFO)
+        self.records: list[dict] = []
+        self.enabled = True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.enabled:
+            return
+        try:
+            msg = record.getMessage()
+        except Exception as e:  # noqa: BLE001 - never lose a record
+            msg = f"<unformattable: {e}>"
+        self.records.append(
+            {"level": record.levelname, "logger": record.name, "message": msg}
+        )
+
+
+def _reset_once_caches() -> None:
+    import vllm.logger as vl
+
+    for name in dir(vl):
+        fn = getattr(vl, name)
+        if name.startswith("_print_") and hasattr(fn, "cache_clear"):
+            fn.cache_clear()
+
+
+def _error(exc: BaseException) -> dict:
+    where = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if "/vllm/" in frame.filename.replace("\\", "/"):
+            mod = frame.filename.replace("\\", "/").split("/vllm/", 1)[1]
+            where = f"vllm/{mod}:{frame.name}"
+    return {"type": type(exc).__name__, "message": str(exc), "where": where}
+
+
+def _spec_summary(spec) -> dict:
+    out = {
+        "class": type(spec).__name__,
+        "block_size": spec.block_size,
+        "page_size_bytes": spec.page_size_bytes,
+    }
+    if isinstance(spec, I.UniformTypeKVCacheSpecs):
+        members = list(spec.kv_cache_specs.values())
+        out["num_members"] = len(members)
+        out["member_classes"] = sorted({type(s).__name__ for s in members})
+        out["member_page_sizes"] = sorted({s.page_size_bytes for s in members})
+        return out
+    for key in (
+        "sliding_window",
+        "attention_chunk_size",
+        "num_kv_heads",
+        "head_size",
+        "head_size_v",
+        "page_size_padded",
+        "cache_dtype_str",
+        "num_speculative_blocks",
+    ):
+        value = getattr(spec, key, None)
+        if value is not None:
+            out[key] = value
+    dtype = getattr(spec, "dtype", None)
+    if dtype is not None:
+        out["dtype"] = str(dtype).replace("torch.", "")
+    return out
+
+
+def _group_summary(group) -> dict:
+    return {
+        "layer_names": list(group.layer_names),
+        "num_layers": len(group.layer_names),
+        "spec": _spec_summary(group.kv_cache_spec),
+    }
+
+
+def _tensor_summary(t) -> dict:
+    if hasattr(t, "shared_by"):
+        return {"size": t.size, "shared_by": list(t.shared_by)}
+    out = {
+        "size": t.size,
+        "layers": list(t.layers),
+        "layer_stride": t.layer_stride,
+        "block_stride": t.block_stride,
+        "offset": t.offset,
+    }
+    if getattr(t, "host_resident", False):
+        out["host_resident"] = True
+    return out
+
+
+_PROPOSER_MODULES = (
+    "vllm.v1.spec_decode.llm_base_proposer",
+    "vllm.v1.spec_decode.eagle",
+)
+
+
+def _find_validate_same_kv_cache_group(strict: bool = False):
+    """EAGLE proposer's ``validate_same_kv_cache_group`` (base proposer from 0.2x)."""
+    import importlib.util
+
+    for modname in _PROPOSER_MODULES:
+        if importlib.util.find_spec(modname) is None:
+            continue
+        try:
+            with _stdout_to_stderr():
+                mod = __import__(modname, fromlist=["x"])
+        except Exception:
+            if strict:
+                raise
+            continue
+        for _, obj in inspect.getmembers(mod, inspect.isclass):
+            if (
+                obj.__module__ == mod.__name__
+                and "validate_same_kv_cache_group" in obj.__dict__
+            ):
+                return obj.__dict__["validate_same_kv_cache_group"]
+    return None
+
+
+def _drafter_check(config, drafter_names: list[str]):
+    """The proposer's own validate_same_kv_cache_group, with a stand-in self."""
+    if not drafter_names:
+        return None
+    fn = _find_validate_same_kv_cache_group()
+    if fn is None:
+        return {
+            "ok": None,
+            "error": {
+                "type": "RunnerNote",
+                "message": "proposer not importable",
+                "where": None,
+            },
+        }
+    self = types.SimpleNamespace(
+        _draft_attn_layer_names=set(drafter_names), attn_layer_names=list(drafter_names)
+    )
+    try:
+        fn(self, config)
+    except Exception as e:  # noqa: BLE001
+        return {"ok": False, "error": _error(e)}
+    return {"ok": True, "error": None}
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def run_case(case: dict) -> dict:
+    _reset_once_caches()
+    notes: list[str] = []
+    result: dict = {
+        "case": case.get("case"),
+        "vllm_version": VLLM_VERSION,
+        "api": API,
+        "threshold": find_threshold(),
+        "error": None,
+        "groups": None,
+        "workers": None,
+        "num_blocks": None,
+        "max_concurrency": None,
+        "logs": [],
+        "drafter_check": None,
+        "spec_notes": notes,
+    }
+    requested = int(case["max_model_len"])
+    if requested == -1:
+        if API == "legacy":
+            result["error"] = {
+                "type": "RunnerSkip",
+                "where": None,
+                "message": f"max_model_len=-1 (auto-fit) does not exist in vLLM {VLLM_VERSION}",
+            }
+            return result
+        max_model_len = int(case["derived_max_model_len"])
+    else:
+        max_model_len = requested
+    result["max_model_len"] = max_model_len
+
+    layers_per_worker = expand_workers(case)
+    n = len(layers_per_worker)
+    mem = case["available_memory_bytes"]
+    memory = [int(m) for m in mem] if isinstance(mem, list) else [int(mem)] * n
+
+    v2 = case.get("use_v2_model_runner")
+    if v2 is None:
+        os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
+    else:
+        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if v2 else "0"
+
+    with _stdout_to_stderr():
+        cfg = build_vllm_config(case, max_model_len, requested)
+        if hasattr(type(cfg), "max_in_flight_tokens"):
+            # what sliding-window / chunked reservations add to the window (0.32+)
+            result["max_in_flight_tokens"] = cfg.max_in_flight_tokens
+
+        def fresh_specs():
+            return [
+                {l["name"]: build_spec(l, case, []) for l in layers}
+                for layers in layers_per_worker
+            ]
+
+        worker_specs = [
+            {l["name"]: build_spec(l, case, notes) for l in layers}
+            for layers in layers_per_worker
+        ]
+        # dedupe notes
+        notes[:] = sorted(set(notes))
+        drafter_names = [
+            l["name"]
+            for layers in layers_per_worker
+            for l in layers
+            if l.get("source") == "drafter"
+        ]
+
+        vlog = logging.getLogger("vllm")
+        vlog.setLevel(logging.INFO)
+        vlog.propagate = False
+        for h in list(vlog.handlers):
+            vlog.removeHandler(h)
+        cap = _Capture()
+        vlog.addHandler(cap)
+
+        configs = None
+        sched = None
+        global_groups = None
+        try:
+            if API == "planning":
+                from vllm.v1.attention.backends.utils import (
+                    get_supported_kv_cache_layouts,
+                    resolve_kv_cache_layout,
+                )
+
+                names = case.get("supported_kv_cache_layouts")
+                if names is None:
+                    names = [l.name for l in get_supported_kv_cache_layouts([])]
+                layout = resolve_kv_cache_layout(
+                    cfg,
+                    [list(names)] * n,
+                    [s for d in worker_specs for s in d.values()],
+                )
+                result["kv_cache_layout"] = layout.name
+                global_groups = P.get_global_kv_cache_groups(cfg, worker_specs)
+                configs = P.get_kv_cache_configs(
+                    cfg, worker_specs, memory, global_groups
+                )
+                for c in configs:
+                    c.kv_cache_layout = cfg.cache_config.kv_cache_layout
+                sched = U.generate_scheduler_kv_cache_config(configs)
+                cfg.cache_config.num_gpu_blocks = sched.num_blocks
+                if sched.kv_cache_groups:
+                    participating = [
+                        g.kv_cache_spec.block_size
+                        for g in sched.kv_cache_groups
+                        if g.kv_cache_spec.prefix_cacheable
+                    ]
+                    cfg.cache_config.block_size = min(
+                        participating
+                        or [g.kv_cache_spec.block_size for g in sched.kv_cache_groups]
+                    )
+                    U.update_kv_cache_capacity(cfg, sched)
+            else:
+                configs = U.get_kv_cache_configs(cfg, worker_specs, memory)
+                sched = U.generate_scheduler_kv_cache_config(configs)
+                if _ver() >= (0, 18) and sched.kv_cache_groups:
+                    cfg.cache_config.block_size = min(
+                        g.kv_cache_spec.block_size for g in sched.kv_cache_groups
+                    )
+        except Exception as e:  # noqa: BLE001 - engine failures are results
+            result["error"] = _error(e)
+        cap.enabled = False
+        result["logs"] = cap.records
+        if result["error"] is None:
+            result["max_model_len"] = cfg.model_config.max_model_len  # after auto-fit
+        else:
+            # 0.11's estimate_max_model_len leaves its last probe in max_model_len; the
+            # diagnostics below must see the length the check ran with.
+            cfg.model_config.max_model_len = max_model_len
+
+        # ---- diagnostics (logging muted) -------------------------------------------
+        vlog.disabled = True
+        try:
+            if global_groups is None:
+                merged: dict = {}
+                for d in fresh_specs():
+                    for k, v in d.items():
+                        merged.setdefault(k, v)
+                try:
+                    if API == "planning":
+                        global_groups = P.get_global_kv_cache_groups(cfg, fresh_specs())
+                    else:
+                        global_groups = U.get_kv_cache_groups(cfg, merged)
+                except Exception:  # noqa: BLE001 - the same error as above
+                    global_groups = None
+            if global_groups is not None:
+                result["groups"] = [_group_summary(g) for g in global_groups]
+                workers_out = []
+                specs_now = fresh_specs()
+                for w, (specs_w, avail) in enumerate(zip(specs_now, memory)):
+                    wout: dict = {"available_memory_bytes": avail}
+                    wout["admission"] = _admission(cfg, global_groups, specs_w, avail)
+                    if configs is not None:
+                        c = configs[w]
+                        wout["num_blocks"] = c.num_blocks
+                        wout["kv_cache_tensors"] = [
+                            _tensor_summary(t) for t in c.kv_cache_tensors
+                        ]
+                        wout["group_layer_counts"] = [
+                            len(g.layer_names) for g in c.kv_cache_groups
+                        ]
+                        if c.kv_cache_groups:
+                            wout["max_concurrency"] = (
+                                U.get_max_concurrency_for_kv_cache_config(cfg, c)
+                            )
+                    workers_out.append(wout)
+                result["workers"] = workers_out
+            if sched is not None:
+                result["num_blocks"] = sched.num_blocks
+                if sched.kv_cache_groups:
+                    result["max_concurrency"] = (
+                        U.get_max_concurrency_for_kv_cache_config(cfg, sched)
+                    )
+                if API != "legacy":
+                    result["block_size"] = cfg.cache_config.block_size
+            if configs is not None and drafter_names:
+                # The proposer lives on the rank that holds the drafter layers (the last
+                # PP stage) and validates that rank's config.
+                owner = next(
+                    (i for i, d in enumerate(specs_now) if drafter_names[0] in d), 0
+                )
+                result["drafter_check"] = _drafter_check(configs[owner], drafter_names)
+        finally:
+            vlog.disabled = False
+            vlog.removeHandler(cap)
+    return result
+
+
+def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
+    """The release's own need for one worker, at the final max_model_len."""
+    try:
+        if API == "legacy":
+            needed = U.max_memory_usage_bytes(cfg, specs_w.values())
+            est = (
+                U.estimate_max_model_len(cfg, specs_w, avail)
+                if needed > avail
+                else None
+            )
+            return {
+                "needed_bytes": needed,
+                "checked_available_bytes": avail,
+                "estimated_max_model_len": est,
+                "rule": "sum over layers",
+            }
+        if API == "projected":
+            groups = U._project_kv_cache_groups_to_worker(global_groups, specs_w)
+            if not groups:
+                return None
+            needed = U._max_memory_usage_bytes_from_groups(cfg, groups)
+            est = U._estimate_max_model_len_from_groups(cfg, groups, avail)
+            return {
+                "needed_bytes": needed,
+                "checked_available_bytes": avail,
+                "estimated_max_model_len": est,
+                "rule": "groups",
+            }
+        from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder
+
+        builder = get_kv_cache_config_builder(cfg)
+        groups = P._project_kv_cache_groups_to_worker(global_groups, specs_w)
+        if not groups:
+            return None
+        bpb = P._pool_bytes_per_block_from_builder(builder, cfg, groups)
+        override = cfg.cache_config.num_gpu_blocks_override
+        eff = override * bpb if override is not None else avail
+        checked = eff - bpb
+        needed = P._max_memory_usage_bytes_from_groups(builder, cfg, groups)
+        est = P._estimate_max_model_len_from_groups(builder, cfg, groups, checked)
+        return {
+            "needed_bytes": needed,
+            "checked_available_bytes": checked,
+            "bytes_per_block": bpb,
+            "estimated_max_model_len": est,
+            "rule": "groups",
+        }
+    except Exception as e:  # noqa: BLE001
+        return {"error": _error(e)}
+
+
+def _check_imports() -> None:
+    if _find_validate_same_kv_cache_group(strict=True) is None:
+        raise SystemExit("validate_same_kv_cache_group not found")
+    with _stdout_to_stderr():
+        case = {
+            "case": "smoke",
+            "workers": [
+                [
+                    {
+                        "name": f"l{i}",
+                        "kind": "sliding_window" if i % 2 == 0 else "full_attention",
+                        "block_size": 16,
+                        "num_kv_heads": 8,
+                        "head_size": 64,
+                        "head_size_v": 64,
+                        "dtype": "bfloat16",
+                        "sliding_window": 128 if i % 2 == 0 else None,
+                    }
+                    for i in range(4)
+                ]
+            ],
+            "available_memory_bytes": 1 << 30,
+            "max_model_len": 4096,
+        }
+        res = run_case(case)
+    if res["error"] is not None or res["num_blocks"] is None:
+        print(json.dumps(res, indent=1, default=str), file=sys.stderr)
+        raise SystemExit(f"smoke case failed: {res['error']}")
+    print(
+        f"imports ok: vllm {VLLM_VERSION} api={API} threshold={res['threshold']} "
+        f"num_blocks={res['num_blocks']}"
+    )
+
+
+def main() -> None:
+    if "--check-imports" in sys.argv[1:]:
+        _check_imports()
+        return
+    data = json.load(sys.stdin)
+    if isinstance(data, list):
+        out = [run_case(c) for c in data]
+    else:
+        out = run_case(data)
+    _REAL_STDOUT.write(json.dumps(out, sort_keys=True, default=str) + "\n")
+    _REAL_STDOUT.flush()
+
+
+if __name__ == "__main__":
+    main()
