@@ -144,6 +144,7 @@ def era_dict(era) -> dict:
         "threshold": era.threshold,
         "description": era.description,
         "vllm_releases": list(era.releases),
+        "grouping": era.grouping,
         "is_proposal": era.is_proposal,
     }
 

@@ -124,9 +124,14 @@ def render_plan(d: dict) -> None:
     c = _console()
     c.print(_model_line(d))
     p = d["policy"]
-    thr = "none (min)" if p["threshold"] is None else f"{p['threshold']:g}"
-    c.print(f"policy {p['name']} (threshold {thr}; vLLM {', '.join(p['vllm_releases']) or 'proposal'})"
-            + ("  [proposal, not shipped]" if p["is_proposal"] else ""))
+    if p["is_proposal"]:
+        thr = f"proposal rule {p['grouping']}" + (f", fallback {p['threshold']:g}" if p["threshold"] is not None else "")
+    else:
+        thr = "none (min)" if p["threshold"] is None else f"{p['threshold']:g}"
+    if p["is_proposal"]:
+        c.print(f"policy {p['name']} ({p['description']})  [proposal, not shipped vLLM behaviour]")
+    else:
+        c.print(f"policy {p['name']} (threshold {thr}; vLLM {', '.join(p['vllm_releases'])})")
     hma = d["hybrid_kv_cache_manager"]
     if hma["enabled"] is False:
         c.print(f"hybrid KV-cache manager: off ({'; '.join(hma['reasons_disabled'])})")

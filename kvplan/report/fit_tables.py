@@ -1,0 +1,128 @@
+"""Rich rendering of `kvplan fit` results (the plain dicts of ``kvplan.fit``)."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from kvplan.report.tables import _console, _model_line
+from kvplan.units import format_bytes
+
+
+def _b(n) -> str:
+    return "" if n is None else format_bytes(n)
+
+
+def _short(row: dict) -> str:
+    kv = row.get("kv_cache_memory_bytes")
+    if kv is not None and kv <= 0:
+        return "no memory left for the KV cache"
+    return row["error"].split(". ")[0][:70]
+
+
+def render_gpu_presets(d: dict) -> None:
+    t = Table(title="GPU presets (memory as CUDA reports it where a printout was found, else nvidia-smi's total)",
+              box=box.SIMPLE_HEAD)
+    for col in ("name", "memory", "bytes", "basis", "nominal", "aliases", "source"):
+        t.add_column(col, justify="right" if col in ("memory", "bytes") else "left", overflow="fold")
+    for g in d["gpus"]:
+        t.add_row(g["name"], f"{g['memory_bytes'] / (1 << 30):.2f} GiB", f"{g['memory_bytes']:,}", g["basis"],
+                  g["nominal"], ", ".join(g["aliases"]), g["source"])
+    _console().print(t)
+
+
+def _budget_table(b: dict) -> Table:
+    t = Table(title="KV budget per GPU (estimated; docs/fit.md)", box=box.SIMPLE_HEAD, show_header=False)
+    t.add_column("what")
+    t.add_column("bytes", justify="right")
+    t.add_column("source")
+    gpu = b["gpu"] or "custom"
+    t.add_row(f"GPU memory ({gpu})", _b(b["gpu_memory_bytes"]), b["gpu_memory_source"])
+    t.add_row(f"× gpu_memory_utilization {b['gpu_memory_utilization']:g}", _b(b["requested_memory_bytes"]),
+              b["gpu_memory_utilization_source"])
+    t.add_row(f"− weights (tp {b['tensor_parallel_size']}, pp {b['pipeline_parallel_size']})", _b(b["weights_bytes"]),
+              b["weights_source"])
+    t.add_row("− activation peak", _b(b["activation_peak_bytes"]), b["activation_source"])
+    t.add_row("− non-torch memory", _b(b["non_torch_bytes"]), b["non_torch_source"])
+    t.add_row("− CUDA-graph reserve", _b(b["cudagraph_bytes"]), b["cudagraph_source"])
+    t.add_row("= KV cache memory", _b(b["kv_cache_memory_bytes"]), "estimated", style="bold")
+    w = b.get("weights")
+    if w:
+        t.add_row("parameters", f"{w['num_params']:,}", f"{w['dtype']}; {w['quantization']}")
+    return t
+
+
+def _layout_line(lay: dict) -> str:
+    pad = f", {lay['num_padding_layers']} padding layer(s) ({lay['padding_waste_pct']:.2f}%)" if lay["num_padding_layers"] else ""
+    return (f"group_size {lay['group_size']}, {lay['num_groups']} group(s){pad}, page {lay['page_size_bytes']:,} B, "
+            f"{lay['num_blocks']:,} blocks, max concurrency {lay['max_concurrency']:.2f} at {lay['max_model_len']:,} tokens")
+
+
+def render_fit(d: dict) -> None:
+    c = _console()
+    c.print(_model_line(d))
+    p = d["policy"]
+    s = d["serving"]
+    c.print(f"policy {p['name']}; tp {s['tensor_parallel_size']}, pp {s['pipeline_parallel_size']}, "
+            f"kv_cache_dtype {s['kv_cache_dtype']}, block_size {s['block_size']}")
+    if d.get("budget"):
+        c.print(_budget_table(d["budget"]))
+    m = d.get("max_model_len")
+    if m:
+        if m["max_model_len"] is None:
+            f = m["layout"]["failure"] or {}
+            c.print(Text(f"Largest max_model_len: none, the engine would not start ({f.get('error', '')})",
+                         style="bold red"))
+        else:
+            why = "the model's own length" if m["limited_by"] == "limit" and m["limit"] == m["model_max_model_len"] \
+                else "the --max-model-len cap" if m["limited_by"] == "limit" else "KV cache memory"
+            c.print(Text(f"Largest max_model_len: {m['max_model_len']:,} (limited by {why})", style="bold green"))
+            bd = m["boundary"] or {}
+            if bd.get("one_more"):
+                c.print(f"  checked: {bd['fits']['max_model_len']:,} starts, {bd['one_more']['max_model_len']:,} "
+                        f"{'starts' if bd['one_more']['starts'] else 'fails'}")
+            c.print(f"  layout: {_layout_line(m['layout'])}")
+    u = d.get("min_gpu_memory_utilization")
+    if u:
+        n, L = u["concurrency"], u["context_len"]
+        if u["gpu_memory_utilization"] is None:
+            c.print(Text(f"Utilization for {n:g} requests of {L:,} tokens: not reachable ({u.get('reason', '')})",
+                         style="bold red"))
+        else:
+            c.print(Text(f"Smallest --gpu-memory-utilization for {n:g} requests of {L:,} tokens: "
+                         f"{u['gpu_memory_utilization']:.3f} (KV {_b(u['kv_cache_memory_bytes'])})", style="bold green"))
+            bd = u["boundary"]
+            less = bd.get("one_step_less")
+            if less:
+                c.print(f"  checked: {bd['enough']['gpu_memory_utilization']:.3f} gives {bd['enough']['max_concurrency']:.3f}, "
+                        f"{less['gpu_memory_utilization']:.3f} gives {less['max_concurrency']:.3f}")
+        c.print(f"  layout: {_layout_line(u['layout'])}")
+    g = d.get("gpus")
+    if g:
+        length = f"{g['max_model_len']:,} tokens" if g["max_model_len"] else "the model's max_model_len"
+        title = f"Max concurrency per GPU at {length}" + (
+            f" (enough = starts and ≥ {g['concurrency']:g})" if g["concurrency"] is not None else "")
+        t = Table(title=title, box=box.SIMPLE_HEAD)
+        cols = ("gpu", "tp", "weights/GPU", "KV/GPU", "max conc.", "group", "groups", "padding", "outcome")
+        for col in cols:
+            t.add_column(col, justify="left" if col in ("gpu", "outcome") else "right")
+        for r in g["rows"]:
+            outcome = ("enough" if r["enough"] and g["concurrency"] is not None else "starts") if r["starts"] else \
+                "fails" + (f": {_short(r)}" if r["error"] else "")
+            if r["starts"] and g["concurrency"] is not None and not r["enough"]:
+                outcome = "too few"
+            t.add_row(r["gpu"], str(r["tensor_parallel_size"]), _b(r["weights_bytes"]), _b(r["kv_cache_memory_bytes"]),
+                      f"{r['max_concurrency']:.2f}", str(r["group_size"] or ""), str(r["num_groups"] or ""),
+                      str(r["num_padding_layers"] or ""), outcome,
+                      style="green" if r["enough"] else ("dim" if not r["starts"] else ""))
+        c.print(t)
+        sm = g["smallest_enough"]
+        if sm:
+            c.print(f"Smallest that is enough: {sm['num_gpus']} × {sm['gpu']} (tp {sm['tensor_parallel_size']}), "
+                    f"max concurrency {sm['max_concurrency']:.2f}")
+        else:
+            c.print("No preset and TP size in the table is enough.")
+    c.print("Budgets are estimates (weights exact from the config; activation, non-torch and CUDA-graph memory "
+            "estimated): see docs/fit.md, override with --weights-memory/--activation-memory/--non-torch-memory/"
+            "--cudagraph-memory.", style="dim")
