@@ -124,10 +124,7 @@ def render_plan(d: dict) -> None:
     c = _console()
     c.print(_model_line(d))
     p = d["policy"]
-    if p["is_proposal"]:
-        thr = f"proposal rule {p['grouping']}" + (f", fallback {p['threshold']:g}" if p["threshold"] is not None else "")
-    else:
-        thr = "none (min)" if p["threshold"] is None else f"{p['threshold']:g}"
+    thr = "none (min)" if p["threshold"] is None else f"{p['threshold']:g}"
     if p["is_proposal"]:
         c.print(f"policy {p['name']} ({p['description']})  [proposal, not shipped vLLM behaviour]")
     else:
