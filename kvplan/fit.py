@@ -1,0 +1,419 @@
+"""The fit answers: what fits on a GPU, found with the engine's own rules.
+
+Three questions (reference: engines.md §4.1, §4.7), each answered by running the vLLM
+simulation itself, never a separate formula, and each returned with the layout decision
+behind it (group size, groups, padding) and whether the engine would start:
+
+* ``fit_max_model_len``: the largest ``--max-model-len`` that fits the KV budget of one
+  GPU preset. It is vLLM's own auto-fit (``--max-model-len auto``: the binary search of
+  ``estimate_max_model_len`` over the admission check); then the boundary is checked by
+  simulating at that length (starts) and one token more (fails). Eras without auto-fit
+  (``vllm-min``) get the same search over ``simulate(...).starts``.
+* ``fit_min_utilization``: the smallest ``--gpu-memory-utilization`` (to 0.001) at which
+  the engine starts with ``--max-model-len L`` and reports a maximum concurrency ≥ N; a
+  bisection over utilization, each step a full simulation; the step below is checked to
+  fall short.
+* ``fit_gpus``: for each GPU preset and tensor-parallel size, the KV budget, whether the
+  engine starts and its maximum concurrency at a length, and whether that is enough for N.
+
+The budget is ``kvplan.hardware.kv_budget`` (an estimate, marked so); everything after it
+is the engine's arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvplan.errors import KvplanError, OptionError
+from kvplan.scenario import Scenario
+
+UTILIZATION_STEP = 0.001
+
+
+@dataclass
+class _Budgeted:
+    """A layout with its budget: KV bytes at any utilization, for one GPU and TP size."""
+
+    scenario: Scenario
+    layout: object
+    era: object
+    budget: dict
+
+    def kv_bytes(self, utilization: float) -> int:
+        total = self.budget["gpu_memory_bytes"]
+        return min(int(total * utilization) - _fixed(st) for st in self.budget["stages"])
+
+
+def _fixed(stage: dict) -> int:
+    return stage["weights_bytes"] + stage["activation_peak_bytes"] + stage["non_torch_bytes"] + stage["cudagraph_bytes"]
+
+
+def _serving(s: Scenario):
+    from kvplan.scenario import serving_of
+
+    return serving_of(s)
+
+
+def build_layout(s: Scenario):
+    from kvplan.model import build_model_layout
+
+    return build_model_layout(s.model, s.drafter, _serving(s), revision=s.revision, download=s.download)
+
+
+def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
+    from kvplan.api import resolve_era
+    from kvplan.hardware import kv_budget
+
+    era = era or resolve_era(s.policy, s.threshold)
+    layout = layout or build_layout(s)
+    overrides = dict(s.budget_overrides or {})
+    exact = bool(overrides.pop("exact_params", False))
+    budget = kv_budget(
+        layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
+        overrides=overrides, tensor_parallel_size=s.tensor_parallel_size,
+        max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs, exact_params=exact,
+    )
+    return _Budgeted(s, layout, era, budget)
+
+
+def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
+    """One vLLM simulation of ``b``'s layout with ``kv_bytes`` per GPU (-1 = auto-fit)."""
+    from kvplan.api import plan_layout
+    from kvplan.cli.common import mamba_cache_mode, parse_kv_transfer_config
+    from kvplan.engines.vllm import SimulateOptions
+
+    s = b.scenario
+    ktc = s.kv_transfer_config
+    ktc = parse_kv_transfer_config(ktc) if isinstance(ktc, str) else ktc
+    options = SimulateOptions(
+        kv_cache_memory_bytes=kv_bytes,
+        max_model_len=max_model_len,
+        max_num_batched_tokens=s.max_num_batched_tokens,
+        max_num_seqs=s.max_num_seqs,
+        async_scheduling=s.async_scheduling,
+        enable_prefix_caching=s.enable_prefix_caching,
+        mamba_cache_mode=mamba_cache_mode(s.mamba_cache_mode),
+        disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
+        kv_transfer_config=ktc,
+        num_gpu_blocks_override=s.num_gpu_blocks_override,
+    )
+    return plan_layout(b.layout, b.era, options)
+
+
+def layout_decision(plan) -> dict:
+    """The grouping behind an answer, in vLLM's words, and the start-up outcome."""
+    w0 = plan.workers[0] if plan.workers else None
+    failure = plan.failure
+    return {
+        "max_model_len": plan.max_model_len,
+        "group_size": plan.group_size,
+        "num_groups": plan.num_groups,
+        "num_padding_layers": plan.num_padding_layers,
+        "padding_waste_pct": round(plan.padding_waste_pct, 4),
+        "page_size_bytes": plan.page_size_bytes,
+        "bytes_per_block": w0.bytes_per_block if w0 else 0,
+        "num_blocks": plan.num_blocks,
+        "blocks_per_request": sum(plan.blocks_per_request),
+        "max_concurrency": round(plan.max_concurrency, 6),
+        "kv_cache_size_tokens": plan.kv_cache_size_tokens,
+        "starts": plan.starts,
+        "failure": None if failure is None else {
+            "stage": failure.stage, "error_type": failure.error_type, "error": failure.message,
+        },
+    }
+
+
+def _model_max_len(b: _Budgeted) -> int:
+    from kvplan.api import derive_max_model_len
+
+    return derive_max_model_len(b.layout.target.config)
+
+
+# --------------------------------------------------------------------------- question 1
+
+def fit_max_model_len(b: _Budgeted) -> dict:
+    """The largest max_model_len the engine starts with on ``b``'s GPU (None if none).
+
+    vLLM's auto-fit searches ``[1, the model's length]``; a ``--max-model-len`` given with
+    ``fit`` caps the answer (the admission check is monotone in the length, so the best
+    length under the cap is min(auto-fit, cap))."""
+    from kvplan.cli.common import parse_max_model_len
+
+    kv = b.budget["kv_cache_memory_bytes"]
+    model_max = _model_max_len(b)
+    cap = b.scenario.max_model_len
+    cap = parse_max_model_len(str(cap)) if cap is not None else None
+    limit = model_max if cap in (None, -1) else cap
+    if b.era.admission == "per_layer":
+        best, plan = _search_starts(b, kv, limit)
+        method = f"binary search over simulate(...).starts ({b.era.name} has no auto-fit)"
+    else:
+        plan = simulate_at(b, kv_bytes=kv, max_model_len=-1)
+        best = min(plan.max_model_len, limit) if plan.starts else 0
+        method = "vLLM auto-fit (--max-model-len auto: binary search of estimate_max_model_len)"
+    answer = {
+        "max_model_len": best or None,
+        "model_max_model_len": model_max,
+        "limit": limit,
+        "limited_by": None if not best else ("limit" if best >= limit else "kv_cache_memory"),
+        "method": method,
+        "kv_cache_memory_bytes": kv,
+        "layout": layout_decision(plan),
+        "boundary": None,
+    }
+    if best:
+        at = simulate_at(b, kv_bytes=kv, max_model_len=best)
+        boundary = {"fits": {"max_model_len": best, "starts": at.starts}, "one_more": None}
+        if best < limit:
+            over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
+            boundary["one_more"] = {"max_model_len": best + 1, "starts": over.starts,
+                                    "error": over.failure.message if over.failure else None}
+        answer["boundary"] = boundary
+        answer["layout"] = layout_decision(at)
+    return answer
+
+
+def _search_starts(b: _Budgeted, kv: int, limit: int):
+    lo, hi = 0, limit
+    plan = simulate_at(b, kv_bytes=kv, max_model_len=1)
+    if not plan.starts:
+        return 0, plan
+    lo = 1
+    best_plan = plan
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        p = simulate_at(b, kv_bytes=kv, max_model_len=mid)
+        if p.starts:
+            lo, best_plan = mid, p
+        else:
+            hi = mid - 1
+    return lo, best_plan
+
+
+# --------------------------------------------------------------------------- question 2
+
+def _enough(plan, concurrency: float) -> bool:
+    return plan.starts and plan.max_concurrency >= concurrency
+
+
+def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> dict:
+    """The smallest --gpu-memory-utilization (step 0.001) for ``concurrency`` requests of
+    ``context_len`` tokens (max_model_len = context_len)."""
+    if concurrency <= 0:
+        raise OptionError(f"--concurrency must be positive, got {concurrency}")
+    if context_len <= 0:
+        raise OptionError(f"--context-len must be positive, got {context_len}")
+    steps = round(1 / UTILIZATION_STEP)
+
+    def plan_at(k: int):
+        return simulate_at(b, kv_bytes=b.kv_bytes(k / steps), max_model_len=context_len)
+
+    top = plan_at(steps)
+    answer = {
+        "concurrency": concurrency,
+        "context_len": context_len,
+        "gpu_memory_utilization": None,
+        "kv_cache_memory_bytes": None,
+        "method": "bisection over --gpu-memory-utilization (step 0.001), each step a vLLM simulation; "
+                  "enough = the engine starts and its maximum concurrency ≥ N",
+        "at_full_utilization": {"max_concurrency": round(top.max_concurrency, 6), "starts": top.starts},
+        "layout": layout_decision(top),
+        "boundary": None,
+    }
+    if not _enough(top, concurrency):
+        answer["reason"] = (
+            f"even --gpu-memory-utilization 1.0 gives a maximum concurrency of {top.max_concurrency:.2f}"
+            + ("" if top.starts else " and the engine would not start")
+            + f" for {context_len:,} tokens per request"
+        )
+        return answer
+    lo, hi = 0, steps  # lo: not enough (or 0), hi: enough
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _enough(plan_at(mid), concurrency):
+            hi = mid
+        else:
+            lo = mid
+    at = plan_at(hi)
+    below = plan_at(hi - 1) if hi > 1 else None
+    answer.update({
+        "gpu_memory_utilization": round(hi / steps, 3),
+        "kv_cache_memory_bytes": b.kv_bytes(hi / steps),
+        "layout": layout_decision(at),
+        "boundary": {
+            "enough": {"gpu_memory_utilization": round(hi / steps, 3), "max_concurrency": round(at.max_concurrency, 6),
+                       "starts": at.starts},
+            "one_step_less": None if below is None else {
+                "gpu_memory_utilization": round((hi - 1) / steps, 3),
+                "max_concurrency": round(below.max_concurrency, 6), "starts": below.starts,
+            },
+        },
+    })
+    return answer
+
+
+# --------------------------------------------------------------------------- question 3
+
+def parse_tp_sizes(text: str | None) -> list[int]:
+    if not text:
+        return [1, 2, 4, 8]
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            n = int(part)
+        except ValueError:
+            raise OptionError(f"--tp-sizes must be a comma-separated list of integers, got {text!r}") from None
+        if n < 1:
+            raise OptionError(f"--tp-sizes entries must be ≥ 1, got {n}")
+        if n not in out:
+            out.append(n)
+    if not out:
+        raise OptionError("--tp-sizes is empty")
+    return out
+
+
+def parse_gpus(text: str | None) -> list[str]:
+    from kvplan.hardware import GPU_PRESETS, get_gpu
+
+    if not text:
+        return list(GPU_PRESETS)
+    return [get_gpu(p).name for p in str(text).split(",") if p.strip()]
+
+
+def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: float | None = None,
+             context_len: int | None = None, layouts: dict | None = None) -> dict:
+    """Max concurrency on each GPU preset × TP size at ``context_len`` (default: the
+    scenario's --max-model-len, else the model's), at the scenario's utilization."""
+    from kvplan.api import resolve_era
+    from kvplan.hardware import GPU_PRESETS
+
+    era = resolve_era(s.policy, s.threshold)
+    layouts = layouts if layouts is not None else {}
+    rows = []
+    length = context_len
+    if length is None and s.max_model_len not in (None, "auto", -1, "-1"):
+        from kvplan.cli.common import parse_max_model_len
+
+        length = parse_max_model_len(str(s.max_model_len))
+    for tp in tp_sizes:
+        st = replace(s, tensor_parallel_size=tp, gpu_memory=None)
+        try:
+            layout = layouts.get(tp) or build_layout(st)
+            layouts[tp] = layout
+        except KvplanError as e:
+            for g in gpus:
+                rows.append(_error_row(g, tp, e.message))
+            continue
+        for g in gpus:
+            sg = replace(st, gpu=g)
+            try:
+                b = budget_for(sg, layout, era)
+            except KvplanError as e:
+                rows.append(_error_row(g, tp, e.message))
+                continue
+            L = length if length is not None else _model_max_len(b)
+            plan = simulate_at(b, kv_bytes=b.budget["kv_cache_memory_bytes"], max_model_len=L)
+            enough = plan.starts and (concurrency is None or plan.max_concurrency >= concurrency)
+            rows.append({
+                "gpu": g,
+                "tensor_parallel_size": tp,
+                "num_gpus": tp * s.pipeline_parallel_size,
+                "gpu_memory_bytes": GPU_PRESETS[g].memory_bytes,
+                "weights_bytes": b.budget["weights_bytes"],
+                "kv_cache_memory_bytes": b.budget["kv_cache_memory_bytes"],
+                "max_model_len": L,
+                "starts": plan.starts,
+                "max_concurrency": round(plan.max_concurrency, 6),
+                "kv_tokens": plan.kv_tokens,
+                "group_size": plan.group_size,
+                "num_groups": plan.num_groups,
+                "num_padding_layers": plan.num_padding_layers,
+                "padding_waste_pct": round(plan.padding_waste_pct, 4),
+                "enough": enough,
+                "error": plan.failure.message if plan.failure else None,
+            })
+    ok = [r for r in rows if r["enough"]]
+    smallest = min(ok, key=lambda r: (r["num_gpus"] * r["gpu_memory_bytes"], r["num_gpus"])) if ok else None
+    return {
+        "max_model_len": length,
+        "concurrency": concurrency,
+        "gpu_memory_utilization": s.gpu_memory_utilization,
+        "tp_sizes": tp_sizes,
+        "rows": rows,
+        "smallest_enough": None if smallest is None else {
+            "gpu": smallest["gpu"], "tensor_parallel_size": smallest["tensor_parallel_size"],
+            "num_gpus": smallest["num_gpus"], "max_concurrency": smallest["max_concurrency"],
+        },
+        "rule": "enough = the engine starts" + ("" if concurrency is None else f" and max concurrency ≥ {concurrency:g}")
+                + "; smallest = least total GPU memory (num_gpus × memory), then fewest GPUs",
+    }
+
+
+def _error_row(gpu: str, tp: int, message: str) -> dict:
+    from kvplan.hardware import GPU_PRESETS
+
+    return {
+        "gpu": gpu, "tensor_parallel_size": tp, "num_gpus": tp, "gpu_memory_bytes": GPU_PRESETS[gpu].memory_bytes,
+        "weights_bytes": None, "kv_cache_memory_bytes": None, "max_model_len": None, "starts": False,
+        "max_concurrency": 0.0, "kv_tokens": 0, "group_size": 0, "num_groups": 0, "num_padding_layers": 0,
+        "padding_waste_pct": 0.0, "enough": False, "error": message,
+    }
+
+
+# --------------------------------------------------------------------------- all together
+
+def fit(s: Scenario, *, concurrency: float | None = None, context_len: int | None = None,
+        gpus: list[str] | None = None, tp_sizes: list[int] | None = None, table: bool | None = None) -> dict:
+    """Every answer the inputs allow, as one report dict (schema_version, integer bytes).
+
+    With ``s.gpu``/``s.gpu_memory``: the largest max_model_len and (given concurrency and
+    context_len) the smallest utilization, on that GPU at ``s.tensor_parallel_size``.
+    The GPU table runs when ``table`` is True, or by default when no GPU is given."""
+    from kvplan import __version__
+    from kvplan.report import SCHEMA_VERSION
+    from kvplan.report.data import era_dict, model_info_dict, serving_dict
+
+    if (concurrency is None) != (context_len is None):
+        raise OptionError("--concurrency and --context-len go together (N requests of L tokens)")
+    warnings: list[str] = []
+    on_gpu = s.gpu is not None or s.gpu_memory is not None
+    layouts: dict[int, object] = {}
+    base_layout = build_layout(s)
+    layouts[s.tensor_parallel_size] = base_layout
+    out: dict = {
+        "schema_version": SCHEMA_VERSION,
+        "kvplan_version": __version__,
+        "command": "fit",
+        "engine": "vllm",
+        "policy": None,
+        "model": model_info_dict(base_layout.target),
+        "drafter": model_info_dict(base_layout.drafter),
+        "speculative": {"method": base_layout.speculative_method,
+                        "num_speculative_tokens": base_layout.num_speculative_tokens},
+        "serving": {**serving_dict(_serving(s)), "block_size": base_layout.block_size},
+        "budget": None,
+        "max_model_len": None,
+        "min_gpu_memory_utilization": None,
+        "gpus": None,
+        "estimated": True,
+        "warnings": list(base_layout.warnings),
+    }
+    from kvplan.api import resolve_era
+
+    era = resolve_era(s.policy, s.threshold)
+    out["policy"] = era_dict(era)
+    if on_gpu:
+        b = budget_for(s, base_layout, era)
+        out["budget"] = b.budget
+        warnings += b.budget["warnings"]
+        out["max_model_len"] = fit_max_model_len(b)
+        if concurrency is not None and context_len is not None:
+            out["min_gpu_memory_utilization"] = fit_min_utilization(b, concurrency, context_len)
+    if table or (table is None and not on_gpu):
+        out["gpus"] = fit_gpus(s, gpus or parse_gpus(None), tp_sizes or [1, 2, 4, 8], concurrency=concurrency,
+                               context_len=context_len, layouts=layouts)
+    out["warnings"] += [w for w in warnings if w not in out["warnings"]]
+    return out

@@ -1,0 +1,223 @@
+"""`kvplan fit` answers, each checked against `kvplan simulate` at its boundary."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvplan.cli.app import app
+from kvplan.fit import fit, parse_gpus, parse_tp_sizes
+from kvplan.errors import OptionError
+from kvplan.scenario import Scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+
+def run(*args):
+    r = runner.invoke(app, [*args, "--format", "json"])
+    return r, (json.loads(r.stdout) if r.stdout.strip() else None)
+
+
+def simulate(model, *args):
+    r, d = run("simulate", model, *args)
+    assert r.exit_code in (0, 3), r.stderr
+    return d
+
+
+# --- the largest max_model_len ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model, gpu, extra", [
+    ("Qwen/Qwen3-8B", "L4-24GB", []),  # full attention: memory-bound well below 40960
+    ("openai/gpt-oss-20b", "L4-24GB", ["--gpu-memory-utilization", "0.8"]),  # sliding + full, mxfp4
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100-80GB", ["-tp", "2", "--gpu-memory-utilization", "0.98"]),
+])
+def test_max_model_len_fits_and_one_more_does_not(model, gpu, extra):
+    r, d = run("fit", model, "--gpu", gpu, *extra)
+    assert r.exit_code == 0, r.stderr
+    ans = d["max_model_len"]
+    L = ans["max_model_len"]
+    assert ans["limited_by"] == "kv_cache_memory" and L < ans["model_max_model_len"]
+    at = simulate(model, "--gpu", gpu, *extra, "--max-model-len", str(L))
+    over = simulate(model, "--gpu", gpu, *extra, "--max-model-len", str(L + 1))
+    assert at["outcome"]["starts"] and not over["outcome"]["starts"]
+    assert over["outcome"]["stage"] == "admission"
+    # the same budget both ways, and the layout reported is the one that starts
+    assert at["memory"]["available_bytes"] == d["budget"]["kv_cache_memory_bytes"]
+    assert ans["layout"]["group_size"] == at["grouping"]["group_size"]
+    assert ans["layout"]["num_blocks"] == at["memory"]["num_blocks"]
+    assert ans["boundary"]["one_more"]["starts"] is False
+
+
+def test_max_model_len_limited_by_the_model():
+    r, d = run("fit", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H200")
+    ans = d["max_model_len"]
+    assert r.exit_code == 0 and ans["limited_by"] == "limit"
+    assert ans["max_model_len"] == ans["model_max_model_len"] == 131072
+
+
+def test_max_model_len_cap():
+    r, d = run("fit", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H200", "--max-model-len", "65536")
+    assert d["max_model_len"]["max_model_len"] == 65536
+
+
+def test_max_model_len_without_auto_fit_searches_starts():
+    # vllm-min has no --max-model-len auto; the same answer comes from a search over starts.
+    r, d = run("fit", "Qwen/Qwen3-8B", "--gpu", "L4", "--policy", "vllm-min")
+    ans = d["max_model_len"]
+    assert "binary search" in ans["method"]
+    L = ans["max_model_len"]
+    assert simulate("Qwen/Qwen3-8B", "--gpu", "L4", "--policy", "vllm-min", "--max-model-len", str(L))["outcome"]["starts"]
+    assert not simulate("Qwen/Qwen3-8B", "--gpu", "L4", "--policy", "vllm-min",
+                        "--max-model-len", str(L + 1))["outcome"]["starts"]
+
+
+def test_model_that_does_not_fit_exits_3():
+    r, d = run("fit", "Qwen/Qwen3-32B", "--gpu", "L4")
+    assert r.exit_code == 3
+    assert d["max_model_len"]["max_model_len"] is None
+    assert "Not achievable" in r.stderr
+
+
+# --- the smallest utilization for N requests of L tokens ---------------------------------------
+
+
+@pytest.mark.parametrize("model, gpu, n, length", [
+    ("openai/gpt-oss-20b", "H100-80GB", 16, 32768),
+    ("Qwen/Qwen3-8B", "L40S", 6, 16384),
+])
+def test_min_utilization_is_enough_and_one_step_less_is_not(model, gpu, n, length):
+    r, d = run("fit", model, "--gpu", gpu, "--concurrency", str(n), "--context-len", str(length))
+    assert r.exit_code == 0, r.stderr
+    u = d["min_gpu_memory_utilization"]["gpu_memory_utilization"]
+    common = ["--gpu", gpu, "--max-model-len", str(length)]
+    at = simulate(model, *common, "--gpu-memory-utilization", f"{u:.3f}")
+    less = simulate(model, *common, "--gpu-memory-utilization", f"{u - 0.001:.3f}")
+    assert at["outcome"]["starts"] and at["memory"]["max_concurrency"] >= n
+    assert not (less["outcome"]["starts"] and less["memory"]["max_concurrency"] >= n)
+    assert d["min_gpu_memory_utilization"]["layout"]["max_concurrency"] == at["memory"]["max_concurrency"]
+
+
+def test_unreachable_concurrency_exits_3_with_the_best_it_can_do():
+    r, d = run("fit", "openai/gpt-oss-20b", "--gpu", "H100", "--concurrency", "64", "--context-len", "32768")
+    assert r.exit_code == 3
+    ans = d["min_gpu_memory_utilization"]
+    assert ans["gpu_memory_utilization"] is None and 0 < ans["at_full_utilization"]["max_concurrency"] < 64
+
+
+def test_concurrency_needs_context_len():
+    r = runner.invoke(app, ["fit", "openai/gpt-oss-20b", "--gpu", "H100", "--concurrency", "8"])
+    assert r.exit_code == 1 and r.stderr.startswith("Error: --concurrency and --context-len go together")
+
+
+# --- which GPU is enough -------------------------------------------------------------------------
+
+
+def test_gpu_table_rows_match_simulate():
+    r, d = run("fit", "openai/gpt-oss-120b", "--gpus", "H100,H200,L40S", "--tp-sizes", "1,2",
+               "--concurrency", "16", "--context-len", "32768")
+    assert r.exit_code == 0
+    g = d["gpus"]
+    assert [(x["gpu"], x["tensor_parallel_size"]) for x in g["rows"]] == [
+        ("H100-80GB", 1), ("H200-141GB", 1), ("L40S-48GB", 1), ("H100-80GB", 2), ("H200-141GB", 2), ("L40S-48GB", 2)]
+    for row in g["rows"]:
+        s = simulate("openai/gpt-oss-120b", "--gpu", row["gpu"], "-tp", str(row["tensor_parallel_size"]),
+                     "--max-model-len", "32768")
+        assert s["outcome"]["starts"] == row["starts"]
+        assert round(s["memory"]["max_concurrency"], 6) == row["max_concurrency"]
+        assert row["enough"] == (row["starts"] and row["max_concurrency"] >= 16)
+    # one H200 holds gpt-oss-120b with room for 16 × 32k; one H100 does not
+    assert g["smallest_enough"]["gpu"] == "H200-141GB" and g["smallest_enough"]["num_gpus"] == 1
+
+
+def test_default_is_the_table_when_no_gpu_is_given():
+    out = fit(Scenario(model="Qwen/Qwen3-8B"), gpus=["L4-24GB"], tp_sizes=[1, 2])
+    assert out["max_model_len"] is None and out["budget"] is None
+    assert [r["tensor_parallel_size"] for r in out["gpus"]["rows"]] == [1, 2]
+
+
+def test_bad_tp_size_is_a_row_error_not_a_crash():
+    # 40 query heads do not split over 3 ranks: vLLM refuses; the row says why.
+    out = fit(Scenario(model="meta-llama/Llama-4-Scout-17B-16E-Instruct"), gpus=["H200-141GB"], tp_sizes=[3])
+    row = out["gpus"]["rows"][0]
+    assert row["starts"] is False and row["error"]
+
+
+def test_parsers():
+    assert parse_tp_sizes("1, 2,2,8") == [1, 2, 8]
+    assert parse_gpus("h100,mi300x") == ["H100-80GB", "MI300X-192GB"]
+    with pytest.raises(OptionError):
+        parse_tp_sizes("1,x")
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+def test_json_shape():
+    r, d = run("fit", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--gpu", "H100",
+               "--concurrency", "8", "--context-len", "65536")
+    assert r.exit_code == 0
+    assert d["schema_version"] == 1 and d["command"] == "fit" and isinstance(d["warnings"], list)
+    assert d["estimated"] is True and d["budget"]["estimated"] is True
+    assert list(d)[:6] == ["schema_version", "kvplan_version", "command", "engine", "policy", "model"]
+    assert d["drafter"]["id"] == "amazon/GPT-OSS-20B-P-EAGLE"
+    assert d["budget"]["weights"]["num_params_by_kind"]["drafter"] > 0
+    for k, v in d["budget"].items():
+        if k.endswith("_bytes"):
+            assert isinstance(v, int)
+    lay = d["max_model_len"]["layout"]
+    assert {"group_size", "num_groups", "num_padding_layers", "starts"} <= set(lay)
+
+
+def test_yaml_and_table_render():
+    r = runner.invoke(app, ["fit", "Qwen/Qwen3-8B", "--gpu", "L4", "--format", "yaml"])
+    assert r.exit_code == 0 and "command: fit" in r.stdout
+    r = runner.invoke(app, ["fit", "Qwen/Qwen3-8B", "--gpu", "L4", "--concurrency", "2", "--context-len", "4096"])
+    assert r.exit_code == 0 and "Largest max_model_len" in r.stdout and "Smallest --gpu-memory-utilization" in r.stdout
+
+
+def test_list_gpus():
+    r, d = run("fit", "--list-gpus")
+    assert r.exit_code == 0
+    names = [g["name"] for g in d["gpus"]]
+    assert "H100-80GB" in names and all(g["source"] for g in d["gpus"])
+
+
+def test_model_is_required_without_list_gpus():
+    r = runner.invoke(app, ["fit"])
+    assert r.exit_code == 2
+
+
+def test_fit_does_not_import_torch():
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['kvplan', 'fit', 'openai/gpt-oss-20b', '--gpu', 'H100', '--format', 'json']\n"
+        "try:\n    runpy.run_module('kvplan', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('TORCH ' + str('torch' in sys.modules))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.stderr.rsplit("TORCH ", 1)[-1].strip() == "False"
+
+
+def test_docs_mention_every_fit_flag():
+    import re
+
+    from typer.main import get_command
+
+    doc = (ROOT / "docs" / "fit.md").read_text()
+    fit_cmd = get_command(app).commands["fit"]
+    own = {"--gpu", "--gpu-memory", "--gpu-memory-utilization", "--weights-memory", "--activation-memory",
+           "--non-torch-memory", "--cudagraph-memory", "--exact-params", "--concurrency", "--context-len", "--gpus",
+           "--tp-sizes", "--table", "--list-gpus", "--max-model-len"}
+    flags = {o for p in fit_cmd.params for o in p.opts if o.startswith("--")}
+    assert own <= flags
+    for flag in sorted(own):
+        assert re.search(re.escape(flag) + r"\b", doc), f"docs/fit.md does not mention {flag}"

@@ -1,0 +1,291 @@
+"""Parameter counts and weight bytes from the config alone (kvplan.weights), no torch.
+
+Each count is written as the arithmetic of the model's shapes, then compared with the size
+its publisher states; quantized bytes likewise. The meta-device cross-check is in
+test_weights_meta.py (needs torch).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvplan.errors import UnsupportedError
+from kvplan.units import GiB
+from kvplan.weights import (
+    NO_QUANTIZATION,
+    Quantization,
+    analytic_inventory,
+    drafter_inventory,
+    quantization_of,
+    tensor_bytes,
+    weight_memory,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cfg(model_id: str) -> dict:
+    return json.loads((ROOT / "configs" / model_id / "config.json").read_text())
+
+
+def count(model_id: str, **kw) -> int:
+    return analytic_inventory(cfg(model_id), **kw).num_params()
+
+
+# --- parameter counts against published sizes ------------------------------------------
+
+
+def test_llama_3_1_8b_is_8_03b():
+    # embed + lm_head 128256·4096 each; 32 layers of q,o 4096² + k,v 1024·4096 + gate,up,down
+    # 3·4096·14336 + two norms 4096; final norm 4096. Published: 8.03 B.
+    H, V, I, L = 4096, 128256, 14336, 32
+    layer = 2 * H * H + 2 * 1024 * H + 3 * H * I + 2 * H
+    expected = 2 * V * H + L * layer + H
+    assert expected == 8_030_261_248
+    assert count("meta-llama/Meta-Llama-3.1-8B") == expected
+
+
+def test_llama_3_1_70b_is_70_6b():
+    # 80 layers, H 8192, 64 q / 8 kv heads of 128, I 28672: published "70B" (70.6 B on the Hub).
+    H, V, I, L = 8192, 128256, 28672, 80
+    layer = 2 * H * H + 2 * 1024 * H + 3 * H * I + 2 * H
+    assert count("meta-llama/Meta-Llama-3.1-70B") == 2 * V * H + L * layer + H == 70_553_706_496
+
+
+def test_gpt_oss_20b_is_20_9b():
+    # Per layer: q 4096·2880 + k,v 512·2880 each + o 2880·4096, with their biases (4096 + 2·512
+    # + 2880) and 64 sinks; router 32·2880 + 32; 32 experts of gate_up 5760·2880 (+5760 bias)
+    # and down 2880·2880 (+2880 bias); two norms. Published: 20.9 B ("21B", 3.6 B active).
+    H, V = 2880, 201088
+    attn = 4096 * H + 2 * 512 * H + H * 4096 + (4096 + 2 * 512 + H) + 64
+    router = 32 * H + 32
+    experts = 32 * (5760 * H + 5760 + H * 2880 + H)
+    layer = attn + router + experts + 2 * H
+    expected = 2 * V * H + 24 * layer + H
+    assert expected == 20_914_757_184
+    assert count("openai/gpt-oss-20b") == expected
+
+
+def test_gpt_oss_120b_is_116_8b():
+    # 36 layers, 128 experts, otherwise the 20b's shapes. Published: 116.8 B ("117B").
+    H, V = 2880, 201088
+    attn = 4096 * H + 2 * 512 * H + H * 4096 + (4096 + 2 * 512 + H) + 64
+    layer = attn + (128 * H + 128) + 128 * (5760 * H + 5760 + H * 2880 + H) + 2 * H
+    assert count("openai/gpt-oss-120b") == 2 * V * H + 36 * layer + H == 116_829_156_672
+
+
+def _deepseek_v3_layer(moe: bool) -> int:
+    H = 7168
+    # MLA: q_a 1536·H, q_a norm 1536, q_b 128·192·1536, kv_a (512+64)·H, kv_a norm 512,
+    # kv_b 128·(128+128)·512, o H·128·128.
+    attn = 1536 * H + 1536 + 128 * 192 * 1536 + 576 * H + 512 + 128 * 256 * 512 + H * 128 * 128
+    if moe:  # router 256·H (+256 correction bias), 256 experts + 1 shared of I 2048
+        mlp = 256 * H + 256 + 256 * 3 * H * 2048 + 3 * H * 2048
+    else:  # dense I 18432
+        mlp = 3 * H * 18432
+    return attn + mlp + 2 * H
+
+
+def test_deepseek_v3_is_671b_plus_mtp_685b():
+    # 3 dense + 58 MoE layers, embed and head 129280·7168, final norm: 671.03 B, the "671B"
+    # DeepSeek states. transformers keeps the 58 router correction biases as buffers, so
+    # its count (and the Hub's "671B") has 58·256 fewer.
+    H, V = 7168, 129280
+    main = 2 * V * H + 3 * _deepseek_v3_layer(False) + 58 * _deepseek_v3_layer(True) + H
+    inv = analytic_inventory(cfg("deepseek-ai/DeepSeek-V3"))
+    assert inv.num_params() == main
+    assert inv.num_params(include_buffers=False) == main - 58 * 256 == 671_026_404_352
+    # The MTP module (num_nextn_predict_layers 1): enorm, hnorm, eh_proj H·2H, one MoE layer,
+    # shared_head.norm — plus, in the checkpoint, its own copies of embed and head. That is the
+    # "14B MTP" that makes the Hub's 685 B total.
+    mtp = 2 * H + 2 * H * H + _deepseek_v3_layer(True) + H
+    with_mtp = analytic_inventory(cfg("deepseek-ai/DeepSeek-V3"), include_mtp=True)
+    assert with_mtp.num_params() == main + mtp
+    checkpoint_total = main + mtp + 2 * V * H
+    assert round(checkpoint_total / 1e9) == 684 and abs(checkpoint_total - 685e9) / 685e9 < 0.001
+    assert with_mtp.by_kind()["mtp"] == mtp
+
+
+@pytest.mark.parametrize(
+    "model_id, published, tolerance",
+    [
+        # (model, the size its publisher or the Hub states, relative tolerance of that rounding)
+        ("Qwen/Qwen3-8B", 8.2e9, 0.01),  # Qwen: "8.2B" (tied: no; 151936 vocab)
+        ("Qwen/Qwen3-32B", 32.8e9, 0.01),  # "32.8B"
+        ("Qwen/Qwen2.5-7B", 7.61e9, 0.01),  # "7.61B"
+        ("mistralai/Mistral-7B-v0.1", 7.24e9, 0.01),  # "7.24B"
+        ("mistralai/Mixtral-8x7B-v0.1", 46.7e9, 0.01),  # "46.7B total"
+        ("microsoft/Phi-3-mini-4k-instruct", 3.8e9, 0.01),  # "3.8B"
+        ("moonshotai/Kimi-K2-Instruct", 1.04e12, 0.02),  # "1T total" (1.03 T on the Hub)
+        ("MiniMaxAI/MiniMax-M2.5", 229e9, 0.01),  # "229B"
+        ("XiaomiMiMo/MiMo-V2-Flash", 309e9, 0.01),  # "309B total"
+        ("Qwen/Qwen3-Next-80B-A3B-Thinking", 80e9, 0.01),  # "80B total"
+        ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6e9, 0.01),  # "31.6B total"
+        ("ai21labs/Jamba-v0.1", 52e9, 0.01),  # "52B total"
+        ("google/gemma-2-9b", 9.24e9, 0.01),  # "9B" (9.24 B on the Hub)
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 108e9, 0.01),  # "109B total" incl. ~1 B vision
+    ],
+)
+def test_published_sizes(model_id, published, tolerance):
+    n = count(model_id)
+    assert abs(n - published) / published < tolerance, f"{model_id}: {n:,} vs {published:,.0f}"
+
+
+def test_multimodal_counts_the_text_decoder_and_says_so():
+    inv = analytic_inventory(cfg("google/gemma-3-27b-it"))
+    # Gemma 3 27B: 62 layers, tied embedding 262208·5376; "27B" with its 0.42 B vision tower.
+    assert abs(inv.num_params() - 27.0e9) / 27e9 < 0.01
+    assert any("vision tower" in n for n in inv.notes)
+    assert not inv.by_kind().get("lm_head")  # tied
+
+
+def test_unsupported_family_names_the_override():
+    with pytest.raises(UnsupportedError, match="--weights-memory"):
+        analytic_inventory(cfg("deepseek-ai/DeepSeek-V4-Flash"))
+
+
+def test_eagle3_head_shares_the_embedding_and_keeps_its_lm_head():
+    # yuhuili EAGLE-3 for Llama-3.1-8B: one layer whose q/k/v read 2·4096 inputs, fc 3·4096 → 4096,
+    # MLP 3·4096·14336, four norms (input, hidden, post-attention, final), lm_head 32000·4096.
+    H = 4096
+    layer = 2 * H * H + 2 * 2 * H * 1024 + H * H + 3 * H * 14336 + 3 * H
+    expected = layer + 3 * H * H + H + 32000 * H
+    inv = drafter_inventory(cfg("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"), "eagle3", cfg("meta-llama/Meta-Llama-3.1-8B"))
+    assert inv.num_params() == expected == 424_689_664
+
+
+# --- bytes: dtype, quantization, exclusions ------------------------------------------------
+
+
+def test_quantization_schemes_from_configs():
+    assert quantization_of(cfg("meta-llama/Meta-Llama-3.1-8B")).method == "none"
+    q = quantization_of(cfg("openai/gpt-oss-20b"))
+    assert (q.method, q.experts_only) == ("mxfp4", True)
+    q = quantization_of(cfg("deepseek-ai/DeepSeek-V3"))
+    assert (q.method, q.block) == ("fp8", (128, 128))
+    q = quantization_of(cfg("MiniMaxAI/MiniMax-M2.5"))
+    assert "gate" in q.exclude and "lm_head" in q.exclude
+    with pytest.raises(UnsupportedError, match="--weights-memory"):
+        quantization_of({"quantization_config": {"quant_method": "hqq"}})
+
+
+def test_tensor_bytes_per_method():
+    # mxfp4: 4 bits per value + one e8m0 byte per 32 values = 4.25 bits.
+    assert tensor_bytes((32, 5760, 2880), Quantization("mxfp4", ""), True, 2) == 32 * 5760 * (2880 // 2 + 2880 // 32)
+    # fp8 block 128×128: one byte per value + an fp32 scale per block (DeepSeek q_b_proj).
+    fp8 = Quantization("fp8", "", block=(128, 128))
+    assert tensor_bytes((24576, 1536), fp8, True, 2) == 24576 * 1536 + (24576 // 128) * (1536 // 128) * 4
+    # ragged blocks round up: kv_a 576 rows → 5 row blocks
+    assert tensor_bytes((576, 7168), fp8, True, 2) == 576 * 7168 + 5 * 56 * 4
+    # nvfp4: 4 bits + an fp8 scale per 16 values (4.5 bits) + a global fp32 scale.
+    assert tensor_bytes((4096, 4096), Quantization("nvfp4", ""), True, 2) == 4096 * (2048 + 256) + 4
+    # bitsandbytes 4-bit: absmax fp32 per 64 values; double quant: a byte per 64 + fp32 per 256 blocks.
+    n = 4096 * 4096
+    assert tensor_bytes((4096, 4096), Quantization("bnb_4bit", ""), True, 2) == n // 2 + n // 64 * 4
+    assert tensor_bytes((4096, 4096), Quantization("bnb_4bit", "", double_quant=True), True, 2) == \
+        n // 2 + n // 64 + n // 64 // 256 * 4
+    # gptq 4-bit group 128: packed values + fp16 scale + packed zero per (row, group).
+    assert tensor_bytes((4096, 4096), Quantization("gptq", "", bits=4, group_size=128), True, 2) == \
+        n // 2 + 4096 * 32 * 2 + 4096 * 32 // 2
+    # not converted: dtype bytes
+    assert tensor_bytes((4096, 4096), NO_QUANTIZATION, False, 2) == 2 * n
+
+
+def test_gpt_oss_20b_bytes_mxfp4_experts_bf16_rest():
+    # Experts' weights 24·32·(5760·2880 + 2880·2880) values at 4.25 bits; everything else
+    # (attention, router, biases, embed, head, norms) bf16. The checkpoint is 13.8 GB.
+    inv = analytic_inventory(cfg("openai/gpt-oss-20b"))
+    m = weight_memory([inv], "bfloat16", quant=quantization_of(cfg("openai/gpt-oss-20b")))
+    expert_values = 24 * 32 * (5760 * 2880 + 2880 * 2880)
+    rest = inv.num_params() - expert_values
+    assert m.stages[0].weight_bytes == expert_values * 17 // 32 + 2 * rest == 13_761_264_768
+    assert round(m.stages[0].weight_bytes / 1e9, 1) == 13.8
+
+
+def test_deepseek_v3_fp8_keeps_router_embed_head_norms_in_bf16():
+    c = cfg("deepseek-ai/DeepSeek-V3")
+    inv = analytic_inventory(c)
+    q = quantization_of(c)
+    converted = [w for w in inv.weights if q.converts(w)]
+    assert converted and all(w.kind in ("attention", "mlp", "experts") for w in converted)
+    assert not any(w.kind in ("router", "embedding", "lm_head", "norm") for w in converted)
+    main = weight_memory([inv], "bfloat16", quant=q).stages[0]
+    # ~1 byte per parameter plus fp32 block scales, bf16 where not converted: 673.15 GB.
+    assert main.weight_bytes == 673_150_582_112
+    # The Hub's checkpoint (688.6 GB of safetensors) adds the MTP layer in fp8 and its own
+    # bf16 copies of embed and head (2 · 129280 · 7168 · 2 B).
+    with_mtp = weight_memory([analytic_inventory(c, include_mtp=True)], "bfloat16", quant=q).stages[0]
+    checkpoint = with_mtp.weight_bytes + 2 * 129280 * 7168 * 2
+    assert abs(checkpoint - 688.6e9) / 688.6e9 < 0.001
+
+
+def test_minimax_modules_to_not_convert_are_honoured():
+    c = cfg("MiniMaxAI/MiniMax-M2.5")
+    q = quantization_of(c)
+    inv = analytic_inventory(c)
+    gates = [w for w in inv.weights if w.name.endswith("mlp.gate.weight")]
+    assert gates and not any(q.converts(w) for w in gates)
+
+
+# --- per rank: tensor and pipeline parallelism ----------------------------------------------
+
+
+def test_llama_8b_per_rank_matches_vllm_logs():
+    # vLLM logged "model weights take 14.96GiB" (TP 1) and 7.48GiB (TP 2) for Llama-3-8B (PR #10511).
+    inv = analytic_inventory(cfg("meta-llama/Meta-Llama-3.1-8B"))
+    assert round(weight_memory([inv], "bfloat16").stages[0].weight_bytes / GiB, 2) == 14.96
+    assert round(weight_memory([inv], "bfloat16", tp=2).stages[0].weight_bytes / GiB, 2) == 7.48
+
+
+def test_kv_heads_replicate_past_tp():
+    # 8 KV heads at tp 16: every rank keeps one head (vLLM's QKVParallelLinear), q splits 32 → 2.
+    inv = analytic_inventory(cfg("meta-llama/Meta-Llama-3.1-8B"))
+    k = next(w for w in inv.weights if w.name.endswith("layers.0.self_attn.k_proj.weight"))
+    q = next(w for w in inv.weights if w.name.endswith("layers.0.self_attn.q_proj.weight"))
+    assert k.rank_shape(16) == (128, 4096) and k.rank_shape(4) == (256, 4096)
+    assert q.rank_shape(16) == (256, 4096)
+
+
+def test_vocab_parallel_pads_to_64():
+    # Phi-3's 32064 rows are already a multiple of 64; a 32001-row vocabulary pads to 32064.
+    from kvplan.weights import Weight
+
+    w = Weight("model.embed_tokens.weight", "embedding", (32001, 4096), vocab=True)
+    assert w.rank_shape(1) == (32064, 4096) and w.rank_shape(2) == (16032, 4096)
+
+
+def test_mla_low_rank_projections_replicate():
+    inv = analytic_inventory(cfg("deepseek-ai/DeepSeek-V3"))
+    qa = next(w for w in inv.weights if w.name.endswith("layers.0.self_attn.q_a_proj.weight"))
+    qb = next(w for w in inv.weights if w.name.endswith("layers.0.self_attn.q_b_proj.weight"))
+    assert qa.rank_shape(8) == qa.shape and qb.rank_shape(8) == (24576 // 8, 1536)
+
+
+def test_pipeline_stages_hold_their_layers_and_the_ends():
+    inv = analytic_inventory(cfg("meta-llama/Meta-Llama-3.1-8B"))
+    m = weight_memory([inv], "bfloat16", pp=2)
+    H, V = 4096, 128256
+    layer = 2 * H * H + 2 * 1024 * H + 3 * H * 14336 + 2 * H
+    s0, s1 = m.stages
+    assert s0.num_params == V * H + 16 * layer  # embedding + layers 0-15
+    assert s1.num_params == 16 * layer + H + V * H  # layers 16-31 + norm + lm_head
+    assert s0.bytes_by_kind.get("lm_head") is None and s1.bytes_by_kind.get("embedding") is None
+
+
+def test_tied_embedding_is_held_by_both_ends_under_pp():
+    inv = analytic_inventory(cfg("google/gemma-2-9b"))
+    one = weight_memory([inv], "bfloat16").stages[0].num_params
+    s0, s1 = weight_memory([inv], "bfloat16", pp=2).stages
+    assert s0.num_params + s1.num_params == one + 256000 * 3584  # the lm_head copy
+
+
+def test_drafter_weights_sit_on_the_last_stage():
+    t = analytic_inventory(cfg("meta-llama/Meta-Llama-3.1-8B"))
+    d = drafter_inventory(cfg("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"), "eagle3", cfg("meta-llama/Meta-Llama-3.1-8B"))
+    alone = weight_memory([t], "bfloat16", pp=2)
+    both = weight_memory([t, d], "bfloat16", pp=2)
+    assert both.stages[0].weight_bytes == alone.stages[0].weight_bytes
+    assert both.stages[1].weight_bytes == alone.stages[1].weight_bytes + 2 * d.num_params()
