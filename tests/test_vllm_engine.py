@@ -282,7 +282,7 @@ def test_auto_fit_reduces_max_model_len():
     p = run(ls, "vllm-1.5", mem=2 * GiB, max_model_len=-1)
     assert p.max_model_len == 16384 and p.starts
     assert p.logs[0] == ("Auto-fit max_model_len: reduced from 131072 to 16384 to fit in available GPU memory "
-                         "(2.00 GiB available for KV cache)")
+                         "(2.0 GiB available for KV cache)")  # golden: llama-3.1-8b__autofit__4gib__0.17.1
     p = run(ls, "vllm-latest", mem=2 * GiB, max_model_len=-1)
     assert p.max_model_len == 16368
 

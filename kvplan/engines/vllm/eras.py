@@ -30,13 +30,17 @@ class Era:
     in_flight_batches: bool
     # 0.33 keeps the null block out of the admission check and auto-fit.
     null_block_in_check: bool
-    # Non-divisible attention pages: "raise" (≤ 0.32) or "pad" (0.33).
+    # Different page sizes: "none" (0.11: no unification, bare NotImplementedError),
+    # "raise" when they do not divide (≤ 0.32), or "pad" the smaller ones (0.33).
     page_mismatch: str
     # Prefix caching default for hybrid Mamba/GDN models (0.33: on, "align" mode).
     hybrid_prefix_caching_default: bool
     # GDN (Qwen gated delta net) 64-token block alignment in "align" mode (0.33).
     gdn_align_tokens: int
-    # Error-message wording generation: "old" ("models's") or "new" ("model's", CPU note).
+    # Message wording, by the release that printed it (checked against the goldens):
+    # "0.11" (admission error with 2-decimal GiB, no docs link; "All eagle layers …"),
+    # "0.17" ("models's", docs link; two capacity lines), "0.33" ("model's", CPU note,
+    # one combined capacity line, "Using LBNHC KV cache layout.").
     messages: str
     # KV-connector rule: "always" disables HMA (≤ V_before), "supports_hma" (0.33).
     kv_transfer_rule: str
@@ -57,7 +61,7 @@ _COMMON_OLD = dict(
     page_mismatch="raise",
     hybrid_prefix_caching_default=False,
     gdn_align_tokens=0,
-    messages="old",
+    messages="0.17",
     kv_transfer_rule="always",
 )
 
@@ -70,7 +74,7 @@ ERAS: dict[str, Era] = {
             threshold=None,
             admission="per_layer",
             releases=("0.11.2",),
-            **_COMMON_OLD,
+            **{**_COMMON_OLD, "messages": "0.11", "page_mismatch": "none"},
         ),
         Era(
             name="vllm-1.25",
@@ -100,7 +104,7 @@ ERAS: dict[str, Era] = {
             page_mismatch="pad",
             hybrid_prefix_caching_default=True,
             gdn_align_tokens=64,
-            messages="new",
+            messages="0.33",
             kv_transfer_rule="supports_hma",
             releases=("0.33.0",),
         ),

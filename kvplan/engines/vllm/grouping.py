@@ -203,6 +203,9 @@ def unify_page_sizes(
     pages = {s.page_size_bytes for s in specs.values()}
     if len(pages) <= 1:
         return specs, []
+    if page_mismatch == "none":
+        # 0.11 had no page-size unification: get_kv_cache_groups raised a bare NotImplementedError.
+        raise EngineFailure("NotImplementedError", "", "page_unification")
     top = max(pages)
     out: dict[str, KVCacheSpec] = {}
     changes: dict[tuple[str, int, int], None] = {}

@@ -20,6 +20,8 @@ from kvplan.specs import KVCacheSpec, LayerSpec, Workload
 from kvplan.units import GiB
 
 DRAFTER_SPLIT = "All drafting layers should belong to the same kv cache group"
+DRAFTER_SPLIT_011 = "All eagle layers should belong to the same kv cache group"
+LAYOUT_LOG_033 = "Using LBNHC KV cache layout."
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class SimulateOptions:
     num_gpu_blocks_override: int | None = None
     allow_chunked_local_with_hma: bool = True
     decode_context_parallel_size: int = 1
+    # 0.33 with async scheduling keeps PP + 1 batches in flight on the V2 model runner, PP on V1.
+    use_v2_model_runner: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,8 +122,19 @@ class Plan:
         return sorted({i for i, g in enumerate(self.groups) for n in g.layer_names if n in names})
 
 
-def _workload(era: Era, o: SimulateOptions, max_model_len: int, mamba: MambaAlignment | None, spec_tokens: int) -> Workload:
-    batches = 2 if (era.in_flight_batches and o.async_scheduling) else 1
+def max_concurrent_batches(era: Era, o: SimulateOptions, pp: int) -> int:
+    """Batches whose tokens a sliding/chunked layer must hold at once (0.32+; 1 before)."""
+    if not era.in_flight_batches:
+        return 1
+    if o.async_scheduling and pp == 1:
+        return 2
+    if o.async_scheduling and o.use_v2_model_runner:
+        return pp + 1
+    return pp
+
+
+def _workload(era: Era, o: SimulateOptions, max_model_len: int, mamba: MambaAlignment | None, pp: int) -> Workload:
+    batches = max_concurrent_batches(era, o, pp)
     return Workload(
         max_model_len=max_model_len,
         max_in_flight_tokens=batches * o.max_num_batched_tokens,
@@ -162,6 +177,8 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         kv_transfer_config=o.kv_transfer_config,
         logs=logs,
     )
+    if era.messages == "0.33":
+        logs.append(LAYOUT_LOG_033)
     specs = {ls.name: ls.spec for ls in plan.layers}
     specs, plan.mamba = hybrid.align_hybrid_mamba(
         specs, era,
@@ -172,6 +189,16 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         max_model_len=original,
         logs=logs,
     )
+    worker_names = [set(r) for r in ranks] if ranks else [set(specs)]
+    plan.workload = _workload(era, o, original, plan.mamba, len(worker_names))
+    if era.admission == "per_layer":
+        # 0.11 checked every layer's own reservation before grouping (and before HMA-off conversion).
+        for names in worker_names:
+            need = sizing.check_per_layer_memory(
+                era, plan.workload, [specs[n] for n in specs if n in names], o.kv_cache_memory_bytes
+            )
+            if not plan.needed_bytes:
+                plan.needed_bytes, plan.checked_available_bytes = need, o.kv_cache_memory_bytes
     rule = None
     if era.grouping != "threshold":
         from kvplan.engines.vllm.proposals import group_size_rule
@@ -187,7 +214,6 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     )
     plan.specs, plan.groups = specs, groups
 
-    worker_names = [set(r) for r in ranks] if ranks else [set(specs)]
     projected = [sizing.project_groups(groups, names) for names in worker_names]
     available = [o.kv_cache_memory_bytes for _ in projected]
     if o.num_gpu_blocks_override is not None and era.kv_size_log == "concurrency":
@@ -199,14 +225,13 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
                     f"num_gpu_blocks_override={o.num_gpu_blocks_override}"
                 )
                 available[i] = o.num_gpu_blocks_override * bpb
-    plan.workload = _workload(era, o, original, plan.mamba, facts.num_speculative_tokens)
     worker_specs = [[specs[n] for n in specs if n in names] for names in worker_names]
 
     if o.max_model_len == -1:
         _auto_fit(plan, projected, worker_specs, available)
 
     for pg, ws, avail in zip(projected, worker_specs, available):
-        if pg:
+        if pg and era.admission != "per_layer":
             need = sizing.check_enough_memory(pg, era, plan.workload, ws, avail)
             if not plan.needed_bytes:
                 plan.needed_bytes = need
@@ -228,15 +253,25 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         plan.kv_cache_size_tokens = sizing.kv_cache_size_tokens(
             era, reported.num_blocks, rg, plan.max_concurrency, plan.workload
         )
-        logs.append(f"GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens")
-        logs.append(
-            f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {plan.max_concurrency:.2f}x"
-        )
+        size_line = f"GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens"
+        conc_line = f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {plan.max_concurrency:.2f}x"
+        if era.messages == "0.33":
+            logs.append(f"{size_line}, {conc_line}")  # one line from update_kv_cache_capacity
+        else:
+            logs.append(size_line)
+            logs.append(conc_line)
+        if era.messages == "0.11":
+            # 0.11 logged the concurrency line with plain info: once per worker that has groups
+            for w in plan.workers:
+                if w.groups and w is not reported:
+                    c = sizing.max_concurrency(w.num_blocks, list(w.groups), plan.workload)
+                    logs.append(f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {c:.2f}x")
 
     drafter = [ls.name for ls in plan.layers if ls.source == "drafter"]
     if facts.speculative_method is not None and len(plan.drafter_groups()) != 1:
         if drafter or facts.speculative_method in hybrid.EAGLE_METHODS:
-            raise EngineFailure("AssertionError", DRAFTER_SPLIT, "drafter")
+            raise EngineFailure("AssertionError", DRAFTER_SPLIT_011 if era.messages == "0.11" else DRAFTER_SPLIT,
+                                "drafter")
 
 
 def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
@@ -257,13 +292,21 @@ def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
             "Try increasing `gpu_memory_utilization`.",
             "autofit",
         )
+    avail_gib = round(min(a for a, pg in zip(available, projected) if pg) / GiB, 2)
     if best >= original:
-        logs.append(f"Auto-fit max_model_len: full model context length {original} fits in available GPU memory")
+        logs.append(
+            f"Auto-fit max_model_len: full model context length {original} fits in available KV cache memory "
+            f"({avail_gib} GiB GPU)"
+            if era.messages == "0.33"
+            else f"Auto-fit max_model_len: full model context length {original} fits in available GPU memory"
+        )
         return
-    avail = min(a for a, pg in zip(available, projected) if pg)
     logs.append(
-        f"Auto-fit max_model_len: reduced from {original} to {best} to fit in available GPU memory "
-        f"({avail / GiB:.2f} GiB available for KV cache)"
+        f"Auto-fit max_model_len: reduced from {original} to {best} to fit in available KV cache memory "
+        f"({avail_gib} GiB GPU)"
+        if era.messages == "0.33"
+        else f"Auto-fit max_model_len: reduced from {original} to {best} to fit in available GPU memory "
+        f"({avail_gib} GiB available for KV cache)"
     )
     plan.max_model_len = best
     plan.workload = replace(plan.workload, max_model_len=best)

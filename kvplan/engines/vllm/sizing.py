@@ -95,7 +95,7 @@ def _gib(n: int) -> str:
 def no_memory_message(era: Era) -> str:
     cpu_note = (
         " (this flag also controls CPU memory reservation on the CPU backend, despite its name)"
-        if era.messages == "new"
+        if era.messages == "0.33"
         else ""
     )
     return (
@@ -108,7 +108,14 @@ def not_enough_memory_message(era: Era, max_model_len: int, needed: int, availab
     est = (
         f"Based on the available memory, the estimated maximum model length is {estimate}. " if estimate > 0 else ""
     )
-    if era.messages == "new":
+    if era.messages == "0.11":
+        return (
+            f"To serve at least one request with the models's max seq len ({max_model_len}), "
+            f"({needed / GiB:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
+            f"({available / GiB:.2f} GiB). {est}Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine."
+        )
+    if era.messages == "0.33":
         return (
             f"To serve at least one request with the model's max seq len ({max_model_len}), "
             f"({_gib(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
@@ -143,6 +150,15 @@ def estimate_max_model_len(
         else:
             hi = mid - 1
     return lo
+
+
+def check_per_layer_memory(era: Era, w: Workload, layer_specs: list[KVCacheSpec], available: int) -> int:
+    """0.11's ``check_enough_kv_cache_memory``: Σ of every layer's own reservation, on the
+    specs as the model registered them (before grouping, before any HMA-off conversion)."""
+    if not layer_specs:
+        return 0
+    marker = [Group((), layer_specs[0])]  # needed_bytes ignores groups for per-layer admission
+    return check_enough_memory(marker, era, w, layer_specs, available)
 
 
 def check_enough_memory(
@@ -238,3 +254,21 @@ def kv_cache_size_tokens(era: Era, num_blocks: int, groups: list[Group], concurr
     if w.cp_world_size > 1:
         tokens *= w.cp_world_size
     return tokens
+
+
+def vllm_tensor_records(w: WorkerConfig) -> list[dict]:
+    """0.33's ``kv_cache_tensors``: one record per non-empty group over one shared buffer of
+    bytes_per_block · num_blocks (layout LBNHC: layer_stride = page · num_blocks, block_stride = page)."""
+    records = []
+    for g in w.groups:
+        if not g.layer_names:
+            continue
+        page = g.spec.page_size_bytes
+        records.append({
+            "block_stride": page,
+            "layer_stride": page * w.num_blocks,
+            "layers": list(g.layer_names),
+            "offset": 0,
+            "size": w.bytes_per_block * w.num_blocks,
+        })
+    return records
