@@ -282,8 +282,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     from kvplan.weights import layout_weight_memory
 
     overrides = dict(overrides or {})
-    tp = int(tensor_parallel_size or overrides.get("tensor_parallel_size")
-             or getattr(layout, "tensor_parallel_size", None) or 1)
+    tp_given = tensor_parallel_size or overrides.get("tensor_parallel_size") or getattr(layout, "tensor_parallel_size", None)
+    tp = int(tp_given or 1)
     T = int(max_num_batched_tokens or overrides.get("max_num_batched_tokens") or 8192)
     R = int(max_num_seqs or overrides.get("max_num_seqs") or 1024)
     exact = bool(exact_params if exact_params is not None else overrides.get("exact_params", False))
@@ -295,6 +295,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         raise OptionError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
     requested = int(total * util)
     warnings: list[str] = []
+    if not tp_given:
+        warnings.append("kv_budget was not told the tensor-parallel size; weights are per GPU at tp 1")
 
     w_over = _override_bytes(overrides, "weights_memory")
     a_over = _override_bytes(overrides, "activation_memory")
