@@ -98,7 +98,9 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
         from kvplan.hardware import kv_budget
 
         budget = kv_budget(layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory,
-                           gpu_memory_utilization=s.gpu_memory_utilization, overrides=s.budget_overrides)
+                           gpu_memory_utilization=s.gpu_memory_utilization, overrides=s.budget_overrides,
+                           tensor_parallel_size=s.tensor_parallel_size,
+                           max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs)
         kv_bytes = budget["kv_cache_memory_bytes"]
     else:
         raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")

@@ -77,8 +77,7 @@ def simulate_command(
         mamba_cache_mode=mamba_cache_mode, disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
         kv_transfer_config=kv_transfer_config, num_gpu_blocks_override=num_gpu_blocks_override,
         gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=gpu_memory_utilization,
-        budget_overrides=_budget_overrides(weights_memory, activation_memory, non_torch_memory, cudagraph_memory,
-                                           tensor_parallel_size, max_num_batched_tokens, max_num_seqs),
+        budget_overrides=_budget_overrides(weights_memory, activation_memory, non_torch_memory, cudagraph_memory),
     )
     if budget_from_device:
         if kv_cache_memory is not None:
@@ -143,13 +142,11 @@ def simulate_command(
         raise typer.Exit(exit_code)
 
 
-def _budget_overrides(weights, activation, non_torch, cudagraph, tp: int, batched: int, seqs: int) -> dict:
-    """--weights-memory & co. for kvplan.hardware.kv_budget, with the scheduler facts its
-    estimate needs (tensor_parallel_size, max_num_batched_tokens, max_num_seqs)."""
+def _budget_overrides(weights, activation, non_torch, cudagraph) -> dict:
+    """--weights-memory & co. for kvplan.hardware.kv_budget (only the ones given)."""
     sizes = {"weights_memory": weights, "activation_memory": activation, "non_torch_memory": non_torch,
              "cudagraph_memory": cudagraph}
-    return {**{k: v for k, v in sizes.items() if v is not None},
-            "tensor_parallel_size": tp, "max_num_batched_tokens": batched, "max_num_seqs": seqs}
+    return {k: v for k, v in sizes.items() if v is not None}
 
 
 def _sweep(scenario, spec: str, plot: str | None, fmt: str) -> None:
