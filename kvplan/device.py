@@ -1,0 +1,978 @@
+"""``--allocate``: allocate the KV tensors a plan predicts on a real device and verify the layout.
+
+The only module that imports torch, and only inside functions: ``import kvplan.device``
+works without it, and every entry point turns a missing torch (or a missing CUDA) into a
+one-line ``DeviceError`` that says what to install or use.
+
+What happens, in order (``allocate_and_verify``):
+
+1. **Geometry, no torch** (``plan_views``). One worker of the plan (the PP stage this
+   device would be) is turned into tensors and per-layer views, as vLLM's model runner
+   views its raw ``int8`` memory (reference §4.5 and §11 item 5): one slot of
+   ``page · num_blocks`` bytes per shared slot (a single uniform-type group: one per
+   layer), allocated as one tensor per slot up to 0.32 and as one buffer with the slots
+   end to end in 0.33 (``backing_of``); in each slot, each sharing layer's views
+   (``layer_parts``, ``view_style``):
+
+   - attention, 0.33: LBNHC, logical ``(num_blocks, num_kv_heads, block_size, head_size +
+     head_size_v)`` in physical order block, token, head, content (K then V): a block's
+     page is contiguous ("block_outer");
+   - attention, ≤ 0.32 FlashAttention: ``(2, num_blocks, block_size, num_kv_heads,
+     head_size)``, K of every block first, then V ("kv_outer"). In a model with Mamba
+     layers vLLM re-strides the same shape so that a block's K and V are adjacent
+     (``_update_hybrid_attention_mamba_layout``), because a Mamba layer of the same slot
+     uses the whole page of a block ("block_outer"); kvplan does the same when a page is
+     padded, when MLA shares the pool with other attention, or when K and V have
+     different widths (MiMo-V2: 192/128; then two views, key then value), see
+     ``needs_block_outer``;
+   - MLA: ``(num_blocks, block_size, head_size)`` (0.33: with a head dimension of 1;
+     ``fp8_ds_mla``: 656 bytes per token);
+   - Mamba: one view per state, ``(num_blocks, *shape)`` of its dtype, packed from the
+     start of the (padded) page, block stride = the page.
+
+2. **Fits?** Free memory is read first (CUDA: ``torch.cuda.mem_get_info``; CPU: see
+   ``cpu_free_bytes``). The layout needs its tensors (rounded as the allocator rounds
+   them), the verification scratch and a headroom; if that is more than is free, nothing
+   is allocated and ``DeviceDoesNotFitError`` (exit 3) says by how much.
+
+3. **Allocate** with ``torch.zeros(size, dtype=int8)``, as vLLM does, and build the views
+   with ``as_strided`` (seen as integer words of up to 8 bytes for the checks).
+
+4. **Verify**, vectorised over block tables (no Python loop over blocks):
+
+   - block ids ``1 … num_blocks − 1`` (0 is vLLM's null block) are handed to the groups
+     as the block pool would hand them to max-length requests: in proportion to the blocks
+     one request reserves in each group, interleaved (``request_block_order``), so every
+     block id belongs to exactly one group;
+   - *write*: through each layer's view, every page of every block of its group gets a
+     pattern that encodes (layer, block) injectively and changes with the byte position
+     (``_pattern``); every pattern byte is odd, so never 0;
+   - *read back*: every page is read through the same view and compared; a page that
+     another group or another layer overwrote, or a wrong pattern, is a failure naming
+     the tensor, the group, the block and the layer (and whose pattern it holds);
+   - *scan*: each raw tensor is read as vLLM's allocator sees it (rows of one block:
+     ``(2, num_blocks, page/2)`` for kv_outer, ``(num_blocks, page)`` for block_outer) and
+     every block must be non-zero exactly on its owner layer's page bytes and zero
+     elsewhere (padding, the null block, blocks of groups without a layer in this slot).
+     This catches a view that writes outside its own pages, which read-back alone cannot.
+
+5. **Free** everything, also on error and on Ctrl-C (``KeyboardInterrupt``), and measure
+   free memory again.
+
+Test hooks: ``corrupt="overlap"`` gives the second group a block id of the first group,
+``"pattern"`` writes one wrong page, ``"alias"`` builds one layer's view on another slot's
+tensor. Each must come back as a failure.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import time
+import traceback
+import weakref
+from dataclasses import dataclass
+
+from kvplan.errors import DeviceError, KvplanError, OptionError
+from kvplan.specs import (
+    AttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    UniformTypeKVCacheSpecs,
+)
+from kvplan.units import MiB, dtype_size_bytes, format_bytes
+
+CORRUPTIONS = ("overlap", "pattern", "alias")
+MAX_FAILURES = 50  # failures listed in the report; the count covers all of them
+PER_PLACE = 4  # blocks listed per layer (read-back) or per tensor (scan) before one summary line
+
+# Verification works on chunks of blocks so that its scratch stays small next to the
+# KV tensors: a chunk of pattern bytes, its read-back copy and two masks (4 chunks).
+CHUNK_BYTES = {"cuda": 128 * MiB, "cpu": 8 * MiB}
+# Left free on top of tensors and scratch: the CUDA caching allocator's fragmentation and
+# kernel workspaces; on CPU, the Python process's own growth while it runs.
+HEADROOM_BYTES = {"cuda": 256 * MiB, "cpu": 256 * MiB}
+# The CUDA caching allocator hands out large blocks in multiples of 2 MiB.
+CUDA_ROUND_BYTES = 2 * MiB
+CPU_ROUND_BYTES = 4096  # one page
+
+INSTALL_HINT = "install the optional extra: pip install 'kvplan[gpu]' (or a torch wheel for your machine)"
+
+# Weak references to the storages of the raw tensors allocated here. torch keeps a
+# storage's Python object alive while any view of it lives, so a live reference here
+# means memory not yet freed.
+_LIVE: list = []
+
+
+class DeviceDoesNotFitError(KvplanError):
+    """The layout does not fit in the device's free memory: nothing was allocated."""
+
+    exit_code = 3
+
+
+# --- torch and the device ------------------------------------------------------------------
+
+
+def _import_torch():
+    try:
+        import torch
+    except ImportError:
+        raise DeviceError(f"--allocate needs torch, which is not installed; {INSTALL_HINT}") from None
+    return torch
+
+
+def _device_kind(device: str) -> str:
+    d = device.strip().lower()
+    if d == "cpu":
+        return "cpu"
+    if d == "cuda" or (d.startswith("cuda:") and d[5:].isdigit()):
+        return "cuda"
+    raise DeviceError(f"unknown device '{device}'; use cuda, cuda:N or cpu")
+
+
+def _resolve_device(torch, device: str):
+    kind = _device_kind(device)
+    if kind == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise DeviceError(
+            f"--device {device}: torch {torch.__version__} sees no CUDA device (a CPU-only build, or no GPU "
+            "visible); use --device cpu, or install a CUDA build of torch on a machine with a GPU"
+        )
+    dev = torch.device(device.strip().lower())
+    index = dev.index if dev.index is not None else torch.cuda.current_device()
+    if index >= torch.cuda.device_count():
+        raise DeviceError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) visible (cuda:0 …)")
+    return torch.device("cuda", index)
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _stat_value(path: str, key: str) -> int:
+    try:
+        with open(path) as f:
+            for line in f:
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _cgroup_free_bytes() -> int | None:
+    """Room left under this process's cgroup memory limit, or None when there is no limit.
+
+    v2: ``memory.max − memory.current + inactive_file``; v1: ``memory.limit_in_bytes −
+    memory.usage_in_bytes + total_inactive_file`` (inactive page cache is reclaimed before
+    the limit bites, as the kubelet counts a working set)."""
+    for limit_p, usage_p, stat_p, inactive in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.stat", "inactive_file"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+         "/sys/fs/cgroup/memory/memory.stat", "total_inactive_file"),
+    ):
+        limit, usage = _read_int(limit_p), _read_int(usage_p)
+        if limit is None or usage is None or limit >= 1 << 60:  # "max" or v1's "unlimited" (2^63 − page)
+            continue
+        return max(limit - usage + _stat_value(stat_p, inactive), 0)
+    return None
+
+
+def cpu_free_bytes() -> tuple[int, str]:
+    """Free memory for ``--device cpu`` and the rule that gave it (no psutil).
+
+    ``MemAvailable`` from ``/proc/meminfo`` (the kernel's estimate of what can be
+    allocated without swapping, page cache included); where there is no ``/proc``,
+    ``os.sysconf(SC_AVPHYS_PAGES) · SC_PAGE_SIZE``. Capped by the room left under a
+    cgroup memory limit, when there is one (containers)."""
+    free, rule = None, ""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    free, rule = int(line.split()[1]) * 1024, "/proc/meminfo MemAvailable"
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if free is None:
+        try:
+            free, rule = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "sysconf(SC_AVPHYS_PAGES)"
+        except (ValueError, OSError, AttributeError):
+            raise DeviceError("cannot read free CPU memory: no /proc/meminfo and no sysconf(SC_AVPHYS_PAGES)") from None
+    cg = _cgroup_free_bytes()
+    if cg is not None and cg < free:
+        free, rule = cg, rule + ", capped by the cgroup memory limit"
+    return free, rule
+
+
+def _free_bytes(torch, dev) -> tuple[int, str]:
+    if dev.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(dev)
+        return int(free), "torch.cuda.mem_get_info"
+    return cpu_free_bytes()
+
+
+def device_free_bytes(device: str) -> tuple[int, str]:
+    """Free bytes on ``device`` now, and the rule used to read them."""
+    torch = _import_torch()
+    return _free_bytes(torch, _resolve_device(torch, device))
+
+
+def budget_from_device(device: str, utilization: float, reserve_bytes: int) -> int:
+    """The KV budget ``--budget-from-device`` gives: ``free · utilization − reserve``, in bytes.
+
+    ``free`` is what the device has free now (the weights of a model are not loaded by
+    kvplan, so this is the memory a KV cache could take on an otherwise idle device)."""
+    if not 0 < utilization <= 1:
+        raise OptionError(f"--gpu-memory-utilization must be in (0, 1], got {utilization}")
+    if reserve_bytes < 0:
+        raise OptionError(f"--reserve must not be negative, got {reserve_bytes}")
+    free, rule = device_free_bytes(device)
+    budget = int(free * utilization) - reserve_bytes
+    if budget <= 0:
+        raise DeviceError(
+            f"--budget-from-device: {device} has {format_bytes(free)} free ({rule}); × {utilization:g} − --reserve "
+            f"{format_bytes(reserve_bytes)} leaves nothing for the KV cache; lower --reserve"
+        )
+    return budget
+
+
+# --- geometry (pure Python) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ViewPart:
+    """One strided view of a raw tensor, as the attention backend or Mamba layer sees it.
+
+    ``stride`` and ``offset`` are in elements of ``dtype``; ``block_dim`` is the dimension
+    that indexes blocks (1 for FlashAttention's ``(2, num_blocks, …)``, else 0)."""
+
+    name: str
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+    dtype: str
+    block_dim: int
+
+    @property
+    def element_bytes(self) -> int:
+        return dtype_size_bytes(self.dtype)
+
+    @property
+    def bytes_per_block(self) -> int:
+        return math.prod(s for i, s in enumerate(self.shape) if i != self.block_dim) * self.element_bytes
+
+    @property
+    def end_byte(self) -> int:
+        """One past the last byte the view can reach."""
+        last = self.offset + sum((n - 1) * st for n, st in zip(self.shape, self.stride))
+        return (last + 1) * self.element_bytes
+
+
+@dataclass(frozen=True)
+class LayerView:
+    name: str
+    group: int
+    ordinal: int  # the layer's position in the worker (the pattern key)
+    kind: str
+    layout: str  # "kv_outer" | "block_outer"
+    page_size_bytes: int  # the spec's page, padding included
+    parts: tuple[ViewPart, ...]
+
+    @property
+    def real_bytes(self) -> int:
+        """Bytes of one block that the layer uses (the page without its padding)."""
+        return sum(p.bytes_per_block for p in self.parts)
+
+
+@dataclass(frozen=True)
+class TensorView:
+    index: int
+    size_bytes: int
+    page_size_bytes: int
+    num_blocks: int
+    layers: tuple[LayerView, ...]
+
+    @property
+    def layout(self) -> str:
+        kinds = {lv.layout for lv in self.layers}
+        return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
+
+
+class _Geometry(Exception):
+    pass
+
+
+# How the attention backend views a layer's pages (``view_style``):
+#   "lbnhc"          vLLM 0.33: logical [B, H, N, C] per layer, physical order B, N, H, C
+#                    (``KVCacheLayout.LBNHC``, ``create_kv_cache_views``): a block's page is
+#                    contiguous and C holds K then V of one token and head;
+#   "kv_first"       vLLM ≤ 0.32 FlashAttention: (2, num_blocks, block_size, H, D), the K of
+#                    every block, then the V;
+#   "block_first"    the same shape re-strided so that a block's K and V are adjacent
+#                    (``_update_hybrid_attention_mamba_layout``; see ``needs_block_outer``).
+VIEW_STYLES = ("lbnhc", "kv_first", "block_first")
+
+
+def layer_parts(spec: KVCacheSpec, num_blocks: int, page: int, style: str) -> tuple[str, tuple[ViewPart, ...]]:
+    """The views of one layer inside a tensor of ``num_blocks`` pages of ``page`` bytes, and
+    where a block's bytes lie: "kv_outer" (K half and V half apart) or "block_outer" (one
+    contiguous page per block)."""
+    nb = num_blocks
+    if isinstance(spec, MambaSpec):
+        # Each state packed from the start of the (padded) page, as the Mamba layers split it.
+        parts, offset = [], 0
+        for i, (shape, dt) in enumerate(zip(spec.shapes, spec.dtypes)):
+            e = dtype_size_bytes(dt)
+            if page % e or offset % e:
+                raise _Geometry(f"state {i} ({dt}) is not aligned to its {e}-byte elements in a {page}-byte page")
+            shape = tuple(shape)
+            parts.append(ViewPart(f"state{i}", (nb, *shape), (page // e, *_contiguous_strides(shape)),
+                                  offset // e, dt, 0))
+            offset += math.prod(shape) * e
+        return "block_outer", tuple(parts)
+    if not isinstance(spec, AttentionSpec):
+        raise _Geometry(f"kvplan has no view for a {type(spec).__name__}")
+    e = dtype_size_bytes(spec.dtype)
+    if page % e:
+        raise _Geometry(f"a {page}-byte page is not a whole number of {spec.dtype} elements")
+    bs, pe = spec.block_size, page // e
+    if style == "lbnhc":
+        # [B, H, N, C]: C = the content of one token and head (K then V; MLA: the latent,
+        # 656 B for fp8_ds_mla), strides in physical order B, N, H, C.
+        h = spec.num_kv_heads
+        c = spec.real_page_size_bytes // (bs * h * e)
+        return "block_outer", (ViewPart("kv", (nb, h, bs, c), (pe, c, h * c, 1), 0, spec.dtype, 0),)
+    if isinstance(spec, MLAAttentionSpec):
+        width = spec.real_page_size_bytes // (bs * e)  # head_size, or 656 bytes for fp8_ds_mla
+        return "block_outer", (ViewPart("latent", (nb, bs, width), (pe, width, 1), 0, spec.dtype, 0),)
+    h, hk, hv = spec.num_kv_heads, spec.head_size, spec.head_size_v
+    if hk != hv:
+        return "block_outer", (
+            ViewPart("key", (nb, bs, h, hk), (pe, h * hk, hk, 1), 0, spec.dtype, 0),
+            ViewPart("value", (nb, bs, h, hv), (pe, h * hv, hv, 1), bs * h * hk, spec.dtype, 0),
+        )
+    inner = bs * h * hk  # elements of K (or V) in one block
+    if style == "block_first":
+        return "block_outer", (ViewPart("kv", (2, nb, bs, h, hk), (inner, pe, h * hk, hk, 1), 0, spec.dtype, 1),)
+    return "kv_outer", (ViewPart("kv", (2, nb, bs, h, hk), (nb * inner, inner, h * hk, hk, 1), 0, spec.dtype, 1),)
+
+
+def is_vllm_033(era) -> bool:
+    """vLLM 0.33 (``vllm-latest`` and the proposals built on it): one backing buffer per
+    worker and LBNHC views (reference §11 item 5)."""
+    return getattr(era, "messages", None) == "0.33"
+
+
+def backing_of(plan, worker) -> str:
+    """How the tensors are allocated: vLLM 0.33 puts a worker's slots end to end in one
+    buffer (``layer_stride = page · num_blocks``, reference §11 item 5); before, one tensor
+    per slot. A single uniform-type group has one tensor per layer (kvplan keeps that for
+    0.33 too)."""
+    from kvplan.engines.vllm.sizing import is_single_uniform_type
+
+    if is_single_uniform_type(list(worker.groups)):
+        return "one tensor per layer"
+    return "one buffer" if is_vllm_033(plan.era) else "one tensor per slot"
+
+
+def view_style(era, specs: list[KVCacheSpec]) -> str:
+    if is_vllm_033(era):
+        return "lbnhc"
+    return "block_first" if needs_block_outer(specs) else "kv_first"
+
+
+def needs_block_outer(specs: list[KVCacheSpec]) -> bool:
+    """Before 0.33: whether the attention layers of a worker use block-outer views (a block's
+    K and V adjacent). vLLM does it for models with Mamba layers; kvplan also does it when any
+    page is padded, when MLA and other attention share the pool, or when K and V have
+    different widths, because then the pages of every layer of a slot must be whole
+    blocks of the tensor for the slot to be shared at all."""
+    attention = [s for s in specs if isinstance(s, AttentionSpec)]
+    mla = [s for s in attention if isinstance(s, MLAAttentionSpec)]
+    return (
+        any(isinstance(s, MambaSpec) for s in specs)
+        or any(s.page_size_bytes != s.real_page_size_bytes for s in attention)
+        or (bool(mla) and len(mla) != len(attention))
+        or any(s.head_size != s.head_size_v for s in attention if not isinstance(s, MLAAttentionSpec))
+    )
+
+
+def plan_views(plan, rank: int = 0):
+    """``(worker, [TensorView], [failure])`` for one worker of ``plan``; no torch.
+
+    A layer whose view cannot be built (page mismatch, misaligned state, out of bounds)
+    is left out of its tensor and reported as a failure."""
+    if not plan.workers:
+        raise OptionError("the plan has no worker configuration (the engine would not start); nothing to allocate")
+    if not 0 <= rank < len(plan.workers):
+        raise OptionError(f"rank {rank} out of range: the plan has {len(plan.workers)} pipeline stage(s)")
+    worker = plan.workers[rank]
+    groups = list(worker.groups)
+    group_of: dict[str, int] = {}
+    spec_of: dict[str, KVCacheSpec] = {}
+    for gi, g in enumerate(groups):
+        members = dict(g.spec.kv_cache_specs) if isinstance(g.spec, UniformTypeKVCacheSpecs) else {}
+        for name in g.layer_names:
+            group_of[name] = gi
+            spec_of[name] = members.get(name) or plan.specs.get(name) or g.spec
+    style = view_style(plan.era, list(spec_of.values()))
+    ordinal = {name: i for i, name in enumerate(spec_of)}
+    nb = worker.num_blocks
+    tensors, failures = [], []
+    for ti, kt in enumerate(worker.tensors):
+        page = kt.size_bytes // nb if nb else 0
+        layers = []
+        for name in kt.shared_by:
+            spec = spec_of[name]
+            where = f"tensor {ti}, group {group_of[name]}, layer {name}"
+            if spec.page_size_bytes != page:
+                failures.append(f"{where}: page {spec.page_size_bytes:,} B differs from the tensor's {page:,} B")
+                continue
+            try:
+                layout, parts = layer_parts(spec, nb, page, style)
+            except _Geometry as e:
+                failures.append(f"{where}: {e}")
+                continue
+            lv = LayerView(name, group_of[name], ordinal[name], spec.kind, layout, page, parts)
+            over = [p.name for p in parts if p.end_byte > kt.size_bytes]
+            if over or lv.real_bytes > page:
+                failures.append(f"{where}: view {', '.join(over) or 'pages'} reaches past the tensor's "
+                                f"{kt.size_bytes:,} B")
+                continue
+            layers.append(lv)
+        tensors.append(TensorView(ti, kt.size_bytes, page, nb, tuple(layers)))
+    return worker, tensors, failures
+
+
+def request_block_order(blocks_per_request: list[int]) -> list[int]:
+    """Group index of each block one max-length request takes, in the order it takes them.
+
+    Each group gets its share (``blocks_per_request[g]``), spread evenly over the request:
+    block k of group g sits at (k + ½) / n_g. Repeating this sequence over block ids
+    1 … num_blocks − 1 hands every block id to one group, in the proportions a pool full
+    of max-length requests would. Example: ``[3, 1]`` → ``[0, 0, 1, 0]``."""
+    counts = [max(int(n), 0) for n in blocks_per_request] or [1]
+    if not any(counts):
+        counts = [1] * len(counts)
+    items = sorted(((k + 0.5) / n, g) for g, n in enumerate(counts) for k in range(n))
+    return [g for _, g in items]
+
+
+def scratch_bytes(tensors: list[TensorView], kind: str) -> int:
+    """Memory the verification takes besides the KV tensors (see CHUNK_BYTES)."""
+    largest_page = max((t.page_size_bytes for t in tensors), default=0)
+    nb = max((t.num_blocks for t in tensors), default=0)
+    sizes = {(p.bytes_per_block, i) for t in tensors for lv in t.layers for i, p in enumerate(lv.parts)}
+    largest_part = max((e for e, _ in sizes), default=0)
+    # pattern, read-back copy and two masks of one chunk; the block tables, owner and
+    # expected-size arrays (int64 per block); the position words kept per part shape (one
+    # byte per page byte) and the int64 lanes made while building one of them.
+    return (4 * max(CHUNK_BYTES[kind], largest_page) + 6 * 8 * nb + sum(e + 8 for e, _ in sizes)
+            + 9 * largest_part + MiB)
+
+
+def _rounded(n: int, kind: str) -> int:
+    r = CUDA_ROUND_BYTES if kind == "cuda" else CPU_ROUND_BYTES
+    return -(-n // r) * r
+
+
+def live_bytes() -> int:
+    """Bytes of KV tensors allocated by this module that are still referenced (0 after a run)."""
+    alive = [r for r in _LIVE if r() is not None]
+    _LIVE[:] = alive
+    return sum(st.nbytes() for st in (r() for r in alive) if st is not None)
+
+
+# --- allocation and verification (torch) -------------------------------------------------------
+
+
+class _Failures:
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.count = 0
+
+    def add(self, message: str, count: int = 1) -> None:
+        self.count += count
+        if len(self.items) < MAX_FAILURES:
+            self.items.append(message)
+
+
+class _Session:
+    """Holds every tensor of one run, so that ``release()`` drops them all at once."""
+
+    def __init__(self, torch, dev) -> None:
+        self.torch, self.dev = torch, dev
+        self.raws: list = []
+        self.views: dict = {}  # (tensor index, layer name) → [(ViewPart, word bytes, block-major word view)]
+        self.tables: list = []
+        self.misc: dict = {}
+
+    def sync(self) -> None:
+        if self.dev.type == "cuda":
+            self.torch.cuda.synchronize(self.dev)
+
+    def release(self) -> None:
+        self.views.clear()
+        self.tables.clear()
+        self.misc.clear()
+        self.raws.clear()
+        if live_bytes():  # only reference cycles can still hold a tensor
+            gc.collect()
+        if self.dev.type == "cuda":
+            self.torch.cuda.synchronize(self.dev)
+            self.torch.cuda.empty_cache()
+
+
+_WORD_DTYPES = {8: "int64", 4: "int32", 2: "int16", 1: "uint8"}
+# One byte 0x01 in every byte lane of a word: ``w & LOW_BITS == LOW_BITS`` ⇔ every byte is odd.
+LOW_BITS = {8: 0x0101010101010101, 4: 0x01010101, 2: 0x0101, 1: 0x01}
+
+
+def word_bytes(part: ViewPart, base_offset_bytes: int = 0) -> int:
+    """The widest integer word (8, 4, 2 or 1 bytes) the part can be read as: the innermost
+    dimension, the storage offset (the slot's start in its buffer included) and every other
+    stride must be whole words."""
+    e = part.element_bytes
+    for w in (8, 4, 2, 1):
+        if w < e:
+            break
+        strides = [st * e for i, st in enumerate(part.stride) if i != len(part.shape) - 1]
+        offset = base_offset_bytes + part.offset * e
+        if (part.shape[-1] * e) % w == 0 and offset % w == 0 and all(b % w == 0 for b in strides):
+            return w
+    return e if e in _WORD_DTYPES else 1
+
+
+def _word_view(torch, raw, part: ViewPart):
+    """``(word bytes, view)``: the typed view as the backend sees it (``as_strided`` on the
+    raw bytes of a slot), block dimension first, read as integer words."""
+    e = part.element_bytes
+    base = raw[: raw.numel() - raw.numel() % e].view(getattr(torch, part.dtype))
+    typed = torch.as_strided(base, part.shape, part.stride, base.storage_offset() + part.offset)
+    w = word_bytes(part, raw.storage_offset())
+    return w, typed.movedim(part.block_dim, 0).view(getattr(torch, _WORD_DTYPES[w]))
+
+
+def _position_words(torch, dev, num_words: int, salt: int):
+    """One int64 per 8 bytes of a page: byte lane j of word q is ``2·s + 1`` with
+    ``s = (37·q + 11·j + 53·salt) mod 128``: odd, and different from one position to the next."""
+    q = torch.arange(num_words, dtype=torch.int64, device=dev)[:, None]
+    j = torch.arange(8, dtype=torch.int64, device=dev)[None, :]
+    lanes = ((37 * q + 11 * j + 53 * salt) % 128 * 2 + 1).to(torch.uint8)
+    return lanes.view(torch.int64).flatten()
+
+
+def _key_words(torch, keys):
+    """Byte lane j (j < 7) of a key word is 2 · the j-th 7-bit digit of the key (49 bits in all)."""
+    shifts = torch.arange(0, 49, 7, dtype=torch.int64, device=keys.device)
+    digits = (keys[:, None] >> shifts[None, :]) & 0x7F
+    return ((digits * 2) << (shifts[None, :] // 7 * 8)).sum(1)
+
+
+def _pattern(torch, keys, positions, nbytes: int, word: int):
+    """The page contents for each key: ``key word XOR position word``, as ``[k, nbytes / word]``
+    words of ``word`` bytes.
+
+    Every byte is odd (even key lane XOR odd position lane), so a written byte is never 0;
+    at any byte position the map from the key's 7-bit digit to the byte is a bijection,
+    so two different (layer, block) keys differ in at least one byte of every 8."""
+    pat = _key_words(torch, keys)[:, None] ^ positions[None, :]
+    if word == 8 and nbytes % 8 == 0:
+        return pat
+    pat = pat.view(torch.uint8)[:, :nbytes].contiguous()
+    return pat.view(getattr(torch, _WORD_DTYPES[word]))
+
+
+def _whose(torch, page, positions, nbytes: int, word: int, nb: int, owners: dict) -> str:
+    """Whose data a wrong page holds: decode a key from its first 8 bytes and accept it only
+    if that key's whole pattern is what the page holds."""
+    page8 = page.view(torch.uint8)
+    if not bool(page8.any()):
+        return "the page was never written (a view that misses its memory)"
+    if nbytes < 8:
+        return ""
+    lanes = (page8[:8] ^ positions.view(torch.uint8)[:8]).tolist()
+    if not (lanes[7] or any(x % 2 for x in lanes)):
+        key = sum((x // 2) << (7 * j) for j, x in enumerate(lanes[:7]))
+        lv = owners.get(key // nb) if nb else None
+        if lv is not None:
+            want = _pattern(torch, torch.tensor([key], device=page.device), positions, nbytes, word)
+            if torch.equal(want.flatten(), page.flatten()):
+                return f"the page holds block {key % nb} of layer {lv.name} (group {lv.group})"
+    return "the page holds no layer's pattern (written wrong)"
+
+
+def _warm_up(torch, dev) -> None:
+    """Run every op the verification uses once on a few kilobytes."""
+    raw = torch.zeros(4 * 1024, dtype=torch.int8, device=dev).view(torch.uint8)
+    part = ViewPart("kv", (2, 4, 8, 8), (256, 64, 8, 1), 0, "bfloat16", 1)
+    _, view = _word_view(torch, raw, part)
+    blk = torch.arange(1, 3, dtype=torch.int64, device=dev)
+    positions = _position_words(torch, dev, 16, 0)
+    pat = _pattern(torch, blk, positions, 128, 8)
+    view[blk] = pat.view(-1, *view.shape[1:])
+    torch.equal(view[blk].reshape(2, -1), pat)
+    rows = raw.view(torch.int64).view(4, -1)
+    low = rows & LOW_BITS[8]
+    bool((low.amin(1) == LOW_BITS[8]).any() | (low.amax(1) == 0).any())
+
+
+def _chunks(table, block_bytes: int, chunk_bytes: int):
+    step = max(1, chunk_bytes // max(block_bytes, 1))
+    for s in range(0, table.numel(), step):
+        yield table[s : s + step]
+
+
+def allocate_and_verify(plan, device: str, *, corrupt: str | None = None, rank: int = 0) -> dict:
+    """Allocate the tensors ``plan`` predicts for pipeline stage ``rank`` on ``device``,
+    build each layer's views, verify the layout, free everything, and return the report.
+
+    Raises ``DeviceError`` (exit 1) without torch or CUDA, ``DeviceDoesNotFitError``
+    (exit 3) when the layout does not fit in free memory; a layout that fails the
+    verification is a report with ``ok: False`` and ``failures``."""
+    if corrupt is not None and corrupt not in CORRUPTIONS:
+        raise OptionError(f"unknown corruption '{corrupt}'; choose one of: {', '.join(CORRUPTIONS)}")
+    if not plan.starts:
+        raise OptionError("the engine would not start with this layout; nothing to allocate")
+    worker, tensors, layout_failures = plan_views(plan, rank)
+    torch = _import_torch()
+    dev = _resolve_device(torch, device)
+    kind = dev.type
+    predicted = sum(t.size_bytes for t in worker.tensors)
+    backing = backing_of(plan, worker)
+    scratch = scratch_bytes(tensors, kind)
+    allocations = [predicted] if backing == "one buffer" else [t.size_bytes for t in worker.tensors]
+    required = sum(_rounded(n, kind) for n in allocations) + scratch + HEADROOM_BYTES[kind]
+    free_before, rule = _free_bytes(torch, dev)
+    if required > free_before:
+        raise DeviceDoesNotFitError(
+            f"the layout does not fit on {device}: it needs {format_bytes(required)} ({len(worker.tensors)} KV "
+            f"tensors, {format_bytes(predicted)} predicted, + {format_bytes(scratch)} verification scratch + "
+            f"{format_bytes(HEADROOM_BYTES[kind])} headroom) but only {format_bytes(free_before)} is free ({rule}); "
+            "lower --kv-cache-memory or use --budget-from-device"
+        )
+    if corrupt == "overlap" and sum(1 for g in worker.groups if g.layer_names) < 2:
+        raise OptionError("corruption 'overlap' needs at least two KV cache groups")
+
+    failures = _Failures()
+    for f in layout_failures:
+        failures.add(f)
+    report: dict = {
+        "device": str(dev),
+        "device_name": torch.cuda.get_device_name(dev) if kind == "cuda" else "cpu",
+        "torch_version": torch.__version__,
+        "free_memory_rule": rule,
+        "rank": rank,
+        "backing": backing,
+        "view_style": view_style(plan.era, [plan.specs.get(n) or g.spec for g in worker.groups for n in g.layer_names]),
+        "layout": ", ".join(sorted({t.layout for t in tensors if t.layers})) or "none",
+    }
+    if corrupt:
+        report["corrupt"] = corrupt
+    session = _Session(torch, dev)
+    baseline_cuda = torch.cuda.memory_allocated(dev) if kind == "cuda" else 0
+    try:
+        figures = _run(session, worker, tensors, plan, corrupt, failures, kind, backing)
+    except BaseException as e:
+        session.release()
+        traceback.clear_frames(e.__traceback__)  # frames of the helpers hold views of the tensors
+        oom = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+        if isinstance(e, oom) or (kind == "cpu" and "can't allocate memory" in str(e)):
+            raise DeviceDoesNotFitError(
+                f"the allocator refused the layout on {device} ({type(e).__name__}); "
+                f"{format_bytes(free_before)} was free ({rule}); lower --kv-cache-memory"
+            ) from None
+        raise
+    finally:
+        session.release()
+    free_after, _ = _free_bytes(torch, dev)
+    leaked = live_bytes()
+    if kind == "cuda":
+        leaked = max(leaked, torch.cuda.memory_allocated(dev) - baseline_cuda)
+    if leaked:
+        failures.add(f"{leaked:,} B of KV tensors still allocated after release")
+    report.update(
+        predicted_bytes=predicted,
+        allocated_bytes=figures.pop("allocated_bytes"),
+        device_allocated_bytes=figures.pop("device_allocated_bytes"),
+        scratch_bytes=scratch,
+        required_bytes=required,
+        free_bytes_before=free_before,
+        free_bytes_allocated=figures.pop("free_bytes_allocated"),
+        free_bytes_after=free_after,
+        leaked_bytes=leaked,
+        num_tensors=len(worker.tensors),
+        num_groups=len(worker.groups),
+        num_views=sum(len(lv.parts) for t in tensors for lv in t.layers),
+        num_blocks=worker.num_blocks,
+        page_size_bytes=max((t.page_size_bytes for t in tensors), default=0),
+    )
+    report.update(figures)
+    tensors_out = figures_tensors(tensors)
+    report.update(ok=failures.count == 0, num_failures=failures.count, failures=failures.items,
+                  tensors=tensors_out)
+    if predicted != report["allocated_bytes"]:
+        report["ok"] = False
+        report["failures"].append(f"allocated {report['allocated_bytes']:,} B, predicted {predicted:,} B")
+        report["num_failures"] += 1
+    return report
+
+
+def figures_tensors(tensors: list[TensorView]) -> list[dict]:
+    return [
+        {
+            "index": t.index, "size_bytes": t.size_bytes, "page_size_bytes": t.page_size_bytes,
+            "num_blocks": t.num_blocks, "layout": t.layout,
+            "layers": [
+                {"name": lv.name, "group": lv.group, "kind": lv.kind, "real_page_bytes": lv.real_bytes,
+                 "views": [{"name": p.name, "shape": list(p.shape), "stride": list(p.stride),
+                            "offset": p.offset, "dtype": p.dtype} for p in lv.parts]}
+                for lv in t.layers
+            ],
+        }
+        for t in tensors
+    ]
+
+
+def _rate(nbytes: int, seconds: float) -> int:
+    return int(nbytes / seconds) if seconds > 0 else 0
+
+
+def _run(s: _Session, worker, tensors: list[TensorView], plan, corrupt, failures: _Failures, kind: str,
+         backing: str) -> dict:
+    torch, dev = s.torch, s.dev
+    nb = worker.num_blocks
+    chunk = CHUNK_BYTES[kind]
+
+    _warm_up(torch, dev)  # first calls of each op pay one-off costs the timings should not include
+
+    # Allocate zeroed int8, as vLLM does: one tensor per KVTensor (≤ 0.32, _allocate_kv_cache_tensors)
+    # or one buffer with the slots end to end (0.33, allocate_kv_cache).
+    s.sync()
+    t0 = time.perf_counter()
+    allocated = 0
+    sizes = [kt.size_bytes for kt in worker.tensors]
+    for n in ([sum(sizes)] if backing == "one buffer" and sizes else sizes):
+        raw = torch.zeros(n, dtype=torch.int8, device=dev).view(torch.uint8)
+        _LIVE.append(weakref.ref(raw.untyped_storage()))
+        allocated += raw.untyped_storage().nbytes()
+        if backing == "one buffer":  # the slots end to end: slot i at i · page · num_blocks
+            starts = [sum(sizes[:i]) for i in range(len(sizes))]
+            s.raws.extend(raw[a : a + n] for a, n in zip(starts, sizes))
+        else:
+            s.raws.append(raw)
+        del raw
+    s.sync()
+    allocate_seconds = time.perf_counter() - t0
+    device_allocated = torch.cuda.memory_allocated(dev) if kind == "cuda" else allocated
+    free_allocated, _ = _free_bytes(torch, dev)
+
+    # Views (the "alias" hook builds one layer of slot ≥ 1 on tensor 0's memory).
+    alias = None
+    if corrupt == "alias":
+        alias = next(((t.index, t.layers[0].name) for t in tensors[1:] if t.layers and tensors[0].layers
+                      and all(p.end_byte <= tensors[0].size_bytes for p in t.layers[0].parts)), None)
+        if alias is None:
+            raise OptionError("corruption 'alias' needs two KV tensors that can hold the same view")
+    for t in tensors:
+        for lv in t.layers:
+            raw = s.raws[0] if alias == (t.index, lv.name) else s.raws[t.index]
+            s.views[(t.index, lv.name)] = [(p, *_word_view(torch, raw, p)) for p in lv.parts]
+
+    # Block tables: block ids 1 … nb − 1 to the groups, as max-length requests take them.
+    groups = list(worker.groups)
+    from kvplan.engines.vllm import sizing
+
+    bpr = sizing.blocks_per_request(groups, plan.workload) if len(groups) > 1 else [1]
+    order = torch.tensor(request_block_order(bpr), dtype=torch.int64, device=dev)
+    ids = torch.arange(1, max(nb, 1), dtype=torch.int64, device=dev)
+    label = order[(ids - 1) % order.numel()]
+    s.tables = [ids[label == g] for g in range(len(groups))]
+    del ids, label, order
+    if corrupt == "overlap":
+        a, b = [g for g, tb in enumerate(s.tables) if tb.numel()][:2]
+        s.tables[b] = s.tables[b].clone()
+        s.tables[b][0] = s.tables[a][0]
+    tables = s.tables
+    layers = [lv for t in tensors for lv in t.layers]
+    if len(layers) * max(nb, 1) >= 1 << 49:
+        raise OptionError("too many layers × blocks for the 49-bit verification key")
+
+    owners = {lv.ordinal: lv for lv in layers}
+
+    def parts_of(t: TensorView, lv: LayerView):
+        # Position words depend on the part's size and its index in the layer only, so
+        # layers of one shape share them (the key carries the layer).
+        for i, (part, w, view) in enumerate(s.views[(t.index, lv.name)]):
+            e = part.bytes_per_block
+            if (e, i) not in s.misc:
+                s.misc[(e, i)] = _position_words(torch, dev, -(-e // 8), i)
+            yield part, view, e, w, s.misc[(e, i)]
+
+    # Write: every page of every block of each layer's group, through the layer's views.
+    written = 0
+    wrong_page = corrupt == "pattern"
+    s.sync()
+    t0 = time.perf_counter()
+    for t in tensors:
+        for lv in t.layers:
+            for part, view, e, w, positions in parts_of(t, lv):
+                for blk in _chunks(tables[lv.group], e, chunk):
+                    pat = _pattern(torch, lv.ordinal * nb + blk, positions, e, w)
+                    if wrong_page:
+                        pat[0, 0] ^= 2  # one page gets one wrong (still odd) byte
+                        wrong_page = False
+                    view[blk] = pat.view(-1, *view.shape[1:])
+                    written += blk.numel() * e
+                    del pat
+    s.sync()
+    write_seconds = time.perf_counter() - t0
+
+    # Read back through the same views and compare with the pattern.
+    read = 0
+    pages = 0
+    s.sync()
+    t0 = time.perf_counter()
+    for t in tensors:
+        for lv in t.layers:
+            bad_blocks: dict[int, int] = {}
+            for part, view, e, w, positions in parts_of(t, lv):
+                for blk in _chunks(tables[lv.group], e, chunk):
+                    got = view[blk].reshape(blk.numel(), -1)
+                    want = _pattern(torch, lv.ordinal * nb + blk, positions, e, w)
+                    read += blk.numel() * e
+                    if not torch.equal(got, want):
+                        got8 = got.view(torch.uint8)
+                        wrong = (got8 != want.view(torch.uint8)).sum(1)
+                        hit = wrong.nonzero().flatten()
+                        for r, b, n in zip(hit.tolist(), blk[hit].tolist(), wrong[hit].tolist()):
+                            entry = bad_blocks.setdefault(b, [0, ""])
+                            entry[0] += n
+                            if not entry[1] and len(bad_blocks) <= MAX_FAILURES:
+                                entry[1] = _whose(torch, got[r], positions, e, w, nb, owners)
+                        del got8, wrong, hit
+                    del got, want
+            pages += tables[lv.group].numel()
+            listed = sorted(bad_blocks.items())
+            for b, (n, whose) in listed[:PER_PLACE]:
+                failures.add(f"tensor {t.index}, group {lv.group}, block {b}: layer {lv.name} read back {n:,} of "
+                             f"{lv.real_bytes:,} page bytes wrong" + (f": {whose}" if whose else ""))
+            if len(listed) > PER_PLACE:
+                more = listed[PER_PLACE:]
+                failures.add(f"tensor {t.index}, group {lv.group}, blocks {more[0][0]}…{more[-1][0]}: layer "
+                             f"{lv.name}: {len(more):,} more blocks read back wrong", len(more))
+    s.sync()
+    read_seconds = time.perf_counter() - t0
+
+    # Scan each raw tensor: block b non-zero exactly on its owner layer's page bytes.
+    scanned = 0
+    s.sync()
+    t0 = time.perf_counter()
+    for t in tensors:
+        scanned += _scan_tensor(s, t, tables, chunk, failures)
+    s.sync()
+    scan_seconds = time.perf_counter() - t0
+
+    verify_seconds = write_seconds + read_seconds + scan_seconds
+    return {
+        "allocated_bytes": allocated,
+        "device_allocated_bytes": device_allocated,
+        "free_bytes_allocated": free_allocated,
+        "blocks_checked": sum(int(tb.numel()) for tb in tables),
+        "pages_checked": pages,
+        "bytes_written": written,
+        "bytes_read": read,
+        "bytes_scanned": scanned,
+        "allocate_seconds": round(allocate_seconds, 6),
+        "write_seconds": round(write_seconds, 6),
+        "read_seconds": round(read_seconds, 6),
+        "scan_seconds": round(scan_seconds, 6),
+        "verify_seconds": round(verify_seconds, 6),
+        "write_bandwidth_bytes_per_s": _rate(written, write_seconds),
+        "read_bandwidth_bytes_per_s": _rate(read, read_seconds),
+        "scan_bandwidth_bytes_per_s": _rate(scanned, scan_seconds),
+        "num_layers_checked": len(layers),
+    }
+
+
+def _scan_tensor(s: _Session, t: TensorView, tables: list, chunk: int, failures: _Failures) -> int:
+    """Check one raw tensor block by block, independently of the views: the bytes of block b
+    are non-zero (odd) exactly on the first ``real`` bytes of its owner layer's page (both
+    halves for kv_outer) and zero elsewhere. Returns the bytes scanned."""
+    torch, dev = s.torch, s.dev
+    nb, P = t.num_blocks, t.page_size_bytes
+    if not nb or not t.layers:
+        return 0
+    if t.layout == "mixed":
+        failures.add(f"tensor {t.index}: layers with kv_outer and block_outer views share it; "
+                     "their pages overlap across blocks")
+        return 0
+    halves = 2 if t.layout == "kv_outer" else 1
+    width = P // halves
+    owner = torch.full((nb,), -1, dtype=torch.int64, device=dev)
+    real = torch.zeros(nb, dtype=torch.int64, device=dev)
+    classes = {0}
+    for lv in t.layers:
+        owner[tables[lv.group]] = lv.group
+        real[tables[lv.group]] = lv.real_bytes // halves
+        classes.add(lv.real_bytes // halves)
+    raw = s.raws[t.index]
+    w = next(w for w in (8, 4, 2, 1)
+             if width % w == 0 and raw.storage_offset() % w == 0 and all(c % w == 0 for c in classes))
+    word = getattr(torch, _WORD_DTYPES[w])
+    rows_list = [raw.view(halves, nb, width)[h].view(word) for h in range(halves)]
+    step = max(1, chunk // width)
+    bad = torch.zeros(nb, dtype=torch.bool, device=dev)
+    for rows in rows_list:
+        for r0 in range(0, nb, step):
+            block = rows[r0 : r0 + step]
+            cls = real[r0 : r0 + step]
+            # Every byte a view writes is odd and the tensor starts zeroed, so the low bit of
+            # each byte says whether it was written.
+            low = block & LOW_BITS[w]
+            ok = torch.zeros(block.shape[0], dtype=torch.bool, device=dev)
+            for c in sorted(classes):
+                cw = c // w
+                good = cls == c
+                if cw:  # the owner layer's page bytes: all written
+                    good &= low[:, :cw].amin(1) == LOW_BITS[w]
+                if cw < low.shape[1]:  # padding, or a block no layer of this slot owns: untouched
+                    good &= low[:, cw:].amax(1) == 0
+                ok |= good
+                del good
+            bad[r0 : r0 + step] |= ~ok
+            del block, cls, ok, low
+    hit = bad.nonzero().flatten().tolist()
+    for b in hit[:PER_PLACE]:
+        rows = raw.view(halves, nb, width)[:, b]  # [halves, width] bytes of block b
+        col = torch.arange(width, device=dev)[None, :]
+        expect = col < real[b]
+        outside = int((rows.ne(0) & ~expect).sum())
+        missing = int((rows.eq(0) & expect).sum())
+        g = int(owner[b])
+        who = f"group {g}" if g >= 0 else ("group none (null block)" if b == 0 else "group none (not owned here)")
+        failures.add(f"tensor {t.index}, {who}, block {b}: {outside:,} B written outside the layers' pages, "
+                     f"{missing:,} page bytes never written")
+    if len(hit) > PER_PLACE:
+        more = hit[PER_PLACE:]
+        failures.add(f"tensor {t.index}, blocks {more[0]}…{more[-1]}: {len(more):,} more blocks whose raw bytes "
+                     "do not match the layout", len(more))
+    return nb * P

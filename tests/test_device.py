@@ -1,0 +1,378 @@
+"""`--allocate`: the tensors and views kvplan.device builds from a plan, the verification,
+the refusal path and the clean-up. Geometry tests need no torch; the rest run on the CPU
+device with small budgets (CI installs the CPU wheel, torch==2.13.0)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+
+import pytest
+
+# torch is imported here, at collection, on purpose: transformers must see the same torch
+# for every config this test session parses (it breaks when torch appears between two parses).
+try:
+    import torch
+except ImportError:  # the geometry tests still run
+    torch = None
+
+from factories import full, gdn, mla, sw
+
+from kvplan import device
+from kvplan.device import (
+    DeviceDoesNotFitError,
+    allocate_and_verify,
+    backing_of,
+    budget_from_device,
+    layer_parts,
+    needs_block_outer,
+    plan_views,
+    request_block_order,
+    view_style,
+)
+from kvplan.engines.vllm import get_era
+from kvplan.errors import DeviceError, KvplanError, OptionError
+from kvplan.scenario import Scenario, run_scenario
+from kvplan.specs import FullAttentionSpec
+from kvplan.units import GiB, MiB
+
+needs_torch = pytest.mark.skipif(torch is None, reason="needs torch (pip install torch==2.13.0)")
+
+# Small budgets that start (the engine admits one max-length request) and allocate in
+# well under a second on a CI CPU. The last field is the policy (default vllm-latest = 0.33).
+GPT = ("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE", "64MiB", 512, "vllm-latest")
+GPT_018 = (*GPT[:4], "vllm-1.5")  # vLLM 0.18: FlashAttention (2, num_blocks, ...) views, one tensor per slot
+GEMMA = ("google/gemma-3-27b-it", None, "64MiB", 64, "vllm-latest")
+# Qwen3-Next pages are 1,179,648 B (576 tokens × 2 KV × 512 × 2 B) in 12 slots: 64 MiB holds 4 blocks,
+# fewer than one request needs; 128 MiB holds 9.
+QWEN_NEXT = ("Qwen/Qwen3-Next-80B-A3B-Thinking", None, "128MiB", 512, "vllm-latest")
+QWEN_NEXT_018 = ("Qwen/Qwen3-Next-80B-A3B-Thinking", None, "128MiB", 512, "vllm-1.5")
+DEEPSEEK_V32 = ("deepseek-ai/DeepSeek-V3.2", None, "64MiB", 512, "vllm-latest")  # one uniform-type group
+MIMO = ("XiaomiMiMo/MiMo-V2-Flash", None, "96MiB", 256, "vllm-latest")  # K 192 / V 128
+CASES = {"gpt-oss-20b+P-EAGLE": GPT, "gemma-3-27b": GEMMA, "qwen3-next": QWEN_NEXT,
+         "gpt-oss-20b+P-EAGLE@0.18": GPT_018, "qwen3-next@0.18": QWEN_NEXT_018}
+
+
+@functools.cache
+def plan_of(case: tuple):
+    model, drafter, budget, max_model_len, policy = case
+    r = run_scenario(Scenario(model=model, drafter=drafter, num_speculative_tokens=5 if drafter else None,
+                              kv_cache_memory=budget, max_model_len=max_model_len, policy=policy))
+    assert r.plan.starts, r.plan.failure
+    return r.plan
+
+
+@functools.cache
+def report_of(case: tuple, corrupt: str | None = None) -> dict:
+    return allocate_and_verify(plan_of(case), "cpu", corrupt=corrupt)
+
+
+# --- geometry, no torch -------------------------------------------------------------------------
+
+
+def test_gpt_oss_views_in_0_33_are_lbnhc_over_one_buffer():
+    plan = plan_of(GPT)
+    worker, tensors, failures = plan_views(plan)
+    page = 16 * 8 * (64 + 64) * 2  # tokens · KV heads · (K + V head size) · bf16
+    assert failures == [] and page == 32768
+    nb = 64 * MiB // (page * 16)  # group size 16 (12 sliding + 12 full + 4 drafter → 2 groups of 16 slots)
+    assert worker.num_blocks == nb == 128
+    assert [t.size_bytes for t in tensors] == [page * nb] * 16
+    assert backing_of(plan, worker) == "one buffer"  # slot i at i · page · num_blocks (layer_stride)
+    t0 = tensors[0]
+    assert t0.layout == "block_outer" and [lv.group for lv in t0.layers] == [0, 1]
+    (kv,) = t0.layers[0].parts
+    # logical [B, H, N, C], physical B, N, H, C; C = K then V of one token and head
+    assert (kv.shape, kv.stride, kv.block_dim) == ((nb, 8, 16, 128), (page // 2, 128, 8 * 128, 1), 0)
+    # slots 12-15 hold only full-attention layers: the sliding group pads them
+    assert [len(t.layers) for t in tensors] == [2] * 12 + [1] * 4
+
+
+def test_gpt_oss_views_before_0_33_are_flash_attention_k_then_v():
+    plan = plan_of(GPT_018)
+    worker, tensors, failures = plan_views(plan)
+    nb = worker.num_blocks
+    assert failures == [] and nb == 128 and backing_of(plan, worker) == "one tensor per slot"
+    inner = 16 * 8 * 64  # elements of K (or V) in one block
+    (kv,) = tensors[0].layers[0].parts
+    assert tensors[0].layout == "kv_outer"
+    assert (kv.shape, kv.stride, kv.offset, kv.block_dim) == ((2, nb, 16, 8, 64), (nb * inner, inner, 8 * 64, 64, 1), 0, 1)
+
+
+def test_qwen3_next_views_are_block_outer_with_packed_mamba_states():
+    worker, tensors, failures = plan_views(plan_of(QWEN_NEXT))
+    page = 576 * 2 * (256 + 256) * 2
+    assert failures == [] and page == 1179648
+    nb = 128 * MiB // page // 12
+    assert worker.num_blocks == nb == 9 and len(tensors) == 12
+    mamba, attn = tensors[0].layers[0], tensors[0].layers[3]
+    conv, ssm = mamba.parts
+    pe = page // 2  # bf16 elements per page
+    assert (conv.shape, conv.stride, conv.offset) == ((nb, 3, 8192), (pe, 8192, 1), 0)
+    assert (ssm.shape, ssm.stride, ssm.offset) == ((nb, 32, 128, 128), (pe, 128 * 128, 128, 1), 3 * 8192)
+    assert mamba.real_bytes == (3 * 8192 + 32 * 128 * 128) * 2 == 1097728  # padded to the 1,179,648 B page
+    (kv,) = attn.parts
+    assert (kv.shape, kv.stride) == ((nb, 2, 576, 512), (pe, 512, 1024, 1))
+    assert {t.layout for t in tensors} == {"block_outer"}
+
+
+def test_qwen3_next_attention_before_0_33_keeps_k_and_v_of_a_block_together():
+    worker, tensors, failures = plan_views(plan_of(QWEN_NEXT_018))
+    assert failures == []
+    page, nb = tensors[0].page_size_bytes, worker.num_blocks
+    (kv,) = tensors[0].layers[3].parts
+    bs, heads, head = kv.shape[2:]
+    inner = bs * heads * head
+    # vLLM's _update_hybrid_attention_mamba_layout: same shape, a block's K and V adjacent
+    assert kv.shape[:2] == (2, nb) and kv.stride[:2] == (inner, page // 2)
+    assert {t.layout for t in tensors} == {"block_outer"}
+
+
+def test_single_uniform_type_group_has_one_tensor_per_layer():
+    plan = plan_of(DEEPSEEK_V32)
+    worker, tensors, failures = plan_views(plan)
+    assert failures == [] and len(worker.groups) == 1 and backing_of(plan, worker) == "one tensor per layer"
+    assert len(tensors) == 122 and all(len(t.layers) == 1 for t in tensors)  # 61 MLA + 61 indexer caches
+    indexer, attn = tensors[0].layers[0], tensors[1].layers[0]
+    nb = worker.num_blocks
+    assert nb == 64 * MiB // (61 * (64 * 132 + 64 * 576 * 2))
+    assert indexer.parts[0].shape == (nb, 1, 64, 132) and indexer.parts[0].dtype == "uint8"
+    assert attn.parts[0].shape == (nb, 1, 64, 576) and attn.parts[0].stride == (64 * 576, 576, 576, 1)
+    assert tensors[0].size_bytes == 64 * 132 * nb and tensors[1].size_bytes == 64 * 576 * 2 * nb
+
+
+def test_different_k_and_v_widths():
+    _, tensors, failures = plan_views(plan_of(MIMO))
+    (kv,) = tensors[0].layers[0].parts
+    assert failures == [] and kv.shape[-1] == 192 + 128  # 0.33: one content dim, K then V
+    spec = FullAttentionSpec(block_size=16, num_kv_heads=4, head_size=192, head_size_v=128, dtype="bfloat16")
+    layout, (key, value) = layer_parts(spec, 10, spec.page_size_bytes, "kv_first")  # before 0.33
+    assert layout == "block_outer" and (key.name, value.name) == ("key", "value")
+    assert (key.shape, value.shape, value.offset) == ((10, 16, 4, 192), (10, 16, 4, 128), 16 * 4 * 192)
+
+
+def test_layer_parts_for_padded_mla_and_fp8_ds_mla_pages():
+    spec = full(page_size_padded=40960)  # real page 32768
+    layout, (kv,) = layer_parts(spec, 10, 40960, view_style(get_era("vllm-1.5"), [spec]))
+    assert layout == "block_outer" and kv.stride[:2] == (16 * 8 * 64, 40960 // 2)
+    layout, (kv,) = layer_parts(spec, 10, 40960, "lbnhc")
+    assert kv.shape == (10, 8, 16, 128) and kv.stride[0] == 40960 // 2
+    layout, (lat,) = layer_parts(mla(), 10, 16 * 576 * 2, "kv_first")
+    assert lat.shape == (10, 16, 576) and layout == "block_outer"
+    layout, (lat,) = layer_parts(mla(bs=64, cache_dtype_str="fp8_ds_mla", dtype="uint8"), 10, 64 * 656, "kv_first")
+    assert lat.shape == (10, 64, 656)
+
+
+def test_view_style_by_era():
+    latest, v018 = get_era("vllm-latest"), get_era("vllm-1.5")
+    assert view_style(latest, [sw(128), full()]) == "lbnhc"
+    assert view_style(v018, [sw(128), full()]) == "kv_first"
+    assert view_style(v018, [full(), gdn()]) == "block_first"  # Mamba hybrid, as vLLM
+    assert needs_block_outer([full(page_size_padded=65536), full()])
+    assert needs_block_outer([mla(), full()])
+    assert not needs_block_outer([mla(), mla()])
+
+
+def test_request_block_order_interleaves_in_proportion():
+    assert request_block_order([3, 1]) == [0, 0, 1, 0]
+    assert request_block_order([2, 2]) == [0, 1, 0, 1]
+    order = request_block_order([33, 32])  # gpt-oss at 512 tokens: sliding 33, full 32
+    assert order.count(0) == 33 and order.count(1) == 32 and len(order) == 65
+    assert request_block_order([0, 0]) == [0, 1]
+
+
+def test_module_imports_without_torch():
+    code = "import sys; import kvplan.device; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_missing_torch_is_a_one_line_device_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch → ImportError
+    with pytest.raises(DeviceError, match=r"pip install 'kvplan\[gpu\]'") as e:
+        allocate_and_verify(plan_of(GPT), "cpu")
+    assert e.value.exit_code == 1 and "\n" not in str(e.value)
+    with pytest.raises(DeviceError, match="needs torch"):
+        budget_from_device("cpu", 0.9, 0)
+
+
+def test_free_cpu_memory_rule():
+    free, rule = device.cpu_free_bytes()
+    assert free > 0 and ("MemAvailable" in rule or "sysconf" in rule)
+
+
+# --- allocation and verification on the CPU device -------------------------------------------
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(CASES))
+def test_allocation_equals_the_prediction_byte_for_byte(name):
+    plan = plan_of(CASES[name])
+    r = report_of(CASES[name])
+    predicted = sum(t.size_bytes for t in plan.workers[0].tensors)
+    assert r["ok"], r["failures"]
+    assert r["predicted_bytes"] == r["allocated_bytes"] == predicted
+    assert [t["size_bytes"] for t in r["tensors"]] == [t.size_bytes for t in plan.workers[0].tensors]
+    assert r["num_tensors"] == len(plan.workers[0].tensors) and r["num_blocks"] == plan.num_blocks
+    # every block id but the null block is handed to one group and checked
+    assert r["blocks_checked"] == plan.num_blocks - 1
+    assert r["leaked_bytes"] == 0 and r["failures"] == [] and r["num_failures"] == 0
+    # every page a layer owns is written once and read once; the scan reads every byte once
+    assert r["bytes_written"] == r["bytes_read"] > 0 and r["bytes_scanned"] == predicted
+    for key in ("allocate_seconds", "verify_seconds"):
+        assert r[key] >= 0
+    assert r["write_bandwidth_bytes_per_s"] > 0 and r["read_bandwidth_bytes_per_s"] > 0
+    assert r["backing"] == ("one buffer" if plan.era.name == "vllm-latest" else "one tensor per slot")
+    assert all(isinstance(r[k], int) for k in r if k.endswith("_bytes"))
+    json.dumps(r)  # plain data
+
+
+@needs_torch
+def test_allocation_for_other_layouts():
+    for case in (DEEPSEEK_V32, MIMO):
+        r = report_of(case)
+        assert r["ok"], r["failures"]
+        assert r["predicted_bytes"] == r["allocated_bytes"]
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(CASES))
+def test_verification_catches_two_groups_sharing_a_block(name):
+    r = report_of(CASES[name], "overlap")
+    assert not r["ok"] and r["num_failures"] >= 1
+    # the second group took block b of the first: the first group's pages of b are overwritten
+    first = r["failures"][0]
+    assert first.startswith("tensor 0, group 0, block ") and "holds block" in first and "(group 1)" in first
+
+
+@needs_torch
+def test_verification_catches_a_wrong_pattern():
+    r = report_of(GPT, "pattern")
+    assert not r["ok"] and r["num_failures"] == 1
+    assert r["failures"][0].startswith("tensor 0, group 0, block 1: layer model.layers.0.")
+    assert "1 of 32,768 page bytes wrong" in r["failures"][0] and "no layer's pattern" in r["failures"][0]
+    assert report_of(GPT_018, "pattern")["num_failures"] == 1
+
+
+@needs_torch
+@pytest.mark.parametrize("case", [GPT, GPT_018], ids=["one buffer", "one tensor per slot"])
+def test_verification_catches_a_layer_that_sees_another_slots_pages(case):
+    r = report_of(case, "alias")
+    assert not r["ok"]
+    # slot 1's first layer was built on tensor 0: it overwrote the slot-0 layer of its group there,
+    # and its own tensor stayed empty (found by the raw scan, not by reading back through the view)
+    assert any(f.startswith("tensor 0, group 0, block ") and "holds block" in f for f in r["failures"])
+    assert any(f.startswith("tensor 1, group 0, block ") and "never written" in f for f in r["failures"])
+
+
+@needs_torch
+def test_unknown_corruption_and_overlap_without_two_groups():
+    with pytest.raises(OptionError, match="overlap, pattern, alias"):
+        allocate_and_verify(plan_of(GPT), "cpu", corrupt="nope")
+    with pytest.raises(OptionError, match="two KV cache groups"):
+        allocate_and_verify(plan_of(DEEPSEEK_V32), "cpu", corrupt="overlap")
+
+
+@needs_torch
+def test_refuses_a_layout_larger_than_free_memory(monkeypatch):
+    monkeypatch.setattr(device, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
+    before = device.live_bytes()
+    with pytest.raises(DeviceDoesNotFitError) as e:
+        allocate_and_verify(plan_of(GPT), "cpu")  # 64 MiB + scratch + 256 MiB headroom > 100 MiB
+    assert isinstance(e.value, KvplanError) and e.value.exit_code == 3
+    assert "does not fit on cpu" in str(e.value) and "100.00 MiB is free (test rule)" in str(e.value)
+    assert device.live_bytes() == before == 0  # nothing was allocated
+
+
+@needs_torch
+@pytest.mark.parametrize("case", [GPT, GPT_018], ids=["one buffer", "one tensor per slot"])
+@pytest.mark.parametrize("error", [RuntimeError("induced"), KeyboardInterrupt()], ids=["error", "ctrl-c"])
+def test_nothing_stays_allocated_after_an_error(monkeypatch, error, case):
+    seen = []
+
+    def boom(s, t, tables, chunk, failures):
+        seen.append(device.live_bytes())  # the tensors are allocated and written at this point
+        raise error
+
+    monkeypatch.setattr(device, "_scan_tensor", boom)
+    with pytest.raises(type(error)):
+        allocate_and_verify(plan_of(case), "cpu")
+    assert seen == [64 * MiB]
+    assert device.live_bytes() == 0
+
+
+@needs_torch
+def test_cuda_without_cuda_is_a_device_error():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(DeviceError, match="--device cpu"):
+        allocate_and_verify(plan_of(GPT), "cuda")
+    with pytest.raises(DeviceError, match="unknown device 'tpu'"):
+        allocate_and_verify(plan_of(GPT), "tpu")
+
+
+@needs_torch
+def test_budget_from_device(monkeypatch):
+    monkeypatch.setattr(device, "cpu_free_bytes", lambda: (10 * GiB, "test rule"))
+    assert budget_from_device("cpu", 0.5, 1 * GiB) == 4 * GiB
+    assert budget_from_device("cpu", 0.92, 0) == int(10 * GiB * 0.92)
+    with pytest.raises(DeviceError, match="lower --reserve"):
+        budget_from_device("cpu", 0.5, 6 * GiB)
+
+
+# --- through the CLI -----------------------------------------------------------------------------
+
+
+@needs_torch
+def test_cli_allocate_on_cpu_json():
+    from typer.testing import CliRunner
+
+    from kvplan.cli.app import app
+
+    model, drafter, budget, mml, _ = GPT
+    r = CliRunner().invoke(app, ["simulate", model, "--drafter", drafter, "--num-speculative-tokens", "5",
+                                 "--kv-cache-memory", budget, "--max-model-len", str(mml),
+                                 "--allocate", "--device", "cpu", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    a = data["allocation"]
+    assert a["ok"] and a["device"] == "cpu"
+    assert a["allocated_bytes"] == a["predicted_bytes"] == sum(t["size_bytes"] for t in data["tensors"])
+
+
+@needs_torch
+def test_cli_refusal_exits_3_with_one_line(monkeypatch):
+    from typer.testing import CliRunner
+
+    from kvplan.cli.app import app
+
+    monkeypatch.setattr(device, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
+    model, drafter, budget, mml, _ = GPT
+    r = CliRunner().invoke(app, ["simulate", model, "--drafter", drafter, "--num-speculative-tokens", "5",
+                                 "--kv-cache-memory", budget, "--max-model-len", str(mml),
+                                 "--allocate", "--device", "cpu", "--format", "json"])
+    assert r.exit_code == 3
+    assert r.stderr.startswith("Error: the layout does not fit on cpu") and r.stderr.count("\n") == 1
+
+
+@needs_torch
+@pytest.mark.parametrize("policy", ["vllm-latest", "vllm-1.5"])
+def test_pages_that_are_not_whole_words(policy):
+    # 3 tokens × 1 head × (5 + 5) × 1 B = 30-byte pages: K and V halves of 15 B, slots at odd offsets
+    from kvplan.engines.vllm import ModelFacts, SimulateOptions, simulate
+    from kvplan.specs import LayerSpec, SlidingWindowSpec
+
+    def spec(i):
+        kw = dict(block_size=3, num_kv_heads=1, head_size=5, dtype="uint8")
+        return SlidingWindowSpec(sliding_window=8, **kw) if i % 2 else FullAttentionSpec(**kw)
+
+    layers = tuple(LayerSpec(f"model.layers.{i}.attn", spec(i), "target", i) for i in range(6))
+    plan = simulate(layers, (), ModelFacts(max_model_len=64), get_era(policy),
+                    SimulateOptions(kv_cache_memory_bytes=1 << 16, max_model_len=64))
+    assert plan.starts and plan.page_size_bytes == 30
+    r = allocate_and_verify(plan, "cpu")
+    assert r["ok"], r["failures"]
+    assert r["allocated_bytes"] == r["predicted_bytes"] == 3 * 30 * plan.num_blocks
+    bad = allocate_and_verify(plan, "cpu", corrupt="overlap")
+    assert not bad["ok"] and "(group 1)" in bad["failures"][0]
