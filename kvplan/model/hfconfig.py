@@ -130,36 +130,56 @@ class HFView:
         return list(value)
 
 
+# Whether transformers was first loaded with torch hidden ("hidden") or with torch
+# present ("visible"); fixed at the first load so transformers always sees the same world.
+_TORCH_MODE: str | None = None
+
+
 class _torch_hidden:
-    """Import transformers' configuration code without importing torch.
+    """Read configs through transformers without importing torch.
 
     transformers 5 imports torch from ``configuration_utils`` (RoPE helpers) whenever
     torch is installed, which costs seconds and breaks the promise that reading a
     config never loads torch. While this context is active ``sys.modules['torch']``
     is None, so ``importlib.util.find_spec('torch')`` reports it absent and
-    transformers takes its torch-free path. Does nothing when torch is already
-    imported (the --allocate / exact-parameter paths import it first, on purpose)."""
+    transformers takes its torch-free path. The choice is made once, at the first
+    load: if transformers was loaded without torch, torch stays hidden from it on
+    every later parse even after something else imported torch (its lazily loaded
+    config modules would otherwise mix the two worlds); if torch was already
+    imported first (the exact-parameter path), nothing is hidden."""
 
     def __enter__(self):
         import sys
 
-        self.active = "torch" not in sys.modules
+        global _TORCH_MODE
+        if _TORCH_MODE is None:
+            hidden = "torch" not in sys.modules and "transformers" not in sys.modules
+            _TORCH_MODE = "hidden" if hidden else "visible"
+        self.active = _TORCH_MODE == "hidden"
         if self.active:
+            self.saved = sys.modules.get("torch", _MISSING)
             sys.modules["torch"] = None  # type: ignore[assignment]
+            self._clear_cache()
         return self
 
     def __exit__(self, *exc):
         import sys
 
-        if self.active and sys.modules.get("torch", 0) is None:
-            del sys.modules["torch"]
-            try:  # let a later, deliberate torch user see torch again
-                from transformers.utils import import_utils
-
-                import_utils.is_torch_available.cache_clear()
-            except Exception:  # pragma: no cover - older transformers
-                pass
+        if self.active:
+            if self.saved is _MISSING:
+                sys.modules.pop("torch", None)
+            else:
+                sys.modules["torch"] = self.saved
+            self._clear_cache()  # a deliberate torch user elsewhere sees torch again
         return False
+
+    @staticmethod
+    def _clear_cache() -> None:
+        import sys
+
+        utils = sys.modules.get("transformers.utils.import_utils")
+        if utils is not None and hasattr(utils.is_torch_available, "cache_clear"):
+            utils.is_torch_available.cache_clear()
 
 
 # Size fields kvplan reads: checked before transformers sees them, so a bad value gets a
