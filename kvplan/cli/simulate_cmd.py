@@ -86,10 +86,15 @@ def simulate_command(
         from kvplan.device import budget_from_device as device_budget
 
         reserve_bytes = parse_size(reserve, "--reserve") if reserve else 0
-        budget = device_budget(device, gpu_memory_utilization or 0.92, reserve_bytes)
+        utilization = gpu_memory_utilization or 0.92
+        budget = device_budget(device, utilization, reserve_bytes)
         from dataclasses import replace
 
         scenario = replace(scenario, kv_cache_memory=budget)
+        device_budget_note = {"source": "device", "device": device, "gpu_memory_utilization": utilization,
+                              "reserve_bytes": reserve_bytes, "kv_cache_memory_bytes": budget}
+    else:
+        device_budget_note = None
 
     if sweep_threshold is not None:
         _sweep(scenario, sweep_threshold, plot, format.value)
@@ -97,6 +102,8 @@ def simulate_command(
 
     result = run_scenario(scenario, explain=explain)
     data = result.data
+    if device_budget_note is not None:
+        data["budget"] = device_budget_note
     if result.budget:
         data["warnings"] += [w for w in result.budget.get("warnings", []) if w not in data["warnings"]]
     exit_code = 0 if result.plan.starts else EXIT_FAILED
@@ -110,7 +117,9 @@ def simulate_command(
     data["checks_failed"] = checks
     if allocate:
         if not result.plan.starts:
-            raise fail("--allocate: the engine would not start with this layout; nothing to allocate", EXIT_FAILED)
+            f = result.plan.failure
+            raise fail(f"--allocate: the engine would not start ({f.stage}: {f.error_type}: {f.message}); "
+                       "nothing to allocate", EXIT_FAILED)
         from kvplan.device import allocate_and_verify
 
         report = allocate_and_verify(result.plan, device)

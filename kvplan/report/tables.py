@@ -227,7 +227,9 @@ def render_mapping(title: str, data: dict) -> None:
             continue
         if isinstance(v, bool) or v is None:
             text = str(v)
-        elif isinstance(v, int) and k.endswith("_bytes"):
+        elif isinstance(v, (int, float)) and k.endswith("_bytes_per_s"):
+            text = f"{format_bytes(v)}/s"
+        elif isinstance(v, int) and (k.endswith("_bytes") or "_bytes_" in k):
             text = f"{v:,} ({format_bytes(v)})"
         elif isinstance(v, int):
             text = f"{v:,}"
