@@ -190,6 +190,14 @@ def _cases() -> list[Case]:
             use_v2_model_runner=True,
         )
     )
+    # more families: K/V head sizes that differ (MiMo), the V3.2 uniform-type path,
+    # fp32 GDN state (Qwen3.5), Mamba2 (Nemotron), tensor parallelism
+    c.append(Case("mimo-v2-flash__40gib", "XiaomiMiMo/MiMo-V2-Flash", None, 40, 131072))
+    c.append(Case("deepseek-v3.2__40gib", "deepseek-ai/DeepSeek-V3.2", None, 40, 131072))
+    c.append(Case("qwen3.5-27b__40gib", "Qwen/Qwen3.5-27B", None, 40, 131072, mamba=True))
+    c.append(Case("nemotron-3-nano__40gib", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", None, 40, 131072,
+                  mamba=True))
+    c.append(Case("gpt-oss-20b-peagle__tp2__40gib", oss20, peagle20, 40, 131072, tp=2))
     return c
 
 

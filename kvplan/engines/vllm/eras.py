@@ -44,6 +44,11 @@ class Era:
     messages: str
     # KV-connector rule: "always" disables HMA (≤ V_before), "supports_hma" (0.33).
     kv_transfer_rule: str
+    # Whether sliding/chunked/cross specs carry their own head_size_v (PR #40045, 2026-04-24:
+    # page = bs·h·(hk + hv)·b). Before it their page was 2·bs·h·hk·b, so MiMo-V2-Flash's
+    # sliding layers (K 192, V 128) had a page that does not divide the full one (golden:
+    # NotImplementedError on 0.17.1 and 0.18.0).
+    window_head_size_v: bool = False
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -106,6 +111,7 @@ ERAS: dict[str, Era] = {
             gdn_align_tokens=64,
             messages="0.33",
             kv_transfer_rule="supports_hma",
+            window_head_size_v=True,
             releases=("0.33.0",),
         ),
     )

@@ -16,7 +16,14 @@ from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
 from kvplan.engines.vllm.hybrid import HmaDecision, MambaAlignment
 from kvplan.errors import OptionError
-from kvplan.specs import KVCacheSpec, LayerSpec, Workload
+from kvplan.specs import (
+    ChunkedLocalAttentionSpec,
+    CrossAttentionSpec,
+    KVCacheSpec,
+    LayerSpec,
+    SlidingWindowSpec,
+    Workload,
+)
 from kvplan.units import GiB
 
 DRAFTER_SPLIT = "All drafting layers should belong to the same kv cache group"
@@ -180,6 +187,8 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     if era.messages == "0.33":
         logs.append(LAYOUT_LOG_033)
     specs = {ls.name: ls.spec for ls in plan.layers}
+    if not era.window_head_size_v:
+        specs = {n: _without_head_size_v(s) for n, s in specs.items()}
     specs, plan.mamba = hybrid.align_hybrid_mamba(
         specs, era,
         enable_prefix_caching=o.enable_prefix_caching,
@@ -272,6 +281,15 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         if drafter or facts.speculative_method in hybrid.EAGLE_METHODS:
             raise EngineFailure("AssertionError", DRAFTER_SPLIT_011 if era.messages == "0.11" else DRAFTER_SPLIT,
                                 "drafter")
+
+
+def _without_head_size_v(spec: KVCacheSpec) -> KVCacheSpec:
+    """Before PR #40045 only full-attention specs had a separate V head size: sliding,
+    chunked and cross layers cached V at the K head size (page 2·bs·h·hk·b)."""
+    if isinstance(spec, (SlidingWindowSpec, ChunkedLocalAttentionSpec, CrossAttentionSpec)):
+        if spec.head_size_v != spec.head_size:
+            return replace(spec, head_size_v=spec.head_size)
+    return spec
 
 
 def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:

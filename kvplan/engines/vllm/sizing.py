@@ -257,18 +257,27 @@ def kv_cache_size_tokens(era: Era, num_blocks: int, groups: list[Group], concurr
 
 
 def vllm_tensor_records(w: WorkerConfig) -> list[dict]:
-    """0.33's ``kv_cache_tensors``: one record per non-empty group over one shared buffer of
-    bytes_per_block · num_blocks (layout LBNHC: layer_stride = page · num_blocks, block_stride = page)."""
+    """0.33's ``kv_cache_tensors`` over one shared buffer of bytes_per_block · num_blocks
+    (layout LBNHC): one record per (group, distinct spec), ``layer_stride = page · num_blocks``,
+    ``block_stride = page``. Groups share slots, so their records start at offset 0; the
+    members of a single uniform-type group sit one spec after the other."""
+    size = w.bytes_per_block * w.num_blocks
+    if is_single_uniform_type(list(w.groups)):
+        by_spec: dict = {}
+        for name, spec in w.groups[0].spec.kv_cache_specs:
+            by_spec.setdefault(spec, []).append(name)
+        records, offset = [], 0
+        for spec, names in by_spec.items():
+            page = spec.page_size_bytes
+            records.append({"block_stride": page, "layer_stride": page * w.num_blocks, "layers": names,
+                            "offset": offset, "size": size})
+            offset += len(names) * page * w.num_blocks
+        return records
     records = []
     for g in w.groups:
         if not g.layer_names:
             continue
         page = g.spec.page_size_bytes
-        records.append({
-            "block_stride": page,
-            "layer_stride": page * w.num_blocks,
-            "layers": list(g.layer_names),
-            "offset": 0,
-            "size": w.bytes_per_block * w.num_blocks,
-        })
+        records.append({"block_stride": page, "layer_stride": page * w.num_blocks, "layers": list(g.layer_names),
+                        "offset": 0, "size": size})
     return records
