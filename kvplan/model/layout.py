@@ -9,6 +9,8 @@ size and ``page_size_padded`` is None).
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 from kvplan.errors import ConfigError, OptionError
@@ -329,6 +331,13 @@ def build_model_layout(
         notes.append("PP partition (vLLM get_pp_indices): " + ", ".join(f"stage {r}: layers {s}-{e - 1}"
                                                                          for r, (s, e) in enumerate(bounds)))
 
+    # One object per distinct spec: the engine buckets layers by spec equality, and a
+    # dict lookup on the same object skips the field-by-field comparison.
+    canonical: dict = {}
+    layers = tuple(
+        ls if canonical.setdefault(ls.spec, ls.spec) is ls.spec else dataclasses.replace(ls, spec=canonical[ls.spec])
+        for ls in layers
+    )
     return ModelLayout(
         target=target_info,
         drafter=drafter_info,

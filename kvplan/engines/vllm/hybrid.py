@@ -100,8 +100,9 @@ def align_hybrid_mamba(
     max_model_len: int,
     logs: list[str],
 ) -> tuple[dict[str, KVCacheSpec], MambaAlignment | None]:
-    mamba = [s for s in specs.values() if isinstance(s, MambaSpec)]
-    attn = [s for s in specs.values() if isinstance(s, AttentionSpec)]
+    distinct = list({id(s): s for s in specs.values()}.values())  # layouts share spec objects
+    mamba = [s for s in distinct if isinstance(s, MambaSpec)]
+    attn = [s for s in distinct if isinstance(s, AttentionSpec)]
     if not mamba or not attn:
         return specs, None
     first = attn[0]
@@ -148,13 +149,18 @@ def align_hybrid_mamba(
             f"Padding mamba page size by {pct:.2f}% to ensure that mamba page size and attention page size are exactly equal."
         )
     out: dict[str, KVCacheSpec] = {}
+    memo: dict[int, KVCacheSpec] = {}  # one new spec per distinct spec object (layouts share them)
     for name, s in specs.items():
-        if isinstance(s, MambaSpec):
-            out[name] = replace(s, block_size=m_block, page_size_padded=padded)
-        elif s.block_size == cache_block:
-            out[name] = s.with_block_size(block)
-        else:
-            out[name] = s
+        new = memo.get(id(s))
+        if new is None:
+            if isinstance(s, MambaSpec):
+                new = replace(s, block_size=m_block, page_size_padded=padded)
+            elif s.block_size == cache_block:
+                new = s.with_block_size(block)
+            else:
+                new = s
+            memo[id(s)] = new
+        out[name] = new
     return out, MambaAlignment(
         mamba_cache_mode=mamba_cache_mode,
         attention_bytes_per_token=a1,
