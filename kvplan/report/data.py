@@ -46,6 +46,8 @@ def kind_label(spec) -> str:
         elif d["attention_chunk_size"]:
             extra = f"[chunk {d['attention_chunk_size']}]"
         return "full" + extra
+    if d["kind"] == "mla":
+        return f"mla({d['head_size']})"  # the latent (576) and V3.2's indexer cache (132) differ
     return d["kind"].replace("_attention", "")
 
 
@@ -89,11 +91,11 @@ def bytes_per_token(spec) -> int | None:
 
 
 def kind_summary(layers) -> list[dict]:
-    """Per distinct kind label: layer count, bytes per token per layer and in total."""
-    rows: dict[str, dict] = {}
+    """Per distinct spec and source: layer count, bytes per token per layer and in total."""
+    rows: dict[tuple, dict] = {}
     for ls in layers:
         label = kind_label(ls.spec)
-        key = (label, ls.source)
+        key = (ls.spec, ls.source)
         row = rows.setdefault(
             key,
             {"kind": ls.spec.kind, "label": label, "source": ls.source, "num_layers": 0,
