@@ -264,3 +264,9 @@ def test_readme_test_command_is_what_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text()
     cmd = next(line.strip() for line in readme.splitlines() if "pytest" in line and line.strip().startswith("pip install"))
     assert cmd in ci
+
+
+def test_missing_config_file_names_the_path(tmp_path):
+    r = invoke("inspect", str(tmp_path / "nope" / "config.json"))
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1
+    assert "nope/config.json does not exist" in r.stderr
