@@ -253,13 +253,34 @@ def _without_remote_code(raw: dict) -> dict:
 
 
 def build_config_object(raw: dict, path: str) -> Any:
-    """``CONFIG_MAPPING[model_type](**raw)``, quietly; None when transformers does not know the type."""
+    """``CONFIG_MAPPING[model_type](**raw)``, quietly; None when transformers does not know the type.
+
+    The object comes wrapped in a ``RecordedConfig`` that remembers its answers on disk
+    (``config_cache``): the next run on the same config reads them without transformers."""
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         return None
     validate_sizes(raw, path)
-    with _torch_hidden():
-        return _build_config_object(raw, path, model_type)
+    from kvplan.model import config_cache
+
+    def real() -> Any:
+        with _torch_hidden():
+            return _build_config_object(raw, path, model_type)
+
+    cache_path = config_cache.cache_file(raw)
+    entry = config_cache.load(cache_path)
+    if entry is not None:
+        return config_cache.RecordedConfig(entry, entry, real, cache_path) if entry["class"] else None
+    obj = real()
+    if cache_path is None:
+        return obj
+    entry = config_cache.new_entry()
+    entry["class"] = obj is not None
+    config_cache.mark_dirty(cache_path, entry)
+    if obj is None:
+        return None
+    rec = config_cache.RecordedConfig(entry, entry, lambda: obj, cache_path)
+    return rec
 
 
 def _build_config_object(raw: dict, path: str, model_type: str) -> Any:

@@ -1,0 +1,55 @@
+"""The transformers answer cache: a warm run gives byte-identical results without importing
+transformers, for every bundled model (and its drafters)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = r"""
+import json, sys
+from kvplan.model import build_model_layout, list_catalog, ServingOptions
+from kvplan.report.data import inspect_dict
+from kvplan.errors import KvplanError
+out = {}
+for m in list_catalog():
+    try:
+        layout = build_model_layout(m["id"], None, ServingOptions())
+        out[m["id"]] = inspect_dict(layout, ServingOptions())
+    except KvplanError as e:
+        out[m["id"]] = "error: " + str(e)
+for target, drafter in [("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE"),
+                        ("mistralai/Mistral-7B-v0.1", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")]:
+    layout = build_model_layout(target, drafter, ServingOptions(num_speculative_tokens=3))
+    out[target + "+" + drafter] = inspect_dict(layout, ServingOptions())
+json.dump({"layouts": out, "transformers_imported": "transformers" in sys.modules}, sys.stdout)
+"""
+
+
+def _run(cache_dir: Path) -> dict:
+    env = {**os.environ, "KVPLAN_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)}
+    env.pop("KVPLAN_NO_CACHE", None)
+    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_warm_runs_match_cold_runs_without_transformers(tmp_path):
+    cold = _run(tmp_path)
+    assert cold["transformers_imported"]
+    assert any(tmp_path.rglob("*.json"))
+    warm = _run(tmp_path)
+    assert warm["layouts"] == cold["layouts"]
+    assert not warm["transformers_imported"]
+
+
+def test_cache_can_be_turned_off(tmp_path):
+    env = {**os.environ, "KVPLAN_CACHE_DIR": str(tmp_path), "KVPLAN_NO_CACHE": "1", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "kvplan", "inspect", "openai/gpt-oss-20b", "--format", "json"],
+                       capture_output=True, text=True, env=env, cwd=ROOT)
+    assert r.returncode == 0 and not any(tmp_path.rglob("*.json"))
