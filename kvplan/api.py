@@ -22,7 +22,7 @@ def _text_config(config: dict) -> dict:
     return inner if isinstance(inner, dict) else config
 
 
-def derive_max_model_len(config: dict) -> int:
+def derive_max_model_len(config: dict, *, disable_sliding_window: bool = False) -> int:
     """vLLM's default ``max_model_len`` (``_get_and_verify_max_len``): the smallest of the
     length keys, scaled by the RoPE factor unless the rope type already accounts for it
     (su, longrope, llama3), with YaRN starting from ``original_max_position_embeddings``.
@@ -38,12 +38,18 @@ def derive_max_model_len(config: dict) -> int:
             if rope_type == "yarn" and "original_max_position_embeddings" in rope:
                 derived = rope["original_max_position_embeddings"]
             derived = int(derived * rope["factor"])
+    if disable_sliding_window:
+        # --disable-sliding-window: max_model_len may not exceed the (smallest) window
+        window = cfg.get("sliding_window_size", cfg.get("sliding_window"))
+        windows = [w for w in (window if isinstance(window, list) else [window]) if isinstance(w, int) and w > 0]
+        if windows:
+            derived = min(derived, min(windows))
     return derived
 
 
-def model_facts(layout: ModelLayout) -> ModelFacts:
+def model_facts(layout: ModelLayout, *, disable_sliding_window: bool = False) -> ModelFacts:
     return ModelFacts(
-        max_model_len=derive_max_model_len(layout.target.config),
+        max_model_len=derive_max_model_len(layout.target.config, disable_sliding_window=disable_sliding_window),
         attention_chunk_size=layout.target.attention_chunk_size,
         speculative_method=layout.speculative_method,
         num_speculative_tokens=layout.num_speculative_tokens,
@@ -69,8 +75,9 @@ def resolve_era(policy: str, threshold: float | None) -> Era:
     return era.with_threshold(threshold) if threshold is not None else era
 
 
-def plan_layout(layout: ModelLayout, era: Era, options: SimulateOptions) -> Plan:
-    return simulate(layout.layers, layout.ranks, model_facts(layout), era, options)
+def plan_layout(layout: ModelLayout, era: Era, options: SimulateOptions, *, disable_sliding_window: bool = False) -> Plan:
+    facts = model_facts(layout, disable_sliding_window=disable_sliding_window)
+    return simulate(layout.layers, layout.ranks, facts, era, options)
 
 
 def plan(request: PlanRequest, options: SimulateOptions) -> tuple[ModelLayout, Plan]:

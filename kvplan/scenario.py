@@ -24,6 +24,7 @@ class Scenario:
     dtype: str = "auto"
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
+    disable_sliding_window: bool = False
     revision: str | None = None
     download: bool = False
     policy: str = "vllm-latest"
@@ -65,6 +66,7 @@ def serving_of(s: Scenario):
         block_size=s.block_size, attention_backend=s.attention_backend, kv_cache_dtype=s.kv_cache_dtype,
         dtype=s.dtype, tensor_parallel_size=s.tensor_parallel_size, pipeline_parallel_size=s.pipeline_parallel_size,
         speculative_method=s.speculative_method, num_speculative_tokens=s.num_speculative_tokens,
+        disable_sliding_window=s.disable_sliding_window,
     )
 
 
@@ -120,7 +122,7 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
         kv_transfer_config=ktc,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
     )
-    plan = plan_layout(layout, era, options)
+    plan = plan_layout(layout, era, options, disable_sliding_window=s.disable_sliding_window)
     data = plan_dict(layout, plan, serving, explain_plan(plan) if explain else None)
     if budget is not None:
         data["budget"] = budget

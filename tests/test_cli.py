@@ -270,3 +270,16 @@ def test_missing_config_file_names_the_path(tmp_path):
     r = invoke("inspect", str(tmp_path / "nope" / "config.json"))
     assert r.exit_code == 1 and r.stderr.count("\n") == 1
     assert "nope/config.json does not exist" in r.stderr
+
+
+def test_disable_sliding_window():
+    # Mistral-7B: 32 sliding(4096) layers. --disable-sliding-window makes them full and caps
+    # max_model_len at the window (32768 → 4096): 40 GiB // (32 · 65536 B) = 20480 blocks,
+    # a 4096-token request holds 256 blocks → 80.0 concurrent requests.
+    r, d = as_json("simulate", "mistralai/Mistral-7B-v0.1", "--kv-cache-memory", "40GiB", "--disable-sliding-window")
+    assert r.exit_code == 0
+    assert d["scheduler"]["max_model_len"] == 4096
+    assert [g["kind"] for g in d["groups"]] == ["full_attention"]
+    assert d["memory"]["num_blocks"] == 20480 and d["memory"]["max_concurrency"] == 80.0
+    r, d = as_json("inspect", "mistralai/Mistral-7B-v0.1", "--disable-sliding-window")
+    assert {x["kind"] for x in d["layers"]} == {"full_attention"}

@@ -9,7 +9,8 @@ from kvplan.units import parse_bytes
 
 
 def serving_options(*, block_size, attention_backend, kv_cache_dtype, dtype, tensor_parallel_size,
-                    pipeline_parallel_size, speculative_method, num_speculative_tokens):
+                    pipeline_parallel_size, speculative_method, num_speculative_tokens,
+                    disable_sliding_window=False):
     from kvplan.model import ServingOptions
     from kvplan.units import CACHE_DTYPES, MODEL_DTYPES
 
@@ -29,6 +30,7 @@ def serving_options(*, block_size, attention_backend, kv_cache_dtype, dtype, ten
         pipeline_parallel_size=pipeline_parallel_size,
         speculative_method=speculative_method,
         num_speculative_tokens=num_speculative_tokens,
+        disable_sliding_window=disable_sliding_window,
     )
 
 

@@ -20,6 +20,7 @@ def inspect_command(
     dtype: o.Dtype = "auto",
     tensor_parallel_size: o.TensorParallel = 1,
     pipeline_parallel_size: o.PipelineParallel = 1,
+    disable_sliding_window: o.DisableSlidingWindow = False,
     revision: o.Revision = None,
     download: o.Download = False,
     format: o.OutputFormat = o.Format.table,
@@ -33,6 +34,7 @@ def inspect_command(
         block_size=block_size, attention_backend=attention_backend, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         speculative_method=speculative_method, num_speculative_tokens=num_speculative_tokens,
+        disable_sliding_window=disable_sliding_window,
     )
     layout = build_model_layout(model, drafter, serving, revision=revision, download=download)
     data = inspect_dict(layout, serving)

@@ -29,6 +29,7 @@ KvCacheDtype = Annotated[str, typer.Option("--kv-cache-dtype", help="auto (model
 Dtype = Annotated[str, typer.Option("--dtype", help="Model dtype: auto (config's torch_dtype; bf16 when absent), bfloat16, float16, float32.", rich_help_panel=SERVING)]
 TensorParallel = Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, help="Tensor-parallel ranks: KV heads per rank = max(1, heads // tp).", rich_help_panel=SERVING)]
 PipelineParallel = Annotated[int, typer.Option("--pipeline-parallel-size", "-pp", min=1, help="Pipeline stages: layers split as vLLM's get_pp_indices.", rich_help_panel=SERVING)]
+DisableSlidingWindow = Annotated[bool, typer.Option("--disable-sliding-window", help="vLLM's flag: every layer becomes full attention, and max_model_len is capped at the window.", rich_help_panel=SERVING)]
 Revision = Annotated[Optional[str], typer.Option("--revision", help="Revision (branch, tag or commit) for HF-cache or downloaded configs.", rich_help_panel=SERVING)]
 Download = Annotated[bool, typer.Option("--download", help="Allow fetching config.json from the Hugging Face Hub (network).", rich_help_panel=SERVING)]
 OutputFormat = Annotated[Format, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
