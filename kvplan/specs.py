@@ -42,7 +42,6 @@ class Workload:
     max_model_len: int
     max_in_flight_tokens: int
     mamba_cache_mode: str = "none"  # "none" | "align" | "all"
-    num_prefill_checkpoint_blocks: int = 0
     max_num_encoder_input_tokens: int = 0
     cp_world_size: int = 1  # decode_context_parallel_size · prefill_context_parallel_size
 
@@ -186,6 +185,9 @@ class MambaSpec(KVCacheSpec):
     mamba_type: str = "mamba2"
     page_size_padded: int | None = None
     num_speculative_blocks: int = 0
+    # 0.33, align mode: one more block per request where the layer exports prefill
+    # checkpoints (Mamba2 mixers; Qwen GDN with FlashInfer prefill, the Hopper default).
+    num_prefill_checkpoint_blocks: int = 0
 
     @property
     def real_page_size_bytes(self) -> int:
@@ -202,7 +204,7 @@ class MambaSpec(KVCacheSpec):
         if w.mamba_cache_mode == "all":
             return cdiv(w.max_model_len, self.block_size) + self.num_speculative_blocks
         if w.mamba_cache_mode == "align":
-            return 2 + self.num_speculative_blocks + w.num_prefill_checkpoint_blocks
+            return 2 + self.num_speculative_blocks + self.num_prefill_checkpoint_blocks
         return 1 + self.num_speculative_blocks
 
 
@@ -262,7 +264,7 @@ _KINDS: dict[str, type[KVCacheSpec]] = {
 SPEC_KEYS = (
     "kind", "block_size", "num_kv_heads", "head_size", "head_size_v", "dtype",
     "sliding_window", "attention_chunk_size", "cache_dtype_str", "page_size_padded",
-    "shapes", "dtypes", "mamba_type", "num_speculative_blocks", "page_size_bytes",
+    "shapes", "dtypes", "mamba_type", "num_speculative_blocks", "num_prefill_checkpoint_blocks", "page_size_bytes",
 )
 
 

@@ -45,10 +45,11 @@ needs_torch = pytest.mark.skipif(torch is None, reason="needs torch (pip install
 GPT = ("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE", "64MiB", 512, "vllm-latest")
 GPT_018 = (*GPT[:4], "vllm-1.5")  # vLLM 0.18: FlashAttention (2, num_blocks, ...) views, one tensor per slot
 GEMMA = ("google/gemma-3-27b-it", None, "64MiB", 64, "vllm-latest")
-# Qwen3-Next pages are 1,179,648 B (576 tokens × 2 KV × 512 × 2 B) in 12 slots: 64 MiB holds 4 blocks,
-# fewer than one request needs; 128 MiB holds 9.
-QWEN_NEXT = ("Qwen/Qwen3-Next-80B-A3B-Thinking", None, "128MiB", 512, "vllm-latest")
-QWEN_NEXT_018 = ("Qwen/Qwen3-Next-80B-A3B-Thinking", None, "128MiB", 512, "vllm-1.5")
+# Qwen3-Next pages are 1,179,648 B (576 tokens × 2 KV × 512 × 2 B) in 12 slots (14,155,776 B a block):
+# a 512-token request needs 3 GDN groups × 3 blocks (0.33 align mode) + 1 full = 10 blocks plus the
+# null block; 192 MiB holds 14.
+QWEN_NEXT = ("Qwen/Qwen3-Next-80B-A3B-Thinking", None, "192MiB", 512, "vllm-latest")
+QWEN_NEXT_018 = ("Qwen/Qwen3-Next-80B-A3B-Thinking", None, "192MiB", 512, "vllm-1.5")
 DEEPSEEK_V32 = ("deepseek-ai/DeepSeek-V3.2", None, "64MiB", 512, "vllm-latest")  # one uniform-type group
 MIMO = ("XiaomiMiMo/MiMo-V2-Flash", None, "96MiB", 256, "vllm-latest")  # K 192 / V 128
 CASES = {"gpt-oss-20b+P-EAGLE": GPT, "gemma-3-27b": GEMMA, "qwen3-next": QWEN_NEXT,
@@ -105,8 +106,8 @@ def test_qwen3_next_views_are_block_outer_with_packed_mamba_states():
     worker, tensors, failures = plan_views(plan_of(QWEN_NEXT))
     page = 576 * 2 * (256 + 256) * 2
     assert failures == [] and page == 1179648
-    nb = 128 * MiB // page // 12
-    assert worker.num_blocks == nb == 9 and len(tensors) == 12
+    nb = 192 * MiB // page // 12
+    assert worker.num_blocks == nb == 14 and len(tensors) == 12
     mamba, attn = tensors[0].layers[0], tensors[0].layers[3]
     conv, ssm = mamba.parts
     pe = page // 2  # bf16 elements per page

@@ -216,7 +216,10 @@ def test_qwen3_next_mamba_alignment_by_era():
     # 0.33: prefix caching on → align mode, GDN 64-token alignment: 64 · cdiv(536, 64) = 576 (§12.4)
     p = run(layers(specs, name="model.layers.{i}.attn"), max_model_len=262144)
     assert p.mamba.attention_block_size == 576 and p.mamba.mamba_block_size == 576
-    assert p.blocks_per_request == [2, 2, 2, 456]  # align: 2 per GDN group; cdiv(262144, 576) = 456
+    # align: 2 + 1 prefill checkpoint per GDN group (FlashInfer GDN prefill on Hopper exports
+    # checkpoints in 0.33); full: cdiv(262144, 576) = 456
+    assert p.blocks_per_request == [3, 3, 3, 456]
+    assert p.specs["model.layers.0.attn"].num_prefill_checkpoint_blocks == 1
 
 
 def test_qwen3_next_with_mtp():

@@ -336,12 +336,15 @@ def align_mamba(
     m_block = block if mode == "align" else max_model_len
     attn_page = block * a1
     padded = attn_page if attn_page != mp else None
+    # 0.33 align mode: Mamba2 and (Hopper) GDN layers export prefill checkpoints
+    checkpoints = int(modern and all(l["mamba_type"] in ("mamba2", "gdn") for l in mamba))
     out = []
     for l in layers:
         l = dict(l)
         if l["kind"] == "mamba":
             l["block_size"] = m_block
             l["page_size_padded"] = padded
+            l["num_prefill_checkpoint_blocks"] = checkpoints
         elif l["block_size"] == first["block_size"]:
             l["block_size"] = block
         out.append(l)
@@ -376,6 +379,7 @@ _SPEC_KEYS = (
     "dtypes",
     "mamba_type",
     "num_speculative_blocks",
+    "num_prefill_checkpoint_blocks",
 )
 
 

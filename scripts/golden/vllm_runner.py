@@ -192,6 +192,7 @@ _LAYER_KEYS = (
     "dtypes",
     "mamba_type",
     "num_speculative_blocks",
+    "num_prefill_checkpoint_blocks",
 )
 
 
@@ -238,8 +239,10 @@ def build_spec(layer: dict, case: dict, notes: list[str]):
             continue
         if key == "head_size_v" and kind == "mla":
             continue  # vLLM's MLA layer never passes it
-        if key == "num_speculative_blocks" and kind != "mamba":
+        if key in ("num_speculative_blocks", "num_prefill_checkpoint_blocks") and kind != "mamba":
             continue
+        if key == "num_prefill_checkpoint_blocks" and value == 0 and key not in fields:
+            continue  # before 0.33 the field did not exist (and was 0 in effect)
         if key not in fields:
             if key == "head_size_v" and value == layer.get("head_size"):
                 continue  # same as the implicit K=V head size

@@ -49,6 +49,10 @@ class Era:
     # sliding layers (K 192, V 128) had a page that does not divide the full one (golden:
     # NotImplementedError on 0.17.1 and 0.18.0).
     window_head_size_v: bool = False
+    # 0.33 align mode: Mamba2 and (Hopper, FlashInfer prefill) GDN layers export prefill
+    # checkpoints and reserve one more block per request (read in 0.33.0's mamba_mixer2.py,
+    # gdn/qwen_gdn_linear_attn.py and kv_cache_interface.MambaSpec.max_memory_usage_bytes).
+    mamba_prefill_checkpoints: bool = False
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -112,6 +116,7 @@ ERAS: dict[str, Era] = {
             messages="0.33",
             kv_transfer_rule="supports_hma",
             window_head_size_v=True,
+            mamba_prefill_checkpoints=True,
             releases=("0.33.0",),
         ),
     )

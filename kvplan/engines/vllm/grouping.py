@@ -145,7 +145,12 @@ def is_uniform_type(specs: dict[str, KVCacheSpec]) -> bool:
             for s in values
         )
     if isinstance(first, MambaSpec):
-        return all(isinstance(s, MambaSpec) and s.num_speculative_blocks == first.num_speculative_blocks for s in values)
+        return all(
+            isinstance(s, MambaSpec)
+            and s.num_speculative_blocks == first.num_speculative_blocks
+            and s.num_prefill_checkpoint_blocks == first.num_prefill_checkpoint_blocks
+            for s in values
+        )
     raise EngineFailure("NotImplementedError", f"Unsupported KV cache spec type: {type(first)}", "grouping")
 
 

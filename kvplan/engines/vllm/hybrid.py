@@ -140,6 +140,10 @@ def align_hybrid_mamba(
         m_block = max_model_len
     attn_page = block * a1
     assert attn_page >= mp
+    checkpoints = int(
+        era.mamba_prefill_checkpoints and mamba_cache_mode == "align"
+        and all(s.mamba_type in ("mamba2", "gdn") for s in mamba)
+    )
     padded = None
     pct = 0.0
     if attn_page != mp:
@@ -154,7 +158,8 @@ def align_hybrid_mamba(
         new = memo.get(id(s))
         if new is None:
             if isinstance(s, MambaSpec):
-                new = replace(s, block_size=m_block, page_size_padded=padded)
+                new = replace(s, block_size=m_block, page_size_padded=padded,
+                              num_prefill_checkpoint_blocks=checkpoints)
             elif s.block_size == cache_block:
                 new = s.with_block_size(block)
             else:
