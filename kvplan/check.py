@@ -258,6 +258,7 @@ OPTIONS: dict[str, Callable[[Any], Any]] = {
     "disable_hybrid_kv_cache_manager": _boolean,
     "kv_transfer_config": _kv_transfer_config,
     "num_gpu_blocks_override": _integer(1),
+    "kv_events": _boolean,
     "gpu": _string,
     "gpu_memory": _number(1.0),
     "gpu_memory_utilization": _number(0.01, 1.0),

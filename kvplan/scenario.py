@@ -7,6 +7,7 @@ the same words as `kvplan simulate`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields
 
 from kvplan.errors import OptionError
@@ -39,6 +40,7 @@ class Scenario:
     disable_hybrid_kv_cache_manager: bool | None = None
     kv_transfer_config: str | dict | None = None
     num_gpu_blocks_override: int | None = None
+    kv_events: bool = False
     # hardware budget (used when kv_cache_memory is not given)
     gpu: str | None = None
     gpu_memory: float | None = None  # GiB
@@ -121,6 +123,9 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
         disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
         kv_transfer_config=ktc,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
+        kv_events=s.kv_events,
+        # the same environment variable vLLM reads (default 1 since vLLM PR #29627)
+        allow_chunked_local_with_hma=os.environ.get("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1") != "0",
     )
     plan = plan_layout(layout, era, options, disable_sliding_window=s.disable_sliding_window)
     data = plan_dict(layout, plan, serving, explain_plan(plan) if explain else None)

@@ -321,3 +321,34 @@ def test_pipeline_parallel_min_blocks_over_workers():
     assert [w.group_size for w in p.workers] == [6, 10]
     assert p.num_blocks == 131072
     assert p.workers[0].tensors[0].size_bytes == 32768 * 131072  # shrunk, not regrown
+
+
+def test_kv_connectors_by_release():
+    # 0.18: any --kv-transfer-config turns the hybrid manager off (the user left the flag unset).
+    p = run(gpt_oss_20b(), "vllm-1.5", kv_transfer_config={"kv_connector": "NixlConnector"})
+    assert p.hma.disabled and p.logs[0].startswith("Turning off hybrid kv cache manager because `--kv-transfer-config` is set.")
+    # 0.33: only connectors that subclass SupportsHMA keep it (NixlConnector = NixlPullConnector does).
+    p = run(gpt_oss_20b(), kv_transfer_config={"kv_connector": "NixlConnector"})
+    assert not p.hma.disabled and p.num_groups == 2
+    p = run(gpt_oss_20b(), kv_transfer_config={"kv_connector": "LMCacheConnectorV1"})
+    assert p.hma.disabled and p.num_groups == 1
+    assert "selects a KV connector that does not support it" in p.logs[0]
+    multi = {"kv_connector": "MultiConnector", "kv_connector_extra_config": {"connectors": [
+        {"kv_connector": "NixlConnector"}, {"kv_connector": "OffloadingConnector"}]}}
+    assert not run(gpt_oss_20b(), kv_transfer_config=multi).hma.disabled
+    multi["kv_connector_extra_config"]["connectors"].append({"kv_connector": "LMCacheConnectorV1"})
+    assert run(gpt_oss_20b(), kv_transfer_config=multi).hma.disabled
+
+
+def test_kv_events_and_chunked_local_env():
+    # KV events turned the hybrid manager off before PR #37688 (0.18 does, 0.33 does not).
+    assert run(gpt_oss_20b(), "vllm-1.5", kv_events=True).hma.disabled
+    assert not run(gpt_oss_20b(), kv_events=True).hma.disabled
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0 with a chunked model: warning, HMA off.
+    specs = [full(8, 128) if (i + 1) % 4 == 0 else chunked(8192) for i in range(8)]
+    p = run(layers(specs), facts=ModelFacts(L128K, attention_chunk_size=8192), allow_chunked_local_with_hma=False)
+    assert p.hma.disabled and p.logs[0].startswith("There is a latency regression when using chunked local attention")
+    # explicitly enabled but not possible: the flag's name changed in 0.33
+    p = run(layers(specs), facts=ModelFacts(L128K, attention_chunk_size=8192, speculative_method="eagle3"),
+            disable_hybrid_kv_cache_manager=False)
+    assert "--enable-hybrid-kv-cache-manager flag" in p.failure.message

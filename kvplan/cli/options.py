@@ -46,4 +46,5 @@ PrefixCaching = Annotated[Optional[bool], typer.Option("--enable-prefix-caching/
 MambaCacheMode = Annotated[Optional[str], typer.Option("--mamba-cache-mode", help="none, align or all (default: from prefix caching).", rich_help_panel=BUDGET)]
 DisableHma = Annotated[Optional[bool], typer.Option("--disable-hybrid-kv-cache-manager/--no-disable-hybrid-kv-cache-manager", help="Force the hybrid KV-cache manager off (or explicitly on). Default: vLLM decides.", rich_help_panel=BUDGET, show_default=False)]
 KvTransferConfig = Annotated[Optional[str], typer.Option("--kv-transfer-config", help="JSON of vLLM's --kv-transfer-config (its kv_connector decides whether the hybrid manager stays on).", rich_help_panel=BUDGET)]
+KvEvents = Annotated[bool, typer.Option("--kv-events", help="vLLM's --kv-events-config is set (turns the hybrid manager off before vLLM PR #37688).", rich_help_panel=BUDGET)]
 NumGpuBlocksOverride = Annotated[Optional[int], typer.Option("--num-gpu-blocks-override", min=1, help="Replace the computed num_blocks (vLLM's flag of the same name).", rich_help_panel=BUDGET)]

@@ -41,6 +41,7 @@ def simulate_command(
     disable_hybrid_kv_cache_manager: o.DisableHma = None,
     kv_transfer_config: o.KvTransferConfig = None,
     num_gpu_blocks_override: o.NumGpuBlocksOverride = None,
+    kv_events: o.KvEvents = False,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU preset, e.g. H100-80GB, H200-141GB (see `kvplan fit --list-gpus`).", rich_help_panel=HW)] = None,
     gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", min=1.0, help="GPU memory in GiB, for a card without a preset.", rich_help_panel=HW)] = None,
     gpu_memory_utilization: Annotated[Optional[float], typer.Option("--gpu-memory-utilization", min=0.01, max=1.0, help="Fraction of the GPU vLLM may use (default: the era's, 0.92 latest, 0.9 before).", rich_help_panel=HW)] = None,
@@ -77,7 +78,7 @@ def simulate_command(
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         async_scheduling=async_scheduling, enable_prefix_caching=enable_prefix_caching,
         mamba_cache_mode=mamba_cache_mode, disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
-        kv_transfer_config=kv_transfer_config, num_gpu_blocks_override=num_gpu_blocks_override,
+        kv_transfer_config=kv_transfer_config, num_gpu_blocks_override=num_gpu_blocks_override, kv_events=kv_events,
         gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=gpu_memory_utilization,
         budget_overrides=_budget_overrides(weights_memory, activation_memory, non_torch_memory, cudagraph_memory),
     )

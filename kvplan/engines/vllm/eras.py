@@ -49,6 +49,8 @@ class Era:
     # sliding layers (K 192, V 128) had a page that does not divide the full one (golden:
     # NotImplementedError on 0.17.1 and 0.18.0).
     window_head_size_v: bool = False
+    # KV events (--kv-events-config) turned the hybrid manager off until PR #37688 (2026-04-12).
+    kv_events_disable_hma: bool = True
     # 0.33 align mode: Mamba2 and (Hopper, FlashInfer prefill) GDN layers export prefill
     # checkpoints and reserve one more block per request (read in 0.33.0's mamba_mixer2.py,
     # gdn/qwen_gdn_linear_attn.py and kv_cache_interface.MambaSpec.max_memory_usage_bytes).
@@ -117,6 +119,7 @@ ERAS: dict[str, Era] = {
             kv_transfer_rule="supports_hma",
             window_head_size_v=True,
             mamba_prefill_checkpoints=True,
+            kv_events_disable_hma=False,
             releases=("0.33.0",),
         ),
     )

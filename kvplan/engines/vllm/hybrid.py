@@ -17,14 +17,50 @@ from kvplan.units import cdiv
 # speculative methods for which vLLM's SpeculativeConfig.use_eagle() is true
 EAGLE_METHODS = frozenset({"eagle", "eagle3", "mtp"})
 
-# KV connectors that subclass SupportsHMA (0.33 keeps HMA on for them, PR #39949).
-# LMCache gained hybrid-allocator support in PR #30166; others turn HMA off.
-HMA_CONNECTORS = frozenset({"LMCacheConnectorV1"})
+# KV connectors whose class subclasses SupportsHMA in vLLM 0.33.0 (read in its
+# kv_connector/factory.py registry and each class): 0.33 keeps the hybrid manager on for
+# them. MultiConnector counts only when every child connector does.
+HMA_CONNECTORS_033 = frozenset({
+    "ExampleHiddenStatesConnector", "NixlConnector", "NixlPullConnector", "NixlPushConnector",
+    "HiSparseConnector", "MoRIIOConnector", "OffloadingConnector", "DecodeBenchConnector",
+    "MooncakeConnector", "MooncakeStoreConnector", "SimpleCPUOffloadConnector",
+})
 
-HMA_EXPLICIT_FAILURE = (
-    "Hybrid KV cache manager was explicitly enabled but is not supported in this configuration. "
-    "Consider omitting the --no-disable-hybrid-kv-cache-manager flag to let vLLM decide automatically."
+CHUNKED_LOCAL_WARNING = (
+    "There is a latency regression when using chunked local attention with the hybrid KV cache manager. "
+    "Disabling it, by default. To enable it, set the environment VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1."
 )
+KV_TRANSFER_WARNING_OLD = (
+    "Turning off hybrid kv cache manager because `--kv-transfer-config` is set. This will "
+    "reduce the performance of vLLM on LLMs with sliding window attention or Mamba attention. "
+    "If you are a developer of kv connector, please consider supporting hybrid kv cache "
+    "manager for your connector by making sure your connector is a subclass of `SupportsHMA` "
+    "defined in kv_connector/v1/base.py and use --no-disable-hybrid-kv-cache-manager to start vLLM."
+)
+KV_TRANSFER_WARNING_033 = (
+    "Turning off hybrid kv cache manager because `--kv-transfer-config` selects a KV connector that does not "
+    "support it. Impact: hybrid SSM models (e.g. Jamba, Bamba) require HMA and will fail at startup without it; "
+    "models with sliding window attention will run with reduced performance. To add HMA support to a KV "
+    "connector, subclass `SupportsHMA` defined in kv_connector/v1/base.py (for MultiConnector, all child "
+    "connectors must support HMA)."
+)
+
+
+def hma_explicit_failure(era: Era) -> str:
+    flag = "--enable-hybrid-kv-cache-manager" if era.messages == "0.33" else "--no-disable-hybrid-kv-cache-manager"
+    return (
+        "Hybrid KV cache manager was explicitly enabled but is not supported in this configuration. "
+        f"Consider omitting the {flag} flag to let vLLM decide automatically."
+    )
+
+
+def connector_supports_hma(config: dict) -> bool:
+    """0.33's ``KVConnectorFactory.supports_hma_config``."""
+    name = str(config.get("kv_connector", ""))
+    if name != "MultiConnector":
+        return name in HMA_CONNECTORS_033
+    children = (config.get("kv_connector_extra_config") or {}).get("connectors") or []
+    return bool(children) and all(isinstance(c, dict) and connector_supports_hma(c) for c in children)
 
 
 @dataclass(frozen=True)
@@ -42,36 +78,31 @@ def decide_hma(
     allow_chunked_local_with_hma: bool,
     kv_transfer_config: dict | None,
     logs: list[str],
+    kv_events: bool = False,
 ) -> HmaDecision:
-    """``VllmConfig.__post_init__``'s rule for ``disable_hybrid_kv_cache_manager``."""
+    """``VllmConfig.__post_init__``'s rule for ``disable_hybrid_kv_cache_manager``
+    (checked in the 0.18.0 and 0.33.0 wheels)."""
     reasons: list[str] = []
+    if kv_events and era.kv_events_disable_hma:
+        reasons.append("--kv-events-config is set (KV events disable the hybrid manager before PR #37688)")
     if attention_chunk_size is not None:
         if speculative_method in EAGLE_METHODS:
             reasons.append("chunked local attention with an EAGLE/MTP drafter")
         elif not allow_chunked_local_with_hma:
+            logs.append(CHUNKED_LOCAL_WARNING)
             reasons.append("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0")
     if user_disable is None and kv_transfer_config is not None:
-        connector = str(kv_transfer_config.get("kv_connector", ""))
+        connector = str(kv_transfer_config.get("kv_connector", "")) or "(none)"
         if era.kv_transfer_rule == "always":
             reasons.append("--kv-transfer-config is set")
-            logs.append(
-                "Turning off hybrid kv cache manager because `--kv-transfer-config` is set. This will "
-                "reduce the performance of vLLM on LLMs with sliding window attention or Mamba attention. "
-                "If you are a developer of kv connector, please consider supporting hybrid kv cache "
-                "manager for your connector by making sure your connector is a subclass of `SupportsHMA` "
-                "defined in kv_connector/v1/base.py and use --no-disable-hybrid-kv-cache-manager to start vLLM."
-            )
-        elif connector not in HMA_CONNECTORS:
-            reasons.append(f"connector {connector or '(none)'} does not subclass SupportsHMA")
-            logs.append(
-                f"Turning off hybrid kv cache manager because connector {connector} does not subclass "
-                "`SupportsHMA`. This will reduce the performance of vLLM on LLMs with sliding window "
-                "attention or Mamba attention."
-            )
+            logs.append(KV_TRANSFER_WARNING_OLD)
+        elif not connector_supports_hma(kv_transfer_config):
+            reasons.append(f"connector {connector} does not support the hybrid manager (SupportsHMA)")
+            logs.append(KV_TRANSFER_WARNING_033)
     if user_disable is True:
         return HmaDecision(True, ("--disable-hybrid-kv-cache-manager",))
     if user_disable is False and reasons:
-        raise EngineFailure("ValueError", HMA_EXPLICIT_FAILURE, "config")
+        raise EngineFailure("ValueError", hma_explicit_failure(era), "config")
     return HmaDecision(bool(reasons), tuple(reasons))
 
 

@@ -59,6 +59,7 @@ class SimulateOptions:
     decode_context_parallel_size: int = 1
     # 0.33 with async scheduling keeps PP + 1 batches in flight on the V2 model runner, PP on V1.
     use_v2_model_runner: bool = False
+    kv_events: bool = False  # vLLM's --kv-events-config is set
 
 
 @dataclass(frozen=True)
@@ -183,9 +184,10 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         allow_chunked_local_with_hma=o.allow_chunked_local_with_hma,
         kv_transfer_config=o.kv_transfer_config,
         logs=logs,
+        kv_events=o.kv_events,
     )
     if era.messages == "0.33":
-        logs.append(LAYOUT_LOG_033)
+        logs.append(LAYOUT_LOG_033)  # after the config-time warnings above
     specs = {ls.name: ls.spec for ls in plan.layers}
     if not era.window_head_size_v:
         specs = {n: _without_head_size_v(s) for n, s in specs.items()}
