@@ -71,7 +71,7 @@ def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
     budget = kv_budget(
         layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
         overrides=overrides, tensor_parallel_size=s.tensor_parallel_size,
-        max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs, exact_params=exact,
+        max_num_batched_tokens=s.batch_sizes()[0], max_num_seqs=s.batch_sizes()[1], exact_params=exact,
     )
     return _Budgeted(s, layout, era, budget)
 
@@ -88,8 +88,8 @@ def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
     options = SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
         max_model_len=max_model_len,
-        max_num_batched_tokens=s.max_num_batched_tokens,
-        max_num_seqs=s.max_num_seqs,
+        max_num_batched_tokens=s.batch_sizes()[0],
+        max_num_seqs=s.batch_sizes()[1],
         async_scheduling=s.async_scheduling,
         enable_prefix_caching=s.enable_prefix_caching,
         mamba_cache_mode=mamba_cache_mode(s.mamba_cache_mode),

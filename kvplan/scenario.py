@@ -32,8 +32,8 @@ class Scenario:
     threshold: float | None = None
     kv_cache_memory: str | int | None = None
     max_model_len: str | int | None = None
-    max_num_batched_tokens: int = 8192
-    max_num_seqs: int = 1024
+    max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU (8192 on H100/H200)
+    max_num_seqs: int | None = None  # None: vLLM's default for the GPU (1024 on H100/H200)
     async_scheduling: bool = True
     enable_prefix_caching: bool | None = None
     mamba_cache_mode: str | None = None
@@ -46,6 +46,17 @@ class Scenario:
     gpu_memory: float | None = None  # GiB
     gpu_memory_utilization: float | None = None
     budget_overrides: dict = field(default_factory=dict)
+
+    def batch_sizes(self) -> tuple[int, int]:
+        """``(max_num_batched_tokens, max_num_seqs)``: as given, else what ``vllm serve`` picks
+        for the card (``--gpu``/``--gpu-memory``), else the H100/H200 defaults (8192, 1024)."""
+        tokens, seqs = self.max_num_batched_tokens, self.max_num_seqs
+        if tokens is None or seqs is None:
+            from kvplan.hardware import vllm_batch_defaults
+
+            d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory)
+            tokens, seqs = tokens or d_tokens, seqs or d_seqs
+        return tokens, seqs
 
     @classmethod
     def field_names(cls) -> list[str]:
@@ -96,6 +107,7 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
     if layout is None:
         layout = build_model_layout(s.model, s.drafter, serving, revision=s.revision, download=s.download)
     budget = None
+    batched, seqs = s.batch_sizes()
     if s.kv_cache_memory is not None:
         kv_bytes = _size(s.kv_cache_memory, "--kv-cache-memory")
     elif s.gpu is not None or s.gpu_memory is not None:
@@ -104,7 +116,7 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
         budget = kv_budget(layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory,
                            gpu_memory_utilization=s.gpu_memory_utilization, overrides=s.budget_overrides,
                            tensor_parallel_size=s.tensor_parallel_size,
-                           max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs)
+                           max_num_batched_tokens=batched, max_num_seqs=seqs)
         kv_bytes = budget["kv_cache_memory_bytes"]
     else:
         raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
@@ -115,8 +127,8 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
     options = SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
         max_model_len=mml,
-        max_num_batched_tokens=s.max_num_batched_tokens,
-        max_num_seqs=s.max_num_seqs,
+        max_num_batched_tokens=batched,
+        max_num_seqs=seqs,
         async_scheduling=s.async_scheduling,
         enable_prefix_caching=s.enable_prefix_caching,
         mamba_cache_mode=mamba_cache_mode(s.mamba_cache_mode),

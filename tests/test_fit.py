@@ -36,7 +36,7 @@ def simulate(model, *args):
 
 @pytest.mark.parametrize("model, gpu, extra", [
     ("Qwen/Qwen3-8B", "L4-24GB", []),  # full attention: memory-bound well below 40960
-    ("openai/gpt-oss-20b", "L4-24GB", ["--gpu-memory-utilization", "0.8"]),  # sliding + full, mxfp4
+    ("openai/gpt-oss-20b", "L4-24GB", ["--gpu-memory-utilization", "0.7"]),  # sliding + full, mxfp4 (2048-token steps on an L4)
     ("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100-80GB", ["-tp", "2", "--gpu-memory-utilization", "0.98"]),
 ])
 def test_max_model_len_fits_and_one_more_does_not(model, gpu, extra):

@@ -164,3 +164,30 @@ def test_budget_path_does_not_import_torch():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.stderr.rsplit("TORCH ", 1)[-1].strip() == "False"
+
+
+@pytest.mark.parametrize("gpu, expected", [
+    (None, (8192, 1024)),  # no card named: kvplan assumes H100/H200, the reference's setting
+    ("H100-80GB", (8192, 1024)),  # 79.19 GiB ≥ 70 GiB, not an A100
+    ("H200-141GB", (8192, 1024)),  # 139.8 GiB < 160 GiB
+    ("B200-180GB", (16384, 1024)),  # 178.4 GiB ≥ 160 GiB
+    ("MI300X-192GB", (16384, 1024)),
+    ("A100-80GB", (2048, 256)),  # vLLM keeps A100 on the small tier (PR #17885)
+    ("L4-24GB", (2048, 256)),
+])
+def test_vllm_serve_batch_defaults_by_card(gpu, expected):
+    from kvplan.hardware import vllm_batch_defaults
+
+    assert vllm_batch_defaults(gpu, None) == expected
+
+
+def test_simulate_uses_the_cards_batch_defaults():
+    from kvplan.scenario import Scenario, run_scenario
+
+    r = run_scenario(Scenario(model="openai/gpt-oss-20b", gpu="L4-24GB", max_model_len=8192))
+    assert (r.plan.options.max_num_batched_tokens, r.plan.options.max_num_seqs) == (2048, 256)
+    # gpt-oss sliding(128) on an L4: cdiv(min(127 + 2 · 2048, 8192), 16) + 1 = 265 blocks (0.33, async)
+    assert r.plan.blocks_per_request[0] == 265
+    r = run_scenario(Scenario(model="openai/gpt-oss-20b", gpu="L4-24GB", max_model_len=8192,
+                              max_num_batched_tokens=4096))
+    assert r.plan.options.max_num_batched_tokens == 4096

@@ -62,8 +62,8 @@ def compare_command(
         "--gpu-memory-utilization", min=0.01, max=1.0, help="Fraction of the GPU vLLM may use (default: the era's).",
         rich_help_panel=HW)] = None,
     max_model_len: o.MaxModelLen = None,
-    max_num_batched_tokens: o.MaxNumBatchedTokens = 8192,
-    max_num_seqs: o.MaxNumSeqs = 1024,
+    max_num_batched_tokens: o.MaxNumBatchedTokens = None,
+    max_num_seqs: o.MaxNumSeqs = None,
     async_scheduling: o.AsyncScheduling = True,
     enable_prefix_caching: o.PrefixCaching = None,
     mamba_cache_mode: o.MambaCacheMode = None,
@@ -149,7 +149,7 @@ def compare_command(
 
     inputs = CompareInputs(
         kv_cache_memory_bytes=plan.options.kv_cache_memory_bytes, target_len_tokens=length,
-        target_concurrency=target_concurrency, max_num_batched_tokens=max_num_batched_tokens,
+        target_concurrency=target_concurrency, max_num_batched_tokens=plan.options.max_num_batched_tokens,
         swa_full_tokens_ratio=swa_full_tokens_ratio, sglang_page_size=sglang_page_size,
         trtllm_window_shares=shares, trtllm_tokens_per_block=trtllm_tokens_per_block,
         llamacpp_n_seq=llamacpp_n_seq, llamacpp_n_ubatch=llamacpp_n_ubatch, swa_full=swa_full,

@@ -39,8 +39,8 @@ Threshold = Annotated[Optional[float], typer.Option("--threshold", min=0.0, help
 
 KvCacheMemory = Annotated[Optional[str], typer.Option("--kv-cache-memory", "--kv-cache-memory-bytes", help="KV-cache budget per GPU: bytes or with a unit (40GiB, 512MiB, 80GB).", rich_help_panel=BUDGET)]
 MaxModelLen = Annotated[Optional[str], typer.Option("--max-model-len", help="Tokens per request, or 'auto' to fit the budget (vLLM's -1). Default: the model's derived length.", rich_help_panel=BUDGET)]
-MaxNumBatchedTokens = Annotated[int, typer.Option("--max-num-batched-tokens", min=1, help="Tokens per scheduler step. Default 8192: vLLM's API-server default on ≥70 GiB GPUs (H100/H200).", rich_help_panel=BUDGET)]
-MaxNumSeqs = Annotated[int, typer.Option("--max-num-seqs", min=1, help="Concurrent sequences the scheduler admits. Default 1024 (API server, ≥70 GiB GPUs).", rich_help_panel=BUDGET)]
+MaxNumBatchedTokens = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", min=1, help="Tokens per scheduler step. Default: what `vllm serve` picks for the card: 8192 on H100/H200 (also without --gpu), 16384 on ≥160 GiB cards, 2048 on A100 and smaller cards.", rich_help_panel=BUDGET, show_default=False)]
+MaxNumSeqs = Annotated[Optional[int], typer.Option("--max-num-seqs", min=1, help="Concurrent sequences the scheduler admits. Default: `vllm serve`'s for the card: 1024 on ≥70 GiB non-A100 cards (and without --gpu), 256 otherwise.", rich_help_panel=BUDGET, show_default=False)]
 AsyncScheduling = Annotated[bool, typer.Option("--async-scheduling/--no-async-scheduling", help="vLLM ≥0.32 reserves 2 × max_num_batched_tokens in sliding/chunked layers with async scheduling (the default).", rich_help_panel=BUDGET)]
 PrefixCaching = Annotated[Optional[bool], typer.Option("--enable-prefix-caching/--no-enable-prefix-caching", help="Default as the era decides (hybrid Mamba models: on in 0.33, off before).", rich_help_panel=BUDGET, show_default=False)]
 MambaCacheMode = Annotated[Optional[str], typer.Option("--mamba-cache-mode", help="none, align or all (default: from prefix caching).", rich_help_panel=BUDGET)]
