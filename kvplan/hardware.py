@@ -142,15 +142,15 @@ def gpu_memory(gpu: str | None, gpu_memory_gib: float | None) -> tuple[str | Non
 DEFAULT_BATCH = (8192, 1024)
 
 
-def vllm_batch_defaults(gpu: str | None, gpu_memory_gib: float | None) -> tuple[int, int]:
+def vllm_batch_defaults(gpu: str | None, gpu_memory_gib: float | None, *, large_tier: bool = True) -> tuple[int, int]:
     """``(max_num_batched_tokens, max_num_seqs)`` that ``vllm serve`` picks for this card
     (``EngineArgs.get_batch_defaults``, OPENAI_API_SERVER, read in vLLM 0.33.0): ≥ 160 GiB
     (B200, MI300X) 16384 and 1024; ≥ 70 GiB except A100 (H100, H200) 8192 and 1024; anything
-    else 2048 and 256."""
+    else 2048 and 256. The ≥ 160 GiB tier is not in 0.11–0.18 (``large_tier=False``)."""
     if gpu is None and gpu_memory_gib is None:
         return DEFAULT_BATCH
     name, total, _ = gpu_memory(gpu, gpu_memory_gib)
-    if total >= 160 * GiB:
+    if large_tier and total >= 160 * GiB:
         return 16384, 1024
     if total >= 70 * GiB and "a100" not in (name or "").lower():
         return 8192, 1024

@@ -52,9 +52,11 @@ class Scenario:
         for the card (``--gpu``/``--gpu-memory``), else the H100/H200 defaults (8192, 1024)."""
         tokens, seqs = self.max_num_batched_tokens, self.max_num_seqs
         if tokens is None or seqs is None:
+            from kvplan.api import resolve_era
             from kvplan.hardware import vllm_batch_defaults
 
-            d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory)
+            large = resolve_era(self.policy, None).messages == "0.33"  # the ≥160 GiB tier is 0.33's
+            d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory, large_tier=large)
             tokens, seqs = tokens or d_tokens, seqs or d_seqs
         return tokens, seqs
 

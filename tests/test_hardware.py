@@ -191,3 +191,13 @@ def test_simulate_uses_the_cards_batch_defaults():
     r = run_scenario(Scenario(model="openai/gpt-oss-20b", gpu="L4-24GB", max_model_len=8192,
                               max_num_batched_tokens=4096))
     assert r.plan.options.max_num_batched_tokens == 4096
+
+
+def test_the_large_card_tier_is_new():
+    from kvplan.hardware import vllm_batch_defaults
+    from kvplan.scenario import Scenario
+
+    # 0.18's get_batch_defaults has no ≥160 GiB tier: a B200 gets the H100 values
+    assert vllm_batch_defaults("B200-180GB", None, large_tier=False) == (8192, 1024)
+    assert Scenario(model="x", gpu="B200-180GB", policy="vllm-1.5").batch_sizes() == (8192, 1024)
+    assert Scenario(model="x", gpu="B200-180GB").batch_sizes() == (16384, 1024)
