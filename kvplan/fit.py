@@ -62,42 +62,18 @@ def build_layout(s: Scenario):
 
 def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
     from kvplan.api import resolve_era
-    from kvplan.hardware import kv_budget
+    from kvplan.scenario import hardware_budget
 
     era = era or resolve_era(s.policy, s.threshold)
     layout = layout or build_layout(s)
-    overrides = dict(s.budget_overrides or {})
-    exact = bool(overrides.pop("exact_params", False))
-    budget = kv_budget(
-        layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
-        overrides=overrides, tensor_parallel_size=s.tensor_parallel_size,
-        max_num_batched_tokens=s.batch_sizes()[0], max_num_seqs=s.batch_sizes()[1], exact_params=exact,
-    )
-    return _Budgeted(s, layout, era, budget)
+    return _Budgeted(s, layout, era, hardware_budget(s, layout, era))
 
 
 def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
     """One vLLM simulation of ``b``'s layout with ``kv_bytes`` per GPU (-1 = auto-fit)."""
-    from kvplan.api import plan_layout
-    from kvplan.cli.common import mamba_cache_mode, parse_kv_transfer_config
-    from kvplan.engines.vllm import SimulateOptions
+    from kvplan.scenario import plan_scenario
 
-    s = b.scenario
-    ktc = s.kv_transfer_config
-    ktc = parse_kv_transfer_config(ktc) if isinstance(ktc, str) else ktc
-    options = SimulateOptions(
-        kv_cache_memory_bytes=kv_bytes,
-        max_model_len=max_model_len,
-        max_num_batched_tokens=s.batch_sizes()[0],
-        max_num_seqs=s.batch_sizes()[1],
-        async_scheduling=s.async_scheduling,
-        enable_prefix_caching=s.enable_prefix_caching,
-        mamba_cache_mode=mamba_cache_mode(s.mamba_cache_mode),
-        disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
-        kv_transfer_config=ktc,
-        num_gpu_blocks_override=s.num_gpu_blocks_override,
-    )
-    return plan_layout(b.layout, b.era, options)
+    return plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len)
 
 
 def layout_decision(plan) -> dict:

@@ -95,40 +95,17 @@ def _size(value, flag: str) -> int:
     return parse_size(str(value), flag)
 
 
-def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:
-    """Build the layout (unless given), resolve the budget, simulate, and report."""
-    from kvplan.api import plan_layout, resolve_era
-    from kvplan.cli.common import mamba_cache_mode, parse_kv_transfer_config, parse_max_model_len
+def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
+    """The engine's options for ``s`` with a resolved budget and length (-1 = auto-fit)."""
+    from kvplan.cli.common import mamba_cache_mode, parse_kv_transfer_config
     from kvplan.engines.vllm import SimulateOptions
-    from kvplan.model import build_model_layout
-    from kvplan.report.data import plan_dict
-    from kvplan.report.explain import explain as explain_plan
 
-    serving = serving_of(s)
-    era = resolve_era(s.policy, s.threshold)
-    if layout is None:
-        layout = build_model_layout(s.model, s.drafter, serving, revision=s.revision, download=s.download)
-    budget = None
     batched, seqs = s.batch_sizes()
-    if s.kv_cache_memory is not None:
-        kv_bytes = _size(s.kv_cache_memory, "--kv-cache-memory")
-    elif s.gpu is not None or s.gpu_memory is not None:
-        from kvplan.hardware import kv_budget
-
-        budget = kv_budget(layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory,
-                           gpu_memory_utilization=s.gpu_memory_utilization, overrides=s.budget_overrides,
-                           tensor_parallel_size=s.tensor_parallel_size,
-                           max_num_batched_tokens=batched, max_num_seqs=seqs)
-        kv_bytes = budget["kv_cache_memory_bytes"]
-    else:
-        raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
-    mml = s.max_model_len
-    mml = parse_max_model_len(str(mml)) if mml is not None else None
     ktc = s.kv_transfer_config
     ktc = parse_kv_transfer_config(ktc) if isinstance(ktc, str) else ktc
-    options = SimulateOptions(
+    return SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
-        max_model_len=mml,
+        max_model_len=max_model_len,
         max_num_batched_tokens=batched,
         max_num_seqs=seqs,
         async_scheduling=s.async_scheduling,
@@ -141,7 +118,53 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
         # the same environment variable vLLM reads (default 1 since vLLM PR #29627)
         allow_chunked_local_with_hma=os.environ.get("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1") != "0",
     )
-    plan = plan_layout(layout, era, options, disable_sliding_window=s.disable_sliding_window)
+
+
+def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None):
+    """One vLLM simulation of ``s`` on a built layout and a resolved budget."""
+    from kvplan.api import plan_layout
+
+    return plan_layout(layout, era, simulate_options(s, kv_bytes, max_model_len),
+                       disable_sliding_window=s.disable_sliding_window)
+
+
+def hardware_budget(s: Scenario, layout, era) -> dict:
+    """The estimated KV budget per GPU for ``s`` on its card (``kvplan.hardware.kv_budget``)."""
+    from kvplan.hardware import kv_budget
+
+    overrides = dict(s.budget_overrides or {})
+    exact = bool(overrides.pop("exact_params", False))
+    batched, seqs = s.batch_sizes()
+    return kv_budget(
+        layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
+        overrides=overrides, tensor_parallel_size=s.tensor_parallel_size,
+        max_num_batched_tokens=batched, max_num_seqs=seqs, exact_params=exact,
+    )
+
+
+def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:
+    """Build the layout (unless given), resolve the budget, simulate, and report."""
+    from kvplan.api import resolve_era
+    from kvplan.cli.common import parse_max_model_len
+    from kvplan.model import build_model_layout
+    from kvplan.report.data import plan_dict
+    from kvplan.report.explain import explain as explain_plan
+
+    serving = serving_of(s)
+    era = resolve_era(s.policy, s.threshold)
+    if layout is None:
+        layout = build_model_layout(s.model, s.drafter, serving, revision=s.revision, download=s.download)
+    budget = None
+    if s.kv_cache_memory is not None:
+        kv_bytes = _size(s.kv_cache_memory, "--kv-cache-memory")
+    elif s.gpu is not None or s.gpu_memory is not None:
+        budget = hardware_budget(s, layout, era)
+        kv_bytes = budget["kv_cache_memory_bytes"]
+    else:
+        raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
+    mml = s.max_model_len
+    mml = parse_max_model_len(str(mml)) if mml is not None else None
+    plan = plan_scenario(s, layout, era, kv_bytes, mml)
     data = plan_dict(layout, plan, serving, explain_plan(plan) if explain else None)
     if budget is not None:
         data["budget"] = budget
