@@ -44,6 +44,9 @@ class Workload:
     mamba_cache_mode: str = "none"  # "none" | "align" | "all"
     max_num_encoder_input_tokens: int = 0
     cp_world_size: int = 1  # decode_context_parallel_size · prefill_context_parallel_size
+    # 0.11 reserved cdiv(max_model_len, block_size) Mamba blocks whatever the mode (one block with
+    # the default block = max_model_len), without the speculative blocks.
+    mamba_legacy_reservation: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,8 @@ class MambaSpec(KVCacheSpec):
         return real
 
     def blocks_per_request(self, w: Workload) -> int:
+        if w.mamba_legacy_reservation:
+            return cdiv(w.max_model_len, self.block_size)
         if w.mamba_cache_mode == "all":
             return cdiv(w.max_model_len, self.block_size) + self.num_speculative_blocks
         if w.mamba_cache_mode == "align":

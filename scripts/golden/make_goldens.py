@@ -198,6 +198,15 @@ def _cases() -> list[Case]:
     c.append(Case("nemotron-3-nano__40gib", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", None, 40, 131072,
                   mamba=True))
     c.append(Case("gpt-oss-20b-peagle__tp2__40gib", oss20, peagle20, 40, 131072, tp=2))
+    # speculative decoding beyond gpt-oss: MTP on a GDN hybrid (conv state grows by the speculative
+    # tokens, the MTP layer joins the full bucket), and EAGLE-3 heads on all-full and all-sliding targets
+    c.append(Case("qwen3-next-mtp2__40gib", "Qwen/Qwen3-Next-80B-A3B-Thinking", None, 40, 131072, mamba=True,
+                  inspect_args=("--speculative-method", "mtp", "--num-speculative-tokens", "2")))
+    eagle_llama = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+    c.append(Case("llama-3.1-8b-eagle3__40gib", "meta-llama/Meta-Llama-3.1-8B", eagle_llama, 40, 131072,
+                  inspect_args=("--num-speculative-tokens", "3")))
+    c.append(Case("mistral-7b-eagle3__40gib", "mistralai/Mistral-7B-v0.1", eagle_llama, 40, 32768,
+                  inspect_args=("--num-speculative-tokens", "3")))
     return c
 
 

@@ -149,6 +149,7 @@ def _workload(era: Era, o: SimulateOptions, max_model_len: int, mamba: MambaAlig
         mamba_cache_mode=mamba.mamba_cache_mode if mamba else (o.mamba_cache_mode or "none"),
         max_num_encoder_input_tokens=o.max_num_batched_tokens,
         cp_world_size=o.decode_context_parallel_size,
+        mamba_legacy_reservation=era.messages == "0.11",
     )
 
 
