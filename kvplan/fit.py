@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.errors import KvplanError, OptionError
 from kvplan.scenario import Scenario
+from kvplan.units import largest_true
 
 UTILIZATION_STEP = 0.001
 
@@ -150,20 +151,18 @@ def fit_max_model_len(b: _Budgeted) -> dict:
 
 
 def _search_starts(b: _Budgeted, kv: int, limit: int):
-    lo, hi = 0, limit
+    """The largest max_model_len in [1, limit] at which the engine starts, and its plan."""
     plan = simulate_at(b, kv_bytes=kv, max_model_len=1)
     if not plan.starts:
         return 0, plan
-    lo = 1
-    best_plan = plan
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        p = simulate_at(b, kv_bytes=kv, max_model_len=mid)
-        if p.starts:
-            lo, best_plan = mid, p
-        else:
-            hi = mid - 1
-    return lo, best_plan
+    plans = {1: plan}
+
+    def starts(length: int) -> bool:
+        plans[length] = simulate_at(b, kv_bytes=kv, max_model_len=length)
+        return plans[length].starts
+
+    best = largest_true(starts, 1, limit)
+    return best, plans[best]
 
 
 # --------------------------------------------------------------------------- question 2

@@ -55,6 +55,18 @@ def cdiv(a: int, b: int) -> int:
     return -(a // -b)
 
 
+def largest_true(pred, lo: int, hi: int) -> int:
+    """Largest x in [lo, hi] with ``pred(x)``, for a predicate that is true up to some point
+    and false after it; ``pred(lo)`` is assumed true (binary search, ~log2(hi - lo) calls)."""
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if pred(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def dtype_size_bytes(dtype: str) -> int:
     try:
         return _DTYPE_BYTES[dtype]

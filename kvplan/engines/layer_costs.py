@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.errors import UnsupportedError
+from kvplan.units import largest_true
 from kvplan.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
@@ -101,10 +102,5 @@ def state_slots(state_bytes: int, budget_bytes: int, attention_concurrency) -> i
     lo, hi = 1, max(1, budget_bytes // state_bytes)
     if attention_concurrency(budget_bytes - state_bytes) < 1:
         return 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if attention_concurrency(budget_bytes - mid * state_bytes) >= mid:
-            lo = mid
-        else:
-            hi = mid - 1
+    lo = largest_true(lambda s: attention_concurrency(budget_bytes - s * state_bytes) >= s, lo, hi)
     return lo + 1 if served(lo + 1) > served(lo) else lo

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
-from kvplan.units import cdiv
+from kvplan.units import cdiv, largest_true
 
 SWA_PAD_CELLS = 256
 DEFAULT_N_UBATCH = 512
@@ -143,14 +143,7 @@ class LlamacppResult:
 
 def _largest(fits, hi: int) -> int:
     """Largest x in [0, hi] with fits(x) (fits monotone, fits(0) assumed)."""
-    lo = 0
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return largest_true(fits, 0, hi)
 
 
 def llamacpp_model(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group
 from kvplan.specs import KVCacheSpec, UniformTypeKVCacheSpecs, Workload
-from kvplan.units import GiB, cdiv
+from kvplan.units import GiB, cdiv, largest_true
 
 DOCS_URL = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
 
@@ -142,14 +142,7 @@ def estimate_max_model_len(
 
     if not fits(1):
         return 0
-    lo, hi = 1, w.max_model_len
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return largest_true(fits, 1, w.max_model_len)
 
 
 def check_per_layer_memory(era: Era, w: Workload, layer_specs: list[KVCacheSpec], available: int) -> int:
