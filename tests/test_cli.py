@@ -283,3 +283,10 @@ def test_disable_sliding_window():
     assert d["memory"]["num_blocks"] == 20480 and d["memory"]["max_concurrency"] == 80.0
     r, d = as_json("inspect", "mistralai/Mistral-7B-v0.1", "--disable-sliding-window")
     assert {x["kind"] for x in d["layers"]} == {"full_attention"}
+
+
+def test_version():
+    from kvplan import __version__
+
+    r = invoke("--version")
+    assert r.exit_code == 0 and r.stdout == f"kvplan {__version__}\n"

@@ -26,6 +26,22 @@ app = typer.Typer(
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
 
 
+def _version(value: bool) -> None:
+    if value:
+        from kvplan import __version__
+
+        sys.stdout.write(f"kvplan {__version__}\n")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print kvplan's version and exit.", callback=_version,
+                                 is_eager=True),
+) -> None:
+    """Predict how vLLM lays out the KV cache of a model (plus a drafter), offline, in seconds."""
+
+
 def fail(message: str, code: int = EXIT_ERROR) -> "typer.Exit":
     sys.stderr.write(f"Error: {message}\n")
     return typer.Exit(code)
