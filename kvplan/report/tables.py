@@ -34,7 +34,9 @@ def _model_line(d: dict) -> str:
         text += f"\ndrafter {dr['id']}  ({dr['architecture']}, {dr['source']})"
     sp = d.get("speculative") or {}
     if sp.get("method"):
-        text += f"\nspeculative method {sp['method']}, {sp['num_speculative_tokens']} token(s)"
+        n = sp["num_speculative_tokens"]
+        text += f"\nspeculative method {sp['method']}, " + (
+            f"{n} speculative token(s)" if n else "num_speculative_tokens not given")
     return text
 
 
