@@ -321,20 +321,24 @@ def build_layer_types(view: HFView, ctx: Context) -> FamilyResult:
     hd = head_size(view)
     lt = layer_types(view, n, {SLIDING, FULL}) or _default_layer_types(ctx, view, n)
     w = None if ctx.disable_sliding_window else window_value(view)
-    first_shared = _kv_shared_from(view, n)
-    prefix = layer_prefix(ctx.architecture)
-    layers, shared = [], []
-    for i in range(n):
-        name = f"{prefix}.layers.{i}.self_attn.attn"
-        if i >= first_shared:
-            shared.append(name)
-            continue
-        layers.append(Built(name, attn_spec(ctx, num_kv_heads=kv, head_size=hd, window=w if lt[i] == SLIDING else None), i))
+    layers, shared = _gemma_layers(
+        view, ctx, n, lambda i: attn_spec(ctx, num_kv_heads=kv, head_size=hd, window=w if lt[i] == SLIDING else None)
+    )
     n_sw = sum(1 for t in lt[:n] if t == SLIDING)
     ctx.notes.append(f"{ctx.model_type}: layer_types gives {n_sw} sliding (window {w}) + {n - n_sw} full")
     if shared:
         ctx.notes.append(f"{len(shared)} KV-sharing layers (num_kv_shared_layers) register no KV cache")
     return FamilyResult(layers, shared, model_window=model_wide_window(view, ctx), num_hidden_layers=n)
+
+
+def _gemma_layers(view: HFView, ctx: Context, n: int, spec_of) -> tuple[list, list[str]]:
+    """Layers ``0..n-1`` with ``spec_of(i)``; the last ``num_kv_shared_layers`` share another
+    layer's KV (Gemma 3n/4) and register no spec: they come back as names only."""
+    first_shared = _kv_shared_from(view, n)
+    prefix = layer_prefix(ctx.architecture)
+    names = [f"{prefix}.layers.{i}.self_attn.attn" for i in range(n)]
+    layers = [Built(names[i], spec_of(i), i) for i in range(min(first_shared, n))]
+    return layers, names[first_shared:]
 
 
 def build_gemma4(view: HFView, ctx: Context) -> FamilyResult:
@@ -358,19 +362,11 @@ def build_gemma4(view: HFView, ctx: Context) -> FamilyResult:
     w = None if ctx.disable_sliding_window else window_value(view)
     if w is None and not ctx.disable_sliding_window and "sliding_window" not in view.raw:
         w = 512
-    first_shared = _kv_shared_from(view, n)
-    prefix = layer_prefix(ctx.architecture)
-    layers, shared = [], []
-    for i in range(n):
-        name = f"{prefix}.layers.{i}.self_attn.attn"
-        if i >= first_shared:
-            shared.append(name)
-            continue
-        if lt[i] == SLIDING:
-            spec = attn_spec(ctx, num_kv_heads=kv_sw, head_size=hd, window=w)
-        else:
-            spec = attn_spec(ctx, num_kv_heads=kv_full, head_size=g_hd)
-        layers.append(Built(name, spec, i))
+    layers, shared = _gemma_layers(
+        view, ctx, n,
+        lambda i: attn_spec(ctx, num_kv_heads=kv_sw, head_size=hd, window=w) if lt[i] == SLIDING
+        else attn_spec(ctx, num_kv_heads=kv_full, head_size=g_hd),
+    )
     n_sw = sum(1 for t in lt[:n] if t == SLIDING)
     ctx.notes.append(
         f"gemma4: {n_sw} sliding ({kv_sw} KV x {hd}, window {w}) + {n - n_sw} full "

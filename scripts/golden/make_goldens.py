@@ -42,6 +42,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from kvplan.specs import SPEC_KEYS  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 RUNNER = REPO / "scripts" / "golden" / "vllm_runner.py"
 OUT_DIR = REPO / "tests" / "golden"
@@ -373,23 +376,8 @@ def align_mamba(
 # ----------------------------------------------------------------------------- cases
 
 
-_SPEC_KEYS = (
-    "kind",
-    "block_size",
-    "num_kv_heads",
-    "head_size",
-    "head_size_v",
-    "dtype",
-    "sliding_window",
-    "attention_chunk_size",
-    "cache_dtype_str",
-    "page_size_padded",
-    "shapes",
-    "dtypes",
-    "mamba_type",
-    "num_speculative_blocks",
-    "num_prefill_checkpoint_blocks",
-)
+# kvplan's layer JSON keys (the derived page size is not an input to vLLM's specs)
+_SPEC_KEYS = tuple(k for k in SPEC_KEYS if k != "page_size_bytes")
 
 
 def make_runner_case(
