@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.errors import KvplanError, OptionError
 from kvplan.usecases.scenario import Scenario, build_layout, hardware_budget, plan_scenario, resolve_era, serving_of
-from kvplan.results import plan_outcome
+from kvplan.results import outcome, plan_outcome
 from kvplan.units import largest_true
 
 UTILIZATION_STEP = 0.001
@@ -78,7 +78,6 @@ def layout_decision(plan) -> dict:
         "blocks_per_request": sum(plan.blocks_per_request),
         "max_concurrency": round(plan.max_concurrency, 6),
         "kv_cache_size_tokens": plan.kv_cache_size_tokens,
-        "starts": plan.starts,
         "outcome": plan_outcome(plan),
     }
 
@@ -123,8 +122,7 @@ def fit_max_model_len(b: _Budgeted) -> dict:
         boundary = {"fits": {"max_model_len": best, "starts": at.starts}, "one_more": None}
         if best < limit:
             over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
-            boundary["one_more"] = {"max_model_len": best + 1, "starts": over.starts,
-                                    "error": over.failure.message if over.failure else None}
+            boundary["one_more"] = {"max_model_len": best + 1, "outcome": plan_outcome(over)}
         answer["boundary"] = boundary
         answer["layout"] = layout_decision(at)
     return answer
@@ -277,7 +275,7 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 "weights_bytes": b.budget["weights_bytes"],
                 "kv_cache_memory_bytes": b.budget["kv_cache_memory_bytes"],
                 "max_model_len": L,
-                "starts": plan.starts,
+                "outcome": plan_outcome(plan),
                 "max_concurrency": round(plan.max_concurrency, 6),
                 "kv_tokens": plan.kv_tokens,
                 "group_size": plan.group_size,
@@ -285,7 +283,6 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 "num_padding_layers": plan.num_padding_layers,
                 "padding_waste_pct": round(plan.padding_waste_pct, 4),
                 "enough": enough,
-                "error": plan.failure.message if plan.failure else None,
             })
     ok = [r for r in rows if r["enough"]]
     smallest = min(ok, key=lambda r: (r["num_gpus"] * r["gpu_memory_bytes"], r["num_gpus"])) if ok else None
@@ -309,9 +306,10 @@ def _error_row(gpu: str, tp: int, message: str) -> dict:
 
     return {
         "gpu": gpu, "tensor_parallel_size": tp, "num_gpus": tp, "gpu_memory_bytes": GPU_PRESETS[gpu].memory_bytes,
-        "weights_bytes": None, "kv_cache_memory_bytes": None, "max_model_len": None, "starts": False,
+        "weights_bytes": None, "kv_cache_memory_bytes": None, "max_model_len": None,
+        "outcome": outcome(ok=False, stage="kvplan", error_type="KvplanError", error=message),
         "max_concurrency": 0.0, "kv_tokens": 0, "group_size": 0, "num_groups": 0, "num_padding_layers": 0,
-        "padding_waste_pct": 0.0, "enough": False, "error": message,
+        "padding_waste_pct": 0.0, "enough": False,
     }
 
 
