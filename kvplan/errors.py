@@ -55,6 +55,11 @@ class DeviceDoesNotFitError(KvplanError):
     exit_code = 3
 
 
+class SpecMergeAssertion(Exception):
+    """An AssertionError inside a spec merge (vLLM's ``is_kv_cache_spec_uniform`` catches it:
+    the layers are not uniform). Internal; never reaches the user."""
+
+
 class EngineFailure(Exception):
     """vLLM would raise this at start-up. ``error_type`` is vLLM's exception class name,
     ``message`` its exact text. Not a kvplan error: the plan catches it and reports a

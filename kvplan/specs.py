@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
+from kvplan.errors import EngineFailure, SpecMergeAssertion
 from kvplan.units import cdiv, dtype_size_bytes
 
 # Every spec has a short ``kind`` used as the JSON value and in tables.
@@ -78,6 +79,21 @@ class KVCacheSpec:
     def with_block_size(self, block_size: int) -> "KVCacheSpec":
         return replace(self, block_size=block_size)
 
+    # --- merge rules (vLLM's ``KVCacheSpec.merge`` and ``UniformTypeKVCacheSpecs.is_uniform_type``) ----
+
+    @classmethod
+    def merge(cls, specs: list["KVCacheSpec"]) -> "KVCacheSpec":
+        """The spec of a group of layers, as ``type(specs[0]).merge(specs)`` in vLLM: every spec
+        must be equal. Raises SpecMergeAssertion where vLLM asserts."""
+        if any(s != specs[0] for s in specs):
+            raise SpecMergeAssertion("All layers in the same KV cache group must be the same.")
+        return specs[0]
+
+    def same_type(self, other: "KVCacheSpec") -> bool:
+        """Whether ``other`` may share a uniform-type group with this spec (same layer type; the
+        block sizes are compared by the caller). Types without a rule are not supported."""
+        raise EngineFailure("NotImplementedError", f"Unsupported KV cache spec type: {type(self)}", "grouping")
+
 
 @dataclass(frozen=True)
 class AttentionSpec(KVCacheSpec):
@@ -112,6 +128,16 @@ class AttentionSpec(KVCacheSpec):
         tokens = cdiv(w.max_model_len, w.cp_world_size) if w.cp_world_size > 1 else w.max_model_len
         return cdiv(tokens, self.block_size)
 
+    _MERGE_FIELDS: ClassVar[tuple[str, ...]] = ("block_size", "num_kv_heads", "head_size", "dtype", "page_size_padded")
+
+    @classmethod
+    def _check_same_attention_fields(cls, specs: list["AttentionSpec"]) -> None:
+        first = specs[0]
+        for s in specs[1:]:
+            if any(getattr(s, f) != getattr(first, f) for f in cls._MERGE_FIELDS):
+                raise SpecMergeAssertion("All attention layers in the same KV cache group must have the same "
+                                         "attention spec.")
+
 
 @dataclass(frozen=True)
 class FullAttentionSpec(AttentionSpec):
@@ -125,6 +151,29 @@ class FullAttentionSpec(AttentionSpec):
 
     def blocks_per_request(self, w: Workload) -> int:
         return self._full_blocks(w)
+
+    @classmethod
+    def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
+        """Full layers merge with converted window layers (HMA off): one window or chunk size
+        per group (ValueError otherwise), never both (assertion)."""
+        if not all(isinstance(s, FullAttentionSpec) for s in specs):
+            raise SpecMergeAssertion("All attention layers in the same KV cache group must be FullAttentionSpec.")
+        if any(isinstance(s, MLAAttentionSpec) for s in specs):
+            raise SpecMergeAssertion("MLAAttentionSpec should be merged in MLAAttentionSpec.merge")
+        windows = {s.sliding_window for s in specs if s.sliding_window is not None}
+        chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
+        if len(windows) > 1 or len(chunks) > 1:
+            raise EngineFailure("ValueError", "All attention layers in the same KV cache group must have the same "
+                                "window size.", "grouping")
+        cls._check_same_attention_fields(specs)
+        window, chunk = next(iter(windows), None), next(iter(chunks), None)
+        if window is not None and chunk is not None:
+            raise SpecMergeAssertion("Model with both sliding window layers and chunked local attention layers is "
+                                     "not supported.")
+        return replace(specs[0], sliding_window=window, attention_chunk_size=chunk)
+
+    def same_type(self, other: KVCacheSpec) -> bool:
+        return isinstance(other, FullAttentionSpec)
 
 
 @dataclass(frozen=True)
@@ -142,6 +191,16 @@ class MLAAttentionSpec(FullAttentionSpec):
             return self.block_size * 656
         return self.block_size * self.num_kv_heads * (self.head_size + self.head_size_v) * dtype_size_bytes(self.dtype)
 
+    @classmethod
+    def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
+        if not all(isinstance(s, MLAAttentionSpec) for s in specs):
+            raise SpecMergeAssertion("All attention layers in the same KV cache group must be MLAAttentionSpec.")
+        if len({s.cache_dtype_str for s in specs}) != 1:
+            raise SpecMergeAssertion("All attention layers in the same KV cache group must use the same "
+                                     "quantization method.")
+        cls._check_same_attention_fields(specs)
+        return specs[0]
+
 
 @dataclass(frozen=True)
 class SlidingWindowSpec(AttentionSpec):
@@ -155,6 +214,9 @@ class SlidingWindowSpec(AttentionSpec):
         tokens = min(self.sliding_window - 1 + w.max_in_flight_tokens, w.max_model_len)
         return cdiv(tokens, self.block_size) + 1
 
+    def same_type(self, other: KVCacheSpec) -> bool:
+        return isinstance(other, SlidingWindowSpec) and other.sliding_window == self.sliding_window
+
 
 @dataclass(frozen=True)
 class ChunkedLocalAttentionSpec(AttentionSpec):
@@ -165,6 +227,9 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
         tokens = min(self.attention_chunk_size + w.max_in_flight_tokens, w.max_model_len)
         return cdiv(tokens, self.block_size)
 
+    def same_type(self, other: KVCacheSpec) -> bool:
+        return isinstance(other, ChunkedLocalAttentionSpec) and other.attention_chunk_size == self.attention_chunk_size
+
 
 @dataclass(frozen=True)
 class CrossAttentionSpec(AttentionSpec):
@@ -172,6 +237,9 @@ class CrossAttentionSpec(AttentionSpec):
 
     def blocks_per_request(self, w: Workload) -> int:
         return cdiv(w.max_num_encoder_input_tokens, self.block_size)
+
+    def same_type(self, other: KVCacheSpec) -> bool:
+        return isinstance(other, CrossAttentionSpec)
 
 
 @dataclass(frozen=True)
@@ -211,6 +279,10 @@ class MambaSpec(KVCacheSpec):
         if w.mamba_cache_mode == "align":
             return 2 + self.num_speculative_blocks + self.num_prefill_checkpoint_blocks
         return 1 + self.num_speculative_blocks
+
+    def same_type(self, other: KVCacheSpec) -> bool:
+        return (isinstance(other, MambaSpec) and other.num_speculative_blocks == self.num_speculative_blocks
+                and other.num_prefill_checkpoint_blocks == self.num_prefill_checkpoint_blocks)
 
 
 @dataclass(frozen=True)

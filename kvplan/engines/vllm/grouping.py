@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.errors import EngineFailure
+from kvplan.errors import EngineFailure, SpecMergeAssertion
 from kvplan.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
-    CrossAttentionSpec,
     FullAttentionSpec,
     KVCacheSpec,
     MambaSpec,
@@ -23,10 +22,6 @@ from kvplan.specs import (
     UniformTypeKVCacheSpecs,
 )
 from kvplan.units import cdiv
-
-
-class _MergeAssertion(Exception):
-    """An AssertionError inside a spec merge (``is_kv_cache_spec_uniform`` catches it)."""
 
 
 @dataclass(frozen=True)
@@ -60,51 +55,13 @@ class GroupingDecision:
         return sum(p for p, _ in self.padding)
 
 
-# --- merge rules (reference §1.4) -------------------------------------------------------
-
-_ATTN_FIELDS = ("block_size", "num_kv_heads", "head_size", "dtype", "page_size_padded")
+# --- merge rules (reference §1.4): on the spec classes (kvplan.specs), as vLLM's merge() ---------
 
 
 def merge_specs(specs: list[KVCacheSpec]) -> KVCacheSpec:
-    """The group spec, as ``type(specs[0]).merge(specs)``; raises _MergeAssertion or
+    """The group spec, ``type(specs[0]).merge(specs)``; raises SpecMergeAssertion or
     EngineFailure(ValueError) exactly where vLLM asserts or raises."""
-    first = specs[0]
-    if isinstance(first, MLAAttentionSpec):
-        if not all(isinstance(s, MLAAttentionSpec) for s in specs):
-            raise _MergeAssertion("All attention layers in the same KV cache group must be MLAAttentionSpec.")
-        if len({s.cache_dtype_str for s in specs}) != 1:
-            raise _MergeAssertion("All attention layers in the same KV cache group must use the same quantization method.")
-        _check_same_attention_fields(specs)
-        return first
-    if isinstance(first, FullAttentionSpec):
-        if not all(isinstance(s, FullAttentionSpec) for s in specs):
-            raise _MergeAssertion("All attention layers in the same KV cache group must be FullAttentionSpec.")
-        if any(isinstance(s, MLAAttentionSpec) for s in specs):
-            raise _MergeAssertion("MLAAttentionSpec should be merged in MLAAttentionSpec.merge")
-        windows = {s.sliding_window for s in specs if s.sliding_window is not None}
-        chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
-        if len(windows) > 1 or len(chunks) > 1:
-            raise EngineFailure(
-                "ValueError",
-                "All attention layers in the same KV cache group must have the same window size.",
-                "grouping",
-            )
-        _check_same_attention_fields(specs)
-        window = next(iter(windows), None)
-        chunk = next(iter(chunks), None)
-        if window is not None and chunk is not None:
-            raise _MergeAssertion("Model with both sliding window layers and chunked local attention layers is not supported.")
-        return replace(first, sliding_window=window, attention_chunk_size=chunk)
-    if any(s != first for s in specs):
-        raise _MergeAssertion("All layers in the same KV cache group must be the same.")
-    return first
-
-
-def _check_same_attention_fields(specs: list[KVCacheSpec]) -> None:
-    first = specs[0]
-    for s in specs[1:]:
-        if any(getattr(s, f) != getattr(first, f) for f in _ATTN_FIELDS):
-            raise _MergeAssertion("All attention layers in the same KV cache group must have the same attention spec.")
+    return type(specs[0]).merge(specs)
 
 
 def is_uniform(specs: dict[str, KVCacheSpec]) -> bool:
@@ -114,7 +71,7 @@ def is_uniform(specs: dict[str, KVCacheSpec]) -> bool:
         return True
     try:
         merge_specs(list(specs.values()))
-    except _MergeAssertion:
+    except SpecMergeAssertion:
         return False
     return True
 
@@ -125,25 +82,7 @@ def is_uniform_type(specs: dict[str, KVCacheSpec]) -> bool:
     if len({s.block_size for s in values}) != 1:
         return False
     first = values[0]
-    if isinstance(first, FullAttentionSpec):
-        return all(isinstance(s, FullAttentionSpec) for s in values)
-    if isinstance(first, CrossAttentionSpec):
-        return all(isinstance(s, CrossAttentionSpec) for s in values)
-    if isinstance(first, SlidingWindowSpec):
-        return all(isinstance(s, SlidingWindowSpec) and s.sliding_window == first.sliding_window for s in values)
-    if isinstance(first, ChunkedLocalAttentionSpec):
-        return all(
-            isinstance(s, ChunkedLocalAttentionSpec) and s.attention_chunk_size == first.attention_chunk_size
-            for s in values
-        )
-    if isinstance(first, MambaSpec):
-        return all(
-            isinstance(s, MambaSpec)
-            and s.num_speculative_blocks == first.num_speculative_blocks
-            and s.num_prefill_checkpoint_blocks == first.num_prefill_checkpoint_blocks
-            for s in values
-        )
-    raise EngineFailure("NotImplementedError", f"Unsupported KV cache spec type: {type(first)}", "grouping")
+    return all(first.same_type(s) for s in values)
 
 
 # --- hybrid manager off (reference §3.1) ------------------------------------------------
