@@ -53,7 +53,7 @@ class Scenario:
         tokens, seqs = self.max_num_batched_tokens, self.max_num_seqs
         if tokens is None or seqs is None:
             from kvplan.api import resolve_era
-            from kvplan.hardware import vllm_batch_defaults
+            from kvplan.budget.hardware import vllm_batch_defaults
 
             large = resolve_era(self.policy, None).messages == "0.33"  # the ≥160 GiB tier is 0.33's
             d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory, large_tier=large)
@@ -129,8 +129,8 @@ def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | 
 
 
 def hardware_budget(s: Scenario, layout, era) -> dict:
-    """The estimated KV budget per GPU for ``s`` on its card (``kvplan.hardware.kv_budget``)."""
-    from kvplan.hardware import kv_budget
+    """The estimated KV budget per GPU for ``s`` on its card (``kvplan.budget.estimate.kv_budget``)."""
+    from kvplan.budget.estimate import kv_budget
 
     overrides = dict(s.budget_overrides or {})
     exact = bool(overrides.pop("exact_params", False))

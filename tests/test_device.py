@@ -20,12 +20,11 @@ except ImportError:  # the geometry tests still run
 
 from factories import full, gdn, mla, sw
 
-from kvplan import device
-from kvplan.device import (
-    DeviceDoesNotFitError,
-    allocate_and_verify,
+from kvplan.device import probe, verify
+from kvplan.device.probe import budget_from_device
+from kvplan.device.verify import DeviceDoesNotFitError, allocate_and_verify
+from kvplan.device.views import (
     backing_of,
-    budget_from_device,
     layer_parts,
     needs_block_outer,
     plan_views,
@@ -199,7 +198,7 @@ def test_missing_torch_is_a_one_line_device_error(monkeypatch):
 
 
 def test_free_cpu_memory_rule():
-    free, rule = device.cpu_free_bytes()
+    free, rule = probe.cpu_free_bytes()
     assert free > 0 and ("MemAvailable" in rule or "sysconf" in rule)
 
 
@@ -277,13 +276,13 @@ def test_unknown_corruption_and_overlap_without_two_groups():
 
 @needs_torch
 def test_refuses_a_layout_larger_than_free_memory(monkeypatch):
-    monkeypatch.setattr(device, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
-    before = device.live_bytes()
+    monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
+    before = verify.live_bytes()
     with pytest.raises(DeviceDoesNotFitError) as e:
         allocate_and_verify(plan_of(GPT), "cpu")  # 64 MiB + scratch + 256 MiB headroom > 100 MiB
     assert isinstance(e.value, KvplanError) and e.value.exit_code == 3
     assert "does not fit on cpu" in str(e.value) and "100.00 MiB is free (test rule)" in str(e.value)
-    assert device.live_bytes() == before == 0  # nothing was allocated
+    assert verify.live_bytes() == before == 0  # nothing was allocated
 
 
 @needs_torch
@@ -293,14 +292,14 @@ def test_nothing_stays_allocated_after_an_error(monkeypatch, error, case):
     seen = []
 
     def boom(s, t, tables, chunk, failures):
-        seen.append(device.live_bytes())  # the tensors are allocated and written at this point
+        seen.append(verify.live_bytes())  # the tensors are allocated and written at this point
         raise error
 
-    monkeypatch.setattr(device, "_scan_tensor", boom)
+    monkeypatch.setattr(verify, "_scan_tensor", boom)
     with pytest.raises(type(error)):
         allocate_and_verify(plan_of(case), "cpu")
     assert seen == [64 * MiB]
-    assert device.live_bytes() == 0
+    assert verify.live_bytes() == 0
 
 
 @needs_torch
@@ -315,7 +314,7 @@ def test_cuda_without_cuda_is_a_device_error():
 
 @needs_torch
 def test_budget_from_device(monkeypatch):
-    monkeypatch.setattr(device, "cpu_free_bytes", lambda: (10 * GiB, "test rule"))
+    monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (10 * GiB, "test rule"))
     assert budget_from_device("cpu", 0.5, 1 * GiB) == 4 * GiB
     assert budget_from_device("cpu", 0.92, 0) == int(10 * GiB * 0.92)
     with pytest.raises(DeviceError, match="lower --reserve"):
@@ -348,7 +347,7 @@ def test_cli_refusal_exits_3_with_one_line(monkeypatch):
 
     from kvplan.cli.app import app
 
-    monkeypatch.setattr(device, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
+    monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
     model, drafter, budget, mml, _ = GPT
     r = CliRunner().invoke(app, ["simulate", model, "--drafter", drafter, "--num-speculative-tokens", "5",
                                  "--kv-cache-memory", budget, "--max-model-len", str(mml),

@@ -1,4 +1,4 @@
-"""GPU presets and the KV budget vLLM derives from a card (kvplan.hardware)."""
+"""GPU presets and the KV budget vLLM derives from a card (kvplan.budget.hardware, kvplan.budget.estimate)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,8 @@ from typer.testing import CliRunner
 from kvplan.cli.app import app
 from kvplan.engines.vllm import get_era
 from kvplan.errors import OptionError
-from kvplan.hardware import (
-    GPU_PRESETS,
-    default_gpu_memory_utilization,
-    estimate_cudagraph_bytes,
-    get_gpu,
-    kv_budget,
-)
+from kvplan.budget.estimate import default_gpu_memory_utilization, estimate_cudagraph_bytes, kv_budget
+from kvplan.budget.hardware import GPU_PRESETS, get_gpu, vllm_batch_defaults
 from kvplan.model import ServingOptions, build_model_layout
 from kvplan.units import GiB, MiB
 
@@ -97,12 +92,28 @@ def test_bad_override_is_one_line(llama):
         kv_budget(llama, LATEST, gpu="H100", overrides={"activation_memory": "lots"})
 
 
-def test_tp_splits_weights_and_adds_nccl(llama):
+def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
+    # The tensor-parallel size is the layout's own (issue 10: it silently fell back to 1).
+    # Llama-3.1-8B at TP 2 on an H100 (81089 MiB), vllm-latest (0.92):
+    #   requested  = int(81089 · 2^20 · 0.92)                          = 78,225,740,922
+    #   weights    = 4,015,263,744 params per rank · 2 B (test_weights) =  8,030,527,488
+    #   activation = max(forward, sampler) + 256 MiB; forward = 8192 · (4·4096 + 3·14336/2) · 2
+    #                = 8192 · 37888 · 2 = 620,756,992; sampler = 1024 · 128256 · 4 · 2 = 1,050,673,152
+    #                → 1,050,673,152 + 268,435,456                      =  1,319,108,608
+    #   non-torch  = 768 MiB (tp·pp = 2)                                =    805,306,368
+    #   CUDA graphs = 256 MiB + 32 · 8 MiB                              =    536,870,912
+    #   KV = 78,225,740,922 − 8,030,527,488 − 1,319,108,608 − 805,306,368 − 536,870,912 = 67,533,927,546
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
-    b1 = kv_budget(llama, LATEST, gpu="H100")
-    b2 = kv_budget(tp2, LATEST, gpu="H100", tensor_parallel_size=2)
-    assert round(b2["weights_bytes"] / GiB, 2) == 7.48
-    assert b2["non_torch_bytes"] == 768 * MiB and b1["non_torch_bytes"] == 256 * MiB
+    b2 = kv_budget(tp2, LATEST, gpu="H100")
+    assert b2["tensor_parallel_size"] == 2 and b2["warnings"] == []
+    assert b2["requested_memory_bytes"] == 78_225_740_922
+    assert b2["weights_bytes"] == 8_030_527_488
+    assert b2["activation_peak_bytes"] == 1_319_108_608
+    assert b2["non_torch_bytes"] == 805_306_368 and b2["cudagraph_bytes"] == 536_870_912
+    assert b2["kv_cache_memory_bytes"] == 67_533_927_546
+    assert kv_budget(llama, LATEST, gpu="H100")["non_torch_bytes"] == 268_435_456  # 256 MiB on one GPU
+    with pytest.raises(OptionError, match="tensor_parallel_size 4.*built for 2"):
+        kv_budget(tp2, LATEST, gpu="H100", tensor_parallel_size=4)
 
 
 def test_pipeline_budget_is_the_tightest_stage():
@@ -176,8 +187,6 @@ def test_budget_path_does_not_import_torch():
     ("L4-24GB", (2048, 256)),
 ])
 def test_vllm_serve_batch_defaults_by_card(gpu, expected):
-    from kvplan.hardware import vllm_batch_defaults
-
     assert vllm_batch_defaults(gpu, None) == expected
 
 
@@ -194,7 +203,6 @@ def test_simulate_uses_the_cards_batch_defaults():
 
 
 def test_the_large_card_tier_is_new():
-    from kvplan.hardware import vllm_batch_defaults
     from kvplan.scenario import Scenario
 
     # 0.18's get_batch_defaults has no ≥160 GiB tier: a B200 gets the H100 values

@@ -1,4 +1,4 @@
-"""Parameter counts and weight bytes from the config alone (kvplan.weights), no torch.
+"""Parameter counts and weight bytes from the config alone (kvplan.budget), no torch.
 
 Each count is written as the arithmetic of the model's shapes, then compared with the size
 its publisher states; quantized bytes likewise. The meta-device cross-check is in
@@ -14,15 +14,9 @@ import pytest
 
 from kvplan.errors import UnsupportedError
 from kvplan.units import GiB
-from kvplan.weights import (
-    NO_QUANTIZATION,
-    Quantization,
-    analytic_inventory,
-    drafter_inventory,
-    quantization_of,
-    tensor_bytes,
-    weight_memory,
-)
+from kvplan.budget.inventory import Weight, analytic_inventory, drafter_inventory
+from kvplan.budget.quantization import NO_QUANTIZATION, Quantization, quantization_of, tensor_bytes
+from kvplan.budget.weights import weight_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -251,8 +245,6 @@ def test_kv_heads_replicate_past_tp():
 
 def test_vocab_parallel_pads_to_64():
     # Phi-3's 32064 rows are already a multiple of 64; a 32001-row vocabulary pads to 32064.
-    from kvplan.weights import Weight
-
     w = Weight("model.embed_tokens.weight", "embedding", (32001, 4096), vocab=True)
     assert w.rank_shape(1) == (32064, 4096) and w.rank_shape(2) == (16032, 4096)
 
@@ -289,3 +281,24 @@ def test_drafter_weights_sit_on_the_last_stage():
     both = weight_memory([t, d], "bfloat16", pp=2)
     assert both.stages[0].weight_bytes == alone.stages[0].weight_bytes
     assert both.stages[1].weight_bytes == alone.stages[1].weight_bytes + 2 * d.num_params()
+
+
+def test_layout_weight_memory_takes_tp_from_the_layout():
+    # Issue 10's bug: the layout's tensor-parallel size was read from a field ModelLayout did
+    # not have, so a TP-2 layout was weighed at TP 1 (16,060,522,496 B per rank).
+    # Llama-3.1-8B at TP 2, bf16, per rank, by hand:
+    #   embed and lm_head: 128256 rows (already a multiple of 64) / 2 = 64128 · 4096 = 262,668,288 each
+    #   per layer: q 2048·4096 = 8,388,608; k, v 4 of 8 KV heads · 128 · 4096 = 2,097,152 each;
+    #              o 4096·2048 = 8,388,608; gate, up 7168·4096 and down 4096·7168 = 29,360,128 each;
+    #              two norms 2·4096 = 8,192 (replicated)  → 109,060,096
+    #   32 layers 3,489,923,072 + final norm 4,096
+    #   = 2·262,668,288 + 3,489,923,072 + 4,096 = 4,015,263,744 parameters = 8,030,527,488 B
+    # (vLLM logged 7.48 GiB for Llama-3-8B at TP 2, PR #10511: 8,030,527,488 / 2^30 = 7.479.)
+    from kvplan.budget.weights import layout_weight_memory
+    from kvplan.model import ServingOptions, build_model_layout
+
+    layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
+    m = layout_weight_memory(layout)
+    assert m.tensor_parallel_size == 2
+    assert m.stages[0].num_params == 4_015_263_744
+    assert m.stages[0].weight_bytes == 8_030_527_488

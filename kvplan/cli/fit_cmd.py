@@ -131,7 +131,7 @@ def fit_command(
 
 def _list_gpus(fmt: str) -> None:
     from kvplan import __version__
-    from kvplan.hardware import GPU_PRESETS
+    from kvplan.budget.hardware import GPU_PRESETS
     from kvplan.report import SCHEMA_VERSION
     from kvplan.report.output import emit
 

@@ -85,17 +85,16 @@ def simulate_command(
     if budget_from_device:
         if kv_cache_memory is not None:
             raise fail("--budget-from-device and --kv-cache-memory are exclusive; pass one of them", 2)
-        from kvplan.cli.common import parse_size
-        from kvplan.device import budget_from_device as device_budget
-
-        reserve_bytes = parse_size(reserve, "--reserve") if reserve else 0
-        utilization = gpu_memory_utilization or 0.92
-        budget = device_budget(device, utilization, reserve_bytes)
         from dataclasses import replace
 
-        scenario = replace(scenario, kv_cache_memory=budget)
-        device_budget_note = {"source": "device", "device": device, "gpu_memory_utilization": utilization,
-                              "reserve_bytes": reserve_bytes, "kv_cache_memory_bytes": budget}
+        from kvplan.cli.common import parse_size
+        from kvplan.device import device_kv_budget
+        from kvplan.engines.vllm import get_era
+
+        reserve_bytes = parse_size(reserve, "--reserve") if reserve else 0
+        # --gpu-memory-utilization defaults to the policy's (0.92 for 0.33, 0.9 before)
+        device_budget_note = device_kv_budget(device, get_era(policy), gpu_memory_utilization, reserve_bytes)
+        scenario = replace(scenario, kv_cache_memory=device_budget_note["kv_cache_memory_bytes"])
     else:
         device_budget_note = None
 
@@ -155,7 +154,7 @@ def simulate_command(
 
 
 def _budget_overrides(weights, activation, non_torch, cudagraph) -> dict:
-    """--weights-memory & co. for kvplan.hardware.kv_budget (only the ones given)."""
+    """--weights-memory & co. for kvplan.budget.estimate.kv_budget (only the ones given)."""
     sizes = {"weights_memory": weights, "activation_memory": activation, "non_torch_memory": non_torch,
              "cudagraph_memory": cudagraph}
     return {k: v for k, v in sizes.items() if v is not None}

@@ -1,0 +1,70 @@
+"""The meta-device parameter count: transformers builds the model on ``torch.device("meta")``.
+
+The only module of ``kvplan.budget`` that imports torch or transformers, and only inside
+``meta_param_counts`` (``--exact-params`` and the tests): no memory, no weights, no download,
+never remote code. The analytic count (``kvplan.budget.inventory``) needs neither.
+"""
+
+from __future__ import annotations
+
+from kvplan.errors import UnsupportedError
+
+
+_VISION_PREFIXES = ("model.vision_tower", "vision_tower", "model.multi_modal_projector", "multi_modal_projector",
+                    "model.embed_vision", "model.visual", "visual", "model.vision_model", "vision_model")
+
+
+def meta_param_counts(config: dict, *, path: str = "<config>") -> dict[str, int]:
+    """``{"text": n, "vision": m, "total": n + m}``: the parameters transformers builds for
+    ``config`` on torch's meta device (no memory, no weights, no remote code).
+
+    Needs torch (``pip install torch``); raises UnsupportedError for a model type transformers
+    does not know (kvplan never runs remote code)."""
+    try:
+        import torch
+    except ImportError:
+        raise UnsupportedError("--exact-params needs torch (pip install torch); the analytic count needs nothing") from None
+    import logging
+    import warnings
+
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM
+
+    from kvplan.model.hfconfig import build_config_object, validate_sizes
+
+    tf_logger = logging.getLogger("transformers")
+    old = tf_logger.level
+    tf_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # transformers' own class for the model type when it has one (DeepseekV32 builds
+            # the indexer); else the alias vLLM registers (kimi_k2 → DeepseekV3Config).
+            model_type = config.get("model_type")
+            if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
+                validate_sizes(config, path)
+                obj = CONFIG_MAPPING[model_type](**{k: v for k, v in config.items()
+                                                    if k not in ("auto_map", "transformers_version", "_name_or_path")})
+            else:
+                obj = build_config_object(config, path)
+            if obj is None:
+                raise UnsupportedError(
+                    f"transformers does not know model type {config.get('model_type')!r}; use the analytic count"
+                )
+            try:
+                with torch.device("meta"):
+                    model = AutoModelForCausalLM.from_config(obj)
+            except Exception as e:  # pragma: no cover - depends on the transformers release
+                raise UnsupportedError(
+                    f"transformers cannot build {config.get('model_type')!r} on the meta device: {e}"
+                ) from None
+    finally:
+        tf_logger.setLevel(old)
+    text = vision = 0
+    for name, p in model.named_parameters():  # parameters() dedups tied weights
+        if name.startswith(_VISION_PREFIXES):
+            vision += p.numel()
+        else:
+            text += p.numel()
+    return {"text": text, "vision": vision, "total": text + vision}
+
+
