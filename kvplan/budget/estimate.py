@@ -190,13 +190,17 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     ``overrides`` holds the four override sizes (``weights_memory``, ``activation_memory``,
     ``non_torch_memory``, ``cudagraph_memory``: bytes or "16GiB") and may carry the scheduler
     facts the estimate needs when the caller has no keyword for them
-    (``tensor_parallel_size``, ``max_num_batched_tokens``, ``max_num_seqs``, ``exact_params``).
+    (``max_num_batched_tokens``, ``max_num_seqs``, ``exact_params``). The tensor-parallel size
+    is the layout's; a ``tensor_parallel_size`` given as well must equal it.
     Returns a plain dict (integer bytes, stable key order); ``kv_cache_memory_bytes`` is the
     smallest stage's budget and may be ≤ 0 (vLLM then fails to start).
     """
     overrides = dict(overrides or {})
-    tp_given = tensor_parallel_size or overrides.get("tensor_parallel_size") or getattr(layout, "tensor_parallel_size", None)
-    tp = int(tp_given or 1)
+    tp = layout.tensor_parallel_size
+    tp_given = tensor_parallel_size or overrides.get("tensor_parallel_size")
+    if tp_given and int(tp_given) != tp:
+        raise OptionError(f"kv_budget: tensor_parallel_size {tp_given} given, but the layout was built for {tp}; "
+                          "build the layout with that --tensor-parallel-size")
     T = int(max_num_batched_tokens or overrides.get("max_num_batched_tokens") or 8192)
     R = int(max_num_seqs or overrides.get("max_num_seqs") or 1024)
     exact = bool(exact_params if exact_params is not None else overrides.get("exact_params", False))
@@ -208,8 +212,6 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         raise OptionError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
     requested = int(total * util)
     warnings: list[str] = []
-    if not tp_given:
-        warnings.append("kv_budget was not told the tensor-parallel size; weights are per GPU at tp 1")
 
     w_over = _override_bytes(overrides, "weights_memory")
     a_over = _override_bytes(overrides, "activation_memory")

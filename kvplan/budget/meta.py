@@ -8,7 +8,13 @@ never remote code. The analytic count (``kvplan.budget.inventory``) needs neithe
 from __future__ import annotations
 
 from kvplan.errors import UnsupportedError
-
+from kvplan.model.hfconfig import (
+    build_config_object,
+    config_class,
+    quiet_transformers,
+    validate_sizes,
+    without_remote_code,
+)
 
 _VISION_PREFIXES = ("model.vision_tower", "vision_tower", "model.multi_modal_projector", "multi_modal_projector",
                     "model.embed_vision", "model.visual", "visual", "model.vision_model", "vision_model")
@@ -24,41 +30,29 @@ def meta_param_counts(config: dict, *, path: str = "<config>") -> dict[str, int]
         import torch
     except ImportError:
         raise UnsupportedError("--exact-params needs torch (pip install torch); the analytic count needs nothing") from None
-    import logging
-    import warnings
+    from transformers import AutoModelForCausalLM
 
-    from transformers import CONFIG_MAPPING, AutoModelForCausalLM
-
-    from kvplan.model.hfconfig import build_config_object, validate_sizes
-
-    tf_logger = logging.getLogger("transformers")
-    old = tf_logger.level
-    tf_logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # transformers' own class for the model type when it has one (DeepseekV32 builds
-            # the indexer); else the alias vLLM registers (kimi_k2 → DeepseekV3Config).
-            model_type = config.get("model_type")
-            if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
-                validate_sizes(config, path)
-                obj = CONFIG_MAPPING[model_type](**{k: v for k, v in config.items()
-                                                    if k not in ("auto_map", "transformers_version", "_name_or_path")})
-            else:
-                obj = build_config_object(config, path)
-            if obj is None:
-                raise UnsupportedError(
-                    f"transformers does not know model type {config.get('model_type')!r}; use the analytic count"
-                )
-            try:
-                with torch.device("meta"):
-                    model = AutoModelForCausalLM.from_config(obj)
-            except Exception as e:  # pragma: no cover - depends on the transformers release
-                raise UnsupportedError(
-                    f"transformers cannot build {config.get('model_type')!r} on the meta device: {e}"
-                ) from None
-    finally:
-        tf_logger.setLevel(old)
+    with quiet_transformers():
+        # transformers' own class for the model type when it has one (DeepseekV32 builds
+        # the indexer); else the alias vLLM registers (kimi_k2 → DeepseekV3Config).
+        model_type = config.get("model_type")
+        cls = config_class(model_type, vllm_aliases=False) if isinstance(model_type, str) else None
+        if cls is not None:
+            validate_sizes(config, path)
+            obj = cls(**without_remote_code(config))
+        else:
+            obj = build_config_object(config, path)
+        if obj is None:
+            raise UnsupportedError(
+                f"transformers does not know model type {config.get('model_type')!r}; use the analytic count"
+            )
+        try:
+            with torch.device("meta"):
+                model = AutoModelForCausalLM.from_config(obj)
+        except Exception as e:  # pragma: no cover - depends on the transformers release
+            raise UnsupportedError(
+                f"transformers cannot build {config.get('model_type')!r} on the meta device: {e}"
+            ) from None
     text = vision = 0
     for name, p in model.named_parameters():  # parameters() dedups tied weights
         if name.startswith(_VISION_PREFIXES):

@@ -112,7 +112,7 @@ def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: 
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False) -> WeightMemory:
     """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
     the drafter) per GPU. ``tp`` defaults to the layout's own tensor-parallel size."""
-    tp = tp or getattr(layout, "tensor_parallel_size", None) or 1
+    tp = tp or layout.tensor_parallel_size
     pp = max(1, len(layout.ranks))
     target = layout.target
     path = target.source.path if getattr(target, "source", None) is not None else "<config>"

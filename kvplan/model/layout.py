@@ -52,6 +52,7 @@ class ModelLayout:
     num_speculative_tokens: int
     layers: tuple[LayerSpec, ...]  # registration order; per-rank (TP-split) specs
     ranks: tuple[tuple[str, ...], ...]  # layer names per PP stage; drafter/MTP layers on the last
+    tensor_parallel_size: int  # the TP size the per-rank specs (and weights) were split for
     block_size: int  # attention block size before any Mamba alignment (the engine does that)
     kv_cache_dtype: str  # the option as given ("auto", "fp8", ...)
     kv_sharing_layers: tuple[str, ...]  # layers that reuse another layer's KV (no spec)
@@ -345,6 +346,7 @@ def build_model_layout(
         num_speculative_tokens=num_spec if method else 0,
         layers=layers,
         ranks=tuple(ranks),
+        tensor_parallel_size=options.tensor_parallel_size,
         block_size=block_size,
         kv_cache_dtype=options.kv_cache_dtype,
         kv_sharing_layers=tuple(kv_sharing),
