@@ -302,3 +302,40 @@ def test_layout_weight_memory_takes_tp_from_the_layout():
     assert m.tensor_parallel_size == 2
     assert m.stages[0].num_params == 4_015_263_744
     assert m.stages[0].weight_bytes == 8_030_527_488
+
+
+def test_qwen3_next_mtp_weights_follow_the_model_layers_count():
+    # Qwen3-Next's config has neither mtp_num_hidden_layers nor num_nextn_predict_layers: vLLM
+    # builds one MTP layer (its default 1) and kvplan's KV side registers it; the weight count
+    # used to read mtp_num_hidden_layers alone and counted none. One MTP layer, H 2048, by hand:
+    #   pre_fc norms 2·2048 = 4,096; fc 2048·4096 = 8,388,608
+    #   attention: q (16 heads · 256 · 2 for the output gate) 8192·2048 = 16,777,216; k, v 512·2048
+    #     = 1,048,576 each; o 2048·4096 = 8,388,608; q_norm, k_norm 256 each → 27,263,488
+    #   MoE: router 512·2048 = 1,048,576; 512 experts · (1024·2048 + 2048·512) = 1,610,612,736;
+    #     shared expert 3·512·2048 = 3,145,728; its gate 2,048 → 1,614,809,088
+    #   two layer norms 4,096; final mtp.norm 2,048
+    #   = 4,096 + 8,388,608 + 27,263,488 + 1,614,809,088 + 4,096 + 2,048 = 1,650,471,424
+    from kvplan.budget.weights import layout_weight_memory
+    from kvplan.model import ServingOptions, build_model_layout
+
+    layout = build_model_layout("Qwen/Qwen3-Next-80B-A3B-Thinking", None,
+                                ServingOptions(speculative_method="mtp", num_speculative_tokens=1))
+    assert [ls.name for ls in layout.layers if ls.source == "drafter"] == ["mtp.layers.0.self_attn.attn"]
+    assert layout_weight_memory(layout).num_params_by_kind["mtp"] == 1_650_471_424
+
+
+def test_one_family_registry_names_every_weight_rule():
+    # kvplan.model.families.FAMILIES is the only family table; the budget's rules are the
+    # functions it names. Every name resolves, and every rule is named by some family.
+    import inspect
+
+    from kvplan.budget import inventory
+    from kvplan.model.families import FAMILIES
+
+    named = {n for f in FAMILIES.values() for n in (f.weights, f.mtp_weights) if n}
+    rules = {name for name, fn in vars(inventory).items()
+             if inspect.isfunction(fn) and fn.__module__ == inventory.__name__ and not name.startswith("_")
+             and list(inspect.signature(fn).parameters)[:2] == ["cfg", "b"]}
+    assert named == rules
+    assert {k for k, f in FAMILIES.items() if f.weights is None} == {"whisper", "deepseek_v4"}
+    assert {k for k, f in FAMILIES.items() if f.mtp} == {"deepseek", "gdn"}

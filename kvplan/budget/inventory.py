@@ -4,10 +4,11 @@ Two ways to count, which the tests hold equal on every catalog model transformer
 
 * ``analytic_inventory(config)`` (the default, no torch): one ``Weight`` per tensor vLLM
   loads, with its shape, the decoder layer it belongs to and how tensor parallelism splits
-  it. One function per family below, each written from the module shapes of that family's
-  transformers and vLLM model files.
-* ``kvplan.budget.meta.meta_param_counts(config)`` (``--exact-params`` and the tests; needs torch): builds the
-  model on torch's meta device through transformers (``with torch.device("meta"):
+  it. One rule per family below, each written from the module shapes of that family's
+  transformers and vLLM model files; the model layer's one family registry
+  (``kvplan.model.families.FAMILIES``) names the rule of each family.
+* ``kvplan.budget.meta.meta_param_counts(config)`` (``--exact-params`` and the tests; needs
+  torch): builds the model on torch's meta device through transformers (``with torch.device("meta"):
   AutoModelForCausalLM.from_config(cfg)``: no download, no weights, never remote code) and
   counts ``parameters()``. Tied embeddings count once, as they do in memory.
 
@@ -26,6 +27,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvplan.errors import ConfigError, UnsupportedError
+from kvplan.model.drafters import mtp_count
+from kvplan.model.families import FAMILIES, Family, family_of
+from kvplan.model.hfconfig import build_config_object, text_view
 from kvplan.units import cdiv
 
 # Categories, in report order.
@@ -108,8 +112,6 @@ class _Cfg:
     key, then the default given here (``HFView`` of the model layer)."""
 
     def __init__(self, raw: dict, path: str = "<config>"):
-        from kvplan.model.hfconfig import build_config_object, text_view
-
         self.top_raw = raw
         self.path = path
         obj = build_config_object(raw, path)
@@ -247,7 +249,7 @@ def _moe_layers_qwen(cfg: _Cfg, n: int) -> set[int]:
     return {i for i in range(n) if i not in only_mlp and (i + 1) % step == 0}
 
 
-def _llama_like(cfg: _Cfg, b: _Builder) -> None:
+def llama_like(cfg: _Cfg, b: _Builder) -> None:
     """Llama, Mistral, Mixtral, Phi-3, MiniMax-M2, Qwen2/Qwen3 (+MoE) and EAGLE-free Llama
     drafters used as draft models: ``q/k/v/o`` attention (optional biases and q/k norms),
     a gated MLP or routed experts, two RMSNorms per layer."""
@@ -294,7 +296,7 @@ def _llama_like(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _gpt_oss(cfg: _Cfg, b: _Builder) -> None:
+def gpt_oss(cfg: _Cfg, b: _Builder) -> None:
     """gpt-oss: biased q/k/v/o, one attention sink per head, a biased router and 32/128
     biased experts with a fused ``gate_up`` (reference: transformers ``modeling_gpt_oss``)."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
@@ -312,7 +314,7 @@ def _gpt_oss(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _gemma(cfg: _Cfg, b: _Builder) -> None:
+def gemma(cfg: _Cfg, b: _Builder) -> None:
     """Gemma 2 and Gemma 3 text decoders: four RMSNorms per layer (input, post-attention,
     pre- and post-feed-forward), Gemma 3 adds per-head q/k norms; embeddings tied."""
     mt = cfg.text_model_type
@@ -337,7 +339,7 @@ def _gemma(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _gemma4(cfg: _Cfg, b: _Builder) -> None:
+def gemma4(cfg: _Cfg, b: _Builder) -> None:
     """Gemma 4 text decoder (transformers ``modeling_gemma4``): sliding layers use
     ``head_dim``/``num_key_value_heads``, global layers ``global_head_dim``/
     ``num_global_key_value_heads`` and, with ``attention_k_eq_v``, no ``v_proj``; KV-shared
@@ -395,7 +397,7 @@ def _gemma4(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _llama4(cfg: _Cfg, b: _Builder) -> None:
+def llama4(cfg: _Cfg, b: _Builder) -> None:
     """Llama 4 text decoder: MoE layers every ``interleave_moe_layer_step`` (experts of
     ``intermediate_size`` plus one shared expert), dense layers of ``intermediate_size_mlp``;
     the q/k norm is a weightless L2 norm."""
@@ -467,7 +469,7 @@ def _gdn_full_attention(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
     b.norm(f"{p}.self_attn.k_norm", hd, i)
 
 
-def _gdn(cfg: _Cfg, b: _Builder) -> None:
+def gdn(cfg: _Cfg, b: _Builder) -> None:
     """Qwen3-Next and Qwen3.5 (dense and MoE) text decoders: ``layer_types`` picks Gated
     DeltaNet or gated full attention (q doubled for the output gate); MoE layers as Qwen2-MoE."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
@@ -489,14 +491,12 @@ def _gdn(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _gdn_mtp(cfg: _Cfg, b: _Builder) -> None:
+def gdn_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     """Qwen3-Next / Qwen3.5 MTP (vLLM ``qwen3_next_mtp.py``): ``fc [H, 2H]`` after two input
-    norms, ``mtp_num_hidden_layers`` full-attention MoE/MLP layers, a final norm; the
-    embedding and lm_head are the target's (vLLM shares them)."""
+    norms, ``k`` full-attention MoE/MLP layers (``drafters.mtp_count``: Qwen3.5's
+    ``mtp_num_hidden_layers``, Qwen3-Next's ``num_nextn_predict_layers``, vLLM's default 1),
+    a final norm; the embedding and lm_head are the target's (vLLM shares them)."""
     H = cfg.int("hidden_size")
-    k = cfg.opt_int("mtp_num_hidden_layers") or 0
-    if not k:
-        return
     moe = bool(cfg.opt_int("num_experts"))
     base = cfg.int("num_hidden_layers")
     sub = _Builder()
@@ -513,7 +513,7 @@ def _gdn_mtp(cfg: _Cfg, b: _Builder) -> None:
     b.weights += [replace(w, kind="mtp", stage="last", layer=None) for w in sub.weights]
 
 
-def _nemotron_h(cfg: _Cfg, b: _Builder) -> None:
+def nemotron_h(cfg: _Cfg, b: _Builder) -> None:
     """Nemotron-H: ``hybrid_override_pattern`` ``M`` Mamba2, ``*`` attention, ``-`` MLP
     (squared ReLU, no gate), ``E`` MoE; one norm per block, ``norm_f`` at the end."""
     H, V = cfg.int("hidden_size"), cfg.int("vocab_size")
@@ -564,7 +564,7 @@ def _nemotron_h(cfg: _Cfg, b: _Builder) -> None:
         b.head("lm_head.weight", V, H)
 
 
-def _jamba(cfg: _Cfg, b: _Builder) -> None:
+def jamba(cfg: _Cfg, b: _Builder) -> None:
     """Jamba: attention every ``attn_layer_period`` (from ``attn_layer_offset``), Mamba1
     elsewhere; MoE feed-forward every ``expert_layer_period`` (from its offset)."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
@@ -654,7 +654,7 @@ def _deepseek_is_moe(cfg: _Cfg, i: int) -> bool:
     return bool(cfg.opt_int("n_routed_experts")) and i >= first and i % freq == 0
 
 
-def _deepseek(cfg: _Cfg, b: _Builder) -> None:
+def deepseek(cfg: _Cfg, b: _Builder) -> None:
     """DeepSeek-V2/V3/R1/V3.2 and Kimi-K2: MLA attention (low-rank q and kv projections),
     dense MLP for the first ``first_k_dense_replace`` layers, then routed + shared experts."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
@@ -665,7 +665,7 @@ def _deepseek(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _deepseek_mtp(cfg: _Cfg, b: _Builder) -> None:
+def deepseek_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     """DeepSeek MTP (``num_nextn_predict_layers``): per layer ``enorm``, ``hnorm``,
     ``eh_proj [H, 2H]`` (a plain nn.Linear in vLLM: replicated, unquantized), one decoder
     layer and ``shared_head.norm``; its embedding and head are the target's (vLLM shares
@@ -674,7 +674,7 @@ def _deepseek_mtp(cfg: _Cfg, b: _Builder) -> None:
     n = cfg.int("num_hidden_layers")
     v32 = cfg.model_type == "deepseek_v32" or cfg.architecture == "DeepseekV32ForCausalLM"
     sub = _Builder()
-    for j in range(cfg.opt_int("num_nextn_predict_layers") or 0):
+    for j in range(k):
         i = n + j
         p = f"model.layers.{i}"
         sub.norm(f"{p}.enorm", H, i)
@@ -685,7 +685,7 @@ def _deepseek_mtp(cfg: _Cfg, b: _Builder) -> None:
     b.weights += [replace(w, kind="mtp", stage="last", layer=None) for w in sub.weights]
 
 
-def _mimo_v2(cfg: _Cfg, b: _Builder) -> None:
+def mimo_v2(cfg: _Cfg, b: _Builder) -> None:
     """MiMo-V2-Flash: sliding layers (``hybrid_layer_pattern`` 1) use the ``swa_*`` heads
     and sizes and carry attention sinks; ``moe_layer_freq`` 1 marks MoE layers (sigmoid
     router with a correction bias), 0 a dense MLP."""
@@ -727,51 +727,43 @@ def _mimo_v2(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-_FAMILIES = {
-    "llama": _llama_like,
-    "qwen2": _llama_like,
-    "gpt_oss": _gpt_oss,
-    "layer_types": _gemma,
-    "gemma4": _gemma4,
-    "llama4": _llama4,
-    "gdn": _gdn,
-    "nemotron_h": _nemotron_h,
-    "jamba": _jamba,
-    "deepseek": _deepseek,
-    "mimo_v2_flash": _mimo_v2,
-}
-_MTP = {"deepseek": _deepseek_mtp, "gdn": _gdn_mtp}
-
-
-def _family(config: dict) -> str:
-    from kvplan.model.families import family_of
-
+def _family(config: dict) -> Family:
+    """The model layer's family record for ``config``, when kvplan counts its weights."""
     archs = config.get("architectures") or [""]
-    fam = family_of(archs[0], config.get("model_type"))
-    if fam is None or fam not in _FAMILIES:
+    key = family_of(archs[0], config.get("model_type"))
+    family = FAMILIES.get(key) if key else None
+    if family is None or family.weights is None:
         raise UnsupportedError(
             f"kvplan has no weight count for {archs[0] or config.get('model_type')!r}; "
             "pass --weights-memory (e.g. 16GiB per GPU)"
         )
-    return fam
+    return family
+
+
+def rule(name: str):
+    """The weight rule a ``Family`` names (``weights`` / ``mtp_weights``)."""
+    fn = globals().get(name)
+    if not callable(fn) or name.startswith("_"):
+        raise AssertionError(f"kvplan.model.families names weight rule {name!r}, which kvplan.budget.inventory lacks")
+    return fn
 
 
 def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>") -> Inventory:
     """The weights vLLM loads for ``config`` (the text decoder of a multimodal config)."""
-    fam = _family(config)
+    family = _family(config)
     cfg = _Cfg(config, path)
     b = _Builder()
-    _FAMILIES[fam](cfg, b)
+    rule(family.weights)(cfg, b)
     notes = []
-    if include_mtp and fam in _MTP:
-        before = len(b.weights)
-        _MTP[fam](cfg, b)
-        if len(b.weights) > before:
+    if include_mtp and family.mtp:
+        count = mtp_count(cfg.view, family.key)
+        if count:
+            rule(family.mtp_weights)(cfg, b, count)
             notes.append("MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)")
     if cfg.view.raw is not config:
         notes.append("text decoder only: the vision tower of this multimodal checkpoint is not counted")
     n = cfg.opt_int("num_hidden_layers") or len(str(cfg.get("hybrid_override_pattern", "")))
-    return Inventory(fam, cfg.text_model_type, tuple(b.weights), n, cfg.tie(), tuple(notes))
+    return Inventory(family.key, cfg.text_model_type, tuple(b.weights), n, cfg.tie(), tuple(notes))
 
 
 def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, path: str = "<drafter>") -> Inventory:

@@ -34,7 +34,7 @@ class ModelInfo:
     config: dict  # the raw config.json
     model_type: str
     architecture: str
-    family: str  # the family rule applied (families.BUILDERS key)
+    family: str  # the family rule applied (families.FAMILIES key)
     num_hidden_layers: int
     dtype: str  # resolved model dtype (torch name)
     max_position_embeddings: int | None
@@ -230,7 +230,7 @@ def build_model_layout(
             method, why = drafters.infer_method(draft_p.text, draft_p.architecture)
             notes.append(f"speculative method {method} inferred: {why}")
     else:
-        has_mtp = p.family in ("deepseek", "gdn") and drafters.mtp_count(p.text, p.family) > 0
+        has_mtp = drafters.mtp_count(p.text, p.family) > 0
         if method is None and options.num_speculative_tokens is not None:
             if not has_mtp:
                 raise OptionError(
@@ -272,7 +272,7 @@ def build_model_layout(
         disable_sliding_window=options.disable_sliding_window, num_spec=num_spec if method else 0,
         notes=notes, warnings=warnings,
     )
-    res = families.BUILDERS[p.family](p.text, ctx)
+    res = families.FAMILIES[p.family].layers(p.text, ctx)
     target_info = _info(p, dtype, res)
     n = res.num_hidden_layers
     last = n  # PP index for drafter/MTP layers: past the last target layer → last stage
