@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.model.drafters import mtp_count
-from kvplan.model.families import FAMILIES, Family, family_of
-from kvplan.model.hfconfig import build_config_object, text_view
+from kvplan.model.families import FAMILIES, Family, family_of, is_v32
+from kvplan.model.hfconfig import HFView, build_config_object, text_view
 from kvplan.units import cdiv
 
 # Categories, in report order.
@@ -107,54 +106,38 @@ class Inventory:
 
 # --------------------------------------------------------------------------- config view
 
-class _Cfg:
-    """The (text) config as transformers fills it: the class attribute first, then the raw
-    key, then the default given here (``HFView`` of the model layer)."""
+class _Cfg(HFView):
+    """The model layer's view of the (text) config (``HFView``: the transformers attribute
+    first, then the raw key, then the default given), with the reads the weight rules share.
+    Integer reads are ``HFView``'s, so a bad size fails here as it fails in the model layer."""
 
     def __init__(self, raw: dict, path: str = "<config>"):
+        text = text_view(raw, build_config_object(raw, path), path)
+        super().__init__(text.raw, text.obj, path=path, prefix=text.prefix)
         self.top_raw = raw
-        self.path = path
-        obj = build_config_object(raw, path)
-        self.view = text_view(raw, obj, path)
-        self.top = self.view if self.view.raw is raw else None
         self.model_type = str(raw.get("model_type") or "")
-        self.text_model_type = str(self.view.raw.get("model_type") or self.model_type)
-        archs = raw.get("architectures") or []
-        self.architecture = archs[0] if archs else ""
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.view.get(key, default)
-
-    def int(self, key: str, default: Any = None) -> int:
-        v = self.view.get(key, default)
-        if v is None:
-            raise ConfigError(self.path, self.view.field(key), "required key is missing", f"add '{key}' to the config")
-        return int(v)
-
-    def opt_int(self, key: str) -> int | None:
-        v = self.view.get(key, None)
-        return None if v is None else int(v)
+        self.text_model_type = str(self.raw.get("model_type") or self.model_type)
 
     def flag(self, key: str, default: bool = False) -> bool:
-        v = self.view.get(key, default)
+        v = self.get(key, default)
         return bool(v) if v is not None else default
 
     def tie(self) -> bool:
-        for raw in (self.view.raw, self.top_raw):
+        for raw in (self.raw, self.top_raw):
             if "tie_word_embeddings" in raw:
                 return bool(raw["tie_word_embeddings"])
-        return bool(self.view.get("tie_word_embeddings", False))
+        return bool(self.get("tie_word_embeddings", False))
 
     def head_dim(self, heads_key: str = "num_attention_heads") -> int:
-        hd = self.view.raw.get("head_dim")
+        hd = self.raw.get("head_dim")
         if hd is None:
-            hd = self.view.get("head_dim", None)
+            hd = self.get("head_dim", None)
         if not hd:
             hd = self.int("hidden_size") // self.int(heads_key)
         return int(hd)
 
     def layer_types(self) -> list[str]:
-        lt = self.view.get("layer_types", None)
+        lt = self.get("layer_types", None)
         return list(lt) if lt else []
 
 
@@ -241,10 +224,10 @@ class _Builder:
 # --------------------------------------------------------------------------- families
 
 def _moe_layers_qwen(cfg: _Cfg, n: int) -> set[int]:
-    E = cfg.opt_int("num_experts") or 0
+    E = cfg.opt_int("num_experts", minimum=0) or 0
     if not E:
         return set()
-    step = cfg.opt_int("decoder_sparse_step") or 1
+    step = cfg.opt_int("decoder_sparse_step", minimum=0) or 1
     only_mlp = set(cfg.get("mlp_only_layers", None) or [])
     return {i for i in range(n) if i not in only_mlp and (i + 1) % step == 0}
 
@@ -256,7 +239,7 @@ def llama_like(cfg: _Cfg, b: _Builder) -> None:
     mt = cfg.text_model_type
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     qkv_bias = mt in ("qwen2", "qwen2_moe") or cfg.flag("attention_bias")
     o_bias = cfg.flag("attention_bias") and mt not in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
@@ -285,7 +268,7 @@ def llama_like(cfg: _Cfg, b: _Builder) -> None:
                 b.vec(f"{p}.mlp.e_score_correction_bias", "router", E, i, hf_buffer=True)
             inter = cfg.int("moe_intermediate_size") if mt in ("qwen2_moe", "qwen3_moe") else cfg.int("intermediate_size")
             b.experts(f"{p}.mlp.experts", E, inter, H, i)
-            shared = cfg.opt_int("shared_expert_intermediate_size") or 0
+            shared = cfg.opt_int("shared_expert_intermediate_size", minimum=0) or 0
             if shared:
                 b.mlp(f"{p}.mlp.shared_expert", shared, H, i)
                 b.linear(f"{p}.mlp.shared_expert_gate", "router", 1, H, i, quantizable=False)
@@ -322,7 +305,7 @@ def gemma(cfg: _Cfg, b: _Builder) -> None:
         raise UnsupportedError(f"weight count for model type {mt!r} is not modelled; pass --weights-memory")
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     bias = cfg.flag("attention_bias")
     b.embed("model.embed_tokens.weight", V, H)
@@ -347,7 +330,7 @@ def gemma4(cfg: _Cfg, b: _Builder) -> None:
     embeddings (PLE) when ``hidden_size_per_layer_input``."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    raw = cfg.view.raw
+    raw = cfg.raw
     hd_s = int(raw.get("head_dim") or cfg.head_dim())
     kv_s = int(raw.get("num_key_value_heads") or heads)
     hd_g = int(raw.get("global_head_dim") or hd_s)
@@ -403,11 +386,11 @@ def llama4(cfg: _Cfg, b: _Builder) -> None:
     the q/k norm is a weightless L2 norm."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     bias = cfg.flag("attention_bias")
     E = cfg.int("num_local_experts")
-    step = cfg.opt_int("interleave_moe_layer_step") or 1
+    step = cfg.opt_int("interleave_moe_layer_step", minimum=0) or 1
     moe_layers = cfg.get("moe_layers", None)
     moe = set(moe_layers) if moe_layers is not None else {i for i in range(n) if (i + 1) % step == 0}
     b.embed("model.embed_tokens.weight", V, H)
@@ -451,7 +434,7 @@ def _gdn_moe_or_mlp(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, moe: bool) -
         E = cfg.int("num_experts")
         b.linear(f"{p}.mlp.gate", "router", E, H, i, quantizable=False)
         b.experts(f"{p}.mlp.experts", E, cfg.int("moe_intermediate_size"), H, i)
-        shared = cfg.opt_int("shared_expert_intermediate_size") or 0
+        shared = cfg.opt_int("shared_expert_intermediate_size", minimum=0) or 0
         if shared:
             b.mlp(f"{p}.mlp.shared_expert", shared, H, i)
             b.linear(f"{p}.mlp.shared_expert_gate", "router", 1, H, i, quantizable=False)
@@ -461,7 +444,7 @@ def _gdn_moe_or_mlp(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, moe: bool) -
 
 def _gdn_full_attention(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     gate = cfg.flag("attn_output_gate", True)
     b.attention(f"{p}.self_attn", H, heads, kv, hd, i, qkv_bias=cfg.flag("attention_bias"), q_mult=2 if gate else 1)
@@ -475,9 +458,9 @@ def gdn(cfg: _Cfg, b: _Builder) -> None:
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     types = cfg.layer_types()
     if len(types) != n:
-        interval = cfg.opt_int("full_attention_interval") or 4
+        interval = cfg.opt_int("full_attention_interval", minimum=0) or 4
         types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
-    moe = _moe_layers_qwen(cfg, n) if cfg.opt_int("num_experts") else set()
+    moe = _moe_layers_qwen(cfg, n) if cfg.opt_int("num_experts", minimum=0) else set()
     b.embed("model.embed_tokens.weight", V, H)
     for i in range(n):
         p = f"model.layers.{i}"
@@ -497,7 +480,7 @@ def gdn_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     ``mtp_num_hidden_layers``, Qwen3-Next's ``num_nextn_predict_layers``, vLLM's default 1),
     a final norm; the embedding and lm_head are the target's (vLLM shares them)."""
     H = cfg.int("hidden_size")
-    moe = bool(cfg.opt_int("num_experts"))
+    moe = bool(cfg.opt_int("num_experts", minimum=0))
     base = cfg.int("num_hidden_layers")
     sub = _Builder()
     sub.norm("mtp.pre_fc_norm_embedding", H, base)
@@ -527,8 +510,8 @@ def nemotron_h(cfg: _Cfg, b: _Builder) -> None:
     K = cfg.int("conv_kernel", 4)
     conv_dim = inner + 2 * G * N
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
-    hd = cfg.opt_int("head_dim") or H // heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
+    hd = cfg.opt_int("head_dim", minimum=0) or H // heads
     b.embed("model.embeddings.weight", V, H)
     for i, c in enumerate(pattern):
         p = f"model.layers.{i}"
@@ -554,7 +537,8 @@ def nemotron_h(cfg: _Cfg, b: _Builder) -> None:
             b.linear(f"{m}.gate", "router", E, H, i, quantizable=False)
             b.vec(f"{m}.gate.e_score_correction_bias", "router", E, i, hf_buffer=True)
             b.experts(f"{m}.experts", E, cfg.int("moe_intermediate_size"), H, i, gated=False)
-            shared = (cfg.opt_int("moe_shared_expert_intermediate_size") or 0) * (cfg.opt_int("n_shared_experts") or 1)
+            shared = ((cfg.opt_int("moe_shared_expert_intermediate_size", minimum=0) or 0)
+                      * (cfg.opt_int("n_shared_experts", minimum=0) or 1))
             if shared:
                 b.mlp(f"{m}.shared_experts", shared, H, i, gated=False)
         else:
@@ -569,10 +553,10 @@ def jamba(cfg: _Cfg, b: _Builder) -> None:
     elsewhere; MoE feed-forward every ``expert_layer_period`` (from its offset)."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = H // heads
-    a_per, a_off = cfg.int("attn_layer_period", 8), cfg.int("attn_layer_offset", 4)
-    e_per, e_off = cfg.int("expert_layer_period", 2), cfg.int("expert_layer_offset", 1)
+    a_per, a_off = cfg.int("attn_layer_period", 8), cfg.int("attn_layer_offset", 4, minimum=0)
+    e_per, e_off = cfg.int("expert_layer_period", 2), cfg.int("expert_layer_offset", 1, minimum=0)
     E = cfg.int("num_experts", 16)
     inner = cfg.int("mamba_expand", 2) * H
     N, K = cfg.int("mamba_d_state", 16), cfg.int("mamba_d_conv", 4)
@@ -612,7 +596,7 @@ def jamba(cfg: _Cfg, b: _Builder) -> None:
 
 def _deepseek_layer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, *, moe: bool, v32: bool) -> None:
     heads = cfg.int("num_attention_heads")
-    q_lora = cfg.opt_int("q_lora_rank")
+    q_lora = cfg.opt_int("q_lora_rank", minimum=0)
     kv_lora, rope = cfg.int("kv_lora_rank"), cfg.int("qk_rope_head_dim")
     nope, vd = cfg.int("qk_nope_head_dim"), cfg.int("v_head_dim")
     a = f"{p}.self_attn"
@@ -639,7 +623,7 @@ def _deepseek_layer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, *, moe: bool
             b.vec(f"{p}.mlp.gate.e_score_correction_bias", "router", E, i, hf_buffer=True)
         inter = cfg.int("moe_intermediate_size")
         b.experts(f"{p}.mlp.experts", E, inter, H, i)
-        shared = cfg.opt_int("n_shared_experts") or 0
+        shared = cfg.opt_int("n_shared_experts", minimum=0) or 0
         if shared:
             b.mlp(f"{p}.mlp.shared_experts", inter * shared, H, i)
     else:
@@ -649,16 +633,16 @@ def _deepseek_layer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, *, moe: bool
 
 
 def _deepseek_is_moe(cfg: _Cfg, i: int) -> bool:
-    first = cfg.opt_int("first_k_dense_replace") or 0
-    freq = cfg.opt_int("moe_layer_freq") or 1
-    return bool(cfg.opt_int("n_routed_experts")) and i >= first and i % freq == 0
+    first = cfg.opt_int("first_k_dense_replace", minimum=0) or 0
+    freq = cfg.opt_int("moe_layer_freq", minimum=0) or 1
+    return bool(cfg.opt_int("n_routed_experts", minimum=0)) and i >= first and i % freq == 0
 
 
 def deepseek(cfg: _Cfg, b: _Builder) -> None:
     """DeepSeek-V2/V3/R1/V3.2 and Kimi-K2: MLA attention (low-rank q and kv projections),
     dense MLP for the first ``first_k_dense_replace`` layers, then routed + shared experts."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
-    v32 = cfg.model_type == "deepseek_v32" or cfg.architecture == "DeepseekV32ForCausalLM"
+    v32 = is_v32(cfg)
     b.embed("model.embed_tokens.weight", V, H)
     for i in range(n):
         _deepseek_layer(cfg, b, f"model.layers.{i}", i, H, moe=_deepseek_is_moe(cfg, i), v32=v32)
@@ -672,7 +656,7 @@ def deepseek_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     them; the checkpoint stores copies, which the published 685B counts)."""
     H = cfg.int("hidden_size")
     n = cfg.int("num_hidden_layers")
-    v32 = cfg.model_type == "deepseek_v32" or cfg.architecture == "DeepseekV32ForCausalLM"
+    v32 = is_v32(cfg)
     sub = _Builder()
     for j in range(k):
         i = n + j
@@ -690,7 +674,7 @@ def mimo_v2(cfg: _Cfg, b: _Builder) -> None:
     and sizes and carry attention sinks; ``moe_layer_freq`` 1 marks MoE layers (sigmoid
     router with a correction bias), 0 a dense MLP."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
-    raw = cfg.view.raw
+    raw = cfg.raw
     types = cfg.layer_types()
     if len(types) != n:
         pattern = raw.get("hybrid_layer_pattern") or [0] * n
@@ -756,13 +740,13 @@ def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "
     rule(family.weights)(cfg, b)
     notes = []
     if include_mtp and family.mtp:
-        count = mtp_count(cfg.view, family.key)
+        count = mtp_count(cfg, family.key)
         if count:
             rule(family.mtp_weights)(cfg, b, count)
             notes.append("MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)")
-    if cfg.view.raw is not config:
+    if cfg.raw is not config:
         notes.append("text decoder only: the vision tower of this multimodal checkpoint is not counted")
-    n = cfg.opt_int("num_hidden_layers") or len(str(cfg.get("hybrid_override_pattern", "")))
+    n = cfg.opt_int("num_hidden_layers", minimum=0) or len(str(cfg.get("hybrid_override_pattern", "")))
     return Inventory(family.key, cfg.text_model_type, tuple(b.weights), n, cfg.tie(), tuple(notes))
 
 
@@ -783,7 +767,7 @@ def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, p
     cfg = _Cfg(draft_config, path)
     H, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     inter = cfg.int("intermediate_size")
     b = _Builder()
@@ -810,7 +794,7 @@ def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, p
     b.norm("model.norm", H, None)
     notes = ["embedding shared with the target (vLLM shares it when the head ships none)"]
     if method == "eagle3":
-        dv = cfg.opt_int("draft_vocab_size") or cfg.int("vocab_size")
+        dv = cfg.opt_int("draft_vocab_size", minimum=0) or cfg.int("vocab_size")
         b.head("lm_head.weight", dv, H, kind="drafter")
     else:
         notes.append("lm_head shared with the target")

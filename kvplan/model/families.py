@@ -677,8 +677,9 @@ def build_jamba(view: HFView, ctx: Context) -> FamilyResult:
 INDEXER_QUANT_BLOCK = 128  # fp8 indexer keys carry one 4-byte scale per 128 values
 
 
-def is_v32(view: HFView, ctx: Context) -> bool:
-    """vLLM's test: ``hasattr(hf_config, "index_topk")`` (the DSA indexer)."""
+def is_v32(view: HFView, ctx: Context | None = None) -> bool:
+    """vLLM's test: ``hasattr(hf_config, "index_topk")`` (the DSA indexer; its KV cache here,
+    its weights in ``kvplan.budget.inventory``)."""
     return view.get("index_topk", None) is not None
 
 
