@@ -355,8 +355,9 @@ def test_budget_from_device(monkeypatch):
 
 @needs_torch
 def test_device_budget_utilization_defaults_to_the_era(monkeypatch):
-    # issue 10: --budget-from-device used 0.92 whatever the policy; vLLM's default is 0.9
-    # up to 0.18 (CacheConfig.gpu_memory_utilization = 0.9) and 0.92 in 0.33.
+    # issue 10: --budget-from-device used 0.92 whatever the policy; vLLM's default
+    # (vllm/config/cache.py CacheConfig.gpu_memory_utilization) is 0.9 in 0.10.1-0.19.1 and
+    # 0.92 in 0.20.0-0.33.0 (read in each release's source).
     monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (10 * GiB, "test rule"))
     old = probe.device_kv_budget("cpu", get_era("vllm-1.5"))
     assert (old["gpu_memory_utilization"], old["gpu_memory_utilization_source"]) == (0.9, "vllm-1.5 default")

@@ -55,8 +55,8 @@ class Era:
     # checkpoints and reserve one more block per request (read in 0.33.0's mamba_mixer2.py,
     # gdn/qwen_gdn_linear_attn.py and kv_cache_interface.MambaSpec.max_memory_usage_bytes).
     mamba_prefill_checkpoints: bool = False
-    # ``--gpu-memory-utilization`` when not given (CacheConfig.gpu_memory_utilization): 0.9 up to
-    # 0.18, 0.92 in 0.33 (CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION).
+    # ``--gpu-memory-utilization`` when not given: vllm/config/cache.py CacheConfig's default,
+    # read in every release's source: 0.9 from 0.10.1 to 0.19.1, 0.92 from 0.20.0 to 0.33.0.
     gpu_memory_utilization_default: float = 0.9
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
