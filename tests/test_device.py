@@ -279,6 +279,22 @@ def test_verification_catches_two_groups_sharing_a_block(name):
 
 
 @needs_torch
+@pytest.mark.parametrize("case", [GPT, GPT_018], ids=["0.33", "0.18"])
+def test_overlap_fails_once_per_slot_the_two_groups_share(case):
+    # gpt-oss + P-EAGLE: slots 0-11 each hold a sliding layer (group 0) and a full layer
+    # (group 1), slots 12-15 a full layer only. The corruption hands group 1 block 1 (group
+    # 0's first block; group 1's own first is block 2). In each shared slot the full layer's
+    # pattern then overwrites the sliding layer's page of block 1: 12 read-back failures,
+    # each naming block 1 and the sliding layer 2k (its slot-mate is full layer 2k + 1).
+    r = report_of(case, "overlap")
+    assert r["num_failures"] == 12
+    assert [f.split(" read back")[0] for f in r["failures"]] == [
+        f"tensor {k}, group 0, block 1: layer model.layers.{2 * k}.attn.attn" for k in range(12)]
+    assert all(f.endswith(f"holds block 1 of layer model.layers.{2 * k + 1}.attn.attn (group 1)")
+               for k, f in enumerate(r["failures"]))
+
+
+@needs_torch
 def test_verification_catches_a_wrong_pattern():
     r = report_of(GPT, "pattern")
     assert not r["ok"] and r["num_failures"] == 1
