@@ -33,7 +33,7 @@ from kvplan.device.views import (
 )
 from kvplan.engines.vllm import get_era
 from kvplan.errors import DeviceError, KvplanError, OptionError
-from kvplan.scenario import Scenario, run_scenario
+from kvplan.usecases.scenario import Scenario, run_scenario
 from kvplan.specs import FullAttentionSpec
 from kvplan.units import GiB, MiB
 
@@ -392,7 +392,9 @@ def test_device_budget_utilization_defaults_to_the_era(monkeypatch):
 def test_cli_allocate_on_cpu_json():
     from typer.testing import CliRunner
 
-    from kvplan.cli.app import app
+    from kvplan.cli.app import ensure_registered
+
+    app = ensure_registered()
 
     model, drafter, budget, mml, _ = GPT
     r = CliRunner().invoke(app, ["simulate", model, "--drafter", drafter, "--num-speculative-tokens", "5",
@@ -428,7 +430,9 @@ def test_cli_budget_from_device_uses_the_policys_utilization(monkeypatch, policy
 def test_cli_refusal_exits_3_with_one_line(monkeypatch):
     from typer.testing import CliRunner
 
-    from kvplan.cli.app import app
+    from kvplan.cli.app import ensure_registered
+
+    app = ensure_registered()
 
     monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
     model, drafter, budget, mml, _ = GPT

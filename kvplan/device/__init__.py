@@ -9,6 +9,7 @@ Importing this package (or any module of it) never imports torch.
 """
 
 from kvplan.device.probe import budget_from_device, device_kv_budget
-from kvplan.device.verify import DeviceDoesNotFitError, allocate_and_verify
+from kvplan.device.verify import allocate_and_verify
+from kvplan.errors import DeviceDoesNotFitError
 
 __all__ = ["DeviceDoesNotFitError", "allocate_and_verify", "budget_from_device", "device_kv_budget"]

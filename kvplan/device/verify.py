@@ -60,7 +60,7 @@ from kvplan.device.views import (
     request_block_order,
     view_style,
 )
-from kvplan.errors import KvplanError, OptionError
+from kvplan.errors import DeviceDoesNotFitError, OptionError
 from kvplan.units import MiB, format_bytes
 
 CORRUPTIONS = ("overlap", "pattern", "alias")
@@ -81,12 +81,6 @@ CPU_ROUND_BYTES = 4096  # one page
 # storage's Python object alive while any view of it lives, so a live reference here
 # means memory not yet freed.
 _LIVE: list = []
-
-
-class DeviceDoesNotFitError(KvplanError):
-    """The layout does not fit in the device's free memory: nothing was allocated."""
-
-    exit_code = 3
 
 
 # --- scratch and clean-up (pure Python) ---------------------------------------------------------
