@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from kvplan.budget.estimate import default_gpu_memory_utilization
 from kvplan.errors import DeviceError, OptionError
 from kvplan.units import format_bytes
 
@@ -149,9 +150,9 @@ def budget_from_device(device: str, utilization: float, reserve_bytes: int) -> i
 def device_kv_budget(device: str, era, utilization: float | None = None, reserve_bytes: int = 0) -> dict:
     """``--budget-from-device`` as the JSON's ``budget`` records it: ``budget_from_device``
     with ``--gpu-memory-utilization`` defaulting to the era's own default
-    (``Era.gpu_memory_utilization_default``: 0.92 for vLLM 0.33, 0.9 before)."""
+    (``kvplan.budget.estimate.default_gpu_memory_utilization``: 0.92 for vLLM 0.33, 0.9 before)."""
     given = utilization is not None
-    util = float(utilization) if given else era.gpu_memory_utilization_default
+    util = float(utilization) if given else default_gpu_memory_utilization(era)
     budget = budget_from_device(device, util, reserve_bytes)
     return {
         "source": "device",
