@@ -210,7 +210,17 @@ def test_deepseek_v3_fp8_keeps_router_embed_head_norms_in_bf16():
     assert converted and all(w.kind in ("attention", "mlp", "experts") for w in converted)
     assert not any(w.kind in ("router", "embedding", "lm_head", "norm") for w in converted)
     main = weight_memory([inv], "bfloat16", quant=q).stages[0]
-    # ~1 byte per parameter plus fp32 block scales, bf16 where not converted: 673.15 GB.
+    # By hand, fp8(r, k) = r·k + 4·⌈r/128⌉·⌈k/128⌉ per converted matrix, bf16 (2 B) elsewhere; H 7168.
+    #   attention: q_a fp8(1536, H) 11,012,736 + q_b fp8(24576, 1536) 37,757,952 + kv_a
+    #     fp8(576, H) 4,129,888 + kv_b fp8(32768, 512) 16,781,312 + o fp8(H, 16384) 117,469,184
+    #     + q_a/kv_a norms 2·(1536 + 512) = 4,096                               → 187,155,168
+    #   dense MLP: gate, up fp8(18432, H) and down fp8(H, 18432), 132,152,832 each → 396,458,496
+    #   MoE: router 2·256·H = 3,670,016 + correction bias 512; 256 experts of w13 fp8(4096, H)
+    #     = 29,367,296 and w2 fp8(H, 2048) = 14,683,648; shared expert 3 · 14,683,648
+    #                                                                            → 11,324,763,136
+    #   each layer's two norms 2·2·H = 28,672
+    #   3 dense layers 583,642,336 + 58 MoE layers 11,511,946,976 + embed and head 2·129280·H·2
+    #   + final norm 14,336 = 673,150,582,112 B
     assert main.weight_bytes == 673_150_582_112
     # The Hub's checkpoint (688.6 GB of safetensors) adds the MTP layer in fp8 and its own
     # bf16 copies of embed and head (2 · 129280 · 7168 · 2 B).
