@@ -162,8 +162,7 @@ def _override_bytes(overrides: dict, key: str) -> int | None:
 
 
 def _parse_size(text: str, flag: str) -> int:
-    """A size with a unit, fractions allowed and floored to bytes (``13.7GiB``, vLLM's
-    "Model loading took 13.72 GiB" copied as is)."""
+    """A size by the rules of vLLM's ``human_readable_int`` (``kvplan.units.parse_human_int``)."""
     try:
         return parse_bytes(text)
     except ValueError:
