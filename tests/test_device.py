@@ -20,12 +20,11 @@ except ImportError:  # the geometry tests still run
 
 from factories import full, gdn, mla, sw
 
-from kvplan import device
-from kvplan.device import (
-    DeviceDoesNotFitError,
-    allocate_and_verify,
+from kvplan.device import probe, verify
+from kvplan.device.probe import budget_from_device
+from kvplan.device.verify import DeviceDoesNotFitError, allocate_and_verify
+from kvplan.device.views import (
     backing_of,
-    budget_from_device,
     layer_parts,
     needs_block_outer,
     plan_views,
@@ -198,9 +197,29 @@ def test_missing_torch_is_a_one_line_device_error(monkeypatch):
         budget_from_device("cpu", 0.9, 0)
 
 
-def test_free_cpu_memory_rule():
-    free, rule = device.cpu_free_bytes()
-    assert free > 0 and ("MemAvailable" in rule or "sysconf" in rule)
+def test_free_cpu_memory_rule(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16384000 kB\nMemFree:          100000 kB\nMemAvailable:    8000000 kB\n")
+    no_cgroup = tmp_path / "no-cgroup"
+    # MemAvailable is in KiB: 8,000,000 · 1024 = 8,192,000,000 B
+    assert probe.cpu_free_bytes(str(meminfo), str(no_cgroup)) == (8_192_000_000, "/proc/meminfo MemAvailable")
+    # cgroup v2: memory.max − memory.current + inactive_file = 4 GiB − 3 GiB + 512 MiB = 1,610,612,736 B
+    cg = tmp_path / "cg2"
+    cg.mkdir()
+    (cg / "memory.max").write_text(f"{4 * GiB}\n")
+    (cg / "memory.current").write_text(f"{3 * GiB}\n")
+    (cg / "memory.stat").write_text(f"anon 1000\ninactive_file {512 * MiB}\nactive_file 5\n")
+    assert probe.cpu_free_bytes(str(meminfo), str(cg)) == (
+        1_610_612_736, "/proc/meminfo MemAvailable, capped by the cgroup memory limit")
+    # "max" is no limit; cgroup v1 then: limit 2 GiB − usage 1.5 GiB + total_inactive_file 0 = 536,870,912 B
+    (cg / "memory.max").write_text("max\n")
+    (cg / "memory").mkdir()
+    (cg / "memory" / "memory.limit_in_bytes").write_text(f"{2 * GiB}\n")
+    (cg / "memory" / "memory.usage_in_bytes").write_text(f"{3 * GiB // 2}\n")
+    assert probe.cpu_free_bytes(str(meminfo), str(cg))[0] == 536_870_912
+    # a limit above free memory does not raise it
+    (cg / "memory" / "memory.limit_in_bytes").write_text(f"{64 * GiB}\n")
+    assert probe.cpu_free_bytes(str(meminfo), str(cg))[0] == 8_192_000_000
 
 
 # --- allocation and verification on the CPU device -------------------------------------------
@@ -220,13 +239,25 @@ def test_allocation_equals_the_prediction_byte_for_byte(name):
     assert r["blocks_checked"] == plan.num_blocks - 1
     assert r["leaked_bytes"] == 0 and r["failures"] == [] and r["num_failures"] == 0
     # every page a layer owns is written once and read once; the scan reads every byte once
-    assert r["bytes_written"] == r["bytes_read"] > 0 and r["bytes_scanned"] == predicted
-    for key in ("allocate_seconds", "verify_seconds"):
-        assert r[key] >= 0
-    assert r["write_bandwidth_bytes_per_s"] > 0 and r["read_bandwidth_bytes_per_s"] > 0
+    assert r["bytes_written"] == r["bytes_read"] and r["bytes_scanned"] == predicted
     assert r["backing"] == ("one buffer" if plan.era.name == "vllm-latest" else "one tensor per slot")
     assert all(isinstance(r[k], int) for k in r if k.endswith("_bytes"))
     json.dumps(r)  # plain data
+
+
+@needs_torch
+def test_bytes_written_for_gpt_oss_by_hand():
+    # gpt-oss-20b + P-EAGLE at 512 tokens, 64 MiB, 0.33: 128 blocks of 32,768-byte pages, two
+    # groups: sliding (12 layers, 33 blocks a request) and full (12 + 4 drafter layers, 32).
+    # Blocks 1-127 follow request_block_order([33, 32]) (65 long) and then its first 62:
+    # the 3 left out are its last three, sliding k=31 (31.5/33), full k=31 (31.5/32) and
+    # sliding k=32 (32.5/33); so sliding gets 33 + 31 = 64 blocks, full 32 + 31 = 63.
+    # Each layer writes (and reads back) its page of each of its group's blocks:
+    #   (64 · 12 + 63 · 16) · 32,768 = 1,776 · 32,768 = 58,195,968 B
+    # The scan reads all 16 tensors whole: 16 · 128 · 32,768 = 67,108,864 B = 64 MiB.
+    r = report_of(GPT)
+    assert r["bytes_written"] == r["bytes_read"] == 58_195_968
+    assert r["bytes_scanned"] == 67_108_864 and r["blocks_checked"] == 127
 
 
 @needs_torch
@@ -245,6 +276,22 @@ def test_verification_catches_two_groups_sharing_a_block(name):
     # the second group took block b of the first: the first group's pages of b are overwritten
     first = r["failures"][0]
     assert first.startswith("tensor 0, group 0, block ") and "holds block" in first and "(group 1)" in first
+
+
+@needs_torch
+@pytest.mark.parametrize("case", [GPT, GPT_018], ids=["0.33", "0.18"])
+def test_overlap_fails_once_per_slot_the_two_groups_share(case):
+    # gpt-oss + P-EAGLE: slots 0-11 each hold a sliding layer (group 0) and a full layer
+    # (group 1), slots 12-15 a full layer only. The corruption hands group 1 block 1 (group
+    # 0's first block; group 1's own first is block 2). In each shared slot the full layer's
+    # pattern then overwrites the sliding layer's page of block 1: 12 read-back failures,
+    # each naming block 1 and the sliding layer 2k (its slot-mate is full layer 2k + 1).
+    r = report_of(case, "overlap")
+    assert r["num_failures"] == 12
+    assert [f.split(" read back")[0] for f in r["failures"]] == [
+        f"tensor {k}, group 0, block 1: layer model.layers.{2 * k}.attn.attn" for k in range(12)]
+    assert all(f.endswith(f"holds block 1 of layer model.layers.{2 * k + 1}.attn.attn (group 1)")
+               for k, f in enumerate(r["failures"]))
 
 
 @needs_torch
@@ -277,13 +324,13 @@ def test_unknown_corruption_and_overlap_without_two_groups():
 
 @needs_torch
 def test_refuses_a_layout_larger_than_free_memory(monkeypatch):
-    monkeypatch.setattr(device, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
-    before = device.live_bytes()
+    monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
+    before = verify.live_bytes()
     with pytest.raises(DeviceDoesNotFitError) as e:
         allocate_and_verify(plan_of(GPT), "cpu")  # 64 MiB + scratch + 256 MiB headroom > 100 MiB
     assert isinstance(e.value, KvplanError) and e.value.exit_code == 3
     assert "does not fit on cpu" in str(e.value) and "100.00 MiB is free (test rule)" in str(e.value)
-    assert device.live_bytes() == before == 0  # nothing was allocated
+    assert verify.live_bytes() == before == 0  # nothing was allocated
 
 
 @needs_torch
@@ -293,14 +340,14 @@ def test_nothing_stays_allocated_after_an_error(monkeypatch, error, case):
     seen = []
 
     def boom(s, t, tables, chunk, failures):
-        seen.append(device.live_bytes())  # the tensors are allocated and written at this point
+        seen.append(verify.live_bytes())  # the tensors are allocated and written at this point
         raise error
 
-    monkeypatch.setattr(device, "_scan_tensor", boom)
+    monkeypatch.setattr(verify, "_scan_tensor", boom)
     with pytest.raises(type(error)):
         allocate_and_verify(plan_of(case), "cpu")
     assert seen == [64 * MiB]
-    assert device.live_bytes() == 0
+    assert verify.live_bytes() == 0
 
 
 @needs_torch
@@ -315,11 +362,27 @@ def test_cuda_without_cuda_is_a_device_error():
 
 @needs_torch
 def test_budget_from_device(monkeypatch):
-    monkeypatch.setattr(device, "cpu_free_bytes", lambda: (10 * GiB, "test rule"))
-    assert budget_from_device("cpu", 0.5, 1 * GiB) == 4 * GiB
-    assert budget_from_device("cpu", 0.92, 0) == int(10 * GiB * 0.92)
+    monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (10 * GiB, "test rule"))
+    assert budget_from_device("cpu", 0.5, 1 * GiB) == 4 * GiB  # 10 GiB · 0.5 − 1 GiB
+    assert budget_from_device("cpu", 0.92, 0) == 9_878_424_780  # int(10 · 2^30 · 0.92)
     with pytest.raises(DeviceError, match="lower --reserve"):
         budget_from_device("cpu", 0.5, 6 * GiB)
+
+
+@needs_torch
+def test_device_budget_utilization_defaults_to_the_era(monkeypatch):
+    # issue 10: --budget-from-device used 0.92 whatever the policy; vLLM's default
+    # (vllm/config/cache.py CacheConfig.gpu_memory_utilization) is 0.9 in 0.10.1-0.19.1 and
+    # 0.92 in 0.20.0-0.33.0 (read in each release's source).
+    monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (10 * GiB, "test rule"))
+    old = probe.device_kv_budget("cpu", get_era("vllm-1.5"))
+    assert (old["gpu_memory_utilization"], old["gpu_memory_utilization_source"]) == (0.9, "vllm-1.5 default")
+    assert old["kv_cache_memory_bytes"] == 9_663_676_416  # int(10 · 2^30 · 0.9)
+    latest = probe.device_kv_budget("cpu", get_era("vllm-latest"), reserve_bytes=GiB)
+    assert latest["kv_cache_memory_bytes"] == 9_878_424_780 - GiB  # int(10 · 2^30 · 0.92) − 1 GiB
+    given = probe.device_kv_budget("cpu", get_era("vllm-1.5"), 0.5)
+    assert (given["gpu_memory_utilization"], given["kv_cache_memory_bytes"]) == (0.5, 5 * GiB)
+    assert given["gpu_memory_utilization_source"] == "--gpu-memory-utilization"
 
 
 # --- through the CLI -----------------------------------------------------------------------------
@@ -345,6 +408,25 @@ def test_cli_allocate_on_cpu_json():
 
 
 @needs_torch
+@pytest.mark.parametrize("policy, utilization, budget", [
+    ("vllm-1.5", 0.9, 483_183_820),  # int(512 MiB · 0.9)
+    ("vllm-latest", 0.92, 493_921_239),  # int(512 MiB · 0.92)
+])
+def test_cli_budget_from_device_uses_the_policys_utilization(monkeypatch, policy, utilization, budget):
+    from typer.testing import CliRunner
+
+    from kvplan.cli.app import app
+
+    monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (512 * MiB, "test rule"))
+    r = CliRunner().invoke(app, ["simulate", "openai/gpt-oss-20b", "--max-model-len", "512", "--policy", policy,
+                                 "--budget-from-device", "--device", "cpu", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["budget"]["gpu_memory_utilization"] == utilization
+    assert data["budget"]["kv_cache_memory_bytes"] == data["memory"]["available_bytes"] == budget
+
+
+@needs_torch
 def test_cli_refusal_exits_3_with_one_line(monkeypatch):
     from typer.testing import CliRunner
 
@@ -352,7 +434,7 @@ def test_cli_refusal_exits_3_with_one_line(monkeypatch):
 
     app = ensure_registered()
 
-    monkeypatch.setattr(device, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
+    monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
     model, drafter, budget, mml, _ = GPT
     r = CliRunner().invoke(app, ["simulate", model, "--drafter", drafter, "--num-speculative-tokens", "5",
                                  "--kv-cache-memory", budget, "--max-model-len", str(mml),

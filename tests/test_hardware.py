@@ -1,4 +1,4 @@
-"""GPU presets and the KV budget vLLM derives from a card (kvplan.hardware)."""
+"""GPU presets and the KV budget vLLM derives from a card (kvplan.budget.hardware, kvplan.budget.estimate)."""
 
 from __future__ import annotations
 
@@ -11,20 +11,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kvplan.budget.estimate import default_gpu_memory_utilization, estimate_cudagraph_bytes, kv_budget
+from kvplan.budget.hardware import GPU_PRESETS, get_gpu, vllm_batch_defaults
 from kvplan.cli.app import ensure_registered
-
-app = ensure_registered()
 from kvplan.engines.vllm import get_era
 from kvplan.errors import OptionError
-from kvplan.hardware import (
-    GPU_PRESETS,
-    default_gpu_memory_utilization,
-    estimate_cudagraph_bytes,
-    get_gpu,
-    kv_budget,
-)
 from kvplan.model import ServingOptions, build_model_layout
 from kvplan.units import GiB, MiB
+
+app = ensure_registered()
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -36,7 +31,11 @@ def test_required_presets_with_sources():
                 "L4-24GB", "A10G-24GB", "RTX-4090-24GB", "MI300X-192GB"}
     assert required <= set(GPU_PRESETS)
     for p in GPU_PRESETS.values():
-        assert p.basis in ("cuda", "nvidia-smi") and p.source and p.memory_bytes > 20 * GiB
+        # the figure is the one its source printed: "<n>MB" from torch (MiB), "<n>MiB" from
+        # nvidia-smi, or deviceQuery's byte count
+        mib, rest = divmod(p.memory_bytes, MiB)
+        printed = f"{p.memory_bytes} bytes" if rest else (f"{mib}MB" if p.basis == "cuda" else f"{mib}MiB")
+        assert p.basis in ("cuda", "nvidia-smi") and printed in p.source, (p.name, printed, p.source)
     # H100 80GB: CUDA reports 81089 MiB = 79.19 GiB (not the nominal 80 GB).
     assert GPU_PRESETS["H100-80GB"].memory_bytes == 81089 * MiB
     assert round(GPU_PRESETS["H100-80GB"].memory_gib, 2) == 79.19
@@ -69,17 +68,25 @@ def llama():
 
 
 def test_budget_is_the_vllm_formula(llama):
+    # Llama-3.1-8B, TP 1, on an H100 (81089 MiB as CUDA reports it), vllm-latest (0.92):
+    #   requested  = int(81089 · 2^20 · 0.92)                                = 78,225,740,922
+    #   weights    = 8,030,261,248 params (test_weights) · 2 B                = 16,060,522,496
+    #                (vLLM logged 14.96 GiB for Llama-3-8B, PR #10511: 16,060,522,496 / 2^30 = 14.957)
+    #   activation = max(forward, sampler) + 256 MiB: forward 8192 · (4·4096 + 3·14336) · 2
+    #                = 973,078,528 < sampler 1024 · 128256 · 4 · 2 = 1,050,673,152
+    #                → 1,050,673,152 + 268,435,456                            =  1,319,108,608
+    #   non-torch  = 256 MiB (one GPU)                                        =    268,435,456
+    #   CUDA graphs = 256 MiB + 32 layers · 8 MiB                             =    536,870,912
+    #   KV = 78,225,740,922 − 16,060,522,496 − 1,319,108,608 − 268,435,456 − 536,870,912
+    #      = 60,040,803,450
     b = kv_budget(llama, LATEST, gpu="H100-80GB")
-    total = 81089 * MiB
-    assert b["gpu_memory_bytes"] == total and b["gpu_memory_utilization"] == 0.92
-    assert b["requested_memory_bytes"] == int(total * 0.92)
-    assert b["kv_cache_memory_bytes"] == (b["requested_memory_bytes"] - b["weights_bytes"] - b["activation_peak_bytes"]
-                                          - b["non_torch_bytes"] - b["cudagraph_bytes"])
+    assert b["gpu_memory_bytes"] == 85_027_979_264 and b["gpu_memory_utilization"] == 0.92  # 81089 · 2^20
+    assert b["requested_memory_bytes"] == 78_225_740_922
+    assert b["weights_bytes"] == 16_060_522_496
+    assert b["activation_peak_bytes"] == 1_319_108_608
+    assert b["non_torch_bytes"] == 268_435_456 and b["cudagraph_bytes"] == 536_870_912
+    assert b["kv_cache_memory_bytes"] == 60_040_803_450
     assert b["estimated"] is True
-    assert round(b["weights_bytes"] / GiB, 2) == 14.96
-    # activation: max(8192·(4·4096 + 3·14336)·2, 1024·128256·4·2) + 256 MiB (sampler pass wins)
-    assert b["activation_peak_bytes"] == max(8192 * (4 * 4096 + 3 * 14336) * 2, 1024 * 128256 * 8) + 256 * MiB
-    assert b["non_torch_bytes"] == 256 * MiB and b["cudagraph_bytes"] == 256 * MiB + 32 * 8 * MiB
     assert all(isinstance(v, int) for k, v in b.items() if k.endswith("_bytes"))
 
 
@@ -99,26 +106,65 @@ def test_bad_override_is_one_line(llama):
         kv_budget(llama, LATEST, gpu="H100", overrides={"activation_memory": "lots"})
 
 
-def test_tp_splits_weights_and_adds_nccl(llama):
+def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
+    # The tensor-parallel size is the layout's own (issue 10: it silently fell back to 1).
+    # Llama-3.1-8B at TP 2 on an H100 (81089 MiB), vllm-latest (0.92):
+    #   requested  = int(81089 · 2^20 · 0.92)                          = 78,225,740,922
+    #   weights    = 4,015,263,744 params per rank · 2 B (test_weights) =  8,030,527,488
+    #   activation = max(forward, sampler) + 256 MiB; forward = 8192 · (4·4096 + 3·14336/2) · 2
+    #                = 8192 · 37888 · 2 = 620,756,992; sampler = 1024 · 128256 · 4 · 2 = 1,050,673,152
+    #                → 1,050,673,152 + 268,435,456                      =  1,319,108,608
+    #   non-torch  = 768 MiB (tp·pp = 2)                                =    805,306,368
+    #   CUDA graphs = 256 MiB + 32 · 8 MiB                              =    536,870,912
+    #   KV = 78,225,740,922 − 8,030,527,488 − 1,319,108,608 − 805,306,368 − 536,870,912 = 67,533,927,546
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
-    b1 = kv_budget(llama, LATEST, gpu="H100")
-    b2 = kv_budget(tp2, LATEST, gpu="H100", tensor_parallel_size=2)
-    assert round(b2["weights_bytes"] / GiB, 2) == 7.48
-    assert b2["non_torch_bytes"] == 768 * MiB and b1["non_torch_bytes"] == 256 * MiB
+    b2 = kv_budget(tp2, LATEST, gpu="H100")
+    assert b2["tensor_parallel_size"] == 2 and b2["warnings"] == []
+    assert b2["requested_memory_bytes"] == 78_225_740_922
+    assert b2["weights_bytes"] == 8_030_527_488
+    assert b2["activation_peak_bytes"] == 1_319_108_608
+    assert b2["non_torch_bytes"] == 805_306_368 and b2["cudagraph_bytes"] == 536_870_912
+    assert b2["kv_cache_memory_bytes"] == 67_533_927_546
+    assert kv_budget(llama, LATEST, gpu="H100")["non_torch_bytes"] == 268_435_456  # 256 MiB on one GPU
+    with pytest.raises(OptionError, match="tensor_parallel_size 4.*built for 2"):
+        kv_budget(tp2, LATEST, gpu="H100", tensor_parallel_size=4)
 
 
 def test_pipeline_budget_is_the_tightest_stage():
     layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(pipeline_parallel_size=2))
     b = kv_budget(layout, LATEST, gpu="L40S")
-    assert len(b["stages"]) == 2
-    assert b["kv_cache_memory_bytes"] == min(s["kv_cache_memory_bytes"] for s in b["stages"])
-    assert any("pipeline parallel" in w for w in b["warnings"])
+    # Llama-3.1-8B, PP 2 on an L40S (45589 MiB), vllm-latest: requested int(45589 · 2^20 · 0.92)
+    # = 43,979,248,762 per GPU. One layer is 218,112,000 parameters (test_weights).
+    #   stage 0: embedding 128256·4096 + layers 0-15 = 4,015,128,576 params = 8,030,257,152 B;
+    #            activation: no sampler on a first stage, forward 8192 · (4·4096 + 3·14336) · 2
+    #            = 973,078,528 + 256 MiB = 1,241,513,984
+    #   stage 1: layers 16-31 + final norm 4096 + lm_head 128256·4096 = 4,015,132,672 params
+    #            = 8,030,265,344 B; activation: sampler 1,050,673,152 + 256 MiB = 1,319,108,608
+    #   both: non-torch 768 MiB (tp·pp = 2) = 805,306,368; CUDA graphs 256 MiB + 16 · 8 MiB = 402,653,184
+    #   KV: stage 0 43,979,248,762 − 8,030,257,152 − 1,241,513,984 − 805,306,368 − 402,653,184
+    #       = 33,499,518,074; stage 1 ... − 8,030,265,344 − 1,319,108,608 − ... = 33,421,915,258
+    assert [(s["weights_bytes"], s["activation_peak_bytes"], s["kv_cache_memory_bytes"]) for s in b["stages"]] == [
+        (8_030_257_152, 1_241_513_984, 33_499_518_074),
+        (8_030_265_344, 1_319_108_608, 33_421_915_258),
+    ]
+    assert b["kv_cache_memory_bytes"] == 33_421_915_258  # the tighter stage, stage 1
+    assert any("pipeline parallel" in w and "stage 1" in w for w in b["warnings"])
 
 
 def test_model_too_big_gives_a_negative_budget_and_says_so():
     layout = build_model_layout("Qwen/Qwen3-32B")
     b = kv_budget(layout, LATEST, gpu="L4")
-    assert b["kv_cache_memory_bytes"] < 0 and any("no memory left" in w for w in b["warnings"])
+    # Qwen3-32B: per layer q 8192·5120 + k, v 1024·5120 + o 5120·8192 + q/k norms 2·128 + MLP
+    # 3·5120·25600 + two norms 2·5120 = 487,598,336; 64 layers + embed and head 2·151936·5120
+    # + final norm 5120 = 32,762,123,264 params = 65,524,246,528 B (bf16).
+    # L4 (23034 MiB) · 0.92 = 22,220,667,617; activation 8192 · (4·5120 + 3·25600) · 2
+    # = 1,593,835,520 (> sampler 1024 · 151936 · 8) + 256 MiB = 1,862,270,976; non-torch 256 MiB;
+    # CUDA graphs 256 MiB + 64 · 8 MiB = 805,306,368.
+    # KV = 22,220,667,617 − 65,524,246,528 − 1,862,270,976 − 268,435,456 − 805,306,368 = −46,239,591,711
+    assert b["weights_bytes"] == 65_524_246_528
+    assert b["kv_cache_memory_bytes"] == -46_239_591_711
+    assert any(w.startswith("no memory left for the KV cache: 20.69 GiB usable (22.49 GiB × 0.92)")
+               and w.endswith("is -43.06 GiB") for w in b["warnings"])
 
 
 # --- through the CLI ------------------------------------------------------------------------
@@ -134,7 +180,8 @@ def test_simulate_with_gpu_marks_the_budget_estimated():
     assert r.exit_code == 0
     b = d["budget"]
     assert b["estimated"] is True and b["tensor_parallel_size"] == 2
-    assert d["memory"]["available_bytes"] == b["kv_cache_memory_bytes"]
+    # the TP-2 budget derived in test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl
+    assert b["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == 67_533_927_546
 
 
 def test_simulate_with_kv_cache_memory_has_no_estimate():
@@ -178,8 +225,6 @@ def test_budget_path_does_not_import_torch():
     ("L4-24GB", (2048, 256)),
 ])
 def test_vllm_serve_batch_defaults_by_card(gpu, expected):
-    from kvplan.hardware import vllm_batch_defaults
-
     assert vllm_batch_defaults(gpu, None) == expected
 
 
@@ -196,7 +241,6 @@ def test_simulate_uses_the_cards_batch_defaults():
 
 
 def test_the_large_card_tier_is_new():
-    from kvplan.hardware import vllm_batch_defaults
     from kvplan.usecases.scenario import Scenario
 
     # 0.18's get_batch_defaults has no ≥160 GiB tier: a B200 gets the H100 values

@@ -1,4 +1,4 @@
-"""Parameter counts and weight bytes from the config alone (kvplan.weights), no torch.
+"""Parameter counts and weight bytes from the config alone (kvplan.budget), no torch.
 
 Each count is written as the arithmetic of the model's shapes, then compared with the size
 its publisher states; quantized bytes likewise. The meta-device cross-check is in
@@ -14,15 +14,9 @@ import pytest
 
 from kvplan.errors import UnsupportedError
 from kvplan.units import GiB
-from kvplan.weights import (
-    NO_QUANTIZATION,
-    Quantization,
-    analytic_inventory,
-    drafter_inventory,
-    quantization_of,
-    tensor_bytes,
-    weight_memory,
-)
+from kvplan.budget.inventory import Weight, analytic_inventory, drafter_inventory
+from kvplan.budget.quantization import NO_QUANTIZATION, Quantization, quantization_of, tensor_bytes
+from kvplan.budget.weights import weight_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,8 +130,11 @@ def test_published_sizes(model_id, published, tolerance):
 
 def test_multimodal_counts_the_text_decoder_and_says_so():
     inv = analytic_inventory(cfg("google/gemma-3-27b-it"))
-    # Gemma 3 27B: 62 layers, tied embedding 262208·5376; "27B" with its 0.42 B vision tower.
-    assert abs(inv.num_params() - 27.0e9) / 27e9 < 0.01
+    # Gemma 3 27B text decoder: per layer q, o 4096·5376 each + k, v 2048·5376 each (16 KV
+    # heads of 128) + q/k norms 2·128 + MLP 3·5376·21504 + four norms 4·5376 = 412,898,560;
+    # 62 layers + tied embedding 262208·5376 + final norm 5376 = 27,009,346,304
+    # ("27B"; the 0.42 B vision tower is not counted).
+    assert inv.num_params() == 62 * 412_898_560 + 262208 * 5376 + 5376 == 27_009_346_304
     assert any("vision tower" in n for n in inv.notes)
     assert not inv.by_kind().get("lm_head")  # tied
 
@@ -213,7 +210,17 @@ def test_deepseek_v3_fp8_keeps_router_embed_head_norms_in_bf16():
     assert converted and all(w.kind in ("attention", "mlp", "experts") for w in converted)
     assert not any(w.kind in ("router", "embedding", "lm_head", "norm") for w in converted)
     main = weight_memory([inv], "bfloat16", quant=q).stages[0]
-    # ~1 byte per parameter plus fp32 block scales, bf16 where not converted: 673.15 GB.
+    # By hand, fp8(r, k) = r·k + 4·⌈r/128⌉·⌈k/128⌉ per converted matrix, bf16 (2 B) elsewhere; H 7168.
+    #   attention: q_a fp8(1536, H) 11,012,736 + q_b fp8(24576, 1536) 37,757,952 + kv_a
+    #     fp8(576, H) 4,129,888 + kv_b fp8(32768, 512) 16,781,312 + o fp8(H, 16384) 117,469,184
+    #     + q_a/kv_a norms 2·(1536 + 512) = 4,096                               → 187,155,168
+    #   dense MLP: gate, up fp8(18432, H) and down fp8(H, 18432), 132,152,832 each → 396,458,496
+    #   MoE: router 2·256·H = 3,670,016 + correction bias 512; 256 experts of w13 fp8(4096, H)
+    #     = 29,367,296 and w2 fp8(H, 2048) = 14,683,648; shared expert 3 · 14,683,648
+    #                                                                            → 11,324,763,136
+    #   each layer's two norms 2·2·H = 28,672
+    #   3 dense layers 583,642,336 + 58 MoE layers 11,511,946,976 + embed and head 2·129280·H·2
+    #   + final norm 14,336 = 673,150,582,112 B
     assert main.weight_bytes == 673_150_582_112
     # The Hub's checkpoint (688.6 GB of safetensors) adds the MTP layer in fp8 and its own
     # bf16 copies of embed and head (2 · 129280 · 7168 · 2 B).
@@ -251,8 +258,6 @@ def test_kv_heads_replicate_past_tp():
 
 def test_vocab_parallel_pads_to_64():
     # Phi-3's 32064 rows are already a multiple of 64; a 32001-row vocabulary pads to 32064.
-    from kvplan.weights import Weight
-
     w = Weight("model.embed_tokens.weight", "embedding", (32001, 4096), vocab=True)
     assert w.rank_shape(1) == (32064, 4096) and w.rank_shape(2) == (16032, 4096)
 
@@ -288,4 +293,63 @@ def test_drafter_weights_sit_on_the_last_stage():
     alone = weight_memory([t], "bfloat16", pp=2)
     both = weight_memory([t, d], "bfloat16", pp=2)
     assert both.stages[0].weight_bytes == alone.stages[0].weight_bytes
-    assert both.stages[1].weight_bytes == alone.stages[1].weight_bytes + 2 * d.num_params()
+    # the EAGLE-3 head's 424,689,664 parameters (test above), bf16, all on stage 1
+    assert both.stages[1].weight_bytes == alone.stages[1].weight_bytes + 2 * 424_689_664
+
+
+def test_layout_weight_memory_takes_tp_from_the_layout():
+    # Issue 10's bug: the layout's tensor-parallel size was read from a field ModelLayout did
+    # not have, so a TP-2 layout was weighed at TP 1 (16,060,522,496 B per rank).
+    # Llama-3.1-8B at TP 2, bf16, per rank, by hand:
+    #   embed and lm_head: 128256 rows (already a multiple of 64) / 2 = 64128 · 4096 = 262,668,288 each
+    #   per layer: q 2048·4096 = 8,388,608; k, v 4 of 8 KV heads · 128 · 4096 = 2,097,152 each;
+    #              o 4096·2048 = 8,388,608; gate, up 7168·4096 and down 4096·7168 = 29,360,128 each;
+    #              two norms 2·4096 = 8,192 (replicated)  → 109,060,096
+    #   32 layers 3,489,923,072 + final norm 4,096
+    #   = 2·262,668,288 + 3,489,923,072 + 4,096 = 4,015,263,744 parameters = 8,030,527,488 B
+    # (vLLM logged 7.48 GiB for Llama-3-8B at TP 2, PR #10511: 8,030,527,488 / 2^30 = 7.479.)
+    from kvplan.budget.weights import layout_weight_memory
+    from kvplan.model import ServingOptions, build_model_layout
+
+    layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
+    m = layout_weight_memory(layout)
+    assert m.tensor_parallel_size == 2
+    assert m.stages[0].num_params == 4_015_263_744
+    assert m.stages[0].weight_bytes == 8_030_527_488
+
+
+def test_qwen3_next_mtp_weights_follow_the_model_layers_count():
+    # Qwen3-Next's config has neither mtp_num_hidden_layers nor num_nextn_predict_layers: vLLM
+    # builds one MTP layer (its default 1) and kvplan's KV side registers it; the weight count
+    # used to read mtp_num_hidden_layers alone and counted none. One MTP layer, H 2048, by hand:
+    #   pre_fc norms 2·2048 = 4,096; fc 2048·4096 = 8,388,608
+    #   attention: q (16 heads · 256 · 2 for the output gate) 8192·2048 = 16,777,216; k, v 512·2048
+    #     = 1,048,576 each; o 2048·4096 = 8,388,608; q_norm, k_norm 256 each → 27,263,488
+    #   MoE: router 512·2048 = 1,048,576; 512 experts · (1024·2048 + 2048·512) = 1,610,612,736;
+    #     shared expert 3·512·2048 = 3,145,728; its gate 2,048 → 1,614,809,088
+    #   two layer norms 4,096; final mtp.norm 2,048
+    #   = 4,096 + 8,388,608 + 27,263,488 + 1,614,809,088 + 4,096 + 2,048 = 1,650,471,424
+    from kvplan.budget.weights import layout_weight_memory
+    from kvplan.model import ServingOptions, build_model_layout
+
+    layout = build_model_layout("Qwen/Qwen3-Next-80B-A3B-Thinking", None,
+                                ServingOptions(speculative_method="mtp", num_speculative_tokens=1))
+    assert [ls.name for ls in layout.layers if ls.source == "drafter"] == ["mtp.layers.0.self_attn.attn"]
+    assert layout_weight_memory(layout).num_params_by_kind["mtp"] == 1_650_471_424
+
+
+def test_one_family_registry_names_every_weight_rule():
+    # kvplan.model.families.FAMILIES is the only family table; the budget's rules are the
+    # functions it names. Every name resolves, and every rule is named by some family.
+    import inspect
+
+    from kvplan.budget import inventory
+    from kvplan.model.families import FAMILIES
+
+    named = {n for f in FAMILIES.values() for n in (f.weights, f.mtp_weights) if n}
+    rules = {name for name, fn in vars(inventory).items()
+             if inspect.isfunction(fn) and fn.__module__ == inventory.__name__ and not name.startswith("_")
+             and list(inspect.signature(fn).parameters)[:2] == ["cfg", "b"]}
+    assert named == rules
+    assert {k for k, f in FAMILIES.items() if f.weights is None} == {"whisper", "deepseek_v4"}
+    assert {k for k, f in FAMILIES.items() if f.mtp} == {"deepseek", "gdn"}

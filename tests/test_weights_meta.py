@@ -2,7 +2,7 @@
 
 For every bundled config whose model type transformers knows, ``AutoModelForCausalLM
 .from_config`` on ``torch.device("meta")`` (no memory, no weights, no remote code) must count
-exactly what ``kvplan.weights.analytic_inventory`` counts for the text decoder, buffers
+exactly what ``kvplan.budget.inventory.analytic_inventory`` counts for the text decoder, buffers
 excluded (transformers keeps the routers' correction biases as buffers). Vision towers of
 multimodal checkpoints are counted apart by the meta path and not at all by the analytic one.
 """
@@ -16,7 +16,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kvplan.weights import analytic_inventory, meta_param_counts  # noqa: E402
+from kvplan.budget.inventory import analytic_inventory  # noqa: E402
+from kvplan.budget.meta import meta_param_counts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 INDEX = json.loads((ROOT / "configs" / "INDEX.json").read_text())
@@ -59,7 +60,7 @@ def test_deepseek_v32_builds_its_indexer():
 
 def test_exact_params_note_in_the_budget():
     from kvplan.engines.vllm import get_era
-    from kvplan.hardware import kv_budget
+    from kvplan.budget.estimate import kv_budget
     from kvplan.model import build_model_layout
 
     layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B")

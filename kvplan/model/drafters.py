@@ -11,8 +11,8 @@ from dataclasses import replace
 
 from kvplan.errors import OptionError
 from kvplan.model.families import (
-    BUILDERS,
     EAGLE1_ARCHS,
+    FAMILIES,
     EAGLE3_ARCHS,
     Built,
     Context,
@@ -69,7 +69,7 @@ def draft_model_layers(draft_view: HFView, dctx: Context, family: str, last_inde
     size and cache dtype. vLLM builds it as its own module tree; kvplan prefixes its names
     with ``draft_model.`` so they cannot collide with the target's (the exact prefix vLLM
     uses here is not verified)."""
-    res = BUILDERS[family](draft_view, dctx)
+    res = FAMILIES[family].layers(draft_view, dctx)
     res.layers = [Built(f"draft_model.{b.name}", b.spec, last_index) for b in res.layers]
     res.kv_sharing = [f"draft_model.{n}" for n in res.kv_sharing]
     return res

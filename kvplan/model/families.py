@@ -26,6 +26,7 @@ A name only labels a layer; the grouping depends on the order and the specs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
@@ -676,8 +677,9 @@ def build_jamba(view: HFView, ctx: Context) -> FamilyResult:
 INDEXER_QUANT_BLOCK = 128  # fp8 indexer keys carry one 4-byte scale per 128 values
 
 
-def is_v32(view: HFView, ctx: Context) -> bool:
-    """vLLM's test: ``hasattr(hf_config, "index_topk")`` (the DSA indexer)."""
+def is_v32(view: HFView, ctx: Context | None = None) -> bool:
+    """vLLM's test: ``hasattr(hf_config, "index_topk")`` (the DSA indexer; its KV cache here,
+    its weights in ``kvplan.budget.inventory``)."""
     return view.get("index_topk", None) is not None
 
 
@@ -791,18 +793,38 @@ def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
     )
 
 
-BUILDERS = {
-    "gpt_oss": build_gpt_oss,
-    "layer_types": build_layer_types,
-    "gemma4": build_gemma4,
-    "llama": build_llama,
-    "qwen2": build_qwen2,
-    "llama4": build_llama4,
-    "gdn": build_gdn,
-    "nemotron_h": build_nemotron_h,
-    "jamba": build_jamba,
-    "deepseek": build_deepseek,
-    "mimo_v2_flash": build_mimo_v2_flash,
-    "whisper": build_whisper,
-    "deepseek_v4": build_deepseek_v4,
-}
+@dataclass(frozen=True)
+class Family:
+    """One family rule, the one record every layer asks (``family_of`` gives the key).
+
+    ``layers``: the KV layers vLLM registers (this module). ``weights`` / ``mtp_weights``:
+    the names of the weight rules in ``kvplan.budget.inventory`` for the decoder and for
+    the MTP layers (None: kvplan has no weight count; the model layer never imports the
+    budget layer, so the rule is named, and a test holds every name to a function there).
+    ``mtp``: the family has MTP layers (``drafters.mtp_count`` says how many)."""
+
+    key: str
+    layers: Callable[[HFView, Context], FamilyResult]
+    weights: str | None = None
+    mtp_weights: str | None = None
+
+    @property
+    def mtp(self) -> bool:
+        return self.mtp_weights is not None
+
+
+FAMILIES: dict[str, Family] = {f.key: f for f in (
+    Family("gpt_oss", build_gpt_oss, "gpt_oss"),
+    Family("layer_types", build_layer_types, "gemma"),
+    Family("gemma4", build_gemma4, "gemma4"),
+    Family("llama", build_llama, "llama_like"),
+    Family("qwen2", build_qwen2, "llama_like"),
+    Family("llama4", build_llama4, "llama4"),
+    Family("gdn", build_gdn, "gdn", mtp_weights="gdn_mtp"),
+    Family("nemotron_h", build_nemotron_h, "nemotron_h"),
+    Family("jamba", build_jamba, "jamba"),
+    Family("deepseek", build_deepseek, "deepseek", mtp_weights="deepseek_mtp"),
+    Family("mimo_v2_flash", build_mimo_v2_flash, "mimo_v2"),
+    Family("whisper", build_whisper),
+    Family("deepseek_v4", build_deepseek_v4),
+)}

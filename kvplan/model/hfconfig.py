@@ -7,8 +7,9 @@ fields (``Gemma2Config.layer_types``, ``Qwen3NextConfig.layer_types`` from
 the family rules that view: the transformers object's attribute when it has one,
 else the raw key, else a documented default.
 
-transformers is imported lazily, here only, and only when a config is parsed. It
-is never asked for remote code: the class comes from ``CONFIG_MAPPING`` by
+transformers is imported lazily, here only for its configuration classes, and only when
+a config is parsed (the meta-device count, ``kvplan.budget.meta``, imports its model
+classes). It is never asked for remote code: the class comes from ``CONFIG_MAPPING`` by
 ``model_type``; a model type transformers does not know is read raw (with the
 aliases vLLM registers itself, ``_CONFIG_REGISTRY``: ``kimi_k2`` and
 ``deepseek_v32`` → ``DeepseekV3Config``).
@@ -17,9 +18,12 @@ aliases vLLM registers itself, ``_CONFIG_REGISTRY``: ``kimi_k2`` and
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
+import warnings
+from contextlib import contextmanager
 from typing import Any
 
 from kvplan.errors import ConfigError
@@ -233,23 +237,44 @@ def validate_sizes(raw: dict, path: str) -> None:
                                   "use M (Mamba2), * (attention), - (MLP), E (MoE), one per layer")
 
 
-def _transformers_class(model_type: str):
-    """transformers' configuration class for ``model_type``, or None when it has none."""
+def config_class(model_type: str, *, vllm_aliases: bool = True):
+    """transformers' configuration class for ``model_type``, or None when it has none.
+
+    ``vllm_aliases``: read the model types vLLM maps itself first (``MODEL_TYPE_ALIASES``),
+    as vLLM does; without, transformers' own class when it has one (DeepseekV32Config builds
+    the indexer that the meta-device count must see)."""
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # no "PyTorch was not found" line
     try:
-        from transformers import CONFIG_MAPPING  # lazy: the only transformers import in kvplan
+        # lazy: kvplan's only import of transformers' configuration classes (the model
+        # classes of the meta-device count are kvplan.budget.meta's)
+        from transformers import CONFIG_MAPPING
     except ImportError:  # pragma: no cover - transformers is a dependency
         return None
-    model_type = MODEL_TYPE_ALIASES.get(model_type, model_type)
+    if vllm_aliases:
+        model_type = MODEL_TYPE_ALIASES.get(model_type, model_type)
     try:
         return CONFIG_MAPPING[model_type]
     except KeyError:
         return None
 
 
-def _without_remote_code(raw: dict) -> dict:
+def without_remote_code(raw: dict) -> dict:
     """The keys we hand to the class: never ``auto_map`` (remote code), never the name fields."""
     return {k: v for k, v in raw.items() if k not in ("auto_map", "transformers_version", "_name_or_path")}
+
+
+@contextmanager
+def quiet_transformers():
+    """transformers' logger at ERROR and Python warnings off, for the duration."""
+    tf_logger = logging.getLogger("transformers")
+    old_level = tf_logger.level
+    tf_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        tf_logger.setLevel(old_level)
 
 
 def build_config_object(raw: dict, path: str) -> Any:
@@ -284,19 +309,12 @@ def build_config_object(raw: dict, path: str) -> Any:
 
 
 def _build_config_object(raw: dict, path: str, model_type: str) -> Any:
-    cls = _transformers_class(model_type)
+    cls = config_class(model_type)
     if cls is None:
         return None
-    import logging
-    import warnings
-
-    tf_logger = logging.getLogger("transformers")
-    old_level = tf_logger.level
-    tf_logger.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            obj = cls(**_without_remote_code(raw))
+        with quiet_transformers():
+            obj = cls(**without_remote_code(raw))
     except Exception as e:  # strict dataclass validation, bad shapes, ...
         text = " ".join(str(e).split()) or e.__class__.__name__
         m = re.search(r"field '([^']+)'", text)
@@ -304,8 +322,6 @@ def _build_config_object(raw: dict, path: str, model_type: str) -> Any:
             path, m.group(1) if m else None, f"transformers' {cls.__name__} rejects it ({text[:300]})",
             "fix the value it names",
         ) from None
-    finally:
-        tf_logger.setLevel(old_level)
     return obj
 
 

@@ -34,7 +34,7 @@ class ModelInfo:
     config: dict  # the raw config.json
     model_type: str
     architecture: str
-    family: str  # the family rule applied (families.BUILDERS key)
+    family: str  # the family rule applied (families.FAMILIES key)
     num_hidden_layers: int
     dtype: str  # resolved model dtype (torch name)
     max_position_embeddings: int | None
@@ -52,6 +52,7 @@ class ModelLayout:
     num_speculative_tokens: int
     layers: tuple[LayerSpec, ...]  # registration order; per-rank (TP-split) specs
     ranks: tuple[tuple[str, ...], ...]  # layer names per PP stage; drafter/MTP layers on the last
+    tensor_parallel_size: int  # the TP size the per-rank specs (and weights) were split for
     block_size: int  # attention block size before any Mamba alignment (the engine does that)
     kv_cache_dtype: str  # the option as given ("auto", "fp8", ...)
     kv_sharing_layers: tuple[str, ...]  # layers that reuse another layer's KV (no spec)
@@ -229,7 +230,7 @@ def build_model_layout(
             method, why = drafters.infer_method(draft_p.text, draft_p.architecture)
             notes.append(f"speculative method {method} inferred: {why}")
     else:
-        has_mtp = p.family in ("deepseek", "gdn") and drafters.mtp_count(p.text, p.family) > 0
+        has_mtp = drafters.mtp_count(p.text, p.family) > 0
         if method is None and options.num_speculative_tokens is not None:
             if not has_mtp:
                 raise OptionError(
@@ -271,7 +272,7 @@ def build_model_layout(
         disable_sliding_window=options.disable_sliding_window, num_spec=num_spec if method else 0,
         notes=notes, warnings=warnings,
     )
-    res = families.BUILDERS[p.family](p.text, ctx)
+    res = families.FAMILIES[p.family].layers(p.text, ctx)
     target_info = _info(p, dtype, res)
     n = res.num_hidden_layers
     last = n  # PP index for drafter/MTP layers: past the last target layer → last stage
@@ -345,6 +346,7 @@ def build_model_layout(
         num_speculative_tokens=num_spec if method else 0,
         layers=layers,
         ranks=tuple(ranks),
+        tensor_parallel_size=options.tensor_parallel_size,
         block_size=block_size,
         kv_cache_dtype=options.kv_cache_dtype,
         kv_sharing_layers=tuple(kv_sharing),

@@ -16,7 +16,7 @@ behind it (group size, groups, padding) and whether the engine would start:
 * ``fit_gpus``: for each GPU preset and tensor-parallel size, the KV budget, whether the
   engine starts and its maximum concurrency at a length, and whether that is enough for N.
 
-The budget is ``kvplan.hardware.kv_budget`` (an estimate, marked so); everything after it
+The budget is ``kvplan.budget.estimate.kv_budget`` (an estimate, marked so); everything after it
 is the engine's arithmetic.
 """
 
@@ -229,7 +229,7 @@ def parse_tp_sizes(text: str | None) -> list[int]:
 
 
 def parse_gpus(text: str | None) -> list[str]:
-    from kvplan.hardware import GPU_PRESETS, get_gpu
+    from kvplan.budget.hardware import GPU_PRESETS, get_gpu
 
     if not text:
         return list(GPU_PRESETS)
@@ -240,7 +240,7 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
              context_len: int | None = None, layouts: dict | None = None) -> dict:
     """Max concurrency on each GPU preset × TP size at ``context_len`` (default: the
     scenario's --max-model-len, else the model's), at the scenario's utilization."""
-    from kvplan.hardware import GPU_PRESETS
+    from kvplan.budget.hardware import GPU_PRESETS
 
     era = resolve_era(s.policy, s.threshold)
     layouts = layouts if layouts is not None else {}
@@ -302,7 +302,7 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
 
 
 def _error_row(gpu: str, tp: int, message: str) -> dict:
-    from kvplan.hardware import GPU_PRESETS
+    from kvplan.budget.hardware import GPU_PRESETS
 
     return {
         "gpu": gpu, "tensor_parallel_size": tp, "num_gpus": tp, "gpu_memory_bytes": GPU_PRESETS[gpu].memory_bytes,
@@ -397,7 +397,7 @@ def fit(model: str, **options) -> dict:
 
 def gpus() -> dict:
     """`kvplan fit --list-gpus`: the GPU presets with their memory and its source."""
-    from kvplan.hardware import GPU_PRESETS
+    from kvplan.budget.hardware import GPU_PRESETS
     from kvplan.report.envelope import envelope
     from kvplan.results import outcome
 

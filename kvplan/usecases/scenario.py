@@ -33,7 +33,7 @@ class _ScenarioMethods:
         for the card (``--gpu``/``--gpu-memory``), else the H100/H200 defaults (8192, 1024)."""
         tokens, seqs = self.max_num_batched_tokens, self.max_num_seqs
         if tokens is None or seqs is None:
-            from kvplan.hardware import vllm_batch_defaults
+            from kvplan.budget.hardware import vllm_batch_defaults
 
             large = resolve_era(self.policy, None).messages == "0.33"  # the >=160 GiB tier is 0.33's
             d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory, large_tier=large)
@@ -147,8 +147,8 @@ def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | 
 
 
 def hardware_budget(s: Scenario, layout, era) -> dict:
-    """The estimated KV budget per GPU for ``s`` on its card (``kvplan.hardware.kv_budget``)."""
-    from kvplan.hardware import kv_budget
+    """The estimated KV budget per GPU for ``s`` on its card (``kvplan.budget.estimate.kv_budget``)."""
+    from kvplan.budget.estimate import kv_budget
 
     batched, seqs = s.batch_sizes()
     return kv_budget(

@@ -21,14 +21,10 @@ def _device_budget(r, era) -> dict | None:
         return None
     if r["kv_cache_memory"] is not None:
         raise OptionError("--budget-from-device and --kv-cache-memory are exclusive; pass one of them")
-    from kvplan.device import budget_from_device
-    from kvplan.hardware import default_gpu_memory_utilization
+    from kvplan.device import device_kv_budget
 
-    utilization = r["gpu_memory_utilization"] or default_gpu_memory_utilization(era)
-    reserve = r["reserve"] or 0
-    budget = budget_from_device(r["device"], utilization, reserve)
-    return {"source": "device", "device": r["device"], "gpu_memory_utilization": utilization,
-            "reserve_bytes": reserve, "kv_cache_memory_bytes": budget}
+    # --gpu-memory-utilization defaults to the era's (0.92 for 0.33, 0.9 before)
+    return device_kv_budget(r["device"], era, r["gpu_memory_utilization"], r["reserve"] or 0)
 
 
 def _checks(r, plan) -> list[str]:

@@ -55,6 +55,9 @@ class Era:
     # checkpoints and reserve one more block per request (read in 0.33.0's mamba_mixer2.py,
     # gdn/qwen_gdn_linear_attn.py and kv_cache_interface.MambaSpec.max_memory_usage_bytes).
     mamba_prefill_checkpoints: bool = False
+    # ``--gpu-memory-utilization`` when not given: vllm/config/cache.py CacheConfig's default,
+    # read in every release's source: 0.9 from 0.10.1 to 0.19.1, 0.92 from 0.20.0 to 0.33.0.
+    gpu_memory_utilization_default: float = 0.9
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -119,6 +122,7 @@ ERAS: dict[str, Era] = {
             kv_transfer_rule="supports_hma",
             window_head_size_v=True,
             mamba_prefill_checkpoints=True,
+            gpu_memory_utilization_default=0.92,
             kv_events_disable_hma=False,
             releases=("0.33.0",),
         ),

@@ -1,4 +1,4 @@
-"""GPU presets and the KV-cache budget vLLM derives from a card's memory (reference §4.6).
+"""The KV-cache budget vLLM derives from a card's memory (reference §4.6), estimated.
 
 vLLM (``gpu_worker.determine_available_memory``), per worker::
 
@@ -6,12 +6,13 @@ vLLM (``gpu_worker.determine_available_memory``), per worker::
                       − weights − peak activation − non-torch memory [− CUDA-graph estimate]
 
 ``total`` is ``torch.cuda.mem_get_info()[1]``: what CUDA reports as the device's memory,
-a little under the card's nominal size (the driver keeps some). The presets below give that
-figure where a public printout of it was found (``basis="cuda"``), else the ``nvidia-smi``
-total (``basis="nvidia-smi"``, which on the H100 SXM is 0.46 GiB above what CUDA reports).
+a little under the card's nominal size (the driver keeps some). The presets
+(``kvplan.budget.hardware``) give that figure where a public printout of it was found
+(``basis="cuda"``), else the ``nvidia-smi`` total (``basis="nvidia-smi"``, which on the
+H100 SXM is 0.46 GiB above what CUDA reports).
 ``--gpu-memory`` (GiB) covers any other card, or a measured figure.
 
-Weights come from ``kvplan.weights`` (exact for the config). The three other terms are
+Weights come from ``kvplan.budget.weights`` (exact for the config). The three other terms are
 estimates, labelled as such in every output, each with an override:
 
 * **peak activation** (``--activation-memory``): vLLM profiles one forward pass of
@@ -44,118 +45,12 @@ estimates, labelled as such in every output, each with an override:
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
+from kvplan.budget.hardware import gpu_memory
+from kvplan.budget.inventory import analytic_inventory
+from kvplan.budget.weights import layout_weight_memory
 from kvplan.errors import OptionError
-from kvplan.units import GiB, MiB, parse_bytes
-
-
-@dataclass(frozen=True)
-class GpuPreset:
-    name: str
-    memory_bytes: int  # total memory CUDA reports (basis "cuda"), else nvidia-smi's total
-    basis: str  # "cuda" | "nvidia-smi"
-    source: str
-    nominal: str  # the marketing size
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def memory_gib(self) -> float:
-        return self.memory_bytes / GiB
-
-
-def _mib(n: int) -> int:
-    return n * MiB
-
-
-# Figures: torch.cuda.get_device_properties(0).total_memory (= cudaGetDeviceProperties
-# totalGlobalMem = mem_get_info()[1]), printed in MiB by torch, from public printouts; it
-# moves by a few MiB between driver versions.
-GPU_PRESETS: dict[str, GpuPreset] = {p.name: p for p in (
-    GpuPreset("H100-80GB", _mib(81089), "cuda",
-              "torch total_memory=81089MB (torch 2.7, H100 80GB HBM3; 81082-81090 seen across drivers) = 79.19 GiB; "
-              "vLLM logs total_gpu_memory 79.22 GiB (vllm PR #10511)", "80 GB HBM3",
-              ("H100", "H100-SXM", "H100-80G", "H100-SXM5-80GB")),
-    GpuPreset("H100-NVL-94GB", _mib(95830), "nvidia-smi",
-              "nvidia-smi total 95830MiB (H100 NVL); CUDA reports ~0.5 GiB less", "94 GB HBM3",
-              ("H100-NVL", "H100NVL")),
-    GpuPreset("H200-141GB", _mib(143156), "cuda",
-              "torch total_memory=143156MB (NVIDIA H200) = 139.80 GiB; nvidia-smi shows 143771MiB", "141 GB HBM3e",
-              ("H200", "H200-SXM")),
-    GpuPreset("B200-180GB", _mib(182642), "cuda",
-              "torch total_memory=182642MB (NVIDIA B200) = 178.36 GiB, as vLLM logged 178.36 GiB total "
-              "(vllm PR #21489); nvidia-smi shows 183359MiB", "180 GB HBM3e",
-              ("B200",)),
-    GpuPreset("A100-40GB", 42_298_834_944, "cuda",
-              "deviceQuery totalGlobalMem 42298834944 bytes (A100-SXM4-40GB) = 39.39 GiB", "40 GB HBM2",
-              ("A100-40G", "A100-SXM4-40GB")),
-    GpuPreset("A100-80GB", _mib(81920), "nvidia-smi",
-              "nvidia-smi total 81920MiB (modal-labs/modal-client PR #2797); CUDA reports ~0.4-0.6 GiB less",
-              "80 GB HBM2e", ("A100", "A100-80G", "A100-SXM4-80GB")),
-    GpuPreset("L40S-48GB", _mib(45589), "cuda",
-              "torch total_memory=45589MB (NVIDIA L40S) = 44.52 GiB; nvidia-smi shows 46068MiB", "48 GB GDDR6",
-              ("L40S",)),
-    GpuPreset("L4-24GB", _mib(23034), "nvidia-smi",
-              "nvidia-smi total 23034MiB (modal-labs/modal-client PR #2797); CUDA reports ~0.4 GiB less",
-              "24 GB GDDR6", ("L4",)),
-    GpuPreset("A10G-24GB", _mib(22587), "cuda",
-              "torch total_memory=22587MB (NVIDIA A10G) = 22.06 GiB", "24 GB GDDR6", ("A10G",)),
-    GpuPreset("RTX-4090-24GB", _mib(24563), "cuda",
-              "torch total_memory=24563MB (GeForce RTX 4090) = 23.99 GiB; nvidia-smi shows 24564MiB",
-              "24 GB GDDR6X", ("RTX-4090", "RTX4090", "4090")),
-    GpuPreset("MI300X-192GB", _mib(196592), "cuda",
-              "torch (ROCm) total_memory=196592MB (AMD Instinct MI300X) = 191.98 GiB", "192 GB HBM3",
-              ("MI300X",)),
-)}
-
-
-def _key(name: str) -> str:
-    return name.strip().upper().replace("_", "-").replace(" ", "-")
-
-
-def get_gpu(name: str) -> GpuPreset:
-    """A preset by name or alias, case-insensitive (``h100``, ``H100-80GB``, ``mi300x``)."""
-    key = _key(name)
-    for p in GPU_PRESETS.values():
-        if key == _key(p.name) or key in (_key(a) for a in p.aliases):
-            return p
-    raise OptionError(f"unknown GPU '{name}'; presets: {', '.join(GPU_PRESETS)} (or pass --gpu-memory GiB)")
-
-
-def gpu_memory(gpu: str | None, gpu_memory_gib: float | None) -> tuple[str | None, int, str]:
-    """``(name, bytes, source)`` from ``--gpu`` and/or ``--gpu-memory`` (the latter wins)."""
-    if gpu_memory_gib is not None:
-        if not (isinstance(gpu_memory_gib, (int, float)) and math.isfinite(gpu_memory_gib) and gpu_memory_gib > 0):
-            raise OptionError(f"--gpu-memory must be a positive number of GiB, got {gpu_memory_gib!r}")
-        name = get_gpu(gpu).name if gpu else None
-        return name, int(gpu_memory_gib * GiB), f"--gpu-memory {gpu_memory_gib:g} GiB"
-    if gpu is None:
-        raise OptionError("no GPU: pass --gpu (e.g. H100-80GB) or --gpu-memory GiB")
-    p = get_gpu(gpu)
-    return p.name, p.memory_bytes, f"preset {p.name} ({p.basis}): {p.source}"
-
-
-# ----------------------------------------------------------------------- scheduler defaults
-
-# Without a GPU to look at, kvplan assumes an H100/H200-class card (the reference's setting).
-DEFAULT_BATCH = (8192, 1024)
-
-
-def vllm_batch_defaults(gpu: str | None, gpu_memory_gib: float | None, *, large_tier: bool = True) -> tuple[int, int]:
-    """``(max_num_batched_tokens, max_num_seqs)`` that ``vllm serve`` picks for this card
-    (``EngineArgs.get_batch_defaults``, OPENAI_API_SERVER, read in vLLM 0.33.0): ≥ 160 GiB
-    (B200, MI300X) 16384 and 1024; ≥ 70 GiB except A100 (H100, H200) 8192 and 1024; anything
-    else 2048 and 256. The ≥ 160 GiB tier is not in 0.11–0.18 (``large_tier=False``)."""
-    if gpu is None and gpu_memory_gib is None:
-        return DEFAULT_BATCH
-    name, total, _ = gpu_memory(gpu, gpu_memory_gib)
-    if large_tier and total >= 160 * GiB:
-        return 16384, 1024
-    if total >= 70 * GiB and "a100" not in (name or "").lower():
-        return 8192, 1024
-    return 2048, 256
-
+from kvplan.model.layout import get_pp_indices
+from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 
 # ----------------------------------------------------------------------- era defaults
 
@@ -165,8 +60,8 @@ def _latest_generation(era) -> bool:
 
 
 def default_gpu_memory_utilization(era) -> float:
-    """``--gpu-memory-utilization`` default: 0.92 in vLLM 0.33 (``vllm-latest``), 0.9 before."""
-    return 0.92 if _latest_generation(era) else 0.9
+    """``--gpu-memory-utilization`` default: the era's (0.92 in vLLM 0.33, 0.9 before)."""
+    return era.gpu_memory_utilization_default
 
 
 def subtracts_cudagraph_memory(era) -> bool:
@@ -267,8 +162,7 @@ def _override_bytes(overrides: dict, key: str) -> int | None:
 
 
 def _parse_size(text: str, flag: str) -> int:
-    """A size with a unit, fractions allowed and floored to bytes (``13.7GiB``, vLLM's
-    "Model loading took 13.72 GiB" copied as is)."""
+    """A size by the rules of vLLM's ``human_readable_int`` (``kvplan.units.parse_human_int``)."""
     try:
         return parse_bytes(text)
     except ValueError:
@@ -289,16 +183,17 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     ``overrides`` holds the four override sizes (``weights_memory``, ``activation_memory``,
     ``non_torch_memory``, ``cudagraph_memory``: bytes or "16GiB") and may carry the scheduler
     facts the estimate needs when the caller has no keyword for them
-    (``tensor_parallel_size``, ``max_num_batched_tokens``, ``max_num_seqs``, ``exact_params``).
+    (``max_num_batched_tokens``, ``max_num_seqs``, ``exact_params``). The tensor-parallel size
+    is the layout's; a ``tensor_parallel_size`` given as well must equal it.
     Returns a plain dict (integer bytes, stable key order); ``kv_cache_memory_bytes`` is the
     smallest stage's budget and may be ≤ 0 (vLLM then fails to start).
     """
-    from kvplan.model.layout import get_pp_indices
-    from kvplan.weights import layout_weight_memory
-
     overrides = dict(overrides or {})
-    tp_given = tensor_parallel_size or overrides.get("tensor_parallel_size") or getattr(layout, "tensor_parallel_size", None)
-    tp = int(tp_given or 1)
+    tp = layout.tensor_parallel_size
+    tp_given = tensor_parallel_size or overrides.get("tensor_parallel_size")
+    if tp_given and int(tp_given) != tp:
+        raise OptionError(f"kv_budget: tensor_parallel_size {tp_given} given, but the layout was built for {tp}; "
+                          "build the layout with that --tensor-parallel-size")
     T = int(max_num_batched_tokens or overrides.get("max_num_batched_tokens") or 8192)
     R = int(max_num_seqs or overrides.get("max_num_seqs") or 1024)
     exact = bool(exact_params if exact_params is not None else overrides.get("exact_params", False))
@@ -310,8 +205,6 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         raise OptionError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
     requested = int(total * util)
     warnings: list[str] = []
-    if not tp_given:
-        warnings.append("kv_budget was not told the tensor-parallel size; weights are per GPU at tp 1")
 
     w_over = _override_bytes(overrides, "weights_memory")
     a_over = _override_bytes(overrides, "activation_memory")
@@ -319,8 +212,6 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     c_over = _override_bytes(overrides, "cudagraph_memory")
 
     cfg = _text_config(layout.target.config)
-    from kvplan.units import dtype_size_bytes
-
     dbytes = dtype_size_bytes(layout.target.dtype)
     n_layers = layout.target.num_hidden_layers
     bounds = [get_pp_indices(n_layers, r, pp) for r in range(pp)]
@@ -328,8 +219,6 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     weights = None
     inv = None
     if w_over is None or a_over is None:
-        from kvplan.weights import analytic_inventory
-
         inv = analytic_inventory(layout.target.config, path=getattr(layout.target.source, "path", "<config>"))
     if w_over is None:
         weights = layout_weight_memory(layout, tp=tp, exact_params=exact)

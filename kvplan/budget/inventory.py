@@ -1,13 +1,14 @@
-"""Weight memory from the config alone: parameter counts, bytes by dtype and quantization, per rank.
+"""Every weight tensor vLLM loads, from the config alone: shapes, layers, how TP splits them.
 
 Two ways to count, which the tests hold equal on every catalog model transformers knows:
 
 * ``analytic_inventory(config)`` (the default, no torch): one ``Weight`` per tensor vLLM
   loads, with its shape, the decoder layer it belongs to and how tensor parallelism splits
-  it. One function per family below, each written from the module shapes of that family's
-  transformers and vLLM model files.
-* ``meta_param_counts(config)`` (``--exact-params`` and the tests; needs torch): builds the
-  model on torch's meta device through transformers (``with torch.device("meta"):
+  it. One rule per family below, each written from the module shapes of that family's
+  transformers and vLLM model files; the model layer's one family registry
+  (``kvplan.model.families.FAMILIES``) names the rule of each family.
+* ``kvplan.budget.meta.meta_param_counts(config)`` (``--exact-params`` and the tests; needs
+  torch): builds the model on torch's meta device through transformers (``with torch.device("meta"):
   AutoModelForCausalLM.from_config(cfg)``: no download, no weights, never remote code) and
   counts ``parameters()``. Tied embeddings count once, as they do in memory.
 
@@ -16,48 +17,19 @@ count reports them apart as ``vision``), and buffers transformers keeps outside
 ``parameters()`` (DeepSeek/MiniMax ``e_score_correction_bias``: the analytic inventory has
 them, flagged ``hf_buffer``, because vLLM loads them as parameters).
 
-Bytes (``weight_memory``): every tensor in the model dtype unless the config's
-``quantization_config`` converts it. Methods modelled, per converted weight of ``n``
-values in rows of ``k`` inputs:
-
-==============  ===========================================================================
-method          bytes
-==============  ===========================================================================
-mxfp4           ``n/2 + n/32``: 4-bit values + one e8m0 scale per 32 (4.25 bits); vLLM's
-                Mxfp4 method converts MoE experts only (gpt-oss)
-fp8 (block)     ``n + 4·⌈rows/128⌉·⌈k/128⌉``: e4m3 values + an fp32 scale per 128×128 block
-fp8 (tensor)    ``n + 4`` per matrix
-nvfp4           ``n/2 + n/16``: 4-bit values + one fp8 scale per 16 (4.5 bits) + 4 per matrix
-bnb 4-bit       ``n/2 + 4·n/64`` (absmax fp32 per 64); with double quant ``n/2 + n/64 + 4·n/16384``
-bnb 8-bit       ``n + 4·rows``
-gptq / awq      ``n·b/8 + rows·⌈k/g⌉·(2 + b/8)``: packed values + fp16 scales + packed zeros
-==============  ===========================================================================
-
-Never converted: embeddings, lm_head, norms, biases, routers, convolutions, Mamba/GDN
-state parameters, and any module matched by ``modules_to_not_convert`` /
-``ignored_layers`` / ``ignore`` / ``llm_int8_skip_modules`` (fnmatch on the module name).
-
-Per rank (``weight_memory(..., tp, pp)``), as vLLM shards:
-* embeddings and lm_head are vocab-parallel: ``round_up(vocab, 64) / tp`` rows each;
-* attention and MLP are column-parallel (q/k/v, gate/up: output rows / tp) then
-  row-parallel (o, down: input columns / tp); KV heads are replicated when tp exceeds them
-  (``max(1, kv_heads / tp)`` heads per rank); MoE experts split by tp (TP or EP alike);
-* norms, routers, MLA's low-rank ``q_a``/``kv_a`` projections, the DeepSeek-V3.2 indexer and
-  MTP's ``eh_proj`` are replicated;
-* pipeline stages take their decoder layers (vLLM's ``get_pp_indices``); the embedding sits
-  on the first stage, the final norm and lm_head on the last (a tied embedding is held by
-  both when pp > 1); drafter and MTP weights sit on the last stage.
+Bytes per tensor are ``kvplan.budget.quantization``'s, bytes per rank ``kvplan.budget.weights``'.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from kvplan.errors import ConfigError, UnsupportedError
-from kvplan.units import cdiv, dtype_size_bytes
+from kvplan.model.drafters import mtp_count
+from kvplan.model.families import FAMILIES, Family, family_of, is_v32
+from kvplan.model.hfconfig import HFView, build_config_object, text_view
+from kvplan.units import cdiv
 
 # Categories, in report order.
 KINDS = ("embedding", "attention", "mixer", "mlp", "experts", "router", "norm", "mtp", "drafter", "lm_head", "other")
@@ -134,56 +106,38 @@ class Inventory:
 
 # --------------------------------------------------------------------------- config view
 
-class _Cfg:
-    """The (text) config as transformers fills it: the class attribute first, then the raw
-    key, then the default given here (``HFView`` of the model layer)."""
+class _Cfg(HFView):
+    """The model layer's view of the (text) config (``HFView``: the transformers attribute
+    first, then the raw key, then the default given), with the reads the weight rules share.
+    Integer reads are ``HFView``'s, so a bad size fails here as it fails in the model layer."""
 
     def __init__(self, raw: dict, path: str = "<config>"):
-        from kvplan.model.hfconfig import build_config_object, text_view
-
+        text = text_view(raw, build_config_object(raw, path), path)
+        super().__init__(text.raw, text.obj, path=path, prefix=text.prefix)
         self.top_raw = raw
-        self.path = path
-        obj = build_config_object(raw, path)
-        self.view = text_view(raw, obj, path)
-        self.top = self.view if self.view.raw is raw else None
         self.model_type = str(raw.get("model_type") or "")
-        self.text_model_type = str(self.view.raw.get("model_type") or self.model_type)
-        archs = raw.get("architectures") or []
-        self.architecture = archs[0] if archs else ""
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.view.get(key, default)
-
-    def int(self, key: str, default: Any = None) -> int:
-        v = self.view.get(key, default)
-        if v is None:
-            raise ConfigError(self.path, self.view.field(key), "required key is missing", f"add '{key}' to the config")
-        return int(v)
-
-    def opt_int(self, key: str) -> int | None:
-        v = self.view.get(key, None)
-        return None if v is None else int(v)
+        self.text_model_type = str(self.raw.get("model_type") or self.model_type)
 
     def flag(self, key: str, default: bool = False) -> bool:
-        v = self.view.get(key, default)
+        v = self.get(key, default)
         return bool(v) if v is not None else default
 
     def tie(self) -> bool:
-        for raw in (self.view.raw, self.top_raw):
+        for raw in (self.raw, self.top_raw):
             if "tie_word_embeddings" in raw:
                 return bool(raw["tie_word_embeddings"])
-        return bool(self.view.get("tie_word_embeddings", False))
+        return bool(self.get("tie_word_embeddings", False))
 
     def head_dim(self, heads_key: str = "num_attention_heads") -> int:
-        hd = self.view.raw.get("head_dim")
+        hd = self.raw.get("head_dim")
         if hd is None:
-            hd = self.view.get("head_dim", None)
+            hd = self.get("head_dim", None)
         if not hd:
             hd = self.int("hidden_size") // self.int(heads_key)
         return int(hd)
 
     def layer_types(self) -> list[str]:
-        lt = self.view.get("layer_types", None)
+        lt = self.get("layer_types", None)
         return list(lt) if lt else []
 
 
@@ -270,22 +224,22 @@ class _Builder:
 # --------------------------------------------------------------------------- families
 
 def _moe_layers_qwen(cfg: _Cfg, n: int) -> set[int]:
-    E = cfg.opt_int("num_experts") or 0
+    E = cfg.opt_int("num_experts", minimum=0) or 0
     if not E:
         return set()
-    step = cfg.opt_int("decoder_sparse_step") or 1
+    step = cfg.opt_int("decoder_sparse_step", minimum=0) or 1
     only_mlp = set(cfg.get("mlp_only_layers", None) or [])
     return {i for i in range(n) if i not in only_mlp and (i + 1) % step == 0}
 
 
-def _llama_like(cfg: _Cfg, b: _Builder) -> None:
+def llama_like(cfg: _Cfg, b: _Builder) -> None:
     """Llama, Mistral, Mixtral, Phi-3, MiniMax-M2, Qwen2/Qwen3 (+MoE) and EAGLE-free Llama
     drafters used as draft models: ``q/k/v/o`` attention (optional biases and q/k norms),
     a gated MLP or routed experts, two RMSNorms per layer."""
     mt = cfg.text_model_type
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     qkv_bias = mt in ("qwen2", "qwen2_moe") or cfg.flag("attention_bias")
     o_bias = cfg.flag("attention_bias") and mt not in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
@@ -314,7 +268,7 @@ def _llama_like(cfg: _Cfg, b: _Builder) -> None:
                 b.vec(f"{p}.mlp.e_score_correction_bias", "router", E, i, hf_buffer=True)
             inter = cfg.int("moe_intermediate_size") if mt in ("qwen2_moe", "qwen3_moe") else cfg.int("intermediate_size")
             b.experts(f"{p}.mlp.experts", E, inter, H, i)
-            shared = cfg.opt_int("shared_expert_intermediate_size") or 0
+            shared = cfg.opt_int("shared_expert_intermediate_size", minimum=0) or 0
             if shared:
                 b.mlp(f"{p}.mlp.shared_expert", shared, H, i)
                 b.linear(f"{p}.mlp.shared_expert_gate", "router", 1, H, i, quantizable=False)
@@ -325,7 +279,7 @@ def _llama_like(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _gpt_oss(cfg: _Cfg, b: _Builder) -> None:
+def gpt_oss(cfg: _Cfg, b: _Builder) -> None:
     """gpt-oss: biased q/k/v/o, one attention sink per head, a biased router and 32/128
     biased experts with a fused ``gate_up`` (reference: transformers ``modeling_gpt_oss``)."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
@@ -343,7 +297,7 @@ def _gpt_oss(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _gemma(cfg: _Cfg, b: _Builder) -> None:
+def gemma(cfg: _Cfg, b: _Builder) -> None:
     """Gemma 2 and Gemma 3 text decoders: four RMSNorms per layer (input, post-attention,
     pre- and post-feed-forward), Gemma 3 adds per-head q/k norms; embeddings tied."""
     mt = cfg.text_model_type
@@ -351,7 +305,7 @@ def _gemma(cfg: _Cfg, b: _Builder) -> None:
         raise UnsupportedError(f"weight count for model type {mt!r} is not modelled; pass --weights-memory")
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     bias = cfg.flag("attention_bias")
     b.embed("model.embed_tokens.weight", V, H)
@@ -368,7 +322,7 @@ def _gemma(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _gemma4(cfg: _Cfg, b: _Builder) -> None:
+def gemma4(cfg: _Cfg, b: _Builder) -> None:
     """Gemma 4 text decoder (transformers ``modeling_gemma4``): sliding layers use
     ``head_dim``/``num_key_value_heads``, global layers ``global_head_dim``/
     ``num_global_key_value_heads`` and, with ``attention_k_eq_v``, no ``v_proj``; KV-shared
@@ -376,7 +330,7 @@ def _gemma4(cfg: _Cfg, b: _Builder) -> None:
     embeddings (PLE) when ``hidden_size_per_layer_input``."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    raw = cfg.view.raw
+    raw = cfg.raw
     hd_s = int(raw.get("head_dim") or cfg.head_dim())
     kv_s = int(raw.get("num_key_value_heads") or heads)
     hd_g = int(raw.get("global_head_dim") or hd_s)
@@ -426,17 +380,17 @@ def _gemma4(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _llama4(cfg: _Cfg, b: _Builder) -> None:
+def llama4(cfg: _Cfg, b: _Builder) -> None:
     """Llama 4 text decoder: MoE layers every ``interleave_moe_layer_step`` (experts of
     ``intermediate_size`` plus one shared expert), dense layers of ``intermediate_size_mlp``;
     the q/k norm is a weightless L2 norm."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     bias = cfg.flag("attention_bias")
     E = cfg.int("num_local_experts")
-    step = cfg.opt_int("interleave_moe_layer_step") or 1
+    step = cfg.opt_int("interleave_moe_layer_step", minimum=0) or 1
     moe_layers = cfg.get("moe_layers", None)
     moe = set(moe_layers) if moe_layers is not None else {i for i in range(n) if (i + 1) % step == 0}
     b.embed("model.embed_tokens.weight", V, H)
@@ -480,7 +434,7 @@ def _gdn_moe_or_mlp(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, moe: bool) -
         E = cfg.int("num_experts")
         b.linear(f"{p}.mlp.gate", "router", E, H, i, quantizable=False)
         b.experts(f"{p}.mlp.experts", E, cfg.int("moe_intermediate_size"), H, i)
-        shared = cfg.opt_int("shared_expert_intermediate_size") or 0
+        shared = cfg.opt_int("shared_expert_intermediate_size", minimum=0) or 0
         if shared:
             b.mlp(f"{p}.mlp.shared_expert", shared, H, i)
             b.linear(f"{p}.mlp.shared_expert_gate", "router", 1, H, i, quantizable=False)
@@ -490,7 +444,7 @@ def _gdn_moe_or_mlp(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, moe: bool) -
 
 def _gdn_full_attention(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     gate = cfg.flag("attn_output_gate", True)
     b.attention(f"{p}.self_attn", H, heads, kv, hd, i, qkv_bias=cfg.flag("attention_bias"), q_mult=2 if gate else 1)
@@ -498,15 +452,15 @@ def _gdn_full_attention(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
     b.norm(f"{p}.self_attn.k_norm", hd, i)
 
 
-def _gdn(cfg: _Cfg, b: _Builder) -> None:
+def gdn(cfg: _Cfg, b: _Builder) -> None:
     """Qwen3-Next and Qwen3.5 (dense and MoE) text decoders: ``layer_types`` picks Gated
     DeltaNet or gated full attention (q doubled for the output gate); MoE layers as Qwen2-MoE."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     types = cfg.layer_types()
     if len(types) != n:
-        interval = cfg.opt_int("full_attention_interval") or 4
+        interval = cfg.opt_int("full_attention_interval", minimum=0) or 4
         types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
-    moe = _moe_layers_qwen(cfg, n) if cfg.opt_int("num_experts") else set()
+    moe = _moe_layers_qwen(cfg, n) if cfg.opt_int("num_experts", minimum=0) else set()
     b.embed("model.embed_tokens.weight", V, H)
     for i in range(n):
         p = f"model.layers.{i}"
@@ -520,15 +474,13 @@ def _gdn(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _gdn_mtp(cfg: _Cfg, b: _Builder) -> None:
+def gdn_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     """Qwen3-Next / Qwen3.5 MTP (vLLM ``qwen3_next_mtp.py``): ``fc [H, 2H]`` after two input
-    norms, ``mtp_num_hidden_layers`` full-attention MoE/MLP layers, a final norm; the
-    embedding and lm_head are the target's (vLLM shares them)."""
+    norms, ``k`` full-attention MoE/MLP layers (``drafters.mtp_count``: Qwen3.5's
+    ``mtp_num_hidden_layers``, Qwen3-Next's ``num_nextn_predict_layers``, vLLM's default 1),
+    a final norm; the embedding and lm_head are the target's (vLLM shares them)."""
     H = cfg.int("hidden_size")
-    k = cfg.opt_int("mtp_num_hidden_layers") or 0
-    if not k:
-        return
-    moe = bool(cfg.opt_int("num_experts"))
+    moe = bool(cfg.opt_int("num_experts", minimum=0))
     base = cfg.int("num_hidden_layers")
     sub = _Builder()
     sub.norm("mtp.pre_fc_norm_embedding", H, base)
@@ -544,7 +496,7 @@ def _gdn_mtp(cfg: _Cfg, b: _Builder) -> None:
     b.weights += [replace(w, kind="mtp", stage="last", layer=None) for w in sub.weights]
 
 
-def _nemotron_h(cfg: _Cfg, b: _Builder) -> None:
+def nemotron_h(cfg: _Cfg, b: _Builder) -> None:
     """Nemotron-H: ``hybrid_override_pattern`` ``M`` Mamba2, ``*`` attention, ``-`` MLP
     (squared ReLU, no gate), ``E`` MoE; one norm per block, ``norm_f`` at the end."""
     H, V = cfg.int("hidden_size"), cfg.int("vocab_size")
@@ -558,8 +510,8 @@ def _nemotron_h(cfg: _Cfg, b: _Builder) -> None:
     K = cfg.int("conv_kernel", 4)
     conv_dim = inner + 2 * G * N
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
-    hd = cfg.opt_int("head_dim") or H // heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
+    hd = cfg.opt_int("head_dim", minimum=0) or H // heads
     b.embed("model.embeddings.weight", V, H)
     for i, c in enumerate(pattern):
         p = f"model.layers.{i}"
@@ -585,7 +537,8 @@ def _nemotron_h(cfg: _Cfg, b: _Builder) -> None:
             b.linear(f"{m}.gate", "router", E, H, i, quantizable=False)
             b.vec(f"{m}.gate.e_score_correction_bias", "router", E, i, hf_buffer=True)
             b.experts(f"{m}.experts", E, cfg.int("moe_intermediate_size"), H, i, gated=False)
-            shared = (cfg.opt_int("moe_shared_expert_intermediate_size") or 0) * (cfg.opt_int("n_shared_experts") or 1)
+            shared = ((cfg.opt_int("moe_shared_expert_intermediate_size", minimum=0) or 0)
+                      * (cfg.opt_int("n_shared_experts", minimum=0) or 1))
             if shared:
                 b.mlp(f"{m}.shared_experts", shared, H, i, gated=False)
         else:
@@ -595,15 +548,15 @@ def _nemotron_h(cfg: _Cfg, b: _Builder) -> None:
         b.head("lm_head.weight", V, H)
 
 
-def _jamba(cfg: _Cfg, b: _Builder) -> None:
+def jamba(cfg: _Cfg, b: _Builder) -> None:
     """Jamba: attention every ``attn_layer_period`` (from ``attn_layer_offset``), Mamba1
     elsewhere; MoE feed-forward every ``expert_layer_period`` (from its offset)."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = H // heads
-    a_per, a_off = cfg.int("attn_layer_period", 8), cfg.int("attn_layer_offset", 4)
-    e_per, e_off = cfg.int("expert_layer_period", 2), cfg.int("expert_layer_offset", 1)
+    a_per, a_off = cfg.int("attn_layer_period", 8), cfg.int("attn_layer_offset", 4, minimum=0)
+    e_per, e_off = cfg.int("expert_layer_period", 2), cfg.int("expert_layer_offset", 1, minimum=0)
     E = cfg.int("num_experts", 16)
     inner = cfg.int("mamba_expand", 2) * H
     N, K = cfg.int("mamba_d_state", 16), cfg.int("mamba_d_conv", 4)
@@ -643,7 +596,7 @@ def _jamba(cfg: _Cfg, b: _Builder) -> None:
 
 def _deepseek_layer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, *, moe: bool, v32: bool) -> None:
     heads = cfg.int("num_attention_heads")
-    q_lora = cfg.opt_int("q_lora_rank")
+    q_lora = cfg.opt_int("q_lora_rank", minimum=0)
     kv_lora, rope = cfg.int("kv_lora_rank"), cfg.int("qk_rope_head_dim")
     nope, vd = cfg.int("qk_nope_head_dim"), cfg.int("v_head_dim")
     a = f"{p}.self_attn"
@@ -670,7 +623,7 @@ def _deepseek_layer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, *, moe: bool
             b.vec(f"{p}.mlp.gate.e_score_correction_bias", "router", E, i, hf_buffer=True)
         inter = cfg.int("moe_intermediate_size")
         b.experts(f"{p}.mlp.experts", E, inter, H, i)
-        shared = cfg.opt_int("n_shared_experts") or 0
+        shared = cfg.opt_int("n_shared_experts", minimum=0) or 0
         if shared:
             b.mlp(f"{p}.mlp.shared_experts", inter * shared, H, i)
     else:
@@ -680,32 +633,32 @@ def _deepseek_layer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, *, moe: bool
 
 
 def _deepseek_is_moe(cfg: _Cfg, i: int) -> bool:
-    first = cfg.opt_int("first_k_dense_replace") or 0
-    freq = cfg.opt_int("moe_layer_freq") or 1
-    return bool(cfg.opt_int("n_routed_experts")) and i >= first and i % freq == 0
+    first = cfg.opt_int("first_k_dense_replace", minimum=0) or 0
+    freq = cfg.opt_int("moe_layer_freq", minimum=0) or 1
+    return bool(cfg.opt_int("n_routed_experts", minimum=0)) and i >= first and i % freq == 0
 
 
-def _deepseek(cfg: _Cfg, b: _Builder) -> None:
+def deepseek(cfg: _Cfg, b: _Builder) -> None:
     """DeepSeek-V2/V3/R1/V3.2 and Kimi-K2: MLA attention (low-rank q and kv projections),
     dense MLP for the first ``first_k_dense_replace`` layers, then routed + shared experts."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
-    v32 = cfg.model_type == "deepseek_v32" or cfg.architecture == "DeepseekV32ForCausalLM"
+    v32 = is_v32(cfg)
     b.embed("model.embed_tokens.weight", V, H)
     for i in range(n):
         _deepseek_layer(cfg, b, f"model.layers.{i}", i, H, moe=_deepseek_is_moe(cfg, i), v32=v32)
     b.final(cfg, V, H)
 
 
-def _deepseek_mtp(cfg: _Cfg, b: _Builder) -> None:
+def deepseek_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     """DeepSeek MTP (``num_nextn_predict_layers``): per layer ``enorm``, ``hnorm``,
     ``eh_proj [H, 2H]`` (a plain nn.Linear in vLLM: replicated, unquantized), one decoder
     layer and ``shared_head.norm``; its embedding and head are the target's (vLLM shares
     them; the checkpoint stores copies, which the published 685B counts)."""
     H = cfg.int("hidden_size")
     n = cfg.int("num_hidden_layers")
-    v32 = cfg.model_type == "deepseek_v32" or cfg.architecture == "DeepseekV32ForCausalLM"
+    v32 = is_v32(cfg)
     sub = _Builder()
-    for j in range(cfg.opt_int("num_nextn_predict_layers") or 0):
+    for j in range(k):
         i = n + j
         p = f"model.layers.{i}"
         sub.norm(f"{p}.enorm", H, i)
@@ -716,12 +669,12 @@ def _deepseek_mtp(cfg: _Cfg, b: _Builder) -> None:
     b.weights += [replace(w, kind="mtp", stage="last", layer=None) for w in sub.weights]
 
 
-def _mimo_v2(cfg: _Cfg, b: _Builder) -> None:
+def mimo_v2(cfg: _Cfg, b: _Builder) -> None:
     """MiMo-V2-Flash: sliding layers (``hybrid_layer_pattern`` 1) use the ``swa_*`` heads
     and sizes and carry attention sinks; ``moe_layer_freq`` 1 marks MoE layers (sigmoid
     router with a correction bias), 0 a dense MLP."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
-    raw = cfg.view.raw
+    raw = cfg.raw
     types = cfg.layer_types()
     if len(types) != n:
         pattern = raw.get("hybrid_layer_pattern") or [0] * n
@@ -758,51 +711,43 @@ def _mimo_v2(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-_FAMILIES = {
-    "llama": _llama_like,
-    "qwen2": _llama_like,
-    "gpt_oss": _gpt_oss,
-    "layer_types": _gemma,
-    "gemma4": _gemma4,
-    "llama4": _llama4,
-    "gdn": _gdn,
-    "nemotron_h": _nemotron_h,
-    "jamba": _jamba,
-    "deepseek": _deepseek,
-    "mimo_v2_flash": _mimo_v2,
-}
-_MTP = {"deepseek": _deepseek_mtp, "gdn": _gdn_mtp}
-
-
-def _family(config: dict) -> str:
-    from kvplan.model.families import family_of
-
+def _family(config: dict) -> Family:
+    """The model layer's family record for ``config``, when kvplan counts its weights."""
     archs = config.get("architectures") or [""]
-    fam = family_of(archs[0], config.get("model_type"))
-    if fam is None or fam not in _FAMILIES:
+    key = family_of(archs[0], config.get("model_type"))
+    family = FAMILIES.get(key) if key else None
+    if family is None or family.weights is None:
         raise UnsupportedError(
             f"kvplan has no weight count for {archs[0] or config.get('model_type')!r}; "
             "pass --weights-memory (e.g. 16GiB per GPU)"
         )
-    return fam
+    return family
+
+
+def rule(name: str):
+    """The weight rule a ``Family`` names (``weights`` / ``mtp_weights``)."""
+    fn = globals().get(name)
+    if not callable(fn) or name.startswith("_"):
+        raise AssertionError(f"kvplan.model.families names weight rule {name!r}, which kvplan.budget.inventory lacks")
+    return fn
 
 
 def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>") -> Inventory:
     """The weights vLLM loads for ``config`` (the text decoder of a multimodal config)."""
-    fam = _family(config)
+    family = _family(config)
     cfg = _Cfg(config, path)
     b = _Builder()
-    _FAMILIES[fam](cfg, b)
+    rule(family.weights)(cfg, b)
     notes = []
-    if include_mtp and fam in _MTP:
-        before = len(b.weights)
-        _MTP[fam](cfg, b)
-        if len(b.weights) > before:
+    if include_mtp and family.mtp:
+        count = mtp_count(cfg, family.key)
+        if count:
+            rule(family.mtp_weights)(cfg, b, count)
             notes.append("MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)")
-    if cfg.view.raw is not config:
+    if cfg.raw is not config:
         notes.append("text decoder only: the vision tower of this multimodal checkpoint is not counted")
-    n = cfg.opt_int("num_hidden_layers") or len(str(cfg.get("hybrid_override_pattern", "")))
-    return Inventory(fam, cfg.text_model_type, tuple(b.weights), n, cfg.tie(), tuple(notes))
+    n = cfg.opt_int("num_hidden_layers", minimum=0) or len(str(cfg.get("hybrid_override_pattern", "")))
+    return Inventory(family.key, cfg.text_model_type, tuple(b.weights), n, cfg.tie(), tuple(notes))
 
 
 def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, path: str = "<drafter>") -> Inventory:
@@ -822,7 +767,7 @@ def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, p
     cfg = _Cfg(draft_config, path)
     H, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
-    kv = cfg.opt_int("num_key_value_heads") or heads
+    kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     inter = cfg.int("intermediate_size")
     b = _Builder()
@@ -849,313 +794,10 @@ def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, p
     b.norm("model.norm", H, None)
     notes = ["embedding shared with the target (vLLM shares it when the head ships none)"]
     if method == "eagle3":
-        dv = cfg.opt_int("draft_vocab_size") or cfg.int("vocab_size")
+        dv = cfg.opt_int("draft_vocab_size", minimum=0) or cfg.int("vocab_size")
         b.head("lm_head.weight", dv, H, kind="drafter")
     else:
         notes.append("lm_head shared with the target")
     weights = tuple(replace(w, kind="drafter" if w.kind != "norm" else "norm", stage="last", layer=None)
                     for w in b.weights)
     return Inventory("eagle", cfg.text_model_type, weights, n, False, tuple(notes))
-
-
-# --------------------------------------------------------------------------- meta device
-
-_VISION_PREFIXES = ("model.vision_tower", "vision_tower", "model.multi_modal_projector", "multi_modal_projector",
-                    "model.embed_vision", "model.visual", "visual", "model.vision_model", "vision_model")
-
-
-def meta_param_counts(config: dict, *, path: str = "<config>") -> dict[str, int]:
-    """``{"text": n, "vision": m, "total": n + m}``: the parameters transformers builds for
-    ``config`` on torch's meta device (no memory, no weights, no remote code).
-
-    Needs torch (``pip install torch``); raises UnsupportedError for a model type transformers
-    does not know (kvplan never runs remote code)."""
-    try:
-        import torch
-    except ImportError:
-        raise UnsupportedError("--exact-params needs torch (pip install torch); the analytic count needs nothing") from None
-    import logging
-    import warnings
-
-    from transformers import CONFIG_MAPPING, AutoModelForCausalLM
-
-    from kvplan.model.hfconfig import build_config_object, validate_sizes
-
-    tf_logger = logging.getLogger("transformers")
-    old = tf_logger.level
-    tf_logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # transformers' own class for the model type when it has one (DeepseekV32 builds
-            # the indexer); else the alias vLLM registers (kimi_k2 → DeepseekV3Config).
-            model_type = config.get("model_type")
-            if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
-                validate_sizes(config, path)
-                obj = CONFIG_MAPPING[model_type](**{k: v for k, v in config.items()
-                                                    if k not in ("auto_map", "transformers_version", "_name_or_path")})
-            else:
-                obj = build_config_object(config, path)
-            if obj is None:
-                raise UnsupportedError(
-                    f"transformers does not know model type {config.get('model_type')!r}; use the analytic count"
-                )
-            try:
-                with torch.device("meta"):
-                    model = AutoModelForCausalLM.from_config(obj)
-            except Exception as e:  # pragma: no cover - depends on the transformers release
-                raise UnsupportedError(
-                    f"transformers cannot build {config.get('model_type')!r} on the meta device: {e}"
-                ) from None
-    finally:
-        tf_logger.setLevel(old)
-    text = vision = 0
-    for name, p in model.named_parameters():  # parameters() dedups tied weights
-        if name.startswith(_VISION_PREFIXES):
-            vision += p.numel()
-        else:
-            text += p.numel()
-    return {"text": text, "vision": vision, "total": text + vision}
-
-
-# --------------------------------------------------------------------------- quantization
-
-@dataclass(frozen=True)
-class Quantization:
-    method: str  # none, mxfp4, fp8, nvfp4, bnb_4bit, bnb_8bit, gptq, awq
-    description: str
-    experts_only: bool = False
-    block: tuple[int, int] | None = None  # fp8 block size
-    bits: int = 0  # gptq / awq
-    group_size: int = 0
-    double_quant: bool = False
-    exclude: tuple[str, ...] = ()
-
-    def converts(self, w: Weight) -> bool:
-        if self.method == "none" or not w.linear:
-            return False
-        if self.experts_only and w.kind != "experts":
-            return False
-        return not _excluded(w.module, self.exclude)
-
-
-NO_QUANTIZATION = Quantization("none", "unquantized")
-
-
-def _excluded(module: str, patterns: tuple[str, ...]) -> bool:
-    parts = module.split(".")
-    for p in patterns:
-        if fnmatch.fnmatchcase(module, p) or fnmatch.fnmatchcase(module, p + ".*"):
-            return True
-        if "." not in p and "*" not in p and p in parts:
-            return True
-        if module.endswith("." + p) or ("." + p + ".") in ("." + module + "."):
-            return True
-    return False
-
-
-def quantization_of(config: dict) -> Quantization:
-    """The scheme ``quantization_config`` declares (top level, else the text config's)."""
-    q = config.get("quantization_config")
-    if not isinstance(q, dict):
-        text = config.get("text_config")
-        q = text.get("quantization_config") if isinstance(text, dict) else None
-    if not isinstance(q, dict):
-        return NO_QUANTIZATION
-    method = str(q.get("quant_method", "")).lower()
-    exclude = tuple(
-        str(x) for key in ("modules_to_not_convert", "ignored_layers", "ignore", "llm_int8_skip_modules",
-                           "exclude_modules")
-        for x in (q.get(key) or []) if isinstance(x, str)
-    )
-    if method == "mxfp4":
-        return Quantization("mxfp4", "mxfp4 experts: 4-bit values + e8m0 scale per 32 (4.25 bits)",
-                            experts_only=True, exclude=exclude)
-    if method == "fp8":
-        block = q.get("weight_block_size")
-        if block:
-            bo, bi = int(block[0]), int(block[1])
-            return Quantization("fp8", f"fp8 e4m3 + fp32 scale per {bo}x{bi} block", block=(bo, bi), exclude=exclude)
-        return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix", exclude=exclude)
-    if method == "modelopt" or method == "modelopt_fp4":
-        algo = str((q.get("quantization") or {}).get("quant_algo", q.get("quant_algo", ""))).upper()
-        if "FP4" in algo or method == "modelopt_fp4":
-            return Quantization("nvfp4", "nvfp4: 4-bit values + fp8 scale per 16 (4.5 bits)", exclude=exclude)
-        if "FP8" in algo:
-            return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix (modelopt)", exclude=exclude)
-    if method == "compressed-tensors":
-        fmt = str(q.get("format", "")).lower()
-        if "nvfp4" in fmt:
-            return Quantization("nvfp4", "nvfp4 (compressed-tensors)", exclude=exclude)
-        if "float-quantized" in fmt:
-            return Quantization("fp8", "fp8 (compressed-tensors)", exclude=exclude)
-    if method == "bitsandbytes":
-        if q.get("load_in_4bit") or q.get("_load_in_4bit"):
-            dq = bool(q.get("bnb_4bit_use_double_quant"))
-            return Quantization("bnb_4bit", "bitsandbytes 4-bit" + (" (double quant)" if dq else ""),
-                                double_quant=dq, exclude=exclude or ("lm_head",))
-        if q.get("load_in_8bit") or q.get("_load_in_8bit"):
-            return Quantization("bnb_8bit", "bitsandbytes 8-bit (int8 + fp32 row scale)", exclude=exclude or ("lm_head",))
-    if method in ("gptq", "awq"):
-        bits, g = int(q.get("bits", q.get("w_bit", 4))), int(q.get("group_size", q.get("q_group_size", 128)))
-        g = g if g > 0 else 0
-        return Quantization(method, f"{method} {bits}-bit, group {g or 'per-channel'}", bits=bits, group_size=g,
-                            exclude=exclude)
-    raise UnsupportedError(
-        f"quantization {method or q!r} is not modelled; pass --weights-memory with the per-GPU weight size "
-        "vLLM logs ('Model loading took X GiB')"
-    )
-
-
-def _matrix(shape: tuple[int, ...]) -> tuple[int, int, int]:
-    """``(count, rows, cols)`` of a Linear or stacked-expert weight."""
-    if len(shape) == 1:
-        return 1, 1, shape[0]
-    return math.prod(shape[:-2]), shape[-2], shape[-1]
-
-
-def tensor_bytes(shape: tuple[int, ...], quant: Quantization, converted: bool, dtype_bytes: int) -> int:
-    n = math.prod(shape)
-    if not converted:
-        return n * dtype_bytes
-    c, rows, k = _matrix(shape)
-    m = quant.method
-    if m == "mxfp4":
-        return c * rows * (cdiv(k, 2) + cdiv(k, 32))
-    if m == "fp8":
-        if quant.block:
-            bo, bi = quant.block
-            return n + c * cdiv(rows, bo) * cdiv(k, bi) * 4
-        return n + c * 4
-    if m == "nvfp4":
-        return c * rows * (cdiv(k, 2) + cdiv(k, 16)) + c * 4
-    if m == "bnb_4bit":
-        blocks = cdiv(n, 64)
-        if quant.double_quant:
-            return cdiv(n, 2) + blocks + cdiv(blocks, 256) * 4
-        return cdiv(n, 2) + blocks * 4
-    if m == "bnb_8bit":
-        return n + c * rows * 4
-    if m in ("gptq", "awq"):
-        groups = cdiv(k, quant.group_size) if quant.group_size else 1
-        return cdiv(n * quant.bits, 8) + c * rows * groups * 2 + cdiv(c * rows * groups * quant.bits, 8)
-    raise AssertionError(m)  # pragma: no cover
-
-
-# --------------------------------------------------------------------------- per rank
-
-@dataclass(frozen=True)
-class StageWeights:
-    stage: int  # pipeline stage (0-based)
-    num_params: int  # parameters held by one TP rank of this stage
-    weight_bytes: int
-    bytes_by_kind: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class WeightMemory:
-    num_params: int  # whole model (target + drafter/MTP as loaded), unsharded
-    num_params_by_kind: dict[str, int]
-    quantization: str
-    dtype: str
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    stages: tuple[StageWeights, ...]
-    notes: tuple[str, ...] = ()
-
-    @property
-    def max_stage_bytes(self) -> int:
-        return max(s.weight_bytes for s in self.stages)
-
-    @property
-    def total_bytes(self) -> int:
-        """Bytes summed over every rank (tp · Σ stages): replicated weights count per rank."""
-        return sum(s.weight_bytes for s in self.stages) * self.tensor_parallel_size
-
-
-def _stage_of(w: Weight, bounds: list[tuple[int, int]], tied: bool) -> list[int]:
-    pp = len(bounds)
-    if w.stage == "first":
-        stages = [0]
-        if tied and pp > 1 and w.kind == "embedding" and w.name.endswith("embed_tokens.weight"):
-            stages.append(pp - 1)  # the last stage's lm_head is a copy of the tied embedding
-        return stages
-    if w.stage == "last" or w.layer is None:
-        return [pp - 1]
-    for s, (a, z) in enumerate(bounds):
-        if a <= w.layer < z:
-            return [s]
-    return [pp - 1]
-
-
-def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int = 1,
-                  quant: Quantization = NO_QUANTIZATION, drafter_quant: Quantization = NO_QUANTIZATION,
-                  drafter_dtype: str | None = None) -> WeightMemory:
-    """Bytes one GPU holds, stage by stage. ``inventories[0]`` is the target (its layers set
-    the PP split); further inventories (drafter) go to the last stage with ``drafter_quant``."""
-    from kvplan.model.layout import get_pp_indices
-
-    target = inventories[0]
-    bounds = [get_pp_indices(target.num_hidden_layers, r, pp) for r in range(pp)]
-    dbytes = dtype_size_bytes(dtype)
-    params = [0] * pp
-    bytes_ = [0] * pp
-    kinds: list[dict[str, int]] = [{} for _ in range(pp)]
-    by_kind: dict[str, int] = {}
-    for idx, inv in enumerate(inventories):
-        q = quant if idx == 0 else drafter_quant
-        db = dbytes if idx == 0 or drafter_dtype is None else dtype_size_bytes(drafter_dtype)
-        for w in inv.weights:
-            by_kind[w.kind] = by_kind.get(w.kind, 0) + w.numel
-            shape = w.rank_shape(tp)
-            nb = tensor_bytes(shape, q, q.converts(w), db)
-            for s in _stage_of(w, bounds, inv.tie_word_embeddings and idx == 0):
-                params[s] += math.prod(shape)
-                bytes_[s] += nb
-                kinds[s][w.kind] = kinds[s].get(w.kind, 0) + nb
-    stages = tuple(
-        StageWeights(s, params[s], bytes_[s], {k: kinds[s][k] for k in KINDS if k in kinds[s]}) for s in range(pp)
-    )
-    notes = tuple(n for inv in inventories for n in inv.notes)
-    qdesc = quant.description if len(inventories) == 1 or drafter_quant == quant else \
-        f"{quant.description}; drafter {drafter_quant.description}"
-    return WeightMemory(
-        num_params=sum(inv.num_params() for inv in inventories),
-        num_params_by_kind={k: by_kind[k] for k in KINDS if k in by_kind},
-        quantization=qdesc,
-        dtype=dtype,
-        tensor_parallel_size=tp,
-        pipeline_parallel_size=pp,
-        stages=stages,
-        notes=notes,
-    )
-
-
-def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False) -> WeightMemory:
-    """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
-    the drafter) per GPU. ``tp`` defaults to the layout's own tensor-parallel size."""
-    tp = tp or getattr(layout, "tensor_parallel_size", None) or 1
-    pp = max(1, len(layout.ranks))
-    target = layout.target
-    path = target.source.path if getattr(target, "source", None) is not None else "<config>"
-    inv = analytic_inventory(target.config, include_mtp=layout.speculative_method == "mtp", path=path)
-    invs = [inv]
-    dq = NO_QUANTIZATION
-    ddtype = None
-    if layout.drafter is not None:
-        d = layout.drafter
-        dpath = d.source.path if getattr(d, "source", None) is not None else "<drafter>"
-        invs.append(drafter_inventory(d.config, layout.speculative_method or "draft_model", target.config, path=dpath))
-        dq = quantization_of(d.config)
-        ddtype = d.dtype
-    mem = weight_memory(invs, target.dtype, tp=tp, pp=pp, quant=quantization_of(target.config),
-                        drafter_quant=dq, drafter_dtype=ddtype)
-    if exact_params:
-        counts = meta_param_counts(target.config, path=path)
-        analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k != "mtp"))
-        note = (f"meta-device count (transformers): {counts['text']:,} text parameters"
-                + (f" + {counts['vision']:,} vision" if counts["vision"] else "")
-                + ("; agrees with the analytic count" if counts["text"] == analytic_text
-                   else f"; the analytic count is {analytic_text:,}"))
-        mem = replace(mem, notes=mem.notes + (note,))
-    return mem

@@ -1,39 +1,18 @@
 """``--allocate``: allocate the KV tensors a plan predicts on a real device and verify the layout.
 
-The only module that imports torch, and only inside functions: ``import kvplan.device``
-works without it, and every entry point turns a missing torch (or a missing CUDA) into a
-one-line ``DeviceError`` that says what to install or use.
+torch is imported inside functions only (through ``kvplan.device.probe.import_torch``):
+``import kvplan.device`` works without it, and every entry point turns a missing torch (or a
+missing CUDA) into a one-line ``DeviceError`` that says what to install or use.
 
 What happens, in order (``allocate_and_verify``):
 
-1. **Geometry, no torch** (``plan_views``). One worker of the plan (the PP stage this
-   device would be) is turned into tensors and per-layer views, as vLLM's model runner
-   views its raw ``int8`` memory (reference §4.5 and §11 item 5): one slot of
-   ``page · num_blocks`` bytes per shared slot (a single uniform-type group: one per
-   layer), allocated as one tensor per slot up to 0.32 and as one buffer with the slots
-   end to end in 0.33 (``backing_of``); in each slot, each sharing layer's views
-   (``layer_parts``, ``view_style``):
+1. **Geometry, no torch** (``kvplan.device.views.plan_views``): one worker of the plan
+   (the PP stage this device would be) as tensors and per-layer strided views.
 
-   - attention, 0.33: LBNHC, logical ``(num_blocks, num_kv_heads, block_size, head_size +
-     head_size_v)`` in physical order block, token, head, content (K then V): a block's
-     page is contiguous ("block_outer");
-   - attention, ≤ 0.32 FlashAttention: ``(2, num_blocks, block_size, num_kv_heads,
-     head_size)``, K of every block first, then V ("kv_outer"). In a model with Mamba
-     layers vLLM re-strides the same shape so that a block's K and V are adjacent
-     (``_update_hybrid_attention_mamba_layout``), because a Mamba layer of the same slot
-     uses the whole page of a block ("block_outer"); kvplan does the same when a page is
-     padded, when MLA shares the pool with other attention, or when K and V have
-     different widths (MiMo-V2: 192/128; then two views, key then value), see
-     ``needs_block_outer``;
-   - MLA: ``(num_blocks, block_size, head_size)`` (0.33: with a head dimension of 1;
-     ``fp8_ds_mla``: 656 bytes per token);
-   - Mamba: one view per state, ``(num_blocks, *shape)`` of its dtype, packed from the
-     start of the (padded) page, block stride = the page.
-
-2. **Fits?** Free memory is read first (CUDA: ``torch.cuda.mem_get_info``; CPU: see
-   ``cpu_free_bytes``). The layout needs its tensors (rounded as the allocator rounds
-   them), the verification scratch and a headroom; if that is more than is free, nothing
-   is allocated and ``DeviceDoesNotFitError`` (exit 3) says by how much.
+2. **Fits?** Free memory is read first (``kvplan.device.probe``: CUDA's
+   ``torch.cuda.mem_get_info``, the CPU's ``cpu_free_bytes``). The layout needs its tensors
+   (rounded as the allocator rounds them), the verification scratch and a headroom; if that
+   is more than is free, nothing is allocated and ``DeviceDoesNotFitError`` (exit 3) says by how much.
 
 3. **Allocate** with ``torch.zeros(size, dtype=int8)``, as vLLM does, and build the views
    with ``as_strided`` (seen as integer words of up to 8 bytes for the checks).
@@ -67,22 +46,22 @@ tensor. Each must come back as a failure.
 from __future__ import annotations
 
 import gc
-import math
-import os
 import time
 import traceback
 import weakref
-from dataclasses import dataclass
 
-from kvplan.errors import DeviceDoesNotFitError, DeviceError, OptionError
-from kvplan.specs import (
-    AttentionSpec,
-    KVCacheSpec,
-    MambaSpec,
-    MLAAttentionSpec,
-    UniformTypeKVCacheSpecs,
+from kvplan.device.probe import free_bytes, import_torch, resolve_device
+from kvplan.device.views import (
+    LayerView,
+    TensorView,
+    ViewPart,
+    backing_of,
+    plan_views,
+    request_block_order,
+    view_style,
 )
-from kvplan.units import MiB, dtype_size_bytes, format_bytes
+from kvplan.errors import DeviceDoesNotFitError, OptionError
+from kvplan.units import MiB, format_bytes
 
 CORRUPTIONS = ("overlap", "pattern", "alias")
 MAX_FAILURES = 50  # failures listed in the report; the count covers all of them
@@ -98,376 +77,13 @@ HEADROOM_BYTES = {"cuda": 256 * MiB, "cpu": 256 * MiB}
 CUDA_ROUND_BYTES = 2 * MiB
 CPU_ROUND_BYTES = 4096  # one page
 
-INSTALL_HINT = "install the optional extra: pip install 'kvplan[gpu]' (or a torch wheel for your machine)"
-
 # Weak references to the storages of the raw tensors allocated here. torch keeps a
 # storage's Python object alive while any view of it lives, so a live reference here
 # means memory not yet freed.
 _LIVE: list = []
 
 
-# --- torch and the device ------------------------------------------------------------------
-
-
-def _import_torch():
-    try:
-        import torch
-    except ImportError:
-        raise DeviceError(f"--allocate needs torch, which is not installed; {INSTALL_HINT}") from None
-    return torch
-
-
-def _device_kind(device: str) -> str:
-    d = device.strip().lower()
-    if d == "cpu":
-        return "cpu"
-    if d == "cuda" or (d.startswith("cuda:") and d[5:].isdigit()):
-        return "cuda"
-    raise DeviceError(f"unknown device '{device}'; use cuda, cuda:N or cpu")
-
-
-def _resolve_device(torch, device: str):
-    kind = _device_kind(device)
-    if kind == "cpu":
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise DeviceError(
-            f"--device {device}: torch {torch.__version__} sees no CUDA device (a CPU-only build, or no GPU "
-            "visible); use --device cpu, or install a CUDA build of torch on a machine with a GPU"
-        )
-    dev = torch.device(device.strip().lower())
-    index = dev.index if dev.index is not None else torch.cuda.current_device()
-    if index >= torch.cuda.device_count():
-        raise DeviceError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) visible (cuda:0 …)")
-    return torch.device("cuda", index)
-
-
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path) as f:
-            text = f.read().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _stat_value(path: str, key: str) -> int:
-    try:
-        with open(path) as f:
-            for line in f:
-                name, _, value = line.partition(" ")
-                if name == key:
-                    return int(value)
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-def _cgroup_free_bytes() -> int | None:
-    """Room left under this process's cgroup memory limit, or None when there is no limit.
-
-    v2: ``memory.max − memory.current + inactive_file``; v1: ``memory.limit_in_bytes −
-    memory.usage_in_bytes + total_inactive_file`` (inactive page cache is reclaimed before
-    the limit bites, as the kubelet counts a working set)."""
-    for limit_p, usage_p, stat_p, inactive in (
-        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.stat", "inactive_file"),
-        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
-         "/sys/fs/cgroup/memory/memory.stat", "total_inactive_file"),
-    ):
-        limit, usage = _read_int(limit_p), _read_int(usage_p)
-        if limit is None or usage is None or limit >= 1 << 60:  # "max" or v1's "unlimited" (2^63 − page)
-            continue
-        return max(limit - usage + _stat_value(stat_p, inactive), 0)
-    return None
-
-
-def cpu_free_bytes() -> tuple[int, str]:
-    """Free memory for ``--device cpu`` and the rule that gave it (no psutil).
-
-    ``MemAvailable`` from ``/proc/meminfo`` (the kernel's estimate of what can be
-    allocated without swapping, page cache included); where there is no ``/proc``,
-    ``os.sysconf(SC_AVPHYS_PAGES) · SC_PAGE_SIZE``. Capped by the room left under a
-    cgroup memory limit, when there is one (containers)."""
-    free, rule = None, ""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    free, rule = int(line.split()[1]) * 1024, "/proc/meminfo MemAvailable"
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    if free is None:
-        try:
-            free, rule = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "sysconf(SC_AVPHYS_PAGES)"
-        except (ValueError, OSError, AttributeError):
-            raise DeviceError("cannot read free CPU memory: no /proc/meminfo and no sysconf(SC_AVPHYS_PAGES)") from None
-    cg = _cgroup_free_bytes()
-    if cg is not None and cg < free:
-        free, rule = cg, rule + ", capped by the cgroup memory limit"
-    return free, rule
-
-
-def _free_bytes(torch, dev) -> tuple[int, str]:
-    if dev.type == "cuda":
-        free, _total = torch.cuda.mem_get_info(dev)
-        return int(free), "torch.cuda.mem_get_info"
-    return cpu_free_bytes()
-
-
-def device_free_bytes(device: str) -> tuple[int, str]:
-    """Free bytes on ``device`` now, and the rule used to read them."""
-    torch = _import_torch()
-    return _free_bytes(torch, _resolve_device(torch, device))
-
-
-def budget_from_device(device: str, utilization: float, reserve_bytes: int) -> int:
-    """The KV budget ``--budget-from-device`` gives: ``free · utilization − reserve``, in bytes.
-
-    ``free`` is what the device has free now (the weights of a model are not loaded by
-    kvplan, so this is the memory a KV cache could take on an otherwise idle device)."""
-    if not 0 < utilization <= 1:
-        raise OptionError(f"--gpu-memory-utilization must be in (0, 1], got {utilization}")
-    if reserve_bytes < 0:
-        raise OptionError(f"--reserve must not be negative, got {reserve_bytes}")
-    free, rule = device_free_bytes(device)
-    budget = int(free * utilization) - reserve_bytes
-    if budget <= 0:
-        raise DeviceError(
-            f"--budget-from-device: {device} has {format_bytes(free)} free ({rule}); × {utilization:g} − --reserve "
-            f"{format_bytes(reserve_bytes)} leaves nothing for the KV cache; lower --reserve"
-        )
-    return budget
-
-
-# --- geometry (pure Python) ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ViewPart:
-    """One strided view of a raw tensor, as the attention backend or Mamba layer sees it.
-
-    ``stride`` and ``offset`` are in elements of ``dtype``; ``block_dim`` is the dimension
-    that indexes blocks (1 for FlashAttention's ``(2, num_blocks, …)``, else 0)."""
-
-    name: str
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    offset: int
-    dtype: str
-    block_dim: int
-
-    @property
-    def element_bytes(self) -> int:
-        return dtype_size_bytes(self.dtype)
-
-    @property
-    def bytes_per_block(self) -> int:
-        return math.prod(s for i, s in enumerate(self.shape) if i != self.block_dim) * self.element_bytes
-
-    @property
-    def end_byte(self) -> int:
-        """One past the last byte the view can reach."""
-        last = self.offset + sum((n - 1) * st for n, st in zip(self.shape, self.stride))
-        return (last + 1) * self.element_bytes
-
-
-@dataclass(frozen=True)
-class LayerView:
-    name: str
-    group: int
-    ordinal: int  # the layer's position in the worker (the pattern key)
-    kind: str
-    layout: str  # "kv_outer" | "block_outer"
-    page_size_bytes: int  # the spec's page, padding included
-    parts: tuple[ViewPart, ...]
-
-    @property
-    def real_bytes(self) -> int:
-        """Bytes of one block that the layer uses (the page without its padding)."""
-        return sum(p.bytes_per_block for p in self.parts)
-
-
-@dataclass(frozen=True)
-class TensorView:
-    index: int
-    size_bytes: int
-    page_size_bytes: int
-    num_blocks: int
-    layers: tuple[LayerView, ...]
-
-    @property
-    def layout(self) -> str:
-        kinds = {lv.layout for lv in self.layers}
-        return kinds.pop() if len(kinds) == 1 else "mixed"
-
-
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return tuple(reversed(out))
-
-
-class _Geometry(Exception):
-    pass
-
-
-# How the attention backend views a layer's pages (``view_style``):
-#   "lbnhc"          vLLM 0.33: logical [B, H, N, C] per layer, physical order B, N, H, C
-#                    (``KVCacheLayout.LBNHC``, ``create_kv_cache_views``): a block's page is
-#                    contiguous and C holds K then V of one token and head;
-#   "kv_first"       vLLM ≤ 0.32 FlashAttention: (2, num_blocks, block_size, H, D), the K of
-#                    every block, then the V;
-#   "block_first"    the same shape re-strided so that a block's K and V are adjacent
-#                    (``_update_hybrid_attention_mamba_layout``; see ``needs_block_outer``).
-VIEW_STYLES = ("lbnhc", "kv_first", "block_first")
-
-
-def layer_parts(spec: KVCacheSpec, num_blocks: int, page: int, style: str) -> tuple[str, tuple[ViewPart, ...]]:
-    """The views of one layer inside a tensor of ``num_blocks`` pages of ``page`` bytes, and
-    where a block's bytes lie: "kv_outer" (K half and V half apart) or "block_outer" (one
-    contiguous page per block)."""
-    nb = num_blocks
-    if isinstance(spec, MambaSpec):
-        # Each state packed from the start of the (padded) page, as the Mamba layers split it.
-        parts, offset = [], 0
-        for i, (shape, dt) in enumerate(zip(spec.shapes, spec.dtypes)):
-            e = dtype_size_bytes(dt)
-            if page % e or offset % e:
-                raise _Geometry(f"state {i} ({dt}) is not aligned to its {e}-byte elements in a {page}-byte page")
-            shape = tuple(shape)
-            parts.append(ViewPart(f"state{i}", (nb, *shape), (page // e, *_contiguous_strides(shape)),
-                                  offset // e, dt, 0))
-            offset += math.prod(shape) * e
-        return "block_outer", tuple(parts)
-    if not isinstance(spec, AttentionSpec):
-        raise _Geometry(f"kvplan has no view for a {type(spec).__name__}")
-    e = dtype_size_bytes(spec.dtype)
-    if page % e:
-        raise _Geometry(f"a {page}-byte page is not a whole number of {spec.dtype} elements")
-    bs, pe = spec.block_size, page // e
-    if style == "lbnhc":
-        # [B, H, N, C]: C = the content of one token and head (K then V; MLA: the latent,
-        # 656 B for fp8_ds_mla), strides in physical order B, N, H, C.
-        h = spec.num_kv_heads
-        c = spec.real_page_size_bytes // (bs * h * e)
-        return "block_outer", (ViewPart("kv", (nb, h, bs, c), (pe, c, h * c, 1), 0, spec.dtype, 0),)
-    if isinstance(spec, MLAAttentionSpec):
-        width = spec.real_page_size_bytes // (bs * e)  # head_size, or 656 bytes for fp8_ds_mla
-        return "block_outer", (ViewPart("latent", (nb, bs, width), (pe, width, 1), 0, spec.dtype, 0),)
-    h, hk, hv = spec.num_kv_heads, spec.head_size, spec.head_size_v
-    if hk != hv:
-        return "block_outer", (
-            ViewPart("key", (nb, bs, h, hk), (pe, h * hk, hk, 1), 0, spec.dtype, 0),
-            ViewPart("value", (nb, bs, h, hv), (pe, h * hv, hv, 1), bs * h * hk, spec.dtype, 0),
-        )
-    inner = bs * h * hk  # elements of K (or V) in one block
-    if style == "block_first":
-        return "block_outer", (ViewPart("kv", (2, nb, bs, h, hk), (inner, pe, h * hk, hk, 1), 0, spec.dtype, 1),)
-    return "kv_outer", (ViewPart("kv", (2, nb, bs, h, hk), (nb * inner, inner, h * hk, hk, 1), 0, spec.dtype, 1),)
-
-
-def is_vllm_033(era) -> bool:
-    """vLLM 0.33 (``vllm-latest`` and the proposals built on it): one backing buffer per
-    worker and LBNHC views (reference §11 item 5)."""
-    return getattr(era, "messages", None) == "0.33"
-
-
-def backing_of(plan, worker) -> str:
-    """How the tensors are allocated: vLLM 0.33 puts a worker's slots end to end in one
-    buffer (``layer_stride = page · num_blocks``, reference §11 item 5); before, one tensor
-    per slot. A single uniform-type group has one tensor per layer (kvplan keeps that for
-    0.33 too)."""
-    from kvplan.engines.vllm.sizing import is_single_uniform_type
-
-    if is_single_uniform_type(list(worker.groups)):
-        return "one tensor per layer"
-    return "one buffer" if is_vllm_033(plan.era) else "one tensor per slot"
-
-
-def view_style(era, specs: list[KVCacheSpec]) -> str:
-    if is_vllm_033(era):
-        return "lbnhc"
-    return "block_first" if needs_block_outer(specs) else "kv_first"
-
-
-def needs_block_outer(specs: list[KVCacheSpec]) -> bool:
-    """Before 0.33: whether the attention layers of a worker use block-outer views (a block's
-    K and V adjacent). vLLM does it for models with Mamba layers; kvplan also does it when any
-    page is padded, when MLA and other attention share the pool, or when K and V have
-    different widths, because then the pages of every layer of a slot must be whole
-    blocks of the tensor for the slot to be shared at all."""
-    attention = [s for s in specs if isinstance(s, AttentionSpec)]
-    mla = [s for s in attention if isinstance(s, MLAAttentionSpec)]
-    return (
-        any(isinstance(s, MambaSpec) for s in specs)
-        or any(s.page_size_bytes != s.real_page_size_bytes for s in attention)
-        or (bool(mla) and len(mla) != len(attention))
-        or any(s.head_size != s.head_size_v for s in attention if not isinstance(s, MLAAttentionSpec))
-    )
-
-
-def plan_views(plan, rank: int = 0):
-    """``(worker, [TensorView], [failure])`` for one worker of ``plan``; no torch.
-
-    A layer whose view cannot be built (page mismatch, misaligned state, out of bounds)
-    is left out of its tensor and reported as a failure."""
-    if not plan.workers:
-        raise OptionError("the plan has no worker configuration (the engine would not start); nothing to allocate")
-    if not 0 <= rank < len(plan.workers):
-        raise OptionError(f"rank {rank} out of range: the plan has {len(plan.workers)} pipeline stage(s)")
-    worker = plan.workers[rank]
-    groups = list(worker.groups)
-    group_of: dict[str, int] = {}
-    spec_of: dict[str, KVCacheSpec] = {}
-    for gi, g in enumerate(groups):
-        members = dict(g.spec.kv_cache_specs) if isinstance(g.spec, UniformTypeKVCacheSpecs) else {}
-        for name in g.layer_names:
-            group_of[name] = gi
-            spec_of[name] = members.get(name) or plan.specs.get(name) or g.spec
-    style = view_style(plan.era, list(spec_of.values()))
-    ordinal = {name: i for i, name in enumerate(spec_of)}
-    nb = worker.num_blocks
-    tensors, failures = [], []
-    for ti, kt in enumerate(worker.tensors):
-        page = kt.size_bytes // nb if nb else 0
-        layers = []
-        for name in kt.shared_by:
-            spec = spec_of[name]
-            where = f"tensor {ti}, group {group_of[name]}, layer {name}"
-            if spec.page_size_bytes != page:
-                failures.append(f"{where}: page {spec.page_size_bytes:,} B differs from the tensor's {page:,} B")
-                continue
-            try:
-                layout, parts = layer_parts(spec, nb, page, style)
-            except _Geometry as e:
-                failures.append(f"{where}: {e}")
-                continue
-            lv = LayerView(name, group_of[name], ordinal[name], spec.kind, layout, page, parts)
-            over = [p.name for p in parts if p.end_byte > kt.size_bytes]
-            if over or lv.real_bytes > page:
-                failures.append(f"{where}: view {', '.join(over) or 'pages'} reaches past the tensor's "
-                                f"{kt.size_bytes:,} B")
-                continue
-            layers.append(lv)
-        tensors.append(TensorView(ti, kt.size_bytes, page, nb, tuple(layers)))
-    return worker, tensors, failures
-
-
-def request_block_order(blocks_per_request: list[int]) -> list[int]:
-    """Group index of each block one max-length request takes, in the order it takes them.
-
-    Each group gets its share (``blocks_per_request[g]``), spread evenly over the request:
-    block k of group g sits at (k + ½) / n_g. Repeating this sequence over block ids
-    1 … num_blocks − 1 hands every block id to one group, in the proportions a pool full
-    of max-length requests would. Example: ``[3, 1]`` → ``[0, 0, 1, 0]``."""
-    counts = [max(int(n), 0) for n in blocks_per_request] or [1]
-    if not any(counts):
-        counts = [1] * len(counts)
-    items = sorted(((k + 0.5) / n, g) for g, n in enumerate(counts) for k in range(n))
-    return [g for _, g in items]
+# --- scratch and clean-up (pure Python) ---------------------------------------------------------
 
 
 def scratch_bytes(tensors: list[TensorView], kind: str) -> int:
@@ -647,15 +263,15 @@ def allocate_and_verify(plan, device: str, *, corrupt: str | None = None, rank: 
     if not plan.starts:
         raise OptionError("the engine would not start with this layout; nothing to allocate")
     worker, tensors, layout_failures = plan_views(plan, rank)
-    torch = _import_torch()
-    dev = _resolve_device(torch, device)
+    torch = import_torch()
+    dev = resolve_device(torch, device)
     kind = dev.type
     predicted = sum(t.size_bytes for t in worker.tensors)
     backing = backing_of(plan, worker)
     scratch = scratch_bytes(tensors, kind)
     allocations = [predicted] if backing == "one buffer" else [t.size_bytes for t in worker.tensors]
     required = sum(_rounded(n, kind) for n in allocations) + scratch + HEADROOM_BYTES[kind]
-    free_before, rule = _free_bytes(torch, dev)
+    free_before, rule = free_bytes(torch, dev)
     if required > free_before:
         raise DeviceDoesNotFitError(
             f"the layout does not fit on {device}: it needs {format_bytes(required)} ({len(worker.tensors)} KV "
@@ -697,7 +313,7 @@ def allocate_and_verify(plan, device: str, *, corrupt: str | None = None, rank: 
         raise
     finally:
         session.release()
-    free_after, _ = _free_bytes(torch, dev)
+    free_after, _ = free_bytes(torch, dev)
     leaked = live_bytes()
     if kind == "cuda":
         leaked = max(leaked, torch.cuda.memory_allocated(dev) - baseline_cuda)
@@ -777,7 +393,7 @@ def _run(s: _Session, worker, tensors: list[TensorView], plan, corrupt, failures
     s.sync()
     allocate_seconds = time.perf_counter() - t0
     device_allocated = torch.cuda.memory_allocated(dev) if kind == "cuda" else allocated
-    free_allocated, _ = _free_bytes(torch, dev)
+    free_allocated, _ = free_bytes(torch, dev)
 
     # Views (the "alias" hook builds one layer of slot ≥ 1 on tensor 0's memory).
     alias = None

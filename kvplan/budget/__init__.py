@@ -1,0 +1,14 @@
+"""The memory budget: what the weights and vLLM's other terms leave for the KV cache.
+
+Modules, in dependency order (none imports torch or transformers at import time):
+
+* ``inventory``    every weight tensor vLLM loads, from the config alone (per-family rules,
+                   dispatched through ``kvplan.model.families.FAMILIES``);
+* ``quantization`` bytes of one tensor under the config's ``quantization_config``;
+* ``meta``         the meta-device count through transformers (``--exact-params``): the
+                   only torch/transformers imports of this package, inside one function;
+* ``weights``      weight bytes per TP rank and PP stage;
+* ``hardware``     GPU presets and the batch defaults ``vllm serve`` picks per card;
+* ``estimate``     the estimated KV budget (``kv_budget``): card · utilization − weights −
+                   activation − non-torch − CUDA graphs.
+"""

@@ -1,0 +1,160 @@
+"""Bytes of one weight tensor under the config's quantization.
+
+Every tensor in the model dtype unless the config's
+``quantization_config`` converts it. Methods modelled, per converted weight of ``n``
+values in rows of ``k`` inputs:
+
+==============  ===========================================================================
+method          bytes
+==============  ===========================================================================
+mxfp4           ``n/2 + n/32``: 4-bit values + one e8m0 scale per 32 (4.25 bits); vLLM's
+                Mxfp4 method converts MoE experts only (gpt-oss)
+fp8 (block)     ``n + 4·⌈rows/128⌉·⌈k/128⌉``: e4m3 values + an fp32 scale per 128×128 block
+fp8 (tensor)    ``n + 4`` per matrix
+nvfp4           ``n/2 + n/16``: 4-bit values + one fp8 scale per 16 (4.5 bits) + 4 per matrix
+bnb 4-bit       ``n/2 + 4·n/64`` (absmax fp32 per 64); with double quant ``n/2 + n/64 + 4·n/16384``
+bnb 8-bit       ``n + 4·rows``
+gptq / awq      ``n·b/8 + rows·⌈k/g⌉·(2 + b/8)``: packed values + fp16 scales + packed zeros
+==============  ===========================================================================
+
+Never converted: embeddings, lm_head, norms, biases, routers, convolutions, Mamba/GDN
+state parameters, and any module matched by ``modules_to_not_convert`` /
+``ignored_layers`` / ``ignore`` / ``llm_int8_skip_modules`` (fnmatch on the module name).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kvplan.errors import UnsupportedError
+from kvplan.units import cdiv
+
+if TYPE_CHECKING:
+    from kvplan.budget.inventory import Weight
+
+
+@dataclass(frozen=True)
+class Quantization:
+    method: str  # none, mxfp4, fp8, nvfp4, bnb_4bit, bnb_8bit, gptq, awq
+    description: str
+    experts_only: bool = False
+    block: tuple[int, int] | None = None  # fp8 block size
+    bits: int = 0  # gptq / awq
+    group_size: int = 0
+    double_quant: bool = False
+    exclude: tuple[str, ...] = ()
+
+    def converts(self, w: Weight) -> bool:
+        if self.method == "none" or not w.linear:
+            return False
+        if self.experts_only and w.kind != "experts":
+            return False
+        return not _excluded(w.module, self.exclude)
+
+
+NO_QUANTIZATION = Quantization("none", "unquantized")
+
+
+def _excluded(module: str, patterns: tuple[str, ...]) -> bool:
+    parts = module.split(".")
+    for p in patterns:
+        if fnmatch.fnmatchcase(module, p) or fnmatch.fnmatchcase(module, p + ".*"):
+            return True
+        if "." not in p and "*" not in p and p in parts:
+            return True
+        if module.endswith("." + p) or ("." + p + ".") in ("." + module + "."):
+            return True
+    return False
+
+
+def quantization_of(config: dict) -> Quantization:
+    """The scheme ``quantization_config`` declares (top level, else the text config's)."""
+    q = config.get("quantization_config")
+    if not isinstance(q, dict):
+        text = config.get("text_config")
+        q = text.get("quantization_config") if isinstance(text, dict) else None
+    if not isinstance(q, dict):
+        return NO_QUANTIZATION
+    method = str(q.get("quant_method", "")).lower()
+    exclude = tuple(
+        str(x) for key in ("modules_to_not_convert", "ignored_layers", "ignore", "llm_int8_skip_modules",
+                           "exclude_modules")
+        for x in (q.get(key) or []) if isinstance(x, str)
+    )
+    if method == "mxfp4":
+        return Quantization("mxfp4", "mxfp4 experts: 4-bit values + e8m0 scale per 32 (4.25 bits)",
+                            experts_only=True, exclude=exclude)
+    if method == "fp8":
+        block = q.get("weight_block_size")
+        if block:
+            bo, bi = int(block[0]), int(block[1])
+            return Quantization("fp8", f"fp8 e4m3 + fp32 scale per {bo}x{bi} block", block=(bo, bi), exclude=exclude)
+        return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix", exclude=exclude)
+    if method == "modelopt" or method == "modelopt_fp4":
+        algo = str((q.get("quantization") or {}).get("quant_algo", q.get("quant_algo", ""))).upper()
+        if "FP4" in algo or method == "modelopt_fp4":
+            return Quantization("nvfp4", "nvfp4: 4-bit values + fp8 scale per 16 (4.5 bits)", exclude=exclude)
+        if "FP8" in algo:
+            return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix (modelopt)", exclude=exclude)
+    if method == "compressed-tensors":
+        fmt = str(q.get("format", "")).lower()
+        if "nvfp4" in fmt:
+            return Quantization("nvfp4", "nvfp4 (compressed-tensors)", exclude=exclude)
+        if "float-quantized" in fmt:
+            return Quantization("fp8", "fp8 (compressed-tensors)", exclude=exclude)
+    if method == "bitsandbytes":
+        if q.get("load_in_4bit") or q.get("_load_in_4bit"):
+            dq = bool(q.get("bnb_4bit_use_double_quant"))
+            return Quantization("bnb_4bit", "bitsandbytes 4-bit" + (" (double quant)" if dq else ""),
+                                double_quant=dq, exclude=exclude or ("lm_head",))
+        if q.get("load_in_8bit") or q.get("_load_in_8bit"):
+            return Quantization("bnb_8bit", "bitsandbytes 8-bit (int8 + fp32 row scale)", exclude=exclude or ("lm_head",))
+    if method in ("gptq", "awq"):
+        bits, g = int(q.get("bits", q.get("w_bit", 4))), int(q.get("group_size", q.get("q_group_size", 128)))
+        g = g if g > 0 else 0
+        return Quantization(method, f"{method} {bits}-bit, group {g or 'per-channel'}", bits=bits, group_size=g,
+                            exclude=exclude)
+    raise UnsupportedError(
+        f"quantization {method or q!r} is not modelled; pass --weights-memory with the per-GPU weight size "
+        "vLLM logs ('Model loading took X GiB')"
+    )
+
+
+def _matrix(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """``(count, rows, cols)`` of a Linear or stacked-expert weight."""
+    if len(shape) == 1:
+        return 1, 1, shape[0]
+    return math.prod(shape[:-2]), shape[-2], shape[-1]
+
+
+def tensor_bytes(shape: tuple[int, ...], quant: Quantization, converted: bool, dtype_bytes: int) -> int:
+    n = math.prod(shape)
+    if not converted:
+        return n * dtype_bytes
+    c, rows, k = _matrix(shape)
+    m = quant.method
+    if m == "mxfp4":
+        return c * rows * (cdiv(k, 2) + cdiv(k, 32))
+    if m == "fp8":
+        if quant.block:
+            bo, bi = quant.block
+            return n + c * cdiv(rows, bo) * cdiv(k, bi) * 4
+        return n + c * 4
+    if m == "nvfp4":
+        return c * rows * (cdiv(k, 2) + cdiv(k, 16)) + c * 4
+    if m == "bnb_4bit":
+        blocks = cdiv(n, 64)
+        if quant.double_quant:
+            return cdiv(n, 2) + blocks + cdiv(blocks, 256) * 4
+        return cdiv(n, 2) + blocks * 4
+    if m == "bnb_8bit":
+        return n + c * rows * 4
+    if m in ("gptq", "awq"):
+        groups = cdiv(k, quant.group_size) if quant.group_size else 1
+        return cdiv(n * quant.bits, 8) + c * rows * groups * 2 + cdiv(c * rows * groups * quant.bits, 8)
+    raise AssertionError(m)  # pragma: no cover
+
+

@@ -1,0 +1,139 @@
+"""Weight bytes one GPU holds, stage by stage.
+
+Per rank (``weight_memory(..., tp, pp)``), as vLLM shards:
+* embeddings and lm_head are vocab-parallel: ``round_up(vocab, 64) / tp`` rows each;
+* attention and MLP are column-parallel (q/k/v, gate/up: output rows / tp) then
+  row-parallel (o, down: input columns / tp); KV heads are replicated when tp exceeds them
+  (``max(1, kv_heads / tp)`` heads per rank); MoE experts split by tp (TP or EP alike);
+* norms, routers, MLA's low-rank ``q_a``/``kv_a`` projections, the DeepSeek-V3.2 indexer and
+  MTP's ``eh_proj`` are replicated;
+* pipeline stages take their decoder layers (vLLM's ``get_pp_indices``); the embedding sits
+  on the first stage, the final norm and lm_head on the last (a tied embedding is held by
+  both when pp > 1); drafter and MTP weights sit on the last stage.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from kvplan.budget.inventory import KINDS, Inventory, Weight, analytic_inventory, drafter_inventory
+from kvplan.budget.meta import meta_param_counts
+from kvplan.budget.quantization import NO_QUANTIZATION, Quantization, quantization_of, tensor_bytes
+from kvplan.model.layout import get_pp_indices
+from kvplan.units import dtype_size_bytes
+
+
+@dataclass(frozen=True)
+class StageWeights:
+    stage: int  # pipeline stage (0-based)
+    num_params: int  # parameters held by one TP rank of this stage
+    weight_bytes: int
+    bytes_by_kind: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WeightMemory:
+    num_params: int  # whole model (target + drafter/MTP as loaded), unsharded
+    num_params_by_kind: dict[str, int]
+    quantization: str
+    dtype: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    stages: tuple[StageWeights, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def max_stage_bytes(self) -> int:
+        return max(s.weight_bytes for s in self.stages)
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes summed over every rank (tp · Σ stages): replicated weights count per rank."""
+        return sum(s.weight_bytes for s in self.stages) * self.tensor_parallel_size
+
+
+def _stage_of(w: Weight, bounds: list[tuple[int, int]], tied: bool) -> list[int]:
+    pp = len(bounds)
+    if w.stage == "first":
+        stages = [0]
+        if tied and pp > 1 and w.kind == "embedding" and w.name.endswith("embed_tokens.weight"):
+            stages.append(pp - 1)  # the last stage's lm_head is a copy of the tied embedding
+        return stages
+    if w.stage == "last" or w.layer is None:
+        return [pp - 1]
+    for s, (a, z) in enumerate(bounds):
+        if a <= w.layer < z:
+            return [s]
+    return [pp - 1]
+
+
+def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int = 1,
+                  quant: Quantization = NO_QUANTIZATION, drafter_quant: Quantization = NO_QUANTIZATION,
+                  drafter_dtype: str | None = None) -> WeightMemory:
+    """Bytes one GPU holds, stage by stage. ``inventories[0]`` is the target (its layers set
+    the PP split); further inventories (drafter) go to the last stage with ``drafter_quant``."""
+    target = inventories[0]
+    bounds = [get_pp_indices(target.num_hidden_layers, r, pp) for r in range(pp)]
+    dbytes = dtype_size_bytes(dtype)
+    params = [0] * pp
+    bytes_ = [0] * pp
+    kinds: list[dict[str, int]] = [{} for _ in range(pp)]
+    by_kind: dict[str, int] = {}
+    for idx, inv in enumerate(inventories):
+        q = quant if idx == 0 else drafter_quant
+        db = dbytes if idx == 0 or drafter_dtype is None else dtype_size_bytes(drafter_dtype)
+        for w in inv.weights:
+            by_kind[w.kind] = by_kind.get(w.kind, 0) + w.numel
+            shape = w.rank_shape(tp)
+            nb = tensor_bytes(shape, q, q.converts(w), db)
+            for s in _stage_of(w, bounds, inv.tie_word_embeddings and idx == 0):
+                params[s] += math.prod(shape)
+                bytes_[s] += nb
+                kinds[s][w.kind] = kinds[s].get(w.kind, 0) + nb
+    stages = tuple(
+        StageWeights(s, params[s], bytes_[s], {k: kinds[s][k] for k in KINDS if k in kinds[s]}) for s in range(pp)
+    )
+    notes = tuple(n for inv in inventories for n in inv.notes)
+    qdesc = quant.description if len(inventories) == 1 or drafter_quant == quant else \
+        f"{quant.description}; drafter {drafter_quant.description}"
+    return WeightMemory(
+        num_params=sum(inv.num_params() for inv in inventories),
+        num_params_by_kind={k: by_kind[k] for k in KINDS if k in by_kind},
+        quantization=qdesc,
+        dtype=dtype,
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
+        stages=stages,
+        notes=notes,
+    )
+
+
+def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False) -> WeightMemory:
+    """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
+    the drafter) per GPU. ``tp`` defaults to the layout's own tensor-parallel size."""
+    tp = tp or layout.tensor_parallel_size
+    pp = max(1, len(layout.ranks))
+    target = layout.target
+    path = target.source.path if getattr(target, "source", None) is not None else "<config>"
+    inv = analytic_inventory(target.config, include_mtp=layout.speculative_method == "mtp", path=path)
+    invs = [inv]
+    dq = NO_QUANTIZATION
+    ddtype = None
+    if layout.drafter is not None:
+        d = layout.drafter
+        dpath = d.source.path if getattr(d, "source", None) is not None else "<drafter>"
+        invs.append(drafter_inventory(d.config, layout.speculative_method or "draft_model", target.config, path=dpath))
+        dq = quantization_of(d.config)
+        ddtype = d.dtype
+    mem = weight_memory(invs, target.dtype, tp=tp, pp=pp, quant=quantization_of(target.config),
+                        drafter_quant=dq, drafter_dtype=ddtype)
+    if exact_params:
+        counts = meta_param_counts(target.config, path=path)
+        analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k != "mtp"))
+        note = (f"meta-device count (transformers): {counts['text']:,} text parameters"
+                + (f" + {counts['vision']:,} vision" if counts["vision"] else "")
+                + ("; agrees with the analytic count" if counts["text"] == analytic_text
+                   else f"; the analytic count is {analytic_text:,}"))
+        mem = replace(mem, notes=mem.notes + (note,))
+    return mem
