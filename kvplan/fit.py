@@ -121,7 +121,7 @@ def fit_max_model_len(b: _Budgeted) -> dict:
     cap = b.scenario.max_model_len
     cap = parse_max_model_len(str(cap)) if cap is not None else None
     limit = model_max if cap in (None, -1) else cap
-    if b.era.admission == "per_layer":
+    if not b.era.auto_fit:
         best, plan = _search_starts(b, kv, limit)
         method = f"binary search over simulate(...).starts ({b.era.name} has no auto-fit)"
     else:

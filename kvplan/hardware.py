@@ -159,18 +159,13 @@ def vllm_batch_defaults(gpu: str | None, gpu_memory_gib: float | None, *, large_
 
 # ----------------------------------------------------------------------- era defaults
 
-def _latest_generation(era) -> bool:
-    """0.33-generation behaviour (``vllm-latest`` and the proposals built on it)."""
-    return era.kv_size_log == "concurrency"
-
-
 def default_gpu_memory_utilization(era) -> float:
-    """``--gpu-memory-utilization`` default: 0.92 in vLLM 0.33 (``vllm-latest``), 0.9 before."""
-    return 0.92 if _latest_generation(era) else 0.9
+    """``--gpu-memory-utilization`` default of the era's releases (``Era.gpu_memory_utilization``)."""
+    return era.gpu_memory_utilization
 
 
 def subtracts_cudagraph_memory(era) -> bool:
-    return _latest_generation(era)
+    return era.cudagraph_memory_in_profile
 
 
 # ----------------------------------------------------------------------- estimates

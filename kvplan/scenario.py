@@ -55,7 +55,7 @@ class Scenario:
             from kvplan.api import resolve_era
             from kvplan.hardware import vllm_batch_defaults
 
-            large = resolve_era(self.policy, None).messages == "0.33"  # the ≥160 GiB tier is 0.33's
+            large = resolve_era(self.policy, None).large_batch_tier
             d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory, large_tier=large)
             tokens, seqs = tokens or d_tokens, seqs or d_seqs
         return tokens, seqs

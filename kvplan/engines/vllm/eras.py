@@ -37,10 +37,10 @@ class Era:
     hybrid_prefix_caching_default: bool
     # GDN (Qwen gated delta net) 64-token block alignment in "align" mode (0.33).
     gdn_align_tokens: int
-    # Message wording, by the release that printed it (checked against the goldens):
+    # Message wording only, by the release that printed it (checked against the goldens):
     # "0.11" (admission error with 2-decimal GiB, no docs link; "All eagle layers …"),
-    # "0.17" ("models's", docs link; two capacity lines), "0.33" ("model's", CPU note,
-    # one combined capacity line, "Using LBNHC KV cache layout.").
+    # "0.17" ("models's", docs link), "0.33" ("model's", CPU note, auto-fit lines naming
+    # "KV cache memory", --enable-hybrid-kv-cache-manager). No behaviour keys on it.
     messages: str
     # KV-connector rule: "always" disables HMA (≤ V_before), "supports_hma" (0.33).
     kv_transfer_rule: str
@@ -55,6 +55,34 @@ class Era:
     # checkpoints and reserve one more block per request (read in 0.33.0's mamba_mixer2.py,
     # gdn/qwen_gdn_linear_attn.py and kv_cache_interface.MambaSpec.max_memory_usage_bytes).
     mamba_prefill_checkpoints: bool = False
+    # --max-model-len -1 (auto-fit, PR #29431): absent from 0.11.
+    auto_fit: bool = True
+    # 0.11: a Mamba layer reserved cdiv(max_model_len, block_size) blocks in "none" mode
+    # and no speculative blocks (MambaSpec.max_memory_usage_bytes of that release).
+    mamba_legacy_reservation: bool = False
+    # How a worker's KV memory is allocated: "per_slot" (one tensor per group slot,
+    # KVCacheTensor.shared_by) or "lbnhc" (0.33: one buffer, per-group records, and the
+    # "Using LBNHC KV cache layout." line).
+    kv_buffer_layout: str = "per_slot"
+    # The capacity log: "per_worker" (0.11: the concurrency line is a plain logger.info, once
+    # per worker), "two_lines" (info_once: size line + concurrency line), "one_line" (0.33's
+    # update_kv_cache_capacity: both on one line).
+    capacity_log: str = "two_lines"
+    # --num-gpu-blocks-override becomes the available memory before auto-fit and the
+    # admission check (logged there), instead of replacing num_blocks at config time.
+    override_before_check: bool = False
+    # Mamba kernel alignment: "fixed" (16, or 64 for MLA) or "at_least_block" (0.33: the
+    # backend's smallest kernel block, at least the cache block size).
+    mamba_kernel_alignment: str = "fixed"
+    # How --mamba-cache-mode is resolved against prefix caching (hybrid.resolve_mamba_mode):
+    # "as_given", "reconcile" (model config reconciles it) or "prefix_caching" (the flag has
+    # no effect: prefix caching decides).
+    mamba_cache_mode_rule: str = "as_given"
+    # vllm serve defaults: --gpu-memory-utilization, the >= 160 GiB batch tier of
+    # get_batch_defaults (16384 tokens), and whether the profile counts CUDA-graph memory.
+    gpu_memory_utilization: float = 0.9
+    large_batch_tier: bool = False
+    cudagraph_memory_in_profile: bool = False
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -85,6 +113,9 @@ ERAS: dict[str, Era] = {
             threshold=None,
             admission="per_layer",
             releases=("0.11.2",),
+            auto_fit=False,
+            mamba_legacy_reservation=True,
+            capacity_log="per_worker",
             **{**_COMMON_OLD, "messages": "0.11", "page_mismatch": "none"},
         ),
         Era(
@@ -120,6 +151,13 @@ ERAS: dict[str, Era] = {
             window_head_size_v=True,
             mamba_prefill_checkpoints=True,
             kv_events_disable_hma=False,
+            kv_buffer_layout="lbnhc",
+            capacity_log="one_line",
+            override_before_check=True,
+            mamba_kernel_alignment="at_least_block",
+            gpu_memory_utilization=0.92,
+            large_batch_tier=True,
+            cudagraph_memory_in_profile=True,
             releases=("0.33.0",),
         ),
     )

@@ -143,7 +143,7 @@ def align_hybrid_mamba(
     if mamba_cache_mode is None:
         prefix = era.hybrid_prefix_caching_default if enable_prefix_caching is None else enable_prefix_caching
         mamba_cache_mode = "align" if prefix else "none"
-    if era.hybrid_prefix_caching_default:
+    if era.mamba_kernel_alignment == "at_least_block":
         # 0.33: the kernel alignment is the backend's smallest kernel block (16 for
         # FlashAttention/FlashInfer/Triton, 64 for FlashMLA), at least the cache block.
         k = max(64 if isinstance(first, MLAAttentionSpec) else 16, cache_block)

@@ -149,7 +149,7 @@ def _workload(era: Era, o: SimulateOptions, max_model_len: int, mamba: MambaAlig
         mamba_cache_mode=mamba.mamba_cache_mode if mamba else (o.mamba_cache_mode or "none"),
         max_num_encoder_input_tokens=o.max_num_batched_tokens,
         cp_world_size=o.decode_context_parallel_size,
-        mamba_legacy_reservation=era.messages == "0.11",
+        mamba_legacy_reservation=era.mamba_legacy_reservation,
     )
 
 
@@ -170,7 +170,7 @@ def simulate(
 
 def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     era, o, facts, logs = plan.era, plan.options, plan.facts, plan.logs
-    if o.max_model_len == -1 and era.admission == "per_layer":
+    if o.max_model_len == -1 and not era.auto_fit:
         raise OptionError("--max-model-len auto needs vLLM PR #29431 or later (policy vllm-1.25 or newer)")
     original = facts.max_model_len if o.max_model_len in (None, -1) else o.max_model_len
     if original <= 0:
@@ -187,7 +187,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         logs=logs,
         kv_events=o.kv_events,
     )
-    if era.messages == "0.33":
+    if era.kv_buffer_layout == "lbnhc":
         logs.append(LAYOUT_LOG_033)  # after the config-time warnings above
     specs = {ls.name: ls.spec for ls in plan.layers}
     if not era.window_head_size_v:
@@ -228,7 +228,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
 
     projected = [sizing.project_groups(groups, names) for names in worker_names]
     available = [o.kv_cache_memory_bytes for _ in projected]
-    if o.num_gpu_blocks_override is not None and era.kv_size_log == "concurrency":
+    if o.num_gpu_blocks_override is not None and era.override_before_check:
         for i, pg in enumerate(projected):
             if pg:
                 bpb = sizing.bytes_per_block(pg)
@@ -249,7 +249,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
                 plan.needed_bytes = need
                 plan.checked_available_bytes = sizing.checked_memory(pg, era, avail)
 
-    override = o.num_gpu_blocks_override if era.kv_size_log == "blocks" else None
+    override = None if era.override_before_check else o.num_gpu_blocks_override
     workers = [
         sizing.kv_cache_config_from_groups(i, pg, avail, override, era, logs)
         for i, (pg, avail) in enumerate(zip(projected, available))
@@ -267,12 +267,12 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         )
         size_line = f"GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens"
         conc_line = f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {plan.max_concurrency:.2f}x"
-        if era.messages == "0.33":
+        if era.capacity_log == "one_line":
             logs.append(f"{size_line}, {conc_line}")  # one line from update_kv_cache_capacity
         else:
             logs.append(size_line)
             logs.append(conc_line)
-        if era.messages == "0.11":
+        if era.capacity_log == "per_worker":
             # 0.11 logged the concurrency line with plain info: once per worker that has groups
             for w in plan.workers:
                 if w.groups and w is not reported:

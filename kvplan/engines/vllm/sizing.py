@@ -191,7 +191,7 @@ def kv_cache_config_from_groups(
     if is_single_uniform_type(groups):
         spec = groups[0].spec
         num_blocks = available // spec.page_size_bytes
-        if override is not None and era.kv_size_log == "blocks":
+        if override is not None and not era.override_before_check:
             logs.append(f"Overriding num_gpu_blocks={num_blocks} with num_gpu_blocks_override={override}")
             num_blocks = override
         elif override is not None:
@@ -207,7 +207,7 @@ def kv_cache_config_from_groups(
     page = pages.pop()
     num_blocks = max(int(available // page // G), 0)
     if override is not None:
-        if era.kv_size_log == "blocks":
+        if not era.override_before_check:
             logs.append(f"Overriding num_gpu_blocks={num_blocks} with num_gpu_blocks_override={override}")
         num_blocks = override
     tensors = tuple(
