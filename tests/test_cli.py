@@ -69,9 +69,12 @@ def test_simulate_acceptance_threshold_1_5_starts():
 
 def test_simulate_release_alias_and_default_era():
     _, d = as_json("simulate", *GPT, *BUDGET, "--policy", "vllm==0.17.1")
-    assert d["policy"]["name"] == "vllm-1.25" and d["grouping"]["group_size"] == 12
-    _, d = as_json("simulate", *GPT, *BUDGET)  # default: vllm-latest (0.33.0), async scheduling → 8.88
-    assert d["policy"]["name"] == "vllm-latest" and f"{d['memory']['max_concurrency']:.2f}" == "8.88"
+    assert (d["policy"]["name"], d["policy"]["vllm_release"]) == ("vllm-0.15", "0.17.1")
+    assert d["grouping"]["group_size"] == 12
+    # default: the newest checked release (0.34.0, no vLLM installed here), async scheduling → 8.88
+    _, d = as_json("simulate", *GPT, *BUDGET)
+    assert (d["policy"]["vllm_release"], d["policy"]["release_note"]) == ("0.34.0", None)
+    assert f"{d['memory']['max_concurrency']:.2f}" == "8.88"
     assert d["memory"]["kv_cache_size_tokens"] == 1163947
 
 

@@ -1,8 +1,8 @@
 """kvplan against vLLM's own layout functions, field by field.
 
 Each file in tests/golden was written by scripts/golden/make_goldens.py, which ran the
-released vLLM wheels (0.11.2, 0.17.1, 0.18.0, 0.33.0) on CPU on the layer specs that
-`kvplan inspect` produced. Here the same specs and options go through kvplan's engine
+released vLLM wheels (every release in kvplan.engines.vllm.releases.GOLDEN_RELEASES) on CPU
+on the layer specs that `kvplan inspect` produced. Here the same specs and options go through kvplan's engine
 and every field vLLM reported must match: groups, num_blocks per worker, tensors,
 admission bytes, max concurrency, the final max_model_len, vLLM's log lines verbatim,
 and the exact start-up error.
@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
+from kvplan.engines.vllm import ModelFacts, SimulateOptions, simulate
+from kvplan.engines.vllm.releases import GOLDEN_RELEASES, era_of_release
 from kvplan.specs import LayerSpec, spec_from_dict
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.json"))
-ERA_OF = {"0.11.2": "vllm-min", "0.17.1": "vllm-1.25", "0.18.0": "vllm-1.5", "0.33.0": "vllm-latest"}
-# Lines of the Mamba alignment are config-time logs; the goldens receive specs already aligned.
-ALIGNMENT_LOGS = ("Setting attention block size", "Padding mamba page size")
+# Lines of the Mamba alignment and of the Mamba cache-mode resolution are config-time logs
+# (EngineArgs / the model config); the goldens receive specs already aligned and the mode resolved.
+ALIGNMENT_LOGS = ("Setting attention block size", "Padding mamba page size", "--mamba-cache-mode is deprecated",
+                  "Mamba cache mode is set to", "Hybrid or mamba-based model detected")
 
 
 def _layers(case: dict):
@@ -64,7 +66,7 @@ def _plan(golden: dict):
         num_gpu_blocks_override=case.get("num_gpu_blocks_override"),
         use_v2_model_runner=bool(case.get("use_v2_model_runner")),
     )
-    era = get_era(ERA_OF[golden["vllm_version"]])
+    era = era_of_release(golden["vllm_version"])
     return simulate(layers, ranks if len(ranks) > 1 else (), facts, era, options)
 
 
@@ -96,7 +98,9 @@ def test_matches_vllm(path):
     if "max_model_len" in r and r.get("error") is None:
         assert plan.max_model_len == r["max_model_len"]
 
-    for ours_w, theirs in zip(plan.workers, r.get("workers") or []):
+    # every worker vLLM configured, one for one (a missing or extra worker fails)
+    pairs = zip(plan.workers, r.get("workers") or [], strict=True) if plan.workers else ()
+    for ours_w, theirs in pairs:
         if theirs.get("num_blocks") is None:
             continue
         assert ours_w.num_blocks == theirs["num_blocks"]
@@ -119,6 +123,8 @@ def test_matches_vllm(path):
             assert vllm_tensor_records(ours_w) == tensors
 
 
-def test_goldens_cover_every_era():
+def test_goldens_cover_the_golden_releases():
+    """Every release the registry says was golden-tested has goldens, and no other (≥ 25)."""
     versions = {json.loads(p.read_text())["vllm_version"] for p in GOLDEN}
-    assert versions == set(ERA_OF)
+    assert versions == set(GOLDEN_RELEASES)
+    assert len(versions) >= 25

@@ -70,7 +70,7 @@ def handle_errors(fn):
 
 def _register() -> None:
     # Each command lives in its own module and registers itself on `app`.
-    from kvplan.cli import inspect_cmd, models_cmd, simulate_cmd  # noqa: F401
+    from kvplan.cli import inspect_cmd, models_cmd, policies_cmd, simulate_cmd  # noqa: F401
     for optional in ("check_cmd", "fit_cmd", "compare_cmd"):
         try:
             __import__(f"kvplan.cli.{optional}")

@@ -49,6 +49,9 @@ class Era:
     # sliding layers (K 192, V 128) had a page that does not divide the full one (golden:
     # NotImplementedError on 0.17.1 and 0.18.0).
     window_head_size_v: bool = False
+    # Whether full-attention specs carry head_size_v (FullAttentionSpec.head_size_v, first in
+    # the 0.14.0 wheel); before, a full layer cached V at the K head size too.
+    full_head_size_v: bool = True
     # KV events (--kv-events-config) turned the hybrid manager off until PR #37688 (2026-04-12).
     kv_events_disable_hma: bool = True
     # 0.33 align mode: Mamba2 and (Hopper, FlashInfer prefill) GDN layers export prefill
@@ -83,85 +86,103 @@ class Era:
     gpu_memory_utilization: float = 0.9
     large_batch_tier: bool = False
     cudagraph_memory_in_profile: bool = False
+    # Nemotron-H's Mamba2 ssm state when the config sets no mamba_ssm_cache_dtype:
+    # "model" (<= 0.12: no config hook, the model dtype), "float16" (0.13 hook default),
+    # "float32" (0.20: NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE).
+    nemotron_h_ssm_cache_dtype: str = "model"
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
     grouping: str = "threshold"
     is_proposal: bool = False
+    first_release: str = ""
+    # Set when the era was selected through a release (``vllm==0.24.0``): that release, a
+    # note for the header ("installed", "unchecked") and a one-line warning, if any.
+    release: str = ""
+    release_note: str = ""
+    warning: str = ""
 
     def with_threshold(self, threshold: float | None) -> "Era":
         return replace(self, threshold=threshold)
 
 
-_COMMON_OLD = dict(
+# The eras as a chain: each starts at the first release that has its changes (pinned by
+# reading the wheels with scripts/golden/fingerprint.py and running them with the golden
+# runner) and inherits every other decision from the era before it. ``kvplan policies``
+# and docs/releases.md print these changes.
+_BASE = dict(
+    threshold=None,
+    admission="per_layer",
     kv_size_log="blocks",
     in_flight_batches=False,
     null_block_in_check=False,
-    page_mismatch="raise",
+    page_mismatch="none",
     hybrid_prefix_caching_default=False,
     gdn_align_tokens=0,
-    messages="0.17",
+    messages="0.11",
     kv_transfer_rule="always",
+    auto_fit=False,
+    mamba_legacy_reservation=True,
+    capacity_log="per_worker",
+    full_head_size_v=False,
 )
 
-ERAS: dict[str, Era] = {
-    era.name: era
-    for era in (
-        Era(
-            name="vllm-min",
-            description="before PR #29303 (2025-11-24): group size = smallest bucket, per-layer admission",
-            threshold=None,
-            admission="per_layer",
-            releases=("0.11.2",),
-            auto_fit=False,
-            mamba_legacy_reservation=True,
-            capacity_log="per_worker",
-            **{**_COMMON_OLD, "messages": "0.11", "page_mismatch": "none"},
-        ),
-        Era(
-            name="vllm-1.25",
-            description="PR #29303 to #36684: threshold 1.25, admission counts the first group only",
-            threshold=1.25,
-            admission="first_group",
-            releases=("0.16.0", "0.17.0", "0.17.1"),
-            **_COMMON_OLD,
-        ),
-        Era(
-            name="vllm-1.5",
-            description="PR #36684 (2026-03-12) to #36030: threshold 1.5, first-group admission",
-            threshold=1.5,
-            admission="first_group",
-            releases=("0.18.0",),
-            **_COMMON_OLD,
-        ),
-        Era(
-            name="vllm-latest",
-            description="0.33.0: threshold 1.5, summed admission without the null block, "
-            "async-scheduling reservations, concurrency-based token log, padded page mismatch",
-            threshold=1.5,
-            admission="summed",
-            kv_size_log="concurrency",
-            in_flight_batches=True,
-            null_block_in_check=True,
-            page_mismatch="pad",
-            hybrid_prefix_caching_default=True,
-            gdn_align_tokens=64,
-            messages="0.33",
-            kv_transfer_rule="supports_hma",
-            window_head_size_v=True,
-            mamba_prefill_checkpoints=True,
-            kv_events_disable_hma=False,
-            kv_buffer_layout="lbnhc",
-            capacity_log="one_line",
-            override_before_check=True,
-            mamba_kernel_alignment="at_least_block",
-            gpu_memory_utilization=0.92,
-            large_batch_tier=True,
-            cudagraph_memory_in_profile=True,
-            releases=("0.33.0",),
-        ),
-    )
-}
+# (name, first release, description, changes from the previous era)
+CHAIN: tuple[tuple[str, str, str, dict], ...] = (
+    ("vllm-0.10", "0.10.1",
+     "0.10.1 to 0.11.2: group size = smallest bucket (before PR #29303), per-layer admission before grouping, "
+     "no page-size unification, no auto-fit", {}),
+    ("vllm-0.12", "0.12.0",
+     "PR #29303: threshold 1.25; page sizes unified (raise when they do not divide); capacity lines logged once",
+     dict(threshold=1.25, page_mismatch="raise", capacity_log="two_lines")),
+    ("vllm-0.13", "0.13.0",
+     "Nemotron-H's config hook: the ssm state defaults to float16 when the config does not set it",
+     dict(nemotron_h_ssm_cache_dtype="float16")),
+    ("vllm-0.14", "0.14.0",
+     "PR #29431: admission counts the first group only; --max-model-len auto (auto-fit); full-attention "
+     "pages with their own V head size",
+     dict(admission="first_group", auto_fit=True, messages="0.17", full_head_size_v=True)),
+    ("vllm-0.15", "0.15.0",
+     "--mamba-cache-mode, reconciled with prefix caching by the model config; a Mamba layer reserves "
+     "1 + speculative blocks (was cdiv(max_model_len, block)); drafter check says 'drafting'",
+     dict(mamba_cache_mode_rule="reconcile", mamba_legacy_reservation=False)),
+    ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5", dict(threshold=1.5)),
+    ("vllm-0.19", "0.19.0", "PR #36030: admission sums every group's blocks", dict(admission="summed")),
+    ("vllm-0.20", "0.20.0",
+     "PR #40045: sliding/chunked pages with their own V head size; KV events keep the hybrid manager (PR #37688); "
+     "--gpu-memory-utilization 0.92",
+     dict(window_head_size_v=True, kv_events_disable_hma=False, gpu_memory_utilization=0.92,
+          nemotron_h_ssm_cache_dtype="float32")),
+    ("vllm-0.20.1", "0.20.1",
+     "capacity log = max_concurrency x max_model_len; --num-gpu-blocks-override applied before auto-fit and admission",
+     dict(kv_size_log="concurrency", override_before_check=True)),
+    ("vllm-0.33", "0.33.0",
+     "0.33.0: async-scheduling reservations, null block out of the check, padded page mismatch, LBNHC buffer, "
+     "one capacity line, hybrid prefix caching on (align, GDN 64), --mamba-cache-mode ignored, SupportsHMA "
+     "connectors, >= 160 GiB batch tier",
+     dict(in_flight_batches=True, null_block_in_check=True, page_mismatch="pad", hybrid_prefix_caching_default=True,
+          gdn_align_tokens=64, messages="0.33", kv_transfer_rule="supports_hma", mamba_prefill_checkpoints=True,
+          kv_buffer_layout="lbnhc", capacity_log="one_line", mamba_kernel_alignment="at_least_block",
+          mamba_cache_mode_rule="prefix_caching", large_batch_tier=True, cudagraph_memory_in_profile=True)),
+)
+
+
+def _build_chain() -> dict[str, Era]:
+    from kvplan.engines.vllm.releases import RELEASES
+
+    out: dict[str, Era] = {}
+    fields: dict = dict(_BASE)
+    for name, first, description, changes in CHAIN:
+        fields.update(changes)
+        releases = tuple(r.version for r in RELEASES if r.era == name)
+        out[name] = Era(name=name, description=description, releases=releases, first_release=first, **fields)
+    return out
+
+
+ERAS: dict[str, Era] = _build_chain()
+
+# The policy names kvplan had before every release was selectable; they stay accepted.
+LEGACY_NAMES = {"vllm-min": "vllm-0.10", "vllm-1.25": "vllm-0.15", "vllm-1.5": "vllm-0.18"}
 
 DEFAULT_ERA = "vllm-latest"
 
@@ -171,21 +192,37 @@ def era_names() -> list[str]:
 
 
 def release_aliases() -> dict[str, str]:
-    """``vllm==0.18.0`` → ``vllm-1.5``: every release an era was checked against."""
-    return {f"vllm=={rel}": era.name for era in ERAS.values() for rel in era.releases}
+    """``vllm==0.18.0`` → ``vllm-0.18``: every release in the registry."""
+    from kvplan.engines.vllm.releases import RELEASES
+
+    return {f"vllm=={r.version}": r.era for r in RELEASES}
+
+
+def newest_era() -> Era:
+    """The era of the newest checked release (what ``vllm-latest`` means without an installed vLLM)."""
+    from kvplan.engines.vllm.releases import NEWEST_CHECKED, era_of_release
+
+    return era_of_release(NEWEST_CHECKED)
 
 
 def get_era(name: str) -> Era:
-    """Look up an era by name or by a checked release (``vllm==0.33.0``)."""
+    """Look up a policy: ``vllm-latest`` (the default: the installed vLLM release, else the
+    newest checked), an era name, a legacy name (``vllm-1.5``), any release
+    (``vllm==0.24.0``) or a proposal."""
+    from kvplan.engines.vllm.releases import default_era, release_era, supported_range
+
     key = name.strip()
+    if key == DEFAULT_ERA:
+        return default_era()
     if key in ERAS:
         return ERAS[key]
-    aliases = release_aliases()
-    if key in aliases:
-        return ERAS[aliases[key]]
+    if key in LEGACY_NAMES:
+        return ERAS[LEGACY_NAMES[key]]
+    if key.startswith("vllm=="):
+        return release_era(key[len("vllm=="):])
     from kvplan.engines.vllm.proposals import PROPOSALS
 
     if key in PROPOSALS:
         return PROPOSALS[key]
-    choices = ", ".join([*ERAS, *aliases, *PROPOSALS])
-    raise OptionError(f"unknown policy '{name}'; choose one of: {choices}")
+    choices = ", ".join([DEFAULT_ERA, *ERAS, *LEGACY_NAMES, *PROPOSALS])
+    raise OptionError(f"unknown policy '{name}'; choose one of: {choices}, or a release: {supported_range()}")

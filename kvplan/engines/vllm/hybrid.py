@@ -120,6 +120,55 @@ class MambaAlignment:
     padded_pct: float  # how much the Mamba page was padded
 
 
+MAMBA_FLAG_NO_EFFECT_033 = (
+    "--mamba-cache-mode is deprecated and will be removed in v0.33.0. "
+    "It has no effect: Mamba prefix caching follows --enable-prefix-caching."
+)
+MAMBA_NONE_WITHOUT_PREFIX = "Mamba cache mode is set to 'none' when prefix caching is disabled"
+MAMBA_ALL_FALLBACK = (
+    "Hybrid or mamba-based model detected without support for prefix caching with Mamba cache 'all' mode: "
+    "falling back to 'align' mode."
+)
+
+
+def resolve_mamba_cache_mode(
+    era: Era, *, enable_prefix_caching: bool | None, mamba_cache_mode: str | None, supports_all: bool,
+    logs: list[str],
+) -> str:
+    """The Mamba cache mode a release ends up with for a hybrid model (``Era.mamba_cache_mode_rule``).
+
+    * ``as_given`` (before 0.15, no --mamba-cache-mode): the mode asked, else "align" with
+      prefix caching and "none" without (hybrid models ran without prefix caching by default).
+    * ``reconcile`` (0.15 to 0.32, ``MambaModelConfig.verify_and_update_config``): prefix
+      caching off forces "none"; on, "none" becomes "all" where the model supports Mamba
+      prefix caching (Mamba1/Mamba2 models: ``SupportsMambaPrefixCaching``) else "align",
+      and "all" falls back to "align" on the others (Qwen's gated delta net).
+    * ``prefix_caching`` (0.33+): --mamba-cache-mode is ignored, with a deprecation warning;
+      prefix caching on gives "align", off "none".
+    """
+    prefix = era.hybrid_prefix_caching_default if enable_prefix_caching is None else enable_prefix_caching
+    rule = era.mamba_cache_mode_rule
+    if rule == "prefix_caching":
+        if mamba_cache_mode is not None:
+            logs.append(MAMBA_FLAG_NO_EFFECT_033)
+        return "align" if prefix else "none"
+    if rule == "reconcile":
+        mode = mamba_cache_mode or "none"
+        if not prefix:
+            if mode != "none":
+                logs.append(MAMBA_NONE_WITHOUT_PREFIX)
+            return "none"
+        if mode == "none":
+            mode = "all" if supports_all else "align"
+        if mode == "all" and not supports_all:
+            logs.append(MAMBA_ALL_FALLBACK)
+            mode = "align"
+        return mode
+    if mamba_cache_mode is not None:
+        return mamba_cache_mode
+    return "align" if prefix else "none"
+
+
 def align_hybrid_mamba(
     specs: dict[str, KVCacheSpec],
     era: Era,
@@ -140,9 +189,10 @@ def align_hybrid_mamba(
     cache_block = first.block_size
     a1 = first.real_page_size_bytes // first.block_size
     mp = max(s.real_page_size_bytes for s in mamba)
-    if mamba_cache_mode is None:
-        prefix = era.hybrid_prefix_caching_default if enable_prefix_caching is None else enable_prefix_caching
-        mamba_cache_mode = "align" if prefix else "none"
+    mamba_cache_mode = resolve_mamba_cache_mode(
+        era, enable_prefix_caching=enable_prefix_caching, mamba_cache_mode=mamba_cache_mode,
+        supports_all=all(s.mamba_type in ("mamba1", "mamba2") for s in mamba), logs=logs,
+    )
     if era.mamba_kernel_alignment == "at_least_block":
         # 0.33: the kernel alignment is the backend's smallest kernel block (16 for
         # FlashAttention/FlashInfer/Triton, 64 for FlashMLA), at least the cache block.

@@ -19,7 +19,9 @@ from kvplan.errors import OptionError
 from kvplan.specs import (
     ChunkedLocalAttentionSpec,
     CrossAttentionSpec,
+    FullAttentionSpec,
     KVCacheSpec,
+    MLAAttentionSpec,
     LayerSpec,
     SlidingWindowSpec,
     Workload,
@@ -190,8 +192,9 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     if era.kv_buffer_layout == "lbnhc":
         logs.append(LAYOUT_LOG_033)  # after the config-time warnings above
     specs = {ls.name: ls.spec for ls in plan.layers}
-    if not era.window_head_size_v:
-        specs = {n: _without_head_size_v(s) for n, s in specs.items()}
+    if not (era.window_head_size_v and era.full_head_size_v):
+        memo: dict[int, KVCacheSpec] = {}
+        specs = {n: memo.setdefault(id(s), _without_head_size_v(s, era)) for n, s in specs.items()}
     specs, plan.mamba = hybrid.align_hybrid_mamba(
         specs, era,
         enable_prefix_caching=o.enable_prefix_caching,
@@ -286,10 +289,13 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
                                 "drafter")
 
 
-def _without_head_size_v(spec: KVCacheSpec) -> KVCacheSpec:
-    """Before PR #40045 only full-attention specs had a separate V head size: sliding,
-    chunked and cross layers cached V at the K head size (page 2·bs·h·hk·b)."""
-    if isinstance(spec, (SlidingWindowSpec, ChunkedLocalAttentionSpec, CrossAttentionSpec)):
+def _without_head_size_v(spec: KVCacheSpec, era: Era) -> KVCacheSpec:
+    """Before PR #40045 (0.20.0) only full-attention specs had a separate V head size: sliding,
+    chunked and cross layers cached V at the K head size (page 2·bs·h·hk·b); before 0.14.0
+    full-attention specs did not either."""
+    windowed = isinstance(spec, (SlidingWindowSpec, ChunkedLocalAttentionSpec, CrossAttentionSpec))
+    full = isinstance(spec, FullAttentionSpec) and not isinstance(spec, MLAAttentionSpec)
+    if (windowed and not era.window_head_size_v) or (full and not era.full_head_size_v):
         if spec.head_size_v != spec.head_size:
             return replace(spec, head_size_v=spec.head_size)
     return spec
