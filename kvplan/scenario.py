@@ -75,14 +75,18 @@ class ScenarioResult:
 
 
 def serving_of(s: Scenario):
+    from dataclasses import replace
+
+    from kvplan.api import resolve_era
     from kvplan.cli.common import serving_options
 
-    return serving_options(
+    era = resolve_era(s.policy, None)
+    return replace(serving_options(
         block_size=s.block_size, attention_backend=s.attention_backend, kv_cache_dtype=s.kv_cache_dtype,
         dtype=s.dtype, tensor_parallel_size=s.tensor_parallel_size, pipeline_parallel_size=s.pipeline_parallel_size,
         speculative_method=s.speculative_method, num_speculative_tokens=s.num_speculative_tokens,
         disable_sliding_window=s.disable_sliding_window,
-    )
+    ), nemotron_h_ssm_cache_dtype=era.nemotron_h_ssm_cache_dtype)
 
 
 def _size(value, flag: str) -> int:

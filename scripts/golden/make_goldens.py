@@ -463,14 +463,16 @@ def release_python(release: str) -> tuple[Path, dict] | None:
     return None
 
 
-def run_release(release: str, cases: list[dict]) -> list[dict]:
+def run_release(release: str, cases: list[dict], hooks: list[dict] | None = None):
+    """The runner's results for ``cases``; with ``hooks``, ``(results, hook_results)`` from
+    the same process (one vLLM import per release)."""
     found = release_python(release)
     if found is None:
         raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
     py, env = found
     proc = subprocess.run(
         [str(py), str(RUNNER)],
-        input=json.dumps(cases),
+        input=json.dumps({"cases": cases, "hooks": hooks} if hooks is not None else cases),
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -479,7 +481,8 @@ def run_release(release: str, cases: list[dict]) -> list[dict]:
     )
     if proc.returncode != 0:
         raise RuntimeError(f"runner failed for vllm {release}:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout)
+    out = json.loads(proc.stdout)
+    return (out["results"], out["hooks"]) if hooks is not None else out
 
 
 def main() -> None:
@@ -495,7 +498,13 @@ def main() -> None:
         help="use hand-written layers for gpt-oss-20b / gemma-3-27b (no CLI)",
     )
     ap.add_argument("--out", default=str(OUT_DIR))
+    ap.add_argument("--hooks", action="store_true",
+                    help="write tests/golden/hooks/<release>.json (Mamba mode, Nemotron-H ssm dtype) instead")
     args = ap.parse_args()
+    if args.hooks:
+        for release in args.releases or [r for r in RELEASES if release_python(r) is not None]:
+            print(f"  {make_hooks(release).relative_to(REPO)}", file=sys.stderr)
+        return
 
     cases = [c for c in _cases() if not args.only or args.only in c.name]
     if args.list:
@@ -554,7 +563,8 @@ def main() -> None:
             batch.append(make_runner_case(c, release, layers, workers, meta))
         print(f"vllm {release}: {len(batch)} cases", file=sys.stderr)
         try:
-            results = run_release(release, batch)
+            results, hook_results = run_release(release, batch, hook_cases())
+            write_hooks(release, hook_results)
         except RuntimeError as e:  # one release failing does not stop the others
             print(str(e), file=sys.stderr)
             failed.append(release)
@@ -586,6 +596,50 @@ def main() -> None:
             )
     if failed:
         raise SystemExit(f"runner failed for: {', '.join(failed)}")
+
+
+HOOKS_DIR = OUT_DIR / "hooks"
+
+
+def hook_cases() -> list[dict]:
+    """Config-hook cases (``vllm_runner.py --config-hooks``): the Mamba cache mode each
+    release resolves (Qwen3-Next: no Mamba prefix caching support; Nemotron-H: supports it),
+    and Nemotron-H's ssm state dtype with and without ``mamba_ssm_cache_dtype`` in config.json."""
+    cases = []
+    for arch, supports in (("Qwen3NextForCausalLM", False), ("NemotronHForCausalLM", True)):
+        for prefix in (False, True):
+            for mode in ("none", "align", "all"):
+                cases.append({"case": f"mamba_mode:{arch}:prefix={prefix}:{mode}", "kind": "mamba_mode",
+                              "architecture": arch, "supports_mamba_prefix_caching": supports,
+                              "enable_prefix_caching": prefix, "mamba_cache_mode": mode})
+    base = json.loads((REPO / "configs/nvidia/Nemotron-H-56B-Base-8K/config.json").read_text())
+    base.pop("mamba_ssm_cache_dtype", None)
+    for value in (None, "float32", "bfloat16"):
+        cfg = dict(base) if value is None else {**base, "mamba_ssm_cache_dtype": value}
+        cases.append({"case": f"nemotron_h_ssm:{value or 'unset'}", "kind": "nemotron_h_ssm", "hf_config": cfg})
+    return cases
+
+
+def make_hooks(release: str) -> Path:
+    found = release_python(release)
+    if found is None:
+        raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
+    py, env = found
+    cases = hook_cases()
+    proc = subprocess.run([str(py), str(RUNNER), "--config-hooks"], input=json.dumps(cases), capture_output=True,
+                          text=True, cwd=REPO, check=False, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"runner --config-hooks failed for vllm {release}:\n{proc.stderr[-4000:]}")
+    return write_hooks(release, json.loads(proc.stdout))
+
+
+def write_hooks(release: str, results: list[dict]) -> Path:
+    HOOKS_DIR.mkdir(parents=True, exist_ok=True)
+    path = HOOKS_DIR / f"{release}.json"
+    doc = {"vllm_version": release,
+           "cases": [{"case": c, "result": r} for c, r in zip(hook_cases(), results, strict=True)]}
+    path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+    return path
 
 
 def _strip(layers: list[dict]) -> list[dict]:

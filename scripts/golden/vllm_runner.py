@@ -140,6 +140,13 @@ with _stdout_to_stderr():
     from vllm.v1 import kv_cache_interface as I
     from vllm.v1.core import kv_cache_utils as U
 
+    # The V2 model runner refuses to be selected without Triton (0.22+ validation); these
+    # functions run no kernel, so the check is satisfied here (PP cases pin the runner).
+    import vllm.config.vllm as _vllm_config_module
+
+    if hasattr(_vllm_config_module, "HAS_TRITON"):
+        _vllm_config_module.HAS_TRITON = True
+
     if importlib.util.find_spec("vllm.v1.core.kv_cache_planning") is not None:
         from vllm.v1.core import kv_cache_planning as P
     else:  # before 0.33
@@ -314,6 +321,7 @@ def build_vllm_config(case: dict, max_model_len: int, original: int):
         architectures=["KvplanGoldenStandIn"],
         supports_kv_cache_grouping=False,
         is_hybrid=False,
+        is_diffusion=False,  # read by use_v2_model_runner from 0.26
         multimodal_config=None,
         dtype=torch.bfloat16,
     )
@@ -445,6 +453,10 @@ def _drafter_check(config, drafter_names: list[str]):
     if not drafter_names:
         return None
     fn = _find_validate_same_kv_cache_group()
+    if fn is None and not _has_proposer_module():
+        # 0.34 removed the V1 EAGLE proposer: the V2 speculators walk every attention group
+        # (v1/worker/gpu/spec_decode/speculator.py), so drafting layers may span groups.
+        return {"ok": True, "error": None, "note": "no validate_same_kv_cache_group in this release"}
     if fn is None:
         return {
             "ok": None,
@@ -676,6 +688,12 @@ def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
             groups = U._project_kv_cache_groups_to_worker(global_groups, specs_w)
             if not groups:
                 return None
+            override = cfg.cache_config.num_gpu_blocks_override
+            if (override is not None and hasattr(U, "_pool_bytes_per_block")
+                    and "num_gpu_blocks_override" in inspect.getsource(U.get_kv_cache_configs)):
+                # from 0.20.1 get_kv_cache_configs turns the override into the available
+                # memory (override x bytes per block) before auto-fit and the check
+                avail = override * U._pool_bytes_per_block(cfg, groups)
             needed = U._max_memory_usage_bytes_from_groups(cfg, groups)
             est = U._estimate_max_model_len_from_groups(cfg, groups, avail)
             return {
@@ -707,8 +725,14 @@ def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
         return {"error": _error(e)}
 
 
+def _has_proposer_module() -> bool:
+    import importlib.util
+
+    return any(importlib.util.find_spec(m) is not None for m in _PROPOSER_MODULES)
+
+
 def _check_imports() -> None:
-    if _find_validate_same_kv_cache_group(strict=True) is None:
+    if _find_validate_same_kv_cache_group(strict=True) is None and _has_proposer_module():
         raise SystemExit("validate_same_kv_cache_group not found")
     with _stdout_to_stderr():
         case = {
@@ -741,12 +765,90 @@ def _check_imports() -> None:
     )
 
 
+def _engine_args_pass_mamba_mode() -> bool:
+    """Whether ``EngineArgs.create_engine_config`` hands --mamba-cache-mode to CacheConfig
+    (0.15 to 0.32 do; 0.33 only warns that the flag has no effect)."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    return "mamba_cache_mode=self.mamba_cache_mode" in inspect.getsource(EngineArgs.create_engine_config)
+
+
+def run_hook(case: dict) -> dict:
+    """One config-hook case, run through the release's own model-config hooks.
+
+    ``{"kind": "mamba_mode", "architecture", "supports_mamba_prefix_caching",
+    "enable_prefix_caching", "mamba_cache_mode"}``: the mode EngineArgs hands to CacheConfig
+    (the flag where the release passes it on, else CacheConfig's default), then
+    ``MambaModelConfig.verify_and_update_config``; returns the resulting ``mamba_cache_mode``.
+
+    ``{"kind": "nemotron_h_ssm", "hf_config": {...}}``: the release's Nemotron-H config class
+    (vLLM's own where it ships one, else transformers') built from the dict, then
+    ``NemotronHForCausalLMConfig.verify_and_update_config``; returns ``mamba_ssm_cache_dtype``
+    (``"auto"`` where the release has no such hook: the state then takes the model dtype).
+    """
+    out: dict = {"case": case.get("case"), "vllm_version": VLLM_VERSION, "logs": [], "error": None}
+    cap = _Capture()
+    root = logging.getLogger("vllm")
+    root.addHandler(cap)
+    root.setLevel(logging.INFO)
+    try:
+        with _stdout_to_stderr():
+            from vllm.model_executor.models import config as MC
+
+            cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
+            cc = cfg.cache_config
+            if case["kind"] == "mamba_mode":
+                if not hasattr(cc, "mamba_cache_mode"):
+                    out["mamba_cache_mode"] = None  # no Mamba cache modes in this release
+                    return out
+                cc.enable_prefix_caching = bool(case["enable_prefix_caching"])
+                cc.mamba_cache_mode = case["mamba_cache_mode"] if _engine_args_pass_mamba_mode() else "none"
+                if hasattr(cc, "mamba_block_size"):
+                    cc.mamba_block_size = None
+                cfg.scheduler_config.enable_chunked_prefill = True
+                cfg.model_config = types.SimpleNamespace(
+                    architecture=case["architecture"], architectures=[case["architecture"]],
+                    supports_mamba_prefix_caching=bool(case["supports_mamba_prefix_caching"]),
+                    max_model_len=4096, is_hybrid=True,
+                )
+                MC.MambaModelConfig.verify_and_update_config(cfg)
+                out["mamba_cache_mode"] = cc.mamba_cache_mode
+                out["engine_args_pass_mamba_cache_mode"] = _engine_args_pass_mamba_mode()
+            elif case["kind"] == "nemotron_h_ssm":
+                hook = getattr(MC, "NemotronHForCausalLMConfig", None)
+                try:
+                    from vllm.transformers_utils.configs import NemotronHConfig as H
+                except ImportError:
+                    from transformers import NemotronHConfig as H
+                out["hf_config_class"] = f"{H.__module__}.{H.__name__}"
+                cc.mamba_ssm_cache_dtype = "auto"
+                cfg.model_config = types.SimpleNamespace(hf_config=H(**case["hf_config"]))
+                if hook is not None:
+                    hook.verify_and_update_config(cfg)
+                out["mamba_ssm_cache_dtype"] = str(cc.mamba_ssm_cache_dtype)
+            else:
+                raise ValueError(f"unknown hook kind {case['kind']!r}")
+    except Exception as e:  # noqa: BLE001 - the release's own failure is the result
+        out["error"] = {"type": type(e).__name__, "message": str(e)}
+    finally:
+        root.removeHandler(cap)
+        out["logs"] = cap.records
+    return out
+
+
 def main() -> None:
     if "--check-imports" in sys.argv[1:]:
         _check_imports()
         return
+    if "--config-hooks" in sys.argv[1:]:
+        data = json.load(sys.stdin)
+        _REAL_STDOUT.write(json.dumps([run_hook(c) for c in data], sort_keys=True, default=str) + "\n")
+        _REAL_STDOUT.flush()
+        return
     data = json.load(sys.stdin)
-    if isinstance(data, list):
+    if isinstance(data, dict) and "hooks" in data:  # layout cases and config-hook cases in one process
+        out = {"results": [run_case(c) for c in data["cases"]], "hooks": [run_hook(c) for c in data["hooks"]]}
+    elif isinstance(data, list):
         out = [run_case(c) for c in data]
     else:
         out = run_case(data)

@@ -67,8 +67,8 @@ class Era:
     # KVCacheTensor.shared_by) or "lbnhc" (0.33: one buffer, per-group records, and the
     # "Using LBNHC KV cache layout." line).
     kv_buffer_layout: str = "per_slot"
-    # The capacity log: "per_worker" (0.11: the concurrency line is a plain logger.info, once
-    # per worker), "two_lines" (info_once: size line + concurrency line), "one_line" (0.33's
+    # The capacity log: "per_worker_both" (to 0.11.0: both lines with plain logger.info, once
+    # per worker), "per_worker" (0.11.1: the concurrency line only), "two_lines" (info_once: size line + concurrency line), "one_line" (0.33's
     # update_kv_cache_capacity: both on one line).
     capacity_log: str = "two_lines"
     # --num-gpu-blocks-override becomes the available memory before auto-fit and the
@@ -90,6 +90,9 @@ class Era:
     # "model" (<= 0.12: no config hook, the model dtype), "float16" (0.13 hook default),
     # "float32" (0.20: NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE).
     nemotron_h_ssm_cache_dtype: str = "model"
+    # The EAGLE proposer's validate_same_kv_cache_group (every drafting layer in one group):
+    # gone in 0.34.0, whose V2 speculators walk every attention group.
+    drafter_single_group_check: bool = True
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -119,33 +122,35 @@ _BASE = dict(
     page_mismatch="none",
     hybrid_prefix_caching_default=False,
     gdn_align_tokens=0,
-    messages="0.11",
+    messages="0.10",
     kv_transfer_rule="always",
     auto_fit=False,
     mamba_legacy_reservation=True,
-    capacity_log="per_worker",
+    capacity_log="per_worker_both",
     full_head_size_v=False,
 )
 
 # (name, first release, description, changes from the previous era)
 CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.10", "0.10.1",
-     "0.10.1 to 0.11.2: group size = smallest bucket (before PR #29303), per-layer admission before grouping, "
+     "group size = smallest bucket (before PR #29303), per-layer admission before grouping, "
      "no page-size unification, no auto-fit", {}),
+    ("vllm-0.11.1", "0.11.1", "the size line is logged once (info_once); the concurrency line still per worker",
+     dict(capacity_log="per_worker")),
     ("vllm-0.12", "0.12.0",
      "PR #29303: threshold 1.25; page sizes unified (raise when they do not divide); capacity lines logged once",
      dict(threshold=1.25, page_mismatch="raise", capacity_log="two_lines")),
     ("vllm-0.13", "0.13.0",
      "Nemotron-H's config hook: the ssm state defaults to float16 when the config does not set it",
-     dict(nemotron_h_ssm_cache_dtype="float16")),
+     dict(nemotron_h_ssm_cache_dtype="float16", messages="0.13")),
     ("vllm-0.14", "0.14.0",
      "PR #29431: admission counts the first group only; --max-model-len auto (auto-fit); full-attention "
      "pages with their own V head size",
-     dict(admission="first_group", auto_fit=True, messages="0.17", full_head_size_v=True)),
+     dict(admission="first_group", auto_fit=True, messages="0.14", full_head_size_v=True)),
     ("vllm-0.15", "0.15.0",
      "--mamba-cache-mode, reconciled with prefix caching by the model config; a Mamba layer reserves "
      "1 + speculative blocks (was cdiv(max_model_len, block)); drafter check says 'drafting'",
-     dict(mamba_cache_mode_rule="reconcile", mamba_legacy_reservation=False)),
+     dict(mamba_cache_mode_rule="reconcile", mamba_legacy_reservation=False, messages="0.15")),
     ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5", dict(threshold=1.5)),
     ("vllm-0.19", "0.19.0", "PR #36030: admission sums every group's blocks", dict(admission="summed")),
     ("vllm-0.20", "0.20.0",
@@ -156,14 +161,26 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.20.1", "0.20.1",
      "capacity log = max_concurrency x max_model_len; --num-gpu-blocks-override applied before auto-fit and admission",
      dict(kv_size_log="concurrency", override_before_check=True)),
+    ("vllm-0.22", "0.22.0",
+     "a KV connector turns the hybrid manager off only when its class does not subclass SupportsHMA; "
+     "messages say \"model's\" and that gpu_memory_utilization also controls CPU memory",
+     dict(kv_transfer_rule="supports_hma", messages="0.22")),
+    ("vllm-0.23", "0.23.0", "KVConnectorFactory.supports_hma_config (MultiConnector: every child); new warning text",
+     dict(messages="0.23")),
+    ("vllm-0.32", "0.32.0", "auto-fit lines name the KV cache memory and the device (\"(4.0 GiB GPU)\")",
+     dict(messages="0.32")),
     ("vllm-0.33", "0.33.0",
      "0.33.0: async-scheduling reservations, null block out of the check, padded page mismatch, LBNHC buffer, "
-     "one capacity line, hybrid prefix caching on (align, GDN 64), --mamba-cache-mode ignored, SupportsHMA "
-     "connectors, >= 160 GiB batch tier",
+     "one capacity line, hybrid prefix caching on (align, GDN 64), --mamba-cache-mode ignored, "
+     "--enable-hybrid-kv-cache-manager, >= 160 GiB batch tier",
      dict(in_flight_batches=True, null_block_in_check=True, page_mismatch="pad", hybrid_prefix_caching_default=True,
-          gdn_align_tokens=64, messages="0.33", kv_transfer_rule="supports_hma", mamba_prefill_checkpoints=True,
+          gdn_align_tokens=64, messages="0.33", mamba_prefill_checkpoints=True,
           kv_buffer_layout="lbnhc", capacity_log="one_line", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching", large_batch_tier=True, cudagraph_memory_in_profile=True)),
+    ("vllm-0.34", "0.34.0",
+     "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
+     "and auto-fit lines",
+     dict(drafter_single_group_check=False, messages="0.34")),
 )
 
 
@@ -182,7 +199,7 @@ def _build_chain() -> dict[str, Era]:
 ERAS: dict[str, Era] = _build_chain()
 
 # The policy names kvplan had before every release was selectable; they stay accepted.
-LEGACY_NAMES = {"vllm-min": "vllm-0.10", "vllm-1.25": "vllm-0.15", "vllm-1.5": "vllm-0.18"}
+LEGACY_NAMES = {"vllm-min": "vllm-0.11.1", "vllm-1.25": "vllm-0.15", "vllm-1.5": "vllm-0.18"}
 
 DEFAULT_ERA = "vllm-latest"
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure
+from kvplan.engines.vllm.wording import wording
 from kvplan.specs import AttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec
 from kvplan.units import cdiv
 
@@ -30,27 +31,10 @@ CHUNKED_LOCAL_WARNING = (
     "There is a latency regression when using chunked local attention with the hybrid KV cache manager. "
     "Disabling it, by default. To enable it, set the environment VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1."
 )
-KV_TRANSFER_WARNING_OLD = (
-    "Turning off hybrid kv cache manager because `--kv-transfer-config` is set. This will "
-    "reduce the performance of vLLM on LLMs with sliding window attention or Mamba attention. "
-    "If you are a developer of kv connector, please consider supporting hybrid kv cache "
-    "manager for your connector by making sure your connector is a subclass of `SupportsHMA` "
-    "defined in kv_connector/v1/base.py and use --no-disable-hybrid-kv-cache-manager to start vLLM."
-)
-KV_TRANSFER_WARNING_033 = (
-    "Turning off hybrid kv cache manager because `--kv-transfer-config` selects a KV connector that does not "
-    "support it. Impact: hybrid SSM models (e.g. Jamba, Bamba) require HMA and will fail at startup without it; "
-    "models with sliding window attention will run with reduced performance. To add HMA support to a KV "
-    "connector, subclass `SupportsHMA` defined in kv_connector/v1/base.py (for MultiConnector, all child "
-    "connectors must support HMA)."
-)
-
-
 def hma_explicit_failure(era: Era) -> str:
-    flag = "--enable-hybrid-kv-cache-manager" if era.messages == "0.33" else "--no-disable-hybrid-kv-cache-manager"
     return (
         "Hybrid KV cache manager was explicitly enabled but is not supported in this configuration. "
-        f"Consider omitting the {flag} flag to let vLLM decide automatically."
+        f"Consider omitting the {wording(era).hma_flag} flag to let vLLM decide automatically."
     )
 
 
@@ -95,10 +79,10 @@ def decide_hma(
         connector = str(kv_transfer_config.get("kv_connector", "")) or "(none)"
         if era.kv_transfer_rule == "always":
             reasons.append("--kv-transfer-config is set")
-            logs.append(KV_TRANSFER_WARNING_OLD)
+            logs.append(wording(era).kv_transfer_warning)
         elif not connector_supports_hma(kv_transfer_config):
             reasons.append(f"connector {connector} does not support the hybrid manager (SupportsHMA)")
-            logs.append(KV_TRANSFER_WARNING_033)
+            logs.append(wording(era).kv_transfer_warning.format(connector=connector))
     if user_disable is True:
         return HmaDecision(True, ("--disable-hybrid-kv-cache-manager",))
     if user_disable is False and reasons:

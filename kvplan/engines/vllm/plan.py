@@ -15,6 +15,7 @@ from kvplan.engines.vllm import grouping, hybrid, sizing
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
 from kvplan.engines.vllm.hybrid import HmaDecision, MambaAlignment
+from kvplan.engines.vllm.wording import autofit_lines, wording
 from kvplan.errors import OptionError
 from kvplan.specs import (
     ChunkedLocalAttentionSpec,
@@ -28,8 +29,6 @@ from kvplan.specs import (
 )
 from kvplan.units import GiB
 
-DRAFTER_SPLIT = "All drafting layers should belong to the same kv cache group"
-DRAFTER_SPLIT_011 = "All eagle layers should belong to the same kv cache group"
 LAYOUT_LOG_033 = "Using LBNHC KV cache layout."
 
 
@@ -275,18 +274,22 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         else:
             logs.append(size_line)
             logs.append(conc_line)
-        if era.capacity_log == "per_worker":
+        if era.capacity_log in ("per_worker", "per_worker_both"):
             # 0.11 logged the concurrency line with plain info: once per worker that has groups
+            # (up to 0.11.0 the size line too)
             for w in plan.workers:
                 if w.groups and w is not reported:
-                    c = sizing.max_concurrency(w.num_blocks, list(w.groups), plan.workload)
+                    rg_w = list(w.groups)
+                    c = sizing.max_concurrency(w.num_blocks, rg_w, plan.workload)
+                    if era.capacity_log == "per_worker_both":
+                        tokens = sizing.kv_cache_size_tokens(era, w.num_blocks, rg_w, c, plan.workload)
+                        logs.append(f"GPU KV cache size: {tokens:,} tokens")
                     logs.append(f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {c:.2f}x")
 
     drafter = [ls.name for ls in plan.layers if ls.source == "drafter"]
-    if facts.speculative_method is not None and len(plan.drafter_groups()) != 1:
+    if era.drafter_single_group_check and facts.speculative_method is not None and len(plan.drafter_groups()) != 1:
         if drafter or facts.speculative_method in hybrid.EAGLE_METHODS:
-            raise EngineFailure("AssertionError", DRAFTER_SPLIT_011 if era.messages == "0.11" else DRAFTER_SPLIT,
-                                "drafter")
+            raise EngineFailure("AssertionError", wording(era).drafter_split, "drafter")
 
 
 def _without_head_size_v(spec: KVCacheSpec, era: Era) -> KVCacheSpec:
@@ -313,27 +316,10 @@ def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
             checked = sizing.checked_memory(pg, era, avail)
             best = min(best, sizing.estimate_max_model_len(pg, era, plan.workload, ws, checked))
     if best <= 0:
-        raise EngineFailure(
-            "ValueError",
-            "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
-            "Try increasing `gpu_memory_utilization`.",
-            "autofit",
-        )
+        raise EngineFailure("ValueError", wording(era).autofit_none, "autofit")
     avail_gib = round(min(a for a, pg in zip(available, projected) if pg) / GiB, 2)
+    logs.extend(autofit_lines(era, original, best, avail_gib))
     if best >= original:
-        logs.append(
-            f"Auto-fit max_model_len: full model context length {original} fits in available KV cache memory "
-            f"({avail_gib} GiB GPU)"
-            if era.messages == "0.33"
-            else f"Auto-fit max_model_len: full model context length {original} fits in available GPU memory"
-        )
         return
-    logs.append(
-        f"Auto-fit max_model_len: reduced from {original} to {best} to fit in available KV cache memory "
-        f"({avail_gib} GiB GPU)"
-        if era.messages == "0.33"
-        else f"Auto-fit max_model_len: reduced from {original} to {best} to fit in available GPU memory "
-        f"({avail_gib} GiB available for KV cache)"
-    )
     plan.max_model_len = best
     plan.workload = replace(plan.workload, max_model_len=best)

@@ -154,8 +154,8 @@ DECISION_FIELDS: tuple[str, ...] = (
     "in_flight_batches", "null_block_in_check", "window_head_size_v", "kv_buffer_layout",
     "mamba_legacy_reservation", "mamba_cache_mode_rule", "hybrid_prefix_caching_default", "gdn_align_tokens",
     "mamba_kernel_alignment", "mamba_prefill_checkpoints", "nemotron_h_ssm_cache_dtype", "kv_transfer_rule",
-    "kv_events_disable_hma", "gpu_memory_utilization", "large_batch_tier", "cudagraph_memory_in_profile",
-    "messages",
+    "kv_events_disable_hma", "drafter_single_group_check", "gpu_memory_utilization", "large_batch_tier",
+    "cudagraph_memory_in_profile", "full_head_size_v", "messages",
 )
 
 
