@@ -92,7 +92,7 @@ def test_simulate_gemma3_27b():
 def test_unknown_policy_lists_choices():
     r = invoke("simulate", *GPT, *BUDGET, "--policy", "vllm-9")
     assert r.exit_code == 1
-    assert r.stderr.startswith("Error: unknown policy 'vllm-9'; choose one of: vllm-latest, vllm-0.10, vllm-0.12")
+    assert r.stderr.startswith("Error: unknown policy 'vllm-9'; choose one of: vllm-latest, vllm-0.10, vllm-0.11.1, vllm-0.12")
     assert r.stderr.rstrip().endswith("or a release: vllm==0.10.1 to vllm==0.34.0 (39 releases; `kvplan policies` lists them)")
     assert r.stderr.count("\n") == 1
 

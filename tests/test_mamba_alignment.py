@@ -19,6 +19,9 @@ def block_size(model: str, policy: str, prefix_caching: bool | None = None) -> i
     return r.plan.mamba.attention_block_size
 
 
+OFF_018 = {"nvidia/Nemotron-H-56B-Base-8K": 2080}
+
+
 @pytest.mark.parametrize(
     "model, on, off",
     [
@@ -43,9 +46,6 @@ def block_size(model: str, policy: str, prefix_caching: bool | None = None) -> i
         ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 2096, 2096),
     ],
 )
-OFF_018 = {"nvidia/Nemotron-H-56B-Base-8K": 2080}
-
-
 def test_block_sizes_match_vllm_033_and_the_older_rule(model, on, off):
     assert block_size(model, "vllm-latest") == on  # 0.33 default: prefix caching on → align mode
     assert block_size(model, "vllm-latest", prefix_caching=False) == off

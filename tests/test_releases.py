@@ -39,7 +39,8 @@ def test_eras_partition_the_releases_in_order():
 
 @pytest.mark.parametrize("release, era, threshold, admission", [
     # boundaries read in the wheels (scripts/golden/fingerprint.py) and run in the goldens
-    ("0.11.2", "vllm-0.10", None, "per_layer"),   # group_size = min(...), no _max_memory_usage_bytes_from_groups
+    ("0.11.0", "vllm-0.10", None, "per_layer"),
+    ("0.11.2", "vllm-0.11.1", None, "per_layer"),   # group_size = min(...), no _max_memory_usage_bytes_from_groups
     ("0.12.0", "vllm-0.12", 1.25, "per_layer"),   # `max_num_layers < min_num_layers * 1.25`
     ("0.14.0", "vllm-0.14", 1.25, "first_group"),  # cdiv(any_spec.max_memory_usage_bytes, page)
     ("0.18.0", "vllm-0.18", 1.5, "first_group"),
@@ -121,7 +122,7 @@ def test_policies_command_json_is_the_library_dict():
     assert {k: d[k] for k in lib} == lib
     assert d["command"] == "policies" and len(d["releases"]) == 39
     assert [e["name"] for e in d["eras"]] == [n for n, *_ in CHAIN]
-    assert d["eras"][1]["changes"]["threshold"] == 1.25
+    assert d["eras"][2]["changes"]["threshold"] == 1.25  # vllm-0.12 (vllm-0.11.1 before it)
 
 
 def test_nemotron_h_ssm_state_follows_the_release():

@@ -82,7 +82,8 @@ def fingerprint(tree: Path) -> dict:
     out["mamba_mode_rule"] = (
         "none" if "mamba_cache_mode" not in mc_text
         else "reconcile_all" if "supports_mamba_prefix_caching" in mc_text
-        else "prefix_caching")
+        else "prefix_caching" if re.search(r"_MAMBA_CACHE_MODE_DEPRECATION_MESSAGE\)", args)
+        else "align_default")
     out["mamba_flag_no_effect"] = bool(re.search(r"has no effect", cache + vcfg + args + models)
                                        and "mamba" in (re.search(r"[^\n]*has no effect[^\n]*", cache + vcfg + args
                                                                  + models) or [""])[0].lower())

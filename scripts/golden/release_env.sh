@@ -58,32 +58,7 @@ fi
 export PYTHONPATH=$tree
 # Light dependencies with this release's own specifiers (the base venv is shared: a later
 # release may move a package; the import check below is what counts).
-reqs=$("$py" - "$LIGHT_PACKAGES" <<'PY'
-import importlib.metadata as md, re, sys
-from packaging.requirements import Requirement
-light = {re.sub(r"[-_.]+", "-", n).lower() for n in sys.argv[1].split()}
-out = []
-for r in md.requires("vllm") or []:
-    req = Requirement(r)
-    name = re.sub(r"[-_.]+", "-", req.name).lower()
-    if name in light and (req.marker is None or req.marker.evaluate({"extra": ""})):
-        out.append(f"{req.name}{req.specifier}")
-print("\n".join(out))
-PY
-)
-missing=$("$py" - $reqs <<'PY'
-import importlib.metadata as md, sys
-from packaging.requirements import Requirement
-for r in sys.argv[1:]:
-    req = Requirement(r)
-    try:
-        v = md.version(req.name)
-    except md.PackageNotFoundError:
-        print(r); continue
-    if v not in req.specifier:
-        print(r)
-PY
-)
+missing=$("$py" "$REPO/scripts/golden/light_reqs.py" --missing "$LIGHT_PACKAGES")
 # shellcheck disable=SC2086
 [ -z "$missing" ] || { log "    + $(echo $missing | tr '\n' ' ')"; echo "$missing" | xargs "$py" -m pip install -q -c "$BASE/torch-constraint.txt" 2>&1 | grep -v -E "is ignored|requires|incompatible|dependency resolver|^$" >&2 || true; }
 for i in $(seq 1 30); do

@@ -289,6 +289,17 @@ def expand_workers(case: dict) -> list[list[dict]]:
     return out
 
 
+class _StandInModelConfig(types.SimpleNamespace):
+    """The stand-in ``model_config``: the fields set here, and None for any other attribute a
+    release reads on the config path (later releases read more of them, e.g. logits_processors
+    in 0.29); none of them reaches the layout functions."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
 def build_vllm_config(case: dict, max_model_len: int, original: int):
     cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
     sc, cc, pc = cfg.scheduler_config, cfg.cache_config, cfg.parallel_config
@@ -315,13 +326,16 @@ def build_vllm_config(case: dict, max_model_len: int, original: int):
     cc.block_size = int(case.get("cache_block_size", 16))
     pc.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
     pc.tensor_parallel_size = int(case.get("tensor_parallel_size", 1))
-    model = types.SimpleNamespace(
+    model = _StandInModelConfig(
         max_model_len=max_model_len,
         original_max_model_len=original,
         architectures=["KvplanGoldenStandIn"],
         supports_kv_cache_grouping=False,
         is_hybrid=False,
         is_diffusion=False,  # read by use_v2_model_runner from 0.26
+        runner_type="generate",  # _is_default_v2_model_runner_model (0.26-0.28)
+        is_moe=False,
+        is_attention_free=False,
         multimodal_config=None,
         dtype=torch.bfloat16,
     )
@@ -593,12 +607,26 @@ def run_case(case: dict) -> dict:
                     )
                     U.update_kv_cache_capacity(cfg, sched)
             else:
+                from vllm.v1.attention.backends import utils as backend_utils
+
+                if hasattr(backend_utils, "resolve_kv_cache_layout"):
+                    # 0.29-0.32: the engine core resolves the layout before sizing
+                    names = case.get("supported_kv_cache_layouts")
+                    if names is None:
+                        names = [l.name for l in backend_utils.get_supported_kv_cache_layouts([])]
+                    layout = backend_utils.resolve_kv_cache_layout(
+                        cfg, [list(names)] * n, [s for d in worker_specs for s in d.values()])
+                    result["kv_cache_layout"] = layout.name
                 configs = U.get_kv_cache_configs(cfg, worker_specs, memory)
                 sched = U.generate_scheduler_kv_cache_config(configs)
                 if _ver() >= (0, 18) and sched.kv_cache_groups:
                     cfg.cache_config.block_size = min(
                         g.kv_cache_spec.block_size for g in sched.kv_cache_groups
                     )
+                if hasattr(U, "update_kv_cache_capacity") and sched.kv_cache_groups:
+                    # 0.28-0.32: the engine core logs the capacity (one line) after sizing
+                    cfg.cache_config.num_gpu_blocks = sched.num_blocks
+                    U.update_kv_cache_capacity(cfg, sched)
         except Exception as e:  # noqa: BLE001 - engine failures are results
             result["error"] = _error(e)
         cap.enabled = False
@@ -671,6 +699,16 @@ def run_case(case: dict) -> dict:
 def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
     """The release's own need for one worker, at the final max_model_len."""
     try:
+        if API == "legacy" and hasattr(U, "_max_memory_usage_bytes_from_groups"):
+            # 0.14-0.16: one check on the global groups with min(available) (no projection)
+            needed = U._max_memory_usage_bytes_from_groups(cfg, global_groups)
+            est = U._estimate_max_model_len_from_groups(cfg, global_groups, avail) if needed > avail else None
+            return {
+                "needed_bytes": needed,
+                "checked_available_bytes": avail,
+                "estimated_max_model_len": est,
+                "rule": "global groups",
+            }
         if API == "legacy":
             needed = U.max_memory_usage_bytes(cfg, specs_w.values())
             est = (

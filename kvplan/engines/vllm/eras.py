@@ -58,6 +58,9 @@ class Era:
     # checkpoints and reserve one more block per request (read in 0.33.0's mamba_mixer2.py,
     # gdn/qwen_gdn_linear_attn.py and kv_cache_interface.MambaSpec.max_memory_usage_bytes).
     mamba_prefill_checkpoints: bool = False
+    # Which groups the admission check and auto-fit see: "worker" (each worker's projected
+    # groups, 0.17+) or "global" (0.14-0.16: the global groups once, with min(available)).
+    admission_scope: str = "worker"
     # --max-model-len -1 (auto-fit, PR #29431): absent from 0.11.
     auto_fit: bool = True
     # 0.11: a Mamba layer reserved cdiv(max_model_len, block_size) blocks in "none" mode
@@ -78,7 +81,7 @@ class Era:
     # backend's smallest kernel block, at least the cache block size).
     mamba_kernel_alignment: str = "fixed"
     # How --mamba-cache-mode is resolved against prefix caching (hybrid.resolve_mamba_mode):
-    # "as_given", "reconcile" (model config reconciles it) or "prefix_caching" (the flag has
+    # "as_given", "reconcile" (model config reconciles it), "reconcile_align" (0.28), "align_default" (0.32) or "prefix_caching" (the flag has
     # no effect: prefix caching decides).
     mamba_cache_mode_rule: str = "as_given"
     # vllm serve defaults: --gpu-memory-utilization, the >= 160 GiB batch tier of
@@ -146,11 +149,13 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.14", "0.14.0",
      "PR #29431: admission counts the first group only; --max-model-len auto (auto-fit); full-attention "
      "pages with their own V head size",
-     dict(admission="first_group", auto_fit=True, messages="0.14", full_head_size_v=True)),
+     dict(admission="first_group", auto_fit=True, messages="0.14", full_head_size_v=True, admission_scope="global")),
     ("vllm-0.15", "0.15.0",
      "--mamba-cache-mode, reconciled with prefix caching by the model config; a Mamba layer reserves "
      "1 + speculative blocks (was cdiv(max_model_len, block)); drafter check says 'drafting'",
      dict(mamba_cache_mode_rule="reconcile", mamba_legacy_reservation=False, messages="0.15")),
+    ("vllm-0.17", "0.17.0", "the admission check and auto-fit run per worker on its projected groups",
+     dict(admission_scope="worker")),
     ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5", dict(threshold=1.5)),
     ("vllm-0.19", "0.19.0", "PR #36030: admission sums every group's blocks", dict(admission="summed")),
     ("vllm-0.20", "0.20.0",
@@ -167,16 +172,29 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      dict(kv_transfer_rule="supports_hma", messages="0.22")),
     ("vllm-0.23", "0.23.0", "KVConnectorFactory.supports_hma_config (MultiConnector: every child); new warning text",
      dict(messages="0.23")),
-    ("vllm-0.32", "0.32.0", "auto-fit lines name the KV cache memory and the device (\"(4.0 GiB GPU)\")",
-     dict(messages="0.32")),
+    ("vllm-0.24", "0.24.0", "page sizes that do not divide are padded to the largest (no NotImplementedError)",
+     dict(page_mismatch="pad")),
+    ("vllm-0.26", "0.26.0",
+     "async scheduling: sliding/chunked layers reserve max_concurrent_batches x max_num_batched_tokens; hybrid "
+     "models get prefix caching (Mamba align mode) by default",
+     dict(in_flight_batches=True, hybrid_prefix_caching_default=True)),
+    ("vllm-0.28", "0.28.0",
+     "with prefix caching the Mamba cache mode defaults to align (no longer all); the engine core logs the "
+     "capacity on one line; >= 160 GiB batch tier in get_batch_defaults",
+     dict(mamba_cache_mode_rule="reconcile_align", capacity_log="one_line", large_batch_tier=True)),
+    ("vllm-0.29", "0.29.0",
+     "the null block is kept out of the admission check and auto-fit; Mamba2/GDN align mode reserves a prefill "
+     "checkpoint block",
+     dict(null_block_in_check=True, mamba_prefill_checkpoints=True)),
+    ("vllm-0.32", "0.32.0",
+     "auto-fit lines name the KV cache memory and the device (\"(4.0 GiB GPU)\"); with prefix caching the Mamba "
+     "cache mode defaults to align and an explicit mode is kept",
+     dict(messages="0.32", mamba_cache_mode_rule="align_default")),
     ("vllm-0.33", "0.33.0",
-     "0.33.0: async-scheduling reservations, null block out of the check, padded page mismatch, LBNHC buffer, "
-     "one capacity line, hybrid prefix caching on (align, GDN 64), --mamba-cache-mode ignored, "
-     "--enable-hybrid-kv-cache-manager, >= 160 GiB batch tier",
-     dict(in_flight_batches=True, null_block_in_check=True, page_mismatch="pad", hybrid_prefix_caching_default=True,
-          gdn_align_tokens=64, messages="0.33", mamba_prefill_checkpoints=True,
-          kv_buffer_layout="lbnhc", capacity_log="one_line", mamba_kernel_alignment="at_least_block",
-          mamba_cache_mode_rule="prefix_caching", large_batch_tier=True, cudagraph_memory_in_profile=True)),
+     "0.33.0: one backing buffer per worker (LBNHC records), GDN align 64 and kernel alignment >= block, "
+     "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile",
+     dict(gdn_align_tokens=64, messages="0.33", kv_buffer_layout="lbnhc", mamba_kernel_alignment="at_least_block",
+          mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True)),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines",
@@ -199,7 +217,7 @@ def _build_chain() -> dict[str, Era]:
 ERAS: dict[str, Era] = _build_chain()
 
 # The policy names kvplan had before every release was selectable; they stay accepted.
-LEGACY_NAMES = {"vllm-min": "vllm-0.11.1", "vllm-1.25": "vllm-0.15", "vllm-1.5": "vllm-0.18"}
+LEGACY_NAMES = {"vllm-min": "vllm-0.11.1", "vllm-1.25": "vllm-0.17", "vllm-1.5": "vllm-0.18"}
 
 DEFAULT_ERA = "vllm-latest"
 

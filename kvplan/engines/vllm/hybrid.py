@@ -127,6 +127,9 @@ def resolve_mamba_cache_mode(
       caching off forces "none"; on, "none" becomes "all" where the model supports Mamba
       prefix caching (Mamba1/Mamba2 models: ``SupportsMambaPrefixCaching``) else "align",
       and "all" falls back to "align" on the others (Qwen's gated delta net).
+    * ``reconcile_align`` (0.28 to 0.31): the same, but "none" always becomes "align".
+    * ``align_default`` (0.32): prefix caching off forces "none"; on, "none" becomes "align"
+      and an explicit "align" or "all" is kept (no Mamba-prefix-caching support check).
     * ``prefix_caching`` (0.33+): --mamba-cache-mode is ignored, with a deprecation warning;
       prefix caching on gives "align", off "none".
     """
@@ -136,14 +139,21 @@ def resolve_mamba_cache_mode(
         if mamba_cache_mode is not None:
             logs.append(MAMBA_FLAG_NO_EFFECT_033)
         return "align" if prefix else "none"
-    if rule == "reconcile":
+    if rule == "align_default":
+        mode = mamba_cache_mode or "none"
+        if not prefix:
+            if mode != "none":
+                logs.append(MAMBA_NONE_WITHOUT_PREFIX)
+            return "none"
+        return "align" if mode == "none" else mode
+    if rule in ("reconcile", "reconcile_align"):
         mode = mamba_cache_mode or "none"
         if not prefix:
             if mode != "none":
                 logs.append(MAMBA_NONE_WITHOUT_PREFIX)
             return "none"
         if mode == "none":
-            mode = "all" if supports_all else "align"
+            mode = "all" if supports_all and rule == "reconcile" else "align"
         if mode == "all" and not supports_all:
             logs.append(MAMBA_ALL_FALLBACK)
             mode = "align"

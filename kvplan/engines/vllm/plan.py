@@ -241,10 +241,16 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
                 available[i] = o.num_gpu_blocks_override * bpb
     worker_specs = [[specs[n] for n in specs if n in names] for names in worker_names]
 
+    # 0.14-0.16 ran auto-fit and the admission check once, on the global groups with the
+    # smallest worker budget; 0.17 projects the groups onto each worker first.
+    if era.admission_scope == "global" and len(projected) > 1:
+        checked_groups, checked_specs, checked_avail = [groups], [list(specs.values())], [min(available)]
+    else:
+        checked_groups, checked_specs, checked_avail = projected, worker_specs, available
     if o.max_model_len == -1:
-        _auto_fit(plan, projected, worker_specs, available)
+        _auto_fit(plan, checked_groups, checked_specs, checked_avail)
 
-    for pg, ws, avail in zip(projected, worker_specs, available):
+    for pg, ws, avail in zip(checked_groups, checked_specs, checked_avail):
         if pg and era.admission != "per_layer":
             need = sizing.check_enough_memory(pg, era, plan.workload, ws, avail)
             if not plan.needed_bytes:

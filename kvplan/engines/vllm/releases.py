@@ -150,7 +150,7 @@ def policies() -> dict:
 
 # The Era fields that are behaviour decisions (what docs/releases.md tabulates).
 DECISION_FIELDS: tuple[str, ...] = (
-    "threshold", "admission", "auto_fit", "page_mismatch", "kv_size_log", "capacity_log", "override_before_check",
+    "threshold", "admission", "admission_scope", "auto_fit", "page_mismatch", "kv_size_log", "capacity_log", "override_before_check",
     "in_flight_batches", "null_block_in_check", "window_head_size_v", "kv_buffer_layout",
     "mamba_legacy_reservation", "mamba_cache_mode_rule", "hybrid_prefix_caching_default", "gdn_align_tokens",
     "mamba_kernel_alignment", "mamba_prefill_checkpoints", "nemotron_h_ssm_cache_dtype", "kv_transfer_rule",
