@@ -45,7 +45,7 @@ def test_eras_partition_the_releases_in_order():
     ("0.14.0", "vllm-0.14", 1.25, "first_group"),  # cdiv(any_spec.max_memory_usage_bytes, page)
     ("0.18.0", "vllm-0.18", 1.5, "first_group"),
     ("0.19.0", "vllm-0.19", 1.5, "summed"),        # blocks_needed = sum(cdiv(...) for group in groups)
-    ("0.24.0", "vllm-0.23", 1.5, "summed"),
+    ("0.24.0", "vllm-0.24", 1.5, "summed"),
     ("0.34.0", "vllm-0.34", 1.5, "summed"),
 ])
 def test_release_boundaries(release, era, threshold, admission):
@@ -88,7 +88,7 @@ def test_default_is_the_newest_checked_without_vllm(monkeypatch):
 def test_default_is_the_installed_release(monkeypatch):
     monkeypatch.setattr(R, "installed_vllm", lambda: "0.24.0")
     e = get_era("vllm-latest")
-    assert (e.name, e.release, e.release_note) == ("vllm-0.23", "0.24.0", "installed")
+    assert (e.name, e.release, e.release_note) == ("vllm-0.24", "0.24.0", "installed")
     from kvplan.report.data import era_dict, policy_label
 
     assert policy_label(era_dict(e)) == "vllm==0.24.0 (installed)"

@@ -732,6 +732,9 @@ def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
                 # from 0.20.1 get_kv_cache_configs turns the override into the available
                 # memory (override x bytes per block) before auto-fit and the check
                 avail = override * U._pool_bytes_per_block(cfg, groups)
+            if "Reserve the null block" in inspect.getsource(U.get_kv_cache_configs):
+                # 0.29-0.32: the check and auto-fit plan against available - bytes_per_block
+                avail = avail - U._pool_bytes_per_block(cfg, groups)
             needed = U._max_memory_usage_bytes_from_groups(cfg, groups)
             est = U._estimate_max_model_len_from_groups(cfg, groups, avail)
             return {

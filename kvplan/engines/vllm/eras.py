@@ -52,6 +52,9 @@ class Era:
     # Whether full-attention specs carry head_size_v (FullAttentionSpec.head_size_v, first in
     # the 0.14.0 wheel); before, a full layer cached V at the K head size too.
     full_head_size_v: bool = True
+    # 0.26+: a Mamba page smaller than the largest page is padded to it in page unification
+    # (before, vLLM's bare AssertionError).
+    mamba_page_pad: bool = False
     # KV events (--kv-events-config) turned the hybrid manager off until PR #37688 (2026-04-12).
     kv_events_disable_hma: bool = True
     # 0.33 align mode: Mamba2 and (Hopper, FlashInfer prefill) GDN layers export prefill
@@ -176,24 +179,24 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      dict(page_mismatch="pad")),
     ("vllm-0.26", "0.26.0",
      "async scheduling: sliding/chunked layers reserve max_concurrent_batches x max_num_batched_tokens; hybrid "
-     "models get prefix caching (Mamba align mode) by default",
-     dict(in_flight_batches=True, hybrid_prefix_caching_default=True)),
+     "models get prefix caching (Mamba align mode) by default; a smaller Mamba page is padded to the largest",
+     dict(in_flight_batches=True, hybrid_prefix_caching_default=True, mamba_page_pad=True)),
     ("vllm-0.28", "0.28.0",
      "with prefix caching the Mamba cache mode defaults to align (no longer all); the engine core logs the "
      "capacity on one line; >= 160 GiB batch tier in get_batch_defaults",
      dict(mamba_cache_mode_rule="reconcile_align", capacity_log="one_line", large_batch_tier=True)),
     ("vllm-0.29", "0.29.0",
-     "the null block is kept out of the admission check and auto-fit; Mamba2/GDN align mode reserves a prefill "
-     "checkpoint block",
-     dict(null_block_in_check=True, mamba_prefill_checkpoints=True)),
+     "the null block is kept out of the admission check and auto-fit; one backing buffer per worker (LBNHC "
+     "records, resolve_kv_cache_layout); Mamba2/GDN align mode reserves a prefill checkpoint block",
+     dict(null_block_in_check=True, mamba_prefill_checkpoints=True, kv_buffer_layout="lbnhc")),
     ("vllm-0.32", "0.32.0",
      "auto-fit lines name the KV cache memory and the device (\"(4.0 GiB GPU)\"); with prefix caching the Mamba "
      "cache mode defaults to align and an explicit mode is kept",
      dict(messages="0.32", mamba_cache_mode_rule="align_default")),
     ("vllm-0.33", "0.33.0",
-     "0.33.0: one backing buffer per worker (LBNHC records), GDN align 64 and kernel alignment >= block, "
+     "0.33.0: GDN align 64 and kernel alignment >= block, "
      "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile",
-     dict(gdn_align_tokens=64, messages="0.33", kv_buffer_layout="lbnhc", mamba_kernel_alignment="at_least_block",
+     dict(gdn_align_tokens=64, messages="0.33", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True)),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "

@@ -223,6 +223,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         hma_disabled=plan.hma.disabled,
         threshold=era.threshold,
         page_mismatch=era.page_mismatch,
+        mamba_page_pad=era.mamba_page_pad,
         logs=logs,
         group_size_rule=rule,
     )
