@@ -55,7 +55,11 @@ def compare(old: dict[str, dict], new: dict[str, dict]) -> list[str]:
         changed_cases += 1
         lines.append(f"{case}: {len(diffs)} field(s) changed")
         for k in diffs[:40]:
-            lines.append(f"  {k}: {_short(a.get(k, '<absent>'))} -> {_short(b.get(k, '<absent>'))}")
+            x, y = a.get(k, "<absent>"), b.get(k, "<absent>")
+            if isinstance(x, str) and isinstance(y, str):  # show where the two texts part
+                i = next((j for j, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
+                x, y = ("…" if i > 20 else "") + x[max(0, i - 20):], ("…" if i > 20 else "") + y[max(0, i - 20):]
+            lines.append(f"  {k}: {_short(x)} -> {_short(y)}")
         if len(diffs) > 40:
             lines.append(f"  … {len(diffs) - 40} more")
     same = len(set(old) & set(new)) - changed_cases
@@ -68,8 +72,8 @@ def compare(old: dict[str, dict], new: dict[str, dict]) -> list[str]:
 
 
 def _short(v) -> str:
-    text = json.dumps(v)
-    return text if len(text) <= 90 else text[:87] + "..."
+    text = json.dumps(v, ensure_ascii=False)
+    return text if len(text) <= 110 else text[:107] + "..."
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,7 +85,8 @@ def random_case(rng: random.Random, i: int) -> tuple[dict, list[dict], list[list
         every = rng.choice([2, 4, 8])
         spec_blocks = rng.choice([0, 0, 2])
         m = _mamba(rng, gdn, spec_blocks)
-        layers = [_attn("full_attention", heads, head) if (j + 1) % every == 0 else dict(m) for j in range(n)]
+        layers = [_attn("full_attention", heads, head) if (j + 1) % every == 0 or j == n - 1 else dict(m)
+                  for j in range(n)]  # at least one attention layer: a hybrid model
     else:
         layers = [_attn("full_attention", heads, head) for _ in range(n)]
     for j, layer in enumerate(layers):
