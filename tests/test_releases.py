@@ -132,7 +132,7 @@ def test_nemotron_h_ssm_state_follows_the_release():
     (hook default float16): 8,511,488 B; 0.34.0 (hook default float32): 16,900,096 B."""
     import kvplan
 
-    from kvplan.scenario import Scenario, run_scenario
+    from kvplan.usecases.scenario import Scenario, run_scenario
 
     pages = {}
     for rel in ("0.11.2", "0.18.0", "0.34.0"):

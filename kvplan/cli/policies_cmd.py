@@ -3,21 +3,17 @@ and the proposals (the data is ``kvplan.engines.vllm.releases.policies()``)."""
 
 from __future__ import annotations
 
-from kvplan.cli import options as o
 from kvplan.cli.app import app, handle_errors
+from kvplan.cli.params import Format, OutputFormat
+from kvplan.cli.render import finish
 
 
 @app.command("policies")
 @handle_errors
-def policies_command(format: o.OutputFormat = o.Format.table) -> None:
+def policies_command(format: OutputFormat = Format.table) -> None:
     """List the vLLM releases kvplan models (0.10.1 to the newest checked), their eras, what
     changed at each era boundary, and the proposals."""
-    from kvplan import __version__
-    from kvplan.engines.vllm.releases import policies
-    from kvplan.report import SCHEMA_VERSION
-    from kvplan.report.output import emit
-
-    data = {"schema_version": SCHEMA_VERSION, "kvplan_version": __version__, "command": "policies", **policies()}
+    from kvplan.api import policies
 
     def table(d: dict) -> None:
         from kvplan.report.tables import render_rows
@@ -41,7 +37,7 @@ def policies_command(format: o.OutputFormat = o.Format.table) -> None:
             + [[p["name"], p["description"]] for p in d["proposals"]],
         )
 
-    emit(data, format.value, table)
+    finish(policies(), format.value, table)
 
 
 def _span(releases: list[str]) -> str:
