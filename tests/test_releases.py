@@ -113,9 +113,9 @@ def test_docs_releases_md_is_generated_from_the_registry():
 def test_policies_command_json_is_the_library_dict():
     from typer.testing import CliRunner
 
-    from kvplan.cli.app import app
+    from kvplan.cli.app import ensure_registered
 
-    out = CliRunner().invoke(app, ["policies", "--format", "json"])
+    out = CliRunner().invoke(ensure_registered(), ["policies", "--format", "json"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.stdout)
     lib = R.policies()
