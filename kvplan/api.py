@@ -75,4 +75,14 @@ def models() -> dict:
     return envelope("models", options={}, outcome=outcome(ok=True), body={"models": list_catalog()})
 
 
-COMMANDS = ("inspect", "simulate", "sweep", "compare", "fit", "gpus", "check", "models")
+def policies() -> dict:
+    """vLLM releases, their eras, what changed at each boundary and the proposals
+    (``kvplan policies``); the body is ``kvplan.engines.vllm.releases.policies()``."""
+    from kvplan.engines.vllm.releases import policies as release_policies
+    from kvplan.report.envelope import envelope
+    from kvplan.results import outcome
+
+    return envelope("policies", options={}, outcome=outcome(ok=True), body=release_policies())
+
+
+COMMANDS = ("inspect", "simulate", "sweep", "compare", "fit", "gpus", "check", "models", "policies")

@@ -135,6 +135,13 @@ BODIES = {
                                 "outcome": OUTCOME, "expectations": arr(OBJ)})),
     },
     "models": {"models": arr(obj({"id": STR}))},
+    "policies": {
+        "default": obj({"policy": STR, "era": STR, "installed": BOOL}), "installed_vllm": nullable(STR),
+        "newest_checked": STR, "releases": arr(obj({"version": STR, "era": STR, "golden": BOOL})),
+        "eras": arr(obj({"name": STR, "first_release": STR, "releases": arr(STR), "description": STR,
+                         "changes": OBJ, "decisions": OBJ})),
+        "aliases": OBJ, "proposals": arr(obj({"name": STR, "description": STR})),
+    },
 }
 
 

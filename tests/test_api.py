@@ -83,8 +83,11 @@ def test_library_equals_cli_json(command, positional, kwargs):
 
 def test_sweep_library_equals_cli():
     code, from_cli = cli_json(["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE",
-                               "--kv-cache-memory", "40GiB", "--sweep-threshold", "1.2,1.3,1.5", "--format", "json"])
-    from_lib = kvplan.sweep("openai/gpt-oss-20b", "1.2,1.3,1.5", **PEAGLE, kv_cache_memory="40GiB")
+                               "--kv-cache-memory", "40GiB", "--sweep-threshold", "1.2,1.3,1.5", "--policy",
+                               "vllm==0.33.0", "--format", "json"])
+    # 0.33.0: the last release with the single-group check on drafting layers (0.34 dropped it)
+    from_lib = kvplan.sweep("openai/gpt-oss-20b", "1.2,1.3,1.5", **PEAGLE, kv_cache_memory="40GiB",
+                            policy="vllm==0.33.0")
     assert code == 0 and from_lib == from_cli
     validate(from_lib)
     # 12 sliding + 16 full (12 target + 4 P-EAGLE): max/min = 16/12 = 1.333..., so the group size is

@@ -253,7 +253,7 @@ def test_wrong_type_names_the_line(line, problem):
     ("kv_cache_dtype: fp9", "key 'kv_cache_dtype': 'fp9' is not one of: auto, bfloat16"),
     ("speculative_method: medusa", "key 'speculative_method': 'medusa' is not one of: eagle, eagle3, mtp, draft_model"),
     ("mamba_cache_mode: some", "key 'mamba_cache_mode': 'some' is not one of: none, align, all"),
-    ("policy: vllm-9", "key 'policy': unknown policy 'vllm-9'; choose one of: vllm-min"),
+    ("policy: vllm-9", "key 'policy': unknown policy 'vllm-9'; choose one of: vllm-latest, vllm-0.10, vllm-0.11.1"),
     ("max_model_len: -5", "key 'max_model_len': must be positive or 'auto', got -5"),
     ("max_model_len: lots", "key 'max_model_len': must be a number of tokens (131072, 128k) or 'auto', got 'lots'"),
     ("kv_transfer_config: '{'", "key 'kv_transfer_config': is not valid JSON"),

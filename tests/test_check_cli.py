@@ -53,6 +53,7 @@ GPT_OSS = """\
       drafter: amazon/GPT-OSS-20B-P-EAGLE
       num_speculative_tokens: 5
       kv_cache_memory: 80GiB
+      policy: vllm==0.33.0  # 0.34 dropped the single-group check on drafting layers
     deployments:
       - name: threshold-1.5
         threshold: 1.5
@@ -226,7 +227,7 @@ def test_github_annotations_on_stderr_when_github_actions(tmp_path):
     notes = [line for line in r.stderr.splitlines() if line.startswith("::")]
     # the implied `starts: true` points at the deployment's entry (line 9: "- name: threshold-1.25")
     assert notes == [
-        "::error file=deploy.yaml,line=9,title=kvplan check%3A threshold-1.25 (starts)::expected the engine to start; "
+        "::error file=deploy.yaml,line=10,title=kvplan check%3A threshold-1.25 (starts)::expected the engine to start; "
         "the engine would fail at start-up (drafter): AssertionError: All drafting layers should belong to the same "
         "kv cache group",
     ]

@@ -71,9 +71,12 @@ def test_simulate_acceptance_threshold_1_5_starts():
 
 def test_simulate_release_alias_and_default_era():
     _, d = as_json("simulate", *GPT, *BUDGET, "--policy", "vllm==0.17.1")
-    assert d["policy"]["name"] == "vllm-1.25" and d["grouping"]["group_size"] == 12
-    _, d = as_json("simulate", *GPT, *BUDGET)  # default: vllm-latest (0.33.0), async scheduling → 8.88
-    assert d["policy"]["name"] == "vllm-latest" and f"{d['memory']['max_concurrency']:.2f}" == "8.88"
+    assert (d["policy"]["name"], d["policy"]["vllm_release"]) == ("vllm-0.17", "0.17.1")
+    assert d["grouping"]["group_size"] == 12
+    # default: the newest checked release (0.34.0, no vLLM installed here), async scheduling → 8.88
+    _, d = as_json("simulate", *GPT, *BUDGET)
+    assert (d["policy"]["vllm_release"], d["policy"]["release_note"]) == ("0.34.0", None)
+    assert f"{d['memory']['max_concurrency']:.2f}" == "8.88"
     assert d["memory"]["kv_cache_size_tokens"] == 1163947
 
 
@@ -91,7 +94,8 @@ def test_simulate_gemma3_27b():
 def test_unknown_policy_lists_choices():
     r = invoke("simulate", *GPT, *BUDGET, "--policy", "vllm-9")
     assert r.exit_code == 1
-    assert r.stderr.startswith("Error: unknown policy 'vllm-9'; choose one of: vllm-min, vllm-1.25, vllm-1.5, vllm-latest")
+    assert r.stderr.startswith("Error: unknown policy 'vllm-9'; choose one of: vllm-latest, vllm-0.10, vllm-0.11.1, vllm-0.12")
+    assert r.stderr.rstrip().endswith("or a release: vllm==0.10.1 to vllm==0.34.0 (39 releases; `kvplan policies` lists them)")
     assert r.stderr.count("\n") == 1
 
 

@@ -38,7 +38,7 @@ def test_one_row_per_engine_same_inputs():
     ls = gpt_oss_20b()
     c = compare(ls, GPT_OSS, CompareInputs(BUDGET, L128K), [plan(ls), plan(ls, "pr49472-cost")])
     assert [r.engine for r in c.rows] == ["vllm", "vllm", "sglang", "trtllm", "llamacpp", "lower_bound"]
-    v = c.row("vllm", "vllm-latest")
+    v = c.row("vllm", "vllm==0.34.0")
     # vLLM 0.33: 109,226 blocks of 12 · 32768 B; per request 1033 + 8192 blocks → 9225 · 393,216 B
     assert v.reserved_per_request_bytes == 9225 * 12 * 32768
     assert v.kv_tokens == int(109_226 / 9225 * L128K) and v.starts

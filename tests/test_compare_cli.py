@@ -42,7 +42,7 @@ def test_schema(gpt):
                                "target_concurrency": 8, "max_num_batched_tokens": 8192}
     names = [(r["engine"], r["name"]) for r in gpt["engines"]]
     assert names == [
-        ("vllm", "vllm-latest"), ("vllm", "pr56445-gcd"), ("vllm", "pr49472-cost"), ("vllm", "pr35062-drafter-group"),
+        ("vllm", "vllm==0.34.0"), ("vllm", "pr56445-gcd"), ("vllm", "pr49472-cost"), ("vllm", "pr35062-drafter-group"),
         ("vllm", "pr51742-skip-singletons"), ("sglang", "hybrid SWA pool"), ("trtllm", "VSWA"),
         ("llamacpp", "iSWA cache"), ("lower_bound", "exact windowed need"),
     ]
@@ -88,7 +88,7 @@ def test_other_engines_and_advice(gpt):
 def test_gemma3_worked_numbers():
     d = as_json("compare", *GEMMA, *BUDGET, "--target-len", "131072", "--policies", "none")
     rows = {r["engine"]: r for r in d["engines"]}
-    assert [r["name"] for r in d["engines"] if r["engine"] == "vllm"] == ["vllm-latest"]
+    assert [r["name"] for r in d["engines"] if r["engine"] == "vllm"] == ["vllm==0.34.0"]
     # SGLang runs Gemma 3 with the hybrid pool off: 40 GiB // (62 · 8192 B) = 84,562 tokens, 0.65 requests
     assert rows["sglang"]["kv_tokens"] == 84_562 and rows["sglang"]["knobs"]["hybrid_swa_memory"] is False
     # TensorRT-LLM equal shares: the 1024 window pool holds 20 GiB / (52 · 8192 B) = 50,412 tokens

@@ -240,7 +240,8 @@ def test_allocation_equals_the_prediction_byte_for_byte(name):
     assert r["leaked_bytes"] == 0 and r["failures"] == [] and r["num_failures"] == 0
     # every page a layer owns is written once and read once; the scan reads every byte once
     assert r["bytes_written"] == r["bytes_read"] and r["bytes_scanned"] == predicted
-    assert r["backing"] == ("one buffer" if plan.era.name == "vllm-latest" else "one tensor per slot")
+    # one backing buffer per worker where the era lays buffers out LBNHC (kv_cache_planning.py)
+    assert r["backing"] == ("one buffer" if plan.era.kv_buffer_layout == "lbnhc" else "one tensor per slot")
     assert all(isinstance(r[k], int) for k in r if k.endswith("_bytes"))
     json.dumps(r)  # plain data
 
@@ -376,7 +377,7 @@ def test_device_budget_utilization_defaults_to_the_era(monkeypatch):
     # 0.92 in 0.20.0-0.33.0 (read in each release's source).
     monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (10 * GiB, "test rule"))
     old = probe.device_kv_budget("cpu", get_era("vllm-1.5"))
-    assert (old["gpu_memory_utilization"], old["gpu_memory_utilization_source"]) == (0.9, "vllm-1.5 default")
+    assert (old["gpu_memory_utilization"], old["gpu_memory_utilization_source"]) == (0.9, "vllm-0.18 default")
     assert old["kv_cache_memory_bytes"] == 9_663_676_416  # int(10 · 2^30 · 0.9)
     latest = probe.device_kv_budget("cpu", get_era("vllm-latest"), reserve_bytes=GiB)
     assert latest["kv_cache_memory_bytes"] == 9_878_424_780 - GiB  # int(10 · 2^30 · 0.92) − 1 GiB

@@ -1,8 +1,8 @@
 """kvplan against vLLM's own layout functions, field by field.
 
 Each file in tests/golden was written by scripts/golden/make_goldens.py, which ran the
-released vLLM wheels (0.11.2, 0.17.1, 0.18.0, 0.33.0) on CPU on the layer specs that
-`kvplan inspect` produced. Here the same specs and options go through kvplan's engine
+released vLLM wheels (every release in kvplan.engines.vllm.releases.GOLDEN_RELEASES) on CPU
+on the layer specs that `kvplan inspect` produced. Here the same specs and options go through kvplan's engine
 and every field vLLM reported must match: groups, num_blocks per worker, tensors,
 admission bytes, max concurrency, the final max_model_len, vLLM's log lines verbatim,
 and the exact start-up error.
@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
+from kvplan.engines.vllm import ModelFacts, SimulateOptions, simulate
+from kvplan.engines.vllm.releases import GOLDEN_RELEASES, era_of_release
 from kvplan.specs import LayerSpec, spec_from_dict
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.json"))
-ERA_OF = {"0.11.2": "vllm-min", "0.17.1": "vllm-1.25", "0.18.0": "vllm-1.5", "0.33.0": "vllm-latest"}
-# Lines of the Mamba alignment are config-time logs; the goldens receive specs already aligned.
-ALIGNMENT_LOGS = ("Setting attention block size", "Padding mamba page size")
+# Lines of the Mamba alignment and of the Mamba cache-mode resolution are config-time logs
+# (EngineArgs / the model config); the goldens receive specs already aligned and the mode resolved.
+ALIGNMENT_LOGS = ("Setting attention block size", "Padding mamba page size", "--mamba-cache-mode is deprecated",
+                  "Mamba cache mode is set to", "Hybrid or mamba-based model detected")
 
 
 def _layers(case: dict):
@@ -43,7 +45,7 @@ def _layers(case: dict):
     return tuple(seen.values()), tuple(ranks)
 
 
-def _plan(golden: dict):
+def _plan(golden: dict, era=None):
     case = golden["case"]
     layers, ranks = _layers(case)
     mem = case["available_memory_bytes"]
@@ -64,61 +66,78 @@ def _plan(golden: dict):
         num_gpu_blocks_override=case.get("num_gpu_blocks_override"),
         use_v2_model_runner=bool(case.get("use_v2_model_runner")),
     )
-    era = get_era(ERA_OF[golden["vllm_version"]])
+    era = era or era_of_release(golden["vllm_version"])
     return simulate(layers, ranks if len(ranks) > 1 else (), facts, era, options)
 
 
-@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
-def test_matches_vllm(path):
-    golden = json.loads(path.read_text())
+def mismatches(golden: dict, era=None) -> list[str]:
+    """Every field where kvplan (under ``era``, default: the golden's release) differs from
+    what vLLM reported; [] when all agree. scripts/golden/differential.py uses it too."""
+    from kvplan.engines.vllm.sizing import max_concurrency, vllm_tensor_records
+
     r = golden["result"]
-    plan = _plan(golden)
+    plan = _plan(golden, era)
+    out: list[str] = []
+
+    def check(field: str, ours, theirs) -> None:
+        if ours != theirs:
+            out.append(f"{field}: kvplan {ours!r} != vLLM {theirs!r}")
 
     # the start-up outcome: vLLM's exception type and exact text
+    failure = (plan.failure.error_type, plan.failure.message) if plan.failure else None
     if r.get("error"):
-        assert plan.failure is not None, f"vLLM failed: {r['error']}"
-        assert (plan.failure.error_type, plan.failure.message) == (r["error"]["type"], r["error"]["message"])
-    elif r.get("drafter_check") and not r["drafter_check"]["ok"]:
+        check("error", failure, (r["error"]["type"], r["error"]["message"]))
+    elif r.get("drafter_check") and r["drafter_check"]["ok"] is False:
         err = r["drafter_check"]["error"]
-        assert plan.failure is not None and plan.failure.stage == "drafter"
-        assert (plan.failure.error_type, plan.failure.message) == (err["type"], err["message"])
+        check("drafter_check", (plan.failure.stage if plan.failure else None, failure), ("drafter", (err["type"],
+                                                                                                   err["message"])))
     else:
-        assert plan.failure is None, plan.failure
+        check("error", failure, None)
 
     # vLLM's log lines, verbatim and in order
-    ours = [line for line in plan.logs if not line.startswith(ALIGNMENT_LOGS)]
-    assert ours == [x["message"] for x in r["logs"]]
+    check("logs", [line for line in plan.logs if not line.startswith(ALIGNMENT_LOGS)],
+          [x["message"] for x in r["logs"]])
 
     # (0.11 checks memory before grouping; the generator then groups for the record only)
     before_grouping = plan.failure is not None and plan.failure.stage == "admission" and not plan.groups
     if r.get("groups") and not before_grouping:
-        assert [list(g.layer_names) for g in plan.groups] == [g["layer_names"] for g in r["groups"]]
+        check("groups", [list(g.layer_names) for g in plan.groups], [g["layer_names"] for g in r["groups"]])
     if "max_model_len" in r and r.get("error") is None:
-        assert plan.max_model_len == r["max_model_len"]
+        check("max_model_len", plan.max_model_len, r["max_model_len"])
 
-    for ours_w, theirs in zip(plan.workers, r.get("workers") or []):
+    # every worker vLLM configured, one for one (a missing or extra worker fails)
+    theirs_workers = r.get("workers") or []
+    if plan.workers and len(plan.workers) != len(theirs_workers):
+        check("workers.length", len(plan.workers), len(theirs_workers))
+        return out
+    for i, (ours_w, theirs) in enumerate(zip(plan.workers, theirs_workers, strict=True) if plan.workers else ()):
         if theirs.get("num_blocks") is None:
             continue
-        assert ours_w.num_blocks == theirs["num_blocks"]
+        check(f"workers[{i}].num_blocks", ours_w.num_blocks, theirs["num_blocks"])
         if theirs.get("max_concurrency") is not None and ours_w.groups:
-            from kvplan.engines.vllm.sizing import max_concurrency
-
-            assert max_concurrency(ours_w.num_blocks, list(ours_w.groups), plan.workload) == pytest.approx(
-                theirs["max_concurrency"], rel=1e-12)
+            ours_c = max_concurrency(ours_w.num_blocks, list(ours_w.groups), plan.workload)
+            if ours_c != pytest.approx(theirs["max_concurrency"], rel=1e-12):
+                check(f"workers[{i}].max_concurrency", ours_c, theirs["max_concurrency"])
         adm = theirs.get("admission") or {}
         if adm.get("needed_bytes") is not None and ours_w.rank == 0:
-            assert plan.needed_bytes == adm["needed_bytes"]
-            assert plan.checked_available_bytes == adm["checked_available_bytes"]
+            check("admission.needed_bytes", plan.needed_bytes, adm["needed_bytes"])
+            check("admission.checked_available_bytes", plan.checked_available_bytes, adm["checked_available_bytes"])
         tensors = theirs.get("kv_cache_tensors")
         if tensors and "shared_by" in tensors[0]:  # ≤ 0.32: one tensor per slot
-            assert [(t.size_bytes, list(t.shared_by)) for t in ours_w.tensors] == [
-                (t["size"], t["shared_by"]) for t in tensors]
+            check(f"workers[{i}].kv_cache_tensors", [(t.size_bytes, list(t.shared_by)) for t in ours_w.tensors],
+                  [(t["size"], t["shared_by"]) for t in tensors])
         elif tensors:  # 0.33: one record per group over one shared buffer
-            from kvplan.engines.vllm.sizing import vllm_tensor_records
+            check(f"workers[{i}].kv_cache_tensors", vllm_tensor_records(ours_w), tensors)
+    return out
 
-            assert vllm_tensor_records(ours_w) == tensors
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_matches_vllm(path):
+    assert mismatches(json.loads(path.read_text())) == []
 
 
-def test_goldens_cover_every_era():
+def test_goldens_cover_the_golden_releases():
+    """Every release the registry says was golden-tested has goldens, and no other (≥ 25)."""
     versions = {json.loads(p.read_text())["vllm_version"] for p in GOLDEN}
-    assert versions == set(ERA_OF)
+    assert versions == set(GOLDEN_RELEASES)
+    assert len(versions) >= 25

@@ -54,18 +54,13 @@ from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 
 # ----------------------------------------------------------------------- era defaults
 
-def _latest_generation(era) -> bool:
-    """0.33-generation behaviour (``vllm-latest`` and the proposals built on it)."""
-    return era.kv_size_log == "concurrency"
-
-
 def default_gpu_memory_utilization(era) -> float:
-    """``--gpu-memory-utilization`` default: the era's (0.92 in vLLM 0.33, 0.9 before)."""
-    return era.gpu_memory_utilization_default
+    """``--gpu-memory-utilization`` default of the era's releases (``Era.gpu_memory_utilization``)."""
+    return era.gpu_memory_utilization
 
 
 def subtracts_cudagraph_memory(era) -> bool:
-    return _latest_generation(era)
+    return era.cudagraph_memory_in_profile
 
 
 # ----------------------------------------------------------------------- estimates

@@ -171,7 +171,7 @@ def layer_parts(spec: KVCacheSpec, num_blocks: int, page: int, style: str) -> tu
 def is_vllm_033(era) -> bool:
     """vLLM 0.33 (``vllm-latest`` and the proposals built on it): one backing buffer per
     worker and LBNHC views (reference §11 item 5)."""
-    return getattr(era, "messages", None) == "0.33"
+    return getattr(era, "kv_buffer_layout", None) == "lbnhc"
 
 
 def backing_of(plan, worker) -> str:

@@ -137,8 +137,9 @@ def vllm_row(plan, lb: LowerBound) -> EngineRow:
         blocks = sizing.blocks_per_request(plan.groups, plan.workload)
         reserved = sizing.bytes_per_block(plan.groups) * sum(blocks)
     d = plan.decision
+    label = f"vllm=={era.release}" if era.release else era.name  # the release asked for, else the era
     knobs = {
-        "policy": era.name,
+        "policy": label,
         "threshold": era.threshold,
         "grouping": era.grouping,
         "max_model_len_tokens": plan.max_model_len,
@@ -158,7 +159,7 @@ def vllm_row(plan, lb: LowerBound) -> EngineRow:
     }
     notes = ["proposal, not shipped behaviour"] if era.is_proposal else []
     return EngineRow(
-        engine="vllm", name=era.name, starts=plan.starts, kv_tokens=plan.kv_tokens,
+        engine="vllm", name=label, starts=plan.starts, kv_tokens=plan.kv_tokens,
         max_concurrency=plan.max_concurrency, reserved_per_request_bytes=reserved,
         lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=details,
         failure=(plan.failure.message or plan.failure.error_type) if plan.failure else None,

@@ -138,6 +138,7 @@ class Context:
     model_dtype: str
     disable_sliding_window: bool = False
     num_spec: int = 0  # speculative tokens: Mamba num_speculative_blocks and conv growth
+    nemotron_h_ssm_cache_dtype: str = "float32"  # ServingOptions.nemotron_h_ssm_cache_dtype
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -515,6 +516,27 @@ def ssm_state_dtype(view: HFView, ctx: Context, default: str | None = None) -> s
     return default or ctx.model_dtype
 
 
+def nemotron_h_ssm_dtype(view: HFView, ctx: Context) -> str:
+    """Nemotron-H's ssm state dtype as the vLLM release resolves it (``ctx.nemotron_h_ssm_cache_dtype``):
+    before 0.13 no config hook ran and the state took the model dtype; from 0.13
+    ``NemotronHForCausalLMConfig`` takes the config.json's ``mamba_ssm_cache_dtype``, else its
+    own default (float16 up to 0.19, float32 from 0.20). Only the config.json's own key is
+    read, so the installed transformers' class default never decides."""
+    rule = ctx.nemotron_h_ssm_cache_dtype
+    if rule == "model":
+        return ctx.model_dtype
+    raw = view.raw.get("mamba_ssm_cache_dtype")
+    if raw is not None and str(raw) != "auto":
+        from kvplan.units import MODEL_DTYPES
+
+        name = MODEL_DTYPES.get(str(raw).removeprefix("torch."))
+        if name is None:
+            raise ConfigError(view.path, view.field("mamba_ssm_cache_dtype"), f"unknown dtype {raw!r}",
+                              "use float32, bfloat16 or float16")
+        return name
+    return rule
+
+
 def mamba_chunk_size(view: HFView) -> int | None:
     """``ModelConfig.get_mamba_chunk_size``: ``mamba_chunk_size``, else ``chunk_size``."""
     for key in ("mamba_chunk_size", "chunk_size"):
@@ -622,7 +644,7 @@ def build_nemotron_h(view: HFView, ctx: Context) -> FamilyResult:
         ctx.warnings.append(f"{view.path}: attention_head_dim {ahd} differs from head_dim {hd}; vLLM uses head_dim")
     m_heads = view.int("mamba_num_heads")
     m_hd = view.int("mamba_head_dim")
-    ssm_dtype = ssm_state_dtype(view, ctx, default="float16" if view.obj is None else None)
+    ssm_dtype = nemotron_h_ssm_dtype(view, ctx)
     spec = None
     prefix = layer_prefix(ctx.architecture)
     layers = []

@@ -270,7 +270,7 @@ def build_model_layout(
         path=p.source.path, architecture=p.architecture, model_type=p.model_type, tp=options.tensor_parallel_size,
         block_size=block_size, cache_dtype=cache_dtype, cache_dtype_str=cache_str, model_dtype=dtype,
         disable_sliding_window=options.disable_sliding_window, num_spec=num_spec if method else 0,
-        notes=notes, warnings=warnings,
+        notes=notes, warnings=warnings, nemotron_h_ssm_cache_dtype=options.nemotron_h_ssm_cache_dtype,
     )
     res = families.FAMILIES[p.family].layers(p.text, ctx)
     target_info = _info(p, dtype, res)

@@ -22,6 +22,10 @@ class ServingOptions:
     speculative_method: str | None = None  # eagle, eagle3, mtp, draft_model, ngram; inferred when None
     num_speculative_tokens: int | None = None
     disable_sliding_window: bool = False
+    # Nemotron-H's ssm state when the config.json sets no mamba_ssm_cache_dtype: the vLLM
+    # release's own rule (Era.nemotron_h_ssm_cache_dtype): "model" (the model dtype, <= 0.12),
+    # "float16" (0.13 to 0.19), "float32" (0.20+). Never the installed transformers' default.
+    nemotron_h_ssm_cache_dtype: str = "float32"
 
 
 # ---------------------------------------------------------------- model dtype

@@ -143,12 +143,23 @@ def inspect_dict(layout, serving) -> dict:
 def era_dict(era) -> dict:
     return {
         "name": era.name,
+        "vllm_release": era.release or None,  # the release asked for (vllm==X) or installed
+        "release_note": era.release_note or None,  # "installed", "unchecked"
+        "warning": era.warning or None,
         "threshold": era.threshold,
         "description": era.description,
         "vllm_releases": list(era.releases),
         "grouping": era.grouping,
         "is_proposal": era.is_proposal,
     }
+
+
+def policy_label(p: dict) -> str:
+    """``vllm==0.24.0 (installed)`` for a release, else the era or proposal name."""
+    if p.get("vllm_release"):
+        note = f" ({p['release_note']})" if p.get("release_note") else ""
+        return f"vllm=={p['vllm_release']}{note}"
+    return p["name"]
 
 
 def _group_rows(plan) -> list[dict]:

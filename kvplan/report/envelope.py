@@ -26,8 +26,8 @@ def source_dict(info) -> dict | None:
 def policy_dict(era) -> dict | None:
     if era is None:
         return None
-    return {"name": era.name, "vllm_releases": list(era.releases), "threshold": era.threshold,
-            "is_proposal": era.is_proposal}
+    return {"name": era.name, "vllm_release": era.release or None, "release_note": era.release_note or None,
+            "vllm_releases": list(era.releases), "threshold": era.threshold, "is_proposal": era.is_proposal}
 
 
 def envelope(command: str, *, options: dict | None, outcome: dict, body: dict, model=None, drafter=None,

@@ -64,7 +64,9 @@ def render_fit(d: dict) -> None:
     c.print(_model_line(d))
     p = d["policy"]
     s = d["serving"]
-    c.print(f"policy {p['name']}; tp {s['tensor_parallel_size']}, pp {s['pipeline_parallel_size']}, "
+    from kvplan.report.data import policy_label
+
+    c.print(f"policy {policy_label(p)}; tp {s['tensor_parallel_size']}, pp {s['pipeline_parallel_size']}, "
             f"kv_cache_dtype {s['kv_cache_dtype']}, block_size {s['block_size']}")
     if d.get("budget"):
         c.print(_budget_table(d["budget"]))

@@ -123,14 +123,22 @@ def _is_drafter(d: dict, g: dict, i: int) -> bool:
 
 
 def render_plan(d: dict) -> None:
+    from kvplan.report.data import policy_label
+
     c = _console()
     c.print(_model_line(d))
     p = d["policy"]
     thr = "none (min)" if p["threshold"] is None else f"{p['threshold']:g}"
     if p["is_proposal"]:
         c.print(f"policy {p['name']} ({p['description']})  [proposal, not shipped vLLM behaviour]")
+    elif p.get("vllm_release"):
+        c.print(f"policy {policy_label(p)}: era {p['name']}, threshold {thr}")
     else:
-        c.print(f"policy {p['name']} (threshold {thr}; vLLM {', '.join(p['vllm_releases'])})")
+        rels = p["vllm_releases"]
+        span = f"{rels[0]} to {rels[-1]}" if len(rels) > 1 else ", ".join(rels)
+        c.print(f"policy {p['name']} (threshold {thr}; vLLM {span})")
+    if p.get("warning"):
+        c.print(f"[yellow]Warning: {p['warning']}[/yellow]")
     hma = d["hybrid_kv_cache_manager"]
     if hma["enabled"] is False:
         c.print(f"hybrid KV-cache manager: off ({'; '.join(hma['reasons_disabled'])})")

@@ -100,7 +100,7 @@ def fit_max_model_len(b: _Budgeted) -> dict:
     model_max = _model_max_len(b)
     cap = b.scenario.max_model_len
     limit = model_max if cap in (None, -1) else cap
-    if b.era.admission == "per_layer":
+    if not b.era.auto_fit:
         best, plan = _search_starts(b, kv, limit)
         method = f"binary search over simulate(...).starts ({b.era.name} has no auto-fit)"
     else:

@@ -35,7 +35,7 @@ class _ScenarioMethods:
         if tokens is None or seqs is None:
             from kvplan.budget.hardware import vllm_batch_defaults
 
-            large = resolve_era(self.policy, None).messages == "0.33"  # the >=160 GiB tier is 0.33's
+            large = resolve_era(self.policy, None).large_batch_tier
             d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory, large_tier=large)
             tokens, seqs = tokens or d_tokens, seqs or d_seqs
         return tokens, seqs
@@ -82,11 +82,13 @@ class ScenarioResult:
 def serving_of(s: Scenario):
     from kvplan.model import ServingOptions
 
+    era = resolve_era(s.policy, None)
     return ServingOptions(
         block_size=s.block_size, attention_backend=s.attention_backend, kv_cache_dtype=s.kv_cache_dtype,
         dtype=s.dtype, tensor_parallel_size=s.tensor_parallel_size, pipeline_parallel_size=s.pipeline_parallel_size,
         speculative_method=s.speculative_method, num_speculative_tokens=s.num_speculative_tokens,
         disable_sliding_window=s.disable_sliding_window,
+        nemotron_h_ssm_cache_dtype=era.nemotron_h_ssm_cache_dtype,
     )
 
 

@@ -49,8 +49,13 @@ REPO = Path(__file__).resolve().parents[2]
 RUNNER = REPO / "scripts" / "golden" / "vllm_runner.py"
 OUT_DIR = REPO / "tests" / "golden"
 VENVS = Path(os.environ.get("GOLDEN_VENVS", REPO / ".golden-venvs"))
+# release_env.sh's shared environment: one base venv + each release's unpacked sources
+RELEASE_BASE = Path(os.environ.get("RELEASE_BASE", REPO / ".golden-venvs" / "rel-base"))
+RELEASE_SRC = Path(os.environ.get("RELEASE_SRC", REPO / ".golden-venvs" / "rel-src"))
 
-RELEASES = ("0.11.2", "0.17.1", "0.18.0", "0.33.0")
+from kvplan.engines.vllm.releases import GOLDEN_RELEASES, era_of_release  # noqa: E402
+
+RELEASES = GOLDEN_RELEASES
 
 GiB = 1 << 30
 T = 8192  # max_num_batched_tokens (the OpenAI server default on >= 70 GiB GPUs)
@@ -77,6 +82,7 @@ class Case:
 
 def _cases() -> list[Case]:
     c: list[Case] = []
+    eagle_llama = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
     oss20, oss120 = "openai/gpt-oss-20b", "openai/gpt-oss-120b"
     eagle20 = "sgl-project/SpecForge--gpt-oss-20B-eagle3"
     peagle20 = "amazon/GPT-OSS-20B-P-EAGLE"
@@ -182,6 +188,12 @@ def _cases() -> list[Case]:
             use_v2_model_runner=False,
         )
     )
+    # PP 2 and 3 with an EAGLE-3 drafter on the last stage (async scheduling, V2 runner)
+    for pp in (2, 3):
+        c.append(Case(f"gpt-oss-20b-eagle3__pp{pp}__40gib", oss20, eagle20, 40, 131072, pp=pp,
+                      use_v2_model_runner=True))
+    c.append(Case("llama-3.1-8b-eagle3__pp3__2gib", "meta-llama/Meta-Llama-3.1-8B", eagle_llama, 2, 131072, pp=3,
+                  use_v2_model_runner=True, inspect_args=("--num-speculative-tokens", "3")))
     c.append(
         Case(
             "gemma-3-27b__pp2__40gib",
@@ -205,7 +217,6 @@ def _cases() -> list[Case]:
     # tokens, the MTP layer joins the full bucket), and EAGLE-3 heads on all-full and all-sliding targets
     c.append(Case("qwen3-next-mtp2__40gib", "Qwen/Qwen3-Next-80B-A3B-Thinking", None, 40, 131072, mamba=True,
                   inspect_args=("--speculative-method", "mtp", "--num-speculative-tokens", "2")))
-    eagle_llama = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
     c.append(Case("llama-3.1-8b-eagle3__40gib", "meta-llama/Meta-Llama-3.1-8B", eagle_llama, 40, 131072,
                   inspect_args=("--num-speculative-tokens", "3")))
     c.append(Case("mistral-7b-eagle3__40gib", "mistralai/Mistral-7B-v0.1", eagle_llama, 40, 32768,
@@ -339,17 +350,18 @@ def align_mamba(
         sum(math.prod(s) * _dtype_bytes(d) for s, d in zip(l["shapes"], l["dtypes"]))
         for l in mamba
     )
-    modern = tuple(int(x) for x in release.split(".")[:2]) >= (0, 33)
+    era = era_of_release(release)
+    modern = era.hybrid_prefix_caching_default  # prefix caching (mode "align") on by default
     mode = "align" if modern else "none"
     k = 16
-    if modern and any(l["mamba_type"] in ("gdn", "gdn_attention") for l in mamba):
-        k = math.lcm(k, 64)
+    if modern and era.gdn_align_tokens and any(l["mamba_type"] in ("gdn", "gdn_attention") for l in mamba):
+        k = math.lcm(k, era.gdn_align_tokens)
     block = max(first["block_size"], k * _cdiv(mp, k * a1))
     m_block = block if mode == "align" else max_model_len
     attn_page = block * a1
     padded = attn_page if attn_page != mp else None
     # 0.33 align mode: Mamba2 and (Hopper) GDN layers export prefill checkpoints
-    checkpoints = int(modern and all(l["mamba_type"] in ("mamba2", "gdn") for l in mamba))
+    checkpoints = int(modern and era.mamba_prefill_checkpoints and all(l["mamba_type"] in ("mamba2", "gdn") for l in mamba))
     out = []
     for l in layers:
         l = dict(l)
@@ -438,19 +450,39 @@ def make_runner_case(
     return out
 
 
-def run_release(release: str, cases: list[dict]) -> list[dict]:
-    py = VENVS / f"vllm-{release}" / "bin" / "python"
+def release_python(release: str) -> tuple[Path, dict] | None:
+    """The interpreter (and environment) that runs ``release``: its own venv under VENVS, else
+    the shared base venv with the release's unpacked sources first on PYTHONPATH."""
+    own = VENVS / f"vllm-{release}" / "bin" / "python"
+    if own.exists():
+        return own, dict(os.environ)
+    tree = RELEASE_SRC / release
+    base = RELEASE_BASE / "bin" / "python"
+    if (tree / ".done").exists() and base.exists():
+        return base, {**os.environ, "PYTHONPATH": str(tree)}
+    return None
+
+
+def run_release(release: str, cases: list[dict], hooks: list[dict] | None = None):
+    """The runner's results for ``cases``; with ``hooks``, ``(results, hook_results)`` from
+    the same process (one vLLM import per release)."""
+    found = release_python(release)
+    if found is None:
+        raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
+    py, env = found
     proc = subprocess.run(
         [str(py), str(RUNNER)],
-        input=json.dumps(cases),
+        input=json.dumps({"cases": cases, "hooks": hooks} if hooks is not None else cases),
         capture_output=True,
         text=True,
         cwd=REPO,
         check=False,
+        env=env,
     )
     if proc.returncode != 0:
-        raise SystemExit(f"runner failed for vllm {release}:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout)
+        raise RuntimeError(f"runner failed for vllm {release}:\n{proc.stderr[-4000:]}")
+    out = json.loads(proc.stdout)
+    return (out["results"], out["hooks"]) if hooks is not None else out
 
 
 def main() -> None:
@@ -466,22 +498,29 @@ def main() -> None:
         help="use hand-written layers for gpt-oss-20b / gemma-3-27b (no CLI)",
     )
     ap.add_argument("--out", default=str(OUT_DIR))
+    ap.add_argument("--hooks", action="store_true",
+                    help="write tests/golden/hooks/<release>.json (Mamba mode, Nemotron-H ssm dtype) instead")
     args = ap.parse_args()
+    if args.hooks:
+        for release in args.releases or [r for r in RELEASES if release_python(r) is not None]:
+            print(f"  {make_hooks(release).relative_to(REPO)}", file=sys.stderr)
+        return
 
     cases = [c for c in _cases() if not args.only or args.only in c.name]
     if args.list:
         for c in cases:
             print(c.name)
         return
-    releases = args.releases or [
-        r for r in RELEASES if (VENVS / f"vllm-{r}" / "bin" / "python").exists()
-    ]
+    releases = args.releases or [r for r in RELEASES if release_python(r) is not None]
     if not releases:
         raise SystemExit(
             f"no vLLM venvs under {VENVS}; run scripts/golden/setup_venvs.sh"
         )
 
     inspected: dict[tuple, tuple] = {}
+    # GOLDEN_INSPECT_CACHE=file: reuse `kvplan inspect` answers across runs (one release at a time)
+    cache_path = os.environ.get("GOLDEN_INSPECT_CACHE")
+    cache = json.loads(Path(cache_path).read_text()) if cache_path and Path(cache_path).exists() else {}
     for c in cases:
         key = (c.model, c.drafter, c.tp, c.pp, c.inspect_args)
         if key in inspected:
@@ -496,7 +535,12 @@ def main() -> None:
                 continue
             inspected[key] = (hand[0], hand[1], {"source": "hand-written"})
             continue
-        layers, workers, _ = inspect_layers(c)
+        ckey = json.dumps([c.model, c.drafter, c.tp, c.pp, list(c.inspect_args)])
+        if ckey in cache:
+            layers, workers = cache[ckey]
+        else:
+            layers, workers, _ = inspect_layers(c)
+            cache[ckey] = [layers, workers]
         if hand is not None and _strip(hand[0]) != _strip(layers):
             print(
                 f"WARNING: kvplan inspect {c.model} differs from the hand-written layer list",
@@ -504,8 +548,11 @@ def main() -> None:
             )
         inspected[key] = (layers, workers, {"source": "kvplan inspect"})
 
+    if cache_path:
+        Path(cache_path).write_text(json.dumps(cache))
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    failed: list[str] = []
     for release in releases:
         batch = []
         for c in cases:
@@ -515,7 +562,13 @@ def main() -> None:
             layers, workers, meta = inspected[key]
             batch.append(make_runner_case(c, release, layers, workers, meta))
         print(f"vllm {release}: {len(batch)} cases", file=sys.stderr)
-        results = run_release(release, batch)
+        try:
+            results, hook_results = run_release(release, batch, hook_cases())
+            write_hooks(release, hook_results)
+        except RuntimeError as e:  # one release failing does not stop the others
+            print(str(e), file=sys.stderr)
+            failed.append(release)
+            continue
         for case_in, result in zip(batch, results):
             if (result.get("error") or {}).get("type") == "RunnerSkip":
                 print(
@@ -541,6 +594,52 @@ def main() -> None:
                 f"  {path.relative_to(REPO) if path.is_relative_to(REPO) else path}: {status}",
                 file=sys.stderr,
             )
+    if failed:
+        raise SystemExit(f"runner failed for: {', '.join(failed)}")
+
+
+HOOKS_DIR = OUT_DIR / "hooks"
+
+
+def hook_cases() -> list[dict]:
+    """Config-hook cases (``vllm_runner.py --config-hooks``): the Mamba cache mode each
+    release resolves (Qwen3-Next: no Mamba prefix caching support; Nemotron-H: supports it),
+    and Nemotron-H's ssm state dtype with and without ``mamba_ssm_cache_dtype`` in config.json."""
+    cases = []
+    for arch, supports in (("Qwen3NextForCausalLM", False), ("NemotronHForCausalLM", True)):
+        for prefix in (False, True):
+            for mode in ("none", "align", "all"):
+                cases.append({"case": f"mamba_mode:{arch}:prefix={prefix}:{mode}", "kind": "mamba_mode",
+                              "architecture": arch, "supports_mamba_prefix_caching": supports,
+                              "enable_prefix_caching": prefix, "mamba_cache_mode": mode})
+    base = json.loads((REPO / "configs/nvidia/Nemotron-H-56B-Base-8K/config.json").read_text())
+    base.pop("mamba_ssm_cache_dtype", None)
+    for value in (None, "float32", "bfloat16"):
+        cfg = dict(base) if value is None else {**base, "mamba_ssm_cache_dtype": value}
+        cases.append({"case": f"nemotron_h_ssm:{value or 'unset'}", "kind": "nemotron_h_ssm", "hf_config": cfg})
+    return cases
+
+
+def make_hooks(release: str) -> Path:
+    found = release_python(release)
+    if found is None:
+        raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
+    py, env = found
+    cases = hook_cases()
+    proc = subprocess.run([str(py), str(RUNNER), "--config-hooks"], input=json.dumps(cases), capture_output=True,
+                          text=True, cwd=REPO, check=False, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"runner --config-hooks failed for vllm {release}:\n{proc.stderr[-4000:]}")
+    return write_hooks(release, json.loads(proc.stdout))
+
+
+def write_hooks(release: str, results: list[dict]) -> Path:
+    HOOKS_DIR.mkdir(parents=True, exist_ok=True)
+    path = HOOKS_DIR / f"{release}.json"
+    doc = {"vllm_version": release,
+           "cases": [{"case": c, "result": r} for c, r in zip(hook_cases(), results, strict=True)]}
+    path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+    return path
 
 
 def _strip(layers: list[dict]) -> list[dict]:

@@ -59,22 +59,7 @@ setup_one() {
   # Light dependencies with vLLM's own version specifiers.
   "$py" -c "import packaging" 2>/dev/null || $pip install -q packaging 2>&1 | grep -v "is ignored" || true
   local reqs
-  reqs=$("$py" - "$LIGHT_PACKAGES" <<'PY'
-import importlib.metadata as md, re, sys
-from packaging.requirements import Requirement
-light = {re.sub(r"[-_.]+", "-", n).lower() for n in sys.argv[1].split()}
-out = []
-for r in md.requires("vllm") or []:
-    req = Requirement(r)
-    name = re.sub(r"[-_.]+", "-", req.name).lower()
-    if name not in light:
-        continue
-    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-        continue
-    out.append(f"{req.name}{req.specifier}")
-print("\n".join(out))
-PY
-  )
+  reqs=$("$py" "$REPO/scripts/golden/light_reqs.py" "$LIGHT_PACKAGES")
   # shellcheck disable=SC2086
   echo "$reqs" | xargs $pip install -q -c "$cons" 2>&1 | grep -v -E "is ignored|requires|incompatible|dependency resolver|^$" || true
   # Retry loop: install whatever module the runner's imports still miss.

@@ -140,6 +140,13 @@ with _stdout_to_stderr():
     from vllm.v1 import kv_cache_interface as I
     from vllm.v1.core import kv_cache_utils as U
 
+    # The V2 model runner refuses to be selected without Triton (0.22+ validation); these
+    # functions run no kernel, so the check is satisfied here (PP cases pin the runner).
+    import vllm.config.vllm as _vllm_config_module
+
+    if hasattr(_vllm_config_module, "HAS_TRITON"):
+        _vllm_config_module.HAS_TRITON = True
+
     if importlib.util.find_spec("vllm.v1.core.kv_cache_planning") is not None:
         from vllm.v1.core import kv_cache_planning as P
     else:  # before 0.33
@@ -282,6 +289,17 @@ def expand_workers(case: dict) -> list[list[dict]]:
     return out
 
 
+class _StandInModelConfig(types.SimpleNamespace):
+    """The stand-in ``model_config``: the fields set here, and None for any other attribute a
+    release reads on the config path (later releases read more of them, e.g. logits_processors
+    in 0.29); none of them reaches the layout functions."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
 def build_vllm_config(case: dict, max_model_len: int, original: int):
     cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
     sc, cc, pc = cfg.scheduler_config, cfg.cache_config, cfg.parallel_config
@@ -308,12 +326,16 @@ def build_vllm_config(case: dict, max_model_len: int, original: int):
     cc.block_size = int(case.get("cache_block_size", 16))
     pc.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
     pc.tensor_parallel_size = int(case.get("tensor_parallel_size", 1))
-    model = types.SimpleNamespace(
+    model = _StandInModelConfig(
         max_model_len=max_model_len,
         original_max_model_len=original,
         architectures=["KvplanGoldenStandIn"],
         supports_kv_cache_grouping=False,
         is_hybrid=False,
+        is_diffusion=False,  # read by use_v2_model_runner from 0.26
+        runner_type="generate",  # _is_default_v2_model_runner_model (0.26-0.28)
+        is_moe=False,
+        is_attention_free=False,
         multimodal_config=None,
         dtype=torch.bfloat16,
     )
@@ -445,6 +467,10 @@ def _drafter_check(config, drafter_names: list[str]):
     if not drafter_names:
         return None
     fn = _find_validate_same_kv_cache_group()
+    if fn is None and not _has_proposer_module():
+        # 0.34 removed the V1 EAGLE proposer: the V2 speculators walk every attention group
+        # (v1/worker/gpu/spec_decode/speculator.py), so drafting layers may span groups.
+        return {"ok": True, "error": None, "note": "no validate_same_kv_cache_group in this release"}
     if fn is None:
         return {
             "ok": None,
@@ -581,12 +607,26 @@ def run_case(case: dict) -> dict:
                     )
                     U.update_kv_cache_capacity(cfg, sched)
             else:
+                from vllm.v1.attention.backends import utils as backend_utils
+
+                if hasattr(backend_utils, "resolve_kv_cache_layout"):
+                    # 0.29-0.32: the engine core resolves the layout before sizing
+                    names = case.get("supported_kv_cache_layouts")
+                    if names is None:
+                        names = [l.name for l in backend_utils.get_supported_kv_cache_layouts([])]
+                    layout = backend_utils.resolve_kv_cache_layout(
+                        cfg, [list(names)] * n, [s for d in worker_specs for s in d.values()])
+                    result["kv_cache_layout"] = layout.name
                 configs = U.get_kv_cache_configs(cfg, worker_specs, memory)
                 sched = U.generate_scheduler_kv_cache_config(configs)
                 if _ver() >= (0, 18) and sched.kv_cache_groups:
                     cfg.cache_config.block_size = min(
                         g.kv_cache_spec.block_size for g in sched.kv_cache_groups
                     )
+                if hasattr(U, "update_kv_cache_capacity") and sched.kv_cache_groups:
+                    # 0.28-0.32: the engine core logs the capacity (one line) after sizing
+                    cfg.cache_config.num_gpu_blocks = sched.num_blocks
+                    U.update_kv_cache_capacity(cfg, sched)
         except Exception as e:  # noqa: BLE001 - engine failures are results
             result["error"] = _error(e)
         cap.enabled = False
@@ -659,6 +699,16 @@ def run_case(case: dict) -> dict:
 def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
     """The release's own need for one worker, at the final max_model_len."""
     try:
+        if API == "legacy" and hasattr(U, "_max_memory_usage_bytes_from_groups"):
+            # 0.14-0.16: one check on the global groups with min(available) (no projection)
+            needed = U._max_memory_usage_bytes_from_groups(cfg, global_groups)
+            est = U._estimate_max_model_len_from_groups(cfg, global_groups, avail) if needed > avail else None
+            return {
+                "needed_bytes": needed,
+                "checked_available_bytes": avail,
+                "estimated_max_model_len": est,
+                "rule": "global groups",
+            }
         if API == "legacy":
             needed = U.max_memory_usage_bytes(cfg, specs_w.values())
             est = (
@@ -676,6 +726,15 @@ def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
             groups = U._project_kv_cache_groups_to_worker(global_groups, specs_w)
             if not groups:
                 return None
+            override = cfg.cache_config.num_gpu_blocks_override
+            if (override is not None and hasattr(U, "_pool_bytes_per_block")
+                    and "num_gpu_blocks_override" in inspect.getsource(U.get_kv_cache_configs)):
+                # from 0.20.1 get_kv_cache_configs turns the override into the available
+                # memory (override x bytes per block) before auto-fit and the check
+                avail = override * U._pool_bytes_per_block(cfg, groups)
+            if "Reserve the null block" in inspect.getsource(U.get_kv_cache_configs):
+                # 0.29-0.32: the check and auto-fit plan against available - bytes_per_block
+                avail = avail - U._pool_bytes_per_block(cfg, groups)
             needed = U._max_memory_usage_bytes_from_groups(cfg, groups)
             est = U._estimate_max_model_len_from_groups(cfg, groups, avail)
             return {
@@ -707,8 +766,14 @@ def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
         return {"error": _error(e)}
 
 
+def _has_proposer_module() -> bool:
+    import importlib.util
+
+    return any(importlib.util.find_spec(m) is not None for m in _PROPOSER_MODULES)
+
+
 def _check_imports() -> None:
-    if _find_validate_same_kv_cache_group(strict=True) is None:
+    if _find_validate_same_kv_cache_group(strict=True) is None and _has_proposer_module():
         raise SystemExit("validate_same_kv_cache_group not found")
     with _stdout_to_stderr():
         case = {
@@ -741,12 +806,90 @@ def _check_imports() -> None:
     )
 
 
+def _engine_args_pass_mamba_mode() -> bool:
+    """Whether ``EngineArgs.create_engine_config`` hands --mamba-cache-mode to CacheConfig
+    (0.15 to 0.32 do; 0.33 only warns that the flag has no effect)."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    return "mamba_cache_mode=self.mamba_cache_mode" in inspect.getsource(EngineArgs.create_engine_config)
+
+
+def run_hook(case: dict) -> dict:
+    """One config-hook case, run through the release's own model-config hooks.
+
+    ``{"kind": "mamba_mode", "architecture", "supports_mamba_prefix_caching",
+    "enable_prefix_caching", "mamba_cache_mode"}``: the mode EngineArgs hands to CacheConfig
+    (the flag where the release passes it on, else CacheConfig's default), then
+    ``MambaModelConfig.verify_and_update_config``; returns the resulting ``mamba_cache_mode``.
+
+    ``{"kind": "nemotron_h_ssm", "hf_config": {...}}``: the release's Nemotron-H config class
+    (vLLM's own where it ships one, else transformers') built from the dict, then
+    ``NemotronHForCausalLMConfig.verify_and_update_config``; returns ``mamba_ssm_cache_dtype``
+    (``"auto"`` where the release has no such hook: the state then takes the model dtype).
+    """
+    out: dict = {"case": case.get("case"), "vllm_version": VLLM_VERSION, "logs": [], "error": None}
+    cap = _Capture()
+    root = logging.getLogger("vllm")
+    root.addHandler(cap)
+    root.setLevel(logging.INFO)
+    try:
+        with _stdout_to_stderr():
+            from vllm.model_executor.models import config as MC
+
+            cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
+            cc = cfg.cache_config
+            if case["kind"] == "mamba_mode":
+                if not hasattr(cc, "mamba_cache_mode"):
+                    out["mamba_cache_mode"] = None  # no Mamba cache modes in this release
+                    return out
+                cc.enable_prefix_caching = bool(case["enable_prefix_caching"])
+                cc.mamba_cache_mode = case["mamba_cache_mode"] if _engine_args_pass_mamba_mode() else "none"
+                if hasattr(cc, "mamba_block_size"):
+                    cc.mamba_block_size = None
+                cfg.scheduler_config.enable_chunked_prefill = True
+                cfg.model_config = types.SimpleNamespace(
+                    architecture=case["architecture"], architectures=[case["architecture"]],
+                    supports_mamba_prefix_caching=bool(case["supports_mamba_prefix_caching"]),
+                    max_model_len=4096, is_hybrid=True,
+                )
+                MC.MambaModelConfig.verify_and_update_config(cfg)
+                out["mamba_cache_mode"] = cc.mamba_cache_mode
+                out["engine_args_pass_mamba_cache_mode"] = _engine_args_pass_mamba_mode()
+            elif case["kind"] == "nemotron_h_ssm":
+                hook = getattr(MC, "NemotronHForCausalLMConfig", None)
+                try:
+                    from vllm.transformers_utils.configs import NemotronHConfig as H
+                except ImportError:
+                    from transformers import NemotronHConfig as H
+                out["hf_config_class"] = f"{H.__module__}.{H.__name__}"
+                cc.mamba_ssm_cache_dtype = "auto"
+                cfg.model_config = types.SimpleNamespace(hf_config=H(**case["hf_config"]))
+                if hook is not None:
+                    hook.verify_and_update_config(cfg)
+                out["mamba_ssm_cache_dtype"] = str(cc.mamba_ssm_cache_dtype)
+            else:
+                raise ValueError(f"unknown hook kind {case['kind']!r}")
+    except Exception as e:  # noqa: BLE001 - the release's own failure is the result
+        out["error"] = {"type": type(e).__name__, "message": str(e)}
+    finally:
+        root.removeHandler(cap)
+        out["logs"] = cap.records
+    return out
+
+
 def main() -> None:
     if "--check-imports" in sys.argv[1:]:
         _check_imports()
         return
+    if "--config-hooks" in sys.argv[1:]:
+        data = json.load(sys.stdin)
+        _REAL_STDOUT.write(json.dumps([run_hook(c) for c in data], sort_keys=True, default=str) + "\n")
+        _REAL_STDOUT.flush()
+        return
     data = json.load(sys.stdin)
-    if isinstance(data, list):
+    if isinstance(data, dict) and "hooks" in data:  # layout cases and config-hook cases in one process
+        out = {"results": [run_case(c) for c in data["cases"]], "hooks": [run_hook(c) for c in data["hooks"]]}
+    elif isinstance(data, list):
         out = [run_case(c) for c in data]
     else:
         out = run_case(data)

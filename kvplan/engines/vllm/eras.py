@@ -37,10 +37,10 @@ class Era:
     hybrid_prefix_caching_default: bool
     # GDN (Qwen gated delta net) 64-token block alignment in "align" mode (0.33).
     gdn_align_tokens: int
-    # Message wording, by the release that printed it (checked against the goldens):
+    # Message wording only, by the release that printed it (checked against the goldens):
     # "0.11" (admission error with 2-decimal GiB, no docs link; "All eagle layers …"),
-    # "0.17" ("models's", docs link; two capacity lines), "0.33" ("model's", CPU note,
-    # one combined capacity line, "Using LBNHC KV cache layout.").
+    # "0.17" ("models's", docs link), "0.33" ("model's", CPU note, auto-fit lines naming
+    # "KV cache memory", --enable-hybrid-kv-cache-manager). No behaviour keys on it.
     messages: str
     # KV-connector rule: "always" disables HMA (≤ V_before), "supports_hma" (0.33).
     kv_transfer_rule: str
@@ -49,85 +49,178 @@ class Era:
     # sliding layers (K 192, V 128) had a page that does not divide the full one (golden:
     # NotImplementedError on 0.17.1 and 0.18.0).
     window_head_size_v: bool = False
+    # Whether full-attention specs carry head_size_v (FullAttentionSpec.head_size_v, first in
+    # the 0.14.0 wheel); before, a full layer cached V at the K head size too.
+    full_head_size_v: bool = True
+    # 0.26+: a Mamba page smaller than the largest page is padded to it in page unification
+    # (before, vLLM's bare AssertionError).
+    mamba_page_pad: bool = False
     # KV events (--kv-events-config) turned the hybrid manager off until PR #37688 (2026-04-12).
     kv_events_disable_hma: bool = True
     # 0.33 align mode: Mamba2 and (Hopper, FlashInfer prefill) GDN layers export prefill
     # checkpoints and reserve one more block per request (read in 0.33.0's mamba_mixer2.py,
     # gdn/qwen_gdn_linear_attn.py and kv_cache_interface.MambaSpec.max_memory_usage_bytes).
     mamba_prefill_checkpoints: bool = False
-    # ``--gpu-memory-utilization`` when not given: vllm/config/cache.py CacheConfig's default,
-    # read in every release's source: 0.9 from 0.10.1 to 0.19.1, 0.92 from 0.20.0 to 0.33.0.
-    gpu_memory_utilization_default: float = 0.9
+    # Which groups the admission check and auto-fit see: "worker" (each worker's projected
+    # groups, 0.17+) or "global" (0.14-0.16: the global groups once, with min(available)).
+    admission_scope: str = "worker"
+    # --max-model-len -1 (auto-fit, PR #29431): absent from 0.11.
+    auto_fit: bool = True
+    # 0.11: a Mamba layer reserved cdiv(max_model_len, block_size) blocks in "none" mode
+    # and no speculative blocks (MambaSpec.max_memory_usage_bytes of that release).
+    mamba_legacy_reservation: bool = False
+    # How a worker's KV memory is allocated: "per_slot" (one tensor per group slot,
+    # KVCacheTensor.shared_by) or "lbnhc" (0.33: one buffer, per-group records, and the
+    # "Using LBNHC KV cache layout." line).
+    kv_buffer_layout: str = "per_slot"
+    # The capacity log: "per_worker_both" (to 0.11.0: both lines with plain logger.info, once
+    # per worker), "per_worker" (0.11.1: the concurrency line only), "two_lines" (info_once: size line + concurrency line), "one_line" (0.33's
+    # update_kv_cache_capacity: both on one line).
+    capacity_log: str = "two_lines"
+    # --num-gpu-blocks-override becomes the available memory before auto-fit and the
+    # admission check (logged there), instead of replacing num_blocks at config time.
+    override_before_check: bool = False
+    # Mamba kernel alignment: "fixed" (16, or 64 for MLA) or "at_least_block" (0.33: the
+    # backend's smallest kernel block, at least the cache block size).
+    mamba_kernel_alignment: str = "fixed"
+    # How --mamba-cache-mode is resolved against prefix caching (hybrid.resolve_mamba_mode):
+    # "as_given", "reconcile" (model config reconciles it), "reconcile_align" (0.28), "align_default" (0.32) or "prefix_caching" (the flag has
+    # no effect: prefix caching decides).
+    mamba_cache_mode_rule: str = "as_given"
+    # vllm serve defaults: --gpu-memory-utilization, the >= 160 GiB batch tier of
+    # get_batch_defaults (16384 tokens), and whether the profile counts CUDA-graph memory.
+    gpu_memory_utilization: float = 0.9
+    large_batch_tier: bool = False
+    cudagraph_memory_in_profile: bool = False
+    # Nemotron-H's Mamba2 ssm state when the config sets no mamba_ssm_cache_dtype:
+    # "model" (<= 0.12: no config hook, the model dtype), "float16" (0.13 hook default),
+    # "float32" (0.20: NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE).
+    nemotron_h_ssm_cache_dtype: str = "model"
+    # The EAGLE proposer's validate_same_kv_cache_group (every drafting layer in one group):
+    # gone in 0.34.0, whose V2 speculators walk every attention group.
+    drafter_single_group_check: bool = True
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
     grouping: str = "threshold"
     is_proposal: bool = False
+    first_release: str = ""
+    # Set when the era was selected through a release (``vllm==0.24.0``): that release, a
+    # note for the header ("installed", "unchecked") and a one-line warning, if any.
+    release: str = ""
+    release_note: str = ""
+    warning: str = ""
 
     def with_threshold(self, threshold: float | None) -> "Era":
         return replace(self, threshold=threshold)
 
 
-_COMMON_OLD = dict(
+# The eras as a chain: each starts at the first release that has its changes (pinned by
+# reading the wheels with scripts/golden/fingerprint.py and running them with the golden
+# runner) and inherits every other decision from the era before it. ``kvplan policies``
+# and docs/releases.md print these changes.
+_BASE = dict(
+    threshold=None,
+    admission="per_layer",
     kv_size_log="blocks",
     in_flight_batches=False,
     null_block_in_check=False,
-    page_mismatch="raise",
+    page_mismatch="none",
     hybrid_prefix_caching_default=False,
     gdn_align_tokens=0,
-    messages="0.17",
+    messages="0.10",
     kv_transfer_rule="always",
+    auto_fit=False,
+    mamba_legacy_reservation=True,
+    capacity_log="per_worker_both",
+    full_head_size_v=False,
 )
 
-ERAS: dict[str, Era] = {
-    era.name: era
-    for era in (
-        Era(
-            name="vllm-min",
-            description="before PR #29303 (2025-11-24): group size = smallest bucket, per-layer admission",
-            threshold=None,
-            admission="per_layer",
-            releases=("0.11.2",),
-            **{**_COMMON_OLD, "messages": "0.11", "page_mismatch": "none"},
-        ),
-        Era(
-            name="vllm-1.25",
-            description="PR #29303 to #36684: threshold 1.25, admission counts the first group only",
-            threshold=1.25,
-            admission="first_group",
-            releases=("0.16.0", "0.17.0", "0.17.1"),
-            **_COMMON_OLD,
-        ),
-        Era(
-            name="vllm-1.5",
-            description="PR #36684 (2026-03-12) to #36030: threshold 1.5, first-group admission",
-            threshold=1.5,
-            admission="first_group",
-            releases=("0.18.0",),
-            **_COMMON_OLD,
-        ),
-        Era(
-            name="vllm-latest",
-            description="0.33.0: threshold 1.5, summed admission without the null block, "
-            "async-scheduling reservations, concurrency-based token log, padded page mismatch",
-            threshold=1.5,
-            admission="summed",
-            kv_size_log="concurrency",
-            in_flight_batches=True,
-            null_block_in_check=True,
-            page_mismatch="pad",
-            hybrid_prefix_caching_default=True,
-            gdn_align_tokens=64,
-            messages="0.33",
-            kv_transfer_rule="supports_hma",
-            window_head_size_v=True,
-            mamba_prefill_checkpoints=True,
-            gpu_memory_utilization_default=0.92,
-            kv_events_disable_hma=False,
-            releases=("0.33.0",),
-        ),
-    )
-}
+# (name, first release, description, changes from the previous era)
+CHAIN: tuple[tuple[str, str, str, dict], ...] = (
+    ("vllm-0.10", "0.10.1",
+     "group size = smallest bucket (before PR #29303), per-layer admission before grouping, "
+     "no page-size unification, no auto-fit", {}),
+    ("vllm-0.11.1", "0.11.1", "the size line is logged once (info_once); the concurrency line still per worker",
+     dict(capacity_log="per_worker")),
+    ("vllm-0.12", "0.12.0",
+     "PR #29303: threshold 1.25; page sizes unified (raise when they do not divide); capacity lines logged once",
+     dict(threshold=1.25, page_mismatch="raise", capacity_log="two_lines")),
+    ("vllm-0.13", "0.13.0",
+     "Nemotron-H's config hook: the ssm state defaults to float16 when the config does not set it",
+     dict(nemotron_h_ssm_cache_dtype="float16", messages="0.13")),
+    ("vllm-0.14", "0.14.0",
+     "PR #29431: admission counts the first group only; --max-model-len auto (auto-fit); full-attention "
+     "pages with their own V head size",
+     dict(admission="first_group", auto_fit=True, messages="0.14", full_head_size_v=True, admission_scope="global")),
+    ("vllm-0.15", "0.15.0",
+     "--mamba-cache-mode, reconciled with prefix caching by the model config; a Mamba layer reserves "
+     "1 + speculative blocks (was cdiv(max_model_len, block)); drafter check says 'drafting'",
+     dict(mamba_cache_mode_rule="reconcile", mamba_legacy_reservation=False, messages="0.15")),
+    ("vllm-0.17", "0.17.0", "the admission check and auto-fit run per worker on its projected groups",
+     dict(admission_scope="worker")),
+    ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5", dict(threshold=1.5)),
+    ("vllm-0.19", "0.19.0", "PR #36030: admission sums every group's blocks", dict(admission="summed")),
+    ("vllm-0.20", "0.20.0",
+     "PR #40045: sliding/chunked pages with their own V head size; KV events keep the hybrid manager (PR #37688); "
+     "--gpu-memory-utilization 0.92",
+     dict(window_head_size_v=True, kv_events_disable_hma=False, gpu_memory_utilization=0.92,
+          nemotron_h_ssm_cache_dtype="float32")),
+    ("vllm-0.20.1", "0.20.1",
+     "capacity log = max_concurrency x max_model_len; --num-gpu-blocks-override applied before auto-fit and admission",
+     dict(kv_size_log="concurrency", override_before_check=True)),
+    ("vllm-0.22", "0.22.0",
+     "a KV connector turns the hybrid manager off only when its class does not subclass SupportsHMA; "
+     "messages say \"model's\" and that gpu_memory_utilization also controls CPU memory",
+     dict(kv_transfer_rule="supports_hma", messages="0.22")),
+    ("vllm-0.23", "0.23.0", "KVConnectorFactory.supports_hma_config (MultiConnector: every child); new warning text",
+     dict(messages="0.23")),
+    ("vllm-0.24", "0.24.0", "page sizes that do not divide are padded to the largest (no NotImplementedError)",
+     dict(page_mismatch="pad")),
+    ("vllm-0.26", "0.26.0",
+     "async scheduling: sliding/chunked layers reserve max_concurrent_batches x max_num_batched_tokens; hybrid "
+     "models get prefix caching (Mamba align mode) by default; a smaller Mamba page is padded to the largest",
+     dict(in_flight_batches=True, hybrid_prefix_caching_default=True, mamba_page_pad=True)),
+    ("vllm-0.28", "0.28.0",
+     "with prefix caching the Mamba cache mode defaults to align (no longer all); the engine core logs the "
+     "capacity on one line; >= 160 GiB batch tier in get_batch_defaults",
+     dict(mamba_cache_mode_rule="reconcile_align", capacity_log="one_line", large_batch_tier=True)),
+    ("vllm-0.29", "0.29.0",
+     "the null block is kept out of the admission check and auto-fit; one backing buffer per worker (LBNHC "
+     "records, resolve_kv_cache_layout); Mamba2/GDN align mode reserves a prefill checkpoint block",
+     dict(null_block_in_check=True, mamba_prefill_checkpoints=True, kv_buffer_layout="lbnhc")),
+    ("vllm-0.32", "0.32.0",
+     "auto-fit lines name the KV cache memory and the device (\"(4.0 GiB GPU)\"); with prefix caching the Mamba "
+     "cache mode defaults to align and an explicit mode is kept",
+     dict(messages="0.32", mamba_cache_mode_rule="align_default")),
+    ("vllm-0.33", "0.33.0",
+     "0.33.0: GDN align 64 and kernel alignment >= block, "
+     "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile",
+     dict(gdn_align_tokens=64, messages="0.33", mamba_kernel_alignment="at_least_block",
+          mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True)),
+    ("vllm-0.34", "0.34.0",
+     "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
+     "and auto-fit lines",
+     dict(drafter_single_group_check=False, messages="0.34")),
+)
+
+
+def _build_chain() -> dict[str, Era]:
+    from kvplan.engines.vllm.releases import RELEASES
+
+    out: dict[str, Era] = {}
+    fields: dict = dict(_BASE)
+    for name, first, description, changes in CHAIN:
+        fields.update(changes)
+        releases = tuple(r.version for r in RELEASES if r.era == name)
+        out[name] = Era(name=name, description=description, releases=releases, first_release=first, **fields)
+    return out
+
+
+ERAS: dict[str, Era] = _build_chain()
+
+# The policy names kvplan had before every release was selectable; they stay accepted.
+LEGACY_NAMES = {"vllm-min": "vllm-0.11.1", "vllm-1.25": "vllm-0.17", "vllm-1.5": "vllm-0.18"}
 
 DEFAULT_ERA = "vllm-latest"
 
@@ -137,21 +230,37 @@ def era_names() -> list[str]:
 
 
 def release_aliases() -> dict[str, str]:
-    """``vllm==0.18.0`` → ``vllm-1.5``: every release an era was checked against."""
-    return {f"vllm=={rel}": era.name for era in ERAS.values() for rel in era.releases}
+    """``vllm==0.18.0`` → ``vllm-0.18``: every release in the registry."""
+    from kvplan.engines.vllm.releases import RELEASES
+
+    return {f"vllm=={r.version}": r.era for r in RELEASES}
+
+
+def newest_era() -> Era:
+    """The era of the newest checked release (what ``vllm-latest`` means without an installed vLLM)."""
+    from kvplan.engines.vllm.releases import NEWEST_CHECKED, era_of_release
+
+    return era_of_release(NEWEST_CHECKED)
 
 
 def get_era(name: str) -> Era:
-    """Look up an era by name or by a checked release (``vllm==0.33.0``)."""
+    """Look up a policy: ``vllm-latest`` (the default: the installed vLLM release, else the
+    newest checked), an era name, a legacy name (``vllm-1.5``), any release
+    (``vllm==0.24.0``) or a proposal."""
+    from kvplan.engines.vllm.releases import default_era, release_era, supported_range
+
     key = name.strip()
+    if key == DEFAULT_ERA:
+        return default_era()
     if key in ERAS:
         return ERAS[key]
-    aliases = release_aliases()
-    if key in aliases:
-        return ERAS[aliases[key]]
+    if key in LEGACY_NAMES:
+        return ERAS[LEGACY_NAMES[key]]
+    if key.startswith("vllm=="):
+        return release_era(key[len("vllm=="):])
     from kvplan.engines.vllm.proposals import PROPOSALS
 
     if key in PROPOSALS:
         return PROPOSALS[key]
-    choices = ", ".join([*ERAS, *aliases, *PROPOSALS])
-    raise OptionError(f"unknown policy '{name}'; choose one of: {choices}")
+    choices = ", ".join([DEFAULT_ERA, *ERAS, *LEGACY_NAMES, *PROPOSALS])
+    raise OptionError(f"unknown policy '{name}'; choose one of: {choices}, or a release: {supported_range()}")

@@ -133,7 +133,7 @@ PAGE_NOT_DIVISIBLE = (
 
 
 def unify_page_sizes(
-    specs: dict[str, KVCacheSpec], page_mismatch: str
+    specs: dict[str, KVCacheSpec], page_mismatch: str, mamba_page_pad: bool = False
 ) -> tuple[dict[str, KVCacheSpec], list[tuple[str, int, int]]]:
     """Scale smaller pages' block_size by the page ratio (or pad, 0.33, when it does not divide)."""
     pages = {s.page_size_bytes for s in specs.values()}
@@ -149,6 +149,11 @@ def unify_page_sizes(
         p = s.page_size_bytes
         if p == top:
             out[name] = s
+            continue
+        if mamba_page_pad and isinstance(s, MambaSpec):
+            # 0.26+: a Mamba page (fixed by its state shapes) is padded to the largest page,
+            # e.g. when a drafter's attention page exceeds the aligned Mamba page
+            out[name] = replace(s, page_size_padded=top)
             continue
         if top % p != 0:
             if page_mismatch == "pad" and isinstance(s, AttentionSpec) and not isinstance(s, MLAAttentionSpec):
@@ -214,6 +219,7 @@ def get_kv_cache_groups(
     hma_disabled: bool,
     threshold: float | None,
     page_mismatch: str,
+    mamba_page_pad: bool = False,
     logs: list[str],
     group_size_rule=None,
 ) -> tuple[list[Group], GroupingDecision, dict[str, KVCacheSpec]]:
@@ -240,7 +246,7 @@ def get_kv_cache_groups(
             page_size_bytes=container.page_size_bytes,
         )
         return [Group(tuple(specs), container)], decision, specs
-    specs, changes = unify_page_sizes(specs, page_mismatch)
+    specs, changes = unify_page_sizes(specs, page_mismatch, mamba_page_pad)
     buckets = bucket_layers(specs, getattr(group_size_rule, "dedicated_layers", frozenset()))
     counts = [len(b.layer_names) for b in buckets]
     if group_size_rule is not None:

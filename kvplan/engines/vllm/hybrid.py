@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure
+from kvplan.engines.vllm.wording import wording
 from kvplan.specs import AttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec
 from kvplan.units import cdiv
 
@@ -30,27 +31,10 @@ CHUNKED_LOCAL_WARNING = (
     "There is a latency regression when using chunked local attention with the hybrid KV cache manager. "
     "Disabling it, by default. To enable it, set the environment VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1."
 )
-KV_TRANSFER_WARNING_OLD = (
-    "Turning off hybrid kv cache manager because `--kv-transfer-config` is set. This will "
-    "reduce the performance of vLLM on LLMs with sliding window attention or Mamba attention. "
-    "If you are a developer of kv connector, please consider supporting hybrid kv cache "
-    "manager for your connector by making sure your connector is a subclass of `SupportsHMA` "
-    "defined in kv_connector/v1/base.py and use --no-disable-hybrid-kv-cache-manager to start vLLM."
-)
-KV_TRANSFER_WARNING_033 = (
-    "Turning off hybrid kv cache manager because `--kv-transfer-config` selects a KV connector that does not "
-    "support it. Impact: hybrid SSM models (e.g. Jamba, Bamba) require HMA and will fail at startup without it; "
-    "models with sliding window attention will run with reduced performance. To add HMA support to a KV "
-    "connector, subclass `SupportsHMA` defined in kv_connector/v1/base.py (for MultiConnector, all child "
-    "connectors must support HMA)."
-)
-
-
 def hma_explicit_failure(era: Era) -> str:
-    flag = "--enable-hybrid-kv-cache-manager" if era.messages == "0.33" else "--no-disable-hybrid-kv-cache-manager"
     return (
         "Hybrid KV cache manager was explicitly enabled but is not supported in this configuration. "
-        f"Consider omitting the {flag} flag to let vLLM decide automatically."
+        f"Consider omitting the {wording(era).hma_flag} flag to let vLLM decide automatically."
     )
 
 
@@ -95,10 +79,10 @@ def decide_hma(
         connector = str(kv_transfer_config.get("kv_connector", "")) or "(none)"
         if era.kv_transfer_rule == "always":
             reasons.append("--kv-transfer-config is set")
-            logs.append(KV_TRANSFER_WARNING_OLD)
+            logs.append(wording(era).kv_transfer_warning)
         elif not connector_supports_hma(kv_transfer_config):
             reasons.append(f"connector {connector} does not support the hybrid manager (SupportsHMA)")
-            logs.append(KV_TRANSFER_WARNING_033)
+            logs.append(wording(era).kv_transfer_warning.format(connector=connector))
     if user_disable is True:
         return HmaDecision(True, ("--disable-hybrid-kv-cache-manager",))
     if user_disable is False and reasons:
@@ -118,6 +102,65 @@ class MambaAlignment:
     mamba_block_size: int
     attention_page_bytes: int
     padded_pct: float  # how much the Mamba page was padded
+
+
+MAMBA_FLAG_NO_EFFECT_033 = (
+    "--mamba-cache-mode is deprecated and will be removed in v0.33.0. "
+    "It has no effect: Mamba prefix caching follows --enable-prefix-caching."
+)
+MAMBA_NONE_WITHOUT_PREFIX = "Mamba cache mode is set to 'none' when prefix caching is disabled"
+MAMBA_ALL_FALLBACK = (
+    "Hybrid or mamba-based model detected without support for prefix caching with Mamba cache 'all' mode: "
+    "falling back to 'align' mode."
+)
+
+
+def resolve_mamba_cache_mode(
+    era: Era, *, enable_prefix_caching: bool | None, mamba_cache_mode: str | None, supports_all: bool,
+    logs: list[str],
+) -> str:
+    """The Mamba cache mode a release ends up with for a hybrid model (``Era.mamba_cache_mode_rule``).
+
+    * ``as_given`` (before 0.15, no --mamba-cache-mode): the mode asked, else "align" with
+      prefix caching and "none" without (hybrid models ran without prefix caching by default).
+    * ``reconcile`` (0.15 to 0.32, ``MambaModelConfig.verify_and_update_config``): prefix
+      caching off forces "none"; on, "none" becomes "all" where the model supports Mamba
+      prefix caching (Mamba1/Mamba2 models: ``SupportsMambaPrefixCaching``) else "align",
+      and "all" falls back to "align" on the others (Qwen's gated delta net).
+    * ``reconcile_align`` (0.28 to 0.31): the same, but "none" always becomes "align".
+    * ``align_default`` (0.32): prefix caching off forces "none"; on, "none" becomes "align"
+      and an explicit "align" or "all" is kept (no Mamba-prefix-caching support check).
+    * ``prefix_caching`` (0.33+): --mamba-cache-mode is ignored, with a deprecation warning;
+      prefix caching on gives "align", off "none".
+    """
+    prefix = era.hybrid_prefix_caching_default if enable_prefix_caching is None else enable_prefix_caching
+    rule = era.mamba_cache_mode_rule
+    if rule == "prefix_caching":
+        if mamba_cache_mode is not None:
+            logs.append(MAMBA_FLAG_NO_EFFECT_033)
+        return "align" if prefix else "none"
+    if rule == "align_default":
+        mode = mamba_cache_mode or "none"
+        if not prefix:
+            if mode != "none":
+                logs.append(MAMBA_NONE_WITHOUT_PREFIX)
+            return "none"
+        return "align" if mode == "none" else mode
+    if rule in ("reconcile", "reconcile_align"):
+        mode = mamba_cache_mode or "none"
+        if not prefix:
+            if mode != "none":
+                logs.append(MAMBA_NONE_WITHOUT_PREFIX)
+            return "none"
+        if mode == "none":
+            mode = "all" if supports_all and rule == "reconcile" else "align"
+        if mode == "all" and not supports_all:
+            logs.append(MAMBA_ALL_FALLBACK)
+            mode = "align"
+        return mode
+    if mamba_cache_mode is not None:
+        return mamba_cache_mode
+    return "align" if prefix else "none"
 
 
 def align_hybrid_mamba(
@@ -140,10 +183,11 @@ def align_hybrid_mamba(
     cache_block = first.block_size
     a1 = first.real_page_size_bytes // first.block_size
     mp = max(s.real_page_size_bytes for s in mamba)
-    if mamba_cache_mode is None:
-        prefix = era.hybrid_prefix_caching_default if enable_prefix_caching is None else enable_prefix_caching
-        mamba_cache_mode = "align" if prefix else "none"
-    if era.hybrid_prefix_caching_default:
+    mamba_cache_mode = resolve_mamba_cache_mode(
+        era, enable_prefix_caching=enable_prefix_caching, mamba_cache_mode=mamba_cache_mode,
+        supports_all=all(s.mamba_type in ("mamba1", "mamba2") for s in mamba), logs=logs,
+    )
+    if era.mamba_kernel_alignment == "at_least_block":
         # 0.33: the kernel alignment is the backend's smallest kernel block (16 for
         # FlashAttention/FlashInfer/Triton, 64 for FlashMLA), at least the cache block.
         k = max(64 if isinstance(first, MLAAttentionSpec) else 16, cache_block)

@@ -15,19 +15,20 @@ from kvplan.engines.vllm import grouping, hybrid, sizing
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
 from kvplan.engines.vllm.hybrid import HmaDecision, MambaAlignment
+from kvplan.engines.vllm.wording import autofit_lines, wording
 from kvplan.errors import OptionError
 from kvplan.specs import (
     ChunkedLocalAttentionSpec,
     CrossAttentionSpec,
+    FullAttentionSpec,
     KVCacheSpec,
+    MLAAttentionSpec,
     LayerSpec,
     SlidingWindowSpec,
     Workload,
 )
 from kvplan.units import GiB
 
-DRAFTER_SPLIT = "All drafting layers should belong to the same kv cache group"
-DRAFTER_SPLIT_011 = "All eagle layers should belong to the same kv cache group"
 LAYOUT_LOG_033 = "Using LBNHC KV cache layout."
 
 
@@ -149,7 +150,7 @@ def _workload(era: Era, o: SimulateOptions, max_model_len: int, mamba: MambaAlig
         mamba_cache_mode=mamba.mamba_cache_mode if mamba else (o.mamba_cache_mode or "none"),
         max_num_encoder_input_tokens=o.max_num_batched_tokens,
         cp_world_size=o.decode_context_parallel_size,
-        mamba_legacy_reservation=era.messages == "0.11",
+        mamba_legacy_reservation=era.mamba_legacy_reservation,
     )
 
 
@@ -170,7 +171,7 @@ def simulate(
 
 def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     era, o, facts, logs = plan.era, plan.options, plan.facts, plan.logs
-    if o.max_model_len == -1 and era.admission == "per_layer":
+    if o.max_model_len == -1 and not era.auto_fit:
         raise OptionError("--max-model-len auto needs vLLM PR #29431 or later (policy vllm-1.25 or newer)")
     original = facts.max_model_len if o.max_model_len in (None, -1) else o.max_model_len
     if original <= 0:
@@ -187,11 +188,12 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         logs=logs,
         kv_events=o.kv_events,
     )
-    if era.messages == "0.33":
+    if era.kv_buffer_layout == "lbnhc":
         logs.append(LAYOUT_LOG_033)  # after the config-time warnings above
     specs = {ls.name: ls.spec for ls in plan.layers}
-    if not era.window_head_size_v:
-        specs = {n: _without_head_size_v(s) for n, s in specs.items()}
+    if not (era.window_head_size_v and era.full_head_size_v):
+        memo: dict[int, KVCacheSpec] = {}
+        specs = {n: memo.setdefault(id(s), _without_head_size_v(s, era)) for n, s in specs.items()}
     specs, plan.mamba = hybrid.align_hybrid_mamba(
         specs, era,
         enable_prefix_caching=o.enable_prefix_caching,
@@ -221,6 +223,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         hma_disabled=plan.hma.disabled,
         threshold=era.threshold,
         page_mismatch=era.page_mismatch,
+        mamba_page_pad=era.mamba_page_pad,
         logs=logs,
         group_size_rule=rule,
     )
@@ -228,7 +231,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
 
     projected = [sizing.project_groups(groups, names) for names in worker_names]
     available = [o.kv_cache_memory_bytes for _ in projected]
-    if o.num_gpu_blocks_override is not None and era.kv_size_log == "concurrency":
+    if o.num_gpu_blocks_override is not None and era.override_before_check:
         for i, pg in enumerate(projected):
             if pg:
                 bpb = sizing.bytes_per_block(pg)
@@ -239,17 +242,23 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
                 available[i] = o.num_gpu_blocks_override * bpb
     worker_specs = [[specs[n] for n in specs if n in names] for names in worker_names]
 
+    # 0.14-0.16 ran auto-fit and the admission check once, on the global groups with the
+    # smallest worker budget; 0.17 projects the groups onto each worker first.
+    if era.admission_scope == "global" and len(projected) > 1:
+        checked_groups, checked_specs, checked_avail = [groups], [list(specs.values())], [min(available)]
+    else:
+        checked_groups, checked_specs, checked_avail = projected, worker_specs, available
     if o.max_model_len == -1:
-        _auto_fit(plan, projected, worker_specs, available)
+        _auto_fit(plan, checked_groups, checked_specs, checked_avail)
 
-    for pg, ws, avail in zip(projected, worker_specs, available):
+    for pg, ws, avail in zip(checked_groups, checked_specs, checked_avail):
         if pg and era.admission != "per_layer":
             need = sizing.check_enough_memory(pg, era, plan.workload, ws, avail)
             if not plan.needed_bytes:
                 plan.needed_bytes = need
                 plan.checked_available_bytes = sizing.checked_memory(pg, era, avail)
 
-    override = o.num_gpu_blocks_override if era.kv_size_log == "blocks" else None
+    override = None if era.override_before_check else o.num_gpu_blocks_override
     workers = [
         sizing.kv_cache_config_from_groups(i, pg, avail, override, era, logs)
         for i, (pg, avail) in enumerate(zip(projected, available))
@@ -267,29 +276,36 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         )
         size_line = f"GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens"
         conc_line = f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {plan.max_concurrency:.2f}x"
-        if era.messages == "0.33":
+        if era.capacity_log == "one_line":
             logs.append(f"{size_line}, {conc_line}")  # one line from update_kv_cache_capacity
         else:
             logs.append(size_line)
             logs.append(conc_line)
-        if era.messages == "0.11":
+        if era.capacity_log in ("per_worker", "per_worker_both"):
             # 0.11 logged the concurrency line with plain info: once per worker that has groups
+            # (up to 0.11.0 the size line too)
             for w in plan.workers:
                 if w.groups and w is not reported:
-                    c = sizing.max_concurrency(w.num_blocks, list(w.groups), plan.workload)
+                    rg_w = list(w.groups)
+                    c = sizing.max_concurrency(w.num_blocks, rg_w, plan.workload)
+                    if era.capacity_log == "per_worker_both":
+                        tokens = sizing.kv_cache_size_tokens(era, w.num_blocks, rg_w, c, plan.workload)
+                        logs.append(f"GPU KV cache size: {tokens:,} tokens")
                     logs.append(f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {c:.2f}x")
 
     drafter = [ls.name for ls in plan.layers if ls.source == "drafter"]
-    if facts.speculative_method is not None and len(plan.drafter_groups()) != 1:
+    if era.drafter_single_group_check and facts.speculative_method is not None and len(plan.drafter_groups()) != 1:
         if drafter or facts.speculative_method in hybrid.EAGLE_METHODS:
-            raise EngineFailure("AssertionError", DRAFTER_SPLIT_011 if era.messages == "0.11" else DRAFTER_SPLIT,
-                                "drafter")
+            raise EngineFailure("AssertionError", wording(era).drafter_split, "drafter")
 
 
-def _without_head_size_v(spec: KVCacheSpec) -> KVCacheSpec:
-    """Before PR #40045 only full-attention specs had a separate V head size: sliding,
-    chunked and cross layers cached V at the K head size (page 2·bs·h·hk·b)."""
-    if isinstance(spec, (SlidingWindowSpec, ChunkedLocalAttentionSpec, CrossAttentionSpec)):
+def _without_head_size_v(spec: KVCacheSpec, era: Era) -> KVCacheSpec:
+    """Before PR #40045 (0.20.0) only full-attention specs had a separate V head size: sliding,
+    chunked and cross layers cached V at the K head size (page 2·bs·h·hk·b); before 0.14.0
+    full-attention specs did not either."""
+    windowed = isinstance(spec, (SlidingWindowSpec, ChunkedLocalAttentionSpec, CrossAttentionSpec))
+    full = isinstance(spec, FullAttentionSpec) and not isinstance(spec, MLAAttentionSpec)
+    if (windowed and not era.window_head_size_v) or (full and not era.full_head_size_v):
         if spec.head_size_v != spec.head_size:
             return replace(spec, head_size_v=spec.head_size)
     return spec
@@ -307,27 +323,10 @@ def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
             checked = sizing.checked_memory(pg, era, avail)
             best = min(best, sizing.estimate_max_model_len(pg, era, plan.workload, ws, checked))
     if best <= 0:
-        raise EngineFailure(
-            "ValueError",
-            "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
-            "Try increasing `gpu_memory_utilization`.",
-            "autofit",
-        )
+        raise EngineFailure("ValueError", wording(era).autofit_none, "autofit")
     avail_gib = round(min(a for a, pg in zip(available, projected) if pg) / GiB, 2)
+    logs.extend(autofit_lines(era, original, best, avail_gib))
     if best >= original:
-        logs.append(
-            f"Auto-fit max_model_len: full model context length {original} fits in available KV cache memory "
-            f"({avail_gib} GiB GPU)"
-            if era.messages == "0.33"
-            else f"Auto-fit max_model_len: full model context length {original} fits in available GPU memory"
-        )
         return
-    logs.append(
-        f"Auto-fit max_model_len: reduced from {original} to {best} to fit in available KV cache memory "
-        f"({avail_gib} GiB GPU)"
-        if era.messages == "0.33"
-        else f"Auto-fit max_model_len: reduced from {original} to {best} to fit in available GPU memory "
-        f"({avail_gib} GiB available for KV cache)"
-    )
     plan.max_model_len = best
     plan.workload = replace(plan.workload, max_model_len=best)

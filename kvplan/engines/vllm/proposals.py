@@ -40,7 +40,7 @@ PADDING_PER_GROUP = 1.0
 
 def _proposal(name: str, grouping: str, description: str, threshold: float | None = 1.5) -> Era:
     return replace(
-        ERAS["vllm-latest"], name=name, description=description, grouping=grouping, is_proposal=True,
+        ERAS["vllm-0.33"], name=name, description=description, grouping=grouping, is_proposal=True,
         releases=(), threshold=threshold,
     )
 

@@ -14,7 +14,7 @@ from kvplan.engines.vllm.grouping import EngineFailure, Group
 from kvplan.specs import KVCacheSpec, UniformTypeKVCacheSpecs, Workload
 from kvplan.units import GiB, cdiv, largest_true
 
-DOCS_URL = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
+from kvplan.engines.vllm.wording import DOCS_URL, not_enough_memory, wording  # noqa: F401  (DOCS_URL re-exported)
 
 
 @dataclass(frozen=True)
@@ -88,47 +88,12 @@ def checked_memory(groups: list[Group], era: Era, available: int) -> int:
     return available
 
 
-def _gib(n: int) -> str:
-    return str(round(n / GiB, 2))
-
-
 def no_memory_message(era: Era) -> str:
-    cpu_note = (
-        " (this flag also controls CPU memory reservation on the CPU backend, despite its name)"
-        if era.messages == "0.33"
-        else ""
-    )
-    return (
-        "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
-        f"initializing the engine{cpu_note}. See {DOCS_URL} for more details."
-    )
+    return wording(era).no_memory
 
 
 def not_enough_memory_message(era: Era, max_model_len: int, needed: int, available: int, estimate: int) -> str:
-    est = (
-        f"Based on the available memory, the estimated maximum model length is {estimate}. " if estimate > 0 else ""
-    )
-    if era.messages == "0.11":
-        return (
-            f"To serve at least one request with the models's max seq len ({max_model_len}), "
-            f"({needed / GiB:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
-            f"({available / GiB:.2f} GiB). {est}Try increasing `gpu_memory_utilization` or decreasing "
-            "`max_model_len` when initializing the engine."
-        )
-    if era.messages == "0.33":
-        return (
-            f"To serve at least one request with the model's max seq len ({max_model_len}), "
-            f"({_gib(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
-            f"({_gib(available)} GiB). {est}Try increasing `gpu_memory_utilization` (which also controls CPU "
-            "memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. "
-            f"See {DOCS_URL} for more details."
-        )
-    return (
-        f"To serve at least one request with the models's max seq len ({max_model_len}), "
-        f"({_gib(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
-        f"({_gib(available)} GiB). {est}Try increasing `gpu_memory_utilization` or decreasing "
-        f"`max_model_len` when initializing the engine. See {DOCS_URL} for more details."
-    )
+    return not_enough_memory(era, max_model_len, needed, available, estimate)
 
 
 def estimate_max_model_len(
@@ -191,7 +156,7 @@ def kv_cache_config_from_groups(
     if is_single_uniform_type(groups):
         spec = groups[0].spec
         num_blocks = available // spec.page_size_bytes
-        if override is not None and era.kv_size_log == "blocks":
+        if override is not None and not era.override_before_check:
             logs.append(f"Overriding num_gpu_blocks={num_blocks} with num_gpu_blocks_override={override}")
             num_blocks = override
         elif override is not None:
@@ -207,7 +172,7 @@ def kv_cache_config_from_groups(
     page = pages.pop()
     num_blocks = max(int(available // page // G), 0)
     if override is not None:
-        if era.kv_size_log == "blocks":
+        if not era.override_before_check:
             logs.append(f"Overriding num_gpu_blocks={num_blocks} with num_gpu_blocks_override={override}")
         num_blocks = override
     tensors = tuple(

@@ -1,0 +1,209 @@
+"""Every vLLM release kvplan accepts, the era each one maps to, and how a ``--policy`` is
+resolved (a release, an era name, a proposal, the default).
+
+The list is PyPI's (``pip index versions vllm``, read 2026-12-02) from 0.10.1, the first
+release with gpt-oss, to 0.34.0. A release maps to the last era of ``eras.CHAIN`` whose
+first release is not newer than it; the boundaries were pinned by reading each wheel
+(``scripts/golden/fingerprint.py``) and confirmed by running the releases in
+``GOLDEN_RELEASES`` on kvplan's golden cases (``tests/golden``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from kvplan.errors import OptionError
+
+VERSIONS: tuple[str, ...] = (
+    "0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1",
+    "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0", "0.19.1", "0.20.0",
+    "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0",
+    "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0",
+)
+
+# Releases whose own layout functions produced committed goldens (tests/golden/*__<release>.json):
+# the newest patch of every minor from 0.11 and the patch releases whose layout modules differ
+# from it (0.11.0, 0.17.0, 0.18.0, 0.19.0, 0.20.0). Not run: 0.10.1, 0.10.1.1 and 0.10.2 (their
+# kv_cache_utils predates _get_kv_cache_groups_uniform_page_size, which the runner drives; they
+# map to vllm-0.10, checked on 0.11.0), 0.16.0 (its imports need torch._dynamo's
+# NP_SUPPORTED_MODULES, absent from the CPU torch 2.13 here; it maps to vllm-0.15, checked on
+# 0.15.1). Same layout modules as a golden release (scripts/golden/diff_layout.py): 0.10.1 =
+# 0.10.1.1, 0.11.1 = 0.11.2, 0.14.0 = 0.14.1, 0.15.0 = 0.15.1, 0.20.1 = 0.20.2, 0.22.0 = 0.22.1,
+# 0.25.0 = 0.25.1, 0.27.0 = 0.27.1.
+GOLDEN_RELEASES: tuple[str, ...] = (
+    "0.11.0", "0.11.2", "0.12.0", "0.13.0", "0.14.1", "0.15.1", "0.17.0", "0.17.1", "0.18.0", "0.18.1",
+    "0.19.0", "0.19.1", "0.20.0", "0.20.2", "0.21.0", "0.22.1", "0.23.0", "0.24.0", "0.25.1", "0.26.0",
+    "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0",
+)
+
+NEWEST_CHECKED = VERSIONS[-1]
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    era: str  # the era name (eras.CHAIN)
+
+
+def _era_name_of(version: str) -> str:
+    from kvplan.engines.vllm.eras import CHAIN
+
+    key = version_key(version)
+    name = CHAIN[0][0]
+    for era_name, first, _, _ in CHAIN:
+        if version_key(first) <= key:
+            name = era_name
+    return name
+
+
+RELEASES: tuple[Release, ...] = tuple(Release(v, _era_name_of(v)) for v in VERSIONS)
+
+_VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}$")
+
+
+def supported_range() -> str:
+    return f"vllm=={VERSIONS[0]} to vllm=={NEWEST_CHECKED} ({len(VERSIONS)} releases; `kvplan policies` lists them)"
+
+
+def era_of_release(version: str):
+    """The era (with ``release`` set) of a release in the registry; OptionError otherwise."""
+    from kvplan.engines.vllm.eras import ERAS
+
+    if version not in VERSIONS:
+        raise OptionError(f"unknown vLLM release {version!r}; kvplan supports {supported_range()}")
+    era = ERAS[_era_name_of(version)]
+    return replace(era, release=version)
+
+
+def release_era(version: str, *, installed: bool = False):
+    """``--policy vllm==X``: the era of X. A release newer than the newest checked one gets
+    the newest rules and a one-line warning; an older or malformed version is an error that
+    lists the supported range."""
+    v = version.strip()
+    clean = re.sub(r"(\.post\d+|\.dev\d+.*|\+.*|rc\d+)$", "", v)
+    if not _VERSION_RE.match(clean):
+        raise OptionError(f"malformed vLLM version {version!r} in --policy vllm=={version}; "
+                          f"kvplan supports {supported_range()}")
+    note = "installed" if installed else ""
+    if clean in VERSIONS:
+        return replace(era_of_release(clean), release=v, release_note=note)
+    if version_key(clean) > version_key(NEWEST_CHECKED):
+        newest = era_of_release(NEWEST_CHECKED)
+        warning = (f"vLLM {v} is newer than the newest release kvplan checked ({NEWEST_CHECKED}); "
+                   f"using {NEWEST_CHECKED}'s rules ({newest.name})")
+        return replace(newest, release=v, release_note=", ".join(x for x in (note, "unchecked") if x),
+                       warning=warning)
+    raise OptionError(f"unknown vLLM release {v!r}; kvplan supports {supported_range()}")
+
+
+@lru_cache(maxsize=1)
+def installed_vllm() -> str | None:
+    """The vLLM release installed in this Python environment, read from its metadata
+    (vLLM itself is never imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vllm")
+    except PackageNotFoundError:
+        return None
+
+
+def default_era():
+    """The default policy: the installed vLLM release when there is one (marked
+    ``installed``), else the newest checked release."""
+    inst = installed_vllm()
+    if inst is not None:
+        try:
+            return release_era(inst, installed=True)
+        except OptionError:
+            newest = era_of_release(NEWEST_CHECKED)
+            return replace(newest, release=NEWEST_CHECKED, warning=(
+                f"the installed vLLM {inst} is not a release kvplan knows ({supported_range()}); "
+                f"using {NEWEST_CHECKED}'s rules"))
+    return era_of_release(NEWEST_CHECKED)
+
+
+def policies() -> dict:
+    """What ``kvplan policies --format json`` prints: releases, eras (with what changed at
+    each boundary), legacy names and proposals."""
+    from kvplan.engines.vllm.eras import CHAIN, ERAS, LEGACY_NAMES
+    from kvplan.engines.vllm.proposals import PROPOSALS
+
+    inst = installed_vllm()
+    default = default_era()
+    return {
+        "default": {"policy": f"vllm=={default.release}", "era": default.name,
+                    "installed": default.release_note.startswith("installed")},
+        "installed_vllm": inst,
+        "newest_checked": NEWEST_CHECKED,
+        "releases": [
+            {"version": r.version, "era": r.era, "golden": r.version in GOLDEN_RELEASES} for r in RELEASES
+        ],
+        "eras": [
+            {"name": name, "first_release": first, "releases": list(ERAS[name].releases), "description": desc,
+             "changes": {k: v for k, v in changes.items()}, "decisions": era_decisions(ERAS[name])}
+            for name, first, desc, changes in CHAIN
+        ],
+        "aliases": {"vllm-latest": ERAS[_era_name_of(NEWEST_CHECKED)].name, **LEGACY_NAMES},
+        "proposals": [{"name": p.name, "description": p.description, "grouping": p.grouping}
+                      for p in PROPOSALS.values()],
+    }
+
+
+# The Era fields that are behaviour decisions (what docs/releases.md tabulates).
+DECISION_FIELDS: tuple[str, ...] = (
+    "threshold", "admission", "admission_scope", "auto_fit", "page_mismatch", "mamba_page_pad", "kv_size_log", "capacity_log", "override_before_check",
+    "in_flight_batches", "null_block_in_check", "window_head_size_v", "kv_buffer_layout",
+    "mamba_legacy_reservation", "mamba_cache_mode_rule", "hybrid_prefix_caching_default", "gdn_align_tokens",
+    "mamba_kernel_alignment", "mamba_prefill_checkpoints", "nemotron_h_ssm_cache_dtype", "kv_transfer_rule",
+    "kv_events_disable_hma", "drafter_single_group_check", "gpu_memory_utilization", "large_batch_tier",
+    "cudagraph_memory_in_profile", "full_head_size_v", "messages",
+)
+
+
+def era_decisions(era) -> dict:
+    return {f: getattr(era, f) for f in DECISION_FIELDS}
+
+
+def releases_markdown() -> str:
+    """docs/releases.md, generated from the registry (tests/test_releases.py keeps it in sync)."""
+    from kvplan.engines.vllm.eras import CHAIN, ERAS
+
+    lines = [
+        "# vLLM releases and kvplan's eras",
+        "",
+        "Generated by `python -m kvplan.engines.vllm.releases > docs/releases.md` from",
+        "`kvplan/engines/vllm/eras.py` (`CHAIN`) and `kvplan/engines/vllm/releases.py`; a test fails",
+        "when this file and the registry differ. `--policy vllm==X` accepts every release below.",
+        "",
+        "## Eras: what changed at each boundary",
+        "",
+        "| era | first release | releases | what changed |",
+        "|---|---|---|---|",
+    ]
+    for name, first, desc, _ in CHAIN:
+        rels = ERAS[name].releases
+        span = f"{rels[0]} … {rels[-1]}" if len(rels) > 1 else rels[0]
+        lines.append(f"| `{name}` | {first} | {span} ({len(rels)}) | {desc} |")
+    lines += ["", "## Decisions per era", "", "| decision | " + " | ".join(f"`{n}`" for n, *_ in CHAIN) + " |",
+              "|---|" + "---|" * len(CHAIN)]
+    for f in DECISION_FIELDS:
+        lines.append(f"| {f} | " + " | ".join(_cell(getattr(ERAS[n], f)) for n, *_ in CHAIN) + " |")
+    lines += ["", "## Releases", "", "| release | era | golden-tested |", "|---|---|---|"]
+    for r in RELEASES:
+        lines.append(f"| {r.version} | `{r.era}` | {'yes' if r.version in GOLDEN_RELEASES else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value) -> str:
+    return "–" if value is None else str(value)
+
+
+if __name__ == "__main__":
+    print(releases_markdown(), end="")

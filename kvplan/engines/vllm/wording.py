@@ -1,0 +1,124 @@
+"""What vLLM's messages and log lines say, release by release (``Era.messages`` names the
+first release of each wording). Wording only: no behaviour depends on it.
+
+Texts read in each release's ``kv_cache_utils.py`` / ``kv_cache_planning.py``,
+``config/vllm.py`` and EAGLE proposer, and checked against the goldens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+DOCS_URL = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
+_SEE = f"See {DOCS_URL} for more details."
+_TRY = "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+_CPU_TRY = ("Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+            "decreasing `max_model_len` when initializing the engine.")
+_NOMEM = "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine"
+_HINT_034 = ("Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU "
+             "memory reservation on the CPU backend, despite its name).")
+
+KV_TRANSFER_WARNING_011 = (
+    "Turning off hybrid kv cache manager because `--kv-transfer-config` is set. This will "
+    "reduce the performance of vLLM on LLMs with sliding window attention or Mamba attention. "
+    "If you are a developer of kv connector, please consider supporting hybrid kv cache "
+    "manager for your connector by making sure your connector is a subclass of `SupportsHMA` "
+    "defined in kv_connector/v1/base.py."
+)
+KV_TRANSFER_WARNING_013 = KV_TRANSFER_WARNING_011[:-1] + " and use --no-disable-hybrid-kv-cache-manager to start vLLM."
+KV_TRANSFER_WARNING_022 = (
+    "Turning off hybrid kv cache manager because connector {connector} does not subclass `SupportsHMA`. "
+    "This will reduce performance on models with sliding window or Mamba attention. See "
+    "kv_connector/v1/base.py for details."
+)
+KV_TRANSFER_WARNING_023 = (
+    "Turning off hybrid kv cache manager because `--kv-transfer-config` selects a KV connector that does not "
+    "support it. Impact: hybrid SSM models (e.g. Jamba, Bamba) require HMA and will fail at startup without it; "
+    "models with sliding window attention will run with reduced performance. To add HMA support to a KV "
+    "connector, subclass `SupportsHMA` defined in kv_connector/v1/base.py (for MultiConnector, all child "
+    "connectors must support HMA)."
+)
+
+
+@dataclass(frozen=True)
+class Wording:
+    possessive: str  # "models's" (to 0.21) | "model's"
+    gib: str  # "%.2f" (to 0.13) | "round" (format_gib: round(x, 2))
+    # to 0.13 the estimate sentence had no trailing space and the template put one after it
+    estimate_trailing_space: bool
+    admission_hint: str  # after the estimate
+    no_memory: str
+    drafter_split: str
+    kv_transfer_warning: str
+    hma_flag: str
+    autofit: str  # "0.14" | "0.32" | "0.34"
+    autofit_none: str  # the "Cannot auto-fit" error
+
+
+WORDINGS: dict[str, Wording] = {}
+WORDINGS["0.10"] = Wording(
+    possessive="models's", gib="%.2f", estimate_trailing_space=False, admission_hint=_TRY,
+    no_memory=_NOMEM + ".", drafter_split="All eagle layers should belong to the same kv cache group",
+    kv_transfer_warning=KV_TRANSFER_WARNING_011, hma_flag="--no-disable-hybrid-kv-cache-manager", autofit="0.14",
+    autofit_none="Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
+                 "Try increasing `gpu_memory_utilization`.",
+)
+WORDINGS["0.13"] = replace(WORDINGS["0.10"], admission_hint=f"{_TRY} {_SEE}", no_memory=f"{_NOMEM}. {_SEE}",
+                           kv_transfer_warning=KV_TRANSFER_WARNING_013)
+WORDINGS["0.14"] = replace(WORDINGS["0.13"], gib="round", estimate_trailing_space=True)
+WORDINGS["0.15"] = replace(WORDINGS["0.14"], drafter_split="All drafting layers should belong to the same kv cache group")
+WORDINGS["0.22"] = replace(
+    WORDINGS["0.15"], possessive="model's", admission_hint=f"{_CPU_TRY} {_SEE}",
+    no_memory=_NOMEM + " (this flag also controls CPU memory reservation on the CPU backend, despite its name). "
+    + _SEE, kv_transfer_warning=KV_TRANSFER_WARNING_022)
+WORDINGS["0.23"] = replace(WORDINGS["0.22"], kv_transfer_warning=KV_TRANSFER_WARNING_023)
+WORDINGS["0.32"] = replace(WORDINGS["0.23"], autofit="0.32")
+WORDINGS["0.33"] = replace(WORDINGS["0.32"], hma_flag="--enable-hybrid-kv-cache-manager")
+WORDINGS["0.34"] = replace(
+    WORDINGS["0.33"], autofit="0.34",
+    admission_hint=f"{_HINT_034} Decreasing `max_model_len` also reduces what is needed. {_SEE}",
+    no_memory=f"No available memory for the cache blocks. {_HINT_034} {_SEE}",
+    autofit_none="Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
+                 + _HINT_034,
+)
+
+
+def wording(era) -> Wording:
+    return WORDINGS[era.messages]
+
+
+def _gib(w: Wording, n: int) -> str:
+    return f"{n / 2**30:.2f}" if w.gib == "%.2f" else str(round(n / 2**30, 2))
+
+
+def not_enough_memory(era, max_model_len: int, needed: int, available: int, estimate: int) -> str:
+    w = wording(era)
+    est = f"Based on the available memory, the estimated maximum model length is {estimate}." if estimate > 0 else ""
+    est = (est + " " if est else "") if w.estimate_trailing_space else est + " "
+    return (
+        f"To serve at least one request with the {w.possessive} max seq len ({max_model_len}), "
+        f"({_gib(w, needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
+        f"({_gib(w, available)} GiB). {est}{w.admission_hint}"
+    )
+
+
+def autofit_lines(era, original: int, best: int, avail_gib: float) -> tuple[str, ...]:
+    """The auto-fit log line(s): full length fits (best >= original) or reduced."""
+    w = wording(era)
+    if w.autofit == "0.14":
+        if best >= original:
+            return (f"Auto-fit max_model_len: full model context length {original} fits in available GPU memory",)
+        return (f"Auto-fit max_model_len: reduced from {original} to {best} to fit in available GPU memory "
+                f"({avail_gib} GiB available for KV cache)",)
+    mem = f"{avail_gib} GiB GPU"
+    if best >= original:
+        return (f"Auto-fit max_model_len: full model context length {original} fits in available KV cache memory "
+                f"({mem})",)
+    if w.autofit == "0.32":
+        return (f"Auto-fit max_model_len: reduced from {original} to {best} to fit in available KV cache memory "
+                f"({mem})",)
+    line = f"--max-model-len auto reduced max_model_len from {original} to {best} ({mem} available for the KV cache)."
+    if best >= 8192:  # AUTO_FIT_SHORT_MAX_MODEL_LEN
+        return (line,)
+    return (f"{line} Requests longer than {best} tokens will be rejected. Increase `gpu_memory_utilization` or set "
+            "--max-model-len explicitly.",)

@@ -1,0 +1,144 @@
+"""The release registry: every vLLM release from 0.10.1 to 0.34.0 is a policy, mapped to the
+era its wheel's code belongs to; newer releases warn, older or malformed ones are refused;
+an installed vLLM is the default; docs/releases.md is generated from the registry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvplan.engines.vllm import get_era
+from kvplan.engines.vllm import releases as R
+from kvplan.engines.vllm.eras import CHAIN, ERAS, LEGACY_NAMES
+from kvplan.errors import OptionError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# `pip index versions vllm` (2026-12-02), 0.10.1 .. 0.34.0: 39 releases, patch releases included
+PYPI = ("0.34.0, 0.33.0, 0.32.0, 0.31.0, 0.30.0, 0.29.0, 0.28.0, 0.27.1, 0.27.0, 0.26.0, 0.25.1, 0.25.0, 0.24.0, "
+        "0.23.0, 0.22.1, 0.22.0, 0.21.0, 0.20.2, 0.20.1, 0.20.0, 0.19.1, 0.19.0, 0.18.1, 0.18.0, 0.17.1, 0.17.0, "
+        "0.16.0, 0.15.1, 0.15.0, 0.14.1, 0.14.0, 0.13.0, 0.12.0, 0.11.2, 0.11.1, 0.11.0, 0.10.2, 0.10.1.1, 0.10.1")
+
+
+def test_every_pypi_release_from_0_10_1_is_a_policy():
+    pypi = PYPI.split(", ")
+    assert sorted(R.VERSIONS, key=R.version_key) == sorted(pypi, key=R.version_key) and len(pypi) == 39
+    for v in pypi:
+        era = get_era(f"vllm=={v}")
+        assert era.release == v and v in ERAS[era.name].releases and not era.warning
+
+
+def test_eras_partition_the_releases_in_order():
+    seen = [v for name, *_ in CHAIN for v in ERAS[name].releases]
+    assert seen == list(R.VERSIONS)
+    for name, first, *_ in CHAIN:  # each era starts at its first release
+        assert ERAS[name].releases[0] == first
+
+
+@pytest.mark.parametrize("release, era, threshold, admission", [
+    # boundaries read in the wheels (scripts/golden/fingerprint.py) and run in the goldens
+    ("0.11.0", "vllm-0.10", None, "per_layer"),
+    ("0.11.2", "vllm-0.11.1", None, "per_layer"),   # group_size = min(...), no _max_memory_usage_bytes_from_groups
+    ("0.12.0", "vllm-0.12", 1.25, "per_layer"),   # `max_num_layers < min_num_layers * 1.25`
+    ("0.14.0", "vllm-0.14", 1.25, "first_group"),  # cdiv(any_spec.max_memory_usage_bytes, page)
+    ("0.18.0", "vllm-0.18", 1.5, "first_group"),
+    ("0.19.0", "vllm-0.19", 1.5, "summed"),        # blocks_needed = sum(cdiv(...) for group in groups)
+    ("0.24.0", "vllm-0.24", 1.5, "summed"),
+    ("0.34.0", "vllm-0.34", 1.5, "summed"),
+])
+def test_release_boundaries(release, era, threshold, admission):
+    e = get_era(f"vllm=={release}")
+    assert (e.name, e.threshold, e.admission) == (era, threshold, admission)
+
+
+def test_legacy_names_keep_their_meaning():
+    assert {k: get_era(k).threshold for k in LEGACY_NAMES} == {"vllm-min": None, "vllm-1.25": 1.25, "vllm-1.5": 1.5}
+    assert "0.17.1" in get_era("vllm-1.25").releases and "0.11.2" in get_era("vllm-min").releases
+
+
+def test_newer_release_warns_and_uses_the_newest_rules():
+    e = get_era("vllm==0.35.2")
+    assert (e.name, e.release, e.release_note) == (get_era("vllm==0.34.0").name, "0.35.2", "unchecked")
+    assert e.warning == ("vLLM 0.35.2 is newer than the newest release kvplan checked (0.34.0); "
+                         f"using 0.34.0's rules ({e.name})")
+
+
+@pytest.mark.parametrize("policy, message", [
+    ("vllm==0.9.2", "unknown vLLM release '0.9.2'; kvplan supports vllm==0.10.1 to vllm==0.34.0 "
+                    "(39 releases; `kvplan policies` lists them)"),
+    ("vllm==0.19.5", "unknown vLLM release '0.19.5'; kvplan supports vllm==0.10.1 to vllm==0.34.0 "
+                     "(39 releases; `kvplan policies` lists them)"),
+    ("vllm==latest", "malformed vLLM version 'latest' in --policy vllm==latest; kvplan supports vllm==0.10.1 to "
+                     "vllm==0.34.0 (39 releases; `kvplan policies` lists them)"),
+])
+def test_older_or_malformed_release_is_an_error(policy, message):
+    with pytest.raises(OptionError) as e:
+        get_era(policy)
+    assert str(e.value) == message
+
+
+def test_default_is_the_newest_checked_without_vllm(monkeypatch):
+    monkeypatch.setattr(R, "installed_vllm", lambda: None)
+    e = get_era("vllm-latest")
+    assert (e.release, e.release_note, e.warning) == ("0.34.0", "", "")
+
+
+def test_default_is_the_installed_release(monkeypatch):
+    monkeypatch.setattr(R, "installed_vllm", lambda: "0.24.0")
+    e = get_era("vllm-latest")
+    assert (e.name, e.release, e.release_note) == ("vllm-0.24", "0.24.0", "installed")
+    from kvplan.report.data import era_dict, policy_label
+
+    assert policy_label(era_dict(e)) == "vllm==0.24.0 (installed)"
+    monkeypatch.setattr(R, "installed_vllm", lambda: "0.36.0.dev3+g1234")
+    e = get_era("vllm-latest")
+    assert (e.release, e.release_note) == ("0.36.0.dev3+g1234", "installed, unchecked")
+
+
+def test_installed_vllm_reads_metadata_only():
+    # no vLLM in kvplan's test environment: the metadata lookup answers None, nothing is imported
+    import sys
+
+    R.installed_vllm.cache_clear()
+    assert R.installed_vllm() is None and "vllm" not in sys.modules
+
+
+def test_docs_releases_md_is_generated_from_the_registry():
+    text = (ROOT / "docs" / "releases.md").read_text()
+    assert text == R.releases_markdown(), "regenerate: python -m kvplan.engines.vllm.releases > docs/releases.md"
+
+
+def test_policies_command_json_is_the_library_dict():
+    from typer.testing import CliRunner
+
+    from kvplan.cli.app import ensure_registered
+
+    out = CliRunner().invoke(ensure_registered(), ["policies", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.stdout)
+    lib = R.policies()
+    assert {k: d[k] for k in lib} == lib
+    assert d["command"] == "policies" and len(d["releases"]) == 39
+    assert [e["name"] for e in d["eras"]] == [n for n, *_ in CHAIN]
+    assert d["eras"][2]["changes"]["threshold"] == 1.25  # vllm-0.12 (vllm-0.11.1 before it)
+
+
+def test_nemotron_h_ssm_state_follows_the_release():
+    """Nemotron-H-56B (config.json without mamba_ssm_cache_dtype): conv (K-1 = 3) x (256*64 +
+    2*8*256 = 20480) bf16 = 122,880 B; ssm 256 x 64 x 256 = 4,194,304 elements: float16 →
+    8,388,608 B, float32 → 16,777,216 B. 0.11.2 (no hook: model dtype bf16) and 0.18.0
+    (hook default float16): 8,511,488 B; 0.34.0 (hook default float32): 16,900,096 B."""
+    import kvplan
+
+    from kvplan.usecases.scenario import Scenario, run_scenario
+
+    pages = {}
+    for rel in ("0.11.2", "0.18.0", "0.34.0"):
+        r = run_scenario(Scenario("nvidia/Nemotron-H-56B-Base-8K", kv_cache_memory="40GiB", policy=f"vllm=={rel}"))
+        ssm = {ls.spec.dtypes[1] for ls in r.layout.layers if ls.spec.kind == "mamba"}
+        pages[rel] = (r.data["mamba_alignment"]["mamba_page_bytes"], ssm)
+    assert pages == {"0.11.2": (8511488, {"bfloat16"}), "0.18.0": (8511488, {"float16"}),
+                     "0.34.0": (16900096, {"float32"})}
+    assert kvplan  # the package imports without vLLM
