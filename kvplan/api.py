@@ -54,7 +54,17 @@ def model_facts(layout: ModelLayout, *, disable_sliding_window: bool = False) ->
         speculative_method=layout.speculative_method,
         num_speculative_tokens=layout.num_speculative_tokens,
         mamba_chunk_size=layout.target.mamba_chunk_size,
+        parallel_drafting=uses_parallel_drafting(layout),
     )
+
+
+def uses_parallel_drafting(layout: ModelLayout) -> bool:
+    """P-EAGLE heads are served with ``speculative_config.parallel_drafting``: their config
+    carries the masked-slot token (``ptd_token_id``, read by vLLM 0.33.0's
+    ``_init_parallel_drafting_params``); an EAGLE head without it drafts sequentially."""
+    d = layout.drafter
+    return bool(d is not None and layout.speculative_method in ("eagle", "eagle3")
+                and isinstance(d.config, dict) and d.config.get("ptd_token_id") is not None)
 
 
 @dataclass(frozen=True)

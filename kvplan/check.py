@@ -253,6 +253,7 @@ OPTIONS: dict[str, Callable[[Any], Any]] = {
     "max_num_batched_tokens": _integer(1),
     "max_num_seqs": _integer(1),
     "async_scheduling": _boolean,
+    "model_runner": _choice(["v1", "v2"]),
     "enable_prefix_caching": _boolean,
     "mamba_cache_mode": _choice(["none", "align", "all"]),
     "disable_hybrid_kv_cache_manager": _boolean,

@@ -34,7 +34,8 @@ class Scenario:
     max_model_len: str | int | None = None
     max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU (8192 on H100/H200)
     max_num_seqs: int | None = None  # None: vLLM's default for the GPU (1024 on H100/H200)
-    async_scheduling: bool = True
+    async_scheduling: bool | None = None  # None: vLLM's default (on, unless the V1 runner runs PP > 1)
+    model_runner: str | None = None  # "v1" | "v2" (VLLM_USE_V2_MODEL_RUNNER); None: the release's default
     enable_prefix_caching: bool | None = None
     mamba_cache_mode: str | None = None
     disable_hybrid_kv_cache_manager: bool | None = None
@@ -95,6 +96,19 @@ def _size(value, flag: str) -> int:
     return parse_size(str(value), flag)
 
 
+MODEL_RUNNERS = ("v1", "v2")
+
+
+def model_runner_flag(value: str | None) -> bool | None:
+    """``--model-runner v1|v2`` → vLLM's ``VLLM_USE_V2_MODEL_RUNNER`` (None: not set)."""
+    if value is None:
+        return None
+    v = str(value).strip().lower()
+    if v not in MODEL_RUNNERS:
+        raise OptionError(f"--model-runner must be v1 or v2, got {value!r}")
+    return v == "v2"
+
+
 def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
     """The engine's options for ``s`` with a resolved budget and length (-1 = auto-fit)."""
     from kvplan.cli.common import mamba_cache_mode, parse_kv_transfer_config
@@ -109,6 +123,7 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
         max_num_batched_tokens=batched,
         max_num_seqs=seqs,
         async_scheduling=s.async_scheduling,
+        use_v2_model_runner=model_runner_flag(s.model_runner),
         enable_prefix_caching=s.enable_prefix_caching,
         mamba_cache_mode=mamba_cache_mode(s.mamba_cache_mode),
         disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,

@@ -64,7 +64,8 @@ def compare_command(
     max_model_len: o.MaxModelLen = None,
     max_num_batched_tokens: o.MaxNumBatchedTokens = None,
     max_num_seqs: o.MaxNumSeqs = None,
-    async_scheduling: o.AsyncScheduling = True,
+    async_scheduling: o.AsyncScheduling = None,
+    model_runner: o.ModelRunner = None,
     enable_prefix_caching: o.PrefixCaching = None,
     mamba_cache_mode: o.MambaCacheMode = None,
     disable_hybrid_kv_cache_manager: o.DisableHma = None,
@@ -137,7 +138,7 @@ def compare_command(
         pipeline_parallel_size=pipeline_parallel_size, revision=revision, download=download, policy=policy,
         threshold=threshold, kv_cache_memory=kv_cache_memory, max_model_len=length,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-        async_scheduling=async_scheduling, enable_prefix_caching=enable_prefix_caching,
+        async_scheduling=async_scheduling, model_runner=model_runner, enable_prefix_caching=enable_prefix_caching,
         mamba_cache_mode=mamba_cache_mode, disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
         gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=gpu_memory_utilization,
     )

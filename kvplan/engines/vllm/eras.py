@@ -55,6 +55,9 @@ class Era:
     # checkpoints and reserve one more block per request (read in 0.33.0's mamba_mixer2.py,
     # gdn/qwen_gdn_linear_attn.py and kv_cache_interface.MambaSpec.max_memory_usage_bytes).
     mamba_prefill_checkpoints: bool = False
+    # The model runner a release picks when nothing forces one (VLLM_USE_V2_MODEL_RUNNER unset):
+    # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" in 0.33.0 (VllmConfig.use_v2_model_runner).
+    default_model_runner: str = "v1"
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -120,6 +123,7 @@ ERAS: dict[str, Era] = {
             window_head_size_v=True,
             mamba_prefill_checkpoints=True,
             kv_events_disable_hma=False,
+            default_model_runner="v2",
             releases=("0.33.0",),
         ),
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from kvplan.engines.vllm import grouping, hybrid, sizing
+from kvplan.engines.vllm import grouping, hybrid, runner, sizing
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
 from kvplan.engines.vllm.hybrid import HmaDecision, MambaAlignment
@@ -40,6 +40,8 @@ class ModelFacts:
     speculative_method: str | None = None
     num_speculative_tokens: int = 0
     mamba_chunk_size: int | None = None
+    # speculative_config.parallel_drafting (P-EAGLE): the V2 model runner does not support it (0.33)
+    parallel_drafting: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,8 @@ class SimulateOptions:
     max_model_len: int | None = None  # None = model default; -1 = auto-fit
     max_num_batched_tokens: int = 8192
     max_num_seqs: int = 1024
-    async_scheduling: bool = True
+    # None = vLLM's default: on, unless the V1 model runner runs pipeline parallelism (0.33)
+    async_scheduling: bool | None = True
     enable_prefix_caching: bool | None = None
     mamba_cache_mode: str | None = None
     mamba_block_size: int | None = None
@@ -57,8 +60,10 @@ class SimulateOptions:
     num_gpu_blocks_override: int | None = None
     allow_chunked_local_with_hma: bool = True
     decode_context_parallel_size: int = 1
-    # 0.33 with async scheduling keeps PP + 1 batches in flight on the V2 model runner, PP on V1.
-    use_v2_model_runner: bool = False
+    # The model runner (VLLM_USE_V2_MODEL_RUNNER): None = the release's own choice
+    # (``resolve_model_runner``). 0.33 with async scheduling keeps PP + 1 batches in
+    # flight on the V2 runner, PP on V1.
+    use_v2_model_runner: bool | None = None
     kv_events: bool = False  # vLLM's --kv-events-config is set
 
 
@@ -92,6 +97,19 @@ class Plan:
     kv_cache_size_tokens: int = 0
     logs: list[str] = field(default_factory=list)
     failure: Failure | None = None
+    runner: runner.RunnerChoice | None = None
+    # per worker, at the admission check (kept when it fails): groups, pool, need, estimate
+    worker_checks: list[sizing.WorkerCheck] = field(default_factory=list)
+    steady: sizing.SteadyState | None = None
+
+    @property
+    def steady_state_concurrency(self) -> float:
+        """kvplan's figure: requests of max_model_len the pool holds once past prefill."""
+        return self.steady.concurrency if self.steady else 0.0
+
+    @property
+    def failing_worker(self) -> sizing.WorkerCheck | None:
+        return next((c for c in self.worker_checks if not c.fits), None)
 
     @property
     def starts(self) -> bool:
@@ -130,19 +148,7 @@ class Plan:
         return sorted({i for i, g in enumerate(self.groups) for n in g.layer_names if n in names})
 
 
-def max_concurrent_batches(era: Era, o: SimulateOptions, pp: int) -> int:
-    """Batches whose tokens a sliding/chunked layer must hold at once (0.32+; 1 before)."""
-    if not era.in_flight_batches:
-        return 1
-    if o.async_scheduling and pp == 1:
-        return 2
-    if o.async_scheduling and o.use_v2_model_runner:
-        return pp + 1
-    return pp
-
-
-def _workload(era: Era, o: SimulateOptions, max_model_len: int, mamba: MambaAlignment | None, pp: int) -> Workload:
-    batches = max_concurrent_batches(era, o, pp)
+def _workload(era: Era, o: SimulateOptions, max_model_len: int, mamba: MambaAlignment | None, batches: int) -> Workload:
     return Workload(
         max_model_len=max_model_len,
         max_in_flight_tokens=batches * o.max_num_batched_tokens,
@@ -187,6 +193,11 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         logs=logs,
         kv_events=o.kv_events,
     )
+    pp = len(ranks) if ranks else 1
+    plan.runner = runner.resolve_model_runner(
+        era, o.use_v2_model_runner, o.async_scheduling, pp=pp, speculative_method=facts.speculative_method,
+        parallel_drafting=facts.parallel_drafting, logs=logs,
+    )
     if era.messages == "0.33":
         logs.append(LAYOUT_LOG_033)  # after the config-time warnings above
     specs = {ls.name: ls.spec for ls in plan.layers}
@@ -202,7 +213,8 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         logs=logs,
     )
     worker_names = [set(r) for r in ranks] if ranks else [set(specs)]
-    plan.workload = _workload(era, o, original, plan.mamba, len(worker_names))
+    batches = runner.max_concurrent_batches(era, plan.runner, len(worker_names))
+    plan.workload = _workload(era, o, original, plan.mamba, batches)
     if era.admission == "per_layer":
         # 0.11 checked every layer's own reservation before grouping (and before HMA-off conversion).
         for names in worker_names:
@@ -242,12 +254,11 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     if o.max_model_len == -1:
         _auto_fit(plan, projected, worker_specs, available)
 
-    for pg, ws, avail in zip(projected, worker_specs, available):
-        if pg and era.admission != "per_layer":
-            need = sizing.check_enough_memory(pg, era, plan.workload, ws, avail)
-            if not plan.needed_bytes:
-                plan.needed_bytes = need
-                plan.checked_available_bytes = sizing.checked_memory(pg, era, avail)
+    if era.admission != "per_layer":
+        _record_checks(plan, projected, worker_specs, available)
+        for pg, ws, avail in zip(projected, worker_specs, available):
+            if pg:
+                sizing.check_enough_memory(pg, era, plan.workload, ws, avail)
 
     override = o.num_gpu_blocks_override if era.kv_size_log == "blocks" else None
     workers = [
@@ -265,6 +276,9 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         plan.kv_cache_size_tokens = sizing.kv_cache_size_tokens(
             era, reported.num_blocks, rg, plan.max_concurrency, plan.workload
         )
+        # the scheduler's view: one pool of num_blocks, every global group draws from it
+        plan.steady = sizing.steady_state(plan.num_blocks, plan.groups, plan.workload,
+                                          1 + facts.num_speculative_tokens)
         size_line = f"GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens"
         conc_line = f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {plan.max_concurrency:.2f}x"
         if era.messages == "0.33":
@@ -295,6 +309,18 @@ def _without_head_size_v(spec: KVCacheSpec) -> KVCacheSpec:
     return spec
 
 
+def _record_checks(plan: Plan, projected, worker_specs, available) -> None:
+    """Every worker's admission numbers, kept on the plan before the check may raise."""
+    plan.worker_checks = [
+        sizing.worker_check(i, pg, plan.era, plan.workload, ws, avail)
+        for i, (pg, ws, avail) in enumerate(zip(projected, worker_specs, available)) if pg
+    ]
+    if plan.worker_checks:
+        plan.blocks_per_request = sizing.blocks_per_request(plan.groups, plan.workload)
+        first = plan.failing_worker or plan.worker_checks[0]
+        plan.needed_bytes, plan.checked_available_bytes = first.needed_bytes, first.checked_available_bytes
+
+
 def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
     era, logs = plan.era, plan.logs
     if not any(projected):
@@ -307,6 +333,7 @@ def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
             checked = sizing.checked_memory(pg, era, avail)
             best = min(best, sizing.estimate_max_model_len(pg, era, plan.workload, ws, checked))
     if best <= 0:
+        _record_checks(plan, projected, worker_specs, available)
         raise EngineFailure(
             "ValueError",
             "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
