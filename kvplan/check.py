@@ -272,6 +272,7 @@ EXPECTATIONS: dict[str, Callable[[Any], Any]] = {
     "starts": _boolean,
     "max_padding_waste_pct": _number(0.0, 100.0),
     "min_concurrency": _number(0.0),
+    "min_steady_concurrency": _number(0.0),
     "min_max_model_len": _integer(1),
     "min_kv_tokens": _integer(0),
     "max_groups": _integer(1),
@@ -644,6 +645,7 @@ def plan_numbers(plan) -> dict:
         "num_padding_layers": plan.num_padding_layers,
         "padding_waste_pct": round(plan.padding_waste_pct, 4),
         "max_concurrency": round(plan.max_concurrency, 6),
+        "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
         "kv_tokens": plan.kv_tokens,
         "max_model_len": plan.max_model_len,
     }
@@ -699,6 +701,10 @@ def evaluate(expectation: Expectation, numbers: dict) -> Outcome:
         measured = numbers["max_concurrency"]
         passed = measured >= limit
         message = f"max concurrency {measured:.2f}, need at least {limit:g}"
+    elif key == "min_steady_concurrency":
+        measured = numbers["steady_state_concurrency"]
+        passed = measured >= limit
+        message = f"steady-state concurrency {measured:.2f} (kvplan's estimate), need at least {limit:g}"
     elif key == "min_max_model_len":
         measured = numbers["max_model_len"]
         passed = measured >= limit
@@ -963,7 +969,7 @@ def format_limit(key: str, value: Any) -> str:
         return "starts" if value else "fails"
     if key == "max_padding_waste_pct":
         return f"{value:.2f}%" if isinstance(value, float) else f"{value}%"
-    if key == "min_concurrency":
+    if key in ("min_concurrency", "min_steady_concurrency"):
         return f"{value:.2f}" if isinstance(value, float) else str(value)
     if key in ("min_max_model_len", "min_kv_tokens"):
         return f"{value:,}"

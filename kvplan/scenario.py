@@ -157,6 +157,23 @@ def hardware_budget(s: Scenario, layout, era) -> dict:
     )
 
 
+def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> list[dict]:
+    """The smallest verified changes that make a failing deployment start (none when it starts)."""
+    if plan.starts:
+        return []
+    from kvplan.api import plan_layout
+    from kvplan.engines.vllm.fixes import smallest_fixes
+
+    fixes = smallest_fixes(plan, lambda o: plan_layout(layout, era, o, disable_sliding_window=s.disable_sliding_window))
+    if budget is not None and s.kv_cache_memory is None:
+        from kvplan.fit import utilization_fix
+
+        fix = utilization_fix(s, layout, era, budget, plan)
+        if fix is not None:
+            fixes.append(fix)
+    return fixes
+
+
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report."""
     from kvplan.api import resolve_era
@@ -180,7 +197,8 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
     mml = s.max_model_len
     mml = parse_max_model_len(str(mml)) if mml is not None else None
     plan = plan_scenario(s, layout, era, kv_bytes, mml)
-    data = plan_dict(layout, plan, serving, explain_plan(plan) if explain else None)
+    fixes = deployment_fixes(s, layout, era, plan, budget)
+    data = plan_dict(layout, plan, serving, explain_plan(plan) if explain else None, fixes)
     if budget is not None:
         data["budget"] = budget
     return ScenarioResult(s, layout, plan, data, budget)

@@ -52,7 +52,7 @@ def test_simulate_acceptance_threshold_1_25_fails():
     assert (g["group_size"], g["num_groups"], g["num_padding_layers"]) == (12, 3, 8)
     assert "Add 8 padding layers, may waste at most 50.00% KV cache memory" in d["logs"]
     assert d["outcome"] == {"starts": False, "stage": "drafter", "error_type": "AssertionError",
-                            "error": "All drafting layers should belong to the same kv cache group"}
+                            "error": "All drafting layers should belong to the same kv cache group", "fix": None}
 
 
 def test_simulate_acceptance_threshold_1_5_starts():

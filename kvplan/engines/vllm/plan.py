@@ -101,6 +101,7 @@ class Plan:
     # per worker, at the admission check (kept when it fails): groups, pool, need, estimate
     worker_checks: list[sizing.WorkerCheck] = field(default_factory=list)
     steady: sizing.SteadyState | None = None
+    ranks: tuple[tuple[str, ...], ...] = ()  # layer names per pipeline stage (() = one worker)
 
     @property
     def steady_state_concurrency(self) -> float:
@@ -166,7 +167,7 @@ def simulate(
     era: Era,
     options: SimulateOptions,
 ) -> Plan:
-    plan = Plan(era=era, options=options, facts=facts, layers=layers)
+    plan = Plan(era=era, options=options, facts=facts, layers=layers, ranks=tuple(ranks or ()))
     try:
         _run(plan, ranks)
     except EngineFailure as e:
