@@ -63,7 +63,7 @@ def fit_command(
     non_torch_memory: NonTorchMemory = None,
     cudagraph_memory: CudagraphMemory = None,
     exact_params: ExactParams = False,
-    concurrency: Annotated[Optional[float], typer.Option("--concurrency", min=0.01, help="N concurrent requests (with --context-len): smallest --gpu-memory-utilization, and 'enough' in the GPU table.", rich_help_panel=ASK)] = None,
+    concurrency: Annotated[Optional[float], typer.Option("--concurrency", min=0.01, help="N concurrent requests: alone, the longest context for N requests; with --context-len, the smallest --gpu-memory-utilization; 'enough' in the GPU table (steady-state concurrency, docs/capacity.md).", rich_help_panel=ASK)] = None,
     context_len: Annotated[Optional[int], typer.Option("--context-len", min=1, help="L tokens per request (with --concurrency).", rich_help_panel=ASK)] = None,
     gpus: Annotated[Optional[str], typer.Option("--gpus", help="Presets for the GPU table, comma-separated (default: all).", rich_help_panel=ASK)] = None,
     tp_sizes: Annotated[Optional[str], typer.Option("--tp-sizes", help="Tensor-parallel sizes for the GPU table, e.g. 1,2,4,8.", rich_help_panel=ASK)] = None,
@@ -122,6 +122,9 @@ def fit_command(
     util = data.get("min_gpu_memory_utilization")
     if util is not None and util["gpu_memory_utilization"] is None:
         failed.append(util.get("reason") or "no utilization reaches the concurrency")
+    ctx = data.get("max_context_len_for_concurrency")
+    if ctx is not None and ctx["max_model_len"] is None:
+        failed.append(ctx.get("reason") or "no context length reaches the concurrency")
     if failed:
         from kvplan.report.output import hint
 
