@@ -266,6 +266,8 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         sizing.kv_cache_config_from_groups(i, pg, avail, override, era, logs)
         for i, (pg, avail) in enumerate(zip(projected, available))
     ]
+    own = {w.rank: w.num_blocks for w in workers}  # before the minimum (≤ 0.18 applies the override here)
+    plan.worker_checks = [replace(c, num_blocks=own[c.rank]) for c in plan.worker_checks]
     plan.workers = sizing.equalise(workers)
     plan.num_blocks = plan.workers[0].num_blocks if plan.workers else 0
 
