@@ -49,9 +49,11 @@ def _plan(golden: dict):
     mem = case["available_memory_bytes"]
     mem = mem if isinstance(mem, int) else mem[0]
     mml = case["max_model_len"]
+    probe = case.get("model_runner_probe")
     facts = ModelFacts(
         max_model_len=case.get("derived_max_model_len", mml) if mml == -1 else mml,
         speculative_method="eagle3" if any(x.source == "drafter" for x in layers) else None,
+        parallel_drafting=bool(probe and probe.get("parallel_drafting")),
     )
     options = SimulateOptions(
         kv_cache_memory_bytes=mem,
@@ -62,7 +64,8 @@ def _plan(golden: dict):
         mamba_cache_mode=case.get("mamba_cache_mode"),
         disable_hybrid_kv_cache_manager=case.get("disable_hybrid_kv_cache_manager"),
         num_gpu_blocks_override=case.get("num_gpu_blocks_override"),
-        use_v2_model_runner=bool(case.get("use_v2_model_runner")),
+        # with a probe the release picked the runner itself, and so does kvplan
+        use_v2_model_runner=None if probe else bool(case.get("use_v2_model_runner")),
     )
     era = get_era(ERA_OF[golden["vllm_version"]])
     return simulate(layers, ranks if len(ranks) > 1 else (), facts, era, options)
@@ -84,6 +87,11 @@ def test_matches_vllm(path):
         assert (plan.failure.error_type, plan.failure.message) == (err["type"], err["message"])
     else:
         assert plan.failure is None, plan.failure
+
+    # the model runner the release picked (and so the batches in flight)
+    if r.get("model_runner") and r["model_runner"]["use_v2_model_runner"] is not None:
+        assert plan.runner.runner == ("v2" if r["model_runner"]["use_v2_model_runner"] else "v1")
+        assert plan.workload.max_in_flight_tokens == r["max_in_flight_tokens"]
 
     # vLLM's log lines, verbatim and in order
     ours = [line for line in plan.logs if not line.startswith(ALIGNMENT_LOGS)]
@@ -109,6 +117,11 @@ def test_matches_vllm(path):
         if adm.get("needed_bytes") is not None and ours_w.rank == 0:
             assert plan.needed_bytes == adm["needed_bytes"]
             assert plan.checked_available_bytes == adm["checked_available_bytes"]
+        check = next((c for c in plan.worker_checks if c.rank == ours_w.rank), None)
+        if adm.get("needed_bytes") is not None and check is not None:
+            # every stage's own admission numbers (kept for the report even when the check fails)
+            assert (check.needed_bytes, check.checked_available_bytes, check.bytes_per_block) == (
+                adm["needed_bytes"], adm["checked_available_bytes"], adm.get("bytes_per_block", check.bytes_per_block))
         tensors = theirs.get("kv_cache_tensors")
         if tensors and "shared_by" in tensors[0]:  # ≤ 0.32: one tensor per slot
             assert [(t.size_bytes, list(t.shared_by)) for t in ours_w.tensors] == [

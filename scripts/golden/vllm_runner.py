@@ -62,6 +62,11 @@ Case format (JSON object)
                               stand-in model config 0.33 picks V2). Sets the env var
                               ``VLLM_USE_V2_MODEL_RUNNER``. Matters only with PP > 1 and
                               async scheduling in 0.33 (max_concurrent_batches = pp + 1).
+``model_runner_probe``        optional ``{"speculative_method": str|null, "parallel_drafting": bool}``:
+                              ask the release's own ``VllmConfig.use_v2_model_runner`` and
+                              ``max_concurrent_batches`` (the env var unset, Triton assumed
+                              present as on a GPU host, a stand-in speculative config) and run
+                              the case on the runner it picks; recorded as ``model_runner``.
 ``supported_kv_cache_layouts`` optional list of layout names (0.33+); default: vLLM's
                               default preference (what FlashAttention on Hopper reports).
 
@@ -280,6 +285,31 @@ def expand_workers(case: dict) -> list[list[dict]]:
                 layers.append(layer)
         out.append(layers)
     return out
+
+
+def probe_model_runner(case: dict, probe: dict) -> dict:
+    """The release's own choice of model runner and in-flight batches for this deployment."""
+    import vllm.config.vllm as vc
+
+    os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
+    if not isinstance(getattr(VllmConfig, "use_v2_model_runner", None), property):
+        return {"use_v2_model_runner": None, "max_concurrent_batches": None}  # before the V2 runner
+    saved = getattr(vc, "HAS_TRITON", None)
+    vc.HAS_TRITON = True  # a CPU venv lacks Triton; a GPU host has it
+    try:
+        with _stdout_to_stderr():
+            cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
+            cfg.parallel_config.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
+            cfg.scheduler_config.async_scheduling = bool(case.get("async_scheduling", True))
+            method = probe.get("speculative_method")
+            cfg.speculative_config = None if method is None else types.SimpleNamespace(
+                method=method, parallel_drafting=bool(probe.get("parallel_drafting")),
+                use_heterogeneous_vocab=False)
+            return {"use_v2_model_runner": bool(cfg.use_v2_model_runner),
+                    "max_concurrent_batches": int(cfg.max_concurrent_batches)}
+    finally:
+        if saved is not None:
+            vc.HAS_TRITON = saved
 
 
 def build_vllm_config(case: dict, max_model_len: int, original: int):
@@ -504,6 +534,10 @@ def run_case(case: dict) -> dict:
     memory = [int(m) for m in mem] if isinstance(mem, list) else [int(mem)] * n
 
     v2 = case.get("use_v2_model_runner")
+    probe = case.get("model_runner_probe")
+    if probe is not None:
+        result["model_runner"] = probe_model_runner(case, probe)
+        v2 = result["model_runner"]["use_v2_model_runner"]
     if v2 is None:
         os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
     else:
