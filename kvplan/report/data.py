@@ -247,7 +247,7 @@ def workers_dict(plan) -> list[dict]:
     out = []
     for c in plan.worker_checks:
         w = configs.get(c.rank)
-        allocated = w is not None and plan.starts
+        allocated = w is not None  # configs exist once the admission check passed (a drafter check fails after)
         num_blocks = w.num_blocks if allocated else c.num_blocks
         pool = c.bytes_per_block * num_blocks
         names = ranks[c.rank] if c.rank < len(ranks) else ()
@@ -286,7 +286,7 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None, fixes: li
     check = _binding_check(plan)
     workers = workers_dict(plan)
     shown = next((w for w in workers if check is not None and w["rank"] == check.rank), None)
-    pool = shown["allocated_bytes"] if shown else (w0.bytes_per_block * w0.num_blocks if w0 and plan.starts else 0)
+    pool = shown["allocated_bytes"] if shown else (w0.bytes_per_block * w0.num_blocks if w0 else 0)
     waste = shown["padding_waste_bytes"] if shown else 0
     failure = plan.failure
     steady = plan.steady
@@ -347,7 +347,7 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None, fixes: li
             ] if d.path == "uniform_page" else [],
         },
         "groups": _group_rows(plan),
-        "tensors": _tensor_rows(w0.tensors) if w0 and plan.starts else [],
+        "tensors": _tensor_rows(w0.tensors) if w0 else [],
         "memory": {
             "available_bytes": plan.options.kv_cache_memory_bytes,
             "checked_available_bytes": plan.checked_available_bytes,

@@ -148,7 +148,8 @@ def render_plan(d: dict) -> None:
                       f"{b['page_size_bytes']:,}", str(b["padding_layers"] or ""), _idx(b["layers"]))
         c.print(t)
     workers = [w for w in d["workers"] if "own_num_blocks" in w]
-    failed = not d["outcome"]["starts"]
+    # nothing was allocated: the engine failed before its KV cache configs (memory, config stage)
+    failed = not d["outcome"]["starts"] and not d["memory"]["num_blocks"]
     if d["groups"]:
         title = f"KV cache groups (group_size {d['memory']['group_size']}"
         if len(workers) > 1:
