@@ -850,7 +850,8 @@ def _numbers_line(dep: dict) -> str:
     if not p:
         return ""
     return (f"group_size={p['group_size']} num_groups={p['num_groups']} padding_waste_pct={p['padding_waste_pct']:.2f} "
-            f"max_concurrency={p['max_concurrency']:.2f} kv_tokens={p['kv_tokens']} max_model_len={p['max_model_len']} "
+            f"max_concurrency={p['max_concurrency']:.2f} "
+            f"steady_state_concurrency={p.get('steady_state_concurrency', 0.0):.2f} kv_tokens={p['kv_tokens']} max_model_len={p['max_model_len']} "
             f"starts={str(p['starts']).lower()}")
 
 

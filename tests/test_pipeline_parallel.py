@@ -80,7 +80,7 @@ def test_gemma_pp2_json_has_no_negative_number_and_consistent_group_sizes():
 def test_gemma_pp2_table_shows_each_stage():
     r = runner.invoke(app, ["simulate", "google/gemma-3-27b-it", "-pp", "2", "--kv-cache-memory", "40GiB"])
     assert r.exit_code == 0
-    assert "group_size 10; global, layers per stage 5/5 slots" in r.stdout
+    assert "group_size 10, global; slots per stage 5/5" in r.stdout
     assert "Per pipeline stage" in r.stdout
     assert "-" + "35.27" not in r.stdout and "(-" not in r.stdout
 

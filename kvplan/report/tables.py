@@ -153,7 +153,7 @@ def render_plan(d: dict) -> None:
     if d["groups"]:
         title = f"KV cache groups (group_size {d['memory']['group_size']}"
         if len(workers) > 1:
-            title += "; global, layers per stage " + "/".join(str(w["group_size"]) for w in workers) + " slots"
+            title += ", global; slots per stage " + "/".join(str(w["group_size"]) for w in workers)
         t = Table(title=title + ")", box=box.SIMPLE_HEAD)
         cols = ["group", "kind", "layers", "padding slots", "block", "blocks/request"]
         cols += ["need (1 request)"] if failed else []

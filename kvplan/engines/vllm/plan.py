@@ -51,7 +51,7 @@ class SimulateOptions:
     max_num_batched_tokens: int = 8192
     max_num_seqs: int = 1024
     # None = vLLM's default: on, unless the V1 model runner runs pipeline parallelism (0.33)
-    async_scheduling: bool | None = True
+    async_scheduling: bool | None = None
     enable_prefix_caching: bool | None = None
     mamba_cache_mode: str | None = None
     mamba_block_size: int | None = None
