@@ -55,7 +55,16 @@ def model_facts(layout: ModelLayout, *, disable_sliding_window: bool = False) ->
         num_speculative_tokens=layout.num_speculative_tokens,
         mamba_chunk_size=layout.target.mamba_chunk_size,
         parallel_drafting=uses_parallel_drafting(layout),
+        use_mla=any(ls.spec.kind == "mla" for ls in layout.layers),
+        total_num_kv_heads=_opt_int(_text_config(layout.target.config), "num_key_value_heads",
+                                    "num_attention_heads"),
+        total_num_attention_heads=_opt_int(_text_config(layout.target.config), "num_attention_heads"),
     )
+
+
+def _opt_int(cfg: dict, *keys: str) -> int | None:
+    """The first integer among ``keys`` in a config (None when none is)."""
+    return next((cfg[k] for k in keys if isinstance(cfg.get(k), int) and not isinstance(cfg.get(k), bool)), None)
 
 
 def uses_parallel_drafting(layout: ModelLayout) -> bool:

@@ -243,6 +243,7 @@ OPTIONS: dict[str, Callable[[Any], Any]] = {
     "dtype": _model_dtype,
     "tensor_parallel_size": _integer(1),
     "pipeline_parallel_size": _integer(1),
+    "decode_context_parallel_size": _integer(1),
     "disable_sliding_window": _boolean,
     "revision": _string,
     "download": _boolean,

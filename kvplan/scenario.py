@@ -25,6 +25,7 @@ class Scenario:
     dtype: str = "auto"
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
+    decode_context_parallel_size: int = 1
     disable_sliding_window: bool = False
     revision: str | None = None
     download: bool = False
@@ -124,6 +125,8 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
         max_num_seqs=seqs,
         async_scheduling=s.async_scheduling,
         use_v2_model_runner=model_runner_flag(s.model_runner),
+        decode_context_parallel_size=s.decode_context_parallel_size,
+        tensor_parallel_size=s.tensor_parallel_size,
         enable_prefix_caching=s.enable_prefix_caching,
         mamba_cache_mode=mamba_cache_mode(s.mamba_cache_mode),
         disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,

@@ -66,6 +66,8 @@ def _plan(golden: dict):
         num_gpu_blocks_override=case.get("num_gpu_blocks_override"),
         # with a probe the release picked the runner itself, and so does kvplan
         use_v2_model_runner=None if probe else bool(case.get("use_v2_model_runner")),
+        decode_context_parallel_size=case.get("decode_context_parallel_size", 1),
+        tensor_parallel_size=case.get("tensor_parallel_size", 1),
     )
     era = get_era(ERA_OF[golden["vllm_version"]])
     return simulate(layers, ranks if len(ranks) > 1 else (), facts, era, options)

@@ -165,6 +165,56 @@ def test_resolve_model_runner(policy, use_v2, asynchronous, pp, method, parallel
     assert (c.runner, c.async_scheduling) == expect
 
 
+# --- decode-context parallelism (goldens: *__dcp<N>__*, vLLM 0.33.0 and 0.18.0) -------------------
+
+
+def test_dcp_llama_tp16_dcp2_by_hand():
+    # Llama-3.3-70B, 8 KV heads: TP 16 leaves one KV head per rank (page 16 × 1 × 128 × 2 × 2 = 8192 B),
+    # 80 full layers in one group → 655,360 B per block, 40 GiB // 655,360 = 65,536 blocks. Each of
+    # the 2 DCP ranks keeps half of a request: cdiv(cdiv(131072, 2), 16) = 4096 blocks → 16.00x.
+    r, d = as_json("simulate", "meta-llama/Llama-3.3-70B-Instruct", "-tp", "16", "-dcp", "2",
+                   "--kv-cache-memory", "40GiB")
+    assert r.exit_code == 0
+    m = d["memory"]
+    assert (m["num_blocks"], m["blocks_per_request"], m["max_concurrency"]) == (65536, 4096, 16.0)
+    assert m["steady_state_concurrency"] == round(65535 / 4096, 6)
+    assert d["scheduler"]["decode_context_parallel_size"] == 2
+    assert d["logs"][-1] == "GPU KV cache size: 2,097,152 tokens, Maximum concurrency for 131,072 tokens per request: 16.00x"
+    # 0.18 multiplies its block-based token count by the cp world size and says so
+    _, d = as_json("simulate", "meta-llama/Llama-3.3-70B-Instruct", "-tp", "16", "-dcp", "2",
+                   "--kv-cache-memory", "40GiB", "--policy", "vllm-1.5")
+    assert d["logs"] == ["Multiplying the GPU KV cache size by the cp_world_size 2 (pcp_world_size 1 * dcp_world_size 2).",
+                         "GPU KV cache size: 2,097,152 tokens",
+                         "Maximum concurrency for 131,072 tokens per request: 16.00x"]
+
+
+@pytest.mark.parametrize("args, error_type, message", [
+    (("meta-llama/Llama-3.3-70B-Instruct", "-tp", "8", "-dcp", "2"), "ValueError",
+     "Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` (8) to be greater than the model's "
+     "total number of KV heads (8). Increase `--tensor-parallel-size` or set `--decode-context-parallel-size 1`."),
+    (("meta-llama/Llama-3.3-70B-Instruct", "-tp", "16", "-dcp", "4"), "ValueError",
+     "`--decode-context-parallel-size` (4) exceeds the maximum supported value (2) for `--tensor-parallel-size` (16) "
+     "and 8 model KV heads."),
+    (("meta-llama/Llama-3.3-70B-Instruct", "-tp", "16", "-dcp", "3"), "ValueError",
+     "tp_size=16 must be divisible by dcp_size=3."),
+    (("openai/gpt-oss-120b", "-tp", "16", "-dcp", "2"), "AssertionError", "DCP not support sliding window."),
+])
+def test_dcp_refusals_match_vllm(args, error_type, message):
+    r, d = as_json("simulate", *args, "--kv-cache-memory", "40GiB")
+    assert r.exit_code == 3
+    assert (d["outcome"]["error_type"], d["outcome"]["error"]) == (error_type, message)
+    assert d["fixes"] == []
+
+
+def test_dcp_mla_needs_no_kv_head_replicas():
+    # DeepSeek-V3 (MLA, one latent head) with TP 8, DCP 8: 61 layers × 16 × 576 × 2 B = 1,124,352 B per block,
+    # 40 GiB // 1,124,352 = 38,199 blocks; a 131,072-token request keeps cdiv(16384, 16) = 1024 per rank.
+    r, d = as_json("simulate", "deepseek-ai/DeepSeek-V3", "-tp", "8", "-dcp", "8", "--kv-cache-memory", "40GiB",
+                   "--max-model-len", "131072")
+    assert r.exit_code == 0
+    assert (d["memory"]["num_blocks"], d["memory"]["max_concurrency"]) == (38199, round(38199 / 1024, 6))
+
+
 # --- property: no negative figure, each stage within its budget ------------------------------------
 
 KINDS = [full(), sw(128), sw(1024), full(heads=4, head=128)]

@@ -28,6 +28,7 @@ AttentionBackend = Annotated[Optional[str], typer.Option("--attention-backend", 
 KvCacheDtype = Annotated[str, typer.Option("--kv-cache-dtype", help="auto (model dtype), bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, int8, …", rich_help_panel=SERVING)]
 Dtype = Annotated[str, typer.Option("--dtype", help="Model dtype: auto (config's torch_dtype; bf16 when absent), bfloat16, float16, float32.", rich_help_panel=SERVING)]
 TensorParallel = Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, help="Tensor-parallel ranks: KV heads per rank = max(1, heads // tp).", rich_help_panel=SERVING)]
+DecodeContextParallel = Annotated[int, typer.Option("--decode-context-parallel-size", "-dcp", min=1, help="Decode-context-parallel ranks (within TP): each keeps 1/dcp of a request's tokens in full and MLA layers.", rich_help_panel=SERVING)]
 PipelineParallel = Annotated[int, typer.Option("--pipeline-parallel-size", "-pp", min=1, help="Pipeline stages: layers split as vLLM's get_pp_indices.", rich_help_panel=SERVING)]
 DisableSlidingWindow = Annotated[bool, typer.Option("--disable-sliding-window", help="vLLM's flag: every layer becomes full attention, and max_model_len is capped at the window.", rich_help_panel=SERVING)]
 Revision = Annotated[Optional[str], typer.Option("--revision", help="Revision (branch, tag or commit) for HF-cache or downloaded configs.", rich_help_panel=SERVING)]

@@ -312,6 +312,7 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None, fixes: li
             "enable_prefix_caching": plan.options.enable_prefix_caching,
             "mamba_cache_mode": plan.workload.mamba_cache_mode if plan.workload else plan.options.mamba_cache_mode,
             "num_gpu_blocks_override": plan.options.num_gpu_blocks_override,
+            "decode_context_parallel_size": plan.options.decode_context_parallel_size,
         },
         "hybrid_kv_cache_manager": {
             "enabled": (not plan.hma.disabled) if plan.hma else None,

@@ -69,6 +69,7 @@ class Case:
     num_gpu_blocks_override: int | None = None
     pp: int = 1
     tp: int = 1
+    dcp: int = 1  # decode-context parallel size (0.33: attention specs are dcp_sharded by default)
     inspect_args: tuple[str, ...] = ()
     mamba: bool = False  # needs the per-release hybrid alignment
     use_v2_model_runner: bool | None = None
@@ -236,6 +237,19 @@ def _pipeline_cases() -> list[Case]:
                             model_runner_probe={"speculative_method": "eagle3", "parallel_drafting": True}))
     out.append(Case("gemma-3-27b__pp3__2gib", "google/gemma-3-27b-it", None, 2, 131072, pp=3,
                     model_runner_probe={"speculative_method": None}))
+    # decode-context parallelism: each DCP rank keeps 1/dcp of a request's tokens (full and MLA
+    # layers); sliding-window layers cannot be sharded ("DCP not support sliding window."). GQA
+    # needs TP > the KV heads (8 here), DCP ≤ TP // 8 (vLLM's ModelConfig checks); MLA does not.
+    llama = "meta-llama/Llama-3.3-70B-Instruct"
+    probe = {"speculative_method": None}
+    out.append(Case("llama-3.3-70b__tp16__dcp2__40gib", llama, None, 40, 131072, tp=16, dcp=2,
+                    model_runner_probe=probe))
+    out.append(Case("llama-3.3-70b__pp2__tp16__dcp2__40gib", llama, None, 40, 131072, pp=2, tp=16, dcp=2,
+                    model_runner_probe=probe))
+    out.append(Case("deepseek-v3__tp8__dcp8__40gib", "deepseek-ai/DeepSeek-V3", None, 40, 131072, tp=8, dcp=8,
+                    model_runner_probe=probe))
+    out.append(Case("gpt-oss-120b__tp16__dcp2__40gib", "openai/gpt-oss-120b", None, 40, 131072, tp=16, dcp=2,
+                    model_runner_probe=probe))
     return out
 
 
@@ -453,6 +467,7 @@ def make_runner_case(
         "enable_prefix_caching": prefix,
         "pipeline_parallel_size": case.pp,
         "tensor_parallel_size": case.tp,
+        **({"decode_context_parallel_size": case.dcp} if case.dcp != 1 else {}),
         "use_v2_model_runner": case.use_v2_model_runner,
         "model_runner_probe": case.model_runner_probe,
         "layer_source": inspect_meta.get("source", "kvplan inspect"),

@@ -57,7 +57,9 @@ Case format (JSON object)
 ``mamba_cache_mode``          "none" | "align" | "all" (default "none"), the cache
                               config's mode (MambaSpec reservations read it).
 ``enable_prefix_caching``     bool (default false).
-``pipeline_parallel_size``    int (default 1); ``tensor_parallel_size`` int (default 1).
+``pipeline_parallel_size``    int (default 1); ``tensor_parallel_size`` int (default 1);
+``decode_context_parallel_size`` int (default 1; the specs keep the release's default
+                              ``dcp_sharded``).
 ``use_v2_model_runner``       bool or null (default null = the release decides; with the
                               stand-in model config 0.33 picks V2). Sets the env var
                               ``VLLM_USE_V2_MODEL_RUNNER``. Matters only with PP > 1 and
@@ -338,6 +340,8 @@ def build_vllm_config(case: dict, max_model_len: int, original: int):
     cc.block_size = int(case.get("cache_block_size", 16))
     pc.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
     pc.tensor_parallel_size = int(case.get("tensor_parallel_size", 1))
+    if hasattr(pc, "decode_context_parallel_size"):
+        pc.decode_context_parallel_size = int(case.get("decode_context_parallel_size", 1))
     model = types.SimpleNamespace(
         max_model_len=max_model_len,
         original_max_model_len=original,

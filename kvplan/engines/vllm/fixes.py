@@ -55,8 +55,8 @@ def least_that_starts(with_value, failing: int, starting: int, starts) -> int:
 
 def smallest_fixes(plan, rerun: Callable) -> list[dict]:
     """``rerun(options) -> Plan`` simulates the same deployment with other options."""
-    if plan.failure is None or plan.failure.stage not in MEMORY_STAGES:
-        return []
+    if plan.failure is None or plan.failure.stage not in MEMORY_STAGES or plan.failure.error_type != "ValueError":
+        return []  # not a memory failure (e.g. DCP with sliding-window layers)
     o = plan.options
     fixes: list[dict] = []
 

@@ -42,6 +42,10 @@ class ModelFacts:
     mamba_chunk_size: int | None = None
     # speculative_config.parallel_drafting (P-EAGLE): the V2 model runner does not support it (0.33)
     parallel_drafting: bool = False
+    # for vLLM's decode-context-parallel checks (ModelConfig.verify_with_parallel_config)
+    use_mla: bool = False
+    total_num_kv_heads: int | None = None
+    total_num_attention_heads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class SimulateOptions:
     num_gpu_blocks_override: int | None = None
     allow_chunked_local_with_hma: bool = True
     decode_context_parallel_size: int = 1
+    tensor_parallel_size: int = 1  # only for the decode-context-parallel checks (specs are per rank)
     # The model runner (VLLM_USE_V2_MODEL_RUNNER): None = the release's own choice
     # (``resolve_model_runner``). 0.33 with async scheduling keeps PP + 1 batches in
     # flight on the V2 runner, PP on V1.
@@ -199,6 +204,12 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         era, o.use_v2_model_runner, o.async_scheduling, pp=pp, speculative_method=facts.speculative_method,
         parallel_drafting=facts.parallel_drafting, logs=logs,
     )
+    dcp = o.decode_context_parallel_size
+    error = runner.dcp_config_error(dcp, o.tensor_parallel_size, use_mla=facts.use_mla,
+                                    total_num_kv_heads=facts.total_num_kv_heads,
+                                    total_num_attention_heads=facts.total_num_attention_heads)
+    if error:
+        raise EngineFailure("ValueError", error, "config")
     if era.messages == "0.33":
         logs.append(LAYOUT_LOG_033)  # after the config-time warnings above
     specs = {ls.name: ls.spec for ls in plan.layers}
@@ -251,6 +262,9 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
                 )
                 available[i] = o.num_gpu_blocks_override * bpb
     worker_specs = [[specs[n] for n in specs if n in names] for names in worker_names]
+    if dcp > 1 and any(isinstance(sp, SlidingWindowSpec) for sp in specs.values()):
+        # SlidingWindowSpec.max_memory_usage_bytes asserts it is not DCP-sharded (0.18.0, 0.33.0)
+        raise EngineFailure("AssertionError", runner.DCP_SLIDING, "admission")
 
     if o.max_model_len == -1:
         _auto_fit(plan, projected, worker_specs, available)
@@ -282,6 +296,8 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         # the scheduler's view: one pool of num_blocks, every global group draws from it
         plan.steady = sizing.steady_state(plan.num_blocks, plan.groups, plan.workload,
                                           1 + facts.num_speculative_tokens)
+        if era.messages == "0.17" and dcp > 1:
+            logs.append(_dcp_log(dcp))  # _report_kv_cache_config, plain info: once per worker
         size_line = f"GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens"
         conc_line = f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {plan.max_concurrency:.2f}x"
         if era.messages == "0.33":
@@ -289,6 +305,8 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         else:
             logs.append(size_line)
             logs.append(conc_line)
+        if era.messages == "0.17" and dcp > 1:
+            logs.extend(_dcp_log(dcp) for w in plan.workers if w.groups and w is not reported)
         if era.messages == "0.11":
             # 0.11 logged the concurrency line with plain info: once per worker that has groups
             for w in plan.workers:
@@ -301,6 +319,10 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         if drafter or facts.speculative_method in hybrid.EAGLE_METHODS:
             raise EngineFailure("AssertionError", DRAFTER_SPLIT_011 if era.messages == "0.11" else DRAFTER_SPLIT,
                                 "drafter")
+
+
+def _dcp_log(dcp: int) -> str:
+    return f"Multiplying the GPU KV cache size by the cp_world_size {dcp} (pcp_world_size 1 * dcp_world_size {dcp})."
 
 
 def _without_head_size_v(spec: KVCacheSpec) -> KVCacheSpec:
