@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvplan.cli.app import app
-from kvplan.fit import fit, parse_gpus, parse_tp_sizes
+from kvplan.cli.app import ensure_registered
+
+app = ensure_registered()
+from kvplan.usecases.fit import fit_scenario as fit, parse_gpus, parse_tp_sizes
 from kvplan.errors import OptionError
-from kvplan.scenario import Scenario
+from kvplan.usecases.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -185,9 +187,9 @@ def test_json_shape():
     r, d = run("fit", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--gpu", "H100",
                "--concurrency", "8", "--context-len", "65536")
     assert r.exit_code == 0
-    assert d["schema_version"] == 1 and d["command"] == "fit" and isinstance(d["warnings"], list)
+    assert d["schema_version"] == 2 and d["command"] == "fit" and isinstance(d["warnings"], list)
     assert d["estimated"] is True and d["budget"]["estimated"] is True
-    assert list(d)[:6] == ["schema_version", "kvplan_version", "command", "engine", "policy", "model"]
+    assert list(d)[:7] == ["schema_version", "kvplan_version", "command", "inputs", "outcome", "engine", "policy"]
     assert d["drafter"]["id"] == "amazon/GPT-OSS-20B-P-EAGLE"
     assert d["budget"]["weights"]["num_params_by_kind"]["drafter"] > 0
     for k, v in d["budget"].items():

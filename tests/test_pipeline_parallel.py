@@ -143,7 +143,7 @@ def test_model_runner_flag_changes_in_flight_batches():
     # sliding cdiv(1023 + 16384, 16) + 1 = 1089: 65536 / (6 × 1089 + 8192) = 65536 / 14726
     assert v1["memory"]["max_concurrency"] == round(65536 / 14726, 6)
     r = runner.invoke(app, [*base, "--model-runner", "v3"])
-    assert r.exit_code == 1 and r.stderr.startswith("Error: --model-runner must be v1 or v2")
+    assert r.exit_code == 1 and r.stderr == "Error: --model-runner: 'v3' is not one of: v1, v2\n"
 
 
 @pytest.mark.parametrize("policy, use_v2, asynchronous, pp, method, parallel, expect", [

@@ -64,7 +64,7 @@ def render_compare(d: dict) -> None:
                      else "left")
     for r in d["engines"]:
         name = r["name"] + (" [proposal]" if r["is_proposal"] else "")
-        starts = Text("yes", style="green") if r["starts"] else Text("no", style="bold red")
+        starts = Text("yes", style="green") if r["outcome"]["starts"] else Text("no", style="bold red")
         per = r["reserved_per_request_bytes"]
         waste = "" if r["waste_pct"] is None else f"{r['waste_pct']:.1f}%"
         if r["engine"] == "lower_bound":
@@ -73,7 +73,7 @@ def render_compare(d: dict) -> None:
                   f"{r['steady_state_concurrency']:.2f}", "" if per is None else format_bytes(per), waste, Text(knobs_text(r)))
     c.print(t)
     for r in d["engines"]:
-        lines = [f"fails: {r['failure']}"] if r["failure"] else []
+        lines = [f"fails: {r['outcome']['error']}"] if r["outcome"]["error"] else []
         if r["engine"] not in ("vllm", "lower_bound"):
             lines += r["notes"]
         if lines:

@@ -1,0 +1,231 @@
+"""One simulation described as the user states it (CLI flags or a `check` YAML entry),
+and the run that turns it into a layout, a plan and the report dict.
+
+Field names are the long CLI flags with underscores, so `kvplan check` files use
+the same words as `kvplan simulate`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, make_dataclass
+
+from typing import Any
+
+from kvplan.errors import OptionError
+from kvplan.options import OPTIONS, scenario_options
+
+
+_BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory")
+
+
+class _ScenarioMethods:
+    def __post_init__(self) -> None:
+        # Every value goes through its option's parser (idempotent on typed values), so
+        # Scenario(model=..., kv_cache_memory="40GiB") and a flag or file key mean the same.
+        for opt in scenario_options():
+            raw = getattr(self, opt.name)
+            if raw is not None:
+                object.__setattr__(self, opt.name, opt.parse(raw))
+
+    def batch_sizes(self) -> tuple[int, int]:
+        """``(max_num_batched_tokens, max_num_seqs)``: as given, else what ``vllm serve`` picks
+        for the card (``--gpu``/``--gpu-memory``), else the H100/H200 defaults (8192, 1024)."""
+        tokens, seqs = self.max_num_batched_tokens, self.max_num_seqs
+        if tokens is None or seqs is None:
+            from kvplan.hardware import vllm_batch_defaults
+
+            large = resolve_era(self.policy, None).messages == "0.33"  # the >=160 GiB tier is 0.33's
+            d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory, large_tier=large)
+            tokens, seqs = tokens or d_tokens, seqs or d_seqs
+        return tokens, seqs
+
+    def budget_overrides(self) -> dict:
+        """The override sizes given (bytes), for ``kv_budget``."""
+        return {k: getattr(self, k) for k in _BUDGET_OVERRIDES if getattr(self, k) is not None}
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+# One simulation as the user states it: `model` plus every scenario option of the option table
+# (kvplan.options), with the table's defaults. Values are typed (Option.parse): sizes in bytes,
+# max_model_len in tokens (-1 = auto-fit), kv_transfer_config a dict. Generated, so an option is
+# declared once.
+Scenario = make_dataclass(
+    "Scenario",
+    [("model", str)] + [(o.name, Any, field(default=o.default)) for o in scenario_options()],
+    bases=(_ScenarioMethods,),
+    frozen=True,
+)
+Scenario.__module__ = __name__
+
+
+def scenario_from(model: str, options: dict) -> "Scenario":
+    """A Scenario from raw option values (flags, file keys or library keywords), each parsed
+    by its option in the table; options that are not scenario options are ignored here."""
+    names = {o.name for o in scenario_options()}
+    return Scenario(model=model, **{k: (v if v is not None else OPTIONS[k].default)
+                                    for k, v in options.items() if k in names})
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    layout: object
+    plan: object
+    data: dict
+    budget: dict | None = None
+
+
+def serving_of(s: Scenario):
+    from kvplan.model import ServingOptions
+
+    return ServingOptions(
+        block_size=s.block_size, attention_backend=s.attention_backend, kv_cache_dtype=s.kv_cache_dtype,
+        dtype=s.dtype, tensor_parallel_size=s.tensor_parallel_size, pipeline_parallel_size=s.pipeline_parallel_size,
+        speculative_method=s.speculative_method, num_speculative_tokens=s.num_speculative_tokens,
+        disable_sliding_window=s.disable_sliding_window,
+    )
+
+
+def resolve_era(policy: str, threshold: float | None):
+    from kvplan.engines.vllm import get_era
+
+    era = get_era(policy)
+    return era.with_threshold(threshold) if threshold is not None else era
+
+
+def model_facts(layout, *, disable_sliding_window: bool = False):
+    from kvplan.engines.vllm import ModelFacts
+    from kvplan.model.limits import derive_max_model_len
+
+    return ModelFacts(
+        max_model_len=derive_max_model_len(layout.target.config, disable_sliding_window=disable_sliding_window),
+        attention_chunk_size=layout.target.attention_chunk_size,
+        speculative_method=layout.speculative_method,
+        num_speculative_tokens=layout.num_speculative_tokens,
+        mamba_chunk_size=layout.target.mamba_chunk_size,
+        parallel_drafting=uses_parallel_drafting(layout),
+        use_mla=any(ls.spec.kind == "mla" for ls in layout.layers),
+        total_num_kv_heads=_opt_int(_text_config(layout.target.config), "num_key_value_heads",
+                                    "num_attention_heads"),
+        total_num_attention_heads=_opt_int(_text_config(layout.target.config), "num_attention_heads"),
+    )
+
+
+def _text_config(config: dict) -> dict:
+    inner = config.get("text_config")
+    return inner if isinstance(inner, dict) else config
+
+
+def _opt_int(cfg: dict, *keys: str) -> int | None:
+    """The first integer among ``keys`` in a config (None when none is)."""
+    return next((cfg[k] for k in keys if isinstance(cfg.get(k), int) and not isinstance(cfg.get(k), bool)), None)
+
+
+def uses_parallel_drafting(layout) -> bool:
+    """P-EAGLE heads are served with ``speculative_config.parallel_drafting``: their config
+    carries the masked-slot token (``ptd_token_id``, read by vLLM 0.33.0's
+    ``_init_parallel_drafting_params``); an EAGLE head without it drafts sequentially."""
+    d = layout.drafter
+    return bool(d is not None and layout.speculative_method in ("eagle", "eagle3")
+                and isinstance(d.config, dict) and d.config.get("ptd_token_id") is not None)
+
+
+def plan_layout(layout, era, options, *, disable_sliding_window: bool = False):
+    """vLLM's simulation of a built layout under ``era`` with engine options."""
+    from kvplan.engines.vllm import simulate
+
+    facts = model_facts(layout, disable_sliding_window=disable_sliding_window)
+    return simulate(layout.layers, layout.ranks, facts, era, options)
+
+
+def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
+    """The engine's options for ``s`` with a resolved budget and length (-1 = auto-fit)."""
+    from kvplan.engines.vllm import SimulateOptions
+
+    batched, seqs = s.batch_sizes()
+    return SimulateOptions(
+        kv_cache_memory_bytes=kv_bytes,
+        max_model_len=max_model_len,
+        max_num_batched_tokens=batched,
+        max_num_seqs=seqs,
+        async_scheduling=s.async_scheduling,
+        use_v2_model_runner=None if s.model_runner is None else s.model_runner == "v2",
+        decode_context_parallel_size=s.decode_context_parallel_size,
+        tensor_parallel_size=s.tensor_parallel_size,
+        enable_prefix_caching=s.enable_prefix_caching,
+        mamba_cache_mode=s.mamba_cache_mode,
+        disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
+        kv_transfer_config=s.kv_transfer_config,
+        num_gpu_blocks_override=s.num_gpu_blocks_override,
+        kv_events=s.kv_events,
+        # the same environment variable vLLM reads (default 1 since vLLM PR #29627)
+        allow_chunked_local_with_hma=os.environ.get("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1") != "0",
+    )
+
+
+def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None):
+    """One vLLM simulation of ``s`` on a built layout and a resolved budget."""
+    return plan_layout(layout, era, simulate_options(s, kv_bytes, max_model_len),
+                       disable_sliding_window=s.disable_sliding_window)
+
+
+def hardware_budget(s: Scenario, layout, era) -> dict:
+    """The estimated KV budget per GPU for ``s`` on its card (``kvplan.hardware.kv_budget``)."""
+    from kvplan.hardware import kv_budget
+
+    batched, seqs = s.batch_sizes()
+    return kv_budget(
+        layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
+        overrides=s.budget_overrides(), tensor_parallel_size=s.tensor_parallel_size,
+        max_num_batched_tokens=batched, max_num_seqs=seqs, exact_params=s.exact_params,
+    )
+
+
+def build_layout(s: Scenario):
+    from kvplan.model import build_model_layout
+
+    return build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download)
+
+
+def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> list[dict]:
+    """The smallest verified changes that make a failing deployment start (none when it starts)."""
+    if plan.starts:
+        return []
+    from kvplan.engines.vllm.fixes import smallest_fixes
+
+    fixes = smallest_fixes(plan, lambda o: plan_layout(layout, era, o, disable_sliding_window=s.disable_sliding_window))
+    if budget is not None and s.kv_cache_memory is None:
+        from kvplan.usecases.fit import utilization_fix
+
+        fix = utilization_fix(s, layout, era, budget, plan)
+        if fix is not None:
+            fixes.append(fix)
+    return fixes
+
+
+def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:
+    """Build the layout (unless given), resolve the budget, simulate, and report."""
+    from kvplan.report.data import plan_dict
+    from kvplan.report.explain import explain as explain_plan
+
+    era = resolve_era(s.policy, s.threshold)
+    if layout is None:
+        layout = build_layout(s)
+    budget = None
+    if s.kv_cache_memory is not None:
+        kv_bytes = s.kv_cache_memory
+    elif s.gpu is not None or s.gpu_memory is not None:
+        budget = hardware_budget(s, layout, era)
+        kv_bytes = budget["kv_cache_memory_bytes"]
+    else:
+        raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
+    plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len)
+    fixes = deployment_fixes(s, layout, era, plan, budget)
+    data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes)
+    if budget is not None:
+        data["budget"] = budget
+    return ScenarioResult(s, layout, plan, data, budget)
