@@ -110,11 +110,11 @@ def _int(opt: Option, raw: Any) -> int:
     try:
         return parse_human_int(raw)
     except ValueError as e:
+        if "binary suffixes" in str(e):
+            raise
         if opt.kind == SIZE:
             raise ValueError(f"cannot read {raw!r} as a size; write e.g. 40GiB, 40G (2**30 each), 40g (10**9 "
                              "each), or bytes") from None
-        if "binary suffixes" in str(e):
-            raise
         raise ValueError(f"expected an integer (8192, 8k), got {type_name(raw)}") from None
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.errors import KvplanError, OptionError
 from kvplan.usecases.scenario import Scenario, build_layout, hardware_budget, plan_scenario, resolve_era, serving_of
-from kvplan.results import plan_outcome
+from kvplan.results import outcome, plan_outcome
 from kvplan.units import largest_true
 
 UTILIZATION_STEP = 0.001
@@ -79,7 +79,6 @@ def layout_decision(plan) -> dict:
         "max_concurrency": round(plan.max_concurrency, 6),
         "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
         "kv_cache_size_tokens": plan.kv_cache_size_tokens,
-        "starts": plan.starts,
         "outcome": plan_outcome(plan),
     }
 
@@ -124,8 +123,7 @@ def fit_max_model_len(b: _Budgeted) -> dict:
         boundary = {"fits": {"max_model_len": best, "starts": at.starts}, "one_more": None}
         if best < limit:
             over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
-            boundary["one_more"] = {"max_model_len": best + 1, "starts": over.starts,
-                                    "error": over.failure.message if over.failure else None}
+            boundary["one_more"] = {"max_model_len": best + 1, "outcome": plan_outcome(over)}
         answer["boundary"] = boundary
         answer["layout"] = layout_decision(at)
     return answer
@@ -188,7 +186,9 @@ def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> dict:
     if best < limit:
         over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
         answer["boundary"] = {"fits": {"max_model_len": best, **_capacity(at)},
-                              "one_more": {"max_model_len": best + 1, **_capacity(over)}}
+                              "one_more": {"max_model_len": best + 1, "max_concurrency": round(over.max_concurrency, 6),
+                                           "steady_state_concurrency": round(over.steady_state_concurrency, 6),
+                                           "outcome": plan_outcome(over)}}
     return answer
 
 
@@ -351,7 +351,7 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 "weights_bytes": b.budget["weights_bytes"],
                 "kv_cache_memory_bytes": b.budget["kv_cache_memory_bytes"],
                 "max_model_len": L,
-                "starts": plan.starts,
+                "outcome": plan_outcome(plan),
                 "max_concurrency": round(plan.max_concurrency, 6),
                 "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
                 "kv_tokens": plan.kv_tokens,
@@ -360,7 +360,6 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 "num_padding_layers": plan.num_padding_layers,
                 "padding_waste_pct": round(plan.padding_waste_pct, 4),
                 "enough": enough,
-                "error": plan.failure.message if plan.failure else None,
             })
     ok = [r for r in rows if r["enough"]]
     smallest = min(ok, key=lambda r: (r["num_gpus"] * r["gpu_memory_bytes"], r["num_gpus"])) if ok else None
@@ -386,9 +385,10 @@ def _error_row(gpu: str, tp: int, message: str) -> dict:
 
     return {
         "gpu": gpu, "tensor_parallel_size": tp, "num_gpus": tp, "gpu_memory_bytes": GPU_PRESETS[gpu].memory_bytes,
-        "weights_bytes": None, "kv_cache_memory_bytes": None, "max_model_len": None, "starts": False,
+        "weights_bytes": None, "kv_cache_memory_bytes": None, "max_model_len": None,
+        "outcome": outcome(ok=False, stage="kvplan", error_type="KvplanError", error=message),
         "max_concurrency": 0.0, "steady_state_concurrency": 0.0, "kv_tokens": 0, "group_size": 0, "num_groups": 0, "num_padding_layers": 0,
-        "padding_waste_pct": 0.0, "enough": False, "error": message,
+        "padding_waste_pct": 0.0, "enough": False,
     }
 
 
