@@ -256,3 +256,19 @@ def test_no_negative_figures_and_stages_within_budget(mix, pp, mem, policy, leng
         # the report keeps the grouping and each group's need
         assert d["groups"] and all(g["blocks_per_request"] is not None for g in d["groups"])
         assert d["memory"]["needed_bytes"] > d["memory"]["checked_available_bytes"]
+
+
+def test_stage_budgets_from_hardware():
+    # With --gpu each stage's budget is its own (its weights, activation and CUDA-graph memory):
+    # vLLM sizes each worker's pool from its own memory, then keeps the smallest num_blocks.
+    r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
+                   "--gpu", "H100-80GB")
+    assert r.exit_code == 0
+    stages = [st["kv_cache_memory_bytes"] for st in d["budget"]["stages"]]
+    assert [w["available_bytes"] for w in d["workers"]] == stages
+    assert d["budget"]["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == min(stages)
+    # stage 0: 6 slots × 32,768 B; stage 1: 10 slots (the drafter's 4 layers join its full group)
+    assert [w["bytes_per_block"] for w in d["workers"]] == [6 * 32768, 10 * 32768]
+    own = [avail // bpb for avail, bpb in zip(stages, (6 * 32768, 10 * 32768))]
+    assert [w["own_num_blocks"] for w in d["workers"]] == own
+    assert d["memory"]["num_blocks"] == min(own) == d["workers"][0]["num_blocks"]

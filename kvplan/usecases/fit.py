@@ -60,7 +60,7 @@ def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
 def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
     """One vLLM simulation of ``b``'s layout with ``kv_bytes`` per GPU (-1 = auto-fit)."""
 
-    return plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len)
+    return plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len, b.budget)
 
 
 def layout_decision(plan) -> dict:

@@ -142,13 +142,25 @@ def plan_layout(layout, era, options, *, disable_sliding_window: bool = False):
     return simulate(layout.layers, layout.ranks, facts, era, options)
 
 
-def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
+def stage_budgets(budget: dict | None, kv_bytes: int) -> tuple[int, ...] | None:
+    """Each pipeline stage's KV budget when the smallest is ``kv_bytes``: stages differ by their
+    weights, activation and CUDA-graph memory (``kv_budget``'s stages), and vLLM sizes each
+    worker's pool from its own memory before keeping the smallest num_blocks."""
+    stages = (budget or {}).get("stages") or []
+    if len(stages) < 2:
+        return None
+    least = min(st["kv_cache_memory_bytes"] for st in stages)
+    return tuple(kv_bytes + st["kv_cache_memory_bytes"] - least for st in stages)
+
+
+def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budget: dict | None = None):
     """The engine's options for ``s`` with a resolved budget and length (-1 = auto-fit)."""
     from kvplan.engines.vllm import SimulateOptions
 
     batched, seqs = s.batch_sizes()
     return SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
+        kv_cache_memory_bytes_per_worker=stage_budgets(budget, kv_bytes),
         max_model_len=max_model_len,
         max_num_batched_tokens=batched,
         max_num_seqs=seqs,
@@ -167,9 +179,10 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
     )
 
 
-def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None):
-    """One vLLM simulation of ``s`` on a built layout and a resolved budget."""
-    return plan_layout(layout, era, simulate_options(s, kv_bytes, max_model_len),
+def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None, budget: dict | None = None):
+    """One vLLM simulation of ``s`` on a built layout and a resolved budget (with a hardware
+    ``budget``, each pipeline stage gets its own; ``kv_bytes`` is the smallest)."""
+    return plan_layout(layout, era, simulate_options(s, kv_bytes, max_model_len, budget),
                        disable_sliding_window=s.disable_sliding_window)
 
 
@@ -223,7 +236,7 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
         kv_bytes = budget["kv_cache_memory_bytes"]
     else:
         raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
-    plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len)
+    plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len, budget)
     fixes = deployment_fixes(s, layout, era, plan, budget)
     data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes)
     if budget is not None:

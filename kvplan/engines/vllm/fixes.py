@@ -91,6 +91,7 @@ def smallest_fixes(plan, rerun: Callable) -> list[dict]:
             if p is not None:
                 fixes.append(fix_entry("num_gpu_blocks_override", n, f"--num-gpu-blocks-override {n}", p))
     else:
+        o = replace(o, kv_cache_memory_bytes_per_worker=None)  # --kv-cache-memory gives every stage the same
         mem = o.kv_cache_memory_bytes
         hi = max(mem, 1) * 2
         while hi < (1 << 50) and starts(replace(o, kv_cache_memory_bytes=hi)) is None:
@@ -103,7 +104,7 @@ def smallest_fixes(plan, rerun: Callable) -> list[dict]:
 
     # 3. async scheduling off: the windowed layers then reserve one batch fewer
     if plan.era.in_flight_batches and plan.runner is not None and plan.runner.async_scheduling:
-        p = starts(replace(o, async_scheduling=False))
+        p = starts(replace(plan.options, async_scheduling=False))
         if p is not None:
             fixes.append(fix_entry("async_scheduling", False, "--no-async-scheduling", p))
     return fixes

@@ -51,6 +51,8 @@ class ModelFacts:
 @dataclass(frozen=True)
 class SimulateOptions:
     kv_cache_memory_bytes: int  # per worker (vLLM's --kv-cache-memory-bytes)
+    # one budget per pipeline stage (each worker profiles its own memory); None = the same for all
+    kv_cache_memory_bytes_per_worker: tuple[int, ...] | None = None
     max_model_len: int | None = None  # None = model default; -1 = auto-fit
     max_num_batched_tokens: int = 8192
     max_num_seqs: int = 1024
@@ -251,7 +253,11 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     plan.specs, plan.groups = specs, groups
 
     projected = [sizing.project_groups(groups, names) for names in worker_names]
-    available = [o.kv_cache_memory_bytes for _ in projected]
+    per_worker = o.kv_cache_memory_bytes_per_worker
+    if per_worker is not None and len(per_worker) == len(projected):
+        available = list(per_worker)
+    else:
+        available = [o.kv_cache_memory_bytes for _ in projected]
     if o.num_gpu_blocks_override is not None and era.kv_size_log == "concurrency":
         for i, pg in enumerate(projected):
             if pg:
