@@ -256,6 +256,10 @@ _TABLE: tuple[Option, ...] = (
            help="Tensor-parallel ranks: KV heads per rank = max(1, heads // tp)."),
     Option("pipeline_parallel_size", "--pipeline-parallel-size", INT, default=1, minimum=1, aliases=("-pp",),
            metavar="N", help="Pipeline stages: layers split as vLLM's get_pp_indices."),
+    Option("decode_context_parallel_size", "--decode-context-parallel-size", INT, default=1, minimum=1,
+           aliases=("-dcp",), metavar="N", commands=PLAN_CMDS,
+           help="Decode-context-parallel ranks (within TP): each keeps 1/N of a request's tokens in full and MLA "
+           "layers."),
     Option("disable_sliding_window", "--disable-sliding-window", BOOL, default=False,
            help="Every layer becomes full attention, and max_model_len is capped at the window."),
     Option("revision", "--revision", STR, metavar="REV",
@@ -282,8 +286,14 @@ _TABLE: tuple[Option, ...] = (
     Option("max_num_seqs", "--max-num-seqs", INT, minimum=1, panel=BUDGET, commands=PLAN_CMDS, metavar="N",
            default_doc="vllm serve's for the card: 1024 on >=70 GiB non-A100 cards, 256 otherwise",
            help="Concurrent sequences the scheduler admits."),
-    Option("async_scheduling", "--async-scheduling", TRISTATE, default=True, panel=BUDGET, commands=PLAN_CMDS,
-           help="Async scheduling: vLLM >=0.32 reserves 2 x max_num_batched_tokens in sliding/chunked layers."),
+    Option("async_scheduling", "--async-scheduling", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
+           default_doc="on, unless vLLM turns it off (the V1 model runner with PP > 1)",
+           help="Async scheduling: vLLM >=0.32 reserves 2 x max_num_batched_tokens in sliding/chunked layers "
+           "(PP + 1 batches on the V2 runner, PP on V1)."),
+    Option("model_runner", "--model-runner", CHOICE, choices=("v1", "v2"), panel=BUDGET, commands=PLAN_CMDS,
+           vllm=False, metavar="v1|v2",
+           default_doc="the release's: 0.33 V2 unless P-EAGLE's parallel drafting forces V1; V1 before",
+           help="vLLM's model runner (VLLM_USE_V2_MODEL_RUNNER); decides the batches in flight with PP."),
     Option("enable_prefix_caching", "--enable-prefix-caching", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
            default_doc="the era's (hybrid Mamba models: on in 0.33, off before)",
            help="Prefix caching."),
@@ -374,10 +384,10 @@ _TABLE: tuple[Option, ...] = (
     # ------------------------------------------------------------------ fit only
     Option("concurrency", "--concurrency", FLOAT, minimum=0.01, panel=ASK, commands=frozenset({FIT}), scenario=False,
            vllm=False, metavar="N",
-           help="N concurrent requests (with --context-len): smallest --gpu-memory-utilization, and 'enough' in the "
-           "GPU table."),
+           help="N concurrent requests: alone, the longest context for N; with --context-len, the smallest "
+           "--gpu-memory-utilization; 'enough' in the GPU table (steady-state concurrency, docs/capacity.md)."),
     Option("context_len", "--context-len", LENGTH, panel=ASK, commands=frozenset({FIT}), scenario=False, vllm=False,
-           metavar="TOKENS", help="L tokens per request (with --concurrency)."),
+           metavar="TOKENS", help="L tokens per request (needs --concurrency)."),
     Option("gpus", "--gpus", STR, panel=ASK, commands=frozenset({FIT}), scenario=False, vllm=False, metavar="LIST",
            help="Presets for the GPU table, comma-separated (default: all)."),
     Option("tp_sizes", "--tp-sizes", STR, panel=ASK, commands=frozenset({FIT}), scenario=False, vllm=False,

@@ -141,6 +141,7 @@ def test_every_option_accepted_with_its_type():
               starts: true
               max_padding_waste_pct: 10.5
               min_concurrency: 1
+              min_steady_concurrency: 2
               min_max_model_len: 131072
               min_kv_tokens: 1000000
               max_groups: 4
@@ -378,13 +379,15 @@ def test_problems_of_every_file_are_reported_together(tmp_path):
 
 
 def fake_plan(*, starts=True, group_size=16, groups=(("a", "b"), ("c", "d")), num_padding_layers=4,
-              padding_waste_pct=100 / 3, max_concurrency=9.4, max_model_len=131072, kv_tokens=None):
+              padding_waste_pct=100 / 3, max_concurrency=9.4, max_model_len=131072, kv_tokens=None,
+              steady_state_concurrency=12.5):
     failure = None if starts else SimpleNamespace(stage="drafter", error_type="AssertionError",
                                                   message="All drafting layers should belong to the same kv cache group")
     return SimpleNamespace(
         starts=starts, failure=failure, group_size=group_size, num_groups=len(groups),
         groups=[SimpleNamespace(layer_names=list(g)) for g in groups], num_padding_layers=num_padding_layers,
         padding_waste_pct=padding_waste_pct, max_concurrency=max_concurrency, max_model_len=max_model_len,
+        steady_state_concurrency=steady_state_concurrency,
         kv_tokens=int(max_concurrency * max_model_len) if kv_tokens is None else kv_tokens,
     )
 
@@ -424,6 +427,8 @@ CASES = [
     ("max_padding_waste_pct", 50, {"padding_waste_pct": 50.0}, True, "padding waste 50.00%"),  # the limit is inclusive
     ("min_concurrency", 9, {}, True, "max concurrency 9.40, need at least 9"),
     ("min_concurrency", 9.5, {}, False, "max concurrency 9.40, need at least 9.5"),
+    ("min_steady_concurrency", 12, {}, True, "steady-state concurrency 12.50 (kvplan's estimate), need at least 12"),
+    ("min_steady_concurrency", 13, {}, False, "steady-state concurrency 12.50 (kvplan's estimate), need at least 13"),
     ("min_max_model_len", 131072, {}, True, "max_model_len 131,072 tokens, need at least 131,072"),
     ("min_max_model_len", 262144, {}, False, "max_model_len 131,072 tokens, need at least 262,144"),
     ("min_kv_tokens", 1_000_000, {}, True, "KV tokens 1,232,076, need at least 1,000,000"),
@@ -606,9 +611,9 @@ def test_file_issue_annotations():
     assert check.issue_annotations(e.value.issues) == [
         "::error file=deploy.yaml,line=5,title=kvplan check%3A bad deployments file::"
         "deployment 'a': key 'tp': unknown key; known: model, drafter, speculative_method, num_speculative_tokens, "
-        "block_size, attention_backend, kv_cache_dtype, dtype, tensor_parallel_size, pipeline_parallel_size, "
+        "block_size, attention_backend, kv_cache_dtype, dtype, tensor_parallel_size, pipeline_parallel_size, decode_context_parallel_size, "
         "disable_sliding_window, revision, download, policy, threshold, kv_cache_memory, max_model_len, max_num_batched_tokens, "
-        "max_num_seqs, async_scheduling, enable_prefix_caching, mamba_cache_mode, disable_hybrid_kv_cache_manager, "
-        "kv_transfer_config, num_gpu_blocks_override, kv_events, gpu, gpu_memory, gpu_memory_utilization, "
-        "weights_memory, activation_memory, non_torch_memory, cudagraph_memory, exact_params, expect, name",
+        "max_num_seqs, async_scheduling, model_runner, enable_prefix_caching, mamba_cache_mode, "
+        "disable_hybrid_kv_cache_manager, kv_transfer_config, num_gpu_blocks_override, kv_events, gpu, gpu_memory, "
+        "gpu_memory_utilization, weights_memory, activation_memory, non_torch_memory, cudagraph_memory, exact_params, expect, name",
     ]

@@ -416,7 +416,9 @@ def test_cli_allocate_on_cpu_json():
 def test_cli_budget_from_device_uses_the_policys_utilization(monkeypatch, policy, utilization, budget):
     from typer.testing import CliRunner
 
-    from kvplan.cli.app import app
+    from kvplan.cli.app import ensure_registered
+
+    app = ensure_registered()
 
     monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (512 * MiB, "test rule"))
     r = CliRunner().invoke(app, ["simulate", "openai/gpt-oss-20b", "--max-model-len", "512", "--policy", policy,

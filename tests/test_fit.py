@@ -102,21 +102,42 @@ def test_min_utilization_is_enough_and_one_step_less_is_not(model, gpu, n, lengt
     common = ["--gpu", gpu, "--max-model-len", str(length)]
     at = simulate(model, *common, "--gpu-memory-utilization", f"{u:.3f}")
     less = simulate(model, *common, "--gpu-memory-utilization", f"{u - 0.001:.3f}")
-    assert at["outcome"]["starts"] and at["memory"]["max_concurrency"] >= n
-    assert not (less["outcome"]["starts"] and less["memory"]["max_concurrency"] >= n)
+    # capacity is the steady-state figure (docs/capacity.md), not vLLM's worst-case max_concurrency
+    assert at["outcome"]["starts"] and at["memory"]["steady_state_concurrency"] >= n
+    assert not (less["outcome"]["starts"] and less["memory"]["steady_state_concurrency"] >= n)
     assert d["min_gpu_memory_utilization"]["layout"]["max_concurrency"] == at["memory"]["max_concurrency"]
+    assert d["min_gpu_memory_utilization"]["layout"]["steady_state_concurrency"] == \
+        at["memory"]["steady_state_concurrency"]
 
 
 def test_unreachable_concurrency_exits_3_with_the_best_it_can_do():
-    r, d = run("fit", "openai/gpt-oss-20b", "--gpu", "H100", "--concurrency", "64", "--context-len", "32768")
+    r, d = run("fit", "openai/gpt-oss-20b", "--gpu", "H100", "--concurrency", "100", "--context-len", "32768")
     assert r.exit_code == 3
     ans = d["min_gpu_memory_utilization"]
-    assert ans["gpu_memory_utilization"] is None and 0 < ans["at_full_utilization"]["max_concurrency"] < 64
+    assert ans["gpu_memory_utilization"] is None and 0 < ans["at_full_utilization"]["steady_state_concurrency"] < 100
+    assert "steady-state concurrency" in ans["reason"]
 
 
-def test_concurrency_needs_context_len():
-    r = runner.invoke(app, ["fit", "openai/gpt-oss-20b", "--gpu", "H100", "--concurrency", "8"])
-    assert r.exit_code == 1 and r.stderr.startswith("Error: --concurrency and --context-len go together")
+def test_context_len_needs_concurrency():
+    r = runner.invoke(app, ["fit", "openai/gpt-oss-20b", "--gpu", "H100", "--context-len", "8192"])
+    assert r.exit_code == 1 and r.stderr.startswith("Error: --context-len needs --concurrency")
+
+
+def test_concurrency_alone_answers_the_longest_context():
+    # gemma-3-27b on an H100: the longest context at which 8 requests fit in steady state; checked
+    # by simulating at that length (≥ 8) and one token more (< 8).
+    r, d = run("fit", "google/gemma-3-27b-it", "--gpu", "H100-80GB", "--concurrency", "8")
+    assert r.exit_code == 0, r.stderr
+    ans = d["max_context_len_for_concurrency"]
+    L = ans["max_model_len"]
+    at = simulate("google/gemma-3-27b-it", "--gpu", "H100-80GB", "--max-model-len", str(L))
+    over = simulate("google/gemma-3-27b-it", "--gpu", "H100-80GB", "--max-model-len", str(L + 1))
+    assert at["outcome"]["starts"] and at["memory"]["steady_state_concurrency"] >= 8
+    assert over["memory"]["steady_state_concurrency"] < 8
+    assert ans["steady_state_concurrency"] == at["memory"]["steady_state_concurrency"]
+    assert ans["boundary"]["one_more"]["steady_state_concurrency"] == over["memory"]["steady_state_concurrency"]
+    # vLLM's own figure at that length is far lower: it charges every request the in-flight reservation
+    assert at["memory"]["max_concurrency"] < 3
 
 
 # --- which GPU is enough -------------------------------------------------------------------------

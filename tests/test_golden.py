@@ -51,9 +51,11 @@ def _plan(golden: dict, era=None):
     mem = case["available_memory_bytes"]
     mem = mem if isinstance(mem, int) else mem[0]
     mml = case["max_model_len"]
+    probe = case.get("model_runner_probe")
     facts = ModelFacts(
         max_model_len=case.get("derived_max_model_len", mml) if mml == -1 else mml,
         speculative_method="eagle3" if any(x.source == "drafter" for x in layers) else None,
+        parallel_drafting=bool(probe and probe.get("parallel_drafting")),
     )
     options = SimulateOptions(
         kv_cache_memory_bytes=mem,
@@ -64,7 +66,10 @@ def _plan(golden: dict, era=None):
         mamba_cache_mode=case.get("mamba_cache_mode"),
         disable_hybrid_kv_cache_manager=case.get("disable_hybrid_kv_cache_manager"),
         num_gpu_blocks_override=case.get("num_gpu_blocks_override"),
-        use_v2_model_runner=bool(case.get("use_v2_model_runner")),
+        # with a probe the release picked the runner itself, and so does kvplan
+        use_v2_model_runner=None if probe else bool(case.get("use_v2_model_runner")),
+        decode_context_parallel_size=case.get("decode_context_parallel_size", 1),
+        tensor_parallel_size=case.get("tensor_parallel_size", 1),
     )
     era = era or era_of_release(golden["vllm_version"])
     return simulate(layers, ranks if len(ranks) > 1 else (), facts, era, options)
@@ -94,6 +99,11 @@ def mismatches(golden: dict, era=None) -> list[str]:
     else:
         check("error", failure, None)
 
+    # the model runner the release picked (and so the batches in flight)
+    if r.get("model_runner") and r["model_runner"]["use_v2_model_runner"] is not None:
+        assert plan.runner.runner == ("v2" if r["model_runner"]["use_v2_model_runner"] else "v1")
+        assert plan.workload.max_in_flight_tokens == r["max_in_flight_tokens"]
+
     # vLLM's log lines, verbatim and in order
     check("logs", [line for line in plan.logs if not line.startswith(ALIGNMENT_LOGS)],
           [x["message"] for x in r["logs"]])
@@ -122,6 +132,11 @@ def mismatches(golden: dict, era=None) -> list[str]:
         if adm.get("needed_bytes") is not None and ours_w.rank == 0:
             check("admission.needed_bytes", plan.needed_bytes, adm["needed_bytes"])
             check("admission.checked_available_bytes", plan.checked_available_bytes, adm["checked_available_bytes"])
+        stage = next((c for c in plan.worker_checks if c.rank == ours_w.rank), None)
+        if adm.get("needed_bytes") is not None and stage is not None:
+            # every stage's own admission numbers (kept for the report even when the check fails)
+            check(f"workers[{i}].admission", (stage.needed_bytes, stage.checked_available_bytes),
+                  (adm["needed_bytes"], adm["checked_available_bytes"]))
         tensors = theirs.get("kv_cache_tensors")
         if tensors and "shared_by" in tensors[0]:  # ≤ 0.32: one tensor per slot
             check(f"workers[{i}].kv_cache_tensors", [(t.size_bytes, list(t.shared_by)) for t in ours_w.tensors],

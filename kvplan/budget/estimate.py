@@ -240,8 +240,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     budget_stage = min(stages, key=lambda st: st["kv_cache_memory_bytes"])
     if pp > 1:
         warnings.append(
-            f"pipeline parallel: each stage has its own budget (smallest: stage {budget_stage['stage']}); kvplan "
-            "gives every stage the smallest, vLLM then equalises num_blocks across stages"
+            f"pipeline parallel: each stage has its own budget (smallest: stage {budget_stage['stage']}); each "
+            "stage's pool is sized from its own, then vLLM keeps the smallest num_blocks"
         )
     if budget_stage["kv_cache_memory_bytes"] <= 0:
         warnings.append(

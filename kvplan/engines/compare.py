@@ -8,7 +8,11 @@ another:
 - ``kv_tokens``: tokens of full context the engine's pools hold (vLLM: its 0.33 log,
   ``max_concurrency · max_model_len``; SGLang: the full pool; TensorRT-LLM: the largest
   window's pool; llama.cpp: the largest ``n_ctx`` that fits; lower bound: ``budget · L / need``);
-- ``max_concurrency``: requests of the workload's length ``L`` served at once;
+- ``max_concurrency``: requests of the workload's length ``L`` served at once (vLLM: its own
+  logged figure, a worst case that charges every request the in-flight reservation);
+- ``steady_state_concurrency``: requests of length ``L`` the pools hold once past prefill
+  (vLLM: kvplan's steady-state figure, docs/capacity.md; the other engines' figures already
+  count what a request holds, so they are the same number);
 - ``reserved_per_request_bytes``: what one such request costs out of the pools when they are
   full (pool bytes ÷ concurrency; vLLM: its per-request block reservation);
 - waste: reserved minus the lower bound's exact need, in bytes and as a share of reserved;
@@ -71,6 +75,7 @@ class EngineRow:
     failure: str | None = None
     is_proposal: bool = False
     notes: tuple[str, ...] = ()
+    steady_state_concurrency: float | None = None  # None: the same as max_concurrency
 
     @property
     def waste_per_request_bytes(self) -> int | None:
@@ -95,6 +100,8 @@ class EngineRow:
                                error=self.failure),
             "kv_tokens": self.kv_tokens,
             "max_concurrency": round(self.max_concurrency, 6),
+            "steady_state_concurrency": round(self.max_concurrency if self.steady_state_concurrency is None
+                                              else self.steady_state_concurrency, 6),
             "reserved_per_request_bytes": self.reserved_per_request_bytes,
             "waste_per_request_bytes": self.waste_per_request_bytes,
             "waste_pct": None if waste_pct is None else round(waste_pct, 4),
@@ -163,7 +170,7 @@ def vllm_row(plan, lb: LowerBound) -> EngineRow:
         max_concurrency=plan.max_concurrency, reserved_per_request_bytes=reserved,
         lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=details,
         failure=(plan.failure.message or plan.failure.error_type) if plan.failure else None,
-        is_proposal=era.is_proposal, notes=tuple(notes),
+        is_proposal=era.is_proposal, notes=tuple(notes), steady_state_concurrency=plan.steady_state_concurrency,
     )
 
 

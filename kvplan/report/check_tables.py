@@ -42,7 +42,7 @@ def render_check(d: dict) -> None:
     t.add_column("deployment", no_wrap=True)
     t.add_column("result", no_wrap=True)
     t.add_column("failing: measured vs limit", min_width=30, max_width=48, overflow="fold")
-    for col in ("group\nsize", "groups", "padding\n%", "max\nconcurrency", "KV tokens"):
+    for col in ("group\nsize", "groups", "padding\n%", "concurrency\nvLLM / steady", "KV tokens"):
         t.add_column(col, justify="right")
     for dep in d["deployments"]:
         label, style = _STATUS[dep["status"]]
@@ -50,7 +50,7 @@ def render_check(d: dict) -> None:
         numbers = [
             str(p.get("group_size", "")), str(p.get("num_groups", "")),
             f"{p['padding_waste_pct']:.2f}" if p else "",
-            f"{p['max_concurrency']:.2f}" if p else "",
+            f"{p['max_concurrency']:.2f} / {p.get('steady_state_concurrency', 0.0):.2f}" if p else "",
             f"{p['kv_tokens']:,}" if p else "",
         ]
         if dep["status"] == "error":

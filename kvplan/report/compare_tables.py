@@ -57,9 +57,10 @@ def render_compare(d: dict) -> None:
             f"tokens{target}")
     t = Table(title="Engines on the same inputs (per GPU)", box=box.SIMPLE_HEAD)
     cols = ("engine", "policy / config", "starts", "KV tokens", f"max conc @ {w['target_len_tokens']:,}",
-            "per request", "waste vs need", "knobs")
+            "steady", "per request", "waste vs need", "knobs")
     for col in cols:
-        t.add_column(col, justify="right" if col in ("KV tokens", "per request", "waste vs need") or col.startswith("max")
+        t.add_column(col, justify="right" if col in ("KV tokens", "steady", "per request", "waste vs need")
+                     or col.startswith("max")
                      else "left")
     for r in d["engines"]:
         name = r["name"] + (" [proposal]" if r["is_proposal"] else "")
@@ -69,7 +70,7 @@ def render_compare(d: dict) -> None:
         if r["engine"] == "lower_bound":
             waste = "—"
         t.add_row(ENGINE_NAMES[r["engine"]], Text(name), starts, _num(r["kv_tokens"]), f"{r['max_concurrency']:.2f}",
-                  "" if per is None else format_bytes(per), waste, Text(knobs_text(r)))
+                  f"{r['steady_state_concurrency']:.2f}", "" if per is None else format_bytes(per), waste, Text(knobs_text(r)))
     c.print(t)
     for r in d["engines"]:
         lines = [f"fails: {r['outcome']['error']}"] if r["outcome"]["error"] else []

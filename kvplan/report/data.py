@@ -164,11 +164,13 @@ def policy_label(p: dict) -> str:
 
 def _group_rows(plan) -> list[dict]:
     drafter_names = {ls.name for ls in plan.layers if ls.source == "drafter"}
-    G = plan.workers[0].group_size if plan.workers else plan.group_size
-    rows = []
+    G = plan.group_size  # the global decision: every group has group_size slots, short ones are padded
     bpr = plan.blocks_per_request or [None] * len(plan.groups)
+    check = _binding_check(plan)
+    ranks = [set(r) for r in plan_ranks(plan)]
+    rows = []
     for i, (g, blocks) in enumerate(zip(plan.groups, bpr)):
-        rows.append({
+        row = {
             "index": i,
             "kind": g.spec.kind,
             "label": kind_label(g.spec),
@@ -181,21 +183,58 @@ def _group_rows(plan) -> list[dict]:
             "has_drafter_layers": any(n in drafter_names for n in g.layer_names),
             "drafter_layers": [layer_index(n) for n in g.layer_names if n in drafter_names],
             "blocks_per_request": blocks,
-        })
+            # one max-length request's blocks in this group, priced at the pool's bytes per block
+            "needed_bytes": blocks * check.bytes_per_block if (blocks is not None and check) else None,
+            "steady_blocks_per_request": plan.steady.blocks_per_request[i] if plan.steady else None,
+        }
+        if len(ranks) > 1:
+            row["num_layers_per_worker"] = [sum(1 for n in g.layer_names if n in r) for r in ranks]
+        rows.append(row)
     return rows
 
 
+def plan_ranks(plan) -> list[tuple[str, ...]]:
+    """Layer names per worker (one worker without pipeline parallelism)."""
+    return list(getattr(plan, "ranks", ()) or ()) or [tuple(ls.name for ls in plan.layers)]
+
+
+def _binding_check(plan):
+    """The worker whose numbers the memory section shows: the one that fails the admission
+    check, else the one whose own pool is smallest (it sets the engine-wide num_blocks)."""
+    checks = plan.worker_checks
+    if not checks:
+        return None
+    return plan.failing_worker or min(checks, key=lambda c: (c.num_blocks, c.rank))
+
+
+def worker_padding(check, blocks_per_request: list[int], num_blocks: int) -> dict:
+    """Padding on one worker: each block id of group g holds ``group_size − n_g`` unused
+    pages there (``n_g`` = the group's layers on this worker). With the pool full of
+    max-length requests, that is the share Σ b_g·(G − n_g) / (G · Σ b_g) of the pool.
+    Never negative: G is the largest n_g on the worker."""
+    G = check.group_size
+    counts = [len(g.layer_names) for g in check.groups]
+    pool = check.bytes_per_block * num_blocks
+    total = sum(blocks_per_request)
+    uniform_type = len(check.groups) == 1 and check.groups[0].spec.kind == "uniform_type"
+    slots = sum(max(G - n, 0) for n in counts)
+    if uniform_type or not total or not G:
+        return {"padding_slots_per_block": 0, "padding_waste_bytes": 0, "padding_waste_pct_of_pool": 0.0}
+    held = sum(b * max(G - n, 0) for b, n in zip(blocks_per_request, counts))
+    waste = pool * held // (G * total)
+    return {
+        "padding_slots_per_block": slots,
+        "padding_waste_bytes": waste,
+        "padding_waste_pct_of_pool": round(waste / pool * 100, 4) if pool else 0.0,
+    }
+
+
 def padding_waste_bytes(plan) -> int:
-    """Bytes held by padding slots when the pool is full of max-length requests:
-    each block id of group g leaves (group_size − len(g)) pages unused."""
-    if not plan.groups or not plan.blocks_per_request or not plan.workers:
+    """Padding bytes at full load on the worker the memory section shows (see worker_padding)."""
+    check = _binding_check(plan)
+    if check is None or not plan.blocks_per_request:
         return 0
-    G = plan.workers[0].group_size
-    total = sum(plan.blocks_per_request)
-    if plan.groups[0].spec.kind == "uniform_type" or total == 0:
-        return 0
-    slots = sum(b * (G - len(g.layer_names)) for g, b in zip(plan.groups, plan.blocks_per_request))
-    return plan.num_blocks * plan.page_size_bytes * slots // total
+    return worker_padding(check, plan.blocks_per_request, plan.num_blocks)["padding_waste_bytes"]
 
 
 def _blocks_meaning(plan) -> int:
@@ -206,12 +245,62 @@ def _blocks_meaning(plan) -> int:
     return tokens * max(plan.options.decode_context_parallel_size, 1)
 
 
-def plan_dict(layout, plan, serving, explain: list[str] | None = None) -> dict:
+def _tensor_rows(tensors) -> list[dict]:
+    return [{"index": i, "size_bytes": t.size_bytes, "shared_by": list(t.shared_by)} for i, t in enumerate(tensors)]
+
+
+def workers_dict(plan) -> list[dict]:
+    """One entry per worker (pipeline stage; TP ranks are identical): its layers, pool,
+    tensors, admission numbers and padding. ``num_blocks`` is the engine-wide figure
+    (the minimum over workers); ``own_num_blocks`` what the worker's memory alone gives."""
+    configs = {w.rank: w for w in plan.workers}
+    ranks = plan_ranks(plan)
+    out = []
+    for c in plan.worker_checks:
+        w = configs.get(c.rank)
+        allocated = w is not None  # configs exist once the admission check passed (a drafter check fails after)
+        num_blocks = w.num_blocks if allocated else c.num_blocks
+        pool = c.bytes_per_block * num_blocks
+        names = ranks[c.rank] if c.rank < len(ranks) else ()
+        out.append({
+            "rank": c.rank,
+            "available_bytes": c.available_bytes,
+            "group_size": c.group_size,
+            "num_layers": sum(len(g.layer_names) for g in c.groups),
+            "layers": [layer_index(n) for n in names],
+            "group_layer_counts": [len(g.layer_names) for g in c.groups],
+            "bytes_per_block": c.bytes_per_block,
+            "own_num_blocks": c.num_blocks,
+            "num_blocks": num_blocks,
+            "allocated": allocated,
+            "allocated_bytes": pool if allocated else 0,
+            "unused_bytes": max(c.available_bytes - pool, 0) if allocated else c.available_bytes,
+            "needed_bytes": c.needed_bytes,
+            "checked_available_bytes": c.checked_available_bytes,
+            "fits": c.fits,
+            "estimated_max_model_len": c.estimated_max_model_len,
+            # at full load of the allocated pool (nothing is allocated when the engine fails)
+            **worker_padding(c, plan.blocks_per_request, num_blocks if allocated else 0),
+            "num_tensors": len(w.tensors) if w else 0,
+            "tensors": _tensor_rows(w.tensors) if allocated else [],
+        })
+    if not out:  # attention-free, or an era that checks before grouping (0.11)
+        out = [{"rank": w.rank, "available_bytes": w.available_bytes, "group_size": w.group_size,
+                "num_layers": sum(len(g.layer_names) for g in w.groups), "num_blocks": w.num_blocks,
+                "num_tensors": len(w.tensors)} for w in plan.workers]
+    return out
+
+
+def plan_dict(layout, plan, serving, explain: list[str] | None = None, fixes: list[dict] | None = None) -> dict:
     d = plan.decision
     w0 = plan.workers[0] if plan.workers else None
-    pool = (w0.bytes_per_block * w0.num_blocks) if w0 else 0
-    waste = padding_waste_bytes(plan)
+    check = _binding_check(plan)
+    workers = workers_dict(plan)
+    shown = next((w for w in workers if check is not None and w["rank"] == check.rank), None)
+    pool = shown["allocated_bytes"] if shown else (w0.bytes_per_block * w0.num_blocks if w0 else 0)
+    waste = shown["padding_waste_bytes"] if shown else 0
     failure = plan.failure
+    steady = plan.steady
     return {
         "schema_version": SCHEMA_VERSION,
         "kvplan_version": __version__,
@@ -228,10 +317,13 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None) -> dict:
             "max_num_batched_tokens": plan.options.max_num_batched_tokens,
             "max_in_flight_tokens": plan.workload.max_in_flight_tokens if plan.workload else None,
             "max_num_seqs": plan.options.max_num_seqs,
-            "async_scheduling": plan.options.async_scheduling,
+            "async_scheduling": plan.runner.async_scheduling if plan.runner else plan.options.async_scheduling,
+            "model_runner": plan.runner.runner if plan.runner else None,
+            "model_runner_reason": plan.runner.reason if plan.runner else None,
             "enable_prefix_caching": plan.options.enable_prefix_caching,
             "mamba_cache_mode": plan.workload.mamba_cache_mode if plan.workload else plan.options.mamba_cache_mode,
             "num_gpu_blocks_override": plan.options.num_gpu_blocks_override,
+            "decode_context_parallel_size": plan.options.decode_context_parallel_size,
         },
         "hybrid_kv_cache_manager": {
             "enabled": (not plan.hma.disabled) if plan.hma else None,
@@ -267,36 +359,36 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None) -> dict:
             ] if d.path == "uniform_page" else [],
         },
         "groups": _group_rows(plan),
-        "tensors": [
-            {"index": i, "size_bytes": t.size_bytes, "shared_by": list(t.shared_by)}
-            for i, t in enumerate(w0.tensors)
-        ] if w0 else [],
+        "tensors": _tensor_rows(w0.tensors) if w0 else [],
         "memory": {
             "available_bytes": plan.options.kv_cache_memory_bytes,
             "checked_available_bytes": plan.checked_available_bytes,
             "needed_bytes": plan.needed_bytes,
             "page_size_bytes": plan.page_size_bytes,
-            "group_size": w0.group_size if w0 else 0,
-            "bytes_per_block": w0.bytes_per_block if w0 else 0,
+            "group_size": plan.group_size,
+            # the worker shown (binding_rank): slots per block id there, and what one block costs
+            "binding_rank": check.rank if check else 0,
+            "slots_per_block": check.group_size if check else (w0.group_size if w0 else 0),
+            "bytes_per_block": check.bytes_per_block if check else (w0.bytes_per_block if w0 else 0),
             "num_blocks": plan.num_blocks,
+            "pool_num_blocks": check.num_blocks if check else plan.num_blocks,
             "allocated_bytes": pool,
             "blocks_per_request": sum(plan.blocks_per_request),
-            "bytes_per_request": (w0.bytes_per_block * sum(plan.blocks_per_request)) if w0 else 0,
+            "bytes_per_request": (check.bytes_per_block * sum(plan.blocks_per_request)) if check else 0,
+            "estimated_max_model_len": check.estimated_max_model_len if check else None,
             "kv_tokens": plan.kv_tokens,
             "kv_cache_size_tokens": plan.kv_cache_size_tokens,
             # the two meanings the "GPU KV cache size" log line has had (reference §4.7, §11 item 4)
             "kv_cache_size_tokens_blocks_meaning": _blocks_meaning(plan),
             "kv_cache_size_tokens_concurrency_meaning": int(plan.max_concurrency * plan.max_model_len),
             "max_concurrency": round(plan.max_concurrency, 6),
+            "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
+            "steady_blocks_per_request": sum(steady.blocks_per_request) if steady else 0,
+            "prefill_reserve_blocks": steady.prefill_reserve_blocks if steady else 0,
             "padding_waste_bytes": waste,
             "padding_waste_pct_of_pool": round(waste / pool * 100, 4) if pool else 0.0,
         },
-        "workers": [
-            {"rank": w.rank, "available_bytes": w.available_bytes, "group_size": w.group_size,
-             "num_layers": sum(len(g.layer_names) for g in w.groups), "num_blocks": w.num_blocks,
-             "num_tensors": len(w.tensors)}
-            for w in plan.workers
-        ],
+        "workers": workers,
         "logs": list(plan.logs),
         "explain": explain or [],
         "outcome": {
@@ -304,7 +396,9 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None) -> dict:
             "stage": failure.stage if failure else None,
             "error_type": failure.error_type if failure else None,
             "error": failure.message if failure else None,
+            "fix": fixes[0]["flag"] if fixes else None,
         },
+        "fixes": fixes or [],
         "warnings": list(layout.warnings),
     }
 

@@ -22,6 +22,13 @@ def explain(plan) -> list[str]:
             )
         else:
             lines.append("The hybrid KV-cache manager is on: each layer type keeps its own reservation.")
+    r = plan.runner
+    if r is not None and plan.era.in_flight_batches and plan.workload is not None:
+        T = plan.options.max_num_batched_tokens
+        lines.append(
+            f"{r.reason[0].upper() + r.reason[1:]}, async scheduling {'on' if r.async_scheduling else 'off'}: "
+            f"sliding and chunked layers reserve {plan.workload.max_in_flight_tokens // T} × {T} in-flight tokens."
+        )
     m = plan.mamba
     if m is not None:
         lines.append(
@@ -71,18 +78,33 @@ def explain(plan) -> list[str]:
             if pad:
                 text += f"; it is padded by {pad} layers ({pad / n * 100:.2f}%)"
             lines.append(text + ".")
-    if plan.workers:
-        w = plan.workers[0]
-        if w.group_size and plan.page_size_bytes:
+    page = plan.page_size_bytes
+    for c in plan.worker_checks:
+        stage = f"Stage {c.rank}: " if len(plan.worker_checks) > 1 else ""
+        if c.group_size and page and c.bytes_per_block == c.group_size * page:
             lines.append(
-                f"num_blocks = {format_bytes(w.available_bytes)} // {w.bytes_per_block} B per block "
-                f"({w.group_size} slots × {plan.page_size_bytes} B) = {plan.num_blocks}."
+                f"{stage}num_blocks = {format_bytes(c.available_bytes)} // {c.bytes_per_block} B per block "
+                f"({c.group_size} slots × {page} B) = {c.num_blocks}."
             )
-    if plan.blocks_per_request:
+        if not c.fits:
+            est = f"; vLLM's estimated maximum length is {c.estimated_max_model_len}" if c.estimated_max_model_len else ""
+            lines.append(f"{stage}{'o' if stage else 'O'}ne request needs {format_bytes(c.needed_bytes)}, "
+                         f"{format_bytes(c.checked_available_bytes)} is available{est}.")
+    if len(plan.worker_checks) > 1 and plan.starts:
+        lines.append(f"The engine keeps the smallest pool over stages: num_blocks = {plan.num_blocks}.")
+    if plan.blocks_per_request and plan.starts:
         total = sum(plan.blocks_per_request)
         lines.append(
             f"A {plan.max_model_len}-token request reserves {' + '.join(map(str, plan.blocks_per_request))} = {total} "
-            f"blocks, so max concurrency = {plan.num_blocks} / {total} = {plan.max_concurrency:.2f}."
+            f"blocks, so max concurrency = {plan.num_blocks} / {total} = {plan.max_concurrency:.2f} (vLLM's figure)."
+        )
+    st = plan.steady
+    if st is not None and plan.starts:
+        lines.append(
+            f"Past prefill a request holds {' + '.join(map(str, st.blocks_per_request))} = {sum(st.blocks_per_request)} "
+            f"blocks; the prefill in flight holds {st.prefill_reserve_blocks} once, so steady-state concurrency = "
+            f"({st.usable_blocks} − {st.prefill_reserve_blocks}) / {sum(st.blocks_per_request)} = "
+            f"{st.concurrency:.2f} (kvplan's estimate, docs/capacity.md)."
         )
     dg = plan.drafter_groups()
     if any(ls.source == "drafter" for ls in plan.layers):

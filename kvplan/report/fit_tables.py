@@ -56,7 +56,8 @@ def _budget_table(b: dict) -> Table:
 def _layout_line(lay: dict) -> str:
     pad = f", {lay['num_padding_layers']} padding layer(s) ({lay['padding_waste_pct']:.2f}%)" if lay["num_padding_layers"] else ""
     return (f"group_size {lay['group_size']}, {lay['num_groups']} group(s){pad}, page {lay['page_size_bytes']:,} B, "
-            f"{lay['num_blocks']:,} blocks, max concurrency {lay['max_concurrency']:.2f} at {lay['max_model_len']:,} tokens")
+            f"{lay['num_blocks']:,} blocks, at {lay['max_model_len']:,} tokens: max_concurrency {lay['max_concurrency']:.2f} "
+            f"(vLLM's worst case), steady_state_concurrency {lay.get('steady_state_concurrency', 0.0):.2f} (kvplan's estimate)")
 
 
 def render_fit(d: dict) -> None:
@@ -97,16 +98,29 @@ def render_fit(d: dict) -> None:
             bd = u["boundary"]
             less = bd.get("one_step_less")
             if less:
-                c.print(f"  checked: {bd['enough']['gpu_memory_utilization']:.3f} gives {bd['enough']['max_concurrency']:.3f}, "
-                        f"{less['gpu_memory_utilization']:.3f} gives {less['max_concurrency']:.3f}")
+                c.print(f"  checked: {bd['enough']['gpu_memory_utilization']:.3f} gives steady-state "
+                        f"{bd['enough']['steady_state_concurrency']:.3f}, {less['gpu_memory_utilization']:.3f} gives "
+                        f"{less['steady_state_concurrency']:.3f}")
         c.print(f"  layout: {_layout_line(u['layout'])}")
+    x = d.get("max_context_len_for_concurrency")
+    if x:
+        n = x["concurrency"]
+        if x["max_model_len"] is None:
+            c.print(Text(f"Longest context for {n:g} requests: none ({x.get('reason', '')})", style="bold red"))
+        else:
+            c.print(Text(f"Longest context for {n:g} requests (steady state): {x['max_model_len']:,} tokens", style="bold green"))
+            one = (x["boundary"] or {}).get("one_more")
+            if one:
+                c.print(f"  checked: {x['max_model_len'] + 1:,} tokens gives steady-state "
+                        f"{one['steady_state_concurrency']:.3f}" + ("" if one["outcome"]["starts"] else " (fails to start)"))
+        c.print(f"  layout: {_layout_line(x['layout'])}")
     g = d.get("gpus")
     if g:
         length = f"{g['max_model_len']:,} tokens" if g["max_model_len"] else "the model's max_model_len"
         title = f"Max concurrency per GPU at {length}" + (
-            f" (enough = starts and ≥ {g['concurrency']:g})" if g["concurrency"] is not None else "")
+            f" (enough = starts and steady-state ≥ {g['concurrency']:g})" if g["concurrency"] is not None else "")
         t = Table(title=title, box=box.SIMPLE_HEAD)
-        cols = ("gpu", "tp", "weights/GPU", "KV/GPU", "max conc.", "group", "groups", "padding", "outcome")
+        cols = ("gpu", "tp", "weights/GPU", "KV/GPU", "max conc.", "steady", "group", "groups", "padding", "outcome")
         for col in cols:
             t.add_column(col, justify="left" if col in ("gpu", "outcome") else "right")
         for r in g["rows"]:
@@ -116,14 +130,14 @@ def render_fit(d: dict) -> None:
             if starts and g["concurrency"] is not None and not r["enough"]:
                 outcome = "too few"
             t.add_row(r["gpu"], str(r["tensor_parallel_size"]), _b(r["weights_bytes"]), _b(r["kv_cache_memory_bytes"]),
-                      f"{r['max_concurrency']:.2f}", str(r["group_size"] or ""), str(r["num_groups"] or ""),
+                      f"{r['max_concurrency']:.2f}", f"{r.get('steady_state_concurrency', 0.0):.2f}", str(r["group_size"] or ""), str(r["num_groups"] or ""),
                       str(r["num_padding_layers"] or ""), outcome,
                       style="green" if r["enough"] else ("dim" if not starts else ""))
         c.print(t)
         sm = g["smallest_enough"]
         if sm:
             c.print(f"Smallest that is enough: {sm['num_gpus']} × {sm['gpu']} (tp {sm['tensor_parallel_size']}), "
-                    f"max concurrency {sm['max_concurrency']:.2f}")
+                    f"max concurrency {sm['max_concurrency']:.2f}, steady-state {sm['steady_state_concurrency']:.2f}")
         else:
             c.print("No preset and TP size in the table is enough.")
     c.print("Budgets are estimates (weights exact from the config; activation, non-torch and CUDA-graph memory "

@@ -19,6 +19,10 @@ def _console() -> Console:
     return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 140)
 
 
+def _num(x) -> str:
+    return "—" if x is None else f"{x:,}"
+
+
 def _idx(labels: list[str]) -> str:
     ints = [int(x) for x in labels if x.isdigit()]
     rest = [x for x in labels if not x.isdigit()]
@@ -151,17 +155,44 @@ def render_plan(d: dict) -> None:
             t.add_row(str(b["index"]), b["label"], str(b["num_layers"]), str(b["block_size"]),
                       f"{b['page_size_bytes']:,}", str(b["padding_layers"] or ""), _idx(b["layers"]))
         c.print(t)
+    workers = [w for w in d["workers"] if "own_num_blocks" in w]
+    # nothing was allocated: the engine failed before its KV cache configs (memory, config stage)
+    failed = not d["outcome"]["starts"] and not d["memory"]["num_blocks"]
     if d["groups"]:
-        t = Table(title=f"KV cache groups (group_size {d['memory']['group_size']})", box=box.SIMPLE_HEAD)
-        for col in ("group", "kind", "layers", "padding slots", "block", "blocks/request", "indices"):
+        title = f"KV cache groups (group_size {d['memory']['group_size']}"
+        if len(workers) > 1:
+            title += ", global; slots per stage " + "/".join(str(w["group_size"]) for w in workers)
+        t = Table(title=title + ")", box=box.SIMPLE_HEAD)
+        cols = ["group", "kind", "layers", "padding slots", "block", "blocks/request"]
+        cols += ["need (1 request)"] if failed else []
+        for col in cols + ["indices"]:
             t.add_column(col, justify="left" if col in ("kind", "indices") else "right")
         for g in d["groups"]:
-            t.add_row(str(g["index"]), g["label"] + (" +drafter" if g["has_drafter_layers"] else ""),
-                      str(g["num_layers"]), str(g["padding_slots"] or ""), str(g["block_size"]),
-                      str(g["blocks_per_request"]), _idx(g["layers"]))
+            layers = str(g["num_layers"])
+            if g.get("num_layers_per_worker"):
+                layers += " (" + "+".join(map(str, g["num_layers_per_worker"])) + ")"
+            row = [str(g["index"]), g["label"] + (" +drafter" if g["has_drafter_layers"] else ""),
+                   layers, str(g["padding_slots"] or ""), str(g["block_size"]), _num(g["blocks_per_request"])]
+            row += [format_bytes(g["needed_bytes"]) if g.get("needed_bytes") is not None else "—"] if failed else []
+            t.add_row(*row, _idx(g["layers"]))
+        c.print(t)
+    if len(workers) > 1:
+        t = Table(title="Per pipeline stage (one KV cache config each; num_blocks = the minimum over stages)",
+                  box=box.SIMPLE_HEAD)
+        for col in ("stage", "layers", "slots", "bytes/block", "own blocks", "num_blocks", "need / available",
+                    "padding at full load"):
+            t.add_column(col, justify="right")
+        for w in workers:
+            t.add_row(str(w["rank"]), str(w["num_layers"]), str(w["group_size"]), f"{w['bytes_per_block']:,}",
+                      f"{w['own_num_blocks']:,}", f"{w['num_blocks']:,}" if w["allocated"] else "—",
+                      f"{format_bytes(w['needed_bytes'])} / {format_bytes(w['checked_available_bytes'])}",
+                      f"{format_bytes(w['padding_waste_bytes'])} ({w['padding_waste_pct_of_pool']:.2f}%)")
         c.print(t)
     if d["tensors"]:
-        t = Table(title="KV tensors (one per slot; shared_by = the i-th layer of each group)", box=box.SIMPLE_HEAD)
+        title = "KV tensors (one per slot; shared_by = the i-th layer of each group)"
+        if len(workers) > 1:
+            title = "KV tensors of stage 0 (one per slot; shared_by = the i-th layer of each group there)"
+        t = Table(title=title, box=box.SIMPLE_HEAD)
         t.add_column("tensor", justify="right")
         t.add_column("size_bytes", justify="right")
         t.add_column("shared_by")
@@ -181,21 +212,32 @@ def render_plan(d: dict) -> None:
     t = Table(title="Memory", box=box.SIMPLE_HEAD, show_header=False)
     t.add_column("what")
     t.add_column("value", justify="right")
+    est = m.get("estimated_max_model_len")
+    num_blocks = f"{m['num_blocks']:,}" if not failed else (
+        f"not allocated (the pool: {m['pool_num_blocks']:,})" if m.get("pool_num_blocks") else "not allocated")
     rows = [
         ("available (per GPU)", f"{m['available_bytes']:,} B ({format_bytes(m['available_bytes'])})"),
         ("page_size_bytes", f"{m['page_size_bytes']:,}"),
-        ("bytes per block (all slots)", f"{m['bytes_per_block']:,}"),
-        ("num_blocks", f"{m['num_blocks']:,}"),
+        ("bytes per block (all slots)", f"{m['bytes_per_block']:,}" + (
+            f" (stage {m['binding_rank']}: {m['slots_per_block']} slots)" if len(workers) > 1 else "")),
+        ("num_blocks", num_blocks),
         ("max_model_len", f"{sch['max_model_len']:,}" + (
             f" (auto-fit from {sch['original_max_model_len']:,})" if sch["max_model_len"] != sch["original_max_model_len"] else "")),
-        ("blocks reserved per request", " + ".join(str(g["blocks_per_request"]) for g in d["groups"]) + f" = {m['blocks_per_request']:,}"),
+        ("blocks reserved per request", " + ".join(_num(g["blocks_per_request"]) for g in d["groups"])
+         + f" = {m['blocks_per_request']:,}" if d["groups"] else "0"),
         ("needed vs available (admission)", f"{format_bytes(m['needed_bytes'])} / {format_bytes(m['checked_available_bytes'])}"),
-        ("padding", f"{gr['num_padding_layers'] if gr else 0} layers (vLLM: may waste at most {gr['padding_waste_pct'] if gr else 0:.2f}%); "
-                    f"{format_bytes(m['padding_waste_bytes'])} at full load ({m['padding_waste_pct_of_pool']:.2f}% of pool)"),
+    ]
+    if est is not None:
+        rows.append(("vLLM's estimated maximum model length", f"{est:,}"))
+    rows += [
+        ("padding", f"{gr['num_padding_layers'] if gr else 0} layers (vLLM: may waste at most {gr['padding_waste_pct'] if gr else 0:.2f}%)"
+                    + ("" if failed else f"; {format_bytes(m['padding_waste_bytes'])} at full load "
+                                         f"({m['padding_waste_pct_of_pool']:.2f}% of pool)")),
         ("KV tokens (max_concurrency × max_model_len)", f"{m['kv_tokens']:,}"),
         ('"GPU KV cache size" meanings', f"{m['kv_cache_size_tokens_blocks_meaning']:,} (≤0.20: blocks // groups × block) / "
                                          f"{m['kv_cache_size_tokens_concurrency_meaning']:,} (0.33: concurrency × length)"),
-        ("max_concurrency", f"{m['max_concurrency']:.2f}"),
+        ("max_concurrency (vLLM's figure: worst case)", f"{m['max_concurrency']:.2f}"),
+        ("steady_state_concurrency (kvplan's estimate)", f"{m.get('steady_state_concurrency', 0.0):.2f}"),
     ]
     for r in rows:
         t.add_row(*r)
@@ -214,6 +256,8 @@ def render_plan(d: dict) -> None:
     else:
         c.print(Text(f"Outcome: the engine would fail at start-up ({o['stage']}): {o['error_type']}: {o['error']}",
                      style="bold red"))
+    for f in d.get("fixes") or []:
+        c.print(f"  fix (verified by re-simulating): {f['flag']}  → {f['result']}", markup=False)
 
 
 def render_rows(title: str, columns: list[str], rows: list[list], right: set[str] | None = None) -> None:

@@ -80,6 +80,9 @@ def compare(model: str, **options) -> dict:
     if tp > 1:
         warnings.append(f"every engine is modelled on one tensor-parallel rank's share (tp {tp}): "
                         "KV heads per rank as vLLM splits them")
+    if r["decode_context_parallel_size"] > 1 or r["pipeline_parallel_size"] > 1:
+        warnings.append("pipeline and decode-context parallelism are modelled for vLLM only; the other engines' "
+                        "rows keep every layer and every token on one rank")
     if any(ls.spec.kind == "mamba" for ls in layout.layers):
         warnings.append("recurrent state pools of SGLang and TensorRT-LLM are approximated (state set aside for "
                         "the number of requests that serves the most)")

@@ -60,7 +60,7 @@ def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
 def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
     """One vLLM simulation of ``b``'s layout with ``kv_bytes`` per GPU (-1 = auto-fit)."""
 
-    return plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len)
+    return plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len, b.budget)
 
 
 def layout_decision(plan) -> dict:
@@ -77,6 +77,7 @@ def layout_decision(plan) -> dict:
         "num_blocks": plan.num_blocks,
         "blocks_per_request": sum(plan.blocks_per_request),
         "max_concurrency": round(plan.max_concurrency, 6),
+        "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
         "kv_cache_size_tokens": plan.kv_cache_size_tokens,
         "outcome": plan_outcome(plan),
     }
@@ -143,10 +144,65 @@ def _search_starts(b: _Budgeted, kv: int, limit: int):
     return best, plans[best]
 
 
+# --------------------------------------------------------------------------- question 1b
+
+def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> dict:
+    """The longest ``--max-model-len`` at which the engine starts on ``b``'s budget and the
+    pool holds ``concurrency`` requests of that length in steady state (docs/capacity.md).
+    Both conditions only get harder as the length grows, so a binary search over
+    [1, the model's length] finds the boundary; it is checked one token above."""
+    if concurrency <= 0:
+        raise OptionError(f"--concurrency must be positive, got {concurrency}")
+    kv = b.budget["kv_cache_memory_bytes"]
+    limit = _model_max_len(b)
+    plans: dict[int, object] = {}
+
+    def enough(length: int) -> bool:
+        plans[length] = simulate_at(b, kv_bytes=kv, max_model_len=length)
+        return _enough(plans[length], concurrency)
+
+    answer = {
+        "concurrency": concurrency,
+        "max_model_len": None,
+        "model_max_model_len": limit,
+        "kv_cache_memory_bytes": kv,
+        "method": "binary search over --max-model-len, each step a vLLM simulation; enough = the engine starts "
+                  "and its steady-state concurrency ≥ N",
+        "layout": None,
+        "boundary": None,
+    }
+    if kv <= 0 or not enough(1):
+        at = plans.get(1) or simulate_at(b, kv_bytes=max(kv, 1), max_model_len=1)
+        answer["layout"] = layout_decision(at)
+        answer["reason"] = (f"even 1-token requests give a steady-state concurrency of "
+                            f"{at.steady_state_concurrency:.2f}" + ("" if at.starts else "; the engine would not start"))
+        return answer
+    best = largest_true(enough, 1, limit)
+    at = plans[best]
+    answer.update({"max_model_len": best, "layout": layout_decision(at),
+                   "max_concurrency": round(at.max_concurrency, 6),
+                   "steady_state_concurrency": round(at.steady_state_concurrency, 6),
+                   "limited_by": "limit" if best >= limit else "kv_cache_memory"})
+    if best < limit:
+        over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
+        answer["boundary"] = {"fits": {"max_model_len": best, **_capacity(at)},
+                              "one_more": {"max_model_len": best + 1, "max_concurrency": round(over.max_concurrency, 6),
+                                           "steady_state_concurrency": round(over.steady_state_concurrency, 6),
+                                           "outcome": plan_outcome(over)}}
+    return answer
+
+
 # --------------------------------------------------------------------------- question 2
 
 def _enough(plan, concurrency: float) -> bool:
-    return plan.starts and plan.max_concurrency >= concurrency
+    """Capacity is the steady-state figure (docs/capacity.md): vLLM's max_concurrency is its
+    worst-case admission figure, not how many requests the pool holds."""
+    return plan.starts and plan.steady_state_concurrency >= concurrency
+
+
+def _capacity(plan) -> dict:
+    return {"max_concurrency": round(plan.max_concurrency, 6),
+            "steady_state_concurrency": round(plan.steady_state_concurrency, 6), "starts": plan.starts}
 
 
 def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> dict:
@@ -168,14 +224,14 @@ def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> d
         "gpu_memory_utilization": None,
         "kv_cache_memory_bytes": None,
         "method": "bisection over --gpu-memory-utilization (step 0.001), each step a vLLM simulation; "
-                  "enough = the engine starts and its maximum concurrency ≥ N",
-        "at_full_utilization": {"max_concurrency": round(top.max_concurrency, 6), "starts": top.starts},
+                  "enough = the engine starts and its steady-state concurrency ≥ N",
+        "at_full_utilization": _capacity(top),
         "layout": layout_decision(top),
         "boundary": None,
     }
     if not _enough(top, concurrency):
         answer["reason"] = (
-            f"even --gpu-memory-utilization 1.0 gives a maximum concurrency of {top.max_concurrency:.2f}"
+            f"even --gpu-memory-utilization 1.0 gives a steady-state concurrency of {top.steady_state_concurrency:.2f}"
             + ("" if top.starts else " and the engine would not start")
             + f" for {context_len:,} tokens per request"
         )
@@ -194,15 +250,35 @@ def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> d
         "kv_cache_memory_bytes": b.kv_bytes(hi / steps),
         "layout": layout_decision(at),
         "boundary": {
-            "enough": {"gpu_memory_utilization": round(hi / steps, 3), "max_concurrency": round(at.max_concurrency, 6),
-                       "starts": at.starts},
+            "enough": {"gpu_memory_utilization": round(hi / steps, 3), **_capacity(at)},
             "one_step_less": None if below is None else {
-                "gpu_memory_utilization": round((hi - 1) / steps, 3),
-                "max_concurrency": round(below.max_concurrency, 6), "starts": below.starts,
+                "gpu_memory_utilization": round((hi - 1) / steps, 3), **_capacity(below),
             },
         },
     })
     return answer
+
+
+def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None:
+    """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
+    deployment starts, verified by simulating it; None when even 1.0 does not."""
+    from kvplan.engines.vllm.fixes import fix_entry, least_that_starts
+
+    if plan.failure is None or plan.failure.stage not in ("admission", "autofit"):
+        return None
+    b = _Budgeted(s, layout, era, budget)
+    length = plan.options.max_model_len
+
+    def starts(k: int):
+        kv = b.kv_bytes(k / 100)
+        p = simulate_at(b, kv_bytes=kv, max_model_len=length) if kv > 0 else None
+        return p if p is not None and p.starts else None
+
+    current = round((s.gpu_memory_utilization or budget.get("gpu_memory_utilization") or 0.9) * 100)
+    if current >= 100 or starts(100) is None:
+        return None
+    k = least_that_starts(lambda k: k, current, 100, starts)
+    return fix_entry("gpu_memory_utilization", k / 100, f"--gpu-memory-utilization {k / 100:.2f}", starts(k))
 
 
 # --------------------------------------------------------------------------- question 3
@@ -266,7 +342,7 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 continue
             L = length if length is not None else _model_max_len(b)
             plan = simulate_at(b, kv_bytes=b.budget["kv_cache_memory_bytes"], max_model_len=L)
-            enough = plan.starts and (concurrency is None or plan.max_concurrency >= concurrency)
+            enough = plan.starts and (concurrency is None or _enough(plan, concurrency))
             rows.append({
                 "gpu": g,
                 "tensor_parallel_size": tp,
@@ -277,6 +353,7 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 "max_model_len": L,
                 "outcome": plan_outcome(plan),
                 "max_concurrency": round(plan.max_concurrency, 6),
+                "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
                 "kv_tokens": plan.kv_tokens,
                 "group_size": plan.group_size,
                 "num_groups": plan.num_groups,
@@ -295,8 +372,10 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
         "smallest_enough": None if smallest is None else {
             "gpu": smallest["gpu"], "tensor_parallel_size": smallest["tensor_parallel_size"],
             "num_gpus": smallest["num_gpus"], "max_concurrency": smallest["max_concurrency"],
+            "steady_state_concurrency": smallest["steady_state_concurrency"],
         },
-        "rule": "enough = the engine starts" + ("" if concurrency is None else f" and max concurrency ≥ {concurrency:g}")
+        "rule": "enough = the engine starts" + (
+            "" if concurrency is None else f" and steady-state concurrency ≥ {concurrency:g}")
                 + "; smallest = least total GPU memory (num_gpus × memory), then fewest GPUs",
     }
 
@@ -308,7 +387,7 @@ def _error_row(gpu: str, tp: int, message: str) -> dict:
         "gpu": gpu, "tensor_parallel_size": tp, "num_gpus": tp, "gpu_memory_bytes": GPU_PRESETS[gpu].memory_bytes,
         "weights_bytes": None, "kv_cache_memory_bytes": None, "max_model_len": None,
         "outcome": outcome(ok=False, stage="kvplan", error_type="KvplanError", error=message),
-        "max_concurrency": 0.0, "kv_tokens": 0, "group_size": 0, "num_groups": 0, "num_padding_layers": 0,
+        "max_concurrency": 0.0, "steady_state_concurrency": 0.0, "kv_tokens": 0, "group_size": 0, "num_groups": 0, "num_padding_layers": 0,
         "padding_waste_pct": 0.0, "enough": False,
     }
 
@@ -324,8 +403,9 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     The GPU table runs when ``table`` is True, or by default when no GPU is given."""
     from kvplan.report.data import era_dict, model_info_dict, serving_dict
 
-    if (concurrency is None) != (context_len is None):
-        raise OptionError("--concurrency and --context-len go together (N requests of L tokens)")
+    if context_len is not None and concurrency is None:
+        raise OptionError("--context-len needs --concurrency (N requests of L tokens); "
+                          "--concurrency alone answers the longest context for N requests")
     warnings: list[str] = []
     on_gpu = s.gpu is not None or s.gpu_memory is not None
     layouts: dict[int, object] = {}
@@ -342,6 +422,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
         "budget": None,
         "max_model_len": None,
         "min_gpu_memory_utilization": None,
+        "max_context_len_for_concurrency": None,
         "gpus": None,
         "estimated": True,
         "warnings": list(base_layout.warnings),
@@ -355,6 +436,8 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
         out["max_model_len"] = fit_max_model_len(b)
         if concurrency is not None and context_len is not None:
             out["min_gpu_memory_utilization"] = fit_min_utilization(b, concurrency, context_len)
+        elif concurrency is not None:
+            out["max_context_len_for_concurrency"] = fit_context_for_concurrency(b, concurrency)
     if table or (table is None and not on_gpu):
         out["gpus"] = fit_gpus(s, gpus or parse_gpus(None), tp_sizes or [1, 2, 4, 8], concurrency=concurrency,
                                context_len=context_len, layouts=layouts)
@@ -386,6 +469,9 @@ def fit(model: str, **options) -> dict:
     util = body.get("min_gpu_memory_utilization")
     if util is not None and util["gpu_memory_utilization"] is None:
         unanswered.append(util.get("reason") or "no utilization reaches the concurrency")
+    ctx = body.get("max_context_len_for_concurrency")
+    if ctx is not None and ctx["max_model_len"] is None:
+        unanswered.append(ctx.get("reason") or "no context length reaches the concurrency")
     result = outcome(ok=not unanswered, stage="fit" if unanswered else None,
                      error_type="NotAchievable" if unanswered else None,
                      error="; ".join(unanswered) or None)

@@ -109,7 +109,31 @@ def model_facts(layout, *, disable_sliding_window: bool = False):
         speculative_method=layout.speculative_method,
         num_speculative_tokens=layout.num_speculative_tokens,
         mamba_chunk_size=layout.target.mamba_chunk_size,
+        parallel_drafting=uses_parallel_drafting(layout),
+        use_mla=any(ls.spec.kind == "mla" for ls in layout.layers),
+        total_num_kv_heads=_opt_int(_text_config(layout.target.config), "num_key_value_heads",
+                                    "num_attention_heads"),
+        total_num_attention_heads=_opt_int(_text_config(layout.target.config), "num_attention_heads"),
     )
+
+
+def _text_config(config: dict) -> dict:
+    inner = config.get("text_config")
+    return inner if isinstance(inner, dict) else config
+
+
+def _opt_int(cfg: dict, *keys: str) -> int | None:
+    """The first integer among ``keys`` in a config (None when none is)."""
+    return next((cfg[k] for k in keys if isinstance(cfg.get(k), int) and not isinstance(cfg.get(k), bool)), None)
+
+
+def uses_parallel_drafting(layout) -> bool:
+    """P-EAGLE heads are served with ``speculative_config.parallel_drafting``: their config
+    carries the masked-slot token (``ptd_token_id``, read by vLLM 0.33.0's
+    ``_init_parallel_drafting_params``); an EAGLE head without it drafts sequentially."""
+    d = layout.drafter
+    return bool(d is not None and layout.speculative_method in ("eagle", "eagle3")
+                and isinstance(d.config, dict) and d.config.get("ptd_token_id") is not None)
 
 
 def plan_layout(layout, era, options, *, disable_sliding_window: bool = False):
@@ -120,17 +144,32 @@ def plan_layout(layout, era, options, *, disable_sliding_window: bool = False):
     return simulate(layout.layers, layout.ranks, facts, era, options)
 
 
-def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
+def stage_budgets(budget: dict | None, kv_bytes: int) -> tuple[int, ...] | None:
+    """Each pipeline stage's KV budget when the smallest is ``kv_bytes``: stages differ by their
+    weights, activation and CUDA-graph memory (``kv_budget``'s stages), and vLLM sizes each
+    worker's pool from its own memory before keeping the smallest num_blocks."""
+    stages = (budget or {}).get("stages") or []
+    if len(stages) < 2:
+        return None
+    least = min(st["kv_cache_memory_bytes"] for st in stages)
+    return tuple(kv_bytes + st["kv_cache_memory_bytes"] - least for st in stages)
+
+
+def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budget: dict | None = None):
     """The engine's options for ``s`` with a resolved budget and length (-1 = auto-fit)."""
     from kvplan.engines.vllm import SimulateOptions
 
     batched, seqs = s.batch_sizes()
     return SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
+        kv_cache_memory_bytes_per_worker=stage_budgets(budget, kv_bytes),
         max_model_len=max_model_len,
         max_num_batched_tokens=batched,
         max_num_seqs=seqs,
         async_scheduling=s.async_scheduling,
+        use_v2_model_runner=None if s.model_runner is None else s.model_runner == "v2",
+        decode_context_parallel_size=s.decode_context_parallel_size,
+        tensor_parallel_size=s.tensor_parallel_size,
         enable_prefix_caching=s.enable_prefix_caching,
         mamba_cache_mode=s.mamba_cache_mode,
         disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
@@ -142,9 +181,10 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
     )
 
 
-def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None):
-    """One vLLM simulation of ``s`` on a built layout and a resolved budget."""
-    return plan_layout(layout, era, simulate_options(s, kv_bytes, max_model_len),
+def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None, budget: dict | None = None):
+    """One vLLM simulation of ``s`` on a built layout and a resolved budget (with a hardware
+    ``budget``, each pipeline stage gets its own; ``kv_bytes`` is the smallest)."""
+    return plan_layout(layout, era, simulate_options(s, kv_bytes, max_model_len, budget),
                        disable_sliding_window=s.disable_sliding_window)
 
 
@@ -166,6 +206,22 @@ def build_layout(s: Scenario):
     return build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download)
 
 
+def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> list[dict]:
+    """The smallest verified changes that make a failing deployment start (none when it starts)."""
+    if plan.starts:
+        return []
+    from kvplan.engines.vllm.fixes import smallest_fixes
+
+    fixes = smallest_fixes(plan, lambda o: plan_layout(layout, era, o, disable_sliding_window=s.disable_sliding_window))
+    if budget is not None and s.kv_cache_memory is None:
+        from kvplan.usecases.fit import utilization_fix
+
+        fix = utilization_fix(s, layout, era, budget, plan)
+        if fix is not None:
+            fixes.append(fix)
+    return fixes
+
+
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report."""
     from kvplan.report.data import plan_dict
@@ -182,8 +238,9 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
         kv_bytes = budget["kv_cache_memory_bytes"]
     else:
         raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
-    plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len)
-    data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None)
+    plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len, budget)
+    fixes = deployment_fixes(s, layout, era, plan, budget)
+    data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes)
     if budget is not None:
         data["budget"] = budget
     return ScenarioResult(s, layout, plan, data, budget)

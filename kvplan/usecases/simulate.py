@@ -68,7 +68,8 @@ def simulate(model: str, **options) -> dict:
 
         body["allocation"] = allocate_and_verify(plan, r["device"])
         ok = ok and bool(body["allocation"].get("ok", False))
-    outcome = {**plan_outcome(plan), "ok": ok}
+    fixes = body.get("fixes") or []
+    outcome = {**plan_outcome(plan, fixes[0]["flag"] if fixes else None), "ok": ok}
     return envelope("simulate", options=r.to_dict(), outcome=outcome, body=body, model=result.layout.target,
                     drafter=result.layout.drafter, era=plan.era,
                     warnings=[*(result.budget or {}).get("warnings", [])])

@@ -74,9 +74,11 @@ class Case:
     num_gpu_blocks_override: int | None = None
     pp: int = 1
     tp: int = 1
+    dcp: int = 1  # decode-context parallel size (0.33: attention specs are dcp_sharded by default)
     inspect_args: tuple[str, ...] = ()
     mamba: bool = False  # needs the per-release hybrid alignment
     use_v2_model_runner: bool | None = None
+    model_runner_probe: dict | None = None  # let the release pick the runner (vllm_runner.py)
     extra: dict = field(default_factory=dict)
 
 
@@ -221,7 +223,45 @@ def _cases() -> list[Case]:
                   inspect_args=("--num-speculative-tokens", "3")))
     c.append(Case("mistral-7b-eagle3__40gib", "mistralai/Mistral-7B-v0.1", eagle_llama, 40, 32768,
                   inspect_args=("--num-speculative-tokens", "3")))
+    c += _pipeline_cases()
     return c
+
+
+def _pipeline_cases() -> list[Case]:
+    """PP 2, 3 and 4 (issue 13): the release picks the model runner itself
+    (``model_runner_probe``): V2 with async scheduling (PP + 1 batches in flight) for plain
+    models; V1 for P-EAGLE, whose parallel drafting V2 does not support, and V1 turns async
+    scheduling off with PP > 1 (vLLM's default when it is not given). The drafter sits on the
+    last stage. One failing case keeps each stage's admission numbers."""
+    out = []
+    plain = (("gemma-3-27b", "google/gemma-3-27b-it"), ("gpt-oss-120b", "openai/gpt-oss-120b"),
+             ("llama-3.3-70b", "meta-llama/Llama-3.3-70B-Instruct"))
+    for pp in (2, 3, 4):
+        for prefix, model in plain:
+            if (prefix, pp) == ("gemma-3-27b", 2):
+                continue  # gemma-3-27b__pp2__40gib above (runner given)
+            out.append(Case(f"{prefix}__pp{pp}__40gib", model, None, 40, 131072, pp=pp,
+                            model_runner_probe={"speculative_method": None}))
+        if pp > 2:  # gpt-oss-20b-peagle__pp2__40gib above (runner given)
+            out.append(Case(f"gpt-oss-20b-peagle__pp{pp}__40gib", "openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE",
+                            40, 131072, pp=pp, async_scheduling=False,
+                            model_runner_probe={"speculative_method": "eagle3", "parallel_drafting": True}))
+    out.append(Case("gemma-3-27b__pp3__2gib", "google/gemma-3-27b-it", None, 2, 131072, pp=3,
+                    model_runner_probe={"speculative_method": None}))
+    # decode-context parallelism: each DCP rank keeps 1/dcp of a request's tokens (full and MLA
+    # layers); sliding-window layers cannot be sharded ("DCP not support sliding window."). GQA
+    # needs TP > the KV heads (8 here), DCP ≤ TP // 8 (vLLM's ModelConfig checks); MLA does not.
+    llama = "meta-llama/Llama-3.3-70B-Instruct"
+    probe = {"speculative_method": None}
+    out.append(Case("llama-3.3-70b__tp16__dcp2__40gib", llama, None, 40, 131072, tp=16, dcp=2,
+                    model_runner_probe=probe))
+    out.append(Case("llama-3.3-70b__pp2__tp16__dcp2__40gib", llama, None, 40, 131072, pp=2, tp=16, dcp=2,
+                    model_runner_probe=probe))
+    out.append(Case("deepseek-v3__tp8__dcp8__40gib", "deepseek-ai/DeepSeek-V3", None, 40, 131072, tp=8, dcp=8,
+                    model_runner_probe=probe))
+    out.append(Case("gpt-oss-120b__tp16__dcp2__40gib", "openai/gpt-oss-120b", None, 40, 131072, tp=16, dcp=2,
+                    model_runner_probe=probe))
+    return out
 
 
 # ----------------------------------------------------------------------------- layers
@@ -439,7 +479,9 @@ def make_runner_case(
         "enable_prefix_caching": prefix,
         "pipeline_parallel_size": case.pp,
         "tensor_parallel_size": case.tp,
+        **({"decode_context_parallel_size": case.dcp} if case.dcp != 1 else {}),
         "use_v2_model_runner": case.use_v2_model_runner,
+        "model_runner_probe": case.model_runner_probe,
         "layer_source": inspect_meta.get("source", "kvplan inspect"),
     }
     if case.max_model_len == -1:

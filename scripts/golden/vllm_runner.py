@@ -57,11 +57,18 @@ Case format (JSON object)
 ``mamba_cache_mode``          "none" | "align" | "all" (default "none"), the cache
                               config's mode (MambaSpec reservations read it).
 ``enable_prefix_caching``     bool (default false).
-``pipeline_parallel_size``    int (default 1); ``tensor_parallel_size`` int (default 1).
+``pipeline_parallel_size``    int (default 1); ``tensor_parallel_size`` int (default 1);
+``decode_context_parallel_size`` int (default 1; the specs keep the release's default
+                              ``dcp_sharded``).
 ``use_v2_model_runner``       bool or null (default null = the release decides; with the
                               stand-in model config 0.33 picks V2). Sets the env var
                               ``VLLM_USE_V2_MODEL_RUNNER``. Matters only with PP > 1 and
                               async scheduling in 0.33 (max_concurrent_batches = pp + 1).
+``model_runner_probe``        optional ``{"speculative_method": str|null, "parallel_drafting": bool}``:
+                              ask the release's own ``VllmConfig.use_v2_model_runner`` and
+                              ``max_concurrent_batches`` (the env var unset, Triton assumed
+                              present as on a GPU host, a stand-in speculative config) and run
+                              the case on the runner it picks; recorded as ``model_runner``.
 ``supported_kv_cache_layouts`` optional list of layout names (0.33+); default: vLLM's
                               default preference (what FlashAttention on Hopper reports).
 
@@ -300,6 +307,31 @@ class _StandInModelConfig(types.SimpleNamespace):
         return None
 
 
+def probe_model_runner(case: dict, probe: dict) -> dict:
+    """The release's own choice of model runner and in-flight batches for this deployment."""
+    import vllm.config.vllm as vc
+
+    os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
+    if not isinstance(getattr(VllmConfig, "use_v2_model_runner", None), property):
+        return {"use_v2_model_runner": None, "max_concurrent_batches": None}  # before the V2 runner
+    saved = getattr(vc, "HAS_TRITON", None)
+    vc.HAS_TRITON = True  # a CPU venv lacks Triton; a GPU host has it
+    try:
+        with _stdout_to_stderr():
+            cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
+            cfg.parallel_config.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
+            cfg.scheduler_config.async_scheduling = bool(case.get("async_scheduling", True))
+            method = probe.get("speculative_method")
+            cfg.speculative_config = None if method is None else types.SimpleNamespace(
+                method=method, parallel_drafting=bool(probe.get("parallel_drafting")),
+                use_heterogeneous_vocab=False)
+            return {"use_v2_model_runner": bool(cfg.use_v2_model_runner),
+                    "max_concurrent_batches": int(cfg.max_concurrent_batches)}
+    finally:
+        if saved is not None:
+            vc.HAS_TRITON = saved
+
+
 def build_vllm_config(case: dict, max_model_len: int, original: int):
     cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
     sc, cc, pc = cfg.scheduler_config, cfg.cache_config, cfg.parallel_config
@@ -326,6 +358,8 @@ def build_vllm_config(case: dict, max_model_len: int, original: int):
     cc.block_size = int(case.get("cache_block_size", 16))
     pc.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
     pc.tensor_parallel_size = int(case.get("tensor_parallel_size", 1))
+    if hasattr(pc, "decode_context_parallel_size"):
+        pc.decode_context_parallel_size = int(case.get("decode_context_parallel_size", 1))
     model = _StandInModelConfig(
         max_model_len=max_model_len,
         original_max_model_len=original,
@@ -530,6 +564,10 @@ def run_case(case: dict) -> dict:
     memory = [int(m) for m in mem] if isinstance(mem, list) else [int(mem)] * n
 
     v2 = case.get("use_v2_model_runner")
+    probe = case.get("model_runner_probe")
+    if probe is not None:
+        result["model_runner"] = probe_model_runner(case, probe)
+        v2 = result["model_runner"]["use_v2_model_runner"]
     if v2 is None:
         os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
     else:

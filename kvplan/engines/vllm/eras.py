@@ -99,6 +99,10 @@ class Era:
     # The EAGLE proposer's validate_same_kv_cache_group (every drafting layer in one group):
     # gone in 0.34.0, whose V2 speculators walk every attention group.
     drafter_single_group_check: bool = True
+    # The model runner a release picks when nothing forces one (VLLM_USE_V2_MODEL_RUNNER unset):
+    # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" in 0.33.0 (VllmConfig.use_v2_model_runner;
+    # pinned at 0.33.0, the release checked, not bisected).
+    default_model_runner: str = "v1"
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -196,7 +200,7 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.33", "0.33.0",
      "0.33.0: GDN align 64 and kernel alignment >= block, "
      "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile",
-     dict(gdn_align_tokens=64, messages="0.33", mamba_kernel_alignment="at_least_block",
+     dict(gdn_align_tokens=64, messages="0.33", default_model_runner="v2", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True)),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "

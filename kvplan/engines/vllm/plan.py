@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from kvplan.engines.vllm import grouping, hybrid, sizing
+from kvplan.engines.vllm import grouping, hybrid, runner, sizing
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
 from kvplan.engines.vllm.hybrid import HmaDecision, MambaAlignment
@@ -41,15 +41,24 @@ class ModelFacts:
     speculative_method: str | None = None
     num_speculative_tokens: int = 0
     mamba_chunk_size: int | None = None
+    # speculative_config.parallel_drafting (P-EAGLE): the V2 model runner does not support it (0.33)
+    parallel_drafting: bool = False
+    # for vLLM's decode-context-parallel checks (ModelConfig.verify_with_parallel_config)
+    use_mla: bool = False
+    total_num_kv_heads: int | None = None
+    total_num_attention_heads: int | None = None
 
 
 @dataclass(frozen=True)
 class SimulateOptions:
     kv_cache_memory_bytes: int  # per worker (vLLM's --kv-cache-memory-bytes)
+    # one budget per pipeline stage (each worker profiles its own memory); None = the same for all
+    kv_cache_memory_bytes_per_worker: tuple[int, ...] | None = None
     max_model_len: int | None = None  # None = model default; -1 = auto-fit
     max_num_batched_tokens: int = 8192
     max_num_seqs: int = 1024
-    async_scheduling: bool = True
+    # None = vLLM's default: on, unless the V1 model runner runs pipeline parallelism (0.33)
+    async_scheduling: bool | None = None
     enable_prefix_caching: bool | None = None
     mamba_cache_mode: str | None = None
     mamba_block_size: int | None = None
@@ -58,8 +67,11 @@ class SimulateOptions:
     num_gpu_blocks_override: int | None = None
     allow_chunked_local_with_hma: bool = True
     decode_context_parallel_size: int = 1
-    # 0.33 with async scheduling keeps PP + 1 batches in flight on the V2 model runner, PP on V1.
-    use_v2_model_runner: bool = False
+    tensor_parallel_size: int = 1  # only for the decode-context-parallel checks (specs are per rank)
+    # The model runner (VLLM_USE_V2_MODEL_RUNNER): None = the release's own choice
+    # (``resolve_model_runner``). 0.33 with async scheduling keeps PP + 1 batches in
+    # flight on the V2 runner, PP on V1.
+    use_v2_model_runner: bool | None = None
     kv_events: bool = False  # vLLM's --kv-events-config is set
 
 
@@ -93,6 +105,20 @@ class Plan:
     kv_cache_size_tokens: int = 0
     logs: list[str] = field(default_factory=list)
     failure: Failure | None = None
+    runner: runner.RunnerChoice | None = None
+    # per worker, at the admission check (kept when it fails): groups, pool, need, estimate
+    worker_checks: list[sizing.WorkerCheck] = field(default_factory=list)
+    steady: sizing.SteadyState | None = None
+    ranks: tuple[tuple[str, ...], ...] = ()  # layer names per pipeline stage (() = one worker)
+
+    @property
+    def steady_state_concurrency(self) -> float:
+        """kvplan's figure: requests of max_model_len the pool holds once past prefill."""
+        return self.steady.concurrency if self.steady else 0.0
+
+    @property
+    def failing_worker(self) -> sizing.WorkerCheck | None:
+        return next((c for c in self.worker_checks if not c.fits), None)
 
     @property
     def starts(self) -> bool:
@@ -131,19 +157,7 @@ class Plan:
         return sorted({i for i, g in enumerate(self.groups) for n in g.layer_names if n in names})
 
 
-def max_concurrent_batches(era: Era, o: SimulateOptions, pp: int) -> int:
-    """Batches whose tokens a sliding/chunked layer must hold at once (0.32+; 1 before)."""
-    if not era.in_flight_batches:
-        return 1
-    if o.async_scheduling and pp == 1:
-        return 2
-    if o.async_scheduling and o.use_v2_model_runner:
-        return pp + 1
-    return pp
-
-
-def _workload(era: Era, o: SimulateOptions, max_model_len: int, mamba: MambaAlignment | None, pp: int) -> Workload:
-    batches = max_concurrent_batches(era, o, pp)
+def _workload(era: Era, o: SimulateOptions, max_model_len: int, mamba: MambaAlignment | None, batches: int) -> Workload:
     return Workload(
         max_model_len=max_model_len,
         max_in_flight_tokens=batches * o.max_num_batched_tokens,
@@ -161,7 +175,7 @@ def simulate(
     era: Era,
     options: SimulateOptions,
 ) -> Plan:
-    plan = Plan(era=era, options=options, facts=facts, layers=layers)
+    plan = Plan(era=era, options=options, facts=facts, layers=layers, ranks=tuple(ranks or ()))
     try:
         _run(plan, ranks)
     except EngineFailure as e:
@@ -188,6 +202,17 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         logs=logs,
         kv_events=o.kv_events,
     )
+    pp = len(ranks) if ranks else 1
+    plan.runner = runner.resolve_model_runner(
+        era, o.use_v2_model_runner, o.async_scheduling, pp=pp, speculative_method=facts.speculative_method,
+        parallel_drafting=facts.parallel_drafting, logs=logs,
+    )
+    dcp = o.decode_context_parallel_size
+    error = runner.dcp_config_error(dcp, o.tensor_parallel_size, use_mla=facts.use_mla,
+                                    total_num_kv_heads=facts.total_num_kv_heads,
+                                    total_num_attention_heads=facts.total_num_attention_heads)
+    if error:
+        raise EngineFailure("ValueError", error, "config")
     if era.kv_buffer_layout == "lbnhc":
         logs.append(LAYOUT_LOG_033)  # after the config-time warnings above
     specs = {ls.name: ls.spec for ls in plan.layers}
@@ -204,7 +229,8 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         logs=logs,
     )
     worker_names = [set(r) for r in ranks] if ranks else [set(specs)]
-    plan.workload = _workload(era, o, original, plan.mamba, len(worker_names))
+    batches = runner.max_concurrent_batches(era, plan.runner, len(worker_names))
+    plan.workload = _workload(era, o, original, plan.mamba, batches)
     if era.admission == "per_layer":
         # 0.11 checked every layer's own reservation before grouping (and before HMA-off conversion).
         for names in worker_names:
@@ -230,7 +256,11 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     plan.specs, plan.groups = specs, groups
 
     projected = [sizing.project_groups(groups, names) for names in worker_names]
-    available = [o.kv_cache_memory_bytes for _ in projected]
+    per_worker = o.kv_cache_memory_bytes_per_worker
+    if per_worker is not None and len(per_worker) == len(projected):
+        available = list(per_worker)
+    else:
+        available = [o.kv_cache_memory_bytes for _ in projected]
     if o.num_gpu_blocks_override is not None and era.override_before_check:
         for i, pg in enumerate(projected):
             if pg:
@@ -241,6 +271,9 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
                 )
                 available[i] = o.num_gpu_blocks_override * bpb
     worker_specs = [[specs[n] for n in specs if n in names] for names in worker_names]
+    if dcp > 1 and any(isinstance(sp, SlidingWindowSpec) for sp in specs.values()):
+        # SlidingWindowSpec.max_memory_usage_bytes asserts it is not DCP-sharded (0.18.0, 0.33.0)
+        raise EngineFailure("AssertionError", runner.DCP_SLIDING, "admission")
 
     # 0.14-0.16 ran auto-fit and the admission check once, on the global groups with the
     # smallest worker budget; 0.17 projects the groups onto each worker first.
@@ -251,18 +284,19 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     if o.max_model_len == -1:
         _auto_fit(plan, checked_groups, checked_specs, checked_avail)
 
-    for pg, ws, avail in zip(checked_groups, checked_specs, checked_avail):
-        if pg and era.admission != "per_layer":
-            need = sizing.check_enough_memory(pg, era, plan.workload, ws, avail)
-            if not plan.needed_bytes:
-                plan.needed_bytes = need
-                plan.checked_available_bytes = sizing.checked_memory(pg, era, avail)
+    if era.admission != "per_layer":
+        _record_checks(plan, checked_groups, checked_specs, checked_avail)
+        for pg, ws, avail in zip(checked_groups, checked_specs, checked_avail):
+            if pg:
+                sizing.check_enough_memory(pg, era, plan.workload, ws, avail)
 
     override = None if era.override_before_check else o.num_gpu_blocks_override
     workers = [
         sizing.kv_cache_config_from_groups(i, pg, avail, override, era, logs)
         for i, (pg, avail) in enumerate(zip(projected, available))
     ]
+    own = {w.rank: w.num_blocks for w in workers}  # before the minimum (≤ 0.18 applies the override here)
+    plan.worker_checks = [replace(c, num_blocks=own[c.rank]) for c in plan.worker_checks]
     plan.workers = sizing.equalise(workers)
     plan.num_blocks = plan.workers[0].num_blocks if plan.workers else 0
 
@@ -274,6 +308,11 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         plan.kv_cache_size_tokens = sizing.kv_cache_size_tokens(
             era, reported.num_blocks, rg, plan.max_concurrency, plan.workload
         )
+        # the scheduler's view: one pool of num_blocks, every global group draws from it
+        plan.steady = sizing.steady_state(plan.num_blocks, plan.groups, plan.workload,
+                                          1 + facts.num_speculative_tokens)
+        if _logs_dcp(era) and dcp > 1:
+            logs.append(_dcp_log(dcp))  # _report_kv_cache_config, plain info: once per worker
         size_line = f"GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens"
         conc_line = f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {plan.max_concurrency:.2f}x"
         if era.capacity_log == "one_line":
@@ -281,6 +320,8 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         else:
             logs.append(size_line)
             logs.append(conc_line)
+        if _logs_dcp(era) and dcp > 1:
+            logs.extend(_dcp_log(dcp) for w in plan.workers if w.groups and w is not reported)
         if era.capacity_log in ("per_worker", "per_worker_both"):
             # 0.11 logged the concurrency line with plain info: once per worker that has groups
             # (up to 0.11.0 the size line too)
@@ -299,6 +340,16 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
             raise EngineFailure("AssertionError", wording(era).drafter_split, "drafter")
 
 
+def _dcp_log(dcp: int) -> str:
+    return f"Multiplying the GPU KV cache size by the cp_world_size {dcp} (pcp_world_size 1 * dcp_world_size {dcp})."
+
+
+def _logs_dcp(era: Era) -> bool:
+    """Up to 0.18, _report_kv_cache_config logged the DCP multiplication once per worker (read in
+    0.18.0; 0.33.0 logs capacity in one line without it)."""
+    return era.capacity_log != "one_line"
+
+
 def _without_head_size_v(spec: KVCacheSpec, era: Era) -> KVCacheSpec:
     """Before PR #40045 (0.20.0) only full-attention specs had a separate V head size: sliding,
     chunked and cross layers cached V at the K head size (page 2·bs·h·hk·b); before 0.14.0
@@ -309,6 +360,18 @@ def _without_head_size_v(spec: KVCacheSpec, era: Era) -> KVCacheSpec:
         if spec.head_size_v != spec.head_size:
             return replace(spec, head_size_v=spec.head_size)
     return spec
+
+
+def _record_checks(plan: Plan, projected, worker_specs, available) -> None:
+    """Every worker's admission numbers, kept on the plan before the check may raise."""
+    plan.worker_checks = [
+        sizing.worker_check(i, pg, plan.era, plan.workload, ws, avail)
+        for i, (pg, ws, avail) in enumerate(zip(projected, worker_specs, available)) if pg
+    ]
+    if plan.worker_checks:
+        plan.blocks_per_request = sizing.blocks_per_request(plan.groups, plan.workload)
+        first = plan.failing_worker or plan.worker_checks[0]
+        plan.needed_bytes, plan.checked_available_bytes = first.needed_bytes, first.checked_available_bytes
 
 
 def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
@@ -323,6 +386,7 @@ def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
             checked = sizing.checked_memory(pg, era, avail)
             best = min(best, sizing.estimate_max_model_len(pg, era, plan.workload, ws, checked))
     if best <= 0:
+        _record_checks(plan, projected, worker_specs, available)
         raise EngineFailure("ValueError", wording(era).autofit_none, "autofit")
     avail_gib = round(min(a for a, pg in zip(available, projected) if pg) / GiB, 2)
     logs.extend(autofit_lines(era, original, best, avail_gib))

@@ -198,6 +198,41 @@ def equalise(workers: list[WorkerConfig]) -> list[WorkerConfig]:
     return out
 
 
+@dataclass(frozen=True)
+class WorkerCheck:
+    """What the engine knows about one worker at the admission check, pass or fail:
+    its projection of the global groups, its pool, and one max-length request's need."""
+
+    rank: int
+    groups: tuple[Group, ...]
+    group_size: int  # slots per block on this worker: the most layers any projected group has here
+    bytes_per_block: int
+    available_bytes: int  # after --num-gpu-blocks-override (0.33 re-expresses the override as bytes)
+    checked_available_bytes: int  # what the check compares against (0.33: minus the null block)
+    num_blocks: int  # the worker's own pool, before the engine-wide minimum
+    blocks_per_request: tuple[int, ...]  # per projected group
+    needed_bytes: int
+    estimated_max_model_len: int | None  # vLLM's estimate when the check fails
+
+    @property
+    def fits(self) -> bool:
+        return self.needed_bytes <= self.checked_available_bytes
+
+
+def worker_check(rank: int, groups: list[Group], era: Era, w: Workload, layer_specs: list[KVCacheSpec],
+                 available: int) -> WorkerCheck:
+    """The admission check's numbers for one worker, without raising."""
+    bpb = bytes_per_block(groups)
+    checked = checked_memory(groups, era, available)
+    need = needed_bytes(groups, era, w, layer_specs)
+    estimate = None
+    if need > checked:
+        estimate = estimate_max_model_len(groups, era, w, layer_specs, checked) if checked > 0 else 0
+    return WorkerCheck(rank, tuple(groups), group_size_of(groups) if not is_single_uniform_type(groups) else
+                       len(groups[0].layer_names), bpb, available, checked, max(available // bpb, 0) if bpb else 0,
+                       tuple(blocks_per_request(groups, w)), need, estimate)
+
+
 def max_concurrency(num_blocks: int, groups: list[Group], w: Workload) -> float:
     """``get_max_concurrency_for_kv_cache_config``: num_blocks / Σ_g blocks per request."""
     per_request = sum(blocks_per_request(groups, w))
@@ -239,3 +274,36 @@ def vllm_tensor_records(w: WorkerConfig) -> list[dict]:
         records.append({"block_stride": page, "layer_stride": page * w.num_blocks, "layers": list(g.layer_names),
                         "offset": 0, "size": size})
     return records
+
+
+# --- steady state (kvplan's figure, not vLLM's; docs/capacity.md) ------------------------
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """Requests of ``max_model_len`` tokens the pool holds once each is past its prefill.
+
+    ``blocks_per_request[g]``: what one decoding request holds in group g: full/MLA
+    layers the whole length, sliding layers the window plus the step's tokens plus one
+    block of misalignment (vLLM frees blocks behind the window), chunked layers the
+    current chunk plus the step, Mamba layers their state blocks (as vLLM reserves them).
+    ``prefill_reserve_blocks``: what the in-flight batches add to the windowed groups
+    beyond that (vLLM's reservation minus the steady one), held once for the pool, not
+    per request. ``usable_blocks`` leaves out the null block vLLM's BlockPool keeps."""
+
+    blocks_per_request: tuple[int, ...]
+    prefill_reserve_blocks: int
+    usable_blocks: int
+    concurrency: float
+
+
+def steady_state(num_blocks: int, groups: list[Group], w: Workload, decode_tokens: int = 1) -> SteadyState:
+    from dataclasses import replace
+
+    decode = replace(w, max_in_flight_tokens=max(decode_tokens, 1))
+    steady = [cdiv(g.spec.max_memory_usage_bytes(decode), g.spec.page_size_bytes) for g in groups]
+    reserve = sum(b - s for b, s in zip(blocks_per_request(groups, w), steady))
+    usable = max(num_blocks - 1, 0)
+    per_request = sum(steady)
+    conc = max(usable - reserve, 0) / per_request if per_request and num_blocks else 0.0
+    return SteadyState(tuple(steady), reserve, usable, conc)

@@ -59,6 +59,7 @@ def plan_numbers(plan) -> dict:
         "num_padding_layers": plan.num_padding_layers,
         "padding_waste_pct": round(plan.padding_waste_pct, 4),
         "max_concurrency": round(plan.max_concurrency, 6),
+        "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
         "kv_tokens": plan.kv_tokens,
         "max_model_len": plan.max_model_len,
     }
@@ -114,6 +115,10 @@ def evaluate(expectation: Expectation, numbers: dict) -> Outcome:
         measured = numbers["max_concurrency"]
         passed = measured >= limit
         message = f"max concurrency {measured:.2f}, need at least {limit:g}"
+    elif key == "min_steady_concurrency":
+        measured = numbers["steady_state_concurrency"]
+        passed = measured >= limit
+        message = f"steady-state concurrency {measured:.2f} (kvplan's estimate), need at least {limit:g}"
     elif key == "min_max_model_len":
         measured = numbers["max_model_len"]
         passed = measured >= limit

@@ -87,7 +87,8 @@ def _numbers_line(dep: dict) -> str:
     if not p:
         return ""
     return (f"group_size={p['group_size']} num_groups={p['num_groups']} padding_waste_pct={p['padding_waste_pct']:.2f} "
-            f"max_concurrency={p['max_concurrency']:.2f} kv_tokens={p['kv_tokens']} max_model_len={p['max_model_len']} "
+            f"max_concurrency={p['max_concurrency']:.2f} "
+            f"steady_state_concurrency={p.get('steady_state_concurrency', 0.0):.2f} kv_tokens={p['kv_tokens']} max_model_len={p['max_model_len']} "
             f"starts={str(p['starts']).lower()}")
 
 
@@ -207,7 +208,7 @@ def format_limit(key: str, value: Any) -> str:
         return "starts" if value else "fails"
     if key == "max_padding_waste_pct":
         return f"{value:.2f}%" if isinstance(value, float) else f"{value}%"
-    if key == "min_concurrency":
+    if key in ("min_concurrency", "min_steady_concurrency"):
         return f"{value:.2f}" if isinstance(value, float) else str(value)
     if key in ("min_max_model_len", "min_kv_tokens"):
         return f"{value:,}"

@@ -144,6 +144,7 @@ EXPECTATIONS: dict[str, Callable[[Any], Any]] = {
     "starts": _boolean,
     "max_padding_waste_pct": _number(0.0, 100.0),
     "min_concurrency": _number(0.0),
+    "min_steady_concurrency": _number(0.0),
     "min_max_model_len": _integer(1),
     "min_kv_tokens": _integer(0),
     "max_groups": _integer(1),

@@ -1,0 +1,110 @@
+"""The smallest changes that make a failing deployment start, each verified by simulating
+the deployment again with it.
+
+Only memory failures have such fixes (the admission check, auto-fit with no room): a
+shorter ``--max-model-len`` (the engine's own estimate, checked), a larger
+``--kv-cache-memory`` (the least that starts, rounded up to a whole GiB, or to 64 MiB
+below 8 GiB), a larger ``--num-gpu-blocks-override`` (the least that starts) or none, and
+``--no-async-scheduling`` where the in-flight reservation of the windowed layers is what
+does not fit. ``--gpu-memory-utilization`` needs the hardware budget and is found by
+``kvplan.fit.utilization_fix``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from kvplan.units import GiB, MiB, cdiv, largest_true
+
+MEMORY_STAGES = ("admission", "autofit")
+ROUND_GIB_FROM = 8 * GiB
+
+
+def fix_entry(option: str, value, flag: str, plan) -> dict:
+    """One verified fix: the option, its value, the flag to type and what the engine then does."""
+    return {
+        "option": option,
+        "value": value,
+        "flag": flag,
+        "verified": plan.starts,
+        "starts": plan.starts,
+        "max_model_len": plan.max_model_len,
+        "num_blocks": plan.num_blocks,
+        "max_concurrency": round(plan.max_concurrency, 6),
+        "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
+        "result": (f"starts; num_blocks {plan.num_blocks:,}, max_concurrency {plan.max_concurrency:.2f}, "
+                   f"steady_state_concurrency {plan.steady_state_concurrency:.2f}"),
+    }
+
+
+def size_flag(n: int) -> str:
+    return f"{n // GiB}GiB" if n % GiB == 0 else f"{n // MiB}MiB"
+
+
+def round_up_size(n: int) -> int:
+    """Up to a whole GiB from 8 GiB, to 64 MiB below."""
+    step = GiB if n >= ROUND_GIB_FROM else 64 * MiB
+    return cdiv(n, step) * step
+
+
+def least_that_starts(with_value, failing: int, starting: int, starts) -> int:
+    """The least value in (failing, starting] that starts (starting is known to start)."""
+    return largest_true(lambda k: starts(with_value(k)) is None, failing, starting - 1) + 1
+
+
+def smallest_fixes(plan, rerun: Callable) -> list[dict]:
+    """``rerun(options) -> Plan`` simulates the same deployment with other options."""
+    if plan.failure is None or plan.failure.stage not in MEMORY_STAGES or plan.failure.error_type != "ValueError":
+        return []  # not a memory failure (e.g. DCP with sliding-window layers)
+    o = plan.options
+    fixes: list[dict] = []
+
+    def starts(opts):
+        p = rerun(opts)
+        return p if p.starts else None
+
+    # 1. a shorter --max-model-len: the engine's own estimate (the smallest over failing workers)
+    estimates = [c.estimated_max_model_len for c in plan.worker_checks if not c.fits and c.estimated_max_model_len]
+    if estimates and o.max_model_len != -1:
+        length = min(estimates)
+        p = starts(replace(o, max_model_len=length))
+        if p is None:  # never seen; search below the estimate rather than print an unverified fix
+            best = largest_true(lambda n: starts(replace(o, max_model_len=n)) is not None, 1, length) \
+                if starts(replace(o, max_model_len=1)) else 0
+            p = starts(replace(o, max_model_len=best)) if best else None
+            length = best
+        if p is not None:
+            fixes.append(fix_entry("max_model_len", length, f"--max-model-len {length}", p))
+
+    # 2. more blocks: the override, or more memory
+    if o.num_gpu_blocks_override is not None:
+        p = starts(replace(o, num_gpu_blocks_override=None))
+        if p is not None:
+            fixes.append(fix_entry("num_gpu_blocks_override", None, "drop --num-gpu-blocks-override", p))
+        need = max((cdiv(c.needed_bytes, c.bytes_per_block) + 1 for c in plan.worker_checks if c.bytes_per_block),
+                   default=0)
+        lo = o.num_gpu_blocks_override
+        if need > lo and starts(replace(o, num_gpu_blocks_override=need)):
+            n = least_that_starts(lambda k: replace(o, num_gpu_blocks_override=k), lo, need, starts)
+            p = starts(replace(o, num_gpu_blocks_override=n))
+            if p is not None:
+                fixes.append(fix_entry("num_gpu_blocks_override", n, f"--num-gpu-blocks-override {n}", p))
+    else:
+        o = replace(o, kv_cache_memory_bytes_per_worker=None)  # --kv-cache-memory gives every stage the same
+        mem = o.kv_cache_memory_bytes
+        hi = max(mem, 1) * 2
+        while hi < (1 << 50) and starts(replace(o, kv_cache_memory_bytes=hi)) is None:
+            hi *= 2
+        if hi < (1 << 50):
+            least = round_up_size(least_that_starts(lambda k: replace(o, kv_cache_memory_bytes=k), mem, hi, starts))
+            p = starts(replace(o, kv_cache_memory_bytes=least))
+            if p is not None:
+                fixes.append(fix_entry("kv_cache_memory", least, f"--kv-cache-memory {size_flag(least)}", p))
+
+    # 3. async scheduling off: the windowed layers then reserve one batch fewer
+    if plan.era.in_flight_batches and plan.runner is not None and plan.runner.async_scheduling:
+        p = starts(replace(plan.options, async_scheduling=False))
+        if p is not None:
+            fixes.append(fix_entry("async_scheduling", False, "--no-async-scheduling", p))
+    return fixes

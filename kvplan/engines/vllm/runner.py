@@ -1,0 +1,135 @@
+"""Which model runner vLLM picks, whether async scheduling stays on, and so how many
+batches are in flight (what a sliding or chunked layer reserves beyond its window).
+
+Read in vLLM 0.33.0 (wheel ``vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl``),
+``vllm/config/vllm.py``:
+
+* ``VllmConfig.use_v2_model_runner``: ``VLLM_USE_V2_MODEL_RUNNER`` when set; otherwise V2
+  unless ``_get_v2_model_runner_unsupported_features`` names something. Of those, the ones
+  a kvplan deployment can reach: speculative method ``suffix``/``custom_class``, and
+  ``parallel_drafting`` with a method other than ``dflash``/``dspark`` (P-EAGLE) — "V2
+  EagleSpeculator does not support parallel_drafting (for P-Eagle)". (Triton missing,
+  external_launcher with PP, heterogeneous-vocabulary drafts and dual batch overlap are
+  the others.) With the variable forcing V2 on such a deployment,
+  ``_validate_v2_model_runner`` raises ``ValueError("Model Runner V2 does not yet
+  support: …")``.
+* The async-scheduling default (``__post_init__``, "Async scheduling incompatibilities
+  specific to the V1 model runner"): on V1, a speculative method outside the EAGLE/MTP,
+  ``ngram_gpu``, ``draft_model``, ``dspark``, ``dflash`` families, or pipeline parallelism,
+  turns async scheduling off with a warning when it was not given, and raises when it was
+  given explicitly.
+* ``max_concurrent_batches``: with async scheduling, ``PP + 1`` on V2, ``2`` on V1 with
+  ``PP == 1``; otherwise ``PP``. ``max_in_flight_tokens`` = that × ``max_num_batched_tokens``.
+
+Up to 0.18 (``envs.VLLM_USE_V2_MODEL_RUNNER`` defaults to 0) V1 is the default and the
+reservations use ``max_num_batched_tokens`` alone, so the runner does not change the layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engines.vllm.eras import Era
+from kvplan.engines.vllm.grouping import EngineFailure
+
+V2_UNSUPPORTED = "Model Runner V2 does not yet support: {}"
+V1_ASYNC_ERROR = "Async scheduling is not supported by the V1 model runner with {}."
+V1_ASYNC_WARNING = "Async scheduling is disabled because the V1 model runner does not support it with {}."
+PARALLEL_DRAFTING = "parallel drafting for EAGLE speculative decoding"
+# Speculative methods the V1 runner schedules asynchronously (EagleModelTypes incl. MTP,
+# NgramGPUTypes, draft_model, dspark, dflash); kvplan's "ngram" is vLLM's CPU n-gram proposer.
+V1_ASYNC_METHODS = ("eagle", "eagle3", "mtp", "extract_hidden_states", "ngram_gpu", "draft_model", "dspark", "dflash")
+
+
+@dataclass(frozen=True)
+class RunnerChoice:
+    runner: str  # "v1" | "v2"
+    async_scheduling: bool
+    reason: str  # why this runner (and async setting), in words
+
+
+def v2_unsupported(speculative_method: str | None, parallel_drafting: bool) -> list[str]:
+    """``_get_v2_model_runner_unsupported_features`` for the inputs kvplan models."""
+    out = []
+    if speculative_method in ("suffix", "custom_class"):
+        out.append(f"speculative method '{speculative_method}'")
+    if parallel_drafting and speculative_method not in ("dflash", "dspark"):
+        out.append(PARALLEL_DRAFTING)
+    return out
+
+
+def resolve_model_runner(era: Era, use_v2: bool | None, async_scheduling: bool | None, *, pp: int,
+                         speculative_method: str | None, parallel_drafting: bool,
+                         logs: list[str]) -> RunnerChoice:
+    """The runner and the async-scheduling setting vLLM ends up with (raises EngineFailure
+    where vLLM refuses the combination at config time)."""
+    if era.default_model_runner == "v1":
+        runner = "v2" if use_v2 else "v1"
+        how = "given" if use_v2 is not None else f"{era.name}'s default"
+        return RunnerChoice(runner, async_scheduling is not False, f"model runner {runner.upper()} ({how})")
+    unsupported = v2_unsupported(speculative_method, parallel_drafting)
+    if use_v2 is None:
+        runner = "v1" if unsupported else "v2"
+        reason = (f"model runner V1: V2 does not yet support {', '.join(unsupported)}" if unsupported
+                  else "model runner V2 (the release's default)")
+    else:
+        runner = "v2" if use_v2 else "v1"
+        reason = f"model runner {runner.upper()} (given)"
+        if runner == "v2" and unsupported:
+            raise EngineFailure("ValueError", V2_UNSUPPORTED.format(", ".join(unsupported)), "config")
+    incompat = None
+    if runner == "v1":
+        if speculative_method is not None and speculative_method not in V1_ASYNC_METHODS:
+            incompat = f"{speculative_method}-based speculative decoding"
+        elif pp > 1:
+            incompat = "pipeline parallelism"
+    if incompat is None:
+        return RunnerChoice(runner, async_scheduling is not False, reason)
+    if async_scheduling:
+        raise EngineFailure("ValueError", V1_ASYNC_ERROR.format(incompat), "config")
+    if async_scheduling is None:
+        logs.append(V1_ASYNC_WARNING.format(incompat))
+        reason += f"; async scheduling off (V1 does not support it with {incompat})"
+    return RunnerChoice(runner, False, reason)
+
+
+def max_concurrent_batches(era: Era, choice: RunnerChoice, pp: int) -> int:
+    """Batches whose tokens a sliding/chunked layer must hold at once (0.32+; 1 before)."""
+    if not era.in_flight_batches:
+        return 1
+    if choice.async_scheduling:
+        if choice.runner == "v2":
+            return pp + 1
+        if pp <= 1:
+            return 2
+    return pp
+
+
+DCP_SLIDING = "DCP not support sliding window."
+
+
+def dcp_config_error(dcp: int, tp: int, *, use_mla: bool, total_num_kv_heads: int | None,
+                     total_num_attention_heads: int | None) -> str | None:
+    """vLLM 0.33.0's config-time checks of ``--decode-context-parallel-size`` (the message, or None):
+    ``ParallelConfig`` (DCP reuses the TP ranks) and ``ModelConfig.verify_with_parallel_config``
+    (GQA/MQA: each DCP rank must hold a replica of a KV head; MLA is exempt)."""
+    if dcp <= 1:
+        return None
+    if tp % dcp != 0:
+        return f"tp_size={tp} must be divisible by dcp_size={dcp}."
+    if use_mla or not total_num_kv_heads:
+        return None
+    if tp <= total_num_kv_heads:
+        return ("Decode context parallelism for GQA/MQA requires "
+                f"`--tensor-parallel-size` ({tp}) to be greater than the model's total number of KV heads "
+                f"({total_num_kv_heads}). Increase `--tensor-parallel-size` or set `--decode-context-parallel-size 1`.")
+    max_dcp = tp // total_num_kv_heads
+    if dcp > max_dcp:
+        return (f"`--decode-context-parallel-size` ({dcp}) exceeds the maximum supported value ({max_dcp}) for "
+                f"`--tensor-parallel-size` ({tp}) and {total_num_kv_heads} model KV heads.")
+    if total_num_attention_heads:
+        per_kv = total_num_attention_heads // total_num_kv_heads
+        if per_kv % dcp != 0:
+            return (f"The model's number of query heads per KV head ({per_kv}) must be divisible by "
+                    f"`--decode-context-parallel-size` ({dcp}) for GQA/MQA.")
+    return None
