@@ -94,6 +94,31 @@ def compare_command(
     swa_full: Annotated[bool, typer.Option(
         "--swa-full", help="llama.cpp: full-size SWA cache (every window layer keeps n_ctx cells).",
         rich_help_panel=ENGINES)] = False,
+    llamacpp_kv_unified: Annotated[Optional[bool], typer.Option(
+        "--llamacpp-kv-unified/--llamacpp-no-kv-unified", help="llama.cpp: one KV stream shared by all slots, or "
+        "one per slot. Default: as llama-server decides (unified for -np auto, per slot for an explicit -np).",
+        rich_help_panel=ENGINES, show_default=False)] = None,
+    sglang_disable_overlap_schedule: Annotated[bool, typer.Option(
+        "--sglang-disable-overlap-schedule", help="SGLang: --disable-overlap-schedule (one prefill chunk in flight "
+        "instead of two).", rich_help_panel=ENGINES)] = False,
+    sglang_swa_eviction_interval: Annotated[int, typer.Option(
+        "--sglang-swa-eviction-interval", min=1, help="SGLang: SGLANG_SWA_EVICTION_INTERVAL (tokens slid out of the "
+        "window before eviction).", rich_help_panel=ENGINES)] = 128,
+    trtllm_scheduler_policy: Annotated[str, typer.Option(
+        "--trtllm-scheduler-policy", help="TensorRT-LLM: capacity scheduler policy, GUARANTEED_NO_EVICT or "
+        "MAX_UTILIZATION.", rich_help_panel=ENGINES)] = "GUARANTEED_NO_EVICT",
+    trtllm_max_num_tokens: Annotated[int, typer.Option(
+        "--trtllm-max-num-tokens", min=1, help="TensorRT-LLM: max_num_tokens (sets the temporary attention window "
+        "of sliding pools).", rich_help_panel=ENGINES)] = 8192,
+    sglang_version: Annotated[Optional[str], typer.Option(
+        "--sglang-version", help="SGLang release the rules come from (read from 0.5.23).",
+        rich_help_panel=ENGINES, show_default=False)] = None,
+    trtllm_version: Annotated[Optional[str], typer.Option(
+        "--trtllm-version", help="TensorRT-LLM release the rules come from (read from 1.2.0rc2).",
+        rich_help_panel=ENGINES, show_default=False)] = None,
+    llamacpp_build: Annotated[Optional[str], typer.Option(
+        "--llamacpp-build", help="llama.cpp commit the rules come from (read from 0c1e57098).",
+        rich_help_panel=ENGINES, show_default=False)] = None,
     format: o.OutputFormat = o.Format.table,
 ) -> None:
     """Compare vLLM, SGLang, TensorRT-LLM and llama.cpp on one model, budget and workload.
@@ -109,7 +134,10 @@ def compare_command(
     from kvplan.engines.advice import advise
     from kvplan.engines.compare import CompareInputs, compare
     from kvplan.engines.layer_costs import layer_costs
-    from kvplan.engines.trtllm import parse_shares
+    from kvplan.engines.llamacpp import LLAMACPP_BUILD
+    from kvplan.engines.sglang import SGLANG_VERSION
+    from kvplan.engines.stages import require_version
+    from kvplan.engines.trtllm import SCHEDULER_POLICIES, TRTLLM_VERSION, parse_shares
     from kvplan.errors import OptionError, UnsupportedError
     from kvplan.report import SCHEMA_VERSION
     from kvplan.report.data import model_info_dict, serving_dict
@@ -128,6 +156,13 @@ def compare_command(
                           "engine at one length, pass one of them")
     length = target_len or mml
     shares = parse_shares(trtllm_window_shares) if trtllm_window_shares else None
+    versions = {"sglang": require_version("--sglang-version", sglang_version, SGLANG_VERSION, "SGLang"),
+                "trtllm": require_version("--trtllm-version", trtllm_version, TRTLLM_VERSION, "TensorRT-LLM"),
+                "llamacpp": require_version("--llamacpp-build", llamacpp_build, LLAMACPP_BUILD, "llama.cpp")}
+    policy_name = trtllm_scheduler_policy.strip().upper()
+    if policy_name not in SCHEDULER_POLICIES:
+        raise OptionError(f"--trtllm-scheduler-policy {trtllm_scheduler_policy}: choose "
+                          f"{' or '.join(SCHEDULER_POLICIES)}")
     extra = parse_policies(policies, policy)
 
     scenario = Scenario(
@@ -153,6 +188,9 @@ def compare_command(
         swa_full_tokens_ratio=swa_full_tokens_ratio, sglang_page_size=sglang_page_size,
         trtllm_window_shares=shares, trtllm_tokens_per_block=trtllm_tokens_per_block,
         llamacpp_n_seq=llamacpp_n_seq, llamacpp_n_ubatch=llamacpp_n_ubatch, swa_full=swa_full,
+        llamacpp_kv_unified=llamacpp_kv_unified, sglang_disable_overlap_schedule=sglang_disable_overlap_schedule,
+        sglang_swa_eviction_interval=sglang_swa_eviction_interval, trtllm_scheduler_policy=policy_name,
+        trtllm_max_num_tokens=trtllm_max_num_tokens,
     )
     architecture = layout.target.architecture
     comparison = compare(layout.layers, architecture, inputs, plans)
@@ -168,9 +206,6 @@ def compare_command(
     if any(ls.spec.kind == "mamba" for ls in layout.layers):
         warnings.append("recurrent state pools of SGLang and TensorRT-LLM are approximated (state set aside for "
                         "the number of requests that serves the most)")
-    if architecture and architecture.startswith("DeepseekV4"):
-        warnings.append("SGLang sizes DeepSeek-V4 with its own pool configurator (compressed caches, ratio 0.1); "
-                        "the SGLang row uses the generic hybrid-SWA rule")
     serving = serving_of(scenario)
     data = {
         "schema_version": SCHEMA_VERSION,
@@ -180,6 +215,7 @@ def compare_command(
         "drafter": model_info_dict(layout.drafter),
         "speculative": {"method": layout.speculative_method, "num_speculative_tokens": layout.num_speculative_tokens},
         "serving": {**serving_dict(serving), "block_size": layout.block_size},
+        "engine_versions": versions,
         **comparison.to_dict(),
         "advice": advice,
         "budget": main.budget,

@@ -271,7 +271,10 @@ def advise_vllm(plan, simulate_at, target_concurrency: int | None = None) -> dic
     reaches = _reaches(pick["max_concurrency"], target_concurrency)
     same = (f"any threshold <= {ratio:.4g} gives the same grouping" if pick["threshold"] == 1.0
             else f"any threshold > {ratio:.4g} gives the same grouping")
-    unchanged = era.threshold is not None and pick["threshold"] == era.threshold
+    unchanged = plan.starts and (pick["group_size"], pick["num_padding_layers"]) == (
+        plan.group_size, plan.num_padding_layers)
+    if unchanged:
+        why = f"the shipped threshold {era.threshold:g} already gives this grouping"
     return {"applicable": True, "threshold": pick["threshold"],
             "code_change": None if unchanged else
             f"set the grouping threshold to {pick['threshold']:g} in {VLLM_THRESHOLD_SOURCE}: vLLM has no flag for it",

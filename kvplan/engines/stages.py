@@ -55,3 +55,13 @@ class EngineStages:
             "steady_concurrency": self.steady_concurrency.to_dict(),
             "starts": self.starts.to_dict(),
         }
+
+
+def require_version(flag: str, given: str | None, known: str, engine: str) -> str:
+    """The engine version whose rules kvplan models; any other is refused, naming the one it knows."""
+    from kvplan.errors import OptionError
+
+    if given is None or given.strip() == known:
+        return known
+    raise OptionError(f"{flag} {given}: kvplan's {engine} rules were read from {known} only; pass {flag} {known} "
+                      f"(or leave it out)")
