@@ -111,11 +111,11 @@ def render_advice(c: Console, a: dict) -> None:
     if v:
         if v["applicable"] and v.get("threshold") is not None:
             if v.get("code_change"):
-                knob, why = f"code change: threshold {v['threshold']:g}", f"{v['reason']}; {v['code_change']}"
+                knob, reason = f"code change: threshold {v['threshold']:g}", f"{v['reason']}; {v['code_change']}"
             else:
-                knob, why = f"no change (shipped {v['current']['threshold']:g})", v["reason"]
+                knob, reason = f"no change (shipped {v['current']['threshold']:g})", v["reason"]
             row("vLLM", knob, f"{v['max_concurrency']:.2f}", reach(v["reaches_target"]),
-                f"{why} (kvplan simulates it with {v['kvplan_flag']})")
+                f"{reason} (kvplan simulates it with {v['kvplan_flag']})")
         else:
             row("vLLM", "(threshold)", "", "", v["reason"])
     s = a["sglang"]
