@@ -1,27 +1,30 @@
 """kvplan: predict how an inference engine lays out the KV cache of a model, offline.
 
-Public API (imports nothing heavy; transformers loads only when a config is parsed):
+Library API (imports nothing heavy; transformers loads only when a config is parsed), one
+function per command, each returning the dict ``--format json`` prints::
 
-    from kvplan import PlanRequest, SimulateOptions, plan
-    layout, result = plan(PlanRequest("openai/gpt-oss-20b", drafter="amazon/GPT-OSS-20B-P-EAGLE"),
-                          SimulateOptions(kv_cache_memory_bytes=40 << 30))
+    import kvplan
+    r = kvplan.simulate("openai/gpt-oss-20b", drafter="amazon/GPT-OSS-20B-P-EAGLE", kv_cache_memory="40GiB")
+
+See kvplan.api for every function and kvplan.options for every option.
 """
 
 __version__ = "0.1.0"
 
+_API = ("inspect", "simulate", "sweep", "compare", "fit", "gpus", "check", "models")
+
 
 def __getattr__(name: str):
     # Lazy re-exports keep `import kvplan` (and `kvplan --help`) cheap.
-    if name in {"PlanRequest", "plan", "plan_layout", "resolve_era", "model_facts", "derive_max_model_len"}:
+    if name in _API:
         from kvplan import api
 
         return getattr(api, name)
-    if name in {"SimulateOptions", "ModelFacts", "Plan", "simulate", "get_era"}:
-        from kvplan.engines import vllm
-
-        return getattr(vllm, name)
     if name in {"ServingOptions", "build_model_layout", "ModelLayout"}:
         from kvplan import model
 
         return getattr(model, name)
     raise AttributeError(name)
+
+
+__all__ = ["__version__", *_API]

@@ -1,87 +1,78 @@
-"""The library entry points the CLI (and scripts) call: model → layout → plan.
+"""kvplan's library API: one function per command, each returning exactly the dict that
+``kvplan <command> --format json`` prints (the envelope of kvplan.report.envelope).
 
-Pure functions over frozen inputs; nothing here prints, parses options or imports
-Typer, Rich or torch.
+Options are keyword arguments named as the long flags with underscores, with raw values
+(``kv_cache_memory="40GiB"``, ``max_model_len="128k"``) or typed ones (``tensor_parallel_size=2``);
+each is parsed by its entry in kvplan.options, as the command line parses it::
+
+    import kvplan
+    r = kvplan.simulate("openai/gpt-oss-20b", drafter="amazon/GPT-OSS-20B-P-EAGLE",
+                        kv_cache_memory="40GiB", policy="vllm-1.5")
+    r["outcome"]["starts"], r["grouping"]["group_size"], r["memory"]["max_concurrency"]
+
+Bad input raises kvplan.errors.KvplanError (the CLI's exit 1); a predicted engine failure is
+a result (``outcome.ok`` False; the CLI's exit 3).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-from kvplan.engines.vllm import Era, ModelFacts, Plan, SimulateOptions, get_era, simulate
-from kvplan.model import ModelLayout, ServingOptions, build_model_layout
+def inspect(model: str, **options) -> dict:
+    """The per-layer KV specs vLLM would register (``kvplan inspect``)."""
+    from kvplan.usecases.inspect import inspect as run
 
-_MAX_LEN_KEYS = (
-    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-    "max_sequence_length", "max_seq_length", "seq_len",
-)
+    return run(model, **options)
 
 
-def _text_config(config: dict) -> dict:
-    inner = config.get("text_config")
-    return inner if isinstance(inner, dict) else config
+def simulate(model: str, **options) -> dict:
+    """vLLM's grouping, padding, memory, concurrency and start-up outcome (``kvplan simulate``)."""
+    from kvplan.usecases.simulate import simulate as run
+
+    return run(model, **options)
 
 
-def derive_max_model_len(config: dict, *, disable_sliding_window: bool = False) -> int:
-    """vLLM's default ``max_model_len`` (``_get_and_verify_max_len``): the smallest of the
-    length keys, scaled by the RoPE factor unless the rope type already accounts for it
-    (su, longrope, llama3), with YaRN starting from ``original_max_position_embeddings``.
-    Gemma 3 lengths are already scaled, so vLLM skips the factor for them."""
-    cfg = _text_config(config)
-    lengths = [cfg[k] for k in _MAX_LEN_KEYS if isinstance(cfg.get(k), int)]
-    derived = min(lengths) if lengths else 2048
-    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
-    model_type = str(cfg.get("model_type", "")) + str(config.get("model_type", ""))
-    if isinstance(rope, dict) and "factor" in rope and "gemma3" not in model_type:
-        rope_type = rope.get("rope_type", rope.get("type"))
-        if rope_type not in ("su", "longrope", "llama3", "default", None):
-            if rope_type == "yarn" and "original_max_position_embeddings" in rope:
-                derived = rope["original_max_position_embeddings"]
-            derived = int(derived * rope["factor"])
-    if disable_sliding_window:
-        # --disable-sliding-window: max_model_len may not exceed the (smallest) window
-        window = cfg.get("sliding_window_size", cfg.get("sliding_window"))
-        windows = [w for w in (window if isinstance(window, list) else [window]) if isinstance(w, int) and w > 0]
-        if windows:
-            derived = min(derived, min(windows))
-    return derived
+def sweep(model: str, thresholds: str, **options) -> dict:
+    """``kvplan simulate --sweep-threshold THRESHOLDS``: the layout under each grouping threshold."""
+    from kvplan.usecases.simulate import sweep as run
+
+    return run(model, thresholds, **options)
 
 
-def model_facts(layout: ModelLayout, *, disable_sliding_window: bool = False) -> ModelFacts:
-    return ModelFacts(
-        max_model_len=derive_max_model_len(layout.target.config, disable_sliding_window=disable_sliding_window),
-        attention_chunk_size=layout.target.attention_chunk_size,
-        speculative_method=layout.speculative_method,
-        num_speculative_tokens=layout.num_speculative_tokens,
-        mamba_chunk_size=layout.target.mamba_chunk_size,
-    )
+def compare(model: str, **options) -> dict:
+    """vLLM eras and proposals, SGLang, TensorRT-LLM and llama.cpp side by side (``kvplan compare``)."""
+    from kvplan.usecases.compare import compare as run
+
+    return run(model, **options)
 
 
-@dataclass(frozen=True)
-class PlanRequest:
-    """Everything one simulation needs, as a user states it."""
+def fit(model: str, **options) -> dict:
+    """What fits on a GPU (``kvplan fit``)."""
+    from kvplan.usecases.fit import fit as run
 
-    model: str
-    drafter: str | None = None
-    serving: ServingOptions = ServingOptions()
-    policy: str = "vllm-latest"
-    threshold: float | None = None  # overrides the era's threshold when set
-    revision: str | None = None
-    download: bool = False
+    return run(model, **options)
 
 
-def resolve_era(policy: str, threshold: float | None) -> Era:
-    era = get_era(policy)
-    return era.with_threshold(threshold) if threshold is not None else era
+def gpus() -> dict:
+    """The GPU presets (``kvplan fit --list-gpus``)."""
+    from kvplan.usecases.fit import gpus as run
+
+    return run()
 
 
-def plan_layout(layout: ModelLayout, era: Era, options: SimulateOptions, *, disable_sliding_window: bool = False) -> Plan:
-    facts = model_facts(layout, disable_sliding_window=disable_sliding_window)
-    return simulate(layout.layers, layout.ranks, facts, era, options)
+def check(files, **kwargs) -> dict:
+    """Run the deployments files' expectations (``kvplan check``)."""
+    from kvplan.usecases.check import check as run
+
+    return run(files, **kwargs)
 
 
-def plan(request: PlanRequest, options: SimulateOptions) -> tuple[ModelLayout, Plan]:
-    layout = build_model_layout(
-        request.model, request.drafter, request.serving, revision=request.revision, download=request.download
-    )
-    return layout, plan_layout(layout, resolve_era(request.policy, request.threshold), options)
+def models() -> dict:
+    """The bundled catalog (``kvplan models``)."""
+    from kvplan.model import list_catalog
+    from kvplan.report.envelope import envelope
+    from kvplan.results import outcome
+
+    return envelope("models", options={}, outcome=outcome(ok=True), body={"models": list_catalog()})
+
+
+COMMANDS = ("inspect", "simulate", "sweep", "compare", "fit", "gpus", "check", "models")

@@ -74,7 +74,7 @@ import traceback
 import weakref
 from dataclasses import dataclass
 
-from kvplan.errors import DeviceError, KvplanError, OptionError
+from kvplan.errors import DeviceDoesNotFitError, DeviceError, OptionError
 from kvplan.specs import (
     AttentionSpec,
     KVCacheSpec,
@@ -104,12 +104,6 @@ INSTALL_HINT = "install the optional extra: pip install 'kvplan[gpu]' (or a torc
 # storage's Python object alive while any view of it lives, so a live reference here
 # means memory not yet freed.
 _LIVE: list = []
-
-
-class DeviceDoesNotFitError(KvplanError):
-    """The layout does not fit in the device's free memory: nothing was allocated."""
-
-    exit_code = 3
 
 
 # --- torch and the device ------------------------------------------------------------------

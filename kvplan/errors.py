@@ -6,6 +6,8 @@ start-up failures are not exceptions here but part of a plan's result (exit 3).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class KvplanError(Exception):
     exit_code = 1
@@ -45,3 +47,50 @@ class OptionError(KvplanError):
 
 class DeviceError(KvplanError):
     """--allocate could not run: torch missing, no such device."""
+
+
+class DeviceDoesNotFitError(KvplanError):
+    """--allocate: the layout does not fit in the device's free memory; nothing was allocated."""
+
+    exit_code = 3
+
+
+class EngineFailure(Exception):
+    """vLLM would raise this at start-up. ``error_type`` is vLLM's exception class name,
+    ``message`` its exact text. Not a kvplan error: the plan catches it and reports a
+    predicted failure (exit 3)."""
+
+    def __init__(self, error_type: str, message: str, stage: str):
+        super().__init__(message)
+        self.error_type, self.message, self.stage = error_type, message, stage
+
+
+@dataclass(frozen=True)
+class FileIssue:
+    """One problem in a deployments file, located as precisely as the file allows."""
+
+    file: str
+    line: int | None  # 1-based; None when the file could not be read at all
+    entry: str | None  # "defaults", "deployment 'name'", "deployment #3"; None at top level
+    key: str | None  # "tensor_parallel_size", "expect.min_concurrency"
+    problem: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line is not None else self.file
+        parts = [where]
+        if self.entry:
+            parts.append(self.entry)
+        if self.key:
+            parts.append(f"key '{self.key}'")
+        return ": ".join(parts) + ": " + self.problem
+
+
+class DeploymentsFileError(KvplanError):
+    """One or more deployments files are malformed; nothing was run (exit 1)."""
+
+    def __init__(self, issues: list[FileIssue]):
+        self.issues = list(issues)
+        n = len(self.issues)
+        head = str(self.issues[0]) if n else "bad deployments file"
+        more = f" (and {n - 1} more problem{'s' if n > 2 else ''})" if n > 1 else ""
+        super().__init__(head + more)

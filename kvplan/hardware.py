@@ -272,13 +272,7 @@ def _parse_size(text: str, flag: str) -> int:
     try:
         return parse_bytes(text)
     except ValueError:
-        pass
-    from kvplan.units import _SIZE_RE, _UNITS
-
-    m = _SIZE_RE.match(text)
-    if not m:
-        raise OptionError(f"{flag}: cannot read {text!r} as a size; write bytes or e.g. 16GiB, 512MiB")
-    return int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
+        raise OptionError(f"{flag}: cannot read {text!r} as a size; write bytes or e.g. 16GiB, 512MiB") from None
 
 
 def _text_config(config: dict) -> dict:

@@ -74,30 +74,64 @@ def dtype_size_bytes(dtype: str) -> int:
         raise ValueError(f"unknown dtype {dtype!r}") from None
 
 
-_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]i?[bB]?|[bB])?\s*$")
+# vLLM's ``human_readable_int`` (vllm/utils/argparse_utils.py, read in 0.34.0): one letter after a
+# number; lower case is decimal (k = 10**3, m, g, t), upper case binary (K = 2**10, M, G, T), and a
+# decimal number with a binary letter is refused ("Decimals are not allowed with binary suffixes").
+# kvplan extensions, accepted on top: IEC/SI unit names (40GiB = 40·2**30, 80GB = 80·10**9, 512 MiB,
+# 10B; a fraction with a unit name is floored to bytes: 13.72GiB), scientific notation for a whole
+# number (1.5e10), and thousands separators (131_072, 131,072).
+_VLLM_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_VLLM_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_VLLM_RE = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_UNIT_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)")
 _UNITS = {
     "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "kib": 1 << 10, "ki": 1 << 10,
-    "m": 1000**2, "mb": 1000**2, "mib": 1 << 20, "mi": 1 << 20,
-    "g": 1000**3, "gb": 1000**3, "gib": 1 << 30, "gi": 1 << 30,
-    "t": 1000**4, "tb": 1000**4, "tib": 1 << 40, "ti": 1 << 40,
+    "kb": 1000, "kib": 1 << 10, "ki": 1 << 10,
+    "mb": 1000**2, "mib": 1 << 20, "mi": 1 << 20,
+    "gb": 1000**3, "gib": 1 << 30, "gi": 1 << 30,
+    "tb": 1000**4, "tib": 1 << 40, "ti": 1 << 40,
 }
 
 
-def parse_bytes(text: str) -> int:
-    """Parse ``"40GiB"``, ``"42949672960"``, ``"1.5 GB"`` into bytes.
+def parse_human_int(text: str | int) -> int:
+    """A count or a size as vLLM's flags read it (``human_readable_int``), plus unit names.
 
-    Binary units (KiB, MiB, GiB, TiB) are powers of 1024; decimal ones (KB, MB,
-    GB, TB) powers of 1000, as vLLM's ``--kv-cache-memory-bytes`` parser reads them.
+    ``40G`` → 40·2**30, ``40g`` → 40·10**9, ``128k`` → 128,000, ``25.6k`` → 25,600,
+    ``40GiB`` → 40·2**30, ``80GB`` → 80·10**9, ``1.5e10`` → 15,000,000,000. Raises
+    ``ValueError`` with the reason; ``1.5G`` is refused as vLLM refuses it.
     """
-    m = _SIZE_RE.match(str(text))
-    if not m:
-        raise ValueError(f"cannot read {text!r} as a size; write bytes or e.g. 40GiB, 512MiB")
-    number, unit = m.group(1), (m.group(2) or "").lower()
-    value = float(number) * _UNITS[unit]
-    if value != int(value):
-        raise ValueError(f"{text!r} is not a whole number of bytes")
-    return int(value)
+    if isinstance(text, bool):
+        raise ValueError(f"{text!r} is not a number")
+    if isinstance(text, int):
+        return text
+    value = str(text).strip()
+    m = _VLLM_RE.fullmatch(value)
+    if m:
+        number, suffix = m.groups()
+        if suffix in _VLLM_DECIMAL:
+            return int(float(number) * _VLLM_DECIMAL[suffix])
+        if "." in number:
+            raise ValueError(f"decimals are not allowed with binary suffixes like {suffix} (vLLM's rule); "
+                             f"did you mean {number}{suffix.lower()}?")
+        return int(number) * _VLLM_BINARY[suffix]
+    plain = value.replace("_", "").replace(",", "")
+    m = _UNIT_RE.fullmatch(plain)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"cannot read {text!r} as a number; write e.g. 131072, 128k (10**3), 40G (2**30), "
+                         "40g (10**9), 40GiB or 80GB")
+    number, unit = m.group(1), m.group(2).lower()
+    factor = _UNITS[unit]
+    if "." in number or "e" in number.lower():
+        value_f = float(number) * factor
+        if value_f != int(value_f) and factor == 1:
+            raise ValueError(f"{text!r} is not a whole number")
+        return int(value_f)  # 13.72GiB (copied from a vLLM log line) is floored to whole bytes
+    return int(number) * factor
+
+
+def parse_bytes(text: str | int) -> int:
+    """A size in bytes (``parse_human_int``'s rules); kept for callers that say "bytes"."""
+    return parse_human_int(text)
 
 
 def format_bytes(n: float) -> str:

@@ -58,7 +58,7 @@ def cold_cli(runs: int) -> list[dict]:
 
 def core_rate(seconds: float) -> list[dict]:
     """simulate() on layouts built once by the model layer (what every command then runs)."""
-    from kvplan.api import model_facts
+    from kvplan.usecases.scenario import model_facts
     from kvplan.engines.vllm import SimulateOptions, get_era, simulate
     from kvplan.model import ServingOptions, build_model_layout
 

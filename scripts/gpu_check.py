@@ -74,7 +74,7 @@ def hand_built(model: str, policy: str, budget: int, max_model_len: int | None):
 def make_plan(case, budget: int, max_model_len: int | None):
     _, model, drafter, policy = case
     try:
-        from kvplan.scenario import Scenario, run_scenario
+        from kvplan.usecases.scenario import Scenario, run_scenario
 
         r = run_scenario(Scenario(model=model, drafter=drafter, num_speculative_tokens=5 if drafter else None,
                                   kv_cache_memory=budget, max_model_len=max_model_len, policy=policy))

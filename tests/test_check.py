@@ -12,21 +12,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from kvplan import check
-from kvplan.check import (
+from kvplan.usecases import check
+from kvplan.usecases.check import load_deployments, load_deployments_text, run_deployment, run_deployments
+from kvplan.usecases.check.schema import (
     EXPECTATIONS,
-    NOT_IN_FILES,
     OPTIONS,
     Deployment,
     DeploymentsFileError,
     Expectation,
-    load_deployments,
-    load_deployments_text,
-    run_deployment,
-    run_deployments,
 )
 from kvplan.errors import ModelNotFoundError
-from kvplan.scenario import Scenario
+from kvplan.usecases.scenario import Scenario
 
 
 def load(text: str, path: str = "deploy.yaml"):
@@ -52,18 +48,19 @@ MINIMAL = """\
 
 
 def test_every_simulate_option_is_a_file_key():
-    # Scenario is "every option simulate accepts"; a new field must be added to the file format too.
-    assert set(OPTIONS) | set(NOT_IN_FILES) == set(Scenario.field_names())
+    # Scenario, the file keys and simulate's flags all come from the option table (kvplan.options).
     from kvplan.cli.simulate_cmd import simulate_command
+    from kvplan.options import options_for, scenario_options
 
+    assert set(OPTIONS) == set(Scenario.field_names()) == {"model"} | {o.name for o in scenario_options()}
     params = set(inspect.signature(simulate_command).parameters)
-    assert set(OPTIONS) <= params
+    assert {o.name for o in options_for("simulate") if o.scenario} <= params
 
 
 def test_minimal_file():
     [d] = load(MINIMAL)
     assert (d.name, d.file, d.line) == ("a", "deploy.yaml", 2)
-    assert d.scenario == Scenario(model="openai/gpt-oss-20b", kv_cache_memory="80GiB")
+    assert d.scenario == Scenario(model="openai/gpt-oss-20b", kv_cache_memory=80 << 30)
     # `starts: true` is implied: a deployment that would crash-loop fails unless it says otherwise
     assert d.expectations == (Expectation("starts", True, None),)
 
@@ -105,7 +102,7 @@ def test_defaults_merge_entry_wins_and_null_unsets():
     )
     assert b.scenario.drafter is None and b.scenario.policy == "vllm-latest" and b.scenario.threshold == 1.25
     assert b.scenario.kv_transfer_config == {"kv_connector": "NixlConnector"}
-    assert b.scenario.max_model_len == "auto"
+    assert b.scenario.max_model_len == -1  # auto-fit, vLLM's -1
     assert [(e.key, e.limit) for e in b.expectations] == [("starts", False), ("min_concurrency", 4)]
 
 
@@ -167,7 +164,7 @@ def test_merge_keys_and_anchors():
             name: b
             kv_cache_memory: 40GiB
         """)
-    assert (a.scenario.kv_cache_memory, b.scenario.kv_cache_memory) == ("80GiB", "40GiB")
+    assert (a.scenario.kv_cache_memory, b.scenario.kv_cache_memory) == (80 << 30, 40 << 30)
     assert b.scenario.model == "openai/gpt-oss-20b" and b.line == 6
 
 
@@ -225,7 +222,7 @@ def test_unknown_expectation_and_unknown_top_level_key():
 
 
 @pytest.mark.parametrize("line, problem", [
-    ("block_size: '16'", "key 'block_size': expected an integer, got a string ('16')"),
+    ("block_size: 'sixteen'", "key 'block_size': expected an integer (8192, 8k), got a string ('sixteen')"),
     ("block_size: 16.5", "key 'block_size': expected an integer, got a number (16.5)"),
     ("tensor_parallel_size: true", "key 'tensor_parallel_size': expected an integer, got a boolean (true)"),
     ("download: maybe", "key 'download': expected true or false, got a string ('maybe')"),
@@ -257,8 +254,8 @@ def test_wrong_type_names_the_line(line, problem):
     ("speculative_method: medusa", "key 'speculative_method': 'medusa' is not one of: eagle, eagle3, mtp, draft_model"),
     ("mamba_cache_mode: some", "key 'mamba_cache_mode': 'some' is not one of: none, align, all"),
     ("policy: vllm-9", "key 'policy': unknown policy 'vllm-9'; choose one of: vllm-min"),
-    ("max_model_len: -5", "key 'max_model_len': must be positive or 'auto', got '-5'"),
-    ("max_model_len: lots", "key 'max_model_len': must be a number of tokens or 'auto', got 'lots'"),
+    ("max_model_len: -5", "key 'max_model_len': must be positive or 'auto', got -5"),
+    ("max_model_len: lots", "key 'max_model_len': must be a number of tokens (131072, 128k) or 'auto', got 'lots'"),
     ("kv_transfer_config: '{'", "key 'kv_transfer_config': is not valid JSON"),
     ("expect: {max_padding_waste_pct: 150}", "key 'expect.max_padding_waste_pct': must be at most 100, got 150"),
     ("expect: {min_concurrency: -1}", "key 'expect.min_concurrency': must be at least 0, got -1"),
@@ -331,7 +328,7 @@ def test_bad_defaults_section():
             kv_cache_memory: 80GiB
         """) == [
         "deploy.yaml:2: defaults: key 'name': 'name' belongs to a deployment, not to defaults",
-        "deploy.yaml:3: defaults: key 'tensor_parallel_size': expected an integer, got a string ('two')",
+        "deploy.yaml:3: defaults: key 'tensor_parallel_size': expected an integer (8192, 8k), got a string ('two')",
     ]
 
 
@@ -612,5 +609,6 @@ def test_file_issue_annotations():
         "block_size, attention_backend, kv_cache_dtype, dtype, tensor_parallel_size, pipeline_parallel_size, "
         "disable_sliding_window, revision, download, policy, threshold, kv_cache_memory, max_model_len, max_num_batched_tokens, "
         "max_num_seqs, async_scheduling, enable_prefix_caching, mamba_cache_mode, disable_hybrid_kv_cache_manager, "
-        "kv_transfer_config, num_gpu_blocks_override, kv_events, gpu, gpu_memory, gpu_memory_utilization, expect, name",
+        "kv_transfer_config, num_gpu_blocks_override, kv_events, gpu, gpu_memory, gpu_memory_utilization, "
+        "weights_memory, activation_memory, non_torch_memory, cudagraph_memory, exact_params, expect, name",
     ]

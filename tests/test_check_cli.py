@@ -16,7 +16,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from kvplan.cli.app import app
+from kvplan.cli.app import ensure_registered
+
+app = ensure_registered()
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "configs" / "deployments"
@@ -124,7 +126,7 @@ def test_unknown_model_fails_that_deployment_only(tmp_path):
     r, d = as_json(path)
     assert r.exit_code == 3
     typo, gemma = d["deployments"]
-    assert typo["status"] == "error" and typo["error"].startswith("model 'google/gemma-3-27b-itt' not found")
+    assert typo["status"] == "error" and typo["outcome"]["error"].startswith("model 'google/gemma-3-27b-itt' not found")
     assert typo["plan"] is None and typo["expectations"] == []
     assert gemma["status"] == "pass" and gemma["plan"]["group_size"] == 10
     assert d["summary"] == {"num_deployments": 2, "num_passed": 1, "num_failed": 0, "num_errors": 1}
@@ -146,7 +148,7 @@ def test_bad_file_exits_1_with_file_entry_key_and_line(tmp_path):
     assert r.exit_code == 1 and r.stdout == ""
     assert r.stderr.splitlines() == [
         f"Error: {path}:5: deployment 'gpt': key 'tensor_parallel': unknown key; did you mean 'tensor_parallel_size'?",
-        f"Error: {path}:6: deployment 'gpt': key 'block_size': expected an integer, got a string ('sixteen')",
+        f"Error: {path}:6: deployment 'gpt': key 'block_size': expected an integer (8192, 8k), got a string ('sixteen')",
     ]
 
 
@@ -260,7 +262,7 @@ def test_ci_smoke_script(tmp_path):
 
 
 def test_docs_name_every_key_and_expectation():
-    from kvplan.check import EXPECTATIONS, OPTIONS
+    from kvplan.usecases.check.schema import EXPECTATIONS, OPTIONS
 
     doc = (ROOT / "docs" / "check.md").read_text()
     assert "## `kvplan check`" in doc and "## Use in CI" in doc

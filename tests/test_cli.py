@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvplan.cli.app import app
+from kvplan.cli.app import ensure_registered
+
+app = ensure_registered()
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -38,7 +40,7 @@ def test_inspect_gpt_oss_peagle_json():
     assert kinds.count(("target", "full_attention")) + kinds.count(("drafter", "full_attention")) == 16
     assert d["layers"][0]["page_size_bytes"] == 2 * 16 * 8 * 64 * 2  # 32768
     assert d["layers"][24]["name"] == "model.layers.24.self_attn.attn"
-    assert d["schema_version"] == 1 and isinstance(d["warnings"], list)
+    assert d["schema_version"] == 2 and isinstance(d["warnings"], list)
     assert d["model"]["source"] == "catalog"
     # total KV per token: 28 layers · 8 heads · 2 (K, V) · 64 · 2 B = 57344
     assert d["kv_bytes_per_token"] == 28 * 8 * 2 * 64 * 2
@@ -51,8 +53,8 @@ def test_simulate_acceptance_threshold_1_25_fails():
     g = d["grouping"]
     assert (g["group_size"], g["num_groups"], g["num_padding_layers"]) == (12, 3, 8)
     assert "Add 8 padding layers, may waste at most 50.00% KV cache memory" in d["logs"]
-    assert d["outcome"] == {"starts": False, "stage": "drafter", "error_type": "AssertionError",
-                            "error": "All drafting layers should belong to the same kv cache group"}
+    assert d["outcome"] == {"ok": False, "starts": False, "stage": "drafter", "error_type": "AssertionError",
+                            "error": "All drafting layers should belong to the same kv cache group", "fix": None}
 
 
 def test_simulate_acceptance_threshold_1_5_starts():
@@ -142,7 +144,7 @@ def test_sweep_threshold_and_critical_ratio():
     r, d = as_json("simulate", *GPT, *BUDGET, "--policy", "vllm-1.5", "--sweep-threshold", "1.25,1.3,1.35,1.5")
     assert r.exit_code == 0
     assert [row["group_size"] for row in d["rows"]] == [12, 12, 16, 16]
-    assert [row["starts"] for row in d["rows"]] == [False, False, True, True]
+    assert [row["outcome"]["starts"] for row in d["rows"]] == [False, False, True, True]
     # the decision flips just above 16/12 = 1.333333
     assert d["critical_thresholds"] == [{"threshold": 1.333333, "ratio": "16/12", "group_size_at_or_below": 12,
                                          "group_size_above": 16}]

@@ -62,7 +62,7 @@ def test_rows_serialise_with_integer_bytes():
         for key, value in row.items():
             if key.endswith("_bytes") and value is not None:
                 assert isinstance(value, int), key
-        assert isinstance(row["starts"], bool) and isinstance(row["notes"], list)
+        assert isinstance(row["outcome"]["starts"], bool) and isinstance(row["notes"], list)
     llama = next(r for r in d["engines"] if r["engine"] == "llamacpp")
     assert llama["knobs"]["n_seq"] == 2 and llama["knobs"]["n_ctx_tokens"] == 2 * L128K
 

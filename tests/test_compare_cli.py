@@ -9,7 +9,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from kvplan.cli.app import app
+from kvplan.cli.app import ensure_registered
+
+app = ensure_registered()
 
 runner = CliRunner()
 
@@ -34,7 +36,7 @@ def gpt():
 
 
 def test_schema(gpt):
-    assert gpt["schema_version"] == 1 and gpt["command"] == "compare"
+    assert gpt["schema_version"] == 2 and gpt["command"] == "compare"
     assert isinstance(gpt["warnings"], list)
     assert gpt["workload"] == {"kv_cache_memory_bytes": 40 * 2**30, "target_len_tokens": 131072,
                                "target_concurrency": 8, "max_num_batched_tokens": 8192}
@@ -62,11 +64,11 @@ def test_vllm_row_matches_simulate(gpt):
 def test_proposal_rows(gpt):
     rows = {r["name"]: r for r in gpt["engines"]}
     # gcd 4 stripes the 4 drafter layers over 4 full groups: vLLM's drafter check fails
-    assert not rows["pr56445-gcd"]["starts"]
-    assert rows["pr56445-gcd"]["failure"] == "All drafting layers should belong to the same kv cache group"
+    assert not rows["pr56445-gcd"]["outcome"]["starts"]
+    assert rows["pr56445-gcd"]["outcome"]["error"] == "All drafting layers should belong to the same kv cache group"
     # the dedicated drafter group starts with group size 12 and 3 groups
     d = rows["pr35062-drafter-group"]
-    assert d["starts"] and (d["details"]["group_size"], d["details"]["num_groups"]) == (12, 3)
+    assert d["outcome"]["starts"] and (d["details"]["group_size"], d["details"]["num_groups"]) == (12, 3)
 
 
 def test_other_engines_and_advice(gpt):
@@ -120,12 +122,12 @@ def test_engine_knobs_reach_the_models():
     assert (k["n_seq"], k["swa_full"], k["n_ubatch"], k["n_ctx_tokens"]) == (2, True, 1024, 2 * 131072)
     assert k["kv_unified"] is False  # an explicit -np keeps a stream per slot
     # --swa-full for 2 · 128k: 62 · 262,144 · 8192 B = 124 GiB > 40 GiB
-    assert not rows["llamacpp"]["starts"]
+    assert not rows["llamacpp"]["outcome"]["starts"]
 
 
 def test_scheduler_and_version_options():
     d = as_json("compare", *GPT, *BUDGET, "--target-len", "131072", "--policies", "none",
-                "--trtllm-scheduler-policy", "max_utilization", "--trtllm-max-num-tokens", "2048",
+                "--trtllm-scheduler-policy", "MAX_UTILIZATION", "--trtllm-max-num-tokens", "2048",
                 "--sglang-disable-overlap-schedule", "--sglang-swa-eviction-interval", "32",
                 "--llamacpp-n-seq", "2", "--llamacpp-kv-unified", "--sglang-version", "0.5.23")
     rows = {r["engine"]: r for r in d["engines"]}
@@ -165,7 +167,7 @@ def test_default_length_is_the_models():
     (["--target-len", "1000", "--sglang-version", "0.4.0"], "read from 0.5.23 only"),
     (["--target-len", "1000", "--trtllm-version", "0.21"], "read from 1.2.0rc2 only"),
     (["--target-len", "1000", "--llamacpp-build", "b6000"], "read from 0c1e57098 only"),
-    (["--target-len", "1000", "--trtllm-scheduler-policy", "STATIC_BATCH"], "GUARANTEED_NO_EVICT or"),
+    (["--target-len", "1000", "--trtllm-scheduler-policy", "STATIC_BATCH"], "is not one of: GUARANTEED_NO_EVICT"),
 ])
 def test_errors_exit_1(args, message):
     r = invoke("compare", *GEMMA, *BUDGET, *args)

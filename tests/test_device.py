@@ -34,7 +34,7 @@ from kvplan.device import (
 )
 from kvplan.engines.vllm import get_era
 from kvplan.errors import DeviceError, KvplanError, OptionError
-from kvplan.scenario import Scenario, run_scenario
+from kvplan.usecases.scenario import Scenario, run_scenario
 from kvplan.specs import FullAttentionSpec
 from kvplan.units import GiB, MiB
 
@@ -329,7 +329,9 @@ def test_budget_from_device(monkeypatch):
 def test_cli_allocate_on_cpu_json():
     from typer.testing import CliRunner
 
-    from kvplan.cli.app import app
+    from kvplan.cli.app import ensure_registered
+
+    app = ensure_registered()
 
     model, drafter, budget, mml, _ = GPT
     r = CliRunner().invoke(app, ["simulate", model, "--drafter", drafter, "--num-speculative-tokens", "5",
@@ -346,7 +348,9 @@ def test_cli_allocate_on_cpu_json():
 def test_cli_refusal_exits_3_with_one_line(monkeypatch):
     from typer.testing import CliRunner
 
-    from kvplan.cli.app import app
+    from kvplan.cli.app import ensure_registered
+
+    app = ensure_registered()
 
     monkeypatch.setattr(device, "cpu_free_bytes", lambda: (100 * MiB, "test rule"))
     model, drafter, budget, mml, _ = GPT

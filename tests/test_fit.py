@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvplan.cli.app import app
-from kvplan.fit import fit, parse_gpus, parse_tp_sizes
+from kvplan.cli.app import ensure_registered
+
+app = ensure_registered()
+from kvplan.usecases.fit import fit_scenario as fit, parse_gpus, parse_tp_sizes
 from kvplan.errors import OptionError
-from kvplan.scenario import Scenario
+from kvplan.usecases.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -53,7 +55,7 @@ def test_max_model_len_fits_and_one_more_does_not(model, gpu, extra):
     assert at["memory"]["available_bytes"] == d["budget"]["kv_cache_memory_bytes"]
     assert ans["layout"]["group_size"] == at["grouping"]["group_size"]
     assert ans["layout"]["num_blocks"] == at["memory"]["num_blocks"]
-    assert ans["boundary"]["one_more"]["starts"] is False
+    assert ans["boundary"]["one_more"]["outcome"]["starts"] is False
 
 
 def test_max_model_len_limited_by_the_model():
@@ -130,9 +132,9 @@ def test_gpu_table_rows_match_simulate():
     for row in g["rows"]:
         s = simulate("openai/gpt-oss-120b", "--gpu", row["gpu"], "-tp", str(row["tensor_parallel_size"]),
                      "--max-model-len", "32768")
-        assert s["outcome"]["starts"] == row["starts"]
+        assert s["outcome"]["starts"] == row["outcome"]["starts"]
         assert round(s["memory"]["max_concurrency"], 6) == row["max_concurrency"]
-        assert row["enough"] == (row["starts"] and row["max_concurrency"] >= 16)
+        assert row["enough"] == (row["outcome"]["starts"] and row["max_concurrency"] >= 16)
     # one H200 holds gpt-oss-120b with room for 16 × 32k; one H100 does not
     assert g["smallest_enough"]["gpu"] == "H200-141GB" and g["smallest_enough"]["num_gpus"] == 1
 
@@ -147,7 +149,7 @@ def test_bad_tp_size_is_a_row_error_not_a_crash():
     # 40 query heads do not split over 3 ranks: vLLM refuses; the row says why.
     out = fit(Scenario(model="meta-llama/Llama-4-Scout-17B-16E-Instruct"), gpus=["H200-141GB"], tp_sizes=[3])
     row = out["gpus"]["rows"][0]
-    assert row["starts"] is False and row["error"]
+    assert row["outcome"]["starts"] is not True and row["outcome"]["error"]
 
 
 def test_parsers():
@@ -164,16 +166,16 @@ def test_json_shape():
     r, d = run("fit", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--gpu", "H100",
                "--concurrency", "8", "--context-len", "65536")
     assert r.exit_code == 0
-    assert d["schema_version"] == 1 and d["command"] == "fit" and isinstance(d["warnings"], list)
+    assert d["schema_version"] == 2 and d["command"] == "fit" and isinstance(d["warnings"], list)
     assert d["estimated"] is True and d["budget"]["estimated"] is True
-    assert list(d)[:6] == ["schema_version", "kvplan_version", "command", "engine", "policy", "model"]
+    assert list(d)[:7] == ["schema_version", "kvplan_version", "command", "inputs", "outcome", "engine", "policy"]
     assert d["drafter"]["id"] == "amazon/GPT-OSS-20B-P-EAGLE"
     assert d["budget"]["weights"]["num_params_by_kind"]["drafter"] > 0
     for k, v in d["budget"].items():
         if k.endswith("_bytes"):
             assert isinstance(v, int)
     lay = d["max_model_len"]["layout"]
-    assert {"group_size", "num_groups", "num_padding_layers", "starts"} <= set(lay)
+    assert {"group_size", "num_groups", "num_padding_layers", "outcome"} <= set(lay)
 
 
 def test_yaml_and_table_render():

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvplan.cli.app import app
+from kvplan.cli.app import ensure_registered
+
+app = ensure_registered()
 from kvplan.engines.vllm import get_era
 from kvplan.errors import OptionError
 from kvplan.hardware import (
@@ -182,7 +184,7 @@ def test_vllm_serve_batch_defaults_by_card(gpu, expected):
 
 
 def test_simulate_uses_the_cards_batch_defaults():
-    from kvplan.scenario import Scenario, run_scenario
+    from kvplan.usecases.scenario import Scenario, run_scenario
 
     r = run_scenario(Scenario(model="openai/gpt-oss-20b", gpu="L4-24GB", max_model_len=8192))
     assert (r.plan.options.max_num_batched_tokens, r.plan.options.max_num_seqs) == (2048, 256)
@@ -195,7 +197,7 @@ def test_simulate_uses_the_cards_batch_defaults():
 
 def test_the_large_card_tier_is_new():
     from kvplan.hardware import vllm_batch_defaults
-    from kvplan.scenario import Scenario
+    from kvplan.usecases.scenario import Scenario
 
     # 0.18's get_batch_defaults has no ≥160 GiB tier: a B200 gets the H100 values
     assert vllm_batch_defaults("B200-180GB", None, large_tier=False) == (8192, 1024)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.scenario import Scenario, run_scenario
+from kvplan.usecases.scenario import Scenario, run_scenario
 
 
 def block_size(model: str, policy: str, prefix_caching: bool | None = None) -> int:

@@ -1,29 +1,33 @@
-"""The Typer app, command registration and error → exit-code mapping.
+"""The Typer app, explicit command registration, and the one error → exit-code mapping.
 
-Exit codes: 0 ok (the engine would start), 1 kvplan error (bad config, unknown
-policy), 2 usage error, 3 a predicted engine failure or a requested check failed.
+Exit codes: 0 ok (the engine would start), 1 kvplan error (bad config, unknown policy, bad
+option value), 2 usage error, 3 a predicted engine failure or a requested check failed.
+Commands live in their own modules and are imported only when run (``kvplan --help`` imports
+none of them); each is listed in COMMANDS, so a missing module is an error, not silence.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 
 import typer
 
-from kvplan.errors import KvplanError
-
-app = typer.Typer(
-    name="kvplan",
-    help="Predict how vLLM lays out the KV cache of a model (plus a drafter), offline, in seconds.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+from kvplan.errors import DeploymentsFileError, KvplanError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
+
+# name → (module under kvplan.cli, one-line help shown by `kvplan --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "models": ("models_cmd", "List the bundled model configs (id, family, role, layer mix, provenance)."),
+    "inspect": ("inspect_cmd", "Show the per-layer KV-cache specs vLLM would register."),
+    "simulate": ("simulate_cmd", "Group layers, size the KV cache and predict start-up, as a vLLM release would."),
+    "check": ("check_cmd", "Simulate every deployment of YAML files and check its expectations (a CI gate)."),
+    "fit": ("fit_cmd", "What fits on a GPU: max_model_len, utilization for N requests, GPU x TP table."),
+    "compare": ("compare_cmd", "Compare vLLM, SGLang, TensorRT-LLM and llama.cpp on one model and budget."),
+}
 
 
 def _version(value: bool) -> None:
@@ -32,6 +36,21 @@ def _version(value: bool) -> None:
 
         sys.stdout.write(f"kvplan {__version__}\n")
         raise typer.Exit(EXIT_OK)
+
+
+def _make_app() -> typer.Typer:
+    return typer.Typer(
+        name="kvplan",
+        help="Predict how vLLM lays out the KV cache of a model (plus a drafter), offline, in seconds.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode="rich",
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    )
+
+
+app = _make_app()
 
 
 @app.callback()
@@ -47,8 +66,26 @@ def fail(message: str, code: int = EXIT_ERROR) -> "typer.Exit":
     return typer.Exit(code)
 
 
+def exit_for(error: BaseException) -> "typer.Exit":
+    """The one mapping from an exception to an ``Error:`` line (or lines) and an exit code."""
+    if isinstance(error, DeploymentsFileError):
+        for issue in error.issues:
+            sys.stderr.write(f"Error: {issue}\n")
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            from kvplan.usecases.check import issue_annotations
+
+            for line in issue_annotations(error.issues, os.environ.get("GITHUB_WORKSPACE") or None):
+                sys.stderr.write(line + "\n")
+        return typer.Exit(error.exit_code)
+    if isinstance(error, KvplanError):
+        return fail(error.message, error.exit_code)
+    if isinstance(error, KeyboardInterrupt):
+        return fail("interrupted", 130)
+    return fail(f"internal error: {type(error).__name__}: {error} (set KVPLAN_DEBUG=1 for a traceback)")
+
+
 def handle_errors(fn):
-    """Turn kvplan's errors (and any stray exception) into one ``Error:`` line and an exit code."""
+    """Run a command; kvplan's errors (and any stray exception) become ``exit_for``'s exit."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -56,31 +93,64 @@ def handle_errors(fn):
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except KvplanError as e:
-            raise fail(e.message, e.exit_code) from None
-        except KeyboardInterrupt:
-            raise fail("interrupted", 130) from None
+        except (KvplanError, KeyboardInterrupt) as e:
+            raise exit_for(e) from None
         except Exception as e:  # a bug: one line unless KVPLAN_DEBUG asks for the traceback
             if os.environ.get("KVPLAN_DEBUG"):
                 raise
-            raise fail(f"internal error: {type(e).__name__}: {e} (set KVPLAN_DEBUG=1 for a traceback)") from None
+            raise exit_for(e) from None
 
     return wrapper
 
 
-def _register() -> None:
-    # Each command lives in its own module and registers itself on `app`.
-    from kvplan.cli import inspect_cmd, models_cmd, simulate_cmd  # noqa: F401
-    for optional in ("check_cmd", "fit_cmd", "compare_cmd"):
-        try:
-            __import__(f"kvplan.cli.{optional}")
-        except ModuleNotFoundError as e:
-            if e.name != f"kvplan.cli.{optional}":
-                raise
+def _register_all(target: typer.Typer) -> None:
+    """Import every command module (each registers itself on ``app``). A module that is
+    missing or fails to import raises: a command never vanishes without a word."""
+    for name, (module, _help) in COMMANDS.items():
+        importlib.import_module(f"kvplan.cli.{module}")
+    registered = {c.name for c in target.registered_commands}
+    missing = [n for n in COMMANDS if n not in registered]
+    if missing:
+        raise RuntimeError(f"commands not registered: {', '.join(missing)}")
 
 
-_register()
+_registered = False
 
 
-def main() -> None:
-    app()
+def ensure_registered() -> typer.Typer:
+    global _registered
+    if not _registered:
+        _register_all(app)
+        _registered = True
+    return app
+
+
+def _wants_root_help(argv: list[str]) -> bool:
+    return not argv or (argv[0] in ("-h", "--help") and len(argv) == 1)
+
+
+def _root_help() -> None:
+    """``kvplan --help`` without importing any command module (or Rich): the command list."""
+    from kvplan import __version__
+
+    lines = [f"kvplan {__version__}: predict how vLLM lays out the KV cache of a model (plus a drafter),",
+             "offline, in seconds.", "", "Usage: kvplan [--version] COMMAND [OPTIONS] ...", "", "Commands:"]
+    width = max(len(n) for n in COMMANDS)
+    lines += [f"  {n:<{width}}  {h}" for n, (_m, h) in COMMANDS.items()]
+    lines += ["", "Run `kvplan COMMAND --help` for a command's options. Exit codes: 0 ok, 1 kvplan error,",
+              "2 usage error, 3 the engine would fail at start-up or a requested check failed."]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    from kvplan.options import normalize_argv
+
+    argv = normalize_argv(list(sys.argv[1:] if argv is None else argv))
+    if _wants_root_help(argv):
+        _root_help()
+        return
+    if argv[0] in COMMANDS:  # import only the command that runs
+        importlib.import_module(f"kvplan.cli.{COMMANDS[argv[0]][0]}")
+    else:
+        ensure_registered()
+    app(args=argv, prog_name="kvplan")

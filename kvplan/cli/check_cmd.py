@@ -14,58 +14,42 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from kvplan.cli import options as o
-from kvplan.cli.app import EXIT_ERROR, EXIT_FAILED, app, fail, handle_errors
+from kvplan.cli.app import app, fail, handle_errors
+from kvplan.cli.params import Format, OutputFormat
+from kvplan.cli.render import finish
 
 
 @app.command("check")
 @handle_errors
 def check_command(
-    files: Annotated[List[str], typer.Argument(metavar="FILE", help="Deployments files (YAML); see docs/check.md for the format.",
-                                               show_default=False)],
+    files: Annotated[List[str], typer.Argument(metavar="FILE", help="Deployments files (YAML); see docs/check.md "
+                                               "for the format.", show_default=False)],
     junit_xml: Annotated[Optional[str], typer.Option(
         "--junit-xml", metavar="PATH", help="Also write a JUnit XML report here (one test case per deployment).")] = None,
-    format: o.OutputFormat = o.Format.table,
+    format: OutputFormat = Format.table,
 ) -> None:
     """Simulate every deployment of the files and check its expectations (a CI gate).
 
     Exit codes: 0 all deployments pass; 3 at least one fails; 1 a file is malformed.
     """
-    from kvplan import check
-    from kvplan.report.output import emit, hint
+    from kvplan import api
+    from kvplan.usecases import check as checks
 
-    github = os.environ.get("GITHUB_ACTIONS") == "true"
-    workspace = os.environ.get("GITHUB_WORKSPACE") or None
-    try:
-        deployments = check.load_deployments(files)
-    except check.DeploymentsFileError as e:
-        for issue in e.issues:
-            sys.stderr.write(f"Error: {issue}\n")
-        if github:
-            for line in check.issue_annotations(e.issues, workspace):
-                sys.stderr.write(line + "\n")
-        raise typer.Exit(EXIT_ERROR) from None
-
-    results = check.run_deployments(deployments, reraise=bool(os.environ.get("KVPLAN_DEBUG")))
-    data = check.check_dict(files, results)
+    data = api.check(files, reraise=bool(os.environ.get("KVPLAN_DEBUG")))
+    if junit_xml:
+        try:
+            with open(junit_xml, "w", encoding="utf-8") as f:
+                f.write(checks.junit_xml(data))
+        except OSError as e:
+            raise fail(f"--junit-xml: cannot write {junit_xml} ({e.strerror or e})") from None
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in checks.github_annotations(data, os.environ.get("GITHUB_WORKSPACE") or None):
+            sys.stderr.write(line + "\n")
 
     def table(d: dict) -> None:
         from kvplan.report.check_tables import render_check
 
         render_check(d)
 
-    emit(data, format.value, table)
-    if junit_xml:
-        try:
-            with open(junit_xml, "w", encoding="utf-8") as f:
-                f.write(check.junit_xml(data))
-        except OSError as e:
-            raise fail(f"--junit-xml: cannot write {junit_xml} ({e.strerror or e})") from None
-    if github:
-        for line in check.github_annotations(data, workspace):
-            sys.stderr.write(line + "\n")
-    if not data["passed"]:
-        if format.value != "table":
-            s = data["summary"]
-            hint(f"kvplan check: {s['num_failed'] + s['num_errors']} of {s['num_deployments']} deployment(s) failed")
-        raise typer.Exit(EXIT_FAILED)
+    hints = [] if data["outcome"]["ok"] or format.value == "table" else [f"kvplan check: {data['outcome']['error']}"]
+    finish(data, format.value, table, hints=hints)

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from kvplan.cli import options as o
 from kvplan.cli.app import app, handle_errors
+from kvplan.cli.params import Format, OutputFormat
+from kvplan.cli.render import finish
 
 
 @app.command("models")
 @handle_errors
-def models_command(format: o.OutputFormat = o.Format.table) -> None:
+def models_command(format: OutputFormat = Format.table) -> None:
     """List the bundled model configs (id, family, role, layer mix, provenance)."""
-    from kvplan import __version__
-    from kvplan.model import list_catalog
-    from kvplan.report import SCHEMA_VERSION
-    from kvplan.report.output import emit
-
-    entries = list_catalog()
-    data = {"schema_version": SCHEMA_VERSION, "kvplan_version": __version__, "command": "models",
-            "models": entries, "warnings": []}
+    from kvplan.api import models
 
     def table(d: dict) -> None:
         from kvplan.report.tables import render_rows
@@ -28,4 +22,4 @@ def models_command(format: o.OutputFormat = o.Format.table) -> None:
             [[m["id"], m.get("family"), m.get("role"), m.get("layer_mix"), m.get("provenance")] for m in d["models"]],
         )
 
-    emit(data, format.value, table)
+    finish(models(), format.value, table)

@@ -17,6 +17,8 @@ another:
 
 from __future__ import annotations
 
+from kvplan.results import outcome
+
 from dataclasses import dataclass, field
 
 from kvplan.engines.layer_costs import LayerCost, layer_costs
@@ -103,8 +105,8 @@ class EngineRow:
             "engine": self.engine,
             "name": self.name,
             "is_proposal": self.is_proposal,
-            "starts": self.starts,
-            "failure": self.failure,
+            "outcome": outcome(ok=self.starts, starts=self.starts, stage=None if self.starts else "start-up",
+                               error=self.failure),
             "kv_tokens": self.kv_tokens,
             "max_concurrency": round(self.max_concurrency, 6),
             "reserved_per_request_bytes": self.reserved_per_request_bytes,

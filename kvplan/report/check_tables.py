@@ -13,7 +13,7 @@ _STATUS = {"pass": ("PASS", "bold green"), "fail": ("FAIL", "bold red"), "error"
 
 def failing_cell(e: dict) -> str:
     """``max_groups 3 > 2``: the failing expectation, its measured value and its limit, in one cell."""
-    from kvplan.check import format_limit
+    from kvplan.usecases.check.outputs import format_limit
 
     key, limit, measured = e["key"], e["limit"], e["measured"]
     if key == "starts":
@@ -33,7 +33,7 @@ def short_error(message: str) -> str:
 def render_check(d: dict) -> None:
     """The summary table (one row per failing expectation, the key numbers on the deployment's
     first row), then why each failing deployment failed, in words."""
-    from kvplan.check import failure_messages
+    from kvplan.usecases.check.outputs import failure_messages
 
     c = _console()
     s = d["summary"]
@@ -54,7 +54,7 @@ def render_check(d: dict) -> None:
             f"{p['kv_tokens']:,}" if p else "",
         ]
         if dep["status"] == "error":
-            cells = [f"error: {short_error(dep['error'])}"]
+            cells = [f"error: {short_error(dep['outcome']['error'])}"]
         else:
             cells = [failing_cell(e) for e in dep["expectations"] if not e["passed"]] or [""]
         for i, cell in enumerate(cells):

@@ -68,7 +68,7 @@ def render_compare(d: dict) -> None:
                      min_width=14 if col == "config" else None)
     for r in d["engines"]:
         name = r["name"] + (" [proposal]" if r["is_proposal"] else "")
-        starts = Text("yes", style="green") if r["starts"] else Text("no", style="bold red")
+        starts = Text("yes", style="green") if r["outcome"]["starts"] else Text("no", style="bold red")
         per = r["reserved_per_request_bytes"]
         waste = "" if r["waste_pct"] is None else f"{r['waste_pct']:.1f}%"
         if r["engine"] == "lower_bound":
@@ -79,7 +79,7 @@ def render_compare(d: dict) -> None:
     render_stages(c, d)
     for r in d["engines"]:
         lines = [f"knobs: {knobs_text(r)}"] if r["engine"] != "lower_bound" else []
-        lines += [f"fails: {r['failure']}"] if r["failure"] else []
+        lines += [f"fails: {r['outcome']['error']}"] if r["outcome"]["error"] else []
         if r["engine"] not in ("vllm", "lower_bound"):
             lines += r["notes"]
         if lines:

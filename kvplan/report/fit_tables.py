@@ -18,7 +18,7 @@ def _short(row: dict) -> str:
     kv = row.get("kv_cache_memory_bytes")
     if kv is not None and kv <= 0:
         return "no memory left for the KV cache"
-    return row["error"].split(". ")[0][:70]
+    return row["outcome"]["error"].split(". ")[0][:70]
 
 
 def render_gpu_presets(d: dict) -> None:
@@ -71,8 +71,8 @@ def render_fit(d: dict) -> None:
     m = d.get("max_model_len")
     if m:
         if m["max_model_len"] is None:
-            f = m["layout"]["failure"] or {}
-            c.print(Text(f"Largest max_model_len: none, the engine would not start ({f.get('error', '')})",
+            f = m["layout"]["outcome"]
+            c.print(Text(f"Largest max_model_len: none, the engine would not start ({f['error'] or ''})",
                          style="bold red"))
         else:
             why = "the model's own length" if m["limited_by"] == "limit" and m["limit"] == m["model_max_model_len"] \
@@ -81,7 +81,7 @@ def render_fit(d: dict) -> None:
             bd = m["boundary"] or {}
             if bd.get("one_more"):
                 c.print(f"  checked: {bd['fits']['max_model_len']:,} starts, {bd['one_more']['max_model_len']:,} "
-                        f"{'starts' if bd['one_more']['starts'] else 'fails'}")
+                        f"{'starts' if bd['one_more']['outcome']['starts'] else 'fails'}")
             c.print(f"  layout: {_layout_line(m['layout'])}")
     u = d.get("min_gpu_memory_utilization")
     if u:
@@ -108,14 +108,15 @@ def render_fit(d: dict) -> None:
         for col in cols:
             t.add_column(col, justify="left" if col in ("gpu", "outcome") else "right")
         for r in g["rows"]:
-            outcome = ("enough" if r["enough"] and g["concurrency"] is not None else "starts") if r["starts"] else \
-                "fails" + (f": {_short(r)}" if r["error"] else "")
-            if r["starts"] and g["concurrency"] is not None and not r["enough"]:
+            starts = r["outcome"]["starts"]
+            outcome = ("enough" if r["enough"] and g["concurrency"] is not None else "starts") if starts else \
+                "fails" + (f": {_short(r)}" if r["outcome"]["error"] else "")
+            if starts and g["concurrency"] is not None and not r["enough"]:
                 outcome = "too few"
             t.add_row(r["gpu"], str(r["tensor_parallel_size"]), _b(r["weights_bytes"]), _b(r["kv_cache_memory_bytes"]),
                       f"{r['max_concurrency']:.2f}", str(r["group_size"] or ""), str(r["num_groups"] or ""),
                       str(r["num_padding_layers"] or ""), outcome,
-                      style="green" if r["enough"] else ("dim" if not r["starts"] else ""))
+                      style="green" if r["enough"] else ("dim" if not starts else ""))
         c.print(t)
         sm = g["smallest_enough"]
         if sm:

@@ -22,9 +22,9 @@ def plot_sweep(data: dict, path: str) -> None:
     ax1.set_ylabel("layers")
     ax2.step(xs, [r["max_concurrency"] for r in rows], where="post", color="tab:green", label="max concurrency")
     for r in rows:
-        if not r["starts"]:
+        if not r["outcome"]["starts"]:
             ax2.axvspan(r["threshold"] - 1e-9, r["threshold"] + 1e-9, color="red", alpha=0.3)
-    fails = [r["threshold"] for r in rows if not r["starts"]]
+    fails = [r["threshold"] for r in rows if not r["outcome"]["starts"]]
     if fails:
         ax2.scatter(fails, [0] * len(fails), color="red", marker="x", label="fails at start-up")
     for c in data["critical_thresholds"]:

@@ -251,3 +251,24 @@ def render_allocation(report: dict) -> None:
 
 def render_budget(budget: dict) -> None:
     render_mapping("KV budget from hardware (estimated)" if budget.get("estimated") else "KV budget", budget)
+
+
+def render_sweep(d: dict) -> None:
+    """``simulate --sweep-threshold``: one row per threshold, then the messages and flip points."""
+    cols = ["threshold", "group_size", "groups", "padding layers", "padding %", "num_blocks",
+            "KV tokens", "max_concurrency", "outcome"]
+    render_rows(
+        f"Threshold sweep ({d['policy']['name']})", cols,
+        [[r["threshold"], r["group_size"], r["num_groups"], r["num_padding_layers"],
+          f"{r['padding_waste_pct']:.2f}", f"{r['num_blocks']:,}", f"{r['kv_tokens']:,}",
+          f"{r['max_concurrency']:.2f}", "starts" if r["outcome"]["starts"] else f"fails ({r['outcome']['stage']})"]
+         for r in d["rows"]],
+        right=set(cols[:-1]),
+    )
+    for msg in dict.fromkeys(r["outcome"]["error"] for r in d["rows"] if r["outcome"]["error"]):
+        print(f"fails: {msg}")
+    for c in d["critical_thresholds"]:
+        print(f"Critical threshold {c['threshold']:g} ({c['ratio']}): group size {c['group_size_at_or_below']} "
+              f"at or below, {c['group_size_above']} above.")
+    if d.get("plot"):
+        print(f"Plot written to {d['plot']}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kvplan.errors import EngineFailure
 from kvplan.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
@@ -22,15 +23,6 @@ from kvplan.specs import (
     UniformTypeKVCacheSpecs,
 )
 from kvplan.units import cdiv
-
-
-class EngineFailure(Exception):
-    """vLLM would raise this at start-up. ``error_type`` is vLLM's exception class name,
-    ``message`` its exact text. Caught by the plan and reported as a predicted failure."""
-
-    def __init__(self, error_type: str, message: str, stage: str):
-        super().__init__(message)
-        self.error_type, self.message, self.stage = error_type, message, stage
 
 
 class _MergeAssertion(Exception):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from kvplan.errors import OptionError
+from kvplan.results import plan_outcome
 
 
 def parse_thresholds(text: str) -> list[float]:
@@ -39,9 +40,7 @@ def sweep_row(threshold: float, plan) -> dict:
         "num_blocks": plan.num_blocks,
         "kv_tokens": plan.kv_tokens,
         "max_concurrency": round(plan.max_concurrency, 6),
-        "starts": plan.starts,
-        "failure_stage": plan.failure.stage if plan.failure else None,
-        "failure": plan.failure.message if plan.failure else None,
+        "outcome": plan_outcome(plan),
     }
 
 

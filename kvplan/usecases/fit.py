@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.errors import KvplanError, OptionError
-from kvplan.scenario import Scenario
+from kvplan.usecases.scenario import Scenario, build_layout, hardware_budget, plan_scenario, resolve_era, serving_of
+from kvplan.results import outcome, plan_outcome
 from kvplan.units import largest_true
 
 UTILIZATION_STEP = 0.001
@@ -49,21 +50,7 @@ def _fixed(stage: dict) -> int:
     return stage["weights_bytes"] + stage["activation_peak_bytes"] + stage["non_torch_bytes"] + stage["cudagraph_bytes"]
 
 
-def _serving(s: Scenario):
-    from kvplan.scenario import serving_of
-
-    return serving_of(s)
-
-
-def build_layout(s: Scenario):
-    from kvplan.model import build_model_layout
-
-    return build_model_layout(s.model, s.drafter, _serving(s), revision=s.revision, download=s.download)
-
-
 def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
-    from kvplan.api import resolve_era
-    from kvplan.scenario import hardware_budget
 
     era = era or resolve_era(s.policy, s.threshold)
     layout = layout or build_layout(s)
@@ -72,7 +59,6 @@ def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
 
 def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
     """One vLLM simulation of ``b``'s layout with ``kv_bytes`` per GPU (-1 = auto-fit)."""
-    from kvplan.scenario import plan_scenario
 
     return plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len)
 
@@ -80,7 +66,6 @@ def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
 def layout_decision(plan) -> dict:
     """The grouping behind an answer, in vLLM's words, and the start-up outcome."""
     w0 = plan.workers[0] if plan.workers else None
-    failure = plan.failure
     return {
         "max_model_len": plan.max_model_len,
         "group_size": plan.group_size,
@@ -93,15 +78,12 @@ def layout_decision(plan) -> dict:
         "blocks_per_request": sum(plan.blocks_per_request),
         "max_concurrency": round(plan.max_concurrency, 6),
         "kv_cache_size_tokens": plan.kv_cache_size_tokens,
-        "starts": plan.starts,
-        "failure": None if failure is None else {
-            "stage": failure.stage, "error_type": failure.error_type, "error": failure.message,
-        },
+        "outcome": plan_outcome(plan),
     }
 
 
 def _model_max_len(b: _Budgeted) -> int:
-    from kvplan.api import derive_max_model_len
+    from kvplan.model.limits import derive_max_model_len
 
     return derive_max_model_len(b.layout.target.config)
 
@@ -114,12 +96,9 @@ def fit_max_model_len(b: _Budgeted) -> dict:
     vLLM's auto-fit searches ``[1, the model's length]``; a ``--max-model-len`` given with
     ``fit`` caps the answer (the admission check is monotone in the length, so the best
     length under the cap is min(auto-fit, cap))."""
-    from kvplan.cli.common import parse_max_model_len
-
     kv = b.budget["kv_cache_memory_bytes"]
     model_max = _model_max_len(b)
     cap = b.scenario.max_model_len
-    cap = parse_max_model_len(str(cap)) if cap is not None else None
     limit = model_max if cap in (None, -1) else cap
     if b.era.admission == "per_layer":
         best, plan = _search_starts(b, kv, limit)
@@ -143,8 +122,7 @@ def fit_max_model_len(b: _Budgeted) -> dict:
         boundary = {"fits": {"max_model_len": best, "starts": at.starts}, "one_more": None}
         if best < limit:
             over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
-            boundary["one_more"] = {"max_model_len": best + 1, "starts": over.starts,
-                                    "error": over.failure.message if over.failure else None}
+            boundary["one_more"] = {"max_model_len": best + 1, "outcome": plan_outcome(over)}
         answer["boundary"] = boundary
         answer["layout"] = layout_decision(at)
     return answer
@@ -262,17 +240,14 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
              context_len: int | None = None, layouts: dict | None = None) -> dict:
     """Max concurrency on each GPU preset × TP size at ``context_len`` (default: the
     scenario's --max-model-len, else the model's), at the scenario's utilization."""
-    from kvplan.api import resolve_era
     from kvplan.hardware import GPU_PRESETS
 
     era = resolve_era(s.policy, s.threshold)
     layouts = layouts if layouts is not None else {}
     rows = []
     length = context_len
-    if length is None and s.max_model_len not in (None, "auto", -1, "-1"):
-        from kvplan.cli.common import parse_max_model_len
-
-        length = parse_max_model_len(str(s.max_model_len))
+    if length is None and s.max_model_len not in (None, -1):
+        length = s.max_model_len
     for tp in tp_sizes:
         st = replace(s, tensor_parallel_size=tp, gpu_memory=None)
         try:
@@ -300,7 +275,7 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 "weights_bytes": b.budget["weights_bytes"],
                 "kv_cache_memory_bytes": b.budget["kv_cache_memory_bytes"],
                 "max_model_len": L,
-                "starts": plan.starts,
+                "outcome": plan_outcome(plan),
                 "max_concurrency": round(plan.max_concurrency, 6),
                 "kv_tokens": plan.kv_tokens,
                 "group_size": plan.group_size,
@@ -308,7 +283,6 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 "num_padding_layers": plan.num_padding_layers,
                 "padding_waste_pct": round(plan.padding_waste_pct, 4),
                 "enough": enough,
-                "error": plan.failure.message if plan.failure else None,
             })
     ok = [r for r in rows if r["enough"]]
     smallest = min(ok, key=lambda r: (r["num_gpus"] * r["gpu_memory_bytes"], r["num_gpus"])) if ok else None
@@ -332,23 +306,22 @@ def _error_row(gpu: str, tp: int, message: str) -> dict:
 
     return {
         "gpu": gpu, "tensor_parallel_size": tp, "num_gpus": tp, "gpu_memory_bytes": GPU_PRESETS[gpu].memory_bytes,
-        "weights_bytes": None, "kv_cache_memory_bytes": None, "max_model_len": None, "starts": False,
+        "weights_bytes": None, "kv_cache_memory_bytes": None, "max_model_len": None,
+        "outcome": outcome(ok=False, stage="kvplan", error_type="KvplanError", error=message),
         "max_concurrency": 0.0, "kv_tokens": 0, "group_size": 0, "num_groups": 0, "num_padding_layers": 0,
-        "padding_waste_pct": 0.0, "enough": False, "error": message,
+        "padding_waste_pct": 0.0, "enough": False,
     }
 
 
 # --------------------------------------------------------------------------- all together
 
-def fit(s: Scenario, *, concurrency: float | None = None, context_len: int | None = None,
+def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: int | None = None,
         gpus: list[str] | None = None, tp_sizes: list[int] | None = None, table: bool | None = None) -> dict:
     """Every answer the inputs allow, as one report dict (schema_version, integer bytes).
 
     With ``s.gpu``/``s.gpu_memory``: the largest max_model_len and (given concurrency and
     context_len) the smallest utilization, on that GPU at ``s.tensor_parallel_size``.
     The GPU table runs when ``table`` is True, or by default when no GPU is given."""
-    from kvplan import __version__
-    from kvplan.report import SCHEMA_VERSION
     from kvplan.report.data import era_dict, model_info_dict, serving_dict
 
     if (concurrency is None) != (context_len is None):
@@ -359,16 +332,13 @@ def fit(s: Scenario, *, concurrency: float | None = None, context_len: int | Non
     base_layout = build_layout(s)
     layouts[s.tensor_parallel_size] = base_layout
     out: dict = {
-        "schema_version": SCHEMA_VERSION,
-        "kvplan_version": __version__,
-        "command": "fit",
         "engine": "vllm",
         "policy": None,
         "model": model_info_dict(base_layout.target),
         "drafter": model_info_dict(base_layout.drafter),
         "speculative": {"method": base_layout.speculative_method,
                         "num_speculative_tokens": base_layout.num_speculative_tokens},
-        "serving": {**serving_dict(_serving(s)), "block_size": base_layout.block_size},
+        "serving": {**serving_dict(serving_of(s)), "block_size": base_layout.block_size},
         "budget": None,
         "max_model_len": None,
         "min_gpu_memory_utilization": None,
@@ -376,8 +346,6 @@ def fit(s: Scenario, *, concurrency: float | None = None, context_len: int | Non
         "estimated": True,
         "warnings": list(base_layout.warnings),
     }
-    from kvplan.api import resolve_era
-
     era = resolve_era(s.policy, s.threshold)
     out["policy"] = era_dict(era)
     if on_gpu:
@@ -391,4 +359,51 @@ def fit(s: Scenario, *, concurrency: float | None = None, context_len: int | Non
         out["gpus"] = fit_gpus(s, gpus or parse_gpus(None), tp_sizes or [1, 2, 4, 8], concurrency=concurrency,
                                context_len=context_len, layouts=layouts)
     out["warnings"] += [w for w in warnings if w not in out["warnings"]]
+    out["_layout"] = base_layout
     return out
+
+
+def fit(model: str, **options) -> dict:
+    """`kvplan fit`: the largest max_model_len on a GPU, the smallest utilization for N requests
+    of L tokens, and max concurrency per GPU preset x TP size. ``outcome.ok`` is False when an
+    asked question has no answer (the engine starts at no length, or no utilization <= 1 serves N)."""
+    from kvplan.options import FIT, resolve
+    from kvplan.report.envelope import envelope
+    from kvplan.results import outcome
+    from kvplan.usecases.scenario import scenario_from
+
+    r = resolve(FIT, options)
+    table = r["table"]
+    if table is None and (r["gpus"] is not None or r["tp_sizes"] is not None):
+        table = True
+    scenario = scenario_from(model, r.values)
+    body = fit_scenario(scenario, concurrency=r["concurrency"], context_len=r["context_len"],
+                        gpus=parse_gpus(r["gpus"]), tp_sizes=parse_tp_sizes(r["tp_sizes"]), table=table)
+    unanswered = []
+    mml = body.get("max_model_len")
+    if mml is not None and mml["max_model_len"] is None:
+        unanswered.append("the engine would not start on this GPU at any max_model_len")
+    util = body.get("min_gpu_memory_utilization")
+    if util is not None and util["gpu_memory_utilization"] is None:
+        unanswered.append(util.get("reason") or "no utilization reaches the concurrency")
+    result = outcome(ok=not unanswered, stage="fit" if unanswered else None,
+                     error_type="NotAchievable" if unanswered else None,
+                     error="; ".join(unanswered) or None)
+    era = resolve_era(scenario.policy, scenario.threshold)
+    layout_src = body.pop("_layout")
+    return envelope("fit", options=r.to_dict(), outcome=result, body=body, model=layout_src.target,
+                    drafter=layout_src.drafter, era=era)
+
+
+def gpus() -> dict:
+    """`kvplan fit --list-gpus`: the GPU presets with their memory and its source."""
+    from kvplan.hardware import GPU_PRESETS
+    from kvplan.report.envelope import envelope
+    from kvplan.results import outcome
+
+    body = {"gpus": [
+        {"name": p.name, "memory_bytes": p.memory_bytes, "basis": p.basis, "nominal": p.nominal,
+         "aliases": list(p.aliases), "source": p.source}
+        for p in GPU_PRESETS.values()
+    ]}
+    return envelope("gpus", options={}, outcome=outcome(ok=True), body=body)

@@ -8,61 +8,66 @@ the same words as `kvplan simulate`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
+
+from typing import Any
 
 from kvplan.errors import OptionError
+from kvplan.options import OPTIONS, scenario_options
 
 
-@dataclass(frozen=True)
-class Scenario:
-    model: str
-    drafter: str | None = None
-    speculative_method: str | None = None
-    num_speculative_tokens: int | None = None
-    block_size: int | None = None
-    attention_backend: str | None = None
-    kv_cache_dtype: str = "auto"
-    dtype: str = "auto"
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    disable_sliding_window: bool = False
-    revision: str | None = None
-    download: bool = False
-    policy: str = "vllm-latest"
-    threshold: float | None = None
-    kv_cache_memory: str | int | None = None
-    max_model_len: str | int | None = None
-    max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU (8192 on H100/H200)
-    max_num_seqs: int | None = None  # None: vLLM's default for the GPU (1024 on H100/H200)
-    async_scheduling: bool = True
-    enable_prefix_caching: bool | None = None
-    mamba_cache_mode: str | None = None
-    disable_hybrid_kv_cache_manager: bool | None = None
-    kv_transfer_config: str | dict | None = None
-    num_gpu_blocks_override: int | None = None
-    kv_events: bool = False
-    # hardware budget (used when kv_cache_memory is not given)
-    gpu: str | None = None
-    gpu_memory: float | None = None  # GiB
-    gpu_memory_utilization: float | None = None
-    budget_overrides: dict = field(default_factory=dict)
+_BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory")
+
+
+class _ScenarioMethods:
+    def __post_init__(self) -> None:
+        # Every value goes through its option's parser (idempotent on typed values), so
+        # Scenario(model=..., kv_cache_memory="40GiB") and a flag or file key mean the same.
+        for opt in scenario_options():
+            raw = getattr(self, opt.name)
+            if raw is not None:
+                object.__setattr__(self, opt.name, opt.parse(raw))
 
     def batch_sizes(self) -> tuple[int, int]:
         """``(max_num_batched_tokens, max_num_seqs)``: as given, else what ``vllm serve`` picks
         for the card (``--gpu``/``--gpu-memory``), else the H100/H200 defaults (8192, 1024)."""
         tokens, seqs = self.max_num_batched_tokens, self.max_num_seqs
         if tokens is None or seqs is None:
-            from kvplan.api import resolve_era
             from kvplan.hardware import vllm_batch_defaults
 
-            large = resolve_era(self.policy, None).messages == "0.33"  # the ≥160 GiB tier is 0.33's
+            large = resolve_era(self.policy, None).messages == "0.33"  # the >=160 GiB tier is 0.33's
             d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory, large_tier=large)
             tokens, seqs = tokens or d_tokens, seqs or d_seqs
         return tokens, seqs
 
+    def budget_overrides(self) -> dict:
+        """The override sizes given (bytes), for ``kv_budget``."""
+        return {k: getattr(self, k) for k in _BUDGET_OVERRIDES if getattr(self, k) is not None}
+
     @classmethod
     def field_names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
+
+
+# One simulation as the user states it: `model` plus every scenario option of the option table
+# (kvplan.options), with the table's defaults. Values are typed (Option.parse): sizes in bytes,
+# max_model_len in tokens (-1 = auto-fit), kv_transfer_config a dict. Generated, so an option is
+# declared once.
+Scenario = make_dataclass(
+    "Scenario",
+    [("model", str)] + [(o.name, Any, field(default=o.default)) for o in scenario_options()],
+    bases=(_ScenarioMethods,),
+    frozen=True,
+)
+Scenario.__module__ = __name__
+
+
+def scenario_from(model: str, options: dict) -> "Scenario":
+    """A Scenario from raw option values (flags, file keys or library keywords), each parsed
+    by its option in the table; options that are not scenario options are ignored here."""
+    names = {o.name for o in scenario_options()}
+    return Scenario(model=model, **{k: (v if v is not None else OPTIONS[k].default)
+                                    for k, v in options.items() if k in names})
 
 
 @dataclass
@@ -75,9 +80,9 @@ class ScenarioResult:
 
 
 def serving_of(s: Scenario):
-    from kvplan.cli.common import serving_options
+    from kvplan.model import ServingOptions
 
-    return serving_options(
+    return ServingOptions(
         block_size=s.block_size, attention_backend=s.attention_backend, kv_cache_dtype=s.kv_cache_dtype,
         dtype=s.dtype, tensor_parallel_size=s.tensor_parallel_size, pipeline_parallel_size=s.pipeline_parallel_size,
         speculative_method=s.speculative_method, num_speculative_tokens=s.num_speculative_tokens,
@@ -85,24 +90,39 @@ def serving_of(s: Scenario):
     )
 
 
-def _size(value, flag: str) -> int:
-    from kvplan.cli.common import parse_size
+def resolve_era(policy: str, threshold: float | None):
+    from kvplan.engines.vllm import get_era
 
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value <= 0:
-            raise OptionError(f"{flag} must be positive, got {value}")
-        return value
-    return parse_size(str(value), flag)
+    era = get_era(policy)
+    return era.with_threshold(threshold) if threshold is not None else era
+
+
+def model_facts(layout, *, disable_sliding_window: bool = False):
+    from kvplan.engines.vllm import ModelFacts
+    from kvplan.model.limits import derive_max_model_len
+
+    return ModelFacts(
+        max_model_len=derive_max_model_len(layout.target.config, disable_sliding_window=disable_sliding_window),
+        attention_chunk_size=layout.target.attention_chunk_size,
+        speculative_method=layout.speculative_method,
+        num_speculative_tokens=layout.num_speculative_tokens,
+        mamba_chunk_size=layout.target.mamba_chunk_size,
+    )
+
+
+def plan_layout(layout, era, options, *, disable_sliding_window: bool = False):
+    """vLLM's simulation of a built layout under ``era`` with engine options."""
+    from kvplan.engines.vllm import simulate
+
+    facts = model_facts(layout, disable_sliding_window=disable_sliding_window)
+    return simulate(layout.layers, layout.ranks, facts, era, options)
 
 
 def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
     """The engine's options for ``s`` with a resolved budget and length (-1 = auto-fit)."""
-    from kvplan.cli.common import mamba_cache_mode, parse_kv_transfer_config
     from kvplan.engines.vllm import SimulateOptions
 
     batched, seqs = s.batch_sizes()
-    ktc = s.kv_transfer_config
-    ktc = parse_kv_transfer_config(ktc) if isinstance(ktc, str) else ktc
     return SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
         max_model_len=max_model_len,
@@ -110,9 +130,9 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
         max_num_seqs=seqs,
         async_scheduling=s.async_scheduling,
         enable_prefix_caching=s.enable_prefix_caching,
-        mamba_cache_mode=mamba_cache_mode(s.mamba_cache_mode),
+        mamba_cache_mode=s.mamba_cache_mode,
         disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
-        kv_transfer_config=ktc,
+        kv_transfer_config=s.kv_transfer_config,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
         kv_events=s.kv_events,
         # the same environment variable vLLM reads (default 1 since vLLM PR #29627)
@@ -122,8 +142,6 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None):
 
 def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None):
     """One vLLM simulation of ``s`` on a built layout and a resolved budget."""
-    from kvplan.api import plan_layout
-
     return plan_layout(layout, era, simulate_options(s, kv_bytes, max_model_len),
                        disable_sliding_window=s.disable_sliding_window)
 
@@ -132,40 +150,38 @@ def hardware_budget(s: Scenario, layout, era) -> dict:
     """The estimated KV budget per GPU for ``s`` on its card (``kvplan.hardware.kv_budget``)."""
     from kvplan.hardware import kv_budget
 
-    overrides = dict(s.budget_overrides or {})
-    exact = bool(overrides.pop("exact_params", False))
     batched, seqs = s.batch_sizes()
     return kv_budget(
         layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
-        overrides=overrides, tensor_parallel_size=s.tensor_parallel_size,
-        max_num_batched_tokens=batched, max_num_seqs=seqs, exact_params=exact,
+        overrides=s.budget_overrides(), tensor_parallel_size=s.tensor_parallel_size,
+        max_num_batched_tokens=batched, max_num_seqs=seqs, exact_params=s.exact_params,
     )
+
+
+def build_layout(s: Scenario):
+    from kvplan.model import build_model_layout
+
+    return build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download)
 
 
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report."""
-    from kvplan.api import resolve_era
-    from kvplan.cli.common import parse_max_model_len
-    from kvplan.model import build_model_layout
     from kvplan.report.data import plan_dict
     from kvplan.report.explain import explain as explain_plan
 
-    serving = serving_of(s)
     era = resolve_era(s.policy, s.threshold)
     if layout is None:
-        layout = build_model_layout(s.model, s.drafter, serving, revision=s.revision, download=s.download)
+        layout = build_layout(s)
     budget = None
     if s.kv_cache_memory is not None:
-        kv_bytes = _size(s.kv_cache_memory, "--kv-cache-memory")
+        kv_bytes = s.kv_cache_memory
     elif s.gpu is not None or s.gpu_memory is not None:
         budget = hardware_budget(s, layout, era)
         kv_bytes = budget["kv_cache_memory_bytes"]
     else:
         raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
-    mml = s.max_model_len
-    mml = parse_max_model_len(str(mml)) if mml is not None else None
-    plan = plan_scenario(s, layout, era, kv_bytes, mml)
-    data = plan_dict(layout, plan, serving, explain_plan(plan) if explain else None)
+    plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len)
+    data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None)
     if budget is not None:
         data["budget"] = budget
     return ScenarioResult(s, layout, plan, data, budget)

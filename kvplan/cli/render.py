@@ -1,0 +1,21 @@
+"""What every command does after the library call: print the result, map the outcome to an exit code."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import typer
+
+from kvplan.cli.app import EXIT_FAILED
+
+
+def finish(data: dict, fmt: str, table: Callable[[dict], None], *, hints: list[str] = ()) -> None:
+    """Print ``data`` as ``fmt`` (tables through ``table``), then the hints, then exit 3 when the
+    outcome is not ok (the engine would fail, a check failed, a question has no answer)."""
+    from kvplan.report.output import emit, hint
+
+    emit(data, fmt, table)
+    for h in hints:
+        hint(h)
+    if not data["outcome"]["ok"]:
+        raise typer.Exit(EXIT_FAILED)

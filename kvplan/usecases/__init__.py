@@ -1,0 +1,6 @@
+"""The use cases: one function per command, each returning the dict `--format json` prints.
+
+scenario (one simulation as the user states it) → simulate/sweep, inspect, compare (+ advice),
+fit, check (schema / loader / evaluate / outputs). They parse options through kvplan.options,
+call the pure core (model → specs → engines) and wrap results in kvplan.report.envelope.
+"""

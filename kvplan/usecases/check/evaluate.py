@@ -1,0 +1,197 @@
+"""Deployments → simulations → expectations measured (pass / fail / error)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from kvplan.errors import KvplanError
+from kvplan.usecases.check.schema import ERROR, FAIL, PASS, Deployment, Expectation
+from kvplan.usecases.scenario import Scenario
+
+# ---------------------------------------------------------------------------
+# Evaluation
+
+
+@dataclass
+class Outcome:
+    """One expectation, measured."""
+
+    key: str
+    limit: Any
+    measured: Any
+    passed: bool
+    message: str
+    line: int | None
+
+
+@dataclass
+class DeploymentResult:
+    deployment: Deployment
+    status: str  # pass, fail, error
+    outcomes: list[Outcome] = field(default_factory=list)
+    error: str | None = None
+    error_type: str | None = None
+    plan: dict | None = None  # the key numbers (see plan_numbers)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.passed]
+
+
+def plan_numbers(plan) -> dict:
+    """The numbers `check` reports for one plan (raw values; rounding only to hide float noise)."""
+    failure = plan.failure
+    return {
+        "starts": plan.starts,
+        "stage": failure.stage if failure else None,
+        "error_type": failure.error_type if failure else None,
+        "error": failure.message if failure else None,
+        "group_size": plan.group_size,
+        "num_groups": plan.num_groups,
+        "num_padding_layers": plan.num_padding_layers,
+        "padding_waste_pct": round(plan.padding_waste_pct, 4),
+        "max_concurrency": round(plan.max_concurrency, 6),
+        "kv_tokens": plan.kv_tokens,
+        "max_model_len": plan.max_model_len,
+    }
+
+
+def layout_signature(plan) -> dict:
+    """What `same_layout_as` compares: group size, each group's layers in order, and padding."""
+    return {
+        "group_size": plan.group_size,
+        "num_groups": plan.num_groups,
+        "groups": [list(g.layer_names) for g in plan.groups],
+        "num_padding_layers": plan.num_padding_layers,
+        "padding_waste_pct": round(plan.padding_waste_pct, 4),
+    }
+
+
+def layout_differences(mine: dict, theirs: dict) -> list[str]:
+    """Human phrases for what differs between two layout signatures ([] when the same)."""
+    out = []
+    if mine["group_size"] != theirs["group_size"]:
+        out.append(f"group size {mine['group_size']} vs {theirs['group_size']}")
+    if mine["num_groups"] != theirs["num_groups"]:
+        out.append(f"{mine['num_groups']} vs {theirs['num_groups']} groups")
+    elif mine["groups"] != theirs["groups"]:
+        changed = [i for i, (a, b) in enumerate(zip(mine["groups"], theirs["groups"], strict=True)) if a != b]
+        out.append(f"layers of group{'s' if len(changed) > 1 else ''} {', '.join(map(str, changed))} differ")
+    if mine["num_padding_layers"] != theirs["num_padding_layers"]:
+        out.append(f"{mine['num_padding_layers']} vs {theirs['num_padding_layers']} padding layers")
+    elif mine["padding_waste_pct"] != theirs["padding_waste_pct"]:
+        out.append(f"padding {mine['padding_waste_pct']:.2f}% vs {theirs['padding_waste_pct']:.2f}%")
+    return out
+
+
+def _engine_outcome(numbers: dict) -> str:
+    if numbers["starts"]:
+        return "the engine would start"
+    return f"the engine would fail at start-up ({numbers['stage']}): {numbers['error_type']}: {numbers['error']}"
+
+
+def evaluate(expectation: Expectation, numbers: dict) -> Outcome:
+    """One numeric or start-up expectation against a plan's numbers (same_layout_as: see run_deployment)."""
+    key, limit = expectation.key, expectation.limit
+    if key == "starts":
+        measured = numbers["starts"]
+        passed = measured == limit
+        want = "expected the engine to start" if limit else "expected a start-up failure"
+        message = f"{want}; {_engine_outcome(numbers)}"
+    elif key == "max_padding_waste_pct":
+        measured = numbers["padding_waste_pct"]
+        passed = measured <= limit
+        message = f"padding waste {measured:.2f}% ({numbers['num_padding_layers']} padding layers), limit {limit:g}%"
+    elif key == "min_concurrency":
+        measured = numbers["max_concurrency"]
+        passed = measured >= limit
+        message = f"max concurrency {measured:.2f}, need at least {limit:g}"
+    elif key == "min_max_model_len":
+        measured = numbers["max_model_len"]
+        passed = measured >= limit
+        message = f"max_model_len {measured:,} tokens, need at least {limit:,}"
+    elif key == "min_kv_tokens":
+        measured = numbers["kv_tokens"]
+        passed = measured >= limit
+        message = f"KV tokens {measured:,}, need at least {limit:,}"
+    elif key == "max_groups":
+        measured = numbers["num_groups"]
+        passed = measured <= limit
+        message = f"{measured} KV cache groups, limit {limit}"
+    else:
+        raise ValueError(f"not a per-plan expectation: {key}")
+    return Outcome(key, limit, measured, passed, message, expectation.line)
+
+
+Runner = Callable[..., Any]  # run_scenario(scenario, layout=None) -> object with .plan, .layout
+
+
+def _same_layout(expectation: Expectation, scenario: Scenario, result, run: Runner) -> Outcome:
+    ref = expectation.limit
+    mine = layout_signature(result.plan)
+    policy = scenario.policy if scenario.threshold is None else f"{scenario.policy} (threshold {scenario.threshold:g})"
+    try:
+        other = run(replace(scenario, policy=ref, threshold=None), layout=result.layout)
+    except Exception as e:  # the reference run failing is this expectation failing
+        msg = e.message if isinstance(e, KvplanError) else f"{type(e).__name__}: {e}"
+        return Outcome(expectation.key, ref, None, False, f"could not simulate under {ref}: {msg}", expectation.line)
+    theirs = layout_signature(other.plan)
+    diffs = layout_differences(mine, theirs)
+    measured = {
+        "policy": ref,
+        "group_size": theirs["group_size"],
+        "num_groups": theirs["num_groups"],
+        "num_padding_layers": theirs["num_padding_layers"],
+        "padding_waste_pct": theirs["padding_waste_pct"],
+        "differences": diffs,
+    }
+    if diffs:
+        message = f"layout under {policy} differs from {ref}: {'; '.join(diffs)}"
+    else:
+        message = f"same layout under {policy} and {ref} (group size {mine['group_size']}, {mine['num_groups']} groups)"
+    return Outcome(expectation.key, ref, measured, not diffs, message, expectation.line)
+
+
+def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = False) -> DeploymentResult:
+    """Simulate one deployment and check its expectations. Errors become an ``error`` result
+    (unless ``reraise``, for debugging), so one broken deployment never stops the others."""
+    if run is None:
+        from kvplan.usecases.scenario import run_scenario as run
+    start = time.perf_counter()
+    try:
+        result = run(d.scenario)
+        numbers = plan_numbers(result.plan)
+        outcomes = [
+            _same_layout(e, d.scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)
+            for e in d.expectations
+        ]
+    except Exception as e:
+        if reraise and not isinstance(e, KvplanError):
+            raise
+        msg = e.message if isinstance(e, KvplanError) else f"internal error: {type(e).__name__}: {e}"
+        return DeploymentResult(d, ERROR, error=msg, error_type=type(e).__name__,
+                                seconds=time.perf_counter() - start)
+    status = PASS if all(o.passed for o in outcomes) else FAIL
+    warnings = list(getattr(result.layout, "warnings", ()) or ())
+    return DeploymentResult(d, status, outcomes, plan=numbers, warnings=warnings, seconds=time.perf_counter() - start)
+
+
+def run_deployments(deployments: list[Deployment], run: Runner | None = None, *, reraise: bool = False,
+                    progress: Callable[[DeploymentResult], None] | None = None) -> list[DeploymentResult]:
+    out = []
+    for d in deployments:
+        r = run_deployment(d, run, reraise=reraise)
+        if progress:
+            progress(r)
+        out.append(r)
+    return out
+
+

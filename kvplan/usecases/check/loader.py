@@ -1,0 +1,310 @@
+"""Deployments files: YAML composed node by node (every value keeps its line), validated
+against the schema, every problem collected before anything runs."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kvplan.usecases.check.schema import (
+    _INVALID, DEFAULT_EXPECTATIONS, DEFAULTS, DEPLOYMENTS, EXPECT, EXPECTATIONS, NAME, OPTIONS, TOP_LEVEL_KEYS,
+    Deployment, DeploymentsFileError, Expectation, FileIssue, _Bad, _string, _type_name,
+)
+from kvplan.usecases.scenario import Scenario
+
+@dataclass
+class _Value:
+    value: Any
+    line: int
+
+
+class _FileReader:
+    """Walks one composed YAML document, collecting every problem instead of stopping at the first."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.issues: list[FileIssue] = []
+        self.loader = None
+        self._seen: set[int] = set()  # mapping nodes already checked for duplicate keys (aliases)
+
+    def issue(self, line: int | None, entry: str | None, key: str | None, problem: str) -> None:
+        self.issues.append(FileIssue(self.path, line, entry, key, problem))
+
+    # -- YAML plumbing ------------------------------------------------------
+
+    def compose(self, text: str):
+        import yaml
+
+        self.loader = yaml.SafeLoader(text)
+        try:
+            return self.loader.get_single_node()
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            problem = "; ".join(filter(None, [e.context, e.problem])) or "invalid YAML"
+            self.issue(mark.line + 1 if mark else None, None, None, f"invalid YAML: {problem}")
+        except yaml.YAMLError as e:
+            self.issue(None, None, None, f"invalid YAML: {e}")
+        return None
+
+    def value(self, node) -> Any:
+        """The Python value of a node (safe constructors only), or _Bad on e.g. a bad timestamp."""
+        import yaml
+
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError as e:
+            raise _Bad(f"cannot read value: {getattr(e, 'problem', None) or e}") from None
+
+    def mapping(self, node, entry: str | None, key_prefix: str = "") -> dict[str, tuple[Any, Any]] | None:
+        """Mapping node → {key: (key_node, value_node)}, or None for another kind of node.
+
+        A key written twice is a problem (PyYAML would silently keep the last); ``<<: *anchor``
+        merge keys are honoured, the mapping's own keys winning."""
+        import yaml
+
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        str_tag = "tag:yaml.org,2002:str"
+        skip: set[int] = set()
+        if id(node) not in self._seen:
+            self._seen.add(id(node))
+            first: dict[str, int | None] = {}
+            for k, _ in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag == str_tag:
+                    if k.value in first:
+                        self.issue(_line(k), entry, key_prefix + k.value,
+                                   f"duplicate key (first set on line {first[k.value]})")
+                        skip.add(id(k))
+                    else:
+                        first[k.value] = _line(k)
+        try:
+            self.loader.flatten_mapping(node)
+        except yaml.YAMLError as e:
+            self.issue(_line(node), entry, None, f"invalid merge key: {getattr(e, 'problem', None) or e}")
+            return {}
+        out: dict[str, tuple[Any, Any]] = {}
+        for k, v in node.value:
+            if id(k) in skip:
+                continue
+            if not isinstance(k, yaml.ScalarNode) or k.tag != str_tag:
+                got = f"{k.tag.rsplit(':', 1)[-1]} {k.value!r}" if isinstance(k, yaml.ScalarNode) else _node_kind(k)
+                self.issue(_line(k), entry, None, f"keys must be names, got {got}")
+                continue
+            out[k.value] = (k, v)
+        return out
+
+    # -- sections -----------------------------------------------------------
+
+    def read_settings(self, node, items, entry: str, allow_name: bool) -> tuple[dict[str, _Value], dict[str, _Value], int]:
+        """An entry or the defaults section (``items`` from mapping()) → (options, expectations, line).
+        A ``null`` value is kept as None: it unsets what defaults set."""
+        import yaml
+
+        options: dict[str, _Value] = {}
+        expect: dict[str, _Value] = {}
+        if items is None:
+            self.issue(_line(node), entry, None, f"expected a mapping of settings, got {_node_kind(node)}")
+            return options, expect, _line(node) or 0
+        known = [*OPTIONS, EXPECT] + ([NAME] if allow_name else [])
+        for key, (knode, vnode) in items.items():
+            if key == NAME and allow_name:
+                continue
+            if key == EXPECT:
+                exp_items = self.mapping(vnode, entry, EXPECT + ".")
+                if exp_items is None:
+                    if isinstance(vnode, yaml.ScalarNode) and vnode.tag == "tag:yaml.org,2002:null":
+                        continue
+                    self.issue(_line(vnode), entry, EXPECT, f"expected a mapping of expectations, got {_node_kind(vnode)}")
+                    continue
+                for ekey, (eknode, evnode) in exp_items.items():
+                    if ekey not in EXPECTATIONS:
+                        self.issue(_line(eknode), entry, f"{EXPECT}.{ekey}",
+                                   _unknown(ekey, list(EXPECTATIONS), "expectation"))
+                        continue
+                    v = self._checked(evnode, EXPECTATIONS[ekey], entry, f"{EXPECT}.{ekey}")
+                    expect[ekey] = _Value(v, _line(eknode))
+                continue
+            if key not in OPTIONS:
+                hint = _unknown(key, known, "key")
+                if key == NAME:
+                    hint = "'name' belongs to a deployment, not to defaults"
+                elif key in EXPECTATIONS:
+                    hint = f"'{key}' is an expectation: put it under '{EXPECT}:'"
+                self.issue(_line(knode), entry, key, hint)
+                continue
+            options[key] = _Value(self._checked(vnode, OPTIONS[key], entry, key), _line(knode))
+        return options, expect, _line(node) or 0
+
+    def _checked(self, vnode, check: Callable[[Any], Any], entry: str, key: str) -> Any:
+        try:
+            v = self.value(vnode)
+            return None if v is None else check(v)
+        except _Bad as e:
+            self.issue(_line(vnode), entry, key, str(e))
+            return _INVALID
+
+    def read(self, text: str) -> list[Deployment]:
+        import yaml
+
+        root = self.compose(text)
+        if self.issues:
+            return []
+        if root is None:
+            self.issue(1, None, None, f"the file is empty; expected a mapping with a '{DEPLOYMENTS}' list")
+            return []
+        top = self.mapping(root, None)
+        if top is None:
+            self.issue(_line(root), None, None,
+                       f"expected a mapping with '{DEFAULTS}' (optional) and '{DEPLOYMENTS}', got {_node_kind(root)}")
+            return []
+        for key, (knode, _) in top.items():
+            if key not in TOP_LEVEL_KEYS:
+                hint = _unknown(key, list(TOP_LEVEL_KEYS), "top-level key")
+                if key in OPTIONS or key == EXPECT:
+                    hint += f"; shared settings go under '{DEFAULTS}:'"
+                self.issue(_line(knode), None, key, hint)
+        default_options: dict[str, _Value] = {}
+        default_expect: dict[str, _Value] = {}
+        if DEFAULTS in top:
+            dnode = top[DEFAULTS][1]
+            if not (isinstance(dnode, yaml.ScalarNode) and dnode.tag == "tag:yaml.org,2002:null"):
+                default_options, default_expect, _ = self.read_settings(
+                    dnode, self.mapping(dnode, DEFAULTS), DEFAULTS, allow_name=False)
+        if DEPLOYMENTS not in top:
+            self.issue(_line(root), None, DEPLOYMENTS, f"missing; list the deployments under '{DEPLOYMENTS}:'")
+            return []
+        knode, seq = top[DEPLOYMENTS]
+        if not isinstance(seq, yaml.SequenceNode):
+            self.issue(_line(seq), None, DEPLOYMENTS, f"expected a list of deployments, got {_node_kind(seq)}")
+            return []
+        if not seq.value:
+            self.issue(_line(knode), None, DEPLOYMENTS, "the list is empty; add at least one deployment")
+            return []
+        out: list[Deployment] = []
+        names: dict[str, int] = {}
+        for i, enode in enumerate(seq.value, start=1):
+            entry = f"deployment #{i}"
+            peeked = _peek_name(enode)
+            if peeked:
+                entry = f"deployment '{peeked}'"
+            items = self.mapping(enode, entry)
+            name = None
+            if items is not None and NAME in items:
+                try:
+                    name = _string(self.value(items[NAME][1]))
+                except _Bad as e:
+                    self.issue(_line(items[NAME][1]), entry, NAME, str(e))
+                else:
+                    entry = f"deployment '{name}'"
+                    if name in names:
+                        self.issue(_line(items[NAME][1]), entry, NAME, f"duplicate name (first used on line {names[name]})")
+                    names.setdefault(name, _line(items[NAME][1]))
+            elif items is not None:
+                self.issue(_line(enode), entry, NAME, "missing; every deployment needs a name")
+            options, expect, line = self.read_settings(enode, items, entry, allow_name=True)
+            if items is None:
+                continue
+            d = self._deployment(name, entry, line, default_options, options, default_expect, expect)
+            if d is not None:
+                out.append(d)
+        return out
+
+    def _deployment(self, name, entry, line, default_options, options, default_expect, expect) -> Deployment | None:
+        merged = {**default_options, **options}
+        values = {k: v.value for k, v in merged.items() if v.value is not None}
+        # an invalid value was reported already: it counts as present for the checks below
+        ok = not any(v is _INVALID for v in values.values())
+        if "model" not in values:
+            self.issue(line, entry, "model", "missing; set the model id (here or in defaults)")
+            ok = False
+        if not any(k in values for k in ("kv_cache_memory", "gpu", "gpu_memory")):
+            self.issue(line, entry, "kv_cache_memory",
+                       "no KV-cache budget; set kv_cache_memory (e.g. 80GiB) or gpu (e.g. H100-80GB), here or in defaults")
+            ok = False
+        if not ok or name is None:
+            return None
+        exp = {k: _Value(v, None) for k, v in DEFAULT_EXPECTATIONS.items()}
+        exp.update(default_expect)
+        exp.update(expect)
+        if any(v.value is _INVALID for v in exp.values()):
+            return None
+        expectations = tuple(
+            Expectation(k, exp[k].value, exp[k].line)
+            for k in EXPECTATIONS if k in exp and exp[k].value is not None
+        )
+        return Deployment(name, self.path, line, Scenario(**values), expectations)
+
+
+def _peek_name(node) -> str | None:
+    """The entry's name, read before validation so that every problem can name its entry."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if (isinstance(k, yaml.ScalarNode) and k.value == NAME and isinstance(v, yaml.ScalarNode)
+                    and v.tag == "tag:yaml.org,2002:str" and v.value.strip()):
+                return v.value
+    return None
+
+
+def _line(node) -> int | None:
+    return node.start_mark.line + 1 if node is not None and node.start_mark is not None else None
+
+
+def _node_kind(node) -> str:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    try:
+        return _type_name(yaml.SafeLoader("").construct_object(node))
+    except yaml.YAMLError:
+        return f"{node.tag.rsplit(':', 1)[-1]} {node.value!r}"
+
+
+def _unknown(key: str, known: list[str], what: str) -> str:
+    candidate = key.replace("-", "_")
+    if candidate != key and candidate in known:
+        return f"unknown {what}; write '{candidate}' (underscores, not dashes)"
+    close = difflib.get_close_matches(candidate, known, n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(known)}"
+    return f"unknown {what}; {hint}"
+
+
+def load_deployments_text(text: str, path: str) -> list[Deployment]:
+    """Parse and validate one deployments file's text; raise DeploymentsFileError listing every problem."""
+    reader = _FileReader(path)
+    try:
+        deployments = reader.read(text)
+    finally:
+        if reader.loader is not None:
+            reader.loader.dispose()
+    if reader.issues:
+        raise DeploymentsFileError(sorted(reader.issues, key=lambda i: i.line or 0))
+    return deployments
+
+
+def load_deployments(paths: list[str]) -> list[Deployment]:
+    """Every deployment of every file, in order; problems of all files are reported together."""
+    issues: list[FileIssue] = []
+    out: list[Deployment] = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            issues.append(FileIssue(path, None, None, None, f"cannot read the file ({reason})"))
+            continue
+        try:
+            out.extend(load_deployments_text(text, path))
+        except DeploymentsFileError as e:
+            issues.extend(e.issues)
+    if issues:
+        raise DeploymentsFileError(issues)
+    return out
+
+

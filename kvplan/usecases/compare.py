@@ -1,0 +1,108 @@
+"""`compare`: one model, budget and workload through vLLM (eras and proposals), SGLang,
+TensorRT-LLM, llama.cpp and the exact windowed need, plus knob advice, as a result dict."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kvplan.errors import OptionError, UnsupportedError
+from kvplan.options import COMPARE, resolve
+from kvplan.report.envelope import envelope
+from kvplan.results import outcome
+from kvplan.usecases.scenario import run_scenario, scenario_from, serving_of
+
+
+def parse_policies(text: str | None, main: str) -> list[str]:
+    """``proposals`` (every proposal), ``none``, or a comma list of eras / releases / proposals."""
+    from kvplan.engines.vllm import get_era
+    from kvplan.engines.vllm.proposals import proposal_names
+
+    if text is None or text.strip().lower() == "none":
+        return []
+    names: list[str] = []
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        expanded = proposal_names() if item == "proposals" else [get_era(item).name]
+        names += [n for n in expanded if n not in names and n != get_era(main).name]
+    return names
+
+
+def _length(r) -> int | None:
+    mml, target = r["max_model_len"], r["target_len"]
+    if mml == -1 or target == -1:
+        raise OptionError("compare evaluates every engine at one fixed length: pass --target-len (or a number "
+                          "for --max-model-len), not 'auto'")
+    if target is not None and mml is not None and target != mml:
+        raise OptionError(f"--target-len {target} and --max-model-len {mml} differ; compare evaluates every "
+                          "engine at one length, pass one of them")
+    return target or mml
+
+
+def compare(model: str, **options) -> dict:
+    from kvplan.engines.advice import advise
+    from kvplan.engines.compare import CompareInputs
+    from kvplan.engines.compare import compare as compare_engines
+    from kvplan.engines.layer_costs import layer_costs
+    from kvplan.engines.llamacpp import LLAMACPP_BUILD
+    from kvplan.engines.sglang import SGLANG_VERSION
+    from kvplan.engines.stages import require_version
+    from kvplan.engines.trtllm import TRTLLM_VERSION, parse_shares
+    from kvplan.report.data import model_info_dict, serving_dict
+
+    r = resolve(COMPARE, options)
+    if r["pipeline_parallel_size"] > 1:
+        raise UnsupportedError("compare models one GPU per tensor-parallel rank; --pipeline-parallel-size > 1 is "
+                               "not supported (use `kvplan simulate` for vLLM's pipeline stages)")
+    length = _length(r)
+    shares = parse_shares(r["trtllm_window_shares"]) if r["trtllm_window_shares"] else None
+    versions = {"sglang": require_version("--sglang-version", r["sglang_version"], SGLANG_VERSION, "SGLang"),
+                "trtllm": require_version("--trtllm-version", r["trtllm_version"], TRTLLM_VERSION, "TensorRT-LLM"),
+                "llamacpp": require_version("--llamacpp-build", r["llamacpp_build"], LLAMACPP_BUILD, "llama.cpp")}
+    extra = parse_policies(r["policies"], r["policy"])
+    scenario = replace(scenario_from(model, r.values), max_model_len=length)
+    main = run_scenario(scenario)
+    layout, plan = main.layout, main.plan
+    length = length or plan.max_model_len
+    scenario = replace(scenario, max_model_len=length, kv_cache_memory=plan.options.kv_cache_memory_bytes)
+    plans = [plan] + [run_scenario(replace(scenario, policy=p, threshold=None), layout=layout).plan for p in extra]
+
+    inputs = CompareInputs(
+        kv_cache_memory_bytes=plan.options.kv_cache_memory_bytes, target_len_tokens=length,
+        target_concurrency=r["target_concurrency"], max_num_batched_tokens=plan.options.max_num_batched_tokens,
+        swa_full_tokens_ratio=r["swa_full_tokens_ratio"], sglang_page_size=r["sglang_page_size"],
+        trtllm_window_shares=shares, trtllm_tokens_per_block=r["trtllm_tokens_per_block"],
+        llamacpp_n_seq=r["llamacpp_n_seq"], llamacpp_n_ubatch=r["llamacpp_n_ubatch"], swa_full=r["swa_full"],
+        llamacpp_kv_unified=r["llamacpp_kv_unified"],
+        sglang_disable_overlap_schedule=r["sglang_disable_overlap_schedule"],
+        sglang_swa_eviction_interval=r["sglang_swa_eviction_interval"],
+        trtllm_scheduler_policy=r["trtllm_scheduler_policy"], trtllm_max_num_tokens=r["trtllm_max_num_tokens"],
+    )
+    architecture = layout.target.architecture
+    comparison = compare_engines(layout.layers, architecture, inputs, plans)
+
+    def simulate_at(t: float):
+        return run_scenario(replace(scenario, threshold=t), layout=layout).plan
+
+    advice = advise(layer_costs(layout.layers), architecture, inputs, plan, simulate_at)
+    warnings = list(layout.warnings)
+    tp = r["tensor_parallel_size"]
+    if tp > 1:
+        warnings.append(f"every engine is modelled on one tensor-parallel rank's share (tp {tp}): "
+                        "KV heads per rank as vLLM splits them")
+    if any(ls.spec.kind == "mamba" for ls in layout.layers):
+        warnings.append("recurrent state pools of SGLang and TensorRT-LLM are approximated (state set aside for "
+                        "the number of requests that serves the most)")
+    body = {
+        "model": model_info_dict(layout.target),
+        "drafter": model_info_dict(layout.drafter),
+        "speculative": {"method": layout.speculative_method, "num_speculative_tokens": layout.num_speculative_tokens},
+        "serving": {**serving_dict(serving_of(scenario)), "block_size": layout.block_size},
+        "engine_versions": versions,
+        **comparison.to_dict(),
+        "advice": advice,
+        "budget": main.budget,
+        "warnings": warnings + list((main.budget or {}).get("warnings", [])),
+    }
+    return envelope("compare", options=r.to_dict(), outcome=outcome(ok=True), body=body, model=layout.target,
+                    drafter=layout.drafter, era=plan.era)

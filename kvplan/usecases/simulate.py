@@ -1,0 +1,102 @@
+"""`simulate` and `sweep`: one deployment through a vLLM era (or many thresholds), as a result dict.
+
+Pure over its inputs except ``allocate``/``budget_from_device``, which ask the device
+(``kvplan.device``, torch imported there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kvplan.errors import OptionError
+from kvplan.options import SIMULATE, resolve
+from kvplan.report.envelope import envelope
+from kvplan.results import plan_outcome
+from kvplan.usecases.scenario import resolve_era, run_scenario, scenario_from
+
+
+def _device_budget(r, era) -> dict | None:
+    """``--budget-from-device``: the KV budget read from the device (exclusive with --kv-cache-memory)."""
+    if not r["budget_from_device"]:
+        return None
+    if r["kv_cache_memory"] is not None:
+        raise OptionError("--budget-from-device and --kv-cache-memory are exclusive; pass one of them")
+    from kvplan.device import budget_from_device
+    from kvplan.hardware import default_gpu_memory_utilization
+
+    utilization = r["gpu_memory_utilization"] or default_gpu_memory_utilization(era)
+    reserve = r["reserve"] or 0
+    budget = budget_from_device(r["device"], utilization, reserve)
+    return {"source": "device", "device": r["device"], "gpu_memory_utilization": utilization,
+            "reserve_bytes": reserve, "kv_cache_memory_bytes": budget}
+
+
+def _checks(r, plan) -> list[str]:
+    """The --require-start / --fail-on-padding / --min-concurrency verdicts that failed."""
+    out = []
+    if r["require_start"] and not plan.starts:
+        out.append(f"--require-start: the engine would fail ({plan.failure.message})")
+    if r["fail_on_padding"] is not None and plan.padding_waste_pct > r["fail_on_padding"]:
+        out.append(f"--fail-on-padding {r['fail_on_padding']:g}: padding waste {plan.padding_waste_pct:.2f}%")
+    if r["min_concurrency"] is not None and plan.max_concurrency < r["min_concurrency"]:
+        out.append(f"--min-concurrency {r['min_concurrency']:g}: max concurrency {plan.max_concurrency:.2f}")
+    return out
+
+
+def simulate(model: str, **options) -> dict:
+    """Group layers, size the KV cache and predict start-up as a vLLM era would.
+
+    ``outcome.ok`` is False when the engine would fail, a requested check failed, or the
+    allocation did not verify (the CLI exits 3 then)."""
+    r = resolve(SIMULATE, options)
+    if r["sweep_threshold"] is not None:
+        raise OptionError("--sweep-threshold: call kvplan.sweep(model, thresholds, ...) for a threshold sweep")
+    scenario = scenario_from(model, r.values)
+    era = resolve_era(scenario.policy, scenario.threshold)
+    device_budget = _device_budget(r, era)
+    if device_budget is not None:
+        scenario = replace(scenario, kv_cache_memory=device_budget["kv_cache_memory_bytes"])
+    result = run_scenario(scenario, explain=r["explain"])
+    plan, body = result.plan, dict(result.data)
+    if device_budget is not None:
+        body["budget"] = device_budget
+    checks = _checks(r, plan)
+    body["checks_failed"] = checks
+    ok = plan.starts and not checks
+    if r["allocate"]:
+        if not plan.starts:
+            f = plan.failure
+            raise OptionError(f"--allocate: the engine would not start ({f.stage}: {f.error_type}: {f.message}); "
+                              "nothing to allocate")
+        from kvplan.device import allocate_and_verify
+
+        body["allocation"] = allocate_and_verify(plan, r["device"])
+        ok = ok and bool(body["allocation"].get("ok", False))
+    outcome = {**plan_outcome(plan), "ok": ok}
+    return envelope("simulate", options=r.to_dict(), outcome=outcome, body=body, model=result.layout.target,
+                    drafter=result.layout.drafter, era=plan.era,
+                    warnings=[*(result.budget or {}).get("warnings", [])])
+
+
+def sweep(model: str, thresholds: str, **options) -> dict:
+    """The same deployment under each threshold of ``thresholds`` (``1.0:2.0:0.05`` or
+    ``1.25,1.5``), and the thresholds where vLLM's group size flips."""
+    from kvplan.engines.vllm.sweep import critical_thresholds, parse_thresholds, sweep_row
+    from kvplan.report.data import era_dict, model_info_dict
+
+    r = resolve(SIMULATE, {**options, "sweep_threshold": thresholds})
+    values = parse_thresholds(thresholds)
+    scenario = scenario_from(model, r.values)
+    first = run_scenario(replace(scenario, threshold=values[0]))
+    rows = [sweep_row(values[0], first.plan)]
+    for t in values[1:]:
+        rows.append(sweep_row(t, run_scenario(replace(scenario, threshold=t), layout=first.layout).plan))
+    body = {
+        "model": model_info_dict(first.layout.target), "drafter": model_info_dict(first.layout.drafter),
+        "policy": era_dict(first.plan.era), "rows": rows, "critical_thresholds": critical_thresholds(first.plan),
+        "warnings": list(first.layout.warnings),
+    }
+    era = resolve_era(scenario.policy, None)
+    outcome = {"ok": True, "starts": None, "stage": None, "error_type": None, "error": None, "fix": None}
+    return envelope("sweep", options=r.to_dict(), outcome=outcome, body=body, model=first.layout.target,
+                    drafter=first.layout.drafter, era=era)

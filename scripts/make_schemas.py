@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Write the JSON Schemas of every command's output to docs/schema/<command>.json.
+
+One envelope (kvplan.report.envelope) shared by all commands, then each command's body:
+the keys it always has and their types. Bodies may grow keys (additionalProperties), the
+envelope and the outcome may not. tests/test_schemas.py checks that the files are what this
+script writes and validates every command's output against them.
+
+    python scripts/make_schemas.py          # rewrite docs/schema/
+    python scripts/make_schemas.py --check  # exit 1 if a file differs
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent.parent / "docs" / "schema"
+
+INT = {"type": "integer"}
+NUM = {"type": "number"}
+STR = {"type": "string"}
+BOOL = {"type": "boolean"}
+OBJ = {"type": "object"}
+ARR = {"type": "array"}
+
+
+def nullable(s: dict) -> dict:
+    t = s["type"]
+    return {**s, "type": [t, "null"] if isinstance(t, str) else [*t, "null"]}
+
+
+def obj(required: dict, *, closed: bool = False) -> dict:
+    return {"type": "object", "required": list(required), "properties": required, "additionalProperties": not closed}
+
+
+def arr(items: dict) -> dict:
+    return {"type": "array", "items": items}
+
+
+OUTCOME = obj({
+    "ok": BOOL, "starts": nullable(BOOL), "stage": nullable(STR), "error_type": nullable(STR),
+    "error": nullable(STR), "fix": nullable(STR),
+}, closed=True)
+
+SOURCE = nullable(obj({"id": STR, "source": STR, "path": nullable(STR), "revision": nullable(STR)}, closed=True))
+POLICY = nullable(obj({"name": STR, "vllm_releases": arr(STR), "threshold": nullable(NUM), "is_proposal": BOOL}))
+OPTION_VALUE = obj({"value": {}, "given": BOOL}, closed=True)
+
+MODEL_INFO = obj({"id": STR, "source": STR, "architecture": nullable(STR), "family": nullable(STR),
+                  "num_hidden_layers": nullable(INT), "dtype": nullable(STR)})
+SERVING = obj({"block_size": nullable(INT), "kv_cache_dtype": STR, "dtype": STR, "tensor_parallel_size": INT,
+               "pipeline_parallel_size": INT})
+SPECULATIVE = obj({"method": nullable(STR), "num_speculative_tokens": nullable(INT)})
+ERA = obj({"name": STR, "threshold": nullable(NUM), "vllm_releases": arr(STR), "is_proposal": BOOL})
+LAYER = obj({"index": INT, "name": STR, "source": STR, "kind": STR, "block_size": INT, "page_size_bytes": INT})
+
+
+def envelope(command: str, body: dict) -> dict:
+    head = {
+        "schema_version": {"const": 2},
+        "kvplan_version": STR,
+        "command": {"const": command},
+        "inputs": obj({"model": SOURCE, "drafter": SOURCE, "policy": POLICY,
+                       "options": {"type": "object", "additionalProperties": OPTION_VALUE}}, closed=True),
+        "outcome": OUTCOME,
+    }
+    props = {**head, **body, "warnings": arr(STR)}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://kvplan.dev/schema/{command}.json",
+        "title": f"kvplan {command} --format json",
+        "type": "object",
+        "required": list(props),
+        "properties": props,
+        "additionalProperties": True,
+    }
+
+
+PLAN_BODY = {
+    "engine": {"const": "vllm"},
+    "policy": ERA,
+    "model": MODEL_INFO,
+    "drafter": nullable(MODEL_INFO),
+    "speculative": SPECULATIVE,
+    "serving": SERVING,
+    "scheduler": obj({"max_model_len": INT, "max_num_batched_tokens": INT, "max_num_seqs": INT,
+                      "async_scheduling": BOOL}),
+    "hybrid_kv_cache_manager": obj({"enabled": nullable(BOOL), "reasons_disabled": arr(STR)}),
+    "grouping": nullable(obj({"path": STR, "group_size": INT, "num_groups": INT, "num_padding_layers": INT,
+                              "padding_waste_pct": NUM})),
+    "groups": arr(obj({"index": INT, "kind": STR, "block_size": INT, "page_size_bytes": INT, "num_layers": INT,
+                       "layers": arr(STR)})),
+    "tensors": arr(obj({"index": INT, "size_bytes": INT, "shared_by": arr(STR)})),
+    "memory": obj({"available_bytes": INT, "num_blocks": INT, "page_size_bytes": nullable(INT), "kv_tokens": INT,
+                   "max_concurrency": NUM, "padding_waste_bytes": INT}),
+    "workers": arr(obj({"rank": INT, "num_blocks": INT})),
+    "logs": arr(STR),
+    "checks_failed": arr(STR),
+}
+
+BODIES = {
+    "inspect": {
+        "model": MODEL_INFO, "drafter": nullable(MODEL_INFO), "speculative": SPECULATIVE, "serving": SERVING,
+        "num_layers": INT, "layers": arr(LAYER), "summary": arr(OBJ), "kv_bytes_per_token": INT,
+        "state_bytes_per_request": INT, "ranks": arr(obj({"rank": INT, "num_layers": INT, "layers": arr(STR)})),
+    },
+    "simulate": PLAN_BODY,
+    "sweep": {
+        "model": MODEL_INFO, "drafter": nullable(MODEL_INFO), "policy": ERA,
+        "rows": arr(obj({"threshold": NUM, "group_size": INT, "num_groups": INT, "num_padding_layers": INT,
+                         "padding_waste_pct": NUM, "num_blocks": INT, "kv_tokens": INT, "max_concurrency": NUM,
+                         "outcome": OUTCOME})),
+        "critical_thresholds": arr(OBJ),
+    },
+    "compare": {
+        "model": MODEL_INFO, "drafter": nullable(MODEL_INFO), "speculative": SPECULATIVE, "serving": SERVING,
+        "workload": OBJ, "lower_bound": OBJ,
+        "engines": arr(obj({"engine": STR, "name": STR, "outcome": OUTCOME, "max_concurrency": NUM})),
+        "advice": OBJ, "budget": nullable(OBJ),
+    },
+    "fit": {
+        "engine": {"const": "vllm"}, "policy": ERA, "model": MODEL_INFO, "drafter": nullable(MODEL_INFO),
+        "budget": nullable(OBJ), "max_model_len": nullable(OBJ), "min_gpu_memory_utilization": nullable(OBJ),
+        "gpus": nullable(obj({"rows": arr(obj({"gpu": STR, "tensor_parallel_size": INT, "outcome": OUTCOME,
+                                                 "enough": BOOL}))})),
+        "estimated": BOOL,
+    },
+    "gpus": {"gpus": arr(obj({"name": STR, "memory_bytes": INT, "aliases": arr(STR)}))},
+    "check": {
+        "files": arr(STR), "passed": BOOL,
+        "summary": obj({"num_deployments": INT, "num_passed": INT, "num_failed": INT, "num_errors": INT}),
+        "deployments": arr(obj({"name": STR, "file": STR, "line": INT, "status": {"enum": ["pass", "fail", "error"]},
+                                "outcome": OUTCOME, "expectations": arr(OBJ)})),
+    },
+    "models": {"models": arr(obj({"id": STR}))},
+}
+
+
+def schemas() -> dict[str, str]:
+    return {f"{c}.json": json.dumps(envelope(c, b), indent=2) + "\n" for c, b in BODIES.items()}
+
+
+def main(argv: list[str]) -> int:
+    files = schemas()
+    if "--check" in argv:
+        stale = [n for n, text in files.items() if not (OUT / n).exists() or (OUT / n).read_text() != text]
+        if stale:
+            print(f"docs/schema out of date: {', '.join(stale)} (run scripts/make_schemas.py)")
+            return 1
+        return 0
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (OUT / name).write_text(text)
+    print(f"wrote {len(files)} schemas to {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
