@@ -2,7 +2,9 @@
 admits, prefills and evicts in them.
 
 Rules read from the sglang 0.5.23 wheel (``sglang/_version.py``; the wheel records no commit);
-paths below are inside ``python/sglang/srt/``.
+paths below are inside ``python/sglang/srt/``. The pool sizes, the SWA request cap and the
+admission estimate are checked against that wheel's own functions
+(``scripts/golden/sglang_runner.py`` → ``tests/golden/sglang/pool_sizes.json``).
 
 - **Which models get the split pool.** ``configs/model_config.py is_hybrid_swa_model``
   allowlists architectures (``HYBRID_SWA_ARCHITECTURES`` below). Gemma 2/3/3n are forced to
@@ -14,8 +16,8 @@ paths below are inside ``python/sglang/srt/``.
   ``full = align(max_total)``, ``swa = align(int(full · r))``, ``align`` rounding down to the
   page. Drafter layers are counted in the full term (kvplan's simplification: 0.5.23 can put
   a draft model's SWA layers in the SWA term via ``eagle_draft_swa_num_layers``).
-- **Start-up**: ``validate_swa_pool_size`` refuses an SWA pool with ``W + page >= swa``;
-  ``MemoryPoolConfig`` refuses ``max_total_num_tokens <= 0``.
+- **Start-up**: ``validate_swa_pool_size`` refuses an SWA pool with ``W + page >= swa`` (checked
+  first); ``MemoryPoolConfig`` refuses ``max_total_num_tokens <= 0``.
 - **Admission** (``mem_cache/prefill_budget.py``): a prefill is admitted when
   ``total_tokens < remaining_total`` in the full pool and its SWA reservation
   ``max(min(P, chunk) − W, 0) + min(P + max_new, W) + page`` is below the free SWA tokens;
@@ -194,6 +196,13 @@ def swa_per_request_tokens(window: int, length: int, page: int, interval: int) -
     return min(cdiv(length, page) * page + page, window + interval + page + page)
 
 
+def swa_admission_tokens(extend: int, max_new: int, window: int, page: int, chunk_limit: int | None) -> int:
+    """``prefill_budget.estimate_swa_kv_tokens``: the SWA tokens a prefill reserves: the part of its
+    chunk beyond the window, plus the window (or less for a short request), plus a page."""
+    allocated = extend if chunk_limit is None else min(extend, chunk_limit)
+    return max(allocated - window, 0) + min(extend + max_new, window) + page
+
+
 def sglang_model(
     costs: tuple[LayerCost, ...],
     architecture: str | None,
@@ -248,18 +257,19 @@ def sglang_model(
     # admission: request n is admitted when its total (P + max_new = L) is below what the n − 1 before it left
     admitted = (full_tokens - L - 1) // admit_full + 1 if full_tokens > L else 0
     if hybrid and swa_tokens is not None:
-        first_chunk = max(min(P, chunked_prefill_size) - window, 0) + min(L, window) + page
+        first_chunk = swa_admission_tokens(cdiv(P, page) * page, L - P, window, page, chunked_prefill_size)
         if swa_tokens > first_chunk:
             admitted = min(admitted, (swa_tokens - first_chunk - 1) // swa_need + 1)
     if state:
         admitted = min(admitted, slots)
     notes: list[str] = []
     failure = None
-    if full_tokens <= 0:
-        failure = NOT_ENOUGH_MEMORY
-    elif hybrid and window + page >= swa_tokens:
+    if hybrid and window + page >= swa_tokens:  # _solve_pool_sizes validates before MemoryPoolConfig's check
         failure = (f"SWA pool ({swa_tokens} tokens) cannot hold even one request: the prefill admission floor is "
-                   f"sliding_window_size ({window}) + page_size ({page}); raise --swa-full-tokens-ratio")
+                   f"sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the "
+                   "total KV budget.")
+    elif full_tokens <= 0:
+        failure = NOT_ENOUGH_MEMORY
     elif full_tokens < full_need:
         notes.append(f"the full pool holds {full_tokens:,} tokens, less than one {L:,}-token request: SGLang caps "
                      "the request length at the pool size")
