@@ -30,7 +30,10 @@ made by ``scripts/golden/llamacpp_goldens.py``).
   allocate past the device memory. kvplan checks the allocation against the same budget,
   reports the largest ``n_ctx`` that fits at the chosen ``n_seq`` (a multiple of 256, since
   llama.cpp pads any other value up), and the largest ``n_seq`` whose ``n_ctx = L · n_seq``
-  fits. Slots are fixed at start, so admission and steady decode serve the same count.
+  fits. Slots are fixed at start, so admission and steady decode serve the same count. With
+  ``-c`` unset, the tools fit ``n_ctx`` to free device memory (``common/common.h fit_params``,
+  on by default, 1 GiB margin per device, at least 4096 tokens); kvplan's largest ``n_ctx`` is
+  the KV cache's share of that bound.
 - **Worked numbers** (f16, one sequence, ``n_ubatch`` 512, ``n_ctx`` 131072): gemma-3-27b
   base 10 · 131072 · 8192 B = 10 GiB; SWA pad256(1024 + 512) = 1536 cells, 52 · 1536 · 8192 B
   = 624 MiB; total 11,391,729,664 B; with ``swa_full`` 62 GiB. gpt-oss-20b SWA

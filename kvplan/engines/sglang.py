@@ -39,8 +39,8 @@ admission estimate are checked against that wheel's own functions
   44,236.8 B, full = 970,903, swa = 776,722; per request 128 + 128 + 1 + 1 = 258 SWA tokens.
 - **Not modelled**: the SWA request-cap pool mode (``SWARequestCapPoolConfigurator``, chosen
   with an explicit ``--max-running-requests`` and ``--disable-radix-cache``), and
-  DeepSeek-V4, which has its own configurator (``DSV4PoolConfigurator``, ratio 0.1 by
-  default, its own page size); both are reported as notes.
+  DeepSeek-V4, which has its own configurator (``DSV4PoolConfigurator``; ratio 0.1 and page
+  256 by default, ``arg_groups/model_overrides/deepseek_v4.py``); both are reported as notes.
 - **Recurrent state** (Mamba/GDN) lives in a pool of its own (``--mamba-full-memory-ratio``
   in SGLang); kvplan sets aside ``state_slots`` requests' state first, as many as serve the
   most requests (``layer_costs.state_slots``), an approximation.
@@ -286,7 +286,8 @@ def sglang_model(
         notes.append("below SGLang's own worst case for one decoding request with the prefill chunks in flight "
                      "(compute_swa_request_cap): it shrinks the chunks (_chunk_cap) and decodes fewer at once")
     if architecture and architecture.startswith("DeepseekV4"):
-        notes.append("SGLang sizes DeepSeek-V4 with DSV4PoolConfigurator (ratio 0.1, its own page size), not this rule")
+        notes.append("SGLang sizes DeepSeek-V4 with DSV4PoolConfigurator (ratio 0.1 and page 256 by default, "
+                     "arg_groups/model_overrides/deepseek_v4.py), not this rule")
     if hybrid:
         notes.append("not modelled: the SWA request-cap pool (explicit --max-running-requests with "
                      "--disable-radix-cache sizes the SWA pool from compute_swa_request_cap)")
