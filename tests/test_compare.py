@@ -8,12 +8,15 @@ import pytest
 from factories import gemma3_27b, gpt_oss_20b
 from kvplan.engines.advice import (
     advise,
+    advise_llamacpp,
     advise_sglang,
     advise_trtllm,
     advise_vllm,
     sglang_concurrency,
+    sglang_score,
     threshold_candidates,
-    trtllm_concurrency,
+    trtllm_result,
+    trtllm_score,
 )
 from kvplan.engines.compare import CompareInputs, compare
 from kvplan.engines.layer_costs import layer_costs
@@ -76,24 +79,20 @@ def test_failed_vllm_plan_still_has_a_row():
 # --- advice ------------------------------------------------------------------------------
 
 
-def test_sglang_ratio_is_best_among_its_neighbours():
+def test_sglang_ratio_serves_the_most_requests_then_the_widest_margin():
     costs, inputs = layer_costs(gpt_oss_20b()), CompareInputs(BUDGET, L128K, target_concurrency=8)
     a = advise_sglang(costs, GPT_OSS, inputs)
-    r = a["swa_full_tokens_ratio"]
-    best = sglang_concurrency(costs, GPT_OSS, inputs, r)
-    assert best.starts and best.prefill_fits
-    for n in (round(r - 0.001, 3), round(r + 0.001, 3)):
-        other = sglang_concurrency(costs, GPT_OSS, inputs, n)
-        if other.starts and other.prefill_fits:
-            assert best.concurrency >= other.concurrency
-    # the smallest ratio whose SWA pool holds a window plus an 8192-token prefill chunk (128 + 8192 + 1 = 8321):
-    # r 0.005 → full int(42,949,672,960 / (24,576 · 1.005)) = 1,738,932, swa int(· 0.005) = 8694 ≥ 8321;
-    # r 0.004 → swa 6962 < 8321. Concurrency 1,738,932 / 131,072 = 13.27 against 7.41 at the default 0.8
-    # (ideal allocator: 13.32)
-    assert r == 0.005 and (a["full_tokens"], a["swa_tokens"]) == (1_738_932, 8694)
-    assert not sglang_concurrency(costs, GPT_OSS, inputs, 0.004).prefill_fits
-    assert f"{a['max_concurrency']:.2f}" == "13.27" and f"{a['default_max_concurrency']:.2f}" == "7.41"
-    assert a["reaches_target"] is True
+    # r 0.012: full int(42,949,672,960 // 24,870.912) = 1,726,903, swa int(1,726,903 · 0.012) = 20,722.
+    # 13 requests: full (1,726,903 − 131,073) // 131,073 + 1 = 13 admitted; SWA 13 · 258 + 16,385 = 19,739 ≤ 20,722.
+    # margins: full 1,726,903 / (13 · 131,072) = 1.0135, SWA (20,722 − 16,385) / (13 · 258) = 1.2931
+    assert a["swa_full_tokens_ratio"] == 0.012 and (a["full_tokens"], a["swa_tokens"]) == (1_726_903, 20_722)
+    assert a["requests"] == 13 and a["pool_margins"] == {"full": 1.013479, "swa": 1.293083}
+    assert a["flag"] == "--swa-full-tokens-ratio 0.012" and a["reaches_target"] is True
+    assert a["default_max_concurrency"] == 7.0
+    # neighbours: 0.011 (swa 19,014: (19,014 − 16,385) / 258 = 10.2) serves 10; 0.013 serves 13 with less
+    # full-pool headroom
+    assert sglang_score(sglang_concurrency(costs, GPT_OSS, inputs, 0.011))[0] == 10
+    assert sglang_score(sglang_concurrency(costs, GPT_OSS, inputs, 0.013)) < (13, 1.013479)
 
 
 def test_sglang_advice_not_applicable_to_gemma3():
@@ -101,26 +100,32 @@ def test_sglang_advice_not_applicable_to_gemma3():
     assert not a["applicable"] and "disable-hybrid-swa-memory" in a["reason"]
 
 
-@pytest.mark.parametrize("ls", [gemma3_27b(), gpt_oss_20b()], ids=["gemma-3-27b", "gpt-oss-20b"])
-def test_trtllm_shares_are_best_among_their_neighbours(ls):
-    costs, inputs = layer_costs(ls), CompareInputs(BUDGET, L128K)
+def test_trtllm_gpt_oss_shares_best_among_their_neighbours():
+    costs, inputs = layer_costs(gpt_oss_20b()), CompareInputs(BUDGET, L128K)
     a = advise_trtllm(costs, inputs)
     shares = a["window_shares"]
     assert sum(shares) == 1.0  # TensorRT-LLM asserts the exact float sum
-    best = trtllm_concurrency(costs, inputs, shares)
-    for delta in (0.01, -0.01, 0.001, -0.001):
+    # 0.077 / 0.923: window pool int(0.077 · 40 GiB / 24,576) // 32 = 4,205 blocks (12 · 260 = 3,120 admitted,
+    # a 4,096-block prompt fits); full pool 50,408 blocks ≥ 12 · 4096 = 49,152
+    assert shares == [0.077, 0.923] and a["requests"] == 12 and a["max_concurrency"] == 12.0
+    best = trtllm_score(trtllm_result(costs, inputs, shares))
+    for delta in (0.01, -0.01, 0.001, -0.001, 0.0001, -0.0001):
         near = [round(shares[0] + delta, 6), round(shares[1] - delta, 6)]
         if min(near) > 0 and sum(near) == 1.0:
-            assert best >= trtllm_concurrency(costs, inputs, near)
-    assert a["max_concurrency"] > a["equal_shares_max_concurrency"]
+            assert best >= trtllm_score(trtllm_result(costs, inputs, near))
+    assert a["equal_shares_max_concurrency"] == 6.0
 
 
-def test_trtllm_gemma3_advice_numbers():
-    # proportional shares: window pool 33 blocks · 32 · 425,984 B, full pool 4096 · 32 · 81,920 B per request
-    # → 0.0404 / 0.9596; concurrency 3.84 against 2.0 with equal shares (ideal: 3.84)
+def test_trtllm_gemma3_no_split_prefills_128k():
+    # every pool must hold ceil(131072 / 32) = 4096 blocks for the prompt: the window pool alone needs
+    # 4096 · 32 · 425,984 B = 52 GiB > 40 GiB. With shares proportional to bytes per token (425,984 : 81,920
+    # → 0.8387 / 0.1613) both pools hold the same tokens: the longest prompt is 84,544 (2,642 blocks)
     a = advise_trtllm(layer_costs(gemma3_27b()), CompareInputs(BUDGET, L128K))
-    assert a["window_shares"] == [0.0404, 0.9596] and a["env"] == "TRTLLM_WINDOW_SIZE_SHARES=0.0404,0.9596"
-    assert f"{a['max_concurrency']:.2f}" == "3.84" and a["equal_shares_max_concurrency"] == 2.0
+    assert a["window_shares"] is None and a["longest_prompt_tokens"] == 84_544
+    assert "no split prefills a 131,072-token prompt" in a["reason"] and "0.8387,0.1613" in a["reason"]
+    # at L = 65,536 a split serves requests again, and every pool keeps at least one request's need
+    short = advise_trtllm(layer_costs(gemma3_27b()), CompareInputs(BUDGET, 65_536))
+    assert short["requests"] >= 1 and min(short["pool_margins"].values()) >= 1
 
 
 def test_vllm_threshold_avoids_the_peagle_failure():
@@ -134,6 +139,9 @@ def test_vllm_threshold_avoids_the_peagle_failure():
     assert threshold_candidates(12, 16) == [1.0, 1.34]
     a = advise_vllm(p, at, target_concurrency=8)
     assert a["threshold"] == 1.34 and a["group_size"] == 16 and "avoids the failure" in a["reason"]
+    # vLLM has no flag for it: the advice is a code change, kvplan's --threshold simulates it
+    assert "flag" not in a and "vllm/v1/core/kv_cache_utils.py" in a["code_change"]
+    assert "vLLM has no flag" in a["code_change"] and a["kvplan_flag"] == "--threshold 1.34"
     # neighbours: 1.33 still fails, 1.34 and 1.35 start with the same grouping
     assert not at(1.33).starts and at(1.34).starts and at(1.35).group_size == 16
     assert a["reaches_target"] is True  # 8.88 ≥ 8
@@ -158,6 +166,8 @@ def test_advise_bundle():
     ls = gemma3_27b()
     a = advise(layer_costs(ls), GEMMA3, CompareInputs(BUDGET, L128K, target_concurrency=3))
     assert a["vllm"] is None  # no plan given
-    # llama.cpp: 3 sequences of 128k fit in 40 GiB (see test_engines_llamacpp), none with --swa-full
-    assert (a["llamacpp"]["n_seq"], a["llamacpp"]["n_seq_with_swa_full"]) == (3, 0)
-    assert a["llamacpp"]["reaches_target"] is True
+    # llama.cpp: 3 sequences of 128k fit in 40 GiB (see test_engines_llamacpp), none with --swa-full;
+    # unified: SWA pad256(3 · 1024 + 512) = 3584 cells; non-unified 3 · 1536 = 4608: unified wins the tie
+    lc = a["llamacpp"]
+    assert (lc["n_seq"], lc["n_seq_with_swa_full"], lc["kv_unified"]) == (3, 0, True)
+    assert lc["flags"] == "-c 393216 -np 3 --kv-unified" and lc["reaches_target"] is True

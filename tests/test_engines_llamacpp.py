@@ -1,10 +1,13 @@
-"""llama.cpp's iSWA cache: the worked numbers of engines.md §3.4 (f16/bf16, n_ubatch 512)."""
+"""llama.cpp's iSWA cache: the worked numbers of engines.md §3.4 (f16/bf16, n_ubatch 512), and the
+rules of llama.cpp 0c1e57098 (n_ctx padding, per-stream caches without a unified KV cache,
+llama-server's slot defaults). tests/test_engines_llamacpp_golden.py checks the same formulas
+against that build's own numbers."""
 
 from __future__ import annotations
 
 from factories import gdn, gemma3_27b, gpt_oss_20b, layers, full
 from kvplan.engines.layer_costs import layer_costs
-from kvplan.engines.llamacpp import cache_sizes, llamacpp_model, pad256
+from kvplan.engines.llamacpp import cache_sizes, llamacpp_model, pad256, server_slots
 from kvplan.units import GiB, MiB
 
 L128K = 131072
@@ -49,8 +52,10 @@ def test_fit_at_40_gib():
     # n_seq = 3: base 3 · 10 GiB + SWA pad256(3 · 1024 + 512) = 3584 cells · 425,984 B = 1.42 GiB → fits;
     # n_seq = 4: 40 GiB + SWA > 40 GiB → does not
     assert r.max_n_seq == 3
-    # at n_seq 1 the largest n_ctx: (40 GiB − 1536 · 425,984) // 81,920 = 516,300 cells
-    assert r.max_n_ctx_tokens == (40 * GiB - 1536 * 425_984) // 81_920 == 516_300
+    # at n_seq 1: (40 GiB − 1536 · 425,984) // 81,920 = 516,300 cells, but llama.cpp pads n_ctx up to a
+    # multiple of 256 (516,352 would overrun), so the largest n_ctx is 516,300 // 256 · 256 = 516,096
+    assert (40 * GiB - 1536 * 425_984) // 81_920 == 516_300
+    assert r.max_n_ctx_tokens == 516_096 and r.max_n_ctx_tokens % 256 == 0
     many = llamacpp_model(layer_costs(gemma3_27b()), 40 * GiB, L128K, n_seq=4)
     assert not many.starts and "failed to allocate buffer for kv cache" in many.failure
 
@@ -61,3 +66,45 @@ def test_recurrent_state_is_separate():
     c = cache_sizes(layer_costs(ls), n_ctx=2 * 4096, n_seq=2)
     assert c.recurrent_bytes == 2 * 3 * 1_097_728
     assert c.base_bytes == 2 * 4096 * 2 * 512 * 2 and c.swa_cells == 0
+
+
+def test_n_ctx_is_padded_to_256():
+    # 4000 → 4096 cells in the base cache
+    c = cache_sizes(layer_costs(gpt_oss_20b()), n_ctx=4000)
+    assert (c.n_ctx, c.base_cells) == (4096, 4096)
+
+
+def test_non_unified_streams():
+    # -np 4 without --kv-unified, n_ctx 4 · 131072: four streams of n_ctx_seq = pad256(524288 / 4) = 131072
+    # base cells and pad256(min(131072, 1024 + 512)) = 1536 SWA cells each (the window once per stream)
+    c = cache_sizes(layer_costs(gemma3_27b()), n_ctx=4 * L128K, n_seq=4, kv_unified=False)
+    assert (c.n_stream, c.n_ctx_seq, c.base_cells, c.swa_cells) == (4, L128K, L128K, 1536)
+    assert c.base_bytes == 4 * 10 * GiB and c.swa_bytes == 4 * 1536 * 52 * 8192
+    # 16384 / 3 = 5461 → pad256 = 5632 cells per stream; n_ctx becomes 3 · 5632 = 16,896
+    c3 = cache_sizes(layer_costs(gpt_oss_20b()), n_ctx=16384, n_seq=3, kv_unified=False)
+    assert (c3.n_ctx_seq, c3.n_ctx) == (5632, 16_896)
+
+
+def test_n_ubatch_is_capped_by_the_requested_n_ctx():
+    # n_ctx 300: n_batch = min(300, 2048) = 300, n_ubatch = min(512, 300) = 300; n_ctx → 512 cells;
+    # SWA pad256(min(512, 128 + 300)) = 512
+    c = cache_sizes(layer_costs(gpt_oss_20b()), n_ctx=300)
+    assert (c.n_ctx, c.n_ubatch, c.swa_cells) == (512, 300, 512)
+
+
+def test_server_slot_defaults():
+    # tools/server/server.cpp: -np auto → 4 slots, unified; explicit -np N → non-unified unless --kv-unified
+    assert server_slots(None, None)[:2] == (4, True)
+    assert server_slots(8, None)[:2] == (8, False)
+    assert server_slots(8, True)[:2] == (8, True)
+
+
+def test_gpt_oss_largest_n_ctx_is_a_multiple_of_256():
+    # one sequence, 40 GiB: base 12 · 2048 = 24,576 B per cell, SWA 768 cells · 24,576 B = 18 MiB;
+    # (40 GiB − 18 MiB) // 24,576 = 1,746,858 cells, not a multiple of 256: llama.cpp pads it to
+    # 6824 · 256 = 1,746,944 and overruns by 2 MiB; the largest that fits is 6823 · 256 = 1,746,688
+    r = llamacpp_model(layer_costs(gpt_oss_20b()), 40 * GiB, L128K)
+    assert (40 * GiB - 768 * 24_576) // 24_576 == 1_746_858
+    assert r.max_n_ctx_tokens == 1_746_688
+    over = cache_sizes(layer_costs(gpt_oss_20b()), n_ctx=1_746_858)
+    assert over.n_ctx == 1_746_944 and over.total_bytes - 40 * GiB == 2 * MiB

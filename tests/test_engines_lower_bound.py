@@ -81,15 +81,19 @@ def build(kinds, mamba: int, drafter: list) -> tuple:
     ratio=st.sampled_from([0.001, 0.1, 0.8, 1.0]),
     n_ubatch=st.sampled_from([1, 512, 4096]),
     swa_full=st.booleans(),
+    policy=st.sampled_from(["GUARANTEED_NO_EVICT", "MAX_UTILIZATION"]),
+    overlap=st.booleans(),
+    unified=st.sampled_from([None, True, False]),
 )
 def test_lower_bound_never_exceeds_any_engine(kinds, mamba, drafter, length, budget, arch, concurrency, ratio,
-                                              n_ubatch, swa_full):
+                                              n_ubatch, swa_full, policy, overlap, unified):
     ls = build(kinds, mamba, drafter)
     facts = ModelFacts(length, speculative_method="eagle3" if drafter else None)
     plan = simulate(ls, (), facts, get_era("vllm-latest"),
                     SimulateOptions(kv_cache_memory_bytes=budget, max_model_len=length))
     inputs = CompareInputs(budget, length, target_concurrency=concurrency, swa_full_tokens_ratio=ratio,
-                           llamacpp_n_ubatch=n_ubatch, swa_full=swa_full)
+                           llamacpp_n_ubatch=n_ubatch, swa_full=swa_full, trtllm_scheduler_policy=policy,
+                           sglang_disable_overlap_schedule=not overlap, llamacpp_kv_unified=unified)
     c = compare(ls, arch, inputs, [plan])
     need, best = c.lower_bound.per_request_bytes, c.lower_bound.max_concurrency
     for row in c.rows:

@@ -1,7 +1,9 @@
-"""TensorRT-LLM's variable sliding window attention: the worked numbers of engines.md §3.3.
+"""TensorRT-LLM's variable sliding window attention: pools (engines.md §3.3) and the
+scheduler's admission, prefill and steady-decode needs, derived by hand from TensorRT-LLM
+1.2.0rc2 (commit b35ac1b6) ``kvCacheManager.cpp`` and ``resource_manager.py``.
 
 Budget 40 GiB, equal shares (one half per window), 32 tokens per block, L = 131072 (the full
-layers' window is max_seq_len = L).
+layers' window is max_seq_len = L), max_num_tokens 8192, prompt = L unless given.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import pytest
 
 from factories import full, gemma3_27b, gpt_oss_20b, layers, sw
 from kvplan.engines.layer_costs import layer_costs
-from kvplan.engines.trtllm import adjust_window_sizes, parse_shares, trtllm_model
+from kvplan.engines.trtllm import MAX_UTILIZATION, adjust_window_sizes, parse_shares, trtllm_model
 from kvplan.errors import OptionError
 from kvplan.units import GiB
 
@@ -31,11 +33,27 @@ def test_gemma3_27b_equal_shares():
     assert (swa.capacity_tokens, swa.num_blocks) == (50_412, 1_575)
     # full window (131072): 10 · 8192 = 81,920 B per token; 20 GiB / 81,920 = 262,144 tokens, 8,192 blocks
     assert (fullp.window_tokens, fullp.capacity_tokens, fullp.num_blocks) == (L128K, 262_144, 8_192)
-    # per request: window pool cdiv(1024, 32) + 1 = 33 blocks; full pool 131072 / 32 = 4096 blocks
+    # steady decode: window pool cdiv(1024, 32) + 1 = 33 blocks; full pool 131072 / 32 = 4096 blocks
     assert (swa.blocks_per_request, fullp.blocks_per_request) == (33, 4096)
-    # full pool binds: 8192 / 4096 = 2 requests of 128k (the window pool could serve 1575 / 33 = 47.7)
-    assert r.max_concurrency == 2.0
-    assert r.kv_tokens == 262_144
+    assert r.steady_concurrency == 2 and r.kv_tokens == 262_144
+    # admission (getRemainingBlocksToCompletion): temp = min(8192, 131071 - 1024) = 8192 in the window pool,
+    # ceil(min(131072, 1024 + 8192) / 32) = 288 blocks → 1575 // 288 = 5; full pool (temp 0) 4096 → 8192 // 4096 = 2
+    assert (swa.temporary_window_tokens, fullp.temporary_window_tokens) == (8192, 0)
+    assert (swa.admission_blocks, fullp.admission_blocks) == (288, 4096) and r.admission_concurrency == 2
+
+
+def test_gemma3_27b_full_length_prompt_cannot_be_prefilled():
+    # addSequence(prompt_len) allocates ceil(131072 / 32) = 4096 blocks in every pool (maxTokenNum =
+    # max(W, max_seq_len)); the window pool has 1575: the longest prompt is 1575 · 32 = 50,400 tokens.
+    r = model(gemma3_27b())
+    swa, _ = r.pools
+    assert swa.prefill_blocks == 4096 and r.longest_prompt_tokens == 50_400
+    assert r.starts and r.max_concurrency == 0
+    assert any("131,072-token prompt cannot be prefilled" in n and "1,575" in n for n in r.notes)
+    assert r.stages.to_dict()["prefills_prompt"] is False
+    # a 50,400-token prompt fits (1575 blocks) and then 2 requests run (the full pool); one token more does not
+    assert model(gemma3_27b(), prompt_len_tokens=50_400).max_concurrency == 2.0
+    assert model(gemma3_27b(), prompt_len_tokens=50_401).max_concurrency == 0
 
 
 def test_gpt_oss_20b_equal_shares():
@@ -43,8 +61,38 @@ def test_gpt_oss_20b_equal_shares():
     r = model(gpt_oss_20b())
     assert [(p.window_tokens, p.capacity_tokens, p.num_blocks) for p in r.pools] == [
         (128, 873_813, 27_306), (L128K, 873_813, 27_306)]
-    # 27,306 / 4096 = 6.67 requests of 128k; the 128-token pool holds 27,306 / 5 = 5461 windows
+    # steady: 27,306 / 4096 = 6.67 requests of 128k (the 128-token pool holds 27,306 / 5 = 5461 windows)
+    assert f"{float(r.steady_concurrency):.2f}" == "6.67"
+    # admission: window pool ceil(min(131072, 128 + 8192) / 32) = 260 blocks (27,306 // 260 = 105),
+    # full pool 4096 (27,306 // 4096 = 6): GUARANTEED_NO_EVICT admits 6 whole requests
+    assert [p.admission_blocks for p in r.pools] == [260, 4096]
+    assert r.admission_concurrency == 6 and r.max_concurrency == 6.0
+    # every prompt up to L prefills: 27,306 · 32 = 873,792 ≥ 131,072
+    assert r.longest_prompt_tokens == L128K
+
+
+def test_admission_extra_block_when_decode_crosses_the_window():
+    # prompt 100,000 + 31,072 new tokens: window-128 pool total ceil(8320 / 32) = 260, plus one because the
+    # request is longer than the window, ceil(131072/32) = 4096 > ceil(100000/32) = 3125 (crosses a block)
+    # and 4096 > 260 (crosses the window): 261. The full pool is not sliding: 4096.
+    r = model(gpt_oss_20b(), prompt_len_tokens=100_000)
+    assert [p.admission_blocks for p in r.pools] == [261, 4096]
+
+
+def test_max_num_tokens_sets_the_temporary_window():
+    # max_num_tokens 2048: temp = min(2048, 131071 - 1024) = 2048 → ceil(3072 / 32) = 96 blocks
+    r = model(gemma3_27b(), max_num_tokens=2048)
+    assert r.pools[0].admission_blocks == 96
+
+
+def test_max_utilization_admits_one_step_and_keeps_the_steady_count():
+    # getNeededBlocksOneStep, first context chunk, max_new = 0: window pool ceil(min(131072, 128 + 0) / 32) = 4,
+    # full pool 4096; MAX_UTILIZATION serves what stays resident: 27,306 / 4096 = 6.67
+    r = model(gpt_oss_20b(), scheduler_policy=MAX_UTILIZATION)
+    assert [p.admission_blocks for p in r.pools] == [4, 4096] and r.admission_concurrency == 6
     assert f"{r.max_concurrency:.2f}" == "6.67"
+    with pytest.raises(OptionError, match="GUARANTEED_NO_EVICT"):
+        model(gpt_oss_20b(), scheduler_policy="FIRST_COME")
 
 
 def test_given_shares_in_ascending_window_order():
@@ -52,7 +100,10 @@ def test_given_shares_in_ascending_window_order():
     # full gets 36 GiB → 471,859 tokens, 14,745 blocks → 14,745 / 4096 = 3.6 requests
     r = model(gemma3_27b(), window_shares=(0.1, 0.9))
     assert [(p.capacity_tokens, p.num_blocks) for p in r.pools] == [(10_082, 315), (471_859, 14_745)]
-    assert f"{r.max_concurrency:.2f}" == "3.60"
+    # steady 14,745 / 4096 = 3.60; admission min(315 // 288, 14,745 // 4096) = 1; a 131,072-token prompt needs
+    # 4096 blocks in the 315-block window pool: longest prompt 315 · 32 = 10,080
+    assert f"{float(r.steady_concurrency):.2f}" == "3.60" and r.admission_concurrency == 1
+    assert r.longest_prompt_tokens == 10_080 and r.max_concurrency == 0
     assert r.shares_given
 
 

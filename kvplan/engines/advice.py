@@ -1,22 +1,31 @@
-"""Knobs for a workload (``--target-len L --target-concurrency N``), found by evaluating
-the engine models themselves, never by a separate formula:
+"""Knobs for a workload (``--target-len L --target-concurrency N``), found and checked by
+evaluating the engine models themselves, never by a separate formula.
 
-- **SGLang** ``--swa-full-tokens-ratio``: every ratio from 0.001 to 1.0 in steps of 0.001
-  is evaluated; the one with the highest concurrency wins among those where the engine
-  starts and the SWA pool holds a window plus one prefill chunk (smaller ratios stall long
-  prompts). Ties go to the larger ratio (more SWA headroom).
-- **TensorRT-LLM** ``TRTLLM_WINDOW_SIZE_SHARES``: start from shares proportional to what
-  one request costs in each window pool (blocks per request · block bytes), where every pool
-  runs out together; then move shares between pools in steps of 0.01, 0.001 and 0.0001 while
-  the concurrency strictly improves (block rounding moves the optimum slightly). The result
-  has four decimals and sums to exactly 1.0 (TensorRT-LLM asserts ``sum == 1.0``).
-- **vLLM** threshold: only the smallest and largest bucket counts matter, so two thresholds
-  cover every outcome: 1.0 (group size = smallest bucket, as any threshold ≤ max/min) and
-  the first hundredth above max/min (group size = largest bucket). kvplan simulates both with
-  the era's other rules and advises the smallest threshold that starts when the era's own
-  fails, else the smallest with the fewest padding layers.
-- **llama.cpp**: the largest ``-np`` whose ``n_ctx = L · n_seq`` fits, with and without
-  ``--swa-full``.
+Every candidate knob is re-simulated through the same engine model as the comparison rows
+(admission, prefill and steady decode included). A candidate is scored by the whole requests
+of the workload it serves (the model's concurrency, 0 when the workload's prompt cannot be
+prefilled or the engine does not start), then by its **margin**: the smallest pool's capacity
+over what those requests need in it (``min_pool capacity / (requests · need)``), so among knobs
+serving as many requests the one leaving every pool the most headroom wins. A knob that serves
+no request is never advised (``tests/test_compare.py`` checks over random models that every
+advised knob leaves each pool at least one request's need).
+
+- **SGLang** ``--swa-full-tokens-ratio``: every ratio from 0.001 to 1.0 in steps of 0.001.
+- **TensorRT-LLM** ``TRTLLM_WINDOW_SIZE_SHARES``: start from shares proportional to each
+  pool's binding need for one request (the larger of the prefill and the admission blocks,
+  times block bytes), then move shares between pools in steps of 0.01, 0.001 and 0.0001 while
+  the score improves. Four decimals, summing to exactly 1.0 (TensorRT-LLM asserts
+  ``sum == 1.0``). When no split prefills the workload's prompt, the advice says so and gives
+  the longest prompt any split can prefill (every pool holding the prompt: shares
+  proportional to the pools' bytes per token).
+- **vLLM** grouping threshold: not a vLLM flag. The 1.5 is a literal in
+  ``vllm/v1/core/kv_cache_utils.py`` (``_get_kv_cache_groups_uniform_page_size``, PR
+  #36684), so the advice is labelled a code change; kvplan's own ``--threshold`` simulates
+  it. Only the smallest and largest bucket counts matter, so two values cover every outcome:
+  1.0 and the first hundredth above max/min.
+- **llama.cpp**: the largest ``-np`` whose ``-c = L · n_seq`` allocates within the budget, in
+  the unified and the per-slot (non-unified) layout, with and without ``--swa-full``; ``-c``
+  is what llama.cpp keeps after padding to 256.
 """
 
 from __future__ import annotations
@@ -27,26 +36,51 @@ from fractions import Fraction
 from kvplan.engines.compare import CompareInputs
 from kvplan.engines.layer_costs import LayerCost
 from kvplan.engines.llamacpp import llamacpp_model
-from kvplan.engines.sglang import sglang_model
-from kvplan.engines.trtllm import trtllm_model, window_bytes_per_token
+from kvplan.engines.sglang import SglangResult, sglang_model
+from kvplan.engines.trtllm import MAX_UTILIZATION, TrtllmResult, trtllm_model, window_bytes_per_token
 
 RATIO_STEP = Fraction(1, 1000)
 SHARE_STEPS = (Fraction(1, 100), Fraction(1, 1000), Fraction(1, 10000))
+VLLM_THRESHOLD_SOURCE = ("vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size "
+                         "(the literal 1.5 since PR #36684)")
+NO_SCORE = (0, 0.0)
 
 
 def _reaches(concurrency: float, target: int | None) -> bool | None:
     return None if target is None else concurrency >= target
 
 
+def _round(x: float) -> float:
+    return round(x, 6)
+
+
 # --- SGLang ------------------------------------------------------------------------------
 
 
-def sglang_concurrency(costs, architecture, inputs: CompareInputs, ratio: float):
+def sglang_concurrency(costs, architecture, inputs: CompareInputs, ratio: float) -> SglangResult:
     return sglang_model(
         costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
         swa_full_tokens_ratio=ratio, page_size=inputs.sglang_page_size,
         chunked_prefill_size=inputs.max_num_batched_tokens,
+        disable_overlap_schedule=inputs.sglang_disable_overlap_schedule,
+        swa_eviction_interval=inputs.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
     )
+
+
+def sglang_pool_margins(r: SglangResult, requests: int) -> dict[str, float]:
+    """Each pool's capacity over what ``requests`` decoding requests need in it (the SWA pool
+    after the prefill chunks in flight)."""
+    out = {"full": r.full_tokens / (requests * r.full_need_tokens)}
+    if r.hybrid_swa_memory:
+        out["swa"] = (r.swa_tokens - r.swa_in_flight_tokens) / (requests * r.swa_need_tokens)
+    return out
+
+
+def sglang_score(r: SglangResult) -> tuple[int, float]:
+    n = math.floor(r.max_concurrency)
+    if not r.starts or n < 1:
+        return NO_SCORE
+    return n, min(sglang_pool_margins(r, n).values())
 
 
 def ratio_grid() -> list[float]:
@@ -57,28 +91,31 @@ def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None, inputs
     default = sglang_concurrency(costs, architecture, inputs, inputs.swa_full_tokens_ratio)
     if not default.hybrid_swa_memory:
         return {"applicable": False, "reason": f"the ratio has no effect: {default.reason}",
-                "max_concurrency": round(default.max_concurrency, 6),
+                "max_concurrency": _round(default.max_concurrency),
                 "reaches_target": _reaches(default.max_concurrency, inputs.target_concurrency)}
-    best = None
+    best, best_score = None, NO_SCORE
     for ratio in ratio_grid():
         r = sglang_concurrency(costs, architecture, inputs, ratio)
-        if not r.starts or r.prefill_fits is False:
-            continue
-        if best is None or r.concurrency >= best.concurrency:  # ties → the larger ratio
-            best = r
+        score = sglang_score(r)
+        if score > best_score:
+            best, best_score = r, score
     if best is None:
-        return {"applicable": True, "swa_full_tokens_ratio": None,
-                "reason": "no ratio in (0, 1] starts with a window plus one prefill chunk in the SWA pool",
-                "max_concurrency": 0.0, "reaches_target": _reaches(0.0, inputs.target_concurrency)}
+        return {"applicable": True, "swa_full_tokens_ratio": None, "max_concurrency": 0.0,
+                "reason": f"no ratio in (0, 1] serves one {inputs.target_len_tokens:,}-token request",
+                "reaches_target": _reaches(0.0, inputs.target_concurrency)}
+    n, margin = best_score
     return {
         "applicable": True,
         "swa_full_tokens_ratio": best.swa_full_tokens_ratio,
         "flag": f"--swa-full-tokens-ratio {best.swa_full_tokens_ratio:g}",
-        "max_concurrency": round(best.max_concurrency, 6),
+        "max_concurrency": _round(best.max_concurrency),
+        "requests": n,
+        "margin": _round(margin),
+        "pool_margins": {k: _round(v) for k, v in sglang_pool_margins(best, n).items()},
         "full_tokens": best.full_tokens,
         "swa_tokens": best.swa_tokens,
         "default_swa_full_tokens_ratio": inputs.swa_full_tokens_ratio,
-        "default_max_concurrency": round(default.max_concurrency, 6),
+        "default_max_concurrency": _round(default.max_concurrency),
         "reaches_target": _reaches(best.max_concurrency, inputs.target_concurrency),
     }
 
@@ -86,40 +123,65 @@ def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None, inputs
 # --- TensorRT-LLM ------------------------------------------------------------------------
 
 
-def trtllm_concurrency(costs, inputs: CompareInputs, shares) -> Fraction:
+def trtllm_result(costs, inputs: CompareInputs, shares=None) -> TrtllmResult:
     return trtllm_model(
         costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        window_shares=tuple(float(s) for s in shares), tokens_per_block=inputs.trtllm_tokens_per_block,
-    ).concurrency
+        window_shares=None if shares is None else tuple(float(s) for s in shares),
+        tokens_per_block=inputs.trtllm_tokens_per_block, scheduler_policy=inputs.trtllm_scheduler_policy,
+        max_num_tokens=inputs.trtllm_max_num_tokens, prompt_len_tokens=inputs.target_prompt_len_tokens,
+    )
+
+
+def trtllm_concurrency(costs, inputs: CompareInputs, shares) -> Fraction:
+    return trtllm_result(costs, inputs, shares).concurrency
+
+
+def trtllm_pool_margins(r: TrtllmResult, requests: int) -> dict[int, float]:
+    """Each window pool's blocks over what ``requests`` requests need there: the admission blocks
+    (GUARANTEED_NO_EVICT) or the resident ones (MAX_UTILIZATION), and at least one prompt's prefill."""
+    out = {}
+    for p in r.pools:
+        per = p.blocks_per_request if r.scheduler_policy == MAX_UTILIZATION else p.admission_blocks
+        out[p.window_tokens] = p.num_blocks / max(requests * per, p.prefill_blocks)
+    return out
+
+
+def trtllm_score(r: TrtllmResult) -> tuple[int, float]:
+    n = math.floor(r.max_concurrency)
+    if not r.starts or n < 1 or not r.pools:
+        return NO_SCORE
+    return n, min(trtllm_pool_margins(r, n).values())
 
 
 def _exact_sum(shares: list[Fraction]) -> bool:
     return sum(float(s) for s in shares) == 1.0
 
 
-def proportional_shares(costs, inputs: CompareInputs) -> list[Fraction]:
-    """Shares where every pool runs out at the same concurrency (before block rounding),
-    rounded to four decimals, the last one taking the remainder."""
-    L, tpb = inputs.target_len_tokens, inputs.trtllm_tokens_per_block
-    windows = window_bytes_per_token(costs, L)
-    weights = [(math.ceil(L / tpb) if w >= L else math.ceil(w / tpb) + 1) * tpb * b for w, (_, b) in windows.items()]
+def _rounded_shares(weights: list[float]) -> list[Fraction]:
     total = sum(weights)
     quantum = SHARE_STEPS[-1]
-    shares = [max(quantum, Fraction(round(Fraction(x, total) / quantum)) * quantum) for x in weights[:-1]]
+    shares = [max(quantum, Fraction(round(Fraction(x) / Fraction(total) / quantum)) * quantum) for x in weights[:-1]]
     shares.append(1 - sum(shares))
     return shares
 
 
+def proportional_shares(costs, inputs: CompareInputs) -> list[Fraction]:
+    """Shares where every pool runs out at the same time for one request's binding need (the
+    larger of its prefill and admission blocks), four decimals, the last taking the remainder."""
+    r = trtllm_result(costs, inputs)
+    tpb = inputs.trtllm_tokens_per_block
+    return _rounded_shares([max(p.prefill_blocks, p.admission_blocks) * tpb * p.bytes_per_token for p in r.pools])
+
+
 def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
     windows = list(window_bytes_per_token(costs, inputs.target_len_tokens))
-    equal = trtllm_model(costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-                         tokens_per_block=inputs.trtllm_tokens_per_block)
+    equal = trtllm_result(costs, inputs)
     if len(windows) < 2:
         return {"applicable": False, "reason": "one window size: one pool, nothing to share",
-                "max_concurrency": round(equal.max_concurrency, 6),
+                "max_concurrency": _round(equal.max_concurrency),
                 "reaches_target": _reaches(equal.max_concurrency, inputs.target_concurrency)}
     shares = proportional_shares(costs, inputs)
-    best = trtllm_concurrency(costs, inputs, shares)
+    best = trtllm_score(trtllm_result(costs, inputs, shares))
     improved = True
     while improved:
         improved = False
@@ -133,18 +195,35 @@ def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
                     trial[j] += step
                     if not _exact_sum(trial):
                         continue
-                    c = trtllm_concurrency(costs, inputs, trial)
-                    if c > best:
-                        shares, best, improved = trial, c, True
+                    score = trtllm_score(trtllm_result(costs, inputs, trial))
+                    if score > best:
+                        shares, best, improved = trial, score, True
+    if best == NO_SCORE:
+        # every pool must hold the prompt: shares proportional to the pools' bytes per token
+        even = _rounded_shares([b for _, b in window_bytes_per_token(costs, inputs.target_len_tokens).values()])
+        longest = trtllm_result(costs, inputs, even).longest_prompt_tokens
+        prompt = equal.prompt_len_tokens
+        return {"applicable": True, "window_shares": None, "max_concurrency": 0.0,
+                "reason": f"no split prefills a {prompt:,}-token prompt: every window pool needs its "
+                          f"ceil(P/32) blocks; the longest prompt any split prefills is {longest:,} tokens "
+                          f"(shares {','.join(f'{float(s):g}' for s in even)})",
+                "longest_prompt_tokens": longest,
+                "equal_shares_max_concurrency": _round(equal.max_concurrency),
+                "reaches_target": _reaches(0.0, inputs.target_concurrency)}
+    r = trtllm_result(costs, inputs, shares)
     value = ",".join(f"{float(s):g}" for s in shares)
     return {
         "applicable": True,
         "windows_tokens": windows,
         "window_shares": [float(s) for s in shares],
         "env": f"TRTLLM_WINDOW_SIZE_SHARES={value}",
-        "max_concurrency": round(float(best), 6),
-        "equal_shares_max_concurrency": round(equal.max_concurrency, 6),
-        "reaches_target": _reaches(float(best), inputs.target_concurrency),
+        "max_concurrency": _round(r.max_concurrency),
+        "requests": best[0],
+        "margin": _round(best[1]),
+        "pool_margins": {str(w): _round(m) for w, m in trtllm_pool_margins(r, best[0]).items()},
+        "longest_prompt_tokens": r.longest_prompt_tokens,
+        "equal_shares_max_concurrency": _round(equal.max_concurrency),
+        "reaches_target": _reaches(r.max_concurrency, inputs.target_concurrency),
     }
 
 
@@ -161,7 +240,7 @@ def advise_vllm(plan, simulate_at, target_concurrency: int | None = None) -> dic
     """``simulate_at(threshold) -> Plan`` reruns the same inputs with another threshold."""
     era, d = plan.era, plan.decision
     current = {"threshold": era.threshold, "group_size": plan.group_size, "num_padding_layers": plan.num_padding_layers,
-               "starts": plan.starts, "max_concurrency": round(plan.max_concurrency, 6)}
+               "starts": plan.starts, "max_concurrency": _round(plan.max_concurrency)}
     if era.grouping != "threshold":
         return {"applicable": False, "reason": f"{era.name} chooses the group size by its own rule, not a threshold",
                 "current": current}
@@ -178,12 +257,12 @@ def advise_vllm(plan, simulate_at, target_concurrency: int | None = None) -> dic
         p = simulate_at(t)
         tried.append({"threshold": t, "group_size": p.group_size, "num_groups": p.num_groups,
                       "num_padding_layers": p.num_padding_layers, "starts": p.starts,
-                      "max_concurrency": round(p.max_concurrency, 6),
+                      "max_concurrency": _round(p.max_concurrency),
                       "failure": p.failure.message if p.failure else None})
-    starting = [t for t in tried if t["starts"]]
+    starting = [t for t in tried if t["starts"] and t["max_concurrency"] >= 1]
     if not starting:
         return {"applicable": True, "threshold": None, "current": current, "tried": tried,
-                "reason": "no threshold avoids the failure"}
+                "reason": "no threshold avoids the failure or serves one request"}
     if not plan.starts:
         pick, why = min(starting, key=lambda t: t["threshold"]), "the smallest threshold that avoids the failure"
     else:
@@ -192,7 +271,14 @@ def advise_vllm(plan, simulate_at, target_concurrency: int | None = None) -> dic
     reaches = _reaches(pick["max_concurrency"], target_concurrency)
     same = (f"any threshold <= {ratio:.4g} gives the same grouping" if pick["threshold"] == 1.0
             else f"any threshold > {ratio:.4g} gives the same grouping")
-    return {"applicable": True, "threshold": pick["threshold"], "flag": f"--threshold {pick['threshold']:g}",
+    unchanged = plan.starts and (pick["group_size"], pick["num_padding_layers"]) == (
+        plan.group_size, plan.num_padding_layers)
+    if unchanged:
+        why = f"the shipped threshold {era.threshold:g} already gives this grouping"
+    return {"applicable": True, "threshold": pick["threshold"],
+            "code_change": None if unchanged else
+            f"set the grouping threshold to {pick['threshold']:g} in {VLLM_THRESHOLD_SOURCE}: vLLM has no flag for it",
+            "kvplan_flag": f"--threshold {pick['threshold']:g}",
             "reason": f"{why}; {same} (largest/smallest bucket = {d.max_count}/{d.min_count})",
             "group_size": pick["group_size"], "num_padding_layers": pick["num_padding_layers"],
             "max_concurrency": pick["max_concurrency"], "reaches_target": reaches, "current": current, "tried": tried}
@@ -202,17 +288,27 @@ def advise_vllm(plan, simulate_at, target_concurrency: int | None = None) -> dic
 
 
 def advise_llamacpp(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
-    out = {}
-    for swa_full in (False, True):
-        r = llamacpp_model(costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-                           n_seq=1, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=swa_full)
-        out["swa_full" if swa_full else "default"] = r.max_n_seq
-    return {
-        "n_seq": out["default"],
-        "flags": f"-c {inputs.target_len_tokens * out['default']} -np {out['default']} --kv-unified",
-        "n_seq_with_swa_full": out["swa_full"],
-        "reaches_target": _reaches(out["default"], inputs.target_concurrency),
-    }
+    L, B = inputs.target_len_tokens, inputs.kv_cache_memory_bytes
+    layouts = {}
+    for unified in (True, False):
+        for swa_full in (False, True):
+            r = llamacpp_model(costs, B, L, n_seq=1, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=swa_full,
+                               kv_unified=unified)
+            layouts[(unified, swa_full)] = r.max_n_seq
+    unified = layouts[(True, False)] >= layouts[(False, False)]
+    n = layouts[(unified, False)]
+    out = {"n_seq": n, "kv_unified": unified,
+           "n_seq_non_unified": layouts[(False, False)], "n_seq_unified": layouts[(True, False)],
+           "n_seq_with_swa_full": max(layouts[(True, True)], layouts[(False, True)]),
+           "reaches_target": _reaches(n, inputs.target_concurrency)}
+    if n < 1:
+        out.update(flags=None, reason=f"not even one {L:,}-token sequence allocates within the budget")
+        return out
+    check = llamacpp_model(costs, B, L, n_seq=n, n_ubatch=inputs.llamacpp_n_ubatch, kv_unified=unified)
+    assert check.starts  # the advised -np/-c re-simulated: it allocates within the budget
+    out.update(flags=f"-c {check.caches.n_ctx} -np {n}" + (" --kv-unified" if unified else ""),
+               total_bytes=check.caches.total_bytes, margin=_round(B / check.caches.total_bytes))
+    return out
 
 
 def advise(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,

@@ -26,10 +26,10 @@ from kvplan.results import outcome
 from dataclasses import dataclass, field
 
 from kvplan.engines.layer_costs import LayerCost, layer_costs
-from kvplan.engines.llamacpp import DEFAULT_N_UBATCH, llamacpp_model
+from kvplan.engines.llamacpp import DEFAULT_N_UBATCH, llamacpp_model, server_slots
 from kvplan.engines.lower_bound import LowerBound, lower_bound
-from kvplan.engines.sglang import DEFAULT_SWA_FULL_TOKENS_RATIO, sglang_model
-from kvplan.engines.trtllm import TOKENS_PER_BLOCK, trtllm_model
+from kvplan.engines.sglang import DEFAULT_SWA_EVICTION_INTERVAL, DEFAULT_SWA_FULL_TOKENS_RATIO, sglang_model
+from kvplan.engines.trtllm import DEFAULT_MAX_NUM_TOKENS, GUARANTEED_NO_EVICT, TOKENS_PER_BLOCK, trtllm_model
 
 
 @dataclass(frozen=True)
@@ -44,13 +44,27 @@ class CompareInputs:
     sglang_page_size: int = 1
     trtllm_window_shares: tuple[float, ...] | None = None  # TRTLLM_WINDOW_SIZE_SHARES, ascending windows
     trtllm_tokens_per_block: int = TOKENS_PER_BLOCK
-    llamacpp_n_seq: int | None = None  # default: the target concurrency, else 1
+    llamacpp_n_seq: int | None = None  # -np; default: the target concurrency, else llama-server's auto (4, unified)
     llamacpp_n_ubatch: int = DEFAULT_N_UBATCH
     swa_full: bool = False  # llama.cpp --swa-full
+    llamacpp_kv_unified: bool | None = None  # None: as llama-server decides from -np
+    target_prompt_len_tokens: int | None = None  # prompt part of L (default: all of it)
+    sglang_disable_overlap_schedule: bool = False
+    sglang_swa_eviction_interval: int = DEFAULT_SWA_EVICTION_INTERVAL
+    trtllm_scheduler_policy: str = GUARANTEED_NO_EVICT
+    trtllm_max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS
 
     @property
     def n_seq(self) -> int:
-        return self.llamacpp_n_seq or self.target_concurrency or 1
+        return self.llamacpp_slots[0]
+
+    @property
+    def llamacpp_slots(self) -> tuple[int, bool, str, int | None]:
+        """(n_seq, kv_unified, how, n_ctx): an explicit -np (or the target concurrency) gives each slot
+        L tokens; llama-server's auto default shares n_ctx = L (the model's context) between 4 slots."""
+        given = self.llamacpp_n_seq or self.target_concurrency
+        n, unified, how = server_slots(given, self.llamacpp_kv_unified)
+        return n, unified, how, None if given else self.target_len_tokens
 
     def to_dict(self) -> dict:
         return {
@@ -180,12 +194,16 @@ def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: C
         costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
         swa_full_tokens_ratio=inputs.swa_full_tokens_ratio if ratio is None else ratio,
         page_size=inputs.sglang_page_size, chunked_prefill_size=inputs.max_num_batched_tokens,
+        disable_overlap_schedule=inputs.sglang_disable_overlap_schedule,
+        swa_eviction_interval=inputs.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
     )
     knobs = {
         "swa_full_tokens_ratio": r.swa_full_tokens_ratio if r.hybrid_swa_memory else None,
         "page_size": r.page_size,
         "hybrid_swa_memory": r.hybrid_swa_memory,
         "chunked_prefill_size": r.chunked_prefill_size,
+        "disable_overlap_schedule": r.disable_overlap_schedule,
+        "swa_eviction_interval": r.swa_eviction_interval,
     }
     return EngineRow(
         engine="sglang", name="hybrid SWA pool" if r.hybrid_swa_memory else "one token pool", starts=r.starts, kv_tokens=r.full_tokens,
@@ -200,13 +218,16 @@ def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBou
     r = trtllm_model(
         costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
         window_shares=inputs.trtllm_window_shares if shares is None else shares,
-        tokens_per_block=inputs.trtllm_tokens_per_block,
+        tokens_per_block=inputs.trtllm_tokens_per_block, scheduler_policy=inputs.trtllm_scheduler_policy,
+        max_num_tokens=inputs.trtllm_max_num_tokens, prompt_len_tokens=inputs.target_prompt_len_tokens,
     )
     knobs = {
         "windows_tokens": list(r.windows),
         "window_shares": [round(p.share, 6) for p in r.pools],
         "window_shares_given": r.shares_given,
         "tokens_per_block": r.tokens_per_block,
+        "scheduler_policy": r.scheduler_policy,
+        "max_num_tokens": r.max_num_tokens,
     }
     return EngineRow(
         engine="trtllm", name="VSWA" if len(r.pools) > 1 else "one window pool", starts=r.starts, kv_tokens=r.kv_tokens,
@@ -217,16 +238,19 @@ def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBou
 
 
 def llamacpp_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound) -> EngineRow:
+    n_seq, unified, how, n_ctx = inputs.llamacpp_slots
     r = llamacpp_model(
         costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        n_seq=inputs.n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full,
+        n_seq=n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full, kv_unified=unified,
+        slots_from=how, n_ctx=n_ctx,
     )
     knobs = {
         "n_ctx_tokens": r.caches.n_ctx,
         "n_seq": r.n_seq,
         "n_ubatch": r.n_ubatch,
         "swa_full": r.swa_full,
-        "kv_unified": True,
+        "kv_unified": r.kv_unified,
+        "slots": how,
     }
     return EngineRow(
         engine="llamacpp", name="iSWA cache" if r.n_swa else "KV cache", starts=r.starts, kv_tokens=r.max_n_ctx_tokens,

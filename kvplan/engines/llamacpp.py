@@ -1,27 +1,44 @@
-"""llama.cpp's interleaved-SWA cache (``llama_kv_cache_iswa``) plus recurrent state.
+"""llama.cpp's KV caches (``llama_kv_cache_iswa``: a base cache and an SWA cache) plus
+recurrent state, as llama.cpp sizes them at context creation.
 
-Source: llama.cpp ``src/llama-kv-cache-iswa.cpp`` (PR #13194), ``src/llama-memory-recurrent.cpp``;
-reference engines.md §3.4.
+Rules read from llama.cpp at ``ggml-org/llama.cpp@0c1e57098`` (the source vendored by
+llama-cpp-python 0.3.36), and checked against that build on CPU (``tests/golden/llamacpp``,
+made by ``scripts/golden/llamacpp_goldens.py``).
 
-- **Two caches**, cells shared by all sequences (unified KV):
-  - base (full-attention layers): ``n_ctx`` cells;
-  - SWA (sliding / chunked layers): ``pad256(min(n_ctx, n_swa · n_seq + n_ubatch))`` cells,
-    or ``n_ctx`` with ``--swa-full``. ``n_swa`` is the model's window (the largest, if layers
-    differ); chunked local attention (Llama 4) is llama.cpp's ``LLAMA_SWA_TYPE_CHUNKED``,
-    the same cache with the chunk as window.
-  A cell costs each layer its K + V bytes for one token.
+- **n_ctx** (``src/llama-context.cpp``, ``llama_context`` constructor): the requested
+  ``n_ctx`` is padded up to a multiple of 256. With a unified KV cache one stream holds
+  ``n_ctx`` cells shared by all sequences (``n_ctx_seq = n_ctx``); without, every sequence has
+  a stream of ``n_ctx_seq = pad256(n_ctx / n_seq)`` cells and ``n_ctx`` becomes
+  ``n_ctx_seq · n_seq``. ``n_ubatch`` is ``min(n_ubatch, n_batch)`` with
+  ``n_batch = min(n_ctx as requested, n_batch)`` (2048 by default).
+- **Two caches** (``src/llama-kv-cache-iswa.cpp``): base (full-attention layers) with
+  ``n_ctx_seq`` cells per stream; SWA (sliding / chunked layers, ``n_swa`` the model's
+  window) with ``pad256(min(n_ctx_seq, n_swa · (unified ? n_seq : 1) + n_ubatch))`` cells
+  per stream, or ``n_ctx_seq`` with ``swa_full``. ``src/llama-kv-cache.cpp`` allocates every
+  layer's K and V as ``cells × n_stream`` rows. A cell costs each layer its K + V bytes.
+- **Defaults differ by entry point**: the library (``llama_context_default_params``) has
+  ``swa_full`` true and ``kv_unified`` false; ``common/common.h`` (the tools) has
+  ``swa_full`` false, ``kv_unified`` false, ``n_parallel`` 1; ``llama-server``
+  (``tools/server/server.cpp``) defaults ``-np`` to auto, which becomes 4 slots with a
+  unified cache ("n_parallel is set to auto, using n_parallel = 4 and kv_unified = true"),
+  while an explicit ``-np N`` keeps the non-unified cache unless ``--kv-unified`` is given.
 - **Recurrent layers** (Mamba, GDN) keep one state per sequence in a separate
   ``llama_memory_recurrent`` of ``n_seq`` cells.
 - **Drafter layers** live in llama.cpp's separate draft context; kvplan sizes it with the
   same ``n_ctx`` and ``n_seq`` and the same formulas, and adds it to the total.
 - llama.cpp has no KV budget of its own: it allocates what ``n_ctx`` asks and fails to
   allocate past the device memory. kvplan checks the allocation against the same budget,
-  reports the largest ``n_ctx`` that fits at the chosen ``n_seq`` (what ``llama-fit-params``
-  shrinks to), and the largest ``n_seq`` (``-np``) whose ``n_ctx = L · n_seq`` fits.
-- **Worked numbers** (engines.md §3.4, f16, one sequence, ``n_ubatch`` 512, ``n_ctx`` 131072):
-  gemma-3-27b base 10 · 131072 · 8192 B = 10 GiB; SWA pad256(1024 + 512) = 1536 cells,
-  52 · 1536 · 8192 B = 624 MiB; total 11,391,729,664 B (10.61 GiB); with ``--swa-full``
-  62 · 131072 · 8192 B = 62 GiB. gpt-oss-20b SWA pad256(128 + 512) = 768 cells, 18 MiB.
+  reports the largest ``n_ctx`` that fits at the chosen ``n_seq`` (a multiple of 256, since
+  llama.cpp pads any other value up), and the largest ``n_seq`` whose ``n_ctx = L · n_seq``
+  fits. Slots are fixed at start, so admission and steady decode serve the same count. With
+  ``-c`` unset, the tools fit ``n_ctx`` to free device memory (``common/common.h fit_params``,
+  on by default, 1 GiB margin per device, at least 4096 tokens); kvplan's largest ``n_ctx`` is
+  the KV cache's share of that bound.
+- **Worked numbers** (f16, one sequence, ``n_ubatch`` 512, ``n_ctx`` 131072): gemma-3-27b
+  base 10 · 131072 · 8192 B = 10 GiB; SWA pad256(1024 + 512) = 1536 cells, 52 · 1536 · 8192 B
+  = 624 MiB; total 11,391,729,664 B; with ``swa_full`` 62 GiB. gpt-oss-20b SWA
+  pad256(128 + 512) = 768 cells, 18 MiB. Four non-unified sequences at ``n_ctx`` 524288:
+  four streams of 131072 base cells and pad256(1024 + 512) = 1536 SWA cells each.
 """
 
 from __future__ import annotations
@@ -29,11 +46,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
+from kvplan.engines.stages import EngineStages, Figure
+from kvplan.errors import OptionError
 from kvplan.units import cdiv, largest_true
 
+LLAMACPP_BUILD = "0c1e57098"  # ggml-org/llama.cpp commit vendored by llama-cpp-python 0.3.36
 SWA_PAD_CELLS = 256
+N_CTX_PAD_CELLS = 256
 DEFAULT_N_UBATCH = 512
+DEFAULT_N_BATCH = 2048
+SERVER_AUTO_N_PARALLEL = 4  # tools/server/server.cpp: -np auto → 4 slots, unified KV
 ALLOC_FAILURE = "failed to allocate buffer for kv cache"
+
+RULE_CTX = "llama_context: n_ctx padded to 256; largest that fits the budget"
+RULE_PROMPT = "slot context: n_ctx_seq (n_ctx unified, pad256(n_ctx / n_seq) per stream otherwise)"
+RULE_SLOTS = "slots fixed at start (-np); largest n_seq whose n_ctx = L · n_seq allocates within the budget"
 
 
 def pad256(n: int) -> int:
@@ -42,13 +69,16 @@ def pad256(n: int) -> int:
 
 @dataclass(frozen=True)
 class LlamacppCaches:
-    n_ctx: int
+    n_ctx: int  # after llama.cpp's padding
     n_seq: int
-    base_cells: int
-    swa_cells: int
+    base_cells: int  # per stream
+    swa_cells: int  # per stream
     base_bytes: int
     swa_bytes: int
     recurrent_bytes: int
+    n_stream: int = 1
+    n_ctx_seq: int = 0
+    n_ubatch: int = DEFAULT_N_UBATCH
 
     @property
     def total_bytes(self) -> int:
@@ -57,7 +87,10 @@ class LlamacppCaches:
     def to_dict(self) -> dict:
         return {
             "n_ctx_tokens": self.n_ctx,
+            "n_ctx_seq_tokens": self.n_ctx_seq,
             "n_seq": self.n_seq,
+            "n_stream": self.n_stream,
+            "n_ubatch": self.n_ubatch,
             "base_cells": self.base_cells,
             "swa_cells": self.swa_cells,
             "base_bytes": self.base_bytes,
@@ -75,31 +108,53 @@ class _Model:
     state_bytes: int  # recurrent state of one sequence, all layers
     n_ubatch: int
     swa_full: bool
+    kv_unified: bool = True
+    n_batch: int = DEFAULT_N_BATCH
 
     def caches(self, n_ctx: int, n_seq: int) -> LlamacppCaches:
+        ubatch = min(self.n_ubatch, min(n_ctx, self.n_batch))  # llama_context: n_batch = min(n_ctx, n_batch)
+        ctx = cdiv(n_ctx, N_CTX_PAD_CELLS) * N_CTX_PAD_CELLS
+        if self.kv_unified:
+            streams, ctx_seq = 1, ctx
+        else:
+            streams, ctx_seq = n_seq, pad256(ctx // n_seq)
+            ctx = ctx_seq * n_seq
         swa_cells = 0
         if self.swa_bytes_per_cell:
-            swa_cells = n_ctx if self.swa_full else pad256(min(n_ctx, self.n_swa * n_seq + self.n_ubatch))
+            span = self.n_swa * (n_seq if self.kv_unified else 1) + ubatch
+            swa_cells = ctx_seq if self.swa_full else pad256(min(ctx_seq, span))
+        base_cells = ctx_seq if self.base_bytes_per_cell else 0
         return LlamacppCaches(
-            n_ctx, n_seq, n_ctx if self.base_bytes_per_cell else 0, swa_cells,
-            n_ctx * self.base_bytes_per_cell, swa_cells * self.swa_bytes_per_cell, n_seq * self.state_bytes,
+            ctx, n_seq, base_cells, swa_cells, streams * base_cells * self.base_bytes_per_cell,
+            streams * swa_cells * self.swa_bytes_per_cell, n_seq * self.state_bytes, streams, ctx_seq, ubatch,
         )
 
 
-def _model(costs: tuple[LayerCost, ...], n_ubatch: int, swa_full: bool) -> _Model:
+def _model(costs: tuple[LayerCost, ...], n_ubatch: int, swa_full: bool, kv_unified: bool = True,
+           n_batch: int = DEFAULT_N_BATCH) -> _Model:
     return _Model(
         base_bytes_per_cell=sum(c.bytes_per_token for c in costs if c.kind == FULL),
         swa_bytes_per_cell=sum(c.bytes_per_token for c in costs if c.kind == WINDOW),
         n_swa=max((c.window_tokens or 0 for c in costs if c.kind == WINDOW), default=0),
         state_bytes=sum(c.state_bytes for c in costs if c.kind == STATE),
-        n_ubatch=n_ubatch,
-        swa_full=swa_full,
+        n_ubatch=n_ubatch, swa_full=swa_full, kv_unified=kv_unified, n_batch=n_batch,
     )
 
 
 def cache_sizes(costs, n_ctx: int, n_seq: int = 1, n_ubatch: int = DEFAULT_N_UBATCH,
-                swa_full: bool = False) -> LlamacppCaches:
-    return _model(costs, n_ubatch, swa_full).caches(n_ctx, n_seq)
+                swa_full: bool = False, kv_unified: bool = True, n_batch: int = DEFAULT_N_BATCH) -> LlamacppCaches:
+    return _model(costs, n_ubatch, swa_full, kv_unified, n_batch).caches(n_ctx, n_seq)
+
+
+def server_slots(n_seq: int | None, kv_unified: bool | None) -> tuple[int, bool, str]:
+    """(n_seq, kv_unified, how) as llama-server sets them up from -np and --kv-unified."""
+    if n_seq is not None and n_seq < 1:
+        raise OptionError(f"--llamacpp-n-seq {n_seq}: llama-server needs at least one slot (-np 0 is refused)")
+    if n_seq is None:
+        return SERVER_AUTO_N_PARALLEL, True if kv_unified is None else kv_unified, \
+            "llama-server default: -np auto → 4 slots, unified KV"
+    unified = False if kv_unified is None else kv_unified
+    return n_seq, unified, f"-np {n_seq}" + (" --kv-unified" if unified else " (non-unified: a stream per slot)")
 
 
 @dataclass(frozen=True)
@@ -117,6 +172,9 @@ class LlamacppResult:
     starts: bool
     failure: str | None
     notes: tuple[str, ...] = ()
+    kv_unified: bool = True
+    slots_from: str = ""
+    one_request_caches: LlamacppCaches | None = None  # n_ctx = L, one sequence
 
     @property
     def max_concurrency(self) -> float:
@@ -124,26 +182,36 @@ class LlamacppResult:
 
     @property
     def reserved_per_request_bytes(self) -> int:
-        c = self.capacity_caches or self.caches
+        c = self.capacity_caches or self.one_request_caches or self.caches
         return -(-c.total_bytes // c.n_seq)
+
+    @property
+    def stages(self) -> EngineStages:
+        return EngineStages(
+            engine="llamacpp", version=LLAMACPP_BUILD,
+            kv_tokens=Figure(self.max_n_ctx_tokens, RULE_CTX),
+            longest_prompt_tokens=Figure(self.caches.n_ctx_seq if self.starts else 0, RULE_PROMPT),
+            admission_concurrency=Figure(self.max_n_seq, RULE_SLOTS),
+            steady_concurrency=Figure(self.max_n_seq, RULE_SLOTS),
+            starts=Figure(self.starts, "every cache is allocated at start: fails past the budget"),
+            prompt_len_tokens=self.target_len_tokens,
+        )
 
     def to_dict(self) -> dict:
         return {
+            "llamacpp_build": LLAMACPP_BUILD,
             "n_seq": self.n_seq,
             "n_ubatch": self.n_ubatch,
             "swa_full": self.swa_full,
-            "kv_unified": True,
+            "kv_unified": self.kv_unified,
+            "slots": self.slots_from,
             "n_swa_tokens": self.n_swa,
             "caches": self.caches.to_dict(),
             "max_n_ctx_tokens": self.max_n_ctx_tokens,
             "max_n_seq": self.max_n_seq,
             "capacity_caches": self.capacity_caches.to_dict() if self.capacity_caches else None,
+            "stages": self.stages.to_dict(),
         }
-
-
-def _largest(fits, hi: int) -> int:
-    """Largest x in [0, hi] with fits(x) (fits monotone, fits(0) assumed)."""
-    return largest_true(fits, 0, hi)
 
 
 def llamacpp_model(
@@ -154,25 +222,38 @@ def llamacpp_model(
     n_seq: int = 1,
     n_ubatch: int = DEFAULT_N_UBATCH,
     swa_full: bool = False,
+    kv_unified: bool = True,
+    slots_from: str = "",
+    n_ctx: int | None = None,
 ) -> LlamacppResult:
-    m = _model(costs, n_ubatch, swa_full)
+    """``n_ctx`` defaults to ``L · n_seq`` (every slot holds a full request)."""
+    m = _model(costs, n_ubatch, swa_full, kv_unified)
     L = target_len_tokens
-    caches = m.caches(L * n_seq, n_seq)
+    caches = m.caches(L * n_seq if n_ctx is None else n_ctx, n_seq)
     starts = caches.total_bytes <= budget_bytes
     failure = None if starts else (
-        f"{ALLOC_FAILURE}: n_ctx {L * n_seq:,} with {n_seq} sequence(s) needs {caches.total_bytes:,} B, "
+        f"{ALLOC_FAILURE}: n_ctx {caches.n_ctx:,} with {n_seq} sequence(s) needs {caches.total_bytes:,} B, "
         f"more than the {budget_bytes:,} B budget"
     )
-    # largest n_ctx at this n_seq; without full layers the caches stop growing with n_ctx
+    # largest n_ctx at this n_seq, in steps of 256 (llama.cpp pads any other value up);
+    # without full layers the caches stop growing with n_ctx
     max_n_ctx = None
     if m.base_bytes_per_cell or swa_full:
+        step = N_CTX_PAD_CELLS * (1 if kv_unified else n_seq)
         per_cell = m.base_bytes_per_cell + (m.swa_bytes_per_cell if swa_full else 0)
-        hi = budget_bytes // per_cell + 1
-        max_n_ctx = _largest(lambda n: m.caches(n, n_seq).total_bytes <= budget_bytes, hi)
+        hi = budget_bytes // (per_cell * step) + 1
+        max_n_ctx = largest_true(lambda k: m.caches(k * step, n_seq).total_bytes <= budget_bytes, 0, hi) * step
     per_seq = L * m.base_bytes_per_cell + min(L, m.n_swa) * m.swa_bytes_per_cell + m.state_bytes
     hi = budget_bytes // per_seq + 1 if per_seq else 1 << 20
-    max_n_seq = _largest(lambda n: m.caches(L * n, n).total_bytes <= budget_bytes, hi)
+    max_n_seq = largest_true(lambda n: m.caches(L * n, n).total_bytes <= budget_bytes, 0, hi)
     notes = []
+    asked = L * n_seq if n_ctx is None else n_ctx
+    if caches.n_ctx != asked:
+        notes.append(f"llama.cpp pads n_ctx {asked:,} to {caches.n_ctx:,} (multiples of 256"
+                     + ("" if kv_unified else ", per stream") + ")")
+    if kv_unified and caches.n_ctx < L * n_seq:
+        notes.append(f"{n_seq} slots share {caches.n_ctx:,} cells: {caches.n_ctx // L} request(s) of {L:,} tokens "
+                     "at once; -np/-c from the advice give each slot a full request")
     if any(c.source == "drafter" for c in costs):
         notes.append("drafter layers sized as llama.cpp's separate draft context (same n_ctx and n_seq)")
     if m.state_bytes:
@@ -182,4 +263,5 @@ def llamacpp_model(
         max_n_ctx_tokens=max_n_ctx, max_n_seq=max_n_seq,
         capacity_caches=m.caches(L * max_n_seq, max_n_seq) if max_n_seq else None,
         budget_bytes=budget_bytes, starts=starts, failure=failure, notes=tuple(notes),
+        kv_unified=kv_unified, slots_from=slots_from, one_request_caches=m.caches(L, 1),
     )

@@ -1,25 +1,46 @@
-"""SGLang's token pools: one pool, or a full pool and an SWA pool ("hybrid SWA memory").
+"""SGLang's token pools (one pool, or a full pool and an SWA pool) and the scheduler that
+admits, prefills and evicts in them.
 
-Source: sglang ``python/sglang/srt/model_executor/model_runner.py`` (``set_num_token_hybrid``)
-and ``configs/model_config.py`` (``is_hybrid_swa_model``), ``server_args.py`` (model-specific
-adjustments); reference engines.md §3.2.
+Rules read from the sglang 0.5.23 wheel (``sglang/_version.py``; the wheel records no commit);
+paths below are inside ``python/sglang/srt/``. The pool sizes, the SWA request cap and the
+admission estimate are checked against that wheel's own functions
+(``scripts/golden/sglang_runner.py`` → ``tests/golden/sglang/pool_sizes.json``).
 
-- **Which models get the split pool.** Only allowlisted architectures
-  (``HYBRID_SWA_ARCHITECTURES``). Gemma 2/3/3n are forced to ``disable_hybrid_swa_memory``
-  ("not yet supported"), so their sliding layers pay for every token like full layers.
-- **Sizing** with ``r = --swa-full-tokens-ratio`` (default 0.8), per-token bytes ``F`` (all
-  layers of the full pool) and ``S`` (all layers of the SWA pool):
-  ``full_tokens = int(budget / (F + r·S))``, ``swa_tokens = int(full_tokens · r)``, each
-  then rounded down to the page size. Drafter (EAGLE / draft-model) layers sit in the full
-  term whatever their own attention: the draft worker's pool is sized from the full count.
-- **Worked number** (engines.md §3.2): gpt-oss-20b, 40 GiB, r = 0.8: F = S = 12 · 2048 B,
-  F + 0.8·S = 44,236.8 B, full = int(42,949,672,960 / 44,236.8) = 970,903, swa = 776,722.
-- **Per request** at length L: ``cdiv(L, page)·page`` full tokens, and in the SWA pool the
-  window plus one page, ``min(that, cdiv(W, page)·page + page)``; concurrency is the smaller
-  of the two pools' quotients. Start-up fails when the SWA pool cannot hold one window plus
-  a page. While a request prefills a chunk of ``chunked_prefill_size`` tokens its window
-  grows by the chunk before eviction, so a pool smaller than ``W + chunk`` stalls long
-  prompts (the too-small-ratio hang of kvcache-ai/sglang PR #60): ``prefill_fits``.
+- **Which models get the split pool.** ``configs/model_config.py is_hybrid_swa_model``
+  allowlists architectures (``HYBRID_SWA_ARCHITECTURES`` below). Gemma 2/3/3n are forced to
+  ``disable_hybrid_swa_memory`` ("not yet supported", ``arg_groups/model_overrides/
+  gemma2_gemma3.py``), so their sliding layers pay for every token like full layers.
+- **Sizing** (``model_executor/pool_configurator.py HybridSWAPoolConfigurator``) with
+  ``r = --swa-full-tokens-ratio`` (0.8 when not given), ``F`` the bytes of one token over the
+  full-pool layers and ``S`` over the SWA-pool layers: ``max_total = int(budget // (F + r·S))``,
+  ``full = align(max_total)``, ``swa = align(int(full · r))``, ``align`` rounding down to the
+  page. Drafter layers are counted in the full term (kvplan's simplification: 0.5.23 can put
+  a draft model's SWA layers in the SWA term via ``eagle_draft_swa_num_layers``).
+- **Start-up**: ``validate_swa_pool_size`` refuses an SWA pool with ``W + page >= swa`` (checked
+  first); ``MemoryPoolConfig`` refuses ``max_total_num_tokens <= 0``.
+- **Admission** (``mem_cache/prefill_budget.py``): a prefill is admitted when
+  ``total_tokens < remaining_total`` in the full pool and its SWA reservation
+  ``max(min(P, chunk) − W, 0) + min(P + max_new, W) + page`` is below the free SWA tokens;
+  ``reserve`` then holds ``ceil_page(P) + page + max_new`` full tokens. A long prompt's first
+  chunk therefore needs ``chunk + page`` SWA tokens. When even an empty SWA pool cannot hold
+  that, ``_chunk_cap`` shrinks the chunk instead of refusing the request.
+- **Prefill**: only the window stays locked between chunks, so the SWA pool bounds the chunk,
+  not the prompt; the longest prompt is bounded by the full pool (``total_tokens <
+  remaining_total``: ``full − 1`` tokens on an empty pool).
+- **Steady decode** (``managers/schedule_batch.py maybe_evict_swa``): out-of-window tokens are
+  freed only once ``SGLANG_SWA_EVICTION_INTERVAL`` (128, ``environ.py``) tokens have slid out,
+  so a decoding request holds up to ``W + interval``. SGLang's own worst case
+  (``pool_configurator.py compute_swa_request_cap``) is ``W + interval·draft_tokens + page``
+  plus a decode page per request, plus ``chunks_in_flight · chunked_prefill_size + page``
+  for the batch, ``chunks_in_flight`` 2 with the overlap scheduler, 1 with
+  ``--disable-overlap-schedule``. kvplan's steady concurrency is the largest count that cap
+  allows, and never more than the full pool's ``full / ceil_page(L)``.
+- **Worked number** (gpt-oss-20b, 40 GiB, r = 0.8): F = S = 12 · 2048 B, F + 0.8·S =
+  44,236.8 B, full = 970,903, swa = 776,722; per request 128 + 128 + 1 + 1 = 258 SWA tokens.
+- **Not modelled**: the SWA request-cap pool mode (``SWARequestCapPoolConfigurator``, chosen
+  with an explicit ``--max-running-requests`` and ``--disable-radix-cache``), and
+  DeepSeek-V4, which has its own configurator (``DSV4PoolConfigurator``; ratio 0.1 and page
+  256 by default, ``arg_groups/model_overrides/deepseek_v4.py``); both are reported as notes.
 - **Recurrent state** (Mamba/GDN) lives in a pool of its own (``--mamba-full-memory-ratio``
   in SGLang); kvplan sets aside ``state_slots`` requests' state first, as many as serve the
   most requests (``layer_costs.state_slots``), an approximation.
@@ -32,26 +53,41 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost, state_slots
+from kvplan.engines.stages import EngineStages, Figure
 from kvplan.units import cdiv
 
-# sglang configs/model_config.py ``is_hybrid_swa_model`` (snapshot 2026-09).
+SGLANG_VERSION = "0.5.23"
+
+# configs/model_config.py ``is_hybrid_swa_model`` (0.5.23), including SWA_SINK_ARCHS and
+# MIMO_V2_MODEL_ARCHS. BeamForCausalLM and LagunaForCausalLM are hybrid only with sliding layers,
+# which hybrid_swa_decision checks for every architecture.
 HYBRID_SWA_ARCHITECTURES = frozenset({
-    "Llama4ForConditionalGeneration",
-    "DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN",
-    "GptOssForCausalLM",
+    "BeamForCausalLM", "Llama4ForConditionalGeneration",
+    "DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN", "DeepseekV4ForCausalLMDSpark",
+    "GptOssForCausalLM", "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM", "IQuestQ1ForCausalLM", "IQuestQ1MTP",
     "MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM", "MiMoV2MTP",
     "Step3p5ForCausalLM", "Step3p5MTP", "Step3p7ForConditionalGeneration",
-    "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration", "Gemma4UnifiedForConditionalGeneration",
-    "LagunaForCausalLM",
+    "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration", "EmbeddingGemma2Model",
+    "Gemma4UnifiedForConditionalGeneration", "DiffusionGemmaForBlockDiffusion",
+    "LagunaForCausalLM", "MellumForCausalLM", "MuseGlimmerForCausalLM", "MuseGlimmerForConditionalGeneration",
+    "InklingForConditionalGeneration", "InklingForConditionalGenerationMTP", "UnlimitedOCRForCausalLM",
 })
-# sglang server_args.py: these set disable_hybrid_swa_memory = True.
+# arg_groups/model_overrides/gemma2_gemma3.py: these set disable_hybrid_swa_memory = True.
 HYBRID_SWA_FORCED_OFF = frozenset({
     "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration",
     "Gemma3nForCausalLM", "Gemma3nForConditionalGeneration",
 })
 
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
+DEFAULT_SWA_EVICTION_INTERVAL = 128  # environ.py SGLANG_SWA_EVICTION_INTERVAL
 NOT_ENOUGH_MEMORY = "Not enough memory. Please try to increase --mem-fraction-static."
+
+RULE_POOLS = "HybridSWAPoolConfigurator: full = budget // (F + r·S), swa = int(full · r), page-aligned"
+RULE_PROMPT = "prefill_budget check_prefill: P < free full tokens (SWA shrinks the chunk, _chunk_cap)"
+RULE_ADMIT = ("prefill_budget reserve: ceil_page(P) + page + max_new full tokens; first chunk needs "
+              "chunk + page SWA tokens beyond running windows")
+RULE_STEADY = ("compute_swa_request_cap: W + interval + 2 pages per request, plus chunks in flight "
+               "· chunk + page; full pool / ceil_page(L)")
 
 
 @dataclass(frozen=True)
@@ -71,15 +107,22 @@ class SglangResult:
     state_slots: int
     state_bytes: int  # set aside for recurrent state
     state_bytes_per_request: int
-    full_need_tokens: int  # per request of L tokens
-    swa_need_tokens: int | None
-    concurrency: Fraction
+    full_need_tokens: int  # per decoding request of L tokens
+    swa_need_tokens: int | None  # per decoding request (compute_swa_request_cap's per_request)
+    concurrency: Fraction  # requests of the workload served at once: min(admission, steady)
     chunked_prefill_size: int
-    prefill_fits: bool | None  # the SWA pool holds a window plus a prefill chunk
+    prefill_fits: bool | None  # the SWA pool holds a window plus one prefill chunk at full speed
     starts: bool
     failure: str | None
     pool_bytes: int
     notes: tuple[str, ...] = ()
+    disable_overlap_schedule: bool = False
+    swa_eviction_interval: int = DEFAULT_SWA_EVICTION_INTERVAL
+    prompt_len_tokens: int = 0
+    swa_in_flight_tokens: int = 0  # chunks in flight · chunk + page
+    admission_concurrency: int = 0
+    steady_concurrency: Fraction = Fraction(0)
+    longest_prompt_tokens: int = 0
 
     @property
     def max_concurrency(self) -> float:
@@ -93,24 +136,41 @@ class SglangResult:
                     + (self.swa_need_tokens or 0) * self.swa_bytes_per_token + self.state_bytes_per_request)
         return math.ceil(self.pool_bytes / self.concurrency)
 
+    @property
+    def stages(self) -> EngineStages:
+        return EngineStages(
+            engine="sglang", version=SGLANG_VERSION,
+            kv_tokens=Figure(self.full_tokens, "full pool (" + RULE_POOLS + ")"),
+            longest_prompt_tokens=Figure(self.longest_prompt_tokens, RULE_PROMPT),
+            admission_concurrency=Figure(self.admission_concurrency, RULE_ADMIT),
+            steady_concurrency=Figure(float(self.steady_concurrency), RULE_STEADY),
+            starts=Figure(self.starts, "validate_swa_pool_size: W + page < swa; max_total_num_tokens > 0"),
+            prompt_len_tokens=self.prompt_len_tokens,
+        )
+
     def to_dict(self) -> dict:
         return {
+            "sglang_version": SGLANG_VERSION,
             "architecture": self.architecture,
             "hybrid_swa_memory": self.hybrid_swa_memory,
             "reason": self.reason,
             "swa_full_tokens_ratio": self.swa_full_tokens_ratio,
             "page_size": self.page_size,
+            "disable_overlap_schedule": self.disable_overlap_schedule,
+            "swa_eviction_interval_tokens": self.swa_eviction_interval,
             "pools": [
                 {"pool": "full", "num_layers": self.num_full_layers, "per_token_bytes": self.full_bytes_per_token,
                  "capacity_tokens": self.full_tokens, "per_request_tokens": self.full_need_tokens},
                 *([{"pool": "swa", "num_layers": self.num_swa_layers, "per_token_bytes": self.swa_bytes_per_token,
                     "window_tokens": self.window_tokens, "capacity_tokens": self.swa_tokens,
-                    "per_request_tokens": self.swa_need_tokens}] if self.hybrid_swa_memory else []),
+                    "per_request_tokens": self.swa_need_tokens,
+                    "in_flight_prefill_tokens": self.swa_in_flight_tokens}] if self.hybrid_swa_memory else []),
             ],
             "state_slots": self.state_slots,
             "state_bytes": self.state_bytes,
             "chunked_prefill_size_tokens": self.chunked_prefill_size,
             "prefill_fits": self.prefill_fits,
+            "stages": self.stages.to_dict(),
         }
 
 
@@ -129,6 +189,20 @@ def hybrid_swa_decision(architecture: str | None, costs: tuple[LayerCost, ...]) 
     return True, f"{architecture} is on SGLang's hybrid-SWA allowlist: a full pool and an SWA pool"
 
 
+def swa_per_request_tokens(window: int, length: int, page: int, interval: int) -> int:
+    """``compute_swa_request_cap``'s ``per_request`` without speculative decoding
+    (``draft_tokens`` 1, ``decode_alloc`` one page); a request shorter than its window holds
+    its own tokens and one page."""
+    return min(cdiv(length, page) * page + page, window + interval + page + page)
+
+
+def swa_admission_tokens(extend: int, max_new: int, window: int, page: int, chunk_limit: int | None) -> int:
+    """``prefill_budget.estimate_swa_kv_tokens``: the SWA tokens a prefill reserves: the part of its
+    chunk beyond the window, plus the window (or less for a short request), plus a page."""
+    allocated = extend if chunk_limit is None else min(extend, chunk_limit)
+    return max(allocated - window, 0) + min(extend + max_new, window) + page
+
+
 def sglang_model(
     costs: tuple[LayerCost, ...],
     architecture: str | None,
@@ -138,9 +212,16 @@ def sglang_model(
     swa_full_tokens_ratio: float = DEFAULT_SWA_FULL_TOKENS_RATIO,
     page_size: int = 1,
     chunked_prefill_size: int = 8192,
+    disable_overlap_schedule: bool = False,
+    swa_eviction_interval: int = DEFAULT_SWA_EVICTION_INTERVAL,
+    prompt_len_tokens: int | None = None,
 ) -> SglangResult:
     hybrid, reason = hybrid_swa_decision(architecture, costs)
     L, page, r = target_len_tokens, page_size, swa_full_tokens_ratio
+    P = L if prompt_len_tokens is None else min(prompt_len_tokens, L)
+    interval = max(1, swa_eviction_interval)
+    chunks = 1 if disable_overlap_schedule else 2
+    in_flight = chunks * chunked_prefill_size + page if hybrid else 0
     attention = [c for c in costs if c.kind != STATE]
     if hybrid:
         swa_layers = [c for c in attention if c.kind == WINDOW and c.source == "target"]
@@ -151,17 +232,18 @@ def sglang_model(
     S = sum(c.bytes_per_token for c in swa_layers)
     window = max((c.window_tokens or 0 for c in swa_layers), default=None)
     full_need = cdiv(L, page) * page
-    swa_need = min(full_need, cdiv(window, page) * page + page) if hybrid else None
+    swa_need = swa_per_request_tokens(window, L, page, interval) if hybrid else None
+    admit_full = cdiv(P, page) * page + page + (L - P)  # reserve(): paged extend + page + max_new
 
     def pools(budget: int) -> tuple[int, int | None, Fraction]:
         if budget <= 0 or F + S == 0:
             return 0, (0 if hybrid else None), Fraction(0)
         if hybrid:
-            full = int(budget / (F + r * S))
-            swa = int(full * r)
+            full = int(budget // (F + r * S))
             full -= full % page
+            swa = int(full * r)
             swa -= swa % page
-            conc = min(Fraction(full, full_need), Fraction(swa, swa_need))
+            conc = min(Fraction(full, full_need), Fraction(max(swa - in_flight, 0), swa_need))
             return full, swa, conc
         full = budget // F
         full -= full % page
@@ -169,16 +251,25 @@ def sglang_model(
 
     state = sum(c.state_bytes for c in costs if c.kind == STATE)
     slots = state_slots(state, budget_bytes, lambda b: pools(b)[2])
-    full_tokens, swa_tokens, conc = pools(budget_bytes - slots * state)
+    full_tokens, swa_tokens, steady = pools(budget_bytes - slots * state)
     if state:
-        conc = min(conc, Fraction(slots))
+        steady = min(steady, Fraction(slots))
+    # admission: request n is admitted when its total (P + max_new = L) is below what the n − 1 before it left
+    admitted = (full_tokens - L - 1) // admit_full + 1 if full_tokens > L else 0
+    if hybrid and swa_tokens is not None:
+        first_chunk = swa_admission_tokens(cdiv(P, page) * page, L - P, window, page, chunked_prefill_size)
+        if swa_tokens > first_chunk:
+            admitted = min(admitted, (swa_tokens - first_chunk - 1) // swa_need + 1)
+    if state:
+        admitted = min(admitted, slots)
     notes: list[str] = []
     failure = None
-    if full_tokens <= 0:
+    if hybrid and window + page >= swa_tokens:  # _solve_pool_sizes validates before MemoryPoolConfig's check
+        failure = (f"SWA pool ({swa_tokens} tokens) cannot hold even one request: the prefill admission floor is "
+                   f"sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the "
+                   "total KV budget.")
+    elif full_tokens <= 0:
         failure = NOT_ENOUGH_MEMORY
-    elif hybrid and swa_tokens < cdiv(window, page) * page + page:
-        failure = (f"the SWA pool ({swa_tokens} tokens) cannot hold one window of {window} tokens plus a page; "
-                   f"raise --swa-full-tokens-ratio")
     elif full_tokens < full_need:
         notes.append(f"the full pool holds {full_tokens:,} tokens, less than one {L:,}-token request: SGLang caps "
                      "the request length at the pool size")
@@ -187,19 +278,39 @@ def sglang_model(
         prefill_fits = swa_tokens >= min(full_need, cdiv(window + chunked_prefill_size, page) * page) + page
         if not prefill_fits and failure is None:
             notes.append(f"the SWA pool ({swa_tokens:,} tokens) is smaller than a window plus one prefill chunk "
-                         f"({window} + {chunked_prefill_size}): long prompts stall; raise --swa-full-tokens-ratio")
+                         f"({window} + {chunked_prefill_size}): SGLang shrinks the chunks (_chunk_cap), prefill slows")
+        notes.append(f"steady decode: each request holds up to W + {interval} + 2 pages = {swa_need:,} SWA tokens "
+                     f"(SGLANG_SWA_EVICTION_INTERVAL {interval}), the batch {in_flight:,} more for {chunks} prefill "
+                     f"chunk(s) in flight ({'--disable-overlap-schedule' if disable_overlap_schedule else 'overlap scheduler'})")
+    if hybrid and failure is None and steady < 1 <= Fraction(max(swa_tokens - page, 0), swa_need):
+        notes.append("below SGLang's own worst case for one decoding request with the prefill chunks in flight "
+                     "(compute_swa_request_cap): it shrinks the chunks (_chunk_cap) and decodes fewer at once")
+    if architecture and architecture.startswith("DeepseekV4"):
+        notes.append("SGLang sizes DeepSeek-V4 with DSV4PoolConfigurator (ratio 0.1 and page 256 by default, "
+                     "arg_groups/model_overrides/deepseek_v4.py), not this rule")
+    if hybrid:
+        notes.append("not modelled: the SWA request-cap pool (explicit --max-running-requests with "
+                     "--disable-radix-cache sizes the SWA pool from compute_swa_request_cap)")
     if state:
         notes.append(f"recurrent state set aside for {slots} request(s) before the token pools (approximation)")
     if any(c.source == "drafter" for c in costs) and hybrid:
-        notes.append("drafter layers counted in the full pool")
+        notes.append("drafter layers counted in the full pool; speculative decoding widens each request's SWA "
+                     "share (interval · draft tokens), not modelled")
+    longest = max(full_tokens - 1, 0)
+    conc = min(Fraction(admitted), steady)
+    if failure is not None or P > longest:
+        conc = Fraction(0)
     pool_bytes = full_tokens * F + (swa_tokens or 0) * S + slots * state
     return SglangResult(
         architecture=architecture, hybrid_swa_memory=hybrid, reason=reason, swa_full_tokens_ratio=r,
         page_size=page, num_full_layers=len(full_layers), num_swa_layers=len(swa_layers),
         full_bytes_per_token=F, swa_bytes_per_token=S, window_tokens=window, full_tokens=full_tokens,
         swa_tokens=swa_tokens, state_slots=slots, state_bytes=slots * state, state_bytes_per_request=state,
-        full_need_tokens=full_need,
-        swa_need_tokens=swa_need, concurrency=conc if failure is None else Fraction(0),
+        full_need_tokens=full_need, swa_need_tokens=swa_need, concurrency=conc,
         chunked_prefill_size=chunked_prefill_size, prefill_fits=prefill_fits, starts=failure is None,
         failure=failure, pool_bytes=pool_bytes, notes=tuple(notes),
+        disable_overlap_schedule=disable_overlap_schedule, swa_eviction_interval=interval, prompt_len_tokens=P,
+        swa_in_flight_tokens=in_flight, admission_concurrency=admitted if failure is None else 0,
+        steady_concurrency=steady if failure is None else Fraction(0),
+        longest_prompt_tokens=longest if failure is None else 0,
     )

@@ -1,25 +1,50 @@
-"""TensorRT-LLM's variable sliding window attention (VSWA): one block pool per window.
+"""TensorRT-LLM's variable sliding window attention (VSWA): one block pool per window, and
+the capacity scheduler that admits requests into those pools.
 
-Source: TensorRT-LLM ``tensorrt_llm/_torch/pyexecutor/resource_manager.py`` and its VSWA
-helpers (``calculate_max_num_blocks_for_vswa``, ``adjust_window_sizes_for_vswa``), C++
-``kvCacheManager.cpp``; reference engines.md §3.3.
+Rules read from TensorRT-LLM 1.2.0rc2 (``tensorrt_llm/version.py``), commit
+``b35ac1b64368513d215c57d2ed01d62d910df8da``; file names below are relative to that tree.
 
 - Every layer has a ``max_attention_window``: the sliding window (or chunk) for local
-  layers, ``max_seq_len`` (the workload's length here) for full layers. Layers with the same
-  window share one ``WindowBlockManager``: one block id covers every layer of that window.
-- **Memory split.** Each distinct window gets ``share · budget``: equal shares by default,
-  or ``TRTLLM_WINDOW_SIZE_SHARES`` (comma-separated, in ascending window order, one per
-  window, summing to 1.0; TensorRT-LLM asserts both). Per window,
-  ``tokens = budget · share / Σ_layers bytes_per_token`` and ``blocks = tokens // 32``
-  (``tokens_per_block`` 32).
-- **Worked number** (engines.md §3.3): gemma-3-27b, 40 GiB, equal shares: the 1024-token
-  window pool gets 20 GiB / (52 · 8192 B) = 50,412 tokens, 1,575 blocks; the full pool
-  20 GiB / (10 · 8192 B) = 262,144 tokens, 8,192 blocks.
-- **Per request** of L tokens: ``cdiv(L, 32)`` blocks in a window ≥ L; a smaller window
-  keeps ``cdiv(W, 32) + 1`` (the window straddles one more block before the oldest is
-  released). Concurrency is the smallest pool quotient.
-- **Too little memory for one sequence**: ``adjust_window_sizes_for_vswa`` shrinks the windows
-  from the largest down (PR #5880); the engine starts, with a shorter maximum length.
+  layers, ``max_seq_len`` (the workload's length here) for full layers; windows above
+  ``max_seq_len`` are clamped to it (``_torch/pyexecutor/resource_manager.py``,
+  ``KVCacheManager.__init__``). Layers of one window share one ``WindowBlockManager``.
+- **Memory split** (``calculate_max_num_blocks_for_vswa``): each distinct window gets
+  ``share · budget``, equal shares by default or ``TRTLLM_WINDOW_SIZE_SHARES`` (ascending
+  window order, one per window, asserted to sum to exactly 1.0). Per window
+  ``tokens = budget · share / Σ_layers bytes_per_token``, ``blocks = tokens // 32``.
+- **Temporary attention window** (``resource_manager.py _set_temp_attention_window_inputs``
+  and ``cpp/include/tensorrt_llm/batch_manager/kvCacheManager.h
+  calculateTemporaryAttentionWindow``, read at commit ``2213a799``): when some window is below ``max_seq_len``, every
+  pool whose window ``W < max_seq_len − 1`` gets ``temp = min(max_num_tokens,
+  max_seq_len − 1 − W)`` (``max_num_tokens`` 8192 by default), else 0.
+- **Admission, GUARANTEED_NO_EVICT** (the default ``CapacitySchedulerPolicy``,
+  ``llmapi/llm_args.py SchedulerConfig``):
+  ``cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp`` admits a request while
+  ``getRemainingBlocksToCompletion`` fits in every pool's free blocks
+  (``scheduledBlocksManager.h``). ``kvCacheManager.cpp getRemainingBlocksToCompletion``:
+  ``ceil(min(P + max_new, W + temp) / 32)`` blocks, plus one when the request is longer
+  than the window, crosses a block boundary in decode and ``ceil(L/32)`` exceeds that.
+- **Admission, MAX_UTILIZATION**: ``getNeededBlocksOneStep`` for a first context chunk,
+  ``ceil(min(P + draft, W + max_new) / 32)`` blocks (the source names ``max_new`` the
+  chunk size); started requests are paused when a step does not fit.
+- **Prefill**: ``resource_manager.py prepare_resources`` calls ``add_sequence(prompt_len)``
+  on the first context chunk; ``kvCacheManager.cpp addSequence`` allocates
+  ``ceil(min(P, maxTokenNum + temp) / 32)`` blocks in *every* pool, with
+  ``maxTokenNum = max(W, max_seq_len)`` (``BlockManager`` constructor: "SWA allocates
+  blocks linearly"). A window pool therefore needs ``ceil(P/32)`` blocks for one prompt;
+  out-of-window blocks go back only in decode. The longest prompt an empty engine can
+  prefill is the smallest pool's ``blocks · 32``.
+- **Steady decode**: ``WindowBlockManager::adjustBlocksIfNeeded`` detaches front blocks
+  while the sequence holds ``≥ W + 32`` tokens, so a request keeps ``cdiv(W, 32) + 1``
+  blocks in a window below its length, ``cdiv(L, 32)`` in a window at least as long.
+- **Worked numbers** (gemma-3-27b, 40 GiB, equal shares, L = 131072): window-1024 pool
+  20 GiB / (52 · 8192 B) = 50,412 tokens, 1,575 blocks; full pool 262,144 tokens, 8,192
+  blocks. Admission: temp = min(8192, 131071 − 1024) = 8192, ``ceil(9216/32) = 288``
+  blocks in the window pool, 4,096 in the full pool → 2 requests. Prefill of a 131,072-token
+  prompt needs 4,096 blocks in the window pool, which has 1,575: the longest prompt is
+  1,575 · 32 = 50,400 tokens. gpt-oss-20b (window 128): admission ``ceil(8320/32) = 260``.
+- **Too little memory for one sequence**: ``adjust_window_sizes_for_vswa`` shrinks the
+  windows from the largest down (PR #5880); the engine starts, with a shorter maximum length.
 - **Recurrent state** (Mamba hybrids) has its own manager sized for the batch; kvplan sets
   it aside first (``layer_costs.state_slots``), an approximation.
 """
@@ -31,10 +56,28 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kvplan.engines.layer_costs import FULL, STATE, LayerCost, state_slots
+from kvplan.engines.stages import EngineStages, Figure
 from kvplan.errors import OptionError
 from kvplan.units import cdiv
 
+TRTLLM_VERSION = "1.2.0rc2"  # tensorrt_llm/version.py at the commit below
+TRTLLM_COMMIT = "b35ac1b64368513d215c57d2ed01d62d910df8da"
 TOKENS_PER_BLOCK = 32
+DEFAULT_MAX_NUM_TOKENS = 8192  # resource_manager.py KVCacheManager(max_num_tokens=8192)
+GUARANTEED_NO_EVICT, MAX_UTILIZATION = "GUARANTEED_NO_EVICT", "MAX_UTILIZATION"
+SCHEDULER_POLICIES = (GUARANTEED_NO_EVICT, MAX_UTILIZATION)
+NO_FREE_BLOCKS = "allocateBlock: TLLM_CHECK(hasFreeBlocks) fails, no free blocks left"
+
+RULE_POOL = "calculate_max_num_blocks_for_vswa: share · budget / bytes per token, // 32 per window"
+RULE_PREFILL = ("prepare_resources → addSequence(prompt_len): ceil(P/32) blocks in every window pool "
+                "(maxTokenNum = max(W, max_seq_len)); longest prompt = smallest pool · 32")
+RULE_ADMIT = {
+    GUARANTEED_NO_EVICT: "getRemainingBlocksToCompletion: ceil(min(L, W + temp)/32) (+1) blocks per pool, "
+                         "whole requests",
+    MAX_UTILIZATION: "getNeededBlocksOneStep (first context chunk): ceil(min(P, W + max_new)/32) blocks per "
+                     "pool, whole requests",
+}
+RULE_STEADY = "adjustBlocksIfNeeded: cdiv(W, 32) + 1 blocks below the length, cdiv(L, 32) otherwise"
 
 
 @dataclass(frozen=True)
@@ -45,8 +88,11 @@ class TrtllmPool:
     share: float
     capacity_tokens: int  # int(budget · share / bytes_per_token), before block rounding
     num_blocks: int  # capacity // tokens_per_block
-    blocks_per_request: int
-    concurrency: Fraction
+    blocks_per_request: int  # steady decode
+    concurrency: Fraction  # steady decode: num_blocks / blocks_per_request
+    temporary_window_tokens: int = 0
+    admission_blocks: int = 0  # what the scheduler reserves for one request at admission
+    prefill_blocks: int = 0  # what addSequence allocates for the workload's prompt
 
     def to_dict(self, tokens_per_block: int) -> dict:
         return {
@@ -57,6 +103,9 @@ class TrtllmPool:
             "capacity_tokens": self.capacity_tokens,
             "num_blocks": self.num_blocks,
             "kv_tokens": self.num_blocks * tokens_per_block,
+            "temporary_attention_window_tokens": self.temporary_window_tokens,
+            "admission_blocks_per_request": self.admission_blocks,
+            "prefill_blocks_per_request": self.prefill_blocks,
             "blocks_per_request": self.blocks_per_request,
             "max_concurrency": round(float(self.concurrency), 6),
         }
@@ -71,11 +120,17 @@ class TrtllmResult:
     state_slots: int
     state_bytes: int
     state_bytes_per_request: int
-    concurrency: Fraction
+    concurrency: Fraction  # requests of the workload served at once (0 when its prompt cannot be prefilled)
     pool_bytes: int
     starts: bool = True
     failure: str | None = None
     notes: tuple[str, ...] = ()
+    scheduler_policy: str = GUARANTEED_NO_EVICT
+    max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS
+    prompt_len_tokens: int = 0
+    admission_concurrency: int = 0
+    steady_concurrency: Fraction = Fraction(0)
+    longest_prompt_tokens: int = 0
 
     @property
     def max_concurrency(self) -> float:
@@ -97,14 +152,31 @@ class TrtllmResult:
                 self.state_bytes_per_request
         return math.ceil(self.pool_bytes / self.concurrency)
 
+    @property
+    def stages(self) -> EngineStages:
+        return EngineStages(
+            engine="trtllm", version=TRTLLM_VERSION,
+            kv_tokens=Figure(self.kv_tokens, "largest window pool: blocks · 32 (" + RULE_POOL + ")"),
+            longest_prompt_tokens=Figure(self.longest_prompt_tokens, RULE_PREFILL),
+            admission_concurrency=Figure(self.admission_concurrency, RULE_ADMIT[self.scheduler_policy]),
+            steady_concurrency=Figure(float(self.steady_concurrency), RULE_STEADY),
+            starts=Figure(self.starts, "starts unless the state leaves no KV memory; adjust_window_sizes_for_vswa "
+                                       "shrinks windows instead of failing"),
+            prompt_len_tokens=self.prompt_len_tokens,
+        )
+
     def to_dict(self) -> dict:
         return {
+            "trtllm_version": TRTLLM_VERSION,
+            "scheduler_policy": self.scheduler_policy,
+            "max_num_tokens": self.max_num_tokens,
             "tokens_per_block": self.tokens_per_block,
             "window_shares": "given" if self.shares_given else "equal",
             "pools": [p.to_dict(self.tokens_per_block) for p in self.pools],
             "adjusted_windows": [{"window_tokens": w, "adjusted_to_tokens": a} for w, a in self.adjusted_windows],
             "state_slots": self.state_slots,
             "state_bytes": self.state_bytes,
+            "stages": self.stages.to_dict(),
         }
 
 
@@ -159,6 +231,31 @@ def parse_shares(text: str) -> tuple[float, ...]:
     return shares
 
 
+def temporary_window(window: int, max_seq_len: int, max_num_tokens: int, any_sliding: bool) -> int:
+    """``calculateTemporaryAttentionWindow`` with the PyTorch inputs (paged context FMHA on,
+    ``max_input_len = max_seq_len − 1``), set only when some window is below ``max_seq_len``."""
+    max_input_len = max_seq_len - 1
+    if not any_sliding or max_input_len <= window:
+        return 0
+    return max(0, min(max_num_tokens, max_input_len - window))
+
+
+def admission_blocks(policy: str, window: int, temp: int, prompt: int, length: int, tpb: int) -> int:
+    """Blocks one new request needs in a pool before it is admitted (no blocks allocated yet)."""
+    max_new = length - prompt
+    if policy == MAX_UTILIZATION:  # getNeededBlocksOneStep, first context chunk, no draft tokens
+        return cdiv(min(prompt, window + max_new), tpb)
+    total = cdiv(min(length, window + temp), tpb)  # getRemainingBlocksToCompletion
+    sliding = length > window
+    crosses_block = cdiv(length, tpb) > cdiv(prompt, tpb)
+    crosses_window = cdiv(length, tpb) > total
+    return total + (1 if sliding and crosses_block and crosses_window else 0)
+
+
+def steady_blocks(window: int, length: int, tpb: int) -> int:
+    return cdiv(length, tpb) if window >= length else cdiv(window, tpb) + 1
+
+
 def trtllm_model(
     costs: tuple[LayerCost, ...],
     budget_bytes: int,
@@ -166,8 +263,15 @@ def trtllm_model(
     *,
     window_shares: tuple[float, ...] | None = None,
     tokens_per_block: int = TOKENS_PER_BLOCK,
+    scheduler_policy: str = GUARANTEED_NO_EVICT,
+    max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS,
+    prompt_len_tokens: int | None = None,
 ) -> TrtllmResult:
+    if scheduler_policy not in SCHEDULER_POLICIES:
+        raise OptionError(f"--trtllm-scheduler-policy {scheduler_policy!r}: choose one of "
+                          f"{', '.join(SCHEDULER_POLICIES)}")
     L, tpb = target_len_tokens, tokens_per_block
+    P = L if prompt_len_tokens is None else min(prompt_len_tokens, L)
     windows = window_bytes_per_token(costs, L)
     if window_shares is not None:
         if len(window_shares) != len(windows):
@@ -180,17 +284,17 @@ def trtllm_model(
         shares = window_shares
     else:
         shares = tuple(1.0 / len(windows) for _ in windows) if windows else ()
-
-    def need_blocks(w: int) -> int:
-        return cdiv(L, tpb) if w >= L else cdiv(w, tpb) + 1
+    any_sliding = any(w < L for w in windows)
 
     def pools(budget: int) -> tuple[tuple[TrtllmPool, ...], Fraction]:
         out = []
         for (w, (n, b)), share in zip(windows.items(), shares):
             capacity = int(max(budget, 0) * share / b) if b else 0
             blocks = capacity // tpb
-            need = need_blocks(w)
-            out.append(TrtllmPool(w, n, b, share, capacity, blocks, need, Fraction(blocks, need)))
+            need = steady_blocks(w, L, tpb)
+            temp = temporary_window(w, L, max_num_tokens, any_sliding)
+            out.append(TrtllmPool(w, n, b, share, capacity, blocks, need, Fraction(blocks, need), temp,
+                                  admission_blocks(scheduler_policy, w, temp, P, L, tpb), cdiv(P, tpb)))
         # an attention-free model has no window pool: only the state slots limit it
         conc = min((p.concurrency for p in out), default=Fraction(budget_bytes if budget >= 0 else 0))
         return tuple(out), conc
@@ -198,26 +302,49 @@ def trtllm_model(
     state = sum(c.state_bytes for c in costs if c.kind == STATE)
     slots = state_slots(state, budget_bytes, lambda b: pools(b)[1])
     kv_budget = budget_bytes - slots * state
-    result_pools, conc = pools(kv_budget)
+    result_pools, steady = pools(kv_budget)
     if state:
-        conc = min(conc, Fraction(slots))
+        steady = min(steady, Fraction(slots))
+    admitted = min((p.num_blocks // p.admission_blocks for p in result_pools if p.admission_blocks),
+                   default=slots if state else 0)
+    if state:
+        admitted = min(admitted, slots)
+    longest = min(min((p.num_blocks * tpb for p in result_pools), default=L), L)
     notes: list[str] = []
     adjusted = adjust_window_sizes(windows, kv_budget) if windows else []
     if adjusted:
         notes.append("one sequence does not fit: TensorRT-LLM shrinks the windows (adjust_window_sizes_for_vswa): "
                      + ", ".join(f"{w} → {a}" for w, a in adjusted))
-    elif conc < 1 and result_pools:
+    elif steady < 1 and result_pools:
         notes.append("a pool holds less than one request: TensorRT-LLM lowers that window to the pool's capacity")
+    short = [p for p in result_pools if p.num_blocks < p.prefill_blocks]
+    if short:
+        p = short[0]
+        notes.append(f"a {P:,}-token prompt cannot be prefilled: addSequence allocates {p.prefill_blocks:,} blocks "
+                     f"in the {p.window_tokens}-token window pool, which has {p.num_blocks:,} ({NO_FREE_BLOCKS}); "
+                     f"the longest prompt is {longest:,} tokens")
+    if scheduler_policy == MAX_UTILIZATION:
+        notes.append("MAX_UTILIZATION pauses started requests when a decode step does not fit; the steady figure "
+                     "is what stays resident")
     if state:
         notes.append(f"recurrent state set aside for {slots} request(s) before the window pools (approximation)")
     if any(c.source == "drafter" for c in costs) and len(windows) > 1:
         notes.append("drafter layers placed in the pool of their own window (VSWA + EAGLE pool sizing is open work "
                      "in TensorRT-LLM)")
     failure = None if kv_budget > 0 else "no memory left for the KV cache after the recurrent state"
+    if scheduler_policy == GUARANTEED_NO_EVICT:
+        conc = min(Fraction(admitted), steady)
+    else:
+        conc = steady
+    if short or failure:
+        conc = Fraction(0)
     pool_bytes = sum(p.num_blocks * tpb * p.bytes_per_token for p in result_pools) + slots * state
     return TrtllmResult(
         pools=result_pools, tokens_per_block=tpb, shares_given=window_shares is not None,
         adjusted_windows=tuple(adjusted), state_slots=slots, state_bytes=slots * state,
-        state_bytes_per_request=state, concurrency=conc if failure is None else Fraction(0),
+        state_bytes_per_request=state, concurrency=conc,
         pool_bytes=pool_bytes, starts=failure is None, failure=failure, notes=tuple(notes),
+        scheduler_policy=scheduler_policy, max_num_tokens=max_num_tokens, prompt_len_tokens=P,
+        admission_concurrency=admitted if failure is None else 0, steady_concurrency=steady if failure is None
+        else Fraction(0), longest_prompt_tokens=longest if failure is None else 0,
     )

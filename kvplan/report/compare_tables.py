@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -14,7 +16,7 @@ ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "l
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False, width=200)
+    return Console(highlight=False, soft_wrap=False, width=100)
 
 
 def _num(v) -> str:
@@ -33,14 +35,16 @@ def knobs_text(row: dict) -> str:
     if e == "sglang":
         if not k["hybrid_swa_memory"]:
             return f"one pool (hybrid SWA off), page {k['page_size']}"
-        return f"--swa-full-tokens-ratio {k['swa_full_tokens_ratio']:g}, page {k['page_size']}"
+        return (f"--swa-full-tokens-ratio {k['swa_full_tokens_ratio']:g}, page {k['page_size']}"
+                + (", no overlap" if k.get("disable_overlap_schedule") else ""))
     if e == "trtllm":
         windows = "/".join(str(w) for w in k["windows_tokens"])
         shares = "/".join(f"{s:g}" for s in k["window_shares"])
-        return f"windows {windows}, shares {shares}{'' if k['window_shares_given'] else ' (equal)'}, {k['tokens_per_block']} tok/block"
+        return (f"windows {windows}, shares {shares}{'' if k['window_shares_given'] else ' (equal)'}, "
+                f"{k['tokens_per_block']} tok/block, {k.get('scheduler_policy', '')}")
     if e == "llamacpp":
         return (f"-c {k['n_ctx_tokens']} -np {k['n_seq']} -ub {k['n_ubatch']}"
-                + (" --swa-full" if k["swa_full"] else "") + " (unified KV)")
+                + (" --swa-full" if k["swa_full"] else "") + (" (unified KV)" if k["kv_unified"] else " (KV per slot)"))
     return "full L, window min(L, W), state once"
 
 
@@ -55,13 +59,13 @@ def render_compare(d: dict) -> None:
     target = f", target concurrency {w['target_concurrency']}" if w["target_concurrency"] else ""
     c.print(f"KV budget {format_bytes(w['kv_cache_memory_bytes'])} per GPU, requests of {w['target_len_tokens']:,} "
             f"tokens{target}")
-    t = Table(title="Engines on the same inputs (per GPU)", box=box.SIMPLE_HEAD)
-    cols = ("engine", "policy / config", "starts", "KV tokens", f"max conc @ {w['target_len_tokens']:,}",
-            "steady", "per request", "waste vs need", "knobs")
+    t = Table(title=f"Engines on the same inputs (per GPU), max concurrency at {w['target_len_tokens']:,} tokens",
+              box=box.SIMPLE_HEAD)
+    cols = ("engine", "config", "starts", "KV tokens", "max conc", "steady", "per request", "waste")
     for col in cols:
-        t.add_column(col, justify="right" if col in ("KV tokens", "steady", "per request", "waste vs need")
-                     or col.startswith("max")
-                     else "left")
+        right = col in ("KV tokens", "per request", "waste", "max conc", "steady")
+        t.add_column(col, justify="right" if right else "left", no_wrap=col != "config", overflow="fold",
+                     min_width=14 if col == "config" else None)
     for r in d["engines"]:
         name = r["name"] + (" [proposal]" if r["is_proposal"] else "")
         starts = Text("yes", style="green") if r["outcome"]["starts"] else Text("no", style="bold red")
@@ -70,17 +74,19 @@ def render_compare(d: dict) -> None:
         if r["engine"] == "lower_bound":
             waste = "—"
         t.add_row(ENGINE_NAMES[r["engine"]], Text(name), starts, _num(r["kv_tokens"]), f"{r['max_concurrency']:.2f}",
-                  f"{r['steady_state_concurrency']:.2f}", "" if per is None else format_bytes(per), waste, Text(knobs_text(r)))
+                  f"{r['steady_state_concurrency']:.2f}", "" if per is None else format_bytes(per), waste)
     c.print(t)
+    render_stages(c, d)
     for r in d["engines"]:
-        lines = [f"fails: {r['outcome']['error']}"] if r["outcome"]["error"] else []
+        lines = [f"knobs: {knobs_text(r)}"] if r["engine"] != "lower_bound" else []
+        lines += [f"fails: {r['outcome']['error']}"] if r["outcome"]["error"] else []
         if r["engine"] not in ("vllm", "lower_bound"):
             lines += r["notes"]
         if lines:
             title = ENGINE_NAMES[r["engine"]] + (f" {r['name']}" if r["engine"] == "vllm" else "")
             c.print(title + ":", markup=False)
             for n in lines:
-                c.print(f"  - {n}", markup=False)
+                c.print(textwrap.fill(n, width=96, initial_indent="  - ", subsequent_indent="    "), markup=False)
     a = d.get("advice")
     if a:
         render_advice(c, a)
@@ -90,36 +96,98 @@ def render_advice(c: Console, a: dict) -> None:
     t = Table(title=f"Advice for {a['target_len_tokens']:,}-token requests"
                     + (f" × {a['target_concurrency']}" if a["target_concurrency"] else ""),
               box=box.SIMPLE_HEAD)
-    for col in ("engine", "knob", "max concurrency", "reaches target", "why"):
-        t.add_column(col, justify="right" if col == "max concurrency" else "left")
+    for col in ("engine", "knob", "max conc", "reaches target"):
+        t.add_column(col, justify="right" if col == "max conc" else "left", no_wrap=True, overflow="fold")
+    why: list[str] = []
 
     def reach(x) -> str:
         return "" if x is None else ("yes" if x else "no")
 
-    def row(*cells) -> None:  # plain text, never Rich markup (flags may contain brackets)
-        t.add_row(*(Text(str(c)) for c in cells))
+    def row(*cells) -> None:  # plain text, never Rich markup (flags may contain brackets); the reason below
+        t.add_row(*(Text(str(c)) for c in cells[:-1]))
+        why.append(f"{cells[0]}: {cells[-1]}")
 
     v = a.get("vllm")
     if v:
         if v["applicable"] and v.get("threshold") is not None:
-            row("vLLM", v["flag"], f"{v['max_concurrency']:.2f}", reach(v["reaches_target"]), v["reason"])
+            if v.get("code_change"):
+                knob, reason = f"code change: threshold {v['threshold']:g}", f"{v['reason']}; {v['code_change']}"
+            else:
+                knob, reason = f"no change (shipped {v['current']['threshold']:g})", v["reason"]
+            row("vLLM", knob, f"{v['max_concurrency']:.2f}", reach(v["reaches_target"]),
+                f"{reason} (kvplan simulates it with {v['kvplan_flag']})")
         else:
             row("vLLM", "(threshold)", "", "", v["reason"])
     s = a["sglang"]
     if s["applicable"] and s.get("swa_full_tokens_ratio") is not None:
         row("SGLang", s["flag"], f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
-            f"default {s['default_swa_full_tokens_ratio']:g} gives {s['default_max_concurrency']:.2f}")
+            f"default {s['default_swa_full_tokens_ratio']:g} gives {s['default_max_concurrency']:.2f}; "
+            f"smallest pool margin {s['margin']:.3f}")
     else:
         row("SGLang", "(swa-full-tokens-ratio)", f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
             s["reason"])
     tr = a["trtllm"]
-    if tr["applicable"]:
+    if tr["applicable"] and tr.get("window_shares"):
         row("TensorRT-LLM", tr["env"], f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
-            f"equal shares give {tr['equal_shares_max_concurrency']:.2f}")
+            f"equal shares give {tr['equal_shares_max_concurrency']:.2f}; smallest pool margin {tr['margin']:.3f}")
+    elif tr["applicable"]:
+        row("TensorRT-LLM", "(window shares)", "0.00", reach(tr["reaches_target"]), tr["reason"])
     else:
         row("TensorRT-LLM", "(window shares)", f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
             tr["reason"])
     lc = a["llamacpp"]
-    row("llama.cpp", lc["flags"], f"{lc['n_seq']}", reach(lc["reaches_target"]),
-        f"with --swa-full: {lc['n_seq_with_swa_full']} sequence(s)")
+    row("llama.cpp", lc["flags"] or "(-np / -c)", f"{lc['n_seq']}", reach(lc["reaches_target"]),
+        lc.get("reason") or f"unified {lc['n_seq_unified']}, per slot {lc['n_seq_non_unified']}, "
+        f"with --swa-full {lc['n_seq_with_swa_full']} sequence(s)")
     c.print(t)
+    for line in why:
+        c.print(textwrap.fill(line, width=96, initial_indent="  - ", subsequent_indent="    "), markup=False)
+
+
+STAGE_COLUMNS = (("kv_tokens", "KV tokens"), ("longest_prompt_tokens", "longest prompt"),
+                 ("admission_concurrency", "conc admit"), ("steady_concurrency", "conc steady"))
+
+
+def _stage_cell(fig: dict, label: str) -> str:
+    v = fig["value"]
+    if v is None:
+        text = "—"
+    elif isinstance(v, float) and not v.is_integer():
+        text = f"{v:,.2f}"
+    else:
+        text = f"{int(v):,}"
+    return f"{text} [{label}]"
+
+
+def render_stages(c: Console, d: dict) -> None:
+    """Each non-vLLM engine through admission, prefill and steady decode; every figure carries
+    a letter naming the rule (and source) it comes from, listed under the table."""
+    rows = [r for r in d["engines"] if "stages" in r["details"]]
+    if not rows:
+        return
+    w = d["workload"]
+    t = Table(title=f"Through each engine, {w['target_len_tokens']:,}-token requests (engine's own rules)",
+              box=box.SIMPLE_HEAD)
+    t.add_column("engine")
+    for _, title in STAGE_COLUMNS:
+        t.add_column(title, justify="right")
+    t.add_column("starts")
+    rules: dict[str, str] = {}
+    legend: list[tuple[str, str, str]] = []
+
+    def label(engine: str, rule: str) -> str:
+        if rule not in rules:
+            rules[rule] = chr(ord("a") + len(rules))
+            legend.append((rules[rule], engine, rule))
+        return rules[rule]
+
+    for r in rows:
+        st = r["details"]["stages"]
+        name = f"{ENGINE_NAMES[r['engine']]} {st['engine_version']}"
+        cells = [_stage_cell(st[key], label(name, st[key]["rule"])) for key, _ in STAGE_COLUMNS]
+        starts = "yes" if st["starts"]["value"] else "no"
+        t.add_row(name, *cells, Text(starts + ("" if st["prefills_prompt"] else ", prompt too long"),
+                                     style="green" if starts == "yes" and st["prefills_prompt"] else "bold red"))
+    c.print(t)
+    for key, engine, rule in legend:
+        c.print(textwrap.fill(f"{key}. {engine}: {rule}", width=96, subsequent_indent="   "), markup=False)

@@ -44,7 +44,10 @@ def compare(model: str, **options) -> dict:
     from kvplan.engines.compare import CompareInputs
     from kvplan.engines.compare import compare as compare_engines
     from kvplan.engines.layer_costs import layer_costs
-    from kvplan.engines.trtllm import parse_shares
+    from kvplan.engines.llamacpp import LLAMACPP_BUILD
+    from kvplan.engines.sglang import SGLANG_VERSION
+    from kvplan.engines.stages import require_version
+    from kvplan.engines.trtllm import TRTLLM_VERSION, parse_shares
     from kvplan.report.data import model_info_dict, serving_dict
 
     r = resolve(COMPARE, options)
@@ -53,6 +56,9 @@ def compare(model: str, **options) -> dict:
                                "not supported (use `kvplan simulate` for vLLM's pipeline stages)")
     length = _length(r)
     shares = parse_shares(r["trtllm_window_shares"]) if r["trtllm_window_shares"] else None
+    versions = {"sglang": require_version("--sglang-version", r["sglang_version"], SGLANG_VERSION, "SGLang"),
+                "trtllm": require_version("--trtllm-version", r["trtllm_version"], TRTLLM_VERSION, "TensorRT-LLM"),
+                "llamacpp": require_version("--llamacpp-build", r["llamacpp_build"], LLAMACPP_BUILD, "llama.cpp")}
     extra = parse_policies(r["policies"], r["policy"])
     scenario = replace(scenario_from(model, r.values), max_model_len=length)
     main = run_scenario(scenario)
@@ -67,6 +73,10 @@ def compare(model: str, **options) -> dict:
         swa_full_tokens_ratio=r["swa_full_tokens_ratio"], sglang_page_size=r["sglang_page_size"],
         trtllm_window_shares=shares, trtllm_tokens_per_block=r["trtllm_tokens_per_block"],
         llamacpp_n_seq=r["llamacpp_n_seq"], llamacpp_n_ubatch=r["llamacpp_n_ubatch"], swa_full=r["swa_full"],
+        llamacpp_kv_unified=r["llamacpp_kv_unified"],
+        sglang_disable_overlap_schedule=r["sglang_disable_overlap_schedule"],
+        sglang_swa_eviction_interval=r["sglang_swa_eviction_interval"],
+        trtllm_scheduler_policy=r["trtllm_scheduler_policy"], trtllm_max_num_tokens=r["trtllm_max_num_tokens"],
     )
     architecture = layout.target.architecture
     comparison = compare_engines(layout.layers, architecture, inputs, plans)
@@ -86,14 +96,12 @@ def compare(model: str, **options) -> dict:
     if any(ls.spec.kind == "mamba" for ls in layout.layers):
         warnings.append("recurrent state pools of SGLang and TensorRT-LLM are approximated (state set aside for "
                         "the number of requests that serves the most)")
-    if architecture and architecture.startswith("DeepseekV4"):
-        warnings.append("SGLang sizes DeepSeek-V4 with its own pool configurator (compressed caches, ratio 0.1); "
-                        "the SGLang row uses the generic hybrid-SWA rule")
     body = {
         "model": model_info_dict(layout.target),
         "drafter": model_info_dict(layout.drafter),
         "speculative": {"method": layout.speculative_method, "num_speculative_tokens": layout.num_speculative_tokens},
         "serving": {**serving_dict(serving_of(scenario)), "block_size": layout.block_size},
+        "engine_versions": versions,
         **comparison.to_dict(),
         "advice": advice,
         "budget": main.budget,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group
 from kvplan.specs import KVCacheSpec, UniformTypeKVCacheSpecs, Workload
-from kvplan.units import GiB, cdiv, largest_true
+from kvplan.units import cdiv, largest_true
 
 from kvplan.engines.vllm.wording import DOCS_URL, not_enough_memory, wording  # noqa: F401  (DOCS_URL re-exported)
 

@@ -1,0 +1,65 @@
+"""Property: advice is checked. Over random models, budgets and lengths, every knob the advice
+names is re-simulated through the same engine model and leaves every pool at least one
+request's need; and the advice names only flags or variables the engine has."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from factories import full, gdn, layers, sw
+from kvplan.engines.advice import (
+    advise_llamacpp,
+    advise_sglang,
+    advise_trtllm,
+    sglang_concurrency,
+    trtllm_result,
+)
+from kvplan.engines.compare import CompareInputs
+from kvplan.engines.layer_costs import layer_costs
+from kvplan.engines.llamacpp import llamacpp_model
+from kvplan.engines.trtllm import MAX_UTILIZATION, SCHEDULER_POLICIES
+from kvplan.units import GiB
+
+kinds = st.lists(st.one_of(st.just("full"), st.integers(16, 8192).map(lambda w: ("sw", w))), min_size=2, max_size=10)
+
+
+def build(ks, mamba: int):
+    specs = [full() if k == "full" else sw(k[1]) for k in ks] + [gdn()] * mamba
+    return layers(specs)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ks=kinds, mamba=st.integers(0, 1), length=st.integers(256, 200_000), budget=st.integers(GiB // 4, 80 * GiB),
+       policy=st.sampled_from(SCHEDULER_POLICIES), overlap=st.booleans(), page=st.sampled_from([1, 16, 64]))
+def test_no_advised_knob_leaves_a_pool_below_one_request(ks, mamba, length, budget, policy, overlap, page):
+    costs = layer_costs(build(ks, mamba))
+    inputs = CompareInputs(budget, length, target_concurrency=4, trtllm_scheduler_policy=policy,
+                           sglang_disable_overlap_schedule=not overlap, sglang_page_size=page)
+
+    s = advise_sglang(costs, "GptOssForCausalLM", inputs)
+    if s.get("swa_full_tokens_ratio") is not None:
+        assert s["flag"] == f"--swa-full-tokens-ratio {s['swa_full_tokens_ratio']:g}"
+        r = sglang_concurrency(costs, "GptOssForCausalLM", inputs, s["swa_full_tokens_ratio"])
+        assert r.starts and r.max_concurrency >= 1
+        assert r.full_tokens >= r.full_need_tokens
+        assert r.swa_tokens - r.swa_in_flight_tokens >= r.swa_need_tokens
+        assert min(s["pool_margins"].values()) >= 1
+
+    t = advise_trtllm(costs, inputs)
+    if t.get("window_shares"):
+        assert t["env"].startswith("TRTLLM_WINDOW_SIZE_SHARES=") and sum(t["window_shares"]) == 1.0
+        r = trtllm_result(costs, inputs, t["window_shares"])
+        assert r.starts and r.max_concurrency >= 1
+        for p in r.pools:
+            per = p.blocks_per_request if policy == MAX_UTILIZATION else p.admission_blocks
+            assert p.num_blocks >= max(per, p.prefill_blocks), p
+        assert min(t["pool_margins"].values()) >= 1
+
+    lc = advise_llamacpp(costs, inputs)
+    if lc["flags"]:
+        words = lc["flags"].split()
+        assert words[0] == "-c" and words[2] == "-np" and words[4:] in ([], ["--kv-unified"])
+        r = llamacpp_model(costs, budget, length, n_seq=int(words[3]), kv_unified=lc["kv_unified"])
+        assert r.starts and r.caches.n_ctx == int(words[1]) and r.caches.n_ctx_seq >= length * (
+            1 if not lc["kv_unified"] else int(words[3]))
