@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 GiB = 1 << 30
@@ -123,6 +124,8 @@ def parse_human_int(text: str | int) -> int:
     factor = _UNITS[unit]
     if "." in number or "e" in number.lower():
         value_f = float(number) * factor
+        if not math.isfinite(value_f):  # 1e400: beyond any float, let alone a size
+            raise ValueError(f"{text!r} is too large")
         if value_f != int(value_f) and factor == 1:
             raise ValueError(f"{text!r} is not a whole number")
         return int(value_f)  # 13.72GiB (copied from a vLLM log line) is floored to whole bytes
@@ -159,3 +162,8 @@ def compact_ranges(indices: list[int]) -> str:
         out.append(str(indices[i]))
         i += 1
     return ", ".join(out)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 layer``, ``2 layers``, ``0 layers``, ``1,000 layers`` (``many`` for irregular plurals)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"

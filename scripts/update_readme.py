@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Refresh the command outputs embedded in README.md.
+"""Refresh the command outputs embedded in README.md and docs/check.md.
 
 Each block that follows a line ``<!-- run: kvplan ARGS -->`` is replaced by the real
-stdout of that command (run in a fresh interpreter, piped, so tables are 140 columns).
+stdout of that command (run in a fresh interpreter, piped, with COLUMNS=100: kvplan's width for
+piped output, fixed here so the snapshots do not follow the caller's terminal).
 ``tests/test_readme_outputs.py`` checks that the README matches, so these blocks are
 snapshot tests of the tables too.
 
@@ -12,6 +13,7 @@ snapshot tests of the tables too.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -20,12 +22,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = [README, ROOT / "docs" / "check.md"]  # every file with <!-- run: --> blocks
 BLOCK = re.compile(r"(<!-- run: (kvplan [^\n]*?) -->\n```text\n)(.*?)(```)", re.S)
 
 
 def run(cmd: str) -> str:
     args = shlex.split(cmd)[1:]
-    proc = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, cwd=ROOT)
+    env = {**os.environ, "COLUMNS": "100"}  # the snapshots do not follow the caller's terminal
+    proc = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, cwd=ROOT, env=env)
     out = "\n".join(line.rstrip() for line in proc.stdout.splitlines()) + "\n"
     return out + (f"[exit code {proc.returncode}]\n" if proc.returncode else "")
 
@@ -35,15 +39,17 @@ def blocks(text: str) -> list[tuple[str, str]]:
 
 
 def main() -> int:
-    text = README.read_text()
-    new = BLOCK.sub(lambda m: m.group(1) + run(m.group(2)) + m.group(4), text)
-    if "--check" in sys.argv:
-        stale = [cmd for (cmd, old), (_, fresh) in zip(blocks(text), blocks(new)) if old != fresh]
-        for cmd in stale:
-            print(f"stale: {cmd}")
-        return 1 if stale else 0
-    README.write_text(new)
-    return 0
+    stale = []
+    for doc in DOCS:
+        text = doc.read_text()
+        new = BLOCK.sub(lambda m: m.group(1) + run(m.group(2)) + m.group(4), text)
+        if "--check" in sys.argv:
+            stale += [f"{doc.name}: {cmd}" for (cmd, old), (_, fresh) in zip(blocks(text), blocks(new)) if old != fresh]
+        else:
+            doc.write_text(new)
+    for cmd in stale:
+        print(f"stale: {cmd}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -190,7 +190,7 @@ def test_yaml_output_matches_json(tmp_path):
 
 
 def test_table_output(tmp_path):
-    r = invoke(write(tmp_path, GPT_OSS))
+    r = invoke(write(tmp_path, GPT_OSS), env={"COLUMNS": "120"})  # wide enough for every cell on one line
     assert r.exit_code == 3
     out = r.stdout
     assert "threshold-1.5" in out and "PASS" in out and "FAIL" in out

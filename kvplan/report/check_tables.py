@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from kvplan.report.tables import _console
+from kvplan.report.width import Col, fitted_table
+from kvplan.units import plural
 
 _STATUS = {"pass": ("PASS", "bold green"), "fail": ("FAIL", "bold red"), "error": ("ERROR", "bold red")}
 
@@ -31,19 +31,16 @@ def short_error(message: str) -> str:
 
 
 def render_check(d: dict) -> None:
-    """The summary table (one row per failing expectation, the key numbers on the deployment's
-    first row), then why each failing deployment failed, in words."""
+    """The summary table (one row per deployment: its failing expectations, one a line, and its
+    key numbers), then why each failing deployment failed, in words."""
     from kvplan.usecases.check.outputs import failure_messages
 
     c = _console()
     s = d["summary"]
-    t = Table(title=f"kvplan check: {s['num_deployments']} deployment(s) from {len(d['files'])} file(s)",
-              box=box.SIMPLE_HEAD, pad_edge=False)
-    t.add_column("deployment", no_wrap=True)
-    t.add_column("result", no_wrap=True)
-    t.add_column("failing: measured vs limit", min_width=30, max_width=48, overflow="fold")
-    for col in ("group\nsize", "groups", "padding\n%", "concurrency\nvLLM / steady", "KV tokens"):
-        t.add_column(col, justify="right")
+    cols = [Col("deployment"), Col("result"), Col("failing: measured vs limit"), Col("group size", right=True),
+            Col("groups", right=True, drop=2), Col("padding %", right=True, drop=1),
+            Col("concurrency vLLM / steady", right=True), Col("KV tokens", right=True)]
+    rows = []
     for dep in d["deployments"]:
         label, style = _STATUS[dep["status"]]
         p = dep["plan"] or {}
@@ -57,11 +54,10 @@ def render_check(d: dict) -> None:
             cells = [f"error: {short_error(dep['outcome']['error'])}"]
         else:
             cells = [failing_cell(e) for e in dep["expectations"] if not e["passed"]] or [""]
-        for i, cell in enumerate(cells):
-            first = i == 0
-            t.add_row(dep["name"] if first else "", Text(label, style=style) if first else "", cell,
-                      *(numbers if first else [""] * len(numbers)))
-    c.print(t)
+        rows.append([dep["name"], Text(label, style=style), "\n".join(cells), *numbers])
+    title = (f"kvplan check: {plural(s['num_deployments'], 'deployment')} from "
+             f"{plural(len(d['files']), 'file')}")
+    c.print(fitted_table(title, cols, rows))
     for dep in d["deployments"]:
         if dep["status"] != "pass":
             c.print(f"{dep['name']} ({dep['file']}:{dep['line']}):", markup=False, soft_wrap=True)

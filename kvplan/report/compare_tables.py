@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kvplan.report import width
 from kvplan.units import format_bytes
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
@@ -16,7 +17,7 @@ ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "l
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False, width=100)
+    return width.console()
 
 
 def _num(v) -> str:

@@ -7,16 +7,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kvplan.report import width
+from kvplan.report.width import Col, fitted_table
 from kvplan.units import compact_ranges, format_bytes
 
 MAX_SLOTS_SHOWN = 24
 
 
 def _console() -> Console:
-    # A fixed width when piped (README snapshots, CI logs); the terminal's own otherwise.
-    import sys
-
-    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 140)
+    # $COLUMNS when set (piped output too), else the terminal's width, else 100 when piped
+    return width.console()
 
 
 def _num(x) -> str:
@@ -52,49 +52,71 @@ def _window(layer: dict) -> str:
     return ""
 
 
+def _layer_cells(layer: dict) -> list[str]:
+    heads = layer["num_kv_heads"]
+    hs = layer["head_size"]
+    head = "" if hs is None else (f"{hs}/{layer['head_size_v']}" if layer["head_size_v"] != hs else str(hs))
+    if layer["kind"] == "mamba":
+        head = " ".join("x".join(map(str, s)) for s in layer["shapes"])
+    return [layer["source"], layer["kind"], _window(layer), "" if heads is None else str(heads), head,
+            layer["dtype"] or "/".join(layer["dtypes"] or []), str(layer["block_size"]), f"{layer['page_size_bytes']:,}"]
+
+
+def _name_pattern(name: str, index: str) -> str:
+    """``model.layers.7.self_attn.attn`` → ``model.layers.*.self_attn.attn`` (the layer's own index)."""
+    return name.replace(f".{index}.", ".*.", 1) if index.isdigit() else name
+
+
+def collapse_layers(layers: list[dict]) -> list[list[str]]:
+    """One row per run of consecutive layers that differ only in their index (a uniform dense
+    model is one row ``0-79``); a run of one or two keeps its own rows."""
+    rows: list[list[str]] = []
+    i = 0
+    while i < len(layers):
+        a = layers[i]
+        key = (_layer_cells(a), _name_pattern(a["name"], str(a["index"])))
+        j = i
+        while j + 1 < len(layers) and str(layers[j + 1]["index"]).isdigit() and str(layers[j]["index"]).isdigit() \
+                and int(layers[j + 1]["index"]) == int(layers[j]["index"]) + 1 \
+                and (_layer_cells(layers[j + 1]), _name_pattern(layers[j + 1]["name"], str(layers[j + 1]["index"]))) == key:
+            j += 1
+        if j - i >= 2:
+            rows.append([f"{a['index']}-{layers[j]['index']}", key[1], *key[0]])
+        else:
+            rows += [[str(x["index"]), x["name"], *_layer_cells(x)] for x in layers[i:j + 1]]
+        i = j + 1
+    return rows
+
+
 def render_inspect(d: dict) -> None:
     c = _console()
-    c.print(_model_line(d))
+    c.print(_model_line(d), markup=False)
     s = d["serving"]
     c.print(
         f"block_size {s['block_size']}, kv_cache_dtype {s['kv_cache_dtype']}, "
         f"tp {s['tensor_parallel_size']}, pp {s['pipeline_parallel_size']}"
     )
-    t = Table(title="Layers (registration order)", box=box.SIMPLE_HEAD)
-    for col in ("index", "name", "source", "kind", "window/chunk", "kv heads", "head size", "dtype", "block", "page bytes"):
-        t.add_column(col, justify="right" if col in ("index", "kv heads", "block", "page bytes") else "left")
-    for layer in d["layers"]:
-        heads = layer["num_kv_heads"]
-        hs = layer["head_size"]
-        head = "" if hs is None else (f"{hs}/{layer['head_size_v']}" if layer["head_size_v"] != hs else str(hs))
-        if layer["kind"] == "mamba":
-            head = " ".join("x".join(map(str, s)) for s in layer["shapes"])
-        t.add_row(
-            str(layer["index"]), layer["name"], layer["source"], layer["kind"], _window(layer),
-            "" if heads is None else str(heads), head, layer["dtype"] or "/".join(layer["dtypes"] or []),
-            str(layer["block_size"]), f"{layer['page_size_bytes']:,}",
-        )
-    c.print(t)
-    t = Table(title="Summary by kind", box=box.SIMPLE_HEAD)
-    for col in ("kind", "source", "layers", "page bytes", "KV bytes/token/layer", "KV bytes/token", "state bytes/request"):
-        t.add_column(col, justify="left" if col in ("kind", "source") else "right")
+    cols = [Col("index", right=True), Col("name", drop=4), Col("source", drop=5), Col("kind"),
+            Col("window/ chunk"), Col("kv heads", right=True), Col("head size", right=True), Col("dtype", drop=2),
+            Col("block", right=True, drop=1), Col("page bytes", right=True)]
+    c.print(fitted_table("Layers (registration order; * = each index of the range)", cols, collapse_layers(d["layers"])))
+    cols = [Col("kind"), Col("source", drop=2), Col("layers", right=True), Col("page bytes", right=True),
+            Col("KV bytes/ token/layer", right=True, drop=1), Col("KV bytes/ token", right=True),
+            Col("state bytes/ request", right=True)]
+    rows = []
     for r in d["summary"]:
         per, tot, st = r["kv_bytes_per_token"], r["kv_bytes_per_token_total"], r["state_bytes"]
-        t.add_row(r["label"], r["source"], str(r["num_layers"]), f"{r['page_size_bytes']:,}",
-                  "" if per is None else f"{per:,}", "" if tot is None else f"{tot:,}",
-                  "" if st is None else f"{st * r['num_layers']:,}")
-    t.add_row("total", "", str(d["num_layers"]), "", "", f"{d['kv_bytes_per_token']:,}",
-              f"{d['state_bytes_per_request']:,}" if d["state_bytes_per_request"] else "", style="bold")
-    c.print(t)
+        rows.append([r["label"], r["source"], str(r["num_layers"]), f"{r['page_size_bytes']:,}",
+                     "" if per is None else f"{per:,}", "" if tot is None else f"{tot:,}",
+                     "" if st is None else f"{st * r['num_layers']:,}"])
+    rows.append(["total", "", str(d["num_layers"]), "", "", f"{d['kv_bytes_per_token']:,}",
+                 f"{d['state_bytes_per_request']:,}" if d["state_bytes_per_request"] else ""])
+    c.print(fitted_table("Summary by kind", cols, rows, row_styles=[None] * (len(rows) - 1) + ["bold"]))
     if len(d["ranks"]) > 1 or s["tensor_parallel_size"] > 1:
-        t = Table(title=f"Per rank (tp {s['tensor_parallel_size']} × pp {s['pipeline_parallel_size']}; specs are per TP rank)",
-                  box=box.SIMPLE_HEAD)
-        t.add_column("pp stage", justify="right")
-        t.add_column("layers", justify="right")
-        t.add_column("indices")
-        for r in d["ranks"]:
-            t.add_row(str(r["rank"]), str(r["num_layers"]), _idx(r["layers"]))
-        c.print(t)
+        rows = [[str(r["rank"]), str(r["num_layers"]), _idx(r["layers"])] for r in d["ranks"]]
+        c.print(fitted_table(
+            f"Per rank (tp {s['tensor_parallel_size']} × pp {s['pipeline_parallel_size']}; specs are per TP rank)",
+            [Col("pp stage", right=True), Col("layers", right=True), Col("indices")], rows))
     if d["kv_sharing_layers"]:
         c.print(f"KV-sharing layers (no cache of their own): {len(d['kv_sharing_layers'])}")
 

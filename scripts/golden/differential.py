@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts" / "golden"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from make_goldens import GiB, align_mamba, run_release  # noqa: E402
+from make_goldens import align_mamba, run_release  # noqa: E402
 from test_golden import mismatches  # noqa: E402
 
 from kvplan.engines.vllm import ModelFacts, SimulateOptions, simulate  # noqa: E402

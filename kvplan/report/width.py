@@ -1,0 +1,177 @@
+"""Tables that fit the terminal without cutting a number.
+
+Rich shrinks a too-wide table by folding or truncating cells ("32,…"). kvplan decides the
+widths itself instead:
+
+- a number column is never narrower than its widest cell, so digits are never cut or wrapped;
+- a text column may wrap at spaces, never inside a word (a word without digits longer than
+  ``MAX_WORD`` may fold; a word with digits never does);
+- headers wrap at spaces;
+- when even the narrowest widths do not fit, the least important columns (highest ``drop``)
+  are left out and a note under the table names them (the JSON output has them all);
+- when nothing droppable is left and it still does not fit, the rows are printed stacked,
+  one ``column: value`` line each.
+
+The width is the terminal's, ``$COLUMNS`` when set (piped output too), else 100 when piped.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Sequence
+
+from rich import box as rich_box
+from rich.cells import cell_len
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from kvplan.units import plural  # noqa: F401 - re-exported for the renderers
+
+PIPED_WIDTH = 100
+MIN_WIDTH = 40
+MAX_WORD = 32
+
+
+def terminal_width() -> int:
+    """``$COLUMNS`` when it is a positive integer, else the terminal's width, else 100 (piped)."""
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return max(MIN_WIDTH, int(env))
+    try:
+        if sys.stdout.isatty():
+            return max(MIN_WIDTH, os.get_terminal_size(sys.stdout.fileno()).columns)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return PIPED_WIDTH
+
+
+def console() -> Console:
+    return Console(highlight=False, soft_wrap=False, width=terminal_width())
+
+
+@dataclass(frozen=True)
+class Col:
+    name: str
+    right: bool = False  # a number: right-justified, as wide as its widest cell
+    drop: int = 0  # 0: always shown; otherwise the highest is left out first
+    style: str | None = None
+
+
+def _plain(cell) -> str:
+    if cell is None:
+        return ""
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+def _longest_line(s: str) -> int:
+    return max((cell_len(line) for line in s.split("\n")), default=0)
+
+
+def _longest_word(s: str) -> int:
+    return max((cell_len(w) for w in s.split()), default=0)
+
+
+def _narrowest(s: str) -> int:
+    """The narrowest a text cell may get: its longest word, but a word without digits longer
+    than MAX_WORD may fold (a word with digits, "0.1435,0.8565" or "gemma-3-27b", never does)."""
+    return max((cell_len(w) if any(ch.isdigit() for ch in w) else min(MAX_WORD, cell_len(w))
+                for w in s.split()), default=0)
+
+
+def _bounds(col: Col, cells: list[str]) -> tuple[int, int]:
+    """(narrowest, widest) content width of a column."""
+    head_min = _longest_word(col.name)
+    widest = max([_longest_line(col.name)] + [_longest_line(c) for c in cells])
+    if col.right:
+        narrowest = max([head_min] + [_longest_line(c) for c in cells])
+    else:
+        narrowest = max([head_min] + [_narrowest(c) for c in cells])
+    return narrowest, max(widest, narrowest)
+
+
+def _new_table(box, show_header: bool) -> Table:
+    # Columns 2 apart (a space divider and one padding column), no outer edge.
+    return Table(box=box, show_header=show_header, show_edge=False, pad_edge=False, collapse_padding=True,
+                 padding=(0, 1))
+
+
+def _overhead(n: int, box) -> int:
+    """Characters the table adds around ``n`` columns, measured by Rich on a table of 1-wide columns."""
+    from rich.measure import Measurement
+
+    t = _new_table(box, True)
+    for _ in range(n):
+        t.add_column(width=1)
+    t.add_row(*["x"] * n)
+    c = Console(width=10 * n + 100)
+    return Measurement.get(c, c.options, t).maximum - n
+
+
+def fit_columns(cols: Sequence[Col], rows: Sequence[Sequence], width: int,
+                box=rich_box.SIMPLE_HEAD) -> tuple[list[int], list[int] | None]:
+    """``(kept column indices, their widths)``; widths None when even the kept columns cannot fit."""
+    texts = [[_plain(r[i]) for r in rows] for i in range(len(cols))]
+    bounds = [_bounds(c, texts[i]) for i, c in enumerate(cols)]
+    kept = list(range(len(cols)))
+
+    def avail() -> int:
+        return width - _overhead(len(kept), box)
+
+    while sum(bounds[i][0] for i in kept) > avail():
+        droppable = [i for i in kept if cols[i].drop > 0]
+        if not droppable:
+            return kept, None
+        kept.remove(max(droppable, key=lambda i: (cols[i].drop, i)))
+    widths = {i: bounds[i][1] for i in kept}
+    excess = sum(widths.values()) - avail()
+    # Narrow one character at a time: first the number columns (only their headers wrap), then
+    # the text column with the most room to give.
+    while excess > 0:
+        shrinkable = [i for i in kept if widths[i] > bounds[i][0]]
+        numeric = [i for i in shrinkable if cols[i].right]
+        i = max(numeric or shrinkable, key=lambda i: (widths[i] - bounds[i][0], widths[i]))
+        widths[i] -= 1
+        excess -= 1
+    return kept, [widths[i] for i in kept]
+
+
+def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence], *, width: int | None = None,
+                 show_header: bool = True, row_styles: Sequence[str | None] | None = None,
+                 box=rich_box.SIMPLE_HEAD):
+    """A Rich table of ``rows`` fitted to ``width`` (see the module docstring), with a note
+    naming the columns left out; or, when it cannot fit, the rows stacked."""
+    width = width or terminal_width()
+    kept, widths = fit_columns(cols, rows, width, box)
+    if widths is None:
+        return stacked(title, cols, rows, width)
+    t = _new_table(box, show_header)
+    for i, w in zip(kept, widths):
+        c = cols[i]
+        t.add_column(c.name, justify="right" if c.right else "left", width=w, overflow="fold", style=c.style)
+    for n, r in enumerate(rows):
+        cells = [r[i] if isinstance(r[i], Text) else Text(_plain(r[i])) for i in kept]
+        t.add_row(*cells, style=(row_styles[n] if row_styles else None))
+    parts = [Text(""), Text(title, style="italic")] if title else []
+    parts.append(t)
+    dropped = [cols[i].name for i in range(len(cols)) if i not in kept]
+    if dropped:
+        parts.append(Text(f"(not shown at {width} columns: {', '.join(dropped)}; widen the terminal or use "
+                          "--format json)", style="dim"))
+    return Group(*parts)
+
+
+def stacked(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence], width: int):
+    """Each row as ``column: value`` lines (the layout for a terminal too narrow for the table)."""
+    lines: list[Text] = [Text(""), Text(title, style="italic")] if title else []
+    for r in rows:
+        for c, cell in zip(cols, r):
+            value = _plain(cell)
+            if value:
+                first, *rest = value.split("\n")
+                lines.append(Text(f"  {c.name}: {first}"))
+                lines += [Text(f"    {more}") for more in rest]
+        lines.append(Text(""))
+    return Group(*lines)
