@@ -195,7 +195,7 @@ def _json(opt: Option, raw: Any) -> dict:
 
 
 def _policy(opt: Option, raw: Any) -> str:
-    from kvplan.engines.vllm.eras import get_era  # pure registry; lazy to keep this module light
+    from kvplan.engines.vllm.releases import get_era  # pure registry; lazy to keep this module light
 
     text = _str(opt, raw)
     get_era(text)  # raises OptionError listing the policies

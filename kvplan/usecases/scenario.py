@@ -214,12 +214,39 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> lis
 
     fixes = smallest_fixes(plan, lambda o: plan_layout(layout, era, o, disable_sliding_window=s.disable_sliding_window))
     if budget is not None and s.kv_cache_memory is None:
-        from kvplan.usecases.fit import utilization_fix
-
         fix = utilization_fix(s, layout, era, budget, plan)
         if fix is not None:
             fixes.append(fix)
     return fixes
+
+
+def kv_bytes_at(budget: dict, utilization: float) -> int:
+    """The KV bytes per GPU at ``utilization``: the smallest over stages of the GPU's share
+    minus that stage's weights, activation peak, non-torch and CUDA-graph bytes."""
+    total = budget["gpu_memory_bytes"]
+    return min(int(total * utilization) - (st["weights_bytes"] + st["activation_peak_bytes"] + st["non_torch_bytes"]
+                                           + st["cudagraph_bytes"]) for st in budget["stages"])
+
+
+def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None:
+    """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
+    deployment starts, verified by simulating it; None when even 1.0 does not."""
+    from kvplan.engines.vllm.fixes import fix_entry, least_that_starts
+
+    if plan.failure is None or plan.failure.stage not in ("admission", "autofit"):
+        return None
+    length = plan.options.max_model_len
+
+    def starts(k: int):
+        kv = kv_bytes_at(budget, k / 100)
+        p = plan_scenario(s, layout, era, kv, length, budget) if kv > 0 else None
+        return p if p is not None and p.starts else None
+
+    current = round((s.gpu_memory_utilization or budget.get("gpu_memory_utilization") or 0.9) * 100)
+    if current >= 100 or starts(100) is None:
+        return None
+    k = least_that_starts(lambda k: k, current, 100, starts)
+    return fix_entry("gpu_memory_utilization", k / 100, f"--gpu-memory-utilization {k / 100:.2f}", starts(k))
 
 
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:

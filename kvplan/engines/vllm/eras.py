@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.errors import OptionError
+from kvplan.engines.vllm.versions import VERSIONS, version_key
 
 
 @dataclass(frozen=True)
@@ -209,14 +209,22 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
 )
 
 
-def _build_chain() -> dict[str, Era]:
-    from kvplan.engines.vllm.releases import RELEASES
+def era_name_of(version: str) -> str:
+    """The era a release belongs to: the last in CHAIN whose first release is not newer."""
+    key = version_key(version)
+    name = CHAIN[0][0]
+    for era_name, first, _, _ in CHAIN:
+        if version_key(first) <= key:
+            name = era_name
+    return name
 
+
+def _build_chain() -> dict[str, Era]:
     out: dict[str, Era] = {}
     fields: dict = dict(_BASE)
     for name, first, description, changes in CHAIN:
         fields.update(changes)
-        releases = tuple(r.version for r in RELEASES if r.era == name)
+        releases = tuple(v for v in VERSIONS if era_name_of(v) == name)
         out[name] = Era(name=name, description=description, releases=releases, first_release=first, **fields)
     return out
 
@@ -227,44 +235,3 @@ ERAS: dict[str, Era] = _build_chain()
 LEGACY_NAMES = {"vllm-min": "vllm-0.11.1", "vllm-1.25": "vllm-0.17", "vllm-1.5": "vllm-0.18"}
 
 DEFAULT_ERA = "vllm-latest"
-
-
-def era_names() -> list[str]:
-    return list(ERAS)
-
-
-def release_aliases() -> dict[str, str]:
-    """``vllm==0.18.0`` → ``vllm-0.18``: every release in the registry."""
-    from kvplan.engines.vllm.releases import RELEASES
-
-    return {f"vllm=={r.version}": r.era for r in RELEASES}
-
-
-def newest_era() -> Era:
-    """The era of the newest checked release (what ``vllm-latest`` means without an installed vLLM)."""
-    from kvplan.engines.vllm.releases import NEWEST_CHECKED, era_of_release
-
-    return era_of_release(NEWEST_CHECKED)
-
-
-def get_era(name: str) -> Era:
-    """Look up a policy: ``vllm-latest`` (the default: the installed vLLM release, else the
-    newest checked), an era name, a legacy name (``vllm-1.5``), any release
-    (``vllm==0.24.0``) or a proposal."""
-    from kvplan.engines.vllm.releases import default_era, release_era, supported_range
-
-    key = name.strip()
-    if key == DEFAULT_ERA:
-        return default_era()
-    if key in ERAS:
-        return ERAS[key]
-    if key in LEGACY_NAMES:
-        return ERAS[LEGACY_NAMES[key]]
-    if key.startswith("vllm=="):
-        return release_era(key[len("vllm=="):])
-    from kvplan.engines.vllm.proposals import PROPOSALS
-
-    if key in PROPOSALS:
-        return PROPOSALS[key]
-    choices = ", ".join([DEFAULT_ERA, *ERAS, *LEGACY_NAMES, *PROPOSALS])
-    raise OptionError(f"unknown policy '{name}'; choose one of: {choices}, or a release: {supported_range()}")
