@@ -113,7 +113,7 @@ def _parse(source: ModelSource) -> _Parsed:
 def _provenance(source: ModelSource) -> str | None:
     if source.kind != "catalog":
         return None
-    entry = catalog.index_entry(source.requested)
+    entry = catalog.index_entry(source.model_id)
     return entry.get("provenance") if entry else None
 
 
@@ -219,6 +219,8 @@ def build_model_layout(
     notes: list[str] = []
     warnings: list[str] = []
     p = _parse(resolve_model(model, revision=revision, download=download))
+    if p.source.note:
+        warnings.append(p.source.note)
     if p.family == "deepseek_v4":
         families.build_deepseek_v4(p.text, None)  # raises UnsupportedError
     dtype, dtype_how = _model_dtype(p, options)
@@ -252,6 +254,8 @@ def build_model_layout(
         if method in drafters.NO_LAYER_METHODS:
             raise OptionError(f"--speculative-method {method} has no draft model; drop --drafter")
         draft_p = _parse(resolve_model(drafter, revision=None, download=download))
+        if draft_p.source.note:
+            warnings.append("drafter: " + draft_p.source.note)
         if method is None:
             method, why = drafters.infer_method(draft_p.text, draft_p.architecture)
             notes.append(f"speculative method {method} inferred: {why}")
