@@ -55,7 +55,7 @@ def model_info_dict(info) -> dict | None:
     if info is None:
         return None
     return {
-        "id": info.source.requested,
+        "id": info.source.model_id,
         "source": info.source.kind,
         "path": info.source.path,
         "revision": info.source.revision,

@@ -20,7 +20,8 @@ def source_dict(info) -> dict | None:
     if info is None:
         return None
     src = info.source
-    return {"id": src.requested, "source": src.kind, "path": src.path, "revision": src.revision}
+    return {"id": src.model_id, "requested": src.requested, "source": src.kind, "path": src.path,
+            "revision": src.revision}
 
 
 def policy_dict(era) -> dict | None:

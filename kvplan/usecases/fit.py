@@ -82,7 +82,8 @@ def layout_decision(plan) -> dict:
 def _model_max_len(b: _Budgeted) -> int:
     from kvplan.model.limits import derive_max_model_len
 
-    return derive_max_model_len(b.layout.target.config)
+    return derive_max_model_len(b.layout.target.config, disable_sliding_window=b.scenario.disable_sliding_window,
+                                yarn_max_len=b.era.yarn_max_len)
 
 
 # --------------------------------------------------------------------------- question 1
@@ -204,6 +205,8 @@ def _capacity(plan) -> dict:
 def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> dict:
     """The smallest --gpu-memory-utilization (step 0.001) for ``concurrency`` requests of
     ``context_len`` tokens (max_model_len = context_len)."""
+    from kvplan.engines.vllm.prechecks import before_kv_cache
+
     if concurrency <= 0:
         raise OptionError(f"--concurrency must be positive, got {concurrency}")
     if context_len <= 0:
@@ -225,6 +228,12 @@ def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> d
         "layout": layout_decision(top),
         "boundary": None,
     }
+    if not top.starts and before_kv_cache(top.failure.stage):
+        f = top.failure
+        answer["reason"] = (f"vLLM refuses this deployment before the KV cache ({f.stage}), at any utilization: "
+                            f"{f.error_type}: {f.message}")
+        answer["outcome"] = plan_outcome(top)
+        return answer
     if not _enough(top, concurrency):
         answer["reason"] = (
             f"even --gpu-memory-utilization 1.0 gives a steady-state concurrency of {top.steady_state_concurrency:.2f}"

@@ -103,6 +103,12 @@ class Era:
     # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" in 0.33.0 (VllmConfig.use_v2_model_runner;
     # pinned at 0.33.0, the release checked, not bisected).
     default_model_runner: str = "v1"
+    # The derived max_model_len of YaRN models (``_get_and_verify_max_len``): "original_times_factor"
+    # (0.18.0: original_max_position_embeddings x factor) or "factor_in_length" (0.33.0: YaRN's
+    # max_position_embeddings is already scaled; pinned at the checked release, not bisected).
+    yarn_max_len: str = "original_times_factor"
+    # get_pp_indices refuses negative VLLM_PP_LAYER_PARTITION entries (0.34.0 line 237; not in 0.33.0)
+    pp_partition_negative_check: bool = False
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -201,11 +207,12 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "0.33.0: GDN align 64 and kernel alignment >= block, "
      "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile",
      dict(gdn_align_tokens=64, messages="0.33", default_model_runner="v2", mamba_kernel_alignment="at_least_block",
-          mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True)),
+          mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True,
+          yarn_max_len="factor_in_length")),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines",
-     dict(drafter_single_group_check=False, messages="0.34")),
+     dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True)),
 )
 
 
