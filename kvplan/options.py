@@ -271,7 +271,7 @@ _PARSERS: dict[str, Callable[[Option, Any], Any]] = {
 
 
 def _spec_methods() -> tuple[str, ...]:
-    from kvplan.model.drafters import SPEC_METHODS  # the library's one list
+    from kvplan.model.methods import SPEC_METHODS  # the library's one list
 
     return tuple(SPEC_METHODS)
 
