@@ -24,7 +24,7 @@ from kvplan.model.families import (
     mla_layer,
 )
 from kvplan.model.hfconfig import HFView
-from kvplan.model.methods import NO_LAYER_METHODS, SPEC_METHODS
+from kvplan.model.methods import SPEC_METHODS
 
 
 def infer_method(draft_view: HFView, architecture: str) -> tuple[str, str]:
