@@ -11,7 +11,7 @@ See kvplan.api for every function and kvplan.options for every option.
 
 __version__ = "0.1.0"
 
-_API = ("inspect", "simulate", "sweep", "compare", "fit", "gpus", "check", "models")
+_API = ("inspect", "simulate", "sweep", "compare", "fit", "gpus", "check", "models", "explain_log")
 
 
 def __getattr__(name: str):

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check_cmd", "Simulate every deployment of YAML files and check its expectations (a CI gate)."),
     "fit": ("fit_cmd", "What fits on a GPU: max_model_len, utilization for N requests, GPU x TP table."),
     "compare": ("compare_cmd", "Compare vLLM, SGLang, TensorRT-LLM and llama.cpp on one model and budget."),
+    "explain-log": ("explain_log_cmd", "Read a vLLM start-up log: rebuild the layout, cross-check each figure, name the traps."),
     "policies": ("policies_cmd", "List the vLLM releases kvplan models, their eras and what changed at each boundary."),
 }
 
