@@ -44,7 +44,7 @@ OUTCOME = obj({
     "error": nullable(STR), "fix": nullable(STR),
 }, closed=True)
 
-SOURCE = nullable(obj({"id": STR, "source": STR, "path": nullable(STR), "revision": nullable(STR)}, closed=True))
+SOURCE = nullable(obj({"id": STR, "requested": STR, "source": STR, "path": nullable(STR), "revision": nullable(STR)}, closed=True))
 POLICY = nullable(obj({"name": STR, "vllm_releases": arr(STR), "threshold": nullable(NUM), "is_proposal": BOOL}))
 OPTION_VALUE = obj({"value": {}, "given": BOOL}, closed=True)
 

@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def _version(value: bool) -> None:
     if value:
-        from kvplan import __version__
+        from kvplan.version import __version__
 
         sys.stdout.write(f"kvplan {__version__}\n")
         raise typer.Exit(EXIT_OK)
@@ -133,7 +133,7 @@ def _wants_root_help(argv: list[str]) -> bool:
 
 def _root_help() -> None:
     """``kvplan --help`` without importing any command module (or Rich): the command list."""
-    from kvplan import __version__
+    from kvplan.version import __version__
 
     lines = [f"kvplan {__version__}: predict how vLLM lays out the KV cache of a model (plus a drafter),",
              "offline, in seconds.", "", "Usage: kvplan [--version] COMMAND [OPTIONS] ...", "", "Commands:"]
