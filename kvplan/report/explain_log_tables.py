@@ -60,10 +60,15 @@ def render_explain_log(d: dict) -> None:
         head += f" ({rb['detail']})"
     con.print(Text(""))
     con.print(Text(head))
-    rows = [[_cell(r["line"]), r["figure"], _cell(r["logged"]),
-             _cell(r["kvplan"]) + (f" ({_cell(r['kvplan_range'])})" if r.get("kvplan_range")
-                                   and r["kvplan_range"][0] != r["kvplan_range"][1] else ""),
-             r["verdict"], r["meaning"] or ""] for r in d["figures"]]
+    shown: set[str] = set()
+    rows = []
+    for r in d["figures"]:  # a line's meaning once, on its first figure
+        meaning = "" if r["kind"] in shown else (r["meaning"] or "")
+        shown.add(r["kind"])
+        rng = r.get("kvplan_range")
+        rows.append([_cell(r["line"]), r["figure"], _cell(r["logged"]),
+                     _cell(r["kvplan"]) + (f" ({_cell(rng)})" if rng and rng[0] != rng[1] else ""),
+                     r["verdict"], meaning])
     if rows:
         styles = ["red" if r["agrees"] is False else None for r in d["figures"]]
         con.print(fitted_table("Each logged figure (vLLM's own) beside kvplan's estimate; meaning in this release",
