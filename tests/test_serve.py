@@ -22,7 +22,7 @@ from kvplan.serve.effects import effect_of
 app = ensure_registered()
 runner = CliRunner()
 
-PEAGLE_SPEC = '{"method":"eagle3","model":"amazon/GPT-OSS-20B-P-EAGLE","num_speculative_tokens":5}'
+PEAGLE_SPEC = '{"method":"eagle3","model":"amazon/gpt-oss-20b-p-eagle","num_speculative_tokens":5}'
 
 
 def cli(args: list[str], stdin: str | None = None):
@@ -68,7 +68,8 @@ def test_acceptance_peagle_layout_on_h100():
     r = cli(["vllm", "--gpu", "H100-80GB", "serve", "openai/gpt-oss-20b", "--speculative-config", PEAGLE_SPEC])
     assert r.exit_code == 0, r.stderr
     # 12 sliding + 12 full target layers + 4 P-EAGLE layers (full attention): group_size 16, the
-    # sliding group padded with 4 slots, the drafter inside the full group
+    # sliding group padded with 4 slots, the drafter inside the full group. The hub id is matched
+    # case-insensitively: amazon/gpt-oss-20b-p-eagle is the catalog's amazon/GPT-OSS-20B-P-EAGLE.
     assert "drafter amazon/GPT-OSS-20B-P-EAGLE" in r.stdout
     assert "KV cache groups (group_size 16)" in r.stdout
     assert "full +drafter" in r.stdout
@@ -111,6 +112,18 @@ def test_latest_tag_is_the_newest_checked_release_with_a_warning():
     assert d["serve"]["release"] == "0.34.0"
     assert "image tag 'latest' names no release: using the newest release kvplan checked, vllm==0.34.0" in d["warnings"]
     assert d["serve"]["environment"] == {} and d["serve"]["environment_ignored"] == ["HUGGING_FACE_HUB_TOKEN"]
+
+
+def test_environment_of_the_line_is_applied():
+    # vLLM 0.34.0 refuses max_model_len 200000 > the derived 131072 (Llama 3.1's max_position_embeddings)
+    # unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set (vllm/config/model.py, _get_and_verify_max_len)
+    args = "meta-llama/Meta-Llama-3.1-8B --kv-cache-memory-bytes 60G --max-model-len 200000"
+    refused = kvplan.vllm_serve(args.split())
+    assert refused["outcome"]["starts"] is False and refused["outcome"]["stage"] == "config.max_model_len"
+    d = kvplan.vllm_serve(line=f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve {args}")
+    assert d["outcome"]["starts"] is True
+    assert d["serve"]["environment"] == {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"} and d["serve"]["environment_applied"]
+    assert d["inputs"]["options"]["env"] == {"value": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, "given": True}
 
 
 def test_api_server_form_and_env_prefixes():

@@ -57,13 +57,9 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
     if "policy" in req.options:
         run["policy"] = req.options["policy"]
     env_vllm, env_other = _env_split(req.env)
-    applied_env = "env" in OPTIONS
     warnings = list(req.warnings)
-    if env_vllm:
-        if applied_env:
-            run["env"] = env_vllm
-        else:
-            warnings.append(f"environment variables read from the line but not applied: {', '.join(env_vllm)}")
+    if env_vllm:  # kvplan's --env (given before `serve`) and the line's: the line names what vLLM reads
+        run["env"] = {**OPTIONS["env"].parse(mine.get("env") or {}), **env_vllm}
     data = simulate(req.model, **run)
     serve = {
         "form": req.line.form if req.line else "vllm serve",
@@ -75,7 +71,7 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
         "flag_list": {"release": req.table.release, "source": req.table.source, "note": req.table.note},
         "flags": req.flags,
         "environment": env_vllm,
-        "environment_applied": bool(env_vllm) and applied_env,
+        "environment_applied": bool(env_vllm),
         "environment_ignored": sorted(env_other),
     }
     out = {k: v for k, v in data.items() if k != "warnings"}
