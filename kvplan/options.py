@@ -27,7 +27,11 @@ from kvplan.errors import OptionError
 from kvplan.units import CACHE_DTYPES, MODEL_DTYPES, GiB, parse_human_int
 
 # Which commands take an option. "check" = a key of a deployments-file entry (the scenario options).
-INSPECT, SIMULATE, FIT, COMPARE, CHECK = "inspect", "simulate", "fit", "compare", "check"
+INSPECT, SIMULATE, FIT, COMPARE, CHECK, EXPLAIN = "inspect", "simulate", "fit", "compare", "check", "explain-log"
+# `kvplan vllm [options] serve ...`: kvplan's own simulate options (vllm=False) go before `serve`;
+# vLLM's flags are read from the serve line (kvplan.serve). Derived in options_for, not declared.
+VLLM_SERVE = "vllm"
+_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot"})
 MODEL_CMDS = frozenset({INSPECT, SIMULATE, FIT, COMPARE, CHECK})
 PLAN_CMDS = frozenset({SIMULATE, FIT, COMPARE, CHECK})
 
@@ -280,7 +284,7 @@ _ALL = frozenset({INSPECT, SIMULATE, FIT, COMPARE})
 
 _TABLE: tuple[Option, ...] = (
     # ------------------------------------------------------------------ model and serving
-    Option("drafter", "--drafter", STR, metavar="MODEL", vllm=False,
+    Option("drafter", "--drafter", STR, metavar="MODEL", vllm=False, commands=MODEL_CMDS | {EXPLAIN},
            help="Speculative-decoding drafter (EAGLE, EAGLE3, P-EAGLE head or draft model): id, config.json or dir."),
     Option("speculative_method", "--speculative-method", CHOICE, choices=_spec_methods(), vllm=False,
            help="Speculative method; inferred from the drafter when omitted."),
@@ -316,7 +320,7 @@ _TABLE: tuple[Option, ...] = (
            "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, VLLM_MLA_DISABLE. Given values win over the environment."),
     # ------------------------------------------------------------------ policy
     Option("policy", "--policy", POLICY_NAME, default="vllm-latest", panel=POLICY, vllm=False, metavar="POLICY",
-           commands=PLAN_CMDS,
+           commands=PLAN_CMDS | {EXPLAIN},
            help="vLLM era or release: vllm-latest, vllm-1.5, vllm-1.25, vllm-min, vllm==0.18.0, or a proposal."),
     Option("threshold", "--threshold", FLOAT, minimum=0.0, panel=POLICY, vllm=False, metavar="X", commands=PLAN_CMDS,
            help="Override the era's grouping threshold (group size = largest bucket when largest < smallest x X)."),
@@ -338,7 +342,7 @@ _TABLE: tuple[Option, ...] = (
            default_doc="on, unless vLLM turns it off (the V1 model runner with PP > 1)",
            help="Async scheduling: vLLM >=0.32 reserves 2 x max_num_batched_tokens in sliding/chunked layers "
            "(PP + 1 batches on the V2 runner, PP on V1)."),
-    Option("model_runner", "--model-runner", CHOICE, choices=("v1", "v2"), panel=BUDGET, commands=PLAN_CMDS,
+    Option("model_runner", "--model-runner", CHOICE, choices=("v1", "v2"), panel=BUDGET, commands=PLAN_CMDS | {EXPLAIN},
            vllm=False, metavar="v1|v2",
            default_doc="the release's: 0.33 V2 unless P-EAGLE's parallel drafting forces V1; V1 before",
            help="vLLM's model runner (VLLM_USE_V2_MODEL_RUNNER); decides the batches in flight with PP."),
@@ -454,6 +458,10 @@ _TABLE: tuple[Option, ...] = (
     Option("llamacpp_build", "--llamacpp-build", STR, panel=ENGINES, commands=frozenset({COMPARE}), scenario=False,
            vllm=False, metavar="COMMIT", default_doc="0c1e57098, the build the rules were read from",
            help="llama.cpp commit the rules come from (only 0c1e57098 is modelled)."),
+    # ------------------------------------------------------------------ explain-log only
+    Option("model", "--model", STR, commands=frozenset({EXPLAIN}), scenario=False, vllm=False, metavar="MODEL",
+           help="The model to re-simulate (id, config.json or dir) when the log's model is not in the catalog or "
+           "the HF cache; default: the log's."),
     # ------------------------------------------------------------------ fit only
     Option("concurrency", "--concurrency", FLOAT, minimum=0.01, panel=ASK, commands=frozenset({FIT}), scenario=False,
            vllm=False, metavar="N",
@@ -486,6 +494,8 @@ def find_option(flag_or_name: str) -> Option | None:
 
 
 def options_for(command: str) -> list[Option]:
+    if command == VLLM_SERVE:
+        return [o for o in _TABLE if SIMULATE in o.commands and not o.vllm and o.name not in _NOT_WITH_SERVE]
     return [o for o in _TABLE if command in o.commands]
 
 
@@ -541,11 +551,13 @@ def resolve(command: str, given: dict[str, Any]) -> Resolved:
 
 def normalize_argv(argv: list[str]) -> list[str]:
     """vLLM's FlexibleArgumentParser rule: ``--tensor_parallel_size=2`` is ``--tensor-parallel-size=2``
-    (only the flag name changes; values keep their underscores)."""
+    (only the flag name changes, up to its first '.': values and the keys of dotted JSON flags,
+    ``--speculative_config.num_speculative_tokens``, keep their underscores)."""
     out = []
     for arg in argv:
-        if arg.startswith("--") and "_" in arg.split("=", 1)[0]:
+        if arg.startswith("--") and "_" in arg.split("=", 1)[0].split(".", 1)[0]:
             name, sep, value = arg.partition("=")
-            arg = "--" + name[2:].replace("_", "-") + sep + value
+            head, dot, tail = name.partition(".")
+            arg = "--" + head[2:].replace("_", "-") + dot + tail + sep + value
         out.append(arg)
     return out
