@@ -307,6 +307,17 @@ _TABLE: tuple[Option, ...] = (
            aliases=("-dcp",), metavar="N", commands=PLAN_CMDS,
            help="Decode-context-parallel ranks (within TP): each keeps 1/N of a request's tokens in full and MLA "
            "layers."),
+    Option("data_parallel_size", "--data-parallel-size", INT, default=1, minimum=1, aliases=("-dp",), metavar="N",
+           commands=PLAN_CMDS,
+           help="Data-parallel ranks (full replicas): the KV cache per GPU is unchanged; MoE experts are split over "
+           "TP x DP ranks, so a MoE model's weights per GPU shrink."),
+    Option("enable_expert_parallel", "--enable-expert-parallel", BOOL, default=False, aliases=("-ep",),
+           commands=PLAN_CMDS,
+           help="Expert parallelism: each of the TP x DP ranks holds whole experts (ceil(E / ranks)) instead of a "
+           "slice of every expert."),
+    Option("hf_overrides", "--hf-overrides", JSON, metavar="JSON",
+           help="vLLM's --hf-overrides: keys that replace the model config's (a mapping updates a sub-config "
+           "such as text_config key by key)."),
     Option("disable_sliding_window", "--disable-sliding-window", BOOL, default=False,
            help="Every layer becomes full attention, and max_model_len is capped at the window."),
     Option("revision", "--revision", STR, metavar="REV",
@@ -370,6 +381,12 @@ _TABLE: tuple[Option, ...] = (
     Option("gpu_memory_utilization", "--gpu-memory-utilization", FLOAT, minimum=0.01, maximum=1.0, panel=HARDWARE,
            commands=PLAN_CMDS, metavar="FRACTION", default_doc="the era's: 0.92 from 0.33, 0.9 before",
            help="Fraction of the GPU vLLM may use."),
+    Option("quantization", "--quantization", STR, aliases=("-q",), panel=HARDWARE, commands=PLAN_CMDS,
+           metavar="METHOD", default_doc="the checkpoint's quantization_config",
+           help="vLLM's --quantization: the checkpoint's own method (or its Marlin variant), or fp8 to quantize "
+           "an unquantized checkpoint at load time (weights per GPU)."),
+    Option("cpu_offload_gb", "--cpu-offload-gb", FLOAT, minimum=0.0, panel=HARDWARE, commands=PLAN_CMDS,
+           metavar="GIB", help="Weights moved to CPU memory per GPU, in GiB (vLLM's --cpu-offload-gb)."),
     Option("weights_memory", "--weights-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False, metavar="SIZE",
            help="Weights per GPU instead of kvplan's count (vLLM's 'Model loading took' figure)."),
     Option("activation_memory", "--activation-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
