@@ -40,6 +40,7 @@ DEVICE = "Allocate on a real device"
 WORKLOAD = "Workload"
 ENGINES = "Other engines' knobs"
 ASK = "Questions"
+VERIFY = "Cross-check against a real vLLM (its planning functions, on CPU)"
 
 # Value kinds, each with one parser below.
 STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME = (
@@ -328,6 +329,16 @@ _TABLE: tuple[Option, ...] = (
            metavar="SIZE", help="CUDA-graph reserve per GPU instead of kvplan's estimate (0 for --enforce-eager)."),
     Option("exact_params", "--exact-params", BOOL, default=False, panel=HARDWARE, commands=frozenset({FIT, CHECK}),
            vllm=False, help="Also count parameters on torch's meta device (needs torch) and compare."),
+    # ------------------------------------------------------------------ cross-check (simulate, check)
+    Option("cross_check", "--cross-check", BOOL, default=False, panel=VERIFY, commands=frozenset({SIMULATE, CHECK}),
+           vllm=False, help="Run the installed vLLM's own planning functions (CPU, no weights, no GPU) on the "
+           "scenario kvplan simulated and compare every field; the policy defaults to that vLLM's release."),
+    Option("vllm_python", "--vllm-python", STR, panel=VERIFY, commands=frozenset({SIMULATE, CHECK}), vllm=False,
+           metavar="PATH", default_doc="the Python running kvplan",
+           help="With --cross-check: the interpreter whose vLLM to run (a serving venv's or a container's python)."),
+    Option("require_agreement", "--require-agreement", BOOL, default=False, panel=VERIFY,
+           commands=frozenset({SIMULATE, CHECK}), vllm=False,
+           help="With --cross-check: exit 3 when a field differs from vLLM's answer (or the check could not run)."),
     # ------------------------------------------------------------------ simulate only
     Option("sweep_threshold", "--sweep-threshold", STR, panel=POLICY, commands=frozenset({SIMULATE}), scenario=False,
            vllm=False, metavar="SPEC", help="Thresholds to sweep: start:stop:step (1.0:2.0:0.05) or a list (1.25,1.5)."),

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Run vLLM's own KV-cache layout functions on one case (CPU only, no model, no GPU).
 
-This script runs INSIDE a vLLM virtual env made by ``setup_venvs.sh`` (it imports
-the installed ``vllm``); kvplan never imports it. It builds the release's real
+This script runs INSIDE an environment that has vLLM (a golden venv made by
+``scripts/golden/setup_venvs.sh``, or the user's for ``kvplan simulate --cross-check``), as a
+standalone script: it imports nothing from kvplan (that interpreter need not have kvplan), and
+kvplan never imports it. It builds the release's real
 ``KVCacheSpec`` objects from kvplan-style layer descriptions, a minimal
 ``VllmConfig`` (no model is loaded: ``model_config`` is a stand-in that carries
 only ``max_model_len``/``original_max_model_len``), then calls the same functions,
@@ -116,6 +118,11 @@ import re
 import sys
 import traceback
 import types
+
+# Run as a script, this file's directory (kvplan/verify) is first on sys.path; nothing there may
+# shadow a module vLLM imports.
+_HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.getcwd()) != _HERE]
 
 os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO")
