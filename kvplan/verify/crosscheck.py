@@ -260,5 +260,5 @@ def agreement_failure(cc: dict) -> str | None:
         return None
     fields = [d["field"] for d in cc["differences"]]
     shown = ", ".join(fields[:5]) + (f" and {len(fields) - 5} more" if len(fields) > 5 else "")
-    return f"--require-agreement: {len(fields)} field{'s' if len(fields) != 1 else ''} differ from vLLM " \
-           f"{cc['vllm_version']}: {shown}"
+    n = len(fields)
+    return f"--require-agreement: {n} field{' differs' if n == 1 else 's differ'} from vLLM {cc['vllm_version']}: {shown}"

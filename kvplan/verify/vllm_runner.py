@@ -320,7 +320,14 @@ def probe_model_runner(case: dict, probe: dict) -> dict:
 
     os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
     if not isinstance(getattr(VllmConfig, "use_v2_model_runner", None), property):
-        return {"use_v2_model_runner": None, "max_concurrent_batches": None}  # before the V2 runner
+        if importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is not None:
+            return {"use_v2_model_runner": None, "max_concurrent_batches": None}  # before the V2 runner
+        # 0.34+: the V1 runner is gone (the GPU model runner is the former V2, vllm/v1/worker/gpu/)
+        with _stdout_to_stderr():
+            cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
+            cfg.parallel_config.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
+            cfg.scheduler_config.async_scheduling = bool(case.get("async_scheduling", True))
+            return {"use_v2_model_runner": True, "max_concurrent_batches": int(cfg.max_concurrent_batches)}
     saved = getattr(vc, "HAS_TRITON", None)
     vc.HAS_TRITON = True  # a CPU venv lacks Triton; a GPU host has it
     try:
