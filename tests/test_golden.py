@@ -2,10 +2,11 @@
 
 Each file in tests/golden was written by scripts/golden/make_goldens.py, which ran the
 released vLLM wheels (every release in kvplan.engines.vllm.releases.GOLDEN_RELEASES) on CPU
-on the layer specs that `kvplan inspect` produced. Here the same specs and options go through kvplan's engine
-and every field vLLM reported must match: groups, num_blocks per worker, tensors,
-admission bytes, max concurrency, the final max_model_len, vLLM's log lines verbatim,
-and the exact start-up error.
+on the scenario kvplan simulated (kvplan.verify.case). Here the same specs and options go through
+kvplan's engine and every field vLLM reported must match (kvplan.verify.compare, the comparison
+`simulate --cross-check` uses): the start-up error, the model runner and tokens in flight, vLLM's
+log lines verbatim, groups (layers, spec class, block size, page size), the final max_model_len,
+num_blocks per worker and global, tensors, admission bytes, and max concurrency.
 """
 
 from __future__ import annotations
