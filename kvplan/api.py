@@ -85,4 +85,14 @@ def policies() -> dict:
     return envelope("policies", options={}, outcome=outcome(ok=True), body=release_policies())
 
 
-COMMANDS = ("inspect", "simulate", "sweep", "compare", "fit", "gpus", "check", "models", "policies")
+def explain_log(text_or_path: str, **options) -> dict:
+    """Read a vLLM start-up log (a file path, ``-`` for standard input, or the log text itself),
+    rebuild the deployment, re-simulate it with the logged release, set each logged figure beside
+    kvplan's and name the traps (``kvplan explain-log``). Options: ``model``, ``drafter`` and
+    ``policy`` override what the log says."""
+    from kvplan.usecases.explain_log import explain_log as run
+
+    return run(text_or_path, **options)
+
+
+COMMANDS = ("inspect", "simulate", "sweep", "compare", "fit", "gpus", "check", "models", "policies", "explain_log")

@@ -30,11 +30,18 @@ class ConfigError(KvplanError):
 
 
 class ModelNotFoundError(KvplanError):
-    def __init__(self, model: str, tried: list[str]):
-        super().__init__(
-            f"model '{model}' not found (looked in: {', '.join(tried)}); pass a path to a config.json, "
-            "a bundled id (see 'kvplan models'), or add --download to fetch it from the Hugging Face Hub"
-        )
+    def __init__(self, model: str, tried: list[str], suggestions: list[str] = (), *, ambiguous: bool = False):
+        self.suggestions = list(suggestions)
+        quoted = " or ".join(f"'{s}'" for s in suggestions)
+        if ambiguous:
+            super().__init__(f"model '{model}' is ambiguous: several known models have that name; write {quoted}")
+        elif suggestions:
+            super().__init__(f"model '{model}' not found; did you mean {quoted}? (looked in: {', '.join(tried)})")
+        else:
+            super().__init__(
+                f"model '{model}' not found (looked in: {', '.join(tried)}); pass a path to a config.json, "
+                "a bundled id (see 'kvplan models'), or add --download to fetch it from the Hugging Face Hub"
+            )
 
 
 class UnsupportedError(KvplanError):

@@ -44,7 +44,7 @@ OUTCOME = obj({
     "error": nullable(STR), "fix": nullable(STR),
 }, closed=True)
 
-SOURCE = nullable(obj({"id": STR, "source": STR, "path": nullable(STR), "revision": nullable(STR)}, closed=True))
+SOURCE = nullable(obj({"id": STR, "requested": STR, "source": STR, "path": nullable(STR), "revision": nullable(STR)}, closed=True))
 POLICY = nullable(obj({"name": STR, "vllm_releases": arr(STR), "threshold": nullable(NUM), "is_proposal": BOOL}))
 OPTION_VALUE = obj({"value": {}, "given": BOOL}, closed=True)
 
@@ -160,6 +160,22 @@ BODIES = {
         "eras": arr(obj({"name": STR, "first_release": STR, "releases": arr(STR), "description": STR,
                          "changes": OBJ, "decisions": OBJ})),
         "aliases": OBJ, "proposals": arr(obj({"name": STR, "description": STR})),
+    },
+    "explain-log": {
+        "log": obj({"source": STR, "lines": INT, "records": INT, "facts": INT}),
+        "recovered": OBJ,
+        "facts": arr(obj({"kind": STR, "line": INT, "text": STR})),
+        "missing": arr(STR),
+        "rebuild": obj({"model": nullable(STR), "policy": nullable(STR), "options": OBJ,
+                        "budget": nullable(obj({"kv_cache_memory_bytes": INT, "low_bytes": INT, "high_bytes": INT,
+                                                "exact": BOOL, "source": STR})),
+                        "status": STR, "detail": STR, "assumed": arr(STR), "ignored_args": arr(STR), "notes": arr(STR)}),
+        "figures": arr(obj({"figure": STR, "kind": STR, "key": nullable(STR), "line": nullable(INT), "logged": {},
+                            "kvplan": {}, "kvplan_range": nullable(ARR), "meaning": nullable(STR),
+                            "agrees": nullable(BOOL), "verdict": STR})),
+        "verdict": STR,
+        "traps": arr(obj({"trap": STR, "detail": STR})),
+        "simulation": nullable(OBJ),
     },
 }
 

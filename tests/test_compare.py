@@ -3,12 +3,10 @@ advice checked by evaluating each engine model at the advised knob and its neigh
 
 from __future__ import annotations
 
-import pytest
 
 from factories import gemma3_27b, gpt_oss_20b
 from kvplan.engines.advice import (
     advise,
-    advise_llamacpp,
     advise_sglang,
     advise_trtllm,
     advise_vllm,

@@ -110,6 +110,7 @@ def test_download_with_flag(hub, tmp_path, monkeypatch):
         return str(p)
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
+    monkeypatch.setattr("kvplan.model.source.hub_unreachable", lambda: None)  # as if online
     s = resolve_model("someorg/new", revision="main", download=True)
     assert calls == [("someorg/new", "config.json", "main")]
     assert s.kind == "download" and s.revision == COMMIT
@@ -122,6 +123,7 @@ def test_download_failure_is_one_line(hub, monkeypatch):
         raise OSError("We couldn't connect to 'https://huggingface.co'\nmore detail")
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fail)
+    monkeypatch.setattr("kvplan.model.source.hub_unreachable", lambda: None)  # the probe passed, the fetch failed
     with pytest.raises(KvplanError) as e:
         resolve_model("someorg/new", download=True)
     assert "\n" not in str(e.value) and "could not download config.json of 'someorg/new'" in str(e.value)
@@ -161,3 +163,107 @@ def test_no_heavy_imports():
         "assert sys.modules.get('torch') is None, 'torch imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ------------------------------------------------------------------ model ids: case, org, did you mean
+
+def test_catalog_lookup_is_case_insensitive():
+    # the catalog spells the drafter amazon/GPT-OSS-20B-P-EAGLE; the Hub matches ids case-insensitively
+    s = resolve_model("amazon/gpt-oss-20b-p-eagle")
+    assert (s.kind, s.model_id, s.requested, s.note) == (
+        "catalog", "amazon/GPT-OSS-20B-P-EAGLE", "amazon/gpt-oss-20b-p-eagle", None)
+    assert s.path.endswith("configs/amazon/GPT-OSS-20B-P-EAGLE/config.json")
+    assert load_model_info("AMAZON/gpt-oss-20b-P-EAGLE").provenance == "reconstructed"
+    assert resolve_model("openai/GPT-OSS-20B").model_id == "openai/gpt-oss-20b"
+
+
+def test_hf_cache_lookup_is_case_insensitive(hub):
+    hub("SomeOrg/Tiny-OSS", COMMIT, gpt_oss_config(4))
+    s = resolve_model("someorg/tiny-oss")
+    assert (s.kind, s.model_id, s.revision) == ("hf-cache", "SomeOrg/Tiny-OSS", COMMIT)
+
+
+def test_org_inferred_for_a_unique_bare_name(hub):
+    s = resolve_model("gpt-oss-20b")
+    assert (s.kind, s.model_id, s.requested) == ("catalog", "openai/gpt-oss-20b", "gpt-oss-20b")
+    assert s.note == ("model 'gpt-oss-20b' taken as 'openai/gpt-oss-20b' (the only known model of that name); "
+                      "write the full id")
+    assert s.note in build_model_layout("gpt-oss-20b").warnings
+    # a cached model's bare name works too, in any case
+    hub("someorg/Tiny-OSS", COMMIT, gpt_oss_config(4))
+    assert resolve_model("tiny-oss").model_id == "someorg/Tiny-OSS"
+
+
+def test_ambiguous_bare_name(tmp_path, monkeypatch):
+    for org in ("acme", "other"):
+        (tmp_path / org / "m").mkdir(parents=True)
+        (tmp_path / org / "m" / "config.json").write_text(json.dumps(gpt_oss_config()))
+    monkeypatch.setenv("KVPLAN_CONFIGS_DIR", str(tmp_path))
+    with pytest.raises(ModelNotFoundError) as e:
+        resolve_model("M")
+    assert str(e.value) == "model 'M' is ambiguous: several known models have that name; write 'acme/m' or 'other/m'"
+
+
+def test_did_you_mean(hub):
+    with pytest.raises(ModelNotFoundError) as e:
+        resolve_model("google/gema-3-27b-it")
+    # one insertion ('m') away from google/gemma-3-27b-it; gemma-3-12b-it is 3 edits away (insert m, 2→1, 7→2)
+    assert e.value.suggestions == ["google/gemma-3-27b-it"]
+    assert str(e.value).startswith("model 'google/gema-3-27b-it' not found; did you mean 'google/gemma-3-27b-it'? "
+                                   "(looked in: local path, bundled catalog, Hugging Face cache ")
+    assert "\n" not in str(e.value)
+    # a bare name is compared with the name part: 'gema-3-27b-it' → gemma-3-27b-it (1 edit)
+    with pytest.raises(ModelNotFoundError) as e:
+        resolve_model("gema-3-27b-it")
+    assert e.value.suggestions == ["google/gemma-3-27b-it"]
+    # nothing within max(3, len // 4) edits: no suggestion, the plain message
+    with pytest.raises(ModelNotFoundError) as e:
+        resolve_model("foo/bar")
+    assert e.value.suggestions == [] and "did you mean" not in str(e.value)
+
+
+def test_edit_distance_and_suggestions():
+    from kvplan.model.source import _edit_distance, suggest_ids
+
+    assert _edit_distance("kitten", "sitting") == 3  # k→s, e→i, +g
+    assert _edit_distance("", "abc") == 3 and _edit_distance("abc", "abc") == 0
+    # ties at the best distance are all named; farther ones are not
+    assert suggest_ids("acme/mx", ["acme/m1", "acme/m2", "acme/zzzz"]) == ["acme/m1", "acme/m2"]
+    assert suggest_ids("x" * 300, ["acme/m1"]) == []
+
+
+def test_cli_says_which_model_it_ran():
+    from typer.testing import CliRunner
+
+    from kvplan.cli.app import app, ensure_registered
+
+    ensure_registered()
+    r = CliRunner().invoke(app, ["simulate", "gpt-oss-20b", "--kv-cache-memory", "40GiB", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["inputs"]["model"]["id"] == "openai/gpt-oss-20b" and d["inputs"]["model"]["requested"] == "gpt-oss-20b"
+    assert "model 'gpt-oss-20b' taken as 'openai/gpt-oss-20b'" in d["warnings"][0]
+
+
+@pytest.mark.parametrize("env, why", [
+    ({"HF_ENDPOINT": "http://127.0.0.1:9"}, "127.0.0.1:9 unreachable (ConnectionRefusedError"),  # discard port: refused
+    ({"HF_HUB_OFFLINE": "1"}, "HF_HUB_OFFLINE is set"),
+])
+def test_download_offline_is_one_quick_line(hub, monkeypatch, env, why):
+    import time
+
+    import huggingface_hub
+
+    def boom(*a, **k):  # pragma: no cover - the probe must stop it first (its retries take ~25 s)
+        raise AssertionError("hf_hub_download called although the Hub is unreachable")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", boom)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    t0 = time.monotonic()
+    with pytest.raises(KvplanError) as e:
+        resolve_model("someorg/new", download=True)
+    assert time.monotonic() - t0 < 2.0
+    msg = str(e.value)
+    assert msg.startswith(f"--download: cannot reach the Hugging Face Hub ({why}") and "\n" not in msg
+    assert msg.endswith("); connect to the network, or pass a local config.json")

@@ -27,13 +27,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check_cmd", "Simulate every deployment of YAML files and check its expectations (a CI gate)."),
     "fit": ("fit_cmd", "What fits on a GPU: max_model_len, utilization for N requests, GPU x TP table."),
     "compare": ("compare_cmd", "Compare vLLM, SGLang, TensorRT-LLM and llama.cpp on one model and budget."),
+    "explain-log": ("explain_log_cmd", "Read a vLLM start-up log: rebuild the layout, cross-check each figure, name the traps."),
     "policies": ("policies_cmd", "List the vLLM releases kvplan models, their eras and what changed at each boundary."),
 }
 
 
 def _version(value: bool) -> None:
     if value:
-        from kvplan import __version__
+        from kvplan.version import __version__
 
         sys.stdout.write(f"kvplan {__version__}\n")
         raise typer.Exit(EXIT_OK)
@@ -132,7 +133,7 @@ def _wants_root_help(argv: list[str]) -> bool:
 
 def _root_help() -> None:
     """``kvplan --help`` without importing any command module (or Rich): the command list."""
-    from kvplan import __version__
+    from kvplan.version import __version__
 
     lines = [f"kvplan {__version__}: predict how vLLM lays out the KV cache of a model (plus a drafter),",
              "offline, in seconds.", "", "Usage: kvplan [--version] COMMAND [OPTIONS] ...", "", "Commands:"]

@@ -36,6 +36,14 @@ def catalog_config_path(model_id: str) -> Path | None:
     return p if p.is_file() else None
 
 
+def catalog_ids() -> list[str]:
+    """Every bundled id (``<org>/<name>`` with a config.json), as spelled on disk."""
+    root = catalog_dir()
+    if root is None:
+        return []
+    return sorted(f"{c.parent.parent.name}/{c.parent.name}" for c in root.glob("*/*/config.json"))
+
+
 @lru_cache(maxsize=4)
 def _index(root: str) -> tuple[dict, ...]:
     p = Path(root) / "INDEX.json"

@@ -3,9 +3,10 @@
 Order (first match wins):
 
 1. ``local``: a path to a ``config.json``, or to a directory holding one.
-2. ``catalog``: the bundled ``configs/<org>/<name>/config.json`` (ids exactly as on the Hub).
-   Skipped when ``--revision`` is given: a bundled snapshot has no revisions.
-3. ``hf-cache``: the local Hugging Face cache, offline:
+2. ``catalog``: the bundled ``configs/<org>/<name>/config.json`` (ids as on the Hub, matched
+   case-insensitively, as the Hub does). Skipped when ``--revision`` is given: a bundled
+   snapshot has no revisions.
+3. ``hf-cache``: the local Hugging Face cache, offline, matched case-insensitively:
    ``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``;
    ``models--<org>--<name>/snapshots/<commit>/config.json`` where ``<commit>`` is
    ``refs/<revision or main>`` or the revision itself when it is a commit hash.
@@ -13,6 +14,10 @@ Order (first match wins):
    only with ``download=True`` (``--download``); it lands in the same cache.
 
 Nothing else is ever fetched: no weights, no remote code.
+
+A bare name without an org (``gpt-oss-20b``) takes the org of the one bundled or cached model
+of that name (``openai/gpt-oss-20b``) and says so in ``ModelSource.note``; two or more
+candidates, or none, give a one-line error with the nearest ids by edit distance.
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ class ModelSource:
     kind: str  # "local" | "catalog" | "hf-cache" | "download"
     path: str  # the config.json that was read
     revision: str | None  # the commit of an HF-cache/download snapshot; None for local and catalog
+    model_id: str = ""  # the id as resolved (catalog/cache spelling, inferred org); the argument for a path
+    note: str | None = None  # how the argument became model_id, when it is not the argument as written
+
+    def __post_init__(self) -> None:
+        if not self.model_id:
+            object.__setattr__(self, "model_id", self.requested)
 
 
 def hf_hub_cache_dir() -> Path:
@@ -70,11 +81,60 @@ def _looks_like_path(model: str) -> bool:
     )
 
 
+def _cached_ids() -> list[str]:
+    """Every model id in the local HF cache (``models--<org>--<name>``; the Hub forbids '--' in names)."""
+    try:
+        dirs = [d.name for d in hf_hub_cache_dir().glob("models--*") if d.is_dir()]
+    except OSError:
+        return []
+    return sorted(d[len("models--"):].replace("--", "/") for d in dirs)
+
+
+def _match_case(model: str, ids: list[str]) -> str | None:
+    """``model`` as spelled in ``ids`` (exact first, then case-insensitive), or None."""
+    if model in ids:
+        return model
+    folded = [i for i in ids if i.lower() == model.lower()]
+    return folded[0] if folded else None
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insert, delete, substitute; each costs 1)."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def suggest_ids(model: str, ids: list[str], limit: int = 3) -> list[str]:
+    """The known ids nearest to ``model`` by edit distance (case-insensitive; a bare name is
+    also compared with each id's name part), the nearest ones only, at most ``max(3, len // 4)`` edits away."""
+    q = model.lower()
+    if len(q) > 200:  # nothing plausible is that long; keep the error instant
+        return []
+    cut = max(3, len(q) // 4)
+    scored = []
+    for i in dict.fromkeys(ids):
+        d = _edit_distance(q, i.lower())
+        if "/" not in q and "/" in i:
+            d = min(d, _edit_distance(q, i.split("/", 1)[1].lower()))
+        if d <= cut:
+            scored.append((d, i.lower(), i))
+    best = min((d for d, _k, _i in scored), default=None)
+    return [i for d, _k, i in sorted(scored) if d == best][:limit]
+
+
 def _hf_cache(model: str, revision: str | None) -> tuple[str, str] | None:
     """``(config_path, commit)`` from the local HF cache, or None."""
     repo_dir = hf_hub_cache_dir() / ("models--" + model.replace("/", "--"))
     if not repo_dir.is_dir():
-        return None
+        spelled = _match_case(model, _cached_ids())
+        if spelled is None:
+            return None
+        repo_dir = hf_hub_cache_dir() / ("models--" + spelled.replace("/", "--"))
     rev = revision or "main"
     commit = None
     ref = repo_dir / "refs" / rev
@@ -90,7 +150,51 @@ def _hf_cache(model: str, revision: str | None) -> tuple[str, str] | None:
     return None
 
 
+HUB_PROBE_TIMEOUT_S = 1.0
+
+
+def hub_unreachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> str | None:
+    """Why the Hub cannot be reached now, or None: ``HF_HUB_OFFLINE``, or one TCP connection to
+    ``$HF_ENDPOINT`` (or the proxy that serves it) that does not open within ``timeout`` seconds.
+    Done once before ``hf_hub_download``, whose own retries take ~25 s and print a line each."""
+    import socket
+    import threading
+    import urllib.request
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    url = urlparse(endpoint)
+    host, port = url.hostname or "", url.port or (80 if url.scheme == "http" else 443)
+    proxy = urllib.request.getproxies().get(url.scheme or "https")
+    if proxy and not urllib.request.proxy_bypass(host):
+        p = urlparse(proxy if "://" in proxy else f"http://{proxy}")
+        host, port = p.hostname or host, p.port or 8080
+    outcome: list[BaseException | None] = []
+
+    def probe() -> None:  # name resolution has no timeout of its own: run it in a thread
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            outcome.append(None)
+        except (OSError, ValueError) as e:
+            outcome.append(e)
+
+    t = threading.Thread(target=probe, daemon=True)
+    t.start()
+    t.join(timeout)
+    if not outcome:
+        return f"no answer from {host}:{port} within {timeout:g} s"
+    if outcome[0] is not None:
+        return f"{host}:{port} unreachable ({outcome[0].__class__.__name__}: {outcome[0]})"
+    return None
+
+
 def _download(model: str, revision: str | None) -> tuple[str, str | None]:
+    why = hub_unreachable()
+    if why is not None:
+        raise KvplanError(f"--download: cannot reach the Hugging Face Hub ({why}); connect to the network, "
+                          f"or pass a local config.json")
     try:
         from huggingface_hub import hf_hub_download  # lazy: only with --download
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
@@ -122,20 +226,39 @@ def resolve_model(model: str, *, revision: str | None = None, download: bool = F
         p = Path(model).expanduser()
         where = f"{p}/config.json" if p.is_dir() else str(p)
         raise ModelNotFoundError(model, [f"local path ({where} does not exist)"])
-    if _REPO_ID_RE.match(model):
-        if revision is None:
-            bundled = catalog.catalog_config_path(model)
-            if bundled is not None:
-                return ModelSource(model, "catalog", str(bundled), None)
-            tried.append("bundled catalog")
-        else:
-            tried.append("bundled catalog (skipped: it has no revisions)")
-        cached = _hf_cache(model, revision)
-        if cached is not None:
-            return ModelSource(model, "hf-cache", cached[0], cached[1])
-        tried.append(f"Hugging Face cache {hf_hub_cache_dir()}" + (f" at revision '{revision}'" if revision else ""))
-        if download:
-            path, commit = _download(model, revision)
-            return ModelSource(model, "download", path, commit)
-        tried.append("the Hub (not asked: no --download)")
-    raise ModelNotFoundError(model, tried)
+    if not _REPO_ID_RE.match(model):
+        raise ModelNotFoundError(model, tried)
+    requested, note = model, None
+    bundled_ids = catalog.catalog_ids()
+    known = [*bundled_ids, *_cached_ids()]
+    if "/" not in model and _match_case(model, known) is None:
+        model, note = _infer_org(model, known)
+    if revision is None:
+        spelled = _match_case(model, bundled_ids)
+        bundled = catalog.catalog_config_path(spelled) if spelled else None
+        if bundled is not None:
+            return ModelSource(requested, "catalog", str(bundled), None, spelled, note)
+        tried.append("bundled catalog")
+    else:
+        tried.append("bundled catalog (skipped: it has no revisions)")
+    cached = _hf_cache(model, revision)
+    if cached is not None:
+        spelled = _match_case(model, _cached_ids()) or model
+        return ModelSource(requested, "hf-cache", cached[0], cached[1], spelled, note)
+    tried.append(f"Hugging Face cache {hf_hub_cache_dir()}" + (f" at revision '{revision}'" if revision else ""))
+    if download:
+        path, commit = _download(model, revision)
+        return ModelSource(requested, "download", path, commit, model, note)
+    tried.append("the Hub (not asked: no --download)")
+    raise ModelNotFoundError(requested, tried, suggest_ids(requested, known))
+
+
+def _infer_org(name: str, known: list[str]) -> tuple[str, str | None]:
+    """A bare name → the one bundled or cached ``org/name`` of that name (and a note saying so).
+    Two or more: a one-line error naming them. None: the name unchanged (a legacy id such as gpt2)."""
+    hits = list(dict.fromkeys(i for i in known if "/" in i and i.split("/", 1)[1].lower() == name.lower()))
+    if len(hits) == 1:
+        return hits[0], f"model '{name}' taken as '{hits[0]}' (the only known model of that name); write the full id"
+    if len(hits) > 1:
+        raise ModelNotFoundError(name, ["bundled catalog", "Hugging Face cache"], hits, ambiguous=True)
+    return name, None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from kvplan import __version__
+from kvplan.version import __version__
 from kvplan.report import SCHEMA_VERSION
 from kvplan.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_to_dict
 
@@ -55,7 +55,7 @@ def model_info_dict(info) -> dict | None:
     if info is None:
         return None
     return {
-        "id": info.source.requested,
+        "id": info.source.model_id,
         "source": info.source.kind,
         "path": info.source.path,
         "revision": info.source.revision,

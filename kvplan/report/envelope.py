@@ -11,7 +11,7 @@ The JSON Schemas in docs/schema/ describe it; tests validate every command again
 
 from __future__ import annotations
 
-from kvplan import __version__
+from kvplan.version import __version__
 from kvplan.report import SCHEMA_VERSION
 
 
@@ -20,7 +20,8 @@ def source_dict(info) -> dict | None:
     if info is None:
         return None
     src = info.source
-    return {"id": src.requested, "source": src.kind, "path": src.path, "revision": src.revision}
+    return {"id": src.model_id, "requested": src.requested, "source": src.kind, "path": src.path,
+            "revision": src.revision}
 
 
 def policy_dict(era) -> dict | None:

@@ -1,0 +1,155 @@
+"""`kvplan explain-log`: read a vLLM start-up log, rebuild the deployment, re-simulate it with
+the logged release, set each logged figure beside kvplan's, and name the traps.
+
+Missing lines are fine: ``missing`` lists what could not be recovered and ``rebuild.assumed``
+what kvplan had to assume; nothing is filled in silently.
+"""
+
+from __future__ import annotations
+
+from kvplan.logs import facts_of, read_log, read_records
+from kvplan.logs.compare import figures, logged_starts
+from kvplan.logs.rebuild import deployment, resimulate
+from kvplan.logs.traps import find_traps
+from kvplan.options import EXPLAIN, resolve
+from kvplan.report.envelope import envelope
+from kvplan.results import outcome
+
+# what the rebuild and the cross-check need, and the line that gives it
+_WANTED = (
+    ("release", ("release", "engine_config"), "the vLLM release ('vLLM API server version …')"),
+    ("model", ("non_default_args", "engine_config"), "the model ('non-default args: {…}' or the engine config line)"),
+    ("available_kv_memory", ("available_kv_memory", "kv_cache_memory_reserved", "non_default_args"),
+     "the KV memory ('Available KV cache memory: … GiB')"),
+    ("capacity", ("kv_cache_size", "concurrency", "capacity", "admission_error", "admission_error_tokens",
+                  "no_memory_error", "drafter_split", "page_error", "autofit_none"),
+     "the KV cache sizing ('GPU KV cache size', 'Maximum concurrency' or a start-up error)"),
+)
+
+
+def recovered(facts) -> dict:
+    """The facts as one summary (first occurrence of each; every occurrence is in ``facts``)."""
+    out: dict = {}
+    rel = facts.first("release") or facts.first("engine_config")
+    if rel:
+        out["release"] = rel["version"]
+    nda = facts.first("non_default_args")
+    if nda:
+        out["non_default_args"] = nda["args"]
+    cfg = facts.first("engine_config")
+    if cfg:
+        for k, v in cfg.values.items():
+            if k != "version":
+                out.setdefault(k if k != "max_seq_len" else "max_model_len", v)
+    for kind, key, name in (("architecture", "architecture", "architecture"),
+                            ("max_model_len", "max_model_len", "max_model_len"),
+                            ("max_num_batched_tokens", "max_num_batched_tokens", "max_num_batched_tokens"),
+                            ("async_scheduling", "async_scheduling", "async_scheduling"),
+                            ("model_loading", "weights_gib", "model_loading_gib"),
+                            ("available_kv_memory", "gib", "available_kv_cache_memory_gib"),
+                            ("kv_cache_memory_reserved", "gib", "kv_cache_memory_bytes_gib"),
+                            ("num_gpu_blocks", "num_blocks", "num_gpu_blocks"),
+                            ("override", "num_blocks", "num_gpu_blocks"),
+                            ("override", "override", "num_gpu_blocks_override"),
+                            ("kv_cache_size", "kv_cache_size_tokens", "kv_cache_size_tokens"),
+                            ("capacity", "kv_cache_size_tokens", "kv_cache_size_tokens"),
+                            ("concurrency", "max_concurrency", "max_concurrency"),
+                            ("capacity", "max_concurrency", "max_concurrency"),
+                            ("cuda_graph", "gib", "cuda_graph_gib"),
+                            ("cuda_graph_profiled", "without_cuda_graphs", "gpu_memory_utilization_without_cuda_graphs")):
+        f = facts.first(kind)
+        if f is not None and key in f.values:
+            out.setdefault(name, f[key])
+    for kind in ("concurrency", "capacity"):
+        f = facts.first(kind)
+        if f is not None:
+            out.setdefault("concurrency_max_model_len", f["max_model_len"])
+    af = facts.first("autofit")
+    if af:
+        out["autofit"] = dict(af.values)
+    pads = facts.all("padding")
+    if pads:
+        out["padding"] = [dict(f.values) for f in pads]
+    hma = [f["reason"] for f in facts.all("hma_off")] + (["converted"] if facts.has("hma_off_converted") else [])
+    if hma:
+        out["hybrid_manager_off"] = hma
+    err = facts.first("admission_error") or facts.first("admission_error_tokens")
+    if err:
+        out["admission_error"] = dict(err.values)
+    for kind in ("no_memory_error", "drafter_split", "page_error", "autofit_none"):
+        if facts.has(kind):
+            out[kind] = True
+    return out
+
+
+def missing(facts) -> list[str]:
+    return [f"{what}: no line found" for _key, kinds, what in _WANTED if not any(facts.has(k) for k in kinds)]
+
+
+def verdict(status: str, rows: list[dict], detail: str) -> str:
+    if status != "simulated":
+        return f"{status}: recovered facts only" + (f" ({detail})" if detail else "")
+    compared = [r for r in rows if r["agrees"] is not None]
+    if not compared:
+        return "re-simulated; the log shows no figure to compare"
+    bad = [r for r in compared if not r["agrees"]]
+    if bad:
+        return f"disagrees on {len(bad)} of {len(compared)} figures"
+    return f"agrees on all {len(compared)} figures"
+
+
+def explain_log(source: str, **options) -> dict:
+    r = resolve(EXPLAIN, options)
+    text, name = read_log(source)
+    records = read_records(text)
+    facts = facts_of(records)
+    given_policy = r["policy"] if "policy" in r.given else None
+    dep = deployment(facts, model=r["model"], drafter=r["drafter"], policy=given_policy,
+                     model_runner=r["model_runner"])
+    sim = resimulate(dep)
+    era = sim.era
+    if era is None and sim.status not in ("release not modelled",):
+        from kvplan.usecases.scenario import resolve_era
+
+        era = resolve_era(dep.policy or "vllm-latest", None)
+    from kvplan.engines.vllm.wording import log_line_meanings
+
+    meanings = log_line_meanings(era) if era is not None else {}
+    rows = figures(facts, sim if sim.status == "simulated" else None, meanings)
+    traps = find_traps(facts, sim if sim.status == "simulated" else None)
+    notes = list(dep.assumed)
+    if dep.policy is None:
+        notes.append("the release: not in the log; kvplan used its default policy "
+                     f"({era.name if era else 'vllm-latest'}), so the meanings may not be the logged release's")
+    result = sim.result
+    body = {
+        "log": {"source": name, "lines": len(text.splitlines()), "records": len(records), "facts": len(facts.items)},
+        "recovered": recovered(facts),
+        "facts": [{"kind": f.kind, "line": f.line, **{k: v for k, v in f.values.items()}, "text": f.text}
+                  for f in facts.items],
+        "missing": missing(facts),
+        "rebuild": {**dep.to_dict(), "status": sim.status, "detail": sim.detail, "notes": notes},
+        "figures": rows,
+        "verdict": verdict(sim.status, rows, sim.detail),
+        "traps": traps,
+        "simulation": None,
+        "warnings": [],
+    }
+    if result is not None:
+        d = result.data
+        body["simulation"] = {k: d[k] for k in ("policy", "model", "drafter", "speculative", "serving", "scheduler",
+                                                 "hybrid_kv_cache_manager", "grouping", "memory", "logs", "fixes")
+                              if k in d}
+        body["warnings"] = list(d.get("warnings", []))
+    disagree = sim.status == "simulated" and any(row["agrees"] is False for row in rows)
+    starts = result.plan.starts if result is not None else logged_starts(facts)
+    failure = result.plan.failure if result is not None else None
+    fixes = (result.data.get("fixes") or []) if result is not None else []
+    out = outcome(ok=not disagree, starts=starts, stage=failure.stage if failure else None,
+                  error_type=failure.error_type if failure else None, error=failure.message if failure else None,
+                  fix=fixes[0]["flag"] if fixes else None)
+    if era is not None and era.warning:
+        body["warnings"].append(era.warning)
+    return envelope("explain-log", options=r.to_dict(), outcome=out, body=body,
+                    model=result.layout.target if result is not None else None,
+                    drafter=result.layout.drafter if result is not None else None, era=era)
