@@ -39,8 +39,19 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
+class _Typer(typer.Typer):
+    """Every command's ``--help`` fits the terminal (kvplan.cli.help), whoever registers it."""
+
+    def command(self, *args, cls=None, **kwargs):
+        if cls is None:
+            from kvplan.cli.help import HelpCommand
+
+            cls = HelpCommand
+        return super().command(*args, cls=cls, **kwargs)
+
+
 def _make_app() -> typer.Typer:
-    return typer.Typer(
+    return _Typer(
         name="kvplan",
         help="Predict how vLLM lays out the KV cache of a model (plus a drafter), offline, in seconds.",
         no_args_is_help=True,
@@ -82,6 +93,12 @@ def exit_for(error: BaseException) -> "typer.Exit":
         return fail(error.message, error.exit_code)
     if isinstance(error, KeyboardInterrupt):
         return fail("interrupted", 130)
+    if isinstance(error, BrokenPipeError):  # `kvplan ... | head`: the reader left; say nothing more
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return typer.Exit(EXIT_ERROR)
     return fail(f"internal error: {type(error).__name__}: {error} (set KVPLAN_DEBUG=1 for a traceback)")
 
 
@@ -134,12 +151,17 @@ def _root_help() -> None:
     """``kvplan --help`` without importing any command module (or Rich): the command list."""
     from kvplan import __version__
 
-    lines = [f"kvplan {__version__}: predict how vLLM lays out the KV cache of a model (plus a drafter),",
-             "offline, in seconds.", "", "Usage: kvplan [--version] COMMAND [OPTIONS] ...", "", "Commands:"]
-    width = max(len(n) for n in COMMANDS)
-    lines += [f"  {n:<{width}}  {h}" for n, (_m, h) in COMMANDS.items()]
-    lines += ["", "Run `kvplan COMMAND --help` for a command's options. Exit codes: 0 ok, 1 kvplan error,",
-              "2 usage error, 3 the engine would fail at start-up or a requested check failed."]
+    from kvplan.cli.help import entry_lines, wrap
+    from kvplan.report.terminal import terminal_width
+
+    cols = terminal_width()
+    lines = wrap(f"kvplan {__version__}: predict how vLLM lays out the KV cache of a model (plus a drafter), "
+                 "offline, in seconds.", cols)
+    lines += ["", "Usage: kvplan [--version] COMMAND [OPTIONS] ...", "", "Commands:"]
+    for n, (_m, h) in COMMANDS.items():
+        lines += entry_lines(n, h, cols, column=max(len(c) for c in COMMANDS) + 4)
+    lines += [""] + wrap("Run `kvplan COMMAND --help` for a command's options. Exit codes: 0 ok, 1 kvplan error, "
+                         "2 usage error, 3 the engine would fail at start-up or a requested check failed.", cols)
     sys.stdout.write("\n".join(lines) + "\n")
 
 

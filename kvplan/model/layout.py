@@ -26,6 +26,7 @@ from kvplan.model.options import (
 )
 from kvplan.model.source import ModelSource, resolve_model
 from kvplan.specs import LayerSpec
+from kvplan.units import plural
 
 
 @dataclass(frozen=True)
@@ -288,7 +289,7 @@ def build_model_layout(
     if method == "mtp":
         mtp = drafters.mtp_layers(p.text, ctx, p.family, n, last)
         built += [(b, "drafter") for b in mtp]
-        ctx.notes.append(f"MTP: {len(mtp)} layer(s) from the target config, after the target's layers")
+        ctx.notes.append(f"MTP: {plural(len(mtp), 'layer')} from the target config, after the target's layers")
     elif draft_p is not None:
         dctx = Context(
             path=draft_p.source.path, architecture=draft_p.architecture, model_type=draft_p.model_type,
@@ -307,7 +308,7 @@ def build_model_layout(
                                              last_index=last)
             n_sw = sum(1 for b in d_layers if b.spec.kind == "sliding_window")
             dctx.notes.append(
-                f"{method} drafter: {len(d_layers)} layer(s) named model.layers.{n}..{n + len(d_layers) - 1}"
+                f"{method} drafter: {plural(len(d_layers), 'layer')} named model.layers.{n}..{n + len(d_layers) - 1}"
                 + (f", {n_sw} sliding" if n_sw else ", all full")
                 + (f" (inherits the target's model-wide window {res.model_window})" if res.model_window and n_sw else "")
             )
