@@ -13,6 +13,7 @@ import dataclasses
 
 from dataclasses import dataclass
 
+from kvplan import bounds
 from kvplan.errors import ConfigError, OptionError
 from kvplan.model import catalog, drafters, families
 from kvplan.model.families import Built, Context
@@ -99,11 +100,35 @@ def _parse(source: ModelSource) -> _Parsed:
     if not arch:
         arch = {v: k for k, v in reversed(families.ARCH_FAMILY.items())}.get(family, "")
     model_type = model_type or ""
+    _check_bounds(path, raw)
     # Validate the raw fields we read before transformers does (its errors are not one-liners).
     obj = build_config_object(raw, path) if model_type else None
     top = HFView(raw, obj, path=path)
     text = text_view(raw, obj, path)
     return _Parsed(source, raw, top, text, arch, model_type, family)
+
+
+def _check_bounds(path: str, raw: dict) -> None:
+    """Refuse values above kvplan's plausibility bounds (kvplan/bounds.py) before any work that
+    grows with them, transformers' config classes included (they build per-layer lists)."""
+    for cfg, prefix in ((raw, ""), (raw.get("text_config"), "text_config.")):
+        hit = bounds.config_out_of_bounds(cfg) if isinstance(cfg, dict) else None
+        if hit is not None:
+            raise ConfigError(path, prefix + hit[0], hit[1], "no released model comes near it (README: Plausibility "
+                                                             "bounds); fix the value")
+
+
+def _check_spec_bounds(path: str, layers: tuple[LayerSpec, ...]) -> None:
+    """The same bounds on what the family rules derived (a head size is hidden_size // heads)."""
+    for ls in {id(ls.spec): ls for ls in layers}.values():
+        s = ls.spec
+        for field, bound in (("num_kv_heads", bounds.MAX_HEADS), ("head_size", bounds.MAX_HEAD_SIZE),
+                             ("head_size_v", bounds.MAX_HEAD_SIZE), ("sliding_window", bounds.MAX_TOKENS),
+                             ("attention_chunk_size", bounds.MAX_TOKENS)):
+            v = getattr(s, field, None)
+            if isinstance(v, int) and v > bound:
+                raise ConfigError(path, None, f"layer {ls.name}: {field} {v:,} is above kvplan's plausibility bound "
+                                              f"of {bound:,}", "fix the config (README: Plausibility bounds)")
 
 
 def _provenance(source: ModelSource) -> str | None:
@@ -320,6 +345,7 @@ def build_model_layout(
         drafter_info = _info(draft_p, dtype)
 
     layers = tuple(LayerSpec(name=b.name, spec=b.spec, source=src, index=i) for i, (b, src) in enumerate(built))
+    _check_spec_bounds(p.source.path, layers)
     names = [b.name for b, _ in built]
     if len(set(names)) != len(names):  # pragma: no cover - a naming bug, never a user error
         raise AssertionError("duplicate layer names")

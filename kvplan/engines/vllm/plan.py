@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from kvplan.bounds import MAX_TOKENS
 from kvplan.engines.vllm import grouping, hybrid, runner, sizing
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
@@ -190,6 +191,9 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     original = facts.max_model_len if o.max_model_len in (None, -1) else o.max_model_len
     if original <= 0:
         raise OptionError("--max-model-len must be a positive number of tokens, or 'auto'")
+    if original > MAX_TOKENS:  # only a config's own length can get here: the flag has this maximum
+        raise OptionError(f"the model's max_model_len {original:,} (from its config) is above kvplan's plausibility "
+                          f"bound of {MAX_TOKENS:,} tokens; pass --max-model-len")
     plan.original_max_model_len = plan.max_model_len = original
 
     plan.hma = hybrid.decide_hma(
