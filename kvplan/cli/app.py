@@ -14,6 +14,8 @@ import os
 import sys
 
 import typer
+from typer.core import TyperGroup
+from typer.exceptions import Abort, TyperException
 
 from kvplan.errors import DeploymentsFileError, KvplanError
 
@@ -39,6 +41,27 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
+class _Group(TyperGroup):
+    """Usage errors (unknown flag, missing value or argument) as one ``Error:`` line, exit 2,
+    instead of click's usage block and a boxed message."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except TyperException as e:  # click's ClickException and its usage errors derive from it
+            message = " ".join(e.format_message().split()).rstrip(".")
+            ctx = getattr(e, "ctx", None)
+            hint = f"; see '{ctx.command_path} --help'" if ctx is not None and e.exit_code == EXIT_USAGE else ""
+            sys.stderr.write(f"Error: {message}{hint}\n")
+            sys.exit(e.exit_code)
+        except Abort:
+            sys.stderr.write("Error: aborted\n")
+            sys.exit(EXIT_ERROR)
+        sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
 class _Typer(typer.Typer):
     """Every command's ``--help`` fits the terminal (kvplan.cli.help), whoever registers it."""
 
@@ -53,6 +76,7 @@ class _Typer(typer.Typer):
 def _make_app() -> typer.Typer:
     return _Typer(
         name="kvplan",
+        cls=_Group,
         help="Predict how vLLM lays out the KV cache of a model (plus a drafter), offline, in seconds.",
         no_args_is_help=True,
         add_completion=False,
