@@ -38,7 +38,7 @@ def render_check(d: dict) -> None:
     s = d["summary"]
     cols = [Col("deployment"), Col("result"), Col("failing: measured vs limit"), Col("group size", right=True),
             Col("groups", right=True, drop=2), Col("padding %", right=True, drop=1),
-            Col("concurrency vLLM / steady", right=True), Col("KV tokens", right=True)]
+            Col("concurrency: vLLM's own / kvplan's steady", right=True), Col("KV tokens", right=True)]
     rows = []
     for dep in d["deployments"]:
         label, style = _STATUS[dep["status"]]

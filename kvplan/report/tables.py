@@ -101,7 +101,8 @@ def render_inspect(d: dict) -> None:
     cols = [Col("index", right=True), Col("name", drop=4), Col("source", drop=5), Col("kind"),
             Col("window/ chunk"), Col("kv heads", right=True), Col("head size", right=True), Col("dtype", drop=2),
             Col("block", right=True, drop=1), Col("page bytes", right=True)]
-    c.print(fitted_table("Layers (registration order; * = each index of the range)", cols, collapse_layers(d["layers"])))
+    c.print(fitted_table("Layers (registration order; * = each index of the range; the specs vLLM registers)", cols,
+                         collapse_layers(d["layers"])))
     cols = [Col("kind"), Col("source", drop=2), Col("layers", right=True), Col("page bytes", right=True),
             Col("KV bytes/ token/layer", right=True, drop=1), Col("KV bytes/ token", right=True),
             Col("state bytes/ request", right=True)]
@@ -113,7 +114,8 @@ def render_inspect(d: dict) -> None:
                      "" if st is None else f"{st * r['num_layers']:,}"])
     rows.append(["total", "", str(d["num_layers"]), "", "", f"{d['kv_bytes_per_token']:,}",
                  f"{d['state_bytes_per_request']:,}" if d["state_bytes_per_request"] else ""])
-    c.print(fitted_table("Summary by kind", cols, rows, row_styles=[None] * (len(rows) - 1) + ["bold"]))
+    c.print(fitted_table("Summary by kind (page bytes: vLLM's own; per-token and per-request bytes: kvplan's "
+                         "arithmetic on them)", cols, rows, row_styles=[None] * (len(rows) - 1) + ["bold"]))
     if len(d["ranks"]) > 1 or s["tensor_parallel_size"] > 1:
         rows = [[str(r["rank"]), str(r["num_layers"]), _idx(r["layers"])] for r in d["ranks"]]
         c.print(fitted_table(
