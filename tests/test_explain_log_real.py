@@ -121,6 +121,14 @@ CASES: dict[str, tuple[dict, list, str]] = {
         ("available_kv_memory", 5, {"gib": 8.11}),
         ("kv_cache_size", 6, {"kv_cache_size_tokens": 178880}),
     ], NOT_IN_CATALOG),
+    "19-vllm-50722-qwen3.5-35b-a3b-memory-account.log": ({}, [
+        ("memory_account", 1, {"free_gib": 77.78, "total_gib": 79.33, "gpu_memory_utilization": 0.85,
+                               "requested_gib": 67.43, "weights_gib": 16.92, "activation_gib": 5.66,
+                               "non_torch_gib": 0.13, "cuda_graph_gib": 1.34,
+                               "kv_cache_memory_bytes_to_fit": 46421742490}),
+        ("cuda_graph_pool", 2, {"actual_gib": 1.34, "estimated_gib": 1.32}),
+        ("memory_account", 3, None),
+    ], NO_MODEL),
 }
 
 
@@ -190,3 +198,15 @@ def test_real_log_non_default_args_read_whole():
     assert (args["tensor_parallel_size"], args["kv_cache_dtype"], args["max_model_len"]) == (2, "fp8_e5m2", 262144)
     opts = r["rebuild"]["options"]
     assert (opts["speculative_method"], opts["num_speculative_tokens"], opts["tensor_parallel_size"]) == ("mtp", 3, 2)
+
+
+def test_disagreement_exits_3_on_the_command_line():
+    """PR #29303's "before" line under the default (0.34) rules: kvplan's one padding slot disagrees
+    with the logged 17, so the command exits 3 (the library's outcome.ok is False)."""
+    from typer.testing import CliRunner
+
+    from kvplan.cli.app import ensure_registered
+
+    res = CliRunner().invoke(ensure_registered(), ["explain-log", str(LOGS / "13-vllm-pr29303-gpt-oss-120b-eagle3-before.log")])
+    assert res.exit_code == 3, res.stderr
+    assert "disagrees on 2 of 2 figures" in res.stdout

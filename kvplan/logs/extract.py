@@ -155,6 +155,19 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("cuda_graph_profiled", rf"^CUDA graph memory profiling is enabled.*?--gpu-memory-utilization=(?P<u>{_NUM}) "
        rf"is equivalent to --gpu-memory-utilization=(?P<e>{_NUM})",
        lambda m: {"gpu_memory_utilization": float(m["u"]), "without_cuda_graphs": float(m["e"])}),
+    # 0.21+: "CUDA graph pool memory: 1.34 GiB (actual), 1.32 GiB (estimated), difference: …"
+    _p("cuda_graph_pool", rf"^CUDA graph pool memory: (?P<a>{_NUM}) GiB \(actual\), (?P<e>{_NUM}) GiB \(estimated\)",
+       lambda m: {"actual_gib": float(m["a"]), "estimated_gib": float(m["e"])}),
+    # the worker's memory account (0.2x): weights, activation, non-torch, CUDA graphs, and the exact
+    # --kv-cache-memory that fits the requested memory
+    _p("memory_account", rf"^Free memory on device \((?P<f>{_NUM})/(?P<t>{_NUM}) GiB\) on startup\. Desired GPU memory "
+       rf"utilization is \((?P<u>{_NUM}), (?P<r>{_NUM}) GiB\)\. Actual usage is (?P<w>{_NUM}) GiB for weight, "
+       rf"(?P<a>{_NUM}) GiB for peak activation, (?P<n>{_NUM}) GiB for non-torch memory, and (?P<c>{_NUM}) GiB for "
+       rf"CUDAGraph memory\.(?: Replace gpu_memory_utilization config with `--kv-cache-memory=(?P<k>\d+)`)?",
+       lambda m: {"free_gib": float(m["f"]), "total_gib": float(m["t"]), "gpu_memory_utilization": float(m["u"]),
+                  "requested_gib": float(m["r"]), "weights_gib": float(m["w"]), "activation_gib": float(m["a"]),
+                  "non_torch_gib": float(m["n"]), "cuda_graph_gib": float(m["c"]),
+                  **({"kv_cache_memory_bytes_to_fit": int(m["k"])} if m["k"] else {})}),
     _p("engine_failed", r"EngineCore failed to start|Engine core initialization failed", lambda m: {}, search=True),
     # any other exception line of a traceback ("NotImplementedError: " has no text in 0.11)
     _p("exception", r"^(?P<t>[A-Z]\w*(?:Error|Exception)):(?: (?P<m>.*))?$",

@@ -82,7 +82,7 @@ class Record:
 
 def _strip_header(line: str) -> tuple[str, str | None, str | None, bool]:
     """(message, level, process, had a header)."""
-    text = _ANSI.sub("", line).rstrip("\r\n")
+    text = _ANSI.sub("", line).strip()
     level = process = None
     headed = False
     for _ in range(4):  # prefixes nest: compose | timestamp (proc) LEVEL date [file]
@@ -121,7 +121,7 @@ def read_records(text: str) -> list[Record]:
         last = records[-1] if records else None
         continued = last is not None and (
             (last.continuation or [last.message])[-1].endswith("\\")
-            or (lines[i - 1][:1].isspace() and _EXCEPTION.match(last.message) is not None
+            or (not headed and lines[i - 1][:1].isspace() and _EXCEPTION.match(last.message) is not None
                 and "" not in last.continuation and not _NEW_RECORD.search(message)))
         wrapped = continued or (any_headed and not headed and records and records[-1].headed
                                 and not _NEW_RECORD.search(message) and "" not in records[-1].continuation)

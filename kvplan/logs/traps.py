@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvplan.logs.extract import Facts
-from kvplan.units import MiB, format_bytes
+from kvplan.units import format_bytes
 
 # a steady state at least this much above the logged concurrency is worth naming
 STEADY_FACTOR = 1.10

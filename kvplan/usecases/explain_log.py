@@ -24,7 +24,8 @@ _WANTED = (
     ("available_kv_memory", ("available_kv_memory", "kv_cache_memory_reserved", "memory_profile"),
      "the KV memory ('Available KV cache memory: … GiB')"),
     ("capacity", ("kv_cache_size", "concurrency", "capacity", "admission_error", "admission_error_tokens",
-                  "no_memory_error", "drafter_split", "page_error", "autofit_none"),
+                  "no_memory_error", "drafter_split", "page_error", "autofit_none", "exception", "engine_failed",
+                  "num_gpu_blocks", "padding"),
      "the KV cache sizing ('GPU KV cache size', 'Maximum concurrency' or a start-up error)"),
 )
 
@@ -38,6 +39,9 @@ def recovered(facts) -> dict:
     nda = facts.first("non_default_args")
     if nda:
         out["non_default_args"] = nda["args"]
+    cmd = facts.first("serve_command")
+    if cmd:
+        out["serve_command"] = dict(cmd.values)
     cfg = facts.first("engine_config")
     if cfg:
         for k, v in cfg.values.items():
@@ -61,6 +65,10 @@ def recovered(facts) -> dict:
                             ("concurrency", "max_concurrency", "max_concurrency"),
                             ("capacity", "max_concurrency", "max_concurrency"),
                             ("cuda_graph", "gib", "cuda_graph_gib"),
+                            ("cuda_graph_pool", "actual_gib", "cuda_graph_gib"),
+                            ("memory_account", "cuda_graph_gib", "cuda_graph_gib"),
+                            ("memory_account", "weights_gib", "weights_gib"),
+                            ("memory_account", "kv_cache_memory_bytes_to_fit", "kv_cache_memory_bytes_to_fit"),
                             ("cuda_graph_profiled", "without_cuda_graphs", "gpu_memory_utilization_without_cuda_graphs")):
         f = facts.first(kind)
         if f is not None and key in f.values:
@@ -149,7 +157,9 @@ def explain_log(source: str, **options) -> dict:
         "facts": [{"kind": f.kind, "line": f.line, **{k: v for k, v in f.values.items()}, "text": f.text}
                   for f in facts.items],
         "missing": missing(facts, dep),
-        "rebuild": {**dep.to_dict(), "status": sim.status, "detail": sim.detail, "notes": notes},
+        "rebuild": {**dep.to_dict(), "policy_used": (f"{era.name} (vllm=={era.release})" if era is not None
+                                                      and era.release else (era.name if era is not None else None)),
+                    "status": sim.status, "detail": sim.detail, "notes": notes},
         "figures": rows,
         "verdict": verdict(sim.status, rows, sim.detail),
         "traps": traps,
