@@ -28,6 +28,10 @@ from kvplan.units import CACHE_DTYPES, MODEL_DTYPES, GiB, parse_human_int
 
 # Which commands take an option. "check" = a key of a deployments-file entry (the scenario options).
 INSPECT, SIMULATE, FIT, COMPARE, CHECK, EXPLAIN = "inspect", "simulate", "fit", "compare", "check", "explain-log"
+# `kvplan vllm [options] serve ...`: kvplan's own simulate options (vllm=False) go before `serve`;
+# vLLM's flags are read from the serve line (kvplan.serve). Derived in options_for, not declared.
+VLLM_SERVE = "vllm"
+_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot"})
 MODEL_CMDS = frozenset({INSPECT, SIMULATE, FIT, COMPARE, CHECK})
 PLAN_CMDS = frozenset({SIMULATE, FIT, COMPARE, CHECK})
 
@@ -271,7 +275,7 @@ _PARSERS: dict[str, Callable[[Option, Any], Any]] = {
 
 
 def _spec_methods() -> tuple[str, ...]:
-    from kvplan.model.drafters import SPEC_METHODS  # the library's one list
+    from kvplan.model.methods import SPEC_METHODS  # the library's one list
 
     return tuple(SPEC_METHODS)
 
@@ -490,6 +494,8 @@ def find_option(flag_or_name: str) -> Option | None:
 
 
 def options_for(command: str) -> list[Option]:
+    if command == VLLM_SERVE:
+        return [o for o in _TABLE if SIMULATE in o.commands and not o.vllm and o.name not in _NOT_WITH_SERVE]
     return [o for o in _TABLE if command in o.commands]
 
 
@@ -545,11 +551,13 @@ def resolve(command: str, given: dict[str, Any]) -> Resolved:
 
 def normalize_argv(argv: list[str]) -> list[str]:
     """vLLM's FlexibleArgumentParser rule: ``--tensor_parallel_size=2`` is ``--tensor-parallel-size=2``
-    (only the flag name changes; values keep their underscores)."""
+    (only the flag name changes, up to its first '.': values and the keys of dotted JSON flags,
+    ``--speculative_config.num_speculative_tokens``, keep their underscores)."""
     out = []
     for arg in argv:
-        if arg.startswith("--") and "_" in arg.split("=", 1)[0]:
+        if arg.startswith("--") and "_" in arg.split("=", 1)[0].split(".", 1)[0]:
             name, sep, value = arg.partition("=")
-            arg = "--" + name[2:].replace("_", "-") + sep + value
+            head, dot, tail = name.partition(".")
+            arg = "--" + head[2:].replace("_", "-") + dot + tail + sep + value
         out.append(arg)
     return out

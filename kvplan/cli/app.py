@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("models_cmd", "List the bundled model configs (id, family, role, layer mix, provenance)."),
     "inspect": ("inspect_cmd", "Show the per-layer KV-cache specs vLLM would register."),
     "simulate": ("simulate_cmd", "Group layers, size the KV cache and predict start-up, as a vLLM release would."),
+    "vllm": ("vllm_cmd", "Put kvplan in front of a `vllm serve` line (or --line 'docker run ...'): simulate it."),
     "check": ("check_cmd", "Simulate every deployment of YAML files and check its expectations (a CI gate)."),
     "fit": ("fit_cmd", "What fits on a GPU: max_model_len, utilization for N requests, GPU x TP table."),
     "compare": ("compare_cmd", "Compare vLLM, SGLang, TensorRT-LLM and llama.cpp on one model and budget."),

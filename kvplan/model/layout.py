@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from kvplan.errors import ConfigError, OptionError
-from kvplan.model import catalog, drafters, families
+from kvplan.model import catalog, drafters, families, methods
 from kvplan.model.families import Built, Context
 from kvplan.model.hfconfig import HFView, build_config_object, read_config_json, text_view
 from kvplan.model.options import (
@@ -251,7 +251,7 @@ def build_model_layout(
     if drafter is not None:
         if method == "mtp":
             raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")
-        if method in drafters.NO_LAYER_METHODS:
+        if method in methods.NO_LAYER_METHODS:
             raise OptionError(f"--speculative-method {method} has no draft model; drop --drafter")
         draft_p = _parse(resolve_model(drafter, revision=None, download=download))
         if draft_p.source.note:
