@@ -9,17 +9,17 @@ function per command, each returning the dict ``--format json`` prints::
 See kvplan.api for every function and kvplan.options for every option.
 """
 
-__version__ = "0.1.0"
-
-_API = ("inspect", "simulate", "sweep", "compare", "fit", "gpus", "check", "models")
+from kvplan.version import __version__
 
 
 def __getattr__(name: str):
     # Lazy re-exports keep `import kvplan` (and `kvplan --help`) cheap.
-    if name in _API:
-        from kvplan import api
+    if not name.startswith("_") and name != "api":
+        import importlib
 
-        return getattr(api, name)
+        api = importlib.import_module("kvplan.api")
+        if name in api.COMMANDS:
+            return getattr(api, name)
     if name in {"ServingOptions", "build_model_layout", "ModelLayout"}:
         from kvplan import model
 
@@ -27,4 +27,4 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["__version__", *_API]
+__all__ = ["__version__"]  # plus every name in kvplan.api.COMMANDS, resolved lazily

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -27,7 +28,11 @@ from kvplan.errors import OptionError
 from kvplan.units import CACHE_DTYPES, MODEL_DTYPES, GiB, parse_human_int
 
 # Which commands take an option. "check" = a key of a deployments-file entry (the scenario options).
-INSPECT, SIMULATE, FIT, COMPARE, CHECK = "inspect", "simulate", "fit", "compare", "check"
+INSPECT, SIMULATE, FIT, COMPARE, CHECK, EXPLAIN = "inspect", "simulate", "fit", "compare", "check", "explain-log"
+# `kvplan vllm [options] serve ...`: kvplan's own simulate options (vllm=False) go before `serve`;
+# vLLM's flags are read from the serve line (kvplan.serve). Derived in options_for, not declared.
+VLLM_SERVE = "vllm"
+_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot"})
 MODEL_CMDS = frozenset({INSPECT, SIMULATE, FIT, COMPARE, CHECK})
 PLAN_CMDS = frozenset({SIMULATE, FIT, COMPARE, CHECK})
 
@@ -43,8 +48,8 @@ ENGINES = "Other engines' knobs"
 ASK = "Questions"
 
 # Value kinds, each with one parser below.
-STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME = (
-    "str", "int", "float", "size", "gib", "length", "bool", "tristate", "choice", "json", "policy")
+STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME, ENV = (
+    "str", "int", "float", "size", "gib", "length", "bool", "tristate", "choice", "json", "policy", "env")
 
 
 @dataclass(frozen=True)
@@ -201,11 +206,53 @@ def _json(opt: Option, raw: Any) -> dict:
 
 
 def _policy(opt: Option, raw: Any) -> str:
-    from kvplan.engines.vllm.eras import get_era  # pure registry; lazy to keep this module light
+    from kvplan.engines.vllm.releases import get_era  # pure registry; lazy to keep this module light
 
     text = _str(opt, raw)
     get_era(text)  # raises OptionError listing the policies
     return text
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _env_text(v: Any) -> str:
+    """A variable's value as the process environment holds it (YAML ``true``/``1`` → "1")."""
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, (int, float, str)):
+        return str(v)
+    raise ValueError(f"a variable's value must be a string or a number, got {type_name(v)}")
+
+
+def _env(opt: Option, raw: Any) -> dict[str, str]:
+    """Environment variables: ``VAR=VALUE`` (one string), a list of them (``--env`` repeated),
+    or a mapping (a deployments file, the library). Only ``VLLM_*`` names are kept: others
+    (``CUDA_VISIBLE_DEVICES``) do not reach vLLM's configuration."""
+    if isinstance(raw, dict):
+        pairs = [(k, _env_text(v)) for k, v in raw.items()]
+    else:
+        items = [raw] if isinstance(raw, str) else raw
+        if not isinstance(items, (list, tuple)):
+            raise ValueError(f"expected VAR=VALUE, a list of them or a mapping, got {type_name(raw)}")
+        pairs = []
+        for item in items:
+            name, sep, value = item.partition("=") if isinstance(item, str) else ("", "", "")
+            if not sep:
+                raise ValueError(f"expected VAR=VALUE (e.g. VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), got {type_name(item)}")
+            pairs.append((name.strip(), value))
+    for name, _ in pairs:
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            raise ValueError(f"{name!r} is not an environment variable name")
+    return {name: value for name, value in pairs if name.startswith("VLLM_")}
+
+
+def env_value(raw: Any) -> dict[str, str] | None:
+    """``--env`` as a simulation uses it: the variables given (parsed), plus the ones kvplan
+    applies that the process environment sets and ``raw`` does not name (given wins)."""
+    from kvplan.engines.vllm.environment import with_process_environment  # pure; lazy like _policy
+
+    return with_process_environment(OPTIONS["env"].parse(raw))
 
 
 def type_name(v: Any) -> str:
@@ -229,12 +276,12 @@ def type_name(v: Any) -> str:
 
 _PARSERS: dict[str, Callable[[Option, Any], Any]] = {
     STR: _str, INT: _int, FLOAT: _float, SIZE: _size, GIB: _gib, LENGTH: _length, BOOL: _bool,
-    TRISTATE: _bool, CHOICE: _choice, JSON: _json, POLICY_NAME: _policy,
+    TRISTATE: _bool, CHOICE: _choice, JSON: _json, POLICY_NAME: _policy, ENV: _env,
 }
 
 
 def _spec_methods() -> tuple[str, ...]:
-    from kvplan.model.drafters import SPEC_METHODS  # the library's one list
+    from kvplan.model.methods import SPEC_METHODS  # the library's one list
 
     return tuple(SPEC_METHODS)
 
@@ -243,7 +290,7 @@ _ALL = frozenset({INSPECT, SIMULATE, FIT, COMPARE})
 
 _TABLE: tuple[Option, ...] = (
     # ------------------------------------------------------------------ model and serving
-    Option("drafter", "--drafter", STR, metavar="MODEL", vllm=False,
+    Option("drafter", "--drafter", STR, metavar="MODEL", vllm=False, commands=MODEL_CMDS | {EXPLAIN},
            help="Speculative-decoding drafter (EAGLE, EAGLE3, P-EAGLE head or draft model): id, config.json or dir."),
     Option("speculative_method", "--speculative-method", CHOICE, choices=_spec_methods(), vllm=False,
            help="Speculative method; inferred from the drafter when omitted."),
@@ -275,9 +322,14 @@ _TABLE: tuple[Option, ...] = (
            help="Branch, tag or commit for HF-cache or downloaded configs."),
     Option("download", "--download", BOOL, default=False, vllm=False,
            help="Allow fetching config.json from the Hugging Face Hub (network)."),
+    Option("env", "--env", ENV, vllm=False, metavar="VAR=VALUE",
+           default_doc="the VLLM_* variables kvplan applies, read from kvplan's own environment",
+           help="A vLLM environment variable, as on the serve line (repeatable): VLLM_ALLOW_LONG_MAX_MODEL_LEN, "
+           "VLLM_PP_LAYER_PARTITION, VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE, VLLM_USE_V2_MODEL_RUNNER, "
+           "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, VLLM_MLA_DISABLE. Given values win over the environment."),
     # ------------------------------------------------------------------ policy
     Option("policy", "--policy", POLICY_NAME, default="vllm-latest", panel=POLICY, vllm=False, metavar="POLICY",
-           commands=PLAN_CMDS,
+           commands=PLAN_CMDS | {EXPLAIN},
            help="vLLM era or release: vllm-latest, vllm-1.5, vllm-1.25, vllm-min, vllm==0.18.0, or a proposal."),
     Option("threshold", "--threshold", FLOAT, minimum=0.0, panel=POLICY, vllm=False, metavar="X", commands=PLAN_CMDS,
            help="Override the era's grouping threshold (group size = largest bucket when largest < smallest x X)."),
@@ -299,7 +351,7 @@ _TABLE: tuple[Option, ...] = (
            default_doc="on, unless vLLM turns it off (the V1 model runner with PP > 1)",
            help="Async scheduling: vLLM >=0.32 reserves 2 x max_num_batched_tokens in sliding/chunked layers "
            "(PP + 1 batches on the V2 runner, PP on V1)."),
-    Option("model_runner", "--model-runner", CHOICE, choices=("v1", "v2"), panel=BUDGET, commands=PLAN_CMDS,
+    Option("model_runner", "--model-runner", CHOICE, choices=("v1", "v2"), panel=BUDGET, commands=PLAN_CMDS | {EXPLAIN},
            vllm=False, metavar="v1|v2",
            default_doc="the release's: 0.33 V2 unless P-EAGLE's parallel drafting forces V1; V1 before",
            help="vLLM's model runner (VLLM_USE_V2_MODEL_RUNNER); decides the batches in flight with PP."),
@@ -415,6 +467,10 @@ _TABLE: tuple[Option, ...] = (
     Option("llamacpp_build", "--llamacpp-build", STR, panel=ENGINES, commands=frozenset({COMPARE}), scenario=False,
            vllm=False, metavar="COMMIT", default_doc="0c1e57098, the build the rules were read from",
            help="llama.cpp commit the rules come from (only 0c1e57098 is modelled)."),
+    # ------------------------------------------------------------------ explain-log only
+    Option("model", "--model", STR, commands=frozenset({EXPLAIN}), scenario=False, vllm=False, metavar="MODEL",
+           help="The model to re-simulate (id, config.json or dir) when the log's model is not in the catalog or "
+           "the HF cache; default: the log's."),
     # ------------------------------------------------------------------ fit only
     Option("concurrency", "--concurrency", FLOAT, minimum=0.01, panel=ASK, commands=frozenset({FIT}), scenario=False,
            vllm=False, metavar="N",
@@ -447,6 +503,8 @@ def find_option(flag_or_name: str) -> Option | None:
 
 
 def options_for(command: str) -> list[Option]:
+    if command == VLLM_SERVE:
+        return [o for o in _TABLE if SIMULATE in o.commands and not o.vllm and o.name not in _NOT_WITH_SERVE]
     return [o for o in _TABLE if command in o.commands]
 
 
@@ -488,7 +546,11 @@ def resolve(command: str, given: dict[str, Any]) -> Resolved:
     names: set[str] = set()
     for name, opt in known.items():
         raw = given.get(name)
-        if raw is None:
+        if opt.kind == ENV:  # given or not, the process environment adds what it sets
+            values[name] = env_value(raw)
+            if raw is not None:
+                names.add(name)
+        elif raw is None:
             values[name] = opt.default
         else:
             values[name] = opt.parse(raw)
@@ -498,11 +560,13 @@ def resolve(command: str, given: dict[str, Any]) -> Resolved:
 
 def normalize_argv(argv: list[str]) -> list[str]:
     """vLLM's FlexibleArgumentParser rule: ``--tensor_parallel_size=2`` is ``--tensor-parallel-size=2``
-    (only the flag name changes; values keep their underscores)."""
+    (only the flag name changes, up to its first '.': values and the keys of dotted JSON flags,
+    ``--speculative_config.num_speculative_tokens``, keep their underscores)."""
     out = []
     for arg in argv:
-        if arg.startswith("--") and "_" in arg.split("=", 1)[0]:
+        if arg.startswith("--") and "_" in arg.split("=", 1)[0].split(".", 1)[0]:
             name, sep, value = arg.partition("=")
-            arg = "--" + name[2:].replace("_", "-") + sep + value
+            head, dot, tail = name.partition(".")
+            arg = "--" + head[2:].replace("_", "-") + dot + tail + sep + value
         out.append(arg)
     return out

@@ -109,6 +109,19 @@ BODIES = {
         "state_bytes_per_request": INT, "ranks": arr(obj({"rank": INT, "num_layers": INT, "layers": arr(STR)})),
     },
     "simulate": PLAN_BODY,
+    "vllm": {
+        **PLAN_BODY,
+        "serve": obj({
+            "form": {"enum": ["vllm serve", "api_server", "docker"]}, "line": nullable(STR), "image": nullable(STR),
+            "model": STR, "release": STR, "release_source": STR,
+            "flag_list": obj({"release": STR, "source": STR, "note": nullable(STR)}),
+            "flags": arr(obj({"flag": STR, "value": {}, "dest": STR,
+                              "effect": {"enum": ["applied", "no effect", "estimate"]},
+                              "applied_as": nullable(STR), "note": nullable(STR), "from": STR})),
+            "environment": {"type": "object", "additionalProperties": STR}, "environment_applied": BOOL,
+            "environment_ignored": arr(STR),
+        }),
+    },
     "sweep": {
         "model": MODEL_INFO, "drafter": nullable(MODEL_INFO), "policy": ERA,
         "rows": arr(obj({"threshold": NUM, "group_size": INT, "num_groups": INT, "num_padding_layers": INT,
@@ -145,6 +158,22 @@ BODIES = {
         "eras": arr(obj({"name": STR, "first_release": STR, "releases": arr(STR), "description": STR,
                          "changes": OBJ, "decisions": OBJ})),
         "aliases": OBJ, "proposals": arr(obj({"name": STR, "description": STR})),
+    },
+    "explain-log": {
+        "log": obj({"source": STR, "lines": INT, "records": INT, "facts": INT}),
+        "recovered": OBJ,
+        "facts": arr(obj({"kind": STR, "line": INT, "text": STR})),
+        "missing": arr(STR),
+        "rebuild": obj({"model": nullable(STR), "policy": nullable(STR), "options": OBJ,
+                        "budget": nullable(obj({"kv_cache_memory_bytes": INT, "low_bytes": INT, "high_bytes": INT,
+                                                "exact": BOOL, "source": STR})),
+                        "status": STR, "detail": STR, "assumed": arr(STR), "ignored_args": arr(STR), "notes": arr(STR)}),
+        "figures": arr(obj({"figure": STR, "kind": STR, "key": nullable(STR), "line": nullable(INT), "logged": {},
+                            "kvplan": {}, "kvplan_range": nullable(ARR), "meaning": nullable(STR),
+                            "agrees": nullable(BOOL), "verdict": STR})),
+        "verdict": STR,
+        "traps": arr(obj({"trap": STR, "detail": STR})),
+        "simulation": nullable(OBJ),
     },
 }
 

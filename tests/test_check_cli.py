@@ -282,5 +282,5 @@ def test_docs_embedded_output_is_current():
     spec.loader.exec_module(update_readme)
     blocks = update_readme.blocks((ROOT / "docs" / "check.md").read_text())
     assert blocks
-    for cmd, expected in blocks:
-        assert update_readme.run(cmd) == expected, f"docs/check.md block for `{cmd}` is stale"
+    for cmd, code, expected in blocks:
+        assert update_readme.run(cmd, code) == expected, f"docs/check.md block for `{cmd}` is stale"

@@ -1,7 +1,10 @@
-"""The tree shows the layers: no library module imports the CLI.
+"""The tree shows the layers: no library module imports the CLI, and no module imports itself
+back through others (no import cycles).
 
 Every ``import`` in every kvplan module counts, module level and function bodies alike (a lazy
-import is still a dependency). Read with ``ast``; nothing is imported.
+import is still a dependency). ``from package import submodule`` is an edge to the submodule
+only (a package's ``__init__`` re-exporting its own modules is not a cycle). Read with ``ast``;
+nothing is imported.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ def graph() -> dict[str, set[str]]:
                     pkg = name.split(".") if is_pkg else name.split(".")[:-1]
                     pkg = pkg[: len(pkg) - (node.level - 1)]
                     base = ".".join(pkg + ([base] if base else []))
-                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+                subs = [f"{base}.{a.name}" for a in node.names]
+                # `from pkg import mod` depends on mod; `from pkg import name` depends on pkg
+                targets = subs if all(t in modules for t in subs) else [base] + subs
             for t in targets:
                 # the longest kvplan module the import names (a package, a module, or a name in one)
                 while t and t not in modules:
@@ -54,3 +59,60 @@ def test_the_graph_sees_lazy_imports():
     # guards the test itself: a function-level import (usecases.simulate -> kvplan.device) is an edge
     assert "kvplan.device" in graph()["kvplan.usecases.simulate"] or any(
         t.startswith("kvplan.device") for t in graph()["kvplan.usecases.simulate"])
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        top = stack.pop()
+                        on_stack.discard(top)
+                        component.append(top)
+                        if top == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(edges[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def test_no_import_cycles():
+    assert cycles(graph()) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    # guards the test itself: a -> b -> c -> a is one cycle, d -> a is not part of it
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_one_version_string():
+    from kvplan.version import __version__
+
+    pyproject = (PKG.parent / "pyproject.toml").read_text()
+    assert f'version = "{__version__}"' in pyproject

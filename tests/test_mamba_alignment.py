@@ -14,8 +14,10 @@ from kvplan.usecases.scenario import Scenario, run_scenario
 
 
 def block_size(model: str, policy: str, prefix_caching: bool | None = None) -> int:
+    # 32768 tokens for every model: Nemotron-H-56B-Base-8K derives 8192 (max_position_embeddings), so
+    # vLLM needs VLLM_ALLOW_LONG_MAX_MODEL_LEN to start with it (prechecks.check_max_model_len)
     r = run_scenario(Scenario(model=model, kv_cache_memory="40GiB", max_model_len=32768, policy=policy,
-                              enable_prefix_caching=prefix_caching))
+                              enable_prefix_caching=prefix_caching, env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}))
     return r.plan.mamba.attention_block_size
 
 

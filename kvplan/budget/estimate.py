@@ -209,7 +209,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     cfg = _text_config(layout.target.config)
     dbytes = dtype_size_bytes(layout.target.dtype)
     n_layers = layout.target.num_hidden_layers
-    bounds = [get_pp_indices(n_layers, r, pp) for r in range(pp)]
+    bounds = [get_pp_indices(n_layers, r, pp, getattr(layout, "pp_partition", None)) for r in range(pp)]
 
     weights = None
     inv = None

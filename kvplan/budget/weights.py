@@ -70,11 +70,11 @@ def _stage_of(w: Weight, bounds: list[tuple[int, int]], tied: bool) -> list[int]
 
 def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int = 1,
                   quant: Quantization = NO_QUANTIZATION, drafter_quant: Quantization = NO_QUANTIZATION,
-                  drafter_dtype: str | None = None) -> WeightMemory:
+                  drafter_dtype: str | None = None, partition: tuple[int, ...] | None = None) -> WeightMemory:
     """Bytes one GPU holds, stage by stage. ``inventories[0]`` is the target (its layers set
     the PP split); further inventories (drafter) go to the last stage with ``drafter_quant``."""
     target = inventories[0]
-    bounds = [get_pp_indices(target.num_hidden_layers, r, pp) for r in range(pp)]
+    bounds = [get_pp_indices(target.num_hidden_layers, r, pp, partition) for r in range(pp)]
     dbytes = dtype_size_bytes(dtype)
     params = [0] * pp
     bytes_ = [0] * pp
@@ -127,7 +127,7 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
         dq = quantization_of(d.config)
         ddtype = d.dtype
     mem = weight_memory(invs, target.dtype, tp=tp, pp=pp, quant=quantization_of(target.config),
-                        drafter_quant=dq, drafter_dtype=ddtype)
+                        partition=getattr(layout, "pp_partition", None), drafter_quant=dq, drafter_dtype=ddtype)
     if exact_params:
         counts = meta_param_counts(target.config, path=path)
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k != "mtp"))

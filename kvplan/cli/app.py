@@ -15,7 +15,6 @@ import sys
 
 import typer
 from typer.core import TyperGroup
-from typer.exceptions import Abort, TyperException
 
 from kvplan.errors import DeploymentsFileError, KvplanError
 
@@ -26,19 +25,35 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("models_cmd", "List the bundled model configs (id, family, role, layer mix, provenance)."),
     "inspect": ("inspect_cmd", "Show the per-layer KV-cache specs vLLM would register."),
     "simulate": ("simulate_cmd", "Group layers, size the KV cache and predict start-up, as a vLLM release would."),
+    "vllm": ("vllm_cmd", "Put kvplan in front of a `vllm serve` line (or --line 'docker run ...'): simulate it."),
     "check": ("check_cmd", "Simulate every deployment of YAML files and check its expectations (a CI gate)."),
     "fit": ("fit_cmd", "What fits on a GPU: max_model_len, utilization for N requests, GPU x TP table."),
     "compare": ("compare_cmd", "Compare vLLM, SGLang, TensorRT-LLM and llama.cpp on one model and budget."),
+    "explain-log": ("explain_log_cmd", "Read a vLLM start-up log: rebuild the layout, cross-check each figure, name the traps."),
     "policies": ("policies_cmd", "List the vLLM releases kvplan models, their eras and what changed at each boundary."),
 }
 
 
 def _version(value: bool) -> None:
     if value:
-        from kvplan import __version__
+        from kvplan.version import __version__
 
         sys.stdout.write(f"kvplan {__version__}\n")
         raise typer.Exit(EXIT_OK)
+
+
+def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(usage/click exceptions, abort exceptions): Typer's vendored click and/or click itself."""
+    errors: list[type] = []
+    aborts: list[type] = []
+    for module in ("typer.exceptions", "click.exceptions"):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:  # pragma: no cover - one of the two is always there
+            continue
+        errors += [c for c in (getattr(mod, "TyperException", None), getattr(mod, "ClickException", None)) if c]
+        aborts += [c for c in (getattr(mod, "Abort", None),) if c]
+    return tuple(errors), tuple(aborts)
 
 
 class _Group(TyperGroup):
@@ -48,17 +63,18 @@ class _Group(TyperGroup):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        errors, aborts = _click_errors()
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except TyperException as e:  # click's ClickException and its usage errors derive from it
+        except aborts:
+            sys.stderr.write("Error: aborted\n")
+            sys.exit(EXIT_ERROR)
+        except errors as e:  # click's ClickException and its usage errors
             message = " ".join(e.format_message().split()).rstrip(".")
             ctx = getattr(e, "ctx", None)
             hint = f"; see '{ctx.command_path} --help'" if ctx is not None and e.exit_code == EXIT_USAGE else ""
             sys.stderr.write(f"Error: {message}{hint}\n")
             sys.exit(e.exit_code)
-        except Abort:
-            sys.stderr.write("Error: aborted\n")
-            sys.exit(EXIT_ERROR)
         sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
@@ -173,7 +189,7 @@ def _wants_root_help(argv: list[str]) -> bool:
 
 def _root_help() -> None:
     """``kvplan --help`` without importing any command module (or Rich): the command list."""
-    from kvplan import __version__
+    from kvplan.version import __version__
 
     from kvplan.cli.help import entry_lines, wrap
     from kvplan.report.terminal import terminal_width

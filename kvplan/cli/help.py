@@ -38,8 +38,14 @@ def _metavar(param, ctx) -> str:
         return ""
     if param.metavar:
         return param.metavar
-    shown = param.display_type_rich(ctx=ctx) if hasattr(param, "display_type_rich") else None
-    return {None: "", "<str>": "TEXT", "<bool>": ""}.get(shown, shown)
+    if hasattr(param, "display_type_rich"):  # typer >= 0.29
+        shown = param.display_type_rich(ctx=ctx)
+    else:
+        try:
+            shown = param.make_metavar(ctx)
+        except TypeError:  # click < 8.2
+            shown = param.make_metavar()
+    return {None: "", "<str>": "TEXT", "<bool>": "", "BOOLEAN": ""}.get(shown, shown)
 
 
 def _flags(param, ctx) -> str:

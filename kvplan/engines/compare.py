@@ -90,6 +90,8 @@ class EngineRow:
     is_proposal: bool = False
     notes: tuple[str, ...] = ()
     steady_state_concurrency: float | None = None  # None: the same as max_concurrency
+    failure_stage: str | None = None  # the engine's own stage and exception, where it names them
+    failure_type: str | None = None
 
     @property
     def waste_per_request_bytes(self) -> int | None:
@@ -110,8 +112,9 @@ class EngineRow:
             "engine": self.engine,
             "name": self.name,
             "is_proposal": self.is_proposal,
-            "outcome": outcome(ok=self.starts, starts=self.starts, stage=None if self.starts else "start-up",
-                               error=self.failure),
+            "outcome": outcome(ok=self.starts, starts=self.starts,
+                               stage=None if self.starts else (self.failure_stage or "start-up"),
+                               error_type=None if self.starts else self.failure_type, error=self.failure),
             "kv_tokens": self.kv_tokens,
             "max_concurrency": round(self.max_concurrency, 6),
             "steady_state_concurrency": round(self.max_concurrency if self.steady_state_concurrency is None
@@ -185,6 +188,8 @@ def vllm_row(plan, lb: LowerBound) -> EngineRow:
         lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=details,
         failure=(plan.failure.message or plan.failure.error_type) if plan.failure else None,
         is_proposal=era.is_proposal, notes=tuple(notes), steady_state_concurrency=plan.steady_state_concurrency,
+        failure_stage=plan.failure.stage if plan.failure else None,
+        failure_type=plan.failure.error_type if plan.failure else None,
     )
 
 

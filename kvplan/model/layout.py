@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kvplan import bounds
 from kvplan.errors import ConfigError, OptionError
-from kvplan.model import catalog, drafters, families
+from kvplan.model import catalog, drafters, families, methods
 from kvplan.model.families import Built, Context
 from kvplan.model.hfconfig import HFView, build_config_object, read_config_json, text_view
 from kvplan.model.options import (
@@ -60,6 +60,11 @@ class ModelLayout:
     kv_sharing_layers: tuple[str, ...]  # layers that reuse another layer's KV (no spec)
     warnings: tuple[str, ...]
     notes: tuple[str, ...]
+    # VLLM_PP_LAYER_PARTITION: the layers per stage vLLM uses (None = get_pp_indices' own split),
+    # or the ValueError text get_pp_indices raises for it (the engine reports it as a start-up
+    # failure; the layout then keeps the default split)
+    pp_partition: tuple[int, ...] | None = None
+    pp_partition_error: str | None = None
 
 
 @dataclass
@@ -180,16 +185,37 @@ def load_model_info(model: str, *, revision: str | None = None, download: bool =
 
 # ------------------------------------------------------------------ PP partition
 
-def get_pp_indices(num_hidden_layers: int, pp_rank: int, pp_size: int) -> tuple[int, int]:
-    """vllm/distributed/utils.py ``get_pp_indices`` (without ``VLLM_PP_LAYER_PARTITION``):
-    ``num_hidden_layers // pp_size`` each; the remainder goes one layer each to the partitions
+def get_pp_indices(num_hidden_layers: int, pp_rank: int, pp_size: int,
+                   partition: tuple[int, ...] | None = None) -> tuple[int, int]:
+    """vllm/distributed/utils.py ``get_pp_indices``: ``partition`` (a checked
+    ``VLLM_PP_LAYER_PARTITION``, see ``parse_pp_partition``) when given; otherwise
+    ``num_hidden_layers // pp_size`` each, the remainder one layer each to the partitions
     before the last (``partitions[-2], partitions[-3], ...``), the last keeps the final norm."""
-    per = num_hidden_layers // pp_size
-    parts = [per] * pp_size
-    for i in range(2, num_hidden_layers % pp_size + 2):
-        parts[-i] += 1
+    if partition is not None:
+        parts = list(partition)
+    else:
+        per = num_hidden_layers // pp_size
+        parts = [per] * pp_size
+        for i in range(2, num_hidden_layers % pp_size + 2):
+            parts[-i] += 1
     start = sum(parts[:pp_rank])
     return start, start + parts[pp_rank]
+
+
+def parse_pp_partition(text: str, num_hidden_layers: int, pp_size: int) -> tuple[tuple[int, ...] | None, str | None]:
+    """``VLLM_PP_LAYER_PARTITION`` as ``get_pp_indices`` reads it (vLLM 0.18.0 distributed/utils.py
+    lines 110-121, 0.34.0 lines 227-238): ``(partition, None)``, or ``(None, the ValueError text)``
+    when it is not integers, has not pp_size entries or does not sum to the layer count. Negative
+    entries pass here (0.34.0 refuses them: the engine's ``pp_partition_negative_check``)."""
+    try:
+        parts = tuple(int(layer) for layer in text.split(","))
+    except ValueError:
+        return None, f"Invalid partition string: {text}"
+    if len(parts) != pp_size:
+        return None, f"len(partitions)={len(parts)} does not match pp_size={pp_size}."
+    if sum(parts) != num_hidden_layers:
+        return None, f"sum(partitions)={sum(parts)} does not match num_hidden_layers={num_hidden_layers}."
+    return parts, None
 
 
 def _check_parallel(options: ServingOptions) -> None:
@@ -251,7 +277,7 @@ def build_model_layout(
     if drafter is not None:
         if method == "mtp":
             raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")
-        if method in drafters.NO_LAYER_METHODS:
+        if method in methods.NO_LAYER_METHODS:
             raise OptionError(f"--speculative-method {method} has no draft model; drop --drafter")
         draft_p = _parse(resolve_model(drafter, revision=None, download=download))
         if draft_p.source.note:
@@ -351,15 +377,21 @@ def build_model_layout(
         raise AssertionError("duplicate layer names")
 
     pp = options.pipeline_parallel_size
+    partition, partition_error = (None, None)
+    if options.pp_layer_partition is not None:  # vLLM reads it for every stage count, 1 included
+        partition, partition_error = parse_pp_partition(options.pp_layer_partition, n, pp)
+        if partition is not None:
+            notes.append(f"VLLM_PP_LAYER_PARTITION={options.pp_layer_partition}: layers per stage "
+                         + ", ".join(map(str, partition)))
     ranks = []
     for r in range(pp):
-        start, end = get_pp_indices(n, r, pp)
+        start, end = get_pp_indices(n, r, pp, partition)
         stage = [b.name for b, src in built if src == "target" and start <= b.layer_index < end]
         if r == pp - 1:
             stage += [b.name for b, src in built if src == "drafter"]
         ranks.append(tuple(stage))
     if pp > 1:
-        bounds = [get_pp_indices(n, r, pp) for r in range(pp)]
+        bounds = [get_pp_indices(n, r, pp, partition) for r in range(pp)]
         notes.append("PP partition (vLLM get_pp_indices): " + ", ".join(f"stage {r}: layers {s}-{e - 1}"
                                                                          for r, (s, e) in enumerate(bounds)))
 
@@ -383,4 +415,6 @@ def build_model_layout(
         kv_sharing_layers=tuple(kv_sharing),
         warnings=tuple(warnings),
         notes=tuple(notes),
+        pp_partition=partition,
+        pp_partition_error=partition_error,
     )

@@ -26,6 +26,8 @@ class ServingOptions:
     # release's own rule (Era.nemotron_h_ssm_cache_dtype): "model" (the model dtype, <= 0.12),
     # "float16" (0.13 to 0.19), "float32" (0.20+). Never the installed transformers' default.
     nemotron_h_ssm_cache_dtype: str = "float32"
+    # VLLM_PP_LAYER_PARTITION as given ("10,11,11"): the layers of each pipeline stage
+    pp_layer_partition: str | None = None
 
 
 # ---------------------------------------------------------------- model dtype

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from kvplan import __version__
+from kvplan.version import __version__
 from kvplan.report import SCHEMA_VERSION
 from kvplan.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_to_dict
 

@@ -11,7 +11,7 @@ The JSON Schemas in docs/schema/ describe it; tests validate every command again
 
 from __future__ import annotations
 
-from kvplan import __version__
+from kvplan.version import __version__
 from kvplan.report import SCHEMA_VERSION
 
 

@@ -69,7 +69,10 @@ def render_fit(d: dict) -> None:
 
     c.print(f"policy {policy_label(p)}; tp {s['tensor_parallel_size']}, pp {s['pipeline_parallel_size']}, "
             f"kv_cache_dtype {s['kv_cache_dtype']}, block_size {s['block_size']}")
-    if d.get("budget"):
+    if d.get("budget") and "gpu_memory_bytes" not in d["budget"]:
+        c.print(f"KV budget per GPU: {d['budget']['kv_cache_memory_bytes']:,} B, {d['budget']['kv_cache_memory_source']} "
+                "(vLLM's --kv-cache-memory-bytes; not estimated)")
+    elif d.get("budget"):
         c.print(_budget_table(d["budget"]))
     m = d.get("max_model_len")
     if m:
@@ -146,6 +149,7 @@ def render_fit(d: dict) -> None:
                     f"max concurrency {sm['max_concurrency']:.2f}, steady-state {sm['steady_state_concurrency']:.2f}")
         else:
             c.print("No preset and TP size in the table is enough.")
-    c.print("Budgets are estimates (weights exact from the config; activation, non-torch and CUDA-graph memory "
-            "estimated): see docs/fit.md, override with --weights-memory/--activation-memory/--non-torch-memory/"
-            "--cudagraph-memory.", style="dim")
+    if d.get("estimated", True):
+        c.print("Budgets are estimates (weights exact from the config; activation, non-torch and CUDA-graph memory "
+                "estimated): see docs/fit.md, override with --weights-memory/--activation-memory/--non-torch-memory/"
+                "--cudagraph-memory.", style="dim")

@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.errors import KvplanError, OptionError
-from kvplan.usecases.scenario import Scenario, build_layout, hardware_budget, plan_scenario, resolve_era, serving_of
+from kvplan.usecases.scenario import (Scenario, build_layout, hardware_budget, kv_bytes_at, plan_scenario, resolve_era,
+                                      serving_of)
 from kvplan.results import outcome, plan_outcome
 from kvplan.units import largest_true
 
@@ -42,12 +43,7 @@ class _Budgeted:
     budget: dict
 
     def kv_bytes(self, utilization: float) -> int:
-        total = self.budget["gpu_memory_bytes"]
-        return min(int(total * utilization) - _fixed(st) for st in self.budget["stages"])
-
-
-def _fixed(stage: dict) -> int:
-    return stage["weights_bytes"] + stage["activation_peak_bytes"] + stage["non_torch_bytes"] + stage["cudagraph_bytes"]
+        return kv_bytes_at(self.budget, utilization)
 
 
 def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
@@ -86,7 +82,8 @@ def layout_decision(plan) -> dict:
 def _model_max_len(b: _Budgeted) -> int:
     from kvplan.model.limits import derive_max_model_len
 
-    return derive_max_model_len(b.layout.target.config)
+    return derive_max_model_len(b.layout.target.config, disable_sliding_window=b.scenario.disable_sliding_window,
+                                yarn_max_len=b.era.yarn_max_len)
 
 
 # --------------------------------------------------------------------------- question 1
@@ -208,6 +205,8 @@ def _capacity(plan) -> dict:
 def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> dict:
     """The smallest --gpu-memory-utilization (step 0.001) for ``concurrency`` requests of
     ``context_len`` tokens (max_model_len = context_len)."""
+    from kvplan.engines.vllm.prechecks import before_kv_cache
+
     if concurrency <= 0:
         raise OptionError(f"--concurrency must be positive, got {concurrency}")
     if context_len <= 0:
@@ -229,6 +228,12 @@ def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> d
         "layout": layout_decision(top),
         "boundary": None,
     }
+    if not top.starts and before_kv_cache(top.failure.stage):
+        f = top.failure
+        answer["reason"] = (f"vLLM refuses this deployment before the KV cache ({f.stage}), at any utilization: "
+                            f"{f.error_type}: {f.message}")
+        answer["outcome"] = plan_outcome(top)
+        return answer
     if not _enough(top, concurrency):
         answer["reason"] = (
             f"even --gpu-memory-utilization 1.0 gives a steady-state concurrency of {top.steady_state_concurrency:.2f}"
@@ -257,28 +262,6 @@ def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> d
         },
     })
     return answer
-
-
-def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None:
-    """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
-    deployment starts, verified by simulating it; None when even 1.0 does not."""
-    from kvplan.engines.vllm.fixes import fix_entry, least_that_starts
-
-    if plan.failure is None or plan.failure.stage not in ("admission", "autofit"):
-        return None
-    b = _Budgeted(s, layout, era, budget)
-    length = plan.options.max_model_len
-
-    def starts(k: int):
-        kv = b.kv_bytes(k / 100)
-        p = simulate_at(b, kv_bytes=kv, max_model_len=length) if kv > 0 else None
-        return p if p is not None and p.starts else None
-
-    current = round((s.gpu_memory_utilization or budget.get("gpu_memory_utilization") or 0.9) * 100)
-    if current >= 100 or starts(100) is None:
-        return None
-    k = least_that_starts(lambda k: k, current, 100, starts)
-    return fix_entry("gpu_memory_utilization", k / 100, f"--gpu-memory-utilization {k / 100:.2f}", starts(k))
 
 
 # --------------------------------------------------------------------------- question 3
@@ -399,8 +382,10 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     """Every answer the inputs allow, as one report dict (schema_version, integer bytes).
 
     With ``s.gpu``/``s.gpu_memory``: the largest max_model_len and (given concurrency and
-    context_len) the smallest utilization, on that GPU at ``s.tensor_parallel_size``.
-    The GPU table runs when ``table`` is True, or by default when no GPU is given."""
+    context_len) the smallest utilization, on that GPU at ``s.tensor_parallel_size``. With
+    ``s.kv_cache_memory`` (vLLM's ``--kv-cache-memory-bytes``) the length answers rest on that
+    budget, GPU or not. The GPU table runs when ``table`` is True, or by default when neither a
+    GPU nor a KV budget is given."""
     from kvplan.report.data import era_dict, model_info_dict, serving_dict
 
     if context_len is not None and concurrency is None:
@@ -429,16 +414,29 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     }
     era = resolve_era(s.policy, s.threshold)
     out["policy"] = era_dict(era)
-    if on_gpu:
+    given_kv = s.kv_cache_memory
+    if given_kv is not None and concurrency is not None and context_len is not None:
+        raise OptionError("--kv-cache-memory fixes the KV budget, so there is no utilization to find for "
+                          "--concurrency with --context-len; drop --kv-cache-memory, or --context-len to get the "
+                          "longest context for N requests")
+    if given_kv is not None:
+        # vLLM's --kv-cache-memory-bytes is the KV size of every worker, used as given (no profiling): the
+        # answers rest on it alone, nothing is estimated
+        b = _Budgeted(s, base_layout, era, {"kv_cache_memory_bytes": given_kv,
+                                            "kv_cache_memory_source": "given (--kv-cache-memory)"})
+        out["budget"] = b.budget
+        out["estimated"] = False
+    elif on_gpu:
         b = budget_for(s, base_layout, era)
         out["budget"] = b.budget
         warnings += b.budget["warnings"]
+    if given_kv is not None or on_gpu:
         out["max_model_len"] = fit_max_model_len(b)
         if concurrency is not None and context_len is not None:
             out["min_gpu_memory_utilization"] = fit_min_utilization(b, concurrency, context_len)
         elif concurrency is not None:
             out["max_context_len_for_concurrency"] = fit_context_for_concurrency(b, concurrency)
-    if table or (table is None and not on_gpu):
+    if table or (table is None and not on_gpu and given_kv is None):
         out["gpus"] = fit_gpus(s, gpus or parse_gpus(None), tp_sizes or [1, 2, 4, 8], concurrency=concurrency,
                                context_len=context_len, layouts=layouts)
     out["warnings"] += [w for w in warnings if w not in out["warnings"]]

@@ -7,13 +7,12 @@ the same words as `kvplan simulate`.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, fields, make_dataclass
 
 from typing import Any
 
 from kvplan.errors import OptionError
-from kvplan.options import OPTIONS, scenario_options
+from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 
 
 _BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory")
@@ -25,7 +24,9 @@ class _ScenarioMethods:
         # Scenario(model=..., kv_cache_memory="40GiB") and a flag or file key mean the same.
         for opt in scenario_options():
             raw = getattr(self, opt.name)
-            if raw is not None:
+            if opt.kind == ENV:  # the VLLM_* variables given, plus those set in kvplan's environment
+                object.__setattr__(self, opt.name, env_value(raw))
+            elif raw is not None:
                 object.__setattr__(self, opt.name, opt.parse(raw))
 
     def batch_sizes(self) -> tuple[int, int]:
@@ -80,6 +81,7 @@ class ScenarioResult:
 
 
 def serving_of(s: Scenario):
+    from kvplan.engines.vllm import environment
     from kvplan.model import ServingOptions
 
     era = resolve_era(s.policy, None)
@@ -89,6 +91,7 @@ def serving_of(s: Scenario):
         speculative_method=s.speculative_method, num_speculative_tokens=s.num_speculative_tokens,
         disable_sliding_window=s.disable_sliding_window,
         nemotron_h_ssm_cache_dtype=era.nemotron_h_ssm_cache_dtype,
+        pp_layer_partition=environment.pp_layer_partition(s.env, era),
     )
 
 
@@ -99,12 +102,19 @@ def resolve_era(policy: str, threshold: float | None):
     return era.with_threshold(threshold) if threshold is not None else era
 
 
-def model_facts(layout, *, disable_sliding_window: bool = False):
+def model_facts(layout, era, *, disable_sliding_window: bool = False):
     from kvplan.engines.vllm import ModelFacts
-    from kvplan.model.limits import derive_max_model_len
+    from kvplan.model.limits import derive_max_model_len, derived_max_len
 
+    config = layout.target.config
     return ModelFacts(
-        max_model_len=derive_max_model_len(layout.target.config, disable_sliding_window=disable_sliding_window),
+        max_model_len=derive_max_model_len(config, disable_sliding_window=disable_sliding_window,
+                                           yarn_max_len=era.yarn_max_len),
+        derived_max_len=derived_max_len(config, disable_sliding_window=disable_sliding_window,
+                                        yarn_max_len=era.yarn_max_len),
+        num_hidden_layers=layout.target.num_hidden_layers,
+        pp_partition=getattr(layout, "pp_partition", None),
+        pp_partition_error=getattr(layout, "pp_partition_error", None),
         attention_chunk_size=layout.target.attention_chunk_size,
         speculative_method=layout.speculative_method,
         num_speculative_tokens=layout.num_speculative_tokens,
@@ -140,7 +150,7 @@ def plan_layout(layout, era, options, *, disable_sliding_window: bool = False):
     """vLLM's simulation of a built layout under ``era`` with engine options."""
     from kvplan.engines.vllm import simulate
 
-    facts = model_facts(layout, disable_sliding_window=disable_sliding_window)
+    facts = model_facts(layout, era, disable_sliding_window=disable_sliding_window)
     return simulate(layout.layers, layout.ranks, facts, era, options)
 
 
@@ -157,8 +167,9 @@ def stage_budgets(budget: dict | None, kv_bytes: int) -> tuple[int, ...] | None:
 
 def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budget: dict | None = None):
     """The engine's options for ``s`` with a resolved budget and length (-1 = auto-fit)."""
-    from kvplan.engines.vllm import SimulateOptions
+    from kvplan.engines.vllm import SimulateOptions, environment
 
+    era = resolve_era(s.policy, None)
     batched, seqs = s.batch_sizes()
     return SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
@@ -167,7 +178,8 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budg
         max_num_batched_tokens=batched,
         max_num_seqs=seqs,
         async_scheduling=s.async_scheduling,
-        use_v2_model_runner=None if s.model_runner is None else s.model_runner == "v2",
+        use_v2_model_runner=(environment.use_v2_model_runner(s.env, era) if s.model_runner is None
+                             else s.model_runner == "v2"),
         decode_context_parallel_size=s.decode_context_parallel_size,
         tensor_parallel_size=s.tensor_parallel_size,
         enable_prefix_caching=s.enable_prefix_caching,
@@ -176,8 +188,8 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budg
         kv_transfer_config=s.kv_transfer_config,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
         kv_events=s.kv_events,
-        # the same environment variable vLLM reads (default 1 since vLLM PR #29627)
-        allow_chunked_local_with_hma=os.environ.get("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1") != "0",
+        allow_chunked_local_with_hma=environment.allow_chunked_local_with_hma(s.env, era),
+        allow_long_max_model_len=environment.allow_long_max_model_len(s.env, era),
     )
 
 
@@ -190,8 +202,14 @@ def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | 
 
 def hardware_budget(s: Scenario, layout, era) -> dict:
     """The estimated KV budget per GPU for ``s`` on its card (``kvplan.budget.estimate.kv_budget``)."""
-    from kvplan.budget.estimate import kv_budget
+    from dataclasses import replace
 
+    from kvplan.budget.estimate import kv_budget
+    from kvplan.engines.vllm import environment
+
+    profile = environment.cudagraph_memory_in_profile(s.env, era)
+    if profile is not None:
+        era = replace(era, cudagraph_memory_in_profile=profile)
     batched, seqs = s.batch_sizes()
     return kv_budget(
         layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
@@ -201,9 +219,17 @@ def hardware_budget(s: Scenario, layout, era) -> dict:
 
 
 def build_layout(s: Scenario):
+    """The model's layout for ``s``, with a warning for each ``VLLM_*`` variable vLLM would ignore."""
+    from dataclasses import replace
+
+    from kvplan.engines.vllm import environment
     from kvplan.model import build_model_layout
 
-    return build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download)
+    era = resolve_era(s.policy, None)
+    layout = build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download)
+    environment.refuse_unmodelled(s.env, era, use_mla=any(ls.spec.kind == "mla" for ls in layout.layers))
+    extra = [w for w in environment.warnings(s.env, era) if w not in layout.warnings]
+    return replace(layout, warnings=(*layout.warnings, *extra)) if extra else layout
 
 
 def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> list[dict]:
@@ -214,12 +240,39 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> lis
 
     fixes = smallest_fixes(plan, lambda o: plan_layout(layout, era, o, disable_sliding_window=s.disable_sliding_window))
     if budget is not None and s.kv_cache_memory is None:
-        from kvplan.usecases.fit import utilization_fix
-
         fix = utilization_fix(s, layout, era, budget, plan)
         if fix is not None:
             fixes.append(fix)
     return fixes
+
+
+def kv_bytes_at(budget: dict, utilization: float) -> int:
+    """The KV bytes per GPU at ``utilization``: the smallest over stages of the GPU's share
+    minus that stage's weights, activation peak, non-torch and CUDA-graph bytes."""
+    total = budget["gpu_memory_bytes"]
+    return min(int(total * utilization) - (st["weights_bytes"] + st["activation_peak_bytes"] + st["non_torch_bytes"]
+                                           + st["cudagraph_bytes"]) for st in budget["stages"])
+
+
+def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None:
+    """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
+    deployment starts, verified by simulating it; None when even 1.0 does not."""
+    from kvplan.engines.vllm.fixes import fix_entry, least_that_starts
+
+    if plan.failure is None or plan.failure.stage not in ("admission", "autofit"):
+        return None
+    length = plan.options.max_model_len
+
+    def starts(k: int):
+        kv = kv_bytes_at(budget, k / 100)
+        p = plan_scenario(s, layout, era, kv, length, budget) if kv > 0 else None
+        return p if p is not None and p.starts else None
+
+    current = round((s.gpu_memory_utilization or budget.get("gpu_memory_utilization") or 0.9) * 100)
+    if current >= 100 or starts(100) is None:
+        return None
+    k = least_that_starts(lambda k: k, current, 100, starts)
+    return fix_entry("gpu_memory_utilization", k / 100, f"--gpu-memory-utilization {k / 100:.2f}", starts(k))
 
 
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:

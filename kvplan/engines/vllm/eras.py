@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.errors import OptionError
+from kvplan.engines.vllm.versions import VERSIONS, version_key
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,12 @@ class Era:
     # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" in 0.33.0 (VllmConfig.use_v2_model_runner;
     # pinned at 0.33.0, the release checked, not bisected).
     default_model_runner: str = "v1"
+    # The derived max_model_len of YaRN models (``_get_and_verify_max_len``): "original_times_factor"
+    # (0.18.0: original_max_position_embeddings x factor) or "factor_in_length" (0.33.0: YaRN's
+    # max_position_embeddings is already scaled; pinned at the checked release, not bisected).
+    yarn_max_len: str = "original_times_factor"
+    # get_pp_indices refuses negative VLLM_PP_LAYER_PARTITION entries (0.34.0 line 237; not in 0.33.0)
+    pp_partition_negative_check: bool = False
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -201,22 +207,35 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "0.33.0: GDN align 64 and kernel alignment >= block, "
      "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile",
      dict(gdn_align_tokens=64, messages="0.33", default_model_runner="v2", mamba_kernel_alignment="at_least_block",
-          mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True)),
+          mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True,
+          yarn_max_len="factor_in_length")),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines",
-     dict(drafter_single_group_check=False, messages="0.34")),
+     dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True)),
 )
 
 
-def _build_chain() -> dict[str, Era]:
-    from kvplan.engines.vllm.releases import RELEASES
+_BOUNDARIES = tuple((version_key(first), name) for name, first, _, _ in CHAIN)
 
+
+def era_name_of(version: str) -> str:
+    """The era a release belongs to: the last in CHAIN whose first release is not newer."""
+    key = version_key(version)
+    name = CHAIN[0][0]
+    for first, era_name in _BOUNDARIES:
+        if first <= key:
+            name = era_name
+    return name
+
+
+def _build_chain() -> dict[str, Era]:
     out: dict[str, Era] = {}
     fields: dict = dict(_BASE)
+    era_of = {v: era_name_of(v) for v in VERSIONS}
     for name, first, description, changes in CHAIN:
         fields.update(changes)
-        releases = tuple(r.version for r in RELEASES if r.era == name)
+        releases = tuple(v for v in VERSIONS if era_of[v] == name)
         out[name] = Era(name=name, description=description, releases=releases, first_release=first, **fields)
     return out
 
@@ -227,44 +246,3 @@ ERAS: dict[str, Era] = _build_chain()
 LEGACY_NAMES = {"vllm-min": "vllm-0.11.1", "vllm-1.25": "vllm-0.17", "vllm-1.5": "vllm-0.18"}
 
 DEFAULT_ERA = "vllm-latest"
-
-
-def era_names() -> list[str]:
-    return list(ERAS)
-
-
-def release_aliases() -> dict[str, str]:
-    """``vllm==0.18.0`` → ``vllm-0.18``: every release in the registry."""
-    from kvplan.engines.vllm.releases import RELEASES
-
-    return {f"vllm=={r.version}": r.era for r in RELEASES}
-
-
-def newest_era() -> Era:
-    """The era of the newest checked release (what ``vllm-latest`` means without an installed vLLM)."""
-    from kvplan.engines.vllm.releases import NEWEST_CHECKED, era_of_release
-
-    return era_of_release(NEWEST_CHECKED)
-
-
-def get_era(name: str) -> Era:
-    """Look up a policy: ``vllm-latest`` (the default: the installed vLLM release, else the
-    newest checked), an era name, a legacy name (``vllm-1.5``), any release
-    (``vllm==0.24.0``) or a proposal."""
-    from kvplan.engines.vllm.releases import default_era, release_era, supported_range
-
-    key = name.strip()
-    if key == DEFAULT_ERA:
-        return default_era()
-    if key in ERAS:
-        return ERAS[key]
-    if key in LEGACY_NAMES:
-        return ERAS[LEGACY_NAMES[key]]
-    if key.startswith("vllm=="):
-        return release_era(key[len("vllm=="):])
-    from kvplan.engines.vllm.proposals import PROPOSALS
-
-    if key in PROPOSALS:
-        return PROPOSALS[key]
-    choices = ", ".join([DEFAULT_ERA, *ERAS, *LEGACY_NAMES, *PROPOSALS])
-    raise OptionError(f"unknown policy '{name}'; choose one of: {choices}, or a release: {supported_range()}")

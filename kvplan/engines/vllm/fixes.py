@@ -7,7 +7,7 @@ shorter ``--max-model-len`` (the engine's own estimate, checked), a larger
 below 8 GiB), a larger ``--num-gpu-blocks-override`` (the least that starts) or none, and
 ``--no-async-scheduling`` where the in-flight reservation of the windowed layers is what
 does not fit. ``--gpu-memory-utilization`` needs the hardware budget and is found by
-``kvplan.fit.utilization_fix``.
+``kvplan.usecases.scenario.utilization_fix``.
 """
 
 from __future__ import annotations

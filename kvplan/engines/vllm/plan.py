@@ -10,9 +10,10 @@ vLLM prints before it fails are kept.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from kvplan.bounds import MAX_TOKENS
-from kvplan.engines.vllm import grouping, hybrid, runner, sizing
+from kvplan.engines.vllm import grouping, hybrid, prechecks, runner, sizing
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
 from kvplan.engines.vllm.hybrid import HmaDecision, MambaAlignment
@@ -29,6 +30,9 @@ from kvplan.specs import (
     Workload,
 )
 from kvplan.units import GiB
+
+if TYPE_CHECKING:  # the model side's value type; the engine only reads its fields
+    from kvplan.model.limits import DerivedLength
 
 LAYOUT_LOG_033 = "Using LBNHC KV cache layout."
 
@@ -48,6 +52,11 @@ class ModelFacts:
     use_mla: bool = False
     total_num_kv_heads: int | None = None
     total_num_attention_heads: int | None = None
+    # for vLLM's config checks before the KV cache (kvplan.engines.vllm.prechecks)
+    derived_max_len: DerivedLength | None = None  # the ceiling a given --max-model-len is checked against
+    num_hidden_layers: int | None = None
+    pp_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION, parsed
+    pp_partition_error: str | None = None  # get_pp_indices' ValueError text for it
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,7 @@ class SimulateOptions:
     kv_transfer_config: dict | None = None
     num_gpu_blocks_override: int | None = None
     allow_chunked_local_with_hma: bool = True
+    allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN
     decode_context_parallel_size: int = 1
     tensor_parallel_size: int = 1  # only for the decode-context-parallel checks (specs are per rank)
     # The model runner (VLLM_USE_V2_MODEL_RUNNER): None = the release's own choice
@@ -195,6 +205,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         raise OptionError(f"the model's max_model_len {original:,} (from its config) is above kvplan's plausibility "
                           f"bound of {MAX_TOKENS:,} tokens; pass --max-model-len")
     plan.original_max_model_len = plan.max_model_len = original
+    prechecks.check_config(facts, o, era, logs)  # vLLM's checks before the KV cache
 
     plan.hma = hybrid.decide_hma(
         era,

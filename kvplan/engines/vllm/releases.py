@@ -14,35 +14,10 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from kvplan.engines.vllm.eras import CHAIN, DEFAULT_ERA, ERAS, LEGACY_NAMES, Era, era_name_of
+from kvplan.engines.vllm.proposals import PROPOSALS
+from kvplan.engines.vllm.versions import GOLDEN_RELEASES, NEWEST_CHECKED, VERSIONS, version_key
 from kvplan.errors import OptionError
-
-VERSIONS: tuple[str, ...] = (
-    "0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1",
-    "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0", "0.19.1", "0.20.0",
-    "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0",
-    "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0",
-)
-
-# Releases whose own layout functions produced committed goldens (tests/golden/*__<release>.json):
-# the newest patch of every minor from 0.11 and the patch releases whose layout modules differ
-# from it (0.11.0, 0.17.0, 0.18.0, 0.19.0, 0.20.0). Not run: 0.10.1, 0.10.1.1 and 0.10.2 (their
-# kv_cache_utils predates _get_kv_cache_groups_uniform_page_size, which the runner drives; they
-# map to vllm-0.10, checked on 0.11.0), 0.16.0 (its imports need torch._dynamo's
-# NP_SUPPORTED_MODULES, absent from the CPU torch 2.13 here; it maps to vllm-0.15, checked on
-# 0.15.1). Same layout modules as a golden release (scripts/golden/diff_layout.py): 0.10.1 =
-# 0.10.1.1, 0.11.1 = 0.11.2, 0.14.0 = 0.14.1, 0.15.0 = 0.15.1, 0.20.1 = 0.20.2, 0.22.0 = 0.22.1,
-# 0.25.0 = 0.25.1, 0.27.0 = 0.27.1.
-GOLDEN_RELEASES: tuple[str, ...] = (
-    "0.11.0", "0.11.2", "0.12.0", "0.13.0", "0.14.1", "0.15.1", "0.17.0", "0.17.1", "0.18.0", "0.18.1",
-    "0.19.0", "0.19.1", "0.20.0", "0.20.2", "0.21.0", "0.22.1", "0.23.0", "0.24.0", "0.25.1", "0.26.0",
-    "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0",
-)
-
-NEWEST_CHECKED = VERSIONS[-1]
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
 
 
 @dataclass(frozen=True)
@@ -51,18 +26,7 @@ class Release:
     era: str  # the era name (eras.CHAIN)
 
 
-def _era_name_of(version: str) -> str:
-    from kvplan.engines.vllm.eras import CHAIN
-
-    key = version_key(version)
-    name = CHAIN[0][0]
-    for era_name, first, _, _ in CHAIN:
-        if version_key(first) <= key:
-            name = era_name
-    return name
-
-
-RELEASES: tuple[Release, ...] = tuple(Release(v, _era_name_of(v)) for v in VERSIONS)
+RELEASES: tuple[Release, ...] = tuple(Release(v, era_name_of(v)) for v in VERSIONS)
 
 _VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}$")
 
@@ -73,11 +37,10 @@ def supported_range() -> str:
 
 def era_of_release(version: str):
     """The era (with ``release`` set) of a release in the registry; OptionError otherwise."""
-    from kvplan.engines.vllm.eras import ERAS
 
     if version not in VERSIONS:
         raise OptionError(f"unknown vLLM release {version!r}; kvplan supports {supported_range()}")
-    era = ERAS[_era_name_of(version)]
+    era = ERAS[era_name_of(version)]
     return replace(era, release=version)
 
 
@@ -132,8 +95,6 @@ def default_era():
 def policies() -> dict:
     """What ``kvplan policies --format json`` prints: releases, eras (with what changed at
     each boundary), legacy names and proposals."""
-    from kvplan.engines.vllm.eras import CHAIN, ERAS, LEGACY_NAMES
-    from kvplan.engines.vllm.proposals import PROPOSALS
 
     inst = installed_vllm()
     default = default_era()
@@ -150,7 +111,7 @@ def policies() -> dict:
              "changes": {k: v for k, v in changes.items()}, "decisions": era_decisions(ERAS[name])}
             for name, first, desc, changes in CHAIN
         ],
-        "aliases": {"vllm-latest": ERAS[_era_name_of(NEWEST_CHECKED)].name, **LEGACY_NAMES},
+        "aliases": {"vllm-latest": ERAS[era_name_of(NEWEST_CHECKED)].name, **LEGACY_NAMES},
         "proposals": [{"name": p.name, "description": p.description, "grouping": p.grouping}
                       for p in PROPOSALS.values()],
     }
@@ -163,7 +124,7 @@ DECISION_FIELDS: tuple[str, ...] = (
     "mamba_legacy_reservation", "mamba_cache_mode_rule", "hybrid_prefix_caching_default", "gdn_align_tokens",
     "mamba_kernel_alignment", "mamba_prefill_checkpoints", "nemotron_h_ssm_cache_dtype", "kv_transfer_rule",
     "kv_events_disable_hma", "drafter_single_group_check", "gpu_memory_utilization", "large_batch_tier",
-    "cudagraph_memory_in_profile", "full_head_size_v", "messages",
+    "cudagraph_memory_in_profile", "full_head_size_v", "yarn_max_len", "pp_partition_negative_check", "messages",
 )
 
 
@@ -173,7 +134,6 @@ def era_decisions(era) -> dict:
 
 def releases_markdown() -> str:
     """docs/releases.md, generated from the registry (tests/test_releases.py keeps it in sync)."""
-    from kvplan.engines.vllm.eras import CHAIN, ERAS
 
     lines = [
         "# vLLM releases and kvplan's eras",
@@ -203,6 +163,40 @@ def releases_markdown() -> str:
 
 def _cell(value) -> str:
     return "–" if value is None else str(value)
+
+
+
+def era_names() -> list[str]:
+    return list(ERAS)
+
+
+def release_aliases() -> dict[str, str]:
+    """``vllm==0.18.0`` → ``vllm-0.18``: every release in the registry."""
+    return {f"vllm=={r.version}": r.era for r in RELEASES}
+
+
+def newest_era() -> Era:
+    """The era of the newest checked release (what ``vllm-latest`` means without an installed vLLM)."""
+    return era_of_release(NEWEST_CHECKED)
+
+
+def get_era(name: str) -> Era:
+    """Look up a policy: ``vllm-latest`` (the default: the installed vLLM release, else the
+    newest checked), an era name, a legacy name (``vllm-1.5``), any release
+    (``vllm==0.24.0``) or a proposal."""
+    key = name.strip()
+    if key == DEFAULT_ERA:
+        return default_era()
+    if key in ERAS:
+        return ERAS[key]
+    if key in LEGACY_NAMES:
+        return ERAS[LEGACY_NAMES[key]]
+    if key.startswith("vllm=="):
+        return release_era(key[len("vllm=="):])
+    if key in PROPOSALS:
+        return PROPOSALS[key]
+    choices = ", ".join([DEFAULT_ERA, *ERAS, *LEGACY_NAMES, *PROPOSALS])
+    raise OptionError(f"unknown policy '{name}'; choose one of: {choices}, or a release: {supported_range()}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,166 @@
+"""vLLM's checks before the KV cache (kvplan.engines.vllm.prechecks): start-up failures (exit 3)
+with vLLM's own text, the same through simulate, fit, check and compare.
+
+Each test cites where the release raises it; texts marked "run" were produced by that release's
+own function in /work/venvs/vllm-0.34.0 (ModelConfig on the catalog's config.json, CPU)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import kvplan
+from kvplan.cli.app import ensure_registered
+from kvplan.engines.vllm import environment
+from kvplan.errors import OptionError
+from kvplan.model.limits import derive_max_model_len, derived_max_len
+from kvplan.usecases.scenario import Scenario, build_layout
+
+app = ensure_registered()
+runner = CliRunner()
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"  # max_position_embeddings 131072, rope_type llama3 (factor 8)
+
+# vLLM 0.34.0, run: ModelConfig(model=configs/meta-llama/Meta-Llama-3.1-8B, max_model_len=200000)
+# raised pydantic's ValidationError ("Value error, " + this text). 0.18.0 model.py line 2066 and
+# 0.33.0 line 2664 build the same text (read).
+LLAMA_200K = (
+    "User-specified max_model_len (200000) is greater than the derived max_model_len "
+    "(max_position_embeddings=131072.0 or model_max_length=None in model's config.json). To allow overriding "
+    "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used "
+    "with extreme caution. If the model uses relative position encoding (RoPE), positions exceeding "
+    "derived_max_model_len lead to nan. If the model uses absolute position encoding, positions exceeding "
+    "derived_max_model_len will cause a CUDA array out-of-bounds error."
+)
+
+
+@pytest.fixture(autouse=True)
+def _clean_environ(monkeypatch):
+    for name in environment.APPLIED:
+        monkeypatch.delenv(name, raising=False)
+
+
+def cli(*args):
+    r = runner.invoke(app, [*args, "--format", "json"])
+    return r.exit_code, json.loads(r.stdout)
+
+
+# ------------------------------------------------------------------ max_model_len
+
+
+@pytest.mark.parametrize("policy", ["vllm==0.34.0", "vllm==0.33.0", "vllm==0.18.0"])
+def test_max_model_len_above_derived_fails_at_start(policy):
+    code, data = cli("simulate", LLAMA, "--kv-cache-memory", "60GiB", "--max-model-len", "200000",
+                     "--policy", policy)
+    assert code == 3
+    assert data["outcome"] == {"ok": False, "starts": False, "stage": "config.max_model_len",
+                               "error_type": "ValidationError", "error": LLAMA_200K, "fix": None}
+
+
+def test_allow_long_max_model_len_turns_it_into_vllms_warning(monkeypatch):
+    code, data = cli("simulate", LLAMA, "--kv-cache-memory", "60GiB", "--max-model-len", "200000",
+                     "--env", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+    assert code == 0 and data["outcome"]["starts"] is True
+    # logger.warning_once("%s %s", msg, warning): the first sentence, then the caution
+    head = LLAMA_200K.split(" To allow")[0]
+    assert data["logs"][0] == head + " " + LLAMA_200K.split("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. ")[1]
+    # the same from kvplan's own environment
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "true")
+    code, data = cli("simulate", LLAMA, "--kv-cache-memory", "60GiB", "--max-model-len", "200000")
+    assert code == 0 and data["inputs"]["options"]["env"] == {
+        "value": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "true"}, "given": False}
+
+
+def test_max_model_len_at_the_derived_maximum_starts():
+    code, data = cli("simulate", LLAMA, "--kv-cache-memory", "60GiB", "--max-model-len", "131072")
+    assert code == 0 and data["outcome"]["starts"] is True
+
+
+def test_every_command_predicts_it():
+    r = kvplan.simulate(LLAMA, kv_cache_memory="60GiB", max_model_len="200k")
+    assert r["outcome"]["stage"] == "config.max_model_len"
+    assert r["outcome"]["error"] == LLAMA_200K  # 200k = 200,000 tokens (vLLM's human_readable_int)
+    # compare: the vLLM row fails with the same stage, type and text
+    code, data = cli("compare", LLAMA, "--kv-cache-memory", "60GiB", "--max-model-len", "200000")
+    row = data["engines"][0]
+    assert row["engine"] == "vllm" and row["outcome"] == {
+        "ok": False, "starts": False, "stage": "config.max_model_len", "error_type": "ValidationError",
+        "error": LLAMA_200K, "fix": None}
+    # fit at a length above the derived maximum: the answer says the engine fails, with the text
+    fit = kvplan.fit(LLAMA, gpu="H100-80GB", context_len=200000, concurrency=1)
+    assert LLAMA_200K in json.dumps(fit)
+
+
+def test_derived_length_per_release_and_model():
+    cfg = {"max_position_embeddings": 131072, "rope_theta": 5e5,
+           "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}}
+    d = derived_max_len(cfg)
+    assert (d.value, d.key, d.model_max_length) == (131072.0, "max_position_embeddings", None)
+    assert str(d.value) == "131072.0"  # RoPE models: vLLM multiplies by the factor (1.0 here): a float
+    # no RoPE parameters at all: the integer as written
+    assert str(derived_max_len({"max_position_embeddings": 4096}).value) == "4096"
+    # Gemma 3 is skipped (its length is already scaled): an integer even with RoPE
+    g3 = {"model_type": "gemma3_text", "max_position_embeddings": 131072, "rope_theta": 1e6,
+          "rope_scaling": {"rope_type": "linear", "factor": 8.0}}
+    assert str(derived_max_len(g3).value) == "131072"
+    # YaRN: 0.18.0 starts from original_max_position_embeddings x factor (model.py lines 2020-2024);
+    # 0.33.0/0.34.0 take max_position_embeddings as already scaled (0.34.0 lines 2651-2663)
+    yarn = {"max_position_embeddings": 40960, "rope_theta": 1e6,
+            "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+    assert derived_max_len(yarn, yarn_max_len="original_times_factor").value == 131072.0
+    assert derived_max_len(yarn, yarn_max_len="factor_in_length").value == 40960.0
+    # the smallest key wins; a config model_max_length replaces it (Command-R)
+    d = derived_max_len({"max_position_embeddings": 8192, "seq_length": 4096, "model_max_length": 131072})
+    assert (d.value, d.key, d.model_max_length) == (131072, "model_max_length", 131072)
+    # LongRoPE: the default length is original_max_position_embeddings (model.py 0.34.0 line 2688)
+    lr = {"max_position_embeddings": 131072, "original_max_position_embeddings": 4096, "rope_theta": 1e4,
+          "rope_scaling": {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0]}}
+    assert derive_max_model_len(lr) == 4096 and derived_max_len(lr).value == 131072.0
+
+
+def test_yarn_model_ceiling_differs_between_018_and_034(tmp_path):
+    # A YaRN config whose max_position_embeddings is not original x factor: 0.18.0 lets 131072
+    # through (derived 32768 x 4), 0.34.0 refuses it (derived 40960.0).
+    cfg = json.loads((__import__("pathlib").Path(kvplan.__file__).parent.parent / "configs" / LLAMA /
+                      "config.json").read_text())
+    cfg.update(max_position_embeddings=40960,
+               rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    old = kvplan.simulate(str(tmp_path), kv_cache_memory="60GiB", max_model_len=131072, policy="vllm==0.18.0")
+    new = kvplan.simulate(str(tmp_path), kv_cache_memory="60GiB", max_model_len=131072, policy="vllm==0.34.0")
+    assert old["outcome"]["starts"] is True
+    assert new["outcome"]["error"].startswith(
+        "User-specified max_model_len (131072) is greater than the derived max_model_len "
+        "(max_position_embeddings=40960.0 or model_max_length=None in model's config.json).")
+
+
+# ------------------------------------------------------------------ VLLM_PP_LAYER_PARTITION
+
+
+def test_pp_partition_errors_are_start_up_failures():
+    # get_pp_indices (distributed/utils.py 0.18.0 lines 118-121, 0.34.0 lines 233-236): ValueError
+    r = kvplan.simulate(LLAMA, kv_cache_memory="40GiB", pipeline_parallel_size=2, env="VLLM_PP_LAYER_PARTITION=10,20")
+    assert r["outcome"]["stage"] == "model_init.pp_layer_partition"
+    assert (r["outcome"]["error_type"], r["outcome"]["error"]) == (
+        "ValueError", "sum(partitions)=30 does not match num_hidden_layers=32.")
+    # vLLM calls get_pp_indices for PP 1 too: one entry, the layer count
+    r = kvplan.simulate(LLAMA, kv_cache_memory="40GiB", env="VLLM_PP_LAYER_PARTITION=16,16")
+    assert r["outcome"]["error"] == "len(partitions)=2 does not match pp_size=1."
+
+
+def test_negative_pp_partition_entries():
+    # 0.34.0 distributed/utils.py line 237-238: f"Negative layer count in {partition_list_str=}."
+    r = kvplan.simulate(LLAMA, kv_cache_memory="40GiB", pipeline_parallel_size=2,
+                        env="VLLM_PP_LAYER_PARTITION=-1,33")
+    assert r["outcome"]["error"] == "Negative layer count in partition_list_str='-1,33'."
+    # 0.33.0 has no such check: negative ranges are not modelled (exit 1, naming the variable)
+    with pytest.raises(OptionError, match="VLLM_PP_LAYER_PARTITION=-1,33: negative layer counts"):
+        kvplan.simulate(LLAMA, kv_cache_memory="40GiB", pipeline_parallel_size=2, policy="vllm==0.33.0",
+                        env="VLLM_PP_LAYER_PARTITION=-1,33")
+
+
+def test_layout_keeps_default_split_when_partition_is_invalid():
+    layout = build_layout(Scenario(model=LLAMA, pipeline_parallel_size=2, env={"VLLM_PP_LAYER_PARTITION": "x"}))
+    assert layout.pp_partition_error == "Invalid partition string: x"
+    assert [len(r) for r in layout.ranks] == [16, 16]
