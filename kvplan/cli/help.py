@@ -81,7 +81,8 @@ def entry_lines(flags: str, help_text: str, width: int, column: int = HELP_COLUM
     else the flags on a line of their own and the help indented below."""
     pad = " " * column
     lead = " " * INDENT + flags
-    if len(lead) + 2 <= column and width - column >= 30:
+    longest = max((len(w) for w in help_text.split()), default=0)
+    if len(lead) + 2 <= column and width - column >= max(30, longest + 1):
         return wrap(help_text, width, lead.ljust(column), pad) if help_text else [lead]
     lines = wrap(flags, width, " " * INDENT, " " * (INDENT + 4))
     if help_text:
