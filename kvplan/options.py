@@ -23,11 +23,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from kvplan.bounds import MAX_HEADS, MAX_LAYERS, MAX_TOKENS
 from kvplan.errors import OptionError
 from kvplan.units import CACHE_DTYPES, MODEL_DTYPES, GiB, parse_human_int
 
 # Which commands take an option. "check" = a key of a deployments-file entry (the scenario options).
 INSPECT, SIMULATE, FIT, COMPARE, CHECK, EXPLAIN = "inspect", "simulate", "fit", "compare", "check", "explain-log"
+# `kvplan vllm [options] serve ...`: kvplan's own simulate options (vllm=False) go before `serve`;
+# vLLM's flags are read from the serve line (kvplan.serve). Derived in options_for, not declared.
+VLLM_SERVE = "vllm"
+_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot"})
 MODEL_CMDS = frozenset({INSPECT, SIMULATE, FIT, COMPARE, CHECK})
 PLAN_CMDS = frozenset({SIMULATE, FIT, COMPARE, CHECK})
 
@@ -91,9 +96,14 @@ class Option:
         if self.kind == LENGTH and value == -1:
             return
         if self.minimum is not None and value < self.minimum:
-            raise OptionError(f"{self.flag} must be at least {self.minimum:g}, got {value:g}")
+            raise OptionError(f"{self.flag} must be at least {_num(self.minimum)}, got {_num(value)}")
         if self.maximum is not None and value > self.maximum:
-            raise OptionError(f"{self.flag} must be at most {self.maximum:g}, got {value:g}")
+            raise OptionError(f"{self.flag} must be at most {_num(self.maximum)}, got {_num(value)}")
+
+
+def _num(x: int | float) -> str:
+    """``1,073,741,824`` for an integer, ``1.5`` for a float (``1`` for 1.0)."""
+    return f"{x:,}" if isinstance(x, int) else f"{x:g}"
 
 
 def _str(opt: Option, raw: Any) -> str:
@@ -272,7 +282,7 @@ _PARSERS: dict[str, Callable[[Option, Any], Any]] = {
 
 
 def _spec_methods() -> tuple[str, ...]:
-    from kvplan.model.drafters import SPEC_METHODS  # the library's one list
+    from kvplan.model.methods import SPEC_METHODS  # the library's one list
 
     return tuple(SPEC_METHODS)
 
@@ -287,7 +297,7 @@ _TABLE: tuple[Option, ...] = (
            help="Speculative method; inferred from the drafter when omitted."),
     Option("num_speculative_tokens", "--num-speculative-tokens", INT, minimum=1, metavar="N",
            help="Tokens proposed per step (MTP layers, Mamba speculative blocks)."),
-    Option("block_size", "--block-size", INT, minimum=1, metavar="TOKENS",
+    Option("block_size", "--block-size", INT, minimum=1, maximum=MAX_TOKENS, metavar="TOKENS",
            default_doc="the attention backend's preferred size (16; MLA backends 64/128/32)",
            help="Tokens per KV block."),
     Option("attention_backend", "--attention-backend", STR, metavar="NAME",
@@ -296,11 +306,14 @@ _TABLE: tuple[Option, ...] = (
            help="auto (model dtype), bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, int8, ..."),
     Option("dtype", "--dtype", CHOICE, default="auto", choices=("auto", *MODEL_DTYPES),
            help="Model dtype: auto (config's torch_dtype; bfloat16 when absent), bfloat16, float16, float32."),
-    Option("tensor_parallel_size", "--tensor-parallel-size", INT, default=1, minimum=1, aliases=("-tp",), metavar="N",
+    Option("tensor_parallel_size", "--tensor-parallel-size", INT, default=1, minimum=1, maximum=MAX_HEADS,
+           aliases=("-tp",), metavar="N",
            help="Tensor-parallel ranks: KV heads per rank = max(1, heads // tp)."),
-    Option("pipeline_parallel_size", "--pipeline-parallel-size", INT, default=1, minimum=1, aliases=("-pp",),
+    Option("pipeline_parallel_size", "--pipeline-parallel-size", INT, default=1, minimum=1, maximum=MAX_LAYERS,
+           aliases=("-pp",),
            metavar="N", help="Pipeline stages: layers split as vLLM's get_pp_indices."),
     Option("decode_context_parallel_size", "--decode-context-parallel-size", INT, default=1, minimum=1,
+           maximum=MAX_HEADS,
            aliases=("-dcp",), metavar="N", commands=PLAN_CMDS,
            help="Decode-context-parallel ranks (within TP): each keeps 1/N of a request's tokens in full and MLA "
            "layers."),
@@ -325,10 +338,10 @@ _TABLE: tuple[Option, ...] = (
     Option("kv_cache_memory", "--kv-cache-memory", SIZE, aliases=("--kv-cache-memory-bytes",), panel=BUDGET,
            commands=PLAN_CMDS, metavar="SIZE",
            help="KV-cache budget per GPU: 40GiB, 40G (=GiB), 40g (=10^9), or bytes."),
-    Option("max_model_len", "--max-model-len", LENGTH, panel=BUDGET, commands=PLAN_CMDS, metavar="TOKENS",
+    Option("max_model_len", "--max-model-len", LENGTH, maximum=MAX_TOKENS, panel=BUDGET, commands=PLAN_CMDS, metavar="TOKENS",
            default_doc="the model's derived length",
            help="Tokens per request (131072, 128k, 128K), or 'auto' to fit the budget (vLLM's -1)."),
-    Option("max_num_batched_tokens", "--max-num-batched-tokens", INT, minimum=1, panel=BUDGET, commands=PLAN_CMDS,
+    Option("max_num_batched_tokens", "--max-num-batched-tokens", INT, minimum=1, maximum=MAX_TOKENS, panel=BUDGET, commands=PLAN_CMDS,
            metavar="TOKENS", default_doc="vllm serve's for the card: 8192 on H100/H200, 16384 on >=160 GiB (0.33+), "
            "2048 on A100 and smaller",
            help="Tokens per scheduler step."),
@@ -414,7 +427,7 @@ _TABLE: tuple[Option, ...] = (
     Option("policies", "--policies", STR, default="proposals", panel=POLICY, commands=frozenset({COMPARE}),
            scenario=False, vllm=False, metavar="LIST",
            help="More vLLM rows: 'proposals', 'none', or a comma list of eras, releases and proposals."),
-    Option("target_len", "--target-len", LENGTH, panel=WORKLOAD, commands=frozenset({COMPARE}), scenario=False,
+    Option("target_len", "--target-len", LENGTH, maximum=MAX_TOKENS, panel=WORKLOAD, commands=frozenset({COMPARE}), scenario=False,
            vllm=False, metavar="TOKENS", default_doc="--max-model-len, else the model's length",
            help="Tokens per request of the workload (every engine is evaluated at this length)."),
     Option("target_concurrency", "--target-concurrency", INT, minimum=1, panel=WORKLOAD,
@@ -501,6 +514,8 @@ def find_option(flag_or_name: str) -> Option | None:
 
 
 def options_for(command: str) -> list[Option]:
+    if command == VLLM_SERVE:
+        return [o for o in _TABLE if SIMULATE in o.commands and not o.vllm and o.name not in _NOT_WITH_SERVE]
     return [o for o in _TABLE if command in o.commands]
 
 
@@ -556,11 +571,13 @@ def resolve(command: str, given: dict[str, Any]) -> Resolved:
 
 def normalize_argv(argv: list[str]) -> list[str]:
     """vLLM's FlexibleArgumentParser rule: ``--tensor_parallel_size=2`` is ``--tensor-parallel-size=2``
-    (only the flag name changes; values keep their underscores)."""
+    (only the flag name changes, up to its first '.': values and the keys of dotted JSON flags,
+    ``--speculative_config.num_speculative_tokens``, keep their underscores)."""
     out = []
     for arg in argv:
-        if arg.startswith("--") and "_" in arg.split("=", 1)[0]:
+        if arg.startswith("--") and "_" in arg.split("=", 1)[0].split(".", 1)[0]:
             name, sep, value = arg.partition("=")
-            arg = "--" + name[2:].replace("_", "-") + sep + value
+            head, dot, tail = name.partition(".")
+            arg = "--" + head[2:].replace("_", "-") + dot + tail + sep + value
         out.append(arg)
     return out

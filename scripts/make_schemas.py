@@ -123,6 +123,19 @@ BODIES = {
         "state_bytes_per_request": INT, "ranks": arr(obj({"rank": INT, "num_layers": INT, "layers": arr(STR)})),
     },
     "simulate": PLAN_BODY,
+    "vllm": {
+        **PLAN_BODY,
+        "serve": obj({
+            "form": {"enum": ["vllm serve", "api_server", "docker"]}, "line": nullable(STR), "image": nullable(STR),
+            "model": STR, "release": STR, "release_source": STR,
+            "flag_list": obj({"release": STR, "source": STR, "note": nullable(STR)}),
+            "flags": arr(obj({"flag": STR, "value": {}, "dest": STR,
+                              "effect": {"enum": ["applied", "no effect", "estimate"]},
+                              "applied_as": nullable(STR), "note": nullable(STR), "from": STR})),
+            "environment": {"type": "object", "additionalProperties": STR}, "environment_applied": BOOL,
+            "environment_ignored": arr(STR),
+        }),
+    },
     "sweep": {
         "model": MODEL_INFO, "drafter": nullable(MODEL_INFO), "policy": ERA,
         "rows": arr(obj({"threshold": NUM, "group_size": INT, "num_groups": INT, "num_padding_layers": INT,

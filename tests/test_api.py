@@ -151,6 +151,24 @@ def test_unknown_keyword_is_refused_with_the_known_ones():
         kvplan.simulate("openai/gpt-oss-20b", kv_cache_memory_gb=40)
 
 
+@pytest.mark.parametrize("args, line, kwargs", [
+    (["openai/gpt-oss-20b", "--speculative-config",
+      '{"method":"eagle3","model":"amazon/GPT-OSS-20B-P-EAGLE","num_speculative_tokens":5}'], None,
+     {"gpu": "H100-80GB"}),
+    (None, "docker run --gpus all vllm/vllm-openai:v0.18.0 --model openai/gpt-oss-20b --kv-cache-memory-bytes 40G",
+     {}),
+])
+def test_vllm_serve_library_equals_cli(args, line, kwargs):
+    cli = ["vllm", "--format", "json"]
+    for name, value in kwargs.items():
+        cli += [OPTIONS[name].flag, str(value)]
+    cli += ["--line", line] if line is not None else ["serve", *args]
+    code, from_cli = cli_json(cli)
+    from_lib = kvplan.vllm_serve(args, line=line, **kwargs)
+    assert from_lib == from_cli and code == 0
+    validate(from_lib)
+
+
 def test_explain_log_library_equals_cli(tmp_path):
     """kvplan.explain_log(path) == `kvplan explain-log PATH --format json` (a vLLM golden's log)."""
     from golden_logs import GOLDEN_DIR, golden_log

@@ -57,6 +57,10 @@ def _sweep(model: str, fmt: str, *, sweep_threshold: str, plot: str | None = Non
 
         render_sweep(d)
 
+    if plot_error is not None:  # the sweep still prints (whatever its outcome), then the hint, exit 1
+        from kvplan.cli.app import exit_for
+        from kvplan.report.output import emit
+
+        emit(data, fmt, table)
+        raise exit_for(plot_error)
     finish(data, fmt, table)
-    if plot_error is not None:
-        raise plot_error

@@ -218,12 +218,15 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
 )
 
 
+_BOUNDARIES = tuple((version_key(first), name) for name, first, _, _ in CHAIN)
+
+
 def era_name_of(version: str) -> str:
     """The era a release belongs to: the last in CHAIN whose first release is not newer."""
     key = version_key(version)
     name = CHAIN[0][0]
-    for era_name, first, _, _ in CHAIN:
-        if version_key(first) <= key:
+    for first, era_name in _BOUNDARIES:
+        if first <= key:
             name = era_name
     return name
 
@@ -231,9 +234,10 @@ def era_name_of(version: str) -> str:
 def _build_chain() -> dict[str, Era]:
     out: dict[str, Era] = {}
     fields: dict = dict(_BASE)
+    era_of = {v: era_name_of(v) for v in VERSIONS}
     for name, first, description, changes in CHAIN:
         fields.update(changes)
-        releases = tuple(v for v in VERSIONS if era_name_of(v) == name)
+        releases = tuple(v for v in VERSIONS if era_of[v] == name)
         out[name] = Era(name=name, description=description, releases=releases, first_release=first, **fields)
     return out
 

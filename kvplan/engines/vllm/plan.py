@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from kvplan.bounds import MAX_TOKENS
 from kvplan.engines.vllm import grouping, hybrid, prechecks, runner, sizing
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
@@ -203,6 +204,9 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     original = facts.max_model_len if o.max_model_len in (None, -1) else o.max_model_len
     if original <= 0:
         raise OptionError("--max-model-len must be a positive number of tokens, or 'auto'")
+    if original > MAX_TOKENS:  # only a config's own length can get here: the flag has this maximum
+        raise OptionError(f"the model's max_model_len {original:,} (from its config) is above kvplan's plausibility "
+                          f"bound of {MAX_TOKENS:,} tokens; pass --max-model-len")
     plan.original_max_model_len = plan.max_model_len = original
     prechecks.check_config(facts, o, era, logs)  # vLLM's checks before the KV cache
 

@@ -9,6 +9,7 @@ from typing import Any, Callable
 from kvplan.errors import KvplanError
 from kvplan.usecases.check.schema import ERROR, FAIL, PASS, Deployment, Expectation
 from kvplan.usecases.scenario import Scenario
+from kvplan.units import plural
 
 # ---------------------------------------------------------------------------
 # Evaluation
@@ -84,12 +85,12 @@ def layout_differences(mine: dict, theirs: dict) -> list[str]:
     if mine["group_size"] != theirs["group_size"]:
         out.append(f"group size {mine['group_size']} vs {theirs['group_size']}")
     if mine["num_groups"] != theirs["num_groups"]:
-        out.append(f"{mine['num_groups']} vs {theirs['num_groups']} groups")
+        out.append(f"{mine['num_groups']} vs {plural(theirs['num_groups'], 'group')}")
     elif mine["groups"] != theirs["groups"]:
         changed = [i for i, (a, b) in enumerate(zip(mine["groups"], theirs["groups"], strict=True)) if a != b]
         out.append(f"layers of group{'s' if len(changed) > 1 else ''} {', '.join(map(str, changed))} differ")
     if mine["num_padding_layers"] != theirs["num_padding_layers"]:
-        out.append(f"{mine['num_padding_layers']} vs {theirs['num_padding_layers']} padding layers")
+        out.append(f"{mine['num_padding_layers']} vs {plural(theirs['num_padding_layers'], 'padding layer')}")
     elif mine["padding_waste_pct"] != theirs["padding_waste_pct"]:
         out.append(f"padding {mine['padding_waste_pct']:.2f}% vs {theirs['padding_waste_pct']:.2f}%")
     return out
@@ -112,7 +113,7 @@ def evaluate(expectation: Expectation, numbers: dict) -> Outcome:
     elif key == "max_padding_waste_pct":
         measured = numbers["padding_waste_pct"]
         passed = measured <= limit
-        message = f"padding waste {measured:.2f}% ({numbers['num_padding_layers']} padding layers), limit {limit:g}%"
+        message = f"padding waste {measured:.2f}% ({plural(numbers['num_padding_layers'], 'padding layer')}), limit {limit:g}%"
     elif key == "min_concurrency":
         measured = numbers["max_concurrency"]
         passed = measured >= limit
@@ -163,7 +164,7 @@ def _same_layout(expectation: Expectation, scenario: Scenario, result, run: Runn
     if diffs:
         message = f"layout under {policy} differs from {ref}: {'; '.join(diffs)}"
     else:
-        message = f"same layout under {policy} and {ref} (group size {mine['group_size']}, {mine['num_groups']} groups)"
+        message = f"same layout under {policy} and {ref} (group size {mine['group_size']}, {plural(mine['num_groups'], 'group')})"
     return Outcome(expectation.key, ref, measured, not diffs, message, expectation.line)
 
 
