@@ -71,7 +71,7 @@ def test_acceptance_peagle_layout_on_h100():
     # sliding group padded with 4 slots, the drafter inside the full group. The hub id is matched
     # case-insensitively: amazon/gpt-oss-20b-p-eagle is the catalog's amazon/GPT-OSS-20B-P-EAGLE.
     assert "drafter amazon/GPT-OSS-20B-P-EAGLE" in r.stdout
-    assert "KV cache groups (group_size 16)" in r.stdout
+    assert "KV cache groups (group_size 16; vLLM's own figures)" in r.stdout
     assert "full +drafter" in r.stdout
     d = kvplan.vllm_serve(["openai/gpt-oss-20b", "--speculative-config", PEAGLE_SPEC], gpu="H100-80GB")
     assert d["grouping"]["group_size"] == 16 and d["grouping"]["num_groups"] == 2

@@ -13,8 +13,9 @@ import dataclasses
 
 from dataclasses import dataclass
 
+from kvplan import bounds
 from kvplan.errors import ConfigError, OptionError
-from kvplan.model import catalog, drafters, families
+from kvplan.model import catalog, drafters, families, methods
 from kvplan.model.families import Built, Context
 from kvplan.model.hfconfig import HFView, build_config_object, read_config_json, text_view
 from kvplan.model.options import (
@@ -26,6 +27,7 @@ from kvplan.model.options import (
 )
 from kvplan.model.source import ModelSource, resolve_model
 from kvplan.specs import LayerSpec
+from kvplan.units import plural
 
 
 @dataclass(frozen=True)
@@ -117,11 +119,35 @@ def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     if not arch:
         arch = {v: k for k, v in reversed(families.ARCH_FAMILY.items())}.get(family, "")
     model_type = model_type or ""
+    _check_bounds(path, raw)
     # Validate the raw fields we read before transformers does (its errors are not one-liners).
     obj = build_config_object(raw, path) if model_type else None
     top = HFView(raw, obj, path=path)
     text = text_view(raw, obj, path)
     return _Parsed(source, raw, top, text, arch, model_type, family)
+
+
+def _check_bounds(path: str, raw: dict) -> None:
+    """Refuse values above kvplan's plausibility bounds (kvplan/bounds.py) before any work that
+    grows with them, transformers' config classes included (they build per-layer lists)."""
+    for cfg, prefix in ((raw, ""), (raw.get("text_config"), "text_config.")):
+        hit = bounds.config_out_of_bounds(cfg) if isinstance(cfg, dict) else None
+        if hit is not None:
+            raise ConfigError(path, prefix + hit[0], hit[1], "no released model comes near it (README: Plausibility "
+                                                             "bounds); fix the value")
+
+
+def _check_spec_bounds(path: str, layers: tuple[LayerSpec, ...]) -> None:
+    """The same bounds on what the family rules derived (a head size is hidden_size // heads)."""
+    for ls in {id(ls.spec): ls for ls in layers}.values():
+        s = ls.spec
+        for field, bound in (("num_kv_heads", bounds.MAX_HEADS), ("head_size", bounds.MAX_HEAD_SIZE),
+                             ("head_size_v", bounds.MAX_HEAD_SIZE), ("sliding_window", bounds.MAX_TOKENS),
+                             ("attention_chunk_size", bounds.MAX_TOKENS)):
+            v = getattr(s, field, None)
+            if isinstance(v, int) and v > bound:
+                raise ConfigError(path, None, f"layer {ls.name}: {field} {v:,} is above kvplan's plausibility bound "
+                                              f"of {bound:,}", "fix the config (README: Plausibility bounds)")
 
 
 def _provenance(source: ModelSource) -> str | None:
@@ -267,7 +293,7 @@ def build_model_layout(
     if drafter is not None:
         if method == "mtp":
             raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")
-        if method in drafters.NO_LAYER_METHODS:
+        if method in methods.NO_LAYER_METHODS:
             raise OptionError(f"--speculative-method {method} has no draft model; drop --drafter")
         draft_p = _parse(resolve_model(drafter, revision=None, download=download))
         if draft_p.source.note:
@@ -330,7 +356,7 @@ def build_model_layout(
     if method == "mtp":
         mtp = drafters.mtp_layers(p.text, ctx, p.family, n, last)
         built += [(b, "drafter") for b in mtp]
-        ctx.notes.append(f"MTP: {len(mtp)} layer(s) from the target config, after the target's layers")
+        ctx.notes.append(f"MTP: {plural(len(mtp), 'layer')} from the target config, after the target's layers")
     elif draft_p is not None:
         dctx = Context(
             path=draft_p.source.path, architecture=draft_p.architecture, model_type=draft_p.model_type,
@@ -349,7 +375,7 @@ def build_model_layout(
                                              last_index=last)
             n_sw = sum(1 for b in d_layers if b.spec.kind == "sliding_window")
             dctx.notes.append(
-                f"{method} drafter: {len(d_layers)} layer(s) named model.layers.{n}..{n + len(d_layers) - 1}"
+                f"{method} drafter: {plural(len(d_layers), 'layer')} named model.layers.{n}..{n + len(d_layers) - 1}"
                 + (f", {n_sw} sliding" if n_sw else ", all full")
                 + (f" (inherits the target's model-wide window {res.model_window})" if res.model_window and n_sw else "")
             )
@@ -361,6 +387,7 @@ def build_model_layout(
         drafter_info = _info(draft_p, dtype)
 
     layers = tuple(LayerSpec(name=b.name, spec=b.spec, source=src, index=i) for i, (b, src) in enumerate(built))
+    _check_spec_bounds(p.source.path, layers)
     names = [b.name for b, _ in built]
     if len(set(names)) != len(names):  # pragma: no cover - a naming bug, never a user error
         raise AssertionError("duplicate layer names")
