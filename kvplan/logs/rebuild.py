@@ -19,6 +19,9 @@ from kvplan.units import GiB
 
 # vLLM argument names that kvplan reads otherwise than through the option table
 _HANDLED = {"model", "model_tag", "speculative_config", "kv_events_config", "served_model_name"}
+# the budget of a layout-only re-simulation (the log shows no KV memory): large enough that the
+# grouping and padding, which do not depend on it, are reached
+LAYOUT_ONLY_BYTES = 1 << 40
 # the half-width of vLLM's 2-decimal GiB rounding
 HALF_CENT_GIB = GiB // 200
 
@@ -115,12 +118,17 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
         _set(dep, "model_runner", model_runner, "--model-runner")
     nda = facts.first("non_default_args")
     args = nda["args"] if nda else {}
+    cmd = facts.first("serve_command")
     cfg = facts.first("engine_config")
     release = facts.first("release")
-    # the model: as given, else the args' model (the positional model_tag), else the engine config's
+    loading = facts.first("model_name")
+    # the model: as given, else the args' model (the positional model_tag), else the command's,
+    # the engine config's, the release line's, "Starting to load model …"
     for value, src in ((model, "--model"), (args.get("model"), nda and _where(nda)),
-                       (args.get("model_tag"), nda and _where(nda)), (cfg and cfg.values.get("model"), cfg and _where(cfg)),
-                       (release and release.values.get("model"), release and _where(release))):
+                       (args.get("model_tag"), nda and _where(nda)), (cmd and cmd.values.get("model"), cmd and _where(cmd)),
+                       (cfg and cfg.values.get("model"), cfg and _where(cfg)),
+                       (release and release.values.get("model"), release and _where(release)),
+                       (loading and loading["model"], loading and _where(loading))):
         if isinstance(value, str) and value:
             dep.model, dep.model_source = value, src
             break
@@ -129,21 +137,31 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
     if policy:
         dep.policy, dep.policy_source = policy, "--policy"
     elif version:
-        dep.policy = f"vllm=={version}"
+        clean = _release_of(version)
+        dep.policy = f"vllm=={clean}"
         dep.policy_source = _where(release or cfg)
-    # options from the non-default args (what the user typed), then the engine config (resolved values)
-    for key, value in args.items():
-        if key in _HANDLED:
+        if clean != version:
+            dep.assumed.append(f"the release: {version} is a development or pre-release build; kvplan reads it as "
+                               f"{clean}'s rules")
+    # options from the non-default args (what the user typed), then the pasted command, then the
+    # engine config (resolved values)
+    for fact in (nda, cmd):
+        if fact is None:
             continue
-        opt = find_option("--" + key.replace("_", "-"))
-        if opt is None or not opt.vllm or not opt.scenario:
-            dep.ignored.append(key)
-            continue
-        _set(dep, opt.name, value, _where(nda))
-    if "speculative_config" in args:
-        _speculative(dep, args["speculative_config"], _where(nda))
-    if args.get("kv_events_config"):
-        _set(dep, "kv_events", True, _where(nda))
+        fargs = fact["args"]
+        for key, value in fargs.items():
+            if key in _HANDLED:
+                continue
+            opt = find_option("--" + key.replace("_", "-"))
+            if opt is None or not opt.vllm or not opt.scenario:
+                if key not in dep.ignored:
+                    dep.ignored.append(key)
+                continue
+            _set(dep, opt.name, value, _where(fact))
+        if "speculative_config" in fargs:
+            _speculative(dep, fargs["speculative_config"], _where(fact))
+        if fargs.get("kv_events_config"):
+            _set(dep, "kv_events", True, _where(fact))
     if cfg is not None:
         for key in ("tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype", "enable_prefix_caching",
                     "decode_context_parallel_size"):
@@ -152,7 +170,8 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
             _set(dep, "dtype", cfg.values["dtype"], _where(cfg))
         if cfg.values.get("speculative_config"):
             _speculative(dep, cfg.values["speculative_config"], _where(cfg))
-    for kind, name in (("max_num_batched_tokens", "max_num_batched_tokens"), ("async_scheduling", "async_scheduling")):
+    for kind, name in (("max_num_batched_tokens", "max_num_batched_tokens"), ("async_scheduling", "async_scheduling"),
+                       ("attention_backend", "attention_backend")):
         f = facts.first(kind)
         if f is not None:
             _set(dep, name, f[name], _where(f))
@@ -168,17 +187,28 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
     return dep
 
 
+def _release_of(version: str) -> str:
+    """``0.19.1rc1.dev301+g60995c05b`` → ``0.19.1``: the release whose rules a build follows."""
+    import re
+
+    m = re.match(r"\d+(?:\.\d+){1,3}", version)
+    return m.group(0) if m else version
+
+
 def _budget(facts: Facts, dep: Deployment) -> Budget | None:
     if "kv_cache_memory" in dep.options:
         opt = find_option("kv_cache_memory")
         b = opt.parse(dep.options.pop("kv_cache_memory"))
         return Budget(b, b, b, f"kv_cache_memory_bytes ({dep.sources.pop('kv_cache_memory')})")
-    for kind in ("available_kv_memory", "kv_cache_memory_reserved"):
+    for kind in ("available_kv_memory", "kv_cache_memory_reserved", "memory_profile"):
         found = facts.all(kind)
         if found:
-            f = min(found, key=lambda x: x["gib"])  # one line per worker in older releases: the smallest
-            return _rounded(f["gib"], f"{'Available KV cache memory' if kind == 'available_kv_memory' else 'reserved KV cache memory'} ({_where(f)})")
-    f = facts.first("admission_error")
+            key = "kv_cache_gib" if kind == "memory_profile" else "gib"
+            f = min(found, key=lambda x: x[key])  # one line per worker in older releases: the smallest
+            what = {"available_kv_memory": "Available KV cache memory", "kv_cache_memory_reserved":
+                    "reserved KV cache memory", "memory_profile": "the memory profile's kv_cache_size"}[kind]
+            return _rounded(f[key], f"{what} ({_where(f)})")
+    f = next((x for x in facts.all("admission_error") if "available_gib" in x.values), None)
     if f is not None:
         return _rounded(f["available_gib"], f"the admission error's available KV cache memory ({_where(f)})")
     f = next((x for x in facts.all("autofit") if "available_gib" in x.values), None)
@@ -196,7 +226,7 @@ def _rounded(gib: float, source: str) -> Budget | None:
 
 @dataclass
 class Resimulation:
-    status: str  # "simulated" | "model not in catalog" | ...
+    status: str  # "simulated" | "layout only" | "model not in catalog" | ...
     detail: str = ""
     scenario: object = None
     result: object = None  # ScenarioResult at the printed budget
@@ -210,23 +240,27 @@ def resimulate(dep: Deployment) -> Resimulation:
     from kvplan.usecases.scenario import build_layout, resolve_era, run_scenario, scenario_from
 
     if dep.model is None:
-        return Resimulation("no model", "the log names no model (no non-default args or engine config line)")
-    if dep.budget is None:
-        return Resimulation("no KV memory", "the log shows no available KV cache memory, no kv_cache_memory_bytes, "
-                                            "no admission error and no auto-fit line: there is no budget to size")
+        return Resimulation("no model", "the log names no model (no non-default args, engine config line, vllm "
+                                        "serve command or 'Starting to load model' line)")
     policy = dep.policy or "vllm-latest"
     try:
         era = resolve_era(policy, None)
     except OptionError as e:
         return Resimulation("release not modelled", e.message)
+    budget = dep.budget.bytes if dep.budget is not None else LAYOUT_ONLY_BYTES
     try:
-        scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": dep.budget.bytes})
+        scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": budget})
         layout = build_layout(scenario)
     except ModelNotFoundError as e:
         return Resimulation("model not in catalog", e.message, era=era)
     except KvplanError as e:
         return Resimulation("model not supported", e.message, era=era)
     mid = run_scenario(scenario, layout=layout)
+    if dep.budget is None:
+        return Resimulation("layout only", "the log shows no KV memory (no 'Available KV cache memory', "
+                            "kv_cache_memory_bytes, admission error or auto-fit line): only the figures that do not "
+                            "depend on it (grouping, padding, the hybrid manager, the drafter check) are compared",
+                            scenario, mid, None, None, era)
     low = high = None
     if not dep.budget.exact:
         low = run_scenario(replace(scenario, kv_cache_memory=dep.budget.low), layout=layout)
