@@ -53,6 +53,11 @@ class Wording:
     hma_flag: str
     autofit: str  # "0.14" | "0.32" | "0.34"
     autofit_none: str  # the "Cannot auto-fit" error
+    # SpeculativeConfig with a draft model and no num_speculative_tokens/n_predict: _verify_args'
+    # text up to 0.18.0 (speculative.py line 764), configure()'s from 0.33.0 (line 1617; 0.34.0:
+    # spec_decode/speculator_config.py line 223); pinned at the checked releases, not bisected
+    spec_tokens_missing: str = ("num_speculative_tokens must be provided with speculative model unless the draft "
+                                "model config contains an n_predict parameter.")
 
 
 WORDINGS: dict[str, Wording] = {}
@@ -73,7 +78,9 @@ WORDINGS["0.22"] = replace(
     + _SEE, kv_transfer_warning=KV_TRANSFER_WARNING_022)
 WORDINGS["0.23"] = replace(WORDINGS["0.22"], kv_transfer_warning=KV_TRANSFER_WARNING_023)
 WORDINGS["0.32"] = replace(WORDINGS["0.23"], autofit="0.32")
-WORDINGS["0.33"] = replace(WORDINGS["0.32"], hma_flag="--enable-hybrid-kv-cache-manager")
+WORDINGS["0.33"] = replace(WORDINGS["0.32"], hma_flag="--enable-hybrid-kv-cache-manager",
+                           spec_tokens_missing="A speculative model was provided, but `num_speculative_tokens` was not "
+                                               "provided")
 WORDINGS["0.34"] = replace(
     WORDINGS["0.33"], autofit="0.34",
     admission_hint=f"{_HINT_034} Decreasing `max_model_len` also reduces what is needed. {_SEE}",
