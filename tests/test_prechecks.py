@@ -179,6 +179,9 @@ GOLDEN = json.loads((__import__("pathlib").Path(__file__).parent / "golden" / "p
 # Cases vLLM's config accepts but kvplan refuses before simulating (exit 1, naming the option):
 # an MTP method on a model without MTP layers (vLLM fails later, building the draft model).
 KVPLAN_REFUSES = {"llama8b-mtp-without-mtp-layers"}
+# Results the venv, not the release, decided: 0.18.0's venv has a transformers without the
+# NemotronH config class, so vLLM wanted the repository's remote code before any check ran.
+VENV_LIMITED = "contains custom code which must be executed"
 RUNS = [(release, case) for release, results in sorted(GOLDEN["results"].items())
         for case in GOLDEN["cases"] if case["name"] in results]
 
@@ -190,6 +193,8 @@ def test_config_checks_match_vllm(release, case):
     exception and text, or, where vLLM's config accepts the deployment, does not fail at a config
     check and settles on the same batch sizes."""
     vllm = GOLDEN["results"][release][case["name"]]
+    if VENV_LIMITED in (vllm.get("error") or ""):
+        pytest.skip(f"vLLM {release}'s venv could not read the config without remote code")
     kwargs = dict(case["options"], kv_cache_memory="200GiB", policy=f"vllm=={release}", env=case["env"] or None)
     if case["name"] in KVPLAN_REFUSES:
         with pytest.raises(OptionError):

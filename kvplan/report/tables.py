@@ -263,7 +263,10 @@ def render_plan(d: dict) -> None:
     ]
     for r in rows:
         t.add_row(*r)
-    c.print(t)
+    from kvplan.engines.vllm.prechecks import before_kv_cache
+
+    if not (failed and before_kv_cache(d["outcome"]["stage"])):  # refused at config time: no memory figures
+        c.print(t)
     if d["logs"]:
         c.print("vLLM log lines:")
         for line in d["logs"]:
