@@ -34,26 +34,25 @@ LLAMA_INSTRUCT_EOS = {
 }
 SAME_ARCHITECTURE = "the instruct release is a fine-tune of the base: same architecture, layer count and attention geometry"
 
+def _llama_instruct(size: str, layer_mix: str, fact: str, cite: str) -> dict:
+    """Llama-3.1-{size}-Instruct: the genuine base config with the instruct eos_token_id list."""
+    model_id, base = f"meta-llama/Llama-3.1-{size}-Instruct", f"meta-llama/Meta-Llama-3.1-{size}"
+    return dict(model_id=model_id, sibling=base, changes={"eos_token_id": [128001, 128008, 128009]}, family="llama",
+                layer_mix=layer_mix,
+                sources=[LLAMA_INSTRUCT_EOS, {"fields": ["every other field"], "fact": f"{SAME_ARCHITECTURE} ({fact})",
+                                              "cite": f"{cite}; configs/{base}/config.json (genuine)"}],
+                note=f"Reconstructed: {model_id} config.json (gated) not obtained. The base's genuine config with the "
+                     "instruct eos_token_id list; KV layout identical to the base.")
+
+
 VARIANTS = [
-    dict(model_id="meta-llama/Llama-3.1-8B-Instruct", sibling="meta-llama/Meta-Llama-3.1-8B",
-         changes={"eos_token_id": [128001, 128008, 128009]}, family="llama",
-         layer_mix="32 full; 8 KV x 128",
-         sources=[LLAMA_INSTRUCT_EOS,
-                  {"fields": ["every other field"], "fact": SAME_ARCHITECTURE + " (vLLM's EAGLE-3 docs serve it "
-                   "with yuhuili/EAGLE3-LLaMA3.1-Instruct-8B and RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3)",
-                   "cite": "https://docs.vllm.ai/en/latest/features/speculative_decoding/eagle/; "
-                           "configs/meta-llama/Meta-Llama-3.1-8B/config.json (genuine)"}],
-         note="Reconstructed: meta-llama/Llama-3.1-8B-Instruct config.json (gated) not obtained. The base's genuine "
-              "config with the instruct eos_token_id list; KV layout identical to the base."),
-    dict(model_id="meta-llama/Llama-3.1-70B-Instruct", sibling="meta-llama/Meta-Llama-3.1-70B",
-         changes={"eos_token_id": [128001, 128008, 128009]}, family="llama",
-         layer_mix="80 full; 8 KV x 128",
-         sources=[LLAMA_INSTRUCT_EOS,
-                  {"fields": ["every other field"], "fact": SAME_ARCHITECTURE + " (the nvidia FP8 derivative's "
-                   "config matches the base in every KV field: 80 layers, 64 heads, 8 KV heads, hidden 8192)",
-                   "cite": "configs/meta-llama/Meta-Llama-3.1-70B/config.json (genuine); aiconfigurator blob above"}],
-         note="Reconstructed: meta-llama/Llama-3.1-70B-Instruct config.json (gated) not obtained. The base's genuine "
-              "config with the instruct eos_token_id list; KV layout identical to the base."),
+    _llama_instruct("8B", "32 full; 8 KV x 128",
+                    "vLLM's EAGLE-3 docs serve it with yuhuili/EAGLE3-LLaMA3.1-Instruct-8B and "
+                    "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",
+                    "https://docs.vllm.ai/en/latest/features/speculative_decoding/eagle/"),
+    _llama_instruct("70B", "80 full; 8 KV x 128",
+                    "the nvidia FP8 derivative's config matches the base in every KV field: 80 layers, 64 heads, "
+                    "8 KV heads, hidden 8192", "the aiconfigurator blob above"),
     dict(model_id="Qwen/Qwen3-Next-80B-A3B-Instruct", sibling="Qwen/Qwen3-Next-80B-A3B-Thinking",
          changes={}, family="qwen3-next",
          layer_mix="12 full (every 4th) + 36 linear (Gated DeltaNet); 2 KV x 256",
