@@ -23,6 +23,7 @@ COMMANDS = [
     ["compare", "google/gemma-3-27b-it", "--kv-cache-memory", "20GiB", "--target-len", "32768"],
     ["fit", "Qwen/Qwen3-8B", "--gpus", "H100-80GB", "--tp-sizes", "1,2"],
     ["models"],
+    ["explain-log", "configs/logs/gemma-3-27b-it-40gib-vllm-0.18.0.log"],
 ]
 
 

@@ -63,6 +63,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("engine_config", r"^Initializing a V1 LLM engine \(v(?P<v>[^)]+)\) with config: (?P<c>.*)$",
        lambda m: {"version": m["v"], **_engine_config(m["c"])}),
     _p("non_default_args", r"^non-default args: (?P<d>\{.*\})$", lambda m: _literal_dict(m["d"])),
+    # releases before the non-default args line (0.8 and older): "args: Namespace(model='…', …)"
+    _p("non_default_args", r"^args: Namespace\((?P<d>.*)\)$", lambda m: _namespace(m["d"])),
     _p("non_default_args", r"^non-default args: (?P<d>\{.*)$", lambda m: _literal_dict(m["d"])),  # cut short
     # the command itself, when the user pasted it with the log
     _p("serve_command", r"(?:^|\s|`)(?:vllm serve|-m vllm\.entrypoints\.openai\.api_server)(?:\s|$)",
@@ -216,6 +218,17 @@ def _serve_command(text: str) -> dict:
         return {}
     return {"form": line.form, "argv": list(line.argv), "env": dict(line.env),
             **({"image_release": line.image_release} if line.image_release else {})}
+
+
+def _namespace(text: str) -> dict:
+    """``Namespace(key=value, …)`` as ``{"args": {key: value}}`` (literals only, key by key)."""
+    out = {}
+    for m in re.finditer(r"(\w+)=('(?:[^'\\]|\\.)*'|\{[^{}]*\}|\[[^\]]*\]|[^,()]+)", text):
+        try:
+            out[m.group(1)] = ast.literal_eval(m.group(2).strip())
+        except (ValueError, SyntaxError):
+            continue
+    return {"args": out, "namespace": True}
 
 
 _CONFIG_KEYS = ("model", "speculative_config", "dtype", "max_seq_len", "tensor_parallel_size",

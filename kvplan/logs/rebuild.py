@@ -307,14 +307,14 @@ def resimulate(dep: Deployment) -> Resimulation:
     """kvplan's simulation of the deployment at the printed budget and the interval's ends."""
     from kvplan.usecases.scenario import build_layout, resolve_era, run_scenario, scenario_from
 
-    if dep.model is None:
-        return Resimulation("no model", "the log names no model (no non-default args, engine config line, vllm "
-                                        "serve command or 'Starting to load model' line)")
     policy = dep.policy or "vllm-latest"
     try:
         era = resolve_era(policy, None)
     except OptionError as e:
         return Resimulation("release not modelled", e.message)
+    if dep.model is None:
+        return Resimulation("no model", "the log names no model (no non-default args, engine config line, vllm "
+                                        "serve command or 'Starting to load model' line)", era=era)
     budget = dep.budget.bytes if dep.budget is not None else LAYOUT_ONLY_BYTES
     try:
         scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": budget})
@@ -323,7 +323,10 @@ def resimulate(dep: Deployment) -> Resimulation:
         return Resimulation("model not in catalog", e.message, era=era)
     except KvplanError as e:
         return Resimulation("model not supported", e.message, era=era)
-    mid = run_scenario(scenario, layout=layout)
+    try:
+        mid = run_scenario(scenario, layout=layout)
+    except KvplanError as e:  # an option combination the engine model refuses (e.g. auto-fit before 0.14)
+        return Resimulation("options not modelled", e.message, era=era)
     if dep.budget is None:
         return Resimulation("layout only", "the log shows no KV memory (no 'Available KV cache memory', "
                             "kv_cache_memory_bytes, admission error or auto-fit line): only the figures that do not "
