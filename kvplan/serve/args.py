@@ -64,6 +64,8 @@ def _flag_error(option: str, table: FlagTable, hits: list[str]) -> OptionError:
     if option in mine:
         return OptionError(f"{option} is kvplan's option, not vllm serve's: put it before `serve` "
                            f"(kvplan vllm {option} ... serve MODEL ...)")
+    if option.startswith("--") and "-" + option[2:] in table.by_option:  # --tp for -tp
+        return OptionError(f"{option}: not a flag of {where}; did you mean -{option[2:]}?")
     longs = [o for o in table.by_option if o.startswith("--")]
     close = difflib.get_close_matches(option, longs, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else "; `vllm serve --help=all` lists the flags"
