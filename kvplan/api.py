@@ -38,6 +38,17 @@ def sweep(model: str, thresholds: str, **options) -> dict:
     return run(model, thresholds, **options)
 
 
+def vllm_serve(args=None, *, line: str | None = None, **options) -> dict:
+    """A ``vllm serve`` line simulated as ``simulate`` does (``kvplan vllm``): ``args`` are the
+    words after ``vllm serve`` (model first), or ``line`` one pasted command (``vllm serve ...``,
+    ``python -m vllm.entrypoints.openai.api_server ...``, ``docker run ... vllm/vllm-openai:TAG ...``).
+    ``options`` are kvplan's own (``gpu``, ``policy``, ...). The result is simulate's envelope plus
+    ``serve``: the release read, the flag list used and what kvplan did with every flag."""
+    from kvplan.usecases.serve import vllm_serve as run
+
+    return run(args, line=line, **options)
+
+
 def compare(model: str, **options) -> dict:
     """vLLM eras and proposals, SGLang, TensorRT-LLM and llama.cpp side by side (``kvplan compare``)."""
     from kvplan.usecases.compare import compare as run
@@ -85,4 +96,15 @@ def policies() -> dict:
     return envelope("policies", options={}, outcome=outcome(ok=True), body=release_policies())
 
 
-COMMANDS = ("inspect", "simulate", "sweep", "compare", "fit", "gpus", "check", "models", "policies")
+def explain_log(text_or_path: str, **options) -> dict:
+    """Read a vLLM start-up log (a file path, ``-`` for standard input, or the log text itself),
+    rebuild the deployment, re-simulate it with the logged release, set each logged figure beside
+    kvplan's and name the traps (``kvplan explain-log``). Options: ``model``, ``drafter`` and
+    ``policy`` override what the log says."""
+    from kvplan.usecases.explain_log import explain_log as run
+
+    return run(text_or_path, **options)
+
+
+COMMANDS = ("inspect", "simulate", "sweep", "vllm_serve", "compare", "fit", "gpus", "check", "models", "policies",
+            "explain_log")

@@ -57,6 +57,19 @@ ERA = obj({"name": STR, "threshold": nullable(NUM), "vllm_releases": arr(STR), "
 LAYER = obj({"index": INT, "name": STR, "source": STR, "kind": STR, "block_size": INT, "page_size_bytes": INT})
 
 
+# `simulate --cross-check` / `cross_check: true`: the comparison with a real vLLM (kvplan.verify.crosscheck)
+CROSS_CHECK = obj({
+    "ran": BOOL, "agree": nullable(BOOL), "reason": nullable(STR), "vllm_version": nullable(STR),
+    "python": nullable(STR), "fields_compared": INT, "fields_agree": INT,
+    "differences": arr(obj({"field": STR, "kvplan": {}, "vllm": {}}, closed=True)),
+    "scope": obj({"verified": nullable(STR), "not_verified": nullable(STR), "notes": arr(STR)}, closed=True),
+    "seconds": NUM, "cached": BOOL,
+}, closed=True)
+
+# body keys present only when asked for (not required)
+OPTIONAL = {"simulate": {"cross_check": CROSS_CHECK}}
+
+
 def envelope(command: str, body: dict) -> dict:
     head = {
         "schema_version": {"const": 2},
@@ -67,13 +80,14 @@ def envelope(command: str, body: dict) -> dict:
         "outcome": OUTCOME,
     }
     props = {**head, **body, "warnings": arr(STR)}
+    optional = OPTIONAL.get(command, {})
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://kvplan.dev/schema/{command}.json",
         "title": f"kvplan {command} --format json",
         "type": "object",
         "required": list(props),
-        "properties": props,
+        "properties": {**props, **optional},
         "additionalProperties": True,
     }
 
@@ -109,6 +123,19 @@ BODIES = {
         "state_bytes_per_request": INT, "ranks": arr(obj({"rank": INT, "num_layers": INT, "layers": arr(STR)})),
     },
     "simulate": PLAN_BODY,
+    "vllm": {
+        **PLAN_BODY,
+        "serve": obj({
+            "form": {"enum": ["vllm serve", "api_server", "docker"]}, "line": nullable(STR), "image": nullable(STR),
+            "model": STR, "release": STR, "release_source": STR,
+            "flag_list": obj({"release": STR, "source": STR, "note": nullable(STR)}),
+            "flags": arr(obj({"flag": STR, "value": {}, "dest": STR,
+                              "effect": {"enum": ["applied", "no effect", "estimate"]},
+                              "applied_as": nullable(STR), "note": nullable(STR), "from": STR})),
+            "environment": {"type": "object", "additionalProperties": STR}, "environment_applied": BOOL,
+            "environment_ignored": arr(STR),
+        }),
+    },
     "sweep": {
         "model": MODEL_INFO, "drafter": nullable(MODEL_INFO), "policy": ERA,
         "rows": arr(obj({"threshold": NUM, "group_size": INT, "num_groups": INT, "num_padding_layers": INT,
@@ -136,7 +163,8 @@ BODIES = {
         "files": arr(STR), "passed": BOOL,
         "summary": obj({"num_deployments": INT, "num_passed": INT, "num_failed": INT, "num_errors": INT}),
         "deployments": arr(obj({"name": STR, "file": STR, "line": INT, "status": {"enum": ["pass", "fail", "error"]},
-                                "outcome": OUTCOME, "expectations": arr(OBJ)})),
+                                "outcome": OUTCOME, "expectations": arr(OBJ),
+                                "cross_check": nullable(CROSS_CHECK)})),
     },
     "models": {"models": arr(obj({"id": STR}))},
     "policies": {
@@ -145,6 +173,22 @@ BODIES = {
         "eras": arr(obj({"name": STR, "first_release": STR, "releases": arr(STR), "description": STR,
                          "changes": OBJ, "decisions": OBJ})),
         "aliases": OBJ, "proposals": arr(obj({"name": STR, "description": STR})),
+    },
+    "explain-log": {
+        "log": obj({"source": STR, "lines": INT, "records": INT, "facts": INT}),
+        "recovered": OBJ,
+        "facts": arr(obj({"kind": STR, "line": INT, "text": STR})),
+        "missing": arr(STR),
+        "rebuild": obj({"model": nullable(STR), "policy": nullable(STR), "options": OBJ,
+                        "budget": nullable(obj({"kv_cache_memory_bytes": INT, "low_bytes": INT, "high_bytes": INT,
+                                                "exact": BOOL, "source": STR})),
+                        "status": STR, "detail": STR, "assumed": arr(STR), "ignored_args": arr(STR), "notes": arr(STR)}),
+        "figures": arr(obj({"figure": STR, "kind": STR, "key": nullable(STR), "line": nullable(INT), "logged": {},
+                            "kvplan": {}, "kvplan_range": nullable(ARR), "meaning": nullable(STR),
+                            "agrees": nullable(BOOL), "verdict": STR})),
+        "verdict": STR,
+        "traps": arr(obj({"trap": STR, "detail": STR})),
+        "simulation": nullable(OBJ),
     },
 }
 

@@ -149,3 +149,37 @@ def test_schema_rejects_a_broken_outcome():
 def test_unknown_keyword_is_refused_with_the_known_ones():
     with pytest.raises(kvplan.errors.OptionError, match=r"simulate: unknown option\(s\) kv_cache_memory_gb; known: "):
         kvplan.simulate("openai/gpt-oss-20b", kv_cache_memory_gb=40)
+
+
+@pytest.mark.parametrize("args, line, kwargs", [
+    (["openai/gpt-oss-20b", "--speculative-config",
+      '{"method":"eagle3","model":"amazon/GPT-OSS-20B-P-EAGLE","num_speculative_tokens":5}'], None,
+     {"gpu": "H100-80GB"}),
+    (None, "docker run --gpus all vllm/vllm-openai:v0.18.0 --model openai/gpt-oss-20b --kv-cache-memory-bytes 40G",
+     {}),
+])
+def test_vllm_serve_library_equals_cli(args, line, kwargs):
+    cli = ["vllm", "--format", "json"]
+    for name, value in kwargs.items():
+        cli += [OPTIONS[name].flag, str(value)]
+    cli += ["--line", line] if line is not None else ["serve", *args]
+    code, from_cli = cli_json(cli)
+    from_lib = kvplan.vllm_serve(args, line=line, **kwargs)
+    assert from_lib == from_cli and code == 0
+    validate(from_lib)
+
+
+def test_explain_log_library_equals_cli(tmp_path):
+    """kvplan.explain_log(path) == `kvplan explain-log PATH --format json` (a vLLM golden's log)."""
+    from golden_logs import GOLDEN_DIR, golden_log
+
+    golden = json.loads((GOLDEN_DIR / "gpt-oss-20b__2gib__0.34.0.json").read_text())
+    log = tmp_path / "vllm.log"
+    log.write_text(golden_log(golden))
+    code, from_cli = cli_json(["explain-log", str(log), "--format", "json"])
+    from_lib = kvplan.explain_log(str(log))
+    assert from_lib == from_cli
+    validate(from_lib)
+    # 0.34.0 fails the admission check on 2 GiB (vLLM's own error in the golden) and kvplan agrees
+    assert code == 0 and from_lib["outcome"]["starts"] is False and from_lib["outcome"]["ok"] is True
+    assert from_lib["outcome"]["fix"] == "--max-model-len 70832"

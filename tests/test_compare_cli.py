@@ -81,7 +81,18 @@ def test_other_engines_and_advice(gpt):
     for r in rows.values():
         assert r["reserved_per_request_bytes"] >= 4_298_113_024
     a = gpt["advice"]
-    assert a["vllm"]["threshold"] == 1.34 or a["vllm"]["current"]["starts"]
+    v = a["vllm"]
+    # buckets: 12 sliding, 16 full (12 target + 4 P-EAGLE); 16/12 = 1.333…, so the least threshold (to 0.01)
+    # that keeps the full bucket in one group is 1.34: group size 16, 2 groups, 16 + 16 - 28 = 4 padding
+    # slots. At 1.0 the group size is the smallest bucket, 12: the full bucket takes 2 groups of 12,
+    # 12 + 24 - 28 = 8 padding slots. The shipped 1.5 already gives the 1.34 grouping, so it starts;
+    # its concurrency is vLLM 0.34.0's own figure (tests/golden/gpt-oss-20b-peagle__40gib__0.34.0.json:
+    # 8.880216802168022).
+    assert (v["threshold"], v["group_size"], v["num_padding_layers"]) == (1.34, 16, 4)
+    assert v["current"] == {"threshold": 1.5, "group_size": 16, "num_padding_layers": 4, "starts": True,
+                            "max_concurrency": 8.880217}
+    assert [(t["threshold"], t["group_size"], t["num_groups"], t["num_padding_layers"]) for t in v["tried"]] == [
+        (1.0, 12, 3, 8), (1.34, 16, 2, 4)]
     assert "flag" not in (a["vllm"] or {})  # a grouping threshold is a vLLM code change, never a flag
     assert a["sglang"]["applicable"] and a["trtllm"]["applicable"]
     assert a["trtllm"]["env"].startswith("TRTLLM_WINDOW_SIZE_SHARES=")

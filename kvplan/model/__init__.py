@@ -6,10 +6,24 @@ Importing this package imports neither transformers nor torch; transformers is l
 lazily when a config is parsed.
 """
 
-from kvplan.model.catalog import list_catalog
-from kvplan.model.layout import ModelInfo, ModelLayout, build_model_layout, get_pp_indices, load_model_info
-from kvplan.model.options import ServingOptions
-from kvplan.model.source import ModelSource, resolve_model
+# Resolved lazily (PEP 562): importing one submodule (kvplan.model.methods for the option table)
+# must not load the whole model layer.
+_EXPORTS = {
+    "list_catalog": "catalog",
+    "ModelInfo": "layout", "ModelLayout": "layout", "build_model_layout": "layout", "get_pp_indices": "layout",
+    "load_model_info": "layout",
+    "ServingOptions": "options",
+    "ModelSource": "source", "resolve_model": "source",
+}
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(f"kvplan.model.{_EXPORTS[name]}"), name)
+    raise AttributeError(name)
+
 
 __all__ = [
     "ModelInfo",

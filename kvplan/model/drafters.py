@@ -24,10 +24,7 @@ from kvplan.model.families import (
     mla_layer,
 )
 from kvplan.model.hfconfig import HFView
-
-SPEC_METHODS = ("eagle", "eagle3", "mtp", "draft_model", "ngram", "suffix")
-# Methods without a draft network (no KV layers). vLLM also accepts "[ngram]" spellings.
-NO_LAYER_METHODS = frozenset({"ngram", "suffix"})
+from kvplan.model.methods import SPEC_METHODS
 
 
 def infer_method(draft_view: HFView, architecture: str) -> tuple[str, str]:

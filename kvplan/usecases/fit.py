@@ -382,8 +382,10 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     """Every answer the inputs allow, as one report dict (schema_version, integer bytes).
 
     With ``s.gpu``/``s.gpu_memory``: the largest max_model_len and (given concurrency and
-    context_len) the smallest utilization, on that GPU at ``s.tensor_parallel_size``.
-    The GPU table runs when ``table`` is True, or by default when no GPU is given."""
+    context_len) the smallest utilization, on that GPU at ``s.tensor_parallel_size``. With
+    ``s.kv_cache_memory`` (vLLM's ``--kv-cache-memory-bytes``) the length answers rest on that
+    budget, GPU or not. The GPU table runs when ``table`` is True, or by default when neither a
+    GPU nor a KV budget is given."""
     from kvplan.report.data import era_dict, model_info_dict, serving_dict
 
     if context_len is not None and concurrency is None:
@@ -412,16 +414,29 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     }
     era = resolve_era(s.policy, s.threshold)
     out["policy"] = era_dict(era)
-    if on_gpu:
+    given_kv = s.kv_cache_memory
+    if given_kv is not None and concurrency is not None and context_len is not None:
+        raise OptionError("--kv-cache-memory fixes the KV budget, so there is no utilization to find for "
+                          "--concurrency with --context-len; drop --kv-cache-memory, or --context-len to get the "
+                          "longest context for N requests")
+    if given_kv is not None:
+        # vLLM's --kv-cache-memory-bytes is the KV size of every worker, used as given (no profiling): the
+        # answers rest on it alone, nothing is estimated
+        b = _Budgeted(s, base_layout, era, {"kv_cache_memory_bytes": given_kv,
+                                            "kv_cache_memory_source": "given (--kv-cache-memory)"})
+        out["budget"] = b.budget
+        out["estimated"] = False
+    elif on_gpu:
         b = budget_for(s, base_layout, era)
         out["budget"] = b.budget
         warnings += b.budget["warnings"]
+    if given_kv is not None or on_gpu:
         out["max_model_len"] = fit_max_model_len(b)
         if concurrency is not None and context_len is not None:
             out["min_gpu_memory_utilization"] = fit_min_utilization(b, concurrency, context_len)
         elif concurrency is not None:
             out["max_context_len_for_concurrency"] = fit_context_for_concurrency(b, concurrency)
-    if table or (table is None and not on_gpu):
+    if table or (table is None and not on_gpu and given_kv is None):
         out["gpus"] = fit_gpus(s, gpus or parse_gpus(None), tp_sizes or [1, 2, 4, 8], concurrency=concurrency,
                                context_len=context_len, layouts=layouts)
     out["warnings"] += [w for w in warnings if w not in out["warnings"]]

@@ -101,7 +101,8 @@ class Era:
     drafter_single_group_check: bool = True
     # The model runner a release picks when nothing forces one (VLLM_USE_V2_MODEL_RUNNER unset):
     # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" in 0.33.0 (VllmConfig.use_v2_model_runner;
-    # pinned at 0.33.0, the release checked, not bisected).
+    # pinned at 0.33.0, the release checked, not bisected); "v2_only" from 0.34.0, which removed V1
+    # (platforms/interface.py validate_environ), so P-EAGLE runs on it with async scheduling.
     default_model_runner: str = "v1"
     # The derived max_model_len of YaRN models (``_get_and_verify_max_len``): "original_times_factor"
     # (0.18.0: original_max_position_embeddings x factor) or "factor_in_length" (0.33.0: YaRN's
@@ -216,16 +217,20 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines",
-     dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True)),
+     dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True,
+          default_model_runner="v2_only")),
 )
+
+
+_BOUNDARIES = tuple((version_key(first), name) for name, first, _, _ in CHAIN)
 
 
 def era_name_of(version: str) -> str:
     """The era a release belongs to: the last in CHAIN whose first release is not newer."""
     key = version_key(version)
     name = CHAIN[0][0]
-    for era_name, first, _, _ in CHAIN:
-        if version_key(first) <= key:
+    for first, era_name in _BOUNDARIES:
+        if first <= key:
             name = era_name
     return name
 
@@ -233,9 +238,10 @@ def era_name_of(version: str) -> str:
 def _build_chain() -> dict[str, Era]:
     out: dict[str, Era] = {}
     fields: dict = dict(_BASE)
+    era_of = {v: era_name_of(v) for v in VERSIONS}
     for name, first, description, changes in CHAIN:
         fields.update(changes)
-        releases = tuple(v for v in VERSIONS if era_name_of(v) == name)
+        releases = tuple(v for v in VERSIONS if era_of[v] == name)
         out[name] = Era(name=name, description=description, releases=releases, first_release=first, **fields)
     return out
 

@@ -130,3 +130,53 @@ def autofit_lines(era, original: int, best: int, avail_gib: float) -> tuple[str,
         return (line,)
     return (f"{line} Requests longer than {best} tokens will be rejected. Increase `gpu_memory_utilization` or set "
             "--max-model-len explicitly.",)
+
+
+def log_line_meanings(era) -> dict[str, str]:
+    """What each start-up log line vLLM prints about the KV cache means in ``era``'s releases,
+    keyed by the kind ``kvplan.logs.extract`` gives the line. Built from the era's decision
+    fields (``kv_size_log``, ``admission``, ``null_block_in_check``, ``in_flight_batches``,
+    ``override_before_check``, ``cudagraph_memory_in_profile``), so a meaning changes exactly
+    where the registry says the behaviour did."""
+    span = f"{era.releases[0]}-{era.releases[-1]}" if len(era.releases) > 1 else (era.releases or ("?",))[0]
+    window = ("window + max_concurrent_batches x max_num_batched_tokens" if era.in_flight_batches
+              else "window + max_num_batched_tokens")
+    if era.kv_size_log == "concurrency":
+        size = (f"int(max_concurrency x max_model_len) in {span}: the tokens of max-length requests that fit, "
+                "not the pool (it counts a sliding layer's reservation, not its blocks)")
+    else:
+        size = (f"num_blocks // num_groups x block_size in {span}: one group's blocks in tokens (the pool's "
+                "size, padding slots included), not what requests can use")
+    if era.admission == "per_layer":
+        need = "the sum of every layer's own reservation for one max_model_len request, before grouping"
+    elif era.admission == "first_group":
+        need = "group_size x page_size x the first group's blocks for one max_model_len request"
+    else:
+        need = "bytes_per_block x the blocks one max_model_len request takes in every group"
+    if era.null_block_in_check:
+        need += "; available = the KV memory minus one block (the null block)"
+    override = ("--num-gpu-blocks-override becomes the available memory before auto-fit and the admission check"
+                if era.override_before_check else "--num-gpu-blocks-override replaces num_blocks after the check")
+    available = ("per GPU: gpu_memory_utilization x total - weights - peak activation - non-torch memory"
+                 + (" - the CUDA-graph estimate" if era.cudagraph_memory_in_profile else ""))
+    return {
+        "available_kv_memory": available,
+        "kv_cache_memory_reserved": "per GPU, as --kv-cache-memory-bytes gave it (no profiling)",
+        "kv_cache_size": size,
+        "concurrency": ("num_blocks / the blocks one max_model_len request reserves in every group "
+                        f"(full: the length; sliding/chunked: {window}); a prefill-time figure"),
+        "padding": ("group_size - the layers of a bucket, as empty slots in every block; P = padding / layers x 100, "
+                    "an upper bound"),
+        "override": f"num_blocks computed from the available memory; {override}",
+        "autofit": "the largest max_model_len whose admission need fits the available KV memory (binary search)",
+        "admission_error": f"needed = {need}",
+        "admission_error_tokens": "the pool in tokens is smaller than one max_model_len request",
+        "num_gpu_blocks": "blocks in the pool (V0 and early V1 logs)",
+        "drafter_split": "the EAGLE proposer's check that every drafting layer is in one KV cache group",
+        "hma_off": "the hybrid KV cache manager is turned off: sliding/chunked layers keep the whole length",
+        "hma_off_converted": "every layer became full attention (one group type): no sliding-window savings",
+        "dcp_multiply": "the size line is multiplied by the decode-context-parallel world size",
+        "exception": "the exception start-up ended with (its type; the text is in the facts)",
+        "cuda_graph": "CUDA graph memory captured after the KV cache was sized",
+        "cuda_graph_profiled": "CUDA graph memory counted in the profile, so taken from the KV budget",
+    }

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from kvplan.usecases.check.schema import (
     _INVALID, DEFAULT_EXPECTATIONS, DEFAULTS, DEPLOYMENTS, EXPECT, EXPECTATIONS, NAME, OPTIONS, TOP_LEVEL_KEYS,
+    VLLM_SERVE,
     Deployment, DeploymentsFileError, Expectation, FileIssue, _Bad, _string, _type_name,
 )
 from kvplan.usecases.scenario import Scenario
@@ -44,7 +45,9 @@ class _FileReader:
             problem = "; ".join(filter(None, [e.context, e.problem])) or "invalid YAML"
             self.issue(mark.line + 1 if mark else None, None, None, f"invalid YAML: {problem}")
         except yaml.YAMLError as e:
-            self.issue(None, None, None, f"invalid YAML: {e}")
+            self.issue(None, None, None, f"invalid YAML: {' '.join(str(e).split())}")
+        except RecursionError:
+            self.issue(None, None, None, "invalid YAML: it nests deeper than the YAML parser goes")
         return None
 
     def value(self, node) -> Any:
@@ -55,6 +58,8 @@ class _FileReader:
             return self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as e:
             raise _Bad(f"cannot read value: {getattr(e, 'problem', None) or e}") from None
+        except RecursionError:  # a value that contains itself (a: &a [*a])
+            raise _Bad("cannot read value: it nests too deep or refers to itself") from None
 
     def mapping(self, node, entry: str | None, key_prefix: str = "") -> dict[str, tuple[Any, Any]] | None:
         """Mapping node → {key: (key_node, value_node)}, or None for another kind of node.
@@ -106,7 +111,7 @@ class _FileReader:
         if items is None:
             self.issue(_line(node), entry, None, f"expected a mapping of settings, got {_node_kind(node)}")
             return options, expect, _line(node) or 0
-        known = [*OPTIONS, EXPECT] + ([NAME] if allow_name else [])
+        known = [*OPTIONS, EXPECT, VLLM_SERVE] + ([NAME] if allow_name else [])
         for key, (knode, vnode) in items.items():
             if key == NAME and allow_name:
                 continue
@@ -124,6 +129,9 @@ class _FileReader:
                         continue
                     v = self._checked(evnode, EXPECTATIONS[ekey], entry, f"{EXPECT}.{ekey}")
                     expect[ekey] = _Value(v, _line(eknode))
+                continue
+            if key == VLLM_SERVE:
+                options[key] = _Value(self._checked(vnode, _string, entry, key), _line(knode))
                 continue
             if key not in OPTIONS:
                 hint = _unknown(key, known, "key")
@@ -213,12 +221,15 @@ class _FileReader:
     def _deployment(self, name, entry, line, default_options, options, default_expect, expect) -> Deployment | None:
         merged = {**default_options, **options}
         values = {k: v.value for k, v in merged.items() if v.value is not None}
+        if isinstance(values.get(VLLM_SERVE), str):
+            values = self._serve_line(values, merged[VLLM_SERVE].line, entry)
+        serve_bad = values.pop(VLLM_SERVE, None) is _INVALID
         # an invalid value was reported already: it counts as present for the checks below
-        ok = not any(v is _INVALID for v in values.values())
-        if "model" not in values:
+        ok = not serve_bad and not any(v is _INVALID for v in values.values())
+        if "model" not in values and not serve_bad:
             self.issue(line, entry, "model", "missing; set the model id (here or in defaults)")
             ok = False
-        if not any(k in values for k in ("kv_cache_memory", "gpu", "gpu_memory")):
+        if not any(k in values for k in ("kv_cache_memory", "gpu", "gpu_memory")) and not serve_bad:
             self.issue(line, entry, "kv_cache_memory",
                        "no KV-cache budget; set kv_cache_memory (e.g. 80GiB) or gpu (e.g. H100-80GB), here or in defaults")
             ok = False
@@ -234,6 +245,35 @@ class _FileReader:
             for k in EXPECTATIONS if k in exp and exp[k].value is not None
         )
         return Deployment(name, self.path, line, Scenario(**values), expectations)
+
+
+    def _serve_line(self, values: dict, line: int, entry: str) -> dict:
+        """``vllm_serve: "vllm serve MODEL --flags"`` → the entry's options (kvplan.serve reads it
+        with the release of the entry's policy, or of the docker image's tag)."""
+        from pathlib import Path
+
+        from kvplan.errors import KvplanError
+        from kvplan.serve import parse_line, read_serve
+
+        try:
+            req = read_serve(line=parse_line(values[VLLM_SERVE]), policy=values.get("policy"),
+                             base=Path(self.path).resolve().parent)
+        except KvplanError as e:
+            self.issue(line, entry, VLLM_SERVE, e.message)
+            return {**values, VLLM_SERVE: _INVALID}
+        out = dict(values)
+        for key, value in [("model", req.model), *req.options.items()]:
+            if key == "policy" and key in values:
+                continue
+            if key in values and values[key] != value and key != "policy":
+                self.issue(line, entry, key, f"set by the key and by {VLLM_SERVE}; give it once")
+                out[key] = _INVALID
+                continue
+            out[key] = value
+        env = {k: v for k, v in req.env.items() if k.startswith("VLLM_")}
+        if env and "env" in OPTIONS:
+            out["env"] = {**env, **(values.get("env") or {})}
+        return out
 
 
 def _peek_name(node) -> str | None:

@@ -42,6 +42,9 @@ DEFAULTS = "defaults"
 DEPLOYMENTS = "deployments"
 EXPECT = "expect"
 NAME = "name"
+# A deployment may give its `vllm serve` line instead of (or beside) separate keys; the line's
+# flags become the entry's options (kvplan.serve), a key set both ways is a problem.
+VLLM_SERVE = "vllm_serve"
 TOP_LEVEL_KEYS = (DEFAULTS, DEPLOYMENTS)
 
 PASS, FAIL, ERROR = "pass", "fail", "error"

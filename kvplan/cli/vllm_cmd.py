@@ -1,0 +1,67 @@
+"""`kvplan vllm [kvplan options] serve MODEL [vllm serve flags]` and `kvplan vllm --line 'TEXT'`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, List, Optional
+
+import typer
+
+from kvplan.cli.app import EXIT_USAGE, app, fail, handle_errors
+from kvplan.cli.params import Format, OutputFormat, command_options
+from kvplan.cli.render import finish
+
+_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
+
+
+@app.command("vllm", context_settings=_SETTINGS)
+@handle_errors
+@command_options("vllm")
+def vllm_command(
+    serve: Annotated[Optional[List[str]], typer.Argument(
+        metavar="serve MODEL [VLLM FLAGS]...", show_default=False,
+        help="The words of your `vllm serve` command, from `serve` on. kvplan's own options go before `serve`.")] = None,
+    *,
+    line: Annotated[Optional[str], typer.Option(
+        "--line", metavar="TEXT", help="One pasted command: `vllm serve ...`, `python -m "
+        "vllm.entrypoints.openai.api_server ...` or `docker run ... vllm/vllm-openai:TAG ...`, with VAR=value "
+        "prefixes and -e VAR=value; '-' reads it from stdin (backslash-continued lines are joined).")] = None,
+    format: OutputFormat = Format.table,
+    **options,
+) -> None:
+    """Put kvplan in front of a `vllm serve` line: read every flag as that vLLM release does, and
+    simulate it (same result as `kvplan simulate`, plus how each flag was treated).
+
+    Example: kvplan vllm --gpu H100-80GB serve openai/gpt-oss-20b --max-model-len 128k.
+    The docker image's tag names the release (v0.18.0 -> vllm==0.18.0). Exit codes: 0 the engine
+    would start; 3 it would fail; 1 kvplan error (an unknown or unmodelled flag); 2 usage error.
+    """
+    from kvplan.api import vllm_serve
+
+    words = list(serve or [])
+    if line is not None:
+        if words:
+            raise fail("give either --line or the serve words, not both", EXIT_USAGE)
+        text = sys.stdin.read() if line == "-" else line
+        data = vllm_serve(line=text, **options)
+    else:
+        if not words or words[0] != "serve":
+            if words and words[0].startswith("-"):
+                from kvplan.serve.args import before_serve_hint
+
+                raise fail(before_serve_hint(words[0]), EXIT_USAGE)
+            got = f" (got {words[0]!r})" if words else ""
+            raise fail(f"expected `kvplan vllm [kvplan options] serve MODEL [flags]` or --line 'TEXT'{got}",
+                       EXIT_USAGE)
+        data = vllm_serve(words[1:], **options)
+
+    def table(d: dict) -> None:
+        from kvplan.report.serve_tables import render_serve
+        from kvplan.report.tables import render_budget, render_plan
+
+        render_serve(d)
+        render_plan(d)
+        if d.get("budget"):
+            render_budget(d["budget"])
+
+    finish(data, format.value, table, hints=[f"Check failed: {c}" for c in data.get("checks_failed", [])])

@@ -1,0 +1,333 @@
+"""Typed facts from a vLLM start-up log: everything in it that shapes the KV cache.
+
+Each pattern is one line vLLM prints (the release that prints it in the comment); a fact
+keeps the 1-based line number where it starts and the message it was read from. Nothing is
+inferred here: a value the log does not show is simply absent (``missing`` lists the facts
+the rebuild needs and did not find).
+
+The same extractor reads kvplan's own predicted log lines (``Plan.logs``), so a logged figure
+and kvplan's figure are always read by the same code.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from kvplan.errors import OptionError
+from kvplan.logs.reader import Record
+
+_INT = r"\d+(?:,\d{3})*"
+_NUM = r"\d+(?:\.\d+)?"
+
+
+def _int(s: str) -> int:
+    return int(s.replace(",", ""))
+
+
+@dataclass(frozen=True)
+class Fact:
+    kind: str
+    values: dict
+    line: int
+    text: str
+
+    def __getitem__(self, key: str):
+        return self.values[key]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: str
+    regex: re.Pattern
+    convert: object  # (match) -> dict
+    search: bool = False  # find anywhere in the message (errors inside a traceback line)
+
+
+def _p(kind: str, regex: str, convert, search: bool = False) -> Pattern:
+    return Pattern(kind, re.compile(regex), convert, search)
+
+
+def _gib(x: str) -> float:
+    return float(x)
+
+
+PATTERNS: tuple[Pattern, ...] = (
+    # "vLLM API server version 0.11.0" (to 0.33), "vLLM server version 0.34.0, serving model m" (0.34)
+    _p("release", r"^vLLM (?:API )?server version (?P<v>\d+(?:\.\d+){1,3}\S*?)(?:, serving model (?P<m>\S+))?$",
+       lambda m: {"version": m["v"], **({"model": m["m"]} if m["m"] else {})}),
+    # the logo (0.34 on a terminal): "▄█ █ … version 0.34.0"
+    _p("release", r"[█▄▀].*\bversion\s+(?P<v>\d+\.\d+\.\d+\S*)\s*$", lambda m: {"version": m["v"]}, search=True),
+    # "Initializing a V1 LLM engine (v0.11.0) with config: model='…', …" (engine core)
+    _p("engine_config", r"^Initializing a V1 LLM engine \(v(?P<v>[^)]+)\) with config: (?P<c>.*)$",
+       lambda m: {"version": m["v"], **_engine_config(m["c"])}),
+    _p("non_default_args", r"^non-default args: (?P<d>\{.*\})$", lambda m: _literal_dict(m["d"])),
+    # releases before the non-default args line (0.8 and older): "args: Namespace(model='…', …)"
+    _p("non_default_args", r"^args: Namespace\((?P<d>.*)\)$", lambda m: _namespace(m["d"])),
+    _p("non_default_args", r"^non-default args: (?P<d>\{.*)$", lambda m: _literal_dict(m["d"])),  # cut short
+    # the command itself, when the user pasted it with the log
+    _p("serve_command", r"(?:^|\s|`)(?:vllm serve|-m vllm\.entrypoints\.openai\.api_server)(?:\s|$)",
+       lambda m: _serve_command(m.string), search=True),
+    _p("architecture", r"^Resolved architecture: (?P<a>\w+)$", lambda m: {"architecture": m["a"]}),
+    _p("max_model_len", rf"^Using max model len (?P<n>{_INT})$", lambda m: {"max_model_len": _int(m["n"])}),
+    _p("max_num_batched_tokens", rf"^Chunked prefill is enabled with max_num_batched_tokens=(?P<n>{_INT})\.?$",
+       lambda m: {"max_num_batched_tokens": _int(m["n"])}),
+    _p("async_scheduling", r"^Asynchronous scheduling is (?P<s>enabled|disabled)\.?",
+       lambda m: {"async_scheduling": m["s"] == "enabled"}),
+    # auto-fit: 0.14-0.31, 0.32-0.33, 0.34
+    _p("autofit", rf"^Auto-fit max_model_len: full model context length (?P<o>{_INT}) fits in available "
+       rf"(?:GPU|KV cache) memory(?: \((?P<g>{_NUM}) GiB \w+\))?$",
+       lambda m: {"original": _int(m["o"]), "max_model_len": _int(m["o"]), "reduced": False,
+                  **({"available_gib": _gib(m["g"])} if m["g"] else {})}),
+    _p("autofit", rf"^Auto-fit max_model_len: reduced from (?P<o>{_INT}) to (?P<b>{_INT}) to fit in available "
+       rf"(?:GPU memory \((?P<g1>{_NUM}) GiB available for KV cache\)|KV cache memory \((?P<g2>{_NUM}) GiB \w+\))$",
+       lambda m: {"original": _int(m["o"]), "max_model_len": _int(m["b"]), "reduced": True,
+                  "available_gib": _gib(m["g1"] or m["g2"])}),
+    _p("autofit", rf"^--max-model-len auto reduced max_model_len from (?P<o>{_INT}) to (?P<b>{_INT}) "
+       rf"\((?P<g>{_NUM}) GiB \w+ available for the KV cache\)\.",
+       lambda m: {"original": _int(m["o"]), "max_model_len": _int(m["b"]), "reduced": True,
+                  "available_gib": _gib(m["g"])}),
+    _p("autofit_none", r"^Cannot auto-fit max_model_len: not enough GPU memory", lambda m: {}, search=True),
+    # "Model loading took 12.89 GiB memory and 36.7 seconds" (0.10+), "… took 13.7815 GiB and 5.9 seconds"
+    _p("model_loading", rf"^Model loading took (?P<g>{_NUM}) GiB(?: memory)? and (?P<s>{_NUM}) seconds?",
+       lambda m: {"weights_gib": _gib(m["g"]), "seconds": float(m["s"])}),
+    # V0 and early V1 (printed "GB", computed as bytes / 2**30)
+    _p("model_loading", rf"^Loading model weights took (?P<g>{_NUM}) GB",
+       lambda m: {"weights_gib": _gib(m["g"])}),
+    _p("model_name", r"^Starting to load model (?P<m>\S+?)\.{0,3}$", lambda m: {"model": m["m"]}),
+    _p("available_kv_memory", rf"^Available KV cache memory: (?P<g>-?{_NUM}) GiB$",
+       lambda m: {"gib": _gib(m["g"])}),
+    # kv_cache_memory_bytes given (0.11+): the worker skips profiling
+    _p("kv_cache_memory_reserved", rf"reserved (?P<g>{_NUM}) GiB memory for KV Cache as specified by "
+       r"kv_cache_memory_bytes", lambda m: {"gib": _gib(m["g"])}, search=True),
+    _p("num_gpu_blocks", rf"^#?\s*(?:GPU|cuda|CUDA) blocks: (?P<n>{_INT})(?:, # CPU blocks: (?P<c>{_INT}))?",
+       lambda m: {"num_blocks": _int(m["n"]), **({"num_cpu_blocks": _int(m["c"])} if m["c"] else {})}),
+    # V0's profile: "Memory profiling results: … kv_cache_size=2.89GiB gpu_memory_utilization=0.90"
+    _p("memory_profile", rf"^Memory profiling results:.*?\bkv_cache_size=(?P<k>-?{_NUM})GiB"
+       rf"(?:.*?gpu_memory_utilization=(?P<u>{_NUM}))?",
+       lambda m: {"kv_cache_gib": float(m["k"]), **({"gpu_memory_utilization": float(m["u"])} if m["u"] else {})}),
+    _p("attention_backend", r"^Using (?P<b>[A-Z][A-Z0-9_]+) attention backend",
+       lambda m: {"attention_backend": m["b"]}),
+    _p("override", rf"^Overriding num_gpu_blocks=(?P<n>{_INT}) with num_gpu_blocks_override=(?P<o>{_INT})$",
+       lambda m: {"num_blocks": _int(m["n"]), "override": _int(m["o"])}),
+    # one line from 0.28 ("GPU KV cache size: …, Maximum concurrency …"), two before
+    _p("capacity", rf"^GPU KV cache size: (?P<t>{_INT}) tokens, Maximum concurrency for (?P<l>{_INT}) tokens per "
+       rf"request: (?P<c>{_NUM})x$",
+       lambda m: {"kv_cache_size_tokens": _int(m["t"]), "max_model_len": _int(m["l"]),
+                  "max_concurrency": float(m["c"])}),
+    _p("kv_cache_size", rf"^GPU KV cache size: (?P<t>{_INT}) tokens$", lambda m: {"kv_cache_size_tokens": _int(m["t"])}),
+    _p("concurrency", rf"^Maximum concurrency for (?P<l>{_INT}) tokens per request: (?P<c>{_NUM})x$",
+       lambda m: {"max_model_len": _int(m["l"]), "max_concurrency": float(m["c"])}),
+    _p("dcp_multiply", r"^Multiplying the GPU KV cache size by the cp_world_size (?P<n>\d+)",
+       lambda m: {"cp_world_size": int(m["n"])}),
+    _p("padding", rf"^Add (?P<n>\d+) padding layers, may waste at most (?P<p>{_NUM})% KV cache memory$",
+       lambda m: {"num_padding_layers": int(m["n"]), "waste_pct": float(m["p"])}),
+    # the hybrid manager turned off, by whom (hybrid.py / grouping.py hold the exact texts)
+    _p("hma_off", r"^Turning off hybrid kv cache manager because (?:`--kv-transfer-config` is set|connector "
+       r"(?P<c>\S+) does not subclass|`--kv-transfer-config` selects a KV connector)",
+       lambda m: {"reason": "kv_connector", **({"connector": m["c"]} if m["c"] else {})}),
+    _p("hma_off", r"^There is a latency regression when using chunked local attention with the hybrid KV cache "
+       r"manager", lambda m: {"reason": "chunked_local_attention"}),
+    _p("hma_off", r"^Turning off hybrid kv cache manager because (?:KV events|`--kv-events-config`)",
+       lambda m: {"reason": "kv_events"}),
+    _p("hma_off_converted", r"^Hybrid KV cache manager is disabled for this hybrid model",
+       lambda m: {"converted": True}),
+    # the admission error (to 0.21 "models's", from 0.22 "model's"), inside a traceback line too
+    # (a pasted line may stop early: what it shows is read, the rest is absent)
+    _p("admission_error", rf"To serve at least one request with the models?'s max seq len \((?P<l>{_INT})\),\s*"
+       rf"\((?P<n>{_NUM}) GiB KV cache is needed(?:, which is larger than the available KV cache memory "
+       rf"\((?P<a>-?{_NUM}) GiB\)\.(?: Based on the available memory, the estimated maximum model length is "
+       rf"(?P<e>{_INT})\.)?)?",
+       lambda m: {"max_model_len": _int(m["l"]), "needed_gib": float(m["n"]),
+                  **({"available_gib": float(m["a"])} if m["a"] else {}),
+                  **({"estimated_max_model_len": _int(m["e"])} if m["e"] else {})}, search=True),
+    # V0 and 0.10: "The model's max seq len (N) is larger than the maximum number of tokens that can be
+    # stored in KV cache (M)"
+    _p("admission_error_tokens", rf"max seq len \((?P<l>{_INT})\) is larger than the maximum number of tokens "
+       rf"that can be stored in KV cache \((?P<t>{_INT})\)",
+       lambda m: {"max_model_len": _int(m["l"]), "kv_cache_tokens": _int(m["t"])}, search=True),
+    _p("no_memory_error", r"No available memory for the cache blocks", lambda m: {}, search=True),
+    _p("drafter_split", r"All (?:eagle|drafting) layers should belong to the same kv cache group",
+       lambda m: {}, search=True),
+    _p("page_error", r"The page size of the layer is not divisible by the maximum page size", lambda m: {},
+       search=True),
+    # CUDA graphs: "Graph capturing finished in 5 secs, took 0.53 GiB"; 0.21+ profiling note
+    _p("cuda_graph", rf"^Graph capturing finished in (?P<s>{_NUM}) secs?, took (?P<g>-?{_NUM}) GiB",
+       lambda m: {"gib": float(m["g"]), "seconds": float(m["s"])}),
+    _p("cuda_graph_profiled", rf"^CUDA graph memory profiling is enabled.*?--gpu-memory-utilization=(?P<u>{_NUM}) "
+       rf"is equivalent to --gpu-memory-utilization=(?P<e>{_NUM})",
+       lambda m: {"gpu_memory_utilization": float(m["u"]), "without_cuda_graphs": float(m["e"])}),
+    # 0.21+: "CUDA graph pool memory: 1.34 GiB (actual), 1.32 GiB (estimated), difference: …"
+    _p("cuda_graph_pool", rf"^CUDA graph pool memory: (?P<a>{_NUM}) GiB \(actual\), (?P<e>{_NUM}) GiB \(estimated\)",
+       lambda m: {"actual_gib": float(m["a"]), "estimated_gib": float(m["e"])}),
+    # the worker's memory account (0.2x): weights, activation, non-torch, CUDA graphs, and the exact
+    # --kv-cache-memory that fits the requested memory
+    _p("memory_account", rf"^Free memory on device \((?P<f>{_NUM})/(?P<t>{_NUM}) GiB\) on startup\. Desired GPU memory "
+       rf"utilization is \((?P<u>{_NUM}), (?P<r>{_NUM}) GiB\)\. Actual usage is (?P<w>{_NUM}) GiB for weight, "
+       rf"(?P<a>{_NUM}) GiB for peak activation, (?P<n>{_NUM}) GiB for non-torch memory, and (?P<c>{_NUM}) GiB for "
+       rf"CUDAGraph memory\.(?: Replace gpu_memory_utilization config with `--kv-cache-memory=(?P<k>\d+)`)?",
+       lambda m: {"free_gib": float(m["f"]), "total_gib": float(m["t"]), "gpu_memory_utilization": float(m["u"]),
+                  "requested_gib": float(m["r"]), "weights_gib": float(m["w"]), "activation_gib": float(m["a"]),
+                  "non_torch_gib": float(m["n"]), "cuda_graph_gib": float(m["c"]),
+                  **({"kv_cache_memory_bytes_to_fit": int(m["k"])} if m["k"] else {})}),
+    _p("engine_failed", r"EngineCore failed to start|Engine core initialization failed", lambda m: {}, search=True),
+    # any other exception line of a traceback ("NotImplementedError: " has no text in 0.11)
+    _p("exception", r"^(?P<t>[A-Z]\w*(?:Error|Exception)):(?: (?P<m>.*))?$",
+       lambda m: {"error_type": m["t"], "message": m["m"] or ""}),
+)
+
+
+
+def _literal_dict(text: str) -> dict:
+    """``non-default args: {...}``: a Python dict repr (``ast.literal_eval``, never ``eval``).
+    Values that are not literals (``<EngineArgs …>``) are skipped, key by key."""
+    try:
+        value = ast.literal_eval(text)
+        if isinstance(value, dict):
+            return {"args": value}
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass
+    out = {}
+    for m in re.finditer(r"'(\w+)': ('(?:[^'\\]|\\.)*'|\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\]|[\w.+-]+)", text):
+        try:
+            out[m.group(1)] = ast.literal_eval(m.group(2))
+        except (ValueError, SyntaxError):
+            continue
+    return {"args": out, "partial": True}
+
+
+def _serve_command(text: str) -> dict:
+    """``vllm serve MODEL …`` (or the API server module, or ``docker run … vllm/vllm-openai``) as
+    the project's serve reader splits it (``kvplan.serve.parse_line``): the form, the words after
+    the command, the environment assignments, the image's release. Quoted inline in prose, it
+    runs to the closing backtick; a code fence's language word (``bash``) is dropped. The words
+    are read as flags in the rebuild, with the logged release's flag list."""
+    from kvplan.serve import parse_line
+
+    text = text.replace("\\\n", " ")
+    at = re.search(r"vllm serve|vllm\.entrypoints\.openai\.api_server|docker run|podman run", text)
+    if at and text[:at.start()].count("`") % 2:  # quoted inline in prose: from the backtick to the next
+        begin = text.rfind("`", 0, at.start()) + 1
+        end = text.find("`", at.end())
+        text = text[begin:end if end >= 0 else len(text)]
+    text = re.sub(r"^\s*(?:bash|sh|shell|console|\$)\s+", "", text.strip().strip("`"))
+    try:
+        line = parse_line(text)
+    except OptionError:
+        return {}
+    return {"form": line.form, "argv": list(line.argv), "env": dict(line.env),
+            **({"image_release": line.image_release} if line.image_release else {})}
+
+
+def _namespace(text: str) -> dict:
+    """``Namespace(key=value, …)`` as ``{"args": {key: value}}`` (literals only, key by key)."""
+    out = {}
+    for m in re.finditer(r"(\w+)=('(?:[^'\\]|\\.)*'|\{[^{}]*\}|\[[^\]]*\]|[^,()]+)", text):
+        try:
+            out[m.group(1)] = ast.literal_eval(m.group(2).strip())
+        except (ValueError, SyntaxError):
+            continue
+    return {"args": out, "namespace": True}
+
+
+_CONFIG_KEYS = ("model", "speculative_config", "dtype", "max_seq_len", "tensor_parallel_size",
+                "pipeline_parallel_size", "data_parallel_size", "quantization", "kv_cache_dtype",
+                "enable_prefix_caching", "enforce_eager", "decode_context_parallel_size")
+
+
+def _engine_config(text: str) -> dict:
+    """The ``key=value, …`` config string of "Initializing a V1 LLM engine": the keys that shape
+    the KV cache (``dtype=torch.bfloat16`` → ``bfloat16``)."""
+    out: dict = {}
+    for key in _CONFIG_KEYS:
+        m = re.search(rf"(?:^|, ){key}=((?:SpeculativeConfig\([^)]*\))|'[^']*'|[^,]*)", text)
+        if not m:
+            continue
+        raw = m.group(1).strip()
+        if raw.startswith("'") and raw.endswith("'"):
+            value: object = raw[1:-1]
+        elif raw in ("True", "False"):
+            value = raw == "True"
+        elif raw == "None":
+            value = None
+        elif re.fullmatch(r"-?\d+", raw):
+            value = int(raw)
+        else:
+            value = raw.removeprefix("torch.")
+        out[key] = value
+    return out
+
+
+def _match(p: Pattern, text: str):
+    return p.regex.search(text) if p.search else p.regex.match(text)
+
+
+def _best(p: Pattern, record: Record):
+    """``(match, candidate index)`` of the reading of ``record`` that ``p`` matches: an anchored
+    pattern takes the first candidate that matches to the end; an open one the longest match
+    (a wrapped number is read whole)."""
+    cands = record.candidates()
+    if p.regex.pattern.endswith("$"):
+        for j, cand in enumerate(cands):
+            m = _match(p, cand)
+            if m:
+                return m, j
+        return None
+    best = None
+    for j, cand in enumerate(cands):
+        m = _match(p, cand)
+        if m and (best is None or m.end() - m.start() > best[0].end() - best[0].start()):
+            best = (m, j)
+    return best
+
+
+def extract(records: list[Record]) -> list[Fact]:
+    """Every fact the records show, in log order (one per record; the header-less lines a
+    match did not need are read as records of their own)."""
+    facts: list[Fact] = []
+    queue = list(reversed(records))
+    while queue:
+        r = queue.pop()
+        consumed = 0
+        for p in PATTERNS:
+            hit = _best(p, r)
+            if hit is None:
+                continue
+            m, j = hit
+            consumed = (j + 1) // 2  # candidates: message, then (tight, spaced) per joined line
+            cand = m.string
+            if p.kind == "serve_command":  # a command goes on over its continued lines
+                # the shell's line continuations joined as the shell joins them
+                cand = " ".join(x.rstrip().removesuffix("\\").rstrip() for x in [r.message, *r.continuation])
+                consumed = len(r.continuation)
+                m = p.regex.search(cand)
+            values = p.convert(m)
+            if p.kind == "serve_command" and not values:
+                continue  # mentions vllm serve but is not a command kvplan can split
+            facts.append(Fact(p.kind, values, r.number, cand))
+            break
+        rest = r.rest(consumed)
+        if rest is not None:
+            queue.append(rest)
+    return facts
+
+
+@dataclass
+class Facts:
+    """The facts of one log, by kind, with convenience accessors."""
+
+    items: list[Fact] = field(default_factory=list)
+
+    def all(self, kind: str) -> list[Fact]:
+        return [f for f in self.items if f.kind == kind]
+
+    def first(self, kind: str) -> Fact | None:
+        return next((f for f in self.items if f.kind == kind), None)
+
+    def has(self, kind: str) -> bool:
+        return any(f.kind == kind for f in self.items)
+
+
+def facts_of(records: list[Record]) -> Facts:
+    return Facts(extract(records))

@@ -1,0 +1,155 @@
+"""A tolerant reader for vLLM start-up logs as users paste them.
+
+It takes ``vllm serve`` output, ``docker logs`` / ``docker compose logs`` output, logs with or
+without the process prefixes vLLM's multiprocessing adds (``(EngineCore_DP0 pid=…)``,
+``(APIServer pid=…)``, ``(VllmWorker rank=1 pid=…)``, ``(RayWorkerWrapper pid=…, ip=…)``),
+with or without the level tag and timestamp (``INFO 10-03 16:22:17 [gpu_worker.py:298]``),
+ANSI colours, partial logs, and lines that a terminal or a web page wrapped.
+
+Each record keeps the message and the lines that followed it without a header of their own
+(``continuation``): a wrapped line is only re-joined where a pattern asks for it
+(``Record.candidates``), so a traceback line is never glued to a message by mistake.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kvplan.errors import OptionError
+
+# ANSI colours: the escape itself, its caret form as some pastes show it ("^[[0;36m"), or a bare "[0;36m"
+_ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
+# docker compose: "vllm-1  | ", "vllm_server_1 | "
+_COMPOSE = re.compile(r"^[A-Za-z0-9][\w.-]*\s+\|\s?")
+# docker logs -t / kubectl --timestamps: "2025-10-03T16:22:17.123456789Z "
+_ISO = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
+# vLLM's multiprocessing prefixes
+_PROC = re.compile(r"^\((?P<proc>[A-Za-z_][\w\- ]*?(?:\s+(?:rank|TP|PP|DP)[=\w]*)?\s+pid=\d+(?:,\s*ip=[\d.:a-f]+)?)\)\s*")
+# vLLM's formatter: "INFO 10-03 16:22:17 [gpu_worker.py:298] ", older "INFO 02-20 00:01:02 kv_cache_utils.py:522] ",
+# or a full date "WARNING 2025-10-03 16:22:17,123 ..."
+_LEVEL = re.compile(
+    r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
+    r"(?:(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+)?"
+    r"(?:\[?[\w./\\-]+\.py:\d+\]\s*)?"
+)
+# Python's default logging format: "INFO:vllm.v1.core.kv_cache_utils:message"
+_PYLOG = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:vllm|__main__)[\w.]*:")
+
+# Lines that start something new even without a header (never a wrapped remainder).
+_NEW_RECORD = re.compile(
+    r"^(?:Traceback \(most recent call last\)|File \"|\s+File \"|\w+(?:\.\w+)*(?:Error|Exception|Interrupt):"
+    r"|During handling|The above exception|\$ |#|```)"
+    r"|\bvllm serve\b|vllm\.entrypoints\.openai\.api_server"
+)
+
+
+_EXCEPTION = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception):")
+
+
+@dataclass
+class Record:
+    """One log record: ``number`` is the 1-based line of the input where it starts."""
+
+    number: int
+    message: str
+    level: str | None = None
+    process: str | None = None
+    headed: bool = False  # it had a level tag or a process prefix
+    continuation: list[str] = field(default_factory=list)
+    continuation_lines: list[int] = field(default_factory=list)  # their 1-based line numbers
+
+    def rest(self, consumed: int) -> "Record | None":
+        """The header-less lines after the first ``consumed`` as a record of their own (a line
+        glued to a message that did not need it may be a message itself)."""
+        lines, numbers = self.continuation[consumed:], self.continuation_lines[consumed:]
+        if not lines:
+            return None
+        return Record(numbers[0], lines[0], self.level, self.process, False, lines[1:], numbers[1:])
+
+    def candidates(self, max_lines: int = 4) -> list[str]:
+        """The message, then the message re-joined with its following header-less lines: a
+        terminal cuts anywhere (joined without a space), a web page at a space (with one)."""
+        out = [self.message]
+        joined_tight, joined_spaced = self.message, self.message
+        for line in self.continuation[:max_lines]:
+            joined_tight = joined_tight + line.strip()
+            joined_spaced = joined_spaced.rstrip() + " " + line.strip()
+            out += [joined_tight, joined_spaced]
+        return out
+
+
+def _strip_header(line: str) -> tuple[str, str | None, str | None, bool]:
+    """(message, level, process, had a header)."""
+    text = _ANSI.sub("", line).strip()
+    level = process = None
+    headed = False
+    for _ in range(4):  # prefixes nest: compose | timestamp (proc) LEVEL date [file]
+        before = text
+        m = _COMPOSE.match(text)
+        if m and not _LEVEL.match(text):
+            text = text[m.end():]
+        m = _ISO.match(text)
+        if m:
+            text = text[m.end():]
+        m = _PROC.match(text)
+        if m:
+            process, headed, text = m.group("proc"), True, text[m.end():]
+        m = _LEVEL.match(text) or _PYLOG.match(text)
+        if m:
+            level, headed, text = m.group("level"), True, text[m.end():]
+        if text == before:
+            break
+    return text.strip(), level, process, headed
+
+
+def read_records(text: str) -> list[Record]:
+    """The records of a log text (see the module docstring)."""
+    lines = text.splitlines()
+    stripped = [_strip_header(line) for line in lines]
+    any_headed = any(h for _m, _l, _p, h in stripped)
+    records: list[Record] = []
+    for i, (message, level, process, headed) in enumerate(stripped, start=1):
+        if not message:
+            if records:
+                records[-1].continuation.append("")  # a blank line ends what can be re-joined
+                records[-1].continuation_lines.append(i)
+            continue
+        # a shell command continued with a trailing backslash goes on, headed or not; so does an
+        # exception's text wrapped onto indented lines
+        last = records[-1] if records else None
+        continued = last is not None and (
+            (last.continuation or [last.message])[-1].endswith("\\")
+            or (not headed and lines[i - 1][:1].isspace() and _EXCEPTION.match(last.message) is not None
+                and "" not in last.continuation and not _NEW_RECORD.search(message)))
+        wrapped = continued or (any_headed and not headed and records and records[-1].headed
+                                and not _NEW_RECORD.search(message) and "" not in records[-1].continuation)
+        if wrapped:
+            records[-1].continuation.append(message)
+            records[-1].continuation_lines.append(i)
+        else:
+            records.append(Record(i, message, level, process, headed))
+    for r in records:  # drop the blank markers after the last re-joinable line
+        if "" in r.continuation:
+            cut = r.continuation.index("")
+            r.continuation, r.continuation_lines = r.continuation[:cut], r.continuation_lines[:cut]
+    return records
+
+
+def read_log(source: str) -> tuple[str, str]:
+    """``(text, name)`` of a log: ``-`` is standard input, a path is read as a file, and any
+    other string with a line break is the log text itself."""
+    import sys
+
+    if source == "-":
+        return sys.stdin.read(), "-"
+    if "\n" in source:
+        return source, "<text>"
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise OptionError(f"log file {source}: not found; pass a vLLM start-up log file, or - to read standard input")
+    try:
+        return path.read_text(encoding="utf-8", errors="replace"), str(path)
+    except OSError as e:
+        raise OptionError(f"log file {source}: cannot be read ({e.strerror}); check its permissions") from None

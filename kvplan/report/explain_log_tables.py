@@ -1,0 +1,86 @@
+"""Tables of ``kvplan explain-log``: what the log says (vLLM's own figures) beside kvplan's
+re-simulation, the traps, and what could not be recovered. Every table fits the terminal
+(``width.fitted_table``)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from kvplan.report import width
+from kvplan.report.width import Col, fitted_table
+from kvplan.units import format_bytes
+
+_FACT_LABELS = (
+    ("release", "vLLM release"), ("model", "model"), ("architecture", "architecture"), ("dtype", "dtype"),
+    ("quantization", "quantization"), ("kv_cache_dtype", "kv_cache_dtype"),
+    ("tensor_parallel_size", "tensor_parallel_size"), ("pipeline_parallel_size", "pipeline_parallel_size"),
+    ("data_parallel_size", "data_parallel_size"), ("max_model_len", "max_model_len"),
+    ("speculative_config", "speculative_config"), ("max_num_batched_tokens", "max_num_batched_tokens"),
+    ("model_loading_gib", "model loading (GiB)"), ("cuda_graph_gib", "CUDA graphs (GiB)"),
+    ("available_kv_cache_memory_gib", "available KV cache memory (GiB)"),
+    ("kv_cache_memory_bytes_gib", "kv_cache_memory_bytes (GiB)"), ("num_gpu_blocks", "num_gpu_blocks"),
+    ("kv_cache_size_tokens", "GPU KV cache size (tokens)"), ("max_concurrency", "maximum concurrency (x)"),
+)
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, list):
+        return "–".join(_cell(x) for x in v)
+    return str(v)
+
+
+def render_explain_log(d: dict) -> None:
+    con = width.console()
+    rec = d["recovered"]
+    rb = d["rebuild"]
+    con.print(Text(f"Log {d['log']['source']}: {d['log']['lines']:,} lines, {d['log']['facts']} facts recovered",
+                   style="bold"))
+    facts = [[label, _cell(rec.get(k) if k != "model" else rb.get("model"))] for k, label in _FACT_LABELS
+             if (rec.get(k) if k != "model" else rb.get("model")) is not None]
+    if rb.get("options"):
+        facts.append(["options read (for the re-simulation)",
+                      ", ".join(f"{k}={v} ({rb['option_sources'].get(k, '')})" for k, v in rb["options"].items())])
+    if rb.get("ignored_args"):
+        facts.append(["arguments kvplan does not model", ", ".join(rb["ignored_args"])])
+    con.print(fitted_table("Recovered from the log (vLLM's own lines)", [Col("fact"), Col("value")], facts))
+    budget = rb.get("budget")
+    head = f"Re-simulation: {rb['status']}"
+    if rb["status"] == "simulated":
+        head += f" with {rb['policy'] or 'the default policy ' + str(rb.get('policy_used'))} on {rb['model']}"
+        if budget:
+            head += (f", budget {format_bytes(budget['kv_cache_memory_bytes'])} from {budget['source']}"
+                     + ("" if budget["exact"] else " (±0.005 GiB: vLLM prints 2 decimals)"))
+    elif rb.get("detail"):
+        head += f" ({rb['detail']})"
+    con.print(Text(""))
+    con.print(Text(head))
+    shown: set[str] = set()
+    rows = []
+    for r in d["figures"]:  # a line's meaning once, on its first figure
+        meaning = "" if r["kind"] in shown else (r["meaning"] or "")
+        shown.add(r["kind"])
+        rng = r.get("kvplan_range")
+        rows.append([_cell(r["line"]), r["figure"], _cell(r["logged"]),
+                     _cell(r["kvplan"]) + (f" ({_cell(rng)})" if rng and rng[0] != rng[1] else ""),
+                     r["verdict"], meaning])
+    if rows:
+        styles = ["red" if r["agrees"] is False else None for r in d["figures"]]
+        con.print(fitted_table("Each logged figure (vLLM's own) beside kvplan's estimate; meaning in this release",
+                               [Col("line", right=True), Col("figure"), Col("vLLM (log)", right=True),
+                                Col("kvplan", right=True), Col("verdict"), Col("meaning", drop=1)], rows,
+                               row_styles=styles))
+    con.print(Text(f"Verdict: {d['verdict']}", style="bold"))
+    if d["traps"]:
+        con.print(fitted_table("Traps", [Col("trap"), Col("what it costs")],
+                               [[t["trap"], t["detail"]] for t in d["traps"]]))
+    notes = [*d["missing"], *rb.get("notes", []), *(f"not modelled by kvplan: {a}" for a in rb.get("ignored_args", []))]
+    if notes:
+        con.print(fitted_table("Not recovered or assumed", [Col("note")], [[n] for n in notes]))

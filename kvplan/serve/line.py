@@ -1,0 +1,184 @@
+"""A pasted deployment line → the arguments vLLM's serve parser receives.
+
+Accepted forms (each may follow ``VAR=value`` prefixes, ``env VAR=value``, ``export VAR=value;``
+or ``sudo``):
+
+* ``vllm serve MODEL [flags]``;
+* ``python -m vllm.entrypoints.openai.api_server --model MODEL [flags]``;
+* ``docker run [docker options] vllm/vllm-openai:TAG [MODEL] [flags]`` (also ``podman``):
+  ``-e VAR=value`` / ``--env VAR=value`` are environment variables, the image tag names the
+  release (``v0.18.0`` → ``0.18.0``).
+
+``read_text`` joins backslash-continued lines (as a shell does), drops ``#`` comments, and
+picks the command that runs vLLM when the text holds several (``export X=1 && vllm serve ...``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from kvplan.errors import OptionError
+
+API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
+_ENV_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_SEPARATORS = (";", "&&", "||", "|", "&", "\n")
+_TAG_RE = re.compile(r"^v?(\d+\.\d+\.\d+(?:\.\d+)?)(?:[-+._].*)?$")
+
+# docker/podman run options that take no value (everything else starting with '-' takes one
+# unless written --opt=value); short flags may be combined (-it, -dit).
+_DOCKER_BOOL = frozenset({
+    "--rm", "--detach", "--interactive", "--tty", "--privileged", "--init", "--read-only", "--sig-proxy",
+    "--no-healthcheck", "--oom-kill-disable", "--publish-all", "--disable-content-trust", "--quiet",
+    "--replace", "--help",
+})
+_DOCKER_SHORT_BOOL = frozenset("ditPq")
+
+
+@dataclass(frozen=True)
+class ServeLine:
+    form: str  # "vllm serve", "api_server" or "docker"
+    argv: tuple[str, ...]  # what follows `vllm serve` (or the api_server module, or the image)
+    env: dict = field(default_factory=dict)  # VAR=value from the line, in order (every name)
+    image: str | None = None
+    image_tag: str | None = None
+    image_release: str | None = None  # "0.18.0" from "v0.18.0"; None for latest/nightly/none
+    text: str = ""
+
+
+def read_text(text: str) -> str:
+    """Stdin or a file's text → one line: backslash-newline joined, as a shell reads it."""
+    return re.sub(r"\\\r?\n", " ", text)
+
+
+def _tokens(text: str) -> list[str]:
+    lexer = shlex.shlex(read_text(text), posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    lexer.whitespace = " \t\r"  # newlines separate commands, below
+    lexer.commenters = "#"
+    out: list[str] = []
+    try:
+        for tok in lexer:
+            out.append(tok)
+    except ValueError as e:  # no closing quotation
+        raise OptionError(f"--line: cannot split the line as a shell would ({e}); check its quotes") from None
+    return out
+
+
+def _commands(tokens: list[str]) -> list[list[str]]:
+    """Split on ; && || | & and newlines (shlex returns newline inside a token stream as part of words)."""
+    cmds: list[list[str]] = [[]]
+    for tok in tokens:
+        parts = tok.split("\n") if "\n" in tok else [tok]
+        for i, part in enumerate(parts):
+            if i > 0:
+                cmds.append([])
+            if part in _SEPARATORS:
+                cmds.append([])
+            elif part:
+                cmds[-1].append(part)
+    return [c for c in cmds if c]
+
+
+def _strip_prefixes(cmd: list[str], env: dict) -> list[str]:
+    """``sudo``, ``env``, ``export`` and ``VAR=value`` words before the program."""
+    i = 0
+    while i < len(cmd):
+        word = cmd[i]
+        if word in ("sudo", "env", "export", "exec", "nohup", "time"):
+            i += 1
+            continue
+        m = _ENV_RE.match(word)
+        if m:
+            env[m.group(1)] = m.group(2)
+            i += 1
+            continue
+        break
+    return cmd[i:]
+
+
+def _is_python(word: str) -> bool:
+    return re.fullmatch(r"(.*/)?python(\d+(\.\d+)?)?", word) is not None
+
+
+def _docker(rest: list[str], env: dict) -> tuple[str, list[str]]:
+    """``docker run`` options → (image, arguments after the image); ``-e``/``--env`` go to ``env``."""
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if not word.startswith("-") or word == "-":
+            return word, rest[i + 1:]
+        name, eq, value = word.partition("=")
+        if name in ("-e", "--env"):
+            if not eq:
+                i += 1
+                if i >= len(rest):
+                    raise OptionError(f"--line: docker {name} needs VAR=value")
+                value = rest[i]
+            m = _ENV_RE.match(value)
+            if m:
+                env[m.group(1)] = m.group(2)
+            # `-e NAME` passes kvplan's own environment's value; nothing to read from the line
+            i += 1
+            continue
+        if name.startswith("-e") and not name.startswith("--") and len(name) > 2:  # -eVAR=value
+            m = _ENV_RE.match(word[2:])
+            if m:
+                env[m.group(1)] = m.group(2)
+            i += 1
+            continue
+        if eq or name in _DOCKER_BOOL:
+            i += 1
+            continue
+        if not name.startswith("--") and len(name) >= 2 and set(name[1:]) <= _DOCKER_SHORT_BOOL:
+            i += 1
+            continue
+        i += 2  # an option with its value (-p 8000:8000, --gpus all, -v a:b, --ipc host)
+    raise OptionError("--line: the docker command names no image; expected e.g. "
+                      "'docker run --gpus all vllm/vllm-openai:v0.18.0 --model MODEL'")
+
+
+def _release_of_tag(tag: str | None) -> str | None:
+    if not tag:
+        return None
+    m = _TAG_RE.match(tag)
+    return m.group(1) if m else None
+
+
+def parse_line(text: str) -> ServeLine:
+    """One pasted line → ``ServeLine``. Raises OptionError (one line) when no command in the
+    text runs ``vllm serve``, vLLM's API server module or a vLLM image."""
+    if not text or not text.strip():
+        raise OptionError("--line is empty; paste the command you run, e.g. 'vllm serve MODEL --max-model-len 32k'")
+    env: dict = {}
+    for cmd in _commands(_tokens(text)):
+        cmd = _strip_prefixes(cmd, env)
+        if not cmd:
+            continue
+        prog = cmd[0].rsplit("/", 1)[-1]
+        if prog == "vllm":
+            if len(cmd) < 2 or cmd[1] != "serve":
+                raise OptionError(f"--line: 'vllm {cmd[1] if len(cmd) > 1 else ''}'".rstrip() +
+                                  " is not 'vllm serve'; kvplan reads serve lines")
+            return ServeLine("vllm serve", tuple(cmd[2:]), dict(env), text=text)
+        if _is_python(prog) and "-m" in cmd:
+            k = cmd.index("-m")
+            module = cmd[k + 1] if k + 1 < len(cmd) else ""
+            if module in API_SERVER_MODULES:
+                return ServeLine("api_server", tuple(cmd[k + 2:]), dict(env), text=text)
+            if module == "vllm.entrypoints.cli.main" and cmd[k + 2:k + 3] == ["serve"]:
+                return ServeLine("vllm serve", tuple(cmd[k + 3:]), dict(env), text=text)
+        if prog in ("docker", "podman", "nerdctl") and len(cmd) > 1 and cmd[1] == "run":
+            image, args = _docker(cmd[2:], env)
+            name, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
+            if args[:2] == ["vllm", "serve"]:
+                args = args[2:]
+            elif _is_python(args[0] if args else "") and args[1:3] and args[2] in API_SERVER_MODULES:
+                args = args[3:]
+            return ServeLine("docker", tuple(args), dict(env), image=image, image_tag=tag or None,
+                             image_release=_release_of_tag(tag), text=text)
+        if prog in ("export",):
+            continue
+    raise OptionError("--line: no 'vllm serve', 'python -m vllm.entrypoints.openai.api_server' or "
+                      "'docker run ... vllm/vllm-openai:TAG' command in the line")

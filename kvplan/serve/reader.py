@@ -1,0 +1,291 @@
+"""A ``vllm serve`` line → the kvplan options of one simulation, and how each flag was treated.
+
+``read_serve`` picks the release (the docker image's tag, else ``--policy``, else kvplan's
+default), reads the words with that release's flag list (``kvplan.serve.args``), and maps each
+flag by its class (``kvplan.serve.effects``): applied flags become kvplan options, flags with no
+effect on the KV cache are listed, flags that would change it but are not modelled are refused
+with a one-line error naming the flag.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kvplan.engines.vllm.serve_flags import FlagTable, flag_table
+from kvplan.errors import OptionError
+from kvplan.serve import effects as fx
+from kvplan.serve.args import Given, ParsedServe, parse_serve_args
+from kvplan.serve.line import ServeLine
+
+# speculative_config keys (vLLM 0.34.0 SpeculativeConfig fields) that leave the KV cache as it is
+SPEC_NO_EFFECT = frozenset({
+    "max_model_len", "revision", "code_revision", "enforce_eager", "moe_backend", "quantization",
+    "disable_eagle_block_drop", "disable_lookahead_block_hashes", "draft_lm_head_quantization",
+    "use_local_argmax_reduction", "prompt_lookup_max", "prompt_lookup_min", "suffix_decoding_max_tree_depth",
+    "suffix_decoding_max_cached_requests", "suffix_decoding_corpus_tokens", "suffix_decoding_max_spec_factor",
+    "suffix_decoding_min_token_prob", "draft_load_config", "rejection_sample_method", "synthetic_acceptance_rates",
+    "synthetic_acceptance_length", "enable_adaptive_verification", "draft_sample_method", "dspark_draft_topk",
+    "xpress_topc", "speculator_options", "fly_window_size", "fly_entropy_threshold", "fly_entropy_top_k",
+    "disable_padded_drafter_batch", "disable_by_batch_size", "disable_log_stats", "acceptance_method",
+    "posterior_threshold", "posterior_alpha", "index_share_for_mtp_iteration", "hf_overrides",
+})
+# methods whose draft layers kvplan builds, with vLLM's spelling → kvplan's
+_NO_LAYER = {"ngram": "ngram", "[ngram]": "ngram", "ngram_gpu": "ngram", "suffix": "suffix"}
+
+
+@dataclass
+class ServeRequest:
+    model: str
+    options: dict  # kvplan option name → value, for kvplan.simulate
+    flags: list[dict]  # one row per flag given: flag, value, dest, effect, applied_as, note
+    env: dict  # VAR=value from the line (every name)
+    release: str  # the release whose rules the line is read with
+    release_source: str
+    table: FlagTable
+    warnings: list[str] = field(default_factory=list)
+    line: ServeLine | None = None
+
+
+def _text(value: Any) -> Any:
+    return value if isinstance(value, (bool, list)) or value is None else str(value)
+
+
+def choose_release(line: ServeLine | None, policy: str | None) -> tuple[str | None, str, str, list[str]]:
+    """``(policy, release, how, warnings)``: the image tag names the release; ``--policy`` wins
+    over it (with a warning when they differ); else kvplan's default policy."""
+    from kvplan.engines.vllm import get_era
+    from kvplan.engines.vllm.releases import NEWEST_CHECKED
+
+    warnings: list[str] = []
+    if line is not None and line.form == "docker":
+        tag = line.image_tag or "latest"
+        if line.image_release is not None:
+            tagged = f"vllm=={line.image_release}"
+            if policy is not None and policy != tagged:
+                warnings.append(f"--policy {policy} given: it replaces the image tag's release ({line.image}: "
+                                f"{tagged})")
+            else:
+                era = get_era(tagged)  # refuses a release kvplan does not know, listing the range
+                return tagged, era.release or line.image_release, f"image tag {tag}", warnings
+        elif policy is None:
+            warnings.append(f"image tag '{tag}' names no release: using the newest release kvplan checked, "
+                            f"vllm=={NEWEST_CHECKED}")
+            return f"vllm=={NEWEST_CHECKED}", NEWEST_CHECKED, f"image tag {tag} (newest checked)", warnings
+    era = get_era(policy or "vllm-latest")
+    release = era.release or (era.releases[-1] if era.releases else NEWEST_CHECKED)
+    how = "--policy" if policy else ("installed vLLM" if era.release_note == "installed" else "kvplan's default")
+    return policy, release, how, warnings
+
+
+def _spec_method(raw: Any) -> str:
+    m = str(raw).strip().lower()
+    if m in _NO_LAYER:
+        return _NO_LAYER[m]
+    if m == "mtp" or m.endswith("_mtp"):
+        return "mtp"
+    if m in ("eagle", "eagle3", "draft_model"):
+        return m
+    raise OptionError(f"--speculative-config: method {raw!r} is not modelled by kvplan "
+                      "(eagle, eagle3, mtp and its *_mtp aliases, draft_model, ngram, suffix are)")
+
+
+class _Reader:
+    def __init__(self, parsed: ParsedServe, table: FlagTable):
+        self.parsed, self.table = parsed, table
+        self.options: dict[str, Any] = {}
+        self.rows: list[dict] = []
+        self.warnings: list[str] = []
+        self.spec: dict[str, Any] = {}
+        self.spec_from: list[str] = []
+
+    def row(self, g: Given, effect: str, applied_as: str | None = None, note: str | None = None) -> None:
+        self.rows.append({"flag": g.option, "value": _text(g.value), "dest": g.flag.dest, "effect": effect,
+                          "applied_as": applied_as, "note": note, "from": g.origin})
+
+    def set(self, name: str, value: Any) -> None:
+        from kvplan.options import OPTIONS
+
+        self.options[name] = OPTIONS[name].parse(value)
+
+    def read(self) -> None:
+        for g in self.parsed.given:
+            dest = g.flag.dest
+            effect = fx.effect_of(dest, g.flag.group)
+            if effect is None:
+                raise OptionError(f"{g.option}: kvplan has not classified this flag of vllm serve {self.table.release}; "
+                                  "it cannot say whether it changes the KV cache")
+            if effect == fx.REFUSED:
+                if fx.is_default(dest, g.value):
+                    self.row(g, fx.NO_EFFECT, note="the default value")
+                    continue
+                raise OptionError(f"{g.option}: not modelled by kvplan ({fx.REFUSED_WHY[dest]}); "
+                                  "drop it to simulate without it")
+            if effect == fx.NO_EFFECT:
+                self.row(g, fx.NO_EFFECT)
+            elif effect == fx.ESTIMATE:
+                self.row(g, fx.ESTIMATE, note=f"{fx.ESTIMATE_WHY[dest]}: not read by kvplan's budget estimate")
+            elif dest in fx.OPTION_OF:
+                name = fx.OPTION_OF[dest]
+                value = g.value if g.value is not None else None
+                try:
+                    self.set(name, value)
+                except OptionError as e:
+                    raise OptionError(f"{g.option}: {e.message.split(': ', 1)[-1]}") from None
+                self.row(g, fx.APPLIED, name)
+            else:
+                getattr(self, f"_h_{dest}", self._h_default)(g)
+        self._finish_spec()
+
+    # ---------------------------------------------------------------- handlers
+    def _h_default(self, g: Given) -> None:  # model, config: read by parse_serve_args
+        self.row(g, fx.APPLIED, None, fx.HANDLED[g.flag.dest])
+
+    def _json(self, g: Given) -> dict:
+        if isinstance(g.value, dict):
+            return g.value
+        try:
+            data = json.loads(g.value)
+        except (TypeError, json.JSONDecodeError) as e:
+            raise OptionError(f"{g.option}: not valid JSON ({getattr(e, 'msg', e)}); quote it, e.g. "
+                              f"{g.option} '{{\"method\": \"eagle3\", ...}}'") from None
+        if not isinstance(data, dict):
+            raise OptionError(f"{g.option}: expected a JSON object")
+        return data
+
+    def _h_speculative_config(self, g: Given) -> None:
+        data = self._json(g)
+        for key, value in data.items():
+            if key in ("method", "model", "num_speculative_tokens"):
+                self.spec[key] = value
+            elif key in ("draft_tensor_parallel_size", "tensor_parallel_size"):
+                self.spec[key] = value
+            elif key in ("parallel_drafting", "kv_cache_dtype", "attention_backend",
+                         "draft_decode_context_parallel_size"):
+                self.spec[key] = value
+            elif key in SPEC_NO_EFFECT:
+                continue
+            else:
+                raise OptionError(f"{g.option}: key {key!r} is not modelled by kvplan (it may change the drafter's "
+                                  "KV cache); drop it to simulate without it")
+        self.spec_from.append(g.option)
+        self.row(g, fx.APPLIED, "drafter, speculative_method, num_speculative_tokens")
+
+    def _spec_key(self, g: Given, key: str) -> None:
+        if key in self.spec and self.spec_from:
+            raise OptionError(f"{g.option} and --speculative-config['{key}'] are mutually exclusive (vLLM's rule)")
+        self.spec[key] = g.value
+        self.spec_from.append(g.option)
+        self.row(g, fx.APPLIED, f"speculative_config.{key}")
+
+    def _h_spec_method(self, g: Given) -> None:
+        self._spec_key(g, "method")
+
+    def _h_spec_model(self, g: Given) -> None:
+        self._spec_key(g, "model")
+
+    def _h_spec_tokens(self, g: Given) -> None:
+        self._spec_key(g, "num_speculative_tokens")
+
+    _h_speculative_model = _h_spec_model
+
+    def _h_num_speculative_tokens(self, g: Given) -> None:
+        self._spec_key(g, "num_speculative_tokens")
+
+    def _h_kv_events_config(self, g: Given) -> None:
+        self._json(g)
+        self.set("kv_events", True)
+        self.row(g, fx.APPLIED, "kv_events", "vLLM turns the hybrid manager off when --kv-events-config is set "
+                 "(before vLLM PR #37688)")
+
+    def _h_kv_offloading_size(self, g: Given) -> None:
+        if g.value is None:
+            self.row(g, fx.NO_EFFECT)
+            return
+        backend = self.parsed.last("kv_offloading_backend")
+        connector = "LMCacheMPConnector" if backend is not None and backend.value == "lmcache" else "OffloadingConnector"
+        if "kv_transfer_config" not in self.options:
+            self.set("kv_transfer_config", {"kv_connector": connector, "kv_role": "kv_both"})
+        else:
+            self.options["kv_transfer_config"] = {**self.options["kv_transfer_config"], "kv_connector": connector}
+        self.row(g, fx.APPLIED, "kv_transfer_config", f"vLLM installs the {connector} (VllmConfig's offloading set-up)")
+
+    def _h_kv_offloading_backend(self, g: Given) -> None:
+        self.row(g, fx.APPLIED, None, "read with --kv-offloading-size")
+
+    def _h_enforce_eager(self, g: Given) -> None:
+        if g.value:
+            self.options.setdefault("cudagraph_memory", 0)
+            self.row(g, fx.APPLIED, "cudagraph_memory", "no CUDA graphs are captured: 0 bytes reserved")
+        else:
+            self.row(g, fx.NO_EFFECT, note="the default")
+
+    def _h_attention_config(self, g: Given) -> None:
+        data = self._json(g)
+        backend = data.get("backend")
+        if backend is not None:
+            self.set("attention_backend", str(backend))
+        self.row(g, fx.APPLIED if backend is not None else fx.NO_EFFECT,
+                 "attention_backend" if backend is not None else None)
+
+    # ---------------------------------------------------------------- speculative decoding
+    def _finish_spec(self) -> None:
+        if not self.spec:
+            return
+        s = self.spec
+        tp = int(self.options.get("tensor_parallel_size") or 1)
+        for key in ("draft_tensor_parallel_size", "tensor_parallel_size"):
+            if s.get(key) is not None and int(s[key]) != tp:
+                raise OptionError(f"--speculative-config: {key} {s[key]} differs from the target's "
+                                  f"tensor_parallel_size {tp}; kvplan models a drafter sharded like its target")
+        dcp = int(self.options.get("decode_context_parallel_size") or 1)
+        if s.get("draft_decode_context_parallel_size") not in (None, dcp):
+            raise OptionError("--speculative-config: draft_decode_context_parallel_size differs from the target's; "
+                              "not modelled by kvplan")
+        for key, mine in (("kv_cache_dtype", self.options.get("kv_cache_dtype")),
+                          ("attention_backend", self.options.get("attention_backend"))):
+            if s.get(key) is not None and str(s[key]) not in ("auto", str(mine)):
+                raise OptionError(f"--speculative-config: a drafter {key} of its own ({s[key]!r}) is not modelled "
+                                  "by kvplan")
+        model = s.get("model")
+        method_raw = s.get("method")
+        if method_raw is None and str(model) in ("ngram", "[ngram]"):
+            method_raw = "ngram"  # SpeculativeConfig.__post_init__: model "ngram" selects the method
+        method = _spec_method(method_raw) if method_raw is not None else None
+        if method in ("mtp", "ngram", "suffix"):
+            # MTP drafts with the target's own layers ("model" names the target); n-gram and suffix
+            # drafting read the prompt, so no draft model is loaded whatever "model" says
+            model = None
+        if model is not None:
+            self.set("drafter", str(model))
+        if method is not None:
+            self.set("speculative_method", method)
+        if s.get("num_speculative_tokens") is not None:
+            self.set("num_speculative_tokens", s["num_speculative_tokens"])
+        if method is None and model is None:
+            raise OptionError("--speculative-config: give a method or a model (vLLM infers the method from the model)")
+
+
+def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLine | None = None,
+               policy: str | None = None, base: Path | None = None) -> ServeRequest:
+    """Read a serve line (``line``) or the words after ``vllm serve`` (``argv``)."""
+    if (argv is None) == (line is None):
+        raise OptionError("give either the serve arguments or --line, not both")
+    words = list(line.argv if line is not None else argv)
+    policy_out, release, how, warnings = choose_release(line, policy)
+    table = flag_table(release)
+    if table.note:
+        warnings.append(table.note)
+    parsed = parse_serve_args(words, table, base=base)
+    if not parsed.model:
+        raise OptionError("no model on the serve line; write `vllm serve MODEL ...` (or --model MODEL)")
+    r = _Reader(parsed, table)
+    r.read()
+    options = dict(r.options)
+    if policy_out is not None:
+        options["policy"] = policy_out
+    env = dict(line.env) if line is not None else {}
+    return ServeRequest(model=parsed.model, options=options, flags=r.rows, env=env, release=release,
+                        release_source=how, table=table, warnings=[*warnings, *r.warnings], line=line)

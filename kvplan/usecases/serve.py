@@ -1,0 +1,85 @@
+"""`kvplan vllm`: a ``vllm serve`` line (or the words after ``serve``) simulated as ``simulate`` does.
+
+The result is simulate's envelope (``command`` "vllm") plus a ``serve`` section: the form of
+the line, the release it is read with and why, the flag list used, every flag with what kvplan
+did with it, and the environment variables the line sets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kvplan.errors import OptionError
+from kvplan.options import OPTIONS, VLLM_SERVE, options_for
+
+
+def _kvplan_options(options: dict) -> dict:
+    """kvplan's own options (given before ``serve``); vLLM's flags belong on the serve line."""
+    known = {o.name for o in options_for(VLLM_SERVE)}
+    for name in options:
+        if name not in known:
+            opt = OPTIONS.get(name)
+            if opt is not None and opt.vllm:
+                raise OptionError(f"{opt.flag} is a vllm serve flag: write it on the serve line (after `serve`)")
+            raise OptionError(f"vllm: unknown option {name}; known: {', '.join(sorted(known))}")
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def _env_split(env: dict) -> tuple[dict, dict]:
+    vllm = {k: v for k, v in env.items() if k.startswith("VLLM_")}
+    other = {k: v for k, v in env.items() if not k.startswith("VLLM_")}
+    return vllm, other
+
+
+def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | None = None,
+               base: str | Path | None = None, **options) -> dict:
+    """Simulate a ``vllm serve`` deployment: ``args`` are the words after ``vllm serve``
+    (``["openai/gpt-oss-20b", "--max-model-len", "32k"]``), or ``line`` is one pasted command
+    (``vllm serve ...``, ``python -m vllm.entrypoints.openai.api_server ...``, ``docker run ...
+    vllm/vllm-openai:TAG ...``, with ``VAR=value`` prefixes and ``-e VAR=value``). ``options``
+    are kvplan's own (``gpu``, ``policy``, ``weights_memory``, ...). ``base``: the folder a
+    relative ``--config FILE.yaml`` is read from (default: the working directory)."""
+    from kvplan.serve import parse_line, read_serve
+    from kvplan.usecases.simulate import simulate
+
+    mine = _kvplan_options(options)
+    serve_line = parse_line(line) if line is not None else None
+    if serve_line is None and args is None:
+        raise OptionError("vllm: give the serve arguments (`kvplan vllm serve MODEL ...`) or --line 'TEXT'")
+    if serve_line is None and args is not None and list(args[:1]) == ["serve"]:
+        args = list(args[1:])
+    req = read_serve(args, line=serve_line, policy=mine.get("policy"), base=Path(base) if base else None)
+    run = dict(req.options)
+    for name, value in mine.items():
+        if name in run and name != "policy":
+            raise OptionError(f"{OPTIONS[name].flag} given before `serve` and set by the serve line; give it once")
+        run[name] = value
+    if "policy" in req.options:
+        run["policy"] = req.options["policy"]
+    env_vllm, env_other = _env_split(req.env)
+    warnings = list(req.warnings)
+    if env_vllm:  # kvplan's --env (given before `serve`) and the line's: the line names what vLLM reads
+        run["env"] = {**OPTIONS["env"].parse(mine.get("env") or {}), **env_vllm}
+    data = simulate(req.model, **run)
+    serve = {
+        "form": req.line.form if req.line else "vllm serve",
+        "line": req.line.text if req.line else None,
+        "image": req.line.image if req.line else None,
+        "model": req.model,
+        "release": req.release,
+        "release_source": req.release_source,
+        "flag_list": {"release": req.table.release, "source": req.table.source, "note": req.table.note},
+        "flags": req.flags,
+        "environment": env_vllm,
+        "environment_applied": bool(env_vllm),
+        "environment_ignored": sorted(env_other),
+    }
+    out = {k: v for k, v in data.items() if k != "warnings"}
+    out["command"] = "vllm"
+    out["serve"] = serve
+    seen: list[str] = []
+    for w in [*warnings, *data.get("warnings", [])]:
+        if w not in seen:
+            seen.append(w)
+    out["warnings"] = seen
+    return out

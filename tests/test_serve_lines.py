@@ -1,0 +1,59 @@
+"""Real serve lines (tests/data/serve_lines.yaml, each cited by URL) read and simulated by `kvplan vllm`.
+
+Each entry's `expect` was derived from its flags by hand (vLLM's spellings: -tp is
+--tensor-parallel-size, --gpu_memory_utilization is --gpu-memory-utilization, --model moves to the
+front, human_readable_int); `error` is the one line kvplan prints for a line it refuses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import kvplan
+from kvplan.errors import KvplanError
+
+DATA = Path(__file__).resolve().parent / "data"
+LINES = yaml.safe_load((DATA / "serve_lines.yaml").read_text())["lines"]
+
+
+def test_the_collection_covers_what_the_issue_asks():
+    simulated = [e for e in LINES if "expect" in e]
+    assert len(simulated) >= 30
+    assert all(e["url"].startswith("https://") for e in LINES)
+    assert len({e["id"] for e in LINES}) == len(LINES)
+    spec = [e for e in simulated if "--speculative" in e["line"] or "--speculative_config" in e["line"]]
+    tp2 = [e for e in simulated if e["expect"]["options"].get("tensor_parallel_size", 1) >= 2]
+    docker = [e for e in simulated if e["line"].startswith("docker run")]
+    assert len(spec) >= 8 and len(tp2) >= 5 and len(docker) >= 3
+    # a substituted model is always said so, with the published words
+    for e in LINES:
+        assert ("substitution" in e) == ("published" in e), e["id"]
+    # across the catalog's families: kvplan's family rules (llama, gpt_oss, deepseek MLA, gdn hybrids,
+    # nemotron_h Mamba, layer_types sliding windows, ...) and the architectures behind them
+    infos = [kvplan.inspect(e["expect"]["model"])["model"] for e in simulated]
+    assert len({i["family"] for i in infos}) >= 8
+    assert len({i["architecture"] for i in infos}) >= 12, sorted({i["architecture"] for i in infos})
+
+
+@pytest.mark.parametrize("entry", LINES, ids=[e["id"] for e in LINES])
+def test_real_line(entry):
+    run = lambda: kvplan.vllm_serve(line=entry["line"], base=DATA, **entry.get("kvplan", {}))  # noqa: E731
+    if "error" in entry:
+        with pytest.raises(KvplanError) as e:
+            run()
+        assert e.value.message == entry["error"]
+        return
+    d = run()
+    exp = entry["expect"]
+    assert d["serve"]["release"] == exp["release"]
+    assert d["serve"]["model"] == exp["model"]
+    given = {k: v["value"] for k, v in d["inputs"]["options"].items()
+             if v["given"] and k not in entry.get("kvplan", {})}
+    assert given == exp["options"]
+    flags = d["serve"]["flags"]
+    assert [f["flag"] for f in flags if f["effect"] == "no effect"] == exp["no_effect"]
+    assert [f["flag"] for f in flags if f["effect"] == "estimate"] == exp["estimate"]
+    assert d["outcome"]["starts"] is exp["starts"]
