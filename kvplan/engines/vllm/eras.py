@@ -111,7 +111,7 @@ class Era:
     # get_pp_indices refuses negative VLLM_PP_LAYER_PARTITION entries (0.34.0 line 237; not in 0.33.0)
     pp_partition_negative_check: bool = False
     # VllmConfig._reject_mismatched_float_kv_cache: --kv-cache-dtype float16/bfloat16 other than the
-    # model dtype is refused (0.33.0 and 0.34.0; accepted by 0.18.0: tests/golden/prechecks.json;
+    # model dtype is refused (0.33.0 and 0.34.0; accepted by 0.18.0: tests/data/prechecks_vllm.json;
     # pinned at 0.33.0, not bisected)
     float_kv_cache_check: bool = False
     releases: tuple[str, ...] = ()

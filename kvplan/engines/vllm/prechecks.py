@@ -15,7 +15,7 @@ Checks run in the order ``EngineArgs.create_engine_config`` meets them (0.18.0, 
 construction (``get_pp_indices`` and ``VLLM_PP_LAYER_PARTITION``, the attention layer's KV-head
 assert) and the drafter's first run (its hidden size). The texts of the config checks were
 confirmed by running each release's ``create_engine_config`` on kvplan's cases
-(``scripts/golden/precheck_runner.py``, results in ``tests/golden/prechecks.json``).
+(``scripts/golden/precheck_runner.py``, results in ``tests/data/prechecks_vllm.json``).
 
 Not a check in any of the three releases (read): PP larger than the layer count
 (``get_pp_indices`` gives the extra stages no layers; ``create_engine_config`` accepts
@@ -105,7 +105,9 @@ def _split(facts, source: str, kind: str) -> list[int]:
 
 def check_speculative(facts, options, era) -> None:
     """``SpeculativeConfig``: a speculative method with neither ``num_speculative_tokens`` nor a
-    draft config ``n_predict`` (texts per release: ``wording.spec_tokens_missing``); then the
+    draft config ``n_predict`` (texts per release: ``wording.spec_tokens_missing``). The layout
+    marks it on Mamba hybrids, whose state depends on it; elsewhere kvplan's ``--drafter``
+    shorthand warns and continues with 0 (``build_model_layout``). Then the
     draft model's own ``verify_with_parallel_config`` (``_verify_args``; the draft runs at the
     target's TP), the same text as the target's."""
     if facts.num_speculative_tokens_missing:

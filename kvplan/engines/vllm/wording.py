@@ -54,7 +54,7 @@ class Wording:
     autofit: str  # "0.14" | "0.32" | "0.34"
     autofit_none: str  # the "Cannot auto-fit" error
     # SpeculativeConfig with a draft model and no num_speculative_tokens/n_predict (run in each
-    # release: tests/golden/prechecks.json): 0.18.0 also names speculative_token_tree
+    # release: tests/data/prechecks_vllm.json): 0.18.0 also names speculative_token_tree
     # (speculative.py line 567); 0.33.0 line 1617; 0.34.0 spec_decode/speculator_config.py line 223.
     # Pinned at the checked releases, not bisected.
     spec_tokens_missing: str = ("A speculative model was provided, but neither `speculative_token_tree` nor "
