@@ -38,7 +38,16 @@ COMMANDS = [
     (["check", *DEPLOYMENTS], 3),
     (["models"], 0),
     (["policies"], 0),
+    (["explain-log", "configs/logs/gemma-3-27b-it-40gib-vllm-0.18.0.log"], 0),
+    (["explain-log", "configs/logs/vllm-issue-27508-gpt-oss-120b-h100.log"], 0),
+    (["vllm", "--gpu", "H100-80GB", "serve", "openai/gpt-oss-20b", "--max-model-len", "128k"], 0),
 ]
+
+
+def app_commands() -> list[str]:
+    from kvplan.cli.app import COMMANDS
+
+    return list(COMMANDS)
 
 
 def run(args: list[str], columns: int):
@@ -65,7 +74,7 @@ def test_piped_output_is_100_columns(monkeypatch):
     assert terminal_width() == 83
 
 
-@pytest.mark.parametrize("command", [None, "inspect", "simulate", "fit", "compare", "check", "models", "policies"])
+@pytest.mark.parametrize("command", [None, *sorted(app_commands())])
 def test_help_never_cuts_a_flag_at_80_columns(command):
     import typer
 

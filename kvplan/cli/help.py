@@ -50,7 +50,7 @@ def _metavar(param, ctx) -> str:
 
 def _flags(param, ctx) -> str:
     if _is_argument(param):
-        return (param.metavar or param.name or "").upper()
+        return param.metavar or (param.name or "").upper()
     opts = sorted(param.opts, key=lambda o: o.startswith("--"))  # short spellings first
     text = ", ".join(opts)
     if param.secondary_opts:
