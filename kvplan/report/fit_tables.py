@@ -33,12 +33,15 @@ def render_gpu_presets(d: dict) -> None:
 
 
 def _budget_table(b: dict) -> Table:
-    t = Table(title="KV budget per GPU (estimated; docs/fit.md)", box=box.SIMPLE_HEAD, show_header=False)
+    extensible = b.get("kv_cache_sizing") == "extensible"
+    mode = "extensible KV cache, sized after warmup" if extensible else "profiled"
+    t = Table(title=f"KV budget per GPU ({mode}; estimated; docs/fit.md)", box=box.SIMPLE_HEAD, show_header=False)
     t.add_column("what")
     t.add_column("bytes", justify="right")
     t.add_column("source")
     gpu = b["gpu"] or "custom"
     t.add_row(f"GPU memory ({gpu})", _b(b["gpu_memory_bytes"]), b["gpu_memory_source"])
+    t.add_row("sizing", b.get("kv_cache_sizing", "profiled"), b.get("kv_cache_sizing_source", ""))
     t.add_row(f"× gpu_memory_utilization {b['gpu_memory_utilization']:g}", _b(b["requested_memory_bytes"]),
               b["gpu_memory_utilization_source"])
     t.add_row(f"− weights (tp {b['tensor_parallel_size']}, pp {b['pipeline_parallel_size']})", _b(b["weights_bytes"]),
@@ -46,7 +49,19 @@ def _budget_table(b: dict) -> Table:
     t.add_row("− activation peak", _b(b["activation_peak_bytes"]), b["activation_source"])
     t.add_row("− non-torch memory", _b(b["non_torch_bytes"]), b["non_torch_source"])
     t.add_row("− CUDA-graph reserve", _b(b["cudagraph_bytes"]), b["cudagraph_source"])
+    if extensible:
+        t.add_row("= reserved (tentative)", _b(b["tentative_kv_cache_memory_bytes"]), "vLLM's profiling estimate")
+        t.add_row("start-up memory in use", _b(b["startup_memory_bytes"]), b["startup_memory_source"])
+        t.add_row("transient reserve", _b(b["transient_reserve_bytes"]), "activation peak + CUDA-graph reserve")
+        t.add_row("sizing margin", _b(b["sizing_margin_bytes"]),
+                  f"max({_b(b['sizing_margin_floor_bytes'])}, 0.75 × transient)")
+        t.add_row("measured after warmup", _b(b["measured_kv_cache_memory_bytes"]),
+                  "min(requested − used, memory − start-up − used − margin) − transient")
     t.add_row("= KV cache memory", _b(b["kv_cache_memory_bytes"]), "estimated", style="bold")
+    # the full formula and every source line are in the JSON (formula, formula_source) and docs/fit.md
+    t.add_row("rule", "", ("min(reserved, measured after warmup): vLLM 0.34.0 extensible_kv_cache.py "
+                           "measure_kv_cache_bytes" if extensible else
+                           f"requested − the four terms: {b['formula_source'].split(':')[0]} determine_available_memory"))
     w = b.get("weights")
     if w:
         t.add_row("parameters", f"{w['num_params']:,}", f"{w['dtype']}; {w['quantization']}")
@@ -144,6 +159,8 @@ def render_fit(d: dict) -> None:
         else:
             c.print("No preset and TP size in the table is enough.")
     if d.get("estimated", True):
-        c.print("Budgets are estimates (weights exact from the config; activation, non-torch and CUDA-graph memory "
+        ext = (d.get("budget") or {}).get("kv_cache_sizing") == "extensible"
+        c.print("Budgets are estimates (weights exact from the config; activation, non-torch"
+                + (", CUDA-graph and start-up" if ext else " and CUDA-graph") + " memory "
                 "estimated): see docs/fit.md, override with --weights-memory/--activation-memory/--non-torch-memory/"
-                "--cudagraph-memory.", style="dim")
+                "--cudagraph-memory" + ("/--startup-memory." if ext else "."), style="dim")
