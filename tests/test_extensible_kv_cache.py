@@ -7,12 +7,12 @@ The rule, read in vLLM 0.34.0 (/work/venvs/vllm-0.34.0/lib/python3.11/site-packa
   ``kv_cache_memory_bytes`` or ``num_gpu_blocks_override`` is set; asked for there → ValueError;
 * v1/worker/utils.py 734-800 ``request_memory``: ``ceil(total × utilization)``;
 * v1/worker/gpu_worker.py 673-841 ``determine_available_memory``: the tentative size
-  ``requested − non_kv_cache_memory − cudagraph_estimate`` (the reservation), 760-762
+  ``requested − non_kv_cache_memory − cudagraph_estimate`` (the reservation), 771-773
   ``peak_activation_memory = transient_peak_headroom + cudagraph_memory_estimate``, 946-948 that peak
   seeds ``reserved_headroom_bytes``; 1226-1240 the measurement after warmup and capture;
 * v1/worker/extensible_kv_cache.py 64-65 margin floor 1 GiB (3 GiB on ROCm) and fraction 0.75,
-  591-618 ``measure_kv_cache_bytes``: ``min(requested − used, free + committed − margin) − transient``;
-* v1/core/kv_cache_planning.py 1864-1905 ``finalize_extensible_kv_cache``: min(measured, reserved).
+  592-618 ``measure_kv_cache_bytes``: ``min(requested − used, free + committed − margin) − transient``;
+* v1/core/kv_cache_planning.py 1864-1906 ``finalize_extensible_kv_cache``: min(measured, reserved).
 vLLM 0.33.0 has none of it (``grep -r extensible`` finds no such code in its vllm/config or vllm/v1),
 and no release lies between 0.33.0 and 0.34.0 (kvplan/engines/vllm/versions.py), so 0.34.0 introduced it.
 """
@@ -20,6 +20,7 @@ and no release lies between 0.33.0 and 0.34.0 (kvplan/engines/vllm/versions.py),
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
@@ -95,10 +96,36 @@ def test_extensible_budget_is_the_measured_one(llama):
     assert b["formula"].startswith("kv_cache_memory = min(tentative, min(requested − used, gpu_memory − startup − "
                                    "used − margin) − transient)")
     assert b["formula_source"].startswith("vLLM 0.34.0: config/cache.py resolved_gpu_memory_utilization (495-501)")
-    assert "extensible_kv_cache.py measure_kv_cache_bytes (591-618)" in b["formula_source"]
+    assert "extensible_kv_cache.py measure_kv_cache_bytes (592-618)" in b["formula_source"]
     assert b["warnings"] == []
     # the same rule at another utilization (fit's bisection) gives the same figure at 1.0
     assert kv_bytes_at(b, 1.0) == 64_377_315_328
+
+
+def test_graphs_not_in_the_profile_are_still_measured(llama):
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (0.34.0 gpu_worker.py 746-747): no CUDA-graph estimate in the
+    # profile or in peak_activation_memory, but the graphs are still captured before the measurement, so they
+    # stay in `used` (extensible_kv_cache.py 613: non_kv_used counts everything resident). Terms as above:
+    #   tentative = 85,027,979,264 − 16,060,522,496 − 1,319,108,608 − 268,435,456 − 0  = 67,379,912,704
+    #   transient = A = 1,319,108,608; margin = max(1 GiB, int(0.75 · 1,319,108,608) = 989,331,456) = 1,073,741,824
+    #   used      = 16,060,522,496 + 268,435,456 + 536,870,912 (graphs after capture) = 16,865,828,864
+    #   measured  = 85,027,979,264 − 536,870,912 − 16,865,828,864 − 1,073,741,824 − 1,319,108,608
+    #             = 65,232,429,056 → KV 65,232,429,056
+    b = kv_budget(llama, replace(LATEST, cudagraph_memory_in_profile=False), gpu="H100-80GB")
+    assert (b["cudagraph_bytes"], b["cudagraph_resident_bytes"]) == (0, 536_870_912)
+    assert b["tentative_kv_cache_memory_bytes"] == 67_379_912_704
+    assert (b["transient_reserve_bytes"], b["sizing_margin_bytes"]) == (1_319_108_608, GiB)
+    assert b["kv_cache_memory_bytes"] == 65_232_429_056
+    r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB",
+                 "--env", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0")
+    assert d["budget"]["kv_cache_memory_bytes"] == 65_232_429_056
+    # --cudagraph-memory 0 (--enforce-eager: nothing captured) sets both to 0:
+    #   transient = A, margin 1 GiB, used = W + N = 16,328,957,952
+    #   measured = 85,027,979,264 − 536,870,912 − 16,328,957,952 − 1,073,741,824 − 1,319,108,608
+    #            = 65,769,299,968
+    b = kv_budget(llama, LATEST, gpu="H100-80GB", overrides={"cudagraph_memory": 0})
+    assert (b["cudagraph_bytes"], b["cudagraph_resident_bytes"]) == (0, 0)
+    assert b["kv_cache_memory_bytes"] == 65_769_299_968
 
 
 def test_extensible_budget_tp2():
@@ -123,7 +150,7 @@ def test_explicit_utilization_caps_the_extensible_cache_and_warns(llama):
     #   measured  = min(76,525,181,338 − 16,865,828,864 = 59,659,352,474, 66,233,294,848) − 1,855,979,520
     #             = 57,803,372,954
     #   tentative = 76,525,181,338 − 18,184,937,472 = 58,340,243,866 → KV 57,803,372,954
-    #   withheld (measure_kv_cache_blocks' warning, extensible_kv_cache.py 650-676: 0.7 < u < 1.0 and ≥ 1 GiB)
+    #   withheld (measure_kv_cache_blocks' warning, extensible_kv_cache.py 655-676: 0.7 < u < 1.0 and ≥ 1 GiB)
     #             = 66,233,294,848 − 59,659,352,474 = 6,573,942,374 B = 6.12 GiB
     b = kv_budget(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.9)
     assert b["requested_memory_bytes"] == 76_525_181_338

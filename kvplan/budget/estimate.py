@@ -134,10 +134,16 @@ def estimate_startup_bytes(world_size: int) -> int:
     return STARTUP_MULTI_BYTES if world_size > 1 else STARTUP_SINGLE_BYTES
 
 
+def estimate_cudagraph_pool_bytes(num_layers: int) -> int:
+    """The captured graphs' memory on a rank (the rule of the module docstring)."""
+    return CUDAGRAPH_BASE_BYTES + CUDAGRAPH_PER_LAYER_BYTES * num_layers
+
+
 def estimate_cudagraph_bytes(era, num_layers: int) -> int:
+    """The CUDA-graph term the profile subtracts: the pool estimate where the era estimates it, else 0."""
     if not subtracts_cudagraph_memory(era):
         return 0
-    return CUDAGRAPH_BASE_BYTES + CUDAGRAPH_PER_LAYER_BYTES * num_layers
+    return estimate_cudagraph_pool_bytes(num_layers)
 
 
 # ----------------------------------------------------------------------- the budget
@@ -242,6 +248,9 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         cg = c_over if c_over is not None else estimate_cudagraph_bytes(era, layers_on_stage)
         stage = {"stage": s, "weights_bytes": w_bytes, "activation_peak_bytes": act, "non_torch_bytes": nt,
                  "cudagraph_bytes": cg}
+        if extensible:  # measured after capture, whether or not the profile estimated the graphs
+            stage["cudagraph_resident_bytes"] = c_over if c_over is not None else estimate_cudagraph_pool_bytes(
+                layers_on_stage)
         stage.update(stage_kv_bytes(mode, stage, total=total, utilization=util, startup=startup,
                                     margin_floor=margin_floor))
         stage.pop("requested_memory_bytes")
@@ -291,6 +300,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         "cudagraph_bytes": budget_stage["cudagraph_bytes"],
         "cudagraph_source": src(c_over, "estimate" if subtracts_cudagraph_memory(era)
                                 else f"not subtracted by {era.name}"),
+        "cudagraph_resident_bytes": budget_stage.get("cudagraph_resident_bytes"),
         "startup_memory_bytes": startup if extensible else None,
         "startup_memory_source": (src(s_over, "estimate") if extensible
                                   else "not subtracted by the profiled sizing"),
@@ -324,7 +334,8 @@ def stage_kv_bytes(mode: str, stage: dict, *, total: int, utilization: float, st
     return sizing.stage_kv_cache_bytes(
         mode, total=total, utilization=utilization, weights=stage["weights_bytes"],
         activation=stage["activation_peak_bytes"], non_torch=stage["non_torch_bytes"],
-        cudagraph=stage["cudagraph_bytes"], startup=startup, margin_floor=margin_floor)
+        cudagraph=stage["cudagraph_bytes"], startup=startup, margin_floor=margin_floor,
+        cudagraph_resident=stage.get("cudagraph_resident_bytes"))
 
 
 def kv_bytes_at(budget: dict, utilization: float) -> int:
@@ -345,7 +356,7 @@ def _extensible_warnings(stage: dict, *, total: int, util: float, util_given: fl
     if util_given is not None and 0.7 < util < 1.0:
         withheld = sizing.withheld_by_utilization(
             total=total, utilization=util, startup=startup,
-            used=stage["weights_bytes"] + stage["non_torch_bytes"] + stage["cudagraph_bytes"],
+            used=stage["weights_bytes"] + stage["non_torch_bytes"] + stage["cudagraph_resident_bytes"],
             margin=stage["sizing_margin_bytes"])
         if withheld >= GiB:
             out.append(f"--gpu-memory-utilization {util:g} keeps {withheld / GiB:.2f} GiB of free memory out of the "

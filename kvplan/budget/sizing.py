@@ -15,8 +15,10 @@ capture, from the memory measured then (``v1/worker/extensible_kv_cache.py
 measure_kv_cache_bytes``; ``finalize_extensible_kv_cache`` keeps the smaller of the two)::
 
     tentative  = requested − weights − activation_peak − non_torch − cudagraph   (the reservation)
-    used       = weights + non_torch + cudagraph              (resident after warmup and capture)
+    used       = weights + non_torch + cudagraph_resident     (resident after warmup and capture)
     transient  = activation_peak + cudagraph                  (gpu_worker.peak_activation_memory)
+    (cudagraph: the profile's estimate, 0 with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0;
+     cudagraph_resident: the captured graphs' pool, there unless --enforce-eager)
     margin     = max(1 GiB (3 GiB on ROCm), int(0.75 × transient))
     measured   = min(requested − used, gpu_memory − startup − used − margin) − transient
     kv_cache_memory = min(measured, tentative)
@@ -25,7 +27,7 @@ measure_kv_cache_bytes``; ``finalize_extensible_kv_cache`` keeps the smaller of 
 communicators, other processes): the profiled mode never sees it (``requested`` is a share of the
 total), the extensible mode does (its headroom is the memory actually free). ``transient`` keeps
 the profiled CUDA-graph estimate on top of the activation peak because vLLM adds it to
-``peak_activation_memory`` (gpu_worker.py 760-762) and seeds the cache's
+``peak_activation_memory`` (gpu_worker.py 771-773) and seeds the cache's
 ``reserved_headroom_bytes`` with that (946-948); warmup can only raise it.
 """
 
@@ -48,8 +50,8 @@ _SOURCE_034 = (
     "vLLM 0.34.0: config/cache.py resolved_gpu_memory_utilization (495-501), config/vllm.py "
     "_resolve_extensible_kv_cache (3180-3263), v1/worker/utils.py request_memory (734-800), v1/worker/gpu_worker.py "
     "determine_available_memory (673-841) and _compile_or_warm_up_model (1022-1240), "
-    "v1/worker/extensible_kv_cache.py measure_kv_cache_bytes (591-618), v1/core/kv_cache_planning.py "
-    "finalize_extensible_kv_cache (1864-1905)"
+    "v1/worker/extensible_kv_cache.py measure_kv_cache_bytes (592-618), v1/core/kv_cache_planning.py "
+    "finalize_extensible_kv_cache (1864-1906)"
 )
 
 FORMULAS = {
@@ -57,7 +59,8 @@ FORMULAS = {
               "− cudagraph (vLLM determine_available_memory; see docs/fit.md)",
     EXTENSIBLE: "kv_cache_memory = min(tentative, min(requested − used, gpu_memory − startup − used − margin) − transient); "
                 "requested = ceil(gpu_memory × gpu_memory_utilization), tentative = requested − weights − activation_peak "
-                "− non_torch − cudagraph, used = weights + non_torch + cudagraph, transient = activation_peak + cudagraph, "
+                "− non_torch − cudagraph, used = weights + non_torch + cudagraph_resident, "
+                "transient = activation_peak + cudagraph, "
                 "margin = max(margin_floor, 0.75 × transient) (vLLM's extensible KV cache, measured after warmup and "
                 "CUDA-graph capture; see docs/fit.md)",
 }
@@ -124,13 +127,16 @@ def formula_source(era, mode: str) -> str:
 
 def stage_kv_cache_bytes(mode: str, *, total: int, utilization: float, weights: int, activation: int,
                          non_torch: int, cudagraph: int, startup: int = 0,
-                         margin_floor: int = MARGIN_FLOOR_BYTES) -> dict:
-    """One worker's KV bytes by the mode's formula (module docstring), with its intermediate terms."""
+                         margin_floor: int = MARGIN_FLOOR_BYTES, cudagraph_resident: int | None = None) -> dict:
+    """One worker's KV bytes by the mode's formula (module docstring), with its intermediate terms.
+    ``cudagraph`` is the profile's CUDA-graph estimate (0 when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0),
+    ``cudagraph_resident`` the graphs' pool after capture (default: the same figure), which the
+    extensible sizing measures whether or not the profile estimated it."""
     requested = requested_memory(total, utilization)
     tentative = requested - weights - activation - non_torch - cudagraph
     if mode != EXTENSIBLE:
         return {"requested_memory_bytes": requested, "kv_cache_memory_bytes": tentative}
-    used = weights + non_torch + cudagraph
+    used = weights + non_torch + (cudagraph if cudagraph_resident is None else cudagraph_resident)
     transient = activation + cudagraph
     margin = max(margin_floor, int(transient * MARGIN_FRACTION))
     measured = min(requested - used, total - startup - used - margin) - transient
@@ -147,7 +153,7 @@ def stage_kv_cache_bytes(mode: str, *, total: int, utilization: float, weights: 
 def withheld_by_utilization(*, total: int, utilization: float, startup: int, used: int, margin: int) -> int:
     """Bytes an explicit utilization keeps out of an extensible cache: the measured size with a
     budget of all the memory free at start-up, less the one at ``utilization``
-    (measure_kv_cache_bytes' warning, 0.34.0 extensible_kv_cache.py 651-675)."""
+    (measure_kv_cache_bytes' warning, 0.34.0 extensible_kv_cache.py 655-676)."""
     free_at_start = total - startup
     requested = requested_memory(total, utilization)
     return (min(free_at_start - used, free_at_start - used - margin)

@@ -51,12 +51,15 @@ def _budget_table(b: dict) -> Table:
     t.add_row("− CUDA-graph reserve", _b(b["cudagraph_bytes"]), b["cudagraph_source"])
     if extensible:
         t.add_row("= reserved (tentative)", _b(b["tentative_kv_cache_memory_bytes"]), "vLLM's profiling estimate")
+        t.add_row("CUDA graphs after capture", _b(b["cudagraph_resident_bytes"]),
+                  "override" if b["cudagraph_source"] == "override" else "estimate")
         t.add_row("start-up memory in use", _b(b["startup_memory_bytes"]), b["startup_memory_source"])
         t.add_row("transient reserve", _b(b["transient_reserve_bytes"]), "activation peak + CUDA-graph reserve")
         t.add_row("sizing margin", _b(b["sizing_margin_bytes"]),
                   f"max({_b(b['sizing_margin_floor_bytes'])}, 0.75 × transient)")
         t.add_row("measured after warmup", _b(b["measured_kv_cache_memory_bytes"]),
-                  "min(requested − used, memory − start-up − used − margin) − transient")
+                  "min(requested − used, memory − start-up − used − margin) − transient; "
+                  "used = weights + non-torch + graphs after capture")
     t.add_row("= KV cache memory", _b(b["kv_cache_memory_bytes"]), "estimated", style="bold")
     # the full formula and every source line are in the JSON (formula, formula_source) and docs/fit.md
     t.add_row("rule", "", ("min(reserved, measured after warmup): vLLM 0.34.0 extensible_kv_cache.py "
