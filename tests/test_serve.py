@@ -307,3 +307,13 @@ def test_hf_overrides_change_the_config_kvplan_reads():
     # Qwen3-8B's config says 40960; the override sets the derived max_model_len
     assert d["scheduler"]["max_model_len"] == 65536
     assert kvplan.inspect("Qwen/Qwen3-8B", hf_overrides={"num_hidden_layers": 4})["num_layers"] == 4
+
+
+def test_shell_variables_uv_run_and_an_unset_model():
+    sl = parse_line("MODEL=Qwen/Qwen3-8B\nexport VLLM_X=1\nTP=2 && uv run vllm serve $MODEL -tp ${TP} --port 8000")
+    # MODEL and TP are shell variables (not exported: vLLM's process does not see them); VLLM_X is exported
+    assert sl.form == "vllm serve" and sl.argv == ("Qwen/Qwen3-8B", "-tp", "2", "--port", "8000")
+    assert sl.env == {"VLLM_X": "1"}
+    with pytest.raises(OptionError, match=r"^the line names its model through \$MODEL_PATH, which the line does not "
+                                          r"set; write the model id"):
+        kvplan.vllm_serve(line="vllm serve $MODEL_PATH --port 8000")
