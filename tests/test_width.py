@@ -38,6 +38,8 @@ COMMANDS = [
     (["check", *DEPLOYMENTS], 3),
     (["models"], 0),
     (["policies"], 0),
+    (["explain-log", "configs/logs/gemma-3-27b-it-40gib-vllm-0.18.0.log"], 0),
+    (["explain-log", "tests/logs/10-club3090-612-qwen3.6-35b-a3b-v0.24.0.log"], 0),
 ]
 
 
