@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from kvplan.bounds import MAX_HEADS, MAX_LAYERS, MAX_TOKENS
 from kvplan.errors import OptionError
 from kvplan.units import CACHE_DTYPES, MODEL_DTYPES, GiB, parse_human_int
 
@@ -45,6 +46,7 @@ DEVICE = "Allocate on a real device"
 WORKLOAD = "Workload"
 ENGINES = "Other engines' knobs"
 ASK = "Questions"
+VERIFY = "Cross-check against a real vLLM (its planning functions, on CPU)"
 
 # Value kinds, each with one parser below.
 STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME, ENV = (
@@ -94,9 +96,14 @@ class Option:
         if self.kind == LENGTH and value == -1:
             return
         if self.minimum is not None and value < self.minimum:
-            raise OptionError(f"{self.flag} must be at least {self.minimum:g}, got {value:g}")
+            raise OptionError(f"{self.flag} must be at least {_num(self.minimum)}, got {_num(value)}")
         if self.maximum is not None and value > self.maximum:
-            raise OptionError(f"{self.flag} must be at most {self.maximum:g}, got {value:g}")
+            raise OptionError(f"{self.flag} must be at most {_num(self.maximum)}, got {_num(value)}")
+
+
+def _num(x: int | float) -> str:
+    """``1,073,741,824`` for an integer, ``1.5`` for a float (``1`` for 1.0)."""
+    return f"{x:,}" if isinstance(x, int) else f"{x:g}"
 
 
 def _str(opt: Option, raw: Any) -> str:
@@ -290,7 +297,7 @@ _TABLE: tuple[Option, ...] = (
            help="Speculative method; inferred from the drafter when omitted."),
     Option("num_speculative_tokens", "--num-speculative-tokens", INT, minimum=1, metavar="N",
            help="Tokens proposed per step (MTP layers, Mamba speculative blocks)."),
-    Option("block_size", "--block-size", INT, minimum=1, metavar="TOKENS",
+    Option("block_size", "--block-size", INT, minimum=1, maximum=MAX_TOKENS, metavar="TOKENS",
            default_doc="the attention backend's preferred size (16; MLA backends 64/128/32)",
            help="Tokens per KV block."),
     Option("attention_backend", "--attention-backend", STR, metavar="NAME",
@@ -299,14 +306,28 @@ _TABLE: tuple[Option, ...] = (
            help="auto (model dtype), bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, int8, ..."),
     Option("dtype", "--dtype", CHOICE, default="auto", choices=("auto", *MODEL_DTYPES),
            help="Model dtype: auto (config's torch_dtype; bfloat16 when absent), bfloat16, float16, float32."),
-    Option("tensor_parallel_size", "--tensor-parallel-size", INT, default=1, minimum=1, aliases=("-tp",), metavar="N",
+    Option("tensor_parallel_size", "--tensor-parallel-size", INT, default=1, minimum=1, maximum=MAX_HEADS,
+           aliases=("-tp",), metavar="N",
            help="Tensor-parallel ranks: KV heads per rank = max(1, heads // tp)."),
-    Option("pipeline_parallel_size", "--pipeline-parallel-size", INT, default=1, minimum=1, aliases=("-pp",),
+    Option("pipeline_parallel_size", "--pipeline-parallel-size", INT, default=1, minimum=1, maximum=MAX_LAYERS,
+           aliases=("-pp",),
            metavar="N", help="Pipeline stages: layers split as vLLM's get_pp_indices."),
     Option("decode_context_parallel_size", "--decode-context-parallel-size", INT, default=1, minimum=1,
+           maximum=MAX_HEADS,
            aliases=("-dcp",), metavar="N", commands=PLAN_CMDS,
            help="Decode-context-parallel ranks (within TP): each keeps 1/N of a request's tokens in full and MLA "
            "layers."),
+    Option("data_parallel_size", "--data-parallel-size", INT, default=1, minimum=1, aliases=("-dp",), metavar="N",
+           commands=PLAN_CMDS,
+           help="Data-parallel ranks (full replicas): the KV cache per GPU is unchanged; MoE experts are split over "
+           "TP x DP ranks, so a MoE model's weights per GPU shrink."),
+    Option("enable_expert_parallel", "--enable-expert-parallel", BOOL, default=False, aliases=("-ep",),
+           commands=PLAN_CMDS,
+           help="Expert parallelism: each of the TP x DP ranks holds whole experts (ceil(E / ranks)) instead of a "
+           "slice of every expert."),
+    Option("hf_overrides", "--hf-overrides", JSON, metavar="JSON",
+           help="vLLM's --hf-overrides: keys that replace the model config's (a mapping updates a sub-config "
+           "such as text_config key by key)."),
     Option("disable_sliding_window", "--disable-sliding-window", BOOL, default=False,
            help="Every layer becomes full attention, and max_model_len is capped at the window."),
     Option("revision", "--revision", STR, metavar="REV",
@@ -328,10 +349,10 @@ _TABLE: tuple[Option, ...] = (
     Option("kv_cache_memory", "--kv-cache-memory", SIZE, aliases=("--kv-cache-memory-bytes",), panel=BUDGET,
            commands=PLAN_CMDS, metavar="SIZE",
            help="KV-cache budget per GPU: 40GiB, 40G (=GiB), 40g (=10^9), or bytes."),
-    Option("max_model_len", "--max-model-len", LENGTH, panel=BUDGET, commands=PLAN_CMDS, metavar="TOKENS",
+    Option("max_model_len", "--max-model-len", LENGTH, maximum=MAX_TOKENS, panel=BUDGET, commands=PLAN_CMDS, metavar="TOKENS",
            default_doc="the model's derived length",
            help="Tokens per request (131072, 128k, 128K), or 'auto' to fit the budget (vLLM's -1)."),
-    Option("max_num_batched_tokens", "--max-num-batched-tokens", INT, minimum=1, panel=BUDGET, commands=PLAN_CMDS,
+    Option("max_num_batched_tokens", "--max-num-batched-tokens", INT, minimum=1, maximum=MAX_TOKENS, panel=BUDGET, commands=PLAN_CMDS,
            metavar="TOKENS", default_doc="vllm serve's for the card: 8192 on H100/H200, 16384 on >=160 GiB (0.33+), "
            "2048 on A100 and smaller",
            help="Tokens per scheduler step."),
@@ -375,6 +396,12 @@ _TABLE: tuple[Option, ...] = (
            default_doc="the era's: on from 0.34 (CUDA/ROCm), off with --kv-cache-memory or --num-gpu-blocks-override",
            help="vLLM's extensible KV cache: size it from the memory measured after warmup and CUDA-graph capture "
            "(utilization default 1.0) instead of from the profiling estimate."),
+    Option("quantization", "--quantization", STR, aliases=("-q",), panel=HARDWARE, commands=PLAN_CMDS,
+           metavar="METHOD", default_doc="the checkpoint's quantization_config",
+           help="vLLM's --quantization: the checkpoint's own method (or its Marlin variant), or fp8 to quantize "
+           "an unquantized checkpoint at load time (weights per GPU)."),
+    Option("cpu_offload_gb", "--cpu-offload-gb", FLOAT, minimum=0.0, panel=HARDWARE, commands=PLAN_CMDS,
+           metavar="GIB", help="Weights moved to CPU memory per GPU, in GiB (vLLM's --cpu-offload-gb)."),
     Option("weights_memory", "--weights-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False, metavar="SIZE",
            help="Weights per GPU instead of kvplan's count (vLLM's 'Model loading took' figure)."),
     Option("activation_memory", "--activation-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
@@ -388,6 +415,16 @@ _TABLE: tuple[Option, ...] = (
            "kvplan's estimate; the extensible KV cache's sizing subtracts it."),
     Option("exact_params", "--exact-params", BOOL, default=False, panel=HARDWARE, commands=frozenset({FIT, CHECK}),
            vllm=False, help="Also count parameters on torch's meta device (needs torch) and compare."),
+    # ------------------------------------------------------------------ cross-check (simulate, check)
+    Option("cross_check", "--cross-check", BOOL, default=False, panel=VERIFY, commands=frozenset({SIMULATE, CHECK}),
+           vllm=False, help="Run the installed vLLM's own planning functions (CPU, no weights, no GPU) on the "
+           "scenario kvplan simulated and compare every field; the policy defaults to that vLLM's release."),
+    Option("vllm_python", "--vllm-python", STR, panel=VERIFY, commands=frozenset({SIMULATE, CHECK}), vllm=False,
+           metavar="PATH", default_doc="the Python running kvplan",
+           help="With --cross-check: the interpreter whose vLLM to run (a serving venv's or a container's python)."),
+    Option("require_agreement", "--require-agreement", BOOL, default=False, panel=VERIFY,
+           commands=frozenset({SIMULATE, CHECK}), vllm=False,
+           help="With --cross-check: exit 3 when a field differs from vLLM's answer (or the check could not run)."),
     # ------------------------------------------------------------------ simulate only
     Option("sweep_threshold", "--sweep-threshold", STR, panel=POLICY, commands=frozenset({SIMULATE}), scenario=False,
            vllm=False, metavar="SPEC", help="Thresholds to sweep: start:stop:step (1.0:2.0:0.05) or a list (1.25,1.5)."),
@@ -415,7 +452,7 @@ _TABLE: tuple[Option, ...] = (
     Option("policies", "--policies", STR, default="proposals", panel=POLICY, commands=frozenset({COMPARE}),
            scenario=False, vllm=False, metavar="LIST",
            help="More vLLM rows: 'proposals', 'none', or a comma list of eras, releases and proposals."),
-    Option("target_len", "--target-len", LENGTH, panel=WORKLOAD, commands=frozenset({COMPARE}), scenario=False,
+    Option("target_len", "--target-len", LENGTH, maximum=MAX_TOKENS, panel=WORKLOAD, commands=frozenset({COMPARE}), scenario=False,
            vllm=False, metavar="TOKENS", default_doc="--max-model-len, else the model's length",
            help="Tokens per request of the workload (every engine is evaluated at this length)."),
     Option("target_concurrency", "--target-concurrency", INT, minimum=1, panel=WORKLOAD,

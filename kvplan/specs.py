@@ -133,7 +133,8 @@ class AttentionSpec(KVCacheSpec):
     @classmethod
     def _check_same_attention_fields(cls, specs: list["AttentionSpec"]) -> None:
         first = specs[0]
-        for s in specs[1:]:
+        # layouts share one object per distinct spec: compare each distinct object once
+        for s in {id(x): x for x in specs[1:] if x is not first}.values():
             if any(getattr(s, f) != getattr(first, f) for f in cls._MERGE_FIELDS):
                 raise SpecMergeAssertion("All attention layers in the same KV cache group must have the same "
                                          "attention spec.")

@@ -164,6 +164,8 @@ def compact_ranges(indices: list[int]) -> str:
     return ", ".join(out)
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 layer``, ``2 layers``, ``0 layers``, ``1,000 layers`` (``many`` for irregular plurals)."""
-    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+def plural(n: int | float, word: str, many: str | None = None) -> str:
+    """``1 layer``, ``2 layers``, ``0 layers``, ``1,000 layers``, ``1.5 requests`` (``many`` for
+    irregular plurals)."""
+    count = f"{n:,g}" if isinstance(n, float) else f"{n:,}"
+    return f"{count} {word if n == 1 else (many or word + 's')}"

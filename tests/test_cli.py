@@ -163,6 +163,22 @@ def test_sweep_plot(tmp_path):
     assert r.exit_code == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_sweep_plot_without_matplotlib_keeps_the_sweep(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    out = tmp_path / "sweep.png"
+    args = ("simulate", *GPT, *BUDGET, "--sweep-threshold", "1.0:2.0:0.5", "--plot", str(out))
+    r = invoke(*args)
+    # the table of every threshold, then one line saying how to get plots, exit 1, no file
+    assert r.exit_code == 1 and not out.exists()
+    assert "Threshold sweep" in r.stdout and "Critical threshold 1.33333" in r.stdout
+    assert r.stderr.splitlines()[-1] == "Error: --plot needs matplotlib: pip install 'kvplan[plot]'"
+    assert "Traceback" not in r.stderr
+    r = invoke(*args, "--format", "json")
+    assert r.exit_code == 1 and [row["threshold"] for row in json.loads(r.stdout)["rows"]] == [1.0, 1.5, 2.0]
+
+
 def test_yaml_output_matches_json():
     import yaml
 

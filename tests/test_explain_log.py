@@ -223,7 +223,7 @@ def test_missing_lines_are_listed_not_guessed():
     assert r["rebuild"]["status"] == "no model"
     assert r["missing"] == [
         "the vLLM release ('vLLM API server version …'): no line found",
-        "the model ('non-default args: {…}' or the engine config line): no line found",
+        "the model ('non-default args: {…}', the engine config line or the vllm serve command): no line found",
         "the KV memory ('Available KV cache memory: … GiB'): no line found",
     ]
 
@@ -251,3 +251,111 @@ def test_stdin_and_table_fit_the_width():
         assert res.exit_code == 0, res.stderr
         assert max(len(line) for line in res.stdout.splitlines()) <= cols
         assert "agrees on all" in res.stdout
+
+
+# --- traps, on vLLM's own golden output ---------------------------------------------------------
+
+
+def _golden(name: str) -> dict:
+    return json.loads((ALL[0].parent / f"{name}.json").read_text())
+
+
+def _traps(r: dict) -> dict:
+    return {t["trap"]: t for t in r["traps"]}
+
+
+def test_trap_padding_and_sliding_reservation_gemma3():
+    """gemma-3-27b on 40 GiB, vLLM 0.18.0: 52 sliding(1024) + 10 full layers, 16 KV heads x 128, bf16
+    (page 16 x 16 x 256 x 2 = 131,072 B). Threshold 1.5: 52 >= 10 x 1.5, so groups of 10: one full
+    group and six sliding groups (10,10,10,10,10,2): 8 padding slots, vLLM's "15.38%" = 8/52. A block
+    id is 1,310,720 B, so 40 GiB holds 32,768. Per 131,072-token request: 8,192 full blocks and
+    cdiv(1023 + 8192, 16) + 1 = 577 per sliding group (11,654 in all): max_concurrency 32,768 /
+    11,654 = 2.81x (the log). Padding at full load: pool x (577 x 8) / (10 x 11,654) =
+    42,949,672,960 x 4,616 / 116,540 = 1,701,181,486 B. Past prefill a sliding group holds
+    cdiv(1023 + 1, 16) + 1 = 65 blocks: (32,767 usable - 6 x 512 reserve) / (8,192 + 6 x 65) = 3.46x."""
+    r = kvplan.explain_log(golden_log(_golden("gemma-3-27b__40gib__0.18.0")))
+    traps = _traps(r)
+    assert traps["padding_waste"]["padding_waste_bytes"] == 42_949_672_960 * 4_616 // 116_540 == 1_701_181_486
+    assert traps["padding_waste"]["num_padding_layers"] == 8
+    s = traps["sliding_window_reservation"]
+    assert s["logged_max_concurrency"] == 2.81 and round(s["max_concurrency"], 6) == round(32_768 / 11_654, 6)
+    assert s["steady_state_concurrency"] == round((32_767 - 3_072) / 8_582, 6)
+    assert s["prefill_reserve_blocks"] == 6 * (577 - 65) == 3_072
+
+
+def test_trap_hybrid_manager_off_by_a_connector_costs_what_vllm_shows():
+    """gpt-oss-20b, 40 GiB, vLLM 0.18.0 with an LMCache connector: 0.18 turns the hybrid manager off
+    for any --kv-transfer-config, so the layout is vLLM's own hma-off golden; the cost is vLLM's own
+    figures with the manager on (the plain golden), both from the release's functions."""
+    off, on = _golden("gpt-oss-20b__hma-off__40gib__0.18.0"), _golden("gpt-oss-20b__40gib__0.18.0")
+    text = golden_log(off).replace("'disable_hybrid_kv_cache_manager': True",
+                                   "'kv_transfer_config': {'kv_connector': 'LMCacheConnectorV1', 'kv_role': 'kv_both'}")
+    r = kvplan.explain_log(text)
+    assert r["verdict"] == f"agrees on all {len(r['figures'])} figures"
+    trap = _traps(r)["hybrid_manager_off"]
+    assert trap["reasons"] == ["--kv-transfer-config is set"]
+    assert trap["cost"]["num_blocks_off"] == off["result"]["num_blocks"]
+    assert trap["cost"]["num_blocks_on"] == on["result"]["num_blocks"]
+    assert trap["cost"]["max_concurrency_on"] == round(on["result"]["max_concurrency"], 6)
+    assert trap["cost"]["max_concurrency_off"] == round(off["result"]["max_concurrency"], 6)
+    assert on["result"]["max_concurrency"] > off["result"]["max_concurrency"]
+
+
+@pytest.mark.parametrize("release, length", [("0.18.0", 32_768), ("0.34.0", 32_752)])
+def test_trap_autofit_reduced_is_read_from_vllms_line(release, length):
+    """Llama 3.1 8B, --max-model-len auto on 4 GiB: 32 layers x 8 KV heads x 128 x 2 x 2 B =
+    131,072 B per token, so 4 GiB holds 32,768 tokens (0.18.0); from 0.29 the null block (16
+    tokens) is kept out of the check: 32,752 (0.34.0, whose line is worded differently)."""
+    g = _golden(f"llama-3.1-8b__autofit__4gib__{release}")
+    r = kvplan.explain_log(golden_log(g))
+    t = _traps(r)["autofit_reduced"]
+    assert (t["original_max_model_len"], t["max_model_len"]) == (131_072, length) == (131_072, g["result"]["max_model_len"])
+    assert r["verdict"] == f"agrees on all {len(r['figures'])} figures"
+
+
+def test_trap_rounding_left_unused():
+    """Qwen3.5-27B on 40 GiB, vLLM 0.18.0: a block id is 49 MiB (Mamba-aligned pages), so
+    floor(40,960 / 49) = 835 ids and 40,960 - 835 x 49 = 45 MiB stay unused."""
+    r = kvplan.explain_log(golden_log(_golden("qwen3.5-27b__40gib__0.18.0")))
+    t = _traps(r)["rounding_unused"]
+    assert (t["bytes_per_block"], t["unused_bytes"]) == (49 << 20, 45 << 20)
+
+
+def test_trap_failure_with_the_smallest_verified_fix():
+    """gpt-oss-20b on 2 GiB, vLLM 0.34.0: vLLM's own error estimates 70832 tokens; simulate's
+    failure report verifies --max-model-len 70832 starts (the first, smallest fix)."""
+    r = kvplan.explain_log(golden_log(_golden("gpt-oss-20b__2gib__0.34.0")))
+    t = _traps(r)["startup_failure"]
+    assert t["stage"] == "admission" and t["fix"]["flag"] == "--max-model-len 70832" and t["fix"]["verified"]
+    assert r["outcome"]["fix"] == "--max-model-len 70832"
+
+
+def test_model_override_reads_a_local_config():
+    """A log whose model is a local path kvplan cannot see gives a recovered-facts-only verdict;
+    --model pointing at the same model's config (a directory) re-simulates it, and vLLM's own
+    figures (llama-3.1-8b on 40 GiB, vLLM 0.18.0) agree."""
+    from pathlib import Path
+
+    golden = _golden("llama-3.1-8b__40gib__0.18.0")
+    text = golden_log(golden).replace("'meta-llama/Meta-Llama-3.1-8B'", "'/models/llama-3.1-8b'")
+    r = kvplan.explain_log(text)
+    assert r["rebuild"]["status"] == "model not in catalog" and r["verdict"].startswith("model not in catalog")
+    local = Path(__file__).resolve().parent.parent / "configs" / "meta-llama" / "Meta-Llama-3.1-8B"
+    r = kvplan.explain_log(text, model=str(local))
+    assert r["rebuild"]["model_source"] == "--model" and r["inputs"]["model"]["source"] == "local"
+    assert r["verdict"] == f"agrees on all {len(r['figures'])} figures"
+
+
+def test_a_release_before_the_registry_is_recovered_facts_only():
+    """0.8 printed its arguments as a Namespace; the model is read, the release is not one kvplan
+    models (0.10.1 is the first), so nothing is re-simulated and nothing is guessed."""
+    text = ("INFO 04-29 01:09:40 [api_server.py:1043] vLLM API server version 0.8.5\n"
+            "INFO 04-29 01:09:40 [api_server.py:1044] args: Namespace(model='Qwen/Qwen3-8B', max_model_len=8192, "
+            "tensor_parallel_size=2, enable_prefix_caching=None)\n"
+            "INFO 04-29 01:09:49 [kv_cache_utils.py:634] GPU KV cache size: 198,784 tokens\n")
+    r = kvplan.explain_log(text)
+    assert r["rebuild"]["status"] == "release not modelled" and r["rebuild"]["model"] == "Qwen/Qwen3-8B"
+    assert r["verdict"].startswith("release not modelled: recovered facts only (unknown vLLM release '0.8.5'")
+    assert r["facts"][1]["args"] == {"model": "Qwen/Qwen3-8B", "max_model_len": 8192, "tensor_parallel_size": 2,
+                                     "enable_prefix_caching": None}
+    assert r["inputs"]["policy"] is None and r["figures"][0]["verdict"] == "not re-simulated"

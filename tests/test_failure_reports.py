@@ -52,7 +52,7 @@ def test_block_override_failure_table_has_no_empty_figures():
     out = r.stdout
     for bad in ("group_size 0", "None + None", "0 B / 0 B"):
         assert bad not in out
-    assert "KV cache groups (group_size 10)" in out
+    assert "KV cache groups (group_size 10; vLLM's own figures)" in out
     assert "17.98 GiB / 1.22 GiB" in out
     assert "vLLM's estimated maximum model length" in out and "2,256" in out
     # the layout picture has its 10 slots and the padding marks

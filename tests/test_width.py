@@ -1,7 +1,8 @@
 """Tables fit the width they are given ($COLUMNS, 100 when piped) and never cut a number.
 
-inspect draws its tables with report.width.fitted_table (numbers as wide as their widest cell,
-least important columns dropped with a note); every other command's lines fit the width too.
+Every renderer draws its tables with report.width.fitted_table (numbers as wide as their widest
+cell, text wrapped at spaces, least important columns dropped with a note), so no command prints
+Rich's "…" (a cut cell) or a line wider than the width; ``--help`` never cuts a flag name.
 """
 
 from __future__ import annotations
@@ -16,13 +17,29 @@ from kvplan.cli.app import ensure_registered
 app = ensure_registered()
 
 GPT_OSS_PEAGLE = ["openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE"]
+GEMMA = "google/gemma-3-27b-it"
+DEPLOYMENTS = ["configs/deployments/gemma-3-27b.yaml", "configs/deployments/failing/gpt-oss-20b-peagle-vllm-0.17.yaml"]
+# (arguments, expected exit code): every command and the shapes that print the most
 COMMANDS = [
-    ["inspect", *GPT_OSS_PEAGLE],
-    ["inspect", "meta-llama/Meta-Llama-3.1-8B"],
-    ["simulate", *GPT_OSS_PEAGLE, "--kv-cache-memory", "40GiB"],
-    ["compare", "google/gemma-3-27b-it", "--kv-cache-memory", "20GiB", "--target-len", "32768"],
-    ["fit", "Qwen/Qwen3-8B", "--gpus", "H100-80GB", "--tp-sizes", "1,2"],
-    ["models"],
+    (["inspect", *GPT_OSS_PEAGLE], 0),
+    (["inspect", "meta-llama/Meta-Llama-3.1-8B"], 0),
+    (["inspect", "Qwen/Qwen3-Next-80B-A3B-Thinking", "-tp", "2", "-pp", "2"], 0),
+    (["simulate", *GPT_OSS_PEAGLE, "--kv-cache-memory", "40GiB"], 0),
+    (["simulate", GEMMA, "-pp", "2", "--kv-cache-memory", "40GiB"], 0),
+    (["simulate", GEMMA, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000"], 3),
+    (["simulate", "meta-llama/Llama-3.3-70B-Instruct", "--kv-cache-memory", "80GiB", "--explain"], 0),
+    (["simulate", GEMMA, "--kv-cache-memory", "20GiB", "--sweep-threshold", "1:2:0.25"], 0),
+    (["simulate", GEMMA, "--gpu", "H100"], 0),
+    (["compare", GEMMA, "--kv-cache-memory", "20GiB", "--target-len", "32768", "--target-concurrency", "8"], 0),
+    (["fit", "Qwen/Qwen3-8B", "--gpus", "H100-80GB,L4", "--tp-sizes", "1,2", "--max-model-len", "32768",
+      "--concurrency", "8"], 0),
+    (["fit", GEMMA, "--gpu", "H100"], 0),
+    (["fit", "--list-gpus"], 0),
+    (["check", *DEPLOYMENTS], 3),
+    (["models"], 0),
+    (["policies"], 0),
+    (["explain-log", "configs/logs/gemma-3-27b-it-40gib-vllm-0.18.0.log"], 0),
+    (["explain-log", "tests/logs/10-club3090-612-qwen3.6-35b-a3b-v0.24.0.log"], 0),
 ]
 
 
@@ -31,12 +48,73 @@ def run(args: list[str], columns: int):
 
 
 @pytest.mark.parametrize("columns", [80, 100, 200])
-@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: "-".join(a[:2]) if isinstance(a, list) else str(a))
-def test_no_line_exceeds_the_width(args, columns):
+@pytest.mark.parametrize("args, code", COMMANDS, ids=lambda a: "-".join(a[:3]) if isinstance(a, list) else str(a))
+def test_no_line_exceeds_the_width_and_nothing_is_cut(args, code, columns):
     r = run(args, columns)
-    assert r.exit_code == 0, r.stderr
+    assert r.exit_code == code, r.stderr
     too_wide = [line for line in r.stdout.splitlines() if len(line) > columns]
     assert too_wide == []
+    # Rich marks a cut cell with "…"; kvplan's own text never uses the character
+    assert [line for line in r.stdout.splitlines() if "…" in line] == []
+
+
+def test_piped_output_is_100_columns(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    from kvplan.report.terminal import terminal_width
+
+    assert terminal_width() == 100  # pytest captures stdout: not a terminal
+    monkeypatch.setenv("COLUMNS", "83")
+    assert terminal_width() == 83
+
+
+@pytest.mark.parametrize("command", [None, "inspect", "simulate", "fit", "compare", "check", "models", "policies"])
+def test_help_never_cuts_a_flag_at_80_columns(command):
+    import typer
+
+    args = [command, "--help"] if command else ["--help"]
+    if command is None:  # the root help is written without Typer (no command module imported)
+        import subprocess
+        import sys
+
+        out = subprocess.run([sys.executable, "-m", "kvplan", "--help"], capture_output=True, text=True,
+                             env={**__import__("os").environ, "COLUMNS": "80"}, check=True).stdout
+        flags = []
+    else:
+        r = run(args, 80)
+        assert r.exit_code == 0, r.stderr
+        out = r.stdout
+        cmd = typer.main.get_command(app).commands[command]
+        flags = [o for p in cmd.params if not getattr(p, "hidden", False) for o in (*p.opts, *p.secondary_opts)
+                 if o.startswith("-")]
+        assert len(flags) >= 2
+    lines = out.splitlines()
+    assert [line for line in lines if len(line) > 80] == [] and "…" not in out
+    words = set(out.replace(",", " ").split())
+    assert [f for f in flags if f not in words] == []  # every spelling of every flag, whole
+
+
+def test_dense_model_collapses_its_tensor_rows():
+    # Llama-3.3-70B: 80 identical full layers → one group of 80 slots, one tensor per layer:
+    # 80 GiB // (80 slots × 65,536 B) = 16,384 blocks; each tensor 16,384 × 65,536 B = 1,073,741,824 B
+    out = run(["simulate", "meta-llama/Llama-3.3-70B-Instruct", "--kv-cache-memory", "80GiB"], 80).stdout
+    rows = [line.split() for line in out.splitlines()]
+    assert ["0-79", "1,073,741,824", "0-79", "(one", "layer", "each)"] in rows
+    assert len(out.splitlines()) < 40
+
+
+def test_tensor_rows_collapse_by_common_step():
+    from kvplan.report.tables import tensor_rows
+
+    def t(i, layers, size=10):
+        return {"index": i, "size_bytes": size, "shared_by": [f"model.layers.{n}.self_attn.attn" for n in layers]}
+
+    # gpt-oss + P-EAGLE: tensor i holds layers 2i and 2i+1 (12 tensors), then the drafter's 24-27 alone
+    tensors = [t(i, [2 * i, 2 * i + 1]) for i in range(12)] + [t(12 + i, [24 + i]) for i in range(4)]
+    assert tensor_rows(tensors) == [["0-11", "10", "0, 1 to 22, 23 (+2 per tensor)"],
+                                    ["12-15", "10", "24-27 (one layer each)"]]
+    # two in a row stay two rows; a size change breaks a run
+    assert tensor_rows([t(0, [0]), t(1, [1])]) == [["0", "10", "0"], ["1", "10", "1"]]
+    assert [r[0] for r in tensor_rows([t(0, [0]), t(1, [1]), t(2, [2], size=20)])] == ["0", "1", "2"]
 
 
 @pytest.mark.parametrize("columns", [80, 100, 200])

@@ -183,10 +183,16 @@ def _text_config(config: dict) -> dict:
 def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | None = None,
               gpu_memory_utilization: float | None = None, overrides: dict | None = None,
               tensor_parallel_size: int | None = None, max_num_batched_tokens: int | None = None,
-              max_num_seqs: int | None = None, exact_params: bool | None = None,
-              enable_extensible_kv_cache: bool | None = None, num_gpu_blocks_override: int | None = None,
-              kv_transfer_config: dict | None = None) -> dict:
+              max_num_seqs: int | None = None, exact_params: bool | None = None, data_parallel_size: int = 1,
+              enable_expert_parallel: bool = False, quantization: str | None = None,
+              cpu_offload_gb: float | None = None, enable_extensible_kv_cache: bool | None = None,
+              num_gpu_blocks_override: int | None = None, kv_transfer_config: dict | None = None) -> dict:
     """The KV-cache budget per GPU for ``layout`` on a card, as vLLM would derive it.
+
+    ``data_parallel_size`` and ``enable_expert_parallel`` place the MoE experts (split over
+    tp × dp ranks), ``quantization`` is ``--quantization``, ``cpu_offload_gb`` the weights moved
+    to CPU memory per GPU (``--cpu-offload-gb``: vLLM moves whole parameters until that many
+    GiB are on the CPU; kvplan subtracts the amount, at most the stage's weights).
 
     ``overrides`` holds the override sizes (``weights_memory``, ``activation_memory``,
     ``non_torch_memory``, ``cudagraph_memory``, ``startup_memory``: bytes or "16GiB") and may carry the
@@ -234,13 +240,17 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     if w_over is None or a_over is None:
         inv = analytic_inventory(layout.target.config, path=getattr(layout.target.source, "path", "<config>"))
     if w_over is None:
-        weights = layout_weight_memory(layout, tp=tp, exact_params=exact)
+        weights = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
+                                       expert_parallel=enable_expert_parallel, quantization=quantization)
+    offload = int((cpu_offload_gb or 0) * GiB)
 
     stages = []
     for s, (a, z) in enumerate(bounds):
         layers = set(range(a, z))
         last = s == pp - 1
-        w_bytes = w_over if w_over is not None else weights.stages[s].weight_bytes
+        # the weights vLLM logs ('Model loading took') are after offloading: an override is taken as is
+        w_bytes = w_over if w_over is not None else weights.stages[s].weight_bytes - min(
+            offload, weights.stages[s].weight_bytes)
         act = a_over if a_over is not None else estimate_activation_bytes(
             inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last)
         nt = n_over if n_over is not None else estimate_non_torch_bytes(tp * pp)
@@ -292,7 +302,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,
         "weights_bytes": budget_stage["weights_bytes"],
-        "weights_source": src(w_over, "meta-device count" if exact else "analytic count from the config"),
+        "weights_source": src(w_over, ("meta-device count" if exact else "analytic count from the config")
+                              + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if offload else "")),
         "activation_peak_bytes": budget_stage["activation_peak_bytes"],
         "activation_source": src(a_over, "estimate"),
         "non_torch_bytes": budget_stage["non_torch_bytes"],

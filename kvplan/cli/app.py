@@ -14,6 +14,7 @@ import os
 import sys
 
 import typer
+from typer.core import TyperGroup
 
 from kvplan.errors import DeploymentsFileError, KvplanError
 
@@ -41,9 +42,57 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
+def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(usage/click exceptions, abort exceptions): Typer's vendored click and/or click itself."""
+    errors: list[type] = []
+    aborts: list[type] = []
+    for module in ("typer.exceptions", "click.exceptions"):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:  # pragma: no cover - one of the two is always there
+            continue
+        errors += [c for c in (getattr(mod, "TyperException", None), getattr(mod, "ClickException", None)) if c]
+        aborts += [c for c in (getattr(mod, "Abort", None),) if c]
+    return tuple(errors), tuple(aborts)
+
+
+class _Group(TyperGroup):
+    """Usage errors (unknown flag, missing value or argument) as one ``Error:`` line, exit 2,
+    instead of click's usage block and a boxed message."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        errors, aborts = _click_errors()
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except aborts:
+            sys.stderr.write("Error: aborted\n")
+            sys.exit(EXIT_ERROR)
+        except errors as e:  # click's ClickException and its usage errors
+            message = " ".join(e.format_message().split()).rstrip(".")
+            ctx = getattr(e, "ctx", None)
+            hint = f"; see '{ctx.command_path} --help'" if ctx is not None and e.exit_code == EXIT_USAGE else ""
+            sys.stderr.write(f"Error: {message}{hint}\n")
+            sys.exit(e.exit_code)
+        sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+class _Typer(typer.Typer):
+    """Every command's ``--help`` fits the terminal (kvplan.cli.help), whoever registers it."""
+
+    def command(self, *args, cls=None, **kwargs):
+        if cls is None:
+            from kvplan.cli.help import HelpCommand
+
+            cls = HelpCommand
+        return super().command(*args, cls=cls, **kwargs)
+
+
 def _make_app() -> typer.Typer:
-    return typer.Typer(
+    return _Typer(
         name="kvplan",
+        cls=_Group,
         help="Predict how vLLM lays out the KV cache of a model (plus a drafter), offline, in seconds.",
         no_args_is_help=True,
         add_completion=False,
@@ -84,6 +133,12 @@ def exit_for(error: BaseException) -> "typer.Exit":
         return fail(error.message, error.exit_code)
     if isinstance(error, KeyboardInterrupt):
         return fail("interrupted", 130)
+    if isinstance(error, BrokenPipeError):  # `kvplan ... | head`: the reader left; say nothing more
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return typer.Exit(EXIT_ERROR)
     return fail(f"internal error: {type(error).__name__}: {error} (set KVPLAN_DEBUG=1 for a traceback)")
 
 
@@ -136,12 +191,17 @@ def _root_help() -> None:
     """``kvplan --help`` without importing any command module (or Rich): the command list."""
     from kvplan.version import __version__
 
-    lines = [f"kvplan {__version__}: predict how vLLM lays out the KV cache of a model (plus a drafter),",
-             "offline, in seconds.", "", "Usage: kvplan [--version] COMMAND [OPTIONS] ...", "", "Commands:"]
-    width = max(len(n) for n in COMMANDS)
-    lines += [f"  {n:<{width}}  {h}" for n, (_m, h) in COMMANDS.items()]
-    lines += ["", "Run `kvplan COMMAND --help` for a command's options. Exit codes: 0 ok, 1 kvplan error,",
-              "2 usage error, 3 the engine would fail at start-up or a requested check failed."]
+    from kvplan.cli.help import entry_lines, wrap
+    from kvplan.report.terminal import terminal_width
+
+    cols = terminal_width()
+    lines = wrap(f"kvplan {__version__}: predict how vLLM lays out the KV cache of a model (plus a drafter), "
+                 "offline, in seconds.", cols)
+    lines += ["", "Usage: kvplan [--version] COMMAND [OPTIONS] ...", "", "Commands:"]
+    for n, (_m, h) in COMMANDS.items():
+        lines += entry_lines(n, h, cols, column=max(len(c) for c in COMMANDS) + 4)
+    lines += [""] + wrap("Run `kvplan COMMAND --help` for a command's options. Exit codes: 0 ok, 1 kvplan error, "
+                         "2 usage error, 3 the engine would fail at start-up or a requested check failed.", cols)
     sys.stdout.write("\n".join(lines) + "\n")
 
 

@@ -15,10 +15,12 @@ def models_command(format: OutputFormat = Format.table) -> None:
 
     def table(d: dict) -> None:
         from kvplan.report.tables import render_rows
+        from kvplan.report.width import Col
+        from kvplan.units import plural
 
         render_rows(
-            f"Bundled catalog ({len(d['models'])} models)",
-            ["id", "family", "role", "layer mix", "provenance"],
+            f"Bundled catalog ({plural(len(d['models']), 'model')})",
+            [Col("id"), Col("family", drop=3), Col("role", drop=2), Col("layer mix"), Col("provenance", drop=1)],
             [[m["id"], m.get("family"), m.get("role"), m.get("layer_mix"), m.get("provenance")] for m in d["models"]],
         )
 

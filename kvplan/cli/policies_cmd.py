@@ -41,4 +41,4 @@ def policies_command(format: OutputFormat = Format.table) -> None:
 
 
 def _span(releases: list[str]) -> str:
-    return f"{releases[0]} … {releases[-1]} ({len(releases)})" if len(releases) > 1 else releases[0]
+    return f"{releases[0]} to {releases[-1]} ({len(releases)})" if len(releases) > 1 else releases[0]

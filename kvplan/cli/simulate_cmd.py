@@ -28,6 +28,10 @@ def simulate_command(model: Model, *, format: OutputFormat = Format.table, **opt
             render_allocation(d["allocation"])
         if d.get("budget"):
             render_budget(d["budget"])
+        if d.get("cross_check"):
+            from kvplan.report.cross_check import render_cross_check
+
+            render_cross_check(d["cross_check"])
 
     data = simulate(model, **options)
     finish(data, format.value, table, hints=[f"Check failed: {c}" for c in data.get("checks_failed", [])])
@@ -53,6 +57,10 @@ def _sweep(model: str, fmt: str, *, sweep_threshold: str, plot: str | None = Non
 
         render_sweep(d)
 
+    if plot_error is not None:  # the sweep still prints (whatever its outcome), then the hint, exit 1
+        from kvplan.cli.app import exit_for
+        from kvplan.report.output import emit
+
+        emit(data, fmt, table)
+        raise exit_for(plot_error)
     finish(data, fmt, table)
-    if plot_error is not None:
-        raise plot_error

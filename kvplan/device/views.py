@@ -39,7 +39,7 @@ from kvplan.specs import (
     MLAAttentionSpec,
     UniformTypeKVCacheSpecs,
 )
-from kvplan.units import dtype_size_bytes
+from kvplan.units import dtype_size_bytes, plural
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ def plan_views(plan, rank: int = 0):
     if not plan.workers:
         raise OptionError("the plan has no worker configuration (the engine would not start); nothing to allocate")
     if not 0 <= rank < len(plan.workers):
-        raise OptionError(f"rank {rank} out of range: the plan has {len(plan.workers)} pipeline stage(s)")
+        raise OptionError(f"rank {rank} out of range: the plan has {plural(len(plan.workers), 'pipeline stage')}")
     worker = plan.workers[rank]
     groups = list(worker.groups)
     group_of: dict[str, int] = {}

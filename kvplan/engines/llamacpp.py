@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.stages import EngineStages, Figure
 from kvplan.errors import OptionError
-from kvplan.units import cdiv, largest_true
+from kvplan.units import cdiv, largest_true, plural
 
 LLAMACPP_BUILD = "0c1e57098"  # ggml-org/llama.cpp commit vendored by llama-cpp-python 0.3.36
 SWA_PAD_CELLS = 256
@@ -232,7 +232,7 @@ def llamacpp_model(
     caches = m.caches(L * n_seq if n_ctx is None else n_ctx, n_seq)
     starts = caches.total_bytes <= budget_bytes
     failure = None if starts else (
-        f"{ALLOC_FAILURE}: n_ctx {caches.n_ctx:,} with {n_seq} sequence(s) needs {caches.total_bytes:,} B, "
+        f"{ALLOC_FAILURE}: n_ctx {caches.n_ctx:,} with {plural(n_seq, 'sequence')} needs {caches.total_bytes:,} B, "
         f"more than the {budget_bytes:,} B budget"
     )
     # largest n_ctx at this n_seq, in steps of 256 (llama.cpp pads any other value up);
@@ -252,12 +252,12 @@ def llamacpp_model(
         notes.append(f"llama.cpp pads n_ctx {asked:,} to {caches.n_ctx:,} (multiples of 256"
                      + ("" if kv_unified else ", per stream") + ")")
     if kv_unified and caches.n_ctx < L * n_seq:
-        notes.append(f"{n_seq} slots share {caches.n_ctx:,} cells: {caches.n_ctx // L} request(s) of {L:,} tokens "
+        notes.append(f"{n_seq} slots share {caches.n_ctx:,} cells: {plural(caches.n_ctx // L, 'request')} of {L:,} tokens "
                      "at once; -np/-c from the advice give each slot a full request")
     if any(c.source == "drafter" for c in costs):
         notes.append("drafter layers sized as llama.cpp's separate draft context (same n_ctx and n_seq)")
     if m.state_bytes:
-        notes.append(f"recurrent state: {n_seq} cell(s) of {m.state_bytes:,} B in llama_memory_recurrent")
+        notes.append(f"recurrent state: {plural(n_seq, 'cell')} of {m.state_bytes:,} B in llama_memory_recurrent")
     return LlamacppResult(
         target_len_tokens=L, n_seq=n_seq, n_ubatch=n_ubatch, swa_full=swa_full, n_swa=m.n_swa, caches=caches,
         max_n_ctx_tokens=max_n_ctx, max_n_seq=max_n_seq,

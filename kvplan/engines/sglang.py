@@ -54,7 +54,7 @@ from fractions import Fraction
 
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost, state_slots
 from kvplan.engines.stages import EngineStages, Figure
-from kvplan.units import cdiv
+from kvplan.units import cdiv, plural
 
 SGLANG_VERSION = "0.5.23"
 
@@ -280,8 +280,8 @@ def sglang_model(
             notes.append(f"the SWA pool ({swa_tokens:,} tokens) is smaller than a window plus one prefill chunk "
                          f"({window} + {chunked_prefill_size}): SGLang shrinks the chunks (_chunk_cap), prefill slows")
         notes.append(f"steady decode: each request holds up to W + {interval} + 2 pages = {swa_need:,} SWA tokens "
-                     f"(SGLANG_SWA_EVICTION_INTERVAL {interval}), the batch {in_flight:,} more for {chunks} prefill "
-                     f"chunk(s) in flight ({'--disable-overlap-schedule' if disable_overlap_schedule else 'overlap scheduler'})")
+                     f"(SGLANG_SWA_EVICTION_INTERVAL {interval}), the batch {in_flight:,} more for "
+                     f"{plural(chunks, 'prefill chunk')} in flight ({'--disable-overlap-schedule' if disable_overlap_schedule else 'overlap scheduler'})")
     if hybrid and failure is None and steady < 1 <= Fraction(max(swa_tokens - page, 0), swa_need):
         notes.append("below SGLang's own worst case for one decoding request with the prefill chunks in flight "
                      "(compute_swa_request_cap): it shrinks the chunks (_chunk_cap) and decodes fewer at once")
@@ -292,7 +292,7 @@ def sglang_model(
         notes.append("not modelled: the SWA request-cap pool (explicit --max-running-requests with "
                      "--disable-radix-cache sizes the SWA pool from compute_swa_request_cap)")
     if state:
-        notes.append(f"recurrent state set aside for {slots} request(s) before the token pools (approximation)")
+        notes.append(f"recurrent state set aside for {plural(slots, 'request')} before the token pools (approximation)")
     if any(c.source == "drafter" for c in costs) and hybrid:
         notes.append("drafter layers counted in the full pool; speculative decoding widens each request's SWA "
                      "share (interval · draft tokens), not modelled")

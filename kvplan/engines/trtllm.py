@@ -58,7 +58,7 @@ from fractions import Fraction
 from kvplan.engines.layer_costs import FULL, STATE, LayerCost, state_slots
 from kvplan.engines.stages import EngineStages, Figure
 from kvplan.errors import OptionError
-from kvplan.units import cdiv
+from kvplan.units import cdiv, plural
 
 TRTLLM_VERSION = "1.2.0rc2"  # tensorrt_llm/version.py at the commit below
 TRTLLM_COMMIT = "b35ac1b64368513d215c57d2ed01d62d910df8da"
@@ -276,8 +276,8 @@ def trtllm_model(
     if window_shares is not None:
         if len(window_shares) != len(windows):
             raise OptionError(
-                f"--trtllm-window-shares has {len(window_shares)} share(s) but the model has {len(windows)} "
-                f"window size(s) ({', '.join(map(str, windows))}, ascending); TensorRT-LLM asserts they match"
+                f"--trtllm-window-shares has {plural(len(window_shares), 'share')} but the model has "
+                f"{plural(len(windows), 'window size')} ({', '.join(map(str, windows))}, ascending); TensorRT-LLM asserts they match"
             )
         if abs(sum(window_shares) - 1.0) > 1e-6:
             raise OptionError(f"--trtllm-window-shares must sum to 1.0 (TensorRT-LLM asserts it), got {sum(window_shares):g}")
@@ -327,7 +327,7 @@ def trtllm_model(
         notes.append("MAX_UTILIZATION pauses started requests when a decode step does not fit; the steady figure "
                      "is what stays resident")
     if state:
-        notes.append(f"recurrent state set aside for {slots} request(s) before the window pools (approximation)")
+        notes.append(f"recurrent state set aside for {plural(slots, 'request')} before the window pools (approximation)")
     if any(c.source == "drafter" for c in costs) and len(windows) > 1:
         notes.append("drafter layers placed in the pool of their own window (VSWA + EAGLE pool sizing is open work "
                      "in TensorRT-LLM)")

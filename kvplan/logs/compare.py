@@ -73,8 +73,13 @@ def _agrees(logged, mid: list, low: list | None, high: list | None, index: int) 
     return False, "disagrees"
 
 
-def figures(logged: Facts, sim, meanings: dict[str, str]) -> list[dict]:
-    """One row per figure the log shows: logged value, kvplan's, the range, the meaning, the verdict."""
+# what a layout-only re-simulation (no KV memory in the log) can compare
+LAYOUT_KINDS = frozenset({"padding", "hma_off_converted", "drafter_split", "page_error"})
+
+
+def figures(logged: Facts, sim, meanings: dict[str, str], *, layout_only: bool = False) -> list[dict]:
+    """One row per figure the log shows: logged value, kvplan's, the range, the meaning, the verdict.
+    ``layout_only``: the budget is unknown, so only the figures that do not depend on it are compared."""
     logged = split_capacity(logged)
     rows: list[dict] = []
     mid = predicted_facts(sim.result) if sim and sim.result else None
@@ -87,7 +92,9 @@ def figures(logged: Facts, sim, meanings: dict[str, str]) -> list[dict]:
             row = {"figure": name, "kind": kind, "key": key, "line": f.line, "logged": f[key],
                    "kvplan": None, "kvplan_range": None, "meaning": meanings.get(kind), "agrees": None,
                    "verdict": "not re-simulated"}
-            if mid is not None:
+            if mid is not None and layout_only and kind not in LAYOUT_KINDS:
+                row["verdict"] = "needs the KV memory, which the log does not show"
+            elif mid is not None:
                 mv = _values(mid, kind, key)
                 row["kvplan"] = mv[min(i, len(mv) - 1)] if mv else None
                 lv = _values(low, kind, key) if low else None
@@ -103,12 +110,14 @@ def figures(logged: Facts, sim, meanings: dict[str, str]) -> list[dict]:
         for f in logged.all(kind):
             row = {"figure": name, "kind": kind, "key": None, "line": f.line, "logged": True, "kvplan": None,
                    "kvplan_range": None, "meaning": meanings.get(kind), "agrees": None, "verdict": "not re-simulated"}
-            if mid is not None:
+            if mid is not None and layout_only and kind not in LAYOUT_KINDS:
+                row["verdict"] = "needs the KV memory, which the log does not show"
+            elif mid is not None:
                 row["kvplan"] = mid.has(kind)
                 row["agrees"] = row["kvplan"]
                 row["verdict"] = "agrees" if row["kvplan"] else "kvplan does not predict it"
             rows.append(row)
-    if mid is not None:
+    if mid is not None and not layout_only:
         rows += _outcome_row(logged, sim)
     return rows
 
@@ -129,7 +138,7 @@ def logged_starts(logged: Facts) -> bool | None:
                                    "page_error", "autofit_none")):
         return False
     sized = any(logged.has(k) for k in ("kv_cache_size", "concurrency", "capacity"))
-    if logged.has("exception") and (logged.has("engine_failed") or not sized):
+    if logged.has("engine_failed") or (logged.has("exception") and not sized):
         return False
     return True if sized else None
 
@@ -139,6 +148,13 @@ def _outcome_row(logged: Facts, sim) -> list[dict]:
     if starts is None:
         return []
     k = sim.result.plan.starts
+    ends = {r.plan.starts for r in (sim.low, sim.high) if r is not None}
+    if starts == k:
+        verdict = "agrees"
+    elif starts in ends:
+        verdict = "agrees within the rounding of the logged KV memory"
+    else:
+        verdict = "disagrees"
     return [{"figure": "engine starts", "kind": "outcome", "key": "starts", "line": None, "logged": starts,
              "kvplan": k, "kvplan_range": None, "meaning": "a capacity line means the KV cache was sized; an error "
-             "line that start-up failed", "agrees": starts == k, "verdict": "agrees" if starts == k else "disagrees"}]
+             "line that start-up failed", "agrees": verdict != "disagrees", "verdict": verdict}]

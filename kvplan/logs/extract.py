@@ -15,9 +15,10 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from kvplan.errors import OptionError
 from kvplan.logs.reader import Record
 
-_INT = r"\d[\d,]*"
+_INT = r"\d+(?:,\d{3})*"
 _NUM = r"\d+(?:\.\d+)?"
 
 
@@ -62,6 +63,12 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("engine_config", r"^Initializing a V1 LLM engine \(v(?P<v>[^)]+)\) with config: (?P<c>.*)$",
        lambda m: {"version": m["v"], **_engine_config(m["c"])}),
     _p("non_default_args", r"^non-default args: (?P<d>\{.*\})$", lambda m: _literal_dict(m["d"])),
+    # releases before the non-default args line (0.8 and older): "args: Namespace(model='…', …)"
+    _p("non_default_args", r"^args: Namespace\((?P<d>.*)\)$", lambda m: _namespace(m["d"])),
+    _p("non_default_args", r"^non-default args: (?P<d>\{.*)$", lambda m: _literal_dict(m["d"])),  # cut short
+    # the command itself, when the user pasted it with the log
+    _p("serve_command", r"(?:^|\s|`)(?:vllm serve|-m vllm\.entrypoints\.openai\.api_server)(?:\s|$)",
+       lambda m: _serve_command(m.string), search=True),
     _p("architecture", r"^Resolved architecture: (?P<a>\w+)$", lambda m: {"architecture": m["a"]}),
     _p("max_model_len", rf"^Using max model len (?P<n>{_INT})$", lambda m: {"max_model_len": _int(m["n"])}),
     _p("max_num_batched_tokens", rf"^Chunked prefill is enabled with max_num_batched_tokens=(?P<n>{_INT})\.?$",
@@ -85,12 +92,23 @@ PATTERNS: tuple[Pattern, ...] = (
     # "Model loading took 12.89 GiB memory and 36.7 seconds" (0.10+), "… took 13.7815 GiB and 5.9 seconds"
     _p("model_loading", rf"^Model loading took (?P<g>{_NUM}) GiB(?: memory)? and (?P<s>{_NUM}) seconds?",
        lambda m: {"weights_gib": _gib(m["g"]), "seconds": float(m["s"])}),
+    # V0 and early V1 (printed "GB", computed as bytes / 2**30)
+    _p("model_loading", rf"^Loading model weights took (?P<g>{_NUM}) GB",
+       lambda m: {"weights_gib": _gib(m["g"])}),
+    _p("model_name", r"^Starting to load model (?P<m>\S+?)\.{0,3}$", lambda m: {"model": m["m"]}),
     _p("available_kv_memory", rf"^Available KV cache memory: (?P<g>-?{_NUM}) GiB$",
        lambda m: {"gib": _gib(m["g"])}),
     # kv_cache_memory_bytes given (0.11+): the worker skips profiling
     _p("kv_cache_memory_reserved", rf"reserved (?P<g>{_NUM}) GiB memory for KV Cache as specified by "
        r"kv_cache_memory_bytes", lambda m: {"gib": _gib(m["g"])}, search=True),
-    _p("num_gpu_blocks", rf"^# (?:GPU|cuda|CUDA) blocks: (?P<n>{_INT})", lambda m: {"num_blocks": _int(m["n"])}),
+    _p("num_gpu_blocks", rf"^#?\s*(?:GPU|cuda|CUDA) blocks: (?P<n>{_INT})(?:, # CPU blocks: (?P<c>{_INT}))?",
+       lambda m: {"num_blocks": _int(m["n"]), **({"num_cpu_blocks": _int(m["c"])} if m["c"] else {})}),
+    # V0's profile: "Memory profiling results: … kv_cache_size=2.89GiB gpu_memory_utilization=0.90"
+    _p("memory_profile", rf"^Memory profiling results:.*?\bkv_cache_size=(?P<k>-?{_NUM})GiB"
+       rf"(?:.*?gpu_memory_utilization=(?P<u>{_NUM}))?",
+       lambda m: {"kv_cache_gib": float(m["k"]), **({"gpu_memory_utilization": float(m["u"])} if m["u"] else {})}),
+    _p("attention_backend", r"^Using (?P<b>[A-Z][A-Z0-9_]+) attention backend",
+       lambda m: {"attention_backend": m["b"]}),
     _p("override", rf"^Overriding num_gpu_blocks=(?P<n>{_INT}) with num_gpu_blocks_override=(?P<o>{_INT})$",
        lambda m: {"num_blocks": _int(m["n"]), "override": _int(m["o"])}),
     # one line from 0.28 ("GPU KV cache size: …, Maximum concurrency …"), two before
@@ -116,11 +134,13 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("hma_off_converted", r"^Hybrid KV cache manager is disabled for this hybrid model",
        lambda m: {"converted": True}),
     # the admission error (to 0.21 "models's", from 0.22 "model's"), inside a traceback line too
-    _p("admission_error", rf"To serve at least one request with the models?'s max seq len \((?P<l>{_INT})\), "
-       rf"\((?P<n>{_NUM}) GiB KV cache is needed, which is larger than the available KV cache memory "
+    # (a pasted line may stop early: what it shows is read, the rest is absent)
+    _p("admission_error", rf"To serve at least one request with the models?'s max seq len \((?P<l>{_INT})\),\s*"
+       rf"\((?P<n>{_NUM}) GiB KV cache is needed(?:, which is larger than the available KV cache memory "
        rf"\((?P<a>-?{_NUM}) GiB\)\.(?: Based on the available memory, the estimated maximum model length is "
-       rf"(?P<e>{_INT})\.)?",
-       lambda m: {"max_model_len": _int(m["l"]), "needed_gib": float(m["n"]), "available_gib": float(m["a"]),
+       rf"(?P<e>{_INT})\.)?)?",
+       lambda m: {"max_model_len": _int(m["l"]), "needed_gib": float(m["n"]),
+                  **({"available_gib": float(m["a"])} if m["a"] else {}),
                   **({"estimated_max_model_len": _int(m["e"])} if m["e"] else {})}, search=True),
     # V0 and 0.10: "The model's max seq len (N) is larger than the maximum number of tokens that can be
     # stored in KV cache (M)"
@@ -138,6 +158,19 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("cuda_graph_profiled", rf"^CUDA graph memory profiling is enabled.*?--gpu-memory-utilization=(?P<u>{_NUM}) "
        rf"is equivalent to --gpu-memory-utilization=(?P<e>{_NUM})",
        lambda m: {"gpu_memory_utilization": float(m["u"]), "without_cuda_graphs": float(m["e"])}),
+    # 0.21+: "CUDA graph pool memory: 1.34 GiB (actual), 1.32 GiB (estimated), difference: …"
+    _p("cuda_graph_pool", rf"^CUDA graph pool memory: (?P<a>{_NUM}) GiB \(actual\), (?P<e>{_NUM}) GiB \(estimated\)",
+       lambda m: {"actual_gib": float(m["a"]), "estimated_gib": float(m["e"])}),
+    # the worker's memory account (0.2x): weights, activation, non-torch, CUDA graphs, and the exact
+    # --kv-cache-memory that fits the requested memory
+    _p("memory_account", rf"^Free memory on device \((?P<f>{_NUM})/(?P<t>{_NUM}) GiB\) on startup\. Desired GPU memory "
+       rf"utilization is \((?P<u>{_NUM}), (?P<r>{_NUM}) GiB\)\. Actual usage is (?P<w>{_NUM}) GiB for weight, "
+       rf"(?P<a>{_NUM}) GiB for peak activation, (?P<n>{_NUM}) GiB for non-torch memory, and (?P<c>{_NUM}) GiB for "
+       rf"CUDAGraph memory\.(?: Replace gpu_memory_utilization config with `--kv-cache-memory=(?P<k>\d+)`)?",
+       lambda m: {"free_gib": float(m["f"]), "total_gib": float(m["t"]), "gpu_memory_utilization": float(m["u"]),
+                  "requested_gib": float(m["r"]), "weights_gib": float(m["w"]), "activation_gib": float(m["a"]),
+                  "non_torch_gib": float(m["n"]), "cuda_graph_gib": float(m["c"]),
+                  **({"kv_cache_memory_bytes_to_fit": int(m["k"])} if m["k"] else {})}),
     _p("engine_failed", r"EngineCore failed to start|Engine core initialization failed", lambda m: {}, search=True),
     # any other exception line of a traceback ("NotImplementedError: " has no text in 0.11)
     _p("exception", r"^(?P<t>[A-Z]\w*(?:Error|Exception)):(?: (?P<m>.*))?$",
@@ -162,6 +195,40 @@ def _literal_dict(text: str) -> dict:
         except (ValueError, SyntaxError):
             continue
     return {"args": out, "partial": True}
+
+
+def _serve_command(text: str) -> dict:
+    """``vllm serve MODEL …`` (or the API server module, or ``docker run … vllm/vllm-openai``) as
+    the project's serve reader splits it (``kvplan.serve.parse_line``): the form, the words after
+    the command, the environment assignments, the image's release. Quoted inline in prose, it
+    runs to the closing backtick; a code fence's language word (``bash``) is dropped. The words
+    are read as flags in the rebuild, with the logged release's flag list."""
+    from kvplan.serve import parse_line
+
+    text = text.replace("\\\n", " ")
+    at = re.search(r"vllm serve|vllm\.entrypoints\.openai\.api_server|docker run|podman run", text)
+    if at and text[:at.start()].count("`") % 2:  # quoted inline in prose: from the backtick to the next
+        begin = text.rfind("`", 0, at.start()) + 1
+        end = text.find("`", at.end())
+        text = text[begin:end if end >= 0 else len(text)]
+    text = re.sub(r"^\s*(?:bash|sh|shell|console|\$)\s+", "", text.strip().strip("`"))
+    try:
+        line = parse_line(text)
+    except OptionError:
+        return {}
+    return {"form": line.form, "argv": list(line.argv), "env": dict(line.env),
+            **({"image_release": line.image_release} if line.image_release else {})}
+
+
+def _namespace(text: str) -> dict:
+    """``Namespace(key=value, …)`` as ``{"args": {key: value}}`` (literals only, key by key)."""
+    out = {}
+    for m in re.finditer(r"(\w+)=('(?:[^'\\]|\\.)*'|\{[^{}]*\}|\[[^\]]*\]|[^,()]+)", text):
+        try:
+            out[m.group(1)] = ast.literal_eval(m.group(2).strip())
+        except (ValueError, SyntaxError):
+            continue
+    return {"args": out, "namespace": True}
 
 
 _CONFIG_KEYS = ("model", "speculative_config", "dtype", "max_seq_len", "tensor_parallel_size",
@@ -197,33 +264,52 @@ def _match(p: Pattern, text: str):
 
 
 def _best(p: Pattern, record: Record):
-    """The reading of ``record`` that ``p`` matches: an anchored pattern takes the first
-    candidate that matches to the end; an open one the longest match (a wrapped number is
-    read whole)."""
+    """``(match, candidate index)`` of the reading of ``record`` that ``p`` matches: an anchored
+    pattern takes the first candidate that matches to the end; an open one the longest match
+    (a wrapped number is read whole)."""
+    cands = record.candidates()
     if p.regex.pattern.endswith("$"):
-        for cand in record.candidates():
+        for j, cand in enumerate(cands):
             m = _match(p, cand)
             if m:
-                return m, cand
+                return m, j
         return None
     best = None
-    for cand in record.candidates():
+    for j, cand in enumerate(cands):
         m = _match(p, cand)
         if m and (best is None or m.end() - m.start() > best[0].end() - best[0].start()):
-            best = (m, cand)
+            best = (m, j)
     return best
 
 
 def extract(records: list[Record]) -> list[Fact]:
-    """Every fact the records show, in log order (one per record)."""
+    """Every fact the records show, in log order (one per record; the header-less lines a
+    match did not need are read as records of their own)."""
     facts: list[Fact] = []
-    for r in records:
+    queue = list(reversed(records))
+    while queue:
+        r = queue.pop()
+        consumed = 0
         for p in PATTERNS:
             hit = _best(p, r)
-            if hit is not None:
-                m, cand = hit
-                facts.append(Fact(p.kind, p.convert(m), r.number, cand))
-                break
+            if hit is None:
+                continue
+            m, j = hit
+            consumed = (j + 1) // 2  # candidates: message, then (tight, spaced) per joined line
+            cand = m.string
+            if p.kind == "serve_command":  # a command goes on over its continued lines
+                # the shell's line continuations joined as the shell joins them
+                cand = " ".join(x.rstrip().removesuffix("\\").rstrip() for x in [r.message, *r.continuation])
+                consumed = len(r.continuation)
+                m = p.regex.search(cand)
+            values = p.convert(m)
+            if p.kind == "serve_command" and not values:
+                continue  # mentions vllm serve but is not a command kvplan can split
+            facts.append(Fact(p.kind, values, r.number, cand))
+            break
+        rest = r.rest(consumed)
+        if rest is not None:
+            queue.append(rest)
     return facts
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from kvplan.errors import OptionError
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
+# ANSI colours: the escape itself, its caret form as some pastes show it ("^[[0;36m"), or a bare "[0;36m"
+_ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
 # docker compose: "vllm-1  | ", "vllm_server_1 | "
 _COMPOSE = re.compile(r"^[A-Za-z0-9][\w.-]*\s+\|\s?")
 # docker logs -t / kubectl --timestamps: "2025-10-03T16:22:17.123456789Z "
@@ -40,7 +41,11 @@ _PYLOG = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:vllm|__ma
 _NEW_RECORD = re.compile(
     r"^(?:Traceback \(most recent call last\)|File \"|\s+File \"|\w+(?:\.\w+)*(?:Error|Exception|Interrupt):"
     r"|During handling|The above exception|\$ |#|```)"
+    r"|\bvllm serve\b|vllm\.entrypoints\.openai\.api_server"
 )
+
+
+_EXCEPTION = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception):")
 
 
 @dataclass
@@ -53,6 +58,15 @@ class Record:
     process: str | None = None
     headed: bool = False  # it had a level tag or a process prefix
     continuation: list[str] = field(default_factory=list)
+    continuation_lines: list[int] = field(default_factory=list)  # their 1-based line numbers
+
+    def rest(self, consumed: int) -> "Record | None":
+        """The header-less lines after the first ``consumed`` as a record of their own (a line
+        glued to a message that did not need it may be a message itself)."""
+        lines, numbers = self.continuation[consumed:], self.continuation_lines[consumed:]
+        if not lines:
+            return None
+        return Record(numbers[0], lines[0], self.level, self.process, False, lines[1:], numbers[1:])
 
     def candidates(self, max_lines: int = 4) -> list[str]:
         """The message, then the message re-joined with its following header-less lines: a
@@ -68,7 +82,7 @@ class Record:
 
 def _strip_header(line: str) -> tuple[str, str | None, str | None, bool]:
     """(message, level, process, had a header)."""
-    text = _ANSI.sub("", line).rstrip("\r\n")
+    text = _ANSI.sub("", line).strip()
     level = process = None
     headed = False
     for _ in range(4):  # prefixes nest: compose | timestamp (proc) LEVEL date [file]
@@ -100,16 +114,26 @@ def read_records(text: str) -> list[Record]:
         if not message:
             if records:
                 records[-1].continuation.append("")  # a blank line ends what can be re-joined
+                records[-1].continuation_lines.append(i)
             continue
-        wrapped = (any_headed and not headed and records and records[-1].headed
-                   and not _NEW_RECORD.match(message) and "" not in records[-1].continuation)
+        # a shell command continued with a trailing backslash goes on, headed or not; so does an
+        # exception's text wrapped onto indented lines
+        last = records[-1] if records else None
+        continued = last is not None and (
+            (last.continuation or [last.message])[-1].endswith("\\")
+            or (not headed and lines[i - 1][:1].isspace() and _EXCEPTION.match(last.message) is not None
+                and "" not in last.continuation and not _NEW_RECORD.search(message)))
+        wrapped = continued or (any_headed and not headed and records and records[-1].headed
+                                and not _NEW_RECORD.search(message) and "" not in records[-1].continuation)
         if wrapped:
             records[-1].continuation.append(message)
+            records[-1].continuation_lines.append(i)
         else:
             records.append(Record(i, message, level, process, headed))
     for r in records:  # drop the blank markers after the last re-joinable line
         if "" in r.continuation:
-            r.continuation = r.continuation[:r.continuation.index("")]
+            cut = r.continuation.index("")
+            r.continuation, r.continuation_lines = r.continuation[:cut], r.continuation_lines[:cut]
     return records
 
 

@@ -17,8 +17,9 @@ from kvplan.logs.extract import Facts
 from kvplan.options import find_option
 from kvplan.units import GiB
 
-# vLLM argument names that kvplan reads otherwise than through the option table
-_HANDLED = {"model", "model_tag", "speculative_config", "kv_events_config", "served_model_name"}
+# the budget of a layout-only re-simulation (the log shows no KV memory): large enough that the
+# grouping and padding, which do not depend on it, are reached
+LAYOUT_ONLY_BYTES = 1 << 40
 # the half-width of vLLM's 2-decimal GiB rounding
 HALF_CENT_GIB = GiB // 200
 
@@ -115,35 +116,40 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
         _set(dep, "model_runner", model_runner, "--model-runner")
     nda = facts.first("non_default_args")
     args = nda["args"] if nda else {}
+    cmd = facts.first("serve_command")
     cfg = facts.first("engine_config")
     release = facts.first("release")
-    # the model: as given, else the args' model (the positional model_tag), else the engine config's
+    loading = facts.first("model_name")
+    version = (release and release["version"]) or (cfg and cfg.values.get("version"))
+    flags_release = _release_of(version) if version else (cmd.values.get("image_release") if cmd else None)
+    cmd_model = _model_of_words(list(cmd["argv"]), flags_release) if cmd is not None else None
+    # the model: as given, else the args' model (the positional model_tag), else the command's,
+    # the engine config's, the release line's, "Starting to load model …"
     for value, src in ((model, "--model"), (args.get("model"), nda and _where(nda)),
-                       (args.get("model_tag"), nda and _where(nda)), (cfg and cfg.values.get("model"), cfg and _where(cfg)),
-                       (release and release.values.get("model"), release and _where(release))):
+                       (args.get("model_tag"), nda and _where(nda)), (cmd_model, cmd and _where(cmd)),
+                       (cfg and cfg.values.get("model"), cfg and _where(cfg)),
+                       (release and release.values.get("model"), release and _where(release)),
+                       (loading and loading["model"], loading and _where(loading))):
         if isinstance(value, str) and value:
             dep.model, dep.model_source = value, src
             break
     # the release
-    version = (release and release["version"]) or (cfg and cfg.values.get("version"))
     if policy:
         dep.policy, dep.policy_source = policy, "--policy"
     elif version:
-        dep.policy = f"vllm=={version}"
+        clean = _release_of(version)
+        dep.policy = f"vllm=={clean}"
         dep.policy_source = _where(release or cfg)
-    # options from the non-default args (what the user typed), then the engine config (resolved values)
-    for key, value in args.items():
-        if key in _HANDLED:
-            continue
-        opt = find_option("--" + key.replace("_", "-"))
-        if opt is None or not opt.vllm or not opt.scenario:
-            dep.ignored.append(key)
-            continue
-        _set(dep, opt.name, value, _where(nda))
-    if "speculative_config" in args:
-        _speculative(dep, args["speculative_config"], _where(nda))
-    if args.get("kv_events_config"):
-        _set(dep, "kv_events", True, _where(nda))
+        if clean != version:
+            dep.assumed.append(f"the release: {version} is a development or pre-release build; kvplan reads it as "
+                               f"{clean}'s rules")
+    # options from the non-default args (what the user typed), then the pasted command, both read
+    # by the project's serve reader with the logged release's flag list, then the engine config
+    # (resolved values)
+    if nda is not None:
+        _serve_options(dep, _args_to_words(args, flags_release, dep, _where(nda)), flags_release, _where(nda))
+    if cmd is not None:
+        _serve_options(dep, list(cmd["argv"]), flags_release, _where(cmd))
     if cfg is not None:
         for key in ("tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype", "enable_prefix_caching",
                     "decode_context_parallel_size"):
@@ -152,7 +158,8 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
             _set(dep, "dtype", cfg.values["dtype"], _where(cfg))
         if cfg.values.get("speculative_config"):
             _speculative(dep, cfg.values["speculative_config"], _where(cfg))
-    for kind, name in (("max_num_batched_tokens", "max_num_batched_tokens"), ("async_scheduling", "async_scheduling")):
+    for kind, name in (("max_num_batched_tokens", "max_num_batched_tokens"), ("async_scheduling", "async_scheduling"),
+                       ("attention_backend", "attention_backend")):
         f = facts.first(kind)
         if f is not None:
             _set(dep, name, f[name], _where(f))
@@ -168,17 +175,108 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
     return dep
 
 
+def _table(release: str | None):
+    from kvplan.engines.vllm.releases import NEWEST_CHECKED, VERSIONS
+    from kvplan.engines.vllm.serve_flags import flag_table
+
+    return flag_table(release if release in VERSIONS else NEWEST_CHECKED)
+
+
+def _args_to_words(args: dict, release: str | None, dep: Deployment, source: str) -> list[str]:
+    """The ``non-default args`` dict (vLLM's dests) as the serve words that give it, for the
+    serve reader; dests the reader would refuse or that are no serve flag are listed in
+    ``dep.ignored`` instead (one line each), so the others are still read."""
+    import json
+
+    from kvplan.serve.effects import REFUSED, REFUSED_WHY, effect_of, is_default
+
+    table = _table(release)
+    words: list[str] = []
+    for dest, value in args.items():
+        if dest in ("model", "model_tag"):
+            if isinstance(value, str) and not words[:1]:
+                words.insert(0, value)
+            continue
+        flag = table.by_dest(dest)
+        if flag is None:
+            dep.ignored.append(f"{dest} (not a vllm serve flag of {table.release})")
+            continue
+        effect = effect_of(dest, flag.group)
+        if effect is None:
+            dep.ignored.append(f"{dest} (not classified by kvplan)")
+            continue
+        if effect == REFUSED and not is_default(dest, value):
+            dep.ignored.append(f"{dest}={value!r} (not modelled: {REFUSED_WHY[dest]})")
+            continue
+        if isinstance(value, bool):
+            if value:
+                words.append(flag.flag)
+            elif flag.negative:
+                words.append(sorted(flag.negative)[0])
+            continue
+        if value is None:
+            continue
+        if flag.kind == "append" and isinstance(value, (list, tuple)):
+            words += [flag.flag, *(str(v) for v in value)]
+            continue
+        words += [flag.flag, json.dumps(value) if isinstance(value, (dict, list)) else str(value)]
+    return words
+
+
+def _model_of_words(words: list[str], release: str | None) -> str | None:
+    from kvplan.serve.args import parse_serve_args
+
+    try:
+        return parse_serve_args(words, _table(release)).model
+    except OptionError:
+        return None
+
+
+def _serve_options(dep: Deployment, words: list[str], release: str | None, source: str) -> None:
+    """Read ``vllm serve`` words with the project's serve reader (``kvplan.serve.read_serve``)
+    and take the kvplan options it gives (first source wins); a flag it refuses makes the whole
+    reading a note, the model still comes from the words."""
+    from kvplan.serve import read_serve
+
+    if not words or words[0].startswith("-"):
+        words = ["(no model)", *words] if words else words
+    if not words:
+        return
+    try:
+        req = read_serve(words, policy=f"vllm=={release}" if release else None)
+    except OptionError as e:
+        dep.ignored.append(f"{source}: {e.message}")
+        return
+    for name, value in req.options.items():
+        if name != "policy":
+            _set(dep, name, value, source)
+    for row in req.flags:
+        if row.get("applied_as") is None and row["dest"] not in dep.ignored:
+            dep.ignored.append(row["dest"])
+
+
+def _release_of(version: str) -> str:
+    """``0.19.1rc1.dev301+g60995c05b`` → ``0.19.1``: the release whose rules a build follows."""
+    import re
+
+    m = re.match(r"\d+(?:\.\d+){1,3}", version)
+    return m.group(0) if m else version
+
+
 def _budget(facts: Facts, dep: Deployment) -> Budget | None:
     if "kv_cache_memory" in dep.options:
         opt = find_option("kv_cache_memory")
         b = opt.parse(dep.options.pop("kv_cache_memory"))
         return Budget(b, b, b, f"kv_cache_memory_bytes ({dep.sources.pop('kv_cache_memory')})")
-    for kind in ("available_kv_memory", "kv_cache_memory_reserved"):
+    for kind in ("available_kv_memory", "kv_cache_memory_reserved", "memory_profile"):
         found = facts.all(kind)
         if found:
-            f = min(found, key=lambda x: x["gib"])  # one line per worker in older releases: the smallest
-            return _rounded(f["gib"], f"{'Available KV cache memory' if kind == 'available_kv_memory' else 'reserved KV cache memory'} ({_where(f)})")
-    f = facts.first("admission_error")
+            key = "kv_cache_gib" if kind == "memory_profile" else "gib"
+            f = min(found, key=lambda x: x[key])  # one line per worker in older releases: the smallest
+            what = {"available_kv_memory": "Available KV cache memory", "kv_cache_memory_reserved":
+                    "reserved KV cache memory", "memory_profile": "the memory profile's kv_cache_size"}[kind]
+            return _rounded(f[key], f"{what} ({_where(f)})")
+    f = next((x for x in facts.all("admission_error") if "available_gib" in x.values), None)
     if f is not None:
         return _rounded(f["available_gib"], f"the admission error's available KV cache memory ({_where(f)})")
     f = next((x for x in facts.all("autofit") if "available_gib" in x.values), None)
@@ -196,7 +294,7 @@ def _rounded(gib: float, source: str) -> Budget | None:
 
 @dataclass
 class Resimulation:
-    status: str  # "simulated" | "model not in catalog" | ...
+    status: str  # "simulated" | "layout only" | "model not in catalog" | ...
     detail: str = ""
     scenario: object = None
     result: object = None  # ScenarioResult at the printed budget
@@ -209,24 +307,31 @@ def resimulate(dep: Deployment) -> Resimulation:
     """kvplan's simulation of the deployment at the printed budget and the interval's ends."""
     from kvplan.usecases.scenario import build_layout, resolve_era, run_scenario, scenario_from
 
-    if dep.model is None:
-        return Resimulation("no model", "the log names no model (no non-default args or engine config line)")
-    if dep.budget is None:
-        return Resimulation("no KV memory", "the log shows no available KV cache memory, no kv_cache_memory_bytes, "
-                                            "no admission error and no auto-fit line: there is no budget to size")
     policy = dep.policy or "vllm-latest"
     try:
         era = resolve_era(policy, None)
     except OptionError as e:
         return Resimulation("release not modelled", e.message)
+    if dep.model is None:
+        return Resimulation("no model", "the log names no model (no non-default args, engine config line, vllm "
+                                        "serve command or 'Starting to load model' line)", era=era)
+    budget = dep.budget.bytes if dep.budget is not None else LAYOUT_ONLY_BYTES
     try:
-        scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": dep.budget.bytes})
+        scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": budget})
         layout = build_layout(scenario)
     except ModelNotFoundError as e:
         return Resimulation("model not in catalog", e.message, era=era)
     except KvplanError as e:
         return Resimulation("model not supported", e.message, era=era)
-    mid = run_scenario(scenario, layout=layout)
+    try:
+        mid = run_scenario(scenario, layout=layout)
+    except KvplanError as e:  # an option combination the engine model refuses (e.g. auto-fit before 0.14)
+        return Resimulation("options not modelled", e.message, era=era)
+    if dep.budget is None:
+        return Resimulation("layout only", "the log shows no KV memory (no 'Available KV cache memory', "
+                            "kv_cache_memory_bytes, admission error or auto-fit line): only the figures that do not "
+                            "depend on it (grouping, padding, the hybrid manager, the drafter check) are compared",
+                            scenario, mid, None, None, era)
     low = high = None
     if not dep.budget.exact:
         low = run_scenario(replace(scenario, kv_cache_memory=dep.budget.low), layout=layout)

@@ -8,7 +8,8 @@ where one ran, the log's own figures otherwise).
   reservation in the sliding/chunked groups; past prefill the pool holds more
   (``steady_state_concurrency``, docs/capacity.md).
 - ``autofit_reduced``: ``--max-model-len auto`` cut the model's length.
-- ``rounding_unused``: memory below one block id that num_blocks' rounding leaves unused.
+- ``rounding_unused``: memory below one block id that num_blocks' rounding leaves unused;
+  ``stage_unused``: what a pipeline stage could hold beyond the smallest stage's num_blocks.
 - ``startup_failure``: the engine fails; the smallest verified fix (simulate's failure report).
 """
 
@@ -17,12 +18,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvplan.logs.extract import Facts
-from kvplan.units import MiB, format_bytes
+from kvplan.units import format_bytes
 
 # a steady state at least this much above the logged concurrency is worth naming
 STEADY_FACTOR = 1.10
 # rounding leftovers below this share of the budget are not worth naming
-ROUNDING_PCT = 0.5
+ROUNDING_PCT = 0.1
 
 _HMA_REASONS = {
     "kv_connector": "a KV connector (--kv-transfer-config)",
@@ -31,10 +32,12 @@ _HMA_REASONS = {
 }
 
 
-def find_traps(logged: Facts, sim) -> list[dict]:
+def find_traps(logged: Facts, sim, *, layout=None) -> list[dict]:
+    """``sim``: the re-simulation at the logged budget (None when none ran); ``layout``: a
+    layout-only one (no KV memory in the log), which names only the budget-free traps."""
     result = sim.result if sim is not None else None
     out: list[dict] = []
-    out += _hma(logged, sim)
+    out += _hma(logged, sim if sim is not None else layout, cost=sim is not None)
     if result is not None:
         out += _padding(result)
         out += _sliding(logged, result)
@@ -45,7 +48,7 @@ def find_traps(logged: Facts, sim) -> list[dict]:
     return out
 
 
-def _hma(logged: Facts, sim) -> list[dict]:
+def _hma(logged: Facts, sim, *, cost: bool = True) -> list[dict]:
     reasons = [_HMA_REASONS[f["reason"]] for f in logged.all("hma_off") if f["reason"] in _HMA_REASONS]
     result = sim.result if sim is not None else None
     plan = result.plan if result is not None else None
@@ -58,7 +61,7 @@ def _hma(logged: Facts, sim) -> list[dict]:
     trap = {"trap": "hybrid_manager_off", "reasons": reasons, "cost": None,
             "detail": "the hybrid KV cache manager is off (" + "; ".join(reasons) + "): sliding-window and chunked "
                       "layers keep KV for the whole length"}
-    if plan is not None and plan.starts and plan.hma.disabled:
+    if cost and plan is not None and plan.starts and plan.hma.disabled:
         on = _with_hma(sim)
         if on is not None and on.starts and not on.hma.disabled:
             trap["cost"] = {
@@ -130,17 +133,33 @@ def _autofit(logged: Facts, result) -> list[dict]:
 
 
 def _rounding(result) -> list[dict]:
+    """Two kinds of memory a worker allocates nothing in: below one block id (num_blocks rounds
+    down), and, with pipeline stages, the blocks a stage could hold beyond the smallest stage's
+    num_blocks (every stage keeps the engine-wide minimum)."""
+    if result.plan.options.num_gpu_blocks_override is not None:
+        return []  # the pool is what the override asked for, not what the memory rounds to
     workers = [w for w in result.data.get("workers") or [] if w.get("allocated")]
-    if not workers:
-        return []
-    w = max(workers, key=lambda x: x.get("unused_bytes", 0))
-    unused, avail = w.get("unused_bytes", 0), w.get("available_bytes", 0)
-    if not avail or unused * 100 < avail * ROUNDING_PCT or unused < MiB:
-        return []
-    return [{"trap": "rounding_unused", "unused_bytes": unused, "available_bytes": avail, "rank": w["rank"],
-             "bytes_per_block": w["bytes_per_block"],
-             "detail": f"{format_bytes(unused)} ({unused / avail * 100:.2f}% of the KV memory) stay unused: num_blocks "
-                       f"rounds down to whole block ids of {format_bytes(w['bytes_per_block'])}"}]
+    out = []
+    for w in workers:
+        avail, bpb = w.get("available_bytes", 0), w.get("bytes_per_block", 0)
+        if not avail or not bpb:
+            continue
+        rounding = avail - w["own_num_blocks"] * bpb
+        if rounding * 100 >= avail * ROUNDING_PCT:
+            out.append({"trap": "rounding_unused", "unused_bytes": rounding, "available_bytes": avail,
+                        "rank": w["rank"], "bytes_per_block": bpb,
+                        "detail": f"{format_bytes(rounding)} ({rounding / avail * 100:.2f}% of the KV memory) stay "
+                                  f"unused on rank {w['rank']}: num_blocks rounds down to whole block ids of "
+                                  f"{format_bytes(bpb)}"})
+        equalised = (w["own_num_blocks"] - w["num_blocks"]) * bpb
+        if equalised > 0:
+            out.append({"trap": "stage_unused", "unused_bytes": equalised, "available_bytes": avail,
+                        "rank": w["rank"], "own_num_blocks": w["own_num_blocks"], "num_blocks": w["num_blocks"],
+                        "detail": f"{format_bytes(equalised)} ({equalised / avail * 100:.2f}% of the KV memory) stay "
+                                  f"unused on pipeline stage {w['rank']}: with its layers it could hold "
+                                  f"{w['own_num_blocks']:,} blocks, but every stage keeps the smallest stage's "
+                                  f"{w['num_blocks']:,} (each stage given the logged KV memory)"})
+    return out
 
 
 def _failure(logged: Facts, result) -> list[dict]:
@@ -154,7 +173,8 @@ def _failure(logged: Facts, result) -> list[dict]:
         return [{"trap": "startup_failure", "stage": plan.failure.stage, "error_type": plan.failure.error_type,
                  "error": plan.failure.message, "fix": fix, "detail": detail}]
     f = next((logged.first(k) for k in ("admission_error", "admission_error_tokens", "no_memory_error",
-                                        "drafter_split", "page_error", "autofit_none") if logged.has(k)), None)
+                                        "drafter_split", "page_error", "autofit_none", "exception", "engine_failed")
+              if logged.has(k)), None)
     if f is not None:
         detail = f"start-up failed (line {f.line})"
         if f.kind == "admission_error" and "estimated_max_model_len" in f.values:

@@ -54,6 +54,9 @@ def read_config_json(path: str) -> dict:
         raise ConfigError(
             path, None, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", "fix the JSON syntax"
         ) from None
+    except RecursionError:
+        raise ConfigError(path, None, "its JSON nests deeper than Python's parser goes",
+                          "pass a Hugging Face config.json") from None
     if not isinstance(data, dict):
         raise ConfigError(path, None, f"expected a JSON object, got {type(data).__name__}", "pass a Hugging Face config.json")
     return data

@@ -13,6 +13,7 @@ import dataclasses
 
 from dataclasses import dataclass
 
+from kvplan import bounds
 from kvplan.errors import ConfigError, OptionError
 from kvplan.model import catalog, drafters, families, methods
 from kvplan.model.families import Built, Context
@@ -26,6 +27,7 @@ from kvplan.model.options import (
 )
 from kvplan.model.source import ModelSource, resolve_model
 from kvplan.specs import LayerSpec
+from kvplan.units import plural
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,23 @@ class _Parsed:
 
 # ------------------------------------------------------------------ parsing
 
-def _parse(source: ModelSource) -> _Parsed:
+def apply_hf_overrides(raw: dict, overrides: dict | None) -> dict:
+    """vLLM's ``--hf-overrides`` on a config (ModelConfig.__post_init__ / _apply_dict_overrides,
+    vLLM 0.34.0): a mapping value updates a nested sub-config (``text_config``, ``vision_config``,
+    ... key by key); any other value replaces the key (a ``rope_scaling`` mapping included)."""
+    if not overrides:
+        return raw
+    out = dict(raw)
+    for key, value in overrides.items():
+        nested = isinstance(value, dict) and isinstance(out.get(key), dict) and key.endswith("_config") \
+            and key != "quantization_config"
+        out[key] = apply_hf_overrides(out[key], value) if nested else value
+    return out
+
+
+def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     path = source.path
-    raw = read_config_json(path)
+    raw = apply_hf_overrides(read_config_json(path), hf_overrides)
     archs = raw.get("architectures")
     model_type = raw.get("model_type")
     if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs) or not archs):
@@ -103,11 +119,35 @@ def _parse(source: ModelSource) -> _Parsed:
     if not arch:
         arch = {v: k for k, v in reversed(families.ARCH_FAMILY.items())}.get(family, "")
     model_type = model_type or ""
+    _check_bounds(path, raw)
     # Validate the raw fields we read before transformers does (its errors are not one-liners).
     obj = build_config_object(raw, path) if model_type else None
     top = HFView(raw, obj, path=path)
     text = text_view(raw, obj, path)
     return _Parsed(source, raw, top, text, arch, model_type, family)
+
+
+def _check_bounds(path: str, raw: dict) -> None:
+    """Refuse values above kvplan's plausibility bounds (kvplan/bounds.py) before any work that
+    grows with them, transformers' config classes included (they build per-layer lists)."""
+    for cfg, prefix in ((raw, ""), (raw.get("text_config"), "text_config.")):
+        hit = bounds.config_out_of_bounds(cfg) if isinstance(cfg, dict) else None
+        if hit is not None:
+            raise ConfigError(path, prefix + hit[0], hit[1], "no released model comes near it (README: Plausibility "
+                                                             "bounds); fix the value")
+
+
+def _check_spec_bounds(path: str, layers: tuple[LayerSpec, ...]) -> None:
+    """The same bounds on what the family rules derived (a head size is hidden_size // heads)."""
+    for ls in {id(ls.spec): ls for ls in layers}.values():
+        s = ls.spec
+        for field, bound in (("num_kv_heads", bounds.MAX_HEADS), ("head_size", bounds.MAX_HEAD_SIZE),
+                             ("head_size_v", bounds.MAX_HEAD_SIZE), ("sliding_window", bounds.MAX_TOKENS),
+                             ("attention_chunk_size", bounds.MAX_TOKENS)):
+            v = getattr(s, field, None)
+            if isinstance(v, int) and v > bound:
+                raise ConfigError(path, None, f"layer {ls.name}: {field} {v:,} is above kvplan's plausibility bound "
+                                              f"of {bound:,}", "fix the config (README: Plausibility bounds)")
 
 
 def _provenance(source: ModelSource) -> str | None:
@@ -213,12 +253,14 @@ def build_model_layout(
     *,
     revision: str | None = None,
     download: bool = False,
+    hf_overrides: dict | None = None,
 ) -> ModelLayout:
-    """The ordered per-layer specs vLLM registers for ``model`` (+ ``drafter``) under ``options``."""
+    """The ordered per-layer specs vLLM registers for ``model`` (+ ``drafter``) under ``options``;
+    ``hf_overrides`` changes the target's config as vLLM's ``--hf-overrides`` does."""
     _check_parallel(options)
     notes: list[str] = []
     warnings: list[str] = []
-    p = _parse(resolve_model(model, revision=revision, download=download))
+    p = _parse(resolve_model(model, revision=revision, download=download), hf_overrides)
     if p.source.note:
         warnings.append(p.source.note)
     if p.family == "deepseek_v4":
@@ -314,7 +356,7 @@ def build_model_layout(
     if method == "mtp":
         mtp = drafters.mtp_layers(p.text, ctx, p.family, n, last)
         built += [(b, "drafter") for b in mtp]
-        ctx.notes.append(f"MTP: {len(mtp)} layer(s) from the target config, after the target's layers")
+        ctx.notes.append(f"MTP: {plural(len(mtp), 'layer')} from the target config, after the target's layers")
     elif draft_p is not None:
         dctx = Context(
             path=draft_p.source.path, architecture=draft_p.architecture, model_type=draft_p.model_type,
@@ -333,7 +375,7 @@ def build_model_layout(
                                              last_index=last)
             n_sw = sum(1 for b in d_layers if b.spec.kind == "sliding_window")
             dctx.notes.append(
-                f"{method} drafter: {len(d_layers)} layer(s) named model.layers.{n}..{n + len(d_layers) - 1}"
+                f"{method} drafter: {plural(len(d_layers), 'layer')} named model.layers.{n}..{n + len(d_layers) - 1}"
                 + (f", {n_sw} sliding" if n_sw else ", all full")
                 + (f" (inherits the target's model-wide window {res.model_window})" if res.model_window and n_sw else "")
             )
@@ -345,6 +387,7 @@ def build_model_layout(
         drafter_info = _info(draft_p, dtype)
 
     layers = tuple(LayerSpec(name=b.name, spec=b.spec, source=src, index=i) for i, (b, src) in enumerate(built))
+    _check_spec_bounds(p.source.path, layers)
     names = [b.name for b, _ in built]
     if len(set(names)) != len(names):  # pragma: no cover - a naming bug, never a user error
         raise AssertionError("duplicate layer names")

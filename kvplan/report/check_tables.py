@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from kvplan.report.tables import _console
-from kvplan.report.width import Col, fitted_table
+from kvplan.report.width import Col, fill, fitted_table
 from kvplan.units import plural
 
 _STATUS = {"pass": ("PASS", "bold green"), "fail": ("FAIL", "bold red"), "error": ("ERROR", "bold red")}
@@ -25,9 +25,8 @@ def failing_cell(e: dict) -> str:
 
 
 def short_error(message: str) -> str:
-    """The head of an error message for the table (the whole message is printed below it)."""
-    head = message.split(";")[0].split(" (")[0]
-    return head if len(head) <= 60 else head[:59] + "…"
+    """The head of an error message for the table, whole (it wraps; the full message is printed below)."""
+    return message.split(";")[0].split(" (")[0]
 
 
 def render_check(d: dict) -> None:
@@ -39,7 +38,7 @@ def render_check(d: dict) -> None:
     s = d["summary"]
     cols = [Col("deployment"), Col("result"), Col("failing: measured vs limit"), Col("group size", right=True),
             Col("groups", right=True, drop=2), Col("padding %", right=True, drop=1),
-            Col("concurrency vLLM / steady", right=True), Col("KV tokens", right=True)]
+            Col("concurrency: vLLM's own / kvplan's steady", right=True), Col("KV tokens", right=True)]
     rows = []
     for dep in d["deployments"]:
         label, style = _STATUS[dep["status"]]
@@ -60,9 +59,9 @@ def render_check(d: dict) -> None:
     c.print(fitted_table(title, cols, rows))
     for dep in d["deployments"]:
         if dep["status"] != "pass":
-            c.print(f"{dep['name']} ({dep['file']}:{dep['line']}):", markup=False, soft_wrap=True)
+            c.print(fill(f"{dep['name']} ({dep['file']}:{dep['line']}):"), markup=False, soft_wrap=True)
             for line in failure_messages(dep):
-                c.print(f"  - {line}", markup=False, soft_wrap=True)
+                c.print(fill(line, "  - ", "    "), markup=False, soft_wrap=True)
     summary = f"{s['num_passed']} passed, {s['num_failed']} failed"
     if s["num_errors"]:
         summary += f", {s['num_errors']} could not be simulated"

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import textwrap
-
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from kvplan.report import width
-from kvplan.units import format_bytes
+from kvplan.report.width import Col, fill, fitted_table
+from kvplan.units import format_bytes, plural
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
                 "lower_bound": "lower bound"}
@@ -29,7 +26,7 @@ def knobs_text(row: dict) -> str:
     if e == "vllm":
         thr = "none" if k["threshold"] is None else f"{k['threshold']:g}"
         d = row["details"]
-        text = f"threshold {thr}, group size {d['group_size']}, {d['num_groups']} groups, {d['num_padding_layers']} padding"
+        text = f"threshold {thr}, group size {d['group_size']}, {plural(d['num_groups'], 'group')}, {d['num_padding_layers']} padding"
         if k["hybrid_kv_cache_manager"] is False:
             text += ", HMA off"
         return text
@@ -60,13 +57,10 @@ def render_compare(d: dict) -> None:
     target = f", target concurrency {w['target_concurrency']}" if w["target_concurrency"] else ""
     c.print(f"KV budget {format_bytes(w['kv_cache_memory_bytes'])} per GPU, requests of {w['target_len_tokens']:,} "
             f"tokens{target}")
-    t = Table(title=f"Engines on the same inputs (per GPU), max concurrency at {w['target_len_tokens']:,} tokens",
-              box=box.SIMPLE_HEAD)
-    cols = ("engine", "config", "starts", "KV tokens", "max conc", "steady", "per request", "waste")
-    for col in cols:
-        right = col in ("KV tokens", "per request", "waste", "max conc", "steady")
-        t.add_column(col, justify="right" if right else "left", no_wrap=col != "config", overflow="fold",
-                     min_width=14 if col == "config" else None)
+    cols = [Col("engine"), Col("config", drop=1), Col("starts"), Col("KV tokens", right=True),
+            Col("max conc (engine's own)", right=True), Col("steady (kvplan's estimate)", right=True),
+            Col("per request", justify="right", drop=2), Col("waste", right=True, drop=3)]
+    rows = []
     for r in d["engines"]:
         name = r["name"] + (" [proposal]" if r["is_proposal"] else "")
         starts = Text("yes", style="green") if r["outcome"]["starts"] else Text("no", style="bold red")
@@ -74,9 +68,10 @@ def render_compare(d: dict) -> None:
         waste = "" if r["waste_pct"] is None else f"{r['waste_pct']:.1f}%"
         if r["engine"] == "lower_bound":
             waste = "—"
-        t.add_row(ENGINE_NAMES[r["engine"]], Text(name), starts, _num(r["kv_tokens"]), f"{r['max_concurrency']:.2f}",
-                  f"{r['steady_state_concurrency']:.2f}", "" if per is None else format_bytes(per), waste)
-    c.print(t)
+        rows.append([ENGINE_NAMES[r["engine"]], Text(name), starts, _num(r["kv_tokens"]), f"{r['max_concurrency']:.2f}",
+                     f"{r['steady_state_concurrency']:.2f}", "" if per is None else format_bytes(per), waste])
+    c.print(fitted_table(f"Engines on the same inputs (per GPU), max concurrency at {w['target_len_tokens']:,} "
+                         "tokens (the lower bound's figures are kvplan's own)", cols, rows))
     render_stages(c, d)
     for r in d["engines"]:
         lines = [f"knobs: {knobs_text(r)}"] if r["engine"] != "lower_bound" else []
@@ -87,25 +82,24 @@ def render_compare(d: dict) -> None:
             title = ENGINE_NAMES[r["engine"]] + (f" {r['name']}" if r["engine"] == "vllm" else "")
             c.print(title + ":", markup=False)
             for n in lines:
-                c.print(textwrap.fill(n, width=96, initial_indent="  - ", subsequent_indent="    "), markup=False)
+                c.print(fill(n, "  - ", "    "), markup=False)
     a = d.get("advice")
     if a:
         render_advice(c, a)
 
 
 def render_advice(c: Console, a: dict) -> None:
-    t = Table(title=f"Advice for {a['target_len_tokens']:,}-token requests"
-                    + (f" × {a['target_concurrency']}" if a["target_concurrency"] else ""),
-              box=box.SIMPLE_HEAD)
-    for col in ("engine", "knob", "max conc", "reaches target"):
-        t.add_column(col, justify="right" if col == "max conc" else "left", no_wrap=True, overflow="fold")
+    title = (f"Advice for {a['target_len_tokens']:,}-token requests"
+             + (f" × {a['target_concurrency']}" if a["target_concurrency"] else "")
+             + " (max conc: kvplan's simulation of each engine's own rules)")
+    rows: list[list] = []
     why: list[str] = []
 
     def reach(x) -> str:
         return "" if x is None else ("yes" if x else "no")
 
     def row(*cells) -> None:  # plain text, never Rich markup (flags may contain brackets); the reason below
-        t.add_row(*(Text(str(c)) for c in cells[:-1]))
+        rows.append([Text(str(c)) for c in cells[:-1]])
         why.append(f"{cells[0]}: {cells[-1]}")
 
     v = a.get("vllm")
@@ -139,10 +133,10 @@ def render_advice(c: Console, a: dict) -> None:
     lc = a["llamacpp"]
     row("llama.cpp", lc["flags"] or "(-np / -c)", f"{lc['n_seq']}", reach(lc["reaches_target"]),
         lc.get("reason") or f"unified {lc['n_seq_unified']}, per slot {lc['n_seq_non_unified']}, "
-        f"with --swa-full {lc['n_seq_with_swa_full']} sequence(s)")
-    c.print(t)
+        f"with --swa-full {plural(lc['n_seq_with_swa_full'], 'sequence')}")
+    c.print(fitted_table(title, [Col("engine"), Col("knob"), Col("max conc", right=True), Col("reaches target")], rows))
     for line in why:
-        c.print(textwrap.fill(line, width=96, initial_indent="  - ", subsequent_indent="    "), markup=False)
+        c.print(fill(line, "  - ", "    "), markup=False)
 
 
 STAGE_COLUMNS = (("kv_tokens", "KV tokens"), ("longest_prompt_tokens", "longest prompt"),
@@ -167,12 +161,6 @@ def render_stages(c: Console, d: dict) -> None:
     if not rows:
         return
     w = d["workload"]
-    t = Table(title=f"Through each engine, {w['target_len_tokens']:,}-token requests (engine's own rules)",
-              box=box.SIMPLE_HEAD)
-    t.add_column("engine")
-    for _, title in STAGE_COLUMNS:
-        t.add_column(title, justify="right")
-    t.add_column("starts")
     rules: dict[str, str] = {}
     legend: list[tuple[str, str, str]] = []
 
@@ -182,13 +170,16 @@ def render_stages(c: Console, d: dict) -> None:
             legend.append((rules[rule], engine, rule))
         return rules[rule]
 
+    table_rows = []
     for r in rows:
         st = r["details"]["stages"]
         name = f"{ENGINE_NAMES[r['engine']]} {st['engine_version']}"
         cells = [_stage_cell(st[key], label(name, st[key]["rule"])) for key, _ in STAGE_COLUMNS]
         starts = "yes" if st["starts"]["value"] else "no"
-        t.add_row(name, *cells, Text(starts + ("" if st["prefills_prompt"] else ", prompt too long"),
-                                     style="green" if starts == "yes" and st["prefills_prompt"] else "bold red"))
-    c.print(t)
+        table_rows.append([name, *cells, Text(starts + ("" if st["prefills_prompt"] else ", prompt too long"),
+                                              style="green" if starts == "yes" and st["prefills_prompt"] else "bold red")])
+    cols = [Col("engine"), *(Col(title, right=True) for _, title in STAGE_COLUMNS), Col("starts")]
+    c.print(fitted_table(f"Through each engine, {w['target_len_tokens']:,}-token requests (each engine's own rules, "
+                         "as kvplan simulates them; [x] names the rule below)", cols, table_rows))
     for key, engine, rule in legend:
-        c.print(textwrap.fill(f"{key}. {engine}: {rule}", width=96, subsequent_indent="   "), markup=False)
+        c.print(fill(f"{key}. {engine}: {rule}", "", "   "), markup=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvplan.report.data import kind_label
-from kvplan.units import format_bytes
+from kvplan.units import format_bytes, plural
 
 
 def _fmt(x: float) -> str:
@@ -45,12 +45,12 @@ def explain(plan) -> list[str]:
         lines.append("No layer needs a KV cache: no groups, one null block.")
     elif d.path in ("uniform", "hma_off_uniform"):
         lines.append(
-            f"All {d.group_size} layers have one spec, so they form a single group; "
+            f"All {plural(d.group_size, 'layer')} have one spec, so they form a single group; "
             f"one tensor per layer, each block costs {d.group_size} pages."
         )
     elif d.path == "uniform_type":
         lines.append(
-            f"All {d.group_size} layers are one type with different shapes: one uniform-type group, "
+            f"All {plural(d.group_size, 'layer')} are one type with different shapes: one uniform-type group, "
             f"one tensor per layer, a block costs {d.page_size_bytes} B across them."
         )
     else:
@@ -74,9 +74,10 @@ def explain(plan) -> list[str]:
         for b, (pad, n) in zip(d.buckets, d.padding):
             k = -(-n // d.group_size)
             sizes = [len(b.layer_names[i::k]) for i in range(k)]
-            text = f"The {kind_label(b.spec)} bucket ({n} layers) splits into {k} group(s) of {sizes}, striped layers[i::{k}]"
+            text = (f"The {kind_label(b.spec)} bucket ({plural(n, 'layer')}) splits into {plural(k, 'group')} of {sizes}, "
+                    f"striped layers[i::{k}]")
             if pad:
-                text += f"; it is padded by {pad} layers ({pad / n * 100:.2f}%)"
+                text += f"; it is padded by {plural(pad, 'layer')} ({pad / n * 100:.2f}%)"
             lines.append(text + ".")
     page = plan.page_size_bytes
     for c in plan.worker_checks:
@@ -84,7 +85,7 @@ def explain(plan) -> list[str]:
         if c.group_size and page and c.bytes_per_block == c.group_size * page:
             lines.append(
                 f"{stage}num_blocks = {format_bytes(c.available_bytes)} // {c.bytes_per_block} B per block "
-                f"({c.group_size} slots × {page} B) = {c.num_blocks}."
+                f"({plural(c.group_size, 'slot')} × {page} B) = {c.num_blocks}."
             )
         if not c.fits:
             est = f"; vLLM's estimated maximum length is {c.estimated_max_model_len}" if c.estimated_max_model_len else ""

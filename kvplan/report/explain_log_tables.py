@@ -45,14 +45,16 @@ def render_explain_log(d: dict) -> None:
                    style="bold"))
     facts = [[label, _cell(rec.get(k) if k != "model" else rb.get("model"))] for k, label in _FACT_LABELS
              if (rec.get(k) if k != "model" else rb.get("model")) is not None]
-    if rec.get("non_default_args"):
-        args = ", ".join(f"{k}={v}" for k, v in rec["non_default_args"].items())
-        facts.append(["non-default args", args])
+    if rb.get("options"):
+        facts.append(["options read (for the re-simulation)",
+                      ", ".join(f"{k}={v} ({rb['option_sources'].get(k, '')})" for k, v in rb["options"].items())])
+    if rb.get("ignored_args"):
+        facts.append(["arguments kvplan does not model", ", ".join(rb["ignored_args"])])
     con.print(fitted_table("Recovered from the log (vLLM's own lines)", [Col("fact"), Col("value")], facts))
     budget = rb.get("budget")
     head = f"Re-simulation: {rb['status']}"
     if rb["status"] == "simulated":
-        head += f" with {rb['policy'] or 'the default policy'} on {rb['model']}"
+        head += f" with {rb['policy'] or 'the default policy ' + str(rb.get('policy_used'))} on {rb['model']}"
         if budget:
             head += (f", budget {format_bytes(budget['kv_cache_memory_bytes'])} from {budget['source']}"
                      + ("" if budget["exact"] else " (±0.005 GiB: vLLM prints 2 decimals)"))

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from kvplan.report import width
-from kvplan.report.width import Col, fitted_table
-from kvplan.units import compact_ranges, format_bytes
+from kvplan.report.width import Col, fitted_table, key_value_table, terminal_width
+from kvplan.units import compact_ranges, format_bytes, plural
 
 MAX_SLOTS_SHOWN = 24
+MAX_TENSOR_ROWS = 48
+# What the figures of a table are: vLLM's own formulas, replayed by kvplan (tests/golden checks
+# them against vLLM's code), unlike kvplan's estimates (steady_state_concurrency, budgets).
+VLLM_OWN = "vLLM's own figures"
 
 
 def _console() -> Console:
@@ -40,7 +42,7 @@ def _model_line(d: dict) -> str:
     if sp.get("method"):
         n = sp["num_speculative_tokens"]
         text += f"\nspeculative method {sp['method']}, " + (
-            f"{n} speculative token(s)" if n else "num_speculative_tokens not given")
+            plural(n, "speculative token") if n else "num_speculative_tokens not given")
     return text
 
 
@@ -99,7 +101,8 @@ def render_inspect(d: dict) -> None:
     cols = [Col("index", right=True), Col("name", drop=4), Col("source", drop=5), Col("kind"),
             Col("window/ chunk"), Col("kv heads", right=True), Col("head size", right=True), Col("dtype", drop=2),
             Col("block", right=True, drop=1), Col("page bytes", right=True)]
-    c.print(fitted_table("Layers (registration order; * = each index of the range)", cols, collapse_layers(d["layers"])))
+    c.print(fitted_table("Layers (registration order; * = each index of the range; the specs vLLM registers)", cols,
+                         collapse_layers(d["layers"])))
     cols = [Col("kind"), Col("source", drop=2), Col("layers", right=True), Col("page bytes", right=True),
             Col("KV bytes/ token/layer", right=True, drop=1), Col("KV bytes/ token", right=True),
             Col("state bytes/ request", right=True)]
@@ -111,7 +114,8 @@ def render_inspect(d: dict) -> None:
                      "" if st is None else f"{st * r['num_layers']:,}"])
     rows.append(["total", "", str(d["num_layers"]), "", "", f"{d['kv_bytes_per_token']:,}",
                  f"{d['state_bytes_per_request']:,}" if d["state_bytes_per_request"] else ""])
-    c.print(fitted_table("Summary by kind", cols, rows, row_styles=[None] * (len(rows) - 1) + ["bold"]))
+    c.print(fitted_table("Summary by kind (page bytes: vLLM's own; per-token and per-request bytes: kvplan's "
+                         "arithmetic on them)", cols, rows, row_styles=[None] * (len(rows) - 1) + ["bold"]))
     if len(d["ranks"]) > 1 or s["tensor_parallel_size"] > 1:
         rows = [[str(r["rank"]), str(r["num_layers"]), _idx(r["layers"])] for r in d["ranks"]]
         c.print(fitted_table(
@@ -121,14 +125,57 @@ def render_inspect(d: dict) -> None:
         c.print(f"KV-sharing layers (no cache of their own): {len(d['kv_sharing_layers'])}")
 
 
-def layout_picture(d: dict) -> Text:
-    """Tensor slots (columns) × groups (rows): each cell is the layer using that slot; ░ = padding."""
+def _tensor_step(a: tuple, b: tuple) -> int | None:
+    """The common step between two consecutive tensors' layers (same size, same number of
+    layers, every layer index moved by the same amount), else None."""
+    (ia, sa, la), (ib, sb, lb) = a, b
+    if ib != ia + 1 or sa != sb or len(la) != len(lb) or not all(x.isdigit() for x in la + lb):
+        return None
+    steps = {int(y) - int(x) for x, y in zip(la, lb)}
+    return steps.pop() if len(steps) == 1 and min(steps | {1}) > 0 else None
+
+
+def tensor_rows(tensors: list[dict]) -> list[list[str]]:
+    """``[tensor, size_bytes, shared_by]`` rows; a run of 3+ tensors of one size whose layers
+    move by a common step is one row (a uniform dense model's 80 tensors: ``0-79``)."""
+    from kvplan.report.data import layer_index
+
+    items = [(t["index"], t["size_bytes"], [layer_index(n) for n in t["shared_by"]]) for t in tensors]
+    rows: list[list[str]] = []
+    i = 0
+    while i < len(items):
+        j = i
+        step = _tensor_step(items[i], items[i + 1]) if i + 1 < len(items) else None
+        while step is not None and j + 1 < len(items) and _tensor_step(items[j], items[j + 1]) == step:
+            j += 1
+        if j - i >= 2:
+            first, last = items[i][2], items[j][2]
+            if len(first) == 1:
+                shared = compact_ranges([int(x[0]) for _i, _s, x in items[i:j + 1]]) + " (one layer each)"
+            else:
+                shared = f"{', '.join(first)} to {', '.join(last)} (+{step} per tensor)"
+            rows.append([f"{items[i][0]}-{items[j][0]}", f"{items[i][1]:,}", shared])
+            i = j + 1
+        else:
+            rows.append([str(items[i][0]), f"{items[i][1]:,}", ", ".join(items[i][2])])
+            i += 1
+    return rows
+
+
+def layout_picture(d: dict, columns: int | None = None) -> Text:
+    """Tensor slots (columns) × groups (rows): each cell is the layer using that slot; ░ = padding.
+    As many slots as fit in ``columns`` (the terminal width), at most MAX_SLOTS_SHOWN."""
     groups = d["groups"]
     G = d["memory"]["group_size"]
-    shown = min(G, MAX_SLOTS_SHOWN)
     width = max([len(x) for g in groups for x in g["layers"]] + [2, len(str(G - 1))])
+    label = max(len(g["label"]) for g in groups) if groups else 0
+    room = (columns or terminal_width()) - 10 - 2 - label
+    shown = min(G, MAX_SLOTS_SHOWN)
+    if shown * (width + 1) + (len(f" +{G - shown} more") if G > shown else 0) > room:
+        shown = max(1, (room - len(f" +{G} more")) // (width + 1))
+    more = f" +{G - shown} more" if G > shown else ""
     text = Text()
-    text.append("slot      " + " ".join(str(i).rjust(width) for i in range(shown)) + (" …" if G > shown else "") + "\n")
+    text.append("slot      " + " ".join(str(i).rjust(width) for i in range(shown)) + more + "\n")
     for g in groups:
         text.append(f"group {g['index']:<3} ")
         for i in range(shown):
@@ -138,8 +185,7 @@ def layout_picture(d: dict) -> Text:
             else:
                 text.append("░" * width, style="dim red")
             text.append(" ")
-        if G > shown:
-            text.append("…")
+        text.append(" " * len(more))
         text.append(f"  {g['label']}\n")
     return text
 
@@ -170,13 +216,11 @@ def render_plan(d: dict) -> None:
         c.print(f"hybrid KV-cache manager: off ({'; '.join(hma['reasons_disabled'])})")
     gr = d["grouping"]
     if gr and gr["buckets"]:
-        t = Table(title="Buckets (identical specs, first-appearance order)", box=box.SIMPLE_HEAD)
-        for col in ("bucket", "kind", "layers", "block", "page bytes", "padding", "indices"):
-            t.add_column(col, justify="left" if col in ("kind", "indices") else "right")
-        for b in gr["buckets"]:
-            t.add_row(str(b["index"]), b["label"], str(b["num_layers"]), str(b["block_size"]),
-                      f"{b['page_size_bytes']:,}", str(b["padding_layers"] or ""), _idx(b["layers"]))
-        c.print(t)
+        cols = [Col("bucket", right=True), Col("kind"), Col("layers", right=True), Col("block", right=True, drop=1),
+                Col("page bytes", right=True), Col("padding", right=True), Col("indices")]
+        rows = [[str(b["index"]), b["label"], str(b["num_layers"]), str(b["block_size"]), f"{b['page_size_bytes']:,}",
+                 str(b["padding_layers"] or ""), _idx(b["layers"])] for b in gr["buckets"]]
+        c.print(fitted_table(f"Buckets (identical specs, first-appearance order; {VLLM_OWN})", cols, rows))
     workers = [w for w in d["workers"] if "own_num_blocks" in w]
     # nothing was allocated: the engine failed before its KV cache configs (memory, config stage)
     failed = not d["outcome"]["starts"] and not d["memory"]["num_blocks"]
@@ -184,11 +228,11 @@ def render_plan(d: dict) -> None:
         title = f"KV cache groups (group_size {d['memory']['group_size']}"
         if len(workers) > 1:
             title += ", global; slots per stage " + "/".join(str(w["group_size"]) for w in workers)
-        t = Table(title=title + ")", box=box.SIMPLE_HEAD)
-        cols = ["group", "kind", "layers", "padding slots", "block", "blocks/request"]
-        cols += ["need (1 request)"] if failed else []
-        for col in cols + ["indices"]:
-            t.add_column(col, justify="left" if col in ("kind", "indices") else "right")
+        cols = [Col("group", right=True), Col("kind"), Col("layers", right=True), Col("padding slots", right=True),
+                Col("block", right=True, drop=1), Col("blocks/ request", right=True)]
+        cols += [Col("need (1 request)", justify="right")] if failed else []
+        cols += [Col("indices")]
+        rows = []
         for g in d["groups"]:
             layers = str(g["num_layers"])
             if g.get("num_layers_per_worker"):
@@ -196,44 +240,33 @@ def render_plan(d: dict) -> None:
             row = [str(g["index"]), g["label"] + (" +drafter" if g["has_drafter_layers"] else ""),
                    layers, str(g["padding_slots"] or ""), str(g["block_size"]), _num(g["blocks_per_request"])]
             row += [format_bytes(g["needed_bytes"]) if g.get("needed_bytes") is not None else "—"] if failed else []
-            t.add_row(*row, _idx(g["layers"]))
-        c.print(t)
+            rows.append(row + [_idx(g["layers"])])
+        c.print(fitted_table(f"{title}; {VLLM_OWN})", cols, rows))
     if len(workers) > 1:
-        t = Table(title="Per pipeline stage (one KV cache config each; num_blocks = the minimum over stages)",
-                  box=box.SIMPLE_HEAD)
-        for col in ("stage", "layers", "slots", "bytes/block", "own blocks", "num_blocks", "need / available",
-                    "padding at full load"):
-            t.add_column(col, justify="right")
-        for w in workers:
-            t.add_row(str(w["rank"]), str(w["num_layers"]), str(w["group_size"]), f"{w['bytes_per_block']:,}",
-                      f"{w['own_num_blocks']:,}", f"{w['num_blocks']:,}" if w["allocated"] else "—",
-                      f"{format_bytes(w['needed_bytes'])} / {format_bytes(w['checked_available_bytes'])}",
-                      f"{format_bytes(w['padding_waste_bytes'])} ({w['padding_waste_pct_of_pool']:.2f}%)")
-        c.print(t)
+        cols = [Col("stage", right=True), Col("layers", right=True), Col("slots", right=True),
+                Col("bytes/ block", right=True), Col("own blocks", right=True, drop=1), Col("num_blocks", right=True),
+                Col("need / available", justify="right"), Col("padding at full load", justify="right")]
+        rows = [[str(w["rank"]), str(w["num_layers"]), str(w["group_size"]), f"{w['bytes_per_block']:,}",
+                 f"{w['own_num_blocks']:,}", f"{w['num_blocks']:,}" if w["allocated"] else "—",
+                 f"{format_bytes(w['needed_bytes'])} / {format_bytes(w['checked_available_bytes'])}",
+                 f"{format_bytes(w['padding_waste_bytes'])} ({w['padding_waste_pct_of_pool']:.2f}%)"]
+                for w in workers]
+        c.print(fitted_table("Per pipeline stage (one KV cache config each; num_blocks = the minimum over stages; "
+                             f"{VLLM_OWN})", cols, rows))
     if d["tensors"]:
-        title = "KV tensors (one per slot; shared_by = the i-th layer of each group)"
+        title = "KV tensors (one per slot; shared_by = the i-th layer of each group"
         if len(workers) > 1:
-            title = "KV tensors of stage 0 (one per slot; shared_by = the i-th layer of each group there)"
-        t = Table(title=title, box=box.SIMPLE_HEAD)
-        t.add_column("tensor", justify="right")
-        t.add_column("size_bytes", justify="right")
-        t.add_column("shared_by")
-        for tensor in d["tensors"][:MAX_SLOTS_SHOWN * 4]:
-            from kvplan.report.data import layer_index
-
-            t.add_row(str(tensor["index"]), f"{tensor['size_bytes']:,}",
-                      ", ".join(layer_index(n) for n in tensor["shared_by"]))
-        if len(d["tensors"]) > MAX_SLOTS_SHOWN * 4:
-            t.add_row("…", "", f"{len(d['tensors'])} tensors in all")
-        c.print(t)
+            title = "KV tensors of stage 0 (one per slot; shared_by = the i-th layer of each group there"
+        rows = tensor_rows(d["tensors"])
+        if len(rows) > MAX_TENSOR_ROWS:
+            rows = rows[:MAX_TENSOR_ROWS] + [["", "", f"and {plural(len(rows) - MAX_TENSOR_ROWS, 'more row')}"]]
+        c.print(fitted_table(f"{title}; {VLLM_OWN})",
+                             [Col("tensor", right=True), Col("size_bytes", right=True), Col("shared_by")], rows))
     if d["groups"] and gr and gr["path"] == "uniform_page":
         c.print("Layout (tensor slots × groups; ░ = padding):")
         c.print(layout_picture(d))
     m = d["memory"]
     sch = d["scheduler"]
-    t = Table(title="Memory", box=box.SIMPLE_HEAD, show_header=False)
-    t.add_column("what")
-    t.add_column("value", justify="right")
     est = m.get("estimated_max_model_len")
     num_blocks = f"{m['num_blocks']:,}" if not failed else (
         f"not allocated (the pool: {m['pool_num_blocks']:,})" if m.get("pool_num_blocks") else "not allocated")
@@ -252,18 +285,20 @@ def render_plan(d: dict) -> None:
     if est is not None:
         rows.append(("vLLM's estimated maximum model length", f"{est:,}"))
     rows += [
-        ("padding", f"{gr['num_padding_layers'] if gr else 0} layers (vLLM: may waste at most {gr['padding_waste_pct'] if gr else 0:.2f}%)"
-                    + ("" if failed else f"; {format_bytes(m['padding_waste_bytes'])} at full load "
-                                         f"({m['padding_waste_pct_of_pool']:.2f}% of pool)")),
+        ("padding layers", f"{gr['num_padding_layers'] if gr else 0} (vLLM: may waste at most "
+                           f"{gr['padding_waste_pct'] if gr else 0:.2f}%)"),
+    ]
+    if not failed:
+        rows.append(("padding at full load", f"{format_bytes(m['padding_waste_bytes'])} "
+                                             f"({m['padding_waste_pct_of_pool']:.2f}% of pool)"))
+    rows += [
         ("KV tokens (max_concurrency × max_model_len)", f"{m['kv_tokens']:,}"),
-        ('"GPU KV cache size" meanings', f"{m['kv_cache_size_tokens_blocks_meaning']:,} (≤0.20: blocks // groups × block) / "
-                                         f"{m['kv_cache_size_tokens_concurrency_meaning']:,} (0.33: concurrency × length)"),
+        ('"GPU KV cache size", ≤0.20 (blocks)', f"{m['kv_cache_size_tokens_blocks_meaning']:,}"),
+        ('"GPU KV cache size", 0.33 (conc. × len)', f"{m['kv_cache_size_tokens_concurrency_meaning']:,}"),
         ("max_concurrency (vLLM's figure: worst case)", f"{m['max_concurrency']:.2f}"),
         ("steady_state_concurrency (kvplan's estimate)", f"{m.get('steady_state_concurrency', 0.0):.2f}"),
     ]
-    for r in rows:
-        t.add_row(*r)
-    c.print(t)
+    c.print(key_value_table(f"Memory ({VLLM_OWN}, except where marked kvplan's estimate)", rows))
     if d["logs"]:
         c.print("vLLM log lines:")
         for line in d["logs"]:
@@ -282,22 +317,16 @@ def render_plan(d: dict) -> None:
         c.print(f"  fix (verified by re-simulating): {f['flag']}  → {f['result']}", markup=False)
 
 
-def render_rows(title: str, columns: list[str], rows: list[list], right: set[str] | None = None) -> None:
-    """A plain table for list-shaped results (models, sweeps, checks)."""
+def render_rows(title: str, columns: list, rows: list[list], right: set[str] | None = None) -> None:
+    """A plain table for list-shaped results (models, policies); ``columns`` are names or ``Col``s."""
     right = right or set()
-    t = Table(title=title, box=box.SIMPLE_HEAD)
-    for col in columns:
-        t.add_column(col, justify="right" if col in right else "left")
-    for r in rows:
-        t.add_row(*["" if v is None else str(v) for v in r])
-    _console().print(t)
+    cols = [col if isinstance(col, Col) else Col(col, right=col in right) for col in columns]
+    _console().print(fitted_table(title, cols, [["" if v is None else str(v) for v in r] for r in rows]))
 
 
 def render_mapping(title: str, data: dict) -> None:
     """A two-column table for flat result dicts (scalars; nested lists/dicts shown as counts)."""
-    t = Table(title=title, box=box.SIMPLE_HEAD, show_header=False)
-    t.add_column("what")
-    t.add_column("value", justify="right")
+    rows = []
     for k, v in data.items():
         if isinstance(v, (list, dict)):
             continue
@@ -313,8 +342,8 @@ def render_mapping(title: str, data: dict) -> None:
             text = f"{v:,.4g}" if abs(v) < 1000 else f"{v:,.1f}"
         else:
             text = str(v)
-        t.add_row(k, text)
-    _console().print(t)
+        rows.append([k, text])
+    _console().print(key_value_table(title, rows))
 
 
 def render_allocation(report: dict) -> None:
@@ -331,16 +360,14 @@ def render_budget(budget: dict) -> None:
 
 def render_sweep(d: dict) -> None:
     """``simulate --sweep-threshold``: one row per threshold, then the messages and flip points."""
-    cols = ["threshold", "group_size", "groups", "padding layers", "padding %", "num_blocks",
-            "KV tokens", "max_concurrency", "outcome"]
-    render_rows(
-        f"Threshold sweep ({d['policy']['name']})", cols,
-        [[r["threshold"], r["group_size"], r["num_groups"], r["num_padding_layers"],
-          f"{r['padding_waste_pct']:.2f}", f"{r['num_blocks']:,}", f"{r['kv_tokens']:,}",
-          f"{r['max_concurrency']:.2f}", "starts" if r["outcome"]["starts"] else f"fails ({r['outcome']['stage']})"]
-         for r in d["rows"]],
-        right=set(cols[:-1]),
-    )
+    cols = [Col("threshold", right=True), Col("group_size", right=True), Col("groups", right=True, drop=3),
+            Col("padding layers", right=True, drop=2), Col("padding %", right=True), Col("num_blocks", right=True),
+            Col("KV tokens", right=True, drop=1), Col("max_concurrency (vLLM's own)", right=True), Col("outcome")]
+    rows = [[f"{r['threshold']}", str(r["group_size"]), str(r["num_groups"]), str(r["num_padding_layers"]),
+             f"{r['padding_waste_pct']:.2f}", f"{r['num_blocks']:,}", f"{r['kv_tokens']:,}", f"{r['max_concurrency']:.2f}",
+             "starts" if r["outcome"]["starts"] else f"fails ({r['outcome']['stage']})"] for r in d["rows"]]
+    _console().print(fitted_table(f"Threshold sweep ({d['policy']['name']}; {VLLM_OWN}, each threshold simulated)",
+                                  cols, rows))
     for msg in dict.fromkeys(r["outcome"]["error"] for r in d["rows"] if r["outcome"]["error"]):
         print(f"fails: {msg}")
     for c in d["critical_thresholds"]:

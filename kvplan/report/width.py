@@ -17,8 +17,7 @@ The width is the terminal's, ``$COLUMNS`` when set (piped output too), else 100 
 
 from __future__ import annotations
 
-import os
-import sys
+import textwrap
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -28,24 +27,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from kvplan.report.terminal import MIN_WIDTH, PIPED_WIDTH, terminal_width  # noqa: F401 - re-exported
 from kvplan.units import plural  # noqa: F401 - re-exported for the renderers
 
-PIPED_WIDTH = 100
-MIN_WIDTH = 40
 MAX_WORD = 32
-
-
-def terminal_width() -> int:
-    """``$COLUMNS`` when it is a positive integer, else the terminal's width, else 100 (piped)."""
-    env = os.environ.get("COLUMNS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return max(MIN_WIDTH, int(env))
-    try:
-        if sys.stdout.isatty():
-            return max(MIN_WIDTH, os.get_terminal_size(sys.stdout.fileno()).columns)
-    except (OSError, ValueError, AttributeError):
-        pass
-    return PIPED_WIDTH
 
 
 def console() -> Console:
@@ -58,6 +43,7 @@ class Col:
     right: bool = False  # a number: right-justified, as wide as its widest cell
     drop: int = 0  # 0: always shown; otherwise the highest is left out first
     style: str | None = None
+    justify: str | None = None  # "right" for a text column that may wrap yet aligns right (default: by ``right``)
 
 
 def _plain(cell) -> str:
@@ -150,7 +136,8 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
     t = _new_table(box, show_header)
     for i, w in zip(kept, widths):
         c = cols[i]
-        t.add_column(c.name, justify="right" if c.right else "left", width=w, overflow="fold", style=c.style)
+        t.add_column(c.name, justify=c.justify or ("right" if c.right else "left"), width=w, overflow="fold",
+                     style=c.style)
     for n, r in enumerate(rows):
         cells = [r[i] if isinstance(r[i], Text) else Text(_plain(r[i])) for i in kept]
         t.add_row(*cells, style=(row_styles[n] if row_styles else None))
@@ -175,3 +162,16 @@ def stacked(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence], wi
                 lines += [Text(f"    {more}") for more in rest]
         lines.append(Text(""))
     return Group(*lines)
+
+
+def key_value_table(title: str | None, rows: Sequence[Sequence], *, width: int | None = None,
+                    row_styles: Sequence[str | None] | None = None):
+    """A headerless ``what | value`` table (values right-aligned, wrapping at spaces, never cut)."""
+    cols = [Col("what"), Col("value", justify="right")] + [Col("source")] * (len(rows[0]) - 2 if rows else 0)
+    return fitted_table(title, cols, rows, width=width, show_header=False, row_styles=row_styles)
+
+
+def fill(text: str, first: str = "", rest: str = "", width: int | None = None) -> str:
+    """``text`` wrapped to the terminal width at spaces (numbers, ids and paths stay whole)."""
+    return textwrap.fill(text, width=(width or terminal_width()) - 1, initial_indent=first, subsequent_indent=rest,
+                         break_long_words=False, break_on_hyphens=False)

@@ -14,15 +14,18 @@ from kvplan.logs.traps import find_traps
 from kvplan.options import EXPLAIN, resolve
 from kvplan.report.envelope import envelope
 from kvplan.results import outcome
+from kvplan.units import plural
 
 # what the rebuild and the cross-check need, and the line that gives it
 _WANTED = (
     ("release", ("release", "engine_config"), "the vLLM release ('vLLM API server version …')"),
-    ("model", ("non_default_args", "engine_config"), "the model ('non-default args: {…}' or the engine config line)"),
-    ("available_kv_memory", ("available_kv_memory", "kv_cache_memory_reserved", "non_default_args"),
+    ("model", ("non_default_args", "engine_config", "serve_command", "model_name"),
+     "the model ('non-default args: {…}', the engine config line or the vllm serve command)"),
+    ("available_kv_memory", ("available_kv_memory", "kv_cache_memory_reserved", "memory_profile"),
      "the KV memory ('Available KV cache memory: … GiB')"),
     ("capacity", ("kv_cache_size", "concurrency", "capacity", "admission_error", "admission_error_tokens",
-                  "no_memory_error", "drafter_split", "page_error", "autofit_none"),
+                  "no_memory_error", "drafter_split", "page_error", "autofit_none", "exception", "engine_failed",
+                  "num_gpu_blocks", "padding"),
      "the KV cache sizing ('GPU KV cache size', 'Maximum concurrency' or a start-up error)"),
 )
 
@@ -36,6 +39,9 @@ def recovered(facts) -> dict:
     nda = facts.first("non_default_args")
     if nda:
         out["non_default_args"] = nda["args"]
+    cmd = facts.first("serve_command")
+    if cmd:
+        out["serve_command"] = dict(cmd.values)
     cfg = facts.first("engine_config")
     if cfg:
         for k, v in cfg.values.items():
@@ -49,6 +55,9 @@ def recovered(facts) -> dict:
                             ("available_kv_memory", "gib", "available_kv_cache_memory_gib"),
                             ("kv_cache_memory_reserved", "gib", "kv_cache_memory_bytes_gib"),
                             ("num_gpu_blocks", "num_blocks", "num_gpu_blocks"),
+                            ("num_gpu_blocks", "num_cpu_blocks", "num_cpu_blocks"),
+                            ("memory_profile", "kv_cache_gib", "kv_cache_size_gib"),
+                            ("attention_backend", "attention_backend", "attention_backend"),
                             ("override", "num_blocks", "num_gpu_blocks"),
                             ("override", "override", "num_gpu_blocks_override"),
                             ("kv_cache_size", "kv_cache_size_tokens", "kv_cache_size_tokens"),
@@ -56,6 +65,10 @@ def recovered(facts) -> dict:
                             ("concurrency", "max_concurrency", "max_concurrency"),
                             ("capacity", "max_concurrency", "max_concurrency"),
                             ("cuda_graph", "gib", "cuda_graph_gib"),
+                            ("cuda_graph_pool", "actual_gib", "cuda_graph_gib"),
+                            ("memory_account", "cuda_graph_gib", "cuda_graph_gib"),
+                            ("memory_account", "weights_gib", "weights_gib"),
+                            ("memory_account", "kv_cache_memory_bytes_to_fit", "kv_cache_memory_bytes_to_fit"),
                             ("cuda_graph_profiled", "without_cuda_graphs", "gpu_memory_utilization_without_cuda_graphs")):
         f = facts.first(kind)
         if f is not None and key in f.values:
@@ -82,20 +95,30 @@ def recovered(facts) -> dict:
     return out
 
 
-def missing(facts) -> list[str]:
-    return [f"{what}: no line found" for _key, kinds, what in _WANTED if not any(facts.has(k) for k in kinds)]
+def missing(facts, dep) -> list[str]:
+    """What the rebuild and the cross-check need and the log does not show (the budget may come
+    from kv_cache_memory_bytes in the args, the model from a --model override)."""
+    known = {"model": dep.model is not None, "available_kv_memory": dep.budget is not None}
+    return [f"{what}: no line found" for key, kinds, what in _WANTED
+            if not known.get(key) and not any(facts.has(k) for k in kinds)]
 
 
 def verdict(status: str, rows: list[dict], detail: str) -> str:
-    if status != "simulated":
+    if status not in ("simulated", "layout only"):
         return f"{status}: recovered facts only" + (f" ({detail})" if detail else "")
     compared = [r for r in rows if r["agrees"] is not None]
     if not compared:
-        return "re-simulated; the log shows no figure to compare"
+        return ("layout only (no KV memory in the log); " if status == "layout only" else "re-simulated; ") + \
+            "the log shows no figure to compare"
+    if status == "layout only":
+        bad = [r for r in compared if not r["agrees"]]
+        head = "layout only (no KV memory in the log): "
+        return (head + f"disagrees on {len(bad)} of {plural(len(compared), 'figure')}" if bad
+                else head + f"agrees on {'the' if len(compared) == 1 else 'all'} {plural(len(compared), 'figure')}")
     bad = [r for r in compared if not r["agrees"]]
     if bad:
-        return f"disagrees on {len(bad)} of {len(compared)} figures"
-    return f"agrees on all {len(compared)} figures"
+        return f"disagrees on {len(bad)} of {plural(len(compared), 'figure')}"
+    return f"agrees on {'the' if len(compared) == 1 else 'all'} {plural(len(compared), 'figure')}"
 
 
 def explain_log(source: str, **options) -> dict:
@@ -107,17 +130,19 @@ def explain_log(source: str, **options) -> dict:
     dep = deployment(facts, model=r["model"], drafter=r["drafter"], policy=given_policy,
                      model_runner=r["model_runner"])
     sim = resimulate(dep)
-    era = sim.era
-    if era is None and sim.status not in ("release not modelled",):
-        from kvplan.usecases.scenario import resolve_era
-
-        era = resolve_era(dep.policy or "vllm-latest", None)
+    era = sim.era  # None when the logged release is not in kvplan's registry
     from kvplan.engines.vllm.wording import log_line_meanings
 
     meanings = log_line_meanings(era) if era is not None else {}
-    rows = figures(facts, sim if sim.status == "simulated" else None, meanings)
-    traps = find_traps(facts, sim if sim.status == "simulated" else None)
+    ran = sim if sim.status in ("simulated", "layout only") else None
+    rows = figures(facts, ran, meanings, layout_only=sim.status == "layout only")
+    traps = find_traps(facts, sim if sim.status == "simulated" else None,
+                       layout=sim if sim.status == "layout only" else None)
     notes = list(dep.assumed)
+    negative = [f for f in facts.all("available_kv_memory") if f["gib"] <= 0]
+    if negative:
+        notes.append(f"the available KV memory is {negative[0]['gib']} GiB (line {negative[0].line}): the weights and "
+                     "the profiled activations leave nothing for the KV cache, so there is nothing to size")
     if dep.policy is None:
         notes.append("the release: not in the log; kvplan used its default policy "
                      f"({era.name if era else 'vllm-latest'}), so the meanings may not be the logged release's")
@@ -127,24 +152,27 @@ def explain_log(source: str, **options) -> dict:
         "recovered": recovered(facts),
         "facts": [{"kind": f.kind, "line": f.line, **{k: v for k, v in f.values.items()}, "text": f.text}
                   for f in facts.items],
-        "missing": missing(facts),
-        "rebuild": {**dep.to_dict(), "status": sim.status, "detail": sim.detail, "notes": notes},
+        "missing": missing(facts, dep),
+        "rebuild": {**dep.to_dict(), "policy_used": (f"{era.name} (vllm=={era.release})" if era is not None
+                                                      and era.release else (era.name if era is not None else None)),
+                    "status": sim.status, "detail": sim.detail, "notes": notes},
         "figures": rows,
         "verdict": verdict(sim.status, rows, sim.detail),
         "traps": traps,
         "simulation": None,
         "warnings": [],
     }
-    if result is not None:
+    if result is not None and sim.status == "simulated":
         d = result.data
         body["simulation"] = {k: d[k] for k in ("policy", "model", "drafter", "speculative", "serving", "scheduler",
                                                  "hybrid_kv_cache_manager", "grouping", "memory", "logs", "fixes")
                               if k in d}
         body["warnings"] = list(d.get("warnings", []))
-    disagree = sim.status == "simulated" and any(row["agrees"] is False for row in rows)
-    starts = result.plan.starts if result is not None else logged_starts(facts)
-    failure = result.plan.failure if result is not None else None
-    fixes = (result.data.get("fixes") or []) if result is not None else []
+    disagree = ran is not None and any(row["agrees"] is False for row in rows)
+    simulated = result is not None and sim.status == "simulated"
+    starts = result.plan.starts if simulated else logged_starts(facts)
+    failure = result.plan.failure if simulated else None
+    fixes = (result.data.get("fixes") or []) if simulated else []
     out = outcome(ok=not disagree, starts=starts, stage=failure.stage if failure else None,
                   error_type=failure.error_type if failure else None, error=failure.message if failure else None,
                   fix=fixes[0]["flag"] if fixes else None)

@@ -220,6 +220,8 @@ def hardware_budget(s: Scenario, layout, era) -> dict:
         layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
         overrides=s.budget_overrides(), tensor_parallel_size=s.tensor_parallel_size,
         max_num_batched_tokens=batched, max_num_seqs=seqs, exact_params=s.exact_params,
+        data_parallel_size=s.data_parallel_size, enable_expert_parallel=s.enable_expert_parallel,
+        quantization=s.quantization, cpu_offload_gb=s.cpu_offload_gb,
         enable_extensible_kv_cache=s.enable_extensible_kv_cache, num_gpu_blocks_override=s.num_gpu_blocks_override,
         kv_transfer_config=s.kv_transfer_config,
     )
@@ -233,7 +235,8 @@ def build_layout(s: Scenario):
     from kvplan.model import build_model_layout
 
     era = resolve_era(s.policy, None)
-    layout = build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download)
+    layout = build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download,
+                                hf_overrides=s.hf_overrides)
     environment.refuse_unmodelled(s.env, era, use_mla=any(ls.spec.kind == "mla" for ls in layout.layers))
     extra = [w for w in environment.warnings(s.env, era) if w not in layout.warnings]
     return replace(layout, warnings=(*layout.warnings, *extra)) if extra else layout

@@ -13,6 +13,7 @@ from kvplan.options import SIMULATE, resolve
 from kvplan.report.envelope import envelope
 from kvplan.results import plan_outcome
 from kvplan.usecases.scenario import resolve_era, run_scenario, scenario_from
+from kvplan.verify.crosscheck import agreement_failure
 
 
 def _device_budget(r, era) -> dict | None:
@@ -41,6 +42,16 @@ def _checks(r, plan) -> list[str]:
     return out
 
 
+def _prepare_cross_check(r, scenario):
+    """--cross-check (implied by --vllm-python and --require-agreement): the vLLM to run, and the
+    policy (that vLLM's release when --policy was not given)."""
+    if not (r["cross_check"] or r["vllm_python"] is not None or r["require_agreement"]):
+        return None
+    from kvplan.verify.crosscheck import prepare
+
+    return prepare(r["vllm_python"], scenario.policy, policy_given="policy" in r.given)
+
+
 def simulate(model: str, **options) -> dict:
     """Group layers, size the KV cache and predict start-up as a vLLM era would.
 
@@ -50,6 +61,9 @@ def simulate(model: str, **options) -> dict:
     if r["sweep_threshold"] is not None:
         raise OptionError("--sweep-threshold: call kvplan.sweep(model, thresholds, ...) for a threshold sweep")
     scenario = scenario_from(model, r.values)
+    verify = _prepare_cross_check(r, scenario)
+    if verify is not None:
+        scenario = replace(scenario, policy=verify.policy)
     era = resolve_era(scenario.policy, scenario.threshold)
     device_budget = _device_budget(r, era)
     if device_budget is not None:
@@ -59,6 +73,11 @@ def simulate(model: str, **options) -> dict:
     if device_budget is not None:
         body["budget"] = device_budget
     checks = _checks(r, plan)
+    if verify is not None:
+        body["cross_check"] = verify.run(plan, name=model, model=scenario.model, drafter=scenario.drafter)
+        failed = agreement_failure(body["cross_check"]) if r["require_agreement"] else None
+        if failed:
+            checks.append(failed)
     body["checks_failed"] = checks
     ok = plan.starts and not checks
     if r["allocate"]:

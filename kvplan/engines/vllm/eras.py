@@ -109,7 +109,8 @@ class Era:
     drafter_single_group_check: bool = True
     # The model runner a release picks when nothing forces one (VLLM_USE_V2_MODEL_RUNNER unset):
     # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" in 0.33.0 (VllmConfig.use_v2_model_runner;
-    # pinned at 0.33.0, the release checked, not bisected).
+    # pinned at 0.33.0, the release checked, not bisected); "v2_only" from 0.34.0, which removed V1
+    # (platforms/interface.py validate_environ), so P-EAGLE runs on it with async scheduling.
     default_model_runner: str = "v1"
     # The derived max_model_len of YaRN models (``_get_and_verify_max_len``): "original_times_factor"
     # (0.18.0: original_max_position_embeddings x factor) or "factor_in_length" (0.33.0: YaRN's
@@ -222,7 +223,7 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "and auto-fit lines; the extensible KV cache, sized after warmup and CUDA-graph capture (utilization 1.0), "
      "is on by default",
      dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True,
-          extensible_kv_cache=True, extensible_gpu_memory_utilization=1.0)),
+          default_model_runner="v2_only", extensible_kv_cache=True, extensible_gpu_memory_utilization=1.0)),
 )
 
 

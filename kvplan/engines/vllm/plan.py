@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from kvplan.bounds import MAX_TOKENS
 from kvplan.engines.vllm import grouping, hybrid, prechecks, runner, sizing
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
@@ -101,6 +102,9 @@ class Plan:
     hma: HmaDecision | None = None
     mamba: MambaAlignment | None = None
     specs: dict[str, KVCacheSpec] = field(default_factory=dict)  # final per-layer specs
+    # the per-layer specs handed to grouping: after the config-time Mamba alignment, before the
+    # HMA-off conversion (what vLLM's get_kv_cache_groups receives; kvplan.verify sends them to vLLM)
+    engine_specs: dict[str, KVCacheSpec] = field(default_factory=dict)
     decision: GroupingDecision | None = None
     groups: list[Group] = field(default_factory=list)
     workers: list[sizing.WorkerConfig] = field(default_factory=list)
@@ -200,6 +204,9 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     original = facts.max_model_len if o.max_model_len in (None, -1) else o.max_model_len
     if original <= 0:
         raise OptionError("--max-model-len must be a positive number of tokens, or 'auto'")
+    if original > MAX_TOKENS:  # only a config's own length can get here: the flag has this maximum
+        raise OptionError(f"the model's max_model_len {original:,} (from its config) is above kvplan's plausibility "
+                          f"bound of {MAX_TOKENS:,} tokens; pass --max-model-len")
     plan.original_max_model_len = plan.max_model_len = original
     prechecks.check_config(facts, o, era, logs)  # vLLM's checks before the KV cache
 
@@ -239,6 +246,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         max_model_len=original,
         logs=logs,
     )
+    plan.engine_specs = dict(specs)
     worker_names = [set(r) for r in ranks] if ranks else [set(specs)]
     batches = runner.max_concurrent_batches(era, plan.runner, len(worker_names))
     plan.workload = _workload(era, o, original, plan.mamba, batches)

@@ -9,6 +9,7 @@ from typing import Any, Callable
 from kvplan.errors import KvplanError
 from kvplan.usecases.check.schema import ERROR, FAIL, PASS, Deployment, Expectation
 from kvplan.usecases.scenario import Scenario
+from kvplan.units import plural
 
 # ---------------------------------------------------------------------------
 # Evaluation
@@ -34,6 +35,8 @@ class DeploymentResult:
     error: str | None = None
     error_type: str | None = None
     plan: dict | None = None  # the key numbers (see plan_numbers)
+    cross_check: dict | None = None  # `cross_check: true`: the comparison with a real vLLM
+    policy: str | None = None  # the policy simulated when it is not the entry's (cross-check: that vLLM's)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -82,12 +85,12 @@ def layout_differences(mine: dict, theirs: dict) -> list[str]:
     if mine["group_size"] != theirs["group_size"]:
         out.append(f"group size {mine['group_size']} vs {theirs['group_size']}")
     if mine["num_groups"] != theirs["num_groups"]:
-        out.append(f"{mine['num_groups']} vs {theirs['num_groups']} groups")
+        out.append(f"{mine['num_groups']} vs {plural(theirs['num_groups'], 'group')}")
     elif mine["groups"] != theirs["groups"]:
         changed = [i for i, (a, b) in enumerate(zip(mine["groups"], theirs["groups"], strict=True)) if a != b]
         out.append(f"layers of group{'s' if len(changed) > 1 else ''} {', '.join(map(str, changed))} differ")
     if mine["num_padding_layers"] != theirs["num_padding_layers"]:
-        out.append(f"{mine['num_padding_layers']} vs {theirs['num_padding_layers']} padding layers")
+        out.append(f"{mine['num_padding_layers']} vs {plural(theirs['num_padding_layers'], 'padding layer')}")
     elif mine["padding_waste_pct"] != theirs["padding_waste_pct"]:
         out.append(f"padding {mine['padding_waste_pct']:.2f}% vs {theirs['padding_waste_pct']:.2f}%")
     return out
@@ -110,7 +113,7 @@ def evaluate(expectation: Expectation, numbers: dict) -> Outcome:
     elif key == "max_padding_waste_pct":
         measured = numbers["padding_waste_pct"]
         passed = measured <= limit
-        message = f"padding waste {measured:.2f}% ({numbers['num_padding_layers']} padding layers), limit {limit:g}%"
+        message = f"padding waste {measured:.2f}% ({plural(numbers['num_padding_layers'], 'padding layer')}), limit {limit:g}%"
     elif key == "min_concurrency":
         measured = numbers["max_concurrency"]
         passed = measured >= limit
@@ -161,7 +164,7 @@ def _same_layout(expectation: Expectation, scenario: Scenario, result, run: Runn
     if diffs:
         message = f"layout under {policy} differs from {ref}: {'; '.join(diffs)}"
     else:
-        message = f"same layout under {policy} and {ref} (group size {mine['group_size']}, {mine['num_groups']} groups)"
+        message = f"same layout under {policy} and {ref} (group size {mine['group_size']}, {plural(mine['num_groups'], 'group')})"
     return Outcome(expectation.key, ref, measured, not diffs, message, expectation.line)
 
 
@@ -171,13 +174,18 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
     if run is None:
         from kvplan.usecases.scenario import run_scenario as run
     start = time.perf_counter()
+    cc = None
     try:
-        result = run(d.scenario)
+        scenario, verify = _prepare_cross_check(d.scenario)
+        result = run(scenario)
         numbers = plan_numbers(result.plan)
         outcomes = [
-            _same_layout(e, d.scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)
+            _same_layout(e, scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)
             for e in d.expectations
         ]
+        if verify is not None:
+            cc = verify.run(result.plan, name=d.name, model=scenario.model, drafter=scenario.drafter)
+            outcomes.append(_cross_check_outcome(scenario, cc))
     except Exception as e:
         if reraise and not isinstance(e, KvplanError):
             raise
@@ -186,7 +194,31 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
                                 seconds=time.perf_counter() - start)
     status = PASS if all(o.passed for o in outcomes) else FAIL
     warnings = list(getattr(result.layout, "warnings", ()) or ())
-    return DeploymentResult(d, status, outcomes, plan=numbers, warnings=warnings, seconds=time.perf_counter() - start)
+    return DeploymentResult(d, status, outcomes, plan=numbers, cross_check=cc, policy=scenario.policy,
+                            warnings=warnings, seconds=time.perf_counter() - start)
+
+
+def _prepare_cross_check(scenario: Scenario):
+    """``cross_check: true`` (or ``vllm_python`` / ``require_agreement``): the vLLM to compare with,
+    and the scenario under that vLLM's release when the entry names no policy."""
+    if not (scenario.cross_check or scenario.vllm_python is not None or scenario.require_agreement):
+        return scenario, None
+    from kvplan.options import OPTIONS
+    from kvplan.verify.crosscheck import prepare
+
+    verify = prepare(scenario.vllm_python, scenario.policy, policy_given=scenario.policy != OPTIONS["policy"].default)
+    return replace(scenario, policy=verify.policy), verify
+
+
+def _cross_check_outcome(scenario: Scenario, cc: dict) -> Outcome:
+    """The cross-check as an expectation: it fails only with ``require_agreement`` (as
+    ``--require-agreement`` does for simulate)."""
+    from kvplan.verify.crosscheck import agreement_failure, summary_line
+
+    failure = agreement_failure(cc) if scenario.require_agreement else None
+    measured = [x["field"] for x in cc["differences"]] if cc["ran"] else cc["reason"]
+    return Outcome("cross_check", bool(scenario.require_agreement), measured, failure is None,
+                   failure or summary_line(cc), None)
 
 
 def run_deployments(deployments: list[Deployment], run: Runner | None = None, *, reraise: bool = False,

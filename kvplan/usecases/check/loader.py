@@ -45,7 +45,9 @@ class _FileReader:
             problem = "; ".join(filter(None, [e.context, e.problem])) or "invalid YAML"
             self.issue(mark.line + 1 if mark else None, None, None, f"invalid YAML: {problem}")
         except yaml.YAMLError as e:
-            self.issue(None, None, None, f"invalid YAML: {e}")
+            self.issue(None, None, None, f"invalid YAML: {' '.join(str(e).split())}")
+        except RecursionError:
+            self.issue(None, None, None, "invalid YAML: it nests deeper than the YAML parser goes")
         return None
 
     def value(self, node) -> Any:
@@ -56,6 +58,8 @@ class _FileReader:
             return self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as e:
             raise _Bad(f"cannot read value: {getattr(e, 'problem', None) or e}") from None
+        except RecursionError:  # a value that contains itself (a: &a [*a])
+            raise _Bad("cannot read value: it nests too deep or refers to itself") from None
 
     def mapping(self, node, entry: str | None, key_prefix: str = "") -> dict[str, tuple[Any, Any]] | None:
         """Mapping node → {key: (key_node, value_node)}, or None for another kind of node.

@@ -9,6 +9,7 @@ from typing import Any
 from kvplan.results import outcome
 from kvplan.usecases.check.evaluate import DeploymentResult
 from kvplan.usecases.check.schema import ERROR, FAIL, FileIssue
+from kvplan.units import plural
 
 # ---------------------------------------------------------------------------
 # Report data, JUnit XML, GitHub annotations
@@ -32,7 +33,7 @@ def deployment_dict(r: DeploymentResult) -> dict:
         "line": d.line,
         "model": s.model,
         "drafter": s.drafter,
-        "policy": s.policy,
+        "policy": r.policy or s.policy,
         "threshold": s.threshold,
         "status": r.status,
         "passed": r.passed,
@@ -44,6 +45,7 @@ def deployment_dict(r: DeploymentResult) -> dict:
             for o in r.outcomes
         ],
         "plan": r.plan,
+        "cross_check": r.cross_check,
         "seconds": round(r.seconds, 3),
     }
 
@@ -54,7 +56,7 @@ def check_dict(files: list[str], results: list[DeploymentResult]) -> dict:
     num_errors = sum(r.status == ERROR for r in results)
     num_failed = sum(r.status == FAIL for r in results)
     passed = num_errors == 0 and num_failed == 0
-    problem = None if passed else f"{num_failed + num_errors} of {len(results)} deployment(s) failed"
+    problem = None if passed else f"{num_failed + num_errors} of {plural(len(results), 'deployment')} failed"
     verdict = outcome(ok=passed, stage=None if passed else "check", error_type=None if passed else "CheckFailed",
                       error=problem)
     return envelope("check", options={}, outcome=verdict, body=_body(files, results, passed, num_failed, num_errors))
