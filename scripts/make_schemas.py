@@ -57,6 +57,19 @@ ERA = obj({"name": STR, "threshold": nullable(NUM), "vllm_releases": arr(STR), "
 LAYER = obj({"index": INT, "name": STR, "source": STR, "kind": STR, "block_size": INT, "page_size_bytes": INT})
 
 
+# `simulate --cross-check` / `cross_check: true`: the comparison with a real vLLM (kvplan.verify.crosscheck)
+CROSS_CHECK = obj({
+    "ran": BOOL, "agree": nullable(BOOL), "reason": nullable(STR), "vllm_version": nullable(STR),
+    "python": nullable(STR), "fields_compared": INT, "fields_agree": INT,
+    "differences": arr(obj({"field": STR, "kvplan": {}, "vllm": {}}, closed=True)),
+    "scope": obj({"verified": nullable(STR), "not_verified": nullable(STR), "notes": arr(STR)}, closed=True),
+    "seconds": NUM, "cached": BOOL,
+}, closed=True)
+
+# body keys present only when asked for (not required)
+OPTIONAL = {"simulate": {"cross_check": CROSS_CHECK}}
+
+
 def envelope(command: str, body: dict) -> dict:
     head = {
         "schema_version": {"const": 2},
@@ -67,13 +80,14 @@ def envelope(command: str, body: dict) -> dict:
         "outcome": OUTCOME,
     }
     props = {**head, **body, "warnings": arr(STR)}
+    optional = OPTIONAL.get(command, {})
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://kvplan.dev/schema/{command}.json",
         "title": f"kvplan {command} --format json",
         "type": "object",
         "required": list(props),
-        "properties": props,
+        "properties": {**props, **optional},
         "additionalProperties": True,
     }
 
@@ -149,7 +163,8 @@ BODIES = {
         "files": arr(STR), "passed": BOOL,
         "summary": obj({"num_deployments": INT, "num_passed": INT, "num_failed": INT, "num_errors": INT}),
         "deployments": arr(obj({"name": STR, "file": STR, "line": INT, "status": {"enum": ["pass", "fail", "error"]},
-                                "outcome": OUTCOME, "expectations": arr(OBJ)})),
+                                "outcome": OUTCOME, "expectations": arr(OBJ),
+                                "cross_check": nullable(CROSS_CHECK)})),
     },
     "models": {"models": arr(obj({"id": STR}))},
     "policies": {

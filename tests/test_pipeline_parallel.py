@@ -102,7 +102,7 @@ def test_peagle_pp2_runs_v1_without_async_and_stage_pools_differ():
     # P-EAGLE's parallel drafting keeps vLLM 0.33 on the V1 runner; V1 + PP turns async scheduling
     # off by default, so 2 batches (PP) are in flight.
     r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
-                   "--kv-cache-memory", "40GiB")
+                   "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0")
     assert r.exit_code == 0
     sch = d["scheduler"]
     assert (sch["model_runner"], sch["async_scheduling"], sch["max_in_flight_tokens"]) == ("v1", False, 16384)
@@ -124,7 +124,7 @@ def test_peagle_pp2_runs_v1_without_async_and_stage_pools_differ():
 
 def test_peagle_pp2_explicit_async_or_v2_fails_like_vllm():
     base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
-            "--kv-cache-memory", "40GiB"]
+            "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0"]
     r, d = as_json(*base, "--async-scheduling")
     assert r.exit_code == 3
     assert (d["outcome"]["stage"], d["outcome"]["error"]) == (
@@ -135,8 +135,25 @@ def test_peagle_pp2_explicit_async_or_v2_fails_like_vllm():
                                      "speculative decoding")
 
 
+def test_peagle_pp2_on_034_runs_the_one_runner_with_async():
+    # vLLM 0.34.0 removed the V1 runner (platforms/interface.py validate_environ); its one runner
+    # drafts P-EAGLE in parallel and keeps async scheduling on with PP: max_concurrent_batches =
+    # PP + 1 = 3 (config/vllm.py), 3 × 8192 tokens in flight. Pinning V1 is a config-time error.
+    base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
+            "--kv-cache-memory", "40GiB", "--policy", "vllm==0.34.0"]
+    r, d = as_json(*base)
+    assert r.exit_code == 0
+    sch = d["scheduler"]
+    assert (sch["model_runner"], sch["async_scheduling"], sch["max_in_flight_tokens"]) == ("v2", True, 3 * 8192)
+    r, d = as_json(*base, "--model-runner", "v1")
+    assert r.exit_code == 3
+    assert (d["outcome"]["stage"], d["outcome"]["error"]) == (
+        "config", "VLLM_USE_V2_MODEL_RUNNER=0 is no longer supported: Model Runner V1 has been removed. "
+        "Unset this variable.")
+
+
 def test_model_runner_flag_changes_in_flight_batches():
-    base = ["simulate", "google/gemma-3-27b-it", "-pp", "2", "--kv-cache-memory", "40GiB"]
+    base = ["simulate", "google/gemma-3-27b-it", "-pp", "2", "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0"]
     _, v2 = as_json(*base)
     _, v1 = as_json(*base, "--model-runner", "v1")
     assert v2["scheduler"]["max_in_flight_tokens"] == 3 * 8192
@@ -150,13 +167,17 @@ def test_model_runner_flag_changes_in_flight_batches():
 
 @pytest.mark.parametrize("policy, use_v2, asynchronous, pp, method, parallel, expect", [
     # 0.33.0: V2 by default; async on → PP + 1 (vllm/config/vllm.py max_concurrent_batches)
-    ("vllm-latest", None, None, 2, None, False, ("v2", True)),
-    ("vllm-latest", None, None, 1, "eagle3", True, ("v1", True)),   # P-EAGLE, PP 1: V1 keeps async
-    ("vllm-latest", None, None, 3, "eagle3", True, ("v1", False)),  # P-EAGLE, PP 3: async off
-    ("vllm-latest", None, False, 2, None, False, ("v2", False)),
-    ("vllm-latest", None, None, 2, "eagle3", False, ("v2", True)),  # sequential EAGLE-3 stays on V2
-    ("vllm-latest", None, None, 1, "ngram", False, ("v2", True)),
-    ("vllm-latest", False, None, 1, "ngram", False, ("v1", False)),  # V1 cannot run n-gram asynchronously
+    ("vllm==0.33.0", None, None, 2, None, False, ("v2", True)),
+    ("vllm==0.33.0", None, None, 1, "eagle3", True, ("v1", True)),   # P-EAGLE, PP 1: V1 keeps async
+    ("vllm==0.33.0", None, None, 3, "eagle3", True, ("v1", False)),  # P-EAGLE, PP 3: async off
+    ("vllm==0.33.0", None, False, 2, None, False, ("v2", False)),
+    ("vllm==0.33.0", None, None, 2, "eagle3", False, ("v2", True)),  # sequential EAGLE-3 stays on V2
+    ("vllm==0.33.0", None, None, 1, "ngram", False, ("v2", True)),
+    ("vllm==0.33.0", False, None, 1, "ngram", False, ("v1", False)),  # V1 cannot run n-gram asynchronously
+    # 0.34.0: one runner (V1 removed), P-EAGLE included, async on unless turned off
+    ("vllm==0.34.0", None, None, 3, "eagle3", True, ("v2", True)),
+    ("vllm==0.34.0", None, False, 1, "ngram", False, ("v2", False)),
+    ("vllm==0.34.0", True, None, 2, None, False, ("v2", True)),
     ("vllm-1.5", None, None, 2, None, False, ("v1", True)),  # 0.18: V1 by default
     ("vllm-1.5", True, None, 2, None, False, ("v2", True)),
 ])

@@ -41,6 +41,7 @@ COMMANDS = [
     (["policies"], 0),
     (["explain-log", "configs/logs/gemma-3-27b-it-40gib-vllm-0.18.0.log"], 0),
     (["explain-log", "configs/logs/vllm-issue-27508-gpt-oss-120b-h100.log"], 0),
+    (["explain-log", "tests/logs/10-club3090-612-qwen3.6-35b-a3b-v0.24.0.log"], 0),
     (["vllm", "--gpu", "H100-80GB", "serve", "openai/gpt-oss-20b", "--max-model-len", "128k"], 0),
 ]
 

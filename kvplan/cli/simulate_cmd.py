@@ -33,6 +33,10 @@ def simulate_command(model: Model, *, format: OutputFormat = Format.table, **opt
             render_allocation(d["allocation"])
         if d.get("budget"):
             render_budget(d["budget"])
+        if d.get("cross_check"):
+            from kvplan.report.cross_check import render_cross_check
+
+            render_cross_check(d["cross_check"])
 
     data = simulate(model, **options)
     finish(data, format.value, table, hints=[f"Check failed: {c}" for c in data.get("checks_failed", [])])

@@ -29,15 +29,21 @@ def _transformers_version() -> str | None:
         return None
 
 
-def cache_file(raw: dict) -> str | None:
+def cache_root() -> str | None:
+    """kvplan's cache directory (``$KVPLAN_CACHE_DIR``, else ``$XDG_CACHE_HOME/kvplan``, else
+    ``~/.cache/kvplan``); None when ``KVPLAN_NO_CACHE`` turns caching off."""
     if os.environ.get("KVPLAN_NO_CACHE"):
         return None
-    version = _transformers_version()
-    if version is None:
-        return None
-    base = os.environ.get("KVPLAN_CACHE_DIR") or os.path.join(
+    return os.environ.get("KVPLAN_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kvplan"
     )
+
+
+def cache_file(raw: dict) -> str | None:
+    base = cache_root()
+    version = _transformers_version()
+    if base is None or version is None:
+        return None
     key = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
     return os.path.join(base, f"transformers-{version}", f"{key}.json")
 

@@ -130,11 +130,7 @@ def explain_log(source: str, **options) -> dict:
     dep = deployment(facts, model=r["model"], drafter=r["drafter"], policy=given_policy,
                      model_runner=r["model_runner"])
     sim = resimulate(dep)
-    era = sim.era
-    if era is None and sim.status not in ("release not modelled",):
-        from kvplan.usecases.scenario import resolve_era
-
-        era = resolve_era(dep.policy or "vllm-latest", None)
+    era = sim.era  # None when the logged release is not in kvplan's registry
     from kvplan.engines.vllm.wording import log_line_meanings
 
     meanings = log_line_meanings(era) if era is not None else {}

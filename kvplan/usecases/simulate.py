@@ -13,6 +13,7 @@ from kvplan.options import SIMULATE, resolve
 from kvplan.report.envelope import envelope
 from kvplan.results import plan_outcome
 from kvplan.usecases.scenario import resolve_era, run_scenario, scenario_from
+from kvplan.verify.crosscheck import agreement_failure
 
 
 def _device_budget(r, era) -> dict | None:
@@ -23,8 +24,10 @@ def _device_budget(r, era) -> dict | None:
         raise OptionError("--budget-from-device and --kv-cache-memory are exclusive; pass one of them")
     from kvplan.device import device_kv_budget
 
-    # --gpu-memory-utilization defaults to the era's (0.92 for 0.33, 0.9 before)
-    return device_kv_budget(r["device"], era, r["gpu_memory_utilization"], r["reserve"] or 0)
+    # --gpu-memory-utilization defaults as for --gpu (1.0 with 0.34's extensible KV cache, else the era's)
+    return device_kv_budget(r["device"], era, r["gpu_memory_utilization"], r["reserve"] or 0,
+                            enable_extensible_kv_cache=r["enable_extensible_kv_cache"],
+                            num_gpu_blocks_override=r["num_gpu_blocks_override"])
 
 
 def _checks(r, plan) -> list[str]:
@@ -39,6 +42,16 @@ def _checks(r, plan) -> list[str]:
     return out
 
 
+def _prepare_cross_check(r, scenario):
+    """--cross-check (implied by --vllm-python and --require-agreement): the vLLM to run, and the
+    policy (that vLLM's release when --policy was not given)."""
+    if not (r["cross_check"] or r["vllm_python"] is not None or r["require_agreement"]):
+        return None
+    from kvplan.verify.crosscheck import prepare
+
+    return prepare(r["vllm_python"], scenario.policy, policy_given="policy" in r.given)
+
+
 def simulate(model: str, **options) -> dict:
     """Group layers, size the KV cache and predict start-up as a vLLM era would.
 
@@ -48,6 +61,9 @@ def simulate(model: str, **options) -> dict:
     if r["sweep_threshold"] is not None:
         raise OptionError("--sweep-threshold: call kvplan.sweep(model, thresholds, ...) for a threshold sweep")
     scenario = scenario_from(model, r.values)
+    verify = _prepare_cross_check(r, scenario)
+    if verify is not None:
+        scenario = replace(scenario, policy=verify.policy)
     era = resolve_era(scenario.policy, scenario.threshold)
     device_budget = _device_budget(r, era)
     if device_budget is not None:
@@ -57,6 +73,11 @@ def simulate(model: str, **options) -> dict:
     if device_budget is not None:
         body["budget"] = device_budget
     checks = _checks(r, plan)
+    if verify is not None:
+        body["cross_check"] = verify.run(plan, name=model, model=scenario.model, drafter=scenario.drafter)
+        failed = agreement_failure(body["cross_check"]) if r["require_agreement"] else None
+        if failed:
+            checks.append(failed)
     body["checks_failed"] = checks
     ok = plan.starts and not checks
     if r["allocate"]:

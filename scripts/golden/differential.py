@@ -9,10 +9,11 @@ Usage::
 
 For each release it builds ``--n`` random cases (sliding/full, chunked/full, Mamba2 or GDN
 hybrids, all-full; 0-4 drafter layers, sometimes with other heads; PP 1 or 2 with the drafter
-on the last stage; budgets between 0.5x and 3x of what one request needs), aligns the hybrid
-ones as the release does (``make_goldens.align_mamba``), runs them all through
-``vllm_runner.py`` in the release's environment, and compares every field with kvplan's
-engine under the release's own era (``tests/test_golden.mismatches``). ``--rules R`` also
+on the last stage; budgets between 0.5x and 3x of what one request needs), simulates each under
+the release's era and writes it as a runner case (``kvplan.verify.case.runner_case``: hybrid
+ones aligned by kvplan, as ``--cross-check`` sends them), runs them all through
+``kvplan/verify/vllm_runner.py`` in the release's environment, and compares every field with
+kvplan's engine under the release's own era (``kvplan.verify.compare.mismatches``). ``--rules R`` also
 scores the same vLLM answers against release R's era (e.g. what the default rules would say
 to a user of an older release). Prints agreement counts per release.
 """
@@ -28,14 +29,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts" / "golden"))
-sys.path.insert(0, str(REPO / "tests"))
 
-from make_goldens import align_mamba, run_release  # noqa: E402
-from test_golden import mismatches  # noqa: E402
+from make_goldens import run_release  # noqa: E402
 
 from kvplan.engines.vllm import ModelFacts, SimulateOptions, simulate  # noqa: E402
 from kvplan.engines.vllm.releases import era_of_release  # noqa: E402
 from kvplan.specs import LayerSpec, spec_from_dict  # noqa: E402
+from kvplan.verify.case import runner_case  # noqa: E402
+from kvplan.verify.compare import mismatches  # noqa: E402
 
 
 def _attn(kind: str, heads: int, head: int, **kw) -> dict:
@@ -119,47 +120,27 @@ def random_case(rng: random.Random, i: int) -> tuple[dict, list[dict], list[list
     return case, layers, ranks
 
 
-def _need(layers: list[dict], ranks: list[list[int]], case: dict, era) -> int:
-    """kvplan's admission need for one max-length request under ``era`` (the budget's scale)."""
+def _plan(layers: list[dict], ranks: list[list[int]], case: dict, era, budget: int):
     ls = tuple(LayerSpec(lay["name"], spec_from_dict(lay), lay["source"], k) for k, lay in enumerate(layers))
     rk = tuple(tuple(layers[p]["name"] for p in r) for r in ranks) if len(ranks) > 1 else ()
-    plan = simulate(ls, rk, ModelFacts(max_model_len=case["max_model_len"],
-                                       speculative_method="eagle3" if any(x["source"] == "drafter" for x in layers)
-                                       else None),
-                    era, SimulateOptions(kv_cache_memory_bytes=1 << 50, max_model_len=case["max_model_len"],
-                                         max_num_batched_tokens=case["max_num_batched_tokens"]))
-    return max(plan.needed_bytes, 1 << 20)
+    facts = ModelFacts(max_model_len=case["max_model_len"],
+                       speculative_method="eagle3" if any(x["source"] == "drafter" for x in layers) else None)
+    return simulate(ls, rk, facts, era, SimulateOptions(
+        kv_cache_memory_bytes=budget, max_model_len=case["max_model_len"],
+        max_num_batched_tokens=case["max_num_batched_tokens"], async_scheduling=case["async_scheduling"],
+        use_v2_model_runner=case["use_v2_model_runner"]))
 
 
 def build(release: str, n: int, seed: int) -> list[dict]:
-    from make_goldens import _SPEC_KEYS
-
     rng = random.Random(seed)
     era = era_of_release(release)
     out = []
     for i in range(n):
         case, layers, ranks = random_case(rng, i)
-        mode, prefix = "none", False
-        if any(lay["kind"] == "mamba" for lay in layers):
-            layers, info = align_mamba(layers, release, case["max_model_len"])
-            mode, prefix = info["mamba_cache_mode"], info["enable_prefix_caching"]
-        need = _need(layers, ranks, case, era)
-        table, index, workers = [], {}, []
-        for r in ranks:
-            w = []
-            for p in r:
-                spec = {k: layers[p].get(k) for k in _SPEC_KEYS}
-                key = json.dumps(spec, sort_keys=True)
-                if key not in index:
-                    index[key] = len(table)
-                    table.append(spec)
-                w.append([layers[p]["name"], index[key], layers[p]["source"]])
-            workers.append(w)
-        factor = case.pop("budget_factor")
-        out.append({**case, "spec_table": table, "workers": workers,
-                    "available_memory_bytes": int(need * factor) // 4096 * 4096, "mamba_cache_mode": mode,
-                    "enable_prefix_caching": prefix, "disable_hybrid_kv_cache_manager": False,
-                    "num_gpu_blocks_override": None, "tensor_parallel_size": 1})
+        # the budget's scale: kvplan's admission need for one max-length request
+        need = max(_plan(layers, ranks, case, era, 1 << 50).needed_bytes, 1 << 20)
+        plan = _plan(layers, ranks, case, era, int(need * case["budget_factor"]) // 4096 * 4096)
+        out.append(runner_case(plan, case["case"]))
     return out
 
 

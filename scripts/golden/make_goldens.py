@@ -1,25 +1,24 @@
 #!/usr/bin/env python3
 """Generate golden files from real vLLM releases (CPU only) for kvplan's tests.
 
-Runs in kvplan's own environment. For each case it gets the layer list from
-``python -m kvplan inspect MODEL [--drafter D] [-tp N] [-pp N] --format json`` (the
-``layers`` list, split per pipeline rank with ``ranks``), turns it into a runner case
-(see ``vllm_runner.py`` for the case format), feeds all cases of one release to
-``.golden-venvs/vllm-<version>/bin/python scripts/golden/vllm_runner.py`` in one batch,
-and writes ``tests/golden/<case>__<version>.json``::
+Runs in kvplan's own environment. Each case is a kvplan scenario (model, drafter, budget,
+options); kvplan simulates it under the release's rules and ``kvplan.verify.case.runner_case``
+writes down exactly what it simulated as a runner case (the same builder ``kvplan simulate
+--cross-check`` uses; see ``kvplan/verify/vllm_runner.py`` for the case format). All cases of one
+release go to ``.golden-venvs/vllm-<version>/bin/python kvplan/verify/vllm_runner.py`` in one
+batch, and each result is written to ``tests/golden/<case>__<version>.json``::
 
     {"vllm_version": "...", "case": <runner input>, "result": <runner output>}
 
 with sorted keys (stable across runs). Cases are stored in the compact form
 (``spec_table`` + ``[name, spec_index, source]`` per layer).
 
-Hybrid-Mamba cases (Qwen3-Next) are aligned HERE, per release, before they reach
-vLLM's grouping (that alignment happens at config time in vLLM, from model-level
-numbers, reference §7.6/§12.4): releases up to 0.18 run hybrid models with prefix
-caching off (Mamba mode "none", kernel alignment 16, Mamba block = max_model_len);
-0.33 runs them with prefix caching on (mode "align", alignment lcm(16, 64) for
-gated-delta-net, Mamba block = attention block). The aligned numbers are recorded
-in the case (``alignment``) so a test can reproduce them.
+Hybrid-Mamba cases (Qwen3-Next) reach vLLM's grouping already aligned by kvplan, per release
+(vLLM aligns at config time, from model-level numbers, reference §7.6/§12.4): releases up to
+0.18 run hybrid models with prefix caching off (Mamba mode "none", kernel alignment 16, Mamba
+block = max_model_len); 0.33 runs them with prefix caching on (mode "align", alignment
+lcm(16, 64) for gated-delta-net, Mamba block = attention block). The aligned numbers are
+recorded in the case (``alignment``).
 
 Usage::
 
@@ -28,32 +27,33 @@ Usage::
     python scripts/golden/make_goldens.py --only gpt-oss-20b  # case names containing this
     python scripts/golden/make_goldens.py --list              # print the cases
     python scripts/golden/make_goldens.py --hand-written      # gpt-oss-20b/gemma-3-27b from
-                                                              # hand-written layers (no CLI)
+                                                              # hand-written layers (no catalog)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from kvplan.specs import SPEC_KEYS  # noqa: E402
+from kvplan.options import find_option  # noqa: E402
+from kvplan.specs import LayerSpec, spec_from_dict, spec_to_dict  # noqa: E402
+from kvplan.verify.case import CASE_SPEC_KEYS, runner_case  # noqa: E402
+from kvplan.verify.crosscheck import RUNNER  # noqa: E402 - the one runner (also --cross-check's)
 
 REPO = Path(__file__).resolve().parents[2]
-RUNNER = REPO / "scripts" / "golden" / "vllm_runner.py"
 OUT_DIR = REPO / "tests" / "golden"
 VENVS = Path(os.environ.get("GOLDEN_VENVS", REPO / ".golden-venvs"))
 # release_env.sh's shared environment: one base venv + each release's unpacked sources
 RELEASE_BASE = Path(os.environ.get("RELEASE_BASE", REPO / ".golden-venvs" / "rel-base"))
 RELEASE_SRC = Path(os.environ.get("RELEASE_SRC", REPO / ".golden-venvs" / "rel-src"))
 
-from kvplan.engines.vllm.releases import GOLDEN_RELEASES, era_of_release  # noqa: E402
+from kvplan.engines.vllm.releases import GOLDEN_RELEASES  # noqa: E402
 
 RELEASES = GOLDEN_RELEASES
 
@@ -75,10 +75,10 @@ class Case:
     pp: int = 1
     tp: int = 1
     dcp: int = 1  # decode-context parallel size (0.33: attention specs are dcp_sharded by default)
-    inspect_args: tuple[str, ...] = ()
-    mamba: bool = False  # needs the per-release hybrid alignment
-    use_v2_model_runner: bool | None = None
-    model_runner_probe: dict | None = None  # let the release pick the runner (vllm_runner.py)
+    inspect_args: tuple[str, ...] = ()  # more kvplan flags (--num-speculative-tokens 3, ...)
+    mamba: bool = False  # a hybrid Mamba model (kvplan aligns it per release)
+    use_v2_model_runner: bool | None = None  # None: the release picks (the runner asks it)
+    model_runner_probe: dict | None = None  # kept for the case list; the builder always probes when unpinned
     extra: dict = field(default_factory=dict)
 
 
@@ -322,172 +322,70 @@ def _hand_layers(model: str) -> tuple[list[dict], list[list[int]]] | None:
     return None
 
 
-def _layer_label(name: str) -> str:
-    from kvplan.report.data import layer_index  # what `inspect` writes in `ranks`
+def scenario_of(case: Case, release: str):
+    """The kvplan scenario a case stands for, under ``release``'s rules."""
+    from kvplan.options import OPTIONS
+    from kvplan.usecases.scenario import Scenario
 
-    return layer_index(name)
-
-
-def inspect_layers(case: Case) -> tuple[list[dict], list[list[int]], dict]:
-    """kvplan inspect -> (layers, per-rank positions into layers, inspect JSON)."""
-    cmd = [sys.executable, "-m", "kvplan", "inspect", case.model, "--format", "json"]
-    if case.drafter:
-        cmd += ["--drafter", case.drafter]
-    if case.tp != 1:
-        cmd += ["--tensor-parallel-size", str(case.tp)]
-    if case.pp != 1:
-        cmd += ["--pipeline-parallel-size", str(case.pp)]
-    cmd += list(case.inspect_args)
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(
-            f"kvplan inspect failed for {case.name}: {' '.join(cmd)}\n{proc.stderr}"
-        )
-    data = json.loads(proc.stdout)
-    layers = data["layers"]
-    ranks = data.get("ranks") or [{"layers": None}]
-    if len(ranks) <= 1:
-        return layers, [list(range(len(layers)))], data
-    by_label: dict[str, list[int]] = {}
-    for pos, l in enumerate(layers):
-        by_label.setdefault(_layer_label(l["name"]), []).append(pos)
-    workers = []
-    for r in ranks:
-        positions: list[int] = []
-        for label in r["layers"]:
-            positions.extend(by_label[str(label)])
-        workers.append(positions)
-    assert sorted(p for w in workers for p in w) == list(range(len(layers))), (
-        "ranks do not cover layers"
+    extra, args = {}, list(case.inspect_args)
+    while args:
+        flag, value = args.pop(0), args.pop(0)
+        extra[find_option(flag).name] = value
+    runner = None if case.use_v2_model_runner is None else ("v2" if case.use_v2_model_runner else "v1")
+    return Scenario(
+        model=case.model, drafter=case.drafter, kv_cache_memory=int(case.memory_gib * GiB),
+        max_model_len=case.max_model_len, max_num_batched_tokens=T,
+        async_scheduling=None if case.async_scheduling else False,  # vLLM's default unless turned off
+        disable_hybrid_kv_cache_manager=True if case.disable_hma else None,
+        num_gpu_blocks_override=case.num_gpu_blocks_override, tensor_parallel_size=case.tp,
+        pipeline_parallel_size=case.pp, decode_context_parallel_size=case.dcp, model_runner=runner,
+        policy=f"vllm=={release}", **{k: OPTIONS[k].parse(v) for k, v in extra.items()},
     )
-    return layers, workers, data
 
 
-# ----------------------------------------------------------------------------- alignment
+_LAYOUTS: dict = {}
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+def layout_of(scenario, hand_written: bool = False):
+    """kvplan's layout for a scenario (cached by model and serving options); with
+    ``hand_written``, the hand-written layer list instead of kvplan's catalog rules."""
+    from kvplan.usecases.scenario import build_layout, serving_of
+
+    key = (scenario.model, scenario.drafter, serving_of(scenario), hand_written)
+    if key not in _LAYOUTS:
+        layout = build_layout(scenario)
+        hand = _hand_layers(scenario.model) if scenario.drafter is None and len(layout.ranks) <= 1 else None
+        if hand is not None:
+            mine = [{"name": ls.name, **spec_to_dict(ls.spec)} for ls in layout.layers]
+            if _strip(hand[0]) != _strip(mine):
+                print(f"WARNING: kvplan's layers for {scenario.model} differ from the hand-written list",
+                      file=sys.stderr)
+            if hand_written:
+                layout = replace(layout, layers=tuple(LayerSpec(x["name"], spec_from_dict(x), x["source"], x["index"])
+                                                      for x in hand[0]))
+        elif hand_written:
+            layout = None
+        _LAYOUTS[key] = layout
+    return _LAYOUTS[key]
 
 
-def _dtype_bytes(name: str) -> int:
-    return {"bfloat16": 2, "float16": 2, "float32": 4, "uint8": 1, "int8": 1}[name]
+def make_runner_case(case: Case, release: str, hand_written: bool = False) -> dict | None:
+    """kvplan's simulation of ``case`` under ``release``, as the runner case (the shared builder)."""
+    from kvplan.usecases.scenario import plan_scenario, resolve_era
 
-
-def align_mamba(
-    layers: list[dict], release: str, max_model_len: int
-) -> tuple[list[dict], dict]:
-    """Reference §7.6 / §12.4 for non-MLA hybrid models, per release (see module doc)."""
-    attn = [l for l in layers if l["kind"] != "mamba"]
-    mamba = [l for l in layers if l["kind"] == "mamba"]
-    first = attn[0]
-    a1 = (
-        first["num_kv_heads"]
-        * (first["head_size"] + first["head_size_v"])
-        * _dtype_bytes(first["dtype"])
-    )
-    mp = max(
-        sum(math.prod(s) * _dtype_bytes(d) for s, d in zip(l["shapes"], l["dtypes"]))
-        for l in mamba
-    )
-    era = era_of_release(release)
-    modern = era.hybrid_prefix_caching_default  # prefix caching (mode "align") on by default
-    mode = "align" if modern else "none"
-    k = 16
-    if modern and era.gdn_align_tokens and any(l["mamba_type"] in ("gdn", "gdn_attention") for l in mamba):
-        k = math.lcm(k, era.gdn_align_tokens)
-    block = max(first["block_size"], k * _cdiv(mp, k * a1))
-    m_block = block if mode == "align" else max_model_len
-    attn_page = block * a1
-    padded = attn_page if attn_page != mp else None
-    # 0.33 align mode: Mamba2 and (Hopper) GDN layers export prefill checkpoints
-    checkpoints = int(modern and era.mamba_prefill_checkpoints and all(l["mamba_type"] in ("mamba2", "gdn") for l in mamba))
-    out = []
-    for l in layers:
-        l = dict(l)
-        if l["kind"] == "mamba":
-            l["block_size"] = m_block
-            l["page_size_padded"] = padded
-            l["num_prefill_checkpoint_blocks"] = checkpoints
-        elif l["block_size"] == first["block_size"]:
-            l["block_size"] = block
-        out.append(l)
-    info = {
-        "mamba_cache_mode": mode,
-        "enable_prefix_caching": modern,
-        "kernel_alignment": k,
-        "attention_bytes_per_token": a1,
-        "mamba_state_bytes": mp,
-        "attention_block_size": block,
-        "mamba_block_size": m_block,
-        "page_size_bytes": attn_page,
-    }
-    return out, info
-
-
-# ----------------------------------------------------------------------------- cases
-
-
-# kvplan's layer JSON keys (the derived page size is not an input to vLLM's specs)
-_SPEC_KEYS = tuple(k for k in SPEC_KEYS if k != "page_size_bytes")
-
-
-def make_runner_case(
-    case: Case,
-    release: str,
-    layers: list[dict],
-    workers: list[list[int]],
-    inspect_meta: dict,
-) -> dict:
-    info = None
-    mode, prefix = "none", True
-    if case.mamba:
-        length = (
-            case.max_model_len
-            if case.max_model_len != -1
-            else case.derived_max_model_len
-        )
-        layers, info = align_mamba(layers, release, length)
-        mode, prefix = info["mamba_cache_mode"], info["enable_prefix_caching"]
-    table: list[dict] = []
-    index: dict[str, int] = {}
-    compact_workers = []
-    for positions in workers:
-        w = []
-        for pos in positions:
-            l = layers[pos]
-            spec = {k: l.get(k) for k in _SPEC_KEYS}
-            key = json.dumps(spec, sort_keys=True)
-            if key not in index:
-                index[key] = len(table)
-                table.append(spec)
-            w.append([l["name"], index[key], l.get("source", "target")])
-        compact_workers.append(w)
-    out = {
-        "case": case.name,
-        "model": case.model,
-        "drafter": case.drafter,
-        "spec_table": table,
-        "workers": compact_workers,
-        "available_memory_bytes": int(case.memory_gib * GiB),
-        "max_model_len": case.max_model_len,
-        "max_num_batched_tokens": T,
-        "async_scheduling": case.async_scheduling,
-        "disable_hybrid_kv_cache_manager": case.disable_hma,
-        "num_gpu_blocks_override": case.num_gpu_blocks_override,
-        "mamba_cache_mode": mode,
-        "enable_prefix_caching": prefix,
-        "pipeline_parallel_size": case.pp,
-        "tensor_parallel_size": case.tp,
-        **({"decode_context_parallel_size": case.dcp} if case.dcp != 1 else {}),
-        "use_v2_model_runner": case.use_v2_model_runner,
-        "model_runner_probe": case.model_runner_probe,
-        "layer_source": inspect_meta.get("source", "kvplan inspect"),
-    }
-    if case.max_model_len == -1:
-        out["derived_max_model_len"] = case.derived_max_model_len
-    if info is not None:
-        out["alignment"] = info
+    s = scenario_of(case, release)
+    layout = layout_of(s, hand_written)
+    if layout is None:
+        return None
+    plan = plan_scenario(s, layout, resolve_era(s.policy, None), s.kv_cache_memory, s.max_model_len)
+    if plan.failure is not None and plan.failure.stage == "config":
+        # vLLM refuses it at config time (e.g. the V1 runner pinned on 0.34, which removed it):
+        # its planning functions never run, so there is no golden to make
+        print(f"  {case.name}: skipped for {release} (config: {plan.failure.message})", file=sys.stderr)
+        return None
+    out = runner_case(plan, case.name, model=case.model, drafter=case.drafter)
+    if hand_written:
+        out["layer_source"] = "hand-written"
     out.update(case.extra)
     return out
 
@@ -537,7 +435,7 @@ def main() -> None:
     ap.add_argument(
         "--hand-written",
         action="store_true",
-        help="use hand-written layers for gpt-oss-20b / gemma-3-27b (no CLI)",
+        help="use hand-written layers for gpt-oss-20b / gemma-3-27b (not kvplan's catalog rules)",
     )
     ap.add_argument("--out", default=str(OUT_DIR))
     ap.add_argument("--hooks", action="store_true",
@@ -559,50 +457,11 @@ def main() -> None:
             f"no vLLM venvs under {VENVS}; run scripts/golden/setup_venvs.sh"
         )
 
-    inspected: dict[tuple, tuple] = {}
-    # GOLDEN_INSPECT_CACHE=file: reuse `kvplan inspect` answers across runs (one release at a time)
-    cache_path = os.environ.get("GOLDEN_INSPECT_CACHE")
-    cache = json.loads(Path(cache_path).read_text()) if cache_path and Path(cache_path).exists() else {}
-    for c in cases:
-        key = (c.model, c.drafter, c.tp, c.pp, c.inspect_args)
-        if key in inspected:
-            continue
-        hand = (
-            _hand_layers(c.model)
-            if c.drafter is None and c.pp == 1 and c.tp == 1
-            else None
-        )
-        if args.hand_written:
-            if hand is None:
-                continue
-            inspected[key] = (hand[0], hand[1], {"source": "hand-written"})
-            continue
-        ckey = json.dumps([c.model, c.drafter, c.tp, c.pp, list(c.inspect_args)])
-        if ckey in cache:
-            layers, workers = cache[ckey]
-        else:
-            layers, workers, _ = inspect_layers(c)
-            cache[ckey] = [layers, workers]
-        if hand is not None and _strip(hand[0]) != _strip(layers):
-            print(
-                f"WARNING: kvplan inspect {c.model} differs from the hand-written layer list",
-                file=sys.stderr,
-            )
-        inspected[key] = (layers, workers, {"source": "kvplan inspect"})
-
-    if cache_path:
-        Path(cache_path).write_text(json.dumps(cache))
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
     for release in releases:
-        batch = []
-        for c in cases:
-            key = (c.model, c.drafter, c.tp, c.pp, c.inspect_args)
-            if key not in inspected:
-                continue
-            layers, workers, meta = inspected[key]
-            batch.append(make_runner_case(c, release, layers, workers, meta))
+        batch = [x for x in (make_runner_case(c, release, args.hand_written) for c in cases) if x is not None]
         print(f"vllm {release}: {len(batch)} cases", file=sys.stderr)
         try:
             results, hook_results = run_release(release, batch, hook_cases())
@@ -685,7 +544,7 @@ def write_hooks(release: str, results: list[dict]) -> Path:
 
 
 def _strip(layers: list[dict]) -> list[dict]:
-    return [{k: l.get(k) for k in ("name", *_SPEC_KEYS)} for l in layers]
+    return [{k: l.get(k) for k in ("name", *CASE_SPEC_KEYS)} for l in layers]
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ SRC=${RELEASE_SRC:-$REPO/.golden-venvs/rel-src}
 WHEELS=${RELEASE_WHEELS:-$REPO/.golden-venvs/rel-wheels}
 TORCH_WHEEL=${TORCH_WHEEL:-/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl}
 PYTHON=${PYTHON:-python3.11}
-RUNNER=$REPO/scripts/golden/vllm_runner.py
+RUNNER=$REPO/kvplan/verify/vllm_runner.py
 LIGHT_PACKAGES=$(sed -n '/^LIGHT_PACKAGES="/,/"$/p' "$REPO/scripts/golden/setup_venvs.sh" | tr -d '"' | sed 's/^LIGHT_PACKAGES=//')
 declare -A MODMAP=([yaml]=pyyaml [cv2]=opencv-python-headless [PIL]=pillow [google]=protobuf
   [zmq]=pyzmq [cpuinfo]=py-cpuinfo [pythonjsonlogger]=python-json-logger [dateutil]=python-dateutil

@@ -20,7 +20,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 VENVS=${GOLDEN_VENVS:-$REPO/.golden-venvs}
 TORCH_WHEEL=${TORCH_WHEEL:-/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl}
 PYTHON=${PYTHON:-python3.11}
-RUNNER=$REPO/scripts/golden/vllm_runner.py
+RUNNER=$REPO/kvplan/verify/vllm_runner.py
 
 # 0.11.2: last release before PR #29303 (group size = min, no threshold)
 # 0.17.1: threshold 1.25;  0.18.0: threshold 1.5, first-group admission

@@ -92,6 +92,14 @@ class Era:
     gpu_memory_utilization: float = 0.9
     large_batch_tier: bool = False
     cudagraph_memory_in_profile: bool = False
+    # How a --gpu budget sizes the KV cache by default (CacheConfig.enable_extensible_kv_cache, 0.34.0:
+    # on for CUDA/ROCm): False = from the profiling estimate (determine_available_memory); True = the
+    # extensible KV cache, reserved from that estimate and committed from the memory measured after
+    # warmup and CUDA-graph capture (v1/worker/extensible_kv_cache.py measure_kv_cache_bytes).
+    extensible_kv_cache: bool = False
+    # --gpu-memory-utilization default with the extensible KV cache (resolved_gpu_memory_utilization:
+    # 1.0 in 0.34.0); gpu_memory_utilization stays the default without it.
+    extensible_gpu_memory_utilization: float | None = None
     # Nemotron-H's Mamba2 ssm state when the config sets no mamba_ssm_cache_dtype:
     # "model" (<= 0.12: no config hook, the model dtype), "float16" (0.13 hook default),
     # "float32" (0.20: NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE).
@@ -101,7 +109,8 @@ class Era:
     drafter_single_group_check: bool = True
     # The model runner a release picks when nothing forces one (VLLM_USE_V2_MODEL_RUNNER unset):
     # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" in 0.33.0 (VllmConfig.use_v2_model_runner;
-    # pinned at 0.33.0, the release checked, not bisected).
+    # pinned at 0.33.0, the release checked, not bisected); "v2_only" from 0.34.0, which removed V1
+    # (platforms/interface.py validate_environ), so P-EAGLE runs on it with async scheduling.
     default_model_runner: str = "v1"
     # The derived max_model_len of YaRN models (``_get_and_verify_max_len``): "original_times_factor"
     # (0.18.0: original_max_position_embeddings x factor) or "factor_in_length" (0.33.0: YaRN's
@@ -211,8 +220,10 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
           yarn_max_len="factor_in_length")),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
-     "and auto-fit lines",
-     dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True)),
+     "and auto-fit lines; the extensible KV cache, sized after warmup and CUDA-graph capture (utilization 1.0), "
+     "is on by default",
+     dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True,
+          default_model_runner="v2_only", extensible_kv_cache=True, extensible_gpu_memory_utilization=1.0)),
 )
 
 

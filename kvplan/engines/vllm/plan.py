@@ -102,6 +102,9 @@ class Plan:
     hma: HmaDecision | None = None
     mamba: MambaAlignment | None = None
     specs: dict[str, KVCacheSpec] = field(default_factory=dict)  # final per-layer specs
+    # the per-layer specs handed to grouping: after the config-time Mamba alignment, before the
+    # HMA-off conversion (what vLLM's get_kv_cache_groups receives; kvplan.verify sends them to vLLM)
+    engine_specs: dict[str, KVCacheSpec] = field(default_factory=dict)
     decision: GroupingDecision | None = None
     groups: list[Group] = field(default_factory=list)
     workers: list[sizing.WorkerConfig] = field(default_factory=list)
@@ -243,6 +246,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         max_model_len=original,
         logs=logs,
     )
+    plan.engine_specs = dict(specs)
     worker_names = [set(r) for r in ranks] if ranks else [set(specs)]
     batches = runner.max_concurrent_batches(era, plan.runner, len(worker_names))
     plan.workload = _workload(era, o, original, plan.mamba, batches)

@@ -21,6 +21,12 @@ Read in vLLM 0.33.0 (wheel ``vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl``),
 * ``max_concurrent_batches``: with async scheduling, ``PP + 1`` on V2, ``2`` on V1 with
   ``PP == 1``; otherwise ``PP``. ``max_in_flight_tokens`` = that × ``max_num_batched_tokens``.
 
+0.34.0 removed the V1 model runner (``platforms/interface.py`` ``validate_environ``:
+``VLLM_USE_V2_MODEL_RUNNER`` other than 1 is a ValueError, "Model Runner V1 has been removed"):
+one runner, which drafts P-EAGLE in parallel too; async scheduling stays on by default (also
+with PP), ``max_concurrent_batches`` = ``PP + 1`` with it, ``PP`` without (era
+``default_model_runner="v2_only"``; found by ``--cross-check`` against the 0.34.0 wheel).
+
 Up to 0.18 (``envs.VLLM_USE_V2_MODEL_RUNNER`` defaults to 0) V1 is the default and the
 reservations use ``max_num_batched_tokens`` alone, so the runner does not change the layout.
 """
@@ -33,6 +39,8 @@ from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure
 
 V2_UNSUPPORTED = "Model Runner V2 does not yet support: {}"
+V1_REMOVED = ("VLLM_USE_V2_MODEL_RUNNER=0 is no longer supported: Model Runner V1 has been removed. "
+              "Unset this variable.")
 V1_ASYNC_ERROR = "Async scheduling is not supported by the V1 model runner with {}."
 V1_ASYNC_WARNING = "Async scheduling is disabled because the V1 model runner does not support it with {}."
 PARALLEL_DRAFTING = "parallel drafting for EAGLE speculative decoding"
@@ -67,6 +75,11 @@ def resolve_model_runner(era: Era, use_v2: bool | None, async_scheduling: bool |
         runner = "v2" if use_v2 else "v1"
         how = "given" if use_v2 is not None else f"{era.name}'s default"
         return RunnerChoice(runner, async_scheduling is not False, f"model runner {runner.upper()} ({how})")
+    if era.default_model_runner == "v2_only":
+        if use_v2 is False:
+            raise EngineFailure("ValueError", V1_REMOVED, "config")
+        return RunnerChoice("v2", async_scheduling is not False,
+                            f"model runner V2 ({'given' if use_v2 else 'the only one: V1 was removed in 0.34.0'})")
     unsupported = v2_unsupported(speculative_method, parallel_drafting)
     if use_v2 is None:
         runner = "v1" if unsupported else "v2"

@@ -35,6 +35,8 @@ class DeploymentResult:
     error: str | None = None
     error_type: str | None = None
     plan: dict | None = None  # the key numbers (see plan_numbers)
+    cross_check: dict | None = None  # `cross_check: true`: the comparison with a real vLLM
+    policy: str | None = None  # the policy simulated when it is not the entry's (cross-check: that vLLM's)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -172,13 +174,18 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
     if run is None:
         from kvplan.usecases.scenario import run_scenario as run
     start = time.perf_counter()
+    cc = None
     try:
-        result = run(d.scenario)
+        scenario, verify = _prepare_cross_check(d.scenario)
+        result = run(scenario)
         numbers = plan_numbers(result.plan)
         outcomes = [
-            _same_layout(e, d.scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)
+            _same_layout(e, scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)
             for e in d.expectations
         ]
+        if verify is not None:
+            cc = verify.run(result.plan, name=d.name, model=scenario.model, drafter=scenario.drafter)
+            outcomes.append(_cross_check_outcome(scenario, cc))
     except Exception as e:
         if reraise and not isinstance(e, KvplanError):
             raise
@@ -187,7 +194,31 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
                                 seconds=time.perf_counter() - start)
     status = PASS if all(o.passed for o in outcomes) else FAIL
     warnings = list(getattr(result.layout, "warnings", ()) or ())
-    return DeploymentResult(d, status, outcomes, plan=numbers, warnings=warnings, seconds=time.perf_counter() - start)
+    return DeploymentResult(d, status, outcomes, plan=numbers, cross_check=cc, policy=scenario.policy,
+                            warnings=warnings, seconds=time.perf_counter() - start)
+
+
+def _prepare_cross_check(scenario: Scenario):
+    """``cross_check: true`` (or ``vllm_python`` / ``require_agreement``): the vLLM to compare with,
+    and the scenario under that vLLM's release when the entry names no policy."""
+    if not (scenario.cross_check or scenario.vllm_python is not None or scenario.require_agreement):
+        return scenario, None
+    from kvplan.options import OPTIONS
+    from kvplan.verify.crosscheck import prepare
+
+    verify = prepare(scenario.vllm_python, scenario.policy, policy_given=scenario.policy != OPTIONS["policy"].default)
+    return replace(scenario, policy=verify.policy), verify
+
+
+def _cross_check_outcome(scenario: Scenario, cc: dict) -> Outcome:
+    """The cross-check as an expectation: it fails only with ``require_agreement`` (as
+    ``--require-agreement`` does for simulate)."""
+    from kvplan.verify.crosscheck import agreement_failure, summary_line
+
+    failure = agreement_failure(cc) if scenario.require_agreement else None
+    measured = [x["field"] for x in cc["differences"]] if cc["ran"] else cc["reason"]
+    return Outcome("cross_check", bool(scenario.require_agreement), measured, failure is None,
+                   failure or summary_line(cc), None)
 
 
 def run_deployments(deployments: list[Deployment], run: Runner | None = None, *, reraise: bool = False,

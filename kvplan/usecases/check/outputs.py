@@ -33,7 +33,7 @@ def deployment_dict(r: DeploymentResult) -> dict:
         "line": d.line,
         "model": s.model,
         "drafter": s.drafter,
-        "policy": s.policy,
+        "policy": r.policy or s.policy,
         "threshold": s.threshold,
         "status": r.status,
         "passed": r.passed,
@@ -45,6 +45,7 @@ def deployment_dict(r: DeploymentResult) -> dict:
             for o in r.outcomes
         ],
         "plan": r.plan,
+        "cross_check": r.cross_check,
         "seconds": round(r.seconds, 3),
     }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Run vLLM's own KV-cache layout functions on one case (CPU only, no model, no GPU).
 
-This script runs INSIDE a vLLM virtual env made by ``setup_venvs.sh`` (it imports
-the installed ``vllm``); kvplan never imports it. It builds the release's real
+This script runs INSIDE an environment that has vLLM (a golden venv made by
+``scripts/golden/setup_venvs.sh``, or the user's for ``kvplan simulate --cross-check``), as a
+standalone script: it imports nothing from kvplan (that interpreter need not have kvplan), and
+kvplan never imports it. It builds the release's real
 ``KVCacheSpec`` objects from kvplan-style layer descriptions, a minimal
 ``VllmConfig`` (no model is loaded: ``model_config`` is a stand-in that carries
 only ``max_model_len``/``original_max_model_len``), then calls the same functions,
@@ -116,6 +118,11 @@ import re
 import sys
 import traceback
 import types
+
+# Run as a script, this file's directory (kvplan/verify) is first on sys.path; nothing there may
+# shadow a module vLLM imports.
+_HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.getcwd()) != _HERE]
 
 os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO")
@@ -313,7 +320,14 @@ def probe_model_runner(case: dict, probe: dict) -> dict:
 
     os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
     if not isinstance(getattr(VllmConfig, "use_v2_model_runner", None), property):
-        return {"use_v2_model_runner": None, "max_concurrent_batches": None}  # before the V2 runner
+        if importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is not None:
+            return {"use_v2_model_runner": None, "max_concurrent_batches": None}  # before the V2 runner
+        # 0.34+: the V1 runner is gone (the GPU model runner is the former V2, vllm/v1/worker/gpu/)
+        with _stdout_to_stderr():
+            cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
+            cfg.parallel_config.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
+            cfg.scheduler_config.async_scheduling = bool(case.get("async_scheduling", True))
+            return {"use_v2_model_runner": True, "max_concurrent_batches": int(cfg.max_concurrent_batches)}
     saved = getattr(vc, "HAS_TRITON", None)
     vc.HAS_TRITON = True  # a CPU venv lacks Triton; a GPU host has it
     try:

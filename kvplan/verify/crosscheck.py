@@ -1,0 +1,264 @@
+"""``--cross-check``: run the planning functions of a real vLLM on the scenario kvplan simulated,
+and compare.
+
+The vLLM is the one importable by an interpreter: ``--vllm-python PATH`` (a serving venv, a
+container's Python), else the interpreter running kvplan. Either way the runner
+(``vllm_runner.py``) runs in a subprocess on CPU, without weights, network or GPU, and imports
+nothing from kvplan, so a failure inside vLLM (an import error, a missing module, a CUDA-only
+path) becomes one "could not cross-check: ..." line, never a crash of kvplan.
+
+Importing vLLM's planning modules takes seconds, so answers are cached in kvplan's cache dir
+(``$KVPLAN_CACHE_DIR``, else ``$XDG_CACHE_HOME/kvplan``, else ``~/.cache/kvplan``; off with
+``KVPLAN_NO_CACHE=1``) under ``cross-check/``, keyed by the interpreter's real path, its vLLM
+release, the runner's source and the case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kvplan.errors import OptionError
+
+RUNNER = Path(__file__).with_name("vllm_runner.py")
+TIMEOUT_S = 600
+VERSION_TIMEOUT_S = 60
+
+# What the comparison covers, in words (the report's `scope`).
+SCOPE_VERIFIED = (
+    "grouping, block sizes after alignment, page sizes, num_blocks per worker and global, KV-cache tensors, "
+    "admission need, max_model_len, max concurrency, the model runner and tokens in flight, every engine-core "
+    "log line, and the start-up failure (type and text): vLLM's own planning functions on kvplan's per-layer specs"
+)
+SCOPE_NOT_VERIFIED = (
+    "the per-layer specs themselves (kvplan's family rules), the hybrid Mamba alignment and the hybrid-manager "
+    "decision (config-time steps kvplan hands to vLLM as inputs), and the KV budget (given, or kvplan's estimate)"
+)
+
+
+class CrossCheckUnavailable(Exception):
+    """The cross-check could not run (no interpreter, no vLLM, the runner failed)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    python: str  # the interpreter's path as given (or sys.executable)
+    vllm_version: str
+
+
+def _python(vllm_python: str | None) -> str:
+    if vllm_python is None:
+        return sys.executable
+    path = Path(vllm_python).expanduser()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise OptionError(f"--vllm-python: no executable interpreter at {vllm_python}; "
+                          "pass the python of the environment that has vLLM (e.g. /path/to/venv/bin/python)")
+    return str(path)
+
+
+def find_target(vllm_python: str | None) -> Target:
+    """The interpreter and the vLLM release it imports (read from the package metadata; vLLM is
+    not imported). OptionError for a path that is not an interpreter; CrossCheckUnavailable when
+    the interpreter has no vLLM."""
+    python = _python(vllm_python)
+    if vllm_python is None:
+        from kvplan.engines.vllm.releases import installed_vllm
+
+        version = installed_vllm()
+        if version is None:
+            raise CrossCheckUnavailable(f"vLLM is not installed in this Python ({python}); "
+                                        "pass --vllm-python PATH to use another environment's")
+        return Target(python, version)
+    code = ("import importlib.metadata as m\ntry:\n    print(m.version('vllm'))\n"
+            "except m.PackageNotFoundError:\n    print('')\n")
+    try:
+        proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CrossCheckUnavailable(f"{python} did not run: {e}") from None
+    if proc.returncode != 0:
+        raise CrossCheckUnavailable(f"{python} is not a working Python interpreter ({_last_line(proc.stderr)})")
+    version = proc.stdout.strip()
+    if not version:
+        raise CrossCheckUnavailable(f"vLLM is not installed in {python}")
+    return Target(python, version)
+
+
+def cache_dir() -> Path | None:
+    """Where answers are kept (None when ``KVPLAN_NO_CACHE`` is set)."""
+    from kvplan.model.config_cache import cache_root
+
+    root = cache_root()
+    return None if root is None else Path(root).expanduser() / "cross-check"
+
+
+def cache_key(target: Target, case: dict) -> str:
+    runner = hashlib.sha256(RUNNER.read_bytes()).hexdigest()
+    payload = json.dumps([os.path.realpath(target.python), target.vllm_version, runner, case], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _last_line(text: str) -> str:
+    lines = [x.strip() for x in (text or "").splitlines() if x.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def run_runner(target: Target, case: dict) -> dict:
+    """The runner's result for ``case`` in ``target``'s interpreter (CrossCheckUnavailable on failure)."""
+    # "-s": no user site-packages; the working directory is the user's, the runner's own
+    # directory is first on sys.path (it holds no module named like a package vLLM imports)
+    env = {k: v for k, v in os.environ.items() if k not in ("VLLM_USE_V2_MODEL_RUNNER",)}
+    env.setdefault("CUDA_VISIBLE_DEVICES", "")
+    try:
+        proc = subprocess.run([target.python, "-s", str(RUNNER)], input=json.dumps(case), capture_output=True,
+                              text=True, timeout=TIMEOUT_S, check=False, env=env)
+    except subprocess.TimeoutExpired:
+        raise CrossCheckUnavailable(f"vLLM's planning functions did not answer within {TIMEOUT_S} s") from None
+    except OSError as e:
+        raise CrossCheckUnavailable(f"{target.python} did not run: {e}") from None
+    if proc.returncode != 0:
+        raise CrossCheckUnavailable(f"vLLM {target.vllm_version} failed: {_last_line(proc.stderr)}")
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise CrossCheckUnavailable(f"vLLM {target.vllm_version}'s runner printed no result "
+                                    f"({_last_line(proc.stderr)})") from None
+    if not isinstance(result, dict) or "vllm_version" not in result:
+        raise CrossCheckUnavailable("the runner's answer is not a result object")
+    return result
+
+
+def cached_result(target: Target, case: dict) -> tuple[dict, bool]:
+    """``(result, from_cache)``; a fresh answer is stored (a cache that cannot be written is skipped)."""
+    folder = cache_dir()
+    if folder is None:
+        return run_runner(target, case), False
+    path = folder / f"{cache_key(target, case)}.json"
+    try:
+        return json.loads(path.read_text()), True
+    except (OSError, ValueError):
+        pass
+    result = run_runner(target, case)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(result, sort_keys=True))
+        tmp.replace(path)
+    except OSError:
+        pass
+    return result, False
+
+
+def unavailable(reason: str, *, python: str | None = None, release: str | None = None) -> dict:
+    return {"ran": False, "agree": None, "reason": f"could not cross-check: {reason}", "vllm_version": release,
+            "python": python, "fields_compared": 0, "fields_agree": 0, "differences": [],
+            "scope": {"verified": None, "not_verified": None, "notes": []}, "seconds": 0.0, "cached": False}
+
+
+def report(plan, result: dict, target: Target, *, seconds: float, cached: bool) -> dict:
+    """The ``cross_check`` object of the result envelope for a runner result."""
+    from kvplan.verify.compare import compare, differences
+
+    checks = compare(plan, result)
+    diff = differences(checks)
+    notes = []
+    simulated = plan.era.release or None
+    if simulated and simulated != result["vllm_version"]:
+        notes.append(f"kvplan simulated vllm=={simulated}'s rules but checked vLLM {result['vllm_version']}: "
+                     "a difference may come from the releases, not from kvplan")
+    if result.get("spec_notes"):
+        notes += [f"vLLM {result['vllm_version']}: {n}" for n in result["spec_notes"]]
+    return {
+        "ran": True,
+        "agree": not diff,
+        "reason": None,
+        "vllm_version": result["vllm_version"],
+        "python": target.python,
+        "fields_compared": len(checks),
+        "fields_agree": len(checks) - len(diff),
+        "differences": [{"field": c.field, "kvplan": c.kvplan, "vllm": c.vllm} for c in diff],
+        "scope": {"verified": SCOPE_VERIFIED, "not_verified": SCOPE_NOT_VERIFIED, "notes": notes},
+        "seconds": round(seconds, 2),
+        "cached": cached,
+    }
+
+
+def cross_check(plan, target: Target, *, name: str = "cross-check", model: str | None = None,
+                drafter: str | None = None) -> dict:
+    """Run vLLM's planning functions on ``plan``'s scenario and compare (never raises for vLLM's
+    failures: the object says why it could not run)."""
+    from kvplan.verify.case import runner_case
+
+    if plan.failure is not None and plan.failure.stage == "config":
+        return unavailable(f"the deployment fails at config time ({plan.failure.error_type}), before vLLM's "
+                           "planning functions run; nothing to compare", python=target.python,
+                           release=target.vllm_version)
+    start = time.perf_counter()
+    try:
+        case = runner_case(plan, name, model=model, drafter=drafter)
+        result, cached = cached_result(target, case)
+    except CrossCheckUnavailable as e:
+        return unavailable(str(e), python=target.python, release=target.vllm_version)
+    return report(plan, result, target, seconds=time.perf_counter() - start, cached=cached)
+
+
+def summary_line(cc: dict) -> str:
+    """One line: "verified against vLLM 0.34.0: 57 fields agree" / "... 3 of 57 fields differ" / why not."""
+    if not cc["ran"]:
+        return cc["reason"]
+    if cc["agree"]:
+        return f"verified against vLLM {cc['vllm_version']}: {cc['fields_agree']} fields agree"
+    n = len(cc["differences"])
+    return (f"cross-check against vLLM {cc['vllm_version']}: {n} of {cc['fields_compared']} fields differ "
+            f"({', '.join(d['field'] for d in cc['differences'][:3])}{', ...' if n > 3 else ''})")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A cross-check about to run: the vLLM found (or why none), and the policy to simulate."""
+
+    target: Target | None
+    reason: str | None  # why it cannot run (target None)
+    policy: str
+
+    def run(self, plan, *, name: str, model: str | None = None, drafter: str | None = None) -> dict:
+        if self.target is None:
+            return unavailable(self.reason or "no vLLM")
+        return cross_check(plan, self.target, name=name, model=model, drafter=drafter)
+
+
+def prepare(vllm_python: str | None, policy: str, *, policy_given: bool) -> Prepared:
+    """Find the vLLM to check against; when no policy was given, simulate that vLLM's release
+    (``vllm==X``, which kvplan resolves to its era). OptionError only for a --vllm-python path
+    that is not an interpreter."""
+    try:
+        target = find_target(vllm_python)
+    except CrossCheckUnavailable as e:
+        return Prepared(None, str(e), policy)
+    if policy_given:
+        return Prepared(target, None, policy)
+    from kvplan.engines.vllm.releases import release_era
+
+    try:
+        release_era(target.vllm_version)
+    except OptionError:  # a release kvplan has no rules for: keep the default, the report says so
+        return Prepared(target, None, policy)
+    return Prepared(target, None, f"vllm=={target.vllm_version}")
+
+
+def agreement_failure(cc: dict) -> str | None:
+    """The --require-agreement verdict: None when every field agrees, else a line naming the fields."""
+    if not cc["ran"]:
+        return f"--require-agreement: {cc['reason']}"
+    if cc["agree"]:
+        return None
+    fields = [d["field"] for d in cc["differences"]]
+    shown = ", ".join(fields[:5]) + (f" and {len(fields) - 5} more" if len(fields) > 5 else "")
+    n = len(fields)
+    return f"--require-agreement: {n} field{' differs' if n == 1 else 's differ'} from vLLM {cc['vllm_version']}: {shown}"
