@@ -204,6 +204,12 @@ def test_kv_cache_memory_turns_it_off_and_refuses_the_flag():
     assert r.stderr.strip().splitlines() == [
         "Error: --enable-extensible-kv-cache: vLLM refuses it with --kv-cache-memory, which replaces the memory it "
         "would measure; drop one of the two"]
+    # fit refuses it too; compare fixes the budget after resolving the flag, so the flag with --gpu is fine there
+    r, d = _json("fit", "meta-llama/Meta-Llama-3.1-8B", "--kv-cache-memory", "40GiB", "--enable-extensible-kv-cache")
+    assert r.exit_code == 1 and "vLLM refuses it with --kv-cache-memory" in r.stderr
+    r, d = _json("compare", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--enable-extensible-kv-cache")
+    assert r.exit_code == 0, r.stderr
+    assert d["budget"]["kv_cache_sizing_source"] == "--enable-extensible-kv-cache"
     r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--num-gpu-blocks-override", "1000")
     assert d["budget"]["kv_cache_sizing"] == "profiled" and d["budget"]["gpu_memory_utilization"] == 0.92
     r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--policy", "vllm==0.33.0",

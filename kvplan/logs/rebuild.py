@@ -318,7 +318,9 @@ def resimulate(dep: Deployment) -> Resimulation:
                                         "serve command or 'Starting to load model' line)", era=era)
     budget = dep.budget.bytes if dep.budget is not None else LAYOUT_ONLY_BYTES
     try:
-        scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": budget})
+        # the logged budget is the one its sizing mode gave: the extensible flag is spent
+        scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": budget,
+                                             "enable_extensible_kv_cache": None})
         layout = build_layout(scenario)
     except ModelNotFoundError as e:
         return Resimulation("model not in catalog", e.message, era=era)
