@@ -32,7 +32,7 @@ INSPECT, SIMULATE, FIT, COMPARE, CHECK, EXPLAIN = "inspect", "simulate", "fit", 
 # `kvplan vllm [options] serve ...`: kvplan's own simulate options (vllm=False) go before `serve`;
 # vLLM's flags are read from the serve line (kvplan.serve). Derived in options_for, not declared.
 VLLM_SERVE = "vllm"
-_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot"})
+_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot", "summary"})
 MODEL_CMDS = frozenset({INSPECT, SIMULATE, FIT, COMPARE, CHECK})
 PLAN_CMDS = frozenset({SIMULATE, FIT, COMPARE, CHECK})
 
@@ -359,6 +359,10 @@ _TABLE: tuple[Option, ...] = (
     Option("max_num_seqs", "--max-num-seqs", INT, minimum=1, panel=BUDGET, commands=PLAN_CMDS, metavar="N",
            default_doc="vllm serve's for the card: 1024 on >=70 GiB non-A100 cards, 256 otherwise",
            help="Concurrent sequences the scheduler admits."),
+    Option("enable_chunked_prefill", "--enable-chunked-prefill", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
+           default_doc="on (vLLM's default for generative models)",
+           help="Chunked prefill. Off: max_num_batched_tokens defaults to at least max_model_len, and vLLM refuses "
+           "a smaller one."),
     Option("async_scheduling", "--async-scheduling", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
            default_doc="on, unless vLLM turns it off (the V1 model runner with PP > 1)",
            help="Async scheduling: vLLM >=0.32 reserves 2 x max_num_batched_tokens in sliding/chunked layers "
@@ -432,6 +436,9 @@ _TABLE: tuple[Option, ...] = (
            metavar="PNG", help="With --sweep-threshold: draw the sweep to this PNG (needs kvplan\\[plot])."),
     Option("explain", "--explain", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
            panel=CHECKS, help="Explain the decision chain in words, with its numbers."),
+    Option("summary", "--summary", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
+           panel=CHECKS, help="One screen (at most 20 lines): decision, group size, padding, num_blocks, KV tokens, "
+           "both concurrencies, outcome and the fix. Table output only (JSON is always whole)."),
     Option("require_start", "--require-start", BOOL, default=False, panel=CHECKS, commands=frozenset({SIMULATE}),
            scenario=False, vllm=False, help="Exit 3 if the engine would fail at start-up."),
     Option("fail_on_padding", "--fail-on-padding", FLOAT, minimum=0.0, panel=CHECKS, commands=frozenset({SIMULATE}),

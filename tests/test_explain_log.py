@@ -222,9 +222,9 @@ def test_missing_lines_are_listed_not_guessed():
                            "per request: 1.30x\n")
     assert r["rebuild"]["status"] == "no model"
     assert r["missing"] == [
-        "the vLLM release ('vLLM API server version …'): no line found",
-        "the model ('non-default args: {…}', the engine config line or the vllm serve command): no line found",
-        "the KV memory ('Available KV cache memory: … GiB'): no line found",
+        "the vLLM release ('vLLM API server version ...'): no line found",
+        "the model ('non-default args: {...}', the engine config line or the vllm serve command): no line found",
+        "the KV memory ('Available KV cache memory: ... GiB'): no line found",
     ]
 
 

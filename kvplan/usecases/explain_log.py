@@ -18,11 +18,11 @@ from kvplan.units import plural
 
 # what the rebuild and the cross-check need, and the line that gives it
 _WANTED = (
-    ("release", ("release", "engine_config"), "the vLLM release ('vLLM API server version …')"),
+    ("release", ("release", "engine_config"), "the vLLM release ('vLLM API server version ...')"),
     ("model", ("non_default_args", "engine_config", "serve_command", "model_name"),
-     "the model ('non-default args: {…}', the engine config line or the vllm serve command)"),
+     "the model ('non-default args: {...}', the engine config line or the vllm serve command)"),
     ("available_kv_memory", ("kv_cache_measured", "available_kv_memory", "kv_cache_memory_reserved", "memory_profile"),
-     "the KV memory ('Available KV cache memory: … GiB')"),
+     "the KV memory ('Available KV cache memory: ... GiB')"),
     ("capacity", ("kv_cache_size", "concurrency", "capacity", "admission_error", "admission_error_tokens",
                   "no_memory_error", "drafter_split", "page_error", "autofit_none", "exception", "engine_failed",
                   "num_gpu_blocks", "padding"),
