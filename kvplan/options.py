@@ -32,7 +32,7 @@ INSPECT, SIMULATE, FIT, COMPARE, CHECK, EXPLAIN = "inspect", "simulate", "fit", 
 # `kvplan vllm [options] serve ...`: kvplan's own simulate options (vllm=False) go before `serve`;
 # vLLM's flags are read from the serve line (kvplan.serve). Derived in options_for, not declared.
 VLLM_SERVE = "vllm"
-_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot"})
+_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot", "summary"})
 MODEL_CMDS = frozenset({INSPECT, SIMULATE, FIT, COMPARE, CHECK})
 PLAN_CMDS = frozenset({SIMULATE, FIT, COMPARE, CHECK})
 
@@ -359,6 +359,10 @@ _TABLE: tuple[Option, ...] = (
     Option("max_num_seqs", "--max-num-seqs", INT, minimum=1, panel=BUDGET, commands=PLAN_CMDS, metavar="N",
            default_doc="vllm serve's for the card: 1024 on >=70 GiB non-A100 cards, 256 otherwise",
            help="Concurrent sequences the scheduler admits."),
+    Option("enable_chunked_prefill", "--enable-chunked-prefill", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
+           default_doc="on (vLLM's default for generative models)",
+           help="Chunked prefill. Off: max_num_batched_tokens defaults to at least max_model_len, and vLLM refuses "
+           "a smaller one."),
     Option("async_scheduling", "--async-scheduling", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
            default_doc="on, unless vLLM turns it off (the V1 model runner with PP > 1)",
            help="Async scheduling: vLLM >=0.32 reserves 2 x max_num_batched_tokens in sliding/chunked layers "
@@ -389,8 +393,13 @@ _TABLE: tuple[Option, ...] = (
     Option("gpu_memory", "--gpu-memory", GIB, minimum=1.0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
            metavar="SIZE", help="GPU memory for a card without a preset: 80GiB, or a bare number of GiB."),
     Option("gpu_memory_utilization", "--gpu-memory-utilization", FLOAT, minimum=0.01, maximum=1.0, panel=HARDWARE,
-           commands=PLAN_CMDS, metavar="FRACTION", default_doc="the era's: 0.92 from 0.33, 0.9 before",
+           commands=PLAN_CMDS, metavar="FRACTION",
+           default_doc="the era's: 1.0 with the extensible KV cache (0.34+), else 0.92 from 0.20, 0.9 before",
            help="Fraction of the GPU vLLM may use."),
+    Option("enable_extensible_kv_cache", "--enable-extensible-kv-cache", TRISTATE, panel=HARDWARE, commands=PLAN_CMDS,
+           default_doc="the era's: on from 0.34 (CUDA/ROCm), off with --kv-cache-memory or --num-gpu-blocks-override",
+           help="vLLM's extensible KV cache: size it from the memory measured after warmup and CUDA-graph capture "
+           "(utilization default 1.0) instead of from the profiling estimate."),
     Option("quantization", "--quantization", STR, aliases=("-q",), panel=HARDWARE, commands=PLAN_CMDS,
            metavar="METHOD", default_doc="the checkpoint's quantization_config",
            help="vLLM's --quantization: the checkpoint's own method (or its Marlin variant), or fp8 to quantize "
@@ -405,6 +414,9 @@ _TABLE: tuple[Option, ...] = (
            metavar="SIZE", help="Non-torch memory per GPU instead of kvplan's estimate."),
     Option("cudagraph_memory", "--cudagraph-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
            metavar="SIZE", help="CUDA-graph reserve per GPU instead of kvplan's estimate (0 for --enforce-eager)."),
+    Option("startup_memory", "--startup-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
+           metavar="SIZE", help="Memory in use when vLLM starts (CUDA context, NCCL; other processes) instead of "
+           "kvplan's estimate; the extensible KV cache's sizing subtracts it."),
     Option("exact_params", "--exact-params", BOOL, default=False, panel=HARDWARE, commands=frozenset({FIT, CHECK}),
            vllm=False, help="Also count parameters on torch's meta device (needs torch) and compare."),
     # ------------------------------------------------------------------ cross-check (simulate, check)
@@ -424,6 +436,9 @@ _TABLE: tuple[Option, ...] = (
            metavar="PNG", help="With --sweep-threshold: draw the sweep to this PNG (needs kvplan\\[plot])."),
     Option("explain", "--explain", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
            panel=CHECKS, help="Explain the decision chain in words, with its numbers."),
+    Option("summary", "--summary", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
+           panel=CHECKS, help="One screen (at most 20 lines): decision, group size, padding, num_blocks, KV tokens, "
+           "both concurrencies, outcome and the fix. Table output only (JSON is always whole)."),
     Option("require_start", "--require-start", BOOL, default=False, panel=CHECKS, commands=frozenset({SIMULATE}),
            scenario=False, vllm=False, help="Exit 3 if the engine would fail at start-up."),
     Option("fail_on_padding", "--fail-on-padding", FLOAT, minimum=0.0, panel=CHECKS, commands=frozenset({SIMULATE}),

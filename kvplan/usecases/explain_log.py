@@ -18,11 +18,11 @@ from kvplan.units import plural
 
 # what the rebuild and the cross-check need, and the line that gives it
 _WANTED = (
-    ("release", ("release", "engine_config"), "the vLLM release ('vLLM API server version …')"),
+    ("release", ("release", "engine_config"), "the vLLM release ('vLLM API server version ...')"),
     ("model", ("non_default_args", "engine_config", "serve_command", "model_name"),
-     "the model ('non-default args: {…}', the engine config line or the vllm serve command)"),
-    ("available_kv_memory", ("available_kv_memory", "kv_cache_memory_reserved", "memory_profile"),
-     "the KV memory ('Available KV cache memory: … GiB')"),
+     "the model ('non-default args: {...}', the engine config line or the vllm serve command)"),
+    ("available_kv_memory", ("kv_cache_measured", "available_kv_memory", "kv_cache_memory_reserved", "memory_profile"),
+     "the KV memory ('Available KV cache memory: ... GiB')"),
     ("capacity", ("kv_cache_size", "concurrency", "capacity", "admission_error", "admission_error_tokens",
                   "no_memory_error", "drafter_split", "page_error", "autofit_none", "exception", "engine_failed",
                   "num_gpu_blocks", "padding"),
@@ -53,6 +53,8 @@ def recovered(facts) -> dict:
                             ("async_scheduling", "async_scheduling", "async_scheduling"),
                             ("model_loading", "weights_gib", "model_loading_gib"),
                             ("available_kv_memory", "gib", "available_kv_cache_memory_gib"),
+                            ("kv_cache_measured", "gib", "kv_cache_measured_gib"),
+                            ("kv_cache_measured", "num_blocks", "kv_cache_measured_num_blocks"),
                             ("kv_cache_memory_reserved", "gib", "kv_cache_memory_bytes_gib"),
                             ("num_gpu_blocks", "num_blocks", "num_gpu_blocks"),
                             ("num_gpu_blocks", "num_cpu_blocks", "num_cpu_blocks"),
@@ -130,11 +132,7 @@ def explain_log(source: str, **options) -> dict:
     dep = deployment(facts, model=r["model"], drafter=r["drafter"], policy=given_policy,
                      model_runner=r["model_runner"])
     sim = resimulate(dep)
-    era = sim.era
-    if era is None and sim.status not in ("release not modelled",):
-        from kvplan.usecases.scenario import resolve_era
-
-        era = resolve_era(dep.policy or "vllm-latest", None)
+    era = sim.era  # None when the logged release is not in kvplan's registry
     from kvplan.engines.vllm.wording import log_line_meanings
 
     meanings = log_line_meanings(era) if era is not None else {}

@@ -53,6 +53,12 @@ class Wording:
     hma_flag: str
     autofit: str  # "0.14" | "0.32" | "0.34"
     autofit_none: str  # the "Cannot auto-fit" error
+    # SpeculativeConfig with a draft model and no num_speculative_tokens/n_predict (run in each
+    # release: tests/data/prechecks_vllm.json): 0.18.0 also names speculative_token_tree
+    # (speculative.py line 567); 0.33.0 line 1617; 0.34.0 spec_decode/speculator_config.py line 223.
+    # Pinned at the checked releases, not bisected.
+    spec_tokens_missing: str = ("A speculative model was provided, but neither `speculative_token_tree` nor "
+                                "`num_speculative_tokens` was provided")
 
 
 WORDINGS: dict[str, Wording] = {}
@@ -73,7 +79,9 @@ WORDINGS["0.22"] = replace(
     + _SEE, kv_transfer_warning=KV_TRANSFER_WARNING_022)
 WORDINGS["0.23"] = replace(WORDINGS["0.22"], kv_transfer_warning=KV_TRANSFER_WARNING_023)
 WORDINGS["0.32"] = replace(WORDINGS["0.23"], autofit="0.32")
-WORDINGS["0.33"] = replace(WORDINGS["0.32"], hma_flag="--enable-hybrid-kv-cache-manager")
+WORDINGS["0.33"] = replace(WORDINGS["0.32"], hma_flag="--enable-hybrid-kv-cache-manager",
+                           spec_tokens_missing="A speculative model was provided, but `num_speculative_tokens` was not "
+                                               "provided")
 WORDINGS["0.34"] = replace(
     WORDINGS["0.33"], autofit="0.34",
     admission_hint=f"{_HINT_034} Decreasing `max_model_len` also reduces what is needed. {_SEE}",
@@ -151,8 +159,14 @@ def log_line_meanings(era) -> dict[str, str]:
                 if era.override_before_check else "--num-gpu-blocks-override replaces num_blocks after the check")
     available = ("per GPU: gpu_memory_utilization x total - weights - peak activation - non-torch memory"
                  + (" - the CUDA-graph estimate" if era.cudagraph_memory_in_profile else ""))
+    if era.extensible_kv_cache:
+        available += ("; with the extensible KV cache (the default) only the reservation, at utilization 1.0: "
+                      "the size is the 'Memory after warmup' line's")
     return {
         "available_kv_memory": available,
+        "kv_cache_measured": ("the extensible KV cache's size, measured after warmup and CUDA-graph capture: "
+                              "min(requested - used, free + committed - margin) - the transient reserve, in whole "
+                              "blocks (docs/fit.md)"),
         "kv_cache_memory_reserved": "per GPU, as --kv-cache-memory-bytes gave it (no profiling)",
         "kv_cache_size": size,
         "concurrency": ("num_blocks / the blocks one max_model_len request reserves in every group "
