@@ -389,8 +389,13 @@ _TABLE: tuple[Option, ...] = (
     Option("gpu_memory", "--gpu-memory", GIB, minimum=1.0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
            metavar="SIZE", help="GPU memory for a card without a preset: 80GiB, or a bare number of GiB."),
     Option("gpu_memory_utilization", "--gpu-memory-utilization", FLOAT, minimum=0.01, maximum=1.0, panel=HARDWARE,
-           commands=PLAN_CMDS, metavar="FRACTION", default_doc="the era's: 0.92 from 0.33, 0.9 before",
+           commands=PLAN_CMDS, metavar="FRACTION",
+           default_doc="the era's: 1.0 with the extensible KV cache (0.34+), else 0.92 from 0.20, 0.9 before",
            help="Fraction of the GPU vLLM may use."),
+    Option("enable_extensible_kv_cache", "--enable-extensible-kv-cache", TRISTATE, panel=HARDWARE, commands=PLAN_CMDS,
+           default_doc="the era's: on from 0.34 (CUDA/ROCm), off with --kv-cache-memory or --num-gpu-blocks-override",
+           help="vLLM's extensible KV cache: size it from the memory measured after warmup and CUDA-graph capture "
+           "(utilization default 1.0) instead of from the profiling estimate."),
     Option("quantization", "--quantization", STR, aliases=("-q",), panel=HARDWARE, commands=PLAN_CMDS,
            metavar="METHOD", default_doc="the checkpoint's quantization_config",
            help="vLLM's --quantization: the checkpoint's own method (or its Marlin variant), or fp8 to quantize "
@@ -405,6 +410,9 @@ _TABLE: tuple[Option, ...] = (
            metavar="SIZE", help="Non-torch memory per GPU instead of kvplan's estimate."),
     Option("cudagraph_memory", "--cudagraph-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
            metavar="SIZE", help="CUDA-graph reserve per GPU instead of kvplan's estimate (0 for --enforce-eager)."),
+    Option("startup_memory", "--startup-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
+           metavar="SIZE", help="Memory in use when vLLM starts (CUDA context, NCCL; other processes) instead of "
+           "kvplan's estimate; the extensible KV cache's sizing subtracts it."),
     Option("exact_params", "--exact-params", BOOL, default=False, panel=HARDWARE, commands=frozenset({FIT, CHECK}),
            vllm=False, help="Also count parameters on torch's meta device (needs torch) and compare."),
     # ------------------------------------------------------------------ cross-check (simulate, check)

@@ -209,8 +209,9 @@ def test_mtp_aliases_and_ngram():
      "--speculative-config: method 'medusa' is not modelled by kvplan (eagle, eagle3, mtp and its *_mtp aliases, "
      "draft_model, ngram, suffix are)"),
     (["openai/gpt-oss-20b", "--speculative-config", "{method: eagle3}"],
-     "--speculative-config: not valid JSON (Expecting property name enclosed in double quotes); quote it, e.g. "
-     "--speculative-config '{\"method\": \"eagle3\", ...}'"),
+     # 0.34.0 parses --speculative-config with json.loads (optional_type(json.loads) in arg_utils.py)
+     "--speculative-config: vllm serve 0.34.0 reads it as JSON and '{method: eagle3}' is not JSON (argparse "
+     "refuses it); write e.g. '{\"key\": 3}'"),
     (["openai/gpt-oss-20b", "--kv-cache-dtype", "fp7"],
      # the flag has no argparse choices in 0.34.0; kvplan's option table checks the value
      "--kv-cache-dtype: 'fp7' is not one of: auto, bfloat16, float16, half, float32, float, fp8, fp8_e4m3, fp8_e5m2, "
@@ -306,3 +307,13 @@ def test_hf_overrides_change_the_config_kvplan_reads():
     # Qwen3-8B's config says 40960; the override sets the derived max_model_len
     assert d["scheduler"]["max_model_len"] == 65536
     assert kvplan.inspect("Qwen/Qwen3-8B", hf_overrides={"num_hidden_layers": 4})["num_layers"] == 4
+
+
+def test_shell_variables_uv_run_and_an_unset_model():
+    sl = parse_line("MODEL=Qwen/Qwen3-8B\nexport VLLM_X=1\nTP=2 && uv run vllm serve $MODEL -tp ${TP} --port 8000")
+    # MODEL and TP are shell variables (not exported: vLLM's process does not see them); VLLM_X is exported
+    assert sl.form == "vllm serve" and sl.argv == ("Qwen/Qwen3-8B", "-tp", "2", "--port", "8000")
+    assert sl.env == {"VLLM_X": "1"}
+    with pytest.raises(OptionError, match=r"^the line names its model through \$MODEL_PATH, which the line does not "
+                                          r"set; write the model id"):
+        kvplan.vllm_serve(line="vllm serve $MODEL_PATH --port 8000")

@@ -353,7 +353,9 @@ def render_allocation(report: dict) -> None:
 
 
 def render_budget(budget: dict) -> None:
-    render_mapping("KV budget from hardware (estimated)" if budget.get("estimated") else "KV budget", budget)
+    # the extensible sizing's terms are None under the profiled one: not shown there
+    render_mapping("KV budget from hardware (estimated)" if budget.get("estimated") else "KV budget",
+                   {k: v for k, v in budget.items() if v is not None})
 
 
 def render_sweep(d: dict) -> None:

@@ -287,6 +287,13 @@ def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, bas
             if flag.nargs == "+" and not vals:
                 raise OptionError(f"{option}: expected at least one value")
             value = vals
+        if flag.type == "json":
+            for v in value if isinstance(value, list) else [value]:
+                try:
+                    json.loads(v) if isinstance(v, str) else None
+                except json.JSONDecodeError:
+                    raise OptionError(f"{option}: vllm serve {table.release} reads it as JSON and {v!r} is not JSON "
+                                      "(argparse refuses it); write e.g. '{\"key\": 3}'") from None
         if flag.choices is not None:
             for v in value if isinstance(value, list) else [value]:
                 if v is not None and str(v) not in flag.choices:

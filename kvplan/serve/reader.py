@@ -281,6 +281,9 @@ def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLi
     parsed = parse_serve_args(words, table, base=base)
     if not parsed.model:
         raise OptionError("no model on the serve line; write `vllm serve MODEL ...` (or --model MODEL)")
+    if parsed.model.startswith("$"):
+        raise OptionError(f"the line names its model through {parsed.model}, which the line does not set; "
+                          "write the model id (or set it on the line: MODEL=org/name; vllm serve $MODEL)")
     r = _Reader(parsed, table)
     r.read()
     options = dict(r.options)
