@@ -79,11 +79,15 @@ def test_golden_log_agrees_on_every_figure(path):
         assert r["outcome"]["error"] == error["message"]
 
 
-def test_golden_sample_covers_every_release_and_model():
-    releases = {json.loads(p.read_text())["vllm_version"] for p in SAMPLE}
-    models = {json.loads(p.read_text())["case"]["model"] for p in SAMPLE}
-    assert releases == set(GOLDEN_RELEASES)
-    assert models == {json.loads(p.read_text())["case"]["model"] for p in ALL}
+def test_golden_sample_covers_every_release_model_and_line():
+    goldens = [json.loads(p.read_text()) for p in SAMPLE]
+    assert {g["vllm_version"] for g in goldens} == set(GOLDEN_RELEASES)
+    assert {g["case"]["model"] for g in goldens} == {json.loads(p.read_text())["case"]["model"] for p in ALL}
+    # every kind of planning line vLLM printed is in the sample: both capacity forms, padding, the
+    # override, auto-fit, DCP, the hybrid-manager conversion and each start-up error
+    kinds = {f.kind for g in goldens for f in facts_of(read_records(golden_log(g))).items}
+    assert {"kv_cache_size", "concurrency", "capacity", "padding", "override", "autofit", "dcp_multiply",
+            "hma_off_converted", "admission_error", "drafter_split", "page_error", "exception"} <= kinds
 
 
 # --- what "GPU KV cache size" means, release by release --------------------------------------
@@ -359,3 +363,21 @@ def test_a_release_before_the_registry_is_recovered_facts_only():
     assert r["facts"][1]["args"] == {"model": "Qwen/Qwen3-8B", "max_model_len": 8192, "tensor_parallel_size": 2,
                                      "enable_prefix_caching": None}
     assert r["inputs"]["policy"] is None and r["figures"][0]["verdict"] == "not re-simulated"
+
+
+def test_engine_config_line_with_a_speculative_config():
+    """0.2x engine core line: the resolved config, speculative config included (issue 49011's format)."""
+    text = ("(EngineCore pid=7476) INFO 07-25 13:41:51 [core.py:114] Initializing a V1 LLM engine (v0.25.1) with "
+            "config: model='openai/gpt-oss-20b', speculative_config=SpeculativeConfig(method='eagle3', "
+            "model='amazon/GPT-OSS-20B-P-EAGLE', num_spec_tokens=5), tokenizer='openai/gpt-oss-20b', "
+            "dtype=torch.bfloat16, max_seq_len=131072, tensor_parallel_size=1, pipeline_parallel_size=1, "
+            "data_parallel_size=1, quantization=mxfp4, enforce_eager=False, kv_cache_dtype=auto\n"
+            "(EngineCore pid=7476) INFO 07-25 13:42:10 [gpu_worker.py:508] Available KV cache memory: 40.0 GiB\n")
+    r = kvplan.explain_log(text)
+    cfg = r["facts"][0]
+    assert (cfg["version"], cfg["model"], cfg["max_seq_len"], cfg["quantization"]) == (
+        "0.25.1", "openai/gpt-oss-20b", 131072, "mxfp4")
+    opts = r["rebuild"]["options"]
+    assert (opts["drafter"], opts["speculative_method"], opts["num_speculative_tokens"]) == (
+        "amazon/GPT-OSS-20B-P-EAGLE", "eagle3", 5)
+    assert r["rebuild"]["policy"] == "vllm==0.25.1" and r["rebuild"]["status"] == "simulated"

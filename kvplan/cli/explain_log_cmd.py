@@ -24,6 +24,9 @@ def explain_log_command(log: LogFile, *, format: OutputFormat = Format.table, **
     what the line means in that release, and name the traps (hybrid manager off, padding,
     sliding-window reservation, auto-fit, rounding, a failure and its smallest fix).
 
+    The log decides the release, the model and the options; --policy, --model, --drafter and
+    --model-runner override it (--policy vllm==X for a log that does not name its release).
+
     Exit codes: 0 the figures agree (or there was nothing to re-simulate); 3 a figure disagrees;
     1 kvplan error (unreadable file).
     """
