@@ -32,7 +32,7 @@ INSPECT, SIMULATE, FIT, COMPARE, CHECK, EXPLAIN = "inspect", "simulate", "fit", 
 # `kvplan vllm [options] serve ...`: kvplan's own simulate options (vllm=False) go before `serve`;
 # vLLM's flags are read from the serve line (kvplan.serve). Derived in options_for, not declared.
 VLLM_SERVE = "vllm"
-_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot"})
+_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot", "summary"})
 MODEL_CMDS = frozenset({INSPECT, SIMULATE, FIT, COMPARE, CHECK})
 PLAN_CMDS = frozenset({SIMULATE, FIT, COMPARE, CHECK})
 
@@ -317,6 +317,17 @@ _TABLE: tuple[Option, ...] = (
            aliases=("-dcp",), metavar="N", commands=PLAN_CMDS,
            help="Decode-context-parallel ranks (within TP): each keeps 1/N of a request's tokens in full and MLA "
            "layers."),
+    Option("data_parallel_size", "--data-parallel-size", INT, default=1, minimum=1, aliases=("-dp",), metavar="N",
+           commands=PLAN_CMDS,
+           help="Data-parallel ranks (full replicas): the KV cache per GPU is unchanged; MoE experts are split over "
+           "TP x DP ranks, so a MoE model's weights per GPU shrink."),
+    Option("enable_expert_parallel", "--enable-expert-parallel", BOOL, default=False, aliases=("-ep",),
+           commands=PLAN_CMDS,
+           help="Expert parallelism: each of the TP x DP ranks holds whole experts (ceil(E / ranks)) instead of a "
+           "slice of every expert."),
+    Option("hf_overrides", "--hf-overrides", JSON, metavar="JSON",
+           help="vLLM's --hf-overrides: keys that replace the model config's (a mapping updates a sub-config "
+           "such as text_config key by key)."),
     Option("disable_sliding_window", "--disable-sliding-window", BOOL, default=False,
            help="Every layer becomes full attention, and max_model_len is capped at the window."),
     Option("revision", "--revision", STR, metavar="REV",
@@ -378,8 +389,19 @@ _TABLE: tuple[Option, ...] = (
     Option("gpu_memory", "--gpu-memory", GIB, minimum=1.0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
            metavar="SIZE", help="GPU memory for a card without a preset: 80GiB, or a bare number of GiB."),
     Option("gpu_memory_utilization", "--gpu-memory-utilization", FLOAT, minimum=0.01, maximum=1.0, panel=HARDWARE,
-           commands=PLAN_CMDS, metavar="FRACTION", default_doc="the era's: 0.92 from 0.33, 0.9 before",
+           commands=PLAN_CMDS, metavar="FRACTION",
+           default_doc="the era's: 1.0 with the extensible KV cache (0.34+), else 0.92 from 0.20, 0.9 before",
            help="Fraction of the GPU vLLM may use."),
+    Option("enable_extensible_kv_cache", "--enable-extensible-kv-cache", TRISTATE, panel=HARDWARE, commands=PLAN_CMDS,
+           default_doc="the era's: on from 0.34 (CUDA/ROCm), off with --kv-cache-memory or --num-gpu-blocks-override",
+           help="vLLM's extensible KV cache: size it from the memory measured after warmup and CUDA-graph capture "
+           "(utilization default 1.0) instead of from the profiling estimate."),
+    Option("quantization", "--quantization", STR, aliases=("-q",), panel=HARDWARE, commands=PLAN_CMDS,
+           metavar="METHOD", default_doc="the checkpoint's quantization_config",
+           help="vLLM's --quantization: the checkpoint's own method (or its Marlin variant), or fp8 to quantize "
+           "an unquantized checkpoint at load time (weights per GPU)."),
+    Option("cpu_offload_gb", "--cpu-offload-gb", FLOAT, minimum=0.0, panel=HARDWARE, commands=PLAN_CMDS,
+           metavar="GIB", help="Weights moved to CPU memory per GPU, in GiB (vLLM's --cpu-offload-gb)."),
     Option("weights_memory", "--weights-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False, metavar="SIZE",
            help="Weights per GPU instead of kvplan's count (vLLM's 'Model loading took' figure)."),
     Option("activation_memory", "--activation-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
@@ -388,6 +410,9 @@ _TABLE: tuple[Option, ...] = (
            metavar="SIZE", help="Non-torch memory per GPU instead of kvplan's estimate."),
     Option("cudagraph_memory", "--cudagraph-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
            metavar="SIZE", help="CUDA-graph reserve per GPU instead of kvplan's estimate (0 for --enforce-eager)."),
+    Option("startup_memory", "--startup-memory", SIZE, minimum=0, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
+           metavar="SIZE", help="Memory in use when vLLM starts (CUDA context, NCCL; other processes) instead of "
+           "kvplan's estimate; the extensible KV cache's sizing subtracts it."),
     Option("exact_params", "--exact-params", BOOL, default=False, panel=HARDWARE, commands=frozenset({FIT, CHECK}),
            vllm=False, help="Also count parameters on torch's meta device (needs torch) and compare."),
     # ------------------------------------------------------------------ cross-check (simulate, check)
@@ -407,6 +432,9 @@ _TABLE: tuple[Option, ...] = (
            metavar="PNG", help="With --sweep-threshold: draw the sweep to this PNG (needs kvplan\\[plot])."),
     Option("explain", "--explain", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
            panel=CHECKS, help="Explain the decision chain in words, with its numbers."),
+    Option("summary", "--summary", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
+           panel=CHECKS, help="One screen (at most 20 lines): decision, group size, padding, num_blocks, KV tokens, "
+           "both concurrencies, outcome and the fix. Table output only (JSON is always whole)."),
     Option("require_start", "--require-start", BOOL, default=False, panel=CHECKS, commands=frozenset({SIMULATE}),
            scenario=False, vllm=False, help="Exit 3 if the engine would fail at start-up."),
     Option("fail_on_padding", "--fail-on-padding", FLOAT, minimum=0.0, panel=CHECKS, commands=frozenset({SIMULATE}),

@@ -222,9 +222,9 @@ def test_missing_lines_are_listed_not_guessed():
                            "per request: 1.30x\n")
     assert r["rebuild"]["status"] == "no model"
     assert r["missing"] == [
-        "the vLLM release ('vLLM API server version …'): no line found",
-        "the model ('non-default args: {…}', the engine config line or the vllm serve command): no line found",
-        "the KV memory ('Available KV cache memory: … GiB'): no line found",
+        "the vLLM release ('vLLM API server version ...'): no line found",
+        "the model ('non-default args: {...}', the engine config line or the vllm serve command): no line found",
+        "the KV memory ('Available KV cache memory: ... GiB'): no line found",
     ]
 
 
@@ -328,3 +328,34 @@ def test_trap_failure_with_the_smallest_verified_fix():
     t = _traps(r)["startup_failure"]
     assert t["stage"] == "admission" and t["fix"]["flag"] == "--max-model-len 70832" and t["fix"]["verified"]
     assert r["outcome"]["fix"] == "--max-model-len 70832"
+
+
+def test_model_override_reads_a_local_config():
+    """A log whose model is a local path kvplan cannot see gives a recovered-facts-only verdict;
+    --model pointing at the same model's config (a directory) re-simulates it, and vLLM's own
+    figures (llama-3.1-8b on 40 GiB, vLLM 0.18.0) agree."""
+    from pathlib import Path
+
+    golden = _golden("llama-3.1-8b__40gib__0.18.0")
+    text = golden_log(golden).replace("'meta-llama/Meta-Llama-3.1-8B'", "'/models/llama-3.1-8b'")
+    r = kvplan.explain_log(text)
+    assert r["rebuild"]["status"] == "model not in catalog" and r["verdict"].startswith("model not in catalog")
+    local = Path(__file__).resolve().parent.parent / "configs" / "meta-llama" / "Meta-Llama-3.1-8B"
+    r = kvplan.explain_log(text, model=str(local))
+    assert r["rebuild"]["model_source"] == "--model" and r["inputs"]["model"]["source"] == "local"
+    assert r["verdict"] == f"agrees on all {len(r['figures'])} figures"
+
+
+def test_a_release_before_the_registry_is_recovered_facts_only():
+    """0.8 printed its arguments as a Namespace; the model is read, the release is not one kvplan
+    models (0.10.1 is the first), so nothing is re-simulated and nothing is guessed."""
+    text = ("INFO 04-29 01:09:40 [api_server.py:1043] vLLM API server version 0.8.5\n"
+            "INFO 04-29 01:09:40 [api_server.py:1044] args: Namespace(model='Qwen/Qwen3-8B', max_model_len=8192, "
+            "tensor_parallel_size=2, enable_prefix_caching=None)\n"
+            "INFO 04-29 01:09:49 [kv_cache_utils.py:634] GPU KV cache size: 198,784 tokens\n")
+    r = kvplan.explain_log(text)
+    assert r["rebuild"]["status"] == "release not modelled" and r["rebuild"]["model"] == "Qwen/Qwen3-8B"
+    assert r["verdict"].startswith("release not modelled: recovered facts only (unknown vLLM release '0.8.5'")
+    assert r["facts"][1]["args"] == {"model": "Qwen/Qwen3-8B", "max_model_len": 8192, "tensor_parallel_size": 2,
+                                     "enable_prefix_caching": None}
+    assert r["inputs"]["policy"] is None and r["figures"][0]["verdict"] == "not re-simulated"

@@ -14,11 +14,15 @@ LOGS = Path(__file__).parent / "logs"
 NO_MODEL = "no model: recovered facts only"
 NOT_IN_CATALOG = "model not in catalog: recovered facts only"
 
+EAGLE_COMMAND = {"form": "vllm serve", "env": {}, "argv": [
+    "openai/gpt-oss-120b", "--speculative-config",
+    '{"method": "eagle3", "model": "nvidia/gpt-oss-120b-Eagle3", "num_speculative_tokens": 1}']}
+
 # file -> (explain_log options, expected facts [(kind, line, values)], verdict prefix)
 CASES: dict[str, tuple[dict, list, str]] = {
     "01-vllm-27508-gpt-oss-120b-h100.log": ({}, [
-        ("serve_command", 1, {"model": "openai/gpt-oss-120b",
-                              "args": {"gpu_memory_utilization": "0.95", "max_num_batched_tokens": "1024"}}),
+        ("serve_command", 1, {"form": "vllm serve", "env": {}, "argv": [
+            "openai/gpt-oss-120b", "--gpu-memory-utilization", "0.95", "--max-num-batched-tokens", "1024"]}),
         ("available_kv_memory", 2, {"gib": 1.71}),
         ("engine_failed", 3, {}),
     ], "agrees on the 1 figure"),
@@ -38,10 +42,11 @@ CASES: dict[str, tuple[dict, list, str]] = {
         ("concurrency", 3, {"max_model_len": 32768, "max_concurrency": 1.3}),
     ], NO_MODEL),
     "05-vllm-34076-qwen3-coder-pp2-admission.log": ({}, [
-        ("serve_command", 1, {"model": "./Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", "args": {
-            "gpu_memory_utilization": "0.9", "served_model_name": "Qwen3-Coder-30B-A3B-Instruct-FP8",
-            "pipeline_parallel_size": "2", "enable_chunked_prefill": True, "enable_auto_tool_choice": True,
-            "tool_call_parser": "qwen3_coder"}}),
+        ("serve_command", 1, {"form": "vllm serve", "env": {
+            "VLLM_PP_LAYER_PARTITION": "16,32", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0,1"},
+            "argv": ["./Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", "--gpu-memory-utilization", "0.9",
+                     "--served-model-name", "Qwen3-Coder-30B-A3B-Instruct-FP8", "--pipeline-parallel-size", "2",
+                     "--enable-chunked-prefill", "--enable-auto-tool-choice", "--tool-call-parser", "qwen3_coder"]}),
         ("admission_error", 2, {"max_model_len": 262144, "needed_gib": 24.0, "available_gib": 3.18,
                                 "estimated_max_model_len": 34736}),
     ], NOT_IN_CATALOG),
@@ -84,18 +89,17 @@ CASES: dict[str, tuple[dict, list, str]] = {
     ], NO_MODEL),
     # PR #29303 landed in 0.12.0: its "before" line is a 0.11 release's, its "after" line 0.12.0's
     "13-vllm-pr29303-gpt-oss-120b-eagle3-before.log": ({"policy": "vllm==0.11.2"}, [
-        ("serve_command", 1, {"model": "openai/gpt-oss-120b", "args": {"speculative_config": {
-            "method": "eagle3", "model": "nvidia/gpt-oss-120b-Eagle3", "num_speculative_tokens": 1}}}),
+        ("serve_command", 1, EAGLE_COMMAND),
         ("padding", 2, {"num_padding_layers": 17, "waste_pct": 89.47}),
     ], "layout only (no KV memory in the log): agrees on all 2 figures"),
     "14-vllm-pr29303-gpt-oss-120b-eagle3-after.log": ({"policy": "vllm==0.12.0"}, [
-        ("serve_command", 1, {"model": "openai/gpt-oss-120b", "args": {"speculative_config": {
-            "method": "eagle3", "model": "nvidia/gpt-oss-120b-Eagle3", "num_speculative_tokens": 1}}}),
+        ("serve_command", 1, EAGLE_COMMAND),
         ("padding", 2, {"num_padding_layers": 1, "waste_pct": 5.56}),
     ], "layout only (no KV memory in the log): agrees on all 2 figures"),
     "15-vllm-pr12569-llama-3.1-70b-w8a8-gpu-blocks.log": ({}, [
-        ("serve_command", 1, {"model": "neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8",
-                              "args": {"max_model_len": "2048", "gpu_memory_utilization": "0.98"}}),
+        ("serve_command", 1, {"form": "vllm serve", "env": {"VLLM_USE_V1": "1"}, "argv": [
+            "neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8", "--max-model-len", "2048",
+            "--gpu-memory-utilization", "0.98"]}),
         ("model_loading", 3, {"weights_gib": 67.7229}),
         ("num_gpu_blocks", 4, {"num_blocks": 1381}),
         ("concurrency", 5, {"max_model_len": 2048, "max_concurrency": 10.79}),
@@ -115,9 +119,9 @@ CASES: dict[str, tuple[dict, list, str]] = {
             "load_format": "fastsafetensors", "reasoning_parser": "gemma4"}, "partial": True}),
     ], NOT_IN_CATALOG),
     "18-vllm-21348-qwen3-235b-lmcache.log": ({}, [
-        ("serve_command", 1, {"model": "/path/to/Qwen3-235B-A22B-FP8", "args": {
-            "tensor_parallel_size": "4", "kv_transfer_config": {"kv_connector": "LMCacheConnectorV1",
-                                                                "kv_role": "kv_both"}}}),
+        ("serve_command", 1, {"form": "vllm serve", "env": {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, "argv": [
+            "/path/to/Qwen3-235B-A22B-FP8", "--tensor-parallel-size", "4", "--kv-transfer-config",
+            '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}']}),
         ("available_kv_memory", 5, {"gib": 8.11}),
         ("kv_cache_size", 6, {"kv_cache_size_tokens": 178880}),
     ], NOT_IN_CATALOG),
@@ -161,7 +165,7 @@ def test_real_log_gpt_oss_120b_on_h100_rebuilt_and_fixed():
     589,824 x 8,329 = 4,912,644,096 B > 1.71 GiB: start-up fails, as the log shows."""
     r = kvplan.explain_log(str(LOGS / "01-vllm-27508-gpt-oss-120b-h100.log"))
     assert r["rebuild"]["model"] == "openai/gpt-oss-120b" and r["rebuild"]["policy"] is None
-    assert r["rebuild"]["options"]["max_num_batched_tokens"] == "1024"
+    assert r["rebuild"]["options"]["max_num_batched_tokens"] == 1024
     assert any(n.startswith("the release: not in the log") for n in r["rebuild"]["notes"])
     assert r["simulation"]["memory"]["needed_bytes"] == 589_824 * (8_192 + 137) == 4_912_644_096
     assert r["figures"][0]["figure"] == "engine starts" and r["figures"][0]["logged"] is False
@@ -210,3 +214,15 @@ def test_disagreement_exits_3_on_the_command_line():
     res = CliRunner().invoke(ensure_registered(), ["explain-log", str(LOGS / "13-vllm-pr29303-gpt-oss-120b-eagle3-before.log")])
     assert res.exit_code == 3, res.stderr
     assert "disagrees on 2 of 2 figures" in res.stdout
+
+
+def test_real_log_command_read_by_the_serve_reader():
+    """The pasted commands go through kvplan.serve (the `vllm serve` reader): typed options, the
+    drafter from --speculative-config, flags without a KV effect listed as not modelled."""
+    r = kvplan.explain_log(str(LOGS / "14-vllm-pr29303-gpt-oss-120b-eagle3-after.log"), policy="vllm==0.12.0")
+    assert r["rebuild"]["options"] == {"drafter": "nvidia/gpt-oss-120b-Eagle3", "speculative_method": "eagle3",
+                                       "num_speculative_tokens": 1}
+    r = kvplan.explain_log(str(LOGS / "05-vllm-34076-qwen3-coder-pp2-admission.log"))
+    assert r["rebuild"]["options"] == {"gpu_memory_utilization": 0.9, "pipeline_parallel_size": 2}
+    assert r["rebuild"]["ignored_args"] == ["served_model_name", "enable_chunked_prefill", "enable_auto_tool_choice",
+                                            "tool_call_parser"]

@@ -39,7 +39,9 @@ def simulate(model, *args):
 @pytest.mark.parametrize("model, gpu, extra", [
     ("Qwen/Qwen3-8B", "L4-24GB", []),  # full attention: memory-bound well below 40960
     ("openai/gpt-oss-20b", "L4-24GB", ["--gpu-memory-utilization", "0.7"]),  # sliding + full, mxfp4 (2048-token steps on an L4)
-    ("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100-80GB", ["-tp", "2", "--gpu-memory-utilization", "0.98"]),
+    # profiled sizing: with 0.34's default extensible KV cache (its margin and transient reserve) TP 2 leaves no room
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100-80GB", ["-tp", "2", "--gpu-memory-utilization", "0.98",
+                                                        "--no-enable-extensible-kv-cache"]),
 ])
 def test_max_model_len_fits_and_one_more_does_not(model, gpu, extra):
     r, d = run("fit", model, "--gpu", gpu, *extra)
@@ -155,9 +157,17 @@ def test_gpu_table_rows_match_simulate():
                      "--max-model-len", "32768")
         assert s["outcome"]["starts"] == row["outcome"]["starts"]
         assert round(s["memory"]["max_concurrency"], 6) == row["max_concurrency"]
-        assert row["enough"] == (row["outcome"]["starts"] and row["max_concurrency"] >= 16)
-    # one H200 holds gpt-oss-120b with room for 16 × 32k; one H100 does not
-    assert g["smallest_enough"]["gpu"] == "H200-141GB" and g["smallest_enough"]["num_gpus"] == 1
+        # enough = steady-state capacity (fit._enough, docs/capacity.md), not vLLM's worst-case max_concurrency
+        assert row["enough"] == (row["outcome"]["starts"] and row["steady_state_concurrency"] >= 16)
+    # with vLLM 0.34's extensible KV cache (utilization 1.0) two L40S (2 × 44.52 GiB) hold gpt-oss-120b with room
+    # for 16 × 32k, less memory in all than one H200 (139.80 GiB); one H100 does not
+    assert (g["smallest_enough"]["gpu"], g["smallest_enough"]["num_gpus"]) == ("L40S-48GB", 2)
+    assert not next(x for x in g["rows"] if (x["gpu"], x["tensor_parallel_size"]) == ("H100-80GB", 1))["enough"]
+    # the profiled sizing at 0.92: the L40S pair falls short, one H200 is the smallest
+    r, d = run("fit", "openai/gpt-oss-120b", "--gpus", "H200,L40S", "--tp-sizes", "1,2", "--concurrency", "16",
+               "--context-len", "32768", "--no-enable-extensible-kv-cache")
+    sm = d["gpus"]["smallest_enough"]
+    assert (sm["gpu"], sm["num_gpus"]) == ("H200-141GB", 1)
 
 
 def test_default_is_the_table_when_no_gpu_is_given():

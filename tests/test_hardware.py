@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvplan.budget.estimate import default_gpu_memory_utilization, estimate_cudagraph_bytes, kv_budget
+from kvplan.budget.estimate import estimate_cudagraph_bytes, kv_budget
+from kvplan.budget.sizing import EXTENSIBLE, PROFILED, resolve_gpu_memory_utilization
 from kvplan.budget.hardware import GPU_PRESETS, get_gpu, vllm_batch_defaults
 from kvplan.cli.app import ensure_registered
 from kvplan.engines.vllm import get_era
@@ -53,8 +54,15 @@ def test_unknown_gpu_lists_presets():
 
 
 def test_default_utilization_by_era():
-    assert default_gpu_memory_utilization(LATEST) == 0.92
-    assert default_gpu_memory_utilization(OLD) == default_gpu_memory_utilization(get_era("vllm-min")) == 0.9
+    # CacheConfig: 0.9 to 0.19.1, 0.92 from 0.20.0 (DEFAULT_GPU_MEMORY_UTILIZATION in 0.34.0 config/cache.py 186);
+    # 0.34.0's resolved_gpu_memory_utilization (config/cache.py 495-501): 1.0 with the extensible KV cache.
+    assert resolve_gpu_memory_utilization(LATEST, None, PROFILED) == (0.92, "vllm-0.34 default")
+    assert resolve_gpu_memory_utilization(LATEST, None, EXTENSIBLE) == (
+        1.0, "vllm-0.34 default with the extensible KV cache")
+    assert resolve_gpu_memory_utilization(get_era("vllm-0.33"), None, PROFILED)[0] == 0.92
+    assert resolve_gpu_memory_utilization(OLD, None, PROFILED)[0] == 0.9
+    assert resolve_gpu_memory_utilization(get_era("vllm-min"), None, PROFILED)[0] == 0.9
+    assert resolve_gpu_memory_utilization(LATEST, 0.8, EXTENSIBLE) == (0.8, "--gpu-memory-utilization")
 
 
 def test_cudagraph_reserve_only_where_vllm_subtracts_it():
@@ -67,9 +75,16 @@ def llama():
     return build_model_layout("meta-llama/Meta-Llama-3.1-8B")
 
 
+# vLLM 0.34.0 without its extensible KV cache sizes it from the profiling estimate, as every release before
+# (kvplan.budget.sizing); these tests check that formula at the newest era.
+PROFILED_034 = dict(enable_extensible_kv_cache=False)
+
+
 def test_budget_is_the_vllm_formula(llama):
-    # Llama-3.1-8B, TP 1, on an H100 (81089 MiB as CUDA reports it), vllm-latest (0.92):
-    #   requested  = int(81089 · 2^20 · 0.92)                                = 78,225,740,922
+    # Llama-3.1-8B, TP 1, on an H100 (81089 MiB as CUDA reports it), vllm-latest without the extensible KV
+    # cache (0.92):
+    #   requested  = ceil(81089 · 2^20 · 0.92) = ceil(78,225,740,922.88)     = 78,225,740,923
+    #                (v1/worker/utils.py request_memory: math.ceil, 0.18.0 l. 408, 0.34.0 l. 743)
     #   weights    = 8,030,261,248 params (test_weights) · 2 B                = 16,060,522,496
     #                (vLLM logged 14.96 GiB for Llama-3-8B, PR #10511: 16,060,522,496 / 2^30 = 14.957)
     #   activation = max(forward, sampler) + 256 MiB: forward 8192 · (4·4096 + 3·14336) · 2
@@ -77,17 +92,34 @@ def test_budget_is_the_vllm_formula(llama):
     #                → 1,050,673,152 + 268,435,456                            =  1,319,108,608
     #   non-torch  = 256 MiB (one GPU)                                        =    268,435,456
     #   CUDA graphs = 256 MiB + 32 layers · 8 MiB                             =    536,870,912
-    #   KV = 78,225,740,922 − 16,060,522,496 − 1,319,108,608 − 268,435,456 − 536,870,912
-    #      = 60,040,803,450
-    b = kv_budget(llama, LATEST, gpu="H100-80GB")
+    #   KV = 78,225,740,923 − 16,060,522,496 − 1,319,108,608 − 268,435,456 − 536,870,912
+    #      = 60,040,803,451
+    b = kv_budget(llama, LATEST, gpu="H100-80GB", **PROFILED_034)
     assert b["gpu_memory_bytes"] == 85_027_979_264 and b["gpu_memory_utilization"] == 0.92  # 81089 · 2^20
-    assert b["requested_memory_bytes"] == 78_225_740_922
+    assert (b["kv_cache_sizing"], b["kv_cache_sizing_source"]) == ("profiled", "--no-enable-extensible-kv-cache")
+    assert b["requested_memory_bytes"] == 78_225_740_923
     assert b["weights_bytes"] == 16_060_522_496
     assert b["activation_peak_bytes"] == 1_319_108_608
     assert b["non_torch_bytes"] == 268_435_456 and b["cudagraph_bytes"] == 536_870_912
-    assert b["kv_cache_memory_bytes"] == 60_040_803_450
+    assert b["kv_cache_memory_bytes"] == 60_040_803_451
     assert b["estimated"] is True
-    assert all(isinstance(v, int) for k, v in b.items() if k.endswith("_bytes"))
+    extensible_only = {"cudagraph_resident_bytes", "startup_memory_bytes", "sizing_margin_floor_bytes", "tentative_kv_cache_memory_bytes",
+                       "transient_reserve_bytes", "sizing_margin_bytes", "measured_kv_cache_memory_bytes"}
+    assert all(isinstance(v, int) for k, v in b.items() if k.endswith("_bytes") and k not in extensible_only)
+    assert all(b[k] is None for k in extensible_only)
+    assert b["formula"].startswith("kv_cache_memory = ceil(gpu_memory × gpu_memory_utilization) − weights − "
+                                   "activation_peak − non_torch − cudagraph")
+    assert b["formula_source"] == ("vLLM 0.34.0: v1/worker/utils.py request_memory, v1/worker/gpu_worker.py "
+                                   "determine_available_memory (CUDA-graph estimate in the profile)")
+    # vLLM 0.33.0 has no extensible KV cache (no `extensible` anywhere in its vllm/config or vllm/v1; its
+    # CacheConfig.gpu_memory_utilization is a float defaulting to 0.92, config/cache.py 215): its default
+    # budget is this same profiled one, and asking for the extensible cache there is an error.
+    old = kv_budget(llama, get_era("vllm-0.33"), gpu="H100-80GB")
+    assert (old["kv_cache_sizing"], old["gpu_memory_utilization"], old["kv_cache_memory_bytes"]) == \
+        ("profiled", 0.92, 60_040_803_451)
+    assert old["gpu_memory_utilization_source"] == "vllm-0.33 default"
+    with pytest.raises(OptionError, match="^--enable-extensible-kv-cache: vLLM 0.33.0 has no extensible KV cache"):
+        kv_budget(llama, get_era("vllm-0.33"), gpu="H100-80GB", enable_extensible_kv_cache=True)
 
 
 def test_overrides_replace_estimates(llama):
@@ -109,22 +141,22 @@ def test_bad_override_is_one_line(llama):
 def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     # The tensor-parallel size is the layout's own (issue 10: it silently fell back to 1).
     # Llama-3.1-8B at TP 2 on an H100 (81089 MiB), vllm-latest (0.92):
-    #   requested  = int(81089 · 2^20 · 0.92)                          = 78,225,740,922
+    #   requested  = ceil(81089 · 2^20 · 0.92)                         = 78,225,740,923
     #   weights    = 4,015,263,744 params per rank · 2 B (test_weights) =  8,030,527,488
     #   activation = max(forward, sampler) + 256 MiB; forward = 8192 · (4·4096 + 3·14336/2) · 2
     #                = 8192 · 37888 · 2 = 620,756,992; sampler = 1024 · 128256 · 4 · 2 = 1,050,673,152
     #                → 1,050,673,152 + 268,435,456                      =  1,319,108,608
     #   non-torch  = 768 MiB (tp·pp = 2)                                =    805,306,368
     #   CUDA graphs = 256 MiB + 32 · 8 MiB                              =    536,870,912
-    #   KV = 78,225,740,922 − 8,030,527,488 − 1,319,108,608 − 805,306,368 − 536,870,912 = 67,533,927,546
+    #   KV = 78,225,740,923 − 8,030,527,488 − 1,319,108,608 − 805,306,368 − 536,870,912 = 67,533,927,547
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
-    b2 = kv_budget(tp2, LATEST, gpu="H100")
+    b2 = kv_budget(tp2, LATEST, gpu="H100", **PROFILED_034)
     assert b2["tensor_parallel_size"] == 2 and b2["warnings"] == []
-    assert b2["requested_memory_bytes"] == 78_225_740_922
+    assert b2["requested_memory_bytes"] == 78_225_740_923
     assert b2["weights_bytes"] == 8_030_527_488
     assert b2["activation_peak_bytes"] == 1_319_108_608
     assert b2["non_torch_bytes"] == 805_306_368 and b2["cudagraph_bytes"] == 536_870_912
-    assert b2["kv_cache_memory_bytes"] == 67_533_927_546
+    assert b2["kv_cache_memory_bytes"] == 67_533_927_547
     assert kv_budget(llama, LATEST, gpu="H100")["non_torch_bytes"] == 268_435_456  # 256 MiB on one GPU
     with pytest.raises(OptionError, match="tensor_parallel_size 4.*built for 2"):
         kv_budget(tp2, LATEST, gpu="H100", tensor_parallel_size=4)
@@ -132,37 +164,37 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
 
 def test_pipeline_budget_is_the_tightest_stage():
     layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(pipeline_parallel_size=2))
-    b = kv_budget(layout, LATEST, gpu="L40S")
-    # Llama-3.1-8B, PP 2 on an L40S (45589 MiB), vllm-latest: requested int(45589 · 2^20 · 0.92)
-    # = 43,979,248,762 per GPU. One layer is 218,112,000 parameters (test_weights).
+    b = kv_budget(layout, LATEST, gpu="L40S", **PROFILED_034)
+    # Llama-3.1-8B, PP 2 on an L40S (45589 MiB), vllm-latest profiled: requested ceil(45589 · 2^20 · 0.92)
+    # = ceil(43,979,248,762.88) = 43,979,248,763 per GPU. One layer is 218,112,000 parameters (test_weights).
     #   stage 0: embedding 128256·4096 + layers 0-15 = 4,015,128,576 params = 8,030,257,152 B;
     #            activation: no sampler on a first stage, forward 8192 · (4·4096 + 3·14336) · 2
     #            = 973,078,528 + 256 MiB = 1,241,513,984
     #   stage 1: layers 16-31 + final norm 4096 + lm_head 128256·4096 = 4,015,132,672 params
     #            = 8,030,265,344 B; activation: sampler 1,050,673,152 + 256 MiB = 1,319,108,608
     #   both: non-torch 768 MiB (tp·pp = 2) = 805,306,368; CUDA graphs 256 MiB + 16 · 8 MiB = 402,653,184
-    #   KV: stage 0 43,979,248,762 − 8,030,257,152 − 1,241,513,984 − 805,306,368 − 402,653,184
-    #       = 33,499,518,074; stage 1 ... − 8,030,265,344 − 1,319,108,608 − ... = 33,421,915,258
+    #   KV: stage 0 43,979,248,763 − 8,030,257,152 − 1,241,513,984 − 805,306,368 − 402,653,184
+    #       = 33,499,518,075; stage 1 ... − 8,030,265,344 − 1,319,108,608 − ... = 33,421,915,259
     assert [(s["weights_bytes"], s["activation_peak_bytes"], s["kv_cache_memory_bytes"]) for s in b["stages"]] == [
-        (8_030_257_152, 1_241_513_984, 33_499_518_074),
-        (8_030_265_344, 1_319_108_608, 33_421_915_258),
+        (8_030_257_152, 1_241_513_984, 33_499_518_075),
+        (8_030_265_344, 1_319_108_608, 33_421_915_259),
     ]
-    assert b["kv_cache_memory_bytes"] == 33_421_915_258  # the tighter stage, stage 1
+    assert b["kv_cache_memory_bytes"] == 33_421_915_259  # the tighter stage, stage 1
     assert any("pipeline parallel" in w and "stage 1" in w for w in b["warnings"])
 
 
 def test_model_too_big_gives_a_negative_budget_and_says_so():
     layout = build_model_layout("Qwen/Qwen3-32B")
-    b = kv_budget(layout, LATEST, gpu="L4")
+    b = kv_budget(layout, LATEST, gpu="L4", **PROFILED_034)
     # Qwen3-32B: per layer q 8192·5120 + k, v 1024·5120 + o 5120·8192 + q/k norms 2·128 + MLP
     # 3·5120·25600 + two norms 2·5120 = 487,598,336; 64 layers + embed and head 2·151936·5120
     # + final norm 5120 = 32,762,123,264 params = 65,524,246,528 B (bf16).
-    # L4 (23034 MiB) · 0.92 = 22,220,667,617; activation 8192 · (4·5120 + 3·25600) · 2
+    # ceil(L4 (23034 MiB) · 0.92) = ceil(22,220,667,617.28) = 22,220,667,618; activation 8192 · (4·5120 + 3·25600) · 2
     # = 1,593,835,520 (> sampler 1024 · 151936 · 8) + 256 MiB = 1,862,270,976; non-torch 256 MiB;
     # CUDA graphs 256 MiB + 64 · 8 MiB = 805,306,368.
-    # KV = 22,220,667,617 − 65,524,246,528 − 1,862,270,976 − 268,435,456 − 805,306,368 = −46,239,591,711
+    # KV = 22,220,667,618 − 65,524,246,528 − 1,862,270,976 − 268,435,456 − 805,306,368 = −46,239,591,710
     assert b["weights_bytes"] == 65_524_246_528
-    assert b["kv_cache_memory_bytes"] == -46_239_591_711
+    assert b["kv_cache_memory_bytes"] == -46_239_591_710
     assert any(w.startswith("no memory left for the KV cache: 20.69 GiB usable (22.49 GiB × 0.92)")
                and w.endswith("is -43.06 GiB") for w in b["warnings"])
 
@@ -180,8 +212,13 @@ def test_simulate_with_gpu_marks_the_budget_estimated():
     assert r.exit_code == 0
     b = d["budget"]
     assert b["estimated"] is True and b["tensor_parallel_size"] == 2
-    # the TP-2 budget derived in test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl
-    assert b["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == 67_533_927_546
+    # the TP-2 extensible budget derived in test_extensible_budget_tp2 (vLLM 0.34.0's default sizing)
+    assert b["kv_cache_sizing"] == "extensible"
+    assert b["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == 71_333_568_512
+    # --no-enable-extensible-kv-cache: the profiled TP-2 budget of test_tp_comes_from_the_layout_and_splits_...
+    r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB", "-tp", "2",
+                 "--no-enable-extensible-kv-cache")
+    assert d["budget"]["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == 67_533_927_547
 
 
 def test_simulate_with_kv_cache_memory_has_no_estimate():

@@ -209,8 +209,9 @@ def test_mtp_aliases_and_ngram():
      "--speculative-config: method 'medusa' is not modelled by kvplan (eagle, eagle3, mtp and its *_mtp aliases, "
      "draft_model, ngram, suffix are)"),
     (["openai/gpt-oss-20b", "--speculative-config", "{method: eagle3}"],
-     "--speculative-config: not valid JSON (Expecting property name enclosed in double quotes); quote it, e.g. "
-     "--speculative-config '{\"method\": \"eagle3\", ...}'"),
+     # 0.34.0 parses --speculative-config with json.loads (optional_type(json.loads) in arg_utils.py)
+     "--speculative-config: vllm serve 0.34.0 reads it as JSON and '{method: eagle3}' is not JSON (argparse "
+     "refuses it); write e.g. '{\"key\": 3}'"),
     (["openai/gpt-oss-20b", "--kv-cache-dtype", "fp7"],
      # the flag has no argparse choices in 0.34.0; kvplan's option table checks the value
      "--kv-cache-dtype: 'fp7' is not one of: auto, bfloat16, float16, half, float32, float, fp8, fp8_e4m3, fp8_e5m2, "
@@ -263,3 +264,56 @@ def test_check_entry_with_a_serve_line(tmp_path):
     assert r.exit_code == 1
     assert r.stderr == (f"Error: {f}:5: deployment 'bad': key 'max_model_len': set by the key and by vllm_serve; "
                         "give it once\n")
+
+
+# ---------------------------------------------------------------------------------------- weights flags
+
+def _weights(model: str, *args: str, gpu: str = "H200-141GB") -> dict:
+    return kvplan.vllm_serve([model, *args], gpu=gpu)["budget"]
+
+
+def test_data_and_expert_parallel_split_the_experts():
+    # Mixtral-8x7B: 32 layers, 8 experts, H 4096, I 14336, bf16. vLLM splits FusedMoE over tp x dp ranks
+    # (FusedMoEParallelConfig.make, vllm 0.34.0): at TP 2 each rank holds per layer
+    # w13 8 x (2 x 14336 / 2) x 4096 + w2 8 x 4096 x (14336 / 2) values = 704,643,072 x 2 bytes = 1,409,286,144;
+    # x 32 layers = 45,097,156,608. DP 2 halves it (22,548,578,304 less per GPU).
+    tp2 = _weights("mistralai/Mixtral-8x7B-v0.1", "-tp", "2")["weights_bytes"]
+    dp2 = _weights("mistralai/Mixtral-8x7B-v0.1", "-tp", "2", "-dp", "2")["weights_bytes"]
+    assert tp2 - dp2 == 22_548_578_304
+    # expert parallelism: 8 / 4 = 2 whole experts per rank, the same bytes as a quarter of each expert
+    assert _weights("mistralai/Mixtral-8x7B-v0.1", "-tp", "2", "-dp", "2", "--enable-expert-parallel")[
+        "weights_bytes"] == dp2
+
+
+def test_cpu_offload_and_online_fp8():
+    base = _weights("mistralai/Mixtral-8x7B-v0.1", "-tp", "2")
+    off = _weights("mistralai/Mixtral-8x7B-v0.1", "-tp", "2", "--cpu-offload-gb", "10")
+    # vLLM's uva offloader: cpu_offload_max_bytes = int(cpu_offload_gb * 1024**3) (offloader/base.py, 0.34.0)
+    assert base["weights_bytes"] - off["weights_bytes"] == 10 * 2**30
+    assert off["weights_source"] == "analytic count from the config, minus --cpu-offload-gb 10"
+    q = _weights("mistralai/Mistral-7B-v0.1", "-q", "fp8", gpu="H100-80GB")
+    # online fp8: one e4m3 byte per value + one fp32 scale per matrix. Per layer, attention
+    # 2 x 4096 x 4096 + 2 x 1024 x 4096 = 41,943,040 bytes + 4 scales x 4 = 41,943,056 (x 32 = 1,342,177,792);
+    # MLP 3 x 14336 x 4096 = 176,160,768 + 12 = 176,160,780 (x 32 = 5,637,144,960)
+    assert q["weights"]["bytes_by_kind"]["attention"] == 1_342_177_792
+    assert q["weights"]["bytes_by_kind"]["mlp"] == 5_637_144_960
+    with pytest.raises(Exception, match=r"^--quantization fp8: the checkpoint declares 'mxfp4'"):
+        kvplan.vllm_serve(["openai/gpt-oss-120b", "-q", "fp8"], gpu="H100-80GB")
+
+
+def test_hf_overrides_change_the_config_kvplan_reads():
+    d = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "10G", "--hf-overrides",
+                           '{"max_position_embeddings": 65536}'])
+    # Qwen3-8B's config says 40960; the override sets the derived max_model_len
+    assert d["scheduler"]["max_model_len"] == 65536
+    assert kvplan.inspect("Qwen/Qwen3-8B", hf_overrides={"num_hidden_layers": 4})["num_layers"] == 4
+
+
+def test_shell_variables_uv_run_and_an_unset_model():
+    sl = parse_line("MODEL=Qwen/Qwen3-8B\nexport VLLM_X=1\nTP=2 && uv run vllm serve $MODEL -tp ${TP} --port 8000")
+    # MODEL and TP are shell variables (not exported: vLLM's process does not see them); VLLM_X is exported
+    assert sl.form == "vllm serve" and sl.argv == ("Qwen/Qwen3-8B", "-tp", "2", "--port", "8000")
+    assert sl.env == {"VLLM_X": "1"}
+    with pytest.raises(OptionError, match=r"^the line names its model through \$MODEL_PATH, which the line does not "
+                                          r"set; write the model id"):
+        kvplan.vllm_serve(line="vllm serve $MODEL_PATH --port 8000")

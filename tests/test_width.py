@@ -29,6 +29,7 @@ COMMANDS = [
     (["simulate", GEMMA, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000"], 3),
     (["simulate", "meta-llama/Llama-3.3-70B-Instruct", "--kv-cache-memory", "80GiB", "--explain"], 0),
     (["simulate", GEMMA, "--kv-cache-memory", "20GiB", "--sweep-threshold", "1:2:0.25"], 0),
+    (["simulate", GEMMA, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000", "--summary"], 3),
     (["simulate", GEMMA, "--gpu", "H100"], 0),
     (["compare", GEMMA, "--kv-cache-memory", "20GiB", "--target-len", "32768", "--target-concurrency", "8"], 0),
     (["fit", "Qwen/Qwen3-8B", "--gpus", "H100-80GB,L4", "--tp-sizes", "1,2", "--max-model-len", "32768",
@@ -38,7 +39,17 @@ COMMANDS = [
     (["check", *DEPLOYMENTS], 3),
     (["models"], 0),
     (["policies"], 0),
+    (["explain-log", "configs/logs/gemma-3-27b-it-40gib-vllm-0.18.0.log"], 0),
+    (["explain-log", "configs/logs/vllm-issue-27508-gpt-oss-120b-h100.log"], 0),
+    (["explain-log", "tests/logs/10-club3090-612-qwen3.6-35b-a3b-v0.24.0.log"], 0),
+    (["vllm", "--gpu", "H100-80GB", "serve", "openai/gpt-oss-20b", "--max-model-len", "128k"], 0),
 ]
+
+
+def app_commands() -> list[str]:
+    from kvplan.cli.app import COMMANDS
+
+    return list(COMMANDS)
 
 
 def run(args: list[str], columns: int):
@@ -65,7 +76,7 @@ def test_piped_output_is_100_columns(monkeypatch):
     assert terminal_width() == 83
 
 
-@pytest.mark.parametrize("command", [None, "inspect", "simulate", "fit", "compare", "check", "models", "policies"])
+@pytest.mark.parametrize("command", [None, *sorted(app_commands())])
 def test_help_never_cuts_a_flag_at_80_columns(command):
     import typer
 
@@ -134,3 +145,34 @@ def test_inspect_keeps_every_number_whole(columns):
     assert sum(count(r[0]) for r in layer_rows) == d["num_layers"] == 28
     # the summary's per-token total: 28 layers x 32,768 B / 16 tokens = 57,344 B per token
     assert d["kv_bytes_per_token"] == 57_344 and "57,344" in out
+
+
+SUMMARY_CASES = [
+    ([GEMMA, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000"], 3),
+    ([GEMMA, "-pp", "2", "--kv-cache-memory", "40GiB"], 0),
+    ([*GPT_OSS_PEAGLE, "--kv-cache-memory", "40GiB", "--policy", "vllm==0.17.1"], 3),
+    (["meta-llama/Llama-3.3-70B-Instruct", "--kv-cache-memory", "40GiB"], 3),
+    (["Qwen/Qwen3-Next-80B-A3B-Thinking", "--kv-cache-memory", "40GiB"], 0),
+]
+
+
+@pytest.mark.parametrize("args, code", SUMMARY_CASES, ids=lambda a: "-".join(a[:3]) if isinstance(a, list) else str(a))
+def test_summary_is_one_screen(args, code):
+    r = run(["simulate", *args, "--summary"], 80)
+    assert r.exit_code == code, r.stderr
+    lines = r.stdout.splitlines()
+    assert 5 <= len(lines) <= 20 and all(len(line) <= 80 for line in lines)
+    text = " ".join(r.stdout.split())
+    assert "max_concurrency" in text and "steady_state_concurrency" in text and "outcome:" in text
+
+
+def test_summary_of_a_failure_keeps_the_decision_and_the_fix():
+    # gemma-3-27b: 52 sliding ≥ 10 full × 1.5 → group size 10; 1,000 overridden blocks hold 1.22 GiB
+    # (999 × 1,310,720 B) where one 131,072-token request needs 17.98 GiB; vLLM estimates 2,256 tokens
+    r = run(["simulate", GEMMA, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000", "--summary"], 100)
+    text = " ".join(r.stdout.split())
+    assert "decision: 52 sliding(1024) + 10 full; 52 ≥ 10 × 1.5 → group_size 10, 7 groups" in text
+    assert "padding: 8 layers (vLLM: may waste at most 15.38%)" in text
+    assert "num_blocks: not allocated; 17.98 GiB needed, 1.22 GiB available" in text
+    assert "max_model_len: 131,072 (vLLM's estimated maximum: 2,256)" in text
+    assert "fix (verified by re-simulating): --max-model-len 2256 → starts; num_blocks 1,000" in text

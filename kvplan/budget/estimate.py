@@ -45,7 +45,8 @@ estimates, labelled as such in every output, each with an override:
 
 from __future__ import annotations
 
-from kvplan.budget.hardware import gpu_memory
+from kvplan.budget import sizing
+from kvplan.budget.hardware import get_gpu, gpu_memory
 from kvplan.budget.inventory import analytic_inventory
 from kvplan.budget.weights import layout_weight_memory
 from kvplan.errors import OptionError
@@ -53,11 +54,6 @@ from kvplan.model.layout import get_pp_indices
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 
 # ----------------------------------------------------------------------- era defaults
-
-def default_gpu_memory_utilization(era) -> float:
-    """``--gpu-memory-utilization`` default of the era's releases (``Era.gpu_memory_utilization``)."""
-    return era.gpu_memory_utilization
-
 
 def subtracts_cudagraph_memory(era) -> bool:
     return era.cudagraph_memory_in_profile
@@ -70,6 +66,11 @@ NON_TORCH_SINGLE_BYTES = 256 * MiB
 NON_TORCH_MULTI_BYTES = 768 * MiB
 CUDAGRAPH_BASE_BYTES = 256 * MiB
 CUDAGRAPH_PER_LAYER_BYTES = 8 * MiB
+# Memory in use at vLLM's start-up snapshot (the CUDA context and cuBLAS handles; NCCL communicators,
+# created before the snapshot, when tp·pp > 1). kvplan's guess, not checked against a log; only the
+# extensible sizing subtracts it (--startup-memory overrides it).
+STARTUP_SINGLE_BYTES = 512 * MiB
+STARTUP_MULTI_BYTES = 1024 * MiB
 
 
 def _top_k(cfg: dict) -> int:
@@ -129,15 +130,25 @@ def estimate_non_torch_bytes(world_size: int) -> int:
     return NON_TORCH_MULTI_BYTES if world_size > 1 else NON_TORCH_SINGLE_BYTES
 
 
+def estimate_startup_bytes(world_size: int) -> int:
+    return STARTUP_MULTI_BYTES if world_size > 1 else STARTUP_SINGLE_BYTES
+
+
+def estimate_cudagraph_pool_bytes(num_layers: int) -> int:
+    """The captured graphs' memory on a rank (the rule of the module docstring)."""
+    return CUDAGRAPH_BASE_BYTES + CUDAGRAPH_PER_LAYER_BYTES * num_layers
+
+
 def estimate_cudagraph_bytes(era, num_layers: int) -> int:
+    """The CUDA-graph term the profile subtracts: the pool estimate where the era estimates it, else 0."""
     if not subtracts_cudagraph_memory(era):
         return 0
-    return CUDAGRAPH_BASE_BYTES + CUDAGRAPH_PER_LAYER_BYTES * num_layers
+    return estimate_cudagraph_pool_bytes(num_layers)
 
 
 # ----------------------------------------------------------------------- the budget
 
-OVERRIDE_KEYS = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory")
+OVERRIDE_KEYS = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory", "startup_memory")
 _FLAGS = {k: "--" + k.replace("_", "-") for k in OVERRIDE_KEYS}
 
 
@@ -172,14 +183,24 @@ def _text_config(config: dict) -> dict:
 def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | None = None,
               gpu_memory_utilization: float | None = None, overrides: dict | None = None,
               tensor_parallel_size: int | None = None, max_num_batched_tokens: int | None = None,
-              max_num_seqs: int | None = None, exact_params: bool | None = None) -> dict:
+              max_num_seqs: int | None = None, exact_params: bool | None = None, data_parallel_size: int = 1,
+              enable_expert_parallel: bool = False, quantization: str | None = None,
+              cpu_offload_gb: float | None = None, enable_extensible_kv_cache: bool | None = None,
+              num_gpu_blocks_override: int | None = None, kv_transfer_config: dict | None = None) -> dict:
     """The KV-cache budget per GPU for ``layout`` on a card, as vLLM would derive it.
 
-    ``overrides`` holds the four override sizes (``weights_memory``, ``activation_memory``,
-    ``non_torch_memory``, ``cudagraph_memory``: bytes or "16GiB") and may carry the scheduler
-    facts the estimate needs when the caller has no keyword for them
+    ``data_parallel_size`` and ``enable_expert_parallel`` place the MoE experts (split over
+    tp × dp ranks), ``quantization`` is ``--quantization``, ``cpu_offload_gb`` the weights moved
+    to CPU memory per GPU (``--cpu-offload-gb``: vLLM moves whole parameters until that many
+    GiB are on the CPU; kvplan subtracts the amount, at most the stage's weights).
+
+    ``overrides`` holds the override sizes (``weights_memory``, ``activation_memory``,
+    ``non_torch_memory``, ``cudagraph_memory``, ``startup_memory``: bytes or "16GiB") and may carry the
+    scheduler facts the estimate needs when the caller has no keyword for them
     (``max_num_batched_tokens``, ``max_num_seqs``, ``exact_params``). The tensor-parallel size
     is the layout's; a ``tensor_parallel_size`` given as well must equal it.
+    ``enable_extensible_kv_cache`` (None = the era's default) and ``num_gpu_blocks_override`` pick
+    the sizing mode (``kvplan.budget.sizing``).
     Returns a plain dict (integer bytes, stable key order); ``kv_cache_memory_bytes`` is the
     smallest stage's budget and may be ≤ 0 (vLLM then fails to start).
     """
@@ -194,17 +215,20 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     exact = bool(exact_params if exact_params is not None else overrides.get("exact_params", False))
     pp = max(1, len(layout.ranks))
     name, total, mem_source = gpu_memory(gpu, gpu_memory_gib)
-    util_default = gpu_memory_utilization is None
-    util = default_gpu_memory_utilization(era) if util_default else float(gpu_memory_utilization)
-    if not (0 < util <= 1):
-        raise OptionError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
-    requested = int(total * util)
+    mode, mode_source = sizing.kv_cache_sizing(era, enable_extensible_kv_cache,
+                                               num_gpu_blocks_override=num_gpu_blocks_override)
+    extensible = mode == sizing.EXTENSIBLE
+    util, util_source = sizing.resolve_gpu_memory_utilization(era, gpu_memory_utilization, mode)
+    rocm = bool(name) and get_gpu(name).rocm
+    margin_floor = sizing.MARGIN_FLOOR_BYTES_ROCM if rocm else sizing.MARGIN_FLOOR_BYTES
     warnings: list[str] = []
 
     w_over = _override_bytes(overrides, "weights_memory")
     a_over = _override_bytes(overrides, "activation_memory")
     n_over = _override_bytes(overrides, "non_torch_memory")
     c_over = _override_bytes(overrides, "cudagraph_memory")
+    s_over = _override_bytes(overrides, "startup_memory")
+    startup = (s_over if s_over is not None else estimate_startup_bytes(tp * pp)) if extensible else 0
 
     cfg = _text_config(layout.target.config)
     dbytes = dtype_size_bytes(layout.target.dtype)
@@ -216,39 +240,50 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     if w_over is None or a_over is None:
         inv = analytic_inventory(layout.target.config, path=getattr(layout.target.source, "path", "<config>"))
     if w_over is None:
-        weights = layout_weight_memory(layout, tp=tp, exact_params=exact)
+        weights = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
+                                       expert_parallel=enable_expert_parallel, quantization=quantization)
+    offload = int((cpu_offload_gb or 0) * GiB)
 
     stages = []
     for s, (a, z) in enumerate(bounds):
         layers = set(range(a, z))
         last = s == pp - 1
-        w_bytes = w_over if w_over is not None else weights.stages[s].weight_bytes
+        # the weights vLLM logs ('Model loading took') are after offloading: an override is taken as is
+        w_bytes = w_over if w_over is not None else weights.stages[s].weight_bytes - min(
+            offload, weights.stages[s].weight_bytes)
         act = a_over if a_over is not None else estimate_activation_bytes(
             inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last)
         nt = n_over if n_over is not None else estimate_non_torch_bytes(tp * pp)
         layers_on_stage = (z - a) + (len([ls for ls in layout.layers if ls.source == "drafter"]) if last else 0)
         cg = c_over if c_over is not None else estimate_cudagraph_bytes(era, layers_on_stage)
-        kv = requested - w_bytes - act - nt - cg
-        stages.append({
-            "stage": s,
-            "weights_bytes": w_bytes,
-            "activation_peak_bytes": act,
-            "non_torch_bytes": nt,
-            "cudagraph_bytes": cg,
-            "kv_cache_memory_bytes": kv,
-        })
+        stage = {"stage": s, "weights_bytes": w_bytes, "activation_peak_bytes": act, "non_torch_bytes": nt,
+                 "cudagraph_bytes": cg}
+        if extensible:  # measured after capture, whether or not the profile estimated the graphs
+            stage["cudagraph_resident_bytes"] = c_over if c_over is not None else estimate_cudagraph_pool_bytes(
+                layers_on_stage)
+        stage.update(stage_kv_bytes(mode, stage, total=total, utilization=util, startup=startup,
+                                    margin_floor=margin_floor))
+        stage.pop("requested_memory_bytes")
+        stages.append(stage)
     budget_stage = min(stages, key=lambda st: st["kv_cache_memory_bytes"])
+    requested = sizing.requested_memory(total, util)
     if pp > 1:
         warnings.append(
             f"pipeline parallel: each stage has its own budget (smallest: stage {budget_stage['stage']}); each "
             "stage's pool is sized from its own, then vLLM keeps the smallest num_blocks"
         )
     if budget_stage["kv_cache_memory_bytes"] <= 0:
+        terms = "weights, activation, non-torch and CUDA-graph memory" + (
+            ", the start-up memory and the sizing margin" if extensible else "")
         warnings.append(
             f"no memory left for the KV cache: {requested / GiB:.2f} GiB usable "
-            f"({total / GiB:.2f} GiB × {util:g}) minus weights, activation, non-torch and CUDA-graph memory "
+            f"({total / GiB:.2f} GiB × {util:g}) minus {terms} "
             f"is {budget_stage['kv_cache_memory_bytes'] / GiB:.2f} GiB"
         )
+    if extensible:
+        warnings += _extensible_warnings(budget_stage, total=total, util=util, util_given=gpu_memory_utilization,
+                                         startup=startup, kv_transfer_config=kv_transfer_config,
+                                         mode_default=enable_extensible_kv_cache is None)
     if weights is not None:
         warnings += [n for n in weights.notes if n.startswith("text decoder only")]
 
@@ -259,13 +294,16 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         "gpu": name,
         "gpu_memory_bytes": total,
         "gpu_memory_source": mem_source,
+        "kv_cache_sizing": mode,
+        "kv_cache_sizing_source": mode_source,
         "gpu_memory_utilization": util,
-        "gpu_memory_utilization_source": f"{era.name} default" if util_default else "--gpu-memory-utilization",
+        "gpu_memory_utilization_source": util_source,
         "requested_memory_bytes": requested,
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,
         "weights_bytes": budget_stage["weights_bytes"],
-        "weights_source": src(w_over, "meta-device count" if exact else "analytic count from the config"),
+        "weights_source": src(w_over, ("meta-device count" if exact else "analytic count from the config")
+                              + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if offload else "")),
         "activation_peak_bytes": budget_stage["activation_peak_bytes"],
         "activation_source": src(a_over, "estimate"),
         "non_torch_bytes": budget_stage["non_torch_bytes"],
@@ -273,6 +311,13 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         "cudagraph_bytes": budget_stage["cudagraph_bytes"],
         "cudagraph_source": src(c_over, "estimate" if subtracts_cudagraph_memory(era)
                                 else f"not subtracted by {era.name}"),
+        "cudagraph_resident_bytes": budget_stage.get("cudagraph_resident_bytes"),
+        "startup_memory_bytes": startup if extensible else None,
+        "startup_memory_source": (src(s_over, "estimate") if extensible
+                                  else "not subtracted by the profiled sizing"),
+        "sizing_margin_floor_bytes": margin_floor if extensible else None,
+        **{k: budget_stage.get(k) for k in ("tentative_kv_cache_memory_bytes", "transient_reserve_bytes",
+                                            "sizing_margin_bytes", "measured_kv_cache_memory_bytes")},
         "kv_cache_memory_bytes": budget_stage["kv_cache_memory_bytes"],
         "estimated": True,
         "stages": stages,
@@ -287,8 +332,49 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         },
         "max_num_batched_tokens": T,
         "max_num_seqs": R,
-        "formula": "kv_cache_memory = gpu_memory × gpu_memory_utilization − weights − activation_peak − "
-                   "non_torch − cudagraph (vLLM determine_available_memory; see docs/fit.md)",
+        "formula": sizing.FORMULAS[mode],
+        "formula_source": sizing.formula_source(era, mode),
         "warnings": warnings,
     }
+    return out
+
+
+def stage_kv_bytes(mode: str, stage: dict, *, total: int, utilization: float, startup: int = 0,
+                   margin_floor: int = sizing.MARGIN_FLOOR_BYTES) -> dict:
+    """``kvplan.budget.sizing.stage_kv_cache_bytes`` on one stage dict of a budget."""
+    return sizing.stage_kv_cache_bytes(
+        mode, total=total, utilization=utilization, weights=stage["weights_bytes"],
+        activation=stage["activation_peak_bytes"], non_torch=stage["non_torch_bytes"],
+        cudagraph=stage["cudagraph_bytes"], startup=startup, margin_floor=margin_floor,
+        cudagraph_resident=stage.get("cudagraph_resident_bytes"))
+
+
+def kv_bytes_at(budget: dict, utilization: float) -> int:
+    """The KV bytes per GPU of a ``kv_budget`` result at another ``utilization``, by its sizing
+    mode: the smallest over the stages."""
+    mode = budget.get("kv_cache_sizing", sizing.PROFILED)
+    extensible = mode == sizing.EXTENSIBLE
+    return min(stage_kv_bytes(mode, st, total=budget["gpu_memory_bytes"], utilization=utilization,
+                              startup=budget["startup_memory_bytes"] if extensible else 0,
+                              margin_floor=budget["sizing_margin_floor_bytes"] if extensible
+                              else sizing.MARGIN_FLOOR_BYTES)["kv_cache_memory_bytes"]
+               for st in budget["stages"])
+
+
+def _extensible_warnings(stage: dict, *, total: int, util: float, util_given: float | None, startup: int,
+                         kv_transfer_config: dict | None, mode_default: bool) -> list[str]:
+    out = []
+    if util_given is not None and 0.7 < util < 1.0:
+        withheld = sizing.withheld_by_utilization(
+            total=total, utilization=util, startup=startup,
+            used=stage["weights_bytes"] + stage["non_torch_bytes"] + stage["cudagraph_resident_bytes"],
+            margin=stage["sizing_margin_bytes"])
+        if withheld >= GiB:
+            out.append(f"--gpu-memory-utilization {util:g} keeps {withheld / GiB:.2f} GiB of free memory out of the "
+                       "extensible KV cache, which measures vLLM's own use after warmup; vLLM 0.34.0 warns so too. "
+                       "Leave it unset unless other processes or buffers vLLM does not see need the room")
+    if kv_transfer_config and mode_default:
+        out.append("--kv-transfer-config: vLLM leaves the extensible KV cache off for some connectors (legacy CUDA "
+                   "IPC, a connector memory pool, NIXL without an IMEX channel); kvplan assumes it on: pass "
+                   "--no-enable-extensible-kv-cache if vLLM logs that it is off")
     return out

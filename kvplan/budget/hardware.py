@@ -22,6 +22,7 @@ class GpuPreset:
     source: str
     nominal: str  # the marketing size
     aliases: tuple[str, ...] = ()
+    rocm: bool = False  # an AMD card (vLLM's ROCm platform: the extensible KV cache keeps a 3 GiB margin floor)
 
     @property
     def memory_gib(self) -> float:
@@ -69,7 +70,7 @@ GPU_PRESETS: dict[str, GpuPreset] = {p.name: p for p in (
               "24 GB GDDR6X", ("RTX-4090", "RTX4090", "4090")),
     GpuPreset("MI300X-192GB", _mib(196592), "cuda",
               "torch (ROCm) total_memory=196592MB (AMD Instinct MI300X) = 191.98 GiB", "192 GB HBM3",
-              ("MI300X",)),
+              ("MI300X",), rocm=True),
 )}
 
 

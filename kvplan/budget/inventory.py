@@ -56,6 +56,7 @@ class Weight:
     vocab: bool = False
     hf_buffer: bool = False  # a buffer in transformers (not in parameters()), a parameter in vLLM
     stage: str = "layer"  # "first" (embedding), "last" (final norm, lm_head, drafter, MTP), "layer"
+    expert: bool = False  # a FusedMoE tensor [E, ...]: split over the MoE ranks (moe_rank_shape)
 
     @property
     def numel(self) -> int:
@@ -70,6 +71,15 @@ class Weight:
         elif tp > 1 and self.shard_dim is not None:
             s[self.shard_dim] = cdiv(s[self.shard_dim], tp)
         return tuple(s)
+
+    def moe_rank_shape(self, ranks: int, expert_parallel: bool) -> tuple[int, ...]:
+        """A FusedMoE tensor on one of ``ranks`` MoE ranks (vLLM's FusedMoEParallelConfig.make:
+        tp × dp ranks). Expert parallelism keeps whole experts, ``ceil(E / ranks)`` on the first
+        ranks (the linear placement gives the remainder to the lowest ranks); tensor parallelism
+        divides each expert's intermediate dimension."""
+        if expert_parallel and ranks > 1:
+            return (cdiv(self.shape[0], ranks), *self.shape[1:])
+        return self.rank_shape(ranks)
 
     @property
     def module(self) -> str:
@@ -148,11 +158,11 @@ class _Builder:
         self.weights: list[Weight] = []
 
     def add(self, name: str, kind: str, shape, layer=None, *, shard=None, linear=False, kv_heads=0, vocab=False,
-            hf_buffer=False, stage="layer") -> None:
+            hf_buffer=False, stage="layer", expert=False) -> None:
         shape = tuple(int(x) for x in shape)
         if any(x <= 0 for x in shape):
             return
-        self.weights.append(Weight(name, kind, shape, layer, shard, linear, kv_heads, vocab, hf_buffer, stage))
+        self.weights.append(Weight(name, kind, shape, layer, shard, linear, kv_heads, vocab, hf_buffer, stage, expert))
 
     def linear(self, name: str, kind: str, out: int, inp: int, layer=None, *, split: str | None = None,
                bias: bool = False, kv_heads: int = 0, quantizable: bool = True) -> None:
@@ -186,12 +196,12 @@ class _Builder:
         ungated) and ``w2 [E, H, I]``; tp divides I (or E under expert parallelism)."""
         up = 2 * inter if gated else inter
         name_up = f"{prefix}.gate_up_proj" if gated else f"{prefix}.up_proj"
-        self.add(name_up, kind, (E, up, hidden), layer, shard=1, linear=True)
+        self.add(name_up, kind, (E, up, hidden), layer, shard=1, linear=True, expert=True)
         if bias:
-            self.add(f"{name_up}_bias", kind, (E, up), layer, shard=1)
-        self.add(f"{prefix}.down_proj", kind, (E, hidden, inter), layer, shard=2, linear=True)
+            self.add(f"{name_up}_bias", kind, (E, up), layer, shard=1, expert=True)
+        self.add(f"{prefix}.down_proj", kind, (E, hidden, inter), layer, shard=2, linear=True, expert=True)
         if bias:
-            self.add(f"{prefix}.down_proj_bias", kind, (E, hidden), layer)
+            self.add(f"{prefix}.down_proj_bias", kind, (E, hidden), layer, expert=True)
 
     def mlp(self, prefix: str, inter: int, hidden: int, layer, *, gated: bool = True, bias: bool = False,
             kind: str = "mlp") -> None:

@@ -123,6 +123,36 @@ def quantization_of(config: dict) -> Quantization:
     )
 
 
+# vLLM methods that hold a checkpoint's weights in the same bytes as the checkpoint's own method
+# (Marlin kernels repack GPTQ/AWQ weights without changing their size).
+_SAME_BYTES = {"gptq_marlin": "gptq", "awq_marlin": "awq", "modelopt_fp4": "modelopt", "mxfp4": "mxfp4"}
+
+
+def quantization_override(config: dict, method: str) -> Quantization:
+    """The weights under vLLM's ``--quantization METHOD``.
+
+    * A checkpoint that declares a method keeps its scheme when METHOD names it (or its Marlin
+      variant); another METHOD is refused (vLLM's ``_verify_quantization`` refuses a method the
+      checkpoint's config does not name unless a method class overrides it, which kvplan does not model).
+    * An unquantized checkpoint with ``fp8``: vLLM quantizes every Linear and the experts at load time
+      (``Fp8LinearMethod`` / ``Fp8MoEMethod`` without a serialized checkpoint): e4m3 values and one
+      fp32 scale per matrix. Other methods need a quantized checkpoint and are refused.
+    """
+    given = method.strip().lower()
+    declared = quantization_of(config)
+    if declared.method != "none":
+        q = config.get("quantization_config") or (config.get("text_config") or {}).get("quantization_config") or {}
+        own = str(q.get("quant_method", "")).lower()
+        if _SAME_BYTES.get(given, given) == _SAME_BYTES.get(own, own):
+            return declared
+        raise UnsupportedError(f"--quantization {method}: the checkpoint declares {own!r} (quantization_config); "
+                               "kvplan models a --quantization that names the checkpoint's method")
+    if given == "fp8":
+        return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix (quantized at load time, --quantization fp8)")
+    raise UnsupportedError(f"--quantization {method} on an unquantized checkpoint is not modelled (fp8 is); pass "
+                           "--weights-memory with the per-GPU weight size vLLM logs ('Model loading took X GiB')")
+
+
 def _matrix(shape: tuple[int, ...]) -> tuple[int, int, int]:
     """``(count, rows, cols)`` of a Linear or stacked-expert weight."""
     if len(shape) == 1:

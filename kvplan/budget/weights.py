@@ -19,7 +19,9 @@ from dataclasses import dataclass, field, replace
 
 from kvplan.budget.inventory import KINDS, Inventory, Weight, analytic_inventory, drafter_inventory
 from kvplan.budget.meta import meta_param_counts
-from kvplan.budget.quantization import NO_QUANTIZATION, Quantization, quantization_of, tensor_bytes
+from kvplan.budget.quantization import (
+    NO_QUANTIZATION, Quantization, quantization_of, quantization_override, tensor_bytes,
+)
 from kvplan.model.layout import get_pp_indices
 from kvplan.units import dtype_size_bytes
 
@@ -70,7 +72,8 @@ def _stage_of(w: Weight, bounds: list[tuple[int, int]], tied: bool) -> list[int]
 
 def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int = 1,
                   quant: Quantization = NO_QUANTIZATION, drafter_quant: Quantization = NO_QUANTIZATION,
-                  drafter_dtype: str | None = None, partition: tuple[int, ...] | None = None) -> WeightMemory:
+                  drafter_dtype: str | None = None, partition: tuple[int, ...] | None = None,
+                  data_parallel_size: int = 1, expert_parallel: bool = False) -> WeightMemory:
     """Bytes one GPU holds, stage by stage. ``inventories[0]`` is the target (its layers set
     the PP split); further inventories (drafter) go to the last stage with ``drafter_quant``."""
     target = inventories[0]
@@ -85,7 +88,8 @@ def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: 
         db = dbytes if idx == 0 or drafter_dtype is None else dtype_size_bytes(drafter_dtype)
         for w in inv.weights:
             by_kind[w.kind] = by_kind.get(w.kind, 0) + w.numel
-            shape = w.rank_shape(tp)
+            # MoE experts are split over tp x dp ranks (vLLM flattens TP across DP for FusedMoE)
+            shape = w.moe_rank_shape(tp * data_parallel_size, expert_parallel) if w.expert else w.rank_shape(tp)
             nb = tensor_bytes(shape, q, q.converts(w), db)
             for s in _stage_of(w, bounds, inv.tie_word_embeddings and idx == 0):
                 params[s] += math.prod(shape)
@@ -109,9 +113,12 @@ def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: 
     )
 
 
-def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False) -> WeightMemory:
+def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,
+                         expert_parallel: bool = False, quantization: str | None = None) -> WeightMemory:
     """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
-    the drafter) per GPU. ``tp`` defaults to the layout's own tensor-parallel size."""
+    the drafter) per GPU. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
+    are split over ``tp × data_parallel_size`` ranks (whole experts with ``expert_parallel``);
+    ``quantization`` is vLLM's ``--quantization`` (``quantization_override``)."""
     tp = tp or layout.tensor_parallel_size
     pp = max(1, len(layout.ranks))
     target = layout.target
@@ -126,8 +133,10 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
         invs.append(drafter_inventory(d.config, layout.speculative_method or "draft_model", target.config, path=dpath))
         dq = quantization_of(d.config)
         ddtype = d.dtype
-    mem = weight_memory(invs, target.dtype, tp=tp, pp=pp, quant=quantization_of(target.config),
-                        partition=getattr(layout, "pp_partition", None), drafter_quant=dq, drafter_dtype=ddtype)
+    quant = quantization_override(target.config, quantization) if quantization else quantization_of(target.config)
+    mem = weight_memory(invs, target.dtype, tp=tp, pp=pp, quant=quant,
+                        partition=getattr(layout, "pp_partition", None), drafter_quant=dq, drafter_dtype=ddtype,
+                        data_parallel_size=data_parallel_size, expert_parallel=expert_parallel)
     if exact_params:
         counts = meta_param_counts(target.config, path=path)
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k != "mtp"))

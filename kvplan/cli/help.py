@@ -50,7 +50,7 @@ def _metavar(param, ctx) -> str:
 
 def _flags(param, ctx) -> str:
     if _is_argument(param):
-        return (param.metavar or param.name or "").upper()
+        return param.metavar or (param.name or "").upper()
     opts = sorted(param.opts, key=lambda o: o.startswith("--"))  # short spellings first
     text = ", ".join(opts)
     if param.secondary_opts:
@@ -86,7 +86,7 @@ def entry_lines(flags: str, help_text: str, width: int, column: int = HELP_COLUM
         return wrap(help_text, width, lead.ljust(column), pad) if help_text else [lead]
     lines = wrap(flags, width, " " * INDENT, " " * (INDENT + 4))
     if help_text:
-        deep = " " * min(column, INDENT + 8)
+        deep = " " * (min(column, INDENT + 8) if INDENT + 8 + longest < width else INDENT)
         lines += wrap(help_text, width, deep, deep)
     return lines
 
@@ -114,7 +114,7 @@ def format_command_help(command, ctx, width: int | None = None) -> str:
     order = ["Arguments", "Options"] + [t for t in sections if t not in ("Arguments", "Options")]
     for title in order:
         if title in sections:
-            out += ["", f"{title}:", *sections[title]]
+            out += ["", *wrap(f"{title}:", width), *sections[title]]
     return "\n".join(out) + "\n"
 
 

@@ -20,9 +20,14 @@ def simulate_command(model: Model, *, format: OutputFormat = Format.table, **opt
         return
     from kvplan.api import simulate
 
-    def table(d: dict) -> None:
-        from kvplan.report.tables import render_allocation, render_budget, render_plan
+    summary = options.pop("summary", False)
 
+    def table(d: dict) -> None:
+        from kvplan.report.tables import render_allocation, render_budget, render_plan, render_summary
+
+        if summary:
+            render_summary(d)
+            return
         render_plan(d)
         if d.get("allocation"):
             render_allocation(d["allocation"])

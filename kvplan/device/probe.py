@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from kvplan.budget.estimate import default_gpu_memory_utilization
+from kvplan.budget.sizing import kv_cache_sizing, resolve_gpu_memory_utilization
 from kvplan.errors import DeviceError, OptionError
 from kvplan.units import format_bytes
 
@@ -147,18 +147,23 @@ def budget_from_device(device: str, utilization: float, reserve_bytes: int) -> i
     return budget
 
 
-def device_kv_budget(device: str, era, utilization: float | None = None, reserve_bytes: int = 0) -> dict:
+def device_kv_budget(device: str, era, utilization: float | None = None, reserve_bytes: int = 0, *,
+                     enable_extensible_kv_cache: bool | None = None, num_gpu_blocks_override: int | None = None) -> dict:
     """``--budget-from-device`` as the JSON's ``budget`` records it: ``budget_from_device``
-    with ``--gpu-memory-utilization`` defaulting to the era's own default
-    (``kvplan.budget.estimate.default_gpu_memory_utilization``: 0.92 for vLLM 0.33, 0.9 before)."""
-    given = utilization is not None
-    util = float(utilization) if given else default_gpu_memory_utilization(era)
+    with ``--gpu-memory-utilization`` defaulting as ``--gpu`` budgets do
+    (``kvplan.budget.sizing.resolve_gpu_memory_utilization``: 1.0 with vLLM 0.34's extensible KV
+    cache, else 0.92 from 0.20, 0.9 before)."""
+    mode, mode_source = kv_cache_sizing(era, enable_extensible_kv_cache, num_gpu_blocks_override=num_gpu_blocks_override,
+                                        cuda_alike=_device_kind(device) == "cuda")
+    util, util_source = resolve_gpu_memory_utilization(era, utilization, mode)
     budget = budget_from_device(device, util, reserve_bytes)
     return {
         "source": "device",
         "device": device,
+        "kv_cache_sizing": mode,
+        "kv_cache_sizing_source": mode_source,
         "gpu_memory_utilization": util,
-        "gpu_memory_utilization_source": "--gpu-memory-utilization" if given else f"{era.name} default",
+        "gpu_memory_utilization_source": util_source,
         "reserve_bytes": reserve_bytes,
         "kv_cache_memory_bytes": budget,
     }

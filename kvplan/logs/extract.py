@@ -15,6 +15,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from kvplan.errors import OptionError
 from kvplan.logs.reader import Record
 
 _INT = r"\d+(?:,\d{3})*"
@@ -62,6 +63,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("engine_config", r"^Initializing a V1 LLM engine \(v(?P<v>[^)]+)\) with config: (?P<c>.*)$",
        lambda m: {"version": m["v"], **_engine_config(m["c"])}),
     _p("non_default_args", r"^non-default args: (?P<d>\{.*\})$", lambda m: _literal_dict(m["d"])),
+    # releases before the non-default args line (0.8 and older): "args: Namespace(model='…', …)"
+    _p("non_default_args", r"^args: Namespace\((?P<d>.*)\)$", lambda m: _namespace(m["d"])),
     _p("non_default_args", r"^non-default args: (?P<d>\{.*)$", lambda m: _literal_dict(m["d"])),  # cut short
     # the command itself, when the user pasted it with the log
     _p("serve_command", r"(?:^|\s|`)(?:vllm serve|-m vllm\.entrypoints\.openai\.api_server)(?:\s|$)",
@@ -195,63 +198,37 @@ def _literal_dict(text: str) -> dict:
 
 
 def _serve_command(text: str) -> dict:
-    """``vllm serve MODEL --flag value …`` (or ``python -m vllm.entrypoints.openai.api_server
-    --model MODEL …``) as ``{"model", "args"}``: each flag under vLLM's argument name
-    (``--max-model-len`` → ``max_model_len``), values as typed (JSON for the config flags),
-    ``--no-x`` as ``x: False``. Environment assignments and the shell prompt are skipped."""
-    import json
-    import shlex
+    """``vllm serve MODEL …`` (or the API server module, or ``docker run … vllm/vllm-openai``) as
+    the project's serve reader splits it (``kvplan.serve.parse_line``): the form, the words after
+    the command, the environment assignments, the image's release. Quoted inline in prose, it
+    runs to the closing backtick; a code fence's language word (``bash``) is dropped. The words
+    are read as flags in the rebuild, with the logged release's flag list."""
+    from kvplan.serve import parse_line
 
-    from kvplan.options import find_option
-
-    text = text.replace("\\\n", " ").replace(" \\", " ").strip()
-    at = re.search(r"vllm serve|vllm\.entrypoints\.openai\.api_server", text)
-    if at and text[:at.start()].count("`") % 2:  # quoted inline in prose: up to the closing backtick
+    text = text.replace("\\\n", " ")
+    at = re.search(r"vllm serve|vllm\.entrypoints\.openai\.api_server|docker run|podman run", text)
+    if at and text[:at.start()].count("`") % 2:  # quoted inline in prose: from the backtick to the next
+        begin = text.rfind("`", 0, at.start()) + 1
         end = text.find("`", at.end())
-        text = text[:at.start()] + (text[at.start():end] if end >= 0 else text[at.start():])
+        text = text[begin:end if end >= 0 else len(text)]
+    text = re.sub(r"^\s*(?:bash|sh|shell|console|\$)\s+", "", text.strip().strip("`"))
     try:
-        tokens = shlex.split(text, posix=True)
-    except ValueError:
-        tokens = text.split()
-    start = next((i for i, t in enumerate(tokens) if t == "serve" and i and tokens[i - 1].endswith("vllm")), None)
-    if start is None:
-        start = next((i for i, t in enumerate(tokens) if t.endswith("vllm.entrypoints.openai.api_server")), len(tokens))
-    rest = tokens[start + 1:]
-    out: dict = {}
-    if rest and not rest[0].startswith("-"):
-        out["model"] = rest.pop(0).strip("`")
-    args: dict = {}
-    i = 0
-    while i < len(rest):
-        tok = rest[i].strip("`")
-        i += 1
-        if not tok.startswith("-"):
+        line = parse_line(text)
+    except OptionError:
+        return {}
+    return {"form": line.form, "argv": list(line.argv), "env": dict(line.env),
+            **({"image_release": line.image_release} if line.image_release else {})}
+
+
+def _namespace(text: str) -> dict:
+    """``Namespace(key=value, …)`` as ``{"args": {key: value}}`` (literals only, key by key)."""
+    out = {}
+    for m in re.finditer(r"(\w+)=('(?:[^'\\]|\\.)*'|\{[^{}]*\}|\[[^\]]*\]|[^,()]+)", text):
+        try:
+            out[m.group(1)] = ast.literal_eval(m.group(2).strip())
+        except (ValueError, SyntaxError):
             continue
-        flag, eq, value = tok.partition("=")
-        if not eq:
-            if i < len(rest) and not rest[i].startswith("-"):
-                value, i = rest[i].strip("`"), i + 1
-            else:
-                value = None
-        opt = find_option(flag)
-        name = opt.name if opt is not None and flag.startswith("-") and not flag.startswith("--") else \
-            flag.lstrip("-").replace("-", "_")
-        if value is None:
-            if name.startswith("no_"):
-                args[name[3:]] = False
-            else:
-                args[name] = True
-            continue
-        if value[:1] in "{[":
-            try:
-                value = json.loads(value)
-            except ValueError:
-                pass
-        args[name] = value
-    if "model" in args and "model" not in out:
-        out["model"] = args.pop("model")
-    out["args"] = args
-    return out
+    return {"args": out, "namespace": True}
 
 
 _CONFIG_KEYS = ("model", "speculative_config", "dtype", "max_seq_len", "tensor_parallel_size",
@@ -321,9 +298,14 @@ def extract(records: list[Record]) -> list[Fact]:
             consumed = (j + 1) // 2  # candidates: message, then (tight, spaced) per joined line
             cand = m.string
             if p.kind == "serve_command":  # a command goes on over its continued lines
-                cand, consumed = " ".join([r.message, *r.continuation]), len(r.continuation)
+                # the shell's line continuations joined as the shell joins them
+                cand = " ".join(x.rstrip().removesuffix("\\").rstrip() for x in [r.message, *r.continuation])
+                consumed = len(r.continuation)
                 m = p.regex.search(cand)
-            facts.append(Fact(p.kind, p.convert(m), r.number, cand))
+            values = p.convert(m)
+            if p.kind == "serve_command" and not values:
+                continue  # mentions vllm serve but is not a command kvplan can split
+            facts.append(Fact(p.kind, values, r.number, cand))
             break
         rest = r.rest(consumed)
         if rest is not None:

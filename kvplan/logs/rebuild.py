@@ -17,8 +17,6 @@ from kvplan.logs.extract import Facts
 from kvplan.options import find_option
 from kvplan.units import GiB
 
-# vLLM argument names that kvplan reads otherwise than through the option table
-_HANDLED = {"model", "model_tag", "speculative_config", "kv_events_config", "served_model_name"}
 # the budget of a layout-only re-simulation (the log shows no KV memory): large enough that the
 # grouping and padding, which do not depend on it, are reached
 LAYOUT_ONLY_BYTES = 1 << 40
@@ -122,10 +120,13 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
     cfg = facts.first("engine_config")
     release = facts.first("release")
     loading = facts.first("model_name")
+    version = (release and release["version"]) or (cfg and cfg.values.get("version"))
+    flags_release = _release_of(version) if version else (cmd.values.get("image_release") if cmd else None)
+    cmd_model = _model_of_words(list(cmd["argv"]), flags_release) if cmd is not None else None
     # the model: as given, else the args' model (the positional model_tag), else the command's,
     # the engine config's, the release line's, "Starting to load model …"
     for value, src in ((model, "--model"), (args.get("model"), nda and _where(nda)),
-                       (args.get("model_tag"), nda and _where(nda)), (cmd and cmd.values.get("model"), cmd and _where(cmd)),
+                       (args.get("model_tag"), nda and _where(nda)), (cmd_model, cmd and _where(cmd)),
                        (cfg and cfg.values.get("model"), cfg and _where(cfg)),
                        (release and release.values.get("model"), release and _where(release)),
                        (loading and loading["model"], loading and _where(loading))):
@@ -133,7 +134,6 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
             dep.model, dep.model_source = value, src
             break
     # the release
-    version = (release and release["version"]) or (cfg and cfg.values.get("version"))
     if policy:
         dep.policy, dep.policy_source = policy, "--policy"
     elif version:
@@ -143,25 +143,13 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
         if clean != version:
             dep.assumed.append(f"the release: {version} is a development or pre-release build; kvplan reads it as "
                                f"{clean}'s rules")
-    # options from the non-default args (what the user typed), then the pasted command, then the
-    # engine config (resolved values)
-    for fact in (nda, cmd):
-        if fact is None:
-            continue
-        fargs = fact["args"]
-        for key, value in fargs.items():
-            if key in _HANDLED:
-                continue
-            opt = find_option("--" + key.replace("_", "-"))
-            if opt is None or not opt.vllm or not opt.scenario:
-                if key not in dep.ignored:
-                    dep.ignored.append(key)
-                continue
-            _set(dep, opt.name, value, _where(fact))
-        if "speculative_config" in fargs:
-            _speculative(dep, fargs["speculative_config"], _where(fact))
-        if fargs.get("kv_events_config"):
-            _set(dep, "kv_events", True, _where(fact))
+    # options from the non-default args (what the user typed), then the pasted command, both read
+    # by the project's serve reader with the logged release's flag list, then the engine config
+    # (resolved values)
+    if nda is not None:
+        _serve_options(dep, _args_to_words(args, flags_release, dep, _where(nda)), flags_release, _where(nda))
+    if cmd is not None:
+        _serve_options(dep, list(cmd["argv"]), flags_release, _where(cmd))
     if cfg is not None:
         for key in ("tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype", "enable_prefix_caching",
                     "decode_context_parallel_size"):
@@ -185,6 +173,86 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
         dep.assumed.append("max_num_batched_tokens: not in the log; kvplan uses vllm serve's default for an "
                            "H100/H200 (8192), which sizes the sliding-window reservation")
     return dep
+
+
+def _table(release: str | None):
+    from kvplan.engines.vllm.releases import NEWEST_CHECKED, VERSIONS
+    from kvplan.engines.vllm.serve_flags import flag_table
+
+    return flag_table(release if release in VERSIONS else NEWEST_CHECKED)
+
+
+def _args_to_words(args: dict, release: str | None, dep: Deployment, source: str) -> list[str]:
+    """The ``non-default args`` dict (vLLM's dests) as the serve words that give it, for the
+    serve reader; dests the reader would refuse or that are no serve flag are listed in
+    ``dep.ignored`` instead (one line each), so the others are still read."""
+    import json
+
+    from kvplan.serve.effects import REFUSED, REFUSED_WHY, effect_of, is_default
+
+    table = _table(release)
+    words: list[str] = []
+    for dest, value in args.items():
+        if dest in ("model", "model_tag"):
+            if isinstance(value, str) and not words[:1]:
+                words.insert(0, value)
+            continue
+        flag = table.by_dest(dest)
+        if flag is None:
+            dep.ignored.append(f"{dest} (not a vllm serve flag of {table.release})")
+            continue
+        effect = effect_of(dest, flag.group)
+        if effect is None:
+            dep.ignored.append(f"{dest} (not classified by kvplan)")
+            continue
+        if effect == REFUSED and not is_default(dest, value):
+            dep.ignored.append(f"{dest}={value!r} (not modelled: {REFUSED_WHY[dest]})")
+            continue
+        if isinstance(value, bool):
+            if value:
+                words.append(flag.flag)
+            elif flag.negative:
+                words.append(sorted(flag.negative)[0])
+            continue
+        if value is None:
+            continue
+        if flag.kind == "append" and isinstance(value, (list, tuple)):
+            words += [flag.flag, *(str(v) for v in value)]
+            continue
+        words += [flag.flag, json.dumps(value) if isinstance(value, (dict, list)) else str(value)]
+    return words
+
+
+def _model_of_words(words: list[str], release: str | None) -> str | None:
+    from kvplan.serve.args import parse_serve_args
+
+    try:
+        return parse_serve_args(words, _table(release)).model
+    except OptionError:
+        return None
+
+
+def _serve_options(dep: Deployment, words: list[str], release: str | None, source: str) -> None:
+    """Read ``vllm serve`` words with the project's serve reader (``kvplan.serve.read_serve``)
+    and take the kvplan options it gives (first source wins); a flag it refuses makes the whole
+    reading a note, the model still comes from the words."""
+    from kvplan.serve import read_serve
+
+    if not words or words[0].startswith("-"):
+        words = ["(no model)", *words] if words else words
+    if not words:
+        return
+    try:
+        req = read_serve(words, policy=f"vllm=={release}" if release else None)
+    except OptionError as e:
+        dep.ignored.append(f"{source}: {e.message}")
+        return
+    for name, value in req.options.items():
+        if name != "policy":
+            _set(dep, name, value, source)
+    for row in req.flags:
+        if row.get("applied_as") is None and row["dest"] not in dep.ignored:
+            dep.ignored.append(row["dest"])
 
 
 def _release_of(version: str) -> str:
@@ -239,14 +307,14 @@ def resimulate(dep: Deployment) -> Resimulation:
     """kvplan's simulation of the deployment at the printed budget and the interval's ends."""
     from kvplan.usecases.scenario import build_layout, resolve_era, run_scenario, scenario_from
 
-    if dep.model is None:
-        return Resimulation("no model", "the log names no model (no non-default args, engine config line, vllm "
-                                        "serve command or 'Starting to load model' line)")
     policy = dep.policy or "vllm-latest"
     try:
         era = resolve_era(policy, None)
     except OptionError as e:
         return Resimulation("release not modelled", e.message)
+    if dep.model is None:
+        return Resimulation("no model", "the log names no model (no non-default args, engine config line, vllm "
+                                        "serve command or 'Starting to load model' line)", era=era)
     budget = dep.budget.bytes if dep.budget is not None else LAYOUT_ONLY_BYTES
     try:
         scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": budget})
@@ -255,7 +323,10 @@ def resimulate(dep: Deployment) -> Resimulation:
         return Resimulation("model not in catalog", e.message, era=era)
     except KvplanError as e:
         return Resimulation("model not supported", e.message, era=era)
-    mid = run_scenario(scenario, layout=layout)
+    try:
+        mid = run_scenario(scenario, layout=layout)
+    except KvplanError as e:  # an option combination the engine model refuses (e.g. auto-fit before 0.14)
+        return Resimulation("options not modelled", e.message, era=era)
     if dep.budget is None:
         return Resimulation("layout only", "the log shows no KV memory (no 'Available KV cache memory', "
                             "kv_cache_memory_bytes, admission error or auto-fit line): only the figures that do not "

@@ -40,6 +40,7 @@ from kvplan.specs import (
     MLAAttentionSpec,
     SlidingWindowSpec,
 )
+from kvplan.units import plural
 
 SLIDING = "sliding_attention"
 FULL = "full_attention"
@@ -195,7 +196,7 @@ def layer_types(view: HFView, n: int, allowed: set[str]) -> list[str] | None:
         return None
     if len(lt) < n:
         raise ConfigError(
-            view.path, view.field("layer_types"), f"has {len(lt)} entries for {n} layers",
+            view.path, view.field("layer_types"), f"has {plural(len(lt), 'entry', 'entries')} for {plural(n, 'layer')}",
             "give one entry per layer (num_hidden_layers)",
         )
     for i, t in enumerate(lt[:n]):
@@ -415,7 +416,7 @@ def build_llama(view: HFView, ctx: Context) -> FamilyResult:
     elif n_sw:
         ctx.notes.append(f"{ctx.model_type}: layer_types gives {n_sw} sliding + {n - n_sw} full")
     else:
-        ctx.notes.append(f"{ctx.model_type}: no sliding window, {n} full layers")
+        ctx.notes.append(f"{ctx.model_type}: no sliding window, {plural(n, 'full layer')}")
     return FamilyResult(layers, model_window=window, num_hidden_layers=n)
 
 
@@ -804,7 +805,7 @@ def build_whisper(view: HFView, ctx: Context) -> FamilyResult:
             f"model.decoder.layers.{i}.encoder_attn.attn",
             CrossAttentionSpec(block_size=ctx.block_size, num_kv_heads=kv, head_size=hd, dtype=ctx.cache_dtype), i,
         ))
-    ctx.notes.append(f"whisper: {n} decoder layers, each a self-attention (full) and a cross-attention cache")
+    ctx.notes.append(f"whisper: {plural(n, 'decoder layer')}, each a self-attention (full) and a cross-attention cache")
     return FamilyResult(layers, num_hidden_layers=n)
 
 

@@ -80,9 +80,23 @@ class _Parsed:
 
 # ------------------------------------------------------------------ parsing
 
-def _parse(source: ModelSource) -> _Parsed:
+def apply_hf_overrides(raw: dict, overrides: dict | None) -> dict:
+    """vLLM's ``--hf-overrides`` on a config (ModelConfig.__post_init__ / _apply_dict_overrides,
+    vLLM 0.34.0): a mapping value updates a nested sub-config (``text_config``, ``vision_config``,
+    ... key by key); any other value replaces the key (a ``rope_scaling`` mapping included)."""
+    if not overrides:
+        return raw
+    out = dict(raw)
+    for key, value in overrides.items():
+        nested = isinstance(value, dict) and isinstance(out.get(key), dict) and key.endswith("_config") \
+            and key != "quantization_config"
+        out[key] = apply_hf_overrides(out[key], value) if nested else value
+    return out
+
+
+def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     path = source.path
-    raw = read_config_json(path)
+    raw = apply_hf_overrides(read_config_json(path), hf_overrides)
     archs = raw.get("architectures")
     model_type = raw.get("model_type")
     if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs) or not archs):
@@ -239,12 +253,14 @@ def build_model_layout(
     *,
     revision: str | None = None,
     download: bool = False,
+    hf_overrides: dict | None = None,
 ) -> ModelLayout:
-    """The ordered per-layer specs vLLM registers for ``model`` (+ ``drafter``) under ``options``."""
+    """The ordered per-layer specs vLLM registers for ``model`` (+ ``drafter``) under ``options``;
+    ``hf_overrides`` changes the target's config as vLLM's ``--hf-overrides`` does."""
     _check_parallel(options)
     notes: list[str] = []
     warnings: list[str] = []
-    p = _parse(resolve_model(model, revision=revision, download=download))
+    p = _parse(resolve_model(model, revision=revision, download=download), hf_overrides)
     if p.source.note:
         warnings.append(p.source.note)
     if p.family == "deepseek_v4":

@@ -32,8 +32,10 @@ def render_gpu_presets(d: dict) -> None:
 
 def _budget_table(b: dict):
     gpu = b["gpu"] or "custom"
+    extensible = b.get("kv_cache_sizing") == "extensible"
     rows = [
         [f"GPU memory ({gpu})", _b(b["gpu_memory_bytes"]), b["gpu_memory_source"]],
+        ["sizing", b.get("kv_cache_sizing", "profiled"), b.get("kv_cache_sizing_source", "")],
         [f"× gpu_memory_utilization {b['gpu_memory_utilization']:g}", _b(b["requested_memory_bytes"]),
          b["gpu_memory_utilization_source"]],
         [f"− weights (tp {b['tensor_parallel_size']}, pp {b['pipeline_parallel_size']})", _b(b["weights_bytes"]),
@@ -41,13 +43,33 @@ def _budget_table(b: dict):
         ["− activation peak", _b(b["activation_peak_bytes"]), b["activation_source"]],
         ["− non-torch memory", _b(b["non_torch_bytes"]), b["non_torch_source"]],
         ["− CUDA-graph reserve", _b(b["cudagraph_bytes"]), b["cudagraph_source"]],
-        ["= KV cache memory", _b(b["kv_cache_memory_bytes"]), "estimated"],
     ]
+    if extensible:
+        rows += [
+            ["= reserved (tentative)", _b(b["tentative_kv_cache_memory_bytes"]), "vLLM's profiling estimate"],
+            ["CUDA graphs after capture", _b(b["cudagraph_resident_bytes"]),
+             "override" if b["cudagraph_source"] == "override" else "estimate"],
+            ["start-up memory in use", _b(b["startup_memory_bytes"]), b["startup_memory_source"]],
+            ["transient reserve", _b(b["transient_reserve_bytes"]), "activation peak + CUDA-graph reserve"],
+            ["sizing margin", _b(b["sizing_margin_bytes"]),
+             f"max({_b(b['sizing_margin_floor_bytes'])}, 0.75 × transient)"],
+            ["measured after warmup", _b(b["measured_kv_cache_memory_bytes"]),
+             "min(requested − used, memory − start-up − used − margin) − transient; "
+             "used = weights + non-torch + graphs after capture"],
+        ]
+    total_row = len(rows)
+    rows.append(["= KV cache memory", _b(b["kv_cache_memory_bytes"]), "estimated"])
+    # the full formula and every source line are in the JSON (formula, formula_source) and docs/fit.md
+    rows.append(["rule", "", ("min(reserved, measured after warmup): vLLM 0.34.0 extensible_kv_cache.py "
+                              "measure_kv_cache_bytes" if extensible else
+                              f"requested − the four terms: {b['formula_source'].split(':')[0]} "
+                              "determine_available_memory")])
     w = b.get("weights")
     if w:
         rows.append(["parameters", f"{w['num_params']:,}", f"{w['dtype']}; {w['quantization']}"])
-    styles = [None] * 6 + ["bold"] + [None] * (len(rows) - 7)
-    return fitted_table("KV budget per GPU (kvplan's estimate; docs/fit.md)",
+    styles = [None] * total_row + ["bold"] + [None] * (len(rows) - total_row - 1)
+    mode = "extensible KV cache, sized after warmup" if extensible else "profiled"
+    return fitted_table(f"KV budget per GPU ({mode}; kvplan's estimate; docs/fit.md)",
                         [Col("what"), Col("bytes", right=True), Col("source")], rows, show_header=False,
                         row_styles=styles)
 
@@ -150,6 +172,8 @@ def render_fit(d: dict) -> None:
         else:
             c.print("No preset and TP size in the table is enough.")
     if d.get("estimated", True):
-        c.print("Budgets are estimates (weights exact from the config; activation, non-torch and CUDA-graph memory "
+        ext = (d.get("budget") or {}).get("kv_cache_sizing") == "extensible"
+        c.print("Budgets are estimates (weights exact from the config; activation, non-torch"
+                + (", CUDA-graph and start-up" if ext else " and CUDA-graph") + " memory "
                 "estimated): see docs/fit.md, override with --weights-memory/--activation-memory/--non-torch-memory/"
-                "--cudagraph-memory.", style="dim")
+                "--cudagraph-memory" + ("/--startup-memory." if ext else "."), style="dim")

@@ -317,6 +317,58 @@ def render_plan(d: dict) -> None:
         c.print(f"  fix (verified by re-simulating): {f['flag']}  → {f['result']}", markup=False)
 
 
+def summary_lines(d: dict) -> list[str]:
+    """``--summary``: the decision and its consequences in at most 12 logical lines."""
+    from kvplan.report.data import policy_label
+
+    m, gr, o, sch = d["memory"], d["grouping"], d["outcome"], d["scheduler"]
+    who = d["model"]["id"] + (f" + drafter {d['drafter']['id']}" if d.get("drafter") else "")
+    p = d["policy"]
+    thr = "no threshold" if p["threshold"] is None else f"threshold {p['threshold']:g}"
+    lines = [f"{who} on {policy_label(p) if p.get('vllm_release') else p['name']} ({thr})"]
+    failed = not o["starts"] and not m["num_blocks"]
+    if gr and gr["buckets"]:
+        buckets = " + ".join(f"{b['num_layers']} {b['label']}" for b in gr["buckets"])
+        rule = ""
+        if gr["threshold"] is not None and gr["path"] == "uniform_page":
+            big, small = gr["max_count"], gr["min_count"]
+            rule = f"; {big} {'<' if big < small * gr['threshold'] else '≥'} {small} × {gr['threshold']:g}"
+        lines.append(f"decision: {buckets}{rule} → group_size {gr['group_size']}, {plural(gr['num_groups'], 'group')}")
+        pad = f"padding: {plural(gr['num_padding_layers'], 'layer')} (vLLM: may waste at most {gr['padding_waste_pct']:.2f}%)"
+        if not failed:
+            pad += f", {format_bytes(m['padding_waste_bytes'])} at full load ({m['padding_waste_pct_of_pool']:.2f}% of pool)"
+        lines.append(pad)
+    elif gr and d["groups"]:  # one spec (or HMA off): every layer in one group
+        g = d["groups"][0]
+        lines.append(f"decision: {plural(g['num_layers'], 'layer')} of one spec ({g['label']}) → one group, "
+                     f"group_size {gr['group_size']} ({gr['path']})")
+    workers = [w for w in d["workers"] if "own_num_blocks" in w]
+    stages = f" (the minimum over {len(workers)} pipeline stages)" if len(workers) > 1 else ""
+    lines.append(f"num_blocks: {m['num_blocks']:,}{stages}; {format_bytes(m['available_bytes'])} available per GPU"
+                 if not failed else f"num_blocks: not allocated; {format_bytes(m['needed_bytes'])} needed, "
+                 f"{format_bytes(m['checked_available_bytes'])} available")
+    est = m.get("estimated_max_model_len")
+    lines.append(f"max_model_len: {sch['max_model_len']:,}" + (
+        f" (vLLM's estimated maximum: {est:,})" if est is not None else "") + f"; KV tokens: {m['kv_tokens']:,}")
+    lines.append(f"max_concurrency: {m['max_concurrency']:.2f} (vLLM's own, worst case); steady_state_concurrency: "
+                 f"{m.get('steady_state_concurrency', 0.0):.2f} (kvplan's estimate)")
+    if o["starts"]:
+        lines.append("outcome: the engine would start")
+    else:
+        first = (o["error"] or "").split(". ")[0]
+        lines.append(f"outcome: the engine would fail at start-up ({o['stage']}): {o['error_type']}: {first}")
+    for f in (d.get("fixes") or [])[:2]:
+        lines.append(f"fix (verified by re-simulating): {f['flag']} → {f['result']}")
+    return lines
+
+
+def render_summary(d: dict) -> None:
+    c = _console()
+    for line in summary_lines(d):
+        c.print(width.fill(line, "", "  "), markup=False, soft_wrap=True,
+                style="bold red" if line.startswith("outcome: the engine would fail") else None)
+
+
 def render_rows(title: str, columns: list, rows: list[list], right: set[str] | None = None) -> None:
     """A plain table for list-shaped results (models, policies); ``columns`` are names or ``Col``s."""
     right = right or set()
@@ -353,7 +405,9 @@ def render_allocation(report: dict) -> None:
 
 
 def render_budget(budget: dict) -> None:
-    render_mapping("KV budget from hardware (estimated)" if budget.get("estimated") else "KV budget", budget)
+    # the extensible sizing's terms are None under the profiled one: not shown there
+    render_mapping("KV budget from hardware (estimated)" if budget.get("estimated") else "KV budget",
+                   {k: v for k, v in budget.items() if v is not None})
 
 
 def render_sweep(d: dict) -> None:

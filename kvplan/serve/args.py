@@ -64,6 +64,8 @@ def _flag_error(option: str, table: FlagTable, hits: list[str]) -> OptionError:
     if option in mine:
         return OptionError(f"{option} is kvplan's option, not vllm serve's: put it before `serve` "
                            f"(kvplan vllm {option} ... serve MODEL ...)")
+    if option.startswith("--") and "-" + option[2:] in table.by_option:  # --tp for -tp
+        return OptionError(f"{option}: not a flag of {where}; did you mean -{option[2:]}?")
     longs = [o for o in table.by_option if o.startswith("--")]
     close = difflib.get_close_matches(option, longs, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else "; `vllm serve --help=all` lists the flags"
@@ -285,6 +287,13 @@ def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, bas
             if flag.nargs == "+" and not vals:
                 raise OptionError(f"{option}: expected at least one value")
             value = vals
+        if flag.type == "json":
+            for v in value if isinstance(value, list) else [value]:
+                try:
+                    json.loads(v) if isinstance(v, str) else None
+                except json.JSONDecodeError:
+                    raise OptionError(f"{option}: vllm serve {table.release} reads it as JSON and {v!r} is not JSON "
+                                      "(argparse refuses it); write e.g. '{\"key\": 3}'") from None
         if flag.choices is not None:
             for v in value if isinstance(value, list) else [value]:
                 if v is not None and str(v) not in flag.choices:

@@ -29,6 +29,7 @@ OPTION_OF: dict[str, str] = {
     "kv_cache_dtype": "kv_cache_dtype",
     "block_size": "block_size",
     "gpu_memory_utilization": "gpu_memory_utilization",
+    "enable_extensible_kv_cache": "enable_extensible_kv_cache",
     "kv_cache_memory_bytes": "kv_cache_memory",
     "num_gpu_blocks_override": "num_gpu_blocks_override",
     "mamba_cache_mode": "mamba_cache_mode",
@@ -42,6 +43,11 @@ OPTION_OF: dict[str, str] = {
     "attention_backend": "attention_backend",
     "disable_sliding_window": "disable_sliding_window",
     "revision": "revision",
+    "data_parallel_size": "data_parallel_size",
+    "enable_expert_parallel": "enable_expert_parallel",
+    "quantization": "quantization",
+    "cpu_offload_gb": "cpu_offload_gb",
+    "hf_overrides": "hf_overrides",
 }
 
 # Applied through a handler of kvplan.serve.reader (one kvplan option from several flags, or a
@@ -89,13 +95,7 @@ REFUSED_WHY: dict[str, str] = {
     "diffusion_config": "diffusion language models",
     "engram_config": "n-gram embedding storage",
     "performance_mode": "'throughput'/'interactivity' change max_num_batched_tokens and max_num_seqs defaults",
-    "hf_overrides": "changes the model config kvplan reads",
-    "override_attention_dtype": "changes the attention dtype (0.18 and earlier)",
-    "quantization": "changes the weights' format and size",
-    "cpu_offload_gb": "moves weights to CPU memory (the KV budget grows)",
-    "data_parallel_size": "DP ranks shard the MoE experts (weights per GPU)",
-    "data_parallel_size_local": "DP ranks shard the MoE experts (weights per GPU)",
-    "enable_expert_parallel": "expert parallelism shards MoE experts instead of their columns",
+        "override_attention_dtype": "changes the attention dtype (0.18 and earlier)",
     "enable_chunked_prefill": "without chunked prefill max_num_batched_tokens defaults to max_model_len",
 }
 UNLESS: dict[str, tuple] = {
@@ -116,11 +116,7 @@ UNLESS: dict[str, tuple] = {
     "convert": ("auto", "none"),
     "mm_encoder_only": (False,),
     "performance_mode": ("balanced",),
-    "data_parallel_size": ("1",),
-    "data_parallel_size_local": ("1",),
-    "enable_expert_parallel": (False,),
     "enable_chunked_prefill": (True,),
-    "cpu_offload_gb": ("0", "0.0"),
 }
 
 # Memory outside the KV cache that kvplan estimates; the estimate does not read these.
@@ -155,7 +151,6 @@ ESTIMATE_WHY: dict[str, str] = {
     "offload_prefetch_step": "weight offloading (weights per GPU)",
     "offload_params": "weight offloading (weights per GPU)",
     "cpu_offload_params": "weight offloading (weights per GPU)",
-    "enable_extensible_kv_cache": "sizes the cache after CUDA-graph capture instead of from the profiling estimate",
     "enable_sleep_mode": "the CuMem allocator's pools",
     "enable_cumem_allocator": "the CuMem allocator's pools",
     "enable_dbo": "dual-batch overlap buffers (activation)",
@@ -185,7 +180,7 @@ NO_EFFECT_DESTS = frozenset({
     # ParallelConfig: topology, communication, placement
     "all2all_backend", "cpu_distributed_timeout_seconds", "data_parallel_address", "data_parallel_backend",
     "data_parallel_external_lb", "data_parallel_hybrid_lb", "data_parallel_multi_port_external_lb",
-    "data_parallel_rank", "data_parallel_rpc_port", "data_parallel_start_rank", "dbo_decode_token_threshold",
+    "data_parallel_rank", "data_parallel_rpc_port", "data_parallel_size_local", "data_parallel_start_rank", "dbo_decode_token_threshold",
     "dbo_prefill_token_threshold", "dcp_comm_backend", "dcp_q_replicate", "device_ids", "disable_custom_all_reduce",
     "disable_nccl_for_dp_synchronization", "distributed_executor_backend", "distributed_timeout_seconds",
     "dp_sync_interval", "elastic_ep_max_dp_size", "enable_batch_sharded_sampling", "enable_elastic_ep",

@@ -81,21 +81,36 @@ def _commands(tokens: list[str]) -> list[list[str]]:
     return [c for c in cmds if c]
 
 
-def _strip_prefixes(cmd: list[str], env: dict) -> list[str]:
-    """``sudo``, ``env``, ``export`` and ``VAR=value`` words before the program."""
+_VAR_RE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _expand(word: str, shell_vars: dict) -> str:
+    """``$VAR`` / ``${VAR}`` set earlier in the text (``MODEL=...; vllm serve $MODEL``); others stay."""
+    return _VAR_RE.sub(lambda m: shell_vars.get(m.group(1) or m.group(2), m.group(0)), word)
+
+
+def _strip_prefixes(cmd: list[str]) -> tuple[list[str], dict, bool]:
+    """``sudo``, ``env``, ``export``, ``uv run`` and ``VAR=value`` words before the program →
+    (the program and its words, the assignments, whether ``export`` was among them)."""
+    assigns: dict = {}
+    exported = False
     i = 0
     while i < len(cmd):
         word = cmd[i]
         if word in ("sudo", "env", "export", "exec", "nohup", "time"):
+            exported = exported or word == "export"
             i += 1
+            continue
+        if word == "uv" and cmd[i + 1:i + 2] == ["run"]:
+            i += 2
             continue
         m = _ENV_RE.match(word)
         if m:
-            env[m.group(1)] = m.group(2)
+            assigns[m.group(1)] = m.group(2)
             i += 1
             continue
         break
-    return cmd[i:]
+    return cmd[i:], assigns, exported
 
 
 def _is_python(word: str) -> bool:
@@ -152,8 +167,13 @@ def parse_line(text: str) -> ServeLine:
     if not text or not text.strip():
         raise OptionError("--line is empty; paste the command you run, e.g. 'vllm serve MODEL --max-model-len 32k'")
     env: dict = {}
-    for cmd in _commands(_tokens(text)):
-        cmd = _strip_prefixes(cmd, env)
+    shell_vars: dict = {}
+    for words in _commands(_tokens(text)):
+        rest, assigns, exported = _strip_prefixes(words)
+        shell_vars.update(assigns)
+        if rest or exported:  # a prefix of the command, or exported: vLLM's process sees it
+            env.update(assigns)
+        cmd = [_expand(w, shell_vars) for w in rest]
         if not cmd:
             continue
         prog = cmd[0].rsplit("/", 1)[-1]

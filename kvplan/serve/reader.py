@@ -33,7 +33,7 @@ SPEC_NO_EFFECT = frozenset({
     "posterior_threshold", "posterior_alpha", "index_share_for_mtp_iteration", "hf_overrides",
 })
 # methods whose draft layers kvplan builds, with vLLM's spelling → kvplan's
-_NO_LAYER = {"ngram": "ngram", "ngram_gpu": "ngram", "suffix": "suffix"}
+_NO_LAYER = {"ngram": "ngram", "[ngram]": "ngram", "ngram_gpu": "ngram", "suffix": "suffix"}
 
 
 @dataclass
@@ -249,12 +249,15 @@ class _Reader:
             if s.get(key) is not None and str(s[key]) not in ("auto", str(mine)):
                 raise OptionError(f"--speculative-config: a drafter {key} of its own ({s[key]!r}) is not modelled "
                                   "by kvplan")
-        method = _spec_method(s["method"]) if s.get("method") is not None else None
         model = s.get("model")
-        if method == "mtp" and model is not None:
-            model = None  # vLLM's MTP drafts with the target's own layers; "model" names the target
-        if method in ("ngram", "suffix") and model is not None:
-            raise OptionError(f"--speculative-config: method {s['method']} takes no model")
+        method_raw = s.get("method")
+        if method_raw is None and str(model) in ("ngram", "[ngram]"):
+            method_raw = "ngram"  # SpeculativeConfig.__post_init__: model "ngram" selects the method
+        method = _spec_method(method_raw) if method_raw is not None else None
+        if method in ("mtp", "ngram", "suffix"):
+            # MTP drafts with the target's own layers ("model" names the target); n-gram and suffix
+            # drafting read the prompt, so no draft model is loaded whatever "model" says
+            model = None
         if model is not None:
             self.set("drafter", str(model))
         if method is not None:
@@ -278,6 +281,9 @@ def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLi
     parsed = parse_serve_args(words, table, base=base)
     if not parsed.model:
         raise OptionError("no model on the serve line; write `vllm serve MODEL ...` (or --model MODEL)")
+    if parsed.model.startswith("$"):
+        raise OptionError(f"the line names its model through {parsed.model}, which the line does not set; "
+                          "write the model id (or set it on the line: MODEL=org/name; vllm serve $MODEL)")
     r = _Reader(parsed, table)
     r.read()
     options = dict(r.options)

@@ -18,11 +18,11 @@ from kvplan.units import plural
 
 # what the rebuild and the cross-check need, and the line that gives it
 _WANTED = (
-    ("release", ("release", "engine_config"), "the vLLM release ('vLLM API server version …')"),
+    ("release", ("release", "engine_config"), "the vLLM release ('vLLM API server version ...')"),
     ("model", ("non_default_args", "engine_config", "serve_command", "model_name"),
-     "the model ('non-default args: {…}', the engine config line or the vllm serve command)"),
+     "the model ('non-default args: {...}', the engine config line or the vllm serve command)"),
     ("available_kv_memory", ("available_kv_memory", "kv_cache_memory_reserved", "memory_profile"),
-     "the KV memory ('Available KV cache memory: … GiB')"),
+     "the KV memory ('Available KV cache memory: ... GiB')"),
     ("capacity", ("kv_cache_size", "concurrency", "capacity", "admission_error", "admission_error_tokens",
                   "no_memory_error", "drafter_split", "page_error", "autofit_none", "exception", "engine_failed",
                   "num_gpu_blocks", "padding"),
@@ -130,11 +130,7 @@ def explain_log(source: str, **options) -> dict:
     dep = deployment(facts, model=r["model"], drafter=r["drafter"], policy=given_policy,
                      model_runner=r["model_runner"])
     sim = resimulate(dep)
-    era = sim.era
-    if era is None and sim.status not in ("release not modelled",):
-        from kvplan.usecases.scenario import resolve_era
-
-        era = resolve_era(dep.policy or "vllm-latest", None)
+    era = sim.era  # None when the logged release is not in kvplan's registry
     from kvplan.engines.vllm.wording import log_line_meanings
 
     meanings = log_line_meanings(era) if era is not None else {}

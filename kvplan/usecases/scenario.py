@@ -15,7 +15,7 @@ from kvplan.errors import OptionError
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 
 
-_BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory")
+_BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory", "startup_memory")
 
 
 class _ScenarioMethods:
@@ -28,6 +28,11 @@ class _ScenarioMethods:
                 object.__setattr__(self, opt.name, env_value(raw))
             elif raw is not None:
                 object.__setattr__(self, opt.name, opt.parse(raw))
+        if self.enable_extensible_kv_cache:  # refused where vLLM refuses it (kvplan.budget.sizing)
+            from kvplan.budget.sizing import kv_cache_sizing
+
+            kv_cache_sizing(resolve_era(self.policy, None), True, kv_cache_memory_given=self.kv_cache_memory is not None,
+                            num_gpu_blocks_override=self.num_gpu_blocks_override)
 
     def batch_sizes(self) -> tuple[int, int]:
         """``(max_num_batched_tokens, max_num_seqs)``: as given, else what ``vllm serve`` picks
@@ -215,6 +220,10 @@ def hardware_budget(s: Scenario, layout, era) -> dict:
         layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
         overrides=s.budget_overrides(), tensor_parallel_size=s.tensor_parallel_size,
         max_num_batched_tokens=batched, max_num_seqs=seqs, exact_params=s.exact_params,
+        data_parallel_size=s.data_parallel_size, enable_expert_parallel=s.enable_expert_parallel,
+        quantization=s.quantization, cpu_offload_gb=s.cpu_offload_gb,
+        enable_extensible_kv_cache=s.enable_extensible_kv_cache, num_gpu_blocks_override=s.num_gpu_blocks_override,
+        kv_transfer_config=s.kv_transfer_config,
     )
 
 
@@ -226,7 +235,8 @@ def build_layout(s: Scenario):
     from kvplan.model import build_model_layout
 
     era = resolve_era(s.policy, None)
-    layout = build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download)
+    layout = build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download,
+                                hf_overrides=s.hf_overrides)
     environment.refuse_unmodelled(s.env, era, use_mla=any(ls.spec.kind == "mla" for ls in layout.layers))
     extra = [w for w in environment.warnings(s.env, era) if w not in layout.warnings]
     return replace(layout, warnings=(*layout.warnings, *extra)) if extra else layout
@@ -247,11 +257,11 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> lis
 
 
 def kv_bytes_at(budget: dict, utilization: float) -> int:
-    """The KV bytes per GPU at ``utilization``: the smallest over stages of the GPU's share
-    minus that stage's weights, activation peak, non-torch and CUDA-graph bytes."""
-    total = budget["gpu_memory_bytes"]
-    return min(int(total * utilization) - (st["weights_bytes"] + st["activation_peak_bytes"] + st["non_torch_bytes"]
-                                           + st["cudagraph_bytes"]) for st in budget["stages"])
+    """The KV bytes per GPU at ``utilization``, by the budget's sizing mode: the smallest over
+    stages (``kvplan.budget.estimate.kv_bytes_at``)."""
+    from kvplan.budget.estimate import kv_bytes_at as at
+
+    return at(budget, utilization)
 
 
 def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None:

@@ -24,8 +24,10 @@ def _device_budget(r, era) -> dict | None:
         raise OptionError("--budget-from-device and --kv-cache-memory are exclusive; pass one of them")
     from kvplan.device import device_kv_budget
 
-    # --gpu-memory-utilization defaults to the era's (0.92 for 0.33, 0.9 before)
-    return device_kv_budget(r["device"], era, r["gpu_memory_utilization"], r["reserve"] or 0)
+    # --gpu-memory-utilization defaults as for --gpu (1.0 with 0.34's extensible KV cache, else the era's)
+    return device_kv_budget(r["device"], era, r["gpu_memory_utilization"], r["reserve"] or 0,
+                            enable_extensible_kv_cache=r["enable_extensible_kv_cache"],
+                            num_gpu_blocks_override=r["num_gpu_blocks_override"])
 
 
 def _checks(r, plan) -> list[str]:

@@ -48,9 +48,30 @@ def build_parser():
     raise SystemExit("make_arg_parser not found in this vLLM")
 
 
+def _reads_json(t, seen=None) -> bool:
+    """Whether an argparse ``type`` parses its value with ``json.loads`` (directly or through
+    vLLM's ``optional_type``/``parse_type`` wrappers: the closures are searched)."""
+    seen = seen if seen is not None else set()
+    if t is None or id(t) in seen:
+        return False
+    seen.add(id(t))
+    if t is json.loads:
+        return True
+    for cell in getattr(t, "__closure__", None) or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(inner) and _reads_json(inner, seen):
+            return True
+    return False
+
+
 def _type_name(t) -> str | None:
     if t is None:
         return None
+    if _reads_json(t):
+        return "json"
     name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or type(t).__name__
     return name.replace(".<locals>", "")
 

@@ -32,6 +32,7 @@ class ServeFlag:
     negative: frozenset = field(default_factory=frozenset)  # spellings that set False
     deprecated: bool = False
     hidden: bool = False
+    type: str | None = None  # the argparse type's name; "json" when vLLM parses the value with json.loads
 
     @property
     def takes_value(self) -> bool:
@@ -120,7 +121,7 @@ def _load(release: str) -> tuple[str, tuple[ServeFlag, ...], tuple[str, ...]]:
             dest=f["dest"], options=tuple(f["options"]), kind=f["kind"], nargs=f["nargs"],
             choices=tuple(f["choices"]) if f.get("choices") is not None else None, group=f.get("group"),
             negative=frozenset(f.get("negative", ())), deprecated=bool(f.get("deprecated")),
-            hidden=bool(f.get("hidden")),
+            hidden=bool(f.get("hidden")), type=f.get("type"),
         )
         for f in data["flags"]
     )

@@ -1,0 +1,249 @@
+"""vLLM 0.34.0's extensible KV cache in the --gpu budget (kvplan.budget.sizing, kvplan.budget.estimate).
+
+The rule, read in vLLM 0.34.0 (/work/venvs/vllm-0.34.0/lib/python3.11/site-packages/vllm/):
+* config/cache.py 395-405 ``enable_extensible_kv_cache`` (None = decide), 495-501
+  ``resolved_gpu_memory_utilization``: the given value, else 1.0 with the extensible cache, else 0.92;
+* config/vllm.py 3180-3263 ``_resolve_extensible_kv_cache``: unset → on (CUDA/ROCm), off when
+  ``kv_cache_memory_bytes`` or ``num_gpu_blocks_override`` is set; asked for there → ValueError;
+* v1/worker/utils.py 734-800 ``request_memory``: ``ceil(total × utilization)``;
+* v1/worker/gpu_worker.py 673-841 ``determine_available_memory``: the tentative size
+  ``requested − non_kv_cache_memory − cudagraph_estimate`` (the reservation), 771-773
+  ``peak_activation_memory = transient_peak_headroom + cudagraph_memory_estimate``, 946-948 that peak
+  seeds ``reserved_headroom_bytes``; 1226-1240 the measurement after warmup and capture;
+* v1/worker/extensible_kv_cache.py 64-65 margin floor 1 GiB (3 GiB on ROCm) and fraction 0.75,
+  592-618 ``measure_kv_cache_bytes``: ``min(requested − used, free + committed − margin) − transient``;
+* v1/core/kv_cache_planning.py 1864-1906 ``finalize_extensible_kv_cache``: min(measured, reserved).
+vLLM 0.33.0 has none of it (``grep -r extensible`` finds no such code in its vllm/config or vllm/v1),
+and no release lies between 0.33.0 and 0.34.0 (kvplan/engines/vllm/versions.py), so 0.34.0 introduced it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from typer.testing import CliRunner
+
+from kvplan.budget.estimate import kv_budget, kv_bytes_at
+from kvplan.budget.sizing import EXTENSIBLE, PROFILED, kv_cache_sizing, stage_kv_cache_bytes
+from kvplan.cli.app import ensure_registered
+from kvplan.engines.vllm import get_era
+from kvplan.errors import OptionError
+from kvplan.model import ServingOptions, build_model_layout
+from kvplan.units import GiB
+
+app = ensure_registered()
+runner = CliRunner()
+LATEST, V033 = get_era("vllm-latest"), get_era("vllm-0.33")
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return build_model_layout("meta-llama/Meta-Llama-3.1-8B")
+
+
+def test_eras_name_the_sizing_mode_and_its_utilization():
+    assert (LATEST.extensible_kv_cache, LATEST.extensible_gpu_memory_utilization) == (True, 1.0)
+    assert (V033.extensible_kv_cache, V033.extensible_gpu_memory_utilization) == (False, None)
+    assert get_era("vllm==0.34.0").extensible_kv_cache and not get_era("vllm==0.33.0").extensible_kv_cache
+
+
+def test_sizing_mode_as_vllm_settles_the_flag():
+    assert kv_cache_sizing(LATEST) == (EXTENSIBLE, "vllm-0.34 default (on for CUDA and ROCm)")
+    assert kv_cache_sizing(LATEST, True) == (EXTENSIBLE, "--enable-extensible-kv-cache")
+    assert kv_cache_sizing(LATEST, False) == (PROFILED, "--no-enable-extensible-kv-cache")
+    assert kv_cache_sizing(LATEST, kv_cache_memory_given=True) == (
+        PROFILED, "off: --kv-cache-memory given (vLLM then leaves the extensible KV cache off)")
+    assert kv_cache_sizing(LATEST, num_gpu_blocks_override=100)[0] == PROFILED
+    assert kv_cache_sizing(LATEST, cuda_alike=False)[0] == PROFILED
+    assert kv_cache_sizing(V033) == (PROFILED, "vllm-0.33: the profiling estimate (no extensible KV cache before 0.34.0)")
+    # explicitly requested where vLLM refuses it (config/vllm.py 3262-3263: ValueError)
+    with pytest.raises(OptionError, match="^--enable-extensible-kv-cache: vLLM refuses it with --kv-cache-memory"):
+        kv_cache_sizing(LATEST, True, kv_cache_memory_given=True)
+    with pytest.raises(OptionError, match="with --num-gpu-blocks-override"):
+        kv_cache_sizing(LATEST, True, num_gpu_blocks_override=100)
+
+
+def test_extensible_budget_is_the_measured_one(llama):
+    # Llama-3.1-8B, TP 1, H100 (81089 MiB = 85,027,979,264 B), vllm-latest default: extensible, utilization 1.0.
+    # The four estimated terms are those of tests/test_hardware.py::test_budget_is_the_vllm_formula:
+    #   W (weights) 16,060,522,496   A (activation) 1,319,108,608   N (non-torch) 268,435,456
+    #   G (CUDA graphs, 256 MiB + 32 · 8 MiB) 536,870,912;  S (start-up, one GPU: 512 MiB) 536,870,912
+    #   requested = ceil(85,027,979,264 · 1.0)                          = 85,027,979,264
+    #   tentative = 85,027,979,264 − W − A − N − G                      = 66,843,041,792
+    #   used      = W + N + G                                           = 16,865,828,864
+    #   transient = A + G                                               =  1,855,979,520
+    #   margin    = max(1 GiB, int(0.75 · 1,855,979,520) = 1,391,984,640) =  1,391,984,640
+    #   measured  = min(85,027,979,264 − 16,865,828,864 = 68,162,150,400,
+    #                   85,027,979,264 − S − used − margin = 66,233,294,848) − transient
+    #             = 66,233,294,848 − 1,855,979,520                      = 64,377,315,328
+    #   KV = min(measured, tentative)                                   = 64,377,315,328
+    #   (the profiled 0.92 budget is 60,040,803,451: 4,336,511,877 B = 4.04 GiB more)
+    b = kv_budget(llama, LATEST, gpu="H100-80GB")
+    assert (b["kv_cache_sizing"], b["kv_cache_sizing_source"]) == ("extensible", "vllm-0.34 default (on for CUDA and ROCm)")
+    assert (b["gpu_memory_utilization"], b["gpu_memory_utilization_source"]) == (
+        1.0, "vllm-0.34 default with the extensible KV cache")
+    assert b["requested_memory_bytes"] == 85_027_979_264
+    assert (b["weights_bytes"], b["activation_peak_bytes"], b["non_torch_bytes"], b["cudagraph_bytes"]) == (
+        16_060_522_496, 1_319_108_608, 268_435_456, 536_870_912)
+    assert (b["startup_memory_bytes"], b["startup_memory_source"]) == (536_870_912, "estimate")
+    assert b["sizing_margin_floor_bytes"] == GiB
+    assert b["tentative_kv_cache_memory_bytes"] == 66_843_041_792
+    assert b["transient_reserve_bytes"] == 1_855_979_520
+    assert b["sizing_margin_bytes"] == 1_391_984_640
+    assert b["measured_kv_cache_memory_bytes"] == b["kv_cache_memory_bytes"] == 64_377_315_328
+    assert b["formula"].startswith("kv_cache_memory = min(tentative, min(requested − used, gpu_memory − startup − "
+                                   "used − margin) − transient)")
+    assert b["formula_source"].startswith("vLLM 0.34.0: config/cache.py resolved_gpu_memory_utilization (495-501)")
+    assert "extensible_kv_cache.py measure_kv_cache_bytes (592-618)" in b["formula_source"]
+    assert b["warnings"] == []
+    # the same rule at another utilization (fit's bisection) gives the same figure at 1.0
+    assert kv_bytes_at(b, 1.0) == 64_377_315_328
+
+
+def test_graphs_not_in_the_profile_are_still_measured(llama):
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (0.34.0 gpu_worker.py 746-747): no CUDA-graph estimate in the
+    # profile or in peak_activation_memory, but the graphs are still captured before the measurement, so they
+    # stay in `used` (extensible_kv_cache.py 613: non_kv_used counts everything resident). Terms as above:
+    #   tentative = 85,027,979,264 − 16,060,522,496 − 1,319,108,608 − 268,435,456 − 0  = 67,379,912,704
+    #   transient = A = 1,319,108,608; margin = max(1 GiB, int(0.75 · 1,319,108,608) = 989,331,456) = 1,073,741,824
+    #   used      = 16,060,522,496 + 268,435,456 + 536,870,912 (graphs after capture) = 16,865,828,864
+    #   measured  = 85,027,979,264 − 536,870,912 − 16,865,828,864 − 1,073,741,824 − 1,319,108,608
+    #             = 65,232,429,056 → KV 65,232,429,056
+    b = kv_budget(llama, replace(LATEST, cudagraph_memory_in_profile=False), gpu="H100-80GB")
+    assert (b["cudagraph_bytes"], b["cudagraph_resident_bytes"]) == (0, 536_870_912)
+    assert b["tentative_kv_cache_memory_bytes"] == 67_379_912_704
+    assert (b["transient_reserve_bytes"], b["sizing_margin_bytes"]) == (1_319_108_608, GiB)
+    assert b["kv_cache_memory_bytes"] == 65_232_429_056
+    r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB",
+                 "--env", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0")
+    assert d["budget"]["kv_cache_memory_bytes"] == 65_232_429_056
+    # --cudagraph-memory 0 (--enforce-eager: nothing captured) sets both to 0:
+    #   transient = A, margin 1 GiB, used = W + N = 16,328,957,952
+    #   measured = 85,027,979,264 − 536,870,912 − 16,328,957,952 − 1,073,741,824 − 1,319,108,608
+    #            = 65,769,299,968
+    b = kv_budget(llama, LATEST, gpu="H100-80GB", overrides={"cudagraph_memory": 0})
+    assert (b["cudagraph_bytes"], b["cudagraph_resident_bytes"]) == (0, 0)
+    assert b["kv_cache_memory_bytes"] == 65_769_299_968
+
+
+def test_extensible_budget_tp2():
+    # Llama-3.1-8B TP 2 on an H100, extensible: W 8,030,527,488, A 1,319,108,608, N 768 MiB = 805,306,368,
+    # G 536,870,912 (tests/test_hardware.py::test_tp_comes_...); S 1 GiB (tp·pp = 2) = 1,073,741,824.
+    #   used = 8,030,527,488 + 805,306,368 + 536,870,912 = 9,372,704,768; transient 1,855,979,520;
+    #   margin 1,391,984,640 (as for TP 1)
+    #   measured = min(85,027,979,264 − 9,372,704,768 = 75,655,274,496,
+    #                  85,027,979,264 − 1,073,741,824 − 9,372,704,768 − 1,391,984,640 = 73,189,548,032)
+    #              − 1,855,979,520 = 71,333,568,512
+    #   tentative = 85,027,979,264 − 8,030,527,488 − 1,319,108,608 − 805,306,368 − 536,870,912 = 74,336,165,888
+    tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
+    b = kv_budget(tp2, LATEST, gpu="H100")
+    assert b["startup_memory_bytes"] == 1_073_741_824
+    assert b["tentative_kv_cache_memory_bytes"] == 74_336_165_888
+    assert b["kv_cache_memory_bytes"] == 71_333_568_512
+
+
+def test_explicit_utilization_caps_the_extensible_cache_and_warns(llama):
+    # --gpu-memory-utilization 0.9 with the extensible cache (terms of test_extensible_budget_is_the_measured_one):
+    #   requested = ceil(85,027,979,264 · 0.9) = ceil(76,525,181,337.6) = 76,525,181,338
+    #   measured  = min(76,525,181,338 − 16,865,828,864 = 59,659,352,474, 66,233,294,848) − 1,855,979,520
+    #             = 57,803,372,954
+    #   tentative = 76,525,181,338 − 18,184,937,472 = 58,340,243,866 → KV 57,803,372,954
+    #   withheld (measure_kv_cache_blocks' warning, extensible_kv_cache.py 655-676: 0.7 < u < 1.0 and ≥ 1 GiB)
+    #             = 66,233,294,848 − 59,659,352,474 = 6,573,942,374 B = 6.12 GiB
+    b = kv_budget(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.9)
+    assert b["requested_memory_bytes"] == 76_525_181_338
+    assert b["tentative_kv_cache_memory_bytes"] == 58_340_243_866
+    assert b["kv_cache_memory_bytes"] == 57_803_372_954
+    assert b["warnings"] == [
+        "--gpu-memory-utilization 0.9 keeps 6.12 GiB of free memory out of the extensible KV cache, which measures "
+        "vLLM's own use after warmup; vLLM 0.34.0 warns so too. Leave it unset unless other processes or buffers "
+        "vLLM does not see need the room"]
+    # 0.7 or below: vLLM does not warn (the value is not a habit from estimate-based sizing)
+    assert kv_budget(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.7)["warnings"] == []
+
+
+def test_rocm_margin_floor_is_3_gib(llama):
+    # Overrides: weights 100 GiB, activation 2 GiB, non-torch 0, CUDA graphs 0, start-up 1 GiB, on 192 GiB.
+    # transient = 2 GiB; margin = max(floor, int(0.75 · 2 GiB) = 1.5 GiB); requested = 192 GiB (1.0)
+    #   CUDA: margin 1.5 GiB → measured = min(192 − 100, 192 − 1 − 100 − 1.5) − 2 = 87.5 GiB
+    #   ROCm (MI300X): margin 3 GiB → min(92, 88) − 2 = 86 GiB; tentative 192 − 102 = 90 GiB either way
+    over = {"weights_memory": 100 * GiB, "activation_memory": 2 * GiB, "non_torch_memory": 0, "cudagraph_memory": 0,
+            "startup_memory": GiB}
+    cuda = kv_budget(llama, LATEST, gpu_memory_gib=192, overrides=over)
+    rocm = kv_budget(llama, LATEST, gpu="MI300X", gpu_memory_gib=192, overrides=over)
+    assert (cuda["sizing_margin_bytes"], cuda["kv_cache_memory_bytes"]) == (int(1.5 * GiB), int(87.5 * GiB))
+    assert (rocm["sizing_margin_bytes"], rocm["kv_cache_memory_bytes"]) == (3 * GiB, 86 * GiB)
+    assert rocm["tentative_kv_cache_memory_bytes"] == 90 * GiB and rocm["startup_memory_source"] == "override"
+
+
+def test_tentative_bounds_the_measured_size():
+    # With no CUDA graphs and a large start-up slack the measured figure cannot exceed the reservation:
+    # total 100, weights 10, activation 1, non-torch 0, graphs 0, start-up 0, margin floor 1 (GiB):
+    #   tentative = 100 − 11 = 89; margin = max(1, 0.75) = 1; measured = min(90, 100 − 10 − 1) − 1 = 88
+    t = stage_kv_cache_bytes(EXTENSIBLE, total=100 * GiB, utilization=1.0, weights=10 * GiB, activation=GiB,
+                             non_torch=0, cudagraph=0)
+    assert (t["tentative_kv_cache_memory_bytes"], t["measured_kv_cache_memory_bytes"],
+            t["kv_cache_memory_bytes"]) == (89 * GiB, 88 * GiB, 88 * GiB)
+    # a lower utilization: requested ceil(100 GiB · 0.5) = 50 GiB; tentative 39, measured min(40, 89) − 1 = 39
+    t = stage_kv_cache_bytes(EXTENSIBLE, total=100 * GiB, utilization=0.5, weights=10 * GiB, activation=GiB,
+                             non_torch=0, cudagraph=0)
+    assert (t["tentative_kv_cache_memory_bytes"], t["kv_cache_memory_bytes"]) == (39 * GiB, 39 * GiB)
+
+
+def _json(*args):
+    r = runner.invoke(app, [*args, "--format", "json"])
+    return r, (json.loads(r.stdout) if r.stdout.strip() else None)
+
+
+def test_kv_cache_memory_turns_it_off_and_refuses_the_flag():
+    r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--kv-cache-memory", "40GiB",
+                 "--enable-extensible-kv-cache")
+    assert r.exit_code == 1 and d is None
+    assert r.stderr.strip().splitlines() == [
+        "Error: --enable-extensible-kv-cache: vLLM refuses it with --kv-cache-memory, which replaces the memory it "
+        "would measure; drop one of the two"]
+    r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--num-gpu-blocks-override", "1000")
+    assert d["budget"]["kv_cache_sizing"] == "profiled" and d["budget"]["gpu_memory_utilization"] == 0.92
+    r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--policy", "vllm==0.33.0",
+                 "--enable-extensible-kv-cache")
+    assert r.exit_code == 1 and r.stderr.startswith("Error: --enable-extensible-kv-cache: vLLM 0.33.0 has no")
+
+
+def test_fit_uses_the_extensible_budget_and_flag():
+    # fit's budget is the simulate budget (64,377,315,328 B derived above); the flag reaches it
+    r, d = _json("fit", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB")
+    assert r.exit_code == 0 and d["budget"]["kv_cache_memory_bytes"] == 64_377_315_328
+    r, d = _json("fit", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB", "--no-enable-extensible-kv-cache")
+    assert d["budget"]["kv_cache_memory_bytes"] == 60_040_803_451
+
+
+def test_check_file_key(tmp_path):
+    # A deployments file takes the option as a key. Llama-3.1-8B's page is 32 layers · 2 · 8 heads · 128 · 2 B
+    # · 16 tokens = 2,097,152 B per block (one group):
+    #   enable_extensible_kv_cache: false → 60,040,803,451 // 2,097,152 = 28,629 blocks · 16 = 458,064 tokens
+    #   unset (extensible)               → 64,377,315,328 // 2,097,152 = 30,697 blocks · 16 = 491,152 tokens
+    f = tmp_path / "d.yaml"
+    f.write_text("deployments:\n"
+                 "  - {name: profiled, model: meta-llama/Meta-Llama-3.1-8B, gpu: H100-80GB, enable_extensible_kv_cache: false}\n"
+                 "  - {name: extensible, model: meta-llama/Meta-Llama-3.1-8B, gpu: H100-80GB}\n")
+    r, d = _json("check", str(f))
+    assert r.exit_code == 0, r.stderr
+    assert [x["plan"]["kv_tokens"] for x in d["deployments"]] == [458_064, 491_152]
+
+
+def test_budget_from_device_uses_the_same_utilization(monkeypatch):
+    from kvplan.device import probe
+
+    monkeypatch.setattr(probe, "device_free_bytes", lambda device: (10 * GiB, "test rule"))
+    # a CUDA device on 0.34: extensible, utilization 1.0 → 10 GiB − --reserve 1 GiB
+    b = probe.device_kv_budget("cuda", LATEST, reserve_bytes=GiB)
+    assert (b["kv_cache_sizing"], b["gpu_memory_utilization"], b["kv_cache_memory_bytes"]) == (
+        "extensible", 1.0, 9 * GiB)
+    # turned off: the profiled default 0.92 → int(10 GiB · 0.92) = 9,878,424,780
+    b = probe.device_kv_budget("cuda", LATEST, enable_extensible_kv_cache=False)
+    assert (b["gpu_memory_utilization"], b["kv_cache_memory_bytes"]) == (0.92, 9_878_424_780)
+    # a CPU device: vLLM's extensible cache is CUDA/ROCm only
+    b = probe.device_kv_budget("cpu", LATEST)
+    assert b["kv_cache_sizing"] == "profiled" and b["gpu_memory_utilization"] == 0.92
