@@ -359,6 +359,10 @@ _TABLE: tuple[Option, ...] = (
     Option("max_num_seqs", "--max-num-seqs", INT, minimum=1, panel=BUDGET, commands=PLAN_CMDS, metavar="N",
            default_doc="vllm serve's for the card: 1024 on >=70 GiB non-A100 cards, 256 otherwise",
            help="Concurrent sequences the scheduler admits."),
+    Option("enable_chunked_prefill", "--enable-chunked-prefill", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
+           default_doc="on (vLLM's default for generative models)",
+           help="Chunked prefill. Off: max_num_batched_tokens defaults to at least max_model_len, and vLLM refuses "
+           "a smaller one."),
     Option("async_scheduling", "--async-scheduling", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
            default_doc="on, unless vLLM turns it off (the V1 model runner with PP > 1)",
            help="Async scheduling: vLLM >=0.32 reserves 2 x max_num_batched_tokens in sliding/chunked layers "

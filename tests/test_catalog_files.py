@@ -59,6 +59,12 @@ REQUIRED_IDS = {
     "XiaomiMiMo/MiMo-V2-Flash",
     "MiniMaxAI/MiniMax-M2.5",
     "ai21labs/Jamba-v0.1",
+    # instruct / -it variants the vLLM recipes serve (scripts/catalog_variants.py)
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "meta-llama/Llama-3.1-70B-Instruct",
+    "Qwen/Qwen3-Next-80B-A3B-Instruct",
+    "google/gemma-4-26B-A4B-it",
+    "mistralai/Mixtral-8x7B-Instruct-v0.1",
 }
 
 PROVENANCES = {"genuine", "reconstructed"}
@@ -210,3 +216,18 @@ def test_jamba_attention_layers() -> None:
         if i % config["attn_layer_period"] == config["attn_layer_offset"]
     ]
     assert attention == [4, 12, 20, 28]
+
+
+VARIANTS = [entry for entry in INDEX if entry.get("reconstructed_from")]
+
+
+@pytest.mark.parametrize("entry", VARIANTS, ids=[entry["model_id"] for entry in VARIANTS])
+def test_variants_differ_from_their_genuine_sibling_only_in_cited_fields(entry: dict) -> None:
+    sibling = next(e for e in INDEX if e["model_id"] == entry["reconstructed_from"])
+    assert sibling["provenance"] == "genuine"
+    ours, theirs = _load(entry["model_id"]), _load(sibling["model_id"])
+    changed = {k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k)}
+    cited = {f for source in entry["sources"] for f in source["fields"]}
+    assert changed <= cited, f"{entry['model_id']}: {sorted(changed - cited)} changed without a cited fact"
+    if not changed:  # a byte copy
+        assert entry["sha256"] == sibling["sha256"]

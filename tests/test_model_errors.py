@@ -132,7 +132,10 @@ def test_gemma_refuses_explicit_float16():
         build_model_layout("google/gemma-2-9b-it", options=ServingOptions(dtype="float16"))
 
 
-def test_kv_heads_not_splittable():
-    # Llama-3.1-8B: 8 KV heads over TP 16 → replicated needs 16 % 8 == 0 (fine); 32 heads over TP 6 fails first.
-    with pytest.raises(OptionError, match="must be divisible by tensor parallel size"):
-        build_model_layout("meta-llama/Meta-Llama-3.1-8B", options=ServingOptions(tensor_parallel_size=6))
+def test_head_splits_are_recorded_for_the_engine():
+    # Llama-3.1-8B over TP 6: the layout is built (max(1, 8 // 6) = 1 KV head per rank) and records
+    # the counts vLLM splits; the engine's prechecks refuse 32 % 6 (tests/test_prechecks.py).
+    L = build_model_layout("meta-llama/Meta-Llama-3.1-8B", options=ServingOptions(tensor_parallel_size=6))
+    assert L.tp_checks == (("target", "heads", 32, "num_attention_heads"),
+                           ("target", "kv_heads", 8, "num_key_value_heads"))
+    assert L.layers[0].spec.num_kv_heads == 1

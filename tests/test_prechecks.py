@@ -98,12 +98,19 @@ def test_derived_length_per_release_and_model():
     d = derived_max_len(cfg)
     assert (d.value, d.key, d.model_max_length) == (131072.0, "max_position_embeddings", None)
     assert str(d.value) == "131072.0"  # RoPE models: vLLM multiplies by the factor (1.0 here): a float
-    # no RoPE parameters at all: the integer as written
-    assert str(derived_max_len({"max_position_embeddings": 4096}).value) == "4096"
-    # Gemma 3 is skipped (its length is already scaled): an integer even with RoPE
+    # no RoPE parameters at all: still a float (pydantic coerces ModelArchitectureConfig's
+    # tuple[float, str | None]; 0.34.0 run on Nemotron-H-56B-Base-8K: "max_position_embeddings=8192.0")
+    assert str(derived_max_len({"max_position_embeddings": 4096}).value) == "4096.0"
+    # Gemma 3 skips the RoPE factor (its length is already scaled): 131072.0, not 8 x 131072
     g3 = {"model_type": "gemma3_text", "max_position_embeddings": 131072, "rope_theta": 1e6,
           "rope_scaling": {"rope_type": "linear", "factor": 8.0}}
-    assert str(derived_max_len(g3).value) == "131072"
+    assert str(derived_max_len(g3).value) == "131072.0"
+    # --disable-sliding-window: the window (an int) times the RoPE factor 1.0 (Phi-3: "sliding_window=2047.0")
+    phi3 = {"max_position_embeddings": 4096, "sliding_window": 2047, "rope_theta": 1e4}
+    d = derived_max_len(phi3, disable_sliding_window=True)
+    assert (str(d.value), d.key) == ("2047.0", "sliding_window")
+    assert str(derived_max_len({"max_position_embeddings": 4096, "sliding_window": 2047},
+                               disable_sliding_window=True).value) == "2047"
     # YaRN: 0.18.0 starts from original_max_position_embeddings x factor (model.py lines 2020-2024);
     # 0.33.0/0.34.0 take max_position_embeddings as already scaled (0.34.0 lines 2651-2663)
     yarn = {"max_position_embeddings": 40960, "rope_theta": 1e6,
@@ -112,7 +119,7 @@ def test_derived_length_per_release_and_model():
     assert derived_max_len(yarn, yarn_max_len="factor_in_length").value == 40960.0
     # the smallest key wins; a config model_max_length replaces it (Command-R)
     d = derived_max_len({"max_position_embeddings": 8192, "seq_length": 4096, "model_max_length": 131072})
-    assert (d.value, d.key, d.model_max_length) == (131072, "model_max_length", 131072)
+    assert (str(d.value), d.key, d.model_max_length) == ("131072.0", "model_max_length", 131072)
     # LongRoPE: the default length is original_max_position_embeddings (model.py 0.34.0 line 2688)
     lr = {"max_position_embeddings": 131072, "original_max_position_embeddings": 4096, "rope_theta": 1e4,
           "rope_scaling": {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0]}}
@@ -164,3 +171,51 @@ def test_layout_keeps_default_split_when_partition_is_invalid():
     layout = build_layout(Scenario(model=LLAMA, pipeline_parallel_size=2, env={"VLLM_PP_LAYER_PARTITION": "x"}))
     assert layout.pp_partition_error == "Invalid partition string: x"
     assert [len(r) for r in layout.ranks] == [16, 16]
+
+
+# ------------------------------------------------------------------ against vLLM itself
+
+GOLDEN = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "prechecks_vllm.json").read_text())
+# Cases vLLM's config accepts but kvplan refuses before simulating (exit 1, naming the option):
+# an MTP method on a model without MTP layers (vLLM fails later, building the draft model).
+KVPLAN_REFUSES = {"llama8b-mtp-without-mtp-layers"}
+# vLLM refuses a drafter without num_speculative_tokens; kvplan's --drafter shorthand keeps going
+# with 0 and a warning on attention-only targets (the layout does not depend on it).
+KVPLAN_WARNS = {"llama8b-eagle3-no-num-tokens", "llama8b-draft-model-no-num-tokens"}
+# Results the venv, not the release, decided: 0.18.0's venv has a transformers without the
+# NemotronH config class, so vLLM wanted the repository's remote code before any check ran.
+VENV_LIMITED = "contains custom code which must be executed"
+RUNS = [(release, case) for release, results in sorted(GOLDEN["results"].items())
+        for case in GOLDEN["cases"] if case["name"] in results]
+
+
+@pytest.mark.parametrize("release,case", RUNS, ids=[f"{r}-{c['name']}" for r, c in RUNS])
+def test_config_checks_match_vllm(release, case):
+    """Each case ran through ``EngineArgs.create_engine_config`` of the release
+    (scripts/golden/precheck_runner.py, CPU): kvplan fails at the same config check with the same
+    exception and text, or, where vLLM's config accepts the deployment, does not fail at a config
+    check and settles on the same batch sizes."""
+    vllm = GOLDEN["results"][release][case["name"]]
+    if VENV_LIMITED in (vllm.get("error") or ""):
+        pytest.skip(f"vLLM {release}'s venv could not read the config without remote code")
+    kwargs = dict(case["options"], kv_cache_memory="200GiB", policy=f"vllm=={release}", env=case["env"] or None)
+    if case["name"] in KVPLAN_REFUSES:
+        with pytest.raises(OptionError):
+            kvplan.simulate(case["model"], **kwargs)
+        return
+    r = kvplan.simulate(case["model"], **kwargs)
+    out = r["outcome"]
+    if case["name"] in KVPLAN_WARNS:
+        assert not vllm["ok"] and out["starts"] is True
+        assert any(w.startswith("vLLM refuses a drafter without num_speculative_tokens") for w in r["warnings"])
+        return
+    if not vllm["ok"]:
+        assert (out["error_type"], out["error"]) == (vllm["error_type"], vllm["error"])
+        assert out["stage"].startswith("config.")
+        return
+    assert not (out["stage"] or "").startswith("config."), out
+    assert (r["scheduler"]["max_num_batched_tokens"], r["scheduler"]["max_num_seqs"]) == (
+        vllm["max_num_batched_tokens"], vllm["max_num_seqs"])
+    assert r["scheduler"]["original_max_model_len"] == vllm["max_model_len"]
+    long_warnings = [w for w in vllm["warnings"] if w.startswith("User-specified max_model_len")]
+    assert [w for w in r["logs"] if w.startswith("User-specified max_model_len")] == long_warnings

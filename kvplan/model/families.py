@@ -142,6 +142,9 @@ class Context:
     nemotron_h_ssm_cache_dtype: str = "float32"  # ServingOptions.nemotron_h_ssm_cache_dtype
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # head counts vLLM splits over TP: ("heads" | "kv_heads", total, config field); the engine's
+    # pre-KV-cache checks decide whether TP divides them (kvplan.engines.vllm.prechecks)
+    tp_checks: list[tuple[str, int, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -219,28 +222,16 @@ def head_size(view: HFView) -> int:
 
 
 def check_attention_heads(view: HFView, ctx: Context, heads: int, key: str = "num_attention_heads") -> None:
-    """``ModelConfig.verify_with_parallel_config``'s check."""
-    if heads % ctx.tp != 0:
-        raise OptionError(
-            f"{view.path}: Total number of attention heads ({heads}) must be divisible by tensor parallel size "
-            f"({ctx.tp}) ('{view.field(key)}'); pick a --tensor-parallel-size that divides it"
-        )
+    """Record the heads ``ModelConfig.verify_with_parallel_config`` divides by TP (the engine's
+    ``prechecks.check_attention_heads`` reports vLLM's refusal as a start-up failure)."""
+    ctx.tp_checks.append(("heads", heads, view.field(key)))
 
 
 def kv_heads_per_rank(view: HFView, ctx: Context, total: int, key: str = "num_key_value_heads") -> int:
-    """``max(1, total // tp)``, with the divisibility vLLM's QKV projection asserts: KV heads
-    are split evenly when ``total >= tp``, else replicated (``tp % total == 0``)."""
-    if total >= ctx.tp:
-        if total % ctx.tp != 0:
-            raise OptionError(
-                f"{view.path}: {total} KV heads ('{view.field(key)}') cannot be split evenly over "
-                f"tensor_parallel_size {ctx.tp}; pick a --tensor-parallel-size that divides {total}"
-            )
-    elif ctx.tp % total != 0:
-        raise OptionError(
-            f"{view.path}: {total} KV heads ('{view.field(key)}') cannot be replicated over "
-            f"tensor_parallel_size {ctx.tp}; pick a --tensor-parallel-size that is a multiple of {total}"
-        )
+    """``max(1, total // tp)``; the divisibility the attention layer asserts (split evenly when
+    ``total >= tp``, else replicated, ``tp % total == 0``) is recorded for the engine's
+    ``prechecks.check_kv_heads``."""
+    ctx.tp_checks.append(("kv_heads", total, view.field(key)))
     return max(1, total // ctx.tp)
 
 

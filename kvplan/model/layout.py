@@ -65,6 +65,12 @@ class ModelLayout:
     # failure; the layout then keeps the default split)
     pp_partition: tuple[int, ...] | None = None
     pp_partition_error: str | None = None
+    # a Mamba hybrid's drafter with neither --num-speculative-tokens nor the draft's n_predict
+    # (vLLM's SpeculativeConfig refuses it and the Mamba state depends on it; built with 0)
+    num_speculative_tokens_missing: bool = False
+    # head counts split over TP, ("target" | "drafter", "heads" | "kv_heads", total, config field),
+    # in build order; the engine checks that TP divides them (prechecks)
+    tp_checks: tuple[tuple[str, str, int, str], ...] = ()
 
 
 @dataclass
@@ -316,6 +322,7 @@ def build_model_layout(
             raise OptionError(f"{p.source.path}: --speculative-method mtp needs MTP layers, and this model has none")
 
     num_spec = options.num_speculative_tokens
+    num_spec_missing = False
     if method is not None and num_spec is None:
         n_predict = None
         if method == "mtp":
@@ -326,15 +333,16 @@ def build_model_layout(
             num_spec = n_predict
             notes.append(f"num_speculative_tokens {num_spec} (vLLM's default: the draft config's n_predict)")
         elif p.family in ("gdn", "nemotron_h", "jamba"):
-            raise OptionError(
-                "--num-speculative-tokens is required with a drafter on a Mamba hybrid: it sizes the Mamba state "
-                "(num_speculative_blocks and the conv state)"
-            )
+            # vLLM's SpeculativeConfig refuses this at start-up (prechecks.check_speculative), and
+            # the Mamba state depends on it: the layers are built with 0 and the plan fails
+            num_spec_missing = True
         else:
-            num_spec = 0
+            # vLLM refuses it too; kvplan's --drafter shorthand keeps going with 0 because the
+            # attention layout does not depend on it (the flagship P-EAGLE examples rely on that)
             warnings.append(
-                "vLLM requires num_speculative_tokens for this drafter (its config has no n_predict); "
-                "the attention layout does not depend on it, so kvplan continues with 0"
+                "vLLM refuses a drafter without num_speculative_tokens at start-up (0.33.0-0.34.0: \"A speculative "
+                "model was provided, but `num_speculative_tokens` was not provided\"); its config has no n_predict, "
+                "so pass --num-speculative-tokens. The attention layout does not depend on it: kvplan continues with 0"
             )
     num_spec = num_spec or 0
 
@@ -352,6 +360,7 @@ def build_model_layout(
     built: list[tuple[Built, str]] = [(b, "target") for b in res.layers]
     kv_sharing = list(res.kv_sharing)
     drafter_info: ModelInfo | None = None
+    dctx: Context | None = None
 
     if method == "mtp":
         mtp = drafters.mtp_layers(p.text, ctx, p.family, n, last)
@@ -433,4 +442,7 @@ def build_model_layout(
         notes=tuple(notes),
         pp_partition=partition,
         pp_partition_error=partition_error,
+        num_speculative_tokens_missing=num_spec_missing,
+        tp_checks=tuple(dict.fromkeys([("target", *c) for c in ctx.tp_checks]
+                                      + [("drafter", *c) for c in (dctx.tp_checks if dctx else [])])),
     )

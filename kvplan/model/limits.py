@@ -6,12 +6,15 @@ vLLM's ``_get_and_verify_max_len`` (``vllm/config/model.py``: 0.18.0 line 1949, 
 (``transformers_utils/model_arch_config_convertor.py``, 0.34.0 line 375):
 
 1. the smallest of the length keys (the first key on a tie); a ``model_max_length`` in the
-   config replaces it (Command-R);
+   config replaces it (Command-R). ``ModelArchitectureConfig.derived_max_model_len_and_key`` is
+   typed ``tuple[float, str | None]`` and pydantic makes the number a float, so vLLM's message
+   says ``max_position_embeddings=8192.0`` even for a model without RoPE (model_arch.py: 0.18.0
+   line 56, 0.33.0 and 0.34.0 line 65; run in 0.34.0 on Nemotron-H-56B-Base-8K and gemma-3-1b-it);
 2. ``--disable-sliding-window``: the window when it is smaller (key ``sliding_window``);
 3. (the tokenizer's ``model_max_length`` caps it: kvplan reads no tokenizer_config.json);
 4. RoPE: every model with RoPE parameters (``rope_theta`` is enough: vLLM's
    ``patch_rope_parameters`` gives it a "default" entry) except Gemma 3 multiplies by the
-   scaling factor, so the value is a float (``131072.0`` in the message). Types whose factor
+   scaling factor (a sliding window from step 2 becomes a float here: ``2047.0``). Types whose factor
    is already in ``max_position_embeddings`` are skipped: su, longrope, llama3, and from
    0.33.0 yarn, deepseek_yarn, deepseek_llama_scaling; up to 0.18.0 YaRN started from
    ``original_max_position_embeddings`` and applied the factor (``Era.yarn_max_len``).
@@ -78,10 +81,10 @@ def derived_max_len(config: dict, *, disable_sliding_window: bool = False,
     for k in _MAX_LEN_KEYS:
         v = cfg.get(k)
         if _num(v) and v < value:
-            value, key = v, k
+            value, key = float(v), k
     model_max_length = cfg.get("model_max_length") if _num(cfg.get("model_max_length")) else None
     if model_max_length:
-        value, key = model_max_length, "model_max_length"
+        value, key = float(model_max_length), "model_max_length"
     if disable_sliding_window:
         window = cfg.get("sliding_window_size", cfg.get("sliding_window"))
         windows = [w for w in (window if isinstance(window, list) else [window]) if _num(w) and w > 0]

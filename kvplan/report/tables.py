@@ -298,7 +298,10 @@ def render_plan(d: dict) -> None:
         ("max_concurrency (vLLM's figure: worst case)", f"{m['max_concurrency']:.2f}"),
         ("steady_state_concurrency (kvplan's estimate)", f"{m.get('steady_state_concurrency', 0.0):.2f}"),
     ]
-    c.print(key_value_table(f"Memory ({VLLM_OWN}, except where marked kvplan's estimate)", rows))
+    from kvplan.engines.vllm.prechecks import before_kv_cache
+
+    if not (failed and before_kv_cache(d["outcome"]["stage"])):  # refused at config time: no memory figures
+        c.print(key_value_table(f"Memory ({VLLM_OWN}, except where marked kvplan's estimate)", rows))
     if d["logs"]:
         c.print("vLLM log lines:")
         for line in d["logs"]:

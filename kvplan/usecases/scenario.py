@@ -34,9 +34,13 @@ class _ScenarioMethods:
             kv_cache_sizing(resolve_era(self.policy, None), True, kv_cache_memory_given=self.kv_cache_memory is not None,
                             num_gpu_blocks_override=self.num_gpu_blocks_override)
 
-    def batch_sizes(self) -> tuple[int, int]:
+    def batch_sizes(self, max_model_len: int | None = None) -> tuple[int, int]:
         """``(max_num_batched_tokens, max_num_seqs)``: as given, else what ``vllm serve`` picks
-        for the card (``--gpu``/``--gpu-memory``), else the H100/H200 defaults (8192, 1024)."""
+        for the card (``--gpu``/``--gpu-memory``), else the H100/H200 defaults (8192, 1024).
+        With the length vLLM's config holds (``max_model_len``), the rest of
+        ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` (0.18.0, 0.33.0 and 0.34.0
+        alike): a default token budget is raised to max_model_len without chunked prefill and
+        capped at max_num_seqs x max_model_len; a default max_num_seqs is capped at the tokens."""
         tokens, seqs = self.max_num_batched_tokens, self.max_num_seqs
         if tokens is None or seqs is None:
             from kvplan.budget.hardware import vllm_batch_defaults
@@ -44,6 +48,13 @@ class _ScenarioMethods:
             large = resolve_era(self.policy, None).large_batch_tier
             d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory, large_tier=large)
             tokens, seqs = tokens or d_tokens, seqs or d_seqs
+        if max_model_len and max_model_len > 0:
+            if self.max_num_batched_tokens is None:
+                if self.enable_chunked_prefill is False:
+                    tokens = max(max_model_len, tokens)
+                tokens = min(seqs * max_model_len, tokens)
+            if self.max_num_seqs is None:
+                seqs = min(seqs, tokens)
         return tokens, seqs
 
     def budget_overrides(self) -> dict:
@@ -120,6 +131,12 @@ def model_facts(layout, era, *, disable_sliding_window: bool = False):
         num_hidden_layers=layout.target.num_hidden_layers,
         pp_partition=getattr(layout, "pp_partition", None),
         pp_partition_error=getattr(layout, "pp_partition_error", None),
+        num_speculative_tokens_missing=getattr(layout, "num_speculative_tokens_missing", False),
+        kv_cache_dtype=layout.kv_cache_dtype,
+        model_dtype=layout.target.dtype,
+        target_hidden_size=_opt_int(_text_config(config), "hidden_size"),
+        drafter_target_hidden_size=drafter_target_hidden_size(layout),
+        tp_checks=getattr(layout, "tp_checks", ()),
         attention_chunk_size=layout.target.attention_chunk_size,
         speculative_method=layout.speculative_method,
         num_speculative_tokens=layout.num_speculative_tokens,
@@ -140,6 +157,16 @@ def _text_config(config: dict) -> dict:
 def _opt_int(cfg: dict, *keys: str) -> int | None:
     """The first integer among ``keys`` in a config (None when none is)."""
     return next((cfg[k] for k in keys if isinstance(cfg.get(k), int) and not isinstance(cfg.get(k), bool)), None)
+
+
+def drafter_target_hidden_size(layout) -> int | None:
+    """The hidden size an EAGLE/EAGLE-3 drafter expects from its target: the draft config's
+    ``target_hidden_size``, else its own ``hidden_size`` (vLLM's llama_eagle3.py / llama_eagle.py);
+    None for other methods (a draft model runs on its own)."""
+    d = layout.drafter
+    if d is None or layout.speculative_method not in ("eagle", "eagle3") or not isinstance(d.config, dict):
+        return None
+    return _opt_int(_text_config(d.config), "target_hidden_size", "hidden_size")
 
 
 def uses_parallel_drafting(layout) -> bool:
@@ -170,12 +197,25 @@ def stage_budgets(budget: dict | None, kv_bytes: int) -> tuple[int, ...] | None:
     return tuple(kv_bytes + st["kv_cache_memory_bytes"] - least for st in stages)
 
 
-def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budget: dict | None = None):
-    """The engine's options for ``s`` with a resolved budget and length (-1 = auto-fit)."""
+def config_max_model_len(layout, era, max_model_len: int | None, *, disable_sliding_window: bool = False) -> int:
+    """The length vLLM's config holds when it sets the scheduler defaults: the given one, else the
+    model's derived length (auto-fit, -1, runs later, at the KV cache)."""
+    if max_model_len is not None and max_model_len > 0:
+        return max_model_len
+    from kvplan.model.limits import derive_max_model_len
+
+    return derive_max_model_len(layout.target.config, disable_sliding_window=disable_sliding_window,
+                                yarn_max_len=era.yarn_max_len)
+
+
+def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budget: dict | None = None,
+                     config_len: int | None = None):
+    """The engine's options for ``s`` with a resolved budget and length (-1 = auto-fit);
+    ``config_len``: the length vLLM's config holds (``config_max_model_len``), for the batch defaults."""
     from kvplan.engines.vllm import SimulateOptions, environment
 
     era = resolve_era(s.policy, None)
-    batched, seqs = s.batch_sizes()
+    batched, seqs = s.batch_sizes(config_len)
     return SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
         kv_cache_memory_bytes_per_worker=stage_budgets(budget, kv_bytes),
@@ -195,13 +235,15 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budg
         kv_events=s.kv_events,
         allow_chunked_local_with_hma=environment.allow_chunked_local_with_hma(s.env, era),
         allow_long_max_model_len=environment.allow_long_max_model_len(s.env, era),
+        enable_chunked_prefill=s.enable_chunked_prefill,
     )
 
 
 def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None, budget: dict | None = None):
     """One vLLM simulation of ``s`` on a built layout and a resolved budget (with a hardware
     ``budget``, each pipeline stage gets its own; ``kv_bytes`` is the smallest)."""
-    return plan_layout(layout, era, simulate_options(s, kv_bytes, max_model_len, budget),
+    config_len = config_max_model_len(layout, era, max_model_len, disable_sliding_window=s.disable_sliding_window)
+    return plan_layout(layout, era, simulate_options(s, kv_bytes, max_model_len, budget, config_len),
                        disable_sliding_window=s.disable_sliding_window)
 
 
@@ -215,7 +257,8 @@ def hardware_budget(s: Scenario, layout, era) -> dict:
     profile = environment.cudagraph_memory_in_profile(s.env, era)
     if profile is not None:
         era = replace(era, cudagraph_memory_in_profile=profile)
-    batched, seqs = s.batch_sizes()
+    batched, seqs = s.batch_sizes(config_max_model_len(layout, era, s.max_model_len,
+                                                       disable_sliding_window=s.disable_sliding_window))
     return kv_budget(
         layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
         overrides=s.budget_overrides(), tensor_parallel_size=s.tensor_parallel_size,

@@ -118,6 +118,10 @@ class Era:
     yarn_max_len: str = "original_times_factor"
     # get_pp_indices refuses negative VLLM_PP_LAYER_PARTITION entries (0.34.0 line 237; not in 0.33.0)
     pp_partition_negative_check: bool = False
+    # VllmConfig._reject_mismatched_float_kv_cache: --kv-cache-dtype float16/bfloat16 other than the
+    # model dtype is refused (0.33.0 and 0.34.0; accepted by 0.18.0: tests/data/prechecks_vllm.json;
+    # pinned at 0.33.0, not bisected)
+    float_kv_cache_check: bool = False
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -217,7 +221,7 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile",
      dict(gdn_align_tokens=64, messages="0.33", default_model_runner="v2", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True,
-          yarn_max_len="factor_in_length")),
+          yarn_max_len="factor_in_length", float_kv_cache_check=True)),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines; the extensible KV cache, sized after warmup and CUDA-graph capture (utilization 1.0), "

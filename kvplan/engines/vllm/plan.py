@@ -57,6 +57,12 @@ class ModelFacts:
     num_hidden_layers: int | None = None
     pp_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION, parsed
     pp_partition_error: str | None = None  # get_pp_indices' ValueError text for it
+    num_speculative_tokens_missing: bool = False  # a method with no num_speculative_tokens or n_predict
+    kv_cache_dtype: str = "auto"  # --kv-cache-dtype as given
+    model_dtype: str | None = None  # the resolved model dtype (torch name)
+    target_hidden_size: int | None = None
+    drafter_target_hidden_size: int | None = None  # the hidden size an EAGLE drafter reads from its target
+    tp_checks: tuple = ()  # ModelLayout.tp_checks: the head counts split over TP
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ class SimulateOptions:
     num_gpu_blocks_override: int | None = None
     allow_chunked_local_with_hma: bool = True
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN
+    enable_chunked_prefill: bool | None = None  # None = vLLM's default (on for generative models)
     decode_context_parallel_size: int = 1
     tensor_parallel_size: int = 1  # only for the decode-context-parallel checks (specs are per rank)
     # The model runner (VLLM_USE_V2_MODEL_RUNNER): None = the release's own choice
@@ -208,7 +215,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         raise OptionError(f"the model's max_model_len {original:,} (from its config) is above kvplan's plausibility "
                           f"bound of {MAX_TOKENS:,} tokens; pass --max-model-len")
     plan.original_max_model_len = plan.max_model_len = original
-    prechecks.check_config(facts, o, era, logs)  # vLLM's checks before the KV cache
+    prechecks.check_config(facts, o, era, logs, original)  # vLLM's checks before the KV cache
 
     plan.hma = hybrid.decide_hma(
         era,

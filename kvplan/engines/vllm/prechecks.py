@@ -8,16 +8,36 @@ and the exception the process dies with. ``ModelConfig`` is a pydantic dataclass
 ("1 validation error for ModelConfig / Value error, <vLLM's text>"), so ``error_type`` is
 ``ValidationError`` there and ``error`` vLLM's text; the stage names the check.
 
-Checks run in the order vLLM meets them: ``ModelConfig`` (max_model_len), then the model's
-construction (``get_pp_indices`` and ``VLLM_PP_LAYER_PARTITION``).
+Checks run in the order ``EngineArgs.create_engine_config`` meets them (0.18.0, 0.33.0 and
+0.34.0 alike): ``ModelConfig`` (max_model_len), ``SpeculativeConfig`` (num_speculative_tokens),
+``SchedulerConfig`` (batch sizes), ``VllmConfig.__post_init__`` (the float KV dtype, then
+``ModelConfig.verify_with_parallel_config``: attention heads and TP), then the model's
+construction (``get_pp_indices`` and ``VLLM_PP_LAYER_PARTITION``, the attention layer's KV-head
+assert) and the drafter's first run (its hidden size). The texts of the config checks were
+confirmed by running each release's ``create_engine_config`` on kvplan's cases
+(``scripts/golden/precheck_runner.py``, results in ``tests/data/prechecks_vllm.json``).
+
+Not a check in any of the three releases (read): PP larger than the layer count
+(``get_pp_indices`` gives the extra stages no layers; ``create_engine_config`` accepts
+``-pp 40`` for a 32-layer model), a hidden-size mismatch between target and EAGLE drafter at
+config time, and an EAGLE method that does not match the head (``--speculative-method eagle``
+with an EAGLE-3 head passes ``create_engine_config``; it fails when vLLM resolves the draft's
+architecture, which kvplan does not model).
 """
 
 from __future__ import annotations
 
+from kvplan.engines.vllm.wording import wording
 from kvplan.errors import EngineFailure, OptionError
 
 STAGE_MAX_MODEL_LEN = "config.max_model_len"
+STAGE_SPECULATIVE = "config.speculative"
+STAGE_SCHEDULER = "config.scheduler"
+STAGE_KV_CACHE_DTYPE = "config.kv_cache_dtype"
+STAGE_TENSOR_PARALLEL = "config.tensor_parallel"
 STAGE_PP_PARTITION = "model_init.pp_layer_partition"
+STAGE_KV_HEADS = "model_init.tensor_parallel_kv_heads"
+STAGE_DRAFTER_HIDDEN = "model_init.drafter_hidden_size"
 
 LONG_MAX_MODEL_LEN_WARNING = (
     "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position "
@@ -75,7 +95,108 @@ def check_pp_partition(facts, era) -> None:
                       f"{era.release or era.name} (vLLM 0.34.0 refuses them); give each stage 0 or more layers")
 
 
-def check_config(facts, options, era, logs: list[str]) -> None:
-    """Every check, in vLLM's order; raises ``EngineFailure`` at the first that fails."""
+def _heads_error(heads: int, tp: int) -> str:
+    return f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp})."
+
+
+def _split(facts, source: str, kind: str) -> list[int]:
+    return [total for src, k, total, _ in facts.tp_checks if src == source and k == kind]
+
+
+def check_speculative(facts, options, era) -> None:
+    """``SpeculativeConfig``: a speculative method with neither ``num_speculative_tokens`` nor a
+    draft config ``n_predict`` (texts per release: ``wording.spec_tokens_missing``). The layout
+    marks it on Mamba hybrids, whose state depends on it; elsewhere kvplan's ``--drafter``
+    shorthand warns and continues with 0 (``build_model_layout``). Then the
+    draft model's own ``verify_with_parallel_config`` (``_verify_args``; the draft runs at the
+    target's TP), the same text as the target's."""
+    if facts.num_speculative_tokens_missing:
+        raise EngineFailure("ValidationError", wording(era).spec_tokens_missing, STAGE_SPECULATIVE)
+    tp = options.tensor_parallel_size
+    for heads in _split(facts, "drafter", "heads"):
+        if heads % tp:
+            raise EngineFailure("ValidationError", _heads_error(heads, tp), STAGE_SPECULATIVE)
+
+
+def check_scheduler(options, max_model_len: int) -> None:
+    """``SchedulerConfig.verify_max_model_len`` (config/scheduler.py: 0.18.0 lines 251-270,
+    0.33.0 lines 317-336, 0.34.0 lines 361-380; the same texts), on the batch sizes vLLM settled
+    on (``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args``) and the length the
+    config holds (the given one, or the derived one for ``auto``)."""
+    tokens, seqs = options.max_num_batched_tokens, options.max_num_seqs
+    if tokens < max_model_len and options.enable_chunked_prefill is False:
+        raise EngineFailure("ValidationError", (
+            f"max_num_batched_tokens ({tokens}) is smaller than max_model_len ({max_model_len}). This effectively "
+            "limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. "
+            "Please increase max_num_batched_tokens or decrease max_model_len."), STAGE_SCHEDULER)
+    if tokens < seqs:
+        raise EngineFailure("ValidationError", f"max_num_batched_tokens ({tokens}) must be greater than or equal "
+                            f"to max_num_seqs ({seqs}).", STAGE_SCHEDULER)
+
+
+def check_float_kv_cache(facts, era) -> None:
+    """``VllmConfig._reject_mismatched_float_kv_cache`` (config/vllm.py: 0.33.0 line 1492, 0.34.0
+    line 1431): an explicit float16/bfloat16 KV dtype that is not the model's. Not in 0.18.0,
+    whose ``create_engine_config`` accepts it (``Era.float_kv_cache_check``)."""
+    cache, model = facts.kv_cache_dtype, facts.model_dtype
+    if not era.float_kv_cache_check or cache not in ("float16", "bfloat16") or model == cache:
+        return
+    allowed = f"`auto` or `{model}`" if model in ("float16", "bfloat16") else "`auto`"
+    raise EngineFailure("ValidationError", f'kv_cache_dtype="{cache}" is incompatible with dtype="{model}". '
+                        f"Please set `--kv-cache-dtype` to {allowed}.", STAGE_KV_CACHE_DTYPE)
+
+
+def check_attention_heads(facts, options) -> None:
+    """``ModelConfig.verify_with_parallel_config`` (config/model.py: 0.18.0 line 1073, 0.33.0 line
+    1561, 0.34.0 line 1581; the same text), called from ``VllmConfig.__post_init__``."""
+    tp = options.tensor_parallel_size
+    for heads in _split(facts, "target", "heads")[:1] or [facts.total_num_attention_heads]:
+        if heads and heads % tp:
+            raise EngineFailure("ValidationError", _heads_error(heads, tp), STAGE_TENSOR_PARALLEL)
+
+
+def check_kv_heads(facts, options) -> None:
+    """The attention layer's own split (e.g. ``LlamaAttention.__init__``, model_executor/models/
+    llama.py: 0.34.0 lines 148-155): with at least TP KV heads they must divide by TP, with fewer
+    TP must be a multiple of them (each rank then holds a replica). A bare ``assert``: vLLM prints
+    no text, so the message is kvplan's. The families record the counts they split (MLA's latent
+    is not split)."""
+    tp = options.tensor_parallel_size
+    for source in ("target", "drafter"):
+        for kv in _split(facts, source, "kv_heads"):
+            if kv >= tp and kv % tp:
+                why = f"total_num_kv_heads ({kv}) % tp_size ({tp}) != 0"
+            elif kv < tp and tp % kv:
+                why = f"tp_size ({tp}) % total_num_kv_heads ({kv}) != 0"
+            else:
+                continue
+            raise EngineFailure("AssertionError", f"(vLLM's assert has no message; kvplan:) the {source}'s {why}: "
+                                "each rank must hold whole KV heads, or TP must be a multiple of them", STAGE_KV_HEADS)
+
+
+def check_drafter_hidden_size(facts) -> None:
+    """EAGLE/EAGLE-3 heads read the target's hidden states: ``llama_eagle3.py`` sizes its ``fc``
+    for ``target_hidden_size`` (the draft config's, else its own ``hidden_size``) times the
+    auxiliary layers (0.34.0 lines 218-221), EAGLE-1 for its own hidden size. A target with
+    another hidden size fails when the drafter first runs (torch: "mat1 and mat2 shapes cannot be
+    multiplied"), before the KV cache; vLLM checks nothing earlier, so the message is kvplan's."""
+    expected, actual = facts.drafter_target_hidden_size, facts.target_hidden_size
+    if expected is None or actual is None or expected == actual:
+        return
+    raise EngineFailure("RuntimeError", f"(kvplan:) the {facts.speculative_method} drafter was trained on hidden "
+                        f"states of size {expected}, but the target's are {actual}: its fc layer cannot take them "
+                        "(torch: mat1 and mat2 shapes cannot be multiplied); use a drafter trained for this target",
+                        STAGE_DRAFTER_HIDDEN)
+
+
+def check_config(facts, options, era, logs: list[str], max_model_len: int) -> None:
+    """Every check, in vLLM's order; raises ``EngineFailure`` at the first that fails.
+    ``max_model_len``: the length vLLM's config holds (the given one, or the derived one)."""
     check_max_model_len(facts, options, logs)
+    check_speculative(facts, options, era)
+    check_scheduler(options, max_model_len)
+    check_float_kv_cache(facts, era)
+    check_attention_heads(facts, options)
     check_pp_partition(facts, era)
+    check_kv_heads(facts, options)
+    check_drafter_hidden_size(facts)

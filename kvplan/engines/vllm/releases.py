@@ -124,7 +124,8 @@ DECISION_FIELDS: tuple[str, ...] = (
     "mamba_legacy_reservation", "mamba_cache_mode_rule", "hybrid_prefix_caching_default", "gdn_align_tokens",
     "mamba_kernel_alignment", "mamba_prefill_checkpoints", "nemotron_h_ssm_cache_dtype", "kv_transfer_rule",
     "kv_events_disable_hma", "drafter_single_group_check", "gpu_memory_utilization", "large_batch_tier",
-    "cudagraph_memory_in_profile", "extensible_kv_cache", "extensible_gpu_memory_utilization", "full_head_size_v", "yarn_max_len", "pp_partition_negative_check", "messages",
+    "cudagraph_memory_in_profile", "extensible_kv_cache", "extensible_gpu_memory_utilization", "full_head_size_v",
+    "yarn_max_len", "pp_partition_negative_check", "float_kv_cache_check", "messages",
 )
 
 

@@ -53,6 +53,12 @@ class Wording:
     hma_flag: str
     autofit: str  # "0.14" | "0.32" | "0.34"
     autofit_none: str  # the "Cannot auto-fit" error
+    # SpeculativeConfig with a draft model and no num_speculative_tokens/n_predict (run in each
+    # release: tests/data/prechecks_vllm.json): 0.18.0 also names speculative_token_tree
+    # (speculative.py line 567); 0.33.0 line 1617; 0.34.0 spec_decode/speculator_config.py line 223.
+    # Pinned at the checked releases, not bisected.
+    spec_tokens_missing: str = ("A speculative model was provided, but neither `speculative_token_tree` nor "
+                                "`num_speculative_tokens` was provided")
 
 
 WORDINGS: dict[str, Wording] = {}
@@ -73,7 +79,9 @@ WORDINGS["0.22"] = replace(
     + _SEE, kv_transfer_warning=KV_TRANSFER_WARNING_022)
 WORDINGS["0.23"] = replace(WORDINGS["0.22"], kv_transfer_warning=KV_TRANSFER_WARNING_023)
 WORDINGS["0.32"] = replace(WORDINGS["0.23"], autofit="0.32")
-WORDINGS["0.33"] = replace(WORDINGS["0.32"], hma_flag="--enable-hybrid-kv-cache-manager")
+WORDINGS["0.33"] = replace(WORDINGS["0.32"], hma_flag="--enable-hybrid-kv-cache-manager",
+                           spec_tokens_missing="A speculative model was provided, but `num_speculative_tokens` was not "
+                                               "provided")
 WORDINGS["0.34"] = replace(
     WORDINGS["0.33"], autofit="0.34",
     admission_hint=f"{_HINT_034} Decreasing `max_model_len` also reduces what is needed. {_SEE}",
