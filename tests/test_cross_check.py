@@ -69,16 +69,19 @@ def recorded(monkeypatch):
     """Answer the runner with a recorded result (the boundary CI cannot cross: no vLLM here);
     the cases kvplan sent are kept for inspection."""
     sent: list[dict] = []
+    calls: list[int] = []  # cases per runner process
 
     def use(result: dict, version: str | None = None):
         monkeypatch.setattr(X, "find_target", lambda python: X.Target("/venv/bin/python",
                                                                       version or result["vllm_version"]))
 
-        def run_runner(target, case):
-            sent.append(case)
-            return result
+        def run_runner(target, cases):
+            sent.extend(cases)
+            calls.append(len(cases))
+            return [result for _ in cases]
 
         monkeypatch.setattr(X, "run_runner", run_runner)
+        use.calls = calls
         return sent
 
     return use
@@ -346,6 +349,7 @@ def test_check_cross_check_entry(tmp_path, recorded):
                  "  - name: gated\n    model: openai/gpt-oss-20b\n    drafter: amazon/GPT-OSS-20B-P-EAGLE\n"
                  "    kv_cache_memory: 40GiB\n    require_agreement: true\n")
     d = kvplan.check([str(f)])
+    assert recorded.calls == [2]  # one vLLM process for both deployments
     seen, gated = d["deployments"]
     assert seen["status"] == "pass" and gated["status"] == "fail"
     assert seen["policy"] == gated["policy"] == "vllm==0.34.0"

@@ -165,6 +165,31 @@ def _rounded_shares(weights: list[float]) -> list[Fraction]:
     return shares
 
 
+def _exact_start(shares: list[Fraction], costs, inputs: CompareInputs) -> list[Fraction]:
+    """Four-decimal shares whose float sum is exactly 1.0 (0.6667 + 0.1667 + 0.1666 sums to
+    0.9999999999999999 in floats): when rounding missed, the best-scoring move of the fewest
+    quanta between two shares that makes the sum exact (hypothesis found the case)."""
+    if _exact_sum(shares):
+        return shares
+    found = None
+    for k in range(1, 6):  # the fewest quanta that make it exact (two, in the case found)
+        q = SHARE_STEPS[-1] * k
+        for i in range(len(shares)):
+            for j in range(len(shares)):
+                if i == j or shares[i] - q <= 0:
+                    continue
+                trial = list(shares)
+                trial[i] -= q
+                trial[j] += q
+                if _exact_sum(trial):
+                    score = trtllm_score(trtllm_result(costs, inputs, trial))
+                    if found is None or score > found[0]:
+                        found = (score, trial)
+        if found:
+            return found[1]
+    return shares
+
+
 def proportional_shares(costs, inputs: CompareInputs) -> list[Fraction]:
     """Shares where every pool runs out at the same time for one request's binding need (the
     larger of its prefill and admission blocks), four decimals, the last taking the remainder."""
@@ -180,7 +205,7 @@ def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
         return {"applicable": False, "reason": "one window size: one pool, nothing to share",
                 "max_concurrency": _round(equal.max_concurrency),
                 "reaches_target": _reaches(equal.max_concurrency, inputs.target_concurrency)}
-    shares = proportional_shares(costs, inputs)
+    shares = _exact_start(proportional_shares(costs, inputs), costs, inputs)
     best = trtllm_score(trtllm_result(costs, inputs, shares))
     improved = True
     while improved:

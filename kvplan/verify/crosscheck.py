@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from kvplan.errors import OptionError
@@ -75,19 +76,25 @@ def find_target(vllm_python: str | None) -> Target:
             raise CrossCheckUnavailable(f"vLLM is not installed in this Python ({python}); "
                                         "pass --vllm-python PATH to use another environment's")
         return Target(python, version)
+    version = _probe_version(python)
+    if not version:
+        raise CrossCheckUnavailable(f"vLLM is not installed in {python}")
+    return Target(python, version)
+
+
+@lru_cache(maxsize=None)
+def _probe_version(python: str) -> str:
+    """The vLLM version ``python`` sees ('' for none), asked once per interpreter and process."""
     code = ("import importlib.metadata as m\ntry:\n    print(m.version('vllm'))\n"
             "except m.PackageNotFoundError:\n    print('')\n")
     try:
-        proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+        proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
                               check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise CrossCheckUnavailable(f"{python} did not run: {e}") from None
     if proc.returncode != 0:
         raise CrossCheckUnavailable(f"{python} is not a working Python interpreter ({_last_line(proc.stderr)})")
-    version = proc.stdout.strip()
-    if not version:
-        raise CrossCheckUnavailable(f"vLLM is not installed in {python}")
-    return Target(python, version)
+    return proc.stdout.strip()
 
 
 def cache_dir() -> Path | None:
@@ -109,14 +116,14 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def run_runner(target: Target, case: dict) -> dict:
-    """The runner's result for ``case`` in ``target``'s interpreter (CrossCheckUnavailable on failure)."""
-    # "-s": no user site-packages; the working directory is the user's, the runner's own
-    # directory is first on sys.path (it holds no module named like a package vLLM imports)
-    env = {k: v for k, v in os.environ.items() if k not in ("VLLM_USE_V2_MODEL_RUNNER",)}
+def run_runner(target: Target, cases: list[dict]) -> list[dict]:
+    """The runner's results for ``cases`` (one vLLM import for all of them) in ``target``'s
+    interpreter; CrossCheckUnavailable on failure."""
+    # the runner drops its own directory from sys.path, so nothing of kvplan's can shadow a module
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_USE_V2_MODEL_RUNNER"}
     env.setdefault("CUDA_VISIBLE_DEVICES", "")
     try:
-        proc = subprocess.run([target.python, "-s", str(RUNNER)], input=json.dumps(case), capture_output=True,
+        proc = subprocess.run([target.python, str(RUNNER)], input=json.dumps(cases), capture_output=True,
                               text=True, timeout=TIMEOUT_S, check=False, env=env)
     except subprocess.TimeoutExpired:
         raise CrossCheckUnavailable(f"vLLM's planning functions did not answer within {TIMEOUT_S} s") from None
@@ -125,26 +132,34 @@ def run_runner(target: Target, case: dict) -> dict:
     if proc.returncode != 0:
         raise CrossCheckUnavailable(f"vLLM {target.vllm_version} failed: {_last_line(proc.stderr)}")
     try:
-        result = json.loads(proc.stdout)
+        results = json.loads(proc.stdout)
     except json.JSONDecodeError:
         raise CrossCheckUnavailable(f"vLLM {target.vllm_version}'s runner printed no result "
                                     f"({_last_line(proc.stderr)})") from None
-    if not isinstance(result, dict) or "vllm_version" not in result:
-        raise CrossCheckUnavailable("the runner's answer is not a result object")
-    return result
+    if not (isinstance(results, list) and len(results) == len(cases)
+            and all(isinstance(r, dict) and "vllm_version" in r for r in results)):
+        raise CrossCheckUnavailable("the runner's answer is not one result object per case")
+    return results
 
 
-def cached_result(target: Target, case: dict) -> tuple[dict, bool]:
-    """``(result, from_cache)``; a fresh answer is stored (a cache that cannot be written is skipped)."""
+def _cache_path(target: Target, case: dict) -> Path | None:
     folder = cache_dir()
-    if folder is None:
-        return run_runner(target, case), False
-    path = folder / f"{cache_key(target, case)}.json"
+    return None if folder is None else folder / f"{cache_key(target, case)}.json"
+
+
+def _cache_read(path: Path | None) -> dict | None:
+    if path is None:
+        return None
     try:
-        return json.loads(path.read_text()), True
+        return json.loads(path.read_text())
     except (OSError, ValueError):
-        pass
-    result = run_runner(target, case)
+        return None
+
+
+def _cache_write(path: Path | None, result: dict) -> None:
+    """Store an answer (a cache that cannot be written is skipped)."""
+    if path is None:
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -152,7 +167,6 @@ def cached_result(target: Target, case: dict) -> tuple[dict, bool]:
         tmp.replace(path)
     except OSError:
         pass
-    return result, False
 
 
 def unavailable(reason: str, *, python: str | None = None, release: str | None = None) -> dict:
@@ -189,23 +203,62 @@ def report(plan, result: dict, target: Target, *, seconds: float, cached: bool) 
     }
 
 
-def cross_check(plan, target: Target, *, name: str = "cross-check", model: str | None = None,
-                drafter: str | None = None) -> dict:
-    """Run vLLM's planning functions on ``plan``'s scenario and compare (never raises for vLLM's
-    failures: the object says why it could not run)."""
+@dataclass(frozen=True)
+class Job:
+    """One plan to verify: against ``target`` (None: ``reason`` says why it cannot run)."""
+
+    plan: object
+    target: Target | None
+    name: str
+    model: str | None = None
+    drafter: str | None = None
+    reason: str | None = None
+
+
+def cross_check_many(jobs: list[Job]) -> list[dict]:
+    """The ``cross_check`` object of each job. Cached answers are reused; the others run in one
+    runner process per interpreter (vLLM is imported once for all of them). Never raises for
+    vLLM's failures: the object says why it could not run."""
     from kvplan.verify.case import runner_case
 
-    if plan.failure is not None and plan.failure.stage == "config":
-        return unavailable(f"the deployment fails at config time ({plan.failure.error_type}), before vLLM's "
-                           "planning functions run; nothing to compare", python=target.python,
-                           release=target.vllm_version)
-    start = time.perf_counter()
-    try:
-        case = runner_case(plan, name, model=model, drafter=drafter)
-        result, cached = cached_result(target, case)
-    except CrossCheckUnavailable as e:
-        return unavailable(str(e), python=target.python, release=target.vllm_version)
-    return report(plan, result, target, seconds=time.perf_counter() - start, cached=cached)
+    out: list[dict | None] = [None] * len(jobs)
+    todo: dict[Target, list[tuple[int, dict, Path | None]]] = {}
+    for i, job in enumerate(jobs):
+        t = job.target
+        if t is None:
+            out[i] = unavailable(job.reason or "no vLLM")
+            continue
+        f = job.plan.failure
+        if f is not None and f.stage == "config":
+            out[i] = unavailable(f"the deployment fails at config time ({f.error_type}), before vLLM's planning "
+                                 "functions run; nothing to compare", python=t.python, release=t.vllm_version)
+            continue
+        case = runner_case(job.plan, job.name, model=job.model, drafter=job.drafter)
+        path = _cache_path(t, case)
+        cached = _cache_read(path)
+        if cached is not None:
+            out[i] = report(job.plan, cached, t, seconds=0.0, cached=True)
+        else:
+            todo.setdefault(t, []).append((i, case, path))
+    for t, items in todo.items():
+        start = time.perf_counter()
+        try:
+            results = run_runner(t, [case for _, case, _ in items])
+        except CrossCheckUnavailable as e:
+            for i, _, _ in items:
+                out[i] = unavailable(str(e), python=t.python, release=t.vllm_version)
+            continue
+        seconds = time.perf_counter() - start
+        for (i, _, path), result in zip(items, results):
+            _cache_write(path, result)
+            out[i] = report(jobs[i].plan, result, t, seconds=seconds, cached=False)
+    return out
+
+
+def cross_check(plan, target: Target, *, name: str = "cross-check", model: str | None = None,
+                drafter: str | None = None) -> dict:
+    """Run vLLM's planning functions on ``plan``'s scenario and compare (see ``cross_check_many``)."""
+    return cross_check_many([Job(plan, target, name, model, drafter)])[0]
 
 
 def summary_line(cc: dict) -> str:
@@ -227,10 +280,11 @@ class Prepared:
     reason: str | None  # why it cannot run (target None)
     policy: str
 
+    def job(self, plan, *, name: str, model: str | None = None, drafter: str | None = None) -> Job:
+        return Job(plan, self.target, name, model, drafter, self.reason)
+
     def run(self, plan, *, name: str, model: str | None = None, drafter: str | None = None) -> dict:
-        if self.target is None:
-            return unavailable(self.reason or "no vLLM")
-        return cross_check(plan, self.target, name=name, model=model, drafter=drafter)
+        return cross_check_many([self.job(plan, name=name, model=model, drafter=drafter)])[0]
 
 
 def prepare(vllm_python: str | None, policy: str, *, policy_given: bool) -> Prepared:

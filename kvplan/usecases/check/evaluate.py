@@ -168,9 +168,12 @@ def _same_layout(expectation: Expectation, scenario: Scenario, result, run: Runn
     return Outcome(expectation.key, ref, measured, not diffs, message, expectation.line)
 
 
-def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = False) -> DeploymentResult:
+def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = False,
+                   deferred: list | None = None) -> DeploymentResult:
     """Simulate one deployment and check its expectations. Errors become an ``error`` result
-    (unless ``reraise``, for debugging), so one broken deployment never stops the others."""
+    (unless ``reraise``, for debugging), so one broken deployment never stops the others.
+    With ``deferred`` (a list), a cross-check is appended there instead of run, for
+    ``finish_cross_checks`` to run them all with one vLLM import per interpreter."""
     if run is None:
         from kvplan.usecases.scenario import run_scenario as run
     start = time.perf_counter()
@@ -183,9 +186,14 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
             _same_layout(e, scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)
             for e in d.expectations
         ]
+        job = None
         if verify is not None:
-            cc = verify.run(result.plan, name=d.name, model=scenario.model, drafter=scenario.drafter)
-            outcomes.append(_cross_check_outcome(scenario, cc))
+            job = verify.job(result.plan, name=d.name, model=scenario.model, drafter=scenario.drafter)
+            if deferred is None:
+                from kvplan.verify.crosscheck import cross_check_many
+
+                cc = cross_check_many([job])[0]
+                outcomes.append(_cross_check_outcome(scenario, cc))
     except Exception as e:
         if reraise and not isinstance(e, KvplanError):
             raise
@@ -194,8 +202,27 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
                                 seconds=time.perf_counter() - start)
     status = PASS if all(o.passed for o in outcomes) else FAIL
     warnings = list(getattr(result.layout, "warnings", ()) or ())
-    return DeploymentResult(d, status, outcomes, plan=numbers, cross_check=cc, policy=scenario.policy,
-                            warnings=warnings, seconds=time.perf_counter() - start)
+    r = DeploymentResult(d, status, outcomes, plan=numbers, cross_check=cc, policy=scenario.policy,
+                         warnings=warnings, seconds=time.perf_counter() - start)
+    if job is not None and deferred is not None:
+        deferred.append((r, job, scenario))
+    return r
+
+
+def finish_cross_checks(deferred: list) -> None:
+    """Run the deferred cross-checks together and add each one's outcome to its deployment."""
+    if not deferred:
+        return
+    from kvplan.verify.crosscheck import cross_check_many
+
+    start = time.perf_counter()
+    reports = cross_check_many([job for _, job, _ in deferred])
+    share = (time.perf_counter() - start) / len(deferred)
+    for (r, _, scenario), cc in zip(deferred, reports):
+        r.cross_check = cc
+        r.outcomes.append(_cross_check_outcome(scenario, cc))
+        r.status = PASS if all(o.passed for o in r.outcomes) else FAIL
+        r.seconds += share
 
 
 def _prepare_cross_check(scenario: Scenario):
@@ -223,12 +250,16 @@ def _cross_check_outcome(scenario: Scenario, cc: dict) -> Outcome:
 
 def run_deployments(deployments: list[Deployment], run: Runner | None = None, *, reraise: bool = False,
                     progress: Callable[[DeploymentResult], None] | None = None) -> list[DeploymentResult]:
-    out = []
+    out, deferred = [], []
     for d in deployments:
-        r = run_deployment(d, run, reraise=reraise)
-        if progress:
+        r = run_deployment(d, run, reraise=reraise, deferred=deferred)
+        if progress and not any(r is x for x, _, _ in deferred):
             progress(r)
         out.append(r)
+    finish_cross_checks(deferred)
+    if progress:
+        for r, _, _ in deferred:
+            progress(r)
     return out
 
 
