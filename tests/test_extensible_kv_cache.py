@@ -204,6 +204,12 @@ def test_kv_cache_memory_turns_it_off_and_refuses_the_flag():
     assert r.stderr.strip().splitlines() == [
         "Error: --enable-extensible-kv-cache: vLLM refuses it with --kv-cache-memory, which replaces the memory it "
         "would measure; drop one of the two"]
+    # fit refuses it too; compare fixes the budget after resolving the flag, so the flag with --gpu is fine there
+    r, d = _json("fit", "meta-llama/Meta-Llama-3.1-8B", "--kv-cache-memory", "40GiB", "--enable-extensible-kv-cache")
+    assert r.exit_code == 1 and "vLLM refuses it with --kv-cache-memory" in r.stderr
+    r, d = _json("compare", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--enable-extensible-kv-cache")
+    assert r.exit_code == 0, r.stderr
+    assert d["budget"]["kv_cache_sizing_source"] == "--enable-extensible-kv-cache"
     r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--num-gpu-blocks-override", "1000")
     assert d["budget"]["kv_cache_sizing"] == "profiled" and d["budget"]["gpu_memory_utilization"] == 0.92
     r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--policy", "vllm==0.33.0",
@@ -247,3 +253,41 @@ def test_budget_from_device_uses_the_same_utilization(monkeypatch):
     # a CPU device: vLLM's extensible cache is CUDA/ROCm only
     b = probe.device_kv_budget("cpu", LATEST)
     assert b["kv_cache_sizing"] == "profiled" and b["gpu_memory_utilization"] == 0.92
+
+
+def test_serve_line_reads_vllms_flag_and_its_negative():
+    # `kvplan vllm ... serve` reads vLLM 0.34.0's own spellings (--disable-extensible-kv-cache is its negative alias)
+    def serve(*flags):
+        r = runner.invoke(app, ["vllm", "--gpu", "H100-80GB", "--format", "json", "serve",
+                                "meta-llama/Meta-Llama-3.1-8B", *flags])
+        assert r.exit_code == 0, r.stderr
+        return json.loads(r.stdout)["budget"]
+
+    b = serve("--disable-extensible-kv-cache")
+    assert (b["kv_cache_sizing"], b["kv_cache_memory_bytes"]) == ("profiled", 60_040_803_451)
+    assert serve()["kv_cache_memory_bytes"] == 64_377_315_328
+
+
+# The line vLLM 0.34.0 logs once the extensible cache is sized (extensible_kv_cache.py 693-707), with this
+# file's H100 figures: 30,697 blocks of 2 MiB = 64,376,274,944 B = 59.96 GiB; the reservation logged before
+# ("Available KV cache memory", gpu_worker.py 795-796) is the tentative 66,843,041,792 B = 62.25 GiB.
+_MEASURED_LOG = (
+    "INFO 12-03 08:00:00 [gpu_worker.py:795] Available KV cache memory: 62.25 GiB\n"
+    "INFO 12-03 08:01:00 [extensible_kv_cache.py:693] Memory after warmup: 1.52 GiB free, 0.0 GiB committed to the "
+    "KV cache, 1.73 GiB kept for transient activations (1.73 GiB allocated at peak, 0.0 GiB of torch reservation "
+    "growth); 30697 KV cache blocks (59.96 GiB) fit within the requested 79.19 GiB. Torch may reserve up to "
+    "18.2 GiB.\n")
+
+
+def test_explain_log_takes_the_measured_size_over_the_reservation():
+    from kvplan.logs import facts_of, read_records
+    from kvplan.logs.rebuild import deployment
+
+    facts = facts_of(read_records(_MEASURED_LOG))
+    m = facts.first("kv_cache_measured")
+    assert (m["num_blocks"], m["gib"], m["transient_gib"], m["requested_gib"]) == (30697, 59.96, 1.73, 79.19)
+    b = deployment(facts, model="meta-llama/Meta-Llama-3.1-8B").budget
+    # 59.96 GiB = 59.96 · 1,073,741,824 = 64,381,559,767.04 B → 64,381,559,767 (± half a hundredth of a GiB:
+    # the log's rounding; the 30,697 blocks' 64,376,274,944 B lie within)
+    assert b.source.startswith("the extensible KV cache's size after warmup")
+    assert b.bytes == 64_381_559_767 and b.low <= 64_376_274_944 <= b.high

@@ -201,7 +201,12 @@ def test_json_shape():
     assert d["estimated"] is True and d["budget"]["estimated"] is True
     assert list(d)[:7] == ["schema_version", "kvplan_version", "command", "inputs", "outcome", "engine", "policy"]
     assert d["drafter"]["id"] == "amazon/GPT-OSS-20B-P-EAGLE"
-    assert d["budget"]["weights"]["num_params_by_kind"]["drafter"] > 0
+    # P-EAGLE (hidden 2880, 64 heads x 64, 8 KV heads, 4 layers, LlamaConfig's default intermediate 11008):
+    # fc 3 x 2880 x 2880 = 24,883,200; attention q/k/v/o = in x (4096 + 512 + 512) + 4096 x 2880, with
+    # in = 2 x 2880 on the first layer (embeddings + hidden states): 41,287,680 + 3 x 26,542,080;
+    # MLP 4 x 3 x 2880 x 11008 = 380,436,480; its own lm_head 201,088 x 2880 = 579,133,440
+    assert d["budget"]["weights"]["num_params_by_kind"]["drafter"] == (
+        24_883_200 + 41_287_680 + 3 * 26_542_080 + 380_436_480 + 579_133_440) == 1_105_367_040
     for k, v in d["budget"].items():
         if k.endswith("_bytes"):
             assert isinstance(v, int)

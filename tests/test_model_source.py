@@ -150,7 +150,11 @@ def test_every_catalog_config_parses():
     # every bundled config resolves and is a modelled family (DeepSeek-V4 is refused at layout time)
     for r in list_catalog():
         info = load_model_info(r["id"])
-        assert info.num_hidden_layers > 0 and info.dtype in ("bfloat16", "float16", "float32")
+        raw = json.loads(Path(r["path"]).read_text())
+        text = raw.get("text_config") or raw.get("llm_config") or raw
+        # the layer count is the config's own (text config for multimodal wrappers)
+        assert info.num_hidden_layers == text.get("num_hidden_layers", raw.get("num_hidden_layers")), r["id"]
+        assert info.dtype in ("bfloat16", "float16", "float32")
 
 
 def test_no_heavy_imports():

@@ -54,8 +54,11 @@ def test_max_model_len_above_derived_fails_at_start(policy):
     code, data = cli("simulate", LLAMA, "--kv-cache-memory", "60GiB", "--max-model-len", "200000",
                      "--policy", policy)
     assert code == 3
+    # the fix: the derived length (131072.0 tokens) or vLLM's own override, each re-simulated
     assert data["outcome"] == {"ok": False, "starts": False, "stage": "config.max_model_len",
-                               "error_type": "ValidationError", "error": LLAMA_200K, "fix": None}
+                               "error_type": "ValidationError", "error": LLAMA_200K, "fix": "--max-model-len 131072"}
+    assert [(f["flag"], f["starts"], f["max_model_len"]) for f in data["fixes"]] == [
+        ("--max-model-len 131072", True, 131072), ("--env VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", True, 200000)]
 
 
 def test_allow_long_max_model_len_turns_it_into_vllms_warning(monkeypatch):
@@ -219,3 +222,17 @@ def test_config_checks_match_vllm(release, case):
     assert r["scheduler"]["original_max_model_len"] == vllm["max_model_len"]
     long_warnings = [w for w in vllm["warnings"] if w.startswith("User-specified max_model_len")]
     assert [w for w in r["logs"] if w.startswith("User-specified max_model_len")] == long_warnings
+
+
+def test_scheduler_refusals_get_the_batch_size_that_passes():
+    # verify_max_model_len: 512 < max_num_seqs 1024 → the least token budget that passes is 1024
+    r = kvplan.simulate(LLAMA, kv_cache_memory="60GiB", max_num_batched_tokens=512, max_num_seqs=1024)
+    assert r["outcome"]["error"] == "max_num_batched_tokens (512) must be greater than or equal to max_num_seqs (1024)."
+    assert [f["flag"] for f in r["fixes"]] == ["--max-num-batched-tokens 1024"]
+    # without chunked prefill the budget must hold max_model_len (131072), or chunked prefill goes back on
+    r = kvplan.simulate(LLAMA, kv_cache_memory="60GiB", enable_chunked_prefill=False, max_num_batched_tokens=4096)
+    assert r["outcome"]["stage"] == "config.scheduler"
+    assert [f["flag"] for f in r["fixes"]] == ["--max-num-batched-tokens 131072", "--enable-chunked-prefill"]
+    # a default budget with chunked prefill off is raised to max_model_len (EngineArgs), so it starts
+    r = kvplan.simulate(LLAMA, kv_cache_memory="60GiB", enable_chunked_prefill=False, max_model_len=32768)
+    assert r["outcome"]["starts"] is True and r["scheduler"]["max_num_batched_tokens"] == 32768

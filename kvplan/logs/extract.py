@@ -98,6 +98,15 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("model_name", r"^Starting to load model (?P<m>\S+?)\.{0,3}$", lambda m: {"model": m["m"]}),
     _p("available_kv_memory", rf"^Available KV cache memory: (?P<g>-?{_NUM}) GiB$",
        lambda m: {"gib": _gib(m["g"])}),
+    # 0.34's extensible KV cache: the size committed after warmup and CUDA-graph capture, one line per worker
+    # (v1/worker/extensible_kv_cache.py measure_kv_cache_blocks, 0.34.0 l. 693-707); "Available KV cache
+    # memory" is then the reservation, not the final size
+    _p("kv_cache_measured", rf"^Memory after warmup: (?P<f>{_NUM}) GiB free, (?P<c>{_NUM}) GiB committed to the KV "
+       rf"cache, (?P<k>{_NUM}) GiB kept for transient activations \((?P<p>{_NUM}) GiB allocated at peak, "
+       rf"(?P<g>{_NUM}) GiB of torch reservation growth\); (?P<n>\d+) KV cache blocks \((?P<kv>{_NUM}) GiB\) fit "
+       rf"within the requested (?P<r>{_NUM}) GiB\.",
+       lambda m: {"gib": _gib(m["kv"]), "num_blocks": int(m["n"]), "free_gib": _gib(m["f"]),
+                  "transient_gib": _gib(m["k"]), "requested_gib": _gib(m["r"])}),
     # kv_cache_memory_bytes given (0.11+): the worker skips profiling
     _p("kv_cache_memory_reserved", rf"reserved (?P<g>{_NUM}) GiB memory for KV Cache as specified by "
        r"kv_cache_memory_bytes", lambda m: {"gib": _gib(m["g"])}, search=True),

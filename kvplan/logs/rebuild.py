@@ -268,12 +268,13 @@ def _budget(facts: Facts, dep: Deployment) -> Budget | None:
         opt = find_option("kv_cache_memory")
         b = opt.parse(dep.options.pop("kv_cache_memory"))
         return Budget(b, b, b, f"kv_cache_memory_bytes ({dep.sources.pop('kv_cache_memory')})")
-    for kind in ("available_kv_memory", "kv_cache_memory_reserved", "memory_profile"):
+    for kind in ("kv_cache_measured", "available_kv_memory", "kv_cache_memory_reserved", "memory_profile"):
         found = facts.all(kind)
         if found:
             key = "kv_cache_gib" if kind == "memory_profile" else "gib"
             f = min(found, key=lambda x: x[key])  # one line per worker in older releases: the smallest
-            what = {"available_kv_memory": "Available KV cache memory", "kv_cache_memory_reserved":
+            what = {"kv_cache_measured": "the extensible KV cache's size after warmup",
+                    "available_kv_memory": "Available KV cache memory", "kv_cache_memory_reserved":
                     "reserved KV cache memory", "memory_profile": "the memory profile's kv_cache_size"}[kind]
             return _rounded(f[key], f"{what} ({_where(f)})")
     f = next((x for x in facts.all("admission_error") if "available_gib" in x.values), None)
@@ -317,7 +318,9 @@ def resimulate(dep: Deployment) -> Resimulation:
                                         "serve command or 'Starting to load model' line)", era=era)
     budget = dep.budget.bytes if dep.budget is not None else LAYOUT_ONLY_BYTES
     try:
-        scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": budget})
+        # the logged budget is the one its sizing mode gave: the extensible flag is spent
+        scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": budget,
+                                             "enable_extensible_kv_cache": None})
         layout = build_layout(scenario)
     except ModelNotFoundError as e:
         return Resimulation("model not in catalog", e.message, era=era)

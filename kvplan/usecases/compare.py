@@ -64,7 +64,9 @@ def compare(model: str, **options) -> dict:
     main = run_scenario(scenario)
     layout, plan = main.layout, main.plan
     length = length or plan.max_model_len
-    scenario = replace(scenario, max_model_len=length, kv_cache_memory=plan.options.kv_cache_memory_bytes)
+    # the budget is now fixed (the sizing mode, if any, is spent)
+    scenario = replace(scenario, max_model_len=length, kv_cache_memory=plan.options.kv_cache_memory_bytes,
+                       enable_extensible_kv_cache=None)
     plans = [plan] + [run_scenario(replace(scenario, policy=p, threshold=None), layout=layout).plan for p in extra]
 
     inputs = CompareInputs(

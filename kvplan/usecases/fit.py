@@ -391,6 +391,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     if context_len is not None and concurrency is None:
         raise OptionError("--context-len needs --concurrency (N requests of L tokens); "
                           "--concurrency alone answers the longest context for N requests")
+    s.check_sizing()
     warnings: list[str] = []
     on_gpu = s.gpu is not None or s.gpu_memory is not None
     layouts: dict[int, object] = {}

@@ -28,11 +28,6 @@ class _ScenarioMethods:
                 object.__setattr__(self, opt.name, env_value(raw))
             elif raw is not None:
                 object.__setattr__(self, opt.name, opt.parse(raw))
-        if self.enable_extensible_kv_cache:  # refused where vLLM refuses it (kvplan.budget.sizing)
-            from kvplan.budget.sizing import kv_cache_sizing
-
-            kv_cache_sizing(resolve_era(self.policy, None), True, kv_cache_memory_given=self.kv_cache_memory is not None,
-                            num_gpu_blocks_override=self.num_gpu_blocks_override)
 
     def batch_sizes(self, max_model_len: int | None = None) -> tuple[int, int]:
         """``(max_num_batched_tokens, max_num_seqs)``: as given, else what ``vllm serve`` picks
@@ -56,6 +51,15 @@ class _ScenarioMethods:
             if self.max_num_seqs is None:
                 seqs = min(seqs, tokens)
         return tokens, seqs
+
+    def check_sizing(self) -> None:
+        """Refuse --enable-extensible-kv-cache where vLLM refuses it (``kvplan.budget.sizing.kv_cache_sizing``).
+        Callers that fix ``kv_cache_memory`` from a budget already resolved clear the flag with it."""
+        if self.enable_extensible_kv_cache:
+            from kvplan.budget.sizing import kv_cache_sizing
+
+            kv_cache_sizing(resolve_era(self.policy, None), True, kv_cache_memory_given=self.kv_cache_memory is not None,
+                            num_gpu_blocks_override=self.num_gpu_blocks_override)
 
     def budget_overrides(self) -> dict:
         """The override sizes given (bytes), for ``kv_budget``."""
@@ -333,6 +337,7 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
     from kvplan.report.data import plan_dict
     from kvplan.report.explain import explain as explain_plan
 
+    s.check_sizing()
     era = resolve_era(s.policy, s.threshold)
     if layout is None:
         layout = build_layout(s)

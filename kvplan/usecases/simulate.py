@@ -67,7 +67,9 @@ def simulate(model: str, **options) -> dict:
     era = resolve_era(scenario.policy, scenario.threshold)
     device_budget = _device_budget(r, era)
     if device_budget is not None:
-        scenario = replace(scenario, kv_cache_memory=device_budget["kv_cache_memory_bytes"])
+        # the device budget already resolved the sizing mode
+        scenario = replace(scenario, kv_cache_memory=device_budget["kv_cache_memory_bytes"],
+                           enable_extensible_kv_cache=None)
     result = run_scenario(scenario, explain=r["explain"])
     plan, body = result.plan, dict(result.data)
     if device_budget is not None:

@@ -1,7 +1,9 @@
 """The smallest changes that make a failing deployment start, each verified by simulating
 the deployment again with it.
 
-Only memory failures have such fixes (the admission check, auto-fit with no room): a
+vLLM's config checks that an engine option decides (``config_fixes``: max_model_len, the
+scheduler's batch sizes) get the option's value that passes. Memory failures (the admission
+check, auto-fit with no room) get: a
 shorter ``--max-model-len`` (the engine's own estimate, checked), a larger
 ``--kv-cache-memory`` (the least that starts, rounded up to a whole GiB, or to 64 MiB
 below 8 GiB), a larger ``--num-gpu-blocks-override`` (the least that starts) or none, and
@@ -53,8 +55,39 @@ def least_that_starts(with_value, failing: int, starting: int, starts) -> int:
     return largest_true(lambda k: starts(with_value(k)) is None, failing, starting - 1) + 1
 
 
+def config_fixes(plan, rerun: Callable) -> list[dict]:
+    """Fixes for vLLM's config checks that an engine option changes (``prechecks``): the derived
+    length or ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` for a too-long --max-model-len, a token budget
+    of at least max_num_seqs (and max_model_len without chunked prefill), or chunked prefill on.
+    Each is kept only when the deployment then starts."""
+    from kvplan.engines.vllm.prechecks import STAGE_MAX_MODEL_LEN, STAGE_SCHEDULER
+
+    o, stage = plan.options, plan.failure.stage
+    candidates = []
+    if stage == STAGE_MAX_MODEL_LEN and plan.facts.derived_max_len is not None:
+        n = plan.facts.derived_max_len.tokens
+        candidates += [(replace(o, max_model_len=n), "max_model_len", n, f"--max-model-len {n}"),
+                       (replace(o, allow_long_max_model_len=True), "env", {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"},
+                        "--env VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")]
+    elif stage == STAGE_SCHEDULER:
+        need = max(o.max_num_seqs, plan.original_max_model_len if o.enable_chunked_prefill is False else 0)
+        candidates.append((replace(o, max_num_batched_tokens=need), "max_num_batched_tokens", need,
+                           f"--max-num-batched-tokens {need}"))
+        if o.enable_chunked_prefill is False:
+            candidates.append((replace(o, enable_chunked_prefill=True), "enable_chunked_prefill", True,
+                               "--enable-chunked-prefill"))
+    fixes = []
+    for opts, option, value, flag in candidates:
+        p = rerun(opts)
+        if p.starts:
+            fixes.append(fix_entry(option, value, flag, p))
+    return fixes
+
+
 def smallest_fixes(plan, rerun: Callable) -> list[dict]:
     """``rerun(options) -> Plan`` simulates the same deployment with other options."""
+    if plan.failure is not None and plan.failure.stage.startswith("config."):
+        return config_fixes(plan, rerun)
     if plan.failure is None or plan.failure.stage not in MEMORY_STAGES or plan.failure.error_type != "ValueError":
         return []  # not a memory failure (e.g. DCP with sliding-window layers)
     o = plan.options

@@ -159,8 +159,14 @@ def log_line_meanings(era) -> dict[str, str]:
                 if era.override_before_check else "--num-gpu-blocks-override replaces num_blocks after the check")
     available = ("per GPU: gpu_memory_utilization x total - weights - peak activation - non-torch memory"
                  + (" - the CUDA-graph estimate" if era.cudagraph_memory_in_profile else ""))
+    if era.extensible_kv_cache:
+        available += ("; with the extensible KV cache (the default) only the reservation, at utilization 1.0: "
+                      "the size is the 'Memory after warmup' line's")
     return {
         "available_kv_memory": available,
+        "kv_cache_measured": ("the extensible KV cache's size, measured after warmup and CUDA-graph capture: "
+                              "min(requested - used, free + committed - margin) - the transient reserve, in whole "
+                              "blocks (docs/fit.md)"),
         "kv_cache_memory_reserved": "per GPU, as --kv-cache-memory-bytes gave it (no profiling)",
         "kv_cache_size": size,
         "concurrency": ("num_blocks / the blocks one max_model_len request reserves in every group "
