@@ -223,6 +223,7 @@ def test_real_log_command_read_by_the_serve_reader():
     assert r["rebuild"]["options"] == {"drafter": "nvidia/gpt-oss-120b-Eagle3", "speculative_method": "eagle3",
                                        "num_speculative_tokens": 1}
     r = kvplan.explain_log(str(LOGS / "05-vllm-34076-qwen3-coder-pp2-admission.log"))
-    assert r["rebuild"]["options"] == {"gpu_memory_utilization": 0.9, "pipeline_parallel_size": 2}
-    assert r["rebuild"]["ignored_args"] == ["served_model_name", "enable_chunked_prefill", "enable_auto_tool_choice",
-                                            "tool_call_parser"]
+    # the command's --enable-chunked-prefill is applied (kvplan.serve maps it onto enable_chunked_prefill)
+    assert r["rebuild"]["options"] == {"gpu_memory_utilization": 0.9, "pipeline_parallel_size": 2,
+                                       "enable_chunked_prefill": True}
+    assert r["rebuild"]["ignored_args"] == ["served_model_name", "enable_auto_tool_choice", "tool_call_parser"]

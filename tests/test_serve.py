@@ -229,10 +229,11 @@ def test_one_line_errors(args, message):
 
 
 def test_a_refused_flag_with_its_default_value_has_no_effect():
-    req = read_serve(["openai/gpt-oss-20b", "--prefill-context-parallel-size", "1", "--enable-chunked-prefill"])
+    req = read_serve(["openai/gpt-oss-20b", "--prefill-context-parallel-size", "1", "--no-enable-chunked-prefill"])
     assert [(r["flag"], r["effect"], r["note"]) for r in req.flags] == [
         ("--prefill-context-parallel-size", "no effect", "the default value"),
-        ("--enable-chunked-prefill", "no effect", "the default value")]
+        ("--no-enable-chunked-prefill", "applied", None)]
+    assert req.options == {"enable_chunked_prefill": False}
 
 
 def test_kvplan_options_go_before_serve():
@@ -317,3 +318,13 @@ def test_shell_variables_uv_run_and_an_unset_model():
     with pytest.raises(OptionError, match=r"^the line names its model through \$MODEL_PATH, which the line does not "
                                           r"set; write the model id"):
         kvplan.vllm_serve(line="vllm serve $MODEL_PATH --port 8000")
+
+
+def test_no_chunked_prefill_reaches_vllms_scheduler_check():
+    # vLLM 0.34.0 SchedulerConfig.verify_max_model_len: without chunked prefill, max_num_batched_tokens
+    # (4096) below max_model_len (32k = 32,000) is refused before the KV cache
+    d = kvplan.vllm_serve(["meta-llama/Meta-Llama-3.1-8B", "--kv-cache-memory-bytes", "20G", "--max-model-len", "32k",
+                           "--max-num-batched-tokens", "4096", "--no-enable-chunked-prefill"])
+    assert d["outcome"]["starts"] is False
+    assert d["outcome"]["error"].startswith("max_num_batched_tokens (4096) is smaller than max_model_len (32000).")
+    assert d["inputs"]["options"]["enable_chunked_prefill"] == {"value": False, "given": True}

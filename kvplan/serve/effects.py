@@ -48,6 +48,7 @@ OPTION_OF: dict[str, str] = {
     "quantization": "quantization",
     "cpu_offload_gb": "cpu_offload_gb",
     "hf_overrides": "hf_overrides",
+    "enable_chunked_prefill": "enable_chunked_prefill",
 }
 
 # Applied through a handler of kvplan.serve.reader (one kvplan option from several flags, or a
@@ -96,7 +97,6 @@ REFUSED_WHY: dict[str, str] = {
     "engram_config": "n-gram embedding storage",
     "performance_mode": "'throughput'/'interactivity' change max_num_batched_tokens and max_num_seqs defaults",
         "override_attention_dtype": "changes the attention dtype (0.18 and earlier)",
-    "enable_chunked_prefill": "without chunked prefill max_num_batched_tokens defaults to max_model_len",
 }
 UNLESS: dict[str, tuple] = {
     "prefill_context_parallel_size": ("1",),
@@ -116,7 +116,6 @@ UNLESS: dict[str, tuple] = {
     "convert": ("auto", "none"),
     "mm_encoder_only": (False,),
     "performance_mode": ("balanced",),
-    "enable_chunked_prefill": (True,),
 }
 
 # Memory outside the KV cache that kvplan estimates; the estimate does not read these.
