@@ -4,7 +4,7 @@
     python scripts/bench.py            # all
     python scripts/bench.py --runs 7   # more CLI runs (median reported)
 
-Cold CLI: a fresh interpreter per run (`python -m kvplan …`), so imports count; wall time and
+Cold CLI: a fresh interpreter per run (`python -m kvplan.cli …`), so imports count; wall time and
 the child's CPU time (user + system) are both reported, the latter being what to compare when the
 machine is shared. Targets (issue 10): `kvplan --help` ≤ 0.20 s, a warm simulate ≤ 0.30 s.
 Core: `simulate()` on prepared layer specs, no CLI, no config parsing, one core.
@@ -49,7 +49,7 @@ def cold_cli(runs: int, cases=CLI_CASES) -> list[dict]:
             for i in range(runs + (1 if mode == "warm cache" else 0)):
                 c0 = _children_cpu()
                 t0 = time.perf_counter()
-                proc = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, env=env)
+                proc = subprocess.run([sys.executable, "-m", "kvplan.cli", *args], capture_output=True, env=env)
                 if not (mode == "warm cache" and i == 0):  # the first run fills the cache
                     times.append(time.perf_counter() - t0)
                     cpu.append(_children_cpu() - c0)

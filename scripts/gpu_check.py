@@ -199,7 +199,7 @@ def main() -> int:
         except ImportError:
             print("\n== CLI step skipped (typer/rich not importable)")
         else:
-            cmd = [sys.executable, "-m", "kvplan", "simulate", GPT[1], "--drafter", GPT[2],
+            cmd = [sys.executable, "-m", "kvplan.cli", "simulate", GPT[1], "--drafter", GPT[2],
                    "--num-speculative-tokens", "5", "--budget-from-device", "--reserve", args.cli_reserve,
                    "--allocate", "--device", args.device, "--format", "json"]
             if args.max_model_len:

@@ -28,7 +28,7 @@ BLOCK = re.compile(r"(<!-- run: (kvplan [^\n]*?|python) -->\n(?:```python\n(.*?)
 
 
 def run(cmd: str, code: str | None = None) -> str:
-    argv = [sys.executable, "-c", code] if cmd == "python" else [sys.executable, "-m", "kvplan", *shlex.split(cmd)[1:]]
+    argv = [sys.executable, "-c", code] if cmd == "python" else [sys.executable, "-m", "kvplan.cli", *shlex.split(cmd)[1:]]
     env = {**os.environ, "COLUMNS": "100"}  # the snapshots do not follow the caller's terminal
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env)
     out = "\n".join(line.rstrip() for line in proc.stdout.splitlines()) + "\n"

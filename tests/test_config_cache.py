@@ -50,6 +50,6 @@ def test_warm_runs_match_cold_runs_without_transformers(tmp_path):
 
 def test_cache_can_be_turned_off(tmp_path):
     env = {**os.environ, "KVPLAN_CACHE_DIR": str(tmp_path), "KVPLAN_NO_CACHE": "1", "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "kvplan", "inspect", "openai/gpt-oss-20b", "--format", "json"],
+    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "inspect", "openai/gpt-oss-20b", "--format", "json"],
                        capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.returncode == 0 and not any(tmp_path.rglob("*.json"))

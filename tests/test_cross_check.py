@@ -377,7 +377,7 @@ def test_end_to_end_against_a_real_vllm(release, tmp_path):
     py = _venv(release)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KVPLAN_CACHE_DIR": str(tmp_path)}
     env.pop("KVPLAN_NO_CACHE", None)
-    r = subprocess.run([sys.executable, "-m", "kvplan", "simulate", "openai/gpt-oss-20b", "--drafter", PEAGLE,
+    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "simulate", "openai/gpt-oss-20b", "--drafter", PEAGLE,
                         "--kv-cache-memory", "40GiB", "--cross-check", "--vllm-python", str(py), "--format", "json"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
     d = json.loads(r.stdout)

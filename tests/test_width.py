@@ -85,7 +85,7 @@ def test_help_never_cuts_a_flag_at_80_columns(command):
         import subprocess
         import sys
 
-        out = subprocess.run([sys.executable, "-m", "kvplan", "--help"], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-m", "kvplan.cli", "--help"], capture_output=True, text=True,
                              env={**__import__("os").environ, "COLUMNS": "80"}, check=True).stdout
         flags = []
     else:
@@ -176,3 +176,18 @@ def test_summary_of_a_failure_keeps_the_decision_and_the_fix():
     assert "num_blocks: not allocated; 17.98 GiB needed, 1.22 GiB available" in text
     assert "max_model_len: 131,072 (vLLM's estimated maximum: 2,256)" in text
     assert "fix (verified by re-simulating): --max-model-len 2256 → starts; num_blocks 1,000" in text
+
+
+def test_warnings_fit_the_width_too():
+    # the drafter warning is 296 characters as one line; on stderr it wraps at $COLUMNS like the tables
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "COLUMNS": "80"}
+    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "inspect", "openai/gpt-oss-20b", "--drafter",
+                        "amazon/GPT-OSS-20B-P-EAGLE"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith("Warning: vLLM refuses a drafter without num_speculative_tokens")
+    assert all(len(line) <= 80 for line in (r.stdout + r.stderr).splitlines())
+    assert all(line.startswith(" " * 9) for line in lines[1:])

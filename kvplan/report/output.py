@@ -32,7 +32,15 @@ def emit(data: dict, fmt: str, render_table: Callable[[dict], None]) -> None:
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"Warning: {message}\n")
+    """``Warning: …`` on stderr, wrapped to the terminal's width (continuation lines indented under
+    the message; words, numbers and flags are never broken)."""
+    import textwrap
+
+    from kvplan.report.terminal import terminal_width
+
+    lines = textwrap.wrap(f"Warning: {message}", width=terminal_width(), subsequent_indent=" " * 9,
+                          break_long_words=False, break_on_hyphens=False)
+    sys.stderr.write("\n".join(lines or ["Warning:"]) + "\n")
 
 
 def hint(message: str) -> None:

@@ -52,7 +52,7 @@ def run(model: str, flags: list[str], python: Path, cache: str) -> tuple[dict | 
     env = {**os.environ, "PYTHONPATH": str(REPO), "KVPLAN_CACHE_DIR": cache}
     env.pop("KVPLAN_NO_CACHE", None)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "kvplan", "simulate", model, *flags, "--cross-check",
+    proc = subprocess.run([sys.executable, "-m", "kvplan.cli", "simulate", model, *flags, "--cross-check",
                            "--vllm-python", str(python), "--format", "json"],
                           capture_output=True, text=True, env=env, check=False)
     seconds = time.perf_counter() - start
