@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 if command -v kvplan >/dev/null 2>&1; then
   KVPLAN=(kvplan)
 else
-  KVPLAN=("${PYTHON:-python3}" -m kvplan)
+  KVPLAN=("${PYTHON:-python3}" -m kvplan.cli)
 fi
 
 shopt -s nullglob

@@ -54,3 +54,28 @@ def gemma3_27b(extra_full=0):
     # 62 layers: layer i full iff (i + 1) % 6 == 0 (10 full), others sliding(1024); 16 KV heads × 128.
     specs = [full(16, 128) if (i + 1) % 6 == 0 else sw(1024, 16, 128) for i in range(62)]
     return layers(specs + [full(16, 128)] * extra_full, first_drafter=62 if extra_full else None)
+
+
+def heavy_modules_after_cli(args, root):
+    """Run `python -m kvplan.cli ARGS` in a fresh interpreter; return (exit code, the torch and
+    transformers modules it imported). The exit code is returned so a caller can assert that the
+    command really ran: a broken entry point imports nothing and must not pass as 'no torch'."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['kvplan', *{list(args)!r}]\n"
+        "rc = 0\n"
+        "try:\n    runpy.run_module('kvplan.cli', run_name='__main__')\n"
+        "except SystemExit as e:\n    rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)\n"
+        "sys.stderr.write('\\nRC %d MODS ' % rc + ' '.join(sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('torch', 'transformers'))))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                       env={**os.environ, "PYTHONPATH": str(root)})
+    assert "\nRC " in r.stderr, f"the CLI did not run:\n{r.stderr[-2000:]}"
+    tail = r.stderr.rsplit("\nRC ", 1)[1]
+    rc, mods = tail.split(" MODS ", 1)
+    return int(rc), mods.split()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kvplan.cli.app import ensure_registered
+from factories import heavy_modules_after_cli
 
 app = ensure_registered()
 
@@ -164,7 +163,6 @@ def test_sweep_plot(tmp_path):
 
 
 def test_sweep_plot_without_matplotlib_keeps_the_sweep(tmp_path, monkeypatch):
-    import sys
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
     out = tmp_path / "sweep.png"
@@ -246,15 +244,9 @@ def test_missing_model():
 
 
 def _modules_after(args):
-    code = (
-        "import sys, runpy\n"
-        f"sys.argv = ['kvplan', *{args!r}]\n"
-        "try:\n    runpy.run_module('kvplan', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('MODS ' + ' '.join(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers'))))\n"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
-    return r.stderr.split("MODS ")[-1].split()
+    rc, mods = heavy_modules_after_cli(args, ROOT)
+    assert rc == 0, f"kvplan {' '.join(args)} exited {rc}"
+    return mods
 
 
 def test_help_imports_neither_torch_nor_transformers():

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ app = ensure_registered()
 from kvplan.usecases.fit import fit_scenario as fit, parse_gpus, parse_tp_sizes
 from kvplan.errors import OptionError
 from kvplan.usecases.scenario import Scenario
+from factories import heavy_modules_after_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -234,15 +232,8 @@ def test_model_is_required_without_list_gpus():
 
 
 def test_fit_does_not_import_torch():
-    code = (
-        "import sys, runpy\n"
-        "sys.argv = ['kvplan', 'fit', 'openai/gpt-oss-20b', '--gpu', 'H100', '--format', 'json']\n"
-        "try:\n    runpy.run_module('kvplan', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('TORCH ' + str('torch' in sys.modules))\n"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert r.stderr.rsplit("TORCH ", 1)[-1].strip() == "False"
+    rc, mods = heavy_modules_after_cli(["fit", "openai/gpt-oss-20b", "--gpu", "H100", "--format", "json"], ROOT)
+    assert rc == 0 and not [m for m in mods if m.split(".")[0] == "torch"]
 
 
 def test_docs_mention_every_fit_flag():

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from kvplan.engines.vllm import get_era
 from kvplan.errors import OptionError
 from kvplan.model import ServingOptions, build_model_layout
 from kvplan.units import GiB, MiB
+from factories import heavy_modules_after_cli
 
 app = ensure_registered()
 
@@ -241,15 +239,8 @@ def test_simulate_gpu_too_small_fails_at_start():
 
 
 def test_budget_path_does_not_import_torch():
-    code = (
-        "import sys, runpy\n"
-        "sys.argv = ['kvplan', 'simulate', 'openai/gpt-oss-20b', '--gpu', 'H100', '--format', 'json']\n"
-        "try:\n    runpy.run_module('kvplan', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('TORCH ' + str('torch' in sys.modules))\n"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert r.stderr.rsplit("TORCH ", 1)[-1].strip() == "False"
+    rc, mods = heavy_modules_after_cli(["simulate", "openai/gpt-oss-20b", "--gpu", "H100", "--format", "json"], ROOT)
+    assert rc == 0 and not [m for m in mods if m.split(".")[0] == "torch"]
 
 
 @pytest.mark.parametrize("gpu, expected", [
