@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
 _ENGINE_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_batched_tokens",
                 "max_num_seqs", "kv_cache_dtype", "enable_chunked_prefill", "dtype",
-                "decode_context_parallel_size", "disable_sliding_window")
+                "decode_context_parallel_size", "disable_sliding_window", "hf_overrides")
 
 
 class _Collect(logging.Handler):
