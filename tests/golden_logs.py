@@ -25,8 +25,8 @@ _SPEC_ARGS = {
     # The gpt-oss drafter goldens were planned from `kvplan inspect` without tokens: the attention
     # layout, and so every figure vLLM printed, does not depend on them. vLLM refuses a draft model
     # without num_speculative_tokens at start-up, so the serve args a real log shows carry them:
-    # 7 for P-EAGLE (the amazon/GPT-OSS-20B-P-EAGLE model card's serve line), 3 for EAGLE-3 heads.
-    "gpt-oss-20b-peagle": {"num_speculative_tokens": 7},
+    # 5 for P-EAGLE (the README's examples), 3 for EAGLE-3 heads (as the Llama goldens).
+    "gpt-oss-20b-peagle": {"num_speculative_tokens": 5},
     "gpt-oss-20b-eagle3": {"num_speculative_tokens": 3},
     "gpt-oss-120b-eagle3": {"num_speculative_tokens": 3},
 }

@@ -101,7 +101,7 @@ def test_gpt_oss_120b_pp2_no_negative_percent():
 def test_peagle_pp2_runs_v1_without_async_and_stage_pools_differ():
     # P-EAGLE's parallel drafting keeps vLLM 0.33 on the V1 runner; V1 + PP turns async scheduling
     # off by default, so 2 batches (PP) are in flight.
-    r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
+    r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
                    "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0")
     assert r.exit_code == 0
     sch = d["scheduler"]
@@ -123,7 +123,7 @@ def test_peagle_pp2_runs_v1_without_async_and_stage_pools_differ():
 
 
 def test_peagle_pp2_explicit_async_or_v2_fails_like_vllm():
-    base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
+    base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
             "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0"]
     r, d = as_json(*base, "--async-scheduling")
     assert r.exit_code == 3
@@ -139,7 +139,7 @@ def test_peagle_pp2_on_034_runs_the_one_runner_with_async():
     # vLLM 0.34.0 removed the V1 runner (platforms/interface.py validate_environ); its one runner
     # drafts P-EAGLE in parallel and keeps async scheduling on with PP: max_concurrent_batches =
     # PP + 1 = 3 (config/vllm.py), 3 × 8192 tokens in flight. Pinning V1 is a config-time error.
-    base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
+    base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
             "--kv-cache-memory", "40GiB", "--policy", "vllm==0.34.0"]
     r, d = as_json(*base)
     assert r.exit_code == 0
@@ -324,7 +324,7 @@ def test_no_negative_figures_and_stages_within_budget(mix, pp, mem, policy, leng
 def test_stage_budgets_from_hardware():
     # With --gpu each stage's budget is its own (its weights, activation and CUDA-graph memory):
     # vLLM sizes each worker's pool from its own memory, then keeps the smallest num_blocks.
-    r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
+    r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
                    "--gpu", "H100-80GB")
     assert r.exit_code == 0
     stages = [st["kv_cache_memory_bytes"] for st in d["budget"]["stages"]]

@@ -274,10 +274,10 @@ def test_drafter_without_num_tokens_fails_at_start(policy, text, max_concurrency
 
 
 def test_drafter_with_num_tokens_starts():
-    # 0.34.0, 7 tokens (the model card's serve line): a decode step holds 1 + 7 tokens, so a sliding
-    # layer keeps cdiv(127 + 8, 16) + 1 = 10 blocks at steady state; the reserve is 1033 − 10 = 1023 and
+    # 0.34.0, 5 tokens (the README's P-EAGLE examples): a decode step holds 1 + 5 tokens, so a sliding
+    # layer keeps cdiv(127 + 6, 16) + 1 = 10 blocks at steady state; the reserve is 1033 − 10 = 1023 and
     # steady_state_concurrency (81,919 − 1023) / (10 + 8192) (test_capacity's derivation)
-    code, data = cli("simulate", *PEAGLE, "--kv-cache-memory", "40GiB", "--num-speculative-tokens", "7")
+    code, data = cli("simulate", *PEAGLE, "--kv-cache-memory", "40GiB", "--num-speculative-tokens", "5")
     assert code == 0 and data["outcome"]["starts"] is True and data["fixes"] == []
     assert data["memory"]["num_blocks"] == 81920
     assert data["memory"]["steady_state_concurrency"] == round((81919 - 1023) / 8202, 6)
@@ -298,7 +298,7 @@ def test_pasted_serve_line_without_num_tokens_fails_like_vllm():
                                "error_type": "ValidationError", "error": DRAFT_TEXT, "fix": fix}
     assert [(f["flag"], f["num_blocks"]) for f in data["fixes"]] == [(fix, 81920)]
     # with the tokens on the line it starts
-    given = '{"method":"eagle3","model":"amazon/gpt-oss-20b-p-eagle","num_speculative_tokens":7}'
+    given = '{"method":"eagle3","model":"amazon/gpt-oss-20b-p-eagle","num_speculative_tokens":5}'
     r = runner.invoke(app, [*line[:-1], given])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["outcome"]["starts"] is True
@@ -357,7 +357,7 @@ def test_inspect_warns_and_shows_the_layout():
         f"vLLM (0.34.0) refuses this speculative method without num_speculative_tokens at start-up "
         f"(ValidationError: {DRAFT_TEXT}); pass --num-speculative-tokens. The layout shown is built with 0 "
         "(simulate reports the refusal, exit 3)"]
-    code, data = cli("inspect", *PEAGLE, "--num-speculative-tokens", "7")
+    code, data = cli("inspect", *PEAGLE, "--num-speculative-tokens", "5")
     assert code == 0 and data["warnings"] == []
     code, data = cli("inspect", LLAMA, "-tp", "3")
     assert code == 0

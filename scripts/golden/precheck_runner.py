@@ -12,7 +12,10 @@ Reads ``cases`` from the file and writes ``results[<release>]`` back into it. A 
 ``{"name", "model", "options", "env"}`` in kvplan's vocabulary: ``model`` a catalog id (its
 ``configs/<id>/config.json`` is the model directory), ``options`` kvplan option names (most are
 EngineArgs fields of the same name; ``drafter``/``speculative_method``/``num_speculative_tokens``
-become ``speculative_config``), ``env`` the VLLM_* variables set for that case only.
+become ``speculative_config``; ``hf_overrides`` is passed as vLLM's and kvplan's --hf-overrides),
+``env`` the VLLM_* variables set for that case only. The light venvs lack ``compressed_tensors``,
+which vLLM imports to verify any quantization method: cases on quantized checkpoints (gpt-oss,
+DeepSeek-V3) give ``hf_overrides: {"quantization_config": null}`` for checks that do not read it.
 
 The platform is forced to vLLM's CpuPlatform (the wheels detect no device here) without its
 ``check_and_update_config``: the checks recorded are platform-independent and run before it
