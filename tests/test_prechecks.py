@@ -363,8 +363,21 @@ def test_inspect_warns_and_shows_the_layout():
     assert code == 0
 
 
-def test_compare_and_check_predict_it():
+def test_compare_fit_and_check_predict_it(tmp_path):
     code, data = cli("compare", *PEAGLE, "--kv-cache-memory", "40GiB")
     row = data["engines"][0]
     assert row["engine"] == "vllm" and (row["outcome"]["stage"], row["outcome"]["error"]) == (
         "config.speculative", DRAFT_TEXT)
+    # fit: no length starts; the outcome names the one change that lets it answer
+    code, data = cli("fit", *PEAGLE, "--gpu", "H100-80GB")
+    assert code == 3 and data["outcome"]["fix"] == "--num-speculative-tokens 1"
+    assert data["max_model_len"]["max_model_len"] is None
+    assert data["max_model_len"]["layout"]["outcome"]["error"] == DRAFT_TEXT
+    # check: the deployment fails its `starts` expectation with vLLM's text and simulate's verified fix
+    f = tmp_path / "d.yaml"
+    f.write_text("deployments:\n  - name: peagle\n    model: openai/gpt-oss-20b\n"
+                 "    drafter: amazon/GPT-OSS-20B-P-EAGLE\n    kv_cache_memory: 40GiB\n    expect:\n      starts: true\n")
+    (dep,) = kvplan.check([str(f)])["deployments"]
+    assert dep["failed_expectations"] == ["starts"]
+    assert dep["outcome"] == {"ok": False, "starts": False, "stage": "config.speculative",
+                              "error_type": "ValidationError", "error": DRAFT_TEXT, "fix": "--num-speculative-tokens 1"}
