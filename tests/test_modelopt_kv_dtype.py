@@ -16,6 +16,8 @@ import shutil
 
 import pytest
 
+import kvplan
+
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.model import ServingOptions
 from kvplan.model.catalog import catalog_config_path
@@ -95,3 +97,24 @@ def test_modelopt_kv_algorithms(tmp_path):
     # kv_cache_quant_algo outside a ModelOpt config is not read by vLLM's resolver
     L = build_model_layout(_with_quant(tmp_path, {"quant_method": "fp8", "kv_cache_quant_algo": "FP8"}))
     assert L.layers[0].spec.dtype == "bfloat16"
+
+
+def test_nvfp4_plan_at_40_gib():
+    # Mamba page: conv 3 x 6,144 x 2 B = 36,864 + ssm 64 x 64 x 128 x 4 B = 2,097,152 -> 2,134,016 B.
+    # fp8 attention: 2 (K, V) x 2 heads x 128 x 1 B = 512 B per token; vLLM raises the attention block to
+    # cdiv(2,134,016, 512) = 4,168 -> a multiple of 16: 4,176 tokens, page 4,176 x 512 = 2,138,112 B (the
+    # Mamba page is padded by 4,096 B, "0.19%"). BF16: 1,024 B per token -> 2,096 tokens, 2,146,304 B.
+    # 23 Mamba + 6 attention layers, group size 6 (1 padding slot): a block = 6 pages = 12,828,672 B;
+    # 42,949,672,960 // 12,828,672 = 3,347 blocks (BF16: // 12,877,824 = 3,335). vLLM 0.18.0, 0.33.0 and
+    # 0.34.0 print the same (tests/golden/nemotron-3-nano-nvfp4__40gib__*.json), concurrency 76.07x.
+    r = kvplan.simulate(f"{NANO}-NVFP4", kv_cache_memory="40GiB", max_model_len=131072)
+    assert [(g["kind"], g["block_size"], g["num_layers"], g["padding_slots"]) for g in r["groups"]] == [
+        ("mamba", 4176, 6, 0), ("mamba", 4176, 6, 0), ("mamba", 4176, 6, 0), ("mamba", 4176, 5, 1),
+        ("full_attention", 4176, 6, 0)]
+    m = r["memory"]
+    assert (m["page_size_bytes"], m["bytes_per_block"], m["num_blocks"], m["max_concurrency"]) == (
+        2138112, 12828672, 3347, 76.068182)
+    assert "Setting attention block size to 4176 tokens to ensure that attention page size is >= mamba page size." \
+        in r["logs"]
+    b = kvplan.simulate(f"{NANO}-BF16", kv_cache_memory="40GiB", max_model_len=131072)["memory"]
+    assert (b["page_size_bytes"], b["num_blocks"]) == (2146304, 3335)
