@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,8 @@ import kvplan
 
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.model import ServingOptions
+from kvplan.model.catalog import catalog_config_path
+from kvplan.model.drafters import speculators_pretrained_config, speculators_spec
 from kvplan.model.layout import build_model_layout
 from kvplan.specs import FullAttentionSpec
 
@@ -173,3 +176,26 @@ def test_gpt_oss_speculator_joins_the_full_group():
     m = r["memory"]
     assert (m["page_size_bytes"], m["group_size"], m["bytes_per_block"], m["num_blocks"]) == (32768, 13, 425984,
                                                                                                100824)
+
+
+VLLM_RECORD = json.loads((Path(__file__).parent / "data" / "speculators_vllm.json").read_text())
+
+
+@pytest.mark.parametrize("release", sorted(VLLM_RECORD))
+def test_reading_matches_vllms_own_functions(release):
+    """tests/data/speculators_vllm.json: vLLM's SpeculatorsConfig run on each bundled config in that
+    release's venv (scripts/golden/speculators_probe.py). kvplan's draft config equals 0.33.0/0.34.0's
+    exactly; 0.18.0 sets fewer EAGLE-3 flags (no norm_before_fc/fc_norm/norm_output) but the same layer.
+    No release gives the draft config an n_predict (so a speculators --drafter has no default token
+    count); serving the checkpoint gives eagle3 with its speculative_tokens."""
+    for model_id, rec in VLLM_RECORD[release].items():
+        path = catalog_config_path(model_id)
+        raw = json.loads(path.read_text())
+        mine = speculators_pretrained_config(raw, str(path))
+        theirs = rec["pre_trained_config"]
+        if release == "0.18.0":
+            mine = {k: v for k, v in mine.items() if k in theirs or k not in ("norm_before_fc", "fc_norm", "norm_output")}
+        assert mine == theirs, (release, model_id)
+        assert rec["n_predict"] is None
+        method, tokens, _ = speculators_spec(raw, str(path))
+        assert rec["speculative_config"] == {"method": method, "num_speculative_tokens": tokens}
