@@ -304,3 +304,12 @@ def test_speculators_configs_name_their_catalog_verifier() -> None:
         target_hd = target.get("head_dim") or target["hidden_size"] // target["num_attention_heads"]
         assert (layer["num_hidden_layers"], layer["num_key_value_heads"], layer["head_dim"]) == (
             1, target["num_key_value_heads"], target_hd)
+
+
+def test_modelopt_export_keeps_the_bf16_config():
+    # The fact behind the FP8 reconstruction: the genuine NVFP4 config.json (a ModelOpt 0.29 export) has
+    # exactly the BF16 config's values (only its formatting differs); the quantization is in
+    # hf_quant_config.json.
+    nano = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B"
+    assert _load(f"{nano}-NVFP4") == _load(f"{nano}-BF16")
+    assert "quantization_config" not in _load(f"{nano}-NVFP4")
