@@ -151,8 +151,9 @@ def test_every_catalog_config_parses():
     for r in list_catalog():
         info = load_model_info(r["id"])
         raw = json.loads(Path(r["path"]).read_text())
-        text = raw.get("text_config") or raw.get("llm_config") or raw
-        # the layer count is the config's own (text config for multimodal wrappers)
+        text = raw.get("text_config") or raw.get("llm_config") or raw.get("transformer_layer_config") or raw
+        # the layer count is the config's own (text config for multimodal wrappers, the draft layer's
+        # config for a speculators checkpoint)
         assert info.num_hidden_layers == text.get("num_hidden_layers", raw.get("num_hidden_layers")), r["id"]
         assert info.dtype in ("bfloat16", "float16", "float32")
 
