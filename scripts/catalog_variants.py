@@ -8,9 +8,9 @@ change backed by a cited public fact; nothing else is invented. Run after changi
 
     python scripts/catalog_variants.py
 
-Variants whose config was not obtainable and that differ from a sibling in ways that change
-the KV layout or the budget (quantized checkpoints such as NVIDIA-Nemotron-3-Nano-30B-A3B-FP8,
-whose quantization lives in a separate hf_quant_config.json) are not reconstructed.
+Quantized checkpoints whose quantization lives in a separate hf_quant_config.json (the
+NVIDIA-Nemotron-3-Nano-30B-A3B FP8 and NVFP4 releases) and the speculators-format EAGLE-3 heads
+are written by scripts/catalog_speculators.py.
 """
 
 from __future__ import annotations

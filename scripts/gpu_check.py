@@ -5,7 +5,7 @@ On one CUDA device: allocate and verify the gpt-oss-20b + P-EAGLE and gemma-3-27
 at a 100 GiB budget (vllm-latest, default max_model_len; gpt-oss also with the vLLM 0.18
 layout), show that the verification
 catches three deliberate corruptions, that a layout larger than free memory is refused
-without allocating, and (when typer/rich are importable) run the CLI once with
+without allocating, and (when typer is importable) run the CLI once with
 --budget-from-device. Prints the figures; writes them to $OUT/gpu_check.json when OUT is
 set. Exit 0 when every step came out as expected, 1 otherwise, 2 when it cannot run.
 
@@ -194,10 +194,9 @@ def main() -> int:
 
     if not args.skip_cli:
         try:
-            import rich  # noqa: F401
             import typer  # noqa: F401
         except ImportError:
-            print("\n== CLI step skipped (typer/rich not importable)")
+            print("\n== CLI step skipped (typer not importable)")
         else:
             cmd = [sys.executable, "-m", "kvplan.cli", "simulate", GPT[1], "--drafter", GPT[2],
                    "--num-speculative-tokens", "5", "--budget-from-device", "--reserve", args.cli_reserve,

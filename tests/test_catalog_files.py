@@ -3,7 +3,10 @@
 - every INDEX.json entry points at a file whose sha256 and size match;
 - every config parses with Python's json (Nemotron-H carries the token `Infinity`, as on HF);
 - genuine files are byte-identical to ../shared/configs when that directory exists
-  (CI has no ../shared, so that check is skipped there);
+  (CI has no ../shared, so that check is skipped there); a genuine file that is not in the shared
+  catalog records the upstream git blob id, and its bytes must hash to it (everywhere, CI included);
+- an ``hf_quant_config.json`` beside a config (ModelOpt <= 0.29 checkpoints) is indexed with its
+  size and sha256 (and git blob when genuine);
 - provenance is genuine|reconstructed, and reconstructed entries cite their sources;
 - every model the catalog promises is present.
 """
@@ -65,6 +68,13 @@ REQUIRED_IDS = {
     "Qwen/Qwen3-Next-80B-A3B-Instruct",
     "google/gemma-4-26B-A4B-it",
     "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    # speculators-format EAGLE-3 heads the vLLM docs, recipes and speculators docs serve
+    # (scripts/catalog_speculators.py), and the quantized Nemotron-3-Nano checkpoints
+    "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",
+    "RedHatAI/Qwen3-8B-speculator.eagle3",
+    "RedHatAI/gpt-oss-20b-speculator.eagle3",
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8",
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4",
 }
 
 PROVENANCES = {"genuine", "reconstructed"}
@@ -124,14 +134,55 @@ def test_config_parses_as_json(entry: dict) -> None:
     config = json.loads((CONFIGS_DIR / entry["file"]).read_text(encoding="utf-8"))
     assert isinstance(config, dict)
     assert config.get("architectures"), "every bundled config names its architecture"
-    assert config.get("model_type")
+    if config.get("speculators_model_type"):  # speculators format: no top-level model_type (vLLM reads the layer's)
+        assert "model_type" not in config and config["transformer_layer_config"]["model_type"]
+    else:
+        assert config.get("model_type")
 
 
 GENUINE = [entry for entry in INDEX if entry["provenance"] == "genuine"]
+# genuine copies fetched after the shared catalog was made: checked by their upstream git blob id
+BLOB_CHECKED = [entry for entry in GENUINE if "git_blob" in entry]
+
+
+def git_blob_sha1(data: bytes) -> str:
+    """What ``git hash-object`` prints for a file with these bytes."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def test_git_blob_sha1_matches_git() -> None:
+    # `printf 'hello\n' | git hash-object --stdin`
+    assert git_blob_sha1(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
+@pytest.mark.parametrize("entry", BLOB_CHECKED, ids=[entry["model_id"] for entry in BLOB_CHECKED])
+def test_genuine_copy_is_the_upstream_blob(entry: dict) -> None:
+    for item in (entry, entry.get("hf_quant_config") or {}):
+        if item:
+            assert git_blob_sha1((CONFIGS_DIR / item["file"]).read_bytes()) == item["git_blob"], item["file"]
+            assert item["path"] and entry["source_repo"] and len(entry["commit"]) == 40
+
+
+QUANT_FILES = [entry for entry in INDEX if "hf_quant_config" in entry]
+
+
+@pytest.mark.parametrize("entry", QUANT_FILES, ids=[entry["model_id"] for entry in QUANT_FILES])
+def test_hf_quant_config_is_indexed(entry: dict) -> None:
+    q = entry["hf_quant_config"]
+    assert q["file"] == f"{entry['model_id']}/hf_quant_config.json"
+    data = (CONFIGS_DIR / q["file"]).read_bytes()
+    assert len(data) == q["bytes"] and hashlib.sha256(data).hexdigest() == q["sha256"]
+    assert json.loads(data)["quantization"]["kv_cache_quant_algo"] == "FP8"
+
+
+def test_every_hf_quant_config_is_indexed() -> None:
+    on_disk = {p.relative_to(CONFIGS_DIR).as_posix() for p in CONFIGS_DIR.rglob("hf_quant_config.json")}
+    assert on_disk == {entry["hf_quant_config"]["file"] for entry in QUANT_FILES}
 
 
 @pytest.mark.skipif(not SHARED_CONFIGS_DIR.is_dir(), reason="no ../shared/configs (e.g. CI)")
-@pytest.mark.parametrize("entry", GENUINE, ids=[entry["model_id"] for entry in GENUINE])
+@pytest.mark.parametrize("entry", [e for e in GENUINE if "git_blob" not in e],
+                         ids=[e["model_id"] for e in GENUINE if "git_blob" not in e])
 def test_genuine_file_is_byte_identical_to_shared(entry: dict) -> None:
     shared = SHARED_CONFIGS_DIR / entry["file"]
     assert shared.is_file(), f"{shared} not in ../shared/configs"
@@ -231,3 +282,34 @@ def test_variants_differ_from_their_genuine_sibling_only_in_cited_fields(entry: 
     assert changed <= cited, f"{entry['model_id']}: {sorted(changed - cited)} changed without a cited fact"
     if not changed:  # a byte copy
         assert entry["sha256"] == sibling["sha256"]
+    if "hf_quant_config" in entry:  # its hf_quant_config.json differs from the sibling's only where listed
+        mine = json.loads((CONFIGS_DIR / entry["hf_quant_config"]["file"]).read_text())["quantization"]
+        base = json.loads((CONFIGS_DIR / sibling["hf_quant_config"]["file"]).read_text())["quantization"]
+        diff = {f"quantization.{k}" for k in set(mine) | set(base) if mine.get(k) != base.get(k)}
+        assert diff == set(entry["hf_quant_config"]["changed"])
+        cited_quant = {f.removeprefix("hf_quant_config.json ") for f in cited if f.startswith("hf_quant_config.json ")}
+        assert diff <= cited_quant
+
+
+def test_speculators_configs_name_their_catalog_verifier() -> None:
+    # each bundled speculators head names a verifier the catalog has, and its draft layer's KV geometry
+    # (KV heads x head size) equals the verifier's, so the head joins the verifier's full-attention bucket
+    for entry in INDEX:
+        config = _load(entry["model_id"])
+        if "speculators_model_type" not in config:
+            continue
+        verifier = config["speculators_config"]["verifier"]["name_or_path"]
+        assert verifier == entry["target"] and verifier in ENTRY_IDS
+        layer, target = config["transformer_layer_config"], _text_config(_load(verifier))
+        target_hd = target.get("head_dim") or target["hidden_size"] // target["num_attention_heads"]
+        assert (layer["num_hidden_layers"], layer["num_key_value_heads"], layer["head_dim"]) == (
+            1, target["num_key_value_heads"], target_hd)
+
+
+def test_modelopt_export_keeps_the_bf16_config():
+    # The fact behind the FP8 reconstruction: the genuine NVFP4 config.json (a ModelOpt 0.29 export) has
+    # exactly the BF16 config's values (only its formatting differs); the quantization is in
+    # hf_quant_config.json.
+    nano = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B"
+    assert _load(f"{nano}-NVFP4") == _load(f"{nano}-BF16")
+    assert "quantization_config" not in _load(f"{nano}-NVFP4")

@@ -22,9 +22,11 @@ from kvplan.logs import facts_of, read_records
 
 GiB = 1 << 30
 ALL = golden_cases()
-# A rotating sample in the default run (every case, each release several times); all 1,272 with
-# KVPLAN_ALL_GOLDEN_LOGS=1 (about a minute).
-SAMPLE = ALL if os.environ.get("KVPLAN_ALL_GOLDEN_LOGS") else ALL[::5]
+# A rotating sample in the default run (every case, each release several times), plus every
+# decode-context-parallel golden (only some releases print the DCP line, and which of them the stride
+# picks shifts whenever goldens are added); all of them with KVPLAN_ALL_GOLDEN_LOGS=1 (about a minute).
+SAMPLE = ALL if os.environ.get("KVPLAN_ALL_GOLDEN_LOGS") else sorted(
+    set(ALL[::5]) | {p for p in ALL if "__dcp" in p.stem})
 
 
 def _runner(golden: dict) -> str | None:

@@ -116,6 +116,33 @@ def test_download_with_flag(hub, tmp_path, monkeypatch):
     assert s.kind == "download" and s.revision == COMMIT
 
 
+@pytest.mark.parametrize("has_quant", [True, False])
+def test_download_fetches_hf_quant_config_too(hub, tmp_path, monkeypatch, has_quant):
+    # a ModelOpt <= 0.29 checkpoint (config.json without quantization_config): vLLM reads
+    # hf_quant_config.json from the repository too, so --download fetches it into the same snapshot
+    import huggingface_hub
+    from huggingface_hub.errors import EntryNotFoundError
+
+    nano = Path(catalog_dir(), "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4")
+    snap = tmp_path / "dl" / "models--someorg--nano" / "snapshots" / COMMIT
+    snap.mkdir(parents=True)
+    calls = []
+
+    def fake(repo_id, filename, revision=None):
+        calls.append(filename)
+        if filename == "hf_quant_config.json" and not has_quant:
+            raise EntryNotFoundError("404 Client Error: Entry Not Found")
+        (snap / filename).write_bytes((nano / filename).read_bytes())
+        return str(snap / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
+    monkeypatch.setattr("kvplan.model.source.hub_unreachable", lambda: None)  # as if online
+    layout = build_model_layout("someorg/nano", download=True)
+    assert calls == ["config.json", "hf_quant_config.json"]
+    attention = {ls.spec.dtype for ls in layout.layers if ls.spec.kind == "full_attention"}
+    assert attention == ({"uint8"} if has_quant else {"bfloat16"})
+
+
 def test_download_failure_is_one_line(hub, monkeypatch):
     import huggingface_hub
 
@@ -151,8 +178,9 @@ def test_every_catalog_config_parses():
     for r in list_catalog():
         info = load_model_info(r["id"])
         raw = json.loads(Path(r["path"]).read_text())
-        text = raw.get("text_config") or raw.get("llm_config") or raw
-        # the layer count is the config's own (text config for multimodal wrappers)
+        text = raw.get("text_config") or raw.get("llm_config") or raw.get("transformer_layer_config") or raw
+        # the layer count is the config's own (text config for multimodal wrappers, the draft layer's
+        # config for a speculators checkpoint)
         assert info.num_hidden_layers == text.get("num_hidden_layers", raw.get("num_hidden_layers")), r["id"]
         assert info.dtype in ("bfloat16", "float16", "float32")
 

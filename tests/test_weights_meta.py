@@ -23,7 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 INDEX = json.loads((ROOT / "configs" / "INDEX.json").read_text())
 # DeepSeek-V4: transformers builds it, kvplan's model layer refuses it (and so does the count).
 SKIP = {"deepseek-ai/DeepSeek-V4-Flash"}
-MODELS = [e["model_id"] for e in INDEX if e["model_id"] not in SKIP]
+# Speculators-format heads have no model_type: transformers builds nothing from them (vLLM builds the
+# EAGLE-3 head from transformer_layer_config; kvplan counts it with drafter_inventory).
+SPECULATORS = {e["model_id"] for e in INDEX
+               if "speculators_model_type" in json.loads((ROOT / "configs" / e["file"]).read_text())}
+MODELS = [e["model_id"] for e in INDEX if e["model_id"] not in SKIP | SPECULATORS]
 
 
 def cfg(model_id: str) -> dict:

@@ -43,10 +43,14 @@ def _version(value: bool) -> None:
 
 
 def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
-    """(usage/click exceptions, abort exceptions): Typer's vendored click and/or click itself."""
+    """(usage/click exceptions, abort exceptions): Typer's vendored click and/or click itself.
+    Typer >= 0.26 vendors click, so click itself is looked at only when something already
+    imported it (importing it costs 10 ms of every run)."""
     errors: list[type] = []
     aborts: list[type] = []
     for module in ("typer.exceptions", "click.exceptions"):
+        if module == "click.exceptions" and "click" not in sys.modules:
+            continue
         try:
             mod = importlib.import_module(module)
         except ImportError:  # pragma: no cover - one of the two is always there

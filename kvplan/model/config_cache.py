@@ -15,7 +15,6 @@ import atexit
 import hashlib
 import json
 import os
-from importlib import metadata
 from typing import Any, Callable
 
 _DIRTY: dict[str, dict] = {}
@@ -23,10 +22,9 @@ _VERSION = 1
 
 
 def _transformers_version() -> str | None:
-    try:
-        return metadata.version("transformers")
-    except metadata.PackageNotFoundError:
-        return None
+    from kvplan.installed import version
+
+    return version("transformers")
 
 
 def cache_root() -> str | None:

@@ -99,7 +99,7 @@ MODEL_TYPE_FAMILY = {
 # EAGLE-style draft heads: Llama layers named after the target's (reference §6).
 EAGLE3_ARCHS = frozenset({
     "LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "PEagleDraftModel", "PeagleLlamaForCausalLM",
-    "Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM",
+    "Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM", "Eagle3Qwen3ForCausalLM",
 })
 EAGLE1_ARCHS = frozenset({"EagleLlamaForCausalLM", "LlamaForCausalLMEagle", "EagleLlama4ForCausalLM", "EagleMiniCPMForCausalLM"})
 for _a in EAGLE3_ARCHS | EAGLE1_ARCHS:

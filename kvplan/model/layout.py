@@ -24,6 +24,7 @@ from kvplan.model.options import (
     resolve_block_size,
     resolve_cache_dtype,
     resolve_model_dtype,
+    with_quant_config,
 )
 from kvplan.model.source import ModelSource, resolve_model
 from kvplan.specs import LayerSpec
@@ -82,6 +83,8 @@ class _Parsed:
     architecture: str
     model_type: str
     family: str
+    speculators: dict | None = None  # the speculators-format config.json as read (raw is its layer config)
+    quant_file: str | None = None  # hf_quant_config.json read beside config.json (raw's quantization_config)
 
 
 # ------------------------------------------------------------------ parsing
@@ -102,7 +105,12 @@ def apply_hf_overrides(raw: dict, overrides: dict | None) -> dict:
 
 def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     path = source.path
-    raw = apply_hf_overrides(read_config_json(path), hf_overrides)
+    raw = read_config_json(path)
+    speculators = None
+    if drafters.is_speculators(raw):
+        speculators, raw = raw, drafters.speculators_pretrained_config(raw, path)
+    raw, quant_file = with_quant_config(raw, path)
+    raw = apply_hf_overrides(raw, hf_overrides)
     archs = raw.get("architectures")
     model_type = raw.get("model_type")
     if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs) or not archs):
@@ -130,7 +138,7 @@ def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     obj = build_config_object(raw, path) if model_type else None
     top = HFView(raw, obj, path=path)
     text = text_view(raw, obj, path)
-    return _Parsed(source, raw, top, text, arch, model_type, family)
+    return _Parsed(source, raw, top, text, arch, model_type, family, speculators, quant_file)
 
 
 def _check_bounds(path: str, raw: dict) -> None:
@@ -266,9 +274,22 @@ def build_model_layout(
     _check_parallel(options)
     notes: list[str] = []
     warnings: list[str] = []
-    p = _parse(resolve_model(model, revision=revision, download=download), hf_overrides)
+    source = resolve_model(model, revision=revision, download=download)
+    p = _parse(source, hf_overrides)
     if p.source.note:
         warnings.append(p.source.note)
+    served: _Parsed | None = None  # a speculators checkpoint served as the model (it becomes the drafter)
+    if p.speculators is not None:
+        # vLLM's maybe_override_with_speculators (transformers_utils/config.py, 0.34.0 lines 833-925, run by
+        # create_engine_config before the model config): the verifier named in the checkpoint is served,
+        # the checkpoint is the drafter; --hf-overrides and the rest apply to the verifier.
+        served = p if not hf_overrides else _parse(source)
+        served_method, _, verifier = drafters.speculators_spec(served.speculators, source.path)
+        notes.append(f"{source.model_id} is a speculators checkpoint: vLLM serves its verifier {verifier} with it "
+                     f"as the {served_method} drafter")
+        p = _parse(resolve_model(verifier, download=download), hf_overrides)
+        if p.source.note:
+            warnings.append(p.source.note)
     if p.family == "deepseek_v4":
         families.build_deepseek_v4(p.text, None)  # raises UnsupportedError
     dtype, dtype_how = _model_dtype(p, options)
@@ -285,7 +306,8 @@ def build_model_layout(
     quant = p.raw.get("quantization_config")
     cache_str, cache_dtype, cache_note = resolve_cache_dtype(cache_opt, dtype, quant if isinstance(quant, dict) else None)
     if cache_note:
-        notes.append(cache_note)
+        notes.append(cache_note + (" (read from hf_quant_config.json beside config.json, as vLLM does)"
+                                   if p.quant_file and "resolves" in cache_note else ""))
     if cache_str == "fp8_ds_mla" and not sparse_mla:
         raise OptionError("--kv-cache-dtype fp8_ds_mla is DeepSeek-V3.2's sparse-MLA layout; use fp8 for this model")
 
@@ -296,7 +318,15 @@ def build_model_layout(
     # ---- speculative decoding: method and number of tokens (needed before Mamba specs)
     method = drafters.check_method(options.speculative_method)
     draft_p: _Parsed | None = None
-    if drafter is not None:
+    if served is not None:
+        if drafter is not None:
+            warnings.append(f"--drafter {drafter} is replaced by the served speculators checkpoint {model}: vLLM sets "
+                            "speculative_config.model to it")
+        if method not in (None, served_method):
+            warnings.append(f"--speculative-method {method} is replaced by the checkpoint's {served_method}: vLLM "
+                            "locks the method a speculators checkpoint names")
+        method, draft_p = served_method, served
+    elif drafter is not None:
         if method == "mtp":
             raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")
         if method in methods.NO_LAYER_METHODS:
@@ -325,13 +355,19 @@ def build_model_layout(
     num_spec_missing = False
     if method is not None and num_spec is None:
         # vLLM's SpeculativeConfig (0.18.0, 0.33.0, 0.34.0): a draft model's config n_predict is
-        # the default; suffix decoding has its own; every other method (EAGLE, draft models, ngram
-        # and MTP, whose draft config is only built once num_speculative_tokens is given) is
-        # refused at start-up (prechecks.check_speculative). The layers are then built with 0.
-        n_predict = draft_p.text.opt_int("n_predict") if draft_p is not None else None
+        # the default (a served speculators checkpoint: its speculators config's, which
+        # maybe_override_with_speculators copies); suffix decoding has its own; every other method
+        # (EAGLE, draft models, ngram and MTP, whose draft config is only built once
+        # num_speculative_tokens is given) is refused at start-up (prechecks.check_speculative).
+        # The layers are then built with 0.
+        n_predict, n_source = None, "the draft config's n_predict"
+        if served is not None:
+            n_predict, n_source = drafters.served_speculators_tokens(served.speculators, served.source.path)
+        elif draft_p is not None:
+            n_predict = draft_p.text.opt_int("n_predict")
         if n_predict:
             num_spec = n_predict
-            notes.append(f"num_speculative_tokens {num_spec} (vLLM's default: the draft config's n_predict)")
+            notes.append(f"num_speculative_tokens {num_spec} (vLLM's default: {n_source})")
         elif method == "suffix":
             num_spec = options.suffix_default_tokens
             notes.append(f"num_speculative_tokens {num_spec} (vLLM's default for suffix decoding)")

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.errors import OptionError, UnsupportedError
+from pathlib import Path
+
+from kvplan.errors import ConfigError, OptionError, UnsupportedError
+from kvplan.model.hfconfig import read_config_json
 from kvplan.units import CACHE_DTYPES, MODEL_DTYPES
 
 
@@ -94,32 +97,95 @@ def resolve_model_dtype(option: str, model_type: str, cfg_dtype: str | None) -> 
 
 # ---------------------------------------------------------------- cache dtype
 
-def kv_cache_dtype_from_quant(quant: dict | None) -> str | None:
-    """The cache dtype a checkpoint's quantization config forces on ``--kv-cache-dtype auto``.
+# vllm/utils/torch_utils.py ``MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP`` (0.33.0, 0.34.0; 0.18.0 has fp8 only)
+MODELOPT_KV_CACHE_DTYPES = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
+# ModelArchConfigConvertor._normalize_quantization_config: a ModelOpt quant_algo → quant_method
+_MODELOPT_METHODS = {"FP8": "modelopt", "FP8_PER_CHANNEL_PER_TOKEN": "modelopt", "FP8_PB_WO": "modelopt",
+                     "NVFP4": "modelopt_fp4", "MIXED_PRECISION": "modelopt_mixed"}
 
-    - llm-compressor / compressed-tensors: a ``kv_cache_scheme`` makes the attention
-      layer's quant method switch ``auto`` to ``fp8``;
-    - ModelOpt and similar: ``kv_cache_quant_algo`` (top level or under ``quantization``),
-      read by vLLM's ``resolve_kv_cache_dtype_string``.
+
+def normalize_quantization_config(quant: dict, path: str) -> dict:
+    """vLLM's ``ModelArchConfigConvertor._normalize_quantization_config`` (model_arch_config_convertor.py,
+    0.34.0 lines 241-283; the same rule in 0.18.0 and 0.33.0): a ModelOpt checkpoint (``producer.name``
+    modelopt, as ``hf_quant_config.json`` writes it) gets ``quant_method`` modelopt / modelopt_fp4 /
+    modelopt_mixed from ``quantization.quant_algo``; the method is lower-cased. vLLM does this in place
+    on ``hf_config.quantization_config`` when the model config is built, before it resolves
+    ``--kv-cache-dtype auto``, so the resolution below sees the normalised method."""
+    q = dict(quant)
+    inner = q.get("quantization", {})
+    producer = q.get("producer", {})
+    legacy = isinstance(inner, dict) and "modelopt_quant_config" in inner
+    if ((isinstance(producer, dict) and producer.get("name") == "modelopt") or legacy) and isinstance(inner, dict) \
+            and inner.get("quant_algo") is not None:
+        algo = str(inner["quant_algo"]).upper()
+        if algo not in _MODELOPT_METHODS:
+            raise ConfigError(path, "quantization_config.quantization.quant_algo",
+                              f"Unknown ModelOpt quant algo: {inner['quant_algo']} (vLLM refuses it)",
+                              f"use one of {', '.join(_MODELOPT_METHODS)}")
+        q["quant_method"] = _MODELOPT_METHODS[algo]
+    q["quant_method"] = str(q.get("quant_method", "")).lower().replace("compressed_tensors", "compressed-tensors")
+    return q
+
+
+def with_quant_config(raw: dict, path: str) -> tuple[dict, str | None]:
+    """``(config, source)``: the config with the ``quantization_config`` vLLM attaches, normalised.
+
+    vLLM's ``get_config`` (transformers_utils/config.py, 0.34.0 lines 996-1007; 0.33.0 lines 951-962;
+    0.18.0 lines 728-740): ``quantization_config`` from config.json (ModelOpt >= 0.31), else the
+    ``hf_quant_config.json`` in the same directory (ModelOpt <= 0.29, e.g.
+    nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4). ``source`` names the file when it was the latter.
+    kvplan looks beside the config.json it read (a local directory, the bundled catalog, the HF cache;
+    ``--download`` fetches config.json only)."""
+    quant, source = raw.get("quantization_config"), None
+    if quant is None:
+        sibling = Path(path).parent / "hf_quant_config.json"
+        if Path(path).name == "config.json" and sibling.is_file():
+            quant, source = read_config_json(str(sibling)), str(sibling)
+    if not isinstance(quant, dict):
+        return raw, None
+    return {**raw, "quantization_config": normalize_quantization_config(quant, source or path)}, source
+
+
+def kv_cache_dtype_from_quant(quant: dict | None) -> tuple[str | None, str | None]:
+    """``(cache dtype, warning)``: what a checkpoint's quantization config makes of
+    ``--kv-cache-dtype auto``.
+
+    - ModelOpt (``quant_method`` modelopt*): vLLM's ``resolve_kv_cache_dtype_string`` →
+      ``get_kv_cache_quant_algo_string`` (vllm/utils/torch_utils.py, 0.34.0 lines 463-536): the first
+      of ``kv_cache_scheme`` / ``kv_cache_quant_algo`` (under ``quantization``, else top level);
+      ``FP8`` → ``fp8_e4m3``, ``NVFP4`` → ``nvfp4`` (0.33.0+; 0.18.0 warns and keeps auto), a scheme
+      dict ``{num_bits: 8, type: float, dynamic: false}`` → fp8; anything else: vLLM warns "Unknown
+      kv_cache_quant_algo" and keeps ``auto``.
+    - llm-compressor / compressed-tensors: a ``kv_cache_scheme`` makes the attention layer's quant
+      method switch ``auto`` to ``fp8``.
     """
     if not isinstance(quant, dict):
-        return None
-    algo = quant.get("kv_cache_quant_algo")
-    if algo is None and isinstance(quant.get("quantization"), dict):
-        algo = quant["quantization"].get("kv_cache_quant_algo")
-    if isinstance(algo, str) and algo.lower() not in ("", "auto", "none"):
-        a = algo.lower()
-        if a in CACHE_DTYPES:
-            return a
-        if a.startswith("fp8"):
-            return "fp8"
-        raise UnsupportedError(
-            f"the checkpoint's kv_cache_quant_algo {algo!r} is not modelled by kvplan; "
-            "pass --kv-cache-dtype explicitly (fp8, bfloat16, ...)"
-        )
+        return None, None
+    if str(quant.get("quant_method", "")).startswith("modelopt"):
+        inner = quant.get("quantization", quant)
+        inner = inner if isinstance(inner, dict) else quant
+        algo = (inner.get("kv_cache_scheme") or quant.get("kv_cache_scheme") or inner.get("kv_cache_quant_algo")
+                or quant.get("kv_cache_quant_algo"))
+        if algo is None:
+            return None, None
+        if isinstance(algo, dict):
+            if algo.get("dynamic") is False and algo.get("num_bits") == 8 and algo.get("type") == "float":
+                algo = "fp8"
+            elif algo.get("num_bits") == 4 and algo.get("type") == "float":
+                algo = "nvfp4"
+        resolved = MODELOPT_KV_CACHE_DTYPES.get(algo.lower()) if isinstance(algo, str) else None
+        if resolved is None:
+            return None, (f"vLLM warns \"Unknown kv_cache_quant_algo '{algo}' in model config\" and keeps "
+                          "--kv-cache-dtype auto (the model dtype)")
+        if resolved not in CACHE_DTYPES:
+            raise UnsupportedError(
+                f"the checkpoint's kv_cache_quant_algo {algo!r} makes vLLM use a {resolved} KV cache, which kvplan "
+                "does not model; pass --kv-cache-dtype explicitly (fp8, bfloat16, ...)"
+            )
+        return resolved, None
     if quant.get("kv_cache_scheme") is not None:
-        return "fp8"
-    return None
+        return "fp8", None
+    return None, None
 
 
 def resolve_cache_dtype(option: str, model_dtype: str, quant: dict | None) -> tuple[str, str, str | None]:
@@ -130,10 +196,12 @@ def resolve_cache_dtype(option: str, model_dtype: str, quant: dict | None) -> tu
         raise OptionError(f"--kv-cache-dtype {option!r} is not known; use one of {', '.join(CACHE_DTYPES)}")
     note = None
     if opt == "auto":
-        forced = kv_cache_dtype_from_quant(quant)
+        forced, warning = kv_cache_dtype_from_quant(quant)
         if forced is not None:
             opt = forced
             note = f"--kv-cache-dtype auto resolves to {forced} from the checkpoint's quantization_config"
+        elif warning is not None:
+            note = warning
     tensor = CACHE_DTYPES[opt] or model_dtype
     return opt, tensor, note
 

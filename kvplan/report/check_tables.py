@@ -1,9 +1,8 @@
-"""Rich rendering of `kvplan check`'s report dict (kvplan.check.check_dict)."""
+"""Terminal rendering of `kvplan check`'s report dict (kvplan.check.check_dict)."""
 
 from __future__ import annotations
 
-from rich.text import Text
-
+from kvplan.report.console import Text
 from kvplan.report.tables import _console
 from kvplan.report.width import Col, fill, fitted_table
 from kvplan.units import plural

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from kvplan.version import __version__
 from kvplan.report import SCHEMA_VERSION
 from kvplan.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_to_dict
+from kvplan.version import __version__
 
 _INDEX_RE = re.compile(r"layers\.(\d+)\.")
 

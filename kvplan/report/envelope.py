@@ -11,8 +11,8 @@ The JSON Schemas in docs/schema/ describe it; tests validate every command again
 
 from __future__ import annotations
 
-from kvplan.version import __version__
 from kvplan.report import SCHEMA_VERSION
+from kvplan.version import __version__
 
 
 def source_dict(info) -> dict | None:

@@ -1,9 +1,8 @@
-"""Rich rendering of `kvplan fit` results (the plain dicts of ``kvplan.fit``)."""
+"""Terminal rendering of `kvplan fit` results (the plain dicts of ``kvplan.fit``)."""
 
 from __future__ import annotations
 
-from rich.text import Text
-
+from kvplan.report.console import Text
 from kvplan.report.tables import _console, _model_line
 from kvplan.report.width import Col, fitted_table
 from kvplan.units import format_bytes, plural

@@ -1,11 +1,9 @@
-"""Rich rendering of the plain dicts from report.data (the only module importing Rich)."""
+"""Terminal rendering of the plain dicts from report.data (drawn by kvplan.report.console)."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.text import Text
-
 from kvplan.report import width
+from kvplan.report.console import Console, Text
 from kvplan.report.width import Col, fitted_table, key_value_table, terminal_width
 from kvplan.units import compact_ranges, format_bytes, plural
 

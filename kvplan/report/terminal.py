@@ -1,4 +1,4 @@
-"""The width output is laid out for (no Rich import: ``kvplan --help`` uses it too)."""
+"""The width output is laid out for (no import of the renderer: ``kvplan --help`` uses it too)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Tables that fit the terminal without cutting a number.
 
-Rich shrinks a too-wide table by folding or truncating cells ("32,…"). kvplan decides the
-widths itself instead:
+kvplan decides the widths itself (a generic table renderer folds or truncates cells, "32,…"),
+and ``kvplan.report.console`` draws the table:
 
 - a number column is never narrower than its widest cell, so digits are never cut or wrapped;
 - a text column may wrap at spaces, never inside a word (a word without digits longer than
@@ -21,12 +21,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Sequence
 
-from rich import box as rich_box
-from rich.cells import cell_len
-from rich.console import Console, Group
-from rich.table import Table
-from rich.text import Text
-
+from kvplan.report.console import Console, Group, Table, Text, cell_len
 from kvplan.report.terminal import MIN_WIDTH, PIPED_WIDTH, terminal_width  # noqa: F401 - re-exported
 from kvplan.units import plural  # noqa: F401 - re-exported for the renderers
 
@@ -34,7 +29,7 @@ MAX_WORD = 32
 
 
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False, width=terminal_width())
+    return Console(width=terminal_width())
 
 
 @dataclass(frozen=True)
@@ -78,33 +73,14 @@ def _bounds(col: Col, cells: list[str]) -> tuple[int, int]:
     return narrowest, max(widest, narrowest)
 
 
-def _new_table(box, show_header: bool) -> Table:
-    # Columns 2 apart (a space divider and one padding column), no outer edge.
-    return Table(box=box, show_header=show_header, show_edge=False, pad_edge=False, collapse_padding=True,
-                 padding=(0, 1))
-
-
-def _overhead(n: int, box) -> int:
-    """Characters the table adds around ``n`` columns, measured by Rich on a table of 1-wide columns."""
-    from rich.measure import Measurement
-
-    t = _new_table(box, True)
-    for _ in range(n):
-        t.add_column(width=1)
-    t.add_row(*["x"] * n)
-    c = Console(width=10 * n + 100)
-    return Measurement.get(c, c.options, t).maximum - n
-
-
-def fit_columns(cols: Sequence[Col], rows: Sequence[Sequence], width: int,
-                box=rich_box.SIMPLE_HEAD) -> tuple[list[int], list[int] | None]:
+def fit_columns(cols: Sequence[Col], rows: Sequence[Sequence], width: int) -> tuple[list[int], list[int] | None]:
     """``(kept column indices, their widths)``; widths None when even the kept columns cannot fit."""
     texts = [[_plain(r[i]) for r in rows] for i in range(len(cols))]
     bounds = [_bounds(c, texts[i]) for i, c in enumerate(cols)]
     kept = list(range(len(cols)))
 
     def avail() -> int:
-        return width - _overhead(len(kept), box)
+        return width - Table.overhead(len(kept))
 
     while sum(bounds[i][0] for i in kept) > avail():
         droppable = [i for i in kept if cols[i].drop > 0]
@@ -125,19 +101,17 @@ def fit_columns(cols: Sequence[Col], rows: Sequence[Sequence], width: int,
 
 
 def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence], *, width: int | None = None,
-                 show_header: bool = True, row_styles: Sequence[str | None] | None = None,
-                 box=rich_box.SIMPLE_HEAD):
-    """A Rich table of ``rows`` fitted to ``width`` (see the module docstring), with a note
+                 show_header: bool = True, row_styles: Sequence[str | None] | None = None):
+    """A table of ``rows`` fitted to ``width`` (see the module docstring), with a note
     naming the columns left out; or, when it cannot fit, the rows stacked."""
     width = width or terminal_width()
-    kept, widths = fit_columns(cols, rows, width, box)
+    kept, widths = fit_columns(cols, rows, width)
     if widths is None:
         return stacked(title, cols, rows, width)
-    t = _new_table(box, show_header)
+    t = Table(show_header)
     for i, w in zip(kept, widths):
         c = cols[i]
-        t.add_column(c.name, justify=c.justify or ("right" if c.right else "left"), width=w, overflow="fold",
-                     style=c.style)
+        t.add_column(c.name, justify=c.justify or ("right" if c.right else "left"), width=w, style=c.style)
     for n, r in enumerate(rows):
         cells = [r[i] if isinstance(r[i], Text) else Text(_plain(r[i])) for i in kept]
         t.add_row(*cells, style=(row_styles[n] if row_styles else None))

@@ -223,6 +223,13 @@ def _cases() -> list[Case]:
                   inspect_args=("--num-speculative-tokens", "3")))
     c.append(Case("mistral-7b-eagle3__40gib", "mistralai/Mistral-7B-v0.1", eagle_llama, 40, 32768,
                   inspect_args=("--num-speculative-tokens", "3")))
+    # a speculators-format EAGLE-3 checkpoint served as the model (vLLM serves its verifier with it as the
+    # drafter, 3 tokens from its speculators_config), and a ModelOpt checkpoint whose hf_quant_config.json
+    # makes --kv-cache-dtype auto an fp8_e4m3 cache (Mamba hybrid: the attention page halves)
+    c.append(Case("llama-3.1-8b-speculator__40gib", "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3", None, 40,
+                  131072))
+    c.append(Case("nemotron-3-nano-nvfp4__40gib", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", None, 40, 131072,
+                  mamba=True))
     c += _pipeline_cases()
     return c
 

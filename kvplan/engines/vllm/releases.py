@@ -69,12 +69,9 @@ def release_era(version: str, *, installed: bool = False):
 def installed_vllm() -> str | None:
     """The vLLM release installed in this Python environment, read from its metadata
     (vLLM itself is never imported)."""
-    from importlib.metadata import PackageNotFoundError, version
+    from kvplan.installed import version
 
-    try:
-        return version("vllm")
-    except PackageNotFoundError:
-        return None
+    return version("vllm")
 
 
 def default_era():
