@@ -306,6 +306,12 @@ def test_pasted_serve_line_without_num_tokens_fails_like_vllm():
     r = runner.invoke(app, [*line[:-1], given])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["outcome"]["starts"] is True
+    # the same line read with vLLM 0.18.0: its wording, the same fix
+    r = runner.invoke(app, [line[0], "--policy", "vllm==0.18.0", *line[1:]])
+    assert r.exit_code == 3, r.output
+    data = json.loads(r.stdout)
+    assert (data["serve"]["release"], data["outcome"]["error"], data["outcome"]["fix"]) == (
+        "0.18.0", DRAFT_TEXT_018, fix)
     # the --spec-* flags (0.33.0+): the fix is --spec-tokens
     r = runner.invoke(app, [*line[:-2], "--spec-method", "eagle3", "--spec-model", "amazon/gpt-oss-20b-p-eagle"])
     assert r.exit_code == 3, r.output
