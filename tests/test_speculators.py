@@ -77,8 +77,12 @@ def test_speculators_drafter_gives_no_default_token_count():
     # drafter needs num_speculative_tokens ("A speculative model was provided, but `num_speculative_tokens`
     # was not provided"); its speculative_tokens is read only when the checkpoint is served.
     L = build_model_layout("meta-llama/Llama-3.1-8B-Instruct", drafter=LLAMA_SPEC)
-    assert L.num_speculative_tokens == 0
-    assert any("num_speculative_tokens" in w and "refuses" in w for w in L.warnings)
+    assert L.num_speculative_tokens == 0 and L.num_speculative_tokens_missing
+    # a start-up failure with that text (exit 3; tests/test_prechecks.py), the fix simulated with 1 token
+    r = kvplan.simulate("meta-llama/Llama-3.1-8B-Instruct", drafter=LLAMA_SPEC, kv_cache_memory="40GiB")
+    assert (r["outcome"]["stage"], r["outcome"]["error"], r["outcome"]["fix"]) == (
+        "config.speculative", "A speculative model was provided, but `num_speculative_tokens` was not provided",
+        "--num-speculative-tokens 1")
 
 
 def test_served_speculator_serves_the_verifier_with_default_tokens():
