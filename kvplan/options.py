@@ -296,7 +296,8 @@ _TABLE: tuple[Option, ...] = (
     Option("speculative_method", "--speculative-method", CHOICE, choices=_spec_methods(), vllm=False,
            help="Speculative method; inferred from the drafter when omitted."),
     Option("num_speculative_tokens", "--num-speculative-tokens", INT, minimum=1, metavar="N",
-           help="Tokens proposed per step (MTP layers, Mamba speculative blocks)."),
+           help="Tokens proposed per step (MTP layers, Mamba speculative blocks); vLLM refuses a speculative "
+                "method without it, unless the drafter's config has n_predict (suffix decoding has a default)."),
     Option("block_size", "--block-size", INT, minimum=1, maximum=MAX_TOKENS, metavar="TOKENS",
            default_doc="the attention backend's preferred size (16; MLA backends 64/128/32)",
            help="Tokens per KV block."),

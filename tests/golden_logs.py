@@ -22,6 +22,13 @@ _SPEC_ARGS = {
     "qwen3-next-mtp2": {"method": "mtp", "num_speculative_tokens": 2},
     "llama-3.1-8b-eagle3": {"num_speculative_tokens": 3},
     "mistral-7b-eagle3": {"num_speculative_tokens": 3},
+    # The gpt-oss drafter goldens were planned from `kvplan inspect` without tokens: the attention
+    # layout, and so every figure vLLM printed, does not depend on them. vLLM refuses a draft model
+    # without num_speculative_tokens at start-up, so the serve args a real log shows carry them:
+    # 5 for P-EAGLE (the README's examples), 3 for EAGLE-3 heads (as the Llama goldens).
+    "gpt-oss-20b-peagle": {"num_speculative_tokens": 5},
+    "gpt-oss-20b-eagle3": {"num_speculative_tokens": 3},
+    "gpt-oss-120b-eagle3": {"num_speculative_tokens": 3},
 }
 
 

@@ -19,7 +19,7 @@ runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "docs" / "schema"
 
-PEAGLE = {"drafter": "amazon/GPT-OSS-20B-P-EAGLE"}
+PEAGLE = {"drafter": "amazon/GPT-OSS-20B-P-EAGLE", "num_speculative_tokens": 5}
 
 # (command, positional, library keywords); the CLI arguments are derived from the option table
 CASES = [
@@ -82,7 +82,7 @@ def test_library_equals_cli_json(command, positional, kwargs):
 
 
 def test_sweep_library_equals_cli():
-    code, from_cli = cli_json(["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE",
+    code, from_cli = cli_json(["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5",
                                "--kv-cache-memory", "40GiB", "--sweep-threshold", "1.2,1.3,1.5", "--policy",
                                "vllm==0.33.0", "--format", "json"])
     # 0.33.0: the last release with the single-group check on drafting layers (0.34 dropped it)

@@ -17,7 +17,7 @@ app = ensure_registered()
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
 
-GPT = ["openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE"]
+GPT = ["openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5"]
 BUDGET = ["--kv-cache-memory", "40GiB", "--max-model-len", "131072", "--max-num-batched-tokens", "8192"]
 
 

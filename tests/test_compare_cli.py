@@ -15,7 +15,7 @@ app = ensure_registered()
 
 runner = CliRunner()
 
-GPT = ["openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE"]
+GPT = ["openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5"]
 GEMMA = ["google/gemma-3-27b-it"]
 BUDGET = ["--kv-cache-memory", "40GiB", "--max-num-batched-tokens", "8192"]
 

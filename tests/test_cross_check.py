@@ -37,7 +37,7 @@ MML = 131072  # the goldens' max_model_len (make_goldens.py passes it explicitly
 # the runner's interpreter). Hybrid (gpt-oss, gemma-3, Qwen3-Next), MLA (DeepSeek-V3), Mamba2
 # (Nemotron-3-Nano), auto-fit, pipeline stages, HMA off, and failures (admission, drafter group).
 SCENARIOS = {
-    "gpt-oss-20b-peagle__40gib__0.34.0": ("openai/gpt-oss-20b", {"drafter": PEAGLE, "kv_cache_memory": "40GiB"}),
+    "gpt-oss-20b-peagle__40gib__0.34.0": ("openai/gpt-oss-20b", {"drafter": PEAGLE, "num_speculative_tokens": 5, "kv_cache_memory": "40GiB"}),
     "qwen3-next__40gib__0.33.0": ("Qwen/Qwen3-Next-80B-A3B-Thinking", {"kv_cache_memory": "40GiB", "max_model_len": MML}),
     "qwen3-next__2gib__0.34.0": ("Qwen/Qwen3-Next-80B-A3B-Thinking", {"kv_cache_memory": "2GiB", "max_model_len": MML}),
     "qwen3-next__40gib__0.18.0": ("Qwen/Qwen3-Next-80B-A3B-Thinking", {"kv_cache_memory": "40GiB", "max_model_len": MML}),
@@ -47,7 +47,7 @@ SCENARIOS = {
                                        {"kv_cache_memory": "40GiB", "max_model_len": MML}),
     "llama-3.1-8b__autofit__4gib__0.33.0": ("meta-llama/Meta-Llama-3.1-8B", {"kv_cache_memory": "4GiB",
                                                                              "max_model_len": "auto"}),
-    "gpt-oss-20b-peagle__40gib__0.17.1": ("openai/gpt-oss-20b", {"drafter": PEAGLE, "kv_cache_memory": "40GiB"}),
+    "gpt-oss-20b-peagle__40gib__0.17.1": ("openai/gpt-oss-20b", {"drafter": PEAGLE, "num_speculative_tokens": 5, "kv_cache_memory": "40GiB"}),
     "gemma-3-27b__pp2__40gib__0.33.0": ("google/gemma-3-27b-it", {"kv_cache_memory": "40GiB", "max_model_len": MML,
                                                                   "pipeline_parallel_size": 2}),
     "llama-4-scout__hma-off__20gib__0.18.0": ("meta-llama/Llama-4-Scout-17B-16E-Instruct",
@@ -137,7 +137,7 @@ def test_fields_compared_for_gpt_oss_peagle_034(recorded):
     size (2), worker 0's num_blocks, max concurrency, admission need and checked memory and 2 tensor
     records, one per group (6), and the global num_blocks and max concurrency (2): 24 fields."""
     sent = recorded(golden("gpt-oss-20b-peagle__40gib__0.34.0")["result"])
-    d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, kv_cache_memory="40GiB", cross_check=True)
+    d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, num_speculative_tokens=5, kv_cache_memory="40GiB", cross_check=True)
     assert sent[0]["model_runner_probe"] == {"speculative_method": "eagle3", "parallel_drafting": True}
     cc = d["cross_check"]
     assert cc["fields_compared"] == cc["fields_agree"] == 24
@@ -207,7 +207,7 @@ PERTURBED = ["workers[0].num_blocks", "groups[1].layers", "groups[0].page_size_b
 def test_a_perturbed_answer_shows_exactly_that_field(where, recorded):
     g = golden("gpt-oss-20b-peagle__40gib__0.34.0")
     recorded(_perturb(g["result"], where))
-    d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, kv_cache_memory="40GiB", cross_check=True,
+    d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, num_speculative_tokens=5, kv_cache_memory="40GiB", cross_check=True,
                         require_agreement=True)
     cc = d["cross_check"]
     assert [x["field"] for x in cc["differences"]] == [where]
@@ -219,7 +219,7 @@ def test_a_perturbed_answer_shows_exactly_that_field(where, recorded):
 def test_perturbed_values_are_reported_both_ways(recorded):
     g = golden("gpt-oss-20b-peagle__40gib__0.34.0")
     recorded(_perturb(g["result"], "workers[0].num_blocks"))
-    d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, kv_cache_memory="40GiB", cross_check=True)
+    d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, num_speculative_tokens=5, kv_cache_memory="40GiB", cross_check=True)
     # 40 GiB // (16 layers per group x 32,768-byte pages) = 81,920 blocks (kvplan); the answer says 81,919
     assert d["cross_check"]["differences"] == [{"field": "workers[0].num_blocks", "kvplan": 81920, "vllm": 81919}]
     assert d["outcome"]["ok"] is True  # differences alone do not fail without --require-agreement
@@ -243,7 +243,7 @@ def test_compare_on_plans_directly():
 
 
 def _argv(*extra: str) -> list[str]:
-    return ["simulate", "openai/gpt-oss-20b", "--drafter", PEAGLE, "--kv-cache-memory", "40GiB", "--cross-check",
+    return ["simulate", "openai/gpt-oss-20b", "--drafter", PEAGLE, "--num-speculative-tokens", "5", "--kv-cache-memory", "40GiB", "--cross-check",
             "--vllm-python", sys.executable, *extra]
 
 
@@ -319,7 +319,7 @@ def test_config_time_failures_are_not_sent_to_vllm(recorded):
     """0.33's V1 runner (P-EAGLE's parallel drafting needs it) refuses async scheduling with PP at
     config time: vLLM's planning functions never run, so there is nothing to compare."""
     sent = recorded(golden("gpt-oss-20b-peagle__40gib__0.33.0")["result"])
-    d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, kv_cache_memory="40GiB", cross_check=True,
+    d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, num_speculative_tokens=5, kv_cache_memory="40GiB", cross_check=True,
                         pipeline_parallel_size=2, async_scheduling=True, policy="vllm==0.33.0")
     assert d["outcome"]["stage"] == "config" and sent == []
     assert d["cross_check"]["reason"].startswith("could not cross-check: the deployment fails at config time")
@@ -329,8 +329,8 @@ def test_cache_answers_the_second_run_without_vllm(tmp_path, monkeypatch, record
     monkeypatch.delenv("KVPLAN_NO_CACHE", raising=False)
     monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path))
     sent = recorded(golden("gpt-oss-20b-peagle__40gib__0.34.0")["result"])
-    first = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, kv_cache_memory="40GiB", cross_check=True)
-    second = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, kv_cache_memory="40GiB", cross_check=True)
+    first = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, num_speculative_tokens=5, kv_cache_memory="40GiB", cross_check=True)
+    second = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, num_speculative_tokens=5, kv_cache_memory="40GiB", cross_check=True)
     assert len(sent) == 1 and [first["cross_check"]["cached"], second["cross_check"]["cached"]] == [False, True]
     assert len(list((tmp_path / "cross-check").glob("*.json"))) == 1
     assert first["cross_check"]["differences"] == second["cross_check"]["differences"] == []
@@ -344,9 +344,9 @@ def test_check_cross_check_entry(tmp_path, recorded):
     recorded(_perturb(g["result"], "workers[0].num_blocks"))
     f = tmp_path / "d.yaml"
     f.write_text("deployments:\n"
-                 "  - name: seen\n    model: openai/gpt-oss-20b\n    drafter: amazon/GPT-OSS-20B-P-EAGLE\n"
+                 "  - name: seen\n    model: openai/gpt-oss-20b\n    drafter: amazon/GPT-OSS-20B-P-EAGLE\n    num_speculative_tokens: 5\n"
                  "    kv_cache_memory: 40GiB\n    cross_check: true\n"
-                 "  - name: gated\n    model: openai/gpt-oss-20b\n    drafter: amazon/GPT-OSS-20B-P-EAGLE\n"
+                 "  - name: gated\n    model: openai/gpt-oss-20b\n    drafter: amazon/GPT-OSS-20B-P-EAGLE\n    num_speculative_tokens: 5\n"
                  "    kv_cache_memory: 40GiB\n    require_agreement: true\n")
     d = kvplan.check([str(f)])
     assert recorded.calls == [2]  # one vLLM process for both deployments
@@ -377,7 +377,7 @@ def test_end_to_end_against_a_real_vllm(release, tmp_path):
     py = _venv(release)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KVPLAN_CACHE_DIR": str(tmp_path)}
     env.pop("KVPLAN_NO_CACHE", None)
-    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "simulate", "openai/gpt-oss-20b", "--drafter", PEAGLE,
+    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "simulate", "openai/gpt-oss-20b", "--drafter", PEAGLE, "--num-speculative-tokens", "5",
                         "--kv-cache-memory", "40GiB", "--cross-check", "--vllm-python", str(py), "--format", "json"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
     d = json.loads(r.stdout)

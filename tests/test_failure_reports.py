@@ -125,7 +125,7 @@ def test_pipeline_failure_names_the_failing_stage():
 
 
 def test_drafter_failure_has_no_memory_fix():
-    code, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE",
+    code, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5",
                       "--kv-cache-memory", "40GiB", "--policy", "vllm-1.25")
     assert code == 3 and d["outcome"]["stage"] == "drafter"
     assert d["fixes"] == [] and d["outcome"]["fix"] is None

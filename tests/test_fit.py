@@ -192,7 +192,7 @@ def test_parsers():
 
 
 def test_json_shape():
-    r, d = run("fit", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--gpu", "H100",
+    r, d = run("fit", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "--gpu", "H100",
                "--concurrency", "8", "--context-len", "65536")
     assert r.exit_code == 0
     assert d["schema_version"] == 2 and d["command"] == "fit" and isinstance(d["warnings"], list)

@@ -98,10 +98,17 @@ def test_qwen3_next_mtp():
     assert g.page_size_bytes == 5 * 8192 * 2 + 32 * 128 * 128 * 2 == 1130496
 
 
-def test_qwen35_mtp_default_tokens():
-    # mtp_num_hidden_layers 1; without --num-speculative-tokens vLLM defaults to n_predict = 1.
+def test_qwen35_mtp_needs_num_tokens():
+    # MTP gets no default: vLLM builds the draft config (whose n_predict = mtp_num_hidden_layers) only
+    # once num_speculative_tokens is given (0.34.0 config/speculative.py lines 1386-1389), so
+    # SpeculativeConfig._verify_args refuses it (run for DeepSeek-V3 in 0.18.0, 0.33.0 and 0.34.0:
+    # tests/data/prechecks_vllm.json deepseek-v3-mtp-no-num-tokens). The layout is marked and built with 0.
     L = build_model_layout("Qwen/Qwen3.5-27B", options=ServingOptions(speculative_method="mtp"))
-    assert L.num_speculative_tokens == 1 and L.layers[0].spec.shapes[0][0] == 3 + 1
+    assert L.num_speculative_tokens_missing and L.num_speculative_tokens == 0
+    assert L.layers[0].spec.shapes[0][0] == 3 + 0  # conv kernel 4 - 1, no speculative rows
+    # given: mtp_num_hidden_layers 1 layer, the conv state grows by the tokens
+    L = build_model_layout("Qwen/Qwen3.5-27B", options=ServingOptions(speculative_method="mtp", num_speculative_tokens=1))
+    assert not L.num_speculative_tokens_missing and L.layers[0].spec.shapes[0][0] == 3 + 1
     assert L.layers[-1].name == "mtp.layers.0.self_attn.attn"
 
 

@@ -116,6 +116,33 @@ def test_download_with_flag(hub, tmp_path, monkeypatch):
     assert s.kind == "download" and s.revision == COMMIT
 
 
+@pytest.mark.parametrize("has_quant", [True, False])
+def test_download_fetches_hf_quant_config_too(hub, tmp_path, monkeypatch, has_quant):
+    # a ModelOpt <= 0.29 checkpoint (config.json without quantization_config): vLLM reads
+    # hf_quant_config.json from the repository too, so --download fetches it into the same snapshot
+    import huggingface_hub
+    from huggingface_hub.errors import EntryNotFoundError
+
+    nano = Path(catalog_dir(), "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4")
+    snap = tmp_path / "dl" / "models--someorg--nano" / "snapshots" / COMMIT
+    snap.mkdir(parents=True)
+    calls = []
+
+    def fake(repo_id, filename, revision=None):
+        calls.append(filename)
+        if filename == "hf_quant_config.json" and not has_quant:
+            raise EntryNotFoundError("404 Client Error: Entry Not Found")
+        (snap / filename).write_bytes((nano / filename).read_bytes())
+        return str(snap / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
+    monkeypatch.setattr("kvplan.model.source.hub_unreachable", lambda: None)  # as if online
+    layout = build_model_layout("someorg/nano", download=True)
+    assert calls == ["config.json", "hf_quant_config.json"]
+    attention = {ls.spec.dtype for ls in layout.layers if ls.spec.kind == "full_attention"}
+    assert attention == ({"uint8"} if has_quant else {"bfloat16"})
+
+
 def test_download_failure_is_one_line(hub, monkeypatch):
     import huggingface_hub
 

@@ -101,7 +101,7 @@ def test_gpt_oss_120b_pp2_no_negative_percent():
 def test_peagle_pp2_runs_v1_without_async_and_stage_pools_differ():
     # P-EAGLE's parallel drafting keeps vLLM 0.33 on the V1 runner; V1 + PP turns async scheduling
     # off by default, so 2 batches (PP) are in flight.
-    r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
+    r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
                    "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0")
     assert r.exit_code == 0
     sch = d["scheduler"]
@@ -123,7 +123,7 @@ def test_peagle_pp2_runs_v1_without_async_and_stage_pools_differ():
 
 
 def test_peagle_pp2_explicit_async_or_v2_fails_like_vllm():
-    base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
+    base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
             "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0"]
     r, d = as_json(*base, "--async-scheduling")
     assert r.exit_code == 3
@@ -139,7 +139,7 @@ def test_peagle_pp2_on_034_runs_the_one_runner_with_async():
     # vLLM 0.34.0 removed the V1 runner (platforms/interface.py validate_environ); its one runner
     # drafts P-EAGLE in parallel and keeps async scheduling on with PP: max_concurrent_batches =
     # PP + 1 = 3 (config/vllm.py), 3 × 8192 tokens in flight. Pinning V1 is a config-time error.
-    base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
+    base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
             "--kv-cache-memory", "40GiB", "--policy", "vllm==0.34.0"]
     r, d = as_json(*base)
     assert r.exit_code == 0
@@ -211,22 +211,62 @@ def test_dcp_llama_tp16_dcp2_by_hand():
                          "Maximum concurrency for 131,072 tokens per request: 16.00x"]
 
 
-@pytest.mark.parametrize("args, error_type, message", [
-    (("meta-llama/Llama-3.3-70B-Instruct", "-tp", "8", "-dcp", "2"), "ValueError",
+# The config-time refusals are raised inside pydantic validators (ParallelConfig._validate_parallel_config,
+# ModelConfig.verify_with_parallel_config from VllmConfig), so the process dies with pydantic's
+# ValidationError around vLLM's text (run in each release: tests/data/prechecks_vllm.json, cases
+# llama70b-tp*-dcp*, qwen2.5-7b-tp14-dcp2). 0.34.0: config/parallel.py line 641, config/model.py
+# lines 1602-1626. 0.18.0 (below): the same checks as asserts with older texts.
+@pytest.mark.parametrize("args, stage, error_type, message", [
+    (("meta-llama/Llama-3.3-70B-Instruct", "-tp", "8", "-dcp", "2"), "config.decode_context_parallel",
+     "ValidationError",
      "Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` (8) to be greater than the model's "
      "total number of KV heads (8). Increase `--tensor-parallel-size` or set `--decode-context-parallel-size 1`."),
-    (("meta-llama/Llama-3.3-70B-Instruct", "-tp", "16", "-dcp", "4"), "ValueError",
+    (("meta-llama/Llama-3.3-70B-Instruct", "-tp", "16", "-dcp", "4"), "config.decode_context_parallel",
+     "ValidationError",
      "`--decode-context-parallel-size` (4) exceeds the maximum supported value (2) for `--tensor-parallel-size` (16) "
      "and 8 model KV heads."),
-    (("meta-llama/Llama-3.3-70B-Instruct", "-tp", "16", "-dcp", "3"), "ValueError",
-     "tp_size=16 must be divisible by dcp_size=3."),
-    (("openai/gpt-oss-120b", "-tp", "16", "-dcp", "2"), "AssertionError", "DCP not support sliding window."),
+    (("meta-llama/Llama-3.3-70B-Instruct", "-tp", "16", "-dcp", "3"), "config.decode_context_parallel",
+     "ValidationError", "tp_size=16 must be divisible by dcp_size=3."),
+    # Qwen2.5-7B: 28 query heads / 4 KV heads = 7 per KV head; TP 14 allows DCP up to 14 // 4 = 3, and 7 % 2 != 0
+    (("Qwen/Qwen2.5-7B", "-tp", "14", "-dcp", "2"), "config.decode_context_parallel", "ValidationError",
+     "The model's number of query heads per KV head (7) must be divisible by `--decode-context-parallel-size` (2) "
+     "for GQA/MQA."),
+    # not a config check: SlidingWindowSpec's assert while the KV cache is planned (a bare AssertionError)
+    (("openai/gpt-oss-120b", "-tp", "16", "-dcp", "2"), "admission", "AssertionError",
+     "DCP not support sliding window."),
 ])
-def test_dcp_refusals_match_vllm(args, error_type, message):
+def test_dcp_refusals_match_vllm(args, stage, error_type, message):
     r, d = as_json("simulate", *args, "--kv-cache-memory", "40GiB")
     assert r.exit_code == 3
-    assert (d["outcome"]["error_type"], d["outcome"]["error"]) == (error_type, message)
+    assert (d["outcome"]["stage"], d["outcome"]["error_type"], d["outcome"]["error"]) == (stage, error_type, message)
     assert d["fixes"] == []
+
+
+@pytest.mark.parametrize("args, message", [
+    # config/parallel.py lines 416-420: two f-strings joined with no space between "by" and "dcp_size"
+    (("-tp", "16", "-dcp", "3"), "tp_size=16 must be divisible bydcp_size=3."),
+    # config/model.py lines 1093-1097, 1100-1105: asserts (pydantic reports them as ValidationError too)
+    (("-tp", "8", "-dcp", "2"),
+     "tensor parallel size 8 must be greater than total num kv heads 8 when enable decode context parallel for GQA/MQA"),
+    (("-tp", "16", "-dcp", "4"),
+     "decode context parallel size must less than or equal to (tensor parallel size 16 // total num kv heads 8) = 2, "
+     "but got 4"),
+])
+def test_dcp_refusals_in_018_keep_its_texts(args, message):
+    # vLLM 0.18.0, run: tests/data/prechecks_vllm.json (llama70b-tp16-dcp3, -tp8-dcp2, -tp16-dcp4)
+    r, d = as_json("simulate", "meta-llama/Llama-3.3-70B-Instruct", *args, "--kv-cache-memory", "40GiB",
+                   "--policy", "vllm==0.18.0")
+    assert r.exit_code == 3
+    assert (d["outcome"]["error_type"], d["outcome"]["error"]) == ("ValidationError", message)
+
+
+def test_dcp_refused_before_the_speculative_config():
+    # create_engine_config builds ParallelConfig (0.34.0 arg_utils.py line 2603) before SpeculativeConfig
+    # (line 2669): with both wrong, the DCP text is the one vLLM prints
+    r, d = as_json("simulate", "meta-llama/Llama-3.3-70B-Instruct", "-tp", "16", "-dcp", "3", "--speculative-method",
+                   "ngram", "--kv-cache-memory", "40GiB")
+    assert r.exit_code == 3
+    assert d["outcome"]["error"] == "tp_size=16 must be divisible by dcp_size=3."
 
 
 def test_dcp_mla_needs_no_kv_head_replicas():
@@ -284,7 +324,7 @@ def test_no_negative_figures_and_stages_within_budget(mix, pp, mem, policy, leng
 def test_stage_budgets_from_hardware():
     # With --gpu each stage's budget is its own (its weights, activation and CUDA-graph memory):
     # vLLM sizes each worker's pool from its own memory, then keeps the smallest num_blocks.
-    r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "-pp", "2",
+    r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
                    "--gpu", "H100-80GB")
     assert r.exit_code == 0
     stages = [st["kv_cache_memory_bytes"] for st in d["budget"]["stages"]]

@@ -182,9 +182,6 @@ GOLDEN = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "pre
 # Cases vLLM's config accepts but kvplan refuses before simulating (exit 1, naming the option):
 # an MTP method on a model without MTP layers (vLLM fails later, building the draft model).
 KVPLAN_REFUSES = {"llama8b-mtp-without-mtp-layers"}
-# vLLM refuses a drafter without num_speculative_tokens; kvplan's --drafter shorthand keeps going
-# with 0 and a warning on attention-only targets (the layout does not depend on it).
-KVPLAN_WARNS = {"llama8b-eagle3-no-num-tokens", "llama8b-draft-model-no-num-tokens"}
 # Results the venv, not the release, decided: 0.18.0's venv has a transformers without the
 # NemotronH config class, so vLLM wanted the repository's remote code before any check ran.
 VENV_LIMITED = "contains custom code which must be executed"
@@ -208,10 +205,6 @@ def test_config_checks_match_vllm(release, case):
         return
     r = kvplan.simulate(case["model"], **kwargs)
     out = r["outcome"]
-    if case["name"] in KVPLAN_WARNS:
-        assert not vllm["ok"] and out["starts"] is True
-        assert any(w.startswith("vLLM refuses a drafter without num_speculative_tokens") for w in r["warnings"])
-        return
     if not vllm["ok"]:
         assert (out["error_type"], out["error"]) == (vllm["error_type"], vllm["error"])
         assert out["stage"].startswith("config.")
@@ -236,3 +229,155 @@ def test_scheduler_refusals_get_the_batch_size_that_passes():
     # a default budget with chunked prefill off is raised to max_model_len (EngineArgs), so it starts
     r = kvplan.simulate(LLAMA, kv_cache_memory="60GiB", enable_chunked_prefill=False, max_model_len=32768)
     assert r["outcome"]["starts"] is True and r["scheduler"]["max_num_batched_tokens"] == 32768
+
+
+# ------------------------------------------------------------------ num_speculative_tokens
+
+PEAGLE = ("openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE")
+# Run in each release (tests/data/prechecks_vllm.json, gpt-oss-20b-p-eagle-no-num-tokens): the draft
+# model is refused while its config is read. 0.18.0 config/speculative.py lines 565-570 also names
+# speculative_token_tree; 0.33.0 lines 1614-1617 and 0.34.0 spec_decode/speculator_config.py lines
+# 222-226 do not.
+DRAFT_TEXT_018 = ("A speculative model was provided, but neither `speculative_token_tree` nor "
+                  "`num_speculative_tokens` was provided")
+DRAFT_TEXT = "A speculative model was provided, but `num_speculative_tokens` was not provided"
+# SpeculativeConfig._verify_args (0.18.0 lines 762-767, 0.33.0 1946-1951, 0.34.0 1653-1658), run for
+# ngram (llama8b-ngram-no-num-tokens) and MTP (deepseek-v3-mtp-no-num-tokens) in all three releases
+VERIFY_TEXT = ("num_speculative_tokens must be provided with speculative model unless the draft model config "
+               "contains an n_predict parameter.")
+
+
+@pytest.mark.parametrize("policy, text, max_concurrency", [
+    # gpt-oss-20b + P-EAGLE: 12 sliding + 16 full layers, group size 16, 32,768-byte pages: 40 GiB //
+    # (16 × 32,768) = 81,920 blocks. A request: 8192 full blocks + the sliding layers' cdiv(127 + B, 16) + 1
+    # with B the tokens in flight: 2 batches (16,384) from 0.26 (1033 blocks), 1 batch (8192) in 0.18 (521).
+    ("vllm==0.34.0", DRAFT_TEXT, round(81920 / (1033 + 8192), 6)),
+    ("vllm==0.33.0", DRAFT_TEXT, round(81920 / (1033 + 8192), 6)),
+    ("vllm==0.18.0", DRAFT_TEXT_018, round(81920 / (521 + 8192), 6)),
+])
+def test_drafter_without_num_tokens_fails_at_start(policy, text, max_concurrency):
+    code, data = cli("simulate", *PEAGLE, "--kv-cache-memory", "40GiB", "--policy", policy)
+    assert code == 3
+    assert data["outcome"] == {"ok": False, "starts": False, "stage": "config.speculative",
+                               "error_type": "ValidationError", "error": text, "fix": "--num-speculative-tokens 1"}
+    assert "num_speculative_tokens" not in json.dumps(data["warnings"])  # a failure now, not a warning
+    # the fix, re-simulated with 1 token (the least vLLM accepts); the attention layout does not depend on it
+    (fix,) = data["fixes"]
+    assert (fix["option"], fix["value"], fix["verified"], fix["num_blocks"], fix["max_concurrency"]) == (
+        "num_speculative_tokens", 1, True, 81920, max_concurrency)
+    assert fix["result"].startswith("starts with 1 speculative token (simulated with 1, the least vLLM accepts")
+    code, given = cli("simulate", *PEAGLE, "--kv-cache-memory", "40GiB", "--policy", policy,
+                      "--num-speculative-tokens", "1")
+    assert code == 0 and given["memory"]["num_blocks"] == 81920
+    assert given["memory"]["max_concurrency"] == max_concurrency
+    assert given["memory"]["steady_state_concurrency"] == fix["steady_state_concurrency"]
+
+
+def test_drafter_with_num_tokens_starts():
+    # 0.34.0, 5 tokens (the README's P-EAGLE examples): a decode step holds 1 + 5 tokens, so a sliding
+    # layer keeps cdiv(127 + 6, 16) + 1 = 10 blocks at steady state; the reserve is 1033 − 10 = 1023 and
+    # steady_state_concurrency (81,919 − 1023) / (10 + 8192) (test_capacity's derivation)
+    code, data = cli("simulate", *PEAGLE, "--kv-cache-memory", "40GiB", "--num-speculative-tokens", "5")
+    assert code == 0 and data["outcome"]["starts"] is True and data["fixes"] == []
+    assert data["memory"]["num_blocks"] == 81920
+    assert data["memory"]["steady_state_concurrency"] == round((81919 - 1023) / 8202, 6)
+
+
+def test_pasted_serve_line_without_num_tokens_fails_like_vllm():
+    # the brief's pasted line, with vLLM's own budget flag (40 GiB = 42,949,672,960 bytes)
+    line = ["vllm", "--format", "json", "serve", "openai/gpt-oss-20b", "--kv-cache-memory-bytes", "42949672960",
+            "--speculative-config", '{"method":"eagle3","model":"amazon/gpt-oss-20b-p-eagle"}']
+    r = runner.invoke(app, line)
+    assert r.exit_code == 3, r.output
+    data = json.loads(r.stdout)
+    assert data["command"] == "vllm" and data["serve"]["release"] == "0.34.0"
+    # the fix is written as the serve line gives it: the key added to its own --speculative-config
+    fix = ('--speculative-config \'{"method": "eagle3", "model": "amazon/gpt-oss-20b-p-eagle", '
+           '"num_speculative_tokens": 1}\'')
+    assert data["outcome"] == {"ok": False, "starts": False, "stage": "config.speculative",
+                               "error_type": "ValidationError", "error": DRAFT_TEXT, "fix": fix}
+    assert [(f["flag"], f["num_blocks"]) for f in data["fixes"]] == [(fix, 81920)]
+    # with the tokens on the line it starts
+    given = '{"method":"eagle3","model":"amazon/gpt-oss-20b-p-eagle","num_speculative_tokens":5}'
+    r = runner.invoke(app, [*line[:-1], given])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["outcome"]["starts"] is True
+    # the --spec-* flags (0.33.0+): the fix is --spec-tokens
+    r = runner.invoke(app, [*line[:-2], "--spec-method", "eagle3", "--spec-model", "amazon/gpt-oss-20b-p-eagle"])
+    assert r.exit_code == 3, r.output
+    assert json.loads(r.stdout)["outcome"]["fix"] == "--spec-tokens 1"
+
+
+@pytest.mark.parametrize("args", [
+    ("meta-llama/Meta-Llama-3.1-8B", "--speculative-method", "ngram"),
+    ("deepseek-ai/DeepSeek-V3", "--speculative-method", "mtp"),
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking", "--speculative-method", "mtp"),  # GDN: the conv state depends on it
+])
+@pytest.mark.parametrize("policy", ["vllm==0.34.0", "vllm==0.18.0"])
+def test_ngram_and_mtp_without_num_tokens_fail_with_verify_args_text(args, policy):
+    # MTP gets no default from num_nextn_predict_layers: vLLM sets the draft model (and reads its
+    # n_predict) only when num_speculative_tokens is given (0.18.0 config/speculative.py line 360,
+    # 0.34.0 lines 1386-1389)
+    code, data = cli("simulate", *args, "--kv-cache-memory", "80GiB", "--max-model-len", "4096", "--policy", policy)
+    assert code == 3
+    assert (data["outcome"]["stage"], data["outcome"]["error_type"], data["outcome"]["error"]) == (
+        "config.speculative", "ValidationError", VERIFY_TEXT)
+    assert data["outcome"]["fix"] == "--num-speculative-tokens 1" and data["fixes"][0]["verified"] is True
+
+
+def test_mamba_fix_is_simulated_on_the_rebuilt_layout():
+    # Qwen3-Next MTP: the GDN conv state holds kernel − 1 + num_speculative_tokens rows, so the fix's
+    # figures are those of a layout built with 1 token (not the failing one's 0)
+    common = ("simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--speculative-method", "mtp", "--kv-cache-memory",
+              "40GiB", "--max-model-len", "32768")
+    code, failing = cli(*common)
+    code1, given = cli(*common, "--num-speculative-tokens", "1")
+    assert code == 3 and code1 == 0
+    (fix,) = failing["fixes"]
+    assert (fix["num_blocks"], fix["max_concurrency"]) == (given["memory"]["num_blocks"],
+                                                           given["memory"]["max_concurrency"])
+    assert given["memory"]["page_size_bytes"] != 0
+
+
+@pytest.mark.parametrize("policy, tokens", [("vllm==0.34.0", 8), ("vllm==0.33.0", 24), ("vllm==0.18.0", 24)])
+def test_suffix_decoding_gets_vllms_default(policy, tokens):
+    # 0.34.0 spec_decode/suffix/config.py line 28: min(8, suffix_decoding_max_tree_depth = 24);
+    # 0.18.0 config/speculative.py line 615, 0.33.0 line 1735: the depth itself
+    r = kvplan.simulate(LLAMA, speculative_method="suffix", kv_cache_memory="40GiB", policy=policy)
+    assert r["outcome"]["starts"] is True
+    assert r["speculative"] == {"method": "suffix", "num_speculative_tokens": tokens}
+
+
+def test_inspect_warns_and_shows_the_layout():
+    # inspect runs none of vLLM's checks before the KV cache (a TP that does not divide the heads
+    # passes too): it warns with the default release's text and keeps exit 0
+    code, data = cli("inspect", *PEAGLE)
+    assert code == 0
+    assert data["warnings"] == [
+        f"vLLM (0.34.0) refuses this speculative method without num_speculative_tokens at start-up "
+        f"(ValidationError: {DRAFT_TEXT}); pass --num-speculative-tokens. The layout shown is built with 0 "
+        "(simulate reports the refusal, exit 3)"]
+    code, data = cli("inspect", *PEAGLE, "--num-speculative-tokens", "5")
+    assert code == 0 and data["warnings"] == []
+    code, data = cli("inspect", LLAMA, "-tp", "3")
+    assert code == 0
+
+
+def test_compare_fit_and_check_predict_it(tmp_path):
+    code, data = cli("compare", *PEAGLE, "--kv-cache-memory", "40GiB")
+    row = data["engines"][0]
+    assert row["engine"] == "vllm" and (row["outcome"]["stage"], row["outcome"]["error"]) == (
+        "config.speculative", DRAFT_TEXT)
+    # fit: no length starts; the outcome names the one change that lets it answer
+    code, data = cli("fit", *PEAGLE, "--gpu", "H100-80GB")
+    assert code == 3 and data["outcome"]["fix"] == "--num-speculative-tokens 1"
+    assert data["max_model_len"]["max_model_len"] is None
+    assert data["max_model_len"]["layout"]["outcome"]["error"] == DRAFT_TEXT
+    # check: the deployment fails its `starts` expectation with vLLM's text and simulate's verified fix
+    f = tmp_path / "d.yaml"
+    f.write_text("deployments:\n  - name: peagle\n    model: openai/gpt-oss-20b\n"
+                 "    drafter: amazon/GPT-OSS-20B-P-EAGLE\n    kv_cache_memory: 40GiB\n    expect:\n      starts: true\n")
+    (dep,) = kvplan.check([str(f)])["deployments"]
+    assert dep["failed_expectations"] == ["starts"]
+    assert dep["outcome"] == {"ok": False, "starts": False, "stage": "config.speculative",
+                              "error_type": "ValidationError", "error": DRAFT_TEXT, "fix": "--num-speculative-tokens 1"}

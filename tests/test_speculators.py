@@ -77,8 +77,12 @@ def test_speculators_drafter_gives_no_default_token_count():
     # drafter needs num_speculative_tokens ("A speculative model was provided, but `num_speculative_tokens`
     # was not provided"); its speculative_tokens is read only when the checkpoint is served.
     L = build_model_layout("meta-llama/Llama-3.1-8B-Instruct", drafter=LLAMA_SPEC)
-    assert L.num_speculative_tokens == 0
-    assert any("num_speculative_tokens" in w and "refuses" in w for w in L.warnings)
+    assert L.num_speculative_tokens == 0 and L.num_speculative_tokens_missing
+    # a start-up failure with that text (exit 3; tests/test_prechecks.py), the fix simulated with 1 token
+    r = kvplan.simulate("meta-llama/Llama-3.1-8B-Instruct", drafter=LLAMA_SPEC, kv_cache_memory="40GiB")
+    assert (r["outcome"]["stage"], r["outcome"]["error"], r["outcome"]["fix"]) == (
+        "config.speculative", "A speculative model was provided, but `num_speculative_tokens` was not provided",
+        "--num-speculative-tokens 1")
 
 
 def test_served_speculator_serves_the_verifier_with_default_tokens():
@@ -199,3 +203,16 @@ def test_reading_matches_vllms_own_functions(release):
         assert rec["n_predict"] is None
         method, tokens, _ = speculators_spec(raw, str(path))
         assert rec["speculative_config"] == {"method": method, "num_speculative_tokens": tokens}
+
+
+def test_release_018_drops_the_users_token_count_for_a_served_speculator():
+    # vLLM 0.18.0's maybe_override_with_speculators returns the checkpoint's speculative config alone
+    # (transformers_utils/config.py lines 584-598): --num-speculative-tokens 5 becomes the checkpoint's 3;
+    # 0.33.0 and 0.34.0 update the checkpoint's config with the user's (Era.speculators_user_config).
+    old = kvplan.simulate(LLAMA_SPEC, kv_cache_memory="40GiB", max_model_len=131072, num_speculative_tokens=5,
+                          policy="vllm==0.18.0")
+    new = kvplan.simulate(LLAMA_SPEC, kv_cache_memory="40GiB", max_model_len=131072, num_speculative_tokens=5,
+                          policy="vllm==0.33.0")
+    assert old["speculative"]["num_speculative_tokens"] == 3 and new["speculative"]["num_speculative_tokens"] == 5
+    assert ("--num-speculative-tokens 5 is dropped: this vLLM release replaces the user's speculative config with "
+            "the speculators checkpoint's (3 tokens)") in old["warnings"]

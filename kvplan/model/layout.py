@@ -66,8 +66,8 @@ class ModelLayout:
     # failure; the layout then keeps the default split)
     pp_partition: tuple[int, ...] | None = None
     pp_partition_error: str | None = None
-    # a Mamba hybrid's drafter with neither --num-speculative-tokens nor the draft's n_predict
-    # (vLLM's SpeculativeConfig refuses it and the Mamba state depends on it; built with 0)
+    # a speculative method with neither --num-speculative-tokens nor a default (the draft's
+    # n_predict, suffix decoding's): vLLM's SpeculativeConfig refuses it; built with 0
     num_speculative_tokens_missing: bool = False
     # head counts split over TP, ("target" | "drafter", "heads" | "kv_heads", total, config field),
     # in build order; the engine checks that TP divides them (prechecks)
@@ -326,6 +326,12 @@ def build_model_layout(
             warnings.append(f"--speculative-method {method} is replaced by the checkpoint's {served_method}: vLLM "
                             "locks the method a speculators checkpoint names")
         method, draft_p = served_method, served
+        if not options.speculators_user_config and options.num_speculative_tokens is not None:
+            served_tokens = drafters.speculators_spec(served.speculators, served.source.path)[1]
+            warnings.append(f"--num-speculative-tokens {options.num_speculative_tokens} is dropped: this vLLM "
+                            "release replaces the user's speculative config with the speculators checkpoint's "
+                            f"({served_tokens} tokens)")
+            options = dataclasses.replace(options, num_speculative_tokens=None)
     elif drafter is not None:
         if method == "mtp":
             raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")
@@ -354,28 +360,25 @@ def build_model_layout(
     num_spec = options.num_speculative_tokens
     num_spec_missing = False
     if method is not None and num_spec is None:
+        # vLLM's SpeculativeConfig (0.18.0, 0.33.0, 0.34.0): a draft model's config n_predict is
+        # the default (a served speculators checkpoint: its speculators config's, which
+        # maybe_override_with_speculators copies); suffix decoding has its own; every other method
+        # (EAGLE, draft models, ngram and MTP, whose draft config is only built once
+        # num_speculative_tokens is given) is refused at start-up (prechecks.check_speculative).
+        # The layers are then built with 0.
         n_predict, n_source = None, "the draft config's n_predict"
-        if method == "mtp":
-            n_predict = drafters.mtp_count(p.text, p.family)
-        elif served is not None:
+        if served is not None:
             n_predict, n_source = drafters.served_speculators_tokens(served.speculators, served.source.path)
         elif draft_p is not None:
             n_predict = draft_p.text.opt_int("n_predict")
         if n_predict:
             num_spec = n_predict
             notes.append(f"num_speculative_tokens {num_spec} (vLLM's default: {n_source})")
-        elif p.family in ("gdn", "nemotron_h", "jamba"):
-            # vLLM's SpeculativeConfig refuses this at start-up (prechecks.check_speculative), and
-            # the Mamba state depends on it: the layers are built with 0 and the plan fails
-            num_spec_missing = True
+        elif method == "suffix":
+            num_spec = options.suffix_default_tokens
+            notes.append(f"num_speculative_tokens {num_spec} (vLLM's default for suffix decoding)")
         else:
-            # vLLM refuses it too; kvplan's --drafter shorthand keeps going with 0 because the
-            # attention layout does not depend on it (the flagship P-EAGLE examples rely on that)
-            warnings.append(
-                "vLLM refuses a drafter without num_speculative_tokens at start-up (0.33.0-0.34.0: \"A speculative "
-                "model was provided, but `num_speculative_tokens` was not provided\"); its config has no n_predict, "
-                "so pass --num-speculative-tokens. The attention layout does not depend on it: kvplan continues with 0"
-            )
+            num_spec_missing = True
     num_spec = num_spec or 0
 
     ctx = Context(

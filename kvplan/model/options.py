@@ -29,8 +29,14 @@ class ServingOptions:
     # release's own rule (Era.nemotron_h_ssm_cache_dtype): "model" (the model dtype, <= 0.12),
     # "float16" (0.13 to 0.19), "float32" (0.20+). Never the installed transformers' default.
     nemotron_h_ssm_cache_dtype: str = "float32"
+    # num_speculative_tokens of suffix decoding when none is given: the release's default
+    # (Era.suffix_default_tokens: 24 up to 0.33, 8 from 0.34)
+    suffix_default_tokens: int = 8
     # VLLM_PP_LAYER_PARTITION as given ("10,11,11"): the layers of each pipeline stage
     pp_layer_partition: str | None = None
+    # Era.speculators_user_config: a served speculators checkpoint keeps the user's
+    # num_speculative_tokens (0.33.0+), or its own replaces it (0.18.0)
+    speculators_user_config: bool = True
 
 
 # ---------------------------------------------------------------- model dtype

@@ -22,6 +22,7 @@ candidates, or none, give a one-line error with the nearest ids by edit distance
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -211,7 +212,30 @@ def _download(model: str, revision: str | None) -> tuple[str, str | None]:
         ) from None
     parts = Path(path).parts
     commit = parts[-2] if len(parts) >= 2 and _COMMIT_RE.match(parts[-2]) else revision
+    _download_quant_config(hf_hub_download, model, path, revision)
     return path, commit
+
+
+def _download_quant_config(hf_hub_download, model: str, config_path: str, revision: str | None) -> None:
+    """vLLM also fetches ``hf_quant_config.json`` when config.json has no quantization_config
+    (ModelOpt <= 0.29 checkpoints; transformers_utils/config.py 0.34.0 lines 996-1007): fetch it into the
+    same snapshot, where kvplan reads it beside config.json. A repository without one is the common case."""
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            if "quantization_config" in json.load(f):
+                return
+    except (OSError, ValueError):
+        return  # the config itself is reported when it is parsed
+    try:
+        hf_hub_download(repo_id=model, filename="hf_quant_config.json", revision=revision)
+    except EntryNotFoundError:
+        return
+    except Exception as e:  # network or auth: vLLM would fail too
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise KvplanError(f"could not download hf_quant_config.json of '{model}' from the Hugging Face Hub "
+                          f"({e.__class__.__name__}: {first}); check your network and HF_TOKEN") from None
 
 
 def resolve_model(model: str, *, revision: str | None = None, download: bool = False) -> ModelSource:

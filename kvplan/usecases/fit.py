@@ -452,7 +452,7 @@ def fit(model: str, **options) -> dict:
     from kvplan.options import FIT, resolve
     from kvplan.report.envelope import envelope
     from kvplan.results import outcome
-    from kvplan.usecases.scenario import scenario_from
+    from kvplan.usecases.scenario import SPEC_TOKENS_FIX, scenario_from
 
     r = resolve(FIT, options)
     table = r["table"]
@@ -471,11 +471,15 @@ def fit(model: str, **options) -> dict:
     ctx = body.get("max_context_len_for_concurrency")
     if ctx is not None and ctx["max_model_len"] is None:
         unanswered.append(ctx.get("reason") or "no context length reaches the concurrency")
+    layout_src = body.pop("_layout")
+    # vLLM refuses a speculative method without num_speculative_tokens at any length and utilization:
+    # the one change that lets fit answer (simulate verifies it: scenario.speculative_tokens_fix)
+    fix = (f"--num-speculative-tokens {SPEC_TOKENS_FIX}"
+           if unanswered and getattr(layout_src, "num_speculative_tokens_missing", False) else None)
     result = outcome(ok=not unanswered, stage="fit" if unanswered else None,
                      error_type="NotAchievable" if unanswered else None,
-                     error="; ".join(unanswered) or None)
+                     error="; ".join(unanswered) or None, fix=fix)
     era = resolve_era(scenario.policy, scenario.threshold)
-    layout_src = body.pop("_layout")
     return envelope("fit", options=r.to_dict(), outcome=result, body=body, model=layout_src.target,
                     drafter=layout_src.drafter, era=era)
 

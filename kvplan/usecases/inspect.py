@@ -6,7 +6,22 @@ from kvplan.options import INSPECT, resolve
 from kvplan.report.data import inspect_dict
 from kvplan.report.envelope import envelope
 from kvplan.results import outcome
-from kvplan.usecases.scenario import build_layout, scenario_from, serving_of
+from kvplan.usecases.scenario import build_layout, resolve_era, scenario_from, serving_of
+
+
+def layout_refusals(layout, policy: str) -> list[str]:
+    """What vLLM refuses at start-up that the layout alone shows: a speculative method without
+    num_speculative_tokens. ``inspect`` runs none of vLLM's checks before the KV cache (simulate
+    reports them as start-up failures), so it warns and shows the layout built with 0."""
+    from kvplan.engines.vllm.prechecks import speculative_tokens_error
+
+    era = resolve_era(policy, None)
+    text = speculative_tokens_error(layout.speculative_method, layout.num_speculative_tokens_missing, era)
+    if not text:
+        return []
+    return [f"vLLM ({era.release or era.name}) refuses this speculative method without num_speculative_tokens at "
+            f"start-up (ValidationError: {text}); pass --num-speculative-tokens. The layout shown is built with 0 "
+            "(simulate reports the refusal, exit 3)"]
 
 
 def inspect(model: str, **options) -> dict:
@@ -15,4 +30,4 @@ def inspect(model: str, **options) -> dict:
     layout = build_layout(scenario)
     body = inspect_dict(layout, serving_of(scenario))
     return envelope("inspect", options=r.to_dict(), outcome=outcome(ok=True), body=body, model=layout.target,
-                    drafter=layout.drafter)
+                    drafter=layout.drafter, warnings=layout_refusals(layout, scenario.policy))

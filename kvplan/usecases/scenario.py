@@ -111,6 +111,8 @@ def serving_of(s: Scenario):
         speculative_method=s.speculative_method, num_speculative_tokens=s.num_speculative_tokens,
         disable_sliding_window=s.disable_sliding_window,
         nemotron_h_ssm_cache_dtype=era.nemotron_h_ssm_cache_dtype,
+        speculators_user_config=era.speculators_user_config,
+        suffix_default_tokens=era.suffix_default_tokens,
         pp_layer_partition=environment.pp_layer_partition(s.env, era),
     )
 
@@ -293,6 +295,8 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> lis
     """The smallest verified changes that make a failing deployment start (none when it starts)."""
     if plan.starts:
         return []
+    if getattr(layout, "num_speculative_tokens_missing", False) and plan.failure.stage == "config.speculative":
+        return speculative_tokens_fix(s, era, plan)
     from kvplan.engines.vllm.fixes import smallest_fixes
 
     fixes = smallest_fixes(plan, lambda o: plan_layout(layout, era, o, disable_sliding_window=s.disable_sliding_window))
@@ -301,6 +305,30 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> lis
         if fix is not None:
             fixes.append(fix)
     return fixes
+
+
+# the value the fix for a missing num_speculative_tokens is simulated with: the least vLLM accepts
+# (SpeculativeConfig's field: Field(gt=0), 0.18.0 line 70, 0.34.0 line 455)
+SPEC_TOKENS_FIX = 1
+
+
+def speculative_tokens_fix(s: Scenario, era, plan) -> list[dict]:
+    """The fix for a speculative method vLLM refuses without num_speculative_tokens: the same
+    deployment simulated again with ``SPEC_TOKENS_FIX`` tokens (the layout rebuilt: a Mamba
+    state depends on it), kept when it then starts."""
+    from dataclasses import replace
+
+    from kvplan.engines.vllm.fixes import fix_entry
+
+    fixed = replace(s, num_speculative_tokens=SPEC_TOKENS_FIX)
+    p = plan_layout(build_layout(fixed), era, plan.options, disable_sliding_window=s.disable_sliding_window)
+    if not p.starts:
+        return []
+    n = SPEC_TOKENS_FIX
+    fix = fix_entry("num_speculative_tokens", n, f"--num-speculative-tokens {n}", p)
+    fix["result"] = (f"starts with {n} speculative token (simulated with {n}, the least vLLM accepts; give the "
+                     f"drafter's own value): " + fix["result"].removeprefix("starts; "))
+    return [fix]
 
 
 def kv_bytes_at(budget: dict, utilization: float) -> int:

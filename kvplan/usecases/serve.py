@@ -7,6 +7,7 @@ did with it, and the environment variables the line sets.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kvplan.errors import OptionError
@@ -29,6 +30,26 @@ def _env_split(env: dict) -> tuple[dict, dict]:
     vllm = {k: v for k, v in env.items() if k.startswith("VLLM_")}
     other = {k: v for k, v in env.items() if not k.startswith("VLLM_")}
     return vllm, other
+
+
+def spec_tokens_flag(flags: list[dict], n: int) -> str:
+    """num_speculative_tokens as the serve line gives it: a key added to the line's own
+    --speculative-config, else --spec-tokens (0.33.0+, next to --spec-method/--spec-model)."""
+    for row in flags:
+        if row.get("dest") == "speculative_config":
+            value = row["value"] if isinstance(row["value"], dict) else json.loads(row["value"])
+            return f"--speculative-config '{json.dumps({**value, 'num_speculative_tokens': n})}'"
+    return f"--spec-tokens {n}"
+
+
+def _serve_fixes(out: dict, flags: list[dict]) -> None:
+    """simulate's fixes written as serve-line flags where kvplan's flag is not one."""
+    for fix in out.get("fixes") or []:
+        if fix["option"] == "num_speculative_tokens":
+            flag = spec_tokens_flag(flags, fix["value"])
+            if out["outcome"].get("fix") == fix["flag"]:
+                out["outcome"] = {**out["outcome"], "fix": flag}
+            fix["flag"] = flag
 
 
 def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | None = None,
@@ -75,6 +96,7 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
         "environment_ignored": sorted(env_other),
     }
     out = {k: v for k, v in data.items() if k != "warnings"}
+    _serve_fixes(out, req.flags)
     out["command"] = "vllm"
     out["serve"] = serve
     seen: list[str] = []

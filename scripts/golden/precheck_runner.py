@@ -12,7 +12,10 @@ Reads ``cases`` from the file and writes ``results[<release>]`` back into it. A 
 ``{"name", "model", "options", "env"}`` in kvplan's vocabulary: ``model`` a catalog id (its
 ``configs/<id>/config.json`` is the model directory), ``options`` kvplan option names (most are
 EngineArgs fields of the same name; ``drafter``/``speculative_method``/``num_speculative_tokens``
-become ``speculative_config``), ``env`` the VLLM_* variables set for that case only.
+become ``speculative_config``; ``hf_overrides`` is passed as vLLM's and kvplan's --hf-overrides),
+``env`` the VLLM_* variables set for that case only. The light venvs lack ``compressed_tensors``,
+which vLLM imports to verify any quantization method: cases on quantized checkpoints (gpt-oss,
+DeepSeek-V3) give ``hf_overrides: {"quantization_config": null}`` for checks that do not read it.
 
 The platform is forced to vLLM's CpuPlatform (the wheels detect no device here) without its
 ``check_and_update_config``: the checks recorded are platform-independent and run before it
@@ -37,7 +40,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
 _ENGINE_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_batched_tokens",
                 "max_num_seqs", "kv_cache_dtype", "enable_chunked_prefill", "dtype",
-                "decode_context_parallel_size", "disable_sliding_window")
+                "decode_context_parallel_size", "disable_sliding_window", "hf_overrides")
 
 
 class _Collect(logging.Handler):

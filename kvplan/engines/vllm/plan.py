@@ -233,11 +233,6 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         parallel_drafting=facts.parallel_drafting, logs=logs,
     )
     dcp = o.decode_context_parallel_size
-    error = runner.dcp_config_error(dcp, o.tensor_parallel_size, use_mla=facts.use_mla,
-                                    total_num_kv_heads=facts.total_num_kv_heads,
-                                    total_num_attention_heads=facts.total_num_attention_heads)
-    if error:
-        raise EngineFailure("ValueError", error, "config")
     if era.kv_buffer_layout == "lbnhc":
         logs.append(LAYOUT_LOG_033)  # after the config-time warnings above
     specs = {ls.name: ls.spec for ls in plan.layers}

@@ -3,15 +3,17 @@ config or the model, predicted as start-up failures (``EngineFailure``; exit 3) 
 text, for every command (simulate, fit, check and compare all run ``plan.simulate``).
 
 Each check names where vLLM raises it (file and line in the 0.18.0, 0.33.0 and 0.34.0 wheels)
-and the exception the process dies with. ``ModelConfig`` is a pydantic dataclass: a
-``ValueError`` raised while it validates reaches the user as pydantic's ``ValidationError``
-("1 validation error for ModelConfig / Value error, <vLLM's text>"), so ``error_type`` is
-``ValidationError`` there and ``error`` vLLM's text; the stage names the check.
+and the exception the process dies with. vLLM's configs are pydantic
+dataclasses: a ``ValueError`` (or, in 0.18.0's DCP checks, an ``AssertionError``) raised while one
+validates reaches the user as pydantic's ``ValidationError`` ("1 validation error for ModelConfig /
+Value error, <vLLM's text>"), so ``error_type`` is ``ValidationError`` there and ``error`` vLLM's
+text; the stage names the check.
 
 Checks run in the order ``EngineArgs.create_engine_config`` meets them (0.18.0, 0.33.0 and
-0.34.0 alike): ``ModelConfig`` (max_model_len), ``SpeculativeConfig`` (num_speculative_tokens),
-``SchedulerConfig`` (batch sizes), ``VllmConfig.__post_init__`` (the float KV dtype, then
-``ModelConfig.verify_with_parallel_config``: attention heads and TP), then the model's
+0.34.0 alike): ``ModelConfig`` (max_model_len), ``ParallelConfig`` (TP and decode-context
+parallelism), ``SpeculativeConfig`` (num_speculative_tokens), ``SchedulerConfig`` (batch sizes),
+``VllmConfig.__post_init__`` (the float KV dtype, then ``ModelConfig.verify_with_parallel_config``:
+attention heads and TP, KV heads and DCP), then the model's
 construction (``get_pp_indices`` and ``VLLM_PP_LAYER_PARTITION``, the attention layer's KV-head
 assert) and the drafter's first run (its hidden size). The texts of the config checks were
 confirmed by running each release's ``create_engine_config`` on kvplan's cases
@@ -27,11 +29,12 @@ architecture, which kvplan does not model).
 
 from __future__ import annotations
 
-from kvplan.engines.vllm.wording import wording
+from kvplan.engines.vllm.wording import dcp_text, wording
 from kvplan.errors import EngineFailure, OptionError
 
 STAGE_MAX_MODEL_LEN = "config.max_model_len"
 STAGE_SPECULATIVE = "config.speculative"
+STAGE_DCP = "config.decode_context_parallel"
 STAGE_SCHEDULER = "config.scheduler"
 STAGE_KV_CACHE_DTYPE = "config.kv_cache_dtype"
 STAGE_TENSOR_PARALLEL = "config.tensor_parallel"
@@ -103,19 +106,66 @@ def _split(facts, source: str, kind: str) -> list[int]:
     return [total for src, k, total, _ in facts.tp_checks if src == source and k == kind]
 
 
+# SpeculativeConfig._verify_args, the same text in 0.18.0 (config/speculative.py lines 762-767),
+# 0.33.0 (lines 1946-1951) and 0.34.0 (lines 1653-1658): a method without a draft model (ngram;
+# MTP, whose draft config vLLM builds only once num_speculative_tokens is given) and no
+# num_speculative_tokens. Run in each release (tests/data/prechecks_vllm.json).
+SPEC_TOKENS_REQUIRED = ("num_speculative_tokens must be provided with speculative model unless the draft model "
+                        "config contains an n_predict parameter.")
+NO_DRAFT_MODEL_METHODS = ("mtp", "ngram")
+
+
+def speculative_tokens_error(method: str | None, missing: bool, era) -> str | None:
+    """vLLM's text for a speculative method without num_speculative_tokens (None when given or
+    defaulted): a draft model (EAGLE heads, draft models) is refused while its config is read
+    (``wording.spec_tokens_missing``: 0.18.0 config/speculative.py line 566, 0.33.0 line 1615,
+    0.34.0 v1/worker/gpu/spec_decode/speculator_config.py line 223); ngram and MTP by
+    ``_verify_args`` (``SPEC_TOKENS_REQUIRED``)."""
+    if not missing:
+        return None
+    if method in NO_DRAFT_MODEL_METHODS:
+        return SPEC_TOKENS_REQUIRED
+    return wording(era).spec_tokens_missing
+
+
 def check_speculative(facts, options, era) -> None:
     """``SpeculativeConfig``: a speculative method with neither ``num_speculative_tokens`` nor a
-    draft config ``n_predict`` (texts per release: ``wording.spec_tokens_missing``). The layout
-    marks it on Mamba hybrids, whose state depends on it; elsewhere kvplan's ``--drafter``
-    shorthand warns and continues with 0 (``build_model_layout``). Then the
-    draft model's own ``verify_with_parallel_config`` (``_verify_args``; the draft runs at the
-    target's TP), the same text as the target's."""
-    if facts.num_speculative_tokens_missing:
-        raise EngineFailure("ValidationError", wording(era).spec_tokens_missing, STAGE_SPECULATIVE)
+    default (the draft config's ``n_predict``; suffix decoding's), in every family
+    (``speculative_tokens_error``). Then the draft model's own ``verify_with_parallel_config``
+    (``_verify_args``; the draft runs at the target's TP), the same text as the target's."""
+    error = speculative_tokens_error(facts.speculative_method, facts.num_speculative_tokens_missing, era)
+    if error:
+        raise EngineFailure("ValidationError", error, STAGE_SPECULATIVE)
     tp = options.tensor_parallel_size
     for heads in _split(facts, "drafter", "heads"):
         if heads % tp:
             raise EngineFailure("ValidationError", _heads_error(heads, tp), STAGE_SPECULATIVE)
+
+
+def check_dcp_parallel(options, era) -> None:
+    """``ParallelConfig._validate_parallel_config``: decode-context parallelism reuses the TP ranks,
+    so TP must divide by DCP (texts: ``wording.DCP_TEXTS``)."""
+    dcp, tp = options.decode_context_parallel_size, options.tensor_parallel_size
+    if dcp > 1 and tp % dcp:
+        raise EngineFailure("ValidationError", dcp_text(era, "tp", tp=tp, dcp=dcp), STAGE_DCP)
+
+
+def check_dcp_kv_heads(facts, options, era) -> None:
+    """``ModelConfig.verify_with_parallel_config`` for GQA/MQA (MLA is exempt): with DCP each rank
+    must hold a replica of a KV head, so TP must exceed the KV heads, DCP is at most TP // KV heads,
+    and the query heads per KV head must divide by DCP (texts: ``wording.DCP_TEXTS``)."""
+    dcp, tp, kv = options.decode_context_parallel_size, options.tensor_parallel_size, facts.total_num_kv_heads
+    if dcp <= 1 or facts.use_mla or not kv:
+        return
+    if tp <= kv:
+        raise EngineFailure("ValidationError", dcp_text(era, "tp_gt_kv", tp=tp, kv=kv), STAGE_DCP)
+    max_dcp = tp // kv
+    if dcp > max_dcp:
+        raise EngineFailure("ValidationError", dcp_text(era, "max", tp=tp, kv=kv, max_dcp=max_dcp, dcp=dcp),
+                            STAGE_DCP)
+    heads = facts.total_num_attention_heads
+    if heads and (heads // kv) % dcp:
+        raise EngineFailure("ValidationError", dcp_text(era, "q_per_kv", q=heads // kv, dcp=dcp), STAGE_DCP)
 
 
 def check_scheduler(options, max_model_len: int) -> None:
@@ -146,13 +196,15 @@ def check_float_kv_cache(facts, era) -> None:
                         f"Please set `--kv-cache-dtype` to {allowed}.", STAGE_KV_CACHE_DTYPE)
 
 
-def check_attention_heads(facts, options) -> None:
+def check_attention_heads(facts, options, era) -> None:
     """``ModelConfig.verify_with_parallel_config`` (config/model.py: 0.18.0 line 1073, 0.33.0 line
-    1561, 0.34.0 line 1581; the same text), called from ``VllmConfig.__post_init__``."""
+    1561, 0.34.0 line 1581; the same text), called from ``VllmConfig.__post_init__``; its
+    decode-context-parallel checks follow (``check_dcp_kv_heads``)."""
     tp = options.tensor_parallel_size
     for heads in _split(facts, "target", "heads")[:1] or [facts.total_num_attention_heads]:
         if heads and heads % tp:
             raise EngineFailure("ValidationError", _heads_error(heads, tp), STAGE_TENSOR_PARALLEL)
+    check_dcp_kv_heads(facts, options, era)
 
 
 def check_kv_heads(facts, options) -> None:
@@ -193,10 +245,11 @@ def check_config(facts, options, era, logs: list[str], max_model_len: int) -> No
     """Every check, in vLLM's order; raises ``EngineFailure`` at the first that fails.
     ``max_model_len``: the length vLLM's config holds (the given one, or the derived one)."""
     check_max_model_len(facts, options, logs)
+    check_dcp_parallel(options, era)
     check_speculative(facts, options, era)
     check_scheduler(options, max_model_len)
     check_float_kv_cache(facts, era)
-    check_attention_heads(facts, options)
+    check_attention_heads(facts, options, era)
     check_pp_partition(facts, era)
     check_kv_heads(facts, options)
     check_drafter_hidden_size(facts)

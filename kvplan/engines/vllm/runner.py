@@ -120,29 +120,3 @@ def max_concurrent_batches(era: Era, choice: RunnerChoice, pp: int) -> int:
 
 DCP_SLIDING = "DCP not support sliding window."
 
-
-def dcp_config_error(dcp: int, tp: int, *, use_mla: bool, total_num_kv_heads: int | None,
-                     total_num_attention_heads: int | None) -> str | None:
-    """vLLM 0.33.0's config-time checks of ``--decode-context-parallel-size`` (the message, or None):
-    ``ParallelConfig`` (DCP reuses the TP ranks) and ``ModelConfig.verify_with_parallel_config``
-    (GQA/MQA: each DCP rank must hold a replica of a KV head; MLA is exempt)."""
-    if dcp <= 1:
-        return None
-    if tp % dcp != 0:
-        return f"tp_size={tp} must be divisible by dcp_size={dcp}."
-    if use_mla or not total_num_kv_heads:
-        return None
-    if tp <= total_num_kv_heads:
-        return ("Decode context parallelism for GQA/MQA requires "
-                f"`--tensor-parallel-size` ({tp}) to be greater than the model's total number of KV heads "
-                f"({total_num_kv_heads}). Increase `--tensor-parallel-size` or set `--decode-context-parallel-size 1`.")
-    max_dcp = tp // total_num_kv_heads
-    if dcp > max_dcp:
-        return (f"`--decode-context-parallel-size` ({dcp}) exceeds the maximum supported value ({max_dcp}) for "
-                f"`--tensor-parallel-size` ({tp}) and {total_num_kv_heads} model KV heads.")
-    if total_num_attention_heads:
-        per_kv = total_num_attention_heads // total_num_kv_heads
-        if per_kv % dcp != 0:
-            return (f"The model's number of query heads per KV head ({per_kv}) must be divisible by "
-                    f"`--decode-context-parallel-size` ({dcp}) for GQA/MQA.")
-    return None

@@ -40,6 +40,35 @@ KV_TRANSFER_WARNING_023 = (
 )
 
 
+# Decode-context-parallel config checks (run in each release: tests/data/prechecks_vllm.json; every
+# one reaches the user as pydantic's ValidationError). ``tp``: ParallelConfig._validate_parallel_config
+# (0.18.0 config/parallel.py lines 416-420, whose f-strings join without a space: "divisible bydcp_size";
+# 0.33.0 line 600; 0.34.0 line 641). The others: ModelConfig.verify_with_parallel_config for GQA/MQA
+# (MLA is exempt): bare asserts in 0.18.0 (config/model.py lines 1090-1113), ValueErrors with new texts
+# in 0.33.0 (lines 1578-1607) and 0.34.0 (lines 1598-1627). Pinned at the checked releases, not bisected.
+DCP_TEXTS = {
+    "0.18": {
+        "tp": "tp_size={tp} must be divisible bydcp_size={dcp}.",
+        "tp_gt_kv": ("tensor parallel size {tp} must be greater than total num kv heads {kv} when enable decode "
+                     "context parallel for GQA/MQA"),
+        "max": ("decode context parallel size must less than or equal to (tensor parallel size {tp} // total num kv "
+                "heads {kv}) = {max_dcp}, but got {dcp}"),
+        "q_per_kv": ("Total number of q per kv attn heads ({q}) must be divisible by dcp world size when enable "
+                     "decode context parallel for GQA ({dcp})."),
+    },
+    "0.33": {
+        "tp": "tp_size={tp} must be divisible by dcp_size={dcp}.",
+        "tp_gt_kv": ("Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` ({tp}) to be greater "
+                     "than the model's total number of KV heads ({kv}). Increase `--tensor-parallel-size` or set "
+                     "`--decode-context-parallel-size 1`."),
+        "max": ("`--decode-context-parallel-size` ({dcp}) exceeds the maximum supported value ({max_dcp}) for "
+                "`--tensor-parallel-size` ({tp}) and {kv} model KV heads."),
+        "q_per_kv": ("The model's number of query heads per KV head ({q}) must be divisible by "
+                     "`--decode-context-parallel-size` ({dcp}) for GQA/MQA."),
+    },
+}
+
+
 @dataclass(frozen=True)
 class Wording:
     possessive: str  # "models's" (to 0.21) | "model's"
@@ -59,6 +88,7 @@ class Wording:
     # Pinned at the checked releases, not bisected.
     spec_tokens_missing: str = ("A speculative model was provided, but neither `speculative_token_tree` nor "
                                 "`num_speculative_tokens` was provided")
+    dcp: str = "0.18"  # DCP_TEXTS
 
 
 WORDINGS: dict[str, Wording] = {}
@@ -81,7 +111,7 @@ WORDINGS["0.23"] = replace(WORDINGS["0.22"], kv_transfer_warning=KV_TRANSFER_WAR
 WORDINGS["0.32"] = replace(WORDINGS["0.23"], autofit="0.32")
 WORDINGS["0.33"] = replace(WORDINGS["0.32"], hma_flag="--enable-hybrid-kv-cache-manager",
                            spec_tokens_missing="A speculative model was provided, but `num_speculative_tokens` was not "
-                                               "provided")
+                                               "provided", dcp="0.33")
 WORDINGS["0.34"] = replace(
     WORDINGS["0.33"], autofit="0.34",
     admission_hint=f"{_HINT_034} Decreasing `max_model_len` also reduces what is needed. {_SEE}",
@@ -93,6 +123,11 @@ WORDINGS["0.34"] = replace(
 
 def wording(era) -> Wording:
     return WORDINGS[era.messages]
+
+
+def dcp_text(era, key: str, **values) -> str:
+    """A decode-context-parallel check's text in ``era``'s release (``DCP_TEXTS``)."""
+    return DCP_TEXTS[wording(era).dcp][key].format(**values)
 
 
 def _gib(w: Wording, n: int) -> str:

@@ -22,7 +22,7 @@ def _outcome(r: DeploymentResult) -> dict:
         return outcome(ok=False, stage="kvplan", error_type=r.error_type, error=r.error)
     p = r.plan or {}
     return outcome(ok=r.passed, starts=p.get("starts"), stage=p.get("stage"), error_type=p.get("error_type"),
-                   error=p.get("error"))
+                   error=p.get("error"), fix=p.get("fix"))
 
 
 def deployment_dict(r: DeploymentResult) -> dict:
