@@ -81,98 +81,108 @@ def _layer_from(verifier: str) -> dict:
     return dict(sorted({**layer, "head_dim": head_dim, "model_type": "llama", "num_hidden_layers": 1}.items()))
 
 
+def _entry(verifier: str, verifier_arch: str, sources: list[dict], left_out: list[str], *, layer: dict | None = None,
+           model_id: str | None = None, **eagle3) -> dict:
+    """A speculator entry for ``verifier`` (``RedHatAI/<verifier name>-speculator.eagle3``), its layer config
+    the verifier's unless given, its layer mix and note derived from the layer."""
+    model_id = model_id or f"RedHatAI/{verifier.split('/')[1]}-speculator.eagle3"
+    layer = layer or _layer_from(verifier)
+    geometry = f"{layer['num_key_value_heads']} KV x {layer['head_dim']}"
+    return dict(model_id=model_id, target=verifier, config=_eagle3(verifier_arch, verifier, layer, **eagle3),
+                layer_mix=f"1 full; {geometry} (speculators format; verifier {verifier})",
+                sources=sources, left_out=left_out,
+                note=f"Reconstructed: {model_id} config.json not obtained; written from the cited public facts in "
+                     f"the speculators format. KV: 1 full layer, {geometry}, which joins {verifier}'s full layers.")
+
+
+NOT_PUBLIC = ("not public for this checkpoint; none changes the KV cache (vLLM runs the drafter in the target's "
+              "dtype with the target's cache dtype)")
+
 SPECULATORS = [
-    dict(
-        model_id="RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",
-        target="meta-llama/Llama-3.1-8B-Instruct",
-        layer_mix="1 full; 8 KV x 128 (speculators format; verifier meta-llama/Llama-3.1-8B-Instruct)",
-        config=_eagle3("LlamaForCausalLM", "meta-llama/Llama-3.1-8B-Instruct",
-                       _layer_from("meta-llama/Llama-3.1-8B-Instruct")),
-        sources=[
-            FORMAT,
-            {"fields": ["speculators_config.verifier"],
-             "fact": "verifier meta-llama/Llama-3.1-8B-Instruct (LlamaForCausalLM); vLLM's EAGLE-3 example and its "
-                     "Llama-3.1-8B-Instruct recipe serve this checkpoint as that model's drafter",
-             "cite": "vllm-project/vllm docs/features/speculative_decoding/eagle.md (EAGLE-3 example); "
-                     "vllm-project/recipes@8959cf64:models/meta-llama/Llama-3.1-8B-Instruct.yaml lines 39, 227-232; "
-                     f"{SPECULATORS_REPO}:README.md line 80"},
-            {"fields": ["transformer_layer_config"],
-             "fact": f"{LAYER_FROM_VERIFIER}: Llama-3.1-8B's 32 heads, 8 KV heads, hidden 4096 (head_dim 128), "
-                     "intermediate 14336, vocab 128256, max_position_embeddings 131072, llama3 RoPE; "
-                     "num_hidden_layers 1 (an EAGLE-3 head, as the EAGLE authors' Llama-3.1-8B head)",
-             "cite": f"{SPECULATORS_REPO}:src/speculators/models/eagle3/core.py line 402 "
-                     "(transformer_layer_config=verifier_config); configs/meta-llama/Meta-Llama-3.1-8B/config.json "
-                     "(genuine); configs/yuhuili/EAGLE3-LLaMA3.1-Instruct-8B/config.json (genuine, 1 layer, 8 KV)"},
-        ],
-        left_out=["norm_before_residual, target_hidden_size, eagle_aux_hidden_state_layer_ids, torch_dtype, "
-                  "speculators_version, verifier_accept_k/accept_tolerance: not public for this checkpoint; none "
-                  "changes the KV cache (vLLM runs the drafter in the target's dtype)"],
-        note="Reconstructed: RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3 config.json not obtained. Speculators "
-             "format with the verifier's Llama-3.1-8B attention geometry; KV: 1 full layer, 8 KV x 128.",
-    ),
-    dict(
-        model_id="RedHatAI/Qwen3-8B-speculator.eagle3",
-        target="Qwen/Qwen3-8B",
-        layer_mix="1 full; 8 KV x 128 (speculators format; verifier Qwen/Qwen3-8B)",
-        config=_eagle3("Qwen3ForCausalLM", "Qwen/Qwen3-8B", _layer_from("Qwen/Qwen3-8B"),
-                       extra={"norm_before_residual": True}),
-        sources=[
-            FORMAT,
-            {"fields": ["speculators_config.verifier"],
-             "fact": "verifier Qwen/Qwen3-8B; `vllm serve RedHatAI/Qwen3-8B-speculator.eagle3` is the speculators "
-                     "quick start (the verifier is served, this checkpoint drafts); a published-config fixture "
-                     "records architectures ['Eagle3Speculator'] and no eagle_aux_hidden_state_layer_ids",
-             "cite": f"{SPECULATORS_REPO}:docs/user_guide/getting_started.md line 12, "
-                     "docs/user_guide/algorithms/eagle3.md line 26; public code index excerpt 62484527907 "
-                     "('The published RedHatAI speculators as they actually sit in the HF cache')"},
-            {"fields": ["transformer_layer_config", "norm_before_residual"],
-             "fact": "RedHat's Qwen3 EAGLE-3 speculators carry a llama-type layer config with the Qwen3 verifier's "
-                     "geometry (a Qwen/Qwen3-32B speculator fixture: model_type llama, 1 layer, head_dim 128, "
-                     "8 KV heads, rope_theta 1e6, vocab 151936, draft_vocab_size 32000, norm_before_residual true); "
-                     "the Qwen3-8B values (32 heads, 8 KV, head_dim 128, hidden 4096, intermediate 12288, "
-                     "max_position_embeddings 40960, rms_norm_eps 1e-6) are the verifier's",
-             "cite": "sgl-project/sglang CPU test TestEagle3SpeculatorConfigLoading (public code index excerpt "
-                     "55943594487); configs/Qwen/Qwen3-8B/config.json (genuine); "
-                     f"{SPECULATORS_REPO}:src/speculators/models/eagle3/core.py line 402"},
-        ],
-        left_out=["target_hidden_size, torch_dtype, speculators_version: not public for this checkpoint; not "
-                  "KV-relevant. Whether the layer's model_type is llama or qwen3 is not verified for this exact "
-                  "checkpoint: vLLM 0.33.0+ builds Eagle3LlamaForCausalLM or Eagle3Qwen3ForCausalLM from it, both "
-                  "a full-attention layer with the same 8 KV x 128 cache"],
-        note="Reconstructed: RedHatAI/Qwen3-8B-speculator.eagle3 config.json not obtained. Speculators format with "
-             "the verifier's Qwen3-8B attention geometry; KV: 1 full layer, 8 KV x 128.",
-    ),
-    dict(
-        model_id="RedHatAI/gpt-oss-20b-speculator.eagle3",
-        target="openai/gpt-oss-20b",
-        layer_mix="1 full; 8 KV x 64 (speculators format; verifier openai/gpt-oss-20b)",
-        config=_eagle3("GptOssForCausalLM", "openai/gpt-oss-20b", {
-            "head_dim": 64, "hidden_size": 2880, "intermediate_size": 2880, "model_type": "llama",
-            "num_attention_heads": 64, "num_hidden_layers": 1, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
-            "rope_theta": 10000.0, "vocab_size": 201088}, draft_vocab=64000,
-            extra={"eagle_aux_hidden_state_layer_ids": None, "norm_before_fc": True, "norm_before_residual": True},
-            architectures=("Eagle3DraftModel",)),
-        sources=[
-            {**FORMAT, "fields": [f for f in FORMAT["fields"] if f not in ("architectures", "draft_vocab_size")]},
-            {"fields": ["architectures", "draft_vocab_size", "norm_before_fc", "norm_before_residual",
-                        "transformer_layer_config", "eagle_aux_hidden_state_layer_ids", "speculators_config.verifier"],
-             "fact": "two independent public fixtures describe this checkpoint: architectures ['Eagle3DraftModel'], "
-                     "draft_vocab_size 64000, norm_before_fc true, norm_before_residual true, a llama layer with "
-                     "hidden 2880, 1 layer, 64 heads, 8 KV heads, head_dim 64, intermediate 2880, vocab 201088, "
-                     "rms_norm_eps 1e-5, rope_theta 10000; eagle_aux_hidden_state_layer_ids null; verifier "
-                     "openai/gpt-oss-20b. The related nm-testing gpt-oss-20b EAGLE-3 test checkpoint agrees "
-                     "(1 layer, hidden 2880, 64 heads, 8 KV, head_dim 64)",
-             "cite": "public code index excerpts 70897692798 (a Rust EAGLE-3 mapper test citing "
-                     "RedHatAI/gpt-oss-20b-speculator.eagle3) and 62484527907; shared/reference/configs-catalog.md "
-                     "line 69; vLLM recipe for gpt-oss names EAGLE-3 drafters "
-                     "(vllm-project/recipes@8959cf64:OpenAI/GPT-OSS.md line 245)"},
-        ],
-        left_out=["speculative_tokens: not public for this checkpoint (3, the speculators default, is written; "
-                  "it matters only when the checkpoint itself is served); rope scaling, max_position_embeddings, "
-                  "target_hidden_size, torch_dtype: not public, not KV-relevant"],
-        note="Reconstructed: RedHatAI/gpt-oss-20b-speculator.eagle3 config.json not obtained; fields from public "
-             "fixtures that describe it. KV: 1 full layer, 8 KV x 64, which joins gpt-oss-20b's full layers.",
-    ),
+    _entry("meta-llama/Llama-3.1-8B-Instruct", "LlamaForCausalLM", [
+        FORMAT,
+        {"fields": ["speculators_config.verifier"],
+         "fact": "verifier meta-llama/Llama-3.1-8B-Instruct (LlamaForCausalLM); vLLM's EAGLE-3 example and its "
+                 "Llama-3.1-8B-Instruct recipe serve this checkpoint as that model's drafter",
+         "cite": "vllm-project/vllm docs/features/speculative_decoding/eagle.md (EAGLE-3 example); "
+                 "vllm-project/recipes@8959cf64:models/meta-llama/Llama-3.1-8B-Instruct.yaml lines 39, 227-232; "
+                 f"{SPECULATORS_REPO}:README.md line 80"},
+        {"fields": ["transformer_layer_config"],
+         "fact": f"{LAYER_FROM_VERIFIER}: Llama-3.1-8B's 32 heads, 8 KV heads, hidden 4096 (head_dim 128), "
+                 "intermediate 14336, vocab 128256, max_position_embeddings 131072, llama3 RoPE; "
+                 "num_hidden_layers 1 (an EAGLE-3 head, as the EAGLE authors' Llama-3.1-8B head)",
+         "cite": f"{SPECULATORS_REPO}:src/speculators/models/eagle3/core.py line 402 "
+                 "(transformer_layer_config=verifier_config); configs/meta-llama/Meta-Llama-3.1-8B/config.json "
+                 "(genuine); configs/yuhuili/EAGLE3-LLaMA3.1-Instruct-8B/config.json (genuine, 1 layer, 8 KV)"},
+    ], [f"norm_before_residual, target_hidden_size, eagle_aux_hidden_state_layer_ids, torch_dtype, "
+        f"speculators_version, verifier_accept_k/accept_tolerance: {NOT_PUBLIC}"]),
+    _entry("Qwen/Qwen3-8B", "Qwen3ForCausalLM", [
+        FORMAT,
+        {"fields": ["speculators_config.verifier"],
+         "fact": "verifier Qwen/Qwen3-8B; `vllm serve RedHatAI/Qwen3-8B-speculator.eagle3` is the speculators "
+                 "quick start (the verifier is served, this checkpoint drafts); a published-config fixture "
+                 "records architectures ['Eagle3Speculator'] and no eagle_aux_hidden_state_layer_ids",
+         "cite": f"{SPECULATORS_REPO}:docs/user_guide/getting_started.md line 12, "
+                 "docs/user_guide/algorithms/eagle3.md line 26; public code index excerpt 62484527907 "
+                 "('The published RedHatAI speculators as they actually sit in the HF cache')"},
+        {"fields": ["transformer_layer_config", "norm_before_residual"],
+         "fact": "RedHat's Qwen3 EAGLE-3 speculators carry a llama-type layer config with the Qwen3 verifier's "
+                 "geometry (a Qwen/Qwen3-32B speculator fixture: model_type llama, 1 layer, head_dim 128, "
+                 "8 KV heads, rope_theta 1e6, vocab 151936, draft_vocab_size 32000, norm_before_residual true); "
+                 "the Qwen3-8B values (32 heads, 8 KV, head_dim 128, hidden 4096, intermediate 12288, "
+                 "max_position_embeddings 40960, rms_norm_eps 1e-6) are the verifier's",
+         "cite": "sgl-project/sglang CPU test TestEagle3SpeculatorConfigLoading (public code index excerpt "
+                 "55943594487); configs/Qwen/Qwen3-8B/config.json (genuine); "
+                 f"{SPECULATORS_REPO}:src/speculators/models/eagle3/core.py line 402"},
+    ], [f"target_hidden_size, torch_dtype, speculators_version: {NOT_PUBLIC}. Whether the layer's model_type is "
+        "llama or qwen3 is not verified for this exact checkpoint: vLLM 0.33.0+ builds Eagle3LlamaForCausalLM or "
+        "Eagle3Qwen3ForCausalLM from it, both a full-attention layer with the same 8 KV x 128 cache"],
+        extra={"norm_before_residual": True}),
+    _entry("Qwen/Qwen3-32B", "Qwen3ForCausalLM", [
+        FORMAT,
+        {"fields": ["speculators_config.verifier", "transformer_layer_config", "norm_before_residual"],
+         "fact": "a public fixture of a Qwen/Qwen3-32B Eagle3Speculator config (speculators_version 1): "
+                 "verifier Qwen/Qwen3-32B (Qwen3ForCausalLM), draft_vocab_size 32000, norm_before_residual "
+                 "true, a llama-type layer with hidden 5120, intermediate 25600, 64 heads, 8 KV heads, "
+                 "head_dim 128, max_position_embeddings 40960, rope_theta 1e6, rms_norm_eps 1e-6, vocab "
+                 "151936, 1 layer: every value the bundled Qwen3-32B config's (test_catalog_files checks it)",
+         "cite": "sgl-project/sglang CPU test TestEagle3SpeculatorConfigLoading (public code index excerpt "
+                 f"55943594487); configs/Qwen/Qwen3-32B/config.json (genuine); {SPECULATORS_REPO}:README.md "
+                 "line 101"},
+    ], [f"target_hidden_size, torch_dtype, speculators_version, the fixture's LlamaConfig defaults "
+        f"(attention_bias, initializer_range, pretraining_tp ...): {NOT_PUBLIC}"],
+        extra={"norm_before_residual": True}),
+    _entry("meta-llama/Llama-3.3-70B-Instruct", "LlamaForCausalLM", [
+        FORMAT,
+        {"fields": ["speculators_config.verifier", "transformer_layer_config"],
+         "fact": f"an EAGLE-3 speculator for meta-llama/Llama-3.3-70B-Instruct; {LAYER_FROM_VERIFIER}: "
+                 "64 heads, 8 KV heads, hidden 8192 (head_dim 128), intermediate 28672, vocab 128256, "
+                 "max_position_embeddings 131072, llama3 RoPE, one layer",
+         "cite": f"{SPECULATORS_REPO}:README.md line 85, src/speculators/models/eagle3/core.py line 402; "
+                 "configs/meta-llama/Llama-3.3-70B-Instruct/config.json (genuine)"},
+    ], [f"norm_before_residual, target_hidden_size, eagle_aux_hidden_state_layer_ids, torch_dtype, "
+        f"speculators_version: {NOT_PUBLIC}"]),
+    _entry("openai/gpt-oss-20b", "GptOssForCausalLM", [
+        {**FORMAT, "fields": [f for f in FORMAT["fields"] if f not in ("architectures", "draft_vocab_size")]},
+        {"fields": ["architectures", "draft_vocab_size", "norm_before_fc", "norm_before_residual",
+                    "transformer_layer_config", "eagle_aux_hidden_state_layer_ids", "speculators_config.verifier"],
+         "fact": "two independent public fixtures describe this checkpoint: architectures ['Eagle3DraftModel'], "
+                 "draft_vocab_size 64000, norm_before_fc true, norm_before_residual true, a llama layer with "
+                 "hidden 2880, 1 layer, 64 heads, 8 KV heads, head_dim 64, intermediate 2880, vocab 201088, "
+                 "rms_norm_eps 1e-5, rope_theta 10000; eagle_aux_hidden_state_layer_ids null; verifier "
+                 "openai/gpt-oss-20b. The related nm-testing gpt-oss-20b EAGLE-3 test checkpoint agrees "
+                 "(1 layer, hidden 2880, 64 heads, 8 KV, head_dim 64)",
+         "cite": "public code index excerpts 70897692798 (a Rust EAGLE-3 mapper test citing "
+                 "RedHatAI/gpt-oss-20b-speculator.eagle3) and 62484527907; shared/reference/configs-catalog.md "
+                 "line 69; the speculators docs name it (docs/user_guide/algorithms/eagle3.md line 28)"},
+    ], ["speculative_tokens: not public for this checkpoint (3, the speculators default, is written; it matters "
+        f"only when the checkpoint itself is served); rope scaling, max_position_embeddings, target_hidden_size, "
+        f"torch_dtype: {NOT_PUBLIC}"],
+        layer={"head_dim": 64, "hidden_size": 2880, "intermediate_size": 2880, "model_type": "llama",
+               "num_attention_heads": 64, "num_hidden_layers": 1, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+               "rope_theta": 10000.0, "vocab_size": 201088}, draft_vocab=64000,
+        extra={"eagle_aux_hidden_state_layer_ids": None, "norm_before_fc": True, "norm_before_residual": True},
+        architectures=("Eagle3DraftModel",)),
 ]
 
 AIC = "ai-dynamo/aiconfigurator"

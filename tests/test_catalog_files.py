@@ -73,6 +73,8 @@ REQUIRED_IDS = {
     "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",
     "RedHatAI/Qwen3-8B-speculator.eagle3",
     "RedHatAI/gpt-oss-20b-speculator.eagle3",
+    "RedHatAI/Qwen3-32B-speculator.eagle3",
+    "RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3",
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8",
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4",
 }
@@ -313,3 +315,15 @@ def test_modelopt_export_keeps_the_bf16_config():
     nano = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B"
     assert _load(f"{nano}-NVFP4") == _load(f"{nano}-BF16")
     assert "quantization_config" not in _load(f"{nano}-NVFP4")
+
+
+def test_qwen3_32b_speculator_equals_the_public_fixture():
+    # The sglang CPU test TestEagle3SpeculatorConfigLoading writes a Qwen/Qwen3-32B Eagle3Speculator config
+    # (speculators_version 1); its layer values are the verifier's, which is how the bundled head is built.
+    layer = _load("RedHatAI/Qwen3-32B-speculator.eagle3")["transformer_layer_config"]
+    fixture = {"head_dim": 128, "hidden_act": "silu", "hidden_size": 5120, "intermediate_size": 25600,
+               "max_position_embeddings": 40960, "model_type": "llama", "num_attention_heads": 64,
+               "num_hidden_layers": 1, "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_theta": 1000000,
+               "vocab_size": 151936}
+    assert layer == fixture
+    assert _load("RedHatAI/Qwen3-32B-speculator.eagle3")["draft_vocab_size"] == 32000

@@ -118,3 +118,26 @@ def test_nvfp4_plan_at_40_gib():
         in r["logs"]
     b = kvplan.simulate(f"{NANO}-BF16", kv_cache_memory="40GiB", max_model_len=131072)["memory"]
     assert (b["page_size_bytes"], b["num_blocks"]) == (2146304, 3335)
+
+
+def test_nvfp4_exclusions_keep_attention_and_six_mamba_projections_in_bf16():
+    # hf_quant_config.json's quantization.exclude_modules (read by vLLM's ModelOpt config, modelopt.py 0.34.0
+    # line 346) names q/k/v/o of all 6 attention blocks and in_proj/out_proj of the 6 Mamba blocks before
+    # them, in checkpoint names ("backbone.layers.5.mixer.q_proj"), which NemotronH's hf_to_vllm_mapper turns
+    # into "model.layers.5.mixer.q_proj" (nemotron_h.py line 735). Each one matches a weight of the inventory,
+    # and those weights stay in bfloat16: the attention bytes equal the BF16 checkpoint's.
+    from kvplan.budget.inventory import analytic_inventory
+    from kvplan.budget.quantization import quantization_of
+
+    layout = build_model_layout(f"{NANO}-NVFP4")
+    quant = quantization_of(layout.target.config)
+    assert quant.method == "nvfp4" and len(quant.exclude) == 1 + 6 * 4 + 6 * 2 + 23  # lm_head, projections, conv1d
+    inv = analytic_inventory(layout.target.config)
+    modules = {w.module for w in inv.weights if w.linear}
+    linear_excluded = [p for p in quant.exclude if not p.endswith("conv1d") and p != "lm_head"]
+    assert len(linear_excluded) == 6 * 4 + 6 * 2 and set(linear_excluded) <= modules
+    kept = [w for w in inv.weights if w.linear and not quant.converts(w)]
+    assert {w.module for w in kept if w.kind in ("attention", "mixer")} == set(linear_excluded)
+    nvfp4 = kvplan.simulate(f"{NANO}-NVFP4", gpu="H200-141GB", max_model_len=131072)["budget"]["weights"]
+    bf16 = kvplan.simulate(f"{NANO}-BF16", gpu="H200-141GB", max_model_len=131072)["budget"]["weights"]
+    assert nvfp4["bytes_by_kind"]["attention"] == bf16["bytes_by_kind"]["attention"] == 280_756_224

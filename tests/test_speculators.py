@@ -203,3 +203,16 @@ def test_reading_matches_vllms_own_functions(release):
         assert rec["n_predict"] is None
         method, tokens, _ = speculators_spec(raw, str(path))
         assert rec["speculative_config"] == {"method": method, "num_speculative_tokens": tokens}
+
+
+def test_release_018_drops_the_users_token_count_for_a_served_speculator():
+    # vLLM 0.18.0's maybe_override_with_speculators returns the checkpoint's speculative config alone
+    # (transformers_utils/config.py lines 584-598): --num-speculative-tokens 5 becomes the checkpoint's 3;
+    # 0.33.0 and 0.34.0 update the checkpoint's config with the user's (Era.speculators_user_config).
+    old = kvplan.simulate(LLAMA_SPEC, kv_cache_memory="40GiB", max_model_len=131072, num_speculative_tokens=5,
+                          policy="vllm==0.18.0")
+    new = kvplan.simulate(LLAMA_SPEC, kv_cache_memory="40GiB", max_model_len=131072, num_speculative_tokens=5,
+                          policy="vllm==0.33.0")
+    assert old["speculative"]["num_speculative_tokens"] == 3 and new["speculative"]["num_speculative_tokens"] == 5
+    assert ("--num-speculative-tokens 5 is dropped: this vLLM release replaces the user's speculative config with "
+            "the speculators checkpoint's (3 tokens)") in old["warnings"]

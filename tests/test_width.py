@@ -76,8 +76,11 @@ def test_piped_output_is_100_columns(monkeypatch):
     assert terminal_width() == 83
 
 
+@pytest.mark.parametrize("columns", [80, 40])
 @pytest.mark.parametrize("command", [None, *sorted(app_commands())])
-def test_help_never_cuts_a_flag_at_80_columns(command):
+def test_help_never_cuts_a_flag(command, columns):
+    # 40 columns: the narrowest kvplan lays out for (report.terminal.MIN_WIDTH); a longer
+    # VLLM_* name breaks after an underscore, a flag never breaks
     import typer
 
     args = [command, "--help"] if command else ["--help"]
@@ -86,10 +89,10 @@ def test_help_never_cuts_a_flag_at_80_columns(command):
         import sys
 
         out = subprocess.run([sys.executable, "-m", "kvplan.cli", "--help"], capture_output=True, text=True,
-                             env={**__import__("os").environ, "COLUMNS": "80"}, check=True).stdout
+                             env={**__import__("os").environ, "COLUMNS": str(columns)}, check=True).stdout
         flags = []
     else:
-        r = run(args, 80)
+        r = run(args, columns)
         assert r.exit_code == 0, r.stderr
         out = r.stdout
         cmd = typer.main.get_command(app).commands[command]
@@ -97,7 +100,7 @@ def test_help_never_cuts_a_flag_at_80_columns(command):
                  if o.startswith("-")]
         assert len(flags) >= 2
     lines = out.splitlines()
-    assert [line for line in lines if len(line) > 80] == [] and "…" not in out
+    assert [line for line in lines if len(line) > columns] == [] and "…" not in out
     words = set(out.replace(",", " ").split())
     assert [f for f in flags if f not in words] == []  # every spelling of every flag, whole
 
@@ -135,13 +138,15 @@ def test_inspect_keeps_every_number_whole(columns):
     out = run(["inspect", *GPT_OSS_PEAGLE], columns).stdout
     rows = [line.split() for line in out.splitlines()]
     # every layer row ends with its whole page size; the index column (never dropped) counts them,
-    # a run of identical layers being one row "a-b" (here the four P-EAGLE layers, 24-27)
+    # a repeating pattern being one row per position "a-b/s" (the alternating target layers
+    # 0-22/2 and 1-23/2) and a run of identical layers one row "a-b" (the P-EAGLE layers, 24-27)
     def count(index: str) -> int:
-        a, _, b = index.partition("-")
-        return int(b) - int(a) + 1 if b else 1
+        span, _, step = index.partition("/")
+        a, _, b = span.partition("-")
+        return (int(b) - int(a)) // int(step or 1) + 1 if b else 1
 
-    layer_rows = [r for r in rows if r and r[0].replace("-", "").isdigit() and r[-1] == "32,768"]
-    assert [r[0] for r in layer_rows][-2:] == ["23", "24-27"]
+    layer_rows = [r for r in rows if r and r[0].replace("-", "").replace("/", "").isdigit() and r[-1] == "32,768"]
+    assert [r[0] for r in layer_rows] == ["0-22/2", "1-23/2", "24-27"]
     assert sum(count(r[0]) for r in layer_rows) == d["num_layers"] == 28
     # the summary's per-token total: 28 layers x 32,768 B / 16 tokens = 57,344 B per token
     assert d["kv_bytes_per_token"] == 57_344 and "57,344" in out
@@ -192,3 +197,26 @@ def test_warnings_fit_the_width_too():
     assert lines[0].startswith("Warning: vLLM (0.34.0) refuses this speculative method without")
     assert all(len(line) <= 80 for line in (r.stdout + r.stderr).splitlines())
     assert all(line.startswith(" " * 9) for line in lines[1:])
+
+
+def test_repeating_layer_patterns_fold_into_one_row_per_position():
+    import kvplan
+    from kvplan.report.tables import collapse_layers
+
+    def index_and_kind(model, **kw):
+        return [(r[0], r[3]) for r in collapse_layers(kvplan.inspect(model, **kw)["layers"])]
+
+    # gpt-oss-20b (config layer_types: sliding, full, alternating over 24 layers) + the 4 full
+    # P-EAGLE layers registered after them (24-27)
+    assert index_and_kind("openai/gpt-oss-20b", drafter="amazon/GPT-OSS-20B-P-EAGLE", num_speculative_tokens=5) == [
+        ("0-22/2", "sliding_window"), ("1-23/2", "full_attention"), ("24-27", "full_attention")]
+    # gemma-3-27b: 62 layers, every 6th full (5, 11, …, 59; sliding_window_pattern 6); 60 and 61
+    # continue the pattern, so position 0 runs 0-60 and position 1 runs 1-61
+    assert index_and_kind("google/gemma-3-27b-it") == [
+        ("0-60/6", "sliding_window"), ("1-61/6", "sliding_window"), ("2-56/6", "sliding_window"),
+        ("3-57/6", "sliding_window"), ("4-58/6", "sliding_window"), ("5-59/6", "full_attention")]
+    # fewer than 3 repeats stay one row per layer
+    layer = {"source": "model", "kind": "full_attention", "window": None, "num_kv_heads": 8, "head_size": 64,
+             "head_size_v": 64, "dtype": "bfloat16", "block_size": 16, "page_size_bytes": 32768}
+    two = [dict(layer, index=i, name=f"model.layers.{i}.attn") for i in range(2)]
+    assert [r[0] for r in collapse_layers(two)] == ["0", "1"]

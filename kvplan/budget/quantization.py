@@ -19,7 +19,9 @@ gptq / awq      ``n·b/8 + rows·⌈k/g⌉·(2 + b/8)``: packed values + fp16 sc
 
 Never converted: embeddings, lm_head, norms, biases, routers, convolutions, Mamba/GDN
 state parameters, and any module matched by ``modules_to_not_convert`` /
-``ignored_layers`` / ``ignore`` / ``llm_int8_skip_modules`` (fnmatch on the module name).
+``ignored_layers`` / ``ignore`` / ``llm_int8_skip_modules`` / ``exclude_modules`` (also ModelOpt's
+``quantization.exclude_modules``, in checkpoint names that the model's vLLM prefix map renames; fnmatch
+on the module name).
 """
 
 from __future__ import annotations
@@ -70,6 +72,20 @@ def _excluded(module: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
+# The checkpoint-name prefixes vLLM renames before it matches a quantization config's module lists
+# (the model's hf_to_vllm_mapper, applied by apply_vllm_mapper): NemotronH's "backbone" is "model"
+# (vllm/model_executor/models/nemotron_h.py 0.34.0 line 735), the names kvplan's inventory uses.
+HF_PREFIXES = {"NemotronHForCausalLM": (("backbone.", "model."),)}
+
+
+def _vllm_name(config: dict, name: str) -> str:
+    archs = config.get("architectures") or [""]
+    for old, new in HF_PREFIXES.get(archs[0] if isinstance(archs, list) and archs else "", ()):
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
 def quantization_of(config: dict) -> Quantization:
     """The scheme ``quantization_config`` declares (top level, else the text config's)."""
     q = config.get("quantization_config")
@@ -79,10 +95,14 @@ def quantization_of(config: dict) -> Quantization:
     if not isinstance(q, dict):
         return NO_QUANTIZATION
     method = str(q.get("quant_method", "")).lower()
+    # ModelOpt <= 0.29 (hf_quant_config.json) keeps its list under "quantization" (vLLM's ModelOptQuantConfigBase
+    # .from_config reads quantization.exclude_modules, modelopt.py 0.34.0 line 346)
+    nested = q.get("quantization") if isinstance(q.get("quantization"), dict) else {}
     exclude = tuple(
-        str(x) for key in ("modules_to_not_convert", "ignored_layers", "ignore", "llm_int8_skip_modules",
-                           "exclude_modules")
-        for x in (q.get(key) or []) if isinstance(x, str)
+        _vllm_name(config, str(x)) for src, key in (
+            (q, "modules_to_not_convert"), (q, "ignored_layers"), (q, "ignore"), (q, "llm_int8_skip_modules"),
+            (q, "exclude_modules"), (nested, "exclude_modules"))
+        for x in (src.get(key) or []) if isinstance(x, str)
     )
     if method == "mxfp4":
         return Quantization("mxfp4", "mxfp4 experts: 4-bit values + e8m0 scale per 32 (4.25 bits)",

@@ -201,7 +201,7 @@ def _root_help() -> None:
     cols = terminal_width()
     lines = wrap(f"kvplan {__version__}: predict how vLLM lays out the KV cache of a model (plus a drafter), "
                  "offline, in seconds.", cols)
-    lines += ["", "Usage: kvplan [--version] COMMAND [OPTIONS] ...", "", "Commands:"]
+    lines += ["", *wrap("Usage: kvplan [--version] COMMAND [OPTIONS] ...", cols, "", "  "), "", "Commands:"]
     for n, (_m, h) in COMMANDS.items():
         lines += entry_lines(n, h, cols, column=max(len(c) for c in COMMANDS) + 4)
     lines += [""] + wrap("Run `kvplan COMMAND --help` for a command's options. Exit codes: 0 ok, 1 kvplan error, "

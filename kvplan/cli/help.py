@@ -24,9 +24,25 @@ def _width() -> int:
 
 
 def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
-    """``text`` wrapped to ``width`` at spaces (flags, numbers and ids stay whole)."""
-    return textwrap.wrap(text, width=max(20, width - 1), initial_indent=first, subsequent_indent=rest,
+    """``text`` wrapped to ``width`` at spaces (flags, numbers and ids stay whole). A word
+    wider than a line (a 50-character VLLM_* name in a 40-column terminal) breaks after an
+    underscore, else where the line ends; a flag never breaks."""
+    width = max(20, width - 1)
+    room = width - max(len(first), len(rest))
+    if room > 0 and any(len(w) > room and not w.startswith("-") for w in text.split()):
+        text = " ".join(p for w in text.split(" ")
+                        for p in (_pieces(w, room) if len(w) > room and not w.startswith("-") else [w]))
+    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=rest,
                          break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+
+
+def _pieces(word: str, room: int) -> list[str]:
+    out = []
+    while len(word) > room:
+        cut = word.rfind("_", 0, room) + 1 or room
+        out.append(word[:cut])
+        word = word[cut:]
+    return out + [word]
 
 
 def _is_argument(param) -> bool:
@@ -84,7 +100,8 @@ def entry_lines(flags: str, help_text: str, width: int, column: int = HELP_COLUM
     longest = max((len(w) for w in help_text.split()), default=0)
     if len(lead) + 2 <= column and width - column >= max(30, longest + 1):
         return wrap(help_text, width, lead.ljust(column), pad) if help_text else [lead]
-    lines = wrap(flags, width, " " * INDENT, " " * (INDENT + 4))
+    hang = INDENT + 4 if INDENT + 4 + max(len(w) for w in flags.split()) < width else INDENT
+    lines = wrap(flags, width, " " * INDENT, " " * hang)
     if help_text:
         deep = " " * (min(column, INDENT + 8) if INDENT + 8 + longest < width else INDENT)
         lines += wrap(help_text, width, deep, deep)

@@ -326,6 +326,12 @@ def build_model_layout(
             warnings.append(f"--speculative-method {method} is replaced by the checkpoint's {served_method}: vLLM "
                             "locks the method a speculators checkpoint names")
         method, draft_p = served_method, served
+        if not options.speculators_user_config and options.num_speculative_tokens is not None:
+            served_tokens = drafters.speculators_spec(served.speculators, served.source.path)[1]
+            warnings.append(f"--num-speculative-tokens {options.num_speculative_tokens} is dropped: this vLLM "
+                            "release replaces the user's speculative config with the speculators checkpoint's "
+                            f"({served_tokens} tokens)")
+            options = dataclasses.replace(options, num_speculative_tokens=None)
     elif drafter is not None:
         if method == "mtp":
             raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")

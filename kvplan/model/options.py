@@ -34,6 +34,9 @@ class ServingOptions:
     suffix_default_tokens: int = 8
     # VLLM_PP_LAYER_PARTITION as given ("10,11,11"): the layers of each pipeline stage
     pp_layer_partition: str | None = None
+    # Era.speculators_user_config: a served speculators checkpoint keeps the user's
+    # num_speculative_tokens (0.33.0+), or its own replaces it (0.18.0)
+    speculators_user_config: bool = True
 
 
 # ---------------------------------------------------------------- model dtype

@@ -67,24 +67,38 @@ def _name_pattern(name: str, index: str) -> str:
     return name.replace(f".{index}.", ".*.", 1) if index.isdigit() else name
 
 
+MAX_PERIOD = 8  # the longest repeating layer pattern inspect folds (gemma-3: 5 sliding + 1 full = 6)
+
+
 def collapse_layers(layers: list[dict]) -> list[list[str]]:
-    """One row per run of consecutive layers that differ only in their index (a uniform dense
-    model is one row ``0-79``); a run of one or two keeps its own rows."""
+    """Rows of the layer table: a stretch of consecutive layers that repeats a pattern of ``p``
+    layers (identical but for their index) at least 3 times is ``p`` rows, one per position
+    in the pattern, indices ``a-b/p`` (a uniform dense model is one row ``0-79``, gpt-oss's
+    alternating sliding/full layers two rows); the rest keep a row each."""
+    keys = [(_layer_cells(x), _name_pattern(x["name"], str(x["index"]))) for x in layers]
+    nums = [int(x["index"]) if str(x["index"]).isdigit() else None for x in layers]
     rows: list[list[str]] = []
     i = 0
     while i < len(layers):
-        a = layers[i]
-        key = (_layer_cells(a), _name_pattern(a["name"], str(a["index"])))
-        j = i
-        while j + 1 < len(layers) and str(layers[j + 1]["index"]).isdigit() and str(layers[j]["index"]).isdigit() \
-                and int(layers[j + 1]["index"]) == int(layers[j]["index"]) + 1 \
-                and (_layer_cells(layers[j + 1]), _name_pattern(layers[j + 1]["name"], str(layers[j + 1]["index"]))) == key:
-            j += 1
-        if j - i >= 2:
-            rows.append([f"{a['index']}-{layers[j]['index']}", key[1], *key[0]])
-        else:
-            rows += [[str(x["index"]), x["name"], *_layer_cells(x)] for x in layers[i:j + 1]]
-        i = j + 1
+        best = (0, 1, i)  # (layers saved, period, end of the stretch)
+        for period in range(1, MAX_PERIOD + 1):
+            end = i
+            while end + 1 < len(layers) and nums[end] is not None and nums[end + 1] == nums[end] + 1 \
+                    and (end + 1 - period < i or keys[end + 1] == keys[end + 1 - period]):
+                end += 1
+            span = end - i + 1
+            if span >= 3 * period and span - period > best[0]:
+                best = (span - period, period, end)
+        saved, period, end = best
+        if not saved:
+            x = layers[i]
+            rows.append([str(x["index"]), x["name"], *keys[i][0]])
+            i += 1
+            continue
+        for k in range(i, i + period):
+            members = list(range(k, end + 1, period))
+            rows.append([compact_ranges([nums[m] for m in members]), keys[k][1], *keys[k][0]])
+        i = end + 1
     return rows
 
 
@@ -99,7 +113,8 @@ def render_inspect(d: dict) -> None:
     cols = [Col("index", right=True), Col("name", drop=4), Col("source", drop=5), Col("kind"),
             Col("window/ chunk"), Col("kv heads", right=True), Col("head size", right=True), Col("dtype", drop=2),
             Col("block", right=True, drop=1), Col("page bytes", right=True)]
-    c.print(fitted_table("Layers (registration order; * = each index of the range; the specs vLLM registers)", cols,
+    c.print(fitted_table("Layers (registration order; a-b/s = every s-th index from a to b; the specs vLLM "
+                         "registers)", cols,
                          collapse_layers(d["layers"])))
     cols = [Col("kind"), Col("source", drop=2), Col("layers", right=True), Col("page bytes", right=True),
             Col("KV bytes/ token/layer", right=True, drop=1), Col("KV bytes/ token", right=True),

@@ -111,6 +111,7 @@ def serving_of(s: Scenario):
         speculative_method=s.speculative_method, num_speculative_tokens=s.num_speculative_tokens,
         disable_sliding_window=s.disable_sliding_window,
         nemotron_h_ssm_cache_dtype=era.nemotron_h_ssm_cache_dtype,
+        speculators_user_config=era.speculators_user_config,
         suffix_default_tokens=era.suffix_default_tokens,
         pp_layer_partition=environment.pp_layer_partition(s.env, era),
     )

@@ -122,6 +122,11 @@ class Era:
     # model dtype is refused (0.33.0 and 0.34.0; accepted by 0.18.0: tests/data/prechecks_vllm.json;
     # pinned at 0.33.0, not bisected)
     float_kv_cache_check: bool = False
+    # A speculators checkpoint served as the model (maybe_override_with_speculators): 0.33.0 and 0.34.0
+    # update the checkpoint's speculative config with the user's --speculative-config (method locked);
+    # 0.18.0 replaces the user's dict with the checkpoint's (transformers_utils/config.py 0.18.0 lines
+    # 584-598). Pinned at 0.33.0, the release checked, not bisected.
+    speculators_user_config: bool = False
     # num_speculative_tokens of suffix decoding when none is given: suffix_decoding_max_tree_depth
     # (24; config/speculative.py _validate_suffix_decoding, 0.18.0 line 615, 0.33.0 line 1735),
     # min(8, that) in 0.34.0 (v1/worker/gpu/spec_decode/suffix/config.py line 28; pinned, not bisected)
@@ -225,7 +230,7 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile",
      dict(gdn_align_tokens=64, messages="0.33", default_model_runner="v2", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True,
-          yarn_max_len="factor_in_length", float_kv_cache_check=True)),
+          yarn_max_len="factor_in_length", float_kv_cache_check=True, speculators_user_config=True)),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines; the extensible KV cache, sized after warmup and CUDA-graph capture (utilization 1.0), "
