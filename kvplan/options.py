@@ -298,6 +298,10 @@ _TABLE: tuple[Option, ...] = (
     Option("num_speculative_tokens", "--num-speculative-tokens", INT, minimum=1, metavar="N",
            help="Tokens proposed per step (MTP layers, Mamba speculative blocks); vLLM refuses a speculative "
                 "method without it, unless the drafter's config has n_predict (suffix decoding has a default)."),
+    Option("parallel_drafting", "--parallel-drafting", TRISTATE, commands=PLAN_CMDS, vllm=False,
+           default_doc="vLLM's: off (dflash/dspark draft in parallel); a P-EAGLE head's ptd_token_id does not set it",
+           help="speculative_config.parallel_drafting: the drafter proposes every token in one pass (P-EAGLE heads). "
+                "vLLM 0.33 runs it on the V1 model runner; 0.34.0 refuses it with EAGLE methods."),
     Option("block_size", "--block-size", INT, minimum=1, maximum=MAX_TOKENS, metavar="TOKENS",
            default_doc="the attention backend's preferred size (16; MLA backends 64/128/32)",
            help="Tokens per KV block."),
@@ -370,7 +374,7 @@ _TABLE: tuple[Option, ...] = (
            "(PP + 1 batches on the V2 runner, PP on V1)."),
     Option("model_runner", "--model-runner", CHOICE, choices=("v1", "v2"), panel=BUDGET, commands=PLAN_CMDS | {EXPLAIN},
            vllm=False, metavar="v1|v2",
-           default_doc="the release's: 0.33 V2 unless P-EAGLE's parallel drafting forces V1; V1 before",
+           default_doc="the release's: 0.33 V2 unless --parallel-drafting forces V1; V1 before",
            help="vLLM's model runner (VLLM_USE_V2_MODEL_RUNNER); decides the batches in flight with PP."),
     Option("enable_prefix_caching", "--enable-prefix-caching", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
            default_doc="the era's (hybrid Mamba models: on in 0.33, off before)",

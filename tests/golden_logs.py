@@ -40,12 +40,18 @@ def _line(level: str, where: str, message: str, proc: str = "EngineCore_DP0 pid=
     return f"({proc}) {level} 12-03 07:00:00 [{where}] {message}"
 
 
-def _args(case: dict, exact_budget: bool) -> dict:
+def _args(case: dict, exact_budget: bool, version: str) -> dict:
+    from kvplan.engines.vllm.releases import era_of_release
+    from kvplan.verify.case import case_parallel_drafting
+
     args: dict = {"model_tag": case["model"], "model": case["model"], "max_model_len": case["max_model_len"]}
     name = case["case"].split("__")[0]
     spec = dict(_SPEC_ARGS.get(name, {}))
     if case.get("drafter"):
         spec["model"] = case["drafter"]
+    parallel = case_parallel_drafting(case, era_of_release(version))
+    if parallel is not None:  # the serve line set speculative_config.parallel_drafting (the probe ran with it)
+        spec["parallel_drafting"] = parallel
     if spec:
         args["speculative_config"] = spec
     for key in ("tensor_parallel_size", "pipeline_parallel_size", "decode_context_parallel_size"):
@@ -72,7 +78,7 @@ def golden_log(golden: dict, *, exact_budget: bool = False) -> str:
     api = "APIServer pid=1"
     lines = [
         _line("INFO", "api_server.py:1839", f"vLLM API server version {version}", api),
-        _line("INFO", "utils.py:328", f"non-default args: {_args(case, exact_budget)!r}", api),
+        _line("INFO", "utils.py:328", f"non-default args: {_args(case, exact_budget, version)!r}", api),
         _line("INFO", "scheduler.py:220",
               f"Chunked prefill is enabled with max_num_batched_tokens={case['max_num_batched_tokens']}."),
     ]

@@ -138,7 +138,8 @@ def test_fields_compared_for_gpt_oss_peagle_034(recorded):
     records, one per group (6), and the global num_blocks and max concurrency (2): 24 fields."""
     sent = recorded(golden("gpt-oss-20b-peagle__40gib__0.34.0")["result"])
     d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, num_speculative_tokens=5, kv_cache_memory="40GiB", cross_check=True)
-    assert sent[0]["model_runner_probe"] == {"speculative_method": "eagle3", "parallel_drafting": True}
+    # parallel_drafting not given: vLLM's default, False (0.34.0 drafts EAGLE heads sequentially)
+    assert sent[0]["model_runner_probe"] == {"speculative_method": "eagle3", "parallel_drafting": False}
     cc = d["cross_check"]
     assert cc["fields_compared"] == cc["fields_agree"] == 24
     from kvplan.verify.crosscheck import summary_line
@@ -316,11 +317,11 @@ def test_vllm_python_that_is_not_an_interpreter_is_an_error(tmp_path):
 
 
 def test_config_time_failures_are_not_sent_to_vllm(recorded):
-    """0.33's V1 runner (P-EAGLE's parallel drafting needs it) refuses async scheduling with PP at
+    """0.33's V1 runner (parallel drafting, given, needs it) refuses async scheduling with PP at
     config time: vLLM's planning functions never run, so there is nothing to compare."""
     sent = recorded(golden("gpt-oss-20b-peagle__40gib__0.33.0")["result"])
     d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, num_speculative_tokens=5, kv_cache_memory="40GiB", cross_check=True,
-                        pipeline_parallel_size=2, async_scheduling=True, policy="vllm==0.33.0")
+                        pipeline_parallel_size=2, async_scheduling=True, policy="vllm==0.33.0", parallel_drafting=True)
     assert d["outcome"]["stage"] == "config" and sent == []
     assert d["cross_check"]["reason"].startswith("could not cross-check: the deployment fails at config time")
 

@@ -99,10 +99,10 @@ def test_gpt_oss_120b_pp2_no_negative_percent():
 
 
 def test_peagle_pp2_runs_v1_without_async_and_stage_pools_differ():
-    # P-EAGLE's parallel drafting keeps vLLM 0.33 on the V1 runner; V1 + PP turns async scheduling
-    # off by default, so 2 batches (PP) are in flight.
+    # speculative_config.parallel_drafting (the amazon model card sets it) keeps vLLM 0.33 on the V1
+    # runner; V1 + PP turns async scheduling off by default, so 2 batches (PP) are in flight.
     r, d = as_json("simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
-                   "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0")
+                   "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0", "--parallel-drafting")
     assert r.exit_code == 0
     sch = d["scheduler"]
     assert (sch["model_runner"], sch["async_scheduling"], sch["max_in_flight_tokens"]) == ("v1", False, 16384)
@@ -124,7 +124,7 @@ def test_peagle_pp2_runs_v1_without_async_and_stage_pools_differ():
 
 def test_peagle_pp2_explicit_async_or_v2_fails_like_vllm():
     base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
-            "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0"]
+            "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0", "--parallel-drafting"]
     r, d = as_json(*base, "--async-scheduling")
     assert r.exit_code == 3
     assert (d["outcome"]["stage"], d["outcome"]["error"]) == (
@@ -137,7 +137,8 @@ def test_peagle_pp2_explicit_async_or_v2_fails_like_vllm():
 
 def test_peagle_pp2_on_034_runs_the_one_runner_with_async():
     # vLLM 0.34.0 removed the V1 runner (platforms/interface.py validate_environ); its one runner
-    # drafts P-EAGLE in parallel and keeps async scheduling on with PP: max_concurrent_batches =
+    # drafts the EAGLE-3 head sequentially (parallel_drafting only for dflash/dspark) and keeps
+    # async scheduling on with PP: max_concurrent_batches =
     # PP + 1 = 3 (config/vllm.py), 3 × 8192 tokens in flight. Pinning V1 is a config-time error.
     base = ["simulate", "openai/gpt-oss-20b", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--num-speculative-tokens", "5", "-pp", "2",
             "--kv-cache-memory", "40GiB", "--policy", "vllm==0.34.0"]

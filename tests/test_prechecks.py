@@ -219,6 +219,10 @@ def test_config_checks_match_vllm(release, case):
         assert r["speculative"]["num_speculative_tokens"] == vllm["num_speculative_tokens"]
     long_warnings = [w for w in vllm["warnings"] if w.startswith("User-specified max_model_len")]
     assert [w for w in r["logs"] if w.startswith("User-specified max_model_len")] == long_warnings
+    if "drafts_in_parallel" in vllm:  # speculative_config.parallel_drafting as the release holds it
+        assert r["speculative"]["parallel_drafting"] == vllm["drafts_in_parallel"]
+    deprecated = [w for w in vllm["warnings"] if w.startswith("parallel_drafting is deprecated")]
+    assert [w for w in r["logs"] if w.startswith("parallel_drafting is deprecated")] == deprecated
 
 
 def test_scheduler_refusals_get_the_batch_size_that_passes():
@@ -355,7 +359,8 @@ def test_suffix_decoding_gets_vllms_default(policy, tokens):
     # 0.18.0 config/speculative.py line 615, 0.33.0 line 1735: the depth itself
     r = kvplan.simulate(LLAMA, speculative_method="suffix", kv_cache_memory="40GiB", policy=policy)
     assert r["outcome"]["starts"] is True
-    assert r["speculative"] == {"method": "suffix", "num_speculative_tokens": tokens}
+    assert r["speculative"] == {"method": "suffix", "num_speculative_tokens": tokens, "parallel_drafting": False,
+                                    "parallel_drafting_given": None, "note": None}
 
 
 def test_inspect_warns_and_shows_the_layout():

@@ -22,6 +22,8 @@ from kvplan.serve.effects import effect_of
 app = ensure_registered()
 runner = CliRunner()
 
+PEAGLE_SEQUENTIAL_034 = ("the drafter is a P-EAGLE head (ptd_token_id in its config); vLLM 0.34.0 drafts EAGLE "
+                         "heads sequentially (parallel_drafting is only for the dflash and dspark methods)")
 PEAGLE_SPEC = '{"method":"eagle3","model":"amazon/gpt-oss-20b-p-eagle","num_speculative_tokens":5}'
 
 
@@ -76,7 +78,9 @@ def test_acceptance_peagle_layout_on_h100():
     d = kvplan.vllm_serve(["openai/gpt-oss-20b", "--speculative-config", PEAGLE_SPEC], gpu="H100-80GB")
     assert d["grouping"]["group_size"] == 16 and d["grouping"]["num_groups"] == 2
     assert [(g["kind"], g["num_layers"]) for g in d["groups"]] == [("sliding_window", 12), ("full_attention", 16)]
-    assert d["speculative"] == {"method": "eagle3", "num_speculative_tokens": 5}
+    # parallel_drafting not given: 0.34.0 drafts the P-EAGLE head sequentially (kvplan's note)
+    assert d["speculative"] == {"method": "eagle3", "num_speculative_tokens": 5, "parallel_drafting": False,
+                                "parallel_drafting_given": None, "note": PEAGLE_SEQUENTIAL_034}
     # the same library path as simulate: everything but the command, inputs and serve is identical
     s = kvplan.simulate("openai/gpt-oss-20b", drafter="amazon/GPT-OSS-20B-P-EAGLE", speculative_method="eagle3",
                         num_speculative_tokens=5, gpu="H100-80GB")

@@ -163,7 +163,9 @@ def test_served_speculator_plans_like_its_eagle3_head():
     # 40 GiB = 42,949,672,960 B // 2,162,688 = 19,859 blocks (vLLM 0.18.0/0.33.0/0.34.0 agree:
     # tests/golden/llama-3.1-8b-speculator__40gib__*.json); 19,859 x 16 = 317,744 tokens, / 131,072 = 2.42x.
     r = kvplan.simulate(LLAMA_SPEC, kv_cache_memory="40GiB", max_model_len=131072)
-    assert r["outcome"]["starts"] and r["speculative"] == {"method": "eagle3", "num_speculative_tokens": 3}
+    assert r["outcome"]["starts"] and r["speculative"] == {"method": "eagle3", "num_speculative_tokens": 3,
+                                                     "parallel_drafting": False, "parallel_drafting_given": None,
+                                                     "note": None}
     assert [(g["kind"], g["num_layers"], g["drafter_layers"]) for g in r["groups"]] == [("full_attention", 33, ["32"])]
     m = r["memory"]
     assert (m["page_size_bytes"], m["bytes_per_block"], m["num_blocks"], m["kv_tokens"]) == (65536, 2162688, 19859,

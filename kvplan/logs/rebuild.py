@@ -103,6 +103,8 @@ def _speculative(dep: Deployment, spec, source: str) -> None:
     n = spec.get("num_speculative_tokens")
     if isinstance(n, int):
         _set(dep, "num_speculative_tokens", n, source)
+    if isinstance(spec.get("parallel_drafting"), bool):  # in the non-default args; not in the config's repr
+        _set(dep, "parallel_drafting", spec["parallel_drafting"], source)
 
 
 def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = None,

@@ -309,7 +309,10 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None, fixes: li
         "policy": era_dict(plan.era),
         "model": model_info_dict(layout.target),
         "drafter": model_info_dict(layout.drafter),
-        "speculative": {"method": layout.speculative_method, "num_speculative_tokens": layout.num_speculative_tokens},
+        "speculative": {"method": layout.speculative_method, "num_speculative_tokens": layout.num_speculative_tokens,
+                        # speculative_config.parallel_drafting as the release holds it (given or its default)
+                        "parallel_drafting": plan.parallel_drafting, "parallel_drafting_given": plan.options.parallel_drafting,
+                        "note": plan.parallel_drafting_note},
         "serving": {**serving_dict(serving), "block_size": layout.block_size},
         "scheduler": {
             "max_model_len": plan.max_model_len,

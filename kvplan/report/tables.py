@@ -41,6 +41,10 @@ def _model_line(d: dict) -> str:
         n = sp["num_speculative_tokens"]
         text += f"\nspeculative method {sp['method']}, " + (
             plural(n, "speculative token") if n else "num_speculative_tokens not given")
+        if sp.get("parallel_drafting"):
+            text += ", parallel drafting"
+        if sp.get("note"):
+            text += f"\nnote: {sp['note']}"
     return text
 
 

@@ -162,7 +162,9 @@ class _Reader:
                 self.spec[key] = value
             elif key in ("draft_tensor_parallel_size", "tensor_parallel_size"):
                 self.spec[key] = value
-            elif key in ("parallel_drafting", "kv_cache_dtype", "attention_backend",
+            elif key == "parallel_drafting":
+                self.set("parallel_drafting", value)
+            elif key in ("kv_cache_dtype", "attention_backend",
                          "draft_decode_context_parallel_size"):
                 self.spec[key] = value
             elif key in SPEC_NO_EFFECT:
@@ -171,7 +173,8 @@ class _Reader:
                 raise OptionError(f"{g.option}: key {key!r} is not modelled by kvplan (it may change the drafter's "
                                   "KV cache); drop it to simulate without it")
         self.spec_from.append(g.option)
-        self.row(g, fx.APPLIED, "drafter, speculative_method, num_speculative_tokens")
+        self.row(g, fx.APPLIED, "drafter, speculative_method, num_speculative_tokens"
+                 + (", parallel_drafting" if "parallel_drafting" in data else ""))
 
     def _spec_key(self, g: Given, key: str) -> None:
         if key in self.spec and self.spec_from:

@@ -147,7 +147,7 @@ def model_facts(layout, era, *, disable_sliding_window: bool = False):
         speculative_method=layout.speculative_method,
         num_speculative_tokens=layout.num_speculative_tokens,
         mamba_chunk_size=layout.target.mamba_chunk_size,
-        parallel_drafting=uses_parallel_drafting(layout),
+        drafter_ptd_token=drafter_has_ptd_token(layout),
         use_mla=any(ls.spec.kind == "mla" for ls in layout.layers),
         total_num_kv_heads=_opt_int(_text_config(layout.target.config), "num_key_value_heads",
                                     "num_attention_heads"),
@@ -175,10 +175,10 @@ def drafter_target_hidden_size(layout) -> int | None:
     return _opt_int(_text_config(d.config), "target_hidden_size", "hidden_size")
 
 
-def uses_parallel_drafting(layout) -> bool:
-    """P-EAGLE heads are served with ``speculative_config.parallel_drafting``: their config
-    carries the masked-slot token (``ptd_token_id``, read by vLLM 0.33.0's
-    ``_init_parallel_drafting_params``); an EAGLE head without it drafts sequentially."""
+def drafter_has_ptd_token(layout) -> bool:
+    """A P-EAGLE head: its config carries the masked-slot token (``ptd_token_id``) vLLM reads once
+    ``speculative_config.parallel_drafting`` is on (0.33.0 ``get_parallel_drafting_token_id``,
+    v1/worker/gpu/spec_decode/utils.py); the token alone does not turn parallel drafting on."""
     d = layout.drafter
     return bool(d is not None and layout.speculative_method in ("eagle", "eagle3")
                 and isinstance(d.config, dict) and d.config.get("ptd_token_id") is not None)
@@ -242,6 +242,7 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budg
         allow_chunked_local_with_hma=environment.allow_chunked_local_with_hma(s.env, era),
         allow_long_max_model_len=environment.allow_long_max_model_len(s.env, era),
         enable_chunked_prefill=s.enable_chunked_prefill,
+        parallel_drafting=s.parallel_drafting,
     )
 
 

@@ -32,21 +32,32 @@ def _env_split(env: dict) -> tuple[dict, dict]:
     return vllm, other
 
 
+def spec_config_flag(flags: list[dict], key: str, value) -> str | None:
+    """The line's own --speculative-config with ``key`` set to ``value`` (dropped when None);
+    None when the line has no --speculative-config."""
+    for row in flags:
+        if row.get("dest") == "speculative_config":
+            given = row["value"] if isinstance(row["value"], dict) else json.loads(row["value"])
+            changed = {k: v for k, v in {**given, key: value}.items() if not (k == key and value is None)}
+            return f"--speculative-config '{json.dumps(changed)}'"
+    return None
+
+
 def spec_tokens_flag(flags: list[dict], n: int) -> str:
     """num_speculative_tokens as the serve line gives it: a key added to the line's own
     --speculative-config, else --spec-tokens (0.33.0+, next to --spec-method/--spec-model)."""
-    for row in flags:
-        if row.get("dest") == "speculative_config":
-            value = row["value"] if isinstance(row["value"], dict) else json.loads(row["value"])
-            return f"--speculative-config '{json.dumps({**value, 'num_speculative_tokens': n})}'"
-    return f"--spec-tokens {n}"
+    return spec_config_flag(flags, "num_speculative_tokens", n) or f"--spec-tokens {n}"
 
 
 def _serve_fixes(out: dict, flags: list[dict]) -> None:
     """simulate's fixes written as serve-line flags where kvplan's flag is not one."""
     for fix in out.get("fixes") or []:
+        flag = None
         if fix["option"] == "num_speculative_tokens":
             flag = spec_tokens_flag(flags, fix["value"])
+        elif fix["option"] == "parallel_drafting":  # the key is only read from --speculative-config
+            flag = spec_config_flag(flags, "parallel_drafting", None)
+        if flag is not None:
             if out["outcome"].get("fix") == fix["flag"]:
                 out["outcome"] = {**out["outcome"], "fix": flag}
             fix["flag"] = flag

@@ -93,7 +93,7 @@ def runner_case(plan, name: str, *, model: str | None = None, drafter: str | Non
         # comparison checks that both picked the same)
         "use_v2_model_runner": o.use_v2_model_runner if runner_given else None,
         "model_runner_probe": None if runner_given else {"speculative_method": facts.speculative_method,
-                                                         "parallel_drafting": bool(facts.parallel_drafting)},
+                                                         "parallel_drafting": plan.parallel_drafting},
         "layer_source": "kvplan simulate",
     }
     if o.max_model_len == -1:
@@ -128,6 +128,19 @@ def case_layers(case: dict) -> tuple[tuple[LayerSpec, ...], tuple[tuple[str, ...
     return tuple(seen.values()), tuple(ranks)
 
 
+def case_parallel_drafting(case: dict, era) -> bool | None:
+    """The probe's ``parallel_drafting`` as the user's ``speculative_config.parallel_drafting``
+    (the probe set it on the stand-in speculative config, 0.33.0 and earlier). From 0.34.0 the
+    runner's probe builds no speculative config (V1 is gone, nothing to choose), so the case
+    records the runner choice only; 0.34.0 would refuse an explicit True with eagle3, so there
+    the case stands for the key not given."""
+    probe = case.get("model_runner_probe") or {}
+    given = probe.get("parallel_drafting")
+    if given is None or era.parallel_drafting_option != "opt_in":
+        return None
+    return bool(given)
+
+
 def plan_from_case(case: dict, era):
     """kvplan's simulation of a runner case under ``era``."""
     from kvplan.engines.vllm import ModelFacts, SimulateOptions, simulate
@@ -141,7 +154,6 @@ def plan_from_case(case: dict, era):
     facts = ModelFacts(
         max_model_len=case.get("derived_max_model_len", mml) if mml == -1 else mml,
         speculative_method="eagle3" if drafter else None,
-        parallel_drafting=bool(probe and probe.get("parallel_drafting")),
     )
     options = SimulateOptions(
         kv_cache_memory_bytes=min(mem) if per_worker else mem,
@@ -157,5 +169,6 @@ def plan_from_case(case: dict, era):
         use_v2_model_runner=None if probe else bool(case.get("use_v2_model_runner")),
         decode_context_parallel_size=case.get("decode_context_parallel_size", 1),
         tensor_parallel_size=case.get("tensor_parallel_size", 1),
+        parallel_drafting=case_parallel_drafting(case, era),
     )
     return simulate(layers, ranks if len(ranks) > 1 else (), facts, era, options)

@@ -59,6 +59,7 @@ RELEASES = GOLDEN_RELEASES
 
 GiB = 1 << 30
 T = 8192  # max_num_batched_tokens (the OpenAI server default on >= 70 GiB GPUs)
+PEAGLE_20B = "amazon/GPT-OSS-20B-P-EAGLE"
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def _cases() -> list[Case]:
     eagle_llama = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
     oss20, oss120 = "openai/gpt-oss-20b", "openai/gpt-oss-120b"
     eagle20 = "sgl-project/SpecForge--gpt-oss-20B-eagle3"
-    peagle20 = "amazon/GPT-OSS-20B-P-EAGLE"
+    peagle20 = PEAGLE_20B
     eagle120 = "sgl-project/SpecForge--gpt-oss-120B-eagle3"
     # (case prefix, model, drafter, small budget GiB, max_model_len)
     table = [
@@ -250,7 +251,7 @@ def _pipeline_cases() -> list[Case]:
             out.append(Case(f"{prefix}__pp{pp}__40gib", model, None, 40, 131072, pp=pp,
                             model_runner_probe={"speculative_method": None}))
         if pp > 2:  # gpt-oss-20b-peagle__pp2__40gib above (runner given)
-            out.append(Case(f"gpt-oss-20b-peagle__pp{pp}__40gib", "openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE",
+            out.append(Case(f"gpt-oss-20b-peagle__pp{pp}__40gib", "openai/gpt-oss-20b", PEAGLE_20B,
                             40, 131072, pp=pp, async_scheduling=False,
                             model_runner_probe={"speculative_method": "eagle3", "parallel_drafting": True}))
     out.append(Case("gemma-3-27b__pp3__2gib", "google/gemma-3-27b-it", None, 2, 131072, pp=3,
@@ -339,6 +340,12 @@ def scenario_of(case: Case, release: str):
         flag, value = args.pop(0), args.pop(0)
         extra[find_option(flag).name] = value
     runner = None if case.use_v2_model_runner is None else ("v2" if case.use_v2_model_runner else "v1")
+    # The P-EAGLE cases stand for the amazon model card's line, which sets
+    # speculative_config.parallel_drafting; 0.34.0 refuses that with eagle3, so there it is not given.
+    from kvplan.engines.vllm import get_era
+
+    opt_in = get_era(f"vllm=={release}").parallel_drafting_option == "opt_in"
+    parallel = True if case.drafter == PEAGLE_20B and opt_in else None
     return Scenario(
         model=case.model, drafter=case.drafter, kv_cache_memory=int(case.memory_gib * GiB),
         max_model_len=case.max_model_len, max_num_batched_tokens=T,
@@ -346,7 +353,7 @@ def scenario_of(case: Case, release: str):
         disable_hybrid_kv_cache_manager=True if case.disable_hma else None,
         num_gpu_blocks_override=case.num_gpu_blocks_override, tensor_parallel_size=case.tp,
         pipeline_parallel_size=case.pp, decode_context_parallel_size=case.dcp, model_runner=runner,
-        policy=f"vllm=={release}", **{k: OPTIONS[k].parse(v) for k, v in extra.items()},
+        policy=f"vllm=={release}", parallel_drafting=parallel, **{k: OPTIONS[k].parse(v) for k, v in extra.items()},
     )
 
 

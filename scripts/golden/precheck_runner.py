@@ -11,8 +11,8 @@ Usage (inside a vLLM venv; CPU only, no GPU, no network)::
 Reads ``cases`` from the file and writes ``results[<release>]`` back into it. A case is
 ``{"name", "model", "options", "env"}`` in kvplan's vocabulary: ``model`` a catalog id (its
 ``configs/<id>/config.json`` is the model directory), ``options`` kvplan option names (most are
-EngineArgs fields of the same name; ``drafter``/``speculative_method``/``num_speculative_tokens``
-become ``speculative_config``; ``hf_overrides`` is passed as vLLM's and kvplan's --hf-overrides),
+EngineArgs fields of the same name; ``drafter``/``speculative_method``/``num_speculative_tokens``/
+``parallel_drafting`` become ``speculative_config``; ``hf_overrides`` is passed as vLLM's and kvplan's --hf-overrides),
 ``env`` the VLLM_* variables set for that case only. The light venvs lack ``compressed_tensors``,
 which vLLM imports to verify any quantization method: cases on quantized checkpoints (gpt-oss,
 DeepSeek-V3) give ``hf_overrides: {"quantization_config": null}`` for checks that do not read it.
@@ -59,9 +59,10 @@ def _engine_args(case: dict) -> dict:
     drafter = opts.pop("drafter", None)
     method = opts.pop("speculative_method", None)
     n = opts.pop("num_speculative_tokens", None)
+    parallel = opts.pop("parallel_drafting", None)
     if drafter or method:
         spec = {"model": str(CONFIGS / drafter) if drafter else None, "method": method,
-                "num_speculative_tokens": n}
+                "num_speculative_tokens": n, "parallel_drafting": parallel}
         args["speculative_config"] = {k: v for k, v in spec.items() if v is not None}
     elif n is not None:
         args["speculative_config"] = {"num_speculative_tokens": n}
@@ -98,6 +99,12 @@ def run_case(case: dict) -> dict:
                "max_num_batched_tokens": sched.max_num_batched_tokens, "max_num_seqs": sched.max_num_seqs,
                "speculative_method": getattr(spec, "method", None),
                "num_speculative_tokens": getattr(spec, "num_speculative_tokens", None)}
+        if spec is not None:
+            # the field as the config holds it, and whether the drafter drafts in parallel: 0.34.0's
+            # speculator config (its ClassVar; dflash's True), else the field itself
+            out["parallel_drafting"] = getattr(spec, "parallel_drafting", None)
+            speculator = getattr(spec, "speculator_config", None)
+            out["drafts_in_parallel"] = bool(getattr(speculator, "parallel_drafting", out["parallel_drafting"]))
     except BaseException as e:  # noqa: BLE001 - every failure is the answer
         out = _error(e)
     finally:

@@ -131,6 +131,13 @@ class Era:
     # (24; config/speculative.py _validate_suffix_decoding, 0.18.0 line 615, 0.33.0 line 1735),
     # min(8, that) in 0.34.0 (v1/worker/gpu/spec_decode/suffix/config.py line 28; pinned, not bisected)
     suffix_default_tokens: int = 24
+    # speculative_config.parallel_drafting: "opt_in" (a bool, default False, set only by the user or, in
+    # 0.33.0, for the dflash/dspark methods: 0.18.0 config/speculative.py line 132, 0.33.0 lines 511 and
+    # 1581-1582; releases before 0.18.0 not checked), "deprecated" (0.34.0 line 559: None by default;
+    # lines 1688-1697: an explicit True with a method other than dflash/dspark is a ValueError, any
+    # explicit value otherwise a warning; EAGLE heads always draft sequentially). Pinned at 0.34.0,
+    # the release checked, not bisected.
+    parallel_drafting_option: str = "opt_in"
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -234,10 +241,11 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines; the extensible KV cache, sized after warmup and CUDA-graph capture (utilization 1.0), "
-     "is on by default; suffix decoding defaults to 8 speculative tokens (was 24)",
+     "is on by default; suffix decoding defaults to 8 speculative tokens (was 24); speculative_config.parallel_drafting "
+     "deprecated (refused with EAGLE methods)",
      dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True,
           default_model_runner="v2_only", extensible_kv_cache=True, extensible_gpu_memory_utilization=1.0,
-          suffix_default_tokens=8)),
+          suffix_default_tokens=8, parallel_drafting_option="deprecated")),
 )
 
 

@@ -58,9 +58,10 @@ def least_that_starts(with_value, failing: int, starting: int, starts) -> int:
 def config_fixes(plan, rerun: Callable) -> list[dict]:
     """Fixes for vLLM's config checks that an engine option changes (``prechecks``): the derived
     length or ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` for a too-long --max-model-len, a token budget
-    of at least max_num_seqs (and max_model_len without chunked prefill), or chunked prefill on.
+    of at least max_num_seqs (and max_model_len without chunked prefill), or chunked prefill on;
+    without ``parallel_drafting`` where 0.34.0 refuses it.
     Each is kept only when the deployment then starts."""
-    from kvplan.engines.vllm.prechecks import STAGE_MAX_MODEL_LEN, STAGE_SCHEDULER
+    from kvplan.engines.vllm.prechecks import STAGE_MAX_MODEL_LEN, STAGE_SCHEDULER, STAGE_SPECULATIVE
 
     o, stage = plan.options, plan.failure.stage
     candidates = []
@@ -76,6 +77,9 @@ def config_fixes(plan, rerun: Callable) -> list[dict]:
         if o.enable_chunked_prefill is False:
             candidates.append((replace(o, enable_chunked_prefill=True), "enable_chunked_prefill", True,
                                "--enable-chunked-prefill"))
+    elif stage == STAGE_SPECULATIVE and o.parallel_drafting is not None:
+        candidates.append((replace(o, parallel_drafting=None), "parallel_drafting", None,
+                           "omit --parallel-drafting"))
     fixes = []
     for opts, option, value, flag in candidates:
         p = rerun(opts)

@@ -46,8 +46,9 @@ class ModelFacts:
     speculative_method: str | None = None
     num_speculative_tokens: int = 0
     mamba_chunk_size: int | None = None
-    # speculative_config.parallel_drafting (P-EAGLE): the V2 model runner does not support it (0.33)
-    parallel_drafting: bool = False
+    # the drafter's config carries ptd_token_id (a P-EAGLE head): it can draft in parallel, when
+    # speculative_config.parallel_drafting is set (SimulateOptions.parallel_drafting)
+    drafter_ptd_token: bool = False
     # for vLLM's decode-context-parallel checks (ModelConfig.verify_with_parallel_config)
     use_mla: bool = False
     total_num_kv_heads: int | None = None
@@ -91,6 +92,8 @@ class SimulateOptions:
     # flight on the V2 runner, PP on V1.
     use_v2_model_runner: bool | None = None
     kv_events: bool = False  # vLLM's --kv-events-config is set
+    # speculative_config.parallel_drafting as given (None = not given; runner.effective_parallel_drafting)
+    parallel_drafting: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,10 @@ class Plan:
     logs: list[str] = field(default_factory=list)
     failure: Failure | None = None
     runner: runner.RunnerChoice | None = None
+    # speculative_config.parallel_drafting as the release holds it, and a note when a P-EAGLE
+    # head drafts sequentially (runner.parallel_drafting_note)
+    parallel_drafting: bool = False
+    parallel_drafting_note: str | None = None
     # per worker, at the admission check (kept when it fails): groups, pool, need, estimate
     worker_checks: list[sizing.WorkerCheck] = field(default_factory=list)
     steady: sizing.SteadyState | None = None
@@ -215,6 +222,9 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         raise OptionError(f"the model's max_model_len {original:,} (from its config) is above kvplan's plausibility "
                           f"bound of {MAX_TOKENS:,} tokens; pass --max-model-len")
     plan.original_max_model_len = plan.max_model_len = original
+    plan.parallel_drafting = runner.effective_parallel_drafting(era, facts.speculative_method, o.parallel_drafting)
+    plan.parallel_drafting_note = runner.parallel_drafting_note(era, facts.speculative_method, o.parallel_drafting,
+                                                                facts.drafter_ptd_token)
     prechecks.check_config(facts, o, era, logs, original)  # vLLM's checks before the KV cache
 
     plan.hma = hybrid.decide_hma(
@@ -230,7 +240,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     pp = len(ranks) if ranks else 1
     plan.runner = runner.resolve_model_runner(
         era, o.use_v2_model_runner, o.async_scheduling, pp=pp, speculative_method=facts.speculative_method,
-        parallel_drafting=facts.parallel_drafting, logs=logs,
+        parallel_drafting=plan.parallel_drafting, logs=logs,
     )
     dcp = o.decode_context_parallel_size
     if era.kv_buffer_layout == "lbnhc":

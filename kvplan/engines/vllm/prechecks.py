@@ -11,7 +11,7 @@ text; the stage names the check.
 
 Checks run in the order ``EngineArgs.create_engine_config`` meets them (0.18.0, 0.33.0 and
 0.34.0 alike): ``ModelConfig`` (max_model_len), ``ParallelConfig`` (TP and decode-context
-parallelism), ``SpeculativeConfig`` (num_speculative_tokens), ``SchedulerConfig`` (batch sizes),
+parallelism), ``SpeculativeConfig`` (num_speculative_tokens, parallel_drafting), ``SchedulerConfig`` (batch sizes),
 ``VllmConfig.__post_init__`` (the float KV dtype, then ``ModelConfig.verify_with_parallel_config``:
 attention heads and TP, KV heads and DCP), then the model's
 construction (``get_pp_indices`` and ``VLLM_PP_LAYER_PARTITION``, the attention layer's KV-head
@@ -29,6 +29,7 @@ architecture, which kvplan does not model).
 
 from __future__ import annotations
 
+from kvplan.engines.vllm.runner import PARALLEL_METHODS
 from kvplan.engines.vllm.wording import dcp_text, wording
 from kvplan.errors import EngineFailure, OptionError
 
@@ -128,11 +129,12 @@ def speculative_tokens_error(method: str | None, missing: bool, era) -> str | No
     return wording(era).spec_tokens_missing
 
 
-def check_speculative(facts, options, era) -> None:
+def check_speculative(facts, options, era, logs: list[str]) -> None:
     """``SpeculativeConfig``: a speculative method with neither ``num_speculative_tokens`` nor a
     default (the draft config's ``n_predict``; suffix decoding's), in every family
     (``speculative_tokens_error``). Then the draft model's own ``verify_with_parallel_config``
-    (``_verify_args``; the draft runs at the target's TP), the same text as the target's."""
+    (``_verify_args``; the draft runs at the target's TP), the same text as the target's; then
+    ``parallel_drafting`` (``check_parallel_drafting``)."""
     error = speculative_tokens_error(facts.speculative_method, facts.num_speculative_tokens_missing, era)
     if error:
         raise EngineFailure("ValidationError", error, STAGE_SPECULATIVE)
@@ -140,6 +142,27 @@ def check_speculative(facts, options, era) -> None:
     for heads in _split(facts, "drafter", "heads"):
         if heads % tp:
             raise EngineFailure("ValidationError", _heads_error(heads, tp), STAGE_SPECULATIVE)
+    check_parallel_drafting(facts, options, era, logs)
+
+
+# SpeculativeConfig._verify_args in 0.34.0 (config/speculative.py lines 1688-1697), after the draft
+# model's verify_with_parallel_config: parallel_drafting is deprecated. Run in 0.34.0
+# (tests/data/prechecks_vllm.json); 0.18.0 and 0.33.0 accept the key (a bool, default False).
+PARALLEL_DRAFTING_REFUSED = "parallel_drafting is only supported by the dflash and dspark methods, not {method!r}."
+PARALLEL_DRAFTING_DEPRECATED = ("parallel_drafting is deprecated and has no effect: dflash and dspark always draft "
+                                "in parallel, and no other method supports it. It will be removed in a future release.")
+
+
+def check_parallel_drafting(facts, options, era, logs: list[str]) -> None:
+    """An explicit ``speculative_config.parallel_drafting`` where the era deprecated it (0.34.0):
+    True with a method other than dflash/dspark is a ValueError, any other explicit value a
+    warning. Not a check before 0.34 (``Era.parallel_drafting_option``)."""
+    given, method = options.parallel_drafting, facts.speculative_method
+    if era.parallel_drafting_option != "deprecated" or given is None or method is None:
+        return
+    if given and method not in PARALLEL_METHODS:
+        raise EngineFailure("ValidationError", PARALLEL_DRAFTING_REFUSED.format(method=method), STAGE_SPECULATIVE)
+    logs.append(PARALLEL_DRAFTING_DEPRECATED)
 
 
 def check_dcp_parallel(options, era) -> None:
@@ -246,7 +269,7 @@ def check_config(facts, options, era, logs: list[str], max_model_len: int) -> No
     ``max_model_len``: the length vLLM's config holds (the given one, or the derived one)."""
     check_max_model_len(facts, options, logs)
     check_dcp_parallel(options, era)
-    check_speculative(facts, options, era)
+    check_speculative(facts, options, era, logs)
     check_scheduler(options, max_model_len)
     check_float_kv_cache(facts, era)
     check_attention_heads(facts, options, era)

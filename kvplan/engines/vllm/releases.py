@@ -122,7 +122,7 @@ DECISION_FIELDS: tuple[str, ...] = (
     "mamba_kernel_alignment", "mamba_prefill_checkpoints", "nemotron_h_ssm_cache_dtype", "kv_transfer_rule",
     "kv_events_disable_hma", "drafter_single_group_check", "gpu_memory_utilization", "large_batch_tier",
     "cudagraph_memory_in_profile", "extensible_kv_cache", "extensible_gpu_memory_utilization", "full_head_size_v",
-    "yarn_max_len", "pp_partition_negative_check", "float_kv_cache_check", "speculators_user_config", "messages",
+    "yarn_max_len", "pp_partition_negative_check", "float_kv_cache_check", "speculators_user_config", "parallel_drafting_option", "messages",
 )
 
 

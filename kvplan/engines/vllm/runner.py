@@ -21,9 +21,17 @@ Read in vLLM 0.33.0 (wheel ``vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl``),
 * ``max_concurrent_batches``: with async scheduling, ``PP + 1`` on V2, ``2`` on V1 with
   ``PP == 1``; otherwise ``PP``. ``max_in_flight_tokens`` = that × ``max_num_batched_tokens``.
 
+``parallel_drafting`` is ``SpeculativeConfig.parallel_drafting`` as vLLM holds it: the user's value,
+else False (0.18.0 config/speculative.py line 132, 0.33.0 line 511), True for dflash/dspark (0.33.0
+lines 1581-1582). A P-EAGLE head's ``ptd_token_id`` does not switch it on: the proposer reads the
+token only once parallel drafting is on (0.33.0 v1/spec_decode/llm_base_proposer.py line 112,
+v1/worker/gpu/spec_decode/utils.py ``get_parallel_drafting_token_id``).
+
 0.34.0 removed the V1 model runner (``platforms/interface.py`` ``validate_environ``:
 ``VLLM_USE_V2_MODEL_RUNNER`` other than 1 is a ValueError, "Model Runner V1 has been removed"):
-one runner, which drafts P-EAGLE in parallel too; async scheduling stays on by default (also
+one runner, on which EAGLE heads (P-EAGLE included) draft sequentially (only the dflash speculator
+config sets ``parallel_drafting``: v1/worker/gpu/spec_decode/speculator_config.py line 54,
+dflash/config.py line 20); async scheduling stays on by default (also
 with PP), ``max_concurrent_batches`` = ``PP + 1`` with it, ``PP`` without (era
 ``default_model_runner="v2_only"``; found by ``--cross-check`` against the 0.34.0 wheel).
 
@@ -56,12 +64,38 @@ class RunnerChoice:
     reason: str  # why this runner (and async setting), in words
 
 
+PARALLEL_METHODS = ("dflash", "dspark")  # the methods that always draft in parallel
+
+
+def effective_parallel_drafting(era: Era, speculative_method: str | None, given: bool | None) -> bool:
+    """``speculative_config.parallel_drafting`` as the release holds it: True for dflash/dspark,
+    the user's value up to 0.33 (default False), False for every other method from 0.34.0 (an
+    explicit True is refused there: ``prechecks.check_parallel_drafting``)."""
+    if speculative_method is None:
+        return False
+    if speculative_method in PARALLEL_METHODS:
+        return True
+    return bool(given) if era.parallel_drafting_option == "opt_in" else False
+
+
+def parallel_drafting_note(era: Era, speculative_method: str | None, given: bool | None,
+                           ptd_head: bool) -> str | None:
+    """A note when a P-EAGLE head (its config carries ``ptd_token_id``) drafts sequentially."""
+    if not ptd_head or effective_parallel_drafting(era, speculative_method, given):
+        return None
+    if era.parallel_drafting_option == "opt_in":
+        return ("the drafter is a P-EAGLE head (ptd_token_id in its config), but vLLM drafts with it sequentially "
+                "unless speculative_config.parallel_drafting is set (--parallel-drafting)")
+    return ("the drafter is a P-EAGLE head (ptd_token_id in its config); vLLM 0.34.0 drafts EAGLE heads "
+            "sequentially (parallel_drafting is only for the dflash and dspark methods)")
+
+
 def v2_unsupported(speculative_method: str | None, parallel_drafting: bool) -> list[str]:
     """``_get_v2_model_runner_unsupported_features`` for the inputs kvplan models."""
     out = []
     if speculative_method in ("suffix", "custom_class"):
         out.append(f"speculative method '{speculative_method}'")
-    if parallel_drafting and speculative_method not in ("dflash", "dspark"):
+    if parallel_drafting and speculative_method not in PARALLEL_METHODS:
         out.append(PARALLEL_DRAFTING)
     return out
 
