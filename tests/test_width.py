@@ -183,6 +183,22 @@ def test_summary_of_a_failure_keeps_the_decision_and_the_fix():
     assert "fix (verified by re-simulating): --max-model-len 2256 → starts; num_blocks 1,000" in text
 
 
+def test_summary_of_a_config_refusal_sizes_nothing():
+    # a drafter without num_speculative_tokens: vLLM 0.34.0's SpeculativeConfig refuses it before
+    # any KV cache is sized, so the summary shows no zero memory figures, only the refusal and
+    # the fix (1 token: Llama-3.1-8B + its EAGLE-3 head, 33 full layers of 65,536 B per block,
+    # 40 GiB // (33 × 65,536 B) = 19,859 blocks)
+    r = run(["simulate", "meta-llama/Llama-3.1-8B-Instruct", "--drafter", "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",
+             "--kv-cache-memory", "40GiB", "--summary"], 100)
+    text = " ".join(r.stdout.split())
+    assert r.exit_code == 3
+    assert "KV cache: not sized (vLLM refuses the configuration before it)" in text
+    assert "num_blocks: not allocated" not in text and "KV tokens" not in text
+    assert ("outcome: the engine would fail at start-up (config.speculative): ValidationError: A speculative model "
+            "was provided, but `num_speculative_tokens` was not provided") in text
+    assert "num_blocks 19,859" in text and 40 * 2**30 // (33 * 65_536) == 19_859
+
+
 def test_warnings_fit_the_width_too():
     # inspect's warning for a drafter without num_speculative_tokens is 291 characters as one line; on
     # stderr it wraps at $COLUMNS like the tables

@@ -362,16 +362,21 @@ def summary_lines(d: dict) -> list[str]:
         g = d["groups"][0]
         lines.append(f"decision: {plural(g['num_layers'], 'layer')} of one spec ({g['label']}) → one group, "
                      f"group_size {gr['group_size']} ({gr['path']})")
-    workers = [w for w in d["workers"] if "own_num_blocks" in w]
-    stages = f" (the minimum over {len(workers)} pipeline stages)" if len(workers) > 1 else ""
-    lines.append(f"num_blocks: {m['num_blocks']:,}{stages}; {format_bytes(m['available_bytes'])} available per GPU"
-                 if not failed else f"num_blocks: not allocated; {format_bytes(m['needed_bytes'])} needed, "
-                 f"{format_bytes(m['checked_available_bytes'])} available")
-    est = m.get("estimated_max_model_len")
-    lines.append(f"max_model_len: {sch['max_model_len']:,}" + (
-        f" (vLLM's estimated maximum: {est:,})" if est is not None else "") + f"; KV tokens: {m['kv_tokens']:,}")
-    lines.append(f"max_concurrency: {m['max_concurrency']:.2f} (vLLM's own, worst case); steady_state_concurrency: "
-                 f"{m.get('steady_state_concurrency', 0.0):.2f} (kvplan's estimate)")
+    from kvplan.engines.vllm.prechecks import before_kv_cache
+
+    if failed and before_kv_cache(o["stage"]):  # refused at config time: nothing was sized
+        lines.append("KV cache: not sized (vLLM refuses the configuration before it)")
+    else:
+        workers = [w for w in d["workers"] if "own_num_blocks" in w]
+        stages = f" (the minimum over {len(workers)} pipeline stages)" if len(workers) > 1 else ""
+        lines.append(f"num_blocks: {m['num_blocks']:,}{stages}; {format_bytes(m['available_bytes'])} available per GPU"
+                     if not failed else f"num_blocks: not allocated; {format_bytes(m['needed_bytes'])} needed, "
+                     f"{format_bytes(m['checked_available_bytes'])} available")
+        est = m.get("estimated_max_model_len")
+        lines.append(f"max_model_len: {sch['max_model_len']:,}" + (
+            f" (vLLM's estimated maximum: {est:,})" if est is not None else "") + f"; KV tokens: {m['kv_tokens']:,}")
+        lines.append(f"max_concurrency: {m['max_concurrency']:.2f} (vLLM's own, worst case); "
+                     f"steady_state_concurrency: {m.get('steady_state_concurrency', 0.0):.2f} (kvplan's estimate)")
     if o["starts"]:
         lines.append("outcome: the engine would start")
     else:
