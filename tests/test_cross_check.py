@@ -314,6 +314,11 @@ def test_vllm_python_that_is_not_an_interpreter_is_an_error(tmp_path):
                          "--vllm-python", str(tmp_path / "nope")])
     assert r.exit_code == 1
     assert r.stderr.startswith(f"Error: --vllm-python: no executable interpreter at {tmp_path / 'nope'}")
+    # a name the file system refuses (ENAMETOOLONG: over 255 bytes) is the same error, not an internal one
+    r = cli.invoke(app, ["simulate", "openai/gpt-oss-20b", "--kv-cache-memory", "40GiB", "--cross-check",
+                         "--vllm-python", "x" * 300])
+    assert r.exit_code == 1
+    assert r.stderr.startswith("Error: --vllm-python: no executable interpreter at xxx")
 
 
 def test_config_time_failures_are_not_sent_to_vllm(recorded):

@@ -57,7 +57,11 @@ def _python(vllm_python: str | None) -> str:
     if vllm_python is None:
         return sys.executable
     path = Path(vllm_python).expanduser()
-    if not path.is_file() or not os.access(path, os.X_OK):
+    try:
+        usable = path.is_file() and os.access(path, os.X_OK)
+    except OSError:  # a name the file system refuses (too long, say)
+        usable = False
+    if not usable:
         raise OptionError(f"--vllm-python: no executable interpreter at {vllm_python}; "
                           "pass the python of the environment that has vLLM (e.g. /path/to/venv/bin/python)")
     return str(path)
