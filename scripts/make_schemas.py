@@ -100,7 +100,9 @@ PLAN_BODY = {
     "speculative": SPECULATIVE,
     "serving": SERVING,
     "scheduler": obj({"max_model_len": INT, "max_num_batched_tokens": INT, "max_num_seqs": INT,
-                      "async_scheduling": BOOL, "model_runner": nullable(STR), "decode_context_parallel_size": INT}),
+                      # null where the engine stopped before deciding (a configuration refusal)
+                      "async_scheduling": nullable(BOOL), "model_runner": nullable(STR),
+                      "decode_context_parallel_size": INT}),
     "hybrid_kv_cache_manager": obj({"enabled": nullable(BOOL), "reasons_disabled": arr(STR)}),
     "grouping": nullable(obj({"path": STR, "group_size": INT, "num_groups": INT, "num_padding_layers": INT,
                               "padding_waste_pct": NUM})),

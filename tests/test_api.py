@@ -183,3 +183,30 @@ def test_explain_log_library_equals_cli(tmp_path):
     # 0.34.0 fails the admission check on 2 GiB (vLLM's own error in the golden) and kvplan agrees
     assert code == 0 and from_lib["outcome"]["starts"] is False and from_lib["outcome"]["ok"] is True
     assert from_lib["outcome"]["fix"] == "--max-model-len 70832"
+
+
+def test_a_configuration_refusal_needs_no_budget():
+    # vLLM 0.34.0 refuses max_model_len 200,000 on Llama-3.1-8B (max_position_embeddings 131,072)
+    # in ModelConfig, before any memory is measured: without --gpu or --kv-cache-memory kvplan
+    # still predicts the refusal (exit 3), says that only the configuration checks ran, and
+    # offers no fix (a fix is verified by simulating it, which needs a budget)
+    from kvplan.usecases.scenario import NO_BUDGET_REFUSAL
+
+    code, from_cli = cli_json(["vllm", "--format", "json", "serve", "meta-llama/Meta-Llama-3.1-8B",
+                               "--max-model-len", "200000"])
+    from_lib = kvplan.vllm_serve(["meta-llama/Meta-Llama-3.1-8B", "--max-model-len", "200000"])
+    assert from_lib == from_cli and code == 3
+    validate(from_lib)
+    o = from_lib["outcome"]
+    assert (o["starts"], o["stage"], o["error_type"], o["fix"]) == (False, "config.max_model_len", "ValidationError",
+                                                                    None)
+    assert o["error"].startswith("User-specified max_model_len (200000) is greater than the derived max_model_len "
+                                 "(max_position_embeddings=131072.0")
+    assert NO_BUDGET_REFUSAL in from_lib["warnings"]
+    # with a budget the same refusal validates too (scheduler.async_scheduling is null: vLLM
+    # stopped before choosing; the schema said boolean until this test)
+    validate(kvplan.simulate("meta-llama/Meta-Llama-3.1-8B", max_model_len=200_000, kv_cache_memory="60G"))
+    # a deployment the configuration checks accept still needs the budget (one line, exit 1)
+    r = runner.invoke(app, ["vllm", "serve", "meta-llama/Meta-Llama-3.1-8B", "--max-model-len", "100000"])
+    assert r.exit_code == 1
+    assert r.stderr == "Error: no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)\n"

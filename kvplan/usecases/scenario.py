@@ -361,6 +361,10 @@ def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None
     return fix_entry("gpu_memory_utilization", k / 100, f"--gpu-memory-utilization {k / 100:.2f}", starts(k))
 
 
+NO_BUDGET_REFUSAL = ("no KV-cache budget given (--gpu or --kv-cache-memory): only vLLM's configuration checks "
+                     "ran, and they refuse this deployment; give a budget for the memory figures and verified fixes")
+
+
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report."""
     from kvplan.report.data import plan_dict
@@ -377,10 +381,22 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
         budget = hardware_budget(s, layout, era)
         kv_bytes = budget["kv_cache_memory_bytes"]
     else:
-        raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
-    plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len, budget)
-    fixes = deployment_fixes(s, layout, era, plan, budget)
+        kv_bytes = None
+    if kv_bytes is None:
+        # No budget. vLLM's configuration checks come before any memory is measured, so a
+        # deployment they refuse is refused whatever the GPU; anything further needs a budget.
+        from kvplan.engines.vllm.prechecks import before_kv_cache
+
+        plan = plan_scenario(s, layout, era, 0, s.max_model_len, None)
+        if plan.starts or not before_kv_cache(plan.failure.stage):
+            raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
+        fixes = []
+    else:
+        plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len, budget)
+        fixes = deployment_fixes(s, layout, era, plan, budget)
     data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes)
+    if kv_bytes is None:
+        data["warnings"] = [*data.get("warnings", []), NO_BUDGET_REFUSAL]
     if budget is not None:
         data["budget"] = budget
     return ScenarioResult(s, layout, plan, data, budget)
