@@ -67,6 +67,16 @@ def test_no_line_exceeds_the_width_and_nothing_is_cut(args, code, columns):
     assert [line for line in r.stdout.splitlines() if "…" in line] == []
 
 
+@pytest.mark.parametrize("args", [a for a, _ in COMMANDS if a[0] == "inspect"], ids=lambda a: "-".join(a[:2]))
+def test_inspect_fits_80_columns_in_bytes_too(args):
+    # a log viewer or `awk length` counts bytes: the header rule is ASCII ("─" is 3 bytes, so an
+    # 80-column rule was 240), and inspect's tables hold no other non-ASCII character
+    r = run(args, 80)
+    assert r.exit_code == 0, r.stderr
+    assert [line for line in r.stdout.splitlines() if len(line.encode()) > 80] == []
+    assert "-" * 20 in r.stdout
+
+
 def test_piped_output_is_100_columns(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
     from kvplan.report.terminal import terminal_width

@@ -4,11 +4,13 @@ Rich used to do this; importing and running it cost about 80 ms of every table-p
 (issue 10's start-up target is 0.30 s), while kvplan needs only a sliver of it: the table
 widths are kvplan's own decision (``width.fit_columns``), there is one table style, and a
 handful of styles. This module renders exactly that, and its piped output is the same text
-Rich printed (``tests/test_console.py`` renders random tables and paragraphs with both):
+Rich printed with an ASCII header rule (``tests/test_console.py`` renders random tables and
+paragraphs with both):
 
 - text wraps at spaces to the console width; a word wider than the width folds; the spaces
   after the last word of a line stay, except those past the width;
-- a table has no outer edge: columns two apart, a ``─`` rule under the header, headers
+- a table has no outer edge: columns two apart, a ``-`` rule under the header (ASCII: a
+  rule of box-drawing characters is three bytes a column in logs and byte-counting tools), headers
   aligned to the bottom of their row and cells to the top, every line as wide as the table;
 - ``[style]…[/style]`` markup is read only for the style words below (anything else in
   brackets, ``[proposal, not shipped vLLM behaviour]``, stays text, which Rich swallowed);
@@ -210,7 +212,7 @@ class Column:
 
 
 class Table:
-    """Columns of fixed widths two cells apart, no outer edge, a ``─`` rule under the header."""
+    """Columns of fixed widths two cells apart, no outer edge, a ``-`` rule under the header."""
 
     GAP = 2  # characters between two columns
 
@@ -252,7 +254,7 @@ class Table:
             for parts in self._row([Text(c.header) for c in self.columns], None, bottom=True):
                 out.append(_joined(parts, gap))
             total = sum(c.width for c in self.columns) + self.overhead(len(self.columns))
-            out.append(Text("─" * total))
+            out.append(Text("-" * total))
         for cells, style in self.rows:
             for parts in self._row(cells, style, bottom=False):
                 out.append(_joined(parts, gap))
