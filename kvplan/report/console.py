@@ -53,18 +53,6 @@ def _chop(text: str, width: int) -> list[str]:
     return pieces + [current] if current or not pieces else pieces
 
 
-def _fit_cells(text: str, width: int) -> str:
-    """``text`` cut or padded with spaces to exactly ``width`` cells."""
-    out, used = "", 0
-    for ch in text:
-        w = cell_len(ch)
-        if used + w > width:
-            break
-        out += ch
-        used += w
-    return out + " " * (width - used)
-
-
 class Text:
     """A string with styled spans: ``Text("yes", style="green")``, ``t.append("x", style="dim")``."""
 
@@ -102,14 +90,14 @@ class Text:
         t.spans = [(max(a, start) - start, min(b, end) - start, s) for a, b, s in self.spans if a < end and b > start]
         return t
 
-    def lines(self, width: int, justify: str | None = None, fold: bool = True) -> list["Text"]:
+    def lines(self, width: int, justify: str | None = None) -> list["Text"]:
         """Word-wrapped to ``width`` cells (see the module docstring); ``justify`` "left" pads
         each line to ``width``, "right" right-aligns it, None leaves it as wrapped."""
         out: list[Text] = []
         start = 0
         for para in self.plain.split("\n"):
             end = start + len(para)
-            cuts = [start + c for c in _breaks(para, width, fold)]
+            cuts = [start + c for c in _breaks(para, width)]
             bounds = [start] + cuts + [end]
             for a, b in zip(bounds, bounds[1:]):
                 line = self._slice(a, b)
@@ -123,9 +111,9 @@ class Text:
         return out
 
 
-def _breaks(text: str, width: int, fold: bool) -> list[int]:
+def _breaks(text: str, width: int) -> list[int]:
     """Offsets where ``text`` breaks into lines of at most ``width`` cells: before a word that
-    does not fit what is left of the line; a word wider than a line is folded when ``fold``."""
+    does not fit what is left of the line; a word wider than a line is folded."""
     cuts: list[int] = []
     used = 0
     for m in _WORD.finditer(text):
@@ -134,7 +122,7 @@ def _breaks(text: str, width: int, fold: bool) -> list[int]:
         if length <= width - used:
             used += cell_len(word)
         elif length > width:
-            pieces = _chop(word, width) if fold else [word]
+            pieces = _chop(word, width)
             for n, piece in enumerate(pieces):
                 if start:
                     cuts.append(start)
@@ -160,7 +148,7 @@ def _justified(line: Text, width: int, justify: str | None) -> Text:
     if cell_len(line.plain) > width:
         return _cropped(line, width)
     if justify == "left":
-        line.plain = _fit_cells(line.plain, width)
+        line.plain += " " * (width - cell_len(line.plain))
     return line
 
 
@@ -313,9 +301,7 @@ class Console:
             return [text]
         return text.lines(self.width)
 
-    def print(self, obj="", *, markup: bool = True, soft_wrap: bool = False, highlight: bool | None = None,
-              style: str | None = None) -> None:
-        """``highlight`` is accepted and ignored (kvplan never highlights)."""
+    def print(self, obj="", *, markup: bool = True, soft_wrap: bool = False, style: str | None = None) -> None:
         out = self._out()
         color = color_wanted(out) if self._color is None else self._color
         lines = self.lines(obj, markup, soft_wrap)

@@ -28,7 +28,7 @@ def render_serve(d: dict) -> None:
     c = width.console()
     where = f" ({s['image']})" if s.get("image") else ""
     c.print(f"{s['form']} line{where}: vllm=={s['release']} ({s['release_source']}), flag list of "
-            f"{s['flag_list']['release']}", markup=False, highlight=False)
+            f"{s['flag_list']['release']}", markup=False)
     rows = []
     for f in s["flags"]:
         what = f["effect"] if f["effect"] != "applied" else f"applied → {f['applied_as'] or 'kvplan'}"
@@ -42,4 +42,4 @@ def render_serve(d: dict) -> None:
     if s["environment"]:
         applied = "applied" if s["environment_applied"] else "read, not applied"
         env = ", ".join(f"{k}={v}" for k, v in s["environment"].items())
-        c.print(f"environment ({applied}): {env}", markup=False, highlight=False)
+        c.print(f"environment ({applied}): {env}", markup=False)
