@@ -475,7 +475,7 @@ def fit(model: str, **options) -> dict:
     # vLLM refuses a speculative method without num_speculative_tokens at any length and utilization:
     # the one change that lets fit answer (simulate verifies it: scenario.speculative_tokens_fix)
     fix = (f"--num-speculative-tokens {SPEC_TOKENS_FIX}"
-           if unanswered and getattr(layout_src, "num_speculative_tokens_missing", False) else None)
+           if unanswered and layout_src.num_speculative_tokens_missing else None)
     result = outcome(ok=not unanswered, stage="fit" if unanswered else None,
                      error_type="NotAchievable" if unanswered else None,
                      error="; ".join(unanswered) or None, fix=fix)

@@ -137,7 +137,7 @@ def model_facts(layout, era, *, disable_sliding_window: bool = False):
         num_hidden_layers=layout.target.num_hidden_layers,
         pp_partition=getattr(layout, "pp_partition", None),
         pp_partition_error=getattr(layout, "pp_partition_error", None),
-        num_speculative_tokens_missing=getattr(layout, "num_speculative_tokens_missing", False),
+        num_speculative_tokens_missing=layout.num_speculative_tokens_missing,
         kv_cache_dtype=layout.kv_cache_dtype,
         model_dtype=layout.target.dtype,
         target_hidden_size=_opt_int(_text_config(config), "hidden_size"),
@@ -296,7 +296,7 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> lis
     """The smallest verified changes that make a failing deployment start (none when it starts)."""
     if plan.starts:
         return []
-    if getattr(layout, "num_speculative_tokens_missing", False) and plan.failure.stage == "config.speculative":
+    if layout.num_speculative_tokens_missing and plan.failure.stage == "config.speculative":
         return speculative_tokens_fix(s, era, plan)
     from kvplan.engines.vllm.fixes import smallest_fixes
 
