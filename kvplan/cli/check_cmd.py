@@ -3,7 +3,8 @@
 Exit codes: 0 every deployment passed; 3 one failed (an expectation does not hold, or
 it could not be simulated); 1 a deployments file is malformed (nothing is run).
 With GITHUB_ACTIONS=true, failures are also printed to stderr as ``::error`` workflow
-commands (stdout stays the report, parseable with --format json).
+commands (stdout stays the report, parseable with --format json). With GITHUB_STEP_SUMMARY set (as
+in every GitHub Actions job), a Markdown summary is appended to that file, as GitHub's own actions do.
 """
 
 from __future__ import annotations
@@ -45,6 +46,15 @@ def check_command(
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in checks.github_annotations(data, os.environ.get("GITHUB_WORKSPACE") or None):
             sys.stderr.write(line + "\n")
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        from kvplan.report.check_tables import markdown_summary
+
+        try:
+            with open(summary_path, "a", encoding="utf-8") as f:
+                f.write(markdown_summary(data) + "\n")
+        except OSError as e:
+            raise fail(f"GITHUB_STEP_SUMMARY: cannot append to {summary_path} ({e.strerror or e})") from None
 
     def table(d: dict) -> None:
         from kvplan.report.check_tables import render_check

@@ -65,3 +65,35 @@ def render_check(d: dict) -> None:
     if s["num_errors"]:
         summary += f", {s['num_errors']} could not be simulated"
     c.print(Text(summary + ".", style="bold red" if not d["passed"] else "bold green"))
+
+
+def _md_cell(text: str) -> str:
+    """Text safe inside one Markdown table cell (pipes escaped, line breaks as <br>)."""
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def markdown_summary(d: dict) -> str:
+    """The report as GitHub-flavoured Markdown for a job summary (``$GITHUB_STEP_SUMMARY``): the
+    verdict, then one row per deployment with its result, vLLM's num_blocks and max_concurrency,
+    kvplan's steady-state concurrency and the expectations that failed."""
+    s = d["summary"]
+    icon = {"pass": "✅ pass", "fail": "❌ fail", "error": "⚠️ error"}
+    verdict = (f"**{s['num_passed']} passed, {s['num_failed']} failed"
+               + (f", {s['num_errors']} could not be simulated" if s["num_errors"] else "") + "**")
+    lines = [f"### kvplan check: {plural(s['num_deployments'], 'deployment')} from "
+             f"{plural(len(d['files']), 'file')}", "", verdict, "",
+             "| deployment | file | result | policy | num_blocks | max_concurrency (vLLM) "
+             "| steady concurrency (kvplan) | failing |",
+             "|---|---|---|---|---:|---:|---:|---|"]
+    for dep in d["deployments"]:
+        p = dep["plan"] or {}
+        if dep["status"] == "error":
+            failing = f"error: {short_error(dep['outcome']['error'] or '')}"
+        else:
+            failing = "<br>".join(failing_cell(e) for e in dep["expectations"] if not e["passed"])
+        cells = [dep["name"], f"`{dep['file']}:{dep['line']}`", icon[dep["status"]], dep["policy"] or "",
+                 f"{p['num_blocks']:,}" if "num_blocks" in p else "",
+                 f"{p['max_concurrency']:.2f}" if p else "",
+                 f"{p['steady_state_concurrency']:.2f}" if p else "", failing]
+        lines.append("| " + " | ".join(_md_cell(str(c)) for c in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -61,6 +61,7 @@ def plan_numbers(plan) -> dict:
         "num_groups": plan.num_groups,
         "num_padding_layers": plan.num_padding_layers,
         "padding_waste_pct": round(plan.padding_waste_pct, 4),
+        "num_blocks": plan.num_blocks,
         "max_concurrency": round(plan.max_concurrency, 6),
         "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
         "kv_tokens": plan.kv_tokens,
