@@ -380,14 +380,14 @@ def test_problems_of_every_file_are_reported_together(tmp_path):
 
 def fake_plan(*, starts=True, group_size=16, groups=(("a", "b"), ("c", "d")), num_padding_layers=4,
               padding_waste_pct=100 / 3, max_concurrency=9.4, max_model_len=131072, kv_tokens=None,
-              steady_state_concurrency=12.5):
+              steady_state_concurrency=12.5, num_blocks=81920):
     failure = None if starts else SimpleNamespace(stage="drafter", error_type="AssertionError",
                                                   message="All drafting layers should belong to the same kv cache group")
     return SimpleNamespace(
         starts=starts, failure=failure, group_size=group_size, num_groups=len(groups),
         groups=[SimpleNamespace(layer_names=list(g)) for g in groups], num_padding_layers=num_padding_layers,
         padding_waste_pct=padding_waste_pct, max_concurrency=max_concurrency, max_model_len=max_model_len,
-        steady_state_concurrency=steady_state_concurrency,
+        steady_state_concurrency=steady_state_concurrency, num_blocks=num_blocks,
         kv_tokens=int(max_concurrency * max_model_len) if kv_tokens is None else kv_tokens,
     )
 
