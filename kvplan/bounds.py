@@ -3,7 +3,7 @@ about a second (kvplan's work grows with the number of layers and pipeline stage
 with 2**31 layers would otherwise build 2**31 layer specs).
 
 Each bound is far above any released model (the catalog peaks at 118 layers, 128 heads,
-head size 576, 10,485,760 tokens of context) and documented in README "Plausibility bounds".
+head size 576, 10,485,760 tokens of context) and documented in docs/reference.md "Plausibility bounds".
 """
 
 from __future__ import annotations

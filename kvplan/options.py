@@ -24,6 +24,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kvplan.bounds import MAX_HEADS, MAX_LAYERS, MAX_TOKENS
+from kvplan.engines.vllm.eras import first_release
+
+
+def _minor(field_name: str, value) -> str:
+    """``0.26``: the minor release whose era first gives an Era field this value (help texts name it)."""
+    return ".".join(first_release(field_name, value).split(".")[:2])
+
+
+def _since(field_name: str, value) -> str:
+    return _minor(field_name, value) + "+"
 from kvplan.errors import OptionError
 from kvplan.units import CACHE_DTYPES, MODEL_DTYPES, GiB, parse_human_int
 
@@ -301,7 +311,8 @@ _TABLE: tuple[Option, ...] = (
     Option("parallel_drafting", "--parallel-drafting", TRISTATE, commands=PLAN_CMDS, vllm=False,
            default_doc="vLLM's: off (dflash/dspark draft in parallel); a P-EAGLE head's ptd_token_id does not set it",
            help="speculative_config.parallel_drafting: the drafter proposes every token in one pass (P-EAGLE heads). "
-                "vLLM 0.33 runs it on the V1 model runner; 0.34.0 refuses it with EAGLE methods."),
+                f"vLLM 0.33 runs it on the V1 model runner; {first_release('parallel_drafting_option', 'deprecated')} "
+                "refuses it with EAGLE methods."),
     Option("block_size", "--block-size", INT, minimum=1, maximum=MAX_TOKENS, metavar="TOKENS",
            default_doc="the attention backend's preferred size (16; MLA backends 64/128/32)",
            help="Tokens per KV block."),
@@ -358,7 +369,8 @@ _TABLE: tuple[Option, ...] = (
            default_doc="the model's derived length",
            help="Tokens per request (131072, 128k, 128K), or 'auto' to fit the budget (vLLM's -1)."),
     Option("max_num_batched_tokens", "--max-num-batched-tokens", INT, minimum=1, maximum=MAX_TOKENS, panel=BUDGET, commands=PLAN_CMDS,
-           metavar="TOKENS", default_doc="vllm serve's for the card: 8192 on H100/H200, 16384 on >=160 GiB (0.33+), "
+           metavar="TOKENS", default_doc="vllm serve's for the card: 8192 on H100/H200, 16384 on >=160 GiB "
+           f"({_since('large_batch_tier', True)}), "
            "2048 on A100 and smaller",
            help="Tokens per scheduler step."),
     Option("max_num_seqs", "--max-num-seqs", INT, minimum=1, panel=BUDGET, commands=PLAN_CMDS, metavar="N",
@@ -370,14 +382,17 @@ _TABLE: tuple[Option, ...] = (
            "a smaller one."),
     Option("async_scheduling", "--async-scheduling", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
            default_doc="on, unless vLLM turns it off (the V1 model runner with PP > 1)",
-           help="Async scheduling: vLLM >=0.32 reserves 2 x max_num_batched_tokens in sliding/chunked layers "
+           help=f"Async scheduling: vLLM {_since('in_flight_batches', True)} reserves 2 x "
+           "max_num_batched_tokens in sliding/chunked layers "
            "(PP + 1 batches on the V2 runner, PP on V1)."),
     Option("model_runner", "--model-runner", CHOICE, choices=("v1", "v2"), panel=BUDGET, commands=PLAN_CMDS | {EXPLAIN},
            vllm=False, metavar="v1|v2",
-           default_doc="the release's: 0.33 V2 unless --parallel-drafting forces V1; V1 before",
+           default_doc=f"the release's: V2 from {_minor('default_model_runner', 'v2')} unless --parallel-drafting "
+           f"forces V1 (V2 only from {_minor('default_model_runner', 'v2_only')}); V1 before",
            help="vLLM's model runner (VLLM_USE_V2_MODEL_RUNNER); decides the batches in flight with PP."),
     Option("enable_prefix_caching", "--enable-prefix-caching", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
-           default_doc="the era's (hybrid Mamba models: on in 0.33, off before)",
+           default_doc=f"the era's (hybrid Mamba models: on from {_minor('hybrid_prefix_caching_default', True)}, "
+           "off before)",
            help="Prefix caching."),
     Option("mamba_cache_mode", "--mamba-cache-mode", CHOICE, choices=("none", "align", "all"), panel=BUDGET,
            commands=PLAN_CMDS, default_doc="from prefix caching",
@@ -399,10 +414,11 @@ _TABLE: tuple[Option, ...] = (
            metavar="SIZE", help="GPU memory for a card without a preset: 80GiB, or a bare number of GiB."),
     Option("gpu_memory_utilization", "--gpu-memory-utilization", FLOAT, minimum=0.01, maximum=1.0, panel=HARDWARE,
            commands=PLAN_CMDS, metavar="FRACTION",
-           default_doc="the era's: 1.0 with the extensible KV cache (0.34+), else 0.92 from 0.20, 0.9 before",
+           default_doc=f"the era's: 1.0 with the extensible KV cache ({_since('extensible_kv_cache', True)}), "
+           f"else 0.92 from {_minor('gpu_memory_utilization', 0.92)}, 0.9 before",
            help="Fraction of the GPU vLLM may use."),
     Option("enable_extensible_kv_cache", "--enable-extensible-kv-cache", TRISTATE, panel=HARDWARE, commands=PLAN_CMDS,
-           default_doc="the era's: on from 0.34 (CUDA/ROCm), off with --kv-cache-memory or --num-gpu-blocks-override",
+           default_doc=f"the era's: on from {_minor('extensible_kv_cache', True)} (CUDA/ROCm), off with --kv-cache-memory or --num-gpu-blocks-override",
            help="vLLM's extensible KV cache: size it from the memory measured after warmup and CUDA-graph capture "
            "(utilization default 1.0) instead of from the profiling estimate."),
     Option("quantization", "--quantization", STR, aliases=("-q",), panel=HARDWARE, commands=PLAN_CMDS,

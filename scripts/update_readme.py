@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Refresh the command outputs embedded in README.md and docs/check.md.
+"""Refresh the command outputs embedded in README.md and the pages under docs/.
 
 Each block that follows a line ``<!-- run: kvplan ARGS -->`` is replaced by the real
 stdout of that command; a ``<!-- run: python -->`` line is followed by a ```` ```python ````
@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-DOCS = [README, ROOT / "docs" / "check.md"]  # every file with <!-- run: --> blocks
+DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]  # every page that may hold <!-- run: --> blocks
 BLOCK = re.compile(r"(<!-- run: (kvplan [^\n]*?|python) -->\n(?:```python\n(.*?)```\n)?```text\n)(.*?)(```)", re.S)
 
 

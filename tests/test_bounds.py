@@ -1,5 +1,5 @@
 """Bounded work: any config is answered within a second, or refused in one line above the
-plausibility bounds of kvplan/bounds.py (README "Plausibility bounds")."""
+plausibility bounds of kvplan/bounds.py (docs/reference.md "Plausibility bounds")."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_two_to_the_31_layers_is_refused_at_once(tmp_path):
         r, wall, _cpu = timed(*cmd)
         assert r.exit_code == 1 and wall < 1.0
         assert r.stderr == (f"Error: {path}/config.json: field 'num_hidden_layers': 2,147,483,648 is above kvplan's "
-                            "plausibility bound of 512 (layers); no released model comes near it (README: "
+                            "plausibility bound of 512 (layers); no released model comes near it (docs/reference.md: "
                             "Plausibility bounds); fix the value\n")
 
 

@@ -4,7 +4,7 @@ returned, see scripts/golden/README.md), including perturbed ones that must show
 
 The subprocess boundary is replaced by the recorded answer only where a test says so (CI has no
 vLLM); the end-to-end tests at the bottom run real vLLM releases and skip when their venv is
-missing (``KVPLAN_VLLM_VENVS``, default /work/venvs: ``vllm-0.18.0``, ``vllm-0.33.0``, ``vllm-0.34.0``).
+missing (``KVPLAN_VLLM_VENVS``, default <repo>/.golden-venvs: ``vllm-0.18.0``, ``vllm-0.33.0``, ``vllm-0.34.0``).
 """
 
 from __future__ import annotations
@@ -367,7 +367,7 @@ def test_check_cross_check_entry(tmp_path, recorded):
 
 # --------------------------------------------------------------------------- real vLLM (skipped in CI)
 
-VENVS = Path(os.environ.get("KVPLAN_VLLM_VENVS", "/work/venvs"))
+VENVS = Path(os.environ.get("KVPLAN_VLLM_VENVS", ROOT / ".golden-venvs"))
 
 
 def _venv(release: str) -> Path:

@@ -1,6 +1,6 @@
 """vLLM 0.34.0's extensible KV cache in the --gpu budget (kvplan.budget.sizing, kvplan.budget.estimate).
 
-The rule, read in vLLM 0.34.0 (/work/venvs/vllm-0.34.0/lib/python3.11/site-packages/vllm/):
+The rule, read in vLLM 0.34.0 (.golden-venvs/vllm-0.34.0/lib/python3.11/site-packages/vllm/):
 * config/cache.py 395-405 ``enable_extensible_kv_cache`` (None = decide), 495-501
   ``resolved_gpu_memory_utilization``: the given value, else 1.0 with the extensible cache, else 0.92;
 * config/vllm.py 3180-3263 ``_resolve_extensible_kv_cache``: unset → on (CUDA/ROCm), off when

@@ -80,7 +80,7 @@ def simulate_033(pp: int, parallel: bool | None) -> dict:
 
 def test_033_runner_follows_the_option_not_the_head():
     # Every figure below is vLLM 0.33.0's own (kvplan simulate --cross-check --vllm-python
-    # /work/venvs/vllm-0.33.0/bin/python: the release's use_v2_model_runner, max_concurrent_batches
+    # .golden-venvs/vllm-0.33.0/bin/python: the release's use_v2_model_runner, max_concurrent_batches
     # and get_kv_cache_configs on these specs; 24 fields at PP 1, 36 at PP 3, all agreeing).
     # PP 1: V1 (parallel drafting) and V2 both keep async scheduling and 2 batches in flight
     # (V1: 2 with PP 1; V2: PP + 1), so the layout is the same: 81,920 blocks, 8.880217.

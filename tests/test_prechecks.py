@@ -2,7 +2,7 @@
 with vLLM's own text, the same through simulate, fit, check and compare.
 
 Each test cites where the release raises it; texts marked "run" were produced by that release's
-own function in /work/venvs/vllm-0.34.0 (ModelConfig on the catalog's config.json, CPU)."""
+own function in .golden-venvs/vllm-0.34.0 (ModelConfig on the catalog's config.json, CPU)."""
 
 from __future__ import annotations
 

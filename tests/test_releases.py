@@ -142,3 +142,83 @@ def test_nemotron_h_ssm_state_follows_the_release():
     assert pages == {"0.11.2": (8511488, {"bfloat16"}), "0.18.0": (8511488, {"float16"}),
                      "0.34.0": (16900096, {"float32"})}
     assert kvplan  # the package imports without vLLM
+
+
+# --- Era field comments and option help agree with the era chain --------------------------------
+
+def _era_field_comments() -> dict[str, list[str]]:
+    """Each Era field's comment lines (the ``#`` lines right above it in eras.py)."""
+    import re
+    from pathlib import Path
+
+    src = (Path(R.__file__).with_name("eras.py")).read_text().splitlines()
+    start = next(i for i, ln in enumerate(src) if ln.startswith("class Era"))
+    out, pending = {}, []
+    for ln in src[start + 1:]:
+        if ln and not ln.startswith(" "):
+            break
+        if ln.strip().startswith("#"):
+            pending.append(ln.strip()[1:].strip())
+            continue
+        m = re.match(r"    (\w+): ", ln)
+        if m:
+            out[m.group(1)] = pending
+        pending = []
+    return out
+
+
+def _chain_statement(field_name: str) -> str:
+    from kvplan.engines.vllm.eras import transitions
+
+    return "Chain: " + "; ".join(f"{v!r} from {first}" for first, v in transitions(field_name)) + "."
+
+
+def test_every_era_decision_states_its_first_releases_as_the_chain_has_them():
+    from kvplan.engines.vllm.eras import decision_fields
+
+    comments = _era_field_comments()
+    for f in decision_fields():
+        lines = comments[f]
+        i = next((k for k, ln in enumerate(lines) if ln.startswith("Chain: ")), None)
+        assert i is not None, f"Era.{f}: add the comment line `# {_chain_statement(f)}`"
+        stated = " ".join(ln for ln in lines[i:])
+        assert stated == _chain_statement(f), f"Era.{f}: the comment says {stated!r}; the chain: {_chain_statement(f)!r}"
+
+
+def test_era_comments_name_no_other_first_release():
+    # "0.26+" in a field's comment must be one of that field's own boundaries in the chain
+    import re
+
+    from kvplan.engines.vllm.eras import decision_fields, transitions
+
+    comments = _era_field_comments()
+    for f in decision_fields():
+        minors = {".".join(first.split(".")[:2]) for first, _ in transitions(f)}
+        for claim in re.findall(r"(\d+\.\d+)\+", " ".join(comments[f])):
+            assert claim in minors, f"Era.{f}: comment says {claim}+, the chain changes it at {sorted(minors)}"
+
+
+def test_decision_fields_are_every_era_field_but_identity():
+    from dataclasses import fields
+
+    from kvplan.engines.vllm.eras import NOT_DECISIONS, Era
+
+    assert set(R.DECISION_FIELDS) == {f.name for f in fields(Era)} - NOT_DECISIONS
+    assert {"default_model_runner", "suffix_default_tokens"} <= set(R.DECISION_FIELDS)
+    assert "| default_model_runner |" in R.releases_markdown()
+
+
+def test_option_help_names_releases_from_the_chain():
+    # a release named in an option's help as "X+" is a boundary of some era field
+    import re
+
+    from kvplan import options
+    from kvplan.engines.vllm.eras import decision_fields, transitions
+
+    minors = {".".join(first.split(".")[:2]) for f in decision_fields() for first, _ in transitions(f)}
+    for o in options.OPTIONS.values():
+        text = f"{o.help} {o.default_doc or ''}"
+        for claim in re.findall(r"(\d+\.\d+)\+", text):
+            assert claim in minors, f"{o.flag}: help names {claim}+, which no era boundary has"
+    async_help = options.OPTIONS["async_scheduling"].help
+    assert "vLLM 0.26+ reserves 2 x max_num_batched_tokens" in async_help  # in_flight_batches: True from 0.26.0

@@ -147,7 +147,7 @@ def _check_bounds(path: str, raw: dict) -> None:
     for cfg, prefix in ((raw, ""), (raw.get("text_config"), "text_config.")):
         hit = bounds.config_out_of_bounds(cfg) if isinstance(cfg, dict) else None
         if hit is not None:
-            raise ConfigError(path, prefix + hit[0], hit[1], "no released model comes near it (README: Plausibility "
+            raise ConfigError(path, prefix + hit[0], hit[1], "no released model comes near it (docs/reference.md: Plausibility "
                                                              "bounds); fix the value")
 
 
@@ -161,7 +161,7 @@ def _check_spec_bounds(path: str, layers: tuple[LayerSpec, ...]) -> None:
             v = getattr(s, field, None)
             if isinstance(v, int) and v > bound:
                 raise ConfigError(path, None, f"layer {ls.name}: {field} {v:,} is above kvplan's plausibility bound "
-                                              f"of {bound:,}", "fix the config (README: Plausibility bounds)")
+                                              f"of {bound:,}", "fix the config (docs/reference.md: Plausibility bounds)")
 
 
 def _provenance(source: ModelSource) -> str | None:

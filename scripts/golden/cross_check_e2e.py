@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end ``kvplan simulate --cross-check`` against real vLLM releases, one venv each.
 
-For every venv (default: ``$KVPLAN_VLLM_VENVS/vllm-*``, ``/work/venvs`` when unset) and every
+For every venv (default: ``$KVPLAN_VLLM_VENVS/vllm-*``, ``<repo>/.golden-venvs`` when unset) and every
 scenario below it runs, with a fresh cache so vLLM's functions really run::
 
     kvplan simulate MODEL [...] --cross-check --vllm-python VENV/bin/python --format json
@@ -13,7 +13,7 @@ agreeing (and the ones that differ), and the seconds of both runs (the whole com
 Usage::
 
     python scripts/golden/cross_check_e2e.py                      # every venv, every scenario
-    python scripts/golden/cross_check_e2e.py --venvs /work/venvs/vllm-0.34.0 --only gpt-oss
+    python scripts/golden/cross_check_e2e.py --venvs .golden-venvs/vllm-0.34.0 --only gpt-oss
     python scripts/golden/cross_check_e2e.py --json out.json
 
 Exit status 1 when a run fails (exit other than 0/3, no ``cross_check`` object, or it could not run).
@@ -64,7 +64,7 @@ def run(model: str, flags: list[str], python: Path, cache: str) -> tuple[dict | 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    root = Path(os.environ.get("KVPLAN_VLLM_VENVS", "/work/venvs"))
+    root = Path(os.environ.get("KVPLAN_VLLM_VENVS", REPO / ".golden-venvs"))
     ap.add_argument("--venvs", nargs="*", type=Path, default=None, help=f"venv directories (default: {root}/vllm-*)")
     ap.add_argument("--only", default=None, help="scenarios whose label or model contains this")
     ap.add_argument("--json", type=Path, default=None)

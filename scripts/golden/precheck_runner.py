@@ -6,7 +6,7 @@ with and vLLM's text, or the values it settled on.
 
 Usage (inside a vLLM venv; CPU only, no GPU, no network)::
 
-    /work/venvs/vllm-0.34.0/bin/python scripts/golden/precheck_runner.py tests/data/prechecks_vllm.json
+    .golden-venvs/vllm-0.34.0/bin/python scripts/golden/precheck_runner.py tests/data/prechecks_vllm.json
 
 Reads ``cases`` from the file and writes ``results[<release>]`` back into it. A case is
 ``{"name", "model", "options", "env"}`` in kvplan's vocabulary: ``model`` a catalog id (its

@@ -2,7 +2,7 @@
 
 Run with the python of a venv that has the release installed::
 
-    /work/venvs/vllm-0.34.0/bin/python scripts/golden/serve_flags.py
+    .golden-venvs/vllm-0.34.0/bin/python scripts/golden/serve_flags.py
     # -> kvplan/engines/vllm/serve_flags/0.34.0.json
 
 It builds the release's own serve parser (``make_arg_parser(FlexibleArgumentParser())``, the

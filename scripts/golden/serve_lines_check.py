@@ -2,7 +2,7 @@
 
 Run with the python of a release venv (see serve_flags.py for --extra-path)::
 
-    /work/venvs/vllm-0.34.0/bin/python scripts/golden/serve_lines_check.py --extra-path DIR
+    .golden-venvs/vllm-0.34.0/bin/python scripts/golden/serve_lines_check.py --extra-path DIR
     # -> tests/data/serve_lines_vllm-0.34.0.json
 
 The words of each line come from kvplan's own line splitter (kvplan/serve/line.py: shell words,

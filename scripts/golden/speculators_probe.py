@@ -8,7 +8,7 @@ num_speculative_tokens of a drafter) and ``extract_vllm_speculative_config`` (wh
 checkpoint itself sets). tests/test_speculators.py compares kvplan's reading with the record::
 
     for v in 0.18.0 0.33.0 0.34.0; do
-        /work/venvs/vllm-$v/bin/python scripts/golden/speculators_probe.py configs > /tmp/$v.json
+        .golden-venvs/vllm-$v/bin/python scripts/golden/speculators_probe.py configs > /tmp/$v.json
     done
     python scripts/golden/speculators_probe.py --merge /tmp/0.18.0.json /tmp/0.33.0.json /tmp/0.34.0.json \\
         > tests/data/speculators_vllm.json

@@ -18,118 +18,157 @@ class Era:
     description: str
     # Grouping threshold: group_size = max bucket when max < min · threshold.
     # None = before vLLM PR #29303: group size is always the smallest bucket.
+    # Chain: None from 0.10.1; 1.25 from 0.12.0; 1.5 from 0.18.0.
     threshold: float | None
     # Admission check: "per_layer" (Σ layer reservations, before #29431),
-    # "first_group" (#29431 to #36030, released up to 0.18.x), "summed" (0.20+).
+    # "first_group" (#29431 to #36030), "summed".
+    # Chain: 'per_layer' from 0.10.1; 'first_group' from 0.14.0; 'summed' from 0.19.0.
     admission: str
-    # Capacity log: "blocks" = num_blocks // num_groups · min block_size (≤ 0.20),
-    # "concurrency" = int(max_concurrency · max_model_len) (0.33).
+    # Capacity log: "blocks" = num_blocks // num_groups · min block_size,
+    # "concurrency" = int(max_concurrency · max_model_len).
+    # Chain: 'blocks' from 0.10.1; 'concurrency' from 0.20.1.
     kv_size_log: str
     # Sliding/chunked reservations use max_num_batched_tokens (False) or
-    # max_concurrent_batches · max_num_batched_tokens (True, 0.32+).
+    # max_concurrent_batches · max_num_batched_tokens (True).
+    # Chain: False from 0.10.1; True from 0.26.0.
     in_flight_batches: bool
-    # 0.33 keeps the null block out of the admission check and auto-fit.
+    # True: the null block is kept out of the admission check and auto-fit.
+    # Chain: False from 0.10.1; True from 0.29.0.
     null_block_in_check: bool
-    # Different page sizes: "none" (0.11: no unification, bare NotImplementedError),
-    # "raise" when they do not divide (≤ 0.32), or "pad" the smaller ones (0.33).
+    # Different page sizes: "none" (no unification, bare NotImplementedError),
+    # "raise" when they do not divide, or "pad" the smaller ones.
+    # Chain: 'none' from 0.10.1; 'raise' from 0.12.0; 'pad' from 0.24.0.
     page_mismatch: str
-    # Prefix caching default for hybrid Mamba/GDN models (0.33: on, "align" mode).
+    # Prefix caching default for hybrid Mamba/GDN models (True: on, "align" mode).
+    # Chain: False from 0.10.1; True from 0.26.0.
     hybrid_prefix_caching_default: bool
-    # GDN (Qwen gated delta net) 64-token block alignment in "align" mode (0.33).
+    # GDN (Qwen gated delta net) 64-token block alignment in "align" mode.
+    # Chain: 0 from 0.10.1; 64 from 0.33.0.
     gdn_align_tokens: int
     # Message wording only, by the release that printed it (checked against the goldens):
     # "0.11" (admission error with 2-decimal GiB, no docs link; "All eagle layers …"),
     # "0.17" ("models's", docs link), "0.33" ("model's", CPU note, auto-fit lines naming
     # "KV cache memory", --enable-hybrid-kv-cache-manager). No behaviour keys on it.
+    # Chain: '0.10' from 0.10.1; '0.13' from 0.13.0; '0.14' from 0.14.0; '0.15' from 0.15.0;
+    #   '0.22' from 0.22.0; '0.23' from 0.23.0; '0.32' from 0.32.0; '0.33' from 0.33.0; '0.34' from 0.34.0.
     messages: str
-    # KV-connector rule: "always" disables HMA (≤ V_before), "supports_hma" (0.33).
+    # KV-connector rule: "always" disables HMA, "supports_hma" (only connectors that support it keep it).
+    # Chain: 'always' from 0.10.1; 'supports_hma' from 0.22.0.
     kv_transfer_rule: str
     # Whether sliding/chunked/cross specs carry their own head_size_v (PR #40045, 2026-04-24:
     # page = bs·h·(hk + hv)·b). Before it their page was 2·bs·h·hk·b, so MiMo-V2-Flash's
     # sliding layers (K 192, V 128) had a page that does not divide the full one (golden:
     # NotImplementedError on 0.17.1 and 0.18.0).
+    # Chain: False from 0.10.1; True from 0.20.0.
     window_head_size_v: bool = False
     # Whether full-attention specs carry head_size_v (FullAttentionSpec.head_size_v, first in
     # the 0.14.0 wheel); before, a full layer cached V at the K head size too.
+    # Chain: False from 0.10.1; True from 0.14.0.
     full_head_size_v: bool = True
     # 0.26+: a Mamba page smaller than the largest page is padded to it in page unification
     # (before, vLLM's bare AssertionError).
+    # Chain: False from 0.10.1; True from 0.26.0.
     mamba_page_pad: bool = False
     # KV events (--kv-events-config) turned the hybrid manager off until PR #37688 (2026-04-12).
+    # Chain: True from 0.10.1; False from 0.20.0.
     kv_events_disable_hma: bool = True
-    # 0.33 align mode: Mamba2 and (Hopper, FlashInfer prefill) GDN layers export prefill
+    # Align mode: Mamba2 and (Hopper, FlashInfer prefill) GDN layers export prefill
     # checkpoints and reserve one more block per request (read in 0.33.0's mamba_mixer2.py,
     # gdn/qwen_gdn_linear_attn.py and kv_cache_interface.MambaSpec.max_memory_usage_bytes).
+    # Chain: False from 0.10.1; True from 0.29.0.
     mamba_prefill_checkpoints: bool = False
     # Which groups the admission check and auto-fit see: "worker" (each worker's projected
     # groups, 0.17+) or "global" (0.14-0.16: the global groups once, with min(available)).
+    # Chain: 'worker' from 0.10.1; 'global' from 0.14.0; 'worker' from 0.17.0.
     admission_scope: str = "worker"
     # --max-model-len -1 (auto-fit, PR #29431): absent from 0.11.
+    # Chain: False from 0.10.1; True from 0.14.0.
     auto_fit: bool = True
     # 0.11: a Mamba layer reserved cdiv(max_model_len, block_size) blocks in "none" mode
     # and no speculative blocks (MambaSpec.max_memory_usage_bytes of that release).
+    # Chain: True from 0.10.1; False from 0.15.0.
     mamba_legacy_reservation: bool = False
     # How a worker's KV memory is allocated: "per_slot" (one tensor per group slot,
-    # KVCacheTensor.shared_by) or "lbnhc" (0.33: one buffer, per-group records, and the
+    # KVCacheTensor.shared_by) or "lbnhc" (one buffer, per-group records, and the
     # "Using LBNHC KV cache layout." line).
+    # Chain: 'per_slot' from 0.10.1; 'lbnhc' from 0.29.0.
     kv_buffer_layout: str = "per_slot"
     # The capacity log: "per_worker_both" (to 0.11.0: both lines with plain logger.info, once
-    # per worker), "per_worker" (0.11.1: the concurrency line only), "two_lines" (info_once: size line + concurrency line), "one_line" (0.33's
-    # update_kv_cache_capacity: both on one line).
+    # per worker), "per_worker" (0.11.1: the concurrency line only), "two_lines" (info_once: size line + concurrency line), "one_line"
+    # (update_kv_cache_capacity: both on one line).
+    # Chain: 'per_worker_both' from 0.10.1; 'per_worker' from 0.11.1; 'two_lines' from 0.12.0;
+    #   'one_line' from 0.28.0.
     capacity_log: str = "two_lines"
     # --num-gpu-blocks-override becomes the available memory before auto-fit and the
     # admission check (logged there), instead of replacing num_blocks at config time.
+    # Chain: False from 0.10.1; True from 0.20.1.
     override_before_check: bool = False
     # Mamba kernel alignment: "fixed" (16, or 64 for MLA) or "at_least_block" (0.33: the
     # backend's smallest kernel block, at least the cache block size).
+    # Chain: 'fixed' from 0.10.1; 'at_least_block' from 0.33.0.
     mamba_kernel_alignment: str = "fixed"
     # How --mamba-cache-mode is resolved against prefix caching (hybrid.resolve_mamba_mode):
     # "as_given", "reconcile" (model config reconciles it), "reconcile_align" (0.28), "align_default" (0.32) or "prefix_caching" (the flag has
     # no effect: prefix caching decides).
+    # Chain: 'as_given' from 0.10.1; 'reconcile' from 0.15.0; 'reconcile_align' from 0.28.0;
+    #   'align_default' from 0.32.0; 'prefix_caching' from 0.33.0.
     mamba_cache_mode_rule: str = "as_given"
     # vllm serve defaults: --gpu-memory-utilization, the >= 160 GiB batch tier of
     # get_batch_defaults (16384 tokens), and whether the profile counts CUDA-graph memory.
+    # Chain: 0.9 from 0.10.1; 0.92 from 0.20.0.
     gpu_memory_utilization: float = 0.9
+    # Chain: False from 0.10.1; True from 0.28.0.
     large_batch_tier: bool = False
+    # Chain: False from 0.10.1; True from 0.33.0.
     cudagraph_memory_in_profile: bool = False
     # How a --gpu budget sizes the KV cache by default (CacheConfig.enable_extensible_kv_cache, 0.34.0:
     # on for CUDA/ROCm): False = from the profiling estimate (determine_available_memory); True = the
     # extensible KV cache, reserved from that estimate and committed from the memory measured after
     # warmup and CUDA-graph capture (v1/worker/extensible_kv_cache.py measure_kv_cache_bytes).
+    # Chain: False from 0.10.1; True from 0.34.0.
     extensible_kv_cache: bool = False
     # --gpu-memory-utilization default with the extensible KV cache (resolved_gpu_memory_utilization:
     # 1.0 in 0.34.0); gpu_memory_utilization stays the default without it.
+    # Chain: None from 0.10.1; 1.0 from 0.34.0.
     extensible_gpu_memory_utilization: float | None = None
     # Nemotron-H's Mamba2 ssm state when the config sets no mamba_ssm_cache_dtype:
     # "model" (<= 0.12: no config hook, the model dtype), "float16" (0.13 hook default),
     # "float32" (0.20: NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE).
+    # Chain: 'model' from 0.10.1; 'float16' from 0.13.0; 'float32' from 0.20.0.
     nemotron_h_ssm_cache_dtype: str = "model"
     # The EAGLE proposer's validate_same_kv_cache_group (every drafting layer in one group):
     # gone in 0.34.0, whose V2 speculators walk every attention group.
+    # Chain: True from 0.10.1; False from 0.34.0.
     drafter_single_group_check: bool = True
     # The model runner a release picks when nothing forces one (VLLM_USE_V2_MODEL_RUNNER unset):
     # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" in 0.33.0 (VllmConfig.use_v2_model_runner;
     # pinned at 0.33.0, the release checked, not bisected); "v2_only" from 0.34.0, which removed V1
     # (platforms/interface.py validate_environ), so P-EAGLE runs on it with async scheduling.
+    # Chain: 'v1' from 0.10.1; 'v2' from 0.33.0; 'v2_only' from 0.34.0.
     default_model_runner: str = "v1"
     # The derived max_model_len of YaRN models (``_get_and_verify_max_len``): "original_times_factor"
     # (0.18.0: original_max_position_embeddings x factor) or "factor_in_length" (0.33.0: YaRN's
     # max_position_embeddings is already scaled; pinned at the checked release, not bisected).
+    # Chain: 'original_times_factor' from 0.10.1; 'factor_in_length' from 0.33.0.
     yarn_max_len: str = "original_times_factor"
     # get_pp_indices refuses negative VLLM_PP_LAYER_PARTITION entries (0.34.0 line 237; not in 0.33.0)
+    # Chain: False from 0.10.1; True from 0.34.0.
     pp_partition_negative_check: bool = False
     # VllmConfig._reject_mismatched_float_kv_cache: --kv-cache-dtype float16/bfloat16 other than the
     # model dtype is refused (0.33.0 and 0.34.0; accepted by 0.18.0: tests/data/prechecks_vllm.json;
     # pinned at 0.33.0, not bisected)
+    # Chain: False from 0.10.1; True from 0.33.0.
     float_kv_cache_check: bool = False
     # A speculators checkpoint served as the model (maybe_override_with_speculators): 0.33.0 and 0.34.0
     # update the checkpoint's speculative config with the user's --speculative-config (method locked);
     # 0.18.0 replaces the user's dict with the checkpoint's (transformers_utils/config.py 0.18.0 lines
     # 584-598). Pinned at 0.33.0, the release checked, not bisected.
+    # Chain: False from 0.10.1; True from 0.33.0.
     speculators_user_config: bool = False
     # num_speculative_tokens of suffix decoding when none is given: suffix_decoding_max_tree_depth
     # (24; config/speculative.py _validate_suffix_decoding, 0.18.0 line 615, 0.33.0 line 1735),
     # min(8, that) in 0.34.0 (v1/worker/gpu/spec_decode/suffix/config.py line 28; pinned, not bisected)
+    # Chain: 24 from 0.10.1; 8 from 0.34.0.
     suffix_default_tokens: int = 24
     # speculative_config.parallel_drafting: "opt_in" (a bool, default False, set only by the user or, in
     # 0.33.0, for the dflash/dspark methods: 0.18.0 config/speculative.py line 132, 0.33.0 lines 511 and
@@ -137,6 +176,7 @@ class Era:
     # lines 1688-1697: an explicit True with a method other than dflash/dspark is a ValueError, any
     # explicit value otherwise a warning; EAGLE heads always draft sequentially). Pinned at 0.34.0,
     # the release checked, not bisected.
+    # Chain: 'opt_in' from 0.10.1; 'deprecated' from 0.34.0.
     parallel_drafting_option: str = "opt_in"
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
@@ -274,6 +314,36 @@ def _build_chain() -> dict[str, Era]:
 
 
 ERAS: dict[str, Era] = _build_chain()
+
+# Era fields that are not behaviour decisions (identity, provenance, selection); every other field is
+# one, and docs/releases.md tabulates it per era.
+NOT_DECISIONS = frozenset({"name", "description", "releases", "grouping", "is_proposal", "first_release",
+                           "release", "release_note", "warning"})
+
+
+def decision_fields() -> tuple[str, ...]:
+    """Every decision field of Era, in declaration order."""
+    from dataclasses import fields
+
+    return tuple(f.name for f in fields(Era) if f.name not in NOT_DECISIONS)
+
+
+def transitions(field_name: str) -> list[tuple[str, object]]:
+    """(first release, value) each time the chain changes ``field_name``, from the first era on."""
+    out: list[tuple[str, object]] = []
+    for name, first, _, _ in CHAIN:
+        value = getattr(ERAS[name], field_name)
+        if not out or out[-1][1] != value:
+            out.append((first, value))
+    return out
+
+
+def first_release(field_name: str, value) -> str:
+    """The first release whose era gives ``field_name`` this value (option help names it from here)."""
+    for first, v in transitions(field_name):
+        if v == value:
+            return first
+    raise KeyError(f"no era sets {field_name} = {value!r}")
 
 # The policy names kvplan had before every release was selectable; they stay accepted.
 LEGACY_NAMES = {"vllm-min": "vllm-0.11.1", "vllm-1.25": "vllm-0.17", "vllm-1.5": "vllm-0.18"}

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from kvplan.engines.vllm.eras import CHAIN, DEFAULT_ERA, ERAS, LEGACY_NAMES, Era, era_name_of
+from kvplan.engines.vllm.eras import CHAIN, DEFAULT_ERA, ERAS, LEGACY_NAMES, Era, decision_fields, era_name_of
 from kvplan.engines.vllm.proposals import PROPOSALS
 from kvplan.engines.vllm.versions import GOLDEN_RELEASES, NEWEST_CHECKED, VERSIONS, version_key
 from kvplan.errors import OptionError
@@ -114,16 +114,9 @@ def policies() -> dict:
     }
 
 
-# The Era fields that are behaviour decisions (what docs/releases.md tabulates).
-DECISION_FIELDS: tuple[str, ...] = (
-    "threshold", "admission", "admission_scope", "auto_fit", "page_mismatch", "mamba_page_pad", "kv_size_log", "capacity_log", "override_before_check",
-    "in_flight_batches", "null_block_in_check", "window_head_size_v", "kv_buffer_layout",
-    "mamba_legacy_reservation", "mamba_cache_mode_rule", "hybrid_prefix_caching_default", "gdn_align_tokens",
-    "mamba_kernel_alignment", "mamba_prefill_checkpoints", "nemotron_h_ssm_cache_dtype", "kv_transfer_rule",
-    "kv_events_disable_hma", "drafter_single_group_check", "gpu_memory_utilization", "large_batch_tier",
-    "cudagraph_memory_in_profile", "extensible_kv_cache", "extensible_gpu_memory_utilization", "full_head_size_v",
-    "yarn_max_len", "pp_partition_negative_check", "float_kv_cache_check", "speculators_user_config", "parallel_drafting_option", "messages",
-)
+# The Era fields that are behaviour decisions (what docs/releases.md tabulates): all of them but the
+# identity and provenance fields, read from the dataclass so a new decision cannot be left out.
+DECISION_FIELDS: tuple[str, ...] = decision_fields()
 
 
 def era_decisions(era) -> dict:
