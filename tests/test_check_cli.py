@@ -267,7 +267,7 @@ def test_docs_name_every_key_and_expectation():
     from kvplan.usecases.check.schema import EXPECTATIONS, OPTIONS
 
     doc = (ROOT / "docs" / "check.md").read_text()
-    assert "## `kvplan check`" in doc and "## Use in CI" in doc
+    assert "# `kvplan check`" in doc and "## Use in CI" in doc
     for key in [*OPTIONS, *EXPECTATIONS, "defaults", "deployments", "expect", "name"]:
         assert f"`{key}" in doc, f"docs/check.md does not mention `{key}`"
     for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |"):
