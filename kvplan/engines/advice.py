@@ -33,10 +33,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from kvplan.engines.compare import CompareInputs
+from kvplan.engines.compare import CompareInputs, sglang_result
 from kvplan.engines.layer_costs import LayerCost
 from kvplan.engines.llamacpp import llamacpp_model
-from kvplan.engines.sglang import SglangResult, sglang_model
+from kvplan.engines.sglang import SglangResult
 from kvplan.engines.trtllm import MAX_UTILIZATION, TrtllmResult, trtllm_model, window_bytes_per_token
 
 RATIO_STEP = Fraction(1, 1000)
@@ -58,13 +58,7 @@ def _round(x: float) -> float:
 
 
 def sglang_concurrency(costs, architecture, inputs: CompareInputs, ratio: float) -> SglangResult:
-    return sglang_model(
-        costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        swa_full_tokens_ratio=ratio, page_size=inputs.sglang_page_size,
-        chunked_prefill_size=inputs.max_num_batched_tokens,
-        disable_overlap_schedule=inputs.sglang_disable_overlap_schedule,
-        swa_eviction_interval=inputs.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
-    )
+    return sglang_result(costs, architecture, inputs, ratio)
 
 
 def sglang_pool_margins(r: SglangResult, requests: int) -> dict[str, float]:

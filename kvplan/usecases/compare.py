@@ -79,6 +79,7 @@ def compare(model: str, **options) -> dict:
         sglang_disable_overlap_schedule=r["sglang_disable_overlap_schedule"],
         sglang_swa_eviction_interval=r["sglang_swa_eviction_interval"],
         trtllm_scheduler_policy=r["trtllm_scheduler_policy"], trtllm_max_num_tokens=r["trtllm_max_num_tokens"],
+        context_len_tokens=layout.target.max_position_embeddings,
     )
     architecture = layout.target.architecture
     comparison = compare_engines(layout.layers, architecture, inputs, plans)
@@ -96,8 +97,8 @@ def compare(model: str, **options) -> dict:
         warnings.append("pipeline and decode-context parallelism are modelled for vLLM only; the other engines' "
                         "rows keep every layer and every token on one rank")
     if any(ls.spec.kind == "mamba" for ls in layout.layers):
-        warnings.append("recurrent state pools of SGLang and TensorRT-LLM are approximated (state set aside for "
-                        "the number of requests that serves the most)")
+        warnings.append("TensorRT-LLM's recurrent state pool is approximated (state set aside for the number of "
+                        "requests that serves the most); SGLang's follows its own _handle_max_mamba_cache")
     body = {
         "model": model_info_dict(layout.target),
         "drafter": model_info_dict(layout.drafter),
