@@ -35,7 +35,15 @@ from kvplan.engines.sglang import (
     SglangResult,
     sglang_model,
 )
-from kvplan.engines.trtllm import DEFAULT_MAX_NUM_TOKENS, GUARANTEED_NO_EVICT, TOKENS_PER_BLOCK, trtllm_model
+from kvplan.engines.trtllm import (
+    DEFAULT_MAX_NUM_TOKENS,
+    GUARANTEED_NO_EVICT,
+    TOKENS_PER_BLOCK,
+    TRTLLM_COMMIT,
+    TRTLLM_VERSION,
+    TrtllmResult,
+    trtllm_model,
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,8 @@ class CompareInputs:
     context_len_tokens: int | None = None  # the model's context length (SGLang's --context-length default)
     mamba_full_memory_ratio: float = DEFAULT_MAMBA_FULL_MEMORY_RATIO  # SGLang
     sglang_mamba_ssm_dtype: str = "float32"  # SGLang's SSM state dtype (SGLANG_MAMBA_SSM_DTYPE)
+    num_speculative_tokens: int = 0  # the drafter's tokens per step (SGLang's speculative SWA term)
+    trtllm_max_attention_window: bool = False  # kv_cache_config.max_attention_window = the model's windows
 
     @property
     def n_seq(self) -> int:
@@ -211,7 +221,7 @@ def sglang_result(costs, architecture: str | None, inputs: CompareInputs, ratio:
         disable_overlap_schedule=inputs.sglang_disable_overlap_schedule,
         swa_eviction_interval=inputs.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
         mamba_full_memory_ratio=inputs.mamba_full_memory_ratio, mamba_ssm_dtype=inputs.sglang_mamba_ssm_dtype,
-        context_len_tokens=inputs.context_len_tokens,
+        context_len_tokens=inputs.context_len_tokens, num_speculative_tokens=inputs.num_speculative_tokens,
     )
 
 
@@ -237,14 +247,20 @@ def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: C
     )
 
 
-def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound,
-               shares: tuple[float, ...] | None = None) -> EngineRow:
-    r = trtllm_model(
+def trtllm_result(costs, inputs: CompareInputs, shares=None) -> TrtllmResult:
+    """TensorRT-LLM's model on the workload with window ``shares`` (None: its equal default)."""
+    return trtllm_model(
         costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        window_shares=inputs.trtllm_window_shares if shares is None else shares,
+        window_shares=None if shares is None else tuple(float(s) for s in shares),
         tokens_per_block=inputs.trtllm_tokens_per_block, scheduler_policy=inputs.trtllm_scheduler_policy,
         max_num_tokens=inputs.trtllm_max_num_tokens, prompt_len_tokens=inputs.target_prompt_len_tokens,
+        max_attention_window=inputs.trtllm_max_attention_window,
     )
+
+
+def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound,
+               shares: tuple[float, ...] | None = None) -> EngineRow:
+    r = trtllm_result(costs, inputs, inputs.trtllm_window_shares if shares is None else shares)
     knobs = {
         "windows_tokens": list(r.windows),
         "window_shares": [round(p.share, 6) for p in r.pools],
@@ -252,6 +268,9 @@ def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBou
         "tokens_per_block": r.tokens_per_block,
         "scheduler_policy": r.scheduler_policy,
         "max_num_tokens": r.max_num_tokens,
+        "max_attention_window": "model windows" if r.max_attention_window else None,
+        "enable_chunked_prefill": True,  # assumed by kvplan (off by default)
+        "release": f"{TRTLLM_VERSION} @ {TRTLLM_COMMIT}",
     }
     return EngineRow(
         engine="trtllm", name="VSWA" if len(r.pools) > 1 else "one window pool", starts=r.starts, kv_tokens=r.kv_tokens,

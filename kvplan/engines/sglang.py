@@ -214,10 +214,18 @@ def hybrid_swa_decision(architecture: str | None, costs: tuple[LayerCost, ...]) 
     return True, f"{architecture} is on SGLang's hybrid-SWA allowlist: a full pool and an SWA pool"
 
 
-def swa_per_request_tokens(window: int, length: int, page: int, interval: int) -> int:
-    """``compute_swa_request_cap``'s ``per_request`` without speculative decoding
-    (``draft_tokens`` 1, ``decode_alloc`` one page); a request shorter than its window holds
-    its own tokens and one page."""
+def swa_per_request_tokens(window: int, length: int, page: int, interval: int, num_speculative_tokens: int = 0,
+                           overlap: bool = True) -> int:
+    """``compute_swa_request_cap``'s ``per_request``: ``window + interval · draft_tokens + page +
+    decode_alloc``. Without speculative decoding ``draft_tokens`` is 1 and ``decode_alloc`` one page;
+    with ``n`` speculative tokens (EAGLE chain: ``n`` steps, top-k 1, ``n + 1`` draft tokens) the
+    overlap scheduler keeps ``2 · get_alloc_len_per_decode() = 2 · max(n, n + 1)`` (kvplan uses
+    ``n + 1`` for the non-overlap spec-v1 path, an approximation). A request shorter than its
+    window holds its own tokens and one page."""
+    if num_speculative_tokens:
+        draft = num_speculative_tokens + 1
+        decode_alloc = 2 * draft if overlap else draft
+        return window + interval * draft + page + decode_alloc
     return min(cdiv(length, page) * page + page, window + interval + page + page)
 
 
@@ -269,6 +277,7 @@ def sglang_model(
     mamba_full_memory_ratio: float = DEFAULT_MAMBA_FULL_MEMORY_RATIO,
     mamba_ssm_dtype: str = "float32",
     context_len_tokens: int | None = None,
+    num_speculative_tokens: int = 0,
 ) -> SglangResult:
     hybrid, reason = hybrid_swa_decision(architecture, costs)
     L, page, r = target_len_tokens, page_size, swa_full_tokens_ratio
@@ -286,7 +295,8 @@ def sglang_model(
     S = sum(c.bytes_per_token for c in swa_layers)
     window = max((c.window_tokens or 0 for c in swa_layers), default=None)
     full_need = cdiv(L, page) * page
-    swa_need = swa_per_request_tokens(window, L, page, interval) if hybrid else None
+    swa_need = swa_per_request_tokens(window, L, page, interval, num_speculative_tokens,
+                                      not disable_overlap_schedule) if hybrid else None
     admit_full = cdiv(P, page) * page + page + (L - P)  # reserve(): paged extend + page + max_new
 
     def pools(budget: int) -> tuple[int, int | None, Fraction]:
@@ -365,8 +375,11 @@ def sglang_model(
         if any(c.source == "drafter" for c in costs):
             notes.append("not modelled: the speculative intermediate state SGLang reserves for Mamba hybrids")
     if any(c.source == "drafter" for c in costs) and hybrid:
-        notes.append("drafter layers counted in the full pool; speculative decoding widens each request's SWA "
-                     "share (interval · draft tokens), not modelled")
+        notes.append("drafter layers counted in the full pool")
+    if num_speculative_tokens and hybrid:
+        notes.append(f"speculative decoding: {num_speculative_tokens + 1} draft tokens widen each request's SWA share "
+                     f"to W + {interval} · {num_speculative_tokens + 1} + page + decode allocation "
+                     f"(compute_swa_request_cap)")
     longest = max(min(context_len, full_tokens) - PROMPT_MARGIN_TOKENS, 0)
     if P > longest and failure is None and context_len <= full_tokens:
         notes.append(f"a {P:,}-token prompt is refused: validate_input_length allows fewer than "

@@ -47,7 +47,7 @@ def compare(model: str, **options) -> dict:
     from kvplan.engines.llamacpp import LLAMACPP_BUILD
     from kvplan.engines.sglang import SGLANG_VERSION
     from kvplan.engines.stages import require_version
-    from kvplan.engines.trtllm import TRTLLM_VERSION, parse_shares
+    from kvplan.engines.trtllm import TRTLLM_COMMIT, TRTLLM_VERSION, parse_shares
     from kvplan.report.data import model_info_dict, serving_dict
 
     r = resolve(COMPARE, options)
@@ -58,6 +58,7 @@ def compare(model: str, **options) -> dict:
     shares = parse_shares(r["trtllm_window_shares"]) if r["trtllm_window_shares"] else None
     versions = {"sglang": require_version("--sglang-version", r["sglang_version"], SGLANG_VERSION, "SGLang"),
                 "trtllm": require_version("--trtllm-version", r["trtllm_version"], TRTLLM_VERSION, "TensorRT-LLM"),
+                "trtllm_commit": TRTLLM_COMMIT,
                 "llamacpp": require_version("--llamacpp-build", r["llamacpp_build"], LLAMACPP_BUILD, "llama.cpp")}
     extra = parse_policies(r["policies"], r["policy"])
     scenario = replace(scenario_from(model, r.values), max_model_len=length)
@@ -80,6 +81,8 @@ def compare(model: str, **options) -> dict:
         sglang_swa_eviction_interval=r["sglang_swa_eviction_interval"],
         trtllm_scheduler_policy=r["trtllm_scheduler_policy"], trtllm_max_num_tokens=r["trtllm_max_num_tokens"],
         context_len_tokens=layout.target.max_position_embeddings,
+        num_speculative_tokens=layout.num_speculative_tokens or 0,
+        trtllm_max_attention_window=r["trtllm_max_attention_window"],
     )
     architecture = layout.target.architecture
     comparison = compare_engines(layout.layers, architecture, inputs, plans)
