@@ -356,7 +356,9 @@ def sglang_model(
         if not prefill_fits and failure is None:
             notes.append(f"the SWA pool ({swa_tokens:,} tokens) is smaller than a window plus one prefill chunk "
                          f"({window} + {chunked_prefill_size}): SGLang shrinks the chunks (_chunk_cap), prefill slows")
-        notes.append(f"steady decode: each request holds up to W + {interval} + 2 pages = {swa_need:,} SWA tokens "
+        notes.append(f"steady decode: each request holds up to {swa_need:,} SWA tokens (W + {interval}"
+                     + (f" · {num_speculative_tokens + 1} draft tokens" if num_speculative_tokens else "")
+                     + " + page + decode allocation) "
                      f"(SGLANG_SWA_EVICTION_INTERVAL {interval}), the batch {in_flight:,} more for "
                      f"{plural(chunks, 'prefill chunk')} in flight ({'--disable-overlap-schedule' if disable_overlap_schedule else 'overlap scheduler'})")
     if hybrid and failure is None and steady < 1 <= Fraction(max(swa_tokens - page, 0), swa_need):
