@@ -176,4 +176,8 @@ def test_advise_bundle():
     # unified: SWA pad256(3 · 1024 + 512) = 3584 cells; non-unified 3 · 1536 = 4608: unified wins the tie
     lc = a["llamacpp"]
     assert (lc["n_seq"], lc["n_seq_with_swa_full"], lc["kv_unified"]) == (3, 0, True)
-    assert lc["flags"] == "-c 393216 -np 3 --kv-unified" and lc["reaches_target"] is True
+    # the row already runs -np 3 (the target concurrency) per slot, which serves 3: no change to offer
+    assert lc["flags"] is None and lc["default_requests"] == 3 and lc["reaches_target"] is True
+    # from llama-server's default (-np auto: 1 request of 128k) the advice gains 2
+    auto = advise(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K))["llamacpp"]
+    assert auto["flags"] == "-c 393216 -np 3 --kv-unified" and (auto["default_requests"], auto["gain_requests"]) == (1, 2)

@@ -343,6 +343,14 @@ def advise_llamacpp(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict
     if n < 1:
         out.update(flags=None, reason=f"not even one {L:,}-token sequence allocates within the budget")
         return out
+    n_seq, kv_unified, _, n_ctx = inputs.llamacpp_slots
+    base = llamacpp_model(costs, B, L, n_seq=n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full,
+                          kv_unified=kv_unified, n_ctx=n_ctx).configured_concurrency
+    out.update(default_requests=base, gain_requests=n - base)
+    if n <= base:  # offered only when it serves more than the row's own configuration
+        out.update(flags=None, reason=f"no change: the row's -np / -c already serve {plural(base, 'request')}, the "
+                                      "most that allocate")
+        return out
     check = llamacpp_model(costs, B, L, n_seq=n, n_ubatch=inputs.llamacpp_n_ubatch, kv_unified=unified)
     assert check.starts  # the advised -np/-c re-simulated: it allocates within the budget
     out.update(flags=f"-c {check.caches.n_ctx} -np {n}" + (" --kv-unified" if unified else ""),
