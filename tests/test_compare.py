@@ -24,6 +24,14 @@ from kvplan.units import GiB
 L128K = 131072
 BUDGET = 40 * GiB
 GPT_OSS, GEMMA3 = "GptOssForCausalLM", "Gemma3ForConditionalGeneration"
+
+
+def Inputs(*args, **kw) -> CompareInputs:
+    """SGLang started with --context-length 262144 (so a 131,072-token prompt passes validate_input_length)
+    and TensorRT-LLM with kv_cache_config.max_attention_window set to the model's windows (VSWA)."""
+    kw.setdefault("context_len_tokens", 2 * L128K)
+    kw.setdefault("trtllm_max_attention_window", True)
+    return CompareInputs(*args, **kw)
 EAGLE = ModelFacts(L128K, speculative_method="eagle3")
 
 
@@ -37,7 +45,7 @@ def plan(ls, policy="vllm-latest", facts=None, threshold=None):
 
 def test_one_row_per_engine_same_inputs():
     ls = gpt_oss_20b()
-    c = compare(ls, GPT_OSS, CompareInputs(BUDGET, L128K), [plan(ls), plan(ls, "pr49472-cost")])
+    c = compare(ls, GPT_OSS, Inputs(BUDGET, L128K), [plan(ls), plan(ls, "pr49472-cost")])
     assert [r.engine for r in c.rows] == ["vllm", "vllm", "sglang", "trtllm", "llamacpp", "lower_bound"]
     v = c.row("vllm", "vllm==0.34.0")
     # vLLM 0.33: 109,226 blocks of 12 · 32768 B; per request 1033 + 8192 blocks → 9225 · 393,216 B
@@ -47,14 +55,14 @@ def test_one_row_per_engine_same_inputs():
     assert v.waste_per_request_bytes == 403_046_400 and f"{v.waste_pct:.1f}" == "11.1"
     assert c.row("vllm", "pr49472-cost").is_proposal
     assert c.row("sglang").kv_tokens == 970_903  # engines.md §3.2
-    assert c.row("trtllm").kv_tokens == 27_306 * 32  # the full-window pool's blocks · 32
+    assert c.row("trtllm").kv_tokens == 27_307 * 32  # the full-window pool's blocks · 32 (ceilDiv(873,813, 32))
     lb = c.row("lower_bound")
     assert lb.reserved_per_request_bytes == 3_224_371_200 and lb.waste_per_request_bytes == 0
 
 
 def test_rows_serialise_with_integer_bytes():
     ls = gemma3_27b()
-    d = compare(ls, GEMMA3, CompareInputs(BUDGET, L128K, target_concurrency=2), [plan(ls)]).to_dict()
+    d = compare(ls, GEMMA3, Inputs(BUDGET, L128K, target_concurrency=2), [plan(ls)]).to_dict()
     assert set(d) == {"workload", "lower_bound", "engines", "advice"}
     for row in d["engines"]:
         for key, value in row.items():
@@ -68,7 +76,7 @@ def test_rows_serialise_with_integer_bytes():
 def test_failed_vllm_plan_still_has_a_row():
     # gpt-oss-20b + P-EAGLE at threshold 1.25: the drafter check fails after sizing
     ls = gpt_oss_20b(4)
-    c = compare(ls, GPT_OSS, CompareInputs(BUDGET, L128K), [plan(ls, "vllm-1.25", EAGLE)])
+    c = compare(ls, GPT_OSS, Inputs(BUDGET, L128K), [plan(ls, "vllm-1.25", EAGLE)])
     v = c.row("vllm")
     assert not v.starts and v.failure == "All drafting layers should belong to the same kv cache group"
     assert v.reserved_per_request_bytes >= c.lower_bound.per_request_bytes
@@ -78,7 +86,7 @@ def test_failed_vllm_plan_still_has_a_row():
 
 
 def test_sglang_ratio_serves_the_most_requests_then_the_widest_margin():
-    costs, inputs = layer_costs(gpt_oss_20b()), CompareInputs(BUDGET, L128K, target_concurrency=8)
+    costs, inputs = layer_costs(gpt_oss_20b()), Inputs(BUDGET, L128K, target_concurrency=8)
     a = advise_sglang(costs, GPT_OSS, inputs)
     # r 0.012: full int(42,949,672,960 // 24,870.912) = 1,726,903, swa int(1,726,903 · 0.012) = 20,722.
     # 13 requests: full (1,726,903 − 131,073) // 131,073 + 1 = 13 admitted; SWA 13 · 258 + 16,385 = 19,739 ≤ 20,722.
@@ -94,17 +102,17 @@ def test_sglang_ratio_serves_the_most_requests_then_the_widest_margin():
 
 
 def test_sglang_advice_not_applicable_to_gemma3():
-    a = advise_sglang(layer_costs(gemma3_27b()), GEMMA3, CompareInputs(BUDGET, L128K))
+    a = advise_sglang(layer_costs(gemma3_27b()), GEMMA3, Inputs(BUDGET, L128K))
     assert not a["applicable"] and "disable-hybrid-swa-memory" in a["reason"]
 
 
 def test_trtllm_gpt_oss_shares_best_among_their_neighbours():
-    costs, inputs = layer_costs(gpt_oss_20b()), CompareInputs(BUDGET, L128K)
+    costs, inputs = layer_costs(gpt_oss_20b()), Inputs(BUDGET, L128K)
     a = advise_trtllm(costs, inputs)
     shares = a["window_shares"]
-    assert sum(shares) == 1.0  # TensorRT-LLM asserts the exact float sum
-    # 0.077 / 0.923: window pool int(0.077 · 40 GiB / 24,576) // 32 = 4,205 blocks (12 · 260 = 3,120 admitted,
-    # a 4,096-block prompt fits); full pool 50,408 blocks ≥ 12 · 4096 = 49,152
+    assert sum(shares) == 1.0  # kvplan keeps them summing to 1 (1.2.0rc2 would normalise them anyway)
+    # 0.077 / 0.923 (float32 0.07699999958 / 0.92299997807): window pool ceilDiv(int(share · 40 GiB / 24,576), 32)
+    # = 4,206 blocks (12 · 260 = 3,120 admitted, a 4,096-block prompt fits); full pool 50,409 blocks ≥ 12 · 4096
     assert shares == [0.077, 0.923] and a["requests"] == 12 and a["max_concurrency"] == 12.0
     best = trtllm_score(trtllm_result(costs, inputs, shares))
     for delta in (0.01, -0.01, 0.001, -0.001, 0.0001, -0.0001):
@@ -117,12 +125,12 @@ def test_trtllm_gpt_oss_shares_best_among_their_neighbours():
 def test_trtllm_gemma3_no_split_prefills_128k():
     # every pool must hold ceil(131072 / 32) = 4096 blocks for the prompt: the window pool alone needs
     # 4096 · 32 · 425,984 B = 52 GiB > 40 GiB. With shares proportional to bytes per token (425,984 : 81,920
-    # → 0.8387 / 0.1613) both pools hold the same tokens: the longest prompt is 84,544 (2,642 blocks)
-    a = advise_trtllm(layer_costs(gemma3_27b()), CompareInputs(BUDGET, L128K))
-    assert a["window_shares"] is None and a["longest_prompt_tokens"] == 84_544
+    # → 0.8387 / 0.1613) both pools hold 84,561 / 84,567 tokens, ceilDiv → 2,643 blocks: the longest prompt is 84,576
+    a = advise_trtllm(layer_costs(gemma3_27b()), Inputs(BUDGET, L128K))
+    assert a["window_shares"] is None and a["longest_prompt_tokens"] == 84_576
     assert "no split prefills a 131,072-token prompt" in a["reason"] and "0.8387,0.1613" in a["reason"]
     # at L = 65,536 a split serves requests again, and every pool keeps at least one request's need
-    short = advise_trtllm(layer_costs(gemma3_27b()), CompareInputs(BUDGET, 65_536))
+    short = advise_trtllm(layer_costs(gemma3_27b()), Inputs(BUDGET, 65_536))
     assert short["requests"] >= 1 and min(short["pool_margins"].values()) >= 1
 
 
@@ -162,10 +170,14 @@ def test_vllm_threshold_not_applicable():
 
 def test_advise_bundle():
     ls = gemma3_27b()
-    a = advise(layer_costs(ls), GEMMA3, CompareInputs(BUDGET, L128K, target_concurrency=3))
+    a = advise(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K, target_concurrency=3))
     assert a["vllm"] is None  # no plan given
     # llama.cpp: 3 sequences of 128k fit in 40 GiB (see test_engines_llamacpp), none with --swa-full;
     # unified: SWA pad256(3 · 1024 + 512) = 3584 cells; non-unified 3 · 1536 = 4608: unified wins the tie
     lc = a["llamacpp"]
     assert (lc["n_seq"], lc["n_seq_with_swa_full"], lc["kv_unified"]) == (3, 0, True)
-    assert lc["flags"] == "-c 393216 -np 3 --kv-unified" and lc["reaches_target"] is True
+    # the row already runs -np 3 (the target concurrency) per slot, which serves 3: no change to offer
+    assert lc["flags"] is None and lc["default_requests"] == 3 and lc["reaches_target"] is True
+    # from llama-server's default (-np auto: 1 request of 128k) the advice gains 2
+    auto = advise(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K))["llamacpp"]
+    assert auto["flags"] == "-c 393216 -np 3 --kv-unified" and (auto["default_requests"], auto["gain_requests"]) == (1, 2)

@@ -63,3 +63,47 @@ def test_no_advised_knob_leaves_a_pool_below_one_request(ks, mamba, length, budg
         r = llamacpp_model(costs, budget, length, n_seq=int(words[3]), kv_unified=lc["kv_unified"])
         assert r.starts and r.caches.n_ctx == int(words[1]) and r.caches.n_ctx_seq >= length * (
             1 if not lc["kv_unified"] else int(words[3]))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ks=kinds, mamba=st.integers(0, 1), length=st.integers(256, 200_000), budget=st.integers(GiB // 4, 80 * GiB),
+       policy=st.sampled_from(SCHEDULER_POLICIES), overlap=st.booleans(), page=st.sampled_from([1, 16, 64]),
+       spec=st.integers(0, 5), longer_context=st.booleans(), vswa=st.booleans())
+def test_advice_never_loses_to_the_default(ks, mamba, length, budget, policy, overlap, page, spec, longer_context,
+                                           vswa):
+    """Advised settings never serve fewer requests than the engine's defaults (and are offered only when
+    they serve more), and pass the engine's own worst-case admission check at the count they advise:
+    SGLang's compute_swa_request_cap (speculative draft tokens included) and full-pool admission;
+    TensorRT-LLM's per-pool admission blocks and the prompt's prefill blocks."""
+    import math
+
+    from kvplan.engines.sglang import swa_per_request_tokens
+
+    costs = layer_costs(build(ks, mamba))
+    inputs = CompareInputs(budget, length, trtllm_scheduler_policy=policy, sglang_disable_overlap_schedule=not overlap,
+                           sglang_page_size=page, num_speculative_tokens=spec,
+                           context_len_tokens=2 * length if longer_context else length,
+                           trtllm_max_attention_window=vswa)
+    s = advise_sglang(costs, "GptOssForCausalLM", inputs)
+    default = sglang_concurrency(costs, "GptOssForCausalLM", inputs, inputs.swa_full_tokens_ratio)
+    if s.get("swa_full_tokens_ratio") is None:
+        assert s["max_concurrency"] == round(default.max_concurrency, 6)
+    else:
+        r = sglang_concurrency(costs, "GptOssForCausalLM", inputs, s["swa_full_tokens_ratio"])
+        n = math.floor(r.max_concurrency)
+        assert n == s["requests"] > math.floor(default.max_concurrency) and s["gain_requests"] >= 1
+        assert r.starts and r.admission_concurrency >= n
+        per = swa_per_request_tokens(r.window_tokens, length, page, r.swa_eviction_interval, spec, overlap)
+        assert n * per + (1 if not overlap else 2) * r.chunked_prefill_size + page <= r.swa_tokens
+
+    t = advise_trtllm(costs, inputs)
+    equal = trtllm_result(costs, inputs)
+    if not t.get("window_shares"):
+        assert t["max_concurrency"] == round(equal.max_concurrency, 6)
+    else:
+        r = trtllm_result(costs, inputs, t["window_shares"])
+        n = math.floor(r.max_concurrency)
+        assert n == t["requests"] > math.floor(equal.max_concurrency) and t["gain_requests"] >= 1
+        for p in r.pools:
+            per = p.blocks_per_request if policy == MAX_UTILIZATION else p.admission_blocks
+            assert p.num_blocks >= max(n * per, p.prefill_blocks), p

@@ -32,7 +32,8 @@ def as_json(*args):
 
 @pytest.fixture(scope="module")
 def gpt():
-    return as_json("compare", *GPT, *BUDGET, "--target-len", "131072", "--target-concurrency", "8")
+    return as_json("compare", *GPT, *BUDGET, "--target-len", "131072", "--target-concurrency", "8",
+                   "--trtllm-max-attention-window")
 
 
 def test_schema(gpt):
@@ -96,21 +97,23 @@ def test_other_engines_and_advice(gpt):
     assert "flag" not in (a["vllm"] or {})  # a grouping threshold is a vLLM code change, never a flag
     assert a["sglang"]["applicable"] and a["trtllm"]["applicable"]
     assert a["trtllm"]["env"].startswith("TRTLLM_WINDOW_SIZE_SHARES=")
-    assert gpt["engine_versions"] == {"sglang": "0.5.23", "trtllm": "1.2.0rc2", "llamacpp": "0c1e57098"}
+    assert gpt["engine_versions"] == {"sglang": "0.5.23", "trtllm": "1.2.0rc2", "llamacpp": "0c1e57098",
+                                      "trtllm_commit": "b35ac1b64368513d215c57d2ed01d62d910df8da"}
 
 
 def test_gemma3_worked_numbers():
-    d = as_json("compare", *GEMMA, *BUDGET, "--target-len", "131072", "--policies", "none")
+    d = as_json("compare", *GEMMA, *BUDGET, "--target-len", "131072", "--policies", "none",
+                "--trtllm-max-attention-window")
     rows = {r["engine"]: r for r in d["engines"]}
     assert [r["name"] for r in d["engines"] if r["engine"] == "vllm"] == ["vllm==0.34.0"]
     # SGLang runs Gemma 3 with the hybrid pool off: 40 GiB // (62 · 8192 B) = 84,562 tokens, 0.65 requests
     assert rows["sglang"]["kv_tokens"] == 84_562 and rows["sglang"]["knobs"]["hybrid_swa_memory"] is False
-    # TensorRT-LLM equal shares: the 1024 window pool holds 20 GiB / (52 · 8192 B) = 50,412 tokens
+    # TensorRT-LLM equal shares: the 1024 window pool holds 20 GiB / (52 · 8192 B) = 50,412 tokens, 1,576 blocks
     pools = rows["trtllm"]["details"]["pools"]
-    assert (pools[0]["window_tokens"], pools[0]["capacity_tokens"], pools[0]["num_blocks"]) == (1024, 50_412, 1_575)
+    assert (pools[0]["window_tokens"], pools[0]["capacity_tokens"], pools[0]["num_blocks"]) == (1024, 50_412, 1_576)
     # ... but a 131,072-token prompt needs 4,096 blocks there (addSequence): it cannot be prefilled
     st = rows["trtllm"]["details"]["stages"]
-    assert st["longest_prompt_tokens"]["value"] == 50_400 and st["prefills_prompt"] is False
+    assert st["longest_prompt_tokens"]["value"] == 50_432 and st["prefills_prompt"] is False
     assert st["admission_concurrency"]["value"] == 2 and rows["trtllm"]["max_concurrency"] == 0.0
     assert "getRemainingBlocksToCompletion" in st["admission_concurrency"]["rule"]
     # llama.cpp, llama-server's default (-np auto: 4 slots, unified) sharing n_ctx = 131072: 10 GiB base
@@ -125,7 +128,7 @@ def test_gemma3_worked_numbers():
 
 def test_engine_knobs_reach_the_models():
     d = as_json("compare", *GEMMA, *BUDGET, "--target-len", "131072", "--policies", "none",
-                "--trtllm-window-shares", "0.1,0.9", "--llamacpp-n-seq", "2", "--swa-full",
+                "--trtllm-window-shares", "0.1,0.9", "--trtllm-max-attention-window", "--llamacpp-n-seq", "2", "--swa-full",
                 "--swa-full-tokens-ratio", "0.5", "--llamacpp-n-ubatch", "1024")
     rows = {r["engine"]: r for r in d["engines"]}
     assert rows["trtllm"]["knobs"]["window_shares"] == [0.1, 0.9] and rows["trtllm"]["knobs"]["window_shares_given"]
@@ -145,9 +148,10 @@ def test_scheduler_and_version_options():
     assert rows["trtllm"]["knobs"]["scheduler_policy"] == "MAX_UTILIZATION"
     assert rows["trtllm"]["details"]["max_num_tokens"] == 2048
     sg = rows["sglang"]["details"]
-    # one chunk in flight: 8192 + 1; per request 128 + 32 + 1 + 1 = 162 SWA tokens
+    # one chunk in flight: 8192 + 1; per request (compute_swa_request_cap, P-EAGLE's 5 speculative tokens:
+    # 6 draft tokens) 128 + 32 · 6 + 1 + 6 (decode allocation, kvplan's spec-v1 approximation) = 327 SWA tokens
     assert sg["disable_overlap_schedule"] and sg["pools"][1]["in_flight_prefill_tokens"] == 8193
-    assert sg["pools"][1]["per_request_tokens"] == 162
+    assert sg["pools"][1]["per_request_tokens"] == 327
     assert rows["llamacpp"]["knobs"]["kv_unified"] is True
 
 
@@ -157,7 +161,7 @@ def test_yaml_and_table():
     r = invoke("compare", *GPT, *BUDGET, "--target-len", "131072", "--target-concurrency", "4")
     assert r.exit_code == 0
     for text in ("Engines on the same inputs", "SGLang", "TensorRT-LLM", "llama.cpp", "[proposal]", "Advice for",
-                 "Through each engine", "TensorRT-LLM 1.2.0rc2: getRemainingBlocksToCompletion"):
+                 "Through each engine", "TensorRT-LLM 1.2.0rc2 (b35ac1b64): getRemainingBlocksToCompletion"):
         assert text in r.stdout
     # tables fit 100 columns
     assert max(len(line) for line in r.stdout.splitlines()) <= 100
@@ -171,8 +175,8 @@ def test_default_length_is_the_models():
 @pytest.mark.parametrize("args, message", [
     (["--target-len", "1000", "--max-model-len", "2000"], "differ"),
     (["--max-model-len", "auto"], "fixed length"),
-    (["--target-len", "131072", "--trtllm-window-shares", "1.0"], "window size"),
-    (["--target-len", "131072", "--trtllm-window-shares", "0.3,0.3"], "sum to 1.0"),
+    (["--target-len", "131072", "--trtllm-window-shares", "0.5,0.5"], "1 window size"),
+    (["--target-len", "131072", "--trtllm-window-shares", "1.5,0.5"], "in [0, 1]"),
     (["--target-len", "1000", "--policies", "vllm-9"], "unknown policy"),
     (["--target-len", "1000", "-pp", "2"], "pipeline"),
     (["--target-len", "1000", "--sglang-version", "0.4.0"], "read from 0.5.23 only"),

@@ -61,11 +61,25 @@ def test_fit_at_40_gib():
 
 
 def test_recurrent_state_is_separate():
-    # Qwen3-Next-like: GDN state (3 · 8192 + 32 · 128 · 128) · 2 B = 1,097,728 B per layer per sequence
+    # Qwen3-Next-like: GDN state (3 · 8192 + 32 · 128 · 128) elements, kept in f32 by llama.cpp whatever the
+    # model dtype (recurrent_type_k/v = GGML_TYPE_F32): 548,864 · 4 B = 2,195,456 B per layer per sequence
     ls = layers([gdn()] * 3 + [full(2, 256)])
     c = cache_sizes(layer_costs(ls), n_ctx=2 * 4096, n_seq=2)
-    assert c.recurrent_bytes == 2 * 3 * 1_097_728
+    assert c.recurrent_bytes == 2 * 3 * 2_195_456
     assert c.base_bytes == 2 * 4096 * 2 * 512 * 2 and c.swa_cells == 0
+
+
+def test_one_configuration_per_row():
+    # llama-server's default (-np auto): 4 unified slots sharing n_ctx = L serve 1 request of L at once,
+    # whatever the largest -np that would fit (the advice); --no-kv-unified does not change -np auto
+    from kvplan.engines.llamacpp import server_slots
+
+    r = llamacpp_model(layer_costs(gpt_oss_20b()), 40 * GiB, L128K, n_seq=4, kv_unified=True, n_ctx=L128K)
+    assert r.starts and r.max_concurrency == 1.0 and r.max_n_seq > 4
+    assert server_slots(None, False)[:2] == (4, True)
+    # an explicit -np 3 per slot: n_ctx = 3 · L, 3 requests; -np 4 for gemma-3-27b does not allocate: 0
+    assert llamacpp_model(layer_costs(gemma3_27b()), 40 * GiB, L128K, n_seq=3, kv_unified=False).max_concurrency == 3
+    assert llamacpp_model(layer_costs(gemma3_27b()), 40 * GiB, L128K, n_seq=4, kv_unified=False).max_concurrency == 0
 
 
 def test_n_ctx_is_padded_to_256():

@@ -25,7 +25,19 @@ GEMMA4 = "Gemma4ForConditionalGeneration"  # allowlisted: "gemma-3 as if SGLang 
 
 
 def model(ls, arch, r=0.8, **kw):
+    """SGLang started with ``--context-length 262144`` (above the workload), so the 131,072-token
+    prompt passes validate_input_length and the pools decide; see test_prompt_of_the_whole_context."""
+    kw.setdefault("context_len_tokens", 2 * L128K)
     return sglang_model(layer_costs(ls), arch, BUDGET, L128K, swa_full_tokens_ratio=r, **kw)
+
+
+def test_prompt_of_the_whole_context_is_refused():
+    # tp_worker.py: max_req_input_len = min(context_len − 1, pool − 1) − 5 = 131,066; validate_input_length
+    # refuses len >= 131,066, so the longest prompt is 131,065 and a 131,072-token prompt is refused
+    r = model(gpt_oss_20b(), GPT_OSS, context_len_tokens=L128K)
+    assert r.longest_prompt_tokens == 131_065 and r.max_concurrency == 0
+    assert any("validate_input_length" in n for n in r.notes)
+    assert model(gpt_oss_20b(), GPT_OSS, context_len_tokens=L128K, prompt_len_tokens=131_065).max_concurrency == 7
 
 
 def test_gpt_oss_20b_default_ratio():
@@ -43,7 +55,7 @@ def test_gpt_oss_20b_default_ratio():
     # admission: request n needs L < what the n − 1 before it left, each reserving 131,072 + 1 (page):
     # (970,903 − 131,072 − 1) // 131,073 + 1 = 7 whole requests
     assert r.admission_concurrency == 7 and r.max_concurrency == 7.0
-    assert r.longest_prompt_tokens == 970_902  # total_tokens < remaining_total on an empty pool
+    assert r.longest_prompt_tokens == 262_137  # min(context_len 262,144, pool 970,903) − 7 (validate_input_length)
     assert r.starts and r.prefill_fits
 
 
@@ -84,8 +96,8 @@ def test_gemma3_runs_with_the_hybrid_pool_disabled():
     assert r.full_bytes_per_token == 62 * 8192
     assert (r.full_tokens, r.swa_tokens) == (84_562, None)
     assert f"{float(r.steady_concurrency):.2f}" == "0.65"
-    # the longest prompt is 84,561 tokens: a 131,072-token prompt is never admitted
-    assert r.longest_prompt_tokens == 84_561 and r.admission_concurrency == 0 and r.max_concurrency == 0
+    # the longest prompt is min(262,144, 84,562) − 7 = 84,555 tokens: a 131,072-token prompt is never admitted
+    assert r.longest_prompt_tokens == 84_555 and r.admission_concurrency == 0 and r.max_concurrency == 0
     assert r.starts and any("caps the request length" in n for n in r.notes)
     # the ratio changes nothing when the split pool is off
     assert model(gemma3_27b(), GEMMA3, r=0.1).full_tokens == 84_562
@@ -154,6 +166,6 @@ def test_reserved_per_request_is_pool_over_concurrency():
     # admission (5,242,880 − 131,073) // 131,073 + 1 = 39 (each reserves L + a page): 39 whole requests,
     # so one request costs the pool's bytes / 39
     ls = layers([full()] * 4)
-    r = sglang_model(layer_costs(ls), "LlamaForCausalLM", BUDGET, L128K)
+    r = sglang_model(layer_costs(ls), "LlamaForCausalLM", BUDGET, L128K, context_len_tokens=2 * L128K)
     assert (r.full_tokens, r.steady_concurrency, r.admission_concurrency) == (5_242_880, 40, 39)
     assert r.reserved_per_request_bytes == -(-(5_242_880 * 8192) // 39)

@@ -2,6 +2,7 @@
 scheduler's admission, prefill and steady-decode needs, derived by hand from TensorRT-LLM
 1.2.0rc2 (commit b35ac1b6) ``kvCacheManager.cpp`` and ``resource_manager.py``.
 
+``BaseKVCacheManager::calculateMaxNumBlocks`` (blocks rounded up, float32 shares normalised).
 Budget 40 GiB, equal shares (one half per window), 32 tokens per block, L = 131072 (the full
 layers' window is max_seq_len = L), max_num_tokens 8192, prompt = L unless given.
 """
@@ -21,53 +22,74 @@ BUDGET = 40 * GiB
 
 
 def model(ls, budget=BUDGET, **kw):
+    """VSWA: ``kv_cache_config.max_attention_window`` set to the model's windows (not the default;
+    test_default_settings_one_pool covers the default)."""
+    kw.setdefault("max_attention_window", True)
     return trtllm_model(layer_costs(ls), budget, L128K, **kw)
+
+
+def test_default_settings_one_pool():
+    """Llama-4-Scout at 40 GiB / 131,072 with 1.2.0rc2's defaults (max_attention_window unset): all 48
+    layers attend max_seq_len, 48 · 2 · 8 · 128 · 2 B = 196,608 B per token; 42,949,672,960 / 196,608 =
+    218,453.3 → 218,453 tokens, ceilDiv(218,453, 32) = 6,827 blocks; one request needs 4,096: 1 request."""
+    from kvplan.model.layout import build_model_layout
+
+    costs = layer_costs(build_model_layout("meta-llama/Llama-4-Scout-17B-16E-Instruct").layers)
+    r = trtllm_model(costs, BUDGET, L128K)
+    assert [(p.window_tokens, p.bytes_per_token, p.capacity_tokens, p.num_blocks) for p in r.pools] == [
+        (L128K, 196_608, 218_453, 6_827)]
+    assert r.admission_concurrency == 1 and r.max_concurrency == 1.0
+    assert any("enable_chunked_prefill" in n for n in r.notes)
+    assert any("max_attention_window unset" in n for n in r.notes)
+    # with the model's windows (chunked attention 8192 on 36 layers) VSWA holds more
+    assert trtllm_model(costs, BUDGET, L128K, max_attention_window=True).max_concurrency > 1
 
 
 def test_gemma3_27b_equal_shares():
     r = model(gemma3_27b())
     swa, fullp = r.pools
     # window 1024: 52 layers · 8192 B = 425,984 B per token; 20 GiB / 425,984 = 50,412.3 → 50,412 tokens,
-    # 50,412 // 32 = 1,575 blocks
+    # ceilDiv(50,412, 32) = 1,576 blocks (calculateMaxNumBlocks rounds up)
     assert (swa.window_tokens, swa.num_layers, swa.bytes_per_token) == (1024, 52, 425_984)
-    assert (swa.capacity_tokens, swa.num_blocks) == (50_412, 1_575)
+    assert (swa.capacity_tokens, swa.num_blocks) == (50_412, 1_576)
     # full window (131072): 10 · 8192 = 81,920 B per token; 20 GiB / 81,920 = 262,144 tokens, 8,192 blocks
     assert (fullp.window_tokens, fullp.capacity_tokens, fullp.num_blocks) == (L128K, 262_144, 8_192)
     # steady decode: window pool cdiv(1024, 32) + 1 = 33 blocks; full pool 131072 / 32 = 4096 blocks
     assert (swa.blocks_per_request, fullp.blocks_per_request) == (33, 4096)
     assert r.steady_concurrency == 2 and r.kv_tokens == 262_144
     # admission (getRemainingBlocksToCompletion): temp = min(8192, 131071 - 1024) = 8192 in the window pool,
-    # ceil(min(131072, 1024 + 8192) / 32) = 288 blocks → 1575 // 288 = 5; full pool (temp 0) 4096 → 8192 // 4096 = 2
+    # ceil(min(131072, 1024 + 8192) / 32) = 288 blocks → 1576 // 288 = 5; full pool (temp 0) 4096 → 8192 // 4096 = 2
     assert (swa.temporary_window_tokens, fullp.temporary_window_tokens) == (8192, 0)
     assert (swa.admission_blocks, fullp.admission_blocks) == (288, 4096) and r.admission_concurrency == 2
 
 
 def test_gemma3_27b_full_length_prompt_cannot_be_prefilled():
     # addSequence(prompt_len) allocates ceil(131072 / 32) = 4096 blocks in every pool (maxTokenNum =
-    # max(W, max_seq_len)); the window pool has 1575: the longest prompt is 1575 · 32 = 50,400 tokens.
+    # max(W, max_seq_len)); the window pool has 1576: the longest prompt is 1576 · 32 = 50,432 tokens.
     r = model(gemma3_27b())
     swa, _ = r.pools
-    assert swa.prefill_blocks == 4096 and r.longest_prompt_tokens == 50_400
+    assert swa.prefill_blocks == 4096 and r.longest_prompt_tokens == 50_432
     assert r.starts and r.max_concurrency == 0
-    assert any("131,072-token prompt cannot be prefilled" in n and "1,575" in n for n in r.notes)
+    assert any("131,072-token prompt cannot be prefilled" in n and "1,576" in n for n in r.notes)
     assert r.stages.to_dict()["prefills_prompt"] is False
-    # a 50,400-token prompt fits (1575 blocks) and then 2 requests run (the full pool); one token more does not
-    assert model(gemma3_27b(), prompt_len_tokens=50_400).max_concurrency == 2.0
-    assert model(gemma3_27b(), prompt_len_tokens=50_401).max_concurrency == 0
+    # a 50,432-token prompt fits (1576 blocks) and then 2 requests run (the full pool); one token more does not
+    assert model(gemma3_27b(), prompt_len_tokens=50_432).max_concurrency == 2.0
+    assert model(gemma3_27b(), prompt_len_tokens=50_433).max_concurrency == 0
 
 
 def test_gpt_oss_20b_equal_shares():
-    # each pool: 12 layers · 2048 B = 24,576 B per token; 20 GiB / 24,576 = 873,813 tokens, 27,306 blocks
+    # each pool: 12 layers · 2048 B = 24,576 B per token; 20 GiB / 24,576 = 873,813 tokens,
+    # ceilDiv(873,813, 32) = 27,307 blocks
     r = model(gpt_oss_20b())
     assert [(p.window_tokens, p.capacity_tokens, p.num_blocks) for p in r.pools] == [
-        (128, 873_813, 27_306), (L128K, 873_813, 27_306)]
-    # steady: 27,306 / 4096 = 6.67 requests of 128k (the 128-token pool holds 27,306 / 5 = 5461 windows)
+        (128, 873_813, 27_307), (L128K, 873_813, 27_307)]
+    # steady: 27,307 / 4096 = 6.67 requests of 128k
     assert f"{float(r.steady_concurrency):.2f}" == "6.67"
-    # admission: window pool ceil(min(131072, 128 + 8192) / 32) = 260 blocks (27,306 // 260 = 105),
-    # full pool 4096 (27,306 // 4096 = 6): GUARANTEED_NO_EVICT admits 6 whole requests
+    # admission: window pool ceil(min(131072, 128 + 8192) / 32) = 260 blocks (27,307 // 260 = 105),
+    # full pool 4096 (27,307 // 4096 = 6): GUARANTEED_NO_EVICT admits 6 whole requests
     assert [p.admission_blocks for p in r.pools] == [260, 4096]
     assert r.admission_concurrency == 6 and r.max_concurrency == 6.0
-    # every prompt up to L prefills: 27,306 · 32 = 873,792 ≥ 131,072
+    # every prompt up to L prefills: 27,307 · 32 = 873,824 ≥ 131,072
     assert r.longest_prompt_tokens == L128K
 
 
@@ -87,7 +109,7 @@ def test_max_num_tokens_sets_the_temporary_window():
 
 def test_max_utilization_admits_one_step_and_keeps_the_steady_count():
     # getNeededBlocksOneStep, first context chunk, max_new = 0: window pool ceil(min(131072, 128 + 0) / 32) = 4,
-    # full pool 4096; MAX_UTILIZATION serves what stays resident: 27,306 / 4096 = 6.67
+    # full pool 4096; MAX_UTILIZATION serves what stays resident: 27,307 / 4096 = 6.67
     r = model(gpt_oss_20b(), scheduler_policy=MAX_UTILIZATION)
     assert [p.admission_blocks for p in r.pools] == [4, 4096] and r.admission_concurrency == 6
     assert f"{r.max_concurrency:.2f}" == "6.67"
@@ -96,22 +118,29 @@ def test_max_utilization_admits_one_step_and_keeps_the_steady_count():
 
 
 def test_given_shares_in_ascending_window_order():
-    # TRTLLM_WINDOW_SIZE_SHARES=0.1,0.9: window 1024 gets 4 GiB → 4 GiB / 425,984 = 10,082 tokens, 315 blocks;
-    # full gets 36 GiB → 471,859 tokens, 14,745 blocks → 14,745 / 4096 = 3.6 requests
+    # TRTLLM_WINDOW_SIZE_SHARES=0.1,0.9 (float32 0.1 = 0.100000001, 0.9 = 0.899999976, sum 1.0f): window 1024
+    # gets 4 GiB → 4 GiB / 425,984 = 10,082 tokens, ceilDiv → 316 blocks; full gets 36 GiB → 471,859 tokens,
+    # 14,746 blocks → 14,746 / 4096 = 3.6 requests
     r = model(gemma3_27b(), window_shares=(0.1, 0.9))
-    assert [(p.capacity_tokens, p.num_blocks) for p in r.pools] == [(10_082, 315), (471_859, 14_745)]
-    # steady 14,745 / 4096 = 3.60; admission min(315 // 288, 14,745 // 4096) = 1; a 131,072-token prompt needs
-    # 4096 blocks in the 315-block window pool: longest prompt 315 · 32 = 10,080
+    assert [(p.capacity_tokens, p.num_blocks) for p in r.pools] == [(10_082, 316), (471_859, 14_746)]
+    # steady 14,746 / 4096 = 3.60; admission min(316 // 288, 14,746 // 4096) = 1; a 131,072-token prompt needs
+    # 4096 blocks in the 316-block window pool: longest prompt 316 · 32 = 10,112
     assert f"{float(r.steady_concurrency):.2f}" == "3.60" and r.admission_concurrency == 1
-    assert r.longest_prompt_tokens == 10_080 and r.max_concurrency == 0
+    assert r.longest_prompt_tokens == 10_112 and r.max_concurrency == 0
     assert r.shares_given
 
 
 def test_share_errors_mirror_tensorrt_llm_asserts():
     with pytest.raises(OptionError, match="must match|2 window"):
         model(gemma3_27b(), window_shares=(1.0,))
-    with pytest.raises(OptionError, match="sum to 1.0"):
-        model(gemma3_27b(), window_shares=(0.2, 0.9))
+    # 1.2.0rc2 normalises the shares (no sum == 1.0 assert): 0.2,0.9 is 0.2/1.1, 0.9/1.1
+    r = model(gemma3_27b(), window_shares=(0.2, 0.9))
+    assert [round(p.share, 6) for p in r.pools] == [0.181818, 0.818182]
+    assert model(gemma3_27b(), window_shares=(0.4, 0.4)).pools[0].share == 0.5
+    with pytest.raises(OptionError, match=r"\[0, 1\]"):
+        parse_shares("1.5,0.5")
+    with pytest.raises(OptionError):
+        parse_shares("0,0")
     with pytest.raises(OptionError):
         parse_shares("a,b")
     assert parse_shares("0.25, 0.75") == (0.25, 0.75)

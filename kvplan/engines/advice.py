@@ -33,11 +33,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from kvplan.engines.compare import CompareInputs
+from kvplan.engines.compare import CompareInputs, sglang_result, trtllm_result
 from kvplan.engines.layer_costs import LayerCost
 from kvplan.engines.llamacpp import llamacpp_model
-from kvplan.engines.sglang import SglangResult, sglang_model
-from kvplan.engines.trtllm import MAX_UTILIZATION, TrtllmResult, trtllm_model, window_bytes_per_token
+from kvplan.engines.sglang import SglangResult
+from kvplan.engines.trtllm import MAX_UTILIZATION, TrtllmResult, window_bytes_per_token
+from kvplan.units import plural
 
 RATIO_STEP = Fraction(1, 1000)
 SHARE_STEPS = (Fraction(1, 100), Fraction(1, 1000), Fraction(1, 10000))
@@ -58,13 +59,7 @@ def _round(x: float) -> float:
 
 
 def sglang_concurrency(costs, architecture, inputs: CompareInputs, ratio: float) -> SglangResult:
-    return sglang_model(
-        costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        swa_full_tokens_ratio=ratio, page_size=inputs.sglang_page_size,
-        chunked_prefill_size=inputs.max_num_batched_tokens,
-        disable_overlap_schedule=inputs.sglang_disable_overlap_schedule,
-        swa_eviction_interval=inputs.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
-    )
+    return sglang_result(costs, architecture, inputs, ratio)
 
 
 def sglang_pool_margins(r: SglangResult, requests: int) -> dict[str, float]:
@@ -94,17 +89,30 @@ def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None, inputs
                 "max_concurrency": _round(default.max_concurrency),
                 "reaches_target": _reaches(default.max_concurrency, inputs.target_concurrency)}
     best, best_score = None, NO_SCORE
-    for ratio in ratio_grid():
+    grid = ratio_grid()
+    for ratio in grid:
         r = sglang_concurrency(costs, architecture, inputs, ratio)
         score = sglang_score(r)
         if score > best_score:
             best, best_score = r, score
     if best is None:
-        return {"applicable": True, "swa_full_tokens_ratio": None, "max_concurrency": 0.0,
+        return {"applicable": True, "swa_full_tokens_ratio": None, "max_concurrency": _round(default.max_concurrency),
+                "candidates_tried": len(grid),
                 "reason": f"no ratio in (0, 1] serves one {inputs.target_len_tokens:,}-token request",
-                "reaches_target": _reaches(0.0, inputs.target_concurrency)}
+                "reaches_target": _reaches(default.max_concurrency, inputs.target_concurrency)}
     n, margin = best_score
+    base = sglang_score(default)[0]
+    if n <= base:  # advice is offered only when it serves more than the engine's default
+        return {"applicable": True, "swa_full_tokens_ratio": None, "max_concurrency": _round(default.max_concurrency),
+                "candidates_tried": len(grid), "default_requests": base,
+                "reason": f"no change: the default {inputs.swa_full_tokens_ratio:g} serves {plural(base, 'request')}; "
+                          f"none of the {len(grid):,} ratios tried serves more (SGLang's own worst case, "
+                          "compute_swa_request_cap, speculation included)",
+                "reaches_target": _reaches(default.max_concurrency, inputs.target_concurrency)}
     return {
+        "default_requests": base,
+        "gain_requests": n - base,
+        "candidates_tried": len(grid),
         "applicable": True,
         "swa_full_tokens_ratio": best.swa_full_tokens_ratio,
         "flag": f"--swa-full-tokens-ratio {best.swa_full_tokens_ratio:g}",
@@ -123,13 +131,6 @@ def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None, inputs
 # --- TensorRT-LLM ------------------------------------------------------------------------
 
 
-def trtllm_result(costs, inputs: CompareInputs, shares=None) -> TrtllmResult:
-    return trtllm_model(
-        costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        window_shares=None if shares is None else tuple(float(s) for s in shares),
-        tokens_per_block=inputs.trtllm_tokens_per_block, scheduler_policy=inputs.trtllm_scheduler_policy,
-        max_num_tokens=inputs.trtllm_max_num_tokens, prompt_len_tokens=inputs.target_prompt_len_tokens,
-    )
 
 
 def trtllm_concurrency(costs, inputs: CompareInputs, shares) -> Fraction:
@@ -199,7 +200,7 @@ def proportional_shares(costs, inputs: CompareInputs) -> list[Fraction]:
 
 
 def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
-    windows = list(window_bytes_per_token(costs, inputs.target_len_tokens))
+    windows = list(window_bytes_per_token(costs, inputs.target_len_tokens, inputs.trtllm_max_attention_window))
     equal = trtllm_result(costs, inputs)
     if len(windows) < 2:
         return {"applicable": False, "reason": "one window size: one pool, nothing to share",
@@ -207,6 +208,7 @@ def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
                 "reaches_target": _reaches(equal.max_concurrency, inputs.target_concurrency)}
     shares = _exact_start(proportional_shares(costs, inputs), costs, inputs)
     best = trtllm_score(trtllm_result(costs, inputs, shares))
+    tried = [1]
     improved = True
     while improved:
         improved = False
@@ -221,11 +223,12 @@ def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
                     if not _exact_sum(trial):
                         continue
                     score = trtllm_score(trtllm_result(costs, inputs, trial))
+                    tried[0] += 1
                     if score > best:
                         shares, best, improved = trial, score, True
     if best == NO_SCORE:
         # every pool must hold the prompt: shares proportional to the pools' bytes per token
-        even = _rounded_shares([b for _, b in window_bytes_per_token(costs, inputs.target_len_tokens).values()])
+        even = _rounded_shares([b for _, b in window_bytes_per_token(costs, inputs.target_len_tokens, inputs.trtllm_max_attention_window).values()])
         longest = trtllm_result(costs, inputs, even).longest_prompt_tokens
         prompt = equal.prompt_len_tokens
         return {"applicable": True, "window_shares": None, "max_concurrency": 0.0,
@@ -236,8 +239,19 @@ def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
                 "equal_shares_max_concurrency": _round(equal.max_concurrency),
                 "reaches_target": _reaches(0.0, inputs.target_concurrency)}
     r = trtllm_result(costs, inputs, shares)
+    base = trtllm_score(equal)[0]
+    if best[0] <= base:  # offered only when it serves more than the equal default
+        return {"applicable": True, "window_shares": None, "max_concurrency": _round(equal.max_concurrency),
+                "default_requests": base, "candidates_tried": tried[0],
+                "reason": f"no change: equal shares serve {plural(base, 'request')}; none of the {tried[0]:,} splits "
+                          "tried serves more",
+                "equal_shares_max_concurrency": _round(equal.max_concurrency),
+                "reaches_target": _reaches(equal.max_concurrency, inputs.target_concurrency)}
     value = ",".join(f"{float(s):g}" for s in shares)
     return {
+        "default_requests": base,
+        "gain_requests": best[0] - base,
+        "candidates_tried": tried[0],
         "applicable": True,
         "windows_tokens": windows,
         "window_shares": [float(s) for s in shares],
@@ -328,6 +342,14 @@ def advise_llamacpp(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict
            "reaches_target": _reaches(n, inputs.target_concurrency)}
     if n < 1:
         out.update(flags=None, reason=f"not even one {L:,}-token sequence allocates within the budget")
+        return out
+    n_seq, kv_unified, _, n_ctx = inputs.llamacpp_slots
+    base = llamacpp_model(costs, B, L, n_seq=n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full,
+                          kv_unified=kv_unified, n_ctx=n_ctx).configured_concurrency
+    out.update(default_requests=base, gain_requests=n - base)
+    if n <= base:  # offered only when it serves more than the row's own configuration
+        out.update(flags=None, reason=f"no change: the row's -np / -c already serve {plural(base, 'request')}, the "
+                                      "most that allocate")
         return out
     check = llamacpp_model(costs, B, L, n_seq=n, n_ubatch=inputs.llamacpp_n_ubatch, kv_unified=unified)
     assert check.starts  # the advised -np/-c re-simulated: it allocates within the budget

@@ -28,8 +28,22 @@ from dataclasses import dataclass, field
 from kvplan.engines.layer_costs import LayerCost, layer_costs
 from kvplan.engines.llamacpp import DEFAULT_N_UBATCH, llamacpp_model, server_slots
 from kvplan.engines.lower_bound import LowerBound, lower_bound
-from kvplan.engines.sglang import DEFAULT_SWA_EVICTION_INTERVAL, DEFAULT_SWA_FULL_TOKENS_RATIO, sglang_model
-from kvplan.engines.trtllm import DEFAULT_MAX_NUM_TOKENS, GUARANTEED_NO_EVICT, TOKENS_PER_BLOCK, trtllm_model
+from kvplan.engines.sglang import (
+    DEFAULT_MAMBA_FULL_MEMORY_RATIO,
+    DEFAULT_SWA_EVICTION_INTERVAL,
+    DEFAULT_SWA_FULL_TOKENS_RATIO,
+    SglangResult,
+    sglang_model,
+)
+from kvplan.engines.trtllm import (
+    DEFAULT_MAX_NUM_TOKENS,
+    GUARANTEED_NO_EVICT,
+    TOKENS_PER_BLOCK,
+    TRTLLM_COMMIT,
+    TRTLLM_VERSION,
+    TrtllmResult,
+    trtllm_model,
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,11 @@ class CompareInputs:
     sglang_swa_eviction_interval: int = DEFAULT_SWA_EVICTION_INTERVAL
     trtllm_scheduler_policy: str = GUARANTEED_NO_EVICT
     trtllm_max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS
+    context_len_tokens: int | None = None  # the model's context length (SGLang's --context-length default)
+    mamba_full_memory_ratio: float = DEFAULT_MAMBA_FULL_MEMORY_RATIO  # SGLang
+    sglang_mamba_ssm_dtype: str = "float32"  # SGLang's SSM state dtype (SGLANG_MAMBA_SSM_DTYPE)
+    num_speculative_tokens: int = 0  # the drafter's tokens per step (SGLang's speculative SWA term)
+    trtllm_max_attention_window: bool = False  # kv_cache_config.max_attention_window = the model's windows
 
     @property
     def n_seq(self) -> int:
@@ -193,15 +212,22 @@ def vllm_row(plan, lb: LowerBound) -> EngineRow:
     )
 
 
-def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
-               lb: LowerBound, ratio: float | None = None) -> EngineRow:
-    r = sglang_model(
+def sglang_result(costs, architecture: str | None, inputs: CompareInputs, ratio: float) -> SglangResult:
+    """SGLang's model on the workload with ``--swa-full-tokens-ratio ratio`` and every other knob from the inputs."""
+    return sglang_model(
         costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        swa_full_tokens_ratio=inputs.swa_full_tokens_ratio if ratio is None else ratio,
-        page_size=inputs.sglang_page_size, chunked_prefill_size=inputs.max_num_batched_tokens,
+        swa_full_tokens_ratio=ratio, page_size=inputs.sglang_page_size,
+        chunked_prefill_size=inputs.max_num_batched_tokens,
         disable_overlap_schedule=inputs.sglang_disable_overlap_schedule,
         swa_eviction_interval=inputs.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
+        mamba_full_memory_ratio=inputs.mamba_full_memory_ratio, mamba_ssm_dtype=inputs.sglang_mamba_ssm_dtype,
+        context_len_tokens=inputs.context_len_tokens, num_speculative_tokens=inputs.num_speculative_tokens,
     )
+
+
+def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
+               lb: LowerBound, ratio: float | None = None) -> EngineRow:
+    r = sglang_result(costs, architecture, inputs, inputs.swa_full_tokens_ratio if ratio is None else ratio)
     knobs = {
         "swa_full_tokens_ratio": r.swa_full_tokens_ratio if r.hybrid_swa_memory else None,
         "page_size": r.page_size,
@@ -209,6 +235,9 @@ def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: C
         "chunked_prefill_size": r.chunked_prefill_size,
         "disable_overlap_schedule": r.disable_overlap_schedule,
         "swa_eviction_interval": r.swa_eviction_interval,
+        "context_length": r.context_len_tokens,
+        "mamba_full_memory_ratio": r.mamba_full_memory_ratio,
+        "mamba_ssm_dtype": inputs.sglang_mamba_ssm_dtype if r.mamba_full_memory_ratio is not None else None,
     }
     return EngineRow(
         engine="sglang", name="hybrid SWA pool" if r.hybrid_swa_memory else "one token pool", starts=r.starts, kv_tokens=r.full_tokens,
@@ -218,14 +247,20 @@ def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: C
     )
 
 
-def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound,
-               shares: tuple[float, ...] | None = None) -> EngineRow:
-    r = trtllm_model(
+def trtllm_result(costs, inputs: CompareInputs, shares=None) -> TrtllmResult:
+    """TensorRT-LLM's model on the workload with window ``shares`` (None: its equal default)."""
+    return trtllm_model(
         costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        window_shares=inputs.trtllm_window_shares if shares is None else shares,
+        window_shares=None if shares is None else tuple(float(s) for s in shares),
         tokens_per_block=inputs.trtllm_tokens_per_block, scheduler_policy=inputs.trtllm_scheduler_policy,
         max_num_tokens=inputs.trtllm_max_num_tokens, prompt_len_tokens=inputs.target_prompt_len_tokens,
+        max_attention_window=inputs.trtllm_max_attention_window,
     )
+
+
+def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound,
+               shares: tuple[float, ...] | None = None) -> EngineRow:
+    r = trtllm_result(costs, inputs, inputs.trtllm_window_shares if shares is None else shares)
     knobs = {
         "windows_tokens": list(r.windows),
         "window_shares": [round(p.share, 6) for p in r.pools],
@@ -233,6 +268,9 @@ def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBou
         "tokens_per_block": r.tokens_per_block,
         "scheduler_policy": r.scheduler_policy,
         "max_num_tokens": r.max_num_tokens,
+        "max_attention_window": "model windows" if r.max_attention_window else None,
+        "enable_chunked_prefill": True,  # assumed by kvplan (off by default)
+        "release": f"{TRTLLM_VERSION} @ {TRTLLM_COMMIT}",
     }
     return EngineRow(
         engine="trtllm", name="VSWA" if len(r.pools) > 1 else "one window pool", starts=r.starts, kv_tokens=r.kv_tokens,

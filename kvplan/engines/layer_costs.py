@@ -8,10 +8,11 @@ tensor-parallel rank, as the specs are.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from kvplan.errors import UnsupportedError
-from kvplan.units import largest_true
+from kvplan.units import dtype_size_bytes, largest_true
 from kvplan.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
@@ -34,13 +35,21 @@ class LayerCost:
     window_tokens: int | None = None  # sliding window W, or the chunk C of chunked local attention
     state_bytes: int = 0  # recurrent state of one request (STATE layers)
     window_kind: str | None = None  # "sliding" | "chunked" (WINDOW layers)
+    # STATE layers, engine-neutral: elements of the conv state (without vLLM's speculative rows)
+    # and of the temporal (SSM) state, and the conv dtype's bytes; engines choose their own SSM dtype
+    state_conv_elements: int = 0
+    state_temporal_elements: int = 0
+    state_conv_dtype_bytes: int = 2
 
 
 def layer_cost(ls: LayerSpec) -> LayerCost:
     s = ls.spec
     if isinstance(s, MambaSpec):
         # The raw state (vLLM pads it to the attention page; other engines do not).
-        return LayerCost(ls.name, ls.source, STATE, state_bytes=s.real_page_size_bytes)
+        conv, temporal = _state_elements(s)
+        return LayerCost(ls.name, ls.source, STATE, state_bytes=s.real_page_size_bytes, state_conv_elements=conv,
+                         state_temporal_elements=temporal,
+                         state_conv_dtype_bytes=dtype_size_bytes(s.dtypes[0]) if s.dtypes else 2)
     if isinstance(s, CrossAttentionSpec):
         raise UnsupportedError(
             f"compare does not model cross-attention layers ({ls.name}); use `kvplan simulate` for vLLM alone"
@@ -59,6 +68,17 @@ def layer_cost(ls: LayerSpec) -> LayerCost:
     if isinstance(s, FullAttentionSpec) and s.attention_chunk_size:
         return LayerCost(ls.name, ls.source, WINDOW, per_token, s.attention_chunk_size, window_kind="chunked")
     return LayerCost(ls.name, ls.source, FULL, per_token)
+
+
+def _state_elements(s: MambaSpec) -> tuple[int, int]:
+    """(conv, temporal) elements of one request's state. kvplan's families build ``shapes`` as
+    (conv, temporal); Mamba2 and GDN conv states carry ``num_speculative_blocks`` extra rows in
+    vLLM, which the other engines keep elsewhere."""
+    if len(s.shapes) < 2:
+        return (math.prod(s.shapes[0]) if s.shapes else 0), 0
+    conv = s.shapes[0]
+    rows = conv[0] - (s.num_speculative_blocks if s.mamba_type in ("mamba2", "gdn") else 0)
+    return rows * math.prod(conv[1:]), sum(math.prod(x) for x in s.shapes[1:])
 
 
 def layer_costs(layers) -> tuple[LayerCost, ...]:

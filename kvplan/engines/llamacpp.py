@@ -23,7 +23,14 @@ made by ``scripts/golden/llamacpp_goldens.py``).
   unified cache ("n_parallel is set to auto, using n_parallel = 4 and kv_unified = true"),
   while an explicit ``-np N`` keeps the non-unified cache unless ``--kv-unified`` is given.
 - **Recurrent layers** (Mamba, GDN) keep one state per sequence in a separate
-  ``llama_memory_recurrent`` of ``n_seq`` cells.
+  ``llama_memory_recurrent`` of ``n_seq`` cells, always in float32 (``src/llama-model.cpp
+  create_memory``: ``recurrent_type_k`` / ``recurrent_type_v`` are ``GGML_TYPE_F32``; ``-ctk`` /
+  ``-ctv`` do not apply); read from the source, not run (the golden models have no recurrent layers).
+- **One configuration per row**: the row's concurrency is what its own ``-np`` / ``-c`` serve
+  (llama-server's default: 4 slots sharing ``n_ctx = L``, so ``n_ctx // L`` = 1 request of ``L``;
+  an explicit ``-np N``: ``N`` requests, ``n_ctx = L · N``, or none when it does not allocate);
+  the largest ``-np`` that fits is the advice. ``-np`` auto always gets a unified cache
+  (llama-server sets ``kv_unified = true`` with it), whatever ``--no-kv-unified`` says.
 - **Drafter layers** live in llama.cpp's separate draft context; kvplan sizes it with the
   same ``n_ctx`` and ``n_seq`` and the same formulas, and adds it to the total.
 - llama.cpp has no KV budget of its own: it allocates what ``n_ctx`` asks and fails to
@@ -57,10 +64,12 @@ DEFAULT_N_UBATCH = 512
 DEFAULT_N_BATCH = 2048
 SERVER_AUTO_N_PARALLEL = 4  # tools/server/server.cpp: -np auto → 4 slots, unified KV
 ALLOC_FAILURE = "failed to allocate buffer for kv cache"
+RECURRENT_DTYPE_BYTES = 4  # src/llama-model.cpp: recurrent_type_k / recurrent_type_v = GGML_TYPE_F32
 
 RULE_CTX = "llama_context: n_ctx padded to 256; largest that fits the budget"
 RULE_PROMPT = "slot context: n_ctx_seq (n_ctx unified, pad256(n_ctx / n_seq) per stream otherwise)"
-RULE_SLOTS = "slots fixed at start (-np); largest n_seq whose n_ctx = L · n_seq allocates within the budget"
+RULE_SLOTS = ("slots fixed at start: this row's -np / -c (unified: min(n_seq, n_ctx // L); per slot: n_seq "
+              "when n_ctx_seq >= L); 0 when it does not allocate")
 
 
 def pad256(n: int) -> int:
@@ -136,7 +145,8 @@ def _model(costs: tuple[LayerCost, ...], n_ubatch: int, swa_full: bool, kv_unifi
         base_bytes_per_cell=sum(c.bytes_per_token for c in costs if c.kind == FULL),
         swa_bytes_per_cell=sum(c.bytes_per_token for c in costs if c.kind == WINDOW),
         n_swa=max((c.window_tokens or 0 for c in costs if c.kind == WINDOW), default=0),
-        state_bytes=sum(c.state_bytes for c in costs if c.kind == STATE),
+        state_bytes=sum((c.state_conv_elements + c.state_temporal_elements) * RECURRENT_DTYPE_BYTES
+                        for c in costs if c.kind == STATE),
         n_ubatch=n_ubatch, swa_full=swa_full, kv_unified=kv_unified, n_batch=n_batch,
     )
 
@@ -150,9 +160,9 @@ def server_slots(n_seq: int | None, kv_unified: bool | None) -> tuple[int, bool,
     """(n_seq, kv_unified, how) as llama-server sets them up from -np and --kv-unified."""
     if n_seq is not None and n_seq < 1:
         raise OptionError(f"--llamacpp-n-seq {n_seq}: llama-server needs at least one slot (-np 0 is refused)")
-    if n_seq is None:
-        return SERVER_AUTO_N_PARALLEL, True if kv_unified is None else kv_unified, \
-            "llama-server default: -np auto → 4 slots, unified KV"
+    if n_seq is None:  # -np auto: llama-server sets kv_unified = true, whatever was asked
+        return SERVER_AUTO_N_PARALLEL, True, "llama-server default: -np auto → 4 slots, unified KV" + (
+            " (--no-kv-unified has no effect with -np auto)" if kv_unified is False else "")
     unified = False if kv_unified is None else kv_unified
     return n_seq, unified, f"-np {n_seq}" + (" --kv-unified" if unified else " (non-unified: a stream per slot)")
 
@@ -177,12 +187,23 @@ class LlamacppResult:
     one_request_caches: LlamacppCaches | None = None  # n_ctx = L, one sequence
 
     @property
+    def configured_concurrency(self) -> int:
+        """Requests of L this row's own -np / -c serve at once (0 when it does not allocate)."""
+        if not self.starts:
+            return 0
+        return min(self.n_seq, self.caches.n_ctx_seq // self.target_len_tokens) if self.kv_unified \
+            else (self.n_seq if self.caches.n_ctx_seq >= self.target_len_tokens else 0)
+
+    @property
     def max_concurrency(self) -> float:
-        return float(self.max_n_seq)
+        return float(self.configured_concurrency)
 
     @property
     def reserved_per_request_bytes(self) -> int:
-        c = self.capacity_caches or self.one_request_caches or self.caches
+        n = self.configured_concurrency
+        if n:  # this row's own caches over the requests they serve
+            return -(-self.caches.total_bytes // n)
+        c = self.one_request_caches or self.caches
         return -(-c.total_bytes // c.n_seq)
 
     @property
@@ -191,8 +212,8 @@ class LlamacppResult:
             engine="llamacpp", version=LLAMACPP_BUILD,
             kv_tokens=Figure(self.max_n_ctx_tokens, RULE_CTX),
             longest_prompt_tokens=Figure(self.caches.n_ctx_seq if self.starts else 0, RULE_PROMPT),
-            admission_concurrency=Figure(self.max_n_seq, RULE_SLOTS),
-            steady_concurrency=Figure(self.max_n_seq, RULE_SLOTS),
+            admission_concurrency=Figure(self.configured_concurrency, RULE_SLOTS),
+            steady_concurrency=Figure(self.configured_concurrency, RULE_SLOTS),
             starts=Figure(self.starts, "every cache is allocated at start: fails past the budget"),
             prompt_len_tokens=self.target_len_tokens,
         )

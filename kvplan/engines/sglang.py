@@ -41,9 +41,21 @@ admission estimate are checked against that wheel's own functions
   with an explicit ``--max-running-requests`` and ``--disable-radix-cache``), and
   DeepSeek-V4, which has its own configurator (``DSV4PoolConfigurator``; ratio 0.1 and page
   256 by default, ``arg_groups/model_overrides/deepseek_v4.py``); both are reported as notes.
-- **Recurrent state** (Mamba/GDN) lives in a pool of its own (``--mamba-full-memory-ratio``
-  in SGLang); kvplan sets aside ``state_slots`` requests' state first, as many as serve the
-  most requests (``layer_costs.state_slots``), an approximation.
+- **Recurrent state** (Mamba/GDN; ``mem_cache/kv_cache_configurator.py
+  KVCacheConfigurator._handle_max_mamba_cache``): the memory left after weights (kvplan's
+  budget, in GB as SGLang computes it) is split by ``--mamba-full-memory-ratio`` ``m`` (0.9,
+  ``arg_groups/fields/schedule.py``): ``max_mamba_cache_size = int((B·m/(1+m) − s) // s)`` with
+  ``s`` one request's state (``configs/mamba_utils.py mamba_cache_per_req``: conv state in
+  bfloat16, SSM state in float32 unless ``SGLANG_MAMBA_SSM_DTYPE`` / the config's
+  ``mamba_ssm_dtype``); the KV pools get ``B − (K + 1)·s``. ``resolve_max_num_reqs`` caps the
+  running requests at ``K // 3`` with the radix cache on (``_calculate_mamba_ratio``,
+  ``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO``; the extra-buffer strategy is not modelled)
+  and at ``token_capacity // 2``; ``K // 3 = 0`` fails at start-up. Checked against those
+  functions run from the wheel (``tests/golden/sglang/mamba.json``).
+- **Longest prompt** (``managers/tp_worker.py``, ``managers/utils.py validate_input_length``):
+  ``max_req_input_len = min(context_len − 1, pool − 1) − 5`` and a prompt of that length or
+  more is refused: the longest is ``min(context_len, pool) − 7``. ``context_len`` is the
+  model's ``max_position_embeddings`` (SGLang's default ``--context-length``).
 """
 
 from __future__ import annotations
@@ -52,7 +64,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost, state_slots
+from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.stages import EngineStages, Figure
 from kvplan.units import cdiv, plural
 
@@ -80,10 +92,15 @@ HYBRID_SWA_FORCED_OFF = frozenset({
 
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 DEFAULT_SWA_EVICTION_INTERVAL = 128  # environ.py SGLANG_SWA_EVICTION_INTERVAL
+DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9  # arg_groups/fields/schedule.py mamba_full_memory_ratio fallback
+MAMBA_RUNNING_RATIO = 3  # kv_cache_configurator.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+SSM_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+PROMPT_MARGIN_TOKENS = 7  # tp_worker.py: min(context_len - 1, pool - 1) - 5, refused at >=
 NOT_ENOUGH_MEMORY = "Not enough memory. Please try to increase --mem-fraction-static."
 
 RULE_POOLS = "HybridSWAPoolConfigurator: full = budget // (F + r·S), swa = int(full · r), page-aligned"
-RULE_PROMPT = "prefill_budget check_prefill: P < free full tokens (SWA shrinks the chunk, _chunk_cap)"
+RULE_PROMPT = ("validate_input_length: P < min(context_len - 1, pool - 1) - 5 (tp_worker.py); "
+               "SWA shrinks the chunk (_chunk_cap)")
 RULE_ADMIT = ("prefill_budget reserve: ceil_page(P) + page + max_new full tokens; first chunk needs "
               "chunk + page SWA tokens beyond running windows")
 RULE_STEADY = ("compute_swa_request_cap: W + interval + 2 pages per request, plus chunks in flight "
@@ -123,6 +140,10 @@ class SglangResult:
     admission_concurrency: int = 0
     steady_concurrency: Fraction = Fraction(0)
     longest_prompt_tokens: int = 0
+    mamba_full_memory_ratio: float | None = None  # None: no recurrent state
+    max_mamba_cache_size: int | None = None
+    max_running_requests: int | None = None  # resolve_max_num_reqs (Mamba hybrids)
+    context_len_tokens: int | None = None
 
     @property
     def max_concurrency(self) -> float:
@@ -168,6 +189,10 @@ class SglangResult:
             ],
             "state_slots": self.state_slots,
             "state_bytes": self.state_bytes,
+            "mamba_full_memory_ratio": self.mamba_full_memory_ratio,
+            "max_mamba_cache_size": self.max_mamba_cache_size,
+            "max_running_requests": self.max_running_requests,
+            "context_len_tokens": self.context_len_tokens,
             "chunked_prefill_size_tokens": self.chunked_prefill_size,
             "prefill_fits": self.prefill_fits,
             "stages": self.stages.to_dict(),
@@ -189,10 +214,18 @@ def hybrid_swa_decision(architecture: str | None, costs: tuple[LayerCost, ...]) 
     return True, f"{architecture} is on SGLang's hybrid-SWA allowlist: a full pool and an SWA pool"
 
 
-def swa_per_request_tokens(window: int, length: int, page: int, interval: int) -> int:
-    """``compute_swa_request_cap``'s ``per_request`` without speculative decoding
-    (``draft_tokens`` 1, ``decode_alloc`` one page); a request shorter than its window holds
-    its own tokens and one page."""
+def swa_per_request_tokens(window: int, length: int, page: int, interval: int, num_speculative_tokens: int = 0,
+                           overlap: bool = True) -> int:
+    """``compute_swa_request_cap``'s ``per_request``: ``window + interval · draft_tokens + page +
+    decode_alloc``. Without speculative decoding ``draft_tokens`` is 1 and ``decode_alloc`` one page;
+    with ``n`` speculative tokens (EAGLE chain: ``n`` steps, top-k 1, ``n + 1`` draft tokens) the
+    overlap scheduler keeps ``2 · get_alloc_len_per_decode() = 2 · max(n, n + 1)`` (kvplan uses
+    ``n + 1`` for the non-overlap spec-v1 path, an approximation). A request shorter than its
+    window holds its own tokens and one page."""
+    if num_speculative_tokens:
+        draft = num_speculative_tokens + 1
+        decode_alloc = 2 * draft if overlap else draft
+        return window + interval * draft + page + decode_alloc
     return min(cdiv(length, page) * page + page, window + interval + page + page)
 
 
@@ -201,6 +234,32 @@ def swa_admission_tokens(extend: int, max_new: int, window: int, page: int, chun
     chunk beyond the window, plus the window (or less for a short request), plus a page."""
     allocated = extend if chunk_limit is None else min(extend, chunk_limit)
     return max(allocated - window, 0) + min(extend + max_new, window) + page
+
+
+def mamba_state_per_request_bytes(costs, ssm_dtype: str = "float32") -> int:
+    """``mamba_cache_per_req``: conv elements in bfloat16 (``SGLANG_MAMBA_CONV_DTYPE``), SSM
+    elements in ``ssm_dtype`` (float32 by default, ``mamba2_state_dtype``), over every state layer."""
+    ssm = SSM_DTYPE_BYTES[ssm_dtype]
+    return sum(c.state_conv_elements * 2 + c.state_temporal_elements * ssm for c in costs if c.kind == STATE)
+
+
+def mamba_split(budget_bytes: int, per_req: int, ratio: float) -> tuple[int, int]:
+    """``_handle_max_mamba_cache`` (ratio branch, no speculative decoding): (max_mamba_cache_size,
+    KV bytes left), in SGLang's own float arithmetic (GB as floats, then ``int(· · 2**30)``)."""
+    rest = budget_bytes / (1 << 30)
+    mamba_budget_bytes = rest * ratio / (1 + ratio) * (1 << 30)
+    k = int((mamba_budget_bytes - per_req) // per_req)
+    kv_gb = rest - (k + 1) * per_req / (1 << 30)
+    return k, int(kv_gb * (1 << 30))
+
+
+def max_running_requests(token_capacity: int, context_len: int, max_mamba_cache_size: int | None) -> int:
+    """``resolve_max_num_reqs`` without --max-running-requests (one DP worker, radix cache on)."""
+    estimated = max(min(int(token_capacity / context_len * 512), 4096), 2048)
+    n = min(estimated, token_capacity // 2)
+    if max_mamba_cache_size is not None:
+        n = min(n, max_mamba_cache_size // MAMBA_RUNNING_RATIO)
+    return n
 
 
 def sglang_model(
@@ -215,6 +274,10 @@ def sglang_model(
     disable_overlap_schedule: bool = False,
     swa_eviction_interval: int = DEFAULT_SWA_EVICTION_INTERVAL,
     prompt_len_tokens: int | None = None,
+    mamba_full_memory_ratio: float = DEFAULT_MAMBA_FULL_MEMORY_RATIO,
+    mamba_ssm_dtype: str = "float32",
+    context_len_tokens: int | None = None,
+    num_speculative_tokens: int = 0,
 ) -> SglangResult:
     hybrid, reason = hybrid_swa_decision(architecture, costs)
     L, page, r = target_len_tokens, page_size, swa_full_tokens_ratio
@@ -232,7 +295,8 @@ def sglang_model(
     S = sum(c.bytes_per_token for c in swa_layers)
     window = max((c.window_tokens or 0 for c in swa_layers), default=None)
     full_need = cdiv(L, page) * page
-    swa_need = swa_per_request_tokens(window, L, page, interval) if hybrid else None
+    swa_need = swa_per_request_tokens(window, L, page, interval, num_speculative_tokens,
+                                      not disable_overlap_schedule) if hybrid else None
     admit_full = cdiv(P, page) * page + page + (L - P)  # reserve(): paged extend + page + max_new
 
     def pools(budget: int) -> tuple[int, int | None, Fraction]:
@@ -249,11 +313,17 @@ def sglang_model(
         full -= full % page
         return full, None, Fraction(full, full_need)
 
-    state = sum(c.state_bytes for c in costs if c.kind == STATE)
-    slots = state_slots(state, budget_bytes, lambda b: pools(b)[2])
-    full_tokens, swa_tokens, steady = pools(budget_bytes - slots * state)
+    state = mamba_state_per_request_bytes(costs, mamba_ssm_dtype)
+    context_len = context_len_tokens or L
+    mamba_k = None
+    kv_budget = budget_bytes
     if state:
-        steady = min(steady, Fraction(slots))
+        mamba_k, kv_budget = mamba_split(budget_bytes, state, mamba_full_memory_ratio)
+    slots = mamba_k + 1 if mamba_k is not None and mamba_k > 0 else 0
+    full_tokens, swa_tokens, steady = pools(kv_budget)
+    running = max_running_requests(full_tokens, context_len, mamba_k) if state else None
+    if state:
+        steady = min(steady, Fraction(max(running, 0)))
     # admission: request n is admitted when its total (P + max_new = L) is below what the n − 1 before it left
     admitted = (full_tokens - L - 1) // admit_full + 1 if full_tokens > L else 0
     if hybrid and swa_tokens is not None:
@@ -261,10 +331,17 @@ def sglang_model(
         if swa_tokens > first_chunk:
             admitted = min(admitted, (swa_tokens - first_chunk - 1) // swa_need + 1)
     if state:
-        admitted = min(admitted, slots)
+        admitted = min(admitted, max(running, 0))
     notes: list[str] = []
     failure = None
-    if hybrid and window + page >= swa_tokens:  # _solve_pool_sizes validates before MemoryPoolConfig's check
+    if state and mamba_k <= 0:
+        failure = (f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
+                   f"max_mamba_cache_size={mamba_k}")
+    elif state and running <= 0:
+        failure = (f"Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
+                   f"max_mamba_cache_size={mamba_k}, mamba_ratio={MAMBA_RUNNING_RATIO}, resulting "
+                   f"max_num_reqs={running}.")
+    elif hybrid and window + page >= swa_tokens:  # _solve_pool_sizes validates before MemoryPoolConfig's check
         failure = (f"SWA pool ({swa_tokens} tokens) cannot hold even one request: the prefill admission floor is "
                    f"sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the "
                    "total KV budget.")
@@ -279,7 +356,9 @@ def sglang_model(
         if not prefill_fits and failure is None:
             notes.append(f"the SWA pool ({swa_tokens:,} tokens) is smaller than a window plus one prefill chunk "
                          f"({window} + {chunked_prefill_size}): SGLang shrinks the chunks (_chunk_cap), prefill slows")
-        notes.append(f"steady decode: each request holds up to W + {interval} + 2 pages = {swa_need:,} SWA tokens "
+        notes.append(f"steady decode: each request holds up to {swa_need:,} SWA tokens (W + {interval}"
+                     + (f" · {num_speculative_tokens + 1} draft tokens" if num_speculative_tokens else "")
+                     + " + page + decode allocation) "
                      f"(SGLANG_SWA_EVICTION_INTERVAL {interval}), the batch {in_flight:,} more for "
                      f"{plural(chunks, 'prefill chunk')} in flight ({'--disable-overlap-schedule' if disable_overlap_schedule else 'overlap scheduler'})")
     if hybrid and failure is None and steady < 1 <= Fraction(max(swa_tokens - page, 0), swa_need):
@@ -291,12 +370,22 @@ def sglang_model(
     if hybrid:
         notes.append("not modelled: the SWA request-cap pool (explicit --max-running-requests with "
                      "--disable-radix-cache sizes the SWA pool from compute_swa_request_cap)")
-    if state:
-        notes.append(f"recurrent state set aside for {plural(slots, 'request')} before the token pools (approximation)")
+    if state and failure is None:
+        notes.append(f"--mamba-full-memory-ratio {mamba_full_memory_ratio:g}: {mamba_k:,} state slots of {state:,} B "
+                     f"(SSM state {mamba_ssm_dtype}); running requests capped at {mamba_k:,} // "
+                     f"{MAMBA_RUNNING_RATIO} = {mamba_k // MAMBA_RUNNING_RATIO:,} (resolve_max_num_reqs)")
+        if any(c.source == "drafter" for c in costs):
+            notes.append("not modelled: the speculative intermediate state SGLang reserves for Mamba hybrids")
     if any(c.source == "drafter" for c in costs) and hybrid:
-        notes.append("drafter layers counted in the full pool; speculative decoding widens each request's SWA "
-                     "share (interval · draft tokens), not modelled")
-    longest = max(full_tokens - 1, 0)
+        notes.append("drafter layers counted in the full pool")
+    if num_speculative_tokens and hybrid:
+        notes.append(f"speculative decoding: {num_speculative_tokens + 1} draft tokens widen each request's SWA share "
+                     f"to W + {interval} · {num_speculative_tokens + 1} + page + decode allocation "
+                     f"(compute_swa_request_cap)")
+    longest = max(min(context_len, full_tokens) - PROMPT_MARGIN_TOKENS, 0)
+    if P > longest and failure is None and context_len <= full_tokens:
+        notes.append(f"a {P:,}-token prompt is refused: validate_input_length allows fewer than "
+                     f"min(context_len - 1, pool - 1) - 5 = {longest + 1:,} tokens (context_len {context_len:,})")
     conc = min(Fraction(admitted), steady)
     if failure is not None or P > longest:
         conc = Fraction(0)
@@ -313,4 +402,6 @@ def sglang_model(
         swa_in_flight_tokens=in_flight, admission_concurrency=admitted if failure is None else 0,
         steady_concurrency=steady if failure is None else Fraction(0),
         longest_prompt_tokens=longest if failure is None else 0,
+        mamba_full_memory_ratio=mamba_full_memory_ratio if state else None, max_mamba_cache_size=mamba_k,
+        max_running_requests=running, context_len_tokens=context_len,
     )

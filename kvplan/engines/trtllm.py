@@ -8,10 +8,20 @@ Rules read from TensorRT-LLM 1.2.0rc2 (``tensorrt_llm/version.py``), commit
   layers, ``max_seq_len`` (the workload's length here) for full layers; windows above
   ``max_seq_len`` are clamped to it (``_torch/pyexecutor/resource_manager.py``,
   ``KVCacheManager.__init__``). Layers of one window share one ``WindowBlockManager``.
-- **Memory split** (``calculate_max_num_blocks_for_vswa``): each distinct window gets
-  ``share · budget``, equal shares by default or ``TRTLLM_WINDOW_SIZE_SHARES`` (ascending
-  window order, one per window, asserted to sum to exactly 1.0). Per window
-  ``tokens = budget · share / Σ_layers bytes_per_token``, ``blocks = tokens // 32``.
+- **Windows by default**: ``kv_cache_config.max_attention_window`` is unset by default
+  (``llmapi/llm_args.py KvCacheConfig``), so every layer gets ``max_seq_len`` and there is one
+  pool; the model's own windows (VSWA) need it set (``--trtllm-max-attention-window``, shown as
+  a knob).
+- **Memory split** (``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp
+  BaseKVCacheManager::calculateMaxNumBlocks``): each distinct window gets ``share · budget``,
+  equal shares ``1.0f / n`` by default or ``TRTLLM_WINDOW_SIZE_SHARES`` (ascending window order,
+  one per window, each in [0, 1], sum > 0, **normalised** to sum 1 in float32). Per window
+  ``maxTokens = uint64(budget · share / bytes_per_token)``, ``blocks = ceilDiv(maxTokens, 32)``
+  (rounded *up*). A later release's Python helper floors and asserts ``sum == 1.0``; 1.2.0rc2
+  does neither.
+- **Chunked prefill** is off by default (``enable_chunked_prefill`` False): a prompt longer
+  than ``max_num_tokens`` does not fit one context batch. kvplan's row assumes it on and shows
+  it as a knob, with a note when the prompt needs it.
 - **Temporary attention window** (``resource_manager.py _set_temp_attention_window_inputs``
   and ``cpp/include/tensorrt_llm/batch_manager/kvCacheManager.h
   calculateTemporaryAttentionWindow``, read at commit ``2213a799``): when some window is below ``max_seq_len``, every
@@ -52,6 +62,7 @@ Rules read from TensorRT-LLM 1.2.0rc2 (``tensorrt_llm/version.py``), commit
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -68,7 +79,7 @@ GUARANTEED_NO_EVICT, MAX_UTILIZATION = "GUARANTEED_NO_EVICT", "MAX_UTILIZATION"
 SCHEDULER_POLICIES = (GUARANTEED_NO_EVICT, MAX_UTILIZATION)
 NO_FREE_BLOCKS = "allocateBlock: TLLM_CHECK(hasFreeBlocks) fails, no free blocks left"
 
-RULE_POOL = "calculate_max_num_blocks_for_vswa: share · budget / bytes per token, // 32 per window"
+RULE_POOL = "calculateMaxNumBlocks: ceilDiv(uint64(budget · share / bytes per token), 32) per window"
 RULE_PREFILL = ("prepare_resources → addSequence(prompt_len): ceil(P/32) blocks in every window pool "
                 "(maxTokenNum = max(W, max_seq_len)); longest prompt = smallest pool · 32")
 RULE_ADMIT = {
@@ -128,6 +139,7 @@ class TrtllmResult:
     scheduler_policy: str = GUARANTEED_NO_EVICT
     max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS
     prompt_len_tokens: int = 0
+    max_attention_window: bool = False
     admission_concurrency: int = 0
     steady_concurrency: Fraction = Fraction(0)
     longest_prompt_tokens: int = 0
@@ -155,7 +167,7 @@ class TrtllmResult:
     @property
     def stages(self) -> EngineStages:
         return EngineStages(
-            engine="trtllm", version=TRTLLM_VERSION,
+            engine="trtllm", version=f"{TRTLLM_VERSION} ({TRTLLM_COMMIT[:9]})",
             kv_tokens=Figure(self.kv_tokens, "largest window pool: blocks · 32 (" + RULE_POOL + ")"),
             longest_prompt_tokens=Figure(self.longest_prompt_tokens, RULE_PREFILL),
             admission_concurrency=Figure(self.admission_concurrency, RULE_ADMIT[self.scheduler_policy]),
@@ -168,6 +180,8 @@ class TrtllmResult:
     def to_dict(self) -> dict:
         return {
             "trtllm_version": TRTLLM_VERSION,
+            "trtllm_commit": TRTLLM_COMMIT,
+            "max_attention_window": "model windows" if self.max_attention_window else None,
             "scheduler_policy": self.scheduler_policy,
             "max_num_tokens": self.max_num_tokens,
             "tokens_per_block": self.tokens_per_block,
@@ -180,19 +194,21 @@ class TrtllmResult:
         }
 
 
-def window_of(cost: LayerCost, max_seq_len: int) -> int:
-    if cost.kind == FULL:
+def window_of(cost: LayerCost, max_seq_len: int, max_attention_window: bool = True) -> int:
+    if cost.kind == FULL or not max_attention_window:
         return max_seq_len
     return min(cost.window_tokens or max_seq_len, max_seq_len)
 
 
-def window_bytes_per_token(costs: tuple[LayerCost, ...], max_seq_len: int) -> dict[int, tuple[int, int]]:
-    """{window: (layers, bytes per token)}, ascending window order."""
+def window_bytes_per_token(costs: tuple[LayerCost, ...], max_seq_len: int,
+                           max_attention_window: bool = True) -> dict[int, tuple[int, int]]:
+    """{window: (layers, bytes per token)}, ascending window order; without
+    ``max_attention_window`` (TensorRT-LLM's default) every layer attends ``max_seq_len``."""
     out: dict[int, list[int]] = {}
     for c in costs:
         if c.kind == STATE:
             continue
-        out.setdefault(window_of(c, max_seq_len), []).append(c.bytes_per_token)
+        out.setdefault(window_of(c, max_seq_len, max_attention_window), []).append(c.bytes_per_token)
     return {w: (len(v), sum(v)) for w, v in sorted(out.items())}
 
 
@@ -226,9 +242,26 @@ def parse_shares(text: str) -> tuple[float, ...]:
         shares = tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise OptionError(f"--trtllm-window-shares {text!r}: write comma-separated fractions, e.g. 0.1,0.9") from None
-    if not shares or any(s <= 0 for s in shares):
-        raise OptionError(f"--trtllm-window-shares {text!r}: every share must be positive")
+    # calculateMaxNumBlocks: "Shares must be in value range [0,1]", "Sum of shares must be > 0."
+    if not shares or any(not 0 <= s <= 1 for s in shares) or sum(shares) <= 0:
+        raise OptionError(f"--trtllm-window-shares {text!r}: every share must be in [0, 1] and their sum above 0 "
+                          "(TensorRT-LLM checks both, then normalises them)")
     return shares
+
+
+def f32(x: float) -> float:
+    """The float32 value C++ stores (shares are ``float`` in calculateMaxNumBlocks)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def effective_shares(given: tuple[float, ...] | None, n: int) -> tuple[float, ...]:
+    """``windowSizeToShare``: ``1.0f / n`` each, or the given shares normalised in float32."""
+    if given is None:
+        return tuple(f32(1.0 / n) for _ in range(n))
+    total = 0.0
+    for x in given:
+        total = f32(total + f32(x))
+    return tuple(f32(f32(x) / total) for x in given)
 
 
 def temporary_window(window: int, max_seq_len: int, max_num_tokens: int, any_sliding: bool) -> int:
@@ -266,31 +299,30 @@ def trtllm_model(
     scheduler_policy: str = GUARANTEED_NO_EVICT,
     max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS,
     prompt_len_tokens: int | None = None,
+    max_attention_window: bool = False,
 ) -> TrtllmResult:
     if scheduler_policy not in SCHEDULER_POLICIES:
         raise OptionError(f"--trtllm-scheduler-policy {scheduler_policy!r}: choose one of "
                           f"{', '.join(SCHEDULER_POLICIES)}")
     L, tpb = target_len_tokens, tokens_per_block
     P = L if prompt_len_tokens is None else min(prompt_len_tokens, L)
-    windows = window_bytes_per_token(costs, L)
+    windows = window_bytes_per_token(costs, L, max_attention_window)
     if window_shares is not None:
         if len(window_shares) != len(windows):
             raise OptionError(
                 f"--trtllm-window-shares has {plural(len(window_shares), 'share')} but the model has "
-                f"{plural(len(windows), 'window size')} ({', '.join(map(str, windows))}, ascending); TensorRT-LLM asserts they match"
+                f"{plural(len(windows), 'window size')} ({', '.join(map(str, windows))}, ascending"
+                + ("" if max_attention_window else "; without --trtllm-max-attention-window every layer uses "
+                   "max_seq_len") + "); TensorRT-LLM checks they match"
             )
-        if abs(sum(window_shares) - 1.0) > 1e-6:
-            raise OptionError(f"--trtllm-window-shares must sum to 1.0 (TensorRT-LLM asserts it), got {sum(window_shares):g}")
-        shares = window_shares
-    else:
-        shares = tuple(1.0 / len(windows) for _ in windows) if windows else ()
+    shares = effective_shares(window_shares, len(windows)) if windows else ()
     any_sliding = any(w < L for w in windows)
 
     def pools(budget: int) -> tuple[tuple[TrtllmPool, ...], Fraction]:
         out = []
         for (w, (n, b)), share in zip(windows.items(), shares):
-            capacity = int(max(budget, 0) * share / b) if b else 0
-            blocks = capacity // tpb
+            capacity = int(max(budget, 0) * share / b) if b else 0  # uint64(bytes · share / double(bytes))
+            blocks = cdiv(capacity, tpb)  # tc::ceilDiv(maxTokens, tokensPerBlock)
             need = steady_blocks(w, L, tpb)
             temp = temporary_window(w, L, max_num_tokens, any_sliding)
             out.append(TrtllmPool(w, n, b, share, capacity, blocks, need, Fraction(blocks, need), temp,
@@ -323,6 +355,12 @@ def trtllm_model(
         notes.append(f"a {P:,}-token prompt cannot be prefilled: addSequence allocates {p.prefill_blocks:,} blocks "
                      f"in the {p.window_tokens}-token window pool, which has {p.num_blocks:,} ({NO_FREE_BLOCKS}); "
                      f"the longest prompt is {longest:,} tokens")
+    if P > max_num_tokens:
+        notes.append(f"assumes enable_chunked_prefill (off by default in {TRTLLM_VERSION}): without it a {P:,}-token "
+                     f"prompt does not fit max_num_tokens {max_num_tokens:,} in one context batch")
+    if not max_attention_window and any(c.kind == "window" for c in costs):
+        notes.append("kv_cache_config.max_attention_window unset (the default): every layer attends max_seq_len, one "
+                     "pool; --trtllm-max-attention-window sets the model's windows (VSWA)")
     if scheduler_policy == MAX_UTILIZATION:
         notes.append("MAX_UTILIZATION pauses started requests when a decode step does not fit; the steady figure "
                      "is what stays resident")
@@ -345,6 +383,6 @@ def trtllm_model(
         state_bytes_per_request=state, concurrency=conc,
         pool_bytes=pool_bytes, starts=failure is None, failure=failure, notes=tuple(notes),
         scheduler_policy=scheduler_policy, max_num_tokens=max_num_tokens, prompt_len_tokens=P,
-        admission_concurrency=admitted if failure is None else 0, steady_concurrency=steady if failure is None
+        max_attention_window=max_attention_window, admission_concurrency=admitted if failure is None else 0, steady_concurrency=steady if failure is None
         else Fraction(0), longest_prompt_tokens=longest if failure is None else 0,
     )

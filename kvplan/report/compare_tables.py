@@ -32,12 +32,16 @@ def knobs_text(row: dict) -> str:
         if not k["hybrid_swa_memory"]:
             return f"one pool (hybrid SWA off), page {k['page_size']}"
         return (f"--swa-full-tokens-ratio {k['swa_full_tokens_ratio']:g}, page {k['page_size']}"
-                + (", no overlap" if k.get("disable_overlap_schedule") else ""))
+                + (", no overlap" if k.get("disable_overlap_schedule") else "")
+                + (f", --mamba-full-memory-ratio {k['mamba_full_memory_ratio']:g}" if k.get("mamba_full_memory_ratio")
+                   else ""))
     if e == "trtllm":
         windows = "/".join(str(w) for w in k["windows_tokens"])
         shares = "/".join(f"{s:g}" for s in k["window_shares"])
         return (f"windows {windows}, shares {shares}{'' if k['window_shares_given'] else ' (equal)'}, "
-                f"{k['tokens_per_block']} tok/block, {k.get('scheduler_policy', '')}")
+                f"{k['tokens_per_block']} tok/block, {k.get('scheduler_policy', '')}, max_attention_window "
+                f"{'= the model windows' if k.get('max_attention_window') else 'unset'}, chunked prefill on "
+                f"(assumed); TensorRT-LLM {k.get('release', '')}")
     if e == "llamacpp":
         return (f"-c {k['n_ctx_tokens']} -np {k['n_seq']} -ub {k['n_ubatch']}"
                 + (" --swa-full" if k["swa_full"] else "") + (" (unified KV)" if k["kv_unified"] else " (KV per slot)"))
@@ -115,6 +119,7 @@ def render_advice(c: Console, a: dict) -> None:
     if s["applicable"] and s.get("swa_full_tokens_ratio") is not None:
         row("SGLang", s["flag"], f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
             f"default {s['default_swa_full_tokens_ratio']:g} gives {s['default_max_concurrency']:.2f}; "
+            f"+{plural(s['gain_requests'], 'request')} (best of {s['candidates_tried']:,} ratios); "
             f"smallest pool margin {s['margin']:.3f}")
     else:
         row("SGLang", "(swa-full-tokens-ratio)", f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
@@ -122,7 +127,11 @@ def render_advice(c: Console, a: dict) -> None:
     tr = a["trtllm"]
     if tr["applicable"] and tr.get("window_shares"):
         row("TensorRT-LLM", tr["env"], f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
-            f"equal shares give {tr['equal_shares_max_concurrency']:.2f}; smallest pool margin {tr['margin']:.3f}")
+            f"equal shares give {tr['equal_shares_max_concurrency']:.2f}; +{plural(tr['gain_requests'], 'request')} "
+            f"(best of {tr['candidates_tried']:,} splits); smallest pool margin {tr['margin']:.3f}")
+    elif tr["applicable"] and tr.get("default_requests") is not None:
+        row("TensorRT-LLM", "(window shares)", f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
+            tr["reason"])
     elif tr["applicable"]:
         row("TensorRT-LLM", "(window shares)", "0.00", reach(tr["reaches_target"]), tr["reason"])
     else:

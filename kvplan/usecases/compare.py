@@ -47,7 +47,7 @@ def compare(model: str, **options) -> dict:
     from kvplan.engines.llamacpp import LLAMACPP_BUILD
     from kvplan.engines.sglang import SGLANG_VERSION
     from kvplan.engines.stages import require_version
-    from kvplan.engines.trtllm import TRTLLM_VERSION, parse_shares
+    from kvplan.engines.trtllm import TRTLLM_COMMIT, TRTLLM_VERSION, parse_shares
     from kvplan.report.data import model_info_dict, serving_dict
 
     r = resolve(COMPARE, options)
@@ -58,6 +58,7 @@ def compare(model: str, **options) -> dict:
     shares = parse_shares(r["trtllm_window_shares"]) if r["trtllm_window_shares"] else None
     versions = {"sglang": require_version("--sglang-version", r["sglang_version"], SGLANG_VERSION, "SGLang"),
                 "trtllm": require_version("--trtllm-version", r["trtllm_version"], TRTLLM_VERSION, "TensorRT-LLM"),
+                "trtllm_commit": TRTLLM_COMMIT,
                 "llamacpp": require_version("--llamacpp-build", r["llamacpp_build"], LLAMACPP_BUILD, "llama.cpp")}
     extra = parse_policies(r["policies"], r["policy"])
     scenario = replace(scenario_from(model, r.values), max_model_len=length)
@@ -79,6 +80,9 @@ def compare(model: str, **options) -> dict:
         sglang_disable_overlap_schedule=r["sglang_disable_overlap_schedule"],
         sglang_swa_eviction_interval=r["sglang_swa_eviction_interval"],
         trtllm_scheduler_policy=r["trtllm_scheduler_policy"], trtllm_max_num_tokens=r["trtllm_max_num_tokens"],
+        context_len_tokens=layout.target.max_position_embeddings,
+        num_speculative_tokens=layout.num_speculative_tokens or 0,
+        trtllm_max_attention_window=r["trtllm_max_attention_window"],
     )
     architecture = layout.target.architecture
     comparison = compare_engines(layout.layers, architecture, inputs, plans)
@@ -96,8 +100,8 @@ def compare(model: str, **options) -> dict:
         warnings.append("pipeline and decode-context parallelism are modelled for vLLM only; the other engines' "
                         "rows keep every layer and every token on one rank")
     if any(ls.spec.kind == "mamba" for ls in layout.layers):
-        warnings.append("recurrent state pools of SGLang and TensorRT-LLM are approximated (state set aside for "
-                        "the number of requests that serves the most)")
+        warnings.append("TensorRT-LLM's recurrent state pool is approximated (state set aside for the number of "
+                        "requests that serves the most); SGLang's follows its own _handle_max_mamba_cache")
     body = {
         "model": model_info_dict(layout.target),
         "drafter": model_info_dict(layout.drafter),

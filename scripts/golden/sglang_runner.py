@@ -208,5 +208,133 @@ def main() -> int:
     return 0
 
 
+
+
+# --- Mamba / GDN hybrids ------------------------------------------------------------------
+# mem_cache/kv_cache_configurator.py KVCacheConfigurator: the three methods that size the
+# state pool and cap the running requests, executed from the wheel's source unchanged.
+MAMBA_OUT = OUT.parent / "mamba.json"
+MAMBA_METHODS = {"_handle_max_mamba_cache", "_calculate_mamba_ratio", "resolve_max_num_reqs"}
+MAMBA_CONSTANTS = {"MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO", "MAMBA_CACHE_BASE_RATIO_DROP_ON_SKIP",
+                   "MAMBA_CACHE_V2_ADDITIONAL_RATIO_NO_BUFFER"}
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def mamba_class(env):
+    rel = "srt/mem_cache/kv_cache_configurator.py"
+    tree = ast.parse(wheel_file(rel).read_text())
+    consts = [n for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+              and n.targets[0].id in MAMBA_CONSTANTS]
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "KVCacheConfigurator")
+    methods = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in MAMBA_METHODS]
+    assert {m.name for m in methods} == MAMBA_METHODS and len(consts) == len(MAMBA_CONSTANTS)
+    stub_cls = ast.ClassDef(name="KVCacheConfigurator", bases=[], keywords=[], body=methods, decorator_list=[])
+    ns = {"envs": env.envs, "logger": __import__("logging").getLogger("sglang"), "math": __import__("math"),
+          "get_schedule": lambda: CTX["schedule"], "get_memory": lambda: CTX["memory"],
+          "get_exec": lambda: CTX["exec"], "get_spec": lambda: CTX["spec"],
+          "get_context": lambda: NS(override=lambda _name, **kw: [setattr(CTX["schedule"], k, v)
+                                                                   for k, v in kw.items()]),
+          "_pd_prefill_skips_mamba_spec_state": lambda: False}
+    module = ast.Module(body=consts + [stub_cls], type_ignores=[])
+    ast.fix_missing_locations(module)
+    exec(compile(module, str(wheel_file(rel)), "exec"), ns)
+    return ns["KVCacheConfigurator"], {c.targets[0].id: ns[c.targets[0].id] for c in consts}
+
+
+def mamba_params(mu, cfg: dict, tp: int):
+    """configs/qwen3_next.py and configs/nemotron_h.py ``mamba2_cache_params`` (their arguments to
+    the real ``Mamba2StateShape.create`` and ``mamba2_state_dtype``), from the config.json."""
+    conf = NS(**{k: v for k, v in cfg.items() if k == "mamba_ssm_dtype"})
+    if cfg["architectures"][0] == "Qwen3NextForCausalLM":
+        n = cfg["num_hidden_layers"]
+        interval = cfg["full_attention_interval"]
+        layers = [i for i in range(n) if (i + 1) % interval]
+        full = [i for i in range(n) if not (i + 1) % interval]
+        key_dim = cfg["linear_key_head_dim"] * cfg["linear_num_key_heads"]
+        value_dim = cfg["linear_value_head_dim"] * cfg["linear_num_value_heads"]
+        shape = mu.Mamba2StateShape.create(
+            tp_world_size=tp, intermediate_size=value_dim, n_groups=cfg["linear_num_key_heads"],
+            num_heads=cfg["linear_num_value_heads"], head_dim=cfg["linear_value_head_dim"],
+            state_size=cfg["linear_key_head_dim"], conv_kernel=cfg["linear_conv_kernel_dim"],
+            conv_shard_groups=[key_dim, key_dim, value_dim])
+        kv = (cfg["num_key_value_heads"], cfg["head_dim"])
+    else:  # NemotronHForCausalLM: hybrid_override_pattern M = Mamba2, * = attention
+        pattern = cfg["hybrid_override_pattern"]
+        layers = [i for i, c in enumerate(pattern) if c == "M"]
+        full = [i for i, c in enumerate(pattern) if c == "*"]
+        shape = mu.Mamba2StateShape.create(
+            tp_world_size=tp, intermediate_size=cfg["mamba_num_heads"] * cfg["mamba_head_dim"],
+            n_groups=cfg["n_groups"], num_heads=cfg["mamba_num_heads"], head_dim=cfg["mamba_head_dim"],
+            state_size=cfg["ssm_state_size"], conv_kernel=cfg["conv_kernel"])
+        kv = (cfg["num_key_value_heads"], cfg.get("head_dim") or cfg["attention_head_dim"])
+    params = mu.Mamba2CacheParams(shape=shape, layers=layers, dtype=mu.mamba2_state_dtype(conf))
+    return params, full, kv
+
+
+MAMBA_MODELS = {"Qwen/Qwen3-Next-80B-A3B-Instruct": 262144, "nvidia/Nemotron-H-56B-Base-8K": 8192}
+MAMBA_CASES = [(m, b, r, ssm) for m in MAMBA_MODELS for b in (40 * GiB, 80 * GiB, 8 * GiB)
+               for r in (0.9, 0.5) for ssm in (None, "bfloat16")]
+
+
+def mamba_main() -> int:
+    t = install()
+    env = load_real("sglang.srt.environ", "srt/environ.py")
+    import sglang.srt.distributed.utils as du  # a stub, via the finder
+
+    real_functions("srt/distributed/utils.py", {"divide", "ensure_divisibility"}, du)
+    mu = load_real("sglang.srt.configs.mamba_utils", "srt/configs/mamba_utils.py")
+    KVC, consts = mamba_class(env)
+    pc, torch = t["pc"], t["torch"]
+    cases = []
+    for model, budget, ratio, ssm in MAMBA_CASES:
+        if ssm:
+            os.environ["SGLANG_MAMBA_SSM_DTYPE"] = ssm
+        else:
+            os.environ.pop("SGLANG_MAMBA_SSM_DTYPE", None)
+        cfg = json.loads((CONFIGS / model / "config.json").read_text())
+        params, full, (heads, head_dim) = mamba_params(mu, cfg, 1)
+        context()
+        CTX["schedule"].mamba_full_memory_ratio = ratio
+        CTX["schedule"].max_mamba_cache_size = None
+        CTX["memory"].disable_radix_cache = False
+        CTX["exec"] = NS(mamba=NS(enable_linear_replayssm_spec=False, enable_mamba_extra_buffer=False,
+                                  enable_mamba_extra_buffer_lazy=False))
+        kvc = KVC()
+        kvc.mambaish_config = NS(mamba2_cache_params=params)
+        kvc.pp_size, kvc.attn_dp_size = 1, 1
+        kvc.fused_entry_bytes = lambda kind: None
+        kvc.spec_algorithm = NS(is_none=lambda: True)
+        kvc.hybrid_gdn_config = kvc.hybrid_kda_config = None
+        kvc.extra_mamba_cache_bytes_per_req = 0
+        kvc.model_config = NS(context_len=MAMBA_MODELS[model])
+        rest_gb = budget / (1 << 30)
+        kv_gb = kvc._handle_max_mamba_cache(rest_gb)
+        kv_bytes = int(kv_gb * (1 << 30))
+        # model_executor/pool_configurator.py DefaultPoolConfigurator: the full-attention layers only
+        cell = len(full) * heads * head_dim * 2 * 2  # K + V, bf16
+        tokens = kv_bytes // cell
+        try:
+            max_reqs = kvc.resolve_max_num_reqs(tokens)
+        except RuntimeError as e:
+            max_reqs = f"RuntimeError: {e}"
+        cases.append({"model": model, "budget_bytes": budget, "mamba_full_memory_ratio": ratio,
+                      "sglang_mamba_ssm_dtype": ssm, "context_len_tokens": MAMBA_MODELS[model],
+                      "mamba_cache_per_req_bytes": params.mamba_cache_per_req, "num_mamba_layers": len(params.layers),
+                      "num_full_layers": len(full), "max_mamba_cache_size": CTX["schedule"].max_mamba_cache_size,
+                      "mamba_ratio": kvc._calculate_mamba_ratio(), "kv_bytes": kv_bytes, "cell_size_bytes": cell,
+                      "max_total_num_tokens": tokens, "max_running_requests": max_reqs,
+                      "max_req_input_len": min(MAMBA_MODELS[model] - 1, tokens - 1) - 5})
+    os.environ.pop("SGLANG_MAMBA_SSM_DTYPE", None)
+    doc = {"sglang_version": md.version("sglang"), "torch": md.version("torch"), "constants": consts,
+           "functions": ["KVCacheConfigurator._handle_max_mamba_cache", "KVCacheConfigurator._calculate_mamba_ratio",
+                         "KVCacheConfigurator.resolve_max_num_reqs", "Mamba2StateShape.create",
+                         "mamba2_state_dtype", "BaseLinearStateParams.mamba_cache_per_req"],
+           "max_req_input_len": "managers/tp_worker.py: min(context_len - 1, kv_capacity - 1) - 5",
+           "cases": cases}
+    MAMBA_OUT.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"{len(cases)} mamba cases → {MAMBA_OUT}")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(mamba_main() if sys.argv[1:] == ["--mamba"] else main())
