@@ -48,6 +48,7 @@ from __future__ import annotations
 from kvplan.budget import sizing
 from kvplan.budget.hardware import get_gpu, gpu_memory
 from kvplan.budget.inventory import analytic_inventory
+from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.budget.weights import layout_weight_memory
 from kvplan.errors import OptionError
 from kvplan.model.layout import get_pp_indices
@@ -267,12 +268,20 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         stages.append(stage)
     budget_stage = min(stages, key=lambda st: st["kv_cache_memory_bytes"])
     requested = sizing.requested_memory(total, util)
+    # the load and the profile run happen before the KV cache, whatever the sizing mode
+    load_startup = s_over if s_over is not None else estimate_startup_bytes(tp * pp)
+    failed_load = load_failure(stages, total=total, startup=load_startup, pp=pp)
+    if name and gpu_memory_gib is None and get_gpu(name).basis != "cuda":
+        warnings.append(f"preset {name}: the nvidia-smi total (no printout of the CUDA figure found); CUDA reports "
+                        "~0.5 GiB less: pass --gpu-memory with the total vLLM logs for an exact budget")
     if pp > 1:
         warnings.append(
             f"pipeline parallel: each stage has its own budget (smallest: stage {budget_stage['stage']}); each "
             "stage's pool is sized from its own, then vLLM keeps the smallest num_blocks"
         )
-    if budget_stage["kv_cache_memory_bytes"] <= 0:
+    if failed_load is not None:
+        warnings.append(f"vLLM fails before the KV cache ({failed_load['stage']}): {failed_load['message']}")
+    elif budget_stage["kv_cache_memory_bytes"] <= 0:
         terms = "weights, activation, non-torch and CUDA-graph memory" + (
             ", the start-up memory and the sizing margin" if extensible else "")
         warnings.append(
@@ -319,6 +328,9 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         **{k: budget_stage.get(k) for k in ("tentative_kv_cache_memory_bytes", "transient_reserve_bytes",
                                             "sizing_margin_bytes", "measured_kv_cache_memory_bytes")},
         "kv_cache_memory_bytes": budget_stage["kv_cache_memory_bytes"],
+        "load_startup_memory_bytes": load_startup,
+        "load_failure": failed_load,
+        "kv_room_bytes": physical_kv_room(stages, total=total, startup=load_startup),
         "estimated": True,
         "stages": stages,
         "weights": None if weights is None else {
