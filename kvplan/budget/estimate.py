@@ -49,7 +49,7 @@ from kvplan.budget import sizing
 from kvplan.budget.hardware import get_gpu, gpu_memory
 from kvplan.budget.inventory import analytic_inventory
 from kvplan.budget.load import load_failure, physical_kv_room
-from kvplan.budget.weights import layout_weight_memory
+from kvplan.budget.weights import layout_weight_memory, mxfp4_padding_for
 from kvplan.errors import OptionError
 from kvplan.model.layout import get_pp_indices
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
@@ -241,8 +241,11 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     if w_over is None or a_over is None:
         inv = analytic_inventory(layout.target.config, path=getattr(layout.target.source, "path", "<config>"))
     if w_over is None:
+        preset = get_gpu(name) if name else None
+        padding = mxfp4_padding_for(preset.compute_capability, preset.platform) if preset else None
         weights = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
-                                       expert_parallel=enable_expert_parallel, quantization=quantization)
+                                       expert_parallel=enable_expert_parallel, quantization=quantization,
+                                       mxfp4_padding=padding)
     offload = int((cpu_offload_gb or 0) * GiB)
 
     stages = []
