@@ -295,6 +295,9 @@ def test_simulate_gpu_too_small_fails_loading_with_deployment_fixes():
     assert "kv_cache_memory" not in fixes and "gpu_memory_utilization" not in fixes and "quantization" not in fixes
     assert fixes["tensor_parallel_size"]["value"] == 8 and fixes["pipeline_parallel_size"]["value"] == 8
     assert fixes["gpu"]["value"] == "H100-PCIe-80GB"
+    # or offload to CPU memory: 39.5 GiB short of loading; 53 GiB offloaded leaves 8.02 GiB of weights and room
+    # for the 10 GiB a 40,960-token request needs (the least whole GiB that starts, re-simulated)
+    assert fixes["cpu_offload_gb"]["value"] == 53 and fixes["cpu_offload_gb"]["starts"]
     assert all(f["verified"] for f in d["fixes"])
 
 
@@ -349,14 +352,15 @@ def test_the_large_card_tier_is_new():
 def test_deepseek_v3_tp8_h100_fails_loading_with_working_fixes():
     """Issue 24: DeepSeek-V3 (fp8 checkpoint) at TP 8 holds 79.29 GiB of weights per H100 (79.19 GiB CUDA total).
     vLLM runs out of memory loading them; a larger --kv-cache-memory cannot help. The fixes are deployment
-    changes, each simulated again: TP 16, PP 2, or H200s."""
+    changes, each simulated again: TP 16, PP 2, H200s, or CPU offload."""
     r, d = _json("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H100", "-tp", "8")
     assert r.exit_code == 3
     assert (d["outcome"]["stage"], d["outcome"]["error_type"]) == ("load", "torch.OutOfMemoryError")
     assert round(d["budget"]["weights_bytes"] / GiB, 2) == 79.29
     assert d["memory"]["num_blocks"] == 0 and d["logs"] == []
+    # ... or 18 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts)
     assert [(f["option"], f["value"]) for f in d["fixes"]] == [
-        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB")]
+        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 18)]
     assert all(f["starts"] for f in d["fixes"])
     # kvplan fit labels the row as the load failure, with no KV budget (there is no KV cache)
     r, d = _json("fit", "deepseek-ai/DeepSeek-V3", "--gpus", "H100,H200", "--tp-sizes", "8")

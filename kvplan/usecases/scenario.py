@@ -396,11 +396,13 @@ def _starts_with(s: Scenario) -> object | None:
     return r.plan if r.plan.starts else None
 
 
-def load_fixes(s: Scenario, layout, plan) -> list[dict]:
+def load_fixes(s: Scenario, layout, plan, failed: dict | None = None) -> list[dict]:
     """Deployment changes that make a load-stage failure start, each simulated again from scratch
     (layout, weights, budget): the least larger ``--tensor-parallel-size``, the least larger
-    ``--pipeline-parallel-size``, ``--quantization fp8`` for an unquantized checkpoint, and the
-    smallest larger card of the same platform. A smaller KV budget never helps here."""
+    ``--pipeline-parallel-size``, ``--quantization fp8`` for an unquantized checkpoint, the
+    smallest larger card of the same platform, and (``failed``: the budget's ``load_failure``)
+    for the profile stage the largest halved ``--max-num-batched-tokens``, for the load stage the
+    least whole ``--cpu-offload-gb`` that starts. A smaller KV budget never helps here."""
     from dataclasses import replace
 
     from kvplan.budget.hardware import GPU_PRESETS, get_gpu
@@ -430,6 +432,27 @@ def load_fixes(s: Scenario, layout, plan) -> list[dict]:
                          and g.memory_bytes > here.memory_bytes and g.basis == "cuda"),
                         key=lambda g: g.memory_bytes)
         first((replace(s, gpu=g.name), "gpu", g.name, f"--gpu {g.name} (a larger card)") for g in larger)
+    from kvplan.budget.load import LOAD, PROFILE
+
+    stage = (failed or {}).get("stage")
+    if stage == PROFILE:  # a smaller dummy batch lowers the activation peak
+        t = plan.options.max_num_batched_tokens
+        first((replace(s, max_num_batched_tokens=n), "max_num_batched_tokens", n, f"--max-num-batched-tokens {n}")
+              for n in (t >> k for k in range(1, 8)) if n >= 256)
+    elif stage == LOAD:  # vLLM keeps that many GiB of weights in CPU memory (UVA), per GPU
+        from kvplan.engines.vllm.fixes import least_that_starts
+
+        def offload(k: int) -> Scenario:
+            return replace(s, cpu_offload_gb=float(k))
+
+        def starts(o: Scenario):
+            return _starts_with(o)
+
+        lo = int((s.cpu_offload_gb or 0) + (failed["needed_bytes"] - failed["free_bytes"]) // (1 << 30))
+        hi = int(failed["needed_bytes"] // (1 << 30))  # nearly every weight offloaded
+        if hi > lo and starts(offload(hi)) is not None:
+            k = least_that_starts(offload, lo, hi, starts)
+            fixes.append(fix_entry("cpu_offload_gb", k, f"--cpu-offload-gb {k}", starts(offload(k))))
     return fixes
 
 
@@ -464,7 +487,7 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
         plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len, budget)
         if budget is not None and budget.get("load_failure"):
             plan = with_load_failure(plan, budget["load_failure"])
-            found = load_fixes(s, layout, plan) if fixes else []
+            found = load_fixes(s, layout, plan, budget["load_failure"]) if fixes else []
         else:
             found = deployment_fixes(s, layout, era, plan, budget) if fixes else []
         fixes = found
