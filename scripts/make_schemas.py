@@ -160,7 +160,8 @@ BODIES = {
                                                  "enough": BOOL}))})),
         "estimated": BOOL,
     },
-    "gpus": {"gpus": arr(obj({"name": STR, "memory_bytes": INT, "aliases": arr(STR)}))},
+    "gpus": {"gpus": arr(obj({"name": STR, "memory_bytes": INT, "aliases": arr(STR),
+                              "compute_capability": nullable(arr(INT)), "platform": {"enum": ["cuda", "rocm"]}}))},
     "check": {
         "files": arr(STR), "passed": BOOL,
         "summary": obj({"num_deployments": INT, "num_passed": INT, "num_failed": INT, "num_errors": INT}),

@@ -26,22 +26,55 @@ LATEST, OLD = get_era("vllm-latest"), get_era("vllm-1.5")
 
 
 def test_required_presets_with_sources():
-    required = {"H100-80GB", "H100-NVL-94GB", "H200-141GB", "B200-180GB", "A100-40GB", "A100-80GB", "L40S-48GB",
-                "L4-24GB", "A10G-24GB", "RTX-4090-24GB", "MI300X-192GB"}
+    # issue 24's cards; B300 and MI325X have no public printout of their CUDA total (hardware.NOT_PRESET)
+    required = {"H100-80GB", "H100-PCIe-80GB", "H100-NVL-94GB", "H20-96GB", "H200-141GB", "GH200-96GB", "B200-180GB",
+                "A100-40GB", "A100-80GB", "L40S-48GB", "L20-48GB", "L4-24GB", "A10G-24GB", "RTX-3090-24GB",
+                "RTX-4090-24GB", "RTX-5090-32GB", "RTX-A6000-48GB", "RTX-6000-Ada-48GB", "RTX-PRO-6000-96GB",
+                "MI250X-64GB", "MI300X-192GB"}
     assert required <= set(GPU_PRESETS)
     for p in GPU_PRESETS.values():
-        # the figure is the one its source printed: "<n>MB" from torch (MiB), "<n>MiB" from
-        # nvidia-smi, or deviceQuery's byte count
+        # the figure is the one its source printed: "<n>MB" from torch (MiB), "<n>MiB" from nvidia-smi or a
+        # vLLM log in MiB, deviceQuery's byte count, or a vLLM log's "<x.xx> GiB"
         mib, rest = divmod(p.memory_bytes, MiB)
-        printed = f"{p.memory_bytes} bytes" if rest else (f"{mib}MB" if p.basis == "cuda" else f"{mib}MiB")
-        assert p.basis in ("cuda", "nvidia-smi") and printed in p.source, (p.name, printed, p.source)
-    # H100 80GB: CUDA reports 81089 MiB = 79.19 GiB (not the nominal 80 GB).
+        printed = ([f"{p.memory_bytes} bytes", f"{p.memory_bytes / GiB:.2f} GiB"] if rest
+                   else [f"{mib}MB" if p.basis == "cuda" else f"{mib}MiB", f"{mib} MiB", f"{p.memory_bytes} bytes"])
+        assert p.basis in ("cuda", "nvidia-smi") and any(x in p.source for x in printed), (p.name, printed, p.source)
+        assert p.platform in ("cuda", "rocm") and p.rocm == (p.platform == "rocm")
+        assert p.compute_capability is None or (len(p.compute_capability) == 2
+                                                and all(isinstance(x, int) for x in p.compute_capability))
+    # one basis: CUDA's figure everywhere but the H100 NVL (no printout found; the budget warns)
+    assert [p.name for p in GPU_PRESETS.values() if p.basis != "cuda"] == ["H100-NVL-94GB"]
+    # H100 80GB: CUDA reports 81089 MiB = 79.19 GiB (not the nominal 80 GB); the A100 80GB 79.32 GiB as vLLM
+    # logged it (vllm-omni issue #276), no longer the nvidia-smi 80.00 GiB that gave it more than an H100
     assert GPU_PRESETS["H100-80GB"].memory_bytes == 81089 * MiB
     assert round(GPU_PRESETS["H100-80GB"].memory_gib, 2) == 79.19
+    assert round(GPU_PRESETS["A100-80GB"].memory_gib, 2) == 79.32
+    assert GPU_PRESETS["L20-48GB"].memory_bytes == round(44.52056884765625 * GiB)
+    assert (GPU_PRESETS["RTX-5090-32GB"].compute_capability, GPU_PRESETS["MI300X-192GB"].platform) == ((12, 0), "rocm")
+
+
+def test_presets_without_a_cuda_figure_say_so():
+    with pytest.raises(OptionError, match="no preset: pass --gpu-memory"):
+        get_gpu("B300")
+
+
+def test_nvidia_smi_preset_warns(llama):
+    b = kv_budget(llama, LATEST, gpu="H100-NVL", **PROFILED_034)
+    assert any("nvidia-smi total" in w for w in b["warnings"])
+    assert not any("nvidia-smi" in w for w in kv_budget(llama, LATEST, gpu="H100", **PROFILED_034)["warnings"])
+
+
+def test_fit_md_lists_every_preset():
+    """docs/fit.md's preset table is the presets' own figures (hardware.preset_table_markdown)."""
+    from kvplan.budget.hardware import preset_table_markdown
+
+    assert preset_table_markdown() in (ROOT / "docs" / "fit.md").read_text()
 
 
 @pytest.mark.parametrize("alias, name", [("h100", "H100-80GB"), ("H200", "H200-141GB"), ("mi300x", "MI300X-192GB"),
-                                         ("a100-40gb", "A100-40GB"), ("RTX 4090", "RTX-4090-24GB")])
+                                         ("a100-40gb", "A100-40GB"), ("RTX 4090", "RTX-4090-24GB"),
+                                         ("rtx 5090", "RTX-5090-32GB"), ("gh200", "GH200-96GB"), ("h20", "H20-96GB"),
+                                         ("RTX PRO 6000", "RTX-PRO-6000-96GB"), ("mi250x", "MI250X-64GB")])
 def test_aliases(alias, name):
     assert get_gpu(alias).name == name
 
@@ -181,20 +214,37 @@ def test_pipeline_budget_is_the_tightest_stage():
     assert any("pipeline parallel" in w and "stage 1" in w for w in b["warnings"])
 
 
-def test_model_too_big_gives_a_negative_budget_and_says_so():
+def test_model_too_big_fails_loading_the_weights_and_says_so():
     layout = build_model_layout("Qwen/Qwen3-32B")
     b = kv_budget(layout, LATEST, gpu="L4", **PROFILED_034)
     # Qwen3-32B: per layer q 8192·5120 + k, v 1024·5120 + o 5120·8192 + q/k norms 2·128 + MLP
     # 3·5120·25600 + two norms 2·5120 = 487,598,336; 64 layers + embed and head 2·151936·5120
     # + final norm 5120 = 32,762,123,264 params = 65,524,246,528 B (bf16).
-    # ceil(L4 (23034 MiB) · 0.92) = ceil(22,220,667,617.28) = 22,220,667,618; activation 8192 · (4·5120 + 3·25600) · 2
+    # ceil(L4 (23,612,293,120 B) · 0.92) = 21,723,309,671; activation 8192 · (4·5120 + 3·25600) · 2
     # = 1,593,835,520 (> sampler 1024 · 151936 · 8) + 256 MiB = 1,862,270,976; non-torch 256 MiB;
     # CUDA graphs 256 MiB + 64 · 8 MiB = 805,306,368.
-    # KV = 22,220,667,618 − 65,524,246,528 − 1,862,270,976 − 268,435,456 − 805,306,368 = −46,239,591,710
+    # KV = 21,723,309,671 − 65,524,246,528 − 1,862,270,976 − 268,435,456 − 805,306,368 = −46,736,949,657
     assert b["weights_bytes"] == 65_524_246_528
-    assert b["kv_cache_memory_bytes"] == -46_239_591_710
-    assert any(w.startswith("no memory left for the KV cache: 20.69 GiB usable (22.49 GiB × 0.92)")
-               and w.endswith("is -43.06 GiB") for w in b["warnings"])
+    assert b["kv_cache_memory_bytes"] == -46_736_949_657
+    # but vLLM never gets there: 61.02 GiB of weights do not fit 21.99 GiB − 0.50 GiB (start-up estimate)
+    f = b["load_failure"]
+    assert (f["stage"], f["error_type"], f["needed_bytes"], f["free_bytes"]) == (
+        "load", "torch.OutOfMemoryError", 65_524_246_528, 23_612_293_120 - 512 * MiB)
+    assert any(w.startswith("vLLM fails before the KV cache (load): CUDA out of memory while loading the model "
+                            "weights: 61.02 GiB of weights per GPU, 21.49 GiB free") for w in b["warnings"])
+    assert not any(w.startswith("no memory left for the KV cache") for w in b["warnings"])
+
+
+def test_profile_run_that_does_not_fit_the_card():
+    # Llama-3.1-8B on an L4 with a 64k-token profile batch: the weights fit (14.96 GiB), the activation peak
+    # on top of them does not: 65536 · (4·4096 + 3·14336) · 2 = 7,784,628,224 + 256 MiB
+    layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B")
+    b = kv_budget(layout, LATEST, gpu="L4", max_num_batched_tokens=65536, **PROFILED_034)
+    f = b["load_failure"]
+    assert b["activation_peak_bytes"] == 65536 * (4 * 4096 + 3 * 14336) * 2 + 256 * MiB
+    assert f["stage"] == "profile" and f["needed_bytes"] == (
+        b["weights_bytes"] + b["activation_peak_bytes"] + b["non_torch_bytes"])
+    assert kv_budget(layout, LATEST, gpu="L4", **PROFILED_034)["load_failure"] is None
 
 
 # --- through the CLI ------------------------------------------------------------------------
@@ -232,10 +282,32 @@ def test_simulate_override_flags():
     assert d["memory"]["available_bytes"] == int(80 * GiB * 0.9) - 16 * GiB
 
 
-def test_simulate_gpu_too_small_fails_at_start():
+def test_simulate_gpu_too_small_fails_loading_with_deployment_fixes():
     r, d = _json("simulate", "Qwen/Qwen3-32B", "--gpu", "L4")
     assert r.exit_code == 3 and d["outcome"]["starts"] is False
+    assert (d["outcome"]["stage"], d["outcome"]["error_type"]) == ("load", "torch.OutOfMemoryError")
+    assert d["outcome"]["error"].startswith("CUDA out of memory while loading the model weights: 61.02 GiB")
+    # fixes change the deployment (each simulated again from scratch, and kept only when it then starts),
+    # never the KV budget. 61.02 GiB over 4 L4s loads (15.3 GiB each) but leaves 1.94 GiB of KV for 2.5 GiB
+    # needed at 40,960 tokens: TP 8 is the least that starts, PP likewise; fp8 (30.5 GiB) still does not
+    # fit one L4; the smallest larger CUDA card that holds it is the H100 PCIe (79.11 GiB)
+    fixes = {f["option"]: f for f in d["fixes"]}
+    assert "kv_cache_memory" not in fixes and "gpu_memory_utilization" not in fixes and "quantization" not in fixes
+    assert fixes["tensor_parallel_size"]["value"] == 8 and fixes["pipeline_parallel_size"]["value"] == 8
+    assert fixes["gpu"]["value"] == "H100-PCIe-80GB"
+    # or offload to CPU memory: 39.5 GiB short of loading; 53 GiB offloaded leaves 8.02 GiB of weights and room
+    # for the 10 GiB a 40,960-token request needs (the least whole GiB that starts, re-simulated)
+    assert fixes["cpu_offload_gb"]["value"] == 53 and fixes["cpu_offload_gb"]["starts"]
+    assert all(f["verified"] for f in d["fixes"])
+
+
+def test_simulate_budget_too_small_is_still_vllms_no_memory_error():
+    # weights 14.96 GiB fit a 20 GiB card, but not 0.5 of it: vLLM loads, profiles, then finds no KV memory
+    r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu-memory", "20", "--gpu-memory-utilization", "0.5",
+                 "--max-num-batched-tokens", "2048")
+    assert r.exit_code == 3 and d["outcome"]["stage"] == "admission"
     assert d["outcome"]["error"].startswith("No available memory for the cache blocks")
+    assert d["budget"]["load_failure"] is None
 
 
 def test_budget_path_does_not_import_torch():
@@ -275,3 +347,23 @@ def test_the_large_card_tier_is_new():
     assert vllm_batch_defaults("B200-180GB", None, large_tier=False) == (8192, 1024)
     assert Scenario(model="x", gpu="B200-180GB", policy="vllm-1.5").batch_sizes() == (8192, 1024)
     assert Scenario(model="x", gpu="B200-180GB").batch_sizes() == (16384, 1024)
+
+
+def test_deepseek_v3_tp8_h100_fails_loading_with_working_fixes():
+    """Issue 24: DeepSeek-V3 (fp8 checkpoint) at TP 8 holds 79.29 GiB of weights per H100 (79.19 GiB CUDA total).
+    vLLM runs out of memory loading them; a larger --kv-cache-memory cannot help. The fixes are deployment
+    changes, each simulated again: TP 16, PP 2, H200s, or CPU offload."""
+    r, d = _json("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H100", "-tp", "8")
+    assert r.exit_code == 3
+    assert (d["outcome"]["stage"], d["outcome"]["error_type"]) == ("load", "torch.OutOfMemoryError")
+    assert round(d["budget"]["weights_bytes"] / GiB, 2) == 79.29
+    assert d["memory"]["num_blocks"] == 0 and d["logs"] == []
+    # ... or 18 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts)
+    assert [(f["option"], f["value"]) for f in d["fixes"]] == [
+        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 18)]
+    assert all(f["starts"] for f in d["fixes"])
+    # kvplan fit labels the row as the load failure, with no KV budget (there is no KV cache)
+    r, d = _json("fit", "deepseek-ai/DeepSeek-V3", "--gpus", "H100,H200", "--tp-sizes", "8")
+    rows = {row["gpu"]: row for row in d["gpus"]["rows"]}
+    assert rows["H100-80GB"]["outcome"]["stage"] == "load" and rows["H100-80GB"]["kv_cache_memory_bytes"] is None
+    assert rows["H200-141GB"]["outcome"]["starts"]

@@ -16,7 +16,8 @@ from kvplan.errors import UnsupportedError
 from kvplan.units import GiB
 from kvplan.budget.inventory import Weight, analytic_inventory, drafter_inventory
 from kvplan.budget.quantization import NO_QUANTIZATION, Quantization, quantization_of, tensor_bytes
-from kvplan.budget.weights import weight_memory
+from kvplan.budget.weights import layout_weight_memory, weight_memory
+from kvplan.model import ServingOptions, build_model_layout
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -353,3 +354,44 @@ def test_one_family_registry_names_every_weight_rule():
     assert named == rules
     assert {k for k, f in FAMILIES.items() if f.weights is None} == {"whisper", "deepseek_v4"}
     assert {k for k, f in FAMILIES.items() if f.mtp} == {"deepseek", "gdn"}
+
+
+# --- MXFP4 experts as vLLM's Marlin MoE backend allocates them (kvplan.budget.weights.padded_expert_shape) ---
+
+def test_gpt_oss_20b_on_an_a100_counts_the_marlin_padding():
+    """gpt-oss-20b on an A100 (compute capability 8.0: the Marlin MXFP4 MoE backend). vLLM 0.34.0
+    fused_moe/oracle/mxfp4.py 850-855 pads the hidden size to 256 (2880 → 3072) and the intermediate
+    size per rank to 128 (2880 → 2944). Per layer, 32 experts, 4-bit values + one e8m0 scale per 32:
+      checkpoint: w13 32·5760·2880/2 + 32·5760·90 + w2 32·2880·2880/2 + 32·2880·90 = 423,014,400 B
+      padded:     w13 32·5888·3072/2 + 32·5888·96 + w2 32·3072·2944/2 + 32·3072·92 = 461,242,368 B
+      biases (bf16): w13 32·5760·2 → 32·5888·2 (+8,192 B), w2 32·2880·2 → 32·3072·2 (+12,288 B)
+    24 layers: + 24 · (38,227,968 + 20,480) = 917,962,752 B on top of the unpadded count.
+    Public logs of gpt-oss-20b on an A100 print "Model loading took 13.72 GiB" with the MXFP4/MARLIN
+    backend (kvplan: 13.67 GiB, −0.36 %)."""
+    from kvplan.budget.estimate import kv_budget
+    from kvplan.engines.vllm import get_era
+
+    layout = build_model_layout("openai/gpt-oss-20b")
+    plain = layout_weight_memory(layout).stages[0].weight_bytes
+    b = kv_budget(layout, get_era("vllm==0.19.0"), gpu="A100-80GB", gpu_memory_utilization=0.65)
+    assert b["weights_bytes"] - plain == 24 * (38_227_968 + 20_480)
+    assert abs(b["weights_bytes"] / GiB / 13.72 - 1) < 0.02
+    assert any("Marlin MoE backend" in n for n in b["weights"]["notes"])
+    # an H100 (9.0) picks among several backends: kvplan keeps the checkpoint's layout there
+    assert kv_budget(layout, get_era("vllm==0.19.0"), gpu="H100")["weights_bytes"] == plain
+
+
+def test_gpt_oss_120b_tp4_on_a100_pads_the_rank_intermediate():
+    # TP 4: intermediate per rank 2880 / 4 = 720 → 768 (scales 720/32 = 22.5 blocks is not even whole
+    # before the padding); hidden 2880 → 3072. 36 layers, 128 experts per rank.
+    from kvplan.budget.weights import MARLIN_MXFP4_PADDING
+
+    layout = build_model_layout("openai/gpt-oss-120b", None, ServingOptions(tensor_parallel_size=4))
+    plain = layout_weight_memory(layout).stages[0].weight_bytes
+    padded = layout_weight_memory(layout, mxfp4_padding=MARLIN_MXFP4_PADDING).stages[0].weight_bytes
+    # per layer, padded:   w13 128·1536·3072/2 + 128·1536·96 = 320,864,256; w2 128·3072·768/2 + 128·3072·24
+    #                      = 160,432,128; biases 128·1536·2 + 128·3072·2 = 1,179,648 → 482,476,032
+    #            unpadded: w13 128·1440·2880/2 + 128·1440·90 = 282,009,600; w2 128·2880·720/2 + 128·2880·23
+    #                      = 141,189,120; biases 128·1440·2 + 128·2880·2 = 1,105,920 → 424,304,640
+    assert padded - plain == 36 * (482_476_032 - 424_304_640)
+    assert abs(padded / GiB / 17.22 - 1) < 0.02  # vLLM 0.10.1.1 logged 17.22 GiB per rank (issue 24)

@@ -10,5 +10,7 @@ Modules, in dependency order (none imports torch or transformers at import time)
 * ``weights``      weight bytes per TP rank and PP stage;
 * ``hardware``     GPU presets and the batch defaults ``vllm serve`` picks per card;
 * ``estimate``     the estimated KV budget (``kv_budget``): card · utilization − weights −
-                   activation − non-torch − CUDA graphs.
+                   activation − non-torch − CUDA graphs;
+* ``load``         the failures before the KV cache: the weights, or the profile run on top of
+                   them, do not fit the card (``torch.OutOfMemoryError``).
 """

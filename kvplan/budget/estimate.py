@@ -48,7 +48,8 @@ from __future__ import annotations
 from kvplan.budget import sizing
 from kvplan.budget.hardware import get_gpu, gpu_memory
 from kvplan.budget.inventory import analytic_inventory
-from kvplan.budget.weights import layout_weight_memory
+from kvplan.budget.load import load_failure, physical_kv_room
+from kvplan.budget.weights import layout_weight_memory, mxfp4_padding_for
 from kvplan.errors import OptionError
 from kvplan.model.layout import get_pp_indices
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
@@ -240,8 +241,11 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     if w_over is None or a_over is None:
         inv = analytic_inventory(layout.target.config, path=getattr(layout.target.source, "path", "<config>"))
     if w_over is None:
+        preset = get_gpu(name) if name else None
+        padding = mxfp4_padding_for(preset.compute_capability, preset.platform) if preset else None
         weights = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
-                                       expert_parallel=enable_expert_parallel, quantization=quantization)
+                                       expert_parallel=enable_expert_parallel, quantization=quantization,
+                                       mxfp4_padding=padding)
     offload = int((cpu_offload_gb or 0) * GiB)
 
     stages = []
@@ -267,12 +271,20 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         stages.append(stage)
     budget_stage = min(stages, key=lambda st: st["kv_cache_memory_bytes"])
     requested = sizing.requested_memory(total, util)
+    # the load and the profile run happen before the KV cache, whatever the sizing mode
+    load_startup = s_over if s_over is not None else estimate_startup_bytes(tp * pp)
+    failed_load = load_failure(stages, total=total, startup=load_startup, pp=pp)
+    if name and gpu_memory_gib is None and get_gpu(name).basis != "cuda":
+        warnings.append(f"preset {name}: the nvidia-smi total (no printout of the CUDA figure found); CUDA reports "
+                        "~0.5 GiB less: pass --gpu-memory with the total vLLM logs for an exact budget")
     if pp > 1:
         warnings.append(
             f"pipeline parallel: each stage has its own budget (smallest: stage {budget_stage['stage']}); each "
             "stage's pool is sized from its own, then vLLM keeps the smallest num_blocks"
         )
-    if budget_stage["kv_cache_memory_bytes"] <= 0:
+    if failed_load is not None:
+        warnings.append(f"vLLM fails before the KV cache ({failed_load['stage']}): {failed_load['message']}")
+    elif budget_stage["kv_cache_memory_bytes"] <= 0:
         terms = "weights, activation, non-torch and CUDA-graph memory" + (
             ", the start-up memory and the sizing margin" if extensible else "")
         warnings.append(
@@ -319,6 +331,9 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         **{k: budget_stage.get(k) for k in ("tentative_kv_cache_memory_bytes", "transient_reserve_bytes",
                                             "sizing_margin_bytes", "measured_kv_cache_memory_bytes")},
         "kv_cache_memory_bytes": budget_stage["kv_cache_memory_bytes"],
+        "load_startup_memory_bytes": load_startup,
+        "load_failure": failed_load,
+        "kv_room_bytes": physical_kv_room(stages, total=total, startup=load_startup),
         "estimated": True,
         "stages": stages,
         "weights": None if weights is None else {

@@ -23,7 +23,41 @@ from kvplan.budget.quantization import (
     NO_QUANTIZATION, Quantization, quantization_of, quantization_override, tensor_bytes,
 )
 from kvplan.model.layout import get_pp_indices
-from kvplan.units import dtype_size_bytes
+from kvplan.units import cdiv, dtype_size_bytes
+
+# vLLM's Marlin MXFP4 MoE backend, the one CUDA cards below compute capability 9.0 (A100, A10G, L4,
+# L40S, RTX 30xx/40xx) run: the experts are allocated with the intermediate size per rank rounded up
+# to 128 and the hidden size to 256 (vLLM 0.34.0 model_executor/layers/fused_moe/oracle/mxfp4.py
+# mxfp4_round_up_hidden_size_and_intermediate_size, lines 850-855; Mxfp4MoEMethod.create_weights
+# allocates w13 [E, 2·I', H'], w2 [E, H', I'] and their biases with the padded sizes).
+MARLIN_MXFP4_PADDING = (128, 256)  # (intermediate alignment, hidden alignment)
+
+
+def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda") -> tuple[int, int] | None:
+    """The MXFP4 expert padding vLLM applies on a card, where kvplan knows the backend: Marlin below
+    compute capability 9.0 on CUDA; None elsewhere (Hopper and Blackwell pick among several backends)."""
+    if platform == "cuda" and compute_capability is not None and compute_capability < (9, 0):
+        return MARLIN_MXFP4_PADDING
+    return None
+
+
+def _round_up(n: int, m: int) -> int:
+    return cdiv(n, m) * m
+
+
+def padded_expert_shape(w: Weight, shape: tuple[int, ...], padding: tuple[int, int]) -> tuple[int, ...]:
+    """An MXFP4 expert tensor (gpt-oss names) as the Marlin backend allocates it on one rank."""
+    ia, ha = padding
+    leaf = w.name.rsplit(".", 1)[-1]
+    if leaf == "gate_up_proj":  # [E, 2I, H]
+        return shape[0], 2 * _round_up(shape[1] // 2, ia), _round_up(shape[2], ha)
+    if leaf == "gate_up_proj_bias":  # [E, 2I]
+        return shape[0], 2 * _round_up(shape[1] // 2, ia)
+    if leaf == "down_proj":  # [E, H, I]
+        return shape[0], _round_up(shape[1], ha), _round_up(shape[2], ia)
+    if leaf == "down_proj_bias":  # [E, H]
+        return shape[0], _round_up(shape[1], ha)
+    return shape
 
 
 @dataclass(frozen=True)
@@ -73,9 +107,11 @@ def _stage_of(w: Weight, bounds: list[tuple[int, int]], tied: bool) -> list[int]
 def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int = 1,
                   quant: Quantization = NO_QUANTIZATION, drafter_quant: Quantization = NO_QUANTIZATION,
                   drafter_dtype: str | None = None, partition: tuple[int, ...] | None = None,
-                  data_parallel_size: int = 1, expert_parallel: bool = False) -> WeightMemory:
+                  data_parallel_size: int = 1, expert_parallel: bool = False,
+                  mxfp4_padding: tuple[int, int] | None = None) -> WeightMemory:
     """Bytes one GPU holds, stage by stage. ``inventories[0]`` is the target (its layers set
-    the PP split); further inventories (drafter) go to the last stage with ``drafter_quant``."""
+    the PP split); further inventories (drafter) go to the last stage with ``drafter_quant``.
+    ``mxfp4_padding``: the card's MXFP4 MoE backend padding (``mxfp4_padding_for``)."""
     target = inventories[0]
     bounds = [get_pp_indices(target.num_hidden_layers, r, pp, partition) for r in range(pp)]
     dbytes = dtype_size_bytes(dtype)
@@ -90,6 +126,8 @@ def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: 
             by_kind[w.kind] = by_kind.get(w.kind, 0) + w.numel
             # MoE experts are split over tp x dp ranks (vLLM flattens TP across DP for FusedMoE)
             shape = w.moe_rank_shape(tp * data_parallel_size, expert_parallel) if w.expert else w.rank_shape(tp)
+            if mxfp4_padding and w.expert and q.method == "mxfp4":
+                shape = padded_expert_shape(w, shape, mxfp4_padding)
             nb = tensor_bytes(shape, q, q.converts(w), db)
             for s in _stage_of(w, bounds, inv.tie_word_embeddings and idx == 0):
                 params[s] += math.prod(shape)
@@ -114,7 +152,8 @@ def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: 
 
 
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,
-                         expert_parallel: bool = False, quantization: str | None = None) -> WeightMemory:
+                         expert_parallel: bool = False, quantization: str | None = None,
+                         mxfp4_padding: tuple[int, int] | None = None) -> WeightMemory:
     """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
     the drafter) per GPU. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
     are split over ``tp × data_parallel_size`` ranks (whole experts with ``expert_parallel``);
@@ -136,7 +175,13 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     quant = quantization_override(target.config, quantization) if quantization else quantization_of(target.config)
     mem = weight_memory(invs, target.dtype, tp=tp, pp=pp, quant=quant,
                         partition=getattr(layout, "pp_partition", None), drafter_quant=dq, drafter_dtype=ddtype,
-                        data_parallel_size=data_parallel_size, expert_parallel=expert_parallel)
+                        data_parallel_size=data_parallel_size, expert_parallel=expert_parallel,
+                        mxfp4_padding=mxfp4_padding)
+    if mxfp4_padding and quant.method == "mxfp4":
+        mem = replace(mem, notes=mem.notes + (
+            f"mxfp4 experts as vLLM's Marlin MoE backend allocates them on this card (compute capability < 9.0): "
+            f"intermediate size per rank rounded up to {mxfp4_padding[0]}, hidden size to {mxfp4_padding[1]} "
+            "(vLLM fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size)",))
     if exact_params:
         counts = meta_param_counts(target.config, path=path)
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k != "mtp"))

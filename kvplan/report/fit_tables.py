@@ -22,11 +22,13 @@ def _short(row: dict) -> str:
 
 def render_gpu_presets(d: dict) -> None:
     cols = [Col("name"), Col("memory", right=True), Col("bytes", right=True, drop=1), Col("basis", drop=2),
-            Col("nominal", drop=3), Col("aliases", drop=4), Col("source", drop=5)]
+            Col("cc", drop=2), Col("nominal", drop=3), Col("aliases", drop=4), Col("source", drop=5)]
     rows = [[g["name"], f"{g['memory_bytes'] / (1 << 30):.2f} GiB", f"{g['memory_bytes']:,}", g["basis"],
+             (".".join(map(str, g["compute_capability"])) if g.get("compute_capability") else "")
+             + (" rocm" if g.get("platform") == "rocm" else ""),
              g["nominal"], ", ".join(g["aliases"]), g["source"]] for g in d["gpus"]]
-    _console().print(fitted_table("GPU presets (memory as CUDA reports it where a printout was found, else "
-                                  "nvidia-smi's total)", cols, rows))
+    _console().print(fitted_table("GPU presets (memory as CUDA reports it, the figure vLLM logs; basis "
+                                  "nvidia-smi: no CUDA printout found)", cols, rows))
 
 
 def _budget_table(b: dict):

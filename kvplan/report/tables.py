@@ -317,7 +317,10 @@ def render_plan(d: dict) -> None:
     ]
     from kvplan.engines.vllm.prechecks import before_kv_cache
 
-    if not (failed and before_kv_cache(d["outcome"]["stage"])):  # refused at config time: no memory figures
+    from kvplan.budget.load import STAGES as LOAD_STAGES
+
+    if not (failed and before_kv_cache(d["outcome"]["stage"])) and d["outcome"]["stage"] not in LOAD_STAGES:
+        # refused at config time, or out of memory loading the weights: no KV-cache figures
         c.print(key_value_table(f"Memory ({VLLM_OWN}, except where marked kvplan's estimate)", rows))
     if d["logs"]:
         c.print("vLLM log lines:")
@@ -364,8 +367,12 @@ def summary_lines(d: dict) -> list[str]:
                      f"group_size {gr['group_size']} ({gr['path']})")
     from kvplan.engines.vllm.prechecks import before_kv_cache
 
+    from kvplan.budget.load import STAGES as LOAD_STAGES
+
     if failed and before_kv_cache(o["stage"]):  # refused at config time: nothing was sized
         lines.append("KV cache: not sized (vLLM refuses the configuration before it)")
+    elif not o["starts"] and o["stage"] in LOAD_STAGES:
+        lines.append(f"KV cache: not sized (vLLM runs out of memory in the {o['stage']} stage before it)")
     else:
         workers = [w for w in d["workers"] if "own_num_blocks" in w]
         stages = f" (the minimum over {len(workers)} pipeline stages)" if len(workers) > 1 else ""

@@ -25,8 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.errors import KvplanError, OptionError
+from kvplan.budget.load import STAGES as LOAD_STAGES
 from kvplan.usecases.scenario import (Scenario, build_layout, hardware_budget, kv_bytes_at, plan_scenario, resolve_era,
-                                      serving_of)
+                                      serving_of, with_load_failure)
 from kvplan.results import outcome, plan_outcome
 from kvplan.units import largest_true
 
@@ -56,7 +57,10 @@ def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
 def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
     """One vLLM simulation of ``b``'s layout with ``kv_bytes`` per GPU (-1 = auto-fit)."""
 
-    return plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len, b.budget)
+    plan = plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len, b.budget)
+    failed = (b.budget or {}).get("load_failure")
+    # the weights (or the profile run) do not fit the card: vLLM stops before the KV cache, at any length
+    return with_load_failure(plan, failed) if failed else plan
 
 
 def layout_decision(plan) -> dict:
@@ -228,7 +232,7 @@ def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> d
         "layout": layout_decision(top),
         "boundary": None,
     }
-    if not top.starts and before_kv_cache(top.failure.stage):
+    if not top.starts and (before_kv_cache(top.failure.stage) or top.failure.stage in LOAD_STAGES):
         f = top.failure
         answer["reason"] = (f"vLLM refuses this deployment before the KV cache ({f.stage}), at any utilization: "
                             f"{f.error_type}: {f.message}")
@@ -288,10 +292,10 @@ def parse_tp_sizes(text: str | None) -> list[int]:
 
 
 def parse_gpus(text: str | None) -> list[str]:
-    from kvplan.budget.hardware import GPU_PRESETS, get_gpu
+    from kvplan.budget.hardware import FIT_TABLE_DEFAULT, get_gpu
 
     if not text:
-        return list(GPU_PRESETS)
+        return list(FIT_TABLE_DEFAULT)
     return [get_gpu(p).name for p in str(text).split(",") if p.strip()]
 
 
@@ -332,7 +336,8 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 "num_gpus": tp * s.pipeline_parallel_size,
                 "gpu_memory_bytes": GPU_PRESETS[g].memory_bytes,
                 "weights_bytes": b.budget["weights_bytes"],
-                "kv_cache_memory_bytes": b.budget["kv_cache_memory_bytes"],
+                # no KV cache when vLLM runs out of memory loading the weights or in the profile run
+                "kv_cache_memory_bytes": None if b.budget.get("load_failure") else b.budget["kv_cache_memory_bytes"],
                 "max_model_len": L,
                 "outcome": plan_outcome(plan),
                 "max_concurrency": round(plan.max_concurrency, 6),
@@ -492,7 +497,9 @@ def gpus() -> dict:
 
     body = {"gpus": [
         {"name": p.name, "memory_bytes": p.memory_bytes, "basis": p.basis, "nominal": p.nominal,
-         "aliases": list(p.aliases), "source": p.source}
+         "aliases": list(p.aliases), "source": p.source,
+         "compute_capability": list(p.compute_capability) if p.compute_capability else None,
+         "platform": p.platform}
         for p in GPU_PRESETS.values()
     ]}
     return envelope("gpus", options={}, outcome=outcome(ok=True), body=body)

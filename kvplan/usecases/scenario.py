@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, make_dataclass
 
 from typing import Any
 
-from kvplan.errors import OptionError
+from kvplan.errors import KvplanError, OptionError
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 
 
@@ -301,6 +301,10 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> lis
     from kvplan.engines.vllm.fixes import smallest_fixes
 
     fixes = smallest_fixes(plan, lambda o: plan_layout(layout, era, o, disable_sliding_window=s.disable_sliding_window))
+    if budget is not None and budget.get("kv_room_bytes") is not None:
+        # --kv-cache-memory skips the profile, but the cache must still fit beside the weights, the
+        # activation peak and the graphs: a larger value runs out of memory allocating it
+        fixes = [f for f in fixes if f["option"] != "kv_cache_memory" or f["value"] <= budget["kv_room_bytes"]]
     if budget is not None and s.kv_cache_memory is None:
         fix = utilization_fix(s, layout, era, budget, plan)
         if fix is not None:
@@ -365,8 +369,96 @@ NO_BUDGET_REFUSAL = ("no KV-cache budget given (--gpu or --kv-cache-memory): onl
                      "ran, and they refuse this deployment; give a budget for the memory figures and verified fixes")
 
 
-def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:
-    """Build the layout (unless given), resolve the budget, simulate, and report."""
+def with_load_failure(plan, failed: dict):
+    """The plan of a deployment that runs out of memory before the KV cache (``kvplan.budget.load``):
+    vLLM stops while loading the weights or in the profile run, so there is no KV cache, no block
+    count and no KV log line."""
+    from kvplan.engines.vllm.plan import Failure
+
+    plan.failure = Failure(failed["stage"], failed["error_type"], failed["message"])
+    plan.num_blocks, plan.max_concurrency, plan.kv_cache_size_tokens, plan.steady = 0, 0.0, 0, None
+    plan.logs = []
+    return plan
+
+
+# the sizes kvplan tries for a larger tensor- / pipeline-parallel deployment (vLLM takes any, the
+# model's heads and layers decide which build)
+LOAD_FIX_TP = (2, 4, 8, 16, 32)
+LOAD_FIX_PP = (2, 3, 4, 8)
+
+
+def _starts_with(s: Scenario) -> object | None:
+    """``s`` simulated from scratch (its own layout and budget), no fixes; the plan when it starts."""
+    try:
+        r = run_scenario(s, fixes=False)
+    except KvplanError:
+        return None  # e.g. heads not divisible by that tensor-parallel size
+    return r.plan if r.plan.starts else None
+
+
+def load_fixes(s: Scenario, layout, plan, failed: dict | None = None) -> list[dict]:
+    """Deployment changes that make a load-stage failure start, each simulated again from scratch
+    (layout, weights, budget): the least larger ``--tensor-parallel-size``, the least larger
+    ``--pipeline-parallel-size``, ``--quantization fp8`` for an unquantized checkpoint, the
+    smallest larger card of the same platform, and (``failed``: the budget's ``load_failure``)
+    for the profile stage the largest halved ``--max-num-batched-tokens``, for the load stage the
+    least whole ``--cpu-offload-gb`` that starts. A smaller KV budget never helps here."""
+    from dataclasses import replace
+
+    from kvplan.budget.hardware import GPU_PRESETS, get_gpu
+    from kvplan.engines.vllm.fixes import fix_entry
+
+    fixes: list[dict] = []
+
+    def first(candidates):
+        for opts, option, value, flag in candidates:
+            p = _starts_with(opts)
+            if p is not None:
+                fixes.append(fix_entry(option, value, flag, p))
+                return
+
+    tp, pp = s.tensor_parallel_size, s.pipeline_parallel_size
+    first((replace(s, tensor_parallel_size=n), "tensor_parallel_size", n, f"--tensor-parallel-size {n}")
+          for n in LOAD_FIX_TP if n > tp)
+    first((replace(s, pipeline_parallel_size=n), "pipeline_parallel_size", n, f"--pipeline-parallel-size {n}")
+          for n in LOAD_FIX_PP if n > pp)
+    from kvplan.budget.quantization import NO_QUANTIZATION, quantization_of
+
+    if s.quantization is None and quantization_of(layout.target.config) == NO_QUANTIZATION:
+        first([(replace(s, quantization="fp8"), "quantization", "fp8", "--quantization fp8")])
+    if s.gpu is not None and s.gpu_memory is None:
+        here = get_gpu(s.gpu)
+        larger = sorted((g for g in GPU_PRESETS.values() if g.platform == here.platform
+                         and g.memory_bytes > here.memory_bytes and g.basis == "cuda"),
+                        key=lambda g: g.memory_bytes)
+        first((replace(s, gpu=g.name), "gpu", g.name, f"--gpu {g.name} (a larger card)") for g in larger)
+    from kvplan.budget.load import LOAD, PROFILE
+
+    stage = (failed or {}).get("stage")
+    if stage == PROFILE:  # a smaller dummy batch lowers the activation peak
+        t = plan.options.max_num_batched_tokens
+        first((replace(s, max_num_batched_tokens=n), "max_num_batched_tokens", n, f"--max-num-batched-tokens {n}")
+              for n in (t >> k for k in range(1, 8)) if n >= 256)
+    elif stage == LOAD:  # vLLM keeps that many GiB of weights in CPU memory (UVA), per GPU
+        from kvplan.engines.vllm.fixes import least_that_starts
+
+        def offload(k: int) -> Scenario:
+            return replace(s, cpu_offload_gb=float(k))
+
+        def starts(o: Scenario):
+            return _starts_with(o)
+
+        lo = int((s.cpu_offload_gb or 0) + (failed["needed_bytes"] - failed["free_bytes"]) // (1 << 30))
+        hi = int(failed["needed_bytes"] // (1 << 30))  # nearly every weight offloaded
+        if hi > lo and starts(offload(hi)) is not None:
+            k = least_that_starts(offload, lo, hi, starts)
+            fixes.append(fix_entry("cpu_offload_gb", k, f"--cpu-offload-gb {k}", starts(offload(k))))
+    return fixes
+
+
+def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool = True) -> ScenarioResult:
+    """Build the layout (unless given), resolve the budget, simulate, and report (``fixes=False``:
+    no search for the changes that make a failing deployment start)."""
     from kvplan.report.data import plan_dict
     from kvplan.report.explain import explain as explain_plan
 
@@ -393,7 +485,12 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
         fixes = []
     else:
         plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len, budget)
-        fixes = deployment_fixes(s, layout, era, plan, budget)
+        if budget is not None and budget.get("load_failure"):
+            plan = with_load_failure(plan, budget["load_failure"])
+            found = load_fixes(s, layout, plan, budget["load_failure"]) if fixes else []
+        else:
+            found = deployment_fixes(s, layout, era, plan, budget) if fixes else []
+        fixes = found
     data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes)
     if kv_bytes is None:
         data["warnings"] = [*data.get("warnings", []), NO_BUDGET_REFUSAL]
