@@ -229,8 +229,22 @@ def _looks_like_option(word: str, table: FlagTable) -> bool:
     return word.startswith("-") and word != "-" and not _NUMBER.match(word)
 
 
+_GLUED = re.compile(r"(?<=[^\s-])(--[A-Za-z][A-Za-z0-9_-]*)(?==|$)")
+
+
+def _glued(args: list[str], table: FlagTable) -> None:
+    """Two words pasted together (``8111--gpu-memory-utilization``): vLLM's argparse would refuse the
+    word; say which one it is and where the space goes."""
+    for word in args:
+        m = _GLUED.search(word)
+        if m and m.start() > 0 and m.group(1).replace("_", "-") in table.by_option:
+            raise OptionError(f"{word!r}: two words glued together (vLLM's parser would refuse it); "
+                              f"put a space before {m.group(1)}: {word[:m.start()]} {word[m.start():]}")
+
+
 def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, base: Path | None = None) -> ParsedServe:
     """``vllm serve``'s words (after ``serve``) → the model and each flag given, in order."""
+    _glued(list(argv), table)
     args = _move_model(list(argv))
     args, config_file = _pull_config(args, table, base)
     args = _underscores(args)

@@ -63,21 +63,41 @@ def choose_release(line: ServeLine | None, policy: str | None) -> tuple[str | No
     if line is not None and line.form == "docker":
         tag = line.image_tag or "latest"
         if line.image_release is not None:
-            tagged = f"vllm=={line.image_release}"
+            from kvplan.engines.vllm.versions import VERSIONS, version_key
+            from kvplan.serve.line import tag_is_prerelease
+
+            release = line.image_release
+            oldest = next(iter(VERSIONS))
+            how = f"image tag {tag}"
+            if version_key(release) < version_key(oldest):
+                warnings.append(f"image tag {tag} is vLLM {release}, older than every release kvplan models; "
+                                f"assuming {oldest}'s flags and rules (the oldest kvplan knows), which may "
+                                f"differ from {release}'s")
+                release, how = oldest, f"image tag {tag} (assumed {oldest})"
+            elif tag_is_prerelease(tag):
+                warnings.append(f"image tag {tag} is a pre-release of vLLM {release}: read with {release}'s "
+                                "flags and rules")
+            tagged = f"vllm=={release}"
             if policy is not None and policy != tagged:
                 warnings.append(f"--policy {policy} given: it replaces the image tag's release ({line.image}: "
                                 f"{tagged})")
             else:
-                era = get_era(tagged)  # refuses a release kvplan does not know, listing the range
-                return tagged, era.release or line.image_release, f"image tag {tag}", warnings
+                era = get_era(tagged)
+                return tagged, era.release or release, how, warnings
         elif policy is None:
-            warnings.append(f"image tag '{tag}' names no release: using the newest release kvplan checked, "
-                            f"vllm=={NEWEST_CHECKED}")
+            what = "an NGC container tag (its vLLM release is in NVIDIA's release notes)" if _ngc(line) \
+                else "no release"
+            warnings.append(f"image tag '{tag}' names {what}: assuming the newest release kvplan checked, "
+                            f"vllm=={NEWEST_CHECKED}; give --policy vllm==X to read it as another")
             return f"vllm=={NEWEST_CHECKED}", NEWEST_CHECKED, f"image tag {tag} (newest checked)", warnings
     era = get_era(policy or "vllm-latest")
     release = era.release or (era.releases[-1] if era.releases else NEWEST_CHECKED)
     how = "--policy" if policy else ("installed vLLM" if era.release_note == "installed" else "kvplan's default")
     return policy, release, how, warnings
+
+
+def _ngc(line: ServeLine) -> bool:
+    return bool(line.image and line.image.startswith("nvcr.io/"))
 
 
 def _spec_method(raw: Any) -> str:
