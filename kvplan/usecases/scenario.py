@@ -365,6 +365,16 @@ NO_BUDGET_REFUSAL = ("no KV-cache budget given (--gpu or --kv-cache-memory): onl
                      "ran, and they refuse this deployment; give a budget for the memory figures and verified fixes")
 
 
+def _plausible_budget(s: Scenario, kv_bytes: int, plan) -> None:
+    """``--kv-cache-memory 40`` is 40 bytes (vLLM's ``--kv-cache-memory-bytes`` reads bytes): a budget
+    below one KV block of the model cannot be what was meant; refuse it and suggest the unit."""
+    per_block = max((w.bytes_per_block for w in [*plan.workers, *(plan.worker_checks or ())]), default=0)
+    if 0 < kv_bytes < per_block:
+        raise OptionError(f"--kv-cache-memory {kv_bytes:,}: that is {kv_bytes:,} bytes, less than one KV block of "
+                          f"{s.model} ({per_block:,} bytes); give the unit, e.g. --kv-cache-memory {kv_bytes}GiB "
+                          "(40G = 40 GiB, 40g = 40*10^9 bytes)")
+
+
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report."""
     from kvplan.report.data import plan_dict
@@ -393,6 +403,8 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None) -> Scenario
         fixes = []
     else:
         plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len, budget)
+        if budget is None:
+            _plausible_budget(s, kv_bytes, plan)
         fixes = deployment_fixes(s, layout, era, plan, budget)
     data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes)
     if kv_bytes is None:
