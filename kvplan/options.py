@@ -32,7 +32,7 @@ INSPECT, SIMULATE, FIT, COMPARE, CHECK, EXPLAIN = "inspect", "simulate", "fit", 
 # `kvplan vllm [options] serve ...`: kvplan's own simulate options (vllm=False) go before `serve`;
 # vLLM's flags are read from the serve line (kvplan.serve). Derived in options_for, not declared.
 VLLM_SERVE = "vllm"
-_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot", "summary"})
+_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot"})
 MODEL_CMDS = frozenset({INSPECT, SIMULATE, FIT, COMPARE, CHECK})
 PLAN_CMDS = frozenset({SIMULATE, FIT, COMPARE, CHECK})
 
@@ -441,9 +441,9 @@ _TABLE: tuple[Option, ...] = (
            metavar="PNG", help="With --sweep-threshold: draw the sweep to this PNG (needs kvplan\\[plot])."),
     Option("explain", "--explain", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
            panel=CHECKS, help="Explain the decision chain in words, with its numbers."),
-    Option("summary", "--summary", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
-           panel=CHECKS, help="One screen (at most 20 lines): decision, group size, padding, num_blocks, KV tokens, "
-           "both concurrencies, outcome and the fix. Table output only (JSON is always whole)."),
+    Option("summary", "--summary", BOOL, default=False, commands=frozenset({SIMULATE, FIT}), scenario=False,
+           vllm=False, panel=CHECKS, help="One screen (at most 20 lines): the verdict, decision, group size, padding, "
+           "num_blocks, KV tokens, the concurrencies, outcome and the fix. Table output only (JSON is always whole)."),
     Option("require_start", "--require-start", BOOL, default=False, panel=CHECKS, commands=frozenset({SIMULATE}),
            scenario=False, vllm=False, help="Exit 3 if the engine would fail at start-up."),
     Option("fail_on_padding", "--fail-on-padding", FLOAT, minimum=0.0, panel=CHECKS, commands=frozenset({SIMULATE}),

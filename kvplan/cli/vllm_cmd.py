@@ -38,7 +38,11 @@ def vllm_command(
     """
     from kvplan.api import vllm_serve
 
+    summary = options.pop("summary", False)
     words = list(serve or [])
+    if "--summary" in words[1:]:  # kvplan's option anywhere on the line (vllm serve has no --summary)
+        words = [w for w in words if w != "--summary"]
+        summary = True
     if line is not None:
         if words:
             raise fail("give either --line or the serve words, not both", EXIT_USAGE)
@@ -57,8 +61,13 @@ def vllm_command(
 
     def table(d: dict) -> None:
         from kvplan.report.serve_tables import render_serve
-        from kvplan.report.tables import render_budget, render_plan
+        from kvplan.report.tables import render_budget, render_plan, render_summary
 
+        if summary:
+            from kvplan.report.verdict import render_short
+
+            render_short(render_summary, d)
+            return
         render_serve(d)
         render_plan(d)
         if d.get("budget"):
