@@ -49,8 +49,9 @@ ASK = "Questions"
 VERIFY = "Cross-check against a real vLLM (its planning functions, on CPU)"
 
 # Value kinds, each with one parser below.
-STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME, ENV = (
-    "str", "int", "float", "size", "gib", "length", "bool", "tristate", "choice", "json", "policy", "env")
+STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME, ENV, MAP = (
+    "str", "int", "float", "size", "gib", "length", "bool", "tristate", "choice", "json", "policy", "env", "map")
+REPEATABLE = frozenset({ENV, MAP})  # given several times on the command line (Typer hands over a list)
 
 
 @dataclass(frozen=True)
@@ -248,6 +249,36 @@ def _env(opt: Option, raw: Any) -> dict[str, str]:
     return {name: value for name, value in pairs if name.startswith("VLLM_")}
 
 
+def _map(opt: Option, raw: Any) -> dict[str, str]:
+    """``--model-map PATH=ID``: a served name (a local path, a renamed id) → the config to read (a
+    directory, a config.json, a catalog or Hub id). One string, a list of them, or a mapping."""
+    if isinstance(raw, dict):
+        pairs = list(raw.items())
+    else:
+        items = [raw] if isinstance(raw, str) else raw
+        if not isinstance(items, (list, tuple)):
+            raise ValueError(f"expected PATH=ID, a list of them or a mapping, got {type_name(raw)}")
+        pairs = []
+        for item in items:
+            key, sep, value = item.rpartition("=") if isinstance(item, str) else ("", "", "")
+            if not sep or not key.strip() or not value.strip():
+                raise ValueError(f"expected PATH=ID (e.g. /data/Qwen2.5-7B=Qwen/Qwen2.5-7B), got {item!r}")
+            pairs.append((key, value))
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        if not isinstance(key, str) or not isinstance(value, str) or not key.strip() or not value.strip():
+            raise ValueError(f"expected PATH=ID with two non-empty strings, got {key!r}: {value!r}")
+        out[key.strip().rstrip("/") or "/"] = value.strip()
+    return out
+
+
+def mapped_model(model: str | None, model_map: dict | None) -> str | None:
+    """The model argument after ``--model-map`` (exact, or the same path without a trailing '/')."""
+    if model is None or not model_map:
+        return model
+    return model_map.get(model, model_map.get(model.rstrip("/"), model))
+
+
 def env_value(raw: Any) -> dict[str, str] | None:
     """``--env`` as a simulation uses it: the variables given (parsed), plus the ones kvplan
     applies that the process environment sets and ``raw`` does not name (given wins)."""
@@ -277,7 +308,7 @@ def type_name(v: Any) -> str:
 
 _PARSERS: dict[str, Callable[[Option, Any], Any]] = {
     STR: _str, INT: _int, FLOAT: _float, SIZE: _size, GIB: _gib, LENGTH: _length, BOOL: _bool,
-    TRISTATE: _bool, CHOICE: _choice, JSON: _json, POLICY_NAME: _policy, ENV: _env,
+    TRISTATE: _bool, CHOICE: _choice, JSON: _json, POLICY_NAME: _policy, ENV: _env, MAP: _map,
 }
 
 
@@ -337,6 +368,10 @@ _TABLE: tuple[Option, ...] = (
            help="Every layer becomes full attention, and max_model_len is capped at the window."),
     Option("revision", "--revision", STR, metavar="REV",
            help="Branch, tag or commit for HF-cache or downloaded configs."),
+    Option("model_map", "--model-map", MAP, vllm=False, metavar="PATH=ID", commands=MODEL_CMDS | {EXPLAIN},
+           help="The config behind a served path or name (repeatable): /data/Qwen2.5-7B=Qwen/Qwen2.5-7B; the ID is "
+           "a catalog or Hub id, a directory or a config.json. Without it, a path whose last part names a known "
+           "model is read as that model, with a warning."),
     Option("download", "--download", BOOL, default=False, vllm=False,
            help="Allow fetching config.json from the Hugging Face Hub (network)."),
     Option("env", "--env", ENV, vllm=False, metavar="VAR=VALUE",

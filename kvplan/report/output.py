@@ -26,9 +26,9 @@ def emit(data: dict, fmt: str, render_table: Callable[[dict], None]) -> None:
     elif fmt == "yaml":
         sys.stdout.write(to_yaml(data))
     else:
-        from kvplan.report.verdict import verdict_line
+        from kvplan.report.verdict import verdict_text
 
-        first = verdict_line(data)
+        first = verdict_text(data)
         if first is not None:
             sys.stdout.write(first + "\n")
             sys.stdout.flush()

@@ -8,13 +8,9 @@ The figures are vLLM's own (num_blocks, max_concurrency, max_model_len) for the 
 
 from __future__ import annotations
 
-MAX_ERROR_CHARS = 160
-
-
 def _first_sentence(text: str | None) -> str:
     text = " ".join((text or "").split())
-    head = text.split(". ")[0].rstrip(".")
-    return head if len(head) <= MAX_ERROR_CHARS else head[:MAX_ERROR_CHARS - 1] + "…"
+    return text.split(". ")[0].rstrip(".")
 
 
 def _where(d: dict) -> str:
@@ -122,13 +118,24 @@ def verdict_line(d: dict) -> str | None:
 SUMMARY_LINES = 20  # --summary: the verdict and at most 19 more lines
 
 
-def render_short(render, d: dict, limit: int = SUMMARY_LINES - 1) -> None:
+def verdict_text(d: dict) -> str | None:
+    """The verdict wrapped to the terminal (continuation lines indented: the first line starts with
+    OK or FAILS, for grep)."""
+    from kvplan.report.width import fill
+
+    line = verdict_line(d)
+    return None if line is None else fill(line, "", "  ")
+
+
+def render_short(render, d: dict, limit: int | None = None) -> None:
     """``--summary`` for a command without a summary of its own (fit, check): its table output cut to
     ``limit`` lines (the verdict line comes first), and a last line saying how many were left out."""
     import contextlib
     import io
     import sys
 
+    if limit is None:
+        limit = SUMMARY_LINES - len((verdict_text(d) or "").splitlines())
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         render(d)

@@ -284,9 +284,16 @@ def build_layout(s: Scenario):
     from kvplan.engines.vllm import environment
     from kvplan.model import build_model_layout
 
+    from kvplan.options import mapped_model
+
     era = resolve_era(s.policy, None)
-    layout = build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download,
+    model, drafter = mapped_model(s.model, s.model_map), mapped_model(s.drafter, s.model_map)
+    layout = build_model_layout(model, drafter, serving_of(s), revision=s.revision, download=s.download,
                                 hf_overrides=s.hf_overrides)
+    mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
+              (("model", s.model, model), ("drafter", s.drafter, drafter)) if given != to]
+    if mapped:
+        layout = replace(layout, warnings=(*mapped, *layout.warnings))
     environment.refuse_unmodelled(s.env, era, use_mla=any(ls.spec.kind == "mla" for ls in layout.layers))
     extra = [w for w in environment.warnings(s.env, era) if w not in layout.warnings]
     return replace(layout, warnings=(*layout.warnings, *extra)) if extra else layout
