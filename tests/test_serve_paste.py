@@ -89,3 +89,26 @@ def test_a_budget_below_one_block_is_refused_with_the_unit():
     with pytest.raises(OptionError) as e:
         kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "40"])
     assert e.value.message == expected
+
+
+def test_a_flag_of_other_releases_is_reported_with_them_and_skipped_without_kv_effect():
+    # the generated lists: --max-num-partial-prefills is in 0.18.0's, not in 0.33.0's or 0.34.0's
+    d = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "8G", "--max-num-partial-prefills", "2"])
+    assert d["outcome"]["starts"] is True
+    assert ("--max-num-partial-prefills: not a flag of vllm serve 0.34.0: removed after 0.18.0 (in the flag lists "
+            "of 0.18.0; kvplan has the lists of 0.18.0, 0.33.0, 0.34.0); it does not change the KV cache, so the "
+            "line is read without it") in d["warnings"]
+    # a removed flag that would change the KV cache stays refused, naming the releases that have it
+    with pytest.raises(OptionError) as e:
+        kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "8G", "--override-attention-dtype", "float16"])
+    assert e.value.message == ("--override-attention-dtype: not a flag of vllm serve 0.34.0; removed after 0.18.0 "
+                               "(in the flag lists of 0.18.0; kvplan has the lists of 0.18.0, 0.33.0, 0.34.0)")
+
+
+def test_an_unknown_flag_gets_no_far_fetched_suggestion():
+    with pytest.raises(OptionError) as e:
+        kvplan.vllm_serve(["Qwen/Qwen3-8B", "--enable-reasoning"])
+    assert e.value.message == "--enable-reasoning: not a flag of vllm serve 0.34.0; `vllm serve --help=all` lists the flags"
+    with pytest.raises(OptionError) as e:
+        kvplan.vllm_serve(["Qwen/Qwen3-8B", "--max-model-lenn", "8k"])
+    assert e.value.message == "--max-model-lenn: not a flag of vllm serve 0.34.0; did you mean --max-model-len?"

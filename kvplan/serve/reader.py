@@ -314,4 +314,5 @@ def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLi
         options["policy"] = policy_out
     env = dict(line.env) if line is not None else {}
     return ServeRequest(model=parsed.model, options=options, flags=r.rows, env=env, release=release,
-                        release_source=how, table=table, warnings=[*warnings, *r.warnings], line=line)
+                        release_source=how, table=table, warnings=[*warnings, *parsed.warnings, *r.warnings],
+                        line=line)
