@@ -618,5 +618,5 @@ def test_file_issue_annotations():
         "disable_hybrid_kv_cache_manager, kv_transfer_config, num_gpu_blocks_override, kv_events, gpu, gpu_memory, "
         "gpu_memory_utilization, enable_extensible_kv_cache, quantization, cpu_offload_gb, weights_memory, "
         "activation_memory, non_torch_memory, cudagraph_memory, startup_memory, exact_params, cross_check, "
-        "vllm_python, require_agreement, expect, vllm_serve, name",
+        "vllm_python, require_agreement, expect, vllm_serve, manifest, name",
     ]

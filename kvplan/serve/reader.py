@@ -60,7 +60,7 @@ def choose_release(line: ServeLine | None, policy: str | None) -> tuple[str | No
     from kvplan.engines.vllm.releases import NEWEST_CHECKED
 
     warnings: list[str] = []
-    if line is not None and line.form == "docker":
+    if line is not None and (line.form == "docker" or line.image is not None):  # docker run, or a manifest's image
         tag = line.image_tag or "latest"
         if line.image_release is not None:
             from kvplan.engines.vllm.versions import VERSIONS, version_key
