@@ -202,9 +202,6 @@ def test_mtp_aliases_and_ngram():
 @pytest.mark.parametrize("args, message", [
     (["openai/gpt-oss-20b", "--max-model-length", "3"],
      "--max-model-length: not a flag of vllm serve 0.34.0; did you mean --max-model-len?"),
-    (["openai/gpt-oss-20b", "--kv-cache-dtype-skip-layers", "0"],
-     "--kv-cache-dtype-skip-layers: not modelled by kvplan (keeps the named layers' KV in the model dtype); drop it "
-     "to simulate without it"),
     (["openai/gpt-oss-20b", "--speculative-config", '{"method": "eagle3", "model": "x", "draft_tensor_parallel_size": 1}',
       "-tp", "2"],
      "--speculative-config: draft_tensor_parallel_size 1 differs from the target's tensor_parallel_size 2; kvplan "

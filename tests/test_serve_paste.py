@@ -112,3 +112,22 @@ def test_an_unknown_flag_gets_no_far_fetched_suggestion():
     with pytest.raises(OptionError) as e:
         kvplan.vllm_serve(["Qwen/Qwen3-8B", "--max-model-lenn", "8k"])
     assert e.value.message == "--max-model-lenn: not a flag of vllm serve 0.34.0; did you mean --max-model-len?"
+
+
+def test_kv_cache_dtype_skip_layers_and_unknown_speculative_keys_run_with_a_warning():
+    req = kvplan.serve.read_serve(["openai/gpt-oss-20b", "--kv-cache-dtype-skip-layers", "sliding_window"])
+    [row] = req.flags
+    assert (row["effect"], row["note"]) == ("no effect", "kv_cache_dtype auto: every layer's KV is in the model "
+                                                         "dtype already")
+    req = kvplan.serve.read_serve(["openai/gpt-oss-20b", "--kv-cache-dtype", "fp8", "--kv-cache-dtype-skip-layers",
+                                   "sliding_window"])
+    assert req.flags[-1]["effect"] == "not modelled"
+    assert ("--kv-cache-dtype-skip-layers: not modelled by kvplan (keeps the named layers' KV in the model dtype); "
+            "simulated without it: every layer's KV is fp8 in kvplan's figures, the named layers' are the model "
+            "dtype in vLLM's") in req.warnings
+    req = kvplan.serve.read_serve(["Qwen/Qwen3-8B", "--speculative-config",
+                                   '{"method": "ngram", "num_speculative_tokens": 5, '
+                                   '"num_speculative_tokens_per_batch_size": [[1, 5]]}'])
+    assert req.options["num_speculative_tokens"] == 5
+    assert ("--speculative-config: key 'num_speculative_tokens_per_batch_size' is not modelled by kvplan (it may "
+            "change the drafter's KV cache or the tokens proposed per step); simulated without it") in req.warnings

@@ -141,6 +141,9 @@ class _Reader:
                 if fx.is_default(dest, g.value):
                     self.row(g, fx.NO_EFFECT, note="the default value")
                     continue
+                if dest == "kv_cache_dtype_skip_layers":  # decided once --kv-cache-dtype is known
+                    self.skip_layers = g
+                    continue
                 raise OptionError(f"{g.option}: not modelled by kvplan ({fx.REFUSED_WHY[dest]}); "
                                   "drop it to simulate without it")
             if effect == fx.NO_EFFECT:
@@ -158,6 +161,23 @@ class _Reader:
             else:
                 getattr(self, f"_h_{dest}", self._h_default)(g)
         self._finish_spec()
+        self._finish_skip_layers()
+
+    def _finish_skip_layers(self) -> None:
+        """--kv-cache-dtype-skip-layers keeps the named layers' KV in the model dtype: with
+        kv_cache_dtype auto every layer is in the model dtype already (no effect); with another
+        cache dtype kvplan simulates without it and says so."""
+        g = getattr(self, "skip_layers", None)
+        if g is None:
+            return
+        dtype = str(self.options.get("kv_cache_dtype") or "auto")
+        if dtype == "auto":
+            self.row(g, fx.NO_EFFECT, note="kv_cache_dtype auto: every layer's KV is in the model dtype already")
+            return
+        self.row(g, fx.NOT_MODELLED, note=fx.REFUSED_WHY[g.flag.dest])
+        self.warnings.append(f"{g.option}: not modelled by kvplan ({fx.REFUSED_WHY[g.flag.dest]}); simulated "
+                             f"without it: every layer's KV is {dtype} in kvplan's figures, the named layers' are "
+                             "the model dtype in vLLM's")
 
     # ---------------------------------------------------------------- handlers
     def _h_default(self, g: Given) -> None:  # model, config: read by parse_serve_args
@@ -190,8 +210,8 @@ class _Reader:
             elif key in SPEC_NO_EFFECT:
                 continue
             else:
-                raise OptionError(f"{g.option}: key {key!r} is not modelled by kvplan (it may change the drafter's "
-                                  "KV cache); drop it to simulate without it")
+                self.warnings.append(f"{g.option}: key {key!r} is not modelled by kvplan (it may change the "
+                                     "drafter's KV cache or the tokens proposed per step); simulated without it")
         self.spec_from.append(g.option)
         self.row(g, fx.APPLIED, "drafter, speculative_method, num_speculative_tokens"
                  + (", parallel_drafting" if "parallel_drafting" in data else ""))
