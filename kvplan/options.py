@@ -42,7 +42,7 @@ INSPECT, SIMULATE, FIT, COMPARE, CHECK, EXPLAIN = "inspect", "simulate", "fit", 
 # `kvplan vllm [options] serve ...`: kvplan's own simulate options (vllm=False) go before `serve`;
 # vLLM's flags are read from the serve line (kvplan.serve). Derived in options_for, not declared.
 VLLM_SERVE = "vllm"
-_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot", "summary"})
+_NOT_WITH_SERVE = frozenset({"sweep_threshold", "plot"})
 MODEL_CMDS = frozenset({INSPECT, SIMULATE, FIT, COMPARE, CHECK})
 PLAN_CMDS = frozenset({SIMULATE, FIT, COMPARE, CHECK})
 
@@ -59,8 +59,9 @@ ASK = "Questions"
 VERIFY = "Cross-check against a real vLLM (its planning functions, on CPU)"
 
 # Value kinds, each with one parser below.
-STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME, ENV = (
-    "str", "int", "float", "size", "gib", "length", "bool", "tristate", "choice", "json", "policy", "env")
+STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME, ENV, MAP = (
+    "str", "int", "float", "size", "gib", "length", "bool", "tristate", "choice", "json", "policy", "env", "map")
+REPEATABLE = frozenset({ENV, MAP})  # given several times on the command line (Typer hands over a list)
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,36 @@ def _env(opt: Option, raw: Any) -> dict[str, str]:
     return {name: value for name, value in pairs if name.startswith("VLLM_")}
 
 
+def _map(opt: Option, raw: Any) -> dict[str, str]:
+    """``--model-map PATH=ID``: a served name (a local path, a renamed id) → the config to read (a
+    directory, a config.json, a catalog or Hub id). One string, a list of them, or a mapping."""
+    if isinstance(raw, dict):
+        pairs = list(raw.items())
+    else:
+        items = [raw] if isinstance(raw, str) else raw
+        if not isinstance(items, (list, tuple)):
+            raise ValueError(f"expected PATH=ID, a list of them or a mapping, got {type_name(raw)}")
+        pairs = []
+        for item in items:
+            key, sep, value = item.rpartition("=") if isinstance(item, str) else ("", "", "")
+            if not sep or not key.strip() or not value.strip():
+                raise ValueError(f"expected PATH=ID (e.g. /data/Qwen2.5-7B=Qwen/Qwen2.5-7B), got {item!r}")
+            pairs.append((key, value))
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        if not isinstance(key, str) or not isinstance(value, str) or not key.strip() or not value.strip():
+            raise ValueError(f"expected PATH=ID with two non-empty strings, got {key!r}: {value!r}")
+        out[key.strip().rstrip("/") or "/"] = value.strip()
+    return out
+
+
+def mapped_model(model: str | None, model_map: dict | None) -> str | None:
+    """The model argument after ``--model-map`` (exact, or the same path without a trailing '/')."""
+    if model is None or not model_map:
+        return model
+    return model_map.get(model, model_map.get(model.rstrip("/"), model))
+
+
 def env_value(raw: Any) -> dict[str, str] | None:
     """``--env`` as a simulation uses it: the variables given (parsed), plus the ones kvplan
     applies that the process environment sets and ``raw`` does not name (given wins)."""
@@ -287,7 +318,7 @@ def type_name(v: Any) -> str:
 
 _PARSERS: dict[str, Callable[[Option, Any], Any]] = {
     STR: _str, INT: _int, FLOAT: _float, SIZE: _size, GIB: _gib, LENGTH: _length, BOOL: _bool,
-    TRISTATE: _bool, CHOICE: _choice, JSON: _json, POLICY_NAME: _policy, ENV: _env,
+    TRISTATE: _bool, CHOICE: _choice, JSON: _json, POLICY_NAME: _policy, ENV: _env, MAP: _map,
 }
 
 
@@ -348,6 +379,10 @@ _TABLE: tuple[Option, ...] = (
            help="Every layer becomes full attention, and max_model_len is capped at the window."),
     Option("revision", "--revision", STR, metavar="REV",
            help="Branch, tag or commit for HF-cache or downloaded configs."),
+    Option("model_map", "--model-map", MAP, vllm=False, metavar="PATH=ID", commands=MODEL_CMDS | {EXPLAIN},
+           help="The config behind a served path or name (repeatable): /data/Qwen2.5-7B=Qwen/Qwen2.5-7B; the ID is "
+           "a catalog or Hub id, a directory or a config.json. Without it, a path whose last part names a known "
+           "model is read as that model, with a warning."),
     Option("download", "--download", BOOL, default=False, vllm=False,
            help="Allow fetching config.json from the Hugging Face Hub (network)."),
     Option("env", "--env", ENV, vllm=False, metavar="VAR=VALUE",
@@ -457,9 +492,9 @@ _TABLE: tuple[Option, ...] = (
            metavar="PNG", help="With --sweep-threshold: draw the sweep to this PNG (needs kvplan\\[plot])."),
     Option("explain", "--explain", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
            panel=CHECKS, help="Explain the decision chain in words, with its numbers."),
-    Option("summary", "--summary", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
-           panel=CHECKS, help="One screen (at most 20 lines): decision, group size, padding, num_blocks, KV tokens, "
-           "both concurrencies, outcome and the fix. Table output only (JSON is always whole)."),
+    Option("summary", "--summary", BOOL, default=False, commands=frozenset({SIMULATE, FIT}), scenario=False,
+           vllm=False, panel=CHECKS, help="One screen (at most 20 lines): the verdict, decision, group size, padding, "
+           "num_blocks, KV tokens, the concurrencies, outcome and the fix. Table output only (JSON is always whole)."),
     Option("require_start", "--require-start", BOOL, default=False, panel=CHECKS, commands=frozenset({SIMULATE}),
            scenario=False, vllm=False, help="Exit 3 if the engine would fail at start-up."),
     Option("fail_on_padding", "--fail-on-padding", FLOAT, minimum=0.0, panel=CHECKS, commands=frozenset({SIMULATE}),

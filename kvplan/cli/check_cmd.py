@@ -27,6 +27,8 @@ def check_command(
                                                "for the format.", show_default=False)],
     junit_xml: Annotated[Optional[str], typer.Option(
         "--junit-xml", metavar="PATH", help="Also write a JUnit XML report here (one test case per deployment).")] = None,
+    summary: Annotated[bool, typer.Option("--summary", help="At most 20 lines: the verdict, then the report cut "
+                                          "short. Table output only.")] = False,
     format: OutputFormat = Format.table,
 ) -> None:
     """Simulate every deployment of the files and check its expectations (a CI gate).
@@ -59,6 +61,11 @@ def check_command(
     def table(d: dict) -> None:
         from kvplan.report.check_tables import render_check
 
+        if summary:
+            from kvplan.report.verdict import render_short
+
+            render_short(render_check, d)
+            return
         render_check(d)
 
     hints = [] if data["outcome"]["ok"] or format.value == "table" else [f"kvplan check: {data['outcome']['error']}"]

@@ -45,9 +45,16 @@ def fit_command(
     if model is None:
         raise fail("Missing argument 'MODEL' (or pass --list-gpus)", EXIT_USAGE)
 
+    summary = options.pop("summary", False)
+
     def table(d: dict) -> None:
         from kvplan.report.fit_tables import render_fit
 
+        if summary:
+            from kvplan.report.verdict import render_short
+
+            render_short(render_fit, d)
+            return
         render_fit(d)
 
     data = api.fit(model, **options)

@@ -26,6 +26,12 @@ def vllm_command(
         "--line", metavar="TEXT", help="One pasted command: `vllm serve ...`, `python -m "
         "vllm.entrypoints.openai.api_server ...` or `docker run ... vllm/vllm-openai:TAG ...`, with VAR=value "
         "prefixes and -e VAR=value; '-' reads it from stdin (backslash-continued lines are joined).")] = None,
+    file: Annotated[Optional[str], typer.Option(
+        "--file", metavar="PATH", help="A docker-compose file, Kubernetes manifest or vLLM production-stack Helm "
+        "values: its vLLM container's command, image tag and environment are the serve line.")] = None,
+    container: Annotated[Optional[str], typer.Option(
+        "--container", metavar="NAME", help="With --file: the vLLM container to read when there are several "
+        "(a part of its name).")] = None,
     format: OutputFormat = Format.table,
     **options,
 ) -> None:
@@ -38,8 +44,16 @@ def vllm_command(
     """
     from kvplan.api import vllm_serve
 
+    summary = options.pop("summary", False)
     words = list(serve or [])
-    if line is not None:
+    if "--summary" in words[1:]:  # kvplan's option anywhere on the line (vllm serve has no --summary)
+        words = [w for w in words if w != "--summary"]
+        summary = True
+    if file is not None:
+        if words or line is not None:
+            raise fail("give one of --file, --line or the serve words", EXIT_USAGE)
+        data = vllm_serve(file=file, container=container, **options)
+    elif line is not None:
         if words:
             raise fail("give either --line or the serve words, not both", EXIT_USAGE)
         text = sys.stdin.read() if line == "-" else line
@@ -57,8 +71,13 @@ def vllm_command(
 
     def table(d: dict) -> None:
         from kvplan.report.serve_tables import render_serve
-        from kvplan.report.tables import render_budget, render_plan
+        from kvplan.report.tables import render_budget, render_plan, render_summary
 
+        if summary:
+            from kvplan.report.verdict import render_short
+
+            render_short(render_summary, d)
+            return
         render_serve(d)
         render_plan(d)
         if d.get("budget"):

@@ -15,6 +15,17 @@ Order (first match wins):
 
 Nothing else is ever fetched: no weights, no remote code.
 
+When none of these has the argument (and ``--download`` is not given):
+
+* a path that does not exist here (``/root/models/Qwen2.5-7B``, a server's path) is read as the
+  known model its last part names (``org/name`` from the last two parts, else a name known under
+  one org), with a note; an unknown one is an error that names ``--model-map PATH=ID``;
+* an id the Hub renamed is read under its other name: meta-llama renamed its Llama 3.1 repos
+  from ``Meta-Llama-3.1-*`` to ``Llama-3.1-*`` and the Hub redirects the old names (both
+  directions are tried);
+* a ``-Instruct`` / ``-hf`` variant of a known model (or the base of a known ``-Instruct``) is read
+  with that model's config, with a note that the two configs may differ (max_position_embeddings).
+
 A bare name without an org (``gpt-oss-20b``) takes the org of the one bundled or cached model
 of that name (``openai/gpt-oss-20b``) and says so in ``ModelSource.note``; two or more
 candidates, or none, give a one-line error with the nearest ids by edit distance.
@@ -238,6 +249,80 @@ def _download_quant_config(hf_hub_download, model: str, config_path: str, revisi
                           f"({e.__class__.__name__}: {first}); check your network and HF_TOKEN") from None
 
 
+_RENAMES = (("Meta-Llama-3.1-", "Llama-3.1-"),)  # the Hub's repo renames (old prefix, new prefix of the name)
+_VARIANT_SUFFIXES = ("-Instruct", "-hf")
+
+
+def _renamed_ids(model: str) -> list[tuple[str, str]]:
+    """``(candidate id, why)`` for an id the Hub renamed, and for its -Instruct / -hf variants."""
+    org, slash, name = model.rpartition("/")
+    prefix = org + slash
+    out: list[tuple[str, str]] = []
+    for old, new in _RENAMES:
+        if name.startswith(old):
+            out.append((prefix + new + name[len(old):], f"the Hub renamed {prefix}{old}* to {prefix}{new}* and redirects"))
+        elif name.startswith(new):
+            out.append((prefix + old + name[len(new):], f"the Hub renamed {prefix}{old}* to {prefix}{new}*"))
+    same = [(model, "")] + out
+    variants: list[tuple[str, str]] = []
+    for cand, why in same:
+        cname = cand.rpartition("/")[2]
+        for suffix in _VARIANT_SUFFIXES:
+            other = cand[: -len(suffix)] if cname.endswith(suffix) else cand + suffix
+            what = "its base model" if cname.endswith(suffix) else f"its {suffix} variant"
+            note = f"{what}'s config; their configs may differ (max_position_embeddings, ...)"
+            variants.append((other, (why + "; " if why else "") + note))
+    return out + variants
+
+
+def _known_renamed(model: str, ids: list[str]) -> tuple[str, str] | None:
+    for cand, why in _renamed_ids(model):
+        spelled = _match_case(cand, ids)
+        if spelled is not None:
+            return spelled, why
+    return None
+
+
+def _path_model(model: str, ids: list[str]) -> tuple[str, str] | None:
+    """A path that is not here whose last part(s) name a known model → (id, note)."""
+    parts = [x for x in re.split(r"[/\\]+", model.strip()) if x and x not in (".", "..", "~")]
+    candidates = []
+    if len(parts) >= 2:
+        candidates.append("/".join(parts[-2:]))
+        if "--" in parts[-1]:  # an HF cache folder name (models--org--name)
+            candidates.append(parts[-1].removeprefix("models--").replace("--", "/", 1))
+    if parts:
+        candidates.append(parts[-1])
+    for cand in candidates:
+        spelled = _match_case(cand, ids)
+        if spelled is None and "/" not in cand:
+            hits = list(dict.fromkeys(i for i in ids if "/" in i and i.split("/", 1)[1].lower() == cand.lower()))
+            spelled = hits[0] if len(hits) == 1 else None
+        renamed = None
+        if spelled is None:
+            renamed = _known_renamed(cand, ids) if "/" in cand else None
+            spelled = renamed[0] if renamed else None
+        if spelled is not None:
+            how = f"; {renamed[1]}" if renamed else ""
+            return spelled, (f"model path '{model}' is not on this machine: read as '{spelled}', the model its last "
+                             f"part names{how}; pass --model-map {model}=ID to choose the config")
+    return None
+
+
+def _not_here(model: str) -> ModelNotFoundError:
+    p = Path(model).expanduser()
+    where = f"{p}/config.json" if p.is_dir() else str(p)
+    err = ModelNotFoundError(model, [f"local path ({where} does not exist)"])
+    err.message = (f"model path '{model}' not found ({where} does not exist here) and its last part names no known "
+                   f"model; pass --model-map {model}=ID (a catalog or Hub id, a directory or a config.json)")
+    err.args = (err.message,)
+    return err
+
+
+def _resolved(found: ModelSource, requested: str, note: str) -> ModelSource:
+    return ModelSource(requested, found.kind, found.path, found.revision, found.model_id, note)
+
+
 def resolve_model(model: str, *, revision: str | None = None, download: bool = False) -> ModelSource:
     """Find the ``config.json`` for a model argument (see the module docstring for the order)."""
     tried: list[str] = []
@@ -247,9 +332,10 @@ def resolve_model(model: str, *, revision: str | None = None, download: bool = F
     tried.append("local path")
     if _looks_like_path(model) and not _REPO_ID_RE.match(model):
         # A path that does not exist (or a directory without config.json): not a Hub id.
-        p = Path(model).expanduser()
-        where = f"{p}/config.json" if p.is_dir() else str(p)
-        raise ModelNotFoundError(model, [f"local path ({where} does not exist)"])
+        hit = _path_model(model, [*catalog.catalog_ids(), *_cached_ids()])
+        if hit is None:
+            raise _not_here(model)
+        return _resolved(resolve_model(hit[0], revision=revision, download=download), model, hit[1])
     if not _REPO_ID_RE.match(model):
         raise ModelNotFoundError(model, tried)
     requested, note = model, None
@@ -274,6 +360,11 @@ def resolve_model(model: str, *, revision: str | None = None, download: bool = F
         path, commit = _download(model, revision)
         return ModelSource(requested, "download", path, commit, model, note)
     tried.append("the Hub (not asked: no --download)")
+    renamed = _known_renamed(model, known) if "/" in model else None
+    if renamed is not None:
+        found = resolve_model(renamed[0], revision=revision)
+        return _resolved(found, requested, f"model '{requested}' read as '{found.model_id}' ({renamed[1]}); "
+                                           "pass --model-map or --download to read its own config")
     raise ModelNotFoundError(requested, tried, suggest_ids(requested, known))
 
 

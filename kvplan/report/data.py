@@ -386,6 +386,8 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None, fixes: li
             "kv_cache_size_tokens_concurrency_meaning": int(plan.max_concurrency * plan.max_model_len),
             "max_concurrency": round(plan.max_concurrency, 6),
             "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
+            # the scheduler runs at most max_num_seqs requests: min(KV-limited, max_num_seqs)
+            "effective_concurrency": round(min(plan.max_concurrency, plan.options.max_num_seqs or plan.max_concurrency), 6),
             "steady_blocks_per_request": sum(steady.blocks_per_request) if steady else 0,
             "prefill_reserve_blocks": steady.prefill_reserve_blocks if steady else 0,
             "padding_waste_bytes": waste,

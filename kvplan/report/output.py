@@ -26,6 +26,12 @@ def emit(data: dict, fmt: str, render_table: Callable[[dict], None]) -> None:
     elif fmt == "yaml":
         sys.stdout.write(to_yaml(data))
     else:
+        from kvplan.report.verdict import verdict_text
+
+        first = verdict_text(data)
+        if first is not None:
+            sys.stdout.write(first + "\n")
+            sys.stdout.flush()
         render_table(data)
     for w in data.get("warnings", []):
         warn(w)

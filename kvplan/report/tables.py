@@ -314,6 +314,9 @@ def render_plan(d: dict) -> None:
         ('"GPU KV cache size", 0.33 (conc. × len)', f"{m['kv_cache_size_tokens_concurrency_meaning']:,}"),
         ("max_concurrency (vLLM's figure: worst case)", f"{m['max_concurrency']:.2f}"),
         ("steady_state_concurrency (kvplan's estimate)", f"{m.get('steady_state_concurrency', 0.0):.2f}"),
+        ("effective concurrency (min(KV, max_num_seqs))", f"{m.get('effective_concurrency', 0.0):.2f}"
+         + (f" (max_num_seqs {sch['max_num_seqs']:,} caps it)" if sch.get("max_num_seqs")
+            and m.get("effective_concurrency", 0) < m["max_concurrency"] else "")),
     ]
     from kvplan.engines.vllm.prechecks import before_kv_cache
 
@@ -384,6 +387,9 @@ def summary_lines(d: dict) -> list[str]:
             f" (vLLM's estimated maximum: {est:,})" if est is not None else "") + f"; KV tokens: {m['kv_tokens']:,}")
         lines.append(f"max_concurrency: {m['max_concurrency']:.2f} (vLLM's own, worst case); "
                      f"steady_state_concurrency: {m.get('steady_state_concurrency', 0.0):.2f} (kvplan's estimate)")
+        if sch.get("max_num_seqs") and m.get("effective_concurrency", m["max_concurrency"]) < m["max_concurrency"]:
+            lines.append(f"effective concurrency: {m['effective_concurrency']:,.0f} (the scheduler's cap, "
+                         f"max_num_seqs {sch['max_num_seqs']:,})")
     if o["starts"]:
         lines.append("outcome: the engine would start")
     else:

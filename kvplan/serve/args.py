@@ -46,6 +46,7 @@ class ParsedServe:
     model: str | None
     given: tuple[Given, ...]
     config_file: str | None = None
+    warnings: tuple[str, ...] = ()  # flags of other releases skipped because they leave the KV cache as it is
 
     def last(self, dest: str) -> Given | None:
         """argparse keeps the last value of a flag given twice."""
@@ -66,10 +67,38 @@ def _flag_error(option: str, table: FlagTable, hits: list[str]) -> OptionError:
                            f"(kvplan vllm {option} ... serve MODEL ...)")
     if option.startswith("--") and "-" + option[2:] in table.by_option:  # --tp for -tp
         return OptionError(f"{option}: not a flag of {where}; did you mean -{option[2:]}?")
+    other = other_releases(option, table)
+    if other is not None:
+        return OptionError(f"{option}: not a flag of {where}; {_releases_phrase(other[1], table)}")
     longs = [o for o in table.by_option if o.startswith("--")]
-    close = difflib.get_close_matches(option, longs, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(option, longs, n=1, cutoff=0.75)  # 0.73: --enable-reasoning ~ --enable-prefix-caching
     hint = f"; did you mean {close[0]}?" if close else "; `vllm serve --help=all` lists the flags"
     return OptionError(f"{option}: not a flag of {where}{hint}")
+
+
+def other_releases(option: str, table: FlagTable) -> tuple[ServeFlag, list[str]] | None:
+    """A flag the line's release does not have, in the generated lists of other releases:
+    ``(the flag as the newest of them defines it, those releases)``, or None."""
+    from kvplan.engines.vllm.serve_flags import flag_table, generated_releases
+
+    hits = [(r, flag_table(r).by_option.get(option)) for r in generated_releases() if r != table.release]
+    hits = [(r, f) for r, f in hits if f is not None]
+    if not hits:
+        return None
+    return hits[-1][1], [r for r, _ in hits]
+
+
+def _releases_phrase(releases: list[str], table: FlagTable) -> str:
+    from kvplan.engines.vllm.releases import version_key
+    from kvplan.engines.vllm.serve_flags import generated_releases
+
+    span = releases[0] if len(releases) == 1 else f"{releases[0]} to {releases[-1]}"
+    lists = ", ".join(generated_releases())
+    if all(version_key(r) < version_key(table.release) for r in releases):
+        return f"removed after {releases[-1]} (in the flag lists of {span}; kvplan has the lists of {lists})"
+    if all(version_key(r) > version_key(table.release) for r in releases):
+        return f"added after {table.release} (in the flag lists of {span}; kvplan has the lists of {lists})"
+    return f"in the flag lists of {span} (kvplan has the lists of {lists})"
 
 
 def before_serve_hint(word: str) -> str:
@@ -229,8 +258,46 @@ def _looks_like_option(word: str, table: FlagTable) -> bool:
     return word.startswith("-") and word != "-" and not _NUMBER.match(word)
 
 
+_GLUED = re.compile(r"(?<=[^\s-])(--[A-Za-z][A-Za-z0-9_-]*)(?==|$)")
+
+
+def _glued(args: list[str], table: FlagTable) -> None:
+    """Two words pasted together (``8111--gpu-memory-utilization``): vLLM's argparse would refuse the
+    word; say which one it is and where the space goes."""
+    for word in args:
+        m = _GLUED.search(word)
+        if m and m.start() > 0 and m.group(1).replace("_", "-") in table.by_option:
+            raise OptionError(f"{word!r}: two words glued together (vLLM's parser would refuse it); "
+                              f"put a space before {m.group(1)}: {word[:m.start()]} {word[m.start():]}")
+
+
+def _other_release_flag(option: str, eq: str, args: list[str], i: int, table: FlagTable,
+                        warnings: list[str]) -> int | None:
+    """A flag of other releases only (``--swap-space`` on a release that removed it): when it has no
+    effect on the KV cache, skip it and its values with a warning and return the next index; else None."""
+    from kvplan.serve import effects as fx
+
+    other = other_releases(option, table)
+    if other is None:
+        return None
+    flag, releases = other
+    if fx.effect_of(flag.dest, flag.group) not in (fx.NO_EFFECT, fx.ESTIMATE):
+        return None
+    j = i + 1
+    if flag.takes_value and not eq:
+        if flag.nargs in (None, 1) or isinstance(flag.nargs, int):
+            j += 1 if flag.nargs is None else int(flag.nargs)
+        else:
+            while j < len(args) and not _looks_like_option(args[j], table):
+                j += 1
+    warnings.append(f"{option}: not a flag of vllm serve {table.release}: {_releases_phrase(releases, table)}; "
+                    "it does not change the KV cache, so the line is read without it")
+    return j
+
+
 def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, base: Path | None = None) -> ParsedServe:
     """``vllm serve``'s words (after ``serve``) → the model and each flag given, in order."""
+    _glued(list(argv), table)
     args = _move_model(list(argv))
     args, config_file = _pull_config(args, table, base)
     args = _underscores(args)
@@ -238,6 +305,7 @@ def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, bas
     dotted_heads = {h for h, _ in dotted}
     model: str | None = None
     given: list[Given] = []
+    warnings: list[str] = []
     i = 0
     while i < len(args):
         word = args[i]
@@ -254,6 +322,11 @@ def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, bas
                               "(vLLM: unrecognized arguments); quote JSON values and check the flags before it")
         option, eq, inline = word.partition("=")
         flag, hits = table.lookup(option)
+        if flag is None and not hits:
+            skipped = _other_release_flag(option, eq, args, i, table, warnings)
+            if skipped is not None:
+                i = skipped
+                continue
         if flag is None:
             raise _flag_error(option, table, hits)
         origin = "dotted" if option in dotted_heads else "line"
@@ -300,4 +373,4 @@ def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, bas
                     raise OptionError(f"{option}: {v!r} is not one of {', '.join(flag.choices)} "
                                       f"(vllm serve {table.release})")
         given.append(Given(option, flag, value, origin))
-    return ParsedServe(model, tuple(given), config_file)
+    return ParsedServe(model, tuple(given), config_file, tuple(warnings))

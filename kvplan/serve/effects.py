@@ -19,6 +19,7 @@ Facts from vLLM 0.34.0's config classes (vllm/config/*.py) unless a line says ot
 from __future__ import annotations
 
 APPLIED, NO_EFFECT, ESTIMATE, REFUSED = "applied", "no effect", "estimate", "refused"
+NOT_MODELLED = "not modelled"  # accepted with a warning: simulated without it (the reader says how it differs)
 
 # vLLM dest → kvplan option (same meaning; the value goes through the option's parser).
 OPTION_OF: dict[str, str] = {

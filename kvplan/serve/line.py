@@ -9,8 +9,11 @@ or ``sudo``):
   ``-e VAR=value`` / ``--env VAR=value`` are environment variables, the image tag names the
   release (``v0.18.0`` → ``0.18.0``).
 
-``read_text`` joins backslash-continued lines (as a shell does), drops ``#`` comments, and
-picks the command that runs vLLM when the text holds several (``export X=1 && vllm serve ...``).
+``read_text`` takes the text as people paste it: CRLF line ends, a shell prompt before a
+command (``$ ``, ``# ``, ``user@host:~$ ``, ``(venv) $ ``), backslash continuations with spaces
+after the backslash, redirections (``> log 2>&1``, ``&>>log``, ``< in``), then joins the
+continued lines as a shell does. The tokens drop ``#`` comments; the command that runs vLLM
+is picked when the text holds several (``export X=1 && vllm serve ... | tee log &``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from kvplan.errors import OptionError
 API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 _ENV_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _SEPARATORS = (";", "&&", "||", "|", "&", "\n")
-_TAG_RE = re.compile(r"^v?(\d+\.\d+\.\d+(?:\.\d+)?)(?:[-+._].*)?$")
+_TAG_RE = re.compile(r"^v?(?P<release>\d+\.\d+\.\d+(?:\.\d+)?)(?P<rest>(?:rc\d+|\.?post\d+|\.?dev\d*|[-+._]).*)?$")
 
 # docker/podman run options that take no value (everything else starting with '-' takes one
 # unless written --opt=value); short flags may be combined (-it, -dit).
@@ -47,9 +50,78 @@ class ServeLine:
     text: str = ""
 
 
+# a prompt before a command: `$ `, `% `, `user@host:~/dir$ `, `(venv) $ `, `[root@h ~]# `; `# ` only when a
+# command follows it (else it is a comment)
+_PROMPT_RE = re.compile(r"^[ \t]*(?:\([^()\s]+\)[ \t]*)?(?:\[[^\]\s]*(?:\s[^\]]*)?\]|[\w.-]+@[\w.-]+(?::\S*)?)?"
+                        r"(?P<sign>[$%#>])[ \t]+")
+_COMMAND_START = re.compile(r"(?:sudo|env|export|nohup|exec|time|uv|vllm|docker|podman|nerdctl|python[\d.]*|"
+                            r"[A-Za-z_][A-Za-z0-9_]*=|\S*/(?:python[\d.]*|vllm))(?:\s|$)")
+
+
+def _strip_prompt(line: str) -> str:
+    m = _PROMPT_RE.match(line)
+    if m is None:
+        return line
+    rest = line[m.end():]
+    if m.group("sign") in "#>" and not _COMMAND_START.match(rest):
+        return line  # a comment (or a quoted e-mail line), not a prompt
+    return rest
+
+
+def _drop_redirections(text: str) -> str:
+    """Shell redirections outside quotes (``> log``, ``2>&1``, ``&>> f``, ``>| f``, ``< in``) removed:
+    they send vLLM's output somewhere and change nothing it reads."""
+    out: list[str] = []
+    i, n, quote = 0, len(text), None
+    while i < n:
+        ch = text[i]
+        if quote:
+            out.append(ch)
+            if ch == quote:
+                quote = None
+            elif ch == "\\" and quote == '"' and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            i += 1
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch == "\\" and i + 1 < n:
+            out += [ch, text[i + 1]]
+            i += 2
+            continue
+        elif ch in "<>" or (ch == "&" and text[i + 1:i + 2] == ">"):
+            # an fd number right before the operator (2>) belongs to it
+            while out and out[-1].isdigit() and (len(out) < 2 or out[-2] in " \t\n"):
+                out.pop()
+            j = i + 1
+            while j < n and text[j] in "<>&|":
+                j += 1
+            op = text[i:j]
+            if op.endswith("&") and j < n and (text[j].isdigit() or text[j] == "-"):  # 2>&1, >&-
+                j += 1
+                while j < n and text[j].isdigit():
+                    j += 1
+            else:  # the target word
+                while j < n and text[j] in " \t":
+                    j += 1
+                while j < n and text[j] not in " \t\n;&|":
+                    j += 1
+            out.append(" ")
+            i = j
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 def read_text(text: str) -> str:
-    """Stdin or a file's text → one line: backslash-newline joined, as a shell reads it."""
-    return re.sub(r"\\\r?\n", " ", text)
+    """Stdin or a file's text → the command text as a shell reads it: CRLF → LF, prompts dropped,
+    a backslash and the spaces after it before a newline joined, redirections removed."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = "\n".join(_strip_prompt(line) for line in text.split("\n"))
+    text = re.sub(r"\\[ \t]*\n", " ", text)
+    return _drop_redirections(text)
 
 
 def _tokens(text: str) -> list[str]:
@@ -155,10 +227,17 @@ def _docker(rest: list[str], env: dict) -> tuple[str, list[str]]:
 
 
 def _release_of_tag(tag: str | None) -> str | None:
+    """``v0.18.0`` → ``0.18.0``; ``v0.6.6.post1`` → ``0.6.6`` (a post release is its release's fix);
+    ``v0.11.0rc1`` → ``0.11.0``; ``latest``, ``nightly``, NGC's ``25.09-py3`` → None."""
     if not tag:
         return None
     m = _TAG_RE.match(tag)
-    return m.group(1) if m else None
+    return m.group("release") if m else None
+
+
+def tag_is_prerelease(tag: str | None) -> bool:
+    m = _TAG_RE.match(tag or "")
+    return bool(m and m.group("rest") and m.group("rest").lstrip(".").startswith(("rc", "dev")))
 
 
 def parse_line(text: str) -> ServeLine:

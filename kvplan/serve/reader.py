@@ -60,24 +60,44 @@ def choose_release(line: ServeLine | None, policy: str | None) -> tuple[str | No
     from kvplan.engines.vllm.releases import NEWEST_CHECKED
 
     warnings: list[str] = []
-    if line is not None and line.form == "docker":
+    if line is not None and (line.form == "docker" or line.image is not None):  # docker run, or a manifest's image
         tag = line.image_tag or "latest"
         if line.image_release is not None:
-            tagged = f"vllm=={line.image_release}"
+            from kvplan.engines.vllm.versions import VERSIONS, version_key
+            from kvplan.serve.line import tag_is_prerelease
+
+            release = line.image_release
+            oldest = next(iter(VERSIONS))
+            how = f"image tag {tag}"
+            if version_key(release) < version_key(oldest):
+                warnings.append(f"image tag {tag} is vLLM {release}, older than every release kvplan models; "
+                                f"assuming {oldest}'s flags and rules (the oldest kvplan knows), which may "
+                                f"differ from {release}'s")
+                release, how = oldest, f"image tag {tag} (assumed {oldest})"
+            elif tag_is_prerelease(tag):
+                warnings.append(f"image tag {tag} is a pre-release of vLLM {release}: read with {release}'s "
+                                "flags and rules")
+            tagged = f"vllm=={release}"
             if policy is not None and policy != tagged:
                 warnings.append(f"--policy {policy} given: it replaces the image tag's release ({line.image}: "
                                 f"{tagged})")
             else:
-                era = get_era(tagged)  # refuses a release kvplan does not know, listing the range
-                return tagged, era.release or line.image_release, f"image tag {tag}", warnings
+                era = get_era(tagged)
+                return tagged, era.release or release, how, warnings
         elif policy is None:
-            warnings.append(f"image tag '{tag}' names no release: using the newest release kvplan checked, "
-                            f"vllm=={NEWEST_CHECKED}")
+            what = "an NGC container tag (its vLLM release is in NVIDIA's release notes)" if _ngc(line) \
+                else "no release"
+            warnings.append(f"image tag '{tag}' names {what}: assuming the newest release kvplan checked, "
+                            f"vllm=={NEWEST_CHECKED}; give --policy vllm==X to read it as another")
             return f"vllm=={NEWEST_CHECKED}", NEWEST_CHECKED, f"image tag {tag} (newest checked)", warnings
     era = get_era(policy or "vllm-latest")
     release = era.release or (era.releases[-1] if era.releases else NEWEST_CHECKED)
     how = "--policy" if policy else ("installed vLLM" if era.release_note == "installed" else "kvplan's default")
     return policy, release, how, warnings
+
+
+def _ngc(line: ServeLine) -> bool:
+    return bool(line.image and line.image.startswith("nvcr.io/"))
 
 
 def _spec_method(raw: Any) -> str:
@@ -121,6 +141,9 @@ class _Reader:
                 if fx.is_default(dest, g.value):
                     self.row(g, fx.NO_EFFECT, note="the default value")
                     continue
+                if dest == "kv_cache_dtype_skip_layers":  # decided once --kv-cache-dtype is known
+                    self.skip_layers = g
+                    continue
                 raise OptionError(f"{g.option}: not modelled by kvplan ({fx.REFUSED_WHY[dest]}); "
                                   "drop it to simulate without it")
             if effect == fx.NO_EFFECT:
@@ -138,6 +161,23 @@ class _Reader:
             else:
                 getattr(self, f"_h_{dest}", self._h_default)(g)
         self._finish_spec()
+        self._finish_skip_layers()
+
+    def _finish_skip_layers(self) -> None:
+        """--kv-cache-dtype-skip-layers keeps the named layers' KV in the model dtype: with
+        kv_cache_dtype auto every layer is in the model dtype already (no effect); with another
+        cache dtype kvplan simulates without it and says so."""
+        g = getattr(self, "skip_layers", None)
+        if g is None:
+            return
+        dtype = str(self.options.get("kv_cache_dtype") or "auto")
+        if dtype == "auto":
+            self.row(g, fx.NO_EFFECT, note="kv_cache_dtype auto: every layer's KV is in the model dtype already")
+            return
+        self.row(g, fx.NOT_MODELLED, note=fx.REFUSED_WHY[g.flag.dest])
+        self.warnings.append(f"{g.option}: not modelled by kvplan ({fx.REFUSED_WHY[g.flag.dest]}); simulated "
+                             f"without it: every layer's KV is {dtype} in kvplan's figures, the named layers' are "
+                             "the model dtype in vLLM's")
 
     # ---------------------------------------------------------------- handlers
     def _h_default(self, g: Given) -> None:  # model, config: read by parse_serve_args
@@ -170,8 +210,8 @@ class _Reader:
             elif key in SPEC_NO_EFFECT:
                 continue
             else:
-                raise OptionError(f"{g.option}: key {key!r} is not modelled by kvplan (it may change the drafter's "
-                                  "KV cache); drop it to simulate without it")
+                self.warnings.append(f"{g.option}: key {key!r} is not modelled by kvplan (it may change the "
+                                     "drafter's KV cache or the tokens proposed per step); simulated without it")
         self.spec_from.append(g.option)
         self.row(g, fx.APPLIED, "drafter, speculative_method, num_speculative_tokens"
                  + (", parallel_drafting" if "parallel_drafting" in data else ""))
@@ -294,4 +334,5 @@ def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLi
         options["policy"] = policy_out
     env = dict(line.env) if line is not None else {}
     return ServeRequest(model=parsed.model, options=options, flags=r.rows, env=env, release=release,
-                        release_source=how, table=table, warnings=[*warnings, *r.warnings], line=line)
+                        release_source=how, table=table, warnings=[*warnings, *parsed.warnings, *r.warnings],
+                        line=line)

@@ -284,9 +284,16 @@ def build_layout(s: Scenario):
     from kvplan.engines.vllm import environment
     from kvplan.model import build_model_layout
 
+    from kvplan.options import mapped_model
+
     era = resolve_era(s.policy, None)
-    layout = build_model_layout(s.model, s.drafter, serving_of(s), revision=s.revision, download=s.download,
+    model, drafter = mapped_model(s.model, s.model_map), mapped_model(s.drafter, s.model_map)
+    layout = build_model_layout(model, drafter, serving_of(s), revision=s.revision, download=s.download,
                                 hf_overrides=s.hf_overrides)
+    mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
+              (("model", s.model, model), ("drafter", s.drafter, drafter)) if given != to]
+    if mapped:
+        layout = replace(layout, warnings=(*mapped, *layout.warnings))
     environment.refuse_unmodelled(s.env, era, use_mla=any(ls.spec.kind == "mla" for ls in layout.layers))
     extra = [w for w in environment.warnings(s.env, era) if w not in layout.warnings]
     return replace(layout, warnings=(*layout.warnings, *extra)) if extra else layout
@@ -456,6 +463,16 @@ def load_fixes(s: Scenario, layout, plan, failed: dict | None = None) -> list[di
     return fixes
 
 
+def _plausible_budget(s: Scenario, kv_bytes: int, plan) -> None:
+    """``--kv-cache-memory 40`` is 40 bytes (vLLM's ``--kv-cache-memory-bytes`` reads bytes): a budget
+    below one KV block of the model cannot be what was meant; refuse it and suggest the unit."""
+    per_block = max((w.bytes_per_block for w in [*plan.workers, *(plan.worker_checks or ())]), default=0)
+    if 0 < kv_bytes < per_block:
+        raise OptionError(f"--kv-cache-memory {kv_bytes:,}: that is {kv_bytes:,} bytes, less than one KV block of "
+                          f"{s.model} ({per_block:,} bytes); give the unit, e.g. --kv-cache-memory {kv_bytes}GiB "
+                          "(40G = 40 GiB, 40g = 40*10^9 bytes)")
+
+
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool = True) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report (``fixes=False``:
     no search for the changes that make a failing deployment start)."""
@@ -489,6 +506,8 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
             plan = with_load_failure(plan, budget["load_failure"])
             found = load_fixes(s, layout, plan, budget["load_failure"]) if fixes else []
         else:
+            if budget is None:
+                _plausible_budget(s, kv_bytes, plan)
             found = deployment_fixes(s, layout, era, plan, budget) if fixes else []
         fixes = found
     data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes)

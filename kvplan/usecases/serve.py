@@ -63,7 +63,33 @@ def _serve_fixes(out: dict, flags: list[dict]) -> None:
             fix["flag"] = flag
 
 
+def manifest_line(file: str | Path, container: str | None = None):
+    """``--file``: the one vLLM container of a docker-compose file, Kubernetes manifest or
+    production-stack Helm values (``container`` picks one of several by a part of its name)."""
+    from kvplan.serve.manifests import read_manifests
+
+    path = Path(file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise OptionError(f"--file {file}: cannot read it ({e.strerror or e})") from None
+    found = read_manifests(text, str(file))
+    if container is not None:
+        found = [c for c in found if container in c.name.split(": ", 1)[-1]]
+        if not found:
+            raise OptionError(f"--container {container}: no vLLM container of {file} has that in its name")
+    if len(found) > 1:
+        names = ", ".join(f"'{c.name.split(': ', 1)[-1]}' (line {c.line})" for c in found)
+        raise OptionError(f"{file} runs vLLM in {len(found)} containers: {names}; pick one with --container NAME, "
+                          "or check them all with `kvplan check` (a deployments file with manifest: FILE)")
+    c = found[0]
+    if c.serve is None:
+        raise OptionError(f"{c.path}:{c.line}: {c.name}: {c.problem}")
+    return c
+
+
 def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | None = None,
+               file: str | Path | None = None, container: str | None = None,
                base: str | Path | None = None, **options) -> dict:
     """Simulate a ``vllm serve`` deployment: ``args`` are the words after ``vllm serve``
     (``["openai/gpt-oss-20b", "--max-model-len", "32k"]``), or ``line`` is one pasted command
@@ -76,11 +102,23 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
 
     mine = _kvplan_options(options)
     serve_line = parse_line(line) if line is not None else None
+    where = None
+    if file is not None:
+        if line is not None or args is not None:
+            raise OptionError("vllm: give one of the serve arguments, --line or --file")
+        found = manifest_line(file, container)
+        serve_line, where = found.serve, f"{found.path}:{found.line}"
+        base = base or Path(file).resolve().parent
     if serve_line is None and args is None:
         raise OptionError("vllm: give the serve arguments (`kvplan vllm serve MODEL ...`) or --line 'TEXT'")
     if serve_line is None and args is not None and list(args[:1]) == ["serve"]:
         args = list(args[1:])
-    req = read_serve(args, line=serve_line, policy=mine.get("policy"), base=Path(base) if base else None)
+    try:
+        req = read_serve(args, line=serve_line, policy=mine.get("policy"), base=Path(base) if base else None)
+    except OptionError as e:
+        if where is None:
+            raise
+        raise OptionError(f"{where}: {e.message}") from None
     run = dict(req.options)
     for name, value in mine.items():
         if name in run and name != "policy":
@@ -92,11 +130,20 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
     warnings = list(req.warnings)
     if env_vllm:  # kvplan's --env (given before `serve`) and the line's: the line names what vLLM reads
         run["env"] = {**OPTIONS["env"].parse(mine.get("env") or {}), **env_vllm}
-    data = simulate(req.model, **run)
+    from kvplan.errors import KvplanError
+
+    try:
+        data = simulate(req.model, **run)
+    except KvplanError as e:
+        if where is not None:  # every problem names the manifest's file and line
+            e.message = f"{where}: {e.message}"
+            e.args = (e.message,)
+        raise
     serve = {
         "form": req.line.form if req.line else "vllm serve",
         "line": req.line.text if req.line else None,
         "image": req.line.image if req.line else None,
+        "manifest": where,
         "model": req.model,
         "release": req.release,
         "release_source": req.release_source,

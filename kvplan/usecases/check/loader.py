@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kvplan.usecases.check.schema import (
-    _INVALID, DEFAULT_EXPECTATIONS, DEFAULTS, DEPLOYMENTS, EXPECT, EXPECTATIONS, NAME, OPTIONS, TOP_LEVEL_KEYS,
-    VLLM_SERVE,
+    _INVALID, DEFAULT_EXPECTATIONS, DEFAULTS, DEPLOYMENTS, EXPECT, EXPECTATIONS, MANIFEST, NAME, OPTIONS,
+    TOP_LEVEL_KEYS, VLLM_SERVE,
     Deployment, DeploymentsFileError, Expectation, FileIssue, _Bad, _string, _type_name,
 )
 from kvplan.usecases.scenario import Scenario
@@ -111,7 +111,7 @@ class _FileReader:
         if items is None:
             self.issue(_line(node), entry, None, f"expected a mapping of settings, got {_node_kind(node)}")
             return options, expect, _line(node) or 0
-        known = [*OPTIONS, EXPECT, VLLM_SERVE] + ([NAME] if allow_name else [])
+        known = [*OPTIONS, EXPECT, VLLM_SERVE, MANIFEST] + ([NAME] if allow_name else [])
         for key, (knode, vnode) in items.items():
             if key == NAME and allow_name:
                 continue
@@ -130,7 +130,7 @@ class _FileReader:
                     v = self._checked(evnode, EXPECTATIONS[ekey], entry, f"{EXPECT}.{ekey}")
                     expect[ekey] = _Value(v, _line(eknode))
                 continue
-            if key == VLLM_SERVE:
+            if key in (VLLM_SERVE, MANIFEST):
                 options[key] = _Value(self._checked(vnode, _string, entry, key), _line(knode))
                 continue
             if key not in OPTIONS:
@@ -213,15 +213,63 @@ class _FileReader:
             options, expect, line = self.read_settings(enode, items, entry, allow_name=True)
             if items is None:
                 continue
+            if MANIFEST in options or MANIFEST in default_options:
+                out += self._manifest(name, entry, line, default_options, options, default_expect, expect)
+                continue
             d = self._deployment(name, entry, line, default_options, options, default_expect, expect)
             if d is not None:
                 out.append(d)
         return out
 
-    def _deployment(self, name, entry, line, default_options, options, default_expect, expect) -> Deployment | None:
+    def _manifest(self, name, entry, line, default_options, options, default_expect, expect) -> list[Deployment]:
+        """``manifest: FILE``: one deployment per vLLM container of the file (its path is relative to
+        this file), each with the entry's other keys; problems name the manifest's file and line."""
+        from pathlib import Path
+
+        from kvplan.errors import KvplanError
+        from kvplan.serve.manifests import read_manifests
+
+        merged = {**default_options, **options}
+        key = merged.pop(MANIFEST)
+        if key.value is _INVALID or name is None:
+            return []
+        if VLLM_SERVE in merged:
+            self.issue(key.line, entry, MANIFEST, f"give either {MANIFEST} or {VLLM_SERVE}, not both")
+            return []
+        path = Path(key.value).expanduser()
+        if not path.is_absolute():
+            path = Path(self.path).resolve().parent / path
+        try:
+            found = read_manifests(path.read_text(encoding="utf-8"), key.value)
+        except OSError as e:
+            self.issue(key.line, entry, MANIFEST, f"cannot read {key.value} ({e.strerror or e})")
+            return []
+        except KvplanError as e:
+            self.issue(key.line, entry, MANIFEST, e.message)
+            return []
+        out = []
+        for c in found:
+            where = f"{c.path}:{c.line}"
+            short = c.name.split(": ", 1)[-1]
+            sub = f"deployment '{name}: {short}'"
+            if c.serve is None:
+                self.issue(key.line, sub, MANIFEST, f"{where}: {c.problem}")
+                continue
+            d = self._deployment(f"{name}: {short}", sub, line, {}, merged, default_expect, expect,
+                                 serve=(c.serve, where))
+            if d is not None:  # its place is the container's, in the manifest
+                from dataclasses import replace
+
+                out.append(replace(d, file=str(path), line=c.line))
+        return out
+
+    def _deployment(self, name, entry, line, default_options, options, default_expect, expect,
+                    serve=None) -> Deployment | None:
         merged = {**default_options, **options}
         values = {k: v.value for k, v in merged.items() if v.value is not None}
-        if isinstance(values.get(VLLM_SERVE), str):
+        if serve is not None:  # a manifest's container: (ServeLine, "file:line")
+            values = self._serve_line({**values, VLLM_SERVE: serve[0]}, line, entry, where=serve[1])
+        elif isinstance(values.get(VLLM_SERVE), str):
             values = self._serve_line(values, merged[VLLM_SERVE].line, entry)
         serve_bad = values.pop(VLLM_SERVE, None) is _INVALID
         # an invalid value was reported already: it counts as present for the checks below
@@ -247,19 +295,20 @@ class _FileReader:
         return Deployment(name, self.path, line, Scenario(**values), expectations)
 
 
-    def _serve_line(self, values: dict, line: int, entry: str) -> dict:
-        """``vllm_serve: "vllm serve MODEL --flags"`` → the entry's options (kvplan.serve reads it
-        with the release of the entry's policy, or of the docker image's tag)."""
+    def _serve_line(self, values: dict, line: int, entry: str, where: str | None = None) -> dict:
+        """``vllm_serve: "vllm serve MODEL --flags"`` (or a manifest container's line) → the entry's
+        options (kvplan.serve reads it with the release of the entry's policy, or of the image's tag)."""
         from pathlib import Path
 
         from kvplan.errors import KvplanError
         from kvplan.serve import parse_line, read_serve
 
+        given = values[VLLM_SERVE]
         try:
-            req = read_serve(line=parse_line(values[VLLM_SERVE]), policy=values.get("policy"),
+            req = read_serve(line=given if where else parse_line(given), policy=values.get("policy"),
                              base=Path(self.path).resolve().parent)
         except KvplanError as e:
-            self.issue(line, entry, VLLM_SERVE, e.message)
+            self.issue(line, entry, MANIFEST if where else VLLM_SERVE, f"{where}: {e.message}" if where else e.message)
             return {**values, VLLM_SERVE: _INVALID}
         out = dict(values)
         for key, value in [("model", req.model), *req.options.items()]:

@@ -1,0 +1,280 @@
+"""Deployment manifests → the vLLM containers they run, each as a ``ServeLine`` with its place.
+
+Formats (a file may hold several YAML documents):
+
+* docker-compose: ``services.<name>`` with ``image``, ``entrypoint``, ``command`` (a string or a
+  list) and ``environment`` (a list of ``VAR=value`` or a mapping). Without ``entrypoint`` the
+  image's own runs: vllm/vllm-openai's is ``vllm serve`` (older images: the API server module);
+  both take ``--model``, so the words become ``vllm serve <command>``;
+* Kubernetes: ``Deployment``, ``StatefulSet``, ``DaemonSet``, ``Job``, ``ReplicaSet``
+  (``spec.template.spec``) and ``Pod`` (``spec``): every container and init container with
+  ``command`` + ``args`` and ``env`` (``value`` only; ``valueFrom`` is read at run time). ``sh -c
+  SCRIPT`` runs the script (``ray start ... & vllm serve ...``: the vLLM command is taken);
+* vLLM production-stack Helm values: ``servingEngineSpec.modelSpec[]``, rendered as the chart's
+  ``helm/templates/deployment-vllm-multi.yaml`` does (vllm-project/production-stack commit
+  f1f98227): ``vllm serve <modelURL> --host 0.0.0.0 --port 8000``, ``enableLoRA`` →
+  ``--enable-lora``, then ``vllmConfig``: ``enableChunkedPrefill`` (when set) → ``--enable-chunked-prefill``
+  / ``--no-enable-chunked-prefill``; ``enablePrefixCaching`` → ``--enable-prefix-caching``, else
+  ``--no-enable-prefix-caching`` (the chart always passes one); ``maxModelLen``, ``dtype``,
+  ``tensorParallelSize``, ``maxNumSeqs``, ``gpuMemoryUtilization``, ``maxLoras`` → their flags;
+  ``extraArgs`` appended; ``lmcacheConfig.enabled`` → ``--kv-transfer-config`` with
+  ``LMCacheConnectorV1``; ``env`` as the container's. The image is ``repository:tag``.
+
+A container runs vLLM when its image is a vLLM image (``vllm`` in its name) or its command is
+``vllm serve`` / vLLM's API server; other containers (a web UI, a router) are skipped. Each
+deployment is named after where it came from: ``file: kind/name: container`` (``file: service
+name`` for compose, ``file: modelSpec name`` for Helm values) and keeps its line.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kvplan.errors import KvplanError, OptionError
+from kvplan.serve.line import ServeLine, _release_of_tag, parse_line
+
+_WORKLOADS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet"})
+_SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/bash", "/usr/bin/env bash"})
+
+
+@dataclass(frozen=True)
+class ManifestServe:
+    """One vLLM container of a manifest: its name, the line it starts on, the line vLLM runs."""
+
+    name: str
+    path: str
+    line: int
+    serve: ServeLine | None  # None when its command could not be read (``problem`` says why)
+    problem: str | None = None
+
+
+class _Map(dict):
+    line = 0
+
+
+def _load_documents(text: str, path: str) -> list[Any]:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node):
+        loader.flatten_mapping(node)
+        out = _Map(loader.construct_pairs(node, deep=True))
+        out.line = node.start_mark.line + 1
+        return out
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        return [d for d in yaml.load_all(text, Loader=Loader) if d is not None]  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else path
+        raise KvplanError(f"{where}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
+
+
+def kind_of(doc: Any) -> str | None:
+    """``compose``, ``kubernetes``, ``helm-production-stack`` or None (not a manifest kvplan reads)."""
+    if not isinstance(doc, dict):
+        return None
+    if isinstance(doc.get("services"), dict):
+        return "compose"
+    if doc.get("apiVersion") and doc.get("kind"):
+        return "kubernetes"
+    if isinstance(doc.get("servingEngineSpec"), dict):
+        return "helm-production-stack"
+    return None
+
+
+def is_manifest(text: str, path: str = "") -> bool:
+    try:
+        docs = _load_documents(text, path)
+    except KvplanError:
+        return False
+    return any(kind_of(d) for d in docs)
+
+
+def _words(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return shlex.split(value.replace("\\\n", " "))
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def _env(value: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if isinstance(value, dict):
+        out.update({str(k): "" if v is None else str(v) for k, v in value.items()})
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict) and "name" in item and "value" in item:  # Kubernetes
+                out[str(item["name"])] = str(item["value"])
+            elif isinstance(item, str) and "=" in item:  # compose
+                k, _, v = item.partition("=")
+                out[k] = v
+    return out
+
+
+def _is_vllm_words(words: list[str]) -> bool:
+    text = " ".join(words)
+    return "vllm" in text and ("serve" in text or "vllm.entrypoints" in text)
+
+
+def _serve_line(words: list[str], image: str | None, env: dict) -> ServeLine | None:
+    """The words a container runs → a ServeLine (None: it does not run vLLM)."""
+    if len(words) >= 3 and words[0] in _SHELLS and words[1] in ("-c", "-lc", "-ec"):
+        script, words = words[2], None
+    elif len(words) >= 2 and " ".join(words[:2]) in _SHELLS and words[2:3] in (["-c"], ["-lc"]):
+        script, words = words[3] if len(words) > 3 else "", None
+    else:
+        script = None
+    vllm_image = bool(image and "vllm" in image.rsplit("/", 1)[-1].split(":")[0])
+    if script is not None:
+        if "vllm" not in script:
+            return None
+        line = parse_line(script)
+    else:
+        if not words and not vllm_image:
+            return None
+        if not _is_vllm_words(words[:6]):
+            if not vllm_image:
+                return None
+            words = ["vllm", "serve", *words]  # the image's entrypoint: vllm serve (or the API server)
+        line = parse_line(shlex.join(words))
+    tag = None
+    if image and ":" in image.rsplit("/", 1)[-1]:
+        tag = image.rpartition(":")[2]
+    return replace(line, form="manifest" if line.form != "docker" else line.form, image=image or line.image,
+                   image_tag=tag or line.image_tag, image_release=_release_of_tag(tag) if tag else line.image_release,
+                   env={**env, **line.env})
+
+
+def _one(name: str, path: str, line: int, words: list[str], image: str | None, env: dict) -> ManifestServe | None:
+    try:
+        serve = _serve_line(words, image, env)
+    except KvplanError as e:
+        return ManifestServe(name, path, line, None, e.message.removeprefix("--line: "))
+    if serve is None:
+        return None
+    return ManifestServe(name, path, line, serve)
+
+
+def _compose(doc: dict, path: str) -> list[ManifestServe]:
+    out = []
+    for svc, spec in doc["services"].items():
+        if not isinstance(spec, dict):
+            continue
+        words = [*_words(spec.get("entrypoint")), *_words(spec.get("command"))]
+        if spec.get("entrypoint") is None and spec.get("command") is not None and not _is_vllm_words(words[:6]):
+            words = _words(spec.get("command"))  # the image's entrypoint, below
+        found = _one(f"{path}: {svc}", path, getattr(spec, "line", 0), words, spec.get("image"),
+                     _env(spec.get("environment")))
+        if found:
+            out.append(found)
+    return out
+
+
+def _pod_spec(doc: dict) -> dict | None:
+    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else None
+    if spec is None:
+        return None
+    if doc.get("kind") == "Pod":
+        return spec
+    if doc.get("kind") in _WORKLOADS:
+        tpl = spec.get("template")
+        if doc.get("kind") == "Job" and not isinstance(tpl, dict):
+            return None
+        return tpl.get("spec") if isinstance(tpl, dict) and isinstance(tpl.get("spec"), dict) else None
+    return None
+
+
+def _kubernetes(doc: dict, path: str) -> list[ManifestServe]:
+    pod = _pod_spec(doc)
+    if pod is None:
+        return []
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    where = f"{doc['kind']}/{meta.get('name', '?')}"
+    out = []
+    for c in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+        if not isinstance(c, dict):
+            continue
+        words = [*_words(c.get("command")), *_words(c.get("args"))]
+        found = _one(f"{path}: {where}: {c.get('name', '?')}", path, getattr(c, "line", 0), words, c.get("image"),
+                     _env(c.get("env")))
+        if found:
+            out.append(found)
+    return out
+
+
+# production-stack's vllmConfig keys → vllm serve flags (helm/templates/deployment-vllm-multi.yaml, f1f98227)
+_HELM_FLAGS = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"), ("tensorParallelSize", "--tensor-parallel-size"),
+               ("maxNumSeqs", "--max-num-seqs"), ("gpuMemoryUtilization", "--gpu_memory_utilization"),
+               ("maxLoras", "--max_loras"))
+
+
+def _helm(doc: dict, path: str) -> list[ManifestServe]:
+    out = []
+    specs = doc["servingEngineSpec"].get("modelSpec") or []
+    for spec in specs if isinstance(specs, list) else []:
+        if not isinstance(spec, dict):
+            continue
+        name = f"{path}: {spec.get('name', '?')}"
+        line = getattr(spec, "line", 0)
+        if "raySpec" in spec:
+            out.append(ManifestServe(name, path, line, None, "a raySpec model spec (a Ray cluster) is not read by kvplan"))
+            continue
+        model = spec.get("modelURL")
+        if not model:
+            out.append(ManifestServe(name, path, line, None, "modelSpec has no modelURL"))
+            continue
+        words = ["vllm", "serve", str(model), "--host", "0.0.0.0", "--port", "8000"]
+        if spec.get("enableLoRA"):
+            words.append("--enable-lora")
+        cfg = spec.get("vllmConfig") if isinstance(spec.get("vllmConfig"), dict) else None
+        if cfg is not None:
+            if "enableChunkedPrefill" in cfg:
+                words.append("--enable-chunked-prefill" if cfg["enableChunkedPrefill"] else "--no-enable-chunked-prefill")
+            words.append("--enable-prefix-caching" if cfg.get("enablePrefixCaching") else "--no-enable-prefix-caching")
+            for key, flag in _HELM_FLAGS:
+                if key in cfg:
+                    words += [flag, str(cfg[key])]
+            words += [str(a) for a in cfg.get("extraArgs") or []]
+        lm = spec.get("lmcacheConfig")
+        if isinstance(lm, dict) and lm.get("enabled"):
+            role = lm.get("kvRole") or "kv_both"
+            words += ["--kv-transfer-config", f'{{"kv_connector":"LMCacheConnectorV1","kv_role":"{role}"}}']
+        image = f"{spec.get('repository', 'vllm/vllm-openai')}:{spec.get('tag', 'latest')}"
+        found = _one(name, path, line, words, image, _env(spec.get("env")))
+        if found:
+            out.append(found)
+    return out
+
+
+_READERS = {"compose": _compose, "kubernetes": _kubernetes, "helm-production-stack": _helm}
+
+
+def read_manifests(text: str, path: str) -> list[ManifestServe]:
+    """Every vLLM container of the file's documents, in order; a file with none is an error."""
+    docs = _load_documents(text, path)
+    out: list[ManifestServe] = []
+    kinds = []
+    for i, doc in enumerate(docs, start=1):
+        kind = kind_of(doc)
+        if kind is None:
+            continue
+        kinds.append(kind)
+        found = _READERS[kind](doc, path)
+        if len(docs) > 1:
+            found = [replace(f, name=f.name.replace(f"{path}: ", f"{path}#{i}: ", 1)) for f in found]
+        out += found
+    if not kinds:
+        raise OptionError(f"{path}: not a docker-compose file, a Kubernetes manifest or production-stack Helm values "
+                          "(no services:, apiVersion:/kind: or servingEngineSpec:)")
+    if not out:
+        raise OptionError(f"{path}: no container runs vLLM (no vllm image, no `vllm serve` or API server command)")
+    return out
