@@ -112,6 +112,15 @@ PATTERNS: tuple[Pattern, ...] = (
        r"kv_cache_memory_bytes", lambda m: {"gib": _gib(m["g"])}, search=True),
     _p("num_gpu_blocks", rf"^#?\s*(?:GPU|cuda|CUDA) blocks: (?P<n>{_INT})(?:, # CPU blocks: (?P<c>{_INT}))?",
        lambda m: {"num_blocks": _int(m["n"]), **({"num_cpu_blocks": _int(m["c"])} if m["c"] else {})}),
+    # the stat logger (v1/metrics/loggers.py, 0.8-0.34): "Engine 000: vllm cache_config_info with initialization
+    # after num_gpu_blocks is: 1381" (log_engine_initialized), "2 Engines: … num_gpu_blocks is: N" (0.34)
+    _p("num_gpu_blocks", rf"cache_config_info with initialization after num_gpu_blocks is: (?P<n>{_INT})",
+       lambda m: {"num_blocks": _int(m["n"])}, search=True),
+    # V0's profile from 0.6.4 (worker/worker.py determine_num_available_blocks, 0.6.6.post1 to 0.9.2): "Memory
+    # profiling takes 4.26 seconds" then, on its own lines, "…; the rest of the memory reserved for KV Cache is
+    # 2.89GiB."
+    _p("memory_profile", rf"the rest of the memory reserved for KV Cache is (?P<k>-?{_NUM})\s?GiB",
+       lambda m: {"kv_cache_gib": float(m["k"])}, search=True),
     # V0's profile: "Memory profiling results: … kv_cache_size=2.89GiB gpu_memory_utilization=0.90"
     _p("memory_profile", rf"^Memory profiling results:.*?\bkv_cache_size=(?P<k>-?{_NUM})GiB"
        rf"(?:.*?gpu_memory_utilization=(?P<u>{_NUM}))?",
@@ -142,11 +151,12 @@ PATTERNS: tuple[Pattern, ...] = (
        lambda m: {"reason": "kv_events"}),
     _p("hma_off_converted", r"^Hybrid KV cache manager is disabled for this hybrid model",
        lambda m: {"converted": True}),
-    # the admission error (to 0.21 "models's", from 0.22 "model's"), inside a traceback line too
+    # the admission error (to 0.21 "models's", from 0.22 "model's"; 0.8.x "GB" for bytes / 1024**3, v1/core/
+    # kv_cache_utils.py check_enough_kv_cache_memory in 0.8.5.post1), inside a traceback line too
     # (a pasted line may stop early: what it shows is read, the rest is absent)
     _p("admission_error", rf"To serve at least one request with the models?'s max seq len \((?P<l>{_INT})\),\s*"
-       rf"\((?P<n>{_NUM}) GiB KV cache is needed(?:, which is larger than the available KV cache memory "
-       rf"\((?P<a>-?{_NUM}) GiB\)\.(?: Based on the available memory, the estimated maximum model length is "
+       rf"\((?P<n>{_NUM}) Gi?B KV cache is needed(?:, which is larger than the available KV cache memory "
+       rf"\((?P<a>-?{_NUM}) Gi?B\)\.(?: Based on the available memory, the estimated maximum model length is "
        rf"(?P<e>{_INT})\.)?)?",
        lambda m: {"max_model_len": _int(m["l"]), "needed_gib": float(m["n"]),
                   **({"available_gib": float(m["a"])} if m["a"] else {}),

@@ -108,9 +108,11 @@ def _speculative(dep: Deployment, spec, source: str) -> None:
 
 
 def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = None,
-               policy: str | None = None, model_runner: str | None = None) -> Deployment:
+               policy: str | None = None, model_runner: str | None = None, guess=None) -> Deployment:
     """The deployment the facts describe; ``model``/``drafter``/``policy`` override the log's, and
-    ``model_runner`` gives what the environment chose (VLLM_USE_V2_MODEL_RUNNER, not in a log)."""
+    ``model_runner`` gives what the environment chose (VLLM_USE_V2_MODEL_RUNNER, not in a log).
+    ``guess``: the release range the log's wordings and source sites show
+    (``kvplan.logs.release.infer_release``), used when the log prints no version."""
     dep = Deployment()
     if drafter:
         _set(dep, "drafter", drafter, "--drafter")
@@ -123,7 +125,8 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
     release = facts.first("release")
     loading = facts.first("model_name")
     version = (release and release["version"]) or (cfg and cfg.values.get("version"))
-    flags_release = _release_of(version) if version else (cmd.values.get("image_release") if cmd else None)
+    inferred = _inferred_release(guess) if not version else None
+    flags_release = _release_of(version) if version else (cmd.values.get("image_release") if cmd else inferred)
     cmd_model = _model_of_words(list(cmd["argv"]), flags_release) if cmd is not None else None
     # the model: as given, else the args' model (the positional model_tag), else the command's,
     # the engine config's, the release line's, "Starting to load model …"
@@ -145,6 +148,15 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
         if clean != version:
             dep.assumed.append(f"the release: {version} is a development or pre-release build; kvplan reads it as "
                                f"{clean}'s rules")
+    elif inferred:
+        dep.policy = f"vllm=={inferred}"
+        dep.policy_source = f"inferred: {guess.text}"
+        if len(guess.releases) > 1:
+            dep.assumed.append(f"the release: the log fits {guess.text}; kvplan uses the newest it models, "
+                               f"{inferred} (--policy vllm==X picks another)")
+    elif guess is not None and guess.releases:
+        dep.assumed.append(f"the release: the log fits {guess.text}, older than any release kvplan models "
+                           "(0.10.1 on); kvplan uses its default rules")
     # options from the non-default args (what the user typed), then the pasted command, both read
     # by the project's serve reader with the logged release's flag list, then the engine config
     # (resolved values)
@@ -175,6 +187,16 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
         dep.assumed.append("max_num_batched_tokens: not in the log; kvplan uses vllm serve's default for an "
                            "H100/H200 (8192), which sizes the sliding-window reservation")
     return dep
+
+
+def _inferred_release(guess) -> str | None:
+    """The newest release of the inferred range that kvplan models (None: none is)."""
+    from kvplan.engines.vllm.versions import VERSIONS
+
+    if guess is None:
+        return None
+    modelled = [v for v in guess.releases if v in VERSIONS]
+    return modelled[-1] if modelled else None
 
 
 def _table(release: str | None):

@@ -67,7 +67,8 @@ def render_explain_log(d: dict) -> None:
         meaning = "" if r["kind"] in shown else (r["meaning"] or "")
         shown.add(r["kind"])
         rng = r.get("kvplan_range")
-        rows.append([_cell(r["line"]), r["figure"], _cell(r["logged"]),
+        figure = r["figure"] + (f" (printed {r['count']} times)" if r.get("count", 1) > 1 else "")
+        rows.append([_cell(r["line"]), figure, _cell(r["logged"]),
                      _cell(r["kvplan"]) + (f" ({_cell(rng)})" if rng and rng[0] != rng[1] else ""),
                      r["verdict"], meaning])
     if rows:
