@@ -32,6 +32,7 @@ class Fact:
     values: dict
     line: int
     text: str
+    process: str | None = None  # the multiprocessing prefix it had ("VllmWorker rank=1 pid=106")
 
     def __getitem__(self, key: str):
         return self.values[key]
@@ -325,7 +326,7 @@ def extract(records: list[Record]) -> list[Fact]:
             values = p.convert(m)
             if p.kind == "serve_command" and not values:
                 continue  # mentions vllm serve but is not a command kvplan can split
-            facts.append(Fact(p.kind, values, r.number, cand))
+            facts.append(Fact(p.kind, values, r.number, cand, r.process))
             break
         rest = r.rest(consumed)
         if rest is not None:

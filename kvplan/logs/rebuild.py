@@ -181,12 +181,36 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
         f = facts.first("max_model_len")
         if f is not None:
             _set(dep, "max_model_len", f["max_model_len"], _where(f))
+    if "max_model_len" not in dep.options:  # the tokens per request of the capacity line, before the config's
+        f = facts.first("concurrency") or facts.first("capacity")
+        if f is not None:
+            _set(dep, "max_model_len", f["max_model_len"], f"the capacity line's tokens per request ({_where(f)})")
+    if nda is not None and nda.values.get("partial"):
+        dep.assumed.append(f"the non-default args are cut short ({_where(nda)}): the arguments after the cut "
+                           "(tensor/pipeline parallel size, a drafter, …) are unknown; give them with --policy, "
+                           "--drafter or the command")
+    _workers(dep, facts)
     # the budget
     dep.budget = _budget(facts, dep)
     if "max_num_batched_tokens" not in dep.options:
         dep.assumed.append("max_num_batched_tokens: not in the log; kvplan uses vllm serve's default for an "
                            "H100/H200 (8192), which sizes the sliding-window reservation")
     return dep
+
+
+def _workers(dep: Deployment, facts: Facts) -> None:
+    """TP from the worker prefixes ("(VllmWorker rank=3 pid=…)", "(Worker_TP3 pid=…)") when no
+    line gives the tensor-parallel size: the ranks are counted, never guessed beyond them."""
+    import re
+
+    if "tensor_parallel_size" in dep.options or "pipeline_parallel_size" in dep.options:
+        return
+    ranks = {int(m.group(1)) for f in facts.items for m in [re.search(r"(?:rank=|_TP)(\d+)", f.process or "")] if m}
+    if len(ranks) > 1 and ranks == set(range(max(ranks) + 1)):
+        dep.options["tensor_parallel_size"] = max(ranks) + 1
+        dep.sources["tensor_parallel_size"] = f"the worker prefixes (ranks 0-{max(ranks)})"
+        dep.assumed.append(f"tensor_parallel_size {max(ranks) + 1}: no line gives it; the log shows workers of "
+                           f"ranks 0-{max(ranks)} (pipeline parallelism would look the same)")
 
 
 def _inferred_release(guess) -> str | None:
