@@ -133,6 +133,33 @@ CASES: dict[str, tuple[dict, list, str]] = {
         ("cuda_graph_pool", 2, {"actual_gib": 1.34, "estimated_gib": 1.32}),
         ("memory_account", 3, None),
     ], NO_MODEL),
+    "20-vllm-10517-llama-3.1-8b-v0-20k-ok.log": ({}, [
+        # lines pasted without any prefix; "GPU blocks:" lost its "#" in the paste
+        ("model_loading", 1, {"weights_gib": 14.9888}),
+        ("memory_profile", 2, {"kv_cache_gib": 3.81, "gpu_memory_utilization": 0.9}),
+        ("num_gpu_blocks", 3, {"num_blocks": 1952, "num_cpu_blocks": 2048}),
+        ("concurrency", 4, {"max_model_len": 20000, "max_concurrency": 1.56}),
+    ], NO_MODEL),
+    "21-vllm-pr13596-gpu-blocks-before.log": ({}, [
+        ("num_gpu_blocks", 1, {"num_blocks": 127626}),
+        ("concurrency", 2, {"max_model_len": 2048, "max_concurrency": 997.08}),
+    ], NO_MODEL),
+    "22-vllm-pr13596-kv-cache-tokens-after.log": ({}, [
+        ("kv_cache_size", 1, {"kv_cache_size_tokens": 2042016}),
+        ("concurrency", 2, {"max_model_len": 2048, "max_concurrency": 997.08}),
+    ], NO_MODEL),
+    "23-vllm-42510-llama-3.1-8b-v0.14.1-wrapped-config.log": ({}, [
+        ("async_scheduling", 1, {"async_scheduling": True}),
+        ("engine_config", 3, {"version": "0.14.1",
+                              "model": "/root/.cache/modelscope/hub/models/LLM-Research/Meta-Llama-3___1-8B-Instruct",
+                              "speculative_config": None, "dtype": "bfloat16", "max_seq_len": 131072,
+                              "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "data_parallel_size": 1,
+                              "quantization": None, "enforce_eager": False, "kv_cache_dtype": "auto"}),
+    ], NOT_IN_CATALOG),
+    "24-vllm-6746-llama-3.1-405b-fp8-v0-workers.log": ({}, [
+        *(("model_name", n, {"model": "/models/Meta-Llama-3.1-405B-Instruct-FP8"}) for n in range(1, 7)),
+        *(("model_loading", n, {"weights_gib": 57.752}) for n in range(7, 11)),
+    ], NOT_IN_CATALOG),
 }
 
 

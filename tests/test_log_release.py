@@ -105,6 +105,12 @@ REAL = {
     "12-vllm-17469-qwen3-docker-v0.8.5.log": ("0.8.5.post1", "0.8.5.post1"),  # 0.8.5 (title)
     "16-vllm-10517-llama-3.1-8b-v0-tokens-error.log": ("0.6.6.post1", "0.6.6.post1"),  # V0 (0.6)
     "19-vllm-50722-qwen3.5-35b-a3b-memory-account.log": ("0.26.0", "0.26.0"),  # "0.2x" (post)
+    "20-vllm-10517-llama-3.1-8b-v0-20k-ok.log": ("0.6.6.post1", "0.7.3"),  # V0 (0.6), no prefixes
+    "21-vllm-pr13596-gpu-blocks-before.log": ("0.7.3", "0.7.3"),  # main of 2025-02-20, before 0.8
+    # sites 524/527 are a development build's (no release has them): the wording alone counts
+    "22-vllm-pr13596-kv-cache-tokens-after.log": ("0.8.5.post1", "0.27.1"),
+    # July 2024 (0.5): older than the oldest fingerprinted release, so the range ends there
+    "24-vllm-6746-llama-3.1-405b-fp8-v0-workers.log": ("0.6.6.post1", "0.7.3"),
 }
 
 
