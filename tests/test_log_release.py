@@ -160,3 +160,28 @@ def test_a_line_every_worker_prints_is_one_figure_with_its_count():
     rows = [x for x in r["figures"] if x["kind"] in ("kv_cache_size", "concurrency")]
     assert rows and all(x["count"] == 4 and x["agrees"] for x in rows)
     assert r["outcome"]["ok"] is True and r["verdict"].startswith("agrees on all")
+
+
+def test_set_gives_a_vllm_flag_the_log_does_not_show():
+    """--set KEY=VALUE by vLLM's flag names (dest or flag spelling) wins over the log; a name the
+    release's parser does not have is a one-line error (exit 1), never a traceback."""
+    from typer.testing import CliRunner
+
+    from kvplan.cli.app import ensure_registered
+
+    name = str(LOGS / "11-club3090-295-qwen3.6-27b-mtp-tp2.log")
+    r = kvplan.explain_log(name, settings=["tensor_parallel_size=4", "--max-num-seqs=8"])
+    opts, src = r["rebuild"]["options"], r["rebuild"]["option_sources"]
+    assert (opts["tensor_parallel_size"], src["tensor_parallel_size"]) == (4, "--set")
+    assert (opts["max_num_seqs"], src["max_num_seqs"]) == (8, "--set")
+    res = CliRunner().invoke(ensure_registered(), ["explain-log", name, "--set", "tensor_paralel=4"])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert "--set tensor_paralel=4: not a vllm serve flag of" in res.output + (res.stderr or "")
+
+
+def test_capacity_line_gives_the_tokens_per_request():
+    """Issue 17469 (0.8.5): no args line; the concurrency line's 8,192 tokens per request is the
+    max_model_len the rebuild uses, not the config's default."""
+    r = kvplan.explain_log(str(LOGS / "12-vllm-17469-qwen3-docker-v0.8.5.log"))
+    assert r["rebuild"]["options"]["max_model_len"] == 8192
+    assert r["rebuild"]["option_sources"]["max_model_len"] == "the capacity line's tokens per request (line 2)"

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from kvplan.options import BOOL, ENV, TRISTATE, Option, options_for
+from kvplan.options import BOOL, ENV, SETTINGS, TRISTATE, Option, options_for
 
 
 class Format(str, Enum):
@@ -48,7 +48,7 @@ def _typer_param(opt: Option) -> inspect.Parameter:
         info = typer.Option(*opt.flags, help=_help(opt), rich_help_panel=opt.panel, metavar=opt.metavar,
                             show_default=opt.default is not None, hidden=opt.hidden)
         # --env VAR=VALUE is repeatable: Typer hands over the list
-        annotation = Annotated[Optional[list[str]], info] if opt.kind == ENV else Annotated[Optional[str], info]
+        annotation = Annotated[Optional[list[str]], info] if opt.kind in (ENV, SETTINGS) else Annotated[Optional[str], info]
         default = None if opt.default is None else str(opt.default)
     return inspect.Parameter(opt.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 

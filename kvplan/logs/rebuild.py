@@ -108,11 +108,13 @@ def _speculative(dep: Deployment, spec, source: str) -> None:
 
 
 def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = None,
-               policy: str | None = None, model_runner: str | None = None, guess=None) -> Deployment:
+               policy: str | None = None, model_runner: str | None = None, guess=None,
+               settings: dict | None = None) -> Deployment:
     """The deployment the facts describe; ``model``/``drafter``/``policy`` override the log's, and
     ``model_runner`` gives what the environment chose (VLLM_USE_V2_MODEL_RUNNER, not in a log).
     ``guess``: the release range the log's wordings and source sites show
-    (``kvplan.logs.release.infer_release``), used when the log prints no version."""
+    (``kvplan.logs.release.infer_release``), used when the log prints no version. ``settings``:
+    ``--set`` (vLLM flag → value), read as serve words with the release's flag list, before the log."""
     dep = Deployment()
     if drafter:
         _set(dep, "drafter", drafter, "--drafter")
@@ -128,6 +130,8 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
     inferred = _inferred_release(guess) if not version else None
     flags_release = _release_of(version) if version else (cmd.values.get("image_release") if cmd else inferred)
     cmd_model = _model_of_words(list(cmd["argv"]), flags_release) if cmd is not None else None
+    if settings:
+        _serve_options(dep, _settings_words(settings, flags_release), flags_release, "--set", strict=True)
     # the model: as given, else the args' model (the positional model_tag), else the command's,
     # the engine config's, the release line's, "Starting to load model …"
     for value, src in ((model, "--model"), (args.get("model"), nda and _where(nda)),
@@ -280,7 +284,29 @@ def _model_of_words(words: list[str], release: str | None) -> str | None:
         return None
 
 
-def _serve_options(dep: Deployment, words: list[str], release: str | None, source: str) -> None:
+def _settings_words(settings: dict, release: str | None) -> list[str]:
+    """``--set`` as serve words; a flag the release's parser does not have is refused in one line."""
+    table = _table(release)
+    words: list[str] = []
+    for flag, value in settings.items():
+        found, hits = table.lookup(flag)
+        if found is None:
+            near = f" (matches {', '.join(hits[:4])})" if hits else ""
+            raise OptionError(f"--set {flag.removeprefix('--').replace('-', '_')}={value}: not a vllm serve flag of "
+                              f"{table.release}{near}; use vLLM's flag names, e.g. --set max_model_len=98304")
+        if found.kind in ("bool", "true", "false") and value.lower() in ("true", "false", "1", "0", ""):
+            on = value.lower() in ("true", "1", "")
+            if on:
+                words.append(found.flag)
+            elif found.negative:
+                words.append(sorted(found.negative)[0])
+            continue
+        words += [found.flag, value]
+    return words
+
+
+def _serve_options(dep: Deployment, words: list[str], release: str | None, source: str,
+                   strict: bool = False) -> None:
     """Read ``vllm serve`` words with the project's serve reader (``kvplan.serve.read_serve``)
     and take the kvplan options it gives (first source wins); a flag it refuses makes the whole
     reading a note, the model still comes from the words."""
@@ -293,6 +319,8 @@ def _serve_options(dep: Deployment, words: list[str], release: str | None, sourc
     try:
         req = read_serve(words, policy=f"vllm=={release}" if release else None)
     except OptionError as e:
+        if strict:
+            raise OptionError(f"{source}: {e.message}") from None
         dep.ignored.append(f"{source}: {e.message}")
         return
     for name, value in req.options.items():

@@ -133,7 +133,7 @@ def explain_log(source: str, **options) -> dict:
     banner = facts.first("release") or facts.first("engine_config")
     guess = infer_release(records, banner["version"] if banner else None)
     dep = deployment(facts, model=r["model"], drafter=r["drafter"], policy=given_policy,
-                     model_runner=r["model_runner"], guess=guess)
+                     model_runner=r["model_runner"], guess=guess, settings=r["settings"])
     sim = resimulate(dep)
     era = sim.era  # None when the logged release is not in kvplan's registry
     from kvplan.engines.vllm.wording import log_line_meanings
