@@ -59,9 +59,10 @@ ASK = "Questions"
 VERIFY = "Cross-check against a real vLLM (its planning functions, on CPU)"
 
 # Value kinds, each with one parser below.
-STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME, ENV, MAP = (
-    "str", "int", "float", "size", "gib", "length", "bool", "tristate", "choice", "json", "policy", "env", "map")
-REPEATABLE = frozenset({ENV, MAP})  # given several times on the command line (Typer hands over a list)
+STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME, ENV, MAP, SETTINGS = (
+    "str", "int", "float", "size", "gib", "length", "bool", "tristate", "choice", "json", "policy", "env", "map",
+    "settings")
+REPEATABLE = frozenset({ENV, MAP, SETTINGS})  # given several times on the command line (Typer hands over a list)
 
 
 @dataclass(frozen=True)
@@ -237,22 +238,27 @@ def _env_text(v: Any) -> str:
     raise ValueError(f"a variable's value must be a string or a number, got {type_name(v)}")
 
 
+def _assignments(raw: Any, form: str, example: str) -> list[tuple[str, str]]:
+    """``NAME=VALUE`` (one string), a list of them (a repeated flag) or a mapping, as pairs."""
+    if isinstance(raw, dict):
+        return [(str(k), _env_text(v)) for k, v in raw.items()]
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, (list, tuple)):
+        raise ValueError(f"expected {form}, a list of them or a mapping, got {type_name(raw)}")
+    pairs = []
+    for item in items:
+        name, sep, value = item.partition("=") if isinstance(item, str) else ("", "", "")
+        if not sep:
+            raise ValueError(f"expected {form} (e.g. {example}), got {type_name(item)}")
+        pairs.append((name.strip(), value))
+    return pairs
+
+
 def _env(opt: Option, raw: Any) -> dict[str, str]:
     """Environment variables: ``VAR=VALUE`` (one string), a list of them (``--env`` repeated),
     or a mapping (a deployments file, the library). Only ``VLLM_*`` names are kept: others
     (``CUDA_VISIBLE_DEVICES``) do not reach vLLM's configuration."""
-    if isinstance(raw, dict):
-        pairs = [(k, _env_text(v)) for k, v in raw.items()]
-    else:
-        items = [raw] if isinstance(raw, str) else raw
-        if not isinstance(items, (list, tuple)):
-            raise ValueError(f"expected VAR=VALUE, a list of them or a mapping, got {type_name(raw)}")
-        pairs = []
-        for item in items:
-            name, sep, value = item.partition("=") if isinstance(item, str) else ("", "", "")
-            if not sep:
-                raise ValueError(f"expected VAR=VALUE (e.g. VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), got {type_name(item)}")
-            pairs.append((name.strip(), value))
+    pairs = _assignments(raw, "VAR=VALUE", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
     for name, _ in pairs:
         if not isinstance(name, str) or not _ENV_NAME.match(name):
             raise ValueError(f"{name!r} is not an environment variable name")
@@ -316,9 +322,22 @@ def type_name(v: Any) -> str:
     return f"a {type(v).__name__}"
 
 
+def _settings(opt: Option, raw: Any) -> dict[str, str]:
+    """vLLM flags as ``KEY=VALUE`` (``--set`` repeated; a mapping from the library): the key is a
+    vllm serve flag or its dest (``max_model_len``, ``max-model-len``, ``--max-model-len``), the
+    value as it would follow the flag. Which flags exist is the release's (checked by the rebuild)."""
+    pairs = _assignments(raw, "KEY=VALUE", "tensor_parallel_size=2")
+    out = {}
+    for key, value in pairs:
+        if not re.fullmatch(r"(?:--)?[A-Za-z][\w-]*", key):
+            raise ValueError(f"{key!r} is not a vLLM flag name (e.g. max_model_len or --max-model-len)")
+        out["--" + key.removeprefix("--").replace("_", "-")] = value.strip()
+    return out
+
+
 _PARSERS: dict[str, Callable[[Option, Any], Any]] = {
     STR: _str, INT: _int, FLOAT: _float, SIZE: _size, GIB: _gib, LENGTH: _length, BOOL: _bool,
-    TRISTATE: _bool, CHOICE: _choice, JSON: _json, POLICY_NAME: _policy, ENV: _env, MAP: _map,
+    TRISTATE: _bool, CHOICE: _choice, JSON: _json, POLICY_NAME: _policy, ENV: _env, MAP: _map, SETTINGS: _settings,
 }
 
 
@@ -570,6 +589,10 @@ _TABLE: tuple[Option, ...] = (
            vllm=False, metavar="COMMIT", default_doc="0c1e57098, the build the rules were read from",
            help="llama.cpp commit the rules come from (only 0c1e57098 is modelled)."),
     # ------------------------------------------------------------------ explain-log only
+    Option("settings", "--set", SETTINGS, commands=frozenset({EXPLAIN}), scenario=False, vllm=False,
+           metavar="KEY=VALUE",
+           help="A vllm serve flag the log does not show (or shows wrong), by vLLM's name (repeatable): "
+           "--set tensor_parallel_size=2 --set max_model_len=98304. It wins over the log's value."),
     Option("model", "--model", STR, commands=frozenset({EXPLAIN}), scenario=False, vllm=False, metavar="MODEL",
            help="The model to re-simulate (id, config.json or dir) when the log's model is not in the catalog or "
            "the HF cache; default: the log's."),

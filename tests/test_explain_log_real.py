@@ -133,6 +133,33 @@ CASES: dict[str, tuple[dict, list, str]] = {
         ("cuda_graph_pool", 2, {"actual_gib": 1.34, "estimated_gib": 1.32}),
         ("memory_account", 3, None),
     ], NO_MODEL),
+    "20-vllm-10517-llama-3.1-8b-v0-20k-ok.log": ({}, [
+        # lines pasted without any prefix; "GPU blocks:" lost its "#" in the paste
+        ("model_loading", 1, {"weights_gib": 14.9888}),
+        ("memory_profile", 2, {"kv_cache_gib": 3.81, "gpu_memory_utilization": 0.9}),
+        ("num_gpu_blocks", 3, {"num_blocks": 1952, "num_cpu_blocks": 2048}),
+        ("concurrency", 4, {"max_model_len": 20000, "max_concurrency": 1.56}),
+    ], NO_MODEL),
+    "21-vllm-pr13596-gpu-blocks-before.log": ({}, [
+        ("num_gpu_blocks", 1, {"num_blocks": 127626}),
+        ("concurrency", 2, {"max_model_len": 2048, "max_concurrency": 997.08}),
+    ], NO_MODEL),
+    "22-vllm-pr13596-kv-cache-tokens-after.log": ({}, [
+        ("kv_cache_size", 1, {"kv_cache_size_tokens": 2042016}),
+        ("concurrency", 2, {"max_model_len": 2048, "max_concurrency": 997.08}),
+    ], NO_MODEL),
+    "23-vllm-42510-llama-3.1-8b-v0.14.1-wrapped-config.log": ({}, [
+        ("async_scheduling", 1, {"async_scheduling": True}),
+        ("engine_config", 3, {"version": "0.14.1",
+                              "model": "/root/.cache/modelscope/hub/models/LLM-Research/Meta-Llama-3___1-8B-Instruct",
+                              "speculative_config": None, "dtype": "bfloat16", "max_seq_len": 131072,
+                              "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "data_parallel_size": 1,
+                              "quantization": None, "enforce_eager": False, "kv_cache_dtype": "auto"}),
+    ], NOT_IN_CATALOG),
+    "24-vllm-6746-llama-3.1-405b-fp8-v0-workers.log": ({}, [
+        *(("model_name", n, {"model": "/models/Meta-Llama-3.1-405B-Instruct-FP8"}) for n in range(1, 7)),
+        *(("model_loading", n, {"weights_gib": 57.752}) for n in range(7, 11)),
+    ], NOT_IN_CATALOG),
 }
 
 
@@ -157,20 +184,31 @@ def test_real_log(name):
 
 
 def test_real_log_gpt_oss_120b_on_h100_rebuilt_and_fixed():
-    """Issue 27508: the command and 1.71 GiB of KV memory. The release is not in the log, so the
-    default policy is used and the notes say so. gpt-oss-120b: 18 full + 18 sliding(128) layers,
-    8 KV heads x 64, bf16: page 16 x 8 x (64 + 64) x 2 = 32,768 B, groups of 18, so a block id is
-    589,824 B. One 131,072-token request: 8,192 full blocks + cdiv(127 + 2 x 1024, 16) + 1 = 137
-    sliding blocks (2 batches of --max-num-batched-tokens 1024 in flight under async scheduling),
-    589,824 x 8,329 = 4,912,644,096 B > 1.71 GiB: start-up fails, as the log shows."""
+    """Issue 27508: the command and 1.71 GiB of KV memory. The log prints no version, but its two
+    prefixed lines are 0.11.0's own sites ([gpu_worker.py:298] "Available KV cache memory",
+    [core.py:708] "EngineCore failed to start", kvplan/logs/fingerprints.py), so the rebuild runs
+    0.11.0's rules without --policy. gpt-oss-120b: 18 full + 18 sliding(128) layers, 8 KV heads x
+    64, bf16: page 16 x 8 x (64 + 64) x 2 = 32,768 B, groups of 18, so a block id is 589,824 B. One
+    131,072-token request: 8,192 full blocks + cdiv(127 + 1024, 16) + 1 = 73 sliding blocks (0.11
+    keeps one batch of --max-num-batched-tokens 1024 in flight), 589,824 x 8,265 = 4,874,895,360 B
+    = 4.54 GiB > 1.71 GiB: start-up fails, as the log shows; 4.54 GiB is the figure the thread's
+    admission error states (issue #26 of this project; 0.34's two batches in flight give 4.58)."""
     r = kvplan.explain_log(str(LOGS / "01-vllm-27508-gpt-oss-120b-h100.log"))
-    assert r["rebuild"]["model"] == "openai/gpt-oss-120b" and r["rebuild"]["policy"] is None
+    assert r["release"]["candidates"] == ["0.11.0"] and r["release"]["lines"] == [2, 3]
+    assert r["release"]["release"] == "0.11.0 (from 2 lines' wording and 2 source sites)"
+    assert r["rebuild"]["model"] == "openai/gpt-oss-120b" and r["rebuild"]["policy"] == "vllm==0.11.0"
     assert r["rebuild"]["options"]["max_num_batched_tokens"] == 1024
-    assert any(n.startswith("the release: not in the log") for n in r["rebuild"]["notes"])
-    assert r["simulation"]["memory"]["needed_bytes"] == 589_824 * (8_192 + 137) == 4_912_644_096
+    assert not any(n.startswith("the release: not in the log") for n in r["rebuild"]["notes"])
+    assert 589_824 * (8_192 + 73) == 4_874_895_360 and round(4_874_895_360 / (1 << 30), 2) == 4.54
+    assert "(4.54 GiB KV cache is needed, which is larger than the available KV cache memory (1.71 GiB)" in \
+        r["outcome"]["error"]
     assert r["figures"][0]["figure"] == "engine starts" and r["figures"][0]["logged"] is False
+    assert r["verdict"] == "agrees on the 1 figure" and r["outcome"]["ok"] is True
     trap = next(t for t in r["traps"] if t["trap"] == "startup_failure")
     assert trap["fix"]["flag"] == r["outcome"]["fix"] and trap["fix"]["verified"] is True
+    # under 0.34's rules (two batches in flight) the same log needs 137 sliding blocks: 4.58 GiB
+    r34 = kvplan.explain_log(str(LOGS / "01-vllm-27508-gpt-oss-120b-h100.log"), policy="vllm==0.34.0")
+    assert r34["simulation"]["memory"]["needed_bytes"] == 589_824 * (8_192 + 137) == 4_912_644_096
 
 
 def test_real_log_release_from_the_logo_is_read_as_its_release():

@@ -47,7 +47,7 @@ def _typer_param(opt: Option) -> inspect.Parameter:
     else:
         info = typer.Option(*opt.flags, help=_help(opt), rich_help_panel=opt.panel, metavar=opt.metavar,
                             show_default=opt.default is not None, hidden=opt.hidden)
-        # --env VAR=VALUE, --model-map PATH=ID are repeatable: Typer hands over the list
+        # --env VAR=VALUE, --model-map PATH=ID, --set KEY=VALUE are repeatable: Typer hands over the list
         annotation = Annotated[Optional[list[str]], info] if opt.kind in REPEATABLE else Annotated[Optional[str], info]
         default = None if opt.default is None else str(opt.default)
     return inspect.Parameter(opt.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)

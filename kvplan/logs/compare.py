@@ -86,12 +86,19 @@ def figures(logged: Facts, sim, meanings: dict[str, str], *, layout_only: bool =
     low = predicted_facts(sim.low) if sim and sim.low else None
     high = predicted_facts(sim.high) if sim and sim.high else None
     for kind, key, name in FIGURES:
-        for i, f in enumerate(logged.all(kind)):
+        # a figure every worker prints (TP over Ray or multiprocessing) is one figure, with its count
+        seen: dict = {}
+        for f in logged.all(kind):
             if key not in f.values:
                 continue
-            row = {"figure": name, "kind": kind, "key": key, "line": f.line, "logged": f[key],
+            if f[key] in seen:
+                seen[f[key]]["count"] += 1
+                continue
+            row = {"figure": name, "kind": kind, "key": key, "line": f.line, "logged": f[key], "count": 1,
                    "kvplan": None, "kvplan_range": None, "meaning": meanings.get(kind), "agrees": None,
                    "verdict": "not re-simulated"}
+            i = len(seen)  # the distinct figure's place among kvplan's lines of this kind
+            seen[f[key]] = row
             if mid is not None and layout_only and kind not in LAYOUT_KINDS:
                 row["verdict"] = "needs the KV memory, which the log does not show"
             elif mid is not None:
@@ -108,7 +115,7 @@ def figures(logged: Facts, sim, meanings: dict[str, str], *, layout_only: bool =
             rows.append(row)
     for kind, name in PRESENCE:
         for f in logged.all(kind):
-            row = {"figure": name, "kind": kind, "key": None, "line": f.line, "logged": True, "kvplan": None,
+            row = {"figure": name, "kind": kind, "key": None, "line": f.line, "logged": True, "count": 1, "kvplan": None,
                    "kvplan_range": None, "meaning": meanings.get(kind), "agrees": None, "verdict": "not re-simulated"}
             if mid is not None and layout_only and kind not in LAYOUT_KINDS:
                 row["verdict"] = "needs the KV memory, which the log does not show"
@@ -155,6 +162,6 @@ def _outcome_row(logged: Facts, sim) -> list[dict]:
         verdict = "agrees within the rounding of the logged KV memory"
     else:
         verdict = "disagrees"
-    return [{"figure": "engine starts", "kind": "outcome", "key": "starts", "line": None, "logged": starts,
+    return [{"figure": "engine starts", "kind": "outcome", "key": "starts", "line": None, "logged": starts, "count": 1,
              "kvplan": k, "kvplan_range": None, "meaning": "a capacity line means the KV cache was sized; an error "
              "line that start-up failed", "agrees": verdict != "disagrees", "verdict": verdict}]

@@ -32,6 +32,7 @@ class Fact:
     values: dict
     line: int
     text: str
+    process: str | None = None  # the multiprocessing prefix it had ("VllmWorker rank=1 pid=106")
 
     def __getitem__(self, key: str):
         return self.values[key]
@@ -59,8 +60,9 @@ PATTERNS: tuple[Pattern, ...] = (
        lambda m: {"version": m["v"], **({"model": m["m"]} if m["m"] else {})}),
     # the logo (0.34 on a terminal): "▄█ █ … version 0.34.0"
     _p("release", r"[█▄▀].*\bversion\s+(?P<v>\d+\.\d+\.\d+\S*)\s*$", lambda m: {"version": m["v"]}, search=True),
-    # "Initializing a V1 LLM engine (v0.11.0) with config: model='…', …" (engine core)
-    _p("engine_config", r"^Initializing a V1 LLM engine \(v(?P<v>[^)]+)\) with config: (?P<c>.*)$",
+    # "Initializing a V1 LLM engine (v0.11.0) with config: model='…', …" (engine core); V0's "Initializing an LLM
+    # engine (v0.6.6.post1)" (engine/llm_engine.py to 0.9.2) and "Initializing a V0 LLM engine" (0.10.x)
+    _p("engine_config", r"^Initializing an? (?:V[01] )?LLM engine \(v(?P<v>[^)]+)\) with config: (?P<c>.*)$",
        lambda m: {"version": m["v"], **_engine_config(m["c"])}),
     _p("non_default_args", r"^non-default args: (?P<d>\{.*\})$", lambda m: _literal_dict(m["d"])),
     # releases before the non-default args line (0.8 and older): "args: Namespace(model='…', …)"
@@ -92,8 +94,8 @@ PATTERNS: tuple[Pattern, ...] = (
     # "Model loading took 12.89 GiB memory and 36.7 seconds" (0.10+), "… took 13.7815 GiB and 5.9 seconds"
     _p("model_loading", rf"^Model loading took (?P<g>{_NUM}) GiB(?: memory)? and (?P<s>{_NUM}) seconds?",
        lambda m: {"weights_gib": _gib(m["g"]), "seconds": float(m["s"])}),
-    # V0 and early V1 (printed "GB", computed as bytes / 2**30)
-    _p("model_loading", rf"^Loading model weights took (?P<g>{_NUM}) GB",
+    # V0 and early V1 (printed "GB", computed as bytes / 2**30; "GiB" in 0.8.5.post1 v1/worker/gpu_model_runner.py)
+    _p("model_loading", rf"^Loading model weights took (?P<g>{_NUM}) Gi?B",
        lambda m: {"weights_gib": _gib(m["g"])}),
     _p("model_name", r"^Starting to load model (?P<m>\S+?)\.{0,3}$", lambda m: {"model": m["m"]}),
     _p("available_kv_memory", rf"^Available KV cache memory: (?P<g>-?{_NUM}) GiB$",
@@ -108,10 +110,19 @@ PATTERNS: tuple[Pattern, ...] = (
        lambda m: {"gib": _gib(m["kv"]), "num_blocks": int(m["n"]), "free_gib": _gib(m["f"]),
                   "transient_gib": _gib(m["k"]), "requested_gib": _gib(m["r"])}),
     # kv_cache_memory_bytes given (0.11+): the worker skips profiling
-    _p("kv_cache_memory_reserved", rf"reserved (?P<g>{_NUM}) GiB memory for KV Cache as specified by "
+    _p("kv_cache_memory_reserved", rf"reserved (?P<g>{_NUM}) ?GiB memory for KV Cache as specified by "
        r"kv_cache_memory_bytes", lambda m: {"gib": _gib(m["g"])}, search=True),
     _p("num_gpu_blocks", rf"^#?\s*(?:GPU|cuda|CUDA) blocks: (?P<n>{_INT})(?:, # CPU blocks: (?P<c>{_INT}))?",
        lambda m: {"num_blocks": _int(m["n"]), **({"num_cpu_blocks": _int(m["c"])} if m["c"] else {})}),
+    # the stat logger (v1/metrics/loggers.py, 0.8-0.34): "Engine 000: vllm cache_config_info with initialization
+    # after num_gpu_blocks is: 1381" (log_engine_initialized), "2 Engines: … num_gpu_blocks is: N" (0.34)
+    _p("num_gpu_blocks", rf"cache_config_info with initialization after num_gpu_blocks is: (?P<n>{_INT})",
+       lambda m: {"num_blocks": _int(m["n"])}, search=True),
+    # V0's profile from 0.6.4 (worker/worker.py determine_num_available_blocks, 0.6.6.post1 to 0.9.2): "Memory
+    # profiling takes 4.26 seconds" then, on its own lines, "…; the rest of the memory reserved for KV Cache is
+    # 2.89GiB."
+    _p("memory_profile", rf"the rest of the memory reserved for KV Cache is (?P<k>-?{_NUM})\s?GiB",
+       lambda m: {"kv_cache_gib": float(m["k"])}, search=True),
     # V0's profile: "Memory profiling results: … kv_cache_size=2.89GiB gpu_memory_utilization=0.90"
     _p("memory_profile", rf"^Memory profiling results:.*?\bkv_cache_size=(?P<k>-?{_NUM})GiB"
        rf"(?:.*?gpu_memory_utilization=(?P<u>{_NUM}))?",
@@ -128,7 +139,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("kv_cache_size", rf"^GPU KV cache size: (?P<t>{_INT}) tokens$", lambda m: {"kv_cache_size_tokens": _int(m["t"])}),
     _p("concurrency", rf"^Maximum concurrency for (?P<l>{_INT}) tokens per request: (?P<c>{_NUM})x$",
        lambda m: {"max_model_len": _int(m["l"]), "max_concurrency": float(m["c"])}),
-    _p("dcp_multiply", r"^Multiplying the GPU KV cache size by the cp_world_size (?P<n>\d+)",
+    _p("dcp_multiply", r"^Multiplying the GPU KV cache size by the d?cp_world_size (?P<n>\d+)",
        lambda m: {"cp_world_size": int(m["n"])}),
     _p("padding", rf"^Add (?P<n>\d+) padding layers, may waste at most (?P<p>{_NUM})% KV cache memory$",
        lambda m: {"num_padding_layers": int(m["n"]), "waste_pct": float(m["p"])}),
@@ -142,11 +153,12 @@ PATTERNS: tuple[Pattern, ...] = (
        lambda m: {"reason": "kv_events"}),
     _p("hma_off_converted", r"^Hybrid KV cache manager is disabled for this hybrid model",
        lambda m: {"converted": True}),
-    # the admission error (to 0.21 "models's", from 0.22 "model's"), inside a traceback line too
+    # the admission error (to 0.21 "models's", from 0.22 "model's"; 0.8.x "GB" for bytes / 1024**3, v1/core/
+    # kv_cache_utils.py check_enough_kv_cache_memory in 0.8.5.post1), inside a traceback line too
     # (a pasted line may stop early: what it shows is read, the rest is absent)
     _p("admission_error", rf"To serve at least one request with the models?'s max seq len \((?P<l>{_INT})\),\s*"
-       rf"\((?P<n>{_NUM}) GiB KV cache is needed(?:, which is larger than the available KV cache memory "
-       rf"\((?P<a>-?{_NUM}) GiB\)\.(?: Based on the available memory, the estimated maximum model length is "
+       rf"\((?P<n>{_NUM}) Gi?B KV cache is needed(?:, which is larger than the available KV cache memory "
+       rf"\((?P<a>-?{_NUM}) Gi?B\)\.(?: Based on the available memory, the estimated maximum model length is "
        rf"(?P<e>{_INT})\.)?)?",
        lambda m: {"max_model_len": _int(m["l"]), "needed_gib": float(m["n"]),
                   **({"available_gib": float(m["a"])} if m["a"] else {}),
@@ -159,7 +171,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("no_memory_error", r"No available memory for the cache blocks", lambda m: {}, search=True),
     _p("drafter_split", r"All (?:eagle|drafting) layers should belong to the same kv cache group",
        lambda m: {}, search=True),
-    _p("page_error", r"The page size of the layer is not divisible by the maximum page size", lambda m: {},
+    _p("page_error", r"page size (?:of the layer )?is not divisible by the maximum page size", lambda m: {},
        search=True),
     # CUDA graphs: "Graph capturing finished in 5 secs, took 0.53 GiB"; 0.21+ profiling note
     _p("cuda_graph", rf"^Graph capturing finished in (?P<s>{_NUM}) secs?, took (?P<g>-?{_NUM}) GiB",
@@ -172,7 +184,7 @@ PATTERNS: tuple[Pattern, ...] = (
        lambda m: {"actual_gib": float(m["a"]), "estimated_gib": float(m["e"])}),
     # the worker's memory account (0.2x): weights, activation, non-torch, CUDA graphs, and the exact
     # --kv-cache-memory that fits the requested memory
-    _p("memory_account", rf"^Free memory on device \((?P<f>{_NUM})/(?P<t>{_NUM}) GiB\) on startup\. Desired GPU memory "
+    _p("memory_account", rf"^Free memory on device (?:\S+ )?\((?P<f>{_NUM})/(?P<t>{_NUM}) GiB\) on startup\. Desired GPU memory "
        rf"utilization is \((?P<u>{_NUM}), (?P<r>{_NUM}) GiB\)\. Actual usage is (?P<w>{_NUM}) GiB for weight, "
        rf"(?P<a>{_NUM}) GiB for peak activation, (?P<n>{_NUM}) GiB for non-torch memory, and (?P<c>{_NUM}) GiB for "
        rf"CUDAGraph memory\.(?: Replace gpu_memory_utilization config with `--kv-cache-memory=(?P<k>\d+)`)?",
@@ -314,7 +326,7 @@ def extract(records: list[Record]) -> list[Fact]:
             values = p.convert(m)
             if p.kind == "serve_command" and not values:
                 continue  # mentions vllm serve but is not a command kvplan can split
-            facts.append(Fact(p.kind, values, r.number, cand))
+            facts.append(Fact(p.kind, values, r.number, cand, r.process))
             break
         rest = r.rest(consumed)
         if rest is not None:

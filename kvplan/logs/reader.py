@@ -32,8 +32,10 @@ _PROC = re.compile(r"^\((?P<proc>[A-Za-z_][\w\- ]*?(?:\s+(?:rank|TP|PP|DP)[=\w]*
 _LEVEL = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
     r"(?:(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+)?"
-    r"(?:\[?[\w./\\-]+\.py:\d+\]\s*)?"
+    r"(?:\[?(?P<site>[\w./\\-]+\.py:\d+)\]\s*)?"
 )
+# a prefix cut to its source site: "[kv_cache_utils.py:1087] GPU KV cache size: …"
+_SITE = re.compile(r"^\[?(?P<site>[\w.-]+\.py:\d+)\]\s+")
 # Python's default logging format: "INFO:vllm.v1.core.kv_cache_utils:message"
 _PYLOG = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:vllm|__main__)[\w.]*:")
 
@@ -56,6 +58,7 @@ class Record:
     message: str
     level: str | None = None
     process: str | None = None
+    site: str | None = None  # "kv_cache_utils.py:1087": the source file and line of the logging call
     headed: bool = False  # it had a level tag or a process prefix
     continuation: list[str] = field(default_factory=list)
     continuation_lines: list[int] = field(default_factory=list)  # their 1-based line numbers
@@ -66,7 +69,7 @@ class Record:
         lines, numbers = self.continuation[consumed:], self.continuation_lines[consumed:]
         if not lines:
             return None
-        return Record(numbers[0], lines[0], self.level, self.process, False, lines[1:], numbers[1:])
+        return Record(numbers[0], lines[0], self.level, self.process, None, False, lines[1:], numbers[1:])
 
     def candidates(self, max_lines: int = 4) -> list[str]:
         """The message, then the message re-joined with its following header-less lines: a
@@ -80,10 +83,10 @@ class Record:
         return out
 
 
-def _strip_header(line: str) -> tuple[str, str | None, str | None, bool]:
-    """(message, level, process, had a header)."""
+def _strip_header(line: str) -> tuple[str, str | None, str | None, bool, str | None]:
+    """(message, level, process, had a header, source site)."""
     text = _ANSI.sub("", line).strip()
-    level = process = None
+    level = process = site = None
     headed = False
     for _ in range(4):  # prefixes nest: compose | timestamp (proc) LEVEL date [file]
         before = text
@@ -99,18 +102,24 @@ def _strip_header(line: str) -> tuple[str, str | None, str | None, bool]:
         m = _LEVEL.match(text) or _PYLOG.match(text)
         if m:
             level, headed, text = m.group("level"), True, text[m.end():]
+            site = m.groupdict().get("site") or site
+        m = _SITE.match(text)
+        if m:
+            site, headed, text = m.group("site").rsplit("/", 1)[-1], True, text[m.end():]
         if text == before:
             break
-    return text.strip(), level, process, headed
+    if site:
+        site = re.split(r"[/\\]", site)[-1]
+    return text.strip(), level, process, headed, site
 
 
 def read_records(text: str) -> list[Record]:
     """The records of a log text (see the module docstring)."""
     lines = text.splitlines()
     stripped = [_strip_header(line) for line in lines]
-    any_headed = any(h for _m, _l, _p, h in stripped)
+    any_headed = any(h for _m, _l, _p, h, _s in stripped)
     records: list[Record] = []
-    for i, (message, level, process, headed) in enumerate(stripped, start=1):
+    for i, (message, level, process, headed, site) in enumerate(stripped, start=1):
         if not message:
             if records:
                 records[-1].continuation.append("")  # a blank line ends what can be re-joined
@@ -129,7 +138,7 @@ def read_records(text: str) -> list[Record]:
             records[-1].continuation.append(message)
             records[-1].continuation_lines.append(i)
         else:
-            records.append(Record(i, message, level, process, headed))
+            records.append(Record(i, message, level, process, site, headed))
     for r in records:  # drop the blank markers after the last re-joinable line
         if "" in r.continuation:
             cut = r.continuation.index("")

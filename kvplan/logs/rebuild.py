@@ -108,9 +108,13 @@ def _speculative(dep: Deployment, spec, source: str) -> None:
 
 
 def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = None,
-               policy: str | None = None, model_runner: str | None = None) -> Deployment:
+               policy: str | None = None, model_runner: str | None = None, guess=None,
+               settings: dict | None = None) -> Deployment:
     """The deployment the facts describe; ``model``/``drafter``/``policy`` override the log's, and
-    ``model_runner`` gives what the environment chose (VLLM_USE_V2_MODEL_RUNNER, not in a log)."""
+    ``model_runner`` gives what the environment chose (VLLM_USE_V2_MODEL_RUNNER, not in a log).
+    ``guess``: the release range the log's wordings and source sites show
+    (``kvplan.logs.release.infer_release``), used when the log prints no version. ``settings``:
+    ``--set`` (vLLM flag → value), read as serve words with the release's flag list, before the log."""
     dep = Deployment()
     if drafter:
         _set(dep, "drafter", drafter, "--drafter")
@@ -123,8 +127,11 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
     release = facts.first("release")
     loading = facts.first("model_name")
     version = (release and release["version"]) or (cfg and cfg.values.get("version"))
-    flags_release = _release_of(version) if version else (cmd.values.get("image_release") if cmd else None)
+    inferred = _inferred_release(guess) if not version else None
+    flags_release = _release_of(version) if version else (cmd.values.get("image_release") if cmd else inferred)
     cmd_model = _model_of_words(list(cmd["argv"]), flags_release) if cmd is not None else None
+    if settings:
+        _serve_options(dep, _settings_words(settings, flags_release), flags_release, "--set", strict=True)
     # the model: as given, else the args' model (the positional model_tag), else the command's,
     # the engine config's, the release line's, "Starting to load model …"
     for value, src in ((model, "--model"), (args.get("model"), nda and _where(nda)),
@@ -145,6 +152,15 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
         if clean != version:
             dep.assumed.append(f"the release: {version} is a development or pre-release build; kvplan reads it as "
                                f"{clean}'s rules")
+    elif inferred:
+        dep.policy = f"vllm=={inferred}"
+        dep.policy_source = f"inferred: {guess.text}"
+        if len(guess.releases) > 1:
+            dep.assumed.append(f"the release: the log fits {guess.text}; kvplan uses the newest it models, "
+                               f"{inferred} (--policy vllm==X picks another)")
+    elif guess is not None and guess.releases:
+        dep.assumed.append(f"the release: the log fits {guess.text}, older than any release kvplan models "
+                           "(0.10.1 on); kvplan uses its default rules")
     # options from the non-default args (what the user typed), then the pasted command, both read
     # by the project's serve reader with the logged release's flag list, then the engine config
     # (resolved values)
@@ -169,12 +185,46 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
         f = facts.first("max_model_len")
         if f is not None:
             _set(dep, "max_model_len", f["max_model_len"], _where(f))
+    if "max_model_len" not in dep.options:  # the tokens per request of the capacity line, before the config's
+        f = facts.first("concurrency") or facts.first("capacity")
+        if f is not None:
+            _set(dep, "max_model_len", f["max_model_len"], f"the capacity line's tokens per request ({_where(f)})")
+    if nda is not None and nda.values.get("partial"):
+        dep.assumed.append(f"the non-default args are cut short ({_where(nda)}): the arguments after the cut "
+                           "(tensor/pipeline parallel size, a drafter, …) are unknown; give them with --policy, "
+                           "--drafter or the command")
+    _workers(dep, facts)
     # the budget
     dep.budget = _budget(facts, dep)
     if "max_num_batched_tokens" not in dep.options:
         dep.assumed.append("max_num_batched_tokens: not in the log; kvplan uses vllm serve's default for an "
                            "H100/H200 (8192), which sizes the sliding-window reservation")
     return dep
+
+
+def _workers(dep: Deployment, facts: Facts) -> None:
+    """TP from the worker prefixes ("(VllmWorker rank=3 pid=…)", "(Worker_TP3 pid=…)") when no
+    line gives the tensor-parallel size: the ranks are counted, never guessed beyond them."""
+    import re
+
+    if "tensor_parallel_size" in dep.options or "pipeline_parallel_size" in dep.options:
+        return
+    ranks = {int(m.group(1)) for f in facts.items for m in [re.search(r"(?:rank=|_TP)(\d+)", f.process or "")] if m}
+    if len(ranks) > 1 and ranks == set(range(max(ranks) + 1)):
+        dep.options["tensor_parallel_size"] = max(ranks) + 1
+        dep.sources["tensor_parallel_size"] = f"the worker prefixes (ranks 0-{max(ranks)})"
+        dep.assumed.append(f"tensor_parallel_size {max(ranks) + 1}: no line gives it; the log shows workers of "
+                           f"ranks 0-{max(ranks)} (pipeline parallelism would look the same)")
+
+
+def _inferred_release(guess) -> str | None:
+    """The newest release of the inferred range that kvplan models (None: none is)."""
+    from kvplan.engines.vllm.versions import VERSIONS
+
+    if guess is None:
+        return None
+    modelled = [v for v in guess.releases if v in VERSIONS]
+    return modelled[-1] if modelled else None
 
 
 def _table(release: str | None):
@@ -234,7 +284,29 @@ def _model_of_words(words: list[str], release: str | None) -> str | None:
         return None
 
 
-def _serve_options(dep: Deployment, words: list[str], release: str | None, source: str) -> None:
+def _settings_words(settings: dict, release: str | None) -> list[str]:
+    """``--set`` as serve words; a flag the release's parser does not have is refused in one line."""
+    table = _table(release)
+    words: list[str] = []
+    for flag, value in settings.items():
+        found, hits = table.lookup(flag)
+        if found is None:
+            near = f" (matches {', '.join(hits[:4])})" if hits else ""
+            raise OptionError(f"--set {flag.removeprefix('--').replace('-', '_')}={value}: not a vllm serve flag of "
+                              f"{table.release}{near}; use vLLM's flag names, e.g. --set max_model_len=98304")
+        if found.kind in ("bool", "true", "false") and value.lower() in ("true", "false", "1", "0", ""):
+            on = value.lower() in ("true", "1", "")
+            if on:
+                words.append(found.flag)
+            elif found.negative:
+                words.append(sorted(found.negative)[0])
+            continue
+        words += [found.flag, value]
+    return words
+
+
+def _serve_options(dep: Deployment, words: list[str], release: str | None, source: str,
+                   strict: bool = False) -> None:
     """Read ``vllm serve`` words with the project's serve reader (``kvplan.serve.read_serve``)
     and take the kvplan options it gives (first source wins); a flag it refuses makes the whole
     reading a note, the model still comes from the words."""
@@ -247,6 +319,8 @@ def _serve_options(dep: Deployment, words: list[str], release: str | None, sourc
     try:
         req = read_serve(words, policy=f"vllm=={release}" if release else None)
     except OptionError as e:
+        if strict:
+            raise OptionError(f"{source}: {e.message}") from None
         dep.ignored.append(f"{source}: {e.message}")
         return
     for name, value in req.options.items():

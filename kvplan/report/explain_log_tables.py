@@ -36,10 +36,37 @@ def _cell(v) -> str:
     return str(v)
 
 
+def summary_lines(d: dict) -> list[str]:
+    """The verdict first: ``OK starts: …`` / ``FAILS at <stage>: <vLLM's text> — fix: <flag>``, then
+    the release and how the logged figures compare (the lead unifies the verdict helper)."""
+    out, rec, sim = d["outcome"], d["recovered"], d.get("simulation") or {}
+    if out["starts"] is False:
+        stage = out.get("stage") or "start-up"
+        text = out.get("error") or "the log shows a start-up failure"
+        line = f"FAILS at {stage}: {text.split('. ')[0].rstrip('.')}"
+        if out.get("fix"):
+            line += f" — fix: {out['fix']}"
+    elif out["starts"] is True:
+        mem = sim.get("memory") or {}
+        tokens = rec.get("kv_cache_size_tokens") or mem.get("kv_cache_size_tokens")
+        conc = rec.get("max_concurrency") or mem.get("max_concurrency")
+        parts = [f"{tokens:,} KV tokens" if tokens else None,
+                 f"{conc:.2f}x at {rec.get('concurrency_max_model_len') or '?':,} tokens" if conc else None]
+        line = "OK starts: " + (", ".join(p for p in parts if p) or "the KV cache was sized")
+    else:
+        line = "UNKNOWN: the log shows neither a KV cache size nor a start-up failure"
+    release = (d.get("release") or {}).get("release") or "not in the log (kvplan's default rules)"
+    return [line, f"release: {release}; figures: {d['verdict']}"]
+
+
 def render_explain_log(d: dict) -> None:
     con = width.console()
     rec = d["recovered"]
     rb = d["rebuild"]
+    first, second = summary_lines(d)
+    con.print(Text(first, style="bold"))
+    con.print(Text(second))
+    con.print(Text(""))
     con.print(Text(f"Log {d['log']['source']}: {d['log']['lines']:,} lines, {d['log']['facts']} facts recovered",
                    style="bold"))
     facts = [[label, _cell(rec.get(k) if k != "model" else rb.get("model"))] for k, label in _FACT_LABELS
@@ -67,7 +94,8 @@ def render_explain_log(d: dict) -> None:
         meaning = "" if r["kind"] in shown else (r["meaning"] or "")
         shown.add(r["kind"])
         rng = r.get("kvplan_range")
-        rows.append([_cell(r["line"]), r["figure"], _cell(r["logged"]),
+        figure = r["figure"] + (f" (printed {r['count']} times)" if r.get("count", 1) > 1 else "")
+        rows.append([_cell(r["line"]), figure, _cell(r["logged"]),
                      _cell(r["kvplan"]) + (f" ({_cell(rng)})" if rng and rng[0] != rng[1] else ""),
                      r["verdict"], meaning])
     if rows:

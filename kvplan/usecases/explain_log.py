@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kvplan.logs import facts_of, read_log, read_records
 from kvplan.logs.compare import figures, logged_starts
+from kvplan.logs.release import infer_release
 from kvplan.logs.rebuild import deployment, resimulate
 from kvplan.logs.traps import find_traps
 from kvplan.options import EXPLAIN, resolve
@@ -129,8 +130,10 @@ def explain_log(source: str, **options) -> dict:
     records = read_records(text)
     facts = facts_of(records)
     given_policy = r["policy"] if "policy" in r.given else None
+    banner = facts.first("release") or facts.first("engine_config")
+    guess = infer_release(records, banner["version"] if banner else None)
     dep = deployment(facts, model=r["model"], drafter=r["drafter"], policy=given_policy,
-                     model_runner=r["model_runner"])
+                     model_runner=r["model_runner"], guess=guess, settings=r["settings"])
     sim = resimulate(dep)
     era = sim.era  # None when the logged release is not in kvplan's registry
     from kvplan.engines.vllm.wording import log_line_meanings
@@ -151,6 +154,7 @@ def explain_log(source: str, **options) -> dict:
     result = sim.result
     body = {
         "log": {"source": name, "lines": len(text.splitlines()), "records": len(records), "facts": len(facts.items)},
+        "release": guess.to_dict(),
         "recovered": recovered(facts),
         "facts": [{"kind": f.kind, "line": f.line, **{k: v for k, v in f.values.items()}, "text": f.text}
                   for f in facts.items],
