@@ -1,5 +1,5 @@
 """kvplan's library API: one function per command, each returning exactly the dict that
-``kvplan <command> --format json`` prints (the envelope of kvplan.report.envelope).
+``kvplan <command> --format json`` prints (the envelope of kvplan.results.envelope).
 
 Options are keyword arguments named as the long flags with underscores, with raw values
 (``kv_cache_memory="40GiB"``, ``max_model_len="128k"``) or typed ones (``tensor_parallel_size=2``);
@@ -80,7 +80,7 @@ def check(files, **kwargs) -> dict:
 def models() -> dict:
     """The bundled catalog (``kvplan models``)."""
     from kvplan.model import list_catalog
-    from kvplan.report.envelope import envelope
+    from kvplan.results.envelope import envelope
     from kvplan.results import outcome
 
     return envelope("models", options={}, outcome=outcome(ok=True), body={"models": list_catalog()})
@@ -90,7 +90,7 @@ def policies() -> dict:
     """vLLM releases, their eras, what changed at each boundary and the proposals
     (``kvplan policies``); the body is ``kvplan.engines.vllm.releases.policies()``."""
     from kvplan.engines.vllm.releases import policies as release_policies
-    from kvplan.report.envelope import envelope
+    from kvplan.results.envelope import envelope
     from kvplan.results import outcome
 
     return envelope("policies", options={}, outcome=outcome(ok=True), body=release_policies())

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the JSON Schemas of every command's output to docs/schema/<command>.json.
 
-One envelope (kvplan.report.envelope) shared by all commands, then each command's body:
+One envelope (kvplan.results.envelope) shared by all commands, then each command's body:
 the keys it always has and their types. Bodies may grow keys (additionalProperties), the
 envelope and the outcome may not. tests/test_schemas.py checks that the files are what this
 script writes and validates every command's output against them.

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = r"""
 import json, sys
 from kvplan.model import build_model_layout, list_catalog, ServingOptions
-from kvplan.report.data import inspect_dict
+from kvplan.results.data import inspect_dict
 from kvplan.errors import KvplanError
 out = {}
 for m in list_catalog():

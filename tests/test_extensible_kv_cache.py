@@ -281,7 +281,7 @@ _MEASURED_LOG = (
 
 def test_explain_log_takes_the_measured_size_over_the_reservation():
     from kvplan.logs import facts_of, read_records
-    from kvplan.logs.rebuild import deployment
+    from kvplan.usecases.explain_log.rebuild import deployment
 
     facts = facts_of(read_records(_MEASURED_LOG))
     m = facts.first("kv_cache_measured")

@@ -1,5 +1,5 @@
-"""The tree shows the layers: no library module imports the CLI, and no module imports itself
-back through others (no import cycles).
+"""The tree shows the layers: imports run down a declared order of layers (``LAYERS``), no
+library module imports the CLI, and no module imports itself back through others (no cycles).
 
 Every ``import`` in every kvplan module counts, module level and function bodies alike (a lazy
 import is still a dependency). ``from package import submodule`` is an edge to the submodule
@@ -45,6 +45,63 @@ def graph() -> dict[str, set[str]]:
                 if t and t != name and t.startswith("kvplan"):
                     edges[name].add(t)
     return edges
+
+
+# The declared order, lowest first (docs/ARCHITECTURE.md draws it). A module may import its own
+# layer and the layers below it, never one above: function-level imports count the same.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("core", ("kvplan.errors", "kvplan.units", "kvplan.specs", "kvplan.bounds", "kvplan.version",
+              "kvplan.installed", "kvplan.results")),
+    ("model", ("kvplan.model",)),
+    ("budget", ("kvplan.budget",)),
+    ("engines", ("kvplan.engines",)),
+    ("adapters", ("kvplan.verify", "kvplan.device")),
+    ("intake", ("kvplan.options", "kvplan.serve", "kvplan.logs")),
+    ("usecases", ("kvplan.usecases",)),
+    ("report", ("kvplan.report",)),
+    ("api", ("kvplan.api", "kvplan")),  # the package's __init__ re-exports the api lazily
+    ("cli", ("kvplan.cli", "kvplan.__main__")),
+]
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the most specific prefix naming ``module``."""
+    best = None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and (best is None or len(p) > best[1]):
+                best = (i, len(p))
+    assert best is not None, f"{module} is in no layer: add it to LAYERS and docs/ARCHITECTURE.md"
+    return best[0]
+
+
+def direction_violations(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} ({LAYERS[layer_of(m)][0]}) imports {t} ({LAYERS[layer_of(t)][0]})"
+                  for m, ts in edges.items() for t in ts if layer_of(t) > layer_of(m))
+
+
+def test_imports_run_down_the_layers():
+    assert direction_violations(graph()) == []
+
+
+def test_every_module_has_a_layer():
+    for m in graph():
+        layer_of(m)
+
+
+def test_the_direction_check_finds_an_upward_import():
+    # guards the test itself: the model layer importing a use case is against the order; a use
+    # case importing the model is with it
+    assert direction_violations({"kvplan.model.layout": {"kvplan.usecases.scenario"}}) == [
+        "kvplan.model.layout (model) imports kvplan.usecases.scenario (usecases)"]
+    assert direction_violations({"kvplan.usecases.scenario": {"kvplan.model.layout"}}) == []
+
+
+def test_the_architecture_page_draws_the_declared_order():
+    doc = (PKG.parent / "docs" / "ARCHITECTURE.md").read_text()
+    block = doc.split("```")[1]  # the first drawing: one line per layer, the name one space in
+    drawn = [line.split()[0] for line in block.splitlines() if line[:1] == " " and line[1:2].isalpha()]
+    assert drawn == [name for name, _ in reversed(LAYERS)]
 
 
 def test_nothing_outside_the_cli_imports_the_cli():

@@ -21,7 +21,7 @@ app = ensure_registered()
 from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
 from kvplan.engines.vllm.runner import resolve_model_runner
 from kvplan.model.layout import get_pp_indices
-from kvplan.report.data import plan_dict
+from kvplan.results.data import plan_dict
 
 GiB = 1 << 30
 runner = CliRunner()

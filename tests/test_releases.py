@@ -89,7 +89,7 @@ def test_default_is_the_installed_release(monkeypatch):
     monkeypatch.setattr(R, "installed_vllm", lambda: "0.24.0")
     e = get_era("vllm-latest")
     assert (e.name, e.release, e.release_note) == ("vllm-0.24", "0.24.0", "installed")
-    from kvplan.report.data import era_dict, policy_label
+    from kvplan.results.data import era_dict, policy_label
 
     assert policy_label(era_dict(e)) == "vllm==0.24.0 (installed)"
     monkeypatch.setattr(R, "installed_vllm", lambda: "0.36.0.dev3+g1234")

@@ -2,11 +2,11 @@
 
 - ``reader``   the tolerant line reader (prefixes, timestamps, docker, wrapped lines);
 - ``extract``  typed facts, one pattern per line vLLM prints;
-- ``rebuild``  facts → the deployment as kvplan options, and its re-simulation;
 - ``compare``  each logged figure beside kvplan's, with the line's meaning in that release;
-- ``traps``    what the deployment falls into, with numbers.
+- ``release``  the release a log comes from (banner, else line wordings).
 
-The use case that assembles them is ``kvplan.usecases.explain_log``.
+The use case that assembles them, with the rebuild (facts → deployment → re-simulation) and the
+traps, is ``kvplan.usecases.explain_log``: this package only reads text (it runs no scenario).
 """
 
 from kvplan.logs.extract import Fact, Facts, facts_of

@@ -1,3 +1,1 @@
-"""Results → plain data (schema_version, integer bytes) → JSON / YAML / terminal tables."""
-
-SCHEMA_VERSION = 2  # 2: the envelope (inputs, outcome) of kvplan.report.envelope
+"""Renderers: a result (the plain data of ``kvplan.results``) → JSON / YAML / terminal tables."""

@@ -12,7 +12,7 @@ from kvplan.units import compact_ranges
 
 
 def _layers(names: list[str]) -> str:
-    from kvplan.report.data import layer_index
+    from kvplan.results.data import layer_index
 
     labels = [layer_index(n) + ("d" if n.startswith(("draft", "drafter")) else "") for n in names]
     ints = [int(x) for x in labels if x.isdigit()]

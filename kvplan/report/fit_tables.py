@@ -88,7 +88,7 @@ def render_fit(d: dict) -> None:
     c.print(_model_line(d))
     p = d["policy"]
     s = d["serving"]
-    from kvplan.report.data import policy_label
+    from kvplan.results.data import policy_label
 
     c.print(f"policy {policy_label(p)}; tp {s['tensor_parallel_size']}, pp {s['pipeline_parallel_size']}, "
             f"kv_cache_dtype {s['kv_cache_dtype']}, block_size {s['block_size']}")

@@ -155,7 +155,7 @@ def _tensor_step(a: tuple, b: tuple) -> int | None:
 def tensor_rows(tensors: list[dict]) -> list[list[str]]:
     """``[tensor, size_bytes, shared_by]`` rows; a run of 3+ tensors of one size whose layers
     move by a common step is one row (a uniform dense model's 80 tensors: ``0-79``)."""
-    from kvplan.report.data import layer_index
+    from kvplan.results.data import layer_index
 
     items = [(t["index"], t["size_bytes"], [layer_index(n) for n in t["shared_by"]]) for t in tensors]
     rows: list[list[str]] = []
@@ -212,7 +212,7 @@ def _is_drafter(d: dict, g: dict, i: int) -> bool:
 
 
 def render_plan(d: dict) -> None:
-    from kvplan.report.data import policy_label
+    from kvplan.results.data import policy_label
 
     c = _console()
     c.print(_model_line(d))
@@ -345,7 +345,7 @@ def render_plan(d: dict) -> None:
 
 def summary_lines(d: dict) -> list[str]:
     """``--summary``: the decision and its consequences in at most 12 logical lines."""
-    from kvplan.report.data import policy_label
+    from kvplan.results.data import policy_label
 
     m, gr, o, sch = d["memory"], d["grouping"], d["outcome"], d["scheduler"]
     who = d["model"]["id"] + (f" + drafter {d['drafter']['id']}" if d.get("drafter") else "")

@@ -2,5 +2,5 @@
 
 scenario (one simulation as the user states it) → simulate/sweep, inspect, compare (+ advice),
 fit, check (schema / loader / evaluate / outputs). They parse options through kvplan.options,
-call the pure core (model → specs → engines) and wrap results in kvplan.report.envelope.
+call the pure core (model → specs → engines) and wrap results in kvplan.results.envelope.
 """

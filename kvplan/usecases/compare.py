@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from kvplan.errors import OptionError, UnsupportedError
 from kvplan.options import COMPARE, resolve
-from kvplan.report.envelope import envelope
+from kvplan.results.envelope import envelope
 from kvplan.results import outcome
 from kvplan.usecases.scenario import run_scenario, scenario_from, serving_of
 
@@ -48,7 +48,7 @@ def compare(model: str, **options) -> dict:
     from kvplan.engines.sglang import SGLANG_VERSION
     from kvplan.engines.stages import require_version
     from kvplan.engines.trtllm import TRTLLM_COMMIT, TRTLLM_VERSION, parse_shares
-    from kvplan.report.data import model_info_dict, serving_dict
+    from kvplan.results.data import model_info_dict, serving_dict
 
     r = resolve(COMPARE, options)
     if r["pipeline_parallel_size"] > 1:

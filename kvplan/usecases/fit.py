@@ -391,7 +391,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     ``s.kv_cache_memory`` (vLLM's ``--kv-cache-memory-bytes``) the length answers rest on that
     budget, GPU or not. The GPU table runs when ``table`` is True, or by default when neither a
     GPU nor a KV budget is given."""
-    from kvplan.report.data import era_dict, model_info_dict, serving_dict
+    from kvplan.results.data import era_dict, model_info_dict, serving_dict
 
     if context_len is not None and concurrency is None:
         raise OptionError("--context-len needs --concurrency (N requests of L tokens); "
@@ -455,7 +455,7 @@ def fit(model: str, **options) -> dict:
     of L tokens, and max concurrency per GPU preset x TP size. ``outcome.ok`` is False when an
     asked question has no answer (the engine starts at no length, or no utilization <= 1 serves N)."""
     from kvplan.options import FIT, resolve
-    from kvplan.report.envelope import envelope
+    from kvplan.results.envelope import envelope
     from kvplan.results import outcome
     from kvplan.usecases.scenario import SPEC_TOKENS_FIX, scenario_from
 
@@ -492,7 +492,7 @@ def fit(model: str, **options) -> dict:
 def gpus() -> dict:
     """`kvplan fit --list-gpus`: the GPU presets with their memory and its source."""
     from kvplan.budget.hardware import GPU_PRESETS
-    from kvplan.report.envelope import envelope
+    from kvplan.results.envelope import envelope
     from kvplan.results import outcome
 
     body = {"gpus": [

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kvplan.options import INSPECT, resolve
-from kvplan.report.data import inspect_dict
-from kvplan.report.envelope import envelope
+from kvplan.results.data import inspect_dict
+from kvplan.results.envelope import envelope
 from kvplan.results import outcome
 from kvplan.usecases.scenario import build_layout, resolve_era, scenario_from, serving_of
 

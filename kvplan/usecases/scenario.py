@@ -476,8 +476,8 @@ def _plausible_budget(s: Scenario, kv_bytes: int, plan) -> None:
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool = True) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report (``fixes=False``:
     no search for the changes that make a failing deployment start)."""
-    from kvplan.report.data import plan_dict
-    from kvplan.report.explain import explain as explain_plan
+    from kvplan.results.data import plan_dict
+    from kvplan.results.explain import explain as explain_plan
 
     s.check_sizing()
     era = resolve_era(s.policy, s.threshold)

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from kvplan.errors import OptionError
 from kvplan.options import SIMULATE, resolve
-from kvplan.report.envelope import envelope
+from kvplan.results.envelope import envelope
 from kvplan.results import plan_outcome
 from kvplan.usecases.scenario import resolve_era, run_scenario, scenario_from
 
@@ -105,7 +105,7 @@ def sweep(model: str, thresholds: str, **options) -> dict:
     """The same deployment under each threshold of ``thresholds`` (``1.0:2.0:0.05`` or
     ``1.25,1.5``), and the thresholds where vLLM's group size flips."""
     from kvplan.engines.vllm.sweep import critical_thresholds, parse_thresholds, sweep_row
-    from kvplan.report.data import era_dict, model_info_dict
+    from kvplan.results.data import era_dict, model_info_dict
 
     r = resolve(SIMULATE, {**options, "sweep_threshold": thresholds})
     values = parse_thresholds(thresholds)

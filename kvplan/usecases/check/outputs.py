@@ -51,7 +51,7 @@ def deployment_dict(r: DeploymentResult) -> dict:
 
 
 def check_dict(files: list[str], results: list[DeploymentResult]) -> dict:
-    from kvplan.report.envelope import envelope
+    from kvplan.results.envelope import envelope
 
     num_errors = sum(r.status == ERROR for r in results)
     num_failed = sum(r.status == FAIL for r in results)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from kvplan.logs import facts_of, read_log, read_records
 from kvplan.logs.compare import figures, logged_starts
 from kvplan.logs.release import infer_release
-from kvplan.logs.rebuild import deployment, resimulate
-from kvplan.logs.traps import find_traps
+from kvplan.usecases.explain_log.rebuild import deployment, resimulate
+from kvplan.usecases.explain_log.traps import find_traps
 from kvplan.options import EXPLAIN, resolve
-from kvplan.report.envelope import envelope
+from kvplan.results.envelope import envelope
 from kvplan.results import outcome
 from kvplan.units import plural
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvplan.report.data import kind_label
+from kvplan.results.data import kind_label
 from kvplan.units import format_bytes, plural
 
 

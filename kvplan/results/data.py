@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from kvplan.report import SCHEMA_VERSION
+from kvplan.results import SCHEMA_VERSION
 from kvplan.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_to_dict
 from kvplan.version import __version__
 

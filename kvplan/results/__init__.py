@@ -1,4 +1,8 @@
-"""The one shape of an outcome, for every command and every row that can fail.
+"""Results as plain data, below the use cases and the renderers: the outcome shape (here), the
+result dicts (``data``), the envelope every command returns (``envelope``) and the explanation
+lines (``explain``).
+
+The one shape of an outcome, for every command and every row that can fail.
 
 ``ok``: the command's question got the answer the user wants (the engine starts; a check
 passed). ``starts``: whether the engine would start (None where no engine ran). ``stage``:
@@ -8,6 +12,8 @@ makes it start, when one is known.
 """
 
 from __future__ import annotations
+
+SCHEMA_VERSION = 2  # 2: the envelope (inputs, outcome) of kvplan.results.envelope
 
 
 def outcome(*, ok: bool, starts: bool | None = None, stage: str | None = None, error_type: str | None = None,

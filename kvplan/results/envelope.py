@@ -11,7 +11,7 @@ The JSON Schemas in docs/schema/ describe it; tests validate every command again
 
 from __future__ import annotations
 
-from kvplan.report import SCHEMA_VERSION
+from kvplan.results import SCHEMA_VERSION
 from kvplan.version import __version__
 
 
