@@ -17,7 +17,7 @@ Nothing else is ever fetched: no weights, no remote code.
 
 When none of these has the argument (and ``--download`` is not given):
 
-* a path that does not exist here (``/root/models/Qwen2.5-7B``, a server's path) is read as the
+* a path that does not exist here (``/data/models/Qwen2.5-7B``, a server's path) is read as the
   known model its last part names (``org/name`` from the last two parts, else a name known under
   one org), with a note; an unknown one is an error that names ``--model-map PATH=ID``;
 * an id the Hub renamed is read under its other name: meta-llama renamed its Llama 3.1 repos
