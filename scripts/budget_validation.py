@@ -34,7 +34,9 @@ def logged(case: dict) -> dict:
 def row(case: dict) -> dict:
     from kvplan.api import simulate
 
-    d = simulate(case["model"], **case["options"])
+    # a case whose config is not in the bundled catalog names the genuine config.json kept beside the logs
+    model = str(ROOT / case["config"]) if case.get("config") else case["model"]
+    d = simulate(model, **case["options"])
     b = d["budget"]
     got = logged(case)
     ours = {"weights_gib": b["weights_bytes"] / GIB, "kv_gib": b["kv_cache_memory_bytes"] / GIB}

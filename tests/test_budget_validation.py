@@ -34,3 +34,29 @@ def test_validation_page_is_current_and_bounded_rows_hold():
     assert all(f in index for f in files) and all(r["case"]["source"] for r in rows)
     # the unbounded rows say why
     assert all(r["case"].get("why_not") for r in rows if not r["case"]["bounded"])
+
+
+def test_the_cuda_graph_estimate_is_in_the_profile_from_0_20_0():
+    """vLLM 0.20.0 defaults VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS to 1 (vllm/envs.py:1724-1726) and
+    determine_available_memory takes cudagraph_memory_estimate off the KV budget
+    (vllm/v1/worker/gpu_worker.py:379-425); 0.19.1 only logs the estimate ("In v0.19, CUDA graph memory
+    profiling will be enabled by default", tests/logs/budget/09-...). kvplan's estimate of the pool is
+    256 MiB + 8 MiB per layer on the rank: Qwen3-32B's 64 layers give 768 MiB; with PP 2, 32 layers, 512 MiB
+    (the kubesimplify PP 2 row: KV 6.96 GiB against the logged 6.92)."""
+    from dataclasses import replace
+
+    from kvplan.budget.estimate import kv_budget
+    from kvplan.engines.vllm import get_era
+    from kvplan.model import ServingOptions, build_model_layout
+
+    assert not get_era("vllm==0.19.1").cudagraph_memory_in_profile
+    assert all(get_era(f"vllm=={r}").cudagraph_memory_in_profile for r in ("0.20.0", "0.27.1", "0.33.0"))
+    era = get_era("vllm==0.27.1")
+    off = replace(era, cudagraph_memory_in_profile=False)
+    MiB = 1 << 20
+    for opts, pool in ((ServingOptions(), 768 * MiB), (ServingOptions(pipeline_parallel_size=2), 512 * MiB)):
+        layout = build_model_layout("Qwen/Qwen3-32B", None, opts)
+        kw = dict(gpu="RTX-PRO-6000-96GB", gpu_memory_utilization=0.426)
+        with_graphs, without = kv_budget(layout, era, **kw), kv_budget(layout, off, **kw)
+        assert with_graphs["cudagraph_bytes"] == pool
+        assert without["kv_cache_memory_bytes"] - with_graphs["kv_cache_memory_bytes"] == pool

@@ -395,3 +395,32 @@ def test_gpt_oss_120b_tp4_on_a100_pads_the_rank_intermediate():
     #                      = 141,189,120; biases 128·1440·2 + 128·2880·2 = 1,105,920 → 424,304,640
     assert padded - plain == 36 * (482_476_032 - 424_304_640)
     assert abs(padded / GiB / 17.22 - 1) < 0.02  # vLLM 0.10.1.1 logged 17.22 GiB per rank (issue 24)
+
+
+def test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin():
+    """vLLM 0.10.1 and 0.10.1.1 pin torch==2.7.1, and their Mxfp4MoEMethod._should_use_marlin
+    (model_executor/layers/quantization/mxfp4.py:123-135) picks Marlin on any CUDA card but cc 10.0 while
+    torch < 2.8.0: on an H100 the experts get Marlin's padding, as the H100 log of vllm issue #23278 shows
+    (the Marlin FP4 warning, 'Model loading took 65.9651 GiB'). TP 1: intermediate 2880 → 2944 (128),
+    hidden 2880 → 3072 (256); per layer, 128 experts:
+      padded:   w13 128·5888·3072/2 + scales 128·5888·96 = 1,157,627,904 + 72,351,744
+                w2  128·3072·2944/2 + scales 128·3072·92 =   578,813,952 + 36,175,872
+                biases 128·5888·2 + 128·3072·2 = 2,293,760                      → 1,847,263,232
+      unpadded: w13 128·5760·1440 + 128·5760·90 = 1,061,683,200 + 66,355,200
+                w2  128·2880·1440 + 128·2880·90 =   530,841,600 + 33,177,600
+                biases 128·5760·2 + 128·2880·2 = 2,211,840                      → 1,694,269,440
+    36 layers × 152,993,792 = 5,507,776,512 bytes more than the checkpoint's layout."""
+    from kvplan.budget.estimate import kv_budget
+    from kvplan.budget.weights import mxfp4_padding_for, MARLIN_MXFP4_PADDING
+    from kvplan.engines.vllm import get_era
+
+    assert mxfp4_padding_for((9, 0), "cuda", "0.10.1.1") == MARLIN_MXFP4_PADDING
+    assert mxfp4_padding_for((12, 0), "cuda", "0.10.1") == MARLIN_MXFP4_PADDING
+    assert mxfp4_padding_for((10, 0), "cuda", "0.10.1.1") is None  # B200: not Marlin
+    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") is None  # later releases: backend not modelled
+    assert mxfp4_padding_for((9, 0), "rocm", "0.10.1.1") is None
+    layout = build_model_layout("openai/gpt-oss-120b")
+    plain = layout_weight_memory(layout).stages[0].weight_bytes
+    b = kv_budget(layout, get_era("vllm==0.10.1.1"), gpu="H100-80GB")
+    assert b["weights_bytes"] - plain == 36 * (1_847_263_232 - 1_694_269_440) == 5_507_776_512
+    assert abs(b["weights_bytes"] / GiB / 65.9651 - 1) < 0.002  # the log: 65.9651 GiB (kvplan 65.897)

@@ -242,7 +242,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         inv = analytic_inventory(layout.target.config, path=getattr(layout.target.source, "path", "<config>"))
     if w_over is None:
         preset = get_gpu(name) if name else None
-        padding = mxfp4_padding_for(preset.compute_capability, preset.platform) if preset else None
+        padding = (mxfp4_padding_for(preset.compute_capability, preset.platform, getattr(era, "release", "") or "")
+                   if preset else None)
         weights = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
                                        expert_parallel=enable_expert_parallel, quantization=quantization,
                                        mxfp4_padding=padding)

@@ -33,10 +33,26 @@ from kvplan.units import cdiv, dtype_size_bytes
 MARLIN_MXFP4_PADDING = (128, 256)  # (intermediate alignment, hidden alignment)
 
 
-def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda") -> tuple[int, int] | None:
+# Releases whose MXFP4 MoE runs Marlin on every CUDA card but compute capability 10.0. Their wheels pin
+# torch==2.7.1 (vllm-0.10.1 and vllm-0.10.1.1 METADATA, Requires-Dist), and Mxfp4MoEMethod._should_use_marlin
+# (0.10.1.1 model_executor/layers/quantization/mxfp4.py:123-135, the same lines in 0.10.1) returns True on CUDA
+# when the card is not cc 10.0 and either cc < 9.0, triton_kernels is missing, or torch < 2.8.0: with the
+# pinned torch, Hopper (cc 9.0) and consumer Blackwell (cc 12.0) take Marlin and its padding too (the H100 log
+# of vllm issue #23278 prints marlin_utils_fp4's "Weight-only FP4 compression ... Marlin kernel" warning).
+MARLIN_MXFP4_EXCEPT_SM100_RELEASES = ("0.10.1", "0.10.1.1")
+
+
+def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
+                      release: str = "") -> tuple[int, int] | None:
     """The MXFP4 expert padding vLLM applies on a card, where kvplan knows the backend: Marlin below
-    compute capability 9.0 on CUDA; None elsewhere (Hopper and Blackwell pick among several backends)."""
-    if platform == "cuda" and compute_capability is not None and compute_capability < (9, 0):
+    compute capability 9.0 on CUDA; in the 0.10.1 releases (``MARLIN_MXFP4_EXCEPT_SM100_RELEASES``) Marlin on
+    every CUDA card but cc 10.0; None elsewhere (later releases' Hopper and Blackwell pick among several
+    backends)."""
+    if platform != "cuda" or compute_capability is None:
+        return None
+    if release in MARLIN_MXFP4_EXCEPT_SM100_RELEASES:
+        return None if compute_capability == (10, 0) else MARLIN_MXFP4_PADDING
+    if compute_capability < (9, 0):
         return MARLIN_MXFP4_PADDING
     return None
 

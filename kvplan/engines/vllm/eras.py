@@ -119,7 +119,7 @@ class Era:
     gpu_memory_utilization: float = 0.9
     # Chain: False from 0.10.1; True from 0.28.0.
     large_batch_tier: bool = False
-    # Chain: False from 0.10.1; True from 0.33.0.
+    # Chain: False from 0.10.1; True from 0.20.0.
     cudagraph_memory_in_profile: bool = False
     # How a --gpu budget sizes the KV cache by default (CacheConfig.enable_extensible_kv_cache, 0.34.0:
     # on for CUDA/ROCm): False = from the profiling estimate (determine_available_memory); True = the
@@ -240,11 +240,15 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      dict(admission_scope="worker")),
     ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5", dict(threshold=1.5)),
     ("vllm-0.19", "0.19.0", "PR #36030: admission sums every group's blocks", dict(admission="summed")),
+    # The profile subtracts the CUDA-graph estimate from 0.20.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults
+    # to 1 (0.20.0 vllm/envs.py:1724-1726) and determine_available_memory takes cudagraph_memory_estimate off the
+    # KV budget unless cudagraph_mode is NONE (0.20.0 vllm/v1/worker/gpu_worker.py:379-425); 0.19.1 only logs the
+    # estimate ("In v0.19, CUDA graph memory profiling will be enabled by default", gpu_worker.py:470).
     ("vllm-0.20", "0.20.0",
      "PR #40045: sliding/chunked pages with their own V head size; KV events keep the hybrid manager (PR #37688); "
-     "--gpu-memory-utilization 0.92",
+     "--gpu-memory-utilization 0.92; CUDA-graph memory in the profile",
      dict(window_head_size_v=True, kv_events_disable_hma=False, gpu_memory_utilization=0.92,
-          nemotron_h_ssm_cache_dtype="float32")),
+          nemotron_h_ssm_cache_dtype="float32", cudagraph_memory_in_profile=True)),
     ("vllm-0.20.1", "0.20.1",
      "capacity log = max_concurrency x max_model_len; --num-gpu-blocks-override applied before auto-fit and admission",
      dict(kv_size_log="concurrency", override_before_check=True)),
@@ -274,9 +278,9 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      dict(messages="0.32", mamba_cache_mode_rule="align_default")),
     ("vllm-0.33", "0.33.0",
      "0.33.0: GDN align 64 and kernel alignment >= block, "
-     "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile",
+     "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager",
      dict(gdn_align_tokens=64, messages="0.33", default_model_runner="v2", mamba_kernel_alignment="at_least_block",
-          mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True,
+          mamba_cache_mode_rule="prefix_caching",
           yarn_max_len="factor_in_length", float_kv_cache_check=True, speculators_user_config=True)),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
