@@ -64,8 +64,8 @@ def _serve_fixes(out: dict, flags: list[dict]) -> None:
 
 
 def manifest_line(file: str | Path, container: str | None = None):
-    """``--file``: the one vLLM container of a docker-compose file, Kubernetes manifest or
-    production-stack Helm values (``container`` picks one of several by a part of its name)."""
+    """``--file``: the one vLLM container of a docker-compose file, Kubernetes or KServe manifest,
+    production-stack or llm-d Helm values (``container`` picks one of several by a part of its name)."""
     from kvplan.serve.manifests import read_manifests
 
     path = Path(file)
