@@ -102,6 +102,26 @@ def test_check_reads_every_container_of_every_manifest():
     assert errors["llm-d: prefill: vllm"].startswith("model 'RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic' not found")
     assert errors["kserve-custom: InferenceService/llama-2-7b: kserve-container"].startswith(
         "model path '/mnt/models' not found")
+    assert ("deployment 'kserve-runtime: ClusterServingRuntime/kserve-vllmserver: kserve-container': "
+            "kserve-clusterservingruntime-vllmserver.yaml:20: '--served-model-name={{.Name}}' holds a KServe template "
+            "placeholder (filled per InferenceService from its metadata); read as written") in r["warnings"]
+
+
+def test_cli_reads_kserve_and_llm_d_files():
+    from typer.testing import CliRunner
+
+    from kvplan.cli.app import ensure_registered
+
+    app = ensure_registered()
+    r = CliRunner().invoke(app, ["vllm", "--file", str(DATA / "kserve-huggingfaceserver-readme-llama3.1.yaml"),
+                                 "--gpu", "H100-80GB", "--summary"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0] == "OK starts: 30,697 blocks, 3.75 × 131,072 tokens (vLLM 0.34.0, H100-80GB)"
+    path = DATA / "llm-d-guide-pd-disaggregation-ms-pd-values.yaml"
+    r = CliRunner().invoke(app, ["vllm", "--file", str(path), "--gpu", "H100-80GB"])
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    assert "runs vLLM in 2 containers: 'decode: vllm' (line 32), 'prefill: vllm' (line 121); pick one with " \
+        "--container NAME" in " ".join(r.output.split())
 
 
 def test_a_file_that_is_not_a_manifest(tmp_path):

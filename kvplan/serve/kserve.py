@@ -3,7 +3,8 @@
 Read from KServe's own source (github.com/kserve/kserve, release v0.20.0, commit 1fb78105):
 
 * ``InferenceService``: ``spec.predictor.containers[]`` (a custom container: its ``command`` +
-  ``args``, ``env``) and ``spec.predictor.model`` (``modelFormat`` + ``runtime``), whose container
+  ``args``, ``env``) and ``spec.predictor.model`` (``modelFormat`` + ``runtime``; the older
+  ``spec.predictor.huggingface`` is a ``huggingface`` model, pkg/apis/serving/v1beta1/predictor.go:52), whose container
   is its runtime's merged with the model's: the runtime's ``args`` then the model's
   (pkg/controller/v1beta1/inferenceservice/utils/utils.go:253-263, ``MergeRuntimeContainers``),
   the model's ``command``, ``image``, ``env`` (by name) and ``resources`` over the runtime's; then
@@ -59,7 +60,7 @@ _BUILTIN = {
 
 # huggingfaceserver's own flags and KServe's model server flags (value: takes a value)
 _HF_VALUE = frozenset({"model_dir", "model_id", "model_revision", "tokenizer_revision", "max_length", "max_model_len",
-                       "tensor_input_names", "backend", "task", "http_port", "grpc_port", "workers", "max_threads",
+                       "tensor_input_names", "backend", "http_port", "grpc_port", "workers", "max_threads",
                        "max_asyncio_workers", "enable_grpc", "enable_docs_url", "enable_latency_logging",
                        "configure_logging", "log_config_file", "access_log_format", "event_loop",
                        "timeout_keep_alive", "model_name", "predictor_host", "protocol", "predictor_protocol",
@@ -265,6 +266,9 @@ def read_kserve(doc: dict, runtimes: dict[str, dict], used: set[str], one: Reade
         if isinstance(c, dict):
             out.append(one(f"{where}: {c.get('name', '?')}", c, meta, None, line=getattr(c, "line", 0)))
     model = pred.get("model")
+    if not isinstance(model, dict) and isinstance(pred.get("huggingface"), dict):  # predictor.go:52, the older form
+        model = type(pred["huggingface"])({**pred["huggingface"], "modelFormat": {"name": "huggingface"}})
+        model.line = getattr(pred["huggingface"], "line", 0)
     if isinstance(model, dict):
         storage = model.get("storageUri")
         try:
@@ -272,8 +276,12 @@ def read_kserve(doc: dict, runtimes: dict[str, dict], used: set[str], one: Reade
         except Problem as e:
             out.append(one(f"{where}: model", model, meta, storage, line=getattr(model, "line", 0), problem=str(e)))
         else:
-            out.append(one(f"{where}: model ({runtime})", _merge(container, model), meta, storage,
-                           line=getattr(model, "line", 0)))
+            found = one(f"{where}: model ({runtime})", _merge(container, model), meta, storage,
+                        line=getattr(model, "line", 0))
+            if found is not None and found.serve is not None and pred.get("workerSpec"):
+                found = replace(found, warnings=(*found.warnings, "spec.predictor.workerSpec (KServe's multi-node "
+                                                 "runtime) is not read: one node's container is simulated"))
+            out.append(found)
     return [f for f in out if f]
 
 

@@ -300,9 +300,12 @@ def _kserve_one(path: str, name: str, c: dict, meta: dict | None, storage: str |
             serve = kserve.with_image(parse_line(shlex.join(["vllm", "serve", *words])), image, tag, release)
             serve = replace(serve, form="manifest", env={**env, **serve.env})
         else:
-            words = [kserve.storage_model(w, storage, warnings) if w.rstrip("/") == "/mnt/models" else
-                     "--model=" + kserve.storage_model(w[8:], storage, warnings) if w.startswith("--model=") else w
-                     for w in [*command, *args]]
+            words = [*command, *args]
+            for i, w in enumerate(words):  # the model word: --model X, --model=X, or serve's positional
+                if w.startswith("--model="):
+                    words[i] = "--model=" + kserve.storage_model(w[8:], storage, warnings)
+                elif i and words[i - 1] in ("--model", "serve"):
+                    words[i] = kserve.storage_model(w, storage, warnings)
             serve = _serve_line(words, image, env)
             if serve is None:
                 return None

@@ -177,5 +177,6 @@ class Deployment:
     line: int  # line of the entry's first key
     scenario: Scenario
     expectations: tuple[Expectation, ...]
+    notes: tuple[str, ...] = ()  # how its manifest was read (a KServe placeholder, an hf:// storageUri)
 
 
