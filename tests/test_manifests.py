@@ -159,6 +159,15 @@ def test_kserve_huggingface_model_runs_vllm_with_kserves_arguments_and_simulates
     assert round(d["memory"]["max_concurrency"], 2) == 3.75
 
 
+def test_kserve_huggingface_model_with_a_gpu_limit_sets_the_tensor_parallel_size():
+    # KServe's docs (vllm_runtime.yaml): nvidia.com/gpu "1" → the server's tensor_parallel_size = 1 GPU seen
+    [c] = read("kserve-website-huggingface-vllm-runtime-llama2.yaml")
+    assert (c.name, c.line) == ("kserve-website-huggingface-vllm-runtime-llama2.yaml: InferenceService/"
+                                "huggingface-llama2: model (kserve-huggingfaceserver)", 11)
+    assert c.serve.argv == ("meta-llama/Llama-2-7b-chat-hf", "--served-model-name", "llama2",
+                            "--tensor-parallel-size", "1")
+
+
 def test_kserve_huggingface_server_arguments_map_onto_vllm_serve(tmp_path):
     # the README's InferenceService with KServe's own flags added: the image tag names KServe's release (v0.20.0
     # ships vLLM 0.24.0), --max_model_len and --trust_remote_code become vLLM's, KServe's --http_port is dropped,
@@ -227,7 +236,7 @@ def test_kserve_problems_name_the_file_line_and_field(tmp_path):
     base = (DATA / "kserve-huggingfaceserver-readme-llama3.1.yaml").read_text()
     cases = [
         (base.replace("      - --model_name=llama3.1\n", "      - --model_name=llama3.1\n      - --backend=huggingface\n"),
-         "args: --backend=huggingface runs the model with transformers, not vLLM"),
+         "spec.predictor.model.args: --backend=huggingface runs the model with transformers, not vLLM"),
         (base.replace("name: huggingface\n", "name: sklearn\n"),
          "spec.predictor.model.modelFormat.name: 'sklearn' has no runtime in this file"),
         (base.replace("      modelFormat:", "      runtime: my-runtime\n      modelFormat:"),

@@ -98,14 +98,14 @@ def fill(words: list[str], meta: dict | None, where: str, warnings: list[str]) -
     return out
 
 
-def gpu_count(resources: Any) -> int | None:
+def gpu_count(resources: Any, field: str = "") -> int | None:
     for key in ("limits", "requests"):
         n = _map(_map(resources).get(key)).get("nvidia.com/gpu")
         if n is not None:
             try:
                 return int(str(n))
             except ValueError:
-                raise Problem(f"resources.{key}.nvidia.com/gpu: '{n}' is not a number of GPUs") from None
+                raise Problem(f"{field}.resources.{key}.nvidia.com/gpu: '{n}' is not a number of GPUs") from None
     return None
 
 
@@ -114,8 +114,10 @@ def _split(word: str) -> tuple[str, str | None]:
     return name, (value if eq else None)
 
 
-def hf_server_words(args: list[str], gpus: int | None, storage: str | None, warnings: list[str]) -> list[str]:
-    """KServe huggingfaceserver's arguments → the words after ``vllm serve``."""
+def hf_server_words(args: list[str], gpus: int | None, storage: str | None, warnings: list[str],
+                    field: str = "") -> list[str]:
+    """KServe huggingfaceserver's arguments → the words after ``vllm serve`` (``field``: where the
+    container is, for the problems)."""
     model_id = model_dir = name = None
     out: list[str] = []
     i = 0
@@ -126,7 +128,7 @@ def hf_server_words(args: list[str], gpus: int | None, storage: str | None, warn
         if key in _HF_VALUE:
             if value is None:
                 if i + 1 >= len(args):
-                    raise Problem(f"args: {flag} needs a value")
+                    raise Problem(f"{field}.args: {flag} needs a value")
                 value, i = args[i + 1], i + 1
             if key == "model_id":
                 model_id = value
@@ -136,10 +138,10 @@ def hf_server_words(args: list[str], gpus: int | None, storage: str | None, warn
                 name = value
             elif key == "backend":
                 if value == "huggingface":
-                    raise Problem("args: --backend=huggingface runs the model with transformers, not vLLM "
+                    raise Problem(f"{field}.args: --backend=huggingface runs the model with transformers, not vLLM "
                                   "(kvplan reads vLLM deployments; drop it or give --backend=vllm)")
                 if value not in ("auto", "vllm"):
-                    raise Problem(f"args: --backend={value}: KServe's backends are auto, huggingface and vllm")
+                    raise Problem(f"{field}.args: --backend={value}: KServe's backends are auto, huggingface and vllm")
             elif key in _HF_TO_VLLM:
                 out += [_HF_TO_VLLM[key], value]
         elif key in _HF_SWITCH:
@@ -242,7 +244,7 @@ def _runtime_for(model: dict, runtimes: dict[str, dict]) -> tuple[str, dict]:
     return wanted, first
 
 
-Reader = Callable[..., Any]  # (name, container, meta, storage, line=, problem=) → ManifestServe | None
+Reader = Callable[..., Any]  # (name, container, meta, storage, line=, field=, problem=) → ManifestServe | None
 
 
 def read_kserve(doc: dict, runtimes: dict[str, dict], used: set[str], one: Reader) -> list:
@@ -255,18 +257,22 @@ def read_kserve(doc: dict, runtimes: dict[str, dict], used: set[str], one: Reade
     if kind in RUNTIMES:
         if meta.get("name") in used:
             return []  # rendered through the InferenceService that uses it
-        for c in spec.get("containers") or []:
+        for n, c in enumerate(spec.get("containers") or []):
             if isinstance(c, dict):
-                out.append(one(f"{where}: {c.get('name', '?')}", c, None, None, line=getattr(c, "line", 0)))
+                out.append(one(f"{where}: {c.get('name', '?')}", c, None, None, line=getattr(c, "line", 0),
+                               field=f"spec.containers[{n}]"))
         return [f for f in out if f]
     if kind != "InferenceService":
         return []
     pred = _map(spec.get("predictor"))
-    for c in pred.get("containers") or []:
+    for n, c in enumerate(pred.get("containers") or []):
         if isinstance(c, dict):
-            out.append(one(f"{where}: {c.get('name', '?')}", c, meta, None, line=getattr(c, "line", 0)))
+            out.append(one(f"{where}: {c.get('name', '?')}", c, meta, None, line=getattr(c, "line", 0),
+                           field=f"spec.predictor.containers[{n}]"))
     model = pred.get("model")
+    field = "spec.predictor.model"
     if not isinstance(model, dict) and isinstance(pred.get("huggingface"), dict):  # predictor.go:52, the older form
+        field = "spec.predictor.huggingface"
         model = type(pred["huggingface"])({**pred["huggingface"], "modelFormat": {"name": "huggingface"}})
         model.line = getattr(pred["huggingface"], "line", 0)
     if isinstance(model, dict):
@@ -277,7 +283,7 @@ def read_kserve(doc: dict, runtimes: dict[str, dict], used: set[str], one: Reade
             out.append(one(f"{where}: model", model, meta, storage, line=getattr(model, "line", 0), problem=str(e)))
         else:
             found = one(f"{where}: model ({runtime})", _merge(container, model), meta, storage,
-                        line=getattr(model, "line", 0))
+                        line=getattr(model, "line", 0), field=field)
             if found is not None and found.serve is not None and pred.get("workerSpec"):
                 found = replace(found, warnings=(*found.warnings, "spec.predictor.workerSpec (KServe's multi-node "
                                                  "runtime) is not read: one node's container is simulated"))

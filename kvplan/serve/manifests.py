@@ -270,7 +270,7 @@ def _helm(doc: dict, path: str) -> list[ManifestServe]:
 
 
 def _kserve_one(path: str, name: str, c: dict, meta: dict | None, storage: str | None, line: int = 0,
-                problem: str | None = None) -> ManifestServe | None:
+                field: str = "", problem: str | None = None) -> ManifestServe | None:
     """One KServe container (a runtime's merged with its InferenceService's model, or a custom one)."""
     from kvplan.serve import kserve
 
@@ -288,8 +288,8 @@ def _kserve_one(path: str, name: str, c: dict, meta: dict | None, storage: str |
         if kserve.is_hf_server(c):
             while command and command[0] != "huggingfaceserver":  # python3 -m huggingfaceserver
                 command = command[1:]
-            words = kserve.hf_server_words([*command[1:], *args], kserve.gpu_count(c.get("resources")), storage,
-                                           warnings)
+            words = kserve.hf_server_words([*command[1:], *args], kserve.gpu_count(c.get("resources"), field),
+                                           storage, warnings, field)
             tag, release = kserve.hf_server_release(image)
             if image is None:
                 warnings.append("KServe's kserve-huggingfaceserver runtime: its image (kserve/huggingfaceserver:TAG) "
