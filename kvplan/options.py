@@ -511,9 +511,10 @@ _TABLE: tuple[Option, ...] = (
            metavar="PNG", help="With --sweep-threshold: draw the sweep to this PNG (needs kvplan\\[plot])."),
     Option("explain", "--explain", BOOL, default=False, commands=frozenset({SIMULATE}), scenario=False, vllm=False,
            panel=CHECKS, help="Explain the decision chain in words, with its numbers."),
-    Option("summary", "--summary", BOOL, default=False, commands=frozenset({SIMULATE, FIT}), scenario=False,
+    Option("summary", "--summary", BOOL, default=False, commands=frozenset({SIMULATE, FIT, EXPLAIN}), scenario=False,
            vllm=False, panel=CHECKS, help="One screen (at most 20 lines): the verdict, decision, group size, padding, "
-           "num_blocks, KV tokens, the concurrencies, outcome and the fix. Table output only (JSON is always whole)."),
+           "num_blocks, KV tokens, the concurrencies, outcome and the fix (fit, explain-log: the verdict, then the "
+           "report cut to fit). Table output only (JSON is always whole)."),
     Option("require_start", "--require-start", BOOL, default=False, panel=CHECKS, commands=frozenset({SIMULATE}),
            scenario=False, vllm=False, help="Exit 3 if the engine would fail at start-up."),
     Option("fail_on_padding", "--fail-on-padding", FLOAT, minimum=0.0, panel=CHECKS, commands=frozenset({SIMULATE}),

@@ -1,7 +1,9 @@
 """The verdict first (issue 25): every table output starts with one grep-able line, and --summary
-is at most 20 lines on vllm (any position), fit and check."""
+is at most 20 lines on vllm (any position), fit, check and explain-log."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -11,6 +13,7 @@ from kvplan.cli.app import ensure_registered
 from kvplan.report.verdict import verdict_line
 
 app = ensure_registered()
+LOGS = Path(__file__).resolve().parent.parent / "configs" / "logs"
 
 DEPLOY = """\
 deployments:
@@ -65,6 +68,7 @@ def test_effective_concurrency_is_capped_by_max_num_seqs():
     ("vllm", "--gpu", "H100-80GB", "--line", "vllm serve Qwen/Qwen3-8B --max-model-len 8k", "--summary"),
     ("fit", "Qwen/Qwen3-8B", "--summary"),
     ("simulate", "Qwen/Qwen3-8B", "--gpu", "H100-80GB", "--summary"),
+    ("explain-log", str(LOGS / "gemma-3-27b-it-40gib-vllm-0.18.0.log"), "--summary"),
 ])
 def test_summary_is_one_screen_and_starts_with_the_verdict(args):
     r = invoke(*args)
@@ -84,3 +88,17 @@ def test_check_verdict_and_summary(tmp_path):
         assert first.startswith("FAILS 1/2 deployments; too-small: FAILS at admission:")
         assert "— fix: --max-model-len 7264" in r.stdout
     assert len(r.stdout.splitlines()) <= 20
+
+
+def test_explain_log_starts_with_the_logs_verdict():
+    # the log's outcome is the verdict (the re-simulation's "ok" is not a second, contradicting OK line)
+    log = str(LOGS / "vllm-issue-27508-gpt-oss-120b-h100.log")
+    whole = invoke("explain-log", log)
+    short = invoke("explain-log", log, "--summary")
+    for r in (whole, short):
+        assert r.exit_code == 0, r.output
+        assert r.stdout.splitlines()[0].startswith("FAILS at admission: To serve at least one request")
+        assert not any(line == "OK" for line in r.stdout.splitlines())
+    lines = short.stdout.splitlines()
+    assert len(lines) <= 20 and lines[-1].startswith("… ") and lines[-1].endswith("(drop --summary for the whole report)")
+    assert len(whole.stdout.splitlines()) > 20

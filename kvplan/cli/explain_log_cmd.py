@@ -32,9 +32,16 @@ def explain_log_command(log: LogFile, *, format: OutputFormat = Format.table, **
     """
     from kvplan.api import explain_log
 
+    summary = options.pop("summary", False)
+
     def table(d: dict) -> None:
         from kvplan.report.explain_log_tables import render_explain_log
 
+        if summary:
+            from kvplan.report.verdict import render_short
+
+            render_short(render_explain_log, d)
+            return
         render_explain_log(d)
 
     finish(explain_log(log, **options), format.value, table)

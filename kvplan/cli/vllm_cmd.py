@@ -27,8 +27,9 @@ def vllm_command(
         "vllm.entrypoints.openai.api_server ...` or `docker run ... vllm/vllm-openai:TAG ...`, with VAR=value "
         "prefixes and -e VAR=value; '-' reads it from stdin (backslash-continued lines are joined).")] = None,
     file: Annotated[Optional[str], typer.Option(
-        "--file", metavar="PATH", help="A docker-compose file, Kubernetes manifest or vLLM production-stack Helm "
-        "values: its vLLM container's command, image tag and environment are the serve line.")] = None,
+        "--file", metavar="PATH", help="A docker-compose file, a Kubernetes or KServe manifest, or vLLM "
+        "production-stack / llm-d Helm values: its vLLM container's command, image tag and environment are the "
+        "serve line.")] = None,
     container: Annotated[Optional[str], typer.Option(
         "--container", metavar="NAME", help="With --file: the vLLM container to read when there are several "
         "(a part of its name).")] = None,

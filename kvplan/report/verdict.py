@@ -104,6 +104,8 @@ def verdict_line(d: dict) -> str | None:
     if not isinstance(o, dict):
         return None
     cmd = d.get("command")
+    if cmd == "explain-log":
+        return None  # its table starts with its own verdict (the log's outcome, not the re-simulation's "ok")
     if cmd == "check" and "summary" in d:
         return _check(d)
     if cmd == "fit":

@@ -18,12 +18,18 @@ Formats (a file may hold several YAML documents):
   ``--no-enable-prefix-caching`` (the chart always passes one); ``maxModelLen``, ``dtype``,
   ``tensorParallelSize``, ``maxNumSeqs``, ``gpuMemoryUtilization``, ``maxLoras`` → their flags;
   ``extraArgs`` appended; ``lmcacheConfig.enabled`` → ``--kv-transfer-config`` with
-  ``LMCacheConnectorV1``; ``env`` as the container's. The image is ``repository:tag``.
+  ``LMCacheConnectorV1``; ``env`` as the container's. The image is ``repository:tag``;
+* KServe (``apiVersion: serving.kserve.io/...``): ``InferenceService`` (custom containers, and a
+  ``model`` run by its runtime, KServe's Hugging Face server included), ``ServingRuntime`` and
+  ``ClusterServingRuntime`` (kvplan.serve.kserve says how each is read, with KServe's source);
+* llm-d model-service Helm values (``modelArtifacts`` with ``decode`` / ``prefill``), rendered as
+  the llm-d-modelservice chart does (kvplan.serve.llmd).
 
 A container runs vLLM when its image is a vLLM image (``vllm`` in its name) or its command is
 ``vllm serve`` / vLLM's API server; other containers (a web UI, a router) are skipped. Each
 deployment is named after where it came from: ``file: kind/name: container`` (``file: service
-name`` for compose, ``file: modelSpec name`` for Helm values) and keeps its line.
+name`` for compose, ``file: modelSpec name`` for Helm values, ``file: decode: container`` for llm-d
+values, ``file: InferenceService/name: model (runtime)`` for a KServe model) and keeps its line.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ class ManifestServe:
     line: int
     serve: ServeLine | None  # None when its command could not be read (``problem`` says why)
     problem: str | None = None
+    warnings: tuple[str, ...] = ()  # how the file was read where it differs from what it says
 
 
 class _Map(dict):
@@ -76,15 +83,20 @@ def _load_documents(text: str, path: str) -> list[Any]:
 
 
 def kind_of(doc: Any) -> str | None:
-    """``compose``, ``kubernetes``, ``helm-production-stack`` or None (not a manifest kvplan reads)."""
+    """``compose``, ``kubernetes``, ``kserve``, ``helm-production-stack``, ``helm-llm-d`` or None
+    (not a manifest kvplan reads)."""
+    from kvplan.serve import kserve, llmd
+
     if not isinstance(doc, dict):
         return None
     if isinstance(doc.get("services"), dict):
         return "compose"
     if doc.get("apiVersion") and doc.get("kind"):
-        return "kubernetes"
+        return "kserve" if str(doc["apiVersion"]).startswith(kserve.API) else "kubernetes"
     if isinstance(doc.get("servingEngineSpec"), dict):
         return "helm-production-stack"
+    if llmd.is_values(doc):
+        return "helm-llm-d"
     return None
 
 
@@ -149,9 +161,11 @@ def _serve_line(words: list[str], image: str | None, env: dict) -> ServeLine | N
     tag = None
     if image and ":" in image.rsplit("/", 1)[-1]:
         tag = image.rpartition(":")[2]
+    release = line.image_release
+    if tag:  # another image's tag (llm-d's, KServe's, a company's) is not a vLLM release
+        release = _release_of_tag(tag) if vllm_image else None
     return replace(line, form="manifest" if line.form != "docker" else line.form, image=image or line.image,
-                   image_tag=tag or line.image_tag, image_release=_release_of_tag(tag) if tag else line.image_release,
-                   env={**env, **line.env})
+                   image_tag=tag or line.image_tag, image_release=release, env={**env, **line.env})
 
 
 def _one(name: str, path: str, line: int, words: list[str], image: str | None, env: dict) -> ManifestServe | None:
@@ -255,26 +269,115 @@ def _helm(doc: dict, path: str) -> list[ManifestServe]:
     return out
 
 
-_READERS = {"compose": _compose, "kubernetes": _kubernetes, "helm-production-stack": _helm}
+def _kserve_one(path: str, name: str, c: dict, meta: dict | None, storage: str | None, line: int = 0,
+                field: str = "", problem: str | None = None) -> ManifestServe | None:
+    """One KServe container (a runtime's merged with its InferenceService's model, or a custom one)."""
+    from kvplan.serve import kserve
+
+    name = f"{path}: {name}"
+    if problem is not None:
+        return ManifestServe(name, path, line, None, problem)
+    warnings: list[str] = []
+    place = f"{path}:{line}"
+    try:
+        command = kserve.fill(_words(c.get("command")), meta, place, warnings)
+        args = kserve.fill(_words(c.get("args")), meta, place, warnings)
+        env = _env(c.get("env"))
+        storage = storage or env.get("STORAGE_URI")
+        image = str(c["image"]) if c.get("image") else None
+        if kserve.is_hf_server(c):
+            while command and command[0] != "huggingfaceserver":  # python3 -m huggingfaceserver
+                command = command[1:]
+            words = kserve.hf_server_words([*command[1:], *args], kserve.gpu_count(c.get("resources"), field),
+                                           storage, warnings, field)
+            tag, release = kserve.hf_server_release(image)
+            if image is None:
+                warnings.append("KServe's kserve-huggingfaceserver runtime: its image (kserve/huggingfaceserver:TAG) "
+                                "is the installed KServe's; give --policy vllm==X for the vLLM it ships "
+                                "(KServe v0.20.0: vLLM 0.24.0)")
+            elif release is None:
+                warnings.append(f"{image}: not a KServe release kvplan knows the vLLM of; give --policy vllm==X")
+            serve = kserve.with_image(parse_line(shlex.join(["vllm", "serve", *words])), image, tag, release)
+            serve = replace(serve, form="manifest", env={**env, **serve.env})
+        else:
+            words = [*command, *args]
+            for i, w in enumerate(words):  # the model word: --model X, --model=X, or serve's positional
+                if w.startswith("--model="):
+                    words[i] = "--model=" + kserve.storage_model(w[8:], storage, warnings)
+                elif i and words[i - 1] in ("--model", "serve"):
+                    words[i] = kserve.storage_model(w, storage, warnings)
+            serve = _serve_line(words, image, env)
+            if serve is None:
+                return None
+    except kserve.Problem as e:
+        return ManifestServe(name, path, line, None, str(e))
+    except KvplanError as e:
+        return ManifestServe(name, path, line, None, e.message.removeprefix("--line: "))
+    return ManifestServe(name, path, line, serve, warnings=tuple(dict.fromkeys(warnings)))
+
+
+def _kserve(doc: dict, path: str, runtimes: dict, used: set) -> list[ManifestServe]:
+    from functools import partial
+
+    from kvplan.serve import kserve
+
+    if doc.get("kind") not in {"InferenceService", *kserve.RUNTIMES}:
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        return [ManifestServe(f"{path}: {doc.get('kind')}/{meta.get('name', '?')}", path, getattr(doc, "line", 0),
+                              None, f"kind: {doc.get('kind')} is not read by kvplan (it reads InferenceService, "
+                                    "ServingRuntime and ClusterServingRuntime)")]
+    return kserve.read_kserve(doc, runtimes, used, partial(_kserve_one, path))
+
+
+def _llmd(doc: dict, path: str) -> list[ManifestServe]:
+    from kvplan.serve import llmd
+
+    out = []
+    for role, c, words, problem, entry in llmd.containers(doc):
+        name, line = f"{path}: {role}: {c.get('name') or 'vllm'}", getattr(c, "line", 0)
+        if problem is not None:
+            out.append(ManifestServe(name, path, line, None, problem))
+            continue
+        warnings = []
+        if entry:
+            words = ["vllm", "serve", *words]
+            warnings.append(f"{path}:{line}: modelCommand imageDefault: the image's entrypoint is read as vllm serve")
+        found = _one(name, path, line, words, str(c["image"]), _env(c.get("env")))
+        if found is None or found.serve is None:
+            out.append(found or ManifestServe(name, path, line, None, "its command does not run vLLM"))
+            continue
+        tag = found.serve.image_tag
+        serve = replace(found.serve, image_tag=f"{tag} (llm-d's release, not vLLM's)" if tag else tag)
+        out.append(replace(found, serve=serve, warnings=tuple(warnings)))
+    return out
+
+
+_READERS = {"compose": _compose, "kubernetes": _kubernetes, "helm-production-stack": _helm, "helm-llm-d": _llmd}
 
 
 def read_manifests(text: str, path: str) -> list[ManifestServe]:
     """Every vLLM container of the file's documents, in order; a file with none is an error."""
+    from kvplan.serve import kserve
+
     docs = _load_documents(text, path)
     out: list[ManifestServe] = []
     kinds = []
+    runtimes = {str(d["metadata"].get("name")): d for d in docs if kind_of(d) == "kserve"
+                and d.get("kind") in kserve.RUNTIMES and isinstance(d.get("metadata"), dict)}
+    used = kserve.used_runtimes(docs)
     for i, doc in enumerate(docs, start=1):
         kind = kind_of(doc)
         if kind is None:
             continue
         kinds.append(kind)
-        found = _READERS[kind](doc, path)
+        found = _kserve(doc, path, runtimes, used) if kind == "kserve" else _READERS[kind](doc, path)
         if len(docs) > 1:
             found = [replace(f, name=f.name.replace(f"{path}: ", f"{path}#{i}: ", 1)) for f in found]
         out += found
     if not kinds:
-        raise OptionError(f"{path}: not a docker-compose file, a Kubernetes manifest or production-stack Helm values "
-                          "(no services:, apiVersion:/kind: or servingEngineSpec:)")
+        raise OptionError(f"{path}: not a docker-compose file, a Kubernetes or KServe manifest, production-stack or "
+                          "llm-d Helm values (no services:, apiVersion:/kind:, servingEngineSpec: or modelArtifacts: "
+                          "with decode:/prefill:)")
     if not out:
         raise OptionError(f"{path}: no container runs vLLM (no vllm image, no `vllm serve` or API server command)")
     return out

@@ -64,8 +64,8 @@ def _serve_fixes(out: dict, flags: list[dict]) -> None:
 
 
 def manifest_line(file: str | Path, container: str | None = None):
-    """``--file``: the one vLLM container of a docker-compose file, Kubernetes manifest or
-    production-stack Helm values (``container`` picks one of several by a part of its name)."""
+    """``--file``: the one vLLM container of a docker-compose file, Kubernetes or KServe manifest,
+    production-stack or llm-d Helm values (``container`` picks one of several by a part of its name)."""
     from kvplan.serve.manifests import read_manifests
 
     path = Path(file)
@@ -102,12 +102,12 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
 
     mine = _kvplan_options(options)
     serve_line = parse_line(line) if line is not None else None
-    where = None
+    where, read_as = None, ()
     if file is not None:
         if line is not None or args is not None:
             raise OptionError("vllm: give one of the serve arguments, --line or --file")
         found = manifest_line(file, container)
-        serve_line, where = found.serve, f"{found.path}:{found.line}"
+        serve_line, where, read_as = found.serve, f"{found.path}:{found.line}", found.warnings
         base = base or Path(file).resolve().parent
     if serve_line is None and args is None:
         raise OptionError("vllm: give the serve arguments (`kvplan vllm serve MODEL ...`) or --line 'TEXT'")
@@ -127,7 +127,7 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
     if "policy" in req.options:
         run["policy"] = req.options["policy"]
     env_vllm, env_other = _env_split(req.env)
-    warnings = list(req.warnings)
+    warnings = [*read_as, *req.warnings]  # how the manifest was read, then how its line was
     if env_vllm:  # kvplan's --env (given before `serve`) and the line's: the line names what vLLM reads
         run["env"] = {**OPTIONS["env"].parse(mine.get("env") or {}), **env_vllm}
     from kvplan.errors import KvplanError

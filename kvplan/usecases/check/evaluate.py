@@ -204,7 +204,7 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
         return DeploymentResult(d, ERROR, error=msg, error_type=type(e).__name__,
                                 seconds=time.perf_counter() - start)
     status = PASS if all(o.passed for o in outcomes) else FAIL
-    warnings = list(getattr(result.layout, "warnings", ()) or ())
+    warnings = [*d.notes, *(getattr(result.layout, "warnings", ()) or ())]
     r = DeploymentResult(d, status, outcomes, plan=numbers, cross_check=cc, policy=scenario.policy,
                          warnings=warnings, seconds=time.perf_counter() - start)
     if job is not None and deferred is not None:

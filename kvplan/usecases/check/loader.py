@@ -260,7 +260,7 @@ class _FileReader:
             if d is not None:  # its place is the container's, in the manifest
                 from dataclasses import replace
 
-                out.append(replace(d, file=str(path), line=c.line))
+                out.append(replace(d, file=str(path), line=c.line, notes=c.warnings))
         return out
 
     def _deployment(self, name, entry, line, default_options, options, default_expect, expect,

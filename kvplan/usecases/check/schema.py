@@ -45,7 +45,7 @@ NAME = "name"
 # A deployment may give its `vllm serve` line instead of (or beside) separate keys; the line's
 # flags become the entry's options (kvplan.serve), a key set both ways is a problem.
 VLLM_SERVE = "vllm_serve"
-# ... or a manifest (docker-compose, Kubernetes, production-stack Helm values; kvplan.serve.manifests):
+# ... or a manifest (docker-compose, Kubernetes, KServe, production-stack or llm-d Helm values; kvplan.serve.manifests):
 # one deployment per vLLM container, named "<entry name>: <where in the manifest>", the entry's keys shared.
 MANIFEST = "manifest"
 TOP_LEVEL_KEYS = (DEFAULTS, DEPLOYMENTS)
@@ -177,5 +177,6 @@ class Deployment:
     line: int  # line of the entry's first key
     scenario: Scenario
     expectations: tuple[Expectation, ...]
+    notes: tuple[str, ...] = ()  # how its manifest was read (a KServe placeholder, an hf:// storageUri)
 
 
