@@ -51,6 +51,13 @@ class _Wording:
     sites: dict
 
 
+# a placeholder that prints one word on a GPU, counted as that literal (so the wording is as specific as the
+# releases that wrote the word out): 0.30-0.34's "%s KV cache size: %s tokens, Maximum concurrency …" names the
+# pool "GPU" for CUDA (v1/core/kv_cache_utils.py _kv_cache_device_name, 0.34.0 l. 1150-1152), the same text
+# 0.28-0.29 print as "GPU KV cache size: …"
+_USUAL = (("%s KV cache size: ", "GPU"),)
+
+
 @lru_cache(maxsize=1)
 def _wordings() -> tuple[_Wording, ...]:
     out = []
@@ -58,6 +65,7 @@ def _wordings() -> tuple[_Wording, ...]:
         literal = len(_PLACEHOLDER.sub("", fmt.split("\n", 1)[0]))
         if literal < 12:  # "%s" alone, or nearly: matches anything
             continue
+        literal += sum(len(word) for start, word in _USUAL if fmt.startswith(start))
         out.append(_Wording(kind, _regex(fmt), literal, _spans(rels), {s: _spans(r) for s, r in sites.items()}))
     return tuple(out)
 
