@@ -25,8 +25,9 @@ _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
 _COMPOSE = re.compile(r"^[A-Za-z0-9][\w.-]*\s+\|\s?")
 # docker logs -t / kubectl --timestamps: "2025-10-03T16:22:17.123456789Z "
 _ISO = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
-# a quoted paste: markdown's "> " (nested ">> "), a chat client's bar "▎ " (eugr/spark-vllm-docker#396)
-_QUOTE = re.compile(r"^(?:[>▎▍▌│┃]+[ \t]*)+")
+# a quoted paste: markdown's "> " (nested ">> "), a chat client's bar "▎ " (eugr/spark-vllm-docker#396), the
+# backtick that opens inline code ("`(EngineCore_DP0 pid=1094) ValueError: …", vllm#34076; never a fence's ```)
+_QUOTE = re.compile(r"^(?:[>▎▍▌│┃]+[ \t]*|`(?!`))+")
 # a host that logs the engine's stdout under its own log4j prefix: TorchServe's "[INFO ] W-9000-model_1.0-stdout
 # MODEL_LOG - " after its timestamp (pytorch/serve#3315)
 _LOG4J = re.compile(r"^\[(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s*\]\s+\S+\s+MODEL_LOG\s+-\s+")
