@@ -147,6 +147,12 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("kv_cache_size", rf"^GPU KV cache size: (?P<t>{_INT}) tokens$", lambda m: {"kv_cache_size_tokens": _int(m["t"])}),
     _p("concurrency", rf"^Maximum concurrency for (?P<l>{_INT}) tokens per request: (?P<c>{_NUM})x$",
        lambda m: {"max_model_len": _int(m["l"]), "max_concurrency": float(m["c"])}),
+    # a hybrid (attention + mamba) model's page alignment (platforms/interface.py, 0.34.0 l. 1118-1149): the
+    # attention block size raised to cover the mamba state page, and the mamba page padded to the attention page
+    _p("hybrid_block_size", r"^Setting attention block size to (?P<n>\d+) tokens to ensure that attention page size "
+       r"is >= mamba page size", lambda m: {"block_size": int(m["n"])}),
+    _p("mamba_page_padding", rf"^Padding mamba page size by (?P<p>{_NUM})% to ensure that mamba page size and "
+       r"attention page size are exactly equal", lambda m: {"padding_pct": float(m["p"])}),
     _p("dcp_multiply", r"^Multiplying the GPU KV cache size by the d?cp_world_size (?P<n>\d+)",
        lambda m: {"cp_world_size": int(m["n"])}),
     _p("padding", rf"^Add (?P<n>\d+) padding layers, may waste at most (?P<p>{_NUM})% KV cache memory$",
