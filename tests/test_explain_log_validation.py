@@ -4,21 +4,14 @@ release is inferred for every log that shows one; no re-simulated log disagrees.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from scripts import explain_log_validation as v
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("explain_log_validation", ROOT / "scripts" / "explain_log_validation.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_validation_page_is_current_and_every_stated_figure_is_recovered():
-    v = _script()
     rows = v.rows()
     assert (ROOT / "docs" / "explain-log-validation.md").read_text() == v.render(rows), \
         "docs/explain-log-validation.md is stale: run scripts/explain_log_validation.py"
@@ -39,7 +32,6 @@ def test_validation_page_is_current_and_every_stated_figure_is_recovered():
 def test_stated_lines_are_counted_apart_from_the_reader():
     """A figure line is 'stated' by its wording and number, whatever the reader does: a line cut
     before its number states nothing; one with its number does, prefixes or not."""
-    v = _script()
     assert v.STATED.search("(EngineCore pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] Available KV cache memory: 2.5 GiB")
     assert v.STATED.search("▎ GPU KV cache size: 1,024 tokens")
     assert not v.STATED.search("INFO 03-11 02:56:57 llm_engine.py:322] # GPU bloc")
