@@ -335,6 +335,15 @@ CASES: dict[str, tuple[dict, list, str]] = {
         ("hybrid_block_size", 2, {'block_size': 1568}),
         ("mamba_page_padding", 3, {'padding_pct': 0.13}),
     ], 'no model: recovered facts only'),
+    "49-euroeval-1120-gpt-oss-120b-tp2-v0.10.1.1.log": ({}, [
+        ("serve_command", 1, {'form': 'api_server', 'argv': [
+            '--model', 'openai/gpt-oss-120b', '--host', '0.0.0.0', '--port', '8000', '--tensor-parallel-size', '2',
+            '--gpu-memory-utilization', '0.9'], 'env': {}}),
+        ("release", 8, {'version': '0.10.1.1'}),
+        ("non_default_args", 9, {'args': {'host': '0.0.0.0', 'model': 'openai/gpt-oss-120b', 'tensor_parallel_size': 2}}),
+        ("architecture", 11, {'architecture': 'GptOssForCausalLM'}),
+        ("max_model_len", 14, {'max_model_len': 131072}),
+    ], 'layout only (no KV memory in the log); the log shows no figure to compare'),
 }
 
 
