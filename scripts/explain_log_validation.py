@@ -70,12 +70,14 @@ def row(name: str) -> dict:
     stated = [i for i, line in enumerate(text.splitlines(), start=1) if STATED.search(line)]
     r = kvplan.explain_log(str(LOGS / name), **OPTIONS.get(name, {}))
     fact_lines = {f["line"] for f in r["facts"]}
+    values = sum(_numbers(f) for f in r["facts"] if f["line"] in stated)
     compared = [x for x in r["figures"] if x["agrees"] is not None]
     return {
         "name": name,
         "stated": stated,
         "recovered": [i for i in stated if i in fact_lines],
         "facts": len(r["facts"]),
+        "values": values,
         "release": r["release"]["release"],
         "policy": r["rebuild"]["policy"],
         "options": OPTIONS.get(name, {}),
@@ -84,6 +86,20 @@ def row(name: str) -> dict:
         "disagree": [x["figure"] for x in compared if not x["agrees"]],
         "starts": r["outcome"].get("starts"),
     }
+
+
+def _numbers(fact: dict) -> int:
+    """The numbers a fact read (its figures: GiB, tokens, blocks, ×, %)."""
+    def count(v) -> int:
+        if isinstance(v, bool):
+            return 0
+        if isinstance(v, (int, float)):
+            return 1
+        if isinstance(v, dict):
+            return sum(count(x) for x in v.values())
+        return sum(count(x) for x in v) if isinstance(v, list) else 0
+
+    return count({k: v for k, v in fact.items() if k not in ("kind", "line", "text")})
 
 
 def rows() -> list[dict]:
@@ -107,22 +123,25 @@ def render(rs: list[dict]) -> str:
         "kvplan's reader) and how many of them `kvplan explain-log` recovered; the release the post",
         "states and the one kvplan inferred (the banner, else the wordings and source sites of",
         "`kvplan/logs/fingerprints.py`); the rebuild's verdict. A log that names no model kvplan can",
-        "read gets its figures recovered only (no verdict on them).",
+        "read gets its figures recovered only (no verdict on them). \"values\" counts the numbers read",
+        "from the figure lines (an admission error states four: its length, the memory needed and",
+        "available, the estimate).",
         "",
-        "| log | figures stated / recovered | release (post) | release inferred | verdict |",
+        "| log | figure lines stated / recovered (values) | release (post) | release inferred | verdict |",
         "|---|---|---|---|---|",
     ]
     for r in rs:
         url, post = index.get(r["name"], ("", ""))
         name = f"[{r['name']}]({url})" if url.startswith("https://") else r["name"]
         opts = "".join(f" (`--{k} {v}`)" for k, v in r["options"].items())
-        lines.append(f"| {name} | {len(r['stated'])} / {len(r['recovered'])} | {post.replace('|', '/')} | "
+        lines.append(f"| {name} | {len(r['stated'])} / {len(r['recovered'])} ({r['values']}) | {post.replace('|', '/')} | "
                      f"{r['release'] or '—'}{opts} | {_verdict(r['verdict'])} |")
     stated = sum(len(r["stated"]) for r in rs)
     recovered = sum(len(r["recovered"]) for r in rs)
     inferred = sum(1 for r in rs if r["release"])
     compared = [r for r in rs if r["compared"]]
-    lines += ["", f"{len(rs)} logs: {recovered} of {stated} stated figure lines recovered; a release inferred "
+    lines += ["", f"{len(rs)} logs: {recovered} of {stated} stated figure lines recovered "
+              f"({sum(r['values'] for r in rs)} values); a release inferred "
               f"for {inferred}; {len(compared)} re-simulated and compared, "
               f"{sum(1 for r in compared if r['disagree'])} of them with a figure that disagrees."]
     return "\n".join(lines) + "\n"
