@@ -63,9 +63,9 @@ _USUAL = (("%s KV cache size: ", "GPU"),)
 def _wordings() -> tuple[_Wording, ...]:
     out = []
     for kind, fmt, rels, sites in WORDINGS:
-        # spaces do not count: 0.13.0's "… GiB). {estimated_msg} Try …" and 0.14-0.21's "… GiB). {estimated_msg}Try …"
-        # (v1/core/kv_cache_utils.py _check_enough_kv_cache_memory; the message ends in ". " from 0.14) print the
-        # same text, so neither is the more specific
+        # spaces do not count: 0.13.0's "… GiB). {estimated_msg} Try …" (v1/core/kv_cache_utils.py:710) and
+        # 0.14-0.21's "… GiB). {estimated_msg}Try …" (kv_cache_utils.py:634 in 0.14.0, its estimated_msg ending in
+        # ". ") print the same text, so neither is the more specific
         literal = len(re.sub(r"\s+", "", _PLACEHOLDER.sub("", fmt.split("\n", 1)[0])))
         if literal < 12:  # "%s" alone, or nearly: matches anything
             continue
@@ -132,7 +132,11 @@ def _shown(fmt_first: str, text: str) -> int:
 def _cut_hits(record: Record) -> list["_Wording"]:
     """The wordings a line cut short (the rest of the message lost, or wrapped onto the following
     lines) is the start of: those that account for the most of its literal text, at least
-    ``_CUT_EVIDENCE`` characters of it (vllm#34076's error stops at "… for mo")."""
+    ``_CUT_EVIDENCE`` characters of it (vllm#34076's error stops at "… for mo"). A whole line whose
+    text leaves a wording inside a placeholder (which may hold any text) reads the same way: the
+    admission error 0.33.0 prints with "(which also controls CPU memory on the CPU backend)"
+    (v1/core/kv_cache_planning.py:77 of the unpacked 0.33.0 wheel) is not in fingerprints.py, whose
+    0.33.0 entry has the plain wording, and counts by the 0.22-0.33 wording it starts like."""
     texts = [_EXCEPTION.sub("", t) for t in dict.fromkeys(record.candidates())]
     scored = []
     for w in _wordings():
