@@ -83,15 +83,9 @@ def rows() -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    text = render(rows())
-    if "--check" in argv:
-        if not DOC.exists() or DOC.read_text() != text:
-            print(f"{DOC.relative_to(ROOT)} is stale: run scripts/budget_validation.py", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(text)
-    print(f"wrote {DOC.relative_to(ROOT)}")
-    return 0
+    from scripts.generated_page import write_or_check
+
+    return write_or_check(argv, DOC, lambda: render(rows()), ROOT, "scripts/budget_validation.py")
 
 
 if __name__ == "__main__":

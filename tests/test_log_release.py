@@ -57,16 +57,12 @@ KNOWN_UNREAD: set = {
     ('autofit', '0.34.0', 'Auto-fit max_model_len: full model context lengt'),
     ('autofit', '0.34.0', 'Auto-fit max_model_len: reduced from %d to %d to'),
     ('autofit', '0.34.0', 'Auto-fit max_model_len: using max_model_len=%d, '),
-    ('available_kv_memory', '0.27.0', 'Free memory on device ({format_gib(self.init_sna'),
-    ('available_kv_memory', '0.34.0', 'Free memory on device ({format_gib(self.init_sna'),
     ('available_kv_memory', '0.6.6.post1', 'Memory profiling takes {result.profile_time:.2f}'),
     ('available_kv_memory', '0.7.3', 'Memory profiling takes {result.profile_time:.2f}'),
     ('engine_config', '0.9.2', 'Dumping input data for V1 LLM engine (v%s) with '),
     ('hma_off_converted', '0.9.2', 'Hybrid KV cache manager is disabled but failed t'),
     ('memory_account', '0.14.0', 'Free memory on device {init_snapshot.device_} ({'),
-    ('memory_account', '0.27.0', 'Free memory on device ({format_gib(self.init_sna'),
     ('memory_account', '0.32.0', 'Free memory on device {init_snapshot.device_} ({'),
-    ('memory_account', '0.34.0', 'Free memory on device ({format_gib(self.init_sna'),
     ('memory_account', '0.34.0', 'Free memory on device {init_snapshot.device_} ({'),
     ('memory_account', '0.9.2', 'Free memory on device ({GiB(self.init_snapshot.f'),
     ('memory_profile', '0.6.6.post1', 'Memory profiling takes {result.profile_time:.2f}'),
@@ -99,6 +95,10 @@ REAL = {
     "02-vllm-23278-gpt-oss-120b-negative-memory.log": ("0.10.1", "0.10.1.1"),  # "0.10.1 era" (post)
     "03-vllm-33155-gpt-oss-120b-v0.14.1.log": ("0.14.0", "0.14.1"),  # 0.14.1 (title)
     "04-lmcache-1739-qwen3-14b.log": ("0.10.2", "0.10.2"),
+    # a line cut short or wrapped counts by the wordings it is the start of
+    "05-vllm-34076-qwen3-coder-pp2-admission.log": ("0.13.0", "0.21.0"),  # 0.15.2rc1 (post)
+    "06-intel-arc-b70-4-wrapped-admission.log": ("0.22.0", "0.34.0"),
+    "08-vllm-41830-deepseek-v4-flash-kv-transfer.log": ("0.8.5.post1", "0.21.0"),
     "07-gpustack-4660-qwen3-8b-fp8-kv-transfer-v0.13.0.log": ("0.13.0", "0.13.0"),  # engine config line
     "10-club3090-612-qwen3.6-35b-a3b-v0.24.0.log": ("0.24.0", "0.24.0"),  # engine config line
     "11-club3090-295-qwen3.6-27b-mtp-tp2.log": ("0.22.0", "0.22.1"),
@@ -111,6 +111,28 @@ REAL = {
     "22-vllm-pr13596-kv-cache-tokens-after.log": ("0.8.5.post1", "0.27.1"),
     # July 2024 (0.5): older than the oldest fingerprinted release, so the range ends there
     "24-vllm-6746-llama-3.1-405b-fp8-v0-workers.log": ("0.6.6.post1", "0.7.3"),
+    "25-vllm-25650-pp4-workers-available-kv.log": ('0.10.2', '0.11.0'),
+    "26-vllm-32105-pp-admission-models-s.log": ('0.13.0', '0.21.0'),
+    "27-vllm-32105-pp0-kv-memory-failed.log": ('0.14.0', '0.14.1'),
+    "28-vllm-49878-gemma4-kv-cache-memory-bytes.log": ('0.26.0', '0.26.0'),
+    "29-vllm-pr57047-one-line-capacity-memory-account.log": ('0.28.0', '0.34.0'),
+    "30-vllm-pr3120-opt-125m-v0-mb.log": ('0.6.6.post1', '0.6.6.post1'),
+    "31-vllm-13061-r1-distill-qwen-14b-tp2-tokens-error.log": ('0.7.3', '0.7.3'),
+    "32-pytorch-serve-3315-torchserve-prefix.log": ('0.6.6.post1', '0.6.6.post1'),
+    "33-vllm-ascend-1007-ray-repeated.log": ('0.6.6.post1', '0.7.3'),
+    "34-vllm-5248-deepseek-coder-tp2-v0-blocks.log": ('0.6.6.post1', '0.6.6.post1'),
+    "35-qwen-295-qwen1.5-7b-v0-tokens-error.log": ('0.6.6.post1', '0.10.2'),
+    "36-gpustack-1800-qwen2.5-vl-v0-tokens-error.log": ('0.6.6.post1', '0.10.2'),
+    "37-vllm-49011-qwen3.5-1m-padding.log": ('0.24.0', '0.25.1'),
+    "38-spark-vllm-docker-396-quoted-admission.log": ('0.22.0', '0.34.0'),
+    "39-vllm-25350-fp8-kv-100k.log": ('0.10.2', '0.10.2'),
+    "40-lmcache-3326-cuda-graph-profiled.log": ('0.21.0', '0.21.0'),
+    "41-xinference-4926-kv-memory-failed.log": ('0.17.0', '0.17.1'),
+    "42-vllm-omni-469-negative-memory.log": ('0.11.0', '0.11.0'),
+    "43-vllm-25350-fp8-kv-221k-admission.log": ('0.9.2', '0.12.0'),
+    "46-club3090-1087-tp2-consumed-memory-account.log": ('0.27.0', '0.27.1'),
+    "47-syv-ai-39-admission-cpu-backend-hint.log": ('0.22.0', '0.33.0'),
+    "48-club3090-1047-qwen3.8-27b-mamba-page.log": ('0.27.0', '0.27.1'),
 }
 
 

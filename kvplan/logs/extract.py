@@ -64,6 +64,10 @@ PATTERNS: tuple[Pattern, ...] = (
     # engine (v0.6.6.post1)" (engine/llm_engine.py to 0.9.2) and "Initializing a V0 LLM engine" (0.10.x)
     _p("engine_config", r"^Initializing an? (?:V[01] )?LLM engine \(v(?P<v>[^)]+)\) with config: (?P<c>.*)$",
        lambda m: {"version": m["v"], **_engine_config(m["c"])}),
+    # before the version was added (vllm/engine/llm_engine.py to 0.4.0: "Initializing an LLM engine with config:
+    # model='facebook/opt-125m', …", as PR #3120 of 2024-02-29 shows it): the config without a release
+    _p("engine_config", r"^Initializing an LLM engine with config: (?P<c>model=.*)$",
+       lambda m: _engine_config(m["c"])),
     _p("non_default_args", r"^non-default args: (?P<d>\{.*\})$", lambda m: _literal_dict(m["d"])),
     # releases before the non-default args line (0.8 and older): "args: Namespace(model='…', …)"
     _p("non_default_args", r"^args: Namespace\((?P<d>.*)\)$", lambda m: _namespace(m["d"])),
@@ -97,6 +101,10 @@ PATTERNS: tuple[Pattern, ...] = (
     # V0 and early V1 (printed "GB", computed as bytes / 2**30; "GiB" in 0.8.5.post1 v1/worker/gpu_model_runner.py)
     _p("model_loading", rf"^Loading model weights took (?P<g>{_NUM}) Gi?B",
        lambda m: {"weights_gib": _gib(m["g"])}),
+    # the first form of the line (PR #3120's branch, 2024-02-29, worker/model_runner.py:90: "Loading model weights
+    # took 244.61 MB"), in MiB as vLLM's other "GB"/"MB" figures are (bytes / 2**20)
+    _p("model_loading", rf"^Loading model weights took (?P<m>{_NUM}) MB",
+       lambda m: {"weights_mib": float(m["m"]), "weights_gib": float(m["m"]) / 1024}),
     _p("model_name", r"^Starting to load model (?P<m>\S+?)\.{0,3}$", lambda m: {"model": m["m"]}),
     _p("available_kv_memory", rf"^Available KV cache memory: (?P<g>-?{_NUM}) GiB$",
        lambda m: {"gib": _gib(m["g"])}),
@@ -139,6 +147,12 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("kv_cache_size", rf"^GPU KV cache size: (?P<t>{_INT}) tokens$", lambda m: {"kv_cache_size_tokens": _int(m["t"])}),
     _p("concurrency", rf"^Maximum concurrency for (?P<l>{_INT}) tokens per request: (?P<c>{_NUM})x$",
        lambda m: {"max_model_len": _int(m["l"]), "max_concurrency": float(m["c"])}),
+    # a hybrid (attention + mamba) model's page alignment (platforms/interface.py, 0.34.0 l. 1118-1149): the
+    # attention block size raised to cover the mamba state page, and the mamba page padded to the attention page
+    _p("hybrid_block_size", r"^Setting attention block size to (?P<n>\d+) tokens to ensure that attention page size "
+       r"is >= mamba page size", lambda m: {"block_size": int(m["n"])}),
+    _p("mamba_page_padding", rf"^Padding mamba page size by (?P<p>{_NUM})% to ensure that mamba page size and "
+       r"attention page size are exactly equal", lambda m: {"padding_pct": float(m["p"])}),
     _p("dcp_multiply", r"^Multiplying the GPU KV cache size by the d?cp_world_size (?P<n>\d+)",
        lambda m: {"cp_world_size": int(m["n"])}),
     _p("padding", rf"^Add (?P<n>\d+) padding layers, may waste at most (?P<p>{_NUM})% KV cache memory$",
@@ -155,9 +169,10 @@ PATTERNS: tuple[Pattern, ...] = (
        lambda m: {"converted": True}),
     # the admission error (to 0.21 "models's", from 0.22 "model's"; 0.8.x "GB" for bytes / 1024**3, v1/core/
     # kv_cache_utils.py check_enough_kv_cache_memory in 0.8.5.post1), inside a traceback line too
-    # (a pasted line may stop early: what it shows is read, the rest is absent)
+    # (a pasted line may stop early: what it shows is read, the rest is absent; a quoted paste may drop the
+    # parenthesis before the needed memory, eugr/spark-vllm-docker#396)
     _p("admission_error", rf"To serve at least one request with the models?'s max seq len \((?P<l>{_INT})\),\s*"
-       rf"\((?P<n>{_NUM}) Gi?B KV cache is needed(?:, which is larger than the available KV cache memory "
+       rf"\(?(?P<n>{_NUM}) Gi?B KV cache is needed(?:, which is larger than the available KV cache memory "
        rf"\((?P<a>-?{_NUM}) Gi?B\)\.(?: Based on the available memory, the estimated maximum model length is "
        rf"(?P<e>{_INT})\.)?)?",
        lambda m: {"max_model_len": _int(m["l"]), "needed_gib": float(m["n"]),
@@ -192,6 +207,18 @@ PATTERNS: tuple[Pattern, ...] = (
                   "requested_gib": float(m["r"]), "weights_gib": float(m["w"]), "activation_gib": float(m["a"]),
                   "non_torch_gib": float(m["n"]), "cuda_graph_gib": float(m["c"]),
                   **({"kv_cache_memory_bytes_to_fit": int(m["k"])} if m["k"] else {})}),
+    # the same account from 0.27 (v1/worker/gpu_worker.py, 0.34.0 l. 1153-1173): weights and non-torch memory
+    # as one "consumed memory" figure, and the KV cache memory in use at the end
+    _p("memory_account", rf"^Free memory on device (?:\S+ )?\((?P<f>{_NUM})/(?P<t>{_NUM}) GiB\) on startup\. Desired GPU memory "
+       rf"utilization is \((?P<u>{_NUM}), (?P<r>{_NUM}) GiB\)\. Actual usage is (?P<w>{_NUM}) GiB for consumed memory "
+       rf"\(weights \+ non-torch\), (?P<a>{_NUM}) GiB for peak activation, and (?P<c>{_NUM}) GiB for CUDAGraph memory\."
+       rf"(?: Replace gpu_memory_utilization config with `--kv-cache-memory=(?P<k>\d+)`)?"
+       rf"(?:.*? Current kv cache memory in use is (?P<kv>{_NUM}) GiB\.)?",
+       lambda m: {"free_gib": float(m["f"]), "total_gib": float(m["t"]), "gpu_memory_utilization": float(m["u"]),
+                  "requested_gib": float(m["r"]), "consumed_gib": float(m["w"]), "activation_gib": float(m["a"]),
+                  "cuda_graph_gib": float(m["c"]),
+                  **({"kv_cache_memory_bytes_to_fit": int(m["k"])} if m["k"] else {}),
+                  **({"kv_cache_gib": float(m["kv"])} if m["kv"] else {})}),
     _p("engine_failed", r"EngineCore failed to start|Engine core initialization failed", lambda m: {}, search=True),
     # any other exception line of a traceback ("NotImplementedError: " has no text in 0.11)
     _p("exception", r"^(?P<t>[A-Z]\w*(?:Error|Exception)):(?: (?P<m>.*))?$",

@@ -25,6 +25,12 @@ _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
 _COMPOSE = re.compile(r"^[A-Za-z0-9][\w.-]*\s+\|\s?")
 # docker logs -t / kubectl --timestamps: "2025-10-03T16:22:17.123456789Z "
 _ISO = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
+# a quoted paste: markdown's "> " (nested ">> "), a chat client's bar "▎ " (eugr/spark-vllm-docker#396), the
+# backtick that opens inline code ("`(EngineCore_DP0 pid=1094) ValueError: …", vllm#34076; never a fence's ```)
+_QUOTE = re.compile(r"^(?:[>▎▍▌│┃]+[ \t]*|`(?!`))+")
+# a host that logs the engine's stdout under its own log4j prefix: TorchServe's "[INFO ] W-9000-model_1.0-stdout
+# MODEL_LOG - " after its timestamp (pytorch/serve#3315)
+_LOG4J = re.compile(r"^\[(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s*\]\s+\S+\s+MODEL_LOG\s+-\s+")
 # vLLM's multiprocessing prefixes
 _PROC = re.compile(r"^\((?P<proc>[A-Za-z_][\w\- ]*?(?:\s+(?:rank|TP|PP|DP)[=\w]*)?\s+pid=\d+(?:,\s*ip=[\d.:a-f]+)?)\)\s*")
 # vLLM's formatter: "INFO 10-03 16:22:17 [gpu_worker.py:298] ", older "INFO 02-20 00:01:02 kv_cache_utils.py:522] ",
@@ -88,12 +94,18 @@ def _strip_header(line: str) -> tuple[str, str | None, str | None, bool, str | N
     text = _ANSI.sub("", line).strip()
     level = process = site = None
     headed = False
-    for _ in range(4):  # prefixes nest: compose | timestamp (proc) LEVEL date [file]
+    for _ in range(4):  # prefixes nest: quote, compose | timestamp [host prefix] (proc) LEVEL date [file]
         before = text
+        m = _QUOTE.match(text)
+        if m:
+            text = text[m.end():]
         m = _COMPOSE.match(text)
         if m and not _LEVEL.match(text):
             text = text[m.end():]
         m = _ISO.match(text)
+        if m:
+            text = text[m.end():]
+        m = _LOG4J.match(text)
         if m:
             text = text[m.end():]
         m = _PROC.match(text)
@@ -117,6 +129,7 @@ def read_records(text: str) -> list[Record]:
     """The records of a log text (see the module docstring)."""
     lines = text.splitlines()
     stripped = [_strip_header(line) for line in lines]
+    quoted = [_QUOTE.match(line) is not None for line in lines]
     any_headed = any(h for _m, _l, _p, h, _s in stripped)
     records: list[Record] = []
     for i, (message, level, process, headed, site) in enumerate(stripped, start=1):
@@ -128,9 +141,11 @@ def read_records(text: str) -> list[Record]:
         # a shell command continued with a trailing backslash goes on, headed or not; so does an
         # exception's text wrapped onto indented lines
         last = records[-1] if records else None
+        # (in a quote block, whose marker hides the indentation, the lines after an exception's are its text)
         continued = last is not None and (
             (last.continuation or [last.message])[-1].endswith("\\")
-            or (not headed and lines[i - 1][:1].isspace() and _EXCEPTION.match(last.message) is not None
+            or (not headed and (lines[i - 1][:1].isspace() or (quoted[i - 1] and quoted[last.number - 1]))
+                and _EXCEPTION.match(last.message) is not None
                 and "" not in last.continuation and not _NEW_RECORD.search(message)))
         wrapped = continued or (any_headed and not headed and records and records[-1].headed
                                 and not _NEW_RECORD.search(message) and "" not in records[-1].continuation)

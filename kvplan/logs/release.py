@@ -49,16 +49,29 @@ class _Wording:
     literal: int  # characters of literal text (a specific wording beats a generic one)
     releases: frozenset[str]
     sites: dict
+    first: str = ""  # the format's first line
+
+
+# a placeholder that prints one word on a GPU, counted as that literal (so the wording is as specific as the
+# releases that wrote the word out): 0.30-0.34's "%s KV cache size: %s tokens, Maximum concurrency …" names the
+# pool "GPU" for CUDA (v1/core/kv_cache_utils.py _kv_cache_device_name, 0.34.0 l. 1150-1152), the same text
+# 0.28-0.29 print as "GPU KV cache size: …"
+_USUAL = (("%s KV cache size: ", "GPU"),)
 
 
 @lru_cache(maxsize=1)
 def _wordings() -> tuple[_Wording, ...]:
     out = []
     for kind, fmt, rels, sites in WORDINGS:
-        literal = len(_PLACEHOLDER.sub("", fmt.split("\n", 1)[0]))
+        # spaces do not count: 0.13.0's "… GiB). {estimated_msg} Try …" (v1/core/kv_cache_utils.py:710) and
+        # 0.14-0.21's "… GiB). {estimated_msg}Try …" (kv_cache_utils.py:634 in 0.14.0, its estimated_msg ending in
+        # ". ") print the same text, so neither is the more specific
+        literal = len(re.sub(r"\s+", "", _PLACEHOLDER.sub("", fmt.split("\n", 1)[0])))
         if literal < 12:  # "%s" alone, or nearly: matches anything
             continue
-        out.append(_Wording(kind, _regex(fmt), literal, _spans(rels), {s: _spans(r) for s, r in sites.items()}))
+        literal += sum(len(word) for start, word in _USUAL if fmt.startswith(start))
+        out.append(_Wording(kind, _regex(fmt), literal, _spans(rels), {s: _spans(r) for s, r in sites.items()},
+                            fmt.split("\n", 1)[0]))
     return tuple(out)
 
 
@@ -83,15 +96,72 @@ class ReleaseGuess:
                 "lines": list(self.lines), "conflicts": list(self.conflicts)}
 
 
+_CUT_EVIDENCE = 40  # characters of a wording's literal text a cut line must show to count
+
+
+@lru_cache(maxsize=None)
+def _literals(fmt_first: str) -> tuple[str, ...]:
+    return tuple(lit.replace("%%", "%") for lit in _PLACEHOLDER.split(fmt_first))
+
+
+@lru_cache(maxsize=None)
+def _upto(fmt_first: str, i: int) -> re.Pattern:
+    """The format's first ``i`` literals (placeholders between them any text), then the rest."""
+    lits = _literals(fmt_first)
+    body = re.escape(lits[0]) + "".join(".*?" + re.escape(lit) for lit in lits[1:i])
+    return re.compile("^" + body + "(?P<rest>.*)$", re.S)
+
+
+def _shown(fmt_first: str, text: str) -> int:
+    """How much of a wording's literal text (spaces not counted) a line cut short shows, when the
+    line is the start of that wording's message; 0 when it is not."""
+    lits = _literals(fmt_first)
+    if lits[0].startswith(text):
+        return len(re.sub(r"\s+", "", text))
+    best = 0
+    for i in range(1, len(lits)):
+        m = _upto(fmt_first, i).match(text)
+        if m is None:
+            break
+        nxt, rest = lits[i], m["rest"]
+        tail = next((k for k in range(min(len(rest), len(nxt)), 0, -1) if rest.endswith(nxt[:k])), 0)
+        best = len(re.sub(r"\s+", "", "".join(lits[:i]) + nxt[:tail]))
+    return best
+
+
+def _cut_hits(record: Record) -> list["_Wording"]:
+    """The wordings a line cut short (the rest of the message lost, or wrapped onto the following
+    lines) is the start of: those that account for the most of its literal text, at least
+    ``_CUT_EVIDENCE`` characters of it (vllm#34076's error stops at "… for mo"). A whole line whose
+    text leaves a wording inside a placeholder (which may hold any text) reads the same way: the
+    admission error 0.33.0 prints with "(which also controls CPU memory on the CPU backend)"
+    (v1/core/kv_cache_planning.py:77 of the unpacked 0.33.0 wheel) is not in fingerprints.py, whose
+    0.33.0 entry has the plain wording, and counts by the 0.22-0.33 wording it starts like."""
+    texts = [_EXCEPTION.sub("", t) for t in dict.fromkeys(record.candidates())]
+    scored = []
+    for w in _wordings():
+        n = max(_shown(w.first, t) for t in texts)
+        if n >= _CUT_EVIDENCE:
+            scored.append((n, w))
+    if not scored:
+        return []
+    top = max(n for n, _ in scored)
+    return [w for n, w in scored if n == top]
+
+
 def _candidates(record: Record) -> tuple[frozenset[str], bool] | None:
     """The releases that print this record's message (at its site, when the prefix shows one),
-    and whether the site counted; None when no release has the wording."""
+    and whether the site counted; None when no release has the wording. A message no wording
+    matches whole may be one cut short: the wordings it is the start of count."""
     message = _EXCEPTION.sub("", record.message)
     hits = [w for w in _wordings() if w.regex.match(message)]
+    if hits:
+        best = max(w.literal for w in hits)
+        hits = [w for w in hits if w.literal == best]
+    else:
+        hits = _cut_hits(record)
     if not hits:
         return None
-    best = max(w.literal for w in hits)
-    hits = [w for w in hits if w.literal == best]
     by_wording = frozenset().union(*(w.releases for w in hits))
     if record.site:
         at_site = frozenset().union(*(w.sites.get(record.site, frozenset()) for w in hits))

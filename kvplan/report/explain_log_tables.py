@@ -19,6 +19,8 @@ _FACT_LABELS = (
     ("available_kv_cache_memory_gib", "available KV cache memory (GiB)"),
     ("kv_cache_memory_bytes_gib", "kv_cache_memory_bytes (GiB)"), ("num_gpu_blocks", "num_gpu_blocks"),
     ("kv_cache_size_tokens", "GPU KV cache size (tokens)"), ("max_concurrency", "maximum concurrency (x)"),
+    ("consumed_gib", "weights + non-torch memory (GiB)"), ("attention_block_size", "attention block size (tokens)"),
+    ("mamba_page_padding_pct", "mamba page padding (%)"),
 )
 
 

@@ -56,6 +56,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "concurrency": ("Maximum concurrency for",),
     "dcp_multiply": ("^Multiplying the GPU KV cache size",),
     "padding": ("padding layers",),
+    "hybrid_block_size": ("Setting attention block size to",),
+    "mamba_page_padding": ("Padding mamba page size by",),
     "hma_off": ("Turning off hybrid kv cache manager", "chunked local attention with the hybrid KV cache"),
     "hma_off_converted": ("Hybrid KV cache manager is disabled",),
     "admission_error": ("To serve at least one request",),

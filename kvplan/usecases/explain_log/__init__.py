@@ -35,7 +35,7 @@ def recovered(facts) -> dict:
     """The facts as one summary (first occurrence of each; every occurrence is in ``facts``)."""
     out: dict = {}
     rel = facts.first("release") or facts.first("engine_config")
-    if rel:
+    if rel and rel.values.get("version"):
         out["release"] = rel["version"]
     nda = facts.first("non_default_args")
     if nda:
@@ -67,6 +67,9 @@ def recovered(facts) -> dict:
                             ("capacity", "kv_cache_size_tokens", "kv_cache_size_tokens"),
                             ("concurrency", "max_concurrency", "max_concurrency"),
                             ("capacity", "max_concurrency", "max_concurrency"),
+                            ("hybrid_block_size", "block_size", "attention_block_size"),
+                            ("mamba_page_padding", "padding_pct", "mamba_page_padding_pct"),
+                            ("memory_account", "consumed_gib", "consumed_gib"),
                             ("cuda_graph", "gib", "cuda_graph_gib"),
                             ("cuda_graph_pool", "actual_gib", "cuda_graph_gib"),
                             ("memory_account", "cuda_graph_gib", "cuda_graph_gib"),
@@ -131,7 +134,7 @@ def explain_log(source: str, **options) -> dict:
     facts = facts_of(records)
     given_policy = r["policy"] if "policy" in r.given else None
     banner = facts.first("release") or facts.first("engine_config")
-    guess = infer_release(records, banner["version"] if banner else None)
+    guess = infer_release(records, banner.values.get("version") if banner else None)
     dep = deployment(facts, model=r["model"], drafter=r["drafter"], policy=given_policy,
                      model_runner=r["model_runner"], guess=guess, settings=r["settings"])
     sim = resimulate(dep)

@@ -132,9 +132,12 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
     cmd_model = _model_of_words(list(cmd["argv"]), flags_release) if cmd is not None else None
     if settings:
         _serve_options(dep, _settings_words(settings, flags_release), flags_release, "--set", strict=True)
-    # the model: as given, else the args' model (the positional model_tag), else the command's,
-    # the engine config's, the release line's, "Starting to load model …"
-    for value, src in ((model, "--model"), (args.get("model"), nda and _where(nda)),
+    # the model: as given, else the args' config source (--hf-config-path: "Name or path of the Hugging Face
+    # config to use. If unspecified, model name or path will be used", config/model.py 0.34.0 l. 242-244; a
+    # GGUF file's layout is that config's, vllm-gguf-plugin#101), the args' model (the positional model_tag),
+    # else the command's, the engine config's, the release line's, "Starting to load model …"
+    for value, src in ((model, "--model"), (args.get("hf_config_path"), nda and _where(nda)),
+                       (args.get("model"), nda and _where(nda)),
                        (args.get("model_tag"), nda and _where(nda)), (cmd_model, cmd and _where(cmd)),
                        (cfg and cfg.values.get("model"), cfg and _where(cfg)),
                        (release and release.values.get("model"), release and _where(release)),
