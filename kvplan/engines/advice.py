@@ -18,6 +18,10 @@ advised knob leaves each pool at least one request's need).
   ``sum == 1.0``). When no split prefills the workload's prompt, the advice says so and gives
   the longest prompt any split can prefill (every pool holding the prompt: shares
   proportional to the pools' bytes per token).
+- **TensorRT-LLM, Mamba hybrids**: first ``kv_cache_config.enable_block_reuse=false`` (the
+  defaults fail MambaHybridCacheManager's assert) and the ``max_batch_size`` whose state leaves a
+  pool serving the most requests (the largest ``S`` still served ``S`` times, equal shares), then
+  the shares on top; offered when that serves more than the defaults.
 - **vLLM** grouping threshold: not a vLLM flag. The 1.5 is a literal in
   ``vllm/v1/core/kv_cache_utils.py`` (``_get_kv_cache_groups_uniform_page_size``, PR
   #36684), so the advice is labelled a code change; kvplan's own ``--threshold`` simulates
