@@ -4,6 +4,8 @@ request's need; and the advice names only flags or variables the engine has."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +31,18 @@ def build(ks, mamba: int):
     return layers(specs)
 
 
+def trtllm_advised(inputs: CompareInputs, t: dict) -> CompareInputs:
+    """The inputs with the settings the TensorRT-LLM advice names, by TensorRT-LLM's own names: a Mamba
+    hybrid's kv_cache_config.enable_block_reuse and max_batch_size."""
+    s = t.get("settings")
+    if not s:
+        return inputs
+    assert set(s) == {"kv_cache_config.enable_block_reuse", "max_batch_size"}
+    assert t["settings_text"].startswith(f"kv_cache_config.enable_block_reuse=false max_batch_size={s['max_batch_size']}")
+    return replace(inputs, trtllm_enable_block_reuse=s["kv_cache_config.enable_block_reuse"],
+                   trtllm_max_batch_size=s["max_batch_size"])
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ks=kinds, mamba=st.integers(0, 1), length=st.integers(256, 200_000), budget=st.integers(GiB // 4, 80 * GiB),
        policy=st.sampled_from(SCHEDULER_POLICIES), overlap=st.booleans(), page=st.sampled_from([1, 16, 64]))
@@ -47,9 +61,12 @@ def test_no_advised_knob_leaves_a_pool_below_one_request(ks, mamba, length, budg
         assert min(s["pool_margins"].values()) >= 1
 
     t = advise_trtllm(costs, inputs)
+    if t.get("settings"):  # a Mamba hybrid's start-up settings: it starts and serves at least one request
+        r = trtllm_result(costs, trtllm_advised(inputs, t), t.get("window_shares"))
+        assert r.starts and r.max_concurrency >= 1 and t["requests"] <= t["settings"]["max_batch_size"]
     if t.get("window_shares"):
         assert t["env"].startswith("TRTLLM_WINDOW_SIZE_SHARES=") and sum(t["window_shares"]) == 1.0
-        r = trtllm_result(costs, inputs, t["window_shares"])
+        r = trtllm_result(costs, trtllm_advised(inputs, t), t["window_shares"])
         assert r.starts and r.max_concurrency >= 1
         for p in r.pools:
             per = p.blocks_per_request if policy == MAX_UTILIZATION else p.admission_blocks
@@ -98,12 +115,13 @@ def test_advice_never_loses_to_the_default(ks, mamba, length, budget, policy, ov
 
     t = advise_trtllm(costs, inputs)
     equal = trtllm_result(costs, inputs)
-    if not t.get("window_shares"):
+    if not t.get("window_shares") and not t.get("settings"):
         assert t["max_concurrency"] == round(equal.max_concurrency, 6)
     else:
-        r = trtllm_result(costs, inputs, t["window_shares"])
+        r = trtllm_result(costs, trtllm_advised(inputs, t), t.get("window_shares"))
         n = math.floor(r.max_concurrency)
         assert n == t["requests"] > math.floor(equal.max_concurrency) and t["gain_requests"] >= 1
+        assert r.starts and n <= r.max_batch_size
         for p in r.pools:
             per = p.blocks_per_request if policy == MAX_UTILIZATION else p.admission_blocks
             assert p.num_blocks >= max(n * per, p.prefill_blocks), p

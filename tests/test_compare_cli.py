@@ -199,3 +199,21 @@ def test_simulate_accepts_a_proposal():
     assert sim["policy"]["name"] == "pr35062-drafter-group" and sim["policy"]["is_proposal"] is True
     assert sim["outcome"]["starts"] and sim["grouping"]["group_size"] == 12
     assert [g["index"] for g in sim["groups"] if g["has_drafter_layers"]] == [2]
+
+
+def test_trtllm_mamba_hybrid_start_up_and_its_settings():
+    """Qwen3-Next at 40 GiB / 262,144 (numbers derived in tests/test_engines_trtllm.py): the defaults fail
+    MambaHybridCacheManager's block-reuse assert; block reuse off with max_batch_size 6 serves 6."""
+    d = as_json("compare", "Qwen/Qwen3-Next-80B-A3B-Instruct", *BUDGET, "--policies", "none")
+    t = {r["engine"]: r for r in d["engines"]}["trtllm"]
+    assert t["outcome"]["error_type"] == "AssertionError" and not t["outcome"]["starts"]
+    assert t["outcome"]["error"] == "mamba hybrid cache requires block reuse to be disabled in KV cache config"
+    assert t["outcome"]["fix"].startswith("kv_cache_config.enable_block_reuse=false")
+    assert t["knobs"]["max_batch_size"] == 2048 and t["knobs"]["enable_block_reuse"] is True
+    assert d["advice"]["trtllm"]["settings"] == {"kv_cache_config.enable_block_reuse": False, "max_batch_size": 6}
+    fixed = as_json("compare", "Qwen/Qwen3-Next-80B-A3B-Instruct", *BUDGET, "--policies", "none",
+                    "--no-trtllm-enable-block-reuse", "--trtllm-max-batch-size", "6")
+    t = {r["engine"]: r for r in fixed["engines"]}["trtllm"]
+    assert t["outcome"]["starts"] and t["max_concurrency"] == 6.0 and t["details"]["state_bytes"] == 237_109_248
+    r = invoke("compare", "Qwen/Qwen3-Next-80B-A3B-Instruct", *BUDGET, "--trtllm-max-batch-size", "0")
+    assert r.exit_code != 0 and "--trtllm-max-batch-size" in r.output and len(r.output.strip().splitlines()) == 1

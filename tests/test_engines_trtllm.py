@@ -161,3 +161,93 @@ def test_adjust_window_sizes_when_one_sequence_does_not_fit():
     assert adjust_window_sizes(windows, BUDGET) == []
     r = model(gemma3_27b(), budget=4 * GiB)
     assert r.starts and r.adjusted_windows == ((L128K, 47_104),) and r.max_concurrency < 1
+
+
+# --- Mamba hybrids (MambaHybridCacheManager) --------------------------------------------------------------
+# TensorRT-LLM 1.2.0rc2 (b35ac1b6) _torch/pyexecutor/_util.py: Qwen3-Next and Nemotron-H get MambaHybridCacheManager,
+# whose __init__ first asserts `not kv_cache_config.enable_block_reuse` (on by default), then MambaCacheManager
+# allocates conv_states [layers, max_batch_size, conv_dim, d_conv - 1] in the model dtype and ssm_states
+# [layers, max_batch_size, nheads, head_dim, d_state] in mamba_ssm_cache_dtype ("auto": the model dtype, bf16),
+# conv_dim = head_dim · nheads + 2 · n_groups · d_state; max_batch_size 2048 by default. The state is allocated
+# before the KV pool, which gets the rest: tokens = int(rest / bytes per token), blocks = ceil(tokens / 32).
+#
+# Qwen3-Next-80B-A3B (config.json): d_state = linear_key_head_dim 128, d_conv = linear_conv_kernel_dim 4,
+# nheads = linear_num_value_heads 32, n_groups = linear_num_key_heads 16, head_dim = linear_value_head_dim 128,
+# 36 mamba layers (48 // 4 · 3). conv_dim = 128 · 32 + 2 · 16 · 128 = 8192: conv 8192 · 3 · 2 B = 49,152 B,
+# ssm 32 · 128 · 128 · 2 B = 1,048,576 B, 1,097,728 B a layer, · 36 = 39,518,208 B per request.
+# Attention: 12 full layers · 2 KV heads · 256 · 2 (K, V) · 2 B = 24,576 B per token; L = 262,144 = 8,192 blocks.
+QWEN3_NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+L256K = 262_144
+
+
+def qwen3_next(**kw):
+    from kvplan.model.layout import build_model_layout
+
+    return trtllm_model(layer_costs(build_model_layout(QWEN3_NEXT).layers), BUDGET, L256K, **kw)
+
+
+def test_mamba_hybrid_defaults_fail_the_block_reuse_assert():
+    r = qwen3_next()
+    assert r.state_bytes_per_request == 39_518_208
+    assert not r.starts and r.max_concurrency == 0 and r.admission_concurrency == 0
+    assert r.failure == "mamba hybrid cache requires block reuse to be disabled in KV cache config"
+    assert (r.failure_type, r.failure_stage) == ("AssertionError",
+                                                 "KvCacheCreator.build_managers → MambaHybridCacheManager.__init__")
+    # the fix is the engine's own knob; re-computed, the 2048-request state (below) still does not fit
+    assert r.fix.startswith("kv_cache_config.enable_block_reuse=false") and "max_batch_size" in r.fix
+    assert r.notes[0].startswith("fix: kv_cache_config.enable_block_reuse=false") and "still fails" in r.notes[0]
+    assert r.to_dict()["max_batch_size"] == 2048 and r.to_dict()["enable_block_reuse"] is True
+
+
+def test_mamba_state_sized_by_max_batch_size_runs_out_of_memory():
+    # block reuse off: 2048 · 39,518,208 = 80,933,289,984 B of state, more than the 40 GiB (42,949,672,960 B) budget
+    r = qwen3_next(enable_block_reuse=False)
+    assert not r.starts and r.failure_type == "torch.OutOfMemoryError"
+    assert r.state_bytes == 80_933_289_984 and "80,933,289,984 B" in r.failure and "42,949,672,960 B" in r.failure
+    assert "max_batch_size" in r.fix and "enable_block_reuse" not in r.fix
+
+
+def test_mamba_state_first_then_the_pool():
+    # max_batch_size 256: state 256 · 39,518,208 = 10,116,661,248 B; pool 42,949,672,960 − 10,116,661,248 =
+    # 32,833,011,712 B / 24,576 = 1,335,978.67 → 1,335,978 tokens, ceil(/32) = 41,750 blocks;
+    # 41,750 // 8,192 = 5 requests admitted, steady 41,750 / 8,192 = 5.10
+    r = qwen3_next(enable_block_reuse=False, max_batch_size=256)
+    assert r.starts and r.state_bytes == 10_116_661_248
+    assert [(p.bytes_per_token, p.capacity_tokens, p.num_blocks) for p in r.pools] == [(24_576, 1_335_978, 41_750)]
+    assert r.admission_concurrency == 5 and f"{float(r.steady_concurrency):.2f}" == "5.10" and r.max_concurrency == 5
+    assert r.kv_tokens == 1_336_000
+    # max_batch_size 6: state 237,109,248 B; pool 42,712,563,712 B / 24,576 = 1,737,978 tokens, 54,312 blocks →
+    # 6 requests; max_batch_size 7: 42,673,045,504 B → 1,736,370 tokens, 54,262 blocks → still 6 (and 7 > 6)
+    assert qwen3_next(enable_block_reuse=False, max_batch_size=6).max_concurrency == 6
+    seven = qwen3_next(enable_block_reuse=False, max_batch_size=7)
+    assert seven.pools[0].num_blocks == 54_262 and seven.max_concurrency == 6
+    # max_batch_size also caps the scheduler: 2 slots admit 2 requests
+    assert qwen3_next(enable_block_reuse=False, max_batch_size=2).max_concurrency == 2
+
+
+def test_mamba_advice_turns_block_reuse_off_and_sizes_max_batch_size():
+    from kvplan.engines.advice import advise_trtllm
+    from kvplan.engines.compare import CompareInputs
+    from kvplan.model.layout import build_model_layout
+
+    costs = layer_costs(build_model_layout(QWEN3_NEXT).layers)
+    a = advise_trtllm(costs, CompareInputs(BUDGET, L256K, target_concurrency=8))
+    assert a["settings"] == {"kv_cache_config.enable_block_reuse": False, "max_batch_size": 6}
+    assert a["requests"] == 6 and a["default_requests"] == 0 and not a["reaches_target"]
+    # Nemotron-H-56B (config.json): d_state 256, d_conv 4, nheads 256, n_groups 8, head_dim 64, 54 "M" layers:
+    # conv_dim = 64 · 256 + 2 · 8 · 256 = 20,480; conv 20,480 · 3 · 2 = 122,880 B, ssm 256 · 64 · 256 · 2 =
+    # 8,388,608 B; · 54 = 459,620,352 B per request. Attention 10 · 8 · 128 · 2 · 2 = 40,960 B/token, L = 8192
+    # (256 blocks). max_batch_size 54: pool 42,949,672,960 − 24,819,499,008 = 18,130,173,952 B → 442,631 tokens,
+    # 13,833 blocks → 54 requests; 55: 17,670,553,600 B → 431,410 tokens, 13,482 blocks → 52 < 55.
+    nemo = layer_costs(build_model_layout("nvidia/Nemotron-H-56B-Base-8K").layers)
+    n = advise_trtllm(nemo, CompareInputs(BUDGET, 8192))
+    assert n["settings"]["max_batch_size"] == 54 and n["requests"] == 54
+    r = trtllm_model(nemo, BUDGET, 8192, enable_block_reuse=False, max_batch_size=54)
+    assert r.state_bytes_per_request == 459_620_352 and r.pools[0].num_blocks == 13_833
+
+
+def test_max_batch_size_caps_admission_and_is_checked():
+    # create_py_executor_instance: the capacity scheduler holds max_batch_size requests (gpt-oss-20b admits 6 above)
+    assert model(gpt_oss_20b(), max_batch_size=4).admission_concurrency == 4
+    with pytest.raises(OptionError, match="max-batch-size"):
+        model(gpt_oss_20b(), max_batch_size=0)

@@ -18,6 +18,10 @@ advised knob leaves each pool at least one request's need).
   ``sum == 1.0``). When no split prefills the workload's prompt, the advice says so and gives
   the longest prompt any split can prefill (every pool holding the prompt: shares
   proportional to the pools' bytes per token).
+- **TensorRT-LLM, Mamba hybrids**: first ``kv_cache_config.enable_block_reuse=false`` (the
+  defaults fail MambaHybridCacheManager's assert) and the ``max_batch_size`` whose state leaves a
+  pool serving the most requests (the largest ``S`` still served ``S`` times, equal shares), then
+  the shares on top; offered when that serves more than the defaults.
 - **vLLM** grouping threshold: not a vLLM flag. The 1.5 is a literal in
   ``vllm/v1/core/kv_cache_utils.py`` (``_get_kv_cache_groups_uniform_page_size``, PR
   #36684), so the advice is labelled a code change; kvplan's own ``--threshold`` simulates
@@ -31,14 +35,15 @@ advised knob leaves each pool at least one request's need).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 from kvplan.engines.compare import CompareInputs, sglang_result, trtllm_result
 from kvplan.engines.layer_costs import LayerCost
 from kvplan.engines.llamacpp import llamacpp_model
 from kvplan.engines.sglang import SglangResult
-from kvplan.engines.trtllm import MAX_UTILIZATION, TrtllmResult, window_bytes_per_token
-from kvplan.units import plural
+from kvplan.engines.trtllm import MAX_UTILIZATION, TrtllmResult, mamba_state_bytes, window_bytes_per_token
+from kvplan.units import largest_true, plural
 
 RATIO_STEP = Fraction(1, 1000)
 SHARE_STEPS = (Fraction(1, 100), Fraction(1, 1000), Fraction(1, 10000))
@@ -199,7 +204,68 @@ def proportional_shares(costs, inputs: CompareInputs) -> list[Fraction]:
     return _rounded_shares([max(p.prefill_blocks, p.admission_blocks) * tpb * p.bytes_per_token for p in r.pools])
 
 
+def trtllm_mamba_settings(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict | None:
+    """For a Mamba hybrid, the engine's own settings that let it start and serve the most requests:
+    ``kv_cache_config.enable_block_reuse=false`` (MambaHybridCacheManager asserts it) and the
+    ``max_batch_size`` ``S`` maximising ``min(S, what the pool left after S states serves)``: the
+    largest S the pool still serves (equal window shares). None for a model without state."""
+    if not mamba_state_bytes(costs):
+        return None
+    fixed = replace(inputs, trtllm_enable_block_reuse=False)
+
+    def served(s: int) -> int:
+        return math.floor(trtllm_result(costs, replace(fixed, trtllm_max_batch_size=s)).max_concurrency)
+
+    hi = max(1, inputs.kv_cache_memory_bytes // mamba_state_bytes(costs))
+    best = largest_true(lambda s: served(s) >= s, 1, hi) if served(1) >= 1 else 1
+    return {"trtllm_enable_block_reuse": False, "trtllm_max_batch_size": best}
+
+
+def _settings_text(settings: dict) -> str:
+    return (f"kv_cache_config.enable_block_reuse=false max_batch_size={settings['trtllm_max_batch_size']} "
+            f"(--no-trtllm-enable-block-reuse --trtllm-max-batch-size {settings['trtllm_max_batch_size']})")
+
+
 def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
+    """Window shares; for a Mamba hybrid first the settings it needs to start (block reuse off, a
+    ``max_batch_size`` whose state leaves the pool room), offered when they serve more requests."""
+    settings = trtllm_mamba_settings(costs, inputs)
+    if settings is None:
+        return _advise_trtllm_shares(costs, inputs)
+    default = trtllm_result(costs, inputs)
+    base = math.floor(default.max_concurrency) if default.starts else 0
+    fixed_inputs = replace(inputs, **settings)
+    inner = _advise_trtllm_shares(costs, fixed_inputs)
+    shares = inner.get("window_shares")
+    r = trtllm_result(costs, fixed_inputs, shares)
+    n = math.floor(r.max_concurrency) if r.starts else 0
+    if n <= base:
+        out = _advise_trtllm_shares(costs, inputs)
+        if n < 1:
+            out["reason"] = (f"no max_batch_size serves one {inputs.target_len_tokens:,}-token request with block "
+                             f"reuse off: the Mamba state of one request ({mamba_state_bytes(costs):,} B) and its KV "
+                             "blocks do not fit the budget" + ("" if default.starts else
+                                                               f" (the default fails: {default.failure})"))
+        return out
+    out = dict(inner)
+    out.update({
+        "applicable": True,
+        "settings": {"kv_cache_config.enable_block_reuse": False, "max_batch_size": settings["trtllm_max_batch_size"]},
+        "settings_text": _settings_text(settings),
+        "max_concurrency": _round(r.max_concurrency),
+        "requests": n,
+        "default_requests": base,
+        "gain_requests": n - base,
+        "default_fails": None if default.starts else default.failure,
+        "reaches_target": _reaches(r.max_concurrency, inputs.target_concurrency),
+        "reason": (("the defaults do not start (" + default.failure + "); " if not default.starts else "")
+                   + f"{_settings_text(settings)} serves {plural(n, 'request')}"
+                   + (f" with {inner['env']}" if shares else "")),
+    })
+    return out
+
+
+def _advise_trtllm_shares(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
     windows = list(window_bytes_per_token(costs, inputs.target_len_tokens, inputs.trtllm_max_attention_window))
     equal = trtllm_result(costs, inputs)
     if len(windows) < 2:

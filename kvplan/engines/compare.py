@@ -36,6 +36,7 @@ from kvplan.engines.sglang import (
     sglang_model,
 )
 from kvplan.engines.trtllm import (
+    DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_NUM_TOKENS,
     GUARANTEED_NO_EVICT,
     TOKENS_PER_BLOCK,
@@ -72,6 +73,8 @@ class CompareInputs:
     sglang_mamba_ssm_dtype: str = "float32"  # SGLang's SSM state dtype (SGLANG_MAMBA_SSM_DTYPE)
     num_speculative_tokens: int = 0  # the drafter's tokens per step (SGLang's speculative SWA term)
     trtllm_max_attention_window: bool = False  # kv_cache_config.max_attention_window = the model's windows
+    trtllm_max_batch_size: int = DEFAULT_MAX_BATCH_SIZE  # sizes the Mamba state and the scheduler's capacity
+    trtllm_enable_block_reuse: bool = True  # kv_cache_config.enable_block_reuse (Mamba hybrids need it off)
 
     @property
     def n_seq(self) -> int:
@@ -111,6 +114,7 @@ class EngineRow:
     steady_state_concurrency: float | None = None  # None: the same as max_concurrency
     failure_stage: str | None = None  # the engine's own stage and exception, where it names them
     failure_type: str | None = None
+    failure_fix: str | None = None  # the engine's own setting that removes the failure, where kvplan knows it
 
     @property
     def waste_per_request_bytes(self) -> int | None:
@@ -133,7 +137,8 @@ class EngineRow:
             "is_proposal": self.is_proposal,
             "outcome": outcome(ok=self.starts, starts=self.starts,
                                stage=None if self.starts else (self.failure_stage or "start-up"),
-                               error_type=None if self.starts else self.failure_type, error=self.failure),
+                               error_type=None if self.starts else self.failure_type, error=self.failure,
+                               fix=None if self.starts else self.failure_fix),
             "kv_tokens": self.kv_tokens,
             "max_concurrency": round(self.max_concurrency, 6),
             "steady_state_concurrency": round(self.max_concurrency if self.steady_state_concurrency is None
@@ -254,7 +259,8 @@ def trtllm_result(costs, inputs: CompareInputs, shares=None) -> TrtllmResult:
         window_shares=None if shares is None else tuple(float(s) for s in shares),
         tokens_per_block=inputs.trtllm_tokens_per_block, scheduler_policy=inputs.trtllm_scheduler_policy,
         max_num_tokens=inputs.trtllm_max_num_tokens, prompt_len_tokens=inputs.target_prompt_len_tokens,
-        max_attention_window=inputs.trtllm_max_attention_window,
+        max_attention_window=inputs.trtllm_max_attention_window, max_batch_size=inputs.trtllm_max_batch_size,
+        enable_block_reuse=inputs.trtllm_enable_block_reuse,
     )
 
 
@@ -270,13 +276,16 @@ def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBou
         "max_num_tokens": r.max_num_tokens,
         "max_attention_window": "model windows" if r.max_attention_window else None,
         "enable_chunked_prefill": True,  # assumed by kvplan (off by default)
+        "max_batch_size": r.max_batch_size,
+        "enable_block_reuse": r.enable_block_reuse,
+        "mamba_ssm_cache_dtype": "auto (the model dtype)" if r.state_bytes_per_request else None,
         "release": f"{TRTLLM_VERSION} @ {TRTLLM_COMMIT}",
     }
     return EngineRow(
         engine="trtllm", name="VSWA" if len(r.pools) > 1 else "one window pool", starts=r.starts, kv_tokens=r.kv_tokens,
         max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
         lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.to_dict(), failure=r.failure,
-        notes=r.notes,
+        notes=r.notes, failure_stage=r.failure_stage, failure_type=r.failure_type, failure_fix=r.fix,
     )
 
 

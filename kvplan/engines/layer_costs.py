@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from kvplan.errors import UnsupportedError
-from kvplan.units import dtype_size_bytes, largest_true
+from kvplan.units import dtype_size_bytes
 from kvplan.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
@@ -102,25 +102,3 @@ def is_hybrid(costs) -> bool:
     """Both kinds of attention layer: something a split pool can save on."""
     kinds = {c.kind for c in costs}
     return FULL in kinds and WINDOW in kinds
-
-
-def state_slots(state_bytes: int, budget_bytes: int, attention_concurrency) -> int:
-    """How many requests' recurrent state an engine sets aside before sizing its KV pools.
-
-    SGLang and TensorRT-LLM keep Mamba/GDN state in a pool of its own, sized for the
-    running batch; a request needs a slot there and its tokens in the KV pools. kvplan
-    picks the size that serves the most requests, ``S`` maximising
-    ``min(S, attention_concurrency(budget − S · state))``: the largest S whose leftover KV
-    memory still serves S requests, or one more when the KV pools then serve a fraction more.
-    """
-    if state_bytes <= 0:
-        return 0
-
-    def served(s: int):
-        return min(s, attention_concurrency(budget_bytes - s * state_bytes))
-
-    lo, hi = 1, max(1, budget_bytes // state_bytes)
-    if attention_concurrency(budget_bytes - state_bytes) < 1:
-        return 1
-    lo = largest_true(lambda s: attention_concurrency(budget_bytes - s * state_bytes) >= s, lo, hi)
-    return lo + 1 if served(lo + 1) > served(lo) else lo

@@ -55,8 +55,22 @@ Rules read from TensorRT-LLM 1.2.0rc2 (``tensorrt_llm/version.py``), commit
   1,575 · 32 = 50,400 tokens. gpt-oss-20b (window 128): admission ``ceil(8320/32) = 260``.
 - **Too little memory for one sequence**: ``adjust_window_sizes_for_vswa`` shrinks the
   windows from the largest down (PR #5880); the engine starts, with a shorter maximum length.
-- **Recurrent state** (Mamba hybrids) has its own manager sized for the batch; kvplan sets
-  it aside first (``layer_costs.state_slots``), an approximation.
+- **Mamba / GDN hybrids** (``_torch/pyexecutor/_util.py get_kv_cache_manager_cls``: Nemotron-H
+  and Qwen3-Next get ``MambaHybridCacheManager``, ``_torch/pyexecutor/mamba_cache_manager.py``):
+  its constructor first asserts ``not kv_cache_config.enable_block_reuse`` ("mamba hybrid cache
+  requires block reuse to be disabled in KV cache config"), and block reuse is on by default
+  (``KvCacheConfig.enable_block_reuse = True``): with the defaults the engine does not start.
+  Then ``MambaCacheManager`` allocates ``conv_states [layers, max_batch_size, conv_dim, d_conv − 1]``
+  in the model dtype and ``ssm_states [layers, max_batch_size, nheads, head_dim, d_state]`` in
+  ``mamba_ssm_cache_dtype`` ("auto": the model dtype), ``conv_dim = head_dim · nheads + 2 ·
+  n_groups · d_state`` per rank: the state is sized by ``max_batch_size`` (2048 by default,
+  ``BuildConfig.max_batch_size``), not by what fits. It is allocated before the KV pool
+  (``KvCacheCreator`` profiles with it in place), so it comes out of the budget first; a state
+  larger than the budget runs out of memory, and a pool with no block left fails
+  ``get_max_atten_window_upper_bound`` ("Impossible to fit in any sequence in kvCache").
+  Requests beyond ``max_batch_size`` are never scheduled (``create_py_executor_instance``:
+  the capacity scheduler's capacity is ``max_batch_size``; ``_prepare_mamba_cache_blocks``
+  raises "run out of mamba cache blocks" past it).
 """
 
 from __future__ import annotations
@@ -66,7 +80,7 @@ import struct
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kvplan.engines.layer_costs import FULL, STATE, LayerCost, state_slots
+from kvplan.engines.layer_costs import FULL, STATE, LayerCost
 from kvplan.engines.stages import EngineStages, Figure
 from kvplan.errors import OptionError
 from kvplan.units import cdiv, plural
@@ -75,6 +89,14 @@ TRTLLM_VERSION = "1.2.0rc2"  # tensorrt_llm/version.py at the commit below
 TRTLLM_COMMIT = "b35ac1b64368513d215c57d2ed01d62d910df8da"
 TOKENS_PER_BLOCK = 32
 DEFAULT_MAX_NUM_TOKENS = 8192  # resource_manager.py KVCacheManager(max_num_tokens=8192)
+DEFAULT_MAX_BATCH_SIZE = 2048  # BuildConfig.max_batch_size, copied into TorchLlmArgs.max_batch_size
+BLOCK_REUSE_ASSERT = "mamba hybrid cache requires block reuse to be disabled in KV cache config"
+NO_SEQUENCE_FITS = "Impossible to fit in any sequence in kvCache"
+# _util.py get_kv_cache_manager_cls: is_nemotron_hybrid(config) or is_qwen3_next(config)
+TRTLLM_MAMBA_HYBRIDS = ("NemotronHForCausalLM", "Qwen3NextForCausalLM")
+REUSE_FIX = "kv_cache_config.enable_block_reuse=false (--no-trtllm-enable-block-reuse)"
+BATCH_FIX = "a max_batch_size whose Mamba state leaves KV blocks (--trtllm-max-batch-size; the advice names one)"
+MAMBA_STAGE = "KvCacheCreator.build_managers → MambaHybridCacheManager.__init__"
 GUARANTEED_NO_EVICT, MAX_UTILIZATION = "GUARANTEED_NO_EVICT", "MAX_UTILIZATION"
 SCHEDULER_POLICIES = (GUARANTEED_NO_EVICT, MAX_UTILIZATION)
 NO_FREE_BLOCKS = "allocateBlock: TLLM_CHECK(hasFreeBlocks) fails, no free blocks left"
@@ -143,6 +165,11 @@ class TrtllmResult:
     admission_concurrency: int = 0
     steady_concurrency: Fraction = Fraction(0)
     longest_prompt_tokens: int = 0
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    enable_block_reuse: bool = True
+    failure_stage: str | None = None
+    failure_type: str | None = None
+    fix: str | None = None  # the engine's own setting that removes the failure
 
     @property
     def max_concurrency(self) -> float:
@@ -172,8 +199,9 @@ class TrtllmResult:
             longest_prompt_tokens=Figure(self.longest_prompt_tokens, RULE_PREFILL),
             admission_concurrency=Figure(self.admission_concurrency, RULE_ADMIT[self.scheduler_policy]),
             steady_concurrency=Figure(float(self.steady_concurrency), RULE_STEADY),
-            starts=Figure(self.starts, "starts unless the state leaves no KV memory; adjust_window_sizes_for_vswa "
-                                       "shrinks windows instead of failing"),
+            starts=Figure(self.starts, "Mamba hybrids: MambaHybridCacheManager asserts block reuse off and "
+                                       "allocates the state for max_batch_size first; otherwise starts "
+                                       "(adjust_window_sizes_for_vswa shrinks windows instead of failing)"),
             prompt_len_tokens=self.prompt_len_tokens,
         )
 
@@ -188,7 +216,10 @@ class TrtllmResult:
             "window_shares": "given" if self.shares_given else "equal",
             "pools": [p.to_dict(self.tokens_per_block) for p in self.pools],
             "adjusted_windows": [{"window_tokens": w, "adjusted_to_tokens": a} for w, a in self.adjusted_windows],
+            "max_batch_size": self.max_batch_size,
+            "enable_block_reuse": self.enable_block_reuse,
             "state_slots": self.state_slots,
+            "state_bytes_per_request": self.state_bytes_per_request,
             "state_bytes": self.state_bytes,
             "stages": self.stages.to_dict(),
         }
@@ -289,6 +320,18 @@ def steady_blocks(window: int, length: int, tpb: int) -> int:
     return cdiv(length, tpb) if window >= length else cdiv(window, tpb) + 1
 
 
+def mamba_state_bytes(costs: tuple[LayerCost, ...]) -> int:
+    """One request's state in ``MambaCacheManager``: the conv and the SSM elements, both in the
+    model dtype (``conv_states`` take it; ``mamba_ssm_cache_dtype`` "auto" resolves to it)."""
+    total = 0
+    for c in costs:
+        if c.kind != STATE:
+            continue
+        elements = c.state_conv_elements + c.state_temporal_elements
+        total += elements * c.state_conv_dtype_bytes if elements else c.state_bytes
+    return total
+
+
 def trtllm_model(
     costs: tuple[LayerCost, ...],
     budget_bytes: int,
@@ -300,10 +343,14 @@ def trtllm_model(
     max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS,
     prompt_len_tokens: int | None = None,
     max_attention_window: bool = False,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    enable_block_reuse: bool = True,
 ) -> TrtllmResult:
     if scheduler_policy not in SCHEDULER_POLICIES:
         raise OptionError(f"--trtllm-scheduler-policy {scheduler_policy!r}: choose one of "
                           f"{', '.join(SCHEDULER_POLICIES)}")
+    if max_batch_size < 1:
+        raise OptionError(f"--trtllm-max-batch-size {max_batch_size}: must be at least 1")
     L, tpb = target_len_tokens, tokens_per_block
     P = L if prompt_len_tokens is None else min(prompt_len_tokens, L)
     windows = window_bytes_per_token(costs, L, max_attention_window)
@@ -331,26 +378,36 @@ def trtllm_model(
         conc = min((p.concurrency for p in out), default=Fraction(budget_bytes if budget >= 0 else 0))
         return tuple(out), conc
 
-    state = sum(c.state_bytes for c in costs if c.kind == STATE)
-    slots = state_slots(state, budget_bytes, lambda b: pools(b)[1])
-    kv_budget = budget_bytes - slots * state
+    state = mamba_state_bytes(costs)
+    slots = max_batch_size if state else 0
+    kv_budget = budget_bytes - slots * state  # the state is allocated before the pool is sized
     result_pools, steady = pools(kv_budget)
-    if state:
-        steady = min(steady, Fraction(slots))
+    steady = min(steady, Fraction(max_batch_size))  # the capacity scheduler holds max_batch_size requests
     admitted = min((p.num_blocks // p.admission_blocks for p in result_pools if p.admission_blocks),
                    default=slots if state else 0)
-    if state:
-        admitted = min(admitted, slots)
+    admitted = min(admitted, max_batch_size)  # the capacity scheduler holds max_batch_size requests
     longest = min(min((p.num_blocks * tpb for p in result_pools), default=L), L)
+    failure, stage, error_type = None, None, None
+    if state and enable_block_reuse:
+        failure, stage, error_type = BLOCK_REUSE_ASSERT, MAMBA_STAGE, "AssertionError"
+    elif kv_budget < 0:
+        failure, stage, error_type = (
+            f"CUDA out of memory: the Mamba state for max_batch_size {max_batch_size:,} requests needs "
+            f"{slots * state:,} B, more than the {budget_bytes:,} B budget",
+            "MambaCacheManager.__init__ (conv_states / ssm_states for max_batch_size)", "torch.OutOfMemoryError")
+    elif result_pools and min(p.num_blocks for p in result_pools) < 1:
+        failure, stage, error_type = (NO_SEQUENCE_FITS + " (no KV block left after the Mamba state)" if state
+                                      else NO_SEQUENCE_FITS, "KVCacheManager.__init__ → "
+                                      "get_max_atten_window_upper_bound", "AssertionError")
     notes: list[str] = []
-    adjusted = adjust_window_sizes(windows, kv_budget) if windows else []
+    adjusted = adjust_window_sizes(windows, kv_budget) if windows and failure is None else []
     if adjusted:
         notes.append("one sequence does not fit: TensorRT-LLM shrinks the windows (adjust_window_sizes_for_vswa): "
                      + ", ".join(f"{w} → {a}" for w, a in adjusted))
-    elif steady < 1 and result_pools:
+    elif steady < 1 and result_pools and failure is None:
         notes.append("a pool holds less than one request: TensorRT-LLM lowers that window to the pool's capacity")
     short = [p for p in result_pools if p.num_blocks < p.prefill_blocks]
-    if short:
+    if short and failure is None:
         p = short[0]
         notes.append(f"a {P:,}-token prompt cannot be prefilled: addSequence allocates {p.prefill_blocks:,} blocks "
                      f"in the {p.window_tokens}-token window pool, which has {p.num_blocks:,} ({NO_FREE_BLOCKS}); "
@@ -365,11 +422,24 @@ def trtllm_model(
         notes.append("MAX_UTILIZATION pauses started requests when a decode step does not fit; the steady figure "
                      "is what stays resident")
     if state:
-        notes.append(f"recurrent state set aside for {plural(slots, 'request')} before the window pools (approximation)")
+        notes.append(f"Mamba state for max_batch_size {max_batch_size:,} requests ({slots * state:,} B, "
+                     f"{state:,} B each, conv and SSM in the model dtype) allocated before the KV pool "
+                     "(MambaHybridCacheManager)")
     if any(c.source == "drafter" for c in costs) and len(windows) > 1:
         notes.append("drafter layers placed in the pool of their own window (VSWA + EAGLE pool sizing is open work "
                      "in TensorRT-LLM)")
-    failure = None if kv_budget > 0 else "no memory left for the KV cache after the recurrent state"
+    if failure and state and enable_block_reuse:
+        fixed = trtllm_model(costs, budget_bytes, target_len_tokens, window_shares=window_shares,
+                             tokens_per_block=tokens_per_block, scheduler_policy=scheduler_policy,
+                             max_num_tokens=max_num_tokens, prompt_len_tokens=prompt_len_tokens,
+                             max_attention_window=max_attention_window, max_batch_size=max_batch_size,
+                             enable_block_reuse=False)
+        notes.insert(0, f"fix: {REUSE_FIX}; then "
+                     + (f"it starts and serves {fixed.max_concurrency:g} requests" if fixed.starts
+                        else f"it still fails: {fixed.failure}"))
+    starved = kv_budget < 0 or bool(result_pools) and min(p.num_blocks for p in result_pools) < 1
+    fix = " and ".join(([REUSE_FIX] if enable_block_reuse else []) + ([BATCH_FIX] if starved else [])) \
+        if failure and state else None
     if scheduler_policy == GUARANTEED_NO_EVICT:
         conc = min(Fraction(admitted), steady)
     else:
@@ -383,6 +453,8 @@ def trtllm_model(
         state_bytes_per_request=state, concurrency=conc,
         pool_bytes=pool_bytes, starts=failure is None, failure=failure, notes=tuple(notes),
         scheduler_policy=scheduler_policy, max_num_tokens=max_num_tokens, prompt_len_tokens=P,
-        max_attention_window=max_attention_window, admission_concurrency=admitted if failure is None else 0, steady_concurrency=steady if failure is None
-        else Fraction(0), longest_prompt_tokens=longest if failure is None else 0,
+        max_attention_window=max_attention_window, admission_concurrency=admitted if failure is None else 0,
+        steady_concurrency=steady if failure is None else Fraction(0),
+        longest_prompt_tokens=longest if failure is None else 0, max_batch_size=max_batch_size,
+        enable_block_reuse=enable_block_reuse, failure_stage=stage, failure_type=error_type, fix=fix,
     )

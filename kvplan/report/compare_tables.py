@@ -38,9 +38,11 @@ def knobs_text(row: dict) -> str:
     if e == "trtllm":
         windows = "/".join(str(w) for w in k["windows_tokens"])
         shares = "/".join(f"{s:g}" for s in k["window_shares"])
+        mamba = (f"max_batch_size {k['max_batch_size']}, block reuse {'on' if k['enable_block_reuse'] else 'off'}, "
+                 f"Mamba SSM cache {k['mamba_ssm_cache_dtype']}, " if k.get("mamba_ssm_cache_dtype") else "")
         return (f"windows {windows}, shares {shares}{'' if k['window_shares_given'] else ' (equal)'}, "
                 f"{k['tokens_per_block']} tok/block, {k.get('scheduler_policy', '')}, max_attention_window "
-                f"{'= the model windows' if k.get('max_attention_window') else 'unset'}, chunked prefill on "
+                f"{'= the model windows' if k.get('max_attention_window') else 'unset'}, {mamba}chunked prefill on "
                 f"(assumed); TensorRT-LLM {k.get('release', '')}")
     if e == "llamacpp":
         return (f"-c {k['n_ctx_tokens']} -np {k['n_seq']} -ub {k['n_ubatch']}"
@@ -125,7 +127,13 @@ def render_advice(c: Console, a: dict) -> None:
         row("SGLang", "(swa-full-tokens-ratio)", f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
             s["reason"])
     tr = a["trtllm"]
-    if tr["applicable"] and tr.get("window_shares"):
+    if tr.get("settings"):
+        knob = tr["settings_text"] + (f" {tr['env']}" if tr.get("window_shares") else "")
+        row("TensorRT-LLM", knob, f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
+            f"defaults serve {plural(tr['default_requests'], 'request')}"
+            + (f" (they fail: {tr['default_fails']})" if tr.get("default_fails") else "")
+            + f"; +{plural(tr['gain_requests'], 'request')}")
+    elif tr["applicable"] and tr.get("window_shares"):
         row("TensorRT-LLM", tr["env"], f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
             f"equal shares give {tr['equal_shares_max_concurrency']:.2f}; +{plural(tr['gain_requests'], 'request')} "
             f"(best of {tr['candidates_tried']:,} splits); smallest pool margin {tr['margin']:.3f}")

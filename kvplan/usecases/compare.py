@@ -47,7 +47,7 @@ def compare(model: str, **options) -> dict:
     from kvplan.engines.llamacpp import LLAMACPP_BUILD
     from kvplan.engines.sglang import SGLANG_VERSION
     from kvplan.engines.stages import require_version
-    from kvplan.engines.trtllm import TRTLLM_COMMIT, TRTLLM_VERSION, parse_shares
+    from kvplan.engines.trtllm import TRTLLM_COMMIT, TRTLLM_MAMBA_HYBRIDS, TRTLLM_VERSION, parse_shares
     from kvplan.results.data import model_info_dict, serving_dict
 
     r = resolve(COMPARE, options)
@@ -83,6 +83,7 @@ def compare(model: str, **options) -> dict:
         context_len_tokens=layout.target.max_position_embeddings,
         num_speculative_tokens=layout.num_speculative_tokens or 0,
         trtllm_max_attention_window=r["trtllm_max_attention_window"],
+        trtllm_max_batch_size=r["trtllm_max_batch_size"], trtllm_enable_block_reuse=r["trtllm_enable_block_reuse"],
     )
     architecture = layout.target.architecture
     comparison = compare_engines(layout.layers, architecture, inputs, plans)
@@ -99,9 +100,10 @@ def compare(model: str, **options) -> dict:
     if r["decode_context_parallel_size"] > 1 or r["pipeline_parallel_size"] > 1:
         warnings.append("pipeline and decode-context parallelism are modelled for vLLM only; the other engines' "
                         "rows keep every layer and every token on one rank")
-    if any(ls.spec.kind == "mamba" for ls in layout.layers):
-        warnings.append("TensorRT-LLM's recurrent state pool is approximated (state set aside for the number of "
-                        "requests that serves the most); SGLang's follows its own _handle_max_mamba_cache")
+    if any(ls.spec.kind == "mamba" for ls in layout.layers) and architecture not in TRTLLM_MAMBA_HYBRIDS:
+        warnings.append(f"TensorRT-LLM {TRTLLM_VERSION} builds its Mamba hybrid cache (MambaHybridCacheManager) for "
+                        "Nemotron-H and Qwen3-Next only (_util.py get_kv_cache_manager_cls); its row applies those "
+                        f"rules to {architecture}")
     body = {
         "model": model_info_dict(layout.target),
         "drafter": model_info_dict(layout.drafter),
