@@ -191,7 +191,9 @@ def render_stages(c: Console, d: dict) -> None:
         name = f"{ENGINE_NAMES[r['engine']]} {st['engine_version']}"
         cells = [_stage_cell(st[key], label(name, st[key]["rule"])) for key, _ in STAGE_COLUMNS]
         starts = "yes" if st["starts"]["value"] else "no"
-        table_rows.append([name, *cells, Text(starts + ("" if st["prefills_prompt"] else ", prompt too long"),
+        # a prompt is only "too long" for an engine that starts; one that fails says why in its notes
+        too_long = starts == "yes" and not st["prefills_prompt"]
+        table_rows.append([name, *cells, Text(starts + (", prompt too long" if too_long else ""),
                                               style="green" if starts == "yes" and st["prefills_prompt"] else "bold red")])
     cols = [Col("engine"), *(Col(title, right=True) for _, title in STAGE_COLUMNS), Col("starts")]
     c.print(fitted_table(f"Through each engine, {w['target_len_tokens']:,}-token requests (each engine's own rules, "
