@@ -382,11 +382,12 @@ class Resimulation:
 
 def resimulate(dep: Deployment) -> Resimulation:
     """kvplan's simulation of the deployment at the printed budget and the interval's ends."""
-    from kvplan.usecases.scenario import build_layout, resolve_era, run_scenario, scenario_from
+    from kvplan.engines.vllm import get_era
+    from kvplan.usecases.scenario import build_layout, run_scenario, scenario_from
 
     policy = dep.policy or "vllm-latest"
     try:
-        era = resolve_era(policy, None)
+        era = get_era(policy)  # the log's release: the edge where a policy name becomes an era
     except OptionError as e:
         return Resimulation("release not modelled", e.message)
     if dep.model is None:
