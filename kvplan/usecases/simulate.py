@@ -11,7 +11,7 @@ from dataclasses import replace
 from kvplan.errors import OptionError
 from kvplan.options import SIMULATE, resolve
 from kvplan.results.envelope import envelope
-from kvplan.results import plan_outcome
+from kvplan.results import outcome, plan_outcome
 from kvplan.usecases.scenario import run_scenario, scenario_from
 
 
@@ -94,8 +94,8 @@ def simulate(model: str, **options) -> dict:
         body["allocation"] = allocate_and_verify(plan, r["device"])
         ok = ok and bool(body["allocation"].get("ok", False))
     fixes = body.get("fixes") or []
-    outcome = {**plan_outcome(plan, fixes[0]["flag"] if fixes else None), "ok": ok}
-    return envelope("simulate", options=r.to_dict(), outcome=outcome, body=body, model=result.layout.target,
+    verdict = plan_outcome(plan, fixes[0]["flag"] if fixes else None, ok=ok)
+    return envelope("simulate", options=r.to_dict(), outcome=verdict, body=body, model=result.layout.target,
                     drafter=result.layout.drafter, era=plan.era,
                     warnings=[*(result.budget or {}).get("warnings", [])])
 
@@ -119,6 +119,5 @@ def sweep(model: str, thresholds: str, **options) -> dict:
         "warnings": list(first.layout.warnings),
     }
     era = scenario.policy_era
-    outcome = {"ok": True, "starts": None, "stage": None, "error_type": None, "error": None, "fix": None}
-    return envelope("sweep", options=r.to_dict(), outcome=outcome, body=body, model=first.layout.target,
+    return envelope("sweep", options=r.to_dict(), outcome=outcome(ok=True), body=body, model=first.layout.target,
                     drafter=first.layout.drafter, era=era)
