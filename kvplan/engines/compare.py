@@ -21,7 +21,7 @@ another:
 
 from __future__ import annotations
 
-from kvplan.results import outcome
+from kvplan.results import Record, outcome
 
 from dataclasses import dataclass, field
 
@@ -47,7 +47,7 @@ from kvplan.engines.trtllm import (
 
 
 @dataclass(frozen=True)
-class CompareInputs:
+class CompareInputs(Record):
     """The workload and every engine's knobs (defaults are the engines' own)."""
 
     kv_cache_memory_bytes: int  # per GPU, the same budget for every engine
@@ -85,13 +85,8 @@ class CompareInputs:
         n, unified, how = server_slots(given, self.llamacpp_kv_unified)
         return n, unified, how, None if given else self.target_len_tokens
 
-    def to_dict(self) -> dict:
-        return {
-            "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
-            "target_len_tokens": self.target_len_tokens,
-            "target_concurrency": self.target_concurrency,
-            "max_num_batched_tokens": self.max_num_batched_tokens,
-        }
+    DATA = {k: k for k in ("kv_cache_memory_bytes", "target_len_tokens", "target_concurrency",
+                           "max_num_batched_tokens")}
 
 
 @dataclass(frozen=True)
@@ -148,7 +143,7 @@ class EngineRow:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Record):
     inputs: CompareInputs
     lower_bound: LowerBound
     rows: tuple[EngineRow, ...]
@@ -157,13 +152,7 @@ class Comparison:
     def row(self, engine: str, name: str | None = None) -> EngineRow:
         return next(r for r in self.rows if r.engine == engine and (name is None or r.name == name))
 
-    def to_dict(self) -> dict:
-        return {
-            "workload": self.inputs.to_dict(),
-            "lower_bound": self.lower_bound.to_dict(),
-            "engines": [r.to_dict() for r in self.rows],
-            "advice": self.advice,
-        }
+    DATA = {"workload": "inputs", "lower_bound": "lower_bound", "engines": "rows", "advice": "advice"}
 
 
 # --- rows --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, is_dataclass
+from typing import ClassVar
 
 SCHEMA_VERSION = 2  # 2: the envelope (inputs, outcome) of kvplan.results.envelope
 
@@ -27,10 +28,48 @@ SCHEMA_VERSION = 2  # 2: the envelope (inputs, outcome) of kvplan.results.envelo
 FLATTEN = {"flatten": True}
 
 
+@dataclass(frozen=True)
+class Attr:
+    """One key of a record's ``DATA`` view: the attribute (field or property; dotted for an
+    attribute's attribute) it reads, a float rounded to ``digits``."""
+
+    name: str
+    digits: int | None = None
+
+
+class Record:
+    """A result object whose keys are not its fields: ``DATA`` maps each key, in order, to the
+    attribute it reads (a name, or an ``Attr`` with rounding). ``to_data`` serialises it; no
+    record writes its own dict."""
+
+    DATA: ClassVar[dict] = {}
+
+    def to_dict(self) -> dict:
+        return to_data(self)
+
+
+def _read(obj, attr):
+    a = attr if isinstance(attr, Attr) else Attr(attr)
+    v = obj
+    for part in a.name.split("."):
+        v = getattr(v, part)
+    return round(v, a.digits) if a.digits is not None and isinstance(v, float) else v
+
+
+def view(obj, data: dict) -> dict | None:
+    """``obj`` (an object of a layer above, which cannot be a ``Record``) by a ``DATA`` view."""
+    return None if obj is None else {k: to_data(_read(obj, a)) for k, a in data.items()}
+
+
 def to_data(value):
-    """The plain data of a result: dataclasses as dicts in field order (``FLATTEN`` fields spread
-    in place), tuples and lists as lists, mappings with their values converted; everything else
-    as it is (integers stay integers)."""
+    """The plain data of a result: a ``Record`` by its ``DATA`` view, other dataclasses as dicts in
+    field order (``FLATTEN`` fields spread in place), tuples and lists as lists, mappings with
+    their values converted; everything else as it is (integers stay integers). An object that still
+    writes its own dict (``to_dict``) is asked for it."""
+    if isinstance(value, Record) and type(value).DATA:
+        return view(value, type(value).DATA)
+    if not isinstance(value, Record) and callable(getattr(value, "to_dict", None)):
+        return value.to_dict()  # a builder not yet turned into a Record
     if is_dataclass(value) and not isinstance(value, type):
         out: dict = {}
         for f in fields(value):

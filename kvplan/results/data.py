@@ -12,7 +12,7 @@ from collections import Counter
 
 from dataclasses import dataclass
 
-from kvplan.results import to_data
+from kvplan.results import to_data, view
 from kvplan.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_to_dict
 
 _INDEX_RE = re.compile(r"layers\.(\d+)\.")
@@ -52,32 +52,20 @@ def kind_label(spec) -> str:
     return d["kind"].replace("_attention", "")
 
 
+# the model layer's ModelInfo (kvplan.model) as results show it
+MODEL_INFO = {"id": "source.model_id", "source": "source.kind", "path": "source.path", "revision": "source.revision",
+              **{k: k for k in ("provenance", "architecture", "model_type", "family", "num_hidden_layers", "dtype")}}
+# the model layer's ServingOptions as results show them
+SERVING = {k: k for k in ("block_size", "attention_backend", "kv_cache_dtype", "dtype", "tensor_parallel_size",
+                          "pipeline_parallel_size")}
+
+
 def model_info_dict(info) -> dict | None:
-    if info is None:
-        return None
-    return {
-        "id": info.source.model_id,
-        "source": info.source.kind,
-        "path": info.source.path,
-        "revision": info.source.revision,
-        "provenance": info.provenance,
-        "architecture": info.architecture,
-        "model_type": info.model_type,
-        "family": info.family,
-        "num_hidden_layers": info.num_hidden_layers,
-        "dtype": info.dtype,
-    }
+    return view(info, MODEL_INFO)
 
 
 def serving_dict(serving) -> dict:
-    return {
-        "block_size": serving.block_size,
-        "attention_backend": serving.attention_backend,
-        "kv_cache_dtype": serving.kv_cache_dtype,
-        "dtype": serving.dtype,
-        "tensor_parallel_size": serving.tensor_parallel_size,
-        "pipeline_parallel_size": serving.pipeline_parallel_size,
-    }
+    return view(serving, SERVING)
 
 
 def layer_dict(ls, spec=None) -> dict:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvplan.results import FLATTEN, SCHEMA_VERSION, Outcome, to_data
+from kvplan.results import FLATTEN, SCHEMA_VERSION, Outcome, Record, to_data
 from kvplan.results.data import PolicyRecord
 from kvplan.version import __version__
 
@@ -48,7 +48,7 @@ class Inputs:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Envelope:
+class Envelope(Record):
     schema_version: int = SCHEMA_VERSION
     kvplan_version: str = __version__
     command: str
@@ -56,9 +56,6 @@ class Envelope:
     outcome: Outcome | dict
     body: dict = field(metadata=FLATTEN)
     warnings: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict:
-        return to_data(self)
 
 
 def source_dict(info) -> dict | None:

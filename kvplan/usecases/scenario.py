@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, make_dataclass
 from functools import cached_property
 
-from typing import Any
-
+from kvplan import options as _o
 from kvplan.errors import KvplanError, OptionError
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 
@@ -86,13 +85,30 @@ class _ScenarioMethods:
         return [f.name for f in fields(cls)]
 
 
+# The type each option kind parses to (Option.parse): sizes in bytes, max_model_len in tokens
+# (-1 = auto-fit), --gpu-memory in GiB, the VLLM_* variables, --model-map and --set as text maps.
+# A kind missing here fails on import (the Scenario cannot be generated), not at the first use.
+KIND_TYPES: dict[str, type] = {
+    _o.STR: str, _o.INT: int, _o.FLOAT: float, _o.SIZE: int, _o.GIB: float, _o.LENGTH: int, _o.BOOL: bool,
+    _o.TRISTATE: bool, _o.CHOICE: str, _o.JSON: dict, _o.POLICY_NAME: str, _o.ENV: dict[str, str],
+    _o.MAP: dict[str, str], _o.SETTINGS: dict[str, str],
+}
+
+
+def _field_type(o) -> object:
+    """An option's Scenario field type: its kind's type, ``| None`` unless the table gives a default."""
+    if o.kind not in KIND_TYPES:
+        raise TypeError(f"option {o.name}: kind {o.kind!r} has no type in kvplan.usecases.scenario.KIND_TYPES")
+    t = KIND_TYPES[o.kind]
+    return t if o.default is not None else t | None
+
+
 # One simulation as the user states it: `model` plus every scenario option of the option table
-# (kvplan.options), with the table's defaults. Values are typed (Option.parse): sizes in bytes,
-# max_model_len in tokens (-1 = auto-fit), kv_transfer_config a dict. Generated, so an option is
-# declared once.
+# (kvplan.options), with the table's defaults and its kinds' types. Values are typed
+# (Option.parse). Generated, so an option is declared once.
 Scenario = make_dataclass(
     "Scenario",
-    [("model", str)] + [(o.name, Any, field(default=o.default)) for o in scenario_options()],
+    [("model", str)] + [(o.name, _field_type(o), field(default=o.default)) for o in scenario_options()],
     bases=(_ScenarioMethods,),
     frozen=True,
 )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from kvplan.errors import KvplanError, ModelNotFoundError, OptionError
 from kvplan.logs.extract import Facts
 from kvplan.options import find_option
+from kvplan.results import Record
 from kvplan.units import GiB
 
 # the budget of a layout-only re-simulation (the log shows no KV memory): large enough that the
@@ -25,7 +26,7 @@ HALF_CENT_GIB = GiB // 200
 
 
 @dataclass
-class Budget:
+class Budget(Record):
     bytes: int  # the printed value
     low: int
     high: int
@@ -35,9 +36,8 @@ class Budget:
     def exact(self) -> bool:
         return self.low == self.high
 
-    def to_dict(self) -> dict:
-        return {"kv_cache_memory_bytes": self.bytes, "low_bytes": self.low, "high_bytes": self.high,
-                "exact": self.exact, "source": self.source}
+    DATA = {"kv_cache_memory_bytes": "bytes", "low_bytes": "low", "high_bytes": "high", "exact": "exact",
+            "source": "source"}
 
 
 @dataclass
