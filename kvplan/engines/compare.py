@@ -21,7 +21,7 @@ another:
 
 from __future__ import annotations
 
-from kvplan.results import Record, outcome
+from kvplan.results import Attr, Outcome, Record
 
 from dataclasses import dataclass, field
 
@@ -90,7 +90,7 @@ class CompareInputs(Record):
 
 
 @dataclass(frozen=True)
-class EngineRow:
+class EngineRow(Record):
     engine: str  # vllm | sglang | trtllm | llamacpp | lower_bound
     name: str  # the policy / configuration shown in the table
     starts: bool
@@ -120,26 +120,24 @@ class EngineRow:
             return None
         return (r - self.lower_bound_bytes) / r * 100
 
-    def to_dict(self) -> dict:
-        waste_pct = self.waste_pct
-        return {
-            "engine": self.engine,
-            "name": self.name,
-            "is_proposal": self.is_proposal,
-            "outcome": outcome(ok=self.starts, starts=self.starts,
-                               stage=None if self.starts else (self.failure_stage or "start-up"),
-                               error_type=None if self.starts else self.failure_type, error=self.failure),
-            "kv_tokens": self.kv_tokens,
-            "max_concurrency": round(self.max_concurrency, 6),
-            "steady_state_concurrency": round(self.max_concurrency if self.steady_state_concurrency is None
-                                              else self.steady_state_concurrency, 6),
-            "reserved_per_request_bytes": self.reserved_per_request_bytes,
-            "waste_per_request_bytes": self.waste_per_request_bytes,
-            "waste_pct": None if waste_pct is None else round(waste_pct, 4),
-            "knobs": dict(self.knobs),
-            "details": dict(self.details),
-            "notes": list(self.notes),
-        }
+    @property
+    def outcome(self) -> Outcome:
+        if self.starts:
+            return Outcome(ok=True, starts=True, error=self.failure)
+        return Outcome(ok=False, starts=False, stage=self.failure_stage or "start-up", error_type=self.failure_type,
+                       error=self.failure)
+
+    @property
+    def steady_concurrency(self) -> float:
+        """The steady-state concurrency, the admission figure where the engine has no other."""
+        return self.max_concurrency if self.steady_state_concurrency is None else self.steady_state_concurrency
+
+    DATA = {"engine": "engine", "name": "name", "is_proposal": "is_proposal", "outcome": "outcome",
+            "kv_tokens": "kv_tokens", "max_concurrency": Attr("max_concurrency", 6),
+            "steady_state_concurrency": Attr("steady_concurrency", 6),
+            "reserved_per_request_bytes": "reserved_per_request_bytes",
+            "waste_per_request_bytes": "waste_per_request_bytes", "waste_pct": Attr("waste_pct", 4),
+            "knobs": "knobs", "details": "details", "notes": "notes"}
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,7 @@ def server_slots(n_seq: int | None, kv_unified: bool | None) -> tuple[int, bool,
 
 
 @dataclass(frozen=True)
-class LlamacppResult:
+class LlamacppResult(Record):
     target_len_tokens: int
     n_seq: int
     n_ubatch: int
@@ -208,21 +208,12 @@ class LlamacppResult:
             prompt_len_tokens=self.target_len_tokens,
         )
 
-    def to_dict(self) -> dict:
-        return {
-            "llamacpp_build": LLAMACPP_BUILD,
-            "n_seq": self.n_seq,
-            "n_ubatch": self.n_ubatch,
-            "swa_full": self.swa_full,
-            "kv_unified": self.kv_unified,
-            "slots": self.slots_from,
-            "n_swa_tokens": self.n_swa,
-            "caches": self.caches.to_dict(),
-            "max_n_ctx_tokens": self.max_n_ctx_tokens,
-            "max_n_seq": self.max_n_seq,
-            "capacity_caches": self.capacity_caches.to_dict() if self.capacity_caches else None,
-            "stages": self.stages.to_dict(),
-        }
+    llamacpp_build = LLAMACPP_BUILD  # the build the rules were read from (not a field)
+
+    DATA = {"llamacpp_build": "llamacpp_build", "n_seq": "n_seq", "n_ubatch": "n_ubatch", "swa_full": "swa_full",
+            "kv_unified": "kv_unified", "slots": "slots_from", "n_swa_tokens": "n_swa", "caches": "caches",
+            "max_n_ctx_tokens": "max_n_ctx_tokens", "max_n_seq": "max_n_seq", "capacity_caches": "capacity_caches",
+            "stages": "stages"}
 
 
 def llamacpp_model(

@@ -41,7 +41,7 @@ class Budget(Record):
 
 
 @dataclass
-class Deployment:
+class Deployment(Record):
     """What the log says about the deployment, as kvplan options."""
 
     model: str | None = None
@@ -54,12 +54,14 @@ class Deployment:
     assumed: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # vLLM args kvplan does not model
 
-    def to_dict(self) -> dict:
-        return {"model": self.model, "model_source": self.model_source, "policy": self.policy,
-                "policy_source": self.policy_source,
-                "options": {k: _jsonable(v) for k, v in self.options.items()},
-                "option_sources": dict(self.sources), "budget": self.budget.to_dict() if self.budget else None,
-                "assumed": list(self.assumed), "ignored_args": list(self.ignored)}
+    @property
+    def options_shown(self) -> dict:
+        """The options with every value JSON can hold (others as their text)."""
+        return {k: _jsonable(v) for k, v in self.options.items()}
+
+    DATA = {"model": "model", "model_source": "model_source", "policy": "policy", "policy_source": "policy_source",
+            "options": "options_shown", "option_sources": "sources", "budget": "budget", "assumed": "assumed",
+            "ignored_args": "ignored"}
 
 
 def _jsonable(v):
