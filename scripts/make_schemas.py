@@ -2,7 +2,9 @@
 """Write the JSON Schemas of every command's output to docs/schema/<command>.json.
 
 One envelope (kvplan.results.envelope) shared by all commands, then each command's body:
-the keys it always has and their types. Bodies may grow keys (additionalProperties), the
+the keys it always has and their types. The outcome, the model sources and the policy are read
+from their result records (``record``: field names and annotated types), so a field added to
+one reaches its schema. Bodies may grow keys (additionalProperties), the
 envelope and the outcome may not. tests/test_schemas.py checks that the files are what this
 script writes and validates every command's output against them.
 
@@ -12,11 +14,20 @@ script writes and validates every command's output against them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+import typing
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "docs" / "schema"
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
+
+from kvplan.results import Outcome  # noqa: E402
+from kvplan.results.data import PolicyRecord  # noqa: E402
+from kvplan.results.envelope import Source  # noqa: E402
+
+OUT = ROOT / "docs" / "schema"
 
 INT = {"type": "integer"}
 NUM = {"type": "number"}
@@ -39,13 +50,34 @@ def arr(items: dict) -> dict:
     return {"type": "array", "items": items}
 
 
-OUTCOME = obj({
-    "ok": BOOL, "starts": nullable(BOOL), "stage": nullable(STR), "error_type": nullable(STR),
-    "error": nullable(STR), "fix": nullable(STR),
-}, closed=True)
+_SCALARS = {bool: BOOL, int: INT, float: NUM, str: STR}
 
-SOURCE = nullable(obj({"id": STR, "requested": STR, "source": STR, "path": nullable(STR), "revision": nullable(STR)}, closed=True))
-POLICY = nullable(obj({"name": STR, "vllm_releases": arr(STR), "threshold": nullable(NUM), "is_proposal": BOOL}))
+
+def field_schema(tp) -> dict:
+    """The schema of one annotated result field: ``bool``/``int``/``float``/``str``, ``X | None``,
+    ``tuple[X, ...]`` (a list)."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if tp in _SCALARS:
+        return _SCALARS[tp]
+    if typing.get_origin(tp) is tuple:
+        return arr(field_schema(args[0]))
+    if type(None) in typing.get_args(tp) and len(args) == 1:
+        return nullable(field_schema(args[0]))
+    raise TypeError(f"no schema for {tp!r}")
+
+
+def record(cls, names: tuple[str, ...] | None = None, *, closed: bool = False) -> dict:
+    """An object schema read from a result record (``kvplan.results``): every field, or ``names``
+    (the keys the published schema requires, in its order), typed by the record's annotations."""
+    hints = typing.get_type_hints(cls)
+    names = names or tuple(f.name for f in dataclasses.fields(cls))
+    return obj({n: field_schema(hints[n]) for n in names}, closed=closed)
+
+
+OUTCOME = record(Outcome, closed=True)
+
+SOURCE = nullable(record(Source, closed=True))
+POLICY = nullable(record(PolicyRecord, ("name", "vllm_releases", "threshold", "is_proposal")))
 OPTION_VALUE = obj({"value": {}, "given": BOOL}, closed=True)
 
 MODEL_INFO = obj({"id": STR, "source": STR, "architecture": nullable(STR), "family": nullable(STR),
@@ -53,7 +85,7 @@ MODEL_INFO = obj({"id": STR, "source": STR, "architecture": nullable(STR), "fami
 SERVING = obj({"block_size": nullable(INT), "kv_cache_dtype": STR, "dtype": STR, "tensor_parallel_size": INT,
                "pipeline_parallel_size": INT})
 SPECULATIVE = obj({"method": nullable(STR), "num_speculative_tokens": nullable(INT)})
-ERA = obj({"name": STR, "threshold": nullable(NUM), "vllm_releases": arr(STR), "is_proposal": BOOL})
+ERA = record(PolicyRecord, ("name", "threshold", "vllm_releases", "is_proposal"))
 LAYER = obj({"index": INT, "name": STR, "source": STR, "kind": STR, "block_size": INT, "page_size_bytes": INT})
 
 

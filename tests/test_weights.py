@@ -356,6 +356,23 @@ def test_one_family_registry_names_every_weight_rule():
     assert {k for k, f in FAMILIES.items() if f.mtp} == {"deepseek", "gdn"}
 
 
+
+def test_weight_rules_registry_is_the_family_tables_names_by_kind():
+    # the rules register where they are defined; a family naming a missing rule (or an MTP rule as its
+    # decoder rule) is refused when the inventory is imported, with the rules that exist
+    from dataclasses import replace
+
+    from kvplan.budget.inventory import WEIGHT_RULES
+    from kvplan.model.families import FAMILIES
+
+    assert set(WEIGHT_RULES.names()) == {f.weights for f in FAMILIES.values() if f.weights}
+    assert set(WEIGHT_RULES.names("mtp_weights")) == {f.mtp_weights for f in FAMILIES.values() if f.mtp_weights}
+    WEIGHT_RULES.check(FAMILIES)
+    with pytest.raises(KeyError, match="no weights rule 'gdn_mtp'.*the rules are llama_like, gpt_oss"):
+        WEIGHT_RULES.check({"gdn": replace(FAMILIES["gdn"], weights="gdn_mtp")})
+    with pytest.raises(KeyError, match="no mtp_weights rule 'deepseek'"):
+        WEIGHT_RULES.check({"deepseek": replace(FAMILIES["deepseek"], mtp_weights="deepseek")})
+
 # --- MXFP4 experts as vLLM's Marlin MoE backend allocates them (kvplan.budget.weights.padded_expert_shape) ---
 
 def test_gpt_oss_20b_on_an_a100_counts_the_marlin_padding():

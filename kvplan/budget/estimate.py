@@ -52,6 +52,7 @@ from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.budget.weights import layout_weight_memory, mxfp4_padding_for
 from kvplan.errors import OptionError
 from kvplan.model.layout import get_pp_indices
+from kvplan.model.limits import text_config
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 
 # ----------------------------------------------------------------------- era defaults
@@ -176,11 +177,6 @@ def _parse_size(text: str, flag: str) -> int:
         raise OptionError(f"{flag}: cannot read {text!r} as a size; write bytes or e.g. 16GiB, 512MiB") from None
 
 
-def _text_config(config: dict) -> dict:
-    inner = config.get("text_config")
-    return inner if isinstance(inner, dict) else config
-
-
 def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | None = None,
               gpu_memory_utilization: float | None = None, overrides: dict | None = None,
               tensor_parallel_size: int | None = None, max_num_batched_tokens: int | None = None,
@@ -231,7 +227,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     s_over = _override_bytes(overrides, "startup_memory")
     startup = (s_over if s_over is not None else estimate_startup_bytes(tp * pp)) if extensible else 0
 
-    cfg = _text_config(layout.target.config)
+    cfg = text_config(layout.target.config)
     dbytes = dtype_size_bytes(layout.target.dtype)
     n_layers = layout.target.num_hidden_layers
     bounds = [get_pp_indices(n_layers, r, pp, getattr(layout, "pp_partition", None)) for r in range(pp)]

@@ -233,6 +233,48 @@ class _Builder:
 
 # --------------------------------------------------------------------------- families
 
+class WeightRules:
+    """The weight rules, each registered where it is defined (``@WEIGHT_RULES.decoder`` for a
+    decoder, ``@WEIGHT_RULES.mtp`` for MTP layers), so a name resolves to a rule and nothing else:
+    not a helper, not a renamed function, not a decoder rule where an MTP rule is due. The model
+    layer's ``Family`` names its rules (it never imports the budget layer); ``check`` holds every
+    name of ``FAMILIES`` to this registry when this module is imported."""
+
+    def __init__(self) -> None:
+        self._rules: dict[str, dict] = {"weights": {}, "mtp_weights": {}}
+
+    def decoder(self, fn):
+        self._rules["weights"][fn.__name__] = fn
+        return fn
+
+    def mtp(self, fn):
+        self._rules["mtp_weights"][fn.__name__] = fn
+        return fn
+
+    def names(self, kind: str = "weights") -> tuple[str, ...]:
+        return tuple(self._rules[kind])
+
+    def get(self, name: str, kind: str = "weights"):
+        """The rule ``name`` of ``kind`` (``weights`` or ``mtp_weights``, the ``Family`` fields)."""
+        try:
+            return self._rules[kind][name]
+        except KeyError:
+            raise KeyError(f"no {kind} rule {name!r} in kvplan.budget.inventory; the rules are "
+                           f"{', '.join(self._rules[kind])}") from None
+
+    def check(self, families) -> None:
+        """Every rule a family names is registered under its kind (a family table that names a
+        rule this module lacks fails on import, not on the first model of that family)."""
+        for family in families.values():
+            for kind in ("weights", "mtp_weights"):
+                name = getattr(family, kind)
+                if name is not None:
+                    self.get(name, kind)
+
+
+WEIGHT_RULES = WeightRules()
+
+
 def _moe_layers_qwen(cfg: _Cfg, n: int) -> set[int]:
     E = cfg.opt_int("num_experts", minimum=0) or 0
     if not E:
@@ -242,6 +284,7 @@ def _moe_layers_qwen(cfg: _Cfg, n: int) -> set[int]:
     return {i for i in range(n) if i not in only_mlp and (i + 1) % step == 0}
 
 
+@WEIGHT_RULES.decoder
 def llama_like(cfg: _Cfg, b: _Builder) -> None:
     """Llama, Mistral, Mixtral, Phi-3, MiniMax-M2, Qwen2/Qwen3 (+MoE) and EAGLE-free Llama
     drafters used as draft models: ``q/k/v/o`` attention (optional biases and q/k norms),
@@ -289,6 +332,7 @@ def llama_like(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
+@WEIGHT_RULES.decoder
 def gpt_oss(cfg: _Cfg, b: _Builder) -> None:
     """gpt-oss: biased q/k/v/o, one attention sink per head, a biased router and 32/128
     biased experts with a fused ``gate_up`` (reference: transformers ``modeling_gpt_oss``)."""
@@ -307,6 +351,7 @@ def gpt_oss(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
+@WEIGHT_RULES.decoder
 def gemma(cfg: _Cfg, b: _Builder) -> None:
     """Gemma 2 and Gemma 3 text decoders: four RMSNorms per layer (input, post-attention,
     pre- and post-feed-forward), Gemma 3 adds per-head q/k norms; embeddings tied."""
@@ -332,6 +377,7 @@ def gemma(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
+@WEIGHT_RULES.decoder
 def gemma4(cfg: _Cfg, b: _Builder) -> None:
     """Gemma 4 text decoder (transformers ``modeling_gemma4``): sliding layers use
     ``head_dim``/``num_key_value_heads``, global layers ``global_head_dim``/
@@ -390,6 +436,7 @@ def gemma4(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
+@WEIGHT_RULES.decoder
 def llama4(cfg: _Cfg, b: _Builder) -> None:
     """Llama 4 text decoder: MoE layers every ``interleave_moe_layer_step`` (experts of
     ``intermediate_size`` plus one shared expert), dense layers of ``intermediate_size_mlp``;
@@ -462,6 +509,7 @@ def _gdn_full_attention(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
     b.norm(f"{p}.self_attn.k_norm", hd, i)
 
 
+@WEIGHT_RULES.decoder
 def gdn(cfg: _Cfg, b: _Builder) -> None:
     """Qwen3-Next and Qwen3.5 (dense and MoE) text decoders: ``layer_types`` picks Gated
     DeltaNet or gated full attention (q doubled for the output gate); MoE layers as Qwen2-MoE."""
@@ -484,6 +532,7 @@ def gdn(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
+@WEIGHT_RULES.mtp
 def gdn_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     """Qwen3-Next / Qwen3.5 MTP (vLLM ``qwen3_next_mtp.py``): ``fc [H, 2H]`` after two input
     norms, ``k`` full-attention MoE/MLP layers (``drafters.mtp_count``: Qwen3.5's
@@ -506,6 +555,7 @@ def gdn_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     b.weights += [replace(w, kind="mtp", stage="last", layer=None) for w in sub.weights]
 
 
+@WEIGHT_RULES.decoder
 def nemotron_h(cfg: _Cfg, b: _Builder) -> None:
     """Nemotron-H: ``hybrid_override_pattern`` ``M`` Mamba2, ``*`` attention, ``-`` MLP
     (squared ReLU, no gate), ``E`` MoE; one norm per block, ``norm_f`` at the end."""
@@ -558,6 +608,7 @@ def nemotron_h(cfg: _Cfg, b: _Builder) -> None:
         b.head("lm_head.weight", V, H)
 
 
+@WEIGHT_RULES.decoder
 def jamba(cfg: _Cfg, b: _Builder) -> None:
     """Jamba: attention every ``attn_layer_period`` (from ``attn_layer_offset``), Mamba1
     elsewhere; MoE feed-forward every ``expert_layer_period`` (from its offset)."""
@@ -648,6 +699,7 @@ def _deepseek_is_moe(cfg: _Cfg, i: int) -> bool:
     return bool(cfg.opt_int("n_routed_experts", minimum=0)) and i >= first and i % freq == 0
 
 
+@WEIGHT_RULES.decoder
 def deepseek(cfg: _Cfg, b: _Builder) -> None:
     """DeepSeek-V2/V3/R1/V3.2 and Kimi-K2: MLA attention (low-rank q and kv projections),
     dense MLP for the first ``first_k_dense_replace`` layers, then routed + shared experts."""
@@ -659,6 +711,7 @@ def deepseek(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
+@WEIGHT_RULES.mtp
 def deepseek_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     """DeepSeek MTP (``num_nextn_predict_layers``): per layer ``enorm``, ``hnorm``,
     ``eh_proj [H, 2H]`` (a plain nn.Linear in vLLM: replicated, unquantized), one decoder
@@ -679,6 +732,7 @@ def deepseek_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     b.weights += [replace(w, kind="mtp", stage="last", layer=None) for w in sub.weights]
 
 
+@WEIGHT_RULES.decoder
 def mimo_v2(cfg: _Cfg, b: _Builder) -> None:
     """MiMo-V2-Flash: sliding layers (``hybrid_layer_pattern`` 1) use the ``swa_*`` heads
     and sizes and carry attention sinks; ``moe_layer_freq`` 1 marks MoE layers (sigmoid
@@ -734,12 +788,7 @@ def _family(config: dict) -> Family:
     return family
 
 
-def rule(name: str):
-    """The weight rule a ``Family`` names (``weights`` / ``mtp_weights``)."""
-    fn = globals().get(name)
-    if not callable(fn) or name.startswith("_"):
-        raise AssertionError(f"kvplan.model.families names weight rule {name!r}, which kvplan.budget.inventory lacks")
-    return fn
+WEIGHT_RULES.check(FAMILIES)
 
 
 def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>") -> Inventory:
@@ -747,12 +796,12 @@ def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "
     family = _family(config)
     cfg = _Cfg(config, path)
     b = _Builder()
-    rule(family.weights)(cfg, b)
+    WEIGHT_RULES.get(family.weights)(cfg, b)
     notes = []
     if include_mtp and family.mtp:
         count = mtp_count(cfg, family.key)
         if count:
-            rule(family.mtp_weights)(cfg, b, count)
+            WEIGHT_RULES.get(family.mtp_weights, "mtp_weights")(cfg, b, count)
             notes.append("MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)")
     if cfg.raw is not config:
         notes.append("text decoder only: the vision tower of this multimodal checkpoint is not counted")

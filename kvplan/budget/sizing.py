@@ -66,10 +66,6 @@ FORMULAS = {
 }
 
 
-def _release(era) -> str:
-    return era.release or (era.releases[-1] if era.releases else era.first_release)
-
-
 def kv_cache_sizing(era, enable_extensible_kv_cache: bool | None = None, *, kv_cache_memory_given: bool = False,
                     num_gpu_blocks_override: int | None = None, cuda_alike: bool = True) -> tuple[str, str]:
     """``(mode, why)``: how ``era`` sizes the KV cache, as ``VllmConfig._resolve_extensible_kv_cache``
@@ -78,7 +74,7 @@ def kv_cache_sizing(era, enable_extensible_kv_cache: bool | None = None, *, kv_c
     the measurement, and an error when asked for there (or in a release without it)."""
     if not era.extensible_kv_cache:
         if enable_extensible_kv_cache:
-            raise OptionError(f"{_FLAG}: vLLM {_release(era)} has no extensible KV cache (first in 0.34.0); "
+            raise OptionError(f"{_FLAG}: vLLM {era.stands_for} has no extensible KV cache (first in 0.34.0); "
                               f"drop the flag or pick --policy vllm==0.34.0")
         return PROFILED, f"{era.name}: the profiling estimate (no extensible KV cache before 0.34.0)"
     if not cuda_alike:
@@ -120,7 +116,7 @@ def requested_memory(total: int, utilization: float) -> int:
 def formula_source(era, mode: str) -> str:
     if mode == EXTENSIBLE:
         return _SOURCE_034
-    return (f"vLLM {_release(era)}: v1/worker/utils.py request_memory, v1/worker/gpu_worker.py "
+    return (f"vLLM {era.stands_for}: v1/worker/utils.py request_memory, v1/worker/gpu_worker.py "
             "determine_available_memory" + (" (CUDA-graph estimate in the profile)" if era.cudagraph_memory_in_profile
                                             else " (no CUDA-graph term)"))
 

@@ -21,9 +21,9 @@ another:
 
 from __future__ import annotations
 
-from kvplan.results import outcome
-
 from dataclasses import dataclass, field
+
+from kvplan.results import Attr, Outcome, Record
 
 from kvplan.engines.layer_costs import LayerCost, layer_costs
 from kvplan.engines.llamacpp import DEFAULT_N_UBATCH, llamacpp_model, server_slots
@@ -48,7 +48,7 @@ from kvplan.engines.trtllm import (
 
 
 @dataclass(frozen=True)
-class CompareInputs:
+class CompareInputs(Record):
     """The workload and every engine's knobs (defaults are the engines' own)."""
 
     kv_cache_memory_bytes: int  # per GPU, the same budget for every engine
@@ -88,17 +88,12 @@ class CompareInputs:
         n, unified, how = server_slots(given, self.llamacpp_kv_unified)
         return n, unified, how, None if given else self.target_len_tokens
 
-    def to_dict(self) -> dict:
-        return {
-            "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
-            "target_len_tokens": self.target_len_tokens,
-            "target_concurrency": self.target_concurrency,
-            "max_num_batched_tokens": self.max_num_batched_tokens,
-        }
+    DATA = {k: k for k in ("kv_cache_memory_bytes", "target_len_tokens", "target_concurrency",
+                           "max_num_batched_tokens")}
 
 
 @dataclass(frozen=True)
-class EngineRow:
+class EngineRow(Record):
     engine: str  # vllm | sglang | trtllm | llamacpp | lower_bound
     name: str  # the policy / configuration shown in the table
     starts: bool
@@ -129,31 +124,28 @@ class EngineRow:
             return None
         return (r - self.lower_bound_bytes) / r * 100
 
-    def to_dict(self) -> dict:
-        waste_pct = self.waste_pct
-        return {
-            "engine": self.engine,
-            "name": self.name,
-            "is_proposal": self.is_proposal,
-            "outcome": outcome(ok=self.starts, starts=self.starts,
-                               stage=None if self.starts else (self.failure_stage or "start-up"),
-                               error_type=None if self.starts else self.failure_type, error=self.failure,
-                               fix=None if self.starts else self.failure_fix),
-            "kv_tokens": self.kv_tokens,
-            "max_concurrency": round(self.max_concurrency, 6),
-            "steady_state_concurrency": round(self.max_concurrency if self.steady_state_concurrency is None
-                                              else self.steady_state_concurrency, 6),
-            "reserved_per_request_bytes": self.reserved_per_request_bytes,
-            "waste_per_request_bytes": self.waste_per_request_bytes,
-            "waste_pct": None if waste_pct is None else round(waste_pct, 4),
-            "knobs": dict(self.knobs),
-            "details": dict(self.details),
-            "notes": list(self.notes),
-        }
+    @property
+    def outcome(self) -> Outcome:
+        if self.starts:
+            return Outcome(ok=True, starts=True, error=self.failure)
+        return Outcome(ok=False, starts=False, stage=self.failure_stage or "start-up", error_type=self.failure_type,
+                       error=self.failure, fix=self.failure_fix)
+
+    @property
+    def steady_concurrency(self) -> float:
+        """The steady-state concurrency, the admission figure where the engine has no other."""
+        return self.max_concurrency if self.steady_state_concurrency is None else self.steady_state_concurrency
+
+    DATA = {"engine": "engine", "name": "name", "is_proposal": "is_proposal", "outcome": "outcome",
+            "kv_tokens": "kv_tokens", "max_concurrency": Attr("max_concurrency", 6),
+            "steady_state_concurrency": Attr("steady_concurrency", 6),
+            "reserved_per_request_bytes": "reserved_per_request_bytes",
+            "waste_per_request_bytes": "waste_per_request_bytes", "waste_pct": Attr("waste_pct", 4),
+            "knobs": "knobs", "details": "details", "notes": "notes"}
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Record):
     inputs: CompareInputs
     lower_bound: LowerBound
     rows: tuple[EngineRow, ...]
@@ -162,13 +154,7 @@ class Comparison:
     def row(self, engine: str, name: str | None = None) -> EngineRow:
         return next(r for r in self.rows if r.engine == engine and (name is None or r.name == name))
 
-    def to_dict(self) -> dict:
-        return {
-            "workload": self.inputs.to_dict(),
-            "lower_bound": self.lower_bound.to_dict(),
-            "engines": [r.to_dict() for r in self.rows],
-            "advice": self.advice,
-        }
+    DATA = {"workload": "inputs", "lower_bound": "lower_bound", "engines": "rows", "advice": "advice"}
 
 
 # --- rows --------------------------------------------------------------------------------

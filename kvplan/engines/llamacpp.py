@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.stages import EngineStages, Figure
 from kvplan.errors import OptionError
+from kvplan.results import Record
 from kvplan.units import cdiv, largest_true, plural
 
 LLAMACPP_BUILD = "0c1e57098"  # ggml-org/llama.cpp commit vendored by llama-cpp-python 0.3.36
@@ -77,7 +78,7 @@ def pad256(n: int) -> int:
 
 
 @dataclass(frozen=True)
-class LlamacppCaches:
+class LlamacppCaches(Record):
     n_ctx: int  # after llama.cpp's padding
     n_seq: int
     base_cells: int  # per stream
@@ -93,20 +94,9 @@ class LlamacppCaches:
     def total_bytes(self) -> int:
         return self.base_bytes + self.swa_bytes + self.recurrent_bytes
 
-    def to_dict(self) -> dict:
-        return {
-            "n_ctx_tokens": self.n_ctx,
-            "n_ctx_seq_tokens": self.n_ctx_seq,
-            "n_seq": self.n_seq,
-            "n_stream": self.n_stream,
-            "n_ubatch": self.n_ubatch,
-            "base_cells": self.base_cells,
-            "swa_cells": self.swa_cells,
-            "base_bytes": self.base_bytes,
-            "swa_bytes": self.swa_bytes,
-            "recurrent_bytes": self.recurrent_bytes,
-            "total_bytes": self.total_bytes,
-        }
+    DATA = {"n_ctx_tokens": "n_ctx", "n_ctx_seq_tokens": "n_ctx_seq",
+            **{k: k for k in ("n_seq", "n_stream", "n_ubatch", "base_cells", "swa_cells", "base_bytes", "swa_bytes",
+                              "recurrent_bytes", "total_bytes")}}
 
 
 @dataclass(frozen=True)
@@ -168,7 +158,7 @@ def server_slots(n_seq: int | None, kv_unified: bool | None) -> tuple[int, bool,
 
 
 @dataclass(frozen=True)
-class LlamacppResult:
+class LlamacppResult(Record):
     target_len_tokens: int
     n_seq: int
     n_ubatch: int
@@ -218,21 +208,12 @@ class LlamacppResult:
             prompt_len_tokens=self.target_len_tokens,
         )
 
-    def to_dict(self) -> dict:
-        return {
-            "llamacpp_build": LLAMACPP_BUILD,
-            "n_seq": self.n_seq,
-            "n_ubatch": self.n_ubatch,
-            "swa_full": self.swa_full,
-            "kv_unified": self.kv_unified,
-            "slots": self.slots_from,
-            "n_swa_tokens": self.n_swa,
-            "caches": self.caches.to_dict(),
-            "max_n_ctx_tokens": self.max_n_ctx_tokens,
-            "max_n_seq": self.max_n_seq,
-            "capacity_caches": self.capacity_caches.to_dict() if self.capacity_caches else None,
-            "stages": self.stages.to_dict(),
-        }
+    llamacpp_build = LLAMACPP_BUILD  # the build the rules were read from (not a field)
+
+    DATA = {"llamacpp_build": "llamacpp_build", "n_seq": "n_seq", "n_ubatch": "n_ubatch", "swa_full": "swa_full",
+            "kv_unified": "kv_unified", "slots": "slots_from", "n_swa_tokens": "n_swa", "caches": "caches",
+            "max_n_ctx_tokens": "max_n_ctx_tokens", "max_n_seq": "max_n_seq", "capacity_caches": "capacity_caches",
+            "stages": "stages"}
 
 
 def llamacpp_model(

@@ -18,10 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost, kept_tokens
+from kvplan.results import Attr, Record
 
 
 @dataclass(frozen=True)
-class LowerBound:
+class LowerBound(Record):
     target_len_tokens: int
     full_bytes: int  # full-attention layers: L tokens each
     window_bytes: int  # sliding / chunked layers: min(L, W) tokens each
@@ -31,16 +32,9 @@ class LowerBound:
     max_concurrency: float  # budget / need
     kv_tokens: int  # floor(budget · L / need): tokens of L-length requests an ideal pool holds
 
-    def to_dict(self) -> dict:
-        return {
-            "target_len_tokens": self.target_len_tokens,
-            "per_request_bytes": self.per_request_bytes,
-            "full_attention_bytes": self.full_bytes,
-            "window_attention_bytes": self.window_bytes,
-            "state_bytes": self.state_bytes,
-            "max_concurrency": round(self.max_concurrency, 6),
-            "kv_tokens": self.kv_tokens,
-        }
+    DATA = {"target_len_tokens": "target_len_tokens", "per_request_bytes": "per_request_bytes",
+            "full_attention_bytes": "full_bytes", "window_attention_bytes": "window_bytes",
+            "state_bytes": "state_bytes", "max_concurrency": Attr("max_concurrency", 6), "kv_tokens": "kv_tokens"}
 
 
 def per_request_bytes(costs: tuple[LayerCost, ...], length: int) -> int:

@@ -66,6 +66,7 @@ from fractions import Fraction
 
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.stages import EngineStages, Figure
+from kvplan.results import Record
 from kvplan.units import cdiv, plural
 
 SGLANG_VERSION = "0.5.23"
@@ -108,7 +109,7 @@ RULE_STEADY = ("compute_swa_request_cap: W + interval + 2 pages per request, plu
 
 
 @dataclass(frozen=True)
-class SglangResult:
+class SglangResult(Record):
     architecture: str | None
     hybrid_swa_memory: bool
     reason: str  # why the split pool is on or off
@@ -169,34 +170,25 @@ class SglangResult:
             prompt_len_tokens=self.prompt_len_tokens,
         )
 
-    def to_dict(self) -> dict:
-        return {
-            "sglang_version": SGLANG_VERSION,
-            "architecture": self.architecture,
-            "hybrid_swa_memory": self.hybrid_swa_memory,
-            "reason": self.reason,
-            "swa_full_tokens_ratio": self.swa_full_tokens_ratio,
-            "page_size": self.page_size,
-            "disable_overlap_schedule": self.disable_overlap_schedule,
-            "swa_eviction_interval_tokens": self.swa_eviction_interval,
-            "pools": [
-                {"pool": "full", "num_layers": self.num_full_layers, "per_token_bytes": self.full_bytes_per_token,
-                 "capacity_tokens": self.full_tokens, "per_request_tokens": self.full_need_tokens},
-                *([{"pool": "swa", "num_layers": self.num_swa_layers, "per_token_bytes": self.swa_bytes_per_token,
-                    "window_tokens": self.window_tokens, "capacity_tokens": self.swa_tokens,
-                    "per_request_tokens": self.swa_need_tokens,
-                    "in_flight_prefill_tokens": self.swa_in_flight_tokens}] if self.hybrid_swa_memory else []),
-            ],
-            "state_slots": self.state_slots,
-            "state_bytes": self.state_bytes,
-            "mamba_full_memory_ratio": self.mamba_full_memory_ratio,
-            "max_mamba_cache_size": self.max_mamba_cache_size,
-            "max_running_requests": self.max_running_requests,
-            "context_len_tokens": self.context_len_tokens,
-            "chunked_prefill_size_tokens": self.chunked_prefill_size,
-            "prefill_fits": self.prefill_fits,
-            "stages": self.stages.to_dict(),
-        }
+    sglang_version = SGLANG_VERSION  # the release the rules were read from (not a field)
+
+    @property
+    def pools(self) -> list[dict]:
+        """The full pool, and the SWA pool when the split is on (SGLang's two token pools)."""
+        full = {"pool": "full", "num_layers": self.num_full_layers, "per_token_bytes": self.full_bytes_per_token,
+                "capacity_tokens": self.full_tokens, "per_request_tokens": self.full_need_tokens}
+        if not self.hybrid_swa_memory:
+            return [full]
+        return [full, {"pool": "swa", "num_layers": self.num_swa_layers, "per_token_bytes": self.swa_bytes_per_token,
+                       "window_tokens": self.window_tokens, "capacity_tokens": self.swa_tokens,
+                       "per_request_tokens": self.swa_need_tokens, "in_flight_prefill_tokens": self.swa_in_flight_tokens}]
+
+    DATA = {**{k: k for k in ("sglang_version", "architecture", "hybrid_swa_memory", "reason", "swa_full_tokens_ratio",
+                              "page_size", "disable_overlap_schedule")},
+            "swa_eviction_interval_tokens": "swa_eviction_interval", "pools": "pools",
+            **{k: k for k in ("state_slots", "state_bytes", "mamba_full_memory_ratio", "max_mamba_cache_size",
+                              "max_running_requests", "context_len_tokens")},
+            "chunked_prefill_size_tokens": "chunked_prefill_size", "prefill_fits": "prefill_fits", "stages": "stages"}
 
 
 def hybrid_swa_decision(architecture: str | None, costs: tuple[LayerCost, ...]) -> tuple[bool, str]:

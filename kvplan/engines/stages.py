@@ -17,19 +17,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.results import Attr, Record
+
 
 @dataclass(frozen=True)
-class Figure:
+class Figure(Record):
     value: int | float | bool | None
     rule: str
 
-    def to_dict(self) -> dict:
-        v = self.value
-        return {"value": round(v, 6) if isinstance(v, float) else v, "rule": self.rule}
+    DATA = {"value": Attr("value", 6), "rule": "rule"}
 
 
 @dataclass(frozen=True)
-class EngineStages:
+class EngineStages(Record):
     engine: str  # sglang | trtllm | llamacpp
     version: str  # the release or build the rules were read from
     kv_tokens: Figure
@@ -44,17 +44,10 @@ class EngineStages:
         v = self.longest_prompt_tokens.value
         return v is None or v >= self.prompt_len_tokens
 
-    def to_dict(self) -> dict:
-        return {
-            "engine_version": self.version,
-            "prompt_len_tokens": self.prompt_len_tokens,
-            "prefills_prompt": self.prefills_prompt,
-            "kv_tokens": self.kv_tokens.to_dict(),
-            "longest_prompt_tokens": self.longest_prompt_tokens.to_dict(),
-            "admission_concurrency": self.admission_concurrency.to_dict(),
-            "steady_concurrency": self.steady_concurrency.to_dict(),
-            "starts": self.starts.to_dict(),
-        }
+    DATA = {"engine_version": "version", "prompt_len_tokens": "prompt_len_tokens", "prefills_prompt": "prefills_prompt",
+            "kv_tokens": "kv_tokens", "longest_prompt_tokens": "longest_prompt_tokens",
+            "admission_concurrency": "admission_concurrency", "steady_concurrency": "steady_concurrency",
+            "starts": "starts"}
 
 
 def require_version(flag: str, given: str | None, known: str, engine: str) -> str:

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from kvplan.logs.fingerprints import RELEASES, WORDINGS
 from kvplan.logs.reader import Record
+from kvplan.results import Record as ResultRecord
 
 _EXCEPTION = re.compile(r"^(?:\w+\.)*\w*(?:Error|Exception): ")
 _PLACEHOLDER = re.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[sdifrgx]|\{[^{}]*\}")
@@ -76,7 +77,7 @@ def _wordings() -> tuple[_Wording, ...]:
 
 
 @dataclass
-class ReleaseGuess:
+class ReleaseGuess(ResultRecord):
     """``releases``: the candidates, oldest first (empty: nothing in the log tells)."""
 
     releases: tuple[str, ...] = ()
@@ -91,9 +92,12 @@ class ReleaseGuess:
         span = self.releases[0] if len(self.releases) == 1 else f"{self.releases[0]}–{self.releases[-1]}"
         return f"{span} (from {self.source})"
 
-    def to_dict(self) -> dict:
-        return {"release": self.text, "candidates": list(self.releases), "source": self.source or None,
-                "lines": list(self.lines), "conflicts": list(self.conflicts)}
+    @property
+    def source_or_none(self) -> str | None:
+        return self.source or None
+
+    DATA = {"release": "text", "candidates": "releases", "source": "source_or_none", "lines": "lines",
+            "conflicts": "conflicts"}
 
 
 _CUT_EVIDENCE = 40  # characters of a wording's literal text a cut line must show to count

@@ -50,7 +50,9 @@ class DerivedLength:
         return int(self.value)
 
 
-def _text_config(config: dict) -> dict:
+def text_config(config: dict) -> dict:
+    """The text (decoder) part of a raw config: its ``text_config`` when that is a mapping (a
+    multimodal checkpoint), else the config itself (the raw-dict form of ``hfconfig.text_view``)."""
     inner = config.get("text_config")
     return inner if isinstance(inner, dict) else config
 
@@ -75,7 +77,7 @@ def derived_max_len(config: dict, *, disable_sliding_window: bool = False,
                     yarn_max_len: str = "factor_in_length") -> DerivedLength:
     """vLLM's derived maximum length for ``config``. ``yarn_max_len``: "factor_in_length"
     (0.33.0+: YaRN lengths are already scaled) or "original_times_factor" (up to 0.18.0)."""
-    cfg = _text_config(config)
+    cfg = text_config(config)
     value: int | float = float("inf")
     key = None
     for k in _MAX_LEN_KEYS:
@@ -111,7 +113,7 @@ def derive_max_model_len(config: dict, *, disable_sliding_window: bool = False,
                          yarn_max_len: str = "factor_in_length") -> int:
     """vLLM's default ``max_model_len``: the derived maximum as an integer; LongRoPE models
     start from ``original_max_position_embeddings`` (fewer tokens than they allow)."""
-    cfg = _text_config(config)
+    cfg = text_config(config)
     if any(rp.get("rope_type", rp.get("type")) == "longrope" for rp in _rope_entries(cfg)) and _num(
             cfg.get("original_max_position_embeddings")):
         return int(cfg["original_max_position_embeddings"])

@@ -2,6 +2,11 @@
 result dicts (``data``), the envelope every command returns (``envelope``) and the explanation
 lines (``explain``).
 
+Result records are frozen dataclasses; ``to_data`` is the one serializer that turns them into
+what ``--format json`` prints: keys in field order, tuples as lists, sizes left as the integer
+bytes they are, and a field marked ``FLATTEN`` spread into its parent (the envelope's body).
+``scripts/make_schemas.py`` reads the same fields for the JSON Schemas in docs/schema/.
+
 The one shape of an outcome, for every command and every row that can fail.
 
 ``ok``: the command's question got the answer the user wants (the engine starts; a check
@@ -13,20 +18,97 @@ makes it start, when one is known.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, is_dataclass
+from typing import ClassVar
+
 SCHEMA_VERSION = 2  # 2: the envelope (inputs, outcome) of kvplan.results.envelope
+
+# dataclass field metadata: the field's mapping is spread into its parent's keys (the envelope's body)
+FLATTEN = {"flatten": True}
+
+
+@dataclass(frozen=True)
+class Attr:
+    """One key of a record's ``DATA`` view: the attribute (field or property; dotted for an
+    attribute's attribute) it reads, a float rounded to ``digits``."""
+
+    name: str
+    digits: int | None = None
+
+
+class Record:
+    """A result object whose keys are not its fields: ``DATA`` maps each key, in order, to the
+    attribute it reads (a name, or an ``Attr`` with rounding). ``to_data`` serialises it; no
+    record writes its own dict."""
+
+    DATA: ClassVar[dict] = {}
+
+    def to_dict(self) -> dict:
+        return to_data(self)
+
+
+def _read(obj, attr):
+    a = attr if isinstance(attr, Attr) else Attr(attr)
+    v = obj
+    for part in a.name.split("."):
+        v = getattr(v, part)
+    return round(v, a.digits) if a.digits is not None and isinstance(v, float) else v
+
+
+def view(obj, data: dict) -> dict | None:
+    """``obj`` (an object of a layer above, which cannot be a ``Record``) by a ``DATA`` view."""
+    return None if obj is None else {k: to_data(_read(obj, a)) for k, a in data.items()}
+
+
+def to_data(value):
+    """The plain data of a result: a ``Record`` by its ``DATA`` view, other dataclasses as dicts in
+    field order (``FLATTEN`` fields spread in place), tuples and lists as lists, mappings with
+    their values converted; everything else as it is (integers stay integers). An object that still
+    writes its own dict (``to_dict``) is asked for it."""
+    if isinstance(value, Record) and type(value).DATA:
+        return view(value, type(value).DATA)
+    if not isinstance(value, Record) and callable(getattr(value, "to_dict", None)):
+        return value.to_dict()  # a builder not yet turned into a Record
+    if is_dataclass(value) and not isinstance(value, type):
+        out: dict = {}
+        for f in fields(value):
+            v = to_data(getattr(value, f.name))
+            if f.metadata.get("flatten"):
+                out.update(v)
+            else:
+                out[f.name] = v
+        return out
+    if isinstance(value, Mapping):
+        return {k: to_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_data(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    starts: bool | None = None
+    stage: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+    fix: str | None = None
 
 
 def outcome(*, ok: bool, starts: bool | None = None, stage: str | None = None, error_type: str | None = None,
             error: str | None = None, fix: str | None = None) -> dict:
-    return {"ok": ok, "starts": starts, "stage": stage, "error_type": error_type, "error": error, "fix": fix}
+    return to_data(Outcome(ok, starts, stage, error_type, error, fix))
 
 
-def plan_outcome(plan, fix: str | None = None) -> dict:
-    """A vLLM plan's start-up outcome (its ``failure`` holds the engine's stage, type and text)."""
+def plan_outcome(plan, fix: str | None = None, *, ok: bool | None = None) -> dict:
+    """A vLLM plan's start-up outcome (its ``failure`` holds the engine's stage, type and text);
+    ``ok`` when the command's answer is more than the start (simulate's checks, the allocation)."""
     f = plan.failure
     if f is None:
-        return outcome(ok=True, starts=True)
-    return outcome(ok=False, starts=False, stage=f.stage, error_type=f.error_type, error=f.message, fix=fix)
+        return outcome(ok=True if ok is None else ok, starts=True)
+    return outcome(ok=False if ok is None else ok, starts=False, stage=f.stage, error_type=f.error_type,
+                   error=f.message, fix=fix)
 
 
 def error_outcome(error: Exception, stage: str = "kvplan") -> dict:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from kvplan.results import SCHEMA_VERSION
+from dataclasses import dataclass
+
+from kvplan.results import to_data, view
 from kvplan.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_to_dict
-from kvplan.version import __version__
 
 _INDEX_RE = re.compile(r"layers\.(\d+)\.")
 
@@ -51,32 +52,20 @@ def kind_label(spec) -> str:
     return d["kind"].replace("_attention", "")
 
 
+# the model layer's ModelInfo (kvplan.model) as results show it
+MODEL_INFO = {"id": "source.model_id", "source": "source.kind", "path": "source.path", "revision": "source.revision",
+              **{k: k for k in ("provenance", "architecture", "model_type", "family", "num_hidden_layers", "dtype")}}
+# the model layer's ServingOptions as results show them
+SERVING = {k: k for k in ("block_size", "attention_backend", "kv_cache_dtype", "dtype", "tensor_parallel_size",
+                          "pipeline_parallel_size")}
+
+
 def model_info_dict(info) -> dict | None:
-    if info is None:
-        return None
-    return {
-        "id": info.source.model_id,
-        "source": info.source.kind,
-        "path": info.source.path,
-        "revision": info.source.revision,
-        "provenance": info.provenance,
-        "architecture": info.architecture,
-        "model_type": info.model_type,
-        "family": info.family,
-        "num_hidden_layers": info.num_hidden_layers,
-        "dtype": info.dtype,
-    }
+    return view(info, MODEL_INFO)
 
 
 def serving_dict(serving) -> dict:
-    return {
-        "block_size": serving.block_size,
-        "attention_backend": serving.attention_backend,
-        "kv_cache_dtype": serving.kv_cache_dtype,
-        "dtype": serving.dtype,
-        "tensor_parallel_size": serving.tensor_parallel_size,
-        "pipeline_parallel_size": serving.pipeline_parallel_size,
-    }
+    return view(serving, SERVING)
 
 
 def layer_dict(ls, spec=None) -> dict:
@@ -115,9 +104,6 @@ def inspect_dict(layout, serving) -> dict:
     layers = layout.layers
     summary = kind_summary(layers)
     return {
-        "schema_version": SCHEMA_VERSION,
-        "kvplan_version": __version__,
-        "command": "inspect",
         "model": model_info_dict(layout.target),
         "drafter": model_info_dict(layout.drafter),
         "speculative": {
@@ -140,18 +126,31 @@ def inspect_dict(layout, serving) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class PolicyRecord:
+    """An era as results show it: the one serialisation of ``Era`` (a plan's ``policy``; the
+    envelope's ``inputs.policy`` is its ``INPUT_KEYS``)."""
+
+    name: str
+    vllm_release: str | None  # the release asked for (vllm==X) or installed
+    release_note: str | None  # "installed", "unchecked"
+    warning: str | None
+    threshold: float | None
+    description: str
+    vllm_releases: tuple[str, ...]
+    grouping: str
+    is_proposal: bool
+
+    INPUT_KEYS = ("name", "vllm_release", "release_note", "vllm_releases", "threshold", "is_proposal")
+
+    @classmethod
+    def of(cls, era) -> "PolicyRecord":
+        return cls(era.name, era.release or None, era.release_note or None, era.warning or None, era.threshold,
+                   era.description, tuple(era.releases), era.grouping, era.is_proposal)
+
+
 def era_dict(era) -> dict:
-    return {
-        "name": era.name,
-        "vllm_release": era.release or None,  # the release asked for (vllm==X) or installed
-        "release_note": era.release_note or None,  # "installed", "unchecked"
-        "warning": era.warning or None,
-        "threshold": era.threshold,
-        "description": era.description,
-        "vllm_releases": list(era.releases),
-        "grouping": era.grouping,
-        "is_proposal": era.is_proposal,
-    }
+    return to_data(PolicyRecord.of(era))
 
 
 def policy_label(p: dict) -> str:
@@ -299,12 +298,8 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None, fixes: li
     shown = next((w for w in workers if check is not None and w["rank"] == check.rank), None)
     pool = shown["allocated_bytes"] if shown else (w0.bytes_per_block * w0.num_blocks if w0 else 0)
     waste = shown["padding_waste_bytes"] if shown else 0
-    failure = plan.failure
     steady = plan.steady
     return {
-        "schema_version": SCHEMA_VERSION,
-        "kvplan_version": __version__,
-        "command": "simulate",
         "engine": "vllm",
         "policy": era_dict(plan.era),
         "model": model_info_dict(layout.target),
@@ -396,13 +391,6 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None, fixes: li
         "workers": workers,
         "logs": list(plan.logs),
         "explain": explain or [],
-        "outcome": {
-            "starts": plan.starts,
-            "stage": failure.stage if failure else None,
-            "error_type": failure.error_type if failure else None,
-            "error": failure.message if failure else None,
-            "fix": fixes[0]["flag"] if fixes else None,
-        },
         "fixes": fixes or [],
         "warnings": list(layout.warnings),
     }

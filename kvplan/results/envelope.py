@@ -6,54 +6,80 @@
 3. ``outcome``: one shape for success and failure (``kvplan.results``);
 4. the command's body; ``warnings`` last.
 
-The JSON Schemas in docs/schema/ describe it; tests validate every command against them.
+The envelope is a frozen record (``Envelope``) serialised by ``kvplan.results.to_data``; the
+body carries only the command's own keys (no header to strip). The JSON Schemas in
+docs/schema/ describe it (``scripts/make_schemas.py`` reads these records); tests validate
+every command against them.
 """
 
 from __future__ import annotations
 
-from kvplan.results import SCHEMA_VERSION
+from dataclasses import dataclass, field
+
+from kvplan.results import FLATTEN, SCHEMA_VERSION, Outcome, Record, to_data
+from kvplan.results.data import PolicyRecord
 from kvplan.version import __version__
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a model's config came from (``kvplan.model`` ModelInfo's ``source``)."""
+
+    id: str
+    requested: str
+    source: str
+    path: str | None
+    revision: str | None
+
+    @classmethod
+    def of(cls, info) -> "Source | None":
+        if info is None:
+            return None
+        src = info.source
+        return cls(src.model_id, src.requested, src.kind, src.path, src.revision)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    model: Source | None
+    drafter: Source | None
+    policy: dict | None  # PolicyRecord's INPUT_KEYS
+    options: dict  # kvplan.options.Resolved.to_dict(): {name: {value, given}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Envelope(Record):
+    schema_version: int = SCHEMA_VERSION
+    kvplan_version: str = __version__
+    command: str
+    inputs: Inputs
+    outcome: Outcome | dict
+    body: dict = field(metadata=FLATTEN)
+    warnings: tuple[str, ...] = ()
 
 
 def source_dict(info) -> dict | None:
     """Where a model's config came from (``kvplan.model`` ModelInfo)."""
-    if info is None:
-        return None
-    src = info.source
-    return {"id": src.model_id, "requested": src.requested, "source": src.kind, "path": src.path,
-            "revision": src.revision}
+    return to_data(Source.of(info))
 
 
 def policy_dict(era) -> dict | None:
+    """The policy as the inputs show it: the era's one serialisation, cut to ``INPUT_KEYS``."""
     if era is None:
         return None
-    return {"name": era.name, "vllm_release": era.release or None, "release_note": era.release_note or None,
-            "vllm_releases": list(era.releases), "threshold": era.threshold, "is_proposal": era.is_proposal}
+    full = to_data(PolicyRecord.of(era))
+    return {k: full[k] for k in PolicyRecord.INPUT_KEYS}
 
 
 def envelope(command: str, *, options: dict | None, outcome: dict, body: dict, model=None, drafter=None,
              era=None, warnings: list[str] | None = None) -> dict:
-    """``options`` is ``kvplan.options.Resolved.to_dict()`` (``{name: {value, given}}``)."""
-    body = dict(body)
-    body_warnings = body.pop("warnings", [])
-    for k in ("schema_version", "kvplan_version", "command", "outcome"):
-        body.pop(k, None)
-    out = {
-        "schema_version": SCHEMA_VERSION,
-        "kvplan_version": __version__,
-        "command": command,
-        "inputs": {
-            "model": source_dict(model),
-            "drafter": source_dict(drafter),
-            "policy": policy_dict(era),
-            "options": options or {},
-        },
-        "outcome": outcome,
-        **body,
-    }
+    """``options`` is ``kvplan.options.Resolved.to_dict()`` (``{name: {value, given}}``); the body's
+    own ``warnings`` follow ``warnings``, each once."""
+    body_warnings = body.get("warnings", [])
     seen: list[str] = []
     for w in [*(warnings or []), *body_warnings]:
         if w not in seen:
             seen.append(w)
-    out["warnings"] = seen
-    return out
+    inputs = Inputs(Source.of(model), Source.of(drafter), policy_dict(era), options or {})
+    return Envelope(command=command, inputs=inputs, outcome=outcome,
+                    body={k: v for k, v in body.items() if k != "warnings"}, warnings=tuple(seen)).to_dict()

@@ -91,7 +91,7 @@ def choose_release(line: ServeLine | None, policy: str | None) -> tuple[str | No
                             f"vllm=={NEWEST_CHECKED}; give --policy vllm==X to read it as another")
             return f"vllm=={NEWEST_CHECKED}", NEWEST_CHECKED, f"image tag {tag} (newest checked)", warnings
     era = get_era(policy or "vllm-latest")
-    release = era.release or (era.releases[-1] if era.releases else NEWEST_CHECKED)
+    release = era.stands_for
     how = "--policy" if policy else ("installed vLLM" if era.release_note == "installed" else "kvplan's default")
     return policy, release, how, warnings
 

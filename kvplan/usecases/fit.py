@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.errors import KvplanError, OptionError
 from kvplan.budget.load import STAGES as LOAD_STAGES
-from kvplan.usecases.scenario import (Scenario, build_layout, hardware_budget, kv_bytes_at, plan_scenario, resolve_era,
+from kvplan.usecases.scenario import (Scenario, build_layout, hardware_budget, kv_bytes_at, plan_scenario,
                                       serving_of, with_load_failure)
 from kvplan.results import outcome, plan_outcome
 from kvplan.units import largest_true
@@ -49,7 +49,7 @@ class _Budgeted:
 
 def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
 
-    era = era or resolve_era(s.policy, s.threshold)
+    era = era or s.era
     layout = layout or build_layout(s)
     return _Budgeted(s, layout, era, hardware_budget(s, layout, era))
 
@@ -305,7 +305,7 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
     scenario's --max-model-len, else the model's), at the scenario's utilization."""
     from kvplan.budget.hardware import GPU_PRESETS
 
-    era = resolve_era(s.policy, s.threshold)
+    era = s.era
     layouts = layouts if layouts is not None else {}
     rows = []
     length = context_len
@@ -418,7 +418,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
         "estimated": True,
         "warnings": list(base_layout.warnings),
     }
-    era = resolve_era(s.policy, s.threshold)
+    era = s.era
     out["policy"] = era_dict(era)
     given_kv = s.kv_cache_memory
     if given_kv is not None and concurrency is not None and context_len is not None:
@@ -484,7 +484,7 @@ def fit(model: str, **options) -> dict:
     result = outcome(ok=not unanswered, stage="fit" if unanswered else None,
                      error_type="NotAchievable" if unanswered else None,
                      error="; ".join(unanswered) or None, fix=fix)
-    era = resolve_era(scenario.policy, scenario.threshold)
+    era = scenario.era
     return envelope("fit", options=r.to_dict(), outcome=result, body=body, model=layout_src.target,
                     drafter=layout_src.drafter, era=era)
 

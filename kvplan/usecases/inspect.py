@@ -6,16 +6,15 @@ from kvplan.options import INSPECT, resolve
 from kvplan.results.data import inspect_dict
 from kvplan.results.envelope import envelope
 from kvplan.results import outcome
-from kvplan.usecases.scenario import build_layout, resolve_era, scenario_from, serving_of
+from kvplan.usecases.scenario import build_layout, scenario_from, serving_of
 
 
-def layout_refusals(layout, policy: str) -> list[str]:
+def layout_refusals(layout, era) -> list[str]:
     """What vLLM refuses at start-up that the layout alone shows: a speculative method without
     num_speculative_tokens. ``inspect`` runs none of vLLM's checks before the KV cache (simulate
     reports them as start-up failures), so it warns and shows the layout built with 0."""
     from kvplan.engines.vllm.prechecks import speculative_tokens_error
 
-    era = resolve_era(policy, None)
     text = speculative_tokens_error(layout.speculative_method, layout.num_speculative_tokens_missing, era)
     if not text:
         return []
@@ -30,4 +29,4 @@ def inspect(model: str, **options) -> dict:
     layout = build_layout(scenario)
     body = inspect_dict(layout, serving_of(scenario))
     return envelope("inspect", options=r.to_dict(), outcome=outcome(ok=True), body=body, model=layout.target,
-                    drafter=layout.drafter, warnings=layout_refusals(layout, scenario.policy))
+                    drafter=layout.drafter, warnings=layout_refusals(layout, scenario.policy_era))

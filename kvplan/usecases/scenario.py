@@ -8,9 +8,9 @@ the same words as `kvplan simulate`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, make_dataclass
+from functools import cached_property
 
-from typing import Any
-
+from kvplan import options as _o
 from kvplan.errors import KvplanError, OptionError
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 
@@ -29,6 +29,21 @@ class _ScenarioMethods:
             elif raw is not None:
                 object.__setattr__(self, opt.name, opt.parse(raw))
 
+    # The era, resolved from ``policy`` once per scenario (at its first use, so a bad policy is
+    # refused where it always was) and passed down as an object: nothing below the use cases
+    # resolves a policy name. ``replace(s, policy=...)`` makes a new scenario, with its own era.
+    @cached_property
+    def policy_era(self):
+        """The era ``policy`` names, with its own grouping threshold."""
+        from kvplan.engines.vllm import get_era
+
+        return get_era(self.policy)
+
+    @cached_property
+    def era(self):
+        """The era this deployment runs under: ``policy_era`` with ``--threshold`` when given."""
+        return self.policy_era if self.threshold is None else self.policy_era.with_threshold(self.threshold)
+
     def batch_sizes(self, max_model_len: int | None = None) -> tuple[int, int]:
         """``(max_num_batched_tokens, max_num_seqs)``: as given, else what ``vllm serve`` picks
         for the card (``--gpu``/``--gpu-memory``), else the H100/H200 defaults (8192, 1024).
@@ -40,7 +55,7 @@ class _ScenarioMethods:
         if tokens is None or seqs is None:
             from kvplan.budget.hardware import vllm_batch_defaults
 
-            large = resolve_era(self.policy, None).large_batch_tier
+            large = self.era.large_batch_tier
             d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory, large_tier=large)
             tokens, seqs = tokens or d_tokens, seqs or d_seqs
         if max_model_len and max_model_len > 0:
@@ -58,7 +73,7 @@ class _ScenarioMethods:
         if self.enable_extensible_kv_cache:
             from kvplan.budget.sizing import kv_cache_sizing
 
-            kv_cache_sizing(resolve_era(self.policy, None), True, kv_cache_memory_given=self.kv_cache_memory is not None,
+            kv_cache_sizing(self.era, True, kv_cache_memory_given=self.kv_cache_memory is not None,
                             num_gpu_blocks_override=self.num_gpu_blocks_override)
 
     def budget_overrides(self) -> dict:
@@ -70,13 +85,30 @@ class _ScenarioMethods:
         return [f.name for f in fields(cls)]
 
 
+# The type each option kind parses to (Option.parse): sizes in bytes, max_model_len in tokens
+# (-1 = auto-fit), --gpu-memory in GiB, the VLLM_* variables, --model-map and --set as text maps.
+# A kind missing here fails on import (the Scenario cannot be generated), not at the first use.
+KIND_TYPES: dict[str, type] = {
+    _o.STR: str, _o.INT: int, _o.FLOAT: float, _o.SIZE: int, _o.GIB: float, _o.LENGTH: int, _o.BOOL: bool,
+    _o.TRISTATE: bool, _o.CHOICE: str, _o.JSON: dict, _o.POLICY_NAME: str, _o.ENV: dict[str, str],
+    _o.MAP: dict[str, str], _o.SETTINGS: dict[str, str],
+}
+
+
+def _field_type(o) -> object:
+    """An option's Scenario field type: its kind's type, ``| None`` unless the table gives a default."""
+    if o.kind not in KIND_TYPES:
+        raise TypeError(f"option {o.name}: kind {o.kind!r} has no type in kvplan.usecases.scenario.KIND_TYPES")
+    t = KIND_TYPES[o.kind]
+    return t if o.default is not None else t | None
+
+
 # One simulation as the user states it: `model` plus every scenario option of the option table
-# (kvplan.options), with the table's defaults. Values are typed (Option.parse): sizes in bytes,
-# max_model_len in tokens (-1 = auto-fit), kv_transfer_config a dict. Generated, so an option is
-# declared once.
+# (kvplan.options), with the table's defaults and its kinds' types. Values are typed
+# (Option.parse). Generated, so an option is declared once.
 Scenario = make_dataclass(
     "Scenario",
-    [("model", str)] + [(o.name, Any, field(default=o.default)) for o in scenario_options()],
+    [("model", str)] + [(o.name, _field_type(o), field(default=o.default)) for o in scenario_options()],
     bases=(_ScenarioMethods,),
     frozen=True,
 )
@@ -104,7 +136,7 @@ def serving_of(s: Scenario):
     from kvplan.engines.vllm import environment
     from kvplan.model import ServingOptions
 
-    era = resolve_era(s.policy, None)
+    era = s.era
     return ServingOptions(
         block_size=s.block_size, attention_backend=s.attention_backend, kv_cache_dtype=s.kv_cache_dtype,
         dtype=s.dtype, tensor_parallel_size=s.tensor_parallel_size, pipeline_parallel_size=s.pipeline_parallel_size,
@@ -117,16 +149,9 @@ def serving_of(s: Scenario):
     )
 
 
-def resolve_era(policy: str, threshold: float | None):
-    from kvplan.engines.vllm import get_era
-
-    era = get_era(policy)
-    return era.with_threshold(threshold) if threshold is not None else era
-
-
 def model_facts(layout, era, *, disable_sliding_window: bool = False):
     from kvplan.engines.vllm import ModelFacts
-    from kvplan.model.limits import derive_max_model_len, derived_max_len
+    from kvplan.model.limits import derive_max_model_len, derived_max_len, text_config
 
     config = layout.target.config
     return ModelFacts(
@@ -140,7 +165,7 @@ def model_facts(layout, era, *, disable_sliding_window: bool = False):
         num_speculative_tokens_missing=layout.num_speculative_tokens_missing,
         kv_cache_dtype=layout.kv_cache_dtype,
         model_dtype=layout.target.dtype,
-        target_hidden_size=_opt_int(_text_config(config), "hidden_size"),
+        target_hidden_size=_opt_int(text_config(config), "hidden_size"),
         drafter_target_hidden_size=drafter_target_hidden_size(layout),
         tp_checks=getattr(layout, "tp_checks", ()),
         attention_chunk_size=layout.target.attention_chunk_size,
@@ -149,15 +174,10 @@ def model_facts(layout, era, *, disable_sliding_window: bool = False):
         mamba_chunk_size=layout.target.mamba_chunk_size,
         drafter_ptd_token=drafter_has_ptd_token(layout),
         use_mla=any(ls.spec.kind == "mla" for ls in layout.layers),
-        total_num_kv_heads=_opt_int(_text_config(layout.target.config), "num_key_value_heads",
+        total_num_kv_heads=_opt_int(text_config(layout.target.config), "num_key_value_heads",
                                     "num_attention_heads"),
-        total_num_attention_heads=_opt_int(_text_config(layout.target.config), "num_attention_heads"),
+        total_num_attention_heads=_opt_int(text_config(layout.target.config), "num_attention_heads"),
     )
-
-
-def _text_config(config: dict) -> dict:
-    inner = config.get("text_config")
-    return inner if isinstance(inner, dict) else config
 
 
 def _opt_int(cfg: dict, *keys: str) -> int | None:
@@ -169,10 +189,12 @@ def drafter_target_hidden_size(layout) -> int | None:
     """The hidden size an EAGLE/EAGLE-3 drafter expects from its target: the draft config's
     ``target_hidden_size``, else its own ``hidden_size`` (vLLM's llama_eagle3.py / llama_eagle.py);
     None for other methods (a draft model runs on its own)."""
+    from kvplan.model.limits import text_config
+
     d = layout.drafter
     if d is None or layout.speculative_method not in ("eagle", "eagle3") or not isinstance(d.config, dict):
         return None
-    return _opt_int(_text_config(d.config), "target_hidden_size", "hidden_size")
+    return _opt_int(text_config(d.config), "target_hidden_size", "hidden_size")
 
 
 def drafter_has_ptd_token(layout) -> bool:
@@ -220,7 +242,7 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budg
     ``config_len``: the length vLLM's config holds (``config_max_model_len``), for the batch defaults."""
     from kvplan.engines.vllm import SimulateOptions, environment
 
-    era = resolve_era(s.policy, None)
+    era = s.era
     batched, seqs = s.batch_sizes(config_len)
     return SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
@@ -286,7 +308,7 @@ def build_layout(s: Scenario):
 
     from kvplan.options import mapped_model
 
-    era = resolve_era(s.policy, None)
+    era = s.era
     model, drafter = mapped_model(s.model, s.model_map), mapped_model(s.drafter, s.model_map)
     layout = build_model_layout(model, drafter, serving_of(s), revision=s.revision, download=s.download,
                                 hf_overrides=s.hf_overrides)
@@ -480,7 +502,7 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
     from kvplan.results.explain import explain as explain_plan
 
     s.check_sizing()
-    era = resolve_era(s.policy, s.threshold)
+    era = s.era
     if layout is None:
         layout = build_layout(s)
     budget = None

@@ -11,8 +11,8 @@ from dataclasses import replace
 from kvplan.errors import OptionError
 from kvplan.options import SIMULATE, resolve
 from kvplan.results.envelope import envelope
-from kvplan.results import plan_outcome
-from kvplan.usecases.scenario import resolve_era, run_scenario, scenario_from
+from kvplan.results import outcome, plan_outcome
+from kvplan.usecases.scenario import run_scenario, scenario_from
 
 
 def _device_budget(r, era) -> dict | None:
@@ -63,8 +63,7 @@ def simulate(model: str, **options) -> dict:
     verify = _prepare_cross_check(r, scenario)
     if verify is not None:
         scenario = replace(scenario, policy=verify.policy)
-    era = resolve_era(scenario.policy, scenario.threshold)
-    device_budget = _device_budget(r, era)
+    device_budget = _device_budget(r, scenario.era)
     if device_budget is not None:
         # the device budget already resolved the sizing mode
         scenario = replace(scenario, kv_cache_memory=device_budget["kv_cache_memory_bytes"],
@@ -95,8 +94,8 @@ def simulate(model: str, **options) -> dict:
         body["allocation"] = allocate_and_verify(plan, r["device"])
         ok = ok and bool(body["allocation"].get("ok", False))
     fixes = body.get("fixes") or []
-    outcome = {**plan_outcome(plan, fixes[0]["flag"] if fixes else None), "ok": ok}
-    return envelope("simulate", options=r.to_dict(), outcome=outcome, body=body, model=result.layout.target,
+    verdict = plan_outcome(plan, fixes[0]["flag"] if fixes else None, ok=ok)
+    return envelope("simulate", options=r.to_dict(), outcome=verdict, body=body, model=result.layout.target,
                     drafter=result.layout.drafter, era=plan.era,
                     warnings=[*(result.budget or {}).get("warnings", [])])
 
@@ -119,7 +118,6 @@ def sweep(model: str, thresholds: str, **options) -> dict:
         "policy": era_dict(first.plan.era), "rows": rows, "critical_thresholds": critical_thresholds(first.plan),
         "warnings": list(first.layout.warnings),
     }
-    era = resolve_era(scenario.policy, None)
-    outcome = {"ok": True, "starts": None, "stage": None, "error_type": None, "error": None, "fix": None}
-    return envelope("sweep", options=r.to_dict(), outcome=outcome, body=body, model=first.layout.target,
+    era = scenario.policy_era
+    return envelope("sweep", options=r.to_dict(), outcome=outcome(ok=True), body=body, model=first.layout.target,
                     drafter=first.layout.drafter, era=era)

@@ -12,11 +12,11 @@ tests and the random differential use it).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from kvplan.engines.vllm import hybrid, runner
+from kvplan.engines.vllm.versions import version_key
 
 # Lines vLLM logs at config time (EngineArgs, VllmConfig, the model's config hooks), before the
 # engine core runs the planning functions; the runner does not run that code, so these lines
@@ -62,10 +62,6 @@ def _close(a, b) -> bool:
     return a == b
 
 
-def _release(result: dict) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", str(result.get("vllm_version", "0")))[:3])
-
-
 def compare(plan, result: dict) -> list[FieldCheck]:
     """Every field of ``result`` (the runner's output for the case of ``plan``) against kvplan's."""
     from kvplan.engines.vllm.sizing import max_concurrency, vllm_tensor_records
@@ -107,7 +103,8 @@ def compare(plan, result: dict) -> list[FieldCheck]:
     if r.get("error") is None:
         if "max_model_len" in r:
             check("max_model_len", plan.max_model_len, r["max_model_len"])
-        if r.get("block_size") is not None and plan.groups and _release(r) >= (0, 18):
+        release = version_key(str(r.get("vllm_version", "0")))
+        if r.get("block_size") is not None and plan.groups and release >= (0, 18):
             # cache_config.block_size after the engine core's update (from 0.18): the smallest group block
             check("block_size", min(g.spec.block_size for g in plan.groups), r["block_size"])
 

@@ -385,13 +385,13 @@ def layout_of(scenario, hand_written: bool = False):
 
 def make_runner_case(case: Case, release: str, hand_written: bool = False) -> dict | None:
     """kvplan's simulation of ``case`` under ``release``, as the runner case (the shared builder)."""
-    from kvplan.usecases.scenario import plan_scenario, resolve_era
+    from kvplan.usecases.scenario import plan_scenario
 
     s = scenario_of(case, release)
     layout = layout_of(s, hand_written)
     if layout is None:
         return None
-    plan = plan_scenario(s, layout, resolve_era(s.policy, None), s.kv_cache_memory, s.max_model_len)
+    plan = plan_scenario(s, layout, s.policy_era, s.kv_cache_memory, s.max_model_len)
     if plan.failure is not None and plan.failure.stage == "config":
         # vLLM refuses it at config time (e.g. the V1 runner pinned on 0.34, which removed it):
         # its planning functions never run, so there is no golden to make

@@ -40,9 +40,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from kvplan.engines.vllm.env_names import ENV_NAMES
+from kvplan.engines.vllm.versions import version_key
 from kvplan.errors import OptionError, UnsupportedError
 
-CHECKED = tuple(sorted(ENV_NAMES, key=lambda v: tuple(int(x) for x in v.split("."))))
+CHECKED = tuple(sorted(ENV_NAMES, key=version_key))
 
 ALLOW_LONG = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 CHUNKED_LOCAL = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE"
@@ -74,19 +75,13 @@ def checked_release(version: str | None) -> str:
     at or after it (the newest checked one for newer or unknown releases)."""
     if not version:
         return CHECKED[-1]
-    key = tuple(int(x) for x in version.split("."))
-    return next((c for c in CHECKED if tuple(int(x) for x in c.split(".")) >= key), CHECKED[-1])
-
-
-def release_of(era) -> str:
-    """The vLLM release a policy stands for: the one selected (``vllm==X``), else the newest
-    release of its era (proposals and unknown eras: the newest checked release)."""
-    return era.release or (era.releases[-1] if era.releases else CHECKED[-1])
+    key = version_key(version)
+    return next((c for c in CHECKED if version_key(c) >= key), CHECKED[-1])
 
 
 def reads(era, name: str) -> bool:
     """Whether the release behind ``era`` reads ``name`` (its envs.py, or the next checked one's)."""
-    return name in ENV_NAMES[checked_release(release_of(era))]
+    return name in ENV_NAMES[checked_release(era.stands_for)]
 
 
 def with_process_environment(given: Mapping[str, str] | None,
@@ -156,7 +151,7 @@ def warnings(env: Mapping[str, str] | None, era) -> list[str]:
     """One line per ``VLLM_*`` variable vLLM would ignore: no checked release reads it (a typo?),
     or the selected release does not."""
     out = []
-    release = release_of(era)
+    release = era.stands_for
     checked = checked_release(release)
     for name in env or {}:
         if not any(name in names for names in ENV_NAMES.values()):

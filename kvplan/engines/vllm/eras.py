@@ -190,6 +190,12 @@ class Era:
     release_note: str = ""
     warning: str = ""
 
+    @property
+    def stands_for(self) -> str:
+        """The vLLM release this era stands for: the one selected (``vllm==X``), else the newest
+        release of the era, else (a proposal: no release of its own) the release it builds on."""
+        return self.release or (self.releases[-1] if self.releases else self.first_release)
+
     def with_threshold(self, threshold: float | None) -> "Era":
         return replace(self, threshold=threshold)
 

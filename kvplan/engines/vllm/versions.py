@@ -4,6 +4,8 @@ produced goldens. Pure data: the bottom of the engine's import graph (eras → r
 
 from __future__ import annotations
 
+import re
+
 VERSIONS: tuple[str, ...] = (
     "0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1",
     "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0", "0.19.1", "0.20.0",
@@ -30,4 +32,8 @@ NEWEST_CHECKED = VERSIONS[-1]
 
 
 def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
+    """A release as a tuple that sorts as releases do: ``"0.10.1.1"`` → ``(0, 10, 1, 1)``; a build or
+    pre-release suffix is not part of it (``"0.34.0+cu129"``, ``"0.34.0rc1"`` → ``(0, 34, 0)``). The one
+    version parser of kvplan (``verify/vllm_runner.py`` keeps its own: it imports nothing from kvplan)."""
+    m = re.match(r"\d+(?:\.\d+)*", version.strip())
+    return tuple(int(x) for x in m.group(0).split(".")) if m else ()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from kvplan.errors import KvplanError, ModelNotFoundError, OptionError
 from kvplan.logs.extract import Facts
 from kvplan.options import find_option
+from kvplan.results import Record
 from kvplan.units import GiB
 
 # the budget of a layout-only re-simulation (the log shows no KV memory): large enough that the
@@ -25,7 +26,7 @@ HALF_CENT_GIB = GiB // 200
 
 
 @dataclass
-class Budget:
+class Budget(Record):
     bytes: int  # the printed value
     low: int
     high: int
@@ -35,13 +36,12 @@ class Budget:
     def exact(self) -> bool:
         return self.low == self.high
 
-    def to_dict(self) -> dict:
-        return {"kv_cache_memory_bytes": self.bytes, "low_bytes": self.low, "high_bytes": self.high,
-                "exact": self.exact, "source": self.source}
+    DATA = {"kv_cache_memory_bytes": "bytes", "low_bytes": "low", "high_bytes": "high", "exact": "exact",
+            "source": "source"}
 
 
 @dataclass
-class Deployment:
+class Deployment(Record):
     """What the log says about the deployment, as kvplan options."""
 
     model: str | None = None
@@ -54,12 +54,14 @@ class Deployment:
     assumed: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # vLLM args kvplan does not model
 
-    def to_dict(self) -> dict:
-        return {"model": self.model, "model_source": self.model_source, "policy": self.policy,
-                "policy_source": self.policy_source,
-                "options": {k: _jsonable(v) for k, v in self.options.items()},
-                "option_sources": dict(self.sources), "budget": self.budget.to_dict() if self.budget else None,
-                "assumed": list(self.assumed), "ignored_args": list(self.ignored)}
+    @property
+    def options_shown(self) -> dict:
+        """The options with every value JSON can hold (others as their text)."""
+        return {k: _jsonable(v) for k, v in self.options.items()}
+
+    DATA = {"model": "model", "model_source": "model_source", "policy": "policy", "policy_source": "policy_source",
+            "options": "options_shown", "option_sources": "sources", "budget": "budget", "assumed": "assumed",
+            "ignored_args": "ignored"}
 
 
 def _jsonable(v):
@@ -385,11 +387,12 @@ class Resimulation:
 
 def resimulate(dep: Deployment) -> Resimulation:
     """kvplan's simulation of the deployment at the printed budget and the interval's ends."""
-    from kvplan.usecases.scenario import build_layout, resolve_era, run_scenario, scenario_from
+    from kvplan.engines.vllm import get_era
+    from kvplan.usecases.scenario import build_layout, run_scenario, scenario_from
 
     policy = dep.policy or "vllm-latest"
     try:
-        era = resolve_era(policy, None)
+        era = get_era(policy)  # the log's release: the edge where a policy name becomes an era
     except OptionError as e:
         return Resimulation("release not modelled", e.message)
     if dep.model is None:

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The walk: what a reader follows from ``usecases/scenario.py:run_scenario`` to the rendered
+result, measured on the calls one deployment really makes (issue 21).
+
+Runs ``kvplan ARGS`` in this interpreter (default: ``simulate openai/gpt-oss-20b --gpu H100-80GB
+--format json``, output discarded) with a profile hook, and counts, from the first call of
+``run_scenario`` to the end of the command:
+
+- ``files``: kvplan files whose functions ran (the files a reader enters);
+- ``steps``: distinct caller-file → callee-file pairs (each is one "open the other file");
+- ``climbs``: steps whose callee sits in a higher layer than its caller (the declared order of
+  ``tests/test_layering.py::LAYERS``): a lower module calling back up, through a callback, a
+  lambda or a method of an object made above it. Imports never climb (the layering test); calls
+  can, and each one sends the reader back up the tree;
+- ``re_entries``: steps into a file already entered through another step (Σ over files of the
+  distinct caller files − 1): the places a reader arrives at again from somewhere else.
+
+Fewer of each is a shorter walk. Calls within one file are not steps. The figures depend on the
+deployment (a budget from --gpu walks through budget/, a failing one through fixes), so compare
+like with like:
+
+    python scripts/walk.py                       # the default deployment
+    python scripts/walk.py --list                # and the steps, with their layers
+    python scripts/walk.py -- simulate Qwen/Qwen3-8B --kv-cache-memory 20GiB --format json
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
+
+DEFAULT = ["simulate", "openai/gpt-oss-20b", "--gpu", "H100-80GB", "--format", "json"]
+PKG = ROOT / "kvplan"
+
+
+def _layering():
+    spec = importlib.util.spec_from_file_location("_layering", ROOT / "tests" / "test_layering.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def module_of(filename: str) -> str | None:
+    """``kvplan.usecases.scenario`` for a kvplan file; None outside the package."""
+    path = Path(filename)
+    if not path.is_absolute():  # <frozen os>, <string>
+        return None
+    try:
+        rel = path.resolve().relative_to(PKG)
+    except ValueError:
+        return None
+    rel = Path("kvplan") / rel
+    parts = rel.with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def trace(argv: list[str]) -> list[tuple[str, str]]:
+    """The cross-file calls (caller module, callee module) from run_scenario's first call on."""
+    from kvplan.cli.app import main
+
+    calls: list[tuple[str, str]] = []
+    on = False
+    cache: dict[str, str | None] = {}
+
+    def mod(code) -> str | None:
+        f = code.co_filename
+        if f not in cache:
+            cache[f] = module_of(f)
+        return cache[f]
+
+    def hook(frame, event, _arg):
+        nonlocal on
+        if event != "call":
+            return
+        code = frame.f_code
+        callee = mod(code)
+        if callee is None:
+            return
+        if not on:
+            if code.co_name == "run_scenario" and callee == "kvplan.usecases.scenario":
+                on = True
+            else:
+                return
+        back = frame.f_back
+        while back is not None and mod(back.f_code) is None:  # through the stdlib (dataclasses, functools)
+            back = back.f_back
+        caller = mod(back.f_code) if back is not None else None
+        if caller is not None and caller != callee:
+            calls.append((caller, callee))
+
+    out = io.StringIO()
+    sys.setprofile(hook)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            main(argv)
+    except SystemExit:
+        pass
+    finally:
+        sys.setprofile(None)
+    if not calls:
+        raise SystemExit(f"run_scenario never ran for: kvplan {' '.join(argv)}")
+    return calls
+
+
+def measure(calls: list[tuple[str, str]]) -> dict:
+    layering = _layering()
+    steps = sorted(set(calls))
+    files = {"kvplan.usecases.scenario", *(c for _, c in steps), *(a for a, _ in steps)}
+    callers: dict[str, set[str]] = {}
+    for a, b in steps:
+        callers.setdefault(b, set()).add(a)
+    climbs = [(a, b) for a, b in steps if layering.layer_of(b) > layering.layer_of(a)]
+    return {
+        "files": len(files),
+        "steps": len(steps),
+        "climbs": len(climbs),
+        "re_entries": sum(len(v) - 1 for v in callers.values()),
+        "calls": len(calls),
+        "_steps": steps,
+        "_climbs": climbs,
+        "_layer": lambda m: layering.LAYERS[layering.layer_of(m)][0],
+    }
+
+
+def main(argv: list[str]) -> int:
+    show = "--list" in argv
+    rest = argv[argv.index("--") + 1:] if "--" in argv else DEFAULT
+    m = measure(trace(rest))
+    print(f"kvplan {' '.join(rest)}")
+    print(f"files {m['files']}  steps {m['steps']}  climbs {m['climbs']}  re_entries {m['re_entries']}  "
+          f"(cross-file calls {m['calls']})")
+    if show:
+        layer = m["_layer"]
+        for a, b in m["_steps"]:
+            mark = "  CLIMB" if (a, b) in m["_climbs"] else ""
+            print(f"  {a} ({layer(a)}) -> {b} ({layer(b)}){mark}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
