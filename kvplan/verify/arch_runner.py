@@ -13,10 +13,11 @@ For each architecture vLLM's registry lists (``vllm/model_executor/models/regist
    ``/work/shared/configs``), else the defaults of the transformers configuration class of a
    ``model_type`` whose transformers model mappings name the architecture, with
    ``architectures`` set (``config_source`` says which);
-2. a real ``ModelConfig`` (``skip_tokenizer_init``, ``dtype=bfloat16``, never remote code) and
-   ``VllmConfig`` (``DeviceConfig("cuda")``; its ``__post_init__`` runs the model-config hooks,
+2. vLLM's own ``EngineArgs(model=<dir>, dtype="bfloat16", skip_tokenizer_init=True, trust_remote_code=False).create_engine_config()`` (the CLI's path:
+   the model config, the cache config with the model-wide sliding window of
+   ``engine/arg_utils.py``, the model-config hooks of ``VllmConfig.__post_init__``,
    ``HybridAttentionMambaModelConfig`` included), a world-size-1 gloo process group and
-   ``initialize_model_parallel(1, 1)``;
+   ``initialize_model_parallel(1, 1)`` (again for every model: the EP group exists only for MoE);
 3. ``ModelRegistry.resolve_model_cls`` and the class constructed under ``torch.device("meta")``
    (no weights);
 4. ``Platform.update_block_size_for_backend`` (the base-platform classmethod the executors call
@@ -66,7 +67,10 @@ STUBS = [
     "fused_moe select_unquantized_moe_backend -> TRITON experts (the oracle checks CUDA kernels)",
     "config quantization_config dropped (weight-quantization kernels need CUDA; kv_cache_scheme kept in "
     "'config' but not applied: the cache dtype is auto = bfloat16)",
-    "platform.current_device -> meta (modules that allocate on the current device)",
+    "torch.accelerator.current_device_index -> 0 (sparse MLA reads the SM count of the current device)",
+    "vllm_config.device_config.device -> meta after VllmConfig is built (DeviceConfig('cuda') is given; the "
+    "Transformers backend materialises parameters there)",
+    "platform.current_device -> meta and platform.device_type -> 'meta' (buffers allocated on the device)",
     "mla_attention.get_mla_prefill_backend -> CPUSDPAMLAPrefillBackend (FlashAttention varlen is compiled-only)",
     "registry._run_in_subprocess -> in-process call (the subprocess only shields CUDA; same _ModelInfo)",
     "platform.num_compute_units -> 132 (an H100/H200's SM count; MLA workspace sizing)",
@@ -78,14 +82,20 @@ REGISTRY_DICTS = {
     "text": "_TEXT_GENERATION_MODELS",
     "multimodal": "_MULTIMODAL_MODELS",
     "speculative": "_SPECULATIVE_DECODING_MODELS",
+    "transformers": "_TRANSFORMERS_SUPPORTED_MODELS",
 }
+_SUFFIXES = ("ForConditionalGeneration", "ForCausalLM", "LMHeadModel", "ForCausalLMV", "Model", "Generation")
 TIMEOUT_S = int(os.environ.get("ARCH_RUNNER_TIMEOUT", "120"))
 
 
 def registry_lists() -> dict:
+    """The registry's architectures by category, and the removed ones with the release that
+    removed them (``_PREVIOUSLY_SUPPORTED_MODELS``)."""
     from vllm.model_executor.models import registry as R
 
-    return {k: sorted(getattr(R, v)) for k, v in REGISTRY_DICTS.items()}
+    out = {k: sorted(getattr(R, v)) for k, v in REGISTRY_DICTS.items()}
+    out["removed"] = dict(sorted(R._PREVIOUSLY_SUPPORTED_MODELS.items()))
+    return out
 
 
 def _arch_to_model_type() -> dict:
@@ -103,20 +113,39 @@ def _arch_to_model_type() -> dict:
     return out
 
 
-def default_config(arch: str, a2mt: dict) -> tuple[dict | None, str]:
-    from transformers import CONFIG_MAPPING
+def _norm(name: str) -> str:
+    return "".join(c for c in name.lower() if c.isalnum())
 
-    mt = a2mt.get(arch)
+
+def default_config(arch: str, a2mt: dict) -> tuple[dict | None, str]:
+    """The defaults of the config class vLLM would read for this architecture's model_type:
+    vLLM's own config registry first (``_CONFIG_REGISTRY``, as ``get_config`` does), else
+    transformers'. The model_type: the one transformers' model mappings name the architecture
+    under, else the model_type whose name equals the architecture's without its suffix."""
+    from transformers import CONFIG_MAPPING
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    mt, how = a2mt.get(arch), "named by transformers' model mappings"
     if mt is None:
-        return None, "no genuine config, and no transformers model mapping names this architecture"
+        base = arch
+        for suf in _SUFFIXES:
+            if base.endswith(suf) and len(base) > len(suf):
+                base = base[: -len(suf)]
+                break
+        known = {_norm(k): k for k in list(CONFIG_MAPPING.keys()) + list(_CONFIG_REGISTRY.keys())}
+        mt, how = known.get(_norm(base)), "matched by name"
+    if mt is None:
+        return None, "no genuine config, and no config class names or matches this architecture"
     try:
-        cfg = CONFIG_MAPPING[mt]()
+        cls = _CONFIG_REGISTRY[mt] if mt in _CONFIG_REGISTRY else CONFIG_MAPPING[mt]
+        cfg = cls()
     except Exception as e:  # noqa: BLE001
-        return None, f"transformers config class for {mt!r} has no usable defaults: {type(e).__name__}: {e}"
+        return None, f"config class for {mt!r} has no usable defaults: {type(e).__name__}: {e}"
     d = cfg.to_dict()
     d["architectures"] = [arch]
     d["model_type"] = mt
-    return d, f"transformers {type(cfg).__name__}() defaults (model_type {mt})"
+    owner = "vLLM" if mt in _CONFIG_REGISTRY else "transformers"
+    return d, f"{owner} {type(cfg).__name__}() defaults (model_type {mt}, {how})"
 
 
 def _spec_dict(spec) -> dict:
@@ -222,6 +251,11 @@ def setup() -> None:
     UQ.select_unquantized_moe_backend = UFM.select_unquantized_moe_backend = _triton_moe
     # Modules that allocate on the "current device" (RMSNormGated, ...): the meta device.
     type(current_platform).current_device = classmethod(lambda cls, *a, **k: torch.device("meta"))
+    # ... and buffers allocated on ``device=current_platform.device_type`` (DeepSeek-V3.2's top-k
+    # indices, ...): the unspecified platform's device type is "", which torch refuses.
+    type(current_platform).device_type = "meta"
+    # Sparse MLA reads the SM count of torch.accelerator's current device (none here).
+    torch.accelerator.current_device_index = lambda *a, **k: 0
     # MLA layers size a workspace by the GPU's SM count: an H100/H200's 132.
     type(current_platform).num_compute_units = classmethod(lambda cls, *a, **k: 132)
 
@@ -233,6 +267,7 @@ def _dist(vc) -> None:
     """A world-size-1 gloo group, once; the model-parallel groups again for every model (which
     groups exist depends on the config: the EP group only for MoE models)."""
     global _DIST
+    import torch
     from vllm.config import set_current_vllm_config
     from vllm.distributed import init_distributed_environment, initialize_model_parallel
     from vllm.distributed.parallel_state import destroy_model_parallel
@@ -243,6 +278,10 @@ def _dist(vc) -> None:
             init_distributed_environment(world_size=1, rank=0, local_rank=0,
                                          distributed_init_method=f"tcp://127.0.0.1:{port}", backend="gloo")
             _DIST = True
+            # what the GPU worker does at init_device (sparse MLA sizes its buffers from it)
+            from vllm.v1.worker.workspace import init_workspace_manager
+
+            init_workspace_manager(torch.device("meta"))
         else:
             destroy_model_parallel()
         initialize_model_parallel(1, 1)
@@ -250,8 +289,8 @@ def _dist(vc) -> None:
 
 def build(item: dict, a2mt: dict) -> dict:
     import torch
-    from vllm.config import CacheConfig, DeviceConfig, ModelConfig, VllmConfig, get_layers_from_vllm_config, \
-        set_current_vllm_config
+    from vllm.config import get_layers_from_vllm_config, set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
     from vllm.model_executor.models.registry import ModelRegistry
     from vllm.platforms import current_platform
@@ -274,9 +313,15 @@ def build(item: dict, a2mt: dict) -> dict:
         d = tempfile.mkdtemp(prefix="arch_")
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump({k: v for k, v in cfg.items() if k != "quantization_config"}, f)
-        mc = ModelConfig(model=d, skip_tokenizer_init=True, dtype="bfloat16", trust_remote_code=False)
-        stage = "VllmConfig"
-        vc = VllmConfig(model_config=mc, cache_config=CacheConfig(), device_config=DeviceConfig(device="cuda"))
+        stage = "create_engine_config"
+        # vLLM's own path from the CLI arguments to the VllmConfig (engine/arg_utils.py
+        # EngineArgs.create_engine_config: the model config, then the cache config with the
+        # model-wide sliding window, the hooks in VllmConfig.__post_init__)
+        args = EngineArgs(model=d, skip_tokenizer_init=True, dtype="bfloat16", trust_remote_code=False)
+        vc = args.create_engine_config()
+        mc = vc.model_config
+        # The Transformers backend materialises parameters on device_config.device: meta here.
+        vc.device_config.device = torch.device("meta")
         _dist(vc)
         stage = "resolve_model_cls"
         cls, _ = ModelRegistry.resolve_model_cls(mc.architectures, model_config=mc)

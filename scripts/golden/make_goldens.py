@@ -33,8 +33,9 @@ Usage::
     python scripts/golden/make_goldens.py --architectures --only Qwen3   # some of them
 
 ``--architectures`` (issue #23) runs ``kvplan/verify/arch_runner.py`` (its docstring lists the
-stubs) with ``ARCH_BASE`` (default ``.golden-venvs/rel-base5-arch``: rel-base5 + torchvision,
-compressed-tensors and loguru, which the multimodal and MoE model files import) and the release's
+stubs) with ``ARCH_BASE`` (default ``.golden-venvs/rel-base5-arch``: a copy of rel-base5 plus ``pip install --no-deps``
+torchvision 0.28.0 (the CUDA wheel, the only one for torch 2.13: its ops are never loaded),
+compressed-tensors 0.17.0, loguru, mistral_common and timm, which model files import) and the release's
 sources, over every architecture of vLLM's registry (text generation, multimodal, speculative
 heads), in ``--jobs`` processes. Configs: the catalog's (``configs/``), then ``$SHARED_CONFIGS``
 (``/work/shared/configs``), then the runner's transformers defaults. One file per architecture:
@@ -605,6 +606,10 @@ def make_architectures(release: str, only: str | None = None, jobs: int = 2) -> 
     env = {**os.environ, "PYTHONPATH": str(tree)}
     listed = json.loads(subprocess.run([str(py), str(ARCH_RUNNER), "--list"], capture_output=True, text=True,
                                        env=env, cwd=REPO, check=True).stdout)
+    removed = listed.pop("removed")
+    if not only:  # the registry itself, as kvplan's refusals name it (kvplan/model/vllm_registry.json)
+        reg = {"release": release, "source": "vllm/model_executor/models/registry.py", **listed, "removed": removed}
+        (REPO / "kvplan" / "model" / "vllm_registry.json").write_text(json.dumps(reg, sort_keys=True, indent=0) + "\n")
     genuine = genuine_configs()
     items = []
     for registry, archs in listed.items():
