@@ -89,3 +89,53 @@ def test_refusals_say_why(tmp_path):
 def test_docs_architectures_md_is_generated():
     text = (ROOT / "docs" / "architectures.md").read_text()
     assert text == A.markdown() + "\n", "regenerate: python -m kvplan.verify.archcheck --markdown > docs/architectures.md"
+
+
+# The issue's named examples, as vLLM 0.34.0 and this machine leave them (docs/architectures.md).
+NAMED_EXACT = [
+    "SmolLM3ForCausalLM",  # Transformers backend; no-RoPE layers are still full attention
+    "Qwen3VLForConditionalGeneration",  # text_config wrapper
+    "KimiK25ForConditionalGeneration",  # DeepSeek-V3 MLA under text_config
+    "Exaone4ForCausalLM",
+    "FalconH1ForCausalLM",  # attention + Mamba2 in every layer
+    "GraniteMoeHybridForCausalLM",
+    "Zamba2ForCausalLM",  # shared attention blocks + Mamba2
+    "DeepseekV32ForCausalLM",  # sparse MLA: indexer k_cache + latent cache per layer
+    "GlmMoeDsaForCausalLM",  # GLM-5: the DeepSeek-V3.2 layout
+]
+NAMED_REMOVED = {"BambaForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0", "Phi4FlashForCausalLM": "0.10.2"}
+NAMED_NOT_BUILT_HERE = ["Glm4MoeForCausalLM", "Lfm2ForCausalLM", "KimiLinearForCausalLM", "MiMoForCausalLM",
+                        "HunYuanDenseV1ForCausalLM", "HunYuanMoEV1ForCausalLM"]
+
+
+@pytest.mark.parametrize("arch", NAMED_EXACT)
+def test_named_examples_agree_with_vllm(arch):
+    v = verdicts()[arch]
+    assert (v.status, v.verdict) == ("built", "exact"), v.detail
+
+
+@pytest.mark.parametrize("arch,release", sorted(NAMED_REMOVED.items()))
+def test_named_removed_architectures_are_refused_naming_the_release(arch, release, tmp_path):
+    from kvplan.errors import ConfigError
+    from kvplan.model.layout import build_model_layout
+
+    assert F.vllm_registry()["removed"][arch] == release
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"architectures": [arch], "model_type": "x"}))
+    with pytest.raises(ConfigError, match=f"removed from vLLM in {release}"):
+        build_model_layout(str(p))
+
+
+@pytest.mark.parametrize("arch", NAMED_NOT_BUILT_HERE)
+def test_named_examples_vllm_could_not_build_here_are_refused(arch, tmp_path):
+    """No golden, no rule: kvplan refuses (a rule unchecked against vLLM's class could mislead)."""
+    from kvplan.errors import ConfigError
+    from kvplan.model.layout import build_model_layout
+
+    g = goldens()[arch]
+    assert g["status"] in ("failed", "no_config") and g["reason"]
+    assert F.family_of(arch, None) is None
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"architectures": [arch], "model_type": "x", "auto_map": {"AutoConfig": "a.B"}}))
+    with pytest.raises(ConfigError, match="registers"):
+        build_model_layout(str(p))

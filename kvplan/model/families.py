@@ -94,6 +94,7 @@ ARCH_FAMILY = {
     # checked against the goldens (tests/golden/architectures/0.34.0/): the same rule as the family
     "AXK1ForCausalLM": "deepseek",
     "KimiK25ForConditionalGeneration": "deepseek",
+    "GlmMoeDsaForCausalLM": "deepseek",  # GLM-5: DeepSeek-V3.2's sparse-MLA layout (index_topk)
     "Cohere2MoeForCausalLM": "layer_types",
     "Cohere2VisionForConditionalGeneration": "layer_types",
     "DiffusionGemmaForBlockDiffusion": "gemma4",
@@ -122,11 +123,6 @@ EAGLE1_ARCHS = frozenset({"EagleLlamaForCausalLM", "LlamaForCausalLMEagle", "Eag
 for _a in EAGLE3_ARCHS | EAGLE1_ARCHS:
     ARCH_FAMILY[_a] = "llama"
 
-SUPPORTED_FAMILIES = (
-    "gpt-oss; Gemma 2/3/3n/4, Cohere2, Exaone4; Llama, Mistral, Mixtral, Phi-3, MiniMax-M2; "
-    "Qwen2/Qwen3 (+MoE); Llama 4; Qwen3-Next/Qwen3.5; Nemotron-H; Jamba; DeepSeek-V2/V3/R1/V3.2, "
-    "Kimi-K2; MiMo-V2-Flash; Whisper; EAGLE/EAGLE-3/P-EAGLE Llama drafters"
-)
 
 # Architectures the generic rule (``build_generic``) reproduces: each one's vLLM 0.34.0 model class,
 # built on the meta device, registers exactly the generic rule's layers for the recorded config

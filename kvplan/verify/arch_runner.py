@@ -68,6 +68,7 @@ STUBS = [
     "config quantization_config dropped (weight-quantization kernels need CUDA; kv_cache_scheme kept in "
     "'config' but not applied: the cache dtype is auto = bfloat16)",
     "torch.accelerator.current_device_index -> 0 (sparse MLA reads the SM count of the current device)",
+    "torch.accelerator.empty_cache -> no-op (the workspace manager calls it before growing a meta buffer)",
     "vllm_config.device_config.device -> meta after VllmConfig is built (DeviceConfig('cuda') is given; the "
     "Transformers backend materialises parameters there)",
     "platform.current_device -> meta and platform.device_type -> 'meta' (buffers allocated on the device)",
@@ -256,6 +257,8 @@ def setup() -> None:
     type(current_platform).device_type = "meta"
     # Sparse MLA reads the SM count of torch.accelerator's current device (none here).
     torch.accelerator.current_device_index = lambda *a, **k: 0
+    # Workspaces (sparse MLA) release the allocator's cache before growing: nothing to release.
+    torch.accelerator.empty_cache = lambda *a, **k: None
     # MLA layers size a workspace by the GPU's SM count: an H100/H200's 132.
     type(current_platform).num_compute_units = classmethod(lambda cls, *a, **k: 132)
 
