@@ -10,7 +10,7 @@ For each architecture vLLM's registry lists (``vllm/model_executor/models/regist
 ``_TEXT_GENERATION_MODELS``, ``_MULTIMODAL_MODELS``, ``_SPECULATIVE_DECODING_MODELS``):
 
 1. the config: the genuine ``config.json`` the driver passes (kvplan's catalog,
-   ``/work/shared/configs``), else the defaults of the transformers configuration class of a
+   the shared ``configs`` folder beside the checkout), else the defaults of the transformers configuration class of a
    ``model_type`` whose transformers model mappings name the architecture, with
    ``architectures`` set (``config_source`` says which);
 2. vLLM's own ``EngineArgs(model=<dir>, dtype="bfloat16", skip_tokenizer_init=True, trust_remote_code=False).create_engine_config()`` (the CLI's path:

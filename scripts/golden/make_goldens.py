@@ -35,10 +35,11 @@ Usage::
 ``--architectures`` (issue #23) runs ``kvplan/verify/arch_runner.py`` (its docstring lists the
 stubs) with ``ARCH_BASE`` (default ``.golden-venvs/rel-base5-arch``: a copy of rel-base5 plus ``pip install --no-deps``
 torchvision 0.28.0 (the CUDA wheel, the only one for torch 2.13: its ops are never loaded),
-compressed-tensors 0.17.0, loguru, mistral_common and timm, which model files import) and the release's
+compressed-tensors 0.17.0, loguru, mistral_common, timm, jsonschema, pydantic-extra-types, pycountry
+and tiktoken, which model files import) and the release's
 sources, over every architecture of vLLM's registry (text generation, multimodal, speculative
 heads), in ``--jobs`` processes. Configs: the catalog's (``configs/``), then ``$SHARED_CONFIGS``
-(``/work/shared/configs``), then the runner's transformers defaults. One file per architecture:
+(default ``shared/configs`` beside the checkout), then the runner's transformers defaults. One file per architecture:
 ``tests/golden/architectures/<release>/<Architecture>.json`` (sorted keys, compact).
 """
 
@@ -579,7 +580,7 @@ def write_hooks(release: str, results: list[dict]) -> Path:
 ARCH_DIR = OUT_DIR / "architectures"
 ARCH_RUNNER = REPO / "kvplan" / "verify" / "arch_runner.py"
 ARCH_BASE = Path(os.environ.get("ARCH_BASE", REPO / ".golden-venvs" / "rel-base5-arch"))
-SHARED_CONFIGS = Path(os.environ.get("SHARED_CONFIGS", "/work/shared/configs"))
+SHARED_CONFIGS = Path(os.environ.get("SHARED_CONFIGS", REPO.parent / "shared" / "configs"))
 
 
 def genuine_configs() -> dict[str, tuple[dict, str]]:
