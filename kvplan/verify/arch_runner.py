@@ -198,8 +198,21 @@ def _alarm(signum, frame):
     raise _Timeout(f"construction took over {TIMEOUT_S} s")
 
 
+SETUP_SKIPPED: list[str] = []  # stubs another release's layout did not allow (--cross-check on any vLLM)
+
+
 def setup() -> None:
-    import torch
+    """Apply the stubs, each on its own: a stub whose target this release lacks is skipped and
+    named in ``setup_skipped`` of every record (never the case on 0.34.0)."""
+    for fn in (_stub_torchvision, _stub_attention_backend, _stub_registry_subprocess, _stub_mla_prefill,
+               _stub_moe, _stub_devices):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - recorded
+            SETUP_SKIPPED.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+
+
+def _stub_torchvision() -> None:
     import torch.library as L
 
     # torchvision: the only wheel for this torch is a CUDA build whose compiled ops cannot load;
@@ -219,6 +232,9 @@ def setup() -> None:
         pass
     finally:
         L.register_fake = orig
+
+
+def _stub_attention_backend() -> None:
     from vllm.platforms import current_platform
     from vllm.v1.attention.backends.registry import AttentionBackendEnum as E
 
@@ -229,27 +245,41 @@ def setup() -> None:
         return E.TRITON_ATTN.get_path()
 
     type(current_platform).get_attn_backend_cls = classmethod(_sel)
+
+
+def _stub_registry_subprocess() -> None:
     # The registry inspects a model class in a subprocess "to avoid initializing CUDA"; there is no
     # CUDA here, so it runs in this process (same _ModelInfo, without a 7 s import per model).
     from vllm.model_executor.models import registry as R
 
     R._run_in_subprocess = lambda fn: fn()
+
+
+def _stub_mla_prefill() -> None:
     # MLA's dense prefill backend: vLLM picks FlashAttention's varlen kernel (compiled only); the
     # CPU SDPA one constructs without kernels. The prefill path never touches the KV-cache spec.
     from vllm.model_executor.layers.attention import mla_attention as MA
     from vllm.v1.attention.backends.mla.prefill.cpu_sdpa import CPUSDPAMLAPrefillBackend
 
     MA.get_mla_prefill_backend = lambda vllm_config=None: CPUSDPAMLAPrefillBackend
+
+
+def _stub_moe() -> None:
     # Unquantized MoE: the platform oracle has no list for an unspecified platform; Triton's
     # experts construct without kernels (weights on meta). The MoE kernel never touches the KV cache.
-    from vllm.model_executor.layers.fused_moe.oracle import unquantized as UQ
-
     from vllm.model_executor.layers.fused_moe import unquantized_fused_moe_method as UFM
+    from vllm.model_executor.layers.fused_moe.oracle import unquantized as UQ
 
     def _triton_moe(moe_config):
         return UQ.UnquantizedMoeBackend.TRITON, UQ.backend_to_kernel_cls(UQ.UnquantizedMoeBackend.TRITON)[0]
 
     UQ.select_unquantized_moe_backend = UFM.select_unquantized_moe_backend = _triton_moe
+
+
+def _stub_devices() -> None:
+    import torch
+    from vllm.platforms import current_platform
+
     # Modules that allocate on the "current device" (RMSNormGated, ...): the meta device.
     type(current_platform).current_device = classmethod(lambda cls, *a, **k: torch.device("meta"))
     # ... and buffers allocated on ``device=current_platform.device_type`` (DeepSeek-V3.2's top-k
@@ -389,6 +419,8 @@ def main() -> None:
             signal.alarm(0)
         rec["vllm_version"] = vllm.__version__
         rec["stubs"] = STUBS
+        if SETUP_SKIPPED:
+            rec["setup_skipped"] = SETUP_SKIPPED
         out.append(rec)
         print(f"{rec['architecture']}: {rec['status']} {rec['reason'] or ''}"[:300], file=sys.stderr, flush=True)
         with open(sys.argv[2], "w") as f:  # after each record: a crash keeps the ones before
