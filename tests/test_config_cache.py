@@ -31,9 +31,12 @@ json.dump({"layouts": out, "transformers_imported": "transformers" in sys.module
 """
 
 
-def _run(cache_dir: Path) -> dict:
+def _run(cache_dir: Path, shipped: bool = False) -> dict:
     env = {**os.environ, "KVPLAN_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)}
     env.pop("KVPLAN_NO_CACHE", None)
+    env.pop("KVPLAN_NO_SHIPPED_CONFIGS", None)
+    if not shipped:
+        env["KVPLAN_NO_SHIPPED_CONFIGS"] = "1"
     r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
@@ -46,6 +49,15 @@ def test_warm_runs_match_cold_runs_without_transformers(tmp_path):
     warm = _run(tmp_path)
     assert warm["layouts"] == cold["layouts"]
     assert not warm["transformers_imported"]
+
+
+def test_shipped_resolved_views_match_transformers(tmp_path):
+    """The bundled configs' shipped views (kvplan/model/catalog_resolved.json, scripts/catalog_resolved.py)
+    give the layouts the installed transformers gives, and a first run never imports it."""
+    cold = _run(tmp_path / "real")
+    shipped = _run(tmp_path / "shipped", shipped=True)
+    assert shipped["layouts"] == cold["layouts"]
+    assert not shipped["transformers_imported"]
 
 
 def test_cache_can_be_turned_off(tmp_path):

@@ -81,6 +81,7 @@ def recorded(monkeypatch):
             return [result for _ in cases]
 
         monkeypatch.setattr(X, "run_runner", run_runner)
+        monkeypatch.setattr(X, "layer_record", lambda target, model: None)  # the per-layer part: its own tests
         use.calls = calls
         return sent
 
@@ -393,3 +394,42 @@ def test_end_to_end_against_a_real_vllm(release, tmp_path):
     assert cc["agree"], cc["differences"]
     # 0.18.0: P-EAGLE's layers fit one group (16/16 split): the engine starts (reference §11)
     assert r.returncode == 0, r.stderr
+
+
+# --------------------------------------------------------------------------- per-layer specs (issue 23)
+
+ARCH_GOLDEN = ROOT / "tests" / "golden" / "architectures" / "0.34.0"
+
+
+def _with_layers(monkeypatch, recorded, record):
+    recorded(golden("gpt-oss-20b-peagle__40gib__0.34.0")["result"])
+    monkeypatch.setattr(X, "layer_record", lambda target, model: record)
+    return kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, num_speculative_tokens=5, kv_cache_memory="40GiB",
+                           cross_check=True)["cross_check"]
+
+
+def test_cross_check_compares_every_layer_spec_with_vllms_model_class(monkeypatch, recorded):
+    """--cross-check also builds the served config's model class in the checked vLLM (arch_runner.py,
+    recorded here by the architecture golden) and compares every layer's spec."""
+    rec = json.loads((ARCH_GOLDEN / "GptOssForCausalLM.json").read_text())
+    cc = _with_layers(monkeypatch, recorded, rec)
+    assert cc["agree"] and cc["differences"] == []
+    assert any(n.startswith("per-layer specs: vLLM 0.34.0's") for n in cc["scope"]["notes"])
+    n_layers = len(rec["layers"])
+    plain = _with_layers(monkeypatch, recorded, None)
+    assert cc["fields_compared"] == plain["fields_compared"] + n_layers
+
+
+def test_cross_check_names_a_layer_spec_that_differs(monkeypatch, recorded):
+    rec = json.loads((ARCH_GOLDEN / "GptOssForCausalLM.json").read_text())
+    first = rec["layers"][0][1]
+    rec["spec_table"][first]["num_kv_heads"] += 1
+    cc = _with_layers(monkeypatch, recorded, rec)
+    assert not cc["agree"]
+    fields = [d["field"] for d in cc["differences"]]
+    assert "layer_specs[0]" in fields and all(f.startswith("layer_specs[") for f in fields)
+
+
+def test_cross_check_layers_not_built_is_a_note(monkeypatch, recorded):
+    cc = _with_layers(monkeypatch, recorded, {"status": "failed", "reason": "construct: no CUDA"})
+    assert cc["agree"] and any("per-layer specs not compared" in n for n in cc["scope"]["notes"])

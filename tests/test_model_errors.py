@@ -89,7 +89,7 @@ def test_unknown_layer_types_value(tmp_path):
 def test_unknown_architecture_needing_remote_code(tmp_path):
     data = {"architectures": ["FooForCausalLM"], "model_type": "foo", "auto_map": {"AutoConfig": "configuration_foo.FooConfig"}}
     e = config_error(write(tmp_path, data))
-    assert e.field == "architectures" and "remote code" in str(e) and "supported families:" in str(e)
+    assert e.field == "architectures" and "remote code" in str(e) and "docs/architectures.md" in str(e)
     e = config_error(write(tmp_path, {"hidden_size": 8}))
     assert e.field == "architectures"
 

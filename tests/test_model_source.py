@@ -186,11 +186,20 @@ def test_every_catalog_config_parses():
 
 
 def test_no_heavy_imports():
-    # importing the package loads neither transformers nor torch; parsing a config never loads torch
+    # importing the package loads neither transformers nor torch; parsing a config never loads torch;
+    # a bundled config answers from its shipped resolved view (kvplan/model/catalog_resolved.json)
+    # without transformers, any other config loads transformers' configuration classes lazily
     code = (
-        "import sys, kvplan.model as m\n"
+        "import json, os, sys, tempfile, kvplan.model as m\n"
         "assert 'transformers' not in sys.modules and 'torch' not in sys.modules\n"
         "m.build_model_layout('Qwen/Qwen3-Next-80B-A3B-Thinking')\n"
+        "assert 'transformers' not in sys.modules, 'a bundled config imported transformers'\n"
+        "from kvplan.model.catalog import catalog_config_path\n"
+        "raw = json.loads(catalog_config_path('Qwen/Qwen3-Next-80B-A3B-Thinking').read_text())\n"
+        "raw['max_position_embeddings'] = 12345\n"
+        "p = os.path.join(tempfile.mkdtemp(), 'config.json')\n"
+        "json.dump(raw, open(p, 'w'))\n"
+        "m.build_model_layout(p)\n"
         "assert 'transformers' in sys.modules\n"
         "assert sys.modules.get('torch') is None, 'torch imported'\n"
     )

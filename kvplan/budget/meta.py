@@ -42,6 +42,9 @@ def meta_param_counts(config: dict, *, path: str = "<config>") -> dict[str, int]
             obj = cls(**without_remote_code(config))
         else:
             obj = build_config_object(config, path)
+            real = getattr(obj, "_real_obj", None)  # a recorded view (config_cache): the model needs the class
+            if callable(real):
+                obj = real()
         if obj is None:
             raise UnsupportedError(
                 f"transformers does not know model type {config.get('model_type')!r}; use the analytic count"

@@ -37,13 +37,45 @@ def cache_root() -> str | None:
     )
 
 
+def config_key(raw: dict) -> str:
+    return hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
+
+
 def cache_file(raw: dict) -> str | None:
     base = cache_root()
     version = _transformers_version()
     if base is None or version is None:
         return None
-    key = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
-    return os.path.join(base, f"transformers-{version}", f"{key}.json")
+    return os.path.join(base, f"transformers-{version}", f"{config_key(raw)}.json")
+
+
+# The resolved views of the bundled catalog's configs, shipped with the package
+# (``scripts/catalog_resolved.py`` records them): a bundled model's first run reads them instead
+# of importing transformers. ``tests/test_config_cache.py`` checks each recorded answer against
+# the installed transformers.
+SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog_resolved.json")
+_SHIPPED: dict | None = None
+
+
+def shipped_entries() -> dict:
+    global _SHIPPED
+    if _SHIPPED is None:
+        try:
+            with open(SHIPPED, encoding="utf-8") as f:
+                data = json.load(f)
+            _SHIPPED = data.get("entries", {}) if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            _SHIPPED = {}
+    return _SHIPPED
+
+
+def shipped_entry(raw: dict) -> dict | None:
+    """A copy of the shipped entry for ``raw`` (a bundled config), or None (always None with
+    ``KVPLAN_NO_SHIPPED_CONFIGS=1``: transformers answers, as for any other config)."""
+    if os.environ.get("KVPLAN_NO_SHIPPED_CONFIGS"):
+        return None
+    entry = shipped_entries().get(config_key(raw))
+    return json.loads(json.dumps(entry)) if isinstance(entry, dict) and entry.get("version") == _VERSION else None
 
 
 def load(path: str | None) -> dict | None:

@@ -82,6 +82,24 @@ ARCH_FAMILY = {
     "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "WhisperForConditionalGeneration": "whisper",
     "DeepseekV4ForCausalLM": "deepseek_v4",
+    "MambaForCausalLM": "mamba",
+    "FalconMambaForCausalLM": "mamba",
+    "Mamba2ForCausalLM": "mamba2",
+    "FalconH1ForCausalLM": "falcon_h1",
+    "GraniteMoeHybridForCausalLM": "granite_hybrid",
+    "Zamba2ForCausalLM": "zamba2",
+    "Lfm3ForCausalLM": "lfm",
+    "Lfm3VlForConditionalGeneration": "lfm",
+    "Lfm3AudioForConditionalGeneration": "lfm",
+    # checked against the goldens (tests/golden/architectures/0.34.0/): the same rule as the family
+    "AXK1ForCausalLM": "deepseek",
+    "KimiK25ForConditionalGeneration": "deepseek",
+    "GlmMoeDsaForCausalLM": "deepseek",  # GLM-5: DeepSeek-V3.2's sparse-MLA layout (index_topk)
+    "Cohere2MoeForCausalLM": "layer_types",
+    "Cohere2VisionForConditionalGeneration": "layer_types",
+    "DiffusionGemmaForBlockDiffusion": "gemma4",
+    "MiniCPMV4_6ForConditionalGeneration": "gdn",
+    "MiniCPMV4_7ForConditionalGeneration": "gdn",
 }
 MODEL_TYPE_FAMILY = {
     "gpt_oss": "gpt_oss",
@@ -105,11 +123,121 @@ EAGLE1_ARCHS = frozenset({"EagleLlamaForCausalLM", "LlamaForCausalLMEagle", "Eag
 for _a in EAGLE3_ARCHS | EAGLE1_ARCHS:
     ARCH_FAMILY[_a] = "llama"
 
-SUPPORTED_FAMILIES = (
-    "gpt-oss; Gemma 2/3/3n/4, Cohere2, Exaone4; Llama, Mistral, Mixtral, Phi-3, MiniMax-M2; "
-    "Qwen2/Qwen3 (+MoE); Llama 4; Qwen3-Next/Qwen3.5; Nemotron-H; Jamba; DeepSeek-V2/V3/R1/V3.2, "
-    "Kimi-K2; MiMo-V2-Flash; Whisper; EAGLE/EAGLE-3/P-EAGLE Llama drafters"
-)
+
+# Architectures the generic rule (``build_generic``) reproduces: each one's vLLM 0.34.0 model class,
+# built on the meta device, registers exactly the generic rule's layers for the recorded config
+# (tests/golden/architectures/0.34.0/, tests/test_architectures.py keeps this list equal to that set).
+GENERIC_ARCHS: frozenset[str] = frozenset({
+    "Alpamayo2Super",
+    "ArceeForCausalLM",
+    "AudioFlamingo3ForConditionalGeneration",
+    "Blip2ForConditionalGeneration",
+    "CohereForCausalLM",
+    "Cosmos3EdgeForConditionalGeneration",
+    "CwmForCausalLM",
+    "DoryForCausalLM",
+    "Ernie4_5ForCausalLM",
+    "Ernie4_5_MoeForCausalLM",
+    "Exaone4_5_ForConditionalGeneration",
+    "ExaoneMoEForCausalLM",
+    "ExaoneMoeForCausalLM",
+    "FalconForCausalLM",
+    "FlexOlmoForCausalLM",
+    "GPT2LMHeadModel",
+    "GPTBigCodeForCausalLM",
+    "GPTJForCausalLM",
+    "GPTNeoXForCausalLM",
+    "GemmaForCausalLM",
+    "Glm4ForCausalLM",
+    "Glm4vForConditionalGeneration",
+    "GlmAsrForConditionalGeneration",
+    "GlmForCausalLM",
+    "GlmOcrForConditionalGeneration",
+    "GraniteForCausalLM",
+    "GraniteMoeForCausalLM",
+    "GraniteMoeSWAForCausalLM",
+    "GraniteMoeSharedForCausalLM",
+    "GraniteSWAForCausalLM",
+    "GraniteSpeechForConditionalGeneration",
+    "GraniteSpeechPlusForConditionalGeneration",
+    "HrmTextForCausalLM",
+    "HyperCLOVAXForCausalLM",
+    "Idefics3ForConditionalGeneration",
+    "InternVLForConditionalGeneration",
+    "Jais2ForCausalLM",
+    "Kolibri1ForCausalLM",
+    "LLaMAForCausalLM",
+    "LagunaForCausalLM",
+    "LlavaForConditionalGeneration",
+    "LlavaNextForConditionalGeneration",
+    "LlavaNextVideoForConditionalGeneration",
+    "LlavaOnevisionForConditionalGeneration",
+    "MellumForCausalLM",
+    "Ministral3ForCausalLM",
+    "Mistral3ForConditionalGeneration",
+    "MuseGlimmerForCausalLM",
+    "MuseGlimmerForConditionalGeneration",
+    "OPTForCausalLM",
+    "Olmo2ForCausalLM",
+    "Olmo3ForCausalLM",
+    "OlmoForCausalLM",
+    "OlmoeForCausalLM",
+    "PaddleOCRVLForConditionalGeneration",
+    "PaliGemmaForConditionalGeneration",
+    "PhiForCausalLM",
+    "PhiMoEForCausalLM",
+    "Qwen2AudioForConditionalGeneration",
+    "Qwen2VLForConditionalGeneration",
+    "Qwen2_5OmniForConditionalGeneration",
+    "Qwen2_5OmniModel",
+    "Qwen2_5_VLForConditionalGeneration",
+    "Qwen3VLForConditionalGeneration",
+    "RicursiveForCausalLM",
+    "SeedOssForCausalLM",
+    "SmolLM3ForCausalLM",
+    "SmolVLMForConditionalGeneration",
+    "StableLmForCausalLM",
+    "Starcoder2ForCausalLM",
+    "VaultGemmaForCausalLM",
+})
+
+HYBRID_FAMILIES = frozenset({"gdn", "nemotron_h", "jamba", "falcon_h1", "granite_hybrid", "zamba2", "lfm"})
+
+
+def vllm_registry() -> dict:
+    """vLLM's model registry as the architecture harness read it (``kvplan/model/vllm_registry.json``,
+    written by ``scripts/golden/make_goldens.py --architectures`` from
+    ``vllm/model_executor/models/registry.py``): the architectures of each category and the removed
+    ones with the release that removed them."""
+    import json
+    from pathlib import Path
+
+    try:
+        return json.loads((Path(__file__).with_name("vllm_registry.json")).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # pragma: no cover - package data
+        return {}
+
+
+def refusal(arch: str, model_type: str | None, has_auto_map: bool) -> tuple[str, str]:
+    """Why kvplan refuses an architecture it has no rule for, and the fix (one line each).
+    ``auto_map`` (remote code) only matters when vLLM does not register the architecture."""
+    reg = vllm_registry()
+    release = reg.get("release", "?")
+    value = arch or model_type
+    docs = "docs/architectures.md lists every architecture vLLM registers and kvplan's status for it"
+    if arch and arch in reg.get("removed", {}):
+        return (f"{arch!r} was removed from vLLM in {reg['removed'][arch]} (vllm/model_executor/models/registry.py "
+                "_PREVIOUSLY_SUPPORTED_MODELS); vLLM refuses it at start-up",
+                "serve it with a release before that, or pick a supported model")
+    registered = arch and any(arch in reg.get(k, ()) for k in ("text", "multimodal", "speculative", "transformers"))
+    if registered:
+        return (f"vLLM {release} registers {arch!r}, but kvplan has no layer rule checked against its model class",
+                docs)
+    if has_auto_map:
+        return (f"{value!r} is not in vLLM {release}'s registry and the config names remote code in auto_map "
+                "(vLLM needs --trust-remote-code for it; kvplan never runs remote code)", docs)
+    return f"{value!r} is not an architecture vLLM {release} registers", docs
+
 
 # Multimodal wrappers whose decoder is built under ``language_model``.
 _LM_WRAPPED = frozenset({
@@ -161,6 +289,8 @@ class FamilyResult:
 def family_of(architecture: str | None, model_type: str | None) -> str | None:
     if architecture and architecture in ARCH_FAMILY:
         return ARCH_FAMILY[architecture]
+    if architecture and architecture in GENERIC_ARCHS:
+        return GENERIC
     if model_type and model_type in MODEL_TYPE_FAMILY:
         return MODEL_TYPE_FAMILY[model_type]
     return None
@@ -315,6 +445,10 @@ def build_layer_types(view: HFView, ctx: Context) -> FamilyResult:
     hd = head_size(view)
     lt = layer_types(view, n, {SLIDING, FULL}) or _default_layer_types(ctx, view, n)
     w = None if ctx.disable_sliding_window else window_value(view)
+    if w is not None and ctx.model_type.startswith("cohere2"):
+        # commandr.py (vLLM 0.33.0 and 0.34.0, line 244): a Cohere2 sliding layer sees
+        # [pos - sliding_window, pos], so vLLM passes sliding_window + 1
+        w += 1
     layers, shared = _gemma_layers(
         view, ctx, n, lambda i: attn_spec(ctx, num_kv_heads=kv, head_size=hd, window=w if lt[i] == SLIDING else None)
     )
@@ -807,6 +941,216 @@ def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
     )
 
 
+# ----------------------------------------------------------------- the generic rule
+
+GENERIC = "generic"
+# layer_types entries the generic rule builds, as vLLM's common decoder layers read them
+_GENERIC_ATTENTION_TYPES = {SLIDING: "sliding", FULL: "full", "attention": "full", "chunked_attention": "chunked"}
+
+
+def _generic_kv_heads(view: HFView, heads: int) -> tuple[int, str]:
+    """``num_key_value_heads``; without it one head for a multi-query config (``multi_query``),
+    else every attention head (multi-head attention), as vLLM's common attention layers read it."""
+    kv = view.opt_int("num_key_value_heads")
+    if kv is not None:
+        return kv, "num_key_value_heads"
+    if view.get("multi_query", False) and not view.get("new_decoder_architecture", False):
+        return 1, "multi_query"
+    return heads, "num_attention_heads"
+
+
+def build_generic(view: HFView, ctx: Context) -> FamilyResult:
+    """The one generic rule, for decoders whose attention layers are vLLM's common ``Attention``
+    read the common way: ``num_hidden_layers`` layers of ``num_key_value_heads`` KV heads (else
+    ``num_attention_heads``) of ``head_dim`` (else ``hidden_size // num_attention_heads``);
+    ``layer_types`` entry ``sliding_attention`` → ``sliding_window``, ``chunked_attention`` →
+    ``attention_chunk_size``, ``full_attention``/``attention`` → full; without ``layer_types`` the
+    model-wide ``sliding_window`` (``cache_config.sliding_window``, §12.1) on every layer.
+
+    kvplan applies it only to the architectures listed in ``GENERIC_ARCHS``: those whose vLLM
+    model class, built on the meta device, registers exactly these layers
+    (``tests/golden/architectures/``, checked by ``tests/test_architectures.py``)."""
+    n = _n_layers(view)
+    heads = view.int("num_attention_heads")
+    check_attention_heads(view, ctx, heads)
+    kv_total, kv_key = _generic_kv_heads(view, heads)
+    kv = kv_heads_per_rank(view, ctx, kv_total, kv_key)
+    hd = head_size(view)
+    w = None if ctx.disable_sliding_window else window_value(view)
+    chunk = view.opt_int("attention_chunk_size")
+    lt = layer_types(view, n, set(_GENERIC_ATTENTION_TYPES))
+    model_window = model_wide_window(view, ctx)
+    prefix = layer_prefix(ctx.architecture)
+    layers = []
+    for i in range(n):
+        kind = _GENERIC_ATTENTION_TYPES[lt[i]] if lt is not None else None
+        if kind == "sliding":
+            spec = attn_spec(ctx, num_kv_heads=kv, head_size=hd, window=w if w is not None else model_window)
+        elif kind == "chunked":
+            spec = attn_spec(ctx, num_kv_heads=kv, head_size=hd, chunk=chunk)
+        elif kind == "full":
+            spec = attn_spec(ctx, num_kv_heads=kv, head_size=hd)
+        else:
+            spec = attn_spec(ctx, num_kv_heads=kv, head_size=hd, window=model_window)
+        layers.append(Built(f"{prefix}.layers.{i}.self_attn.attn", spec, i))
+    n_sw = sum(1 for b in layers if isinstance(b.spec, SlidingWindowSpec))
+    n_ch = sum(1 for b in layers if isinstance(b.spec, ChunkedLocalAttentionSpec))
+    ctx.notes.append(
+        f"{ctx.architecture}: generic rule (checked against vLLM's model class): {n} attention layers, "
+        f"{kv} KV x {hd} per rank" + (f"; {n_sw} sliding (window {w or model_window})" if n_sw else "")
+        + (f"; {n_ch} chunked-local (chunk {chunk})" if n_ch else "")
+    )
+    return FamilyResult(layers, model_window=model_window, attention_chunk_size=chunk if n_ch else None,
+                        num_hidden_layers=n)
+
+
+# ----------------------------------------------------------------- Mamba-only and Mamba2 hybrids
+
+def _mamba1(view: HFView, ctx: Context, *, intermediate: int, state: int, kernel: int, key: str) -> MambaSpec:
+    """``MambaStateShapeCalculator.mamba1_state_shape`` (vLLM 0.34.0 mamba_utils.py:179): conv
+    ``(K - 1, I/tp)``, ssm ``(I/tp, d_state)``; no speculative rows."""
+    per_rank = split(view, ctx, intermediate, key)
+    return MambaSpec(block_size=ctx.block_size, shapes=((kernel - 1, per_rank), (per_rank, state)),
+                     dtypes=(ctx.model_dtype, ssm_state_dtype(view, ctx)), mamba_type="mamba1",
+                     num_speculative_blocks=ctx.num_spec)
+
+
+def build_mamba(view: HFView, ctx: Context) -> FamilyResult:
+    """MambaForCausalLM / FalconMambaForCausalLM (mamba.py): every layer a Mamba1 mixer of
+    ``intermediate_size`` channels, ``state_size`` states, ``conv_kernel``; no attention."""
+    n = _n_layers(view)
+    spec = _mamba1(view, ctx, intermediate=view.int("intermediate_size"), state=view.int("state_size"),
+                   kernel=view.int("conv_kernel"), key="intermediate_size")
+    layers = [Built(f"backbone.layers.{i}.mixer", spec, i) for i in range(n)]
+    ctx.notes.append(f"{ctx.model_type}: {n} Mamba1 layers, no attention")
+    return FamilyResult(layers, is_hybrid_mamba=False, num_hidden_layers=n)
+
+
+def build_mamba2(view: HFView, ctx: Context) -> FamilyResult:
+    """Mamba2ForCausalLM (mamba2.py): every layer a Mamba2 mixer, ``I = expand · hidden_size``."""
+    n = _n_layers(view)
+    heads = view.int("num_heads")
+    spec = mamba2_spec(view, ctx, heads=heads, head_dim=view.int("head_dim"), n_groups=view.int("n_groups"),
+                       state=view.int("state_size"), kernel=view.int("conv_kernel"),
+                       intermediate=view.int("expand") * view.int("hidden_size"), ssm_dtype=ssm_state_dtype(view, ctx))
+    layers = [Built(f"backbone.layers.{i}.mixer", spec, i) for i in range(n)]
+    ctx.notes.append(f"{ctx.model_type}: {n} Mamba2 layers, no attention")
+    return FamilyResult(layers, is_hybrid_mamba=False, num_hidden_layers=n)
+
+
+def _mamba2_hf(view: HFView, ctx: Context, intermediate: int) -> MambaSpec:
+    """A Mamba2 mixer read from the ``mamba_*`` keys (Falcon-H1, Granite-4.0-H)."""
+    return mamba2_spec(view, ctx, heads=view.int("mamba_n_heads"), head_dim=view.int("mamba_d_head"),
+                       n_groups=view.int("mamba_n_groups"), state=view.int("mamba_d_state"),
+                       kernel=view.int("mamba_d_conv"), intermediate=intermediate,
+                       ssm_dtype=ssm_state_dtype(view, ctx))
+
+
+def _plain_attention(view: HFView, ctx: Context, head_dim_key: str = "head_dim") -> KVCacheSpec:
+    heads = view.int("num_attention_heads")
+    check_attention_heads(view, ctx, heads)
+    kv_total, kv_key = _generic_kv_heads(view, heads)
+    kv = kv_heads_per_rank(view, ctx, kv_total, kv_key)
+    hd = view.opt_int(head_dim_key) or view.int("hidden_size") // heads
+    return attn_spec(ctx, num_kv_heads=kv, head_size=hd)
+
+
+def build_falcon_h1(view: HFView, ctx: Context) -> FamilyResult:
+    """Falcon-H1 (falcon_h1.py): every decoder layer runs attention and a Mamba2 mixer in
+    parallel, both cached; Mamba2 ``I = mamba_d_ssm`` (else ``mamba_expand · hidden_size``)."""
+    n = _n_layers(view)
+    inter = view.opt_int("mamba_d_ssm") or view.int("mamba_expand") * view.int("hidden_size")
+    m = _mamba2_hf(view, ctx, inter)
+    a = _plain_attention(view, ctx)
+    layers = []
+    for i in range(n):
+        layers.append(Built(f"model.layers.{i}.self_attn.attn", a, i))
+        layers.append(Built(f"model.layers.{i}.mamba", m, i))
+    ctx.notes.append(f"falcon_h1: {n} layers, each an attention cache and a Mamba2 state")
+    return FamilyResult(layers, is_hybrid_mamba=True, mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
+
+
+_MAMBA_LAYER_TYPES = {"mamba", "linear_attention"}
+
+
+def build_granite_hybrid(view: HFView, ctx: Context) -> FamilyResult:
+    """Granite-4.0-H (granitemoehybrid.py): ``layer_types`` entry ``mamba`` (transformers 5 writes
+    ``linear_attention``) → Mamba2 with ``I = mamba_expand · hidden_size``, ``attention`` → full."""
+    n = _n_layers(view)
+    lt = layer_types(view, n, _MAMBA_LAYER_TYPES | {"attention", FULL})
+    if lt is None:
+        raise ConfigError(view.path, view.field("layer_types"), "required key is missing",
+                          "give one entry per layer: mamba or attention")
+    m = _mamba2_hf(view, ctx, view.int("mamba_expand") * view.int("hidden_size"))
+    a = _plain_attention(view, ctx)
+    layers = [Built(f"model.layers.{i}.mixer" if lt[i] in _MAMBA_LAYER_TYPES else f"model.layers.{i}.self_attn.attn",
+                    m if lt[i] in _MAMBA_LAYER_TYPES else a, i) for i in range(n)]
+    n_m = sum(1 for t in lt[:n] if t in _MAMBA_LAYER_TYPES)
+    ctx.notes.append(f"granitemoehybrid: {n_m} Mamba2 + {n - n_m} attention layers")
+    return FamilyResult(layers, is_hybrid_mamba=True, mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
+
+
+def build_zamba2(view: HFView, ctx: Context) -> FamilyResult:
+    """Zamba2 (zamba2.py): every layer has a Mamba2 mixer (``n_mamba_heads`` x ``mamba_headdim``,
+    ``mamba_ngroups``, ``I = mamba_expand · hidden_size``); each ``hybrid`` entry of
+    ``layers_block_type`` adds a shared-block attention layer (``num_key_value_heads`` x
+    ``attention_head_dim``). vLLM registers the attention layers first (``model.attn.{k}``), then
+    the mixers."""
+    n = _n_layers(view)
+    types = view.get("layers_block_type", None)
+    if not isinstance(types, (list, tuple)) or len(types) < n:
+        raise ConfigError(view.path, view.field("layers_block_type"), "expected one entry per layer",
+                          "give mamba / hybrid per layer")
+    n_attn = sum(1 for t in types[:n] if t == "hybrid")
+    heads = view.int("num_attention_heads")
+    check_attention_heads(view, ctx, heads)
+    kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads", heads))
+    a = attn_spec(ctx, num_kv_heads=kv, head_size=view.int("attention_head_dim"))
+    m = mamba2_spec(view, ctx, heads=view.int("n_mamba_heads"), head_dim=view.int("mamba_headdim"),
+                    n_groups=view.int("mamba_ngroups"), state=view.int("mamba_d_state"), kernel=view.int("mamba_d_conv"),
+                    intermediate=view.int("mamba_expand") * view.int("hidden_size"), ssm_dtype=ssm_state_dtype(view, ctx))
+    hybrid_ids = [i for i, t in enumerate(types[:n]) if t == "hybrid"]
+    layers = [Built(f"model.attn.{k}", a, hybrid_ids[k]) for k in range(n_attn)]
+    layers += [Built(f"model.layers.{i}.mamba", m, i) for i in range(n)]
+    ctx.notes.append(f"zamba2: {n} Mamba2 mixers + {n_attn} shared-block attention layers ({kv} KV x "
+                     f"{view.int('attention_head_dim')})")
+    return FamilyResult(layers, is_hybrid_mamba=True, mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
+
+
+def build_lfm(view: HFView, ctx: Context) -> FamilyResult:
+    """LFM3 (lfm3.py, ``ATTENTION_LAYER_TYPES``): ``layer_types`` entry ``conv`` → a ShortConv
+    state, ``MambaStateShapeCalculator.short_conv_state_shape``: one conv state
+    ``(conv_L_cache - 1 + num_spec, hidden_size/tp)`` in the model dtype; ``full_attention`` → full,
+    ``sliding_attention`` → ``sliding_window``."""
+    n = _n_layers(view)
+    lt = layer_types(view, n, {"conv", FULL, SLIDING})
+    if lt is None:
+        raise ConfigError(view.path, view.field("layer_types"), "required key is missing",
+                          "give one entry per layer: conv, full_attention or sliding_attention")
+    heads = view.int("num_attention_heads")
+    check_attention_heads(view, ctx, heads)
+    kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads", heads))
+    hd = head_size(view)
+    w = None if ctx.disable_sliding_window else window_value(view)
+    conv = MambaSpec(block_size=ctx.block_size,
+                     shapes=((view.int("conv_L_cache") - 1 + ctx.num_spec, split(view, ctx, view.int("hidden_size"),
+                                                                                  "hidden_size")),),
+                     dtypes=(ctx.model_dtype,), mamba_type="short_conv", num_speculative_blocks=ctx.num_spec)
+    prefix = layer_prefix(ctx.architecture)
+    layers = []
+    for i in range(n):
+        if lt[i] == "conv":
+            layers.append(Built(f"{prefix}.layers.{i}.short_conv", conv, i))
+        else:
+            layers.append(Built(f"{prefix}.layers.{i}.self_attn.attn",
+                                attn_spec(ctx, num_kv_heads=kv, head_size=hd, window=w if lt[i] == SLIDING else None), i))
+    n_conv = sum(1 for t in lt[:n] if t == "conv")
+    n_sw = sum(1 for t in lt[:n] if t == SLIDING)
+    ctx.notes.append(f"{ctx.model_type}: {n_conv} short-conv + {n_sw} sliding (window {w}) + {n - n_conv - n_sw} full")
+    return FamilyResult(layers, model_window=model_wide_window(view, ctx), is_hybrid_mamba=True,
+                        mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
+
+
 @dataclass(frozen=True)
 class Family:
     """One family rule, the one record every layer asks (``family_of`` gives the key).
@@ -841,4 +1185,11 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
     Family("mimo_v2_flash", build_mimo_v2_flash, "mimo_v2"),
     Family("whisper", build_whisper),
     Family("deepseek_v4", build_deepseek_v4),
+    Family(GENERIC, build_generic),
+    Family("mamba", build_mamba),
+    Family("mamba2", build_mamba2),
+    Family("falcon_h1", build_falcon_h1),
+    Family("granite_hybrid", build_granite_hybrid),
+    Family("zamba2", build_zamba2),
+    Family("lfm", build_lfm),
 )}

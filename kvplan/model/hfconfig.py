@@ -205,6 +205,7 @@ POSITIVE_INT_KEYS = (
 KNOWN_LAYER_TYPES = frozenset({
     "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "indexed_attention",
     "compressed_sparse_attention", "heavily_compressed_attention", "mamba", "attention", "moe", "mlp",
+    "hybrid", "conv",
 })
 NON_NEGATIVE_INT_KEYS = (
     "sliding_window", "sliding_window_size", "num_kv_shared_layers", "num_nextn_predict_layers",
@@ -297,6 +298,10 @@ def build_config_object(raw: dict, path: str) -> Any:
 
     cache_path = config_cache.cache_file(raw)
     entry = config_cache.load(cache_path)
+    if entry is None:
+        entry = config_cache.shipped_entry(raw)  # a bundled config: its shipped resolved view
+        if entry is not None:
+            config_cache.mark_dirty(cache_path, entry)
     if entry is not None:
         return config_cache.RecordedConfig(entry, entry, real, cache_path) if entry["class"] else None
     obj = real()

@@ -123,13 +123,9 @@ def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     arch = archs[0] if archs else ""
     family = families.family_of(arch, model_type)
     if family is None:
-        remote = " (it names remote code in auto_map, which kvplan never runs)" if raw.get("auto_map") else ""
         field = "architectures" if archs else "model_type"
-        value = arch or model_type
-        raise ConfigError(
-            path, field, f"{value!r} is not a family kvplan models{remote}",
-            f"supported families: {families.SUPPORTED_FAMILIES}",
-        )
+        why, fix = families.refusal(arch, model_type, bool(raw.get("auto_map")))
+        raise ConfigError(path, field, why, fix)
     if not arch:
         arch = {v: k for k, v in reversed(families.ARCH_FAMILY.items())}.get(family, "")
     model_type = model_type or ""
@@ -193,8 +189,9 @@ def _info(p: _Parsed, dtype: str, res: families.FamilyResult | None = None) -> M
         dtype=dtype,
         max_position_embeddings=p.text.opt_int("max_position_embeddings"),
         attention_chunk_size=_attention_chunk_size(p),
-        is_hybrid_mamba=p.family in ("gdn", "nemotron_h", "jamba"),
-        mamba_chunk_size=families.mamba_chunk_size(p.text) if p.family in ("gdn", "nemotron_h", "jamba") else None,
+        is_hybrid_mamba=res.is_hybrid_mamba if res else p.family in families.HYBRID_FAMILIES,
+        mamba_chunk_size=(res.mamba_chunk_size if res else families.mamba_chunk_size(p.text))
+        if (res.is_hybrid_mamba if res else p.family in families.HYBRID_FAMILIES) else None,
         provenance=_provenance(p.source),
     )
 

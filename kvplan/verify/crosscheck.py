@@ -28,6 +28,7 @@ from pathlib import Path
 from kvplan.errors import OptionError
 
 RUNNER = Path(__file__).with_name("vllm_runner.py")
+ARCH_RUNNER = Path(__file__).with_name("arch_runner.py")  # the architecture harness's runner
 TIMEOUT_S = 600
 VERSION_TIMEOUT_S = 60
 
@@ -179,13 +180,16 @@ def unavailable(reason: str, *, python: str | None = None, release: str | None =
             "scope": {"verified": None, "not_verified": None, "notes": []}, "seconds": 0.0, "cached": False}
 
 
-def report(plan, result: dict, target: Target, *, seconds: float, cached: bool) -> dict:
-    """The ``cross_check`` object of the result envelope for a runner result."""
+def report(plan, result: dict, target: Target, *, seconds: float, cached: bool, layers: dict | None = None) -> dict:
+    """The ``cross_check`` object of the result envelope for a runner result (``layers``: the
+    architecture runner's record for the served config, see ``layer_record``)."""
     from kvplan.verify.compare import compare, differences
 
     checks = compare(plan, result)
-    diff = differences(checks)
     notes = []
+    if layers is not None:
+        checks += layer_checks(layers, notes)
+    diff = differences(checks)
     simulated = plan.era.release or None
     if simulated and simulated != result["vllm_version"]:
         notes.append(f"kvplan simulated vllm=={simulated}'s rules but checked vLLM {result['vllm_version']}: "
@@ -205,6 +209,79 @@ def report(plan, result: dict, target: Target, *, seconds: float, cached: bool) 
         "seconds": round(seconds, 2),
         "cached": cached,
     }
+
+
+def layer_checks(rec: dict, notes: list[str]) -> list:
+    """Every target layer's spec as vLLM's own model class registers it (built on the meta device by
+    the checked vLLM, ``arch_runner.py``) against kvplan's rule for the same config, both at
+    bfloat16 and TP 1: ``layer_specs[i]`` checks (kind, KV heads, head sizes, dtype, window, chunk,
+    Mamba shapes and dtypes). A model class vLLM could not build here is a note, not a difference."""
+    from kvplan.errors import KvplanError
+    from kvplan.verify.archcheck import _describe, golden_key, kvplan_layers
+    from kvplan.verify.compare import FieldCheck
+
+    if rec.get("status") != "built":
+        notes.append(f"per-layer specs not compared: vLLM's model class was not built here ({rec.get('reason')})")
+        return []
+    want = [golden_key(rec["spec_table"][i]) for _, i in rec["layers"]]
+    try:
+        got, _, _ = kvplan_layers(rec["config"])
+    except KvplanError as e:
+        notes.append(f"per-layer specs not compared: kvplan refuses the config at bfloat16, TP 1 ({e})")
+        return []
+    notes.append(f"per-layer specs: vLLM {rec.get('vllm_version')}'s {rec.get('model_class')} built on the meta device "
+                 f"(bfloat16, TP 1), {len(want)} layers")
+    return [FieldCheck(f"layer_specs[{i}]", _describe(got[i]) if i < len(got) else None,
+                       _describe(want[i]) if i < len(want) else None,
+                       i < len(got) and i < len(want) and got[i] == want[i])
+            for i in range(max(len(got), len(want)))]
+
+
+def run_layer_runner(target: Target, item: dict) -> dict:
+    """``arch_runner.py`` in the checked interpreter on one config: its record, or a failed one."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kvplan-layers-") as d:
+        inp, out = Path(d) / "in.json", Path(d) / "out.json"
+        inp.write_text(json.dumps([item]))
+        try:
+            proc = subprocess.run([target.python, str(ARCH_RUNNER), str(inp), str(out)], capture_output=True,
+                                  text=True, timeout=TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return {"status": "failed", "reason": f"the runner did not run ({type(e).__name__})"}
+        try:
+            return json.loads(out.read_text())[0]
+        except (OSError, ValueError, IndexError, KeyError):
+            tail = (proc.stderr or "").strip().splitlines()[-1:]
+            return {"status": "failed", "reason": "the runner stopped: " + (tail[0][:200] if tail else f"exit {proc.returncode}")}
+
+
+def layer_record(target: Target, model: str | None) -> dict | None:
+    """The architecture runner's record for ``model``'s config.json (cached like the planning answers);
+    None without a model."""
+    if model is None:
+        return None
+    from kvplan.errors import KvplanError
+    from kvplan.model.hfconfig import read_config_json
+    from kvplan.model.source import resolve_model
+
+    try:
+        config = read_config_json(resolve_model(model).path)
+    except KvplanError as e:
+        return {"status": "failed", "reason": f"the config could not be read ({e})"}
+    item = {"architecture": (config.get("architectures") or [""])[0], "registry": None, "config": config,
+            "config_source": "the served config.json"}
+    folder = cache_dir()
+    key = hashlib.sha256(json.dumps({"python": str(Path(target.python).resolve()), "vllm": target.vllm_version,
+                                     "runner": ARCH_RUNNER.read_text(), "item": item}, sort_keys=True).encode()).hexdigest()
+    path = None if folder is None else folder / f"layers-{key}.json"
+    cached = _cache_read(path)
+    if cached is not None:
+        return cached
+    rec = run_layer_runner(target, item)
+    if rec.get("status") in ("built", "no_kv_cache"):
+        _cache_write(path, rec)
+    return rec
 
 
 @dataclass(frozen=True)
@@ -241,7 +318,7 @@ def cross_check_many(jobs: list[Job]) -> list[dict]:
         path = _cache_path(t, case)
         cached = _cache_read(path)
         if cached is not None:
-            out[i] = report(job.plan, cached, t, seconds=0.0, cached=True)
+            out[i] = report(job.plan, cached, t, seconds=0.0, cached=True, layers=layer_record(t, job.model))
         else:
             todo.setdefault(t, []).append((i, case, path))
     for t, items in todo.items():
@@ -255,7 +332,8 @@ def cross_check_many(jobs: list[Job]) -> list[dict]:
         seconds = time.perf_counter() - start
         for (i, _, path), result in zip(items, results):
             _cache_write(path, result)
-            out[i] = report(jobs[i].plan, result, t, seconds=seconds, cached=False)
+            out[i] = report(jobs[i].plan, result, t, seconds=seconds, cached=False,
+                            layers=layer_record(t, jobs[i].model))
     return out
 
 

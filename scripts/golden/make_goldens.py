@@ -28,6 +28,19 @@ Usage::
     python scripts/golden/make_goldens.py --list              # print the cases
     python scripts/golden/make_goldens.py --hand-written      # gpt-oss-20b/gemma-3-27b from
                                                               # hand-written layers (no catalog)
+    python scripts/golden/make_goldens.py --architectures     # every architecture vLLM 0.34.0
+                                                              # registers, built on the meta device
+    python scripts/golden/make_goldens.py --architectures --only Qwen3   # some of them
+
+``--architectures`` (issue #23) runs ``kvplan/verify/arch_runner.py`` (its docstring lists the
+stubs) with ``ARCH_BASE`` (default ``.golden-venvs/rel-base5-arch``: a copy of rel-base5 plus ``pip install --no-deps``
+torchvision 0.28.0 (the CUDA wheel, the only one for torch 2.13: its ops are never loaded),
+compressed-tensors 0.17.0, loguru, mistral_common, timm, jsonschema, pydantic-extra-types, pycountry
+and tiktoken, which model files import) and the release's
+sources, over every architecture of vLLM's registry (text generation, multimodal, speculative
+heads), in ``--jobs`` processes. Configs: the catalog's (``configs/``), then ``$SHARED_CONFIGS``
+(default ``shared/configs`` beside the checkout), then the runner's transformers defaults. One file per architecture:
+``tests/golden/architectures/<release>/<Architecture>.json`` (sorted keys, compact).
 """
 
 from __future__ import annotations
@@ -454,7 +467,14 @@ def main() -> None:
     ap.add_argument("--out", default=str(OUT_DIR))
     ap.add_argument("--hooks", action="store_true",
                     help="write tests/golden/hooks/<release>.json (Mamba mode, Nemotron-H ssm dtype) instead")
+    ap.add_argument("--architectures", action="store_true",
+                    help="build every registered architecture on the meta device (tests/golden/architectures/)")
+    ap.add_argument("--jobs", type=int, default=2, help="with --architectures: runner processes")
     args = ap.parse_args()
+    if args.architectures:
+        for release in args.releases or ["0.34.0"]:
+            make_architectures(release, only=args.only, jobs=args.jobs)
+        return
     if args.hooks:
         for release in args.releases or [r for r in RELEASES if release_python(r) is not None]:
             print(f"  {make_hooks(release).relative_to(REPO)}", file=sys.stderr)
@@ -555,6 +575,83 @@ def write_hooks(release: str, results: list[dict]) -> Path:
            "cases": [{"case": c, "result": r} for c, r in zip(hook_cases(), results, strict=True)]}
     path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
     return path
+
+
+ARCH_DIR = OUT_DIR / "architectures"
+ARCH_RUNNER = REPO / "kvplan" / "verify" / "arch_runner.py"
+ARCH_BASE = Path(os.environ.get("ARCH_BASE", REPO / ".golden-venvs" / "rel-base5-arch"))
+SHARED_CONFIGS = Path(os.environ.get("SHARED_CONFIGS", REPO.parent / "shared" / "configs"))
+
+
+def genuine_configs() -> dict[str, tuple[dict, str]]:
+    """``architectures[0]`` -> (config, where): the catalog's configs first, then the shared
+    folder's (the first id in sorted order wins)."""
+    out: dict[str, tuple[dict, str]] = {}
+    for root, label in ((REPO / "configs", "kvplan catalog configs/"), (SHARED_CONFIGS, "shared configs ")):
+        for p in sorted(root.glob("*/*/config.json")):
+            try:
+                cfg = json.loads(p.read_text())
+            except ValueError:
+                continue
+            archs = cfg.get("architectures") or []
+            if archs and isinstance(archs[0], str) and archs[0] not in out:
+                out[archs[0]] = (cfg, f"genuine: {label}{p.parent.parent.name}/{p.parent.name}")
+    return out
+
+
+def make_architectures(release: str, only: str | None = None, jobs: int = 2) -> None:
+    tree = RELEASE_SRC / release
+    py = ARCH_BASE / "bin" / "python"
+    if not py.exists() or not tree.exists():
+        raise SystemExit(f"need {py} and {tree} (see --architectures in this script's docstring)")
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    listed = json.loads(subprocess.run([str(py), str(ARCH_RUNNER), "--list"], capture_output=True, text=True,
+                                       env=env, cwd=REPO, check=True).stdout)
+    removed = listed.pop("removed")
+    if not only:  # the registry itself, as kvplan's refusals name it (kvplan/model/vllm_registry.json)
+        reg = {"release": release, "source": "vllm/model_executor/models/registry.py", **listed, "removed": removed}
+        (REPO / "kvplan" / "model" / "vllm_registry.json").write_text(json.dumps(reg, sort_keys=True, indent=0) + "\n")
+    genuine = genuine_configs()
+    items = []
+    for registry, archs in listed.items():
+        for a in archs:
+            if only and only not in a:
+                continue
+            cfg, how = genuine.get(a, (None, None))
+            items.append({"architecture": a, "registry": registry, "config": cfg, "config_source": how})
+    print(f"vllm {release}: {len(items)} architectures, {jobs} processes", file=sys.stderr)
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="archgold_"))
+    procs = []
+    for j in range(jobs):
+        chunk = items[j::jobs]
+        (tmp / f"in{j}.json").write_text(json.dumps(chunk))
+        procs.append(subprocess.Popen([str(py), str(ARCH_RUNNER), str(tmp / f"in{j}.json"), str(tmp / f"out{j}.json")],
+                                      env=env, cwd=REPO, stdout=subprocess.DEVNULL,
+                                      stderr=open(tmp / f"log{j}.txt", "w")))
+    for p in procs:
+        p.wait()
+    out_dir = ARCH_DIR / release
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = set()
+    for j in range(jobs):
+        f = tmp / f"out{j}.json"
+        for rec in json.loads(f.read_text()) if f.exists() else []:
+            done.add(rec["architecture"])
+            (out_dir / f"{rec['architecture']}.json").write_text(
+                json.dumps(rec, sort_keys=True, separators=(",", ":")) + "\n")
+    for it in items:  # a runner process that died (a crash in native code) loses the rest of its chunk
+        if it["architecture"] not in done:
+            rec = {"architecture": it["architecture"], "registry": it["registry"], "status": "failed",
+                   "reason": "runner process died while building it", "config_source": it["config_source"],
+                   "config": it["config"], "layers": [], "spec_table": [], "kv_sharing": {}, "vllm_version": release}
+            (out_dir / f"{it['architecture']}.json").write_text(json.dumps(rec, sort_keys=True, separators=(",", ":")) + "\n")
+    counts: dict[str, int] = {}
+    for p in out_dir.glob("*.json"):
+        st = json.loads(p.read_text())["status"]
+        counts[st] = counts.get(st, 0) + 1
+    print(f"  {out_dir.relative_to(REPO)}: {counts} (logs in {tmp})", file=sys.stderr)
 
 
 def _strip(layers: list[dict]) -> list[dict]:

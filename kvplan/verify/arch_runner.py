@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""Build vLLM's own model classes on the meta device and record every layer's KV-cache spec.
+
+The architecture conformance harness (issue #23). Like ``vllm_runner.py`` this runs INSIDE an
+environment that has vLLM (a golden release env: the base venv's interpreter with the release's
+unpacked sources first on ``PYTHONPATH``), as a standalone script: it imports nothing from kvplan,
+and kvplan never imports it. ``scripts/golden/make_goldens.py --architectures`` drives it.
+
+For each architecture vLLM's registry lists (``vllm/model_executor/models/registry.py``:
+``_TEXT_GENERATION_MODELS``, ``_MULTIMODAL_MODELS``, ``_SPECULATIVE_DECODING_MODELS``):
+
+1. the config: the genuine ``config.json`` the driver passes (kvplan's catalog,
+   the shared ``configs`` folder beside the checkout), else the defaults of the transformers configuration class of a
+   ``model_type`` whose transformers model mappings name the architecture, with
+   ``architectures`` set (``config_source`` says which);
+2. vLLM's own ``EngineArgs(model=<dir>, dtype="bfloat16", skip_tokenizer_init=True, trust_remote_code=False).create_engine_config()`` (the CLI's path:
+   the model config, the cache config with the model-wide sliding window of
+   ``engine/arg_utils.py``, the model-config hooks of ``VllmConfig.__post_init__``,
+   ``HybridAttentionMambaModelConfig`` included), a world-size-1 gloo process group and
+   ``initialize_model_parallel(1, 1)`` (again for every model: the EP group exists only for MoE);
+3. ``ModelRegistry.resolve_model_cls`` and the class constructed under ``torch.device("meta")``
+   (no weights);
+4. ``Platform.update_block_size_for_backend`` (the base-platform classmethod the executors call
+   after loading: backend block-size preference, then the hybrid Mamba/attention alignment);
+5. the layer walk of ``vllm/v1/worker/gpu/attn_utils.py::get_kv_cache_spec``: every
+   ``AttentionLayerBase`` of the static forward context, KV-sharing layers skipped (recorded with
+   their target), ``get_kv_cache_spec(vllm_config)`` on the others.
+
+STUBS (what would need CUDA; nothing else is replaced):
+
+* ``get_attn_backend_cls`` of the (unspecified, no-CUDA) platform: returns vLLM's Triton
+  backends, the ones that import without compiled kernels: ``TRITON_ATTN`` for attention,
+  ``TRITON_MLA`` for MLA, ``FLASHMLA_SPARSE`` for sparse MLA. The backend chooses the block
+  size vLLM prefers (phase 1 of ``update_block_size_for_backend``) and the sliding-window block
+  size, so ``block_size`` and ``page_size_bytes`` are those of these backends; heads, head sizes,
+  windows, chunks, dtypes and Mamba state shapes do not depend on it.
+* ``customize_attention_spec(backend, spec)`` (the GPU runner's per-backend repacking) is not
+  applied: the specs are recorded as the layers return them.
+
+Input (a file): a JSON list of ``{"architecture", "registry", "config" (dict or null),
+"config_source"}``. Output (a file, rewritten after each record): a JSON list of records ``{"architecture", "registry",
+"status", "reason", "config_source", "config", "model_class", "block_size", "layers",
+"spec_table", "kv_sharing", "vllm_version"}``: ``status`` is ``built`` (layers recorded),
+``no_kv_cache`` (built, no layer has a KV cache), ``failed`` (``reason``: the exception, one
+line, and where) or ``no_config`` (no genuine config and no transformers class names it).
+``layers`` is ``[[name, spec_index], ...]`` in registration order; ``spec_table`` holds the
+distinct specs: ``class``, ``kind``, the dataclass fields (dtypes as torch names, shapes as
+lists) and ``page_size_bytes``.
+
+Usage::
+
+    python arch_runner.py --list                  # the registry: {"text": [...], ...}
+    python arch_runner.py items.json out.json
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import sys
+import tempfile
+import traceback
+
+STUBS = [
+    "fused_moe select_unquantized_moe_backend -> TRITON experts (the oracle checks CUDA kernels)",
+    "config quantization_config dropped (weight-quantization kernels need CUDA; kv_cache_scheme kept in "
+    "'config' but not applied: the cache dtype is auto = bfloat16)",
+    "torch.accelerator.current_device_index -> 0 (sparse MLA reads the SM count of the current device)",
+    "torch.accelerator.empty_cache -> no-op (the workspace manager calls it before growing a meta buffer)",
+    "vllm_config.device_config.device -> meta after VllmConfig is built (DeviceConfig('cuda') is given; the "
+    "Transformers backend materialises parameters there)",
+    "platform.current_device -> meta and platform.device_type -> 'meta' (buffers allocated on the device)",
+    "mla_attention.get_mla_prefill_backend -> CPUSDPAMLAPrefillBackend (FlashAttention varlen is compiled-only)",
+    "registry._run_in_subprocess -> in-process call (the subprocess only shields CUDA; same _ModelInfo)",
+    "platform.num_compute_units -> 132 (an H100/H200's SM count; MLA workspace sizing)",
+    "torchvision fake-kernel registrations skipped (CUDA-only wheel; image processors are imported, never run)",
+    "platform.get_attn_backend_cls -> TRITON_ATTN / TRITON_MLA / FLASHMLA_SPARSE (no CUDA platform here)",
+    "customize_attention_spec (GPU runner repacking per backend) not applied",
+]
+REGISTRY_DICTS = {
+    "text": "_TEXT_GENERATION_MODELS",
+    "multimodal": "_MULTIMODAL_MODELS",
+    "speculative": "_SPECULATIVE_DECODING_MODELS",
+    "transformers": "_TRANSFORMERS_SUPPORTED_MODELS",
+}
+_SUFFIXES = ("ForConditionalGeneration", "ForCausalLM", "LMHeadModel", "ForCausalLMV", "Model", "Generation")
+TIMEOUT_S = int(os.environ.get("ARCH_RUNNER_TIMEOUT", "120"))
+
+
+def registry_lists() -> dict:
+    """The registry's architectures by category, and the removed ones with the release that
+    removed them (``_PREVIOUSLY_SUPPORTED_MODELS``)."""
+    from vllm.model_executor.models import registry as R
+
+    out = {k: sorted(getattr(R, v)) for k, v in REGISTRY_DICTS.items()}
+    out["removed"] = dict(sorted(R._PREVIOUSLY_SUPPORTED_MODELS.items()))
+    return out
+
+
+def _arch_to_model_type() -> dict:
+    """transformers' auto mappings inverted: architecture class name -> model_type."""
+    from transformers.models.auto import modeling_auto as MA
+
+    out: dict = {}
+    for name in dir(MA):
+        m = getattr(MA, name)
+        if name.endswith("_MAPPING_NAMES") and isinstance(m, dict):
+            for mt, cls in m.items():
+                for c in (cls if isinstance(cls, (list, tuple)) else [cls]):
+                    if isinstance(c, str):
+                        out.setdefault(c, mt)
+    return out
+
+
+def _norm(name: str) -> str:
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
+def default_config(arch: str, a2mt: dict) -> tuple[dict | None, str]:
+    """The defaults of the config class vLLM would read for this architecture's model_type:
+    vLLM's own config registry first (``_CONFIG_REGISTRY``, as ``get_config`` does), else
+    transformers'. The model_type: the one transformers' model mappings name the architecture
+    under, else the model_type whose name equals the architecture's without its suffix."""
+    from transformers import CONFIG_MAPPING
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    mt, how = a2mt.get(arch), "named by transformers' model mappings"
+    if mt is None:
+        base = arch
+        for suf in _SUFFIXES:
+            if base.endswith(suf) and len(base) > len(suf):
+                base = base[: -len(suf)]
+                break
+        known = {_norm(k): k for k in list(CONFIG_MAPPING.keys()) + list(_CONFIG_REGISTRY.keys())}
+        mt, how = known.get(_norm(base)), "matched by name"
+    if mt is None:
+        return None, "no genuine config, and no config class names or matches this architecture"
+    try:
+        cls = _CONFIG_REGISTRY[mt] if mt in _CONFIG_REGISTRY else CONFIG_MAPPING[mt]
+        cfg = cls()
+    except Exception as e:  # noqa: BLE001
+        return None, f"config class for {mt!r} has no usable defaults: {type(e).__name__}: {e}"
+    d = cfg.to_dict()
+    d["architectures"] = [arch]
+    d["model_type"] = mt
+    owner = "vLLM" if mt in _CONFIG_REGISTRY else "transformers"
+    return d, f"{owner} {type(cfg).__name__}() defaults (model_type {mt}, {how})"
+
+
+def _spec_dict(spec) -> dict:
+    import torch
+
+    out = {"class": type(spec).__name__}
+    for f in dataclasses.fields(spec):
+        v = getattr(spec, f.name)
+        if isinstance(v, torch.dtype):
+            v = str(v).removeprefix("torch.")
+        elif isinstance(v, (tuple, list)):
+            v = json.loads(json.dumps(v, default=lambda x: str(x).removeprefix("torch.")))
+        elif hasattr(v, "name") and hasattr(v, "value"):  # enums
+            v = v.name
+        elif not isinstance(v, (int, float, str, bool, type(None))):
+            v = str(v)
+        out[f.name] = v
+    try:
+        out["page_size_bytes"] = spec.page_size_bytes
+    except Exception as e:  # noqa: BLE001
+        out["page_size_bytes"] = f"error: {type(e).__name__}"
+    return out
+
+
+def _where(tb) -> str:
+    frames = [f for f in traceback.extract_tb(tb) if "/vllm/" in f.filename or "/transformers/" in f.filename]
+    if not frames:
+        return ""
+    f = frames[-1]
+    path = f.filename
+    for key in ("/vllm/", "/transformers/"):
+        if key in path:
+            path = key.strip("/") + "/" + path.split(key, 1)[1]
+    return f"{path}:{f.lineno} {f.name}"
+
+
+def _one_line(e: BaseException) -> str:
+    msg = " ".join(str(e).split())
+    if len(msg) > 300:
+        msg = msg[:297] + "..."
+    return f"{type(e).__name__}: {msg}"
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout(f"construction took over {TIMEOUT_S} s")
+
+
+SETUP_SKIPPED: list[str] = []  # stubs another release's layout did not allow (--cross-check on any vLLM)
+
+
+def setup() -> None:
+    """Apply the stubs, each on its own: a stub whose target this release lacks is skipped and
+    named in ``setup_skipped`` of every record (never the case on 0.34.0)."""
+    for fn in (_stub_torchvision, _stub_attention_backend, _stub_registry_subprocess, _stub_mla_prefill,
+               _stub_moe, _stub_devices):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - recorded
+            SETUP_SKIPPED.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+
+
+def _stub_torchvision() -> None:
+    import torch.library as L
+
+    # torchvision: the only wheel for this torch is a CUDA build whose compiled ops cannot load;
+    # its fake-kernel registrations for those ops are skipped so the pure-Python transforms the
+    # multimodal model files import (image processors, never run here) can be imported.
+    orig = L.register_fake
+
+    def tolerant(op, *a, **k):
+        if isinstance(op, str) and op.startswith("torchvision::"):
+            return lambda fn: fn
+        return orig(op, *a, **k)
+
+    L.register_fake = tolerant
+    try:
+        import torchvision  # noqa: F401
+    except Exception:  # noqa: BLE001 - recorded per model when a file needs it
+        pass
+    finally:
+        L.register_fake = orig
+
+
+def _stub_attention_backend() -> None:
+    from vllm.platforms import current_platform
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum as E
+
+    def _sel(cls, selected_backend, attn_selector_config, num_heads=None):
+        c = attn_selector_config
+        if c.use_mla:
+            return (E.FLASHMLA_SPARSE if c.use_sparse else E.TRITON_MLA).get_path()
+        return E.TRITON_ATTN.get_path()
+
+    type(current_platform).get_attn_backend_cls = classmethod(_sel)
+
+
+def _stub_registry_subprocess() -> None:
+    # The registry inspects a model class in a subprocess "to avoid initializing CUDA"; there is no
+    # CUDA here, so it runs in this process (same _ModelInfo, without a 7 s import per model).
+    from vllm.model_executor.models import registry as R
+
+    R._run_in_subprocess = lambda fn: fn()
+
+
+def _stub_mla_prefill() -> None:
+    # MLA's dense prefill backend: vLLM picks FlashAttention's varlen kernel (compiled only); the
+    # CPU SDPA one constructs without kernels. The prefill path never touches the KV-cache spec.
+    from vllm.model_executor.layers.attention import mla_attention as MA
+    from vllm.v1.attention.backends.mla.prefill.cpu_sdpa import CPUSDPAMLAPrefillBackend
+
+    MA.get_mla_prefill_backend = lambda vllm_config=None: CPUSDPAMLAPrefillBackend
+
+
+def _stub_moe() -> None:
+    # Unquantized MoE: the platform oracle has no list for an unspecified platform; Triton's
+    # experts construct without kernels (weights on meta). The MoE kernel never touches the KV cache.
+    from vllm.model_executor.layers.fused_moe import unquantized_fused_moe_method as UFM
+    from vllm.model_executor.layers.fused_moe.oracle import unquantized as UQ
+
+    def _triton_moe(moe_config):
+        return UQ.UnquantizedMoeBackend.TRITON, UQ.backend_to_kernel_cls(UQ.UnquantizedMoeBackend.TRITON)[0]
+
+    UQ.select_unquantized_moe_backend = UFM.select_unquantized_moe_backend = _triton_moe
+
+
+def _stub_devices() -> None:
+    import torch
+    from vllm.platforms import current_platform
+
+    # Modules that allocate on the "current device" (RMSNormGated, ...): the meta device.
+    type(current_platform).current_device = classmethod(lambda cls, *a, **k: torch.device("meta"))
+    # ... and buffers allocated on ``device=current_platform.device_type`` (DeepSeek-V3.2's top-k
+    # indices, ...): the unspecified platform's device type is "", which torch refuses.
+    type(current_platform).device_type = "meta"
+    # Sparse MLA reads the SM count of torch.accelerator's current device (none here).
+    torch.accelerator.current_device_index = lambda *a, **k: 0
+    # Workspaces (sparse MLA) release the allocator's cache before growing: nothing to release.
+    torch.accelerator.empty_cache = lambda *a, **k: None
+    # MLA layers size a workspace by the GPU's SM count: an H100/H200's 132.
+    type(current_platform).num_compute_units = classmethod(lambda cls, *a, **k: 132)
+
+
+_DIST = False
+
+
+def _dist(vc) -> None:
+    """A world-size-1 gloo group, once; the model-parallel groups again for every model (which
+    groups exist depends on the config: the EP group only for MoE models)."""
+    global _DIST
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+    from vllm.distributed.parallel_state import destroy_model_parallel
+
+    with set_current_vllm_config(vc):
+        if not _DIST:
+            port = 29500 + os.getpid() % 1000
+            init_distributed_environment(world_size=1, rank=0, local_rank=0,
+                                         distributed_init_method=f"tcp://127.0.0.1:{port}", backend="gloo")
+            _DIST = True
+            # what the GPU worker does at init_device (sparse MLA sizes its buffers from it)
+            from vllm.v1.worker.workspace import init_workspace_manager
+
+            init_workspace_manager(torch.device("meta"))
+        else:
+            destroy_model_parallel()
+        initialize_model_parallel(1, 1)
+
+
+def build(item: dict, a2mt: dict) -> dict:
+    import torch
+    from vllm.config import get_layers_from_vllm_config, set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
+    from vllm.model_executor.models.registry import ModelRegistry
+    from vllm.platforms import current_platform
+
+    arch = item["architecture"]
+    rec = {"architecture": arch, "registry": item.get("registry"), "status": "failed", "reason": None,
+           "config_source": item.get("config_source"), "config": item.get("config"), "model_class": None,
+           "block_size": None, "layers": [], "spec_table": [], "kv_sharing": {}}
+    cfg = item.get("config")
+    if cfg is None:
+        cfg, how = default_config(arch, a2mt)
+        rec["config_source"] = how
+        rec["config"] = cfg
+        if cfg is None:
+            rec["status"] = "no_config"
+            rec["reason"] = how
+            return rec
+    stage = "ModelConfig"
+    try:
+        d = tempfile.mkdtemp(prefix="arch_")
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump({k: v for k, v in cfg.items() if k != "quantization_config"}, f)
+        stage = "create_engine_config"
+        # vLLM's own path from the CLI arguments to the VllmConfig (engine/arg_utils.py
+        # EngineArgs.create_engine_config: the model config, then the cache config with the
+        # model-wide sliding window, the hooks in VllmConfig.__post_init__)
+        args = EngineArgs(model=d, skip_tokenizer_init=True, dtype="bfloat16", trust_remote_code=False)
+        vc = args.create_engine_config()
+        mc = vc.model_config
+        # The Transformers backend materialises parameters on device_config.device: meta here.
+        vc.device_config.device = torch.device("meta")
+        _dist(vc)
+        stage = "resolve_model_cls"
+        cls, _ = ModelRegistry.resolve_model_cls(mc.architectures, model_config=mc)
+        rec["model_class"] = f"{cls.__module__}.{cls.__name__}"
+        stage = "construct (meta device)"
+        with set_current_vllm_config(vc), torch.device("meta"):
+            cls(vllm_config=vc, prefix="")
+        stage = "update_block_size_for_backend"
+        with set_current_vllm_config(vc):
+            current_platform.update_block_size_for_backend(vc)
+        rec["block_size"] = vc.cache_config.block_size
+        stage = "get_kv_cache_spec"
+        table: list = []
+        with set_current_vllm_config(vc):
+            for name, layer in get_layers_from_vllm_config(vc, AttentionLayerBase).items():
+                tgt = getattr(layer, "kv_sharing_target_layer_name", None)
+                if tgt:
+                    rec["kv_sharing"][name] = tgt
+                    continue
+                spec = layer.get_kv_cache_spec(vc)
+                if not spec:
+                    continue
+                sd = _spec_dict(spec)
+                if sd not in table:
+                    table.append(sd)
+                rec["layers"].append([name, table.index(sd)])
+        rec["spec_table"] = table
+        rec["status"] = "built" if rec["layers"] else "no_kv_cache"
+        if not rec["layers"]:
+            rec["reason"] = "built; no layer registers a KV cache"
+    except _Timeout as e:
+        rec["reason"] = f"{stage}: {e}"
+    except BaseException as e:  # noqa: BLE001 - every failure is recorded, one line
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        where = _where(e.__traceback__)
+        rec["reason"] = f"{stage}: {_one_line(e)}" + (f" [{where}]" if where else "")
+    return rec
+
+
+def main() -> None:
+    import logging
+
+    if os.environ.get("ARCH_RUNNER_DEBUG") != "1":
+        logging.disable(logging.WARNING)
+    setup()
+    if "--list" in sys.argv[1:]:
+        json.dump(registry_lists(), sys.__stdout__)
+        return
+    with open(sys.argv[1]) as f:
+        items = json.load(f)
+    a2mt = _arch_to_model_type()
+    import vllm
+
+    out = []
+    signal.signal(signal.SIGALRM, _alarm)
+    for item in items:
+        signal.alarm(TIMEOUT_S)
+        try:
+            rec = build(item, a2mt)
+        finally:
+            signal.alarm(0)
+        rec["vllm_version"] = vllm.__version__
+        rec["stubs"] = STUBS
+        if SETUP_SKIPPED:
+            rec["setup_skipped"] = SETUP_SKIPPED
+        out.append(rec)
+        print(f"{rec['architecture']}: {rec['status']} {rec['reason'] or ''}"[:300], file=sys.stderr, flush=True)
+        with open(sys.argv[2], "w") as f:  # after each record: a crash keeps the ones before
+            json.dump(out, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Every architecture vLLM 0.34.0 registers, against vLLM's own model classes (issue #23).
+
+The goldens (``tests/golden/architectures/0.34.0/``, ``scripts/golden/make_goldens.py
+--architectures``) hold the layers vLLM's model class registers, built on the meta device. kvplan
+must reproduce each one exactly or refuse it with a reason; it never builds other layers."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from kvplan.model import families as F
+from kvplan.verify import archcheck as A
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@lru_cache(maxsize=1)
+def verdicts() -> dict[str, A.Verdict]:
+    return {v.architecture: v for v in A.check_all()}
+
+
+@lru_cache(maxsize=1)
+def goldens() -> dict[str, dict]:
+    return {g["architecture"]: g for g in A.load_goldens()}
+
+
+def test_goldens_cover_the_registry():
+    reg = F.vllm_registry()
+    assert reg["release"] == A.RELEASE
+    registered = {a for k in ("text", "multimodal", "speculative", "transformers") for a in reg[k]}
+    assert set(goldens()) == registered
+    assert (len(reg["text"]), len(reg["multimodal"]), len(reg["speculative"])) == (126, 130, 69)
+    for g in goldens().values():
+        assert g["vllm_version"] == A.RELEASE
+        assert g["status"] in ("built", "no_kv_cache", "failed", "no_config")
+        assert g["status"] == "built" or g["reason"], g["architecture"]
+
+
+def test_kvplan_never_builds_other_layers_than_vllm():
+    differs = {a: v.detail for a, v in verdicts().items() if v.verdict == "differs"}
+    assert differs == {}
+
+
+def test_every_architecture_with_a_rule_is_exact():
+    """An architecture kvplan has a rule for is never refused when vLLM built it here."""
+    for a, v in verdicts().items():
+        if v.status == "built" and F.family_of(a, None) is not None:
+            assert v.verdict == "exact", (a, v.detail)
+
+
+def test_generic_list_is_what_the_goldens_verify():
+    """GENERIC_ARCHS is exactly the set of built architectures the generic rule reproduces."""
+    exact_generic = {a for a, v in verdicts().items() if v.verdict == "exact" and v.family == F.GENERIC}
+    assert exact_generic == set(F.GENERIC_ARCHS)
+
+
+def test_agreement_rate():
+    built = [v for v in verdicts().values() if v.status == "built"]
+    exact = [v for v in built if v.verdict == "exact"]
+    assert len(exact) / len(built) >= 0.95, A.summary(list(verdicts().values()))
+
+
+def test_refusals_say_why(tmp_path):
+    """Without a verified rule kvplan names the real reason: vLLM registers it but kvplan has no
+    checked rule, or vLLM removed it (naming the release), or it is not registered (remote code)."""
+    from kvplan.errors import ConfigError
+    from kvplan.model.layout import build_model_layout
+
+    def refuse(cfg):
+        p = tmp_path / "config.json"
+        p.write_text(json.dumps(cfg))
+        with pytest.raises(ConfigError) as e:
+            build_model_layout(str(p))
+        return str(e.value)
+
+    unruled = next(a for a, g in goldens().items() if g["status"] == "failed" and F.family_of(a, None) is None)
+    msg = refuse({"architectures": [unruled], "model_type": "x", "auto_map": {"AutoConfig": "a.B"}})
+    assert f"vLLM 0.34.0 registers '{unruled}'" in msg and "remote code" not in msg
+    msg = refuse({"architectures": ["MiniMaxText01ForCausalLM"], "model_type": "minimax"})
+    assert "removed from vLLM in 0.23.0" in msg
+    msg = refuse({"architectures": ["FooForCausalLM"], "model_type": "foo", "auto_map": {"AutoConfig": "a.B"}})
+    assert "not in vLLM 0.34.0's registry" in msg and "remote code" in msg
+
+
+def test_docs_architectures_md_is_generated():
+    text = (ROOT / "docs" / "architectures.md").read_text()
+    assert text == A.markdown() + "\n", "regenerate: python -m kvplan.verify.archcheck --markdown > docs/architectures.md"
+
+
+# The issue's named examples, as vLLM 0.34.0 and this machine leave them (docs/architectures.md).
+NAMED_EXACT = [
+    "SmolLM3ForCausalLM",  # Transformers backend; no-RoPE layers are still full attention
+    "Qwen3VLForConditionalGeneration",  # text_config wrapper
+    "KimiK25ForConditionalGeneration",  # DeepSeek-V3 MLA under text_config
+    "Exaone4ForCausalLM",
+    "FalconH1ForCausalLM",  # attention + Mamba2 in every layer
+    "GraniteMoeHybridForCausalLM",
+    "Zamba2ForCausalLM",  # shared attention blocks + Mamba2
+    "DeepseekV32ForCausalLM",  # sparse MLA: indexer k_cache + latent cache per layer
+    "GlmMoeDsaForCausalLM",  # GLM-5: the DeepSeek-V3.2 layout
+]
+NAMED_REMOVED = {"BambaForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0", "Phi4FlashForCausalLM": "0.10.2"}
+NAMED_NOT_BUILT_HERE = ["Glm4MoeForCausalLM", "Lfm2ForCausalLM", "KimiLinearForCausalLM", "MiMoForCausalLM",
+                        "HunYuanDenseV1ForCausalLM", "HunYuanMoEV1ForCausalLM"]
+
+
+@pytest.mark.parametrize("arch", NAMED_EXACT)
+def test_named_examples_agree_with_vllm(arch):
+    v = verdicts()[arch]
+    assert (v.status, v.verdict) == ("built", "exact"), v.detail
+
+
+@pytest.mark.parametrize("arch,release", sorted(NAMED_REMOVED.items()))
+def test_named_removed_architectures_are_refused_naming_the_release(arch, release, tmp_path):
+    from kvplan.errors import ConfigError
+    from kvplan.model.layout import build_model_layout
+
+    assert F.vllm_registry()["removed"][arch] == release
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"architectures": [arch], "model_type": "x"}))
+    with pytest.raises(ConfigError, match=f"removed from vLLM in {release}"):
+        build_model_layout(str(p))
+
+
+@pytest.mark.parametrize("arch", NAMED_NOT_BUILT_HERE)
+def test_named_examples_vllm_could_not_build_here_are_refused(arch, tmp_path):
+    """No golden, no rule: kvplan refuses (a rule unchecked against vLLM's class could mislead)."""
+    from kvplan.errors import ConfigError
+    from kvplan.model.layout import build_model_layout
+
+    g = goldens()[arch]
+    assert g["status"] in ("failed", "no_config") and g["reason"]
+    assert F.family_of(arch, None) is None
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"architectures": [arch], "model_type": "x", "auto_map": {"AutoConfig": "a.B"}}))
+    with pytest.raises(ConfigError, match="registers"):
+        build_model_layout(str(p))
