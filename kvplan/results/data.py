@@ -68,10 +68,15 @@ def model_info_dict(info) -> dict | None:
     }
 
 
-def serving_dict(serving) -> dict:
+def serving_dict(serving, layout=None) -> dict:
+    """The serving options as resolved: with a layout, its block size (before any hybrid Mamba alignment)
+    and the attention backend the engine's block-size decision picked (--attention-backend or the GPU's)."""
+    decision = getattr(layout, "block_size_decision", None)
     return {
-        "block_size": serving.block_size,
-        "attention_backend": serving.attention_backend,
+        "block_size": layout.block_size if layout is not None else serving.block_size,
+        "attention_backend": decision.attention_backend if decision is not None else serving.attention_backend,
+        # what the backend choice assumed (no --gpu: an H100), else None
+        "attention_backend_note": getattr(decision, "note", None),
         "kv_cache_dtype": serving.kv_cache_dtype,
         "dtype": serving.dtype,
         "tensor_parallel_size": serving.tensor_parallel_size,
@@ -124,7 +129,7 @@ def inspect_dict(layout, serving) -> dict:
             "method": layout.speculative_method,
             "num_speculative_tokens": layout.num_speculative_tokens,
         },
-        "serving": {**serving_dict(serving), "block_size": layout.block_size},
+        "serving": serving_dict(serving, layout),
         "num_layers": len(layers),
         "layers": [layer_dict(ls) for ls in layers],
         "summary": summary,
@@ -313,7 +318,7 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None, fixes: li
                         # speculative_config.parallel_drafting as the release holds it (given or its default)
                         "parallel_drafting": plan.parallel_drafting, "parallel_drafting_given": plan.options.parallel_drafting,
                         "note": plan.parallel_drafting_note},
-        "serving": {**serving_dict(serving), "block_size": layout.block_size},
+        "serving": serving_dict(serving, layout),
         "scheduler": {
             "max_model_len": plan.max_model_len,
             "original_max_model_len": plan.original_max_model_len,

@@ -178,6 +178,18 @@ class Era:
     # the release checked, not bisected.
     # Chain: 'opt_in' from 0.10.1; 'deprecated' from 0.34.0.
     parallel_drafting_option: str = "opt_in"
+    # CacheConfig.DEFAULT_BLOCK_SIZE (vllm/config/cache.py line 185: 16 in 0.33.0, 64 in 0.34.0), the size
+    # update_block_size_for_backend starts from (block_size.py). Pinned at 0.34.0, the release checked.
+    # Chain: 16 from 0.10.1; 64 from 0.34.0.
+    default_block_size: int = 16
+    # The attention backend follows the GPU (cuda.py/rocm.py _get_backend_priorities, read in 0.33.0 and
+    # 0.34.0); False: kvplan assumes an H100's defaults (FlashAttention, FlashAttention-MLA, FlashMLA-sparse),
+    # as before the selector was read (releases before 0.33.0 not checked).
+    # Chain: False from 0.10.1; True from 0.33.0.
+    backend_by_device: bool = False
+    # ROCM_ATTN.get_preferred_block_size returns 16 (rocm_attn.py 0.34.0 line 167; absent in 0.33.0).
+    # Chain: False from 0.10.1; True from 0.34.0.
+    rocm_attn_prefers_16: bool = False
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -274,18 +286,21 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      dict(messages="0.32", mamba_cache_mode_rule="align_default")),
     ("vllm-0.33", "0.33.0",
      "0.33.0: GDN align 64 and kernel alignment >= block, "
-     "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile",
+     "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile; the attention "
+     "backend (and its block size) follows the GPU",
      dict(gdn_align_tokens=64, messages="0.33", default_model_runner="v2", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True,
-          yarn_max_len="factor_in_length", float_kv_cache_check=True, speculators_user_config=True)),
+          yarn_max_len="factor_in_length", float_kv_cache_check=True, speculators_user_config=True,
+          backend_by_device=True)),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines; the extensible KV cache, sized after warmup and CUDA-graph capture (utilization 1.0), "
      "is on by default; suffix decoding defaults to 8 speculative tokens (was 24); speculative_config.parallel_drafting "
-     "deprecated (refused with EAGLE methods)",
+     "deprecated (refused with EAGLE methods); CacheConfig.DEFAULT_BLOCK_SIZE 64 (was 16)",
      dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True,
           default_model_runner="v2_only", extensible_kv_cache=True, extensible_gpu_memory_utilization=1.0,
-          suffix_default_tokens=8, parallel_drafting_option="deprecated")),
+          suffix_default_tokens=8, parallel_drafting_option="deprecated", default_block_size=64,
+          rocm_attn_prefers_16=True)),
 )
 
 

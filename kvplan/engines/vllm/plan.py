@@ -64,6 +64,9 @@ class ModelFacts:
     target_hidden_size: int | None = None
     drafter_target_hidden_size: int | None = None  # the hidden size an EAGLE drafter reads from its target
     tp_checks: tuple = ()  # ModelLayout.tp_checks: the head counts split over TP
+    # block_size.BlockSizeDecision: the attention backend, its smallest kernel block (the hybrid Mamba
+    # alignment's floor) and update_block_size_for_backend's "Setting kv cache block size" line
+    block_size_decision: object = None
 
 
 @dataclass(frozen=True)
@@ -249,8 +252,12 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     if not (era.window_head_size_v and era.full_head_size_v):
         memo: dict[int, KVCacheSpec] = {}
         specs = {n: memo.setdefault(id(s), _without_head_size_v(s, era)) for n, s in specs.items()}
+    decision = facts.block_size_decision
+    if decision is not None:
+        logs.extend(decision.log_lines)  # update_block_size_for_backend, phase 1 (before the hybrid alignment)
     specs, plan.mamba = hybrid.align_hybrid_mamba(
         specs, era,
+        kernel_block_size=decision.kernel_block_size if decision is not None else None,
         enable_prefix_caching=o.enable_prefix_caching,
         mamba_cache_mode=o.mamba_cache_mode,
         mamba_block_size=o.mamba_block_size,
