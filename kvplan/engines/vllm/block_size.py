@@ -24,23 +24,26 @@ from kvplan.engines.vllm.eras import Era
 from kvplan.errors import OptionError
 
 # Each backend's kernel block sizes (``get_supported_kernel_block_sizes()`` with no KV cache spec and no
-# current config), as (multiple_of, fixed sizes): multiple_of N accepts every multiple of N. Read in
-# 0.34.0 and 0.33.0 and recorded by the block-size golden (tests/golden/block_size/).
-KERNEL_BLOCK_SIZES: dict[str, tuple[int | None, tuple[int, ...]]] = {
-    "FLASH_ATTN": (16, ()),  # flash_attn.py 0.34.0 line 357 (MultipleOf(16); XPU 64)
-    "FLASHINFER": (None, (16, 32, 64)),  # flashinfer.py 0.34.0 line 587 (128+ only with trtllm-gen on SM100)
-    "TRITON_ATTN": (16, ()),  # triton_attn.py 0.34.0 line 339
-    "FLEX_ATTENTION": (None, ()),  # any size (no declared sizes)
-    "ROCM_ATTN": (16, ()),  # rocm_attn.py 0.34.0 line 153
-    "ROCM_AITER_FA": (None, (16, 32)),  # rocm_aiter_fa.py 0.34.0 line 873
-    "ROCM_AITER_UNIFIED_ATTN": (16, ()),  # rocm_aiter_unified_attn.py 0.34.0 line 74
-    "FLASH_ATTN_MLA": (16, ()),  # mla/flashattn_mla.py 0.34.0 line 49
-    "TRITON_MLA": (16, ()),  # mla/triton_mla.py 0.34.0 line 126
-    "ROCM_AITER_MLA": (1, ()),  # mla/rocm_aiter_mla.py 0.34.0 line 734
-    "FLASHMLA": (None, (64,)),  # mla/flashmla.py 0.34.0 line 57
-    "FLASHMLA_SPARSE": (64, ()),  # mla/flashmla_sparse.py 0.34.0 line 165 (bf16 KV)
-    "CUTLASS_MLA": (None, (128,)),  # mla/cutlass_mla.py 0.34.0 line 49
-    "FLASHINFER_MLA": (None, (32, 64)),  # mla/flashinfer_mla.py 0.34.0 line 204
+# current config; a ``MultipleOf(n)`` as its base n). ``AttentionBackend.supports_block_size`` (backend.py
+# 0.34.0 lines 125-141, the same in 0.33.0) accepts any multiple of any of them ("hybrid blocks": a cache
+# block may hold several kernel blocks), and ``get_preferred_block_size`` falls back to the smallest.
+# Recorded by tests/golden/block_size/<release>.json where the backend's module imports on CPU; the
+# others (FLASHINFER*, CUTLASS_MLA, FLASH_ATTN_MLA, ROCM_AITER_UNIFIED_ATTN) are read from the source.
+KERNEL_BLOCK_SIZES: dict[str, tuple[int, ...]] = {
+    "FLASH_ATTN": (16,),  # flash_attn.py 0.34.0 line 357 (MultipleOf(16); XPU 64)
+    "FLASHINFER": (16, 32, 64),  # flashinfer.py 0.34.0 line 587 (128+ only with trtllm-gen on SM100)
+    "TRITON_ATTN": (16,),  # triton_attn.py 0.34.0 line 339
+    "FLEX_ATTENTION": (16,),  # flex_attention.py 0.34.0 line 153
+    "ROCM_ATTN": (16,),  # rocm_attn.py 0.34.0 line 153
+    "ROCM_AITER_FA": (16, 32),  # rocm_aiter_fa.py 0.34.0 line 873
+    "ROCM_AITER_UNIFIED_ATTN": (16,),  # rocm_aiter_unified_attn.py 0.34.0 line 74
+    "FLASH_ATTN_MLA": (16,),  # mla/flashattn_mla.py 0.34.0 line 49
+    "TRITON_MLA": (16,),  # mla/triton_mla.py 0.34.0 line 126
+    "ROCM_AITER_MLA": (1,),  # mla/rocm_aiter_mla.py 0.34.0 line 734
+    "FLASHMLA": (64,),  # mla/flashmla.py 0.34.0 line 57
+    "FLASHMLA_SPARSE": (64,),  # mla/flashmla_sparse.py 0.34.0 line 165 (bf16 KV)
+    "CUTLASS_MLA": (128,),  # mla/cutlass_mla.py 0.34.0 line 49
+    "FLASHINFER_MLA": (32, 64),  # mla/flashinfer_mla.py 0.34.0 line 204
 }
 MLA_BACKENDS = frozenset({"FLASH_ATTN_MLA", "TRITON_MLA", "ROCM_AITER_MLA", "FLASHMLA", "FLASHMLA_SPARSE",
                           "CUTLASS_MLA", "FLASHINFER_MLA"})
@@ -80,17 +83,12 @@ class BlockSizeDecision:
 
 
 def supports_block_size(backend: str, block_size: int) -> bool:
-    """``AttentionBackend.supports_block_size`` (backend.py: a multiple of a MultipleOf, or a listed size)."""
-    multiple, sizes = KERNEL_BLOCK_SIZES[backend]
-    if multiple is None and not sizes:
-        return True
-    return (multiple is not None and block_size % multiple == 0) or block_size in sizes
+    """``AttentionBackend.supports_block_size``: a multiple of one of the kernel block sizes."""
+    return any(block_size % k == 0 for k in KERNEL_BLOCK_SIZES[backend])
 
 
 def smallest_kernel_block(backend: str) -> int:
-    multiple, sizes = KERNEL_BLOCK_SIZES[backend]
-    candidates = ([multiple] if multiple is not None else []) + list(sizes)
-    return min(candidates) if candidates else 1
+    return min(KERNEL_BLOCK_SIZES[backend])
 
 
 def _fa_version(device: Device, head_size: int | None) -> int:
