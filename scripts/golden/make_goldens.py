@@ -542,17 +542,22 @@ def hook_cases() -> list[dict]:
     return cases
 
 
-def make_hooks(release: str) -> Path:
+def run_runner_mode(release: str, mode: str, cases: list[dict]) -> list[dict]:
+    """``vllm_runner.py <mode>`` (``--config-hooks``, ``--engine-defaults``) on ``cases`` in ``release``'s
+    environment, one process."""
     found = release_python(release)
     if found is None:
         raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
     py, env = found
-    cases = hook_cases()
-    proc = subprocess.run([str(py), str(RUNNER), "--config-hooks"], input=json.dumps(cases), capture_output=True,
+    proc = subprocess.run([str(py), str(RUNNER), mode], input=json.dumps(cases), capture_output=True,
                           text=True, cwd=REPO, check=False, env=env)
     if proc.returncode != 0:
-        raise SystemExit(f"runner --config-hooks failed for vllm {release}:\n{proc.stderr[-4000:]}")
-    return write_hooks(release, json.loads(proc.stdout))
+        raise SystemExit(f"runner {mode} failed for vllm {release}:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout)
+
+
+def make_hooks(release: str) -> Path:
+    return write_hooks(release, run_runner_mode(release, "--config-hooks", hook_cases()))
 
 
 def write_hooks(release: str, results: list[dict]) -> Path:
@@ -601,16 +606,8 @@ def defaults_cases() -> list[dict]:
 
 
 def make_defaults(release: str) -> Path:
-    found = release_python(release)
-    if found is None:
-        raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
-    py, env = found
     cases = defaults_cases()
-    proc = subprocess.run([str(py), str(RUNNER), "--engine-defaults"], input=json.dumps(cases), capture_output=True,
-                          text=True, cwd=REPO, check=False, env=env)
-    if proc.returncode != 0:
-        raise SystemExit(f"runner --engine-defaults failed for vllm {release}:\n{proc.stderr[-4000:]}")
-    results = json.loads(proc.stdout)
+    results = run_runner_mode(release, "--engine-defaults", cases)
     for c, r in zip(cases, results, strict=True):
         r["logs"] = [x for x in r.get("logs", []) if x["logger"] == "vllm.platforms.interface"]  # the block-size lines
         c.pop("model_dir", None)  # machine-specific
