@@ -56,6 +56,9 @@ python "$REPO/scripts/golden/config_defaults.py" "$BASE" "$VER" | tee "$REPO/tes
 echo
 echo "== 3. goldens for vllm $VER"
 python "$REPO/scripts/golden/make_goldens.py" --releases "$VER" 2>&1 | grep -v "^  tests/golden" || true
+echo "== 3b. engine defaults with options unset (tests/golden/defaults/$VER.json: EngineArgs -> create_engine_config"
+echo "       per model and GPU class, the backend and update_block_size_for_backend)"
+python "$REPO/scripts/golden/make_goldens.py" --defaults --releases "$VER" 2>&1 || true
 echo
 echo "== 4. golden fields that changed, $BASE -> $VER"
 python "$REPO/scripts/golden/compare_goldens.py" "$BASE" "$VER"
