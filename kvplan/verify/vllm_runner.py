@@ -1103,15 +1103,19 @@ def _block_size_decision(case: dict, _cfg=None) -> dict:
                 out["invalid_backends"] = {b.name: r for b, (_, r) in invalid.items()}
                 backend_cls = best.backend_class
                 P = C.CudaPlatform
-                found = P.__dict__.get("_find_non_ssm_backends")
-                P._find_non_ssm_backends = classmethod(lambda cls, vc: [backend_cls])
+                # (_find_non_ssm_backend, one backend, before 0.31)
+                answers = {"_find_non_ssm_backends": [backend_cls], "_find_non_ssm_backend": backend_cls}
+                found = {n: P.__dict__.get(n) for n in answers}
+                for n, v in answers.items():
+                    setattr(P, n, classmethod(lambda cls, vc, _v=v: _v))
                 try:
                     P.update_block_size_for_backend(cfg)
                 finally:
-                    if found is not None:
-                        P._find_non_ssm_backends = found
-                    else:
-                        delattr(P, "_find_non_ssm_backends")
+                    for n, f in found.items():
+                        if f is not None:
+                            setattr(P, n, f)
+                        else:
+                            delattr(P, n)
                 out["block_size"] = cache.block_size
                 out["mamba_block_size"] = getattr(cache, "mamba_block_size", None)
                 out["mamba_page_size_padded"] = getattr(cache, "mamba_page_size_padded", None)

@@ -141,10 +141,12 @@ class Era:
     # Chain: True from 0.10.1; False from 0.34.0.
     drafter_single_group_check: bool = True
     # The model runner a release picks when nothing forces one (VLLM_USE_V2_MODEL_RUNNER unset):
-    # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" in 0.33.0 (VllmConfig.use_v2_model_runner;
-    # pinned at 0.33.0, the release checked, not bisected); "v2_only" from 0.34.0, which removed V1
-    # (platforms/interface.py validate_environ), so P-EAGLE runs on it with async scheduling.
-    # Chain: 'v1' from 0.10.1; 'v2' from 0.33.0; 'v2_only' from 0.34.0.
+    # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" (VllmConfig.use_v2_model_runner) from 0.29.0:
+    # the engine config each release resolves on the CUDA platform with options unset says V2 for 0.29.0,
+    # 0.30.0, 0.31.0, 0.32.0 and 0.33.0 (tests/golden/defaults/; releases before 0.29 not probed); "v2_only"
+    # from 0.34.0, which removed V1 (platforms/interface.py validate_environ), so P-EAGLE runs on it with async
+    # scheduling.
+    # Chain: 'v1' from 0.10.1; 'v2' from 0.29.0; 'v2_only' from 0.34.0.
     default_model_runner: str = "v1"
     # The derived max_model_len of YaRN models (``_get_and_verify_max_len``): "original_times_factor"
     # (0.18.0: original_max_position_embeddings x factor) or "factor_in_length" (0.33.0: YaRN's
@@ -279,7 +281,8 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.29", "0.29.0",
      "the null block is kept out of the admission check and auto-fit; one backing buffer per worker (LBNHC "
      "records, resolve_kv_cache_layout); Mamba2/GDN align mode reserves a prefill checkpoint block",
-     dict(null_block_in_check=True, mamba_prefill_checkpoints=True, kv_buffer_layout="lbnhc")),
+     dict(null_block_in_check=True, mamba_prefill_checkpoints=True, kv_buffer_layout="lbnhc",
+          default_model_runner="v2")),
     ("vllm-0.32", "0.32.0",
      "auto-fit lines name the KV cache memory and the device (\"(4.0 GiB GPU)\"); with prefix caching the Mamba "
      "cache mode defaults to align and an explicit mode is kept",
@@ -288,7 +291,7 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "0.33.0: GDN align 64 and kernel alignment >= block, "
      "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager, CUDA-graph memory in the profile; the attention "
      "backend (and its block size) follows the GPU",
-     dict(gdn_align_tokens=64, messages="0.33", default_model_runner="v2", mamba_kernel_alignment="at_least_block",
+     dict(gdn_align_tokens=64, messages="0.33", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching", cudagraph_memory_in_profile=True,
           yarn_max_len="factor_in_length", float_kv_cache_check=True, speculators_user_config=True,
           backend_by_device=True)),

@@ -419,14 +419,20 @@ def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
         return
     original = plan.original_max_model_len
     best = original
+    # the memory the line names: the limiting worker's, as the fit saw it (0.29+: less the null block;
+    # kv_cache_planning.py 0.34.0 lines 1415-1443, limiting_worker_mem; visible at block 64: "3.99 GiB")
+    limiting = None
     for pg, ws, avail in zip(projected, worker_specs, available):
         if pg:
             checked = sizing.checked_memory(pg, era, avail)
-            best = min(best, sizing.estimate_max_model_len(pg, era, plan.workload, ws, checked))
+            worker_max = sizing.estimate_max_model_len(pg, era, plan.workload, ws, checked)
+            if limiting is None or worker_max < best:
+                limiting = checked if era.null_block_in_check else avail
+            best = min(best, worker_max)
     if best <= 0:
         _record_checks(plan, projected, worker_specs, available)
         raise EngineFailure("ValueError", wording(era).autofit_none, "autofit")
-    avail_gib = round(min(a for a, pg in zip(available, projected) if pg) / GiB, 2)
+    avail_gib = round(limiting / GiB, 2)
     logs.extend(autofit_lines(era, original, best, avail_gib))
     if best >= original:
         return
