@@ -364,10 +364,13 @@ _TABLE: tuple[Option, ...] = (
                 f"vLLM 0.33 runs it on the V1 model runner; {first_release('parallel_drafting_option', 'deprecated')} "
                 "refuses it with EAGLE methods."),
     Option("block_size", "--block-size", INT, minimum=1, maximum=MAX_TOKENS, metavar="TOKENS",
-           default_doc="the attention backend's preferred size (16; MLA backends 64/128/32)",
-           help="Tokens per KV block."),
+           default_doc=(f"CacheConfig.DEFAULT_BLOCK_SIZE (64 from {first_release('default_block_size', 64)}, 16 "
+                        "before) unless the attention backend prefers another size"),
+           help="Tokens per KV block; a hybrid Mamba model's alignment may still raise it, as in vLLM."),
     Option("attention_backend", "--attention-backend", STR, metavar="NAME",
-           help="FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, FLASHMLA_SPARSE, CUTLASS_MLA, FLASHINFER_MLA, TRITON_MLA."),
+           default_doc="the backend vLLM's selector picks for --gpu (an H100 without it)",
+           help="FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, FLASHMLA_SPARSE, CUTLASS_MLA, FLASHINFER_MLA, TRITON_MLA, "
+                "ROCM_ATTN, ...; named in the output as attention_backend."),
     Option("kv_cache_dtype", "--kv-cache-dtype", CHOICE, default="auto", choices=tuple(CACHE_DTYPES),
            help="auto (model dtype), bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, int8, ..."),
     Option("dtype", "--dtype", CHOICE, default="auto", choices=("auto", *MODEL_DTYPES),

@@ -105,15 +105,20 @@ def test_json_and_tables_carry_both_figures():
                             "--max-model-len", "32768", "--format", "json"])
     assert r.exit_code == 0, r.stderr
     m = json.loads(r.stdout)["memory"]
-    # the bundled config matches the hand-built layers above
-    assert (m["num_blocks"], m["blocks_per_request"], m["steady_blocks_per_request"]) == (16384, 8582, 2438)
-    assert m["max_concurrency"] == round(16384 / 8582, 6)
-    assert m["steady_state_concurrency"] == round(10239 / 2438, 6)
-    assert m["prefill_reserve_blocks"] == 6144
+    # the bundled config, on the default release (0.34.0: block 64, CacheConfig.DEFAULT_BLOCK_SIZE, kept by
+    # FLASH_ATTN on the assumed H100; tests/golden/defaults/0.34.0.json): the hand derivation above at 64
+    # tokens: page 2·64·16·128·2 = 524,288 B, num_blocks = 20 GiB // (10 × 524,288) = 4096; sliding
+    # cdiv(min(1023 + 16384, 32768), 64) + 1 = 273, full 32768 / 64 = 512 → 6 × 273 + 512 = 2150 per request;
+    # steady cdiv(1024, 64) + 1 = 17 → 6 × 17 + 512 = 614; reserve 6 × (273 − 17) = 1536;
+    # steady_state_concurrency = (4096 − 1 − 1536) / 614 = 2559 / 614
+    assert (m["num_blocks"], m["blocks_per_request"], m["steady_blocks_per_request"]) == (4096, 2150, 614)
+    assert m["max_concurrency"] == round(4096 / 2150, 6)
+    assert m["steady_state_concurrency"] == round(2559 / 614, 6)
+    assert m["prefill_reserve_blocks"] == 1536
     r = runner.invoke(app, ["simulate", "google/gemma-3-27b-it", "--kv-cache-memory", "20GiB",
                             "--max-model-len", "32768"])
     assert "max_concurrency (vLLM's figure: worst case)" in r.stdout and "1.91" in r.stdout
-    assert "steady_state_concurrency (kvplan's estimate)" in r.stdout and "4.20" in r.stdout
+    assert "steady_state_concurrency (kvplan's estimate)" in r.stdout and "4.17" in r.stdout
 
 
 def test_compare_shows_both_for_vllm():
@@ -122,7 +127,8 @@ def test_compare_shows_both_for_vllm():
     assert r.exit_code == 0, r.stderr
     rows = {(e["engine"], e["name"]): e for e in json.loads(r.stdout)["engines"]}
     v = rows[("vllm", "vllm==0.34.0")]  # the default policy: the newest checked release
-    assert (v["max_concurrency"], v["steady_state_concurrency"]) == (round(16384 / 8582, 6), round(10239 / 2438, 6))
+    # block 64 on the default release (the derivation in test_json_and_tables_carry_both_figures)
+    assert (v["max_concurrency"], v["steady_state_concurrency"]) == (round(4096 / 2150, 6), round(2559 / 614, 6))
     lb = rows[("lower_bound", "exact windowed need")]
     assert lb["steady_state_concurrency"] == lb["max_concurrency"]
 
@@ -147,4 +153,4 @@ def test_check_min_steady_concurrency(tmp_path, limit, passes):
     by_key = {o["key"]: o for o in dep["expectations"]}
     assert by_key["min_concurrency"]["passed"] is True
     assert by_key["min_steady_concurrency"]["passed"] is passes
-    assert by_key["min_steady_concurrency"]["measured"] == round(10239 / 2438, 6)
+    assert by_key["min_steady_concurrency"]["measured"] == round(2559 / 614, 6)  # block 64, derived above

@@ -37,7 +37,7 @@ def test_inspect_gpt_oss_peagle_json():
     # 12 sliding + 12 full target layers, then 4 full drafter layers
     assert kinds.count(("target", "sliding_window")) == 12
     assert kinds.count(("target", "full_attention")) + kinds.count(("drafter", "full_attention")) == 16
-    assert d["layers"][0]["page_size_bytes"] == 2 * 16 * 8 * 64 * 2  # 32768
+    assert d["layers"][0]["page_size_bytes"] == 2 * 64 * 8 * 64 * 2  # 131072: block 64 (0.34.0, FLASH_ATTN on H100)
     assert d["layers"][24]["name"] == "model.layers.24.self_attn.attn"
     assert d["schema_version"] == 2 and isinstance(d["warnings"], list)
     assert d["model"]["source"] == "catalog"
@@ -76,7 +76,9 @@ def test_simulate_release_alias_and_default_era():
     _, d = as_json("simulate", *GPT, *BUDGET)
     assert (d["policy"]["vllm_release"], d["policy"]["release_note"]) == ("0.34.0", None)
     assert f"{d['memory']['max_concurrency']:.2f}" == "8.88"
-    assert d["memory"]["kv_cache_size_tokens"] == 1163947
+    # golden gpt-oss-20b-peagle__40gib__0.34.0 (block 64): "GPU KV cache size: 1,163,569 tokens" (1,163,947
+    # at 0.33.0's block 16)
+    assert d["memory"]["kv_cache_size_tokens"] == 1163569
 
 
 def test_simulate_gemma3_27b():
@@ -294,13 +296,14 @@ def test_missing_config_file_names_the_path(tmp_path):
 
 def test_disable_sliding_window():
     # Mistral-7B: 32 sliding(4096) layers. --disable-sliding-window makes them full and caps
-    # max_model_len at the window (32768 → 4096): 40 GiB // (32 · 65536 B) = 20480 blocks,
-    # a 4096-token request holds 256 blocks → 80.0 concurrent requests.
+    # max_model_len at the window (32768 → 4096). Block 64 (0.34.0's default, FLASH_ATTN on the assumed H100;
+    # tests/golden/defaults/0.34.0.json, Mistral-7B): page 64 · 8 · 128 · 2 · 2 = 262,144 B,
+    # 40 GiB // (32 · 262,144 B) = 5120 blocks; a 4096-token request holds 64 blocks → 80.0 concurrent requests.
     r, d = as_json("simulate", "mistralai/Mistral-7B-v0.1", "--kv-cache-memory", "40GiB", "--disable-sliding-window")
     assert r.exit_code == 0
     assert d["scheduler"]["max_model_len"] == 4096
     assert [g["kind"] for g in d["groups"]] == ["full_attention"]
-    assert d["memory"]["num_blocks"] == 20480 and d["memory"]["max_concurrency"] == 80.0
+    assert d["memory"]["num_blocks"] == 5120 and d["memory"]["max_concurrency"] == 80.0
     r, d = as_json("inspect", "mistralai/Mistral-7B-v0.1", "--disable-sliding-window")
     assert {x["kind"] for x in d["layers"]} == {"full_attention"}
 

@@ -222,8 +222,9 @@ def test_perturbed_values_are_reported_both_ways(recorded):
     g = golden("gpt-oss-20b-peagle__40gib__0.34.0")
     recorded(_perturb(g["result"], "workers[0].num_blocks"))
     d = kvplan.simulate("openai/gpt-oss-20b", drafter=PEAGLE, num_speculative_tokens=5, kv_cache_memory="40GiB", cross_check=True)
-    # 40 GiB // (16 layers per group x 32,768-byte pages) = 81,920 blocks (kvplan); the answer says 81,919
-    assert d["cross_check"]["differences"] == [{"field": "workers[0].num_blocks", "kvplan": 81920, "vllm": 81919}]
+    # 40 GiB // (16 layers per group x 131,072-byte pages: 64-token blocks, 0.34.0's default) = 20,480 blocks
+    # (kvplan, and the golden); the perturbed answer says 20,479
+    assert d["cross_check"]["differences"] == [{"field": "workers[0].num_blocks", "kvplan": 20480, "vllm": 20479}]
     assert d["outcome"]["ok"] is True  # differences alone do not fail without --require-agreement
 
 

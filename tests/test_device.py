@@ -40,17 +40,18 @@ from kvplan.units import GiB, MiB
 needs_torch = pytest.mark.skipif(torch is None, reason="needs torch (pip install torch==2.13.0)")
 
 # Small budgets that start (the engine admits one max-length request) and allocate in
-# well under a second on a CI CPU. The last field is the policy (default vllm-latest = 0.33).
-GPT = ("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE", "64MiB", 512, "vllm-latest")
+# well under a second on a CI CPU. The last field is the policy: 0.33.0, whose block size (16) the byte
+# counts below were derived at (0.34.0's default 64 is tested in test_block_size.py and the goldens).
+GPT = ("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE", "64MiB", 512, "vllm==0.33.0")
 GPT_018 = (*GPT[:4], "vllm-1.5")  # vLLM 0.18: FlashAttention (2, num_blocks, ...) views, one tensor per slot
-GEMMA = ("google/gemma-3-27b-it", None, "64MiB", 64, "vllm-latest")
+GEMMA = ("google/gemma-3-27b-it", None, "64MiB", 64, "vllm==0.33.0")
 # Qwen3-Next pages are 1,179,648 B (576 tokens × 2 KV × 512 × 2 B) in 12 slots (14,155,776 B a block):
 # a 512-token request needs 3 GDN groups × 3 blocks (0.33 align mode) + 1 full = 10 blocks plus the
 # null block; 192 MiB holds 14.
-QWEN_NEXT = ("Qwen/Qwen3-Next-80B-A3B-Thinking", None, "192MiB", 512, "vllm-latest")
+QWEN_NEXT = ("Qwen/Qwen3-Next-80B-A3B-Thinking", None, "192MiB", 512, "vllm==0.33.0")
 QWEN_NEXT_018 = ("Qwen/Qwen3-Next-80B-A3B-Thinking", None, "192MiB", 512, "vllm-1.5")
-DEEPSEEK_V32 = ("deepseek-ai/DeepSeek-V3.2", None, "64MiB", 512, "vllm-latest")  # one uniform-type group
-MIMO = ("XiaomiMiMo/MiMo-V2-Flash", None, "96MiB", 256, "vllm-latest")  # K 192 / V 128
+DEEPSEEK_V32 = ("deepseek-ai/DeepSeek-V3.2", None, "64MiB", 512, "vllm==0.33.0")  # one uniform-type group
+MIMO = ("XiaomiMiMo/MiMo-V2-Flash", None, "96MiB", 256, "vllm==0.33.0")  # K 192 / V 128
 CASES = {"gpt-oss-20b+P-EAGLE": GPT, "gemma-3-27b": GEMMA, "qwen3-next": QWEN_NEXT,
          "gpt-oss-20b+P-EAGLE@0.18": GPT_018, "qwen3-next@0.18": QWEN_NEXT_018}
 

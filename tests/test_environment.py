@@ -108,14 +108,14 @@ def test_pp_layer_partition_moves_layers_between_stages():
     assert [len(r) for r in layout.ranks] == [12, 20]
     assert layout.ranks[0][-1] == "model.layers.11.self_attn.attn"
     assert layout.pp_partition == (12, 20) and layout.pp_partition_error is None
-    # 12 layers x 2 (K,V) x 8 heads x 128 x 2 bytes x 16 tokens = 786,432 bytes per block on stage 0,
-    # 20 layers → 1,310,720 on stage 1: with 12 GiB each, stage 0 has 16,384 blocks, stage 1
-    # 12 GiB // 1,310,720 = 9,830, and the engine keeps the minimum.
+    # 12 layers x 2 (K,V) x 8 heads x 128 x 2 bytes x 64 tokens (0.34.0's default block) = 3,145,728 bytes
+    # per block on stage 0, 20 layers → 5,242,880 on stage 1: with 12 GiB each, stage 0 has 4,096 blocks,
+    # stage 1 12 GiB // 5,242,880 = 2,457, and the engine keeps the minimum.
     r = kvplan.simulate(LLAMA, pipeline_parallel_size=2, kv_cache_memory="12GiB", max_model_len=65536,
                         env=["VLLM_PP_LAYER_PARTITION=12,20"])
     assert r["outcome"]["starts"] is True
-    assert [w["own_num_blocks"] for w in r["workers"]] == [16384, 9830]
-    assert r["memory"]["num_blocks"] == 9830
+    assert [w["own_num_blocks"] for w in r["workers"]] == [4096, 2457]
+    assert r["memory"]["num_blocks"] == 2457
 
 
 def test_env_shown_in_inputs_and_warnings_on_the_cli(monkeypatch):

@@ -309,11 +309,12 @@ def test_trap_hybrid_manager_off_by_a_connector_costs_what_vllm_shows():
     assert on["result"]["max_concurrency"] > off["result"]["max_concurrency"]
 
 
-@pytest.mark.parametrize("release, length", [("0.18.0", 32_768), ("0.34.0", 32_752)])
+@pytest.mark.parametrize("release, length", [("0.18.0", 32_768), ("0.33.0", 32_752), ("0.34.0", 32_704)])
 def test_trap_autofit_reduced_is_read_from_vllms_line(release, length):
     """Llama 3.1 8B, --max-model-len auto on 4 GiB: 32 layers x 8 KV heads x 128 x 2 x 2 B =
     131,072 B per token, so 4 GiB holds 32,768 tokens (0.18.0); from 0.29 the null block (16
-    tokens) is kept out of the check: 32,752 (0.34.0, whose line is worded differently)."""
+    tokens at 0.33.0's block 16) is kept out of the check: 32,752 (0.33.0); 0.34.0's block is 64, so
+    its null block costs 64 tokens: 32,704 (and its line is worded differently)."""
     g = _golden(f"llama-3.1-8b__autofit__4gib__{release}")
     r = kvplan.explain_log(golden_log(g))
     t = _traps(r)["autofit_reduced"]
@@ -330,12 +331,12 @@ def test_trap_rounding_left_unused():
 
 
 def test_trap_failure_with_the_smallest_verified_fix():
-    """gpt-oss-20b on 2 GiB, vLLM 0.34.0: vLLM's own error estimates 70832 tokens; simulate's
-    failure report verifies --max-model-len 70832 starts (the first, smallest fix)."""
+    """gpt-oss-20b on 2 GiB, vLLM 0.34.0 (block 64): vLLM's own error estimates 70720 tokens; simulate's
+    failure report verifies --max-model-len 70720 starts (the first, smallest fix)."""
     r = kvplan.explain_log(golden_log(_golden("gpt-oss-20b__2gib__0.34.0")))
     t = _traps(r)["startup_failure"]
-    assert t["stage"] == "admission" and t["fix"]["flag"] == "--max-model-len 70832" and t["fix"]["verified"]
-    assert r["outcome"]["fix"] == "--max-model-len 70832"
+    assert t["stage"] == "admission" and t["fix"]["flag"] == "--max-model-len 70720" and t["fix"]["verified"]
+    assert r["outcome"]["fix"] == "--max-model-len 70720"
 
 
 def test_model_override_reads_a_local_config():

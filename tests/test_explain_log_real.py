@@ -390,9 +390,11 @@ def test_real_log_gpt_oss_120b_on_h100_rebuilt_and_fixed():
     assert r["verdict"] == "agrees on the 1 figure" and r["outcome"]["ok"] is True
     trap = next(t for t in r["traps"] if t["trap"] == "startup_failure")
     assert trap["fix"]["flag"] == r["outcome"]["fix"] and trap["fix"]["verified"] is True
-    # under 0.34's rules (two batches in flight) the same log needs 137 sliding blocks: 4.58 GiB
+    # under 0.34's rules: two batches in flight and block 64 (DEFAULT_BLOCK_SIZE, kept by FLASH_ATTN on an
+    # H100), so a block id is 18 x 64 x 8 x 128 x 2 = 2,359,296 B; 131,072 / 64 = 2,048 full blocks and
+    # cdiv(127 + 2 x 1024, 64) + 1 = 35 sliding blocks: 4.58 GiB
     r34 = kvplan.explain_log(str(LOGS / "01-vllm-27508-gpt-oss-120b-h100.log"), policy="vllm==0.34.0")
-    assert r34["simulation"]["memory"]["needed_bytes"] == 589_824 * (8_192 + 137) == 4_912_644_096
+    assert r34["simulation"]["memory"]["needed_bytes"] == 2_359_296 * (2_048 + 35) == 4_914_413_568
 
 
 def test_real_log_release_from_the_logo_is_read_as_its_release():

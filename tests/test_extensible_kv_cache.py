@@ -227,16 +227,16 @@ def test_fit_uses_the_extensible_budget_and_flag():
 
 def test_check_file_key(tmp_path):
     # A deployments file takes the option as a key. Llama-3.1-8B's page is 32 layers · 2 · 8 heads · 128 · 2 B
-    # · 16 tokens = 2,097,152 B per block (one group):
-    #   enable_extensible_kv_cache: false → 60,040,803,451 // 2,097,152 = 28,629 blocks · 16 = 458,064 tokens
-    #   unset (extensible)               → 64,377,315,328 // 2,097,152 = 30,697 blocks · 16 = 491,152 tokens
+    # · 64 tokens (0.34.0's default block, FLASH_ATTN on the H100) = 8,388,608 B per block (one group):
+    #   enable_extensible_kv_cache: false → 60,040,803,451 // 8,388,608 = 7,157 blocks · 64 = 458,048 tokens
+    #   unset (extensible)               → 64,377,315,328 // 8,388,608 = 7,674 blocks · 64 = 491,136 tokens
     f = tmp_path / "d.yaml"
     f.write_text("deployments:\n"
                  "  - {name: profiled, model: meta-llama/Meta-Llama-3.1-8B, gpu: H100-80GB, enable_extensible_kv_cache: false}\n"
                  "  - {name: extensible, model: meta-llama/Meta-Llama-3.1-8B, gpu: H100-80GB}\n")
     r, d = _json("check", str(f))
     assert r.exit_code == 0, r.stderr
-    assert [x["plan"]["kv_tokens"] for x in d["deployments"]] == [458_064, 491_152]
+    assert [x["plan"]["kv_tokens"] for x in d["deployments"]] == [458_048, 491_136]
 
 
 def test_budget_from_device_uses_the_same_utilization(monkeypatch):

@@ -14,6 +14,9 @@ app = ensure_registered()
 
 GiB = 1 << 30
 GEMMA = "google/gemma-3-27b-it"
+# The block-16 figures below (derived by hand and cross-checked on 0.34.0's functions with 16-token specs)
+# are what 0.34.0 runs with --block-size 16; its own default, 64, is tested in test_block_size.py
+GEMMA16 = (GEMMA, "--block-size", "16")
 runner = CliRunner()
 
 
@@ -28,7 +31,7 @@ def starts(*args) -> bool:
 
 
 def test_block_override_failure_keeps_the_grouping_and_the_need():
-    code, d = as_json("simulate", GEMMA, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000")
+    code, d = as_json("simulate", *GEMMA16, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000")
     assert code == 3 and d["outcome"]["stage"] == "admission"
     m = d["memory"]
     # the grouping as vLLM made it before failing: group size 10, 7 groups, 10 slots of 131,072 B
@@ -47,7 +50,7 @@ def test_block_override_failure_keeps_the_grouping_and_the_need():
 
 
 def test_block_override_failure_table_has_no_empty_figures():
-    r = runner.invoke(app, ["simulate", GEMMA, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000"])
+    r = runner.invoke(app, ["simulate", *GEMMA16, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000"])
     assert r.exit_code == 3
     out = r.stdout
     for bad in ("group_size 0", "None + None", "0 B / 0 B"):
@@ -61,12 +64,12 @@ def test_block_override_failure_table_has_no_empty_figures():
 
 
 def test_block_override_fixes_are_verified():
-    _, d = as_json("simulate", GEMMA, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000")
+    _, d = as_json("simulate", *GEMMA16, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000")
     fixes = {f["flag"]: f for f in d["fixes"]}
     assert list(fixes) == ["--max-model-len 2256", "drop --num-gpu-blocks-override", "--num-gpu-blocks-override 14727"]
     assert d["outcome"]["fix"] == "--max-model-len 2256"
     assert all(f["verified"] and f["starts"] for f in d["fixes"])
-    base = [GEMMA, "--kv-cache-memory", "40GiB"]
+    base = [*GEMMA16, "--kv-cache-memory", "40GiB"]
     # the least override: 14,726 blocks per request + the null block; one fewer fails
     assert starts(*base, "--num-gpu-blocks-override", "14727")
     assert not starts(*base, "--num-gpu-blocks-override", "14726")
@@ -75,18 +78,18 @@ def test_block_override_fixes_are_verified():
 
 
 def test_memory_failure_fixes_length_and_memory():
-    code, d = as_json("simulate", GEMMA, "--kv-cache-memory", "8GiB")
+    code, d = as_json("simulate", *GEMMA16, "--kv-cache-memory", "8GiB")
     assert code == 3
     fixes = {f["option"]: f for f in d["fixes"]}
     # vLLM's own estimate, and it is exact: one token more fails
     assert fixes["max_model_len"]["flag"] == "--max-model-len 14960"
-    assert starts(GEMMA, "--kv-cache-memory", "8GiB", "--max-model-len", "14960")
-    assert not starts(GEMMA, "--kv-cache-memory", "8GiB", "--max-model-len", "14961")
+    assert starts(*GEMMA16, "--kv-cache-memory", "8GiB", "--max-model-len", "14960")
+    assert not starts(*GEMMA16, "--kv-cache-memory", "8GiB", "--max-model-len", "14961")
     # the least memory, rounded up to a whole GiB: 18 GiB starts, 17 GiB does not
     assert fixes["kv_cache_memory"]["flag"] == "--kv-cache-memory 18GiB"
     assert fixes["kv_cache_memory"]["value"] == 18 * GiB
-    assert starts(GEMMA, "--kv-cache-memory", "18GiB")
-    assert not starts(GEMMA, "--kv-cache-memory", "17GiB")
+    assert starts(*GEMMA16, "--kv-cache-memory", "18GiB")
+    assert not starts(*GEMMA16, "--kv-cache-memory", "17GiB")
 
 
 def test_gpu_budget_failure_fixes_utilization():
@@ -109,7 +112,7 @@ def test_gpu_budget_failure_fixes_utilization():
 
 def test_pipeline_failure_names_the_failing_stage():
     # gemma-3-27b, PP 2, 2 GiB per GPU: both stages fail; the report keeps each stage's need
-    code, d = as_json("simulate", GEMMA, "-pp", "2", "--kv-cache-memory", "2GiB")
+    code, d = as_json("simulate", *GEMMA16, "-pp", "2", "--kv-cache-memory", "2GiB")
     assert code == 3
     for w in d["workers"]:
         # 5 slots × 131,072 B = 655,360 B per block; 6 × 1601 + 8192 = 17,798 blocks per request
@@ -119,9 +122,9 @@ def test_pipeline_failure_names_the_failing_stage():
         assert w["estimated_max_model_len"] == 7472
     assert d["memory"]["binding_rank"] == 0
     fix = next(f for f in d["fixes"] if f["option"] == "max_model_len")
-    assert fix["verified"] and starts(GEMMA, "-pp", "2", "--kv-cache-memory", "2GiB", "--max-model-len",
+    assert fix["verified"] and starts(*GEMMA16, "-pp", "2", "--kv-cache-memory", "2GiB", "--max-model-len",
                                       str(fix["value"]))
-    assert not starts(GEMMA, "-pp", "2", "--kv-cache-memory", "2GiB", "--max-model-len", str(fix["value"] + 1))
+    assert not starts(*GEMMA16, "-pp", "2", "--kv-cache-memory", "2GiB", "--max-model-len", str(fix["value"] + 1))
 
 
 def test_drafter_failure_has_no_memory_fix():

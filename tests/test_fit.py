@@ -269,32 +269,32 @@ def _golden(name: str) -> dict:
 def test_max_model_len_on_a_given_kv_budget_is_vllms_auto_fit():
     # vLLM 0.34.0's own `--max-model-len auto` on Llama-3.1-8B with 4 GiB for the KV cache
     # (tests/golden/llama-3.1-8b__autofit__4gib__0.34.0.json, produced by the wheel's
-    # estimate_max_model_len): 32,752 tokens. By hand: 32 full-attention layers x 8 KV heads x 128
-    # x 2 (K, V) x 2 B x 16 tokens = 2 MiB per block, 4 GiB / 2 MiB = 2,048 blocks, one of them the
-    # null block: 2,047 x 16 = 32,752.
+    # estimate_max_model_len): 32,704 tokens. By hand: 32 full-attention layers x 8 KV heads x 128
+    # x 2 (K, V) x 2 B x 64 tokens (0.34.0's default block) = 8 MiB per block, 4 GiB / 8 MiB = 512 blocks,
+    # one of them the null block: 511 x 64 = 32,704.
     golden = _golden("llama-3.1-8b__autofit__4gib__0.34.0.json")
     r, d = run("fit", "meta-llama/Meta-Llama-3.1-8B", "--kv-cache-memory", "4GiB", "--policy", "vllm==0.34.0")
     assert r.exit_code == 0, r.stderr
     ans = d["max_model_len"]
-    assert ans["max_model_len"] == golden["max_model_len"] == 32_752
-    assert (ans["layout"]["num_blocks"], ans["layout"]["bytes_per_block"]) == (golden["num_blocks"], 2 << 20)
+    assert ans["max_model_len"] == golden["max_model_len"] == 32_704
+    assert (ans["layout"]["num_blocks"], ans["layout"]["bytes_per_block"]) == (golden["num_blocks"], 8 << 20)
     assert ans["limited_by"] == "kv_cache_memory" and d["estimated"] is False
     assert d["budget"] == {"kv_cache_memory_bytes": 4 << 30, "kv_cache_memory_source": "given (--kv-cache-memory)"}
     assert d["gpus"] is None  # a given KV budget answers without the GPU table
 
 
 def test_longest_context_for_n_requests_by_hand():
-    # 8 GiB / 2 MiB = 4,096 blocks, less the null block = 4,095 for requests. 4 requests of L tokens
-    # hold 4 x cdiv(L, 16) blocks in steady state (full attention keeps every token): cdiv(L, 16) <=
-    # 4,095 / 4 = 1,023.75, so 1,023 blocks = 16,368 tokens; 16,369 needs 1,024 blocks and gives
-    # 4,095 / 1,024 = 3.999 requests.
+    # Block 64 (0.34.0's default): 8 GiB / 8 MiB = 1,024 blocks, less the null block = 1,023 for requests.
+    # 4 requests of L tokens hold 4 x cdiv(L, 64) blocks in steady state (full attention keeps every token):
+    # cdiv(L, 64) <= 1,023 / 4 = 255.75, so 255 blocks = 16,320 tokens; 16,321 needs 256 blocks and gives
+    # 1,023 / 256 = 3.996 requests.
     r, d = run("fit", "meta-llama/Meta-Llama-3.1-8B", "--kv-cache-memory", "8GiB", "--concurrency", "4")
     assert r.exit_code == 0, r.stderr
     ans = d["max_context_len_for_concurrency"]
-    assert ans["max_model_len"] == 16_368
-    assert ans["steady_state_concurrency"] == round(4095 / 1023, 6)
-    # vLLM's logged figure counts the null block too: 4,096 / 1,023
-    assert ans["max_concurrency"] == round(4096 / 1023, 6)
+    assert ans["max_model_len"] == 16_320
+    assert ans["steady_state_concurrency"] == round(1023 / 255, 6)
+    # vLLM's logged figure counts the null block too: 1,024 / 255
+    assert ans["max_concurrency"] == round(1024 / 255, 6)
 
 
 def test_a_given_kv_budget_has_no_utilization_to_find():

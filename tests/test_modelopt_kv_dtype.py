@@ -105,9 +105,11 @@ def test_nvfp4_plan_at_40_gib():
     # cdiv(2,134,016, 512) = 4,168 -> a multiple of 16: 4,176 tokens, page 4,176 x 512 = 2,138,112 B (the
     # Mamba page is padded by 4,096 B, "0.19%"). BF16: 1,024 B per token -> 2,096 tokens, 2,146,304 B.
     # 23 Mamba + 6 attention layers, group size 6 (1 padding slot): a block = 6 pages = 12,828,672 B;
-    # 42,949,672,960 // 12,828,672 = 3,347 blocks (BF16: // 12,877,824 = 3,335). vLLM 0.18.0, 0.33.0 and
-    # 0.34.0 print the same (tests/golden/nemotron-3-nano-nvfp4__40gib__*.json), concurrency 76.07x.
-    r = kvplan.simulate(f"{NANO}-NVFP4", kv_cache_memory="40GiB", max_model_len=131072)
+    # 42,949,672,960 // 12,828,672 = 3,347 blocks (BF16: // 12,877,824 = 3,335). vLLM 0.18.0 and 0.33.0
+    # print the same (tests/golden/nemotron-3-nano-nvfp4__40gib__*.json), concurrency 76.07x. 0.34.0 (block
+    # 64, so the kernel alignment is 64): cdiv(2,134,016, 64 x 512) x 64 = 4,224 tokens, page 2,162,688 B,
+    # a block 12,976,128 B: 3,309 blocks, 75.20x (its golden); BF16 2,112 tokens, the same page and blocks.
+    r = kvplan.simulate(f"{NANO}-NVFP4", kv_cache_memory="40GiB", max_model_len=131072, policy="vllm==0.33.0")
     assert [(g["kind"], g["block_size"], g["num_layers"], g["padding_slots"]) for g in r["groups"]] == [
         ("mamba", 4176, 6, 0), ("mamba", 4176, 6, 0), ("mamba", 4176, 6, 0), ("mamba", 4176, 5, 1),
         ("full_attention", 4176, 6, 0)]
@@ -116,8 +118,15 @@ def test_nvfp4_plan_at_40_gib():
         2138112, 12828672, 3347, 76.068182)
     assert "Setting attention block size to 4176 tokens to ensure that attention page size is >= mamba page size." \
         in r["logs"]
+    b = kvplan.simulate(f"{NANO}-BF16", kv_cache_memory="40GiB", max_model_len=131072, policy="vllm==0.33.0")
+    assert (b["memory"]["page_size_bytes"], b["memory"]["num_blocks"]) == (2146304, 3335)
+    r = kvplan.simulate(f"{NANO}-NVFP4", kv_cache_memory="40GiB", max_model_len=131072)
+    assert {g["block_size"] for g in r["groups"]} == {4224}
+    m = r["memory"]
+    assert (m["page_size_bytes"], m["bytes_per_block"], m["num_blocks"], m["max_concurrency"]) == (
+        2162688, 12976128, 3309, 75.204545)
     b = kvplan.simulate(f"{NANO}-BF16", kv_cache_memory="40GiB", max_model_len=131072)["memory"]
-    assert (b["page_size_bytes"], b["num_blocks"]) == (2146304, 3335)
+    assert (b["page_size_bytes"], b["num_blocks"]) == (2162688, 3309)
 
 
 def test_nvfp4_exclusions_keep_attention_and_six_mamba_projections_in_bf16():

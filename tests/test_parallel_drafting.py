@@ -47,16 +47,16 @@ def test_model_card_line_is_refused_by_034_and_starts_without_the_key():
     without = {k: v for k, v in CARD_SPEC.items() if k != "parallel_drafting"}
     fix = f"--speculative-config '{json.dumps(without)}'"
     assert d["outcome"]["fix"] == fix
-    # the fix re-simulated: 12 sliding + 12 full + 4 drafter full layers, group_size 16, page
-    # 16 x 8 x 64 x 2 x 2 B = 32,768 B, 16 x 32,768 = 524,288 B a block: 40 GiB // 524,288 = 81,920
-    # blocks; one request: sliding cdiv(128 - 1 + 2 x 8192, 16) + 1 = 1,033 + full 131072 / 16 =
-    # 8,192 blocks: 81,920 / 9,225 = 8.880217 (V2, async: 2 batches in flight).
+    # the fix re-simulated: 12 sliding + 12 full + 4 drafter full layers, group_size 16, page at 0.34.0's
+    # block 64: 64 x 8 x 64 x 2 x 2 B = 131,072 B, 16 x 131,072 = 2,097,152 B a block: 40 GiB // 2,097,152 =
+    # 20,480 blocks; one request: sliding cdiv(128 - 1 + 2 x 8192, 64) + 1 = 259 + full 131072 / 64 =
+    # 2,048 blocks: 20,480 / 2,307 = 8.877330 (V2, async: 2 batches in flight; the 0.34.0 golden's figure).
     (f,) = d["fixes"]
     assert (f["option"], f["value"], f["starts"], f["num_blocks"], f["max_concurrency"]) == (
-        "parallel_drafting", None, True, 40 * GiB // 524288, round(81920 / 9225, 6))
+        "parallel_drafting", None, True, 40 * GiB // 2097152, round(20480 / 2307, 6))
     r, d = serve_json(without)
     assert r.exit_code == 0
-    assert (d["memory"]["num_blocks"], d["memory"]["max_concurrency"]) == (81920, round(81920 / 9225, 6))
+    assert (d["memory"]["num_blocks"], d["memory"]["max_concurrency"]) == (20480, round(20480 / 2307, 6))
     assert d["speculative"]["parallel_drafting"] is False
     # an explicit false: vLLM 0.34.0's deprecation warning (prechecks_vllm.json -no-parallel-drafting)
     r, d = serve_json({**CARD_SPEC, "parallel_drafting": False})

@@ -47,7 +47,9 @@ def negatives(x, path="") -> list[str]:
 
 
 def test_gemma_pp2_json_has_no_negative_number_and_consistent_group_sizes():
-    r, d = as_json("simulate", "google/gemma-3-27b-it", "-pp", "2", "--kv-cache-memory", "40GiB")
+    # the figures below are 0.33.0's (block 16; its golden gemma-3-27b__pp2__40gib says 3.68x); 0.34.0's block
+    # 64 is checked against its own golden in test_cross_check / test_golden
+    r, d = as_json("simulate", "google/gemma-3-27b-it", "-pp", "2", "--kv-cache-memory", "40GiB", "--policy", "vllm==0.33.0")
     assert r.exit_code == 0
     assert negatives(d) == []
     # one global decision: 52 sliding ≥ 10 full × 1.5 → group size 10 (6 sliding groups of 9/9/9/9/8/8 + 10 full)
@@ -94,8 +96,9 @@ def test_gpt_oss_120b_pp2_no_negative_percent():
     assert d["grouping"]["group_size"] == 18
     assert [w["group_layer_counts"] for w in d["workers"]] == [[9, 9], [9, 9]]
     assert [(w["padding_waste_bytes"], w["padding_waste_pct_of_pool"]) for w in d["workers"]] == [(0, 0.0), (0, 0.0)]
-    # 9 slots × 8 KV heads × 64 × 2 (K, V) × 2 B × 16 tokens = 294,912 B; 40 GiB // 294,912 = 145,635
-    assert d["memory"]["num_blocks"] == 40 * GiB // 294912 == 145635
+    # 9 slots × 8 KV heads × 64 × 2 (K, V) × 2 B × 64 tokens (0.34.0's block) = 1,179,648 B;
+    # 40 GiB // 1,179,648 = 36,408
+    assert d["memory"]["num_blocks"] == 40 * GiB // 1179648 == 36408
 
 
 def test_peagle_pp2_runs_v1_without_async_and_stage_pools_differ():
@@ -193,15 +196,16 @@ def test_resolve_model_runner(policy, use_v2, asynchronous, pp, method, parallel
 
 
 def test_dcp_llama_tp16_dcp2_by_hand():
-    # Llama-3.3-70B, 8 KV heads: TP 16 leaves one KV head per rank (page 16 × 1 × 128 × 2 × 2 = 8192 B),
-    # 80 full layers in one group → 655,360 B per block, 40 GiB // 655,360 = 65,536 blocks. Each of
-    # the 2 DCP ranks keeps half of a request: cdiv(cdiv(131072, 2), 16) = 4096 blocks → 16.00x.
+    # Llama-3.3-70B, 8 KV heads: TP 16 leaves one KV head per rank (page at 0.34.0's block 64:
+    # 64 × 1 × 128 × 2 × 2 = 32,768 B), 80 full layers in one group → 2,621,440 B per block, 40 GiB //
+    # 2,621,440 = 16,384 blocks (golden llama-3.3-70b__tp16__dcp2__40gib__0.34.0). Each of the 2 DCP ranks
+    # keeps half of a request: cdiv(cdiv(131072, 2), 64) = 1024 blocks → 16.00x.
     r, d = as_json("simulate", "meta-llama/Llama-3.3-70B-Instruct", "-tp", "16", "-dcp", "2",
                    "--kv-cache-memory", "40GiB")
     assert r.exit_code == 0
     m = d["memory"]
-    assert (m["num_blocks"], m["blocks_per_request"], m["max_concurrency"]) == (65536, 4096, 16.0)
-    assert m["steady_state_concurrency"] == round(65535 / 4096, 6)
+    assert (m["num_blocks"], m["blocks_per_request"], m["max_concurrency"]) == (16384, 1024, 16.0)
+    assert m["steady_state_concurrency"] == round(16383 / 1024, 6)
     assert d["scheduler"]["decode_context_parallel_size"] == 2
     assert d["logs"][-1] == "GPU KV cache size: 2,097,152 tokens, Maximum concurrency for 131,072 tokens per request: 16.00x"
     # 0.18 multiplies its block-based token count by the cp world size and says so
@@ -271,12 +275,13 @@ def test_dcp_refused_before_the_speculative_config():
 
 
 def test_dcp_mla_needs_no_kv_head_replicas():
-    # DeepSeek-V3 (MLA, one latent head) with TP 8, DCP 8: 61 layers × 16 × 576 × 2 B = 1,124,352 B per block,
-    # 40 GiB // 1,124,352 = 38,199 blocks; a 131,072-token request keeps cdiv(16384, 16) = 1024 per rank.
+    # DeepSeek-V3 (MLA, one latent head) with TP 8, DCP 8, FLASH_ATTN_MLA on the assumed H100 at 0.34.0's block
+    # 64: 61 layers × 64 × 576 × 2 B = 4,497,408 B per block, 40 GiB // 4,497,408 = 9,549 blocks; a 131,072-token
+    # request keeps cdiv(16384, 64) = 256 per rank (golden deepseek-v3__tp8__dcp8__40gib__0.34.0: 37.30x).
     r, d = as_json("simulate", "deepseek-ai/DeepSeek-V3", "-tp", "8", "-dcp", "8", "--kv-cache-memory", "40GiB",
                    "--max-model-len", "131072")
     assert r.exit_code == 0
-    assert (d["memory"]["num_blocks"], d["memory"]["max_concurrency"]) == (38199, round(38199 / 1024, 6))
+    assert (d["memory"]["num_blocks"], d["memory"]["max_concurrency"]) == (9549, round(9549 / 256, 6))
 
 
 # --- property: no negative figure, each stage within its budget ------------------------------------
@@ -331,8 +336,9 @@ def test_stage_budgets_from_hardware():
     stages = [st["kv_cache_memory_bytes"] for st in d["budget"]["stages"]]
     assert [w["available_bytes"] for w in d["workers"]] == stages
     assert d["budget"]["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == min(stages)
-    # stage 0: 6 slots × 32,768 B; stage 1: 10 slots (the drafter's 4 layers join its full group)
-    assert [w["bytes_per_block"] for w in d["workers"]] == [6 * 32768, 10 * 32768]
-    own = [avail // bpb for avail, bpb in zip(stages, (6 * 32768, 10 * 32768))]
+    # stage 0: 6 slots × 131,072 B (64 × 8 × 64 × 2 × 2: 0.34.0's block); stage 1: 10 slots (the drafter's
+    # 4 layers join its full group)
+    assert [w["bytes_per_block"] for w in d["workers"]] == [6 * 131072, 10 * 131072]
+    own = [avail // bpb for avail, bpb in zip(stages, (6 * 131072, 10 * 131072))]
     assert [w["own_num_blocks"] for w in d["workers"]] == own
     assert d["memory"]["num_blocks"] == min(own) == d["workers"][0]["num_blocks"]

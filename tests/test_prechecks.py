@@ -255,15 +255,17 @@ VERIFY_TEXT = ("num_speculative_tokens must be provided with speculative model u
                "contains an n_predict parameter.")
 
 
-@pytest.mark.parametrize("policy, text, max_concurrency", [
-    # gpt-oss-20b + P-EAGLE: 12 sliding + 16 full layers, group size 16, 32,768-byte pages: 40 GiB //
+@pytest.mark.parametrize("policy, text, num_blocks, max_concurrency", [
+    # gpt-oss-20b + P-EAGLE: 12 sliding + 16 full layers, group size 16, 32,768-byte pages at block 16: 40 GiB //
     # (16 × 32,768) = 81,920 blocks. A request: 8192 full blocks + the sliding layers' cdiv(127 + B, 16) + 1
     # with B the tokens in flight: 2 batches (16,384) from 0.26 (1033 blocks), 1 batch (8192) in 0.18 (521).
-    ("vllm==0.34.0", DRAFT_TEXT, round(81920 / (1033 + 8192), 6)),
-    ("vllm==0.33.0", DRAFT_TEXT, round(81920 / (1033 + 8192), 6)),
-    ("vllm==0.18.0", DRAFT_TEXT_018, round(81920 / (521 + 8192), 6)),
+    # 0.34.0's block is 64 (golden gpt-oss-20b-peagle__40gib__0.34.0: 20,480 blocks, 8.877330): 131,072-byte
+    # pages, 40 GiB // (16 × 131,072) = 20,480; cdiv(127 + 16,384, 64) + 1 = 259 sliding + 2048 full blocks.
+    ("vllm==0.34.0", DRAFT_TEXT, 20480, round(20480 / (259 + 2048), 6)),
+    ("vllm==0.33.0", DRAFT_TEXT, 81920, round(81920 / (1033 + 8192), 6)),
+    ("vllm==0.18.0", DRAFT_TEXT_018, 81920, round(81920 / (521 + 8192), 6)),
 ])
-def test_drafter_without_num_tokens_fails_at_start(policy, text, max_concurrency):
+def test_drafter_without_num_tokens_fails_at_start(policy, text, num_blocks, max_concurrency):
     code, data = cli("simulate", *PEAGLE, "--kv-cache-memory", "40GiB", "--policy", policy)
     assert code == 3
     assert data["outcome"] == {"ok": False, "starts": False, "stage": "config.speculative",
@@ -272,23 +274,23 @@ def test_drafter_without_num_tokens_fails_at_start(policy, text, max_concurrency
     # the fix, re-simulated with 1 token (the least vLLM accepts); the attention layout does not depend on it
     (fix,) = data["fixes"]
     assert (fix["option"], fix["value"], fix["verified"], fix["num_blocks"], fix["max_concurrency"]) == (
-        "num_speculative_tokens", 1, True, 81920, max_concurrency)
+        "num_speculative_tokens", 1, True, num_blocks, max_concurrency)
     assert fix["result"].startswith("starts with 1 speculative token (simulated with 1, the least vLLM accepts")
     code, given = cli("simulate", *PEAGLE, "--kv-cache-memory", "40GiB", "--policy", policy,
                       "--num-speculative-tokens", "1")
-    assert code == 0 and given["memory"]["num_blocks"] == 81920
+    assert code == 0 and given["memory"]["num_blocks"] == num_blocks
     assert given["memory"]["max_concurrency"] == max_concurrency
     assert given["memory"]["steady_state_concurrency"] == fix["steady_state_concurrency"]
 
 
 def test_drafter_with_num_tokens_starts():
-    # 0.34.0, 5 tokens (the README's P-EAGLE examples): a decode step holds 1 + 5 tokens, so a sliding
-    # layer keeps cdiv(127 + 6, 16) + 1 = 10 blocks at steady state; the reserve is 1033 − 10 = 1023 and
-    # steady_state_concurrency (81,919 − 1023) / (10 + 8192) (test_capacity's derivation)
+    # 0.34.0 (block 64), 5 tokens (the README's P-EAGLE examples): a decode step holds 1 + 5 tokens, so a
+    # sliding layer keeps cdiv(127 + 6, 64) + 1 = 4 blocks at steady state; the reserve is 259 − 4 = 255 and
+    # steady_state_concurrency (20,479 − 255) / (4 + 2048) (test_capacity's derivation at 64 tokens)
     code, data = cli("simulate", *PEAGLE, "--kv-cache-memory", "40GiB", "--num-speculative-tokens", "5")
     assert code == 0 and data["outcome"]["starts"] is True and data["fixes"] == []
-    assert data["memory"]["num_blocks"] == 81920
-    assert data["memory"]["steady_state_concurrency"] == round((81919 - 1023) / 8202, 6)
+    assert data["memory"]["num_blocks"] == 20480
+    assert data["memory"]["steady_state_concurrency"] == round((20479 - 255) / 2052, 6)
 
 
 def test_pasted_serve_line_without_num_tokens_fails_like_vllm():
@@ -304,7 +306,7 @@ def test_pasted_serve_line_without_num_tokens_fails_like_vllm():
            '"num_speculative_tokens": 1}\'')
     assert data["outcome"] == {"ok": False, "starts": False, "stage": "config.speculative",
                                "error_type": "ValidationError", "error": DRAFT_TEXT, "fix": fix}
-    assert [(f["flag"], f["num_blocks"]) for f in data["fixes"]] == [(fix, 81920)]
+    assert [(f["flag"], f["num_blocks"]) for f in data["fixes"]] == [(fix, 20480)]  # block 64 (above)
     # with the tokens on the line it starts
     given = '{"method":"eagle3","model":"amazon/gpt-oss-20b-p-eagle","num_speculative_tokens":5}'
     r = runner.invoke(app, [*line[:-1], given])

@@ -80,8 +80,9 @@ def test_glued_flags_name_the_broken_word():
 
 
 def test_a_budget_below_one_block_is_refused_with_the_unit():
-    # Qwen3-8B: 36 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes x 16 tokens = 2,359,296 bytes per block
-    expected = ("--kv-cache-memory 40: that is 40 bytes, less than one KV block of Qwen/Qwen3-8B (2,359,296 bytes); "
+    # Qwen3-8B: 36 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes x 64 tokens (0.34.0's default block) =
+    # 9,437,184 bytes per block
+    expected = ("--kv-cache-memory 40: that is 40 bytes, less than one KV block of Qwen/Qwen3-8B (9,437,184 bytes); "
                 "give the unit, e.g. --kv-cache-memory 40GiB (40G = 40 GiB, 40g = 40*10^9 bytes)")
     with pytest.raises(OptionError) as e:
         kvplan.simulate("Qwen/Qwen3-8B", kv_cache_memory=40)

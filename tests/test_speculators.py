@@ -159,29 +159,30 @@ def test_bad_speculators_configs_are_one_line_errors(tmp_path):
 
 def test_served_speculator_plans_like_its_eagle3_head():
     # Served as the model (3 tokens): Llama-3.1-8B-Instruct's 32 full layers + the head's 1, one group of 33.
-    # Page 16 x 8 x 128 x 2 x 2 B = 65,536; a block holds 33 pages = 2,162,688 B;
-    # 40 GiB = 42,949,672,960 B // 2,162,688 = 19,859 blocks (vLLM 0.18.0/0.33.0/0.34.0 agree:
-    # tests/golden/llama-3.1-8b-speculator__40gib__*.json); 19,859 x 16 = 317,744 tokens, / 131,072 = 2.42x.
+    # At 0.34.0's block 64: page 64 x 8 x 128 x 2 x 2 B = 262,144; a block holds 33 pages = 8,650,752 B;
+    # 40 GiB = 42,949,672,960 B // 8,650,752 = 4,964 blocks (golden llama-3.1-8b-speculator__40gib__0.34.0;
+    # 0.18.0/0.33.0 at block 16: 19,859); 4,964 x 64 = 317,696 tokens, / 131,072 = 2.42x.
     r = kvplan.simulate(LLAMA_SPEC, kv_cache_memory="40GiB", max_model_len=131072)
     assert r["outcome"]["starts"] and r["speculative"] == {"method": "eagle3", "num_speculative_tokens": 3,
                                                      "parallel_drafting": False, "parallel_drafting_given": None,
                                                      "note": None}
     assert [(g["kind"], g["num_layers"], g["drafter_layers"]) for g in r["groups"]] == [("full_attention", 33, ["32"])]
     m = r["memory"]
-    assert (m["page_size_bytes"], m["bytes_per_block"], m["num_blocks"], m["kv_tokens"]) == (65536, 2162688, 19859,
-                                                                                              317744)
+    assert (m["page_size_bytes"], m["bytes_per_block"], m["num_blocks"], m["kv_tokens"]) == (262144, 8650752, 4964,
+                                                                                              317696)
 
 
 def test_gpt_oss_speculator_joins_the_full_group():
     # gpt-oss-20b: 12 sliding(128) + 12 full, 8 KV x 64; the head adds a 13th full layer (model.layers.24),
-    # so the group size is 13 and the sliding group carries 1 padding slot. Page 16 x 8 x 64 x 2 x 2 B =
-    # 32,768; a block = 13 x 32,768 = 425,984 B; 42,949,672,960 // 425,984 = 100,824 blocks.
+    # so the group size is 13 and the sliding group carries 1 padding slot. Page at 0.34.0's block 64:
+    # 64 x 8 x 64 x 2 x 2 B = 131,072; a block = 13 x 131,072 = 1,703,936 B; 42,949,672,960 // 1,703,936 =
+    # 25,206 blocks.
     r = kvplan.simulate("RedHatAI/gpt-oss-20b-speculator.eagle3", kv_cache_memory="40GiB", max_model_len=131072)
     assert [(g["kind"], g["num_layers"], g["padding_slots"], g["drafter_layers"]) for g in r["groups"]] == [
         ("sliding_window", 12, 1, []), ("full_attention", 13, 0, ["24"])]
     m = r["memory"]
-    assert (m["page_size_bytes"], m["group_size"], m["bytes_per_block"], m["num_blocks"]) == (32768, 13, 425984,
-                                                                                               100824)
+    assert (m["page_size_bytes"], m["group_size"], m["bytes_per_block"], m["num_blocks"]) == (131072, 13, 1703936,
+                                                                                               25206)
 
 
 VLLM_RECORD = json.loads((Path(__file__).parent / "data" / "speculators_vllm.json").read_text())

@@ -41,10 +41,13 @@ def test_ok_line_names_blocks_concurrency_release_and_card():
 
 def test_fails_line_names_stage_text_and_fix():
     d = kvplan.simulate("Qwen/Qwen3-8B", kv_cache_memory="1GiB")
-    assert d["outcome"]["fix"] == "--max-model-len 7264"  # vLLM's estimate for 1 GiB (2,359,296 B per 16 tokens)
+    # vLLM's estimate for 1 GiB at 0.34.0's block 64: 9,437,184 B per 64 tokens, 1 GiB holds 113 blocks, less
+    # the null block 112 x 64 = 7,168 tokens; the available figure is 1 GiB less that null block (9,437,184 B):
+    # 0.99 GiB
+    assert d["outcome"]["fix"] == "--max-model-len 7168"
     assert verdict_line(d) == (
         "FAILS at admission: To serve at least one request with the model's max seq len (40960), (5.62 GiB KV "
-        "cache is needed, which is larger than the available KV cache memory (1.0 GiB) — fix: --max-model-len 7264")
+        "cache is needed, which is larger than the available KV cache memory (0.99 GiB) — fix: --max-model-len 7168")
     r = invoke("simulate", "Qwen/Qwen3-8B", "--kv-cache-memory", "1GiB")
     # wrapped to the terminal: the first line starts with FAILS, continuation lines are indented
     head = r.stdout.split("\n\n")[0].splitlines()
@@ -86,7 +89,7 @@ def test_check_verdict_and_summary(tmp_path):
         assert r.exit_code == 3
         first = r.stdout.splitlines()[0]
         assert first.startswith("FAILS 1/2 deployments; too-small: FAILS at admission:")
-        assert "— fix: --max-model-len 7264" in r.stdout
+        assert "— fix: --max-model-len 7168" in r.stdout
     assert len(r.stdout.splitlines()) <= 20
 
 

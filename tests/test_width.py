@@ -144,7 +144,7 @@ def test_inspect_keeps_every_number_whole(columns):
     # gpt-oss-20b + P-EAGLE: 12 sliding + 12 full target layers and 4 drafter layers, each with a
     # page of 16 tokens x 8 KV heads x (64 + 64) x 2 bytes = 32,768 B; 28 layers in all.
     d = json.loads(run(["inspect", *GPT_OSS_PEAGLE, "--format", "json"], columns).stdout)
-    assert {layer["page_size_bytes"] for layer in d["layers"]} == {16 * 8 * (64 + 64) * 2}
+    assert {layer["page_size_bytes"] for layer in d["layers"]} == {64 * 8 * (64 + 64) * 2}  # block 64 (0.34.0)
     out = run(["inspect", *GPT_OSS_PEAGLE], columns).stdout
     rows = [line.split() for line in out.splitlines()]
     # every layer row ends with its whole page size; the index column (never dropped) counts them,
@@ -155,7 +155,7 @@ def test_inspect_keeps_every_number_whole(columns):
         a, _, b = span.partition("-")
         return (int(b) - int(a)) // int(step or 1) + 1 if b else 1
 
-    layer_rows = [r for r in rows if r and r[0].replace("-", "").replace("/", "").isdigit() and r[-1] == "32,768"]
+    layer_rows = [r for r in rows if r and r[0].replace("-", "").replace("/", "").isdigit() and r[-1] == "131,072"]
     assert [r[0] for r in layer_rows] == ["0-22/2", "1-23/2", "24-27"]
     assert sum(count(r[0]) for r in layer_rows) == d["num_layers"] == 28
     # the summary's per-token total: 28 layers x 32,768 B / 16 tokens = 57,344 B per token
@@ -184,7 +184,9 @@ def test_summary_is_one_screen(args, code):
 def test_summary_of_a_failure_keeps_the_decision_and_the_fix():
     # gemma-3-27b: 52 sliding ≥ 10 full × 1.5 → group size 10; 1,000 overridden blocks hold 1.22 GiB
     # (999 × 1,310,720 B) where one 131,072-token request needs 17.98 GiB; vLLM estimates 2,256 tokens
-    r = run(["simulate", GEMMA, "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override", "1000", "--summary"], 100)
+    # (figures at block 16, where test_failure_reports derived them: --block-size 16 on 0.34.0)
+    r = run(["simulate", GEMMA, "--block-size", "16", "--kv-cache-memory", "40GiB", "--num-gpu-blocks-override",
+             "1000", "--summary"], 100)
     text = " ".join(r.stdout.split())
     assert "decision: 52 sliding(1024) + 10 full; 52 ≥ 10 × 1.5 → group_size 10, 7 groups" in text
     assert "padding: 8 layers (vLLM: may waste at most 15.38%)" in text
@@ -196,8 +198,8 @@ def test_summary_of_a_failure_keeps_the_decision_and_the_fix():
 def test_summary_of_a_config_refusal_sizes_nothing():
     # a drafter without num_speculative_tokens: vLLM 0.34.0's SpeculativeConfig refuses it before
     # any KV cache is sized, so the summary shows no zero memory figures, only the refusal and
-    # the fix (1 token: Llama-3.1-8B + its EAGLE-3 head, 33 full layers of 65,536 B per block,
-    # 40 GiB // (33 × 65,536 B) = 19,859 blocks)
+    # the fix (1 token: Llama-3.1-8B + its EAGLE-3 head, 33 full layers of 262,144 B per block at 0.34.0's
+    # block 64, 40 GiB // (33 × 262,144 B) = 4,964 blocks, the golden llama-3.1-8b-speculator__40gib__0.34.0's)
     r = run(["simulate", "meta-llama/Llama-3.1-8B-Instruct", "--drafter", "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",
              "--kv-cache-memory", "40GiB", "--summary"], 100)
     text = " ".join(r.stdout.split())
@@ -206,7 +208,7 @@ def test_summary_of_a_config_refusal_sizes_nothing():
     assert "num_blocks: not allocated" not in text and "KV tokens" not in text
     assert ("outcome: the engine would fail at start-up (config.speculative): ValidationError: A speculative model "
             "was provided, but `num_speculative_tokens` was not provided") in text
-    assert "num_blocks 19,859" in text and 40 * 2**30 // (33 * 65_536) == 19_859
+    assert "num_blocks 4,964" in text and 40 * 2**30 // (33 * 262_144) == 4_964
 
 
 def test_warnings_fit_the_width_too():

@@ -72,6 +72,8 @@ class ModelLayout:
     # head counts split over TP, ("target" | "drafter", "heads" | "kv_heads", total, config field),
     # in build order; the engine checks that TP divides them (prechecks)
     tp_checks: tuple[tuple[str, str, int, str], ...] = ()
+    # the engine's block-size decision (ServingOptions.block_size_rule's answer: backend, log lines)
+    block_size_decision: object = None
 
 
 @dataclass
@@ -165,6 +167,16 @@ def _provenance(source: ModelSource) -> str | None:
         return None
     entry = catalog.index_entry(source.model_id)
     return entry.get("provenance") if entry else None
+
+
+def _head_size(text: HFView) -> int | None:
+    """The attention head size vLLM's selector reads (model_config.get_head_size: head_dim, else
+    hidden_size // num_attention_heads)."""
+    head_dim = text.opt_int("head_dim")
+    if head_dim:
+        return head_dim
+    hidden, heads = text.opt_int("hidden_size"), text.opt_int("num_attention_heads")
+    return hidden // heads if hidden and heads else None
 
 
 def _attention_chunk_size(p: _Parsed) -> int | None:
@@ -309,7 +321,16 @@ def build_model_layout(
         raise OptionError("--kv-cache-dtype fp8_ds_mla is DeepSeek-V3.2's sparse-MLA layout; use fp8 for this model")
 
     use_mla = p.family == "deepseek"
-    block_size, block_how = resolve_block_size(options, use_mla=use_mla, sparse_mla=sparse_mla)
+    block_decision = None
+    if options.block_size_rule is not None:
+        block_decision = options.block_size_rule(
+            use_mla=use_mla, use_sparse=sparse_mla, head_size=_head_size(p.text), has_sink=p.model_type == "gpt_oss",
+            kv_cache_dtype=cache_str)
+        block_size, block_how = block_decision.block_size, block_decision.how
+        if getattr(block_decision, "note", None):
+            notes.append(block_decision.note)
+    else:
+        block_size, block_how = resolve_block_size(options, use_mla=use_mla, sparse_mla=sparse_mla)
     notes.append(f"block size {block_size} ({block_how})")
 
     # ---- speculative decoding: method and number of tokens (needed before Mamba specs)
@@ -468,6 +489,7 @@ def build_model_layout(
         ranks=tuple(ranks),
         tensor_parallel_size=options.tensor_parallel_size,
         block_size=block_size,
+        block_size_decision=block_decision,
         kv_cache_dtype=options.kv_cache_dtype,
         kv_sharing_layers=tuple(kv_sharing),
         warnings=tuple(warnings),

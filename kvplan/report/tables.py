@@ -228,6 +228,10 @@ def render_plan(d: dict) -> None:
         c.print(f"policy {p['name']} (threshold {thr}; vLLM {span})")
     if p.get("warning"):
         c.print(f"[yellow]Warning: {p['warning']}[/yellow]")
+    sv = d.get("serving") or {}
+    if sv.get("attention_backend"):
+        why = " (no --gpu: an H100 is assumed)" if sv.get("attention_backend_note") else ""
+        c.print(f"attention backend {sv['attention_backend']}{why}, block size {sv['block_size']}")
     hma = d["hybrid_kv_cache_manager"]
     if hma["enabled"] is False:
         c.print(f"hybrid KV-cache manager: off ({'; '.join(hma['reasons_disabled'])})")

@@ -55,17 +55,26 @@ def kind_label(spec) -> str:
 # the model layer's ModelInfo (kvplan.model) as results show it
 MODEL_INFO = {"id": "source.model_id", "source": "source.kind", "path": "source.path", "revision": "source.revision",
               **{k: k for k in ("provenance", "architecture", "model_type", "family", "num_hidden_layers", "dtype")}}
-# the model layer's ServingOptions as results show them
-SERVING = {k: k for k in ("block_size", "attention_backend", "kv_cache_dtype", "dtype", "tensor_parallel_size",
-                          "pipeline_parallel_size")}
 
 
 def model_info_dict(info) -> dict | None:
     return view(info, MODEL_INFO)
 
 
-def serving_dict(serving) -> dict:
-    return view(serving, SERVING)
+def serving_dict(serving, layout=None) -> dict:
+    """The serving options as resolved: with a layout, its block size (before any hybrid Mamba alignment)
+    and the attention backend the engine's block-size decision picked (--attention-backend or the GPU's)."""
+    decision = getattr(layout, "block_size_decision", None)
+    return {
+        "block_size": layout.block_size if layout is not None else serving.block_size,
+        "attention_backend": decision.attention_backend if decision is not None else serving.attention_backend,
+        # what the backend choice assumed (no --gpu: an H100), else None
+        "attention_backend_note": getattr(decision, "note", None),
+        "kv_cache_dtype": serving.kv_cache_dtype,
+        "dtype": serving.dtype,
+        "tensor_parallel_size": serving.tensor_parallel_size,
+        "pipeline_parallel_size": serving.pipeline_parallel_size,
+    }
 
 
 def layer_dict(ls, spec=None) -> dict:
@@ -110,7 +119,7 @@ def inspect_dict(layout, serving) -> dict:
             "method": layout.speculative_method,
             "num_speculative_tokens": layout.num_speculative_tokens,
         },
-        "serving": {**serving_dict(serving), "block_size": layout.block_size},
+        "serving": serving_dict(serving, layout),
         "num_layers": len(layers),
         "layers": [layer_dict(ls) for ls in layers],
         "summary": summary,
@@ -308,7 +317,7 @@ def plan_dict(layout, plan, serving, explain: list[str] | None = None, fixes: li
                         # speculative_config.parallel_drafting as the release holds it (given or its default)
                         "parallel_drafting": plan.parallel_drafting, "parallel_drafting_given": plan.options.parallel_drafting,
                         "note": plan.parallel_drafting_note},
-        "serving": {**serving_dict(serving), "block_size": layout.block_size},
+        "serving": serving_dict(serving, layout),
         "scheduler": {
             "max_model_len": plan.max_model_len,
             "original_max_model_len": plan.original_max_model_len,

@@ -108,7 +108,7 @@ def compare(model: str, **options) -> dict:
         "model": model_info_dict(layout.target),
         "drafter": model_info_dict(layout.drafter),
         "speculative": {"method": layout.speculative_method, "num_speculative_tokens": layout.num_speculative_tokens},
-        "serving": {**serving_dict(serving_of(scenario)), "block_size": layout.block_size},
+        "serving": serving_dict(serving_of(scenario), layout),
         "engine_versions": versions,
         **comparison.to_dict(),
         "advice": advice,

@@ -409,7 +409,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
         "drafter": model_info_dict(base_layout.drafter),
         "speculative": {"method": base_layout.speculative_method,
                         "num_speculative_tokens": base_layout.num_speculative_tokens},
-        "serving": {**serving_dict(serving_of(s)), "block_size": base_layout.block_size},
+        "serving": serving_dict(serving_of(s), base_layout),
         "budget": None,
         "max_model_len": None,
         "min_gpu_memory_utilization": None,

@@ -134,6 +134,7 @@ class ScenarioResult:
 
 def serving_of(s: Scenario):
     from kvplan.engines.vllm import environment
+    from kvplan.engines.vllm.block_size import BlockSizeRule, device_of
     from kvplan.model import ServingOptions
 
     era = s.era
@@ -146,6 +147,7 @@ def serving_of(s: Scenario):
         speculators_user_config=era.speculators_user_config,
         suffix_default_tokens=era.suffix_default_tokens,
         pp_layer_partition=environment.pp_layer_partition(s.env, era),
+        block_size_rule=BlockSizeRule(era, device_of(s.gpu), s.block_size, s.attention_backend),
     )
 
 
@@ -168,6 +170,7 @@ def model_facts(layout, era, *, disable_sliding_window: bool = False):
         target_hidden_size=_opt_int(text_config(config), "hidden_size"),
         drafter_target_hidden_size=drafter_target_hidden_size(layout),
         tp_checks=getattr(layout, "tp_checks", ()),
+        block_size_decision=getattr(layout, "block_size_decision", None),
         attention_chunk_size=layout.target.attention_chunk_size,
         speculative_method=layout.speculative_method,
         num_speculative_tokens=layout.num_speculative_tokens,

@@ -142,6 +142,40 @@ def _stdout_to_stderr():
         sys.stdout = old
 
 
+if "--engine-defaults" in sys.argv[1:]:
+    # EngineArgs.create_engine_config as on a CUDA GPU: the CUDA platform is made current before any vLLM
+    # module binds ``current_platform`` (its compiled-op module is stood in for; nothing from it runs)
+    with _stdout_to_stderr():
+        import importlib
+        import importlib.util as _ilu
+
+        if _ilu.find_spec("vllm._C_stable_libtorch") is None:
+            sys.modules["vllm._C_stable_libtorch"] = types.ModuleType("vllm._C_stable_libtorch")
+        import vllm.platforms as _VP
+        from vllm.platforms import cuda as _CUDA
+        from vllm.platforms.interface import DeviceCapability as _DC
+
+        _CUDA.CudaPlatform.get_device_capability = classmethod(lambda cls, device_id=0: _DC(9, 0))  # per case below
+        _VP._current_platform = _CUDA.CudaPlatform()
+        # the attention backends' modules import as on a machine without the CUDA FlashAttention build
+        # (fa_utils imports vllm_flash_attn's compiled extensions when the platform is CUDA)
+        _CUDA.CudaPlatform.is_cuda = lambda self: False
+        try:
+            # (and the modules that query compiled ops at import: quantization utils, the probed models)
+            for _m in ("vllm.v1.attention.backends.flash_attn", "vllm.model_executor.layers.quantization.utils.w8a8_utils",
+                       "vllm.model_executor.models.nemotron_h", "vllm.model_executor.models.gpt_oss"):
+                try:
+                    importlib.import_module(_m)
+                except ImportError:
+                    pass
+        finally:
+            del _CUDA.CudaPlatform.is_cuda
+        # the model-class inspection runs in this process (vLLM uses a subprocess to keep CUDA uninitialised;
+        # there is no CUDA here, and a subprocess would not have the stand-ins above)
+        from vllm.model_executor.models import registry as _REG
+
+        _REG._run_in_subprocess = lambda fn: fn()
+
 with _stdout_to_stderr():
     import importlib.metadata as _md
 
@@ -919,6 +953,10 @@ def run_hook(case: dict) -> dict:
                 if hook is not None:
                     hook.verify_and_update_config(cfg)
                 out["mamba_ssm_cache_dtype"] = str(cc.mamba_ssm_cache_dtype)
+            elif case["kind"] == "block_size_backends":
+                out.update(_block_size_backends(case))
+            elif case["kind"] == "engine_defaults":
+                out.update(_block_size_decision(case))
             else:
                 raise ValueError(f"unknown hook kind {case['kind']!r}")
     except Exception as e:  # noqa: BLE001 - the release's own failure is the result
@@ -929,11 +967,176 @@ def run_hook(case: dict) -> dict:
     return out
 
 
+def _kernel_sizes(backend_cls) -> list:
+    """``get_supported_kernel_block_sizes()`` as JSON: ints, and ``{"multiple_of": n}`` for MultipleOf."""
+    return [{"multiple_of": x.base} if hasattr(x, "base") else int(x) for x in backend_cls.get_supported_kernel_block_sizes()]
+
+
+@contextlib.contextmanager
+def _cuda_platform(capability, total_memory: int | None = None, name: str | None = None):
+    """The release's CudaPlatform importable on CPU and current, reporting the GPU's ``capability``, total
+    memory and name: its compiled-op module is stood in for (nothing from it runs)."""
+    import importlib
+
+    import vllm.platforms as VP
+
+    stubs = [m for m in ("vllm._C_stable_libtorch",) if m not in sys.modules and importlib.util.find_spec(m) is None]
+    for m in stubs:
+        sys.modules[m] = types.ModuleType(m)
+    from vllm.platforms import cuda as C
+    from vllm.platforms.interface import DeviceCapability
+
+    cap = DeviceCapability(*capability)
+    answers = {"get_device_capability": cap, "get_device_total_memory": total_memory, "get_device_name": name}
+    saved = {n: C.CudaPlatform.__dict__.get(n) for n in answers}
+    for n, v in answers.items():
+        setattr(C.CudaPlatform, n, classmethod(lambda cls, device_id=0, _v=v: _v))
+    old_platform = VP.__dict__.get("_current_platform")
+    if not isinstance(old_platform, C.CudaPlatform):
+        VP._current_platform = C.CudaPlatform()
+    try:
+        yield C, cap
+    finally:
+        if not isinstance(old_platform, C.CudaPlatform):
+            VP._current_platform = old_platform
+        for n, f in saved.items():
+            if f is None:
+                delattr(C.CudaPlatform, n)
+            else:
+                setattr(C.CudaPlatform, n, f)
+        for m in stubs:
+            sys.modules.pop(m, None)
+
+
+def _block_size_backends(case: dict) -> dict:
+    """Each named backend's kernel block sizes and ``get_preferred_block_size(DEFAULT_BLOCK_SIZE)`` with no
+    current config (where its module imports on CPU), ``CacheConfig.DEFAULT_BLOCK_SIZE``, and CUDA's
+    backend priority lists (``_get_backend_priorities``) for ``case["priorities"]`` = [[use_mla, [major, minor]], ...]."""
+    from vllm.config.cache import CacheConfig
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    default = int(getattr(CacheConfig, "DEFAULT_BLOCK_SIZE", 16))
+    backends: dict = {}
+    for name in case["backends"]:
+        try:
+            cls = AttentionBackendEnum[name].get_class()
+            backends[name] = {"kernel_block_sizes": _kernel_sizes(cls),
+                              "preferred_block_size": int(cls.get_preferred_block_size(default))}
+        except Exception as e:  # noqa: BLE001 - e.g. flashinfer is not installed on CPU
+            backends[name] = {"error": f"{type(e).__name__}: {e}"}
+    priorities = []
+    for use_mla, capability in case.get("priorities", []):
+        with _cuda_platform(capability) as (C, cap):
+            order = C._get_backend_priorities(use_mla=use_mla, device_capability=cap)
+        priorities.append({"use_mla": use_mla, "capability": capability, "order": [b.name for b in order]})
+    return {"default_block_size": default, "backends": backends, "cuda_priorities": priorities}
+
+
+_ENGINE_FIELDS = (("cache_config", ("block_size", "user_specified_block_size", "enable_prefix_caching",
+                                     "gpu_memory_utilization", "enable_extensible_kv_cache", "mamba_cache_mode",
+                                     "mamba_block_size", "mamba_page_size_padded", "cache_dtype")),
+                  ("scheduler_config", ("max_num_batched_tokens", "max_num_seqs", "async_scheduling",
+                                        "enable_chunked_prefill")),
+                  ("model_config", ("max_model_len", "dtype")))
+
+
+def _engine_config_fields(cfg) -> dict:
+    out: dict = {}
+    for section, names in _ENGINE_FIELDS:
+        obj = getattr(cfg, section)
+        for n in names:
+            if hasattr(obj, n):
+                v = getattr(obj, n)
+                out[f"{section}.{n}"] = v if isinstance(v, (bool, int, float, type(None))) else str(v)
+    runner = getattr(type(cfg), "use_v2_model_runner", None)
+    if isinstance(runner, property):
+        out["use_v2_model_runner"] = bool(cfg.use_v2_model_runner)
+    return out
+
+
+def _block_size_decision(case: dict, _cfg=None) -> dict:
+    """What the release itself resolves from defaults for a model on a CUDA GPU: ``EngineArgs(model=<the
+    config directory>, **case["args"])`` -> ``create_engine_config`` with the CUDA platform current (the
+    GPU's capability, total memory and name from ``case``), then the attention backend CUDA's selector picks
+    (``get_valid_backends``: the first valid one) and ``update_block_size_for_backend`` (the default or
+    ``--block-size``, the backend's preference, the hybrid alignment), as the executor runs it.
+
+    Stand-ins, since the compiled libraries are absent on CPU: ``get_flash_attn_version`` answers what the
+    CUDA wheel reports on that SM (3 on SM 9.x, 2 below), and ``_find_non_ssm_backends`` (which reads the
+    built model's attention layers) answers the selected backend. Backends whose module does not import on
+    CPU (FlashInfer) are reported invalid with the ImportError: read ``invalid_backends``."""
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.usage.usage_lib import UsageContext
+
+    out: dict = {}
+    fa = 3 if case["capability"][0] == 9 else 2
+    import vllm.v1.attention.backends.fa_utils as fa_utils
+
+    names = ("get_flash_attn_version", "is_flash_attn_varlen_func_available", "flash_attn_supports_sinks",
+             "flash_attn_supports_kv_cache_dtype")
+    saved = {n: getattr(fa_utils, n) for n in names[:2] if hasattr(fa_utils, n)}
+    try:
+        with _cuda_platform(case["capability"], case.get("total_memory"), case.get("device_name")) as (C, cap):
+            from vllm.v1.attention.selector import AttentionSelectorConfig
+            import vllm.v1.attention.backends.flash_attn as FA  # imported before the stand-ins below
+
+            fa_utils.get_flash_attn_version = lambda *a, **k: fa
+            fa_utils.is_flash_attn_varlen_func_available = lambda: True
+            fa_saved = {n: FA.__dict__.get(n) for n in names}
+            for n in names:
+                if hasattr(fa_utils, n):
+                    setattr(FA, n, getattr(fa_utils, n))  # the release's functions, reading the version above
+            try:
+                args = EngineArgs(model=case["model_dir"], skip_tokenizer_init=True, load_format="dummy",
+                                  **case.get("args", {}))
+                cfg = args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
+                out["engine_config"] = _engine_config_fields(cfg)
+                cache, mc = cfg.cache_config, cfg.model_config
+                out["default_block_size"] = int(getattr(type(cache), "DEFAULT_BLOCK_SIZE", 16))
+                sel = AttentionSelectorConfig(head_size=mc.get_head_size(), dtype=mc.dtype,
+                                              kv_cache_dtype=cache.cache_dtype, block_size=case.get("args", {}).get("block_size"),
+                                              has_sink=bool(case.get("has_sink")))
+                valid, invalid = C.CudaPlatform.get_valid_backends(cap, sel)
+                best = min(valid, key=lambda c: c.priority)
+                out["attention_backend"] = best.backend.name
+                out["valid_backends"] = [c.backend.name for c in valid]
+                out["invalid_backends"] = {b.name: r for b, (_, r) in invalid.items()}
+                backend_cls = best.backend_class
+                P = C.CudaPlatform
+                # (_find_non_ssm_backend, one backend, before 0.31)
+                answers = {"_find_non_ssm_backends": [backend_cls], "_find_non_ssm_backend": backend_cls}
+                found = {n: P.__dict__.get(n) for n in answers}
+                for n, v in answers.items():
+                    setattr(P, n, classmethod(lambda cls, vc, _v=v: _v))
+                try:
+                    P.update_block_size_for_backend(cfg)
+                finally:
+                    for n, f in found.items():
+                        if f is not None:
+                            setattr(P, n, f)
+                        else:
+                            delattr(P, n)
+                out["block_size"] = cache.block_size
+                out["mamba_block_size"] = getattr(cache, "mamba_block_size", None)
+                out["mamba_page_size_padded"] = getattr(cache, "mamba_page_size_padded", None)
+            finally:
+                for n, f in fa_saved.items():
+                    if f is None:
+                        if n in FA.__dict__:
+                            delattr(FA, n)
+                    else:
+                        setattr(FA, n, f)
+    finally:
+        for n, f in saved.items():
+            setattr(fa_utils, n, f)
+    return out
+
+
 def main() -> None:
     if "--check-imports" in sys.argv[1:]:
         _check_imports()
         return
-    if "--config-hooks" in sys.argv[1:]:
+    if "--config-hooks" in sys.argv[1:] or "--engine-defaults" in sys.argv[1:]:
         data = json.load(sys.stdin)
         _REAL_STDOUT.write(json.dumps([run_hook(c) for c in data], sort_keys=True, default=str) + "\n")
         _REAL_STDOUT.flush()

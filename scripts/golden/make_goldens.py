@@ -401,6 +401,11 @@ def make_runner_case(case: Case, release: str, hand_written: bool = False) -> di
     from kvplan.usecases.scenario import plan_scenario
 
     s = scenario_of(case, release)
+    if case.use_v2_model_runner is False and s.era.default_model_runner == "v2_only":
+        # 0.34.0 refuses VLLM_USE_V2_MODEL_RUNNER=0 at start-up (platforms/interface.py validate_environ),
+        # whatever else the case would fail on first: no planning functions run, so no golden
+        print(f"  {case.name}: skipped for {release} (the V1 model runner was removed)", file=sys.stderr)
+        return None
     layout = layout_of(s, hand_written)
     if layout is None:
         return None
@@ -470,10 +475,17 @@ def main() -> None:
     ap.add_argument("--architectures", action="store_true",
                     help="build every registered architecture on the meta device (tests/golden/architectures/)")
     ap.add_argument("--jobs", type=int, default=2, help="with --architectures: runner processes")
+    ap.add_argument("--defaults", action="store_true",
+                    help="write tests/golden/defaults/<release>.json: the engine config and block size vLLM resolves "
+                         "with options unset (and --block-size set), per model and GPU class")
     args = ap.parse_args()
     if args.architectures:
         for release in args.releases or ["0.34.0"]:
             make_architectures(release, only=args.only, jobs=args.jobs)
+        return
+    if args.defaults:
+        for release in args.releases or [r for r in RELEASES if release_python(r) is not None]:
+            print(f"  {make_defaults(release).relative_to(REPO)}", file=sys.stderr)
         return
     if args.hooks:
         for release in args.releases or [r for r in RELEASES if release_python(r) is not None]:
@@ -555,17 +567,22 @@ def hook_cases() -> list[dict]:
     return cases
 
 
-def make_hooks(release: str) -> Path:
+def run_runner_mode(release: str, mode: str, cases: list[dict]) -> list[dict]:
+    """``vllm_runner.py <mode>`` (``--config-hooks``, ``--engine-defaults``) on ``cases`` in ``release``'s
+    environment, one process."""
     found = release_python(release)
     if found is None:
         raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
     py, env = found
-    cases = hook_cases()
-    proc = subprocess.run([str(py), str(RUNNER), "--config-hooks"], input=json.dumps(cases), capture_output=True,
+    proc = subprocess.run([str(py), str(RUNNER), mode], input=json.dumps(cases), capture_output=True,
                           text=True, cwd=REPO, check=False, env=env)
     if proc.returncode != 0:
-        raise SystemExit(f"runner --config-hooks failed for vllm {release}:\n{proc.stderr[-4000:]}")
-    return write_hooks(release, json.loads(proc.stdout))
+        raise SystemExit(f"runner {mode} failed for vllm {release}:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout)
+
+
+def make_hooks(release: str) -> Path:
+    return write_hooks(release, run_runner_mode(release, "--config-hooks", hook_cases()))
 
 
 def write_hooks(release: str, results: list[dict]) -> Path:
@@ -652,6 +669,71 @@ def make_architectures(release: str, only: str | None = None, jobs: int = 2) -> 
         st = json.loads(p.read_text())["status"]
         counts[st] = counts.get(st, 0) + 1
     print(f"  {out_dir.relative_to(REPO)}: {counts} (logs in {tmp})", file=sys.stderr)
+
+
+DEFAULTS_DIR = OUT_DIR / "defaults"
+# Representative models per GPU class for the options-unset golden (config directories under configs/):
+# dense GQA, sliding window, Mamba2 hybrids (gpt-oss is left out: its import needs compressed_tensors,
+# absent from the base environment).
+DEFAULTS_MODELS = ("meta-llama/Meta-Llama-3.1-8B", "mistralai/Mistral-7B-v0.1", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+                   "nvidia/Nemotron-H-56B-Base-8K")
+DEFAULTS_GPUS = ("A100-80GB", "L4-24GB", "H100-80GB")  # Ampere (two memory tiers) and Hopper: FlashInfer
+# (Blackwell's first choice) does not import on CPU, so SM 10.x/12.x are not probed
+DEFAULTS_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "FLASH_ATTN_MLA", "FLASHMLA",
+                     "FLASHMLA_SPARSE", "CUTLASS_MLA", "FLASHINFER_MLA", "TRITON_MLA", "ROCM_ATTN", "ROCM_AITER_FA",
+                     "ROCM_AITER_UNIFIED_ATTN", "ROCM_AITER_MLA")
+
+
+def defaults_cases() -> list[dict]:
+    """Engine-defaults cases (``vllm_runner.py --engine-defaults``): every model x GPU with every option
+    unset, and --block-size set (a user's size the hybrid alignment still overrides)."""
+    from kvplan.budget.hardware import get_gpu
+
+    cases: list[dict] = [{"case": "backends", "kind": "block_size_backends", "backends": list(DEFAULTS_BACKENDS),
+                          "priorities": [[False, [8, 0]], [False, [9, 0]], [False, [10, 0]], [False, [12, 0]],
+                                         [True, [9, 0]], [True, [10, 0]], [True, [12, 0]]]}]
+
+    def case(model: str, gpu: str, **args) -> dict:
+        preset = get_gpu(gpu)
+        name = f"{model}@{gpu}" + "".join(f":{k}={v}" for k, v in args.items())
+        return {"case": name, "kind": "engine_defaults", "model": model, "gpu": gpu,
+                "model_dir": str(REPO / "configs" / model), "capability": list(preset.compute_capability),
+                "total_memory": preset.memory_bytes, "device_name": preset.name, "args": args}
+
+    for gpu in DEFAULTS_GPUS:
+        cases += [case(m, gpu) for m in DEFAULTS_MODELS]
+    cases.append(case("meta-llama/Meta-Llama-3.1-8B", "H100-80GB", block_size=16))
+    cases.append(case("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "H100-80GB", block_size=16))
+    return cases
+
+
+def without_machine_paths(text: str, release: str) -> str:
+    """The release's source tree and the repository named by role, not by this machine's paths (the
+    ImportError messages of backends that do not import on CPU carry them)."""
+    found = release_python(release)
+    tree = found[1].get("PYTHONPATH") if found else None
+    for path, name in ((tree, f"<vllm-{release}>"), (str(REPO), "<repo>")):
+        if path:
+            text = text.replace(path, name)
+    return text
+
+
+def make_defaults(release: str) -> Path:
+    cases = defaults_cases()
+    results = run_runner_mode(release, "--engine-defaults", cases)
+    for c, r in zip(cases, results, strict=True):
+        r["logs"] = [x for x in r.get("logs", []) if x["logger"] == "vllm.platforms.interface"]  # the block-size lines
+        c.pop("model_dir", None)  # machine-specific
+    DEFAULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = DEFAULTS_DIR / f"{release}.json"
+    doc = {"vllm_version": release, "cases": [{"case": c, "result": r} for c, r in zip(cases, results)]}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+    path.write_text(without_machine_paths(text, release) + "\n")
+    for c, r in zip(cases, results):
+        err = r.get("error")
+        print(f"  {c['case']}: {err['type'] + ': ' + err['message'][:100] if err else r.get('block_size')}",
+              file=sys.stderr)
+    return path
 
 
 def _strip(layers: list[dict]) -> list[dict]:

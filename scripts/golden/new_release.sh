@@ -6,7 +6,9 @@
 #   1. builds VERSION's environment (release_env.sh: base venv + the wheel's sources);
 #   2. diffs VERSION's KV-layout modules against BASE_RELEASE's (default: the newest release
 #      kvplan checked that is older than VERSION), by file and by function (diff_layout.py),
-#      and prints the behaviour markers that moved (fingerprint.py);
+#      and prints the behaviour markers that moved (fingerprint.py), then every default of every
+#      vllm.config class (fields and ClassVar constants) that changed (config_defaults.py, saved
+#      to tests/golden/config_defaults/BASE__VERSION.txt);
 #   3. regenerates the goldens for VERSION (make_goldens.py, written to tests/golden);
 #   4. prints which fields of which cases changed against BASE_RELEASE's goldens
 #      (compare_goldens.py) and runs kvplan's golden test on VERSION's files.
@@ -48,8 +50,15 @@ for k in moved:
 print(f"  ({len(moved)} of {len(a)} markers moved)")
 PY
 echo
+echo "== 2b. config defaults that changed ($BASE -> $VER): every field default and ClassVar of vllm.config.*"
+mkdir -p "$REPO/tests/golden/config_defaults"
+python "$REPO/scripts/golden/config_defaults.py" "$BASE" "$VER" | tee "$REPO/tests/golden/config_defaults/${BASE}__${VER}.txt"
+echo
 echo "== 3. goldens for vllm $VER"
 python "$REPO/scripts/golden/make_goldens.py" --releases "$VER" 2>&1 | grep -v "^  tests/golden" || true
+echo "== 3b. engine defaults with options unset (tests/golden/defaults/$VER.json: EngineArgs -> create_engine_config"
+echo "       per model and GPU class, the backend and update_block_size_for_backend)"
+python "$REPO/scripts/golden/make_goldens.py" --defaults --releases "$VER" 2>&1 || true
 echo
 echo "== 4. golden fields that changed, $BASE -> $VER"
 python "$REPO/scripts/golden/compare_goldens.py" "$BASE" "$VER"

@@ -141,10 +141,12 @@ class Era:
     # Chain: True from 0.10.1; False from 0.34.0.
     drafter_single_group_check: bool = True
     # The model runner a release picks when nothing forces one (VLLM_USE_V2_MODEL_RUNNER unset):
-    # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" in 0.33.0 (VllmConfig.use_v2_model_runner;
-    # pinned at 0.33.0, the release checked, not bisected); "v2_only" from 0.34.0, which removed V1
-    # (platforms/interface.py validate_environ), so P-EAGLE runs on it with async scheduling.
-    # Chain: 'v1' from 0.10.1; 'v2' from 0.33.0; 'v2_only' from 0.34.0.
+    # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" (VllmConfig.use_v2_model_runner) from 0.29.0:
+    # the engine config each release resolves on the CUDA platform with options unset says V2 for 0.29.0,
+    # 0.30.0, 0.31.0, 0.32.0 and 0.33.0 (tests/golden/defaults/; releases before 0.29 not probed); "v2_only"
+    # from 0.34.0, which removed V1 (platforms/interface.py validate_environ), so P-EAGLE runs on it with async
+    # scheduling.
+    # Chain: 'v1' from 0.10.1; 'v2' from 0.29.0; 'v2_only' from 0.34.0.
     default_model_runner: str = "v1"
     # The derived max_model_len of YaRN models (``_get_and_verify_max_len``): "original_times_factor"
     # (0.18.0: original_max_position_embeddings x factor) or "factor_in_length" (0.33.0: YaRN's
@@ -178,6 +180,18 @@ class Era:
     # the release checked, not bisected.
     # Chain: 'opt_in' from 0.10.1; 'deprecated' from 0.34.0.
     parallel_drafting_option: str = "opt_in"
+    # CacheConfig.DEFAULT_BLOCK_SIZE (vllm/config/cache.py line 185: 16 in 0.33.0, 64 in 0.34.0), the size
+    # update_block_size_for_backend starts from (block_size.py). Pinned at 0.34.0, the release checked.
+    # Chain: 16 from 0.10.1; 64 from 0.34.0.
+    default_block_size: int = 16
+    # The attention backend follows the GPU (cuda.py/rocm.py _get_backend_priorities, read in 0.33.0 and
+    # 0.34.0); False: kvplan assumes an H100's defaults (FlashAttention, FlashAttention-MLA, FlashMLA-sparse),
+    # as before the selector was read (releases before 0.33.0 not checked).
+    # Chain: False from 0.10.1; True from 0.33.0.
+    backend_by_device: bool = False
+    # ROCM_ATTN.get_preferred_block_size returns 16 (rocm_attn.py 0.34.0 line 167; absent in 0.33.0).
+    # Chain: False from 0.10.1; True from 0.34.0.
+    rocm_attn_prefers_16: bool = False
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -277,25 +291,29 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.29", "0.29.0",
      "the null block is kept out of the admission check and auto-fit; one backing buffer per worker (LBNHC "
      "records, resolve_kv_cache_layout); Mamba2/GDN align mode reserves a prefill checkpoint block",
-     dict(null_block_in_check=True, mamba_prefill_checkpoints=True, kv_buffer_layout="lbnhc")),
+     dict(null_block_in_check=True, mamba_prefill_checkpoints=True, kv_buffer_layout="lbnhc",
+          default_model_runner="v2")),
     ("vllm-0.32", "0.32.0",
      "auto-fit lines name the KV cache memory and the device (\"(4.0 GiB GPU)\"); with prefix caching the Mamba "
      "cache mode defaults to align and an explicit mode is kept",
      dict(messages="0.32", mamba_cache_mode_rule="align_default")),
     ("vllm-0.33", "0.33.0",
      "0.33.0: GDN align 64 and kernel alignment >= block, "
-     "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager",
-     dict(gdn_align_tokens=64, messages="0.33", default_model_runner="v2", mamba_kernel_alignment="at_least_block",
+     "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager; the attention "
+     "backend (and its block size) follows the GPU",
+     dict(gdn_align_tokens=64, messages="0.33", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching",
-          yarn_max_len="factor_in_length", float_kv_cache_check=True, speculators_user_config=True)),
+          yarn_max_len="factor_in_length", float_kv_cache_check=True, speculators_user_config=True,
+          backend_by_device=True)),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines; the extensible KV cache, sized after warmup and CUDA-graph capture (utilization 1.0), "
      "is on by default; suffix decoding defaults to 8 speculative tokens (was 24); speculative_config.parallel_drafting "
-     "deprecated (refused with EAGLE methods)",
+     "deprecated (refused with EAGLE methods); CacheConfig.DEFAULT_BLOCK_SIZE 64 (was 16)",
      dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True,
           default_model_runner="v2_only", extensible_kv_cache=True, extensible_gpu_memory_utilization=1.0,
-          suffix_default_tokens=8, parallel_drafting_option="deprecated")),
+          suffix_default_tokens=8, parallel_drafting_option="deprecated", default_block_size=64,
+          rocm_attn_prefers_16=True)),
 )
 
 

@@ -173,6 +173,7 @@ def align_hybrid_mamba(
     mamba_chunk_size: int | None,
     max_model_len: int,
     logs: list[str],
+    kernel_block_size: int | None = None,
 ) -> tuple[dict[str, KVCacheSpec], MambaAlignment | None]:
     distinct = list({id(s): s for s in specs.values()}.values())  # layouts share spec objects
     mamba = [s for s in distinct if isinstance(s, MambaSpec)]
@@ -187,12 +188,14 @@ def align_hybrid_mamba(
         era, enable_prefix_caching=enable_prefix_caching, mamba_cache_mode=mamba_cache_mode,
         supports_all=all(s.mamba_type in ("mamba1", "mamba2") for s in mamba), logs=logs,
     )
+    # the backend's smallest kernel block (block_size.smallest_kernel_block: 16 for FlashAttention/
+    # FlashInfer/Triton, 64 for FlashMLA); without a decision, those defaults
+    smallest = kernel_block_size or (64 if isinstance(first, MLAAttentionSpec) else 16)
     if era.mamba_kernel_alignment == "at_least_block":
-        # 0.33: the kernel alignment is the backend's smallest kernel block (16 for
-        # FlashAttention/FlashInfer/Triton, 64 for FlashMLA), at least the cache block.
-        k = max(64 if isinstance(first, MLAAttentionSpec) else 16, cache_block)
+        # 0.33/0.34 (interface.py 0.34.0 lines 1079-1086): at least the cache block
+        k = max(smallest, cache_block)
     else:
-        k = 64 if isinstance(first, MLAAttentionSpec) else 16
+        k = smallest
     if mamba_cache_mode == "align" and era.gdn_align_tokens and any(s.mamba_type == "gdn" for s in mamba):
         k = math.lcm(k, era.gdn_align_tokens)
     if mamba_cache_mode == "all":

@@ -64,6 +64,9 @@ class ModelFacts:
     target_hidden_size: int | None = None
     drafter_target_hidden_size: int | None = None  # the hidden size an EAGLE drafter reads from its target
     tp_checks: tuple = ()  # ModelLayout.tp_checks: the head counts split over TP
+    # block_size.BlockSizeDecision: the attention backend, its smallest kernel block (the hybrid Mamba
+    # alignment's floor) and update_block_size_for_backend's "Setting kv cache block size" line
+    block_size_decision: object = None
 
 
 @dataclass(frozen=True)
@@ -249,8 +252,12 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     if not (era.window_head_size_v and era.full_head_size_v):
         memo: dict[int, KVCacheSpec] = {}
         specs = {n: memo.setdefault(id(s), _without_head_size_v(s, era)) for n, s in specs.items()}
+    decision = facts.block_size_decision
+    if decision is not None:
+        logs.extend(decision.log_lines)  # update_block_size_for_backend, phase 1 (before the hybrid alignment)
     specs, plan.mamba = hybrid.align_hybrid_mamba(
         specs, era,
+        kernel_block_size=decision.kernel_block_size if decision is not None else None,
         enable_prefix_caching=o.enable_prefix_caching,
         mamba_cache_mode=o.mamba_cache_mode,
         mamba_block_size=o.mamba_block_size,
@@ -412,14 +419,20 @@ def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
         return
     original = plan.original_max_model_len
     best = original
+    # the memory the line names: the limiting worker's, as the fit saw it (0.29+: less the null block;
+    # kv_cache_planning.py 0.34.0 lines 1415-1443, limiting_worker_mem; visible at block 64: "3.99 GiB")
+    limiting = None
     for pg, ws, avail in zip(projected, worker_specs, available):
         if pg:
             checked = sizing.checked_memory(pg, era, avail)
-            best = min(best, sizing.estimate_max_model_len(pg, era, plan.workload, ws, checked))
+            worker_max = sizing.estimate_max_model_len(pg, era, plan.workload, ws, checked)
+            if limiting is None or worker_max < best:
+                limiting = checked if era.null_block_in_check else avail
+            best = min(best, worker_max)
     if best <= 0:
         _record_checks(plan, projected, worker_specs, available)
         raise EngineFailure("ValueError", wording(era).autofit_none, "autofit")
-    avail_gib = round(min(a for a, pg in zip(available, projected) if pg) / GiB, 2)
+    avail_gib = round(limiting / GiB, 2)
     logs.extend(autofit_lines(era, original, best, avail_gib))
     if best >= original:
         return

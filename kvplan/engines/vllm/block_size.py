@@ -1,0 +1,248 @@
+"""The KV cache block size as a vLLM release decides it (``Platform.update_block_size_for_backend``).
+
+vLLM 0.33.0 and 0.34.0 (``vllm/platforms/interface.py`` 0.34.0 lines 760-802, 0.33.0 lines 750-794,
+the same code) start from ``CacheConfig.DEFAULT_BLOCK_SIZE`` (``vllm/config/cache.py`` line 185: 16 in
+0.33.0, 64 in 0.34.0) and, unless the user set ``--block-size``, ask the attention backend for its
+preferred size (``AttentionBackend.get_preferred_block_size``, ``vllm/v1/attention/backend.py`` 0.34.0
+lines 158-166: the default when the backend's kernels support it, else the smallest supported size),
+logging ``Setting kv cache block size to N for BACKEND backend(s).`` when that differs from the
+default. Hybrid Mamba models are then aligned (``hybrid.align_hybrid_mamba``) with the backend's
+smallest kernel block, at least the cache block.
+
+The backend is the one vLLM's selector picks for the GPU (``vllm/platforms/cuda.py``
+``_get_backend_priorities`` lines 81-178 and ``get_attn_backend_cls``: the first valid backend in
+priority order; ``vllm/platforms/rocm.py`` lines 536-577), modelled here for the cases kvplan's GPU
+presets reach. ``tests/golden/block_size/<release>.json`` (``make_goldens.py --block-size``) records
+what each release's own classes return; ``tests/test_block_size.py`` compares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engines.vllm.eras import Era
+from kvplan.errors import OptionError
+
+# Each backend's kernel block sizes (``get_supported_kernel_block_sizes()`` with no KV cache spec and no
+# current config; a ``MultipleOf(n)`` as its base n). ``AttentionBackend.supports_block_size`` (backend.py
+# 0.34.0 lines 125-141, the same in 0.33.0) accepts any multiple of any of them ("hybrid blocks": a cache
+# block may hold several kernel blocks), and ``get_preferred_block_size`` falls back to the smallest.
+# Recorded by tests/golden/block_size/<release>.json where the backend's module imports on CPU; the
+# others (FLASHINFER*, CUTLASS_MLA, FLASH_ATTN_MLA, ROCM_AITER_UNIFIED_ATTN) are read from the source.
+KERNEL_BLOCK_SIZES: dict[str, tuple[int, ...]] = {
+    "FLASH_ATTN": (16,),  # flash_attn.py 0.34.0 line 357 (MultipleOf(16); XPU 64)
+    "FLASHINFER": (16, 32, 64),  # flashinfer.py 0.34.0 line 587 (128+ only with trtllm-gen on SM100)
+    "TRITON_ATTN": (16,),  # triton_attn.py 0.34.0 line 339
+    "FLEX_ATTENTION": (16,),  # flex_attention.py 0.34.0 line 153
+    "ROCM_ATTN": (16,),  # rocm_attn.py 0.34.0 line 153
+    "ROCM_AITER_FA": (16, 32),  # rocm_aiter_fa.py 0.34.0 line 873
+    "ROCM_AITER_UNIFIED_ATTN": (16,),  # rocm_aiter_unified_attn.py 0.34.0 line 74
+    "FLASH_ATTN_MLA": (16,),  # mla/flashattn_mla.py 0.34.0 line 49
+    "TRITON_MLA": (16,),  # mla/triton_mla.py 0.34.0 line 126
+    "ROCM_AITER_MLA": (1,),  # mla/rocm_aiter_mla.py 0.34.0 line 734
+    "FLASHMLA": (64,),  # mla/flashmla.py 0.34.0 line 57
+    "FLASHMLA_SPARSE": (64,),  # mla/flashmla_sparse.py 0.34.0 line 165 (bf16 KV)
+    "CUTLASS_MLA": (128,),  # mla/cutlass_mla.py 0.34.0 line 49
+    "FLASHINFER_MLA": (32, 64),  # mla/flashinfer_mla.py 0.34.0 line 204
+}
+MLA_BACKENDS = frozenset({"FLASH_ATTN_MLA", "TRITON_MLA", "ROCM_AITER_MLA", "FLASHMLA", "FLASHMLA_SPARSE",
+                          "CUTLASS_MLA", "FLASHINFER_MLA"})
+SPARSE_MLA_BACKENDS = frozenset({"FLASHMLA_SPARSE"})
+
+# The GPU assumed without --gpu: the H100 (SM 9.0, CUDA), the card kvplan's goldens describe.
+ASSUMED_CAPABILITY = (9, 0)
+ASSUMED_PLATFORM = "cuda"
+
+
+@dataclass(frozen=True)
+class AttentionFacts:
+    """What vLLM's selector reads from the model (``AttentionSelectorConfig``)."""
+    use_mla: bool = False
+    use_sparse: bool = False
+    head_size: int | None = None
+    has_sink: bool = False
+    kv_cache_dtype: str = "auto"
+
+
+@dataclass(frozen=True)
+class Device:
+    capability: tuple[int, int] = ASSUMED_CAPABILITY
+    platform: str = ASSUMED_PLATFORM
+    name: str | None = None  # the --gpu preset; None = assumed
+
+
+@dataclass(frozen=True)
+class BlockSizeDecision:
+    block_size: int
+    attention_backend: str
+    how: str  # for the notes: why this size
+    kernel_block_size: int  # the backend's smallest kernel block (the hybrid Mamba alignment's floor)
+    user_specified: bool
+    log_lines: tuple[str, ...] = ()  # "Setting kv cache block size to N for X backend(s)."
+    note: str | None = None  # the GPU assumed without --gpu
+
+
+def supports_block_size(backend: str, block_size: int) -> bool:
+    """``AttentionBackend.supports_block_size``: a multiple of one of the kernel block sizes."""
+    return any(block_size % k == 0 for k in KERNEL_BLOCK_SIZES[backend])
+
+
+def smallest_kernel_block(backend: str) -> int:
+    return min(KERNEL_BLOCK_SIZES[backend])
+
+
+def _fa_version(device: Device, head_size: int | None) -> int:
+    """``get_flash_attn_version`` (fa_utils.py 0.34.0 lines 74-160) on a CUDA build that ships FA3 (SM90)
+    and FA4 (SM100): 3 on Hopper (4 for head sizes over 256), 4 on SM100, else 2."""
+    major = device.capability[0]
+    if major == 9:
+        return 4 if head_size is not None and head_size > 256 else 3
+    if major == 10:
+        return 4
+    return 2
+
+
+def preferred_block_size(era: Era, backend: str, device: Device, facts: AttentionFacts) -> int:
+    """``get_preferred_block_size(DEFAULT_BLOCK_SIZE)`` of the backend for this model and GPU."""
+    default = era.default_block_size
+    if backend == "FLASH_ATTN" and device.platform == "cuda":
+        fa = _fa_version(device, facts.head_size)
+        # flash_attn.py 0.34.0 lines 300-326: SM90, fp8 KV, head 512 on FA4 -> a 64-token page
+        if device.capability[0] == 9 and facts.kv_cache_dtype in ("fp8", "fp8_e4m3") and facts.head_size == 512 \
+                and fa == 4:
+            return max(default, 64)
+        # lines 329-354 and fa_utils.py line 14: FA4's head-256 kernel pages 128 tokens
+        if facts.head_size == 256 and fa == 4:
+            return max(default, 128)
+    if backend == "ROCM_AITER_UNIFIED_ATTN":
+        return 64  # rocm_aiter_unified_attn.py 0.33.0 line 77, 0.34.0 line 78
+    if backend == "ROCM_ATTN" and era.rocm_attn_prefers_16:
+        return 16  # rocm_attn.py 0.34.0 line 167: keep the native paged-attention kernel
+    if supports_block_size(backend, default):
+        return default
+    return smallest_kernel_block(backend)
+
+
+def _is_quantized(kv_cache_dtype: str) -> bool:
+    return kv_cache_dtype not in ("auto", "bfloat16", "float16", "float32")
+
+
+def _cuda_candidates(device: Device, facts: AttentionFacts) -> list[tuple[str, str | None]]:
+    """(backend, why it is not valid or None) in ``_get_backend_priorities`` order (cuda.py 0.34.0 lines
+    81-178, the same in 0.33.0), with the validity checks of each backend's ``validate_configuration``."""
+    major = device.capability[0]
+    if facts.use_mla:
+        if facts.use_sparse:
+            # lines 95-152: SM100 bf16 with more than 16 heads prefers FLASHMLA_SPARSE; SM90 FLASHMLA_SPARSE
+            # after FLASH_ATTN_MLA_SPARSE (not modelled: kvplan's sparse-MLA layouts are FlashMLA's)
+            return [("FLASHMLA_SPARSE", None if major in (9, 10) else "compute capability not supported")]
+        order = {10: ["FLASHINFER_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA"],
+                 12: ["TRITON_MLA"]}.get(major, ["FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA"])
+        # supports_compute_capability: FLASH_ATTN_MLA major 9 (flashattn_mla.py line 69), FLASHMLA 9/10
+        # (flashmla.py line 73), FLASHINFER_MLA/CUTLASS_MLA major 10 (flashinfer_mla.py line 220)
+        cc = {"FLASH_ATTN_MLA": (9,), "FLASHMLA": (9, 10), "FLASHINFER_MLA": (10,), "CUTLASS_MLA": (10,)}
+        return [(b, None if b not in cc or major in cc[b] else "compute capability not supported") for b in order]
+    fa = _fa_version(device, facts.head_size)
+    order = ["FLASHINFER", "FLASH_ATTN", "TRITON_ATTN"] if major == 10 else ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"]
+    out = []
+    for b in order:
+        why = None
+        if b in ("FLASH_ATTN", "FLASHINFER") and device.capability < (8, 0):
+            why = "compute capability not supported"
+        elif b == "FLASH_ATTN" and facts.has_sink and fa not in (3, 4):
+            why = "attention sinks not supported"  # fa_utils.py line 319: FA3/FA4 only
+        elif b == "FLASH_ATTN" and _is_quantized(facts.kv_cache_dtype) and fa != 3:
+            why = "kv_cache_dtype not supported"  # flash_attn_supports_kv_cache_dtype: FA3's fp8
+        elif b == "FLASHINFER" and facts.has_sink and major != 10:
+            # flashinfer.py lines 709-727: sinks through trtllm-gen kernels (SM100; SM90/SM120 only when
+            # forced), so not on a default Hopper/Ampere/consumer-Blackwell run
+            why = "attention sinks not supported"
+        out.append((b, why))
+    return out
+
+
+def _rocm_candidates(facts: AttentionFacts) -> list[tuple[str, str | None]]:
+    """rocm.py 0.34.0 lines 536-577 with AITER off (VLLM_ROCM_USE_AITER's default)."""
+    if facts.use_mla:
+        return [("TRITON_MLA", None)]
+    # rocm_attn.py line 180: no sinks on the native kernel
+    return [("ROCM_ATTN", "attention sinks not supported" if facts.has_sink else None), ("TRITON_ATTN", None)]
+
+
+def select_backend(device: Device, facts: AttentionFacts) -> str:
+    candidates = _rocm_candidates(facts) if device.platform == "rocm" else _cuda_candidates(device, facts)
+    for backend, why in candidates:
+        if why is None:
+            return backend
+    reasons = "; ".join(f"{b}: {why}" for b, why in candidates)
+    raise OptionError(f"no attention backend of this vLLM release serves the model on SM "
+                      f"{'.'.join(map(str, device.capability))} ({reasons}); pick another --gpu")
+
+
+def check_backend(backend_given: str, facts: AttentionFacts) -> str:
+    backend = backend_given.upper()
+    if backend not in KERNEL_BLOCK_SIZES:
+        raise OptionError(f"--attention-backend {backend_given!r} is not known; use one of "
+                          + ", ".join(sorted(KERNEL_BLOCK_SIZES)))
+    if facts.use_mla != (backend in MLA_BACKENDS):
+        kind = "an MLA" if facts.use_mla else "a non-MLA"
+        raise OptionError(f"--attention-backend {backend} cannot serve {kind} model")
+    if facts.use_mla and facts.use_sparse != (backend in SPARSE_MLA_BACKENDS):
+        want = "a sparse-MLA backend (FLASHMLA_SPARSE)" if facts.use_sparse else "a dense MLA backend"
+        raise OptionError(f"--attention-backend {backend}: this model needs {want}")
+    return backend
+
+
+def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None, block_size: int | None,
+                      attention_backend: str | None) -> BlockSizeDecision:
+    """The block size before any hybrid alignment: --block-size, else the backend's preference."""
+    note = None
+    if device is None:
+        device = Device()
+        note = ("no --gpu: the attention backend and block size assume an H100 (SM 9.0, CUDA); "
+                "pass --gpu for another card")
+    if attention_backend is not None:
+        backend = check_backend(attention_backend, facts)
+    elif era.backend_by_device:
+        backend = select_backend(device, facts)
+    else:
+        # before 0.33.0 kvplan keeps the H100 defaults it was checked with (not read per device)
+        backend = "FLASHMLA_SPARSE" if facts.use_sparse else "FLASH_ATTN_MLA" if facts.use_mla else "FLASH_ATTN"
+    kernel = smallest_kernel_block(backend)
+    if block_size is not None:
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0:
+            raise OptionError(f"--block-size must be a positive number of tokens, got {block_size!r}")
+        return BlockSizeDecision(block_size, backend, "--block-size", kernel, True, (), note)
+    preferred = preferred_block_size(era, backend, device, facts)
+    lines: tuple[str, ...] = ()
+    if preferred != era.default_block_size:
+        lines = (f"Setting kv cache block size to {preferred} for {backend} backend(s).",)
+        how = f"{backend}'s preferred block size (CacheConfig.DEFAULT_BLOCK_SIZE {era.default_block_size})"
+    else:
+        how = f"CacheConfig.DEFAULT_BLOCK_SIZE, kept by {backend}"
+    return BlockSizeDecision(preferred, backend, how, kernel, False, lines, note)
+
+
+def device_of(gpu: str | None) -> Device | None:
+    """The --gpu preset's compute capability and platform (None without --gpu: the H100 is assumed)."""
+    if gpu is None:
+        return None
+    from kvplan.budget.hardware import get_gpu
+
+    preset = get_gpu(gpu)
+    if preset.compute_capability is None:
+        return Device(platform=preset.platform, name=preset.name)
+    return Device(capability=preset.compute_capability, platform=preset.platform, name=preset.name)
+
+
+@dataclass(frozen=True)
+class BlockSizeRule:
+    """``ServingOptions.block_size_rule``: decide_block_size bound to a release, a GPU and the flags."""
+    era: Era
+    device: Device | None
+    block_size: int | None
+    attention_backend: str | None
+
+    def __call__(self, **facts) -> BlockSizeDecision:
+        return decide_block_size(self.era, AttentionFacts(**facts), device=self.device, block_size=self.block_size,
+                                 attention_backend=self.attention_backend)

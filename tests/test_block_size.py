@@ -1,0 +1,141 @@
+"""The block size, attention backend and engine defaults kvplan resolves with options unset match what vLLM
+itself resolves (tests/golden/defaults/<release>.json, ``make_goldens.py --defaults``: EngineArgs ->
+create_engine_config on the CUDA platform for each GPU class, the selector's backend and
+update_block_size_for_backend, run from the release's own code), and the backends' kernel and preferred
+block sizes kvplan reads match each release's classes. The config-defaults diff the tracker saved
+(tests/golden/config_defaults/) names every CacheConfig.DEFAULT_BLOCK_SIZE change kvplan's eras carry."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from kvplan import api
+from kvplan.engines.vllm.block_size import (
+    KERNEL_BLOCK_SIZES,
+    AttentionFacts,
+    Device,
+    _cuda_candidates,
+    preferred_block_size,
+)
+from kvplan.engines.vllm.releases import era_of_release
+
+GOLDEN = Path(__file__).parent / "golden" / "defaults"
+RELEASES = sorted(p.stem for p in GOLDEN.glob("*.json"))
+
+
+def _golden(release: str) -> dict:
+    return json.loads((GOLDEN / f"{release}.json").read_text())
+
+
+def _cases(kind: str):
+    for release in RELEASES:
+        for c in _golden(release)["cases"]:
+            if c["case"]["kind"] == kind:
+                yield pytest.param(release, c["case"], c["result"], id=f"{release}:{c['case']['case']}")
+
+
+def test_goldens_present():
+    assert {"0.33.0", "0.34.0"} <= set(RELEASES)
+
+
+@pytest.mark.parametrize("release, case, result", list(_cases("block_size_backends")))
+def test_backend_block_sizes(release, case, result):
+    era = era_of_release(release)
+    assert result["default_block_size"] == era.default_block_size
+    checked = 0
+    for name, got in result["backends"].items():
+        if "error" in got:  # the module does not import on CPU (FlashInfer, CUTLASS): read from source
+            continue
+        bases = tuple(x["multiple_of"] if isinstance(x, dict) else x for x in got["kernel_block_sizes"])
+        assert KERNEL_BLOCK_SIZES[name] == bases, name
+        # no model config is current in the probe: no FlashAttention head-size rule applies
+        assert preferred_block_size(era, name, Device(platform="rocm" if name.startswith("ROCM") else "cuda"),
+                                    AttentionFacts()) == got["preferred_block_size"], name
+        checked += 1
+    assert checked >= 9
+
+
+@pytest.mark.parametrize("release, case, result", list(_cases("block_size_backends")))
+def test_cuda_priorities_follow_the_release(release, case, result):
+    """kvplan's candidates are the release's priority list, in its order (those kvplan models)."""
+    for p in result["cuda_priorities"]:
+        facts = AttentionFacts(use_mla=p["use_mla"], head_size=128)
+        mine = [b for b, _ in _cuda_candidates(Device(capability=tuple(p["capability"])), facts)]
+        order = p["order"]
+        assert all(b in order for b in mine), (p, mine)
+        assert [order.index(b) for b in mine] == sorted(order.index(b) for b in mine), (p, mine)
+
+
+@pytest.mark.parametrize("release, case, result", list(_cases("engine_defaults")))
+def test_defaults_as_vllm_resolves_them(release, case, result):
+    assert result["error"] is None
+    args = case["args"]
+    d = api.simulate(case["model"], gpu=case["gpu"], policy=f"vllm=={release}", kv_cache_memory="40GiB",
+                     block_size=args.get("block_size"))
+    assert d["serving"]["attention_backend"] == result["attention_backend"]
+    engine = result["engine_config"]
+    assert d["serving"]["block_size"] == engine["cache_config.block_size"]  # before any hybrid alignment
+    al = d["mamba_alignment"]
+    if result["mamba_page_size_padded"] is not None:
+        assert (al["attention_block_size"], al["attention_page_bytes"]) == (result["block_size"],
+                                                                          result["mamba_page_size_padded"])
+        assert al["mamba_block_size"] == result["mamba_block_size"]
+    else:
+        assert al is None and {g["block_size"] for g in d["groups"]} == {result["block_size"]}
+    lines = [x["message"] for x in result["logs"]]
+    assert [x for x in d["logs"] if x.startswith(("Setting ", "Padding mamba"))] == lines
+    sched = d["scheduler"]
+    assert sched["max_num_batched_tokens"] == engine["scheduler_config.max_num_batched_tokens"]
+    assert sched["max_num_seqs"] == engine["scheduler_config.max_num_seqs"]
+    assert sched["async_scheduling"] == engine["scheduler_config.async_scheduling"]
+    if "use_v2_model_runner" in result.get("engine_config", {}):
+        assert (sched["model_runner"] == "v2") == engine["use_v2_model_runner"]
+    # prefix caching: on by default for these models in both releases; kvplan's hybrid rule says so too
+    assert engine["cache_config.enable_prefix_caching"] is True
+    if al is not None:
+        assert al["mamba_cache_mode"] == engine["cache_config.mamba_cache_mode"] == "align"
+
+
+def test_llama_acceptance_0_34():
+    """Llama-3.1-8B at 40 GiB, 0.34.0 defaults on an H100 (the golden's backend and block: FLASH_ATTN keeps
+    DEFAULT_BLOCK_SIZE 64, no 'Setting kv cache block size' line): 40 GiB // (64 tokens x 32 layers x
+    8 heads x 128 x 2 (K, V) x 2 bytes = 8 MiB) = 5120 blocks; 0.33.0 keeps 16 (20480 blocks)."""
+    golden = {c["case"]["case"]: c["result"] for c in _golden("0.34.0")["cases"]}
+    assert golden["meta-llama/Meta-Llama-3.1-8B@H100-80GB"]["block_size"] == 64
+    d = api.simulate("meta-llama/Meta-Llama-3.1-8B", kv_cache_memory="40GiB")
+    assert (d["serving"]["block_size"], d["memory"]["num_blocks"]) == (64, 5120)
+    assert d["serving"]["attention_backend"] == "FLASH_ATTN" and d["serving"]["attention_backend_note"]
+    d = api.simulate("meta-llama/Meta-Llama-3.1-8B", kv_cache_memory="40GiB", policy="vllm==0.33.0")
+    assert (d["serving"]["block_size"], d["memory"]["num_blocks"]) == (16, 20480)
+
+
+def test_backend_preferences_by_gpu():
+    """Derivations from the release code (cuda.py _get_backend_priorities, the backends' supports_* and
+    kernel sizes; 0.34.0 DEFAULT_BLOCK_SIZE 64): gpt-oss (sinks) on an A100 runs TRITON_ATTN (FA2 has no
+    sinks, FlashInfer's need trtllm-gen on SM100), DeepSeek-V3 (MLA) on a B200 FLASHINFER_MLA (kernel
+    sizes 32, 64: keeps 64), on an H100 FLASH_ATTN_MLA (multiple of 16: 64); MI300X runs ROCM_ATTN, which
+    asks for 16 in 0.34.0 (rocm_attn.py line 167) and logs the change."""
+    d = api.simulate("openai/gpt-oss-20b", gpu="A100-80GB")
+    assert (d["serving"]["attention_backend"], d["serving"]["block_size"]) == ("TRITON_ATTN", 64)
+    d = api.simulate("deepseek-ai/DeepSeek-V3", gpu="B200-180GB", kv_cache_memory="40GiB")
+    assert (d["serving"]["attention_backend"], d["serving"]["block_size"]) == ("FLASHINFER_MLA", 64)
+    d = api.simulate("deepseek-ai/DeepSeek-V3", gpu="H100-80GB", kv_cache_memory="40GiB")
+    assert (d["serving"]["attention_backend"], d["serving"]["block_size"]) == ("FLASH_ATTN_MLA", 64)
+    d = api.simulate("meta-llama/Meta-Llama-3.1-8B", gpu="MI300X-192GB")
+    assert (d["serving"]["attention_backend"], d["serving"]["block_size"]) == ("ROCM_ATTN", 16)
+    assert "Setting kv cache block size to 16 for ROCM_ATTN backend(s)." in d["logs"]
+    d = api.simulate("deepseek-ai/DeepSeek-V3", kv_cache_memory="40GiB", attention_backend="CUTLASS_MLA")
+    assert d["serving"]["block_size"] == 128  # kernel size 128 only: 64 is not a multiple
+    assert "Setting kv cache block size to 128 for CUTLASS_MLA backend(s)." in d["logs"]
+
+
+def test_tracker_names_the_default_block_size_change():
+    text = (Path(__file__).parent / "golden" / "config_defaults" / "0.33.0__0.34.0.txt").read_text()
+    m = re.search(r"CacheConfig\.DEFAULT_BLOCK_SIZE \(ClassVar\): (\d+) -> (\d+)", text)
+    assert m is not None
+    assert (int(m[1]), int(m[2])) == (era_of_release("0.33.0").default_block_size,
+                                      era_of_release("0.34.0").default_block_size)
