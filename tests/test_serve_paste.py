@@ -97,13 +97,28 @@ def test_a_flag_of_other_releases_is_reported_with_them_and_skipped_without_kv_e
     d = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "8G", "--max-num-partial-prefills", "2"])
     assert d["outcome"]["starts"] is True
     assert ("--max-num-partial-prefills: not a flag of vllm serve 0.34.0: removed after 0.18.0 (in the flag lists "
-            "of 0.18.0; kvplan has the lists of 0.18.0, 0.33.0, 0.34.0); it does not change the KV cache, so the "
+            "of 0.11.0 to 0.18.0; kvplan has the lists of 0.11.0, 0.18.0, 0.33.0, 0.34.0); it does not change the KV cache, so the "
             "line is read without it") in d["warnings"]
     # a removed flag that would change the KV cache stays refused, naming the releases that have it
     with pytest.raises(OptionError) as e:
         kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "8G", "--override-attention-dtype", "float16"])
     assert e.value.message == ("--override-attention-dtype: not a flag of vllm serve 0.34.0; removed after 0.18.0 "
-                               "(in the flag lists of 0.18.0; kvplan has the lists of 0.18.0, 0.33.0, 0.34.0)")
+                               "(in the flag lists of 0.11.0 to 0.18.0; kvplan has the lists of 0.11.0, 0.18.0, 0.33.0, 0.34.0)")
+
+
+def test_flags_that_only_old_releases_had_are_read_with_the_0_11_list():
+    # the issue's lines: --swap-space and --task are in vLLM 0.11.0's generated list (its make_arg_parser),
+    # in none of 0.18.0's, 0.33.0's or 0.34.0's. --swap-space sizes CPU swap space (0.11.0 config/cache.py
+    # l.51-52, 212): skipped with a warning; --task generate is generation as without the flag
+    d = kvplan.vllm_serve(["meta-llama/Meta-Llama-3.1-8B", "--swap-space", "16", "--task=generate",
+                           "--kv-cache-memory-bytes", "40G"])
+    assert d["outcome"]["starts"] is True and d["memory"]["num_blocks"] == 5120  # golden llama-3.1-8b 0.34.0
+    assert [w.split(":")[0] for w in d["warnings"] if "removed after 0.11.0" in w] == ["--swap-space", "--task"]
+    # --task embed makes a pooling model (0.11.0 config/model.py l.460-473): refused, naming the release
+    with pytest.raises(OptionError) as e:
+        kvplan.vllm_serve(["meta-llama/Meta-Llama-3.1-8B", "--task", "embed", "--kv-cache-memory-bytes", "40G"])
+    assert e.value.message == ("--task: not a flag of vllm serve 0.34.0; removed after 0.11.0 (in the flag lists of "
+                               "0.11.0; kvplan has the lists of 0.11.0, 0.18.0, 0.33.0, 0.34.0)")
 
 
 def test_an_unknown_flag_gets_no_far_fetched_suggestion():

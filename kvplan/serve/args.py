@@ -281,7 +281,13 @@ def _other_release_flag(option: str, eq: str, args: list[str], i: int, table: Fl
     if other is None:
         return None
     flag, releases = other
-    if fx.effect_of(flag.dest, flag.group) not in (fx.NO_EFFECT, fx.ESTIMATE):
+    effect = fx.effect_of(flag.dest, flag.group)
+    if effect == fx.REFUSED and flag.takes_value and flag.nargs is None:
+        # a refused flag given the value that leaves the KV cache as without it (--task generate)
+        value = args[i].partition("=")[2] if eq else (args[i + 1] if i + 1 < len(args) else "")
+        if not fx.is_default(flag.dest, value):
+            return None
+    elif effect not in (fx.NO_EFFECT, fx.ESTIMATE):
         return None
     j = i + 1
     if flag.takes_value and not eq:

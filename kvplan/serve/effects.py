@@ -74,6 +74,13 @@ HANDLED: dict[str, str] = {
 # Flags that would change the KV cache (or what kvplan can read of the model) and are not
 # modelled. Value lists in UNLESS leave the cache as the default does.
 REFUSED_WHY: dict[str, str] = {
+    # vLLM 0.11.0 config/model.py l.103-104, 460-473: the deprecated --task turns a model into a pooling
+    # model (embed, classify, reward, score), whose runner kvplan does not model
+    "task": "runs the model as a pooling model (the deprecated --task of releases up to 0.11)",
+    # 0.11.0 config/model.py: rope_scaling enters the derived max_model_len (get_rope / _get_and_verify_max_len)
+    "rope_scaling": "changes the derived max_model_len (the --rope-scaling of releases up to 0.11)",
+    # 0.11.0 config/scheduler.py: slots reserved per request beyond the tokens it holds
+    "num_lookahead_slots": "reserves lookahead slots per request (releases up to 0.11)",
     "prefill_context_parallel_size": "prefill context parallelism shards each request's KV over ranks",
     "cp_kv_cache_interleave_size": "interleaves KV tokens over context-parallel ranks",
     "dcp_kv_cache_interleave_size": "interleaves KV tokens over decode-context-parallel ranks",
@@ -100,6 +107,8 @@ REFUSED_WHY: dict[str, str] = {
         "override_attention_dtype": "changes the attention dtype (0.18 and earlier)",
 }
 UNLESS: dict[str, tuple] = {
+    "task": ("auto", "generate", "none"),  # generation, as without the flag
+    "num_lookahead_slots": ("0",),
     "prefill_context_parallel_size": ("1",),
     "cp_kv_cache_interleave_size": ("1",),
     "dcp_kv_cache_interleave_size": ("1",),
@@ -123,6 +132,11 @@ UNLESS: dict[str, tuple] = {
 ESTIMATE_WHY: dict[str, str] = {
     "compilation_config": "CUDA-graph capture sizes and mode",
     "cudagraph_capture_sizes": "CUDA-graph capture sizes",
+    "cuda_graph_sizes": "CUDA-graph capture sizes",  # 0.11.0's SchedulerConfig spelling
+    # LoRA and expert-parallel flags of 0.11.0's list (LoRAConfig, ParallelConfig there)
+    "enable_lora_bias": "LoRA adapter weights",
+    "lora_extra_vocab_size": "LoRA adapter weights",
+    "num_redundant_experts": "redundant experts (weights per GPU)",
     "max_cudagraph_capture_size": "CUDA-graph capture sizes",
     "optimization_level": "compilation and CUDA-graph level",
     "enable_lora": "LoRA adapter weights and buffers",
@@ -169,6 +183,13 @@ NO_EFFECT_GROUPS = frozenset({
 # Flags of other groups with no effect on the KV cache (scheduling policy, topology, tokenizer,
 # sampling, multimodal preprocessing, prefix-cache hashing, ...).
 NO_EFFECT_DESTS = frozenset({
+    # CacheConfig.swap_space (vLLM 0.11.0 config/cache.py l.51-52, 152, 212): CPU swap space per GPU, in
+    # host memory; the GPU KV cache is sized without it (the flag is gone after 0.11)
+    "swap_space",
+    # other flags of 0.11.0's list without a KV-cache effect: multimodal preprocessing and encoder placement,
+    # EPLB statistics and stepping, logits processors, the pooler, RoPE's base frequency (positions only)
+    "disable_mm_preprocessor_cache", "enable_multimodal_encoder_data_parallel", "eplb_log_balancedness",
+    "eplb_step_interval", "eplb_window_size", "logits_processor_pattern", "override_pooler_config", "rope_theta",
     # options of make_arg_parser
     "aggregate_engine_logging", "api_server_count", "disable_log_stats", "enable_log_requests",
     "fail_on_environ_validation", "grpc", "headless", "headless_client_handshake_address", "gdn_prefill_backend",
