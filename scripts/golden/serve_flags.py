@@ -37,7 +37,9 @@ def build_parser():
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:
         from vllm.utils import FlexibleArgumentParser  # releases before the utils split
-    for module in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.cli_args"):
+    # common (0.33+), launchers (0.29-0.32), openai (earlier): where entrypoints/cli/serve.py imports it from
+    for module in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args",
+                   "vllm.entrypoints.openai.cli_args"):
         try:
             mod = __import__(module, fromlist=["make_arg_parser"])
         except ModuleNotFoundError as e:
