@@ -145,7 +145,9 @@ class Era:
     # the engine config each release resolves on the CUDA platform with options unset says V2 for 0.29.0,
     # 0.30.0, 0.31.0, 0.32.0 and 0.33.0 (tests/golden/defaults/). Not modelled: 0.24.0-0.28.0 already pick V2
     # by model (_is_default_v2_model_runner_model; their goldens say V2 for Llama-3.1-8B and Mistral-7B, V1 for
-    # the Nemotron-H hybrids; tests/test_block_size.py V2_BY_MODEL_GAP); 0.19-0.23 not probed; "v2_only"
+    # the Nemotron-H hybrids; tests/test_block_size.py V2_BY_MODEL_GAP). Read in the wheels' config/vllm.py and
+    # envs.py: 0.19.0-0.21.0 V1 (VLLM_USE_V2_MODEL_RUNNER default "0"); 0.22.0/0.22.1 V2 for Qwen3ForCausalLM
+    # (not MoE, not quantized); 0.23.0 and 0.24.0 also LlamaForCausalLM, MistralForCausalLM; "v2_only"
     # from 0.34.0, which removed V1 (platforms/interface.py validate_environ), so P-EAGLE runs on it with async
     # scheduling.
     # Chain: 'v1' from 0.10.1; 'v2' from 0.29.0; 'v2_only' from 0.34.0.
