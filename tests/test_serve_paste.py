@@ -92,23 +92,55 @@ def test_a_budget_below_one_block_is_refused_with_the_unit():
     assert e.value.message == expected
 
 
+# the generated flag lists (kvplan/engines/vllm/serve_flags/), named in "not a flag of" messages
+LISTS = "0.11.0, 0.18.0, 0.24.0, 0.25.1, 0.26.0, 0.27.1, 0.28.0, 0.29.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0, 0.34.0"
+
+
 def test_a_flag_of_other_releases_is_reported_with_them_and_skipped_without_kv_effect():
-    # the generated lists: --max-num-partial-prefills is in 0.18.0's, not in 0.33.0's or 0.34.0's
+    # the generated lists: --max-num-partial-prefills is in 0.18.0's to 0.26.0's, not in 0.27.1's to 0.34.0's
     d = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "8G", "--max-num-partial-prefills", "2"])
     assert d["outcome"]["starts"] is True
-    assert ("--max-num-partial-prefills: not a flag of vllm serve 0.34.0: removed after 0.18.0 (in the flag lists "
-            "of 0.11.0 to 0.18.0; kvplan has the lists of 0.11.0, 0.18.0, 0.33.0, 0.34.0); it does not change the KV cache, so the "
+    assert ("--max-num-partial-prefills: not a flag of vllm serve 0.34.0: removed after 0.26.0 (in the flag lists "
+            f"of 0.11.0 to 0.26.0; kvplan has the lists of {LISTS}); it does not change the KV cache, so the "
             "line is read without it") in d["warnings"]
     # a removed flag that would change the KV cache stays refused, naming the releases that have it
     with pytest.raises(OptionError) as e:
         kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "8G", "--override-attention-dtype", "float16"])
-    assert e.value.message == ("--override-attention-dtype: not a flag of vllm serve 0.34.0; removed after 0.18.0 "
-                               "(in the flag lists of 0.11.0 to 0.18.0; kvplan has the lists of 0.11.0, 0.18.0, 0.33.0, 0.34.0)")
+    assert e.value.message == ("--override-attention-dtype: not a flag of vllm serve 0.34.0; removed after 0.27.1 "
+                               f"(in the flag lists of 0.11.0 to 0.27.1; kvplan has the lists of {LISTS})")
+
+
+def test_flags_of_the_0_24_to_0_32_lists_are_read_under_their_release_and_reported_under_0_34():
+    # --enable-bf16x3-router-gemm (a MoE kernel switch) is in the parsers of 0.26.0 to 0.29.0 only
+    d = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "8G", "--enable-bf16x3-router-gemm"],
+                          policy="vllm==0.29.0")
+    assert d["serve"]["flag_list"]["release"] == "0.29.0" and d["serve"]["flag_list"]["note"] is None
+    assert d["serve"]["flag_list"]["source"].startswith("vllm.entrypoints.launchers.cli_args.make_arg_parser")
+    f = next(f for f in d["serve"]["flags"] if f["flag"] == "--enable-bf16x3-router-gemm")
+    assert (f["dest"], f["effect"], f["value"]) == ("enable_bf16x3_router_gemm", "no effect", True)
+    assert not any("bf16x3" in w for w in d["warnings"])
+    d = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "8G", "--enable-bf16x3-router-gemm"])
+    assert ("--enable-bf16x3-router-gemm: not a flag of vllm serve 0.34.0: removed after 0.29.0 (in the flag "
+            f"lists of 0.26.0 to 0.29.0; kvplan has the lists of {LISTS}); it does not change the KV cache, so "
+            "the line is read without it") in d["warnings"]
+    # --enable-mamba-fine-grained-prefix-cache: 0.30.0 only (vllm/config/cache.py:187); registers
+    # extra Mamba checkpoints, so it is refused unless off, and under 0.34.0 it is not a flag
+    d = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--kv-cache-memory-bytes", "8G",
+                           "--no-enable-mamba-fine-grained-prefix-cache"], policy="vllm==0.30.0")
+    assert d["outcome"]["starts"] is True
+    with pytest.raises(OptionError) as e:
+        kvplan.vllm_serve(["Qwen/Qwen3-8B", "--enable-mamba-fine-grained-prefix-cache"], policy="vllm==0.30.0")
+    assert e.value.message == ("--enable-mamba-fine-grained-prefix-cache: not modelled by kvplan (registers extra "
+                               "Mamba checkpoints at the shared-prefix junction); drop it to simulate without it")
+    with pytest.raises(OptionError) as e:
+        kvplan.vllm_serve(["Qwen/Qwen3-8B", "--enable-mamba-fine-grained-prefix-cache"])
+    assert e.value.message == ("--enable-mamba-fine-grained-prefix-cache: not a flag of vllm serve 0.34.0; removed "
+                               f"after 0.30.0 (in the flag lists of 0.30.0; kvplan has the lists of {LISTS})")
 
 
 def test_flags_that_only_old_releases_had_are_read_with_the_0_11_list():
     # the issue's lines: --swap-space and --task are in vLLM 0.11.0's generated list (its make_arg_parser),
-    # in none of 0.18.0's, 0.33.0's or 0.34.0's. --swap-space sizes CPU swap space (0.11.0 config/cache.py
+    # in none of the later ones. --swap-space sizes CPU swap space (0.11.0 config/cache.py
     # l.51-52, 212): skipped with a warning; --task generate is generation as without the flag
     d = kvplan.vllm_serve(["meta-llama/Meta-Llama-3.1-8B", "--swap-space", "16", "--task=generate",
                            "--kv-cache-memory-bytes", "40G"])
@@ -118,7 +150,7 @@ def test_flags_that_only_old_releases_had_are_read_with_the_0_11_list():
     with pytest.raises(OptionError) as e:
         kvplan.vllm_serve(["meta-llama/Meta-Llama-3.1-8B", "--task", "embed", "--kv-cache-memory-bytes", "40G"])
     assert e.value.message == ("--task: not a flag of vllm serve 0.34.0; removed after 0.11.0 (in the flag lists of "
-                               "0.11.0; kvplan has the lists of 0.11.0, 0.18.0, 0.33.0, 0.34.0)")
+                               f"0.11.0; kvplan has the lists of {LISTS})")
 
 
 def test_an_unknown_flag_gets_no_far_fetched_suggestion():

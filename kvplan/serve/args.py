@@ -375,8 +375,13 @@ def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, bas
                                       "(argparse refuses it); write e.g. '{\"key\": 3}'") from None
         if flag.choices is not None:
             for v in value if isinstance(value, list) else [value]:
-                if v is not None and str(v) not in flag.choices:
-                    raise OptionError(f"{option}: {v!r} is not one of {', '.join(flag.choices)} "
-                                      f"(vllm serve {table.release})")
+                if v is None or str(v) in flag.choices:
+                    continue
+                if table.release != table.requested:  # a neighbour's list: its choices are not the release's
+                    warnings.append(f"{option}: {v!r} is not one of the choices of vllm serve {table.release} "
+                                    f"(the nearest list kvplan has for {table.requested}); read as given")
+                    continue
+                raise OptionError(f"{option}: {v!r} is not one of {', '.join(flag.choices)} "
+                                  f"(vllm serve {table.release})")
         given.append(Given(option, flag, value, origin))
     return ParsedServe(model, tuple(given), config_file, tuple(warnings))

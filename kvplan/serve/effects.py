@@ -91,6 +91,9 @@ REFUSED_WHY: dict[str, str] = {
     "use_replayssm": "adds ReplaySSM history buffers to the Mamba state",
     "replayssm_buffer_len": "sizes the ReplaySSM history buffers",
     "enable_mamba_shared_prefix_checkpoint": "registers extra Mamba checkpoints",
+    # 0.30.0 only (vllm/config/cache.py:187, v1/core/kv_cache_manager.py:189): an extra Mamba "align"
+    # checkpoint at the shared-prefix junction
+    "enable_mamba_fine_grained_prefix_cache": "registers extra Mamba checkpoints at the shared-prefix junction",
     "swa_bounded_replay": "keeps sliding-window KV out of prefix caching (DeepSeek-V4.1)",
     "kv_sharing_fast_prefill": "changes how KV-sharing layers prefill (YOCO models)",
     "hf_config_path": "reads the model config from another repository",
@@ -104,7 +107,7 @@ REFUSED_WHY: dict[str, str] = {
     "diffusion_config": "diffusion language models",
     "engram_config": "n-gram embedding storage",
     "performance_mode": "'throughput'/'interactivity' change max_num_batched_tokens and max_num_seqs defaults",
-        "override_attention_dtype": "changes the attention dtype (0.18 and earlier)",
+        "override_attention_dtype": "changes the attention dtype (up to 0.27)",
 }
 UNLESS: dict[str, tuple] = {
     "task": ("auto", "generate", "none"),  # generation, as without the flag
@@ -118,6 +121,7 @@ UNLESS: dict[str, tuple] = {
     "use_replayssm": (False,),
     "replayssm_buffer_len": ("16",),  # only read with --use-replayssm
     "enable_mamba_shared_prefix_checkpoint": (False,),
+    "enable_mamba_fine_grained_prefix_cache": (False,),
     "swa_bounded_replay": (True,),
     "kv_sharing_fast_prefill": (False,),
     "config_format": ("auto", "hf"),

@@ -1096,26 +1096,37 @@ def _block_size_decision(case: dict, _cfg=None) -> dict:
                 sel = AttentionSelectorConfig(head_size=mc.get_head_size(), dtype=mc.dtype,
                                               kv_cache_dtype=cache.cache_dtype, block_size=case.get("args", {}).get("block_size"),
                                               has_sink=bool(case.get("has_sink")))
-                valid, invalid = C.CudaPlatform.get_valid_backends(cap, sel)
-                best = min(valid, key=lambda c: c.priority)
-                out["attention_backend"] = best.backend.name
-                out["valid_backends"] = [c.backend.name for c in valid]
-                out["invalid_backends"] = {b.name: r for b, (_, r) in invalid.items()}
-                backend_cls = best.backend_class
-                P = C.CudaPlatform
-                # (_find_non_ssm_backend, one backend, before 0.31)
-                answers = {"_find_non_ssm_backends": [backend_cls], "_find_non_ssm_backend": backend_cls}
-                found = {n: P.__dict__.get(n) for n in answers}
-                for n, v in answers.items():
-                    setattr(P, n, classmethod(lambda cls, vc, _v=v: _v))
+                # the selector and update_block_size_for_backend run under the engine's config, as in the
+                # worker (0.24.0's FlashAttention kernel block sizes read get_current_vllm_config())
                 try:
-                    P.update_block_size_for_backend(cfg)
+                    from vllm.config import set_current_vllm_config
+                except ImportError:
+                    set_current_vllm_config = None
+                current = set_current_vllm_config(cfg) if set_current_vllm_config else contextlib.nullcontext()
+                current.__enter__()
+                try:
+                    valid, invalid = C.CudaPlatform.get_valid_backends(cap, sel)
+                    best = min(valid, key=lambda c: c.priority)
+                    out["attention_backend"] = best.backend.name
+                    out["valid_backends"] = [c.backend.name for c in valid]
+                    out["invalid_backends"] = {b.name: r for b, (_, r) in invalid.items()}
+                    backend_cls = best.backend_class
+                    P = C.CudaPlatform
+                    # (_find_non_ssm_backend, one backend, before 0.31)
+                    answers = {"_find_non_ssm_backends": [backend_cls], "_find_non_ssm_backend": backend_cls}
+                    found = {n: P.__dict__.get(n) for n in answers}
+                    for n, v in answers.items():
+                        setattr(P, n, classmethod(lambda cls, vc, _v=v: _v))
+                    try:
+                        P.update_block_size_for_backend(cfg)
+                    finally:
+                        for n, f in found.items():
+                            if f is not None:
+                                setattr(P, n, f)
+                            else:
+                                delattr(P, n)
                 finally:
-                    for n, f in found.items():
-                        if f is not None:
-                            setattr(P, n, f)
-                        else:
-                            delattr(P, n)
+                    current.__exit__(None, None, None)
                 out["block_size"] = cache.block_size
                 out["mamba_block_size"] = getattr(cache, "mamba_block_size", None)
                 out["mamba_page_size_padded"] = getattr(cache, "mamba_page_size_padded", None)

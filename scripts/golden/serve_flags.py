@@ -16,6 +16,12 @@ Modules the parser's import chain needs but the CPU venvs lack (fastapi, uvloop,
 openai-harmony) are taken from ``--extra-path``: a ``pip install --target DIR`` folder, searched
 after the venv's own packages (the lists of 0.18.0, 0.33.0 and 0.34.0 were made with
 ``pip install --target DIR "fastapi>=0.133,<0.137" uvloop openai-harmony``).
+
+In the shared release environment (``scripts/golden/release_env.sh``; its base venv has those modules)::
+
+    PYTHONPATH=.golden-venvs/rel-src/0.28.0 .golden-venvs/rel-base5/bin/python scripts/golden/serve_flags.py
+
+made the lists of 0.24.0, 0.25.1, 0.26.0, 0.27.1, 0.28.0 and 0.29.0-0.32.0.
 """
 
 from __future__ import annotations
@@ -37,7 +43,9 @@ def build_parser():
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:
         from vllm.utils import FlexibleArgumentParser  # releases before the utils split
-    for module in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.cli_args"):
+    # common (0.33+), launchers (0.29-0.32), openai (earlier): where entrypoints/cli/serve.py imports it from
+    for module in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args",
+                   "vllm.entrypoints.openai.cli_args"):
         try:
             mod = __import__(module, fromlist=["make_arg_parser"])
         except ModuleNotFoundError as e:

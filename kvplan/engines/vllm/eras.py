@@ -40,7 +40,7 @@ class Era:
     # Chain: 'none' from 0.10.1; 'raise' from 0.12.0; 'pad' from 0.24.0.
     page_mismatch: str
     # Prefix caching default for hybrid Mamba/GDN models (True: on, "align" mode).
-    # Chain: False from 0.10.1; True from 0.26.0.
+    # Chain: False from 0.10.1; True from 0.28.0.
     hybrid_prefix_caching_default: bool
     # GDN (Qwen gated delta net) 64-token block alignment in "align" mode.
     # Chain: 0 from 0.10.1; 64 from 0.33.0.
@@ -143,7 +143,11 @@ class Era:
     # The model runner a release picks when nothing forces one (VLLM_USE_V2_MODEL_RUNNER unset):
     # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" (VllmConfig.use_v2_model_runner) from 0.29.0:
     # the engine config each release resolves on the CUDA platform with options unset says V2 for 0.29.0,
-    # 0.30.0, 0.31.0, 0.32.0 and 0.33.0 (tests/golden/defaults/; releases before 0.29 not probed); "v2_only"
+    # 0.30.0, 0.31.0, 0.32.0 and 0.33.0 (tests/golden/defaults/). Not modelled: 0.24.0-0.28.0 already pick V2
+    # by model (_is_default_v2_model_runner_model; their goldens say V2 for Llama-3.1-8B and Mistral-7B, V1 for
+    # the Nemotron-H hybrids; tests/test_block_size.py V2_BY_MODEL_GAP). Read in the wheels' config/vllm.py and
+    # envs.py: 0.19.0-0.21.0 V1 (VLLM_USE_V2_MODEL_RUNNER default "0"); 0.22.0/0.22.1 V2 for Qwen3ForCausalLM
+    # (not MoE, not quantized); 0.23.0 and 0.24.0 also LlamaForCausalLM, MistralForCausalLM; "v2_only"
     # from 0.34.0, which removed V1 (platforms/interface.py validate_environ), so P-EAGLE runs on it with async
     # scheduling.
     # Chain: 'v1' from 0.10.1; 'v2' from 0.29.0; 'v2_only' from 0.34.0.
@@ -281,13 +285,19 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.24", "0.24.0", "page sizes that do not divide are padded to the largest (no NotImplementedError)",
      dict(page_mismatch="pad")),
     ("vllm-0.26", "0.26.0",
-     "async scheduling: sliding/chunked layers reserve max_concurrent_batches x max_num_batched_tokens; hybrid "
-     "models get prefix caching (Mamba align mode) by default; a smaller Mamba page is padded to the largest",
-     dict(in_flight_batches=True, hybrid_prefix_caching_default=True, mamba_page_pad=True)),
+     "async scheduling: sliding/chunked layers reserve max_concurrent_batches x max_num_batched_tokens; "
+     "a smaller Mamba page is padded to the largest",
+     dict(in_flight_batches=True, mamba_page_pad=True)),
+    # hybrid prefix caching by default from 0.28.0: ModelConfig.is_prefix_caching_supported answers True for
+    # attn_type "hybrid" (0.28.0 vllm/config/model.py:2072; False "since the feature is still experimental" up
+    # to 0.25.1), and 0.26.0-0.27.1's EngineArgs keep it opt-in (arg_utils.py:2518 in 0.26.0: "Hybrid models
+    # support prefix caching but keep it opt-in for now"); tests/golden/defaults/0.24.0-0.28.0
     ("vllm-0.28", "0.28.0",
-     "with prefix caching the Mamba cache mode defaults to align (no longer all); the engine core logs the "
-     "capacity on one line; >= 160 GiB batch tier in get_batch_defaults",
-     dict(mamba_cache_mode_rule="reconcile_align", capacity_log="one_line", large_batch_tier=True)),
+     "hybrid models get prefix caching (Mamba align mode) by default; with prefix caching the Mamba cache mode "
+     "defaults to align (no longer all); the engine core logs the capacity on one line; >= 160 GiB batch tier "
+     "in get_batch_defaults",
+     dict(mamba_cache_mode_rule="reconcile_align", capacity_log="one_line", large_batch_tier=True,
+          hybrid_prefix_caching_default=True)),
     ("vllm-0.29", "0.29.0",
      "the null block is kept out of the admission check and auto-fit; one backing buffer per worker (LBNHC "
      "records, resolve_kv_cache_layout); Mamba2/GDN align mode reserves a prefill checkpoint block",

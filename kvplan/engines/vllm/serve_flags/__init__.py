@@ -6,8 +6,8 @@ registered, the negative spellings of boolean flags, ``dest``, ``nargs``, ``choi
 argument group). Nothing here is written by hand: what kvplan does with each flag lives in
 ``kvplan.serve.effects``.
 
-A release without a generated list uses the nearest one (by position in the release
-registry, the older on a tie); ``FlagTable.note`` says so.
+A release without a generated list uses one of its minor (0.27.0 reads 0.27.1's), else the nearest
+one (by position in the release registry, the older on a tie); ``FlagTable.note`` says so.
 """
 
 from __future__ import annotations
@@ -96,13 +96,18 @@ def generated_releases() -> tuple[str, ...]:
 
 
 def nearest_generated(release: str) -> str:
-    """The generated list for ``release``: its own, else the nearest release in the registry
-    (the older one on a tie); a release outside the registry uses the nearest by version."""
+    """The generated list for ``release``: its own, else the nearest of its minor's, else the nearest
+    release in the registry (the older one on a tie); a release outside the registry uses the nearest
+    older by version."""
     from kvplan.engines.vllm.releases import VERSIONS, version_key
 
     have = generated_releases()
     if release in have:
         return release
+    # a list of the same minor first: patch releases keep their minor's parser (0.27.0's dumped
+    # flags equal 0.27.1's, 15 option strings differ from 0.26.0's)
+    minor = version_key(release)[:2]
+    have = tuple(v for v in have if version_key(v)[:2] == minor) or have
     order = list(VERSIONS)
     if release in order:
         pos = order.index(release)
