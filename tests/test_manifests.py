@@ -57,6 +57,10 @@ def test_vllm_file_runs_the_container_under_its_images_release():
     assert d["serve"]["manifest"].endswith("compose-gpt-oss-issue-35991.yaml:11")
     assert d["model"]["id"] == "openai/gpt-oss-20b" and d["scheduler"]["max_model_len"] == 4096
     assert d["outcome"]["starts"] is True
+    # 0.10.1 has no generated flag list: the nearest is 0.11.0's, whose --reasoning-parser choices name the
+    # gpt-oss parser openai_gptoss; a neighbour's choices do not refuse the release's own value, they warn
+    assert ("--reasoning-parser: 'GptOss' is not one of the choices of vllm serve 0.11.0 (the nearest list kvplan "
+            "has for 0.10.1); read as given") in d["warnings"]
     d = kvplan.vllm_serve(file=DATA / "production-stack-values-04-multiple-models.yaml", container="llama3",
                           gpu="H100-80GB")
     assert d["inputs"]["options"]["enable_prefix_caching"]["value"] is False  # the chart's --no-enable-prefix-caching
