@@ -342,6 +342,7 @@ def build(item: dict, a2mt: dict) -> dict:
             rec["reason"] = how
             return rec
     stage = "ModelConfig"
+    d = None
     try:
         d = tempfile.mkdtemp(prefix="arch_")
         with open(os.path.join(d, "config.json"), "w") as f:
@@ -391,7 +392,9 @@ def build(item: dict, a2mt: dict) -> dict:
         if isinstance(e, KeyboardInterrupt):
             raise
         where = _where(e.__traceback__)
-        rec["reason"] = f"{stage}: {_one_line(e)}" + (f" [{where}]" if where else "")
+        # the config's temporary directory named as a role, so a re-run writes the same golden
+        text = _one_line(e).replace(d, "<config dir>") if d else _one_line(e)
+        rec["reason"] = f"{stage}: {text}" + (f" [{where}]" if where else "")
     return rec
 
 
