@@ -41,7 +41,8 @@ def row(case: dict) -> dict:
     got = logged(case)
     ours = {"weights_gib": b["weights_bytes"] / GIB, "kv_gib": b["kv_cache_memory_bytes"] / GIB}
     err = {k: (None if got[k] in (None, 0) else ours[k] / got[k] - 1) for k in ours}
-    return {"case": case, "logged": got, "kvplan": ours, "error": err}
+    basis = next(t["basis"] for t in b["profile_terms"] if t["term"] == "weights")
+    return {"case": case, "logged": got, "kvplan": ours, "error": err, "weights_basis": basis}
 
 
 def _f(x) -> str:
@@ -60,17 +61,18 @@ def render(rows: list[dict]) -> str:
         "`tests/test_budget_validation.py`). Per case: what vLLM logged (`Model loading took`,",
         "`Available KV cache memory`), kvplan's estimate for the same deployment (GiB per GPU), and the",
         "relative error. Bounded rows must stay within 2 % (weights) and 5 % (KV budget); the others",
-        "say why kvplan does not model them yet.",
+        "say why kvplan does not model them yet. 'weights from': the checkpoint's own metadata",
+        "(kvplan/budget/checkpoint_metadata.json) or kvplan's formula estimate from the config.",
         "",
-        "| case | deployment | weights logged | kvplan | error | KV logged | kvplan | error | bounded |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| case | deployment | weights logged | kvplan | weights from | error | KV logged | kvplan | error | bounded |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         c = r["case"]
         url = c["source"].split()[0]
         name = f"[{c['id']}]({url})" if url.startswith("https://") else c["id"]
         lines.append(f"| {name} | {c['deployment']} | {_f(r['logged']['weights_gib'])} | "
-                     f"{_f(r['kvplan']['weights_gib'])} | {_pct(r['error']['weights_gib'])} | "
+                     f"{_f(r['kvplan']['weights_gib'])} | {r['weights_basis']} | {_pct(r['error']['weights_gib'])} | "
                      f"{_f(r['logged']['kv_gib'])} | {_f(r['kvplan']['kv_gib'])} | {_pct(r['error']['kv_gib'])} | "
                      f"{'yes' if c['bounded'] else 'no: ' + c['why_not']} |")
     lines += ["", "Sources:", ""]

@@ -60,3 +60,42 @@ def test_the_cuda_graph_estimate_is_in_the_profile_from_0_20_0():
         with_graphs, without = kv_budget(layout, era, **kw), kv_budget(layout, off, **kw)
         assert with_graphs["cudagraph_bytes"] == pool
         assert without["kv_cache_memory_bytes"] - with_graphs["kv_cache_memory_bytes"] == pool
+
+
+def test_the_profile_terms_carry_their_basis_and_source():
+    """Every non-KV term of the profile, with how sure it is: gemma-4-26B-A4B at vLLM 0.19.0 on an A100 (the
+    myoceane row): weights by kvplan's formula (no bundled index), activation and non-torch memory estimated,
+    no CUDA-graph term before 0.20.0 (tests above), and the multimodal encoder's profile not estimated. The
+    terms are the stage's figures: requested − their sum = the KV budget."""
+    from kvplan.api import simulate
+
+    b = simulate("google/gemma-4-26B-A4B", gpu="A100-80GB", policy="vllm==0.19.0", gpu_memory_utilization=0.9,
+                 max_model_len=131072)["budget"]
+    terms = {t["term"]: t for t in b["profile_terms"]}
+    assert [t["term"] for t in b["profile_terms"]] == ["weights", "activation", "non_torch", "cudagraph",
+                                                        "encoder_cache"]
+    assert {k: t["basis"] for k, t in terms.items()} == {
+        "weights": "kvplan's formula estimate", "activation": "kvplan's estimate", "non_torch": "kvplan's estimate",
+        "cudagraph": "not counted", "encoder_cache": "not estimated"}
+    assert "checkpoint_metadata.json" in terms["weights"]["source"] and "0.19.0" in terms["cudagraph"]["source"]
+    assert b["requested_memory_bytes"] - sum(t["bytes"] or 0 for t in b["profile_terms"]) == b["kv_cache_memory_bytes"]
+    assert b["weights_basis"].startswith("kvplan's formula estimate: ")
+    over = simulate("Qwen/Qwen3-8B", gpu="A100-40GB", policy="vllm==0.27.1", activation_memory="1GiB")["budget"]
+    kinds = {t["term"]: t["basis"] for t in over["profile_terms"]}
+    assert kinds["activation"] == "override" and kinds["cudagraph"] == "kvplan's estimate"
+    assert "encoder_cache" not in kinds
+
+
+def test_the_checkpoint_bundle_names_every_catalog_model():
+    """kvplan/budget/checkpoint_metadata.json has an entry per catalog model: genuine metadata with its
+    provenance, or why there is none."""
+    from kvplan.budget.checkpoint_bundle import bundled_entry, bundled_metadata, missing_reason
+    from kvplan.model.catalog import catalog_ids
+
+    for m in catalog_ids():
+        e = bundled_entry(m)
+        assert e is not None, m
+        if bundled_metadata(m):
+            assert {"repo", "commit", "path"} <= set(e["provenance"]), m
+        else:
+            assert "no genuine model.safetensors.index.json found" in missing_reason(m), m

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from kvplan.budget.checkpoint_bundle import compact_form, module_prefix
 from kvplan.budget.checkpoint import (CheckpointError, fetch_checkpoint, fetch_header, parse_header, parse_index,
                                       read_header)
 
@@ -128,6 +129,23 @@ def test_sharded_checkpoint_headers_by_range_requests(server):
     headers = sum(8 + struct.unpack("<Q", FILES[f"/sharded/model-0000{i}-of-00002.safetensors"][:8])[0]
                   for i in (1, 2))
     assert Handler.sent == len(INDEX) + headers
+
+
+def test_compact_form_of_the_fetched_checkpoint(server):
+    """The bundled form (kvplan/budget/checkpoint_bundle.py) of the sharded checkpoint above: bytes per module
+    prefix (layer indices dropped) and dtype, summed over both headers; the figures are the shapes × dtype
+    sizes written beside SHARD1/SHARD2."""
+    ck = fetch_checkpoint(server + "/sharded/")
+    c = compact_form(ck["total_size"], ck["headers"])
+    assert c == {"total_size_bytes": 264_960, "tensor_bytes": 264_960, "bytes_by_module": {
+        "lm_head": {"BF16": 128_000}, "model.embed_tokens": {"BF16": 128_000},
+        "model.layers": {"U8": 4 * 64 * 32 + 4 * 64 * 2}, "model.norm": {"F32": 256}}}
+
+
+def test_module_prefix_drops_layer_indices():
+    assert module_prefix("model.layers.3.mlp.up_proj.weight") == "model.layers"
+    assert module_prefix("model.vision_tower.encoder.layers.26.mlp.fc2.bias") == "model.vision_tower.encoder.layers"
+    assert module_prefix("model.vision_tower.std_bias") == "model.vision_tower"
 
 
 def test_single_file_checkpoint_without_an_index(server):

@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kvplan.budget.inventory import analytic_inventory  # noqa: E402
+from kvplan.budget.inventory import KINDS, analytic_inventory  # noqa: E402
 from kvplan.budget.meta import meta_param_counts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,8 +38,28 @@ def cfg(model_id: str) -> dict:
 def test_analytic_count_equals_meta_device_count(model_id):
     c = cfg(model_id)
     meta = meta_param_counts(c)
-    analytic = analytic_inventory(c).num_params(include_buffers=False)
+    inv = analytic_inventory(c)
+    analytic = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k != "vision"))
     assert analytic == meta["text"], f"{model_id}: analytic {analytic:,} vs meta {meta['text']:,}"
+    vision = inv.num_params(include_buffers=False, kinds=("vision",))
+    assert vision in (0, meta["vision"]), f"{model_id}: analytic vision {vision:,} vs meta {meta['vision']:,}"
+
+
+def test_gemma4_vision_tower_is_counted_as_vllm_loads_it():
+    """vLLM builds Gemma 4's tower with AutoModel.from_config (gemma4_mm.py, 0.22.0 l.960) and its projector as a
+    ReplicatedLinear(1152, 2816) (l.894): transformers' meta-device build counts 572,792,112 parameters for
+    both (569,548,080 tower + 1152·2816 projector); the checkpoint adds the std_bias/std_scale buffers (2·1152).
+    In bf16 that is 1,145,588,832 bytes, whole on each of 2 TP ranks and on both PP stages."""
+    from kvplan.budget.weights import weight_memory
+
+    c = cfg("google/gemma-4-26B-A4B")
+    inv = analytic_inventory(c)
+    assert meta_param_counts(c)["vision"] == inv.num_params(include_buffers=False, kinds=("vision",)) == 572_792_112
+    assert 569_548_080 + 1152 * 2816 == 572_792_112
+    assert inv.num_params(kinds=("vision",)) == 572_792_112 + 2 * 1152
+    for tp, pp in ((2, 1), (1, 2)):
+        mem = weight_memory([inv], "bfloat16", tp=tp, pp=pp)
+        assert all(s.bytes_by_kind["vision"] == 1_145_588_832 for s in mem.stages)
 
 
 def test_meta_counts_vision_towers_apart():

@@ -46,6 +46,7 @@ estimates, labelled as such in every output, each with an override:
 from __future__ import annotations
 
 from kvplan.budget import sizing
+from kvplan.budget.checkpoint_bundle import bundled_metadata
 from kvplan.budget.hardware import get_gpu, gpu_memory
 from kvplan.budget.inventory import analytic_inventory
 from kvplan.budget.load import load_failure, physical_kv_room
@@ -299,6 +300,9 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     def src(over, what):
         return "override" if over is not None else what
 
+    terms = profile_terms(layout, era, T=T, R=R, exact=exact, offload=bool(offload), overrides={
+        "weights": w_over, "activation": a_over, "non_torch": n_over, "cudagraph": c_over}, stage=budget_stage)
+
     out = {
         "gpu": name,
         "gpu_memory_bytes": total,
@@ -344,10 +348,64 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         },
         "max_num_batched_tokens": T,
         "max_num_seqs": R,
+        **{f"{t['term']}_basis": f"{t['basis']}: {t['source']}" if t["basis"] != OVERRIDE else OVERRIDE
+           for t in terms},
+        "profile_terms": terms,
         "formula": sizing.FORMULAS[mode],
         "formula_source": sizing.formula_source(era, mode),
         "warnings": warnings,
     }
+    return out
+
+
+# How sure each term of the profile is: the weights from the checkpoint's own metadata or kvplan's per-tensor
+# formula; kvplan's estimate (a rule of kvplan's, checked against few logs); the user's override; a term the
+# release does not count; a term vLLM counts and kvplan does not estimate. No term is vLLM's own figure: vLLM
+# measures each one on the card ("Model loading took", the profile's peaks).
+KVPLAN_FORMULA, CHECKPOINT_METADATA, KVPLAN_ESTIMATE, OVERRIDE, NOT_COUNTED, NOT_ESTIMATED = (
+    "kvplan's formula estimate", "from checkpoint metadata", "kvplan's estimate", "override", "not counted",
+    "not estimated")
+
+
+def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: dict) -> list:
+    """The non-KV terms of vLLM's profile on the budget's stage, each with its basis (how sure it is) and its
+    source: ``[{"term", "bytes", "basis", "source"}]``. The release's code behind each: ``determine_available_memory``
+    (v1/worker/gpu_worker.py) subtracts the weights ('Model loading took'), the torch peak of ``profile_run`` over
+    the dummy batch, the non-torch memory it measures and, where the release estimates them, the CUDA graphs."""
+    release = getattr(era, "release", "") or era.name
+    mm = isinstance(layout.target.config.get("vision_config"), dict)
+    src = layout.target.source
+    model_id = getattr(src, "model_id", None) if getattr(src, "kind", None) == "catalog" else None
+    weights_src = ("the meta-device count (transformers), by kvplan's per-rank rules" if exact else
+                   "kvplan's per-tensor formula from the config (shapes, dtype, quantization, TP/PP sharding)")
+    weights_src += ("; no checkpoint metadata bundled: the index was not found in the public sources searched "
+                    "(kvplan/budget/checkpoint_metadata.json)" if model_id and bundled_metadata(model_id) is None
+                    else "")
+    if offload:
+        weights_src += ", minus --cpu-offload-gb"
+    counted = subtracts_cudagraph_memory(era)
+    terms = [
+        ("weights", stage["weights_bytes"], overrides["weights"], KVPLAN_FORMULA, weights_src),
+        ("activation", stage["activation_peak_bytes"], overrides["activation"], KVPLAN_ESTIMATE,
+         f"torch peak of vLLM's profile_run: one forward of {T:,} dummy tokens (max_num_batched_tokens), then the "
+         f"sampler over {min(R, T):,} dummy requests (max_num_seqs); kvplan's rule max(T·(4H + W)·a, R·V·8) "
+         "+ 256 MiB (kvplan/budget/estimate.py)"),
+        ("non_torch", stage["non_torch_bytes"], overrides["non_torch"], KVPLAN_ESTIMATE,
+         "memory outside torch's allocator (CUDA context, cuBLAS, NCCL) that vLLM measures at profiling; kvplan's "
+         "0.25 GiB on one GPU, 0.75 GiB when tp·pp > 1"),
+        ("cudagraph", stage["cudagraph_bytes"], overrides["cudagraph"], KVPLAN_ESTIMATE if counted else NOT_COUNTED,
+         (f"vLLM {release} subtracts its CUDA-graph estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, "
+          "gpu_worker.py determine_available_memory); kvplan's pool rule 256 MiB + 8 MiB per layer on the rank")
+         if counted else
+         f"vLLM {release} captures the graphs after sizing the KV cache: they use the 1 − utilization headroom"),
+    ]
+    out = [{"term": t, "bytes": b, "basis": OVERRIDE if over is not None else basis,
+            "source": "override" if over is not None else source} for t, b, over, basis, source in terms]
+    if mm:
+        out.append({"term": "encoder_cache", "bytes": None, "basis": NOT_ESTIMATED,
+                    "source": "multimodal: vLLM's profile_run also encodes the largest dummy images/videos for the "
+                              "encoder cache before the text forward; kvplan's activation covers the text "
+                              "decoder only, so the KV budget may be high by that peak"})
     return out
 
 

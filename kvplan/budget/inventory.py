@@ -13,7 +13,8 @@ Two ways to count, which the tests hold equal on every catalog model transformer
   counts ``parameters()``. Tied embeddings count once, as they do in memory.
 
 What the two do not count, on purpose: vision towers of multimodal checkpoints (the meta
-count reports them apart as ``vision``), and buffers transformers keeps outside
+count reports them apart as ``vision``; the analytic inventory adds, as kind ``vision``, the towers
+of ``VISION_TOWERS`` only: Gemma 4's), and buffers transformers keeps outside
 ``parameters()`` (DeepSeek/MiniMax ``e_score_correction_bias``: the analytic inventory has
 them, flagged ``hf_buffer``, because vLLM loads them as parameters).
 
@@ -32,7 +33,8 @@ from kvplan.model.hfconfig import HFView, build_config_object, text_view
 from kvplan.units import cdiv
 
 # Categories, in report order.
-KINDS = ("embedding", "attention", "mixer", "mlp", "experts", "router", "norm", "mtp", "drafter", "lm_head", "other")
+KINDS = ("embedding", "attention", "mixer", "mlp", "experts", "router", "norm", "mtp", "drafter", "lm_head", "vision",
+         "other")
 
 VOCAB_PADDING = 64  # vLLM's DEFAULT_VOCAB_PADDING_SIZE (vocab_parallel_embedding.py)
 
@@ -55,7 +57,8 @@ class Weight:
     kv_heads: int = 0
     vocab: bool = False
     hf_buffer: bool = False  # a buffer in transformers (not in parameters()), a parameter in vLLM
-    stage: str = "layer"  # "first" (embedding), "last" (final norm, lm_head, drafter, MTP), "layer"
+    stage: str = "layer"  # "first" (embedding), "last" (final norm, lm_head, drafter, MTP), "layer",
+    # "every" (a multimodal tower every pipeline stage builds)
     expert: bool = False  # a FusedMoE tensor [E, ...]: split over the MoE ranks (moe_rank_shape)
 
     @property
@@ -775,6 +778,60 @@ def mimo_v2(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
+def gemma4_vision(v: HFView, text: _Cfg, b: _Builder) -> None:
+    """Gemma 4's vision tower and its projector, as vLLM 0.22.0-0.34.0 builds them
+    (``models/gemma4_mm.py`` Gemma4ForConditionalGeneration.__init__, 0.22.0 l.958-964):
+    ``vision_tower = AutoModel.from_config(config.vision_config)`` — transformers'
+    ``Gemma4VisionModel``, plain ``nn.Linear`` layers, so every TP rank holds it whole and no
+    quantization method converts it — and ``embed_vision`` = Gemma4MultimodalEmbedder, a
+    ``ReplicatedLinear(vision hidden, text hidden)`` (l.894). The modules are built in
+    ``__init__`` with no pipeline-stage test, so every stage holds them.
+
+    Shapes of transformers 5.x ``modeling_gemma4`` (Gemma4VisionModel on the meta device; the test
+    holds the count equal): the patch embedder's ``position_embedding_table [2, P, h]`` and
+    ``input_proj [h, 3·patch²]``; per encoder layer q/k/v/o ``[heads·hd, h]`` (each wrapped as
+    ``.linear``), q/k norms ``[hd]``, a gated MLP (gate/up ``[I, h]``, down ``[h, I]``) and four
+    ``[h]`` norms; with ``standardize`` the ``std_bias``/``std_scale`` buffers ``[h]``, which the
+    checkpoint holds and vLLM loads."""
+    h, n = v.int("hidden_size"), v.int("num_hidden_layers")
+    heads = v.int("num_attention_heads")
+    kv = v.opt_int("num_key_value_heads", minimum=0) or heads
+    hd = v.opt_int("head_dim", minimum=0) or h // heads
+    inter, patch = v.int("intermediate_size"), v.int("patch_size")
+    pos = v.int("position_embedding_size")
+    p = "model.vision_tower"
+
+    def add(name, shape, *, buffer=False):
+        b.add(name, "vision", shape, None, stage="every", hf_buffer=buffer)
+
+    add(f"{p}.patch_embedder.position_embedding_table", (2, pos, h))
+    add(f"{p}.patch_embedder.input_proj.weight", (h, 3 * patch * patch))
+    for i in range(n):
+        q = f"{p}.encoder.layers.{i}"
+        for proj, rows in (("q", heads * hd), ("k", kv * hd), ("v", kv * hd)):
+            add(f"{q}.self_attn.{proj}_proj.linear.weight", (rows, h))
+        add(f"{q}.self_attn.o_proj.linear.weight", (h, heads * hd))
+        add(f"{q}.self_attn.q_norm.weight", (hd,))
+        add(f"{q}.self_attn.k_norm.weight", (hd,))
+        for proj in ("gate", "up"):
+            add(f"{q}.mlp.{proj}_proj.linear.weight", (inter, h))
+        add(f"{q}.mlp.down_proj.linear.weight", (h, inter))
+        for nm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                   "post_feedforward_layernorm"):
+            add(f"{q}.{nm}.weight", (h,))
+    if v.get("standardize", False):
+        add(f"{p}.std_bias", (h,), buffer=True)
+        add(f"{p}.std_scale", (h,), buffer=True)
+    add("model.embed_vision.embedding_projection.weight", (text.int("hidden_size"), h))
+
+
+# Multimodal checkpoints whose vision tower kvplan counts (by the served architecture), and the note.
+VISION_TOWERS = {"Gemma4ForConditionalGeneration": gemma4_vision}
+VISION_NOTES = {"Gemma4ForConditionalGeneration": (
+    "vision tower and projector counted (kvplan's formula of transformers' Gemma4VisionModel, which vLLM "
+    "builds with AutoModel.from_config: whole on every rank, never quantized; gemma4_mm.py)")}
+
+
 def _family(config: dict) -> Family:
     """The model layer's family record for ``config``, when kvplan counts its weights."""
     archs = config.get("architectures") or [""]
@@ -804,7 +861,13 @@ def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "
             WEIGHT_RULES.get(family.mtp_weights, "mtp_weights")(cfg, b, count)
             notes.append("MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)")
     if cfg.raw is not config:
-        notes.append("text decoder only: the vision tower of this multimodal checkpoint is not counted")
+        tower = VISION_TOWERS.get((config.get("architectures") or [""])[0])
+        vision = config.get("vision_config")
+        if tower is not None and isinstance(vision, dict):
+            tower(HFView(vision, None, path=path, prefix="vision_config."), cfg, b)
+            notes.append(VISION_NOTES[(config.get("architectures") or [""])[0]])
+        else:
+            notes.append("text decoder only: the vision tower of this multimodal checkpoint is not counted")
     n = cfg.opt_int("num_hidden_layers", minimum=0) or len(str(cfg.get("hybrid_override_pattern", "")))
     return Inventory(family.key, cfg.text_model_type, tuple(b.weights), n, cfg.tie(), tuple(notes))
 

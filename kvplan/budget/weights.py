@@ -112,6 +112,8 @@ def _stage_of(w: Weight, bounds: list[tuple[int, int]], tied: bool) -> list[int]
         if tied and pp > 1 and w.kind == "embedding" and w.name.endswith("embed_tokens.weight"):
             stages.append(pp - 1)  # the last stage's lm_head is a copy of the tied embedding
         return stages
+    if w.stage == "every":
+        return list(range(pp))
     if w.stage == "last" or w.layer is None:
         return [pp - 1]
     for s, (a, z) in enumerate(bounds):
@@ -200,7 +202,7 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
             "(vLLM fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size)",))
     if exact_params:
         counts = meta_param_counts(target.config, path=path)
-        analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k != "mtp"))
+        analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k not in ("mtp", "vision")))
         note = (f"meta-device count (transformers): {counts['text']:,} text parameters"
                 + (f" + {counts['vision']:,} vision" if counts["vision"] else "")
                 + ("; agrees with the analytic count" if counts["text"] == analytic_text
