@@ -17,6 +17,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from kvplan.budget.checkpoint import CheckpointError, parse_index, read_header
+
 _FILE = Path(__file__).with_name("checkpoint_metadata.json")
 _LAYER = re.compile(r"\.\d+(\.|$)")
 
@@ -67,3 +69,51 @@ def compact_form(total_size: int | None, headers) -> dict:
     return {"total_size_bytes": total_size if total_size is not None else tensor_bytes,
             "tensor_bytes": tensor_bytes,
             "bytes_by_module": {k: dict(sorted(v.items())) for k, v in sorted(by.items())}}
+
+
+def local_metadata(config_path) -> dict | None:
+    """The compact form of the checkpoint beside a local ``config.json`` (a model directory or a Hugging Face
+    cache snapshot): the index and every shard's header, read from disk (no weights, no network). None when the
+    directory holds no safetensors; the index alone (shards absent) gives ``total_size_bytes`` only."""
+    d = Path(config_path).parent
+    index = d / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            doc = json.loads(index.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise CheckpointError(f"{index}: not a readable JSON index ({e.__class__.__name__}: {e})") from None
+        total, weight_map = parse_index(doc, str(index))
+        files = sorted(set(weight_map.values()))
+    elif (d / "model.safetensors").is_file():
+        total, files = None, ["model.safetensors"]
+    else:
+        return None
+    present = all((d / f).is_file() for f in files)
+    if not present and total is None:
+        return None
+    form = compact_form(total, [read_header(d / f) for f in files] if present else [])
+    if not present:
+        form.pop("tensor_bytes")
+        form.pop("bytes_by_module")
+    form["provenance"] = {"local": str(d), "files": ["model.safetensors.index.json"] * index.is_file()
+                          + (files if present else [])}
+    return form
+
+
+def checkpoint_metadata(source) -> tuple[dict | None, str]:
+    """``(metadata, where)`` for a model source (``kvplan.model.source.ModelSource``): the local checkpoint's own
+    index and headers for a local directory or cache snapshot, the bundled entry for a catalog model; else None
+    and why."""
+    kind = getattr(source, "kind", None)
+    if kind in ("local", "hf-cache"):
+        meta = local_metadata(source.path)
+        return (meta, f"the local checkpoint {Path(source.path).parent}") if meta else (
+            None, "no safetensors index or file beside the local config.json")
+    model_id = getattr(source, "model_id", None)
+    if kind == "catalog" and model_id:
+        meta = bundled_metadata(model_id)
+        if meta:
+            p = meta["provenance"]
+            return meta, f"{p['repo']}@{p['commit'][:8]} {p['path']}"
+        return None, "none bundled: " + missing_reason(model_id)
+    return None, "none read (a downloaded config: the index and headers are not fetched yet)"

@@ -46,11 +46,10 @@ estimates, labelled as such in every output, each with an override:
 from __future__ import annotations
 
 from kvplan.budget import sizing
-from kvplan.budget.checkpoint_bundle import bundled_metadata
 from kvplan.budget.hardware import get_gpu, gpu_memory
 from kvplan.budget.inventory import analytic_inventory
 from kvplan.budget.load import load_failure, physical_kv_room
-from kvplan.budget.weights import layout_weight_memory, mxfp4_padding_for
+from kvplan.budget.weights import CHECKPOINT_METADATA, layout_weight_memory, mxfp4_padding_for
 from kvplan.errors import OptionError
 from kvplan.model.layout import get_pp_indices
 from kvplan.model.limits import text_config
@@ -294,14 +293,15 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         warnings += _extensible_warnings(budget_stage, total=total, util=util, util_given=gpu_memory_utilization,
                                          startup=startup, kv_transfer_config=kv_transfer_config,
                                          mode_default=enable_extensible_kv_cache is None)
-    if weights is not None:
+    if weights is not None and weights.basis != CHECKPOINT_METADATA:  # the metadata counts the tower
         warnings += [n for n in weights.notes if n.startswith("text decoder only")]
 
     def src(over, what):
         return "override" if over is not None else what
 
     terms = profile_terms(layout, era, T=T, R=R, exact=exact, offload=bool(offload), overrides={
-        "weights": w_over, "activation": a_over, "non_torch": n_over, "cudagraph": c_over}, stage=budget_stage)
+        "weights": w_over, "activation": a_over, "non_torch": n_over, "cudagraph": c_over}, stage=budget_stage,
+        weights=weights)
 
     out = {
         "gpu": name,
@@ -315,7 +315,9 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,
         "weights_bytes": budget_stage["weights_bytes"],
-        "weights_source": src(w_over, ("meta-device count" if exact else "analytic count from the config")
+        "weights_source": src(w_over, ("checkpoint metadata" if weights is not None and weights.basis ==
+                                       CHECKPOINT_METADATA else "meta-device count" if exact
+                                       else "analytic count from the config")
                               + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if offload else "")),
         "activation_peak_bytes": budget_stage["activation_peak_bytes"],
         "activation_source": src(a_over, "estimate"),
@@ -362,30 +364,31 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
 # formula; kvplan's estimate (a rule of kvplan's, checked against few logs); the user's override; a term the
 # release does not count; a term vLLM counts and kvplan does not estimate. No term is vLLM's own figure: vLLM
 # measures each one on the card ("Model loading took", the profile's peaks).
-KVPLAN_FORMULA, CHECKPOINT_METADATA, KVPLAN_ESTIMATE, OVERRIDE, NOT_COUNTED, NOT_ESTIMATED = (
-    "kvplan's formula estimate", "from checkpoint metadata", "kvplan's estimate", "override", "not counted",
-    "not estimated")
+KVPLAN_FORMULA, KVPLAN_ESTIMATE, OVERRIDE, NOT_COUNTED, NOT_ESTIMATED = (
+    "kvplan's formula estimate", "kvplan's estimate", "override", "not counted", "not estimated")
 
 
-def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: dict) -> list:
+def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: dict,
+                  weights=None) -> list:
     """The non-KV terms of vLLM's profile on the budget's stage, each with its basis (how sure it is) and its
     source: ``[{"term", "bytes", "basis", "source"}]``. The release's code behind each: ``determine_available_memory``
     (v1/worker/gpu_worker.py) subtracts the weights ('Model loading took'), the torch peak of ``profile_run`` over
     the dummy batch, the non-torch memory it measures and, where the release estimates them, the CUDA graphs."""
     release = getattr(era, "release", "") or era.name
     mm = isinstance(layout.target.config.get("vision_config"), dict)
-    src = layout.target.source
-    model_id = getattr(src, "model_id", None) if getattr(src, "kind", None) == "catalog" else None
-    weights_src = ("the meta-device count (transformers), by kvplan's per-rank rules" if exact else
-                   "kvplan's per-tensor formula from the config (shapes, dtype, quantization, TP/PP sharding)")
-    weights_src += ("; no checkpoint metadata bundled: the index was not found in the public sources searched "
-                    "(kvplan/budget/checkpoint_metadata.json)" if model_id and bundled_metadata(model_id) is None
-                    else "")
+    if weights is not None and weights.basis == CHECKPOINT_METADATA:
+        weights_basis, weights_src = CHECKPOINT_METADATA, weights.basis_detail
+    else:
+        weights_basis = KVPLAN_FORMULA
+        weights_src = ("the meta-device count (transformers), by kvplan's per-rank rules" if exact else
+                       "kvplan's per-tensor formula from the config (shapes, dtype, quantization, TP/PP sharding)")
+        if weights is not None and weights.basis_detail:
+            weights_src += "; " + weights.basis_detail
     if offload:
         weights_src += ", minus --cpu-offload-gb"
     counted = subtracts_cudagraph_memory(era)
     terms = [
-        ("weights", stage["weights_bytes"], overrides["weights"], KVPLAN_FORMULA, weights_src),
+        ("weights", stage["weights_bytes"], overrides["weights"], weights_basis, weights_src),
         ("activation", stage["activation_peak_bytes"], overrides["activation"], KVPLAN_ESTIMATE,
          f"torch peak of vLLM's profile_run: one forward of {T:,} dummy tokens (max_num_batched_tokens), then the "
          f"sampler over {min(R, T):,} dummy requests (max_num_seqs); kvplan's rule max(T·(4H + W)·a, R·V·8) "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from kvplan.budget.checkpoint_bundle import checkpoint_metadata
 from kvplan.budget.inventory import KINDS, Inventory, Weight, analytic_inventory, drafter_inventory
 from kvplan.budget.meta import meta_param_counts
 from kvplan.budget.quantization import (
@@ -94,6 +95,8 @@ class WeightMemory:
     pipeline_parallel_size: int
     stages: tuple[StageWeights, ...]
     notes: tuple[str, ...] = ()
+    basis: str = "kvplan's formula estimate"  # or "from checkpoint metadata" (with_checkpoint)
+    basis_detail: str = ""
 
     @property
     def max_stage_bytes(self) -> int:
@@ -169,6 +172,41 @@ def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: 
     )
 
 
+CHECKPOINT_METADATA = "from checkpoint metadata"
+
+
+def stored_bytes(config: dict, dtype: str, quant: Quantization, *, path: str = "<config>") -> int:
+    """What kvplan's inventory says the checkpoint stores: every tensor the checkpoint can hold (MTP layers
+    included, which vLLM skips when MTP is off), whole, at the config's dtype or as the quantization stores
+    it (before any backend repacking): the figure the index's ``metadata.total_size`` gives."""
+    inv = analytic_inventory(config, include_mtp=True, path=path)
+    db = dtype_size_bytes(dtype)
+    return sum(tensor_bytes(w.shape, quant, quant.converts(w), db) for w in inv.weights)
+
+
+def with_checkpoint(mem: WeightMemory, meta: dict, where: str, stored: int) -> WeightMemory:
+    """``mem`` reconciled with the checkpoint's own ``total_size_bytes``. The tensors kvplan models keep its
+    per-rank split (vLLM's sharding, padding and repacking); what the checkpoint holds beyond them
+    (``total_size − stored``: a vision or audio tower kvplan does not model, buffers) is added whole to every
+    rank of every stage — kvplan's assumption, said in the note. A checkpoint smaller than kvplan's count
+    leaves the formula in place, with a note (a checkpoint stored in a narrower dtype than the config's,
+    or a config kvplan misreads)."""
+    total = int(meta["total_size_bytes"])
+    residual = total - stored
+    if residual < 0:
+        return replace(mem, basis_detail=f"the checkpoint's total_size ({total:,} B, {where}) is {-residual:,} B "
+                                         "below kvplan's count of it: the formula is kept",
+                       notes=mem.notes + (f"checkpoint metadata: total_size {total:,} B is {-residual:,} B below "
+                                          f"kvplan's count of the stored tensors ({stored:,} B); formula kept",))
+    stages = tuple(replace(st, weight_bytes=st.weight_bytes + residual,
+                           bytes_by_kind={**st.bytes_by_kind, "other": st.bytes_by_kind.get("other", 0) + residual})
+                   if residual else st for st in mem.stages)
+    detail = (f"total_size {total:,} B ({where}); kvplan's per-rank split of the {stored:,} B it models"
+              + (f", the other {residual:,} B whole on every rank (kvplan's assumption)" if residual else ""))
+    return replace(mem, stages=stages, basis=CHECKPOINT_METADATA, basis_detail=detail,
+                   notes=mem.notes + (f"checkpoint metadata: {detail}",))
+
+
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,
                          expert_parallel: bool = False, quantization: str | None = None,
                          mxfp4_padding: tuple[int, int] | None = None) -> WeightMemory:
@@ -200,6 +238,12 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
             f"mxfp4 experts as vLLM's Marlin MoE backend allocates them on this card (compute capability < 9.0): "
             f"intermediate size per rank rounded up to {mxfp4_padding[0]}, hidden size to {mxfp4_padding[1]} "
             "(vLLM fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size)",))
+    source = getattr(target, "source", None)
+    meta, where = checkpoint_metadata(source) if source is not None else (None, "")
+    if meta is not None:
+        mem = with_checkpoint(mem, meta, where, stored_bytes(target.config, target.dtype, quant, path=path))
+    elif where:
+        mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}")
     if exact_params:
         counts = meta_param_counts(target.config, path=path)
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k not in ("mtp", "vision")))

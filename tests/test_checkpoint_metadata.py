@@ -1,0 +1,90 @@
+"""Weights from the checkpoint's own metadata (kvplan/budget/checkpoint_bundle.py, weights.with_checkpoint).
+
+kvplan's count of what a checkpoint stores (``stored_bytes``) is the figure its index's ``metadata.total_size``
+gives; a checkpoint that holds more than kvplan models (a vision tower it has no rule for) adds the rest to
+every rank, and the figure is labelled "from checkpoint metadata"."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kvplan.budget.checkpoint import CheckpointError
+from kvplan.budget.quantization import quantization_of
+from kvplan.budget.weights import stored_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cfg(model_id: str) -> dict:
+    return json.loads((ROOT / "configs" / model_id / "config.json").read_text())
+
+
+@pytest.mark.parametrize("model_id, total", [
+    # 128256·4096 embedding + lm_head (untied) + 32 · (2·4096² q/o + 2·1024·4096 k/v + 3·14336·4096 MLP
+    # + 2·4096 norms) + 4096 final norm = 8,030,261,248 parameters; bf16: 16,060,522,496 B
+    ("meta-llama/Meta-Llama-3.1-8B", 16_060_522_496),
+    # 152064·3584 ·2 (untied) + 28 · (2·3584² + 2·512·3584 + 3584 + 2·512 biases + 3·18944·3584 + 2·3584)
+    # + 3584 = 7,615,616,512 parameters; bf16: 15,231,233,024 B
+    ("Qwen/Qwen2.5-7B", 15_231_233_024),
+    # gpt-oss-20b stores its experts as MXFP4 blocks (U8, 16 B per 32 values) and scales (U8, one per 32):
+    # 24 · 32 experts · (5760·2880 + 2880·2880) values · 17/32 B = 12,177,604,608 B, the rest in bf16
+    # (attention, sinks, router, biases, embedding, untied lm_head): 1,583,660,160 B → 13,761,264,768 B
+    ("openai/gpt-oss-20b", 13_761_264_768),
+])
+def test_kvplans_count_of_the_stored_tensors_is_the_index_total_size(model_id, total):
+    """The published checkpoints' ``metadata.total_size`` (the values quoted for them in many public files;
+    the derivation in the comments) equals kvplan's count of what the checkpoint stores."""
+    c = cfg(model_id)
+    assert stored_bytes(c, "bfloat16", quantization_of(c)) == total
+
+
+def _local_checkpoint(tmp_path, model_id: str, total: int) -> Path:
+    d = tmp_path / model_id.split("/")[1]
+    d.mkdir()
+    shutil.copy(ROOT / "configs" / model_id / "config.json", d / "config.json")
+    (d / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": total}, "weight_map": {"lm_head.weight": "model-00001-of-00002.safetensors"}}))
+    return d
+
+
+def test_a_local_checkpoints_total_size_counts_the_vision_tower_kvplan_does_not_model(tmp_path):
+    """Gemma 3 4B: kvplan models the text decoder (3,880,263,168 parameters, bf16 7,760,526,336 B); the
+    checkpoint also holds the SigLIP tower and projector (419,816,304 parameters by transformers' meta build:
+    tests/test_weights_meta.py), 839,632,608 B, which vLLM loads. An index whose total_size says so (the
+    shards absent: the index alone is read) puts them on the rank, labelled."""
+    from kvplan.api import simulate
+
+    text = 2 * 3_880_263_168
+    d = _local_checkpoint(tmp_path, "google/gemma-3-4b-it", text + 2 * 419_816_304)
+    with_meta = simulate(str(d), gpu="H100-80GB")["budget"]
+    formula = simulate("google/gemma-3-4b-it", gpu="H100-80GB")["budget"]
+    assert formula["weights_bytes"] == text
+    assert with_meta["weights_bytes"] - formula["weights_bytes"] == 839_632_608
+    assert formula["kv_cache_memory_bytes"] - with_meta["kv_cache_memory_bytes"] == 839_632_608
+    assert with_meta["weights_source"] == "checkpoint metadata"
+    term = with_meta["profile_terms"][0]
+    assert term["basis"] == "from checkpoint metadata" and "839,632,608 B whole on every rank" in term["source"]
+    assert not any(w.startswith("text decoder only") for w in with_meta["warnings"])
+    assert any(w.startswith("text decoder only") for w in formula["warnings"])
+
+
+def test_a_total_size_below_kvplans_count_keeps_the_formula(tmp_path):
+    from kvplan.api import simulate
+
+    d = _local_checkpoint(tmp_path, "meta-llama/Meta-Llama-3.1-8B", 16_060_522_496 - 1024)
+    b = simulate(str(d), gpu="H100-80GB")["budget"]
+    assert b["weights_bytes"] == 16_060_522_496 and b["profile_terms"][0]["basis"] == "kvplan's formula estimate"
+    assert "1,024 B below kvplan's count" in b["profile_terms"][0]["source"]
+
+
+def test_a_bad_local_index_is_one_line(tmp_path):
+    from kvplan.api import simulate
+
+    d = _local_checkpoint(tmp_path, "meta-llama/Meta-Llama-3.1-8B", 1)
+    (d / "model.safetensors.index.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="not a readable JSON index"):
+        simulate(str(d), gpu="H100-80GB")
