@@ -34,6 +34,13 @@ def cfg(model_id: str) -> dict:
     # 24 · 32 experts · (5760·2880 + 2880·2880) values · 17/32 B = 12,177,604,608 B, the rest in bf16
     # (attention, sinks, router, biases, embedding, untied lm_head): 1,583,660,160 B → 13,761,264,768 B
     ("openai/gpt-oss-20b", 13_761_264_768),
+    # Quoted as the Hub's total_size in public files (a test keeping "verbatim hub output", a table of
+    # "OFFICIAL_WEIGHT_BYTES"): Qwen3-8B 8,190,735,360 and Qwen3-32B 32,762,123,264 bf16 parameters (tied: no)
+    ("Qwen/Qwen3-8B", 16_381_470_720),
+    ("Qwen/Qwen3-32B", 65_524_246_528),
+    # gpt-oss-120b: the tensors' byte sum of its headers as a public inventory test records it (the files are
+    # 77,440 B larger: the headers): 36 · 128 experts of MXFP4 + bf16 rest
+    ("openai/gpt-oss-120b", 65_248_815_744),
 ])
 def test_kvplans_count_of_the_stored_tensors_is_the_index_total_size(model_id, total):
     """The published checkpoints' ``metadata.total_size`` (the values quoted for them in many public files;
@@ -88,3 +95,27 @@ def test_a_bad_local_index_is_one_line(tmp_path):
     (d / "model.safetensors.index.json").write_text("{not json")
     with pytest.raises(CheckpointError, match="not a readable JSON index"):
         simulate(str(d), gpu="H100-80GB")
+
+
+def test_a_local_single_file_checkpoint_is_read_from_its_header(tmp_path):
+    """Without an index, the model.safetensors header is the metadata (its tensors' byte sum; the file's
+    weights are never read: this one has none after its header). Gemma 3 1B stores 999,885,952 bf16
+    parameters (1,999,771,904 B, kvplan's count); the header declares them as one tensor plus a 1,000-element
+    bf16 tensor kvplan does not model (2,000 B), which lands on the rank."""
+    import struct
+
+    from kvplan.api import simulate
+    from kvplan.budget.checkpoint_bundle import local_metadata
+
+    d = tmp_path / "gemma-3-1b-it"
+    d.mkdir()
+    shutil.copy(ROOT / "configs" / "google" / "gemma-3-1b-it" / "config.json", d / "config.json")
+    text = 999_885_952 * 2
+    header = json.dumps({"model.layers.0.all": {"dtype": "BF16", "shape": [999_885_952], "data_offsets": [0, text]},
+                         "model.extra.w": {"dtype": "BF16", "shape": [1000], "data_offsets": [text, text + 2000]}})
+    (d / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header.encode())
+    meta = local_metadata(d / "config.json")
+    assert meta["total_size_bytes"] == meta["tensor_bytes"] == text + 2000
+    assert meta["bytes_by_module"] == {"model.extra": {"BF16": 2000}, "model.layers": {"BF16": text}}
+    b = simulate(str(d), gpu="H100-80GB")["budget"]
+    assert b["weights_bytes"] == text + 2000 and b["weights_source"] == "checkpoint metadata"

@@ -7,6 +7,9 @@ Modules, in dependency order (none imports torch or transformers at import time)
 * ``quantization`` bytes of one tensor under the config's ``quantization_config``;
 * ``meta``         the meta-device count through transformers (``--exact-params``): the
                    only torch/transformers imports of this package, inside one function;
+* ``checkpoint``   a safetensors index and headers (local, or HTTP range requests), never the weights;
+* ``checkpoint_bundle`` the checkpoint's own metadata kvplan holds (bundled, or a local checkpoint's),
+                   which ``weights`` reconciles its count with (``with_checkpoint``);
 * ``weights``      weight bytes per TP rank and PP stage;
 * ``hardware``     GPU presets and the batch defaults ``vllm serve`` picks per card;
 * ``estimate``     the estimated KV budget (``kv_budget``): card · utilization − weights −

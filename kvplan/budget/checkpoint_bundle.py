@@ -72,10 +72,19 @@ def compact_form(total_size: int | None, headers) -> dict:
 
 
 def local_metadata(config_path) -> dict | None:
+    """``_local_metadata`` once per directory and index/shard modification times (a sweep simulates often)."""
+    d = Path(config_path).parent
+    stamp = tuple((p.name, p.stat().st_mtime_ns) for p in sorted(d.glob("*.safetensors*")) if p.is_file())
+    meta = _local_metadata(str(d), stamp)
+    return None if meta is None else json.loads(json.dumps(meta))  # a copy: callers may not share it
+
+
+@lru_cache(maxsize=16)
+def _local_metadata(directory: str, stamp: tuple) -> dict | None:
     """The compact form of the checkpoint beside a local ``config.json`` (a model directory or a Hugging Face
     cache snapshot): the index and every shard's header, read from disk (no weights, no network). None when the
     directory holds no safetensors; the index alone (shards absent) gives ``total_size_bytes`` only."""
-    d = Path(config_path).parent
+    d = Path(directory)
     index = d / "model.safetensors.index.json"
     if index.is_file():
         try:
