@@ -133,6 +133,7 @@ for _a in EAGLE3_ARCHS | EAGLE1_ARCHS:
 # (tests/golden/architectures/0.34.0/, tests/test_architectures.py keeps this list equal to that set).
 GENERIC_ARCHS: frozenset[str] = frozenset({
     "Alpamayo2Super",
+    "ApertusForCausalLM",
     "ArceeForCausalLM",
     "AudioFlamingo3ForConditionalGeneration",
     "Blip2ForConditionalGeneration",

@@ -59,6 +59,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -84,6 +85,8 @@ STUBS = [
     "torchvision fake-kernel registrations skipped (CUDA-only wheel; image processors are imported, never run)",
     "platform.get_attn_backend_cls -> TRITON_ATTN / TRITON_MLA / FLASHMLA_SPARSE (no CUDA platform here)",
     "customize_attention_spec (GPU runner repacking per backend) not applied",
+    "torch.tensor(<a Python number>) during construction -> a CPU tensor (constants a layer reads back with "
+    ".item(): Gemma3n's activation sparsity, xIELU's alpha/beta; everything else stays on the meta device)",
     "CUDA-only kernel packages cutlass (CuTe DSL), quack (CuTe DSL kernels), tilelang (JIT kernels: mHC) and "
     "cuda.bindings: imports resolve to inert placeholders "
     "(kernel modules the model files import at load; no kernel runs) and vllm has_cutedsl() -> False",
@@ -91,6 +94,8 @@ STUBS = [
     "creates for overlapping GEMMs)",
     "deepseek_v4 o_proj's current_platform.get_device_capability -> 9.0 (its FP8 einsum recipe asserts a CUDA "
     "device; that module only)",
+    "fused_moe config's current_platform.is_cuda_alike -> True (non-gated MoE activations are refused off "
+    "CUDA/XPU/ROCm; that module only)",
 ]
 REGISTRY_DICTS = {
     "text": "_TEXT_GENERATION_MODELS",
@@ -302,6 +307,23 @@ class _CudaOnlyFinder:
         pass
 
 
+def _platform_view(module: str, **overrides) -> None:
+    """``module``'s ``current_platform`` answers ``overrides``, everything else as the platform does."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        return
+    platform = mod.current_platform
+
+    class _View:
+        def __getattr__(self, name):
+            return overrides[name] if name in overrides else getattr(platform, name)
+
+    mod.current_platform = _View()
+
+
 def _stub_cuda_only_packages() -> None:
     import importlib.util
 
@@ -317,22 +339,13 @@ def _stub_cuda_only_packages() -> None:
         import_utils.has_cutedsl = lambda: False
     # DeepSeek-V4's output projection picks its FP8 einsum recipe by the GPU's compute capability
     # (asserting one exists): Hopper's, as for the SM count below. Only that module sees it.
-    try:
-        from vllm.models.deepseek_v4.nvidia.ops import o_proj as V4O
-        from vllm.platforms.interface import DeviceCapability
+    from vllm.platforms.interface import DeviceCapability
 
-        class _HopperForV4:
-            def __getattr__(self, name):
-                return getattr(V4O.__dict__["_platform"], name)
-
-            @staticmethod
-            def get_device_capability(*a, **k):
-                return DeviceCapability(9, 0)
-
-        V4O._platform = V4O.current_platform
-        V4O.current_platform = _HopperForV4()
-    except ImportError:
-        pass
+    _platform_view("vllm.models.deepseek_v4.nvidia.ops.o_proj",
+                   get_device_capability=lambda *a, **k: DeviceCapability(9, 0))
+    # Non-gated MoE activations (Nemotron-H's relu2 experts) are refused off CUDA/XPU/ROCm by the MoE
+    # config's platform check; the experts' kernel never touches the KV cache. Only that module sees it.
+    _platform_view("vllm.model_executor.layers.fused_moe.config", is_cuda_alike=lambda *a, **k: True)
     # Auxiliary streams and their events (DeepSeek-V4 overlaps GEMMs on three) need a CUDA device.
     torch.cuda.Stream = _CudaOnlyName("Stream", (), {})
     torch.cuda.Event = _CudaOnlyName("Event", (), {})
@@ -429,6 +442,28 @@ def _dist(vc) -> None:
         initialize_model_parallel(1, 1)
 
 
+@contextlib.contextmanager
+def _meta_device():
+    """Construction on the meta device (no weights). Tensors made from Python numbers
+    (``torch.tensor(0.95)``: an activation's sparsity quantile, xIELU's constants) are made on the CPU,
+    as they would be real values on a GPU: the layer reads them back with ``.item()``."""
+    import torch
+
+    orig = torch.tensor
+
+    def tensor(data, *args, **kwargs):
+        if "device" not in kwargs and isinstance(data, (int, float, bool)):
+            kwargs["device"] = "cpu"
+        return orig(data, *args, **kwargs)
+
+    torch.tensor = tensor
+    try:
+        with torch.device("meta"):
+            yield
+    finally:
+        torch.tensor = orig
+
+
 def _write_config(path: str, cfg: dict, read_as: dict | None) -> str:
     """``path/config.json`` for vLLM: without ``quantization_config`` (see STUBS); a model_type whose
     config class is remote code written as its base class's (``read_as``)."""
@@ -460,7 +495,7 @@ def _construct_drafter(vc, arch: str, rec: dict) -> set:
         raise ValueError(f"vLLM resolved the drafter as {drafted!r}, not {arch!r}")
     before = set(get_layers_from_vllm_config(vc, AttentionLayerBase))
     dvc = sc.apply_draft_overrides(vc)
-    with set_model_tag("eagle_head"), torch.device("meta"):
+    with set_model_tag("eagle_head"), _meta_device():
         model = initialize_model(vllm_config=dvc, model_config=dmc)
     rec["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
     layers = get_layers_from_vllm_config(vc, AttentionLayerBase)
@@ -517,7 +552,7 @@ def build(item: dict, a2mt: dict) -> dict:
         cls, _ = ModelRegistry.resolve_model_cls(mc.architectures, model_config=mc)
         rec["model_class"] = f"{cls.__module__}.{cls.__name__}"
         stage = "construct (meta device)"
-        with set_current_vllm_config(vc), torch.device("meta"):
+        with set_current_vllm_config(vc), _meta_device():
             cls(vllm_config=vc, prefix="")
         wanted = None
         if spec_cfg:

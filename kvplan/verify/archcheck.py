@@ -251,7 +251,7 @@ def candidates(release: str = RELEASE) -> list[tuple[str, str]]:
     out = []
     for g in load_goldens(release):
         a = g["architecture"]
-        if g["status"] != "built" or F.family_of(a, None) is not None:
+        if g["status"] != "built" or F.family_of(a, None) is not None or g.get("speculative_config"):
             continue
         for fam in order:
             F.ARCH_FAMILY[a] = fam

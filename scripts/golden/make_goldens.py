@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field, replace
@@ -722,7 +723,11 @@ def make_architectures(release: str, only: str | None = None, jobs: int = 2) -> 
     for p in out_dir.glob("*.json"):
         st = json.loads(p.read_text())["status"]
         counts[st] = counts.get(st, 0) + 1
-    print(f"  {out_dir.relative_to(REPO)}: {counts} (logs in {tmp})", file=sys.stderr)
+    if os.environ.get("ARCH_KEEP_LOGS") == "1":
+        print(f"  {out_dir.relative_to(REPO)}: {counts} (logs in {tmp})", file=sys.stderr)
+    else:  # every reason is in the goldens; ARCH_KEEP_LOGS=1 keeps the runners' logs
+        shutil.rmtree(tmp, ignore_errors=True)
+        print(f"  {out_dir.relative_to(REPO)}: {counts}", file=sys.stderr)
 
 
 DEFAULTS_DIR = OUT_DIR / "defaults"
