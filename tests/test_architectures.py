@@ -123,7 +123,7 @@ NAMED_EXACT = [
 ]
 # Speculative heads built beside their target (make_goldens.SPEC_CASES): kvplan's drafter layers equal vLLM's.
 NAMED_SPECULATIVE = ["Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3", "DeepSeekMTPModel", "DeepseekV32MTPModel",
-                     "MiMoMTPModel", "Qwen3_5MTP", "Qwen3_5MoeMTP"]
+                     "MiMoMTPModel", "Qwen3_5MTP", "Qwen3_5MoeMTP", "Qwen3NextMTP"]
 NAMED_REMOVED = {"BambaForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0", "Phi4FlashForCausalLM": "0.10.2"}
 NAMED_NOT_BUILT_HERE = ["HunYuanMoEV1ForCausalLM"]
 

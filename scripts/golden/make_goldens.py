@@ -639,6 +639,7 @@ SPEC_CASES = {
     "MiMoMTPModel": ("XiaomiMiMo/MiMo-7B-Base", None, {"method": "mtp", "num_speculative_tokens": 1}),
     "Qwen3_5MTP": ("Qwen/Qwen3.5-27B", None, {"method": "mtp", "num_speculative_tokens": 1}),
     "Qwen3_5MoeMTP": ("Qwen/Qwen3.5-35B-A3B", None, {"method": "mtp", "num_speculative_tokens": 1}),
+    "Qwen3NextMTP": ("Qwen/Qwen3-Next-80B-A3B-Instruct", None, {"method": "mtp", "num_speculative_tokens": 1}),
 }
 
 
