@@ -355,7 +355,8 @@ def test_one_family_registry_names_every_weight_rule():
     # no weight count (the user passes --weights-memory): Whisper, DeepSeek-V4 and the issue-23 rules
     # checked against vLLM's model classes for their KV layers only
     assert {k for k, f in FAMILIES.items() if f.weights is None} == {
-        "whisper", "deepseek_v4", "generic", "mamba", "mamba2", "falcon_h1", "granite_hybrid", "zamba2", "lfm"}
+        "whisper", "deepseek_v4", "generic", "mamba", "mamba2", "falcon_h1", "granite_hybrid", "zamba2", "lfm",
+        "kimi_linear"}
     assert {k for k, f in FAMILIES.items() if f.mtp} == {"deepseek", "gdn"}
 
 

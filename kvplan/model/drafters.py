@@ -74,10 +74,16 @@ def draft_model_layers(draft_view: HFView, dctx: Context, family: str, last_inde
     return res
 
 
-def mtp_count(view: HFView, family: str) -> int:
-    """How many MTP layers vLLM builds: DeepSeek ``num_nextn_predict_layers``; Qwen3-Next
+# MTP heads that are more decoder layers of the target's own full attention, numbered after its layers:
+# vLLM's mimo_mtp.py builds ``num_nextn_predict_layers`` Qwen2 decoder layers from ``num_hidden_layers`` on
+# (checked: tests/golden/architectures/0.34.0/MiMoMTPModel.json).
+MTP_DECODER_ARCHS = frozenset({"MiMoForCausalLM"})
+
+
+def mtp_count(view: HFView, family: str, architecture: str | None = None) -> int:
+    """How many MTP layers vLLM builds: DeepSeek and MiMo ``num_nextn_predict_layers``; Qwen3-Next
     ``num_nextn_predict_layers`` (vLLM's default 1); Qwen3.5 ``mtp_num_hidden_layers``."""
-    if family == "deepseek":
+    if family == "deepseek" or architecture in MTP_DECODER_ARCHS:
         return view.int("num_nextn_predict_layers", 0, minimum=0)
     if family == "gdn":
         v = view.get("mtp_num_hidden_layers", None)
@@ -87,14 +93,22 @@ def mtp_count(view: HFView, family: str) -> int:
     return 0
 
 
-def mtp_layers(view: HFView, ctx: Context, family: str, target_layers: int, last_index: int) -> list[Built]:
+def mtp_layers(view: HFView, ctx: Context, family: str, target_layers: int, last_index: int,
+               architecture: str | None = None) -> list[Built]:
     """MTP layers are target-architecture layers (reference §6):
     DeepSeek: an MLA decoder layer identical to the target's (V3.2: with its indexer), named
     ``model.layers.{N+i}...``; Qwen3-Next/3.5: a ``full_attention`` decoder layer with the
-    target's full-attention heads, named ``mtp.layers.{i}.self_attn.attn``."""
-    count = mtp_count(view, family)
+    target's full-attention heads, named ``mtp.layers.{i}.self_attn.attn``; MiMo: the same
+    attention named ``model.layers.{N+i}.self_attn.attn``."""
+    count = mtp_count(view, family, architecture)
     out: list[Built] = []
-    if family == "deepseek":
+    if architecture in MTP_DECODER_ARCHS:
+        kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads"))
+        hd = head_size(view)
+        for i in range(count):
+            out.append(Built(f"model.layers.{target_layers + i}.self_attn.attn",
+                             attn_spec(ctx, num_kv_heads=kv, head_size=hd), last_index))
+    elif family == "deepseek":
         for i in range(count):
             out += [replace(b, layer_index=last_index) for b in mla_layer(view, ctx, target_layers + i, "model")]
     elif family == "gdn":

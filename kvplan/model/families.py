@@ -100,6 +100,10 @@ ARCH_FAMILY = {
     "DiffusionGemmaForBlockDiffusion": "gemma4",
     "MiniCPMV4_6ForConditionalGeneration": "gdn",
     "MiniCPMV4_7ForConditionalGeneration": "gdn",
+    "Glm4MoeLiteForCausalLM": "deepseek",  # GLM-4.7-Flash: DeepSeek-V3's MLA (kv_lora_rank + qk_rope_head_dim)
+    "Lfm2ForCausalLM": "lfm",  # LFM2: ShortConv + attention by full_attn_idxs / layer_types, as LFM3
+    "Lfm2MoeForCausalLM": "lfm",
+    "KimiLinearForCausalLM": "kimi_linear",
 }
 MODEL_TYPE_FAMILY = {
     "gpt_oss": "gpt_oss",
@@ -129,6 +133,7 @@ for _a in EAGLE3_ARCHS | EAGLE1_ARCHS:
 # (tests/golden/architectures/0.34.0/, tests/test_architectures.py keeps this list equal to that set).
 GENERIC_ARCHS: frozenset[str] = frozenset({
     "Alpamayo2Super",
+    "ApertusForCausalLM",
     "ArceeForCausalLM",
     "AudioFlamingo3ForConditionalGeneration",
     "Blip2ForConditionalGeneration",
@@ -149,6 +154,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "GPTNeoXForCausalLM",
     "GemmaForCausalLM",
     "Glm4ForCausalLM",
+    "Glm4MoeForCausalLM",
     "Glm4vForConditionalGeneration",
     "GlmAsrForConditionalGeneration",
     "GlmForCausalLM",
@@ -161,6 +167,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "GraniteSpeechForConditionalGeneration",
     "GraniteSpeechPlusForConditionalGeneration",
     "HrmTextForCausalLM",
+    "HunYuanDenseV1ForCausalLM",
     "HyperCLOVAXForCausalLM",
     "Idefics3ForConditionalGeneration",
     "InternVLForConditionalGeneration",
@@ -173,6 +180,8 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "LlavaNextVideoForConditionalGeneration",
     "LlavaOnevisionForConditionalGeneration",
     "MellumForCausalLM",
+    "MiMoForCausalLM",
+    "MiniMaxM3SparseForConditionalGeneration",
     "Ministral3ForCausalLM",
     "Mistral3ForConditionalGeneration",
     "MuseGlimmerForCausalLM",
@@ -192,6 +201,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "Qwen2_5OmniModel",
     "Qwen2_5_VLForConditionalGeneration",
     "Qwen3VLForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration",
     "RicursiveForCausalLM",
     "SeedOssForCausalLM",
     "SmolLM3ForCausalLM",
@@ -201,7 +211,8 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "VaultGemmaForCausalLM",
 })
 
-HYBRID_FAMILIES = frozenset({"gdn", "nemotron_h", "jamba", "falcon_h1", "granite_hybrid", "zamba2", "lfm"})
+HYBRID_FAMILIES = frozenset({"gdn", "nemotron_h", "jamba", "falcon_h1", "granite_hybrid", "zamba2", "lfm",
+                             "kimi_linear"})
 
 
 def vllm_registry() -> dict:
@@ -721,6 +732,40 @@ def build_gdn(view: HFView, ctx: Context) -> FamilyResult:
     return FamilyResult(layers, is_hybrid_mamba=True, mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
 
 
+def build_kimi_linear(view: HFView, ctx: Context) -> FamilyResult:
+    """Kimi-Linear (vLLM 0.34.0 ``kimi_k3/nvidia/model.py``, ``KimiLinearConfig``): layer ``i`` is KDA
+    when ``i + 1`` is in ``linear_attn_config.kda_layers`` (1-based), else MLA. KDA state
+    (``MambaStateShapeCalculator.kda_state_shape``): conv ``(K - 1 + num_spec, 3·heads·head_dim/tp)``
+    in the model dtype, recurrent ``(heads/tp, head_dim, head_dim)`` in float32
+    (``kda_state_dtype``, ``mamba_ssm_cache_dtype`` auto); MLA: the latent cache
+    ``kv_lora_rank + qk_rope_head_dim``, one KV head. Kimi-K3.1's DSA (``dsa_config``) and the
+    full-rank-gate KDA (``use_full_rank_gate``) are other classes: refused."""
+    n = _n_layers(view)
+    check_attention_heads(view, ctx, view.int("num_attention_heads"))
+    lac = view.get("linear_attn_config", None)
+    if not isinstance(lac, dict) or not isinstance(lac.get("kda_layers"), list):
+        raise ConfigError(view.path, view.field("linear_attn_config"), "required key is missing or not an object",
+                          "give linear_attn_config with kda_layers, num_heads, head_dim, short_conv_kernel_size")
+    if view.get("dsa_config", None) is not None or lac.get("use_full_rank_gate"):
+        raise UnsupportedError(f"{view.path}: Kimi-Linear with dsa_config or use_full_rank_gate (Kimi-K3's layers) "
+                               "is not modelled; kvplan refuses rather than approximating it")
+    heads, hd, kernel = (int(lac[k]) for k in ("num_heads", "head_dim", "short_conv_kernel_size"))
+    kda = MambaSpec(block_size=ctx.block_size,
+                    shapes=((kernel - 1 + ctx.num_spec, split(view, ctx, 3 * heads * hd, "linear_attn_config")),
+                            (split(view, ctx, heads, "linear_attn_config"), hd, hd)),
+                    dtypes=(ctx.model_dtype, "float32"), mamba_type="gdn", num_speculative_blocks=ctx.num_spec)
+    latent = view.int("kv_lora_rank") + view.int("qk_rope_head_dim")
+    mla = MLAAttentionSpec(block_size=ctx.block_size, num_kv_heads=1, head_size=latent, dtype=ctx.cache_dtype,
+                           head_size_v=0, cache_dtype_str=ctx.cache_dtype_str)
+    kda_ids = {int(x) - 1 for x in lac["kda_layers"]}
+    prefix = layer_prefix(ctx.architecture)
+    layers = [Built(f"{prefix}.layers.{i}.self_attn", kda if i in kda_ids else mla, i) for i in range(n)]
+    n_kda = sum(1 for i in range(n) if i in kda_ids)
+    ctx.notes.append(f"kimi_linear: {n_kda} KDA (conv {ctx.model_dtype}, recurrent float32) + {n - n_kda} MLA "
+                     f"(latent {latent})")
+    return FamilyResult(layers, is_hybrid_mamba=True, mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
+
+
 # ----------------------------------------------------------------- Nemotron-H, Jamba
 
 def mamba2_spec(view: HFView, ctx: Context, *, heads: int, head_dim: int, n_groups: int, state: int, kernel: int,
@@ -1118,7 +1163,8 @@ def build_zamba2(view: HFView, ctx: Context) -> FamilyResult:
 
 
 def build_lfm(view: HFView, ctx: Context) -> FamilyResult:
-    """LFM3 (lfm3.py, ``ATTENTION_LAYER_TYPES``): ``layer_types`` entry ``conv`` → a ShortConv
+    """LFM2 / LFM2-MoE / LFM3 (lfm2.py, lfm2_moe.py, lfm3.py; LFM2's ``full_attn_idxs`` become
+    ``layer_types`` in transformers' ``Lfm2Config``): ``layer_types`` entry ``conv`` → a ShortConv
     state, ``MambaStateShapeCalculator.short_conv_state_shape``: one conv state
     ``(conv_L_cache - 1 + num_spec, hidden_size/tp)`` in the model dtype; ``full_attention`` → full,
     ``sliding_attention`` → ``sliding_window``."""
@@ -1192,4 +1238,5 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
     Family("granite_hybrid", build_granite_hybrid),
     Family("zamba2", build_zamba2),
     Family("lfm", build_lfm),
+    Family("kimi_linear", build_kimi_linear),
 )}

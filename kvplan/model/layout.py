@@ -362,7 +362,7 @@ def build_model_layout(
             method, why = drafters.infer_method(draft_p.text, draft_p.architecture)
             notes.append(f"speculative method {method} inferred: {why}")
     else:
-        has_mtp = drafters.mtp_count(p.text, p.family) > 0
+        has_mtp = drafters.mtp_count(p.text, p.family, p.architecture) > 0
         if method is None and options.num_speculative_tokens is not None:
             if not has_mtp:
                 raise OptionError(
@@ -416,7 +416,7 @@ def build_model_layout(
     dctx: Context | None = None
 
     if method == "mtp":
-        mtp = drafters.mtp_layers(p.text, ctx, p.family, n, last)
+        mtp = drafters.mtp_layers(p.text, ctx, p.family, n, last, p.architecture)
         built += [(b, "drafter") for b in mtp]
         ctx.notes.append(f"MTP: {plural(len(mtp), 'layer')} from the target config, after the target's layers")
     elif draft_p is not None:

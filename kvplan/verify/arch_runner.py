@@ -38,7 +38,11 @@ STUBS (what would need CUDA; nothing else is replaced):
   applied: the specs are recorded as the layers return them.
 
 Input (a file): a JSON list of ``{"architecture", "registry", "config" (dict or null),
-"config_source"}``. Output (a file, rewritten after each record): a JSON list of records ``{"architecture", "registry",
+"config_source", "read_as"}``. A speculative head's item adds ``target_config`` and
+``speculative_config`` (vLLM's ``--speculative-config``; ``config`` is then the drafter checkpoint's,
+or null for MTP heads, which vLLM derives from the target's config): the target is built, then the
+drafter as the GPU worker's speculator loads it, and the record holds the drafter's layers.
+Output (a file, rewritten after each record): a JSON list of records ``{"architecture", "registry",
 "status", "reason", "config_source", "config", "model_class", "block_size", "layers",
 "spec_table", "kv_sharing", "vllm_version"}``: ``status`` is ``built`` (layers recorded),
 ``no_kv_cache`` (built, no layer has a KV cache), ``failed`` (``reason``: the exception, one
@@ -55,9 +59,11 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -72,12 +78,24 @@ STUBS = [
     "vllm_config.device_config.device -> meta after VllmConfig is built (DeviceConfig('cuda') is given; the "
     "Transformers backend materialises parameters there)",
     "platform.current_device -> meta and platform.device_type -> 'meta' (buffers allocated on the device)",
-    "mla_attention.get_mla_prefill_backend -> CPUSDPAMLAPrefillBackend (FlashAttention varlen is compiled-only)",
+    "mla_attention.get_mla_prefill_backend and platform.get_mla_prefill_backend_cls -> CPUSDPAMLAPrefillBackend "
+    "(FlashAttention varlen is compiled-only)",
     "registry._run_in_subprocess -> in-process call (the subprocess only shields CUDA; same _ModelInfo)",
     "platform.num_compute_units -> 132 (an H100/H200's SM count; MLA workspace sizing)",
     "torchvision fake-kernel registrations skipped (CUDA-only wheel; image processors are imported, never run)",
     "platform.get_attn_backend_cls -> TRITON_ATTN / TRITON_MLA / FLASHMLA_SPARSE (no CUDA platform here)",
     "customize_attention_spec (GPU runner repacking per backend) not applied",
+    "torch.tensor(<a Python number>) during construction -> a CPU tensor (constants a layer reads back with "
+    ".item(): Gemma3n's activation sparsity, xIELU's alpha/beta; everything else stays on the meta device)",
+    "CUDA-only kernel packages cutlass (CuTe DSL), quack (CuTe DSL kernels), tilelang (JIT kernels: mHC) and "
+    "cuda.bindings: imports resolve to inert placeholders "
+    "(kernel modules the model files import at load; no kernel runs) and vllm has_cutedsl() -> False",
+    "torch.cuda.Stream / torch.cuda.Event -> inert placeholders (auxiliary CUDA streams and events a model "
+    "creates for overlapping GEMMs)",
+    "deepseek_v4 o_proj's current_platform.get_device_capability -> 9.0 (its FP8 einsum recipe asserts a CUDA "
+    "device; that module only)",
+    "fused_moe config's current_platform.is_cuda_alike -> True (non-gated MoE activations are refused off "
+    "CUDA/XPU/ROCm; that module only)",
 ]
 REGISTRY_DICTS = {
     "text": "_TEXT_GENERATION_MODELS",
@@ -204,8 +222,8 @@ SETUP_SKIPPED: list[str] = []  # stubs another release's layout did not allow (-
 def setup() -> None:
     """Apply the stubs, each on its own: a stub whose target this release lacks is skipped and
     named in ``setup_skipped`` of every record (never the case on 0.34.0)."""
-    for fn in (_stub_torchvision, _stub_attention_backend, _stub_registry_subprocess, _stub_mla_prefill,
-               _stub_moe, _stub_devices):
+    for fn in (_stub_torchvision, _stub_cuda_only_packages, _stub_attention_backend, _stub_registry_subprocess,
+               _stub_mla_prefill, _stub_moe, _stub_devices):
         try:
             fn()
         except Exception as e:  # noqa: BLE001 - recorded
@@ -232,6 +250,105 @@ def _stub_torchvision() -> None:
         pass
     finally:
         L.register_fake = orig
+
+
+class _CudaOnlyName(type):
+    """A name imported from a CUDA-only kernel package (CuTe DSL's ``cutlass``, ``cuda.bindings``): a
+    class, so it also serves as a base class; calling it with one callable returns that callable (a
+    decorator such as ``@cute.jit`` / ``@dsl_user_op``), anything else returns the name itself."""
+
+    def __getattr__(cls, name):
+        return _cuda_only_attr(name)
+
+    def __getitem__(cls, item):
+        return cls
+
+    def __call__(cls, *args, **kwargs):
+        return args[0] if len(args) == 1 and not kwargs and callable(args[0]) else cls
+
+    def __or__(cls, other):
+        return cls
+
+    __ror__ = __add__ = __radd__ = __mul__ = __rmul__ = __or__
+
+
+_CUDA_ONLY_PACKAGES = ("cutlass", "cuda", "quack", "tilelang")
+
+
+def _cuda_only_attr(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _CudaOnlyName(name, (), {})
+
+
+class _CudaOnlyFinder:
+    """``import cutlass...`` / ``quack...`` / ``tilelang...`` / ``cuda.bindings...`` (absent here) resolve to
+    modules whose every attribute is a ``_CudaOnlyName``."""
+
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        import importlib.machinery
+
+        if fullname.split(".")[0] in _CUDA_ONLY_PACKAGES:
+            return importlib.machinery.ModuleSpec(fullname, cls, is_package=True)
+        return None
+
+    @staticmethod
+    def create_module(spec):
+        import types
+
+        mod = types.ModuleType(spec.name)
+        mod.__path__ = []
+        mod.__getattr__ = _cuda_only_attr
+        return mod
+
+    @staticmethod
+    def exec_module(module):
+        pass
+
+
+def _platform_view(module: str, **overrides) -> None:
+    """``module``'s ``current_platform`` answers ``overrides``, everything else as the platform does."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        return
+    platform = mod.current_platform
+
+    class _View:
+        def __getattr__(self, name):
+            return overrides[name] if name in overrides else getattr(platform, name)
+
+    mod.current_platform = _View()
+
+
+def _stub_cuda_only_packages() -> None:
+    import importlib.util
+
+    import torch
+
+    # Model files import CUDA-only kernel modules at load time (Kimi-Linear / Kimi-K3 / MiniMax-M3 import
+    # CuTe DSL GEMMs); the kernels never run here, so their imports get inert names. vLLM's own
+    # availability check still answers "no CuTe DSL", as it would on this machine.
+    if importlib.util.find_spec("cutlass") is None:
+        sys.meta_path.append(_CudaOnlyFinder)
+        from vllm.utils import import_utils
+
+        import_utils.has_cutedsl = lambda: False
+    # DeepSeek-V4's output projection picks its FP8 einsum recipe by the GPU's compute capability
+    # (asserting one exists): Hopper's, as for the SM count below. Only that module sees it.
+    from vllm.platforms.interface import DeviceCapability
+
+    _platform_view("vllm.models.deepseek_v4.nvidia.ops.o_proj",
+                   get_device_capability=lambda *a, **k: DeviceCapability(9, 0))
+    # Non-gated MoE activations (Nemotron-H's relu2 experts) are refused off CUDA/XPU/ROCm by the MoE
+    # config's platform check; the experts' kernel never touches the KV cache. Only that module sees it.
+    _platform_view("vllm.model_executor.layers.fused_moe.config", is_cuda_alike=lambda *a, **k: True)
+    # Auxiliary streams and their events (DeepSeek-V4 overlaps GEMMs on three) need a CUDA device.
+    torch.cuda.Stream = _CudaOnlyName("Stream", (), {})
+    torch.cuda.Event = _CudaOnlyName("Event", (), {})
 
 
 def _stub_attention_backend() -> None:
@@ -262,6 +379,11 @@ def _stub_mla_prefill() -> None:
     from vllm.v1.attention.backends.mla.prefill.cpu_sdpa import CPUSDPAMLAPrefillBackend
 
     MA.get_mla_prefill_backend = lambda vllm_config=None: CPUSDPAMLAPrefillBackend
+    # ... and the platform's own choice, which model files that select a prefill backend themselves
+    # (Kimi-Linear / Kimi-K3's MLA) reach through the prefill selector.
+    from vllm.platforms import current_platform
+
+    type(current_platform).get_mla_prefill_backend_cls = classmethod(lambda cls, *a, **k: CPUSDPAMLAPrefillBackend)
 
 
 def _stub_moe() -> None:
@@ -320,6 +442,69 @@ def _dist(vc) -> None:
         initialize_model_parallel(1, 1)
 
 
+@contextlib.contextmanager
+def _meta_device():
+    """Construction on the meta device (no weights). Tensors made from Python numbers
+    (``torch.tensor(0.95)``: an activation's sparsity quantile, xIELU's constants) are made on the CPU,
+    as they would be real values on a GPU: the layer reads them back with ``.item()``."""
+    import torch
+
+    orig = torch.tensor
+
+    def tensor(data, *args, **kwargs):
+        if "device" not in kwargs and isinstance(data, (int, float, bool)):
+            kwargs["device"] = "cpu"
+        return orig(data, *args, **kwargs)
+
+    torch.tensor = tensor
+    try:
+        with torch.device("meta"):
+            yield
+    finally:
+        torch.tensor = orig
+
+
+def _write_config(path: str, cfg: dict, read_as: dict | None) -> str:
+    """``path/config.json`` for vLLM: without ``quantization_config`` (see STUBS); a model_type whose
+    config class is remote code written as its base class's (``read_as``)."""
+    os.makedirs(path)
+    written = {k: v for k, v in cfg.items() if k != "quantization_config"}
+    if read_as:
+        written["model_type"] = read_as["model_type"]
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(written, f)
+    return path
+
+
+def _construct_drafter(vc, arch: str, rec: dict) -> set:
+    """The drafter as ``vllm/v1/worker/gpu/spec_decode/eagle/utils.py::load_eagle_model`` builds it
+    (``apply_draft_overrides``, ``get_model`` with the draft model config under the ``eagle_head``
+    tag; here ``initialize_model`` on the meta device: no weights), then ``Speculator.load_model``'s
+    bookkeeping: the attention layers that appeared are the drafter's, marked ``is_draft_layer``."""
+    import torch
+    from vllm.compilation.backends import set_model_tag
+    from vllm.config import get_layers_from_vllm_config
+    from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
+    from vllm.model_executor.model_loader.utils import initialize_model
+
+    sc = vc.speculative_config
+    dmc = sc.draft_model_config
+    drafted = (dmc.architectures or [None])[0]
+    rec["drafter_architecture"] = drafted
+    if drafted != arch:
+        raise ValueError(f"vLLM resolved the drafter as {drafted!r}, not {arch!r}")
+    before = set(get_layers_from_vllm_config(vc, AttentionLayerBase))
+    dvc = sc.apply_draft_overrides(vc)
+    with set_model_tag("eagle_head"), _meta_device():
+        model = initialize_model(vllm_config=dvc, model_config=dmc)
+    rec["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
+    layers = get_layers_from_vllm_config(vc, AttentionLayerBase)
+    drafter = set(layers) - before
+    for name in drafter:
+        layers[name].is_draft_layer = True
+    return drafter
+
+
 def build(item: dict, a2mt: dict) -> dict:
     import torch
     from vllm.config import get_layers_from_vllm_config, set_current_vllm_config
@@ -332,26 +517,32 @@ def build(item: dict, a2mt: dict) -> dict:
     rec = {"architecture": arch, "registry": item.get("registry"), "status": "failed", "reason": None,
            "config_source": item.get("config_source"), "config": item.get("config"), "model_class": None,
            "block_size": None, "layers": [], "spec_table": [], "kv_sharing": {}}
-    cfg = item.get("config")
-    if cfg is None:
+    spec_cfg = item.get("speculative_config")  # a speculative head: built beside its target, as vLLM does
+    cfg = item.get("target_config") if spec_cfg else item.get("config")
+    if cfg is None and not spec_cfg:
         cfg, how = default_config(arch, a2mt)
         rec["config_source"] = how
         rec["config"] = cfg
-        if cfg is None:
-            rec["status"] = "no_config"
-            rec["reason"] = how
-            return rec
+    if cfg is None:
+        rec["status"] = "no_config"
+        rec["reason"] = rec["config_source"] or "no config"
+        return rec
+    if spec_cfg:
+        rec["target_config"], rec["speculative_config"] = cfg, spec_cfg
     stage = "ModelConfig"
     d = None
     try:
         d = tempfile.mkdtemp(prefix="arch_")
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump({k: v for k, v in cfg.items() if k != "quantization_config"}, f)
+        target_dir = _write_config(os.path.join(d, "target"), cfg, item.get("read_as"))
+        if spec_cfg and item.get("config") is not None:  # a separate drafter checkpoint (EAGLE, EAGLE-3)
+            spec_cfg = {**spec_cfg, "model": _write_config(os.path.join(d, "draft"), item["config"], None)}
         stage = "create_engine_config"
         # vLLM's own path from the CLI arguments to the VllmConfig (engine/arg_utils.py
         # EngineArgs.create_engine_config: the model config, then the cache config with the
-        # model-wide sliding window, the hooks in VllmConfig.__post_init__)
-        args = EngineArgs(model=d, skip_tokenizer_init=True, dtype="bfloat16", trust_remote_code=False)
+        # model-wide sliding window, the hooks in VllmConfig.__post_init__; the speculative config
+        # derives the drafter's model config, MTP heads from the target's config)
+        args = EngineArgs(model=target_dir, skip_tokenizer_init=True, dtype="bfloat16", trust_remote_code=False,
+                          speculative_config=spec_cfg)
         vc = args.create_engine_config()
         mc = vc.model_config
         # The Transformers backend materialises parameters on device_config.device: meta here.
@@ -361,8 +552,12 @@ def build(item: dict, a2mt: dict) -> dict:
         cls, _ = ModelRegistry.resolve_model_cls(mc.architectures, model_config=mc)
         rec["model_class"] = f"{cls.__module__}.{cls.__name__}"
         stage = "construct (meta device)"
-        with set_current_vllm_config(vc), torch.device("meta"):
+        with set_current_vllm_config(vc), _meta_device():
             cls(vllm_config=vc, prefix="")
+        wanted = None
+        if spec_cfg:
+            stage = "construct the drafter (meta device)"
+            wanted = _construct_drafter(vc, arch, rec)
         stage = "update_block_size_for_backend"
         with set_current_vllm_config(vc):
             current_platform.update_block_size_for_backend(vc)
@@ -371,6 +566,8 @@ def build(item: dict, a2mt: dict) -> dict:
         table: list = []
         with set_current_vllm_config(vc):
             for name, layer in get_layers_from_vllm_config(vc, AttentionLayerBase).items():
+                if wanted is not None and name not in wanted:
+                    continue  # a speculative head's golden holds the drafter's layers
                 tgt = getattr(layer, "kv_sharing_target_layer_name", None)
                 if tgt:
                     rec["kv_sharing"][name] = tgt
@@ -395,6 +592,9 @@ def build(item: dict, a2mt: dict) -> dict:
         # the config's temporary directory named as a role, so a re-run writes the same golden
         text = _one_line(e).replace(d, "<config dir>") if d else _one_line(e)
         rec["reason"] = f"{stage}: {text}" + (f" [{where}]" if where else "")
+    finally:
+        if d:
+            shutil.rmtree(d, ignore_errors=True)
     return rec
 
 

@@ -98,18 +98,34 @@ def _runs(keys: list[tuple]) -> str:
     return "; ".join(out)
 
 
-def kvplan_layers(config: dict) -> tuple[list[tuple], int, str]:
-    """kvplan's compared keys for ``config`` (target layers), its KV-sharing count and family."""
+def _write(d: str, name: str, config: dict) -> str:
+    os.makedirs(os.path.join(d, name))
+    with open(os.path.join(d, name, "config.json"), "w") as f:
+        json.dump(config, f)
+    return os.path.join(d, name, "config.json")
+
+
+def kvplan_layers(config: dict | None, target_config: dict | None = None,
+                  speculative: dict | None = None) -> tuple[list[tuple], int, str]:
+    """kvplan's compared keys for ``config`` (target layers), its KV-sharing count and family; for a
+    speculative head's golden (``target_config`` and vLLM's ``speculative`` config, ``config`` the
+    drafter checkpoint's or None for MTP), the drafter's layers beside that target."""
     from kvplan.model.layout import build_model_layout
     from kvplan.model.options import ServingOptions
 
     with tempfile.TemporaryDirectory(prefix="kvplan-arch-") as d:
-        path = os.path.join(d, "config.json")
-        with open(path, "w") as f:
-            json.dump(config, f)
-        layout = build_model_layout(path, options=ServingOptions(dtype="bfloat16"))
-    keys = [kvplan_key(ls.spec) for ls in layout.layers if ls.source == "target"]
-    return keys, len(layout.kv_sharing_layers), layout.target.family
+        if speculative is None:
+            layout = build_model_layout(_write(d, "target", config), options=ServingOptions(dtype="bfloat16"))
+            source, family = "target", None
+        else:
+            drafter = _write(d, "draft", config) if config is not None else None
+            options = ServingOptions(dtype="bfloat16", speculative_method=speculative["method"],
+                                     num_speculative_tokens=speculative["num_speculative_tokens"])
+            layout = build_model_layout(_write(d, "target", target_config), drafter, options=options)
+            source, family = "drafter", f"drafter ({speculative['method']})"
+    keys = [kvplan_key(ls.spec) for ls in layout.layers if ls.source == source]
+    sharing = layout.kv_sharing_layers if speculative is None else ()
+    return keys, len(sharing), family or layout.target.family
 
 
 def check(golden: dict) -> Verdict:
@@ -120,7 +136,8 @@ def check(golden: dict) -> Verdict:
     want = [golden_key(table[i]) for _, i in golden["layers"]]
     want_sharing = len(golden.get("kv_sharing") or {})
     try:
-        got, sharing, family = kvplan_layers(golden["config"])
+        got, sharing, family = kvplan_layers(golden["config"], golden.get("target_config"),
+                                             golden.get("speculative_config"))
     except KvplanError as e:
         return Verdict(arch, status, "refused", " ".join(str(e).split()))
     if got == want and sharing == want_sharing:
@@ -234,7 +251,7 @@ def candidates(release: str = RELEASE) -> list[tuple[str, str]]:
     out = []
     for g in load_goldens(release):
         a = g["architecture"]
-        if g["status"] != "built" or F.family_of(a, None) is not None:
+        if g["status"] != "built" or F.family_of(a, None) is not None or g.get("speculative_config"):
             continue
         for fam in order:
             F.ARCH_FAMILY[a] = fam

@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field, replace
@@ -462,7 +463,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--releases", nargs="*", default=None)
-    ap.add_argument("--only", default=None, help="only cases whose name contains this")
+    ap.add_argument("--only", default=None,
+                    help="only cases whose name contains this (--architectures: a comma-separated list of parts)")
     ap.add_argument("--list", action="store_true")
     ap.add_argument(
         "--hand-written",
@@ -598,13 +600,15 @@ ARCH_DIR = OUT_DIR / "architectures"
 ARCH_RUNNER = REPO / "kvplan" / "verify" / "arch_runner.py"
 ARCH_BASE = Path(os.environ.get("ARCH_BASE", REPO / ".golden-venvs" / "rel-base5-arch"))
 SHARED_CONFIGS = Path(os.environ.get("SHARED_CONFIGS", REPO.parent / "shared" / "configs"))
+ARCH_CONFIGS = REPO / "tests" / "data" / "arch_configs"  # public copies for classes without usable defaults (README.md)
+CONFIG_ROOTS = ((REPO / "configs", "kvplan catalog configs/"), (ARCH_CONFIGS, "public copy tests/data/arch_configs/"))
 
 
 def genuine_configs() -> dict[str, tuple[dict, str]]:
-    """``architectures[0]`` -> (config, where): the catalog's configs first, then the shared
-    folder's (the first id in sorted order wins)."""
+    """``architectures[0]`` -> (config, where): the catalog's configs first, then the public copies in
+    ``tests/data/arch_configs/``, then the shared folder's (the first id in sorted order wins)."""
     out: dict[str, tuple[dict, str]] = {}
-    for root, label in ((REPO / "configs", "kvplan catalog configs/"), (SHARED_CONFIGS, "shared configs ")):
+    for root, label in (*CONFIG_ROOTS, (SHARED_CONFIGS, "shared configs ")):
         for p in sorted(root.glob("*/*/config.json")):
             try:
                 cfg = json.loads(p.read_text())
@@ -612,8 +616,55 @@ def genuine_configs() -> dict[str, tuple[dict, str]]:
                 continue
             archs = cfg.get("architectures") or []
             if archs and isinstance(archs[0], str) and archs[0] not in out:
-                out[archs[0]] = (cfg, f"genuine: {label}{p.parent.parent.name}/{p.parent.name}")
+                how = f"genuine: {label}{p.parent.parent.name}/{p.parent.name}"
+                read_as = p.with_name("read_as.json")
+                if read_as.exists():  # the config class is remote code: its transformers base class reads it
+                    ra = json.loads(read_as.read_text())
+                    how += f"; read as model_type {ra['model_type']!r} ({ra['why']})"
+                    cfg = {**cfg, "__read_as__": ra}
+                out[archs[0]] = (cfg, how)
     return out
+
+
+# Speculative heads built beside a target (arch_runner: the drafter as the GPU worker's speculator loads it):
+# architecture -> (target config dir, drafter config dir or None, vLLM's --speculative-config). Dirs are
+# ids under configs/ or tests/data/arch_configs/ (the first that has it).
+SPEC_CASES = {
+    "Eagle3LlamaForCausalLM": ("meta-llama/Llama-3.1-8B-Instruct", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+                               {"method": "eagle3", "num_speculative_tokens": 3}),
+    "LlamaForCausalLMEagle3": ("openai/gpt-oss-20b", "sgl-project/SpecForge--gpt-oss-20B-eagle3",
+                               {"method": "eagle3", "num_speculative_tokens": 3}),
+    "DeepSeekMTPModel": ("deepseek-ai/DeepSeek-V3", None, {"method": "mtp", "num_speculative_tokens": 1}),
+    "DeepseekV32MTPModel": ("deepseek-ai/DeepSeek-V3.2", None, {"method": "mtp", "num_speculative_tokens": 1}),
+    "MiMoMTPModel": ("XiaomiMiMo/MiMo-7B-Base", None, {"method": "mtp", "num_speculative_tokens": 1}),
+    "Qwen3_5MTP": ("Qwen/Qwen3.5-27B", None, {"method": "mtp", "num_speculative_tokens": 1}),
+    "Qwen3_5MoeMTP": ("Qwen/Qwen3.5-35B-A3B", None, {"method": "mtp", "num_speculative_tokens": 1}),
+    "Qwen3NextMTP": ("Qwen/Qwen3-Next-80B-A3B-Instruct", None, {"method": "mtp", "num_speculative_tokens": 1}),
+}
+
+
+def _config_dir(model_id: str) -> tuple[Path, str]:
+    for root, label in CONFIG_ROOTS:
+        if (root / model_id / "config.json").exists():
+            return root / model_id, f"genuine: {label}{model_id}"
+    raise SystemExit(f"SPEC_CASES names {model_id}, which neither configs/ nor {ARCH_CONFIGS} holds")
+
+
+def spec_item(arch: str) -> dict:
+    """The runner's item for a speculative head of ``SPEC_CASES``."""
+    target, drafter, spec = SPEC_CASES[arch]
+    tdir, thow = _config_dir(target)
+    item = {"architecture": arch, "registry": "speculative", "config": None, "speculative_config": spec,
+            "target_config": json.loads((tdir / "config.json").read_text()), "read_as": None}
+    if (tdir / "read_as.json").exists():
+        item["read_as"] = json.loads((tdir / "read_as.json").read_text())
+    how = f"target {thow}"
+    if drafter:
+        ddir, dhow = _config_dir(drafter)
+        item["config"] = json.loads((ddir / "config.json").read_text())
+        how += f"; drafter {dhow}"
+    item["config_source"] = f"{how}; --speculative-config {json.dumps(spec, sort_keys=True)}"
+    return item
 
 
 def make_architectures(release: str, only: str | None = None, jobs: int = 2) -> None:
@@ -632,10 +683,15 @@ def make_architectures(release: str, only: str | None = None, jobs: int = 2) -> 
     items = []
     for registry, archs in listed.items():
         for a in archs:
-            if only and only not in a:
+            if only and not any(o in a for o in only.split(",")):
+                continue
+            if a in SPEC_CASES:
+                items.append(spec_item(a))
                 continue
             cfg, how = genuine.get(a, (None, None))
-            items.append({"architecture": a, "registry": registry, "config": cfg, "config_source": how})
+            read_as = cfg.pop("__read_as__", None) if cfg else None
+            items.append({"architecture": a, "registry": registry, "config": cfg, "config_source": how,
+                          "read_as": read_as})
     print(f"vllm {release}: {len(items)} architectures, {jobs} processes", file=sys.stderr)
     import tempfile
 
@@ -668,7 +724,11 @@ def make_architectures(release: str, only: str | None = None, jobs: int = 2) -> 
     for p in out_dir.glob("*.json"):
         st = json.loads(p.read_text())["status"]
         counts[st] = counts.get(st, 0) + 1
-    print(f"  {out_dir.relative_to(REPO)}: {counts} (logs in {tmp})", file=sys.stderr)
+    if os.environ.get("ARCH_KEEP_LOGS") == "1":
+        print(f"  {out_dir.relative_to(REPO)}: {counts} (logs in {tmp})", file=sys.stderr)
+    else:  # every reason is in the goldens; ARCH_KEEP_LOGS=1 keeps the runners' logs
+        shutil.rmtree(tmp, ignore_errors=True)
+        print(f"  {out_dir.relative_to(REPO)}: {counts}", file=sys.stderr)
 
 
 DEFAULTS_DIR = OUT_DIR / "defaults"
