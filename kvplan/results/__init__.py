@@ -26,6 +26,9 @@ SCHEMA_VERSION = 2  # 2: the envelope (inputs, outcome) of kvplan.results.envelo
 
 # dataclass field metadata: the field's mapping is spread into its parent's keys (the envelope's body)
 FLATTEN = {"flatten": True}
+# dataclass field metadata: the key is left out while the value is None (a key present only when asked
+# for: simulate's ``budget``, ``cross_check``, ``allocation``); the schemas do not require it
+OMIT_NONE = {"omit_none": True}
 
 
 @dataclass(frozen=True)
@@ -68,12 +71,13 @@ def to_data(value):
     writes its own dict (``to_dict``) is asked for it."""
     if isinstance(value, Record) and type(value).DATA:
         return view(value, type(value).DATA)
-    if not isinstance(value, Record) and callable(getattr(value, "to_dict", None)):
-        return value.to_dict()  # a builder not yet turned into a Record
     if is_dataclass(value) and not isinstance(value, type):
         out: dict = {}
         for f in fields(value):
-            v = to_data(getattr(value, f.name))
+            raw = getattr(value, f.name)
+            if raw is None and f.metadata.get("omit_none"):
+                continue
+            v = to_data(raw)
             if f.metadata.get("flatten"):
                 out.update(v)
             else:
@@ -95,13 +99,15 @@ class Outcome:
     error: str | None = None
     fix: str | None = None
 
+    SCHEMA_CLOSED = True  # the schemas allow no other key
+
 
 def outcome(*, ok: bool, starts: bool | None = None, stage: str | None = None, error_type: str | None = None,
-            error: str | None = None, fix: str | None = None) -> dict:
-    return to_data(Outcome(ok, starts, stage, error_type, error, fix))
+            error: str | None = None, fix: str | None = None) -> Outcome:
+    return Outcome(ok, starts, stage, error_type, error, fix)
 
 
-def plan_outcome(plan, fix: str | None = None, *, ok: bool | None = None) -> dict:
+def plan_outcome(plan, fix: str | None = None, *, ok: bool | None = None) -> Outcome:
     """A vLLM plan's start-up outcome (its ``failure`` holds the engine's stage, type and text);
     ``ok`` when the command's answer is more than the start (simulate's checks, the allocation)."""
     f = plan.failure
@@ -110,7 +116,3 @@ def plan_outcome(plan, fix: str | None = None, *, ok: bool | None = None) -> dic
     return outcome(ok=False if ok is None else ok, starts=False, stage=f.stage, error_type=f.error_type,
                    error=f.message, fix=fix)
 
-
-def error_outcome(error: Exception, stage: str = "kvplan") -> dict:
-    """kvplan could not answer (bad input, unsupported model): no engine ran."""
-    return outcome(ok=False, stage=stage, error_type=type(error).__name__, error=getattr(error, "message", str(error)))

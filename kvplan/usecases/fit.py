@@ -29,6 +29,8 @@ from kvplan.budget.load import STAGES as LOAD_STAGES
 from kvplan.usecases.scenario import (Scenario, build_layout, hardware_budget, kv_bytes_at, plan_scenario,
                                       serving_of, with_load_failure)
 from kvplan.results import outcome, plan_outcome
+from kvplan.results.envelope import Envelope
+from kvplan.results.records import FitBody, GpuRow, GpusBody
 from kvplan.units import largest_true
 
 UTILIZATION_STEP = 0.001
@@ -382,16 +384,23 @@ def _error_row(gpu: str, tp: int, message: str) -> dict:
 
 # --------------------------------------------------------------------------- all together
 
+@dataclass(frozen=True)
+class FitAnswer:
+    body: FitBody
+    warnings: tuple[str, ...]
+    layout: object  # the layout at the deployment's own tensor-parallel size
+
+
 def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: int | None = None,
-        gpus: list[str] | None = None, tp_sizes: list[int] | None = None, table: bool | None = None) -> dict:
-    """Every answer the inputs allow, as one report dict (schema_version, integer bytes).
+        gpus: list[str] | None = None, tp_sizes: list[int] | None = None, table: bool | None = None) -> FitAnswer:
+    """Every answer the inputs allow.
 
     With ``s.gpu``/``s.gpu_memory``: the largest max_model_len and (given concurrency and
     context_len) the smallest utilization, on that GPU at ``s.tensor_parallel_size``. With
     ``s.kv_cache_memory`` (vLLM's ``--kv-cache-memory-bytes``) the length answers rest on that
     budget, GPU or not. The GPU table runs when ``table`` is True, or by default when neither a
     GPU nor a KV budget is given."""
-    from kvplan.results.data import era_dict, model_info_dict, serving_dict
+    from kvplan.usecases.records import model_record, policy_record, serving_record, speculative_record
 
     if context_len is not None and concurrency is None:
         raise OptionError("--context-len needs --concurrency (N requests of L tokens); "
@@ -402,24 +411,9 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     layouts: dict[int, object] = {}
     base_layout = build_layout(s)
     layouts[s.tensor_parallel_size] = base_layout
-    out: dict = {
-        "engine": "vllm",
-        "policy": None,
-        "model": model_info_dict(base_layout.target),
-        "drafter": model_info_dict(base_layout.drafter),
-        "speculative": {"method": base_layout.speculative_method,
-                        "num_speculative_tokens": base_layout.num_speculative_tokens},
-        "serving": serving_dict(serving_of(s), base_layout),
-        "budget": None,
-        "max_model_len": None,
-        "min_gpu_memory_utilization": None,
-        "max_context_len_for_concurrency": None,
-        "gpus": None,
-        "estimated": True,
-        "warnings": list(base_layout.warnings),
-    }
     era = s.era
-    out["policy"] = era_dict(era)
+    budget = max_len = min_util = ctx = table_rows = None
+    estimated = True
     given_kv = s.kv_cache_memory
     if given_kv is not None and concurrency is not None and context_len is not None:
         raise OptionError("--kv-cache-memory fixes the KV budget, so there is no utilization to find for "
@@ -430,33 +424,37 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
         # answers rest on it alone, nothing is estimated
         b = _Budgeted(s, base_layout, era, {"kv_cache_memory_bytes": given_kv,
                                             "kv_cache_memory_source": "given (--kv-cache-memory)"})
-        out["budget"] = b.budget
-        out["estimated"] = False
+        budget = b.budget
+        estimated = False
     elif on_gpu:
         b = budget_for(s, base_layout, era)
-        out["budget"] = b.budget
+        budget = b.budget
         warnings += b.budget["warnings"]
     if given_kv is not None or on_gpu:
-        out["max_model_len"] = fit_max_model_len(b)
+        max_len = fit_max_model_len(b)
         if concurrency is not None and context_len is not None:
-            out["min_gpu_memory_utilization"] = fit_min_utilization(b, concurrency, context_len)
+            min_util = fit_min_utilization(b, concurrency, context_len)
         elif concurrency is not None:
-            out["max_context_len_for_concurrency"] = fit_context_for_concurrency(b, concurrency)
+            ctx = fit_context_for_concurrency(b, concurrency)
     if table or (table is None and not on_gpu and given_kv is None):
-        out["gpus"] = fit_gpus(s, gpus or parse_gpus(None), tp_sizes or [1, 2, 4, 8], concurrency=concurrency,
-                               context_len=context_len, layouts=layouts)
-    out["warnings"] += [w for w in warnings if w not in out["warnings"]]
-    out["_layout"] = base_layout
-    return out
+        table_rows = fit_gpus(s, gpus or parse_gpus(None), tp_sizes or [1, 2, 4, 8], concurrency=concurrency,
+                              context_len=context_len, layouts=layouts)
+    body = FitBody(
+        engine="vllm", policy=policy_record(era), model=model_record(base_layout.target),
+        drafter=model_record(base_layout.drafter), speculative=speculative_record(base_layout),
+        serving=serving_record(serving_of(s), base_layout), budget=budget, max_model_len=max_len,
+        min_gpu_memory_utilization=min_util, max_context_len_for_concurrency=ctx, gpus=table_rows,
+        estimated=estimated)
+    return FitAnswer(body, (*base_layout.warnings, *warnings), base_layout)
 
 
-def fit(model: str, **options) -> dict:
+def fit(model: str, **options) -> Envelope:
     """`kvplan fit`: the largest max_model_len on a GPU, the smallest utilization for N requests
     of L tokens, and max concurrency per GPU preset x TP size. ``outcome.ok`` is False when an
     asked question has no answer (the engine starts at no length, or no utilization <= 1 serves N)."""
     from kvplan.options import FIT, resolve
-    from kvplan.results.envelope import envelope
     from kvplan.results import outcome
+    from kvplan.usecases.records import envelope
     from kvplan.usecases.scenario import SPEC_TOKENS_FIX, scenario_from
 
     r = resolve(FIT, options)
@@ -464,19 +462,20 @@ def fit(model: str, **options) -> dict:
     if table is None and (r["gpus"] is not None or r["tp_sizes"] is not None):
         table = True
     scenario = scenario_from(model, r.values)
-    body = fit_scenario(scenario, concurrency=r["concurrency"], context_len=r["context_len"],
-                        gpus=parse_gpus(r["gpus"]), tp_sizes=parse_tp_sizes(r["tp_sizes"]), table=table)
+    answer = fit_scenario(scenario, concurrency=r["concurrency"], context_len=r["context_len"],
+                          gpus=parse_gpus(r["gpus"]), tp_sizes=parse_tp_sizes(r["tp_sizes"]), table=table)
+    body = answer.body
     unanswered = []
-    mml = body.get("max_model_len")
+    mml = body.max_model_len
     if mml is not None and mml["max_model_len"] is None:
         unanswered.append("the engine would not start on this GPU at any max_model_len")
-    util = body.get("min_gpu_memory_utilization")
+    util = body.min_gpu_memory_utilization
     if util is not None and util["gpu_memory_utilization"] is None:
         unanswered.append(util.get("reason") or "no utilization reaches the concurrency")
-    ctx = body.get("max_context_len_for_concurrency")
+    ctx = body.max_context_len_for_concurrency
     if ctx is not None and ctx["max_model_len"] is None:
         unanswered.append(ctx.get("reason") or "no context length reaches the concurrency")
-    layout_src = body.pop("_layout")
+    layout_src = answer.layout
     # vLLM refuses a speculative method without num_speculative_tokens at any length and utilization:
     # the one change that lets fit answer (simulate verifies it: scenario.speculative_tokens_fix)
     fix = (f"--num-speculative-tokens {SPEC_TOKENS_FIX}"
@@ -484,22 +483,18 @@ def fit(model: str, **options) -> dict:
     result = outcome(ok=not unanswered, stage="fit" if unanswered else None,
                      error_type="NotAchievable" if unanswered else None,
                      error="; ".join(unanswered) or None, fix=fix)
-    era = scenario.era
-    return envelope("fit", options=r.to_dict(), outcome=result, body=body, model=layout_src.target,
-                    drafter=layout_src.drafter, era=era)
+    return envelope("fit", options=r, outcome=result, body=body, model=layout_src.target,
+                    drafter=layout_src.drafter, era=scenario.era, warnings=answer.warnings)
 
 
-def gpus() -> dict:
+def gpus() -> Envelope:
     """`kvplan fit --list-gpus`: the GPU presets with their memory and its source."""
     from kvplan.budget.hardware import GPU_PRESETS
-    from kvplan.results.envelope import envelope
     from kvplan.results import outcome
+    from kvplan.usecases.records import envelope
 
-    body = {"gpus": [
-        {"name": p.name, "memory_bytes": p.memory_bytes, "basis": p.basis, "nominal": p.nominal,
-         "aliases": list(p.aliases), "source": p.source,
-         "compute_capability": list(p.compute_capability) if p.compute_capability else None,
-         "platform": p.platform}
-        for p in GPU_PRESETS.values()
-    ]}
-    return envelope("gpus", options={}, outcome=outcome(ok=True), body=body)
+    body = GpusBody(tuple(
+        GpuRow(p.name, p.memory_bytes, p.basis, p.nominal, tuple(p.aliases), p.source,
+               tuple(p.compute_capability) if p.compute_capability else None, p.platform)
+        for p in GPU_PRESETS.values()))
+    return envelope("gpus", outcome=outcome(ok=True), body=body)

@@ -13,6 +13,7 @@ from functools import cached_property
 from kvplan import options as _o
 from kvplan.errors import KvplanError, OptionError
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
+from kvplan.results.records import PlanBody
 
 
 _BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory", "startup_memory")
@@ -125,11 +126,15 @@ def scenario_from(model: str, options: dict) -> "Scenario":
 
 @dataclass
 class ScenarioResult:
+    """One deployment run: its layout, the engine's plan, the plan as results show it (``body``),
+    the estimated budget (with --gpu) and the warnings to show (the layout's, then kvplan's own)."""
+
     scenario: Scenario
     layout: object
     plan: object
-    data: dict
+    body: PlanBody
     budget: dict | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def serving_of(s: Scenario):
@@ -501,8 +506,8 @@ def _plausible_budget(s: Scenario, kv_bytes: int, plan) -> None:
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool = True) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report (``fixes=False``:
     no search for the changes that make a failing deployment start)."""
-    from kvplan.results.data import plan_dict
     from kvplan.results.explain import explain as explain_plan
+    from kvplan.usecases.records import plan_body
 
     s.check_sizing()
     era = s.era
@@ -535,9 +540,6 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
                 _plausible_budget(s, kv_bytes, plan)
             found = deployment_fixes(s, layout, era, plan, budget) if fixes else []
         fixes = found
-    data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes)
-    if kv_bytes is None:
-        data["warnings"] = [*data.get("warnings", []), NO_BUDGET_REFUSAL]
-    if budget is not None:
-        data["budget"] = budget
-    return ScenarioResult(s, layout, plan, data, budget)
+    body = plan_body(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes, budget)
+    warnings = (*layout.warnings, NO_BUDGET_REFUSAL) if kv_bytes is None else tuple(layout.warnings)
+    return ScenarioResult(s, layout, plan, body, budget, warnings)
