@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvplan.results import Attr, Outcome, Record
+from kvplan.results import Attr, Outcome, Record, to_data
 
 from kvplan.engines.layer_costs import LayerCost, layer_costs
 from kvplan.engines.llamacpp import DEFAULT_N_UBATCH, llamacpp_model, server_slots
@@ -270,7 +270,7 @@ def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBou
     return EngineRow(
         engine="trtllm", name="VSWA" if len(r.pools) > 1 else "one window pool", starts=r.starts, kv_tokens=r.kv_tokens,
         max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
-        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.to_dict(), failure=r.failure,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=to_data(r.details()), failure=r.failure,
         notes=r.notes, failure_stage=r.failure_stage, failure_type=r.failure_type, failure_fix=r.fix,
     )
 

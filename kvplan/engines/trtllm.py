@@ -83,7 +83,6 @@ from fractions import Fraction
 from kvplan.engines.layer_costs import FULL, STATE, LayerCost
 from kvplan.engines.stages import EngineStages, Figure
 from kvplan.errors import OptionError
-from kvplan.results import Record
 from kvplan.units import cdiv, plural
 
 TRTLLM_VERSION = "1.2.0rc2"  # tensorrt_llm/version.py at the commit below
@@ -160,7 +159,7 @@ class AdjustedWindow:
 
 
 @dataclass(frozen=True)
-class TrtllmResult(Record):
+class TrtllmResult:
     pools: tuple[TrtllmPool, ...]
     tokens_per_block: int
     shares_given: bool
@@ -220,37 +219,39 @@ class TrtllmResult(Record):
             prompt_len_tokens=self.prompt_len_tokens,
         )
 
-    @property
-    def pool_rows(self) -> tuple[TrtllmPoolRow, ...]:
-        return tuple(p.row(self.tokens_per_block) for p in self.pools)
+    def details(self) -> "TrtllmDetails":
+        """The result as ``compare`` shows it (its engine row's ``details``)."""
+        return TrtllmDetails(
+            trtllm_version=TRTLLM_VERSION, trtllm_commit=TRTLLM_COMMIT,
+            max_attention_window="model windows" if self.max_attention_window else None,
+            scheduler_policy=self.scheduler_policy, max_num_tokens=self.max_num_tokens,
+            tokens_per_block=self.tokens_per_block, window_shares="given" if self.shares_given else "equal",
+            pools=tuple(p.row(self.tokens_per_block) for p in self.pools),
+            adjusted_windows=tuple(AdjustedWindow(w, a) for w, a in self.adjusted_windows),
+            max_batch_size=self.max_batch_size, enable_block_reuse=self.enable_block_reuse,
+            state_slots=self.state_slots, state_bytes_per_request=self.state_bytes_per_request,
+            state_bytes=self.state_bytes, stages=self.stages)
 
-    @property
-    def adjusted_window_rows(self) -> tuple[AdjustedWindow, ...]:
-        return tuple(AdjustedWindow(w, a) for w, a in self.adjusted_windows)
 
-    @property
-    def max_attention_window_shown(self) -> str | None:
-        return "model windows" if self.max_attention_window else None
+@dataclass(frozen=True)
+class TrtllmDetails:
+    """A TensorRT-LLM result as results show it."""
 
-    @property
-    def window_shares(self) -> str:
-        return "given" if self.shares_given else "equal"
-
-    @property
-    def trtllm_version(self) -> str:
-        return TRTLLM_VERSION
-
-    @property
-    def trtllm_commit(self) -> str:
-        return TRTLLM_COMMIT
-
-    DATA = {"trtllm_version": "trtllm_version", "trtllm_commit": "trtllm_commit",
-            "max_attention_window": "max_attention_window_shown", "scheduler_policy": "scheduler_policy",
-            "max_num_tokens": "max_num_tokens", "tokens_per_block": "tokens_per_block",
-            "window_shares": "window_shares", "pools": "pool_rows", "adjusted_windows": "adjusted_window_rows",
-            "max_batch_size": "max_batch_size", "enable_block_reuse": "enable_block_reuse",
-            "state_slots": "state_slots", "state_bytes_per_request": "state_bytes_per_request",
-            "state_bytes": "state_bytes", "stages": "stages"}
+    trtllm_version: str
+    trtllm_commit: str
+    max_attention_window: str | None  # "model windows" with --trtllm-max-attention-window
+    scheduler_policy: str
+    max_num_tokens: int
+    tokens_per_block: int
+    window_shares: str  # "given" (--trtllm-window-shares) or "equal"
+    pools: tuple[TrtllmPoolRow, ...]
+    adjusted_windows: tuple[AdjustedWindow, ...]
+    max_batch_size: int
+    enable_block_reuse: bool
+    state_slots: int
+    state_bytes_per_request: int
+    state_bytes: int
+    stages: EngineStages
 
 
 def window_of(cost: LayerCost, max_seq_len: int, max_attention_window: bool = True) -> int:
