@@ -91,8 +91,6 @@ DETAIL: dict[tuple[type, str], dict] = {
     (SimulateBody, "allocation"): OBJ,
     (CompareBody, "workload"): OBJ,
     (CompareBody, "lower_bound"): OBJ,
-    (CompareBody, "engines"): arr(obj({"engine": STR, "name": STR, "outcome": "Outcome", "max_concurrency": NUM,
-                                       "steady_state_concurrency": NUM})),
     (FitBody, "gpus"): nullable(obj({"rows": arr(obj({"gpu": STR, "tensor_parallel_size": INT,
                                                       "outcome": "Outcome", "enough": BOOL}))})),
     (ModelsBody, "models"): arr(obj({"id": STR})),

@@ -1,11 +1,12 @@
-"""Results as plain data, below the use cases and the renderers: the outcome shape (here), the
-result dicts (``data``), the envelope every command returns (``envelope``) and the explanation
-lines (``explain``).
+"""Results as one tree of records, below the use cases and the renderers: the outcome shape
+(here), the body records (``records``, ``check``), the envelope every command returns
+(``envelope``), labels (``data``) and the explanation lines (``explain``).
 
 Result records are frozen dataclasses; ``to_data`` is the one serializer that turns them into
 what ``--format json`` prints: keys in field order, tuples as lists, sizes left as the integer
-bytes they are, and a field marked ``FLATTEN`` spread into its parent (the envelope's body).
-``scripts/make_schemas.py`` reads the same fields for the JSON Schemas in docs/schema/.
+bytes they are, a field marked ``FLATTEN`` spread into its parent (the envelope's body) and one
+marked ``OMIT_NONE`` left out while None. No record writes its own dict. ``scripts/make_schemas.py``
+reads the same fields and their types for the JSON Schemas in docs/schema/.
 
 The one shape of an outcome, for every command and every row that can fail.
 
@@ -66,9 +67,9 @@ def view(obj, data: dict) -> dict | None:
 
 def to_data(value):
     """The plain data of a result: a ``Record`` by its ``DATA`` view, other dataclasses as dicts in
-    field order (``FLATTEN`` fields spread in place), tuples and lists as lists, mappings with
-    their values converted; everything else as it is (integers stay integers). An object that still
-    writes its own dict (``to_dict``) is asked for it."""
+    field order (``FLATTEN`` fields spread in place, ``OMIT_NONE`` ones left out while None),
+    tuples and lists as lists, mappings with their values converted; everything else as it is
+    (integers stay integers)."""
     if isinstance(value, Record) and type(value).DATA:
         return view(value, type(value).DATA)
     if is_dataclass(value) and not isinstance(value, type):

@@ -395,6 +395,25 @@ class EngineVersions:
 
 
 @dataclass(frozen=True)
+class EngineRowRecord:
+    """One engine (or vLLM era) in ``compare``: its outcome, capacity and waste per request."""
+
+    engine: str  # vllm, sglang, trtllm, llamacpp, lower_bound
+    name: str
+    is_proposal: bool
+    outcome: Outcome
+    kv_tokens: int | None
+    max_concurrency: float
+    steady_state_concurrency: float  # the admission figure where the engine has no other
+    reserved_per_request_bytes: int | None
+    waste_per_request_bytes: int | None  # reserved beyond the exact windowed need
+    waste_pct: float | None
+    knobs: dict  # the engine's own settings for this row
+    details: dict  # the engine's result (vLLM: its grouping; SGLang/TensorRT-LLM/llama.cpp: *Details)
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class CompareBody:
     """``kvplan compare``: one model, budget and workload through every engine."""
 
@@ -405,7 +424,7 @@ class CompareBody:
     engine_versions: EngineVersions
     workload: object  # kvplan.engines.compare.CompareInputs (a Record: its DATA keys)
     lower_bound: object  # kvplan.engines.lower_bound.LowerBound
-    engines: tuple  # kvplan.engines.compare.EngineRow, one per engine (and vLLM era)
+    engines: tuple[EngineRowRecord, ...]  # one per engine (and vLLM era)
     advice: dict  # kvplan.engines.advice.advise
     budget: dict | None  # the estimated budget (with --gpu), else None
 

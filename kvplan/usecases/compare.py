@@ -10,7 +10,7 @@ from kvplan.options import COMPARE, resolve
 from kvplan.results import outcome
 from kvplan.results.envelope import Envelope
 from kvplan.results.records import CompareBody, EngineVersions
-from kvplan.usecases.records import envelope, model_record, serving_record, speculative_record
+from kvplan.usecases.records import engine_row, envelope, model_record, serving_record, speculative_record
 from kvplan.usecases.scenario import run_scenario, scenario_from, serving_of
 
 
@@ -109,7 +109,7 @@ def compare(model: str, **options) -> Envelope:
     body = CompareBody(
         model=model_record(layout.target), drafter=model_record(layout.drafter), speculative=speculative_record(layout),
         serving=serving_record(serving_of(scenario), layout), engine_versions=versions, workload=comparison.inputs,
-        lower_bound=comparison.lower_bound, engines=comparison.rows, advice=advice, budget=main.budget)
+        lower_bound=comparison.lower_bound, engines=tuple(engine_row(row) for row in comparison.rows), advice=advice, budget=main.budget)
     return envelope("compare", options=r, outcome=outcome(ok=True), body=body, model=layout.target,
                     drafter=layout.drafter, era=plan.era,
                     warnings=[*warnings, *(main.budget or {}).get("warnings", [])])

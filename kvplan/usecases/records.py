@@ -9,7 +9,7 @@ from kvplan.results import Outcome, plan_outcome
 from kvplan.results.data import bytes_per_token, kind_label, layer_index
 from kvplan.results.envelope import Envelope, Inputs, Source, unique
 from kvplan.results.records import (
-    BlockSizeChange, BucketRow, Grouping, GroupRow, HybridKVCacheManager, InspectBody, KindSummaryRow,
+    BlockSizeChange, BucketRow, EngineRowRecord, Grouping, GroupRow, HybridKVCacheManager, InspectBody, KindSummaryRow,
     LayerRow, MambaAlignmentRecord, Memory, ModelRecord, PlanBody, PlanSpeculative, PolicyInputs, PolicyRecord,
     RankRow, Scheduler, Serving, Speculative, SweepRow, TensorRow, WorkerPadding, WorkerRow, WorkerSummaryRow,
 )
@@ -332,6 +332,19 @@ def sweep_row(threshold: float, plan) -> SweepRow:
     return SweepRow(round(threshold, 6), plan.group_size, plan.num_groups, plan.num_padding_layers,
                     round(plan.padding_waste_pct, 4), plan.num_blocks, plan.kv_tokens, round(plan.max_concurrency, 6),
                     plan_outcome(plan))
+
+
+def _rounded(v, digits: int):
+    return round(v, digits) if isinstance(v, float) else v
+
+
+def engine_row(row) -> EngineRowRecord:
+    """One row of ``kvplan.engines.compare.compare`` (an ``EngineRow``)."""
+    return EngineRowRecord(
+        engine=row.engine, name=row.name, is_proposal=row.is_proposal, outcome=row.outcome, kv_tokens=row.kv_tokens,
+        max_concurrency=_rounded(row.max_concurrency, 6), steady_state_concurrency=_rounded(row.steady_concurrency, 6),
+        reserved_per_request_bytes=row.reserved_per_request_bytes, waste_per_request_bytes=row.waste_per_request_bytes,
+        waste_pct=_rounded(row.waste_pct, 4), knobs=row.knobs, details=row.details, notes=tuple(row.notes))
 
 
 # ------------------------------------------------------------------------------------- the envelope
