@@ -216,10 +216,19 @@ def drafter_has_ptd_token(layout) -> bool:
 
 def plan_layout(layout, era, options, *, disable_sliding_window: bool = False):
     """vLLM's simulation of a built layout under ``era`` with engine options."""
+    return engine_run(layout, era, disable_sliding_window=disable_sliding_window)(options)
+
+
+def engine_run(layout, era, *, disable_sliding_window: bool = False):
+    """``options -> Plan``: the engine's own simulation of a built layout under ``era``, bound to
+    the model's facts (read once). Handed to the engine's searches (``smallest_fixes``), it runs
+    in the engine layer: no call back up into this module."""
+    from functools import partial
+
     from kvplan.engines.vllm import simulate
 
     facts = model_facts(layout, era, disable_sliding_window=disable_sliding_window)
-    return simulate(layout.layers, layout.ranks, facts, era, options)
+    return partial(simulate, layout.layers, layout.ranks, facts, era)
 
 
 def stage_budgets(budget: dict | None, kv_bytes: int) -> tuple[int, ...] | None:
@@ -337,7 +346,7 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> lis
         return speculative_tokens_fix(s, era, plan)
     from kvplan.engines.vllm.fixes import smallest_fixes
 
-    fixes = smallest_fixes(plan, lambda o: plan_layout(layout, era, o, disable_sliding_window=s.disable_sliding_window))
+    fixes = smallest_fixes(plan, engine_run(layout, era, disable_sliding_window=s.disable_sliding_window))
     if budget is not None and budget.get("kv_room_bytes") is not None:
         # --kv-cache-memory skips the profile, but the cache must still fit beside the weights, the
         # activation peak and the graphs: a larger value runs out of memory allocating it
