@@ -91,8 +91,6 @@ DETAIL: dict[tuple[type, str], dict] = {
     (SimulateBody, "allocation"): OBJ,
     (CompareBody, "workload"): OBJ,
     (CompareBody, "lower_bound"): OBJ,
-    (FitBody, "gpus"): nullable(obj({"rows": arr(obj({"gpu": STR, "tensor_parallel_size": INT,
-                                                      "outcome": "Outcome", "enough": BOOL}))})),
     (ModelsBody, "models"): arr(obj({"id": STR})),
     (DeploymentRow, "cross_check"): nullable(CROSS_CHECK),
     (ServeRecord, "flags"): arr(obj({"flag": STR, "value": {}, "dest": STR,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kvplan.results import FLATTEN, OMIT_NONE, Outcome
+from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
 from kvplan.specs import SpecRecord
 
 
@@ -440,10 +441,10 @@ class FitBody:
     speculative: Speculative
     serving: Serving
     budget: dict | None  # kvplan.budget.estimate.kv_budget, or the given --kv-cache-memory
-    max_model_len: dict | None
-    min_gpu_memory_utilization: dict | None
-    max_context_len_for_concurrency: dict | None
-    gpus: dict | None  # the GPU x TP table
+    max_model_len: MaxModelLenAnswer | None
+    min_gpu_memory_utilization: UtilizationAnswer | None
+    max_context_len_for_concurrency: ContextAnswer | None
+    gpus: GpuTable | None  # the GPU x TP table
     estimated: bool  # the answers rest on an estimated budget (not a given --kv-cache-memory)
 
 
