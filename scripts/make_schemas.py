@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
 
 from kvplan.results import Outcome  # noqa: E402
 from kvplan.results.check import CheckBody, DeploymentRow  # noqa: E402
-from kvplan.results.envelope import Envelope, Inputs  # noqa: E402
+from kvplan.results.envelope import Envelope  # noqa: E402
 from kvplan.results.records import (  # noqa: E402
     CompareBody, ExplainLogBody, FitBody, GpusBody, InspectBody, ModelsBody, PlanBody, Rebuild, ServeBody,
     ServeRecord, SimulateBody, SweepBody,
