@@ -1,5 +1,6 @@
-"""kvplan's library API: one function per command, each returning exactly the dict that
-``kvplan <command> --format json`` prints (the envelope of kvplan.results.envelope).
+"""kvplan's library API: one function per command, each returning the command's result record
+(``kvplan.results.envelope.Envelope``): typed attributes, ``.to_dict()`` exactly the dict that
+``kvplan <command> --format json`` prints (the record is that dict too).
 
 Options are keyword arguments named as the long flags with underscores, with raw values
 (``kv_cache_memory="40GiB"``, ``max_model_len="128k"``) or typed ones (``tensor_parallel_size=2``);
@@ -8,7 +9,8 @@ each is parsed by its entry in kvplan.options, as the command line parses it::
     import kvplan
     r = kvplan.simulate("openai/gpt-oss-20b", drafter="amazon/GPT-OSS-20B-P-EAGLE",
                         kv_cache_memory="40GiB", policy="vllm-1.5")
-    r["outcome"]["starts"], r["grouping"]["group_size"], r["memory"]["max_concurrency"]
+    r.outcome.starts, r.body.plan.grouping.group_size, r.body.plan.memory.max_concurrency
+    r["outcome"]["starts"], r["grouping"]["group_size"], r["memory"]["max_concurrency"]  # the same, as JSON data
 
 Bad input raises kvplan.errors.KvplanError (the CLI's exit 1); a predicted engine failure is
 a result (``outcome.ok`` False; the CLI's exit 3).
@@ -16,29 +18,34 @@ a result (``outcome.ok`` False; the CLI's exit 3).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def inspect(model: str, **options) -> dict:
+if TYPE_CHECKING:
+    from kvplan.results.envelope import Envelope
+
+
+def inspect(model: str, **options) -> Envelope:
     """The per-layer KV specs vLLM would register (``kvplan inspect``)."""
     from kvplan.usecases.inspect import inspect as run
 
     return run(model, **options)
 
 
-def simulate(model: str, **options) -> dict:
+def simulate(model: str, **options) -> Envelope:
     """vLLM's grouping, padding, memory, concurrency and start-up outcome (``kvplan simulate``)."""
     from kvplan.usecases.simulate import simulate as run
 
     return run(model, **options)
 
 
-def sweep(model: str, thresholds: str, **options) -> dict:
+def sweep(model: str, thresholds: str, **options) -> Envelope:
     """``kvplan simulate --sweep-threshold THRESHOLDS``: the layout under each grouping threshold."""
     from kvplan.usecases.simulate import sweep as run
 
     return run(model, thresholds, **options)
 
 
-def vllm_serve(args=None, *, line: str | None = None, **options) -> dict:
+def vllm_serve(args=None, *, line: str | None = None, **options) -> Envelope:
     """A ``vllm serve`` line simulated as ``simulate`` does (``kvplan vllm``): ``args`` are the
     words after ``vllm serve`` (model first), or ``line`` one pasted command (``vllm serve ...``,
     ``python -m vllm.entrypoints.openai.api_server ...``, ``docker run ... vllm/vllm-openai:TAG ...``).
@@ -49,54 +56,55 @@ def vllm_serve(args=None, *, line: str | None = None, **options) -> dict:
     return run(args, line=line, **options)
 
 
-def compare(model: str, **options) -> dict:
+def compare(model: str, **options) -> Envelope:
     """vLLM eras and proposals, SGLang, TensorRT-LLM and llama.cpp side by side (``kvplan compare``)."""
     from kvplan.usecases.compare import compare as run
 
     return run(model, **options)
 
 
-def fit(model: str, **options) -> dict:
+def fit(model: str, **options) -> Envelope:
     """What fits on a GPU (``kvplan fit``)."""
     from kvplan.usecases.fit import fit as run
 
     return run(model, **options)
 
 
-def gpus() -> dict:
+def gpus() -> Envelope:
     """The GPU presets (``kvplan fit --list-gpus``)."""
     from kvplan.usecases.fit import gpus as run
 
     return run()
 
 
-def check(files, **kwargs) -> dict:
+def check(files, **kwargs) -> Envelope:
     """Run the deployments files' expectations (``kvplan check``)."""
     from kvplan.usecases.check import check as run
 
     return run(files, **kwargs)
 
 
-def models() -> dict:
+def models() -> Envelope:
     """The bundled catalog (``kvplan models``)."""
     from kvplan.model import list_catalog
-    from kvplan.results.envelope import envelope
     from kvplan.results import outcome
+    from kvplan.results.records import ModelsBody
+    from kvplan.usecases.records import envelope
 
-    return envelope("models", options={}, outcome=outcome(ok=True), body={"models": list_catalog()})
+    return envelope("models", outcome=outcome(ok=True), body=ModelsBody(tuple(list_catalog())))
 
 
-def policies() -> dict:
+def policies() -> Envelope:
     """vLLM releases, their eras, what changed at each boundary and the proposals
     (``kvplan policies``); the body is ``kvplan.engines.vllm.releases.policies()``."""
     from kvplan.engines.vllm.releases import policies as release_policies
-    from kvplan.results.envelope import envelope
     from kvplan.results import outcome
+    from kvplan.usecases.records import envelope
 
-    return envelope("policies", options={}, outcome=outcome(ok=True), body=release_policies())
+    return envelope("policies", outcome=outcome(ok=True), body=release_policies())
 
 
-def explain_log(text_or_path: str, **options) -> dict:
+def explain_log(text_or_path: str, **options) -> Envelope:
     """Read a vLLM start-up log (a file path, ``-`` for standard input, or the log text itself),
     rebuild the deployment, re-simulate it with the logged release, set each logged figure beside
     kvplan's and name the traps (``kvplan explain-log``). Options: ``model``, ``drafter`` and

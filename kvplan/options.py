@@ -35,6 +35,7 @@ def _minor(field_name: str, value) -> str:
 def _since(field_name: str, value) -> str:
     return _minor(field_name, value) + "+"
 from kvplan.errors import OptionError
+from kvplan.results.envelope import OptionValue
 from kvplan.units import CACHE_DTYPES, MODEL_DTYPES, GiB, parse_human_int
 
 # Which commands take an option. "check" = a key of a deployments-file entry (the scenario options).
@@ -659,9 +660,9 @@ class Resolved:
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
 
-    def to_dict(self) -> dict:
-        """``{name: {"value": v, "given": bool}}`` for the result envelope (table order)."""
-        return {name: {"value": _jsonable(v), "given": name in self.given} for name, v in self.values.items()}
+    def inputs(self) -> dict[str, OptionValue]:
+        """Every option's value, marked given or not, for the result envelope (table order)."""
+        return {name: OptionValue(_jsonable(v), name in self.given) for name, v in self.values.items()}
 
 
 def _jsonable(v: Any) -> Any:

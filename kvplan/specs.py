@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from kvplan.errors import EngineFailure, SpecMergeAssertion
+from kvplan.results import to_data
 from kvplan.units import cdiv, dtype_size_bytes
 
 # Every spec has a short ``kind`` used as the JSON value and in tables.
@@ -338,29 +339,44 @@ _KINDS: dict[str, type[KVCacheSpec]] = {
     )
 }
 
-# JSON key order for one spec: the engine's field names, then the derived page.
-SPEC_KEYS = (
-    "kind", "block_size", "num_kv_heads", "head_size", "head_size_v", "dtype",
-    "sliding_window", "attention_chunk_size", "cache_dtype_str", "page_size_padded",
-    "shapes", "dtypes", "mamba_type", "num_speculative_blocks", "num_prefill_checkpoint_blocks", "page_size_bytes",
-)
+@dataclass(frozen=True)
+class SpecRecord:
+    """One spec as results show it: the engine's field names (None where the spec has none), then
+    the derived page. Serialised by ``kvplan.results.to_data``; ``spec_from_dict`` reads it back."""
+
+    kind: str
+    block_size: int
+    num_kv_heads: int | None
+    head_size: int | None
+    head_size_v: int | None
+    dtype: str | None
+    sliding_window: int | None
+    attention_chunk_size: int | None
+    cache_dtype_str: str | None
+    page_size_padded: int | None
+    shapes: tuple[tuple[int, ...], ...] | None
+    dtypes: tuple[str, ...] | None
+    mamba_type: str | None
+    num_speculative_blocks: int | None
+    num_prefill_checkpoint_blocks: int | None
+    page_size_bytes: int
+
+    @classmethod
+    def of(cls, spec: KVCacheSpec) -> "SpecRecord":
+        mamba = isinstance(spec, MambaSpec)
+        named = {f.name: getattr(spec, f.name, None) for f in dataclasses.fields(cls)
+                 if f.name not in ("kind", "shapes", "dtypes", "page_size_bytes")}
+        return cls(kind=spec.kind, shapes=spec.shapes if mamba else None, dtypes=spec.dtypes if mamba else None,
+                   page_size_bytes=spec.page_size_bytes, **named)
+
+
+# JSON key order for one spec
+SPEC_KEYS = tuple(f.name for f in dataclasses.fields(SpecRecord))
 
 
 def spec_to_dict(spec: KVCacheSpec) -> dict:
-    """A spec as plain JSON data with every key of ``SPEC_KEYS`` (None where unused)."""
-    out: dict = {}
-    for key in SPEC_KEYS:
-        if key == "kind":
-            out[key] = spec.kind
-        elif key == "page_size_bytes":
-            out[key] = spec.page_size_bytes
-        elif key == "shapes":
-            out[key] = [list(s) for s in spec.shapes] if isinstance(spec, MambaSpec) else None
-        elif key == "dtypes":
-            out[key] = list(spec.dtypes) if isinstance(spec, MambaSpec) else None
-        else:
-            out[key] = getattr(spec, key, None)
-    return out
+    """A spec as plain JSON data (``SpecRecord``), every key of ``SPEC_KEYS``."""
+    return to_data(SpecRecord.of(spec))
 
 
 def spec_from_dict(data: dict) -> KVCacheSpec:

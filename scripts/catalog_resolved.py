@@ -25,16 +25,16 @@ OUT = ROOT / "kvplan" / "model" / "catalog_resolved.json"
 
 RECORD = r"""
 from kvplan.model import build_model_layout, list_catalog, ServingOptions
-from kvplan.results.data import inspect_dict
+from kvplan.usecases.records import inspect_body
 from kvplan.errors import KvplanError
 for m in list_catalog():
     try:
-        inspect_dict(build_model_layout(m["id"], None, ServingOptions()), ServingOptions())
+        inspect_body(build_model_layout(m["id"], None, ServingOptions()), ServingOptions())
     except KvplanError:
         pass
 for target, drafter in [("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE"),
                         ("mistralai/Mistral-7B-v0.1", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")]:
-    inspect_dict(build_model_layout(target, drafter, ServingOptions(num_speculative_tokens=3)), ServingOptions())
+    inspect_body(build_model_layout(target, drafter, ServingOptions(num_speculative_tokens=3)), ServingOptions())
 """
 
 

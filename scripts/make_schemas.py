@@ -1,12 +1,27 @@
 #!/usr/bin/env python3
-"""Write the JSON Schemas of every command's output to docs/schema/<command>.json.
+"""Write the JSON Schemas of every command's output to docs/schema/<command>.json, generated from
+the result records (kvplan.results): one envelope (``Envelope``) shared by all commands, then each
+command's body record.
 
-One envelope (kvplan.results.envelope) shared by all commands, then each command's body:
-the keys it always has and their types. The outcome, the model sources and the policy are read
-from their result records (``record``: field names and annotated types), so a field added to
-one reaches its schema. Bodies may grow keys (additionalProperties), the
-envelope and the outcome may not. tests/test_schemas.py checks that the files are what this
-script writes and validates every command's output against them.
+Every field of a record is a property, typed by its annotation and required (a field marked
+``OMIT_NONE`` is a property the output may leave out):
+
+    bool int float str      boolean integer number string
+    X | None                X or null
+    tuple[X, ...]           an array of X
+    dict[str, X] / dict     an object (of X values)
+    Literal["a", "b"]       const / enum
+    A | B (records)         anyOf
+    a record                an object of its fields (a FLATTEN field's fields spread in place);
+                            closed (no other keys) where the record says SCHEMA_CLOSED
+    Any / object            anything (an object another layer makes: see DETAIL)
+
+A field whose type is data another layer assembles (``dict``, ``object``: fixes, the cross-check,
+the budget, the engine rows) gets its published shape from ``DETAIL`` (the keys it always has),
+and the one body that is not a record yet (``policies``, kvplan.engines.vllm.releases.policies)
+from ``BODIES``. Bodies may grow keys (additionalProperties), the envelope and the outcome may not.
+tests/test_api.py checks that the files are what this script writes, that every command's output
+validates against them, and that they keep the published contract (tests/data/schema_published/).
 
     python scripts/make_schemas.py          # rewrite docs/schema/
     python scripts/make_schemas.py --check  # exit 1 if a file differs
@@ -17,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import types
 import typing
 from pathlib import Path
 
@@ -24,8 +40,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
 
 from kvplan.results import Outcome  # noqa: E402
-from kvplan.results.data import PolicyRecord  # noqa: E402
-from kvplan.results.envelope import Source  # noqa: E402
+from kvplan.results.check import CheckBody, DeploymentRow  # noqa: E402
+from kvplan.results.envelope import Envelope  # noqa: E402
+from kvplan.results.records import (  # noqa: E402
+    CompareBody, ExplainLogBody, FitBody, GpusBody, InspectBody, ModelsBody, PlanBody, Rebuild, ServeBody,
+    ServeRecord, SimulateBody, SweepBody,
+)
 
 OUT = ROOT / "docs" / "schema"
 
@@ -35,9 +55,12 @@ STR = {"type": "string"}
 BOOL = {"type": "boolean"}
 OBJ = {"type": "object"}
 ARR = {"type": "array"}
+ANY: dict = {}
 
 
 def nullable(s: dict) -> dict:
+    if "type" not in s:  # anything, or a const/enum/anyOf
+        return s if not s else {"anyOf": [s, {"type": "null"}]}
     t = s["type"]
     return {**s, "type": [t, "null"] if isinstance(t, str) else [*t, "null"]}
 
@@ -50,45 +73,6 @@ def arr(items: dict) -> dict:
     return {"type": "array", "items": items}
 
 
-_SCALARS = {bool: BOOL, int: INT, float: NUM, str: STR}
-
-
-def field_schema(tp) -> dict:
-    """The schema of one annotated result field: ``bool``/``int``/``float``/``str``, ``X | None``,
-    ``tuple[X, ...]`` (a list)."""
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    if tp in _SCALARS:
-        return _SCALARS[tp]
-    if typing.get_origin(tp) is tuple:
-        return arr(field_schema(args[0]))
-    if type(None) in typing.get_args(tp) and len(args) == 1:
-        return nullable(field_schema(args[0]))
-    raise TypeError(f"no schema for {tp!r}")
-
-
-def record(cls, names: tuple[str, ...] | None = None, *, closed: bool = False) -> dict:
-    """An object schema read from a result record (``kvplan.results``): every field, or ``names``
-    (the keys the published schema requires, in its order), typed by the record's annotations."""
-    hints = typing.get_type_hints(cls)
-    names = names or tuple(f.name for f in dataclasses.fields(cls))
-    return obj({n: field_schema(hints[n]) for n in names}, closed=closed)
-
-
-OUTCOME = record(Outcome, closed=True)
-
-SOURCE = nullable(record(Source, closed=True))
-POLICY = nullable(record(PolicyRecord, ("name", "vllm_releases", "threshold", "is_proposal")))
-OPTION_VALUE = obj({"value": {}, "given": BOOL}, closed=True)
-
-MODEL_INFO = obj({"id": STR, "source": STR, "architecture": nullable(STR), "family": nullable(STR),
-                  "num_hidden_layers": nullable(INT), "dtype": nullable(STR)})
-SERVING = obj({"block_size": nullable(INT), "kv_cache_dtype": STR, "dtype": STR, "tensor_parallel_size": INT,
-               "pipeline_parallel_size": INT})
-SPECULATIVE = obj({"method": nullable(STR), "num_speculative_tokens": nullable(INT)})
-ERA = record(PolicyRecord, ("name", "threshold", "vllm_releases", "is_proposal"))
-LAYER = obj({"index": INT, "name": STR, "source": STR, "kind": STR, "block_size": INT, "page_size_bytes": INT})
-
-
 # `simulate --cross-check` / `cross_check: true`: the comparison with a real vLLM (kvplan.verify.crosscheck)
 CROSS_CHECK = obj({
     "ran": BOOL, "agree": nullable(BOOL), "reason": nullable(STR), "vllm_version": nullable(STR),
@@ -98,134 +82,146 @@ CROSS_CHECK = obj({
     "seconds": NUM, "cached": BOOL,
 }, closed=True)
 
-# body keys present only when asked for (not required)
-OPTIONAL = {"simulate": {"cross_check": CROSS_CHECK}}
+# The published shape of the fields whose values other layers assemble as data (record, field)
+DETAIL: dict[tuple[type, str], dict] = {
+    (PlanBody, "fixes"): arr(obj({"option": STR, "flag": STR, "verified": BOOL, "max_concurrency": NUM,
+                                  "steady_state_concurrency": NUM})),
+    (PlanBody, "budget"): OBJ,
+    (SimulateBody, "cross_check"): CROSS_CHECK,
+    (SimulateBody, "allocation"): OBJ,
+    (CompareBody, "workload"): OBJ,
+    (CompareBody, "lower_bound"): OBJ,
+    (ModelsBody, "models"): arr(obj({"id": STR})),
+    (DeploymentRow, "cross_check"): nullable(CROSS_CHECK),
+    (ServeRecord, "flags"): arr(obj({"flag": STR, "value": {}, "dest": STR,
+                                     "effect": {"enum": ["applied", "no effect", "estimate"]},
+                                     "applied_as": nullable(STR), "note": nullable(STR), "from": STR})),
+    (ExplainLogBody, "release"): OBJ,
+    (ExplainLogBody, "facts"): arr(obj({"kind": STR, "line": INT, "text": STR})),
+    (ExplainLogBody, "figures"): arr(obj({"figure": STR, "kind": STR, "key": nullable(STR), "line": nullable(INT),
+                                          "logged": {}, "kvplan": {}, "kvplan_range": nullable(ARR),
+                                          "meaning": nullable(STR), "agrees": nullable(BOOL), "verdict": STR})),
+    (ExplainLogBody, "traps"): arr(obj({"trap": STR, "detail": STR})),
+    # kvplan.usecases.explain_log.rebuild.Deployment, spread into ``rebuild``
+    (Rebuild, "deployment"): obj({"model": nullable(STR), "policy": nullable(STR), "options": OBJ,
+                                  "budget": nullable(obj({"kv_cache_memory_bytes": INT, "low_bytes": INT,
+                                                          "high_bytes": INT, "exact": BOOL, "source": STR})),
+                                  "assumed": arr(STR), "ignored_args": arr(STR)}),
+}
+
+_SCALARS = {bool: BOOL, int: INT, float: NUM, str: STR}
 
 
-def envelope(command: str, body: dict) -> dict:
-    head = {
-        "schema_version": {"const": 2},
-        "kvplan_version": STR,
-        "command": {"const": command},
-        "inputs": obj({"model": SOURCE, "drafter": SOURCE, "policy": POLICY,
-                       "options": {"type": "object", "additionalProperties": OPTION_VALUE}}, closed=True),
-        "outcome": OUTCOME,
-    }
-    props = {**head, **body, "warnings": arr(STR)}
-    optional = OPTIONAL.get(command, {})
+def _resolve(s):
+    """A DETAIL schema with the records it names ("Outcome") written out."""
+    if s == "Outcome":
+        return schema_of(Outcome)
+    if isinstance(s, dict):
+        return {k: _resolve(v) for k, v in s.items()}
+    if isinstance(s, list):
+        return [_resolve(v) for v in s]
+    return s
+
+
+def schema_of(tp) -> dict:
+    """The schema of one annotated type (the table in the module's docstring)."""
+    if tp in _SCALARS:
+        return _SCALARS[tp]
+    if tp is typing.Any or tp is object:
+        return ANY
+    if tp is dict:
+        return OBJ
+    if tp is tuple or tp is list:
+        return ARR
+    if dataclasses.is_dataclass(tp):
+        return record(tp)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Literal:
+        return {"const": args[0]} if len(args) == 1 else {"enum": list(args)}
+    if origin in (tuple, list):
+        return arr(schema_of(args[0]))
+    if origin is dict:
+        value = schema_of(args[1])
+        return {"type": "object", "additionalProperties": value} if value else OBJ
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        one = schema_of(rest[0]) if len(rest) == 1 else {"anyOf": [schema_of(a) for a in rest]}
+        return nullable(one) if len(rest) < len(args) else one
+    raise TypeError(f"no schema for {tp!r}")
+
+
+def _fields(cls) -> tuple[dict, list[str]]:
+    """A record's properties (FLATTEN fields spread) and its required keys."""
+    hints = typing.get_type_hints(cls)
+    props: dict = {}
+    required: list[str] = []
+    for f in dataclasses.fields(cls):
+        detail = DETAIL.get((cls, f.name))
+        s = _resolve(detail) if detail is not None else schema_of(hints[f.name])
+        if f.metadata.get("flatten"):
+            if s.get("properties"):
+                props.update(s["properties"])
+                required += s.get("required", [])
+            continue
+        if f.metadata.get("omit_none"):  # present only when asked for: its value is never null
+            t = s.get("type")
+            props[f.name] = {**s, "type": [x for x in t if x != "null"][0]} if isinstance(t, list) else s
+            continue
+        props[f.name] = s
+        required.append(f.name)
+    return props, required
+
+
+def record(cls) -> dict:
+    """An object schema read from a result record: every field, typed by its annotation."""
+    props, required = _fields(cls)
+    return {"type": "object", "required": required, "properties": props,
+            "additionalProperties": not getattr(cls, "SCHEMA_CLOSED", False)}
+
+
+POLICIES = {
+    "default": obj({"policy": STR, "era": STR, "installed": BOOL}), "installed_vllm": nullable(STR),
+    "newest_checked": STR, "releases": arr(obj({"version": STR, "era": STR, "golden": BOOL})),
+    "eras": arr(obj({"name": STR, "first_release": STR, "releases": arr(STR), "description": STR,
+                     "changes": OBJ, "decisions": OBJ})),
+    "aliases": OBJ, "proposals": arr(obj({"name": STR, "description": STR})),
+}
+
+# each command's body: its record, or (policies) the keys it always has
+BODIES: dict[str, type | dict] = {
+    "inspect": InspectBody,
+    "simulate": SimulateBody,
+    "vllm": ServeBody,
+    "sweep": SweepBody,
+    "compare": CompareBody,
+    "fit": FitBody,
+    "gpus": GpusBody,
+    "check": CheckBody,
+    "models": ModelsBody,
+    "policies": POLICIES,
+    "explain-log": ExplainLogBody,
+}
+
+
+def envelope(command: str, body) -> dict:
+    props, required = _fields(Envelope)  # the body's keys come in its place, warnings after them
+    head = {k: v for k, v in props.items() if k != "warnings"}
+    head["schema_version"] = {"const": Envelope.__dataclass_fields__["schema_version"].default}
+    head["command"] = {"const": command}
+    if isinstance(body, dict):
+        body_props, body_required = body, list(body)
+    else:
+        body_props, body_required = _fields(body)
+    head_required = [k for k in required if k != "warnings"]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://kvplan.dev/schema/{command}.json",
         "title": f"kvplan {command} --format json",
         "type": "object",
-        "required": list(props),
-        "properties": {**props, **optional},
+        "required": [*head_required, *body_required, "warnings"],
+        "properties": {**head, **body_props, "warnings": props["warnings"]},
         "additionalProperties": True,
     }
-
-
-PLAN_BODY = {
-    "engine": {"const": "vllm"},
-    "policy": ERA,
-    "model": MODEL_INFO,
-    "drafter": nullable(MODEL_INFO),
-    "speculative": SPECULATIVE,
-    "serving": SERVING,
-    "scheduler": obj({"max_model_len": INT, "max_num_batched_tokens": INT, "max_num_seqs": INT,
-                      # null where the engine stopped before deciding (a configuration refusal)
-                      "async_scheduling": nullable(BOOL), "model_runner": nullable(STR),
-                      "decode_context_parallel_size": INT}),
-    "hybrid_kv_cache_manager": obj({"enabled": nullable(BOOL), "reasons_disabled": arr(STR)}),
-    "grouping": nullable(obj({"path": STR, "group_size": INT, "num_groups": INT, "num_padding_layers": INT,
-                              "padding_waste_pct": NUM})),
-    "groups": arr(obj({"index": INT, "kind": STR, "block_size": INT, "page_size_bytes": INT, "num_layers": INT,
-                       "layers": arr(STR)})),
-    "tensors": arr(obj({"index": INT, "size_bytes": INT, "shared_by": arr(STR)})),
-    "memory": obj({"available_bytes": INT, "num_blocks": INT, "page_size_bytes": nullable(INT), "kv_tokens": INT,
-                   "max_concurrency": NUM, "steady_state_concurrency": NUM, "padding_waste_bytes": INT}),
-    "workers": arr(obj({"rank": INT, "num_blocks": INT})),
-    "fixes": arr(obj({"option": STR, "flag": STR, "verified": BOOL, "max_concurrency": NUM,
-                      "steady_state_concurrency": NUM})),
-    "logs": arr(STR),
-    "checks_failed": arr(STR),
-}
-
-BODIES = {
-    "inspect": {
-        "model": MODEL_INFO, "drafter": nullable(MODEL_INFO), "speculative": SPECULATIVE, "serving": SERVING,
-        "num_layers": INT, "layers": arr(LAYER), "summary": arr(OBJ), "kv_bytes_per_token": INT,
-        "state_bytes_per_request": INT, "ranks": arr(obj({"rank": INT, "num_layers": INT, "layers": arr(STR)})),
-    },
-    "simulate": PLAN_BODY,
-    "vllm": {
-        **PLAN_BODY,
-        "serve": obj({
-            "form": {"enum": ["vllm serve", "api_server", "docker"]}, "line": nullable(STR), "image": nullable(STR),
-            "model": STR, "release": STR, "release_source": STR,
-            "flag_list": obj({"release": STR, "source": STR, "note": nullable(STR)}),
-            "flags": arr(obj({"flag": STR, "value": {}, "dest": STR,
-                              "effect": {"enum": ["applied", "no effect", "estimate"]},
-                              "applied_as": nullable(STR), "note": nullable(STR), "from": STR})),
-            "environment": {"type": "object", "additionalProperties": STR}, "environment_applied": BOOL,
-            "environment_ignored": arr(STR),
-        }),
-    },
-    "sweep": {
-        "model": MODEL_INFO, "drafter": nullable(MODEL_INFO), "policy": ERA,
-        "rows": arr(obj({"threshold": NUM, "group_size": INT, "num_groups": INT, "num_padding_layers": INT,
-                         "padding_waste_pct": NUM, "num_blocks": INT, "kv_tokens": INT, "max_concurrency": NUM,
-                         "outcome": OUTCOME})),
-        "critical_thresholds": arr(OBJ),
-    },
-    "compare": {
-        "model": MODEL_INFO, "drafter": nullable(MODEL_INFO), "speculative": SPECULATIVE, "serving": SERVING,
-        "workload": OBJ, "lower_bound": OBJ,
-        "engines": arr(obj({"engine": STR, "name": STR, "outcome": OUTCOME, "max_concurrency": NUM,
-                            "steady_state_concurrency": NUM})),
-        "advice": OBJ, "budget": nullable(OBJ),
-    },
-    "fit": {
-        "engine": {"const": "vllm"}, "policy": ERA, "model": MODEL_INFO, "drafter": nullable(MODEL_INFO),
-        "budget": nullable(OBJ), "max_model_len": nullable(OBJ), "min_gpu_memory_utilization": nullable(OBJ),
-        "max_context_len_for_concurrency": nullable(OBJ),
-        "gpus": nullable(obj({"rows": arr(obj({"gpu": STR, "tensor_parallel_size": INT, "outcome": OUTCOME,
-                                                 "enough": BOOL}))})),
-        "estimated": BOOL,
-    },
-    "gpus": {"gpus": arr(obj({"name": STR, "memory_bytes": INT, "aliases": arr(STR),
-                              "compute_capability": nullable(arr(INT)), "platform": {"enum": ["cuda", "rocm"]}}))},
-    "check": {
-        "files": arr(STR), "passed": BOOL,
-        "summary": obj({"num_deployments": INT, "num_passed": INT, "num_failed": INT, "num_errors": INT}),
-        "deployments": arr(obj({"name": STR, "file": STR, "line": INT, "status": {"enum": ["pass", "fail", "error"]},
-                                "outcome": OUTCOME, "expectations": arr(OBJ),
-                                "cross_check": nullable(CROSS_CHECK)})),
-    },
-    "models": {"models": arr(obj({"id": STR}))},
-    "policies": {
-        "default": obj({"policy": STR, "era": STR, "installed": BOOL}), "installed_vllm": nullable(STR),
-        "newest_checked": STR, "releases": arr(obj({"version": STR, "era": STR, "golden": BOOL})),
-        "eras": arr(obj({"name": STR, "first_release": STR, "releases": arr(STR), "description": STR,
-                         "changes": OBJ, "decisions": OBJ})),
-        "aliases": OBJ, "proposals": arr(obj({"name": STR, "description": STR})),
-    },
-    "explain-log": {
-        "log": obj({"source": STR, "lines": INT, "records": INT, "facts": INT}),
-        "recovered": OBJ,
-        "facts": arr(obj({"kind": STR, "line": INT, "text": STR})),
-        "missing": arr(STR),
-        "rebuild": obj({"model": nullable(STR), "policy": nullable(STR), "options": OBJ,
-                        "budget": nullable(obj({"kv_cache_memory_bytes": INT, "low_bytes": INT, "high_bytes": INT,
-                                                "exact": BOOL, "source": STR})),
-                        "status": STR, "detail": STR, "assumed": arr(STR), "ignored_args": arr(STR), "notes": arr(STR)}),
-        "figures": arr(obj({"figure": STR, "kind": STR, "key": nullable(STR), "line": nullable(INT), "logged": {},
-                            "kvplan": {}, "kvplan_range": nullable(ARR), "meaning": nullable(STR),
-                            "agrees": nullable(BOOL), "verdict": STR})),
-        "verdict": STR,
-        "traps": arr(obj({"trap": STR, "detail": STR})),
-        "simulation": nullable(OBJ),
-    },
-}
 
 
 def schemas() -> dict[str, str]:

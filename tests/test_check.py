@@ -514,7 +514,7 @@ def test_a_failing_deployment_does_not_stop_the_others():
     assert results[1].error.startswith("model 'missing/model' not found")
     assert results[1].error_type == "ModelNotFoundError" and results[1].plan is None
     assert results[2].error == "internal error: ZeroDivisionError: division by zero"
-    data = check.check_dict(["deploy.yaml"], results)
+    data = check.check_result(["deploy.yaml"], results).to_dict()
     assert data["passed"] is False
     assert data["summary"] == {"num_deployments": 5, "num_passed": 2, "num_failed": 1, "num_errors": 2}
     assert data["deployments"][3]["failed_expectations"] == ["max_groups"]
@@ -538,10 +538,10 @@ def sample_data():
         deployment(("starts", True), ("max_padding_waste_pct", 30), policy="vllm-1.25", name="bad"),
         deployment(model="missing/model", name="unknown"),
     ], run)
-    return check.check_dict(["deploy.yaml"], results)
+    return check.check_result(["deploy.yaml"], results).to_dict()
 
 
-def test_check_dict_shape():
+def test_check_result_shape():
     d = sample_data()
     assert list(d)[:3] == ["schema_version", "kvplan_version", "command"] and d["command"] == "check"
     bad = d["deployments"][1]
@@ -576,7 +576,7 @@ def test_junit_one_suite_per_file():
     run = fake_runner({"vllm-1.5": fake_plan()})
     a = deployment(name="a")
     b = Deployment("b", "other.yml", 5, a.scenario, a.expectations)
-    data = check.check_dict(["deploy.yaml", "other.yml"], run_deployments([a, b], run))
+    data = check.check_result(["deploy.yaml", "other.yml"], run_deployments([a, b], run)).to_dict()
     root = ET.fromstring(check.junit_xml(data))
     assert [s.get("name") for s in root.findall("testsuite")] == ["deploy.yaml", "other.yml"]
     assert root.findall("testsuite")[1].find("testcase").get("classname") == "kvplan.check.other"

@@ -14,19 +14,20 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = r"""
 import json, sys
 from kvplan.model import build_model_layout, list_catalog, ServingOptions
-from kvplan.results.data import inspect_dict
+from kvplan.results import to_data
+from kvplan.usecases.records import inspect_body
 from kvplan.errors import KvplanError
 out = {}
 for m in list_catalog():
     try:
         layout = build_model_layout(m["id"], None, ServingOptions())
-        out[m["id"]] = inspect_dict(layout, ServingOptions())
+        out[m["id"]] = {**to_data(inspect_body(layout, ServingOptions())), "warnings": list(layout.warnings)}
     except KvplanError as e:
         out[m["id"]] = "error: " + str(e)
 for target, drafter in [("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE"),
                         ("mistralai/Mistral-7B-v0.1", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")]:
     layout = build_model_layout(target, drafter, ServingOptions(num_speculative_tokens=3))
-    out[target + "+" + drafter] = inspect_dict(layout, ServingOptions())
+    out[target + "+" + drafter] = {**to_data(inspect_body(layout, ServingOptions())), "warnings": list(layout.warnings)}
 json.dump({"layouts": out, "transformers_imported": "transformers" in sys.modules}, sys.stdout)
 """
 

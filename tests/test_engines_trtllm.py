@@ -196,7 +196,7 @@ def test_mamba_hybrid_defaults_fail_the_block_reuse_assert():
     # the fix is the engine's own knob; re-computed, the 2048-request state (below) still does not fit
     assert r.fix.startswith("kv_cache_config.enable_block_reuse=false") and "max_batch_size" in r.fix
     assert r.notes[0].startswith("fix: kv_cache_config.enable_block_reuse=false") and "still fails" in r.notes[0]
-    assert r.to_dict()["max_batch_size"] == 2048 and r.to_dict()["enable_block_reuse"] is True
+    assert r.details().max_batch_size == 2048 and r.details().enable_block_reuse is True
 
 
 def test_mamba_state_sized_by_max_batch_size_runs_out_of_memory():

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from kvplan.cli.app import ensure_registered
 
 app = ensure_registered()
+from kvplan.results import to_data
 from kvplan.usecases.fit import fit_scenario as fit, parse_gpus, parse_tp_sizes
 from kvplan.errors import OptionError
 from kvplan.usecases.scenario import Scenario
@@ -176,14 +177,15 @@ def test_gpu_table_rows_match_simulate():
 
 
 def test_default_is_the_table_when_no_gpu_is_given():
-    out = fit(Scenario(model="Qwen/Qwen3-8B"), gpus=["L4-24GB"], tp_sizes=[1, 2])
+    out = to_data(fit(Scenario(model="Qwen/Qwen3-8B"), gpus=["L4-24GB"], tp_sizes=[1, 2]).body)
     assert out["max_model_len"] is None and out["budget"] is None
     assert [r["tensor_parallel_size"] for r in out["gpus"]["rows"]] == [1, 2]
 
 
 def test_bad_tp_size_is_a_row_error_not_a_crash():
     # 40 query heads do not split over 3 ranks: vLLM refuses; the row says why.
-    out = fit(Scenario(model="meta-llama/Llama-4-Scout-17B-16E-Instruct"), gpus=["H200-141GB"], tp_sizes=[3])
+    out = to_data(fit(Scenario(model="meta-llama/Llama-4-Scout-17B-16E-Instruct"), gpus=["H200-141GB"],
+                      tp_sizes=[3]).body)
     row = out["gpus"]["rows"][0]
     assert row["outcome"]["starts"] is not True and row["outcome"]["error"]
 

@@ -21,7 +21,8 @@ app = ensure_registered()
 from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
 from kvplan.engines.vllm.runner import resolve_model_runner
 from kvplan.model.layout import get_pp_indices
-from kvplan.results.data import plan_dict
+from kvplan.results import to_data
+from kvplan.usecases.records import plan_body
 
 GiB = 1 << 30
 runner = CliRunner()
@@ -309,7 +310,7 @@ def test_no_negative_figures_and_stages_within_budget(mix, pp, mem, policy, leng
     p = simulate(ls, ranks, ModelFacts(length), get_era(policy),
                  SimulateOptions(kv_cache_memory_bytes=mem, max_model_len=length, async_scheduling=None,
                                  num_gpu_blocks_override=override))
-    d = plan_dict(STUB_LAYOUT, p, STUB_SERVING)
+    d = to_data(plan_body(STUB_LAYOUT, p, STUB_SERVING))
     assert negatives(d) == []
     for w in d["workers"]:
         if "tensors" in w and w["allocated"]:

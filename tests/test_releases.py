@@ -89,9 +89,11 @@ def test_default_is_the_installed_release(monkeypatch):
     monkeypatch.setattr(R, "installed_vllm", lambda: "0.24.0")
     e = get_era("vllm-latest")
     assert (e.name, e.release, e.release_note) == ("vllm-0.24", "0.24.0", "installed")
-    from kvplan.results.data import era_dict, policy_label
+    from kvplan.results import to_data
+    from kvplan.results.data import policy_label
+    from kvplan.results.records import PolicyRecord
 
-    assert policy_label(era_dict(e)) == "vllm==0.24.0 (installed)"
+    assert policy_label(to_data(PolicyRecord.of(e))) == "vllm==0.24.0 (installed)"
     monkeypatch.setattr(R, "installed_vllm", lambda: "0.36.0.dev3+g1234")
     e = get_era("vllm-latest")
     assert (e.release, e.release_note) == ("0.36.0.dev3+g1234", "installed, unchecked")
@@ -138,7 +140,7 @@ def test_nemotron_h_ssm_state_follows_the_release():
     for rel in ("0.11.2", "0.18.0", "0.34.0"):
         r = run_scenario(Scenario("nvidia/Nemotron-H-56B-Base-8K", kv_cache_memory="40GiB", policy=f"vllm=={rel}"))
         ssm = {ls.spec.dtypes[1] for ls in r.layout.layers if ls.spec.kind == "mamba"}
-        pages[rel] = (r.data["mamba_alignment"]["mamba_page_bytes"], ssm)
+        pages[rel] = (r.body.mamba_alignment.mamba_page_bytes, ssm)
     assert pages == {"0.11.2": (8511488, {"bfloat16"}), "0.18.0": (8511488, {"float16"}),
                      "0.34.0": (16900096, {"float32"})}
     assert kvplan  # the package imports without vLLM

@@ -38,7 +38,7 @@ def check_command(
     from kvplan import api
     from kvplan.usecases import check as checks
 
-    data = api.check(files, reraise=bool(os.environ.get("KVPLAN_DEBUG")))
+    data = api.check(files, reraise=bool(os.environ.get("KVPLAN_DEBUG"))).to_dict()
     if junit_xml:
         try:
             with open(junit_xml, "w", encoding="utf-8") as f:

@@ -9,10 +9,14 @@ import typer
 from kvplan.cli.app import EXIT_FAILED
 
 
-def finish(data: dict, fmt: str, table: Callable[[dict], None], *, hints: list[str] = ()) -> None:
-    """Print ``data`` as ``fmt`` (tables through ``table``), then the hints, then exit 3 when the
-    outcome is not ok (the engine would fail, a check failed, a question has no answer)."""
+def finish(result, fmt: str, table: Callable[[dict], None], *, hints: list[str] = ()) -> None:
+    """Print ``result`` (a command's result record, or its data) as ``fmt`` (tables through
+    ``table``), then the hints, then exit 3 when the outcome is not ok (the engine would fail, a
+    check failed, a question has no answer)."""
     from kvplan.report.output import emit, hint
+    from kvplan.results import to_data
+
+    data = to_data(result)
 
     emit(data, fmt, table)
     for h in hints:

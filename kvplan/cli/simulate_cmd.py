@@ -46,7 +46,7 @@ def _sweep(model: str, fmt: str, *, sweep_threshold: str, plot: str | None = Non
     from kvplan.api import sweep
     from kvplan.errors import OptionError
 
-    data = sweep(model, sweep_threshold, **options)
+    data = sweep(model, sweep_threshold, **options).to_dict()
     plot_error = None
     if plot:
         from kvplan.report.plot import plot_sweep

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvplan.results import Attr, Outcome, Record
+from kvplan.results import Outcome, Record, to_data
 
 from kvplan.engines.layer_costs import LayerCost, layer_costs
 from kvplan.engines.llamacpp import DEFAULT_N_UBATCH, llamacpp_model, server_slots
@@ -93,7 +93,7 @@ class CompareInputs(Record):
 
 
 @dataclass(frozen=True)
-class EngineRow(Record):
+class EngineRow:
     engine: str  # vllm | sglang | trtllm | llamacpp | lower_bound
     name: str  # the policy / configuration shown in the table
     starts: bool
@@ -136,16 +136,10 @@ class EngineRow(Record):
         """The steady-state concurrency, the admission figure where the engine has no other."""
         return self.max_concurrency if self.steady_state_concurrency is None else self.steady_state_concurrency
 
-    DATA = {"engine": "engine", "name": "name", "is_proposal": "is_proposal", "outcome": "outcome",
-            "kv_tokens": "kv_tokens", "max_concurrency": Attr("max_concurrency", 6),
-            "steady_state_concurrency": Attr("steady_concurrency", 6),
-            "reserved_per_request_bytes": "reserved_per_request_bytes",
-            "waste_per_request_bytes": "waste_per_request_bytes", "waste_pct": Attr("waste_pct", 4),
-            "knobs": "knobs", "details": "details", "notes": "notes"}
 
 
 @dataclass(frozen=True)
-class Comparison(Record):
+class Comparison:
     inputs: CompareInputs
     lower_bound: LowerBound
     rows: tuple[EngineRow, ...]
@@ -153,8 +147,6 @@ class Comparison(Record):
 
     def row(self, engine: str, name: str | None = None) -> EngineRow:
         return next(r for r in self.rows if r.engine == engine and (name is None or r.name == name))
-
-    DATA = {"workload": "inputs", "lower_bound": "lower_bound", "engines": "rows", "advice": "advice"}
 
 
 # --- rows --------------------------------------------------------------------------------
@@ -233,7 +225,7 @@ def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: C
     return EngineRow(
         engine="sglang", name="hybrid SWA pool" if r.hybrid_swa_memory else "one token pool", starts=r.starts, kv_tokens=r.full_tokens,
         max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
-        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.to_dict(), failure=r.failure,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=to_data(r.details()), failure=r.failure,
         notes=(r.reason, *r.notes),
     )
 
@@ -270,7 +262,7 @@ def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBou
     return EngineRow(
         engine="trtllm", name="VSWA" if len(r.pools) > 1 else "one window pool", starts=r.starts, kv_tokens=r.kv_tokens,
         max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
-        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.to_dict(), failure=r.failure,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=to_data(r.details()), failure=r.failure,
         notes=r.notes, failure_stage=r.failure_stage, failure_type=r.failure_type, failure_fix=r.fix,
     )
 
@@ -293,7 +285,7 @@ def llamacpp_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerB
     return EngineRow(
         engine="llamacpp", name="iSWA cache" if r.n_swa else "KV cache", starts=r.starts, kv_tokens=r.max_n_ctx_tokens,
         max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
-        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.to_dict(), failure=r.failure,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=to_data(r.details()), failure=r.failure,
         notes=r.notes,
     )
 

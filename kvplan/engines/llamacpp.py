@@ -55,7 +55,6 @@ from dataclasses import dataclass
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.stages import EngineStages, Figure
 from kvplan.errors import OptionError
-from kvplan.results import Record
 from kvplan.units import cdiv, largest_true, plural
 
 LLAMACPP_BUILD = "0c1e57098"  # ggml-org/llama.cpp commit vendored by llama-cpp-python 0.3.36
@@ -78,7 +77,7 @@ def pad256(n: int) -> int:
 
 
 @dataclass(frozen=True)
-class LlamacppCaches(Record):
+class LlamacppCaches:
     n_ctx: int  # after llama.cpp's padding
     n_seq: int
     base_cells: int  # per stream
@@ -94,9 +93,26 @@ class LlamacppCaches(Record):
     def total_bytes(self) -> int:
         return self.base_bytes + self.swa_bytes + self.recurrent_bytes
 
-    DATA = {"n_ctx_tokens": "n_ctx", "n_ctx_seq_tokens": "n_ctx_seq",
-            **{k: k for k in ("n_seq", "n_stream", "n_ubatch", "base_cells", "swa_cells", "base_bytes", "swa_bytes",
-                              "recurrent_bytes", "total_bytes")}}
+    def row(self) -> "LlamacppCachesRow":
+        return LlamacppCachesRow(self.n_ctx, self.n_ctx_seq, self.n_seq, self.n_stream, self.n_ubatch, self.base_cells,
+                                 self.swa_cells, self.base_bytes, self.swa_bytes, self.recurrent_bytes, self.total_bytes)
+
+
+@dataclass(frozen=True)
+class LlamacppCachesRow:
+    """The caches as results show them."""
+
+    n_ctx_tokens: int
+    n_ctx_seq_tokens: int
+    n_seq: int
+    n_stream: int
+    n_ubatch: int
+    base_cells: int
+    swa_cells: int
+    base_bytes: int
+    swa_bytes: int
+    recurrent_bytes: int
+    total_bytes: int
 
 
 @dataclass(frozen=True)
@@ -158,7 +174,7 @@ def server_slots(n_seq: int | None, kv_unified: bool | None) -> tuple[int, bool,
 
 
 @dataclass(frozen=True)
-class LlamacppResult(Record):
+class LlamacppResult:
     target_len_tokens: int
     n_seq: int
     n_ubatch: int
@@ -208,12 +224,32 @@ class LlamacppResult(Record):
             prompt_len_tokens=self.target_len_tokens,
         )
 
-    llamacpp_build = LLAMACPP_BUILD  # the build the rules were read from (not a field)
+    def details(self) -> "LlamacppDetails":
+        """The result as ``compare`` shows it (its engine row's ``details``)."""
+        return LlamacppDetails(
+            llamacpp_build=LLAMACPP_BUILD, n_seq=self.n_seq, n_ubatch=self.n_ubatch, swa_full=self.swa_full,
+            kv_unified=self.kv_unified, slots=self.slots_from, n_swa_tokens=self.n_swa, caches=self.caches.row(),
+            max_n_ctx_tokens=self.max_n_ctx_tokens, max_n_seq=self.max_n_seq,
+            capacity_caches=self.capacity_caches.row() if self.capacity_caches is not None else None,
+            stages=self.stages)
 
-    DATA = {"llamacpp_build": "llamacpp_build", "n_seq": "n_seq", "n_ubatch": "n_ubatch", "swa_full": "swa_full",
-            "kv_unified": "kv_unified", "slots": "slots_from", "n_swa_tokens": "n_swa", "caches": "caches",
-            "max_n_ctx_tokens": "max_n_ctx_tokens", "max_n_seq": "max_n_seq", "capacity_caches": "capacity_caches",
-            "stages": "stages"}
+
+@dataclass(frozen=True)
+class LlamacppDetails:
+    """A llama.cpp result as results show it."""
+
+    llamacpp_build: str  # the build the rules were read from
+    n_seq: int
+    n_ubatch: int
+    swa_full: bool
+    kv_unified: bool
+    slots: str  # where -np came from
+    n_swa_tokens: int
+    caches: LlamacppCachesRow
+    max_n_ctx_tokens: int | None
+    max_n_seq: int
+    capacity_caches: LlamacppCachesRow | None
+    stages: EngineStages
 
 
 def llamacpp_model(

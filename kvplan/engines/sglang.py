@@ -63,10 +63,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal
 
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.stages import EngineStages, Figure
-from kvplan.results import Record
 from kvplan.units import cdiv, plural
 
 SGLANG_VERSION = "0.5.23"
@@ -109,7 +109,7 @@ RULE_STEADY = ("compute_swa_request_cap: W + interval + 2 pages per request, plu
 
 
 @dataclass(frozen=True)
-class SglangResult(Record):
+class SglangResult:
     architecture: str | None
     hybrid_swa_memory: bool
     reason: str  # why the split pool is on or off
@@ -170,25 +170,68 @@ class SglangResult(Record):
             prompt_len_tokens=self.prompt_len_tokens,
         )
 
-    sglang_version = SGLANG_VERSION  # the release the rules were read from (not a field)
+    def details(self) -> "SglangDetails":
+        """The result as ``compare`` shows it (its engine row's ``details``): the full pool, and the
+        SWA pool when the split is on (SGLang's two token pools)."""
+        pools: list = [FullPoolRow("full", self.num_full_layers, self.full_bytes_per_token, self.full_tokens,
+                                   self.full_need_tokens)]
+        if self.hybrid_swa_memory:
+            pools.append(SwaPoolRow("swa", self.num_swa_layers, self.swa_bytes_per_token, self.window_tokens, self.swa_tokens,
+                                    self.swa_need_tokens, self.swa_in_flight_tokens))
+        return SglangDetails(
+            sglang_version=SGLANG_VERSION, architecture=self.architecture, hybrid_swa_memory=self.hybrid_swa_memory,
+            reason=self.reason, swa_full_tokens_ratio=self.swa_full_tokens_ratio, page_size=self.page_size,
+            disable_overlap_schedule=self.disable_overlap_schedule,
+            swa_eviction_interval_tokens=self.swa_eviction_interval, pools=tuple(pools),
+            state_slots=self.state_slots, state_bytes=self.state_bytes,
+            mamba_full_memory_ratio=self.mamba_full_memory_ratio, max_mamba_cache_size=self.max_mamba_cache_size,
+            max_running_requests=self.max_running_requests, context_len_tokens=self.context_len_tokens,
+            chunked_prefill_size_tokens=self.chunked_prefill_size, prefill_fits=self.prefill_fits,
+            stages=self.stages)
 
-    @property
-    def pools(self) -> list[dict]:
-        """The full pool, and the SWA pool when the split is on (SGLang's two token pools)."""
-        full = {"pool": "full", "num_layers": self.num_full_layers, "per_token_bytes": self.full_bytes_per_token,
-                "capacity_tokens": self.full_tokens, "per_request_tokens": self.full_need_tokens}
-        if not self.hybrid_swa_memory:
-            return [full]
-        return [full, {"pool": "swa", "num_layers": self.num_swa_layers, "per_token_bytes": self.swa_bytes_per_token,
-                       "window_tokens": self.window_tokens, "capacity_tokens": self.swa_tokens,
-                       "per_request_tokens": self.swa_need_tokens, "in_flight_prefill_tokens": self.swa_in_flight_tokens}]
 
-    DATA = {**{k: k for k in ("sglang_version", "architecture", "hybrid_swa_memory", "reason", "swa_full_tokens_ratio",
-                              "page_size", "disable_overlap_schedule")},
-            "swa_eviction_interval_tokens": "swa_eviction_interval", "pools": "pools",
-            **{k: k for k in ("state_slots", "state_bytes", "mamba_full_memory_ratio", "max_mamba_cache_size",
-                              "max_running_requests", "context_len_tokens")},
-            "chunked_prefill_size_tokens": "chunked_prefill_size", "prefill_fits": "prefill_fits", "stages": "stages"}
+@dataclass(frozen=True)
+class FullPoolRow:
+    pool: Literal["full"]
+    num_layers: int
+    per_token_bytes: int
+    capacity_tokens: int
+    per_request_tokens: int
+
+
+@dataclass(frozen=True)
+class SwaPoolRow:
+    pool: Literal["swa"]
+    num_layers: int
+    per_token_bytes: int
+    window_tokens: int | None
+    capacity_tokens: int | None
+    per_request_tokens: int | None
+    in_flight_prefill_tokens: int
+
+
+@dataclass(frozen=True)
+class SglangDetails:
+    """An SGLang result as results show it."""
+
+    sglang_version: str  # the release the rules were read from
+    architecture: str | None
+    hybrid_swa_memory: bool
+    reason: str
+    swa_full_tokens_ratio: float
+    page_size: int
+    disable_overlap_schedule: bool
+    swa_eviction_interval_tokens: int
+    pools: tuple[FullPoolRow | SwaPoolRow, ...]
+    state_slots: int
+    state_bytes: int
+    mamba_full_memory_ratio: float | None
+    max_mamba_cache_size: int | None
+    max_running_requests: int | None
+    context_len_tokens: int | None
+    chunked_prefill_size_tokens: int
+    prefill_fits: bool | None
+    stages: EngineStages
 
 
 def hybrid_swa_decision(architecture: str | None, costs: tuple[LayerCost, ...]) -> tuple[bool, str]:

@@ -15,7 +15,7 @@ interpretation) it was computed from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kvplan.results import Attr, Record
 
@@ -38,11 +38,11 @@ class EngineStages(Record):
     steady_concurrency: Figure
     starts: Figure
     prompt_len_tokens: int  # the workload's prompt (the longest it can be is the request length)
+    prefills_prompt: bool = field(init=False)  # the longest prompt it prefills reaches the workload's
 
-    @property
-    def prefills_prompt(self) -> bool:
+    def __post_init__(self) -> None:
         v = self.longest_prompt_tokens.value
-        return v is None or v >= self.prompt_len_tokens
+        object.__setattr__(self, "prefills_prompt", v is None or v >= self.prompt_len_tokens)
 
     DATA = {"engine_version": "version", "prompt_len_tokens": "prompt_len_tokens", "prefills_prompt": "prefills_prompt",
             "kv_tokens": "kv_tokens", "longest_prompt_tokens": "longest_prompt_tokens",

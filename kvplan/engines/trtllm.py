@@ -127,21 +127,35 @@ class TrtllmPool:
     admission_blocks: int = 0  # what the scheduler reserves for one request at admission
     prefill_blocks: int = 0  # what addSequence allocates for the workload's prompt
 
-    def to_dict(self, tokens_per_block: int) -> dict:
-        return {
-            "window_tokens": self.window_tokens,
-            "num_layers": self.num_layers,
-            "per_token_bytes": self.bytes_per_token,
-            "share": round(self.share, 6),
-            "capacity_tokens": self.capacity_tokens,
-            "num_blocks": self.num_blocks,
-            "kv_tokens": self.num_blocks * tokens_per_block,
-            "temporary_attention_window_tokens": self.temporary_window_tokens,
-            "admission_blocks_per_request": self.admission_blocks,
-            "prefill_blocks_per_request": self.prefill_blocks,
-            "blocks_per_request": self.blocks_per_request,
-            "max_concurrency": round(float(self.concurrency), 6),
-        }
+    def row(self, tokens_per_block: int) -> "TrtllmPoolRow":
+        return TrtllmPoolRow(self.window_tokens, self.num_layers, self.bytes_per_token, round(self.share, 6),
+                             self.capacity_tokens, self.num_blocks, self.num_blocks * tokens_per_block,
+                             self.temporary_window_tokens, self.admission_blocks, self.prefill_blocks,
+                             self.blocks_per_request, round(float(self.concurrency), 6))
+
+
+@dataclass(frozen=True)
+class TrtllmPoolRow:
+    """One window pool as results show it."""
+
+    window_tokens: int
+    num_layers: int
+    per_token_bytes: int
+    share: float
+    capacity_tokens: int
+    num_blocks: int
+    kv_tokens: int
+    temporary_attention_window_tokens: int
+    admission_blocks_per_request: int
+    prefill_blocks_per_request: int
+    blocks_per_request: int
+    max_concurrency: float
+
+
+@dataclass(frozen=True)
+class AdjustedWindow:
+    window_tokens: int
+    adjusted_to_tokens: int
 
 
 @dataclass(frozen=True)
@@ -205,24 +219,39 @@ class TrtllmResult:
             prompt_len_tokens=self.prompt_len_tokens,
         )
 
-    def to_dict(self) -> dict:
-        return {
-            "trtllm_version": TRTLLM_VERSION,
-            "trtllm_commit": TRTLLM_COMMIT,
-            "max_attention_window": "model windows" if self.max_attention_window else None,
-            "scheduler_policy": self.scheduler_policy,
-            "max_num_tokens": self.max_num_tokens,
-            "tokens_per_block": self.tokens_per_block,
-            "window_shares": "given" if self.shares_given else "equal",
-            "pools": [p.to_dict(self.tokens_per_block) for p in self.pools],
-            "adjusted_windows": [{"window_tokens": w, "adjusted_to_tokens": a} for w, a in self.adjusted_windows],
-            "max_batch_size": self.max_batch_size,
-            "enable_block_reuse": self.enable_block_reuse,
-            "state_slots": self.state_slots,
-            "state_bytes_per_request": self.state_bytes_per_request,
-            "state_bytes": self.state_bytes,
-            "stages": self.stages.to_dict(),
-        }
+    def details(self) -> "TrtllmDetails":
+        """The result as ``compare`` shows it (its engine row's ``details``)."""
+        return TrtllmDetails(
+            trtllm_version=TRTLLM_VERSION, trtllm_commit=TRTLLM_COMMIT,
+            max_attention_window="model windows" if self.max_attention_window else None,
+            scheduler_policy=self.scheduler_policy, max_num_tokens=self.max_num_tokens,
+            tokens_per_block=self.tokens_per_block, window_shares="given" if self.shares_given else "equal",
+            pools=tuple(p.row(self.tokens_per_block) for p in self.pools),
+            adjusted_windows=tuple(AdjustedWindow(w, a) for w, a in self.adjusted_windows),
+            max_batch_size=self.max_batch_size, enable_block_reuse=self.enable_block_reuse,
+            state_slots=self.state_slots, state_bytes_per_request=self.state_bytes_per_request,
+            state_bytes=self.state_bytes, stages=self.stages)
+
+
+@dataclass(frozen=True)
+class TrtllmDetails:
+    """A TensorRT-LLM result as results show it."""
+
+    trtllm_version: str
+    trtllm_commit: str
+    max_attention_window: str | None  # "model windows" with --trtllm-max-attention-window
+    scheduler_policy: str
+    max_num_tokens: int
+    tokens_per_block: int
+    window_shares: str  # "given" (--trtllm-window-shares) or "equal"
+    pools: tuple[TrtllmPoolRow, ...]
+    adjusted_windows: tuple[AdjustedWindow, ...]
+    max_batch_size: int
+    enable_block_reuse: bool
+    state_slots: int
+    state_bytes_per_request: int
+    state_bytes: int
+    stages: EngineStages
 
 
 def window_of(cost: LayerCost, max_seq_len: int, max_attention_window: bool = True) -> int:

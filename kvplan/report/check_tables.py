@@ -1,4 +1,4 @@
-"""Terminal rendering of `kvplan check`'s report dict (kvplan.check.check_dict)."""
+"""Terminal rendering of `kvplan check`'s result data (kvplan.usecases.check.check_result)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""Results as plain data, below the use cases and the renderers: the outcome shape (here), the
-result dicts (``data``), the envelope every command returns (``envelope``) and the explanation
-lines (``explain``).
+"""Results as one tree of records, below the use cases and the renderers: the outcome shape
+(here), the body records (``records``, ``check``), the envelope every command returns
+(``envelope``), labels (``data``) and the explanation lines (``explain``).
 
 Result records are frozen dataclasses; ``to_data`` is the one serializer that turns them into
 what ``--format json`` prints: keys in field order, tuples as lists, sizes left as the integer
-bytes they are, and a field marked ``FLATTEN`` spread into its parent (the envelope's body).
-``scripts/make_schemas.py`` reads the same fields for the JSON Schemas in docs/schema/.
+bytes they are, a field marked ``FLATTEN`` spread into its parent (the envelope's body) and one
+marked ``OMIT_NONE`` left out while None. No record writes its own dict. ``scripts/make_schemas.py``
+reads the same fields and their types for the JSON Schemas in docs/schema/.
 
 The one shape of an outcome, for every command and every row that can fail.
 
@@ -26,6 +27,9 @@ SCHEMA_VERSION = 2  # 2: the envelope (inputs, outcome) of kvplan.results.envelo
 
 # dataclass field metadata: the field's mapping is spread into its parent's keys (the envelope's body)
 FLATTEN = {"flatten": True}
+# dataclass field metadata: the key is left out while the value is None (a key present only when asked
+# for: simulate's ``budget``, ``cross_check``, ``allocation``); the schemas do not require it
+OMIT_NONE = {"omit_none": True}
 
 
 @dataclass(frozen=True)
@@ -63,17 +67,18 @@ def view(obj, data: dict) -> dict | None:
 
 def to_data(value):
     """The plain data of a result: a ``Record`` by its ``DATA`` view, other dataclasses as dicts in
-    field order (``FLATTEN`` fields spread in place), tuples and lists as lists, mappings with
-    their values converted; everything else as it is (integers stay integers). An object that still
-    writes its own dict (``to_dict``) is asked for it."""
+    field order (``FLATTEN`` fields spread in place, ``OMIT_NONE`` ones left out while None),
+    tuples and lists as lists, mappings with their values converted; everything else as it is
+    (integers stay integers)."""
     if isinstance(value, Record) and type(value).DATA:
         return view(value, type(value).DATA)
-    if not isinstance(value, Record) and callable(getattr(value, "to_dict", None)):
-        return value.to_dict()  # a builder not yet turned into a Record
     if is_dataclass(value) and not isinstance(value, type):
         out: dict = {}
         for f in fields(value):
-            v = to_data(getattr(value, f.name))
+            raw = getattr(value, f.name)
+            if raw is None and f.metadata.get("omit_none"):
+                continue
+            v = to_data(raw)
             if f.metadata.get("flatten"):
                 out.update(v)
             else:
@@ -95,13 +100,15 @@ class Outcome:
     error: str | None = None
     fix: str | None = None
 
+    SCHEMA_CLOSED = True  # the schemas allow no other key
+
 
 def outcome(*, ok: bool, starts: bool | None = None, stage: str | None = None, error_type: str | None = None,
-            error: str | None = None, fix: str | None = None) -> dict:
-    return to_data(Outcome(ok, starts, stage, error_type, error, fix))
+            error: str | None = None, fix: str | None = None) -> Outcome:
+    return Outcome(ok, starts, stage, error_type, error, fix)
 
 
-def plan_outcome(plan, fix: str | None = None, *, ok: bool | None = None) -> dict:
+def plan_outcome(plan, fix: str | None = None, *, ok: bool | None = None) -> Outcome:
     """A vLLM plan's start-up outcome (its ``failure`` holds the engine's stage, type and text);
     ``ok`` when the command's answer is more than the start (simulate's checks, the allocation)."""
     f = plan.failure
@@ -110,7 +117,3 @@ def plan_outcome(plan, fix: str | None = None, *, ok: bool | None = None) -> dic
     return outcome(ok=False if ok is None else ok, starts=False, stage=f.stage, error_type=f.error_type,
                    error=f.message, fix=fix)
 
-
-def error_outcome(error: Exception, stage: str = "kvplan") -> dict:
-    """kvplan could not answer (bad input, unsupported model): no engine ran."""
-    return outcome(ok=False, stage=stage, error_type=type(error).__name__, error=getattr(error, "message", str(error)))

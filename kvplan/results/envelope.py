@@ -4,20 +4,22 @@
 2. ``inputs``: the model and drafter as resolved (id, where the config came from), the policy
    with the vLLM releases it stands for, and every option's value marked ``given`` or not;
 3. ``outcome``: one shape for success and failure (``kvplan.results``);
-4. the command's body; ``warnings`` last.
+4. the command's body (its own record, spread into the envelope's keys); ``warnings`` last.
 
 The envelope is a frozen record (``Envelope``) serialised by ``kvplan.results.to_data``; the
-body carries only the command's own keys (no header to strip). The JSON Schemas in
-docs/schema/ describe it (``scripts/make_schemas.py`` reads these records); tests validate
-every command against them.
+body carries only the command's own keys (no header to strip, no warnings to move). The library
+returns it as it is: typed attributes (``r.outcome.starts``, ``r.body.memory.max_concurrency``),
+and, being a dict too, the JSON data itself (``r["outcome"]["starts"]``, ``json.dumps(r)``).
+The JSON Schemas in docs/schema/ are generated from these records (``scripts/make_schemas.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kvplan.results import FLATTEN, SCHEMA_VERSION, Outcome, Record, to_data
-from kvplan.results.data import PolicyRecord
+from kvplan.results.records import PolicyInputs
 from kvplan.version import __version__
 
 
@@ -31,55 +33,61 @@ class Source:
     path: str | None
     revision: str | None
 
-    @classmethod
-    def of(cls, info) -> "Source | None":
-        if info is None:
-            return None
-        src = info.source
-        return cls(src.model_id, src.requested, src.kind, src.path, src.revision)
+    SCHEMA_CLOSED = True
+
+
+@dataclass(frozen=True)
+class OptionValue:
+    """One option as the command received it: its typed value, and whether it was given."""
+
+    value: Any
+    given: bool
+
+    SCHEMA_CLOSED = True
 
 
 @dataclass(frozen=True)
 class Inputs:
     model: Source | None
     drafter: Source | None
-    policy: dict | None  # PolicyRecord's INPUT_KEYS
-    options: dict  # kvplan.options.Resolved.to_dict(): {name: {value, given}}
+    policy: PolicyInputs | None
+    options: dict[str, OptionValue]  # kvplan.options.Resolved.inputs(), in the table's order
+
+    SCHEMA_CLOSED = True
 
 
-@dataclass(frozen=True, kw_only=True)
-class Envelope(Record):
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Envelope(Record, dict):
+    """One command's result. ``body`` is the command's body record (a plain mapping for the bodies
+    other layers still assemble as data: policies).
+
+    The record is also the dict ``--format json`` prints (filled once, when it is made), so a caller
+    that reads, compares or dumps it as JSON keeps doing so; ``to_dict()`` gives a fresh copy."""
+
     schema_version: int = SCHEMA_VERSION
     kvplan_version: str = __version__
     command: str
     inputs: Inputs
-    outcome: Outcome | dict
-    body: dict = field(metadata=FLATTEN)
+    outcome: Outcome
+    body: Any = field(metadata=FLATTEN)
     warnings: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        dict.update(self, to_data(self))
 
-def source_dict(info) -> dict | None:
-    """Where a model's config came from (``kvplan.model`` ModelInfo)."""
-    return to_data(Source.of(info))
+    def to_dict(self) -> dict:
+        """The JSON data, a new dict each call (the caller may change it)."""
+        return to_data(self)
 
-
-def policy_dict(era) -> dict | None:
-    """The policy as the inputs show it: the era's one serialisation, cut to ``INPUT_KEYS``."""
-    if era is None:
-        return None
-    full = to_data(PolicyRecord.of(era))
-    return {k: full[k] for k in PolicyRecord.INPUT_KEYS}
+    def __repr__(self) -> str:
+        return f"Envelope(command={self.command!r}, outcome={self.outcome!r}, body={type(self.body).__name__})"
 
 
-def envelope(command: str, *, options: dict | None, outcome: dict, body: dict, model=None, drafter=None,
-             era=None, warnings: list[str] | None = None) -> dict:
-    """``options`` is ``kvplan.options.Resolved.to_dict()`` (``{name: {value, given}}``); the body's
-    own ``warnings`` follow ``warnings``, each once."""
-    body_warnings = body.get("warnings", [])
+def unique(*lists) -> tuple[str, ...]:
+    """The warnings of ``lists`` in order, each once."""
     seen: list[str] = []
-    for w in [*(warnings or []), *body_warnings]:
-        if w not in seen:
-            seen.append(w)
-    inputs = Inputs(Source.of(model), Source.of(drafter), policy_dict(era), options or {})
-    return Envelope(command=command, inputs=inputs, outcome=outcome,
-                    body={k: v for k, v in body.items() if k != "warnings"}, warnings=tuple(seen)).to_dict()
+    for items in lists:
+        for w in items or ():
+            if w not in seen:
+                seen.append(w)
+    return tuple(seen)

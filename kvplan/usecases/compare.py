@@ -7,8 +7,10 @@ from dataclasses import replace
 
 from kvplan.errors import OptionError, UnsupportedError
 from kvplan.options import COMPARE, resolve
-from kvplan.results.envelope import envelope
 from kvplan.results import outcome
+from kvplan.results.envelope import Envelope
+from kvplan.results.records import CompareBody, EngineVersions
+from kvplan.usecases.records import engine_row, envelope, model_record, serving_record, speculative_record
 from kvplan.usecases.scenario import run_scenario, scenario_from, serving_of
 
 
@@ -39,7 +41,7 @@ def _length(r) -> int | None:
     return target or mml
 
 
-def compare(model: str, **options) -> dict:
+def compare(model: str, **options) -> Envelope:
     from kvplan.engines.advice import advise
     from kvplan.engines.compare import CompareInputs
     from kvplan.engines.compare import compare as compare_engines
@@ -48,7 +50,6 @@ def compare(model: str, **options) -> dict:
     from kvplan.engines.sglang import SGLANG_VERSION
     from kvplan.engines.stages import require_version
     from kvplan.engines.trtllm import TRTLLM_COMMIT, TRTLLM_MAMBA_HYBRIDS, TRTLLM_VERSION, parse_shares
-    from kvplan.results.data import model_info_dict, serving_dict
 
     r = resolve(COMPARE, options)
     if r["pipeline_parallel_size"] > 1:
@@ -56,10 +57,11 @@ def compare(model: str, **options) -> dict:
                                "not supported (use `kvplan simulate` for vLLM's pipeline stages)")
     length = _length(r)
     shares = parse_shares(r["trtllm_window_shares"]) if r["trtllm_window_shares"] else None
-    versions = {"sglang": require_version("--sglang-version", r["sglang_version"], SGLANG_VERSION, "SGLang"),
-                "trtllm": require_version("--trtllm-version", r["trtllm_version"], TRTLLM_VERSION, "TensorRT-LLM"),
-                "trtllm_commit": TRTLLM_COMMIT,
-                "llamacpp": require_version("--llamacpp-build", r["llamacpp_build"], LLAMACPP_BUILD, "llama.cpp")}
+    versions = EngineVersions(
+        sglang=require_version("--sglang-version", r["sglang_version"], SGLANG_VERSION, "SGLang"),
+        trtllm=require_version("--trtllm-version", r["trtllm_version"], TRTLLM_VERSION, "TensorRT-LLM"),
+        trtllm_commit=TRTLLM_COMMIT,
+        llamacpp=require_version("--llamacpp-build", r["llamacpp_build"], LLAMACPP_BUILD, "llama.cpp"))
     extra = parse_policies(r["policies"], r["policy"])
     scenario = replace(scenario_from(model, r.values), max_model_len=length)
     main = run_scenario(scenario)
@@ -104,16 +106,10 @@ def compare(model: str, **options) -> dict:
         warnings.append(f"TensorRT-LLM {TRTLLM_VERSION} builds its Mamba hybrid cache (MambaHybridCacheManager) for "
                         "Nemotron-H and Qwen3-Next only (_util.py get_kv_cache_manager_cls); its row applies those "
                         f"rules to {architecture}")
-    body = {
-        "model": model_info_dict(layout.target),
-        "drafter": model_info_dict(layout.drafter),
-        "speculative": {"method": layout.speculative_method, "num_speculative_tokens": layout.num_speculative_tokens},
-        "serving": serving_dict(serving_of(scenario), layout),
-        "engine_versions": versions,
-        **comparison.to_dict(),
-        "advice": advice,
-        "budget": main.budget,
-        "warnings": warnings + list((main.budget or {}).get("warnings", [])),
-    }
-    return envelope("compare", options=r.to_dict(), outcome=outcome(ok=True), body=body, model=layout.target,
-                    drafter=layout.drafter, era=plan.era)
+    body = CompareBody(
+        model=model_record(layout.target), drafter=model_record(layout.drafter), speculative=speculative_record(layout),
+        serving=serving_record(serving_of(scenario), layout), engine_versions=versions, workload=comparison.inputs,
+        lower_bound=comparison.lower_bound, engines=tuple(engine_row(row) for row in comparison.rows), advice=advice, budget=main.budget)
+    return envelope("compare", options=r, outcome=outcome(ok=True), body=body, model=layout.target,
+                    drafter=layout.drafter, era=plan.era,
+                    warnings=[*warnings, *(main.budget or {}).get("warnings", [])])

@@ -29,6 +29,13 @@ from kvplan.budget.load import STAGES as LOAD_STAGES
 from kvplan.usecases.scenario import (Scenario, build_layout, hardware_budget, kv_bytes_at, plan_scenario,
                                       serving_of, with_load_failure)
 from kvplan.results import outcome, plan_outcome
+from kvplan.results.envelope import Envelope
+from kvplan.results.fit import (
+    Capacity, ContextAnswer, ContextBoundary, GpuTable, GpuTableRow, LayoutDecision, LengthCapacity, LengthOutcome,
+    LengthStarts, MaxLenBoundary, MaxModelLenAnswer, OneMoreToken, SmallestEnough, UtilizationAnswer,
+    UtilizationBoundary, UtilizationCapacity,
+)
+from kvplan.results.records import FitBody, GpuRow, GpusBody
 from kvplan.units import largest_true
 
 UTILIZATION_STEP = 0.001
@@ -63,24 +70,17 @@ def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
     return with_load_failure(plan, failed) if failed else plan
 
 
-def layout_decision(plan) -> dict:
+def layout_decision(plan) -> LayoutDecision:
     """The grouping behind an answer, in vLLM's words, and the start-up outcome."""
     w0 = plan.workers[0] if plan.workers else None
-    return {
-        "max_model_len": plan.max_model_len,
-        "group_size": plan.group_size,
-        "num_groups": plan.num_groups,
-        "num_padding_layers": plan.num_padding_layers,
-        "padding_waste_pct": round(plan.padding_waste_pct, 4),
-        "page_size_bytes": plan.page_size_bytes,
-        "bytes_per_block": w0.bytes_per_block if w0 else 0,
-        "num_blocks": plan.num_blocks,
-        "blocks_per_request": sum(plan.blocks_per_request),
-        "max_concurrency": round(plan.max_concurrency, 6),
-        "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
-        "kv_cache_size_tokens": plan.kv_cache_size_tokens,
-        "outcome": plan_outcome(plan),
-    }
+    return LayoutDecision(
+        max_model_len=plan.max_model_len, group_size=plan.group_size, num_groups=plan.num_groups,
+        num_padding_layers=plan.num_padding_layers, padding_waste_pct=round(plan.padding_waste_pct, 4),
+        page_size_bytes=plan.page_size_bytes, bytes_per_block=w0.bytes_per_block if w0 else 0,
+        num_blocks=plan.num_blocks, blocks_per_request=sum(plan.blocks_per_request),
+        max_concurrency=round(plan.max_concurrency, 6),
+        steady_state_concurrency=round(plan.steady_state_concurrency, 6),
+        kv_cache_size_tokens=plan.kv_cache_size_tokens, outcome=plan_outcome(plan))
 
 
 def _model_max_len(b: _Budgeted) -> int:
@@ -92,7 +92,7 @@ def _model_max_len(b: _Budgeted) -> int:
 
 # --------------------------------------------------------------------------- question 1
 
-def fit_max_model_len(b: _Budgeted) -> dict:
+def fit_max_model_len(b: _Budgeted) -> MaxModelLenAnswer:
     """The largest max_model_len the engine starts with on ``b``'s GPU (None if none).
 
     vLLM's auto-fit searches ``[1, the model's length]``; a ``--max-model-len`` given with
@@ -109,25 +109,19 @@ def fit_max_model_len(b: _Budgeted) -> dict:
         plan = simulate_at(b, kv_bytes=kv, max_model_len=-1)
         best = min(plan.max_model_len, limit) if plan.starts else 0
         method = "vLLM auto-fit (--max-model-len auto: binary search of estimate_max_model_len)"
-    answer = {
-        "max_model_len": best or None,
-        "model_max_model_len": model_max,
-        "limit": limit,
-        "limited_by": None if not best else ("limit" if best >= limit else "kv_cache_memory"),
-        "method": method,
-        "kv_cache_memory_bytes": kv,
-        "layout": layout_decision(plan),
-        "boundary": None,
-    }
+    boundary = None
     if best:
         at = simulate_at(b, kv_bytes=kv, max_model_len=best)
-        boundary = {"fits": {"max_model_len": best, "starts": at.starts}, "one_more": None}
+        one_more = None
         if best < limit:
             over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
-            boundary["one_more"] = {"max_model_len": best + 1, "outcome": plan_outcome(over)}
-        answer["boundary"] = boundary
-        answer["layout"] = layout_decision(at)
-    return answer
+            one_more = LengthOutcome(best + 1, plan_outcome(over))
+        boundary = MaxLenBoundary(LengthStarts(best, at.starts), one_more)
+        plan = at
+    return MaxModelLenAnswer(
+        max_model_len=best or None, model_max_model_len=model_max, limit=limit,
+        limited_by=None if not best else ("limit" if best >= limit else "kv_cache_memory"), method=method,
+        kv_cache_memory_bytes=kv, layout=layout_decision(plan), boundary=boundary)
 
 
 def _search_starts(b: _Budgeted, kv: int, limit: int):
@@ -147,7 +141,7 @@ def _search_starts(b: _Budgeted, kv: int, limit: int):
 
 # --------------------------------------------------------------------------- question 1b
 
-def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> dict:
+def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> ContextAnswer:
     """The longest ``--max-model-len`` at which the engine starts on ``b``'s budget and the
     pool holds ``concurrency`` requests of that length in steady state (docs/capacity.md).
     Both conditions only get harder as the length grows, so a binary search over
@@ -162,35 +156,28 @@ def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> dict:
         plans[length] = simulate_at(b, kv_bytes=kv, max_model_len=length)
         return _enough(plans[length], concurrency)
 
-    answer = {
-        "concurrency": concurrency,
-        "max_model_len": None,
-        "model_max_model_len": limit,
-        "kv_cache_memory_bytes": kv,
-        "method": "binary search over --max-model-len, each step a vLLM simulation; enough = the engine starts "
-                  "and its steady-state concurrency ≥ N",
-        "layout": None,
-        "boundary": None,
-    }
+    method = ("binary search over --max-model-len, each step a vLLM simulation; enough = the engine starts "
+              "and its steady-state concurrency ≥ N")
     if kv <= 0 or not enough(1):
         at = plans.get(1) or simulate_at(b, kv_bytes=max(kv, 1), max_model_len=1)
-        answer["layout"] = layout_decision(at)
-        answer["reason"] = (f"even 1-token requests give a steady-state concurrency of "
-                            f"{at.steady_state_concurrency:.2f}" + ("" if at.starts else "; the engine would not start"))
-        return answer
+        return ContextAnswer(
+            concurrency=concurrency, max_model_len=None, model_max_model_len=limit, kv_cache_memory_bytes=kv,
+            method=method, layout=layout_decision(at), boundary=None,
+            reason=(f"even 1-token requests give a steady-state concurrency of {at.steady_state_concurrency:.2f}"
+                    + ("" if at.starts else "; the engine would not start")))
     best = largest_true(enough, 1, limit)
     at = plans[best]
-    answer.update({"max_model_len": best, "layout": layout_decision(at),
-                   "max_concurrency": round(at.max_concurrency, 6),
-                   "steady_state_concurrency": round(at.steady_state_concurrency, 6),
-                   "limited_by": "limit" if best >= limit else "kv_cache_memory"})
+    boundary = None
     if best < limit:
         over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
-        answer["boundary"] = {"fits": {"max_model_len": best, **_capacity(at)},
-                              "one_more": {"max_model_len": best + 1, "max_concurrency": round(over.max_concurrency, 6),
-                                           "steady_state_concurrency": round(over.steady_state_concurrency, 6),
-                                           "outcome": plan_outcome(over)}}
-    return answer
+        boundary = ContextBoundary(LengthCapacity(best, _capacity(at)),
+                                   OneMoreToken(best + 1, round(over.max_concurrency, 6),
+                                                round(over.steady_state_concurrency, 6), plan_outcome(over)))
+    return ContextAnswer(
+        concurrency=concurrency, max_model_len=best, model_max_model_len=limit, kv_cache_memory_bytes=kv,
+        method=method, layout=layout_decision(at), boundary=boundary, max_concurrency=round(at.max_concurrency, 6),
+        steady_state_concurrency=round(at.steady_state_concurrency, 6),
+        limited_by="limit" if best >= limit else "kv_cache_memory")
 
 
 # --------------------------------------------------------------------------- question 2
@@ -201,12 +188,11 @@ def _enough(plan, concurrency: float) -> bool:
     return plan.starts and plan.steady_state_concurrency >= concurrency
 
 
-def _capacity(plan) -> dict:
-    return {"max_concurrency": round(plan.max_concurrency, 6),
-            "steady_state_concurrency": round(plan.steady_state_concurrency, 6), "starts": plan.starts}
+def _capacity(plan) -> Capacity:
+    return Capacity(round(plan.max_concurrency, 6), round(plan.steady_state_concurrency, 6), plan.starts)
 
 
-def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> dict:
+def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> UtilizationAnswer:
     """The smallest --gpu-memory-utilization (step 0.001) for ``concurrency`` requests of
     ``context_len`` tokens (max_model_len = context_len)."""
     from kvplan.engines.vllm.prechecks import before_kv_cache
@@ -221,30 +207,21 @@ def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> d
         return simulate_at(b, kv_bytes=b.kv_bytes(k / steps), max_model_len=context_len)
 
     top = plan_at(steps)
-    answer = {
-        "concurrency": concurrency,
-        "context_len": context_len,
-        "gpu_memory_utilization": None,
-        "kv_cache_memory_bytes": None,
-        "method": "bisection over --gpu-memory-utilization (step 0.001), each step a vLLM simulation; "
-                  "enough = the engine starts and its steady-state concurrency ≥ N",
-        "at_full_utilization": _capacity(top),
-        "layout": layout_decision(top),
-        "boundary": None,
-    }
+    unanswered = UtilizationAnswer(
+        concurrency=concurrency, context_len=context_len, gpu_memory_utilization=None, kv_cache_memory_bytes=None,
+        method="bisection over --gpu-memory-utilization (step 0.001), each step a vLLM simulation; "
+               "enough = the engine starts and its steady-state concurrency ≥ N",
+        at_full_utilization=_capacity(top), layout=layout_decision(top), boundary=None)
     if not top.starts and (before_kv_cache(top.failure.stage) or top.failure.stage in LOAD_STAGES):
         f = top.failure
-        answer["reason"] = (f"vLLM refuses this deployment before the KV cache ({f.stage}), at any utilization: "
-                            f"{f.error_type}: {f.message}")
-        answer["outcome"] = plan_outcome(top)
-        return answer
+        return replace(unanswered, outcome=plan_outcome(top),
+                       reason=(f"vLLM refuses this deployment before the KV cache ({f.stage}), at any utilization: "
+                               f"{f.error_type}: {f.message}"))
     if not _enough(top, concurrency):
-        answer["reason"] = (
+        return replace(unanswered, reason=(
             f"even --gpu-memory-utilization 1.0 gives a steady-state concurrency of {top.steady_state_concurrency:.2f}"
             + ("" if top.starts else " and the engine would not start")
-            + f" for {context_len:,} tokens per request"
-        )
-        return answer
+            + f" for {context_len:,} tokens per request"))
     lo, hi = 0, steps  # lo: not enough (or 0), hi: enough
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -254,18 +231,12 @@ def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> d
             lo = mid
     at = plan_at(hi)
     below = plan_at(hi - 1) if hi > 1 else None
-    answer.update({
-        "gpu_memory_utilization": round(hi / steps, 3),
-        "kv_cache_memory_bytes": b.kv_bytes(hi / steps),
-        "layout": layout_decision(at),
-        "boundary": {
-            "enough": {"gpu_memory_utilization": round(hi / steps, 3), **_capacity(at)},
-            "one_step_less": None if below is None else {
-                "gpu_memory_utilization": round((hi - 1) / steps, 3), **_capacity(below),
-            },
-        },
-    })
-    return answer
+    return replace(
+        unanswered, gpu_memory_utilization=round(hi / steps, 3), kv_cache_memory_bytes=b.kv_bytes(hi / steps),
+        layout=layout_decision(at),
+        boundary=UtilizationBoundary(
+            UtilizationCapacity(round(hi / steps, 3), _capacity(at)),
+            None if below is None else UtilizationCapacity(round((hi - 1) / steps, 3), _capacity(below))))
 
 
 # --------------------------------------------------------------------------- question 3
@@ -300,7 +271,7 @@ def parse_gpus(text: str | None) -> list[str]:
 
 
 def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: float | None = None,
-             context_len: int | None = None, layouts: dict | None = None) -> dict:
+             context_len: int | None = None, layouts: dict | None = None) -> GpuTable:
     """Max concurrency on each GPU preset × TP size at ``context_len`` (default: the
     scenario's --max-model-len, else the model's), at the scenario's utilization."""
     from kvplan.budget.hardware import GPU_PRESETS
@@ -330,68 +301,58 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
             L = length if length is not None else _model_max_len(b)
             plan = simulate_at(b, kv_bytes=b.budget["kv_cache_memory_bytes"], max_model_len=L)
             enough = plan.starts and (concurrency is None or _enough(plan, concurrency))
-            rows.append({
-                "gpu": g,
-                "tensor_parallel_size": tp,
-                "num_gpus": tp * s.pipeline_parallel_size,
-                "gpu_memory_bytes": GPU_PRESETS[g].memory_bytes,
-                "weights_bytes": b.budget["weights_bytes"],
+            rows.append(GpuTableRow(
+                gpu=g, tensor_parallel_size=tp, num_gpus=tp * s.pipeline_parallel_size,
+                gpu_memory_bytes=GPU_PRESETS[g].memory_bytes, weights_bytes=b.budget["weights_bytes"],
                 # no KV cache when vLLM runs out of memory loading the weights or in the profile run
-                "kv_cache_memory_bytes": None if b.budget.get("load_failure") else b.budget["kv_cache_memory_bytes"],
-                "max_model_len": L,
-                "outcome": plan_outcome(plan),
-                "max_concurrency": round(plan.max_concurrency, 6),
-                "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
-                "kv_tokens": plan.kv_tokens,
-                "group_size": plan.group_size,
-                "num_groups": plan.num_groups,
-                "num_padding_layers": plan.num_padding_layers,
-                "padding_waste_pct": round(plan.padding_waste_pct, 4),
-                "enough": enough,
-            })
-    ok = [r for r in rows if r["enough"]]
-    smallest = min(ok, key=lambda r: (r["num_gpus"] * r["gpu_memory_bytes"], r["num_gpus"])) if ok else None
-    return {
-        "max_model_len": length,
-        "concurrency": concurrency,
-        "gpu_memory_utilization": s.gpu_memory_utilization,
-        "tp_sizes": tp_sizes,
-        "rows": rows,
-        "smallest_enough": None if smallest is None else {
-            "gpu": smallest["gpu"], "tensor_parallel_size": smallest["tensor_parallel_size"],
-            "num_gpus": smallest["num_gpus"], "max_concurrency": smallest["max_concurrency"],
-            "steady_state_concurrency": smallest["steady_state_concurrency"],
-        },
-        "rule": "enough = the engine starts" + (
+                kv_cache_memory_bytes=None if b.budget.get("load_failure") else b.budget["kv_cache_memory_bytes"],
+                max_model_len=L, outcome=plan_outcome(plan), max_concurrency=round(plan.max_concurrency, 6),
+                steady_state_concurrency=round(plan.steady_state_concurrency, 6), kv_tokens=plan.kv_tokens,
+                group_size=plan.group_size, num_groups=plan.num_groups, num_padding_layers=plan.num_padding_layers,
+                padding_waste_pct=round(plan.padding_waste_pct, 4), enough=enough))
+    ok = [r for r in rows if r.enough]
+    smallest = min(ok, key=lambda r: (r.num_gpus * r.gpu_memory_bytes, r.num_gpus)) if ok else None
+    return GpuTable(
+        max_model_len=length, concurrency=concurrency, gpu_memory_utilization=s.gpu_memory_utilization,
+        tp_sizes=tuple(tp_sizes), rows=tuple(rows),
+        smallest_enough=None if smallest is None else SmallestEnough(
+            smallest.gpu, smallest.tensor_parallel_size, smallest.num_gpus, smallest.max_concurrency,
+            smallest.steady_state_concurrency),
+        rule="enough = the engine starts" + (
             "" if concurrency is None else f" and steady-state concurrency ≥ {concurrency:g}")
-                + "; smallest = least total GPU memory (num_gpus × memory), then fewest GPUs",
-    }
+        + "; smallest = least total GPU memory (num_gpus × memory), then fewest GPUs")
 
 
-def _error_row(gpu: str, tp: int, message: str) -> dict:
+def _error_row(gpu: str, tp: int, message: str) -> GpuTableRow:
     from kvplan.budget.hardware import GPU_PRESETS
 
-    return {
-        "gpu": gpu, "tensor_parallel_size": tp, "num_gpus": tp, "gpu_memory_bytes": GPU_PRESETS[gpu].memory_bytes,
-        "weights_bytes": None, "kv_cache_memory_bytes": None, "max_model_len": None,
-        "outcome": outcome(ok=False, stage="kvplan", error_type="KvplanError", error=message),
-        "max_concurrency": 0.0, "steady_state_concurrency": 0.0, "kv_tokens": 0, "group_size": 0, "num_groups": 0, "num_padding_layers": 0,
-        "padding_waste_pct": 0.0, "enough": False,
-    }
+    return GpuTableRow(
+        gpu=gpu, tensor_parallel_size=tp, num_gpus=tp, gpu_memory_bytes=GPU_PRESETS[gpu].memory_bytes,
+        weights_bytes=None, kv_cache_memory_bytes=None, max_model_len=None,
+        outcome=outcome(ok=False, stage="kvplan", error_type="KvplanError", error=message),
+        max_concurrency=0.0, steady_state_concurrency=0.0, kv_tokens=0, group_size=0, num_groups=0,
+        num_padding_layers=0, padding_waste_pct=0.0, enough=False)
 
 
 # --------------------------------------------------------------------------- all together
 
+@dataclass(frozen=True)
+class FitAnswer:
+    body: FitBody
+    warnings: tuple[str, ...]
+    layout: object  # the layout at the deployment's own tensor-parallel size
+
+
 def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: int | None = None,
-        gpus: list[str] | None = None, tp_sizes: list[int] | None = None, table: bool | None = None) -> dict:
-    """Every answer the inputs allow, as one report dict (schema_version, integer bytes).
+        gpus: list[str] | None = None, tp_sizes: list[int] | None = None, table: bool | None = None) -> FitAnswer:
+    """Every answer the inputs allow.
 
     With ``s.gpu``/``s.gpu_memory``: the largest max_model_len and (given concurrency and
     context_len) the smallest utilization, on that GPU at ``s.tensor_parallel_size``. With
     ``s.kv_cache_memory`` (vLLM's ``--kv-cache-memory-bytes``) the length answers rest on that
     budget, GPU or not. The GPU table runs when ``table`` is True, or by default when neither a
     GPU nor a KV budget is given."""
-    from kvplan.results.data import era_dict, model_info_dict, serving_dict
+    from kvplan.usecases.records import model_record, policy_record, serving_record, speculative_record
 
     if context_len is not None and concurrency is None:
         raise OptionError("--context-len needs --concurrency (N requests of L tokens); "
@@ -402,24 +363,9 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     layouts: dict[int, object] = {}
     base_layout = build_layout(s)
     layouts[s.tensor_parallel_size] = base_layout
-    out: dict = {
-        "engine": "vllm",
-        "policy": None,
-        "model": model_info_dict(base_layout.target),
-        "drafter": model_info_dict(base_layout.drafter),
-        "speculative": {"method": base_layout.speculative_method,
-                        "num_speculative_tokens": base_layout.num_speculative_tokens},
-        "serving": serving_dict(serving_of(s), base_layout),
-        "budget": None,
-        "max_model_len": None,
-        "min_gpu_memory_utilization": None,
-        "max_context_len_for_concurrency": None,
-        "gpus": None,
-        "estimated": True,
-        "warnings": list(base_layout.warnings),
-    }
     era = s.era
-    out["policy"] = era_dict(era)
+    budget = max_len = min_util = ctx = table_rows = None
+    estimated = True
     given_kv = s.kv_cache_memory
     if given_kv is not None and concurrency is not None and context_len is not None:
         raise OptionError("--kv-cache-memory fixes the KV budget, so there is no utilization to find for "
@@ -430,33 +376,37 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
         # answers rest on it alone, nothing is estimated
         b = _Budgeted(s, base_layout, era, {"kv_cache_memory_bytes": given_kv,
                                             "kv_cache_memory_source": "given (--kv-cache-memory)"})
-        out["budget"] = b.budget
-        out["estimated"] = False
+        budget = b.budget
+        estimated = False
     elif on_gpu:
         b = budget_for(s, base_layout, era)
-        out["budget"] = b.budget
+        budget = b.budget
         warnings += b.budget["warnings"]
     if given_kv is not None or on_gpu:
-        out["max_model_len"] = fit_max_model_len(b)
+        max_len = fit_max_model_len(b)
         if concurrency is not None and context_len is not None:
-            out["min_gpu_memory_utilization"] = fit_min_utilization(b, concurrency, context_len)
+            min_util = fit_min_utilization(b, concurrency, context_len)
         elif concurrency is not None:
-            out["max_context_len_for_concurrency"] = fit_context_for_concurrency(b, concurrency)
+            ctx = fit_context_for_concurrency(b, concurrency)
     if table or (table is None and not on_gpu and given_kv is None):
-        out["gpus"] = fit_gpus(s, gpus or parse_gpus(None), tp_sizes or [1, 2, 4, 8], concurrency=concurrency,
-                               context_len=context_len, layouts=layouts)
-    out["warnings"] += [w for w in warnings if w not in out["warnings"]]
-    out["_layout"] = base_layout
-    return out
+        table_rows = fit_gpus(s, gpus or parse_gpus(None), tp_sizes or [1, 2, 4, 8], concurrency=concurrency,
+                              context_len=context_len, layouts=layouts)
+    body = FitBody(
+        engine="vllm", policy=policy_record(era), model=model_record(base_layout.target),
+        drafter=model_record(base_layout.drafter), speculative=speculative_record(base_layout),
+        serving=serving_record(serving_of(s), base_layout), budget=budget, max_model_len=max_len,
+        min_gpu_memory_utilization=min_util, max_context_len_for_concurrency=ctx, gpus=table_rows,
+        estimated=estimated)
+    return FitAnswer(body, (*base_layout.warnings, *warnings), base_layout)
 
 
-def fit(model: str, **options) -> dict:
+def fit(model: str, **options) -> Envelope:
     """`kvplan fit`: the largest max_model_len on a GPU, the smallest utilization for N requests
     of L tokens, and max concurrency per GPU preset x TP size. ``outcome.ok`` is False when an
     asked question has no answer (the engine starts at no length, or no utilization <= 1 serves N)."""
     from kvplan.options import FIT, resolve
-    from kvplan.results.envelope import envelope
     from kvplan.results import outcome
+    from kvplan.usecases.records import envelope
     from kvplan.usecases.scenario import SPEC_TOKENS_FIX, scenario_from
 
     r = resolve(FIT, options)
@@ -464,19 +414,20 @@ def fit(model: str, **options) -> dict:
     if table is None and (r["gpus"] is not None or r["tp_sizes"] is not None):
         table = True
     scenario = scenario_from(model, r.values)
-    body = fit_scenario(scenario, concurrency=r["concurrency"], context_len=r["context_len"],
-                        gpus=parse_gpus(r["gpus"]), tp_sizes=parse_tp_sizes(r["tp_sizes"]), table=table)
+    answer = fit_scenario(scenario, concurrency=r["concurrency"], context_len=r["context_len"],
+                          gpus=parse_gpus(r["gpus"]), tp_sizes=parse_tp_sizes(r["tp_sizes"]), table=table)
+    body = answer.body
     unanswered = []
-    mml = body.get("max_model_len")
-    if mml is not None and mml["max_model_len"] is None:
+    mml = body.max_model_len
+    if mml is not None and mml.max_model_len is None:
         unanswered.append("the engine would not start on this GPU at any max_model_len")
-    util = body.get("min_gpu_memory_utilization")
-    if util is not None and util["gpu_memory_utilization"] is None:
-        unanswered.append(util.get("reason") or "no utilization reaches the concurrency")
-    ctx = body.get("max_context_len_for_concurrency")
-    if ctx is not None and ctx["max_model_len"] is None:
-        unanswered.append(ctx.get("reason") or "no context length reaches the concurrency")
-    layout_src = body.pop("_layout")
+    util = body.min_gpu_memory_utilization
+    if util is not None and util.gpu_memory_utilization is None:
+        unanswered.append(util.reason or "no utilization reaches the concurrency")
+    ctx = body.max_context_len_for_concurrency
+    if ctx is not None and ctx.max_model_len is None:
+        unanswered.append(ctx.reason or "no context length reaches the concurrency")
+    layout_src = answer.layout
     # vLLM refuses a speculative method without num_speculative_tokens at any length and utilization:
     # the one change that lets fit answer (simulate verifies it: scenario.speculative_tokens_fix)
     fix = (f"--num-speculative-tokens {SPEC_TOKENS_FIX}"
@@ -484,22 +435,18 @@ def fit(model: str, **options) -> dict:
     result = outcome(ok=not unanswered, stage="fit" if unanswered else None,
                      error_type="NotAchievable" if unanswered else None,
                      error="; ".join(unanswered) or None, fix=fix)
-    era = scenario.era
-    return envelope("fit", options=r.to_dict(), outcome=result, body=body, model=layout_src.target,
-                    drafter=layout_src.drafter, era=era)
+    return envelope("fit", options=r, outcome=result, body=body, model=layout_src.target,
+                    drafter=layout_src.drafter, era=scenario.era, warnings=answer.warnings)
 
 
-def gpus() -> dict:
+def gpus() -> Envelope:
     """`kvplan fit --list-gpus`: the GPU presets with their memory and its source."""
     from kvplan.budget.hardware import GPU_PRESETS
-    from kvplan.results.envelope import envelope
     from kvplan.results import outcome
+    from kvplan.usecases.records import envelope
 
-    body = {"gpus": [
-        {"name": p.name, "memory_bytes": p.memory_bytes, "basis": p.basis, "nominal": p.nominal,
-         "aliases": list(p.aliases), "source": p.source,
-         "compute_capability": list(p.compute_capability) if p.compute_capability else None,
-         "platform": p.platform}
-        for p in GPU_PRESETS.values()
-    ]}
-    return envelope("gpus", options={}, outcome=outcome(ok=True), body=body)
+    body = GpusBody(tuple(
+        GpuRow(p.name, p.memory_bytes, p.basis, p.nominal, tuple(p.aliases), p.source,
+               tuple(p.compute_capability) if p.compute_capability else None, p.platform)
+        for p in GPU_PRESETS.values()))
+    return envelope("gpus", outcome=outcome(ok=True), body=body)

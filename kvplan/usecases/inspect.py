@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from kvplan.options import INSPECT, resolve
-from kvplan.results.data import inspect_dict
-from kvplan.results.envelope import envelope
 from kvplan.results import outcome
+from kvplan.results.envelope import Envelope
+from kvplan.usecases.records import envelope, inspect_body
 from kvplan.usecases.scenario import build_layout, scenario_from, serving_of
 
 
@@ -23,10 +23,10 @@ def layout_refusals(layout, era) -> list[str]:
             "(simulate reports the refusal, exit 3)"]
 
 
-def inspect(model: str, **options) -> dict:
+def inspect(model: str, **options) -> Envelope:
     r = resolve(INSPECT, options)
     scenario = scenario_from(model, r.values)
     layout = build_layout(scenario)
-    body = inspect_dict(layout, serving_of(scenario))
-    return envelope("inspect", options=r.to_dict(), outcome=outcome(ok=True), body=body, model=layout.target,
-                    drafter=layout.drafter, warnings=layout_refusals(layout, scenario.policy_era))
+    body = inspect_body(layout, serving_of(scenario))
+    return envelope("inspect", options=r, outcome=outcome(ok=True), body=body, model=layout.target,
+                    drafter=layout.drafter, warnings=[*layout_refusals(layout, scenario.policy_era), *layout.warnings])

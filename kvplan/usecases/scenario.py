@@ -13,6 +13,7 @@ from functools import cached_property
 from kvplan import options as _o
 from kvplan.errors import KvplanError, OptionError
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
+from kvplan.results.records import PlanBody
 
 
 _BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory", "startup_memory")
@@ -125,11 +126,15 @@ def scenario_from(model: str, options: dict) -> "Scenario":
 
 @dataclass
 class ScenarioResult:
+    """One deployment run: its layout, the engine's plan, the plan as results show it (``body``),
+    the estimated budget (with --gpu) and the warnings to show (the layout's, then kvplan's own)."""
+
     scenario: Scenario
     layout: object
     plan: object
-    data: dict
+    body: PlanBody
     budget: dict | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def serving_of(s: Scenario):
@@ -211,10 +216,19 @@ def drafter_has_ptd_token(layout) -> bool:
 
 def plan_layout(layout, era, options, *, disable_sliding_window: bool = False):
     """vLLM's simulation of a built layout under ``era`` with engine options."""
+    return engine_run(layout, era, disable_sliding_window=disable_sliding_window)(options)
+
+
+def engine_run(layout, era, *, disable_sliding_window: bool = False):
+    """``options -> Plan``: the engine's own simulation of a built layout under ``era``, bound to
+    the model's facts (read once). Handed to the engine's searches (``smallest_fixes``), it runs
+    in the engine layer: no call back up into this module."""
+    from functools import partial
+
     from kvplan.engines.vllm import simulate
 
     facts = model_facts(layout, era, disable_sliding_window=disable_sliding_window)
-    return simulate(layout.layers, layout.ranks, facts, era, options)
+    return partial(simulate, layout.layers, layout.ranks, facts, era)
 
 
 def stage_budgets(budget: dict | None, kv_bytes: int) -> tuple[int, ...] | None:
@@ -332,7 +346,7 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> lis
         return speculative_tokens_fix(s, era, plan)
     from kvplan.engines.vllm.fixes import smallest_fixes
 
-    fixes = smallest_fixes(plan, lambda o: plan_layout(layout, era, o, disable_sliding_window=s.disable_sliding_window))
+    fixes = smallest_fixes(plan, engine_run(layout, era, disable_sliding_window=s.disable_sliding_window))
     if budget is not None and budget.get("kv_room_bytes") is not None:
         # --kv-cache-memory skips the profile, but the cache must still fit beside the weights, the
         # activation peak and the graphs: a larger value runs out of memory allocating it
@@ -501,8 +515,8 @@ def _plausible_budget(s: Scenario, kv_bytes: int, plan) -> None:
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool = True) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report (``fixes=False``:
     no search for the changes that make a failing deployment start)."""
-    from kvplan.results.data import plan_dict
     from kvplan.results.explain import explain as explain_plan
+    from kvplan.usecases.records import plan_body
 
     s.check_sizing()
     era = s.era
@@ -535,9 +549,6 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
                 _plausible_budget(s, kv_bytes, plan)
             found = deployment_fixes(s, layout, era, plan, budget) if fixes else []
         fixes = found
-    data = plan_dict(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes)
-    if kv_bytes is None:
-        data["warnings"] = [*data.get("warnings", []), NO_BUDGET_REFUSAL]
-    if budget is not None:
-        data["budget"] = budget
-    return ScenarioResult(s, layout, plan, data, budget)
+    body = plan_body(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes, budget)
+    warnings = (*layout.warnings, NO_BUDGET_REFUSAL) if kv_bytes is None else tuple(layout.warnings)
+    return ScenarioResult(s, layout, plan, body, budget, warnings)

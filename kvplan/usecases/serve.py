@@ -8,10 +8,14 @@ did with it, and the environment variables the line sets.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from kvplan.errors import OptionError
 from kvplan.options import OPTIONS, VLLM_SERVE, options_for
+from kvplan.results import Outcome
+from kvplan.results.envelope import Envelope, unique
+from kvplan.results.records import FlagList, ServeBody, ServeRecord
 
 
 def _kvplan_options(options: dict) -> dict:
@@ -49,18 +53,22 @@ def spec_tokens_flag(flags: list[dict], n: int) -> str:
     return spec_config_flag(flags, "num_speculative_tokens", n) or f"--spec-tokens {n}"
 
 
-def _serve_fixes(out: dict, flags: list[dict]) -> None:
-    """simulate's fixes written as serve-line flags where kvplan's flag is not one."""
-    for fix in out.get("fixes") or []:
+def _serve_fixes(fixes: tuple[dict, ...], verdict: Outcome, flags: list[dict]) -> tuple[tuple[dict, ...], Outcome]:
+    """simulate's fixes written as serve-line flags where kvplan's flag is not one (the outcome's
+    fix with them)."""
+    out = []
+    for fix in fixes:
         flag = None
         if fix["option"] == "num_speculative_tokens":
             flag = spec_tokens_flag(flags, fix["value"])
         elif fix["option"] == "parallel_drafting":  # the key is only read from --speculative-config
             flag = spec_config_flag(flags, "parallel_drafting", None)
         if flag is not None:
-            if out["outcome"].get("fix") == fix["flag"]:
-                out["outcome"] = {**out["outcome"], "fix": flag}
-            fix["flag"] = flag
+            if verdict.fix == fix["flag"]:
+                verdict = replace(verdict, fix=flag)
+            fix = {**fix, "flag": flag}
+        out.append(fix)
+    return tuple(out), verdict
 
 
 def manifest_line(file: str | Path, container: str | None = None):
@@ -90,7 +98,7 @@ def manifest_line(file: str | Path, container: str | None = None):
 
 def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | None = None,
                file: str | Path | None = None, container: str | None = None,
-               base: str | Path | None = None, **options) -> dict:
+               base: str | Path | None = None, **options) -> Envelope:
     """Simulate a ``vllm serve`` deployment: ``args`` are the words after ``vllm serve``
     (``["openai/gpt-oss-20b", "--max-model-len", "32k"]``), or ``line`` is one pasted command
     (``vllm serve ...``, ``python -m vllm.entrypoints.openai.api_server ...``, ``docker run ...
@@ -133,33 +141,28 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
     from kvplan.errors import KvplanError
 
     try:
-        data = simulate(req.model, **run)
+        result = simulate(req.model, **run)
     except KvplanError as e:
         if where is not None:  # every problem names the manifest's file and line
             e.message = f"{where}: {e.message}"
             e.args = (e.message,)
         raise
-    serve = {
-        "form": req.line.form if req.line else "vllm serve",
-        "line": req.line.text if req.line else None,
-        "image": req.line.image if req.line else None,
-        "manifest": where,
-        "model": req.model,
-        "release": req.release,
-        "release_source": req.release_source,
-        "flag_list": {"release": req.table.release, "source": req.table.source, "note": req.table.note},
-        "flags": req.flags,
-        "environment": env_vllm,
-        "environment_applied": bool(env_vllm),
-        "environment_ignored": sorted(env_other),
-    }
-    out = {k: v for k, v in data.items() if k != "warnings"}
-    _serve_fixes(out, req.flags)
-    out["command"] = "vllm"
-    out["serve"] = serve
-    seen: list[str] = []
-    for w in [*warnings, *data.get("warnings", [])]:
-        if w not in seen:
-            seen.append(w)
-    out["warnings"] = seen
-    return out
+    serve = ServeRecord(
+        form=req.line.form if req.line else "vllm serve",
+        line=req.line.text if req.line else None,
+        image=req.line.image if req.line else None,
+        manifest=where,
+        model=req.model,
+        release=req.release,
+        release_source=req.release_source,
+        flag_list=FlagList(req.table.release, req.table.source, req.table.note),
+        flags=tuple(req.flags),
+        environment=env_vllm,
+        environment_applied=bool(env_vllm),
+        environment_ignored=tuple(sorted(env_other)),
+    )
+    simulated = result.body
+    fixes, verdict = _serve_fixes(simulated.plan.fixes, result.outcome, req.flags)
+    simulated = replace(simulated, plan=replace(simulated.plan, fixes=fixes))
+    return replace(result, command="vllm", outcome=verdict, body=ServeBody(simulated, serve),
+                   warnings=unique(warnings, result.warnings))

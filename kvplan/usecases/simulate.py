@@ -10,8 +10,10 @@ from dataclasses import replace
 
 from kvplan.errors import OptionError
 from kvplan.options import SIMULATE, resolve
-from kvplan.results.envelope import envelope
 from kvplan.results import outcome, plan_outcome
+from kvplan.results.envelope import Envelope
+from kvplan.results.records import SimulateBody, SweepBody
+from kvplan.usecases.records import envelope
 from kvplan.usecases.scenario import run_scenario, scenario_from
 
 
@@ -51,7 +53,7 @@ def _prepare_cross_check(r, scenario):
     return prepare(r["vllm_python"], scenario.policy, policy_given="policy" in r.given)
 
 
-def simulate(model: str, **options) -> dict:
+def simulate(model: str, **options) -> Envelope:
     """Group layers, size the KV cache and predict start-up as a vLLM era would.
 
     ``outcome.ok`` is False when the engine would fail, a requested check failed, or the
@@ -69,21 +71,22 @@ def simulate(model: str, **options) -> dict:
         scenario = replace(scenario, kv_cache_memory=device_budget["kv_cache_memory_bytes"],
                            enable_extensible_kv_cache=None)
     result = run_scenario(scenario, explain=r["explain"])
-    plan, body = result.plan, dict(result.data)
+    plan, planned = result.plan, result.body
     if device_budget is not None:
-        body["budget"] = device_budget
+        planned = replace(planned, budget=device_budget)
     checks = _checks(r, plan)
+    cross_check = None
     if verify is not None:
-        body["cross_check"] = verify.run(plan, name=model, model=scenario.model, drafter=scenario.drafter)
+        cross_check = verify.run(plan, name=model, model=scenario.model, drafter=scenario.drafter)
         failed = None
         if r["require_agreement"]:
             from kvplan.verify.crosscheck import agreement_failure  # only with --cross-check: keep simulate light
 
-            failed = agreement_failure(body["cross_check"])
+            failed = agreement_failure(cross_check)
         if failed:
             checks.append(failed)
-    body["checks_failed"] = checks
     ok = plan.starts and not checks
+    allocation = None
     if r["allocate"]:
         if not plan.starts:
             f = plan.failure
@@ -91,20 +94,21 @@ def simulate(model: str, **options) -> dict:
                               "nothing to allocate")
         from kvplan.device import allocate_and_verify
 
-        body["allocation"] = allocate_and_verify(plan, r["device"])
-        ok = ok and bool(body["allocation"].get("ok", False))
-    fixes = body.get("fixes") or []
+        allocation = allocate_and_verify(plan, r["device"])
+        ok = ok and bool(allocation.get("ok", False))
+    fixes = planned.fixes
     verdict = plan_outcome(plan, fixes[0]["flag"] if fixes else None, ok=ok)
-    return envelope("simulate", options=r.to_dict(), outcome=verdict, body=body, model=result.layout.target,
+    body = SimulateBody(planned, cross_check, tuple(checks), allocation)
+    return envelope("simulate", options=r, outcome=verdict, body=body, model=result.layout.target,
                     drafter=result.layout.drafter, era=plan.era,
-                    warnings=[*(result.budget or {}).get("warnings", [])])
+                    warnings=[*(result.budget or {}).get("warnings", []), *result.warnings])
 
 
-def sweep(model: str, thresholds: str, **options) -> dict:
+def sweep(model: str, thresholds: str, **options) -> Envelope:
     """The same deployment under each threshold of ``thresholds`` (``1.0:2.0:0.05`` or
     ``1.25,1.5``), and the thresholds where vLLM's group size flips."""
-    from kvplan.engines.vllm.sweep import critical_thresholds, parse_thresholds, sweep_row
-    from kvplan.results.data import era_dict, model_info_dict
+    from kvplan.engines.vllm.sweep import critical_thresholds, parse_thresholds
+    from kvplan.usecases.records import model_record, policy_record, sweep_row
 
     r = resolve(SIMULATE, {**options, "sweep_threshold": thresholds})
     values = parse_thresholds(thresholds)
@@ -113,11 +117,7 @@ def sweep(model: str, thresholds: str, **options) -> dict:
     rows = [sweep_row(values[0], first.plan)]
     for t in values[1:]:
         rows.append(sweep_row(t, run_scenario(replace(scenario, threshold=t), layout=first.layout).plan))
-    body = {
-        "model": model_info_dict(first.layout.target), "drafter": model_info_dict(first.layout.drafter),
-        "policy": era_dict(first.plan.era), "rows": rows, "critical_thresholds": critical_thresholds(first.plan),
-        "warnings": list(first.layout.warnings),
-    }
-    era = scenario.policy_era
-    return envelope("sweep", options=r.to_dict(), outcome=outcome(ok=True), body=body, model=first.layout.target,
-                    drafter=first.layout.drafter, era=era)
+    body = SweepBody(model_record(first.layout.target), model_record(first.layout.drafter),
+                     policy_record(first.plan.era), tuple(rows), tuple(critical_thresholds(first.plan)))
+    return envelope("sweep", options=r, outcome=outcome(ok=True), body=body, model=first.layout.target,
+                    drafter=first.layout.drafter, era=scenario.policy_era, warnings=first.layout.warnings)

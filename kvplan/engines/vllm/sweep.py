@@ -6,7 +6,6 @@ from fractions import Fraction
 
 from kvplan.bounds import MAX_SWEEP_POINTS
 from kvplan.errors import OptionError
-from kvplan.results import plan_outcome
 
 
 def parse_thresholds(text: str) -> list[float]:
@@ -41,20 +40,6 @@ def parse_thresholds(text: str) -> list[float]:
 def _too_many(text: str, n: int) -> str:
     return (f"--sweep-threshold {text!r}: {n:,} thresholds, more than kvplan sweeps at once "
             f"({MAX_SWEEP_POINTS:,}); take a larger step")
-
-
-def sweep_row(threshold: float, plan) -> dict:
-    return {
-        "threshold": round(threshold, 6),
-        "group_size": plan.group_size,
-        "num_groups": plan.num_groups,
-        "num_padding_layers": plan.num_padding_layers,
-        "padding_waste_pct": round(plan.padding_waste_pct, 4),
-        "num_blocks": plan.num_blocks,
-        "kv_tokens": plan.kv_tokens,
-        "max_concurrency": round(plan.max_concurrency, 6),
-        "outcome": plan_outcome(plan),
-    }
 
 
 def critical_thresholds(plan) -> list[dict]:

@@ -1,27 +1,28 @@
 """`kvplan check`: deployments files → scenarios → expectations → verdicts (a CI gate).
 
 schema (keys, expectations, the option table's parsers) → loader (YAML with lines) →
-evaluate (simulate, measure) → outputs (the result dict, JUnit XML, GitHub annotations).
+evaluate (simulate, measure) → outputs (the result record, JUnit XML, GitHub annotations).
 """
 
 from __future__ import annotations
 
+from kvplan.results.envelope import Envelope
 from kvplan.usecases.check.evaluate import run_deployment, run_deployments
 from kvplan.usecases.check.loader import load_deployments, load_deployments_text
 from kvplan.usecases.check.outputs import (
-    annotation, annotation_path, check_dict, failure_messages, format_limit, github_annotations, issue_annotations,
+    annotation, annotation_path, check_result, failure_messages, format_limit, github_annotations, issue_annotations,
     junit_xml,
 )
 from kvplan.usecases.check.schema import DeploymentsFileError
 
 
-def check(files: list[str] | str, *, reraise: bool = False) -> dict:
+def check(files: list[str] | str, *, reraise: bool = False) -> Envelope:
     """Load every deployment of ``files`` (raises DeploymentsFileError listing every problem of
     a malformed file; nothing runs then), simulate each and check its expectations."""
     files = [files] if isinstance(files, str) else list(files)
     deployments = load_deployments(files)
-    return check_dict(files, run_deployments(deployments, reraise=reraise))
+    return check_result(files, run_deployments(deployments, reraise=reraise))
 
 
-__all__ = ["DeploymentsFileError", "annotation", "annotation_path", "check", "failure_messages", "format_limit", "check_dict", "github_annotations", "issue_annotations", "junit_xml",
+__all__ = ["DeploymentsFileError", "annotation", "annotation_path", "check", "failure_messages", "format_limit", "check_result", "github_annotations", "issue_annotations", "junit_xml",
            "load_deployments", "load_deployments_text", "run_deployment", "run_deployments"]

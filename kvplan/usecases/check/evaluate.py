@@ -183,7 +183,8 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
         scenario, verify = _prepare_cross_check(d.scenario)
         result = run(scenario)
         numbers = plan_numbers(result.plan)
-        fixes = (getattr(result, "data", None) or {}).get("fixes") or []
+        body = getattr(result, "body", None)
+        fixes = body.fixes if body is not None else ()
         numbers["fix"] = fixes[0]["flag"] if fixes else None  # simulate's first verified fix
         outcomes = [
             _same_layout(e, scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)

@@ -6,7 +6,9 @@ import json
 import os
 from typing import Any
 
-from kvplan.results import outcome
+from kvplan.results import Outcome, outcome
+from kvplan.results.check import CheckBody, CheckSummary, DeploymentRow, ExpectationRow
+from kvplan.results.envelope import Envelope
 from kvplan.usecases.check.evaluate import DeploymentResult
 from kvplan.usecases.check.schema import ERROR, FAIL, FileIssue
 from kvplan.units import plural
@@ -15,7 +17,7 @@ from kvplan.units import plural
 # Report data, JUnit XML, GitHub annotations
 
 
-def _outcome(r: DeploymentResult) -> dict:
+def _outcome(r: DeploymentResult) -> Outcome:
     """The deployment's outcome: ``ok`` = passed; an ``error`` status is kvplan's failure to simulate,
     otherwise the engine's start-up outcome."""
     if r.status == ERROR:
@@ -25,33 +27,21 @@ def _outcome(r: DeploymentResult) -> dict:
                    error=p.get("error"), fix=p.get("fix"))
 
 
-def deployment_dict(r: DeploymentResult) -> dict:
+def deployment_row(r: DeploymentResult) -> DeploymentRow:
     d, s = r.deployment, r.deployment.scenario
-    return {
-        "name": d.name,
-        "file": d.file,
-        "line": d.line,
-        "model": s.model,
-        "drafter": s.drafter,
-        "policy": r.policy or s.policy,
-        "threshold": s.threshold,
-        "status": r.status,
-        "passed": r.passed,
-        "failed_expectations": [o.key for o in r.failed],
-        "outcome": _outcome(r),
-        "expectations": [
-            {"key": o.key, "limit": o.limit, "measured": o.measured, "passed": o.passed, "message": o.message,
-             "line": o.line}
-            for o in r.outcomes
-        ],
-        "plan": r.plan,
-        "cross_check": r.cross_check,
-        "seconds": round(r.seconds, 3),
-    }
+    return DeploymentRow(
+        name=d.name, file=d.file, line=d.line, model=s.model, drafter=s.drafter, policy=r.policy or s.policy,
+        threshold=s.threshold, status=r.status, passed=r.passed, failed_expectations=tuple(o.key for o in r.failed),
+        outcome=_outcome(r),
+        expectations=tuple(ExpectationRow(o.key, o.limit, o.measured, o.passed, o.message, o.line)
+                           for o in r.outcomes),
+        plan=r.plan, cross_check=r.cross_check, seconds=round(r.seconds, 3),
+    )
 
 
-def check_dict(files: list[str], results: list[DeploymentResult]) -> dict:
-    from kvplan.results.envelope import envelope
+def check_result(files: list[str], results: list[DeploymentResult]) -> Envelope:
+    """``kvplan check``'s result: every deployment's verdict; ``outcome.ok`` when all pass."""
+    from kvplan.usecases.records import envelope
 
     num_errors = sum(r.status == ERROR for r in results)
     num_failed = sum(r.status == FAIL for r in results)
@@ -59,26 +49,16 @@ def check_dict(files: list[str], results: list[DeploymentResult]) -> dict:
     problem = None if passed else f"{num_failed + num_errors} of {plural(len(results), 'deployment')} failed"
     verdict = outcome(ok=passed, stage=None if passed else "check", error_type=None if passed else "CheckFailed",
                       error=problem)
-    return envelope("check", options={}, outcome=verdict, body=_body(files, results, passed, num_failed, num_errors))
-
-
-def _body(files, results, passed, num_failed, num_errors) -> dict:
-    return {
-        "files": list(files),
-        "passed": passed,
-        "summary": {
-            "num_deployments": len(results),
-            "num_passed": len(results) - num_errors - num_failed,
-            "num_failed": num_failed,
-            "num_errors": num_errors,
-        },
-        "deployments": [deployment_dict(r) for r in results],
-        "warnings": [f"deployment '{r.deployment.name}': {w}" for r in results for w in r.warnings],
-    }
+    body = CheckBody(
+        files=tuple(files), passed=passed,
+        summary=CheckSummary(len(results), len(results) - num_errors - num_failed, num_failed, num_errors),
+        deployments=tuple(deployment_row(r) for r in results))
+    return envelope("check", outcome=verdict, body=body,
+                    warnings=[f"deployment '{r.deployment.name}': {w}" for r in results for w in r.warnings])
 
 
 def failure_messages(dep: dict) -> list[str]:
-    """The lines that explain why one deployment (a dict from check_dict) did not pass."""
+    """The lines that explain why one deployment (from check_result's data) did not pass."""
     if dep["status"] == ERROR:
         return [f"error: {dep['outcome']['error']}"]
     return [f"{e['key']}: {e['message']}" for e in dep["expectations"] if not e["passed"]]

@@ -13,8 +13,10 @@ from kvplan.logs.release import infer_release
 from kvplan.usecases.explain_log.rebuild import deployment, resimulate
 from kvplan.usecases.explain_log.traps import find_traps
 from kvplan.options import EXPLAIN, resolve
-from kvplan.results.envelope import envelope
 from kvplan.results import outcome
+from kvplan.results.envelope import Envelope
+from kvplan.results.records import ExplainLogBody, LogSummary, Rebuild, SimulationSummary
+from kvplan.usecases.records import envelope
 from kvplan.units import plural
 
 # what the rebuild and the cross-check need, and the line that gives it
@@ -127,7 +129,7 @@ def verdict(status: str, rows: list[dict], detail: str) -> str:
     return f"agrees on {'the' if len(compared) == 1 else 'all'} {plural(len(compared), 'figure')}"
 
 
-def explain_log(source: str, **options) -> dict:
+def explain_log(source: str, **options) -> Envelope:
     r = resolve(EXPLAIN, options)
     text, name = read_log(source)
     records = read_records(text)
@@ -155,38 +157,32 @@ def explain_log(source: str, **options) -> dict:
         notes.append("the release: not in the log; kvplan used its default policy "
                      f"({era.name if era else 'vllm-latest'}), so the meanings may not be the logged release's")
     result = sim.result
-    body = {
-        "log": {"source": name, "lines": len(text.splitlines()), "records": len(records), "facts": len(facts.items)},
-        "release": guess.to_dict(),
-        "recovered": recovered(facts),
-        "facts": [{"kind": f.kind, "line": f.line, **{k: v for k, v in f.values.items()}, "text": f.text}
-                  for f in facts.items],
-        "missing": missing(facts, dep),
-        "rebuild": {**dep.to_dict(), "policy_used": (f"{era.name} (vllm=={era.release})" if era is not None
-                                                      and era.release else (era.name if era is not None else None)),
-                    "status": sim.status, "detail": sim.detail, "notes": notes},
-        "figures": rows,
-        "verdict": verdict(sim.status, rows, sim.detail),
-        "traps": traps,
-        "simulation": None,
-        "warnings": [],
-    }
-    if result is not None and sim.status == "simulated":
-        d = result.data
-        body["simulation"] = {k: d[k] for k in ("policy", "model", "drafter", "speculative", "serving", "scheduler",
-                                                 "hybrid_kv_cache_manager", "grouping", "memory", "logs", "fixes")
-                              if k in d}
-        body["warnings"] = list(d.get("warnings", []))
-    disagree = ran is not None and any(row["agrees"] is False for row in rows)
     simulated = result is not None and sim.status == "simulated"
+    policy_used = (f"{era.name} (vllm=={era.release})" if era is not None and era.release
+                   else (era.name if era is not None else None))
+    body = ExplainLogBody(
+        log=LogSummary(name, len(text.splitlines()), len(records), len(facts.items)),
+        release=guess,
+        recovered=recovered(facts),
+        facts=tuple({"kind": f.kind, "line": f.line, **{k: v for k, v in f.values.items()}, "text": f.text}
+                    for f in facts.items),
+        missing=tuple(missing(facts, dep)),
+        rebuild=Rebuild(dep, policy_used, sim.status, sim.detail, tuple(notes)),
+        figures=tuple(rows),
+        verdict=verdict(sim.status, rows, sim.detail),
+        traps=tuple(traps),
+        simulation=SimulationSummary.of(result.body) if simulated else None,
+    )
+    warnings = list(result.warnings) if simulated else []
+    disagree = ran is not None and any(row["agrees"] is False for row in rows)
     starts = result.plan.starts if simulated else logged_starts(facts)
     failure = result.plan.failure if simulated else None
-    fixes = (result.data.get("fixes") or []) if simulated else []
+    fixes = result.body.fixes if simulated else ()
     out = outcome(ok=not disagree, starts=starts, stage=failure.stage if failure else None,
                   error_type=failure.error_type if failure else None, error=failure.message if failure else None,
                   fix=fixes[0]["flag"] if fixes else None)
     if era is not None and era.warning:
-        body["warnings"].append(era.warning)
-    return envelope("explain-log", options=r.to_dict(), outcome=out, body=body,
+        warnings.append(era.warning)
+    return envelope("explain-log", options=r, outcome=out, body=body,
                     model=result.layout.target if result is not None else None,
-                    drafter=result.layout.drafter if result is not None else None, era=era)
+                    drafter=result.layout.drafter if result is not None else None, era=era, warnings=warnings)

@@ -86,15 +86,15 @@ def _with_hma(sim):
 
 
 def _padding(result) -> list[dict]:
-    mem = result.data.get("memory") or {}
-    waste = mem.get("padding_waste_bytes") or 0
+    mem = result.body.memory
+    waste = mem.padding_waste_bytes or 0
     if not waste:
         return []
     return [{"trap": "padding_waste", "padding_waste_bytes": waste,
-             "padding_waste_pct_of_pool": mem.get("padding_waste_pct_of_pool"),
+             "padding_waste_pct_of_pool": mem.padding_waste_pct_of_pool,
              "num_padding_layers": result.plan.num_padding_layers,
              "detail": f"{result.plan.num_padding_layers} padding slot(s) per block id: {format_bytes(waste)} "
-                       f"({mem.get('padding_waste_pct_of_pool', 0):.2f}% of the pool) hold no layer at full load"}]
+                       f"({mem.padding_waste_pct_of_pool:.2f}% of the pool) hold no layer at full load"}]
 
 
 def _sliding(logged: Facts, result) -> list[dict]:
@@ -138,34 +138,34 @@ def _rounding(result) -> list[dict]:
     num_blocks (every stage keeps the engine-wide minimum)."""
     if result.plan.options.num_gpu_blocks_override is not None:
         return []  # the pool is what the override asked for, not what the memory rounds to
-    workers = [w for w in result.data.get("workers") or [] if w.get("allocated")]
+    workers = [w for w in result.body.workers if getattr(w, "allocated", False)]
     out = []
     for w in workers:
-        avail, bpb = w.get("available_bytes", 0), w.get("bytes_per_block", 0)
+        avail, bpb = w.available_bytes, w.bytes_per_block
         if not avail or not bpb:
             continue
-        rounding = avail - w["own_num_blocks"] * bpb
+        rounding = avail - w.own_num_blocks * bpb
         if rounding * 100 >= avail * ROUNDING_PCT:
             out.append({"trap": "rounding_unused", "unused_bytes": rounding, "available_bytes": avail,
-                        "rank": w["rank"], "bytes_per_block": bpb,
+                        "rank": w.rank, "bytes_per_block": bpb,
                         "detail": f"{format_bytes(rounding)} ({rounding / avail * 100:.2f}% of the KV memory) stay "
-                                  f"unused on rank {w['rank']}: num_blocks rounds down to whole block ids of "
+                                  f"unused on rank {w.rank}: num_blocks rounds down to whole block ids of "
                                   f"{format_bytes(bpb)}"})
-        equalised = (w["own_num_blocks"] - w["num_blocks"]) * bpb
+        equalised = (w.own_num_blocks - w.num_blocks) * bpb
         if equalised > 0:
             out.append({"trap": "stage_unused", "unused_bytes": equalised, "available_bytes": avail,
-                        "rank": w["rank"], "own_num_blocks": w["own_num_blocks"], "num_blocks": w["num_blocks"],
+                        "rank": w.rank, "own_num_blocks": w.own_num_blocks, "num_blocks": w.num_blocks,
                         "detail": f"{format_bytes(equalised)} ({equalised / avail * 100:.2f}% of the KV memory) stay "
-                                  f"unused on pipeline stage {w['rank']}: with its layers it could hold "
-                                  f"{w['own_num_blocks']:,} blocks, but every stage keeps the smallest stage's "
-                                  f"{w['num_blocks']:,} (each stage given the logged KV memory)"})
+                                  f"unused on pipeline stage {w.rank}: with its layers it could hold "
+                                  f"{w.own_num_blocks:,} blocks, but every stage keeps the smallest stage's "
+                                  f"{w.num_blocks:,} (each stage given the logged KV memory)"})
     return out
 
 
 def _failure(logged: Facts, result) -> list[dict]:
     plan = result.plan if result is not None else None
     if plan is not None and plan.failure is not None:
-        fixes = result.data.get("fixes") or []
+        fixes = list(result.body.fixes)
         fix = fixes[0] if fixes else None
         detail = f"start-up fails ({plan.failure.stage}: {plan.failure.error_type})"
         if fix:

@@ -1,0 +1,174 @@
+"""The result records of ``kvplan fit``: each answer with the layout decision behind it
+(filled by ``kvplan.usecases.fit``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kvplan.results import FLATTEN, OMIT_NONE, Outcome
+
+
+@dataclass(frozen=True)
+class LayoutDecision:
+    """The grouping behind an answer, in vLLM's words, and the start-up outcome."""
+
+    max_model_len: int
+    group_size: int
+    num_groups: int
+    num_padding_layers: int
+    padding_waste_pct: float
+    page_size_bytes: int
+    bytes_per_block: int
+    num_blocks: int
+    blocks_per_request: int
+    max_concurrency: float
+    steady_state_concurrency: float
+    kv_cache_size_tokens: int
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class Capacity:
+    max_concurrency: float
+    steady_state_concurrency: float
+    starts: bool
+
+
+@dataclass(frozen=True)
+class LengthStarts:
+    max_model_len: int
+    starts: bool
+
+
+@dataclass(frozen=True)
+class LengthOutcome:
+    max_model_len: int
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class MaxLenBoundary:
+    fits: LengthStarts
+    one_more: LengthOutcome | None  # None when the answer is the limit itself
+
+
+@dataclass(frozen=True)
+class MaxModelLenAnswer:
+    """The largest ``--max-model-len`` the engine starts with on the budget (None: none)."""
+
+    max_model_len: int | None
+    model_max_model_len: int
+    limit: int
+    limited_by: str | None  # "limit" or "kv_cache_memory"
+    method: str
+    kv_cache_memory_bytes: int
+    layout: LayoutDecision
+    boundary: MaxLenBoundary | None
+
+
+@dataclass(frozen=True)
+class LengthCapacity:
+    max_model_len: int
+    capacity: Capacity = field(metadata=FLATTEN)
+
+
+@dataclass(frozen=True)
+class OneMoreToken:
+    max_model_len: int
+    max_concurrency: float
+    steady_state_concurrency: float
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class ContextBoundary:
+    fits: LengthCapacity
+    one_more: OneMoreToken
+
+
+@dataclass(frozen=True)
+class ContextAnswer:
+    """The longest ``--max-model-len`` at which the pool holds ``concurrency`` requests (None: none)."""
+
+    concurrency: float
+    max_model_len: int | None
+    model_max_model_len: int
+    kv_cache_memory_bytes: int
+    method: str
+    layout: LayoutDecision
+    boundary: ContextBoundary | None
+    reason: str | None = field(default=None, metadata=OMIT_NONE)  # why there is no answer
+    max_concurrency: float | None = field(default=None, metadata=OMIT_NONE)
+    steady_state_concurrency: float | None = field(default=None, metadata=OMIT_NONE)
+    limited_by: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class UtilizationCapacity:
+    gpu_memory_utilization: float
+    capacity: Capacity = field(metadata=FLATTEN)
+
+
+@dataclass(frozen=True)
+class UtilizationBoundary:
+    enough: UtilizationCapacity
+    one_step_less: UtilizationCapacity | None
+
+
+@dataclass(frozen=True)
+class UtilizationAnswer:
+    """The smallest ``--gpu-memory-utilization`` for ``concurrency`` requests of ``context_len`` tokens."""
+
+    concurrency: float
+    context_len: int
+    gpu_memory_utilization: float | None
+    kv_cache_memory_bytes: int | None
+    method: str
+    at_full_utilization: Capacity
+    layout: LayoutDecision
+    boundary: UtilizationBoundary | None
+    reason: str | None = field(default=None, metadata=OMIT_NONE)  # why there is no answer
+    outcome: Outcome | None = field(default=None, metadata=OMIT_NONE)  # a refusal before the KV cache
+
+
+@dataclass(frozen=True)
+class GpuTableRow:
+    gpu: str
+    tensor_parallel_size: int
+    num_gpus: int
+    gpu_memory_bytes: int
+    weights_bytes: int | None
+    # no KV cache when vLLM runs out of memory loading the weights or in the profile run
+    kv_cache_memory_bytes: int | None
+    max_model_len: int | None
+    outcome: Outcome
+    max_concurrency: float
+    steady_state_concurrency: float
+    kv_tokens: int
+    group_size: int
+    num_groups: int
+    num_padding_layers: int
+    padding_waste_pct: float
+    enough: bool
+
+
+@dataclass(frozen=True)
+class SmallestEnough:
+    gpu: str
+    tensor_parallel_size: int
+    num_gpus: int
+    max_concurrency: float
+    steady_state_concurrency: float
+
+
+@dataclass(frozen=True)
+class GpuTable:
+    """Max concurrency on each GPU preset x TP size."""
+
+    max_model_len: int | None
+    concurrency: float | None
+    gpu_memory_utilization: float | None
+    tp_sizes: tuple[int, ...]
+    rows: tuple[GpuTableRow, ...]
+    smallest_enough: SmallestEnough | None
+    rule: str

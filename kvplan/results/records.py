@@ -1,0 +1,569 @@
+"""The result records of a layout and a vLLM plan: frozen dataclasses whose fields are the keys
+``--format json`` prints, in order (``kvplan.results.to_data`` serialises them; no record writes
+its own dict).
+
+Field names are vLLM's vocabulary (block_size, page_size_bytes, num_blocks, group_size, shared_by,
+sliding_window, attention_chunk_size, max_concurrency); sizes are integer bytes named ``*_bytes``,
+token counts ``*_tokens`` or vLLM's own length names. The annotations are the JSON types:
+``scripts/make_schemas.py`` reads them for docs/schema/ (``X | None`` may be null, ``tuple[X, ...]``
+is a list, a record is an object, ``dict`` an object of the layer that made it).
+
+Only types live here (the core layer): the use cases fill them from the model's layout and the
+engine's plan (``kvplan.usecases.records``), so nothing here reads an object of a layer above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kvplan.results import FLATTEN, OMIT_NONE, Outcome
+from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
+from kvplan.specs import SpecRecord
+
+
+@dataclass(frozen=True)
+class PolicyRecord:
+    """An era as results show it: the one serialisation of ``Era`` (a plan's ``policy``; the
+    envelope's ``inputs.policy`` is its ``PolicyInputs`` cut)."""
+
+    name: str
+    vllm_release: str | None  # the release asked for (vllm==X) or installed
+    release_note: str | None  # "installed", "unchecked"
+    warning: str | None
+    threshold: float | None
+    description: str
+    vllm_releases: tuple[str, ...]
+    grouping: str
+    is_proposal: bool
+
+    @classmethod
+    def of(cls, era) -> "PolicyRecord":
+        """``era``: an ``Era`` (its plain fields only are read)."""
+        return cls(era.name, era.release or None, era.release_note or None, era.warning or None, era.threshold,
+                   era.description, tuple(era.releases), era.grouping, era.is_proposal)
+
+
+@dataclass(frozen=True)
+class PolicyInputs:
+    """The policy as the envelope's inputs show it: ``PolicyRecord`` cut to what was asked for."""
+
+    name: str
+    vllm_release: str | None
+    release_note: str | None
+    vllm_releases: tuple[str, ...]
+    threshold: float | None
+    is_proposal: bool
+
+    @classmethod
+    def of(cls, p: PolicyRecord) -> "PolicyInputs":
+        return cls(p.name, p.vllm_release, p.release_note, p.vllm_releases, p.threshold, p.is_proposal)
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """A model as results show it (the model layer's ``ModelInfo``)."""
+
+    id: str
+    source: str  # catalog, local, hf_cache, download
+    path: str | None
+    revision: str | None
+    provenance: str | None  # "genuine" / "reconstructed" for the bundled catalog
+    architecture: str | None
+    model_type: str | None
+    family: str | None
+    num_hidden_layers: int | None
+    dtype: str | None
+
+
+@dataclass(frozen=True)
+class Speculative:
+    method: str | None
+    num_speculative_tokens: int | None
+
+
+@dataclass(frozen=True)
+class PlanSpeculative:
+    method: str | None
+    num_speculative_tokens: int | None
+    # speculative_config.parallel_drafting as the release holds it (given or its default)
+    parallel_drafting: bool | None
+    parallel_drafting_given: bool | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The serving options as resolved: with a layout, its block size (before any hybrid Mamba
+    alignment) and the attention backend the engine's block-size decision picked."""
+
+    block_size: int | None
+    attention_backend: str | None
+    attention_backend_note: str | None  # what the backend choice assumed (no --gpu: an H100)
+    kv_cache_dtype: str
+    dtype: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    index: int
+    name: str
+    source: str  # target, drafter
+    spec: SpecRecord = field(metadata=FLATTEN)
+
+
+@dataclass(frozen=True)
+class KindSummaryRow:
+    """One distinct spec and source: its layers, bytes per token per layer and in total."""
+
+    kind: str
+    label: str
+    source: str
+    num_layers: int
+    page_size_bytes: int
+    kv_bytes_per_token: int | None  # None for state layers (they do not grow)
+    state_bytes: int | None
+    kv_bytes_per_token_total: int | None
+
+
+@dataclass(frozen=True)
+class RankRow:
+    rank: int
+    num_layers: int
+    layers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class InspectBody:
+    """``kvplan inspect``: the per-layer KV specs vLLM would register."""
+
+    model: ModelRecord
+    drafter: ModelRecord | None
+    speculative: Speculative
+    serving: Serving
+    num_layers: int
+    layers: tuple[LayerRow, ...]
+    summary: tuple[KindSummaryRow, ...]
+    kv_bytes_per_token: int
+    state_bytes_per_request: int
+    ranks: tuple[RankRow, ...]
+    kv_sharing_layers: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    max_model_len: int
+    original_max_model_len: int
+    max_num_batched_tokens: int
+    max_in_flight_tokens: int | None
+    max_num_seqs: int
+    async_scheduling: bool | None  # None where the engine stopped before deciding
+    model_runner: str | None
+    model_runner_reason: str | None
+    enable_prefix_caching: bool | None
+    mamba_cache_mode: str | None
+    num_gpu_blocks_override: int | None
+    decode_context_parallel_size: int
+
+
+@dataclass(frozen=True)
+class HybridKVCacheManager:
+    enabled: bool | None
+    reasons_disabled: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MambaAlignmentRecord:
+    mamba_cache_mode: str
+    attention_bytes_per_token: int
+    mamba_page_bytes: int
+    kernel_alignment_tokens: int
+    attention_block_size: int
+    mamba_block_size: int
+    attention_page_bytes: int
+    mamba_padding_pct: float
+
+
+@dataclass(frozen=True)
+class BlockSizeChange:
+    kind: str
+    from_block_size: int
+    to_block_size: int
+
+
+@dataclass(frozen=True)
+class BucketRow:
+    index: int
+    spec: SpecRecord = field(metadata=FLATTEN)
+    label: str = ""
+    num_layers: int = 0
+    padding_layers: int = 0
+    layers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Grouping:
+    path: str
+    min_count: int
+    max_count: int
+    threshold: float | None
+    group_size: int
+    num_groups: int
+    num_padding_layers: int
+    padding_waste_pct: float
+    block_size_changes: tuple[BlockSizeChange, ...]
+    buckets: tuple[BucketRow, ...]  # the uniform-page path's buckets (empty on the others)
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    index: int
+    kind: str
+    label: str
+    block_size: int
+    page_size_bytes: int
+    num_layers: int
+    padding_slots: int
+    layers: tuple[str, ...]
+    layer_names: tuple[str, ...]
+    has_drafter_layers: bool
+    drafter_layers: tuple[str, ...]
+    blocks_per_request: int | None
+    # one max-length request's blocks in this group, priced at the pool's bytes per block
+    needed_bytes: int | None
+    steady_blocks_per_request: int | None
+    # with pipeline parallelism: the group's layers on each worker
+    num_layers_per_worker: tuple[int, ...] | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class TensorRow:
+    index: int
+    size_bytes: int
+    shared_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Memory:
+    available_bytes: int
+    checked_available_bytes: int
+    needed_bytes: int
+    page_size_bytes: int | None
+    group_size: int
+    # the worker shown (binding_rank): slots per block id there, and what one block costs
+    binding_rank: int
+    slots_per_block: int
+    bytes_per_block: int
+    num_blocks: int
+    pool_num_blocks: int
+    allocated_bytes: int
+    blocks_per_request: int
+    bytes_per_request: int
+    estimated_max_model_len: int | None
+    kv_tokens: int
+    kv_cache_size_tokens: int
+    # the two meanings the "GPU KV cache size" log line has had (reference §4.7, §11 item 4)
+    kv_cache_size_tokens_blocks_meaning: int
+    kv_cache_size_tokens_concurrency_meaning: int
+    max_concurrency: float
+    steady_state_concurrency: float
+    # the scheduler runs at most max_num_seqs requests: min(KV-limited, max_num_seqs)
+    effective_concurrency: float
+    steady_blocks_per_request: int
+    prefill_reserve_blocks: int
+    padding_waste_bytes: int
+    padding_waste_pct_of_pool: float
+
+
+@dataclass(frozen=True)
+class WorkerPadding:
+    """Padding on one worker at full load of its pool (``kvplan.usecases.records.worker_padding``)."""
+
+    padding_slots_per_block: int
+    padding_waste_bytes: int
+    padding_waste_pct_of_pool: float
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    """One worker (pipeline stage; TP ranks are identical): its layers, pool, tensors, admission
+    numbers and padding. ``num_blocks`` is the engine-wide figure (the minimum over workers);
+    ``own_num_blocks`` what the worker's memory alone gives."""
+
+    rank: int
+    available_bytes: int
+    group_size: int
+    num_layers: int
+    layers: tuple[str, ...]
+    group_layer_counts: tuple[int, ...]
+    bytes_per_block: int
+    own_num_blocks: int
+    num_blocks: int
+    allocated: bool
+    allocated_bytes: int
+    unused_bytes: int
+    needed_bytes: int
+    checked_available_bytes: int
+    fits: bool
+    estimated_max_model_len: int | None
+    padding: WorkerPadding = field(metadata=FLATTEN)
+    num_tensors: int = 0
+    tensors: tuple[TensorRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkerSummaryRow:
+    """A worker without an admission check (attention-free, or an era that checks before grouping)."""
+
+    rank: int
+    available_bytes: int
+    group_size: int
+    num_layers: int
+    num_blocks: int
+    num_tensors: int
+
+
+@dataclass(frozen=True)
+class PlanBody:
+    """One deployment through a vLLM era: what ``simulate`` shows (and ``check``, ``vllm``,
+    ``explain-log`` read)."""
+
+    engine: Literal["vllm"]
+    policy: PolicyRecord
+    model: ModelRecord
+    drafter: ModelRecord | None
+    speculative: PlanSpeculative
+    serving: Serving
+    scheduler: Scheduler
+    hybrid_kv_cache_manager: HybridKVCacheManager
+    mamba_alignment: MambaAlignmentRecord | None
+    grouping: Grouping | None
+    groups: tuple[GroupRow, ...]
+    tensors: tuple[TensorRow, ...]
+    memory: Memory
+    workers: tuple[WorkerRow | WorkerSummaryRow, ...]
+    logs: tuple[str, ...]
+    explain: tuple[str, ...]
+    fixes: tuple[dict, ...]  # kvplan.engines.vllm.fixes entries: option, value, flag, verified, result, ...
+    # the estimated KV budget (with --gpu / --gpu-memory: kvplan.budget.estimate.kv_budget)
+    budget: dict | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class SimulateBody:
+    """``kvplan simulate``: the plan, then what was asked for beside it."""
+
+    plan: PlanBody = field(metadata=FLATTEN)
+    cross_check: dict | None = field(default=None, metadata=OMIT_NONE)  # --cross-check (kvplan.verify.crosscheck)
+    checks_failed: tuple[str, ...] = ()  # --require-start / --fail-on-padding / --min-concurrency
+    allocation: dict | None = field(default=None, metadata=OMIT_NONE)  # --allocate (kvplan.device)
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One threshold of ``simulate --sweep-threshold``."""
+
+    threshold: float
+    group_size: int
+    num_groups: int
+    num_padding_layers: int
+    padding_waste_pct: float
+    num_blocks: int
+    kv_tokens: int
+    max_concurrency: float
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class SweepBody:
+    model: ModelRecord
+    drafter: ModelRecord | None
+    policy: PolicyRecord
+    rows: tuple[SweepRow, ...]
+    # where the group size flips (kvplan.engines.vllm.sweep.critical_thresholds)
+    critical_thresholds: tuple[dict, ...]
+
+
+@dataclass(frozen=True)
+class EngineVersions:
+    sglang: str
+    trtllm: str
+    trtllm_commit: str
+    llamacpp: str
+
+
+@dataclass(frozen=True)
+class EngineRowRecord:
+    """One engine (or vLLM era) in ``compare``: its outcome, capacity and waste per request."""
+
+    engine: str  # vllm, sglang, trtllm, llamacpp, lower_bound
+    name: str
+    is_proposal: bool
+    outcome: Outcome
+    kv_tokens: int | None
+    max_concurrency: float
+    steady_state_concurrency: float  # the admission figure where the engine has no other
+    reserved_per_request_bytes: int | None
+    waste_per_request_bytes: int | None  # reserved beyond the exact windowed need
+    waste_pct: float | None
+    knobs: dict  # the engine's own settings for this row
+    details: dict  # the engine's result (vLLM: its grouping; SGLang/TensorRT-LLM/llama.cpp: *Details)
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CompareBody:
+    """``kvplan compare``: one model, budget and workload through every engine."""
+
+    model: ModelRecord
+    drafter: ModelRecord | None
+    speculative: Speculative
+    serving: Serving
+    engine_versions: EngineVersions
+    workload: object  # kvplan.engines.compare.CompareInputs (a Record: its DATA keys)
+    lower_bound: object  # kvplan.engines.lower_bound.LowerBound
+    engines: tuple[EngineRowRecord, ...]  # one per engine (and vLLM era)
+    advice: dict  # kvplan.engines.advice.advise
+    budget: dict | None  # the estimated budget (with --gpu), else None
+
+
+@dataclass(frozen=True)
+class FitBody:
+    """``kvplan fit``: the answers the inputs allow (each None when not asked or not answerable)."""
+
+    engine: Literal["vllm"]
+    policy: PolicyRecord
+    model: ModelRecord
+    drafter: ModelRecord | None
+    speculative: Speculative
+    serving: Serving
+    budget: dict | None  # kvplan.budget.estimate.kv_budget, or the given --kv-cache-memory
+    max_model_len: MaxModelLenAnswer | None
+    min_gpu_memory_utilization: UtilizationAnswer | None
+    max_context_len_for_concurrency: ContextAnswer | None
+    gpus: GpuTable | None  # the GPU x TP table
+    estimated: bool  # the answers rest on an estimated budget (not a given --kv-cache-memory)
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    """One GPU preset (``kvplan.budget.hardware.GpuPreset``)."""
+
+    name: str
+    memory_bytes: int
+    basis: str  # "cuda": what CUDA reports; "nvidia-smi": its total
+    nominal: str
+    aliases: tuple[str, ...]
+    source: str
+    compute_capability: tuple[int, ...] | None
+    platform: Literal["cuda", "rocm"]
+
+
+@dataclass(frozen=True)
+class GpusBody:
+    """``kvplan fit --list-gpus``."""
+
+    gpus: tuple[GpuRow, ...]
+
+
+@dataclass(frozen=True)
+class ModelsBody:
+    """``kvplan models``: the bundled catalog (``kvplan.model.list_catalog`` entries)."""
+
+    models: tuple[dict, ...]
+
+
+@dataclass(frozen=True)
+class FlagList:
+    """The ``vllm serve`` flag list a line was read with (a release's own, or its nearest)."""
+
+    release: str
+    source: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class ServeRecord:
+    """``kvplan vllm``'s ``serve`` section: the line, the release it is read with and why, and what
+    kvplan did with every flag and environment variable."""
+
+    form: Literal["vllm serve", "api_server", "docker"]
+    line: str | None
+    image: str | None
+    manifest: str | None  # --file: the manifest's file and line
+    model: str
+    release: str
+    release_source: str
+    flag_list: FlagList
+    flags: tuple[dict, ...]  # kvplan.serve.read_serve: flag, value, dest, effect, applied_as, note, from
+    environment: dict[str, str]  # the VLLM_* variables the line sets
+    environment_applied: bool
+    environment_ignored: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ServeBody:
+    """``kvplan vllm``: simulate's body, then the ``serve`` section."""
+
+    simulate: SimulateBody = field(metadata=FLATTEN)
+    serve: ServeRecord
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    source: str  # the file, or "-" for standard input
+    lines: int
+    records: int
+    facts: int
+
+
+@dataclass(frozen=True)
+class Rebuild:
+    """The deployment rebuilt from the log, and how its simulation went."""
+
+    deployment: object = field(metadata=FLATTEN)  # kvplan.usecases.explain_log.rebuild.Deployment
+    policy_used: str | None = None
+    status: str = ""  # simulated, layout only, not simulated
+    detail: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SimulationSummary:
+    """The re-simulation's plan, the parts explain-log shows."""
+
+    policy: PolicyRecord
+    model: ModelRecord
+    drafter: ModelRecord | None
+    speculative: PlanSpeculative
+    serving: Serving
+    scheduler: Scheduler
+    hybrid_kv_cache_manager: HybridKVCacheManager
+    grouping: Grouping | None
+    memory: Memory
+    logs: tuple[str, ...]
+    fixes: tuple[dict, ...]
+
+    @classmethod
+    def of(cls, p: PlanBody) -> "SimulationSummary":
+        return cls(p.policy, p.model, p.drafter, p.speculative, p.serving, p.scheduler, p.hybrid_kv_cache_manager,
+                   p.grouping, p.memory, p.logs, p.fixes)
+
+
+@dataclass(frozen=True)
+class ExplainLogBody:
+    """``kvplan explain-log``: a start-up log read, rebuilt, re-simulated and set beside kvplan's figures."""
+
+    log: LogSummary
+    release: object  # kvplan.logs.release.ReleaseGuess
+    recovered: dict
+    facts: tuple[dict, ...]  # kind, line, the values read, text
+    missing: tuple[str, ...]
+    rebuild: Rebuild
+    figures: tuple[dict, ...]  # kvplan.logs.compare.figures
+    verdict: str
+    traps: tuple[dict, ...]
+    simulation: SimulationSummary | None

@@ -1,0 +1,35 @@
+"""The walk (scripts/walk.py, issue 21): a deployment from ``run_scenario`` to the rendered result
+runs downhill, with at most 3 calls back up the declared layers (tests/test_layering.py::LAYERS).
+Calls up are callbacks a lower module runs for a higher one; what is left are a generic search's
+predicates (``units.largest_true``) and the model layer's block-size rule."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _walk():
+    spec = importlib.util.spec_from_file_location("walk", ROOT / "scripts" / "walk.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("argv", [
+    None,  # the script's default: simulate openai/gpt-oss-20b --gpu H100-80GB
+    ["compare", "openai/gpt-oss-20b", "--kv-cache-memory", "40GiB", "--target-len", "131072", "--format", "json"],
+    # a deployment that fails and searches for its fixes
+    ["simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100-80GB", "--tensor-parallel-size", "2",
+     "--format", "json"],
+], ids=["default", "compare", "fixes"])
+def test_the_walk_runs_downhill(argv):
+    walk = _walk()
+    m = walk.measure(walk.trace(argv or walk.DEFAULT))
+    assert m["climbs"] <= 3, m["_climbs"]
+    # the serializer and the result records never call into the engines or the model
+    assert not [(a, b) for a, b in m["_climbs"] if a.startswith("kvplan.results")]
