@@ -183,6 +183,20 @@ def test_case_builder_reproduces_the_recorded_goldens_inputs():
     assert differ == {f"nemotron-3-nano__40gib__{r}" for r in ("0.11.0", "0.11.2", "0.12.0")}
 
 
+def test_a_case_without_async_scheduling_compares_the_release_default():
+    """differential.py --unset sends async_scheduling null; the runner answers with what the release's
+    VllmConfig resolved (0.13.0: SchedulerConfig.async_scheduling = False; 0.14.0: None, turned on), and
+    that answer is compared with kvplan's default for the release (eras.async_scheduling_by_default)."""
+    from kvplan.verify.compare import mismatches
+
+    for release, default in (("0.13.0", False), ("0.14.1", True)):
+        g = json.loads((GOLDEN / f"llama-3.1-8b__40gib__{release}.json").read_text())
+        g["case"]["async_scheduling"] = None
+        assert mismatches({**g, "result": {**g["result"], "async_scheduling": default}}) == []
+        assert mismatches({**g, "result": {**g["result"], "async_scheduling": not default}}) == [
+            f"async_scheduling: kvplan {default!r} != vLLM {not default!r}"]
+
+
 # --------------------------------------------------------------------------- perturbed answers
 
 

@@ -51,7 +51,9 @@ Case format (JSON object)
 ``derived_max_model_len``     int, the model's own context length; required with -1
                               (vLLM first sets max_model_len to it, then auto-fits).
 ``max_num_batched_tokens``    int (default 8192).
-``async_scheduling``          bool (default true). Matters from ~0.32: sliding-window and
+``async_scheduling``          bool (default true; null: the release's own default, as its VllmConfig
+                              resolves it for one worker without a drafter, reported back as
+                              ``async_scheduling`` in the result). Matters from ~0.32: sliding-window and
                               chunked reservations use 2 x max_num_batched_tokens.
 ``disable_hybrid_kv_cache_manager``  bool (default false). Set on the scheduler config
                               AFTER VllmConfig is built (the CPU platform forces it on).
@@ -383,7 +385,7 @@ def probe_model_runner(case: dict, probe: dict) -> dict:
         with _stdout_to_stderr():
             cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
             cfg.parallel_config.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
-            cfg.scheduler_config.async_scheduling = bool(case.get("async_scheduling", True))
+            _set_async_scheduling(cfg.scheduler_config, case)
             return {"use_v2_model_runner": True, "max_concurrent_batches": int(cfg.max_concurrent_batches)}
     saved = getattr(vc, "HAS_TRITON", None)
     vc.HAS_TRITON = True  # a CPU venv lacks Triton; a GPU host has it
@@ -391,16 +393,25 @@ def probe_model_runner(case: dict, probe: dict) -> dict:
         with _stdout_to_stderr():
             cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
             cfg.parallel_config.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
-            cfg.scheduler_config.async_scheduling = bool(case.get("async_scheduling", True))
+            _set_async_scheduling(cfg.scheduler_config, case)
             method = probe.get("speculative_method")
             cfg.speculative_config = None if method is None else types.SimpleNamespace(
                 method=method, parallel_drafting=bool(probe.get("parallel_drafting")),
                 use_heterogeneous_vocab=False)
+            # VllmConfig.max_concurrent_batches from 0.23 (0.22.x chooses the runner without it)
+            batches = getattr(cfg, "max_concurrent_batches", None)
             return {"use_v2_model_runner": bool(cfg.use_v2_model_runner),
-                    "max_concurrent_batches": int(cfg.max_concurrent_batches)}
+                    "max_concurrent_batches": None if batches is None else int(batches)}
     finally:
         if saved is not None:
             vc.HAS_TRITON = saved
+
+
+def _set_async_scheduling(sc, case: dict) -> None:
+    """The case's async scheduling; where it is null, what the release's VllmConfig resolved on construction
+    (SchedulerConfig's default False up to 0.13; from 0.14 None, turned on unless an option is incompatible)."""
+    given = case.get("async_scheduling", True)
+    sc.async_scheduling = bool(sc.async_scheduling if given is None else given)
 
 
 def build_vllm_config(case: dict, max_model_len: int, original: int):
@@ -421,7 +432,7 @@ def build_vllm_config(case: dict, max_model_len: int, original: int):
         case.get("disable_hybrid_kv_cache_manager", False)
     )
     if hasattr(sc, "async_scheduling"):
-        sc.async_scheduling = bool(case.get("async_scheduling", True))
+        _set_async_scheduling(sc, case)
     cc.num_gpu_blocks_override = case.get("num_gpu_blocks_override")
     if hasattr(cc, "mamba_cache_mode"):
         cc.mamba_cache_mode = case.get("mamba_cache_mode", "none")
@@ -646,6 +657,8 @@ def run_case(case: dict) -> dict:
 
     with _stdout_to_stderr():
         cfg = build_vllm_config(case, max_model_len, requested)
+        if case.get("async_scheduling", True) is None:  # the release's own default
+            result["async_scheduling"] = bool(cfg.scheduler_config.async_scheduling)
         if hasattr(type(cfg), "max_in_flight_tokens"):
             # what sliding-window / chunked reservations add to the window (0.32+)
             result["max_in_flight_tokens"] = cfg.max_in_flight_tokens
