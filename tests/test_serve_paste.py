@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import kvplan
+from kvplan.engines.vllm.serve_flags import generated_releases
 from kvplan.errors import OptionError
 from kvplan.serve.line import parse_line, read_text
 
@@ -93,7 +94,7 @@ def test_a_budget_below_one_block_is_refused_with_the_unit():
 
 
 # the generated flag lists (kvplan/engines/vllm/serve_flags/), named in "not a flag of" messages
-LISTS = "0.11.0, 0.18.0, 0.24.0, 0.25.1, 0.26.0, 0.27.1, 0.28.0, 0.29.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0, 0.34.0"
+LISTS = ", ".join(generated_releases())
 
 
 def test_a_flag_of_other_releases_is_reported_with_them_and_skipped_without_kv_effect():
@@ -138,19 +139,23 @@ def test_flags_of_the_0_24_to_0_32_lists_are_read_under_their_release_and_report
                                f"after 0.30.0 (in the flag lists of 0.30.0; kvplan has the lists of {LISTS})")
 
 
-def test_flags_that_only_old_releases_had_are_read_with_the_0_11_list():
-    # the issue's lines: --swap-space and --task are in vLLM 0.11.0's generated list (its make_arg_parser),
-    # in none of the later ones. --swap-space sizes CPU swap space (0.11.0 config/cache.py
-    # l.51-52, 212): skipped with a warning; --task generate is generation as without the flag
+def test_flags_that_only_old_releases_had_are_reported_with_their_lists():
+    # the issue's lines: --swap-space is in the generated lists (the releases' make_arg_parser) of 0.11.0 to
+    # 0.17.0, --task in 0.11.0's and 0.12.0's, in none of the later ones. --swap-space sizes CPU swap space
+    # (0.11.0 config/cache.py l.51-52, 212): skipped with a warning; --task generate is generation as
+    # without the flag
     d = kvplan.vllm_serve(["meta-llama/Meta-Llama-3.1-8B", "--swap-space", "16", "--task=generate",
                            "--kv-cache-memory-bytes", "40G"])
     assert d["outcome"]["starts"] is True and d["memory"]["num_blocks"] == 5120  # golden llama-3.1-8b 0.34.0
-    assert [w.split(":")[0] for w in d["warnings"] if "removed after 0.11.0" in w] == ["--swap-space", "--task"]
+    assert [w.split(":")[0] for w in d["warnings"] if "removed after 0.17.0 (in the flag lists of 0.11.0 to 0.17.0;"
+            in w] == ["--swap-space"]
+    assert [w.split(":")[0] for w in d["warnings"] if "removed after 0.12.0 (in the flag lists of 0.11.0 to 0.12.0;"
+            in w] == ["--task"]
     # --task embed makes a pooling model (0.11.0 config/model.py l.460-473): refused, naming the release
     with pytest.raises(OptionError) as e:
         kvplan.vllm_serve(["meta-llama/Meta-Llama-3.1-8B", "--task", "embed", "--kv-cache-memory-bytes", "40G"])
-    assert e.value.message == ("--task: not a flag of vllm serve 0.34.0; removed after 0.11.0 (in the flag lists of "
-                               f"0.11.0; kvplan has the lists of {LISTS})")
+    assert e.value.message == ("--task: not a flag of vllm serve 0.34.0; removed after 0.12.0 (in the flag lists of "
+                               f"0.11.0 to 0.12.0; kvplan has the lists of {LISTS})")
 
 
 def test_an_unknown_flag_gets_no_far_fetched_suggestion():

@@ -80,6 +80,8 @@ def compare(plan, result: dict) -> list[FieldCheck]:
     chosen = (r.get("model_runner") or {}).get("use_v2_model_runner")
     if chosen is not None and plan.runner is not None:
         check("model_runner", plan.runner.runner, "v2" if chosen else "v1")
+    if r.get("async_scheduling") is not None and plan.runner is not None:  # the release's default (case: null)
+        check("async_scheduling", plan.runner.async_scheduling, r["async_scheduling"])
     if r.get("max_in_flight_tokens") is not None and plan.workload is not None:
         check("max_in_flight_tokens", plan.workload.max_in_flight_tokens, r["max_in_flight_tokens"])
 

@@ -51,7 +51,9 @@ Case format (JSON object)
 ``derived_max_model_len``     int, the model's own context length; required with -1
                               (vLLM first sets max_model_len to it, then auto-fits).
 ``max_num_batched_tokens``    int (default 8192).
-``async_scheduling``          bool (default true). Matters from ~0.32: sliding-window and
+``async_scheduling``          bool (default true; null: the release's own default, as its VllmConfig
+                              resolves it for one worker without a drafter, reported back as
+                              ``async_scheduling`` in the result). Matters from ~0.32: sliding-window and
                               chunked reservations use 2 x max_num_batched_tokens.
 ``disable_hybrid_kv_cache_manager``  bool (default false). Set on the scheduler config
                               AFTER VllmConfig is built (the CPU platform forces it on).
@@ -149,8 +151,20 @@ if "--engine-defaults" in sys.argv[1:]:
         import importlib
         import importlib.util as _ilu
 
-        if _ilu.find_spec("vllm._C_stable_libtorch") is None:
-            sys.modules["vllm._C_stable_libtorch"] = types.ModuleType("vllm._C_stable_libtorch")
+        for _m in ("vllm._C", "vllm._C_stable_libtorch"):  # vllm._C: cuda.py imports it up to 0.23
+            if _ilu.find_spec(_m) is None:
+                sys.modules[_m] = types.ModuleType(_m)
+        # FlashInfer's import queries the device (the 0.7 wheel in the transformers-4 base asks
+        # torch.cuda for the SM count and raises AssertionError on CPU torch): it is made to fail as
+        # an ImportError, as the backend selector expects of a backend whose module cannot load
+        try:
+            import flashinfer  # noqa: F401
+        except ImportError:
+            pass
+        except Exception:  # noqa: BLE001
+            for _m in [m for m in sys.modules if m == "flashinfer" or m.startswith("flashinfer.")]:
+                del sys.modules[_m]
+            sys.modules["flashinfer"] = None
         import vllm.platforms as _VP
         from vllm.platforms import cuda as _CUDA
         from vllm.platforms.interface import DeviceCapability as _DC
@@ -175,6 +189,16 @@ if "--engine-defaults" in sys.argv[1:]:
         from vllm.model_executor.models import registry as _REG
 
         _REG._run_in_subprocess = lambda fn: fn()
+        # Transformers 4 has no Nemotron-H config: the checkpoints load it as remote code
+        # (configuration_nemotron_h.py, which configs/ does not carry); the release's own copy of that
+        # class (vllm/transformers_utils/configs/nemotron_h.py) is registered in its place
+        from transformers import AutoConfig as _AC
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING as _CM
+
+        if "nemotron_h" not in _CM and _ilu.find_spec("vllm.transformers_utils.configs.nemotron_h") is not None:
+            from vllm.transformers_utils.configs.nemotron_h import NemotronHConfig as _NH
+
+            _AC.register("nemotron_h", _NH)
 
 with _stdout_to_stderr():
     import importlib.metadata as _md
@@ -190,10 +214,11 @@ with _stdout_to_stderr():
 
     # The V2 model runner refuses to be selected without Triton (0.22+ validation); these
     # functions run no kernel, so the check is satisfied here (PP cases pin the runner).
-    import vllm.config.vllm as _vllm_config_module
+    if importlib.util.find_spec("vllm.config.vllm") is not None:  # vllm/config/__init__.py in 0.11.0
+        import vllm.config.vllm as _vllm_config_module
 
-    if hasattr(_vllm_config_module, "HAS_TRITON"):
-        _vllm_config_module.HAS_TRITON = True
+        if hasattr(_vllm_config_module, "HAS_TRITON"):
+            _vllm_config_module.HAS_TRITON = True
 
     if importlib.util.find_spec("vllm.v1.core.kv_cache_planning") is not None:
         from vllm.v1.core import kv_cache_planning as P
@@ -360,7 +385,7 @@ def probe_model_runner(case: dict, probe: dict) -> dict:
         with _stdout_to_stderr():
             cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
             cfg.parallel_config.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
-            cfg.scheduler_config.async_scheduling = bool(case.get("async_scheduling", True))
+            _set_async_scheduling(cfg.scheduler_config, case)
             return {"use_v2_model_runner": True, "max_concurrent_batches": int(cfg.max_concurrent_batches)}
     saved = getattr(vc, "HAS_TRITON", None)
     vc.HAS_TRITON = True  # a CPU venv lacks Triton; a GPU host has it
@@ -368,16 +393,25 @@ def probe_model_runner(case: dict, probe: dict) -> dict:
         with _stdout_to_stderr():
             cfg = VllmConfig(device_config=DeviceConfig(device="cuda"))
             cfg.parallel_config.pipeline_parallel_size = int(case.get("pipeline_parallel_size", 1))
-            cfg.scheduler_config.async_scheduling = bool(case.get("async_scheduling", True))
+            _set_async_scheduling(cfg.scheduler_config, case)
             method = probe.get("speculative_method")
             cfg.speculative_config = None if method is None else types.SimpleNamespace(
                 method=method, parallel_drafting=bool(probe.get("parallel_drafting")),
                 use_heterogeneous_vocab=False)
+            # VllmConfig.max_concurrent_batches from 0.23 (0.22.x chooses the runner without it)
+            batches = getattr(cfg, "max_concurrent_batches", None)
             return {"use_v2_model_runner": bool(cfg.use_v2_model_runner),
-                    "max_concurrent_batches": int(cfg.max_concurrent_batches)}
+                    "max_concurrent_batches": None if batches is None else int(batches)}
     finally:
         if saved is not None:
             vc.HAS_TRITON = saved
+
+
+def _set_async_scheduling(sc, case: dict) -> None:
+    """The case's async scheduling; where it is null, what the release's VllmConfig resolved on construction
+    (SchedulerConfig's default False up to 0.13; from 0.14 None, turned on unless an option is incompatible)."""
+    given = case.get("async_scheduling", True)
+    sc.async_scheduling = bool(sc.async_scheduling if given is None else given)
 
 
 def build_vllm_config(case: dict, max_model_len: int, original: int):
@@ -398,7 +432,7 @@ def build_vllm_config(case: dict, max_model_len: int, original: int):
         case.get("disable_hybrid_kv_cache_manager", False)
     )
     if hasattr(sc, "async_scheduling"):
-        sc.async_scheduling = bool(case.get("async_scheduling", True))
+        _set_async_scheduling(sc, case)
     cc.num_gpu_blocks_override = case.get("num_gpu_blocks_override")
     if hasattr(cc, "mamba_cache_mode"):
         cc.mamba_cache_mode = case.get("mamba_cache_mode", "none")
@@ -623,6 +657,8 @@ def run_case(case: dict) -> dict:
 
     with _stdout_to_stderr():
         cfg = build_vllm_config(case, max_model_len, requested)
+        if case.get("async_scheduling", True) is None:  # the release's own default
+            result["async_scheduling"] = bool(cfg.scheduler_config.async_scheduling)
         if hasattr(type(cfg), "max_in_flight_tokens"):
             # what sliding-window / chunked reservations add to the window (0.32+)
             result["max_in_flight_tokens"] = cfg.max_in_flight_tokens
@@ -980,7 +1016,7 @@ def _cuda_platform(capability, total_memory: int | None = None, name: str | None
 
     import vllm.platforms as VP
 
-    stubs = [m for m in ("vllm._C_stable_libtorch",) if m not in sys.modules and importlib.util.find_spec(m) is None]
+    stubs = [m for m in ("vllm._C", "vllm._C_stable_libtorch") if m not in sys.modules and importlib.util.find_spec(m) is None]
     for m in stubs:
         sys.modules[m] = types.ModuleType(m)
     from vllm.platforms import cuda as C
@@ -1013,15 +1049,22 @@ def _block_size_backends(case: dict) -> dict:
     current config (where its module imports on CPU), ``CacheConfig.DEFAULT_BLOCK_SIZE``, and CUDA's
     backend priority lists (``_get_backend_priorities``) for ``case["priorities"]`` = [[use_mla, [major, minor]], ...]."""
     from vllm.config.cache import CacheConfig
-    from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
+    registry = next((m for m in ("vllm.v1.attention.backends.registry", "vllm.attention.backends.registry")
+                     if importlib.util.find_spec(m) is not None), None)  # the second in 0.11.2-0.13; none in 0.11.0
+    if registry is None:
+        raise ImportError("no attention backend registry in this release (AttentionBackendEnum: 0.11.2+)")
+    AttentionBackendEnum = importlib.import_module(registry).AttentionBackendEnum
     default = int(getattr(CacheConfig, "DEFAULT_BLOCK_SIZE", 16))
     backends: dict = {}
     for name in case["backends"]:
         try:
             cls = AttentionBackendEnum[name].get_class()
-            backends[name] = {"kernel_block_sizes": _kernel_sizes(cls),
-                              "preferred_block_size": int(cls.get_preferred_block_size(default))}
+            # get_supported_kernel_block_sizes from 0.12, get_preferred_block_size from 0.19: None before
+            backends[name] = {
+                "kernel_block_sizes": _kernel_sizes(cls) if hasattr(cls, "get_supported_kernel_block_sizes") else None,
+                "preferred_block_size": (int(cls.get_preferred_block_size(default))
+                                         if hasattr(cls, "get_preferred_block_size") else None)}
         except Exception as e:  # noqa: BLE001 - e.g. flashinfer is not installed on CPU
             backends[name] = {"error": f"{type(e).__name__}: {e}"}
     priorities = []
@@ -1070,14 +1113,18 @@ def _block_size_decision(case: dict, _cfg=None) -> dict:
 
     out: dict = {}
     fa = 3 if case["capability"][0] == 9 else 2
-    import vllm.v1.attention.backends.fa_utils as fa_utils
+    fa_utils = importlib.import_module(next(  # moved to vllm/v1/attention/backends/ in 0.14
+        m for m in ("vllm.v1.attention.backends.fa_utils", "vllm.attention.utils.fa_utils")
+        if importlib.util.find_spec(m) is not None))
 
     names = ("get_flash_attn_version", "is_flash_attn_varlen_func_available", "flash_attn_supports_sinks",
              "flash_attn_supports_kv_cache_dtype")
     saved = {n: getattr(fa_utils, n) for n in names[:2] if hasattr(fa_utils, n)}
     try:
         with _cuda_platform(case["capability"], case.get("total_memory"), case.get("device_name")) as (C, cap):
-            from vllm.v1.attention.selector import AttentionSelectorConfig
+            selector = importlib.import_module(next(  # vllm/attention/selector.py before 0.14
+                m for m in ("vllm.v1.attention.selector", "vllm.attention.selector")
+                if importlib.util.find_spec(m) is not None))
             import vllm.v1.attention.backends.flash_attn as FA  # imported before the stand-ins below
 
             fa_utils.get_flash_attn_version = lambda *a, **k: fa
@@ -1093,9 +1140,21 @@ def _block_size_decision(case: dict, _cfg=None) -> dict:
                 out["engine_config"] = _engine_config_fields(cfg)
                 cache, mc = cfg.cache_config, cfg.model_config
                 out["default_block_size"] = int(getattr(type(cache), "DEFAULT_BLOCK_SIZE", 16))
-                sel = AttentionSelectorConfig(head_size=mc.get_head_size(), dtype=mc.dtype,
-                                              kv_cache_dtype=cache.cache_dtype, block_size=case.get("args", {}).get("block_size"),
-                                              has_sink=bool(case.get("has_sink")))
+                P = C.CudaPlatform
+                if not hasattr(P, "_align_hybrid_block_size"):
+                    # before 0.20: HybridAttentionMambaModelConfig aligns a hybrid's block size inside
+                    # create_engine_config (0.19.1 vllm/config/vllm.py line 1613), so the engine config
+                    # above already carries the aligned size
+                    out["hybrid_alignment_in"] = "create_engine_config"
+                if not hasattr(P, "update_block_size_for_backend"):  # before 0.22: see _older_release_backend
+                    out.update(_older_release_backend(selector, cfg))
+                    out["block_size"] = cache.block_size
+                    out["mamba_block_size"] = getattr(cache, "mamba_block_size", None)
+                    out["mamba_page_size_padded"] = getattr(cache, "mamba_page_size_padded", None)
+                    return out
+                sel = selector.AttentionSelectorConfig(
+                    head_size=mc.get_head_size(), dtype=mc.dtype, kv_cache_dtype=cache.cache_dtype,
+                    block_size=case.get("args", {}).get("block_size"), has_sink=bool(case.get("has_sink")))
                 # the selector and update_block_size_for_backend run under the engine's config, as in the
                 # worker (0.24.0's FlashAttention kernel block sizes read get_current_vllm_config())
                 try:
@@ -1106,12 +1165,14 @@ def _block_size_decision(case: dict, _cfg=None) -> dict:
                 current.__enter__()
                 try:
                     valid, invalid = C.CudaPlatform.get_valid_backends(cap, sel)
+                    # (backend, priority) pairs before 0.24 (0.22.0 cuda.py line 288), candidates from 0.24
+                    valid = [c if hasattr(c, "priority") else types.SimpleNamespace(
+                        backend=c[0], priority=c[1], backend_class=c[0].get_class()) for c in valid]
                     best = min(valid, key=lambda c: c.priority)
                     out["attention_backend"] = best.backend.name
                     out["valid_backends"] = [c.backend.name for c in valid]
                     out["invalid_backends"] = {b.name: r for b, (_, r) in invalid.items()}
                     backend_cls = best.backend_class
-                    P = C.CudaPlatform
                     # (_find_non_ssm_backend, one backend, before 0.31)
                     answers = {"_find_non_ssm_backends": [backend_cls], "_find_non_ssm_backend": backend_cls}
                     found = {n: P.__dict__.get(n) for n in answers}
@@ -1141,6 +1202,28 @@ def _block_size_decision(case: dict, _cfg=None) -> dict:
         for n, f in saved.items():
             setattr(fa_utils, n, f)
     return out
+
+
+def _older_release_backend(selector, cfg) -> dict:
+    """Before 0.22 (no ``update_block_size_for_backend``): ``create_engine_config`` has already settled the
+    block size (``CudaPlatform.check_and_update_config``: 16 when unset, the MLA backends' own sizes; the
+    hybrid alignment in ``HybridAttentionMambaModelConfig``), and the backend is the one the release's
+    selector (``get_attn_backend``, as the attention layers call it) returns for the model under that config."""
+    cache, mc = cfg.cache_config, cfg.model_config
+    cached = getattr(selector, "_cached_get_attn_backend", None)
+    if cached is not None:
+        cached.cache_clear()  # keyed on the arguments, not on the platform's capability
+    fn = selector.get_attn_backend
+    params = inspect.signature(fn).parameters
+    kw = {"head_size": mc.get_head_size(), "dtype": mc.dtype, "kv_cache_dtype": cache.cache_dtype,
+          "block_size": cache.block_size, "use_mla": bool(getattr(mc, "use_mla", False)), "has_sink": False}
+    try:
+        from vllm.config import set_current_vllm_config
+    except ImportError:
+        set_current_vllm_config = None
+    with set_current_vllm_config(cfg) if set_current_vllm_config else contextlib.nullcontext():
+        backend_cls = fn(**{k: v for k, v in kw.items() if k in params})
+    return {"attention_backend": backend_cls.get_name()}
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ hybrid layouts with drafters and tight budgets (no goldens written).
 Usage::
 
     python scripts/golden/differential.py --releases 0.19.0 0.25.0 --n 300 [--seed 1]
-           [--rules 0.34.0] [--json out.json]
+           [--rules 0.34.0] [--json out.json] [--unset]
 
 For each release it builds ``--n`` random cases (sliding/full, chunked/full, Mamba2 or GDN
 hybrids, all-full; 0-4 drafter layers, sometimes with other heads; PP 1 or 2 with the drafter
@@ -66,8 +66,9 @@ def _mamba(rng: random.Random, gdn: bool, spec_blocks: int) -> dict:
     return d
 
 
-def random_case(rng: random.Random, i: int) -> tuple[dict, list[dict], list[list[int]]]:
-    """(case settings, layers, per-rank positions)."""
+def random_case(rng: random.Random, i: int, unset: bool = False) -> tuple[dict, list[dict], list[list[int]]]:
+    """(case settings, layers, per-rank positions). ``unset``: the options a user leaves out stay unset
+    (see ``--unset``)."""
     n = rng.randint(6, 40)
     family = rng.choice(["swa", "swa", "chunked", "mamba", "mamba", "full"])
     heads, head = rng.choice([(2, 64), (4, 128), (8, 64), (8, 128), (16, 128), (4, 256)])
@@ -117,6 +118,14 @@ def random_case(rng: random.Random, i: int) -> tuple[dict, list[dict], list[list
         "use_v2_model_runner": True if pp > 1 else None,
         "budget_factor": rng.uniform(0.5, 3.0),
     }
+    if unset:
+        # no --max-num-batched-tokens (kvplan's engine default, 8192, goes to the runner), no model runner (the
+        # release's probe picks it), and for one worker without a drafter no --async-scheduling: the runner
+        # takes what the release's VllmConfig resolves (with a drafter or PP that resolution needs the
+        # speculative and parallel configs the runner does not build, so there it stays given)
+        case.update(max_num_batched_tokens=None, use_v2_model_runner=None)
+        if pp == 1 and nd == 0:
+            case["async_scheduling"] = None
     return case, layers, ranks
 
 
@@ -125,22 +134,25 @@ def _plan(layers: list[dict], ranks: list[list[int]], case: dict, era, budget: i
     rk = tuple(tuple(layers[p]["name"] for p in r) for r in ranks) if len(ranks) > 1 else ()
     facts = ModelFacts(max_model_len=case["max_model_len"],
                        speculative_method="eagle3" if any(x["source"] == "drafter" for x in layers) else None)
+    given = {k: case[k] for k in ("max_num_batched_tokens",) if case[k] is not None}
     return simulate(ls, rk, facts, era, SimulateOptions(
-        kv_cache_memory_bytes=budget, max_model_len=case["max_model_len"],
-        max_num_batched_tokens=case["max_num_batched_tokens"], async_scheduling=case["async_scheduling"],
-        use_v2_model_runner=case["use_v2_model_runner"]))
+        kv_cache_memory_bytes=budget, max_model_len=case["max_model_len"], async_scheduling=case["async_scheduling"],
+        use_v2_model_runner=case["use_v2_model_runner"], **given))
 
 
-def build(release: str, n: int, seed: int) -> list[dict]:
+def build(release: str, n: int, seed: int, unset: bool = False) -> list[dict]:
     rng = random.Random(seed)
     era = era_of_release(release)
     out = []
     for i in range(n):
-        case, layers, ranks = random_case(rng, i)
+        case, layers, ranks = random_case(rng, i, unset)
         # the budget's scale: kvplan's admission need for one max-length request
         need = max(_plan(layers, ranks, case, era, 1 << 50).needed_bytes, 1 << 20)
         plan = _plan(layers, ranks, case, era, int(need * case["budget_factor"]) // 4096 * 4096)
-        out.append(runner_case(plan, case["case"]))
+        rc = runner_case(plan, case["case"])
+        if case["async_scheduling"] is None:
+            rc["async_scheduling"] = None  # the release resolves it (compared with kvplan's)
+        out.append(rc)
     return out
 
 
@@ -151,10 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rules", default=None, help="also score against this release's era")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--unset", action="store_true",
+                    help="leave --max-num-batched-tokens, the model runner and (one worker, no drafter) "
+                         "--async-scheduling unset: kvplan resolves them, the release its own")
     args = ap.parse_args(argv)
     report = {}
     for release in args.releases:
-        cases = build(release, args.n, args.seed)
+        cases = build(release, args.n, args.seed, args.unset)
         results = run_release(release, cases)
         own, other, fields, examples = 0, 0, {}, []
         starts = sum(1 for r in results if not r.get("error") and (r.get("drafter_check") or {}).get("ok") is not False)
@@ -169,9 +184,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.rules:  # the start-up outcome and max concurrency under the other release's rules
                 other += not [m for m in mismatches(golden, era_of_release(args.rules))
                               if m.startswith(("error", "drafter_check", "workers[0].max_concurrency"))]
+        resolved = sum(1 for r in results if r.get("async_scheduling") is not None)
         report[release] = {"cases": len(cases), "vllm_starts": starts, "agree_all_fields": own,
-                           "mismatched_fields": fields, "examples": examples}
+                           "mismatched_fields": fields, "examples": examples, "async_scheduling_by_release": resolved}
         line = f"vllm {release}: {own}/{len(cases)} cases agree on every field ({starts} start in vLLM)"
+        if args.unset:
+            line += (f"; options unset, async scheduling from the release's own default in {resolved}, the model "
+                     f"runner from its probe in {sum(1 for r in results if r.get('model_runner'))}")
         if args.rules:
             report[release][f"agree_under_{args.rules}_rules"] = other
             line += f"; under {args.rules}'s rules {other}/{len(cases)} agree on start-up and max concurrency"

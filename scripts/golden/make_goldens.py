@@ -782,7 +782,10 @@ def make_defaults(release: str) -> Path:
     cases = defaults_cases()
     results = run_runner_mode(release, "--engine-defaults", cases)
     for c, r in zip(cases, results, strict=True):
-        r["logs"] = [x for x in r.get("logs", []) if x["logger"] == "vllm.platforms.interface"]  # the block-size lines
+        # the block-size lines: update_block_size_for_backend's, and before 0.20 the hybrid alignment's in
+        # HybridAttentionMambaModelConfig (vllm/model_executor/models/config.py)
+        r["logs"] = [x for x in r.get("logs", []) if x["logger"] == "vllm.platforms.interface" or (
+            x["logger"] == "vllm.model_executor.models.config" and x["message"].startswith(("Setting ", "Padding mamba")))]
         c.pop("model_dir", None)  # machine-specific
     DEFAULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = DEFAULTS_DIR / f"{release}.json"

@@ -21,7 +21,11 @@ In the shared release environment (``scripts/golden/release_env.sh``; its base v
 
     PYTHONPATH=.golden-venvs/rel-src/0.28.0 .golden-venvs/rel-base5/bin/python scripts/golden/serve_flags.py
 
-made the lists of 0.24.0, 0.25.1, 0.26.0, 0.27.1, 0.28.0 and 0.29.0-0.32.0.
+made the lists of 0.24.0, 0.25.1, 0.26.0, 0.27.1, 0.28.0 and 0.29.0-0.32.0; with the transformers-4 base
+(``.golden-venvs/rel-base``, no extra path needed) those of 0.12.0, 0.13.0, 0.14.0, 0.15.1, 0.16.0, 0.17.0,
+0.19.0, 0.20.0, 0.21.0, 0.22.0 and 0.23.0 (the 0.11.0 and 0.18.0 lists came out byte-identical there).
+0.10.x is not listed: its sources do not import in that base (release_env.sh's import loop asks pip for
+the whole ``vllm`` package, which must not go into the shared base).
 """
 
 from __future__ import annotations

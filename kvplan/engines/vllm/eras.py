@@ -152,6 +152,12 @@ class Era:
     # scheduling.
     # Chain: 'v1' from 0.10.1; 'v2' from 0.29.0; 'v2_only' from 0.34.0.
     default_model_runner: str = "v1"
+    # Async scheduling with --async-scheduling unset: SchedulerConfig.async_scheduling defaults to False up to
+    # 0.13 (0.13.0 vllm/config/scheduler.py line 133: ``async_scheduling: bool = False``), None from 0.14, which
+    # VllmConfig turns on unless an option is incompatible (0.14.1 vllm/config/vllm.py line 589: "Enable async
+    # scheduling unless there is an incompatible option"); tests/golden/defaults/0.11.0-0.14.1.
+    # Chain: False from 0.10.1; True from 0.14.0.
+    async_scheduling_by_default: bool = True
     # The derived max_model_len of YaRN models (``_get_and_verify_max_len``): "original_times_factor"
     # (0.18.0: original_max_position_embeddings x factor) or "factor_in_length" (0.33.0: YaRN's
     # max_position_embeddings is already scaled; pinned at the checked release, not bisected).
@@ -237,6 +243,7 @@ _BASE = dict(
     mamba_legacy_reservation=True,
     capacity_log="per_worker_both",
     full_head_size_v=False,
+    async_scheduling_by_default=False,
 )
 
 # (name, first release, description, changes from the previous era)
@@ -255,7 +262,8 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.14", "0.14.0",
      "PR #29431: admission counts the first group only; --max-model-len auto (auto-fit); full-attention "
      "pages with their own V head size",
-     dict(admission="first_group", auto_fit=True, messages="0.14", full_head_size_v=True, admission_scope="global")),
+     dict(admission="first_group", auto_fit=True, messages="0.14", full_head_size_v=True, admission_scope="global",
+          async_scheduling_by_default=True)),
     ("vllm-0.15", "0.15.0",
      "--mamba-cache-mode, reconciled with prefix caching by the model config; a Mamba layer reserves "
      "1 + speculative blocks (was cdiv(max_model_len, block)); drafter check says 'drafting'",

@@ -105,6 +105,8 @@ def resolve_model_runner(era: Era, use_v2: bool | None, async_scheduling: bool |
                          logs: list[str]) -> RunnerChoice:
     """The runner and the async-scheduling setting vLLM ends up with (raises EngineFailure
     where vLLM refuses the combination at config time)."""
+    if async_scheduling is None and not era.async_scheduling_by_default:
+        async_scheduling = False  # off unless asked for, up to 0.13 (eras.async_scheduling_by_default)
     if era.default_model_runner == "v1":
         runner = "v2" if use_v2 else "v1"
         how = "given" if use_v2 is not None else f"{era.name}'s default"
