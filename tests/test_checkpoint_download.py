@@ -174,6 +174,9 @@ def hub(hub_server, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.setattr("huggingface_hub.constants.HF_TOKEN_PATH", str(tmp_path / "hf" / "token"))
+    from kvplan.budget import checkpoint_hub
+
+    checkpoint_hub._fetch.cache_clear()  # each test starts with nothing fetched in this process
     with LOCK:
         LOG.clear()
     return hub_server
@@ -232,6 +235,29 @@ def test_a_later_offline_run_reads_the_stored_metadata(hub, monkeypatch):
     assert b["weights_bytes"] == 213_632 and b["weights_source"] == "checkpoint metadata"
     assert f"(downloaded headers, kvtest/tiny-llama@{COMMIT})" in b["weights_basis"]
     assert LOG == []
+
+
+def test_a_cached_config_without_stored_metadata_is_completed_by_download(hub):
+    """A config already in the HF cache (downloaded earlier, by kvplan or hf) resolves offline; with --download the
+    headers are fetched for it all the same, without --download the weights say how to get them."""
+    from kvplan.api import simulate
+
+    budget("kvtest/tiny-llama")
+    stored = Path(os.environ["HF_HOME"], "hub", "models--kvtest--tiny-llama", "kvplan", f"{COMMIT}.checkpoint.json")
+    stored.unlink()
+    b = simulate("kvtest/tiny-llama", gpu="H100-80GB")["budget"]
+    assert b["weights_source"] == "analytic count from the config"
+    assert b["weights_basis"].endswith("no checkpoint metadata: none read: the Hugging Face cache holds no "
+                                       "safetensors index or headers of kvtest/tiny-llama; add --download to read "
+                                       "them (range requests, no weights)")
+    from kvplan.budget import checkpoint_hub
+
+    checkpoint_hub._fetch.cache_clear()  # as a new process would
+    with LOCK:
+        LOG.clear()
+    assert budget("kvtest/tiny-llama")["weights_source"] == "checkpoint metadata" and stored.is_file()
+    assert not any(e["path"].endswith("config.json") for e in LOG)  # the config came from the cache
+    assert_no_weights_sent("kvtest/tiny-llama")
 
 
 def test_single_file_repo_without_an_index(hub):

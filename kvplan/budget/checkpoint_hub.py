@@ -78,12 +78,22 @@ def label(meta: dict) -> str:
 def download_metadata(repo: str, commit: str, config_path, *, endpoint: str | None = None) -> dict:
     """Fetch the index and headers of ``repo`` at ``commit`` (range requests, never the weights), store their
     compact form beside the snapshot holding ``config_path`` and return it."""
-    return json.loads(json.dumps(_download(repo, commit, str(config_path), endpoint or hub_endpoint())))
+    form = _fetch(repo, commit, endpoint or hub_endpoint())
+    path = stored_path(config_path)
+    if path is not None and not path.is_file():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps({"version": STORED_VERSION, **form}, indent=1) + "\n", encoding="utf-8")
+            tmp.replace(path)
+        except OSError:  # a read-only cache: this run still uses the figures; the next one fetches again
+            pass
+    return json.loads(json.dumps(form))  # a copy: callers may not share it
 
 
 @lru_cache(maxsize=16)
-def _download(repo: str, commit: str, config_path: str, endpoint: str) -> dict:
-    """Once per process and snapshot (a sweep asks for the weights many times); a failure is not cached."""
+def _fetch(repo: str, commit: str, endpoint: str) -> dict:
+    """Once per process and commit (a sweep asks for the weights many times); a failure is not cached."""
     base = f"{endpoint}/{repo}/resolve/{commit}/"
     token = hub_token()
     try:
@@ -96,15 +106,6 @@ def _download(repo: str, commit: str, config_path: str, endpoint: str) -> dict:
     form = compact_form(ck["total_size"], ck["headers"])
     form["provenance"] = {"repo": repo, "commit": commit, "endpoint": endpoint, "files": ck["files"],
                           "read": "index and safetensors headers by HTTP range requests (no weights)"}
-    path = stored_path(config_path)
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps({"version": STORED_VERSION, **form}, indent=1) + "\n", encoding="utf-8")
-            tmp.replace(path)
-        except OSError:  # a read-only cache: this run still uses the figures; the next one fetches again
-            pass
     return form
 
 
