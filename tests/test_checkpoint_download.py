@@ -238,13 +238,14 @@ def test_a_later_offline_run_reads_the_stored_metadata(hub, monkeypatch):
 
 
 def test_a_cached_config_without_stored_metadata_is_completed_by_download(hub):
-    """A config already in the HF cache (downloaded earlier, by kvplan or hf) resolves offline; with --download the
-    headers are fetched for it all the same, without --download the weights say how to get them."""
+    """A config already in the HF cache (downloaded earlier, by kvplan or hf) whose stored metadata is missing or
+    not kvplan's resolves offline; with --download the headers are fetched for it all the same (and stored
+    again), without --download the weights say how to get them."""
     from kvplan.api import simulate
 
     budget("kvtest/tiny-llama")
     stored = Path(os.environ["HF_HOME"], "hub", "models--kvtest--tiny-llama", "kvplan", f"{COMMIT}.checkpoint.json")
-    stored.unlink()
+    stored.write_text('{"version": 1, "total_size_bytes": "213632"}')  # not what kvplan writes: not read
     b = simulate("kvtest/tiny-llama", gpu="H100-80GB")["budget"]
     assert b["weights_source"] == "analytic count from the config"
     assert b["weights_basis"].endswith("no checkpoint metadata: none read: the Hugging Face cache holds no "
@@ -255,7 +256,8 @@ def test_a_cached_config_without_stored_metadata_is_completed_by_download(hub):
     checkpoint_hub._fetch.cache_clear()  # as a new process would
     with LOCK:
         LOG.clear()
-    assert budget("kvtest/tiny-llama")["weights_source"] == "checkpoint metadata" and stored.is_file()
+    assert budget("kvtest/tiny-llama")["weights_source"] == "checkpoint metadata"
+    assert json.loads(stored.read_text())["total_size_bytes"] == 213_632  # rewritten
     assert not any(e["path"].endswith("config.json") for e in LOG)  # the config came from the cache
     assert_no_weights_sent("kvtest/tiny-llama")
 

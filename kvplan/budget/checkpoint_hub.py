@@ -64,7 +64,10 @@ def stored_metadata(config_path) -> dict | None:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-    if not isinstance(doc, dict) or doc.get("version") != STORED_VERSION or "total_size_bytes" not in doc:
+    prov = doc.get("provenance") if isinstance(doc, dict) else None
+    if (not isinstance(doc, dict) or doc.get("version") != STORED_VERSION
+            or not isinstance(doc.get("total_size_bytes"), int) or doc["total_size_bytes"] < 0
+            or not isinstance(prov, dict) or not all(isinstance(prov.get(k), str) for k in ("repo", "commit"))):
         return None
     return doc
 
@@ -80,7 +83,7 @@ def download_metadata(repo: str, commit: str, config_path, *, endpoint: str | No
     compact form beside the snapshot holding ``config_path`` and return it."""
     form = _fetch(repo, commit, endpoint or hub_endpoint())
     path = stored_path(config_path)
-    if path is not None and not path.is_file():
+    if path is not None and stored_metadata(config_path) != {"version": STORED_VERSION, **form}:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".tmp{os.getpid()}")
