@@ -407,7 +407,8 @@ _TABLE: tuple[Option, ...] = (
            "a catalog or Hub id, a directory or a config.json. Without it, a path whose last part names a known "
            "model is read as that model, with a warning."),
     Option("download", "--download", BOOL, default=False, vllm=False,
-           help="Allow fetching config.json from the Hugging Face Hub (network)."),
+           help="Allow fetching config.json from the Hugging Face Hub (network), and the checkpoint's index and "
+           "safetensors headers (HTTP range requests, never the weights) for the weights' size."),
     Option("env", "--env", ENV, vllm=False, metavar="VAR=VALUE",
            default_doc="the VLLM_* variables kvplan applies, read from kvplan's own environment",
            help="A vLLM environment variable, as on the serve line (repeatable): VLLM_ALLOW_LONG_MAX_MODEL_LEN, "

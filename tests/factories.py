@@ -1,6 +1,13 @@
-"""One-line spec factories for engine tests (hand-built layers, no config parsing)."""
+"""One-line spec factories for engine tests (hand-built layers, no config parsing); fabricated safetensors files."""
 
 from __future__ import annotations
+
+import json
+import math
+import struct
+import threading
+from contextlib import contextmanager
+from http.server import ThreadingHTTPServer
 
 from kvplan.specs import (
     ChunkedLocalAttentionSpec,
@@ -79,3 +86,30 @@ def heavy_modules_after_cli(args, root, module="kvplan.cli"):
     tail = r.stderr.rsplit("\nRC ", 1)[1]
     rc, mods = tail.split(" MODS ", 1)
     return int(rc), mods.split()
+
+
+SAFETENSORS_BITS = {"BF16": 16, "F16": 16, "F32": 32, "U8": 8, "F8_E4M3": 8}
+
+
+def safetensors_file(tensors: dict[str, tuple[str, list[int]]], *, data_bytes: int = 0) -> bytes:
+    """A safetensors file as the format lays it out: u64 length, JSON header, then the data (zeros; at least
+    ``data_bytes`` of them, so a test can tell whether the weights crossed the wire)."""
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for name, (dtype, shape) in tensors.items():
+        size = math.prod(shape) * SAFETENSORS_BITS[dtype] // 8
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header).encode()
+    return struct.pack("<Q", len(raw)) + raw + b"\0" * max(offset, data_bytes)
+
+
+@contextmanager
+def loopback_server(handler):
+    """A real HTTP server on 127.0.0.1 (a free port) running ``handler`` in a thread; yields its base URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

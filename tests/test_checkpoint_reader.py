@@ -9,37 +9,23 @@ import json
 import re
 import struct
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from kvplan.budget.checkpoint_bundle import compact_form, module_prefix
-from kvplan.budget.checkpoint import (CheckpointError, fetch_checkpoint, fetch_header, parse_header, parse_index,
-                                      read_header)
+from factories import loopback_server, safetensors_file
+from kvplan.budget.checkpoint import (CheckpointError, compact_form, fetch_checkpoint, fetch_header, module_prefix,
+                                      parse_header, parse_index, read_header)
 
 LOCK = threading.Lock()
 WEIGHT_BYTES = 1 << 20  # each fabricated file carries 1 MiB of "weights" after its header
 
 
-def safetensors_file(tensors: dict[str, tuple[str, list[int]]], *, bits: dict | None = None) -> bytes:
-    """A safetensors file as the format lays it out: u64 length, JSON header, then the data."""
-    bits = bits or {"BF16": 16, "F32": 32, "U8": 8, "F8_E4M3": 8}
-    header, offset = {"__metadata__": {"format": "pt"}}, 0
-    for name, (dtype, shape) in tensors.items():
-        n = 1
-        for d in shape:
-            n *= d
-        size = n * bits[dtype] // 8
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
-        offset += size
-    raw = json.dumps(header).encode()
-    return struct.pack("<Q", len(raw)) + raw + b"\0" * max(offset, WEIGHT_BYTES)
-
-
 SHARD1 = safetensors_file({"model.embed_tokens.weight": ("BF16", [1000, 64]),
                            "model.layers.0.mlp.experts.w": ("U8", [4, 64, 32]),
-                           "model.layers.0.mlp.experts.scales": ("U8", [4, 64, 2])})
-SHARD2 = safetensors_file({"lm_head.weight": ("BF16", [1000, 64]), "model.norm.weight": ("F32", [64])})
+                           "model.layers.0.mlp.experts.scales": ("U8", [4, 64, 2])}, data_bytes=WEIGHT_BYTES)
+SHARD2 = safetensors_file({"lm_head.weight": ("BF16", [1000, 64]), "model.norm.weight": ("F32", [64])},
+                          data_bytes=WEIGHT_BYTES)
 INDEX = json.dumps({"metadata": {"total_size": 2 * 1000 * 64 * 2 + 4 * 64 * 32 + 4 * 64 * 2 + 64 * 4},
                     "weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",
                                    "model.layers.0.mlp.experts.w": "model-00001-of-00002.safetensors",
@@ -108,12 +94,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with loopback_server(Handler) as url:
+        yield url
 
 
 def test_sharded_checkpoint_headers_by_range_requests(server):
@@ -132,7 +114,7 @@ def test_sharded_checkpoint_headers_by_range_requests(server):
 
 
 def test_compact_form_of_the_fetched_checkpoint(server):
-    """The bundled form (kvplan/budget/checkpoint_bundle.py) of the sharded checkpoint above: bytes per module
+    """The bundled form (kvplan/budget/checkpoint.py compact_form) of the sharded checkpoint above: bytes per module
     prefix (layer indices dropped) and dtype, summed over both headers; the figures are the shapes × dtype
     sizes written beside SHARD1/SHARD2."""
     ck = fetch_checkpoint(server + "/sharded/")

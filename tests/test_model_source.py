@@ -102,7 +102,7 @@ def test_download_with_flag(hub, tmp_path, monkeypatch):
 
     calls = []
 
-    def fake(repo_id, filename, revision=None):
+    def fake(repo_id, filename, revision=None, **where):
         calls.append((repo_id, filename, revision))
         p = tmp_path / "dl" / "models--someorg--new" / "snapshots" / COMMIT / "config.json"
         p.parent.mkdir(parents=True)
@@ -128,7 +128,7 @@ def test_download_fetches_hf_quant_config_too(hub, tmp_path, monkeypatch, has_qu
     snap.mkdir(parents=True)
     calls = []
 
-    def fake(repo_id, filename, revision=None):
+    def fake(repo_id, filename, revision=None, **where):
         calls.append(filename)
         if filename == "hf_quant_config.json" and not has_quant:
             raise EntryNotFoundError("404 Client Error: Entry Not Found")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ DTYPE_BITS = {
     "F6_E3M2": 6, "C64": 64,
 }
 HTTP_TIMEOUT_S = 30.0
+_LAYER = re.compile(r"\.\d+(\.|$)")
 
 
 class CheckpointError(KvplanError):
@@ -120,16 +122,35 @@ def read_header(path) -> Header:
     return parse_header(raw, source)
 
 
-def _get_range(url: str, first: int, last: int, *, timeout: float) -> bytes:
-    """Bytes ``first..last`` of ``url`` (HTTP Range). A server that ignores the range (200) is read
-    only as far as needed; any HTTP or network error is one line."""
+def _opener():
+    """urllib's opener, with a redirect handler that drops the Authorization header when a redirect leaves the
+    host (the Hub sends a weight file's range request on to its CDN with a signed URL, which must not see the
+    user's token: the rule requests and httpx follow)."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    class SameHostAuth(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            if new is not None and urlsplit(newurl).netloc != urlsplit(req.full_url).netloc:
+                new.remove_header("Authorization")
+            return new
+
+    return urllib.request.build_opener(SameHostAuth)
+
+
+def _get_range(url: str, first: int, last: int, *, timeout: float, headers: dict | None = None) -> bytes:
+    """Bytes ``first..last`` of ``url`` (HTTP Range; redirects followed, ``headers`` sent along, Authorization
+    only to the first host). A server that ignores the range (200) is read only as far as needed; any HTTP or
+    network error is one line."""
     import urllib.error
     import urllib.request
 
     want = last - first + 1
-    req = urllib.request.Request(url, headers={"Range": f"bytes={first}-{last}", "User-Agent": "kvplan"})
+    req = urllib.request.Request(url, headers={**(headers or {}), "Range": f"bytes={first}-{last}",
+                                               "User-Agent": "kvplan"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:  # noqa: S310 - the user's --download URL
+        with _opener().open(req, timeout=timeout) as r:  # noqa: S310 - the user's --download URL
             if r.status == 206:
                 return r.read(want + 1)[:want] if want else b""
             if r.status == 200:  # no range support: skip to the range, read no further than it
@@ -146,10 +167,10 @@ def _get_range(url: str, first: int, last: int, *, timeout: float) -> bytes:
         raise CheckpointError(f"{url}: cannot connect ({reason}); check the network or drop --download") from None
 
 
-def fetch_header(url: str, *, timeout: float = HTTP_TIMEOUT_S) -> Header:
+def fetch_header(url: str, *, timeout: float = HTTP_TIMEOUT_S, headers: dict | None = None) -> Header:
     """The header of a remote ``.safetensors`` file from two range requests, never its weights."""
-    n = header_length(_get_range(url, 0, 7, timeout=timeout), url)
-    raw = _get_range(url, 8, 8 + n - 1, timeout=timeout)
+    n = header_length(_get_range(url, 0, 7, timeout=timeout, headers=headers), url)
+    raw = _get_range(url, 8, 8 + n - 1, timeout=timeout, headers=headers)
     if len(raw) < n:
         raise CheckpointError(f"{url}: the header is {n} bytes but the server sent {len(raw)}; truncated file")
     return parse_header(raw, url)
@@ -169,26 +190,59 @@ def parse_index(doc, source: str) -> tuple[int | None, dict[str, str]]:
     return total, dict(wm)
 
 
-def fetch_json(url: str, *, timeout: float = HTTP_TIMEOUT_S, limit: int = 64 << 20):
+def fetch_json(url: str, *, timeout: float = HTTP_TIMEOUT_S, limit: int = 64 << 20, headers: dict | None = None):
     """A small JSON document (an index) from ``url``, at most ``limit`` bytes."""
-    raw = _get_range(url, 0, limit - 1, timeout=timeout)
+    raw = _get_range(url, 0, limit - 1, timeout=timeout, headers=headers)
     try:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise CheckpointError(f"{url}: not JSON ({e.__class__.__name__}: {e})") from None
 
 
-def fetch_checkpoint(base_url: str, *, timeout: float = HTTP_TIMEOUT_S) -> dict:
+def fetch_checkpoint(base_url: str, *, timeout: float = HTTP_TIMEOUT_S, headers: dict | None = None) -> dict:
     """Every shard's header of a checkpoint at ``base_url`` (a directory URL ending in '/'):
     the index's files when there is one, else ``model.safetensors``. Returns the index's
-    ``total_size`` (None without an index), the headers, and their byte sum."""
+    ``total_size`` (None without an index), the headers, their byte sum and the files read.
+    Neither file there (a GGUF or ``.bin``-only repository) is a ``CheckpointError`` saying so."""
+    index = base_url + "model.safetensors.index.json"
     try:
-        total, wm = parse_index(fetch_json(base_url + "model.safetensors.index.json", timeout=timeout),
-                                base_url + "model.safetensors.index.json")
-        files = sorted(set(wm.values()))
+        total, wm = parse_index(fetch_json(index, timeout=timeout, headers=headers), index)
+        files, indexed = sorted(set(wm.values())), True
     except CheckpointError as e:
         if "HTTP 404" not in e.message:
             raise
-        total, files = None, ["model.safetensors"]
-    headers = [fetch_header(base_url + f, timeout=timeout) for f in files]
-    return {"total_size": total, "headers": headers, "tensor_bytes": sum(h.total_bytes for h in headers)}
+        total, files, indexed = None, ["model.safetensors"], False
+    try:
+        headers_read = [fetch_header(base_url + f, timeout=timeout, headers=headers) for f in files]
+    except CheckpointError as e:
+        if indexed or "HTTP 404" not in e.message:
+            raise
+        raise CheckpointError(f"{base_url}model.safetensors.index.json, {base_url}model.safetensors: neither is "
+                              "there (HTTP 404), no safetensors headers to read (a GGUF or .bin-only repository?); "
+                              "pass a local safetensors checkpoint for exact weights") from None
+    return {"total_size": total, "headers": headers_read, "tensor_bytes": sum(h.total_bytes for h in headers_read),
+            "files": ["model.safetensors.index.json"] * indexed + files}
+
+
+def module_prefix(tensor_name: str) -> str:
+    """The module a tensor belongs to, layer indices dropped: ``model.layers.3.mlp.up_proj.weight`` →
+    ``model.layers``; ``model.vision_tower.encoder.layers.0.mlp...`` → ``model.vision_tower.encoder.layers``;
+    a name without a layer index keeps all but its last component (``lm_head.weight`` → ``lm_head``)."""
+    m = _LAYER.search(tensor_name)
+    if m:
+        return tensor_name[: m.start()]
+    return tensor_name.rsplit(".", 1)[0] if "." in tensor_name else tensor_name
+
+
+def compact_form(total_size: int | None, headers) -> dict:
+    """The bundled form of a checkpoint: the index's ``total_size``, the headers' byte sum and the bytes
+    per module prefix and dtype (``{prefix: {dtype: bytes}}``, sorted)."""
+    by: dict[str, dict[str, int]] = {}
+    for h in headers:
+        for t in h.tensors:
+            d = by.setdefault(module_prefix(t.name), {})
+            d[t.dtype] = d.get(t.dtype, 0) + t.nbytes
+    tensor_bytes = sum(sum(d.values()) for d in by.values())
+    return {"total_size_bytes": total_size if total_size is not None else tensor_bytes,
+            "tensor_bytes": tensor_bytes,
+            "bytes_by_module": {k: dict(sorted(v.items())) for k, v in sorted(by.items())}}

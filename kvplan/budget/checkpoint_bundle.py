@@ -6,21 +6,23 @@ where the headers were read, ``bytes_by_module``: bytes per tensor-name prefix a
 provenance (repository, commit, path). An entry with ``missing`` says why none is bundled; the
 weights then come from kvplan's formula, labelled so in every output.
 
-``compact_form`` builds the bundled form from an index and headers (``kvplan.budget.checkpoint``):
-the same summary whether the headers come from a local file or HTTP range requests.
+``compact_form`` (``kvplan.budget.checkpoint``) builds the bundled form from an index and
+headers: the same summary whether the headers come from a local file or HTTP range requests (``--download``:
+``kvplan.budget.checkpoint_hub`` stores it beside the downloaded config, where a later offline run finds it).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from pathlib import Path
 
-from kvplan.budget.checkpoint import CheckpointError, parse_index, read_header
+from kvplan.budget import checkpoint_hub
+from kvplan.budget.checkpoint import CheckpointError, compact_form, parse_index, read_header
 
 _FILE = Path(__file__).with_name("checkpoint_metadata.json")
-_LAYER = re.compile(r"\.\d+(\.|$)")
+# the reason's start when --download could not read the headers (a warning too: the user asked for them)
+DOWNLOAD_FAILED = "--download could not read the checkpoint's headers, the weights are kvplan's formula"
 
 
 @lru_cache(maxsize=1)
@@ -45,30 +47,6 @@ def missing_reason(model_id: str) -> str:
     if e is None:
         return "not a catalog model: no checkpoint metadata bundled"
     return _bundle()["reasons"].get(e.get("missing", ""), e.get("missing", ""))
-
-
-def module_prefix(tensor_name: str) -> str:
-    """The module a tensor belongs to, layer indices dropped: ``model.layers.3.mlp.up_proj.weight`` →
-    ``model.layers``; ``model.vision_tower.encoder.layers.0.mlp...`` → ``model.vision_tower.encoder.layers``;
-    a name without a layer index keeps all but its last component (``lm_head.weight`` → ``lm_head``)."""
-    m = _LAYER.search(tensor_name)
-    if m:
-        return tensor_name[: m.start()]
-    return tensor_name.rsplit(".", 1)[0] if "." in tensor_name else tensor_name
-
-
-def compact_form(total_size: int | None, headers) -> dict:
-    """The bundled form of a checkpoint: the index's ``total_size``, the headers' byte sum and the bytes
-    per module prefix and dtype (``{prefix: {dtype: bytes}}``, sorted)."""
-    by: dict[str, dict[str, int]] = {}
-    for h in headers:
-        for t in h.tensors:
-            d = by.setdefault(module_prefix(t.name), {})
-            d[t.dtype] = d.get(t.dtype, 0) + t.nbytes
-    tensor_bytes = sum(sum(d.values()) for d in by.values())
-    return {"total_size_bytes": total_size if total_size is not None else tensor_bytes,
-            "tensor_bytes": tensor_bytes,
-            "bytes_by_module": {k: dict(sorted(v.items())) for k, v in sorted(by.items())}}
 
 
 def local_metadata(config_path) -> dict | None:
@@ -110,14 +88,22 @@ def _local_metadata(directory: str, stamp: tuple) -> dict | None:
 
 
 def checkpoint_metadata(source) -> tuple[dict | None, str]:
-    """``(metadata, where)`` for a model source (``kvplan.model.source.ModelSource``): the local checkpoint's own
-    index and headers for a local directory or cache snapshot, the bundled entry for a catalog model; else None
-    and why."""
+    """``(metadata, where)`` for a model source (``kvplan.model.source.ModelSource``), best first: the local
+    checkpoint's own headers (a local directory, or a cache snapshot holding the shards); for a Hub snapshot, the
+    index and headers a ``--download`` run read by range requests and stored (``checkpoint_hub``), fetched now
+    when this run has ``--download`` and none is stored; a local index alone; the bundled entry of a catalog
+    model. Else None and why (a failed download's one line: the weights stay kvplan's formula)."""
     kind = getattr(source, "kind", None)
-    if kind in ("local", "hf-cache"):
-        meta = local_metadata(source.path)
-        return (meta, f"the local checkpoint {Path(source.path).parent}") if meta else (
-            None, "no safetensors index or file beside the local config.json")
+    if kind in ("local", "hf-cache", "download"):
+        local = local_metadata(source.path)
+        if local is not None and "bytes_by_module" in local:
+            return local, f"the local checkpoint {Path(source.path).parent}"
+        hub, why = _hub_metadata(source) if kind != "local" else (None, "")
+        if hub is not None:
+            return hub, checkpoint_hub.label(hub)
+        if local is not None:
+            return local, f"the local checkpoint {Path(source.path).parent}"
+        return None, why or "no safetensors index or file beside the local config.json"
     model_id = getattr(source, "model_id", None)
     if kind == "catalog" and model_id:
         meta = bundled_metadata(model_id)
@@ -125,4 +111,19 @@ def checkpoint_metadata(source) -> tuple[dict | None, str]:
             p = meta["provenance"]
             return meta, f"{p['repo']}@{p['commit'][:8]} {p['path']}"
         return None, "none bundled: " + missing_reason(model_id)
-    return None, "none read (a downloaded config: the index and headers are not fetched yet)"
+    return None, f"none read (a {kind} config)"
+
+
+def _hub_metadata(source) -> tuple[dict | None, str]:
+    """The downloaded metadata of a Hub snapshot: stored by an earlier ``--download`` run, else fetched now when
+    this run has ``--download`` (``source.download``); else None and why."""
+    stored = checkpoint_hub.stored_metadata(source.path)
+    if stored is not None:
+        return stored, ""
+    if not getattr(source, "download", False) or not source.revision:
+        return None, ("none read: the Hugging Face cache holds no safetensors index or headers of "
+                      f"{source.model_id}; add --download to read them (range requests, no weights)")
+    try:
+        return checkpoint_hub.download_metadata(source.model_id, source.revision, source.path), ""
+    except CheckpointError as e:
+        return None, f"{DOWNLOAD_FAILED}: {e.message}"

@@ -46,6 +46,7 @@ estimates, labelled as such in every output, each with an override:
 from __future__ import annotations
 
 from kvplan.budget import sizing
+from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED
 from kvplan.budget.hardware import get_gpu, gpu_memory
 from kvplan.budget.inventory import analytic_inventory
 from kvplan.budget.load import load_failure, physical_kv_room
@@ -294,7 +295,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
                                          startup=startup, kv_transfer_config=kv_transfer_config,
                                          mode_default=enable_extensible_kv_cache is None)
     if weights is not None and weights.basis != CHECKPOINT_METADATA:  # the metadata counts the tower
-        warnings += [n for n in weights.notes if n.startswith("text decoder only")]
+        warnings += [n for n in weights.notes if n.startswith(("text decoder only", DOWNLOAD_FAILED))]
 
     def src(over, what):
         return "override" if over is not None else what

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from kvplan.budget.checkpoint_bundle import checkpoint_metadata
+from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED, checkpoint_metadata
 from kvplan.budget.inventory import KINDS, Inventory, Weight, analytic_inventory, drafter_inventory
 from kvplan.budget.meta import meta_param_counts
 from kvplan.budget.quantization import (
@@ -243,7 +243,8 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     if meta is not None:
         mem = with_checkpoint(mem, meta, where, stored_bytes(target.config, target.dtype, quant, path=path))
     elif where:
-        mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}")
+        mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}",
+                      notes=mem.notes + ((where,) if where.startswith(DOWNLOAD_FAILED) else ()))
     if exact_params:
         counts = meta_param_counts(target.config, path=path)
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k not in ("mtp", "vision")))

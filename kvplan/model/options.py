@@ -143,7 +143,7 @@ def with_quant_config(raw: dict, path: str) -> tuple[dict, str | None]:
     ``hf_quant_config.json`` in the same directory (ModelOpt <= 0.29, e.g.
     nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4). ``source`` names the file when it was the latter.
     kvplan looks beside the config.json it read (a local directory, the bundled catalog, the HF cache;
-    ``--download`` fetches config.json only)."""
+    ``--download`` fetches it into the snapshot beside config.json)."""
     quant, source = raw.get("quantization_config"), None
     if quant is None:
         sibling = Path(path).parent / "hf_quant_config.json"

@@ -13,7 +13,9 @@ Order (first match wins):
 4. ``download``: ``huggingface_hub.hf_hub_download(repo, "config.json", revision=...)``,
    only with ``download=True`` (``--download``); it lands in the same cache.
 
-Nothing else is ever fetched: no weights, no remote code.
+Nothing else is fetched here: no weights, no remote code. With ``--download`` the budget later reads
+the checkpoint's index and safetensors headers by HTTP range requests (``kvplan.budget.checkpoint_hub``;
+``ModelSource.download`` says it may).
 
 When none of these has the argument (and ``--download`` is not given):
 
@@ -55,6 +57,7 @@ class ModelSource:
     revision: str | None  # the commit of an HF-cache/download snapshot; None for local and catalog
     model_id: str = ""  # the id as resolved (catalog/cache spelling, inferred org); the argument for a path
     note: str | None = None  # how the argument became model_id, when it is not the argument as written
+    download: bool = False  # --download was given: the checkpoint's index and headers may be fetched too
 
     def __post_init__(self) -> None:
         if not self.model_id:
@@ -162,6 +165,12 @@ def _hf_cache(model: str, revision: str | None) -> tuple[str, str] | None:
     return None
 
 
+def hub_endpoint() -> str:
+    """The Hub's base URL as huggingface_hub reads it: ``$HF_ENDPOINT`` (a mirror, a local Hub), else
+    huggingface.co; read at each call (huggingface_hub reads it once, at import)."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
 HUB_PROBE_TIMEOUT_S = 1.0
 
 
@@ -176,8 +185,7 @@ def hub_unreachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> str | None:
 
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         return "HF_HUB_OFFLINE is set"
-    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
-    url = urlparse(endpoint)
+    url = urlparse(hub_endpoint())
     host, port = url.hostname or "", url.port or (80 if url.scheme == "http" else 443)
     proxy = urllib.request.getproxies().get(url.scheme or "https")
     if proxy and not urllib.request.proxy_bypass(host):
@@ -202,6 +210,12 @@ def hub_unreachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> str | None:
     return None
 
 
+def _hub_where() -> dict:
+    """The cache and endpoint kvplan reads (``hf_hub_cache_dir``, ``hub_endpoint``) passed to ``hf_hub_download``,
+    which otherwise keeps the ones set when huggingface_hub was first imported."""
+    return {"cache_dir": str(hf_hub_cache_dir()), "endpoint": hub_endpoint()}
+
+
 def _download(model: str, revision: str | None) -> tuple[str, str | None]:
     why = hub_unreachable()
     if why is not None:
@@ -212,7 +226,7 @@ def _download(model: str, revision: str | None) -> tuple[str, str | None]:
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
         raise KvplanError("--download needs the huggingface_hub package; pip install huggingface_hub") from None
     try:
-        path = hf_hub_download(repo_id=model, filename="config.json", revision=revision)
+        path = hf_hub_download(repo_id=model, filename="config.json", revision=revision, **_hub_where())
     except Exception as e:  # network, gated repo, missing revision: one line, no traceback
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise KvplanError(
@@ -240,7 +254,7 @@ def _download_quant_config(hf_hub_download, model: str, config_path: str, revisi
     except (OSError, ValueError):
         return  # the config itself is reported when it is parsed
     try:
-        hf_hub_download(repo_id=model, filename="hf_quant_config.json", revision=revision)
+        hf_hub_download(repo_id=model, filename="hf_quant_config.json", revision=revision, **_hub_where())
     except EntryNotFoundError:
         return
     except Exception as e:  # network or auth: vLLM would fail too
@@ -320,7 +334,7 @@ def _not_here(model: str) -> ModelNotFoundError:
 
 
 def _resolved(found: ModelSource, requested: str, note: str) -> ModelSource:
-    return ModelSource(requested, found.kind, found.path, found.revision, found.model_id, note)
+    return ModelSource(requested, found.kind, found.path, found.revision, found.model_id, note, found.download)
 
 
 def resolve_model(model: str, *, revision: str | None = None, download: bool = False) -> ModelSource:
@@ -354,11 +368,11 @@ def resolve_model(model: str, *, revision: str | None = None, download: bool = F
     cached = _hf_cache(model, revision)
     if cached is not None:
         spelled = _match_case(model, _cached_ids()) or model
-        return ModelSource(requested, "hf-cache", cached[0], cached[1], spelled, note)
+        return ModelSource(requested, "hf-cache", cached[0], cached[1], spelled, note, download)
     tried.append(f"Hugging Face cache {hf_hub_cache_dir()}" + (f" at revision '{revision}'" if revision else ""))
     if download:
         path, commit = _download(model, revision)
-        return ModelSource(requested, "download", path, commit, model, note)
+        return ModelSource(requested, "download", path, commit, model, note, True)
     tried.append("the Hub (not asked: no --download)")
     renamed = _known_renamed(model, known) if "/" in model else None
     if renamed is not None:
