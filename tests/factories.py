@@ -103,6 +103,25 @@ def safetensors_file(tensors: dict[str, tuple[str, list[int]]], *, data_bytes: i
     return struct.pack("<Q", len(raw)) + raw + b"\0" * max(offset, data_bytes)
 
 
+# A Llama of hidden 64, 4 query heads and 2 KV heads of 16, MLP 128, untied, bf16 (layers and vocabulary given).
+def tiny_llama_config(layers: int, vocab: int) -> dict:
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+            "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+            "num_hidden_layers": layers, "vocab_size": vocab, "max_position_embeddings": 2048,
+            "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "torch_dtype": "bfloat16", "tie_word_embeddings": False,
+            "hidden_act": "silu"}
+
+
+def tiny_llama_layer(i: int, norm_dtype: str = "BF16") -> dict[str, tuple[str, list[int]]]:
+    """Layer ``i``'s tensors of ``tiny_llama_config`` as a checkpoint names and stores them."""
+    p = f"model.layers.{i}."
+    return {p + "self_attn.q_proj.weight": ("BF16", [64, 64]), p + "self_attn.k_proj.weight": ("BF16", [32, 64]),
+            p + "self_attn.v_proj.weight": ("BF16", [32, 64]), p + "self_attn.o_proj.weight": ("BF16", [64, 64]),
+            p + "mlp.gate_proj.weight": ("BF16", [128, 64]), p + "mlp.up_proj.weight": ("BF16", [128, 64]),
+            p + "mlp.down_proj.weight": ("BF16", [64, 128]), p + "input_layernorm.weight": (norm_dtype, [64]),
+            p + "post_attention_layernorm.weight": (norm_dtype, [64])}
+
+
 @contextmanager
 def loopback_server(handler):
     """A real HTTP server on 127.0.0.1 (a free port) running ``handler`` in a thread; yields its base URL."""

@@ -28,26 +28,15 @@ from pathlib import Path
 
 import pytest
 
-from factories import loopback_server, safetensors_file
+from factories import loopback_server, safetensors_file, tiny_llama_config, tiny_llama_layer
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMIT = "c0ffee00" * 5
 TOKEN = "hf_kvplantesttoken"
 
 # A Llama of 2 layers, hidden 64, 4 query heads and 2 KV heads of 16, MLP 128, vocabulary 256, untied, bf16.
-CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
-          "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-          "num_hidden_layers": 2, "vocab_size": 256, "max_position_embeddings": 2048, "rms_norm_eps": 1e-05,
-          "rope_theta": 10000.0, "torch_dtype": "bfloat16", "tie_word_embeddings": False, "hidden_act": "silu"}
-
-
-def layer(i: int) -> dict:
-    p = f"model.layers.{i}."
-    return {p + "self_attn.q_proj.weight": ("BF16", [64, 64]), p + "self_attn.k_proj.weight": ("BF16", [32, 64]),
-            p + "self_attn.v_proj.weight": ("BF16", [32, 64]), p + "self_attn.o_proj.weight": ("BF16", [64, 64]),
-            p + "mlp.gate_proj.weight": ("BF16", [128, 64]), p + "mlp.up_proj.weight": ("BF16", [128, 64]),
-            p + "mlp.down_proj.weight": ("BF16", [64, 128]), p + "input_layernorm.weight": ("BF16", [64]),
-            p + "post_attention_layernorm.weight": ("BF16", [64])}
+CONFIG = tiny_llama_config(2, 256)
+layer = tiny_llama_layer
 
 
 SHARD_TENSORS = ({"model.embed_tokens.weight": ("BF16", [256, 64]), **layer(0)},
@@ -267,7 +256,8 @@ def test_single_file_repo_without_an_index(hub):
     # the index is 404: model.safetensors's header is the metadata; it holds the tiny Llama's 213,632 B and a
     # 1,000-element bf16 tensor kvplan does not model (2,000 B), added whole to the rank
     assert b["weights_bytes"] == 213_632 + 2_000
-    assert "the other 2,000 B whole on every rank" in b["weights_basis"]
+    assert "the 2,000 B of 1 module(s) kvplan does not model (model.extra first) whole on every rank" \
+        in b["weights_basis"]
     assert_no_weights_sent("kvtest/tiny-single")
     assert [e["status"] for e in LOG if e["path"].endswith("model.safetensors.index.json")] == [404]
 

@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from factories import loopback_server, safetensors_file
-from kvplan.budget.checkpoint import (CheckpointError, compact_form, fetch_checkpoint, fetch_header, module_prefix,
-                                      parse_header, parse_index, read_header)
+from kvplan.budget.checkpoint import (CheckpointError, compact_form, fetch_checkpoint, fetch_header, fold_experts,
+                                      module_prefix, parse_header, parse_index, read_header)
 
 LOCK = threading.Lock()
 WEIGHT_BYTES = 1 << 20  # each fabricated file carries 1 MiB of "weights" after its header
@@ -121,7 +121,18 @@ def test_compact_form_of_the_fetched_checkpoint(server):
     c = compact_form(ck["total_size"], ck["headers"])
     assert c == {"total_size_bytes": 264_960, "tensor_bytes": 264_960, "bytes_by_module": {
         "lm_head": {"BF16": 128_000}, "model.embed_tokens": {"BF16": 128_000},
-        "model.layers": {"U8": 4 * 64 * 32 + 4 * 64 * 2}, "model.norm": {"F32": 256}}}
+        "model.layers": {"U8": 4 * 64 * 32 + 4 * 64 * 2}, "model.norm": {"F32": 256}},
+        # per tensor (expert indices folded, none here), what the per-rank split reads
+        "bytes_by_tensor": {"lm_head.weight": {"BF16": 128_000}, "model.embed_tokens.weight": {"BF16": 128_000},
+                            "model.layers.0.mlp.experts.scales": {"U8": 4 * 64 * 2},
+                            "model.layers.0.mlp.experts.w": {"U8": 4 * 64 * 32}, "model.norm.weight": {"F32": 256}}}
+
+
+def test_fold_experts_keeps_layers_and_folds_expert_indices():
+    assert fold_experts("model.layers.3.mlp.experts.17.up_proj.weight") == "model.layers.3.mlp.experts.*.up_proj.weight"
+    assert fold_experts("model.layers.3.mlp.shared_experts.up_proj.weight") == \
+        "model.layers.3.mlp.shared_experts.up_proj.weight"
+    assert fold_experts("model.layers.0.mlp.experts.gate_up_proj_blocks") == "model.layers.0.mlp.experts.gate_up_proj_blocks"
 
 
 def test_module_prefix_drops_layer_indices():

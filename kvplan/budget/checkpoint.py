@@ -34,6 +34,7 @@ DTYPE_BITS = {
 }
 HTTP_TIMEOUT_S = 30.0
 _LAYER = re.compile(r"\.\d+(\.|$)")
+_EXPERT = re.compile(r"\.experts\.\d+\.")
 
 
 class CheckpointError(KvplanError):
@@ -234,15 +235,26 @@ def module_prefix(tensor_name: str) -> str:
     return tensor_name.rsplit(".", 1)[0] if "." in tensor_name else tensor_name
 
 
-def compact_form(total_size: int | None, headers) -> dict:
-    """The bundled form of a checkpoint: the index's ``total_size``, the headers' byte sum and the bytes
-    per module prefix and dtype (``{prefix: {dtype: bytes}}``, sorted)."""
+def fold_experts(tensor_name: str) -> str:
+    """A tensor's name with a MoE expert's index folded (``mlp.experts.17.up_proj.weight`` →
+    ``mlp.experts.*.up_proj.weight``): every expert of a layer is one entry; layer indices stay."""
+    return _EXPERT.sub(".experts.*.", tensor_name)
+
+
+def _bytes_by(headers, key) -> dict[str, dict[str, int]]:
     by: dict[str, dict[str, int]] = {}
     for h in headers:
         for t in h.tensors:
-            d = by.setdefault(module_prefix(t.name), {})
+            d = by.setdefault(key(t.name), {})
             d[t.dtype] = d.get(t.dtype, 0) + t.nbytes
+    return {k: dict(sorted(v.items())) for k, v in sorted(by.items())}
+
+
+def compact_form(total_size: int | None, headers) -> dict:
+    """The bundled form of a checkpoint: the index's ``total_size``, the headers' byte sum, the bytes per
+    module prefix and dtype (``{prefix: {dtype: bytes}}``, sorted) and per tensor (``bytes_by_tensor``: the
+    name with expert indices folded, ``fold_experts``; what ``kvplan.budget.weights`` splits per rank)."""
+    by = _bytes_by(headers, module_prefix)
     tensor_bytes = sum(sum(d.values()) for d in by.values())
     return {"total_size_bytes": total_size if total_size is not None else tensor_bytes,
-            "tensor_bytes": tensor_bytes,
-            "bytes_by_module": {k: dict(sorted(v.items())) for k, v in sorted(by.items())}}
+            "tensor_bytes": tensor_bytes, "bytes_by_module": by, "bytes_by_tensor": _bytes_by(headers, fold_experts)}

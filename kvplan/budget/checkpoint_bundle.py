@@ -82,6 +82,7 @@ def _local_metadata(directory: str, stamp: tuple) -> dict | None:
     if not present:
         form.pop("tensor_bytes")
         form.pop("bytes_by_module")
+        form.pop("bytes_by_tensor")
     form["provenance"] = {"local": str(d), "files": ["model.safetensors.index.json"] * index.is_file()
                           + (files if present else [])}
     return form

@@ -15,8 +15,10 @@ Per rank (``weight_memory(..., tp, pp)``), as vLLM shards:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 
+from kvplan.budget.checkpoint import DTYPE_BITS
 from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED, checkpoint_metadata
 from kvplan.budget.inventory import KINDS, Inventory, Weight, analytic_inventory, drafter_inventory
 from kvplan.budget.meta import meta_param_counts
@@ -125,6 +127,40 @@ def _stage_of(w: Weight, bounds: list[tuple[int, int]], tied: bool) -> list[int]
     return [pp - 1]
 
 
+@dataclass(frozen=True)
+class Placement:
+    """One tensor as one rank holds it: ``inventory`` 0 is the target, ``shape`` and ``nbytes`` the rank's
+    (sharded, padded, quantized), ``stages`` the pipeline stages that hold it."""
+    inventory: int
+    weight: Weight
+    shape: tuple[int, ...]
+    nbytes: int
+    stages: tuple[int, ...]
+
+
+def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int = 1,
+               quant: Quantization = NO_QUANTIZATION, drafter_quant: Quantization = NO_QUANTIZATION,
+               drafter_dtype: str | None = None, partition: tuple[int, ...] | None = None,
+               data_parallel_size: int = 1, expert_parallel: bool = False,
+               mxfp4_padding: tuple[int, int] | None = None) -> list[Placement]:
+    """Every tensor of ``inventories`` as one rank holds it (``weight_memory``'s arguments)."""
+    target = inventories[0]
+    bounds = [get_pp_indices(target.num_hidden_layers, r, pp, partition) for r in range(pp)]
+    dbytes = dtype_size_bytes(dtype)
+    out = []
+    for idx, inv in enumerate(inventories):
+        q = quant if idx == 0 else drafter_quant
+        db = dbytes if idx == 0 or drafter_dtype is None else dtype_size_bytes(drafter_dtype)
+        for w in inv.weights:
+            # MoE experts are split over tp x dp ranks (vLLM flattens TP across DP for FusedMoE)
+            shape = w.moe_rank_shape(tp * data_parallel_size, expert_parallel) if w.expert else w.rank_shape(tp)
+            if mxfp4_padding and w.expert and q.method == "mxfp4":
+                shape = padded_expert_shape(w, shape, mxfp4_padding)
+            out.append(Placement(idx, w, shape, tensor_bytes(shape, q, q.converts(w), db),
+                                 tuple(_stage_of(w, bounds, inv.tie_word_embeddings and idx == 0))))
+    return out
+
+
 def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int = 1,
                   quant: Quantization = NO_QUANTIZATION, drafter_quant: Quantization = NO_QUANTIZATION,
                   drafter_dtype: str | None = None, partition: tuple[int, ...] | None = None,
@@ -133,27 +169,27 @@ def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: 
     """Bytes one GPU holds, stage by stage. ``inventories[0]`` is the target (its layers set
     the PP split); further inventories (drafter) go to the last stage with ``drafter_quant``.
     ``mxfp4_padding``: the card's MXFP4 MoE backend padding (``mxfp4_padding_for``)."""
-    target = inventories[0]
-    bounds = [get_pp_indices(target.num_hidden_layers, r, pp, partition) for r in range(pp)]
-    dbytes = dtype_size_bytes(dtype)
+    return memory_of(placements(inventories, dtype, tp=tp, pp=pp, quant=quant, drafter_quant=drafter_quant,
+                                drafter_dtype=drafter_dtype, partition=partition,
+                                data_parallel_size=data_parallel_size, expert_parallel=expert_parallel,
+                                mxfp4_padding=mxfp4_padding),
+                     inventories, dtype, tp=tp, pp=pp, quant=quant, drafter_quant=drafter_quant)
+
+
+def memory_of(placed: list[Placement], inventories: list[Inventory], dtype: str, *, tp: int, pp: int,
+              quant: Quantization, drafter_quant: Quantization) -> WeightMemory:
+    """``weight_memory`` of the placements ``placed``."""
     params = [0] * pp
     bytes_ = [0] * pp
     kinds: list[dict[str, int]] = [{} for _ in range(pp)]
     by_kind: dict[str, int] = {}
-    for idx, inv in enumerate(inventories):
-        q = quant if idx == 0 else drafter_quant
-        db = dbytes if idx == 0 or drafter_dtype is None else dtype_size_bytes(drafter_dtype)
-        for w in inv.weights:
-            by_kind[w.kind] = by_kind.get(w.kind, 0) + w.numel
-            # MoE experts are split over tp x dp ranks (vLLM flattens TP across DP for FusedMoE)
-            shape = w.moe_rank_shape(tp * data_parallel_size, expert_parallel) if w.expert else w.rank_shape(tp)
-            if mxfp4_padding and w.expert and q.method == "mxfp4":
-                shape = padded_expert_shape(w, shape, mxfp4_padding)
-            nb = tensor_bytes(shape, q, q.converts(w), db)
-            for s in _stage_of(w, bounds, inv.tie_word_embeddings and idx == 0):
-                params[s] += math.prod(shape)
-                bytes_[s] += nb
-                kinds[s][w.kind] = kinds[s].get(w.kind, 0) + nb
+    for p in placed:
+        w = p.weight
+        by_kind[w.kind] = by_kind.get(w.kind, 0) + w.numel
+        for s in p.stages:
+            params[s] += math.prod(p.shape)
+            bytes_[s] += p.nbytes
+            kinds[s][w.kind] = kinds[s].get(w.kind, 0) + p.nbytes
     stages = tuple(
         StageWeights(s, params[s], bytes_[s], {k: kinds[s][k] for k in KINDS if k in kinds[s]}) for s in range(pp)
     )
@@ -207,6 +243,113 @@ def with_checkpoint(mem: WeightMemory, meta: dict, where: str, stored: int) -> W
                    notes=mem.notes + (f"checkpoint metadata: {detail}",))
 
 
+# Checkpoint tensors vLLM drops before loading (AutoWeightsLoader.REMOVE_UNUSED_ROTARY_EMBEDS_MAPPER, vLLM 0.34.0
+# model_executor/models/utils.py lines 247-254: rotary tables early ColossalAI / GPTQModel checkpoints carry).
+DROPPED_TENSORS = ("rotary_pos_emb.inv_freq", "rotary_emb.inv_freq", "rotary_emb.cos_cached", "rotary_emb.sin_cached")
+# safetensors dtypes vLLM casts to the model dtype when it loads an unquantized module (parameters are created
+# in params_dtype and the checkpoint's tensor is copied in): only their element count matters
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+_EXPERT_GROUP = re.compile(r"\.experts\.(\d+|\*)\.")
+
+
+def tensor_group(name: str) -> str:
+    """The module a tensor belongs to when a checkpoint's tensors are matched to kvplan's inventory: the name
+    without its last component (``weight``, ``bias``, ``weight_scale_inv``, ``qweight``, ``*_blocks``), a MoE
+    layer's experts one module (``model.layers.3.mlp.experts.17.up_proj.weight`` and the inventory's fused
+    ``model.layers.3.mlp.experts.gate_up_proj`` are both ``model.layers.3.mlp.experts``)."""
+    m = _EXPERT_GROUP.search(name)
+    if m:
+        return name[: m.start()] + ".experts"
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def split_by_checkpoint(mem: WeightMemory, meta: dict, where: str, placed: list[Placement], full: Inventory,
+                        dtype: str, quant: Quantization) -> tuple[WeightMemory | None, str]:
+    """``mem`` with the target's weights taken from the checkpoint's own tensors (``meta['bytes_by_tensor']``),
+    each module held per rank as vLLM shards it. A module's bytes as vLLM loads them are the checkpoint's
+    (float tensors of an unquantized module at the model dtype: vLLM copies them into ``params_dtype``
+    parameters; quantized modules as stored); where they differ from kvplan's count of the module, the
+    difference goes to each rank in the module's own share (``placed``: column/row-parallel 1/tp, K/V heads
+    replicated past tp, vocab rows padded to 64 then 1/tp, replicated norms and routers whole, experts by
+    tp or ep, each stage its layers), on top of kvplan's per-rank bytes of the module (MXFP4 padding
+    included). Modules kvplan does not model (a vision tower without a rule) are whole on every rank (kvplan's
+    assumption); modules of ``full`` the rank does not load (MTP layers with MTP off) are skipped, as vLLM
+    skips them. Returns ``(None, why)`` when a module of kvplan's inventory is absent from the checkpoint (the
+    names do not match: a renamed or re-packed checkpoint) — the caller keeps ``total_size``."""
+    db = dtype_size_bytes(dtype)
+    stored: dict[str, int] = {}
+    converted: set[str] = set()
+    for w in full.weights:
+        g = tensor_group(w.name)
+        conv = quant.converts(w)
+        stored[g] = stored.get(g, 0) + tensor_bytes(w.shape, quant, conv, db)
+        if conv:
+            converted.add(g)
+    loaded: dict[str, int] = {}
+    for name, by_dtype in meta["bytes_by_tensor"].items():
+        if any(name.endswith(t) for t in DROPPED_TENSORS):
+            continue
+        g = tensor_group(name)
+        loaded[g] = loaded.get(g, 0) + sum(
+            b * 8 // DTYPE_BITS[d] * db if d in FLOAT_DTYPES and g not in converted else b for d, b in by_dtype.items())
+    missing = [g for g in stored if g not in loaded]
+    if missing:
+        return None, (f"the checkpoint has no tensor of kvplan's module {missing[0]}"
+                      + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+                      + ": its names do not match kvplan's inventory, so the per-rank split uses total_size")
+    pp = len(mem.stages)
+    whole: dict[str, int] = {}
+    share: dict[str, list[int]] = {}
+    kind: dict[str, str] = {}
+    for p in placed:
+        if p.inventory:
+            continue
+        g = tensor_group(p.weight.name)
+        whole[g] = whole.get(g, 0) + p.weight.numel
+        kind.setdefault(g, p.weight.kind)
+        per = share.setdefault(g, [0] * pp)
+        for st in p.stages:
+            per[st] += math.prod(p.shape)
+    delta = [{} for _ in range(pp)]
+    changed = 0
+    for g, per in share.items():
+        d = loaded[g] - stored[g]
+        changed += d
+        for st in range(pp):
+            if d and per[st]:
+                delta[st][kind[g]] = delta[st].get(kind[g], 0) + d * per[st] // whole[g]
+    extra = {g: b for g, b in loaded.items() if g not in stored}
+    extra_bytes = sum(extra.values())
+    stages = []
+    for st, sw in zip(range(pp), mem.stages):
+        add = {**delta[st], **({"other": delta[st].get("other", 0) + extra_bytes} if extra_bytes else {})}
+        by_kind = {k: sw.bytes_by_kind.get(k, 0) + add.get(k, 0) for k in KINDS if k in sw.bytes_by_kind or k in add}
+        stages.append(replace(sw, weight_bytes=sw.weight_bytes + sum(add.values()), bytes_by_kind=by_kind))
+    detail = (f"total_size {int(meta['total_size_bytes']):,} B ({where}); the checkpoint's tensors, each module "
+              "split per rank as vLLM shards it"
+              + (f"; they differ from kvplan's count of its modules by {changed:+,} B, split as those modules"
+                 if changed else "")
+              + (f"; the {extra_bytes:,} B of {len(extra)} module(s) kvplan does not model ({sorted(extra)[0]} first) "
+                 "whole on every rank (kvplan's assumption)" if extra else ""))
+    return replace(mem, stages=tuple(stages), basis=CHECKPOINT_METADATA, basis_detail=detail,
+                   notes=mem.notes + (f"checkpoint metadata: {detail}",)), ""
+
+
+def with_metadata(mem: WeightMemory, meta: dict, where: str, placed: list[Placement], config: dict, dtype: str,
+                  quant: Quantization, *, path: str = "<config>") -> WeightMemory:
+    """``mem`` from the checkpoint's metadata: the per-tensor split (``split_by_checkpoint``) where the headers
+    were read, else (an index alone, a stored form without ``bytes_by_tensor``, names that do not match)
+    ``total_size`` over kvplan's per-rank split (``with_checkpoint``)."""
+    why = ""
+    if "bytes_by_tensor" in meta:
+        full = analytic_inventory(config, include_mtp=True, path=path)
+        split, why = split_by_checkpoint(mem, meta, where, placed, full, dtype, quant)
+        if split is not None:
+            return split
+    mem = with_checkpoint(mem, meta, where, stored_bytes(config, dtype, quant, path=path))
+    return replace(mem, notes=mem.notes + (f"checkpoint metadata: {why}",)) if why else mem
+
+
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,
                          expert_parallel: bool = False, quantization: str | None = None,
                          mxfp4_padding: tuple[int, int] | None = None) -> WeightMemory:
@@ -229,10 +372,11 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
         dq = quantization_of(d.config)
         ddtype = d.dtype
     quant = quantization_override(target.config, quantization) if quantization else quantization_of(target.config)
-    mem = weight_memory(invs, target.dtype, tp=tp, pp=pp, quant=quant,
+    placed = placements(invs, target.dtype, tp=tp, pp=pp, quant=quant,
                         partition=getattr(layout, "pp_partition", None), drafter_quant=dq, drafter_dtype=ddtype,
                         data_parallel_size=data_parallel_size, expert_parallel=expert_parallel,
                         mxfp4_padding=mxfp4_padding)
+    mem = memory_of(placed, invs, target.dtype, tp=tp, pp=pp, quant=quant, drafter_quant=dq)
     if mxfp4_padding and quant.method == "mxfp4":
         mem = replace(mem, notes=mem.notes + (
             f"mxfp4 experts as vLLM's Marlin MoE backend allocates them on this card (compute capability < 9.0): "
@@ -241,7 +385,7 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     source = getattr(target, "source", None)
     meta, where = checkpoint_metadata(source) if source is not None else (None, "")
     if meta is not None:
-        mem = with_checkpoint(mem, meta, where, stored_bytes(target.config, target.dtype, quant, path=path))
+        mem = with_metadata(mem, meta, where, placed, target.config, target.dtype, quant, path=path)
     elif where:
         mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}",
                       notes=mem.notes + ((where,) if where.startswith(DOWNLOAD_FAILED) else ()))
