@@ -4,6 +4,7 @@ the page is current, and every bounded case stays within issue 24's bounds (weig
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,8 +66,9 @@ def test_the_cuda_graph_estimate_is_in_the_profile_from_0_20_0():
 def test_the_profile_terms_carry_their_basis_and_source():
     """Every non-KV term of the profile, with how sure it is: gemma-4-26B-A4B at vLLM 0.19.0 on an A100 (the
     myoceane row): weights by kvplan's formula (no bundled index), activation and non-torch memory estimated,
-    no CUDA-graph term before 0.20.0 (tests above), and the multimodal encoder's profile not estimated. The
-    terms are the stage's figures: requested − their sum = the KV budget."""
+    no CUDA-graph term before 0.20.0 (tests above), and the multimodal encoder's part of the profile estimated
+    (test_the_gemma4_encoder_profile_from_the_config). The terms are the stage's figures: requested − their sum =
+    the KV budget."""
     from kvplan.api import simulate
 
     b = simulate("google/gemma-4-26B-A4B", gpu="A100-80GB", policy="vllm==0.19.0", gpu_memory_utilization=0.9,
@@ -76,7 +78,8 @@ def test_the_profile_terms_carry_their_basis_and_source():
                                                         "encoder_cache"]
     assert {k: t["basis"] for k, t in terms.items()} == {
         "weights": "kvplan's formula estimate", "activation": "kvplan's estimate", "non_torch": "kvplan's estimate",
-        "cudagraph": "not counted", "encoder_cache": "not estimated"}
+        "cudagraph": "not counted", "encoder_cache": "kvplan's estimate"}
+    assert terms["encoder_cache"]["bytes"] == 169_535_488 and "1 dummy video item(s)" in terms["encoder_cache"]["source"]
     assert "no checkpoint metadata: none bundled: no genuine" in terms["weights"]["source"] and "0.19.0" in terms["cudagraph"]["source"]
     assert b["requested_memory_bytes"] - sum(t["bytes"] or 0 for t in b["profile_terms"]) == b["kv_cache_memory_bytes"]
     assert b["weights_basis"].startswith("kvplan's formula estimate: ")
@@ -99,3 +102,26 @@ def test_the_checkpoint_bundle_names_every_catalog_model():
             assert {"repo", "commit", "path"} <= set(e["provenance"]), m
         else:
             assert missing_reason(m).startswith("no genuine model.safetensors.index.json found"), m
+
+
+def test_the_gemma4_encoder_profile_from_the_config():
+    """vLLM 0.19.0's profile_run (v1/worker/gpu_model_runner.py 5720-5779) encodes the dummy items of the modality
+    with the most tokens per item, keeps their outputs in the encoder cache, then runs the text dummy forward and
+    the sampler. gemma-4-26B-A4B (configs/google/gemma-4-26B-A4B/config.json): an image is default_output_length
+    280 tokens, a video 32 · (70 + 8) = 2,496 (gemma4_mm.py 79-80, 201-216): video. Encoder budget max(2048, 2496)
+    = 2,496 → 1 item; 32 frames padded to 70 · 3² = 630 patches: 20,160 encoder tokens. Tower: h 1152, I 4304,
+    16 heads of 72 (16 KV): W_v = max(3 · 4304, (16 + 32) · 72 + 16 · 72) = 12,912; forward 20,160 · (4 · 1152
+    + 12,912) · 2 = 706,406,400 B. Cache: 1 · 2,496 · 2816 (text hidden) · 2 = 14,057,472 B. Text: sampler
+    256 · 262,144 · 8 = 536,870,912 B beats the text forward, so the peak rises from 536,870,912 to
+    max(706,406,400, 14,057,472 + 536,870,912) = 706,406,400: +169,535,488 B (0.158 GiB)."""
+    from kvplan.budget.estimate import estimate_encoder_profile
+
+    config = json.loads((ROOT / "configs" / "google" / "gemma-4-26B-A4B" / "config.json").read_text())
+    e, why = estimate_encoder_profile(config, 2, 2048)
+    assert why == "" and (e["modality"], e["items"], e["tokens_per_item"], e["encoder_tokens"]) == ("video", 1, 2496,
+                                                                                                    20_160)
+    assert (e["forward_bytes"], e["cache_bytes"]) == (706_406_400, 14_057_472)
+    # 8192 batched tokens: 8192 // 2496 = 3 videos
+    assert estimate_encoder_profile(config, 2, 8192)[0]["encoder_tokens"] == 3 * 20_160
+    # an audio tower's tokens per item are the processor's: not estimated, and why
+    assert estimate_encoder_profile({**config, "audio_config": {"hidden_size": 1}}, 2, 2048)[0] is None

@@ -29,7 +29,11 @@ estimates, labelled as such in every output, each with an override:
   ``(q + 2·kv heads on the rank)·head_dim + q heads·v_head_dim``, a Mamba/GDN mixer its
   ``in_proj`` rows on the rank. The 256 MiB stands for kernels' workspaces. Checked
   against one published profile: Llama-3-8B on an H100 at 8192 tokens logged 1.26 GiB of
-  activation peak (vllm PR #10511); the rule gives 1.16 GiB.
+  activation peak (vllm PR #10511); the rule gives 1.16 GiB. A multimodal model's first stage also
+  encodes vLLM's dummy items and keeps their outputs cached under the text forward
+  (``estimate_encoder_profile``: the same rule over the tower's dummy tokens, where the dummy batch
+  is derivable from the config — Gemma 4): ``max(encoder, cache + text)``, shown as the
+  ``encoder_cache`` term.
 * **non-torch memory** (``--non-torch-memory``): CUDA context allocations outside
   PyTorch's allocator that vLLM counts (cuBLAS/NCCL buffers): 0.25 GiB on one GPU,
   0.75 GiB when tp·pp > 1 (NCCL communicators, custom all-reduce buffers). Published
@@ -119,14 +123,78 @@ def _widest_intermediate(inventory, cfg: dict, tp: int, layers: set[int] | None)
 
 
 def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, max_num_batched_tokens: int,
-                              max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True) -> int:
-    """Peak activation of vLLM's profiling run on one rank (rule in the module docstring)."""
+                              max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
+                              encoder: dict | None = None) -> int:
+    """Peak activation of vLLM's profiling run on one rank (rule in the module docstring). ``encoder``
+    (``estimate_encoder_profile``, first stage of a multimodal model): the encoder's forward peaks alone, its
+    outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``."""
     hidden = int(cfg.get("hidden_size") or 0)
     vocab = int(cfg.get("vocab_size") or 0)
     T = max_num_batched_tokens
     forward = T * (4 * hidden + _widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes
     sampler = min(max_num_seqs, T) * vocab * 4 * 2 if last_stage else 0
-    return max(forward, sampler) + ACTIVATION_WORKSPACE_BYTES
+    peak = max(forward, sampler)
+    if encoder is not None:
+        peak = max(encoder["forward_bytes"], encoder["cache_bytes"] + peak)
+    return peak + ACTIVATION_WORKSPACE_BYTES
+
+
+# Gemma 4's video dummy (vLLM 0.19.0 model_executor/models/gemma4_mm.py lines 79-80, the same in 0.34.0 lines
+# 137-138): 32 frames, each through the vision tower at max_soft_tokens 70; a video item's tokens are
+# 32 · (70 + boi + eoi + 6 timestamp tokens) (get_mm_max_tokens_per_item, 0.19.0 lines 201-216).
+GEMMA4_VIDEO_FRAMES, GEMMA4_VIDEO_SOFT_TOKENS, GEMMA4_VIDEO_EXTRA_TOKENS = 32, 70, 2 + 6
+
+
+def gemma4_encoder_dummy(config: dict, T: int) -> tuple[dict | None, str]:
+    """The dummy batch vLLM's profile_run encodes for a Gemma 4 checkpoint, from its config: the modality with the
+    most tokens per item (``MultiModalBudget.get_modality_with_max_tokens``): a video of 32 frames (2,496 tokens)
+    against an image's ``vision_config.default_output_length``; the encoder budget ``max(T, tokens per item)``
+    (``compute_mm_encoder_budget``, v1/core/encoder_cache_manager.py; the scheduler's encoder compute budget and
+    cache size both default to max_num_batched_tokens, config/scheduler.py) holds ``budget // tokens`` items
+    (``MultiModalBudget._get_max_items``; the decoder bound, max_num_seqs · per-prompt items, is larger at the
+    default limit of 999 per prompt). Each frame's pixel values are padded to ``max_patches = 70 · pooling²``
+    patches (Gemma4ImagePixelInputs), which the tower encodes. None (and why) where an input is not in the config:
+    a checkpoint with an audio tower (its tokens per item are the processor's ``audio_seq_length``)."""
+    vision = config.get("vision_config") or {}
+    if config.get("audio_config"):
+        return None, "the audio tower's tokens per item are the processor's audio_seq_length, not in the config"
+    image = int(vision.get("default_output_length") or 280)
+    video = GEMMA4_VIDEO_FRAMES * (GEMMA4_VIDEO_SOFT_TOKENS + GEMMA4_VIDEO_EXTRA_TOKENS)
+    pool = int(vision.get("pooling_kernel_size") or 1)
+    if video >= image:
+        per_item, modality, inputs = video, "video", GEMMA4_VIDEO_FRAMES * GEMMA4_VIDEO_SOFT_TOKENS * pool * pool
+    else:
+        per_item, modality, inputs = image, "image", image * pool * pool
+    items = max(1, max(T, per_item) // per_item)
+    return {"modality": modality, "items": items, "tokens_per_item": per_item, "encoder_tokens": items * inputs}, ""
+
+
+ENCODER_DUMMIES = {"Gemma4ForConditionalGeneration": gemma4_encoder_dummy}
+
+
+def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int) -> tuple[dict | None, str]:
+    """The multimodal encoder's part of vLLM's profile_run (v1/worker/gpu_model_runner.py profile_run, 0.19.0
+    lines 5720-5779: the dummy items are encoded and their outputs kept in the encoder cache while the text
+    dummy forward and the sampler run, then freed): ``forward_bytes`` = kvplan's activation rule on the encoder's
+    dummy tokens, ``E · (4·h + W_v) · a`` with ``W_v`` the tower's widest per-token intermediate (a gated MLP
+    ``3·I``; attention ``(heads + 2·kv)·hd + heads·hd``; the tower is whole on every rank), and ``cache_bytes`` =
+    items · tokens per item · the text hidden size · a (the encoder outputs, projected to the text model).
+    None and why for a multimodal architecture without a dummy rule here."""
+    archs = config.get("architectures") or [""]
+    rule = ENCODER_DUMMIES.get(archs[0] if isinstance(archs, list) and archs else "")
+    if rule is None:
+        return None, "no rule for this architecture's dummy multimodal batch"
+    dummy, why = rule(config, T)
+    if dummy is None:
+        return None, why
+    v = config.get("vision_config") or {}
+    h, inter, heads = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["num_attention_heads"])
+    kv = int(v.get("num_key_value_heads") or heads)
+    hd = int(v.get("head_dim") or h // heads)
+    widest = max(3 * inter, (heads + 2 * kv) * hd + heads * hd)
+    text_hidden = int(text_config(config).get("hidden_size") or 0)
+    return {**dummy, "forward_bytes": dummy["encoder_tokens"] * (4 * h + widest) * dtype_bytes,
+            "cache_bytes": dummy["items"] * dummy["tokens_per_item"] * text_hidden * dtype_bytes}, ""
 
 
 def estimate_non_torch_bytes(world_size: int) -> int:
@@ -246,6 +314,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
                                        mxfp4_padding=padding)
     offload = int((cpu_offload_gb or 0) * GiB)
 
+    encoder, encoder_why = (estimate_encoder_profile(layout.target.config, dbytes, T)
+                            if isinstance(layout.target.config.get("vision_config"), dict) else (None, ""))
     stages = []
     for s, (a, z) in enumerate(bounds):
         layers = set(range(a, z))
@@ -255,11 +325,18 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
             offload, weights.stages[s].weight_bytes)
         act = a_over if a_over is not None else estimate_activation_bytes(
             inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last)
+        enc_part = 0
+        if a_over is None and s == 0 and encoder is not None:  # the first PP rank encodes the dummy items
+            enc_part = estimate_activation_bytes(inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R,
+                                                 layers=layers, last_stage=last, encoder=encoder) - act
+            act += enc_part
         nt = n_over if n_over is not None else estimate_non_torch_bytes(tp * pp)
         layers_on_stage = (z - a) + (len([ls for ls in layout.layers if ls.source == "drafter"]) if last else 0)
         cg = c_over if c_over is not None else estimate_cudagraph_bytes(era, layers_on_stage)
         stage = {"stage": s, "weights_bytes": w_bytes, "activation_peak_bytes": act, "non_torch_bytes": nt,
                  "cudagraph_bytes": cg}
+        if encoder is not None and s == 0 and a_over is None:
+            stage["encoder_profile_bytes"] = enc_part  # the activation peak's part due to the encoder
         if extensible:  # measured after capture, whether or not the profile estimated the graphs
             stage["cudagraph_resident_bytes"] = c_over if c_over is not None else estimate_cudagraph_pool_bytes(
                 layers_on_stage)
@@ -302,7 +379,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
 
     terms = profile_terms(layout, era, T=T, R=R, exact=exact, offload=bool(offload), overrides={
         "weights": w_over, "activation": a_over, "non_torch": n_over, "cudagraph": c_over}, stage=budget_stage,
-        weights=weights)
+        weights=weights, encoder=encoder, encoder_why=encoder_why)
 
     out = {
         "gpu": name,
@@ -370,7 +447,7 @@ KVPLAN_FORMULA, KVPLAN_ESTIMATE, OVERRIDE, NOT_COUNTED, NOT_ESTIMATED = (
 
 
 def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: dict,
-                  weights=None) -> list:
+                  weights=None, encoder: dict | None = None, encoder_why: str = "") -> list:
     """The non-KV terms of vLLM's profile on the budget's stage, each with its basis (how sure it is) and its
     source: ``[{"term", "bytes", "basis", "source"}]``. The release's code behind each: ``determine_available_memory``
     (v1/worker/gpu_worker.py) subtracts the weights ('Model loading took'), the torch peak of ``profile_run`` over
@@ -390,7 +467,8 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
     counted = subtracts_cudagraph_memory(era)
     terms = [
         ("weights", stage["weights_bytes"], overrides["weights"], weights_basis, weights_src),
-        ("activation", stage["activation_peak_bytes"], overrides["activation"], KVPLAN_ESTIMATE,
+        ("activation", stage["activation_peak_bytes"] - stage.get("encoder_profile_bytes", 0), overrides["activation"],
+         KVPLAN_ESTIMATE,
          f"torch peak of vLLM's profile_run: one forward of {T:,} dummy tokens (max_num_batched_tokens), then the "
          f"sampler over {min(R, T):,} dummy requests (max_num_seqs); kvplan's rule max(T·(4H + W)·a, R·V·8) "
          "+ 256 MiB (kvplan/budget/estimate.py)"),
@@ -405,11 +483,24 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
     ]
     out = [{"term": t, "bytes": b, "basis": OVERRIDE if over is not None else basis,
             "source": "override" if over is not None else source} for t, b, over, basis, source in terms]
-    if mm:
+    if mm and "encoder_profile_bytes" in stage:
+        e = encoder
+        out.append({"term": "encoder_cache", "bytes": stage["encoder_profile_bytes"], "basis": KVPLAN_ESTIMATE,
+                    "source": f"multimodal: vLLM's profile_run encodes {e['items']} dummy {e['modality']} item(s) of "
+                              f"{e['tokens_per_item']:,} tokens ({e['encoder_tokens']:,} patches through the vision "
+                              f"tower: {e['forward_bytes']:,} B by kvplan's activation rule) and keeps their outputs "
+                              f"({e['cache_bytes']:,} B) cached under the text forward; the peak's rise over the text "
+                              "decoder's, max(encoder, cache + text) (kvplan/budget/estimate.py "
+                              "estimate_encoder_profile; the tower's attention kernel is not modelled)"})
+    elif mm and overrides["activation"] is None and stage.get("stage", 0) > 0 and encoder is not None:
+        out.append({"term": "encoder_cache", "bytes": 0, "basis": KVPLAN_ESTIMATE,
+                    "source": "multimodal: the encoder's dummy batch runs on the first pipeline stage only"})
+    elif mm:
         out.append({"term": "encoder_cache", "bytes": None, "basis": NOT_ESTIMATED,
                     "source": "multimodal: vLLM's profile_run also encodes the largest dummy images/videos for the "
                               "encoder cache before the text forward; kvplan's activation covers the text "
-                              "decoder only, so the KV budget may be high by that peak"})
+                              "decoder only, so the KV budget may be high by that peak"
+                              + (f" ({encoder_why})" if encoder_why else "")})
     return out
 
 
