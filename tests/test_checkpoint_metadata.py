@@ -119,3 +119,25 @@ def test_a_local_single_file_checkpoint_is_read_from_its_header(tmp_path):
     assert meta["bytes_by_module"] == {"model.extra": {"BF16": 2000}, "model.layers": {"BF16": text}}
     b = simulate(str(d), gpu="H100-80GB")["budget"]
     assert b["weights_bytes"] == text + 2000 and b["weights_source"] == "checkpoint metadata"
+
+
+@pytest.mark.parametrize("model_id", ["mistralai/Mistral-7B-v0.1", "google/gemma-2-9b-it"])
+def test_bundled_indexes_are_the_kept_copies_and_kvplans_count(model_id):
+    """The bundled entries come from verbatim copies of the Hub repositories' indexes in public GitHub repositories
+    (provenance in kvplan/budget/checkpoint_metadata.json; the files kept under tests/logs/budget/checkpoints/):
+    their total_size is the bundled figure and kvplan's count of the stored tensors — Mistral-7B-v0.1:
+    32000·4096 · 2 (untied) + 32 · (2·4096² + 2·1024·4096 + 3·14336·4096 + 2·4096) + 4096 = 7,241,732,096
+    bf16 parameters = 14,483,464,192 B; gemma-2-9b-it: 256000·3584 (tied) + 42 · (2·4096·3584 + 2·2048·3584
+    + 3·14336·3584 + 4·3584) + 3584 = 9,241,705,984 = 18,483,411,968 B — and a simulation labels its weights so."""
+    from kvplan.api import simulate
+    from kvplan.budget.checkpoint import parse_index
+    from kvplan.budget.checkpoint_bundle import bundled_metadata
+
+    meta = bundled_metadata(model_id)
+    copy = ROOT / meta["provenance"]["copy"]
+    total, weight_map = parse_index(json.loads(copy.read_text()), str(copy))
+    assert total == meta["total_size_bytes"] == stored_bytes(cfg(model_id), "bfloat16", quantization_of(cfg(model_id)))
+    assert not any(k.endswith(("SCB", "weight_format", "qweight", "weight_scale", "weight_scale_inv")) for k in weight_map)
+    b = simulate(model_id, gpu="H100-80GB")["budget"]
+    assert b["weights_bytes"] == total and b["weights_source"] == "checkpoint metadata"
+    assert meta["provenance"]["repo"] in b["profile_terms"][0]["source"]
