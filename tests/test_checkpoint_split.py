@@ -131,3 +131,38 @@ def test_a_checkpoint_whose_names_do_not_match_keeps_total_size(tiny):
     mem = layout_weight_memory(build_model_layout(str(tiny)))
     assert "total_size" in mem.basis_detail and "per-rank split uses total_size" in " ".join(mem.notes)
     assert any("no tensor of kvplan's module model.layers.0.self_attn.q_proj" in n for n in mem.notes)
+
+
+def _fp8_layer(i: int) -> dict:
+    """Layer ``i`` of the tiny Llama as a block-FP8 checkpoint stores it: e4m3 weights and one fp32 scale per
+    128×128 block (weight_scale_inv; every matrix here fits one block), bf16 norms."""
+    out = {}
+    for name, (dtype, shape) in tiny_llama_layer(i).items():
+        if name.endswith("layernorm.weight"):
+            out[name] = (dtype, shape)
+        else:
+            out[name] = ("F8_E4M3", shape)
+            out[name + "_scale_inv"] = ("F32", [1, 1])
+    return out
+
+
+@pytest.mark.parametrize("tp, total", [(1, 181_488), (2, 91_376)])
+def test_a_quantized_checkpoint_keeps_its_stored_dtypes(tmp_path, tp, total):
+    """Block FP8 (quant_method fp8, weight_block_size [128, 128]): the e4m3 weights and their fp32 scales are held as
+    stored (not cast to the model dtype), sharded like their linears; per rank:
+      TP 1: per layer q, o 64·64 + 4 = 4,100 each; k, v 32·64 + 4 = 2,052 each; gate, up, down 128·64 + 4 = 8,196
+            each; norms 256 → 37,148; 4 layers 148,592 + embedding and lm_head 2 · 128·64·2 = 32,768 + norm 128
+            = 181,488
+      TP 2: q [32, 64] 2,048 + 4; o [64, 32] 2,048 + 4; k, v one head [16, 64] 1,024 + 4 each; gate, up [64, 64]
+            and down [64, 64] 4,096 + 4 each; norms 256 → 18,716; 4 layers 74,864 + 2 · 64·64·2 = 16,384 + 128
+            = 91,376
+    (the scales per rank: ⌈rows/128⌉·⌈cols/128⌉ = 1, 4 B each) — the formula's figures, from the checkpoint."""
+    config = {**CONFIG, "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    tensors = {"model.embed_tokens.weight": ("BF16", [100, 64]), **{k: v for i in range(4) for k, v in
+                                                                      _fp8_layer(i).items()},
+               "model.norm.weight": ("BF16", [64]), "lm_head.weight": ("BF16", [100, 64])}
+    (tmp_path / "model.safetensors").write_bytes(safetensors_file(tensors))
+    mem = layout_weight_memory(build_model_layout(str(tmp_path), None, ServingOptions(tensor_parallel_size=tp)))
+    assert mem.basis == "from checkpoint metadata" and "differ" not in mem.basis_detail
+    assert [s.weight_bytes for s in mem.stages] == [total]
