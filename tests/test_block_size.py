@@ -146,26 +146,7 @@ def test_defaults_as_vllm_resolves_them(release, case, result):
         assert al["mamba_cache_mode"] == ("align" if engine["cache_config.enable_prefix_caching"] else "none")
 
 
-# Known gap: 0.23.0-0.28.0 pick the V2 model runner by model (VllmConfig.use_v2_model_runner ->
-# _is_default_v2_model_runner_model: 0.23.0 and 0.24.0 the architectures in DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, with
-# LlamaForCausalLM and MistralForCausalLM; 0.25.1-0.28.0 also every generate model that is neither MoE, hybrid
-# nor attention-free), which the engine-defaults goldens record for Llama-3.1-8B and Mistral-7B; kvplan's era
-# chain has V1 before 0.29.0 (eras.default_model_runner). Strict: the mark must go when kvplan models it.
-V2_BY_MODEL_GAP = {(r, m) for r in ("0.23.0", "0.24.0", "0.25.1", "0.26.0", "0.27.1", "0.28.0")
-                   for m in ("meta-llama/Meta-Llama-3.1-8B", "mistralai/Mistral-7B-v0.1")}
-
-
-def _runner_cases():
-    for p in _cases("engine_defaults"):
-        release, case, _ = p.values
-        if (release, case["model"]) in V2_BY_MODEL_GAP:
-            yield pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
-                strict=True, reason="V2 model runner by model before 0.29.0 not modelled (V2_BY_MODEL_GAP)"))
-        else:
-            yield p
-
-
-@pytest.mark.parametrize("release, case, result", list(_runner_cases()))
+@pytest.mark.parametrize("release, case, result", list(_cases("engine_defaults")))
 def test_model_runner_as_vllm_resolves_it(release, case, result):
     assert result["error"] is None
     engine = result["engine_config"]
