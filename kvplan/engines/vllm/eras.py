@@ -168,6 +168,27 @@ class Era:
     # Chain: '' from 0.10.1; '0.22' from 0.22.0; '0.23' from 0.23.0; '0.24' from 0.24.0; '0.25' from
     # 0.25.0; '0.26' from 0.26.0; '0.27' from 0.27.0; '0.28' from 0.28.0; '' from 0.29.0.
     v2_runner_architectures: str = ""
+    # The attention backends' kernel block sizes (get_supported_kernel_block_sizes), by the release whose
+    # table it is (block_size.KERNEL_BLOCK_SIZES_BEFORE; "0.21" = KERNEL_BLOCK_SIZES). No backend has the
+    # method before 0.12.0 (kvplan uses 0.12.0's table there); 0.14.0 gives ROCM_ATTN [16, 32, 544], 0.16.0
+    # ROCM_AITER_FA [16, 32], 0.18.0 TRITON_MLA and ROCM_ATTN MultipleOf(16), 0.21.0 FLEX_ATTENTION
+    # MultipleOf(16) (tests/golden/defaults/, "block_size_backends").
+    # Chain: '0.12' from 0.10.1; '0.14' from 0.14.0; '0.16' from 0.16.0; '0.18' from 0.18.0; '0.21' from 0.21.0.
+    kernel_block_sizes: str = "0.21"
+    # AttentionBackend.get_preferred_block_size exists (0.18.0 vllm/v1/attention/backend.py:189); before,
+    # the backends state no preference and platforms/cuda.py's check_and_update_config fits the block to
+    # the MLA kernels (block_size.decide_block_size).
+    # Chain: False from 0.10.1; True from 0.18.0.
+    preferred_block_size_hook: bool = True
+    # ROCM_AITER_UNIFIED_ATTN asks for 64 (0.19.0 rocm_aiter_unified_attn.py:33-37, "Setting kv cache block
+    # size to 64"); 0.18.x keeps the default.
+    # Chain: False from 0.10.1; True from 0.19.0.
+    rocm_aiter_unified_prefers_64: bool = True
+    # The SM 10.x MLA priority (cuda.py _get_backend_priorities): "cutlass_first" (CUTLASS_MLA, FLASHINFER_MLA,
+    # ...: 0.11.2 lines 56-57, 0.14.1 lines 53-54), "flashinfer_first" (FLASHINFER_MLA, CUTLASS_MLA: 0.15.0
+    # lines 53-54, 0.34.0).
+    # Chain: 'cutlass_first' from 0.10.1; 'flashinfer_first' from 0.15.0.
+    mla_sm100_order: str = "flashinfer_first"
     # Async scheduling with --async-scheduling unset: SchedulerConfig.async_scheduling defaults to False up to
     # 0.13 (0.13.0 vllm/config/scheduler.py line 133: ``async_scheduling: bool = False``), None from 0.14, which
     # VllmConfig turns on unless an option is incompatible (0.14.1 vllm/config/vllm.py line 589: "Enable async
@@ -260,6 +281,10 @@ _BASE = dict(
     capacity_log="per_worker_both",
     full_head_size_v=False,
     async_scheduling_by_default=False,
+    kernel_block_sizes="0.12",
+    preferred_block_size_hook=False,
+    rocm_aiter_unified_prefers_64=False,
+    mla_sm100_order="cutlass_first",
 )
 
 # (name, first release, description, changes from the previous era)
@@ -279,15 +304,20 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "PR #29431: admission counts the first group only; --max-model-len auto (auto-fit); full-attention "
      "pages with their own V head size",
      dict(admission="first_group", auto_fit=True, messages="0.14", full_head_size_v=True, admission_scope="global",
-          async_scheduling_by_default=True)),
+          async_scheduling_by_default=True, kernel_block_sizes="0.14")),
     ("vllm-0.15", "0.15.0",
      "--mamba-cache-mode, reconciled with prefix caching by the model config; a Mamba layer reserves "
      "1 + speculative blocks (was cdiv(max_model_len, block)); drafter check says 'drafting'",
-     dict(mamba_cache_mode_rule="reconcile", mamba_legacy_reservation=False, messages="0.15")),
+     dict(mamba_cache_mode_rule="reconcile", mamba_legacy_reservation=False, messages="0.15",
+          mla_sm100_order="flashinfer_first")),
+    ("vllm-0.16", "0.16.0", "ROCM_AITER_FA's kernel blocks are 16 and 32 (was any multiple of 16)",
+     dict(kernel_block_sizes="0.16")),
     ("vllm-0.17", "0.17.0", "the admission check and auto-fit run per worker on its projected groups",
      dict(admission_scope="worker")),
-    ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5", dict(threshold=1.5)),
-    ("vllm-0.19", "0.19.0", "PR #36030: admission sums every group's blocks", dict(admission="summed")),
+    ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5; attention backends state a preferred block size",
+     dict(threshold=1.5, kernel_block_sizes="0.18", preferred_block_size_hook=True)),
+    ("vllm-0.19", "0.19.0", "PR #36030: admission sums every group's blocks",
+     dict(admission="summed", rocm_aiter_unified_prefers_64=True)),
     # The profile subtracts the CUDA-graph estimate from 0.20.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults
     # to 1 (0.20.0 vllm/envs.py:1724-1726) and determine_available_memory takes cudagraph_memory_estimate off the
     # KV budget unless cudagraph_mode is NONE (0.20.0 vllm/v1/worker/gpu_worker.py:379-425); 0.19.1 only logs the
@@ -300,14 +330,19 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.20.1", "0.20.1",
      "capacity log = max_concurrency x max_model_len; --num-gpu-blocks-override applied before auto-fit and admission",
      dict(kv_size_log="concurrency", override_before_check=True)),
+    ("vllm-0.21", "0.21.0", "FLEX_ATTENTION's kernel blocks are multiples of 16 (was any size)",
+     dict(kernel_block_sizes="0.21")),
     ("vllm-0.22", "0.22.0",
      "a KV connector turns the hybrid manager off only when its class does not subclass SupportsHMA; "
-     "messages say \"model's\" and that gpu_memory_utilization also controls CPU memory",
+     "messages say \"model's\" and that gpu_memory_utilization also controls CPU memory; the V2 model runner "
+     "for Qwen3ForCausalLM (not MoE, not quantized)",
      dict(kv_transfer_rule="supports_hma", messages="0.22", v2_runner_by_model="listed_dense",
           v2_runner_architectures="0.22")),
-    ("vllm-0.23", "0.23.0", "KVConnectorFactory.supports_hma_config (MultiConnector: every child); new warning text",
+    ("vllm-0.23", "0.23.0", "KVConnectorFactory.supports_hma_config (MultiConnector: every child); new warning text; "
+     "the V2 model runner also for Llama and Mistral",
      dict(messages="0.23", v2_runner_architectures="0.23")),
-    ("vllm-0.24", "0.24.0", "page sizes that do not divide are padded to the largest (no NotImplementedError)",
+    ("vllm-0.24", "0.24.0", "page sizes that do not divide are padded to the largest (no NotImplementedError); the "
+     "V2 model runner for every listed architecture, MoE or quantized too",
      dict(page_mismatch="pad", v2_runner_by_model="listed", v2_runner_architectures="0.24")),
     ("vllm-0.25", "0.25.0", "V2 model runner for every model that is neither MoE, hybrid nor attention-free",
      dict(v2_runner_by_model="listed_or_dense", v2_runner_architectures="0.25")),
