@@ -15,10 +15,10 @@ import pytest
 
 from kvplan import api
 from kvplan.engines.vllm.block_size import (
-    KERNEL_BLOCK_SIZES,
     AttentionFacts,
     Device,
     _cuda_candidates,
+    kernel_block_sizes,
     preferred_block_size,
 )
 from kvplan.engines.vllm.releases import era_of_release
@@ -44,32 +44,20 @@ def test_goldens_present():
     assert set(RELEASES) == set(GOLDEN_RELEASES)
 
 
-# kvplan's backend tables (block_size.KERNEL_BLOCK_SIZES, _cuda_candidates) are 0.33.0/0.34.0's, read only
-# where the era follows the GPU (eras.backend_by_device, 0.33.0+); before, kvplan assumes an H100's backend
-# (FLASH_ATTN, as every engine-defaults golden of 0.11.0-0.32.0 picks on A100, L4 and H100). The older
-# releases' own tables differ, as their goldens record: kernel block sizes up to 0.20.2 (FLEX_ATTENTION [1],
-# not MultipleOf(16); 0.12.0-0.17.1 also TRITON_MLA [1], ROCM_ATTN / ROCM_AITER_UNIFIED_ATTN [1] or
-# [16, 32, 544], ROCM_AITER_FA [16] to 0.15.1) and no get_preferred_block_size before 0.18.0; the SM 10.x MLA
-# order up to 0.14.1 (CUTLASS_MLA before FLASHINFER_MLA). Strict: a mark must go if kvplan models them.
-KERNEL_TABLE_GAP = {"0.12.0", "0.13.0", "0.14.1", "0.15.1", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0",
-                    "0.19.1", "0.20.0", "0.20.2"}
-PRIORITY_TABLE_GAP = {"0.11.2", "0.12.0", "0.13.0", "0.14.1"}
-
-
-def _backend_cases(gap: set[str]):
+# kvplan's backend tables follow each release (eras kernel_block_sizes, preferred_block_size_hook,
+# rocm_aiter_unified_prefers_64, mla_sm100_order); the backend is read per GPU from 0.33.0 (eras
+# backend_by_device); before, kvplan assumes an H100's backend (FLASH_ATTN, as every engine-defaults golden
+# of 0.11.0-0.32.0 picks on A100, L4 and H100).
+def _backend_cases():
     for p in _cases("block_size_backends"):
         release, _, result = p.values
         if "error" in result and result["error"]:  # 0.11.0: no AttentionBackendEnum registry to read
             yield pytest.param(*p.values, id=p.id, marks=pytest.mark.skip(reason=result["error"]["message"]))
-        elif release in gap:
-            yield pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
-                strict=True, reason="the release's backend tables are not kvplan's (0.33+); kvplan assumes "
-                                    "an H100's backend before 0.33"))
         else:
             yield p
 
 
-@pytest.mark.parametrize("release, case, result", list(_backend_cases(KERNEL_TABLE_GAP)))
+@pytest.mark.parametrize("release, case, result", list(_backend_cases()))
 def test_backend_block_sizes(release, case, result):
     era = era_of_release(release)
     if all(g.get("kernel_block_sizes") is None for g in result["backends"].values()):
@@ -80,20 +68,22 @@ def test_backend_block_sizes(release, case, result):
         if "error" in got:  # the module does not import on CPU (FlashInfer, CUTLASS): read from source
             continue
         bases = tuple(x["multiple_of"] if isinstance(x, dict) else x for x in got["kernel_block_sizes"])
-        assert KERNEL_BLOCK_SIZES[name] == bases, name
-        # no model config is current in the probe: no FlashAttention head-size rule applies
+        assert kernel_block_sizes(era, name) == bases, name
+        # no model config is current in the probe: no FlashAttention head-size rule applies; None before
+        # 0.18.0 (no get_preferred_block_size)
         assert preferred_block_size(era, name, Device(platform="rocm" if name.startswith("ROCM") else "cuda"),
                                     AttentionFacts()) == got["preferred_block_size"], name
         checked += 1
     assert checked >= 9
 
 
-@pytest.mark.parametrize("release, case, result", list(_backend_cases(PRIORITY_TABLE_GAP)))
+@pytest.mark.parametrize("release, case, result", list(_backend_cases()))
 def test_cuda_priorities_follow_the_release(release, case, result):
     """kvplan's candidates are the release's priority list, in its order (those kvplan models)."""
     for p in result["cuda_priorities"]:
         facts = AttentionFacts(use_mla=p["use_mla"], head_size=128)
-        mine = [b for b, _ in _cuda_candidates(Device(capability=tuple(p["capability"])), facts)]
+        mine = [b for b, _ in _cuda_candidates(era_of_release(release), Device(capability=tuple(p["capability"])),
+                                               facts)]
         order = p["order"]
         assert all(b in order for b in mine), (p, mine)
         assert [order.index(b) for b in mine] == sorted(order.index(b) for b in mine), (p, mine)
@@ -146,26 +136,7 @@ def test_defaults_as_vllm_resolves_them(release, case, result):
         assert al["mamba_cache_mode"] == ("align" if engine["cache_config.enable_prefix_caching"] else "none")
 
 
-# Known gap: 0.23.0-0.28.0 pick the V2 model runner by model (VllmConfig.use_v2_model_runner ->
-# _is_default_v2_model_runner_model: 0.23.0 and 0.24.0 the architectures in DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, with
-# LlamaForCausalLM and MistralForCausalLM; 0.25.1-0.28.0 also every generate model that is neither MoE, hybrid
-# nor attention-free), which the engine-defaults goldens record for Llama-3.1-8B and Mistral-7B; kvplan's era
-# chain has V1 before 0.29.0 (eras.default_model_runner). Strict: the mark must go when kvplan models it.
-V2_BY_MODEL_GAP = {(r, m) for r in ("0.23.0", "0.24.0", "0.25.1", "0.26.0", "0.27.1", "0.28.0")
-                   for m in ("meta-llama/Meta-Llama-3.1-8B", "mistralai/Mistral-7B-v0.1")}
-
-
-def _runner_cases():
-    for p in _cases("engine_defaults"):
-        release, case, _ = p.values
-        if (release, case["model"]) in V2_BY_MODEL_GAP:
-            yield pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
-                strict=True, reason="V2 model runner by model before 0.29.0 not modelled (V2_BY_MODEL_GAP)"))
-        else:
-            yield p
-
-
-@pytest.mark.parametrize("release, case, result", list(_runner_cases()))
+@pytest.mark.parametrize("release, case, result", list(_cases("engine_defaults")))
 def test_model_runner_as_vllm_resolves_it(release, case, result):
     assert result["error"] is None
     engine = result["engine_config"]

@@ -159,6 +159,7 @@ def serving_of(s: Scenario):
 def model_facts(layout, era, *, disable_sliding_window: bool = False):
     from kvplan.engines.vllm import ModelFacts
     from kvplan.model.limits import derive_max_model_len, derived_max_len, text_config
+    from kvplan.model.traits import model_traits
 
     config = layout.target.config
     return ModelFacts(
@@ -176,6 +177,7 @@ def model_facts(layout, era, *, disable_sliding_window: bool = False):
         drafter_target_hidden_size=drafter_target_hidden_size(layout),
         tp_checks=getattr(layout, "tp_checks", ()),
         block_size_decision=getattr(layout, "block_size_decision", None),
+        traits=model_traits(layout),
         attention_chunk_size=layout.target.attention_chunk_size,
         speculative_method=layout.speculative_method,
         num_speculative_tokens=layout.num_speculative_tokens,

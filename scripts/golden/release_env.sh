@@ -12,6 +12,8 @@
 #        KEEP_WHEEL=1   keep the wheel after unpacking (default: delete it, disk is small)
 #        TORCH_WHEEL, PYTHON as in setup_venvs.sh
 # Output (stdout, last line): PYTHONPATH=<dir>  -- everything else goes to stderr.
+# A missing module is pip-installed into the base venv, except vllm itself: a release whose tree does
+# not import (0.10.x) fails with a message instead of installing a vllm wheel into the shared base.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 VER=${1:?usage: release_env.sh VERSION}
@@ -74,6 +76,14 @@ for i in $(seq 1 30); do
     exit 1
   fi
   pkg=${MODMAP[$mod]:-$mod}
+  if [ "$pkg" = vllm ]; then
+    # the release's own tree lacks a vllm module it imports (0.10.x: an older package layout): installing
+    # the vllm wheel would put one release into the base venv every release shares, shadowing the trees
+    echo "$out" | tail -5 >&2
+    log "!!! vllm $VER: its sources import a vllm module the unpacked tree ($tree) lacks; release_env.sh never"
+    log "    pip-installs vllm into the shared base venv ($BASE). Use a venv of its own (setup_venvs.sh)."
+    exit 1
+  fi
   log "    + $pkg (missing module $mod)"
   pip install -c "$BASE/torch-constraint.txt" "$pkg"
 done

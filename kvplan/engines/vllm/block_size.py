@@ -45,6 +45,27 @@ KERNEL_BLOCK_SIZES: dict[str, tuple[int, ...]] = {
     "CUTLASS_MLA": (128,),  # mla/cutlass_mla.py 0.34.0 line 49
     "FLASHINFER_MLA": (32, 64),  # mla/flashinfer_mla.py 0.34.0 line 204
 }
+# The releases before 0.21.0, where their kernel block sizes differ from the table above (era
+# kernel_block_sizes names the table; tests/golden/defaults/<release>.json "block_size_backends" records
+# each release's classes, tests/test_block_size.py compares). A backend without its own
+# get_supported_kernel_block_sizes inherits AttentionBackend's [MultipleOf(1)] (0.12.0
+# vllm/attention/backends/abstract.py lines 51-52): FLEX_ATTENTION to 0.20.2, TRITON_MLA, ROCM_ATTN and
+# ROCM_AITER_UNIFIED_ATTN (a ROCM_ATTN subclass) to 0.13.0.
+_INHERITED = (1,)
+_ROCM_PAGED = (16, 32, 544)  # rocm_attn.py 0.14.0 lines 166-179 ("16 and 32", 544 through the Triton path)
+KERNEL_BLOCK_SIZES_BEFORE: dict[str, dict[str, tuple[int, ...]]] = {
+    "0.12": {"FLEX_ATTENTION": _INHERITED, "TRITON_MLA": _INHERITED, "ROCM_ATTN": _INHERITED,
+             "ROCM_AITER_UNIFIED_ATTN": _INHERITED,
+             "ROCM_AITER_FA": (16,)},  # rocm_aiter_fa.py 0.12.0 line 523: MultipleOf(16)
+    "0.14": {"FLEX_ATTENTION": _INHERITED, "TRITON_MLA": _INHERITED, "ROCM_ATTN": _ROCM_PAGED,
+             "ROCM_AITER_UNIFIED_ATTN": _ROCM_PAGED, "ROCM_AITER_FA": (16,)},  # 0.15.1 line 686
+    # rocm_aiter_fa.py 0.16.0 line 684: [16, 32], as KERNEL_BLOCK_SIZES
+    "0.16": {"FLEX_ATTENTION": _INHERITED, "TRITON_MLA": _INHERITED, "ROCM_ATTN": _ROCM_PAGED,
+             "ROCM_AITER_UNIFIED_ATTN": _ROCM_PAGED},
+    # 0.18.0: triton_mla.py line 45, rocm_attn.py line 177, rocm_aiter_unified_attn.py line 30 (MultipleOf(16))
+    "0.18": {"FLEX_ATTENTION": _INHERITED},
+    "0.21": {},  # flex_attention.py 0.21.0 line 144: MultipleOf(16)
+}
 MLA_BACKENDS = frozenset({"FLASH_ATTN_MLA", "TRITON_MLA", "ROCM_AITER_MLA", "FLASHMLA", "FLASHMLA_SPARSE",
                           "CUTLASS_MLA", "FLASHINFER_MLA"})
 SPARSE_MLA_BACKENDS = frozenset({"FLASHMLA_SPARSE"})
@@ -82,13 +103,18 @@ class BlockSizeDecision:
     note: str | None = None  # the GPU assumed without --gpu
 
 
-def supports_block_size(backend: str, block_size: int) -> bool:
+def kernel_block_sizes(era: Era, backend: str) -> tuple[int, ...]:
+    """The backend's kernel block sizes in the era's release (a ``MultipleOf(n)`` as n)."""
+    return KERNEL_BLOCK_SIZES_BEFORE[era.kernel_block_sizes].get(backend, KERNEL_BLOCK_SIZES[backend])
+
+
+def supports_block_size(era: Era, backend: str, block_size: int) -> bool:
     """``AttentionBackend.supports_block_size``: a multiple of one of the kernel block sizes."""
-    return any(block_size % k == 0 for k in KERNEL_BLOCK_SIZES[backend])
+    return any(block_size % k == 0 for k in kernel_block_sizes(era, backend))
 
 
-def smallest_kernel_block(backend: str) -> int:
-    return min(KERNEL_BLOCK_SIZES[backend])
+def smallest_kernel_block(era: Era, backend: str) -> int:
+    return min(kernel_block_sizes(era, backend))
 
 
 def _fa_version(device: Device, head_size: int | None) -> int:
@@ -102,8 +128,11 @@ def _fa_version(device: Device, head_size: int | None) -> int:
     return 2
 
 
-def preferred_block_size(era: Era, backend: str, device: Device, facts: AttentionFacts) -> int:
-    """``get_preferred_block_size(DEFAULT_BLOCK_SIZE)`` of the backend for this model and GPU."""
+def preferred_block_size(era: Era, backend: str, device: Device, facts: AttentionFacts) -> int | None:
+    """``get_preferred_block_size(DEFAULT_BLOCK_SIZE)`` of the backend for this model and GPU (None before
+    0.18.0, which has no such method: era preferred_block_size_hook)."""
+    if not era.preferred_block_size_hook:
+        return None
     default = era.default_block_size
     if backend == "FLASH_ATTN" and device.platform == "cuda":
         fa = _fa_version(device, facts.head_size)
@@ -114,29 +143,38 @@ def preferred_block_size(era: Era, backend: str, device: Device, facts: Attentio
         # lines 329-354 and fa_utils.py line 14: FA4's head-256 kernel pages 128 tokens
         if facts.head_size == 256 and fa == 4:
             return max(default, 128)
-    if backend == "ROCM_AITER_UNIFIED_ATTN":
+    if backend == "ROCM_AITER_UNIFIED_ATTN" and era.rocm_aiter_unified_prefers_64:
         return 64  # rocm_aiter_unified_attn.py 0.33.0 line 77, 0.34.0 line 78
     if backend == "ROCM_ATTN" and era.rocm_attn_prefers_16:
         return 16  # rocm_attn.py 0.34.0 line 167: keep the native paged-attention kernel
-    if supports_block_size(backend, default):
-        return default
-    return smallest_kernel_block(backend)
+    return _fitted_block_size(era, backend)
+
+
+def _fitted_block_size(era: Era, backend: str) -> int:
+    """The default when the backend's kernels take it, else its smallest kernel block
+    (``get_preferred_block_size``'s fallback, 0.34.0 backend.py lines 158-166)."""
+    if supports_block_size(era, backend, era.default_block_size):
+        return era.default_block_size
+    return smallest_kernel_block(era, backend)
 
 
 def _is_quantized(kv_cache_dtype: str) -> bool:
     return kv_cache_dtype not in ("auto", "bfloat16", "float16", "float32")
 
 
-def _cuda_candidates(device: Device, facts: AttentionFacts) -> list[tuple[str, str | None]]:
+def _cuda_candidates(era: Era, device: Device, facts: AttentionFacts) -> list[tuple[str, str | None]]:
     """(backend, why it is not valid or None) in ``_get_backend_priorities`` order (cuda.py 0.34.0 lines
-    81-178, the same in 0.33.0), with the validity checks of each backend's ``validate_configuration``."""
+    81-178, the same in 0.33.0; SM 10.x MLA by era mla_sm100_order), with the validity checks of each
+    backend's ``validate_configuration``."""
     major = device.capability[0]
     if facts.use_mla:
         if facts.use_sparse:
             # lines 95-152: SM100 bf16 with more than 16 heads prefers FLASHMLA_SPARSE; SM90 FLASHMLA_SPARSE
             # after FLASH_ATTN_MLA_SPARSE (not modelled: kvplan's sparse-MLA layouts are FlashMLA's)
             return [("FLASHMLA_SPARSE", None if major in (9, 10) else "compute capability not supported")]
-        order = {10: ["FLASHINFER_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA"],
+        sm100 = ["FLASHINFER_MLA", "CUTLASS_MLA"] if era.mla_sm100_order == "flashinfer_first" \
+            else ["CUTLASS_MLA", "FLASHINFER_MLA"]
+        order = {10: [*sm100, "FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA"],
                  12: ["TRITON_MLA"]}.get(major, ["FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA"])
         # supports_compute_capability: FLASH_ATTN_MLA major 9 (flashattn_mla.py line 69), FLASHMLA 9/10
         # (flashmla.py line 73), FLASHINFER_MLA/CUTLASS_MLA major 10 (flashinfer_mla.py line 220)
@@ -169,8 +207,8 @@ def _rocm_candidates(facts: AttentionFacts) -> list[tuple[str, str | None]]:
     return [("ROCM_ATTN", "attention sinks not supported" if facts.has_sink else None), ("TRITON_ATTN", None)]
 
 
-def select_backend(device: Device, facts: AttentionFacts) -> str:
-    candidates = _rocm_candidates(facts) if device.platform == "rocm" else _cuda_candidates(device, facts)
+def select_backend(era: Era, device: Device, facts: AttentionFacts) -> str:
+    candidates = _rocm_candidates(facts) if device.platform == "rocm" else _cuda_candidates(era, device, facts)
     for backend, why in candidates:
         if why is None:
             return backend
@@ -204,16 +242,21 @@ def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None,
     if attention_backend is not None:
         backend = check_backend(attention_backend, facts)
     elif era.backend_by_device:
-        backend = select_backend(device, facts)
+        backend = select_backend(era, device, facts)
     else:
         # before 0.33.0 kvplan keeps the H100 defaults it was checked with (not read per device)
         backend = "FLASHMLA_SPARSE" if facts.use_sparse else "FLASH_ATTN_MLA" if facts.use_mla else "FLASH_ATTN"
-    kernel = smallest_kernel_block(backend)
+    kernel = smallest_kernel_block(era, backend)
     if block_size is not None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0:
             raise OptionError(f"--block-size must be a positive number of tokens, got {block_size!r}")
         return BlockSizeDecision(block_size, backend, "--block-size", kernel, True, (), note)
     preferred = preferred_block_size(era, backend, device, facts)
+    if preferred is None:
+        # before 0.18.0 (no get_preferred_block_size) platforms/cuda.py check_and_update_config fits the block
+        # to the MLA kernels (FlashMLA 64, CUTLASS_MLA 128: 0.17.1 vllm/platforms/cuda.py lines 179-279) and
+        # keeps the default otherwise
+        preferred = _fitted_block_size(era, backend)
     lines: tuple[str, ...] = ()
     if preferred != era.default_block_size:
         lines = (f"Setting kv cache block size to {preferred} for {backend} backend(s).",)

@@ -141,17 +141,54 @@ class Era:
     # Chain: True from 0.10.1; False from 0.34.0.
     drafter_single_group_check: bool = True
     # The model runner a release picks when nothing forces one (VLLM_USE_V2_MODEL_RUNNER unset):
-    # "v1" up to 0.18 (read in 0.18.0's envs.py: default 0), "v2" (VllmConfig.use_v2_model_runner) from 0.29.0:
+    # "v1" up to 0.28 (read in 0.18.0's envs.py: default 0; 0.22.0-0.28.0 V1 unless the model is one
+    # v2_runner_by_model picks), "v2" (VllmConfig.use_v2_model_runner) from 0.29.0:
     # the engine config each release resolves on the CUDA platform with options unset says V2 for 0.29.0,
-    # 0.30.0, 0.31.0, 0.32.0 and 0.33.0 (tests/golden/defaults/). Not modelled: 0.24.0-0.28.0 already pick V2
-    # by model (_is_default_v2_model_runner_model; their goldens say V2 for Llama-3.1-8B and Mistral-7B, V1 for
-    # the Nemotron-H hybrids; tests/test_block_size.py V2_BY_MODEL_GAP). Read in the wheels' config/vllm.py and
-    # envs.py: 0.19.0-0.21.0 V1 (VLLM_USE_V2_MODEL_RUNNER default "0"); 0.22.0/0.22.1 V2 for Qwen3ForCausalLM
-    # (not MoE, not quantized); 0.23.0 and 0.24.0 also LlamaForCausalLM, MistralForCausalLM; "v2_only"
+    # 0.30.0, 0.31.0, 0.32.0 and 0.33.0 (tests/golden/defaults/); "v2_only"
     # from 0.34.0, which removed V1 (platforms/interface.py validate_environ), so P-EAGLE runs on it with async
     # scheduling.
     # Chain: 'v1' from 0.10.1; 'v2' from 0.29.0; 'v2_only' from 0.34.0.
     default_model_runner: str = "v1"
+    # Where the default runner is "v1", the models that get V2 anyway (VllmConfig.use_v2_model_runner ->
+    # _is_default_v2_model_runner_model, for a generate model; runner.v2_by_model):
+    # "listed_dense": an architecture in the release's list (v2_runner_architectures), not MoE, not
+    # quantized (0.22.0 vllm/config/vllm.py:518-531; same in 0.23.0 lines 544-557);
+    # "listed": an architecture in the list, MoE and quantized ones too (0.24.0 lines 550-562);
+    # "listed_or_dense": neither hybrid nor attention-free, and listed or not MoE (0.25.0 lines
+    # 557-575, 0.26.0 lines 605-623);
+    # "hybrid_if_listed": as "listed_or_dense", but a listed hybrid gets V2 (0.27.0 lines 637-657,
+    # 0.28.0 lines 691-711). None: no such rule (before 0.22, and from 0.29.0, where V2 is the default).
+    # tests/golden/defaults/0.23.0-0.28.0 record V2 for Llama-3.1-8B and Mistral-7B, V1 for the Nemotron-H
+    # hybrids (tests/test_block_size.py).
+    # Chain: None from 0.10.1; 'listed_dense' from 0.22.0; 'listed' from 0.24.0; 'listed_or_dense' from
+    # 0.25.0; 'hybrid_if_listed' from 0.27.0; None from 0.29.0.
+    v2_runner_by_model: str | None = None
+    # Which DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES the release has (runner.V2_RUNNER_ARCHITECTURES, by the
+    # release that set it; "" where v2_runner_by_model is None).
+    # Chain: '' from 0.10.1; '0.22' from 0.22.0; '0.23' from 0.23.0; '0.24' from 0.24.0; '0.25' from
+    # 0.25.0; '0.26' from 0.26.0; '0.27' from 0.27.0; '0.28' from 0.28.0; '' from 0.29.0.
+    v2_runner_architectures: str = ""
+    # The attention backends' kernel block sizes (get_supported_kernel_block_sizes), by the release whose
+    # table it is (block_size.KERNEL_BLOCK_SIZES_BEFORE; "0.21" = KERNEL_BLOCK_SIZES). No backend has the
+    # method before 0.12.0 (kvplan uses 0.12.0's table there); 0.14.0 gives ROCM_ATTN [16, 32, 544], 0.16.0
+    # ROCM_AITER_FA [16, 32], 0.18.0 TRITON_MLA and ROCM_ATTN MultipleOf(16), 0.21.0 FLEX_ATTENTION
+    # MultipleOf(16) (tests/golden/defaults/, "block_size_backends").
+    # Chain: '0.12' from 0.10.1; '0.14' from 0.14.0; '0.16' from 0.16.0; '0.18' from 0.18.0; '0.21' from 0.21.0.
+    kernel_block_sizes: str = "0.21"
+    # AttentionBackend.get_preferred_block_size exists (0.18.0 vllm/v1/attention/backend.py:189); before,
+    # the backends state no preference and platforms/cuda.py's check_and_update_config fits the block to
+    # the MLA kernels (block_size.decide_block_size).
+    # Chain: False from 0.10.1; True from 0.18.0.
+    preferred_block_size_hook: bool = True
+    # ROCM_AITER_UNIFIED_ATTN asks for 64 (0.19.0 rocm_aiter_unified_attn.py:33-37, "Setting kv cache block
+    # size to 64"); 0.18.x keeps the default.
+    # Chain: False from 0.10.1; True from 0.19.0.
+    rocm_aiter_unified_prefers_64: bool = True
+    # The SM 10.x MLA priority (cuda.py _get_backend_priorities): "cutlass_first" (CUTLASS_MLA, FLASHINFER_MLA,
+    # ...: 0.11.2 lines 56-57, 0.14.1 lines 53-54), "flashinfer_first" (FLASHINFER_MLA, CUTLASS_MLA: 0.15.0
+    # lines 53-54, 0.34.0).
+    # Chain: 'cutlass_first' from 0.10.1; 'flashinfer_first' from 0.15.0.
+    mla_sm100_order: str = "flashinfer_first"
     # Async scheduling with --async-scheduling unset: SchedulerConfig.async_scheduling defaults to False up to
     # 0.13 (0.13.0 vllm/config/scheduler.py line 133: ``async_scheduling: bool = False``), None from 0.14, which
     # VllmConfig turns on unless an option is incompatible (0.14.1 vllm/config/vllm.py line 589: "Enable async
@@ -244,6 +281,10 @@ _BASE = dict(
     capacity_log="per_worker_both",
     full_head_size_v=False,
     async_scheduling_by_default=False,
+    kernel_block_sizes="0.12",
+    preferred_block_size_hook=False,
+    rocm_aiter_unified_prefers_64=False,
+    mla_sm100_order="cutlass_first",
 )
 
 # (name, first release, description, changes from the previous era)
@@ -263,15 +304,20 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "PR #29431: admission counts the first group only; --max-model-len auto (auto-fit); full-attention "
      "pages with their own V head size",
      dict(admission="first_group", auto_fit=True, messages="0.14", full_head_size_v=True, admission_scope="global",
-          async_scheduling_by_default=True)),
+          async_scheduling_by_default=True, kernel_block_sizes="0.14")),
     ("vllm-0.15", "0.15.0",
      "--mamba-cache-mode, reconciled with prefix caching by the model config; a Mamba layer reserves "
      "1 + speculative blocks (was cdiv(max_model_len, block)); drafter check says 'drafting'",
-     dict(mamba_cache_mode_rule="reconcile", mamba_legacy_reservation=False, messages="0.15")),
+     dict(mamba_cache_mode_rule="reconcile", mamba_legacy_reservation=False, messages="0.15",
+          mla_sm100_order="flashinfer_first")),
+    ("vllm-0.16", "0.16.0", "ROCM_AITER_FA's kernel blocks are 16 and 32 (was any multiple of 16)",
+     dict(kernel_block_sizes="0.16")),
     ("vllm-0.17", "0.17.0", "the admission check and auto-fit run per worker on its projected groups",
      dict(admission_scope="worker")),
-    ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5", dict(threshold=1.5)),
-    ("vllm-0.19", "0.19.0", "PR #36030: admission sums every group's blocks", dict(admission="summed")),
+    ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5; attention backends state a preferred block size",
+     dict(threshold=1.5, kernel_block_sizes="0.18", preferred_block_size_hook=True)),
+    ("vllm-0.19", "0.19.0", "PR #36030: admission sums every group's blocks",
+     dict(admission="summed", rocm_aiter_unified_prefers_64=True)),
     # The profile subtracts the CUDA-graph estimate from 0.20.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults
     # to 1 (0.20.0 vllm/envs.py:1724-1726) and determine_available_memory takes cudagraph_memory_estimate off the
     # KV budget unless cudagraph_mode is NONE (0.20.0 vllm/v1/worker/gpu_worker.py:379-425); 0.19.1 only logs the
@@ -284,18 +330,28 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.20.1", "0.20.1",
      "capacity log = max_concurrency x max_model_len; --num-gpu-blocks-override applied before auto-fit and admission",
      dict(kv_size_log="concurrency", override_before_check=True)),
+    ("vllm-0.21", "0.21.0", "FLEX_ATTENTION's kernel blocks are multiples of 16 (was any size)",
+     dict(kernel_block_sizes="0.21")),
     ("vllm-0.22", "0.22.0",
      "a KV connector turns the hybrid manager off only when its class does not subclass SupportsHMA; "
-     "messages say \"model's\" and that gpu_memory_utilization also controls CPU memory",
-     dict(kv_transfer_rule="supports_hma", messages="0.22")),
-    ("vllm-0.23", "0.23.0", "KVConnectorFactory.supports_hma_config (MultiConnector: every child); new warning text",
-     dict(messages="0.23")),
-    ("vllm-0.24", "0.24.0", "page sizes that do not divide are padded to the largest (no NotImplementedError)",
-     dict(page_mismatch="pad")),
+     "messages say \"model's\" and that gpu_memory_utilization also controls CPU memory; the V2 model runner "
+     "for Qwen3ForCausalLM (not MoE, not quantized)",
+     dict(kv_transfer_rule="supports_hma", messages="0.22", v2_runner_by_model="listed_dense",
+          v2_runner_architectures="0.22")),
+    ("vllm-0.23", "0.23.0", "KVConnectorFactory.supports_hma_config (MultiConnector: every child); new warning text; "
+     "the V2 model runner also for Llama and Mistral",
+     dict(messages="0.23", v2_runner_architectures="0.23")),
+    ("vllm-0.24", "0.24.0", "page sizes that do not divide are padded to the largest (no NotImplementedError); the "
+     "V2 model runner for every listed architecture, MoE or quantized too",
+     dict(page_mismatch="pad", v2_runner_by_model="listed", v2_runner_architectures="0.24")),
+    ("vllm-0.25", "0.25.0", "V2 model runner for every model that is neither MoE, hybrid nor attention-free",
+     dict(v2_runner_by_model="listed_or_dense", v2_runner_architectures="0.25")),
     ("vllm-0.26", "0.26.0",
      "async scheduling: sliding/chunked layers reserve max_concurrent_batches x max_num_batched_tokens; "
      "a smaller Mamba page is padded to the largest",
-     dict(in_flight_batches=True, mamba_page_pad=True)),
+     dict(in_flight_batches=True, mamba_page_pad=True, v2_runner_architectures="0.26")),
+    ("vllm-0.27", "0.27.0", "V2 model runner also for hybrids whose architecture is on the list",
+     dict(v2_runner_by_model="hybrid_if_listed", v2_runner_architectures="0.27")),
     # hybrid prefix caching by default from 0.28.0: ModelConfig.is_prefix_caching_supported answers True for
     # attn_type "hybrid" (0.28.0 vllm/config/model.py:2072; False "since the feature is still experimental" up
     # to 0.25.1), and 0.26.0-0.27.1's EngineArgs keep it opt-in (arg_utils.py:2518 in 0.26.0: "Hybrid models
@@ -305,12 +361,12 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "defaults to align (no longer all); the engine core logs the capacity on one line; >= 160 GiB batch tier "
      "in get_batch_defaults",
      dict(mamba_cache_mode_rule="reconcile_align", capacity_log="one_line", large_batch_tier=True,
-          hybrid_prefix_caching_default=True)),
+          hybrid_prefix_caching_default=True, v2_runner_architectures="0.28")),
     ("vllm-0.29", "0.29.0",
      "the null block is kept out of the admission check and auto-fit; one backing buffer per worker (LBNHC "
      "records, resolve_kv_cache_layout); Mamba2/GDN align mode reserves a prefill checkpoint block",
      dict(null_block_in_check=True, mamba_prefill_checkpoints=True, kv_buffer_layout="lbnhc",
-          default_model_runner="v2")),
+          default_model_runner="v2", v2_runner_by_model=None, v2_runner_architectures="")),
     ("vllm-0.32", "0.32.0",
      "auto-fit lines name the KV cache memory and the device (\"(4.0 GiB GPU)\"); with prefix caching the Mamba "
      "cache mode defaults to align and an explicit mode is kept",

@@ -67,6 +67,8 @@ class ModelFacts:
     # block_size.BlockSizeDecision: the attention backend, its smallest kernel block (the hybrid Mamba
     # alignment's floor) and update_block_size_for_backend's "Setting kv cache block size" line
     block_size_decision: object = None
+    # model.traits.ModelTraits: what 0.22-0.28 pick the model runner by (None: not known)
+    traits: object = None
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     pp = len(ranks) if ranks else 1
     plan.runner = runner.resolve_model_runner(
         era, o.use_v2_model_runner, o.async_scheduling, pp=pp, speculative_method=facts.speculative_method,
-        parallel_drafting=plan.parallel_drafting, logs=logs,
+        parallel_drafting=plan.parallel_drafting, logs=logs, model=facts.traits,
     )
     dcp = o.decode_context_parallel_size
     if era.kv_buffer_layout == "lbnhc":

@@ -18,8 +18,8 @@ VERSIONS: tuple[str, ...] = (
 # from it (0.11.0, 0.17.0, 0.18.0, 0.19.0, 0.20.0). Not run: 0.10.1, 0.10.1.1 and 0.10.2 (their
 # kv_cache_utils predates _get_kv_cache_groups_uniform_page_size, which the runner drives; they
 # map to vllm-0.10, checked on 0.11.0), 0.16.0 (its imports need torch._dynamo's
-# NP_SUPPORTED_MODULES, absent from the CPU torch 2.13 here; it maps to vllm-0.15, checked on
-# 0.15.1). Same layout modules as a golden release (scripts/golden/diff_layout.py): 0.10.1 =
+# NP_SUPPORTED_MODULES, absent from the CPU torch 2.13 here; it maps to vllm-0.16, vllm-0.15 as checked
+# on 0.15.1 but for ROCM_AITER_FA's kernel blocks, read in its source). Same layout modules as a golden release (scripts/golden/diff_layout.py): 0.10.1 =
 # 0.10.1.1, 0.11.1 = 0.11.2, 0.14.0 = 0.14.1, 0.15.0 = 0.15.1, 0.20.1 = 0.20.2, 0.22.0 = 0.22.1,
 # 0.25.0 = 0.25.1, 0.27.0 = 0.27.1.
 GOLDEN_RELEASES: tuple[str, ...] = (
