@@ -132,6 +132,7 @@ for _a in EAGLE3_ARCHS | EAGLE1_ARCHS:
 # built on the meta device, registers exactly the generic rule's layers for the recorded config
 # (tests/golden/architectures/0.34.0/, tests/test_architectures.py keeps this list equal to that set).
 GENERIC_ARCHS: frozenset[str] = frozenset({
+    "AfmoeForCausalLM",
     "Alpamayo2Super",
     "ApertusForCausalLM",
     "ArceeForCausalLM",
@@ -140,6 +141,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "CohereForCausalLM",
     "Cosmos3EdgeForConditionalGeneration",
     "CwmForCausalLM",
+    "DbrxForCausalLM",
     "DoryForCausalLM",
     "Ernie4_5ForCausalLM",
     "Ernie4_5_MoeForCausalLM",
@@ -156,6 +158,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "Glm4ForCausalLM",
     "Glm4MoeForCausalLM",
     "Glm4vForConditionalGeneration",
+    "Glm4vMoeForConditionalGeneration",
     "GlmAsrForConditionalGeneration",
     "GlmForCausalLM",
     "GlmOcrForConditionalGeneration",
@@ -186,6 +189,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "Mistral3ForConditionalGeneration",
     "MuseGlimmerForCausalLM",
     "MuseGlimmerForConditionalGeneration",
+    "NemotronForCausalLM",
     "OPTForCausalLM",
     "Olmo2ForCausalLM",
     "Olmo3ForCausalLM",
