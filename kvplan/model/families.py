@@ -171,6 +171,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "GraniteSpeechPlusForConditionalGeneration",
     "HrmTextForCausalLM",
     "HunYuanDenseV1ForCausalLM",
+    "HunYuanMoEV1ForCausalLM",
     "HyperCLOVAXForCausalLM",
     "Idefics3ForConditionalGeneration",
     "InternVLForConditionalGeneration",
