@@ -138,6 +138,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "ArceeForCausalLM",
     "AudioFlamingo3ForConditionalGeneration",
     "Blip2ForConditionalGeneration",
+    "BloomForCausalLM",
     "CohereForCausalLM",
     "Cosmos3EdgeForConditionalGeneration",
     "CwmForCausalLM",

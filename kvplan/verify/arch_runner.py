@@ -96,6 +96,8 @@ STUBS = [
     "device; that module only)",
     "fused_moe config's current_platform.is_cuda_alike -> True (non-gated MoE activations are refused off "
     "CUDA/XPU/ROCm; that module only)",
+    "the model module's _get_alibi_slopes runs on the CPU (BLOOM: the slopes are read back with .tolist(), "
+    "as on a GPU; that function only)",
 ]
 REGISTRY_DICTS = {
     "text": "_TEXT_GENERATION_MODELS",
@@ -464,6 +466,30 @@ def _meta_device():
         torch.tensor = orig
 
 
+@contextlib.contextmanager
+def _alibi_on_cpu(cls):
+    """The model module's ALiBi slope helper (``_get_alibi_slopes``, BLOOM) computed on the CPU: the
+    attention layer reads the slopes back as Python numbers (``.tolist()``), which a meta tensor cannot
+    give. Nothing else leaves the meta device (see STUBS)."""
+    import torch
+
+    mod = sys.modules.get(cls.__module__)
+    helper = getattr(mod, "_get_alibi_slopes", None)
+    if helper is None:
+        yield
+        return
+
+    def on_cpu(*args, **kwargs):
+        with torch.device("cpu"):
+            return helper(*args, **kwargs)
+
+    mod._get_alibi_slopes = on_cpu
+    try:
+        yield
+    finally:
+        mod._get_alibi_slopes = helper
+
+
 def _write_config(path: str, cfg: dict, read_as: dict | None) -> str:
     """``path/config.json`` for vLLM: without ``quantization_config`` (see STUBS); a model_type whose
     config class is remote code written as its base class's (``read_as``)."""
@@ -552,7 +578,7 @@ def build(item: dict, a2mt: dict) -> dict:
         cls, _ = ModelRegistry.resolve_model_cls(mc.architectures, model_config=mc)
         rec["model_class"] = f"{cls.__module__}.{cls.__name__}"
         stage = "construct (meta device)"
-        with set_current_vllm_config(vc), _meta_device():
+        with set_current_vllm_config(vc), _meta_device(), _alibi_on_cpu(cls):
             cls(vllm_config=vc, prefix="")
         wanted = None
         if spec_cfg:
