@@ -120,17 +120,24 @@ def registry_lists() -> dict:
 
 
 def _arch_to_model_type() -> dict:
-    """transformers' auto mappings inverted: architecture class name -> model_type."""
+    """transformers' auto mappings inverted: architecture class name -> model_type. A ``*ForCausalLM``
+    class named under both a composite model_type and its ``<model_type>_text`` (Llama4ForCausalLM:
+    ``llama4`` and ``llama4_text``) reads the text one: the class is the language model alone, and a
+    text-only checkpoint of it carries the text config."""
     from transformers.models.auto import modeling_auto as MA
 
-    out: dict = {}
+    named: dict = {}
     for name in dir(MA):
         m = getattr(MA, name)
         if name.endswith("_MAPPING_NAMES") and isinstance(m, dict):
             for mt, cls in m.items():
                 for c in (cls if isinstance(cls, (list, tuple)) else [cls]):
-                    if isinstance(c, str):
-                        out.setdefault(c, mt)
+                    if isinstance(c, str) and mt not in named.setdefault(c, []):
+                        named[c].append(mt)
+    out = {}
+    for c, mts in named.items():
+        text = [mt for mt in mts if mt.endswith("_text") and mt.removesuffix("_text") in mts]
+        out[c] = text[0] if c.endswith("ForCausalLM") and text else mts[0]
     return out
 
 
