@@ -100,6 +100,7 @@ ARCH_FAMILY = {
     "DiffusionGemmaForBlockDiffusion": "gemma4",
     "MiniCPMV4_6ForConditionalGeneration": "gdn",
     "MiniCPMV4_7ForConditionalGeneration": "gdn",
+    "OlmoHybridForCausalLM": "gdn",  # gated delta net + attention (layer_types), the Qwen3-Next layout
     "Glm4MoeLiteForCausalLM": "deepseek",  # GLM-4.7-Flash: DeepSeek-V3's MLA (kv_lora_rank + qk_rope_head_dim)
     "Lfm2ForCausalLM": "lfm",  # LFM2: ShortConv + attention by full_attn_idxs / layer_types, as LFM3
     "Lfm2MoeForCausalLM": "lfm",

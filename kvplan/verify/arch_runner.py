@@ -96,6 +96,8 @@ STUBS = [
     "device; that module only)",
     "fused_moe config's current_platform.is_cuda_alike -> True (non-gated MoE activations are refused off "
     "CUDA/XPU/ROCm; that module only)",
+    "triton.set_allocator -> no-op where the installed Triton lacks it (OLMo-hybrid's gated delta net "
+    "registers the device allocator its kernels use; no kernel runs)",
     "the model module's _get_alibi_slopes runs on the CPU (BLOOM: the slopes are read back with .tolist(), "
     "as on a GPU; that function only)",
 ]
@@ -422,6 +424,12 @@ def _stub_devices() -> None:
     torch.accelerator.empty_cache = lambda *a, **k: None
     # MLA layers size a workspace by the GPU's SM count: an H100/H200's 132.
     type(current_platform).num_compute_units = classmethod(lambda cls, *a, **k: 132)
+    # OLMo-hybrid's gated delta net registers Triton's device allocator (TMA descriptors of its
+    # kernels) at construction; the Triton installed here has no set_allocator.
+    from vllm.triton_utils import triton
+
+    if not hasattr(triton, "set_allocator"):
+        triton.set_allocator = lambda *a, **k: None
 
 
 _DIST = False
