@@ -120,12 +120,13 @@ NAMED_EXACT = [
     "Lfm2MoeForCausalLM",
     "KimiLinearForCausalLM",  # KDA + MLA
     "HunYuanDenseV1ForCausalLM",  # Transformers backend, genuine RoPE fields
+    "HunYuanMoEV1ForCausalLM",  # Hunyuan-A13B's first published config (remote code: read as hunyuan_v1_moe)
 ]
 # Speculative heads built beside their target (make_goldens.SPEC_CASES): kvplan's drafter layers equal vLLM's.
 NAMED_SPECULATIVE = ["Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3", "DeepSeekMTPModel", "DeepseekV32MTPModel",
                      "MiMoMTPModel", "Qwen3_5MTP", "Qwen3_5MoeMTP", "Qwen3NextMTP"]
 NAMED_REMOVED = {"BambaForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0", "Phi4FlashForCausalLM": "0.10.2"}
-NAMED_NOT_BUILT_HERE = ["HunYuanMoEV1ForCausalLM"]
+NAMED_NOT_BUILT_HERE = ["LongcatFlashForCausalLM"]  # no public config found; the class defaults lack mla_scale_q_lora
 
 
 @pytest.mark.parametrize("arch", NAMED_EXACT + NAMED_SPECULATIVE)

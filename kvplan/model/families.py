@@ -100,6 +100,7 @@ ARCH_FAMILY = {
     "DiffusionGemmaForBlockDiffusion": "gemma4",
     "MiniCPMV4_6ForConditionalGeneration": "gdn",
     "MiniCPMV4_7ForConditionalGeneration": "gdn",
+    "OlmoHybridForCausalLM": "gdn",  # gated delta net + attention (layer_types), the Qwen3-Next layout
     "Glm4MoeLiteForCausalLM": "deepseek",  # GLM-4.7-Flash: DeepSeek-V3's MLA (kv_lora_rank + qk_rope_head_dim)
     "Lfm2ForCausalLM": "lfm",  # LFM2: ShortConv + attention by full_attn_idxs / layer_types, as LFM3
     "Lfm2MoeForCausalLM": "lfm",
@@ -132,14 +133,17 @@ for _a in EAGLE3_ARCHS | EAGLE1_ARCHS:
 # built on the meta device, registers exactly the generic rule's layers for the recorded config
 # (tests/golden/architectures/0.34.0/, tests/test_architectures.py keeps this list equal to that set).
 GENERIC_ARCHS: frozenset[str] = frozenset({
+    "AfmoeForCausalLM",
     "Alpamayo2Super",
     "ApertusForCausalLM",
     "ArceeForCausalLM",
     "AudioFlamingo3ForConditionalGeneration",
     "Blip2ForConditionalGeneration",
+    "BloomForCausalLM",
     "CohereForCausalLM",
     "Cosmos3EdgeForConditionalGeneration",
     "CwmForCausalLM",
+    "DbrxForCausalLM",
     "DoryForCausalLM",
     "Ernie4_5ForCausalLM",
     "Ernie4_5_MoeForCausalLM",
@@ -156,6 +160,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "Glm4ForCausalLM",
     "Glm4MoeForCausalLM",
     "Glm4vForConditionalGeneration",
+    "Glm4vMoeForConditionalGeneration",
     "GlmAsrForConditionalGeneration",
     "GlmForCausalLM",
     "GlmOcrForConditionalGeneration",
@@ -168,6 +173,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "GraniteSpeechPlusForConditionalGeneration",
     "HrmTextForCausalLM",
     "HunYuanDenseV1ForCausalLM",
+    "HunYuanMoEV1ForCausalLM",
     "HyperCLOVAXForCausalLM",
     "Idefics3ForConditionalGeneration",
     "InternVLForConditionalGeneration",
@@ -186,6 +192,7 @@ GENERIC_ARCHS: frozenset[str] = frozenset({
     "Mistral3ForConditionalGeneration",
     "MuseGlimmerForCausalLM",
     "MuseGlimmerForConditionalGeneration",
+    "NemotronForCausalLM",
     "OPTForCausalLM",
     "Olmo2ForCausalLM",
     "Olmo3ForCausalLM",

@@ -96,6 +96,10 @@ STUBS = [
     "device; that module only)",
     "fused_moe config's current_platform.is_cuda_alike -> True (non-gated MoE activations are refused off "
     "CUDA/XPU/ROCm; that module only)",
+    "triton.set_allocator -> no-op where the installed Triton lacks it (OLMo-hybrid's gated delta net "
+    "registers the device allocator its kernels use; no kernel runs)",
+    "the model module's _get_alibi_slopes runs on the CPU (BLOOM: the slopes are read back with .tolist(), "
+    "as on a GPU; that function only)",
 ]
 REGISTRY_DICTS = {
     "text": "_TEXT_GENERATION_MODELS",
@@ -118,17 +122,24 @@ def registry_lists() -> dict:
 
 
 def _arch_to_model_type() -> dict:
-    """transformers' auto mappings inverted: architecture class name -> model_type."""
+    """transformers' auto mappings inverted: architecture class name -> model_type. A ``*ForCausalLM``
+    class named under both a composite model_type and its ``<model_type>_text`` (Llama4ForCausalLM:
+    ``llama4`` and ``llama4_text``) reads the text one: the class is the language model alone, and a
+    text-only checkpoint of it carries the text config."""
     from transformers.models.auto import modeling_auto as MA
 
-    out: dict = {}
+    named: dict = {}
     for name in dir(MA):
         m = getattr(MA, name)
         if name.endswith("_MAPPING_NAMES") and isinstance(m, dict):
             for mt, cls in m.items():
                 for c in (cls if isinstance(cls, (list, tuple)) else [cls]):
-                    if isinstance(c, str):
-                        out.setdefault(c, mt)
+                    if isinstance(c, str) and mt not in named.setdefault(c, []):
+                        named[c].append(mt)
+    out = {}
+    for c, mts in named.items():
+        text = [mt for mt in mts if mt.endswith("_text") and mt.removesuffix("_text") in mts]
+        out[c] = text[0] if c.endswith("ForCausalLM") and text else mts[0]
     return out
 
 
@@ -413,6 +424,12 @@ def _stub_devices() -> None:
     torch.accelerator.empty_cache = lambda *a, **k: None
     # MLA layers size a workspace by the GPU's SM count: an H100/H200's 132.
     type(current_platform).num_compute_units = classmethod(lambda cls, *a, **k: 132)
+    # OLMo-hybrid's gated delta net registers Triton's device allocator (TMA descriptors of its
+    # kernels) at construction; the Triton installed here has no set_allocator.
+    from vllm.triton_utils import triton
+
+    if not hasattr(triton, "set_allocator"):
+        triton.set_allocator = lambda *a, **k: None
 
 
 _DIST = False
@@ -462,6 +479,30 @@ def _meta_device():
             yield
     finally:
         torch.tensor = orig
+
+
+@contextlib.contextmanager
+def _alibi_on_cpu(cls):
+    """The model module's ALiBi slope helper (``_get_alibi_slopes``, BLOOM) computed on the CPU: the
+    attention layer reads the slopes back as Python numbers (``.tolist()``), which a meta tensor cannot
+    give. Nothing else leaves the meta device (see STUBS)."""
+    import torch
+
+    mod = sys.modules.get(cls.__module__)
+    helper = getattr(mod, "_get_alibi_slopes", None)
+    if helper is None:
+        yield
+        return
+
+    def on_cpu(*args, **kwargs):
+        with torch.device("cpu"):
+            return helper(*args, **kwargs)
+
+    mod._get_alibi_slopes = on_cpu
+    try:
+        yield
+    finally:
+        mod._get_alibi_slopes = helper
 
 
 def _write_config(path: str, cfg: dict, read_as: dict | None) -> str:
@@ -552,7 +593,7 @@ def build(item: dict, a2mt: dict) -> dict:
         cls, _ = ModelRegistry.resolve_model_cls(mc.architectures, model_config=mc)
         rec["model_class"] = f"{cls.__module__}.{cls.__name__}"
         stage = "construct (meta device)"
-        with set_current_vllm_config(vc), _meta_device():
+        with set_current_vllm_config(vc), _meta_device(), _alibi_on_cpu(cls):
             cls(vllm_config=vc, prefix="")
         wanted = None
         if spec_cfg:
