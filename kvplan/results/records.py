@@ -378,13 +378,24 @@ class SweepRow:
 
 
 @dataclass(frozen=True)
+class CriticalThreshold:
+    """Where the group size flips: the ratio max/min of the bucket counts (at exactly that value the
+    strict ``<`` fails, so the smaller size still wins)."""
+
+    threshold: float
+    ratio: str  # "max_count/min_count"
+    group_size_at_or_below: int
+    group_size_above: int
+
+
+@dataclass(frozen=True)
 class SweepBody:
     model: ModelRecord
     drafter: ModelRecord | None
     policy: PolicyRecord
     rows: tuple[SweepRow, ...]
     # where the group size flips (kvplan.engines.vllm.sweep.critical_thresholds)
-    critical_thresholds: tuple[dict, ...]
+    critical_thresholds: tuple[CriticalThreshold, ...]
 
 
 @dataclass(frozen=True)
@@ -567,3 +578,50 @@ class ExplainLogBody:
     verdict: str
     traps: tuple[dict, ...]
     simulation: SimulationSummary | None
+
+
+# ---------------------------------------------------------------- kvplan policies
+
+
+@dataclass(frozen=True)
+class DefaultPolicy:
+    policy: str  # vllm==X
+    era: str
+    installed: bool  # the installed vLLM picked it
+
+
+@dataclass(frozen=True)
+class ReleaseRow:
+    version: str
+    era: str
+    golden: bool  # golden-tested
+
+
+@dataclass(frozen=True)
+class EraRow:
+    name: str
+    first_release: str
+    releases: tuple[str, ...]
+    description: str
+    changes: dict  # the Era fields that changed at this boundary, with their new values
+    decisions: dict  # every behaviour decision of the era (kvplan.engines.vllm.releases.DECISION_FIELDS)
+
+
+@dataclass(frozen=True)
+class ProposalRow:
+    name: str
+    description: str
+    grouping: str  # the group-size rule (kvplan.engines.vllm.proposals)
+
+
+@dataclass(frozen=True)
+class PoliciesBody:
+    """``kvplan policies``: releases, eras (with what changed at each boundary), legacy names, proposals."""
+
+    default: DefaultPolicy
+    installed_vllm: str | None
+    newest_checked: str
+    releases: tuple[ReleaseRow, ...]
+    eras: tuple[EraRow, ...]
+    aliases: dict[str, str]
+    proposals: tuple[ProposalRow, ...]
