@@ -73,3 +73,12 @@ def test_card_batch_defaults_are_read_at_the_edge():
     assert Scenario(model=LLAMA, gpu="B200-180GB").deployment.scheduler.card_batch_defaults == (16384, 1024)
     assert Scenario(model=LLAMA, gpu="H100-80GB").deployment.scheduler.card_batch_defaults == (8192, 1024)
     assert Scenario(model=LLAMA, gpu="L4-24GB").deployment.scheduler.card_batch_defaults == (2048, 256)
+
+
+def test_the_model_map_is_read_at_the_edge():
+    s = Scenario(model="org/private", drafter="org/draft", model_map={"org/private": LLAMA})
+    src = s.deployment.source
+    assert (src.model, src.model_read, src.drafter_read) == ("org/private", LLAMA, "org/draft")
+    from kvplan.usecases.deployment import ModelInput
+
+    assert ModelInput(model=LLAMA).model_read == LLAMA  # no map: read as given

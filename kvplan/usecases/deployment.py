@@ -15,7 +15,8 @@ from kvplan.engines.vllm.eras import Era
 
 @dataclass(frozen=True)
 class ModelInput:
-    """Which checkpoints to read, and how (the model layer's input)."""
+    """Which checkpoints to read, and how (the model layer's input); ``model_read`` and
+    ``drafter_read``: the names read after ``--model-map`` (resolved at the edge)."""
 
     model: str
     drafter: str | None = None
@@ -23,6 +24,15 @@ class ModelInput:
     download: bool = False
     hf_overrides: dict | None = None
     model_map: dict[str, str] | None = None
+    model_read: str | None = None
+    drafter_read: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.model_read is None:  # built without the edge: no map, the names are read as given
+            if self.model_map:
+                raise ValueError("ModelInput with a model_map: make it with deployment_of (the map is read there)")
+            object.__setattr__(self, "model_read", self.model)
+            object.__setattr__(self, "drafter_read", self.drafter)
 
 
 @dataclass(frozen=True)
@@ -135,7 +145,7 @@ class PolicyInput:
 
 PARTS = (ModelInput, ServingInput, SchedulerInput, BudgetInput, VerifyInput, PolicyInput)
 # fields a part holds that are resolved at the edge, not options of the table
-DERIVED_FIELDS = frozenset({"card_batch_defaults"})
+DERIVED_FIELDS = frozenset({"card_batch_defaults", "model_read", "drafter_read"})
 
 
 @dataclass(frozen=True)
@@ -161,7 +171,8 @@ def deployment_of(values) -> Deployment:
     """The typed deployment of a ``Scenario`` (its values already parsed by the option table):
     the policy resolved to its era and the card's batch defaults read, once."""
     from kvplan.budget.hardware import vllm_batch_defaults
-    from kvplan.engines.vllm import get_era
+    from kvplan.options import mapped_model
+    from kvplan.engines.vllm.releases import get_era
 
     policy_era = get_era(values.policy)
     era = policy_era if values.threshold is None else policy_era.with_threshold(values.threshold)
@@ -169,6 +180,8 @@ def deployment_of(values) -> Deployment:
     if values.max_num_batched_tokens is None or values.max_num_seqs is None:
         defaults = vllm_batch_defaults(values.gpu, values.gpu_memory, large_tier=era.large_batch_tier)
     return Deployment(
-        source=_part(ModelInput, values), serving=_part(ServingInput, values),
+        source=_part(ModelInput, values, model_read=mapped_model(values.model, values.model_map),
+                     drafter_read=mapped_model(values.drafter, values.model_map)),
+        serving=_part(ServingInput, values),
         scheduler=_part(SchedulerInput, values, card_batch_defaults=defaults), budget=_part(BudgetInput, values),
         verify=_part(VerifyInput, values), policy=_part(PolicyInput, values), policy_era=policy_era, era=era)

@@ -127,7 +127,7 @@ def serving_options(s: ServingInput, era: Era, gpu: str | None):
     """The model layer's serving options: the serving input with the era's rules bound to it."""
     from kvplan.engines.vllm import environment
     from kvplan.engines.vllm.block_size import BlockSizeRule, device_of
-    from kvplan.model import ServingOptions
+    from kvplan.model.options import ServingOptions
 
     return ServingOptions(
         block_size=s.block_size, attention_backend=s.attention_backend, kv_cache_dtype=s.kv_cache_dtype,
@@ -143,7 +143,7 @@ def serving_options(s: ServingInput, era: Era, gpu: str | None):
 
 
 def model_facts(layout, era, *, disable_sliding_window: bool = False):
-    from kvplan.engines.vllm import ModelFacts
+    from kvplan.engines.vllm.plan import ModelFacts
     from kvplan.model.limits import derive_max_model_len, derived_max_len, text_config
 
     config = layout.target.config
@@ -211,7 +211,7 @@ def engine_run(layout, era, *, disable_sliding_window: bool = False):
     in the engine layer: no call back up into this module."""
     from functools import partial
 
-    from kvplan.engines.vllm import simulate
+    from kvplan.engines.vllm.plan import simulate
 
     facts = model_facts(layout, era, disable_sliding_window=disable_sliding_window)
     return partial(simulate, layout.layers, layout.ranks, facts, era)
@@ -243,7 +243,8 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
                      max_model_len: int | None, budget: dict | None = None, config_len: int | None = None):
     """The engine's options with a resolved budget and length (-1 = auto-fit); ``config_len``: the
     length vLLM's config holds (``config_max_model_len``), for the batch defaults."""
-    from kvplan.engines.vllm import SimulateOptions, environment
+    from kvplan.engines.vllm import environment
+    from kvplan.engines.vllm.plan import SimulateOptions
 
     s, env = scheduler, serving.env
     batched, seqs = s.batch_sizes(config_len)
@@ -329,12 +330,10 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | 
     from dataclasses import replace
 
     from kvplan.engines.vllm import environment
-    from kvplan.model import build_model_layout
-
-    from kvplan.options import mapped_model
+    from kvplan.model.layout import build_model_layout
 
     s = source
-    model, drafter = mapped_model(s.model, s.model_map), mapped_model(s.drafter, s.model_map)
+    model, drafter = s.model_read, s.drafter_read
     layout = build_model_layout(model, drafter, serving_options(serving, era, gpu), revision=s.revision,
                                 download=s.download, hf_overrides=s.hf_overrides)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
