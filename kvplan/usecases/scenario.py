@@ -400,7 +400,7 @@ def kv_bytes_at(budget: dict, utilization: float) -> int:
 def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None:
     """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
     deployment starts, verified by simulating it; None when even 1.0 does not."""
-    from kvplan.engines.vllm.fixes import fix_entry, least_that_starts
+    from kvplan.engines.vllm.fixes import fix_entry
 
     if plan.failure is None or plan.failure.stage not in ("admission", "autofit"):
         return None
@@ -414,8 +414,20 @@ def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None
     current = round((s.gpu_memory_utilization or budget.get("gpu_memory_utilization") or 0.9) * 100)
     if current >= 100 or starts(100) is None:
         return None
-    k = least_that_starts(lambda k: k, current, 100, starts)
+    k = _least_that_starts(current, 100, starts)
     return fix_entry("gpu_memory_utilization", k / 100, f"--gpu-memory-utilization {k / 100:.2f}", starts(k))
+
+
+def _least_that_starts(failing: int, starting: int, starts) -> int:
+    """The least value in (failing, starting] at which ``starts`` gives a plan (``starting`` is known
+    to start): ``fixes.least_that_starts``'s search, run here so the engine layer never calls back
+    into this module."""
+    from kvplan.units import Bisection
+
+    search = Bisection(failing, starting - 1)
+    for k in search:
+        search.answer(starts(k) is None)
+    return search.largest + 1
 
 
 NO_BUDGET_REFUSAL = ("no KV-cache budget given (--gpu or --kv-cache-memory): only vLLM's configuration checks "
@@ -493,8 +505,6 @@ def load_fixes(s: Scenario, layout, plan, failed: dict | None = None) -> list[di
         first((replace(s, max_num_batched_tokens=n), "max_num_batched_tokens", n, f"--max-num-batched-tokens {n}")
               for n in (t >> k for k in range(1, 8)) if n >= 256)
     elif stage == LOAD:  # vLLM keeps that many GiB of weights in CPU memory (UVA), per GPU
-        from kvplan.engines.vllm.fixes import least_that_starts
-
         def offload(k: int) -> Scenario:
             return replace(s, cpu_offload_gb=float(k))
 
@@ -504,7 +514,7 @@ def load_fixes(s: Scenario, layout, plan, failed: dict | None = None) -> list[di
         lo = int((s.cpu_offload_gb or 0) + (failed["needed_bytes"] - failed["free_bytes"]) // (1 << 30))
         hi = int(failed["needed_bytes"] // (1 << 30))  # nearly every weight offloaded
         if hi > lo and starts(offload(hi)) is not None:
-            k = least_that_starts(offload, lo, hi, starts)
+            k = _least_that_starts(lo, hi, lambda k: starts(offload(k)))
             fixes.append(fix_entry("cpu_offload_gb", k, f"--cpu-offload-gb {k}", starts(offload(k))))
     return fixes
 
