@@ -96,7 +96,6 @@ DETAIL: dict[tuple[type, str], dict] = {
                                      "effect": {"enum": ["applied", "no effect", "estimate"]},
                                      "applied_as": nullable(STR), "note": nullable(STR), "from": STR})),
     (ExplainLogBody, "release"): OBJ,
-    (ExplainLogBody, "facts"): arr(obj({"kind": STR, "line": INT, "text": STR})),
     (ExplainLogBody, "figures"): arr(obj({"figure": STR, "kind": STR, "key": nullable(STR), "line": nullable(INT),
                                           "logged": {}, "kvplan": {}, "kvplan_range": nullable(ARR),
                                           "meaning": nullable(STR), "agrees": nullable(BOOL), "verdict": STR})),

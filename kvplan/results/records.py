@@ -565,13 +565,24 @@ class SimulationSummary:
 
 
 @dataclass(frozen=True)
+class FactRow:
+    """One fact read from a log line: its kind, the line, the values read (spread in place; their
+    keys depend on the kind, kvplan.logs.facts) and the line's text."""
+
+    kind: str
+    line: int
+    values: dict = field(metadata=FLATTEN)
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class ExplainLogBody:
     """``kvplan explain-log``: a start-up log read, rebuilt, re-simulated and set beside kvplan's figures."""
 
     log: LogSummary
     release: object  # kvplan.logs.release.ReleaseGuess
     recovered: dict
-    facts: tuple[dict, ...]  # kind, line, the values read, text
+    facts: tuple[FactRow, ...]
     missing: tuple[str, ...]
     rebuild: Rebuild
     figures: tuple[dict, ...]  # kvplan.logs.compare.figures
