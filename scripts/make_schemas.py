@@ -99,7 +99,6 @@ DETAIL: dict[tuple[type, str], dict] = {
     (ExplainLogBody, "figures"): arr(obj({"figure": STR, "kind": STR, "key": nullable(STR), "line": nullable(INT),
                                           "logged": {}, "kvplan": {}, "kvplan_range": nullable(ARR),
                                           "meaning": nullable(STR), "agrees": nullable(BOOL), "verdict": STR})),
-    (ExplainLogBody, "traps"): arr(obj({"trap": STR, "detail": STR})),
     # kvplan.usecases.explain_log.rebuild.Deployment, spread into ``rebuild``
     (Rebuild, "deployment"): obj({"model": nullable(STR), "policy": nullable(STR), "options": OBJ,
                                   "budget": nullable(obj({"kv_cache_memory_bytes": INT, "low_bytes": INT,

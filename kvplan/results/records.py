@@ -575,6 +575,91 @@ class FactRow:
     text: str = ""
 
 
+# ---- explain-log's traps (kvplan.usecases.explain_log.traps), each with its numbers and ``detail`` last
+
+
+@dataclass(frozen=True)
+class HmaCost:
+    """The same memory with the hybrid KV cache manager off and on (kvplan's simulations)."""
+
+    max_concurrency_off: float
+    max_concurrency_on: float
+    num_blocks_off: int
+    num_blocks_on: int
+    kv_tokens_off: int
+    kv_tokens_on: int
+
+
+@dataclass(frozen=True)
+class HmaOffTrap:
+    trap: Literal["hybrid_manager_off"]
+    reasons: tuple[str, ...]
+    cost: HmaCost | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class PaddingTrap:
+    trap: Literal["padding_waste"]
+    padding_waste_bytes: int
+    padding_waste_pct_of_pool: float
+    num_padding_layers: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class SlidingTrap:
+    trap: Literal["sliding_window_reservation"]
+    max_concurrency: float
+    logged_max_concurrency: float | None
+    steady_state_concurrency: float
+    prefill_reserve_blocks: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class AutofitTrap:
+    trap: Literal["autofit_reduced"]
+    original_max_model_len: int
+    max_model_len: int
+    line: int | None  # the log's auto-fit line (None: kvplan's own auto-fit)
+    detail: str
+
+
+@dataclass(frozen=True)
+class RoundingTrap:
+    trap: Literal["rounding_unused"]
+    unused_bytes: int
+    available_bytes: int
+    rank: int
+    bytes_per_block: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class StageUnusedTrap:
+    trap: Literal["stage_unused"]
+    unused_bytes: int
+    available_bytes: int
+    rank: int
+    own_num_blocks: int
+    num_blocks: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class StartupFailureTrap:
+    trap: Literal["startup_failure"]
+    stage: str | None
+    error_type: str | None
+    error: str
+    fix: dict | None  # simulate's first verified fix
+    detail: str
+
+
+Trap = HmaOffTrap | PaddingTrap | SlidingTrap | AutofitTrap | RoundingTrap | StageUnusedTrap | StartupFailureTrap
+
+
 @dataclass(frozen=True)
 class ExplainLogBody:
     """``kvplan explain-log``: a start-up log read, rebuilt, re-simulated and set beside kvplan's figures."""
@@ -587,7 +672,7 @@ class ExplainLogBody:
     rebuild: Rebuild
     figures: tuple[dict, ...]  # kvplan.logs.compare.figures
     verdict: str
-    traps: tuple[dict, ...]
+    traps: tuple[Trap, ...]
     simulation: SimulationSummary | None
 
 
