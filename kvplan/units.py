@@ -56,16 +56,40 @@ def cdiv(a: int, b: int) -> int:
     return -(a // -b)
 
 
-def largest_true(pred, lo: int, hi: int) -> int:
-    """Largest x in [lo, hi] with ``pred(x)``, for a predicate that is true up to some point
-    and false after it; ``pred(lo)`` is assumed true (binary search, ~log2(hi - lo) calls)."""
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if pred(mid):
-            lo = mid
+class Bisection:
+    """The largest x in [lo, hi] where a predicate holds (true up to some point, false after it;
+    assumed true at ``lo``), by binary search (~log2(hi - lo) points), driven by its caller so that
+    the predicate runs where it is written (a core function calling a predicate of a layer above
+    would be a call back up)::
+
+        search = Bisection(lo, hi)
+        for x in search:
+            search.answer(pred(x))
+        search.largest  # the largest x in [lo, hi] with pred(x)
+    """
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi, self._mid = lo, hi, lo
+
+    def __iter__(self) -> "Bisection":
+        return self
+
+    def __next__(self) -> int:
+        if self.lo >= self.hi:
+            raise StopIteration
+        self._mid = (self.lo + self.hi + 1) // 2
+        return self._mid
+
+    def answer(self, holds: bool) -> None:
+        """Whether the predicate holds at the point last given."""
+        if holds:
+            self.lo = self._mid
         else:
-            hi = mid - 1
-    return lo
+            self.hi = self._mid - 1
+
+    @property
+    def largest(self) -> int:
+        return self.lo
 
 
 def dtype_size_bytes(dtype: str) -> int:

@@ -17,9 +17,8 @@ Every field of a record is a property, typed by its annotation and required (a f
     Any / object            anything (an object another layer makes: see DETAIL)
 
 A field whose type is data another layer assembles (``dict``, ``object``: fixes, the cross-check,
-the budget, the engine rows) gets its published shape from ``DETAIL`` (the keys it always has),
-and the one body that is not a record yet (``policies``, kvplan.engines.vllm.releases.policies)
-from ``BODIES``. Bodies may grow keys (additionalProperties), the envelope and the outcome may not.
+the budget, the engine rows) gets its published shape from ``DETAIL`` (the keys it always has);
+every command's body is a record (``BODIES``). Bodies may grow keys (additionalProperties), the envelope and the outcome may not.
 tests/test_api.py checks that the files are what this script writes, that every command's output
 validates against them, and that they keep the published contract (tests/data/schema_published/).
 
@@ -43,8 +42,8 @@ from kvplan.results import Outcome  # noqa: E402
 from kvplan.results.check import CheckBody, DeploymentRow  # noqa: E402
 from kvplan.results.envelope import Envelope  # noqa: E402
 from kvplan.results.records import (  # noqa: E402
-    CompareBody, ExplainLogBody, FitBody, GpusBody, InspectBody, ModelsBody, PlanBody, Rebuild, ServeBody,
-    ServeRecord, SimulateBody, SweepBody,
+    CompareBody, ExplainLogBody, FitBody, GpusBody, InspectBody, ModelsBody, PlanBody, PoliciesBody, Rebuild,
+    ServeBody, ServeRecord, SimulateBody, SweepBody,
 )
 
 OUT = ROOT / "docs" / "schema"
@@ -97,11 +96,9 @@ DETAIL: dict[tuple[type, str], dict] = {
                                      "effect": {"enum": ["applied", "no effect", "estimate"]},
                                      "applied_as": nullable(STR), "note": nullable(STR), "from": STR})),
     (ExplainLogBody, "release"): OBJ,
-    (ExplainLogBody, "facts"): arr(obj({"kind": STR, "line": INT, "text": STR})),
     (ExplainLogBody, "figures"): arr(obj({"figure": STR, "kind": STR, "key": nullable(STR), "line": nullable(INT),
                                           "logged": {}, "kvplan": {}, "kvplan_range": nullable(ARR),
                                           "meaning": nullable(STR), "agrees": nullable(BOOL), "verdict": STR})),
-    (ExplainLogBody, "traps"): arr(obj({"trap": STR, "detail": STR})),
     # kvplan.usecases.explain_log.rebuild.Deployment, spread into ``rebuild``
     (Rebuild, "deployment"): obj({"model": nullable(STR), "policy": nullable(STR), "options": OBJ,
                                   "budget": nullable(obj({"kv_cache_memory_bytes": INT, "low_bytes": INT,
@@ -179,16 +176,8 @@ def record(cls) -> dict:
             "additionalProperties": not getattr(cls, "SCHEMA_CLOSED", False)}
 
 
-POLICIES = {
-    "default": obj({"policy": STR, "era": STR, "installed": BOOL}), "installed_vllm": nullable(STR),
-    "newest_checked": STR, "releases": arr(obj({"version": STR, "era": STR, "golden": BOOL})),
-    "eras": arr(obj({"name": STR, "first_release": STR, "releases": arr(STR), "description": STR,
-                     "changes": OBJ, "decisions": OBJ})),
-    "aliases": OBJ, "proposals": arr(obj({"name": STR, "description": STR})),
-}
-
-# each command's body: its record, or (policies) the keys it always has
-BODIES: dict[str, type | dict] = {
+# each command's body: its record
+BODIES: dict[str, type] = {
     "inspect": InspectBody,
     "simulate": SimulateBody,
     "vllm": ServeBody,
@@ -198,7 +187,7 @@ BODIES: dict[str, type | dict] = {
     "gpus": GpusBody,
     "check": CheckBody,
     "models": ModelsBody,
-    "policies": POLICIES,
+    "policies": PoliciesBody,
     "explain-log": ExplainLogBody,
 }
 
@@ -208,10 +197,7 @@ def envelope(command: str, body) -> dict:
     head = {k: v for k, v in props.items() if k != "warnings"}
     head["schema_version"] = {"const": Envelope.__dataclass_fields__["schema_version"].default}
     head["command"] = {"const": command}
-    if isinstance(body, dict):
-        body_props, body_required = body, list(body)
-    else:
-        body_props, body_required = _fields(body)
+    body_props, body_required = _fields(body)
     head_required = [k for k in required if k != "warnings"]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

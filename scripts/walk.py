@@ -13,7 +13,13 @@ Runs ``kvplan ARGS`` in this interpreter (default: ``simulate openai/gpt-oss-20b
   lambda or a method of an object made above it. Imports never climb (the layering test); calls
   can, and each one sends the reader back up the tree;
 - ``re_entries``: steps into a file already entered through another step (Σ over files of the
-  distinct caller files − 1): the places a reader arrives at again from somewhere else.
+  distinct caller files − 1): the places a reader arrives at again from somewhere else;
+- ``re_entries_outside_core``: the same, with the shared core modules (``SHARED``: ``kvplan.specs``,
+  ``kvplan.units``, ``kvplan.errors``) left out as callees. Every layer uses those: the spec
+  classes, the unit helpers and the error types are vocabulary, read like a glossary, not a place
+  the walk goes back to; a file re-entered from several layers *outside* them (the budget layer
+  calling the model layer after the use case did) is a real bounce a reader feels. Both figures
+  are printed; the second is the one to reduce.
 
 Fewer of each is a shorter walk. Calls within one file are not steps. The figures depend on the
 deployment (a budget from --gpu walks through budget/, a failing one through fixes), so compare
@@ -37,6 +43,8 @@ sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
 
 DEFAULT = ["simulate", "openai/gpt-oss-20b", "--gpu", "H100-80GB", "--format", "json"]
 PKG = ROOT / "kvplan"
+# core modules every layer uses as vocabulary: calls into them are not counted by re_entries_outside_core
+SHARED = frozenset({"kvplan.specs", "kvplan.units", "kvplan.errors"})
 
 
 def _layering():
@@ -121,6 +129,7 @@ def measure(calls: list[tuple[str, str]]) -> dict:
         "steps": len(steps),
         "climbs": len(climbs),
         "re_entries": sum(len(v) - 1 for v in callers.values()),
+        "re_entries_outside_core": sum(len(v) - 1 for b, v in callers.items() if b not in SHARED),
         "calls": len(calls),
         "_steps": steps,
         "_climbs": climbs,
@@ -134,7 +143,14 @@ def main(argv: list[str]) -> int:
     m = measure(trace(rest))
     print(f"kvplan {' '.join(rest)}")
     print(f"files {m['files']}  steps {m['steps']}  climbs {m['climbs']}  re_entries {m['re_entries']}  "
-          f"(cross-file calls {m['calls']})")
+          f"re_entries_outside_core {m['re_entries_outside_core']}  (cross-file calls {m['calls']})")
+    if show:
+        callers: dict[str, list[str]] = {}
+        for a, b in m["_steps"]:
+            callers.setdefault(b, []).append(a)
+        for b, v in sorted(callers.items()):
+            if len(v) > 1:
+                print(f"  re-entered{' (shared core)' if b in SHARED else ''}: {b} from {', '.join(v)}")
     if show:
         layer = m["_layer"]
         for a, b in m["_steps"]:

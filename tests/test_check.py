@@ -461,7 +461,7 @@ def test_same_layout_as_same():
     assert o.message == "same layout under vllm-1.5 (threshold 1.5) and vllm-latest (group size 16, 2 groups)"
     # the reference runs on the deployment's layout, under the named policy with its own threshold
     assert run.calls[1][1:3] == ("vllm-latest", None) and run.calls[1][3] is not None
-    assert o.measured["differences"] == [] and o.measured["group_size"] == 16
+    assert o.measured.differences == () and o.measured.group_size == 16
 
 
 def test_same_layout_as_catches_a_grouping_change():
@@ -478,11 +478,11 @@ def test_same_layout_as_compares_the_layers_of_each_group():
     moved = fake_plan(groups=(("a", "c"), ("b", "d")))
     run = fake_runner({"vllm-1.5": fake_plan(), "vllm-min": moved})
     [o] = run_deployment(deployment(("same_layout_as", "vllm-min")), run).outcomes
-    assert not o.passed and o.measured["differences"] == ["layers of groups 0, 1 differ"]
+    assert not o.passed and o.measured.differences == ("layers of groups 0, 1 differ",)
     pct = fake_plan(padding_waste_pct=25.0)
     run = fake_runner({"vllm-1.5": fake_plan(), "vllm-min": pct})
     [o] = run_deployment(deployment(("same_layout_as", "vllm-min")), run).outcomes
-    assert o.measured["differences"] == ["padding 33.33% vs 25.00%"]
+    assert o.measured.differences == ("padding 33.33% vs 25.00%",)
 
 
 def test_same_layout_as_reference_that_cannot_run_fails_the_expectation():

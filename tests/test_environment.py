@@ -87,9 +87,10 @@ def test_flags_as_each_release_reads_them():
 def test_v2_runner_variable_sets_the_runner_when_the_flag_is_absent():
     e33 = "vllm==0.33.0"
     s = Scenario(model=LLAMA, policy=e33, env={"VLLM_USE_V2_MODEL_RUNNER": "0"})
-    assert simulate_options(s, 1 << 30, None).use_v2_model_runner is False
-    s = Scenario(model=LLAMA, policy=e33, env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, model_runner="v2")
-    assert simulate_options(s, 1 << 30, None).use_v2_model_runner is True  # the flag wins
+    d = Scenario(model=LLAMA, policy=e33, env={"VLLM_USE_V2_MODEL_RUNNER": "0"}).deployment
+    assert simulate_options(d.scheduler, d.serving, d.era, 1 << 30, None).use_v2_model_runner is False
+    d = Scenario(model=LLAMA, policy=e33, env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, model_runner="v2").deployment
+    assert simulate_options(d.scheduler, d.serving, d.era, 1 << 30, None).use_v2_model_runner is True  # the flag wins
 
 
 def test_pp_layer_partition_parse_like_get_pp_indices():

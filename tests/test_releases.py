@@ -120,7 +120,9 @@ def test_policies_command_json_is_the_library_dict():
     out = CliRunner().invoke(ensure_registered(), ["policies", "--format", "json"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.stdout)
-    lib = R.policies()
+    from kvplan.results import to_data
+
+    lib = to_data(R.policies())
     assert {k: d[k] for k in lib} == lib
     assert d["command"] == "policies" and len(d["releases"]) == 39
     assert [e["name"] for e in d["eras"]] == [n for n, *_ in CHAIN]

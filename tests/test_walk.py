@@ -1,7 +1,8 @@
 """The walk (scripts/walk.py, issue 21): a deployment from ``run_scenario`` to the rendered result
 runs downhill, with at most 3 calls back up the declared layers (tests/test_layering.py::LAYERS).
-Calls up are callbacks a lower module runs for a higher one; what is left are a generic search's
-predicates (``units.largest_true``) and the model layer's block-size rule."""
+Calls up are callbacks a lower module runs for a higher one; what is left is the model layer's
+block-size rule. The searches of the engines and the use cases drive ``units.Bisection`` themselves,
+so no core search and no engine search calls a predicate of a layer above."""
 
 from __future__ import annotations
 
@@ -26,10 +27,15 @@ def _walk():
     # a deployment that fails and searches for its fixes
     ["simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100-80GB", "--tensor-parallel-size", "2",
      "--format", "json"],
-], ids=["default", "compare", "fixes"])
+    # a deployment whose fix is a larger --gpu-memory-utilization, searched by the use case
+    ["simulate", "google/gemma-3-27b-it", "--gpu", "H100-80GB", "--gpu-memory-utilization", "0.5", "--format", "json"],
+], ids=["default", "compare", "fixes", "utilization-fix"])
 def test_the_walk_runs_downhill(argv):
     walk = _walk()
     m = walk.measure(walk.trace(argv or walk.DEFAULT))
     assert m["climbs"] <= 3, m["_climbs"]
     # the serializer and the result records never call into the engines or the model
     assert not [(a, b) for a, b in m["_climbs"] if a.startswith("kvplan.results")]
+    # searches pass no predicate down: the core never calls up, nothing calls back into the use cases
+    assert not [(a, b) for a, b in m["_climbs"] if a == "kvplan.units" or b.startswith("kvplan.usecases")]
+    assert m["re_entries_outside_core"] <= m["re_entries"]

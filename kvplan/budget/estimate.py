@@ -56,7 +56,6 @@ from kvplan.budget.inventory import analytic_inventory
 from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.budget.weights import CHECKPOINT_METADATA, layout_weight_memory, mxfp4_padding_for
 from kvplan.errors import OptionError
-from kvplan.model.layout import get_pp_indices
 from kvplan.model.limits import text_config
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 
@@ -298,8 +297,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
 
     cfg = text_config(layout.target.config)
     dbytes = dtype_size_bytes(layout.target.dtype)
-    n_layers = layout.target.num_hidden_layers
-    bounds = [get_pp_indices(n_layers, r, pp, getattr(layout, "pp_partition", None)) for r in range(pp)]
+    bounds = layout.pp_bounds  # vLLM's get_pp_indices, applied by the model stage
 
     weights = None
     inv = None

@@ -43,7 +43,7 @@ from kvplan.engines.layer_costs import LayerCost
 from kvplan.engines.llamacpp import llamacpp_model
 from kvplan.engines.sglang import SglangResult
 from kvplan.engines.trtllm import MAX_UTILIZATION, TrtllmResult, mamba_state_bytes, window_bytes_per_token
-from kvplan.units import largest_true, plural
+from kvplan.units import Bisection, plural
 
 RATIO_STEP = Fraction(1, 1000)
 SHARE_STEPS = (Fraction(1, 100), Fraction(1, 1000), Fraction(1, 10000))
@@ -217,7 +217,12 @@ def trtllm_mamba_settings(costs: tuple[LayerCost, ...], inputs: CompareInputs) -
         return math.floor(trtllm_result(costs, replace(fixed, trtllm_max_batch_size=s)).max_concurrency)
 
     hi = max(1, inputs.kv_cache_memory_bytes // mamba_state_bytes(costs))
-    best = largest_true(lambda s: served(s) >= s, 1, hi) if served(1) >= 1 else 1
+    best = 1
+    if served(1) >= 1:
+        search = Bisection(1, hi)
+        for s in search:
+            search.answer(served(s) >= s)
+        best = search.largest
     return {"trtllm_enable_block_reuse": False, "trtllm_max_batch_size": best}
 
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.stages import EngineStages, Figure
 from kvplan.errors import OptionError
-from kvplan.units import cdiv, largest_true, plural
+from kvplan.units import Bisection, cdiv, plural
 
 LLAMACPP_BUILD = "0c1e57098"  # ggml-org/llama.cpp commit vendored by llama-cpp-python 0.3.36
 SWA_PAD_CELLS = 256
@@ -280,10 +280,16 @@ def llamacpp_model(
         step = N_CTX_PAD_CELLS * (1 if kv_unified else n_seq)
         per_cell = m.base_bytes_per_cell + (m.swa_bytes_per_cell if swa_full else 0)
         hi = budget_bytes // (per_cell * step) + 1
-        max_n_ctx = largest_true(lambda k: m.caches(k * step, n_seq).total_bytes <= budget_bytes, 0, hi) * step
+        search = Bisection(0, hi)
+        for k in search:
+            search.answer(m.caches(k * step, n_seq).total_bytes <= budget_bytes)
+        max_n_ctx = search.largest * step
     per_seq = L * m.base_bytes_per_cell + min(L, m.n_swa) * m.swa_bytes_per_cell + m.state_bytes
     hi = budget_bytes // per_seq + 1 if per_seq else 1 << 20
-    max_n_seq = largest_true(lambda n: m.caches(L * n, n).total_bytes <= budget_bytes, 0, hi)
+    search = Bisection(0, hi)
+    for n in search:
+        search.answer(m.caches(L * n, n).total_bytes <= budget_bytes)
+    max_n_seq = search.largest
     notes = []
     asked = L * n_seq if n_ctx is None else n_ctx
     if caches.n_ctx != asked:

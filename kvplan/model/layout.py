@@ -74,6 +74,9 @@ class ModelLayout:
     tp_checks: tuple[tuple[str, str, int, str], ...] = ()
     # the engine's block-size decision (ServingOptions.block_size_rule's answer: backend, log lines)
     block_size_decision: object = None
+    # each pipeline stage's target decoder layers [start, end) (vLLM's get_pp_indices with pp_partition),
+    # read by the budget stage without calling back into this module
+    pp_bounds: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -462,14 +465,13 @@ def build_model_layout(
             notes.append(f"VLLM_PP_LAYER_PARTITION={options.pp_layer_partition}: layers per stage "
                          + ", ".join(map(str, partition)))
     ranks = []
-    for r in range(pp):
-        start, end = get_pp_indices(n, r, pp, partition)
+    bounds = [get_pp_indices(n, r, pp, partition) for r in range(pp)]
+    for r, (start, end) in enumerate(bounds):
         stage = [b.name for b, src in built if src == "target" and start <= b.layer_index < end]
         if r == pp - 1:
             stage += [b.name for b, src in built if src == "drafter"]
         ranks.append(tuple(stage))
     if pp > 1:
-        bounds = [get_pp_indices(n, r, pp, partition) for r in range(pp)]
         notes.append("PP partition (vLLM get_pp_indices): " + ", ".join(f"stage {r}: layers {s}-{e - 1}"
                                                                          for r, (s, e) in enumerate(bounds)))
 
@@ -496,6 +498,7 @@ def build_model_layout(
         notes=tuple(notes),
         pp_partition=partition,
         pp_partition_error=partition_error,
+        pp_bounds=tuple(bounds),
         num_speculative_tokens_missing=num_spec_missing,
         tp_checks=tuple(dict.fromkeys([("target", *c) for c in ctx.tp_checks]
                                       + [("drafter", *c) for c in (dctx.tp_checks if dctx else [])])),

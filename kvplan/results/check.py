@@ -21,6 +21,50 @@ class ExpectationRow:
 
 
 @dataclass(frozen=True)
+class PlanNumbers:
+    """The numbers ``check`` reports for one plan (raw values; rounding only to hide float noise),
+    and simulate's first verified fix."""
+
+    starts: bool
+    stage: str | None
+    error_type: str | None
+    error: str | None
+    group_size: int
+    num_groups: int
+    num_padding_layers: int
+    padding_waste_pct: float
+    num_blocks: int
+    max_concurrency: float
+    steady_state_concurrency: float
+    kv_tokens: int
+    max_model_len: int
+    fix: str | None
+
+
+@dataclass(frozen=True)
+class LayoutSignature:
+    """What ``same_layout_as`` compares: group size, each group's layers in order, and padding."""
+
+    group_size: int
+    num_groups: int
+    groups: tuple[tuple[str, ...], ...]
+    num_padding_layers: int
+    padding_waste_pct: float
+
+
+@dataclass(frozen=True)
+class SameLayoutMeasured:
+    """``same_layout_as``'s measured value: the reference policy's layout and what differs."""
+
+    policy: str
+    group_size: int
+    num_groups: int
+    num_padding_layers: int
+    padding_waste_pct: float
+    differences: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class DeploymentRow:
     name: str
     file: str
@@ -34,7 +78,7 @@ class DeploymentRow:
     failed_expectations: tuple[str, ...]
     outcome: Outcome
     expectations: tuple[ExpectationRow, ...]
-    plan: dict | None  # the key numbers (kvplan.usecases.check.evaluate.plan_numbers)
+    plan: PlanNumbers | None  # the key numbers (kvplan.usecases.check.evaluate.plan_numbers)
     cross_check: dict | None  # `cross_check: true`: the comparison with a real vLLM
     seconds: float
 

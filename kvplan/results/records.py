@@ -378,13 +378,24 @@ class SweepRow:
 
 
 @dataclass(frozen=True)
+class CriticalThreshold:
+    """Where the group size flips: the ratio max/min of the bucket counts (at exactly that value the
+    strict ``<`` fails, so the smaller size still wins)."""
+
+    threshold: float
+    ratio: str  # "max_count/min_count"
+    group_size_at_or_below: int
+    group_size_above: int
+
+
+@dataclass(frozen=True)
 class SweepBody:
     model: ModelRecord
     drafter: ModelRecord | None
     policy: PolicyRecord
     rows: tuple[SweepRow, ...]
     # where the group size flips (kvplan.engines.vllm.sweep.critical_thresholds)
-    critical_thresholds: tuple[dict, ...]
+    critical_thresholds: tuple[CriticalThreshold, ...]
 
 
 @dataclass(frozen=True)
@@ -554,16 +565,159 @@ class SimulationSummary:
 
 
 @dataclass(frozen=True)
+class FactRow:
+    """One fact read from a log line: its kind, the line, the values read (spread in place; their
+    keys depend on the kind, kvplan.logs.facts) and the line's text."""
+
+    kind: str
+    line: int
+    values: dict = field(metadata=FLATTEN)
+    text: str = ""
+
+
+# ---- explain-log's traps (kvplan.usecases.explain_log.traps), each with its numbers and ``detail`` last
+
+
+@dataclass(frozen=True)
+class HmaCost:
+    """The same memory with the hybrid KV cache manager off and on (kvplan's simulations)."""
+
+    max_concurrency_off: float
+    max_concurrency_on: float
+    num_blocks_off: int
+    num_blocks_on: int
+    kv_tokens_off: int
+    kv_tokens_on: int
+
+
+@dataclass(frozen=True)
+class HmaOffTrap:
+    trap: Literal["hybrid_manager_off"]
+    reasons: tuple[str, ...]
+    cost: HmaCost | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class PaddingTrap:
+    trap: Literal["padding_waste"]
+    padding_waste_bytes: int
+    padding_waste_pct_of_pool: float
+    num_padding_layers: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class SlidingTrap:
+    trap: Literal["sliding_window_reservation"]
+    max_concurrency: float
+    logged_max_concurrency: float | None
+    steady_state_concurrency: float
+    prefill_reserve_blocks: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class AutofitTrap:
+    trap: Literal["autofit_reduced"]
+    original_max_model_len: int
+    max_model_len: int
+    line: int | None  # the log's auto-fit line (None: kvplan's own auto-fit)
+    detail: str
+
+
+@dataclass(frozen=True)
+class RoundingTrap:
+    trap: Literal["rounding_unused"]
+    unused_bytes: int
+    available_bytes: int
+    rank: int
+    bytes_per_block: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class StageUnusedTrap:
+    trap: Literal["stage_unused"]
+    unused_bytes: int
+    available_bytes: int
+    rank: int
+    own_num_blocks: int
+    num_blocks: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class StartupFailureTrap:
+    trap: Literal["startup_failure"]
+    stage: str | None
+    error_type: str | None
+    error: str
+    fix: dict | None  # simulate's first verified fix
+    detail: str
+
+
+Trap = HmaOffTrap | PaddingTrap | SlidingTrap | AutofitTrap | RoundingTrap | StageUnusedTrap | StartupFailureTrap
+
+
+@dataclass(frozen=True)
 class ExplainLogBody:
     """``kvplan explain-log``: a start-up log read, rebuilt, re-simulated and set beside kvplan's figures."""
 
     log: LogSummary
     release: object  # kvplan.logs.release.ReleaseGuess
     recovered: dict
-    facts: tuple[dict, ...]  # kind, line, the values read, text
+    facts: tuple[FactRow, ...]
     missing: tuple[str, ...]
     rebuild: Rebuild
     figures: tuple[dict, ...]  # kvplan.logs.compare.figures
     verdict: str
-    traps: tuple[dict, ...]
+    traps: tuple[Trap, ...]
     simulation: SimulationSummary | None
+
+
+# ---------------------------------------------------------------- kvplan policies
+
+
+@dataclass(frozen=True)
+class DefaultPolicy:
+    policy: str  # vllm==X
+    era: str
+    installed: bool  # the installed vLLM picked it
+
+
+@dataclass(frozen=True)
+class ReleaseRow:
+    version: str
+    era: str
+    golden: bool  # golden-tested
+
+
+@dataclass(frozen=True)
+class EraRow:
+    name: str
+    first_release: str
+    releases: tuple[str, ...]
+    description: str
+    changes: dict  # the Era fields that changed at this boundary, with their new values
+    decisions: dict  # every behaviour decision of the era (kvplan.engines.vllm.releases.DECISION_FIELDS)
+
+
+@dataclass(frozen=True)
+class ProposalRow:
+    name: str
+    description: str
+    grouping: str  # the group-size rule (kvplan.engines.vllm.proposals)
+
+
+@dataclass(frozen=True)
+class PoliciesBody:
+    """``kvplan policies``: releases, eras (with what changed at each boundary), legacy names, proposals."""
+
+    default: DefaultPolicy
+    installed_vllm: str | None
+    newest_checked: str
+    releases: tuple[ReleaseRow, ...]
+    eras: tuple[EraRow, ...]
+    aliases: dict[str, str]
+    proposals: tuple[ProposalRow, ...]

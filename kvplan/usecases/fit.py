@@ -36,7 +36,7 @@ from kvplan.results.fit import (
     UtilizationBoundary, UtilizationCapacity,
 )
 from kvplan.results.records import FitBody, GpuRow, GpusBody
-from kvplan.units import largest_true
+from kvplan.units import Bisection
 
 UTILIZATION_STEP = 0.001
 
@@ -59,6 +59,15 @@ def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
     era = era or s.era
     layout = layout or build_layout(s)
     return _Budgeted(s, layout, era, hardware_budget(s, layout, era))
+
+
+def _largest(holds, lo: int, hi: int) -> int:
+    """The largest length in [lo, hi] where ``holds`` (true up to some point), searched here: the
+    core's ``Bisection`` is driven by this module, so no predicate is passed down."""
+    search = Bisection(lo, hi)
+    for x in search:
+        search.answer(holds(x))
+    return search.largest
 
 
 def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
@@ -135,7 +144,7 @@ def _search_starts(b: _Budgeted, kv: int, limit: int):
         plans[length] = simulate_at(b, kv_bytes=kv, max_model_len=length)
         return plans[length].starts
 
-    best = largest_true(starts, 1, limit)
+    best = _largest(starts, 1, limit)
     return best, plans[best]
 
 
@@ -165,7 +174,7 @@ def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> ContextAnsw
             method=method, layout=layout_decision(at), boundary=None,
             reason=(f"even 1-token requests give a steady-state concurrency of {at.steady_state_concurrency:.2f}"
                     + ("" if at.starts else "; the engine would not start")))
-    best = largest_true(enough, 1, limit)
+    best = _largest(enough, 1, limit)
     at = plans[best]
     boundary = None
     if best < limit:

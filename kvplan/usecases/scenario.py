@@ -12,11 +12,11 @@ from functools import cached_property
 
 from kvplan import options as _o
 from kvplan.errors import KvplanError, OptionError
+from kvplan.engines.vllm.eras import Era
+from kvplan.model.layout import ModelLayout
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 from kvplan.results.records import PlanBody
-
-
-_BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory", "startup_memory")
+from kvplan.usecases.deployment import BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, deployment_of
 
 
 class _ScenarioMethods:
@@ -30,43 +30,27 @@ class _ScenarioMethods:
             elif raw is not None:
                 object.__setattr__(self, opt.name, opt.parse(raw))
 
-    # The era, resolved from ``policy`` once per scenario (at its first use, so a bad policy is
-    # refused where it always was) and passed down as an object: nothing below the use cases
-    # resolves a policy name. ``replace(s, policy=...)`` makes a new scenario, with its own era.
+    # The typed deployment (its era resolved from ``policy``), made once per scenario at its first
+    # use, so a bad policy is refused where it always was. The stages below take its parts, never
+    # the scenario. ``replace(s, policy=...)`` makes a new scenario, with its own deployment.
     @cached_property
-    def policy_era(self):
+    def deployment(self) -> Deployment:
+        """This scenario as a typed ``Deployment`` (``kvplan.usecases.deployment``)."""
+        return deployment_of(self)
+
+    @property
+    def policy_era(self) -> Era:
         """The era ``policy`` names, with its own grouping threshold."""
-        from kvplan.engines.vllm import get_era
+        return self.deployment.policy_era
 
-        return get_era(self.policy)
-
-    @cached_property
-    def era(self):
+    @property
+    def era(self) -> Era:
         """The era this deployment runs under: ``policy_era`` with ``--threshold`` when given."""
-        return self.policy_era if self.threshold is None else self.policy_era.with_threshold(self.threshold)
+        return self.deployment.era
 
     def batch_sizes(self, max_model_len: int | None = None) -> tuple[int, int]:
-        """``(max_num_batched_tokens, max_num_seqs)``: as given, else what ``vllm serve`` picks
-        for the card (``--gpu``/``--gpu-memory``), else the H100/H200 defaults (8192, 1024).
-        With the length vLLM's config holds (``max_model_len``), the rest of
-        ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` (0.18.0, 0.33.0 and 0.34.0
-        alike): a default token budget is raised to max_model_len without chunked prefill and
-        capped at max_num_seqs x max_model_len; a default max_num_seqs is capped at the tokens."""
-        tokens, seqs = self.max_num_batched_tokens, self.max_num_seqs
-        if tokens is None or seqs is None:
-            from kvplan.budget.hardware import vllm_batch_defaults
-
-            large = self.era.large_batch_tier
-            d_tokens, d_seqs = vllm_batch_defaults(self.gpu, self.gpu_memory, large_tier=large)
-            tokens, seqs = tokens or d_tokens, seqs or d_seqs
-        if max_model_len and max_model_len > 0:
-            if self.max_num_batched_tokens is None:
-                if self.enable_chunked_prefill is False:
-                    tokens = max(max_model_len, tokens)
-                tokens = min(seqs * max_model_len, tokens)
-            if self.max_num_seqs is None:
-                seqs = min(seqs, tokens)
-        return tokens, seqs
+        """``(max_num_batched_tokens, max_num_seqs)`` (``SchedulerInput.batch_sizes``)."""
+        return self.deployment.scheduler.batch_sizes(max_model_len)
 
     def check_sizing(self) -> None:
         """Refuse --enable-extensible-kv-cache where vLLM refuses it (``kvplan.budget.sizing.kv_cache_sizing``).
@@ -76,10 +60,6 @@ class _ScenarioMethods:
 
             kv_cache_sizing(self.era, True, kv_cache_memory_given=self.kv_cache_memory is not None,
                             num_gpu_blocks_override=self.num_gpu_blocks_override)
-
-    def budget_overrides(self) -> dict:
-        """The override sizes given (bytes), for ``kv_budget``."""
-        return {k: getattr(self, k) for k in _BUDGET_OVERRIDES if getattr(self, k) is not None}
 
     @classmethod
     def field_names(cls) -> list[str]:
@@ -138,11 +118,17 @@ class ScenarioResult:
 
 
 def serving_of(s: Scenario):
+    """The model layer's serving options for ``s`` (``serving_options``)."""
+    d = s.deployment
+    return serving_options(d.serving, d.era, d.budget.gpu)
+
+
+def serving_options(s: ServingInput, era: Era, gpu: str | None):
+    """The model layer's serving options: the serving input with the era's rules bound to it."""
     from kvplan.engines.vllm import environment
     from kvplan.engines.vllm.block_size import BlockSizeRule, device_of
-    from kvplan.model import ServingOptions
+    from kvplan.model.options import ServingOptions
 
-    era = s.era
     return ServingOptions(
         block_size=s.block_size, attention_backend=s.attention_backend, kv_cache_dtype=s.kv_cache_dtype,
         dtype=s.dtype, tensor_parallel_size=s.tensor_parallel_size, pipeline_parallel_size=s.pipeline_parallel_size,
@@ -152,12 +138,12 @@ def serving_of(s: Scenario):
         speculators_user_config=era.speculators_user_config,
         suffix_default_tokens=era.suffix_default_tokens,
         pp_layer_partition=environment.pp_layer_partition(s.env, era),
-        block_size_rule=BlockSizeRule(era, device_of(s.gpu), s.block_size, s.attention_backend),
+        block_size_rule=BlockSizeRule(era, device_of(gpu), s.block_size, s.attention_backend),
     )
 
 
 def model_facts(layout, era, *, disable_sliding_window: bool = False):
-    from kvplan.engines.vllm import ModelFacts
+    from kvplan.engines.vllm.plan import ModelFacts
     from kvplan.model.limits import derive_max_model_len, derived_max_len, text_config
     from kvplan.model.traits import model_traits
 
@@ -227,7 +213,7 @@ def engine_run(layout, era, *, disable_sliding_window: bool = False):
     in the engine layer: no call back up into this module."""
     from functools import partial
 
-    from kvplan.engines.vllm import simulate
+    from kvplan.engines.vllm.plan import simulate
 
     facts = model_facts(layout, era, disable_sliding_window=disable_sliding_window)
     return partial(simulate, layout.layers, layout.ranks, facts, era)
@@ -255,13 +241,14 @@ def config_max_model_len(layout, era, max_model_len: int | None, *, disable_slid
                                 yarn_max_len=era.yarn_max_len)
 
 
-def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budget: dict | None = None,
-                     config_len: int | None = None):
-    """The engine's options for ``s`` with a resolved budget and length (-1 = auto-fit);
-    ``config_len``: the length vLLM's config holds (``config_max_model_len``), for the batch defaults."""
-    from kvplan.engines.vllm import SimulateOptions, environment
+def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era, kv_bytes: int,
+                     max_model_len: int | None, budget: dict | None = None, config_len: int | None = None):
+    """The engine's options with a resolved budget and length (-1 = auto-fit); ``config_len``: the
+    length vLLM's config holds (``config_max_model_len``), for the batch defaults."""
+    from kvplan.engines.vllm import environment
+    from kvplan.engines.vllm.plan import SimulateOptions
 
-    era = s.era
+    s, env = scheduler, serving.env
     batched, seqs = s.batch_sizes(config_len)
     return SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
@@ -270,73 +257,93 @@ def simulate_options(s: Scenario, kv_bytes: int, max_model_len: int | None, budg
         max_num_batched_tokens=batched,
         max_num_seqs=seqs,
         async_scheduling=s.async_scheduling,
-        use_v2_model_runner=(environment.use_v2_model_runner(s.env, era) if s.model_runner is None
+        use_v2_model_runner=(environment.use_v2_model_runner(env, era) if s.model_runner is None
                              else s.model_runner == "v2"),
-        decode_context_parallel_size=s.decode_context_parallel_size,
-        tensor_parallel_size=s.tensor_parallel_size,
+        decode_context_parallel_size=serving.decode_context_parallel_size,
+        tensor_parallel_size=serving.tensor_parallel_size,
         enable_prefix_caching=s.enable_prefix_caching,
         mamba_cache_mode=s.mamba_cache_mode,
         disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
         kv_transfer_config=s.kv_transfer_config,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
         kv_events=s.kv_events,
-        allow_chunked_local_with_hma=environment.allow_chunked_local_with_hma(s.env, era),
-        allow_long_max_model_len=environment.allow_long_max_model_len(s.env, era),
+        allow_chunked_local_with_hma=environment.allow_chunked_local_with_hma(env, era),
+        allow_long_max_model_len=environment.allow_long_max_model_len(env, era),
         enable_chunked_prefill=s.enable_chunked_prefill,
-        parallel_drafting=s.parallel_drafting,
+        parallel_drafting=serving.parallel_drafting,
     )
 
 
+def engine_stage(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era, *, kv_bytes: int,
+                 max_model_len: int | None, budget: dict | None = None):
+    """The engine stage: one vLLM simulation of a built layout on a resolved budget (with a
+    hardware ``budget``, each pipeline stage gets its own; ``kv_bytes`` is the smallest)."""
+    dsw = serving.disable_sliding_window
+    config_len = config_max_model_len(layout, era, max_model_len, disable_sliding_window=dsw)
+    options = simulate_options(scheduler, serving, era, kv_bytes, max_model_len, budget, config_len)
+    return plan_layout(layout, era, options, disable_sliding_window=dsw)
+
+
 def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None, budget: dict | None = None):
-    """One vLLM simulation of ``s`` on a built layout and a resolved budget (with a hardware
-    ``budget``, each pipeline stage gets its own; ``kv_bytes`` is the smallest)."""
-    config_len = config_max_model_len(layout, era, max_model_len, disable_sliding_window=s.disable_sliding_window)
-    return plan_layout(layout, era, simulate_options(s, kv_bytes, max_model_len, budget, config_len),
-                       disable_sliding_window=s.disable_sliding_window)
+    """``engine_stage`` for ``s`` under ``era``."""
+    d = s.deployment
+    return engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=kv_bytes, max_model_len=max_model_len,
+                        budget=budget)
 
 
 def hardware_budget(s: Scenario, layout, era) -> dict:
-    """The estimated KV budget per GPU for ``s`` on its card (``kvplan.budget.estimate.kv_budget``)."""
+    """``budget_stage`` for ``s`` under ``era``."""
+    d = s.deployment
+    return budget_stage(layout, d.budget, d.scheduler, d.serving, era)
+
+
+def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: SchedulerInput, serving: ServingInput,
+                 era: Era) -> dict:
+    """The budget stage: the estimated KV budget per GPU on the card (``kvplan.budget.estimate.kv_budget``)."""
     from dataclasses import replace
 
     from kvplan.budget.estimate import kv_budget
     from kvplan.engines.vllm import environment
 
-    profile = environment.cudagraph_memory_in_profile(s.env, era)
+    profile = environment.cudagraph_memory_in_profile(serving.env, era)
     if profile is not None:
         era = replace(era, cudagraph_memory_in_profile=profile)
-    batched, seqs = s.batch_sizes(config_max_model_len(layout, era, s.max_model_len,
-                                                       disable_sliding_window=s.disable_sliding_window))
+    batched, seqs = scheduler.batch_sizes(config_max_model_len(
+        layout, era, scheduler.max_model_len, disable_sliding_window=serving.disable_sliding_window))
     return kv_budget(
-        layout, era, gpu=s.gpu, gpu_memory_gib=s.gpu_memory, gpu_memory_utilization=s.gpu_memory_utilization,
-        overrides=s.budget_overrides(), tensor_parallel_size=s.tensor_parallel_size,
-        max_num_batched_tokens=batched, max_num_seqs=seqs, exact_params=s.exact_params,
-        data_parallel_size=s.data_parallel_size, enable_expert_parallel=s.enable_expert_parallel,
-        quantization=s.quantization, cpu_offload_gb=s.cpu_offload_gb,
-        enable_extensible_kv_cache=s.enable_extensible_kv_cache, num_gpu_blocks_override=s.num_gpu_blocks_override,
-        kv_transfer_config=s.kv_transfer_config,
+        layout, era, gpu=request.gpu, gpu_memory_gib=request.gpu_memory,
+        gpu_memory_utilization=request.gpu_memory_utilization, overrides=request.overrides(),
+        tensor_parallel_size=serving.tensor_parallel_size, max_num_batched_tokens=batched, max_num_seqs=seqs,
+        exact_params=request.exact_params, data_parallel_size=serving.data_parallel_size,
+        enable_expert_parallel=serving.enable_expert_parallel, quantization=request.quantization,
+        cpu_offload_gb=request.cpu_offload_gb, enable_extensible_kv_cache=request.enable_extensible_kv_cache,
+        num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=scheduler.kv_transfer_config,
     )
 
 
 def build_layout(s: Scenario):
-    """The model's layout for ``s``, with a warning for each ``VLLM_*`` variable vLLM would ignore."""
+    """``model_stage`` for ``s``."""
+    d = s.deployment
+    return model_stage(d.source, d.serving, d.era, d.budget.gpu)
+
+
+def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | None) -> ModelLayout:
+    """The model stage: the model's layout, with a warning for each ``VLLM_*`` variable vLLM would ignore."""
     from dataclasses import replace
 
     from kvplan.engines.vllm import environment
-    from kvplan.model import build_model_layout
+    from kvplan.model.layout import build_model_layout
 
-    from kvplan.options import mapped_model
-
-    era = s.era
-    model, drafter = mapped_model(s.model, s.model_map), mapped_model(s.drafter, s.model_map)
-    layout = build_model_layout(model, drafter, serving_of(s), revision=s.revision, download=s.download,
-                                hf_overrides=s.hf_overrides)
+    s = source
+    model, drafter = s.model_read, s.drafter_read
+    layout = build_model_layout(model, drafter, serving_options(serving, era, gpu), revision=s.revision,
+                                download=s.download, hf_overrides=s.hf_overrides)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
               (("model", s.model, model), ("drafter", s.drafter, drafter)) if given != to]
     if mapped:
         layout = replace(layout, warnings=(*mapped, *layout.warnings))
-    environment.refuse_unmodelled(s.env, era, use_mla=any(ls.spec.kind == "mla" for ls in layout.layers))
-    extra = [w for w in environment.warnings(s.env, era) if w not in layout.warnings]
+    environment.refuse_unmodelled(serving.env, era, use_mla=any(ls.spec.kind == "mla" for ls in layout.layers))
+    extra = [w for w in environment.warnings(serving.env, era) if w not in layout.warnings]
     return replace(layout, warnings=(*layout.warnings, *extra)) if extra else layout
 
 
@@ -395,7 +402,7 @@ def kv_bytes_at(budget: dict, utilization: float) -> int:
 def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None:
     """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
     deployment starts, verified by simulating it; None when even 1.0 does not."""
-    from kvplan.engines.vllm.fixes import fix_entry, least_that_starts
+    from kvplan.engines.vllm.fixes import fix_entry
 
     if plan.failure is None or plan.failure.stage not in ("admission", "autofit"):
         return None
@@ -409,8 +416,20 @@ def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None
     current = round((s.gpu_memory_utilization or budget.get("gpu_memory_utilization") or 0.9) * 100)
     if current >= 100 or starts(100) is None:
         return None
-    k = least_that_starts(lambda k: k, current, 100, starts)
+    k = _least_that_starts(current, 100, starts)
     return fix_entry("gpu_memory_utilization", k / 100, f"--gpu-memory-utilization {k / 100:.2f}", starts(k))
+
+
+def _least_that_starts(failing: int, starting: int, starts) -> int:
+    """The least value in (failing, starting] at which ``starts`` gives a plan (``starting`` is known
+    to start): ``fixes.least_that_starts``'s search, run here so the engine layer never calls back
+    into this module."""
+    from kvplan.units import Bisection
+
+    search = Bisection(failing, starting - 1)
+    for k in search:
+        search.answer(starts(k) is None)
+    return search.largest + 1
 
 
 NO_BUDGET_REFUSAL = ("no KV-cache budget given (--gpu or --kv-cache-memory): only vLLM's configuration checks "
@@ -488,8 +507,6 @@ def load_fixes(s: Scenario, layout, plan, failed: dict | None = None) -> list[di
         first((replace(s, max_num_batched_tokens=n), "max_num_batched_tokens", n, f"--max-num-batched-tokens {n}")
               for n in (t >> k for k in range(1, 8)) if n >= 256)
     elif stage == LOAD:  # vLLM keeps that many GiB of weights in CPU memory (UVA), per GPU
-        from kvplan.engines.vllm.fixes import least_that_starts
-
         def offload(k: int) -> Scenario:
             return replace(s, cpu_offload_gb=float(k))
 
@@ -499,7 +516,7 @@ def load_fixes(s: Scenario, layout, plan, failed: dict | None = None) -> list[di
         lo = int((s.cpu_offload_gb or 0) + (failed["needed_bytes"] - failed["free_bytes"]) // (1 << 30))
         hi = int(failed["needed_bytes"] // (1 << 30))  # nearly every weight offloaded
         if hi > lo and starts(offload(hi)) is not None:
-            k = least_that_starts(offload, lo, hi, starts)
+            k = _least_that_starts(lo, hi, lambda k: starts(offload(k)))
             fixes.append(fix_entry("cpu_offload_gb", k, f"--cpu-offload-gb {k}", starts(offload(k))))
     return fixes
 
@@ -521,14 +538,15 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
     from kvplan.usecases.records import plan_body
 
     s.check_sizing()
-    era = s.era
+    d = s.deployment
+    era = d.era
     if layout is None:
-        layout = build_layout(s)
+        layout = model_stage(d.source, d.serving, era, d.budget.gpu)
     budget = None
-    if s.kv_cache_memory is not None:
-        kv_bytes = s.kv_cache_memory
-    elif s.gpu is not None or s.gpu_memory is not None:
-        budget = hardware_budget(s, layout, era)
+    if d.budget.kv_cache_memory is not None:
+        kv_bytes = d.budget.kv_cache_memory
+    elif d.budget.on_card:
+        budget = budget_stage(layout, d.budget, d.scheduler, d.serving, era)
         kv_bytes = budget["kv_cache_memory_bytes"]
     else:
         kv_bytes = None
@@ -537,12 +555,13 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
         # deployment they refuse is refused whatever the GPU; anything further needs a budget.
         from kvplan.engines.vllm.prechecks import before_kv_cache
 
-        plan = plan_scenario(s, layout, era, 0, s.max_model_len, None)
+        plan = engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=0, max_model_len=d.scheduler.max_model_len)
         if plan.starts or not before_kv_cache(plan.failure.stage):
             raise OptionError("no KV-cache budget: pass --kv-cache-memory (e.g. 40GiB) or --gpu (e.g. H100-80GB)")
         fixes = []
     else:
-        plan = plan_scenario(s, layout, era, kv_bytes, s.max_model_len, budget)
+        plan = engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=kv_bytes,
+                            max_model_len=d.scheduler.max_model_len, budget=budget)
         if budget is not None and budget.get("load_failure"):
             plan = with_load_failure(plan, budget["load_failure"])
             found = load_fixes(s, layout, plan, budget["load_failure"]) if fixes else []
@@ -551,6 +570,6 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
                 _plausible_budget(s, kv_bytes, plan)
             found = deployment_fixes(s, layout, era, plan, budget) if fixes else []
         fixes = found
-    body = plan_body(layout, plan, serving_of(s), explain_plan(plan) if explain else None, fixes, budget)
+    body = plan_body(layout, plan, serving_options(d.serving, era, d.budget.gpu), explain_plan(plan) if explain else None, fixes, budget)
     warnings = (*layout.warnings, NO_BUDGET_REFUSAL) if kv_bytes is None else tuple(layout.warnings)
     return ScenarioResult(s, layout, plan, body, budget, warnings)

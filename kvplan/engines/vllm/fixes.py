@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from kvplan.units import GiB, MiB, cdiv, largest_true
+from kvplan.units import Bisection, GiB, MiB, cdiv
 
 MEMORY_STAGES = ("admission", "autofit")
 ROUND_GIB_FROM = 8 * GiB
@@ -52,7 +52,10 @@ def round_up_size(n: int) -> int:
 
 def least_that_starts(with_value, failing: int, starting: int, starts) -> int:
     """The least value in (failing, starting] that starts (starting is known to start)."""
-    return largest_true(lambda k: starts(with_value(k)) is None, failing, starting - 1) + 1
+    search = Bisection(failing, starting - 1)
+    for k in search:  # the largest that still fails, searched here (the predicate stays in this layer)
+        search.answer(starts(with_value(k)) is None)
+    return search.largest + 1
 
 
 def config_fixes(plan, rerun: Callable) -> list[dict]:
@@ -107,8 +110,12 @@ def smallest_fixes(plan, rerun: Callable) -> list[dict]:
         length = min(estimates)
         p = starts(replace(o, max_model_len=length))
         if p is None:  # never seen; search below the estimate rather than print an unverified fix
-            best = largest_true(lambda n: starts(replace(o, max_model_len=n)) is not None, 1, length) \
-                if starts(replace(o, max_model_len=1)) else 0
+            best = 0
+            if starts(replace(o, max_model_len=1)):
+                search = Bisection(1, length)
+                for n in search:
+                    search.answer(starts(replace(o, max_model_len=n)) is not None)
+                best = search.largest
             p = starts(replace(o, max_model_len=best)) if best else None
             length = best
         if p is not None:

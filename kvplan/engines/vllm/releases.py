@@ -18,6 +18,7 @@ from kvplan.engines.vllm.eras import CHAIN, DEFAULT_ERA, ERAS, LEGACY_NAMES, Era
 from kvplan.engines.vllm.proposals import PROPOSALS
 from kvplan.engines.vllm.versions import GOLDEN_RELEASES, NEWEST_CHECKED, VERSIONS, version_key
 from kvplan.errors import OptionError
+from kvplan.results.records import DefaultPolicy, EraRow, PoliciesBody, ProposalRow, ReleaseRow
 
 
 @dataclass(frozen=True)
@@ -89,29 +90,22 @@ def default_era():
     return era_of_release(NEWEST_CHECKED)
 
 
-def policies() -> dict:
+def policies() -> PoliciesBody:
     """What ``kvplan policies --format json`` prints: releases, eras (with what changed at
     each boundary), legacy names and proposals."""
 
     inst = installed_vllm()
     default = default_era()
-    return {
-        "default": {"policy": f"vllm=={default.release}", "era": default.name,
-                    "installed": default.release_note.startswith("installed")},
-        "installed_vllm": inst,
-        "newest_checked": NEWEST_CHECKED,
-        "releases": [
-            {"version": r.version, "era": r.era, "golden": r.version in GOLDEN_RELEASES} for r in RELEASES
-        ],
-        "eras": [
-            {"name": name, "first_release": first, "releases": list(ERAS[name].releases), "description": desc,
-             "changes": {k: v for k, v in changes.items()}, "decisions": era_decisions(ERAS[name])}
-            for name, first, desc, changes in CHAIN
-        ],
-        "aliases": {"vllm-latest": ERAS[era_name_of(NEWEST_CHECKED)].name, **LEGACY_NAMES},
-        "proposals": [{"name": p.name, "description": p.description, "grouping": p.grouping}
-                      for p in PROPOSALS.values()],
-    }
+    return PoliciesBody(
+        default=DefaultPolicy(f"vllm=={default.release}", default.name, default.release_note.startswith("installed")),
+        installed_vllm=inst,
+        newest_checked=NEWEST_CHECKED,
+        releases=tuple(ReleaseRow(r.version, r.era, r.version in GOLDEN_RELEASES) for r in RELEASES),
+        eras=tuple(EraRow(name, first, tuple(ERAS[name].releases), desc, dict(changes), era_decisions(ERAS[name]))
+                   for name, first, desc, changes in CHAIN),
+        aliases={"vllm-latest": ERAS[era_name_of(NEWEST_CHECKED)].name, **LEGACY_NAMES},
+        proposals=tuple(ProposalRow(p.name, p.description, p.grouping) for p in PROPOSALS.values()),
+    )
 
 
 # The Era fields that are behaviour decisions (what docs/releases.md tabulates): all of them but the

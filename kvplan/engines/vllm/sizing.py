@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group
 from kvplan.specs import KVCacheSpec, UniformTypeKVCacheSpecs, Workload
-from kvplan.units import cdiv, largest_true
+from kvplan.units import Bisection, cdiv
 
 from kvplan.engines.vllm.wording import DOCS_URL, not_enough_memory, wording  # noqa: F401  (DOCS_URL re-exported)
 
@@ -107,7 +107,10 @@ def estimate_max_model_len(
 
     if not fits(1):
         return 0
-    return largest_true(fits, 1, w.max_model_len)
+    search = Bisection(1, w.max_model_len)
+    for length in search:
+        search.answer(fits(length))
+    return search.largest
 
 
 def check_per_layer_memory(era: Era, w: Workload, layer_specs: list[KVCacheSpec], available: int) -> int:

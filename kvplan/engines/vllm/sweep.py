@@ -6,6 +6,7 @@ from fractions import Fraction
 
 from kvplan.bounds import MAX_SWEEP_POINTS
 from kvplan.errors import OptionError
+from kvplan.results.records import CriticalThreshold
 
 
 def parse_thresholds(text: str) -> list[float]:
@@ -42,16 +43,12 @@ def _too_many(text: str, n: int) -> str:
             f"({MAX_SWEEP_POINTS:,}); take a larger step")
 
 
-def critical_thresholds(plan) -> list[dict]:
+def critical_thresholds(plan) -> list[CriticalThreshold]:
     """The threshold where the group size flips: the ratio max/min of the bucket counts.
     At exactly that value the strict ``<`` fails, so the smaller size still wins."""
     d = plan.decision
     if d is None or d.path != "uniform_page" or d.min_count == d.max_count:
         return []
     ratio = d.max_count / d.min_count
-    return [{
-        "threshold": round(ratio, 6),
-        "ratio": f"{d.max_count}/{d.min_count}",
-        "group_size_at_or_below": d.min_count,
-        "group_size_above": d.max_count,
-    }]
+    return [CriticalThreshold(threshold=round(ratio, 6), ratio=f"{d.max_count}/{d.min_count}",
+                              group_size_at_or_below=d.min_count, group_size_above=d.max_count)]

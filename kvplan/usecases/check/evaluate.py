@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from kvplan.errors import KvplanError
+from kvplan.results.check import LayoutSignature, PlanNumbers, SameLayoutMeasured
 from kvplan.usecases.check.schema import ERROR, FAIL, PASS, Deployment, Expectation
 from kvplan.usecases.scenario import Scenario
 from kvplan.units import plural
@@ -34,7 +35,7 @@ class DeploymentResult:
     outcomes: list[Outcome] = field(default_factory=list)
     error: str | None = None
     error_type: str | None = None
-    plan: dict | None = None  # the key numbers (see plan_numbers)
+    plan: PlanNumbers | None = None  # the key numbers (see plan_numbers)
     cross_check: dict | None = None  # `cross_check: true`: the comparison with a real vLLM
     policy: str | None = None  # the policy simulated when it is not the entry's (cross-check: that vLLM's)
     warnings: list[str] = field(default_factory=list)
@@ -49,90 +50,80 @@ class DeploymentResult:
         return [o for o in self.outcomes if not o.passed]
 
 
-def plan_numbers(plan) -> dict:
+def plan_numbers(plan, fix: str | None = None) -> PlanNumbers:
     """The numbers `check` reports for one plan (raw values; rounding only to hide float noise)."""
     failure = plan.failure
-    return {
-        "starts": plan.starts,
-        "stage": failure.stage if failure else None,
-        "error_type": failure.error_type if failure else None,
-        "error": failure.message if failure else None,
-        "group_size": plan.group_size,
-        "num_groups": plan.num_groups,
-        "num_padding_layers": plan.num_padding_layers,
-        "padding_waste_pct": round(plan.padding_waste_pct, 4),
-        "num_blocks": plan.num_blocks,
-        "max_concurrency": round(plan.max_concurrency, 6),
-        "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
-        "kv_tokens": plan.kv_tokens,
-        "max_model_len": plan.max_model_len,
-    }
+    return PlanNumbers(
+        starts=plan.starts, stage=failure.stage if failure else None,
+        error_type=failure.error_type if failure else None, error=failure.message if failure else None,
+        group_size=plan.group_size, num_groups=plan.num_groups, num_padding_layers=plan.num_padding_layers,
+        padding_waste_pct=round(plan.padding_waste_pct, 4), num_blocks=plan.num_blocks,
+        max_concurrency=round(plan.max_concurrency, 6),
+        steady_state_concurrency=round(plan.steady_state_concurrency, 6), kv_tokens=plan.kv_tokens,
+        max_model_len=plan.max_model_len, fix=fix)
 
 
-def layout_signature(plan) -> dict:
+def layout_signature(plan) -> LayoutSignature:
     """What `same_layout_as` compares: group size, each group's layers in order, and padding."""
-    return {
-        "group_size": plan.group_size,
-        "num_groups": plan.num_groups,
-        "groups": [list(g.layer_names) for g in plan.groups],
-        "num_padding_layers": plan.num_padding_layers,
-        "padding_waste_pct": round(plan.padding_waste_pct, 4),
-    }
+    return LayoutSignature(group_size=plan.group_size, num_groups=plan.num_groups,
+                           groups=tuple(tuple(g.layer_names) for g in plan.groups),
+                           num_padding_layers=plan.num_padding_layers,
+                           padding_waste_pct=round(plan.padding_waste_pct, 4))
 
 
-def layout_differences(mine: dict, theirs: dict) -> list[str]:
+def layout_differences(mine: LayoutSignature, theirs: LayoutSignature) -> list[str]:
     """Human phrases for what differs between two layout signatures ([] when the same)."""
     out = []
-    if mine["group_size"] != theirs["group_size"]:
-        out.append(f"group size {mine['group_size']} vs {theirs['group_size']}")
-    if mine["num_groups"] != theirs["num_groups"]:
-        out.append(f"{mine['num_groups']} vs {plural(theirs['num_groups'], 'group')}")
-    elif mine["groups"] != theirs["groups"]:
-        changed = [i for i, (a, b) in enumerate(zip(mine["groups"], theirs["groups"], strict=True)) if a != b]
+    if mine.group_size != theirs.group_size:
+        out.append(f"group size {mine.group_size} vs {theirs.group_size}")
+    if mine.num_groups != theirs.num_groups:
+        out.append(f"{mine.num_groups} vs {plural(theirs.num_groups, 'group')}")
+    elif mine.groups != theirs.groups:
+        changed = [i for i, (a, b) in enumerate(zip(mine.groups, theirs.groups, strict=True)) if a != b]
         out.append(f"layers of group{'s' if len(changed) > 1 else ''} {', '.join(map(str, changed))} differ")
-    if mine["num_padding_layers"] != theirs["num_padding_layers"]:
-        out.append(f"{mine['num_padding_layers']} vs {plural(theirs['num_padding_layers'], 'padding layer')}")
-    elif mine["padding_waste_pct"] != theirs["padding_waste_pct"]:
-        out.append(f"padding {mine['padding_waste_pct']:.2f}% vs {theirs['padding_waste_pct']:.2f}%")
+    if mine.num_padding_layers != theirs.num_padding_layers:
+        out.append(f"{mine.num_padding_layers} vs {plural(theirs.num_padding_layers, 'padding layer')}")
+    elif mine.padding_waste_pct != theirs.padding_waste_pct:
+        out.append(f"padding {mine.padding_waste_pct:.2f}% vs {theirs.padding_waste_pct:.2f}%")
     return out
 
 
-def _engine_outcome(numbers: dict) -> str:
-    if numbers["starts"]:
+def _engine_outcome(numbers: PlanNumbers) -> str:
+    if numbers.starts:
         return "the engine would start"
-    return f"the engine would fail at start-up ({numbers['stage']}): {numbers['error_type']}: {numbers['error']}"
+    return f"the engine would fail at start-up ({numbers.stage}): {numbers.error_type}: {numbers.error}"
 
 
-def evaluate(expectation: Expectation, numbers: dict) -> Outcome:
+def evaluate(expectation: Expectation, numbers: PlanNumbers) -> Outcome:
     """One numeric or start-up expectation against a plan's numbers (same_layout_as: see run_deployment)."""
     key, limit = expectation.key, expectation.limit
     if key == "starts":
-        measured = numbers["starts"]
+        measured = numbers.starts
         passed = measured == limit
         want = "expected the engine to start" if limit else "expected a start-up failure"
         message = f"{want}; {_engine_outcome(numbers)}"
     elif key == "max_padding_waste_pct":
-        measured = numbers["padding_waste_pct"]
+        measured = numbers.padding_waste_pct
         passed = measured <= limit
-        message = f"padding waste {measured:.2f}% ({plural(numbers['num_padding_layers'], 'padding layer')}), limit {limit:g}%"
+        message = f"padding waste {measured:.2f}% ({plural(numbers.num_padding_layers, 'padding layer')}), limit {limit:g}%"
     elif key == "min_concurrency":
-        measured = numbers["max_concurrency"]
+        measured = numbers.max_concurrency
         passed = measured >= limit
         message = f"max concurrency {measured:.2f}, need at least {limit:g}"
     elif key == "min_steady_concurrency":
-        measured = numbers["steady_state_concurrency"]
+        measured = numbers.steady_state_concurrency
         passed = measured >= limit
         message = f"steady-state concurrency {measured:.2f} (kvplan's estimate), need at least {limit:g}"
     elif key == "min_max_model_len":
-        measured = numbers["max_model_len"]
+        measured = numbers.max_model_len
         passed = measured >= limit
         message = f"max_model_len {measured:,} tokens, need at least {limit:,}"
     elif key == "min_kv_tokens":
-        measured = numbers["kv_tokens"]
+        measured = numbers.kv_tokens
         passed = measured >= limit
         message = f"KV tokens {measured:,}, need at least {limit:,}"
     elif key == "max_groups":
-        measured = numbers["num_groups"]
+        measured = numbers.num_groups
         passed = measured <= limit
         message = f"{measured} KV cache groups, limit {limit}"
     else:
@@ -154,18 +145,13 @@ def _same_layout(expectation: Expectation, scenario: Scenario, result, run: Runn
         return Outcome(expectation.key, ref, None, False, f"could not simulate under {ref}: {msg}", expectation.line)
     theirs = layout_signature(other.plan)
     diffs = layout_differences(mine, theirs)
-    measured = {
-        "policy": ref,
-        "group_size": theirs["group_size"],
-        "num_groups": theirs["num_groups"],
-        "num_padding_layers": theirs["num_padding_layers"],
-        "padding_waste_pct": theirs["padding_waste_pct"],
-        "differences": diffs,
-    }
+    measured = SameLayoutMeasured(policy=ref, group_size=theirs.group_size, num_groups=theirs.num_groups,
+                                  num_padding_layers=theirs.num_padding_layers,
+                                  padding_waste_pct=theirs.padding_waste_pct, differences=tuple(diffs))
     if diffs:
         message = f"layout under {policy} differs from {ref}: {'; '.join(diffs)}"
     else:
-        message = f"same layout under {policy} and {ref} (group size {mine['group_size']}, {plural(mine['num_groups'], 'group')})"
+        message = f"same layout under {policy} and {ref} (group size {mine.group_size}, {plural(mine.num_groups, 'group')})"
     return Outcome(expectation.key, ref, measured, not diffs, message, expectation.line)
 
 
@@ -182,10 +168,9 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
     try:
         scenario, verify = _prepare_cross_check(d.scenario)
         result = run(scenario)
-        numbers = plan_numbers(result.plan)
         body = getattr(result, "body", None)
         fixes = body.fixes if body is not None else ()
-        numbers["fix"] = fixes[0]["flag"] if fixes else None  # simulate's first verified fix
+        numbers = plan_numbers(result.plan, fixes[0]["flag"] if fixes else None)  # simulate's first verified fix
         outcomes = [
             _same_layout(e, scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)
             for e in d.expectations

@@ -22,9 +22,10 @@ def _outcome(r: DeploymentResult) -> Outcome:
     otherwise the engine's start-up outcome."""
     if r.status == ERROR:
         return outcome(ok=False, stage="kvplan", error_type=r.error_type, error=r.error)
-    p = r.plan or {}
-    return outcome(ok=r.passed, starts=p.get("starts"), stage=p.get("stage"), error_type=p.get("error_type"),
-                   error=p.get("error"), fix=p.get("fix"))
+    p = r.plan
+    if p is None:
+        return outcome(ok=r.passed)
+    return outcome(ok=r.passed, starts=p.starts, stage=p.stage, error_type=p.error_type, error=p.error, fix=p.fix)
 
 
 def deployment_row(r: DeploymentResult) -> DeploymentRow:

@@ -15,7 +15,7 @@ from kvplan.usecases.explain_log.traps import find_traps
 from kvplan.options import EXPLAIN, resolve
 from kvplan.results import outcome
 from kvplan.results.envelope import Envelope
-from kvplan.results.records import ExplainLogBody, LogSummary, Rebuild, SimulationSummary
+from kvplan.results.records import ExplainLogBody, FactRow, LogSummary, Rebuild, SimulationSummary
 from kvplan.usecases.records import envelope
 from kvplan.units import plural
 
@@ -164,8 +164,7 @@ def explain_log(source: str, **options) -> Envelope:
         log=LogSummary(name, len(text.splitlines()), len(records), len(facts.items)),
         release=guess,
         recovered=recovered(facts),
-        facts=tuple({"kind": f.kind, "line": f.line, **{k: v for k, v in f.values.items()}, "text": f.text}
-                    for f in facts.items),
+        facts=tuple(FactRow(f.kind, f.line, dict(f.values), f.text) for f in facts.items),
         missing=tuple(missing(facts, dep)),
         rebuild=Rebuild(dep, policy_used, sim.status, sim.detail, tuple(notes)),
         figures=tuple(rows),

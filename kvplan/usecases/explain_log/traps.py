@@ -18,6 +18,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvplan.logs.extract import Facts
+from kvplan.results.records import (
+    AutofitTrap, HmaCost, HmaOffTrap, PaddingTrap, RoundingTrap, SlidingTrap, StageUnusedTrap, StartupFailureTrap, Trap,
+)
 from kvplan.units import format_bytes
 
 # a steady state at least this much above the logged concurrency is worth naming
@@ -32,11 +35,11 @@ _HMA_REASONS = {
 }
 
 
-def find_traps(logged: Facts, sim, *, layout=None) -> list[dict]:
+def find_traps(logged: Facts, sim, *, layout=None) -> list[Trap]:
     """``sim``: the re-simulation at the logged budget (None when none ran); ``layout``: a
     layout-only one (no KV memory in the log), which names only the budget-free traps."""
     result = sim.result if sim is not None else None
-    out: list[dict] = []
+    out: list[Trap] = []
     out += _hma(logged, sim if sim is not None else layout, cost=sim is not None)
     if result is not None:
         out += _padding(result)
@@ -48,7 +51,7 @@ def find_traps(logged: Facts, sim, *, layout=None) -> list[dict]:
     return out
 
 
-def _hma(logged: Facts, sim, *, cost: bool = True) -> list[dict]:
+def _hma(logged: Facts, sim, *, cost: bool = True) -> list[Trap]:
     reasons = [_HMA_REASONS[f["reason"]] for f in logged.all("hma_off") if f["reason"] in _HMA_REASONS]
     result = sim.result if sim is not None else None
     plan = result.plan if result is not None else None
@@ -58,20 +61,17 @@ def _hma(logged: Facts, sim, *, cost: bool = True) -> list[dict]:
         return []
     if not reasons:
         reasons = ["--disable-hybrid-kv-cache-manager or a cause the log does not show"]
-    trap = {"trap": "hybrid_manager_off", "reasons": reasons, "cost": None,
-            "detail": "the hybrid KV cache manager is off (" + "; ".join(reasons) + "): sliding-window and chunked "
-                      "layers keep KV for the whole length"}
+    detail = ("the hybrid KV cache manager is off (" + "; ".join(reasons) + "): sliding-window and chunked "
+              "layers keep KV for the whole length")
+    hma_cost = None
     if cost and plan is not None and plan.starts and plan.hma.disabled:
         on = _with_hma(sim)
         if on is not None and on.starts and not on.hma.disabled:
-            trap["cost"] = {
-                "max_concurrency_off": round(plan.max_concurrency, 6), "max_concurrency_on": round(on.max_concurrency, 6),
-                "num_blocks_off": plan.num_blocks, "num_blocks_on": on.num_blocks,
-                "kv_tokens_off": plan.kv_tokens, "kv_tokens_on": on.kv_tokens,
-            }
-            trap["detail"] += (f"; with it on, the same memory holds {on.max_concurrency:.2f}x max-length requests "
-                               f"instead of {plan.max_concurrency:.2f}x")
-    return [trap]
+            hma_cost = HmaCost(round(plan.max_concurrency, 6), round(on.max_concurrency, 6), plan.num_blocks,
+                               on.num_blocks, plan.kv_tokens, on.kv_tokens)
+            detail += (f"; with it on, the same memory holds {on.max_concurrency:.2f}x max-length requests "
+                       f"instead of {plan.max_concurrency:.2f}x")
+    return [HmaOffTrap("hybrid_manager_off", tuple(reasons), hma_cost, detail)]
 
 
 def _with_hma(sim):
@@ -85,19 +85,17 @@ def _with_hma(sim):
                        disable_sliding_window=sim.scenario.disable_sliding_window)
 
 
-def _padding(result) -> list[dict]:
+def _padding(result) -> list[Trap]:
     mem = result.body.memory
     waste = mem.padding_waste_bytes or 0
     if not waste:
         return []
-    return [{"trap": "padding_waste", "padding_waste_bytes": waste,
-             "padding_waste_pct_of_pool": mem.padding_waste_pct_of_pool,
-             "num_padding_layers": result.plan.num_padding_layers,
-             "detail": f"{result.plan.num_padding_layers} padding slot(s) per block id: {format_bytes(waste)} "
-                       f"({mem.padding_waste_pct_of_pool:.2f}% of the pool) hold no layer at full load"}]
+    return [PaddingTrap("padding_waste", waste, mem.padding_waste_pct_of_pool, result.plan.num_padding_layers,
+                        f"{result.plan.num_padding_layers} padding slot(s) per block id: {format_bytes(waste)} "
+                        f"({mem.padding_waste_pct_of_pool:.2f}% of the pool) hold no layer at full load")]
 
 
-def _sliding(logged: Facts, result) -> list[dict]:
+def _sliding(logged: Facts, result) -> list[Trap]:
     plan = result.plan
     if not plan.starts or plan.steady is None or not plan.max_concurrency:
         return []
@@ -106,33 +104,30 @@ def _sliding(logged: Facts, result) -> list[dict]:
         return []
     conc = [f for f in logged.all("concurrency")] + [f for f in logged.all("capacity")]
     shown = conc[0]["max_concurrency"] if conc else round(plan.max_concurrency, 2)
-    return [{"trap": "sliding_window_reservation", "max_concurrency": round(plan.max_concurrency, 6),
-             "logged_max_concurrency": conc[0]["max_concurrency"] if conc else None,
-             "steady_state_concurrency": round(steady, 6),
-             "prefill_reserve_blocks": plan.steady.prefill_reserve_blocks,
-             "detail": f"the logged concurrency ({shown:.2f}x) counts each request's in-flight reservation in the "
-                       f"sliding/chunked groups; once past prefill the pool holds {steady:.2f}x max-length requests "
-                       f"(kvplan's steady_state_concurrency; {plan.steady.prefill_reserve_blocks:,} blocks are the "
-                       "prefill reserve)"}]
+    return [SlidingTrap(
+        "sliding_window_reservation", round(plan.max_concurrency, 6), conc[0]["max_concurrency"] if conc else None,
+        round(steady, 6), plan.steady.prefill_reserve_blocks,
+        f"the logged concurrency ({shown:.2f}x) counts each request's in-flight reservation in the "
+        f"sliding/chunked groups; once past prefill the pool holds {steady:.2f}x max-length requests "
+        f"(kvplan's steady_state_concurrency; {plan.steady.prefill_reserve_blocks:,} blocks are the "
+        "prefill reserve)")]
 
 
-def _autofit(logged: Facts, result) -> list[dict]:
+def _autofit(logged: Facts, result) -> list[Trap]:
     f = next((x for x in logged.all("autofit") if x["reduced"]), None)
     if f is not None:
-        return [{"trap": "autofit_reduced", "original_max_model_len": f["original"], "max_model_len": f["max_model_len"],
-                 "line": f.line, "detail": f"--max-model-len auto cut max_model_len from {f['original']:,} to "
-                                           f"{f['max_model_len']:,} tokens (line {f.line}): longer requests are "
-                                           "rejected"}]
+        return [AutofitTrap("autofit_reduced", f["original"], f["max_model_len"], f.line,
+                            f"--max-model-len auto cut max_model_len from {f['original']:,} to "
+                            f"{f['max_model_len']:,} tokens (line {f.line}): longer requests are rejected")]
     if result is not None and result.plan.max_model_len < result.plan.original_max_model_len:
         p = result.plan
-        return [{"trap": "autofit_reduced", "original_max_model_len": p.original_max_model_len,
-                 "max_model_len": p.max_model_len, "line": None,
-                 "detail": f"kvplan's auto-fit cuts max_model_len from {p.original_max_model_len:,} to "
-                           f"{p.max_model_len:,} tokens (the log does not show the auto-fit line)"}]
+        return [AutofitTrap("autofit_reduced", p.original_max_model_len, p.max_model_len, None,
+                            f"kvplan's auto-fit cuts max_model_len from {p.original_max_model_len:,} to "
+                            f"{p.max_model_len:,} tokens (the log does not show the auto-fit line)")]
     return []
 
 
-def _rounding(result) -> list[dict]:
+def _rounding(result) -> list[Trap]:
     """Two kinds of memory a worker allocates nothing in: below one block id (num_blocks rounds
     down), and, with pipeline stages, the blocks a stage could hold beyond the smallest stage's
     num_blocks (every stage keeps the engine-wide minimum)."""
@@ -146,23 +141,22 @@ def _rounding(result) -> list[dict]:
             continue
         rounding = avail - w.own_num_blocks * bpb
         if rounding * 100 >= avail * ROUNDING_PCT:
-            out.append({"trap": "rounding_unused", "unused_bytes": rounding, "available_bytes": avail,
-                        "rank": w.rank, "bytes_per_block": bpb,
-                        "detail": f"{format_bytes(rounding)} ({rounding / avail * 100:.2f}% of the KV memory) stay "
-                                  f"unused on rank {w.rank}: num_blocks rounds down to whole block ids of "
-                                  f"{format_bytes(bpb)}"})
+            out.append(RoundingTrap("rounding_unused", rounding, avail, w.rank, bpb,
+                                    f"{format_bytes(rounding)} ({rounding / avail * 100:.2f}% of the KV memory) stay "
+                                    f"unused on rank {w.rank}: num_blocks rounds down to whole block ids of "
+                                    f"{format_bytes(bpb)}"))
         equalised = (w.own_num_blocks - w.num_blocks) * bpb
         if equalised > 0:
-            out.append({"trap": "stage_unused", "unused_bytes": equalised, "available_bytes": avail,
-                        "rank": w.rank, "own_num_blocks": w.own_num_blocks, "num_blocks": w.num_blocks,
-                        "detail": f"{format_bytes(equalised)} ({equalised / avail * 100:.2f}% of the KV memory) stay "
-                                  f"unused on pipeline stage {w.rank}: with its layers it could hold "
-                                  f"{w.own_num_blocks:,} blocks, but every stage keeps the smallest stage's "
-                                  f"{w.num_blocks:,} (each stage given the logged KV memory)"})
+            out.append(StageUnusedTrap(
+                "stage_unused", equalised, avail, w.rank, w.own_num_blocks, w.num_blocks,
+                f"{format_bytes(equalised)} ({equalised / avail * 100:.2f}% of the KV memory) stay "
+                f"unused on pipeline stage {w.rank}: with its layers it could hold "
+                f"{w.own_num_blocks:,} blocks, but every stage keeps the smallest stage's "
+                f"{w.num_blocks:,} (each stage given the logged KV memory)"))
     return out
 
 
-def _failure(logged: Facts, result) -> list[dict]:
+def _failure(logged: Facts, result) -> list[Trap]:
     plan = result.plan if result is not None else None
     if plan is not None and plan.failure is not None:
         fixes = list(result.body.fixes)
@@ -170,8 +164,8 @@ def _failure(logged: Facts, result) -> list[dict]:
         detail = f"start-up fails ({plan.failure.stage}: {plan.failure.error_type})"
         if fix:
             detail += f"; the smallest verified fix: {fix['flag']} ({fix['result']})"
-        return [{"trap": "startup_failure", "stage": plan.failure.stage, "error_type": plan.failure.error_type,
-                 "error": plan.failure.message, "fix": fix, "detail": detail}]
+        return [StartupFailureTrap("startup_failure", plan.failure.stage, plan.failure.error_type,
+                                   plan.failure.message, fix, detail)]
     f = next((logged.first(k) for k in ("admission_error", "admission_error_tokens", "no_memory_error",
                                         "drafter_split", "page_error", "autofit_none", "exception", "engine_failed")
               if logged.has(k)), None)
@@ -179,6 +173,5 @@ def _failure(logged: Facts, result) -> list[dict]:
         detail = f"start-up failed (line {f.line})"
         if f.kind == "admission_error" and "estimated_max_model_len" in f.values:
             detail += f"; vLLM's own estimate: --max-model-len {f['estimated_max_model_len']} fits (not re-simulated)"
-        return [{"trap": "startup_failure", "stage": None, "error_type": None, "error": f.text, "fix": None,
-                 "detail": detail}]
+        return [StartupFailureTrap("startup_failure", None, None, f.text, None, detail)]
     return []

@@ -1,0 +1,187 @@
+"""One deployment, typed: made once at the edge from a ``Scenario`` (the option table's values,
+each already parsed by its option), with the era resolved once into an ``Era`` object.
+
+The stages below the edge take only the parts they read (``kvplan.usecases.scenario``):
+model (``ModelInput``, ``ServingInput``, era) → ``ModelLayout``; budget (layout, ``BudgetInput``,
+``SchedulerInput``, ``ServingInput``, era) → the KV budget; engine (layout, budget,
+``SchedulerInput``, ``ServingInput``, era) → ``Plan``. Every scenario option lands in exactly one
+part, under its own name and with its Scenario type (``tests/test_deployment.py`` checks both).
+"""
+
+from dataclasses import dataclass, fields
+
+from kvplan.engines.vllm.eras import Era
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """Which checkpoints to read, and how (the model layer's input); ``model_read`` and
+    ``drafter_read``: the names read after ``--model-map`` (resolved at the edge)."""
+
+    model: str
+    drafter: str | None = None
+    revision: str | None = None
+    download: bool = False
+    hf_overrides: dict | None = None
+    model_map: dict[str, str] | None = None
+    model_read: str | None = None
+    drafter_read: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.model_read is None:  # built without the edge: no map, the names are read as given
+            if self.model_map:
+                raise ValueError("ModelInput with a model_map: make it with deployment_of (the map is read there)")
+            object.__setattr__(self, "model_read", self.model)
+            object.__setattr__(self, "drafter_read", self.drafter)
+
+
+@dataclass(frozen=True)
+class ServingInput:
+    """How vLLM serves the model: parallelism, dtypes, the drafter, the block size / attention
+    backend, and the ``VLLM_*`` variables (the variables given plus kvplan's own environment)."""
+
+    speculative_method: str | None = None
+    num_speculative_tokens: int | None = None
+    parallel_drafting: bool | None = None
+    block_size: int | None = None
+    attention_backend: str | None = None
+    kv_cache_dtype: str = "auto"
+    dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    decode_context_parallel_size: int = 1
+    data_parallel_size: int = 1
+    enable_expert_parallel: bool = False
+    disable_sliding_window: bool = False
+    env: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class SchedulerInput:
+    """The scheduler's and KV-cache manager's options; ``card_batch_defaults`` is
+    ``(max_num_batched_tokens, max_num_seqs)`` that ``vllm serve`` picks for the card
+    (``kvplan.budget.hardware.vllm_batch_defaults``), resolved at the edge."""
+
+    max_model_len: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    enable_chunked_prefill: bool | None = None
+    async_scheduling: bool | None = None
+    model_runner: str | None = None
+    enable_prefix_caching: bool | None = None
+    mamba_cache_mode: str | None = None
+    disable_hybrid_kv_cache_manager: bool | None = None
+    kv_transfer_config: dict | None = None
+    num_gpu_blocks_override: int | None = None
+    kv_events: bool = False
+    card_batch_defaults: tuple[int, int] = (8192, 1024)
+
+    def batch_sizes(self, max_model_len: int | None = None) -> tuple[int, int]:
+        """``(max_num_batched_tokens, max_num_seqs)``: as given, else the card's defaults. With the
+        length vLLM's config holds (``max_model_len``), the rest of
+        ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` (0.18.0, 0.33.0 and 0.34.0
+        alike): a default token budget is raised to max_model_len without chunked prefill and
+        capped at max_num_seqs x max_model_len; a default max_num_seqs is capped at the tokens."""
+        d_tokens, d_seqs = self.card_batch_defaults
+        tokens, seqs = self.max_num_batched_tokens or d_tokens, self.max_num_seqs or d_seqs
+        if max_model_len and max_model_len > 0:
+            if self.max_num_batched_tokens is None:
+                if self.enable_chunked_prefill is False:
+                    tokens = max(max_model_len, tokens)
+                tokens = min(seqs * max_model_len, tokens)
+            if self.max_num_seqs is None:
+                seqs = min(seqs, tokens)
+        return tokens, seqs
+
+
+# the sizes that replace an estimated part of the budget (``kv_budget``'s overrides)
+BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory", "startup_memory")
+
+
+@dataclass(frozen=True)
+class BudgetInput:
+    """The memory budget: a KV size given, or the card and what shares it (the budget layer's input)."""
+
+    kv_cache_memory: int | None = None
+    gpu: str | None = None
+    gpu_memory: float | None = None
+    gpu_memory_utilization: float | None = None
+    enable_extensible_kv_cache: bool | None = None
+    quantization: str | None = None
+    cpu_offload_gb: float | None = None
+    weights_memory: int | None = None
+    activation_memory: int | None = None
+    non_torch_memory: int | None = None
+    cudagraph_memory: int | None = None
+    startup_memory: int | None = None
+    exact_params: bool = False
+
+    @property
+    def on_card(self) -> bool:
+        """The budget is estimated from a card (``--gpu`` / ``--gpu-memory``)."""
+        return self.gpu is not None or self.gpu_memory is not None
+
+    def overrides(self) -> dict[str, int]:
+        """The override sizes given (bytes), for ``kv_budget``."""
+        return {k: getattr(self, k) for k in BUDGET_OVERRIDES if getattr(self, k) is not None}
+
+
+@dataclass(frozen=True)
+class VerifyInput:
+    """The cross-check against a real vLLM (a use-case option, no stage reads it)."""
+
+    cross_check: bool = False
+    vllm_python: str | None = None
+    require_agreement: bool = False
+
+
+@dataclass(frozen=True)
+class PolicyInput:
+    """The grouping policy as given: the era's name and a threshold replacing the era's."""
+
+    policy: str = "vllm-latest"
+    threshold: float | None = None
+
+
+PARTS = (ModelInput, ServingInput, SchedulerInput, BudgetInput, VerifyInput, PolicyInput)
+# fields a part holds that are resolved at the edge, not options of the table
+DERIVED_FIELDS = frozenset({"card_batch_defaults", "model_read", "drafter_read"})
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One deployment, typed, with its era resolved once (``era``: ``policy_era`` with
+    ``--threshold`` when given)."""
+
+    source: ModelInput
+    serving: ServingInput
+    scheduler: SchedulerInput
+    budget: BudgetInput
+    verify: VerifyInput
+    policy: PolicyInput
+    policy_era: Era
+    era: Era
+
+
+def _part(cls, values, **derived):
+    return cls(**{f.name: getattr(values, f.name) for f in fields(cls) if f.name not in DERIVED_FIELDS}, **derived)
+
+
+def deployment_of(values) -> Deployment:
+    """The typed deployment of a ``Scenario`` (its values already parsed by the option table):
+    the policy resolved to its era and the card's batch defaults read, once."""
+    from kvplan.budget.hardware import vllm_batch_defaults
+    from kvplan.options import mapped_model
+    from kvplan.engines.vllm.releases import get_era
+
+    policy_era = get_era(values.policy)
+    era = policy_era if values.threshold is None else policy_era.with_threshold(values.threshold)
+    defaults = (8192, 1024)
+    if values.max_num_batched_tokens is None or values.max_num_seqs is None:
+        defaults = vllm_batch_defaults(values.gpu, values.gpu_memory, large_tier=era.large_batch_tier)
+    return Deployment(
+        source=_part(ModelInput, values, model_read=mapped_model(values.model, values.model_map),
+                     drafter_read=mapped_model(values.drafter, values.model_map)),
+        serving=_part(ServingInput, values),
+        scheduler=_part(SchedulerInput, values, card_batch_defaults=defaults), budget=_part(BudgetInput, values),
+        verify=_part(VerifyInput, values), policy=_part(PolicyInput, values), policy_era=policy_era, era=era)
