@@ -9,7 +9,7 @@ Every field of a record is a property, typed by its annotation and required (a f
     bool int float str      boolean integer number string
     X | None                X or null
     tuple[X, ...]           an array of X
-    dict[str, X] / dict     an object (of X values)
+    dict[str, X] / dict     an object (of X values; a Mapping alike)
     Literal["a", "b"]       const / enum
     A | B (records)         anyOf
     a record                an object of its fields (a FLATTEN field's fields spread in place);
@@ -17,7 +17,7 @@ Every field of a record is a property, typed by its annotation and required (a f
     Any / object            anything (an object another layer makes: see DETAIL)
 
 A field whose type is data another layer assembles (``dict``, ``object``: fixes, the cross-check,
-the budget, the engine rows) gets its published shape from ``DETAIL`` (the keys it always has);
+the engine rows) gets its published shape from ``DETAIL`` (the keys it always has);
 every command's body is a record (``BODIES``). Bodies may grow keys (additionalProperties), the envelope and the outcome may not.
 tests/test_api.py checks that the files are what this script writes, that every command's output
 validates against them, and that they keep the published contract (tests/data/schema_published/).
@@ -28,6 +28,7 @@ validates against them, and that they keep the published contract (tests/data/sc
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import json
 import sys
@@ -85,7 +86,6 @@ CROSS_CHECK = obj({
 DETAIL: dict[tuple[type, str], dict] = {
     (PlanBody, "fixes"): arr(obj({"option": STR, "flag": STR, "verified": BOOL, "max_concurrency": NUM,
                                   "steady_state_concurrency": NUM})),
-    (PlanBody, "budget"): OBJ,
     (SimulateBody, "cross_check"): CROSS_CHECK,
     (SimulateBody, "allocation"): OBJ,
     (CompareBody, "workload"): OBJ,
@@ -137,7 +137,7 @@ def schema_of(tp) -> dict:
         return {"const": args[0]} if len(args) == 1 else {"enum": list(args)}
     if origin in (tuple, list):
         return arr(schema_of(args[0]))
-    if origin is dict:
+    if origin in (dict, collections.abc.Mapping):
         value = schema_of(args[1])
         return {"type": "object", "additionalProperties": value} if value else OBJ
     if origin in (typing.Union, types.UnionType):
@@ -162,7 +162,11 @@ def _fields(cls) -> tuple[dict, list[str]]:
             continue
         if f.metadata.get("omit_none"):  # present only when asked for: its value is never null
             t = s.get("type")
-            props[f.name] = {**s, "type": [x for x in t if x != "null"][0]} if isinstance(t, list) else s
+            if isinstance(t, list):
+                s = {**s, "type": [x for x in t if x != "null"][0]}
+            elif "anyOf" in s:
+                s = {"anyOf": [x for x in s["anyOf"] if x != {"type": "null"}]}
+            props[f.name] = s
             continue
         props[f.name] = s
         required.append(f.name)

@@ -59,8 +59,8 @@ def test_the_cuda_graph_estimate_is_in_the_profile_from_0_20_0():
         layout = build_model_layout("Qwen/Qwen3-32B", None, opts)
         kw = dict(gpu="RTX-PRO-6000-96GB", gpu_memory_utilization=0.426)
         with_graphs, without = kv_budget(layout, era, **kw), kv_budget(layout, off, **kw)
-        assert with_graphs["cudagraph_bytes"] == pool
-        assert without["kv_cache_memory_bytes"] - with_graphs["kv_cache_memory_bytes"] == pool
+        assert with_graphs.cudagraph_bytes == pool
+        assert without.kv_cache_memory_bytes - with_graphs.kv_cache_memory_bytes == pool
 
 
 def test_the_profile_terms_carry_their_basis_and_source():

@@ -1,8 +1,9 @@
 """The typed deployment (kvplan.usecases.deployment) and the stages that take its parts.
 
 Every scenario option lands in exactly one part, under its own name and with the type its
-option kind parses to; no stage entry point takes the Scenario bag, an ``Any`` or a dict for
-a deployment; the era is resolved once, into an ``Era`` object."""
+option kind parses to; no stage entry point takes the Scenario bag, an ``Any`` or a dict (the
+budget stage returns a ``Budget`` record, which the engine stage takes); the era is resolved once,
+into an ``Era`` object."""
 
 import inspect
 from dataclasses import fields
@@ -42,7 +43,7 @@ def test_parts_keep_the_scenario_defaults():
 STAGES = {
     "model_stage": ("ModelInput", "ServingInput", "Era"),
     "budget_stage": ("ModelLayout", "BudgetInput", "SchedulerInput", "ServingInput", "Era"),
-    "engine_stage": ("ModelLayout", "SchedulerInput", "ServingInput", "Era"),
+    "engine_stage": ("ModelLayout", "SchedulerInput", "ServingInput", "Era", "Budget | None"),
 }
 
 
@@ -53,10 +54,13 @@ def test_stage_entry_points_take_typed_parts_never_the_bag():
         for p, note in notes.items():
             assert note != str(inspect.Parameter.empty), f"{name}({p}) has no annotation"
             assert "Scenario" not in note and "Any" not in note and "Deployment" not in note, f"{name}({p}: {note})"
-            # the one dict a stage takes is the budget stage's result (kv_budget), not a deployment
-            assert not note.startswith("dict") or p == "budget", f"{name}({p}: {note})"
+            assert "dict" not in note and "Mapping" not in note, f"{name}({p}: {note})"
         for w in wanted:
             assert w in notes.values(), f"{name} takes no {w}: {notes}"
+
+
+def test_the_budget_stage_returns_a_budget_record():
+    assert inspect.signature(sc.budget_stage).return_annotation == "Budget"
 
 
 def test_the_era_is_resolved_once_into_an_era_object():

@@ -378,13 +378,13 @@ def test_device_budget_utilization_defaults_to_the_era(monkeypatch):
     # 0.92 in 0.20.0-0.33.0 (read in each release's source).
     monkeypatch.setattr(probe, "cpu_free_bytes", lambda: (10 * GiB, "test rule"))
     old = probe.device_kv_budget("cpu", get_era("vllm-1.5"))
-    assert (old["gpu_memory_utilization"], old["gpu_memory_utilization_source"]) == (0.9, "vllm-0.18 default")
-    assert old["kv_cache_memory_bytes"] == 9_663_676_416  # int(10 · 2^30 · 0.9)
+    assert (old.gpu_memory_utilization, old.gpu_memory_utilization_source) == (0.9, "vllm-0.18 default")
+    assert old.kv_cache_memory_bytes == 9_663_676_416  # int(10 · 2^30 · 0.9)
     latest = probe.device_kv_budget("cpu", get_era("vllm-latest"), reserve_bytes=GiB)
-    assert latest["kv_cache_memory_bytes"] == 9_878_424_780 - GiB  # int(10 · 2^30 · 0.92) − 1 GiB
+    assert latest.kv_cache_memory_bytes == 9_878_424_780 - GiB  # int(10 · 2^30 · 0.92) − 1 GiB
     given = probe.device_kv_budget("cpu", get_era("vllm-1.5"), 0.5)
-    assert (given["gpu_memory_utilization"], given["kv_cache_memory_bytes"]) == (0.5, 5 * GiB)
-    assert given["gpu_memory_utilization_source"] == "--gpu-memory-utilization"
+    assert (given.gpu_memory_utilization, given.kv_cache_memory_bytes) == (0.5, 5 * GiB)
+    assert given.gpu_memory_utilization_source == "--gpu-memory-utilization"
 
 
 # --- through the CLI -----------------------------------------------------------------------------

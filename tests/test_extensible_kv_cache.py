@@ -81,23 +81,23 @@ def test_extensible_budget_is_the_measured_one(llama):
     #   KV = min(measured, tentative)                                   = 64,377,315,328
     #   (the profiled 0.92 budget is 60,040,803,451: 4,336,511,877 B = 4.04 GiB more)
     b = kv_budget(llama, LATEST, gpu="H100-80GB")
-    assert (b["kv_cache_sizing"], b["kv_cache_sizing_source"]) == ("extensible", "vllm-0.34 default (on for CUDA and ROCm)")
-    assert (b["gpu_memory_utilization"], b["gpu_memory_utilization_source"]) == (
+    assert (b.kv_cache_sizing, b.kv_cache_sizing_source) == ("extensible", "vllm-0.34 default (on for CUDA and ROCm)")
+    assert (b.gpu_memory_utilization, b.gpu_memory_utilization_source) == (
         1.0, "vllm-0.34 default with the extensible KV cache")
-    assert b["requested_memory_bytes"] == 85_027_979_264
-    assert (b["weights_bytes"], b["activation_peak_bytes"], b["non_torch_bytes"], b["cudagraph_bytes"]) == (
+    assert b.requested_memory_bytes == 85_027_979_264
+    assert (b.weights_bytes, b.activation_peak_bytes, b.non_torch_bytes, b.cudagraph_bytes) == (
         16_060_522_496, 1_319_108_608, 268_435_456, 536_870_912)
-    assert (b["startup_memory_bytes"], b["startup_memory_source"]) == (536_870_912, "estimate")
-    assert b["sizing_margin_floor_bytes"] == GiB
-    assert b["tentative_kv_cache_memory_bytes"] == 66_843_041_792
-    assert b["transient_reserve_bytes"] == 1_855_979_520
-    assert b["sizing_margin_bytes"] == 1_391_984_640
-    assert b["measured_kv_cache_memory_bytes"] == b["kv_cache_memory_bytes"] == 64_377_315_328
-    assert b["formula"].startswith("kv_cache_memory = min(tentative, min(requested − used, gpu_memory − startup − "
+    assert (b.startup_memory_bytes, b.startup_memory_source) == (536_870_912, "estimate")
+    assert b.sizing_margin_floor_bytes == GiB
+    assert b.tentative_kv_cache_memory_bytes == 66_843_041_792
+    assert b.transient_reserve_bytes == 1_855_979_520
+    assert b.sizing_margin_bytes == 1_391_984_640
+    assert b.measured_kv_cache_memory_bytes == b.kv_cache_memory_bytes == 64_377_315_328
+    assert b.formula.startswith("kv_cache_memory = min(tentative, min(requested − used, gpu_memory − startup − "
                                    "used − margin) − transient)")
-    assert b["formula_source"].startswith("vLLM 0.34.0: config/cache.py resolved_gpu_memory_utilization (495-501)")
-    assert "extensible_kv_cache.py measure_kv_cache_bytes (592-618)" in b["formula_source"]
-    assert b["warnings"] == []
+    assert b.formula_source.startswith("vLLM 0.34.0: config/cache.py resolved_gpu_memory_utilization (495-501)")
+    assert "extensible_kv_cache.py measure_kv_cache_bytes (592-618)" in b.formula_source
+    assert b.warnings == ()
     # the same rule at another utilization (fit's bisection) gives the same figure at 1.0
     assert kv_bytes_at(b, 1.0) == 64_377_315_328
 
@@ -112,10 +112,10 @@ def test_graphs_not_in_the_profile_are_still_measured(llama):
     #   measured  = 85,027,979,264 − 536,870,912 − 16,865,828,864 − 1,073,741,824 − 1,319,108,608
     #             = 65,232,429,056 → KV 65,232,429,056
     b = kv_budget(llama, replace(LATEST, cudagraph_memory_in_profile=False), gpu="H100-80GB")
-    assert (b["cudagraph_bytes"], b["cudagraph_resident_bytes"]) == (0, 536_870_912)
-    assert b["tentative_kv_cache_memory_bytes"] == 67_379_912_704
-    assert (b["transient_reserve_bytes"], b["sizing_margin_bytes"]) == (1_319_108_608, GiB)
-    assert b["kv_cache_memory_bytes"] == 65_232_429_056
+    assert (b.cudagraph_bytes, b.cudagraph_resident_bytes) == (0, 536_870_912)
+    assert b.tentative_kv_cache_memory_bytes == 67_379_912_704
+    assert (b.transient_reserve_bytes, b.sizing_margin_bytes) == (1_319_108_608, GiB)
+    assert b.kv_cache_memory_bytes == 65_232_429_056
     r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB",
                  "--env", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0")
     assert d["budget"]["kv_cache_memory_bytes"] == 65_232_429_056
@@ -124,8 +124,8 @@ def test_graphs_not_in_the_profile_are_still_measured(llama):
     #   measured = 85,027,979,264 − 536,870,912 − 16,328,957,952 − 1,073,741,824 − 1,319,108,608
     #            = 65,769,299,968
     b = kv_budget(llama, LATEST, gpu="H100-80GB", overrides={"cudagraph_memory": 0})
-    assert (b["cudagraph_bytes"], b["cudagraph_resident_bytes"]) == (0, 0)
-    assert b["kv_cache_memory_bytes"] == 65_769_299_968
+    assert (b.cudagraph_bytes, b.cudagraph_resident_bytes) == (0, 0)
+    assert b.kv_cache_memory_bytes == 65_769_299_968
 
 
 def test_extensible_budget_tp2():
@@ -139,9 +139,9 @@ def test_extensible_budget_tp2():
     #   tentative = 85,027,979,264 − 8,030,527,488 − 1,319,108,608 − 805,306,368 − 536,870,912 = 74,336,165,888
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
     b = kv_budget(tp2, LATEST, gpu="H100")
-    assert b["startup_memory_bytes"] == 1_073_741_824
-    assert b["tentative_kv_cache_memory_bytes"] == 74_336_165_888
-    assert b["kv_cache_memory_bytes"] == 71_333_568_512
+    assert b.startup_memory_bytes == 1_073_741_824
+    assert b.tentative_kv_cache_memory_bytes == 74_336_165_888
+    assert b.kv_cache_memory_bytes == 71_333_568_512
 
 
 def test_explicit_utilization_caps_the_extensible_cache_and_warns(llama):
@@ -153,15 +153,15 @@ def test_explicit_utilization_caps_the_extensible_cache_and_warns(llama):
     #   withheld (measure_kv_cache_blocks' warning, extensible_kv_cache.py 655-676: 0.7 < u < 1.0 and ≥ 1 GiB)
     #             = 66,233,294,848 − 59,659,352,474 = 6,573,942,374 B = 6.12 GiB
     b = kv_budget(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.9)
-    assert b["requested_memory_bytes"] == 76_525_181_338
-    assert b["tentative_kv_cache_memory_bytes"] == 58_340_243_866
-    assert b["kv_cache_memory_bytes"] == 57_803_372_954
-    assert b["warnings"] == [
+    assert b.requested_memory_bytes == 76_525_181_338
+    assert b.tentative_kv_cache_memory_bytes == 58_340_243_866
+    assert b.kv_cache_memory_bytes == 57_803_372_954
+    assert list(b.warnings) == [
         "--gpu-memory-utilization 0.9 keeps 6.12 GiB of free memory out of the extensible KV cache, which measures "
         "vLLM's own use after warmup; vLLM 0.34.0 warns so too. Leave it unset unless other processes or buffers "
         "vLLM does not see need the room"]
     # 0.7 or below: vLLM does not warn (the value is not a habit from estimate-based sizing)
-    assert kv_budget(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.7)["warnings"] == []
+    assert kv_budget(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.7).warnings == ()
 
 
 def test_rocm_margin_floor_is_3_gib(llama):
@@ -173,9 +173,9 @@ def test_rocm_margin_floor_is_3_gib(llama):
             "startup_memory": GiB}
     cuda = kv_budget(llama, LATEST, gpu_memory_gib=192, overrides=over)
     rocm = kv_budget(llama, LATEST, gpu="MI300X", gpu_memory_gib=192, overrides=over)
-    assert (cuda["sizing_margin_bytes"], cuda["kv_cache_memory_bytes"]) == (int(1.5 * GiB), int(87.5 * GiB))
-    assert (rocm["sizing_margin_bytes"], rocm["kv_cache_memory_bytes"]) == (3 * GiB, 86 * GiB)
-    assert rocm["tentative_kv_cache_memory_bytes"] == 90 * GiB and rocm["startup_memory_source"] == "override"
+    assert (cuda.sizing_margin_bytes, cuda.kv_cache_memory_bytes) == (int(1.5 * GiB), int(87.5 * GiB))
+    assert (rocm.sizing_margin_bytes, rocm.kv_cache_memory_bytes) == (3 * GiB, 86 * GiB)
+    assert rocm.tentative_kv_cache_memory_bytes == 90 * GiB and rocm.startup_memory_source == "override"
 
 
 def test_tentative_bounds_the_measured_size():
@@ -245,14 +245,14 @@ def test_budget_from_device_uses_the_same_utilization(monkeypatch):
     monkeypatch.setattr(probe, "device_free_bytes", lambda device: (10 * GiB, "test rule"))
     # a CUDA device on 0.34: extensible, utilization 1.0 → 10 GiB − --reserve 1 GiB
     b = probe.device_kv_budget("cuda", LATEST, reserve_bytes=GiB)
-    assert (b["kv_cache_sizing"], b["gpu_memory_utilization"], b["kv_cache_memory_bytes"]) == (
+    assert (b.kv_cache_sizing, b.gpu_memory_utilization, b.kv_cache_memory_bytes) == (
         "extensible", 1.0, 9 * GiB)
     # turned off: the profiled default 0.92 → int(10 GiB · 0.92) = 9,878,424,780
     b = probe.device_kv_budget("cuda", LATEST, enable_extensible_kv_cache=False)
-    assert (b["gpu_memory_utilization"], b["kv_cache_memory_bytes"]) == (0.92, 9_878_424_780)
+    assert (b.gpu_memory_utilization, b.kv_cache_memory_bytes) == (0.92, 9_878_424_780)
     # a CPU device: vLLM's extensible cache is CUDA/ROCm only
     b = probe.device_kv_budget("cpu", LATEST)
-    assert b["kv_cache_sizing"] == "profiled" and b["gpu_memory_utilization"] == 0.92
+    assert b.kv_cache_sizing == "profiled" and b.gpu_memory_utilization == 0.92
 
 
 def test_serve_line_reads_vllms_flag_and_its_negative():

@@ -60,8 +60,8 @@ def test_presets_without_a_cuda_figure_say_so():
 
 def test_nvidia_smi_preset_warns(llama):
     b = kv_budget(llama, LATEST, gpu="H100-NVL", **PROFILED_034)
-    assert any("nvidia-smi total" in w for w in b["warnings"])
-    assert not any("nvidia-smi" in w for w in kv_budget(llama, LATEST, gpu="H100", **PROFILED_034)["warnings"])
+    assert any("nvidia-smi total" in w for w in b.warnings)
+    assert not any("nvidia-smi" in w for w in kv_budget(llama, LATEST, gpu="H100", **PROFILED_034).warnings)
 
 
 def test_fit_md_lists_every_preset():
@@ -126,29 +126,29 @@ def test_budget_is_the_vllm_formula(llama):
     #   KV = 78,225,740,923 − 16,060,522,496 − 1,319,108,608 − 268,435,456 − 536,870,912
     #      = 60,040,803,451
     b = kv_budget(llama, LATEST, gpu="H100-80GB", **PROFILED_034)
-    assert b["gpu_memory_bytes"] == 85_027_979_264 and b["gpu_memory_utilization"] == 0.92  # 81089 · 2^20
-    assert (b["kv_cache_sizing"], b["kv_cache_sizing_source"]) == ("profiled", "--no-enable-extensible-kv-cache")
-    assert b["requested_memory_bytes"] == 78_225_740_923
-    assert b["weights_bytes"] == 16_060_522_496
-    assert b["activation_peak_bytes"] == 1_319_108_608
-    assert b["non_torch_bytes"] == 268_435_456 and b["cudagraph_bytes"] == 536_870_912
-    assert b["kv_cache_memory_bytes"] == 60_040_803_451
-    assert b["estimated"] is True
+    assert b.gpu_memory_bytes == 85_027_979_264 and b.gpu_memory_utilization == 0.92  # 81089 · 2^20
+    assert (b.kv_cache_sizing, b.kv_cache_sizing_source) == ("profiled", "--no-enable-extensible-kv-cache")
+    assert b.requested_memory_bytes == 78_225_740_923
+    assert b.weights_bytes == 16_060_522_496
+    assert b.activation_peak_bytes == 1_319_108_608
+    assert b.non_torch_bytes == 268_435_456 and b.cudagraph_bytes == 536_870_912
+    assert b.kv_cache_memory_bytes == 60_040_803_451
+    assert b.estimated is True
     extensible_only = {"cudagraph_resident_bytes", "startup_memory_bytes", "sizing_margin_floor_bytes", "tentative_kv_cache_memory_bytes",
                        "transient_reserve_bytes", "sizing_margin_bytes", "measured_kv_cache_memory_bytes"}
-    assert all(isinstance(v, int) for k, v in b.items() if k.endswith("_bytes") and k not in extensible_only)
-    assert all(b[k] is None for k in extensible_only)
-    assert b["formula"].startswith("kv_cache_memory = ceil(gpu_memory × gpu_memory_utilization) − weights − "
+    assert all(isinstance(v, int) for k, v in vars(b).items() if k.endswith("_bytes") and k not in extensible_only)
+    assert all(getattr(b, k) is None for k in extensible_only)
+    assert b.formula.startswith("kv_cache_memory = ceil(gpu_memory × gpu_memory_utilization) − weights − "
                                    "activation_peak − non_torch − cudagraph")
-    assert b["formula_source"] == ("vLLM 0.34.0: v1/worker/utils.py request_memory, v1/worker/gpu_worker.py "
+    assert b.formula_source == ("vLLM 0.34.0: v1/worker/utils.py request_memory, v1/worker/gpu_worker.py "
                                    "determine_available_memory (CUDA-graph estimate in the profile)")
     # vLLM 0.33.0 has no extensible KV cache (no `extensible` anywhere in its vllm/config or vllm/v1; its
     # CacheConfig.gpu_memory_utilization is a float defaulting to 0.92, config/cache.py 215): its default
     # budget is this same profiled one, and asking for the extensible cache there is an error.
     old = kv_budget(llama, get_era("vllm-0.33"), gpu="H100-80GB")
-    assert (old["kv_cache_sizing"], old["gpu_memory_utilization"], old["kv_cache_memory_bytes"]) == \
+    assert (old.kv_cache_sizing, old.gpu_memory_utilization, old.kv_cache_memory_bytes) == \
         ("profiled", 0.92, 60_040_803_451)
-    assert old["gpu_memory_utilization_source"] == "vllm-0.33 default"
+    assert old.gpu_memory_utilization_source == "vllm-0.33 default"
     with pytest.raises(OptionError, match="^--enable-extensible-kv-cache: vLLM 0.33.0 has no extensible KV cache"):
         kv_budget(llama, get_era("vllm-0.33"), gpu="H100-80GB", enable_extensible_kv_cache=True)
 
@@ -157,11 +157,11 @@ def test_overrides_replace_estimates(llama):
     b = kv_budget(llama, OLD, gpu_memory_gib=80, gpu_memory_utilization=0.5,
                   overrides={"weights_memory": "10GiB", "activation_memory": 2 * GiB, "non_torch_memory": "0",
                              "cudagraph_memory": "1.5GiB"})
-    assert b["gpu_memory_bytes"] == 80 * GiB and b["gpu"] is None
-    assert b["kv_cache_memory_bytes"] == 40 * GiB - 10 * GiB - 2 * GiB - 0 - int(1.5 * GiB)
-    assert (b["weights_source"], b["activation_source"], b["non_torch_source"], b["cudagraph_source"]) == \
+    assert b.gpu_memory_bytes == 80 * GiB and b.gpu is None
+    assert b.kv_cache_memory_bytes == 40 * GiB - 10 * GiB - 2 * GiB - 0 - int(1.5 * GiB)
+    assert (b.weights_source, b.activation_source, b.non_torch_source, b.cudagraph_source) == \
         ("override",) * 4
-    assert b["weights"] is None  # not counted when overridden
+    assert b.weights is None  # not counted when overridden
 
 
 def test_bad_override_is_one_line(llama):
@@ -182,13 +182,13 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     #   KV = 78,225,740,923 − 8,030,527,488 − 1,319,108,608 − 805,306,368 − 536,870,912 = 67,533,927,547
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
     b2 = kv_budget(tp2, LATEST, gpu="H100", **PROFILED_034)
-    assert b2["tensor_parallel_size"] == 2 and b2["warnings"] == []
-    assert b2["requested_memory_bytes"] == 78_225_740_923
-    assert b2["weights_bytes"] == 8_030_527_488
-    assert b2["activation_peak_bytes"] == 1_319_108_608
-    assert b2["non_torch_bytes"] == 805_306_368 and b2["cudagraph_bytes"] == 536_870_912
-    assert b2["kv_cache_memory_bytes"] == 67_533_927_547
-    assert kv_budget(llama, LATEST, gpu="H100")["non_torch_bytes"] == 268_435_456  # 256 MiB on one GPU
+    assert b2.tensor_parallel_size == 2 and b2.warnings == ()
+    assert b2.requested_memory_bytes == 78_225_740_923
+    assert b2.weights_bytes == 8_030_527_488
+    assert b2.activation_peak_bytes == 1_319_108_608
+    assert b2.non_torch_bytes == 805_306_368 and b2.cudagraph_bytes == 536_870_912
+    assert b2.kv_cache_memory_bytes == 67_533_927_547
+    assert kv_budget(llama, LATEST, gpu="H100").non_torch_bytes == 268_435_456  # 256 MiB on one GPU
     with pytest.raises(OptionError, match="tensor_parallel_size 4.*built for 2"):
         kv_budget(tp2, LATEST, gpu="H100", tensor_parallel_size=4)
 
@@ -206,12 +206,12 @@ def test_pipeline_budget_is_the_tightest_stage():
     #   both: non-torch 768 MiB (tp·pp = 2) = 805,306,368; CUDA graphs 256 MiB + 16 · 8 MiB = 402,653,184
     #   KV: stage 0 43,979,248,763 − 8,030,257,152 − 1,241,513,984 − 805,306,368 − 402,653,184
     #       = 33,499,518,075; stage 1 ... − 8,030,265,344 − 1,319,108,608 − ... = 33,421,915,259
-    assert [(s["weights_bytes"], s["activation_peak_bytes"], s["kv_cache_memory_bytes"]) for s in b["stages"]] == [
+    assert [(s.weights_bytes, s.activation_peak_bytes, s.kv_cache_memory_bytes) for s in b.stages] == [
         (8_030_257_152, 1_241_513_984, 33_499_518_075),
         (8_030_265_344, 1_319_108_608, 33_421_915_259),
     ]
-    assert b["kv_cache_memory_bytes"] == 33_421_915_259  # the tighter stage, stage 1
-    assert any("pipeline parallel" in w and "stage 1" in w for w in b["warnings"])
+    assert b.kv_cache_memory_bytes == 33_421_915_259  # the tighter stage, stage 1
+    assert any("pipeline parallel" in w and "stage 1" in w for w in b.warnings)
 
 
 def test_model_too_big_fails_loading_the_weights_and_says_so():
@@ -224,15 +224,15 @@ def test_model_too_big_fails_loading_the_weights_and_says_so():
     # = 1,593,835,520 (> sampler 1024 · 151936 · 8) + 256 MiB = 1,862,270,976; non-torch 256 MiB;
     # CUDA graphs 256 MiB + 64 · 8 MiB = 805,306,368.
     # KV = 21,723,309,671 − 65,524,246,528 − 1,862,270,976 − 268,435,456 − 805,306,368 = −46,736,949,657
-    assert b["weights_bytes"] == 65_524_246_528
-    assert b["kv_cache_memory_bytes"] == -46_736_949_657
+    assert b.weights_bytes == 65_524_246_528
+    assert b.kv_cache_memory_bytes == -46_736_949_657
     # but vLLM never gets there: 61.02 GiB of weights do not fit 21.99 GiB − 0.50 GiB (start-up estimate)
-    f = b["load_failure"]
-    assert (f["stage"], f["error_type"], f["needed_bytes"], f["free_bytes"]) == (
+    f = b.load_failure
+    assert (f.stage, f.error_type, f.needed_bytes, f.free_bytes) == (
         "load", "torch.OutOfMemoryError", 65_524_246_528, 23_612_293_120 - 512 * MiB)
     assert any(w.startswith("vLLM fails before the KV cache (load): CUDA out of memory while loading the model "
-                            "weights: 61.02 GiB of weights per GPU, 21.49 GiB free") for w in b["warnings"])
-    assert not any(w.startswith("no memory left for the KV cache") for w in b["warnings"])
+                            "weights: 61.02 GiB of weights per GPU, 21.49 GiB free") for w in b.warnings)
+    assert not any(w.startswith("no memory left for the KV cache") for w in b.warnings)
 
 
 def test_profile_run_that_does_not_fit_the_card():
@@ -240,11 +240,11 @@ def test_profile_run_that_does_not_fit_the_card():
     # on top of them does not: 65536 · (4·4096 + 3·14336) · 2 = 7,784,628,224 + 256 MiB
     layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B")
     b = kv_budget(layout, LATEST, gpu="L4", max_num_batched_tokens=65536, **PROFILED_034)
-    f = b["load_failure"]
-    assert b["activation_peak_bytes"] == 65536 * (4 * 4096 + 3 * 14336) * 2 + 256 * MiB
-    assert f["stage"] == "profile" and f["needed_bytes"] == (
-        b["weights_bytes"] + b["activation_peak_bytes"] + b["non_torch_bytes"])
-    assert kv_budget(layout, LATEST, gpu="L4", **PROFILED_034)["load_failure"] is None
+    f = b.load_failure
+    assert b.activation_peak_bytes == 65536 * (4 * 4096 + 3 * 14336) * 2 + 256 * MiB
+    assert f.stage == "profile" and f.needed_bytes == (
+        b.weights_bytes + b.activation_peak_bytes + b.non_torch_bytes)
+    assert kv_budget(layout, LATEST, gpu="L4", **PROFILED_034).load_failure is None
 
 
 # --- through the CLI ------------------------------------------------------------------------

@@ -395,11 +395,11 @@ def test_gpt_oss_20b_on_an_a100_counts_the_marlin_padding():
     layout = build_model_layout("openai/gpt-oss-20b")
     plain = layout_weight_memory(layout).stages[0].weight_bytes
     b = kv_budget(layout, get_era("vllm==0.19.0"), gpu="A100-80GB", gpu_memory_utilization=0.65)
-    assert b["weights_bytes"] - plain == 24 * (38_227_968 + 20_480)
-    assert abs(b["weights_bytes"] / GiB / 13.72 - 1) < 0.02
-    assert any("Marlin MoE backend" in n for n in b["weights"]["notes"])
+    assert b.weights_bytes - plain == 24 * (38_227_968 + 20_480)
+    assert abs(b.weights_bytes / GiB / 13.72 - 1) < 0.02
+    assert any("Marlin MoE backend" in n for n in b.weights.notes)
     # an H100 (9.0) picks among several backends: kvplan keeps the checkpoint's layout there
-    assert kv_budget(layout, get_era("vllm==0.19.0"), gpu="H100")["weights_bytes"] == plain
+    assert kv_budget(layout, get_era("vllm==0.19.0"), gpu="H100").weights_bytes == plain
 
 
 def test_gpt_oss_120b_tp4_on_a100_pads_the_rank_intermediate():
@@ -443,5 +443,5 @@ def test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin():
     layout = build_model_layout("openai/gpt-oss-120b")
     plain = layout_weight_memory(layout).stages[0].weight_bytes
     b = kv_budget(layout, get_era("vllm==0.10.1.1"), gpu="H100-80GB")
-    assert b["weights_bytes"] - plain == 36 * (1_847_263_232 - 1_694_269_440) == 5_507_776_512
-    assert abs(b["weights_bytes"] / GiB / 65.9651 - 1) < 0.002  # the log: 65.9651 GiB (kvplan 65.897)
+    assert b.weights_bytes - plain == 36 * (1_847_263_232 - 1_694_269_440) == 5_507_776_512
+    assert abs(b.weights_bytes / GiB / 65.9651 - 1) < 0.002  # the log: 65.9651 GiB (kvplan 65.897)

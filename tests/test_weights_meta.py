@@ -89,5 +89,5 @@ def test_exact_params_note_in_the_budget():
 
     layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B")
     b = kv_budget(layout, get_era("vllm-latest"), gpu="H100-80GB", exact_params=True)
-    assert b["weights_source"] == "meta-device count"
-    assert any("agrees with the analytic count" in n for n in b["weights"]["notes"])
+    assert b.weights_source == "meta-device count"
+    assert any("agrees with the analytic count" in n for n in b.weights.notes)

@@ -12,7 +12,7 @@ Modules, in dependency order (none imports torch or transformers at import time)
                    which ``weights`` reconciles its count with (``with_checkpoint``);
 * ``weights``      weight bytes per TP rank and PP stage;
 * ``hardware``     GPU presets and the batch defaults ``vllm serve`` picks per card;
-* ``estimate``     the estimated KV budget (``kv_budget``): card · utilization − weights −
+* ``estimate``     the estimated KV budget (``kv_budget`` → ``kvplan.results.budget.Budget``): card · utilization − weights −
                    activation − non-torch − CUDA graphs;
 * ``load``         the failures before the KV cache: the weights, or the profile run on top of
                    them, do not fit the card (``torch.OutOfMemoryError``).

@@ -54,6 +54,7 @@ from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED
 from kvplan.budget.hardware import get_gpu, gpu_memory
 from kvplan.budget.inventory import analytic_inventory
 from kvplan.budget.load import load_failure, physical_kv_room
+from kvplan.results.budget import Budget, BudgetStage, BudgetWeights, ProfileTerm
 from kvplan.budget.weights import CHECKPOINT_METADATA, layout_weight_memory, mxfp4_padding_for
 from kvplan.errors import OptionError
 from kvplan.model.limits import text_config
@@ -266,7 +267,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     is the layout's; a ``tensor_parallel_size`` given as well must equal it.
     ``enable_extensible_kv_cache`` (None = the era's default) and ``num_gpu_blocks_override`` pick
     the sizing mode (``kvplan.budget.sizing``).
-    Returns a plain dict (integer bytes, stable key order); ``kv_cache_memory_bytes`` is the
+    Returns a ``Budget`` record (integer bytes; ``kvplan.results.to_data`` keeps the key order); ``kv_cache_memory_bytes`` is the
     smallest stage's budget and may be ≤ 0 (vLLM then fails to start).
     """
     overrides = dict(overrides or {})
@@ -331,18 +332,18 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         nt = n_over if n_over is not None else estimate_non_torch_bytes(tp * pp)
         layers_on_stage = (z - a) + (len([ls for ls in layout.layers if ls.source == "drafter"]) if last else 0)
         cg = c_over if c_over is not None else estimate_cudagraph_bytes(era, layers_on_stage)
-        stage = {"stage": s, "weights_bytes": w_bytes, "activation_peak_bytes": act, "non_torch_bytes": nt,
-                 "cudagraph_bytes": cg}
-        if encoder is not None and s == 0 and a_over is None:
-            stage["encoder_profile_bytes"] = enc_part  # the activation peak's part due to the encoder
-        if extensible:  # measured after capture, whether or not the profile estimated the graphs
-            stage["cudagraph_resident_bytes"] = c_over if c_over is not None else estimate_cudagraph_pool_bytes(
-                layers_on_stage)
-        stage.update(stage_kv_bytes(mode, stage, total=total, utilization=util, startup=startup,
-                                    margin_floor=margin_floor))
-        stage.pop("requested_memory_bytes")
-        stages.append(stage)
-    budget_stage = min(stages, key=lambda st: st["kv_cache_memory_bytes"])
+        enc_profile = enc_part if encoder is not None and s == 0 and a_over is None else None
+        # extensible: the graphs' pool after capture, measured whether or not the profile estimated the graphs
+        resident = (c_over if c_over is not None else estimate_cudagraph_pool_bytes(layers_on_stage)) \
+            if extensible else None
+        sized = sizing.stage_kv_cache_bytes(mode, total=total, utilization=util, weights=w_bytes, activation=act,
+                                            non_torch=nt, cudagraph=cg, startup=startup, margin_floor=margin_floor,
+                                            cudagraph_resident=resident)
+        sized.pop("requested_memory_bytes")
+        stages.append(BudgetStage(stage=s, weights_bytes=w_bytes, activation_peak_bytes=act, non_torch_bytes=nt,
+                                  cudagraph_bytes=cg, encoder_profile_bytes=enc_profile,
+                                  cudagraph_resident_bytes=resident, **sized))
+    budget_stage = min(stages, key=lambda st: st.kv_cache_memory_bytes)
     requested = sizing.requested_memory(total, util)
     # the load and the profile run happen before the KV cache, whatever the sizing mode
     load_startup = s_over if s_over is not None else estimate_startup_bytes(tp * pp)
@@ -352,18 +353,18 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
                         "~0.5 GiB less: pass --gpu-memory with the total vLLM logs for an exact budget")
     if pp > 1:
         warnings.append(
-            f"pipeline parallel: each stage has its own budget (smallest: stage {budget_stage['stage']}); each "
+            f"pipeline parallel: each stage has its own budget (smallest: stage {budget_stage.stage}); each "
             "stage's pool is sized from its own, then vLLM keeps the smallest num_blocks"
         )
     if failed_load is not None:
-        warnings.append(f"vLLM fails before the KV cache ({failed_load['stage']}): {failed_load['message']}")
-    elif budget_stage["kv_cache_memory_bytes"] <= 0:
+        warnings.append(f"vLLM fails before the KV cache ({failed_load.stage}): {failed_load.message}")
+    elif budget_stage.kv_cache_memory_bytes <= 0:
         terms = "weights, activation, non-torch and CUDA-graph memory" + (
             ", the start-up memory and the sizing margin" if extensible else "")
         warnings.append(
             f"no memory left for the KV cache: {requested / GiB:.2f} GiB usable "
             f"({total / GiB:.2f} GiB × {util:g}) minus {terms} "
-            f"is {budget_stage['kv_cache_memory_bytes'] / GiB:.2f} GiB"
+            f"is {budget_stage.kv_cache_memory_bytes / GiB:.2f} GiB"
         )
     if extensible:
         warnings += _extensible_warnings(budget_stage, total=total, util=util, util_given=gpu_memory_utilization,
@@ -379,61 +380,62 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         "weights": w_over, "activation": a_over, "non_torch": n_over, "cudagraph": c_over}, stage=budget_stage,
         weights=weights, encoder=encoder, encoder_why=encoder_why)
 
-    out = {
-        "gpu": name,
-        "gpu_memory_bytes": total,
-        "gpu_memory_source": mem_source,
-        "kv_cache_sizing": mode,
-        "kv_cache_sizing_source": mode_source,
-        "gpu_memory_utilization": util,
-        "gpu_memory_utilization_source": util_source,
-        "requested_memory_bytes": requested,
-        "tensor_parallel_size": tp,
-        "pipeline_parallel_size": pp,
-        "weights_bytes": budget_stage["weights_bytes"],
-        "weights_source": src(w_over, ("checkpoint metadata" if weights is not None and weights.basis ==
-                                       CHECKPOINT_METADATA else "meta-device count" if exact
-                                       else "analytic count from the config")
-                              + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if offload else "")),
-        "activation_peak_bytes": budget_stage["activation_peak_bytes"],
-        "activation_source": src(a_over, "estimate"),
-        "non_torch_bytes": budget_stage["non_torch_bytes"],
-        "non_torch_source": src(n_over, "estimate"),
-        "cudagraph_bytes": budget_stage["cudagraph_bytes"],
-        "cudagraph_source": src(c_over, "estimate" if subtracts_cudagraph_memory(era)
-                                else f"not subtracted by {era.name}"),
-        "cudagraph_resident_bytes": budget_stage.get("cudagraph_resident_bytes"),
-        "startup_memory_bytes": startup if extensible else None,
-        "startup_memory_source": (src(s_over, "estimate") if extensible
-                                  else "not subtracted by the profiled sizing"),
-        "sizing_margin_floor_bytes": margin_floor if extensible else None,
-        **{k: budget_stage.get(k) for k in ("tentative_kv_cache_memory_bytes", "transient_reserve_bytes",
-                                            "sizing_margin_bytes", "measured_kv_cache_memory_bytes")},
-        "kv_cache_memory_bytes": budget_stage["kv_cache_memory_bytes"],
-        "load_startup_memory_bytes": load_startup,
-        "load_failure": failed_load,
-        "kv_room_bytes": physical_kv_room(stages, total=total, startup=load_startup),
-        "estimated": True,
-        "stages": stages,
-        "weights": None if weights is None else {
-            "num_params": weights.num_params,
-            "num_params_by_kind": weights.num_params_by_kind,
-            "num_params_per_rank": [st.num_params for st in weights.stages],
-            "dtype": weights.dtype,
-            "quantization": weights.quantization,
-            "bytes_by_kind": weights.stages[budget_stage["stage"]].bytes_by_kind,
-            "notes": list(weights.notes),
-        },
-        "max_num_batched_tokens": T,
-        "max_num_seqs": R,
-        **{f"{t['term']}_basis": f"{t['basis']}: {t['source']}" if t["basis"] != OVERRIDE else OVERRIDE
-           for t in terms},
-        "profile_terms": terms,
-        "formula": sizing.FORMULAS[mode],
-        "formula_source": sizing.formula_source(era, mode),
-        "warnings": warnings,
-    }
-    return out
+    bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE for t in terms}
+    return Budget(
+        gpu=name,
+        gpu_memory_bytes=total,
+        gpu_memory_source=mem_source,
+        kv_cache_sizing=mode,
+        kv_cache_sizing_source=mode_source,
+        gpu_memory_utilization=util,
+        gpu_memory_utilization_source=util_source,
+        requested_memory_bytes=requested,
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
+        weights_bytes=budget_stage.weights_bytes,
+        weights_source=src(w_over, ("checkpoint metadata" if weights is not None and weights.basis ==
+                                     CHECKPOINT_METADATA else "meta-device count" if exact
+                                     else "analytic count from the config")
+                           + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if offload else "")),
+        activation_peak_bytes=budget_stage.activation_peak_bytes,
+        activation_source=src(a_over, "estimate"),
+        non_torch_bytes=budget_stage.non_torch_bytes,
+        non_torch_source=src(n_over, "estimate"),
+        cudagraph_bytes=budget_stage.cudagraph_bytes,
+        cudagraph_source=src(c_over, "estimate" if subtracts_cudagraph_memory(era)
+                             else f"not subtracted by {era.name}"),
+        cudagraph_resident_bytes=budget_stage.cudagraph_resident_bytes,
+        startup_memory_bytes=startup if extensible else None,
+        startup_memory_source=(src(s_over, "estimate") if extensible
+                               else "not subtracted by the profiled sizing"),
+        sizing_margin_floor_bytes=margin_floor if extensible else None,
+        tentative_kv_cache_memory_bytes=budget_stage.tentative_kv_cache_memory_bytes,
+        transient_reserve_bytes=budget_stage.transient_reserve_bytes,
+        sizing_margin_bytes=budget_stage.sizing_margin_bytes,
+        measured_kv_cache_memory_bytes=budget_stage.measured_kv_cache_memory_bytes,
+        kv_cache_memory_bytes=budget_stage.kv_cache_memory_bytes,
+        load_startup_memory_bytes=load_startup,
+        load_failure=failed_load,
+        kv_room_bytes=physical_kv_room(stages, total=total, startup=load_startup),
+        estimated=True,
+        stages=tuple(stages),
+        weights=None if weights is None else BudgetWeights(
+            num_params=weights.num_params,
+            num_params_by_kind=weights.num_params_by_kind,
+            num_params_per_rank=tuple(st.num_params for st in weights.stages),
+            dtype=weights.dtype,
+            quantization=weights.quantization,
+            bytes_by_kind=weights.stages[budget_stage.stage].bytes_by_kind,
+            notes=tuple(weights.notes),
+        ),
+        max_num_batched_tokens=T,
+        max_num_seqs=R,
+        **bases,
+        profile_terms=terms,
+        formula=sizing.FORMULAS[mode],
+        formula_source=sizing.formula_source(era, mode),
+        warnings=tuple(warnings),
+    )
 
 
 # How sure each term of the profile is: the weights from the checkpoint's own metadata or kvplan's per-tensor
@@ -444,10 +446,10 @@ KVPLAN_FORMULA, KVPLAN_ESTIMATE, OVERRIDE, NOT_COUNTED, NOT_ESTIMATED = (
     "kvplan's formula estimate", "kvplan's estimate", "override", "not counted", "not estimated")
 
 
-def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: dict,
-                  weights=None, encoder: dict | None = None, encoder_why: str = "") -> list:
+def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: BudgetStage,
+                  weights=None, encoder: dict | None = None, encoder_why: str = "") -> tuple[ProfileTerm, ...]:
     """The non-KV terms of vLLM's profile on the budget's stage, each with its basis (how sure it is) and its
-    source: ``[{"term", "bytes", "basis", "source"}]``. The release's code behind each: ``determine_available_memory``
+    source (``ProfileTerm``). The release's code behind each: ``determine_available_memory``
     (v1/worker/gpu_worker.py) subtracts the weights ('Model loading took'), the torch peak of ``profile_run`` over
     the dummy batch, the non-torch memory it measures and, where the release estimates them, the CUDA graphs."""
     release = getattr(era, "release", "") or era.name
@@ -464,74 +466,76 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
         weights_src += ", minus --cpu-offload-gb"
     counted = subtracts_cudagraph_memory(era)
     terms = [
-        ("weights", stage["weights_bytes"], overrides["weights"], weights_basis, weights_src),
-        ("activation", stage["activation_peak_bytes"] - stage.get("encoder_profile_bytes", 0), overrides["activation"],
+        ("weights", stage.weights_bytes, overrides["weights"], weights_basis, weights_src),
+        ("activation", stage.activation_peak_bytes - (stage.encoder_profile_bytes or 0), overrides["activation"],
          KVPLAN_ESTIMATE,
          f"torch peak of vLLM's profile_run: one forward of {T:,} dummy tokens (max_num_batched_tokens), then the "
          f"sampler over {min(R, T):,} dummy requests (max_num_seqs); kvplan's rule max(T·(4H + W)·a, R·V·8) "
          "+ 256 MiB (kvplan/budget/estimate.py)"),
-        ("non_torch", stage["non_torch_bytes"], overrides["non_torch"], KVPLAN_ESTIMATE,
+        ("non_torch", stage.non_torch_bytes, overrides["non_torch"], KVPLAN_ESTIMATE,
          "memory outside torch's allocator (CUDA context, cuBLAS, NCCL) that vLLM measures at profiling; kvplan's "
          "0.25 GiB on one GPU, 0.75 GiB when tp·pp > 1"),
-        ("cudagraph", stage["cudagraph_bytes"], overrides["cudagraph"], KVPLAN_ESTIMATE if counted else NOT_COUNTED,
+        ("cudagraph", stage.cudagraph_bytes, overrides["cudagraph"], KVPLAN_ESTIMATE if counted else NOT_COUNTED,
          (f"vLLM {release} subtracts its CUDA-graph estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, "
           "gpu_worker.py determine_available_memory); kvplan's pool rule 256 MiB + 8 MiB per layer on the rank")
          if counted else
          f"vLLM {release} captures the graphs after sizing the KV cache: they use the 1 − utilization headroom"),
     ]
-    out = [{"term": t, "bytes": b, "basis": OVERRIDE if over is not None else basis,
-            "source": "override" if over is not None else source} for t, b, over, basis, source in terms]
-    if mm and "encoder_profile_bytes" in stage:
+    out = [ProfileTerm(t, b, OVERRIDE if over is not None else basis, "override" if over is not None else source)
+           for t, b, over, basis, source in terms]
+    if mm and stage.encoder_profile_bytes is not None:
         e = encoder
-        out.append({"term": "encoder_cache", "bytes": stage["encoder_profile_bytes"], "basis": KVPLAN_ESTIMATE,
-                    "source": f"multimodal: vLLM's profile_run encodes {e['items']} dummy {e['modality']} item(s) of "
-                              f"{e['tokens_per_item']:,} tokens ({e['encoder_tokens']:,} patches through the vision "
-                              f"tower: {e['forward_bytes']:,} B by kvplan's activation rule) and keeps their outputs "
-                              f"({e['cache_bytes']:,} B) cached under the text forward; the peak's rise over the text "
-                              "decoder's, max(encoder, cache + text) (kvplan/budget/estimate.py "
-                              "estimate_encoder_profile; the tower's attention kernel is not modelled)"})
-    elif mm and overrides["activation"] is None and stage.get("stage", 0) > 0 and encoder is not None:
-        out.append({"term": "encoder_cache", "bytes": 0, "basis": KVPLAN_ESTIMATE,
-                    "source": "multimodal: the encoder's dummy batch runs on the first pipeline stage only"})
+        out.append(ProfileTerm(
+            "encoder_cache", stage.encoder_profile_bytes, KVPLAN_ESTIMATE,
+            f"multimodal: vLLM's profile_run encodes {e['items']} dummy {e['modality']} item(s) of "
+            f"{e['tokens_per_item']:,} tokens ({e['encoder_tokens']:,} patches through the vision "
+            f"tower: {e['forward_bytes']:,} B by kvplan's activation rule) and keeps their outputs "
+            f"({e['cache_bytes']:,} B) cached under the text forward; the peak's rise over the text "
+            "decoder's, max(encoder, cache + text) (kvplan/budget/estimate.py "
+            "estimate_encoder_profile; the tower's attention kernel is not modelled)"))
+    elif mm and overrides["activation"] is None and stage.stage > 0 and encoder is not None:
+        out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE,
+                               "multimodal: the encoder's dummy batch runs on the first pipeline stage only"))
     elif mm:
-        out.append({"term": "encoder_cache", "bytes": None, "basis": NOT_ESTIMATED,
-                    "source": "multimodal: vLLM's profile_run also encodes the largest dummy images/videos for the "
-                              "encoder cache before the text forward; kvplan's activation covers the text "
-                              "decoder only, so the KV budget may be high by that peak"
-                              + (f" ({encoder_why})" if encoder_why else "")})
-    return out
+        out.append(ProfileTerm(
+            "encoder_cache", None, NOT_ESTIMATED,
+            "multimodal: vLLM's profile_run also encodes the largest dummy images/videos for the "
+            "encoder cache before the text forward; kvplan's activation covers the text "
+            "decoder only, so the KV budget may be high by that peak"
+            + (f" ({encoder_why})" if encoder_why else "")))
+    return tuple(out)
 
 
-def stage_kv_bytes(mode: str, stage: dict, *, total: int, utilization: float, startup: int = 0,
+def stage_kv_bytes(mode: str, stage: BudgetStage, *, total: int, utilization: float, startup: int = 0,
                    margin_floor: int = sizing.MARGIN_FLOOR_BYTES) -> dict:
-    """``kvplan.budget.sizing.stage_kv_cache_bytes`` on one stage dict of a budget."""
+    """``kvplan.budget.sizing.stage_kv_cache_bytes`` on one stage of a budget."""
     return sizing.stage_kv_cache_bytes(
-        mode, total=total, utilization=utilization, weights=stage["weights_bytes"],
-        activation=stage["activation_peak_bytes"], non_torch=stage["non_torch_bytes"],
-        cudagraph=stage["cudagraph_bytes"], startup=startup, margin_floor=margin_floor,
-        cudagraph_resident=stage.get("cudagraph_resident_bytes"))
+        mode, total=total, utilization=utilization, weights=stage.weights_bytes,
+        activation=stage.activation_peak_bytes, non_torch=stage.non_torch_bytes,
+        cudagraph=stage.cudagraph_bytes, startup=startup, margin_floor=margin_floor,
+        cudagraph_resident=stage.cudagraph_resident_bytes)
 
 
-def kv_bytes_at(budget: dict, utilization: float) -> int:
+def kv_bytes_at(budget: Budget, utilization: float) -> int:
     """The KV bytes per GPU of a ``kv_budget`` result at another ``utilization``, by its sizing
     mode: the smallest over the stages."""
-    mode = budget.get("kv_cache_sizing", sizing.PROFILED)
+    mode = budget.kv_cache_sizing
     extensible = mode == sizing.EXTENSIBLE
-    return min(stage_kv_bytes(mode, st, total=budget["gpu_memory_bytes"], utilization=utilization,
-                              startup=budget["startup_memory_bytes"] if extensible else 0,
-                              margin_floor=budget["sizing_margin_floor_bytes"] if extensible
+    return min(stage_kv_bytes(mode, st, total=budget.gpu_memory_bytes, utilization=utilization,
+                              startup=budget.startup_memory_bytes if extensible else 0,
+                              margin_floor=budget.sizing_margin_floor_bytes if extensible
                               else sizing.MARGIN_FLOOR_BYTES)["kv_cache_memory_bytes"]
-               for st in budget["stages"])
+               for st in budget.stages)
 
 
-def _extensible_warnings(stage: dict, *, total: int, util: float, util_given: float | None, startup: int,
+def _extensible_warnings(stage: BudgetStage, *, total: int, util: float, util_given: float | None, startup: int,
                          kv_transfer_config: dict | None, mode_default: bool) -> list[str]:
     out = []
     if util_given is not None and 0.7 < util < 1.0:
         withheld = sizing.withheld_by_utilization(
             total=total, utilization=util, startup=startup,
-            used=stage["weights_bytes"] + stage["non_torch_bytes"] + stage["cudagraph_resident_bytes"],
-            margin=stage["sizing_margin_bytes"])
+            used=stage.weights_bytes + stage.non_torch_bytes + stage.cudagraph_resident_bytes,
+            margin=stage.sizing_margin_bytes)
         if withheld >= GiB:
             out.append(f"--gpu-memory-utilization {util:g} keeps {withheld / GiB:.2f} GiB of free memory out of the "
                        "extensible KV cache, which measures vLLM's own use after warmup; vLLM 0.34.0 warns so too. "

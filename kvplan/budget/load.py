@@ -23,6 +23,7 @@ A smaller KV budget cannot fix either: the fix is a deployment change (``kvplan.
 
 from __future__ import annotations
 
+from kvplan.results.budget import BudgetStage, LoadFailure
 from kvplan.units import GiB
 
 LOAD, PROFILE = "load", "profile"
@@ -30,16 +31,16 @@ STAGES = (LOAD, PROFILE)
 ERROR_TYPE = "torch.OutOfMemoryError"
 
 
-def load_failure(stages: list[dict], *, total: int, startup: int, pp: int) -> dict | None:
+def load_failure(stages: list[BudgetStage], *, total: int, startup: int, pp: int) -> LoadFailure | None:
     """The first start-up stage that runs out of device memory, or None.
 
-    ``stages`` are ``kv_budget``'s per-stage dicts (weights, activation, non-torch bytes)."""
+    ``stages`` are ``kv_budget``'s stages (weights, activation, non-torch bytes)."""
     free = total - startup
     free_text = f"{free / GiB:.2f} GiB free ({total / GiB:.2f} GiB CUDA total − {startup / GiB:.2f} GiB in use at " \
                 "start-up; kvplan's estimate)"
     for st in stages:
-        w, act, nt = st["weights_bytes"], st["activation_peak_bytes"], st["non_torch_bytes"]
-        where = f" on pipeline stage {st['stage']}" if pp > 1 else ""
+        w, act, nt = st.weights_bytes, st.activation_peak_bytes, st.non_torch_bytes
+        where = f" on pipeline stage {st.stage}" if pp > 1 else ""
         if w > free:
             stage, needed = LOAD, w
             text = f"while loading the model weights{where}: {w / GiB:.2f} GiB of weights per GPU, {free_text}"
@@ -49,14 +50,15 @@ def load_failure(stages: list[dict], *, total: int, startup: int, pp: int) -> di
                     f"+ {nt / GiB:.2f} GiB non-torch memory exceed the {free_text}")
         else:
             continue
-        return {"stage": stage, "pipeline_stage": st["stage"], "error_type": ERROR_TYPE, "needed_bytes": needed,
-                "free_bytes": free, "message": f"CUDA out of memory {text}"}
+        return LoadFailure(stage=stage, pipeline_stage=st.stage, error_type=ERROR_TYPE, needed_bytes=needed,
+                           free_bytes=free, message=f"CUDA out of memory {text}")
     return None
 
 
-def physical_kv_room(stages: list[dict], *, total: int, startup: int) -> int:
+def physical_kv_room(stages: list[BudgetStage], *, total: int, startup: int) -> int:
     """The most KV bytes a worker can hold on the device: what is left of ``total − startup``
     after the weights, the activation peak, non-torch and CUDA-graph memory (the smallest stage).
     ``--kv-cache-memory`` above it skips vLLM's profile but runs out of memory allocating the cache."""
-    return min(total - startup - st["weights_bytes"] - st["activation_peak_bytes"] - st["non_torch_bytes"]
-               - st.get("cudagraph_resident_bytes", st["cudagraph_bytes"]) for st in stages)
+    return min(total - startup - st.weights_bytes - st.activation_peak_bytes - st.non_torch_bytes
+               - (st.cudagraph_bytes if st.cudagraph_resident_bytes is None else st.cudagraph_resident_bytes)
+               for st in stages)

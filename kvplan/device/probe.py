@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from kvplan.results.budget import DeviceBudget
 from kvplan.budget.sizing import kv_cache_sizing, resolve_gpu_memory_utilization
 from kvplan.errors import DeviceError, OptionError
 from kvplan.units import format_bytes
@@ -148,7 +149,7 @@ def budget_from_device(device: str, utilization: float, reserve_bytes: int) -> i
 
 
 def device_kv_budget(device: str, era, utilization: float | None = None, reserve_bytes: int = 0, *,
-                     enable_extensible_kv_cache: bool | None = None, num_gpu_blocks_override: int | None = None) -> dict:
+                     enable_extensible_kv_cache: bool | None = None, num_gpu_blocks_override: int | None = None) -> DeviceBudget:
     """``--budget-from-device`` as the JSON's ``budget`` records it: ``budget_from_device``
     with ``--gpu-memory-utilization`` defaulting as ``--gpu`` budgets do
     (``kvplan.budget.sizing.resolve_gpu_memory_utilization``: 1.0 with vLLM 0.34's extensible KV
@@ -157,13 +158,13 @@ def device_kv_budget(device: str, era, utilization: float | None = None, reserve
                                         cuda_alike=_device_kind(device) == "cuda")
     util, util_source = resolve_gpu_memory_utilization(era, utilization, mode)
     budget = budget_from_device(device, util, reserve_bytes)
-    return {
-        "source": "device",
-        "device": device,
-        "kv_cache_sizing": mode,
-        "kv_cache_sizing_source": mode_source,
-        "gpu_memory_utilization": util,
-        "gpu_memory_utilization_source": util_source,
-        "reserve_bytes": reserve_bytes,
-        "kv_cache_memory_bytes": budget,
-    }
+    return DeviceBudget(
+        source="device",
+        device=device,
+        kv_cache_sizing=mode,
+        kv_cache_sizing_source=mode_source,
+        gpu_memory_utilization=util,
+        gpu_memory_utilization_source=util_source,
+        reserve_bytes=reserve_bytes,
+        kv_cache_memory_bytes=budget,
+    )

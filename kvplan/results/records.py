@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kvplan.results import FLATTEN, OMIT_NONE, Outcome
+from kvplan.results.budget import Budget, DeviceBudget, GivenBudget
 from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
 from kvplan.specs import SpecRecord
 
@@ -349,7 +350,7 @@ class PlanBody:
     explain: tuple[str, ...]
     fixes: tuple[dict, ...]  # kvplan.engines.vllm.fixes entries: option, value, flag, verified, result, ...
     # the estimated KV budget (with --gpu / --gpu-memory: kvplan.budget.estimate.kv_budget)
-    budget: dict | None = field(default=None, metadata=OMIT_NONE)
+    budget: Budget | DeviceBudget | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -438,7 +439,7 @@ class CompareBody:
     lower_bound: object  # kvplan.engines.lower_bound.LowerBound
     engines: tuple[EngineRowRecord, ...]  # one per engine (and vLLM era)
     advice: dict  # kvplan.engines.advice.advise
-    budget: dict | None  # the estimated budget (with --gpu), else None
+    budget: Budget | None  # the estimated budget (with --gpu), else None
 
 
 @dataclass(frozen=True)
@@ -451,7 +452,7 @@ class FitBody:
     drafter: ModelRecord | None
     speculative: Speculative
     serving: Serving
-    budget: dict | None  # kvplan.budget.estimate.kv_budget, or the given --kv-cache-memory
+    budget: Budget | GivenBudget | None  # kvplan.budget.estimate.kv_budget, or the given --kv-cache-memory
     max_model_len: MaxModelLenAnswer | None
     min_gpu_memory_utilization: UtilizationAnswer | None
     max_context_len_for_concurrency: ContextAnswer | None

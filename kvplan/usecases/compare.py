@@ -112,4 +112,4 @@ def compare(model: str, **options) -> Envelope:
         lower_bound=comparison.lower_bound, engines=tuple(engine_row(row) for row in comparison.rows), advice=advice, budget=main.budget)
     return envelope("compare", options=r, outcome=outcome(ok=True), body=body, model=layout.target,
                     drafter=layout.drafter, era=plan.era,
-                    warnings=[*warnings, *(main.budget or {}).get("warnings", [])])
+                    warnings=[*warnings, *(main.budget.warnings if main.budget is not None else ())])

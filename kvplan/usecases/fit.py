@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.errors import KvplanError, OptionError
 from kvplan.budget.load import STAGES as LOAD_STAGES
+from kvplan.results.budget import Budget, GivenBudget
 from kvplan.usecases.scenario import (Scenario, build_layout, hardware_budget, kv_bytes_at, plan_scenario,
                                       serving_of, with_load_failure)
 from kvplan.results import outcome, plan_outcome
@@ -48,7 +49,12 @@ class _Budgeted:
     scenario: Scenario
     layout: object
     era: object
-    budget: dict
+    budget: Budget | GivenBudget
+
+    @property
+    def estimated(self) -> Budget | None:
+        """The budget estimated from a card (None for a given --kv-cache-memory: no stages, nothing loaded)."""
+        return self.budget if isinstance(self.budget, Budget) else None
 
     def kv_bytes(self, utilization: float) -> int:
         return kv_bytes_at(self.budget, utilization)
@@ -73,8 +79,8 @@ def _largest(holds, lo: int, hi: int) -> int:
 def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
     """One vLLM simulation of ``b``'s layout with ``kv_bytes`` per GPU (-1 = auto-fit)."""
 
-    plan = plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len, b.budget)
-    failed = (b.budget or {}).get("load_failure")
+    plan = plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len, b.estimated)
+    failed = b.estimated.load_failure if b.estimated is not None else None
     # the weights (or the profile run) do not fit the card: vLLM stops before the KV cache, at any length
     return with_load_failure(plan, failed) if failed else plan
 
@@ -107,7 +113,7 @@ def fit_max_model_len(b: _Budgeted) -> MaxModelLenAnswer:
     vLLM's auto-fit searches ``[1, the model's length]``; a ``--max-model-len`` given with
     ``fit`` caps the answer (the admission check is monotone in the length, so the best
     length under the cap is min(auto-fit, cap))."""
-    kv = b.budget["kv_cache_memory_bytes"]
+    kv = b.budget.kv_cache_memory_bytes
     model_max = _model_max_len(b)
     cap = b.scenario.max_model_len
     limit = model_max if cap in (None, -1) else cap
@@ -157,7 +163,7 @@ def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> ContextAnsw
     [1, the model's length] finds the boundary; it is checked one token above."""
     if concurrency <= 0:
         raise OptionError(f"--concurrency must be positive, got {concurrency}")
-    kv = b.budget["kv_cache_memory_bytes"]
+    kv = b.budget.kv_cache_memory_bytes
     limit = _model_max_len(b)
     plans: dict[int, object] = {}
 
@@ -308,13 +314,13 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 rows.append(_error_row(g, tp, e.message))
                 continue
             L = length if length is not None else _model_max_len(b)
-            plan = simulate_at(b, kv_bytes=b.budget["kv_cache_memory_bytes"], max_model_len=L)
+            plan = simulate_at(b, kv_bytes=b.budget.kv_cache_memory_bytes, max_model_len=L)
             enough = plan.starts and (concurrency is None or _enough(plan, concurrency))
             rows.append(GpuTableRow(
                 gpu=g, tensor_parallel_size=tp, num_gpus=tp * s.pipeline_parallel_size,
-                gpu_memory_bytes=GPU_PRESETS[g].memory_bytes, weights_bytes=b.budget["weights_bytes"],
+                gpu_memory_bytes=GPU_PRESETS[g].memory_bytes, weights_bytes=b.budget.weights_bytes,
                 # no KV cache when vLLM runs out of memory loading the weights or in the profile run
-                kv_cache_memory_bytes=None if b.budget.get("load_failure") else b.budget["kv_cache_memory_bytes"],
+                kv_cache_memory_bytes=None if b.budget.load_failure else b.budget.kv_cache_memory_bytes,
                 max_model_len=L, outcome=plan_outcome(plan), max_concurrency=round(plan.max_concurrency, 6),
                 steady_state_concurrency=round(plan.steady_state_concurrency, 6), kv_tokens=plan.kv_tokens,
                 group_size=plan.group_size, num_groups=plan.num_groups, num_padding_layers=plan.num_padding_layers,
@@ -383,14 +389,13 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     if given_kv is not None:
         # vLLM's --kv-cache-memory-bytes is the KV size of every worker, used as given (no profiling): the
         # answers rest on it alone, nothing is estimated
-        b = _Budgeted(s, base_layout, era, {"kv_cache_memory_bytes": given_kv,
-                                            "kv_cache_memory_source": "given (--kv-cache-memory)"})
+        b = _Budgeted(s, base_layout, era, GivenBudget(given_kv, "given (--kv-cache-memory)"))
         budget = b.budget
         estimated = False
     elif on_gpu:
         b = budget_for(s, base_layout, era)
         budget = b.budget
-        warnings += b.budget["warnings"]
+        warnings += b.budget.warnings
     if given_kv is not None or on_gpu:
         max_len = fit_max_model_len(b)
         if concurrency is not None and context_len is not None:

@@ -6,6 +6,7 @@ above the model and the engines, so reading their objects runs downhill.
 from __future__ import annotations
 
 from kvplan.results import Outcome, plan_outcome
+from kvplan.results.budget import Budget, DeviceBudget
 from kvplan.results.data import bytes_per_token, kind_label, layer_index
 from kvplan.results.envelope import Envelope, Inputs, Source, unique
 from kvplan.results.records import (
@@ -299,7 +300,7 @@ def _memory(plan, workers: tuple) -> Memory:
 
 
 def plan_body(layout, plan, serving, explain: list[str] | None = None, fixes: list[dict] | None = None,
-              budget: dict | None = None) -> PlanBody:
+              budget: Budget | DeviceBudget | None = None) -> PlanBody:
     """One deployment's plan as results show it (``serving``: the options the layout was built with)."""
     w0 = plan.workers[0] if plan.workers else None
     workers = worker_rows(plan)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from functools import cached_property
 
 from kvplan import options as _o
+from kvplan.results.budget import Budget, LoadFailure
 from kvplan.errors import KvplanError, OptionError
 from kvplan.engines.vllm.eras import Era
 from kvplan.model.layout import ModelLayout
@@ -113,7 +114,7 @@ class ScenarioResult:
     layout: object
     plan: object
     body: PlanBody
-    budget: dict | None = None
+    budget: Budget | None = None
     warnings: tuple[str, ...] = ()
 
 
@@ -219,15 +220,15 @@ def engine_run(layout, era, *, disable_sliding_window: bool = False):
     return partial(simulate, layout.layers, layout.ranks, facts, era)
 
 
-def stage_budgets(budget: dict | None, kv_bytes: int) -> tuple[int, ...] | None:
+def stage_budgets(budget: Budget | None, kv_bytes: int) -> tuple[int, ...] | None:
     """Each pipeline stage's KV budget when the smallest is ``kv_bytes``: stages differ by their
     weights, activation and CUDA-graph memory (``kv_budget``'s stages), and vLLM sizes each
     worker's pool from its own memory before keeping the smallest num_blocks."""
-    stages = (budget or {}).get("stages") or []
+    stages = budget.stages if budget is not None else ()
     if len(stages) < 2:
         return None
-    least = min(st["kv_cache_memory_bytes"] for st in stages)
-    return tuple(kv_bytes + st["kv_cache_memory_bytes"] - least for st in stages)
+    least = min(st.kv_cache_memory_bytes for st in stages)
+    return tuple(kv_bytes + st.kv_cache_memory_bytes - least for st in stages)
 
 
 def config_max_model_len(layout, era, max_model_len: int | None, *, disable_sliding_window: bool = False) -> int:
@@ -242,7 +243,7 @@ def config_max_model_len(layout, era, max_model_len: int | None, *, disable_slid
 
 
 def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era, kv_bytes: int,
-                     max_model_len: int | None, budget: dict | None = None, config_len: int | None = None):
+                     max_model_len: int | None, budget: Budget | None = None, config_len: int | None = None):
     """The engine's options with a resolved budget and length (-1 = auto-fit); ``config_len``: the
     length vLLM's config holds (``config_max_model_len``), for the batch defaults."""
     from kvplan.engines.vllm import environment
@@ -275,7 +276,7 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
 
 
 def engine_stage(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era, *, kv_bytes: int,
-                 max_model_len: int | None, budget: dict | None = None):
+                 max_model_len: int | None, budget: Budget | None = None):
     """The engine stage: one vLLM simulation of a built layout on a resolved budget (with a
     hardware ``budget``, each pipeline stage gets its own; ``kv_bytes`` is the smallest)."""
     dsw = serving.disable_sliding_window
@@ -284,21 +285,21 @@ def engine_stage(layout: ModelLayout, scheduler: SchedulerInput, serving: Servin
     return plan_layout(layout, era, options, disable_sliding_window=dsw)
 
 
-def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None, budget: dict | None = None):
+def plan_scenario(s: Scenario, layout, era, kv_bytes: int, max_model_len: int | None, budget: Budget | None = None):
     """``engine_stage`` for ``s`` under ``era``."""
     d = s.deployment
     return engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=kv_bytes, max_model_len=max_model_len,
                         budget=budget)
 
 
-def hardware_budget(s: Scenario, layout, era) -> dict:
+def hardware_budget(s: Scenario, layout, era) -> Budget:
     """``budget_stage`` for ``s`` under ``era``."""
     d = s.deployment
     return budget_stage(layout, d.budget, d.scheduler, d.serving, era)
 
 
 def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: SchedulerInput, serving: ServingInput,
-                 era: Era) -> dict:
+                 era: Era) -> Budget:
     """The budget stage: the estimated KV budget per GPU on the card (``kvplan.budget.estimate.kv_budget``)."""
     from dataclasses import replace
 
@@ -347,7 +348,7 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | 
     return replace(layout, warnings=(*layout.warnings, *extra)) if extra else layout
 
 
-def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> list[dict]:
+def deployment_fixes(s: Scenario, layout, era, plan, budget: Budget | None) -> list[dict]:
     """The smallest verified changes that make a failing deployment start (none when it starts)."""
     if plan.starts:
         return []
@@ -356,10 +357,10 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: dict | None) -> lis
     from kvplan.engines.vllm.fixes import smallest_fixes
 
     fixes = smallest_fixes(plan, engine_run(layout, era, disable_sliding_window=s.disable_sliding_window))
-    if budget is not None and budget.get("kv_room_bytes") is not None:
+    if budget is not None and budget.kv_room_bytes is not None:
         # --kv-cache-memory skips the profile, but the cache must still fit beside the weights, the
         # activation peak and the graphs: a larger value runs out of memory allocating it
-        fixes = [f for f in fixes if f["option"] != "kv_cache_memory" or f["value"] <= budget["kv_room_bytes"]]
+        fixes = [f for f in fixes if f["option"] != "kv_cache_memory" or f["value"] <= budget.kv_room_bytes]
     if budget is not None and s.kv_cache_memory is None:
         fix = utilization_fix(s, layout, era, budget, plan)
         if fix is not None:
@@ -391,7 +392,7 @@ def speculative_tokens_fix(s: Scenario, era, plan) -> list[dict]:
     return [fix]
 
 
-def kv_bytes_at(budget: dict, utilization: float) -> int:
+def kv_bytes_at(budget: Budget, utilization: float) -> int:
     """The KV bytes per GPU at ``utilization``, by the budget's sizing mode: the smallest over
     stages (``kvplan.budget.estimate.kv_bytes_at``)."""
     from kvplan.budget.estimate import kv_bytes_at as at
@@ -399,7 +400,7 @@ def kv_bytes_at(budget: dict, utilization: float) -> int:
     return at(budget, utilization)
 
 
-def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None:
+def utilization_fix(s: Scenario, layout, era, budget: Budget, plan) -> dict | None:
     """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
     deployment starts, verified by simulating it; None when even 1.0 does not."""
     from kvplan.engines.vllm.fixes import fix_entry
@@ -413,7 +414,7 @@ def utilization_fix(s: Scenario, layout, era, budget: dict, plan) -> dict | None
         p = plan_scenario(s, layout, era, kv, length, budget) if kv > 0 else None
         return p if p is not None and p.starts else None
 
-    current = round((s.gpu_memory_utilization or budget.get("gpu_memory_utilization") or 0.9) * 100)
+    current = round((s.gpu_memory_utilization or budget.gpu_memory_utilization or 0.9) * 100)
     if current >= 100 or starts(100) is None:
         return None
     k = _least_that_starts(current, 100, starts)
@@ -436,13 +437,13 @@ NO_BUDGET_REFUSAL = ("no KV-cache budget given (--gpu or --kv-cache-memory): onl
                      "ran, and they refuse this deployment; give a budget for the memory figures and verified fixes")
 
 
-def with_load_failure(plan, failed: dict):
+def with_load_failure(plan, failed: LoadFailure):
     """The plan of a deployment that runs out of memory before the KV cache (``kvplan.budget.load``):
     vLLM stops while loading the weights or in the profile run, so there is no KV cache, no block
     count and no KV log line."""
     from kvplan.engines.vllm.plan import Failure
 
-    plan.failure = Failure(failed["stage"], failed["error_type"], failed["message"])
+    plan.failure = Failure(failed.stage, failed.error_type, failed.message)
     plan.num_blocks, plan.max_concurrency, plan.kv_cache_size_tokens, plan.steady = 0, 0.0, 0, None
     plan.logs = []
     return plan
@@ -463,7 +464,7 @@ def _starts_with(s: Scenario) -> object | None:
     return r.plan if r.plan.starts else None
 
 
-def load_fixes(s: Scenario, layout, plan, failed: dict | None = None) -> list[dict]:
+def load_fixes(s: Scenario, layout, plan, failed: LoadFailure | None = None) -> list[dict]:
     """Deployment changes that make a load-stage failure start, each simulated again from scratch
     (layout, weights, budget): the least larger ``--tensor-parallel-size``, the least larger
     ``--pipeline-parallel-size``, ``--quantization fp8`` for an unquantized checkpoint, the
@@ -501,7 +502,7 @@ def load_fixes(s: Scenario, layout, plan, failed: dict | None = None) -> list[di
         first((replace(s, gpu=g.name), "gpu", g.name, f"--gpu {g.name} (a larger card)") for g in larger)
     from kvplan.budget.load import LOAD, PROFILE
 
-    stage = (failed or {}).get("stage")
+    stage = failed.stage if failed is not None else None
     if stage == PROFILE:  # a smaller dummy batch lowers the activation peak
         t = plan.options.max_num_batched_tokens
         first((replace(s, max_num_batched_tokens=n), "max_num_batched_tokens", n, f"--max-num-batched-tokens {n}")
@@ -513,8 +514,8 @@ def load_fixes(s: Scenario, layout, plan, failed: dict | None = None) -> list[di
         def starts(o: Scenario):
             return _starts_with(o)
 
-        lo = int((s.cpu_offload_gb or 0) + (failed["needed_bytes"] - failed["free_bytes"]) // (1 << 30))
-        hi = int(failed["needed_bytes"] // (1 << 30))  # nearly every weight offloaded
+        lo = int((s.cpu_offload_gb or 0) + (failed.needed_bytes - failed.free_bytes) // (1 << 30))
+        hi = int(failed.needed_bytes // (1 << 30))  # nearly every weight offloaded
         if hi > lo and starts(offload(hi)) is not None:
             k = _least_that_starts(lo, hi, lambda k: starts(offload(k)))
             fixes.append(fix_entry("cpu_offload_gb", k, f"--cpu-offload-gb {k}", starts(offload(k))))
@@ -547,7 +548,7 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
         kv_bytes = d.budget.kv_cache_memory
     elif d.budget.on_card:
         budget = budget_stage(layout, d.budget, d.scheduler, d.serving, era)
-        kv_bytes = budget["kv_cache_memory_bytes"]
+        kv_bytes = budget.kv_cache_memory_bytes
     else:
         kv_bytes = None
     if kv_bytes is None:
@@ -562,9 +563,9 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
     else:
         plan = engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=kv_bytes,
                             max_model_len=d.scheduler.max_model_len, budget=budget)
-        if budget is not None and budget.get("load_failure"):
-            plan = with_load_failure(plan, budget["load_failure"])
-            found = load_fixes(s, layout, plan, budget["load_failure"]) if fixes else []
+        if budget is not None and budget.load_failure is not None:
+            plan = with_load_failure(plan, budget.load_failure)
+            found = load_fixes(s, layout, plan, budget.load_failure) if fixes else []
         else:
             if budget is None:
                 _plausible_budget(s, kv_bytes, plan)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kvplan.results.budget import DeviceBudget
 from kvplan.errors import OptionError
 from kvplan.options import SIMULATE, resolve
 from kvplan.results import outcome, plan_outcome
@@ -17,7 +18,7 @@ from kvplan.usecases.records import envelope
 from kvplan.usecases.scenario import run_scenario, scenario_from
 
 
-def _device_budget(r, era) -> dict | None:
+def _device_budget(r, era) -> DeviceBudget | None:
     """``--budget-from-device``: the KV budget read from the device (exclusive with --kv-cache-memory)."""
     if not r["budget_from_device"]:
         return None
@@ -68,7 +69,7 @@ def simulate(model: str, **options) -> Envelope:
     device_budget = _device_budget(r, scenario.era)
     if device_budget is not None:
         # the device budget already resolved the sizing mode
-        scenario = replace(scenario, kv_cache_memory=device_budget["kv_cache_memory_bytes"],
+        scenario = replace(scenario, kv_cache_memory=device_budget.kv_cache_memory_bytes,
                            enable_extensible_kv_cache=None)
     result = run_scenario(scenario, explain=r["explain"])
     plan, planned = result.plan, result.body
@@ -101,7 +102,7 @@ def simulate(model: str, **options) -> Envelope:
     body = SimulateBody(planned, cross_check, tuple(checks), allocation)
     return envelope("simulate", options=r, outcome=verdict, body=body, model=result.layout.target,
                     drafter=result.layout.drafter, era=plan.era,
-                    warnings=[*(result.budget or {}).get("warnings", []), *result.warnings])
+                    warnings=[*(result.budget.warnings if result.budget is not None else ()), *result.warnings])
 
 
 def sweep(model: str, thresholds: str, **options) -> Envelope:
