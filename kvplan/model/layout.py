@@ -72,7 +72,7 @@ class ModelLayout:
     # head counts split over TP, ("target" | "drafter", "heads" | "kv_heads", total, config field),
     # in build order; the engine checks that TP divides them (prechecks)
     tp_checks: tuple[tuple[str, str, int, str], ...] = ()
-    # the engine's block-size decision (ServingOptions.block_size_rule's answer: backend, log lines)
+    # the engine's block-size decision (``ModelDraft.attention`` answered by the engine: backend, log lines)
     block_size_decision: object = None
     # each pipeline stage's target decoder layers [start, end) (vLLM's get_pp_indices with pp_partition),
     # read by the budget stage without calling back into this module
@@ -90,6 +90,41 @@ class _Parsed:
     family: str
     speculators: dict | None = None  # the speculators-format config.json as read (raw is its layer config)
     quant_file: str | None = None  # hf_quant_config.json read beside config.json (raw's quantization_config)
+
+
+@dataclass(frozen=True)
+class AttentionInputs:
+    """What an engine's block-size rule reads from the model (vLLM's ``AttentionSelectorConfig``):
+    MLA, sparse MLA (DeepSeek-V3.2), the attention head size, attention sinks (gpt-oss), the KV
+    cache dtype as resolved."""
+
+    use_mla: bool
+    use_sparse: bool
+    head_size: int | None
+    has_sink: bool
+    kv_cache_dtype: str
+
+
+@dataclass(frozen=True)
+class ModelDraft:
+    """A model read up to the block size (``draft_model_layout``): the config parsed, the served
+    speculators checkpoint resolved, the model and cache dtypes decided; ``attention`` is what the
+    engine reads to decide the block size, which ``finish_model_layout`` then takes as a value."""
+
+    model: str
+    drafter: str | None
+    options: ServingOptions
+    download: bool
+    source: ModelSource
+    parsed: _Parsed
+    served: _Parsed | None
+    served_method: str | None
+    dtype: str
+    cache_str: str
+    cache_dtype: str
+    notes: tuple[str, ...]
+    warnings: tuple[str, ...]
+    attention: AttentionInputs
 
 
 # ------------------------------------------------------------------ parsing
@@ -272,7 +307,17 @@ def _check_parallel(options: ServingOptions) -> None:
 
 # ------------------------------------------------------------------ the public entry
 
-def build_model_layout(
+def build_model_layout(model: str, drafter: str | None = None, options: ServingOptions = ServingOptions(),
+                       **read) -> ModelLayout:
+    """The ordered per-layer specs vLLM registers for ``model`` (+ ``drafter``) under ``options``;
+    ``read``: ``draft_model_layout``'s ``revision``, ``download`` and ``hf_overrides`` (which changes the
+    target's config as vLLM's ``--hf-overrides`` does). The block size is ``options``'
+    (``resolve_block_size``); an engine that decides it from the model's attention runs
+    ``draft_model_layout``, decides, and passes its decision to ``finish_model_layout``."""
+    return finish_model_layout(draft_model_layout(model, drafter, options, **read))
+
+
+def draft_model_layout(
     model: str,
     drafter: str | None = None,
     options: ServingOptions = ServingOptions(),
@@ -280,9 +325,9 @@ def build_model_layout(
     revision: str | None = None,
     download: bool = False,
     hf_overrides: dict | None = None,
-) -> ModelLayout:
-    """The ordered per-layer specs vLLM registers for ``model`` (+ ``drafter``) under ``options``;
-    ``hf_overrides`` changes the target's config as vLLM's ``--hf-overrides`` does."""
+) -> ModelDraft:
+    """``build_model_layout`` up to the block size: the config read, the dtypes decided, and the
+    attention facts an engine's block-size rule reads (``ModelDraft.attention``)."""
     _check_parallel(options)
     notes: list[str] = []
     warnings: list[str] = []
@@ -291,6 +336,7 @@ def build_model_layout(
     if p.source.note:
         warnings.append(p.source.note)
     served: _Parsed | None = None  # a speculators checkpoint served as the model (it becomes the drafter)
+    served_method = None
     if p.speculators is not None:
         # vLLM's maybe_override_with_speculators (transformers_utils/config.py, 0.34.0 lines 833-925, run by
         # create_engine_config before the model config): the verifier named in the checkpoint is served,
@@ -323,17 +369,28 @@ def build_model_layout(
     if cache_str == "fp8_ds_mla" and not sparse_mla:
         raise OptionError("--kv-cache-dtype fp8_ds_mla is DeepSeek-V3.2's sparse-MLA layout; use fp8 for this model")
 
-    use_mla = p.family == "deepseek"
-    block_decision = None
-    if options.block_size_rule is not None:
-        block_decision = options.block_size_rule(
-            use_mla=use_mla, use_sparse=sparse_mla, head_size=_head_size(p.text), has_sink=p.model_type == "gpt_oss",
-            kv_cache_dtype=cache_str)
+    attention = AttentionInputs(use_mla=p.family == "deepseek", use_sparse=sparse_mla, head_size=_head_size(p.text),
+                                has_sink=p.model_type == "gpt_oss", kv_cache_dtype=cache_str)
+    return ModelDraft(model=model, drafter=drafter, options=options, download=download, source=source, parsed=p,
+                      served=served, served_method=served_method, dtype=dtype, cache_str=cache_str,
+                      cache_dtype=cache_dtype, notes=tuple(notes), warnings=tuple(warnings), attention=attention)
+
+
+def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
+    """The layout of a ``ModelDraft`` with the engine's block-size decision (an object with
+    ``block_size``, ``how`` and an optional ``note``, decided from ``draft.attention``); None: the
+    options' block size (``resolve_block_size``)."""
+    model, drafter, options, download = draft.model, draft.drafter, draft.options, draft.download
+    p, served, served_method = draft.parsed, draft.served, draft.served_method
+    dtype, cache_str, cache_dtype = draft.dtype, draft.cache_str, draft.cache_dtype
+    notes, warnings = list(draft.notes), list(draft.warnings)
+    if block_decision is not None:
         block_size, block_how = block_decision.block_size, block_decision.how
         if getattr(block_decision, "note", None):
             notes.append(block_decision.note)
     else:
-        block_size, block_how = resolve_block_size(options, use_mla=use_mla, sparse_mla=sparse_mla)
+        block_size, block_how = resolve_block_size(options, use_mla=draft.attention.use_mla,
+                                                   sparse_mla=draft.attention.use_sparse)
     notes.append(f"block size {block_size} ({block_how})")
 
     # ---- speculative decoding: method and number of tokens (needed before Mamba specs)

@@ -6,7 +6,6 @@ H100/H200 (reference §7.3, §12.3)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
 
 from pathlib import Path
 
@@ -38,10 +37,6 @@ class ServingOptions:
     # Era.speculators_user_config: a served speculators checkpoint keeps the user's
     # num_speculative_tokens (0.33.0+), or its own replaces it (0.18.0)
     speculators_user_config: bool = True
-    # The engine's block-size decision (kvplan.engines.vllm.block_size, bound to the release and GPU by the
-    # use case): called with use_mla, use_sparse, head_size, has_sink, kv_cache_dtype; returns an object
-    # with block_size, how and attention_backend. None: resolve_block_size below (0.33.0's H100 defaults).
-    block_size_rule: Callable[..., Any] | None = None
 
 
 # ---------------------------------------------------------------- model dtype

@@ -121,13 +121,12 @@ class ScenarioResult:
 def serving_of(s: Scenario):
     """The model layer's serving options for ``s`` (``serving_options``)."""
     d = s.deployment
-    return serving_options(d.serving, d.era, d.budget.gpu)
+    return serving_options(d.serving, d.era)
 
 
-def serving_options(s: ServingInput, era: Era, gpu: str | None):
+def serving_options(s: ServingInput, era: Era):
     """The model layer's serving options: the serving input with the era's rules bound to it."""
     from kvplan.engines.vllm import environment
-    from kvplan.engines.vllm.block_size import BlockSizeRule, device_of
     from kvplan.model.options import ServingOptions
 
     return ServingOptions(
@@ -139,7 +138,6 @@ def serving_options(s: ServingInput, era: Era, gpu: str | None):
         speculators_user_config=era.speculators_user_config,
         suffix_default_tokens=era.suffix_default_tokens,
         pp_layer_partition=environment.pp_layer_partition(s.env, era),
-        block_size_rule=BlockSizeRule(era, device_of(gpu), s.block_size, s.attention_backend),
     )
 
 
@@ -333,12 +331,19 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | 
     from dataclasses import replace
 
     from kvplan.engines.vllm import environment
-    from kvplan.model.layout import build_model_layout
+    from kvplan.engines.vllm.block_size import AttentionFacts, decide_block_size, device_of
+    from kvplan.model.layout import draft_model_layout, finish_model_layout
 
     s = source
     model, drafter = s.model_read, s.drafter_read
-    layout = build_model_layout(model, drafter, serving_options(serving, era, gpu), revision=s.revision,
-                                download=s.download, hf_overrides=s.hf_overrides)
+    draft = draft_model_layout(model, drafter, serving_options(serving, era), revision=s.revision,
+                               download=s.download, hf_overrides=s.hf_overrides)
+    a = draft.attention  # the engine decides the block size from the model's attention, here, as a value
+    decision = decide_block_size(era, AttentionFacts(use_mla=a.use_mla, use_sparse=a.use_sparse, head_size=a.head_size,
+                                                     has_sink=a.has_sink, kv_cache_dtype=a.kv_cache_dtype),
+                                 device=device_of(gpu), block_size=serving.block_size,
+                                 attention_backend=serving.attention_backend)
+    layout = finish_model_layout(draft, decision)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
               (("model", s.model, model), ("drafter", s.drafter, drafter)) if given != to]
     if mapped:
@@ -571,6 +576,6 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
                 _plausible_budget(s, kv_bytes, plan)
             found = deployment_fixes(s, layout, era, plan, budget) if fixes else []
         fixes = found
-    body = plan_body(layout, plan, serving_options(d.serving, era, d.budget.gpu), explain_plan(plan) if explain else None, fixes, budget)
+    body = plan_body(layout, plan, serving_options(d.serving, era), explain_plan(plan) if explain else None, fixes, budget)
     warnings = (*layout.warnings, NO_BUDGET_REFUSAL) if kv_bytes is None else tuple(layout.warnings)
     return ScenarioResult(s, layout, plan, body, budget, warnings)

@@ -276,16 +276,3 @@ def device_of(gpu: str | None) -> Device | None:
     if preset.compute_capability is None:
         return Device(platform=preset.platform, name=preset.name)
     return Device(capability=preset.compute_capability, platform=preset.platform, name=preset.name)
-
-
-@dataclass(frozen=True)
-class BlockSizeRule:
-    """``ServingOptions.block_size_rule``: decide_block_size bound to a release, a GPU and the flags."""
-    era: Era
-    device: Device | None
-    block_size: int | None
-    attention_backend: str | None
-
-    def __call__(self, **facts) -> BlockSizeDecision:
-        return decide_block_size(self.era, AttentionFacts(**facts), device=self.device, block_size=self.block_size,
-                                 attention_backend=self.attention_backend)
