@@ -52,12 +52,10 @@ from __future__ import annotations
 from kvplan.budget import sizing
 from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED
 from kvplan.budget.hardware import get_gpu, gpu_memory
-from kvplan.budget.inventory import analytic_inventory
 from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.results.budget import Budget, BudgetStage, BudgetWeights, ProfileTerm
-from kvplan.budget.weights import CHECKPOINT_METADATA, layout_weight_memory, mxfp4_padding_for
+from kvplan.budget.weights import CHECKPOINT_METADATA, layout_inventory, layout_weight_memory, mxfp4_padding_for
 from kvplan.errors import OptionError
-from kvplan.model.limits import text_config
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 
 # ----------------------------------------------------------------------- era defaults
@@ -172,14 +170,15 @@ def gemma4_encoder_dummy(config: dict, T: int) -> tuple[dict | None, str]:
 ENCODER_DUMMIES = {"Gemma4ForConditionalGeneration": gemma4_encoder_dummy}
 
 
-def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int) -> tuple[dict | None, str]:
+def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict | None = None) -> tuple[dict | None, str]:
     """The multimodal encoder's part of vLLM's profile_run (v1/worker/gpu_model_runner.py profile_run, 0.19.0
     lines 5720-5779: the dummy items are encoded and their outputs kept in the encoder cache while the text
     dummy forward and the sampler run, then freed): ``forward_bytes`` = kvplan's activation rule on the encoder's
     dummy tokens, ``E · (4·h + W_v) · a`` with ``W_v`` the tower's widest per-token intermediate (a gated MLP
     ``3·I``; attention ``(heads + 2·kv)·hd + heads·hd``; the tower is whole on every rank), and ``cache_bytes`` =
     items · tokens per item · the text hidden size · a (the encoder outputs, projected to the text model).
-    None and why for a multimodal architecture without a dummy rule here."""
+    None and why for a multimodal architecture without a dummy rule here. ``text``: the text decoder's config
+    (``ModelInfo.text_config``; default: read from ``config``)."""
     archs = config.get("architectures") or [""]
     rule = ENCODER_DUMMIES.get(archs[0] if isinstance(archs, list) and archs else "")
     if rule is None:
@@ -192,7 +191,11 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int) -> tuple[di
     kv = int(v.get("num_key_value_heads") or heads)
     hd = int(v.get("head_dim") or h // heads)
     widest = max(3 * inter, (heads + 2 * kv) * hd + heads * hd)
-    text_hidden = int(text_config(config).get("hidden_size") or 0)
+    if text is None:
+        from kvplan.model.limits import text_config
+
+        text = text_config(config)
+    text_hidden = int(text.get("hidden_size") or 0)
     return {**dummy, "forward_bytes": dummy["encoder_tokens"] * (4 * h + widest) * dtype_bytes,
             "cache_bytes": dummy["items"] * dummy["tokens_per_item"] * text_hidden * dtype_bytes}, ""
 
@@ -296,24 +299,24 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     s_over = _override_bytes(overrides, "startup_memory")
     startup = (s_over if s_over is not None else estimate_startup_bytes(tp * pp)) if extensible else 0
 
-    cfg = text_config(layout.target.config)
+    cfg = layout.target.text_config
     dbytes = dtype_size_bytes(layout.target.dtype)
     bounds = layout.pp_bounds  # vLLM's get_pp_indices, applied by the model stage
 
     weights = None
     inv = None
     if w_over is None or a_over is None:
-        inv = analytic_inventory(layout.target.config, path=getattr(layout.target.source, "path", "<config>"))
+        inv = layout_inventory(layout)  # the MTP layers' weights sit past the decoder: the activation skips them
     if w_over is None:
         preset = get_gpu(name) if name else None
         padding = (mxfp4_padding_for(preset.compute_capability, preset.platform, getattr(era, "release", "") or "")
                    if preset else None)
         weights = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
                                        expert_parallel=enable_expert_parallel, quantization=quantization,
-                                       mxfp4_padding=padding)
+                                       mxfp4_padding=padding, inventory=inv)
     offload = int((cpu_offload_gb or 0) * GiB)
 
-    encoder, encoder_why = (estimate_encoder_profile(layout.target.config, dbytes, T)
+    encoder, encoder_why = (estimate_encoder_profile(layout.target.config, dbytes, T, cfg)
                             if isinstance(layout.target.config.get("vision_config"), dict) else (None, ""))
     stages = []
     for s, (a, z) in enumerate(bounds):

@@ -142,10 +142,14 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
                quant: Quantization = NO_QUANTIZATION, drafter_quant: Quantization = NO_QUANTIZATION,
                drafter_dtype: str | None = None, partition: tuple[int, ...] | None = None,
                data_parallel_size: int = 1, expert_parallel: bool = False,
-               mxfp4_padding: tuple[int, int] | None = None) -> list[Placement]:
-    """Every tensor of ``inventories`` as one rank holds it (``weight_memory``'s arguments)."""
+               mxfp4_padding: tuple[int, int] | None = None,
+               bounds: tuple[tuple[int, int], ...] | None = None) -> list[Placement]:
+    """Every tensor of ``inventories`` as one rank holds it (``weight_memory``'s arguments); ``bounds``: each
+    pipeline stage's decoder layers as the model stage placed them (``ModelLayout.pp_bounds``), else
+    ``get_pp_indices`` over the target's layers."""
     target = inventories[0]
-    bounds = [get_pp_indices(target.num_hidden_layers, r, pp, partition) for r in range(pp)]
+    if not bounds:
+        bounds = [get_pp_indices(target.num_hidden_layers, r, pp, partition) for r in range(pp)]
     dbytes = dtype_size_bytes(dtype)
     out = []
     for idx, inv in enumerate(inventories):
@@ -350,18 +354,27 @@ def with_metadata(mem: WeightMemory, meta: dict, where: str, placed: list[Placem
     return replace(mem, notes=mem.notes + (f"checkpoint metadata: {why}",)) if why else mem
 
 
+def layout_inventory(layout) -> Inventory:
+    """The target's weights of a ``ModelLayout`` (its MTP layers when MTP is on): built once per budget,
+    for the weight bytes and the activation estimate alike."""
+    target = layout.target
+    path = target.source.path if getattr(target, "source", None) is not None else "<config>"
+    return analytic_inventory(target.config, include_mtp=layout.speculative_method == "mtp", path=path)
+
+
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,
                          expert_parallel: bool = False, quantization: str | None = None,
-                         mxfp4_padding: tuple[int, int] | None = None) -> WeightMemory:
+                         mxfp4_padding: tuple[int, int] | None = None,
+                         inventory: Inventory | None = None) -> WeightMemory:
     """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
-    the drafter) per GPU. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
+    the drafter) per GPU; ``inventory``: the target's (``layout_inventory``), when the caller has it. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
     are split over ``tp × data_parallel_size`` ranks (whole experts with ``expert_parallel``);
     ``quantization`` is vLLM's ``--quantization`` (``quantization_override``)."""
     tp = tp or layout.tensor_parallel_size
     pp = max(1, len(layout.ranks))
     target = layout.target
     path = target.source.path if getattr(target, "source", None) is not None else "<config>"
-    inv = analytic_inventory(target.config, include_mtp=layout.speculative_method == "mtp", path=path)
+    inv = inventory if inventory is not None else layout_inventory(layout)
     invs = [inv]
     dq = NO_QUANTIZATION
     ddtype = None
@@ -375,7 +388,7 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     placed = placements(invs, target.dtype, tp=tp, pp=pp, quant=quant,
                         partition=getattr(layout, "pp_partition", None), drafter_quant=dq, drafter_dtype=ddtype,
                         data_parallel_size=data_parallel_size, expert_parallel=expert_parallel,
-                        mxfp4_padding=mxfp4_padding)
+                        mxfp4_padding=mxfp4_padding, bounds=layout.pp_bounds)
     mem = memory_of(placed, invs, target.dtype, tp=tp, pp=pp, quant=quant, drafter_quant=dq)
     if mxfp4_padding and quant.method == "mxfp4":
         mem = replace(mem, notes=mem.notes + (

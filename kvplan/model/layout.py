@@ -45,6 +45,9 @@ class ModelInfo:
     is_hybrid_mamba: bool  # has Mamba / GDN / linear-state layers
     mamba_chunk_size: int | None  # for vLLM's "all"-mode alignment
     provenance: str | None  # "genuine" / "reconstructed" when from the bundled catalog
+    # the text decoder's part of ``config`` (its ``text_config`` when multimodal), as vLLM's get_hf_text_config
+    # reads it: the budget stage takes it from here rather than reading the config again
+    text_config: dict
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ class AttentionInputs:
 @dataclass(frozen=True)
 class ModelDraft:
     """A model read up to the block size (``draft_model_layout``): the config parsed, the served
-    speculators checkpoint resolved, the model and cache dtypes decided; ``attention`` is what the
+    speculators checkpoint resolved, the model and cache dtypes decided; ``attention()`` is what the
     engine reads to decide the block size, which ``finish_model_layout`` then takes as a value."""
 
     model: str
@@ -124,7 +127,15 @@ class ModelDraft:
     cache_dtype: str
     notes: tuple[str, ...]
     warnings: tuple[str, ...]
-    attention: AttentionInputs
+    use_mla: bool
+    sparse_mla: bool  # DeepSeek-V3.2's sparse MLA
+
+    def attention(self) -> AttentionInputs:
+        """The facts an engine's block-size rule reads (the head size read only when asked: a config
+        view without ``head_dim`` would ask transformers)."""
+        p = self.parsed
+        return AttentionInputs(use_mla=self.use_mla, use_sparse=self.sparse_mla, head_size=_head_size(p.text),
+                               has_sink=p.model_type == "gpt_oss", kv_cache_dtype=self.cache_str)
 
 
 # ------------------------------------------------------------------ parsing
@@ -243,6 +254,7 @@ def _info(p: _Parsed, dtype: str, res: families.FamilyResult | None = None) -> M
         mamba_chunk_size=(res.mamba_chunk_size if res else families.mamba_chunk_size(p.text))
         if (res.is_hybrid_mamba if res else p.family in families.HYBRID_FAMILIES) else None,
         provenance=_provenance(p.source),
+        text_config=p.text.raw,
     )
 
 
@@ -327,7 +339,7 @@ def draft_model_layout(
     hf_overrides: dict | None = None,
 ) -> ModelDraft:
     """``build_model_layout`` up to the block size: the config read, the dtypes decided, and the
-    attention facts an engine's block-size rule reads (``ModelDraft.attention``)."""
+    attention facts an engine's block-size rule reads (``ModelDraft.attention()``)."""
     _check_parallel(options)
     notes: list[str] = []
     warnings: list[str] = []
@@ -369,16 +381,15 @@ def draft_model_layout(
     if cache_str == "fp8_ds_mla" and not sparse_mla:
         raise OptionError("--kv-cache-dtype fp8_ds_mla is DeepSeek-V3.2's sparse-MLA layout; use fp8 for this model")
 
-    attention = AttentionInputs(use_mla=p.family == "deepseek", use_sparse=sparse_mla, head_size=_head_size(p.text),
-                                has_sink=p.model_type == "gpt_oss", kv_cache_dtype=cache_str)
     return ModelDraft(model=model, drafter=drafter, options=options, download=download, source=source, parsed=p,
                       served=served, served_method=served_method, dtype=dtype, cache_str=cache_str,
-                      cache_dtype=cache_dtype, notes=tuple(notes), warnings=tuple(warnings), attention=attention)
+                      cache_dtype=cache_dtype, notes=tuple(notes), warnings=tuple(warnings),
+                      use_mla=p.family == "deepseek", sparse_mla=sparse_mla)
 
 
 def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
     """The layout of a ``ModelDraft`` with the engine's block-size decision (an object with
-    ``block_size``, ``how`` and an optional ``note``, decided from ``draft.attention``); None: the
+    ``block_size``, ``how`` and an optional ``note``, decided from ``draft.attention()``); None: the
     options' block size (``resolve_block_size``)."""
     model, drafter, options, download = draft.model, draft.drafter, draft.options, draft.download
     p, served, served_method = draft.parsed, draft.served, draft.served_method
@@ -389,8 +400,7 @@ def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
         if getattr(block_decision, "note", None):
             notes.append(block_decision.note)
     else:
-        block_size, block_how = resolve_block_size(options, use_mla=draft.attention.use_mla,
-                                                   sparse_mla=draft.attention.use_sparse)
+        block_size, block_how = resolve_block_size(options, use_mla=draft.use_mla, sparse_mla=draft.sparse_mla)
     notes.append(f"block size {block_size} ({block_how})")
 
     # ---- speculative decoding: method and number of tokens (needed before Mamba specs)

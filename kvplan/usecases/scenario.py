@@ -338,7 +338,7 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | 
     model, drafter = s.model_read, s.drafter_read
     draft = draft_model_layout(model, drafter, serving_options(serving, era), revision=s.revision,
                                download=s.download, hf_overrides=s.hf_overrides)
-    a = draft.attention  # the engine decides the block size from the model's attention, here, as a value
+    a = draft.attention()  # the engine decides the block size from the model's attention, here, as a value
     decision = decide_block_size(era, AttentionFacts(use_mla=a.use_mla, use_sparse=a.use_sparse, head_size=a.head_size,
                                                      has_sink=a.has_sink, kv_cache_dtype=a.kv_cache_dtype),
                                  device=device_of(gpu), block_size=serving.block_size,
