@@ -832,10 +832,11 @@ VISION_NOTES = {"Gemma4ForConditionalGeneration": (
     "builds with AutoModel.from_config: whole on every rank, never quantized; gemma4_mm.py)")}
 
 
-def _family(config: dict) -> Family:
-    """The model layer's family record for ``config``, when kvplan counts its weights."""
+def _family(config: dict, key: str | None = None) -> Family:
+    """The model layer's family record for ``config`` (``key``: the family the model stage found,
+    ``ModelInfo.family``), when kvplan counts its weights."""
     archs = config.get("architectures") or [""]
-    key = family_of(archs[0], config.get("model_type"))
+    key = key or family_of(archs[0], config.get("model_type"))
     family = FAMILIES.get(key) if key else None
     if family is None or family.weights is None:
         raise UnsupportedError(
@@ -848,9 +849,11 @@ def _family(config: dict) -> Family:
 WEIGHT_RULES.check(FAMILIES)
 
 
-def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>") -> Inventory:
-    """The weights vLLM loads for ``config`` (the text decoder of a multimodal config)."""
-    family = _family(config)
+def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>",
+                       family: str | None = None) -> Inventory:
+    """The weights vLLM loads for ``config`` (the text decoder of a multimodal config); ``family``: the
+    model stage's family key (``ModelInfo.family``), else looked up from the config."""
+    family = _family(config, family)
     cfg = _Cfg(config, path)
     b = _Builder()
     WEIGHT_RULES.get(family.weights)(cfg, b)

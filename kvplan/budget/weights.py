@@ -215,11 +215,12 @@ def memory_of(placed: list[Placement], inventories: list[Inventory], dtype: str,
 CHECKPOINT_METADATA = "from checkpoint metadata"
 
 
-def stored_bytes(config: dict, dtype: str, quant: Quantization, *, path: str = "<config>") -> int:
+def stored_bytes(config: dict, dtype: str, quant: Quantization, *, path: str = "<config>",
+                 family: str | None = None) -> int:
     """What kvplan's inventory says the checkpoint stores: every tensor the checkpoint can hold (MTP layers
     included, which vLLM skips when MTP is off), whole, at the config's dtype or as the quantization stores
     it (before any backend repacking): the figure the index's ``metadata.total_size`` gives."""
-    inv = analytic_inventory(config, include_mtp=True, path=path)
+    inv = analytic_inventory(config, include_mtp=True, path=path, family=family)
     db = dtype_size_bytes(dtype)
     return sum(tensor_bytes(w.shape, quant, quant.converts(w), db) for w in inv.weights)
 
@@ -340,17 +341,17 @@ def split_by_checkpoint(mem: WeightMemory, meta: dict, where: str, placed: list[
 
 
 def with_metadata(mem: WeightMemory, meta: dict, where: str, placed: list[Placement], config: dict, dtype: str,
-                  quant: Quantization, *, path: str = "<config>") -> WeightMemory:
+                  quant: Quantization, *, path: str = "<config>", family: str | None = None) -> WeightMemory:
     """``mem`` from the checkpoint's metadata: the per-tensor split (``split_by_checkpoint``) where the headers
     were read, else (an index alone, a stored form without ``bytes_by_tensor``, names that do not match)
     ``total_size`` over kvplan's per-rank split (``with_checkpoint``)."""
     why = ""
     if "bytes_by_tensor" in meta:
-        full = analytic_inventory(config, include_mtp=True, path=path)
+        full = analytic_inventory(config, include_mtp=True, path=path, family=family)
         split, why = split_by_checkpoint(mem, meta, where, placed, full, dtype, quant)
         if split is not None:
             return split
-    mem = with_checkpoint(mem, meta, where, stored_bytes(config, dtype, quant, path=path))
+    mem = with_checkpoint(mem, meta, where, stored_bytes(config, dtype, quant, path=path, family=family))
     return replace(mem, notes=mem.notes + (f"checkpoint metadata: {why}",)) if why else mem
 
 
@@ -359,7 +360,8 @@ def layout_inventory(layout) -> Inventory:
     for the weight bytes and the activation estimate alike."""
     target = layout.target
     path = target.source.path if getattr(target, "source", None) is not None else "<config>"
-    return analytic_inventory(target.config, include_mtp=layout.speculative_method == "mtp", path=path)
+    return analytic_inventory(target.config, include_mtp=layout.speculative_method == "mtp", path=path,
+                              family=target.family)
 
 
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,
@@ -398,7 +400,8 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     source = getattr(target, "source", None)
     meta, where = checkpoint_metadata(source) if source is not None else (None, "")
     if meta is not None:
-        mem = with_metadata(mem, meta, where, placed, target.config, target.dtype, quant, path=path)
+        mem = with_metadata(mem, meta, where, placed, target.config, target.dtype, quant, path=path,
+                            family=target.family)
     elif where:
         mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}",
                       notes=mem.notes + ((where,) if where.startswith(DOWNLOAD_FAILED) else ()))
