@@ -84,8 +84,6 @@ CROSS_CHECK = obj({
 
 # The published shape of the fields whose values other layers assemble as data (record, field)
 DETAIL: dict[tuple[type, str], dict] = {
-    (PlanBody, "fixes"): arr(obj({"option": STR, "flag": STR, "verified": BOOL, "max_concurrency": NUM,
-                                  "steady_state_concurrency": NUM})),
     (SimulateBody, "cross_check"): CROSS_CHECK,
     (SimulateBody, "allocation"): OBJ,
     (CompareBody, "workload"): OBJ,

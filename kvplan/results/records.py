@@ -328,6 +328,23 @@ class WorkerSummaryRow:
 
 
 @dataclass(frozen=True)
+class Fix:
+    """One verified fix (``kvplan.engines.vllm.fixes.fix_entry``): the option, its value, the flag to
+    type and what the engine then does."""
+
+    option: str
+    value: object  # the option's value as kvplan sets it (a number, a bool, or None to drop the flag)
+    flag: str
+    verified: bool
+    starts: bool
+    max_model_len: int
+    num_blocks: int
+    max_concurrency: float
+    steady_state_concurrency: float
+    result: str
+
+
+@dataclass(frozen=True)
 class PlanBody:
     """One deployment through a vLLM era: what ``simulate`` shows (and ``check``, ``vllm``,
     ``explain-log`` read)."""
@@ -348,7 +365,7 @@ class PlanBody:
     workers: tuple[WorkerRow | WorkerSummaryRow, ...]
     logs: tuple[str, ...]
     explain: tuple[str, ...]
-    fixes: tuple[dict, ...]  # kvplan.engines.vllm.fixes entries: option, value, flag, verified, result, ...
+    fixes: tuple[Fix, ...]  # kvplan.engines.vllm.fixes entries
     # the estimated KV budget (with --gpu / --gpu-memory: kvplan.budget.estimate.kv_budget)
     budget: Budget | DeviceBudget | None = field(default=None, metadata=OMIT_NONE)
 
@@ -557,7 +574,7 @@ class SimulationSummary:
     grouping: Grouping | None
     memory: Memory
     logs: tuple[str, ...]
-    fixes: tuple[dict, ...]
+    fixes: tuple[Fix, ...]
 
     @classmethod
     def of(cls, p: PlanBody) -> "SimulationSummary":

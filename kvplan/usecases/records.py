@@ -10,7 +10,7 @@ from kvplan.results.budget import Budget, DeviceBudget
 from kvplan.results.data import bytes_per_token, kind_label, layer_index
 from kvplan.results.envelope import Envelope, Inputs, Source, unique
 from kvplan.results.records import (
-    BlockSizeChange, BucketRow, EngineRowRecord, Grouping, GroupRow, HybridKVCacheManager, InspectBody, KindSummaryRow,
+    BlockSizeChange, BucketRow, EngineRowRecord, Fix, Grouping, GroupRow, HybridKVCacheManager, InspectBody, KindSummaryRow,
     LayerRow, MambaAlignmentRecord, Memory, ModelRecord, PlanBody, PlanSpeculative, PolicyInputs, PolicyRecord,
     RankRow, Scheduler, Serving, Speculative, SweepRow, TensorRow, WorkerPadding, WorkerRow, WorkerSummaryRow,
 )
@@ -299,7 +299,7 @@ def _memory(plan, workers: tuple) -> Memory:
     )
 
 
-def plan_body(layout, plan, serving, explain: list[str] | None = None, fixes: list[dict] | None = None,
+def plan_body(layout, plan, serving, explain: list[str] | None = None, fixes: list[Fix] | None = None,
               budget: Budget | DeviceBudget | None = None) -> PlanBody:
     """One deployment's plan as results show it (``serving``: the options the layout was built with)."""
     w0 = plan.workers[0] if plan.workers else None

@@ -16,7 +16,7 @@ from kvplan.errors import KvplanError, OptionError
 from kvplan.engines.vllm.eras import Era
 from kvplan.model.layout import ModelLayout
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
-from kvplan.results.records import PlanBody
+from kvplan.results.records import Fix, PlanBody
 from kvplan.usecases.deployment import BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, deployment_of
 
 
@@ -353,7 +353,7 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | 
     return replace(layout, warnings=(*layout.warnings, *extra)) if extra else layout
 
 
-def deployment_fixes(s: Scenario, layout, era, plan, budget: Budget | None) -> list[dict]:
+def deployment_fixes(s: Scenario, layout, era, plan, budget: Budget | None) -> list[Fix]:
     """The smallest verified changes that make a failing deployment start (none when it starts)."""
     if plan.starts:
         return []
@@ -365,7 +365,7 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: Budget | None) -> l
     if budget is not None and budget.kv_room_bytes is not None:
         # --kv-cache-memory skips the profile, but the cache must still fit beside the weights, the
         # activation peak and the graphs: a larger value runs out of memory allocating it
-        fixes = [f for f in fixes if f["option"] != "kv_cache_memory" or f["value"] <= budget.kv_room_bytes]
+        fixes = [f for f in fixes if f.option != "kv_cache_memory" or f.value <= budget.kv_room_bytes]
     if budget is not None and s.kv_cache_memory is None:
         fix = utilization_fix(s, layout, era, budget, plan)
         if fix is not None:
@@ -392,9 +392,8 @@ def speculative_tokens_fix(s: Scenario, era, plan) -> list[dict]:
         return []
     n = SPEC_TOKENS_FIX
     fix = fix_entry("num_speculative_tokens", n, f"--num-speculative-tokens {n}", p)
-    fix["result"] = (f"starts with {n} speculative token (simulated with {n}, the least vLLM accepts; give the "
-                     f"drafter's own value): " + fix["result"].removeprefix("starts; "))
-    return [fix]
+    return [replace(fix, result=f"starts with {n} speculative token (simulated with {n}, the least vLLM accepts; "
+                                f"give the drafter's own value): " + fix.result.removeprefix("starts; "))]
 
 
 def kv_bytes_at(budget: Budget, utilization: float) -> int:
@@ -469,7 +468,7 @@ def _starts_with(s: Scenario) -> object | None:
     return r.plan if r.plan.starts else None
 
 
-def load_fixes(s: Scenario, layout, plan, failed: LoadFailure | None = None) -> list[dict]:
+def load_fixes(s: Scenario, layout, plan, failed: LoadFailure | None = None) -> list[Fix]:
     """Deployment changes that make a load-stage failure start, each simulated again from scratch
     (layout, weights, budget): the least larger ``--tensor-parallel-size``, the least larger
     ``--pipeline-parallel-size``, ``--quantization fp8`` for an unquantized checkpoint, the
@@ -481,7 +480,7 @@ def load_fixes(s: Scenario, layout, plan, failed: LoadFailure | None = None) -> 
     from kvplan.budget.hardware import GPU_PRESETS, get_gpu
     from kvplan.engines.vllm.fixes import fix_entry
 
-    fixes: list[dict] = []
+    fixes: list[Fix] = []
 
     def first(candidates):
         for opts, option, value, flag in candidates:

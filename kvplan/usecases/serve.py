@@ -15,7 +15,7 @@ from kvplan.errors import OptionError
 from kvplan.options import OPTIONS, VLLM_SERVE, options_for
 from kvplan.results import Outcome
 from kvplan.results.envelope import Envelope, unique
-from kvplan.results.records import FlagList, ServeBody, ServeRecord
+from kvplan.results.records import Fix, FlagList, ServeBody, ServeRecord
 
 
 def _kvplan_options(options: dict) -> dict:
@@ -53,20 +53,20 @@ def spec_tokens_flag(flags: list[dict], n: int) -> str:
     return spec_config_flag(flags, "num_speculative_tokens", n) or f"--spec-tokens {n}"
 
 
-def _serve_fixes(fixes: tuple[dict, ...], verdict: Outcome, flags: list[dict]) -> tuple[tuple[dict, ...], Outcome]:
+def _serve_fixes(fixes: tuple[Fix, ...], verdict: Outcome, flags: list[dict]) -> tuple[tuple[Fix, ...], Outcome]:
     """simulate's fixes written as serve-line flags where kvplan's flag is not one (the outcome's
     fix with them)."""
     out = []
     for fix in fixes:
         flag = None
-        if fix["option"] == "num_speculative_tokens":
-            flag = spec_tokens_flag(flags, fix["value"])
-        elif fix["option"] == "parallel_drafting":  # the key is only read from --speculative-config
+        if fix.option == "num_speculative_tokens":
+            flag = spec_tokens_flag(flags, fix.value)
+        elif fix.option == "parallel_drafting":  # the key is only read from --speculative-config
             flag = spec_config_flag(flags, "parallel_drafting", None)
         if flag is not None:
-            if verdict.fix == fix["flag"]:
+            if verdict.fix == fix.flag:
                 verdict = replace(verdict, fix=flag)
-            fix = {**fix, "flag": flag}
+            fix = replace(fix, flag=flag)
         out.append(fix)
     return tuple(out), verdict
 

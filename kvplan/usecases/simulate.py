@@ -98,7 +98,7 @@ def simulate(model: str, **options) -> Envelope:
         allocation = allocate_and_verify(plan, r["device"])
         ok = ok and bool(allocation.get("ok", False))
     fixes = planned.fixes
-    verdict = plan_outcome(plan, fixes[0]["flag"] if fixes else None, ok=ok)
+    verdict = plan_outcome(plan, fixes[0].flag if fixes else None, ok=ok)
     body = SimulateBody(planned, cross_check, tuple(checks), allocation)
     return envelope("simulate", options=r, outcome=verdict, body=body, model=result.layout.target,
                     drafter=result.layout.drafter, era=plan.era,

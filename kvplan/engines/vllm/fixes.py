@@ -17,27 +17,23 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
+from kvplan.results.records import Fix
 from kvplan.units import Bisection, GiB, MiB, cdiv
 
 MEMORY_STAGES = ("admission", "autofit")
 ROUND_GIB_FROM = 8 * GiB
 
 
-def fix_entry(option: str, value, flag: str, plan) -> dict:
+def fix_entry(option: str, value, flag: str, plan) -> Fix:
     """One verified fix: the option, its value, the flag to type and what the engine then does."""
-    return {
-        "option": option,
-        "value": value,
-        "flag": flag,
-        "verified": plan.starts,
-        "starts": plan.starts,
-        "max_model_len": plan.max_model_len,
-        "num_blocks": plan.num_blocks,
-        "max_concurrency": round(plan.max_concurrency, 6),
-        "steady_state_concurrency": round(plan.steady_state_concurrency, 6),
-        "result": (f"starts; num_blocks {plan.num_blocks:,}, max_concurrency {plan.max_concurrency:.2f}, "
-                   f"steady_state_concurrency {plan.steady_state_concurrency:.2f}"),
-    }
+    return Fix(
+        option=option, value=value, flag=flag, verified=plan.starts, starts=plan.starts,
+        max_model_len=plan.max_model_len, num_blocks=plan.num_blocks,
+        max_concurrency=round(plan.max_concurrency, 6),
+        steady_state_concurrency=round(plan.steady_state_concurrency, 6),
+        result=(f"starts; num_blocks {plan.num_blocks:,}, max_concurrency {plan.max_concurrency:.2f}, "
+                f"steady_state_concurrency {plan.steady_state_concurrency:.2f}"),
+    )
 
 
 def size_flag(n: int) -> str:
@@ -58,7 +54,7 @@ def least_that_starts(with_value, failing: int, starting: int, starts) -> int:
     return search.largest + 1
 
 
-def config_fixes(plan, rerun: Callable) -> list[dict]:
+def config_fixes(plan, rerun: Callable) -> list[Fix]:
     """Fixes for vLLM's config checks that an engine option changes (``prechecks``): the derived
     length or ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` for a too-long --max-model-len, a token budget
     of at least max_num_seqs (and max_model_len without chunked prefill), or chunked prefill on;
@@ -91,14 +87,14 @@ def config_fixes(plan, rerun: Callable) -> list[dict]:
     return fixes
 
 
-def smallest_fixes(plan, rerun: Callable) -> list[dict]:
+def smallest_fixes(plan, rerun: Callable) -> list[Fix]:
     """``rerun(options) -> Plan`` simulates the same deployment with other options."""
     if plan.failure is not None and plan.failure.stage.startswith("config."):
         return config_fixes(plan, rerun)
     if plan.failure is None or plan.failure.stage not in MEMORY_STAGES or plan.failure.error_type != "ValueError":
         return []  # not a memory failure (e.g. DCP with sliding-window layers)
     o = plan.options
-    fixes: list[dict] = []
+    fixes: list[Fix] = []
 
     def starts(opts):
         p = rerun(opts)

@@ -170,7 +170,7 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
         result = run(scenario)
         body = getattr(result, "body", None)
         fixes = body.fixes if body is not None else ()
-        numbers = plan_numbers(result.plan, fixes[0]["flag"] if fixes else None)  # simulate's first verified fix
+        numbers = plan_numbers(result.plan, fixes[0].flag if fixes else None)  # simulate's first verified fix
         outcomes = [
             _same_layout(e, scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)
             for e in d.expectations

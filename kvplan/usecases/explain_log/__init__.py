@@ -179,7 +179,7 @@ def explain_log(source: str, **options) -> Envelope:
     fixes = result.body.fixes if simulated else ()
     out = outcome(ok=not disagree, starts=starts, stage=failure.stage if failure else None,
                   error_type=failure.error_type if failure else None, error=failure.message if failure else None,
-                  fix=fixes[0]["flag"] if fixes else None)
+                  fix=fixes[0].flag if fixes else None)
     if era is not None and era.warning:
         warnings.append(era.warning)
     return envelope("explain-log", options=r, outcome=out, body=body,

@@ -163,7 +163,7 @@ def _failure(logged: Facts, result) -> list[Trap]:
         fix = fixes[0] if fixes else None
         detail = f"start-up fails ({plan.failure.stage}: {plan.failure.error_type})"
         if fix:
-            detail += f"; the smallest verified fix: {fix['flag']} ({fix['result']})"
+            detail += f"; the smallest verified fix: {fix.flag} ({fix.result})"
         return [StartupFailureTrap("startup_failure", plan.failure.stage, plan.failure.error_type,
                                    plan.failure.message, fix, detail)]
     f = next((logged.first(k) for k in ("admission_error", "admission_error_tokens", "no_memory_error",
