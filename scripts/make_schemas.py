@@ -40,10 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
 
 from kvplan.results import Outcome  # noqa: E402
-from kvplan.results.check import CheckBody, DeploymentRow  # noqa: E402
+from kvplan.results.check import CheckBody  # noqa: E402
 from kvplan.results.envelope import Envelope  # noqa: E402
 from kvplan.results.records import (  # noqa: E402
-    CompareBody, ExplainLogBody, FitBody, GpusBody, InspectBody, ModelsBody, PlanBody, PoliciesBody, Rebuild,
+    CompareBody, ExplainLogBody, FitBody, GpusBody, InspectBody, ModelsBody, PoliciesBody, Rebuild,
     ServeBody, ServeRecord, SimulateBody, SweepBody,
 )
 
@@ -73,23 +73,12 @@ def arr(items: dict) -> dict:
     return {"type": "array", "items": items}
 
 
-# `simulate --cross-check` / `cross_check: true`: the comparison with a real vLLM (kvplan.verify.crosscheck)
-CROSS_CHECK = obj({
-    "ran": BOOL, "agree": nullable(BOOL), "reason": nullable(STR), "vllm_version": nullable(STR),
-    "python": nullable(STR), "fields_compared": INT, "fields_agree": INT,
-    "differences": arr(obj({"field": STR, "kvplan": {}, "vllm": {}}, closed=True)),
-    "scope": obj({"verified": nullable(STR), "not_verified": nullable(STR), "notes": arr(STR)}, closed=True),
-    "seconds": NUM, "cached": BOOL,
-}, closed=True)
-
 # The published shape of the fields whose values other layers assemble as data (record, field)
 DETAIL: dict[tuple[type, str], dict] = {
-    (SimulateBody, "cross_check"): CROSS_CHECK,
     (SimulateBody, "allocation"): OBJ,
     (CompareBody, "workload"): OBJ,
     (CompareBody, "lower_bound"): OBJ,
     (ModelsBody, "models"): arr(obj({"id": STR})),
-    (DeploymentRow, "cross_check"): nullable(CROSS_CHECK),
     (ServeRecord, "flags"): arr(obj({"flag": STR, "value": {}, "dest": STR,
                                      "effect": {"enum": ["applied", "no effect", "estimate"]},
                                      "applied_as": nullable(STR), "note": nullable(STR), "from": STR})),

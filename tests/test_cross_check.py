@@ -146,7 +146,7 @@ def test_fields_compared_for_gpt_oss_peagle_034(recorded):
     assert cc["fields_compared"] == cc["fields_agree"] == 24
     from kvplan.verify.crosscheck import summary_line
 
-    assert summary_line(cc) == "verified against vLLM 0.34.0: 24 fields agree"
+    assert summary_line(d.body.cross_check) == summary_line(cc) == "verified against vLLM 0.34.0: 24 fields agree"
 
 
 def test_case_builder_reproduces_the_recorded_goldens_inputs():

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kvplan.results import Outcome
+from kvplan.results.records import CrossCheck
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class DeploymentRow:
     outcome: Outcome
     expectations: tuple[ExpectationRow, ...]
     plan: PlanNumbers | None  # the key numbers (kvplan.usecases.check.evaluate.plan_numbers)
-    cross_check: dict | None  # `cross_check: true`: the comparison with a real vLLM
+    cross_check: CrossCheck | None  # `cross_check: true`: the comparison with a real vLLM
     seconds: float
 
 

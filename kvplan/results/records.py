@@ -328,6 +328,47 @@ class WorkerSummaryRow:
 
 
 @dataclass(frozen=True)
+class CrossCheckDifference:
+    """One figure where kvplan and the checked vLLM differ."""
+
+    field: str
+    kvplan: object
+    vllm: object
+
+    SCHEMA_CLOSED = True
+
+
+@dataclass(frozen=True)
+class CrossCheckScope:
+    """What a cross-check verifies and what it leaves out (``kvplan.verify.crosscheck``)."""
+
+    verified: str | None
+    not_verified: str | None
+    notes: tuple[str, ...]
+
+    SCHEMA_CLOSED = True
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """``--cross-check`` / ``cross_check: true``: the comparison with a real vLLM (``kvplan.verify.crosscheck``)."""
+
+    ran: bool
+    agree: bool | None
+    reason: str | None
+    vllm_version: str | None
+    python: str | None
+    fields_compared: int
+    fields_agree: int
+    differences: tuple[CrossCheckDifference, ...]
+    scope: CrossCheckScope
+    seconds: float
+    cached: bool
+
+    SCHEMA_CLOSED = True
+
+
+@dataclass(frozen=True)
 class Fix:
     """One verified fix (``kvplan.engines.vllm.fixes.fix_entry``): the option, its value, the flag to
     type and what the engine then does."""
@@ -375,7 +416,7 @@ class SimulateBody:
     """``kvplan simulate``: the plan, then what was asked for beside it."""
 
     plan: PlanBody = field(metadata=FLATTEN)
-    cross_check: dict | None = field(default=None, metadata=OMIT_NONE)  # --cross-check (kvplan.verify.crosscheck)
+    cross_check: CrossCheck | None = field(default=None, metadata=OMIT_NONE)  # --cross-check (kvplan.verify.crosscheck)
     checks_failed: tuple[str, ...] = ()  # --require-start / --fail-on-padding / --min-concurrency
     allocation: dict | None = field(default=None, metadata=OMIT_NONE)  # --allocate (kvplan.device)
 

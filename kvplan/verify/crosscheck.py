@@ -26,6 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from kvplan.errors import OptionError
+from kvplan.results import to_data
+from kvplan.results.records import CrossCheck, CrossCheckDifference, CrossCheckScope
 
 RUNNER = Path(__file__).with_name("vllm_runner.py")
 ARCH_RUNNER = Path(__file__).with_name("arch_runner.py")  # the architecture harness's runner
@@ -174,13 +176,14 @@ def _cache_write(path: Path | None, result: dict) -> None:
         pass
 
 
-def unavailable(reason: str, *, python: str | None = None, release: str | None = None) -> dict:
-    return {"ran": False, "agree": None, "reason": f"could not cross-check: {reason}", "vllm_version": release,
-            "python": python, "fields_compared": 0, "fields_agree": 0, "differences": [],
-            "scope": {"verified": None, "not_verified": None, "notes": []}, "seconds": 0.0, "cached": False}
+def unavailable(reason: str, *, python: str | None = None, release: str | None = None) -> CrossCheck:
+    return CrossCheck(ran=False, agree=None, reason=f"could not cross-check: {reason}", vllm_version=release,
+                      python=python, fields_compared=0, fields_agree=0, differences=(),
+                      scope=CrossCheckScope(None, None, ()), seconds=0.0, cached=False)
 
 
-def report(plan, result: dict, target: Target, *, seconds: float, cached: bool, layers: dict | None = None) -> dict:
+def report(plan, result: dict, target: Target, *, seconds: float, cached: bool,
+           layers: dict | None = None) -> CrossCheck:
     """The ``cross_check`` object of the result envelope for a runner result (``layers``: the
     architecture runner's record for the served config, see ``layer_record``)."""
     from kvplan.verify.compare import compare, differences
@@ -196,19 +199,13 @@ def report(plan, result: dict, target: Target, *, seconds: float, cached: bool, 
                      "a difference may come from the releases, not from kvplan")
     if result.get("spec_notes"):
         notes += [f"vLLM {result['vllm_version']}: {n}" for n in result["spec_notes"]]
-    return {
-        "ran": True,
-        "agree": not diff,
-        "reason": None,
-        "vllm_version": result["vllm_version"],
-        "python": target.python,
-        "fields_compared": len(checks),
-        "fields_agree": len(checks) - len(diff),
-        "differences": [{"field": c.field, "kvplan": c.kvplan, "vllm": c.vllm} for c in diff],
-        "scope": {"verified": SCOPE_VERIFIED, "not_verified": SCOPE_NOT_VERIFIED, "notes": notes},
-        "seconds": round(seconds, 2),
-        "cached": cached,
-    }
+    return CrossCheck(
+        ran=True, agree=not diff, reason=None, vllm_version=result["vllm_version"], python=target.python,
+        fields_compared=len(checks), fields_agree=len(checks) - len(diff),
+        differences=tuple(CrossCheckDifference(c.field, c.kvplan, c.vllm) for c in diff),
+        scope=CrossCheckScope(SCOPE_VERIFIED, SCOPE_NOT_VERIFIED, tuple(notes)),
+        seconds=round(seconds, 2), cached=cached,
+    )
 
 
 def layer_checks(rec: dict, notes: list[str]) -> list:
@@ -338,13 +335,15 @@ def cross_check_many(jobs: list[Job]) -> list[dict]:
 
 
 def cross_check(plan, target: Target, *, name: str = "cross-check", model: str | None = None,
-                drafter: str | None = None) -> dict:
+                drafter: str | None = None) -> CrossCheck:
     """Run vLLM's planning functions on ``plan``'s scenario and compare (see ``cross_check_many``)."""
     return cross_check_many([Job(plan, target, name, model, drafter)])[0]
 
 
-def summary_line(cc: dict) -> str:
-    """One line: "verified against vLLM 0.34.0: 57 fields agree" / "... 3 of 57 fields differ" / why not."""
+def summary_line(cc: CrossCheck | dict) -> str:
+    """One line: "verified against vLLM 0.34.0: 57 fields agree" / "... 3 of 57 fields differ" / why not.
+    ``cc``: the record, or its plain data (the table renderer has the JSON)."""
+    cc = to_data(cc)
     if not cc["ran"]:
         return cc["reason"]
     if cc["agree"]:
@@ -388,13 +387,13 @@ def prepare(vllm_python: str | None, policy: str, *, policy_given: bool) -> Prep
     return Prepared(target, None, f"vllm=={target.vllm_version}")
 
 
-def agreement_failure(cc: dict) -> str | None:
+def agreement_failure(cc: CrossCheck) -> str | None:
     """The --require-agreement verdict: None when every field agrees, else a line naming the fields."""
-    if not cc["ran"]:
-        return f"--require-agreement: {cc['reason']}"
-    if cc["agree"]:
+    if not cc.ran:
+        return f"--require-agreement: {cc.reason}"
+    if cc.agree:
         return None
-    fields = [d["field"] for d in cc["differences"]]
+    fields = [d.field for d in cc.differences]
     shown = ", ".join(fields[:5]) + (f" and {len(fields) - 5} more" if len(fields) > 5 else "")
     n = len(fields)
-    return f"--require-agreement: {n} field{' differs' if n == 1 else 's differ'} from vLLM {cc['vllm_version']}: {shown}"
+    return f"--require-agreement: {n} field{' differs' if n == 1 else 's differ'} from vLLM {cc.vllm_version}: {shown}"

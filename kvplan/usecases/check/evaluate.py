@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from kvplan.errors import KvplanError
 from kvplan.results.check import LayoutSignature, PlanNumbers, SameLayoutMeasured
+from kvplan.results.records import CrossCheck
 from kvplan.usecases.check.schema import ERROR, FAIL, PASS, Deployment, Expectation
 from kvplan.usecases.scenario import Scenario
 from kvplan.units import plural
@@ -36,7 +37,7 @@ class DeploymentResult:
     error: str | None = None
     error_type: str | None = None
     plan: PlanNumbers | None = None  # the key numbers (see plan_numbers)
-    cross_check: dict | None = None  # `cross_check: true`: the comparison with a real vLLM
+    cross_check: CrossCheck | None = None  # `cross_check: true`: the comparison with a real vLLM
     policy: str | None = None  # the policy simulated when it is not the entry's (cross-check: that vLLM's)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -226,13 +227,13 @@ def _prepare_cross_check(scenario: Scenario):
     return replace(scenario, policy=verify.policy), verify
 
 
-def _cross_check_outcome(scenario: Scenario, cc: dict) -> Outcome:
+def _cross_check_outcome(scenario: Scenario, cc: CrossCheck) -> Outcome:
     """The cross-check as an expectation: it fails only with ``require_agreement`` (as
     ``--require-agreement`` does for simulate)."""
     from kvplan.verify.crosscheck import agreement_failure, summary_line
 
     failure = agreement_failure(cc) if scenario.require_agreement else None
-    measured = [x["field"] for x in cc["differences"]] if cc["ran"] else cc["reason"]
+    measured = [x.field for x in cc.differences] if cc.ran else cc.reason
     return Outcome("cross_check", bool(scenario.require_agreement), measured, failure is None,
                    failure or summary_line(cc), None)
 
