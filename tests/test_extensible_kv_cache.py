@@ -94,7 +94,7 @@ def test_extensible_budget_is_the_measured_one(llama):
     assert b.sizing_margin_bytes == 1_391_984_640
     assert b.measured_kv_cache_memory_bytes == b.kv_cache_memory_bytes == 64_377_315_328
     assert b.formula.startswith("kv_cache_memory = min(tentative, min(requested − used, gpu_memory − startup − "
-                                   "used − margin) − transient)")
+                                "used − margin) − transient)")
     assert b.formula_source.startswith("vLLM 0.34.0: config/cache.py resolved_gpu_memory_utilization (495-501)")
     assert "extensible_kv_cache.py measure_kv_cache_bytes (592-618)" in b.formula_source
     assert b.warnings == ()

@@ -139,9 +139,9 @@ def test_budget_is_the_vllm_formula(llama):
     assert all(isinstance(v, int) for k, v in vars(b).items() if k.endswith("_bytes") and k not in extensible_only)
     assert all(getattr(b, k) is None for k in extensible_only)
     assert b.formula.startswith("kv_cache_memory = ceil(gpu_memory × gpu_memory_utilization) − weights − "
-                                   "activation_peak − non_torch − cudagraph")
+                                "activation_peak − non_torch − cudagraph")
     assert b.formula_source == ("vLLM 0.34.0: v1/worker/utils.py request_memory, v1/worker/gpu_worker.py "
-                                   "determine_available_memory (CUDA-graph estimate in the profile)")
+                                "determine_available_memory (CUDA-graph estimate in the profile)")
     # vLLM 0.33.0 has no extensible KV cache (no `extensible` anywhere in its vllm/config or vllm/v1; its
     # CacheConfig.gpu_memory_utilization is a float defaulting to 0.92, config/cache.py 215): its default
     # budget is this same profiled one, and asking for the extensible cache there is an error.
