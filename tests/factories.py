@@ -1,13 +1,16 @@
-"""One-line spec factories for engine tests (hand-built layers, no config parsing); fabricated safetensors files."""
+"""One-line spec factories for engine tests (hand-built layers, no config parsing); fabricated safetensors files;
+the project's scripts loaded as modules."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import struct
 import threading
 from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 from kvplan.specs import (
     ChunkedLocalAttentionSpec,
@@ -132,3 +135,15 @@ def loopback_server(handler):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def script_module(relpath: str, name: str | None = None):
+    """The script at ``relpath`` (from the repository root, e.g. ``scripts/walk.py``) loaded as a module."""
+    path = ROOT / relpath
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

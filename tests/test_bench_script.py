@@ -3,17 +3,11 @@ only that each benchmark still drives the current code and reports a figure)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench.py"
+from factories import script_module
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("kvplan_bench", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("scripts/bench.py", "kvplan_bench")
 
 
 def test_bench_core_and_cli_cases_run():

@@ -3,18 +3,16 @@ the page is current, and every bounded case stays within issue 24's bounds (weig
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+
+from factories import script_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("budget_validation", ROOT / "scripts" / "budget_validation.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("scripts/budget_validation.py")
 
 
 def test_validation_page_is_current_and_bounded_rows_hold():

@@ -18,6 +18,8 @@ from typer.testing import CliRunner
 
 from kvplan.cli.app import ensure_registered
 
+from factories import script_module
+
 app = ensure_registered()
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,11 +277,7 @@ def test_docs_name_every_key_and_expectation():
 
 
 def test_docs_embedded_output_is_current():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("update_readme", ROOT / "scripts" / "update_readme.py")
-    update_readme = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(update_readme)
+    update_readme = script_module("scripts/update_readme.py")
     blocks = update_readme.blocks((ROOT / "docs" / "check.md").read_text())
     assert blocks
     for cmd, code, expected in blocks:

@@ -7,7 +7,6 @@ that are not yet read are listed exactly, so one that starts or stops being read
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -21,15 +20,14 @@ from kvplan.logs.extract import PATTERNS
 from kvplan.logs.fingerprints import RELEASES, WORDINGS
 from kvplan.logs.release import _PLACEHOLDER, _spans, infer_release
 
+from factories import script_module
+
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = Path(__file__).parent / "logs"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("log_fingerprint", ROOT / "scripts/golden/log_fingerprint.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("scripts/golden/log_fingerprint.py")
 
 
 def test_markers_cover_every_fact_kind_and_the_generated_table():

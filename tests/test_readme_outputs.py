@@ -5,15 +5,14 @@ Refresh with `python scripts/update_readme.py` after a deliberate change.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from factories import script_module
+
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("update_readme", ROOT / "scripts" / "update_readme.py")
-update_readme = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(update_readme)
+update_readme = script_module("scripts/update_readme.py")
 
 BLOCKS = update_readme.blocks((ROOT / "README.md").read_text())
 DOC_BLOCKS = [(doc.relative_to(ROOT).as_posix(), *b) for doc in update_readme.DOCS

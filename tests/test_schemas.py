@@ -9,7 +9,6 @@ it: tests/test_api.py.)"""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,16 +16,15 @@ from typing import Literal
 
 import pytest
 
+from factories import script_module
+
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "tests" / "data" / "schema_published"
 CURRENT = ROOT / "docs" / "schema"
 
 
 def _make_schemas():
-    spec = importlib.util.spec_from_file_location("make_schemas", ROOT / "scripts" / "make_schemas.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("scripts/make_schemas.py")
 
 
 def _types(s: dict) -> set[str] | None:

@@ -6,19 +6,17 @@ so no core search and no engine search calls a predicate of a layer above."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from factories import script_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _walk():
-    spec = importlib.util.spec_from_file_location("walk", ROOT / "scripts" / "walk.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("scripts/walk.py")
 
 
 @pytest.mark.parametrize("argv", [
