@@ -255,7 +255,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
               max_num_seqs: int | None = None, exact_params: bool | None = None, data_parallel_size: int = 1,
               enable_expert_parallel: bool = False, quantization: str | None = None,
               cpu_offload_gb: float | None = None, enable_extensible_kv_cache: bool | None = None,
-              num_gpu_blocks_override: int | None = None, kv_transfer_config: dict | None = None) -> dict:
+              num_gpu_blocks_override: int | None = None, kv_transfer_config: dict | None = None) -> Budget:
     """The KV-cache budget per GPU for ``layout`` on a card, as vLLM would derive it.
 
     ``data_parallel_size`` and ``enable_expert_parallel`` place the MoE experts (split over

@@ -378,7 +378,7 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: Budget | None) -> l
 SPEC_TOKENS_FIX = 1
 
 
-def speculative_tokens_fix(s: Scenario, era, plan) -> list[dict]:
+def speculative_tokens_fix(s: Scenario, era, plan) -> list[Fix]:
     """The fix for a speculative method vLLM refuses without num_speculative_tokens: the same
     deployment simulated again with ``SPEC_TOKENS_FIX`` tokens (the layout rebuilt: a Mamba
     state depends on it), kept when it then starts."""
@@ -404,7 +404,7 @@ def kv_bytes_at(budget: Budget, utilization: float) -> int:
     return at(budget, utilization)
 
 
-def utilization_fix(s: Scenario, layout, era, budget: Budget, plan) -> dict | None:
+def utilization_fix(s: Scenario, layout, era, budget: Budget, plan) -> Fix | None:
     """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
     deployment starts, verified by simulating it; None when even 1.0 does not."""
     from kvplan.engines.vllm.fixes import fix_entry
