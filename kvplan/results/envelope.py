@@ -58,8 +58,7 @@ class Inputs:
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Envelope(Record, dict):
-    """One command's result. ``body`` is the command's body record (a plain mapping for the bodies
-    other layers still assemble as data: policies).
+    """One command's result. ``body`` is the command's body record.
 
     The record is also the dict ``--format json`` prints (filled once, when it is made), so a caller
     that reads, compares or dumps it as JSON keeps doing so; ``to_dict()`` gives a fresh copy."""
