@@ -19,6 +19,7 @@ from kvplan.model import catalog, drafters, families, methods
 from kvplan.model.families import Built, Context
 from kvplan.model.hfconfig import HFView, build_config_object, read_config_json, text_view
 from kvplan.model.options import (
+    AttentionFacts,
     ServingOptions,
     config_dtype,
     resolve_block_size,
@@ -96,19 +97,6 @@ class _Parsed:
 
 
 @dataclass(frozen=True)
-class AttentionInputs:
-    """What an engine's block-size rule reads from the model (vLLM's ``AttentionSelectorConfig``):
-    MLA, sparse MLA (DeepSeek-V3.2), the attention head size, attention sinks (gpt-oss), the KV
-    cache dtype as resolved."""
-
-    use_mla: bool
-    use_sparse: bool
-    head_size: int | None
-    has_sink: bool
-    kv_cache_dtype: str
-
-
-@dataclass(frozen=True)
 class ModelDraft:
     """A model read up to the block size (``draft_model_layout``): the config parsed, the served
     speculators checkpoint resolved, the model and cache dtypes decided; ``attention()`` is what the
@@ -130,11 +118,11 @@ class ModelDraft:
     use_mla: bool
     sparse_mla: bool  # DeepSeek-V3.2's sparse MLA
 
-    def attention(self) -> AttentionInputs:
+    def attention(self) -> AttentionFacts:
         """The facts an engine's block-size rule reads (the head size read only when asked: a config
         view without ``head_dim`` would ask transformers)."""
         p = self.parsed
-        return AttentionInputs(use_mla=self.use_mla, use_sparse=self.sparse_mla, head_size=_head_size(p.text),
+        return AttentionFacts(use_mla=self.use_mla, use_sparse=self.sparse_mla, head_size=_head_size(p.text),
                                has_sink=p.model_type == "gpt_oss", kv_cache_dtype=self.cache_str)
 
 

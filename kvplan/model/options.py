@@ -15,6 +15,20 @@ from kvplan.units import CACHE_DTYPES, MODEL_DTYPES
 
 
 @dataclass(frozen=True)
+class AttentionFacts:
+    """What an engine's block-size rule reads from the model (vLLM's ``AttentionSelectorConfig``):
+    MLA, sparse MLA (DeepSeek-V3.2), the attention head size, attention sinks (gpt-oss), the KV
+    cache dtype as resolved. Made by the model stage (``ModelDraft.attention``), read by
+    ``kvplan.engines.vllm.block_size``."""
+
+    use_mla: bool = False
+    use_sparse: bool = False
+    head_size: int | None = None
+    has_sink: bool = False
+    kv_cache_dtype: str = "auto"
+
+
+@dataclass(frozen=True)
 class ServingOptions:
     block_size: int | None = None  # --block-size; None = vLLM's per-backend default (§7.3, §12.3)
     attention_backend: str | None = None  # --attention-backend (FLASH_ATTN, FLASHMLA, ...)

@@ -331,17 +331,15 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | 
     from dataclasses import replace
 
     from kvplan.engines.vllm import environment
-    from kvplan.engines.vllm.block_size import AttentionFacts, decide_block_size, device_of
+    from kvplan.engines.vllm.block_size import decide_block_size, device_of
     from kvplan.model.layout import draft_model_layout, finish_model_layout
 
     s = source
     model, drafter = s.model_read, s.drafter_read
     draft = draft_model_layout(model, drafter, serving_options(serving, era), revision=s.revision,
                                download=s.download, hf_overrides=s.hf_overrides)
-    a = draft.attention()  # the engine decides the block size from the model's attention, here, as a value
-    decision = decide_block_size(era, AttentionFacts(use_mla=a.use_mla, use_sparse=a.use_sparse, head_size=a.head_size,
-                                                     has_sink=a.has_sink, kv_cache_dtype=a.kv_cache_dtype),
-                                 device=device_of(gpu), block_size=serving.block_size,
+    # the engine decides the block size from the model's attention facts, here, as a value
+    decision = decide_block_size(era, draft.attention(), device=device_of(gpu), block_size=serving.block_size,
                                  attention_backend=serving.attention_backend)
     layout = finish_model_layout(draft, decision)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from kvplan.engines.vllm.eras import Era
 from kvplan.errors import OptionError
+from kvplan.model.options import AttentionFacts
 
 # Each backend's kernel block sizes (``get_supported_kernel_block_sizes()`` with no KV cache spec and no
 # current config; a ``MultipleOf(n)`` as its base n). ``AttentionBackend.supports_block_size`` (backend.py
@@ -73,16 +74,6 @@ SPARSE_MLA_BACKENDS = frozenset({"FLASHMLA_SPARSE"})
 # The GPU assumed without --gpu: the H100 (SM 9.0, CUDA), the card kvplan's goldens describe.
 ASSUMED_CAPABILITY = (9, 0)
 ASSUMED_PLATFORM = "cuda"
-
-
-@dataclass(frozen=True)
-class AttentionFacts:
-    """What vLLM's selector reads from the model (``AttentionSelectorConfig``)."""
-    use_mla: bool = False
-    use_sparse: bool = False
-    head_size: int | None = None
-    has_sink: bool = False
-    kv_cache_dtype: str = "auto"
 
 
 @dataclass(frozen=True)
