@@ -89,7 +89,7 @@ def models() -> Envelope:
     from kvplan.model import list_catalog
     from kvplan.results import outcome
     from kvplan.results.records import ModelsBody
-    from kvplan.usecases.records import envelope
+    from kvplan.usecases.envelope import envelope
 
     return envelope("models", outcome=outcome(ok=True), body=ModelsBody(tuple(list_catalog())))
 
@@ -99,7 +99,7 @@ def policies() -> Envelope:
     (``kvplan policies``); the body is ``kvplan.engines.vllm.releases.policies()``."""
     from kvplan.engines.vllm.releases import policies as release_policies
     from kvplan.results import outcome
-    from kvplan.usecases.records import envelope
+    from kvplan.usecases.envelope import envelope
 
     return envelope("policies", outcome=outcome(ok=True), body=release_policies())
 

@@ -657,13 +657,15 @@ class Resolved:
     command: str
     values: dict[str, Any]
     given: frozenset = field(default_factory=frozenset)
+    # every option's value, marked given or not, for the result envelope (table order)
+    inputs: dict[str, OptionValue] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", {name: OptionValue(_jsonable(v), name in self.given)
+                                            for name, v in self.values.items()})
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
-
-    def inputs(self) -> dict[str, OptionValue]:
-        """Every option's value, marked given or not, for the result envelope (table order)."""
-        return {name: OptionValue(_jsonable(v), name in self.given) for name, v in self.values.items()}
 
 
 def _jsonable(v: Any) -> Any:

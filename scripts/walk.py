@@ -21,7 +21,10 @@ Runs ``kvplan ARGS`` in this interpreter (default: ``simulate openai/gpt-oss-20b
   calling the model layer after the use case did) is a real bounce a reader feels. Both figures
   are printed; the second is the one to reduce.
 
-Fewer of each is a shorter walk. Calls within one file are not steps. The figures depend on the
+Fewer of each is a shorter walk. Calls within one file are not steps. Nor is running a module's
+body when a function-level import loads it for the first time (``<module>`` frames, and what a module
+body calls while it loads): that is when the import happens to run, not a call the reader follows
+(imports are the layering test's; tests/test_layering.py checks their direction). The figures depend on the
 deployment (a budget from --gpu walks through budget/, a failing one through fixes), so compare
 like with like:
 
@@ -88,7 +91,7 @@ def trace(argv: list[str]) -> list[tuple[str, str]]:
             return
         code = frame.f_code
         callee = mod(code)
-        if callee is None:
+        if callee is None or code.co_name == "<module>":
             return
         if not on:
             if code.co_name == "run_scenario" and callee == "kvplan.usecases.scenario":
@@ -99,6 +102,8 @@ def trace(argv: list[str]) -> list[tuple[str, str]]:
         while back is not None and mod(back.f_code) is None:  # through the stdlib (dataclasses, functools)
             back = back.f_back
         caller = mod(back.f_code) if back is not None else None
+        if back is not None and back.f_code.co_name == "<module>":  # a module body loading
+            return
         if caller is not None and caller != callee:
             calls.append((caller, callee))
 

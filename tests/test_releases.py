@@ -91,9 +91,9 @@ def test_default_is_the_installed_release(monkeypatch):
     assert (e.name, e.release, e.release_note) == ("vllm-0.24", "0.24.0", "installed")
     from kvplan.results import to_data
     from kvplan.results.data import policy_label
-    from kvplan.results.records import PolicyRecord
+    from kvplan.usecases.records import policy_record
 
-    assert policy_label(to_data(PolicyRecord.of(e))) == "vllm==0.24.0 (installed)"
+    assert policy_label(to_data(policy_record(e))) == "vllm==0.24.0 (installed)"
     monkeypatch.setattr(R, "installed_vllm", lambda: "0.36.0.dev3+g1234")
     e = get_era("vllm-latest")
     assert (e.release, e.release_note) == ("0.36.0.dev3+g1234", "installed, unchecked")
@@ -226,3 +226,17 @@ def test_option_help_names_releases_from_the_chain():
             assert claim in minors, f"{o.flag}: help names {claim}+, which no era boundary has"
     async_help = options.OPTIONS["async_scheduling"].help
     assert "vLLM 0.26+ reserves 2 x max_num_batched_tokens" in async_help  # in_flight_batches: True from 0.26.0
+
+
+def test_the_envelope_policy_is_the_plan_policy_cut():
+    """``inputs.policy`` (kvplan.usecases.envelope.policy_inputs) shows every era as the plan's ``policy``
+    (kvplan.usecases.records.policy_record) does, cut to its own keys: the two read an era alike."""
+    from kvplan.results import to_data
+    from kvplan.usecases.envelope import policy_inputs
+    from kvplan.usecases.records import policy_record
+
+    for name in ERAS:
+        e = get_era(name)
+        full, cut = to_data(policy_record(e)), to_data(policy_inputs(e))
+        assert cut == {k: full[k] for k in cut}, name
+        assert set(cut) < set(full)

@@ -14,9 +14,13 @@ def finish(result, fmt: str, table: Callable[[dict], None], *, hints: list[str] 
     ``table``), then the hints, then exit 3 when the outcome is not ok (the engine would fail, a
     check failed, a question has no answer)."""
     from kvplan.report.output import emit, hint
-    from kvplan.results import to_data
 
-    data = to_data(result)
+    if isinstance(result, dict):  # an Envelope holds its own JSON data (filled when it was made)
+        data = dict(result)  # as a plain dict: YAML's safe dumper refuses a dict subclass
+    else:
+        from kvplan.results import to_data
+
+        data = to_data(result)
 
     emit(data, fmt, table)
     for h in hints:

@@ -106,14 +106,3 @@ class Outcome:
 def outcome(*, ok: bool, starts: bool | None = None, stage: str | None = None, error_type: str | None = None,
             error: str | None = None, fix: str | None = None) -> Outcome:
     return Outcome(ok, starts, stage, error_type, error, fix)
-
-
-def plan_outcome(plan, fix: str | None = None, *, ok: bool | None = None) -> Outcome:
-    """A vLLM plan's start-up outcome (its ``failure`` holds the engine's stage, type and text);
-    ``ok`` when the command's answer is more than the start (simulate's checks, the allocation)."""
-    f = plan.failure
-    if f is None:
-        return outcome(ok=True if ok is None else ok, starts=True)
-    return outcome(ok=False if ok is None else ok, starts=False, stage=f.stage, error_type=f.error_type,
-                   error=f.message, fix=fix)
-

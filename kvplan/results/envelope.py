@@ -51,7 +51,7 @@ class Inputs:
     model: Source | None
     drafter: Source | None
     policy: PolicyInputs | None
-    options: dict[str, OptionValue]  # kvplan.options.Resolved.inputs(), in the table's order
+    options: dict[str, OptionValue]  # kvplan.options.Resolved.inputs, in the table's order
 
     SCHEMA_CLOSED = True
 

@@ -38,12 +38,6 @@ class PolicyRecord:
     grouping: str
     is_proposal: bool
 
-    @classmethod
-    def of(cls, era) -> "PolicyRecord":
-        """``era``: an ``Era`` (its plain fields only are read)."""
-        return cls(era.name, era.release or None, era.release_note or None, era.warning or None, era.threshold,
-                   era.description, tuple(era.releases), era.grouping, era.is_proposal)
-
 
 @dataclass(frozen=True)
 class PolicyInputs:
@@ -55,10 +49,6 @@ class PolicyInputs:
     vllm_releases: tuple[str, ...]
     threshold: float | None
     is_proposal: bool
-
-    @classmethod
-    def of(cls, p: PolicyRecord) -> "PolicyInputs":
-        return cls(p.name, p.vllm_release, p.release_note, p.vllm_releases, p.threshold, p.is_proposal)
 
 
 @dataclass(frozen=True)

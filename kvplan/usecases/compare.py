@@ -10,7 +10,8 @@ from kvplan.options import COMPARE, resolve
 from kvplan.results import outcome
 from kvplan.results.envelope import Envelope
 from kvplan.results.records import CompareBody, EngineVersions
-from kvplan.usecases.records import engine_row, envelope, model_record, serving_record, speculative_record
+from kvplan.usecases.records import engine_row, model_record, serving_record, speculative_record
+from kvplan.usecases.envelope import envelope
 from kvplan.usecases.scenario import run_scenario, scenario_from, serving_of
 
 

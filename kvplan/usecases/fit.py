@@ -29,7 +29,8 @@ from kvplan.budget.load import STAGES as LOAD_STAGES
 from kvplan.results.budget import Budget, GivenBudget
 from kvplan.usecases.scenario import (Scenario, build_layout, hardware_budget, kv_bytes_at, plan_scenario,
                                       serving_of, with_load_failure)
-from kvplan.results import outcome, plan_outcome
+from kvplan.results import outcome
+from kvplan.usecases.envelope import plan_outcome
 from kvplan.results.envelope import Envelope
 from kvplan.results.fit import (
     Capacity, ContextAnswer, ContextBoundary, GpuTable, GpuTableRow, LayoutDecision, LengthCapacity, LengthOutcome,
@@ -420,7 +421,7 @@ def fit(model: str, **options) -> Envelope:
     asked question has no answer (the engine starts at no length, or no utilization <= 1 serves N)."""
     from kvplan.options import FIT, resolve
     from kvplan.results import outcome
-    from kvplan.usecases.records import envelope
+    from kvplan.usecases.envelope import envelope
     from kvplan.usecases.scenario import SPEC_TOKENS_FIX, scenario_from
 
     r = resolve(FIT, options)
@@ -457,7 +458,7 @@ def gpus() -> Envelope:
     """`kvplan fit --list-gpus`: the GPU presets with their memory and its source."""
     from kvplan.budget.hardware import GPU_PRESETS
     from kvplan.results import outcome
-    from kvplan.usecases.records import envelope
+    from kvplan.usecases.envelope import envelope
 
     body = GpusBody(tuple(
         GpuRow(p.name, p.memory_bytes, p.basis, p.nominal, tuple(p.aliases), p.source,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from kvplan.options import INSPECT, resolve
 from kvplan.results import outcome
 from kvplan.results.envelope import Envelope
-from kvplan.usecases.records import envelope, inspect_body
+from kvplan.usecases.records import inspect_body
+from kvplan.usecases.envelope import envelope
 from kvplan.usecases.scenario import build_layout, scenario_from, serving_of
 
 

@@ -5,16 +5,15 @@ above the model and the engines, so reading their objects runs downhill.
 
 from __future__ import annotations
 
-from kvplan.results import Outcome, plan_outcome
 from kvplan.results.budget import Budget, DeviceBudget
 from kvplan.results.data import bytes_per_token, kind_label, layer_index
-from kvplan.results.envelope import Envelope, Inputs, Source, unique
 from kvplan.results.records import (
     BlockSizeChange, BucketRow, EngineRowRecord, Fix, Grouping, GroupRow, HybridKVCacheManager, InspectBody, KindSummaryRow,
-    LayerRow, MambaAlignmentRecord, Memory, ModelRecord, PlanBody, PlanSpeculative, PolicyInputs, PolicyRecord,
+    LayerRow, MambaAlignmentRecord, Memory, ModelRecord, PlanBody, PlanSpeculative, PolicyRecord,
     RankRow, Scheduler, Serving, Speculative, SweepRow, TensorRow, WorkerPadding, WorkerRow, WorkerSummaryRow,
 )
 from kvplan.specs import MambaSpec, SpecRecord
+from kvplan.usecases.envelope import plan_outcome
 
 
 def model_record(info) -> ModelRecord | None:
@@ -26,20 +25,10 @@ def model_record(info) -> ModelRecord | None:
                        info.model_type, info.family, info.num_hidden_layers, info.dtype)
 
 
-def source_record(info) -> Source | None:
-    """Where a model's config came from (the envelope's ``inputs.model``)."""
-    if info is None:
-        return None
-    src = info.source
-    return Source(src.model_id, src.requested, src.kind, src.path, src.revision)
-
-
 def policy_record(era) -> PolicyRecord:
-    return PolicyRecord.of(era)
-
-
-def policy_inputs(era) -> PolicyInputs | None:
-    return None if era is None else PolicyInputs.of(PolicyRecord.of(era))
+    """An ``Era`` as results show it (its plain fields only are read)."""
+    return PolicyRecord(era.name, era.release or None, era.release_note or None, era.warning or None, era.threshold,
+                        era.description, tuple(era.releases), era.grouping, era.is_proposal)
 
 
 def serving_record(serving, layout=None) -> Serving:
@@ -349,11 +338,3 @@ def engine_row(row) -> EngineRowRecord:
 
 
 # ------------------------------------------------------------------------------------- the envelope
-
-def envelope(command: str, *, options=None, outcome: Outcome, body, model=None, drafter=None, era=None,
-             warnings=()) -> Envelope:
-    """A command's result: ``options`` the ``kvplan.options.Resolved`` it received (None: a command
-    without options), ``model``/``drafter`` the layout's ``ModelInfo``, ``era`` the policy asked for."""
-    inputs = Inputs(source_record(model), source_record(drafter), policy_inputs(era),
-                    options.inputs() if options is not None else {})
-    return Envelope(command=command, inputs=inputs, outcome=outcome, body=body, warnings=unique(warnings))

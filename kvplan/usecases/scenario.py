@@ -443,12 +443,9 @@ def with_load_failure(plan, failed: LoadFailure):
     """The plan of a deployment that runs out of memory before the KV cache (``kvplan.budget.load``):
     vLLM stops while loading the weights or in the profile run, so there is no KV cache, no block
     count and no KV log line."""
-    from kvplan.engines.vllm.plan import Failure
+    from kvplan.engines.vllm.plan import failed_before_kv_cache
 
-    plan.failure = Failure(failed.stage, failed.error_type, failed.message)
-    plan.num_blocks, plan.max_concurrency, plan.kv_cache_size_tokens, plan.steady = 0, 0.0, 0, None
-    plan.logs = []
-    return plan
+    return failed_before_kv_cache(plan, failed.stage, failed.error_type, failed.message)
 
 
 # the sizes kvplan tries for a larger tensor- / pipeline-parallel deployment (vLLM takes any, the

@@ -11,10 +11,11 @@ from dataclasses import replace
 from kvplan.results.budget import DeviceBudget
 from kvplan.errors import OptionError
 from kvplan.options import SIMULATE, resolve
-from kvplan.results import outcome, plan_outcome
+from kvplan.results import outcome
+from kvplan.usecases.envelope import plan_outcome
 from kvplan.results.envelope import Envelope
 from kvplan.results.records import SimulateBody, SweepBody
-from kvplan.usecases.records import envelope
+from kvplan.usecases.envelope import envelope
 from kvplan.usecases.scenario import run_scenario, scenario_from
 
 

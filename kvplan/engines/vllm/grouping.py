@@ -8,7 +8,7 @@ and the threshold heuristic splits buckets into groups of ``group_size``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kvplan.errors import EngineFailure, SpecMergeAssertion
 from kvplan.specs import (
@@ -49,10 +49,10 @@ class GroupingDecision:
     padding: tuple[tuple[int, int], ...] = ()  # per bucket: (padding layers, bucket size)
     page_size_bytes: int = 0
     block_size_changes: tuple[tuple[str, int, int], ...] = ()  # (kind, old, new) from page unification
+    num_padding_layers: int = field(init=False)  # the padding layers over every bucket
 
-    @property
-    def num_padding_layers(self) -> int:
-        return sum(p for p, _ in self.padding)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "num_padding_layers", sum(p for p, _ in self.padding))
 
 
 # --- merge rules (reference §1.4): on the spec classes (kvplan.specs), as vLLM's merge() ---------

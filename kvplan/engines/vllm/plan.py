@@ -144,46 +144,20 @@ class Plan:
     steady: sizing.SteadyState | None = None
     ranks: tuple[tuple[str, ...], ...] = ()  # layer names per pipeline stage (() = one worker)
 
-    @property
-    def steady_state_concurrency(self) -> float:
-        """kvplan's figure: requests of max_model_len the pool holds once past prefill."""
-        return self.steady.concurrency if self.steady else 0.0
-
-    @property
-    def failing_worker(self) -> sizing.WorkerCheck | None:
-        return next((c for c in self.worker_checks if not c.fits), None)
-
-    @property
-    def starts(self) -> bool:
-        return self.failure is None
-
-    @property
-    def group_size(self) -> int:
-        return self.decision.group_size if self.decision else 0
-
-    @property
-    def num_groups(self) -> int:
-        return len(self.groups)
-
-    @property
-    def page_size_bytes(self) -> int:
-        return self.groups[0].spec.page_size_bytes if self.groups else 0
-
-    @property
-    def num_padding_layers(self) -> int:
-        return self.decision.num_padding_layers if self.decision else 0
-
-    @property
-    def padding_waste_pct(self) -> float:
-        """vLLM's own figure: the largest "may waste at most P%" over the padded buckets."""
-        if not self.decision:
-            return 0.0
-        return max((pad / n * 100 for pad, n in self.decision.padding if pad), default=0.0)
-
-    @property
-    def kv_tokens(self) -> int:
-        """Tokens of max-length requests that fit: max_concurrency · max_model_len (both eras)."""
-        return int(self.max_concurrency * self.max_model_len)
+    # What the results read, computed once by ``settle`` when the simulation ends (plain values:
+    # a reader of a result never runs engine code to learn them).
+    starts: bool = field(default=False, init=False)
+    group_size: int = field(default=0, init=False)
+    num_groups: int = field(default=0, init=False)
+    page_size_bytes: int = field(default=0, init=False)
+    num_padding_layers: int = field(default=0, init=False)
+    # vLLM's own figure: the largest "may waste at most P%" over the padded buckets
+    padding_waste_pct: float = field(default=0.0, init=False)
+    # tokens of max-length requests that fit: max_concurrency · max_model_len (both eras)
+    kv_tokens: int = field(default=0, init=False)
+    # kvplan's figure: requests of max_model_len the pool holds once past prefill
+    steady_state_concurrency: float = field(default=0.0, init=False)
+    failing_worker: sizing.WorkerCheck | None = field(default=None, init=False)
 
     def drafter_groups(self) -> list[int]:
         names = {ls.name for ls in self.layers if ls.source == "drafter"}
@@ -213,7 +187,31 @@ def simulate(
         _run(plan, ranks)
     except EngineFailure as e:
         plan.failure = Failure(e.stage, e.error_type, e.message)
+    return settle(plan)
+
+
+def settle(plan: Plan) -> Plan:
+    """Fill the figures the results read from what the simulation left in ``plan``."""
+    d = plan.decision
+    plan.starts = plan.failure is None
+    plan.group_size = d.group_size if d else 0
+    plan.num_groups = len(plan.groups)
+    plan.page_size_bytes = plan.groups[0].spec.page_size_bytes if plan.groups else 0
+    plan.num_padding_layers = d.num_padding_layers if d else 0
+    plan.padding_waste_pct = max((pad / n * 100 for pad, n in d.padding if pad), default=0.0) if d else 0.0
+    plan.kv_tokens = int(plan.max_concurrency * plan.max_model_len)
+    plan.steady_state_concurrency = plan.steady.concurrency if plan.steady else 0.0
+    plan.failing_worker = next((c for c in plan.worker_checks if not c.fits), None)
     return plan
+
+
+def failed_before_kv_cache(plan: Plan, stage: str, error_type: str, message: str) -> Plan:
+    """``plan`` for a deployment that fails before the KV cache (loading the weights or in the
+    profile run): no KV cache, no block count and no KV log line."""
+    plan.failure = Failure(stage, error_type, message)
+    plan.num_blocks, plan.max_concurrency, plan.kv_cache_size_tokens, plan.steady = 0, 0.0, 0, None
+    plan.logs = []
+    return settle(plan)
 
 
 def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
@@ -410,7 +408,7 @@ def _record_checks(plan: Plan, projected, worker_specs, available) -> None:
     ]
     if plan.worker_checks:
         plan.blocks_per_request = sizing.blocks_per_request(plan.groups, plan.workload)
-        first = plan.failing_worker or plan.worker_checks[0]
+        first = next((c for c in plan.worker_checks if not c.fits), plan.worker_checks[0])
         plan.needed_bytes, plan.checked_available_bytes = first.needed_bytes, first.checked_available_bytes
 
 

@@ -7,7 +7,7 @@ and §11 for what changed between releases.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group
@@ -216,10 +216,10 @@ class WorkerCheck:
     blocks_per_request: tuple[int, ...]  # per projected group
     needed_bytes: int
     estimated_max_model_len: int | None  # vLLM's estimate when the check fails
+    fits: bool = field(init=False)  # one max-length request's need within what the check compares against
 
-    @property
-    def fits(self) -> bool:
-        return self.needed_bytes <= self.checked_available_bytes
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fits", self.needed_bytes <= self.checked_available_bytes)
 
 
 def worker_check(rank: int, groups: list[Group], era: Era, w: Workload, layer_specs: list[KVCacheSpec],

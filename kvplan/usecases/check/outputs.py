@@ -42,7 +42,7 @@ def deployment_row(r: DeploymentResult) -> DeploymentRow:
 
 def check_result(files: list[str], results: list[DeploymentResult]) -> Envelope:
     """``kvplan check``'s result: every deployment's verdict; ``outcome.ok`` when all pass."""
-    from kvplan.usecases.records import envelope
+    from kvplan.usecases.envelope import envelope
 
     num_errors = sum(r.status == ERROR for r in results)
     num_failed = sum(r.status == FAIL for r in results)

@@ -16,7 +16,7 @@ from kvplan.options import EXPLAIN, resolve
 from kvplan.results import outcome
 from kvplan.results.envelope import Envelope
 from kvplan.results.records import ExplainLogBody, FactRow, LogSummary, Rebuild, SimulationSummary
-from kvplan.usecases.records import envelope
+from kvplan.usecases.envelope import envelope
 from kvplan.units import plural
 
 # what the rebuild and the cross-check need, and the line that gives it
