@@ -201,6 +201,17 @@ def drafter_has_ptd_token(layout) -> bool:
                 and isinstance(d.config, dict) and d.config.get("ptd_token_id") is not None)
 
 
+def run_search(search, rerun):
+    """Drive one of the engine's searches (``kvplan.engines.vllm.fixes.Search``: it yields the options
+    to try) with ``rerun(options) -> Plan``, here, so every simulation runs from this layer; its result."""
+    try:
+        options = next(search)
+        while True:
+            options = search.send(rerun(options))
+    except StopIteration as done:
+        return done.value
+
+
 def plan_layout(layout, era, options, *, disable_sliding_window: bool = False):
     """vLLM's simulation of a built layout under ``era`` with engine options."""
     return engine_run(layout, era, disable_sliding_window=disable_sliding_window)(options)
@@ -208,8 +219,7 @@ def plan_layout(layout, era, options, *, disable_sliding_window: bool = False):
 
 def engine_run(layout, era, *, disable_sliding_window: bool = False):
     """``options -> Plan``: the engine's own simulation of a built layout under ``era``, bound to
-    the model's facts (read once). Handed to the engine's searches (``smallest_fixes``), it runs
-    in the engine layer: no call back up into this module."""
+    the model's facts (read once); ``run_search`` runs it for the engine's searches."""
     from functools import partial
 
     from kvplan.engines.vllm.plan import simulate
@@ -359,7 +369,7 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: Budget | None) -> l
         return speculative_tokens_fix(s, era, plan)
     from kvplan.engines.vllm.fixes import smallest_fixes
 
-    fixes = smallest_fixes(plan, engine_run(layout, era, disable_sliding_window=s.disable_sliding_window))
+    fixes = run_search(smallest_fixes(plan), engine_run(layout, era, disable_sliding_window=s.disable_sliding_window))
     if budget is not None and budget.kv_room_bytes is not None:
         # --kv-cache-memory skips the profile, but the cache must still fit beside the weights, the
         # activation peak and the graphs: a larger value runs out of memory allocating it

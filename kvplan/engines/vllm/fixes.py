@@ -10,12 +10,17 @@ below 8 GiB), a larger ``--num-gpu-blocks-override`` (the least that starts) or 
 ``--no-async-scheduling`` where the in-flight reservation of the windowed layers is what
 does not fit. ``--gpu-memory-utilization`` needs the hardware budget and is found by
 ``kvplan.usecases.scenario.utilization_fix``.
+
+The searches here simulate nothing themselves: each is a generator that yields the engine
+options to try and is sent back the plan they give (``Search``); the use case that drives it
+(``kvplan.usecases.scenario.run_search``) runs every simulation, so this module never calls up
+or out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import replace
-from typing import Callable
 
 from kvplan.results.records import Fix
 from kvplan.units import Bisection, GiB, MiB, cdiv
@@ -46,15 +51,25 @@ def round_up_size(n: int) -> int:
     return cdiv(n, step) * step
 
 
-def least_that_starts(with_value, failing: int, starting: int, starts) -> int:
+# A search: yields the options to simulate, is sent each one's plan, returns what it found.
+Search = Generator[object, object, object]
+
+
+def _starts(options) -> Search:
+    """The plan of ``options`` when it starts, else None (one simulation, asked of the driver)."""
+    p = yield options
+    return p if p.starts else None
+
+
+def least_that_starts(with_value, failing: int, starting: int) -> Search:
     """The least value in (failing, starting] that starts (starting is known to start)."""
     search = Bisection(failing, starting - 1)
-    for k in search:  # the largest that still fails, searched here (the predicate stays in this layer)
-        search.answer(starts(with_value(k)) is None)
+    for k in search:  # the largest that still fails
+        search.answer((yield from _starts(with_value(k))) is None)
     return search.largest + 1
 
 
-def config_fixes(plan, rerun: Callable) -> list[Fix]:
+def config_fixes(plan) -> Search:
     """Fixes for vLLM's config checks that an engine option changes (``prechecks``): the derived
     length or ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` for a too-long --max-model-len, a token budget
     of at least max_num_seqs (and max_model_len without chunked prefill), or chunked prefill on;
@@ -81,70 +96,67 @@ def config_fixes(plan, rerun: Callable) -> list[Fix]:
                            "omit --parallel-drafting"))
     fixes = []
     for opts, option, value, flag in candidates:
-        p = rerun(opts)
-        if p.starts:
+        p = yield from _starts(opts)
+        if p is not None:
             fixes.append(fix_entry(option, value, flag, p))
     return fixes
 
 
-def smallest_fixes(plan, rerun: Callable) -> list[Fix]:
-    """``rerun(options) -> Plan`` simulates the same deployment with other options."""
+def smallest_fixes(plan) -> Search:
+    """The fixes of a failing ``plan``: a search over the same deployment with other options;
+    returns the list of ``Fix``."""
     if plan.failure is not None and plan.failure.stage.startswith("config."):
-        return config_fixes(plan, rerun)
+        return (yield from config_fixes(plan))
     if plan.failure is None or plan.failure.stage not in MEMORY_STAGES or plan.failure.error_type != "ValueError":
         return []  # not a memory failure (e.g. DCP with sliding-window layers)
     o = plan.options
     fixes: list[Fix] = []
 
-    def starts(opts):
-        p = rerun(opts)
-        return p if p.starts else None
-
     # 1. a shorter --max-model-len: the engine's own estimate (the smallest over failing workers)
     estimates = [c.estimated_max_model_len for c in plan.worker_checks if not c.fits and c.estimated_max_model_len]
     if estimates and o.max_model_len != -1:
         length = min(estimates)
-        p = starts(replace(o, max_model_len=length))
+        p = (yield from _starts(replace(o, max_model_len=length)))
         if p is None:  # never seen; search below the estimate rather than print an unverified fix
             best = 0
-            if starts(replace(o, max_model_len=1)):
+            if (yield from _starts(replace(o, max_model_len=1))):
                 search = Bisection(1, length)
                 for n in search:
-                    search.answer(starts(replace(o, max_model_len=n)) is not None)
+                    search.answer((yield from _starts(replace(o, max_model_len=n))) is not None)
                 best = search.largest
-            p = starts(replace(o, max_model_len=best)) if best else None
+            p = (yield from _starts(replace(o, max_model_len=best))) if best else None
             length = best
         if p is not None:
             fixes.append(fix_entry("max_model_len", length, f"--max-model-len {length}", p))
 
     # 2. more blocks: the override, or more memory
     if o.num_gpu_blocks_override is not None:
-        p = starts(replace(o, num_gpu_blocks_override=None))
+        p = (yield from _starts(replace(o, num_gpu_blocks_override=None)))
         if p is not None:
             fixes.append(fix_entry("num_gpu_blocks_override", None, "drop --num-gpu-blocks-override", p))
         need = max((cdiv(c.needed_bytes, c.bytes_per_block) + 1 for c in plan.worker_checks if c.bytes_per_block),
                    default=0)
         lo = o.num_gpu_blocks_override
-        if need > lo and starts(replace(o, num_gpu_blocks_override=need)):
-            n = least_that_starts(lambda k: replace(o, num_gpu_blocks_override=k), lo, need, starts)
-            p = starts(replace(o, num_gpu_blocks_override=n))
+        if need > lo and (yield from _starts(replace(o, num_gpu_blocks_override=need))):
+            n = yield from least_that_starts(lambda k: replace(o, num_gpu_blocks_override=k), lo, need)
+            p = (yield from _starts(replace(o, num_gpu_blocks_override=n)))
             if p is not None:
                 fixes.append(fix_entry("num_gpu_blocks_override", n, f"--num-gpu-blocks-override {n}", p))
     else:
         o = replace(o, kv_cache_memory_bytes_per_worker=None)  # --kv-cache-memory gives every stage the same
         mem = o.kv_cache_memory_bytes
         hi = max(mem, 1) * 2
-        while hi < (1 << 50) and starts(replace(o, kv_cache_memory_bytes=hi)) is None:
+        while hi < (1 << 50) and (yield from _starts(replace(o, kv_cache_memory_bytes=hi))) is None:
             hi *= 2
         if hi < (1 << 50):
-            least = round_up_size(least_that_starts(lambda k: replace(o, kv_cache_memory_bytes=k), mem, hi, starts))
-            p = starts(replace(o, kv_cache_memory_bytes=least))
+            least = round_up_size((yield from least_that_starts(lambda k: replace(o, kv_cache_memory_bytes=k), mem, hi)))
+            p = (yield from _starts(replace(o, kv_cache_memory_bytes=least)))
             if p is not None:
                 fixes.append(fix_entry("kv_cache_memory", least, f"--kv-cache-memory {size_flag(least)}", p))
 
     # 3. async scheduling off: the windowed layers then reserve one batch fewer
     if plan.era.in_flight_batches and plan.runner is not None and plan.runner.async_scheduling:
-        p = starts(replace(plan.options, async_scheduling=False))
+        p = (yield from _starts(replace(plan.options, async_scheduling=False)))
         if p is not None:
             fixes.append(fix_entry("async_scheduling", False, "--no-async-scheduling", p))
     return fixes
