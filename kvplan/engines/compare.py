@@ -111,31 +111,28 @@ class EngineRow:
     failure_type: str | None = None
     failure_fix: str | None = None  # the engine's own setting that removes the failure, where kvplan knows it
 
-    @property
-    def waste_per_request_bytes(self) -> int | None:
-        if self.reserved_per_request_bytes is None:
-            return None
-        return self.reserved_per_request_bytes - self.lower_bound_bytes
+    # what a row shows beside the engine's figures, computed once when the row is made
+    waste_per_request_bytes: int | None = field(init=False)
+    waste_pct: float | None = field(init=False)
+    outcome: Outcome = field(init=False)
+    # the steady-state concurrency, the admission figure where the engine has no other
+    steady_concurrency: float = field(init=False)
 
-    @property
-    def waste_pct(self) -> float | None:
+    def __post_init__(self) -> None:
         r = self.reserved_per_request_bytes
-        if not r:
-            return None
-        return (r - self.lower_bound_bytes) / r * 100
-
-    @property
-    def outcome(self) -> Outcome:
         if self.starts:
-            return Outcome(ok=True, starts=True, error=self.failure)
-        return Outcome(ok=False, starts=False, stage=self.failure_stage or "start-up", error_type=self.failure_type,
-                       error=self.failure, fix=self.failure_fix)
-
-    @property
-    def steady_concurrency(self) -> float:
-        """The steady-state concurrency, the admission figure where the engine has no other."""
-        return self.max_concurrency if self.steady_state_concurrency is None else self.steady_state_concurrency
-
+            outcome = Outcome(ok=True, starts=True, error=self.failure)
+        else:
+            outcome = Outcome(ok=False, starts=False, stage=self.failure_stage or "start-up",
+                              error_type=self.failure_type, error=self.failure, fix=self.failure_fix)
+        for name, value in (
+            ("waste_per_request_bytes", None if r is None else r - self.lower_bound_bytes),
+            ("waste_pct", (r - self.lower_bound_bytes) / r * 100 if r else None),
+            ("outcome", outcome),
+            ("steady_concurrency",
+             self.max_concurrency if self.steady_state_concurrency is None else self.steady_state_concurrency),
+        ):
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from kvplan.errors import OptionError, UnsupportedError
 from kvplan.options import COMPARE, resolve
-from kvplan.results import outcome
+from kvplan.results import Outcome
 from kvplan.results.envelope import Envelope
 from kvplan.results.records import CompareBody, EngineVersions
 from kvplan.usecases.records import engine_row, model_record, serving_record, speculative_record
@@ -111,6 +111,6 @@ def compare(model: str, **options) -> Envelope:
         model=model_record(layout.target), drafter=model_record(layout.drafter), speculative=speculative_record(layout),
         serving=serving_record(serving_of(scenario), layout), engine_versions=versions, workload=comparison.inputs,
         lower_bound=comparison.lower_bound, engines=tuple(engine_row(row) for row in comparison.rows), advice=advice, budget=main.budget)
-    return envelope("compare", options=r, outcome=outcome(ok=True), body=body, model=layout.target,
+    return envelope("compare", options=r, outcome=Outcome(ok=True), body=body, model=layout.target,
                     drafter=layout.drafter, era=plan.era,
                     warnings=[*warnings, *(main.budget.warnings if main.budget is not None else ())])
