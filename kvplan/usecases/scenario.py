@@ -14,6 +14,7 @@ from kvplan import options as _o
 from kvplan.results.budget import Budget, LoadFailure
 from kvplan.errors import KvplanError, OptionError
 from kvplan.engines.vllm.eras import Era
+from kvplan.engines.vllm.plan import Plan
 from kvplan.model.layout import ModelLayout
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 from kvplan.results.records import Fix, PlanBody
@@ -111,8 +112,8 @@ class ScenarioResult:
     the estimated budget (with --gpu) and the warnings to show (the layout's, then kvplan's own)."""
 
     scenario: Scenario
-    layout: object
-    plan: object
+    layout: ModelLayout
+    plan: Plan
     body: PlanBody
     budget: Budget | None = None
     warnings: tuple[str, ...] = ()
