@@ -89,7 +89,7 @@ def test_failed_vllm_plan_still_has_a_row():
 
 def test_sglang_ratio_serves_the_most_requests_then_the_widest_margin():
     costs, inputs = layer_costs(gpt_oss_20b()), Inputs(BUDGET, L128K, target_concurrency=8)
-    a = advise_sglang(costs, GPT_OSS, inputs)
+    a = to_data(advise_sglang(costs, GPT_OSS, inputs))
     # r 0.012: full int(42,949,672,960 // 24,870.912) = 1,726,903, swa int(1,726,903 · 0.012) = 20,722.
     # 13 requests: full (1,726,903 − 131,073) // 131,073 + 1 = 13 admitted; SWA 13 · 258 + 16,385 = 19,739 ≤ 20,722.
     # margins: full 1,726,903 / (13 · 131,072) = 1.0135, SWA (20,722 − 16,385) / (13 · 258) = 1.2931
@@ -104,13 +104,13 @@ def test_sglang_ratio_serves_the_most_requests_then_the_widest_margin():
 
 
 def test_sglang_advice_not_applicable_to_gemma3():
-    a = advise_sglang(layer_costs(gemma3_27b()), GEMMA3, Inputs(BUDGET, L128K))
+    a = to_data(advise_sglang(layer_costs(gemma3_27b()), GEMMA3, Inputs(BUDGET, L128K)))
     assert not a["applicable"] and "disable-hybrid-swa-memory" in a["reason"]
 
 
 def test_trtllm_gpt_oss_shares_best_among_their_neighbours():
     costs, inputs = layer_costs(gpt_oss_20b()), Inputs(BUDGET, L128K)
-    a = advise_trtllm(costs, inputs)
+    a = to_data(advise_trtllm(costs, inputs))
     shares = a["window_shares"]
     assert sum(shares) == 1.0  # kvplan keeps them summing to 1 (1.2.0rc2 would normalise them anyway)
     # 0.077 / 0.923 (float32 0.07699999958 / 0.92299997807): window pool ceilDiv(int(share · 40 GiB / 24,576), 32)
@@ -128,11 +128,11 @@ def test_trtllm_gemma3_no_split_prefills_128k():
     # every pool must hold ceil(131072 / 32) = 4096 blocks for the prompt: the window pool alone needs
     # 4096 · 32 · 425,984 B = 52 GiB > 40 GiB. With shares proportional to bytes per token (425,984 : 81,920
     # → 0.8387 / 0.1613) both pools hold 84,561 / 84,567 tokens, ceilDiv → 2,643 blocks: the longest prompt is 84,576
-    a = advise_trtllm(layer_costs(gemma3_27b()), Inputs(BUDGET, L128K))
+    a = to_data(advise_trtllm(layer_costs(gemma3_27b()), Inputs(BUDGET, L128K)))
     assert a["window_shares"] is None and a["longest_prompt_tokens"] == 84_576
     assert "no split prefills a 131,072-token prompt" in a["reason"] and "0.8387,0.1613" in a["reason"]
     # at L = 65,536 a split serves requests again, and every pool keeps at least one request's need
-    short = advise_trtllm(layer_costs(gemma3_27b()), Inputs(BUDGET, 65_536))
+    short = to_data(advise_trtllm(layer_costs(gemma3_27b()), Inputs(BUDGET, 65_536)))
     assert short["requests"] >= 1 and min(short["pool_margins"].values()) >= 1
 
 
@@ -145,7 +145,7 @@ def test_vllm_threshold_avoids_the_peagle_failure():
 
     # buckets 16 / 12 = 1.333…: 1.0 keeps group size 12 (fails), 1.34 is the first hundredth above
     assert threshold_candidates(12, 16) == [1.0, 1.34]
-    a = advise_vllm(p, at, target_concurrency=8)
+    a = to_data(advise_vllm(p, at, target_concurrency=8))
     assert a["threshold"] == 1.34 and a["group_size"] == 16 and "avoids the failure" in a["reason"]
     # vLLM has no flag for it: the advice is a code change, kvplan's --threshold simulates it
     assert "flag" not in a and "vllm/v1/core/kv_cache_utils.py" in a["code_change"]
@@ -157,7 +157,7 @@ def test_vllm_threshold_avoids_the_peagle_failure():
 
 def test_vllm_threshold_minimises_padding_for_gemma3():
     ls = gemma3_27b()
-    a = advise_vllm(plan(ls), lambda t: plan(ls, threshold=t))
+    a = to_data(advise_vllm(plan(ls), lambda t: plan(ls, threshold=t)))
     # ≤ 5.2 → group size 10 (8 padding layers); above → 52 (42 padding layers, 0.72 requests)
     assert a["threshold"] == 1.0 and a["num_padding_layers"] == 8
     assert [t["num_padding_layers"] for t in a["tried"]] == [8, 42]
@@ -165,14 +165,14 @@ def test_vllm_threshold_minimises_padding_for_gemma3():
 
 def test_vllm_threshold_not_applicable():
     ls = gpt_oss_20b()
-    a = advise_vllm(plan(ls), lambda t: plan(ls, threshold=t))
+    a = to_data(advise_vllm(plan(ls), lambda t: plan(ls, threshold=t)))
     assert not a["applicable"] and "equal bucket counts" in a["reason"]
-    assert not advise_vllm(plan(ls, "pr49472-cost"), None)["applicable"]
+    assert not to_data(advise_vllm(plan(ls, "pr49472-cost"), None))["applicable"]
 
 
 def test_advise_bundle():
     ls = gemma3_27b()
-    a = advise(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K, target_concurrency=3))
+    a = to_data(advise(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K, target_concurrency=3)))
     assert a["vllm"] is None  # no plan given
     # llama.cpp: 3 sequences of 128k fit in 40 GiB (see test_engines_llamacpp), none with --swa-full;
     # unified: SWA pad256(3 · 1024 + 512) = 3584 cells; non-unified 3 · 1536 = 4608: unified wins the tie
@@ -181,5 +181,5 @@ def test_advise_bundle():
     # the row already runs -np 3 (the target concurrency) per slot, which serves 3: no change to offer
     assert lc["flags"] is None and lc["default_requests"] == 3 and lc["reaches_target"] is True
     # from llama-server's default (-np auto: 1 request of 128k) the advice gains 2
-    auto = advise(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K))["llamacpp"]
+    auto = to_data(advise(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K)))["llamacpp"]
     assert auto["flags"] == "-c 393216 -np 3 --kv-unified" and (auto["default_requests"], auto["gain_requests"]) == (1, 2)

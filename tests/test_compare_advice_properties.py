@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from factories import full, gdn, layers, sw
+from kvplan.results import to_data
 from kvplan.engines.advice import (
     advise_llamacpp,
     advise_sglang,
@@ -51,7 +52,7 @@ def test_no_advised_knob_leaves_a_pool_below_one_request(ks, mamba, length, budg
     inputs = CompareInputs(budget, length, target_concurrency=4, trtllm_scheduler_policy=policy,
                            sglang_disable_overlap_schedule=not overlap, sglang_page_size=page)
 
-    s = advise_sglang(costs, "GptOssForCausalLM", inputs)
+    s = to_data(advise_sglang(costs, "GptOssForCausalLM", inputs))
     if s.get("swa_full_tokens_ratio") is not None:
         assert s["flag"] == f"--swa-full-tokens-ratio {s['swa_full_tokens_ratio']:g}"
         r = sglang_concurrency(costs, "GptOssForCausalLM", inputs, s["swa_full_tokens_ratio"])
@@ -60,7 +61,7 @@ def test_no_advised_knob_leaves_a_pool_below_one_request(ks, mamba, length, budg
         assert r.swa_tokens - r.swa_in_flight_tokens >= r.swa_need_tokens
         assert min(s["pool_margins"].values()) >= 1
 
-    t = advise_trtllm(costs, inputs)
+    t = to_data(advise_trtllm(costs, inputs))
     if t.get("settings"):  # a Mamba hybrid's start-up settings: it starts and serves at least one request
         r = trtllm_result(costs, trtllm_advised(inputs, t), t.get("window_shares"))
         assert r.starts and r.max_concurrency >= 1 and t["requests"] <= t["settings"]["max_batch_size"]
@@ -73,7 +74,7 @@ def test_no_advised_knob_leaves_a_pool_below_one_request(ks, mamba, length, budg
             assert p.num_blocks >= max(per, p.prefill_blocks), p
         assert min(t["pool_margins"].values()) >= 1
 
-    lc = advise_llamacpp(costs, inputs)
+    lc = to_data(advise_llamacpp(costs, inputs))
     if lc["flags"]:
         words = lc["flags"].split()
         assert words[0] == "-c" and words[2] == "-np" and words[4:] in ([], ["--kv-unified"])
@@ -101,7 +102,7 @@ def test_advice_never_loses_to_the_default(ks, mamba, length, budget, policy, ov
                            sglang_page_size=page, num_speculative_tokens=spec,
                            context_len_tokens=2 * length if longer_context else length,
                            trtllm_max_attention_window=vswa)
-    s = advise_sglang(costs, "GptOssForCausalLM", inputs)
+    s = to_data(advise_sglang(costs, "GptOssForCausalLM", inputs))
     default = sglang_concurrency(costs, "GptOssForCausalLM", inputs, inputs.swa_full_tokens_ratio)
     if s.get("swa_full_tokens_ratio") is None:
         assert s["max_concurrency"] == round(default.max_concurrency, 6)
@@ -113,7 +114,7 @@ def test_advice_never_loses_to_the_default(ks, mamba, length, budget, policy, ov
         per = swa_per_request_tokens(r.window_tokens, length, page, r.swa_eviction_interval, spec, overlap)
         assert n * per + (1 if not overlap else 2) * r.chunked_prefill_size + page <= r.swa_tokens
 
-    t = advise_trtllm(costs, inputs)
+    t = to_data(advise_trtllm(costs, inputs))
     equal = trtllm_result(costs, inputs)
     if not t.get("window_shares") and not t.get("settings"):
         assert t["max_concurrency"] == round(equal.max_concurrency, 6)

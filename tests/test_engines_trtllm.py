@@ -227,11 +227,12 @@ def test_mamba_state_first_then_the_pool():
 
 def test_mamba_advice_turns_block_reuse_off_and_sizes_max_batch_size():
     from kvplan.engines.advice import advise_trtllm
+    from kvplan.results import to_data
     from kvplan.engines.compare import CompareInputs
     from kvplan.model.layout import build_model_layout
 
     costs = layer_costs(build_model_layout(QWEN3_NEXT).layers)
-    a = advise_trtllm(costs, CompareInputs(BUDGET, L256K, target_concurrency=8))
+    a = to_data(advise_trtllm(costs, CompareInputs(BUDGET, L256K, target_concurrency=8)))
     assert a["settings"] == {"kv_cache_config.enable_block_reuse": False, "max_batch_size": 6}
     assert a["requests"] == 6 and a["default_requests"] == 0 and not a["reaches_target"]
     # Nemotron-H-56B (config.json): d_state 256, d_conv 4, nheads 256, n_groups 8, head_dim 64, 54 "M" layers:
@@ -240,7 +241,7 @@ def test_mamba_advice_turns_block_reuse_off_and_sizes_max_batch_size():
     # (256 blocks). max_batch_size 54: pool 42,949,672,960 − 24,819,499,008 = 18,130,173,952 B → 442,631 tokens,
     # 13,833 blocks → 54 requests; 55: 17,670,553,600 B → 431,410 tokens, 13,482 blocks → 52 < 55.
     nemo = layer_costs(build_model_layout("nvidia/Nemotron-H-56B-Base-8K").layers)
-    n = advise_trtllm(nemo, CompareInputs(BUDGET, 8192))
+    n = to_data(advise_trtllm(nemo, CompareInputs(BUDGET, 8192)))
     assert n["settings"]["max_batch_size"] == 54 and n["requests"] == 54
     r = trtllm_model(nemo, BUDGET, 8192, enable_block_reuse=False, max_batch_size=54)
     assert r.state_bytes_per_request == 459_620_352 and r.pools[0].num_blocks == 13_833

@@ -43,7 +43,16 @@ from kvplan.engines.layer_costs import LayerCost
 from kvplan.engines.llamacpp import llamacpp_model
 from kvplan.engines.sglang import SglangResult
 from kvplan.engines.trtllm import MAX_UTILIZATION, TrtllmResult, mamba_state_bytes, window_bytes_per_token
+from kvplan.results.advice import (
+    Advice, LlamacppAdvice, LlamacppNoChange, LlamacppNone, LlamacppSlots, NotApplicable, SglangAdvice, SglangNoChange,
+    SglangNoRatio, TrtllmNoChange, TrtllmNoSplit, TrtllmSettings, TrtllmShares, VllmAdvice, VllmGrouping,
+    VllmNoThreshold, VllmNotApplicable, VllmTried,
+)
 from kvplan.units import Bisection, plural
+
+TrtllmSharesAny = NotApplicable | TrtllmNoSplit | TrtllmNoChange | TrtllmShares
+TrtllmAdviceAny = TrtllmSharesAny | TrtllmSettings
+VllmAdviceAny = VllmNotApplicable | VllmNoThreshold | VllmAdvice
 
 RATIO_STEP = Fraction(1, 1000)
 SHARE_STEPS = (Fraction(1, 100), Fraction(1, 1000), Fraction(1, 10000))
@@ -87,12 +96,12 @@ def ratio_grid() -> list[float]:
     return [float(k * RATIO_STEP) for k in range(1, int(1 / RATIO_STEP) + 1)]
 
 
-def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs) -> dict:
+def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None,
+                  inputs: CompareInputs) -> NotApplicable | SglangNoRatio | SglangNoChange | SglangAdvice:
     default = sglang_concurrency(costs, architecture, inputs, inputs.swa_full_tokens_ratio)
     if not default.hybrid_swa_memory:
-        return {"applicable": False, "reason": f"the ratio has no effect: {default.reason}",
-                "max_concurrency": _round(default.max_concurrency),
-                "reaches_target": _reaches(default.max_concurrency, inputs.target_concurrency)}
+        return NotApplicable(False, f"the ratio has no effect: {default.reason}", _round(default.max_concurrency),
+                             _reaches(default.max_concurrency, inputs.target_concurrency))
     best, best_score = None, NO_SCORE
     grid = ratio_grid()
     for ratio in grid:
@@ -101,36 +110,35 @@ def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None, inputs
         if score > best_score:
             best, best_score = r, score
     if best is None:
-        return {"applicable": True, "swa_full_tokens_ratio": None, "max_concurrency": _round(default.max_concurrency),
-                "candidates_tried": len(grid),
-                "reason": f"no ratio in (0, 1] serves one {inputs.target_len_tokens:,}-token request",
-                "reaches_target": _reaches(default.max_concurrency, inputs.target_concurrency)}
+        return SglangNoRatio(True, None, _round(default.max_concurrency), len(grid),
+                             f"no ratio in (0, 1] serves one {inputs.target_len_tokens:,}-token request",
+                             _reaches(default.max_concurrency, inputs.target_concurrency))
     n, margin = best_score
     base = sglang_score(default)[0]
     if n <= base:  # advice is offered only when it serves more than the engine's default
-        return {"applicable": True, "swa_full_tokens_ratio": None, "max_concurrency": _round(default.max_concurrency),
-                "candidates_tried": len(grid), "default_requests": base,
-                "reason": f"no change: the default {inputs.swa_full_tokens_ratio:g} serves {plural(base, 'request')}; "
-                          f"none of the {len(grid):,} ratios tried serves more (SGLang's own worst case, "
-                          "compute_swa_request_cap, speculation included)",
-                "reaches_target": _reaches(default.max_concurrency, inputs.target_concurrency)}
-    return {
-        "default_requests": base,
-        "gain_requests": n - base,
-        "candidates_tried": len(grid),
-        "applicable": True,
-        "swa_full_tokens_ratio": best.swa_full_tokens_ratio,
-        "flag": f"--swa-full-tokens-ratio {best.swa_full_tokens_ratio:g}",
-        "max_concurrency": _round(best.max_concurrency),
-        "requests": n,
-        "margin": _round(margin),
-        "pool_margins": {k: _round(v) for k, v in sglang_pool_margins(best, n).items()},
-        "full_tokens": best.full_tokens,
-        "swa_tokens": best.swa_tokens,
-        "default_swa_full_tokens_ratio": inputs.swa_full_tokens_ratio,
-        "default_max_concurrency": _round(default.max_concurrency),
-        "reaches_target": _reaches(best.max_concurrency, inputs.target_concurrency),
-    }
+        return SglangNoChange(
+            True, None, _round(default.max_concurrency), len(grid), base,
+            f"no change: the default {inputs.swa_full_tokens_ratio:g} serves {plural(base, 'request')}; "
+            f"none of the {len(grid):,} ratios tried serves more (SGLang's own worst case, "
+            "compute_swa_request_cap, speculation included)",
+            _reaches(default.max_concurrency, inputs.target_concurrency))
+    return SglangAdvice(
+        default_requests=base,
+        gain_requests=n - base,
+        candidates_tried=len(grid),
+        applicable=True,
+        swa_full_tokens_ratio=best.swa_full_tokens_ratio,
+        flag=f"--swa-full-tokens-ratio {best.swa_full_tokens_ratio:g}",
+        max_concurrency=_round(best.max_concurrency),
+        requests=n,
+        margin=_round(margin),
+        pool_margins={k: _round(v) for k, v in sglang_pool_margins(best, n).items()},
+        full_tokens=best.full_tokens,
+        swa_tokens=best.swa_tokens,
+        default_swa_full_tokens_ratio=inputs.swa_full_tokens_ratio,
+        default_max_concurrency=_round(default.max_concurrency),
+        reaches_target=_reaches(best.max_concurrency, inputs.target_concurrency),
+    )
 
 
 # --- TensorRT-LLM ------------------------------------------------------------------------
@@ -231,7 +239,7 @@ def _settings_text(settings: dict) -> str:
             f"(--no-trtllm-enable-block-reuse --trtllm-max-batch-size {settings['trtllm_max_batch_size']})")
 
 
-def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
+def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> TrtllmAdviceAny:
     """Window shares; for a Mamba hybrid first the settings it needs to start (block reuse off, a
     ``max_batch_size`` whose state leaves the pool room), offered when they serve more requests."""
     settings = trtllm_mamba_settings(costs, inputs)
@@ -241,42 +249,40 @@ def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
     base = math.floor(default.max_concurrency) if default.starts else 0
     fixed_inputs = replace(inputs, **settings)
     inner = _advise_trtllm_shares(costs, fixed_inputs)
-    shares = inner.get("window_shares")
+    shares = getattr(inner, "window_shares", None)
     r = trtllm_result(costs, fixed_inputs, shares)
     n = math.floor(r.max_concurrency) if r.starts else 0
     if n <= base:
         out = _advise_trtllm_shares(costs, inputs)
         if n < 1:
-            out["reason"] = (f"no max_batch_size serves one {inputs.target_len_tokens:,}-token request with block "
-                             f"reuse off: the Mamba state of one request ({mamba_state_bytes(costs):,} B) and its KV "
-                             "blocks do not fit the budget" + ("" if default.starts else
-                                                               f" (the default fails: {default.failure})"))
+            out = replace(out, reason=(
+                f"no max_batch_size serves one {inputs.target_len_tokens:,}-token request with block "
+                f"reuse off: the Mamba state of one request ({mamba_state_bytes(costs):,} B) and its KV "
+                "blocks do not fit the budget" + ("" if default.starts else f" (the default fails: {default.failure})")))
         return out
-    out = dict(inner)
-    out.update({
-        "applicable": True,
-        "settings": {"kv_cache_config.enable_block_reuse": False, "max_batch_size": settings["trtllm_max_batch_size"]},
-        "settings_text": _settings_text(settings),
-        "max_concurrency": _round(r.max_concurrency),
-        "requests": n,
-        "default_requests": base,
-        "gain_requests": n - base,
-        "default_fails": None if default.starts else default.failure,
-        "reaches_target": _reaches(r.max_concurrency, inputs.target_concurrency),
-        "reason": (("the defaults do not start (" + default.failure + "); " if not default.starts else "")
-                   + f"{_settings_text(settings)} serves {plural(n, 'request')}"
-                   + (f" with {inner['env']}" if shares else "")),
-    })
-    return out
+    return TrtllmSettings(
+        shares=inner,
+        applicable=True,
+        settings={"kv_cache_config.enable_block_reuse": False, "max_batch_size": settings["trtllm_max_batch_size"]},
+        settings_text=_settings_text(settings),
+        max_concurrency=_round(r.max_concurrency),
+        requests=n,
+        default_requests=base,
+        gain_requests=n - base,
+        default_fails=None if default.starts else default.failure,
+        reaches_target=_reaches(r.max_concurrency, inputs.target_concurrency),
+        reason=(("the defaults do not start (" + default.failure + "); " if not default.starts else "")
+                + f"{_settings_text(settings)} serves {plural(n, 'request')}"
+                + (f" with {inner.env}" if shares else "")),
+    )
 
 
-def _advise_trtllm_shares(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
+def _advise_trtllm_shares(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> TrtllmSharesAny:
     windows = list(window_bytes_per_token(costs, inputs.target_len_tokens, inputs.trtllm_max_attention_window))
     equal = trtllm_result(costs, inputs)
     if len(windows) < 2:
-        return {"applicable": False, "reason": "one window size: one pool, nothing to share",
-                "max_concurrency": _round(equal.max_concurrency),
-                "reaches_target": _reaches(equal.max_concurrency, inputs.target_concurrency)}
+        return NotApplicable(False, "one window size: one pool, nothing to share", _round(equal.max_concurrency),
+                             _reaches(equal.max_concurrency, inputs.target_concurrency))
     shares = _exact_start(proportional_shares(costs, inputs), costs, inputs)
     best = trtllm_score(trtllm_result(costs, inputs, shares))
     tried = [1]
@@ -302,39 +308,36 @@ def _advise_trtllm_shares(costs: tuple[LayerCost, ...], inputs: CompareInputs) -
         even = _rounded_shares([b for _, b in window_bytes_per_token(costs, inputs.target_len_tokens, inputs.trtllm_max_attention_window).values()])
         longest = trtllm_result(costs, inputs, even).longest_prompt_tokens
         prompt = equal.prompt_len_tokens
-        return {"applicable": True, "window_shares": None, "max_concurrency": 0.0,
-                "reason": f"no split prefills a {prompt:,}-token prompt: every window pool needs its "
-                          f"ceil(P/32) blocks; the longest prompt any split prefills is {longest:,} tokens "
-                          f"(shares {','.join(f'{float(s):g}' for s in even)})",
-                "longest_prompt_tokens": longest,
-                "equal_shares_max_concurrency": _round(equal.max_concurrency),
-                "reaches_target": _reaches(0.0, inputs.target_concurrency)}
+        return TrtllmNoSplit(
+            True, None, 0.0,
+            f"no split prefills a {prompt:,}-token prompt: every window pool needs its "
+            f"ceil(P/32) blocks; the longest prompt any split prefills is {longest:,} tokens "
+            f"(shares {','.join(f'{float(s):g}' for s in even)})",
+            longest, _round(equal.max_concurrency), _reaches(0.0, inputs.target_concurrency))
     r = trtllm_result(costs, inputs, shares)
     base = trtllm_score(equal)[0]
     if best[0] <= base:  # offered only when it serves more than the equal default
-        return {"applicable": True, "window_shares": None, "max_concurrency": _round(equal.max_concurrency),
-                "default_requests": base, "candidates_tried": tried[0],
-                "reason": f"no change: equal shares serve {plural(base, 'request')}; none of the {tried[0]:,} splits "
-                          "tried serves more",
-                "equal_shares_max_concurrency": _round(equal.max_concurrency),
-                "reaches_target": _reaches(equal.max_concurrency, inputs.target_concurrency)}
+        return TrtllmNoChange(
+            True, None, _round(equal.max_concurrency), base, tried[0],
+            f"no change: equal shares serve {plural(base, 'request')}; none of the {tried[0]:,} splits tried serves more",
+            _round(equal.max_concurrency), _reaches(equal.max_concurrency, inputs.target_concurrency))
     value = ",".join(f"{float(s):g}" for s in shares)
-    return {
-        "default_requests": base,
-        "gain_requests": best[0] - base,
-        "candidates_tried": tried[0],
-        "applicable": True,
-        "windows_tokens": windows,
-        "window_shares": [float(s) for s in shares],
-        "env": f"TRTLLM_WINDOW_SIZE_SHARES={value}",
-        "max_concurrency": _round(r.max_concurrency),
-        "requests": best[0],
-        "margin": _round(best[1]),
-        "pool_margins": {str(w): _round(m) for w, m in trtllm_pool_margins(r, best[0]).items()},
-        "longest_prompt_tokens": r.longest_prompt_tokens,
-        "equal_shares_max_concurrency": _round(equal.max_concurrency),
-        "reaches_target": _reaches(r.max_concurrency, inputs.target_concurrency),
-    }
+    return TrtllmShares(
+        default_requests=base,
+        gain_requests=best[0] - base,
+        candidates_tried=tried[0],
+        applicable=True,
+        windows_tokens=tuple(windows),
+        window_shares=tuple(float(s) for s in shares),
+        env=f"TRTLLM_WINDOW_SIZE_SHARES={value}",
+        max_concurrency=_round(r.max_concurrency),
+        requests=best[0],
+        margin=_round(best[1]),
+        pool_margins={str(w): _round(m) for w, m in trtllm_pool_margins(r, best[0]).items()},
+        longest_prompt_tokens=r.longest_prompt_tokens,
+        equal_shares_max_concurrency=_round(equal.max_concurrency),
+        reaches_target=_reaches(r.max_concurrency, inputs.target_concurrency),
+    )
 
 
 # --- vLLM --------------------------------------------------------------------------------
@@ -346,58 +349,53 @@ def threshold_candidates(min_count: int, max_count: int) -> list[float]:
     return [1.0, float(above)]
 
 
-def advise_vllm(plan, simulate_at, target_concurrency: int | None = None) -> dict:
+def advise_vllm(plan, simulate_at, target_concurrency: int | None = None) -> VllmAdviceAny:
     """``simulate_at(threshold) -> Plan`` reruns the same inputs with another threshold."""
     era, d = plan.era, plan.decision
-    current = {"threshold": era.threshold, "group_size": plan.group_size, "num_padding_layers": plan.num_padding_layers,
-               "starts": plan.starts, "max_concurrency": _round(plan.max_concurrency)}
+    current = VllmGrouping(era.threshold, plan.group_size, plan.num_padding_layers, plan.starts,
+                           _round(plan.max_concurrency))
     if era.grouping != "threshold":
-        return {"applicable": False, "reason": f"{era.name} chooses the group size by its own rule, not a threshold",
-                "current": current}
+        return VllmNotApplicable(False, f"{era.name} chooses the group size by its own rule, not a threshold", current)
     if d is None or d.path != "uniform_page":
         path = d.path if d else "none (the engine failed before grouping)"
-        return {"applicable": False, "reason": f"grouping path {path}: the threshold is not consulted",
-                "current": current}
+        return VllmNotApplicable(False, f"grouping path {path}: the threshold is not consulted", current)
     if d.min_count == d.max_count:
-        return {"applicable": False, "reason": f"equal bucket counts ({d.min_count}): every threshold gives group "
-                                               f"size {d.min_count}", "current": current}
+        return VllmNotApplicable(
+            False, f"equal bucket counts ({d.min_count}): every threshold gives group size {d.min_count}", current)
     ratio = d.max_count / d.min_count
     tried = []
     for t in threshold_candidates(d.min_count, d.max_count):
         p = simulate_at(t)
-        tried.append({"threshold": t, "group_size": p.group_size, "num_groups": p.num_groups,
-                      "num_padding_layers": p.num_padding_layers, "starts": p.starts,
-                      "max_concurrency": _round(p.max_concurrency),
-                      "failure": p.failure.message if p.failure else None})
-    starting = [t for t in tried if t["starts"] and t["max_concurrency"] >= 1]
+        tried.append(VllmTried(t, p.group_size, p.num_groups, p.num_padding_layers, p.starts,
+                               _round(p.max_concurrency), p.failure.message if p.failure else None))
+    starting = [t for t in tried if t.starts and t.max_concurrency >= 1]
     if not starting:
-        return {"applicable": True, "threshold": None, "current": current, "tried": tried,
-                "reason": "no threshold avoids the failure or serves one request"}
+        return VllmNoThreshold(True, None, current, tuple(tried), "no threshold avoids the failure or serves one request")
     if not plan.starts:
-        pick, why = min(starting, key=lambda t: t["threshold"]), "the smallest threshold that avoids the failure"
+        pick, why = min(starting, key=lambda t: t.threshold), "the smallest threshold that avoids the failure"
     else:
-        pick = min(starting, key=lambda t: (t["num_padding_layers"], t["threshold"]))
+        pick = min(starting, key=lambda t: (t.num_padding_layers, t.threshold))
         why = "the smallest threshold with the fewest padding layers"
-    reaches = _reaches(pick["max_concurrency"], target_concurrency)
-    same = (f"any threshold <= {ratio:.4g} gives the same grouping" if pick["threshold"] == 1.0
+    same = (f"any threshold <= {ratio:.4g} gives the same grouping" if pick.threshold == 1.0
             else f"any threshold > {ratio:.4g} gives the same grouping")
-    unchanged = plan.starts and (pick["group_size"], pick["num_padding_layers"]) == (
-        plan.group_size, plan.num_padding_layers)
+    unchanged = plan.starts and (pick.group_size, pick.num_padding_layers) == (plan.group_size, plan.num_padding_layers)
     if unchanged:
         why = f"the shipped threshold {era.threshold:g} already gives this grouping"
-    return {"applicable": True, "threshold": pick["threshold"],
-            "code_change": None if unchanged else
-            f"set the grouping threshold to {pick['threshold']:g} in {VLLM_THRESHOLD_SOURCE}: vLLM has no flag for it",
-            "kvplan_flag": f"--threshold {pick['threshold']:g}",
-            "reason": f"{why}; {same} (largest/smallest bucket = {d.max_count}/{d.min_count})",
-            "group_size": pick["group_size"], "num_padding_layers": pick["num_padding_layers"],
-            "max_concurrency": pick["max_concurrency"], "reaches_target": reaches, "current": current, "tried": tried}
+    return VllmAdvice(
+        applicable=True, threshold=pick.threshold,
+        code_change=None if unchanged else
+        f"set the grouping threshold to {pick.threshold:g} in {VLLM_THRESHOLD_SOURCE}: vLLM has no flag for it",
+        kvplan_flag=f"--threshold {pick.threshold:g}",
+        reason=f"{why}; {same} (largest/smallest bucket = {d.max_count}/{d.min_count})",
+        group_size=pick.group_size, num_padding_layers=pick.num_padding_layers, max_concurrency=pick.max_concurrency,
+        reaches_target=_reaches(pick.max_concurrency, target_concurrency), current=current, tried=tuple(tried))
 
 
 # --- llama.cpp ---------------------------------------------------------------------------
 
 
-def advise_llamacpp(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict:
+def advise_llamacpp(costs: tuple[LayerCost, ...],
+                    inputs: CompareInputs) -> LlamacppNone | LlamacppNoChange | LlamacppAdvice:
     L, B = inputs.target_len_tokens, inputs.kv_cache_memory_bytes
     layouts = {}
     for unified in (True, False):
@@ -407,35 +405,30 @@ def advise_llamacpp(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict
             layouts[(unified, swa_full)] = r.max_n_seq
     unified = layouts[(True, False)] >= layouts[(False, False)]
     n = layouts[(unified, False)]
-    out = {"n_seq": n, "kv_unified": unified,
-           "n_seq_non_unified": layouts[(False, False)], "n_seq_unified": layouts[(True, False)],
-           "n_seq_with_swa_full": max(layouts[(True, True)], layouts[(False, True)]),
-           "reaches_target": _reaches(n, inputs.target_concurrency)}
+    slots = LlamacppSlots(n, unified, layouts[(False, False)], layouts[(True, False)],
+                          max(layouts[(True, True)], layouts[(False, True)]), _reaches(n, inputs.target_concurrency))
     if n < 1:
-        out.update(flags=None, reason=f"not even one {L:,}-token sequence allocates within the budget")
-        return out
+        return LlamacppNone(slots, None, f"not even one {L:,}-token sequence allocates within the budget")
     n_seq, kv_unified, _, n_ctx = inputs.llamacpp_slots
     base = llamacpp_model(costs, B, L, n_seq=n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full,
                           kv_unified=kv_unified, n_ctx=n_ctx).configured_concurrency
-    out.update(default_requests=base, gain_requests=n - base)
     if n <= base:  # offered only when it serves more than the row's own configuration
-        out.update(flags=None, reason=f"no change: the row's -np / -c already serve {plural(base, 'request')}, the "
-                                      "most that allocate")
-        return out
+        return LlamacppNoChange(slots, base, n - base, None, f"no change: the row's -np / -c already serve "
+                                                              f"{plural(base, 'request')}, the most that allocate")
     check = llamacpp_model(costs, B, L, n_seq=n, n_ubatch=inputs.llamacpp_n_ubatch, kv_unified=unified)
     assert check.starts  # the advised -np/-c re-simulated: it allocates within the budget
-    out.update(flags=f"-c {check.caches.n_ctx} -np {n}" + (" --kv-unified" if unified else ""),
-               total_bytes=check.caches.total_bytes, margin=_round(B / check.caches.total_bytes))
-    return out
+    return LlamacppAdvice(slots, base, n - base, f"-c {check.caches.n_ctx} -np {n}" + (" --kv-unified" if unified else ""),
+                          check.caches.total_bytes, _round(B / check.caches.total_bytes))
 
 
 def advise(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
-           vllm_plan=None, simulate_at=None) -> dict:
-    return {
-        "target_len_tokens": inputs.target_len_tokens,
-        "target_concurrency": inputs.target_concurrency,
-        "vllm": advise_vllm(vllm_plan, simulate_at, inputs.target_concurrency) if vllm_plan is not None and simulate_at is not None else None,
-        "sglang": advise_sglang(costs, architecture, inputs),
-        "trtllm": advise_trtllm(costs, inputs),
-        "llamacpp": advise_llamacpp(costs, inputs),
-    }
+           vllm_plan=None, simulate_at=None) -> Advice:
+    return Advice(
+        target_len_tokens=inputs.target_len_tokens,
+        target_concurrency=inputs.target_concurrency,
+        vllm=(advise_vllm(vllm_plan, simulate_at, inputs.target_concurrency)
+              if vllm_plan is not None and simulate_at is not None else None),
+        sglang=advise_sglang(costs, architecture, inputs),
+        trtllm=advise_trtllm(costs, inputs),
+        llamacpp=advise_llamacpp(costs, inputs),
+    )

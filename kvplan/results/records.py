@@ -19,6 +19,7 @@ from typing import Literal
 
 from kvplan.results import FLATTEN, OMIT_NONE, Outcome
 from kvplan.results.budget import Budget, DeviceBudget, GivenBudget
+from kvplan.results.advice import Advice
 from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
 from kvplan.specs import SpecRecord
 
@@ -486,7 +487,7 @@ class CompareBody:
     workload: object  # kvplan.engines.compare.CompareInputs (a Record: its DATA keys)
     lower_bound: object  # kvplan.engines.lower_bound.LowerBound
     engines: tuple[EngineRowRecord, ...]  # one per engine (and vLLM era)
-    advice: dict  # kvplan.engines.advice.advise
+    advice: Advice  # kvplan.engines.advice.advise
     budget: Budget | None  # the estimated budget (with --gpu), else None
 
 
