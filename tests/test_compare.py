@@ -20,6 +20,7 @@ from kvplan.engines.compare import CompareInputs, compare
 from kvplan.engines.layer_costs import layer_costs
 from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
 from kvplan.results import to_data
+from kvplan.usecases.scenario import run_search
 from kvplan.units import GiB
 from kvplan.usecases.records import engine_row
 
@@ -145,7 +146,7 @@ def test_vllm_threshold_avoids_the_peagle_failure():
 
     # buckets 16 / 12 = 1.333…: 1.0 keeps group size 12 (fails), 1.34 is the first hundredth above
     assert threshold_candidates(12, 16) == [1.0, 1.34]
-    a = to_data(advise_vllm(p, at, target_concurrency=8))
+    a = to_data(run_search(advise_vllm(p, target_concurrency=8), at))
     assert a["threshold"] == 1.34 and a["group_size"] == 16 and "avoids the failure" in a["reason"]
     # vLLM has no flag for it: the advice is a code change, kvplan's --threshold simulates it
     assert "flag" not in a and "vllm/v1/core/kv_cache_utils.py" in a["code_change"]
@@ -157,7 +158,7 @@ def test_vllm_threshold_avoids_the_peagle_failure():
 
 def test_vllm_threshold_minimises_padding_for_gemma3():
     ls = gemma3_27b()
-    a = to_data(advise_vllm(plan(ls), lambda t: plan(ls, threshold=t)))
+    a = to_data(run_search(advise_vllm(plan(ls)), lambda t: plan(ls, threshold=t)))
     # ≤ 5.2 → group size 10 (8 padding layers); above → 52 (42 padding layers, 0.72 requests)
     assert a["threshold"] == 1.0 and a["num_padding_layers"] == 8
     assert [t["num_padding_layers"] for t in a["tried"]] == [8, 42]
@@ -165,9 +166,9 @@ def test_vllm_threshold_minimises_padding_for_gemma3():
 
 def test_vllm_threshold_not_applicable():
     ls = gpt_oss_20b()
-    a = to_data(advise_vllm(plan(ls), lambda t: plan(ls, threshold=t)))
+    a = to_data(run_search(advise_vllm(plan(ls)), lambda t: plan(ls, threshold=t)))
     assert not a["applicable"] and "equal bucket counts" in a["reason"]
-    assert not to_data(advise_vllm(plan(ls, "pr49472-cost"), None))["applicable"]
+    assert not to_data(run_search(advise_vllm(plan(ls, "pr49472-cost")), None))["applicable"]
 
 
 def test_advise_bundle():

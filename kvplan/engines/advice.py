@@ -35,6 +35,7 @@ advised knob leaves each pool at least one request's need).
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from dataclasses import replace
 from fractions import Fraction
 
@@ -349,8 +350,9 @@ def threshold_candidates(min_count: int, max_count: int) -> list[float]:
     return [1.0, float(above)]
 
 
-def advise_vllm(plan, simulate_at, target_concurrency: int | None = None) -> VllmAdviceAny:
-    """``simulate_at(threshold) -> Plan`` reruns the same inputs with another threshold."""
+def advise_vllm(plan, target_concurrency: int | None = None) -> Generator[float, object, VllmAdviceAny]:
+    """The threshold advice for ``plan``: a search that yields each threshold to simulate and is sent
+    the plan of the same inputs under it (the use case drives it, ``kvplan.usecases.scenario.run_search``)."""
     era, d = plan.era, plan.decision
     current = VllmGrouping(era.threshold, plan.group_size, plan.num_padding_layers, plan.starts,
                            _round(plan.max_concurrency))
@@ -365,7 +367,7 @@ def advise_vllm(plan, simulate_at, target_concurrency: int | None = None) -> Vll
     ratio = d.max_count / d.min_count
     tried = []
     for t in threshold_candidates(d.min_count, d.max_count):
-        p = simulate_at(t)
+        p = yield t
         tried.append(VllmTried(t, p.group_size, p.num_groups, p.num_padding_layers, p.starts,
                                _round(p.max_concurrency), p.failure.message if p.failure else None))
     starting = [t for t in tried if t.starts and t.max_concurrency >= 1]
@@ -422,12 +424,12 @@ def advise_llamacpp(costs: tuple[LayerCost, ...],
 
 
 def advise(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
-           vllm_plan=None, simulate_at=None) -> Advice:
+           vllm: VllmAdviceAny | None = None) -> Advice:
+    """Every engine's advice; ``vllm``: the threshold advice (``advise_vllm``, driven by the caller)."""
     return Advice(
         target_len_tokens=inputs.target_len_tokens,
         target_concurrency=inputs.target_concurrency,
-        vllm=(advise_vllm(vllm_plan, simulate_at, inputs.target_concurrency)
-              if vllm_plan is not None and simulate_at is not None else None),
+        vllm=vllm,
         sglang=advise_sglang(costs, architecture, inputs),
         trtllm=advise_trtllm(costs, inputs),
         llamacpp=advise_llamacpp(costs, inputs),

@@ -12,7 +12,7 @@ from kvplan.results.envelope import Envelope
 from kvplan.results.records import CompareBody, EngineVersions
 from kvplan.usecases.records import engine_row, model_record, serving_record, speculative_record
 from kvplan.usecases.envelope import envelope
-from kvplan.usecases.scenario import run_scenario, scenario_from, serving_of
+from kvplan.usecases.scenario import run_scenario, run_search, scenario_from, serving_of
 
 
 def parse_policies(text: str | None, main: str) -> list[str]:
@@ -43,7 +43,7 @@ def _length(r) -> int | None:
 
 
 def compare(model: str, **options) -> Envelope:
-    from kvplan.engines.advice import advise
+    from kvplan.engines.advice import advise, advise_vllm
     from kvplan.engines.compare import CompareInputs
     from kvplan.engines.compare import compare as compare_engines
     from kvplan.engines.layer_costs import layer_costs
@@ -94,7 +94,8 @@ def compare(model: str, **options) -> Envelope:
     def simulate_at(t: float):
         return run_scenario(replace(scenario, threshold=t), layout=layout).plan
 
-    advice = advise(layer_costs(layout.layers), architecture, inputs, plan, simulate_at)
+    vllm_advice = run_search(advise_vllm(plan, inputs.target_concurrency), simulate_at)
+    advice = advise(layer_costs(layout.layers), architecture, inputs, vllm_advice)
     warnings = list(layout.warnings)
     tp = r["tensor_parallel_size"]
     if tp > 1:
