@@ -8,7 +8,7 @@ the same words as `kvplan simulate`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, make_dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 from kvplan import options as _o
 from kvplan.results.budget import Budget, LoadFailure
@@ -422,6 +422,7 @@ def utilization_fix(s: Scenario, layout, era, budget: Budget, plan) -> Fix | Non
         return None
     length = plan.options.max_model_len
 
+    @cache  # the fix's own plan is the search's last one: simulated once
     def starts(k: int):
         kv = kv_bytes_at(budget, k / 100)
         p = plan_scenario(s, layout, era, kv, length, budget) if kv > 0 else None
@@ -518,17 +519,15 @@ def load_fixes(s: Scenario, layout, plan, failed: LoadFailure | None = None) -> 
         first((replace(s, max_num_batched_tokens=n), "max_num_batched_tokens", n, f"--max-num-batched-tokens {n}")
               for n in (t >> k for k in range(1, 8)) if n >= 256)
     elif stage == LOAD:  # vLLM keeps that many GiB of weights in CPU memory (UVA), per GPU
-        def offload(k: int) -> Scenario:
-            return replace(s, cpu_offload_gb=float(k))
-
-        def starts(o: Scenario):
-            return _starts_with(o)
+        @cache  # each size simulated once (the fix's own plan is the search's last one)
+        def offloaded(k: int):
+            return _starts_with(replace(s, cpu_offload_gb=float(k)))
 
         lo = int((s.cpu_offload_gb or 0) + (failed.needed_bytes - failed.free_bytes) // (1 << 30))
         hi = int(failed.needed_bytes // (1 << 30))  # nearly every weight offloaded
-        if hi > lo and starts(offload(hi)) is not None:
-            k = _least_that_starts(lo, hi, lambda k: starts(offload(k)))
-            fixes.append(fix_entry("cpu_offload_gb", k, f"--cpu-offload-gb {k}", starts(offload(k))))
+        if hi > lo and offloaded(hi) is not None:
+            k = _least_that_starts(lo, hi, offloaded)
+            fixes.append(fix_entry("cpu_offload_gb", k, f"--cpu-offload-gb {k}", offloaded(k)))
     return fixes
 
 
