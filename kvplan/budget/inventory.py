@@ -24,7 +24,7 @@ Bytes per tensor are ``kvplan.budget.quantization``'s, bytes per rank ``kvplan.b
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.model.drafters import mtp_count
@@ -60,6 +60,17 @@ class Weight:
     stage: str = "layer"  # "first" (embedding), "last" (final norm, lm_head, drafter, MTP), "layer",
     # "every" (a multimodal tower every pipeline stage builds)
     expert: bool = False  # a FusedMoE tensor [E, ...]: split over the MoE ranks (moe_rank_shape)
+    # the module the tensor belongs to (its name without ".weight" / ".bias"), which a quantization config's
+    # module lists name: set from ``name`` when the tensor is made
+    module: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        module = self.name
+        for suffix in (".weight", ".bias"):
+            if module.endswith(suffix):
+                module = module[: -len(suffix)]
+                break
+        object.__setattr__(self, "module", module)
 
     @property
     def numel(self) -> int:
@@ -83,13 +94,6 @@ class Weight:
         if expert_parallel and ranks > 1:
             return (cdiv(self.shape[0], ranks), *self.shape[1:])
         return self.rank_shape(ranks)
-
-    @property
-    def module(self) -> str:
-        for suffix in (".weight", ".bias"):
-            if self.name.endswith(suffix):
-                return self.name[: -len(suffix)]
-        return self.name
 
 
 @dataclass(frozen=True)

@@ -213,6 +213,8 @@ def memory_of(placed: list[Placement], inventories: list[Inventory], dtype: str,
 
 
 CHECKPOINT_METADATA = "from checkpoint metadata"
+# the notes of a weight count that the budget repeats as warnings: a tower not counted, headers not read
+WARNING_NOTES = ("text decoder only", DOWNLOAD_FAILED)
 
 
 def stored_bytes(config: dict, dtype: str, quant: Quantization, *, path: str = "<config>",
@@ -353,6 +355,49 @@ def with_metadata(mem: WeightMemory, meta: dict, where: str, placed: list[Placem
             return split
     mem = with_checkpoint(mem, meta, where, stored_bytes(config, dtype, quant, path=path, family=family))
     return replace(mem, notes=mem.notes + (f"checkpoint metadata: {why}",)) if why else mem
+
+
+def _top_k(cfg: dict) -> int:
+    for key in ("num_experts_per_tok", "top_k_experts", "moe_topk", "num_experts_per_token"):
+        v = cfg.get(key)
+        if isinstance(v, int) and v > 0:
+            return v
+    return 1
+
+
+def widest_intermediate(inventory: Inventory, cfg: dict, tp: int, layers: set[int] | None) -> int:
+    """The widest per-token intermediate of any layer of ``inventory`` (``layers``: those decoder layers only) on one
+    TP rank, from the per-rank shapes of its weights: ``W`` of the activation rule (``kvplan.budget.estimate``)."""
+    hidden = int(cfg.get("hidden_size") or 0)
+    top_k = _top_k(cfg)
+    per_layer: dict[tuple[int | None, str], int] = {}
+    for w in inventory.weights:
+        if layers is not None and w.layer not in layers:
+            continue
+        if not w.linear or w.name.endswith(".bias"):
+            continue
+        rows = w.rank_shape(tp)
+        key = (w.layer, w.kind)
+        if w.kind == "experts":
+            if ".down_proj" in w.name:
+                continue
+            up = rows[1]  # [E, 2I (or I), H] per rank
+            inter = up // 2 if "gate_up" in w.name else up
+            per_layer[key] = max(per_layer.get(key, 0), top_k * (up + inter + hidden))
+        elif w.kind in ("mlp", "drafter"):
+            if w.shard_dim == 0:  # gate/up (column-parallel)
+                per_layer[key] = per_layer.get(key, 0) + rows[0]
+        elif w.kind in ("attention", "mixer"):
+            if w.shard_dim == 0 or w.kv_heads:
+                per_layer[key] = per_layer.get(key, 0) + rows[0]
+            elif w.shard_dim == 1:  # o_proj / out_proj input
+                per_layer[key] = per_layer.get(key, 0) + rows[1]
+    widest = 0
+    for (layer, kind), width in per_layer.items():
+        if kind in ("mlp", "drafter"):
+            width = width * 3 // 2  # gate+up output (2I) and the activation (I)
+        widest = max(widest, width)
+    return widest
 
 
 def layout_inventory(layout) -> Inventory:
