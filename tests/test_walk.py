@@ -37,3 +37,27 @@ def test_the_walk_runs_downhill(argv):
     # searches pass no predicate down: the core never calls up, nothing calls back into the use cases
     assert not [(a, b) for a, b in m["_climbs"] if a == "kvplan.units" or b.startswith("kvplan.usecases")]
     assert m["re_entries_outside_core"] <= m["re_entries"]
+
+
+@pytest.mark.parametrize("argv", [
+    None,  # simulate openai/gpt-oss-20b --gpu H100-80GB
+    ["simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100-80GB", "--tensor-parallel-size", "2",
+     "--format", "json"],
+    ["simulate", "google/gemma-3-27b-it", "--gpu", "H100-80GB", "--gpu-memory-utilization", "0.5", "--format", "json"],
+    # MTP weights and DeepSeek-V3.2-style decisions come from the model stage as values
+    ["simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tensor-parallel-size", "8", "--speculative-method",
+     "mtp", "--num-speculative-tokens", "1", "--format", "json"],
+], ids=["default", "hybrid-tp2", "utilization-fix", "deepseek-mtp"])
+def test_each_budget_file_is_entered_from_one_file(argv):
+    # the card is resolved once at the edge and its values handed down; estimate enters weights, and weights
+    # alone enters the inventory, the quantization and the checkpoint metadata
+    walk = _walk()
+    m = walk.measure(walk.trace(argv or walk.DEFAULT))
+    callers: dict[str, set[str]] = {}
+    for a, b in m["_steps"]:
+        callers.setdefault(b, set()).add(a)
+    assert not {b: v for b, v in callers.items() if b.startswith("kvplan.budget") and len(v) > 1}
+    # the budget reads the model stage's decisions (ModelInfo) as values; what it still calls in the model layer
+    # is the transformers view of the config its weight rules read (model/hfconfig.py)
+    assert {b for a, b in m["_steps"] if a.startswith("kvplan.budget") and b.startswith("kvplan.model")} \
+        <= {"kvplan.model.hfconfig"}

@@ -50,11 +50,11 @@ estimates, labelled as such in every output, each with an override:
 from __future__ import annotations
 
 from kvplan.budget import sizing
-from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED
-from kvplan.budget.hardware import get_gpu, gpu_memory
+from kvplan.budget.hardware import GpuCard, gpu_card
 from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.results.budget import Budget, BudgetStage, BudgetWeights, ProfileTerm
-from kvplan.budget.weights import CHECKPOINT_METADATA, layout_inventory, layout_weight_memory, mxfp4_padding_for
+from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_inventory, layout_weight_memory,
+                                   mxfp4_padding_for, widest_intermediate)
 from kvplan.errors import OptionError
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 
@@ -78,48 +78,6 @@ STARTUP_SINGLE_BYTES = 512 * MiB
 STARTUP_MULTI_BYTES = 1024 * MiB
 
 
-def _top_k(cfg: dict) -> int:
-    for key in ("num_experts_per_tok", "top_k_experts", "moe_topk", "num_experts_per_token"):
-        v = cfg.get(key)
-        if isinstance(v, int) and v > 0:
-            return v
-    return 1
-
-
-def _widest_intermediate(inventory, cfg: dict, tp: int, layers: set[int] | None) -> int:
-    """``W`` of the module docstring: the widest per-token intermediate on one rank."""
-    hidden = int(cfg.get("hidden_size") or 0)
-    top_k = _top_k(cfg)
-    per_layer: dict[tuple[int | None, str], int] = {}
-    for w in inventory.weights:
-        if layers is not None and w.layer not in layers:
-            continue
-        if not w.linear or w.name.endswith(".bias"):
-            continue
-        rows = w.rank_shape(tp)
-        key = (w.layer, w.kind)
-        if w.kind == "experts":
-            if ".down_proj" in w.name:
-                continue
-            up = rows[1]  # [E, 2I (or I), H] per rank
-            inter = up // 2 if "gate_up" in w.name else up
-            per_layer[key] = max(per_layer.get(key, 0), top_k * (up + inter + hidden))
-        elif w.kind in ("mlp", "drafter"):
-            if w.shard_dim == 0:  # gate/up (column-parallel)
-                per_layer[key] = per_layer.get(key, 0) + rows[0]
-        elif w.kind in ("attention", "mixer"):
-            if w.shard_dim == 0 or w.kv_heads:
-                per_layer[key] = per_layer.get(key, 0) + rows[0]
-            elif w.shard_dim == 1:  # o_proj / out_proj input
-                per_layer[key] = per_layer.get(key, 0) + rows[1]
-    widest = 0
-    for (layer, kind), width in per_layer.items():
-        if kind in ("mlp", "drafter"):
-            width = width * 3 // 2  # gate+up output (2I) and the activation (I)
-        widest = max(widest, width)
-    return widest
-
-
 def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, max_num_batched_tokens: int,
                               max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
                               encoder: dict | None = None) -> int:
@@ -129,7 +87,7 @@ def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int
     hidden = int(cfg.get("hidden_size") or 0)
     vocab = int(cfg.get("vocab_size") or 0)
     T = max_num_batched_tokens
-    forward = T * (4 * hidden + _widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes
+    forward = T * (4 * hidden + widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes
     sampler = min(max_num_seqs, T) * vocab * 4 * 2 if last_stage else 0
     peak = max(forward, sampler)
     if encoder is not None:
@@ -255,8 +213,10 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
               max_num_seqs: int | None = None, exact_params: bool | None = None, data_parallel_size: int = 1,
               enable_expert_parallel: bool = False, quantization: str | None = None,
               cpu_offload_gb: float | None = None, enable_extensible_kv_cache: bool | None = None,
-              num_gpu_blocks_override: int | None = None, kv_transfer_config: dict | None = None) -> Budget:
-    """The KV-cache budget per GPU for ``layout`` on a card, as vLLM would derive it.
+              num_gpu_blocks_override: int | None = None, kv_transfer_config: dict | None = None,
+              card: GpuCard | None = None) -> Budget:
+    """The KV-cache budget per GPU for ``layout`` on a card, as vLLM would derive it: ``card`` (the card resolved
+    at the edge, ``kvplan.budget.hardware.gpu_card``), else the one ``gpu`` and ``gpu_memory_gib`` name.
 
     ``data_parallel_size`` and ``enable_expert_parallel`` place the MoE experts (split over
     tp × dp ranks), ``quantization`` is ``--quantization``, ``cpu_offload_gb`` the weights moved
@@ -283,13 +243,13 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     R = int(max_num_seqs or overrides.get("max_num_seqs") or 1024)
     exact = bool(exact_params if exact_params is not None else overrides.get("exact_params", False))
     pp = max(1, len(layout.ranks))
-    name, total, mem_source = gpu_memory(gpu, gpu_memory_gib)
+    card = card if card is not None else gpu_card(gpu, gpu_memory_gib)
+    name, total, mem_source = card.name, card.memory_bytes, card.memory_source
     mode, mode_source = sizing.kv_cache_sizing(era, enable_extensible_kv_cache,
                                                num_gpu_blocks_override=num_gpu_blocks_override)
     extensible = mode == sizing.EXTENSIBLE
     util, util_source = sizing.resolve_gpu_memory_utilization(era, gpu_memory_utilization, mode)
-    rocm = bool(name) and get_gpu(name).rocm
-    margin_floor = sizing.MARGIN_FLOOR_BYTES_ROCM if rocm else sizing.MARGIN_FLOOR_BYTES
+    margin_floor = sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES
     warnings: list[str] = []
 
     w_over = _override_bytes(overrides, "weights_memory")
@@ -308,9 +268,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     if w_over is None or a_over is None:
         inv = layout_inventory(layout)  # the MTP layers' weights sit past the decoder: the activation skips them
     if w_over is None:
-        preset = get_gpu(name) if name else None
-        padding = (mxfp4_padding_for(preset.compute_capability, preset.platform, getattr(era, "release", "") or "")
-                   if preset else None)
+        padding = (mxfp4_padding_for(card.compute_capability, card.platform, getattr(era, "release", "") or "")
+                   if name else None)
         weights = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
                                        expert_parallel=enable_expert_parallel, quantization=quantization,
                                        mxfp4_padding=padding, inventory=inv)
@@ -351,7 +310,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     # the load and the profile run happen before the KV cache, whatever the sizing mode
     load_startup = s_over if s_over is not None else estimate_startup_bytes(tp * pp)
     failed_load = load_failure(stages, total=total, startup=load_startup, pp=pp)
-    if name and gpu_memory_gib is None and get_gpu(name).basis != "cuda":
+    if card.memory_basis not in (None, "cuda"):
         warnings.append(f"preset {name}: the nvidia-smi total (no printout of the CUDA figure found); CUDA reports "
                         "~0.5 GiB less: pass --gpu-memory with the total vLLM logs for an exact budget")
     if pp > 1:
@@ -374,7 +333,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
                                          startup=startup, kv_transfer_config=kv_transfer_config,
                                          mode_default=enable_extensible_kv_cache is None)
     if weights is not None and weights.basis != CHECKPOINT_METADATA:  # the metadata counts the tower
-        warnings += [n for n in weights.notes if n.startswith(("text decoder only", DOWNLOAD_FAILED))]
+        warnings += [n for n in weights.notes if n.startswith(WARNING_NOTES)]
 
     def src(over, what):
         return "override" if over is not None else what

@@ -150,6 +150,30 @@ def get_gpu(name: str) -> GpuPreset:
     raise OptionError(f"unknown GPU '{name}'{hint}; presets: {', '.join(GPU_PRESETS)} (or pass --gpu-memory GiB)")
 
 
+@dataclass(frozen=True)
+class GpuCard:
+    """The card a deployment runs on, resolved once from ``--gpu`` and ``--gpu-memory`` (``gpu_card``): the
+    memory vLLM multiplies by the utilization and where that figure comes from, and what vLLM's backend
+    choice reads. Plain values: the stages below the edge read them and never look the preset up again."""
+
+    name: str | None  # the preset's name; None with --gpu-memory alone
+    memory_bytes: int  # the total CUDA reports (--gpu-memory when given, else the preset's)
+    memory_source: str  # where memory_bytes comes from, for the report
+    memory_basis: str | None  # the preset's basis ("cuda" | "nvidia-smi") when memory_bytes is the preset's
+    compute_capability: tuple[int, int] | None = None  # the preset's; None without --gpu or where not known
+    platform: str = "cuda"  # the preset's ("cuda" | "rocm"); "cuda" without --gpu
+
+
+def gpu_card(gpu: str | None, gpu_memory_gib: float | None) -> GpuCard:
+    """The ``GpuCard`` of ``--gpu`` and/or ``--gpu-memory`` (the latter's figure wins); errors as ``gpu_memory``'s."""
+    name, total, source = gpu_memory(gpu, gpu_memory_gib)
+    preset = get_gpu(name) if name else None
+    if preset is None:
+        return GpuCard(None, total, source, None)
+    return GpuCard(name, total, source, preset.basis if gpu_memory_gib is None else None,
+                   preset.compute_capability, preset.platform)
+
+
 def gpu_memory(gpu: str | None, gpu_memory_gib: float | None) -> tuple[str | None, int, str]:
     """``(name, bytes, source)`` from ``--gpu`` and/or ``--gpu-memory`` (the latter wins)."""
     if gpu_memory_gib is not None:
@@ -176,10 +200,16 @@ def vllm_batch_defaults(gpu: str | None, gpu_memory_gib: float | None, *, large_
     else 2048 and 256. The ≥ 160 GiB tier is not in 0.11–0.18 (``large_tier=False``)."""
     if gpu is None and gpu_memory_gib is None:
         return DEFAULT_BATCH
-    name, total, _ = gpu_memory(gpu, gpu_memory_gib)
-    if large_tier and total >= 160 * GiB:
+    return card_batch_defaults(gpu_card(gpu, gpu_memory_gib), large_tier=large_tier)
+
+
+def card_batch_defaults(card: GpuCard | None, *, large_tier: bool = True) -> tuple[int, int]:
+    """``vllm_batch_defaults`` of a resolved card (None: no card, the H100/H200 class assumed)."""
+    if card is None:
+        return DEFAULT_BATCH
+    if large_tier and card.memory_bytes >= 160 * GiB:
         return 16384, 1024
-    if total >= 70 * GiB and "a100" not in (name or "").lower():
+    if card.memory_bytes >= 70 * GiB and "a100" not in (card.name or "").lower():
         return 8192, 1024
     return 2048, 256
 

@@ -24,7 +24,7 @@ Bytes per tensor are ``kvplan.budget.quantization``'s, bytes per rank ``kvplan.b
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.model.drafters import mtp_count
@@ -60,6 +60,17 @@ class Weight:
     stage: str = "layer"  # "first" (embedding), "last" (final norm, lm_head, drafter, MTP), "layer",
     # "every" (a multimodal tower every pipeline stage builds)
     expert: bool = False  # a FusedMoE tensor [E, ...]: split over the MoE ranks (moe_rank_shape)
+    # the module the tensor belongs to (its name without ".weight" / ".bias"), which a quantization config's
+    # module lists name: set from ``name`` when the tensor is made
+    module: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        module = self.name
+        for suffix in (".weight", ".bias"):
+            if module.endswith(suffix):
+                module = module[: -len(suffix)]
+                break
+        object.__setattr__(self, "module", module)
 
     @property
     def numel(self) -> int:
@@ -83,13 +94,6 @@ class Weight:
         if expert_parallel and ranks > 1:
             return (cdiv(self.shape[0], ranks), *self.shape[1:])
         return self.rank_shape(ranks)
-
-    @property
-    def module(self) -> str:
-        for suffix in (".weight", ".bias"):
-            if self.name.endswith(suffix):
-                return self.name[: -len(suffix)]
-        return self.name
 
 
 @dataclass(frozen=True)
@@ -124,12 +128,18 @@ class _Cfg(HFView):
     first, then the raw key, then the default given), with the reads the weight rules share.
     Integer reads are ``HFView``'s, so a bad size fails here as it fails in the model layer."""
 
-    def __init__(self, raw: dict, path: str = "<config>"):
+    def __init__(self, raw: dict, path: str = "<config>", *, sparse_mla: bool | None = None):
         text = text_view(raw, build_config_object(raw, path), path)
         super().__init__(text.raw, text.obj, path=path, prefix=text.prefix)
         self.top_raw = raw
         self.model_type = str(raw.get("model_type") or "")
         self.text_model_type = str(self.raw.get("model_type") or self.model_type)
+        self.sparse_mla = sparse_mla
+
+    def v32(self) -> bool:
+        """DeepSeek-V3.2's indexer: the model stage's decision (``ModelInfo.sparse_mla``) when given, else the
+        model layer's test on this config."""
+        return self.sparse_mla if self.sparse_mla is not None else is_v32(self)
 
     def flag(self, key: str, default: bool = False) -> bool:
         v = self.get(key, default)
@@ -707,7 +717,7 @@ def deepseek(cfg: _Cfg, b: _Builder) -> None:
     """DeepSeek-V2/V3/R1/V3.2 and Kimi-K2: MLA attention (low-rank q and kv projections),
     dense MLP for the first ``first_k_dense_replace`` layers, then routed + shared experts."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
-    v32 = is_v32(cfg)
+    v32 = cfg.v32()
     b.embed("model.embed_tokens.weight", V, H)
     for i in range(n):
         _deepseek_layer(cfg, b, f"model.layers.{i}", i, H, moe=_deepseek_is_moe(cfg, i), v32=v32)
@@ -722,7 +732,7 @@ def deepseek_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     them; the checkpoint stores copies, which the published 685B counts)."""
     H = cfg.int("hidden_size")
     n = cfg.int("num_hidden_layers")
-    v32 = is_v32(cfg)
+    v32 = cfg.v32()
     sub = _Builder()
     for j in range(k):
         i = n + j
@@ -850,16 +860,18 @@ WEIGHT_RULES.check(FAMILIES)
 
 
 def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>",
-                       family: str | None = None) -> Inventory:
-    """The weights vLLM loads for ``config`` (the text decoder of a multimodal config); ``family``: the
-    model stage's family key (``ModelInfo.family``), else looked up from the config."""
+                       family: str | None = None, num_mtp_layers: int | None = None,
+                       sparse_mla: bool | None = None) -> Inventory:
+    """The weights vLLM loads for ``config`` (the text decoder of a multimodal config); ``family``,
+    ``num_mtp_layers`` and ``sparse_mla``: the model stage's decisions (``ModelInfo``'s fields), else read
+    from the config through the model layer."""
     family = _family(config, family)
-    cfg = _Cfg(config, path)
+    cfg = _Cfg(config, path, sparse_mla=sparse_mla)
     b = _Builder()
     WEIGHT_RULES.get(family.weights)(cfg, b)
     notes = []
-    if include_mtp and family.mtp:
-        count = mtp_count(cfg, family.key)
+    if include_mtp and family.mtp_weights is not None:
+        count = num_mtp_layers if num_mtp_layers is not None else mtp_count(cfg, family.key)
         if count:
             WEIGHT_RULES.get(family.mtp_weights, "mtp_weights")(cfg, b, count)
             notes.append("MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)")

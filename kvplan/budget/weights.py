@@ -213,14 +213,16 @@ def memory_of(placed: list[Placement], inventories: list[Inventory], dtype: str,
 
 
 CHECKPOINT_METADATA = "from checkpoint metadata"
+# the notes of a weight count that the budget repeats as warnings: a tower not counted, headers not read
+WARNING_NOTES = ("text decoder only", DOWNLOAD_FAILED)
 
 
-def stored_bytes(config: dict, dtype: str, quant: Quantization, *, path: str = "<config>",
-                 family: str | None = None) -> int:
+def stored_bytes(config: dict, dtype: str, quant: Quantization, **facts) -> int:
     """What kvplan's inventory says the checkpoint stores: every tensor the checkpoint can hold (MTP layers
     included, which vLLM skips when MTP is off), whole, at the config's dtype or as the quantization stores
-    it (before any backend repacking): the figure the index's ``metadata.total_size`` gives."""
-    inv = analytic_inventory(config, include_mtp=True, path=path, family=family)
+    it (before any backend repacking): the figure the index's ``metadata.total_size`` gives. ``facts``:
+    ``analytic_inventory``'s keywords (``inventory_facts``)."""
+    inv = analytic_inventory(config, include_mtp=True, **facts)
     db = dtype_size_bytes(dtype)
     return sum(tensor_bytes(w.shape, quant, quant.converts(w), db) for w in inv.weights)
 
@@ -341,27 +343,77 @@ def split_by_checkpoint(mem: WeightMemory, meta: dict, where: str, placed: list[
 
 
 def with_metadata(mem: WeightMemory, meta: dict, where: str, placed: list[Placement], config: dict, dtype: str,
-                  quant: Quantization, *, path: str = "<config>", family: str | None = None) -> WeightMemory:
+                  quant: Quantization, **facts) -> WeightMemory:
     """``mem`` from the checkpoint's metadata: the per-tensor split (``split_by_checkpoint``) where the headers
     were read, else (an index alone, a stored form without ``bytes_by_tensor``, names that do not match)
     ``total_size`` over kvplan's per-rank split (``with_checkpoint``)."""
     why = ""
     if "bytes_by_tensor" in meta:
-        full = analytic_inventory(config, include_mtp=True, path=path, family=family)
+        full = analytic_inventory(config, include_mtp=True, **facts)
         split, why = split_by_checkpoint(mem, meta, where, placed, full, dtype, quant)
         if split is not None:
             return split
-    mem = with_checkpoint(mem, meta, where, stored_bytes(config, dtype, quant, path=path, family=family))
+    mem = with_checkpoint(mem, meta, where, stored_bytes(config, dtype, quant, **facts))
     return replace(mem, notes=mem.notes + (f"checkpoint metadata: {why}",)) if why else mem
+
+
+def _top_k(cfg: dict) -> int:
+    for key in ("num_experts_per_tok", "top_k_experts", "moe_topk", "num_experts_per_token"):
+        v = cfg.get(key)
+        if isinstance(v, int) and v > 0:
+            return v
+    return 1
+
+
+def widest_intermediate(inventory: Inventory, cfg: dict, tp: int, layers: set[int] | None) -> int:
+    """The widest per-token intermediate of any layer of ``inventory`` (``layers``: those decoder layers only) on one
+    TP rank, from the per-rank shapes of its weights: ``W`` of the activation rule (``kvplan.budget.estimate``)."""
+    hidden = int(cfg.get("hidden_size") or 0)
+    top_k = _top_k(cfg)
+    per_layer: dict[tuple[int | None, str], int] = {}
+    for w in inventory.weights:
+        if layers is not None and w.layer not in layers:
+            continue
+        if not w.linear or w.name.endswith(".bias"):
+            continue
+        rows = w.rank_shape(tp)
+        key = (w.layer, w.kind)
+        if w.kind == "experts":
+            if ".down_proj" in w.name:
+                continue
+            up = rows[1]  # [E, 2I (or I), H] per rank
+            inter = up // 2 if "gate_up" in w.name else up
+            per_layer[key] = max(per_layer.get(key, 0), top_k * (up + inter + hidden))
+        elif w.kind in ("mlp", "drafter"):
+            if w.shard_dim == 0:  # gate/up (column-parallel)
+                per_layer[key] = per_layer.get(key, 0) + rows[0]
+        elif w.kind in ("attention", "mixer"):
+            if w.shard_dim == 0 or w.kv_heads:
+                per_layer[key] = per_layer.get(key, 0) + rows[0]
+            elif w.shard_dim == 1:  # o_proj / out_proj input
+                per_layer[key] = per_layer.get(key, 0) + rows[1]
+    widest = 0
+    for (layer, kind), width in per_layer.items():
+        if kind in ("mlp", "drafter"):
+            width = width * 3 // 2  # gate+up output (2I) and the activation (I)
+        widest = max(widest, width)
+    return widest
+
+
+def inventory_facts(target) -> dict:
+    """What ``analytic_inventory`` takes of the model stage's ``ModelInfo`` besides its config: the config's path,
+    the family, the MTP layer count and the sparse-MLA decision, as values (no second look into the model layer)."""
+    path = target.source.path if getattr(target, "source", None) is not None else "<config>"
+    return {"path": path, "family": target.family, "num_mtp_layers": target.num_mtp_layers,
+            "sparse_mla": target.sparse_mla}
 
 
 def layout_inventory(layout) -> Inventory:
     """The target's weights of a ``ModelLayout`` (its MTP layers when MTP is on): built once per budget,
     for the weight bytes and the activation estimate alike."""
     target = layout.target
-    path = target.source.path if getattr(target, "source", None) is not None else "<config>"
-    return analytic_inventory(target.config, include_mtp=layout.speculative_method == "mtp", path=path,
-                              family=target.family)
+    return analytic_inventory(target.config, include_mtp=layout.speculative_method == "mtp",
+                              **inventory_facts(target))
 
 
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,
@@ -375,7 +427,7 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     tp = tp or layout.tensor_parallel_size
     pp = max(1, len(layout.ranks))
     target = layout.target
-    path = target.source.path if getattr(target, "source", None) is not None else "<config>"
+    facts = inventory_facts(target)
     inv = inventory if inventory is not None else layout_inventory(layout)
     invs = [inv]
     dq = NO_QUANTIZATION
@@ -400,13 +452,12 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     source = getattr(target, "source", None)
     meta, where = checkpoint_metadata(source) if source is not None else (None, "")
     if meta is not None:
-        mem = with_metadata(mem, meta, where, placed, target.config, target.dtype, quant, path=path,
-                            family=target.family)
+        mem = with_metadata(mem, meta, where, placed, target.config, target.dtype, quant, **facts)
     elif where:
         mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}",
                       notes=mem.notes + ((where,) if where.startswith(DOWNLOAD_FAILED) else ()))
     if exact_params:
-        counts = meta_param_counts(target.config, path=path)
+        counts = meta_param_counts(target.config, path=facts["path"])
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k not in ("mtp", "vision")))
         note = (f"meta-device count (transformers): {counts['text']:,} text parameters"
                 + (f" + {counts['vision']:,} vision" if counts["vision"] else "")

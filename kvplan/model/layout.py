@@ -49,6 +49,10 @@ class ModelInfo:
     # the text decoder's part of ``config`` (its ``text_config`` when multimodal), as vLLM's get_hf_text_config
     # reads it: the budget stage takes it from here rather than reading the config again
     text_config: dict
+    # the MTP layers the checkpoint holds, as vLLM counts them (drafters.mtp_count), and DeepSeek-V3.2's sparse MLA
+    # (families.is_v32: the DSA indexer): decided here once, read by the budget stage for the weights they add
+    num_mtp_layers: int = 0
+    sparse_mla: bool = False
 
 
 @dataclass(frozen=True)
@@ -243,7 +247,14 @@ def _info(p: _Parsed, dtype: str, res: families.FamilyResult | None = None) -> M
         if (res.is_hybrid_mamba if res else p.family in families.HYBRID_FAMILIES) else None,
         provenance=_provenance(p.source),
         text_config=p.text.raw,
+        num_mtp_layers=drafters.mtp_count(p.text, p.family, p.architecture),
+        sparse_mla=_sparse_mla(p),
     )
+
+
+def _sparse_mla(p: _Parsed) -> bool:
+    """DeepSeek-V3.2's sparse MLA (vLLM's ``hasattr(hf_config, "index_topk")`` on a DeepSeek config)."""
+    return p.family == "deepseek" and families.is_v32(p.text, None)
 
 
 def _model_dtype(p: _Parsed, options: ServingOptions) -> tuple[str, str]:
@@ -354,7 +365,7 @@ def draft_model_layout(
     notes.append(f"model dtype {dtype} ({dtype_how})")
 
     # DeepSeek-V3.2 (DeepseekV32ForCausalLM.verify_and_update_config): fp8* → fp8_ds_mla, bfloat16 → auto.
-    sparse_mla = p.family == "deepseek" and families.is_v32(p.text, None)
+    sparse_mla = _sparse_mla(p)
     cache_opt = options.kv_cache_dtype
     if sparse_mla and (cache_opt or "").lower().startswith("fp8") and cache_opt.lower() != "fp8_ds_mla":
         notes.append(f"DeepSeek-V3.2: --kv-cache-dtype {cache_opt} becomes fp8_ds_mla (656 bytes per token)")

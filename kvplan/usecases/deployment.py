@@ -10,6 +10,7 @@ part, under its own name and with its Scenario type (``tests/test_deployment.py`
 
 from dataclasses import dataclass, fields
 
+from kvplan.budget.hardware import GpuCard
 from kvplan.engines.vllm.eras import Era
 
 
@@ -115,6 +116,9 @@ class BudgetInput:
     cudagraph_memory: int | None = None
     startup_memory: int | None = None
     exact_params: bool = False
+    # the card of --gpu / --gpu-memory, resolved at the edge (kvplan.budget.hardware.gpu_card); None without
+    # either, or for a BudgetInput made by hand (the budget then resolves gpu and gpu_memory itself)
+    card: GpuCard | None = None
 
     @property
     def on_card(self) -> bool:
@@ -145,7 +149,7 @@ class PolicyInput:
 
 PARTS = (ModelInput, ServingInput, SchedulerInput, BudgetInput, VerifyInput, PolicyInput)
 # fields a part holds that are resolved at the edge, not options of the table
-DERIVED_FIELDS = frozenset({"card_batch_defaults", "model_read", "drafter_read"})
+DERIVED_FIELDS = frozenset({"card_batch_defaults", "model_read", "drafter_read", "card"})
 
 
 @dataclass(frozen=True)
@@ -169,19 +173,22 @@ def _part(cls, values, **derived):
 
 def deployment_of(values) -> Deployment:
     """The typed deployment of a ``Scenario`` (its values already parsed by the option table):
-    the policy resolved to its era and the card's batch defaults read, once."""
-    from kvplan.budget.hardware import vllm_batch_defaults
+    the policy resolved to its era, the card (``--gpu`` / ``--gpu-memory``) and its batch defaults read, once."""
+    from kvplan.budget.hardware import card_batch_defaults, gpu_card
     from kvplan.options import mapped_model
     from kvplan.engines.vllm.releases import get_era
 
     policy_era = get_era(values.policy)
     era = policy_era if values.threshold is None else policy_era.with_threshold(values.threshold)
+    card = gpu_card(values.gpu, values.gpu_memory) if values.gpu is not None or values.gpu_memory is not None \
+        else None
     defaults = (8192, 1024)
     if values.max_num_batched_tokens is None or values.max_num_seqs is None:
-        defaults = vllm_batch_defaults(values.gpu, values.gpu_memory, large_tier=era.large_batch_tier)
+        defaults = card_batch_defaults(card, large_tier=era.large_batch_tier)
     return Deployment(
         source=_part(ModelInput, values, model_read=mapped_model(values.model, values.model_map),
                      drafter_read=mapped_model(values.drafter, values.model_map)),
         serving=_part(ServingInput, values),
-        scheduler=_part(SchedulerInput, values, card_batch_defaults=defaults), budget=_part(BudgetInput, values),
+        scheduler=_part(SchedulerInput, values, card_batch_defaults=defaults),
+        budget=_part(BudgetInput, values, card=card),
         verify=_part(VerifyInput, values), policy=_part(PolicyInput, values), policy_era=policy_era, era=era)

@@ -321,7 +321,7 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
     batched, seqs = scheduler.batch_sizes(config_max_model_len(
         layout, era, scheduler.max_model_len, disable_sliding_window=serving.disable_sliding_window))
     return kv_budget(
-        layout, era, gpu=request.gpu, gpu_memory_gib=request.gpu_memory,
+        layout, era, card=request.card, gpu=request.gpu, gpu_memory_gib=request.gpu_memory,
         gpu_memory_utilization=request.gpu_memory_utilization, overrides=request.overrides(),
         tensor_parallel_size=serving.tensor_parallel_size, max_num_batched_tokens=batched, max_num_seqs=seqs,
         exact_params=request.exact_params, data_parallel_size=serving.data_parallel_size,
@@ -341,6 +341,7 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | 
     """The model stage: the model's layout, with a warning for each ``VLLM_*`` variable vLLM would ignore."""
     from dataclasses import replace
 
+    from kvplan.budget.hardware import get_gpu
     from kvplan.engines.vllm import environment
     from kvplan.engines.vllm.block_size import decide_block_size, device_of
     from kvplan.model.layout import draft_model_layout, finish_model_layout
@@ -350,8 +351,8 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | 
     draft = draft_model_layout(model, drafter, serving_options(serving, era), revision=s.revision,
                                download=s.download, hf_overrides=s.hf_overrides)
     # the engine decides the block size from the model's attention facts, here, as a value
-    decision = decide_block_size(era, draft.attention(), device=device_of(gpu), block_size=serving.block_size,
-                                 attention_backend=serving.attention_backend)
+    decision = decide_block_size(era, draft.attention(), device=device_of(get_gpu(gpu) if gpu else None),
+                                 block_size=serving.block_size, attention_backend=serving.attention_backend)
     layout = finish_model_layout(draft, decision)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
               (("model", s.model, model), ("drafter", s.drafter, drafter)) if given != to]

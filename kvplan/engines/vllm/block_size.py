@@ -19,10 +19,14 @@ what each release's own classes return; ``tests/test_block_size.py`` compares.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvplan.engines.vllm.eras import Era
 from kvplan.errors import OptionError
 from kvplan.model.options import AttentionFacts
+
+if TYPE_CHECKING:
+    from kvplan.budget.hardware import GpuPreset
 
 # Each backend's kernel block sizes (``get_supported_kernel_block_sizes()`` with no KV cache spec and no
 # current config; a ``MultipleOf(n)`` as its base n). ``AttentionBackend.supports_block_size`` (backend.py
@@ -257,13 +261,10 @@ def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None,
     return BlockSizeDecision(preferred, backend, how, kernel, False, lines, note)
 
 
-def device_of(gpu: str | None) -> Device | None:
-    """The --gpu preset's compute capability and platform (None without --gpu: the H100 is assumed)."""
-    if gpu is None:
+def device_of(preset: GpuPreset | None) -> Device | None:
+    """The --gpu preset's compute capability and platform, as values (None without --gpu: the H100 is assumed)."""
+    if preset is None:
         return None
-    from kvplan.budget.hardware import get_gpu
-
-    preset = get_gpu(gpu)
     if preset.compute_capability is None:
         return Device(platform=preset.platform, name=preset.name)
     return Device(capability=preset.compute_capability, platform=preset.platform, name=preset.name)
