@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kvplan import bounds
 from kvplan.errors import ConfigError, OptionError
-from kvplan.model import catalog, drafters, families, methods
+from kvplan.model import drafters, families, methods
 from kvplan.model.families import Built, Context
 from kvplan.model.hfconfig import HFView, build_config_object, read_config_json, text_view
 from kvplan.model.options import (
@@ -28,6 +28,7 @@ from kvplan.model.options import (
     with_quant_config,
 )
 from kvplan.model.source import ModelSource, resolve_model
+from kvplan.model.traits import ConfigFacts, config_facts
 from kvplan.specs import LayerSpec
 from kvplan.units import plural
 
@@ -65,6 +66,9 @@ class ModelLayout:
     kv_sharing_layers: tuple[str, ...]  # layers that reuse another layer's KV (no spec)
     warnings: tuple[str, ...]
     notes: tuple[str, ...]
+    # what the engine reads from the configs besides the layers (traits, lengths, hidden size, head
+    # counts, the drafter's word on its target), worked out once here: the stages after read its fields
+    config_facts: ConfigFacts
     # VLLM_PP_LAYER_PARTITION: the layers per stage vLLM uses (None = get_pp_indices' own split),
     # or the ValueError text get_pp_indices raises for it (the engine reports it as a start-up
     # failure; the layout then keeps the default split)
@@ -199,13 +203,6 @@ def _check_spec_bounds(path: str, layers: tuple[LayerSpec, ...]) -> None:
                                               f"of {bound:,}", "fix the config (docs/reference.md: Plausibility bounds)")
 
 
-def _provenance(source: ModelSource) -> str | None:
-    if source.kind != "catalog":
-        return None
-    entry = catalog.index_entry(source.model_id)
-    return entry.get("provenance") if entry else None
-
-
 def _head_size(text: HFView) -> int | None:
     """The attention head size vLLM's selector reads (model_config.get_head_size: head_dim, else
     hidden_size // num_attention_heads)."""
@@ -241,7 +238,7 @@ def _info(p: _Parsed, dtype: str, res: families.FamilyResult | None = None) -> M
         is_hybrid_mamba=res.is_hybrid_mamba if res else p.family in families.HYBRID_FAMILIES,
         mamba_chunk_size=(res.mamba_chunk_size if res else families.mamba_chunk_size(p.text))
         if (res.is_hybrid_mamba if res else p.family in families.HYBRID_FAMILIES) else None,
-        provenance=_provenance(p.source),
+        provenance=p.source.provenance,
         text_config=p.text.raw,
     )
 
@@ -551,6 +548,8 @@ def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
         kv_sharing_layers=tuple(kv_sharing),
         warnings=tuple(warnings),
         notes=tuple(notes),
+        config_facts=config_facts(p.raw, p.architecture, layers, method,
+                                  drafter_info.config if drafter_info else None),
         pp_partition=partition,
         pp_partition_error=partition_error,
         pp_bounds=tuple(bounds),

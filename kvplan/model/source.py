@@ -58,6 +58,7 @@ class ModelSource:
     model_id: str = ""  # the id as resolved (catalog/cache spelling, inferred org); the argument for a path
     note: str | None = None  # how the argument became model_id, when it is not the argument as written
     download: bool = False  # --download was given: the checkpoint's index and headers may be fetched too
+    provenance: str | None = None  # a bundled config's INDEX.json provenance ("genuine" / "reconstructed")
 
     def __post_init__(self) -> None:
         if not self.model_id:
@@ -334,7 +335,8 @@ def _not_here(model: str) -> ModelNotFoundError:
 
 
 def _resolved(found: ModelSource, requested: str, note: str) -> ModelSource:
-    return ModelSource(requested, found.kind, found.path, found.revision, found.model_id, note, found.download)
+    return ModelSource(requested, found.kind, found.path, found.revision, found.model_id, note, found.download,
+                       found.provenance)
 
 
 def resolve_model(model: str, *, revision: str | None = None, download: bool = False) -> ModelSource:
@@ -361,7 +363,9 @@ def resolve_model(model: str, *, revision: str | None = None, download: bool = F
         spelled = _match_case(model, bundled_ids)
         bundled = catalog.catalog_config_path(spelled) if spelled else None
         if bundled is not None:
-            return ModelSource(requested, "catalog", str(bundled), None, spelled, note)
+            entry = catalog.index_entry(spelled)
+            return ModelSource(requested, "catalog", str(bundled), None, spelled, note,
+                               provenance=entry.get("provenance") if entry else None)
         tried.append("bundled catalog")
     else:
         tried.append("bundled catalog (skipped: it has no revisions)")
