@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
-from kvplan.model.hfconfig import HFView
+from kvplan.model.hfconfig import HFView, build_config_object, text_view
 from kvplan.specs import (
     ChunkedLocalAttentionSpec,
     CrossAttentionSpec,
@@ -302,6 +302,51 @@ class FamilyResult:
     mamba_chunk_size: int | None = None
     attention_chunk_size: int | None = None  # model_config.attention_chunk_size (HMA decision)
     num_hidden_layers: int = 0
+
+
+def config_views(raw: dict, path: str) -> tuple[HFView, HFView]:
+    """The config as the family rules read it (``HFView``): the whole of it and its text (decoder)
+    part, each seen through transformers' configuration class when ``model_type`` names one."""
+    obj = build_config_object(raw, path) if raw.get("model_type") else None
+    return HFView(raw, obj, path=path), text_view(raw, obj, path)
+
+
+@dataclass(frozen=True)
+class TextFacts:
+    """What the model stage reads from a text config beside the layers (``layout.ModelInfo``'s fields)."""
+
+    num_hidden_layers: int
+    max_position_embeddings: int | None
+    attention_chunk_size: int | None  # model_config.attention_chunk_size: vLLM's HMA decision reads it (§5)
+    is_hybrid_mamba: bool  # has Mamba / GDN / linear-state layers
+    mamba_chunk_size: int | None  # for vLLM's "all"-mode alignment
+
+
+def text_facts(view: HFView, family: str, res: FamilyResult | None = None) -> TextFacts:
+    """A model's ``TextFacts``: from its family rule's result ``res`` where it has one (the target),
+    else read from the config (a drafter, ``load_model_info``). ``model_config.attention_chunk_size``
+    is the text config's ``attention_chunk_size``; MiMo-V2-Flash's is dropped by vLLM (reference §12.6)."""
+    n = res.num_hidden_layers if res else (
+        view.int("decoder_layers") if family == "whisper" else view.int("num_hidden_layers")
+    )
+    hybrid = res.is_hybrid_mamba if res else family in HYBRID_FAMILIES
+    return TextFacts(
+        num_hidden_layers=n,
+        max_position_embeddings=view.opt_int("max_position_embeddings"),
+        attention_chunk_size=None if family == "mimo_v2_flash" else view.opt_int("attention_chunk_size"),
+        is_hybrid_mamba=hybrid,
+        mamba_chunk_size=(res.mamba_chunk_size if res else mamba_chunk_size(view)) if hybrid else None,
+    )
+
+
+def selector_head_size(view: HFView) -> int | None:
+    """The attention head size vLLM's selector reads (model_config.get_head_size: head_dim, else
+    hidden_size // num_attention_heads); None when neither is there (``head_size`` refuses that)."""
+    head_dim = view.opt_int("head_dim")
+    if head_dim:
+        return head_dim
+    hidden, heads = view.opt_int("hidden_size"), view.opt_int("num_attention_heads")
+    return hidden // heads if hidden and heads else None
 
 
 def family_of(architecture: str | None, model_type: str | None) -> str | None:

@@ -17,7 +17,7 @@ from kvplan import bounds
 from kvplan.errors import ConfigError, OptionError
 from kvplan.model import drafters, families, methods
 from kvplan.model.families import Built, Context
-from kvplan.model.hfconfig import HFView, build_config_object, read_config_json, text_view
+from kvplan.model.hfconfig import HFView
 from kvplan.model.options import (
     AttentionFacts,
     ServingOptions,
@@ -27,7 +27,7 @@ from kvplan.model.options import (
     resolve_model_dtype,
     with_quant_config,
 )
-from kvplan.model.source import ModelSource, resolve_model
+from kvplan.model.source import ModelSource, read_config_json, resolve_model
 from kvplan.model.traits import ConfigFacts, config_facts
 from kvplan.specs import LayerSpec
 from kvplan.units import plural
@@ -126,7 +126,8 @@ class ModelDraft:
         """The facts an engine's block-size rule reads (the head size read only when asked: a config
         view without ``head_dim`` would ask transformers)."""
         p = self.parsed
-        return AttentionFacts(use_mla=self.use_mla, use_sparse=self.sparse_mla, head_size=_head_size(p.text),
+        return AttentionFacts(use_mla=self.use_mla, use_sparse=self.sparse_mla,
+                               head_size=families.selector_head_size(p.text),
                                has_sink=p.model_type == "gpt_oss", kv_cache_dtype=self.cache_str)
 
 
@@ -174,9 +175,7 @@ def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     model_type = model_type or ""
     _check_bounds(path, raw)
     # Validate the raw fields we read before transformers does (its errors are not one-liners).
-    obj = build_config_object(raw, path) if model_type else None
-    top = HFView(raw, obj, path=path)
-    text = text_view(raw, obj, path)
+    top, text = families.config_views(raw, path)
     return _Parsed(source, raw, top, text, arch, model_type, family, speculators, quant_file)
 
 
@@ -203,41 +202,20 @@ def _check_spec_bounds(path: str, layers: tuple[LayerSpec, ...]) -> None:
                                               f"of {bound:,}", "fix the config (docs/reference.md: Plausibility bounds)")
 
 
-def _head_size(text: HFView) -> int | None:
-    """The attention head size vLLM's selector reads (model_config.get_head_size: head_dim, else
-    hidden_size // num_attention_heads)."""
-    head_dim = text.opt_int("head_dim")
-    if head_dim:
-        return head_dim
-    hidden, heads = text.opt_int("hidden_size"), text.opt_int("num_attention_heads")
-    return hidden // heads if hidden and heads else None
-
-
-def _attention_chunk_size(p: _Parsed) -> int | None:
-    """``model_config.attention_chunk_size`` = the text config's ``attention_chunk_size``;
-    MiMo-V2-Flash's is dropped by vLLM (reference §12.6)."""
-    if p.family == "mimo_v2_flash":
-        return None
-    return p.text.opt_int("attention_chunk_size")
-
-
 def _info(p: _Parsed, dtype: str, res: families.FamilyResult | None = None) -> ModelInfo:
-    n = res.num_hidden_layers if res else (
-        p.text.int("decoder_layers") if p.family == "whisper" else p.text.int("num_hidden_layers")
-    )
+    facts = families.text_facts(p.text, p.family, res)
     return ModelInfo(
         source=p.source,
         config=p.raw,
         model_type=p.model_type,
         architecture=p.architecture,
         family=p.family,
-        num_hidden_layers=n,
+        num_hidden_layers=facts.num_hidden_layers,
         dtype=dtype,
-        max_position_embeddings=p.text.opt_int("max_position_embeddings"),
-        attention_chunk_size=_attention_chunk_size(p),
-        is_hybrid_mamba=res.is_hybrid_mamba if res else p.family in families.HYBRID_FAMILIES,
-        mamba_chunk_size=(res.mamba_chunk_size if res else families.mamba_chunk_size(p.text))
-        if (res.is_hybrid_mamba if res else p.family in families.HYBRID_FAMILIES) else None,
+        max_position_embeddings=facts.max_position_embeddings,
+        attention_chunk_size=facts.attention_chunk_size,
+        is_hybrid_mamba=facts.is_hybrid_mamba,
+        mamba_chunk_size=facts.mamba_chunk_size,
         provenance=p.source.provenance,
         text_config=p.text.raw,
     )

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
-from kvplan.model.hfconfig import read_config_json
+from kvplan.model.source import read_config_json
 from kvplan.units import CACHE_DTYPES, MODEL_DTYPES
 
 

@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvplan.errors import KvplanError, ModelNotFoundError
+from kvplan.errors import ConfigError, KvplanError, ModelNotFoundError
 from kvplan.model import catalog
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -63,6 +63,33 @@ class ModelSource:
     def __post_init__(self) -> None:
         if not self.model_id:
             object.__setattr__(self, "model_id", self.requested)
+
+
+def read_config_json(path: str) -> dict:
+    """The JSON object in ``path``; a one-line ConfigError for every way that fails."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise ConfigError(path, None, "file not found", "pass a path to a config.json or a directory holding one") from None
+    except IsADirectoryError:
+        raise ConfigError(path, None, "is a directory without a config.json", "pass the config.json inside it") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(path, None, f"cannot read it ({e.__class__.__name__}: {e})", "check the file") from None
+    try:
+        # Python's json accepts Infinity/NaN, as Hugging Face's loader does
+        # (nvidia/Nemotron-H-56B-Base-8K has time_step_limit [0.0, Infinity]).
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            path, None, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", "fix the JSON syntax"
+        ) from None
+    except RecursionError:
+        raise ConfigError(path, None, "its JSON nests deeper than Python's parser goes",
+                          "pass a Hugging Face config.json") from None
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, f"expected a JSON object, got {type(data).__name__}", "pass a Hugging Face config.json")
+    return data
 
 
 def hf_hub_cache_dir() -> Path:
