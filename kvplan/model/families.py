@@ -414,6 +414,13 @@ def head_size(view: HFView) -> int:
     return hidden // heads
 
 
+def full_attention_spec(view: HFView, ctx: Context) -> KVCacheSpec:
+    """A full-attention layer of the config's ``num_key_value_heads`` (split over TP, recorded for the
+    engine's check) and ``head_size``: the MTP decoder layers of Qwen3-Next/3.5 and MiMo."""
+    return attn_spec(ctx, num_kv_heads=kv_heads_per_rank(view, ctx, view.int("num_key_value_heads")),
+                     head_size=head_size(view))
+
+
 def check_attention_heads(view: HFView, ctx: Context, heads: int, key: str = "num_attention_heads") -> None:
     """Record the heads ``ModelConfig.verify_with_parallel_config`` divides by TP (the engine's
     ``prechecks.check_attention_heads`` reports vLLM's refusal as a start-up failure)."""
@@ -1249,6 +1256,25 @@ def build_lfm(view: HFView, ctx: Context) -> FamilyResult:
                         mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
 
 
+# MTP heads that are more decoder layers of the target's own full attention, numbered after its layers:
+# vLLM's mimo_mtp.py builds ``num_nextn_predict_layers`` Qwen2 decoder layers from ``num_hidden_layers`` on
+# (checked: tests/golden/architectures/0.34.0/MiMoMTPModel.json).
+MTP_DECODER_ARCHS = frozenset({"MiMoForCausalLM"})
+
+
+def mtp_count(view: HFView, family: str, architecture: str | None = None) -> int:
+    """How many MTP layers vLLM builds: DeepSeek and MiMo ``num_nextn_predict_layers``; Qwen3-Next
+    ``num_nextn_predict_layers`` (vLLM's default 1); Qwen3.5 ``mtp_num_hidden_layers``."""
+    if family == "deepseek" or architecture in MTP_DECODER_ARCHS:
+        return view.int("num_nextn_predict_layers", 0, minimum=0)
+    if family == "gdn":
+        v = view.get("mtp_num_hidden_layers", None)
+        if v is not None:
+            return view.check_int("mtp_num_hidden_layers", v, minimum=0)
+        return view.int("num_nextn_predict_layers", 1, minimum=0)
+    return 0
+
+
 @dataclass(frozen=True)
 class Family:
     """One family rule, the one record every layer asks (``family_of`` gives the key).
@@ -1257,7 +1283,7 @@ class Family:
     the names of the weight rules in ``kvplan.budget.inventory`` for the decoder and for
     the MTP layers (None: kvplan has no weight count; the model layer never imports the
     budget layer, so the rule is named, and a test holds every name to a function there).
-    ``mtp``: the family has MTP layers (``drafters.mtp_count`` says how many)."""
+    ``mtp``: the family has MTP layers (``mtp_count`` says how many)."""
 
     key: str
     layers: Callable[[HFView, Context], FamilyResult]

@@ -395,7 +395,7 @@ def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
             method, why = drafters.infer_method(draft_p.text, draft_p.architecture)
             notes.append(f"speculative method {method} inferred: {why}")
     else:
-        has_mtp = drafters.mtp_count(p.text, p.family, p.architecture) > 0
+        has_mtp = families.mtp_count(p.text, p.family, p.architecture) > 0
         if method is None and options.num_speculative_tokens is not None:
             if not has_mtp:
                 raise OptionError(
