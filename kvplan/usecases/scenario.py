@@ -142,8 +142,8 @@ def serving_options(s: ServingInput, era: Era):
 
 
 def model_facts(layout, era, *, disable_sliding_window: bool = False):
-    """The engine's ``ModelFacts`` of a built layout under ``era``: the layout's fields, the lengths
-    the one its era's YaRN reading and ``disable_sliding_window`` make (``ConfigFacts.max_lengths``)."""
+    """The engine's ``ModelFacts`` of a built layout under ``era``: the layout's fields, with the
+    lengths of ``era``'s YaRN reading and ``disable_sliding_window`` (``ConfigFacts.max_lengths``)."""
     from kvplan.engines.vllm.plan import ModelFacts
 
     c = layout.config_facts
