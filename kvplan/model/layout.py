@@ -27,7 +27,7 @@ from kvplan.model.options import (
     resolve_model_dtype,
     with_quant_config,
 )
-from kvplan.model.source import ModelSource, read_config_json, resolve_model
+from kvplan.model.source import ModelSource, quant_config_beside, read_config_json, resolve_model
 from kvplan.model.traits import ConfigFacts, config_facts
 from kvplan.specs import LayerSpec
 from kvplan.units import plural
@@ -153,7 +153,7 @@ def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     speculators = None
     if drafters.is_speculators(raw):
         speculators, raw = raw, drafters.speculators_pretrained_config(raw, path)
-    raw, quant_file = with_quant_config(raw, path)
+    raw, quant_file = with_quant_config(raw, path, quant_config_beside(raw, path))
     raw = apply_hf_overrides(raw, hf_overrides)
     archs = raw.get("architectures")
     model_type = raw.get("model_type")

@@ -92,6 +92,16 @@ def read_config_json(path: str) -> dict:
     return data
 
 
+def quant_config_beside(raw: dict, path: str) -> tuple[dict | None, str | None]:
+    """``(its JSON, its path)`` of the ``hf_quant_config.json`` beside the config.json at ``path``, which
+    vLLM reads when config.json (``raw``) has no ``quantization_config`` (ModelOpt <= 0.29:
+    ``kvplan.model.options.with_quant_config``); ``(None, None)`` when it has one or there is none."""
+    sibling = Path(path).parent / "hf_quant_config.json"
+    if raw.get("quantization_config") is None and Path(path).name == "config.json" and sibling.is_file():
+        return read_config_json(str(sibling)), str(sibling)
+    return None, None
+
+
 def hf_hub_cache_dir() -> Path:
     """huggingface_hub's cache directory, resolved from the same environment variables."""
     if os.environ.get("HF_HUB_CACHE"):
