@@ -145,6 +145,33 @@ def test_yarn_model_ceiling_differs_between_018_and_034(tmp_path):
         "(max_position_embeddings=40960.0 or model_max_length=None in model's config.json).")
 
 
+def test_layout_carries_the_lengths_of_every_era(tmp_path):
+    # The model stage works the lengths out once (ConfigFacts.max_lengths); a layout simulated under
+    # another era (compare reuses it) reads that era's YaRN reading, not the one it was built under.
+    from kvplan.engines.vllm.releases import era_names, get_era
+    from kvplan.engines.vllm.proposals import PROPOSALS
+    from kvplan.model.limits import YARN_MAX_LEN_READINGS
+    from kvplan.usecases.scenario import config_max_model_len, model_facts
+
+    assert {get_era(n).yarn_max_len for n in era_names()} | {e.yarn_max_len for e in PROPOSALS.values()} \
+        <= set(YARN_MAX_LEN_READINGS)
+    cfg = json.loads((__import__("pathlib").Path(kvplan.__file__).parent.parent / "configs" / LLAMA /
+                      "config.json").read_text())
+    cfg.update(max_position_embeddings=40960, sliding_window=2047,
+               rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    layout = build_layout(Scenario(model=str(tmp_path)))
+    for era in (get_era("vllm==0.18.0"), get_era("vllm==0.34.0")):
+        for dsw in (False, True):
+            kw = dict(disable_sliding_window=dsw, yarn_max_len=era.yarn_max_len)
+            facts = model_facts(layout, era, disable_sliding_window=dsw)
+            assert facts.max_model_len == derive_max_model_len(cfg, **kw)
+            assert facts.derived_max_len == derived_max_len(cfg, **kw)
+            assert config_max_model_len(layout, era, None, disable_sliding_window=dsw) == facts.max_model_len
+    assert model_facts(layout, get_era("vllm==0.18.0")).max_model_len == 131072
+    assert model_facts(layout, get_era("vllm==0.34.0")).max_model_len == 40960
+
+
 # ------------------------------------------------------------------ VLLM_PP_LAYER_PARTITION
 
 

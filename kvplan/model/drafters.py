@@ -16,14 +16,14 @@ from kvplan.model.families import (
     EAGLE1_ARCHS,
     FAMILIES,
     EAGLE3_ARCHS,
+    MTP_DECODER_ARCHS,
     Built,
     Context,
     FamilyResult,
-    attn_spec,
-    head_size,
-    kv_heads_per_rank,
+    full_attention_spec,
     llama_layers,
     mla_layer,
+    mtp_count,
 )
 from kvplan.model.hfconfig import HFView
 from kvplan.model.methods import SPEC_METHODS
@@ -74,25 +74,6 @@ def draft_model_layers(draft_view: HFView, dctx: Context, family: str, last_inde
     return res
 
 
-# MTP heads that are more decoder layers of the target's own full attention, numbered after its layers:
-# vLLM's mimo_mtp.py builds ``num_nextn_predict_layers`` Qwen2 decoder layers from ``num_hidden_layers`` on
-# (checked: tests/golden/architectures/0.34.0/MiMoMTPModel.json).
-MTP_DECODER_ARCHS = frozenset({"MiMoForCausalLM"})
-
-
-def mtp_count(view: HFView, family: str, architecture: str | None = None) -> int:
-    """How many MTP layers vLLM builds: DeepSeek and MiMo ``num_nextn_predict_layers``; Qwen3-Next
-    ``num_nextn_predict_layers`` (vLLM's default 1); Qwen3.5 ``mtp_num_hidden_layers``."""
-    if family == "deepseek" or architecture in MTP_DECODER_ARCHS:
-        return view.int("num_nextn_predict_layers", 0, minimum=0)
-    if family == "gdn":
-        v = view.get("mtp_num_hidden_layers", None)
-        if v is not None:
-            return view.check_int("mtp_num_hidden_layers", v, minimum=0)
-        return view.int("num_nextn_predict_layers", 1, minimum=0)
-    return 0
-
-
 def mtp_layers(view: HFView, ctx: Context, family: str, target_layers: int, last_index: int,
                architecture: str | None = None) -> list[Built]:
     """MTP layers are target-architecture layers (reference §6):
@@ -103,19 +84,16 @@ def mtp_layers(view: HFView, ctx: Context, family: str, target_layers: int, last
     count = mtp_count(view, family, architecture)
     out: list[Built] = []
     if architecture in MTP_DECODER_ARCHS:
-        kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads"))
-        hd = head_size(view)
+        spec = full_attention_spec(view, ctx)
         for i in range(count):
-            out.append(Built(f"model.layers.{target_layers + i}.self_attn.attn",
-                             attn_spec(ctx, num_kv_heads=kv, head_size=hd), last_index))
+            out.append(Built(f"model.layers.{target_layers + i}.self_attn.attn", spec, last_index))
     elif family == "deepseek":
         for i in range(count):
             out += [replace(b, layer_index=last_index) for b in mla_layer(view, ctx, target_layers + i, "model")]
     elif family == "gdn":
-        kv = kv_heads_per_rank(view, ctx, view.int("num_key_value_heads"))
-        hd = head_size(view)
+        spec = full_attention_spec(view, ctx)
         for i in range(count):
-            out.append(Built(f"mtp.layers.{i}.self_attn.attn", attn_spec(ctx, num_kv_heads=kv, head_size=hd), last_index))
+            out.append(Built(f"mtp.layers.{i}.self_attn.attn", spec, last_index))
     return out
 
 

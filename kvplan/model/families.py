@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
-from kvplan.model.hfconfig import HFView
+from kvplan.model.hfconfig import HFView, build_config_object, text_view
 from kvplan.specs import (
     ChunkedLocalAttentionSpec,
     CrossAttentionSpec,
@@ -304,6 +304,51 @@ class FamilyResult:
     num_hidden_layers: int = 0
 
 
+def config_views(raw: dict, path: str) -> tuple[HFView, HFView]:
+    """The config as the family rules read it (``HFView``): the whole of it and its text (decoder)
+    part, each seen through transformers' configuration class when ``model_type`` names one."""
+    obj = build_config_object(raw, path) if raw.get("model_type") else None
+    return HFView(raw, obj, path=path), text_view(raw, obj, path)
+
+
+@dataclass(frozen=True)
+class TextFacts:
+    """What the model stage reads from a text config beside the layers (``layout.ModelInfo``'s fields)."""
+
+    num_hidden_layers: int
+    max_position_embeddings: int | None
+    attention_chunk_size: int | None  # model_config.attention_chunk_size: vLLM's HMA decision reads it (§5)
+    is_hybrid_mamba: bool  # has Mamba / GDN / linear-state layers
+    mamba_chunk_size: int | None  # for vLLM's "all"-mode alignment
+
+
+def text_facts(view: HFView, family: str, res: FamilyResult | None = None) -> TextFacts:
+    """A model's ``TextFacts``: from its family rule's result ``res`` where it has one (the target),
+    else read from the config (a drafter, ``load_model_info``). ``model_config.attention_chunk_size``
+    is the text config's ``attention_chunk_size``; MiMo-V2-Flash's is dropped by vLLM (reference §12.6)."""
+    n = res.num_hidden_layers if res else (
+        view.int("decoder_layers") if family == "whisper" else view.int("num_hidden_layers")
+    )
+    hybrid = res.is_hybrid_mamba if res else family in HYBRID_FAMILIES
+    return TextFacts(
+        num_hidden_layers=n,
+        max_position_embeddings=view.opt_int("max_position_embeddings"),
+        attention_chunk_size=None if family == "mimo_v2_flash" else view.opt_int("attention_chunk_size"),
+        is_hybrid_mamba=hybrid,
+        mamba_chunk_size=(res.mamba_chunk_size if res else mamba_chunk_size(view)) if hybrid else None,
+    )
+
+
+def selector_head_size(view: HFView) -> int | None:
+    """The attention head size vLLM's selector reads (model_config.get_head_size: head_dim, else
+    hidden_size // num_attention_heads); None when neither is there (``head_size`` refuses that)."""
+    head_dim = view.opt_int("head_dim")
+    if head_dim:
+        return head_dim
+    hidden, heads = view.opt_int("hidden_size"), view.opt_int("num_attention_heads")
+    return hidden // heads if hidden and heads else None
+
+
 def family_of(architecture: str | None, model_type: str | None) -> str | None:
     if architecture and architecture in ARCH_FAMILY:
         return ARCH_FAMILY[architecture]
@@ -367,6 +412,13 @@ def head_size(view: HFView) -> int:
     hidden = view.int("hidden_size")
     heads = view.int("num_attention_heads")
     return hidden // heads
+
+
+def full_attention_spec(view: HFView, ctx: Context) -> KVCacheSpec:
+    """A full-attention layer of the config's ``num_key_value_heads`` (split over TP, recorded for the
+    engine's check) and ``head_size``: the MTP decoder layers of Qwen3-Next/3.5 and MiMo."""
+    return attn_spec(ctx, num_kv_heads=kv_heads_per_rank(view, ctx, view.int("num_key_value_heads")),
+                     head_size=head_size(view))
 
 
 def check_attention_heads(view: HFView, ctx: Context, heads: int, key: str = "num_attention_heads") -> None:
@@ -1204,6 +1256,25 @@ def build_lfm(view: HFView, ctx: Context) -> FamilyResult:
                         mamba_chunk_size=mamba_chunk_size(view), num_hidden_layers=n)
 
 
+# MTP heads that are more decoder layers of the target's own full attention, numbered after its layers:
+# vLLM's mimo_mtp.py builds ``num_nextn_predict_layers`` Qwen2 decoder layers from ``num_hidden_layers`` on
+# (checked: tests/golden/architectures/0.34.0/MiMoMTPModel.json).
+MTP_DECODER_ARCHS = frozenset({"MiMoForCausalLM"})
+
+
+def mtp_count(view: HFView, family: str, architecture: str | None = None) -> int:
+    """How many MTP layers vLLM builds: DeepSeek and MiMo ``num_nextn_predict_layers``; Qwen3-Next
+    ``num_nextn_predict_layers`` (vLLM's default 1); Qwen3.5 ``mtp_num_hidden_layers``."""
+    if family == "deepseek" or architecture in MTP_DECODER_ARCHS:
+        return view.int("num_nextn_predict_layers", 0, minimum=0)
+    if family == "gdn":
+        v = view.get("mtp_num_hidden_layers", None)
+        if v is not None:
+            return view.check_int("mtp_num_hidden_layers", v, minimum=0)
+        return view.int("num_nextn_predict_layers", 1, minimum=0)
+    return 0
+
+
 @dataclass(frozen=True)
 class Family:
     """One family rule, the one record every layer asks (``family_of`` gives the key).
@@ -1212,7 +1283,7 @@ class Family:
     the names of the weight rules in ``kvplan.budget.inventory`` for the decoder and for
     the MTP layers (None: kvplan has no weight count; the model layer never imports the
     budget layer, so the rule is named, and a test holds every name to a function there).
-    ``mtp``: the family has MTP layers (``drafters.mtp_count`` says how many)."""
+    ``mtp``: the family has MTP layers (``mtp_count`` says how many)."""
 
     key: str
     layers: Callable[[HFView, Context], FamilyResult]

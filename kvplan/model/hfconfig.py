@@ -1,4 +1,4 @@
-"""Read a ``config.json`` and see it the way vLLM sees it.
+"""See a ``config.json`` the way vLLM sees it (``kvplan.model.source`` reads it).
 
 vLLM builds its layers from a transformers configuration object, not from the raw
 JSON: the class fills defaults (``MistralConfig.sliding_window = 4096``) and derives
@@ -33,33 +33,6 @@ _MISSING = object()
 # vLLM's own config registry (vllm/transformers_utils/config.py ``_CONFIG_REGISTRY``)
 # maps these model types to DeepseekV3Config before transformers is asked.
 MODEL_TYPE_ALIASES = {"kimi_k2": "deepseek_v3", "deepseek_v32": "deepseek_v3"}
-
-
-def read_config_json(path: str) -> dict:
-    """The JSON object in ``path``; a one-line ConfigError for every way that fails."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise ConfigError(path, None, "file not found", "pass a path to a config.json or a directory holding one") from None
-    except IsADirectoryError:
-        raise ConfigError(path, None, "is a directory without a config.json", "pass the config.json inside it") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(path, None, f"cannot read it ({e.__class__.__name__}: {e})", "check the file") from None
-    try:
-        # Python's json accepts Infinity/NaN, as Hugging Face's loader does
-        # (nvidia/Nemotron-H-56B-Base-8K has time_step_limit [0.0, Infinity]).
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(
-            path, None, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", "fix the JSON syntax"
-        ) from None
-    except RecursionError:
-        raise ConfigError(path, None, "its JSON nests deeper than Python's parser goes",
-                          "pass a Hugging Face config.json") from None
-    if not isinstance(data, dict):
-        raise ConfigError(path, None, f"expected a JSON object, got {type(data).__name__}", "pass a Hugging Face config.json")
-    return data
 
 
 class HFView:

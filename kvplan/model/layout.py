@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from kvplan import bounds
 from kvplan.errors import ConfigError, OptionError
-from kvplan.model import catalog, drafters, families, methods
+from kvplan.model import drafters, families, methods
 from kvplan.model.families import Built, Context
-from kvplan.model.hfconfig import HFView, build_config_object, read_config_json, text_view
+from kvplan.model.hfconfig import HFView
 from kvplan.model.options import (
     AttentionFacts,
     ServingOptions,
@@ -27,7 +27,8 @@ from kvplan.model.options import (
     resolve_model_dtype,
     with_quant_config,
 )
-from kvplan.model.source import ModelSource, resolve_model
+from kvplan.model.source import ModelSource, quant_config_beside, read_config_json, resolve_model
+from kvplan.model.traits import ConfigFacts, config_facts
 from kvplan.specs import LayerSpec
 from kvplan.units import plural
 
@@ -69,6 +70,9 @@ class ModelLayout:
     kv_sharing_layers: tuple[str, ...]  # layers that reuse another layer's KV (no spec)
     warnings: tuple[str, ...]
     notes: tuple[str, ...]
+    # what the engine reads from the configs besides the layers (traits, lengths, hidden size, head
+    # counts, the drafter's word on its target), worked out once here: the stages after read its fields
+    config_facts: ConfigFacts
     # VLLM_PP_LAYER_PARTITION: the layers per stage vLLM uses (None = get_pp_indices' own split),
     # or the ValueError text get_pp_indices raises for it (the engine reports it as a start-up
     # failure; the layout then keeps the default split)
@@ -126,7 +130,8 @@ class ModelDraft:
         """The facts an engine's block-size rule reads (the head size read only when asked: a config
         view without ``head_dim`` would ask transformers)."""
         p = self.parsed
-        return AttentionFacts(use_mla=self.use_mla, use_sparse=self.sparse_mla, head_size=_head_size(p.text),
+        return AttentionFacts(use_mla=self.use_mla, use_sparse=self.sparse_mla,
+                               head_size=families.selector_head_size(p.text),
                                has_sink=p.model_type == "gpt_oss", kv_cache_dtype=self.cache_str)
 
 
@@ -152,7 +157,7 @@ def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     speculators = None
     if drafters.is_speculators(raw):
         speculators, raw = raw, drafters.speculators_pretrained_config(raw, path)
-    raw, quant_file = with_quant_config(raw, path)
+    raw, quant_file = with_quant_config(raw, path, quant_config_beside(raw, path))
     raw = apply_hf_overrides(raw, hf_overrides)
     archs = raw.get("architectures")
     model_type = raw.get("model_type")
@@ -174,9 +179,7 @@ def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     model_type = model_type or ""
     _check_bounds(path, raw)
     # Validate the raw fields we read before transformers does (its errors are not one-liners).
-    obj = build_config_object(raw, path) if model_type else None
-    top = HFView(raw, obj, path=path)
-    text = text_view(raw, obj, path)
+    top, text = families.config_views(raw, path)
     return _Parsed(source, raw, top, text, arch, model_type, family, speculators, quant_file)
 
 
@@ -203,49 +206,21 @@ def _check_spec_bounds(path: str, layers: tuple[LayerSpec, ...]) -> None:
                                               f"of {bound:,}", "fix the config (docs/reference.md: Plausibility bounds)")
 
 
-def _provenance(source: ModelSource) -> str | None:
-    if source.kind != "catalog":
-        return None
-    entry = catalog.index_entry(source.model_id)
-    return entry.get("provenance") if entry else None
-
-
-def _head_size(text: HFView) -> int | None:
-    """The attention head size vLLM's selector reads (model_config.get_head_size: head_dim, else
-    hidden_size // num_attention_heads)."""
-    head_dim = text.opt_int("head_dim")
-    if head_dim:
-        return head_dim
-    hidden, heads = text.opt_int("hidden_size"), text.opt_int("num_attention_heads")
-    return hidden // heads if hidden and heads else None
-
-
-def _attention_chunk_size(p: _Parsed) -> int | None:
-    """``model_config.attention_chunk_size`` = the text config's ``attention_chunk_size``;
-    MiMo-V2-Flash's is dropped by vLLM (reference §12.6)."""
-    if p.family == "mimo_v2_flash":
-        return None
-    return p.text.opt_int("attention_chunk_size")
-
-
 def _info(p: _Parsed, dtype: str, res: families.FamilyResult | None = None) -> ModelInfo:
-    n = res.num_hidden_layers if res else (
-        p.text.int("decoder_layers") if p.family == "whisper" else p.text.int("num_hidden_layers")
-    )
+    facts = families.text_facts(p.text, p.family, res)
     return ModelInfo(
         source=p.source,
         config=p.raw,
         model_type=p.model_type,
         architecture=p.architecture,
         family=p.family,
-        num_hidden_layers=n,
+        num_hidden_layers=facts.num_hidden_layers,
         dtype=dtype,
-        max_position_embeddings=p.text.opt_int("max_position_embeddings"),
-        attention_chunk_size=_attention_chunk_size(p),
-        is_hybrid_mamba=res.is_hybrid_mamba if res else p.family in families.HYBRID_FAMILIES,
-        mamba_chunk_size=(res.mamba_chunk_size if res else families.mamba_chunk_size(p.text))
-        if (res.is_hybrid_mamba if res else p.family in families.HYBRID_FAMILIES) else None,
-        provenance=_provenance(p.source),
+        max_position_embeddings=facts.max_position_embeddings,
+        attention_chunk_size=facts.attention_chunk_size,
+        is_hybrid_mamba=facts.is_hybrid_mamba,
+        mamba_chunk_size=facts.mamba_chunk_size,
+        provenance=p.source.provenance,
         text_config=p.text.raw,
         num_mtp_layers=drafters.mtp_count(p.text, p.family, p.architecture),
         sparse_mla=_sparse_mla(p),
@@ -431,7 +406,7 @@ def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
             method, why = drafters.infer_method(draft_p.text, draft_p.architecture)
             notes.append(f"speculative method {method} inferred: {why}")
     else:
-        has_mtp = drafters.mtp_count(p.text, p.family, p.architecture) > 0
+        has_mtp = families.mtp_count(p.text, p.family, p.architecture) > 0
         if method is None and options.num_speculative_tokens is not None:
             if not has_mtp:
                 raise OptionError(
@@ -562,6 +537,8 @@ def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
         kv_sharing_layers=tuple(kv_sharing),
         warnings=tuple(warnings),
         notes=tuple(notes),
+        config_facts=config_facts(p.raw, p.architecture, layers, method,
+                                  drafter_info.config if drafter_info else None),
         pp_partition=partition,
         pp_partition_error=partition_error,
         pp_bounds=tuple(bounds),

@@ -22,7 +22,7 @@ vLLM's ``_get_and_verify_max_len`` (``vllm/config/model.py``: 0.18.0 line 1949, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _MAX_LEN_KEYS = (
     "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
@@ -44,10 +44,10 @@ class DerivedLength:
     value: int | float
     key: str | None
     model_max_length: int | None = None
+    tokens: int = field(init=False)  # ``value`` as a whole number of tokens
 
-    @property
-    def tokens(self) -> int:
-        return int(self.value)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tokens", int(self.value))
 
 
 def text_config(config: dict) -> dict:
@@ -118,3 +118,26 @@ def derive_max_model_len(config: dict, *, disable_sliding_window: bool = False,
             cfg.get("original_max_position_embeddings")):
         return int(cfg["original_max_position_embeddings"])
     return derived_max_len(config, disable_sliding_window=disable_sliding_window, yarn_max_len=yarn_max_len).tokens
+
+
+# the two readings of YaRN an era can make (``Era.yarn_max_len``)
+YARN_MAX_LEN_READINGS = ("factor_in_length", "original_times_factor")
+
+
+@dataclass(frozen=True)
+class MaxLength:
+    """vLLM's lengths for a model under one reading of YaRN and one ``--disable-sliding-window``:
+    the default ``max_model_len`` (``derive_max_model_len``) and the ceiling a given one is checked
+    against (``derived_max_len``)."""
+
+    max_model_len: int
+    derived: DerivedLength
+
+
+def max_lengths(config: dict) -> dict[tuple[str, bool], MaxLength]:
+    """The model's lengths under every ``(Era.yarn_max_len, --disable-sliding-window)``: worked out
+    once when the model is read, so that a layout simulated under several eras (``compare``) reads
+    the one its era makes."""
+    return {(yarn, dsw): MaxLength(derive_max_model_len(config, disable_sliding_window=dsw, yarn_max_len=yarn),
+                                   derived_max_len(config, disable_sliding_window=dsw, yarn_max_len=yarn))
+            for yarn in YARN_MAX_LEN_READINGS for dsw in (False, True)}

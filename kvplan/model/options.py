@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pathlib import Path
-
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
-from kvplan.model.hfconfig import read_config_json
 from kvplan.units import CACHE_DTYPES, MODEL_DTYPES
 
 
@@ -144,7 +141,8 @@ def normalize_quantization_config(quant: dict, path: str) -> dict:
     return q
 
 
-def with_quant_config(raw: dict, path: str) -> tuple[dict, str | None]:
+def with_quant_config(raw: dict, path: str, beside: tuple[dict | None, str | None] = (None, None)
+                      ) -> tuple[dict, str | None]:
     """``(config, source)``: the config with the ``quantization_config`` vLLM attaches, normalised.
 
     vLLM's ``get_config`` (transformers_utils/config.py, 0.34.0 lines 996-1007; 0.33.0 lines 951-962;
@@ -152,12 +150,9 @@ def with_quant_config(raw: dict, path: str) -> tuple[dict, str | None]:
     ``hf_quant_config.json`` in the same directory (ModelOpt <= 0.29, e.g.
     nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4). ``source`` names the file when it was the latter.
     kvplan looks beside the config.json it read (a local directory, the bundled catalog, the HF cache;
-    ``--download`` fetches it into the snapshot beside config.json)."""
-    quant, source = raw.get("quantization_config"), None
-    if quant is None:
-        sibling = Path(path).parent / "hf_quant_config.json"
-        if Path(path).name == "config.json" and sibling.is_file():
-            quant, source = read_config_json(str(sibling)), str(sibling)
+    ``--download`` fetches it into the snapshot beside config.json): ``beside`` is that file as
+    ``kvplan.model.source.quant_config_beside`` read it."""
+    quant, source = beside if beside[1] is not None else (raw.get("quantization_config"), None)
     if not isinstance(quant, dict):
         return raw, None
     return {**raw, "quantization_config": normalize_quantization_config(quant, source or path)}, source

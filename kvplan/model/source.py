@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvplan.errors import KvplanError, ModelNotFoundError
+from kvplan.errors import ConfigError, KvplanError, ModelNotFoundError
 from kvplan.model import catalog
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -58,10 +58,48 @@ class ModelSource:
     model_id: str = ""  # the id as resolved (catalog/cache spelling, inferred org); the argument for a path
     note: str | None = None  # how the argument became model_id, when it is not the argument as written
     download: bool = False  # --download was given: the checkpoint's index and headers may be fetched too
+    provenance: str | None = None  # a bundled config's INDEX.json provenance ("genuine" / "reconstructed")
 
     def __post_init__(self) -> None:
         if not self.model_id:
             object.__setattr__(self, "model_id", self.requested)
+
+
+def read_config_json(path: str) -> dict:
+    """The JSON object in ``path``; a one-line ConfigError for every way that fails."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise ConfigError(path, None, "file not found", "pass a path to a config.json or a directory holding one") from None
+    except IsADirectoryError:
+        raise ConfigError(path, None, "is a directory without a config.json", "pass the config.json inside it") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(path, None, f"cannot read it ({e.__class__.__name__}: {e})", "check the file") from None
+    try:
+        # Python's json accepts Infinity/NaN, as Hugging Face's loader does
+        # (nvidia/Nemotron-H-56B-Base-8K has time_step_limit [0.0, Infinity]).
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            path, None, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", "fix the JSON syntax"
+        ) from None
+    except RecursionError:
+        raise ConfigError(path, None, "its JSON nests deeper than Python's parser goes",
+                          "pass a Hugging Face config.json") from None
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, f"expected a JSON object, got {type(data).__name__}", "pass a Hugging Face config.json")
+    return data
+
+
+def quant_config_beside(raw: dict, path: str) -> tuple[dict | None, str | None]:
+    """``(its JSON, its path)`` of the ``hf_quant_config.json`` beside the config.json at ``path``, which
+    vLLM reads when config.json (``raw``) has no ``quantization_config`` (ModelOpt <= 0.29:
+    ``kvplan.model.options.with_quant_config``); ``(None, None)`` when it has one or there is none."""
+    sibling = Path(path).parent / "hf_quant_config.json"
+    if raw.get("quantization_config") is None and Path(path).name == "config.json" and sibling.is_file():
+        return read_config_json(str(sibling)), str(sibling)
+    return None, None
 
 
 def hf_hub_cache_dir() -> Path:
@@ -334,7 +372,8 @@ def _not_here(model: str) -> ModelNotFoundError:
 
 
 def _resolved(found: ModelSource, requested: str, note: str) -> ModelSource:
-    return ModelSource(requested, found.kind, found.path, found.revision, found.model_id, note, found.download)
+    return ModelSource(requested, found.kind, found.path, found.revision, found.model_id, note, found.download,
+                       found.provenance)
 
 
 def resolve_model(model: str, *, revision: str | None = None, download: bool = False) -> ModelSource:
@@ -361,7 +400,9 @@ def resolve_model(model: str, *, revision: str | None = None, download: bool = F
         spelled = _match_case(model, bundled_ids)
         bundled = catalog.catalog_config_path(spelled) if spelled else None
         if bundled is not None:
-            return ModelSource(requested, "catalog", str(bundled), None, spelled, note)
+            entry = catalog.index_entry(spelled)
+            return ModelSource(requested, "catalog", str(bundled), None, spelled, note,
+                               provenance=entry.get("provenance") if entry else None)
         tried.append("bundled catalog")
     else:
         tried.append("bundled catalog (skipped: it has no revisions)")

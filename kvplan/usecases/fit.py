@@ -100,10 +100,7 @@ def layout_decision(plan) -> LayoutDecision:
 
 
 def _model_max_len(b: _Budgeted) -> int:
-    from kvplan.model.limits import derive_max_model_len
-
-    return derive_max_model_len(b.layout.target.config, disable_sliding_window=b.scenario.disable_sliding_window,
-                                yarn_max_len=b.era.yarn_max_len)
+    return b.layout.config_facts.max_lengths[b.era.yarn_max_len, b.scenario.disable_sliding_window].max_model_len
 
 
 # --------------------------------------------------------------------------- question 1

@@ -143,63 +143,46 @@ def serving_options(s: ServingInput, era: Era):
 
 
 def model_facts(layout, era, *, disable_sliding_window: bool = False):
+    """The engine's ``ModelFacts`` of a built layout under ``era``: the layout's fields, with the
+    lengths of ``era``'s YaRN reading and ``disable_sliding_window`` (``ConfigFacts.max_lengths``)."""
     from kvplan.engines.vllm.plan import ModelFacts
-    from kvplan.model.limits import derive_max_model_len, derived_max_len, text_config
-    from kvplan.model.traits import model_traits
 
-    config = layout.target.config
+    c = layout.config_facts
+    length = c.max_lengths[era.yarn_max_len, disable_sliding_window]
     return ModelFacts(
-        max_model_len=derive_max_model_len(config, disable_sliding_window=disable_sliding_window,
-                                           yarn_max_len=era.yarn_max_len),
-        derived_max_len=derived_max_len(config, disable_sliding_window=disable_sliding_window,
-                                        yarn_max_len=era.yarn_max_len),
+        max_model_len=length.max_model_len,
+        derived_max_len=length.derived,
         num_hidden_layers=layout.target.num_hidden_layers,
-        pp_partition=getattr(layout, "pp_partition", None),
-        pp_partition_error=getattr(layout, "pp_partition_error", None),
+        pp_partition=layout.pp_partition,
+        pp_partition_error=layout.pp_partition_error,
         num_speculative_tokens_missing=layout.num_speculative_tokens_missing,
         kv_cache_dtype=layout.kv_cache_dtype,
         model_dtype=layout.target.dtype,
-        target_hidden_size=_opt_int(text_config(config), "hidden_size"),
+        target_hidden_size=c.hidden_size,
         drafter_target_hidden_size=drafter_target_hidden_size(layout),
-        tp_checks=getattr(layout, "tp_checks", ()),
-        block_size_decision=getattr(layout, "block_size_decision", None),
-        traits=model_traits(layout),
+        tp_checks=layout.tp_checks,
+        block_size_decision=layout.block_size_decision,
+        traits=c.traits,
         attention_chunk_size=layout.target.attention_chunk_size,
         speculative_method=layout.speculative_method,
         num_speculative_tokens=layout.num_speculative_tokens,
         mamba_chunk_size=layout.target.mamba_chunk_size,
         drafter_ptd_token=drafter_has_ptd_token(layout),
         use_mla=any(ls.spec.kind == "mla" for ls in layout.layers),
-        total_num_kv_heads=_opt_int(text_config(layout.target.config), "num_key_value_heads",
-                                    "num_attention_heads"),
-        total_num_attention_heads=_opt_int(text_config(layout.target.config), "num_attention_heads"),
+        total_num_kv_heads=c.total_num_kv_heads,
+        total_num_attention_heads=c.total_num_attention_heads,
     )
 
 
-def _opt_int(cfg: dict, *keys: str) -> int | None:
-    """The first integer among ``keys`` in a config (None when none is)."""
-    return next((cfg[k] for k in keys if isinstance(cfg.get(k), int) and not isinstance(cfg.get(k), bool)), None)
-
-
 def drafter_target_hidden_size(layout) -> int | None:
-    """The hidden size an EAGLE/EAGLE-3 drafter expects from its target: the draft config's
-    ``target_hidden_size``, else its own ``hidden_size`` (vLLM's llama_eagle3.py / llama_eagle.py);
-    None for other methods (a draft model runs on its own)."""
-    from kvplan.model.limits import text_config
-
-    d = layout.drafter
-    if d is None or layout.speculative_method not in ("eagle", "eagle3") or not isinstance(d.config, dict):
-        return None
-    return _opt_int(text_config(d.config), "target_hidden_size", "hidden_size")
+    """The hidden size an EAGLE/EAGLE-3 drafter expects from its target (``ConfigFacts``); None for
+    other methods."""
+    return layout.config_facts.drafter_target_hidden_size
 
 
 def drafter_has_ptd_token(layout) -> bool:
-    """A P-EAGLE head: its config carries the masked-slot token (``ptd_token_id``) vLLM reads once
-    ``speculative_config.parallel_drafting`` is on (0.33.0 ``get_parallel_drafting_token_id``,
-    v1/worker/gpu/spec_decode/utils.py); the token alone does not turn parallel drafting on."""
-    d = layout.drafter
-    return bool(d is not None and layout.speculative_method in ("eagle", "eagle3")
-                and isinstance(d.config, dict) and d.config.get("ptd_token_id") is not None)
+    """A P-EAGLE head: its config carries ``ptd_token_id`` (``ConfigFacts.drafter_ptd_token``)."""
+    return layout.config_facts.drafter_ptd_token
 
 
 def run_search(search, rerun):
@@ -245,10 +228,7 @@ def config_max_model_len(layout, era, max_model_len: int | None, *, disable_slid
     model's derived length (auto-fit, -1, runs later, at the KV cache)."""
     if max_model_len is not None and max_model_len > 0:
         return max_model_len
-    from kvplan.model.limits import derive_max_model_len
-
-    return derive_max_model_len(layout.target.config, disable_sliding_window=disable_sliding_window,
-                                yarn_max_len=era.yarn_max_len)
+    return layout.config_facts.max_lengths[era.yarn_max_len, disable_sliding_window].max_model_len
 
 
 def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era, kv_bytes: int,

@@ -259,8 +259,7 @@ def layer_record(target: Target, model: str | None) -> dict | None:
     if model is None:
         return None
     from kvplan.errors import KvplanError
-    from kvplan.model.hfconfig import read_config_json
-    from kvplan.model.source import resolve_model
+    from kvplan.model.source import read_config_json, resolve_model
 
     try:
         config = read_config_json(resolve_model(model).path)

@@ -49,10 +49,13 @@ block sizes, budgets and log lines for the V2 models as for the V1 ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvplan.engines.vllm.eras import Era
-from kvplan.model.traits import ModelTraits
 from kvplan.engines.vllm.grouping import EngineFailure
+
+if TYPE_CHECKING:  # the model stage's record; the engine only reads its fields
+    from kvplan.model.traits import ModelTraits
 
 V2_UNSUPPORTED = "Model Runner V2 does not yet support: {}"
 V1_REMOVED = ("VLLM_USE_V2_MODEL_RUNNER=0 is no longer supported: Model Runner V1 has been removed. "
