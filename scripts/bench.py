@@ -32,6 +32,8 @@ CLI_CASES = [
       "--kv-cache-memory", "40GiB", "--max-model-len", "131072", "--format", "json"]),
     ("simulate gemma-3-27b 40GiB (table)",
      ["simulate", "google/gemma-3-27b-it", "--kv-cache-memory", "40GiB", "--max-model-len", "131072"]),
+    ("simulate gpt-oss-20b on an H100 (json)",  # the budget's weight rules read the config too
+     ["simulate", "openai/gpt-oss-20b", "--gpu", "H100-80GB", "--format", "json"]),
 ]
 
 

@@ -5,8 +5,9 @@ A bundled model's first run then answers from this file instead of importing tra
 (issue #23: first run <= 1.2 s). The entries are the config cache's (``kvplan/model/config_cache.py``):
 what transformers' configuration classes answered for each attribute kvplan read, recorded by
 running, with an empty cache and the shipped file off, every command path the catalog takes:
-``inspect`` of every bundled model and the bundled drafter pairs, and the benchmark's simulate
-runs. ``tests/test_config_cache.py`` checks the shipped answers against the installed transformers.
+``inspect`` of every bundled model and the bundled drafter pairs, every bundled model's KV budget
+on a card (``--gpu H100-80GB``: the weight rules read more of the config than the layout does), and
+the benchmark's simulate runs. ``tests/test_config_cache.py`` checks the shipped answers against the installed transformers.
 
     python scripts/catalog_resolved.py
 """
@@ -35,6 +36,12 @@ for m in list_catalog():
 for target, drafter in [("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE"),
                         ("mistralai/Mistral-7B-v0.1", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")]:
     inspect_body(build_model_layout(target, drafter, ServingOptions(num_speculative_tokens=3)), ServingOptions())
+from kvplan.usecases.scenario import run_scenario, scenario_from
+for m in list_catalog():  # the budget's weight rules read more of the config than the layout
+    try:
+        run_scenario(scenario_from(m["id"], {"gpu": "H100-80GB"}), fixes=False)
+    except KvplanError:
+        pass
 """
 
 

@@ -28,7 +28,14 @@ for target, drafter in [("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE"),
                         ("mistralai/Mistral-7B-v0.1", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")]:
     layout = build_model_layout(target, drafter, ServingOptions(num_speculative_tokens=3))
     out[target + "+" + drafter] = {**to_data(inspect_body(layout, ServingOptions())), "warnings": list(layout.warnings)}
-json.dump({"layouts": out, "transformers_imported": "transformers" in sys.modules}, sys.stdout)
+from kvplan.usecases.scenario import run_scenario, scenario_from
+budgets = {}
+for m in list_catalog():  # the budget's weight rules read more of the config than the layout
+    try:
+        budgets[m["id"]] = to_data(run_scenario(scenario_from(m["id"], {"gpu": "H100-80GB"}), fixes=False).budget)
+    except KvplanError as e:
+        budgets[m["id"]] = "error: " + str(e)
+json.dump({"layouts": out, "budgets": budgets, "transformers_imported": "transformers" in sys.modules}, sys.stdout)
 """
 
 
@@ -49,15 +56,18 @@ def test_warm_runs_match_cold_runs_without_transformers(tmp_path):
     assert any(tmp_path.rglob("*.json"))
     warm = _run(tmp_path)
     assert warm["layouts"] == cold["layouts"]
+    assert warm["budgets"] == cold["budgets"]
     assert not warm["transformers_imported"]
 
 
 def test_shipped_resolved_views_match_transformers(tmp_path):
     """The bundled configs' shipped views (kvplan/model/catalog_resolved.json, scripts/catalog_resolved.py)
-    give the layouts the installed transformers gives, and a first run never imports it."""
+    give the layouts and the KV budgets on a card the installed transformers gives, and a first run never
+    imports it."""
     cold = _run(tmp_path / "real")
     shipped = _run(tmp_path / "shipped", shipped=True)
     assert shipped["layouts"] == cold["layouts"]
+    assert shipped["budgets"] == cold["budgets"]
     assert not shipped["transformers_imported"]
 
 
@@ -66,3 +76,21 @@ def test_cache_can_be_turned_off(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kvplan.cli", "inspect", "openai/gpt-oss-20b", "--format", "json"],
                        capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.returncode == 0 and not any(tmp_path.rglob("*.json"))
+
+
+def test_building_the_config_object_leaves_the_config_as_read(monkeypatch):
+    """transformers 5 writes its rope defaults (rope_theta, rope_type) into the nested rope_scaling dict it
+    is given; the config kvplan read must not change with it, or the budget (which hashes the same dict for
+    the config cache) misses the model stage's cache entry and imports transformers on every warm run."""
+    import copy
+
+    from kvplan.model.hfconfig import build_config_object
+
+    monkeypatch.setenv("KVPLAN_NO_CACHE", "1")
+    monkeypatch.setenv("KVPLAN_NO_SHIPPED_CONFIGS", "1")
+    path = ROOT / "configs" / "deepseek-ai" / "DeepSeek-R1" / "config.json"
+    raw = json.loads(path.read_text())
+    before = copy.deepcopy(raw)
+    obj = build_config_object(raw, str(path))
+    assert obj is not None and obj.rope_parameters["rope_type"] == "yarn"  # transformers did fill its defaults
+    assert raw == before

@@ -27,7 +27,10 @@ def _walk():
      "--format", "json"],
     # a deployment whose fix is a larger --gpu-memory-utilization, searched by the use case
     ["simulate", "google/gemma-3-27b-it", "--gpu", "H100-80GB", "--gpu-memory-utilization", "0.5", "--format", "json"],
-], ids=["default", "compare", "fixes", "utilization-fix"])
+    # vLLM's threshold advice simulates two thresholds: a search the use case drives
+    ["compare", "google/gemma-3-27b-it", "--kv-cache-memory", "40GiB", "--target-len", "131072",
+     "--target-concurrency", "3", "--format", "json"],
+], ids=["default", "compare", "fixes", "utilization-fix", "compare-vllm-advice"])
 def test_the_walk_runs_downhill(argv):
     walk = _walk()
     m = walk.measure(walk.trace(argv or walk.DEFAULT))
@@ -61,3 +64,28 @@ def test_each_budget_file_is_entered_from_one_file(argv):
     # is the transformers view of the config its weight rules read (model/hfconfig.py)
     assert {b for a, b in m["_steps"] if a.startswith("kvplan.budget") and b.startswith("kvplan.model")} \
         <= {"kvplan.model.hfconfig"}
+
+
+# What a simulation's walk still re-enters (outside the shared core): the config view (model/hfconfig.py),
+# read by the family rules in the model stage and by the weight rules in the budget stage; with MTP, the
+# family rules, asked by the layout for the target and by the drafter builder for the MTP layers.
+CONFIG_VIEW = {"kvplan.model.hfconfig": {"kvplan.model.families", "kvplan.budget.inventory"}}
+MTP_FAMILIES = {"kvplan.model.families": {"kvplan.model.layout", "kvplan.model.drafters"}}
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (None, CONFIG_VIEW),
+    (["simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100-80GB", "--tensor-parallel-size", "2",
+      "--format", "json"], CONFIG_VIEW),
+    (["simulate", "google/gemma-3-27b-it", "--gpu", "H100-80GB", "--gpu-memory-utilization", "0.5", "--format",
+      "json"], CONFIG_VIEW),
+    (["simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tensor-parallel-size", "8", "--speculative-method",
+      "mtp", "--num-speculative-tokens", "1", "--format", "json"], {**CONFIG_VIEW, **MTP_FAMILIES}),
+], ids=["default", "hybrid-tp2", "utilization-fix", "deepseek-mtp"])
+def test_a_simulation_re_enters_only_the_config_view(argv, expected):
+    walk = _walk()
+    m = walk.measure(walk.trace(argv or walk.DEFAULT))
+    callers: dict[str, set[str]] = {}
+    for a, b in m["_steps"]:
+        callers.setdefault(b, set()).add(a)
+    assert {b: v for b, v in callers.items() if len(v) > 1 and b not in walk.SHARED} == expected

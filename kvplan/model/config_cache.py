@@ -79,8 +79,11 @@ def shipped_entry(raw: dict) -> dict | None:
 
 
 def load(path: str | None) -> dict | None:
+    """The entry at ``path``: the one this process is still filling (written at exit), else the file's."""
     if path is None:
         return None
+    if path in _DIRTY:  # a config built twice in one run (the model stage, then the budget) shares one entry
+        return _DIRTY[path]
     try:
         with open(path, encoding="utf-8") as f:
             entry = json.load(f)

@@ -17,6 +17,7 @@ aliases vLLM registers itself, ``_CONFIG_REGISTRY``: ``kimi_k2`` and
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -295,7 +296,9 @@ def _build_config_object(raw: dict, path: str, model_type: str) -> Any:
         return None
     try:
         with quiet_transformers():
-            obj = cls(**without_remote_code(raw))
+            # a copy: transformers 5 writes its rope defaults into the nested rope_scaling dict it is
+            # given, and the caller's config (hashed for the config cache, read by the budget) stays as read
+            obj = cls(**copy.deepcopy(without_remote_code(raw)))
     except Exception as e:  # strict dataclass validation, bad shapes, ...
         text = " ".join(str(e).split()) or e.__class__.__name__
         m = re.search(r"field '([^']+)'", text)
