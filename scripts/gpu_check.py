@@ -149,7 +149,7 @@ def main() -> int:
             step(case[0], False, source=source, failure=plan.failure.message)
             return
         print(f"  plan ({source}): {show_plan(plan)}")
-        r = allocate_and_verify(plan, args.device)
+        r = allocate_and_verify(plan, args.device).to_dict()  # the report as simulate's `allocation` JSON
         for line in show_report(r):
             print("  " + line)
         for f in r["failures"][:10]:
@@ -164,7 +164,7 @@ def main() -> int:
         for case in (GPT, GPT_018):
             plan, _ = make_plan(case, small, 4096)
             for corrupt in ("overlap", "pattern", "alias"):
-                r = allocate_and_verify(plan, args.device, corrupt=corrupt)
+                r = allocate_and_verify(plan, args.device, corrupt=corrupt).to_dict()
                 print(f"  {case[3]} {corrupt}: ok={r['ok']}, {r['num_failures']} failure(s); "
                       f"first: {(r['failures'] or ['-'])[0]}")
                 step(f"corrupt {corrupt} ({case[3]})", not r["ok"] and r["leaked_bytes"] == 0,

@@ -4,15 +4,17 @@ the result records (kvplan.results): one envelope (``Envelope``) shared by all c
 command's body record.
 
 Every field of a record is a property, typed by its annotation and required (a field marked
-``OMIT_NONE`` is a property the output may leave out):
+``OMIT_NONE``, or typed ``X | Unset``, is a property the output may leave out):
 
     bool int float str      boolean integer number string
     X | None                X or null
+    X | Unset               X, a key the output may leave out (kvplan.results.UNSET)
     tuple[X, ...]           an array of X
     dict[str, X] / dict     an object (of X values; a Mapping alike)
     Literal["a", "b"]       const / enum
     A | B (records)         anyOf
-    a record                an object of its fields (a FLATTEN field's fields spread in place);
+    a record                an object of its fields (a FLATTEN field's fields spread in place;
+                            a key two fields may fill takes either's type);
                             closed (no other keys) where the record says SCHEMA_CLOSED
     Any / object            anything (an object another layer makes: see DETAIL)
 
@@ -39,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
 
-from kvplan.results import Outcome  # noqa: E402
+from kvplan.results import Outcome, Unset  # noqa: E402
 from kvplan.results.check import CheckBody  # noqa: E402
 from kvplan.results.envelope import Envelope  # noqa: E402
 from kvplan.results.records import (  # noqa: E402
@@ -75,7 +77,6 @@ def arr(items: dict) -> dict:
 
 # The published shape of the fields whose values other layers assemble as data (record, field)
 DETAIL: dict[tuple[type, str], dict] = {
-    (SimulateBody, "allocation"): OBJ,
     (CompareBody, "workload"): OBJ,
     (CompareBody, "lower_bound"): OBJ,
     (ModelsBody, "models"): arr(obj({"id": STR})),
@@ -83,9 +84,6 @@ DETAIL: dict[tuple[type, str], dict] = {
                                      "effect": {"enum": ["applied", "no effect", "estimate"]},
                                      "applied_as": nullable(STR), "note": nullable(STR), "from": STR})),
     (ExplainLogBody, "release"): OBJ,
-    (ExplainLogBody, "figures"): arr(obj({"figure": STR, "kind": STR, "key": nullable(STR), "line": nullable(INT),
-                                          "logged": {}, "kvplan": {}, "kvplan_range": nullable(ARR),
-                                          "meaning": nullable(STR), "agrees": nullable(BOOL), "verdict": STR})),
     # kvplan.usecases.explain_log.rebuild.Deployment, spread into ``rebuild``
     (Rebuild, "deployment"): obj({"model": nullable(STR), "policy": nullable(STR), "options": OBJ,
                                   "budget": nullable(obj({"kv_cache_memory_bytes": INT, "low_bytes": INT,
@@ -128,10 +126,23 @@ def schema_of(tp) -> dict:
         value = schema_of(args[1])
         return {"type": "object", "additionalProperties": value} if value else OBJ
     if origin in (typing.Union, types.UnionType):
+        args = tuple(a for a in args if a is not Unset)  # a key left out, not a value
         rest = [a for a in args if a is not type(None)]
         one = schema_of(rest[0]) if len(rest) == 1 else {"anyOf": [schema_of(a) for a in rest]}
         return nullable(one) if len(rest) < len(args) else one
     raise TypeError(f"no schema for {tp!r}")
+
+
+def _either(a: dict, b: dict) -> dict:
+    """The schema of a key two fields may fill (explain-log's ``max_model_len``)."""
+    if a == b:
+        return a
+    if set(a) == set(b) == {"type"}:  # plain types: their union
+        ts = [*(a["type"] if isinstance(a["type"], list) else [a["type"]]),
+              *(b["type"] if isinstance(b["type"], list) else [b["type"]])]
+        ts = list(dict.fromkeys(ts))
+        return {"type": ts[0] if len(ts) == 1 else ts}
+    return {"anyOf": [*(a.get("anyOf") or [a]), *(b.get("anyOf") or [b])]}
 
 
 def _fields(cls) -> tuple[dict, list[str]]:
@@ -139,12 +150,17 @@ def _fields(cls) -> tuple[dict, list[str]]:
     hints = typing.get_type_hints(cls)
     props: dict = {}
     required: list[str] = []
+
+    def put(key: str, s: dict) -> None:
+        props[key] = _either(props[key], s) if key in props else s
+
     for f in dataclasses.fields(cls):
         detail = DETAIL.get((cls, f.name))
         s = _resolve(detail) if detail is not None else schema_of(hints[f.name])
         if f.metadata.get("flatten"):
-            if s.get("properties"):
-                props.update(s["properties"])
+            for k, v in (s.get("properties") or {}).items():
+                put(k, v)
+            if not f.metadata.get("omit_none"):  # a record left out while None: none of its keys is required
                 required += s.get("required", [])
             continue
         if f.metadata.get("omit_none"):  # present only when asked for: its value is never null
@@ -153,10 +169,11 @@ def _fields(cls) -> tuple[dict, list[str]]:
                 s = {**s, "type": [x for x in t if x != "null"][0]}
             elif "anyOf" in s:
                 s = {"anyOf": [x for x in s["anyOf"] if x != {"type": "null"}]}
-            props[f.name] = s
+            put(f.name, s)
             continue
-        props[f.name] = s
-        required.append(f.name)
+        put(f.name, s)
+        if Unset not in typing.get_args(hints[f.name]):  # an UNSET field's key may be left out
+            required.append(f.name)
     return props, required
 
 

@@ -8,6 +8,8 @@ import functools
 import json
 import subprocess
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +35,7 @@ from kvplan.device.views import (
 )
 from kvplan.engines.vllm import get_era
 from kvplan.errors import DeviceError, KvplanError, OptionError
+from kvplan.results.allocation import Allocation
 from kvplan.usecases.scenario import Scenario, run_scenario
 from kvplan.specs import FullAttentionSpec
 from kvplan.units import GiB, MiB
@@ -66,7 +69,7 @@ def plan_of(case: tuple):
 
 
 @functools.cache
-def report_of(case: tuple, corrupt: str | None = None) -> dict:
+def report_of(case: tuple, corrupt: str | None = None) -> Allocation:
     return allocate_and_verify(plan_of(case), "cpu", corrupt=corrupt)
 
 
@@ -232,19 +235,20 @@ def test_allocation_equals_the_prediction_byte_for_byte(name):
     plan = plan_of(CASES[name])
     r = report_of(CASES[name])
     predicted = sum(t.size_bytes for t in plan.workers[0].tensors)
-    assert r["ok"], r["failures"]
-    assert r["predicted_bytes"] == r["allocated_bytes"] == predicted
-    assert [t["size_bytes"] for t in r["tensors"]] == [t.size_bytes for t in plan.workers[0].tensors]
-    assert r["num_tensors"] == len(plan.workers[0].tensors) and r["num_blocks"] == plan.num_blocks
+    assert r.ok, r.failures
+    assert r.predicted_bytes == r.allocated_bytes == predicted
+    assert [t.size_bytes for t in r.tensors] == [t.size_bytes for t in plan.workers[0].tensors]
+    assert r.num_tensors == len(plan.workers[0].tensors) and r.num_blocks == plan.num_blocks
     # every block id but the null block is handed to one group and checked
-    assert r["blocks_checked"] == plan.num_blocks - 1
-    assert r["leaked_bytes"] == 0 and r["failures"] == [] and r["num_failures"] == 0
+    assert r.figures.blocks_checked == plan.num_blocks - 1
+    assert r.leaked_bytes == 0 and r.failures == () and r.num_failures == 0
     # every page a layer owns is written once and read once; the scan reads every byte once
-    assert r["bytes_written"] == r["bytes_read"] and r["bytes_scanned"] == predicted
+    assert r.figures.bytes_written == r.figures.bytes_read and r.figures.bytes_scanned == predicted
     # one backing buffer per worker where the era lays buffers out LBNHC (kv_cache_planning.py)
-    assert r["backing"] == ("one buffer" if plan.era.kv_buffer_layout == "lbnhc" else "one tensor per slot")
-    assert all(isinstance(r[k], int) for k in r if k.endswith("_bytes"))
-    json.dumps(r)  # plain data
+    assert r.backing == ("one buffer" if plan.era.kv_buffer_layout == "lbnhc" else "one tensor per slot")
+    d = r.to_dict()
+    assert all(isinstance(d[k], int) for k in d if k.endswith("_bytes"))
+    json.dumps(d)  # plain data
 
 
 @needs_torch
@@ -257,26 +261,26 @@ def test_bytes_written_for_gpt_oss_by_hand():
     # Each layer writes (and reads back) its page of each of its group's blocks:
     #   (64 · 12 + 63 · 16) · 32,768 = 1,776 · 32,768 = 58,195,968 B
     # The scan reads all 16 tensors whole: 16 · 128 · 32,768 = 67,108,864 B = 64 MiB.
-    r = report_of(GPT)
-    assert r["bytes_written"] == r["bytes_read"] == 58_195_968
-    assert r["bytes_scanned"] == 67_108_864 and r["blocks_checked"] == 127
+    r = report_of(GPT).figures
+    assert r.bytes_written == r.bytes_read == 58_195_968
+    assert r.bytes_scanned == 67_108_864 and r.blocks_checked == 127
 
 
 @needs_torch
 def test_allocation_for_other_layouts():
     for case in (DEEPSEEK_V32, MIMO):
         r = report_of(case)
-        assert r["ok"], r["failures"]
-        assert r["predicted_bytes"] == r["allocated_bytes"]
+        assert r.ok, r.failures
+        assert r.predicted_bytes == r.allocated_bytes
 
 
 @needs_torch
 @pytest.mark.parametrize("name", list(CASES))
 def test_verification_catches_two_groups_sharing_a_block(name):
     r = report_of(CASES[name], "overlap")
-    assert not r["ok"] and r["num_failures"] >= 1
+    assert not r.ok and r.num_failures >= 1 and r.corrupt == "overlap"
     # the second group took block b of the first: the first group's pages of b are overwritten
-    first = r["failures"][0]
+    first = r.failures[0]
     assert first.startswith("tensor 0, group 0, block ") and "holds block" in first and "(group 1)" in first
 
 
@@ -289,31 +293,31 @@ def test_overlap_fails_once_per_slot_the_two_groups_share(case):
     # pattern then overwrites the sliding layer's page of block 1: 12 read-back failures,
     # each naming block 1 and the sliding layer 2k (its slot-mate is full layer 2k + 1).
     r = report_of(case, "overlap")
-    assert r["num_failures"] == 12
-    assert [f.split(" read back")[0] for f in r["failures"]] == [
+    assert r.num_failures == 12
+    assert [f.split(" read back")[0] for f in r.failures] == [
         f"tensor {k}, group 0, block 1: layer model.layers.{2 * k}.attn.attn" for k in range(12)]
     assert all(f.endswith(f"holds block 1 of layer model.layers.{2 * k + 1}.attn.attn (group 1)")
-               for k, f in enumerate(r["failures"]))
+               for k, f in enumerate(r.failures))
 
 
 @needs_torch
 def test_verification_catches_a_wrong_pattern():
     r = report_of(GPT, "pattern")
-    assert not r["ok"] and r["num_failures"] == 1
-    assert r["failures"][0].startswith("tensor 0, group 0, block 1: layer model.layers.0.")
-    assert "1 of 32,768 page bytes wrong" in r["failures"][0] and "no layer's pattern" in r["failures"][0]
-    assert report_of(GPT_018, "pattern")["num_failures"] == 1
+    assert not r.ok and r.num_failures == 1
+    assert r.failures[0].startswith("tensor 0, group 0, block 1: layer model.layers.0.")
+    assert "1 of 32,768 page bytes wrong" in r.failures[0] and "no layer's pattern" in r.failures[0]
+    assert report_of(GPT_018, "pattern").num_failures == 1
 
 
 @needs_torch
 @pytest.mark.parametrize("case", [GPT, GPT_018], ids=["one buffer", "one tensor per slot"])
 def test_verification_catches_a_layer_that_sees_another_slots_pages(case):
     r = report_of(case, "alias")
-    assert not r["ok"]
+    assert not r.ok
     # slot 1's first layer was built on tensor 0: it overwrote the slot-0 layer of its group there,
     # and its own tensor stayed empty (found by the raw scan, not by reading back through the view)
-    assert any(f.startswith("tensor 0, group 0, block ") and "holds block" in f for f in r["failures"])
-    assert any(f.startswith("tensor 1, group 0, block ") and "never written" in f for f in r["failures"])
+    assert any(f.startswith("tensor 0, group 0, block ") and "holds block" in f for f in r.failures)
+    assert any(f.startswith("tensor 1, group 0, block ") and "never written" in f for f in r.failures)
 
 
 @needs_torch
@@ -360,6 +364,69 @@ def test_cuda_without_cuda_is_a_device_error():
         allocate_and_verify(plan_of(GPT), "cuda")
     with pytest.raises(DeviceError, match="unknown device 'tpu'"):
         allocate_and_verify(plan_of(GPT), "tpu")
+
+
+# The report as --allocate printed it before it was a record (kvplan.results.allocation): key order
+# and values, with the clock and free memory made deterministic (each timed pass takes 0.0123456789 s;
+# free memory reads 10^12 B, then 7·10^9 B more at each read). Written by the dict-building code
+# the record replaced; a record that changes a key, its place or a value fails here.
+SNAPSHOTS = Path(__file__).parent / "data" / "allocate_reports.json"
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def perf_counter(self) -> float:
+        self.calls += 1
+        return (self.calls - 1) * 0.0123456789
+
+
+def _deterministic(monkeypatch) -> None:
+    reads = iter(range(10 ** 12, 10 ** 13, 7 * 10 ** 9))
+    monkeypatch.setattr(verify, "time", _Clock())
+    monkeypatch.setattr(verify, "free_bytes", lambda torch, dev: (next(reads), "test rule"))
+
+
+def _snapshot(name: str) -> dict:
+    data = json.loads(SNAPSHOTS.read_text())[name]
+    return {**data, "torch_version": torch.__version__}  # the snapshot's torch was 2.13.0+cpu
+
+
+@needs_torch
+@pytest.mark.parametrize("name, corrupt", [("gpt-oss-20b+P-EAGLE", None),
+                                           ("gpt-oss-20b+P-EAGLE, corrupt=pattern", "pattern")])
+def test_the_report_record_serialises_to_the_json_of_before(monkeypatch, name, corrupt):
+    _deterministic(monkeypatch)
+    r = allocate_and_verify(plan_of(GPT), "cpu", corrupt=corrupt)
+    assert isinstance(r, Allocation)
+    assert json.dumps(r.to_dict(), indent=1) == json.dumps(_snapshot(name), indent=1)
+
+
+@needs_torch
+def test_an_allocation_other_than_predicted_is_one_more_failure(monkeypatch):
+    _deterministic(monkeypatch)
+    run = verify._run
+    monkeypatch.setattr(verify, "_run", lambda *a, **k: replace(run(*a, **k), allocated_bytes=67_108_865))
+    r = allocate_and_verify(plan_of(GPT), "cpu")
+    want = _snapshot("gpt-oss-20b+P-EAGLE")
+    want.update(allocated_bytes=67_108_865, ok=False, num_failures=1,
+                failures=["allocated 67,108,865 B, predicted 67,108,864 B"])
+    assert json.dumps(r.to_dict()) == json.dumps(want)
+
+
+@needs_torch
+def test_simulate_carries_the_record_and_prints_its_json(monkeypatch):
+    import kvplan
+
+    _deterministic(monkeypatch)
+    model, drafter, budget, mml, policy = GPT
+    env = kvplan.simulate(model, drafter=drafter, num_speculative_tokens=5, kv_cache_memory=budget,
+                          max_model_len=mml, policy=policy, allocate=True, device="cpu")
+    assert isinstance(env.body.allocation, Allocation) and env.outcome.ok
+    assert list(env)[-2:] == ["allocation", "warnings"]  # the body's last key, as before
+    assert json.dumps(env["allocation"]) == json.dumps(env.body.allocation.to_dict())
+    assert [t["size_bytes"] for t in env["allocation"]["tensors"]] == [t.size_bytes for t in env.body.allocation.tensors]
 
 
 @needs_torch
@@ -463,7 +530,7 @@ def test_pages_that_are_not_whole_words(policy):
                     SimulateOptions(kv_cache_memory_bytes=1 << 16, max_model_len=64))
     assert plan.starts and plan.page_size_bytes == 30
     r = allocate_and_verify(plan, "cpu")
-    assert r["ok"], r["failures"]
-    assert r["allocated_bytes"] == r["predicted_bytes"] == 3 * 30 * plan.num_blocks
+    assert r.ok, r.failures
+    assert r.allocated_bytes == r.predicted_bytes == 3 * 30 * plan.num_blocks
     bad = allocate_and_verify(plan, "cpu", corrupt="overlap")
-    assert not bad["ok"] and "(group 1)" in bad["failures"][0]
+    assert not bad.ok and "(group 1)" in bad.failures[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -386,3 +387,81 @@ def test_engine_config_line_with_a_speculative_config():
     assert (opts["drafter"], opts["speculative_method"], opts["num_speculative_tokens"]) == (
         "amazon/GPT-OSS-20B-P-EAGLE", "eagle3", 5)
     assert r["rebuild"]["policy"] == "vllm==0.25.1" and r["rebuild"]["status"] == "simulated"
+
+
+# --- the recovered summary (kvplan.results.recovered.Recovered) -------------------------------------
+
+# explain-log's ``recovered`` as the dict-building code printed it before it was a record, for every
+# log in the tree and four made-up ones that put the keys in their other places (max_model_len after
+# architecture without an engine config line; num_gpu_blocks from the override line alone; config
+# values the line prints as None; a config line without a release): key order and values.
+RECOVERED = Path(__file__).parent / "data" / "explain_log_recovered.json"
+_P = "(EngineCore_DP0 pid=1) INFO 12-03 07:00:00 [x.py:1] "
+MADE_UP = {
+    "syn:no-config": ["Resolved architecture: LlamaForCausalLM", "Using max model len 4096",
+                      "Using FLASH_ATTN attention backend",
+                      "Overriding num_gpu_blocks=100 with num_gpu_blocks_override=50",
+                      "GPU KV cache size: 1,600 tokens", "Maximum concurrency for 4,096 tokens per request: 0.39x"],
+    "syn:config-none": ["Initializing a V1 LLM engine (v0.11.0) with config: model='m/x', speculative_config=None, "
+                        "tokenizer='m/x', dtype=torch.bfloat16, max_seq_len=8192, tensor_parallel_size=1, "
+                        "pipeline_parallel_size=1, data_parallel_size=1, quantization=None, enforce_eager=False, "
+                        "kv_cache_dtype=auto, enable_prefix_caching=None",
+                        "Resolved architecture: LlamaForCausalLM", "Using max model len 4096",
+                        "# GPU blocks: 100, # CPU blocks: 20",
+                        "Overriding num_gpu_blocks=100 with num_gpu_blocks_override=50",
+                        "Add 2 padding layers, may waste at most 3.5% KV cache memory",
+                        "Add 1 padding layers, may waste at most 1.5% KV cache memory",
+                        "Auto-fit max_model_len: full model context length 8192 fits in available GPU memory",
+                        "Turning off hybrid kv cache manager because `--kv-transfer-config` is set",
+                        "Hybrid KV cache manager is disabled for this hybrid model",
+                        "ValueError: No available memory for the cache blocks. Try increasing",
+                        "ValueError: All eagle layers should belong to the same kv cache group",
+                        "Cannot auto-fit max_model_len: not enough GPU memory",
+                        "ValueError: The model's max seq len (8192) is larger than the maximum number of tokens "
+                        "that can be stored in KV cache (100)"],
+    "syn:old-config": ["Initializing an LLM engine with config: model='facebook/opt-125m', tokenizer='x', "
+                       "dtype=torch.float16, max_seq_len=2048",
+                       "non-default args: {'model': 'x', 'max_model_len': 100}",
+                       "vllm serve facebook/opt-125m --max-model-len 2048"],
+    "syn:empty": ["hello"],
+}
+
+
+def _log_text(name: str) -> str:
+    if name in MADE_UP:
+        return "\n".join(_P + line for line in MADE_UP[name]) + "\n"
+    return (Path(__file__).parent.parent / name).read_text(encoding="utf-8", errors="replace")
+
+
+def test_recovered_snapshot_covers_every_log_in_the_tree():
+    root = Path(__file__).parent.parent
+    logs = {str(p.relative_to(root)) for d in ("tests/logs", "configs/logs") for p in (root / d).rglob("*.log")}
+    assert logs | set(MADE_UP) == set(json.loads(RECOVERED.read_text()))
+
+
+@pytest.mark.parametrize("name", sorted(json.loads(RECOVERED.read_text())))
+def test_the_recovered_record_serialises_to_the_json_of_before(name):
+    from kvplan.results import to_data
+    from kvplan.results.recovered import Recovered
+    from kvplan.usecases.explain_log import recovered
+
+    r = recovered(facts_of(read_records(_log_text(name))))
+    assert isinstance(r, Recovered)
+    assert json.dumps(to_data(r)) == json.dumps(json.loads(RECOVERED.read_text())[name])
+
+
+def test_recovered_keys_keep_the_place_the_log_gives_them():
+    from kvplan.results import UNSET, to_data
+    from kvplan.usecases.explain_log import recovered
+
+    r = recovered(facts_of(read_records(_log_text("syn:no-config"))))
+    assert r.engine_config is None and r.max_model_len == 4096
+    assert r.num_gpu_blocks is None and r.override.num_gpu_blocks == 100  # only the override line shows it
+    assert list(to_data(r))[:5] == ["architecture", "max_model_len", "attention_backend", "num_gpu_blocks",
+                                    "num_gpu_blocks_override"]
+    r = recovered(facts_of(read_records(_log_text("syn:config-none"))))
+    assert r.engine_config.quantization is None and r.engine_config.decode_context_parallel_size is UNSET
+    assert r.max_model_len is None and r.engine_config.max_model_len == 8192  # the config line's comes first
+    assert r.num_gpu_blocks == 100 and r.override.num_gpu_blocks is None
+    d = to_data(r)
+    assert d["quantization"] is None and "decode_context_parallel_size" not in d

@@ -17,6 +17,7 @@ from typing import Literal
 import pytest
 
 from factories import script_module
+from kvplan.results import UNSET, Unset
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "tests" / "data" / "schema_published"
@@ -145,3 +146,24 @@ def test_field_types_become_json_types():
     assert p["kind"] == {"enum": ["a", "b"]}
     assert p["extra"] == {"type": "object", "additionalProperties": {"type": "string"}}
     assert p["maybe"] == {"type": "integer"}  # present only when set: never null, not required
+
+
+@dataclass(frozen=True)
+class _Config:
+    limit: int | None | Unset = UNSET  # a line may print None, or not show the key
+    name: str | None | Unset = UNSET
+
+
+@dataclass(frozen=True)
+class _Summary:
+    head: str
+    config: _Config | None = field(default=None, metadata={"flatten": True, "omit_none": True})
+    limit: int | None = field(default=None, metadata={"omit_none": True})  # where the config has none
+
+
+def test_unset_fields_an_optional_flattened_record_and_a_key_two_fields_fill():
+    s = _make_schemas().record(_Summary)
+    assert s["required"] == ["head"]  # an UNSET key, and the keys of a record that may be absent, are not
+    assert list(s["properties"]) == ["head", "limit", "name"]  # the key keeps its first place
+    assert s["properties"]["limit"] == {"type": ["integer", "null"]}  # either field's type
+    assert s["properties"]["name"] == {"type": ["string", "null"]}

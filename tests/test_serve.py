@@ -180,7 +180,7 @@ def test_config_file_keys_are_flags_and_the_line_wins(tmp_path):
     assert req.options["tensor_parallel_size"] == 2
     assert req.options["enable_prefix_caching"] is False  # `false` -> --no-enable-prefix-caching
     assert req.options["drafter"] == "amazon/GPT-OSS-20B-P-EAGLE" and req.options["num_speculative_tokens"] == 3
-    assert [r["from"] for r in req.flags].count("line") == len(req.flags)
+    assert [r.origin for r in req.flags].count("line") == len(req.flags)
 
 
 def test_vllm_spellings_prefixes_and_dotted_json():
@@ -194,8 +194,8 @@ def test_vllm_spellings_prefixes_and_dotted_json():
     assert req.options["max_model_len"] == 10_240 and req.options["tensor_parallel_size"] == 2
     assert req.options["speculative_method"] == "eagle3" and req.options["num_speculative_tokens"] == 5
     assert req.options["enable_prefix_caching"] is False
-    rows = {r["dest"]: r for r in req.flags}
-    assert rows["optimization_level"]["effect"] == "estimate" and rows["speculative_config"]["from"] == "dotted"
+    rows = {r.dest: r for r in req.flags}
+    assert rows["optimization_level"].effect == "estimate" and rows["speculative_config"].origin == "dotted"
 
 
 def test_mtp_aliases_and_ngram():
@@ -241,7 +241,7 @@ def test_one_line_errors(args, message):
 
 def test_a_refused_flag_with_its_default_value_has_no_effect():
     req = read_serve(["openai/gpt-oss-20b", "--prefill-context-parallel-size", "1", "--no-enable-chunked-prefill"])
-    assert [(r["flag"], r["effect"], r["note"]) for r in req.flags] == [
+    assert [(r.flag, r.effect, r.note) for r in req.flags] == [
         ("--prefill-context-parallel-size", "no effect", "the default value"),
         ("--no-enable-chunked-prefill", "applied", None)]
     assert req.options == {"enable_chunked_prefill": False}

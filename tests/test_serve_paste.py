@@ -170,11 +170,11 @@ def test_an_unknown_flag_gets_no_far_fetched_suggestion():
 def test_kv_cache_dtype_skip_layers_and_unknown_speculative_keys_run_with_a_warning():
     req = kvplan.serve.read_serve(["openai/gpt-oss-20b", "--kv-cache-dtype-skip-layers", "sliding_window"])
     [row] = req.flags
-    assert (row["effect"], row["note"]) == ("no effect", "kv_cache_dtype auto: every layer's KV is in the model "
+    assert (row.effect, row.note) == ("no effect", "kv_cache_dtype auto: every layer's KV is in the model "
                                                          "dtype already")
     req = kvplan.serve.read_serve(["openai/gpt-oss-20b", "--kv-cache-dtype", "fp8", "--kv-cache-dtype-skip-layers",
                                    "sliding_window"])
-    assert req.flags[-1]["effect"] == "not modelled"
+    assert req.flags[-1].effect == "not modelled"
     assert ("--kv-cache-dtype-skip-layers: not modelled by kvplan (keeps the named layers' KV in the model dtype); "
             "simulated without it: every layer's KV is fp8 in kvplan's figures, the named layers' are the model "
             "dtype in vLLM's") in req.warnings

@@ -49,6 +49,7 @@ import gc
 import time
 import traceback
 import weakref
+from dataclasses import dataclass
 
 from kvplan.device.probe import free_bytes, import_torch, resolve_device
 from kvplan.device.views import (
@@ -61,6 +62,7 @@ from kvplan.device.views import (
     view_style,
 )
 from kvplan.errors import DeviceDoesNotFitError, OptionError
+from kvplan.results.allocation import Allocation, AllocatedLayer, AllocatedTensor, AllocatedView, VerifyFigures
 from kvplan.units import MiB, format_bytes
 
 CORRUPTIONS = ("overlap", "pattern", "alias")
@@ -251,13 +253,13 @@ def _chunks(table, block_bytes: int, chunk_bytes: int):
         yield table[s : s + step]
 
 
-def allocate_and_verify(plan, device: str, *, corrupt: str | None = None, rank: int = 0) -> dict:
+def allocate_and_verify(plan, device: str, *, corrupt: str | None = None, rank: int = 0) -> Allocation:
     """Allocate the tensors ``plan`` predicts for pipeline stage ``rank`` on ``device``,
     build each layer's views, verify the layout, free everything, and return the report.
 
     Raises ``DeviceError`` (exit 1) without torch or CUDA, ``DeviceDoesNotFitError``
     (exit 3) when the layout does not fit in free memory; a layout that fails the
-    verification is a report with ``ok: False`` and ``failures``."""
+    verification is a report with ``ok`` False and ``failures``."""
     if corrupt is not None and corrupt not in CORRUPTIONS:
         raise OptionError(f"unknown corruption '{corrupt}'; choose one of: {', '.join(CORRUPTIONS)}")
     if not plan.starts:
@@ -285,22 +287,10 @@ def allocate_and_verify(plan, device: str, *, corrupt: str | None = None, rank: 
     failures = _Failures()
     for f in layout_failures:
         failures.add(f)
-    report: dict = {
-        "device": str(dev),
-        "device_name": torch.cuda.get_device_name(dev) if kind == "cuda" else "cpu",
-        "torch_version": torch.__version__,
-        "free_memory_rule": rule,
-        "rank": rank,
-        "backing": backing,
-        "view_style": view_style(plan.era, [plan.specs.get(n) or g.spec for g in worker.groups for n in g.layer_names]),
-        "layout": ", ".join(sorted({t.layout for t in tensors if t.layers})) or "none",
-    }
-    if corrupt:
-        report["corrupt"] = corrupt
     session = _Session(torch, dev)
     baseline_cuda = torch.cuda.memory_allocated(dev) if kind == "cuda" else 0
     try:
-        figures = _run(session, worker, tensors, plan, corrupt, failures, kind, backing)
+        measured = _run(session, worker, tensors, plan, corrupt, failures, kind, backing)
     except BaseException as e:
         session.release()
         traceback.clear_frames(e.__traceback__)  # frames of the helpers hold views of the tensors
@@ -319,14 +309,27 @@ def allocate_and_verify(plan, device: str, *, corrupt: str | None = None, rank: 
         leaked = max(leaked, torch.cuda.memory_allocated(dev) - baseline_cuda)
     if leaked:
         failures.add(f"{leaked:,} B of KV tensors still allocated after release")
-    report.update(
+    listed, count = list(failures.items), failures.count
+    if predicted != measured.allocated_bytes:
+        listed.append(f"allocated {measured.allocated_bytes:,} B, predicted {predicted:,} B")
+        count += 1
+    return Allocation(
+        device=str(dev),
+        device_name=torch.cuda.get_device_name(dev) if kind == "cuda" else "cpu",
+        torch_version=torch.__version__,
+        free_memory_rule=rule,
+        rank=rank,
+        backing=backing,
+        view_style=view_style(plan.era, [plan.specs.get(n) or g.spec for g in worker.groups for n in g.layer_names]),
+        layout=", ".join(sorted({t.layout for t in tensors if t.layers})) or "none",
+        corrupt=corrupt or None,
         predicted_bytes=predicted,
-        allocated_bytes=figures.pop("allocated_bytes"),
-        device_allocated_bytes=figures.pop("device_allocated_bytes"),
+        allocated_bytes=measured.allocated_bytes,
+        device_allocated_bytes=measured.device_allocated_bytes,
         scratch_bytes=scratch,
         required_bytes=required,
         free_bytes_before=free_before,
-        free_bytes_allocated=figures.pop("free_bytes_allocated"),
+        free_bytes_allocated=measured.free_bytes_allocated,
         free_bytes_after=free_after,
         leaked_bytes=leaked,
         num_tensors=len(worker.tensors),
@@ -334,32 +337,35 @@ def allocate_and_verify(plan, device: str, *, corrupt: str | None = None, rank: 
         num_views=sum(len(lv.parts) for t in tensors for lv in t.layers),
         num_blocks=worker.num_blocks,
         page_size_bytes=max((t.page_size_bytes for t in tensors), default=0),
+        figures=measured.figures,
+        ok=count == 0,
+        num_failures=count,
+        failures=tuple(listed),
+        tensors=allocated_tensors(tensors),
     )
-    report.update(figures)
-    tensors_out = figures_tensors(tensors)
-    report.update(ok=failures.count == 0, num_failures=failures.count, failures=failures.items,
-                  tensors=tensors_out)
-    if predicted != report["allocated_bytes"]:
-        report["ok"] = False
-        report["failures"].append(f"allocated {report['allocated_bytes']:,} B, predicted {predicted:,} B")
-        report["num_failures"] += 1
-    return report
 
 
-def figures_tensors(tensors: list[TensorView]) -> list[dict]:
-    return [
-        {
-            "index": t.index, "size_bytes": t.size_bytes, "page_size_bytes": t.page_size_bytes,
-            "num_blocks": t.num_blocks, "layout": t.layout,
-            "layers": [
-                {"name": lv.name, "group": lv.group, "kind": lv.kind, "real_page_bytes": lv.real_bytes,
-                 "views": [{"name": p.name, "shape": list(p.shape), "stride": list(p.stride),
-                            "offset": p.offset, "dtype": p.dtype} for p in lv.parts]}
-                for lv in t.layers
-            ],
-        }
+def allocated_tensors(tensors: list[TensorView]) -> tuple[AllocatedTensor, ...]:
+    """The report's ``tensors``: each tensor, its layers and their views."""
+    return tuple(
+        AllocatedTensor(t.index, t.size_bytes, t.page_size_bytes, t.num_blocks, t.layout, tuple(
+            AllocatedLayer(lv.name, lv.group, lv.kind, lv.real_bytes,
+                           tuple(AllocatedView(p.name, tuple(p.shape), tuple(p.stride), p.offset, p.dtype)
+                                 for p in lv.parts))
+            for lv in t.layers))
         for t in tensors
-    ]
+    )
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """What one run measured: the bytes allocated (as torch's storages and as the device counts
+    them), free memory while they were, and the verification's figures."""
+
+    allocated_bytes: int
+    device_allocated_bytes: int
+    free_bytes_allocated: int
+    figures: VerifyFigures
 
 
 def _rate(nbytes: int, seconds: float) -> int:
@@ -367,7 +373,7 @@ def _rate(nbytes: int, seconds: float) -> int:
 
 
 def _run(s: _Session, worker, tensors: list[TensorView], plan, corrupt, failures: _Failures, kind: str,
-         backing: str) -> dict:
+         backing: str) -> _Measured:
     torch, dev = s.torch, s.dev
     nb = worker.num_blocks
     chunk = CHUNK_BYTES[kind]
@@ -502,25 +508,22 @@ def _run(s: _Session, worker, tensors: list[TensorView], plan, corrupt, failures
     scan_seconds = time.perf_counter() - t0
 
     verify_seconds = write_seconds + read_seconds + scan_seconds
-    return {
-        "allocated_bytes": allocated,
-        "device_allocated_bytes": device_allocated,
-        "free_bytes_allocated": free_allocated,
-        "blocks_checked": sum(int(tb.numel()) for tb in tables),
-        "pages_checked": pages,
-        "bytes_written": written,
-        "bytes_read": read,
-        "bytes_scanned": scanned,
-        "allocate_seconds": round(allocate_seconds, 6),
-        "write_seconds": round(write_seconds, 6),
-        "read_seconds": round(read_seconds, 6),
-        "scan_seconds": round(scan_seconds, 6),
-        "verify_seconds": round(verify_seconds, 6),
-        "write_bandwidth_bytes_per_s": _rate(written, write_seconds),
-        "read_bandwidth_bytes_per_s": _rate(read, read_seconds),
-        "scan_bandwidth_bytes_per_s": _rate(scanned, scan_seconds),
-        "num_layers_checked": len(layers),
-    }
+    return _Measured(allocated, device_allocated, free_allocated, VerifyFigures(
+        blocks_checked=sum(int(tb.numel()) for tb in tables),
+        pages_checked=pages,
+        bytes_written=written,
+        bytes_read=read,
+        bytes_scanned=scanned,
+        allocate_seconds=round(allocate_seconds, 6),
+        write_seconds=round(write_seconds, 6),
+        read_seconds=round(read_seconds, 6),
+        scan_seconds=round(scan_seconds, 6),
+        verify_seconds=round(verify_seconds, 6),
+        write_bandwidth_bytes_per_s=_rate(written, write_seconds),
+        read_bandwidth_bytes_per_s=_rate(read, read_seconds),
+        scan_bandwidth_bytes_per_s=_rate(scanned, scan_seconds),
+        num_layers_checked=len(layers),
+    ))
 
 
 def _scan_tensor(s: _Session, t: TensorView, tables: list, chunk: int, failures: _Failures) -> int:

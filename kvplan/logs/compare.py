@@ -9,8 +9,11 @@ computed at both ends of the rounding interval: a logged figure inside that rang
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvplan.logs.extract import Facts, facts_of
 from kvplan.logs.reader import Record
+from kvplan.results.records import FigureRow
 
 # (fact kind, value key, figure name as shown), in the order a log prints them
 FIGURES: tuple[tuple[str, str, str], ...] = (
@@ -77,53 +80,53 @@ def _agrees(logged, mid: list, low: list | None, high: list | None, index: int) 
 LAYOUT_KINDS = frozenset({"padding", "hma_off_converted", "drafter_split", "page_error"})
 
 
-def figures(logged: Facts, sim, meanings: dict[str, str], *, layout_only: bool = False) -> list[dict]:
+def figures(logged: Facts, sim, meanings: dict[str, str], *, layout_only: bool = False) -> list[FigureRow]:
     """One row per figure the log shows: logged value, kvplan's, the range, the meaning, the verdict.
     ``layout_only``: the budget is unknown, so only the figures that do not depend on it are compared."""
     logged = split_capacity(logged)
-    rows: list[dict] = []
+    rows: list[FigureRow] = []
     mid = predicted_facts(sim.result) if sim and sim.result else None
     low = predicted_facts(sim.low) if sim and sim.low else None
     high = predicted_facts(sim.high) if sim and sim.high else None
     for kind, key, name in FIGURES:
         # a figure every worker prints (TP over Ray or multiprocessing) is one figure, with its count
-        seen: dict = {}
+        seen: dict = {}  # logged value -> its row's index in rows
         for f in logged.all(kind):
             if key not in f.values:
                 continue
             if f[key] in seen:
-                seen[f[key]]["count"] += 1
+                at = seen[f[key]]
+                rows[at] = replace(rows[at], count=rows[at].count + 1)
                 continue
-            row = {"figure": name, "kind": kind, "key": key, "line": f.line, "logged": f[key], "count": 1,
-                   "kvplan": None, "kvplan_range": None, "meaning": meanings.get(kind), "agrees": None,
-                   "verdict": "not re-simulated"}
             i = len(seen)  # the distinct figure's place among kvplan's lines of this kind
-            seen[f[key]] = row
+            seen[f[key]] = len(rows)
+            kv = kv_range = agrees = None
+            verdict = "not re-simulated"
             if mid is not None and layout_only and kind not in LAYOUT_KINDS:
-                row["verdict"] = "needs the KV memory, which the log does not show"
+                verdict = "needs the KV memory, which the log does not show"
             elif mid is not None:
                 mv = _values(mid, kind, key)
-                row["kvplan"] = mv[min(i, len(mv) - 1)] if mv else None
+                kv = mv[min(i, len(mv) - 1)] if mv else None
                 lv = _values(low, kind, key) if low else None
                 hv = _values(high, kind, key) if high else None
                 if lv and hv and i < len(lv) and i < len(hv) and lv[i] is not None and hv[i] is not None:
-                    row["kvplan_range"] = [min(lv[i], hv[i]), max(lv[i], hv[i])]
+                    kv_range = (min(lv[i], hv[i]), max(lv[i], hv[i]))
                 if not mv:
-                    row["agrees"], row["verdict"] = False, _absent(kind, sim)
+                    agrees, verdict = False, _absent(kind, sim)
                 else:
-                    row["agrees"], row["verdict"] = _agrees(f[key], mv, lv, hv, i)
-            rows.append(row)
+                    agrees, verdict = _agrees(f[key], mv, lv, hv, i)
+            rows.append(FigureRow(name, kind, key, f.line, f[key], 1, kv, kv_range, meanings.get(kind), agrees,
+                                  verdict))
     for kind, name in PRESENCE:
         for f in logged.all(kind):
-            row = {"figure": name, "kind": kind, "key": None, "line": f.line, "logged": True, "count": 1, "kvplan": None,
-                   "kvplan_range": None, "meaning": meanings.get(kind), "agrees": None, "verdict": "not re-simulated"}
+            kv = agrees = None
+            verdict = "not re-simulated"
             if mid is not None and layout_only and kind not in LAYOUT_KINDS:
-                row["verdict"] = "needs the KV memory, which the log does not show"
+                verdict = "needs the KV memory, which the log does not show"
             elif mid is not None:
-                row["kvplan"] = mid.has(kind)
-                row["agrees"] = row["kvplan"]
-                row["verdict"] = "agrees" if row["kvplan"] else "kvplan does not predict it"
-            rows.append(row)
+                kv = agrees = mid.has(kind)
+                verdict = "agrees" if kv else "kvplan does not predict it"
+            rows.append(FigureRow(name, kind, None, f.line, True, 1, kv, None, meanings.get(kind), agrees, verdict))
     if mid is not None and not layout_only:
         rows += _outcome_row(logged, sim)
     return rows
@@ -150,7 +153,7 @@ def logged_starts(logged: Facts) -> bool | None:
     return True if sized else None
 
 
-def _outcome_row(logged: Facts, sim) -> list[dict]:
+def _outcome_row(logged: Facts, sim) -> list[FigureRow]:
     starts = logged_starts(logged)
     if starts is None:
         return []
@@ -162,6 +165,6 @@ def _outcome_row(logged: Facts, sim) -> list[dict]:
         verdict = "agrees within the rounding of the logged KV memory"
     else:
         verdict = "disagrees"
-    return [{"figure": "engine starts", "kind": "outcome", "key": "starts", "line": None, "logged": starts, "count": 1,
-             "kvplan": k, "kvplan_range": None, "meaning": "a capacity line means the KV cache was sized; an error "
-             "line that start-up failed", "agrees": verdict != "disagrees", "verdict": verdict}]
+    return [FigureRow("engine starts", "outcome", "starts", None, starts, 1, k, None,
+                      "a capacity line means the KV cache was sized; an error line that start-up failed",
+                      verdict != "disagrees", verdict)]

@@ -1,11 +1,13 @@
 """Results as one tree of records, below the use cases and the renderers: the outcome shape
-(here), the body records (``records``, ``check``), the envelope every command returns
+(here), the body records (``records``, ``check``, ``fit``, ``budget``; ``allocation`` for
+``--allocate``, ``recovered`` for explain-log's summary), the envelope every command returns
 (``envelope``), labels (``data``) and the explanation lines (``explain``).
 
 Result records are frozen dataclasses; ``to_data`` is the one serializer that turns them into
 what ``--format json`` prints: keys in field order, tuples as lists, sizes left as the integer
-bytes they are, a field marked ``FLATTEN`` spread into its parent (the envelope's body) and one
-marked ``OMIT_NONE`` left out while None. No record writes its own dict. ``scripts/make_schemas.py``
+bytes they are, a field marked ``FLATTEN`` spread into its parent (the envelope's body), one
+marked ``OMIT_NONE`` left out while None and one holding ``UNSET`` left out (a key a source may
+show with the value None, and may not show at all). No record writes its own dict. ``scripts/make_schemas.py``
 reads the same fields and their types for the JSON Schemas in docs/schema/.
 
 The one shape of an outcome, for every command and every row that can fail.
@@ -30,6 +32,28 @@ FLATTEN = {"flatten": True}
 # dataclass field metadata: the key is left out while the value is None (a key present only when asked
 # for: simulate's ``budget``, ``cross_check``, ``allocation``); the schemas do not require it
 OMIT_NONE = {"omit_none": True}
+
+
+class Unset:
+    """The type of ``UNSET``: a field holding it is left out of the data (its key is absent), where
+    None is a value the source showed (explain-log's engine config line prints ``quantization=None``).
+    Annotate such a field ``X | None | Unset``; the schemas do not require it."""
+
+    _one: "Unset | None" = None
+
+    def __new__(cls) -> "Unset":
+        if cls._one is None:
+            cls._one = super().__new__(cls)
+        return cls._one
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET = Unset()
 
 
 @dataclass(frozen=True)
@@ -67,8 +91,8 @@ def view(obj, data: dict) -> dict | None:
 
 def to_data(value):
     """The plain data of a result: a ``Record`` by its ``DATA`` view, other dataclasses as dicts in
-    field order (``FLATTEN`` fields spread in place, ``OMIT_NONE`` ones left out while None),
-    tuples and lists as lists, mappings with their values converted; everything else as it is
+    field order (``FLATTEN`` fields spread in place, ``OMIT_NONE`` ones left out while None,
+    ``UNSET`` ones left out), tuples and lists as lists, mappings with their values converted; everything else as it is
     (integers stay integers)."""
     if isinstance(value, Record) and type(value).DATA:
         return view(value, type(value).DATA)
@@ -76,7 +100,7 @@ def to_data(value):
         out: dict = {}
         for f in fields(value):
             raw = getattr(value, f.name)
-            if raw is None and f.metadata.get("omit_none"):
+            if raw is UNSET or (raw is None and f.metadata.get("omit_none")):
                 continue
             v = to_data(raw)
             if f.metadata.get("flatten"):

@@ -17,9 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kvplan.results import FLATTEN, OMIT_NONE, Outcome
+from kvplan.results import FLATTEN, OMIT_NONE, Outcome, Record
+from kvplan.results.allocation import Allocation
 from kvplan.results.budget import Budget, DeviceBudget, GivenBudget
 from kvplan.results.advice import Advice
+from kvplan.results.recovered import Recovered
 from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
 from kvplan.specs import SpecRecord
 
@@ -409,7 +411,7 @@ class SimulateBody:
     plan: PlanBody = field(metadata=FLATTEN)
     cross_check: CrossCheck | None = field(default=None, metadata=OMIT_NONE)  # --cross-check (kvplan.verify.crosscheck)
     checks_failed: tuple[str, ...] = ()  # --require-start / --fail-on-padding / --min-concurrency
-    allocation: dict | None = field(default=None, metadata=OMIT_NONE)  # --allocate (kvplan.device)
+    allocation: Allocation | None = field(default=None, metadata=OMIT_NONE)  # --allocate (kvplan.device)
 
 
 @dataclass(frozen=True)
@@ -547,6 +549,23 @@ class FlagList:
 
 
 @dataclass(frozen=True)
+class ServeFlagRow(Record):
+    """One flag of a serve line and what kvplan did with it (``kvplan.serve.read_serve``). The
+    key ``from`` (a Python keyword) reads ``origin``."""
+
+    flag: str  # as the line spells it (--max-model, -tp)
+    value: object  # as given: text, a bool for a switch, a list, None
+    dest: str  # vLLM's argument name
+    effect: str  # applied, no effect, estimate, not modelled (kvplan.serve.effects)
+    applied_as: str | None  # the kvplan option it set
+    note: str | None
+    origin: str  # line, config file, dotted (kvplan.serve.args.Given.origin)
+
+    DATA = {"flag": "flag", "value": "value", "dest": "dest", "effect": "effect", "applied_as": "applied_as",
+            "note": "note", "from": "origin"}
+
+
+@dataclass(frozen=True)
 class ServeRecord:
     """``kvplan vllm``'s ``serve`` section: the line, the release it is read with and why, and what
     kvplan did with every flag and environment variable."""
@@ -559,7 +578,7 @@ class ServeRecord:
     release: str
     release_source: str
     flag_list: FlagList
-    flags: tuple[dict, ...]  # kvplan.serve.read_serve: flag, value, dest, effect, applied_as, note, from
+    flags: tuple[ServeFlagRow, ...]  # kvplan.serve.read_serve
     environment: dict[str, str]  # the VLLM_* variables the line sets
     environment_applied: bool
     environment_ignored: tuple[str, ...]
@@ -623,6 +642,25 @@ class FactRow:
     line: int
     values: dict = field(metadata=FLATTEN)
     text: str = ""
+
+
+@dataclass(frozen=True)
+class FigureRow:
+    """One figure the log shows beside kvplan's (``kvplan.logs.compare.figures``): the logged value,
+    kvplan's from its own predicted lines, the range at both ends of the logged KV memory's rounding,
+    what the line means in that release, and the verdict."""
+
+    figure: str
+    kind: str  # the fact kind (kvplan.logs.extract), or "outcome"
+    key: str | None  # the value read (None: the line's presence is the figure)
+    line: int | None
+    logged: object  # a number, an exception type, True (a line's presence) or the logged start
+    count: int  # lines that show the same value (every worker prints it)
+    kvplan: object
+    kvplan_range: tuple[object, ...] | None  # [low, high]
+    meaning: str | None
+    agrees: bool | None  # None: not compared
+    verdict: str
 
 
 # ---- explain-log's traps (kvplan.usecases.explain_log.traps), each with its numbers and ``detail`` last
@@ -703,7 +741,7 @@ class StartupFailureTrap:
     stage: str | None
     error_type: str | None
     error: str
-    fix: dict | None  # simulate's first verified fix
+    fix: Fix | None  # simulate's first verified fix
     detail: str
 
 
@@ -716,11 +754,11 @@ class ExplainLogBody:
 
     log: LogSummary
     release: object  # kvplan.logs.release.ReleaseGuess
-    recovered: dict
+    recovered: Recovered
     facts: tuple[FactRow, ...]
     missing: tuple[str, ...]
     rebuild: Rebuild
-    figures: tuple[dict, ...]  # kvplan.logs.compare.figures
+    figures: tuple[FigureRow, ...]  # kvplan.logs.compare.figures
     verdict: str
     traps: tuple[Trap, ...]
     simulation: SimulationSummary | None

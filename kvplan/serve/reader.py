@@ -16,6 +16,7 @@ from typing import Any
 
 from kvplan.engines.vllm.serve_flags import FlagTable, flag_table
 from kvplan.errors import OptionError
+from kvplan.results.records import ServeFlagRow
 from kvplan.serve import effects as fx
 from kvplan.serve.args import Given, ParsedServe, parse_serve_args
 from kvplan.serve.line import ServeLine
@@ -40,7 +41,7 @@ _NO_LAYER = {"ngram": "ngram", "[ngram]": "ngram", "ngram_gpu": "ngram", "suffix
 class ServeRequest:
     model: str
     options: dict  # kvplan option name → value, for kvplan.simulate
-    flags: list[dict]  # one row per flag given: flag, value, dest, effect, applied_as, note
+    flags: list[ServeFlagRow]  # one row per flag given
     env: dict  # VAR=value from the line (every name)
     release: str  # the release whose rules the line is read with
     release_source: str
@@ -116,14 +117,13 @@ class _Reader:
     def __init__(self, parsed: ParsedServe, table: FlagTable):
         self.parsed, self.table = parsed, table
         self.options: dict[str, Any] = {}
-        self.rows: list[dict] = []
+        self.rows: list[ServeFlagRow] = []
         self.warnings: list[str] = []
         self.spec: dict[str, Any] = {}
         self.spec_from: list[str] = []
 
     def row(self, g: Given, effect: str, applied_as: str | None = None, note: str | None = None) -> None:
-        self.rows.append({"flag": g.option, "value": _text(g.value), "dest": g.flag.dest, "effect": effect,
-                          "applied_as": applied_as, "note": note, "from": g.origin})
+        self.rows.append(ServeFlagRow(g.option, _text(g.value), g.flag.dest, effect, applied_as, note, g.origin))
 
     def set(self, name: str, value: Any) -> None:
         from kvplan.options import OPTIONS

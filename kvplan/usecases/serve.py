@@ -15,7 +15,7 @@ from kvplan.errors import OptionError
 from kvplan.options import OPTIONS, VLLM_SERVE, options_for
 from kvplan.results import Outcome
 from kvplan.results.envelope import Envelope, unique
-from kvplan.results.records import Fix, FlagList, ServeBody, ServeRecord
+from kvplan.results.records import Fix, FlagList, ServeBody, ServeFlagRow, ServeRecord
 
 
 def _kvplan_options(options: dict) -> dict:
@@ -36,24 +36,24 @@ def _env_split(env: dict) -> tuple[dict, dict]:
     return vllm, other
 
 
-def spec_config_flag(flags: list[dict], key: str, value) -> str | None:
+def spec_config_flag(flags: list[ServeFlagRow], key: str, value) -> str | None:
     """The line's own --speculative-config with ``key`` set to ``value`` (dropped when None);
     None when the line has no --speculative-config."""
     for row in flags:
-        if row.get("dest") == "speculative_config":
-            given = row["value"] if isinstance(row["value"], dict) else json.loads(row["value"])
+        if row.dest == "speculative_config":
+            given = row.value if isinstance(row.value, dict) else json.loads(row.value)
             changed = {k: v for k, v in {**given, key: value}.items() if not (k == key and value is None)}
             return f"--speculative-config '{json.dumps(changed)}'"
     return None
 
 
-def spec_tokens_flag(flags: list[dict], n: int) -> str:
+def spec_tokens_flag(flags: list[ServeFlagRow], n: int) -> str:
     """num_speculative_tokens as the serve line gives it: a key added to the line's own
     --speculative-config, else --spec-tokens (0.33.0+, next to --spec-method/--spec-model)."""
     return spec_config_flag(flags, "num_speculative_tokens", n) or f"--spec-tokens {n}"
 
 
-def _serve_fixes(fixes: tuple[Fix, ...], verdict: Outcome, flags: list[dict]) -> tuple[tuple[Fix, ...], Outcome]:
+def _serve_fixes(fixes: tuple[Fix, ...], verdict: Outcome, flags: list[ServeFlagRow]) -> tuple[tuple[Fix, ...], Outcome]:
     """simulate's fixes written as serve-line flags where kvplan's flag is not one (the outcome's
     fix with them)."""
     out = []

@@ -97,7 +97,7 @@ def simulate(model: str, **options) -> Envelope:
         from kvplan.device import allocate_and_verify
 
         allocation = allocate_and_verify(plan, r["device"])
-        ok = ok and bool(allocation.get("ok", False))
+        ok = ok and allocation.ok
     fixes = planned.fixes
     verdict = plan_outcome(plan, fixes[0].flag if fixes else None, ok=ok)
     body = SimulateBody(planned, cross_check, tuple(checks), allocation)

@@ -292,13 +292,13 @@ class Job:
     reason: str | None = None
 
 
-def cross_check_many(jobs: list[Job]) -> list[dict]:
+def cross_check_many(jobs: list[Job]) -> list[CrossCheck]:
     """The ``cross_check`` object of each job. Cached answers are reused; the others run in one
     runner process per interpreter (vLLM is imported once for all of them). Never raises for
     vLLM's failures: the object says why it could not run."""
     from kvplan.verify.case import runner_case
 
-    out: list[dict | None] = [None] * len(jobs)
+    out: list[CrossCheck | None] = [None] * len(jobs)
     todo: dict[Target, list[tuple[int, dict, Path | None]]] = {}
     for i, job in enumerate(jobs):
         t = job.target
@@ -363,7 +363,7 @@ class Prepared:
     def job(self, plan, *, name: str, model: str | None = None, drafter: str | None = None) -> Job:
         return Job(plan, self.target, name, model, drafter, self.reason)
 
-    def run(self, plan, *, name: str, model: str | None = None, drafter: str | None = None) -> dict:
+    def run(self, plan, *, name: str, model: str | None = None, drafter: str | None = None) -> CrossCheck:
         return cross_check_many([self.job(plan, name=name, model=model, drafter=drafter)])[0]
 
 

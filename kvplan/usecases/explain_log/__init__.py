@@ -13,9 +13,18 @@ from kvplan.logs.release import infer_release
 from kvplan.usecases.explain_log.rebuild import deployment, resimulate
 from kvplan.usecases.explain_log.traps import find_traps
 from kvplan.options import EXPLAIN, resolve
-from kvplan.results import outcome
+from kvplan.results import UNSET, outcome
 from kvplan.results.envelope import Envelope
-from kvplan.results.records import ExplainLogBody, FactRow, LogSummary, Rebuild, SimulationSummary
+from kvplan.results.records import ExplainLogBody, FactRow, FigureRow, LogSummary, Rebuild, SimulationSummary
+from kvplan.results.recovered import (
+    LoggedAdmissionError,
+    LoggedAutofit,
+    LoggedEngineConfig,
+    LoggedOverride,
+    LoggedPadding,
+    LoggedServeCommand,
+    Recovered,
+)
 from kvplan.usecases.envelope import envelope
 from kvplan.units import plural
 
@@ -33,74 +42,84 @@ _WANTED = (
 )
 
 
-def recovered(facts) -> dict:
+def _first(facts, kind: str, key: str):
+    """``key`` of the first ``kind`` fact (None: no such fact, or it does not show the key)."""
+    f = facts.first(kind)
+    return f.values.get(key) if f is not None else None
+
+
+def _either(*values):
+    """The first value shown (a figure more than one line gives: the first line's kind wins)."""
+    return next((v for v in values if v is not None), None)
+
+
+def _logged(cls, values: dict):
+    """A fact's values as the record ``cls`` (its lists as tuples); a key the record does not
+    know is an error, not a key dropped."""
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
+def recovered(facts) -> Recovered:
     """The facts as one summary (first occurrence of each; every occurrence is in ``facts``)."""
-    out: dict = {}
     rel = facts.first("release") or facts.first("engine_config")
-    if rel and rel.values.get("version"):
-        out["release"] = rel["version"]
-    nda = facts.first("non_default_args")
-    if nda:
-        out["non_default_args"] = nda["args"]
     cmd = facts.first("serve_command")
-    if cmd:
-        out["serve_command"] = dict(cmd.values)
     cfg = facts.first("engine_config")
+    config = None
     if cfg:
-        for k, v in cfg.values.items():
-            if k != "version":
-                out.setdefault(k if k != "max_seq_len" else "max_model_len", v)
-    for kind, key, name in (("architecture", "architecture", "architecture"),
-                            ("max_model_len", "max_model_len", "max_model_len"),
-                            ("max_num_batched_tokens", "max_num_batched_tokens", "max_num_batched_tokens"),
-                            ("async_scheduling", "async_scheduling", "async_scheduling"),
-                            ("model_loading", "weights_gib", "model_loading_gib"),
-                            ("available_kv_memory", "gib", "available_kv_cache_memory_gib"),
-                            ("kv_cache_measured", "gib", "kv_cache_measured_gib"),
-                            ("kv_cache_measured", "num_blocks", "kv_cache_measured_num_blocks"),
-                            ("kv_cache_memory_reserved", "gib", "kv_cache_memory_bytes_gib"),
-                            ("num_gpu_blocks", "num_blocks", "num_gpu_blocks"),
-                            ("num_gpu_blocks", "num_cpu_blocks", "num_cpu_blocks"),
-                            ("memory_profile", "kv_cache_gib", "kv_cache_size_gib"),
-                            ("attention_backend", "attention_backend", "attention_backend"),
-                            ("override", "num_blocks", "num_gpu_blocks"),
-                            ("override", "override", "num_gpu_blocks_override"),
-                            ("kv_cache_size", "kv_cache_size_tokens", "kv_cache_size_tokens"),
-                            ("capacity", "kv_cache_size_tokens", "kv_cache_size_tokens"),
-                            ("concurrency", "max_concurrency", "max_concurrency"),
-                            ("capacity", "max_concurrency", "max_concurrency"),
-                            ("hybrid_block_size", "block_size", "attention_block_size"),
-                            ("mamba_page_padding", "padding_pct", "mamba_page_padding_pct"),
-                            ("memory_account", "consumed_gib", "consumed_gib"),
-                            ("cuda_graph", "gib", "cuda_graph_gib"),
-                            ("cuda_graph_pool", "actual_gib", "cuda_graph_gib"),
-                            ("memory_account", "cuda_graph_gib", "cuda_graph_gib"),
-                            ("memory_account", "weights_gib", "weights_gib"),
-                            ("memory_account", "kv_cache_memory_bytes_to_fit", "kv_cache_memory_bytes_to_fit"),
-                            ("cuda_graph_profiled", "without_cuda_graphs", "gpu_memory_utilization_without_cuda_graphs")):
-        f = facts.first(kind)
-        if f is not None and key in f.values:
-            out.setdefault(name, f[key])
-    for kind in ("concurrency", "capacity"):
-        f = facts.first(kind)
-        if f is not None:
-            out.setdefault("concurrency_max_model_len", f["max_model_len"])
+        config = _logged(LoggedEngineConfig, {("max_model_len" if k == "max_seq_len" else k): v
+                                              for k, v in cfg.values.items() if k != "version"})
+    num_gpu_blocks = _first(facts, "num_gpu_blocks", "num_blocks")
+    override = facts.first("override")
     af = facts.first("autofit")
-    if af:
-        out["autofit"] = dict(af.values)
     pads = facts.all("padding")
-    if pads:
-        out["padding"] = [dict(f.values) for f in pads]
     hma = [f["reason"] for f in facts.all("hma_off")] + (["converted"] if facts.has("hma_off_converted") else [])
-    if hma:
-        out["hybrid_manager_off"] = hma
     err = facts.first("admission_error") or facts.first("admission_error_tokens")
-    if err:
-        out["admission_error"] = dict(err.values)
-    for kind in ("no_memory_error", "drafter_split", "page_error", "autofit_none"):
-        if facts.has(kind):
-            out[kind] = True
-    return out
+    concurrency = facts.first("concurrency") or facts.first("capacity")
+    # the engine config line's max_seq_len (a None too) comes before "Using max model len"
+    max_model_len = _first(facts, "max_model_len", "max_model_len") if config is None or \
+        config.max_model_len is UNSET else None
+    return Recovered(
+        release=(rel.values.get("version") or None) if rel else None,
+        non_default_args=_first(facts, "non_default_args", "args"),
+        serve_command=_logged(LoggedServeCommand, cmd.values) if cmd else None,
+        engine_config=config,
+        architecture=_first(facts, "architecture", "architecture"),
+        max_model_len=max_model_len,
+        max_num_batched_tokens=_first(facts, "max_num_batched_tokens", "max_num_batched_tokens"),
+        async_scheduling=_first(facts, "async_scheduling", "async_scheduling"),
+        model_loading_gib=_first(facts, "model_loading", "weights_gib"),
+        available_kv_cache_memory_gib=_first(facts, "available_kv_memory", "gib"),
+        kv_cache_measured_gib=_first(facts, "kv_cache_measured", "gib"),
+        kv_cache_measured_num_blocks=_first(facts, "kv_cache_measured", "num_blocks"),
+        kv_cache_memory_bytes_gib=_first(facts, "kv_cache_memory_reserved", "gib"),
+        num_gpu_blocks=num_gpu_blocks,
+        num_cpu_blocks=_first(facts, "num_gpu_blocks", "num_cpu_blocks"),
+        kv_cache_size_gib=_first(facts, "memory_profile", "kv_cache_gib"),
+        attention_backend=_first(facts, "attention_backend", "attention_backend"),
+        override=LoggedOverride(num_gpu_blocks=override["num_blocks"] if num_gpu_blocks is None else None,
+                                num_gpu_blocks_override=override["override"]) if override else None,
+        kv_cache_size_tokens=_either(_first(facts, "kv_cache_size", "kv_cache_size_tokens"),
+                                     _first(facts, "capacity", "kv_cache_size_tokens")),
+        max_concurrency=_either(_first(facts, "concurrency", "max_concurrency"),
+                                _first(facts, "capacity", "max_concurrency")),
+        attention_block_size=_first(facts, "hybrid_block_size", "block_size"),
+        mamba_page_padding_pct=_first(facts, "mamba_page_padding", "padding_pct"),
+        consumed_gib=_first(facts, "memory_account", "consumed_gib"),
+        cuda_graph_gib=_either(_first(facts, "cuda_graph", "gib"), _first(facts, "cuda_graph_pool", "actual_gib"),
+                               _first(facts, "memory_account", "cuda_graph_gib")),
+        weights_gib=_first(facts, "memory_account", "weights_gib"),
+        kv_cache_memory_bytes_to_fit=_first(facts, "memory_account", "kv_cache_memory_bytes_to_fit"),
+        gpu_memory_utilization_without_cuda_graphs=_first(facts, "cuda_graph_profiled", "without_cuda_graphs"),
+        concurrency_max_model_len=concurrency["max_model_len"] if concurrency else None,
+        autofit=_logged(LoggedAutofit, af.values) if af else None,
+        padding=tuple(_logged(LoggedPadding, f.values) for f in pads) or None,
+        hybrid_manager_off=tuple(hma) or None,
+        admission_error=_logged(LoggedAdmissionError, err.values) if err else None,
+        no_memory_error=facts.has("no_memory_error") or None,
+        drafter_split=facts.has("drafter_split") or None,
+        page_error=facts.has("page_error") or None,
+        autofit_none=facts.has("autofit_none") or None,
+    )
 
 
 def missing(facts, dep) -> list[str]:
@@ -111,19 +130,19 @@ def missing(facts, dep) -> list[str]:
             if not known.get(key) and not any(facts.has(k) for k in kinds)]
 
 
-def verdict(status: str, rows: list[dict], detail: str) -> str:
+def verdict(status: str, rows: list[FigureRow], detail: str) -> str:
     if status not in ("simulated", "layout only"):
         return f"{status}: recovered facts only" + (f" ({detail})" if detail else "")
-    compared = [r for r in rows if r["agrees"] is not None]
+    compared = [r for r in rows if r.agrees is not None]
     if not compared:
         return ("layout only (no KV memory in the log); " if status == "layout only" else "re-simulated; ") + \
             "the log shows no figure to compare"
     if status == "layout only":
-        bad = [r for r in compared if not r["agrees"]]
+        bad = [r for r in compared if not r.agrees]
         head = "layout only (no KV memory in the log): "
         return (head + f"disagrees on {len(bad)} of {plural(len(compared), 'figure')}" if bad
                 else head + f"agrees on {'the' if len(compared) == 1 else 'all'} {plural(len(compared), 'figure')}")
-    bad = [r for r in compared if not r["agrees"]]
+    bad = [r for r in compared if not r.agrees]
     if bad:
         return f"disagrees on {len(bad)} of {plural(len(compared), 'figure')}"
     return f"agrees on {'the' if len(compared) == 1 else 'all'} {plural(len(compared), 'figure')}"
@@ -173,7 +192,7 @@ def explain_log(source: str, **options) -> Envelope:
         simulation=SimulationSummary.of(result.body) if simulated else None,
     )
     warnings = list(result.warnings) if simulated else []
-    disagree = ran is not None and any(row["agrees"] is False for row in rows)
+    disagree = ran is not None and any(row.agrees is False for row in rows)
     starts = result.plan.starts if simulated else logged_starts(facts)
     failure = result.plan.failure if simulated else None
     fixes = result.body.fixes if simulated else ()

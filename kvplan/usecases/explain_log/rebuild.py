@@ -332,8 +332,8 @@ def _serve_options(dep: Deployment, words: list[str], release: str | None, sourc
         if name != "policy":
             _set(dep, name, value, source)
     for row in req.flags:
-        if row.get("applied_as") is None and row["dest"] not in dep.ignored:
-            dep.ignored.append(row["dest"])
+        if row.applied_as is None and row.dest not in dep.ignored:
+            dep.ignored.append(row.dest)
 
 
 def _release_of(version: str) -> str:
