@@ -79,7 +79,6 @@ def arr(items: dict) -> dict:
 DETAIL: dict[tuple[type, str], dict] = {
     (CompareBody, "workload"): OBJ,
     (CompareBody, "lower_bound"): OBJ,
-    (ModelsBody, "models"): arr(obj({"id": STR})),
     (ServeRecord, "flags"): arr(obj({"flag": STR, "value": {}, "dest": STR,
                                      "effect": {"enum": ["applied", "no effect", "estimate"]},
                                      "applied_as": nullable(STR), "note": nullable(STR), "from": STR})),

@@ -81,7 +81,6 @@ FREE_FIELDS = {
     "CompareBody.lower_bound": "kvplan.engines.lower_bound.LowerBound, a Record serialised by its DATA view",
     "EngineRowRecord.knobs": "each engine's own settings, keyed by that engine's names (kvplan/engines)",
     "EngineRowRecord.details": "each engine's own result details (kvplan/engines)",
-    "ModelsBody.models": "kvplan.model.list_catalog entries (kvplan/model, not converted here)",
     "EraRow.changes": "the Era fields that change at a boundary, keyed by field name",
     "EraRow.decisions": "every Era decision field, keyed by field name",
     "ExplainLogBody.release": "kvplan.logs.release.ReleaseGuess, a Record serialised by its DATA view",

@@ -533,10 +533,24 @@ class GpusBody:
 
 
 @dataclass(frozen=True)
-class ModelsBody:
-    """``kvplan models``: the bundled catalog (``kvplan.model.list_catalog`` entries)."""
+class CatalogRow:
+    """One bundled config (``kvplan.model.list_catalog``; configs/INDEX.json's fields, None where the
+    index does not list the config)."""
 
-    models: tuple[dict, ...]
+    id: str
+    family: str | None
+    role: str | None  # target, drafter
+    provenance: str | None  # genuine, reconstructed
+    path: str
+    target: str | None  # a drafter's target model
+    layer_mix: str | None
+
+
+@dataclass(frozen=True)
+class ModelsBody:
+    """``kvplan models``: the bundled catalog."""
+
+    models: tuple[CatalogRow, ...]
 
 
 @dataclass(frozen=True)
