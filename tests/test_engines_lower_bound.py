@@ -111,6 +111,6 @@ def engine_bytes(row, budget: int) -> int:
     Hypothesis found). Every other engine stays within the budget."""
     if row.engine != "trtllm":
         return budget
-    d = row.details
-    pools = sum(p["kv_tokens"] * p["per_token_bytes"] for p in d["pools"]) + d["state_bytes"]
+    d = row.details  # TrtllmDetails
+    pools = sum(p.kv_tokens * p.per_token_bytes for p in d.pools) + d.state_bytes
     return max(budget, pools)

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvplan.results import Outcome, Record, to_data
+from kvplan.results import Outcome, Record
+from kvplan.results.engines import Knobs, LlamacppKnobs, NoKnobs, SglangKnobs, TrtllmKnobs, VllmDetails, VllmKnobs
 
 from kvplan.engines.layer_costs import LayerCost, layer_costs
 from kvplan.engines.llamacpp import DEFAULT_N_UBATCH, llamacpp_model, server_slots
@@ -101,8 +102,9 @@ class EngineRow:
     max_concurrency: float
     reserved_per_request_bytes: int | None
     lower_bound_bytes: int
-    knobs: dict = field(default_factory=dict)
-    details: dict = field(default_factory=dict)
+    knobs: Knobs = field(default_factory=NoKnobs)
+    # the engine's result: VllmDetails, SglangDetails, TrtllmDetails, LlamacppDetails, the LowerBound
+    details: object = None
     failure: str | None = None
     is_proposal: bool = False
     notes: tuple[str, ...] = ()
@@ -161,25 +163,25 @@ def vllm_row(plan, lb: LowerBound) -> EngineRow:
         reserved = sizing.bytes_per_block(plan.groups) * sum(blocks)
     d = plan.decision
     label = f"vllm=={era.release}" if era.release else era.name  # the release asked for, else the era
-    knobs = {
-        "policy": label,
-        "threshold": era.threshold,
-        "grouping": era.grouping,
-        "max_model_len_tokens": plan.max_model_len,
-        "max_num_batched_tokens": plan.options.max_num_batched_tokens,
-        "hybrid_kv_cache_manager": None if plan.hma is None else not plan.hma.disabled,
-    }
-    details = {
-        "grouping_path": d.path if d else None,
-        "group_size": plan.group_size,
-        "num_groups": plan.num_groups,
-        "num_padding_layers": plan.num_padding_layers,
-        "padding_waste_pct": round(plan.padding_waste_pct, 4),
-        "page_size_bytes": plan.page_size_bytes,
-        "num_blocks": plan.num_blocks,
-        "blocks_per_request": blocks,
-        "kv_cache_size_tokens": plan.kv_cache_size_tokens,
-    }
+    knobs = VllmKnobs(
+        policy=label,
+        threshold=era.threshold,
+        grouping=era.grouping,
+        max_model_len_tokens=plan.max_model_len,
+        max_num_batched_tokens=plan.options.max_num_batched_tokens,
+        hybrid_kv_cache_manager=None if plan.hma is None else not plan.hma.disabled,
+    )
+    details = VllmDetails(
+        grouping_path=d.path if d else None,
+        group_size=plan.group_size,
+        num_groups=plan.num_groups,
+        num_padding_layers=plan.num_padding_layers,
+        padding_waste_pct=round(plan.padding_waste_pct, 4),
+        page_size_bytes=plan.page_size_bytes,
+        num_blocks=plan.num_blocks,
+        blocks_per_request=tuple(blocks),
+        kv_cache_size_tokens=plan.kv_cache_size_tokens,
+    )
     notes = ["proposal, not shipped behaviour"] if era.is_proposal else []
     return EngineRow(
         engine="vllm", name=label, starts=plan.starts, kv_tokens=plan.kv_tokens,
@@ -208,21 +210,21 @@ def sglang_result(costs, architecture: str | None, inputs: CompareInputs, ratio:
 def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
                lb: LowerBound, ratio: float | None = None) -> EngineRow:
     r = sglang_result(costs, architecture, inputs, inputs.swa_full_tokens_ratio if ratio is None else ratio)
-    knobs = {
-        "swa_full_tokens_ratio": r.swa_full_tokens_ratio if r.hybrid_swa_memory else None,
-        "page_size": r.page_size,
-        "hybrid_swa_memory": r.hybrid_swa_memory,
-        "chunked_prefill_size": r.chunked_prefill_size,
-        "disable_overlap_schedule": r.disable_overlap_schedule,
-        "swa_eviction_interval": r.swa_eviction_interval,
-        "context_length": r.context_len_tokens,
-        "mamba_full_memory_ratio": r.mamba_full_memory_ratio,
-        "mamba_ssm_dtype": inputs.sglang_mamba_ssm_dtype if r.mamba_full_memory_ratio is not None else None,
-    }
+    knobs = SglangKnobs(
+        swa_full_tokens_ratio=r.swa_full_tokens_ratio if r.hybrid_swa_memory else None,
+        page_size=r.page_size,
+        hybrid_swa_memory=r.hybrid_swa_memory,
+        chunked_prefill_size=r.chunked_prefill_size,
+        disable_overlap_schedule=r.disable_overlap_schedule,
+        swa_eviction_interval=r.swa_eviction_interval,
+        context_length=r.context_len_tokens,
+        mamba_full_memory_ratio=r.mamba_full_memory_ratio,
+        mamba_ssm_dtype=inputs.sglang_mamba_ssm_dtype if r.mamba_full_memory_ratio is not None else None,
+    )
     return EngineRow(
         engine="sglang", name="hybrid SWA pool" if r.hybrid_swa_memory else "one token pool", starts=r.starts, kv_tokens=r.full_tokens,
         max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
-        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=to_data(r.details()), failure=r.failure,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.details(), failure=r.failure,
         notes=(r.reason, *r.notes),
     )
 
@@ -242,24 +244,24 @@ def trtllm_result(costs, inputs: CompareInputs, shares=None) -> TrtllmResult:
 def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound,
                shares: tuple[float, ...] | None = None) -> EngineRow:
     r = trtllm_result(costs, inputs, inputs.trtllm_window_shares if shares is None else shares)
-    knobs = {
-        "windows_tokens": list(r.windows),
-        "window_shares": [round(p.share, 6) for p in r.pools],
-        "window_shares_given": r.shares_given,
-        "tokens_per_block": r.tokens_per_block,
-        "scheduler_policy": r.scheduler_policy,
-        "max_num_tokens": r.max_num_tokens,
-        "max_attention_window": "model windows" if r.max_attention_window else None,
-        "enable_chunked_prefill": True,  # assumed by kvplan (off by default)
-        "max_batch_size": r.max_batch_size,
-        "enable_block_reuse": r.enable_block_reuse,
-        "mamba_ssm_cache_dtype": "auto (the model dtype)" if r.state_bytes_per_request else None,
-        "release": f"{TRTLLM_VERSION} @ {TRTLLM_COMMIT}",
-    }
+    knobs = TrtllmKnobs(
+        windows_tokens=tuple(r.windows),
+        window_shares=tuple(round(p.share, 6) for p in r.pools),
+        window_shares_given=r.shares_given,
+        tokens_per_block=r.tokens_per_block,
+        scheduler_policy=r.scheduler_policy,
+        max_num_tokens=r.max_num_tokens,
+        max_attention_window="model windows" if r.max_attention_window else None,
+        enable_chunked_prefill=True,  # assumed by kvplan (off by default)
+        max_batch_size=r.max_batch_size,
+        enable_block_reuse=r.enable_block_reuse,
+        mamba_ssm_cache_dtype="auto (the model dtype)" if r.state_bytes_per_request else None,
+        release=f"{TRTLLM_VERSION} @ {TRTLLM_COMMIT}",
+    )
     return EngineRow(
         engine="trtllm", name="VSWA" if len(r.pools) > 1 else "one window pool", starts=r.starts, kv_tokens=r.kv_tokens,
         max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
-        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=to_data(r.details()), failure=r.failure,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.details(), failure=r.failure,
         notes=r.notes, failure_stage=r.failure_stage, failure_type=r.failure_type, failure_fix=r.fix,
     )
 
@@ -271,18 +273,18 @@ def llamacpp_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerB
         n_seq=n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full, kv_unified=unified,
         slots_from=how, n_ctx=n_ctx,
     )
-    knobs = {
-        "n_ctx_tokens": r.caches.n_ctx,
-        "n_seq": r.n_seq,
-        "n_ubatch": r.n_ubatch,
-        "swa_full": r.swa_full,
-        "kv_unified": r.kv_unified,
-        "slots": how,
-    }
+    knobs = LlamacppKnobs(
+        n_ctx_tokens=r.caches.n_ctx,
+        n_seq=r.n_seq,
+        n_ubatch=r.n_ubatch,
+        swa_full=r.swa_full,
+        kv_unified=r.kv_unified,
+        slots=how,
+    )
     return EngineRow(
         engine="llamacpp", name="iSWA cache" if r.n_swa else "KV cache", starts=r.starts, kv_tokens=r.max_n_ctx_tokens,
         max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
-        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=to_data(r.details()), failure=r.failure,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.details(), failure=r.failure,
         notes=r.notes,
     )
 
@@ -291,7 +293,7 @@ def lower_bound_row(lb: LowerBound) -> EngineRow:
     return EngineRow(
         engine="lower_bound", name="exact windowed need", starts=True, kv_tokens=lb.kv_tokens,
         max_concurrency=lb.max_concurrency, reserved_per_request_bytes=lb.per_request_bytes,
-        lower_bound_bytes=lb.per_request_bytes, details=lb.to_dict(),
+        lower_bound_bytes=lb.per_request_bytes, details=lb,
         notes=("what an ideal allocator reserves: full layers L tokens, window layers min(L, W), state once",),
     )
 

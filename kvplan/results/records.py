@@ -20,6 +20,7 @@ from typing import Literal
 from kvplan.results import FLATTEN, OMIT_NONE, Outcome, Record
 from kvplan.results.allocation import Allocation
 from kvplan.results.budget import Budget, DeviceBudget, GivenBudget
+from kvplan.results.engines import Knobs
 from kvplan.results.advice import Advice
 from kvplan.results.recovered import Recovered
 from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
@@ -472,8 +473,10 @@ class EngineRowRecord:
     reserved_per_request_bytes: int | None
     waste_per_request_bytes: int | None  # reserved beyond the exact windowed need
     waste_pct: float | None
-    knobs: dict  # the engine's own settings for this row
-    details: dict  # the engine's result (vLLM: its grouping; SGLang/TensorRT-LLM/llama.cpp: *Details)
+    knobs: Knobs  # the engine's own settings for this row
+    # the engine's result: vLLM's grouping (VllmDetails); SglangDetails, TrtllmDetails, LlamacppDetails and
+    # the exact windowed need (LowerBound) are declared beside their models in kvplan/engines
+    details: object
     notes: tuple[str, ...]
 
 
