@@ -18,6 +18,7 @@ from kvplan.engines.vllm.plan import Plan
 from kvplan.model.layout import ModelLayout
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 from kvplan.results.records import Fix, PlanBody
+from kvplan.budget.hardware import GpuCard
 from kvplan.usecases.deployment import BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, deployment_of
 
 
@@ -314,14 +315,14 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
 def build_layout(s: Scenario):
     """``model_stage`` for ``s``."""
     d = s.deployment
-    return model_stage(d.source, d.serving, d.era, d.budget.gpu)
+    return model_stage(d.source, d.serving, d.era, d.budget.card)
 
 
-def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | None) -> ModelLayout:
-    """The model stage: the model's layout, with a warning for each ``VLLM_*`` variable vLLM would ignore."""
+def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCard | None) -> ModelLayout:
+    """The model stage: the model's layout, with a warning for each ``VLLM_*`` variable vLLM would ignore;
+    ``card``: the deployment's card (its preset decides the attention backend), None without one."""
     from dataclasses import replace
 
-    from kvplan.budget.hardware import get_gpu
     from kvplan.engines.vllm import environment
     from kvplan.engines.vllm.block_size import decide_block_size, device_of
     from kvplan.model.layout import draft_model_layout, finish_model_layout
@@ -331,7 +332,7 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, gpu: str | 
     draft = draft_model_layout(model, drafter, serving_options(serving, era), revision=s.revision,
                                download=s.download, hf_overrides=s.hf_overrides)
     # the engine decides the block size from the model's attention facts, here, as a value
-    decision = decide_block_size(era, draft.attention(), device=device_of(get_gpu(gpu) if gpu else None),
+    decision = decide_block_size(era, draft.attention(), device=device_of(card if card is not None and card.name else None),
                                  block_size=serving.block_size, attention_backend=serving.attention_backend)
     layout = finish_model_layout(draft, decision)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
@@ -532,7 +533,7 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
     d = s.deployment
     era = d.era
     if layout is None:
-        layout = model_stage(d.source, d.serving, era, d.budget.gpu)
+        layout = model_stage(d.source, d.serving, era, d.budget.card)
     budget = None
     if d.budget.kv_cache_memory is not None:
         kv_bytes = d.budget.kv_cache_memory

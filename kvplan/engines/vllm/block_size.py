@@ -26,7 +26,7 @@ from kvplan.errors import OptionError
 from kvplan.model.options import AttentionFacts
 
 if TYPE_CHECKING:
-    from kvplan.budget.hardware import GpuPreset
+    from kvplan.budget.hardware import GpuCard, GpuPreset
 
 # Each backend's kernel block sizes (``get_supported_kernel_block_sizes()`` with no KV cache spec and no
 # current config; a ``MultipleOf(n)`` as its base n). ``AttentionBackend.supports_block_size`` (backend.py
@@ -261,8 +261,9 @@ def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None,
     return BlockSizeDecision(preferred, backend, how, kernel, False, lines, note)
 
 
-def device_of(preset: GpuPreset | None) -> Device | None:
-    """The --gpu preset's compute capability and platform, as values (None without --gpu: the H100 is assumed)."""
+def device_of(preset: GpuPreset | GpuCard | None) -> Device | None:
+    """The --gpu preset's compute capability and platform, as values (None without --gpu: the H100 is assumed);
+    a deployment's ``GpuCard`` carries the preset's."""
     if preset is None:
         return None
     if preset.compute_capability is None:
