@@ -218,3 +218,11 @@ def test_trtllm_mamba_hybrid_start_up_and_its_settings():
     assert t["outcome"]["starts"] and t["max_concurrency"] == 6.0 and t["details"]["state_bytes"] == 237_109_248
     r = invoke("compare", "Qwen/Qwen3-Next-80B-A3B-Instruct", *BUDGET, "--trtllm-max-batch-size", "0")
     assert r.exit_code != 0 and "--trtllm-max-batch-size" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_a_policy_named_by_release_keeps_its_release():
+    """--policies resolves each name once, at the edge: a release asked for (vllm==0.18.0) is that release's
+    era in its row, as the main policy's is (vllm==0.34.0), and an era name stays the era's."""
+    d = as_json("compare", *GEMMA, *BUDGET, "--target-len", "131072", "--policies", "vllm==0.18.0,vllm-0.33")
+    assert [r["name"] for r in d["engines"] if r["engine"] == "vllm"] == ["vllm==0.34.0", "vllm==0.18.0", "vllm-0.33"]
+    assert [r["knobs"]["policy"] for r in d["engines"] if r["engine"] == "vllm"][1] == "vllm==0.18.0"

@@ -81,7 +81,12 @@ MTP_FAMILIES = {"kvplan.model.families": {"kvplan.model.layout", "kvplan.model.d
       "json"], CONFIG_VIEW),
     (["simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tensor-parallel-size", "8", "--speculative-method",
       "mtp", "--num-speculative-tokens", "1", "--format", "json"], {**CONFIG_VIEW, **MTP_FAMILIES}),
-], ids=["default", "hybrid-tp2", "utilization-fix", "deepseek-mtp"])
+    # a load failure: each candidate (tensor / pipeline parallel, fp8, a larger card, CPU offload) is the
+    # typed deployment changed (deployment.changed), not the options parsed again; the fp8 candidate asks the
+    # budget's quantization reader whether the checkpoint is quantized
+    (["simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100-80GB", "--format", "json"],
+     {**CONFIG_VIEW, "kvplan.budget.quantization": {"kvplan.budget.weights", "kvplan.usecases.scenario"}}),
+], ids=["default", "hybrid-tp2", "utilization-fix", "deepseek-mtp", "load-fixes"])
 def test_a_simulation_re_enters_only_the_config_view(argv, expected):
     walk = _walk()
     m = walk.measure(walk.trace(argv or walk.DEFAULT))

@@ -12,23 +12,26 @@ from kvplan.results.envelope import Envelope
 from kvplan.results.records import CompareBody, EngineVersions
 from kvplan.usecases.records import engine_row, model_record, serving_record, speculative_record
 from kvplan.usecases.envelope import envelope
-from kvplan.usecases.scenario import run_scenario, run_search, scenario_from, serving_of
+from kvplan.engines.vllm.eras import Era
+from kvplan.usecases.deployment import changed, under
+from kvplan.usecases.scenario import run_deployment, run_scenario, run_search, scenario_from, serving_options
 
 
-def parse_policies(text: str | None, main: str) -> list[str]:
-    """``proposals`` (every proposal), ``none``, or a comma list of eras / releases / proposals."""
+def parse_policies(text: str | None, main: str) -> list[Era]:
+    """The eras of ``--policies``: ``proposals`` (every proposal), ``none``, or a comma list of eras /
+    releases / proposals (each once, the main policy's left out)."""
     from kvplan.engines.vllm import get_era
     from kvplan.engines.vllm.proposals import proposal_names
 
     if text is None or text.strip().lower() == "none":
         return []
-    names: list[str] = []
+    eras: list[Era] = []
     for item in (x.strip() for x in text.split(",")):
         if not item:
             continue
-        expanded = proposal_names() if item == "proposals" else [get_era(item).name]
-        names += [n for n in expanded if n not in names and n != get_era(main).name]
-    return names
+        expanded = [get_era(n) for n in proposal_names()] if item == "proposals" else [get_era(item)]
+        eras += [e for e in expanded if e.name not in {x.name for x in eras} and e.name != get_era(main).name]
+    return eras
 
 
 def _length(r) -> int | None:
@@ -64,14 +67,13 @@ def compare(model: str, **options) -> Envelope:
         trtllm_commit=TRTLLM_COMMIT,
         llamacpp=require_version("--llamacpp-build", r["llamacpp_build"], LLAMACPP_BUILD, "llama.cpp"))
     extra = parse_policies(r["policies"], r["policy"])
-    scenario = replace(scenario_from(model, r.values), max_model_len=length)
-    main = run_scenario(scenario)
+    main = run_scenario(replace(scenario_from(model, r.values), max_model_len=length))
     layout, plan = main.layout, main.plan
     length = length or plan.max_model_len
     # the budget is now fixed (the sizing mode, if any, is spent)
-    scenario = replace(scenario, max_model_len=length, kv_cache_memory=plan.options.kv_cache_memory_bytes,
-                       enable_extensible_kv_cache=None)
-    plans = [plan] + [run_scenario(replace(scenario, policy=p, threshold=None), layout=layout).plan for p in extra]
+    d = changed(main.deployment, max_model_len=length, kv_cache_memory=plan.options.kv_cache_memory_bytes,
+                enable_extensible_kv_cache=None)
+    plans = [plan] + [run_deployment(under(d, e), layout=layout).plan for e in extra]
 
     inputs = CompareInputs(
         kv_cache_memory_bytes=plan.options.kv_cache_memory_bytes, target_len_tokens=length,
@@ -92,7 +94,7 @@ def compare(model: str, **options) -> Envelope:
     comparison = compare_engines(layout.layers, architecture, inputs, plans)
 
     def simulate_at(t: float):
-        return run_scenario(replace(scenario, threshold=t), layout=layout).plan
+        return run_deployment(under(d, d.policy_era, t), layout=layout).plan
 
     vllm_advice = run_search(advise_vllm(plan, inputs.target_concurrency), simulate_at)
     advice = advise(layer_costs(layout.layers), architecture, inputs, vllm_advice)
@@ -110,7 +112,7 @@ def compare(model: str, **options) -> Envelope:
                         f"rules to {architecture}")
     body = CompareBody(
         model=model_record(layout.target), drafter=model_record(layout.drafter), speculative=speculative_record(layout),
-        serving=serving_record(serving_of(scenario), layout), engine_versions=versions, workload=comparison.inputs,
+        serving=serving_record(serving_options(d.serving, d.era), layout), engine_versions=versions, workload=comparison.inputs,
         lower_bound=comparison.lower_bound, engines=tuple(engine_row(row) for row in comparison.rows), advice=advice, budget=main.budget)
     return envelope("compare", options=r, outcome=Outcome(ok=True), body=body, model=layout.target,
                     drafter=layout.drafter, era=plan.era,

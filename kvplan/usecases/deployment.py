@@ -8,7 +8,7 @@ model (``ModelInput``, ``ServingInput``, era) → ``ModelLayout``; budget (layou
 part, under its own name and with its Scenario type (``tests/test_deployment.py`` checks both).
 """
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from kvplan.budget.hardware import GpuCard
 from kvplan.engines.vllm.eras import Era
@@ -174,17 +174,12 @@ def _part(cls, values, **derived):
 def deployment_of(values) -> Deployment:
     """The typed deployment of a ``Scenario`` (its values already parsed by the option table):
     the policy resolved to its era, the card (``--gpu`` / ``--gpu-memory``) and its batch defaults read, once."""
-    from kvplan.budget.hardware import card_batch_defaults, gpu_card
     from kvplan.options import mapped_model
     from kvplan.engines.vllm.releases import get_era
 
     policy_era = get_era(values.policy)
     era = policy_era if values.threshold is None else policy_era.with_threshold(values.threshold)
-    card = gpu_card(values.gpu, values.gpu_memory) if values.gpu is not None or values.gpu_memory is not None \
-        else None
-    defaults = (8192, 1024)
-    if values.max_num_batched_tokens is None or values.max_num_seqs is None:
-        defaults = card_batch_defaults(card, large_tier=era.large_batch_tier)
+    card, defaults = _card(values.gpu, values.gpu_memory, values.max_num_batched_tokens, values.max_num_seqs, era)
     return Deployment(
         source=_part(ModelInput, values, model_read=mapped_model(values.model, values.model_map),
                      drafter_read=mapped_model(values.drafter, values.model_map)),
@@ -192,3 +187,49 @@ def deployment_of(values) -> Deployment:
         scheduler=_part(SchedulerInput, values, card_batch_defaults=defaults),
         budget=_part(BudgetInput, values, card=card),
         verify=_part(VerifyInput, values), policy=_part(PolicyInput, values), policy_era=policy_era, era=era)
+
+
+def _card(gpu: str | None, gpu_memory: float | None, max_num_batched_tokens: int | None, max_num_seqs: int | None,
+          era: Era) -> tuple[GpuCard | None, tuple[int, int]]:
+    """The card of ``--gpu`` / ``--gpu-memory`` (None without either) and the batch defaults ``vllm serve``
+    picks for it (read only where a batch size is left to the default)."""
+    from kvplan.budget.hardware import card_batch_defaults, gpu_card
+
+    card = gpu_card(gpu, gpu_memory) if gpu is not None or gpu_memory is not None else None
+    defaults = (8192, 1024)
+    if max_num_batched_tokens is None or max_num_seqs is None:
+        defaults = card_batch_defaults(card, large_tier=era.large_batch_tier)
+    return card, defaults
+
+
+# the part each option lives in (a Deployment field name), for ``changed``
+_PART_OF = {f.name: part for part, cls in (("source", ModelInput), ("serving", ServingInput),
+                                           ("scheduler", SchedulerInput), ("budget", BudgetInput),
+                                           ("verify", VerifyInput), ("policy", PolicyInput))
+            for f in fields(cls) if f.name not in DERIVED_FIELDS}
+# options whose change re-reads more than their part: the model names (--model-map) and the era
+_REDERIVED = frozenset({"model", "drafter", "model_map", "policy", "threshold"})
+
+
+def changed(d: Deployment, **values) -> Deployment:
+    """``d`` with some options set to other typed values (a fix's candidate deployment: kvplan's own
+    values, no parsing), each in its part; a new ``--gpu`` / ``--gpu-memory`` reads its card and batch
+    defaults again. The model and the policy are not changed here (``deployment_of`` reads them)."""
+    unknown = sorted(set(values) - _PART_OF.keys() | set(values) & _REDERIVED)
+    if unknown:
+        raise ValueError(f"changed(): {', '.join(unknown)} cannot be changed on a made deployment")
+    parts: dict[str, dict] = {}
+    for name, value in values.items():
+        parts.setdefault(_PART_OF[name], {})[name] = value
+    new = replace(d, **{part: replace(getattr(d, part), **kv) for part, kv in parts.items()})
+    if {"gpu", "gpu_memory"} & values.keys():
+        b, sch = new.budget, new.scheduler
+        card, defaults = _card(b.gpu, b.gpu_memory, sch.max_num_batched_tokens, sch.max_num_seqs, new.era)
+        new = replace(new, budget=replace(b, card=card), scheduler=replace(sch, card_batch_defaults=defaults))
+    return new
+
+
+def under(d: Deployment, policy_era: Era, threshold: float | None = None) -> Deployment:
+    """``d`` under another era (``policy_era``, with ``threshold`` replacing its own when given)."""
+    era = policy_era if threshold is None else policy_era.with_threshold(threshold)
+    return replace(d, policy=PolicyInput(policy_era.name, threshold), policy_era=policy_era, era=era)

@@ -19,7 +19,9 @@ from kvplan.model.layout import ModelLayout
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 from kvplan.results.records import Fix, PlanBody
 from kvplan.budget.hardware import GpuCard
-from kvplan.usecases.deployment import BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, deployment_of
+from kvplan.usecases.deployment import (
+    BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, changed, deployment_of,
+)
 
 
 class _ScenarioMethods:
@@ -56,13 +58,8 @@ class _ScenarioMethods:
         return self.deployment.scheduler.batch_sizes(max_model_len)
 
     def check_sizing(self) -> None:
-        """Refuse --enable-extensible-kv-cache where vLLM refuses it (``kvplan.budget.sizing.kv_cache_sizing``).
-        Callers that fix ``kv_cache_memory`` from a budget already resolved clear the flag with it."""
-        if self.enable_extensible_kv_cache:
-            from kvplan.budget.sizing import kv_cache_sizing
-
-            kv_cache_sizing(self.era, True, kv_cache_memory_given=self.kv_cache_memory is not None,
-                            num_gpu_blocks_override=self.num_gpu_blocks_override)
+        """Refuse --enable-extensible-kv-cache where vLLM refuses it (``check_sizing``)."""
+        check_sizing(self.deployment)
 
     @classmethod
     def field_names(cls) -> list[str]:
@@ -107,12 +104,23 @@ def scenario_from(model: str, options: dict) -> "Scenario":
                                     for k, v in options.items() if k in names})
 
 
+def check_sizing(d: Deployment) -> None:
+    """Refuse --enable-extensible-kv-cache where vLLM refuses it (``kvplan.budget.sizing.kv_cache_sizing``).
+    Callers that fix ``kv_cache_memory`` from a budget already resolved clear the flag with it."""
+    b = d.budget
+    if b.enable_extensible_kv_cache:
+        from kvplan.budget.sizing import kv_cache_sizing
+
+        kv_cache_sizing(d.era, True, kv_cache_memory_given=b.kv_cache_memory is not None,
+                        num_gpu_blocks_override=d.scheduler.num_gpu_blocks_override)
+
+
 @dataclass
 class ScenarioResult:
     """One deployment run: its layout, the engine's plan, the plan as results show it (``body``),
     the estimated budget (with --gpu) and the warnings to show (the layout's, then kvplan's own)."""
 
-    scenario: Scenario
+    deployment: Deployment
     layout: ModelLayout
     plan: Plan
     body: PlanBody
@@ -344,21 +352,22 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
     return replace(layout, warnings=(*layout.warnings, *extra)) if extra else layout
 
 
-def deployment_fixes(s: Scenario, layout, era, plan, budget: Budget | None) -> list[Fix]:
+def deployment_fixes(d: Deployment, layout, era, plan, budget: Budget | None) -> list[Fix]:
     """The smallest verified changes that make a failing deployment start (none when it starts)."""
     if plan.starts:
         return []
     if layout.num_speculative_tokens_missing and plan.failure.stage == "config.speculative":
-        return speculative_tokens_fix(s, era, plan)
+        return speculative_tokens_fix(d, era, plan)
     from kvplan.engines.vllm.fixes import smallest_fixes
 
-    fixes = run_search(smallest_fixes(plan), engine_run(layout, era, disable_sliding_window=s.disable_sliding_window))
+    fixes = run_search(smallest_fixes(plan),
+                       engine_run(layout, era, disable_sliding_window=d.serving.disable_sliding_window))
     if budget is not None and budget.kv_room_bytes is not None:
         # --kv-cache-memory skips the profile, but the cache must still fit beside the weights, the
         # activation peak and the graphs: a larger value runs out of memory allocating it
         fixes = [f for f in fixes if f.option != "kv_cache_memory" or f.value <= budget.kv_room_bytes]
-    if budget is not None and s.kv_cache_memory is None:
-        fix = utilization_fix(s, layout, era, budget, plan)
+    if budget is not None and d.budget.kv_cache_memory is None:
+        fix = utilization_fix(d, layout, era, budget, plan)
         if fix is not None:
             fixes.append(fix)
     return fixes
@@ -369,7 +378,7 @@ def deployment_fixes(s: Scenario, layout, era, plan, budget: Budget | None) -> l
 SPEC_TOKENS_FIX = 1
 
 
-def speculative_tokens_fix(s: Scenario, era, plan) -> list[Fix]:
+def speculative_tokens_fix(d: Deployment, era, plan) -> list[Fix]:
     """The fix for a speculative method vLLM refuses without num_speculative_tokens: the same
     deployment simulated again with ``SPEC_TOKENS_FIX`` tokens (the layout rebuilt: a Mamba
     state depends on it), kept when it then starts."""
@@ -377,8 +386,9 @@ def speculative_tokens_fix(s: Scenario, era, plan) -> list[Fix]:
 
     from kvplan.engines.vllm.fixes import fix_entry
 
-    fixed = replace(s, num_speculative_tokens=SPEC_TOKENS_FIX)
-    p = plan_layout(build_layout(fixed), era, plan.options, disable_sliding_window=s.disable_sliding_window)
+    fixed = changed(d, num_speculative_tokens=SPEC_TOKENS_FIX)
+    layout = model_stage(fixed.source, fixed.serving, fixed.era, fixed.budget.card)
+    p = plan_layout(layout, era, plan.options, disable_sliding_window=d.serving.disable_sliding_window)
     if not p.starts:
         return []
     n = SPEC_TOKENS_FIX
@@ -395,7 +405,7 @@ def kv_bytes_at(budget: Budget, utilization: float) -> int:
     return at(budget, utilization)
 
 
-def utilization_fix(s: Scenario, layout, era, budget: Budget, plan) -> Fix | None:
+def utilization_fix(d: Deployment, layout, era, budget: Budget, plan) -> Fix | None:
     """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
     deployment starts, verified by simulating it; None when even 1.0 does not."""
     from kvplan.engines.vllm.fixes import fix_entry
@@ -407,10 +417,11 @@ def utilization_fix(s: Scenario, layout, era, budget: Budget, plan) -> Fix | Non
     @cache  # the fix's own plan is the search's last one: simulated once
     def starts(k: int):
         kv = kv_bytes_at(budget, k / 100)
-        p = plan_scenario(s, layout, era, kv, length, budget) if kv > 0 else None
+        p = engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=kv, max_model_len=length,
+                         budget=budget) if kv > 0 else None
         return p if p is not None and p.starts else None
 
-    current = round((s.gpu_memory_utilization or budget.gpu_memory_utilization or 0.9) * 100)
+    current = round((d.budget.gpu_memory_utilization or budget.gpu_memory_utilization or 0.9) * 100)
     if current >= 100 or starts(100) is None:
         return None
     k = _least_that_starts(current, 100, starts)
@@ -448,25 +459,23 @@ LOAD_FIX_TP = (2, 4, 8, 16, 32)
 LOAD_FIX_PP = (2, 3, 4, 8)
 
 
-def _starts_with(s: Scenario) -> object | None:
-    """``s`` simulated from scratch (its own layout and budget), no fixes; the plan when it starts."""
+def _starts_with(d: Deployment) -> object | None:
+    """``d`` simulated from scratch (its own layout and budget), no fixes; the plan when it starts."""
     try:
-        r = run_scenario(s, fixes=False)
+        r = run_deployment(d, fixes=False)
     except KvplanError:
         return None  # e.g. heads not divisible by that tensor-parallel size
     return r.plan if r.plan.starts else None
 
 
-def load_fixes(s: Scenario, layout, plan, failed: LoadFailure | None = None) -> list[Fix]:
+def load_fixes(d: Deployment, layout, plan, failed: LoadFailure | None = None) -> list[Fix]:
     """Deployment changes that make a load-stage failure start, each simulated again from scratch
     (layout, weights, budget): the least larger ``--tensor-parallel-size``, the least larger
     ``--pipeline-parallel-size``, ``--quantization fp8`` for an unquantized checkpoint, the
     smallest larger card of the same platform, and (``failed``: the budget's ``load_failure``)
     for the profile stage the largest halved ``--max-num-batched-tokens``, for the load stage the
     least whole ``--cpu-offload-gb`` that starts. A smaller KV budget never helps here."""
-    from dataclasses import replace
-
-    from kvplan.budget.hardware import GPU_PRESETS, get_gpu
+    from kvplan.budget.hardware import GPU_PRESETS
     from kvplan.engines.vllm.fixes import fix_entry
 
     fixes: list[Fix] = []
@@ -478,34 +487,34 @@ def load_fixes(s: Scenario, layout, plan, failed: LoadFailure | None = None) -> 
                 fixes.append(fix_entry(option, value, flag, p))
                 return
 
-    tp, pp = s.tensor_parallel_size, s.pipeline_parallel_size
-    first((replace(s, tensor_parallel_size=n), "tensor_parallel_size", n, f"--tensor-parallel-size {n}")
+    tp, pp = d.serving.tensor_parallel_size, d.serving.pipeline_parallel_size
+    first((changed(d, tensor_parallel_size=n), "tensor_parallel_size", n, f"--tensor-parallel-size {n}")
           for n in LOAD_FIX_TP if n > tp)
-    first((replace(s, pipeline_parallel_size=n), "pipeline_parallel_size", n, f"--pipeline-parallel-size {n}")
+    first((changed(d, pipeline_parallel_size=n), "pipeline_parallel_size", n, f"--pipeline-parallel-size {n}")
           for n in LOAD_FIX_PP if n > pp)
     from kvplan.budget.quantization import NO_QUANTIZATION, quantization_of
 
-    if s.quantization is None and quantization_of(layout.target.config) == NO_QUANTIZATION:
-        first([(replace(s, quantization="fp8"), "quantization", "fp8", "--quantization fp8")])
-    if s.gpu is not None and s.gpu_memory is None:
-        here = get_gpu(s.gpu)
+    if d.budget.quantization is None and quantization_of(layout.target.config) == NO_QUANTIZATION:
+        first([(changed(d, quantization="fp8"), "quantization", "fp8", "--quantization fp8")])
+    here = d.budget.card
+    if here is not None and here.name is not None and d.budget.gpu_memory is None:
         larger = sorted((g for g in GPU_PRESETS.values() if g.platform == here.platform
                          and g.memory_bytes > here.memory_bytes and g.basis == "cuda"),
                         key=lambda g: g.memory_bytes)
-        first((replace(s, gpu=g.name), "gpu", g.name, f"--gpu {g.name} (a larger card)") for g in larger)
+        first((changed(d, gpu=g.name), "gpu", g.name, f"--gpu {g.name} (a larger card)") for g in larger)
     from kvplan.budget.load import LOAD, PROFILE
 
     stage = failed.stage if failed is not None else None
     if stage == PROFILE:  # a smaller dummy batch lowers the activation peak
         t = plan.options.max_num_batched_tokens
-        first((replace(s, max_num_batched_tokens=n), "max_num_batched_tokens", n, f"--max-num-batched-tokens {n}")
+        first((changed(d, max_num_batched_tokens=n), "max_num_batched_tokens", n, f"--max-num-batched-tokens {n}")
               for n in (t >> k for k in range(1, 8)) if n >= 256)
     elif stage == LOAD:  # vLLM keeps that many GiB of weights in CPU memory (UVA), per GPU
         @cache  # each size simulated once (the fix's own plan is the search's last one)
         def offloaded(k: int):
-            return _starts_with(replace(s, cpu_offload_gb=float(k)))
+            return _starts_with(changed(d, cpu_offload_gb=float(k)))
 
-        lo = int((s.cpu_offload_gb or 0) + (failed.needed_bytes - failed.free_bytes) // (1 << 30))
+        lo = int((d.budget.cpu_offload_gb or 0) + (failed.needed_bytes - failed.free_bytes) // (1 << 30))
         hi = int(failed.needed_bytes // (1 << 30))  # nearly every weight offloaded
         if hi > lo and offloaded(hi) is not None:
             k = _least_that_starts(lo, hi, offloaded)
@@ -513,24 +522,28 @@ def load_fixes(s: Scenario, layout, plan, failed: LoadFailure | None = None) -> 
     return fixes
 
 
-def _plausible_budget(s: Scenario, kv_bytes: int, plan) -> None:
+def _plausible_budget(model: str, kv_bytes: int, plan) -> None:
     """``--kv-cache-memory 40`` is 40 bytes (vLLM's ``--kv-cache-memory-bytes`` reads bytes): a budget
     below one KV block of the model cannot be what was meant; refuse it and suggest the unit."""
     per_block = max((w.bytes_per_block for w in [*plan.workers, *(plan.worker_checks or ())]), default=0)
     if 0 < kv_bytes < per_block:
         raise OptionError(f"--kv-cache-memory {kv_bytes:,}: that is {kv_bytes:,} bytes, less than one KV block of "
-                          f"{s.model} ({per_block:,} bytes); give the unit, e.g. --kv-cache-memory {kv_bytes}GiB "
+                          f"{model} ({per_block:,} bytes); give the unit, e.g. --kv-cache-memory {kv_bytes}GiB "
                           "(40G = 40 GiB, 40g = 40*10^9 bytes)")
 
 
 def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool = True) -> ScenarioResult:
+    """``run_deployment`` for the deployment ``s`` states."""
+    return run_deployment(s.deployment, explain=explain, layout=layout, fixes=fixes)
+
+
+def run_deployment(d: Deployment, *, explain: bool = False, layout=None, fixes: bool = True) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report (``fixes=False``:
     no search for the changes that make a failing deployment start)."""
     from kvplan.results.explain import explain as explain_plan
     from kvplan.usecases.records import plan_body
 
-    s.check_sizing()
-    d = s.deployment
+    check_sizing(d)
     era = d.era
     if layout is None:
         layout = model_stage(d.source, d.serving, era, d.budget.card)
@@ -556,12 +569,12 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
                             max_model_len=d.scheduler.max_model_len, budget=budget)
         if budget is not None and budget.load_failure is not None:
             plan = with_load_failure(plan, budget.load_failure)
-            found = load_fixes(s, layout, plan, budget.load_failure) if fixes else []
+            found = load_fixes(d, layout, plan, budget.load_failure) if fixes else []
         else:
             if budget is None:
-                _plausible_budget(s, kv_bytes, plan)
-            found = deployment_fixes(s, layout, era, plan, budget) if fixes else []
+                _plausible_budget(d.source.model, kv_bytes, plan)
+            found = deployment_fixes(d, layout, era, plan, budget) if fixes else []
         fixes = found
     body = plan_body(layout, plan, serving_options(d.serving, era), explain_plan(plan) if explain else None, fixes, budget)
     warnings = (*layout.warnings, NO_BUDGET_REFUSAL) if kv_bytes is None else tuple(layout.warnings)
-    return ScenarioResult(s, layout, plan, body, budget, warnings)
+    return ScenarioResult(d, layout, plan, body, budget, warnings)
