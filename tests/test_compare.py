@@ -10,6 +10,7 @@ from kvplan.engines.advice import (
     advise_sglang,
     advise_trtllm,
     advise_vllm,
+    vllm_thresholds,
     sglang_concurrency,
     sglang_score,
     threshold_candidates,
@@ -20,7 +21,6 @@ from kvplan.engines.compare import CompareInputs, compare
 from kvplan.engines.layer_costs import layer_costs
 from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
 from kvplan.results import to_data
-from kvplan.usecases.scenario import run_search
 from kvplan.units import GiB
 from kvplan.usecases.records import engine_row
 
@@ -48,7 +48,7 @@ def plan(ls, policy="vllm-latest", facts=None, threshold=None):
 
 def test_one_row_per_engine_same_inputs():
     ls = gpt_oss_20b()
-    c = compare(ls, GPT_OSS, Inputs(BUDGET, L128K), [plan(ls), plan(ls, "pr49472-cost")])
+    c = compare(layer_costs(ls), GPT_OSS, Inputs(BUDGET, L128K), [plan(ls), plan(ls, "pr49472-cost")])
     assert [r.engine for r in c.rows] == ["vllm", "vllm", "sglang", "trtllm", "llamacpp", "lower_bound"]
     v = c.row("vllm", "vllm==0.34.0")
     # vLLM 0.33: 109,226 blocks of 12 · 32768 B; per request 1033 + 8192 blocks → 9225 · 393,216 B
@@ -65,7 +65,7 @@ def test_one_row_per_engine_same_inputs():
 
 def test_rows_serialise_with_integer_bytes():
     ls = gemma3_27b()
-    c = compare(ls, GEMMA3, Inputs(BUDGET, L128K, target_concurrency=2), [plan(ls)])
+    c = compare(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K, target_concurrency=2), [plan(ls)])
     d = {"engines": [to_data(engine_row(r)) for r in c.rows]}
     for row in d["engines"]:
         for key, value in row.items():
@@ -79,7 +79,7 @@ def test_rows_serialise_with_integer_bytes():
 def test_failed_vllm_plan_still_has_a_row():
     # gpt-oss-20b + P-EAGLE at threshold 1.25: the drafter check fails after sizing
     ls = gpt_oss_20b(4)
-    c = compare(ls, GPT_OSS, Inputs(BUDGET, L128K), [plan(ls, "vllm-1.25", EAGLE)])
+    c = compare(layer_costs(ls), GPT_OSS, Inputs(BUDGET, L128K), [plan(ls, "vllm-1.25", EAGLE)])
     v = c.row("vllm")
     assert not v.starts and v.failure == "All drafting layers should belong to the same kv cache group"
     assert v.reserved_per_request_bytes >= c.lower_bound.per_request_bytes
@@ -146,7 +146,7 @@ def test_vllm_threshold_avoids_the_peagle_failure():
 
     # buckets 16 / 12 = 1.333…: 1.0 keeps group size 12 (fails), 1.34 is the first hundredth above
     assert threshold_candidates(12, 16) == [1.0, 1.34]
-    a = to_data(run_search(advise_vllm(p, target_concurrency=8), at))
+    a = to_data(advise_vllm(p, {t: at(t) for t in vllm_thresholds(p)}, target_concurrency=8))
     assert a["threshold"] == 1.34 and a["group_size"] == 16 and "avoids the failure" in a["reason"]
     # vLLM has no flag for it: the advice is a code change, kvplan's --threshold simulates it
     assert "flag" not in a and "vllm/v1/core/kv_cache_utils.py" in a["code_change"]
@@ -158,7 +158,7 @@ def test_vllm_threshold_avoids_the_peagle_failure():
 
 def test_vllm_threshold_minimises_padding_for_gemma3():
     ls = gemma3_27b()
-    a = to_data(run_search(advise_vllm(plan(ls)), lambda t: plan(ls, threshold=t)))
+    a = to_data(advise_vllm(plan(ls), {t: plan(ls, threshold=t) for t in vllm_thresholds(plan(ls))}))
     # ≤ 5.2 → group size 10 (8 padding layers); above → 52 (42 padding layers, 0.72 requests)
     assert a["threshold"] == 1.0 and a["num_padding_layers"] == 8
     assert [t["num_padding_layers"] for t in a["tried"]] == [8, 42]
@@ -166,9 +166,9 @@ def test_vllm_threshold_minimises_padding_for_gemma3():
 
 def test_vllm_threshold_not_applicable():
     ls = gpt_oss_20b()
-    a = to_data(run_search(advise_vllm(plan(ls)), lambda t: plan(ls, threshold=t)))
+    a = to_data(advise_vllm(plan(ls), {t: plan(ls, threshold=t) for t in vllm_thresholds(plan(ls))}))
     assert not a["applicable"] and "equal bucket counts" in a["reason"]
-    assert not to_data(run_search(advise_vllm(plan(ls, "pr49472-cost")), None))["applicable"]
+    assert not to_data(advise_vllm(plan(ls, "pr49472-cost"), {}))["applicable"]
 
 
 def test_advise_bundle():

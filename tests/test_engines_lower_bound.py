@@ -94,7 +94,7 @@ def test_lower_bound_never_exceeds_any_engine(kinds, mamba, drafter, length, bud
     inputs = CompareInputs(budget, length, target_concurrency=concurrency, swa_full_tokens_ratio=ratio,
                            llamacpp_n_ubatch=n_ubatch, swa_full=swa_full, trtllm_scheduler_policy=policy,
                            sglang_disable_overlap_schedule=not overlap, llamacpp_kv_unified=unified)
-    c = compare(ls, arch, inputs, [plan])
+    c = compare(layer_costs(ls), arch, inputs, [plan])
     need, best = c.lower_bound.per_request_bytes, c.lower_bound.max_concurrency
     for row in c.rows:
         if row.reserved_per_request_bytes is not None:

@@ -35,7 +35,6 @@ advised knob leaves each pool at least one request's need).
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
 from dataclasses import replace
 from fractions import Fraction
 
@@ -350,24 +349,39 @@ def threshold_candidates(min_count: int, max_count: int) -> list[float]:
     return [1.0, float(above)]
 
 
-def advise_vllm(plan, target_concurrency: int | None = None) -> Generator[float, object, VllmAdviceAny]:
-    """The threshold advice for ``plan``: a search that yields each threshold to simulate and is sent
-    the plan of the same inputs under it (the use case drives it, ``kvplan.usecases.scenario.run_search``)."""
+def _not_consulted(plan) -> str | None:
+    """Why the grouping threshold does not decide ``plan``'s grouping (None: it does)."""
+    era, d = plan.era, plan.decision
+    if era.grouping != "threshold":
+        return f"{era.name} chooses the group size by its own rule, not a threshold"
+    if d is None or d.path != "uniform_page":
+        return f"grouping path {d.path if d else 'none (the engine failed before grouping)'}: the threshold is not consulted"
+    if d.min_count == d.max_count:
+        return f"equal bucket counts ({d.min_count}): every threshold gives group size {d.min_count}"
+    return None
+
+
+def vllm_thresholds(plan) -> list[float]:
+    """The thresholds ``advise_vllm`` compares: none where the threshold is not consulted, else 1.0
+    and the first hundredth above the bucket ratio (the use case simulates each)."""
+    if _not_consulted(plan) is not None:
+        return []
+    return threshold_candidates(plan.decision.min_count, plan.decision.max_count)
+
+
+def advise_vllm(plan, tried_plans: dict, target_concurrency: int | None = None) -> VllmAdviceAny:
+    """The threshold advice for ``plan``; ``tried_plans``: the same inputs simulated under each of
+    ``vllm_thresholds(plan)`` (threshold -> Plan)."""
     era, d = plan.era, plan.decision
     current = VllmGrouping(era.threshold, plan.group_size, plan.num_padding_layers, plan.starts,
                            _round(plan.max_concurrency))
-    if era.grouping != "threshold":
-        return VllmNotApplicable(False, f"{era.name} chooses the group size by its own rule, not a threshold", current)
-    if d is None or d.path != "uniform_page":
-        path = d.path if d else "none (the engine failed before grouping)"
-        return VllmNotApplicable(False, f"grouping path {path}: the threshold is not consulted", current)
-    if d.min_count == d.max_count:
-        return VllmNotApplicable(
-            False, f"equal bucket counts ({d.min_count}): every threshold gives group size {d.min_count}", current)
+    why_not = _not_consulted(plan)
+    if why_not is not None:
+        return VllmNotApplicable(False, why_not, current)
     ratio = d.max_count / d.min_count
     tried = []
-    for t in threshold_candidates(d.min_count, d.max_count):
-        p = yield t
+    for t in vllm_thresholds(plan):
+        p = tried_plans[t]
         tried.append(VllmTried(t, p.group_size, p.num_groups, p.num_padding_layers, p.starts,
                                _round(p.max_concurrency), p.failure.message if p.failure else None))
     starting = [t for t in tried if t.starts and t.max_concurrency >= 1]

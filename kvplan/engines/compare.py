@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from kvplan.results import Outcome, Record
 from kvplan.results.engines import Knobs, LlamacppKnobs, NoKnobs, SglangKnobs, TrtllmKnobs, VllmDetails, VllmKnobs
 
-from kvplan.engines.layer_costs import LayerCost, layer_costs
+from kvplan.engines.layer_costs import LayerCost
 from kvplan.engines.llamacpp import DEFAULT_N_UBATCH, llamacpp_model, server_slots
 from kvplan.engines.lower_bound import LowerBound, lower_bound
 from kvplan.engines.sglang import (
@@ -153,14 +153,8 @@ class Comparison:
 
 def vllm_row(plan, lb: LowerBound) -> EngineRow:
     """A ``Plan`` (from ``simulate`` / ``run_scenario``) as a comparison row."""
-    from kvplan.engines.vllm import sizing
-
     era = plan.era
-    reserved = None
-    blocks = []
-    if plan.groups and plan.workload is not None:
-        blocks = sizing.blocks_per_request(plan.groups, plan.workload)
-        reserved = sizing.bytes_per_block(plan.groups) * sum(blocks)
+    reserved, blocks = plan.request_bytes, plan.request_blocks
     d = plan.decision
     label = f"vllm=={era.release}" if era.release else era.name  # the release asked for, else the era
     knobs = VllmKnobs(
@@ -298,10 +292,10 @@ def lower_bound_row(lb: LowerBound) -> EngineRow:
     )
 
 
-def compare(layers, architecture: str | None, inputs: CompareInputs, vllm_plans=()) -> Comparison:
-    """Every engine on the same layers, budget and length. ``vllm_plans`` are ready plans
-    (the CLI runs them through ``run_scenario`` so they match ``simulate`` exactly)."""
-    costs = layer_costs(layers)
+def compare(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
+            vllm_plans=()) -> Comparison:
+    """Every engine on the same layers (their ``layer_costs``), budget and length. ``vllm_plans`` are ready
+    plans (the CLI runs them through ``run_scenario`` so they match ``simulate`` exactly)."""
     lb = lower_bound(costs, inputs.target_len_tokens, inputs.kv_cache_memory_bytes)
     rows = [vllm_row(p, lb) for p in vllm_plans]
     rows.append(sglang_row(costs, architecture, inputs, lb))

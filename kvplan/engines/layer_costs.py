@@ -85,15 +85,6 @@ def layer_costs(layers) -> tuple[LayerCost, ...]:
     return tuple(layer_cost(ls) for ls in layers)
 
 
-def kept_tokens(cost: LayerCost, length: int) -> int:
-    """Tokens of a ``length``-token request this layer must hold at once: all, or the window."""
-    if cost.kind == FULL:
-        return length
-    if cost.kind == WINDOW:
-        return min(length, cost.window_tokens or length)
-    return 0
-
-
 def state_bytes_per_request(costs) -> int:
     return sum(c.state_bytes for c in costs if c.kind == STATE)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost, kept_tokens
+from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.results import Attr, Record
 
 
@@ -35,6 +35,15 @@ class LowerBound(Record):
     DATA = {"target_len_tokens": "target_len_tokens", "per_request_bytes": "per_request_bytes",
             "full_attention_bytes": "full_bytes", "window_attention_bytes": "window_bytes",
             "state_bytes": "state_bytes", "max_concurrency": Attr("max_concurrency", 6), "kv_tokens": "kv_tokens"}
+
+
+def kept_tokens(cost: LayerCost, length: int) -> int:
+    """Tokens of a ``length``-token request this layer must hold at once: all, or the window."""
+    if cost.kind == FULL:
+        return length
+    if cost.kind == WINDOW:
+        return min(length, cost.window_tokens or length)
+    return 0
 
 
 def per_request_bytes(costs: tuple[LayerCost, ...], length: int) -> int:

@@ -14,7 +14,7 @@ from kvplan.usecases.records import engine_row, model_record, serving_record, sp
 from kvplan.usecases.envelope import envelope
 from kvplan.engines.vllm.eras import Era
 from kvplan.usecases.deployment import changed, under
-from kvplan.usecases.scenario import run_deployment, run_scenario, run_search, scenario_from, serving_options
+from kvplan.usecases.scenario import run_deployment, run_scenario, scenario_from, serving_options
 
 
 def parse_policies(text: str | None, main: str) -> list[Era]:
@@ -46,7 +46,7 @@ def _length(r) -> int | None:
 
 
 def compare(model: str, **options) -> Envelope:
-    from kvplan.engines.advice import advise, advise_vllm
+    from kvplan.engines.advice import advise, advise_vllm, vllm_thresholds
     from kvplan.engines.compare import CompareInputs
     from kvplan.engines.compare import compare as compare_engines
     from kvplan.engines.layer_costs import layer_costs
@@ -91,13 +91,11 @@ def compare(model: str, **options) -> Envelope:
         trtllm_max_batch_size=r["trtllm_max_batch_size"], trtllm_enable_block_reuse=r["trtllm_enable_block_reuse"],
     )
     architecture = layout.target.architecture
-    comparison = compare_engines(layout.layers, architecture, inputs, plans)
+    costs = layer_costs(layout.layers)
+    comparison = compare_engines(costs, architecture, inputs, plans)
 
-    def simulate_at(t: float):
-        return run_deployment(under(d, d.policy_era, t), layout=layout).plan
-
-    vllm_advice = run_search(advise_vllm(plan, inputs.target_concurrency), simulate_at)
-    advice = advise(layer_costs(layout.layers), architecture, inputs, vllm_advice)
+    tried = {t: run_deployment(under(d, d.policy_era, t), layout=layout).plan for t in vllm_thresholds(plan)}
+    advice = advise(costs, architecture, inputs, advise_vllm(plan, tried, inputs.target_concurrency))
     warnings = list(layout.warnings)
     tp = r["tensor_parallel_size"]
     if tp > 1:

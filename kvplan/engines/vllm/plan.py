@@ -158,6 +158,10 @@ class Plan:
     # kvplan's figure: requests of max_model_len the pool holds once past prefill
     steady_state_concurrency: float = field(default=0.0, init=False)
     failing_worker: sizing.WorkerCheck | None = field(default=None, init=False)
+    # one max-length request over the global groups (every rank's layers): blocks per group and their
+    # bytes (None when the engine stopped before the groups or the workload)
+    request_blocks: tuple[int, ...] = field(default=(), init=False)
+    request_bytes: int | None = field(default=None, init=False)
 
     def drafter_groups(self) -> list[int]:
         names = {ls.name for ls in self.layers if ls.source == "drafter"}
@@ -202,6 +206,12 @@ def settle(plan: Plan) -> Plan:
     plan.kv_tokens = int(plan.max_concurrency * plan.max_model_len)
     plan.steady_state_concurrency = plan.steady.concurrency if plan.steady else 0.0
     plan.failing_worker = next((c for c in plan.worker_checks if not c.fits), None)
+    if plan.groups and plan.workload is not None:
+        try:
+            plan.request_blocks = tuple(sizing.blocks_per_request(plan.groups, plan.workload))
+            plan.request_bytes = sizing.bytes_per_block(plan.groups) * sum(plan.request_blocks)
+        except AssertionError:  # a spec's own assert (DCP with a sliding window): the plan's failure says so
+            pass
     return plan
 
 
