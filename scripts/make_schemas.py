@@ -48,6 +48,9 @@ from kvplan.results.records import (  # noqa: E402
     CompareBody, ExplainLogBody, FitBody, GpusBody, InspectBody, ModelsBody, PoliciesBody, Rebuild,
     ServeBody, ServeRecord, SimulateBody, SweepBody,
 )
+from kvplan.results.records import annotation_types  # noqa: E402
+
+annotation_types()  # the body records' annotations name types loaded on demand
 
 OUT = ROOT / "docs" / "schema"
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.results import FLATTEN, SCHEMA_VERSION, Outcome, Record, to_data
-from kvplan.results.records import PolicyInputs
 from kvplan.version import __version__
 
 
@@ -44,6 +43,19 @@ class OptionValue:
     given: bool
 
     SCHEMA_CLOSED = True
+
+
+@dataclass(frozen=True)
+class PolicyInputs:
+    """The policy as the envelope's inputs show it: the plan's ``PolicyRecord`` (``kvplan.results.records``)
+    cut to what was asked for."""
+
+    name: str
+    vllm_release: str | None
+    release_note: str | None
+    vllm_releases: tuple[str, ...]
+    threshold: float | None
+    is_proposal: bool
 
 
 @dataclass(frozen=True)

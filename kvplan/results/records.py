@@ -15,22 +15,39 @@ engine's plan (``kvplan.usecases.records``), so nothing here reads an object of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from kvplan.results import FLATTEN, OMIT_NONE, Outcome, Record
-from kvplan.results.allocation import Allocation
 from kvplan.results.budget import Budget, DeviceBudget, GivenBudget
-from kvplan.results.engines import Knobs
-from kvplan.results.advice import Advice
-from kvplan.results.recovered import Recovered
-from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
 from kvplan.specs import SpecRecord
+
+if TYPE_CHECKING:  # named by other commands' bodies only: loaded by annotation_types(), not on every run
+    from kvplan.results.advice import Advice
+    from kvplan.results.allocation import Allocation
+    from kvplan.results.engines import Knobs
+    from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
+    from kvplan.results.recovered import Recovered
+
+
+def annotation_types() -> None:
+    """Make every type the records here name resolvable (``typing.get_type_hints``: the JSON Schemas,
+    the tests). compare's advice and rows, fit's answers, explain-log's recovered facts and --allocate's
+    report are named in annotations only, so a simulation's start-up does not import their modules."""
+    from kvplan.results.advice import Advice
+    from kvplan.results.allocation import Allocation
+    from kvplan.results.engines import Knobs
+    from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
+    from kvplan.results.recovered import Recovered
+
+    globals().update(Advice=Advice, Allocation=Allocation, Knobs=Knobs, ContextAnswer=ContextAnswer,
+                     GpuTable=GpuTable, MaxModelLenAnswer=MaxModelLenAnswer, UtilizationAnswer=UtilizationAnswer,
+                     Recovered=Recovered)
 
 
 @dataclass(frozen=True)
 class PolicyRecord:
     """An era as results show it: the one serialisation of ``Era`` (a plan's ``policy``; the
-    envelope's ``inputs.policy`` is its ``PolicyInputs`` cut)."""
+    envelope's ``inputs.policy`` is its ``PolicyInputs`` cut, ``kvplan.results.envelope``)."""
 
     name: str
     vllm_release: str | None  # the release asked for (vllm==X) or installed
@@ -40,18 +57,6 @@ class PolicyRecord:
     description: str
     vllm_releases: tuple[str, ...]
     grouping: str
-    is_proposal: bool
-
-
-@dataclass(frozen=True)
-class PolicyInputs:
-    """The policy as the envelope's inputs show it: ``PolicyRecord`` cut to what was asked for."""
-
-    name: str
-    vllm_release: str | None
-    release_note: str | None
-    vllm_releases: tuple[str, ...]
-    threshold: float | None
     is_proposal: bool
 
 

@@ -6,8 +6,7 @@ plan gives. The body beside it comes from ``kvplan.usecases.records``.
 from __future__ import annotations
 
 from kvplan.results import Outcome
-from kvplan.results.envelope import Envelope, Inputs, Source, unique
-from kvplan.results.records import PolicyInputs
+from kvplan.results.envelope import Envelope, Inputs, PolicyInputs, Source, unique
 
 
 def source_record(info) -> Source | None:
