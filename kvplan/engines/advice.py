@@ -380,7 +380,7 @@ def advise_vllm(plan, tried_plans: dict, target_concurrency: int | None = None) 
         return VllmNotApplicable(False, why_not, current)
     ratio = d.max_count / d.min_count
     tried = []
-    for t in vllm_thresholds(plan):
+    for t in threshold_candidates(d.min_count, d.max_count):
         p = tried_plans[t]
         tried.append(VllmTried(t, p.group_size, p.num_groups, p.num_padding_layers, p.starts,
                                _round(p.max_concurrency), p.failure.message if p.failure else None))

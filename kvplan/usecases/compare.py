@@ -26,11 +26,14 @@ def parse_policies(text: str | None, main: str) -> list[Era]:
     if text is None or text.strip().lower() == "none":
         return []
     eras: list[Era] = []
+    seen = {get_era(main).name}
     for item in (x.strip() for x in text.split(",")):
         if not item:
             continue
-        expanded = [get_era(n) for n in proposal_names()] if item == "proposals" else [get_era(item)]
-        eras += [e for e in expanded if e.name not in {x.name for x in eras} and e.name != get_era(main).name]
+        for e in [get_era(n) for n in proposal_names()] if item == "proposals" else [get_era(item)]:
+            if e.name not in seen:
+                seen.add(e.name)
+                eras.append(e)
     return eras
 
 

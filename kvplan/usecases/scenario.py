@@ -340,7 +340,7 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
     draft = draft_model_layout(model, drafter, serving_options(serving, era), revision=s.revision,
                                download=s.download, hf_overrides=s.hf_overrides)
     # the engine decides the block size from the model's attention facts, here, as a value
-    decision = decide_block_size(era, draft.attention(), device=device_of(card if card is not None and card.name else None),
+    decision = decide_block_size(era, draft.attention(), device=device_of(card),
                                  block_size=serving.block_size, attention_backend=serving.attention_backend)
     layout = finish_model_layout(draft, decision)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
@@ -408,7 +408,7 @@ def kv_bytes_at(budget: Budget, utilization: float) -> int:
 def utilization_fix(d: Deployment, layout, era, budget: Budget, plan) -> Fix | None:
     """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
     deployment starts, verified by simulating it; None when even 1.0 does not."""
-    from kvplan.engines.vllm.fixes import fix_entry
+    from kvplan.engines.vllm.fixes import fix_entry, least_that_starts
 
     if plan.failure is None or plan.failure.stage not in ("admission", "autofit"):
         return None
@@ -424,20 +424,8 @@ def utilization_fix(d: Deployment, layout, era, budget: Budget, plan) -> Fix | N
     current = round((d.budget.gpu_memory_utilization or budget.gpu_memory_utilization or 0.9) * 100)
     if current >= 100 or starts(100) is None:
         return None
-    k = _least_that_starts(current, 100, starts)
+    k = run_search(least_that_starts(current, 100), starts)
     return fix_entry("gpu_memory_utilization", k / 100, f"--gpu-memory-utilization {k / 100:.2f}", starts(k))
-
-
-def _least_that_starts(failing: int, starting: int, starts) -> int:
-    """The least value in (failing, starting] at which ``starts`` gives a plan (``starting`` is known
-    to start): ``fixes.least_that_starts``'s search, run here so the engine layer never calls back
-    into this module."""
-    from kvplan.units import Bisection
-
-    search = Bisection(failing, starting - 1)
-    for k in search:
-        search.answer(starts(k) is None)
-    return search.largest + 1
 
 
 NO_BUDGET_REFUSAL = ("no KV-cache budget given (--gpu or --kv-cache-memory): only vLLM's configuration checks "
@@ -476,7 +464,7 @@ def load_fixes(d: Deployment, layout, plan, failed: LoadFailure | None = None) -
     for the profile stage the largest halved ``--max-num-batched-tokens``, for the load stage the
     least whole ``--cpu-offload-gb`` that starts. A smaller KV budget never helps here."""
     from kvplan.budget.hardware import GPU_PRESETS
-    from kvplan.engines.vllm.fixes import fix_entry
+    from kvplan.engines.vllm.fixes import fix_entry, least_that_starts
 
     fixes: list[Fix] = []
 
@@ -517,7 +505,7 @@ def load_fixes(d: Deployment, layout, plan, failed: LoadFailure | None = None) -
         lo = int((d.budget.cpu_offload_gb or 0) + (failed.needed_bytes - failed.free_bytes) // (1 << 30))
         hi = int(failed.needed_bytes // (1 << 30))  # nearly every weight offloaded
         if hi > lo and offloaded(hi) is not None:
-            k = _least_that_starts(lo, hi, offloaded)
+            k = run_search(least_that_starts(lo, hi), offloaded)
             fixes.append(fix_entry("cpu_offload_gb", k, f"--cpu-offload-gb {k}", offloaded(k)))
     return fixes
 

@@ -263,8 +263,8 @@ def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None,
 
 def device_of(preset: GpuPreset | GpuCard | None) -> Device | None:
     """The --gpu preset's compute capability and platform, as values (None without --gpu: the H100 is assumed);
-    a deployment's ``GpuCard`` carries the preset's."""
-    if preset is None:
+    a deployment's ``GpuCard`` carries the preset's (None with --gpu-memory alone: no preset named)."""
+    if preset is None or preset.name is None:
         return None
     if preset.compute_capability is None:
         return Device(platform=preset.platform, name=preset.name)

@@ -56,16 +56,18 @@ Search = Generator[object, object, object]
 
 
 def _starts(options) -> Search:
-    """The plan of ``options`` when it starts, else None (one simulation, asked of the driver)."""
+    """The plan of ``options`` when it starts, else None (one simulation, asked of the driver; the driver
+    sends None where it has no plan to give, e.g. no KV memory left at that value)."""
     p = yield options
-    return p if p.starts else None
+    return p if p is not None and p.starts else None
 
 
-def least_that_starts(with_value, failing: int, starting: int) -> Search:
-    """The least value in (failing, starting] that starts (starting is known to start)."""
+def least_that_starts(failing: int, starting: int, with_value=None) -> Search:
+    """The least value in (failing, starting] that starts (starting is known to start); each value is
+    asked of the driver as ``with_value(k)`` (the engine options), or as the value itself."""
     search = Bisection(failing, starting - 1)
     for k in search:  # the largest that still fails
-        search.answer((yield from _starts(with_value(k))) is None)
+        search.answer((yield from _starts(k if with_value is None else with_value(k))) is None)
     return search.largest + 1
 
 
@@ -138,7 +140,7 @@ def smallest_fixes(plan) -> Search:
                    default=0)
         lo = o.num_gpu_blocks_override
         if need > lo and (yield from _starts(replace(o, num_gpu_blocks_override=need))):
-            n = yield from least_that_starts(lambda k: replace(o, num_gpu_blocks_override=k), lo, need)
+            n = yield from least_that_starts(lo, need, lambda k: replace(o, num_gpu_blocks_override=k))
             p = (yield from _starts(replace(o, num_gpu_blocks_override=n)))
             if p is not None:
                 fixes.append(fix_entry("num_gpu_blocks_override", n, f"--num-gpu-blocks-override {n}", p))
@@ -149,7 +151,7 @@ def smallest_fixes(plan) -> Search:
         while hi < (1 << 50) and (yield from _starts(replace(o, kv_cache_memory_bytes=hi))) is None:
             hi *= 2
         if hi < (1 << 50):
-            least = round_up_size((yield from least_that_starts(lambda k: replace(o, kv_cache_memory_bytes=k), mem, hi)))
+            least = round_up_size((yield from least_that_starts(mem, hi, lambda k: replace(o, kv_cache_memory_bytes=k))))
             p = (yield from _starts(replace(o, kv_cache_memory_bytes=least)))
             if p is not None:
                 fixes.append(fix_entry("kv_cache_memory", least, f"--kv-cache-memory {size_flag(least)}", p))
