@@ -15,8 +15,8 @@ Runs ``kvplan ARGS`` in this interpreter (default: ``simulate openai/gpt-oss-20b
 - ``re_entries``: steps into a file already entered through another step (Σ over files of the
   distinct caller files − 1): the places a reader arrives at again from somewhere else;
 - ``re_entries_outside_core``: the same, with the shared core modules (``SHARED``: ``kvplan.specs``,
-  ``kvplan.units``, ``kvplan.errors``) left out as callees. Every layer uses those: the spec
-  classes, the unit helpers and the error types are vocabulary, read like a glossary, not a place
+  ``kvplan.tensors``, ``kvplan.units``, ``kvplan.errors``) left out as callees. Every layer uses those: the
+  KV-spec and weight-tensor records, the unit helpers and the error types are vocabulary, read like a glossary, not a place
   the walk goes back to; a file re-entered from several layers *outside* them (the budget layer
   calling the model layer after the use case did) is a real bounce a reader feels. Both figures
   are printed; the second is the one to reduce.
@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
 DEFAULT = ["simulate", "openai/gpt-oss-20b", "--gpu", "H100-80GB", "--format", "json"]
 PKG = ROOT / "kvplan"
 # core modules every layer uses as vocabulary: calls into them are not counted by re_entries_outside_core
-SHARED = frozenset({"kvplan.specs", "kvplan.units", "kvplan.errors"})
+SHARED = frozenset({"kvplan.specs", "kvplan.tensors", "kvplan.units", "kvplan.errors"})
 
 
 def _layering():

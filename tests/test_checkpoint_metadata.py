@@ -15,6 +15,7 @@ import pytest
 from kvplan.budget.checkpoint import CheckpointError
 from kvplan.budget.quantization import quantization_of
 from kvplan.budget.weights import stored_bytes
+from kvplan.model.inventory import analytic_inventory
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,7 +47,7 @@ def test_kvplans_count_of_the_stored_tensors_is_the_index_total_size(model_id, t
     """The published checkpoints' ``metadata.total_size`` (the values quoted for them in many public files;
     the derivation in the comments) equals kvplan's count of what the checkpoint stores."""
     c = cfg(model_id)
-    assert stored_bytes(c, "bfloat16", quantization_of(c)) == total
+    assert stored_bytes(analytic_inventory(c, include_mtp=True), "bfloat16", quantization_of(c)) == total
 
 
 def _local_checkpoint(tmp_path, model_id: str, total: int) -> Path:
@@ -136,7 +137,8 @@ def test_bundled_indexes_are_the_kept_copies_and_kvplans_count(model_id):
     meta = bundled_metadata(model_id)
     copy = ROOT / meta["provenance"]["copy"]
     total, weight_map = parse_index(json.loads(copy.read_text()), str(copy))
-    assert total == meta["total_size_bytes"] == stored_bytes(cfg(model_id), "bfloat16", quantization_of(cfg(model_id)))
+    assert total == meta["total_size_bytes"] == stored_bytes(analytic_inventory(cfg(model_id), include_mtp=True), "bfloat16",
+                                                              quantization_of(cfg(model_id)))
     assert not any(k.endswith(("SCB", "weight_format", "qweight", "weight_scale", "weight_scale_inv")) for k in weight_map)
     b = simulate(model_id, gpu="H100-80GB")["budget"]
     assert b["weights_bytes"] == total and b["weights_source"] == "checkpoint metadata"

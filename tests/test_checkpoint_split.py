@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from factories import safetensors_file, tiny_llama_config, tiny_llama_layer
-from kvplan.budget.inventory import analytic_inventory
+from kvplan.model.inventory import analytic_inventory
 from kvplan.budget.quantization import quantization_of, tensor_bytes
 from kvplan.budget.weights import (MARLIN_MXFP4_PADDING, layout_weight_memory, memory_of, placements,
                                    split_by_checkpoint, tensor_group)

@@ -50,7 +50,7 @@ def graph() -> dict[str, set[str]]:
 # The declared order, lowest first (docs/ARCHITECTURE.md draws it). A module may import its own
 # layer and the layers below it, never one above: function-level imports count the same.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("kvplan.errors", "kvplan.units", "kvplan.specs", "kvplan.bounds", "kvplan.version",
+    ("core", ("kvplan.errors", "kvplan.units", "kvplan.specs", "kvplan.tensors", "kvplan.bounds", "kvplan.version",
               "kvplan.installed", "kvplan.results")),
     ("model", ("kvplan.model",)),
     ("budget", ("kvplan.budget",)),

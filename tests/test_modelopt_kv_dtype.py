@@ -135,7 +135,7 @@ def test_nvfp4_exclusions_keep_attention_and_six_mamba_projections_in_bf16():
     # them, in checkpoint names ("backbone.layers.5.mixer.q_proj"), which NemotronH's hf_to_vllm_mapper turns
     # into "model.layers.5.mixer.q_proj" (nemotron_h.py line 735). Each one matches a weight of the inventory,
     # and those weights stay in bfloat16: the attention bytes equal the BF16 checkpoint's.
-    from kvplan.budget.inventory import analytic_inventory
+    from kvplan.model.inventory import analytic_inventory
     from kvplan.budget.quantization import quantization_of
 
     layout = build_model_layout(f"{NANO}-NVFP4")

@@ -60,17 +60,17 @@ def test_each_budget_file_is_entered_from_one_file(argv):
     for a, b in m["_steps"]:
         callers.setdefault(b, set()).add(a)
     assert not {b: v for b, v in callers.items() if b.startswith("kvplan.budget") and len(v) > 1}
-    # the budget reads the model stage's decisions (ModelInfo) as values; what it still calls in the model layer
-    # is the transformers view of the config its weight rules read (model/hfconfig.py)
-    assert {b for a, b in m["_steps"] if a.startswith("kvplan.budget") and b.startswith("kvplan.model")} \
-        <= {"kvplan.model.hfconfig"}
+    # the budget reads the model stage's values (ModelInfo's decisions, ModelLayout.inventory: the weights the
+    # family rules counted) and calls nothing in the model layer
+    assert {b for a, b in m["_steps"] if a.startswith("kvplan.budget") and b.startswith("kvplan.model")} == set()
 
 
 # What a simulation's walk still re-enters (outside the shared core): the config view (model/hfconfig.py),
-# read by the family rules in the model stage and by the weight rules in the budget stage; with MTP, the
-# family rules, asked by the layout for the target and by the drafter builder for the MTP layers.
-CONFIG_VIEW = {"kvplan.model.hfconfig": {"kvplan.model.families", "kvplan.budget.inventory"}}
-MTP_FAMILIES = {"kvplan.model.families": {"kvplan.model.layout", "kvplan.model.drafters"}}
+# read by the two halves of a family's rules, both in the model stage: its layer rule (families.py) and its
+# weight rules (weight_rules.py). The budget stage reads the inventory they counted (ModelLayout.inventory);
+# MTP layers are the target family's own rule (families.mtp_layers); the load fixes' fp8 candidate is judged by
+# its own simulation, not by asking the budget's quantization reader first.
+CONFIG_VIEW = {"kvplan.model.hfconfig": {"kvplan.model.families", "kvplan.model.weight_rules"}}
 
 
 @pytest.mark.parametrize("argv,expected", [
@@ -80,12 +80,10 @@ MTP_FAMILIES = {"kvplan.model.families": {"kvplan.model.layout", "kvplan.model.d
     (["simulate", "google/gemma-3-27b-it", "--gpu", "H100-80GB", "--gpu-memory-utilization", "0.5", "--format",
       "json"], CONFIG_VIEW),
     (["simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tensor-parallel-size", "8", "--speculative-method",
-      "mtp", "--num-speculative-tokens", "1", "--format", "json"], {**CONFIG_VIEW, **MTP_FAMILIES}),
+      "mtp", "--num-speculative-tokens", "1", "--format", "json"], CONFIG_VIEW),
     # a load failure: each candidate (tensor / pipeline parallel, fp8, a larger card, CPU offload) is the
-    # typed deployment changed (deployment.changed), not the options parsed again; the fp8 candidate asks the
-    # budget's quantization reader whether the checkpoint is quantized
-    (["simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100-80GB", "--format", "json"],
-     {**CONFIG_VIEW, "kvplan.budget.quantization": {"kvplan.budget.weights", "kvplan.usecases.scenario"}}),
+    # typed deployment changed (deployment.changed), not the options parsed again
+    (["simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100-80GB", "--format", "json"], CONFIG_VIEW),
 ], ids=["default", "hybrid-tp2", "utilization-fix", "deepseek-mtp", "load-fixes"])
 def test_a_simulation_re_enters_only_the_config_view(argv, expected):
     walk = _walk()

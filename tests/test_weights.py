@@ -14,7 +14,7 @@ import pytest
 
 from kvplan.errors import UnsupportedError
 from kvplan.units import GiB
-from kvplan.budget.inventory import Weight, analytic_inventory, drafter_inventory
+from kvplan.model.inventory import Weight, analytic_inventory, drafter_inventory
 from kvplan.budget.quantization import NO_QUANTIZATION, Quantization, quantization_of, tensor_bytes
 from kvplan.budget.weights import layout_weight_memory, weight_memory
 from kvplan.model import ServingOptions, build_model_layout
@@ -339,19 +339,23 @@ def test_qwen3_next_mtp_weights_follow_the_model_layers_count():
     assert layout_weight_memory(layout).num_params_by_kind["mtp"] == 1_650_471_424
 
 
-def test_one_family_registry_names_every_weight_rule():
-    # kvplan.model.families.FAMILIES is the only family table; the budget's rules are the
-    # functions it names. Every name resolves, and every rule is named by some family.
+def test_one_family_registry_holds_every_weight_rule():
+    # kvplan.model.families.FAMILIES is the only family table, and a family's rules are one record: its layer
+    # rule and weight rules are the functions themselves (no name looked up). A decoder rule takes (cfg, b), an
+    # MTP rule (cfg, b, k); every rule written in weight_rules is some family's.
     import inspect
 
-    from kvplan.budget import inventory
+    from kvplan.model import weight_rules
     from kvplan.model.families import FAMILIES
 
-    named = {n for f in FAMILIES.values() for n in (f.weights, f.mtp_weights) if n}
-    rules = {name for name, fn in vars(inventory).items()
-             if inspect.isfunction(fn) and fn.__module__ == inventory.__name__ and not name.startswith("_")
+    decoder = {f.weights for f in FAMILIES.values() if f.weights}
+    mtp = {f.mtp_weights for f in FAMILIES.values() if f.mtp_weights}
+    assert all(list(inspect.signature(r).parameters) == ["cfg", "b"] for r in decoder)
+    assert all(list(inspect.signature(r).parameters) == ["cfg", "b", "k"] for r in mtp)
+    rules = {fn for name, fn in vars(weight_rules).items()
+             if inspect.isfunction(fn) and fn.__module__ == weight_rules.__name__ and not name.startswith("_")
              and list(inspect.signature(fn).parameters)[:2] == ["cfg", "b"]}
-    assert named == rules
+    assert decoder | mtp == rules
     # no weight count (the user passes --weights-memory): Whisper, DeepSeek-V4 and the issue-23 rules
     # checked against vLLM's model classes for their KV layers only
     assert {k for k, f in FAMILIES.items() if f.weights is None} == {
@@ -360,22 +364,6 @@ def test_one_family_registry_names_every_weight_rule():
     assert {k for k, f in FAMILIES.items() if f.mtp} == {"deepseek", "gdn"}
 
 
-
-def test_weight_rules_registry_is_the_family_tables_names_by_kind():
-    # the rules register where they are defined; a family naming a missing rule (or an MTP rule as its
-    # decoder rule) is refused when the inventory is imported, with the rules that exist
-    from dataclasses import replace
-
-    from kvplan.budget.inventory import WEIGHT_RULES
-    from kvplan.model.families import FAMILIES
-
-    assert set(WEIGHT_RULES.names()) == {f.weights for f in FAMILIES.values() if f.weights}
-    assert set(WEIGHT_RULES.names("mtp_weights")) == {f.mtp_weights for f in FAMILIES.values() if f.mtp_weights}
-    WEIGHT_RULES.check(FAMILIES)
-    with pytest.raises(KeyError, match="no weights rule 'gdn_mtp'.*the rules are llama_like, gpt_oss"):
-        WEIGHT_RULES.check({"gdn": replace(FAMILIES["gdn"], weights="gdn_mtp")})
-    with pytest.raises(KeyError, match="no mtp_weights rule 'deepseek'"):
-        WEIGHT_RULES.check({"deepseek": replace(FAMILIES["deepseek"], mtp_weights="deepseek")})
 
 # --- MXFP4 experts as vLLM's Marlin MoE backend allocates them (kvplan.budget.weights.padded_expert_shape) ---
 

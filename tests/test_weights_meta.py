@@ -2,7 +2,7 @@
 
 For every bundled config whose model type transformers knows, ``AutoModelForCausalLM
 .from_config`` on ``torch.device("meta")`` (no memory, no weights, no remote code) must count
-exactly what ``kvplan.budget.inventory.analytic_inventory`` counts for the text decoder, buffers
+exactly what ``kvplan.model.inventory.analytic_inventory`` counts for the text decoder, buffers
 excluded (transformers keeps the routers' correction biases as buffers). Vision towers of
 multimodal checkpoints are counted apart by the meta path and not at all by the analytic one.
 """
@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kvplan.budget.inventory import KINDS, analytic_inventory  # noqa: E402
+from kvplan.model.inventory import KINDS, analytic_inventory  # noqa: E402
 from kvplan.budget.meta import meta_param_counts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -53,7 +53,7 @@ from kvplan.budget import sizing
 from kvplan.budget.hardware import GpuCard, gpu_card
 from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.results.budget import Budget, BudgetStage, BudgetWeights, ProfileTerm
-from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_inventory, layout_weight_memory,
+from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights,
                                    mxfp4_padding_for, widest_intermediate)
 from kvplan.errors import OptionError
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
@@ -264,15 +264,16 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     bounds = layout.pp_bounds  # vLLM's get_pp_indices, applied by the model stage
 
     weights = None
-    inv = None
+    inv = counted = None
     if w_over is None or a_over is None:
-        inv = layout_inventory(layout)  # the MTP layers' weights sit past the decoder: the activation skips them
+        counted = layout_weights(layout)  # the model stage's count (ModelLayout.inventory)
+        inv = counted.target  # the MTP layers' weights sit past the decoder: the activation skips them
     if w_over is None:
         padding = (mxfp4_padding_for(card.compute_capability, card.platform, getattr(era, "release", "") or "")
                    if name else None)
         weights = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
                                        expert_parallel=enable_expert_parallel, quantization=quantization,
-                                       mxfp4_padding=padding, inventory=inv)
+                                       mxfp4_padding=padding, inventory=counted)
     offload = int((cpu_offload_gb or 0) * GiB)
 
     encoder, encoder_why = (estimate_encoder_profile(layout.target.config, dbytes, T, cfg)

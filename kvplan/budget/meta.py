@@ -2,7 +2,7 @@
 
 The only module of ``kvplan.budget`` that imports torch or transformers, and only inside
 ``meta_param_counts`` (``--exact-params`` and the tests): no memory, no weights, no download,
-never remote code. The analytic count (``kvplan.budget.inventory``) needs neither.
+never remote code. The analytic count (``kvplan.model.inventory``) needs neither.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from kvplan.errors import UnsupportedError
 from kvplan.units import cdiv
 
 if TYPE_CHECKING:
-    from kvplan.budget.inventory import Weight
+    from kvplan.tensors import Weight
 
 
 @dataclass(frozen=True)

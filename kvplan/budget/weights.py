@@ -20,11 +20,12 @@ from dataclasses import dataclass, field, replace
 
 from kvplan.budget.checkpoint import DTYPE_BITS
 from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED, checkpoint_metadata
-from kvplan.budget.inventory import KINDS, Inventory, Weight, analytic_inventory, drafter_inventory
 from kvplan.budget.meta import meta_param_counts
 from kvplan.budget.quantization import (
     NO_QUANTIZATION, Quantization, quantization_of, quantization_override, tensor_bytes,
 )
+from kvplan.model.inventory import ModelInventory, layout_inventory
+from kvplan.tensors import KINDS, Inventory, Weight
 from kvplan.model.layout import get_pp_indices
 from kvplan.units import cdiv, dtype_size_bytes
 
@@ -217,14 +218,13 @@ CHECKPOINT_METADATA = "from checkpoint metadata"
 WARNING_NOTES = ("text decoder only", DOWNLOAD_FAILED)
 
 
-def stored_bytes(config: dict, dtype: str, quant: Quantization, **facts) -> int:
+def stored_bytes(stored: Inventory, dtype: str, quant: Quantization) -> int:
     """What kvplan's inventory says the checkpoint stores: every tensor the checkpoint can hold (MTP layers
     included, which vLLM skips when MTP is off), whole, at the config's dtype or as the quantization stores
-    it (before any backend repacking): the figure the index's ``metadata.total_size`` gives. ``facts``:
-    ``analytic_inventory``'s keywords (``inventory_facts``)."""
-    inv = analytic_inventory(config, include_mtp=True, **facts)
+    it (before any backend repacking): the figure the index's ``metadata.total_size`` gives. ``stored``: the
+    inventory of what the checkpoint stores (``ModelInventory.stored``)."""
     db = dtype_size_bytes(dtype)
-    return sum(tensor_bytes(w.shape, quant, quant.converts(w), db) for w in inv.weights)
+    return sum(tensor_bytes(w.shape, quant, quant.converts(w), db) for w in stored.weights)
 
 
 def with_checkpoint(mem: WeightMemory, meta: dict, where: str, stored: int) -> WeightMemory:
@@ -342,18 +342,17 @@ def split_by_checkpoint(mem: WeightMemory, meta: dict, where: str, placed: list[
                    notes=mem.notes + (f"checkpoint metadata: {detail}",)), ""
 
 
-def with_metadata(mem: WeightMemory, meta: dict, where: str, placed: list[Placement], config: dict, dtype: str,
-                  quant: Quantization, **facts) -> WeightMemory:
+def with_metadata(mem: WeightMemory, meta: dict, where: str, placed: list[Placement], stored: Inventory, dtype: str,
+                  quant: Quantization) -> WeightMemory:
     """``mem`` from the checkpoint's metadata: the per-tensor split (``split_by_checkpoint``) where the headers
     were read, else (an index alone, a stored form without ``bytes_by_tensor``, names that do not match)
     ``total_size`` over kvplan's per-rank split (``with_checkpoint``)."""
     why = ""
     if "bytes_by_tensor" in meta:
-        full = analytic_inventory(config, include_mtp=True, **facts)
-        split, why = split_by_checkpoint(mem, meta, where, placed, full, dtype, quant)
+        split, why = split_by_checkpoint(mem, meta, where, placed, stored, dtype, quant)
         if split is not None:
             return split
-    mem = with_checkpoint(mem, meta, where, stored_bytes(config, dtype, quant, **facts))
+    mem = with_checkpoint(mem, meta, where, stored_bytes(stored, dtype, quant))
     return replace(mem, notes=mem.notes + (f"checkpoint metadata: {why}",)) if why else mem
 
 
@@ -400,44 +399,33 @@ def widest_intermediate(inventory: Inventory, cfg: dict, tp: int, layers: set[in
     return widest
 
 
-def inventory_facts(target) -> dict:
-    """What ``analytic_inventory`` takes of the model stage's ``ModelInfo`` besides its config: the config's path,
-    the family, the MTP layer count and the sparse-MLA decision, as values (no second look into the model layer)."""
-    path = target.source.path if getattr(target, "source", None) is not None else "<config>"
-    return {"path": path, "family": target.family, "num_mtp_layers": target.num_mtp_layers,
-            "sparse_mla": target.sparse_mla}
-
-
-def layout_inventory(layout) -> Inventory:
-    """The target's weights of a ``ModelLayout`` (its MTP layers when MTP is on): built once per budget,
-    for the weight bytes and the activation estimate alike."""
-    target = layout.target
-    return analytic_inventory(target.config, include_mtp=layout.speculative_method == "mtp",
-                              **inventory_facts(target))
+def layout_weights(layout) -> ModelInventory:
+    """The weights of ``layout``: what the model stage counted (``ModelLayout.inventory``), else (a layout built
+    without a budget in view, as the library's ``build_model_layout`` does) the model layer's count of it."""
+    return layout.inventory if getattr(layout, "inventory", None) is not None else layout_inventory(layout)
 
 
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,
                          expert_parallel: bool = False, quantization: str | None = None,
                          mxfp4_padding: tuple[int, int] | None = None,
-                         inventory: Inventory | None = None) -> WeightMemory:
+                         inventory: ModelInventory | None = None) -> WeightMemory:
     """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
-    the drafter) per GPU; ``inventory``: the target's (``layout_inventory``), when the caller has it. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
+    the drafter) per GPU; ``inventory``: its weights (``kvplan.model.inventory.ModelInventory``), else the
+    layout's own (the model stage's ``with_inventory``), else counted here. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
     are split over ``tp × data_parallel_size`` ranks (whole experts with ``expert_parallel``);
     ``quantization`` is vLLM's ``--quantization`` (``quantization_override``)."""
     tp = tp or layout.tensor_parallel_size
     pp = max(1, len(layout.ranks))
     target = layout.target
-    facts = inventory_facts(target)
-    inv = inventory if inventory is not None else layout_inventory(layout)
+    weights = inventory or layout_weights(layout)
+    inv = weights.target
     invs = [inv]
     dq = NO_QUANTIZATION
     ddtype = None
     if layout.drafter is not None:
-        d = layout.drafter
-        dpath = d.source.path if getattr(d, "source", None) is not None else "<drafter>"
-        invs.append(drafter_inventory(d.config, layout.speculative_method or "draft_model", target.config, path=dpath))
-        dq = quantization_of(d.config)
-        ddtype = d.dtype
+        invs.append(weights.drafter)
+        dq = quantization_of(layout.drafter.config)
+        ddtype = layout.drafter.dtype
     quant = quantization_override(target.config, quantization) if quantization else quantization_of(target.config)
     placed = placements(invs, target.dtype, tp=tp, pp=pp, quant=quant,
                         partition=getattr(layout, "pp_partition", None), drafter_quant=dq, drafter_dtype=ddtype,
@@ -452,12 +440,12 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     source = getattr(target, "source", None)
     meta, where = checkpoint_metadata(source) if source is not None else (None, "")
     if meta is not None:
-        mem = with_metadata(mem, meta, where, placed, target.config, target.dtype, quant, **facts)
+        mem = with_metadata(mem, meta, where, placed, weights.stored, target.dtype, quant)
     elif where:
         mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}",
                       notes=mem.notes + ((where,) if where.startswith(DOWNLOAD_FAILED) else ()))
     if exact_params:
-        counts = meta_param_counts(target.config, path=facts["path"])
+        counts = meta_param_counts(target.config, path=source.path if source is not None else "<config>")
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k not in ("mtp", "vision")))
         note = (f"meta-device count (transformers): {counts['text']:,} text parameters"
                 + (f" + {counts['vision']:,} vision" if counts["vision"] else "")

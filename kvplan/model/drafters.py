@@ -1,4 +1,5 @@
-"""Speculative-decoding layers: EAGLE/EAGLE-3/P-EAGLE heads, MTP layers, a separate draft model.
+"""Speculative-decoding layers: EAGLE/EAGLE-3/P-EAGLE heads and a separate draft model (MTP layers are the
+target family's own: ``families.mtp_layers``).
 
 vLLM loads the drafter with the target's ``VllmConfig`` (reference §6, §12.10): same cache
 config, so the same block size and cache dtype (``auto`` → the target's model dtype). Its
@@ -8,7 +9,6 @@ attention layers register after the target's, so they come last in registration 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
@@ -16,14 +16,10 @@ from kvplan.model.families import (
     EAGLE1_ARCHS,
     FAMILIES,
     EAGLE3_ARCHS,
-    MTP_DECODER_ARCHS,
     Built,
     Context,
     FamilyResult,
-    full_attention_spec,
     llama_layers,
-    mla_layer,
-    mtp_count,
 )
 from kvplan.model.hfconfig import HFView
 from kvplan.model.methods import SPEC_METHODS
@@ -72,29 +68,6 @@ def draft_model_layers(draft_view: HFView, dctx: Context, family: str, last_inde
     res.layers = [Built(f"draft_model.{b.name}", b.spec, last_index) for b in res.layers]
     res.kv_sharing = [f"draft_model.{n}" for n in res.kv_sharing]
     return res
-
-
-def mtp_layers(view: HFView, ctx: Context, family: str, target_layers: int, last_index: int,
-               architecture: str | None = None) -> list[Built]:
-    """MTP layers are target-architecture layers (reference §6):
-    DeepSeek: an MLA decoder layer identical to the target's (V3.2: with its indexer), named
-    ``model.layers.{N+i}...``; Qwen3-Next/3.5: a ``full_attention`` decoder layer with the
-    target's full-attention heads, named ``mtp.layers.{i}.self_attn.attn``; MiMo: the same
-    attention named ``model.layers.{N+i}.self_attn.attn``."""
-    count = mtp_count(view, family, architecture)
-    out: list[Built] = []
-    if architecture in MTP_DECODER_ARCHS:
-        spec = full_attention_spec(view, ctx)
-        for i in range(count):
-            out.append(Built(f"model.layers.{target_layers + i}.self_attn.attn", spec, last_index))
-    elif family == "deepseek":
-        for i in range(count):
-            out += [replace(b, layer_index=last_index) for b in mla_layer(view, ctx, target_layers + i, "model")]
-    elif family == "gdn":
-        spec = full_attention_spec(view, ctx)
-        for i in range(count):
-            out.append(Built(f"mtp.layers.{i}.self_attn.attn", spec, last_index))
-    return out
 
 
 def check_method(method: str | None) -> str | None:

@@ -27,9 +27,10 @@ A name only labels a layer; the grouping depends on the order and the specs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
+from kvplan.model import weight_rules
 from kvplan.model.hfconfig import HFView, build_config_object, text_view
 from kvplan.specs import (
     ChunkedLocalAttentionSpec,
@@ -931,7 +932,7 @@ INDEXER_QUANT_BLOCK = 128  # fp8 indexer keys carry one 4-byte scale per 128 val
 
 def is_v32(view: HFView, ctx: Context | None = None) -> bool:
     """vLLM's test: ``hasattr(hf_config, "index_topk")`` (the DSA indexer; its KV cache here,
-    its weights in ``kvplan.budget.inventory``)."""
+    its weights in ``kvplan.model.weight_rules``)."""
     return view.get("index_topk", None) is not None
 
 
@@ -1275,20 +1276,43 @@ def mtp_count(view: HFView, family: str, architecture: str | None = None) -> int
     return 0
 
 
+def mtp_layers(view: HFView, ctx: Context, family: str, target_layers: int, last_index: int,
+               architecture: str | None = None) -> list[Built]:
+    """MTP layers are target-architecture layers (reference §6):
+    DeepSeek: an MLA decoder layer identical to the target's (V3.2: with its indexer), named
+    ``model.layers.{N+i}...``; Qwen3-Next/3.5: a ``full_attention`` decoder layer with the
+    target's full-attention heads, named ``mtp.layers.{i}.self_attn.attn``; MiMo: the same
+    attention named ``model.layers.{N+i}.self_attn.attn``. The target's family rules build them, as vLLM builds
+    them from the target's config."""
+    count = mtp_count(view, family, architecture)
+    out: list[Built] = []
+    if architecture in MTP_DECODER_ARCHS:
+        spec = full_attention_spec(view, ctx)
+        for i in range(count):
+            out.append(Built(f"model.layers.{target_layers + i}.self_attn.attn", spec, last_index))
+    elif family == "deepseek":
+        for i in range(count):
+            out += [replace(b, layer_index=last_index) for b in mla_layer(view, ctx, target_layers + i, "model")]
+    elif family == "gdn":
+        spec = full_attention_spec(view, ctx)
+        for i in range(count):
+            out.append(Built(f"mtp.layers.{i}.self_attn.attn", spec, last_index))
+    return out
+
+
 @dataclass(frozen=True)
 class Family:
-    """One family rule, the one record every layer asks (``family_of`` gives the key).
+    """One family rule, the one record every layer asks (``family_of`` gives the key): its rules, each
+    the function itself.
 
-    ``layers``: the KV layers vLLM registers (this module). ``weights`` / ``mtp_weights``:
-    the names of the weight rules in ``kvplan.budget.inventory`` for the decoder and for
-    the MTP layers (None: kvplan has no weight count; the model layer never imports the
-    budget layer, so the rule is named, and a test holds every name to a function there).
-    ``mtp``: the family has MTP layers (``mtp_count`` says how many)."""
+    ``layers``: the KV layers vLLM registers (this module). ``weights`` / ``mtp_weights``: the weight
+    rules (``kvplan.model.weight_rules``) for the decoder and for the MTP layers (None: kvplan has no
+    weight count). ``mtp``: the family has MTP layers (``mtp_count`` says how many)."""
 
     key: str
     layers: Callable[[HFView, Context], FamilyResult]
-    weights: str | None = None
-    mtp_weights: str | None = None
+    weights: Callable[[weight_rules.WeightView, weight_rules.Builder], None] | None = None
+    mtp_weights: Callable[[weight_rules.WeightView, weight_rules.Builder, int], None] | None = None
 
     @property
     def mtp(self) -> bool:
@@ -1296,17 +1320,17 @@ class Family:
 
 
 FAMILIES: dict[str, Family] = {f.key: f for f in (
-    Family("gpt_oss", build_gpt_oss, "gpt_oss"),
-    Family("layer_types", build_layer_types, "gemma"),
-    Family("gemma4", build_gemma4, "gemma4"),
-    Family("llama", build_llama, "llama_like"),
-    Family("qwen2", build_qwen2, "llama_like"),
-    Family("llama4", build_llama4, "llama4"),
-    Family("gdn", build_gdn, "gdn", mtp_weights="gdn_mtp"),
-    Family("nemotron_h", build_nemotron_h, "nemotron_h"),
-    Family("jamba", build_jamba, "jamba"),
-    Family("deepseek", build_deepseek, "deepseek", mtp_weights="deepseek_mtp"),
-    Family("mimo_v2_flash", build_mimo_v2_flash, "mimo_v2"),
+    Family("gpt_oss", build_gpt_oss, weight_rules.gpt_oss),
+    Family("layer_types", build_layer_types, weight_rules.gemma),
+    Family("gemma4", build_gemma4, weight_rules.gemma4),
+    Family("llama", build_llama, weight_rules.llama_like),
+    Family("qwen2", build_qwen2, weight_rules.llama_like),
+    Family("llama4", build_llama4, weight_rules.llama4),
+    Family("gdn", build_gdn, weight_rules.gdn, mtp_weights=weight_rules.gdn_mtp),
+    Family("nemotron_h", build_nemotron_h, weight_rules.nemotron_h),
+    Family("jamba", build_jamba, weight_rules.jamba),
+    Family("deepseek", build_deepseek, weight_rules.deepseek, mtp_weights=weight_rules.deepseek_mtp),
+    Family("mimo_v2_flash", build_mimo_v2_flash, weight_rules.mimo_v2),
     Family("whisper", build_whisper),
     Family("deepseek_v4", build_deepseek_v4),
     Family(GENERIC, build_generic),

@@ -18,6 +18,7 @@ from kvplan.errors import ConfigError, OptionError
 from kvplan.model import drafters, families, methods
 from kvplan.model.families import Built, Context
 from kvplan.model.hfconfig import HFView
+from kvplan.model.inventory import ModelInventory
 from kvplan.model.options import (
     AttentionFacts,
     ServingOptions,
@@ -50,7 +51,7 @@ class ModelInfo:
     # the text decoder's part of ``config`` (its ``text_config`` when multimodal), as vLLM's get_hf_text_config
     # reads it: the budget stage takes it from here rather than reading the config again
     text_config: dict
-    # the MTP layers the checkpoint holds, as vLLM counts them (drafters.mtp_count), and DeepSeek-V3.2's sparse MLA
+    # the MTP layers the checkpoint holds, as vLLM counts them (families.mtp_count), and DeepSeek-V3.2's sparse MLA
     # (families.is_v32: the DSA indexer): decided here once, read by the budget stage for the weights they add
     num_mtp_layers: int = 0
     sparse_mla: bool = False
@@ -89,6 +90,9 @@ class ModelLayout:
     # each pipeline stage's target decoder layers [start, end) (vLLM's get_pp_indices with pp_partition),
     # read by the budget stage without calling back into this module
     pp_bounds: tuple[tuple[int, int], ...] = ()
+    # the weights the budget counts (target, what its checkpoint stores, the drafter): built by the model stage
+    # when a budget is asked for (``kvplan.model.inventory.with_inventory``), None otherwise
+    inventory: ModelInventory | None = None
 
 
 @dataclass
@@ -222,7 +226,7 @@ def _info(p: _Parsed, dtype: str, res: families.FamilyResult | None = None) -> M
         mamba_chunk_size=facts.mamba_chunk_size,
         provenance=p.source.provenance,
         text_config=p.text.raw,
-        num_mtp_layers=drafters.mtp_count(p.text, p.family, p.architecture),
+        num_mtp_layers=families.mtp_count(p.text, p.family, p.architecture),
         sparse_mla=_sparse_mla(p),
     )
 
@@ -460,7 +464,7 @@ def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
     dctx: Context | None = None
 
     if method == "mtp":
-        mtp = drafters.mtp_layers(p.text, ctx, p.family, n, last, p.architecture)
+        mtp = families.mtp_layers(p.text, ctx, p.family, n, last, p.architecture)
         built += [(b, "drafter") for b in mtp]
         ctx.notes.append(f"MTP: {plural(len(mtp), 'layer')} from the target config, after the target's layers")
     elif draft_p is not None:

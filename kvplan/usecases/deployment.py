@@ -125,6 +125,13 @@ class BudgetInput:
         """The budget is estimated from a card (``--gpu`` / ``--gpu-memory``)."""
         return self.gpu is not None or self.gpu_memory is not None
 
+    @property
+    def counts_weights(self) -> bool:
+        """The budget stage will count the weights: a budget estimated from the card (no KV size given) with
+        the weights or the activation left to the estimate."""
+        return (self.kv_cache_memory is None and self.on_card
+                and (self.weights_memory is None or self.activation_memory is None))
+
     def overrides(self) -> dict[str, int]:
         """The override sizes given (bytes), for ``kv_budget``."""
         return {k: getattr(self, k) for k in BUDGET_OVERRIDES if getattr(self, k) is not None}

@@ -323,16 +323,19 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
 def build_layout(s: Scenario):
     """``model_stage`` for ``s``."""
     d = s.deployment
-    return model_stage(d.source, d.serving, d.era, d.budget.card)
+    return model_stage(d.source, d.serving, d.era, d.budget.card, inventory=d.budget.counts_weights)
 
 
-def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCard | None) -> ModelLayout:
+def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCard | None, *,
+                inventory: bool = False) -> ModelLayout:
     """The model stage: the model's layout, with a warning for each ``VLLM_*`` variable vLLM would ignore;
-    ``card``: the deployment's card (its preset decides the attention backend), None without one."""
+    ``card``: the deployment's card (its preset decides the attention backend), None without one;
+    ``inventory``: count the weights too (``ModelLayout.inventory``), for the budget stage to read."""
     from dataclasses import replace
 
     from kvplan.engines.vllm import environment
     from kvplan.engines.vllm.block_size import decide_block_size, device_of
+    from kvplan.model.inventory import with_inventory
     from kvplan.model.layout import draft_model_layout, finish_model_layout
 
     s = source
@@ -343,6 +346,8 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
     decision = decide_block_size(era, draft.attention(), device=device_of(card),
                                  block_size=serving.block_size, attention_backend=serving.attention_backend)
     layout = finish_model_layout(draft, decision)
+    if inventory:
+        layout = with_inventory(layout)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
               (("model", s.model, model), ("drafter", s.drafter, drafter)) if given != to]
     if mapped:
@@ -387,7 +392,8 @@ def speculative_tokens_fix(d: Deployment, era, plan) -> list[Fix]:
     from kvplan.engines.vllm.fixes import fix_entry
 
     fixed = changed(d, num_speculative_tokens=SPEC_TOKENS_FIX)
-    layout = model_stage(fixed.source, fixed.serving, fixed.era, fixed.budget.card)
+    layout = model_stage(fixed.source, fixed.serving, fixed.era, fixed.budget.card,
+                         inventory=fixed.budget.counts_weights)
     p = plan_layout(layout, era, plan.options, disable_sliding_window=d.serving.disable_sliding_window)
     if not p.starts:
         return []
@@ -480,9 +486,9 @@ def load_fixes(d: Deployment, layout, plan, failed: LoadFailure | None = None) -
           for n in LOAD_FIX_TP if n > tp)
     first((changed(d, pipeline_parallel_size=n), "pipeline_parallel_size", n, f"--pipeline-parallel-size {n}")
           for n in LOAD_FIX_PP if n > pp)
-    from kvplan.budget.quantization import NO_QUANTIZATION, quantization_of
-
-    if d.budget.quantization is None and quantization_of(layout.target.config) == NO_QUANTIZATION:
+    if d.budget.quantization is None:
+        # fp8 at load time: a checkpoint that declares another method refuses it and one that declares fp8 loads
+        # the same weights, so the candidate's own simulation rules both out (quantization_override)
         first([(changed(d, quantization="fp8"), "quantization", "fp8", "--quantization fp8")])
     here = d.budget.card
     if here is not None and here.name is not None and d.budget.gpu_memory is None:
@@ -534,7 +540,7 @@ def run_deployment(d: Deployment, *, explain: bool = False, layout=None, fixes: 
     check_sizing(d)
     era = d.era
     if layout is None:
-        layout = model_stage(d.source, d.serving, era, d.budget.card)
+        layout = model_stage(d.source, d.serving, era, d.budget.card, inventory=d.budget.counts_weights)
     budget = None
     if d.budget.kv_cache_memory is not None:
         kv_bytes = d.budget.kv_cache_memory

@@ -24,111 +24,20 @@ Bytes per tensor are ``kvplan.budget.quantization``'s, bytes per rank ``kvplan.b
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from kvplan.errors import ConfigError, UnsupportedError
-from kvplan.model.drafters import mtp_count
-from kvplan.model.families import FAMILIES, Family, family_of, is_v32
 from kvplan.model.hfconfig import HFView, build_config_object, text_view
-from kvplan.units import cdiv
-
-# Categories, in report order.
-KINDS = ("embedding", "attention", "mixer", "mlp", "experts", "router", "norm", "mtp", "drafter", "lm_head", "vision",
-         "other")
-
-VOCAB_PADDING = 64  # vLLM's DEFAULT_VOCAB_PADDING_SIZE (vocab_parallel_embedding.py)
-
-
-@dataclass(frozen=True)
-class Weight:
-    """One tensor as vLLM loads it.
-
-    ``shard_dim`` is the dimension tensor parallelism divides (None: every rank holds it
-    whole); ``kv_heads`` > 0 marks a K/V projection whose rows are that many heads, replicated
-    when tp exceeds them; ``vocab`` marks vocab-parallel rows (padded to 64).
-    """
-
-    name: str
-    kind: str
-    shape: tuple[int, ...]
-    layer: int | None = None  # decoder layer index; None = embedding, final norm, lm_head
-    shard_dim: int | None = None
-    linear: bool = False  # a matrix a quantization method may convert
-    kv_heads: int = 0
-    vocab: bool = False
-    hf_buffer: bool = False  # a buffer in transformers (not in parameters()), a parameter in vLLM
-    stage: str = "layer"  # "first" (embedding), "last" (final norm, lm_head, drafter, MTP), "layer",
-    # "every" (a multimodal tower every pipeline stage builds)
-    expert: bool = False  # a FusedMoE tensor [E, ...]: split over the MoE ranks (moe_rank_shape)
-    # the module the tensor belongs to (its name without ".weight" / ".bias"), which a quantization config's
-    # module lists name: set from ``name`` when the tensor is made
-    module: str = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        module = self.name
-        for suffix in (".weight", ".bias"):
-            if module.endswith(suffix):
-                module = module[: -len(suffix)]
-                break
-        object.__setattr__(self, "module", module)
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
-
-    def rank_shape(self, tp: int) -> tuple[int, ...]:
-        s = list(self.shape)
-        if self.vocab:
-            s[0] = -(-s[0] // VOCAB_PADDING) * VOCAB_PADDING // tp if tp > 1 else -(-s[0] // VOCAB_PADDING) * VOCAB_PADDING
-        elif tp > 1 and self.kv_heads:
-            s[0] = s[0] // self.kv_heads * max(1, self.kv_heads // tp)
-        elif tp > 1 and self.shard_dim is not None:
-            s[self.shard_dim] = cdiv(s[self.shard_dim], tp)
-        return tuple(s)
-
-    def moe_rank_shape(self, ranks: int, expert_parallel: bool) -> tuple[int, ...]:
-        """A FusedMoE tensor on one of ``ranks`` MoE ranks (vLLM's FusedMoEParallelConfig.make:
-        tp × dp ranks). Expert parallelism keeps whole experts, ``ceil(E / ranks)`` on the first
-        ranks (the linear placement gives the remainder to the lowest ranks); tensor parallelism
-        divides each expert's intermediate dimension."""
-        if expert_parallel and ranks > 1:
-            return (cdiv(self.shape[0], ranks), *self.shape[1:])
-        return self.rank_shape(ranks)
-
-
-@dataclass(frozen=True)
-class Inventory:
-    """Every weight of one model (target, or a drafter's own) in load order."""
-
-    family: str
-    model_type: str
-    weights: tuple[Weight, ...]
-    num_hidden_layers: int
-    tie_word_embeddings: bool
-    notes: tuple[str, ...] = ()
-
-    def num_params(self, *, include_buffers: bool = True, kinds: tuple[str, ...] | None = None) -> int:
-        return sum(
-            w.numel for w in self.weights
-            if (include_buffers or not w.hf_buffer) and (kinds is None or w.kind in kinds)
-        )
-
-    def by_kind(self, *, include_buffers: bool = True) -> dict[str, int]:
-        out = {k: 0 for k in KINDS}
-        for w in self.weights:
-            if include_buffers or not w.hf_buffer:
-                out[w.kind] += w.numel
-        return {k: v for k, v in out.items() if v}
-
+from kvplan.tensors import Inventory, Weight
 
 # --------------------------------------------------------------------------- config view
 
-class _Cfg(HFView):
+class WeightView(HFView):
     """The model layer's view of the (text) config (``HFView``: the transformers attribute
     first, then the raw key, then the default given), with the reads the weight rules share.
     Integer reads are ``HFView``'s, so a bad size fails here as it fails in the model layer."""
 
-    def __init__(self, raw: dict, path: str = "<config>", *, sparse_mla: bool | None = None):
+    def __init__(self, raw: dict, path: str = "<config>", *, sparse_mla: bool = False):
         text = text_view(raw, build_config_object(raw, path), path)
         super().__init__(text.raw, text.obj, path=path, prefix=text.prefix)
         self.top_raw = raw
@@ -137,9 +46,8 @@ class _Cfg(HFView):
         self.sparse_mla = sparse_mla
 
     def v32(self) -> bool:
-        """DeepSeek-V3.2's indexer: the model stage's decision (``ModelInfo.sparse_mla``) when given, else the
-        model layer's test on this config."""
-        return self.sparse_mla if self.sparse_mla is not None else is_v32(self)
+        """DeepSeek-V3.2's indexer: the family rules' decision (``ModelInfo.sparse_mla``, ``families.is_v32``)."""
+        return self.sparse_mla
 
     def flag(self, key: str, default: bool = False) -> bool:
         v = self.get(key, default)
@@ -166,7 +74,7 @@ class _Cfg(HFView):
 
 # --------------------------------------------------------------------------- builder
 
-class _Builder:
+class Builder:
     def __init__(self) -> None:
         self.weights: list[Weight] = []
 
@@ -237,7 +145,7 @@ class _Builder:
                             bias=qkv_bias, kv_heads=kv_heads)
         self.linear(f"{prefix}.o_proj", "attention", hidden, heads * vd, layer, split="row", bias=o_bias)
 
-    def final(self, cfg: _Cfg, vocab: int, hidden: int, *, norm_name: str = "model.norm",
+    def final(self, cfg: WeightView, vocab: int, hidden: int, *, norm_name: str = "model.norm",
               embed_name: str = "model.embed_tokens.weight", norm_bias: bool = False) -> None:
         self.norm(norm_name, hidden, None, bias=norm_bias, stage="last")
         if not cfg.tie():
@@ -246,49 +154,9 @@ class _Builder:
 
 # --------------------------------------------------------------------------- families
 
-class WeightRules:
-    """The weight rules, each registered where it is defined (``@WEIGHT_RULES.decoder`` for a
-    decoder, ``@WEIGHT_RULES.mtp`` for MTP layers), so a name resolves to a rule and nothing else:
-    not a helper, not a renamed function, not a decoder rule where an MTP rule is due. The model
-    layer's ``Family`` names its rules (it never imports the budget layer); ``check`` holds every
-    name of ``FAMILIES`` to this registry when this module is imported."""
-
-    def __init__(self) -> None:
-        self._rules: dict[str, dict] = {"weights": {}, "mtp_weights": {}}
-
-    def decoder(self, fn):
-        self._rules["weights"][fn.__name__] = fn
-        return fn
-
-    def mtp(self, fn):
-        self._rules["mtp_weights"][fn.__name__] = fn
-        return fn
-
-    def names(self, kind: str = "weights") -> tuple[str, ...]:
-        return tuple(self._rules[kind])
-
-    def get(self, name: str, kind: str = "weights"):
-        """The rule ``name`` of ``kind`` (``weights`` or ``mtp_weights``, the ``Family`` fields)."""
-        try:
-            return self._rules[kind][name]
-        except KeyError:
-            raise KeyError(f"no {kind} rule {name!r} in kvplan.budget.inventory; the rules are "
-                           f"{', '.join(self._rules[kind])}") from None
-
-    def check(self, families) -> None:
-        """Every rule a family names is registered under its kind (a family table that names a
-        rule this module lacks fails on import, not on the first model of that family)."""
-        for family in families.values():
-            for kind in ("weights", "mtp_weights"):
-                name = getattr(family, kind)
-                if name is not None:
-                    self.get(name, kind)
 
 
-WEIGHT_RULES = WeightRules()
-
-
-def _moe_layers_qwen(cfg: _Cfg, n: int) -> set[int]:
+def _moe_layers_qwen(cfg: WeightView, n: int) -> set[int]:
     E = cfg.opt_int("num_experts", minimum=0) or 0
     if not E:
         return set()
@@ -297,8 +165,7 @@ def _moe_layers_qwen(cfg: _Cfg, n: int) -> set[int]:
     return {i for i in range(n) if i not in only_mlp and (i + 1) % step == 0}
 
 
-@WEIGHT_RULES.decoder
-def llama_like(cfg: _Cfg, b: _Builder) -> None:
+def llama_like(cfg: WeightView, b: Builder) -> None:
     """Llama, Mistral, Mixtral, Phi-3, MiniMax-M2, Qwen2/Qwen3 (+MoE) and EAGLE-free Llama
     drafters used as draft models: ``q/k/v/o`` attention (optional biases and q/k norms),
     a gated MLP or routed experts, two RMSNorms per layer."""
@@ -345,8 +212,7 @@ def llama_like(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-@WEIGHT_RULES.decoder
-def gpt_oss(cfg: _Cfg, b: _Builder) -> None:
+def gpt_oss(cfg: WeightView, b: Builder) -> None:
     """gpt-oss: biased q/k/v/o, one attention sink per head, a biased router and 32/128
     biased experts with a fused ``gate_up`` (reference: transformers ``modeling_gpt_oss``)."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
@@ -364,8 +230,7 @@ def gpt_oss(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-@WEIGHT_RULES.decoder
-def gemma(cfg: _Cfg, b: _Builder) -> None:
+def gemma(cfg: WeightView, b: Builder) -> None:
     """Gemma 2 and Gemma 3 text decoders: four RMSNorms per layer (input, post-attention,
     pre- and post-feed-forward), Gemma 3 adds per-head q/k norms; embeddings tied."""
     mt = cfg.text_model_type
@@ -390,8 +255,7 @@ def gemma(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-@WEIGHT_RULES.decoder
-def gemma4(cfg: _Cfg, b: _Builder) -> None:
+def gemma4(cfg: WeightView, b: Builder) -> None:
     """Gemma 4 text decoder (transformers ``modeling_gemma4``): sliding layers use
     ``head_dim``/``num_key_value_heads``, global layers ``global_head_dim``/
     ``num_global_key_value_heads`` and, with ``attention_k_eq_v``, no ``v_proj``; KV-shared
@@ -449,8 +313,7 @@ def gemma4(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-@WEIGHT_RULES.decoder
-def llama4(cfg: _Cfg, b: _Builder) -> None:
+def llama4(cfg: WeightView, b: Builder) -> None:
     """Llama 4 text decoder: MoE layers every ``interleave_moe_layer_step`` (experts of
     ``intermediate_size`` plus one shared expert), dense layers of ``intermediate_size_mlp``;
     the q/k norm is a weightless L2 norm."""
@@ -478,7 +341,7 @@ def llama4(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def _gdn_mixer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
+def _gdn_mixer(cfg: WeightView, b: Builder, p: str, i: int, H: int) -> None:
     """Gated DeltaNet (Qwen3-Next fuses ``in_proj_qkvz``/``in_proj_ba``; Qwen3.5 splits them)."""
     kh, kd = cfg.int("linear_num_key_heads"), cfg.int("linear_key_head_dim")
     vh, vd = cfg.int("linear_num_value_heads"), cfg.int("linear_value_head_dim")
@@ -499,7 +362,7 @@ def _gdn_mixer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
     b.linear(f"{p}.out_proj", "mixer", H, value, i, split="row")
 
 
-def _gdn_moe_or_mlp(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, moe: bool) -> None:
+def _gdn_moe_or_mlp(cfg: WeightView, b: Builder, p: str, i: int, H: int, moe: bool) -> None:
     if moe:
         E = cfg.int("num_experts")
         b.linear(f"{p}.mlp.gate", "router", E, H, i, quantizable=False)
@@ -512,7 +375,7 @@ def _gdn_moe_or_mlp(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, moe: bool) -
         b.mlp(f"{p}.mlp", cfg.int("intermediate_size"), H, i)
 
 
-def _gdn_full_attention(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
+def _gdn_full_attention(cfg: WeightView, b: Builder, p: str, i: int, H: int) -> None:
     heads = cfg.int("num_attention_heads")
     kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
@@ -522,8 +385,7 @@ def _gdn_full_attention(cfg: _Cfg, b: _Builder, p: str, i: int, H: int) -> None:
     b.norm(f"{p}.self_attn.k_norm", hd, i)
 
 
-@WEIGHT_RULES.decoder
-def gdn(cfg: _Cfg, b: _Builder) -> None:
+def gdn(cfg: WeightView, b: Builder) -> None:
     """Qwen3-Next and Qwen3.5 (dense and MoE) text decoders: ``layer_types`` picks Gated
     DeltaNet or gated full attention (q doubled for the output gate); MoE layers as Qwen2-MoE."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
@@ -545,16 +407,15 @@ def gdn(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-@WEIGHT_RULES.mtp
-def gdn_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
+def gdn_mtp(cfg: WeightView, b: Builder, k: int) -> None:
     """Qwen3-Next / Qwen3.5 MTP (vLLM ``qwen3_next_mtp.py``): ``fc [H, 2H]`` after two input
-    norms, ``k`` full-attention MoE/MLP layers (``drafters.mtp_count``: Qwen3.5's
+    norms, ``k`` full-attention MoE/MLP layers (``families.mtp_count``: Qwen3.5's
     ``mtp_num_hidden_layers``, Qwen3-Next's ``num_nextn_predict_layers``, vLLM's default 1),
     a final norm; the embedding and lm_head are the target's (vLLM shares them)."""
     H = cfg.int("hidden_size")
     moe = bool(cfg.opt_int("num_experts", minimum=0))
     base = cfg.int("num_hidden_layers")
-    sub = _Builder()
+    sub = Builder()
     sub.norm("mtp.pre_fc_norm_embedding", H, base)
     sub.norm("mtp.pre_fc_norm_hidden", H, base)
     sub.linear("mtp.fc", "mtp", H, 2 * H, base, split="col", quantizable=False)
@@ -568,8 +429,7 @@ def gdn_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     b.weights += [replace(w, kind="mtp", stage="last", layer=None) for w in sub.weights]
 
 
-@WEIGHT_RULES.decoder
-def nemotron_h(cfg: _Cfg, b: _Builder) -> None:
+def nemotron_h(cfg: WeightView, b: Builder) -> None:
     """Nemotron-H: ``hybrid_override_pattern`` ``M`` Mamba2, ``*`` attention, ``-`` MLP
     (squared ReLU, no gate), ``E`` MoE; one norm per block, ``norm_f`` at the end."""
     H, V = cfg.int("hidden_size"), cfg.int("vocab_size")
@@ -621,8 +481,7 @@ def nemotron_h(cfg: _Cfg, b: _Builder) -> None:
         b.head("lm_head.weight", V, H)
 
 
-@WEIGHT_RULES.decoder
-def jamba(cfg: _Cfg, b: _Builder) -> None:
+def jamba(cfg: WeightView, b: Builder) -> None:
     """Jamba: attention every ``attn_layer_period`` (from ``attn_layer_offset``), Mamba1
     elsewhere; MoE feed-forward every ``expert_layer_period`` (from its offset)."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
@@ -668,7 +527,7 @@ def jamba(cfg: _Cfg, b: _Builder) -> None:
         b.head("lm_head.weight", V, H)
 
 
-def _deepseek_layer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, *, moe: bool, v32: bool) -> None:
+def _deepseek_layer(cfg: WeightView, b: Builder, p: str, i: int, H: int, *, moe: bool, v32: bool) -> None:
     heads = cfg.int("num_attention_heads")
     q_lora = cfg.opt_int("q_lora_rank", minimum=0)
     kv_lora, rope = cfg.int("kv_lora_rank"), cfg.int("qk_rope_head_dim")
@@ -706,14 +565,13 @@ def _deepseek_layer(cfg: _Cfg, b: _Builder, p: str, i: int, H: int, *, moe: bool
     b.norm(f"{p}.post_attention_layernorm", H, i)
 
 
-def _deepseek_is_moe(cfg: _Cfg, i: int) -> bool:
+def _deepseek_is_moe(cfg: WeightView, i: int) -> bool:
     first = cfg.opt_int("first_k_dense_replace", minimum=0) or 0
     freq = cfg.opt_int("moe_layer_freq", minimum=0) or 1
     return bool(cfg.opt_int("n_routed_experts", minimum=0)) and i >= first and i % freq == 0
 
 
-@WEIGHT_RULES.decoder
-def deepseek(cfg: _Cfg, b: _Builder) -> None:
+def deepseek(cfg: WeightView, b: Builder) -> None:
     """DeepSeek-V2/V3/R1/V3.2 and Kimi-K2: MLA attention (low-rank q and kv projections),
     dense MLP for the first ``first_k_dense_replace`` layers, then routed + shared experts."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
@@ -724,8 +582,7 @@ def deepseek(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-@WEIGHT_RULES.mtp
-def deepseek_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
+def deepseek_mtp(cfg: WeightView, b: Builder, k: int) -> None:
     """DeepSeek MTP (``num_nextn_predict_layers``): per layer ``enorm``, ``hnorm``,
     ``eh_proj [H, 2H]`` (a plain nn.Linear in vLLM: replicated, unquantized), one decoder
     layer and ``shared_head.norm``; its embedding and head are the target's (vLLM shares
@@ -733,7 +590,7 @@ def deepseek_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     H = cfg.int("hidden_size")
     n = cfg.int("num_hidden_layers")
     v32 = cfg.v32()
-    sub = _Builder()
+    sub = Builder()
     for j in range(k):
         i = n + j
         p = f"model.layers.{i}"
@@ -745,8 +602,7 @@ def deepseek_mtp(cfg: _Cfg, b: _Builder, k: int) -> None:
     b.weights += [replace(w, kind="mtp", stage="last", layer=None) for w in sub.weights]
 
 
-@WEIGHT_RULES.decoder
-def mimo_v2(cfg: _Cfg, b: _Builder) -> None:
+def mimo_v2(cfg: WeightView, b: Builder) -> None:
     """MiMo-V2-Flash: sliding layers (``hybrid_layer_pattern`` 1) use the ``swa_*`` heads
     and sizes and carry attention sinks; ``moe_layer_freq`` 1 marks MoE layers (sigmoid
     router with a correction bias), 0 a dense MLP."""
@@ -788,7 +644,7 @@ def mimo_v2(cfg: _Cfg, b: _Builder) -> None:
     b.final(cfg, V, H)
 
 
-def gemma4_vision(v: HFView, text: _Cfg, b: _Builder) -> None:
+def gemma4_vision(v: HFView, text: WeightView, b: Builder) -> None:
     """Gemma 4's vision tower and its projector, as vLLM 0.22.0-0.34.0 builds them
     (``models/gemma4_mm.py`` Gemma4ForConditionalGeneration.__init__, 0.22.0 l.958-964):
     ``vision_tower = AutoModel.from_config(config.vision_config)`` — transformers'
@@ -835,79 +691,20 @@ def gemma4_vision(v: HFView, text: _Cfg, b: _Builder) -> None:
     add("model.embed_vision.embedding_projection.weight", (text.int("hidden_size"), h))
 
 
-# Multimodal checkpoints whose vision tower kvplan counts (by the served architecture), and the note.
-VISION_TOWERS = {"Gemma4ForConditionalGeneration": gemma4_vision}
-VISION_NOTES = {"Gemma4ForConditionalGeneration": (
-    "vision tower and projector counted (kvplan's formula of transformers' Gemma4VisionModel, which vLLM "
-    "builds with AutoModel.from_config: whole on every rank, never quantized; gemma4_mm.py)")}
-
-
-def _family(config: dict, key: str | None = None) -> Family:
-    """The model layer's family record for ``config`` (``key``: the family the model stage found,
-    ``ModelInfo.family``), when kvplan counts its weights."""
-    archs = config.get("architectures") or [""]
-    key = key or family_of(archs[0], config.get("model_type"))
-    family = FAMILIES.get(key) if key else None
-    if family is None or family.weights is None:
-        raise UnsupportedError(
-            f"kvplan has no weight count for {archs[0] or config.get('model_type')!r}; "
-            "pass --weights-memory (e.g. 16GiB per GPU)"
-        )
-    return family
-
-
-WEIGHT_RULES.check(FAMILIES)
-
-
-def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>",
-                       family: str | None = None, num_mtp_layers: int | None = None,
-                       sparse_mla: bool | None = None) -> Inventory:
-    """The weights vLLM loads for ``config`` (the text decoder of a multimodal config); ``family``,
-    ``num_mtp_layers`` and ``sparse_mla``: the model stage's decisions (``ModelInfo``'s fields), else read
-    from the config through the model layer."""
-    family = _family(config, family)
-    cfg = _Cfg(config, path, sparse_mla=sparse_mla)
-    b = _Builder()
-    WEIGHT_RULES.get(family.weights)(cfg, b)
-    notes = []
-    if include_mtp and family.mtp_weights is not None:
-        count = num_mtp_layers if num_mtp_layers is not None else mtp_count(cfg, family.key)
-        if count:
-            WEIGHT_RULES.get(family.mtp_weights, "mtp_weights")(cfg, b, count)
-            notes.append("MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)")
-    if cfg.raw is not config:
-        tower = VISION_TOWERS.get((config.get("architectures") or [""])[0])
-        vision = config.get("vision_config")
-        if tower is not None and isinstance(vision, dict):
-            tower(HFView(vision, None, path=path, prefix="vision_config."), cfg, b)
-            notes.append(VISION_NOTES[(config.get("architectures") or [""])[0]])
-        else:
-            notes.append("text decoder only: the vision tower of this multimodal checkpoint is not counted")
-    n = cfg.opt_int("num_hidden_layers", minimum=0) or len(str(cfg.get("hybrid_override_pattern", "")))
-    return Inventory(family.key, cfg.text_model_type, tuple(b.weights), n, cfg.tie(), tuple(notes))
-
-
-def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, path: str = "<drafter>") -> Inventory:
-    """A drafter's own weights as vLLM loads them.
-
-    EAGLE / EAGLE-3 / P-EAGLE heads (vLLM ``llama_eagle3.py``/``llama_eagle.py``): the
-    decoder layers (EAGLE-3's first layer takes ``2·H`` inputs: embedding and hidden state,
-    with an extra ``hidden_norm``), the ``fc`` fusing the target's hidden states (EAGLE-3:
-    ``3·H_target → H``; EAGLE: ``2·H → H``), a final norm and, for EAGLE-3, its own lm_head
-    over ``draft_vocab_size``. The embedding (and EAGLE's lm_head) are the target's: vLLM
-    shares them when the checkpoint has none, as published heads do.
-    ``draft_model``: the draft model's full inventory.
-    """
-    if method not in ("eagle", "eagle3"):
-        inv = analytic_inventory(draft_config, path=path)
-        return replace(inv, weights=tuple(replace(w, kind="drafter", stage="last", layer=None) for w in inv.weights))
-    cfg = _Cfg(draft_config, path)
+def eagle_inventory(draft_config: dict, method: str, target_config: dict, path: str) -> Inventory:
+    """An EAGLE / EAGLE-3 / P-EAGLE head's own weights (vLLM ``llama_eagle3.py``/``llama_eagle.py``): the
+    decoder layers (EAGLE-3's first layer takes ``2·H`` inputs: embedding and hidden state, with an extra
+    ``hidden_norm``), the ``fc`` fusing the target's hidden states (EAGLE-3: ``k·H_target → H`` over its
+    ``eagle_aux_hidden_state_layer_ids``, 3 by default; EAGLE: ``2·H → H``), a final norm and, for EAGLE-3,
+    its own lm_head over ``draft_vocab_size``. The embedding (and EAGLE's lm_head) are the target's: vLLM
+    shares them when the checkpoint has none, as published heads do. Every tensor sits on the last stage."""
+    cfg = WeightView(draft_config, path)
     H, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
     kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
     hd = cfg.head_dim()
     inter = cfg.int("intermediate_size")
-    b = _Builder()
+    b = Builder()
     for i in range(n):
         p = f"model.layers.{i}"
         in_dim = 2 * H if (method == "eagle3" and i == 0) else H
@@ -920,12 +717,10 @@ def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, p
         if method == "eagle3" and i == 0:
             b.norm(f"{p}.hidden_norm", H, i)
         b.norm(f"{p}.post_attention_layernorm", H, i)
-    t = _Cfg(target_config)
-    th = t.int("hidden_size")
     if method == "eagle3":
         aux = draft_config.get("eagle_aux_hidden_state_layer_ids")
         k = len(aux) if isinstance(aux, list) and aux else 3
-        b.linear("model.fc", "drafter", H, k * th, None, quantizable=False)
+        b.linear("model.fc", "drafter", H, k * WeightView(target_config).int("hidden_size"), None, quantizable=False)
     else:
         b.linear("model.fc", "drafter", H, 2 * H, None, quantizable=False)
     b.norm("model.norm", H, None)
@@ -938,3 +733,34 @@ def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, p
     weights = tuple(replace(w, kind="drafter" if w.kind != "norm" else "norm", stage="last", layer=None)
                     for w in b.weights)
     return Inventory("eagle", cfg.text_model_type, weights, n, False, tuple(notes))
+
+
+# Multimodal checkpoints whose vision tower kvplan counts (by the served architecture), and the note.
+VISION_TOWERS = {"Gemma4ForConditionalGeneration": gemma4_vision}
+VISION_NOTES = {"Gemma4ForConditionalGeneration": (
+    "vision tower and projector counted (kvplan's formula of transformers' Gemma4VisionModel, which vLLM "
+    "builds with AutoModel.from_config: whole on every rank, never quantized; gemma4_mm.py)")}
+
+
+def inventory_of(cfg: WeightView, family: str, weights, mtp_weights=None, num_mtp_layers: int = 0) -> Inventory:
+    """The weights vLLM loads for the config ``cfg`` reads, by the family's rules (``families.Family``:
+    ``weights``, and ``mtp_weights`` for ``num_mtp_layers`` MTP layers when given), with the vision tower of
+    ``VISION_TOWERS`` when the config is a multimodal one."""
+    b = Builder()
+    weights(cfg, b)
+    notes = []
+    if mtp_weights is not None and num_mtp_layers:
+        mtp_weights(cfg, b, num_mtp_layers)
+        notes.append("MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)")
+    config = cfg.top_raw
+    if cfg.raw is not config:
+        arch = (config.get("architectures") or [""])[0]
+        tower = VISION_TOWERS.get(arch)
+        vision = config.get("vision_config")
+        if tower is not None and isinstance(vision, dict):
+            tower(HFView(vision, None, path=cfg.path, prefix="vision_config."), cfg, b)
+            notes.append(VISION_NOTES[arch])
+        else:
+            notes.append("text decoder only: the vision tower of this multimodal checkpoint is not counted")
+    n = cfg.opt_int("num_hidden_layers", minimum=0) or len(str(cfg.get("hybrid_override_pattern", "")))
+    return Inventory(family, cfg.text_model_type, tuple(b.weights), n, cfg.tie(), tuple(notes))
