@@ -21,6 +21,12 @@ Runs ``kvplan ARGS`` in this interpreter (default: ``simulate openai/gpt-oss-20b
   calling the model layer after the use case did) is a real bounce a reader feels. Both figures
   are printed; the second is the one to reduce.
 
+- ``stage_re_entries``: files (outside the shared core and the composing layers: use cases, CLI, options)
+  entered under two stages. A stage is what one call of a use case into a lower layer runs (the model stage
+  under ``model.layout``, the budget under ``budget.estimate``, the engine under ``engines.vllm.plan``, ...),
+  named by the module that call entered; a file entered under two of them is one the walk comes back to after
+  it has left it for another stage (the budget stage calling the model layer after the model stage ended).
+
 Fewer of each is a shorter walk. Calls within one file are not steps. Nor is running a module's
 body when a function-level import loads it for the first time (``<module>`` frames, and what a module
 body calls while it loads): that is when the import happens to run, not a call the reader follows
@@ -71,8 +77,19 @@ def module_of(filename: str) -> str | None:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def trace(argv: list[str]) -> list[tuple[str, str]]:
-    """The cross-file calls (caller module, callee module) from run_scenario's first call on."""
+# the layers that compose the stages: a call from one of them into a lower layer starts a stage
+COMPOSERS = ("kvplan.usecases", "kvplan.cli", "kvplan.options")
+
+
+def _composer(module: str | None) -> bool:
+    return module is not None and module.startswith(COMPOSERS)
+
+
+def trace(argv: list[str]) -> list[tuple[str, str, str | None]]:
+    """The cross-file calls (caller module, callee module, stage) from run_scenario's first call on. The stage
+    of a call is the module the use case (or the CLI) called to start the stage it runs under (the model
+    stage's ``kvplan.model.layout``, the budget's ``kvplan.budget.estimate``, ...); None for the calls the
+    use cases make among themselves."""
     from kvplan.cli.app import main
 
     calls: list[tuple[str, str]] = []
@@ -105,7 +122,20 @@ def trace(argv: list[str]) -> list[tuple[str, str]]:
         if back is not None and back.f_code.co_name == "<module>":  # a module body loading
             return
         if caller is not None and caller != callee:
-            calls.append((caller, callee))
+            calls.append((caller, callee, stage_of(frame)))
+
+    def stage_of(frame) -> str | None:
+        """The module the outermost call below a composer entered: the stage ``frame`` runs in."""
+        stage = None
+        f = frame
+        while f is not None:
+            m = mod(f.f_code)
+            if m is not None:
+                if _composer(m):
+                    return stage
+                stage = m
+            f = f.f_back
+        return stage
 
     out = io.StringIO()
     sys.setprofile(hook)
@@ -121,9 +151,17 @@ def trace(argv: list[str]) -> list[tuple[str, str]]:
     return calls
 
 
-def measure(calls: list[tuple[str, str]]) -> dict:
+def measure(calls: list[tuple[str, str, str | None]]) -> dict:
     layering = _layering()
-    steps = sorted(set(calls))
+    steps = sorted({(a, b) for a, b, _ in calls})
+    # the stages each file is entered under; a file outside the shared core entered under stages of two layers
+    # is one the walk comes back to after it moved on (the budget stage calling into the model layer)
+    stages: dict[str, set[str]] = {}
+    for _, b, stage in calls:
+        if stage is not None and b not in SHARED and not _composer(b):
+            stages.setdefault(b, set()).add(stage)
+    layer = lambda m: layering.LAYERS[layering.layer_of(m)][0]  # noqa: E731
+    back = {b: sorted(v) for b, v in stages.items() if len(v) > 1}
     files = {"kvplan.usecases.scenario", *(c for _, c in steps), *(a for a, _ in steps)}
     callers: dict[str, set[str]] = {}
     for a, b in steps:
@@ -135,10 +173,12 @@ def measure(calls: list[tuple[str, str]]) -> dict:
         "climbs": len(climbs),
         "re_entries": sum(len(v) - 1 for v in callers.values()),
         "re_entries_outside_core": sum(len(v) - 1 for b, v in callers.items() if b not in SHARED),
+        "stage_re_entries": len(back),
         "calls": len(calls),
         "_steps": steps,
         "_climbs": climbs,
-        "_layer": lambda m: layering.LAYERS[layering.layer_of(m)][0],
+        "_back": back,
+        "_layer": layer,
     }
 
 
@@ -148,7 +188,8 @@ def main(argv: list[str]) -> int:
     m = measure(trace(rest))
     print(f"kvplan {' '.join(rest)}")
     print(f"files {m['files']}  steps {m['steps']}  climbs {m['climbs']}  re_entries {m['re_entries']}  "
-          f"re_entries_outside_core {m['re_entries_outside_core']}  (cross-file calls {m['calls']})")
+          f"re_entries_outside_core {m['re_entries_outside_core']}  stage_re_entries {m['stage_re_entries']}  "
+          f"(cross-file calls {m['calls']})")
     if show:
         callers: dict[str, list[str]] = {}
         for a, b in m["_steps"]:
@@ -156,6 +197,8 @@ def main(argv: list[str]) -> int:
         for b, v in sorted(callers.items()):
             if len(v) > 1:
                 print(f"  re-entered{' (shared core)' if b in SHARED else ''}: {b} from {', '.join(v)}")
+        for b, v in sorted(m["_back"].items()):
+            print(f"  re-entered after its stage: {b} under {', '.join(v)}")
     if show:
         layer = m["_layer"]
         for a, b in m["_steps"]:

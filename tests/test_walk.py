@@ -92,3 +92,5 @@ def test_a_simulation_re_enters_only_the_config_view(argv, expected):
     for a, b in m["_steps"]:
         callers.setdefault(b, set()).add(a)
     assert {b: v for b, v in callers.items() if len(v) > 1 and b not in walk.SHARED} == expected
+    # no file is entered again once the walk has left its stage: each stage's files are the stage's own
+    assert m["stage_re_entries"] == 0, m["_back"]

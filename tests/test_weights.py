@@ -433,3 +433,50 @@ def test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin():
     b = kv_budget(layout, get_era("vllm==0.10.1.1"), gpu="H100-80GB")
     assert b.weights_bytes - plain == 36 * (1_847_263_232 - 1_694_269_440) == 5_507_776_512
     assert abs(b.weights_bytes / GiB / 65.9651 - 1) < 0.002  # the log: 65.9651 GiB (kvplan 65.897)
+
+
+# --- the model stage counts the weights when a budget will read them (ModelLayout.inventory) ---
+
+def _deployment(model: str, **options):
+    from kvplan.usecases.scenario import scenario_from
+
+    return scenario_from(model, options).deployment
+
+
+@pytest.mark.parametrize("options,counted", [
+    ({"gpu": "H100-80GB"}, True),  # a budget estimated from the card: weights and activation from the inventory
+    ({"gpu": "H100-80GB", "weights_memory": 15 * GiB}, True),  # the activation estimate still reads the inventory
+    ({"gpu": "H100-80GB", "weights_memory": 15 * GiB, "activation_memory": GiB}, False),  # both given
+    ({"gpu": "H100-80GB", "kv_cache_memory": 40 * GiB}, False),  # a KV size given: no budget is estimated
+    ({"kv_cache_memory": 40 * GiB}, False),
+])
+def test_the_model_stage_counts_the_weights_only_for_a_budget(options, counted):
+    from kvplan.usecases.scenario import run_deployment
+
+    d = _deployment("openai/gpt-oss-20b", **options)
+    assert d.budget.counts_weights is counted
+    layout = run_deployment(d, fixes=False).layout
+    assert (layout.inventory is not None) is counted
+    if counted:
+        # the same count as the model layer's own entry for the config (what kv_budget falls back on)
+        assert layout.inventory.target == analytic_inventory(cfg("openai/gpt-oss-20b"), family="gpt_oss",
+                                                             path=layout.target.source.path)
+        assert layout.inventory.stored is layout.inventory.target and layout.inventory.drafter is None
+
+
+def test_the_model_stage_counts_mtp_and_drafter_weights():
+    from kvplan.model.inventory import layout_inventory
+    from kvplan.usecases.scenario import run_deployment
+
+    # DeepSeek-V3 without MTP: vLLM loads no MTP layer, the checkpoint stores one (num_nextn_predict_layers 1)
+    layout = run_deployment(_deployment("deepseek-ai/DeepSeek-V3", gpu="H200", tensor_parallel_size=8),
+                            fixes=False).layout
+    inv = layout.inventory
+    assert inv.target.num_params(kinds=("mtp",)) == 0 < inv.stored.num_params(kinds=("mtp",))
+    assert inv == layout_inventory(layout)  # the library's count of a layout built without one agrees
+    # an EAGLE-3 head: its own weights, the fc over the target's hidden states (3 x 4096 -> 4096)
+    layout = run_deployment(_deployment("meta-llama/Meta-Llama-3.1-8B", gpu="H100-80GB",
+                                        drafter="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"), fixes=False).layout
+    fc = next(w for w in layout.inventory.drafter.weights if w.name == "model.fc.weight")
+    assert fc.shape == (4096, 3 * 4096)
+    assert layout.inventory == layout_inventory(layout)

@@ -411,7 +411,7 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
                          inventory: ModelInventory | None = None) -> WeightMemory:
     """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
     the drafter) per GPU; ``inventory``: its weights (``kvplan.model.inventory.ModelInventory``), else the
-    layout's own (the model stage's ``with_inventory``), else counted here. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
+    layout's own (the model stage's, ``ModelLayout.inventory``), else counted here. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
     are split over ``tp × data_parallel_size`` ranks (whole experts with ``expert_parallel``);
     ``quantization`` is vLLM's ``--quantization`` (``quantization_override``)."""
     tp = tp or layout.tensor_parallel_size

@@ -4,8 +4,9 @@ family's weight rule (``kvplan.model.weight_rules``; the ``Family`` record holds
 ``analytic_inventory(config)`` counts one config (the text decoder of a multimodal one; MTP layers on request),
 ``drafter_inventory`` a drafter's own weights, and ``layout_inventory(layout)`` what a budget reads of a
 ``ModelLayout``: the target as vLLM loads it, what its checkpoint stores, and the drafter. The model stage builds
-that once, when a budget is asked for (``with_inventory``), so the budget reads values and never calls back into
-the model layer.
+that once, from the views of the configs its family rules read, when a budget is asked for
+(``finish_model_layout(..., inventory=True)``), so the budget reads values and never calls back into the model
+layer.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.errors import UnsupportedError
-from kvplan.model.families import FAMILIES, Family, family_of, is_v32, mtp_count
+from kvplan.model.families import FAMILIES, Family, config_views, family_of, is_v32, mtp_count
+from kvplan.model.hfconfig import HFView
 from kvplan.model.weight_rules import WeightView, eagle_inventory, inventory_of
 from kvplan.tensors import KINDS, Inventory, Weight
 
 __all__ = ["KINDS", "Inventory", "ModelInventory", "Weight", "analytic_inventory", "drafter_inventory",
-           "layout_inventory", "with_inventory"]
+           "layout_inventory", "model_inventory"]
 
 
 def _family(config: dict, key: str | None = None) -> Family:
@@ -35,29 +37,42 @@ def _family(config: dict, key: str | None = None) -> Family:
     return family
 
 
+def _weights(text: HFView, config: dict, *, include_mtp: bool, family: str | None, num_mtp_layers: int | None,
+             sparse_mla: bool | None, stored: bool = False) -> tuple[Inventory, Inventory]:
+    """The weights of the config ``text`` reads (``config``: the whole of it), by its family's rules: what vLLM
+    loads and (``stored``: counted) what the checkpoint stores, MTP layers included."""
+    family = _family(config, family)
+    cfg = WeightView(text, config)
+    cfg.sparse_mla = is_v32(cfg) if sparse_mla is None else sparse_mla
+    count = 0
+    if (include_mtp or stored) and family.mtp_weights is not None:
+        count = num_mtp_layers if num_mtp_layers is not None else mtp_count(cfg, family.key)
+    return inventory_of(cfg, family.key, family.weights, family.mtp_weights, count, include_mtp=include_mtp)
+
+
 def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>",
                        family: str | None = None, num_mtp_layers: int | None = None,
                        sparse_mla: bool | None = None) -> Inventory:
     """The weights vLLM loads for ``config`` (the text decoder of a multimodal config); ``family``,
     ``num_mtp_layers`` and ``sparse_mla``: the model stage's decisions (``ModelInfo``'s fields), else read
     from the config by the family rules (``family_of``, ``mtp_count``, ``is_v32``)."""
-    family = _family(config, family)
-    cfg = WeightView(config, path)
-    cfg.sparse_mla = is_v32(cfg) if sparse_mla is None else sparse_mla
-    count = 0
-    if include_mtp and family.mtp_weights is not None:
-        count = num_mtp_layers if num_mtp_layers is not None else mtp_count(cfg, family.key)
-    return inventory_of(cfg, family.key, family.weights, family.mtp_weights, count)
+    return _weights(config_views(config, path)[1], config, include_mtp=include_mtp, family=family,
+                    num_mtp_layers=num_mtp_layers, sparse_mla=sparse_mla)[0]
+
+
+def _drafter(text: HFView, config: dict, method: str, target_hidden_size: int) -> Inventory:
+    if method in ("eagle", "eagle3"):
+        return eagle_inventory(WeightView(text, config), method, target_hidden_size)
+    inv = _weights(text, config, include_mtp=False, family=None, num_mtp_layers=None, sparse_mla=None)[0]
+    return replace(inv, weights=tuple(replace(w, kind="drafter", stage="last", layer=None) for w in inv.weights))
 
 
 def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, path: str = "<drafter>") -> Inventory:
     """A drafter's own weights as vLLM loads them: an EAGLE / EAGLE-3 / P-EAGLE head's (``eagle_inventory``; its
     ``fc`` reads the target's hidden size), else (``draft_model``) the draft model's whole inventory, held on
     the last stage."""
-    if method in ("eagle", "eagle3"):
-        return eagle_inventory(draft_config, method, target_config, path)
-    inv = analytic_inventory(draft_config, path=path)
-    return replace(inv, weights=tuple(replace(w, kind="drafter", stage="last", layer=None) for w in inv.weights))
+    return _drafter(config_views(draft_config, path)[1], draft_config, method,
+                    config_views(target_config, "<config>")[1].int("hidden_size"))
 
 
 @dataclass(frozen=True)
@@ -71,24 +86,26 @@ class ModelInventory:
     drafter: Inventory | None  # the drafter's own weights (--drafter), None without one
 
 
+def model_inventory(text: HFView, target, method: str | None, drafter=None) -> ModelInventory:
+    """The weights a budget counts: the target's (``target``: its ``ModelInfo``, whose family, MTP layer count
+    and sparse-MLA test the model stage decided; ``text``: its text config as the family rules read it), and
+    ``drafter``'s, a ``(text view, ModelInfo)`` pair, under the speculative ``method``."""
+    facts = {"family": target.family, "num_mtp_layers": target.num_mtp_layers, "sparse_mla": target.sparse_mla}
+    counted, stored = _weights(text, target.config, include_mtp=method == "mtp", stored=True, **facts)
+    own = None
+    if drafter is not None:
+        dtext, d = drafter
+        own = _drafter(dtext, d.config, method or "draft_model", text.int("hidden_size"))
+    return ModelInventory(counted, stored, own)
+
+
 def layout_inventory(layout) -> ModelInventory:
-    """The weights of a ``ModelLayout`` as the budget counts them, from the model stage's own decisions
-    (``ModelInfo``'s family, MTP layer count and sparse-MLA test) and the configs it read."""
-    t = layout.target
-    path = t.source.path if getattr(t, "source", None) is not None else "<config>"
-    facts = {"path": path, "family": t.family, "num_mtp_layers": t.num_mtp_layers, "sparse_mla": t.sparse_mla}
-    mtp = layout.speculative_method == "mtp"
-    target = analytic_inventory(t.config, include_mtp=mtp, **facts)
-    holds_mtp = FAMILIES[t.family].mtp_weights is not None and t.num_mtp_layers > 0
-    stored = analytic_inventory(t.config, include_mtp=True, **facts) if holds_mtp and not mtp else target
-    drafter = None
-    if layout.drafter is not None:
-        d = layout.drafter
-        dpath = d.source.path if getattr(d, "source", None) is not None else "<drafter>"
-        drafter = drafter_inventory(d.config, layout.speculative_method or "draft_model", t.config, path=dpath)
-    return ModelInventory(target, stored, drafter)
+    """The weights of a ``ModelLayout`` built without them (the library's ``build_model_layout``), its configs
+    read again through the family rules' view."""
+    def text(info) -> HFView:
+        source = getattr(info, "source", None)
+        return config_views(info.config, source.path if source is not None else "<config>")[1]
 
-
-def with_inventory(layout):
-    """``layout`` with its ``ModelInventory``: the model stage's answer when a budget is asked for."""
-    return replace(layout, inventory=layout_inventory(layout))
+    d = layout.drafter
+    return model_inventory(text(layout.target), layout.target, layout.speculative_method,
+                           (text(d), d) if d is not None else None)

@@ -18,7 +18,7 @@ from kvplan.errors import ConfigError, OptionError
 from kvplan.model import drafters, families, methods
 from kvplan.model.families import Built, Context
 from kvplan.model.hfconfig import HFView
-from kvplan.model.inventory import ModelInventory
+from kvplan.model.inventory import ModelInventory, model_inventory
 from kvplan.model.options import (
     AttentionFacts,
     ServingOptions,
@@ -91,7 +91,7 @@ class ModelLayout:
     # read by the budget stage without calling back into this module
     pp_bounds: tuple[tuple[int, int], ...] = ()
     # the weights the budget counts (target, what its checkpoint stores, the drafter): built by the model stage
-    # when a budget is asked for (``kvplan.model.inventory.with_inventory``), None otherwise
+    # when a budget is asked for (``finish_model_layout(..., inventory=True)``), None otherwise
     inventory: ModelInventory | None = None
 
 
@@ -365,10 +365,11 @@ def draft_model_layout(
                       use_mla=p.family == "deepseek", sparse_mla=sparse_mla)
 
 
-def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
+def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bool = False) -> ModelLayout:
     """The layout of a ``ModelDraft`` with the engine's block-size decision (an object with
     ``block_size``, ``how`` and an optional ``note``, decided from ``draft.attention()``); None: the
-    options' block size (``resolve_block_size``)."""
+    options' block size (``resolve_block_size``). ``inventory``: count the weights too (``ModelLayout.inventory``,
+    for a budget), from the config views the family rules read."""
     model, drafter, options, download = draft.model, draft.drafter, draft.options, draft.download
     p, served, served_method = draft.parsed, draft.served, draft.served_method
     dtype, cache_str, cache_dtype = draft.dtype, draft.cache_str, draft.cache_dtype
@@ -527,6 +528,8 @@ def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
         ls if canonical.setdefault(ls.spec, ls.spec) is ls.spec else dataclasses.replace(ls, spec=canonical[ls.spec])
         for ls in layers
     )
+    counted = model_inventory(p.text, target_info, method,
+                              (draft_p.text, drafter_info) if drafter_info is not None else None) if inventory else None
     return ModelLayout(
         target=target_info,
         drafter=drafter_info,
@@ -547,6 +550,7 @@ def finish_model_layout(draft: ModelDraft, block_decision=None) -> ModelLayout:
         pp_partition_error=partition_error,
         pp_bounds=tuple(bounds),
         num_speculative_tokens_missing=num_spec_missing,
+        inventory=counted,
         tp_checks=tuple(dict.fromkeys([("target", *c) for c in ctx.tp_checks]
                                       + [("drafter", *c) for c in (dctx.tp_checks if dctx else [])])),
     )

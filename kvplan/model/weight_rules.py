@@ -27,7 +27,7 @@ import math
 from dataclasses import replace
 
 from kvplan.errors import ConfigError, UnsupportedError
-from kvplan.model.hfconfig import HFView, build_config_object, text_view
+from kvplan.model.hfconfig import HFView
 from kvplan.tensors import Inventory, Weight
 
 # --------------------------------------------------------------------------- config view
@@ -37,11 +37,12 @@ class WeightView(HFView):
     first, then the raw key, then the default given), with the reads the weight rules share.
     Integer reads are ``HFView``'s, so a bad size fails here as it fails in the model layer."""
 
-    def __init__(self, raw: dict, path: str = "<config>", *, sparse_mla: bool = False):
-        text = text_view(raw, build_config_object(raw, path), path)
-        super().__init__(text.raw, text.obj, path=path, prefix=text.prefix)
-        self.top_raw = raw
-        self.model_type = str(raw.get("model_type") or "")
+    def __init__(self, text: HFView, top_raw: dict, *, sparse_mla: bool = False):
+        """``text``: the text config as the family rules read it (``families.config_views``), ``top_raw``: the
+        whole config (a multimodal one's vision tower and tied embeddings)."""
+        super().__init__(text.raw, text.obj, path=text.path, prefix=text.prefix)
+        self.top_raw = top_raw
+        self.model_type = str(top_raw.get("model_type") or "")
         self.text_model_type = str(self.raw.get("model_type") or self.model_type)
         self.sparse_mla = sparse_mla
 
@@ -691,14 +692,13 @@ def gemma4_vision(v: HFView, text: WeightView, b: Builder) -> None:
     add("model.embed_vision.embedding_projection.weight", (text.int("hidden_size"), h))
 
 
-def eagle_inventory(draft_config: dict, method: str, target_config: dict, path: str) -> Inventory:
+def eagle_inventory(cfg: WeightView, method: str, target_hidden_size: int) -> Inventory:
     """An EAGLE / EAGLE-3 / P-EAGLE head's own weights (vLLM ``llama_eagle3.py``/``llama_eagle.py``): the
     decoder layers (EAGLE-3's first layer takes ``2·H`` inputs: embedding and hidden state, with an extra
     ``hidden_norm``), the ``fc`` fusing the target's hidden states (EAGLE-3: ``k·H_target → H`` over its
     ``eagle_aux_hidden_state_layer_ids``, 3 by default; EAGLE: ``2·H → H``), a final norm and, for EAGLE-3,
     its own lm_head over ``draft_vocab_size``. The embedding (and EAGLE's lm_head) are the target's: vLLM
     shares them when the checkpoint has none, as published heads do. Every tensor sits on the last stage."""
-    cfg = WeightView(draft_config, path)
     H, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
     kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
@@ -718,9 +718,9 @@ def eagle_inventory(draft_config: dict, method: str, target_config: dict, path: 
             b.norm(f"{p}.hidden_norm", H, i)
         b.norm(f"{p}.post_attention_layernorm", H, i)
     if method == "eagle3":
-        aux = draft_config.get("eagle_aux_hidden_state_layer_ids")
+        aux = cfg.top_raw.get("eagle_aux_hidden_state_layer_ids")
         k = len(aux) if isinstance(aux, list) and aux else 3
-        b.linear("model.fc", "drafter", H, k * WeightView(target_config).int("hidden_size"), None, quantizable=False)
+        b.linear("model.fc", "drafter", H, k * target_hidden_size, None, quantizable=False)
     else:
         b.linear("model.fc", "drafter", H, 2 * H, None, quantizable=False)
     b.norm("model.norm", H, None)
@@ -742,25 +742,35 @@ VISION_NOTES = {"Gemma4ForConditionalGeneration": (
     "builds with AutoModel.from_config: whole on every rank, never quantized; gemma4_mm.py)")}
 
 
-def inventory_of(cfg: WeightView, family: str, weights, mtp_weights=None, num_mtp_layers: int = 0) -> Inventory:
-    """The weights vLLM loads for the config ``cfg`` reads, by the family's rules (``families.Family``:
-    ``weights``, and ``mtp_weights`` for ``num_mtp_layers`` MTP layers when given), with the vision tower of
-    ``VISION_TOWERS`` when the config is a multimodal one."""
+def inventory_of(cfg: WeightView, family: str, weights, mtp_weights=None, num_mtp_layers: int = 0, *,
+                 include_mtp: bool = True) -> tuple[Inventory, Inventory]:
+    """The weights of the config ``cfg`` reads, by the family's rules (``families.Family``: ``weights``, and
+    ``mtp_weights`` for ``num_mtp_layers`` MTP layers), with the vision tower of ``VISION_TOWERS`` when the
+    config is a multimodal one: ``(loaded, stored)``, what vLLM loads (the MTP layers when ``include_mtp``) and
+    what the checkpoint stores (every MTP layer), from one pass of the rules (an MTP rule only appends)."""
     b = Builder()
     weights(cfg, b)
-    notes = []
+    decoder = list(b.weights)
     if mtp_weights is not None and num_mtp_layers:
         mtp_weights(cfg, b, num_mtp_layers)
-        notes.append("MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)")
+    mtp = b.weights[len(decoder):]
+    notes, tail = [], Builder()
     config = cfg.top_raw
     if cfg.raw is not config:
         arch = (config.get("architectures") or [""])[0]
         tower = VISION_TOWERS.get(arch)
         vision = config.get("vision_config")
         if tower is not None and isinstance(vision, dict):
-            tower(HFView(vision, None, path=cfg.path, prefix="vision_config."), cfg, b)
+            tower(HFView(vision, None, path=cfg.path, prefix="vision_config."), cfg, tail)
             notes.append(VISION_NOTES[arch])
         else:
             notes.append("text decoder only: the vision tower of this multimodal checkpoint is not counted")
     n = cfg.opt_int("num_hidden_layers", minimum=0) or len(str(cfg.get("hybrid_override_pattern", "")))
-    return Inventory(family, cfg.text_model_type, tuple(b.weights), n, cfg.tie(), tuple(notes))
+
+    def inventory(with_mtp: bool) -> Inventory:
+        note = ["MTP weights included (embedding and lm_head shared with the target, as vLLM loads them)"]
+        return Inventory(family, cfg.text_model_type, tuple(decoder + (mtp if with_mtp else []) + tail.weights), n,
+                         cfg.tie(), tuple((note if with_mtp and mtp else []) + notes))
+
+    stored = inventory(True)
+    return (stored if include_mtp or not mtp else inventory(False)), stored

@@ -335,7 +335,6 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
 
     from kvplan.engines.vllm import environment
     from kvplan.engines.vllm.block_size import decide_block_size, device_of
-    from kvplan.model.inventory import with_inventory
     from kvplan.model.layout import draft_model_layout, finish_model_layout
 
     s = source
@@ -345,9 +344,7 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
     # the engine decides the block size from the model's attention facts, here, as a value
     decision = decide_block_size(era, draft.attention(), device=device_of(card),
                                  block_size=serving.block_size, attention_backend=serving.attention_backend)
-    layout = finish_model_layout(draft, decision)
-    if inventory:
-        layout = with_inventory(layout)
+    layout = finish_model_layout(draft, decision, inventory=inventory)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
               (("model", s.model, model), ("drafter", s.drafter, drafter)) if given != to]
     if mapped:
