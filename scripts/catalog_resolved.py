@@ -4,10 +4,9 @@
 A bundled model's first run then answers from this file instead of importing transformers
 (issue #23: first run <= 1.2 s). The entries are the config cache's (``kvplan/model/config_cache.py``):
 what transformers' configuration classes answered for each attribute kvplan read, recorded by
-running, with an empty cache and the shipped file off, every command path the catalog takes:
-``inspect`` of every bundled model and the bundled drafter pairs, every bundled model's KV budget
-on a card (``--gpu H100-80GB``: the weight rules read more of the config than the layout does), and
-the benchmark's simulate runs. ``tests/test_config_cache.py`` checks the shipped answers against the installed transformers.
+running, with an empty cache and the shipped file off, every command path the catalog takes
+(``run_catalog``: every bundled model, every bundled drafter with its target, MTP, each with its KV
+budget on a card) and the benchmark's simulate runs. ``tests/test_config_cache.py`` checks the shipped answers against the installed transformers.
 
     python scripts/catalog_resolved.py
 """
@@ -24,25 +23,45 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "kvplan" / "model" / "catalog_resolved.json"
 
-RECORD = r"""
-from kvplan.model import build_model_layout, list_catalog, ServingOptions
-from kvplan.usecases.records import inspect_body
-from kvplan.errors import KvplanError
-for m in list_catalog():
-    try:
-        inspect_body(build_model_layout(m["id"], None, ServingOptions()), ServingOptions())
-    except KvplanError:
-        pass
-for target, drafter in [("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE"),
-                        ("mistralai/Mistral-7B-v0.1", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")]:
-    inspect_body(build_model_layout(target, drafter, ServingOptions(num_speculative_tokens=3)), ServingOptions())
-from kvplan.usecases.scenario import run_scenario, scenario_from
-for m in list_catalog():  # the budget's weight rules read more of the config than the layout
-    try:
-        run_scenario(scenario_from(m["id"], {"gpu": "H100-80GB"}), fixes=False)
-    except KvplanError:
-        pass
-"""
+def run_catalog() -> dict:
+    """Every command path the bundled catalog takes, run once: ``inspect`` of every bundled model, of every
+    bundled drafter with the target the catalog names for it (with and without ``--num-speculative-tokens``:
+    without it, vLLM's default is the draft config's ``n_predict``), of every model with MTP layers under MTP,
+    and the KV budget on a card (``--gpu H100-80GB``: the weight rules read more of the config than the layout)
+    of each. Returns the plain results (``layouts``, ``budgets``; a refusal as its message) and whether
+    transformers was imported. ``tests/test_config_cache.py`` runs it too."""
+    import sys
+
+    from kvplan.errors import KvplanError
+    from kvplan.model import ServingOptions, build_model_layout, list_catalog
+    from kvplan.results import to_data
+    from kvplan.usecases.records import inspect_body
+    from kvplan.usecases.scenario import run_scenario, scenario_from
+
+    catalog = list_catalog()
+    runs = [(m["id"], m["id"], None, {}) for m in catalog]
+    for m in catalog:
+        if m.get("role") == "drafter" and m.get("target"):
+            runs += [(f"{m['target']}+{m['id']}", m["target"], m["id"], {}),
+                     (f"{m['target']}+{m['id']} k=3", m["target"], m["id"], {"num_speculative_tokens": 3})]
+        elif m.get("role") != "drafter":
+            runs.append((f"{m['id']} mtp", m["id"], None, {"speculative_method": "mtp", "num_speculative_tokens": 1}))
+    layouts, budgets = {}, {}
+    for label, model, drafter, spec in runs:
+        try:
+            layout = build_model_layout(model, drafter, ServingOptions(**spec))
+            layouts[label] = {**to_data(inspect_body(layout, ServingOptions())), "warnings": list(layout.warnings)}
+        except KvplanError as e:
+            layouts[label] = "error: " + str(e)
+        try:
+            options = {"gpu": "H100-80GB", **({"drafter": drafter} if drafter else {}), **spec}
+            budgets[label] = to_data(run_scenario(scenario_from(model, options), fixes=False).budget)
+        except KvplanError as e:
+            budgets[label] = "error: " + str(e)
+    return {"layouts": layouts, "budgets": budgets, "transformers_imported": "transformers" in sys.modules}
+
+
+RECORD = "from scripts.catalog_resolved import run_catalog; run_catalog()"
 
 
 def main() -> None:

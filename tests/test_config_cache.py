@@ -11,32 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SCRIPT = r"""
-import json, sys
-from kvplan.model import build_model_layout, list_catalog, ServingOptions
-from kvplan.results import to_data
-from kvplan.usecases.records import inspect_body
-from kvplan.errors import KvplanError
-out = {}
-for m in list_catalog():
-    try:
-        layout = build_model_layout(m["id"], None, ServingOptions())
-        out[m["id"]] = {**to_data(inspect_body(layout, ServingOptions())), "warnings": list(layout.warnings)}
-    except KvplanError as e:
-        out[m["id"]] = "error: " + str(e)
-for target, drafter in [("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE"),
-                        ("mistralai/Mistral-7B-v0.1", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")]:
-    layout = build_model_layout(target, drafter, ServingOptions(num_speculative_tokens=3))
-    out[target + "+" + drafter] = {**to_data(inspect_body(layout, ServingOptions())), "warnings": list(layout.warnings)}
-from kvplan.usecases.scenario import run_scenario, scenario_from
-budgets = {}
-for m in list_catalog():  # the budget's weight rules read more of the config than the layout
-    try:
-        budgets[m["id"]] = to_data(run_scenario(scenario_from(m["id"], {"gpu": "H100-80GB"}), fixes=False).budget)
-    except KvplanError as e:
-        budgets[m["id"]] = "error: " + str(e)
-json.dump({"layouts": out, "budgets": budgets, "transformers_imported": "transformers" in sys.modules}, sys.stdout)
-"""
+# every command path the bundled catalog takes (scripts/catalog_resolved.py records the shipped views from it)
+SCRIPT = "import json, sys; from scripts.catalog_resolved import run_catalog; json.dump(run_catalog(), sys.stdout)"
 
 
 def _run(cache_dir: Path, shipped: bool = False) -> dict:
