@@ -84,7 +84,14 @@ CONFIG_VIEW = {"kvplan.model.hfconfig": {"kvplan.model.families", "kvplan.model.
     # a load failure: each candidate (tensor / pipeline parallel, fp8, a larger card, CPU offload) is the
     # typed deployment changed (deployment.changed), not the options parsed again
     (["simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100-80GB", "--format", "json"], CONFIG_VIEW),
-], ids=["default", "hybrid-tp2", "utilization-fix", "deepseek-mtp", "load-fixes"])
+    # drafters: their layers are the family rules' (families.eagle_layers, draft_model_layers), their weights the
+    # weight rules', the draft config's n_predict read by the family rules' module
+    (["simulate", "openai/gpt-oss-20b", "--gpu", "A100-80GB", "--drafter", "amazon/GPT-OSS-20B-P-EAGLE", "--format",
+      "json"], CONFIG_VIEW),
+    (["simulate", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "H100-80GB", "--tensor-parallel-size", "2",
+      "--drafter", "meta-llama/Llama-3.1-8B-Instruct", "--speculative-method", "draft_model",
+      "--num-speculative-tokens", "3", "--format", "json"], CONFIG_VIEW),
+], ids=["default", "hybrid-tp2", "utilization-fix", "deepseek-mtp", "load-fixes", "p-eagle", "draft-model"])
 def test_a_simulation_re_enters_only_the_config_view(argv, expected):
     walk = _walk()
     m = walk.measure(walk.trace(argv or walk.DEFAULT))

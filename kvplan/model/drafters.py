@@ -1,5 +1,6 @@
-"""Speculative-decoding layers: EAGLE/EAGLE-3/P-EAGLE heads and a separate draft model (MTP layers are the
-target family's own: ``families.mtp_layers``).
+"""Speculative decoding's configuration: the method a drafter implies, the methods vLLM accepts, speculators
+checkpoints. The drafter's layers are the family rules' (``families.eagle_layers``, ``draft_model_layers``,
+``mtp_layers``).
 
 vLLM loads the drafter with the target's ``VllmConfig`` (reference §6, §12.10): same cache
 config, so the same block size and cache dtype (``auto`` → the target's model dtype). Its
@@ -12,15 +13,7 @@ import re
 from pathlib import Path
 
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
-from kvplan.model.families import (
-    EAGLE1_ARCHS,
-    FAMILIES,
-    EAGLE3_ARCHS,
-    Built,
-    Context,
-    FamilyResult,
-    llama_layers,
-)
+from kvplan.model.families import EAGLE1_ARCHS, EAGLE3_ARCHS
 from kvplan.model.hfconfig import HFView
 from kvplan.model.methods import SPEC_METHODS
 
@@ -44,30 +37,6 @@ def infer_method(draft_view: HFView, architecture: str) -> tuple[str, str]:
     ):
         return "eagle3", "a Llama head with draft_vocab_size/eagle_config (EAGLE-3 layout)"
     return "draft_model", f"{architecture} is an ordinary causal LM: a separate draft model"
-
-
-def eagle_layers(draft_view: HFView, ctx: Context, *, target_layers: int, target_window: int | None,
-                 last_index: int) -> list[Built]:
-    """EAGLE/EAGLE-3/P-EAGLE Llama layers, named ``model.layers.{N+i}.self_attn.attn``
-    (``start_layer_id = N``, the target's layer count). Sliding only when the drafter's own
-    ``layer_types`` says so (window from the drafter config), else the target's model-wide
-    window (``cache_config.sliding_window``: an all-sliding target such as Mistral-7B-v0.1)."""
-    layers, _ = llama_layers(
-        draft_view, ctx, start=target_layers, inherited_window=target_window, prefix="model",
-        layer_index_base=last_index,
-    )
-    return layers
-
-
-def draft_model_layers(draft_view: HFView, dctx: Context, family: str, last_index: int) -> FamilyResult:
-    """A separate draft model: its own family rules and its own window, the target's block
-    size and cache dtype. vLLM builds it as its own module tree; kvplan prefixes its names
-    with ``draft_model.`` so they cannot collide with the target's (the exact prefix vLLM
-    uses here is not verified)."""
-    res = FAMILIES[family].layers(draft_view, dctx)
-    res.layers = [Built(f"draft_model.{b.name}", b.spec, last_index) for b in res.layers]
-    res.kv_sharing = [f"draft_model.{n}" for n in res.kv_sharing]
-    return res
 
 
 def check_method(method: str | None) -> str | None:

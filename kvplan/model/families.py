@@ -340,6 +340,12 @@ def text_facts(view: HFView, family: str, res: FamilyResult | None = None) -> Te
     )
 
 
+def draft_n_predict(view: HFView) -> int | None:
+    """A draft config's ``n_predict``: vLLM's default ``num_speculative_tokens`` for a draft model
+    (``SpeculativeConfig``, 0.18.0-0.34.0); None when the config has none."""
+    return view.opt_int("n_predict")
+
+
 def selector_head_size(view: HFView) -> int | None:
     """The attention head size vLLM's selector reads (model_config.get_head_size: head_dim, else
     hidden_size // num_attention_heads); None when neither is there (``head_size`` refuses that)."""
@@ -1274,6 +1280,30 @@ def mtp_count(view: HFView, family: str, architecture: str | None = None) -> int
             return view.check_int("mtp_num_hidden_layers", v, minimum=0)
         return view.int("num_nextn_predict_layers", 1, minimum=0)
     return 0
+
+
+def eagle_layers(draft_view: HFView, ctx: Context, *, target_layers: int, target_window: int | None,
+                 last_index: int) -> list[Built]:
+    """EAGLE/EAGLE-3/P-EAGLE Llama layers, named ``model.layers.{N+i}.self_attn.attn``
+    (``start_layer_id = N``, the target's layer count). Sliding only when the drafter's own
+    ``layer_types`` says so (window from the drafter config), else the target's model-wide
+    window (``cache_config.sliding_window``: an all-sliding target such as Mistral-7B-v0.1)."""
+    layers, _ = llama_layers(
+        draft_view, ctx, start=target_layers, inherited_window=target_window, prefix="model",
+        layer_index_base=last_index,
+    )
+    return layers
+
+
+def draft_model_layers(draft_view: HFView, dctx: Context, family: str, last_index: int) -> FamilyResult:
+    """A separate draft model: its own family rules and its own window, the target's block
+    size and cache dtype. vLLM builds it as its own module tree; kvplan prefixes its names
+    with ``draft_model.`` so they cannot collide with the target's (the exact prefix vLLM
+    uses here is not verified)."""
+    res = FAMILIES[family].layers(draft_view, dctx)
+    res.layers = [Built(f"draft_model.{b.name}", b.spec, last_index) for b in res.layers]
+    res.kv_sharing = [f"draft_model.{n}" for n in res.kv_sharing]
+    return res
 
 
 def mtp_layers(view: HFView, ctx: Context, family: str, target_layers: int, last_index: int,

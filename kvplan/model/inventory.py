@@ -60,10 +60,12 @@ def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "
                     num_mtp_layers=num_mtp_layers, sparse_mla=sparse_mla)[0]
 
 
-def _drafter(text: HFView, config: dict, method: str, target_hidden_size: int) -> Inventory:
+def _drafter(text: HFView, config: dict, method: str, target: HFView, info=None) -> Inventory:
+    """``info``: the drafter's ``ModelInfo`` (its family and sparse-MLA test), when the model stage has one."""
     if method in ("eagle", "eagle3"):
-        return eagle_inventory(WeightView(text, config), method, target_hidden_size)
-    inv = _weights(text, config, include_mtp=False, family=None, num_mtp_layers=None, sparse_mla=None)[0]
+        return eagle_inventory(WeightView(text, config), method, target)
+    inv = _weights(text, config, include_mtp=False, family=info.family if info else None, num_mtp_layers=None,
+                   sparse_mla=info.sparse_mla if info else None)[0]
     return replace(inv, weights=tuple(replace(w, kind="drafter", stage="last", layer=None) for w in inv.weights))
 
 
@@ -71,8 +73,7 @@ def drafter_inventory(draft_config: dict, method: str, target_config: dict, *, p
     """A drafter's own weights as vLLM loads them: an EAGLE / EAGLE-3 / P-EAGLE head's (``eagle_inventory``; its
     ``fc`` reads the target's hidden size), else (``draft_model``) the draft model's whole inventory, held on
     the last stage."""
-    return _drafter(config_views(draft_config, path)[1], draft_config, method,
-                    config_views(target_config, "<config>")[1].int("hidden_size"))
+    return _drafter(config_views(draft_config, path)[1], draft_config, method, config_views(target_config, "<config>")[1])
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def model_inventory(text: HFView, target, method: str | None, drafter=None) -> M
     own = None
     if drafter is not None:
         dtext, d = drafter
-        own = _drafter(dtext, d.config, method or "draft_model", text.int("hidden_size"))
+        own = _drafter(dtext, d.config, method or "draft_model", text, d)
     return ModelInventory(counted, stored, own)
 
 

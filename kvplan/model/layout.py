@@ -437,7 +437,7 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
         if served is not None:
             n_predict, n_source = drafters.served_speculators_tokens(served.speculators, served.source.path)
         elif draft_p is not None:
-            n_predict = draft_p.text.opt_int("n_predict")
+            n_predict = families.draft_n_predict(draft_p.text)
         if n_predict:
             num_spec = n_predict
             notes.append(f"num_speculative_tokens {num_spec} (vLLM's default: {n_source})")
@@ -482,7 +482,7 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
                     f"{draft_p.architecture!r} is not a Llama-style EAGLE head kvplan models",
                     "use an EAGLE/EAGLE-3/P-EAGLE Llama drafter, or --speculative-method draft_model",
                 )
-            d_layers = drafters.eagle_layers(draft_p.text, dctx, target_layers=n, target_window=res.model_window,
+            d_layers = families.eagle_layers(draft_p.text, dctx, target_layers=n, target_window=res.model_window,
                                              last_index=last)
             n_sw = sum(1 for b in d_layers if b.spec.kind == "sliding_window")
             dctx.notes.append(
@@ -491,7 +491,7 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
                 + (f" (inherits the target's model-wide window {res.model_window})" if res.model_window and n_sw else "")
             )
         else:  # draft_model
-            d_res = drafters.draft_model_layers(draft_p.text, dctx, draft_p.family, last)
+            d_res = families.draft_model_layers(draft_p.text, dctx, draft_p.family, last)
             d_layers = d_res.layers
             kv_sharing += d_res.kv_sharing
         built += [(b, "drafter") for b in d_layers]

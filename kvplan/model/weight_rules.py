@@ -692,13 +692,14 @@ def gemma4_vision(v: HFView, text: WeightView, b: Builder) -> None:
     add("model.embed_vision.embedding_projection.weight", (text.int("hidden_size"), h))
 
 
-def eagle_inventory(cfg: WeightView, method: str, target_hidden_size: int) -> Inventory:
+def eagle_inventory(cfg: WeightView, method: str, target: HFView) -> Inventory:
     """An EAGLE / EAGLE-3 / P-EAGLE head's own weights (vLLM ``llama_eagle3.py``/``llama_eagle.py``): the
     decoder layers (EAGLE-3's first layer takes ``2·H`` inputs: embedding and hidden state, with an extra
     ``hidden_norm``), the ``fc`` fusing the target's hidden states (EAGLE-3: ``k·H_target → H`` over its
     ``eagle_aux_hidden_state_layer_ids``, 3 by default; EAGLE: ``2·H → H``), a final norm and, for EAGLE-3,
     its own lm_head over ``draft_vocab_size``. The embedding (and EAGLE's lm_head) are the target's: vLLM
-    shares them when the checkpoint has none, as published heads do. Every tensor sits on the last stage."""
+    shares them when the checkpoint has none, as published heads do. Every tensor sits on the last stage.
+    ``target``: the target's text config, whose ``hidden_size`` the ``fc`` reads."""
     H, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
     heads = cfg.int("num_attention_heads")
     kv = cfg.opt_int("num_key_value_heads", minimum=0) or heads
@@ -720,7 +721,7 @@ def eagle_inventory(cfg: WeightView, method: str, target_hidden_size: int) -> In
     if method == "eagle3":
         aux = cfg.top_raw.get("eagle_aux_hidden_state_layer_ids")
         k = len(aux) if isinstance(aux, list) and aux else 3
-        b.linear("model.fc", "drafter", H, k * target_hidden_size, None, quantizable=False)
+        b.linear("model.fc", "drafter", H, k * target.int("hidden_size"), None, quantizable=False)
     else:
         b.linear("model.fc", "drafter", H, 2 * H, None, quantizable=False)
     b.norm("model.norm", H, None)
