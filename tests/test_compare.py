@@ -3,25 +3,19 @@ advice checked by evaluating each engine model at the advised knob and its neigh
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 
 from factories import gemma3_27b, gpt_oss_20b
-from kvplan.engines.advice import (
-    advise,
-    advise_sglang,
-    advise_trtllm,
-    advise_vllm,
-    vllm_thresholds,
-    sglang_concurrency,
-    sglang_score,
-    threshold_candidates,
-    trtllm_result,
-    trtllm_score,
-)
-from kvplan.engines.compare import CompareInputs, compare
+from kvplan.engines.compare import CompareInputs
 from kvplan.engines.layer_costs import layer_costs
+from kvplan.engines.sglang import advise_sglang, sglang_result, sglang_score
+from kvplan.engines.trtllm import advise_trtllm, trtllm_result, trtllm_score
+from kvplan.engines.vllm.compare import advise_vllm, threshold_candidates, vllm_thresholds
 from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
 from kvplan.results import to_data
 from kvplan.units import GiB
+from kvplan.usecases.compare import compare_engines as compare
 from kvplan.usecases.records import engine_row
 
 L128K = 131072
@@ -41,7 +35,7 @@ EAGLE = ModelFacts(L128K, speculative_method="eagle3")
 def plan(ls, policy="vllm-latest", facts=None, threshold=None):
     era = get_era(policy)
     if threshold is not None:
-        era = era.with_threshold(threshold)
+        era = replace(era, threshold=threshold)
     return simulate(ls, (), facts or ModelFacts(L128K), era, SimulateOptions(kv_cache_memory_bytes=BUDGET,
                                                                                 max_model_len=L128K))
 
@@ -100,8 +94,8 @@ def test_sglang_ratio_serves_the_most_requests_then_the_widest_margin():
     assert a["default_max_concurrency"] == 7.0
     # neighbours: 0.011 (swa 19,014: (19,014 − 16,385) / 258 = 10.2) serves 10; 0.013 serves 13 with less
     # full-pool headroom
-    assert sglang_score(sglang_concurrency(costs, GPT_OSS, inputs, 0.011))[0] == 10
-    assert sglang_score(sglang_concurrency(costs, GPT_OSS, inputs, 0.013)) < (13, 1.013479)
+    assert sglang_score(sglang_result(costs, GPT_OSS, inputs, 0.011))[0] == 10
+    assert sglang_score(sglang_result(costs, GPT_OSS, inputs, 0.013)) < (13, 1.013479)
 
 
 def test_sglang_advice_not_applicable_to_gemma3():
@@ -173,7 +167,7 @@ def test_vllm_threshold_not_applicable():
 
 def test_advise_bundle():
     ls = gemma3_27b()
-    a = to_data(advise(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K, target_concurrency=3)))
+    a = to_data(compare(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K, target_concurrency=3)).advice)
     assert a["vllm"] is None  # no plan given
     # llama.cpp: 3 sequences of 128k fit in 40 GiB (see test_engines_llamacpp), none with --swa-full;
     # unified: SWA pad256(3 · 1024 + 512) = 3584 cells; non-unified 3 · 1536 = 4608: unified wins the tie
@@ -182,5 +176,5 @@ def test_advise_bundle():
     # the row already runs -np 3 (the target concurrency) per slot, which serves 3: no change to offer
     assert lc["flags"] is None and lc["default_requests"] == 3 and lc["reaches_target"] is True
     # from llama-server's default (-np auto: 1 request of 128k) the advice gains 2
-    auto = to_data(advise(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K)))["llamacpp"]
+    auto = to_data(compare(layer_costs(ls), GEMMA3, Inputs(BUDGET, L128K)).advice)["llamacpp"]
     assert auto["flags"] == "-c 393216 -np 3 --kv-unified" and (auto["default_requests"], auto["gain_requests"]) == (1, 2)

@@ -11,17 +11,11 @@ from hypothesis import strategies as st
 
 from factories import full, gdn, layers, sw
 from kvplan.results import to_data
-from kvplan.engines.advice import (
-    advise_llamacpp,
-    advise_sglang,
-    advise_trtllm,
-    sglang_concurrency,
-    trtllm_result,
-)
 from kvplan.engines.compare import CompareInputs
 from kvplan.engines.layer_costs import layer_costs
-from kvplan.engines.llamacpp import llamacpp_model
-from kvplan.engines.trtllm import MAX_UTILIZATION, SCHEDULER_POLICIES
+from kvplan.engines.llamacpp import advise_llamacpp, llamacpp_model
+from kvplan.engines.sglang import advise_sglang, sglang_result
+from kvplan.engines.trtllm import MAX_UTILIZATION, SCHEDULER_POLICIES, advise_trtllm, trtllm_result
 from kvplan.units import GiB
 
 kinds = st.lists(st.one_of(st.just("full"), st.integers(16, 8192).map(lambda w: ("sw", w))), min_size=2, max_size=10)
@@ -55,7 +49,7 @@ def test_no_advised_knob_leaves_a_pool_below_one_request(ks, mamba, length, budg
     s = to_data(advise_sglang(costs, "GptOssForCausalLM", inputs))
     if s.get("swa_full_tokens_ratio") is not None:
         assert s["flag"] == f"--swa-full-tokens-ratio {s['swa_full_tokens_ratio']:g}"
-        r = sglang_concurrency(costs, "GptOssForCausalLM", inputs, s["swa_full_tokens_ratio"])
+        r = sglang_result(costs, "GptOssForCausalLM", inputs, s["swa_full_tokens_ratio"])
         assert r.starts and r.max_concurrency >= 1
         assert r.full_tokens >= r.full_need_tokens
         assert r.swa_tokens - r.swa_in_flight_tokens >= r.swa_need_tokens
@@ -103,11 +97,11 @@ def test_advice_never_loses_to_the_default(ks, mamba, length, budget, policy, ov
                            context_len_tokens=2 * length if longer_context else length,
                            trtllm_max_attention_window=vswa)
     s = to_data(advise_sglang(costs, "GptOssForCausalLM", inputs))
-    default = sglang_concurrency(costs, "GptOssForCausalLM", inputs, inputs.swa_full_tokens_ratio)
+    default = sglang_result(costs, "GptOssForCausalLM", inputs, inputs.swa_full_tokens_ratio)
     if s.get("swa_full_tokens_ratio") is None:
         assert s["max_concurrency"] == round(default.max_concurrency, 6)
     else:
-        r = sglang_concurrency(costs, "GptOssForCausalLM", inputs, s["swa_full_tokens_ratio"])
+        r = sglang_result(costs, "GptOssForCausalLM", inputs, s["swa_full_tokens_ratio"])
         n = math.floor(r.max_concurrency)
         assert n == s["requests"] > math.floor(default.max_concurrency) and s["gain_requests"] >= 1
         assert r.starts and r.admission_concurrency >= n

@@ -7,11 +7,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from factories import chunked, full, gdn, gemma3_27b, gpt_oss_20b, layers, sw
-from kvplan.engines.compare import CompareInputs, compare
+from kvplan.engines.compare import CompareInputs
 from kvplan.engines.layer_costs import layer_costs
 from kvplan.engines.lower_bound import lower_bound
 from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
 from kvplan.units import GiB
+from kvplan.usecases.compare import compare_engines as compare
 
 L128K = 131072
 

@@ -226,7 +226,7 @@ def test_mamba_state_first_then_the_pool():
 
 
 def test_mamba_advice_turns_block_reuse_off_and_sizes_max_batch_size():
-    from kvplan.engines.advice import advise_trtllm
+    from kvplan.engines.trtllm import advise_trtllm
     from kvplan.results import to_data
     from kvplan.engines.compare import CompareInputs
     from kvplan.model.layout import build_model_layout

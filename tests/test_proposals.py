@@ -4,18 +4,15 @@ through ``simulate``. 40 GiB, L = 131072, bf16, block 16; vllm-latest everywhere
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from factories import full, gemma3_27b, gpt_oss_20b, layers, sw
 from kvplan.engines.vllm import ERAS, ModelFacts, SimulateOptions, get_era, simulate
 from kvplan.engines.vllm.grouping import bucket_layers
-from kvplan.engines.vllm.proposals import (
-    PROPOSALS,
-    cost_group_size,
-    gcd_group_size,
-    skip_singletons_group_size,
-    split_cost,
-)
+from kvplan.engines.vllm.group_size import cost_group_size, gcd_group_size, skip_singletons_group_size, split_cost
+from kvplan.engines.vllm.proposals import PROPOSALS
 from kvplan.units import GiB
 
 L128K = 131072
@@ -150,5 +147,5 @@ def test_without_a_drafter_the_drafter_rule_is_the_shipped_rule():
 
 
 def test_threshold_override_reaches_the_fallback():
-    era = get_era("pr56445-gcd").with_threshold(1.25)
+    era = replace(get_era("pr56445-gcd"), threshold=1.25)
     assert era.is_proposal and era.grouping == "gcd" and era.threshold == 1.25

@@ -7,11 +7,13 @@ ground truth for the gpt-oss-20b + P-EAGLE case.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from factories import chunked, full, gdn, gemma3_27b, gpt_oss_20b, layers, mla, sw
 from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
-from kvplan.engines.vllm.grouping import choose_group_size
+from kvplan.engines.vllm.group_size import choose_group_size
 from kvplan.errors import OptionError
 from kvplan.units import GiB
 
@@ -21,7 +23,7 @@ L128K = 131072
 def run(ls, era="vllm-latest", mem=40 * GiB, facts=None, threshold=None, **opts):
     e = get_era(era)
     if threshold is not None:
-        e = e.with_threshold(threshold)
+        e = replace(e, threshold=threshold)
     opts.setdefault("max_model_len", L128K)
     return simulate(ls, (), facts or ModelFacts(L128K), e, SimulateOptions(kv_cache_memory_bytes=mem, **opts))
 

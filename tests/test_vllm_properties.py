@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +20,7 @@ thresholds = st.sampled_from([None, 1.0, 1.25, 1.5, 2.0, 3.0])
 
 
 def plan_for(mix, threshold, mem):
-    era = get_era("vllm-1.5").with_threshold(threshold)
+    era = replace(get_era("vllm-1.5"), threshold=threshold)
     ls = layers([KINDS[k] for k in mix])
     return ls, simulate(ls, (), ModelFacts(32768), era, SimulateOptions(kv_cache_memory_bytes=mem, max_model_len=32768))
 

@@ -101,3 +101,34 @@ def test_a_simulation_re_enters_only_the_config_view(argv, expected):
     assert {b: v for b, v in callers.items() if len(v) > 1 and b not in walk.SHARED} == expected
     # no file is entered again once the walk has left its stage: each stage's files are the stage's own
     assert m["stage_re_entries"] == 0, m["_back"]
+
+
+# What a compare's walk re-enters (outside the shared core): the engines' shared vocabulary (engines/compare.py:
+# the workload and knobs, the row, the stage figures, how advice is scored), which each engine fills from its own
+# module the way every layer fills the specs. The use case asks each engine once for its row and its advice, and
+# only the scenario use case makes deployments and plan bodies; the era registry, the release versions and the
+# group-size rules are each entered from one file.
+ENGINE_VOCABULARY = {"kvplan.engines.compare": {"kvplan.engines.llamacpp", "kvplan.engines.lower_bound",
+                                                "kvplan.engines.sglang", "kvplan.engines.trtllm",
+                                                "kvplan.engines.vllm.compare"}}
+ENGINES = ("kvplan.engines.sglang", "kvplan.engines.trtllm", "kvplan.engines.llamacpp", "kvplan.engines.lower_bound",
+           "kvplan.engines.vllm.compare")
+
+
+@pytest.mark.parametrize("argv", [
+    ["compare", "openai/gpt-oss-20b", "--kv-cache-memory", "40GiB", "--target-len", "131072", "--format", "json"],
+    # vLLM's threshold advice: two more deployments, made by the scenario use case
+    ["compare", "google/gemma-3-27b-it", "--kv-cache-memory", "40GiB", "--target-len", "131072",
+     "--target-concurrency", "3", "--format", "json"],
+], ids=["gpt-oss-20b", "gemma-3-27b-advice"])
+def test_a_compare_re_enters_only_the_engines_vocabulary(argv):
+    walk = _walk()
+    m = walk.measure(walk.trace(argv))
+    callers: dict[str, set[str]] = {}
+    for a, b in m["_steps"]:
+        callers.setdefault(b, set()).add(a)
+    assert {b: v for b, v in callers.items() if len(v) > 1 and b not in walk.SHARED} == ENGINE_VOCABULARY
+    # one entry per engine (its row and its advice), called by the use case alone
+    assert {b: callers[b] for b in ENGINES} == {b: {"kvplan.usecases.compare"} for b in ENGINES}
+    # compare hands its policies' deployments to the scenario use case
+    assert callers["kvplan.usecases.deployment"] == {"kvplan.usecases.scenario"}

@@ -52,15 +52,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.engines.compare import (DEFAULT_N_UBATCH, CompareInputs, EngineAnswer, EngineRow, EngineStages, Figure,
+                                    reaches, rounded)
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
-from kvplan.engines.stages import EngineStages, Figure
+from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
+from kvplan.results.advice import LlamacppAdvice, LlamacppNoChange, LlamacppNone, LlamacppSlots
+from kvplan.results.engines import LlamacppKnobs
 from kvplan.units import Bisection, cdiv, plural
 
 LLAMACPP_BUILD = "0c1e57098"  # ggml-org/llama.cpp commit vendored by llama-cpp-python 0.3.36
 SWA_PAD_CELLS = 256
 N_CTX_PAD_CELLS = 256
-DEFAULT_N_UBATCH = 512
 DEFAULT_N_BATCH = 2048
 SERVER_AUTO_N_PARALLEL = 4  # tools/server/server.cpp: -np auto → 4 slots, unified KV
 ALLOC_FAILURE = "failed to allocate buffer for kv cache"
@@ -171,6 +174,15 @@ def server_slots(n_seq: int | None, kv_unified: bool | None) -> tuple[int, bool,
             " (--no-kv-unified has no effect with -np auto)" if kv_unified is False else "")
     unified = False if kv_unified is None else kv_unified
     return n_seq, unified, f"-np {n_seq}" + (" --kv-unified" if unified else " (non-unified: a stream per slot)")
+
+
+def llamacpp_slots(inputs: CompareInputs) -> tuple[int, bool, str, int | None]:
+    """(n_seq, kv_unified, how, n_ctx) of the workload's llama-server: an explicit -np (or the target
+    concurrency) gives each slot L tokens; llama-server's auto default shares n_ctx = L (the model's
+    context) between 4 slots."""
+    given = inputs.llamacpp_n_seq or inputs.target_concurrency
+    n, unified, how = server_slots(given, inputs.llamacpp_kv_unified)
+    return n, unified, how, None if given else inputs.target_len_tokens
 
 
 @dataclass(frozen=True)
@@ -309,3 +321,64 @@ def llamacpp_model(
         budget_bytes=budget_bytes, starts=starts, failure=failure, notes=tuple(notes),
         kv_unified=kv_unified, slots_from=slots_from, one_request_caches=m.caches(L, 1),
     )
+
+
+# --- in `kvplan compare`: llama.cpp's row and its -np / -c advice ------------------------------------
+# The advice: the largest ``-np`` whose ``-c = L · n_seq`` allocates within the budget, in the unified and
+# the per-slot (non-unified) layout, with and without ``--swa-full``; ``-c`` is what llama.cpp keeps after
+# padding to 256.
+
+
+def llamacpp_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound) -> EngineRow:
+    n_seq, unified, how, n_ctx = llamacpp_slots(inputs)
+    r = llamacpp_model(
+        costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
+        n_seq=n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full, kv_unified=unified,
+        slots_from=how, n_ctx=n_ctx,
+    )
+    knobs = LlamacppKnobs(
+        n_ctx_tokens=r.caches.n_ctx,
+        n_seq=r.n_seq,
+        n_ubatch=r.n_ubatch,
+        swa_full=r.swa_full,
+        kv_unified=r.kv_unified,
+        slots=how,
+    )
+    return EngineRow(
+        engine="llamacpp", name="iSWA cache" if r.n_swa else "KV cache", starts=r.starts, kv_tokens=r.max_n_ctx_tokens,
+        max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.details(), failure=r.failure,
+        notes=r.notes,
+    )
+
+
+def advise_llamacpp(costs: tuple[LayerCost, ...],
+                    inputs: CompareInputs) -> LlamacppNone | LlamacppNoChange | LlamacppAdvice:
+    L, B = inputs.target_len_tokens, inputs.kv_cache_memory_bytes
+    layouts = {}
+    for unified in (True, False):
+        for swa_full in (False, True):
+            r = llamacpp_model(costs, B, L, n_seq=1, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=swa_full,
+                               kv_unified=unified)
+            layouts[(unified, swa_full)] = r.max_n_seq
+    unified = layouts[(True, False)] >= layouts[(False, False)]
+    n = layouts[(unified, False)]
+    slots = LlamacppSlots(n, unified, layouts[(False, False)], layouts[(True, False)],
+                          max(layouts[(True, True)], layouts[(False, True)]), reaches(n, inputs.target_concurrency))
+    if n < 1:
+        return LlamacppNone(slots, None, f"not even one {L:,}-token sequence allocates within the budget")
+    n_seq, kv_unified, _, n_ctx = llamacpp_slots(inputs)
+    base = llamacpp_model(costs, B, L, n_seq=n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full,
+                          kv_unified=kv_unified, n_ctx=n_ctx).configured_concurrency
+    if n <= base:  # offered only when it serves more than the row's own configuration
+        return LlamacppNoChange(slots, base, n - base, None, f"no change: the row's -np / -c already serve "
+                                                              f"{plural(base, 'request')}, the most that allocate")
+    check = llamacpp_model(costs, B, L, n_seq=n, n_ubatch=inputs.llamacpp_n_ubatch, kv_unified=unified)
+    assert check.starts  # the advised -np/-c re-simulated: it allocates within the budget
+    return LlamacppAdvice(slots, base, n - base, f"-c {check.caches.n_ctx} -np {n}" + (" --kv-unified" if unified else ""),
+                          check.caches.total_bytes, rounded(B / check.caches.total_bytes))
+
+
+def llamacpp_compared(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound) -> EngineAnswer:
+    """llama.cpp's answer to the workload: its row and its ``-np`` / ``-c`` advice."""
+    return EngineAnswer((llamacpp_row(costs, inputs, lb),), advise_llamacpp(costs, inputs))

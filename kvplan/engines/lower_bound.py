@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.engines.compare import EngineRow
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.results import Attr, Record
 
@@ -59,3 +60,12 @@ def lower_bound(costs: tuple[LayerCost, ...], target_len_tokens: int, budget_byt
     concurrency = budget_bytes / need if need else 0.0
     kv_tokens = budget_bytes * L // need if need else 0
     return LowerBound(L, full, window, state, need, budget_bytes, concurrency, kv_tokens)
+
+
+def lower_bound_row(lb: LowerBound) -> EngineRow:
+    return EngineRow(
+        engine="lower_bound", name="exact windowed need", starts=True, kv_tokens=lb.kv_tokens,
+        max_concurrency=lb.max_concurrency, reserved_per_request_bytes=lb.per_request_bytes,
+        lower_bound_bytes=lb.per_request_bytes, details=lb,
+        notes=("what an ideal allocator reserves: full layers L tokens, window layers min(L, W), state once",),
+    )

@@ -65,8 +65,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from kvplan.engines.compare import (DEFAULT_MAMBA_FULL_MEMORY_RATIO, DEFAULT_SWA_EVICTION_INTERVAL,
+                                    DEFAULT_SWA_FULL_TOKENS_RATIO, NO_SCORE, CompareInputs, EngineAnswer, EngineRow,
+                                    EngineStages, Figure, reaches, rounded)
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
-from kvplan.engines.stages import EngineStages, Figure
+from kvplan.engines.lower_bound import LowerBound
+from kvplan.results.advice import NotApplicable, SglangAdvice, SglangNoChange, SglangNoRatio
+from kvplan.results.engines import SglangKnobs
 from kvplan.units import cdiv, plural
 
 SGLANG_VERSION = "0.5.23"
@@ -91,9 +96,6 @@ HYBRID_SWA_FORCED_OFF = frozenset({
     "Gemma3nForCausalLM", "Gemma3nForConditionalGeneration",
 })
 
-DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
-DEFAULT_SWA_EVICTION_INTERVAL = 128  # environ.py SGLANG_SWA_EVICTION_INTERVAL
-DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9  # arg_groups/fields/schedule.py mamba_full_memory_ratio fallback
 MAMBA_RUNNING_RATIO = 3  # kv_cache_configurator.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
 SSM_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 PROMPT_MARGIN_TOKENS = 7  # tp_worker.py: min(context_len - 1, pool - 1) - 5, refused at >=
@@ -440,3 +442,116 @@ def sglang_model(
         mamba_full_memory_ratio=mamba_full_memory_ratio if state else None, max_mamba_cache_size=mamba_k,
         max_running_requests=running, context_len_tokens=context_len,
     )
+
+
+# --- in `kvplan compare`: SGLang's row and its --swa-full-tokens-ratio advice -----------------------
+# The advice tries every ratio from 0.001 to 1.0 in steps of 0.001, each through sglang_model itself,
+# and keeps the one serving the most requests, then with the widest margin (kvplan.engines.compare).
+
+RATIO_STEP = Fraction(1, 1000)
+
+
+def sglang_result(costs, architecture: str | None, inputs: CompareInputs, ratio: float) -> SglangResult:
+    """SGLang's model on the workload with ``--swa-full-tokens-ratio ratio`` and every other knob from the inputs."""
+    return sglang_model(
+        costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
+        swa_full_tokens_ratio=ratio, page_size=inputs.sglang_page_size,
+        chunked_prefill_size=inputs.max_num_batched_tokens,
+        disable_overlap_schedule=inputs.sglang_disable_overlap_schedule,
+        swa_eviction_interval=inputs.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
+        mamba_full_memory_ratio=inputs.mamba_full_memory_ratio, mamba_ssm_dtype=inputs.sglang_mamba_ssm_dtype,
+        context_len_tokens=inputs.context_len_tokens, num_speculative_tokens=inputs.num_speculative_tokens,
+    )
+
+
+def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
+               lb: LowerBound, ratio: float | None = None) -> EngineRow:
+    r = sglang_result(costs, architecture, inputs, inputs.swa_full_tokens_ratio if ratio is None else ratio)
+    knobs = SglangKnobs(
+        swa_full_tokens_ratio=r.swa_full_tokens_ratio if r.hybrid_swa_memory else None,
+        page_size=r.page_size,
+        hybrid_swa_memory=r.hybrid_swa_memory,
+        chunked_prefill_size=r.chunked_prefill_size,
+        disable_overlap_schedule=r.disable_overlap_schedule,
+        swa_eviction_interval=r.swa_eviction_interval,
+        context_length=r.context_len_tokens,
+        mamba_full_memory_ratio=r.mamba_full_memory_ratio,
+        mamba_ssm_dtype=inputs.sglang_mamba_ssm_dtype if r.mamba_full_memory_ratio is not None else None,
+    )
+    return EngineRow(
+        engine="sglang", name="hybrid SWA pool" if r.hybrid_swa_memory else "one token pool", starts=r.starts, kv_tokens=r.full_tokens,
+        max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.details(), failure=r.failure,
+        notes=(r.reason, *r.notes),
+    )
+
+
+def sglang_pool_margins(r: SglangResult, requests: int) -> dict[str, float]:
+    """Each pool's capacity over what ``requests`` decoding requests need in it (the SWA pool
+    after the prefill chunks in flight)."""
+    out = {"full": r.full_tokens / (requests * r.full_need_tokens)}
+    if r.hybrid_swa_memory:
+        out["swa"] = (r.swa_tokens - r.swa_in_flight_tokens) / (requests * r.swa_need_tokens)
+    return out
+
+
+def sglang_score(r: SglangResult) -> tuple[int, float]:
+    n = math.floor(r.max_concurrency)
+    if not r.starts or n < 1:
+        return NO_SCORE
+    return n, min(sglang_pool_margins(r, n).values())
+
+
+def ratio_grid() -> list[float]:
+    return [float(k * RATIO_STEP) for k in range(1, int(1 / RATIO_STEP) + 1)]
+
+
+def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None,
+                  inputs: CompareInputs) -> NotApplicable | SglangNoRatio | SglangNoChange | SglangAdvice:
+    default = sglang_result(costs, architecture, inputs, inputs.swa_full_tokens_ratio)
+    if not default.hybrid_swa_memory:
+        return NotApplicable(False, f"the ratio has no effect: {default.reason}", rounded(default.max_concurrency),
+                             reaches(default.max_concurrency, inputs.target_concurrency))
+    best, best_score = None, NO_SCORE
+    grid = ratio_grid()
+    for ratio in grid:
+        r = sglang_result(costs, architecture, inputs, ratio)
+        score = sglang_score(r)
+        if score > best_score:
+            best, best_score = r, score
+    if best is None:
+        return SglangNoRatio(True, None, rounded(default.max_concurrency), len(grid),
+                             f"no ratio in (0, 1] serves one {inputs.target_len_tokens:,}-token request",
+                             reaches(default.max_concurrency, inputs.target_concurrency))
+    n, margin = best_score
+    base = sglang_score(default)[0]
+    if n <= base:  # advice is offered only when it serves more than the engine's default
+        return SglangNoChange(
+            True, None, rounded(default.max_concurrency), len(grid), base,
+            f"no change: the default {inputs.swa_full_tokens_ratio:g} serves {plural(base, 'request')}; "
+            f"none of the {len(grid):,} ratios tried serves more (SGLang's own worst case, "
+            "compute_swa_request_cap, speculation included)",
+            reaches(default.max_concurrency, inputs.target_concurrency))
+    return SglangAdvice(
+        default_requests=base,
+        gain_requests=n - base,
+        candidates_tried=len(grid),
+        applicable=True,
+        swa_full_tokens_ratio=best.swa_full_tokens_ratio,
+        flag=f"--swa-full-tokens-ratio {best.swa_full_tokens_ratio:g}",
+        max_concurrency=rounded(best.max_concurrency),
+        requests=n,
+        margin=rounded(margin),
+        pool_margins={k: rounded(v) for k, v in sglang_pool_margins(best, n).items()},
+        full_tokens=best.full_tokens,
+        swa_tokens=best.swa_tokens,
+        default_swa_full_tokens_ratio=inputs.swa_full_tokens_ratio,
+        default_max_concurrency=rounded(default.max_concurrency),
+        reaches_target=reaches(best.max_concurrency, inputs.target_concurrency),
+    )
+
+
+def sglang_compared(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
+                    lb: LowerBound) -> EngineAnswer:
+    """SGLang's answer to the workload: its row and its ``--swa-full-tokens-ratio`` advice."""
+    return EngineAnswer((sglang_row(costs, architecture, inputs, lb),), advise_sglang(costs, architecture, inputs))

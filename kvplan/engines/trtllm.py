@@ -77,19 +77,21 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from kvplan.engines.compare import (DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, GUARANTEED_NO_EVICT, NO_SCORE,
+                                    TOKENS_PER_BLOCK, CompareInputs, EngineAnswer, EngineRow, EngineStages, Figure,
+                                    reaches, rounded)
 from kvplan.engines.layer_costs import FULL, STATE, LayerCost
-from kvplan.engines.stages import EngineStages, Figure
+from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
-from kvplan.units import cdiv, plural
+from kvplan.results.advice import NotApplicable, TrtllmNoChange, TrtllmNoSplit, TrtllmSettings, TrtllmShares
+from kvplan.results.engines import TrtllmKnobs
+from kvplan.units import Bisection, cdiv, plural
 
 TRTLLM_VERSION = "1.2.0rc2"  # tensorrt_llm/version.py at the commit below
 TRTLLM_COMMIT = "b35ac1b64368513d215c57d2ed01d62d910df8da"
-TOKENS_PER_BLOCK = 32
-DEFAULT_MAX_NUM_TOKENS = 8192  # resource_manager.py KVCacheManager(max_num_tokens=8192)
-DEFAULT_MAX_BATCH_SIZE = 2048  # BuildConfig.max_batch_size, copied into TorchLlmArgs.max_batch_size
 BLOCK_REUSE_ASSERT = "mamba hybrid cache requires block reuse to be disabled in KV cache config"
 NO_SEQUENCE_FITS = "Impossible to fit in any sequence in kvCache"
 # _util.py get_kv_cache_manager_cls: is_nemotron_hybrid(config) or is_qwen3_next(config)
@@ -97,7 +99,7 @@ TRTLLM_MAMBA_HYBRIDS = ("NemotronHForCausalLM", "Qwen3NextForCausalLM")
 REUSE_FIX = "kv_cache_config.enable_block_reuse=false (--no-trtllm-enable-block-reuse)"
 BATCH_FIX = "a max_batch_size whose Mamba state leaves KV blocks (--trtllm-max-batch-size; the advice names one)"
 MAMBA_STAGE = "KvCacheCreator.build_managers → MambaHybridCacheManager.__init__"
-GUARANTEED_NO_EVICT, MAX_UTILIZATION = "GUARANTEED_NO_EVICT", "MAX_UTILIZATION"
+MAX_UTILIZATION = "MAX_UTILIZATION"
 SCHEDULER_POLICIES = (GUARANTEED_NO_EVICT, MAX_UTILIZATION)
 NO_FREE_BLOCKS = "allocateBlock: TLLM_CHECK(hasFreeBlocks) fails, no free blocks left"
 
@@ -487,3 +489,256 @@ def trtllm_model(
         longest_prompt_tokens=longest if failure is None else 0, max_batch_size=max_batch_size,
         enable_block_reuse=enable_block_reuse, failure_stage=stage, failure_type=error_type, fix=fix,
     )
+
+
+# --- in `kvplan compare`: TensorRT-LLM's row and its advice ------------------------------------------
+# TRTLLM_WINDOW_SIZE_SHARES: start from shares proportional to each pool's binding need for one request
+# (the larger of the prefill and the admission blocks, times block bytes), then move shares between pools
+# in steps of 0.01, 0.001 and 0.0001 while the score improves (kvplan.engines.compare: requests served,
+# then the smallest pool margin). Four decimals, summing to exactly 1.0 (TensorRT-LLM asserts
+# ``sum == 1.0``). When no split prefills the workload's prompt, the advice says so and gives the longest
+# prompt any split can prefill (every pool holding the prompt: shares proportional to the pools' bytes
+# per token). Mamba hybrids: first ``kv_cache_config.enable_block_reuse=false`` (the defaults fail
+# MambaHybridCacheManager's assert) and the ``max_batch_size`` whose state leaves a pool serving the most
+# requests (the largest ``S`` still served ``S`` times, equal shares), then the shares on top; offered
+# when that serves more than the defaults.
+
+SHARE_STEPS = (Fraction(1, 100), Fraction(1, 1000), Fraction(1, 10000))
+TrtllmSharesAny = NotApplicable | TrtllmNoSplit | TrtllmNoChange | TrtllmShares
+TrtllmAdviceAny = TrtllmSharesAny | TrtllmSettings
+
+
+def trtllm_result(costs, inputs: CompareInputs, shares=None) -> TrtllmResult:
+    """TensorRT-LLM's model on the workload with window ``shares`` (None: its equal default)."""
+    return trtllm_model(
+        costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
+        window_shares=None if shares is None else tuple(float(s) for s in shares),
+        tokens_per_block=inputs.trtllm_tokens_per_block, scheduler_policy=inputs.trtllm_scheduler_policy,
+        max_num_tokens=inputs.trtllm_max_num_tokens, prompt_len_tokens=inputs.target_prompt_len_tokens,
+        max_attention_window=inputs.trtllm_max_attention_window, max_batch_size=inputs.trtllm_max_batch_size,
+        enable_block_reuse=inputs.trtllm_enable_block_reuse,
+    )
+
+
+def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound,
+               shares: tuple[float, ...] | None = None) -> EngineRow:
+    r = trtllm_result(costs, inputs, inputs.trtllm_window_shares if shares is None else shares)
+    knobs = TrtllmKnobs(
+        windows_tokens=tuple(r.windows),
+        window_shares=tuple(round(p.share, 6) for p in r.pools),
+        window_shares_given=r.shares_given,
+        tokens_per_block=r.tokens_per_block,
+        scheduler_policy=r.scheduler_policy,
+        max_num_tokens=r.max_num_tokens,
+        max_attention_window="model windows" if r.max_attention_window else None,
+        enable_chunked_prefill=True,  # assumed by kvplan (off by default)
+        max_batch_size=r.max_batch_size,
+        enable_block_reuse=r.enable_block_reuse,
+        mamba_ssm_cache_dtype="auto (the model dtype)" if r.state_bytes_per_request else None,
+        release=f"{TRTLLM_VERSION} @ {TRTLLM_COMMIT}",
+    )
+    return EngineRow(
+        engine="trtllm", name="VSWA" if len(r.pools) > 1 else "one window pool", starts=r.starts, kv_tokens=r.kv_tokens,
+        max_concurrency=r.max_concurrency, reserved_per_request_bytes=r.reserved_per_request_bytes,
+        lower_bound_bytes=lb.per_request_bytes, knobs=knobs, details=r.details(), failure=r.failure,
+        notes=r.notes, failure_stage=r.failure_stage, failure_type=r.failure_type, failure_fix=r.fix,
+    )
+
+
+def trtllm_pool_margins(r: TrtllmResult, requests: int) -> dict[int, float]:
+    """Each window pool's blocks over what ``requests`` requests need there: the admission blocks
+    (GUARANTEED_NO_EVICT) or the resident ones (MAX_UTILIZATION), and at least one prompt's prefill."""
+    out = {}
+    for p in r.pools:
+        per = p.blocks_per_request if r.scheduler_policy == MAX_UTILIZATION else p.admission_blocks
+        out[p.window_tokens] = p.num_blocks / max(requests * per, p.prefill_blocks)
+    return out
+
+
+def trtllm_score(r: TrtllmResult) -> tuple[int, float]:
+    n = math.floor(r.max_concurrency)
+    if not r.starts or n < 1 or not r.pools:
+        return NO_SCORE
+    return n, min(trtllm_pool_margins(r, n).values())
+
+
+def _exact_sum(shares: list[Fraction]) -> bool:
+    return sum(float(s) for s in shares) == 1.0
+
+
+def _rounded_shares(weights: list[float]) -> list[Fraction]:
+    total = sum(weights)
+    quantum = SHARE_STEPS[-1]
+    shares = [max(quantum, Fraction(round(Fraction(x) / Fraction(total) / quantum)) * quantum) for x in weights[:-1]]
+    shares.append(1 - sum(shares))
+    return shares
+
+
+def _moved(shares: list[Fraction], i: int, j: int, step: Fraction) -> list[Fraction] | None:
+    """``shares`` with ``step`` moved from share ``i`` to share ``j``; None when ``i == j`` or share ``i``
+    would not stay positive."""
+    if i == j or shares[i] - step <= 0:
+        return None
+    trial = list(shares)
+    trial[i] -= step
+    trial[j] += step
+    return trial
+
+
+def _exact_start(shares: list[Fraction], costs, inputs: CompareInputs) -> list[Fraction]:
+    """Four-decimal shares whose float sum is exactly 1.0 (0.6667 + 0.1667 + 0.1666 sums to
+    0.9999999999999999 in floats): when rounding missed, the best-scoring move of the fewest
+    quanta between two shares that makes the sum exact (hypothesis found the case)."""
+    if _exact_sum(shares):
+        return shares
+    found = None
+    for k in range(1, 6):  # the fewest quanta that make it exact (two, in the case found)
+        q = SHARE_STEPS[-1] * k
+        for i in range(len(shares)):
+            for j in range(len(shares)):
+                trial = _moved(shares, i, j, q)
+                if trial is not None and _exact_sum(trial):
+                    score = trtllm_score(trtllm_result(costs, inputs, trial))
+                    if found is None or score > found[0]:
+                        found = (score, trial)
+        if found:
+            return found[1]
+    return shares
+
+
+def proportional_shares(costs, inputs: CompareInputs) -> list[Fraction]:
+    """Shares where every pool runs out at the same time for one request's binding need (the
+    larger of its prefill and admission blocks), four decimals, the last taking the remainder."""
+    r = trtllm_result(costs, inputs)
+    tpb = inputs.trtllm_tokens_per_block
+    return _rounded_shares([max(p.prefill_blocks, p.admission_blocks) * tpb * p.bytes_per_token for p in r.pools])
+
+
+def trtllm_mamba_settings(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> dict | None:
+    """For a Mamba hybrid, the engine's own settings that let it start and serve the most requests:
+    ``kv_cache_config.enable_block_reuse=false`` (MambaHybridCacheManager asserts it) and the
+    ``max_batch_size`` ``S`` maximising ``min(S, what the pool left after S states serves)``: the
+    largest S the pool still serves (equal window shares). None for a model without state."""
+    if not mamba_state_bytes(costs):
+        return None
+    fixed = replace(inputs, trtllm_enable_block_reuse=False)
+
+    def served(s: int) -> int:
+        return math.floor(trtllm_result(costs, replace(fixed, trtllm_max_batch_size=s)).max_concurrency)
+
+    hi = max(1, inputs.kv_cache_memory_bytes // mamba_state_bytes(costs))
+    best = 1
+    if served(1) >= 1:
+        search = Bisection(1, hi)
+        for s in search:
+            search.answer(served(s) >= s)
+        best = search.largest
+    return {"trtllm_enable_block_reuse": False, "trtllm_max_batch_size": best}
+
+
+def _settings_text(settings: dict) -> str:
+    return (f"kv_cache_config.enable_block_reuse=false max_batch_size={settings['trtllm_max_batch_size']} "
+            f"(--no-trtllm-enable-block-reuse --trtllm-max-batch-size {settings['trtllm_max_batch_size']})")
+
+
+def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> TrtllmAdviceAny:
+    """Window shares; for a Mamba hybrid first the settings it needs to start (block reuse off, a
+    ``max_batch_size`` whose state leaves the pool room), offered when they serve more requests."""
+    settings = trtllm_mamba_settings(costs, inputs)
+    if settings is None:
+        return _advise_trtllm_shares(costs, inputs)
+    default = trtllm_result(costs, inputs)
+    base = math.floor(default.max_concurrency) if default.starts else 0
+    fixed_inputs = replace(inputs, **settings)
+    inner = _advise_trtllm_shares(costs, fixed_inputs)
+    shares = getattr(inner, "window_shares", None)
+    r = trtllm_result(costs, fixed_inputs, shares)
+    n = math.floor(r.max_concurrency) if r.starts else 0
+    if n <= base:
+        out = _advise_trtllm_shares(costs, inputs)
+        if n < 1:
+            out = replace(out, reason=(
+                f"no max_batch_size serves one {inputs.target_len_tokens:,}-token request with block "
+                f"reuse off: the Mamba state of one request ({mamba_state_bytes(costs):,} B) and its KV "
+                "blocks do not fit the budget" + ("" if default.starts else f" (the default fails: {default.failure})")))
+        return out
+    return TrtllmSettings(
+        shares=inner,
+        applicable=True,
+        settings={"kv_cache_config.enable_block_reuse": False, "max_batch_size": settings["trtllm_max_batch_size"]},
+        settings_text=_settings_text(settings),
+        max_concurrency=rounded(r.max_concurrency),
+        requests=n,
+        default_requests=base,
+        gain_requests=n - base,
+        default_fails=None if default.starts else default.failure,
+        reaches_target=reaches(r.max_concurrency, inputs.target_concurrency),
+        reason=(("the defaults do not start (" + default.failure + "); " if not default.starts else "")
+                + f"{_settings_text(settings)} serves {plural(n, 'request')}"
+                + (f" with {inner.env}" if shares else "")),
+    )
+
+
+def _advise_trtllm_shares(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> TrtllmSharesAny:
+    windows = list(window_bytes_per_token(costs, inputs.target_len_tokens, inputs.trtllm_max_attention_window))
+    equal = trtllm_result(costs, inputs)
+    if len(windows) < 2:
+        return NotApplicable(False, "one window size: one pool, nothing to share", rounded(equal.max_concurrency),
+                             reaches(equal.max_concurrency, inputs.target_concurrency))
+    shares = _exact_start(proportional_shares(costs, inputs), costs, inputs)
+    best = trtllm_score(trtllm_result(costs, inputs, shares))
+    tried = [1]
+    improved = True
+    while improved:
+        improved = False
+        for step in SHARE_STEPS:
+            for i in range(len(shares)):
+                for j in range(len(shares)):
+                    trial = _moved(shares, i, j, step)
+                    if trial is None or not _exact_sum(trial):
+                        continue
+                    score = trtllm_score(trtllm_result(costs, inputs, trial))
+                    tried[0] += 1
+                    if score > best:
+                        shares, best, improved = trial, score, True
+    if best == NO_SCORE:
+        # every pool must hold the prompt: shares proportional to the pools' bytes per token
+        even = _rounded_shares([b for _, b in window_bytes_per_token(costs, inputs.target_len_tokens, inputs.trtllm_max_attention_window).values()])
+        longest = trtllm_result(costs, inputs, even).longest_prompt_tokens
+        prompt = equal.prompt_len_tokens
+        return TrtllmNoSplit(
+            True, None, 0.0,
+            f"no split prefills a {prompt:,}-token prompt: every window pool needs its "
+            f"ceil(P/32) blocks; the longest prompt any split prefills is {longest:,} tokens "
+            f"(shares {','.join(f'{float(s):g}' for s in even)})",
+            longest, rounded(equal.max_concurrency), reaches(0.0, inputs.target_concurrency))
+    r = trtllm_result(costs, inputs, shares)
+    base = trtllm_score(equal)[0]
+    if best[0] <= base:  # offered only when it serves more than the equal default
+        return TrtllmNoChange(
+            True, None, rounded(equal.max_concurrency), base, tried[0],
+            f"no change: equal shares serve {plural(base, 'request')}; none of the {tried[0]:,} splits tried serves more",
+            rounded(equal.max_concurrency), reaches(equal.max_concurrency, inputs.target_concurrency))
+    value = ",".join(f"{float(s):g}" for s in shares)
+    return TrtllmShares(
+        default_requests=base,
+        gain_requests=best[0] - base,
+        candidates_tried=tried[0],
+        applicable=True,
+        windows_tokens=tuple(windows),
+        window_shares=tuple(float(s) for s in shares),
+        env=f"TRTLLM_WINDOW_SIZE_SHARES={value}",
+        max_concurrency=rounded(r.max_concurrency),
+        requests=best[0],
+        margin=rounded(best[1]),
+        pool_margins={str(w): rounded(m) for w, m in trtllm_pool_margins(r, best[0]).items()},
+        longest_prompt_tokens=r.longest_prompt_tokens,
+        equal_shares_max_concurrency=rounded(equal.max_concurrency),
+        reaches_target=reaches(r.max_concurrency, inputs.target_concurrency),
+    )
+
+
+def trtllm_compared(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound) -> EngineAnswer:
+    """TensorRT-LLM's answer to the workload: its row and its advice (window shares; a Mamba hybrid's
+    settings first)."""
+    return EngineAnswer((trtllm_row(costs, inputs, lb),), advise_trtllm(costs, inputs))

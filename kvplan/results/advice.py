@@ -1,4 +1,5 @@
-"""The records of ``kvplan compare``'s advice (``kvplan.engines.advice``): per engine, the knob that
+"""The records of ``kvplan compare``'s advice (each engine's from its own module: ``engines/sglang.py``,
+``engines/trtllm.py``, ``engines/llamacpp.py``, ``engines/vllm/compare.py``): per engine, the knob that
 serves more requests of the target length within the same budget, or why there is none.
 
 Each outcome of an engine's search is its own record, so a key is present exactly when that outcome

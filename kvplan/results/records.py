@@ -497,7 +497,7 @@ class CompareBody:
     workload: object  # kvplan.engines.compare.CompareInputs (a Record: its DATA keys)
     lower_bound: object  # kvplan.engines.lower_bound.LowerBound
     engines: tuple[EngineRowRecord, ...]  # one per engine (and vLLM era)
-    advice: Advice  # kvplan.engines.advice.advise
+    advice: Advice  # each engine's advice (kvplan.usecases.compare.compare_engines)
     budget: Budget | None  # the estimated budget (with --gpu), else None
 
 

@@ -1,20 +1,36 @@
 """`compare`: one model, budget and workload through vLLM (eras and proposals), SGLang,
-TensorRT-LLM, llama.cpp and the exact windowed need, plus knob advice, as a result dict."""
+TensorRT-LLM, llama.cpp and the exact windowed need, plus knob advice, as a result record.
+
+The options are read once, at the edge (the engines' knobs with them); vLLM's plans come from the
+scenario use case (the main policy's, then ``plans_under`` for the other policies and the threshold
+advice's candidates); every engine then answers once, its row and its advice from its own module
+(``compare_engines``); the body is filled from those answers.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from kvplan.engines.compare import CompareInputs, EngineRow
+from kvplan.engines.lower_bound import LowerBound
+from kvplan.engines.vllm.eras import Era
 from kvplan.errors import OptionError, UnsupportedError
 from kvplan.options import COMPARE, resolve
 from kvplan.results import Outcome
+from kvplan.results.advice import Advice
 from kvplan.results.envelope import Envelope
 from kvplan.results.records import CompareBody, EngineVersions
-from kvplan.usecases.records import engine_row, model_record, serving_record, speculative_record
 from kvplan.usecases.envelope import envelope
-from kvplan.engines.vllm.eras import Era
-from kvplan.usecases.deployment import changed, under
-from kvplan.usecases.scenario import run_deployment, run_scenario, scenario_from, serving_options
+from kvplan.usecases.records import engine_row, model_record, serving_record, speculative_record
+from kvplan.usecases.scenario import plans_under, run_scenario, scenario_from, serving_options
+
+# the options compare hands to the other engines as they are (CompareInputs' fields of the same names)
+ENGINE_KNOBS = (
+    "target_concurrency", "swa_full_tokens_ratio", "sglang_page_size", "trtllm_tokens_per_block", "llamacpp_n_seq",
+    "llamacpp_n_ubatch", "swa_full", "llamacpp_kv_unified", "sglang_disable_overlap_schedule",
+    "sglang_swa_eviction_interval", "trtllm_scheduler_policy", "trtllm_max_num_tokens", "trtllm_max_attention_window",
+    "trtllm_max_batch_size", "trtllm_enable_block_reuse",
+)
 
 
 def parse_policies(text: str | None, main: str) -> list[Era]:
@@ -48,16 +64,51 @@ def _length(r) -> int | None:
     return target or mml
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """Every engine on one workload, each engine's answer in its place."""
+
+    inputs: CompareInputs  # the workload and the knobs
+    lower_bound: LowerBound  # the floor: the exact windowed need
+    rows: tuple[EngineRow, ...]  # vLLM's (one per policy, the main policy's first), SGLang's, TensorRT-LLM's, ...
+    advice: Advice  # each engine's knob for the workload
+
+    def row(self, engine: str, name: str | None = None) -> EngineRow:
+        return next(r for r in self.rows if r.engine == engine and (name is None or r.name == name))
+
+
+def compare_engines(costs, architecture: str | None, inputs: CompareInputs, vllm_plans=(),
+                    vllm_tried: dict | None = None) -> Comparison:
+    """Every engine on the same layers (their ``layer_costs``), budget and length, each asked once for its
+    row and its advice. ``vllm_plans``: ready plans, the main policy's first (compare runs them through the
+    scenario use case, so they match ``simulate`` exactly); ``vllm_tried``: the main plan under each of
+    ``vllm_thresholds(vllm_plans[0])`` (None: no vLLM advice)."""
+    from kvplan.engines.llamacpp import llamacpp_compared
+    from kvplan.engines.lower_bound import lower_bound, lower_bound_row
+    from kvplan.engines.sglang import sglang_compared
+    from kvplan.engines.trtllm import trtllm_compared
+    from kvplan.engines.vllm.compare import vllm_compared
+
+    lb = lower_bound(costs, inputs.target_len_tokens, inputs.kv_cache_memory_bytes)
+    vllm = vllm_compared(list(vllm_plans), vllm_tried, lb, inputs.target_concurrency)
+    sglang = sglang_compared(costs, architecture, inputs, lb)
+    trtllm = trtllm_compared(costs, inputs, lb)
+    llamacpp = llamacpp_compared(costs, inputs, lb)
+    rows = (*vllm.rows, *sglang.rows, *trtllm.rows, *llamacpp.rows, lower_bound_row(lb))
+    advice = Advice(target_len_tokens=inputs.target_len_tokens, target_concurrency=inputs.target_concurrency,
+                    vllm=vllm.advice, sglang=sglang.advice, trtllm=trtllm.advice, llamacpp=llamacpp.advice)
+    return Comparison(inputs, lb, rows, advice)
+
+
 def compare(model: str, **options) -> Envelope:
-    from kvplan.engines.advice import advise, advise_vllm, vllm_thresholds
-    from kvplan.engines.compare import CompareInputs
-    from kvplan.engines.compare import compare as compare_engines
+    from kvplan.engines.compare import require_version
     from kvplan.engines.layer_costs import layer_costs
     from kvplan.engines.llamacpp import LLAMACPP_BUILD
     from kvplan.engines.sglang import SGLANG_VERSION
-    from kvplan.engines.stages import require_version
     from kvplan.engines.trtllm import TRTLLM_COMMIT, TRTLLM_MAMBA_HYBRIDS, TRTLLM_VERSION, parse_shares
+    from kvplan.engines.vllm.compare import vllm_thresholds
 
+    # the edge: every option read and checked once, before anything runs
     r = resolve(COMPARE, options)
     if r["pipeline_parallel_size"] > 1:
         raise UnsupportedError("compare models one GPU per tensor-parallel rank; --pipeline-parallel-size > 1 is "
@@ -70,41 +121,31 @@ def compare(model: str, **options) -> Envelope:
         trtllm_commit=TRTLLM_COMMIT,
         llamacpp=require_version("--llamacpp-build", r["llamacpp_build"], LLAMACPP_BUILD, "llama.cpp"))
     extra = parse_policies(r["policies"], r["policy"])
-    main = run_scenario(replace(scenario_from(model, r.values), max_model_len=length))
-    layout, plan = main.layout, main.plan
+    knobs = {name: r[name] for name in ENGINE_KNOBS}
+    scenario = replace(scenario_from(model, r.values), max_model_len=length)
+
+    # vLLM: the main policy's run (compare shows no fixes: none are searched), then the same deployment on
+    # the budget it resolved under the other policies and the threshold advice's candidates
+    main = run_scenario(scenario, fixes=False)
+    layout, plan, d = main.layout, main.plan, main.deployment
     length = length or plan.max_model_len
-    # the budget is now fixed (the sizing mode, if any, is spent)
-    d = changed(main.deployment, max_model_len=length, kv_cache_memory=plan.options.kv_cache_memory_bytes,
-                enable_extensible_kv_cache=None)
-    plans = [plan] + [run_deployment(under(d, e), layout=layout).plan for e in extra]
+    extra_plans, tried = plans_under(main, extra, vllm_thresholds(plan), max_model_len=length)
 
     inputs = CompareInputs(
         kv_cache_memory_bytes=plan.options.kv_cache_memory_bytes, target_len_tokens=length,
-        target_concurrency=r["target_concurrency"], max_num_batched_tokens=plan.options.max_num_batched_tokens,
-        swa_full_tokens_ratio=r["swa_full_tokens_ratio"], sglang_page_size=r["sglang_page_size"],
-        trtllm_window_shares=shares, trtllm_tokens_per_block=r["trtllm_tokens_per_block"],
-        llamacpp_n_seq=r["llamacpp_n_seq"], llamacpp_n_ubatch=r["llamacpp_n_ubatch"], swa_full=r["swa_full"],
-        llamacpp_kv_unified=r["llamacpp_kv_unified"],
-        sglang_disable_overlap_schedule=r["sglang_disable_overlap_schedule"],
-        sglang_swa_eviction_interval=r["sglang_swa_eviction_interval"],
-        trtllm_scheduler_policy=r["trtllm_scheduler_policy"], trtllm_max_num_tokens=r["trtllm_max_num_tokens"],
+        max_num_batched_tokens=plan.options.max_num_batched_tokens, trtllm_window_shares=shares,
         context_len_tokens=layout.target.max_position_embeddings,
-        num_speculative_tokens=layout.num_speculative_tokens or 0,
-        trtllm_max_attention_window=r["trtllm_max_attention_window"],
-        trtllm_max_batch_size=r["trtllm_max_batch_size"], trtllm_enable_block_reuse=r["trtllm_enable_block_reuse"],
+        num_speculative_tokens=layout.num_speculative_tokens or 0, **knobs,
     )
     architecture = layout.target.architecture
-    costs = layer_costs(layout.layers)
-    comparison = compare_engines(costs, architecture, inputs, plans)
+    comparison = compare_engines(layer_costs(layout.layers), architecture, inputs, [plan, *extra_plans], tried)
 
-    tried = {t: run_deployment(under(d, d.policy_era, t), layout=layout).plan for t in vllm_thresholds(plan)}
-    advice = advise(costs, architecture, inputs, advise_vllm(plan, tried, inputs.target_concurrency))
     warnings = list(layout.warnings)
-    tp = r["tensor_parallel_size"]
+    tp = d.serving.tensor_parallel_size
     if tp > 1:
         warnings.append(f"every engine is modelled on one tensor-parallel rank's share (tp {tp}): "
                         "KV heads per rank as vLLM splits them")
-    if r["decode_context_parallel_size"] > 1 or r["pipeline_parallel_size"] > 1:
+    if d.serving.decode_context_parallel_size > 1 or d.serving.pipeline_parallel_size > 1:
         warnings.append("pipeline and decode-context parallelism are modelled for vLLM only; the other engines' "
                         "rows keep every layer and every token on one rank")
     if any(ls.spec.kind == "mamba" for ls in layout.layers) and architecture not in TRTLLM_MAMBA_HYBRIDS:
@@ -113,8 +154,9 @@ def compare(model: str, **options) -> Envelope:
                         f"rules to {architecture}")
     body = CompareBody(
         model=model_record(layout.target), drafter=model_record(layout.drafter), speculative=speculative_record(layout),
-        serving=serving_record(serving_options(d.serving, d.era), layout), engine_versions=versions, workload=comparison.inputs,
-        lower_bound=comparison.lower_bound, engines=tuple(engine_row(row) for row in comparison.rows), advice=advice, budget=main.budget)
+        serving=serving_record(serving_options(d.serving, d.era), layout), engine_versions=versions,
+        workload=comparison.inputs, lower_bound=comparison.lower_bound,
+        engines=tuple(engine_row(row) for row in comparison.rows), advice=comparison.advice, budget=main.budget)
     return envelope("compare", options=r, outcome=Outcome(ok=True), body=body, model=layout.target,
                     drafter=layout.drafter, era=plan.era,
                     warnings=[*warnings, *(main.budget.warnings if main.budget is not None else ())])

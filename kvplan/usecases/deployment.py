@@ -185,7 +185,7 @@ def deployment_of(values) -> Deployment:
     from kvplan.engines.vllm.releases import get_era
 
     policy_era = get_era(values.policy)
-    era = policy_era if values.threshold is None else policy_era.with_threshold(values.threshold)
+    era = era_under(policy_era, values.threshold)
     card, defaults = _card(values.gpu, values.gpu_memory, values.max_num_batched_tokens, values.max_num_seqs, era)
     return Deployment(
         source=_part(ModelInput, values, model_read=mapped_model(values.model, values.model_map),
@@ -236,7 +236,13 @@ def changed(d: Deployment, **values) -> Deployment:
     return new
 
 
+def era_under(policy_era: Era, threshold: float | None) -> Era:
+    """The era a deployment runs under: ``policy_era`` with ``--threshold`` replacing its grouping threshold
+    when given. The one place the override is applied: the era below the edge is this object."""
+    return policy_era if threshold is None else replace(policy_era, threshold=threshold)
+
+
 def under(d: Deployment, policy_era: Era, threshold: float | None = None) -> Deployment:
     """``d`` under another era (``policy_era``, with ``threshold`` replacing its own when given)."""
-    era = policy_era if threshold is None else policy_era.with_threshold(threshold)
-    return replace(d, policy=PolicyInput(policy_era.name, threshold), policy_era=policy_era, era=era)
+    return replace(d, policy=PolicyInput(policy_era.name, threshold), policy_era=policy_era,
+                   era=era_under(policy_era, threshold))

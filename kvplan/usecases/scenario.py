@@ -20,7 +20,7 @@ from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 from kvplan.results.records import Fix, PlanBody
 from kvplan.budget.hardware import GpuCard
 from kvplan.usecases.deployment import (
-    BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, changed, deployment_of,
+    BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, changed, deployment_of, under,
 )
 
 
@@ -117,15 +117,28 @@ def check_sizing(d: Deployment) -> None:
 
 @dataclass
 class ScenarioResult:
-    """One deployment run: its layout, the engine's plan, the plan as results show it (``body``),
-    the estimated budget (with --gpu) and the warnings to show (the layout's, then kvplan's own)."""
+    """One deployment run: its layout, the engine's plan, the estimated budget (with --gpu), the
+    warnings to show (the layout's, then kvplan's own), the fixes found (a failing deployment's) and
+    the plan as results show it (``body``: made when first read; compare reads the plans alone)."""
 
     deployment: Deployment
     layout: ModelLayout
     plan: Plan
-    body: PlanBody
     budget: Budget | None = None
     warnings: tuple[str, ...] = ()
+    fixes: tuple[Fix, ...] = ()
+    explain: bool = False  # the body carries --explain's decision chain
+
+    @cached_property
+    def body(self) -> PlanBody:
+        """The plan as results show it (``kvplan.usecases.records.plan_body``), with the options the layout
+        was built with."""
+        from kvplan.results.explain import explain as explain_plan
+        from kvplan.usecases.records import plan_body
+
+        d = self.deployment
+        return plan_body(self.layout, self.plan, serving_options(d.serving, d.era),
+                         explain_plan(self.plan) if self.explain else None, list(self.fixes), self.budget)
 
 
 def serving_of(s: Scenario):
@@ -531,9 +544,6 @@ def run_scenario(s: Scenario, *, explain: bool = False, layout=None, fixes: bool
 def run_deployment(d: Deployment, *, explain: bool = False, layout=None, fixes: bool = True) -> ScenarioResult:
     """Build the layout (unless given), resolve the budget, simulate, and report (``fixes=False``:
     no search for the changes that make a failing deployment start)."""
-    from kvplan.results.explain import explain as explain_plan
-    from kvplan.usecases.records import plan_body
-
     check_sizing(d)
     era = d.era
     if layout is None:
@@ -566,6 +576,18 @@ def run_deployment(d: Deployment, *, explain: bool = False, layout=None, fixes: 
                 _plausible_budget(d.source.model, kv_bytes, plan)
             found = deployment_fixes(d, layout, era, plan, budget) if fixes else []
         fixes = found
-    body = plan_body(layout, plan, serving_options(d.serving, era), explain_plan(plan) if explain else None, fixes, budget)
     warnings = (*layout.warnings, NO_BUDGET_REFUSAL) if kv_bytes is None else tuple(layout.warnings)
-    return ScenarioResult(d, layout, plan, body, budget, warnings)
+    return ScenarioResult(d, layout, plan, budget, warnings, tuple(fixes), explain)
+
+
+def plans_under(main: ScenarioResult, eras: list[Era], thresholds: list[float], *,
+                max_model_len: int) -> tuple[list[Plan], dict[float, Plan]]:
+    """``main``'s deployment under each of ``eras``, and under its own policy with each grouping threshold of
+    ``thresholds``: the plans compare sets beside ``main``'s. Each runs on ``main``'s layout, at
+    ``max_model_len``, on the KV budget ``main`` resolved (the sizing mode, if any, is spent); no fixes are
+    searched (compare shows none)."""
+    d = changed(main.deployment, max_model_len=max_model_len, kv_cache_memory=main.plan.options.kv_cache_memory_bytes,
+                enable_extensible_kv_cache=None)
+    plans = [run_deployment(under(d, e), layout=main.layout, fixes=False).plan for e in eras]
+    tried = {t: run_deployment(under(d, d.policy_era, t), layout=main.layout, fixes=False).plan for t in thresholds}
+    return plans, tried

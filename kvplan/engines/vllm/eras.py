@@ -7,7 +7,7 @@ functions (``scripts/golden``); ``releases`` lists the wheels checked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kvplan.engines.vllm.versions import VERSIONS, version_key
 
@@ -256,9 +256,6 @@ class Era:
         """The vLLM release this era stands for: the one selected (``vllm==X``), else the newest
         release of the era, else (a proposal: no release of its own) the release it builds on."""
         return self.release or (self.releases[-1] if self.releases else self.first_release)
-
-    def with_threshold(self, threshold: float | None) -> "Era":
-        return replace(self, threshold=threshold)
 
 
 # The eras as a chain: each starts at the first release that has its changes (pinned by

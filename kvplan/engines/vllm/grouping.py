@@ -3,13 +3,15 @@
 Reference §3. The branches are tried in vLLM's order and the first match wins:
 hybrid manager off → conversion; no layers → no groups; every spec merges →
 one group; one type → one uniform-type group; otherwise page sizes are unified
-and the threshold heuristic splits buckets into groups of ``group_size``.
+and the era's group-size rule (``group_size.py``: the shipped threshold heuristic or a
+proposal's) splits buckets into groups of that size.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from kvplan.engines.vllm.group_size import THRESHOLD, dedicated_layers, group_size_of
 from kvplan.errors import EngineFailure, SpecMergeAssertion
 from kvplan.specs import (
     AttentionSpec,
@@ -175,7 +177,8 @@ def unify_page_sizes(
 
 def bucket_layers(specs: dict[str, KVCacheSpec], dedicated: frozenset[str] = frozenset()) -> list[Bucket]:
     """Buckets keyed by full spec equality, in first-appearance order. Layers named in
-    ``dedicated`` (a proposal's drafter layers, PR #35062) get buckets of their own."""
+    ``dedicated`` (a proposal's drafter layers, PR #35062: ``group_size.dedicated_layers``) get buckets
+    of their own."""
     if not dedicated:
         buckets: dict[KVCacheSpec, list[str]] = {}
         for name, s in specs.items():
@@ -185,14 +188,6 @@ def bucket_layers(specs: dict[str, KVCacheSpec], dedicated: frozenset[str] = fro
     for name, s in specs.items():
         keyed.setdefault((s, name in dedicated), []).append(name)
     return [Bucket(spec, tuple(names)) for (spec, _), names in keyed.items()]
-
-
-def choose_group_size(counts: list[int], threshold: float | None) -> int:
-    """``group_size = min``, raised to ``max`` when ``max < min · threshold`` (strict)."""
-    m, big = min(counts), max(counts)
-    if threshold is not None and big < m * threshold:
-        return big
-    return m
 
 
 def split_buckets(buckets: list[Bucket], group_size: int) -> tuple[list[Group], list[tuple[int, int]]]:
@@ -221,10 +216,13 @@ def get_kv_cache_groups(
     page_mismatch: str,
     mamba_page_pad: bool = False,
     logs: list[str],
-    group_size_rule=None,
+    rule: str = THRESHOLD,
+    drafter_layers: frozenset[str] = frozenset(),
 ) -> tuple[list[Group], GroupingDecision, dict[str, KVCacheSpec]]:
     """Returns the global groups, the decision record, and the specs after any
-    conversion or page unification (what each layer's cache really is)."""
+    conversion or page unification (what each layer's cache really is). ``rule``: the era's
+    group-size rule (``Era.grouping``: the shipped threshold rule or a proposal's,
+    ``group_size.py``); ``drafter_layers``: the drafter's layer names, which a proposal may group apart."""
     if hma_disabled:
         specs = unify_hybrid_kv_cache_specs(specs, logs)
     if not specs:
@@ -247,13 +245,10 @@ def get_kv_cache_groups(
         )
         return [Group(tuple(specs), container)], decision, specs
     specs, changes = unify_page_sizes(specs, page_mismatch, mamba_page_pad)
-    buckets = bucket_layers(specs, getattr(group_size_rule, "dedicated_layers", frozenset()))
+    buckets = bucket_layers(specs, dedicated_layers(rule, drafter_layers))
     counts = [len(b.layer_names) for b in buckets]
-    if group_size_rule is not None:
-        group_size = group_size_rule(buckets)
-    else:
-        group_size = choose_group_size(counts, threshold)
-    groups, padding = split_buckets(buckets, group_size)
+    size = group_size_of(rule, [b.layer_names for b in buckets], threshold, drafter_layers)
+    groups, padding = split_buckets(buckets, size)
     for pad, n in padding:
         if pad:
             logs.append(padding_warning(pad, n))
@@ -263,7 +258,7 @@ def get_kv_cache_groups(
         min_count=min(counts),
         max_count=max(counts),
         threshold=threshold,
-        group_size=group_size,
+        group_size=size,
         padding=tuple(padding),
         page_size_bytes=next(iter(specs.values())).page_size_bytes,
         block_size_changes=tuple(changes),

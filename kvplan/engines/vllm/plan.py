@@ -287,11 +287,6 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
             )
             if not plan.needed_bytes:
                 plan.needed_bytes, plan.checked_available_bytes = need, o.kv_cache_memory_bytes
-    rule = None
-    if era.grouping != "threshold":
-        from kvplan.engines.vllm.proposals import group_size_rule
-
-        rule = group_size_rule(era, plan.layers)
     groups, plan.decision, specs = grouping.get_kv_cache_groups(
         specs,
         hma_disabled=plan.hma.disabled,
@@ -299,7 +294,8 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         page_mismatch=era.page_mismatch,
         mamba_page_pad=era.mamba_page_pad,
         logs=logs,
-        group_size_rule=rule,
+        rule=era.grouping,
+        drafter_layers=frozenset(ls.name for ls in plan.layers if ls.source == "drafter"),
     )
     plan.specs, plan.groups = specs, groups
 

@@ -28,6 +28,8 @@ class Release:
 
 
 RELEASES: tuple[Release, ...] = tuple(Release(v, era_name_of(v)) for v in VERSIONS)
+# the era of each release, read from the registry above (the chain's boundaries are looked up once, here)
+ERA_OF_RELEASE: dict[str, str] = {r.version: r.era for r in RELEASES}
 
 _VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}$")
 
@@ -39,10 +41,9 @@ def supported_range() -> str:
 def era_of_release(version: str):
     """The era (with ``release`` set) of a release in the registry; OptionError otherwise."""
 
-    if version not in VERSIONS:
+    if version not in ERA_OF_RELEASE:
         raise OptionError(f"unknown vLLM release {version!r}; kvplan supports {supported_range()}")
-    era = ERAS[era_name_of(version)]
-    return replace(era, release=version)
+    return replace(ERAS[ERA_OF_RELEASE[version]], release=version)
 
 
 def release_era(version: str, *, installed: bool = False):
@@ -103,7 +104,7 @@ def policies() -> PoliciesBody:
         releases=tuple(ReleaseRow(r.version, r.era, r.version in GOLDEN_RELEASES) for r in RELEASES),
         eras=tuple(EraRow(name, first, tuple(ERAS[name].releases), desc, dict(changes), era_decisions(ERAS[name]))
                    for name, first, desc, changes in CHAIN),
-        aliases={"vllm-latest": ERAS[era_name_of(NEWEST_CHECKED)].name, **LEGACY_NAMES},
+        aliases={"vllm-latest": ERA_OF_RELEASE[NEWEST_CHECKED], **LEGACY_NAMES},
         proposals=tuple(ProposalRow(p.name, p.description, p.grouping) for p in PROPOSALS.values()),
     )
 
