@@ -128,6 +128,8 @@ def test_a_compare_re_enters_only_the_engines_vocabulary(argv):
     for a, b in m["_steps"]:
         callers.setdefault(b, set()).add(a)
     assert {b: v for b, v in callers.items() if len(v) > 1 and b not in walk.SHARED} == ENGINE_VOCABULARY
+    # and it is the one file entered under two stages (each engine's answer is a stage of its own)
+    assert set(m["_back"]) == set(ENGINE_VOCABULARY), m["_back"]
     # one entry per engine (its row and its advice), called by the use case alone
     assert {b: callers[b] for b in ENGINES} == {b: {"kvplan.usecases.compare"} for b in ENGINES}
     # compare hands its policies' deployments to the scenario use case
