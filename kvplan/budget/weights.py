@@ -402,7 +402,7 @@ def widest_intermediate(inventory: Inventory, cfg: dict, tp: int, layers: set[in
 def layout_weights(layout) -> ModelInventory:
     """The weights of ``layout``: what the model stage counted (``ModelLayout.inventory``), else (a layout built
     without a budget in view, as the library's ``build_model_layout`` does) the model layer's count of it."""
-    return layout.inventory if getattr(layout, "inventory", None) is not None else layout_inventory(layout)
+    return layout.inventory if layout.inventory is not None else layout_inventory(layout)
 
 
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,

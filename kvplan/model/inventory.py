@@ -42,8 +42,7 @@ def _weights(text: HFView, config: dict, *, include_mtp: bool, family: str | Non
     """The weights of the config ``text`` reads (``config``: the whole of it), by its family's rules: what vLLM
     loads and (``stored``: counted) what the checkpoint stores, MTP layers included."""
     family = _family(config, family)
-    cfg = WeightView(text, config)
-    cfg.sparse_mla = is_v32(cfg) if sparse_mla is None else sparse_mla
+    cfg = WeightView(text, config, sparse_mla=is_v32(text) if sparse_mla is None else sparse_mla)
     count = 0
     if (include_mtp or stored) and family.mtp_weights is not None:
         count = num_mtp_layers if num_mtp_layers is not None else mtp_count(cfg, family.key)

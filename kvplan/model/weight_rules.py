@@ -2,11 +2,11 @@
 
 Two ways to count, which the tests hold equal on every catalog model transformers knows:
 
-* ``analytic_inventory(config)`` (the default, no torch): one ``Weight`` per tensor vLLM
+* ``kvplan.model.inventory.analytic_inventory(config)`` (the default, no torch): one ``Weight`` per tensor vLLM
   loads, with its shape, the decoder layer it belongs to and how tensor parallelism splits
   it. One rule per family below, each written from the module shapes of that family's
   transformers and vLLM model files; the model layer's one family registry
-  (``kvplan.model.families.FAMILIES``) names the rule of each family.
+  (``kvplan.model.families.FAMILIES``) holds each family's rules.
 * ``kvplan.budget.meta.meta_param_counts(config)`` (``--exact-params`` and the tests; needs
   torch): builds the model on torch's meta device through transformers (``with torch.device("meta"):
   AutoModelForCausalLM.from_config(cfg)``: no download, no weights, never remote code) and
