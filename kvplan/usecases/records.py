@@ -314,6 +314,7 @@ def plan_body(layout, plan, serving, explain: list[str] | None = None, fixes: li
         explain=tuple(explain or ()),
         fixes=tuple(fixes or ()),
         budget=budget,
+        host_tier=plan.host_tier,
     )
 
 

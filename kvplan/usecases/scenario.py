@@ -276,7 +276,8 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
         enable_prefix_caching=s.enable_prefix_caching,
         mamba_cache_mode=s.mamba_cache_mode,
         disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
-        kv_transfer_config=s.kv_transfer_config,
+        kv_transfer_config=s.transfer_config(simple_offload=environment.simple_kv_offload(env, era)),
+        kv_offloading_backend=(s.kv_offloading_backend or "native") if s.kv_offloading_size is not None else None,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
         kv_events=s.kv_events,
         allow_chunked_local_with_hma=environment.allow_chunked_local_with_hma(env, era),
@@ -329,7 +330,8 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         exact_params=request.exact_params, data_parallel_size=serving.data_parallel_size,
         enable_expert_parallel=serving.enable_expert_parallel, quantization=request.quantization,
         cpu_offload_gb=request.cpu_offload_gb, enable_extensible_kv_cache=request.enable_extensible_kv_cache,
-        num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=scheduler.kv_transfer_config,
+        num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=scheduler.transfer_config(
+            simple_offload=environment.simple_kv_offload(serving.env, era)),
     )
 
 

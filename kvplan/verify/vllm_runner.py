@@ -805,6 +805,9 @@ def run_case(case: dict) -> dict:
                     )
                 if API != "legacy":
                     result["block_size"] = cfg.cache_config.block_size
+            off = case.get("kv_offloading")
+            if off is not None and sched is not None and result["error"] is None:
+                result["kv_offloading"] = _offloading(cfg, sched, off)
             if configs is not None and drafter_names:
                 # The proposer lives on the rank that holds the drafter layers (the last
                 # PP stage) and validates that rank's config.
@@ -886,6 +889,82 @@ def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
         }
     except Exception as e:  # noqa: BLE001
         return {"error": _error(e)}
+
+
+def _offloading(cfg, kv_cache_config, off: dict) -> dict:
+    """The host tier the release's native KV offloading builds for this KV cache config.
+
+    ``off``: ``{"size_gib": float, "backend": "native"|"lmcache", "extra_config": {...}}``
+    (``--kv-offloading-size`` / ``--kv-offloading-backend`` and extra connector keys). Runs
+    the release's own ``VllmConfig._post_init_kv_transfer_config`` (the connector it installs
+    and ``cpu_bytes_to_use``), then, for the OffloadingConnector, the same calls as the
+    connector's constructor: ``build_offloading_config(vllm_config, kv_cache_config)`` and
+    ``OffloadingSpecFactory.create_spec`` (the CPU spec's chunk count and padding). The
+    scheduler's KV cache config is used, as the scheduler-side connector is built with it.
+    On this CPU host ``CPUOffloadingSpec._uses_shared_region`` is false, so a replicated
+    (single-copy) MLA layout is not taken; it needs TP > 1 and is reported as a flag.
+    """
+    try:
+        from vllm.distributed.kv_transfer.kv_connector.v1.offloading.config import (
+            build_offloading_config,
+        )
+        from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+    except ImportError as e:
+        return {"error": {"type": "RunnerSkip", "where": None,
+                          "message": f"vLLM {VLLM_VERSION} has no build_offloading_config ({e})"}}
+    pc = cfg.parallel_config
+    # ParallelConfig computes world_size once, when built; the case sets TP/PP afterwards
+    pc.world_size = pc.tensor_parallel_size * pc.pipeline_parallel_size
+    cc = cfg.cache_config
+    cc.kv_offloading_size = float(off["size_gib"])
+    cc.kv_offloading_backend = off.get("backend", "native")
+    cfg.kv_transfer_config = None
+    type(cfg)._post_init_kv_transfer_config(cfg)
+    ktc = cfg.kv_transfer_config
+    out: dict = {
+        "kv_connector": ktc.kv_connector,
+        "kv_role": ktc.kv_role,
+        "kv_connector_extra_config": dict(ktc.kv_connector_extra_config),
+    }
+    try:  # whether the hybrid manager stays on with it (VllmConfig's rule, 0.22+)
+        from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+
+        out["supports_hma"] = bool(KVConnectorFactory.supports_hma_config(ktc))
+    except Exception as e:  # noqa: BLE001 - e.g. the lmcache package is not installed here
+        out["supports_hma"] = {"error": f"{type(e).__name__}: {e}"}
+    if ktc.kv_connector != "OffloadingConnector":
+        return out
+    ktc.kv_connector_extra_config.update(off.get("extra_config") or {})
+    if ktc.engine_id is None:
+        ktc.engine_id = "golden"
+    try:
+        config = build_offloading_config(cfg, kv_cache_config)
+        spec = OffloadingSpecFactory.create_spec(config)
+    except Exception as e:  # noqa: BLE001 - an engine failure is a result
+        out["error"] = _error(e)
+        return out
+    info = spec.cpu_info
+    out.update(
+        groups=[
+            {
+                "group_id": g.group_id,
+                "tokens_per_block": g.tokens_per_block,
+                "num_layers": len(g.layer_names),
+                "sliding_window_size_in_chunks": g.sliding_window_size_in_chunks,
+            }
+            for g in config.groups
+        ],
+        tokens_per_hash=config.cache.tokens_per_hash,
+        worker_kv_bytes_per_block=config.worker_kv_bytes_per_block,
+        world_size=config.parallel.world_size,
+        replicated_layout=bool(config.replicated_layout),
+        blocks_per_chunk=info.cpu_blocks_per_chunk,
+        num_chunks=info.cpu_num_chunks,
+        kv_bytes_per_chunk=spec.kv_bytes_per_chunk,
+        cpu_kv_cache_size_bytes=info.cpu_kv_cache_size_bytes,
+        cpu_kv_cache_size_tokens=info.cpu_kv_cache_size_tokens,
+    )
+    return out
 
 
 def _has_proposer_module() -> bool:

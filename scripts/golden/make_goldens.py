@@ -245,8 +245,38 @@ def _cases() -> list[Case]:
                   131072))
     c.append(Case("nemotron-3-nano-nvfp4__40gib", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", None, 40, 131072,
                   mamba=True))
+    c += _offloading_cases()
     c += _pipeline_cases()
     return c
+
+
+def _offloading_cases() -> list[Case]:
+    """KV offloading to host memory (``--kv-offloading-size``/``--kv-offloading-backend``, issue 36): the
+    connector the release installs and, for the native OffloadingConnector, the host tier its CPU spec
+    builds (chunks, padding, bytes, tokens). The runner records nothing for releases without
+    ``build_offloading_config``. Dense, sliding-window hybrid, MLA, GDN hybrid (its assertion without
+    prefix caching), TP 2, chunking by blocks and by tokens, and the lmcache backend."""
+    oss20, llama = "openai/gpt-oss-20b", "meta-llama/Meta-Llama-3.1-8B"
+
+    def off(size: float, backend: str = "native", **extra) -> dict:
+        return {"kv_offloading": {"size_gib": size, "backend": backend, "extra_config": extra}}
+
+    return [
+        Case("llama-3.1-8b__offload-64__40gib", llama, None, 40, 131072, extra=off(64)),
+        Case("llama-3.1-8b__offload-64-lmcache__40gib", llama, None, 40, 131072, extra=off(64, "lmcache")),
+        Case("llama-3.1-8b__offload-10.5-chunk4__40gib", llama, None, 40, 131072,
+             extra=off(10.5, blocks_per_chunk=4)),
+        Case("llama-3.1-8b__offload-64-tokens256__40gib", llama, None, 40, 131072, extra=off(64, block_size=256)),
+        Case("llama-3.1-8b__offload-64__tp2__40gib", llama, None, 40, 131072, tp=2, extra=off(64)),
+        Case("gpt-oss-20b__offload-64__40gib", oss20, None, 40, 131072, extra=off(64)),
+        Case("gpt-oss-20b__offload-64-chunk8__40gib", oss20, None, 40, 131072, extra=off(64, blocks_per_chunk=8)),
+        Case("gpt-oss-20b__offload-64-tokens100__40gib", oss20, None, 40, 131072, extra=off(64, block_size=100)),
+        Case("gpt-oss-20b__offload-64-lmcache__40gib", oss20, None, 40, 131072, extra=off(64, "lmcache")),
+        Case("deepseek-v3__offload-100__40gib", "deepseek-ai/DeepSeek-V3", None, 40, 131072, extra=off(100)),
+        Case("gemma-3-27b__offload-64__40gib", "google/gemma-3-27b-it", None, 40, 131072, extra=off(64)),
+        Case("qwen3-next__offload-64__40gib", "Qwen/Qwen3-Next-80B-A3B-Thinking", None, 40, 131072, mamba=True,
+             extra=off(64)),
+    ]
 
 
 def _pipeline_cases() -> list[Case]:

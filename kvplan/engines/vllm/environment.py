@@ -25,6 +25,9 @@ VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS         whether the memory profile subt
                                                  (``v1/worker/gpu_worker.py``)
 VLLM_MLA_DISABLE (``bool(int(v))``, 0)           1 on an MLA model is refused: vLLM then caches
                                                  full K/V per head, which kvplan does not model
+VLLM_USE_SIMPLE_KV_OFFLOAD (``bool(int(v))``, 0) 1: ``--kv-offloading-backend native`` installs
+                                                 SimpleCPUOffloadConnector instead of the
+                                                 OffloadingConnector (``config/vllm.py``)
 ==============================================  ===============================================
 
 Names that do not start with ``VLLM_`` are ignored (``CUDA_VISIBLE_DEVICES=0 vllm serve …``).
@@ -51,6 +54,7 @@ PP_PARTITION = "VLLM_PP_LAYER_PARTITION"
 V2_RUNNER = "VLLM_USE_V2_MODEL_RUNNER"
 CUDAGRAPH_PROFILE = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 MLA_DISABLE = "VLLM_MLA_DISABLE"
+SIMPLE_KV_OFFLOAD = "VLLM_USE_SIMPLE_KV_OFFLOAD"
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ APPLIED: dict[str, EnvVar] = {v.name: v for v in (
     EnvVar(V2_RUNNER, "int_bool", "the model runner (1 = V2, 0 = V1) when --model-runner is not given"),
     EnvVar(CUDAGRAPH_PROFILE, "int_bool", "whether the memory profile subtracts CUDA-graph memory"),
     EnvVar(MLA_DISABLE, "int_bool", "1: MLA models cache full K/V per head (not modelled: refused)"),
+    EnvVar(SIMPLE_KV_OFFLOAD, "int_bool", "1: --kv-offloading-backend native installs SimpleCPUOffloadConnector"),
 )}
 
 
@@ -134,6 +139,10 @@ def use_v2_model_runner(env, era) -> bool | None:
 
 def cudagraph_memory_in_profile(env, era) -> bool | None:
     return flag(env, era, CUDAGRAPH_PROFILE)
+
+
+def simple_kv_offload(env, era) -> bool:
+    return bool(flag(env, era, SIMPLE_KV_OFFLOAD))
 
 
 def pp_layer_partition(env, era) -> str | None:

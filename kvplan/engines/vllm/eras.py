@@ -239,6 +239,12 @@ class Era:
     # ROCM_ATTN.get_preferred_block_size returns 16 (rocm_attn.py 0.34.0 line 167; absent in 0.33.0).
     # Chain: False from 0.10.1; True from 0.34.0.
     rocm_attn_prefers_16: bool = False
+    # KV offloading to host memory (--kv-offloading-size / --kv-offloading-backend): "none" (no such
+    # flags), "flags" (VllmConfig installs the connector; the host tier's sizing is not modelled), or
+    # "cpu_chunks" (build_offloading_config + CPUOffloadingSpec: page-aligned chunks of every worker's
+    # blocks, golden-run on 0.33.0 and 0.34.0; kvplan/engines/vllm/offload.py).
+    # Chain: 'none' from 0.10.1; 'flags' from 0.12.0; 'cpu_chunks' from 0.33.0.
+    kv_offloading: str = "none"
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -292,8 +298,9 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.11.1", "0.11.1", "the size line is logged once (info_once); the concurrency line still per worker",
      dict(capacity_log="per_worker")),
     ("vllm-0.12", "0.12.0",
-     "PR #29303: threshold 1.25; page sizes unified (raise when they do not divide); capacity lines logged once",
-     dict(threshold=1.25, page_mismatch="raise", capacity_log="two_lines")),
+     "PR #29303: threshold 1.25; page sizes unified (raise when they do not divide); capacity lines logged once; "
+     "--kv-offloading-size / --kv-offloading-backend install a KV offloading connector",
+     dict(threshold=1.25, page_mismatch="raise", capacity_log="two_lines", kv_offloading="flags")),
     ("vllm-0.13", "0.13.0",
      "Nemotron-H's config hook: the ssm state defaults to float16 when the config does not set it",
      dict(nemotron_h_ssm_cache_dtype="float16", messages="0.13")),
@@ -371,11 +378,12 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.33", "0.33.0",
      "0.33.0: GDN align 64 and kernel alignment >= block, "
      "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager; the attention "
-     "backend (and its block size) follows the GPU",
+     "backend (and its block size) follows the GPU; native KV offloading sizes its host tier in page-aligned "
+     "chunks of every worker's blocks (build_offloading_config)",
      dict(gdn_align_tokens=64, messages="0.33", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching",
           yarn_max_len="factor_in_length", float_kv_cache_check=True, speculators_user_config=True,
-          backend_by_device=True)),
+          backend_by_device=True, kv_offloading="cpu_chunks")),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines; the extensible KV cache, sized after warmup and CUDA-graph capture (utilization 1.0), "
