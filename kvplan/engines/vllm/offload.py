@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 
-from kvplan.engines.vllm.eras import Era
-from kvplan.errors import EngineFailure
+from kvplan.engines.vllm.eras import Era, first_release
+from kvplan.errors import EngineFailure, OptionError
 from kvplan.results.host_tier import HostTier, HostTierGroup
 from kvplan.specs import ChunkedLocalAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec, SlidingWindowSpec
 from kvplan.units import cdiv
@@ -83,12 +83,17 @@ def host_tier(era: Era, kv_transfer_config: dict | None, *, backend: str | None,
     None when no offloading connector is configured."""
     if not kv_transfer_config:
         return None
+    if backend is not None and era.kv_offloading == "none":
+        raise OptionError(f"--kv-offloading-size: vllm=={era.stands_for} has no such flag (from "
+                          f"{first_release('kv_offloading', 'flags')}); drop it or pass --kv-transfer-config")
     connector = str(kv_transfer_config.get("kv_connector") or "")
     if "Offload" not in connector and "LMCache" not in connector:
         return None  # a P/D or other connector: no host tier of its own
     role = str(kv_transfer_config.get("kv_role") or "kv_both")
     base = dict(kv_connector=connector, kv_role=role, backend=backend, hybrid_kv_cache_manager=hma_on)
     if connector not in NATIVE_CONNECTORS:
+        # LMCacheMPConnector: vLLM's builtin class does not subclass SupportsHMA (0.34.0
+        # kv_connector/v1/lmcache_mp_connector.py:462); the lmcache package's class replaces it when installed
         note = ("the LMCache server process holds the tier; vLLM passes it no size" if "LMCache" in connector
                 else f"{connector}'s host pool is not modelled yet")
         return HostTier(**base, sized=False, note=note)
