@@ -627,6 +627,10 @@ _TABLE: tuple[Option, ...] = (
            help="Presets for the GPU table, comma-separated (default: all)."),
     Option("tp_sizes", "--tp-sizes", STR, panel=ASK, commands=frozenset({FIT}), scenario=False, vllm=False,
            metavar="LIST", help="Tensor-parallel sizes for the GPU table, e.g. 1,2,4,8."),
+    Option("dp_sizes", "--dp-sizes", STR, panel=ASK, commands=frozenset({FIT}), scenario=False, vllm=False,
+           metavar="LIST", default_doc="1",
+           help="Data-parallel sizes for the GPU table, e.g. 1,8: each DP rank is an engine with its own KV pool "
+                "(totals beside TP; MoE experts split over TP x DP)."),
     Option("table", "--table", TRISTATE, panel=ASK, commands=frozenset({FIT}), scenario=False, vllm=False,
            default_doc="only when no --gpu is given, or when --gpus/--tp-sizes is",
            help="Draw the GPU table."),

@@ -331,6 +331,8 @@ def render_plan(d: dict) -> None:
         c.print(key_value_table(f"Memory ({VLLM_OWN}, except where marked kvplan's estimate)", rows))
     if d.get("host_tier"):
         c.print(key_value_table(f"Host tier: KV offloading ({VLLM_OWN})", host_tier_rows(d["host_tier"])))
+    if d.get("totals"):
+        c.print(key_value_table("Every engine (kvplan's sums of one engine's figures)", totals_rows(d["totals"])))
     if d["logs"]:
         c.print("vLLM log lines:")
         for line in d["logs"]:
@@ -371,6 +373,19 @@ def host_tier_rows(h: dict) -> list[tuple[str, str]]:
         rows.append((f"group {g['group_id']}", f"{g['num_layers']} layers, {g['tokens_per_block']}-token blocks, {reach}"))
     if h.get("note"):
         rows.append(("note", h["note"]))
+    return rows
+
+
+def totals_rows(t: dict) -> list[tuple[str, str]]:
+    """``DeploymentTotals`` as label/value rows."""
+    rows = [("GPUs", f"{t['gpus']:,} = {t['engines']:,} engine(s) (DP {t['data_parallel_size']}) × "
+                     f"{t['gpus_per_engine']} GPU(s) each"),
+            ("KV tokens", f"{t['kv_tokens']:,}"),
+            ("max_concurrency", f"{t['max_concurrency']:,.2f}"),
+            ("effective concurrency", f"{t['effective_concurrency']:,.2f}")]
+    if t.get("host_memory_bytes") is not None:
+        rows += [("host memory (KV tiers)", format_bytes(t["host_memory_bytes"])),
+                 ("host tier tokens", f"{t['host_kv_tokens']:,}")]
     return rows
 
 
@@ -421,6 +436,10 @@ def summary_lines(d: dict) -> list[str]:
         if sch.get("max_num_seqs") and m.get("effective_concurrency", m["max_concurrency"]) < m["max_concurrency"]:
             lines.append(f"effective concurrency: {m['effective_concurrency']:,.0f} (the scheduler's cap, "
                          f"max_num_seqs {sch['max_num_seqs']:,})")
+    t = d.get("totals")
+    if t and t["engines"] > 1:
+        lines.append(f"every engine: {t['engines']} (DP) × {t['gpus_per_engine']} GPU(s): KV tokens {t['kv_tokens']:,}, "
+                     f"max_concurrency {t['max_concurrency']:,.2f} (kvplan's sums)")
     h = d.get("host_tier")
     if h and h["sized"] and o["starts"]:
         lines.append(f"host tier: {h['kv_connector']}, {format_bytes(h['cpu_kv_cache_size_bytes'])} of host memory, "

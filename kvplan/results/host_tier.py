@@ -50,3 +50,22 @@ class HostTier:
     cpu_kv_cache_size_tokens: int | None = field(default=None, metadata=OMIT_NONE)
     # the request's tokens beside the GPU pool's: cpu_kv_cache_size_tokens / the GPU pool's KV tokens
     host_to_gpu_tokens_ratio: float | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class DeploymentTotals:
+    """Every engine of the deployment together (kvplan's sums of one engine's figures, which are vLLM's own).
+
+    Each data-parallel rank is an engine with its own scheduler and KV pool of ``num_blocks`` (the plan
+    shows one); tensor- and pipeline-parallel ranks share one engine's pool. ``kv_tokens`` and
+    ``max_concurrency`` are one engine's times the engines: what DP 8 and TP 8 on eight GPUs compare by."""
+
+    data_parallel_size: int
+    engines: int
+    gpus_per_engine: int  # tensor x pipeline parallel ranks
+    gpus: int
+    kv_tokens: int
+    max_concurrency: float
+    effective_concurrency: float  # each engine's min(KV-limited, max_num_seqs), summed
+    host_memory_bytes: int | None = field(default=None, metadata=OMIT_NONE)  # host tiers, every engine's
+    host_kv_tokens: int | None = field(default=None, metadata=OMIT_NONE)

@@ -138,7 +138,8 @@ class ScenarioResult:
 
         d = self.deployment
         return plan_body(self.layout, self.plan, serving_options(d.serving, d.era),
-                         explain_plan(self.plan) if self.explain else None, list(self.fixes), self.budget)
+                         explain_plan(self.plan) if self.explain else None, list(self.fixes), self.budget,
+                         data_parallel_size=d.serving.data_parallel_size)
 
 
 def serving_of(s: Scenario):
