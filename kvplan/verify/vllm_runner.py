@@ -1068,6 +1068,8 @@ def run_hook(case: dict) -> dict:
                 if hook is not None:
                     hook.verify_and_update_config(cfg)
                 out["mamba_ssm_cache_dtype"] = str(cc.mamba_ssm_cache_dtype)
+            elif case["kind"] == "nixl_topology":
+                out.update(_nixl_topology(case))
             elif case["kind"] == "block_size_backends":
                 out.update(_block_size_backends(case))
             elif case["kind"] == "engine_defaults":
@@ -1079,6 +1081,27 @@ def run_hook(case: dict) -> dict:
     finally:
         root.removeHandler(cap)
         out["logs"] = cap.records
+    return out
+
+
+def _nixl_topology(case: dict) -> dict:
+    """``{"kind": "nixl_topology", "local_tp", "remote_tp", "local_block", "remote_block",
+    "total_num_kv_heads", "is_mla"}``: the NIXL connector's ``TransferTopology`` (the decode worker is
+    local in pull mode) asked for ``tp_ratio`` and ``block_size_ratio``, each its value or its
+    AssertionError text. Releases without the class answer ``{"topology": None}``."""
+    try:
+        from vllm.distributed.kv_transfer.kv_connector.utils import TransferTopology
+    except ImportError:
+        return {"topology": None}
+    topo = TransferTopology(tp_rank=0, tp_size=case["local_tp"], block_size=case["local_block"],
+                            engine_id="decode", is_mla=case["is_mla"], is_mamba=False,
+                            total_num_kv_heads=case["total_num_kv_heads"], attn_backends=[])
+    out: dict = {"topology": "TransferTopology"}
+    for name, arg in (("tp_ratio", case["remote_tp"]), ("block_size_ratio", case["remote_block"])):
+        try:
+            out[name] = getattr(topo, name)(arg)
+        except AssertionError as e:
+            out[name] = {"error": {"type": "AssertionError", "message": str(e)}}
     return out
 
 

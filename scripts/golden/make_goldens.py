@@ -591,6 +591,16 @@ def hook_cases() -> list[dict]:
                 cases.append({"case": f"mamba_mode:{arch}:prefix={prefix}:{mode}", "kind": "mamba_mode",
                               "architecture": arch, "supports_mamba_prefix_caching": supports,
                               "enable_prefix_caching": prefix, "mamba_cache_mode": mode})
+    # the NIXL connector's TransferTopology on prefill/decode pairs (decode local): TP and block sizes that
+    # divide, and those that do not (kvplan.engines.vllm.disagg)
+    for d_tp, p_tp, d_block, p_block, heads, mla in ((1, 1, 64, 64, 8, False), (1, 1, 64, 128, 8, False),
+                                                     (1, 1, 128, 64, 8, False), (4, 2, 64, 64, 8, False),
+                                                     (2, 4, 64, 64, 8, False), (3, 2, 64, 64, 8, False),
+                                                     (2, 3, 64, 64, 8, False), (8, 1, 64, 64, 1, True),
+                                                     (16, 16, 16, 48, 8, False)):
+        cases.append({"case": f"nixl_topology:dtp{d_tp}:ptp{p_tp}:db{d_block}:pb{p_block}", "kind": "nixl_topology",
+                      "local_tp": d_tp, "remote_tp": p_tp, "local_block": d_block, "remote_block": p_block,
+                      "total_num_kv_heads": heads, "is_mla": mla})
     base = json.loads((REPO / "configs/nvidia/Nemotron-H-56B-Base-8K/config.json").read_text())
     base.pop("mamba_ssm_cache_dtype", None)
     for value in (None, "float32", "bfloat16"):
