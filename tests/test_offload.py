@@ -140,3 +140,32 @@ def test_simple_offload_variable_switches_the_connector():
                     "--env", "VLLM_USE_SIMPLE_KV_OFFLOAD=1")
     h = d["host_tier"]
     assert h["kv_connector"] == "SimpleCPUOffloadConnector" and h["sized"] is False
+
+
+def test_connector_table_read_from_the_wheels():
+    """kv_connectors.json (scripts/golden/kv_connectors.py over every unpacked wheel): 0.33.0's connectors that
+    subclass SupportsHMA are the ones read by hand in its factory registry and classes before the table
+    existed, and 0.34.0's NixlConnector is the pull connector by alias."""
+    from kvplan.engines.vllm.hybrid import registered_connectors
+    from kvplan.engines.vllm.releases import era_of_release
+
+    hma = {n for n, c in registered_connectors(era_of_release("0.33.0")).items() if c["supports_hma"]}
+    assert hma == {"ExampleHiddenStatesConnector", "NixlConnector", "NixlPullConnector", "NixlPushConnector",
+                   "HiSparseConnector", "MoRIIOConnector", "OffloadingConnector", "DecodeBenchConnector",
+                   "MooncakeConnector", "MooncakeStoreConnector", "SimpleCPUOffloadConnector", "MultiConnector"}
+    assert registered_connectors(era_of_release("0.34.0"))["LMCacheMPConnector"]["supports_hma"] is False
+    assert "SimpleCPUOffloadConnector" not in registered_connectors(era_of_release("0.18.0"))
+    assert "SimpleCPUOffloadConnector" in registered_connectors(era_of_release("0.19.0"))
+
+
+def test_unknown_connector_is_vllms_value_error():
+    code, d = run_json("simulate", LLAMA, "--kv-cache-memory", "10GiB", "--kv-transfer-config",
+                       json.dumps({"kv_connector": "FooConnector", "kv_role": "kv_both"}))
+    assert code == 3
+    assert (d["outcome"]["stage"], d["outcome"]["error_type"], d["outcome"]["error"]) == (
+        "config", "ValueError", "Unsupported connector type: FooConnector")
+    # an out-of-tree class named with kv_connector_module_path is imported by vLLM, not looked up
+    code, d = run_json("simulate", LLAMA, "--kv-cache-memory", "20GiB", "--kv-transfer-config",
+                       json.dumps({"kv_connector": "FooConnector", "kv_role": "kv_both",
+                                   "kv_connector_module_path": "foo.connector"}))
+    assert code == 0
