@@ -169,3 +169,25 @@ def test_unknown_connector_is_vllms_value_error():
                        json.dumps({"kv_connector": "FooConnector", "kv_role": "kv_both",
                                    "kv_connector_module_path": "foo.connector"}))
     assert code == 0
+
+
+def test_check_gates_the_host_tier(tmp_path):
+    """``max_host_memory`` / ``min_host_kv_tokens``: two DP engines each map 64 GiB (8,192 chunks of 8 MiB)
+    and hold 524,288 tokens: 128 GiB and 1,048,576 tokens in all."""
+    f = tmp_path / "d.yaml"
+    f.write_text("deployments:\n"
+                 "  - {name: a, model: meta-llama/Meta-Llama-3.1-8B, kv_cache_memory: 40GiB, kv_offloading_size: 64,\n"
+                 "     data_parallel_size: 2, expect: {max_host_memory: 128GiB, min_host_kv_tokens: 1048576}}\n"
+                 "  - {name: b, model: meta-llama/Meta-Llama-3.1-8B, kv_cache_memory: 40GiB, kv_offloading_size: 64,\n"
+                 "     data_parallel_size: 2, expect: {max_host_memory: 100GiB}}\n"
+                 "  - {name: c, model: meta-llama/Meta-Llama-3.1-8B, kv_cache_memory: 40GiB,\n"
+                 "     expect: {min_host_kv_tokens: 1}}\n")
+    r = runner.invoke(app, ["check", str(f), "--format", "json"])
+    assert r.exit_code == 3
+    by = {d["name"]: d for d in json.loads(r.stdout)["deployments"]}
+    assert by["a"]["status"] == "pass"
+    assert by["a"]["plan"]["host_memory_bytes"] == 2 * 8192 * LLAMA_BLOCK_BYTES == 128 * GiB
+    assert by["a"]["plan"]["host_kv_tokens"] == 2 * 524288
+    failed = {n: [e for e in d["expectations"] if not e["passed"]] for n, d in by.items()}
+    assert by["b"]["status"] == "fail" and [e["key"] for e in failed["b"]] == ["max_host_memory"]
+    assert by["c"]["status"] == "fail" and "no sized host tier" in failed["c"][0]["message"]
