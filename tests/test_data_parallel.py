@@ -68,3 +68,13 @@ def test_fit_table_puts_dp_beside_tp():
 def test_dp_sizes_refuses_bad_lists():
     r = runner.invoke(app, ["fit", DSV3, "--gpus", "H200", "--dp-sizes", "8,x"])
     assert r.exit_code != 0 and "--dp-sizes must be a comma-separated list of integers" in r.output
+
+
+def test_fit_table_shows_the_host_tier_of_every_engine():
+    """--kv-offloading-size 64 on Llama-3.1-8B: each engine maps 64 GiB of host memory (8,192 chunks of one
+    8 MiB block per GPU worker set, as tests/test_offload.py derives); DP 2 maps it twice."""
+    code, d = run_json("fit", "meta-llama/Meta-Llama-3.1-8B", "--gpus", "H100-80GB", "--tp-sizes", "1",
+                       "--dp-sizes", "1,2", "--kv-offloading-size", "64", "--max-model-len", "32768")
+    assert code == 0
+    rows = {r["data_parallel_size"]: r for r in d["gpus"]["rows"]}
+    assert rows[1]["host_memory_bytes"] == 64 << 30 and rows[2]["host_memory_bytes"] == 128 << 30

@@ -146,13 +146,15 @@ def render_fit(d: dict) -> None:
         title = f"Max concurrency per GPU at {length}" + (
             f" (enough = starts and steady-state ≥ {g['concurrency']:g})" if g["concurrency"] is not None else "")
         dp = any(r.get("data_parallel_size", 1) > 1 for r in g["rows"])
+        host = any(r.get("host_memory_bytes") for r in g["rows"])
         if dp:
             title += "; DP ranks are engines: concurrency summed over them"
         cols = [Col("gpu"), Col("tp", right=True), *([Col("dp", right=True)] if dp else []),
                 Col("weights/ GPU", right=True, drop=3),
                 Col("KV/GPU", right=True, drop=2), Col("max conc. (vLLM's own)", right=True),
                 Col("steady (kvplan's estimate)", right=True), Col("group", right=True, drop=1),
-                Col("groups", right=True, drop=4), Col("padding", right=True, drop=5), Col("outcome")]
+                Col("groups", right=True, drop=4), Col("padding", right=True, drop=5),
+                *([Col("host RAM (KV tier)", right=True)] if host else []), Col("outcome")]
         rows, styles, why = [], [], []
         for r in g["rows"]:
             starts = r["outcome"]["starts"]
@@ -167,7 +169,7 @@ def render_fit(d: dict) -> None:
             rows.append([r["gpu"], str(r["tensor_parallel_size"]), *([str(r["data_parallel_size"])] if dp else []),
                          _b(r["weights_bytes"]), _b(r["kv_cache_memory_bytes"]), f"{conc:.2f}", f"{steady:.2f}",
                          str(r["group_size"] or ""), str(r["num_groups"] or ""), str(r["num_padding_layers"] or ""),
-                         outcome])
+                         *([_b(r.get("host_memory_bytes"))] if host else []), outcome])
             styles.append("green" if r["enough"] else ("dim" if not starts else None))
         c.print(fitted_table(title + " (budgets: kvplan's estimate)", cols, rows, row_styles=styles))
         for line in why:

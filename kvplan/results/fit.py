@@ -156,6 +156,8 @@ class GpuTableRow:
     total_kv_tokens: int = 0
     total_max_concurrency: float = 0.0
     total_steady_state_concurrency: float = 0.0
+    # the host tier of --kv-offloading-size, every engine's (host RAM the row's GPUs' engines map)
+    host_memory_bytes: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
