@@ -132,3 +132,16 @@ def test_roles_the_wrong_way_round_are_refused_in_one_line():
 def test_decode_line_needs_line():
     r = runner.invoke(app, ["vllm", "--decode-line", line()])
     assert r.exit_code == 2
+
+
+def test_public_dp_pair_and_the_decode_pools_in_flight_loads():
+    """yeqcharlotte/router's Llama-3.1-8B pair (DP 2 each side, the hybrid manager off on both): the pair
+    passes; with --max-num-inflight-kv-loads 2 on the decode line, two max-length loads hold two requests'
+    blocks, so the running batch keeps the decode pool's max_concurrency minus 2."""
+    p, d = (DATA / "router_llama3.1_prefill.txt").read_text(), (DATA / "router_llama3.1_decode.txt").read_text()
+    code, out = run_pair(p, d.rstrip() + " --max-num-inflight-kv-loads 2", "--gpu", "H100-80GB")
+    assert code == 0 and out["pair"]["compatible"] is True
+    assert out["decode"]["totals"]["engines"] == 2
+    pair = out["pair"]
+    assert pair["decode_max_num_inflight_kv_loads"] == 2
+    assert pair["decode_running_concurrency_with_loads"] == round(out["decode"]["memory"]["max_concurrency"] - 2, 2)

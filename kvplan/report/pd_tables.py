@@ -25,6 +25,10 @@ def render_pd(d: dict) -> None:
         rows = [[r["rule"], r["prefill"], r["decode"], "ok" if r["ok"] else "fails"] for r in p["rules"]]
         c.print(fitted_table(f"Pair: what {p['kv_connector']} requires of prefill and decode (vLLM 0.34.0's checks)",
                              [Col("rule"), Col("prefill"), Col("decode"), Col("")], rows))
+    if p.get("decode_max_num_inflight_kv_loads") is not None:
+        c.print(f"decode: --max-num-inflight-kv-loads {p['decode_max_num_inflight_kv_loads']}: the running batch keeps "
+                f"{p['decode_running_concurrency_with_loads']:.2f} requests of the pool while loads wait "
+                "(kvplan's estimate: each load a max_model_len prompt)", markup=False)
     o = d["outcome"]
     if o["starts"] and not p["modelled"]:
         c.print(Text("Outcome: both engines start; whether the pair can hand KV over is not checked.",

@@ -31,6 +31,11 @@ class PdPair:
     compatible: bool | None  # None when the rules are not modelled
     rules: tuple[PairRule, ...]
     fix: str | None = field(default=None, metadata=OMIT_NONE)  # a change that makes the pair pass, re-checked
+    # --max-num-inflight-kv-loads N on the decode side (0.34): up to N requests hold their loaded KV blocks
+    # before they run; kvplan's worst case (each a max_model_len prompt) leaves the running batch
+    # max_concurrency - N requests of the decode pool
+    decode_max_num_inflight_kv_loads: int | None = field(default=None, metadata=OMIT_NONE)
+    decode_running_concurrency_with_loads: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)

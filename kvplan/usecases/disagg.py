@@ -82,6 +82,11 @@ def pd_pair(prefill_line: str, decode_line: str, **options) -> Envelope:
     failed = next((r for r in pair.rules if not r.ok), None)
     if failed is not None and failed.rule.startswith("block sizes"):
         pair = replace(pair, fix=_block_size_fix(prefill_line, decode_line, prefill, decode, options))
+    loads = _flag_value(d_env, "--max-num-inflight-kv-loads")
+    if loads is not None and d_env["outcome"]["starts"]:
+        n = int(loads)
+        pair = replace(pair, decode_max_num_inflight_kv_loads=n,
+                       decode_running_concurrency_with_loads=round(max(d_env["memory"]["max_concurrency"] - n, 0.0), 2))
     p_ok, d_ok = p_env["outcome"]["starts"], d_env["outcome"]["starts"]
     starts = bool(p_ok and d_ok and pair.compatible is not False)
     if failed is not None:
@@ -94,6 +99,12 @@ def pd_pair(prefill_line: str, decode_line: str, **options) -> Envelope:
         verdict = outcome(ok=True, starts=starts)
     return replace(d_env, outcome=verdict, body=PdBody(p_env.body, d_env.body, pair),
                    warnings=(*[f"prefill: {w}" for w in p_env.warnings], *[f"decode: {w}" for w in d_env.warnings]))
+
+
+def _flag_value(env: Envelope, flag: str) -> str | None:
+    """The value a serve line gave ``flag`` (its last occurrence), as the reader recorded it."""
+    rows = [r for r in env["serve"]["flags"] if r["flag"] == flag]
+    return rows[-1]["value"] if rows else None
 
 
 def _block_size_fix(prefill_line: str, decode_line: str, prefill: PdSide, decode: PdSide, options) -> str | None:
