@@ -226,6 +226,9 @@ def _cases() -> list[Case]:
     # fp32 GDN state (Qwen3.5), Mamba2 (Nemotron), tensor parallelism
     c.append(Case("mimo-v2-flash__40gib", "XiaomiMiMo/MiMo-V2-Flash", None, 40, 131072))
     c.append(Case("deepseek-v3.2__40gib", "deepseek-ai/DeepSeek-V3.2", None, 40, 131072))
+    # IndexCache: 57 of GLM-5.3's 78 layers share the preceding indexer's top-k and own no indexer cache
+    c.append(Case("glm-5.3-indexshare__40gib", "tests/data/arch_configs/HawkBearPig/GLM-5.3-Int4-Int8Mix-RTN-g64",
+                  None, 40, 131072))
     c.append(Case("qwen3.5-27b__40gib", "Qwen/Qwen3.5-27B", None, 40, 131072, mamba=True))
     c.append(Case("nemotron-3-nano__40gib", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", None, 40, 131072,
                   mamba=True))
