@@ -1051,8 +1051,10 @@ def build_whisper(view: HFView, ctx: Context) -> FamilyResult:
 
 
 def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
+    # the model's name, never the config's path (a bundled config lives in kvplan's install tree)
+    arch = (view.raw.get("architectures") or ["DeepseekV4ForCausalLM"])[0]
     raise UnsupportedError(
-        f"{view.path}: the DeepSeek-V4 packed path is not modelled (compressed sliding-window MLA with "
+        f"{arch}: the DeepSeek-V4 packed path is not modelled (compressed sliding-window MLA with "
         "per-layer compress ratios); kvplan refuses rather than approximating it"
     )
 

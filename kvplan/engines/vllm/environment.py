@@ -14,7 +14,8 @@ VLLM_ALLOW_LONG_MAX_MODEL_LEN                    --max-model-len above the deriv
   (``strip().lower() in ("1", "true")``, off)    warning instead of vLLM's ValueError
                                                  (``config/model.py _get_and_verify_max_len``)
 VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_       0 turns the hybrid manager off for chunked-local
-  KV_CACHE (``bool(int(v))``, 1)                 attention models (``config/vllm.py``)
+  KV_CACHE (``bool(int(v))``; 0 to 0.13.0,       attention models (``config/vllm.py``)
+  1 from 0.14.0: Era.chunked_local_hma_by_default)
 VLLM_PP_LAYER_PARTITION (a string, unset)        the layers per pipeline stage, ``"10,11,11"``
                                                  (``distributed/utils.py get_pp_indices``)
 VLLM_USE_V2_MODEL_RUNNER (``bool(int(v))``;      the model runner, when --model-runner is not
@@ -130,7 +131,8 @@ def allow_long_max_model_len(env, era) -> bool:
 
 def allow_chunked_local_with_hma(env, era) -> bool:
     value = flag(env, era, CHUNKED_LOCAL)
-    return True if value is None else value  # default 1 (vLLM PR #29627; 0.18.0-0.34.0)
+    # unset: the release's default (Era.chunked_local_hma_by_default: "0" to 0.13.0, "1" from 0.14.0, PR #29627)
+    return era.chunked_local_hma_by_default if value is None else value
 
 
 def use_v2_model_runner(env, era) -> bool | None:
