@@ -134,7 +134,8 @@ def diff(model: str | None = None, *, from_release: str, to_release: str, max_lo
                     b_era.name, a.plan.starts, b.plan.starts, tuple(changes), era_changes, capacity)
     error = None if passed else (f"KV tokens fall {loss:.2f}% from vllm=={a_rel} to vllm=={b_rel} "
                                  f"({ka:,} -> {kb:,}), more than --max-loss {max_loss:g}%")
-    return envelope("diff", outcome=outcome(ok=passed, starts=b.plan.starts, error=error), body=body,
+    return envelope("diff", outcome=outcome(ok=passed, starts=b.plan.starts, stage=None if passed else "upgrade",
+                                            error=error), body=body,
                     model=a.layout.target, drafter=a.layout.drafter, era=b_era,
                     warnings=[*intake.warnings, *a.warnings, *(w for w in b.warnings if w not in a.warnings)])
 
