@@ -23,19 +23,23 @@ def render_diff(d: dict) -> None:
     c = _console()
     a, b = d["from_release"], d["to_release"]
     where = f" ({d['where']})" if d.get("where") else ""
-    rows = [[x["figure"], _cell(x["from_value"]), _cell(x["to_value"]),
-             "\n".join(x["because"]) or "", x["note"] or ""] for x in d["changes"]]
+    rows = []
+    for x in d["changes"]:
+        a_v, b_v = x["from_value"], x["to_value"]
+        if isinstance(a_v, list) and isinstance(b_v, list):  # lines (logs, groups): only the ones that differ
+            a_v, b_v = [v for v in a_v if v not in b_v], [v for v in b_v if v not in a_v]
+        rows.append([x["figure"], _cell(a_v), _cell(b_v), "\n".join(x["because"]) or "", x["note"] or ""])
     title = f"kvplan diff: {d['model']}{where}, vllm=={a} ({d['from_era']}) -> vllm=={b} ({d['to_era']})"
     if rows:
-        cols = [Col("figure"), Col(f"vllm=={a}", right=True), Col(f"vllm=={b}", right=True),
-                Col("era decision behind it"), Col("note", drop=1)]
+        cols = [Col("figure"), Col(f"vllm=={a}", justify="right"), Col(f"vllm=={b}", justify="right"),
+                Col("because (era decision)"), Col("note", drop=1)]
         c.print(fitted_table(title, cols, rows))
     else:
         c.print(f"{title}: no figure changes")
-    era_rows = [[e["field"], _cell(e["from_value"]), _cell(e["to_value"]), e["first_release"],
+    era_rows = [[e["field"], f"{_cell(e['from_value'])} -> {_cell(e['to_value'])}", e["first_release"],
                  ", ".join(e["moves"]) or "nothing on this deployment"] for e in d["era_changes"]]
     if era_rows:
-        cols = [Col("era decision"), Col(f"vllm=={a}"), Col(f"vllm=={b}"), Col("changed in"), Col("moves")]
+        cols = [Col("era decision"), Col(f"{a} -> {b}"), Col("changed in"), Col("moves")]
         c.print(fitted_table("era decisions that differ", cols, era_rows))
     cap = d["capacity"]
     limit = f", limit {cap['max_loss_pct']:g}%" if cap["max_loss_pct"] is not None else ""

@@ -18,6 +18,7 @@ from kvplan.errors import OptionError
 from kvplan.results import outcome
 from kvplan.results.diff import Capacity, DiffBody, EraChange, FigureChange
 from kvplan.results.envelope import Envelope
+from kvplan.usecases.capacity import capacity_change
 from kvplan.usecases.envelope import envelope
 
 # The body's sections that hold figures (simulate's JSON keys), and keys that are words about a
@@ -69,18 +70,6 @@ def figures(result) -> dict[str, Any]:
 
 def _moved(base: dict, other: dict) -> set[str]:
     return {k for k in base.keys() | other.keys() if base.get(k) != other.get(k)}
-
-
-def kv_tokens(result) -> int:
-    """A run's capacity: the tokens of max_model_len requests that fit (0 when it does not start)."""
-    return result.body.memory.kv_cache_size_tokens_concurrency_meaning if result.plan.starts else 0
-
-
-def capacity_change(a, b) -> tuple[int, int, float]:
-    """(KV tokens of ``a``, of ``b``, the % of ``a``'s lost in ``b``: negative a gain, 100 when ``b``
-    does not start and ``a`` does)."""
-    ka, kb = kv_tokens(a), kv_tokens(b)
-    return ka, kb, 100.0 * (ka - kb) / ka if ka else 0.0
 
 
 def diff(model: str | None = None, *, from_release: str, to_release: str, max_loss: float | None = None,

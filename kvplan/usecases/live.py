@@ -90,12 +90,22 @@ def _number(text: str | None):
         return float(text)
 
 
+def _typed(text: str):
+    """A label's text as the value it stands for (a number, a bool, else the text)."""
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return _number(text)
+    except ValueError:
+        return text
+
+
 def _compare(figure: str, predicted, served_text: str | None, *, tolerance: float = 0.0,
              note: str | None = None) -> LiveFigure:
     if served_text is None:
         return LiveFigure(figure, predicted, None, None, "the server does not publish it")
     if predicted is None:
-        return LiveFigure(figure, None, served_text, None, note or "not predicted")
+        return LiveFigure(figure, None, _typed(served_text), None, note or "not predicted")
     if isinstance(predicted, bool):
         served = served_text == "True"
         return LiveFigure(figure, predicted, served, predicted == served, note)
@@ -195,5 +205,5 @@ def live_check(files, urls, *, tolerance: float = 0.0, texts: dict[str, str] | N
     ok = all(s.agrees for s in servers)
     disagree = [f"{s.url}: {f.figure} predicted {f.predicted}, served {f.served}"
                 for s in servers for f in s.figures if f.agrees is False]
-    return envelope("check", outcome=outcome(ok=ok, stage=None if ok else "live check", error="; ".join(disagree) or None),
+    return envelope("check-live", outcome=outcome(ok=ok, stage=None if ok else "live check", error="; ".join(disagree) or None),
                     body=LiveBody(tuple(files), tolerance, tuple(servers)))

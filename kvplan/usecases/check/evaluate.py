@@ -174,7 +174,7 @@ def _same_layout(expectation: Expectation, scenario: Scenario, result, run: Runn
 def _upgrade_loss(expectation: Expectation, scenario: Scenario, result, run: Runner) -> Outcome:
     """``max_upgrade_loss``: the deployment under the release ``to``, its KV tokens against these
     (kvplan.usecases.diff.capacity_change: the second release not starting is a 100 % loss)."""
-    from kvplan.usecases.diff import capacity_change
+    from kvplan.usecases.capacity import capacity_change
 
     to, pct = expectation.limit["to"], expectation.limit["pct"]
     try:
