@@ -111,6 +111,23 @@ def test_cli_exit_code_and_check_expectation(tmp_path):
     assert d.returncode == 0 and json.loads(d.stdout)["deployment"] == "check entry"
 
 
+def test_max_upgrade_loss_passes_and_fails():
+    from kvplan.usecases.check import load_deployments_text, run_deployment
+
+    text = ("deployments:\n"
+            "  - {name: llama, model: meta-llama/Llama-3.1-8B-Instruct, kv_cache_memory: 40GiB, policy: vllm==0.33.0,\n"
+            "     expect: {max_upgrade_loss: {to: vllm==0.34.0, pct: 0}}}\n"
+            "  - {name: gemma, model: google/gemma-3-27b-it, kv_cache_memory: 40GiB, policy: vllm==0.25.1,\n"
+            "     expect: {max_upgrade_loss: {to: vllm==0.26.0, pct: 20}}}\n")
+    llama, gemma = (run_deployment(d) for d in load_deployments_text(text, "d.yaml"))
+    [lo] = [o for o in llama.outcomes if o.key == "max_upgrade_loss"]
+    [go] = [o for o in gemma.outcomes if o.key == "max_upgrade_loss"]
+    # Llama keeps its 327,680 tokens (goldens, 0.33.0 and 0.34.0); gemma loses 20.86 % > 20 %
+    assert (lo.passed, lo.measured) == (True, {"from_kv_tokens": 327680, "to_kv_tokens": 327680, "loss_pct": 0.0})
+    assert (go.passed, go.measured["loss_pct"]) == (False, 20.8612)
+    assert go.message == "KV tokens 368,540 -> 291,658 under vllm==0.26.0 (-20.86%), more than the 20% allowed"
+
+
 def test_bad_expectation_is_a_file_error(tmp_path):
     from kvplan.usecases.check import load_deployments
 
