@@ -141,6 +141,14 @@ def diff(model: str | None = None, *, from_release: str, to_release: str, max_lo
     return run(model, from_release=from_release, to_release=to_release, max_loss=max_loss, **options)
 
 
+def emit(model: str | None = None, *, as_: str, **options) -> Envelope:
+    """A deployment kvplan simulated to start, written as ``as_`` (serve, compose, k8s,
+    production-stack, dynamo, ray) (``kvplan emit``)."""
+    from kvplan.usecases.emit import emit as run
+
+    return run(model, as_=as_, **options)
+
+
 def live_check(files, urls, *, tolerance: float = 0.0) -> Envelope:
     """Running vLLM servers' /metrics beside kvplan's prediction for their deployments (``kvplan check --live``)."""
     from kvplan.usecases.live import live_check as run
@@ -149,4 +157,4 @@ def live_check(files, urls, *, tolerance: float = 0.0) -> Envelope:
 
 
 COMMANDS = ("inspect", "simulate", "sweep", "vllm_serve", "pd_pair", "compare", "fit", "gpus", "check", "models",
-            "policies", "explain_log", "export", "diff", "live_check")
+            "policies", "explain_log", "export", "diff", "emit", "live_check")

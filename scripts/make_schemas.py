@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
 from kvplan.results import Outcome, Unset  # noqa: E402
 from kvplan.results.check import CheckBody  # noqa: E402
 from kvplan.results.diff import DiffBody  # noqa: E402
+from kvplan.results.emit import EmitBody  # noqa: E402
 from kvplan.results.export import ExportBody  # noqa: E402
 from kvplan.results.live import LiveBody  # noqa: E402
 from kvplan.results.envelope import Envelope  # noqa: E402
@@ -204,6 +205,7 @@ BODIES: dict[str, type] = {
     "explain-log": ExplainLogBody,
     "export": ExportBody,
     "diff": DiffBody,
+    "emit": EmitBody,
     "check-live": LiveBody,
 }
 
