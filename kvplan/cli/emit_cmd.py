@@ -18,6 +18,8 @@ class EmitAs(str, Enum):
     compose = "compose"
     k8s = "k8s"
     production_stack = "production-stack"
+    kserve = "kserve"
+    llm_d = "llm-d"
     dynamo = "dynamo"
     ray = "ray"
 
@@ -36,7 +38,7 @@ def emit_command(
     *,
     as_: Annotated[EmitAs, typer.Option(
         "--as", case_sensitive=False, help="serve (the vllm serve line), compose, k8s (a Deployment), "
-        "production-stack (Helm values), dynamo (a DynamoGraphDeployment), ray (a Ray Serve LLM config).")],
+        "production-stack (Helm values), kserve (an InferenceService), llm-d (model-service values), dynamo (a DynamoGraphDeployment), ray (a Ray Serve LLM config).")],
     line: Line = None, file: File = None, container: Container = None, check: Check = None, entry: Entry = None,
     format: Annotated[EmitFormat, typer.Option(
         "--format", "-f", case_sensitive=False, help="text: the file only on stdout; json/yaml: the record "

@@ -1,6 +1,7 @@
 """`kvplan emit`: a deployment kvplan simulated to start, written as the files people deploy with:
 the ``vllm serve`` line, docker compose, a Kubernetes Deployment, vLLM production-stack Helm values,
-a Dynamo ``DynamoGraphDeployment`` and a Ray Serve LLM config. Each is written so that kvplan's own
+a KServe ``InferenceService`` (a custom predictor container), llm-d model-service values
+(``modelCommand: custom``), a Dynamo ``DynamoGraphDeployment`` and a Ray Serve LLM config. Each is written so that kvplan's own
 intake (``kvplan vllm --file`` / ``--line``; ``serve.manifests``) reads it back to the same
 deployment, and the tests do that for every format.
 
@@ -24,7 +25,7 @@ from kvplan.results.emit import EmitBody
 from kvplan.results.envelope import Envelope
 from kvplan.usecases.envelope import envelope
 
-FORMATS = ("serve", "compose", "k8s", "production-stack", "dynamo", "ray")
+FORMATS = ("serve", "compose", "k8s", "production-stack", "kserve", "llm-d", "dynamo", "ray")
 
 
 def _value(v) -> str:
@@ -101,6 +102,22 @@ def render(fmt: str, model: str, args: list[str], env: dict, release: str, gpus:
         if env:
             spec["env"] = [{"name": k, "value": v} for k, v in env.items()]
         return _yaml({"servingEngineSpec": {"modelSpec": [spec]}})
+    if fmt == "kserve":  # an InferenceService with a custom predictor container (kvplan.serve.kserve reads it)
+        container = {"name": "kserve-container", "image": _image(release), "command": ["vllm", "serve"],
+                     "args": [model, *args], "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+        if env:
+            container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+        return _yaml({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+                      "metadata": {"name": name}, "spec": {"predictor": {"containers": [container]}}})
+    if fmt == "llm-d":  # llm-d-modelservice values; modelCommand custom: the container's command + args as written
+        container = {"name": name, "image": _image(release), "modelCommand": "custom",
+                     "command": ["vllm", "serve", model], "args": list(args),
+                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+        if env:
+            container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+        return _yaml({"modelArtifacts": {"uri": f"hf://{model}", "name": model},
+                      "decode": {"create": True, "replicas": 1, "containers": [container]},
+                      "prefill": {"create": False}})
     if fmt == "dynamo":
         main = {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:TAG", "command": ["python3", "-m", "dynamo.vllm"],
                 "args": ["--model", model, *args]}
