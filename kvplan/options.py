@@ -36,7 +36,8 @@ def _since(field_name: str, value) -> str:
     return _minor(field_name, value) + "+"
 from kvplan.errors import OptionError
 from kvplan.results.envelope import OptionValue
-from kvplan.units import CACHE_DTYPES, MODEL_DTYPES, GiB, parse_human_int
+from kvplan.model.cache_dtypes import every_cache_dtype
+from kvplan.units import MODEL_DTYPES, GiB, parse_human_int
 
 # Which commands take an option. "check" = a key of a deployments-file entry (the scenario options).
 INSPECT, SIMULATE, FIT, COMPARE, CHECK, EXPLAIN = "inspect", "simulate", "fit", "compare", "check", "explain-log"
@@ -372,8 +373,9 @@ _TABLE: tuple[Option, ...] = (
            default_doc="the backend vLLM's selector picks for --gpu (an H100 without it)",
            help="FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, FLASHMLA_SPARSE, CUTLASS_MLA, FLASHINFER_MLA, TRITON_MLA, "
                 "ROCM_ATTN, ...; named in the output as attention_backend."),
-    Option("kv_cache_dtype", "--kv-cache-dtype", CHOICE, default="auto", choices=tuple(CACHE_DTYPES),
-           help="auto (model dtype), bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, int8, ..."),
+    Option("kv_cache_dtype", "--kv-cache-dtype", CHOICE, default="auto", choices=every_cache_dtype(),
+           help="auto (model dtype), bfloat16, float16, fp8, fp8_per_token_head, nvfp4, turboquant_k8v4, ...: the "
+                "values of the release's CacheDType (kvplan/model/cache_dtypes.json)."),
     Option("dtype", "--dtype", CHOICE, default="auto", choices=("auto", *MODEL_DTYPES),
            help="Model dtype: auto (config's torch_dtype; bfloat16 when absent), bfloat16, float16, float32."),
     Option("tensor_parallel_size", "--tensor-parallel-size", INT, default=1, minimum=1, maximum=MAX_HEADS,

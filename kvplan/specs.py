@@ -103,6 +103,12 @@ class AttentionSpec(KVCacheSpec):
     dtype: str  # torch dtype name of the cache: bfloat16, float16, float32, uint8
     head_size_v: int = -1  # -1 means "same as head_size" (filled in __post_init__)
     page_size_padded: int | None = None
+    # A backend's packing of a quantized page (vLLM 0.34.0 AttentionSpec, kv_cache_interface.py lines
+    # 517-566, set by the backend's customize_spec: kvplan.engines.vllm.kv_packing): head slots per
+    # token when they are not the KV heads (NVFP4 keeps K and V apart: 2 per head), and the bytes per
+    # (slot, token) when they are not (head_size + head_size_v) * dtype size (scales, packed nibbles).
+    num_head_slots: int | None = None
+    state_content_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.head_size_v == -1:
@@ -110,12 +116,11 @@ class AttentionSpec(KVCacheSpec):
 
     @property
     def real_page_size_bytes(self) -> int:
-        return (
-            self.block_size
-            * self.num_kv_heads
-            * (self.head_size + self.head_size_v)
-            * dtype_size_bytes(self.dtype)
-        )
+        """``unpadded_page_size_bytes``: block_size x head slots x bytes per (slot, token)."""
+        slots = self.num_head_slots if self.num_head_slots is not None else self.num_kv_heads
+        content = (self.state_content_bytes if self.state_content_bytes is not None
+                   else (self.head_size + self.head_size_v) * dtype_size_bytes(self.dtype))
+        return self.block_size * slots * content
 
     def _compute_page_size_bytes(self) -> int:
         real = self.real_page_size_bytes
@@ -129,7 +134,8 @@ class AttentionSpec(KVCacheSpec):
         tokens = cdiv(w.max_model_len, w.cp_world_size) if w.cp_world_size > 1 else w.max_model_len
         return cdiv(tokens, self.block_size)
 
-    _MERGE_FIELDS: ClassVar[tuple[str, ...]] = ("block_size", "num_kv_heads", "head_size", "dtype", "page_size_padded")
+    _MERGE_FIELDS: ClassVar[tuple[str, ...]] = ("block_size", "num_kv_heads", "head_size", "dtype", "page_size_padded",
+                                                "num_head_slots", "state_content_bytes")
 
     @classmethod
     def _check_same_attention_fields(cls, specs: list["AttentionSpec"]) -> None:
@@ -354,6 +360,8 @@ class SpecRecord:
     attention_chunk_size: int | None
     cache_dtype_str: str | None
     page_size_padded: int | None
+    num_head_slots: int | None
+    state_content_bytes: int | None
     shapes: tuple[tuple[int, ...], ...] | None
     dtypes: tuple[str, ...] | None
     mamba_type: str | None

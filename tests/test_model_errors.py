@@ -112,7 +112,7 @@ def test_qwen2_some_but_not_all_sliding(tmp_path):
 
 @pytest.mark.parametrize("opts, match", [
     (dict(tensor_parallel_size=0), "--tensor-parallel-size must be a positive integer"),
-    (dict(kv_cache_dtype="fp4"), "--kv-cache-dtype 'fp4' is not known"),
+    (dict(kv_cache_dtype="fp4"), "--kv-cache-dtype 'fp4' is not a KV cache dtype of vLLM newest"),
     (dict(dtype="int4"), "--dtype 'int4' is not a model dtype"),
     (dict(attention_backend="FLASHMLA"), "cannot serve a non-MLA model"),
     (dict(attention_backend="NOPE"), "is not known"),

@@ -87,10 +87,12 @@ def test_modelopt_kv_algorithms(tmp_path):
     assert L.layers[0].spec.dtype == "bfloat16"
     assert ("vLLM warns \"Unknown kv_cache_quant_algo 'INT4' in model config\" and keeps --kv-cache-dtype auto "
             "(the model dtype)") in L.notes
-    # an NVFP4 KV cache (0.33.0+) is not modelled: refused, never approximated
+    # an NVFP4 KV cache (0.33.0+): --kv-cache-dtype auto resolves to nvfp4 (packed by the engine's backend:
+    # tests/test_kv_dtypes.py sizes it through simulate)
     nvfp4 = {**modelopt, "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "NVFP4"}}
-    with pytest.raises(UnsupportedError, match="makes vLLM use a nvfp4 KV cache, which kvplan does not model"):
-        build_model_layout(_with_quant(tmp_path, nvfp4))
+    L = build_model_layout(_with_quant(tmp_path, nvfp4))
+    assert L.layers[0].spec.dtype == "uint8"
+    assert "--kv-cache-dtype auto resolves to nvfp4 from the checkpoint's quantization_config" in L.notes
     # vLLM refuses an unknown ModelOpt quant_algo when it builds the model config
     with pytest.raises(ConfigError, match="Unknown ModelOpt quant algo: W4A8"):
         build_model_layout(_with_quant(tmp_path, {**modelopt, "quantization": {"quant_algo": "W4A8"}}))

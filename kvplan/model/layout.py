@@ -30,7 +30,7 @@ from kvplan.model.options import (
 )
 from kvplan.model.source import ModelSource, quant_config_beside, read_config_json, resolve_model
 from kvplan.model.traits import ConfigFacts, config_facts
-from kvplan.specs import LayerSpec
+from kvplan.specs import SLIDING, AttentionSpec, LayerSpec
 from kvplan.units import plural
 
 
@@ -129,14 +129,22 @@ class ModelDraft:
     warnings: tuple[str, ...]
     use_mla: bool
     sparse_mla: bool  # DeepSeek-V3.2's sparse MLA
+    # the layers whose KV keeps the model dtype (attention.py 0.34.0 lines 321-336): the user's
+    # --kv-cache-dtype-skip-layers and, for TurboQuant/UltraQuant caches, the boundary layers
+    # create_engine_config adds (engine/arg_utils.py lines 2370-2385)
+    skip_layers: tuple[str, ...] = ()
 
     def attention(self) -> AttentionFacts:
         """The facts an engine's block-size rule reads (the head size read only when asked: a config
         view without ``head_dim`` would ask transformers)."""
         p = self.parsed
-        return AttentionFacts(use_mla=self.use_mla, use_sparse=self.sparse_mla,
-                               head_size=families.selector_head_size(p.text),
-                               has_sink=p.model_type == "gpt_oss", kv_cache_dtype=self.cache_str)
+        head = families.selector_head_size(p.text)
+        kv = p.text.opt_int("num_key_value_heads") or p.text.opt_int("num_attention_heads")
+        return AttentionFacts(use_mla=self.use_mla, use_sparse=self.sparse_mla, head_size=head,
+                              has_sink=p.model_type == "gpt_oss", kv_cache_dtype=self.cache_str,
+                              model_dtype=self.dtype, head_size_v=head,
+                              num_kv_heads=max(1, kv // self.options.tensor_parallel_size) if kv else None,
+                              has_skip_layers=bool(self.skip_layers) and self.cache_str != "auto")
 
 
 # ------------------------------------------------------------------ parsing
@@ -352,17 +360,73 @@ def draft_model_layout(
     elif sparse_mla and (cache_opt or "").lower() == "bfloat16":
         cache_opt = "auto"
     quant = p.raw.get("quantization_config")
-    cache_str, cache_dtype, cache_note = resolve_cache_dtype(cache_opt, dtype, quant if isinstance(quant, dict) else None)
+    cache_str, cache_dtype, cache_note = resolve_cache_dtype(cache_opt, dtype, quant if isinstance(quant, dict) else None,
+                                                             options.release)
     if cache_note:
         notes.append(cache_note + (" (read from hf_quant_config.json beside config.json, as vLLM does)"
                                    if p.quant_file and "resolves" in cache_note else ""))
-    if cache_str == "fp8_ds_mla" and not sparse_mla:
-        raise OptionError("--kv-cache-dtype fp8_ds_mla is DeepSeek-V3.2's sparse-MLA layout; use fp8 for this model")
 
+    skip = tuple(options.kv_cache_dtype_skip_layers)
+    if cache_str.startswith("turboquant_") or cache_str == "ultraquant_4bit":
+        # TurboQuantConfig.get_boundary_skip_layers (turboquant/config.py lines 178-214): the first and
+        # last 2 layers of a model that is not a Mamba hybrid keep the model dtype
+        n = p.text.opt_int("num_hidden_layers") or 0
+        boundary = () if p.family in families.HYBRID_FAMILIES else \
+            tuple(str(i) for i in sorted({*range(min(2, n // 2)), *range(n - min(2, n // 2), n)}))
+        if boundary:
+            notes.append(f"--kv-cache-dtype {cache_str}: layers {', '.join(boundary)} keep {dtype} "
+                         "(vLLM's boundary layers, TurboQuantConfig.get_boundary_skip_layers)")
+        skip = tuple(sorted(set(skip) | set(boundary), key=lambda x: (not x.isdigit(), int(x) if x.isdigit() else 0, x)))
     return ModelDraft(model=model, drafter=drafter, options=options, download=download, source=source, parsed=p,
                       served=served, served_method=served_method, dtype=dtype, cache_str=cache_str,
                       cache_dtype=cache_dtype, notes=tuple(notes), warnings=tuple(warnings),
-                      use_mla=p.family == "deepseek", sparse_mla=sparse_mla)
+                      use_mla=p.family == "deepseek", sparse_mla=sparse_mla, skip_layers=skip)
+
+
+def _kv_cache_dtype_per_layer(built: list, draft: ModelDraft, block_decision) -> list:
+    """Each attention layer's KV as vLLM 0.34.0's layer builds it: a skipped layer (its index in
+    ``draft.skip_layers``, or ``sliding_window`` named there for a windowed layer: attention.py lines
+    321-336, mla_attention.py lines 505-512) keeps the model dtype (``auto``); the others get the
+    engine's packing of the cache dtype (``block_decision.packing``: the backend's ``customize_spec``)."""
+    skip = set(draft.skip_layers)
+    pack = getattr(block_decision, "packing", None)
+    if draft.cache_str == "auto" or (not skip and pack is None):
+        return built
+    out = []
+    for b, src in built:
+        spec = b.spec
+        if isinstance(spec, AttentionSpec):
+            windowed = spec.kind == SLIDING
+            if str(b.layer_index) in skip or (windowed and "sliding_window" in skip):
+                changes = {"dtype": draft.dtype}
+                if hasattr(spec, "cache_dtype_str"):
+                    changes["cache_dtype_str"] = "auto"
+                spec = dataclasses.replace(spec, **changes)
+            elif pack is not None:
+                slots, content = pack(spec)
+                if slots is not None or content is not None:
+                    spec = dataclasses.replace(spec, num_head_slots=slots, state_content_bytes=content)
+            b = dataclasses.replace(b, spec=spec)
+        out.append((b, src))
+    return out
+
+
+def _sliding_refusal(built: list, draft: ModelDraft, block_decision):
+    """The engine's decision with its ``sliding_refusal`` as the refusal when a sliding-window layer keeps
+    the quantized cache dtype and comes before any full layer that does (vLLM builds the layers in order;
+    the first whose backend the selector cannot find stops the start-up)."""
+    refusal = getattr(block_decision, "sliding_refusal", None)
+    if refusal is None or block_decision.refusal is not None and not _first_quantized_sliding(built, draft):
+        return block_decision
+    if any(isinstance(b.spec, AttentionSpec) and b.spec.kind == SLIDING and b.spec.dtype != draft.dtype
+           for b, _ in built):
+        return dataclasses.replace(block_decision, refusal=refusal)
+    return block_decision
+
+
+def _first_quantized_sliding(built: list, draft: ModelDraft) -> bool:
+    first = next((b for b, _ in built if isinstance(b.spec, AttentionSpec) and b.spec.dtype != draft.dtype), None)
+    return first is not None and first.spec.kind == SLIDING
 
 
 def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bool = False) -> ModelLayout:
@@ -374,6 +438,9 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
     p, served, served_method = draft.parsed, draft.served, draft.served_method
     dtype, cache_str, cache_dtype = draft.dtype, draft.cache_str, draft.cache_dtype
     notes, warnings = list(draft.notes), list(draft.warnings)
+    if cache_str == "fp8_ds_mla" and not draft.sparse_mla and getattr(block_decision, "refusal", None) is None:
+        # where the engine models the selector (0.34.0), no backend takes it and vLLM's error is the result
+        raise OptionError("--kv-cache-dtype fp8_ds_mla is DeepSeek-V3.2's sparse-MLA layout; use fp8 for this model")
     if block_decision is not None:
         block_size, block_how = block_decision.block_size, block_decision.how
         if getattr(block_decision, "note", None):
@@ -497,6 +564,8 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
         built += [(b, "drafter") for b in d_layers]
         drafter_info = _info(draft_p, dtype)
 
+    built = _kv_cache_dtype_per_layer(built, draft, block_decision)
+    block_decision = _sliding_refusal(built, draft, block_decision)
     layers = tuple(LayerSpec(name=b.name, spec=b.spec, source=src, index=i) for i, (b, src) in enumerate(built))
     _check_spec_bounds(p.source.path, layers)
     names = [b.name for b, _ in built]

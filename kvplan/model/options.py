@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
-from kvplan.units import CACHE_DTYPES, MODEL_DTYPES
+from kvplan.model.cache_dtypes import accepted_cache_dtypes, tensor_dtype
+from kvplan.units import MODEL_DTYPES
 
 
 @dataclass(frozen=True)
@@ -23,13 +24,25 @@ class AttentionFacts:
     head_size: int | None = None
     has_sink: bool = False
     kv_cache_dtype: str = "auto"
+    # what a backend's packing and vLLM's block alignment for skipped layers read (``kv_packing``,
+    # ``block_size``): the model dtype, KV heads per rank and head sizes of the attention layers, and
+    # whether some layers keep the model dtype (--kv-cache-dtype-skip-layers, TurboQuant's boundary layers)
+    model_dtype: str = "bfloat16"
+    num_kv_heads: int | None = None
+    head_size_v: int | None = None
+    has_skip_layers: bool = False
 
 
 @dataclass(frozen=True)
 class ServingOptions:
     block_size: int | None = None  # --block-size; None = vLLM's per-backend default (§7.3, §12.3)
     attention_backend: str | None = None  # --attention-backend (FLASH_ATTN, FLASHMLA, ...)
-    kv_cache_dtype: str = "auto"  # --kv-cache-dtype (units.CACHE_DTYPES)
+    kv_cache_dtype: str = "auto"  # --kv-cache-dtype (a value of the release's CacheDType: cache_dtypes.py)
+    # --kv-cache-dtype-skip-layers: layer indices (and attention-type names: "sliding_window") whose KV
+    # stays in the model dtype
+    kv_cache_dtype_skip_layers: tuple[str, ...] = ()
+    # the vLLM release whose CacheDType decides which --kv-cache-dtype values are accepted (None: the newest)
+    release: str | None = None
     dtype: str = "auto"  # --dtype; auto = the config's dtype, float32 checkpoints run as bfloat16
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
@@ -189,7 +202,7 @@ def kv_cache_dtype_from_quant(quant: dict | None) -> tuple[str | None, str | Non
         if resolved is None:
             return None, (f"vLLM warns \"Unknown kv_cache_quant_algo '{algo}' in model config\" and keeps "
                           "--kv-cache-dtype auto (the model dtype)")
-        if resolved not in CACHE_DTYPES:
+        if tensor_dtype(resolved) is None:
             raise UnsupportedError(
                 f"the checkpoint's kv_cache_quant_algo {algo!r} makes vLLM use a {resolved} KV cache, which kvplan "
                 "does not model; pass --kv-cache-dtype explicitly (fp8, bfloat16, ...)"
@@ -200,12 +213,17 @@ def kv_cache_dtype_from_quant(quant: dict | None) -> tuple[str | None, str | Non
     return None, None
 
 
-def resolve_cache_dtype(option: str, model_dtype: str, quant: dict | None) -> tuple[str, str, str | None]:
+def resolve_cache_dtype(option: str, model_dtype: str, quant: dict | None,
+                        release: str | None = None) -> tuple[str, str, str | None]:
     """``(cache_dtype_str, tensor dtype, note)``: the resolved ``--kv-cache-dtype`` string
-    (what MLA's ``cache_dtype_str`` records) and the cache tensor's torch dtype."""
+    (what MLA's ``cache_dtype_str`` records) and the cache tensor's torch dtype
+    (``kv_cache_dtype_str_to_dtype``: ``STR_DTYPE_TO_TORCH_DTYPE``, the model dtype for auto).
+    A value outside ``release``'s ``CacheDType`` is refused as vLLM's parser refuses it."""
     opt = (option or "auto").lower()
-    if opt not in CACHE_DTYPES:
-        raise OptionError(f"--kv-cache-dtype {option!r} is not known; use one of {', '.join(CACHE_DTYPES)}")
+    accepted = accepted_cache_dtypes(release or "999")
+    if opt not in accepted:
+        raise OptionError(f"--kv-cache-dtype {option!r} is not a KV cache dtype of vLLM {release or 'newest'}; "
+                          f"use one of {', '.join(accepted)}")
     note = None
     if opt == "auto":
         forced, warning = kv_cache_dtype_from_quant(quant)
@@ -214,7 +232,7 @@ def resolve_cache_dtype(option: str, model_dtype: str, quant: dict | None) -> tu
             note = f"--kv-cache-dtype auto resolves to {forced} from the checkpoint's quantization_config"
         elif warning is not None:
             note = warning
-    tensor = CACHE_DTYPES[opt] or model_dtype
+    tensor = tensor_dtype(opt) or model_dtype
     return opt, tensor, note
 
 

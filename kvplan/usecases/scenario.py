@@ -162,6 +162,7 @@ def serving_options(s: ServingInput, era: Era):
         speculators_user_config=era.speculators_user_config,
         suffix_default_tokens=era.suffix_default_tokens,
         pp_layer_partition=environment.pp_layer_partition(s.env, era),
+        release=era.stands_for,
     )
 
 

@@ -1098,6 +1098,8 @@ def run_hook(case: dict) -> dict:
                 out.update(_block_size_backends(case))
             elif case["kind"] == "engine_defaults":
                 out.update(_block_size_decision(case))
+            elif case["kind"] == "kv_dtype":
+                out.update(_block_size_decision(case, then=lambda cfg, sel: _kv_dtype_layout(case, cfg, sel)))
             else:
                 raise ValueError(f"unknown hook kind {case['kind']!r}")
     except Exception as e:  # noqa: BLE001 - the release's own failure is the result
@@ -1223,7 +1225,7 @@ def _engine_config_fields(cfg) -> dict:
     return out
 
 
-def _block_size_decision(case: dict, _cfg=None) -> dict:
+def _block_size_decision(case: dict, then=None) -> dict:
     """What the release itself resolves from defaults for a model on a CUDA GPU: ``EngineArgs(model=<the
     config directory>, **case["args"])`` -> ``create_engine_config`` with the CUDA platform current (the
     GPU's capability, total memory and name from ``case``), then the attention backend CUDA's selector picks
@@ -1233,7 +1235,10 @@ def _block_size_decision(case: dict, _cfg=None) -> dict:
     Stand-ins, since the compiled libraries are absent on CPU: ``get_flash_attn_version`` answers what the
     CUDA wheel reports on that SM (3 on SM 9.x, 2 below), and ``_find_non_ssm_backends`` (which reads the
     built model's attention layers) answers the selected backend. Backends whose module does not import on
-    CPU (FlashInfer) are reported invalid with the ImportError: read ``invalid_backends``."""
+    CPU (FlashInfer) are reported invalid with the ImportError: read ``invalid_backends``.
+
+    ``then(cfg, selector)``, when given, runs last under the same platform and current config (the
+    ``kv_dtype`` cases' layer specs and sizing); its dict joins the result."""
     from vllm.engine.arg_utils import EngineArgs
     from vllm.usage.usage_lib import UsageContext
 
@@ -1294,6 +1299,8 @@ def _block_size_decision(case: dict, _cfg=None) -> dict:
                     # (backend, priority) pairs before 0.24 (0.22.0 cuda.py line 288), candidates from 0.24
                     valid = [c if hasattr(c, "priority") else types.SimpleNamespace(
                         backend=c[0], priority=c[1], backend_class=c[0].get_class()) for c in valid]
+                    if not valid:  # the selector's own refusal ("No valid attention backend found ...")
+                        C.CudaPlatform.get_attn_backend_cls(None, sel)
                     best = min(valid, key=lambda c: c.priority)
                     out["attention_backend"] = best.backend.name
                     out["valid_backends"] = [c.backend.name for c in valid]
@@ -1312,6 +1319,8 @@ def _block_size_decision(case: dict, _cfg=None) -> dict:
                                 setattr(P, n, f)
                             else:
                                 delattr(P, n)
+                    if then is not None:
+                        out.update(then(cfg, selector))
                 finally:
                     current.__exit__(None, None, None)
                 out["block_size"] = cache.block_size
@@ -1327,6 +1336,105 @@ def _block_size_decision(case: dict, _cfg=None) -> dict:
     finally:
         for n, f in saved.items():
             setattr(fa_utils, n, f)
+    return out
+
+
+def _kv_dtype_layout(case: dict, cfg, selector) -> dict:
+    """A ``kv_dtype`` case: every attention layer's spec as the worker builds it under ``--kv-cache-dtype``
+    (and ``--kv-cache-dtype-skip-layers``), then the engine's sizing of ``available_memory_bytes``.
+
+    Per layer, with the engine config ``cfg`` current and the CUDA platform of the case's GPU:
+    the layer's cache dtype as ``Attention.__init__`` / ``MLAAttention.__init__`` resolve it (0.34.0
+    model_executor/layers/attention/attention.py lines 292-336, mla_attention.py lines 500-512: a skipped
+    layer index, or ``sliding_window`` for a windowed layer, keeps ``auto``), the backend the release's
+    selector picks for that dtype (``get_attn_backend``: vLLM's own "No valid attention backend" error when
+    none takes it), the release's own ``get_kv_cache_spec`` run on a stand-in of the layer that carries only
+    the attributes it reads, and ``customize_attention_spec(backend, spec)`` (v1/worker/gpu/attn_utils.py
+    line 151: the backend's packing). Then ``get_global_kv_cache_groups`` -> ``get_kv_cache_configs`` ->
+    ``generate_scheduler_kv_cache_config`` as ``EngineCore._initialize_kv_caches`` calls them.
+
+    ``case["layers"]``: ``[[kind, sliding_window_or_null, layer_name], ...]`` with kind ``attention`` or
+    ``mla`` (the layer index is the release's ``extract_layer_index`` of the name) (kvplan's layer list; heads and head sizes come from vLLM's model config)."""
+    from vllm.model_executor.layers.attention.attention import Attention
+    from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
+    from vllm.v1.worker.utils import customize_attention_spec
+
+    from vllm.v1.attention.backends import fa_utils
+
+    if not hasattr(fa_utils, "flash_attn_varlen_func"):
+        # the compiled FlashAttention kernel the TurboQuant backend imports by name (its prefill path):
+        # absent without the CUDA build; a stand-in that is never called lets its module import
+        def flash_attn_varlen_func(*a, **k):
+            raise RuntimeError("no kernel on CPU")
+
+        fa_utils.flash_attn_varlen_func = flash_attn_varlen_func
+    cache, mc, pc = cfg.cache_config, cfg.model_config, cfg.parallel_config
+    skip = set(getattr(cache, "kv_cache_dtype_skip_layers", None) or [])
+    cached = getattr(selector, "_cached_get_attn_backend", None)
+    if cached is not None:
+        cached.cache_clear()
+    backends: dict = {}
+    specs: dict = {}
+    layer_dtypes: dict = {}
+    from vllm.model_executor.models.utils import extract_layer_index
+
+    for kind, window, name in case["layers"]:
+        dt = cache.cache_dtype
+        if skip and (str(extract_layer_index(name)) in skip or (kind == "attention" and window is not None and "sliding_window" in skip)):
+            dt = "auto"
+        key = (kind, dt, window is not None)
+        if key not in backends:
+            if kind == "mla":
+                backends[key] = selector.get_attn_backend(mc.get_head_size(), mc.dtype, dt, use_mla=True)
+            else:
+                backends[key] = selector.get_attn_backend(mc.get_head_size(), mc.dtype, dt,
+                                                          has_sliding_window=window is not None)
+        backend = backends[key]
+        if kind == "mla":
+            from vllm.model_executor.layers.attention.mla_attention import MLAAttention
+
+            hf = mc.hf_text_config
+            layer = types.SimpleNamespace(
+                kv_cache_dtype=dt, head_size=mc.get_head_size(), sliding_window=None, topk_buffer_width=None,
+                indexer=None, non_causal_multi_token_decode=False,
+                # the backend's impl answers the fp8_ds_mla row (AttentionImpl.get_fp8_ds_mla_row_bytes)
+                impl=types.SimpleNamespace(get_fp8_ds_mla_row_bytes=lambda: backend.get_impl_cls()
+                                           .get_fp8_ds_mla_row_bytes(types.SimpleNamespace(
+                                               kv_lora_rank=hf.kv_lora_rank, qk_rope_head_dim=hf.qk_rope_head_dim))))
+            spec = MLAAttention.get_kv_cache_spec(layer, cfg)
+        else:
+            from vllm.v1.attention.backend import AttentionType
+
+            layer = types.SimpleNamespace(
+                attn_type=AttentionType.DECODER, kv_cache_dtype=dt, sliding_window=window, attn_backend=backend,
+                num_kv_heads=mc.get_num_kv_heads(pc), head_size=mc.get_head_size(),
+                head_size_v=mc.get_head_size(), kv_cache_torch_dtype=kv_cache_dtype_str_to_dtype(dt, mc))
+            spec = Attention.get_kv_cache_spec(layer, cfg)
+        specs[name] = customize_attention_spec(backend, spec)
+        layer_dtypes[name] = dt
+    table: list = []
+    for name, spec in specs.items():
+        row = {"backend": backends[next(k for k in backends if k[1] == layer_dtypes[name])].get_name(),
+               "kv_cache_dtype": layer_dtypes[name], **_spec_summary(spec),
+               **{k: getattr(spec, k) for k in ("num_head_slots", "state_content_bytes", "real_page_size_bytes")
+                  if getattr(spec, k, None) is not None},
+               "kv_quant_mode": getattr(getattr(spec, "kv_quant_mode", None), "name", None)}
+        if row not in table:
+            table.append(row)
+    out: dict = {"spec_table": table, "block_size_after_backend": cache.block_size,
+                 "skip_layers": sorted(skip), "skip_page_size_padded": getattr(cache, "skip_page_size_padded", None)}
+    memory = int(case["available_memory_bytes"])
+    from vllm.v1.attention.backends.utils import get_supported_kv_cache_layouts, resolve_kv_cache_layout
+
+    names = [l.name for l in get_supported_kv_cache_layouts(sorted(set(backends.values()), key=str))]
+    out["kv_cache_layout"] = resolve_kv_cache_layout(cfg, [names], list(specs.values())).name
+    groups = P.get_global_kv_cache_groups(cfg, [specs])
+    configs = P.get_kv_cache_configs(cfg, [specs], [memory], groups)
+    sched = U.generate_scheduler_kv_cache_config(configs)
+    out["groups"] = [_group_summary(g) for g in groups]
+    out["num_blocks"] = sched.num_blocks
+    out["max_concurrency"] = U.get_max_concurrency_for_kv_cache_config(cfg, sched)
+    out["max_model_len"] = mc.max_model_len
     return out
 
 

@@ -513,7 +513,14 @@ def main() -> None:
     ap.add_argument("--defaults", action="store_true",
                     help="write tests/golden/defaults/<release>.json: the engine config and block size vLLM resolves "
                          "with options unset (and --block-size set), per model and GPU class")
+    ap.add_argument("--kv-dtypes", action="store_true",
+                    help="write tests/golden/kv_dtypes/<release>.json: every --kv-cache-dtype of the release on a dense, "
+                         "an MLA and a hybrid model (backend, spec, page size, num_blocks at 40 GiB)")
     args = ap.parse_args()
+    if args.kv_dtypes:
+        for release in args.releases or ["0.34.0"]:
+            print(f"  {make_kv_dtypes(release, only=args.only).relative_to(REPO)}", file=sys.stderr)
+        return
     if args.architectures:
         for release in args.releases or ["0.34.0"]:
             make_architectures(release, only=args.only, jobs=args.jobs)
@@ -840,6 +847,92 @@ def make_defaults(release: str) -> Path:
         print(f"  {c['case']}: {err['type'] + ': ' + err['message'][:100] if err else r.get('block_size')}",
               file=sys.stderr)
     return path
+
+
+KV_DTYPES_DIR = OUT_DIR / "kv_dtypes"
+# A dense, an MLA and a hybrid (sliding window) model, each as kvplan's catalog config (issue #35)
+KV_DTYPES_MODELS = ("meta-llama/Llama-3.1-8B-Instruct", "deepseek-ai/DeepSeek-V3", "google/gemma-3-1b-it")
+KV_DTYPES_MEMORY = 40 << 30
+# --kv-cache-dtype-skip-layers cases: layer indices, and the attention-type name vLLM also reads
+KV_DTYPES_SKIP = (("meta-llama/Llama-3.1-8B-Instruct", "nvfp4", ["0", "31"]),
+                  ("meta-llama/Llama-3.1-8B-Instruct", "fp8", ["0"]),
+                  ("google/gemma-3-1b-it", "fp8", ["sliding_window"]),
+                  ("google/gemma-3-1b-it", "nvfp4", ["sliding_window"]))
+
+
+def kv_dtypes_cases(release: str) -> list[dict]:
+    """``kv_dtype`` runner cases: every value of the release's ``CacheDType``
+    (``kvplan/engines/vllm/cache_dtypes.json``) on each model of ``KV_DTYPES_MODELS``, on an H100, plus the
+    skip-layer cases. The layer list (kind, window, name) is kvplan's, as ``kvplan inspect`` gives it."""
+    from kvplan.budget.hardware import get_gpu
+    from kvplan.model.cache_dtypes import accepted_cache_dtypes
+    from kvplan.model.layout import build_model_layout
+    from kvplan.model.options import ServingOptions
+
+    preset = get_gpu("H100-80GB")
+
+    def layers_of(model: str) -> list:
+        layout = build_model_layout(model, options=ServingOptions())
+        return [["mla" if l.spec.kind == "mla" else "attention", getattr(l.spec, "sliding_window", None), l.name]
+                for l in layout.layers if l.source == "target"]
+
+    def case(model: str, dtype: str, layers: list, **args) -> dict:
+        name = f"{model}@H100-80GB:kv_cache_dtype={dtype}" + "".join(f":{k}={v}" for k, v in args.items())
+        return {"case": name, "kind": "kv_dtype", "model": model, "gpu": "H100-80GB",
+                "model_dir": str(REPO / "configs" / model), "capability": list(preset.compute_capability),
+                "total_memory": preset.memory_bytes, "device_name": preset.name,
+                "args": {"kv_cache_dtype": dtype, **args}, "available_memory_bytes": KV_DTYPES_MEMORY,
+                "layers": layers}
+
+    cases = []
+    for model in KV_DTYPES_MODELS:
+        layers = layers_of(model)
+        cases += [case(model, d, layers) for d in accepted_cache_dtypes(release)]
+    for model, dtype, skip in KV_DTYPES_SKIP:
+        cases.append(case(model, dtype, layers_of(model), kv_cache_dtype_skip_layers=skip))
+    return cases
+
+
+def make_kv_dtypes(release: str, only: str | None = None) -> Path:
+    """``tests/golden/kv_dtypes/<release>.json`` from ``vllm_runner.py --engine-defaults`` (kind ``kv_dtype``).
+    FlashInfer's module must import on CPU for its validation to run: ``KV_DTYPES_EXTRA_PATH`` names a
+    ``pip install --no-deps --target`` folder with ``flashinfer-python`` and ``nvidia-ml-py`` (README)."""
+    cases = [c for c in kv_dtypes_cases(release) if not only or only in c["case"]]
+    extra = os.environ.get("KV_DTYPES_EXTRA_PATH")
+    found = release_python(release)
+    if found is None:
+        raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
+    py, env = found
+    if extra:
+        env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (env.get("PYTHONPATH"), extra) if p)}
+    proc = subprocess.run([str(py), str(RUNNER), "--engine-defaults"], input=json.dumps(cases), capture_output=True,
+                          text=True, cwd=REPO, check=False, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"runner --engine-defaults failed for vllm {release}:\n{proc.stderr[-4000:]}")
+    results = json.loads(proc.stdout)
+    keep = ("attention_backend", "block_size", "num_blocks", "max_concurrency", "max_model_len", "spec_table",
+            "groups", "skip_layers", "skip_page_size_padded", "kv_cache_layout", "error", "vllm_version")
+    for c in cases:
+        c.pop("model_dir", None)  # machine-specific
+        c["layers"] = len(c["layers"])  # kvplan's list, rebuilt by the test
+    KV_DTYPES_DIR.mkdir(parents=True, exist_ok=True)
+    path = KV_DTYPES_DIR / f"{release}.json"
+    doc = {"vllm_version": release, "flashinfer_for_validation": _dist_version(extra, "flashinfer_python"),
+           "cases": [{"case": c, "result": {k: r.get(k) for k in keep}} for c, r in zip(cases, results, strict=True)]}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+    path.write_text(without_machine_paths(text, release) + "\n")
+    for c, r in zip(cases, results):
+        err = r.get("error")
+        print(f"  {c['case']}: {err['type'] + ': ' + err['message'][:90] if err else (r.get('attention_backend'), r.get('num_blocks'))}",
+              file=sys.stderr)
+    return path
+
+
+def _dist_version(folder: str | None, name: str) -> str | None:
+    if not folder:
+        return None
+    hits = sorted(Path(folder).glob(f"{name}-*.dist-info"))
+    return hits[0].name[len(name) + 1:-len(".dist-info")] if hits else None
 
 
 def _strip(layers: list[dict]) -> list[dict]:

@@ -19,11 +19,13 @@ what each release's own classes return; ``tests/test_block_size.py`` compares.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
+from kvplan.engines.vllm import kv_packing
 from kvplan.engines.vllm.eras import Era
-from kvplan.errors import OptionError
+from kvplan.errors import OptionError, UnsupportedError
 from kvplan.model.options import AttentionFacts
+from kvplan.units import cdiv, dtype_size_bytes
 
 if TYPE_CHECKING:
     from kvplan.budget.hardware import GpuCard, GpuPreset
@@ -39,6 +41,7 @@ KERNEL_BLOCK_SIZES: dict[str, tuple[int, ...]] = {
     "FLASHINFER": (16, 32, 64),  # flashinfer.py 0.34.0 line 587 (128+ only with trtllm-gen on SM100)
     "TRITON_ATTN": (16,),  # triton_attn.py 0.34.0 line 339
     "FLEX_ATTENTION": (16,),  # flex_attention.py 0.34.0 line 153
+    "TURBOQUANT": (16, 32, 64, 128),  # turboquant_attn.py 0.34.0 line 164
     "ROCM_ATTN": (16,),  # rocm_attn.py 0.34.0 line 153
     "ROCM_AITER_FA": (16, 32),  # rocm_aiter_fa.py 0.34.0 line 873
     "ROCM_AITER_UNIFIED_ATTN": (16,),  # rocm_aiter_unified_attn.py 0.34.0 line 74
@@ -71,6 +74,8 @@ KERNEL_BLOCK_SIZES_BEFORE: dict[str, dict[str, tuple[int, ...]]] = {
     "0.18": {"FLEX_ATTENTION": _INHERITED},
     "0.21": {},  # flex_attention.py 0.21.0 line 144: MultipleOf(16)
 }
+# backends that take no sliding window (the selector then refuses a windowed layer in their cache dtype)
+NO_SLIDING_WINDOW_BACKENDS = frozenset({"TURBOQUANT"})
 MLA_BACKENDS = frozenset({"FLASH_ATTN_MLA", "TRITON_MLA", "ROCM_AITER_MLA", "FLASHMLA", "FLASHMLA_SPARSE",
                           "CUTLASS_MLA", "FLASHINFER_MLA"})
 SPARSE_MLA_BACKENDS = frozenset({"FLASHMLA_SPARSE"})
@@ -96,6 +101,15 @@ class BlockSizeDecision:
     user_specified: bool
     log_lines: tuple[str, ...] = ()  # "Setting kv cache block size to N for X backend(s)."
     note: str | None = None  # the GPU assumed without --gpu
+    # the selector's error for a sliding-window layer in the cache dtype (TURBOQUANT takes no window), which
+    # the layout adopts as ``refusal`` when such a layer keeps the quantized dtype
+    sliding_refusal: str | None = None
+    # vLLM's selector error when no backend takes the layer's --kv-cache-dtype (the engine fails while it
+    # builds the model: prechecks.check_attention_backend); None when a backend serves it
+    refusal: str | None = None
+    # the backend's customize_spec for a quantized page: spec -> (num_head_slots, state_content_bytes)
+    # (kv_packing.packing); None: the dense page
+    packing: Callable | None = None
 
 
 def kernel_block_sizes(era: Era, backend: str) -> tuple[int, ...]:
@@ -157,7 +171,8 @@ def _is_quantized(kv_cache_dtype: str) -> bool:
     return kv_cache_dtype not in ("auto", "bfloat16", "float16", "float32")
 
 
-def _cuda_candidates(era: Era, device: Device, facts: AttentionFacts) -> list[tuple[str, str | None]]:
+def _cuda_candidates(era: Era, device: Device, facts: AttentionFacts, sliding: bool = False
+                     ) -> list[tuple[str, str | None]]:
     """(backend, why it is not valid or None) in ``_get_backend_priorities`` order (cuda.py 0.34.0 lines
     81-178, the same in 0.33.0; SM 10.x MLA by era mla_sm100_order), with the validity checks of each
     backend's ``validate_configuration``."""
@@ -174,24 +189,53 @@ def _cuda_candidates(era: Era, device: Device, facts: AttentionFacts) -> list[tu
         # supports_compute_capability: FLASH_ATTN_MLA major 9 (flashattn_mla.py line 69), FLASHMLA 9/10
         # (flashmla.py line 73), FLASHINFER_MLA/CUTLASS_MLA major 10 (flashinfer_mla.py line 220)
         cc = {"FLASH_ATTN_MLA": (9,), "FLASHMLA": (9, 10), "FLASHINFER_MLA": (10,), "CUTLASS_MLA": (10,)}
-        return [(b, None if b not in cc or major in cc[b] else "compute capability not supported") for b in order]
+        out = []
+        for b in order:
+            # validate_configuration's order: the KV dtype (kv_packing lists), then the compute capability
+            why = [r for r, bad in (("kv_cache_dtype not supported",
+                                     not kv_packing.backend_takes(b, facts.kv_cache_dtype)),
+                                    ("compute capability not supported", b in cc and major not in cc[b])) if bad]
+            out.append((b, ", ".join(why) or None))
+        return out
     fa = _fa_version(device, facts.head_size)
+    # cuda.py 0.34.0 lines 155-178: FLEX_ATTENTION and TURBOQUANT close both lists
     order = ["FLASHINFER", "FLASH_ATTN", "TRITON_ATTN"] if major == 10 else ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"]
+    if era.kv_cache_packing:
+        order += ["FLEX_ATTENTION", "TURBOQUANT"]
+    dtype = facts.kv_cache_dtype
     out = []
     for b in order:
         why = None
         if b in ("FLASH_ATTN", "FLASHINFER") and device.capability < (8, 0):
             why = "compute capability not supported"
+        elif era.kv_cache_packing and not _takes_kv_cache_dtype(b, dtype, major, fa):
+            why = "kv_cache_dtype not supported"
         elif b == "FLASH_ATTN" and facts.has_sink and fa not in (3, 4):
             why = "attention sinks not supported"  # fa_utils.py line 319: FA3/FA4 only
-        elif b == "FLASH_ATTN" and _is_quantized(facts.kv_cache_dtype) and fa != 3:
+        elif b == "FLASH_ATTN" and _is_quantized(dtype) and fa != 3:
             why = "kv_cache_dtype not supported"  # flash_attn_supports_kv_cache_dtype: FA3's fp8
         elif b == "FLASHINFER" and facts.has_sink and major != 10:
             # flashinfer.py lines 709-727: sinks through trtllm-gen kernels (SM100; SM90/SM120 only when
             # forced), so not on a default Hopper/Ampere/consumer-Blackwell run
             why = "attention sinks not supported"
+        elif b == "FLASHINFER" and dtype.startswith("nvfp4") and major in (8, 9, 12) and facts.head_size == 64:
+            why = "fa2 prefill misreads an NVFP4 KV cache at head_size 64"  # flashinfer.py lines 681-690
+        elif b == "TURBOQUANT" and sliding:
+            why = "sliding window not supported"  # AttentionBackend.supports_sliding_window (backend.py line 193)
         out.append((b, why))
     return out
+
+
+def _takes_kv_cache_dtype(backend: str, dtype: str, major: int, fa: int) -> bool:
+    """``supports_kv_cache_dtype`` of a backend in 0.34.0: its list (``kv_packing``); FLASH_ATTN also needs
+    FA3 for a quantized cache; FLASHINFER takes NVFP4 on SM 8.x/9.x/12.x only as plain ``nvfp4`` (its FA2
+    path, flashinfer.py lines 656-666) and on SM 10.x through trtllm-gen (both variants: kvplan assumes its
+    cubins can be fetched, ``has_nvidia_artifactory``)."""
+    if not kv_packing.backend_takes(backend, dtype):
+        return False
+    if backend == "FLASHINFER" and dtype.startswith("nvfp4"):
+        return dtype == "nvfp4" if major in (8, 9, 12) else major == 10
+    return True
 
 
 def _rocm_candidates(facts: AttentionFacts) -> list[tuple[str, str | None]]:
@@ -202,14 +246,39 @@ def _rocm_candidates(facts: AttentionFacts) -> list[tuple[str, str | None]]:
     return [("ROCM_ATTN", "attention sinks not supported" if facts.has_sink else None), ("TRITON_ATTN", None)]
 
 
-def select_backend(era: Era, device: Device, facts: AttentionFacts) -> str:
-    candidates = _rocm_candidates(facts) if device.platform == "rocm" else _cuda_candidates(era, device, facts)
+def select_backend(era: Era, device: Device, facts: AttentionFacts, block_size: int | None = None,
+                   sliding: bool = False) -> tuple[str, str | None]:
+    """``(backend, refusal)``: the first valid backend in priority order (for a sliding-window layer with
+    ``sliding``); when none is valid and only the KV cache dtype (or, with it, the window) stands in the
+    way, the first backend and vLLM's own selector error (the engine fails while it builds the model),
+    else an OptionError (no backend of the release serves the model here)."""
+    candidates = _rocm_candidates(facts) if device.platform == "rocm" else \
+        _cuda_candidates(era, device, facts, sliding)
     for backend, why in candidates:
         if why is None:
-            return backend
+            return backend, None
+    if era.kv_cache_packing and device.platform == "cuda" and facts.kv_cache_dtype not in ("auto",) \
+            and any("kv_cache_dtype" in why for _, why in candidates):
+        refusal = kv_packing.selector_refusal(
+            [(b, why.split(", ")) for b, why in candidates], head_size=facts.head_size, model_dtype=facts.model_dtype,
+            cache_dtype=facts.kv_cache_dtype, block_size=block_size, use_mla=facts.use_mla,
+            has_sink=facts.has_sink, use_sparse=facts.use_sparse, has_sliding_window=sliding)
+        return candidates[0][0], refusal
     reasons = "; ".join(f"{b}: {why}" for b, why in candidates)
     raise OptionError(f"no attention backend of this vLLM release serves the model on SM "
                       f"{'.'.join(map(str, device.capability))} ({reasons}); pick another --gpu")
+
+
+def _check_modelled(era: Era, device: Device, cache_dtype: str, release: str) -> None:
+    """A --kv-cache-dtype the release accepts but kvplan does not size there: refused, never approximated."""
+    if cache_dtype in kv_packing.PLAIN_CACHE_DTYPES:
+        return
+    if not era.kv_cache_packing:
+        raise UnsupportedError(f"--kv-cache-dtype {cache_dtype} is not modelled yet for vLLM {release}: kvplan reads "
+                               "the backends' packed KV pages from vLLM 0.34.0 only (use --policy vllm==0.34.0)")
+    if device.platform != "cuda":
+        raise UnsupportedError(f"--kv-cache-dtype {cache_dtype} is not modelled yet on {device.platform}: kvplan "
+                               "reads which CUDA backends take it (vLLM 0.34.0)")
 
 
 def check_backend(backend_given: str, facts: AttentionFacts) -> str:
@@ -234,10 +303,12 @@ def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None,
         device = Device()
         note = ("no --gpu: the attention backend and block size assume an H100 (SM 9.0, CUDA); "
                 "pass --gpu for another card")
+    _check_modelled(era, device, facts.kv_cache_dtype, era.stands_for)
+    refusal = None
     if attention_backend is not None:
         backend = check_backend(attention_backend, facts)
     elif era.backend_by_device:
-        backend = select_backend(era, device, facts)
+        backend, refusal = select_backend(era, device, facts, block_size)
     else:
         # before 0.33.0 kvplan keeps the H100 defaults it was checked with (not read per device)
         backend = "FLASHMLA_SPARSE" if facts.use_sparse else "FLASH_ATTN_MLA" if facts.use_mla else "FLASH_ATTN"
@@ -245,7 +316,8 @@ def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None,
     if block_size is not None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0:
             raise OptionError(f"--block-size must be a positive number of tokens, got {block_size!r}")
-        return BlockSizeDecision(block_size, backend, "--block-size", kernel, True, (), note)
+        return _with_kv_dtype(era, device, facts, BlockSizeDecision(block_size, backend, "--block-size", kernel, True, (), note,
+                                                            refusal=refusal))
     preferred = preferred_block_size(era, backend, device, facts)
     if preferred is None:
         # before 0.18.0 (no get_preferred_block_size) platforms/cuda.py check_and_update_config fits the block
@@ -258,7 +330,55 @@ def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None,
         how = f"{backend}'s preferred block size (CacheConfig.DEFAULT_BLOCK_SIZE {era.default_block_size})"
     else:
         how = f"CacheConfig.DEFAULT_BLOCK_SIZE, kept by {backend}"
-    return BlockSizeDecision(preferred, backend, how, kernel, False, lines, note)
+    return _with_kv_dtype(era, device, facts, BlockSizeDecision(preferred, backend, how, kernel, False, lines, note,
+                                                                refusal=refusal))
+
+
+def _with_kv_dtype(era: Era, device: Device, facts: AttentionFacts, d: BlockSizeDecision) -> BlockSizeDecision:
+    """The decision with the backend's packing of the cache dtype and, when some layers keep the model
+    dtype, ``_align_heterogeneous_kv_block_size`` (platforms/interface.py 0.34.0 lines 820-943): the
+    primary block grows in steps of max(smallest kernel block, block) until its page covers a
+    model-dtype page of the smallest kernel block ("Setting attention block size to N tokens so the
+    quantized primary KV page covers the higher-precision padded-spec page.")."""
+    if not era.kv_cache_packing or d.refusal is not None or facts.kv_cache_dtype == "auto" or facts.use_mla:
+        return d
+    from dataclasses import replace
+
+    if d.attention_backend in NO_SLIDING_WINDOW_BACKENDS:
+        d = replace(d, sliding_refusal=select_backend(era, device, facts, d.block_size if d.user_specified else None,
+                                                      sliding=True)[1])
+
+    dtype, backend = facts.kv_cache_dtype, d.attention_backend
+    heads, hs = facts.num_kv_heads, facts.head_size
+    hs_v = facts.head_size_v if facts.head_size_v is not None else hs
+    if heads is None or hs is None:
+        return d
+    from kvplan.model.cache_dtypes import tensor_dtype
+
+    tensor_bytes = dtype_size_bytes(tensor_dtype(dtype) or facts.model_dtype)
+
+    def pack(spec):
+        return kv_packing.packing(backend, dtype, num_kv_heads=spec.num_kv_heads, head_size=spec.head_size,
+                                  head_size_v=spec.head_size_v, dtype_bytes=tensor_bytes)
+
+    d = replace(d, packing=pack)
+    if not facts.has_skip_layers:
+        return d
+    slots, content = kv_packing.packing(backend, dtype, num_kv_heads=heads, head_size=hs, head_size_v=hs_v,
+                                        dtype_bytes=tensor_bytes)
+    primary = (slots or heads) * (content if content is not None else (hs + hs_v) * tensor_bytes)
+    padded = heads * (hs + hs_v) * dtype_size_bytes(facts.model_dtype)  # the skipped layers' per-token page
+    if padded <= primary:
+        return d
+    smallest = smallest_kernel_block(era, backend)
+    alignment = max(smallest, d.block_size)
+    grown = alignment * cdiv(padded * smallest, alignment * primary)
+    if d.block_size >= grown:
+        return d
+    line = (f"Setting attention block size to {grown} tokens so the quantized primary KV page covers the "
+            "higher-precision padded-spec page.")
+    return replace(d, block_size=grown, how=f"{d.how}; grown to {grown} so the {dtype} page covers a "
+                   f"{facts.model_dtype} page of {smallest} tokens (skipped layers)", log_lines=(*d.log_lines, line))
 
 
 def device_of(preset: GpuPreset | GpuCard | None) -> Device | None:

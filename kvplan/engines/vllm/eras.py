@@ -243,6 +243,11 @@ class Era:
     # as before the selector was read (releases before 0.33.0 not checked).
     # Chain: False from 0.10.1; True from 0.33.0.
     backend_by_device: bool = False
+    # The attention backends' packed KV pages (customize_spec: per-token-head scales, NVFP4, TurboQuant) and
+    # the block alignment for layers that keep the model dtype (interface.py _align_heterogeneous_kv_block_size),
+    # read in 0.34.0 (kvplan.engines.vllm.kv_packing); before, a packed --kv-cache-dtype is "not modelled yet".
+    # Chain: False from 0.10.1; True from 0.34.0.
+    kv_cache_packing: bool = False
     # ROCM_ATTN.get_preferred_block_size returns 16 (rocm_attn.py 0.34.0 line 167; absent in 0.33.0).
     # Chain: False from 0.10.1; True from 0.34.0.
     rocm_attn_prefers_16: bool = False
@@ -400,7 +405,7 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True,
           default_model_runner="v2_only", extensible_kv_cache=True, extensible_gpu_memory_utilization=1.0,
           suffix_default_tokens=8, parallel_drafting_option="deprecated", default_block_size=64,
-          rocm_attn_prefers_16=True)),
+          rocm_attn_prefers_16=True, kv_cache_packing=True)),
 )
 
 

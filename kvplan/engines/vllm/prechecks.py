@@ -42,6 +42,7 @@ STAGE_TENSOR_PARALLEL = "config.tensor_parallel"
 STAGE_PP_PARTITION = "model_init.pp_layer_partition"
 STAGE_KV_HEADS = "model_init.tensor_parallel_kv_heads"
 STAGE_DRAFTER_HIDDEN = "model_init.drafter_hidden_size"
+STAGE_ATTENTION_BACKEND = "model_init.attention_backend"
 
 LONG_MAX_MODEL_LEN_WARNING = (
     "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position "
@@ -276,6 +277,17 @@ def check_config_stage(facts, options, era, logs: list[str], max_model_len: int)
     check_attention_heads(facts, options, era)
 
 
+def check_attention_backend(facts) -> None:
+    """The attention layer's ``get_attn_backend`` (model_executor/layers/attention/attention.py 0.34.0
+    lines 364-373): when no backend of the GPU takes the layer's --kv-cache-dtype, the selector raises
+    ``ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(...)`` while the
+    model is built (``block_size.select_backend``: the text, each backend's reasons)."""
+    decision = facts.block_size_decision
+    refusal = getattr(decision, "refusal", None)
+    if refusal:
+        raise EngineFailure("ValueError", refusal, STAGE_ATTENTION_BACKEND)
+
+
 def check_config(facts, options, era, logs: list[str], max_model_len: int) -> None:
     """Every check, in vLLM's order; raises ``EngineFailure`` at the first that fails.
     ``max_model_len``: the length vLLM's config holds (the given one, or the derived one)."""
@@ -287,4 +299,5 @@ def check_config(facts, options, era, logs: list[str], max_model_len: int) -> No
     check_attention_heads(facts, options, era)
     check_pp_partition(facts, era)
     check_kv_heads(facts, options)
+    check_attention_backend(facts)
     check_drafter_hidden_size(facts)
