@@ -376,6 +376,9 @@ _TABLE: tuple[Option, ...] = (
     Option("kv_cache_dtype", "--kv-cache-dtype", CHOICE, default="auto", choices=every_cache_dtype(),
            help="auto (model dtype), bfloat16, float16, fp8, fp8_per_token_head, nvfp4, turboquant_k8v4, ...: the "
                 "values of the release's CacheDType (kvplan/model/cache_dtypes.json)."),
+    Option("kv_cache_dtype_skip_layers", "--kv-cache-dtype-skip-layers", STR, metavar="LAYERS",
+           help="Layer indices (and attention types: sliding_window) whose KV stays in the model dtype, "
+                "comma-separated (vLLM's flag takes them space-separated); vLLM 0.19+."),
     Option("dtype", "--dtype", CHOICE, default="auto", choices=("auto", *MODEL_DTYPES),
            help="Model dtype: auto (config's torch_dtype; bfloat16 when absent), bfloat16, float16, float32."),
     Option("tensor_parallel_size", "--tensor-parallel-size", INT, default=1, minimum=1, maximum=MAX_HEADS,

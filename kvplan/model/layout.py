@@ -139,6 +139,9 @@ class ModelDraft:
         view without ``head_dim`` would ask transformers)."""
         p = self.parsed
         head = families.selector_head_size(p.text)
+        if self.use_mla and p.text.opt_int("kv_lora_rank"):
+            # ModelConfig.get_head_size for MLA: the latent (kv_lora_rank + qk_rope_head_dim), 576 for DeepSeek-V3
+            head = p.text.opt_int("kv_lora_rank") + (p.text.opt_int("qk_rope_head_dim") or 0)
         kv = p.text.opt_int("num_key_value_heads") or p.text.opt_int("num_attention_heads")
         return AttentionFacts(use_mla=self.use_mla, use_sparse=self.sparse_mla, head_size=head,
                               has_sink=p.model_type == "gpt_oss", kv_cache_dtype=self.cache_str,
@@ -402,6 +405,10 @@ def _kv_cache_dtype_per_layer(built: list, draft: ModelDraft, block_decision) ->
                 if hasattr(spec, "cache_dtype_str"):
                     changes["cache_dtype_str"] = "auto"
                 spec = dataclasses.replace(spec, **changes)
+                shared = getattr(block_decision, "skipped_sliding", None)
+                if windowed and shared is not None:
+                    block, padded = shared(spec.real_page_size_bytes // spec.block_size)
+                    spec = dataclasses.replace(spec, block_size=block, page_size_padded=padded)
             elif pack is not None:
                 slots, content = pack(spec)
                 if slots is not None or content is not None:

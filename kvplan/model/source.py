@@ -43,6 +43,7 @@ from pathlib import Path
 
 from kvplan.errors import ConfigError, KvplanError, ModelNotFoundError
 from kvplan.model import catalog
+from kvplan.model.hfconfig import decode_special_floats
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 # "org/name", or a bare legacy name such as "gpt2"
@@ -78,8 +79,9 @@ def read_config_json(path: str) -> dict:
         raise ConfigError(path, None, f"cannot read it ({e.__class__.__name__}: {e})", "check the file") from None
     try:
         # Python's json accepts Infinity/NaN, as Hugging Face's loader does
-        # (nvidia/Nemotron-H-56B-Base-8K has time_step_limit [0.0, Infinity]).
-        data = json.loads(text)
+        # (nvidia/Nemotron-H-56B-Base-8K has time_step_limit [0.0, Infinity]); transformers 5.x writes
+        # them as {"__float__": "Infinity"} and reads them back (hfconfig.decode_special_floats)
+        data = decode_special_floats(json.loads(text))
     except json.JSONDecodeError as e:
         raise ConfigError(
             path, None, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", "fix the JSON syntax"

@@ -47,6 +47,7 @@ class ServingInput:
     block_size: int | None = None
     attention_backend: str | None = None
     kv_cache_dtype: str = "auto"
+    kv_cache_dtype_skip_layers: str | None = None
     dtype: str = "auto"
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1

@@ -163,6 +163,7 @@ def serving_options(s: ServingInput, era: Era):
         suffix_default_tokens=era.suffix_default_tokens,
         pp_layer_partition=environment.pp_layer_partition(s.env, era),
         release=era.stands_for,
+        kv_cache_dtype_skip_layers=tuple(x for x in (s.kv_cache_dtype_skip_layers or "").replace(",", " ").split()),
     )
 
 

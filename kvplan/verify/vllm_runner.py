@@ -1099,6 +1099,7 @@ def run_hook(case: dict) -> dict:
             elif case["kind"] == "engine_defaults":
                 out.update(_block_size_decision(case))
             elif case["kind"] == "kv_dtype":
+                _cuda_wheel_standins(case)
                 out.update(_block_size_decision(case, then=lambda cfg, sel: _kv_dtype_layout(case, cfg, sel)))
             else:
                 raise ValueError(f"unknown hook kind {case['kind']!r}")
@@ -1285,7 +1286,8 @@ def _block_size_decision(case: dict, then=None) -> dict:
                     return out
                 sel = selector.AttentionSelectorConfig(
                     head_size=mc.get_head_size(), dtype=mc.dtype, kv_cache_dtype=cache.cache_dtype,
-                    block_size=case.get("args", {}).get("block_size"), has_sink=bool(case.get("has_sink")))
+                    block_size=case.get("args", {}).get("block_size"), has_sink=bool(case.get("has_sink")),
+                    use_mla=bool(getattr(mc, "use_mla", False)))
                 # the selector and update_block_size_for_backend run under the engine's config, as in the
                 # worker (0.24.0's FlashAttention kernel block sizes read get_current_vllm_config())
                 try:
@@ -1339,6 +1341,33 @@ def _block_size_decision(case: dict, then=None) -> dict:
     return out
 
 
+def _cuda_wheel_standins(case: dict) -> None:
+    """For ``kv_dtype`` cases, before any backend is selected: what the CUDA wheel ships, so the selector's
+    reasons are the GPU's and not the CPU's (nothing here runs a kernel)."""
+    from vllm.v1.attention.backends import fa_utils
+
+    if not hasattr(fa_utils, "flash_attn_varlen_func"):
+        # the compiled FlashAttention kernel the TurboQuant backend imports by name (its prefill path):
+        # absent without the CUDA build; a stand-in that is never called lets its module import
+        def flash_attn_varlen_func(*a, **k):
+            raise RuntimeError("no kernel on CPU")
+
+        fa_utils.flash_attn_varlen_func = flash_attn_varlen_func
+    if not hasattr(fa_utils, "get_scheduler_metadata"):
+        fa_utils.get_scheduler_metadata = fa_utils.flash_attn_varlen_func  # FLASH_ATTN_MLA's compiled import, never called
+    # What the CUDA wheel ships on the case's GPU, answered as _block_size_decision answers the FA version:
+    # FlashMLA's compiled modules (v1/attention/ops/flashmla.py lines 12-30) and FA3 for MLA
+    # (fa_utils.flash_attn_supports_mla reads vllm_flash_attn.flash_attn_interface.is_fa_version_supported)
+    from vllm.v1.attention.ops import flashmla
+
+    flashmla._flashmla_C_AVAILABLE = flashmla._flashmla_extension_C_AVAILABLE = True
+    fa3 = types.ModuleType("vllm.vllm_flash_attn.flash_attn_interface")
+    fa3.is_fa_version_supported = lambda v, *a, **k: v == (3 if case["capability"][0] == 9 else 2)
+    fa3.flash_attn_varlen_func = fa_utils.flash_attn_varlen_func  # FLASH_ATTN_MLA_SPARSE's import, never called
+    sys.modules.setdefault("vllm.vllm_flash_attn", types.ModuleType("vllm.vllm_flash_attn"))
+    sys.modules["vllm.vllm_flash_attn.flash_attn_interface"] = fa3
+
+
 def _kv_dtype_layout(case: dict, cfg, selector) -> dict:
     """A ``kv_dtype`` case: every attention layer's spec as the worker builds it under ``--kv-cache-dtype``
     (and ``--kv-cache-dtype-skip-layers``), then the engine's sizing of ``available_memory_bytes``.
@@ -1359,15 +1388,6 @@ def _kv_dtype_layout(case: dict, cfg, selector) -> dict:
     from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
     from vllm.v1.worker.utils import customize_attention_spec
 
-    from vllm.v1.attention.backends import fa_utils
-
-    if not hasattr(fa_utils, "flash_attn_varlen_func"):
-        # the compiled FlashAttention kernel the TurboQuant backend imports by name (its prefill path):
-        # absent without the CUDA build; a stand-in that is never called lets its module import
-        def flash_attn_varlen_func(*a, **k):
-            raise RuntimeError("no kernel on CPU")
-
-        fa_utils.flash_attn_varlen_func = flash_attn_varlen_func
     cache, mc, pc = cfg.cache_config, cfg.model_config, cfg.parallel_config
     skip = set(getattr(cache, "kv_cache_dtype_skip_layers", None) or [])
     cached = getattr(selector, "_cached_get_attn_backend", None)

@@ -50,6 +50,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -876,14 +877,29 @@ def kv_dtypes_cases(release: str) -> list[dict]:
         return [["mla" if l.spec.kind == "mla" else "attention", getattr(l.spec, "sliding_window", None), l.name]
                 for l in layout.layers if l.source == "target"]
 
+    def model_dir(model: str) -> str:
+        """The catalog config; a weight-quantized one (DeepSeek-V3's fp8 blocks) without its
+        quantization_config, whose kernels need CUDA at config time (it names no KV cache scheme)."""
+        path = REPO / "configs" / model
+        cfg = json.loads((path / "config.json").read_text())
+        quant = cfg.get("quantization_config")
+        if not isinstance(quant, dict) or quant.get("kv_cache_scheme") or quant.get("kv_cache_quant_algo"):
+            return str(path)
+        out = Path(tempfile.mkdtemp(prefix="kvd-")) / model.replace("/", "--")
+        out.mkdir(parents=True)
+        cfg.pop("quantization_config")
+        (out / "config.json").write_text(json.dumps(cfg))
+        return str(out)
+
     def case(model: str, dtype: str, layers: list, **args) -> dict:
         name = f"{model}@H100-80GB:kv_cache_dtype={dtype}" + "".join(f":{k}={v}" for k, v in args.items())
         return {"case": name, "kind": "kv_dtype", "model": model, "gpu": "H100-80GB",
-                "model_dir": str(REPO / "configs" / model), "capability": list(preset.compute_capability),
+                "model_dir": dirs[model], "capability": list(preset.compute_capability),
                 "total_memory": preset.memory_bytes, "device_name": preset.name,
                 "args": {"kv_cache_dtype": dtype, **args}, "available_memory_bytes": KV_DTYPES_MEMORY,
-                "layers": layers}
+                "layers": layers, "quantization_config_dropped": dirs[model] != str(REPO / "configs" / model)}
 
+    dirs = {m: model_dir(m) for m in {*KV_DTYPES_MODELS, *(m for m, _, _ in KV_DTYPES_SKIP)}}
     cases = []
     for model in KV_DTYPES_MODELS:
         layers = layers_of(model)

@@ -110,6 +110,9 @@ class BlockSizeDecision:
     # the backend's customize_spec for a quantized page: spec -> (num_head_slots, state_content_bytes)
     # (kv_packing.packing); None: the dense page
     packing: Callable | None = None
+    # a skipped (model-dtype) sliding-window layer's (block_size, page_size_padded) from its per-token page
+    # when layers keep the model dtype beside a smaller quantized page (cache_config.skip_page_size_padded)
+    skipped_sliding: Callable | None = None
 
 
 def kernel_block_sizes(era: Era, backend: str) -> tuple[int, ...]:
@@ -373,12 +376,40 @@ def _with_kv_dtype(era: Era, device: Device, facts: AttentionFacts, d: BlockSize
     smallest = smallest_kernel_block(era, backend)
     alignment = max(smallest, d.block_size)
     grown = alignment * cdiv(padded * smallest, alignment * primary)
+    d = replace(d, skipped_sliding=_skipped_sliding(era, device, facts, primary * max(d.block_size, grown)))
     if d.block_size >= grown:
         return d
     line = (f"Setting attention block size to {grown} tokens so the quantized primary KV page covers the "
             "higher-precision padded-spec page.")
     return replace(d, block_size=grown, how=f"{d.how}; grown to {grown} so the {dtype} page covers a "
                    f"{facts.model_dtype} page of {smallest} tokens (skipped layers)", log_lines=(*d.log_lines, line))
+
+
+# kernel block sizes declared as MultipleOf(n) (the comments of KERNEL_BLOCK_SIZES), the others exact
+MULTIPLE_OF_BACKENDS = frozenset({"FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION", "ROCM_ATTN",
+                                  "ROCM_AITER_UNIFIED_ATTN", "FLASH_ATTN_MLA", "TRITON_MLA"})
+
+
+def _skipped_sliding(era: Era, device: Device, facts: AttentionFacts, shared_page: int) -> Callable:
+    """A skipped sliding-window layer (the model dtype, on the backend the selector picks for ``auto``)
+    pads its page to the shared page and takes the largest kernel block whose page fits in it
+    (``Attention.get_kv_cache_spec`` with ``skip_page_size_padded``, attention.py 0.34.0 lines 657-705, and
+    ``_largest_kernel_block_within`` lines 101-144)."""
+    from dataclasses import replace
+
+    backend = select_backend(era, device, replace(facts, kv_cache_dtype="auto"), sliding=True)[0]
+    sizes = kernel_block_sizes(era, backend)
+
+    def block(per_token_bytes: int) -> tuple[int, int]:
+        most = shared_page // per_token_bytes
+        if backend in MULTIPLE_OF_BACKENDS:
+            candidates = [max(b, most // b * b) for b in sizes]
+        else:
+            candidates = list(sizes)
+        fitting = [b for b in candidates if b * per_token_bytes <= shared_page]
+        return (max(fitting) if fitting else min(candidates)), shared_page
+
+    return block
 
 
 def device_of(preset: GpuPreset | GpuCard | None) -> Device | None:

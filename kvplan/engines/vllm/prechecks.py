@@ -277,6 +277,18 @@ def check_config_stage(facts, options, era, logs: list[str], max_model_len: int)
     check_attention_heads(facts, options, era)
 
 
+def check_nvfp4_mla(facts, era) -> None:
+    """``VllmConfig.validate_nvfp4_kv_cache_with_mla`` (config/vllm.py 0.34.0 lines 3553-3580, a model
+    validator run after ``__post_init__``): a plain NVFP4 cache (``nvfp4``, ``nvfp4_4over6``) on an MLA model.
+    Read in 0.34.0 only (``Era.kv_cache_packing``)."""
+    cache = facts.kv_cache_dtype
+    if era.kv_cache_packing and facts.use_mla and cache.startswith("nvfp4") and not cache.endswith("_ds_mla"):
+        raise EngineFailure("ValidationError", (
+            "nvfp4 KV cache is not supported with MLA (Multi-head Latent Attention) backends. Please use a "
+            "different --kv-cache-dtype (e.g., 'fp8', 'auto', or 'nvfp4_ds_mla' with a sparse MLA backend) for "
+            "MLA models such as DeepSeek."), STAGE_KV_CACHE_DTYPE)
+
+
 def check_attention_backend(facts) -> None:
     """The attention layer's ``get_attn_backend`` (model_executor/layers/attention/attention.py 0.34.0
     lines 364-373): when no backend of the GPU takes the layer's --kv-cache-dtype, the selector raises
@@ -297,6 +309,7 @@ def check_config(facts, options, era, logs: list[str], max_model_len: int) -> No
     check_scheduler(options, max_model_len)
     check_float_kv_cache(facts, era)
     check_attention_heads(facts, options, era)
+    check_nvfp4_mla(facts, era)
     check_pp_partition(facts, era)
     check_kv_heads(facts, options)
     check_attention_backend(facts)
