@@ -199,6 +199,8 @@ def _cuda_candidates(era: Era, device: Device, facts: AttentionFacts, sliding: b
                                      not kv_packing.backend_takes(b, facts.kv_cache_dtype)),
                                     ("compute capability not supported", b in cc and major not in cc[b])) if bad]
             out.append((b, ", ".join(why) or None))
+        if major == 9 and era.kv_cache_packing:
+            out += _sm90_sparse_tail(facts)
         return out
     fa = _fa_version(device, facts.head_size)
     # cuda.py 0.34.0 lines 155-178: FLEX_ATTENTION and TURBOQUANT close both lists
@@ -227,6 +229,29 @@ def _cuda_candidates(era: Era, device: Device, facts: AttentionFacts, sliding: b
             why = "sliding window not supported"  # AttentionBackend.supports_sliding_window (backend.py line 193)
         out.append((b, why))
     return out
+
+
+def _sm90_sparse_tail(facts: AttentionFacts) -> list[tuple[str, str]]:
+    """The sparse-MLA backends that close SM 9.x's MLA list (cuda.py 0.34.0 lines 141-152; FlashInfer's first
+    for a 512 head), as a dense MLA model meets them: each refuses it (``validate_configuration``'s
+    reasons in order: the KV dtype, "non-sparse not supported", then ``supports_combination``'s)."""
+    dtype = facts.kv_cache_dtype
+
+    def reasons(backend: str, *combination: str) -> str:
+        listed = ["kv_cache_dtype not supported"] if not kv_packing.backend_takes(backend, dtype) else []
+        return ", ".join([*listed, "non-sparse not supported", *combination])
+
+    fa_sparse = () if dtype in ("auto", "float16", "bfloat16") else \
+        ("FlashAttention MLA Sparse currently supports only FP16/BF16 KV cache",)  # flashattn_mla_sparse.py 98-101
+    # flashmla_sparse.py lines 257-261 (the head-512 NoPE rules before it are not modelled)
+    flashmla = ("FLASHMLA_SPARSE only supports the nvfp4_ds_mla kv-cache dtype on SM100 (Blackwell)",) \
+        if dtype == "nvfp4_ds_mla" else ()
+    tail = [("FLASH_ATTN_MLA_SPARSE", reasons("FLASH_ATTN_MLA_SPARSE", *fa_sparse)),
+            ("FLASHMLA_SPARSE", reasons("FLASHMLA_SPARSE", *flashmla))]
+    # flashinfer_mla_sparse_sm90.py line 212
+    flashinfer = ("FLASHINFER_MLA_SPARSE_SM90",
+                  reasons("FLASHINFER_MLA_SPARSE_SM90", "FLASHINFER_MLA_SPARSE_SM90 requires sparse MLA"))
+    return [flashinfer, *tail] if facts.head_size == 512 else [*tail, flashinfer]
 
 
 def _takes_kv_cache_dtype(backend: str, dtype: str, major: int, fa: int) -> bool:

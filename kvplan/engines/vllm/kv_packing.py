@@ -45,6 +45,8 @@ SUPPORTED_KV_CACHE_DTYPES: dict[str, tuple[str, ...]] = {
     "TRITON_MLA": (*_FLOATS, "fp8", "fp8_e4m3"),  # mla/triton_mla.py lines 113-119
     "CUTLASS_MLA": (*_FLOATS, "fp8", "fp8_e4m3"),  # mla/cutlass_mla.py lines 40-46
     "FLASHMLA_SPARSE": ("auto", "bfloat16", "fp8_ds_mla", "fp8", "nvfp4_ds_mla"),  # mla/flashmla_sparse.py 156-162
+    "FLASH_ATTN_MLA_SPARSE": _FLOATS,  # mla/flashattn_mla_sparse.py lines 43-47
+    "FLASHINFER_MLA_SPARSE_SM90": ("auto", "bfloat16", "fp8", "fp8_e4m3"),  # mla/flashinfer_mla_sparse_sm90.py 148-153
 }
 
 # The dtypes whose page kvplan sizes in every release: the float caches and the one-byte fp8 family
