@@ -176,3 +176,18 @@ def test_named_examples_vllm_could_not_build_here_are_refused(arch, tmp_path):
     p.write_text(json.dumps({"architectures": [arch], "model_type": "x", "auto_map": {"AutoConfig": "a.B"}}))
     with pytest.raises(ConfigError, match="registers"):
         build_model_layout(str(p))
+
+
+def test_architectures_with_a_quantized_kv_cache():
+    """The same harness with vLLM's --kv-cache-dtype fp8 (``make_goldens.py --architectures --kv-cache-dtype
+    fp8``; 33 architectures of 24 families, their EAGLE heads with them: dense, sliding-window, MoE, MLA, Mamba
+    and GDN hybrids, chunked-local): every layer vLLM builds in fp8 is kvplan's under --kv-cache-dtype fp8
+    (uint8 caches, MLA's cache_dtype_str, the Mamba states untouched)."""
+    vs = A.check_all(kv_cache_dtype="fp8")
+    built = [v for v in vs if v.status == "built"]
+    assert len(built) == 26
+    assert {v.architecture: v.detail for v in built if v.verdict != "exact"} == {}
+    for g in A.load_goldens(kv_cache_dtype="fp8"):
+        assert g["status"] == "no_config" or g["kv_cache_dtype"] == "fp8"
+    llama = next(g for g in A.load_goldens(kv_cache_dtype="fp8") if g["architecture"] == "LlamaForCausalLM")
+    assert {s["dtype"] for s in llama["spec_table"]} == {"uint8"}

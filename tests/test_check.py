@@ -622,7 +622,7 @@ def test_file_issue_annotations():
     assert check.issue_annotations(e.value.issues) == [
         "::error file=deploy.yaml,line=5,title=kvplan check%3A bad deployments file::"
         "deployment 'a': key 'tp': unknown key; known: model, drafter, speculative_method, num_speculative_tokens, parallel_drafting, "
-        "block_size, attention_backend, kv_cache_dtype, dtype, tensor_parallel_size, pipeline_parallel_size, decode_context_parallel_size, "
+        "block_size, attention_backend, kv_cache_dtype, kv_cache_dtype_skip_layers, dtype, tensor_parallel_size, pipeline_parallel_size, decode_context_parallel_size, "
         "data_parallel_size, enable_expert_parallel, hf_overrides, "
         "disable_sliding_window, revision, model_map, download, env, policy, threshold, kv_cache_memory, max_model_len, max_num_batched_tokens, "
         "max_num_seqs, enable_chunked_prefill, async_scheduling, model_runner, enable_prefix_caching, mamba_cache_mode, "

@@ -174,10 +174,11 @@ def test_kv_cache_dtype_skip_layers_and_unknown_speculative_keys_run_with_a_warn
                                                          "dtype already")
     req = kvplan.serve.read_serve(["openai/gpt-oss-20b", "--kv-cache-dtype", "fp8", "--kv-cache-dtype-skip-layers",
                                    "sliding_window"])
-    assert req.flags[-1].effect == "not modelled"
-    assert ("--kv-cache-dtype-skip-layers: not modelled by kvplan (keeps the named layers' KV in the model dtype); "
-            "simulated without it: every layer's KV is fp8 in kvplan's figures, the named layers' are the model "
-            "dtype in vLLM's") in req.warnings
+    assert req.flags[-1].effect == "applied"
+    assert req.options["kv_cache_dtype_skip_layers"] == "sliding_window"
+    req = kvplan.serve.read_serve(["meta-llama/Llama-3.1-8B-Instruct", "--kv-cache-dtype", "nvfp4",
+                                   "--kv-cache-dtype-skip-layers", "0", "31"])
+    assert req.options["kv_cache_dtype_skip_layers"] == "0,31"
     req = kvplan.serve.read_serve(["Qwen/Qwen3-8B", "--speculative-config",
                                    '{"method": "ngram", "num_speculative_tokens": 5, '
                                    '"num_speculative_tokens_per_batch_size": [[1, 5]]}'])

@@ -166,7 +166,7 @@ class _Reader:
     def _finish_skip_layers(self) -> None:
         """--kv-cache-dtype-skip-layers keeps the named layers' KV in the model dtype: with
         kv_cache_dtype auto every layer is in the model dtype already (no effect); with another
-        cache dtype kvplan simulates without it and says so."""
+        cache dtype it is kvplan's --kv-cache-dtype-skip-layers (the values comma-joined)."""
         g = getattr(self, "skip_layers", None)
         if g is None:
             return
@@ -174,10 +174,9 @@ class _Reader:
         if dtype == "auto":
             self.row(g, fx.NO_EFFECT, note="kv_cache_dtype auto: every layer's KV is in the model dtype already")
             return
-        self.row(g, fx.NOT_MODELLED, note=fx.REFUSED_WHY[g.flag.dest])
-        self.warnings.append(f"{g.option}: not modelled by kvplan ({fx.REFUSED_WHY[g.flag.dest]}); simulated "
-                             f"without it: every layer's KV is {dtype} in kvplan's figures, the named layers' are "
-                             "the model dtype in vLLM's")
+        values = g.value if isinstance(g.value, (list, tuple)) else str(g.value).split()
+        self.set("kv_cache_dtype_skip_layers", ",".join(str(v) for v in values))
+        self.row(g, fx.APPLIED, "kv_cache_dtype_skip_layers")
 
     # ---------------------------------------------------------------- handlers
     def _h_default(self, g: Given) -> None:  # model, config: read by parse_serve_args

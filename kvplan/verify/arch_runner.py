@@ -582,8 +582,11 @@ def build(item: dict, a2mt: dict) -> dict:
         # EngineArgs.create_engine_config: the model config, then the cache config with the
         # model-wide sliding window, the hooks in VllmConfig.__post_init__; the speculative config
         # derives the drafter's model config, MTP heads from the target's config)
+        # ARCH_KV_CACHE_DTYPE (make_goldens.py --architectures --kv-cache-dtype fp8): vLLM's --kv-cache-dtype
+        kv = {"kv_cache_dtype": os.environ["ARCH_KV_CACHE_DTYPE"]} if os.environ.get("ARCH_KV_CACHE_DTYPE") else {}
+        rec.update(kv)
         args = EngineArgs(model=target_dir, skip_tokenizer_init=True, dtype="bfloat16", trust_remote_code=False,
-                          speculative_config=spec_cfg)
+                          speculative_config=spec_cfg, **kv)
         vc = args.create_engine_config()
         mc = vc.model_config
         # The Transformers backend materialises parameters on device_config.device: meta here.

@@ -14,6 +14,11 @@ Verdicts: ``exact`` (equal), ``differs`` (kvplan built other layers: a bug to fi
 could not build here carry no verdict.
 
     python -m kvplan.verify.archcheck [--release 0.34.0] [--show differs]
+    python -m kvplan.verify.archcheck --kv-cache-dtype fp8   # the goldens built with vLLM's --kv-cache-dtype fp8
+
+With ``--kv-cache-dtype`` the goldens of ``<release>-kv-<dtype>/`` (the same architectures built with that
+cache dtype) are compared with kvplan's layers under the same ``--kv-cache-dtype``: the cache tensor dtype,
+the per-layer skips, DeepSeek-V3.2's fp8 → fp8_ds_mla switch.
 """
 
 from __future__ import annotations
@@ -49,12 +54,14 @@ class Verdict:
     family: str | None = None  # kvplan's rule (families key)
 
 
-def golden_dir(release: str = RELEASE) -> Path:
-    return GOLDEN_ROOT / release
+def golden_dir(release: str = RELEASE, kv_cache_dtype: str | None = None) -> Path:
+    """The release's goldens; with ``kv_cache_dtype`` those built with vLLM's --kv-cache-dtype
+    (``make_goldens.py --architectures --kv-cache-dtype fp8``: ``<release>-kv-fp8``)."""
+    return GOLDEN_ROOT / (f"{release}-kv-{kv_cache_dtype}" if kv_cache_dtype else release)
 
 
-def load_goldens(release: str = RELEASE) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(golden_dir(release).glob("*.json"))]
+def load_goldens(release: str = RELEASE, kv_cache_dtype: str | None = None) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(golden_dir(release, kv_cache_dtype).glob("*.json"))]
 
 
 def golden_key(spec: dict) -> tuple:
@@ -106,7 +113,7 @@ def _write(d: str, name: str, config: dict) -> str:
 
 
 def kvplan_layers(config: dict | None, target_config: dict | None = None,
-                  speculative: dict | None = None) -> tuple[list[tuple], int, str]:
+                  speculative: dict | None = None, kv_cache_dtype: str = "auto") -> tuple[list[tuple], int, str]:
     """kvplan's compared keys for ``config`` (target layers), its KV-sharing count and family; for a
     speculative head's golden (``target_config`` and vLLM's ``speculative`` config, ``config`` the
     drafter checkpoint's or None for MTP), the drafter's layers beside that target."""
@@ -115,12 +122,14 @@ def kvplan_layers(config: dict | None, target_config: dict | None = None,
 
     with tempfile.TemporaryDirectory(prefix="kvplan-arch-") as d:
         if speculative is None:
-            layout = build_model_layout(_write(d, "target", config), options=ServingOptions(dtype="bfloat16"))
+            layout = build_model_layout(_write(d, "target", config),
+                                        options=ServingOptions(dtype="bfloat16", kv_cache_dtype=kv_cache_dtype))
             source, family = "target", None
         else:
             drafter = _write(d, "draft", config) if config is not None else None
             options = ServingOptions(dtype="bfloat16", speculative_method=speculative["method"],
-                                     num_speculative_tokens=speculative["num_speculative_tokens"])
+                                     num_speculative_tokens=speculative["num_speculative_tokens"],
+                                     kv_cache_dtype=kv_cache_dtype)
             layout = build_model_layout(_write(d, "target", target_config), drafter, options=options)
             source, family = "drafter", f"drafter ({speculative['method']})"
     keys = [kvplan_key(ls.spec) for ls in layout.layers if ls.source == source]
@@ -137,7 +146,7 @@ def check(golden: dict) -> Verdict:
     want_sharing = len(golden.get("kv_sharing") or {})
     try:
         got, sharing, family = kvplan_layers(golden["config"], golden.get("target_config"),
-                                             golden.get("speculative_config"))
+                                             golden.get("speculative_config"), golden.get("kv_cache_dtype") or "auto")
     except KvplanError as e:
         return Verdict(arch, status, "refused", " ".join(str(e).split()))
     if got == want and sharing == want_sharing:
@@ -152,8 +161,8 @@ def check(golden: dict) -> Verdict:
     return Verdict(arch, status, "differs", detail, family)
 
 
-def check_all(release: str = RELEASE) -> list[Verdict]:
-    return [check(g) for g in load_goldens(release)]
+def check_all(release: str = RELEASE, kv_cache_dtype: str | None = None) -> list[Verdict]:
+    return [check(g) for g in load_goldens(release, kv_cache_dtype)]
 
 
 def summary(verdicts: list[Verdict]) -> str:
@@ -270,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m kvplan.verify.archcheck", description=__doc__.split("\n\n")[0])
     ap.add_argument("--release", default=RELEASE)
+    ap.add_argument("--kv-cache-dtype", default=None, help="the goldens built with this --kv-cache-dtype (fp8)")
     ap.add_argument("--show", nargs="*", default=["differs"], help="verdicts to list (exact refused differs)")
     ap.add_argument("--markdown", action="store_true", help="print docs/architectures.md")
     ap.add_argument("--candidates", action="store_true", help="which family rule reproduces each unassigned architecture")
@@ -281,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         for a, fam in candidates(args.release):
             print(f"{a}: {fam}")
         return 0
-    verdicts = check_all(args.release)
+    verdicts = check_all(args.release, args.kv_cache_dtype)
     for v in verdicts:
         if v.verdict in args.show:
             print(f"{v.architecture}: {v.verdict}: {v.detail}")
