@@ -114,8 +114,7 @@ def test_transformers5_special_floats_are_read_back():
     reader turns it back into inf as ``PreTrainedConfig._decode_special_floats`` does (tests/data README)."""
     import math
 
-    from kvplan.model.hfconfig import decode_special_floats
-    from kvplan.model.source import read_config_json
+    from kvplan.model.source import decode_special_floats, read_config_json
 
     for name in ("falcon_h1", "granitemoehybrid"):
         raw = json.loads((T5 / name / "config.json").read_text())

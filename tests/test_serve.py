@@ -224,9 +224,12 @@ def test_mtp_aliases_and_ngram():
      "--speculative-config: vllm serve 0.34.0 reads it as JSON and '{method: eagle3}' is not JSON (argparse "
      "refuses it); write e.g. '{\"key\": 3}'"),
     (["openai/gpt-oss-20b", "--kv-cache-dtype", "fp7"],
-     # the flag has no argparse choices in 0.34.0; kvplan's option table checks the value
-     "--kv-cache-dtype: 'fp7' is not one of: auto, bfloat16, float16, half, float32, float, fp8, fp8_e4m3, fp8_e5m2, "
-     "fp8_inc, fp8_ds_mla, fp8_per_token_head, int8, int8_per_token_head"),
+     # the flag has no argparse choices in 0.34.0; kvplan's option table checks the value (every release's
+     # CacheDType values, kvplan/model/cache_dtypes.json)
+     "--kv-cache-dtype: 'fp7' is not one of: auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla, float16, "
+     "fp8_per_token_head, int8_per_token_head, nvfp4, turboquant_3bit_nc, turboquant_4bit_nc, turboquant_k3v4_nc, "
+     "turboquant_k8v4, int4_per_token_head, nvfp4_4over6, nvfp4_ds_mla, ultraquant_4bit, octave_k3v4, octave_k3v3, "
+     "octave_k3v3_compact"),
     (["openai/gpt-oss-20b", "--format", "json"],
      "--format is kvplan's option, not vllm serve's: put it before `serve` (kvplan vllm --format ... serve MODEL ...)"),
     (["--port", "8000"], "no model on the serve line; write `vllm serve MODEL ...` (or --model MODEL)"),

@@ -356,6 +356,16 @@ def selector_head_size(view: HFView) -> int | None:
     return hidden // heads if hidden and heads else None
 
 
+def kv_dtype_counts(view: HFView) -> tuple[int | None, int | None, int]:
+    """``(MLA latent head or None, KV heads, decoder layers)``: what the KV cache dtype's rules read before the
+    layers are built (the MLA selector's head size ``kv_lora_rank + qk_rope_head_dim``, 576 for DeepSeek-V3;
+    the per-token page of a skipped layer; TurboQuant's boundary layers)."""
+    rank = view.opt_int("kv_lora_rank")
+    latent = rank + (view.opt_int("qk_rope_head_dim") or 0) if rank else None
+    kv = view.opt_int("num_key_value_heads") or view.opt_int("num_attention_heads")
+    return latent, kv, view.opt_int("num_hidden_layers") or 0
+
+
 def family_of(architecture: str | None, model_type: str | None) -> str | None:
     if architecture and architecture in ARCH_FAMILY:
         return ARCH_FAMILY[architecture]

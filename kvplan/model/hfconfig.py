@@ -31,26 +31,6 @@ from kvplan.errors import ConfigError
 
 _MISSING = object()
 
-# transformers 5.x writes the floats JSON has no literal for as a tagged object (configuration_utils.py, 5.25.0
-# lines 1148 and 1173;
-# transformers 5.22.2 lines 62-63 and 1138-1182: ``_encode_special_floats`` on ``to_json_string``,
-# ``_decode_special_floats`` on ``_dict_from_json_file``): {"__float__": "Infinity"}, "-Infinity", "NaN".
-_FLOAT_TAG_KEY = "__float__"
-_FLOAT_TAG_VALUES = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
-
-
-def decode_special_floats(obj: Any) -> Any:
-    """A config dict with transformers 5.x's tagged floats read back as floats, as
-    ``PreTrainedConfig._decode_special_floats`` does: a dict whose only key is ``__float__`` with a known
-    tag becomes the float (an unknown tag stays the dict); dicts and lists are walked."""
-    if isinstance(obj, dict):
-        if set(obj) == {_FLOAT_TAG_KEY} and isinstance(obj[_FLOAT_TAG_KEY], str):
-            return _FLOAT_TAG_VALUES.get(obj[_FLOAT_TAG_KEY], obj)
-        return {k: decode_special_floats(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [decode_special_floats(v) for v in obj]
-    return obj
-
 # vLLM's own config registry (vllm/transformers_utils/config.py ``_CONFIG_REGISTRY``)
 # maps these model types to DeepseekV3Config before transformers is asked.
 MODEL_TYPE_ALIASES = {"kimi_k2": "deepseek_v3", "deepseek_v32": "deepseek_v3"}

@@ -139,15 +139,17 @@ class ModelDraft:
         view without ``head_dim`` would ask transformers)."""
         p = self.parsed
         head = families.selector_head_size(p.text)
-        if self.use_mla and p.text.opt_int("kv_lora_rank"):
-            # ModelConfig.get_head_size for MLA: the latent (kv_lora_rank + qk_rope_head_dim), 576 for DeepSeek-V3
-            head = p.text.opt_int("kv_lora_rank") + (p.text.opt_int("qk_rope_head_dim") or 0)
-        kv = p.text.opt_int("num_key_value_heads") or p.text.opt_int("num_attention_heads")
+        # read only for a quantized cache: the shipped config views (catalog_resolved.json) hold what the
+        # model dtype's runs read
+        latent, kv, _ = families.kv_dtype_counts(p.text) if self.cache_str != "auto" else (None, None, 0)
+        if self.use_mla and latent:
+            head = latent  # ModelConfig.get_head_size for MLA: the latent, 576 for DeepSeek-V3
         return AttentionFacts(use_mla=self.use_mla, use_sparse=self.sparse_mla, head_size=head,
                               has_sink=p.model_type == "gpt_oss", kv_cache_dtype=self.cache_str,
                               model_dtype=self.dtype, head_size_v=head,
                               num_kv_heads=max(1, kv // self.options.tensor_parallel_size) if kv else None,
-                              has_skip_layers=bool(self.skip_layers) and self.cache_str != "auto")
+                              has_skip_layers=bool(self.skip_layers) and self.cache_str != "auto",
+                              release=self.options.release)
 
 
 # ------------------------------------------------------------------ parsing
@@ -373,7 +375,7 @@ def draft_model_layout(
     if cache_str.startswith("turboquant_") or cache_str == "ultraquant_4bit":
         # TurboQuantConfig.get_boundary_skip_layers (turboquant/config.py lines 178-214): the first and
         # last 2 layers of a model that is not a Mamba hybrid keep the model dtype
-        n = p.text.opt_int("num_hidden_layers") or 0
+        n = families.kv_dtype_counts(p.text)[2]
         boundary = () if p.family in families.HYBRID_FAMILIES else \
             tuple(str(i) for i in sorted({*range(min(2, n // 2)), *range(n - min(2, n // 2), n)}))
         if boundary:

@@ -31,6 +31,7 @@ class AttentionFacts:
     num_kv_heads: int | None = None
     head_size_v: int | None = None
     has_skip_layers: bool = False
+    release: str | None = None  # the vLLM release the options are read for (ServingOptions.release)
 
 
 @dataclass(frozen=True)

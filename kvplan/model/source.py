@@ -36,6 +36,7 @@ candidates, or none, give a one-line error with the nearest ids by edit distance
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -43,7 +44,6 @@ from pathlib import Path
 
 from kvplan.errors import ConfigError, KvplanError, ModelNotFoundError
 from kvplan.model import catalog
-from kvplan.model.hfconfig import decode_special_floats
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 # "org/name", or a bare legacy name such as "gpt2"
@@ -66,6 +66,27 @@ class ModelSource:
             object.__setattr__(self, "model_id", self.requested)
 
 
+# transformers 5.x writes the floats JSON has no literal for as a tagged object (configuration_utils.py, 5.25.0
+# lines 1148 and 1173;
+# transformers 5.22.2 lines 62-63 and 1138-1182: ``_encode_special_floats`` on ``to_json_string``,
+# ``_decode_special_floats`` on ``_dict_from_json_file``): {"__float__": "Infinity"}, "-Infinity", "NaN".
+_FLOAT_TAG_KEY = "__float__"
+_FLOAT_TAG_VALUES = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def decode_special_floats(obj: object) -> object:
+    """A config dict with transformers 5.x's tagged floats read back as floats, as
+    ``PreTrainedConfig._decode_special_floats`` does: a dict whose only key is ``__float__`` with a known
+    tag becomes the float (an unknown tag stays the dict); dicts and lists are walked."""
+    if isinstance(obj, dict):
+        if set(obj) == {_FLOAT_TAG_KEY} and isinstance(obj[_FLOAT_TAG_KEY], str):
+            return _FLOAT_TAG_VALUES.get(obj[_FLOAT_TAG_KEY], obj)
+        return {k: decode_special_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode_special_floats(v) for v in obj]
+    return obj
+
+
 def read_config_json(path: str) -> dict:
     """The JSON object in ``path``; a one-line ConfigError for every way that fails."""
     try:
@@ -80,7 +101,7 @@ def read_config_json(path: str) -> dict:
     try:
         # Python's json accepts Infinity/NaN, as Hugging Face's loader does
         # (nvidia/Nemotron-H-56B-Base-8K has time_step_limit [0.0, Infinity]); transformers 5.x writes
-        # them as {"__float__": "Infinity"} and reads them back (hfconfig.decode_special_floats)
+        # them as {"__float__": "Infinity"} and reads them back (decode_special_floats)
         data = decode_special_floats(json.loads(text))
     except json.JSONDecodeError as e:
         raise ConfigError(

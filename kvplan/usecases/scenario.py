@@ -162,7 +162,8 @@ def serving_options(s: ServingInput, era: Era):
         speculators_user_config=era.speculators_user_config,
         suffix_default_tokens=era.suffix_default_tokens,
         pp_layer_partition=environment.pp_layer_partition(s.env, era),
-        release=era.stands_for,
+        # Era.stands_for, read from its fields (the selected release, else the era's newest, else its first)
+        release=era.release or (era.releases[-1] if era.releases else era.first_release),
         kv_cache_dtype_skip_layers=tuple(x for x in (s.kv_cache_dtype_skip_layers or "").replace(",", " ").split()),
     )
 

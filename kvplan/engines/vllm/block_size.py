@@ -331,7 +331,7 @@ def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None,
         device = Device()
         note = ("no --gpu: the attention backend and block size assume an H100 (SM 9.0, CUDA); "
                 "pass --gpu for another card")
-    _check_modelled(era, device, facts.kv_cache_dtype, era.stands_for)
+    _check_modelled(era, device, facts.kv_cache_dtype, facts.release or era.name)
     refusal = None
     if attention_backend is not None:
         backend = check_backend(attention_backend, facts)
