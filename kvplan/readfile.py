@@ -59,6 +59,9 @@ KIND_WORDS = {
 YAML_MAX_DEPTH = 100  # nesting levels of one YAML document (Kubernetes manifests use about 15)
 YAML_MAX_ALIAS_NODES = 100_000  # nodes that aliases may add when expanded (a bomb adds billions)
 JSON_MAX_DEPTH = 100  # nesting levels of one JSON value (config.json and vLLM's JSON flags use under 10)
+# digits of one integer in YAML or JSON: no field kvplan reads needs more (2**64 has 20 digits), and
+# Python refuses to convert more than 4,300 (sys.get_int_max_str_digits) with a bare ValueError
+MAX_INT_DIGITS = 100
 
 STDIN = "-"
 
@@ -81,12 +84,12 @@ def _kind_of_mode(mode: int) -> str | None:
     return None if stat.S_ISREG(mode) else "not a regular file"
 
 
-def _check_mode(path: str, field: str, mode: int, shown: str) -> None:
+def _check_mode(path: str, field: str, mode: int, shown: str, stdin: bool) -> None:
     what = _kind_of_mode(mode)
     if what is not None:
         via = "" if shown == path else f" (the link resolves to {shown})"
         raise _refuse(path, field, f"is {what}{via}, not a regular file",
-                      "pass a regular file, or - to read standard input")
+                      "pass a regular file" + (", or - to read standard input" if stdin else ""))
 
 
 def _check_size(path: str, field: str, size: int, kind: str) -> None:
@@ -96,7 +99,7 @@ def _check_size(path: str, field: str, size: int, kind: str) -> None:
                       "pass the part that matters (a smaller file)")
 
 
-def open_binary(path: str | os.PathLike, kind: str, field: str) -> BinaryIO:
+def open_binary(path: str | os.PathLike, kind: str, field: str, *, stdin: bool = True) -> BinaryIO:
     """A regular file at ``path`` opened for reading bytes, after every check above; the caller
     closes it and reads at most ``LIMIT_BYTES[kind]`` bytes (``BoundedStream``)."""
     name = os.fspath(path)
@@ -108,7 +111,7 @@ def open_binary(path: str | os.PathLike, kind: str, field: str) -> BinaryIO:
     except (OSError, ValueError) as e:  # a name the file system refuses (too long, a NUL byte)
         raise _refuse(name[:200], field, f"cannot be read ({_reason(e)})", "check the path") from None
     shown = real if real != os.path.abspath(os.path.expanduser(name)) else name
-    _check_mode(name, field, st.st_mode, shown)
+    _check_mode(name, field, st.st_mode, shown, stdin)
     _check_size(name, field, st.st_size, kind)
     try:
         # O_NONBLOCK: a path swapped for a FIFO after the stat above is opened without waiting
@@ -118,7 +121,7 @@ def open_binary(path: str | os.PathLike, kind: str, field: str) -> BinaryIO:
         raise _refuse(name, field, f"cannot be read ({_reason(e)})", "check the file's permissions") from None
     try:
         st = os.fstat(fd)
-        _check_mode(name, field, st.st_mode, shown)
+        _check_mode(name, field, st.st_mode, shown, stdin)
         _check_size(name, field, st.st_size, kind)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)  # a regular file: blocking reads, as usual
@@ -147,10 +150,11 @@ class BoundedStream:
         return data
 
 
-def read_bytes(path: str | os.PathLike, kind: str, field: str) -> bytes:
-    """The bytes of a regular file (or of standard input for ``-``), at most ``LIMIT_BYTES[kind]``."""
+def read_bytes(path: str | os.PathLike, kind: str, field: str, *, stdin: bool = True) -> bytes:
+    """The bytes of a regular file (or of standard input for ``-`` where ``stdin``), at most
+    ``LIMIT_BYTES[kind]``."""
     name = os.fspath(path)
-    if name == STDIN:
+    if name == STDIN and stdin:
         raw = getattr(sys.stdin, "buffer", None)
         if raw is None:  # a text stream without a buffer (a test harness): encode what it gives
             text = sys.stdin.read(LIMIT_BYTES[kind] + 1)
@@ -158,7 +162,7 @@ def read_bytes(path: str | os.PathLike, kind: str, field: str) -> bytes:
             _check_size("standard input", field, len(data), kind)
             return data
         return BoundedStream(raw, "standard input", kind, field).read()
-    with open_binary(name, kind, field) as f:
+    with open_binary(name, kind, field, stdin=stdin) as f:
         try:
             return BoundedStream(f, name, kind, field).read()
         except OSError as e:
@@ -189,10 +193,12 @@ def decode(data: bytes, name: str, field: str, *, errors: str = "strict") -> str
                       "save it as UTF-8") from None
 
 
-def read_text(path: str | os.PathLike, kind: str, field: str, *, errors: str = "strict") -> str:
-    """The UTF-8 text of a regular file (or standard input for ``-``), bounded and checked as above."""
+def read_text(path: str | os.PathLike, kind: str, field: str, *, errors: str = "strict", stdin: bool = True) -> str:
+    """The UTF-8 text of a regular file (or standard input for ``-`` where ``stdin``: the command
+    line's files; a path inside a file is never standard input), bounded and checked as above."""
     name = os.fspath(path)
-    return decode(read_bytes(name, kind, field), "standard input" if name == STDIN else name, field, errors=errors)
+    data = read_bytes(name, kind, field, stdin=stdin)
+    return decode(data, "standard input" if name == STDIN and stdin else name, field, errors=errors)
 
 
 def _reason(e: BaseException) -> str:
@@ -210,6 +216,7 @@ def yaml_loader_class():
     ``yaml.composer.ComposerError`` (a ``yaml.MarkedYAMLError``) with the line of the node."""
     import yaml
     from yaml.composer import ComposerError
+    from yaml.constructor import ConstructorError
 
     class BoundedSafeLoader(yaml.SafeLoader):
         def __init__(self, stream):
@@ -218,6 +225,13 @@ def yaml_loader_class():
             self._weight: dict[int, int] = {}  # id(node) → nodes it stands for, expanded
             self._open: set[str] = set()  # anchors whose node is being composed
             self._alias_nodes = 0
+
+        def construct_yaml_int(self, node):
+            digits = sum(c.isalnum() for c in str(node.value))
+            if digits > MAX_INT_DIGITS:
+                raise ConstructorError(None, None, f"an integer of {digits:,} digits (at most {MAX_INT_DIGITS})",
+                                       node.start_mark)
+            return super().construct_yaml_int(node)
 
         def compose_document(self):
             self._weight.clear()
@@ -260,6 +274,7 @@ def yaml_loader_class():
                 self._weight[id(node)] = w
             return node
 
+    BoundedSafeLoader.add_constructor("tag:yaml.org,2002:int", BoundedSafeLoader.construct_yaml_int)
     return BoundedSafeLoader
 
 
@@ -290,8 +305,15 @@ _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
-class JsonTooDeep(ValueError):
-    """A JSON value nested deeper than JSON_MAX_DEPTH."""
+class JsonLimitError(ValueError):
+    """A JSON value past the limits: nested deeper than JSON_MAX_DEPTH, or an integer of more
+    than MAX_INT_DIGITS digits."""
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise JsonLimitError(f"holds an integer of {len(text.lstrip('-')):,} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
 
 
 def json_depth_ok(text: str, max_depth: int = JSON_MAX_DEPTH) -> bool:
@@ -312,7 +334,7 @@ def json_depth_ok(text: str, max_depth: int = JSON_MAX_DEPTH) -> bool:
 
 def loads_json(text: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
     """``json.loads`` (Infinity and NaN accepted, as Hugging Face's loader does) after refusing a
-    value nested deeper than ``max_depth`` (JsonTooDeep, a ValueError)."""
+    value nested deeper than ``max_depth`` (JsonLimitError, a ValueError)."""
     if not json_depth_ok(text, max_depth):
-        raise JsonTooDeep(f"it nests more than {max_depth} levels deep")
-    return json.loads(text)
+        raise JsonLimitError(f"nests more than {max_depth} levels deep")
+    return json.loads(text, parse_int=_json_int)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, List, Optional
 
 import typer
@@ -70,7 +69,12 @@ def vllm_command(
     elif line is not None:
         if words:
             raise fail("give either --line or the serve words, not both", EXIT_USAGE)
-        text = sys.stdin.read() if line == "-" else line
+        if line == "-":
+            from kvplan.readfile import read_text
+
+            text = read_text("-", "line", "--line")
+        else:
+            text = line
         data = vllm_serve(line=text, **options)
     else:
         if not words or words[0] != "serve":
