@@ -51,10 +51,11 @@ LIMIT_BYTES: dict[str, int] = {
     "serve-config": 4 * MiB,  # vLLM's `--config` YAML of flags
     "line": 4 * MiB,  # a pasted `vllm serve` line (`--line -`)
     "log": 1024 * MiB,  # a vLLM start-up log (`kvplan explain-log`), streamed
+    "checkpoint": 1 << 50,  # a safetensors shard: only its header is read (at most 100 MiB, checkpoint.py)
 }
 KIND_WORDS = {
     "config": "a model config", "manifest": "a manifest", "deployments": "a deployments file",
-    "serve-config": "a vLLM --config file", "line": "a serve line", "log": "a log",
+    "serve-config": "a vLLM --config file", "line": "a serve line", "log": "a log", "checkpoint": "a checkpoint",
 }
 YAML_MAX_DEPTH = 100  # nesting levels of one YAML document (Kubernetes manifests use about 15)
 YAML_MAX_ALIAS_NODES = 100_000  # nodes that aliases may add when expanded (a bomb adds billions)
@@ -175,15 +176,16 @@ _BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
 
 def decode(data: bytes, name: str, field: str, *, errors: str = "strict") -> str:
     """UTF-8 text of ``data`` (a UTF-8 byte-order mark dropped); ``errors="replace"`` for logs,
-    whose stray bytes do not matter, else a refusal naming the first bad byte. UTF-16/32 (a
-    byte-order mark, or NUL bytes) is always refused: read as UTF-8 it would be noise."""
+    whose stray bytes do not matter, else a refusal naming the first bad byte (a NUL byte in the
+    first 4 KiB: binary, or UTF-16 without a mark). UTF-16/32 with a byte-order mark is always
+    refused: read as UTF-8 it would be noise."""
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
     for bom, enc in _BOMS:
         if data.startswith(bom):
             raise _refuse(name, field, f"is {enc} text (it starts with a {enc} byte-order mark)",
                           "save it as UTF-8 (iconv -f UTF-16 -t UTF-8)")
-    nul = data.find(b"\x00", 0, 4096)
+    nul = data.find(b"\x00", 0, 4096) if errors == "strict" else -1  # a log may hold a stray NUL
     if nul >= 0:
         raise _refuse(name, field, f"is binary or UTF-16 (a NUL byte at offset {nul})", "pass a UTF-8 text file")
     try:

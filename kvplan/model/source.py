@@ -393,15 +393,24 @@ def _resolved(found: ModelSource, requested: str, note: str) -> ModelSource:
 
 
 def resolve_model(model: str, *, revision: str | None = None, download: bool = False) -> ModelSource:
-    """Find the ``config.json`` for a model argument (see the module docstring for the order)."""
+    """Find the ``config.json`` for a model argument (see the module docstring for the order). A
+    name no file system or Hub takes (longer than a path, a NUL, a component the file system
+    refuses) is a one-line error, never an OSError."""
     from kvplan.bounds import MAX_NAME_CHARS
+    from kvplan.errors import OptionError
 
     if len(model) > MAX_NAME_CHARS or "\x00" in model:
         what = f"{len(model):,} characters, more than any path or Hugging Face id ({MAX_NAME_CHARS:,})" \
             if len(model) > MAX_NAME_CHARS else "a NUL character, which no path or Hugging Face id has"
-        from kvplan.errors import OptionError
-
         raise OptionError(f"model {model[:40]!r}...: the name has {what}; check the model argument")
+    try:
+        return _resolve_model(model, revision=revision, download=download)
+    except OSError as e:  # ENAMETOOLONG, ELOOP: the name as a path is refused by the file system
+        raise OptionError(f"model {model[:60]!r}: the file system refuses it as a path "
+                          f"({e.strerror or e.__class__.__name__}); check the model argument") from None
+
+
+def _resolve_model(model: str, *, revision: str | None = None, download: bool = False) -> ModelSource:
     tried: list[str] = []
     local = _local(model)
     if local is not None:

@@ -102,7 +102,7 @@ def kind_of(doc: Any) -> str | None:
         return "ray-serve"
     if isinstance(doc.get("services"), dict):
         return "compose"
-    if doc.get("apiVersion") and doc.get("kind"):
+    if isinstance(doc.get("apiVersion"), str) and isinstance(doc.get("kind"), str) and doc["kind"]:
         return "kserve" if str(doc["apiVersion"]).startswith(kserve.API) else "kubernetes"
     if isinstance(doc.get("servingEngineSpec"), dict):
         return "helm-production-stack"
@@ -263,7 +263,7 @@ _HELM_FLAGS = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"), ("tenso
 
 def _helm(doc: dict, path: str) -> list[ManifestServe]:
     out = []
-    specs = doc["servingEngineSpec"].get("modelSpec") or []
+    specs = _list(doc["servingEngineSpec"].get("modelSpec"))
     for spec in specs if isinstance(specs, list) else []:
         if not isinstance(spec, dict):
             continue
@@ -421,7 +421,7 @@ def read_manifests(text: str, path: str) -> list[ManifestServe]:
     out: list[ManifestServe] = []
     kinds = []
     runtimes = {str(d["metadata"].get("name")): d for d in docs if kind_of(d) == "kserve"
-                and d.get("kind") in kserve.RUNTIMES and isinstance(d.get("metadata"), dict)}
+                and str(d.get("kind")) in kserve.RUNTIMES and isinstance(d.get("metadata"), dict)}
     used = kserve.used_runtimes(docs)
     for i, doc in enumerate(docs, start=1):
         kind = kind_of(doc)

@@ -322,7 +322,8 @@ class _FileReader:
 
         given = values[VLLM_SERVE]
         try:
-            req = read_serve(line=given if where else parse_line(given), policy=values.get("policy"),
+            policy = values.get("policy")  # a bad policy was reported already: the line's own release reads it
+            req = read_serve(line=given if where else parse_line(given), policy=None if policy is _INVALID else policy,
                              base=Path(self.path).resolve().parent)
         except KvplanError as e:
             self.issue(line, entry, MANIFEST if where else VLLM_SERVE, f"{where}: {e.message}" if where else e.message)
