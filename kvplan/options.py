@@ -336,7 +336,10 @@ def type_name(v: Any) -> str:
     if isinstance(v, bool):
         return f"a boolean ({str(v).lower()})"
     if isinstance(v, int):  # a huge one by its size (Python refuses str() past 4,300 digits)
-        return f"an integer ({v})" if abs(v) < 10**30 else f"an integer of about {int(abs(v).bit_length() * 0.30103) + 1} digits"
+        if abs(v) < 10**30:
+            return f"an integer ({v})"
+        digits = len(str(abs(v))) if v.bit_length() < 14_000 else f"about {int(abs(v).bit_length() * 0.30103) + 1:,}"
+        return f"an integer of {digits} digits"
     if isinstance(v, float):
         return f"a number ({v:g})"
     if isinstance(v, str):
