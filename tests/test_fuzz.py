@@ -388,7 +388,11 @@ def log_case(rng: random.Random, ctx: dict, i: int) -> tuple[list[str], bytes | 
             lines.insert(j, _fmt(rng.choice(["(APIServer pid=1) INFO 01-01 00:00:00 [api_server.py:1] "
                                              "vLLM server version 0.34.0, serving model $(touch {MARK})",
                                              "+ vllm serve openai/gpt-oss-20b --config {EVIL} `touch {MARK}`",
-                                             "vllm serve {EVIL} --kv-cache-memory-bytes " + "9" * 400]), ctx))
+                                             "vllm serve {EVIL} --kv-cache-memory-bytes " + "9" * 400,
+                                             "INFO 01-01 00:00:00 [utils.py:1] non-default args: {{'model': 'm', "
+                                             "'a': " + "-" * 100_000 + "1, 'b': <X>}}",
+                                             "INFO 01-01 00:00:00 [arg_utils.py:1] Namespace(model='m', a="
+                                             + "(" * 300 + ")" * 300 + ")"]), ctx))
         elif op < 0.8:
             lines[j] = " ".join([lines[j]] * rng.randint(2, 3))
         elif op < 0.9:

@@ -280,3 +280,50 @@ def test_admission_errors_cut_short_or_past_any_number(name):
 def test_control_characters_never_break_the_error_line():
     r = run("vllm", "--policy", "a\nb\x1b[2J", "--line", "vllm serve openai/gpt-oss-20b")
     assert one_error(r).startswith("Error: unknown policy 'a\\nb\\x1b[2J'")
+
+
+def test_a_log_line_past_the_parser_stack_is_skipped():
+    # `non-default args: {'a': - - - … 1}` (100,000 signs): literal_eval runs out of parser stack
+    # (main: internal error: MemoryError); the key is skipped, the rest of the line is read
+    text = "INFO 01-01 00:00:00 [utils.py:1] non-default args: {'model': 'x', 'a': " + "-" * 100_000 + "1, 'b': <X>}\n"
+    r = run("explain-log", text, "--format", "json")
+    assert r.exit_code == 0 and r.stderr == "", r.stderr
+
+
+def test_deployments_file_on_standard_input():
+    text = "deployments:\n  - name: a\n    model: openai/gpt-oss-20b\n    kv_cache_memory: 40GiB\n"
+    r = run("check", "-", "--format", "json", input=text)
+    assert r.exit_code == 0, r.stderr
+    import json
+
+    assert [d["name"] for d in json.loads(r.stdout)["deployments"]] == ["a"]
+
+
+# --- the bounded reader's own rules (kvplan/readfile.py) --------------------------------------
+
+
+def test_yaml_aliases_and_merge_keys_below_the_limits_still_read():
+    from kvplan.readfile import load_yaml
+
+    # compose files share settings with anchors and merge keys: read as PyYAML reads them
+    assert load_yaml("x: &x {image: vllm/vllm-openai, env: [A=1]}\na:\n  <<: *x\n  command: [--a]\nb: *x\n") == {
+        "x": {"image": "vllm/vllm-openai", "env": ["A=1"]},
+        "a": {"image": "vllm/vllm-openai", "env": ["A=1"], "command": ["--a"]},
+        "b": {"image": "vllm/vllm-openai", "env": ["A=1"]}}
+    nested = "a: " + "[" * 100 + "]" * 100  # exactly 100 levels below the root mapping's 1: 101 in all
+    import yaml
+
+    with pytest.raises(yaml.YAMLError, match="nests more than 100 levels deep"):
+        load_yaml(nested)
+    assert load_yaml("a: " + "[" * 99 + "]" * 99) is not None
+
+
+def test_json_depth_ignores_brackets_inside_strings():
+    from kvplan.readfile import JsonLimitError, loads_json
+
+    assert loads_json('{"a": "' + "[" * 500 + '", "b": [[1]]}') == {"a": "[" * 500, "b": [[1]]}
+    assert loads_json("[" * 100 + "]" * 100) is not None
+    with pytest.raises(JsonLimitError, match="nests more than 100 levels deep"):
+        loads_json("[" * 101 + "]" * 101)
+    with pytest.raises(JsonLimitError, match="an integer of 101 digits"):
+        loads_json("[" + "9" * 101 + "]")

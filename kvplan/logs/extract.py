@@ -255,7 +255,7 @@ def _literal_dict(text: str) -> dict:
     for m in re.finditer(r"'(\w+)': ('(?:[^'\\]|\\.)*'|\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\]|[\w.+-]+)", text):
         try:
             out[m.group(1)] = ast.literal_eval(m.group(2))
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):  # `- - - … 1`: the parser's stack
             continue
     return {"args": out, "partial": True}
 
@@ -289,7 +289,7 @@ def _namespace(text: str) -> dict:
     for m in re.finditer(r"(\w+)=('(?:[^'\\]|\\.)*'|\{[^{}]*\}|\[[^\]]*\]|[^,()]+)", text):
         try:
             out[m.group(1)] = ast.literal_eval(m.group(2).strip())
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
     return {"args": out, "namespace": True}
 
