@@ -321,6 +321,8 @@ def serve_line_case(rng: random.Random, ctx: dict, i: int) -> tuple[list[str], b
     before = rng.choice([[], ["--gpu", "H100-80GB"], ["--policy", str(_hostile(rng, ctx))], ["--format", "json"]])
     if rng.random() < 0.2:
         return ["vllm", *before, "--line", "-"], text.encode("utf-8", "surrogatepass")
+    if rng.random() < 0.1:  # a prefill/decode pair: both lines hostile
+        return ["vllm", *before, "--line", text, "--decode-line", _serve_text(rng, ctx)], None
     return ["vllm", *before, "--line", text], None
 
 
