@@ -219,6 +219,7 @@ def yaml_loader_class():
     import yaml
     from yaml.composer import ComposerError
     from yaml.constructor import ConstructorError
+    from yaml.scanner import ScannerError
 
     class BoundedSafeLoader(yaml.SafeLoader):
         def __init__(self, stream):
@@ -227,6 +228,14 @@ def yaml_loader_class():
             self._weight: dict[int, int] = {}  # id(node) → nodes it stands for, expanded
             self._open: set[str] = set()  # anchors whose node is being composed
             self._alias_nodes = 0
+
+        def fetch_flow_collection_start(self, TokenClass):
+            # refused in the scanner too: PyYAML keeps a possible simple key per open flow level and
+            # walks them all at every token, so 1,000 open brackets cost a million steps before the
+            # composer sees the depth
+            if self.flow_level >= YAML_MAX_DEPTH:
+                raise ScannerError(None, None, f"it nests more than {YAML_MAX_DEPTH} levels deep", self.get_mark())
+            return super().fetch_flow_collection_start(TokenClass)
 
         def construct_yaml_int(self, node):
             digits = sum(c.isalnum() for c in str(node.value))
