@@ -14,6 +14,9 @@ MAX_HEAD_SIZE = 4096  # head_dim, MLA latent and rope dims, state sizes
 MAX_HIDDEN = MAX_HEADS * MAX_HEAD_SIZE  # hidden_size / d_model (a head size is hidden_size // heads)
 MAX_TOKENS = 1 << 30  # max_model_len, sliding window, attention chunk, batched tokens: 1,073,741,824
 MAX_SWEEP_POINTS = 1000  # thresholds of one --sweep-threshold
+MAX_BYTES = 1 << 60  # any size (a KV budget, a GPU's memory, weights): 1 EiB, ~7,000 times an H200
+MAX_INT = (1 << 63) - 1  # any integer option: vLLM's counts and sizes end in C/torch int64
+MAX_NAME_CHARS = 4096  # a model id or path: PATH_MAX on Linux (a Hugging Face repo id is at most 96)
 
 LAYER_KEYS = ("num_hidden_layers", "decoder_layers", "encoder_layers", "num_layers", "n_layer",
               "num_nextn_predict_layers", "mtp_num_hidden_layers", "num_kv_shared_layers")

@@ -45,6 +45,16 @@ class ConfigStageFailure(KvplanError):
     exit_code = 3
 
 
+class InputFileError(KvplanError):
+    """A file (or standard input) kvplan refuses to read: not a regular file, too large, not UTF-8
+    text, a YAML or JSON document past the limits (kvplan/readfile.py). ``field`` names where the path
+    came from (``--file``, ``manifest``, ``log file``)."""
+
+    def __init__(self, path: str, field: str, problem: str, fix: str):
+        super().__init__(f"{path}: {field}: {problem}; {fix}" if field else f"{path}: {problem}; {fix}")
+        self.path, self.field, self.problem, self.fix = path, field, problem, fix
+
+
 class ModelNotFoundError(KvplanError):
     def __init__(self, model: str, tried: list[str], suggestions: list[str] = (), *, ambiguous: bool = False):
         self.suggestions = list(suggestions)

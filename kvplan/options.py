@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kvplan.bounds import MAX_HEADS, MAX_LAYERS, MAX_TOKENS
+from kvplan.bounds import MAX_BYTES, MAX_HEADS, MAX_INT, MAX_LAYERS, MAX_TOKENS
 from kvplan.engines.vllm.eras import first_release
 
 
@@ -85,6 +85,10 @@ class Option:
     scenario: bool = True  # part of one simulation (a Scenario field, a deployments-file key)
     vllm: bool = True  # a flag of `vllm serve` (same name and meaning)
     hidden: bool = False
+    # names a program kvplan runs (the cross-check's interpreter): taken only from the command line
+    # of the person running kvplan, never from a deployments file, manifest, serve line or log
+    # (docs/security.md); a file that names one is refused
+    program: bool = False
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -130,18 +134,21 @@ def _str(opt: Option, raw: Any) -> str:
 
 def _int(opt: Option, raw: Any) -> int:
     if isinstance(raw, float) and raw.is_integer():
-        return int(raw)
+        raw = int(raw)
     if isinstance(raw, bool) or not isinstance(raw, (int, str)):
         raise ValueError(f"expected an integer, got {type_name(raw)}")
     try:
-        return parse_human_int(raw)
+        value = parse_human_int(raw)
     except ValueError as e:
         if "binary suffixes" in str(e):
             raise
         if opt.kind == SIZE:
-            raise ValueError(f"cannot read {raw!r} as a size; write e.g. 40GiB, 40G (2**30 each), 40g (10**9 "
+            raise ValueError(f"cannot read {shown(raw)} as a size; write e.g. 40GiB, 40G (2**30 each), 40g (10**9 "
                              "each), or bytes") from None
         raise ValueError(f"expected an integer (8192, 8k), got {type_name(raw)}") from None
+    if abs(value) > MAX_INT:  # vLLM's integers end in int64; Python's would grow without bound
+        raise ValueError(f"must be at most {MAX_INT:,} (2**63 - 1), got {type_name(value)}")
+    return value
 
 
 def _float(opt: Option, raw: Any) -> float:
@@ -159,19 +166,25 @@ def _float(opt: Option, raw: Any) -> float:
 def _size(opt: Option, raw: Any) -> int:
     value = _int(opt, raw)
     if value < 0 or (value == 0 and opt.minimum != 0):
-        raise ValueError(f"must be positive, got {raw!r}")
+        raise ValueError(f"must be positive, got {type_name(raw)}")
+    if value > MAX_BYTES:
+        raise ValueError(f"must be at most 1 EiB ({MAX_BYTES:,} bytes), got {type_name(value)}")
     return value
 
 
 def _gib(opt: Option, raw: Any) -> float:
     """A GPU's memory: a bare number is GiB (``80``), anything with a unit is a size (``80GiB``)."""
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        return float(raw)
-    text = str(raw).strip()
-    try:
-        return float(text)
-    except ValueError:
-        return _size(opt, text) / GiB
+        value = float(raw) if abs(raw) <= MAX_BYTES else math.inf
+    else:
+        text = str(raw).strip()
+        try:
+            value = float(text)
+        except ValueError:
+            return _size(opt, text) / GiB
+    if not math.isfinite(value) or value > MAX_BYTES / GiB:
+        raise ValueError(f"must be at most {MAX_BYTES // GiB:,} GiB (1 EiB), got {type_name(raw)}")
+    return value
 
 
 def _length(opt: Option, raw: Any) -> int:
@@ -211,10 +224,14 @@ def _choice(opt: Option, raw: Any) -> str:
 def _json(opt: Option, raw: Any) -> dict:
     if isinstance(raw, dict):
         return raw
+    from kvplan.readfile import JsonLimitError, loads_json
+
     try:
-        data = json.loads(str(raw))
+        data = loads_json(str(raw))
     except json.JSONDecodeError as e:
         raise ValueError(f"is not valid JSON ({e.msg} at column {e.colno})") from None
+    except JsonLimitError as e:
+        raise ValueError(f"is JSON that {e}; give a flat JSON object") from None
     if not isinstance(data, dict):
         raise ValueError("must be a JSON object such as '{\"kv_connector\": \"NixlConnector\"}'")
     return data
@@ -305,18 +322,29 @@ def env_value(raw: Any) -> dict[str, str] | None:
     return with_process_environment(OPTIONS["env"].parse(raw))
 
 
+def shown(v: Any, limit: int = 80) -> str:
+    """``repr(v)`` as an error message shows a value: a long one cut, with its length."""
+    text = v if isinstance(v, str) else None
+    if text is not None and len(text) > limit:
+        return f"{text[:limit - 20]!r}... ({len(text):,} characters)"
+    return repr(v) if not isinstance(v, int) or abs(v) < 10**30 else type_name(v)
+
+
 def type_name(v: Any) -> str:
     """A value's type in words, for error messages: ``a string ('high')``, ``a list``, ``null``."""
     if v is None:
         return "null"
     if isinstance(v, bool):
         return f"a boolean ({str(v).lower()})"
-    if isinstance(v, int):
-        return f"an integer ({v})"
+    if isinstance(v, int):  # a huge one by its size (Python refuses str() past 4,300 digits)
+        if abs(v) < 10**30:
+            return f"an integer ({v})"
+        digits = len(str(abs(v))) if v.bit_length() < 14_000 else f"about {int(abs(v).bit_length() * 0.30103) + 1:,}"
+        return f"an integer of {digits} digits"
     if isinstance(v, float):
         return f"a number ({v:g})"
     if isinstance(v, str):
-        return f"a string ({v!r})"
+        return f"a string ({v!r})" if len(v) <= 80 else f"a string ({v[:60]!r}... {len(v):,} characters)"
     if isinstance(v, dict):
         return "a mapping"
     if isinstance(v, list):
@@ -517,7 +545,7 @@ _TABLE: tuple[Option, ...] = (
            vllm=False, help="Run the installed vLLM's own planning functions (CPU, no weights, no GPU) on the "
            "scenario kvplan simulated and compare every field; the policy defaults to that vLLM's release."),
     Option("vllm_python", "--vllm-python", STR, panel=VERIFY, commands=frozenset({SIMULATE, CHECK}), vllm=False,
-           metavar="PATH", default_doc="the Python running kvplan",
+           program=True, metavar="PATH", default_doc="the Python running kvplan",
            help="With --cross-check: the interpreter whose vLLM to run (a serving venv's or a container's python)."),
     Option("require_agreement", "--require-agreement", BOOL, default=False, panel=VERIFY,
            commands=frozenset({SIMULATE, CHECK}), vllm=False,
@@ -663,8 +691,26 @@ def options_for(command: str) -> list[Option]:
 
 
 def scenario_options() -> list[Option]:
-    """The options of one simulation: the fields of ``Scenario`` and the keys of a deployments entry."""
+    """The options of one simulation: the fields of ``Scenario``."""
     return [o for o in _TABLE if o.scenario]
+
+
+def file_options() -> list[Option]:
+    """The options a file may set (a deployments entry's keys): the scenario's, less those that
+    name a program (``Option.program``), which come only from the command line."""
+    return [o for o in _TABLE if o.scenario and not o.program]
+
+
+def program_options() -> list[Option]:
+    """The options that name a program kvplan would run (never read from a file)."""
+    return [o for o in _TABLE if o.program]
+
+
+def program_refusal(name: str, where: str) -> str:
+    """Why a file may not name ``name`` (a program option), and what to do instead."""
+    opt = OPTIONS[name]
+    return (f"names a program for kvplan to run, and kvplan never runs a program named in {where}; "
+            f"remove the key and pass {opt.flag} PATH on the command line instead")
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,13 @@ MINIMAL = """\
 def test_every_simulate_option_is_a_file_key():
     # Scenario, the file keys and simulate's flags all come from the option table (kvplan.options).
     from kvplan.cli.simulate_cmd import simulate_command
-    from kvplan.options import options_for, scenario_options
+    from kvplan.options import options_for, program_options, scenario_options
 
-    assert set(OPTIONS) == set(Scenario.field_names()) == {"model"} | {o.name for o in scenario_options()}
+    # every Scenario field is a file key, but for the options naming a program (vllm_python): a file
+    # never names a program kvplan runs (docs/security.md; test_check_refuses_a_program_key)
+    programs = {o.name for o in program_options()}
+    assert programs == {"vllm_python"}
+    assert set(OPTIONS) == set(Scenario.field_names()) - programs == {"model"} | {o.name for o in scenario_options()} - programs
     params = set(inspect.signature(simulate_command).parameters)
     assert {o.name for o in options_for("simulate") if o.scenario} <= params
 
@@ -373,7 +377,7 @@ def test_problems_of_every_file_are_reported_together(tmp_path):
         (str(bad), 5, "deployment 'x'", "tp"),
         (str(missing), None, None, None),
     ]
-    assert "cannot read the file" in issues[1].problem
+    assert issues[1].problem == "not found; check the path"
     assert str(e.value).endswith("(and 1 more problem)")
     assert [d.name for d in load_deployments([str(good), str(good)])] == ["a", "a"]
 
@@ -629,5 +633,5 @@ def test_file_issue_annotations():
         "disable_hybrid_kv_cache_manager, kv_transfer_config, kv_offloading_size, kv_offloading_backend, num_gpu_blocks_override, kv_events, gpu, gpu_memory, "
         "gpu_memory_utilization, enable_extensible_kv_cache, quantization, cpu_offload_gb, weights_memory, "
         "activation_memory, non_torch_memory, cudagraph_memory, startup_memory, exact_params, cross_check, "
-        "vllm_python, require_agreement, expect, vllm_serve, manifest, name",
+        "require_agreement, expect, vllm_serve, manifest, name",
     ]

@@ -111,11 +111,16 @@ def parse_header(raw: bytes, source: str) -> Header:
 
 def read_header(path) -> Header:
     """The header of a local ``.safetensors`` file (reads only its first 8 + n bytes)."""
+    from kvplan.errors import InputFileError
+    from kvplan.readfile import open_binary
+
     source = str(path)
     try:
-        with open(path, "rb") as f:
+        with open_binary(path, "checkpoint", "", stdin=False) as f:  # a regular file: never a FIFO's wait
             n = header_length(f.read(8), source)
             raw = f.read(n)
+    except InputFileError as e:
+        raise CheckpointError(f"{source}: {e.problem}; {e.fix}") from None
     except OSError as e:
         raise CheckpointError(f"{source}: cannot read ({e.strerror or e})") from None
     if len(raw) < n:

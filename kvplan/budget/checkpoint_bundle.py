@@ -65,8 +65,13 @@ def _local_metadata(directory: str, stamp: tuple) -> dict | None:
     d = Path(directory)
     index = d / "model.safetensors.index.json"
     if index.is_file():
+        from kvplan.errors import InputFileError
+        from kvplan.readfile import loads_json, read_text
+
         try:
-            doc = json.loads(index.read_text(encoding="utf-8"))
+            doc = loads_json(read_text(index, "config", "", stdin=False))
+        except InputFileError as e:
+            raise CheckpointError(f"{index}: {e.problem}; {e.fix}") from None
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise CheckpointError(f"{index}: not a readable JSON index ({e.__class__.__name__}: {e})") from None
         total, weight_map = parse_index(doc, str(index))

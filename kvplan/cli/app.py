@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from kvplan.errors import DeploymentsFileError, KvplanError
+from kvplan.report.output import one_line
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
 
@@ -80,7 +81,7 @@ class _Group(TyperGroup):
             message = " ".join(e.format_message().split()).rstrip(".")
             ctx = getattr(e, "ctx", None)
             hint = f"; see '{ctx.command_path} --help'" if ctx is not None and e.exit_code == EXIT_USAGE else ""
-            sys.stderr.write(f"Error: {message}{hint}\n")
+            sys.stderr.write(f"Error: {one_line(message)}{hint}\n")
             sys.exit(e.exit_code)
         sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
@@ -121,7 +122,7 @@ def _root(
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> "typer.Exit":
-    sys.stderr.write(f"Error: {message}\n")
+    sys.stderr.write(f"Error: {one_line(message)}\n")
     return typer.Exit(code)
 
 
@@ -129,7 +130,7 @@ def exit_for(error: BaseException) -> "typer.Exit":
     """The one mapping from an exception to an ``Error:`` line (or lines) and an exit code."""
     if isinstance(error, DeploymentsFileError):
         for issue in error.issues:
-            sys.stderr.write(f"Error: {issue}\n")
+            sys.stderr.write(f"Error: {one_line(str(issue))}\n")
         if os.environ.get("GITHUB_ACTIONS") == "true":
             from kvplan.usecases.check import issue_annotations
 

@@ -36,6 +36,9 @@ def check_command(
     tolerance: Annotated[float, typer.Option(
         "--tolerance", metavar="PCT", min=0.0, max=100.0, help="With --live: how far (in %) the pool figures "
         "(num_gpu_blocks, kv_cache_size_tokens, kv_cache_max_concurrency) may be from kvplan's.")] = 0.0,
+    vllm_python: Annotated[Optional[str], typer.Option(
+        "--vllm-python", metavar="PATH", help="The interpreter whose vLLM runs the cross-checks that deployments ask "
+        "for (cross_check: true); default: the Python running kvplan. Only here: a file never names a program.")] = None,
     format: OutputFormat = Format.table,
 ) -> None:
     """Simulate every deployment of the files and check its expectations (a CI gate).
@@ -60,7 +63,7 @@ def check_command(
                hints=[] if data["outcome"]["ok"] else [f"kvplan check --live: {data['outcome']['error']}"])
         return
 
-    data = api.check(files, reraise=bool(os.environ.get("KVPLAN_DEBUG"))).to_dict()
+    data = api.check(files, reraise=bool(os.environ.get("KVPLAN_DEBUG")), vllm_python=vllm_python).to_dict()
     if junit_xml:
         try:
             with open(junit_xml, "w", encoding="utf-8") as f:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, List, Optional
 
 import typer
@@ -60,7 +59,7 @@ def vllm_command(
         from kvplan.api import pd_pair
         from kvplan.report.pd_tables import render_pd
 
-        data = pd_pair(sys.stdin.read() if line == "-" else line, decode_line, **options)
+        data = pd_pair(_line_text(line), decode_line, **options)
         finish(data, format.value, render_pd)
         return
     if file is not None:
@@ -70,8 +69,7 @@ def vllm_command(
     elif line is not None:
         if words:
             raise fail("give either --line or the serve words, not both", EXIT_USAGE)
-        text = sys.stdin.read() if line == "-" else line
-        data = vllm_serve(line=text, **options)
+        data = vllm_serve(line=_line_text(line), **options)
     else:
         if not words or words[0] != "serve":
             if words and words[0].startswith("-"):
@@ -98,3 +96,12 @@ def vllm_command(
             render_budget(d["budget"])
 
     finish(data, format.value, table, hints=[f"Check failed: {c}" for c in data.get("checks_failed", [])])
+
+
+def _line_text(line: str) -> str:
+    """``--line TEXT``, or ``--line -``: standard input, read bounded (kvplan/readfile.py)."""
+    if line != "-":
+        return line
+    from kvplan.readfile import read_text
+
+    return read_text("-", "line", "--line")

@@ -12,9 +12,11 @@ and kvplan's figure are always read by the same code.
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass, field
 
+from kvplan.bounds import MAX_INT
 from kvplan.errors import OptionError
 from kvplan.logs.reader import Record
 
@@ -24,6 +26,19 @@ _NUM = r"\d+(?:\.\d+)?"
 
 def _int(s: str) -> int:
     return int(s.replace(",", ""))
+
+
+def _plausible(values: dict) -> bool:
+    """Whether a fact's figures are numbers a vLLM log can print: integers within int64, finite
+    floats within 2**63 (a line with 400 digits is an edited log, and its figure would overflow)."""
+    for v in values.values():
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and abs(v) > MAX_INT:
+            return False
+        if isinstance(v, float) and not (math.isfinite(v) and abs(v) <= MAX_INT):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -240,7 +255,7 @@ def _literal_dict(text: str) -> dict:
     for m in re.finditer(r"'(\w+)': ('(?:[^'\\]|\\.)*'|\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\]|[\w.+-]+)", text):
         try:
             out[m.group(1)] = ast.literal_eval(m.group(2))
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):  # `- - - … 1`: the parser's stack
             continue
     return {"args": out, "partial": True}
 
@@ -274,7 +289,7 @@ def _namespace(text: str) -> dict:
     for m in re.finditer(r"(\w+)=('(?:[^'\\]|\\.)*'|\{[^{}]*\}|\[[^\]]*\]|[^,()]+)", text):
         try:
             out[m.group(1)] = ast.literal_eval(m.group(2).strip())
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
     return {"args": out, "namespace": True}
 
@@ -350,7 +365,13 @@ def extract(records: list[Record]) -> list[Fact]:
                 cand = " ".join(x.rstrip().removesuffix("\\").rstrip() for x in [r.message, *r.continuation])
                 consumed = len(r.continuation)
                 m = p.regex.search(cand)
-            values = p.convert(m)
+            try:
+                values = p.convert(m)
+            except (ValueError, OverflowError):  # a figure of thousands of digits: no vLLM line prints it
+                values = None
+            if values is None or not _plausible(values):
+                consumed = 0
+                continue  # not read as this fact (the log was edited or corrupted)
             if p.kind == "serve_command" and not values:
                 continue  # mentions vllm serve but is not a command kvplan can split
             facts.append(Fact(p.kind, values, r.number, cand, r.process))

@@ -164,16 +164,18 @@ def read_records(text: str) -> list[Record]:
 def read_log(source: str) -> tuple[str, str]:
     """``(text, name)`` of a log: ``-`` is standard input, a path is read as a file, and any
     other string with a line break is the log text itself."""
-    import sys
+    from kvplan.readfile import read_text
 
-    if source == "-":
-        return sys.stdin.read(), "-"
+    if source == "-":  # bounded, like every file kvplan reads (kvplan/readfile.py)
+        return read_text("-", "log", "log", errors="replace"), "-"
     if "\n" in source:
         return source, "<text>"
     path = Path(source).expanduser()
-    if not path.is_file():
-        raise OptionError(f"log file {source}: not found; pass a vLLM start-up log file, or - to read standard input")
     try:
-        return path.read_text(encoding="utf-8", errors="replace"), str(path)
-    except OSError as e:
-        raise OptionError(f"log file {source}: cannot be read ({e.strerror}); check its permissions") from None
+        missing = not path.exists()
+    except (OSError, ValueError):  # a name the file system refuses
+        missing = True
+    if missing:
+        raise OptionError(f"log file {source[:200]}: not found; pass a vLLM start-up log file, or - to read standard input")
+    # a regular file only (a FIFO or /dev/urandom refused by name), at most LIMIT_BYTES["log"]
+    return read_text(path, "log", "log file", errors="replace"), str(path)

@@ -88,21 +88,27 @@ def decode_special_floats(obj: object) -> object:
 
 
 def read_config_json(path: str) -> dict:
-    """The JSON object in ``path``; a one-line ConfigError for every way that fails."""
+    """The JSON object in ``path`` (read through kvplan.readfile: a regular file, bounded, UTF-8,
+    nested at most 100 levels); a one-line ConfigError for every way that fails."""
+    from kvplan.errors import InputFileError
+    from kvplan.readfile import JsonLimitError, loads_json, read_text
+
+    if os.path.isdir(path):
+        raise ConfigError(path, None, "is a directory without a config.json", "pass the config.json inside it")
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise ConfigError(path, None, "file not found", "pass a path to a config.json or a directory holding one") from None
-    except IsADirectoryError:
-        raise ConfigError(path, None, "is a directory without a config.json", "pass the config.json inside it") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(path, None, f"cannot read it ({e.__class__.__name__}: {e})", "check the file") from None
+        text = read_text(path, "config", "", stdin=False)
+    except InputFileError as e:
+        if e.problem == "not found":
+            raise ConfigError(path, None, "file not found",
+                              "pass a path to a config.json or a directory holding one") from None
+        raise ConfigError(path, None, e.problem, e.fix) from None
     try:
         # Python's json accepts Infinity/NaN, as Hugging Face's loader does
         # (nvidia/Nemotron-H-56B-Base-8K has time_step_limit [0.0, Infinity]); transformers 5.x writes
         # them as {"__float__": "Infinity"} and reads them back (decode_special_floats)
-        data = decode_special_floats(json.loads(text))
+        data = decode_special_floats(loads_json(text))
+    except JsonLimitError as e:
+        raise ConfigError(path, None, f"its JSON {e}", "pass a Hugging Face config.json") from None
     except json.JSONDecodeError as e:
         raise ConfigError(
             path, None, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", "fix the JSON syntax"
@@ -140,10 +146,13 @@ def hf_hub_cache_dir() -> Path:
 
 def _local(model: str) -> str | None:
     p = Path(model).expanduser()
-    if p.is_file():
-        return str(p)
-    if p.is_dir() and (p / "config.json").is_file():
-        return str(p / "config.json")
+    try:  # anything but a directory is read (and a FIFO or a device refused by name there)
+        if p.exists() and not p.is_dir():
+            return str(p)
+        if p.is_dir() and (p / "config.json").exists():
+            return str(p / "config.json")
+    except (OSError, ValueError):  # a name the file system refuses (a component over 255 bytes, a NUL)
+        return None
     return None
 
 
@@ -153,8 +162,15 @@ def _looks_like_path(model: str) -> bool:
         or model.startswith((".", "/", "~"))
         or model.count("/") > 1  # a repo id has at most one '/'
         or (os.sep != "/" and os.sep in model)
-        or Path(model).expanduser().exists()
+        or _exists(model)
     )
+
+
+def _exists(model: str) -> bool:
+    try:
+        return Path(model).expanduser().exists()
+    except (OSError, ValueError):  # a name the file system refuses
+        return False
 
 
 def _cached_ids() -> list[str]:
@@ -400,7 +416,24 @@ def _resolved(found: ModelSource, requested: str, note: str) -> ModelSource:
 
 
 def resolve_model(model: str, *, revision: str | None = None, download: bool = False) -> ModelSource:
-    """Find the ``config.json`` for a model argument (see the module docstring for the order)."""
+    """Find the ``config.json`` for a model argument (see the module docstring for the order). A
+    name no file system or Hub takes (longer than a path, a NUL, a component the file system
+    refuses) is a one-line error, never an OSError."""
+    from kvplan.bounds import MAX_NAME_CHARS
+    from kvplan.errors import OptionError
+
+    if len(model) > MAX_NAME_CHARS or "\x00" in model:
+        what = f"{len(model):,} characters, more than any path or Hugging Face id ({MAX_NAME_CHARS:,})" \
+            if len(model) > MAX_NAME_CHARS else "a NUL character, which no path or Hugging Face id has"
+        raise OptionError(f"model {model[:40]!r}...: the name has {what}; check the model argument")
+    try:
+        return _resolve_model(model, revision=revision, download=download)
+    except OSError as e:  # ENAMETOOLONG, ELOOP: the name as a path is refused by the file system
+        raise OptionError(f"model {model[:60]!r}: the file system refuses it as a path "
+                          f"({e.strerror or e.__class__.__name__}); check the model argument") from None
+
+
+def _resolve_model(model: str, *, revision: str | None = None, download: bool = False) -> ModelSource:
     tried: list[str] = []
     local = _local(model)
     if local is not None:

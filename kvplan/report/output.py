@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Callable
 
 FORMATS = ("table", "json", "yaml")
+# characters that would break a message's one line or rewrite the terminal: controls (a newline, a
+# carriage return, an escape sequence), line separators, bidirectional overrides
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+MESSAGE_CHARS = 4000  # the longest message printed: a value pasted into it cannot flood the terminal
+
+
+def one_line(message: str) -> str:
+    """A message as one printable line: control characters written as escapes (``\\n``), cut at
+    MESSAGE_CHARS (input quoted in an error is the user's, and may be anything)."""
+    text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), message)
+    return text if len(text) <= MESSAGE_CHARS else f"{text[:MESSAGE_CHARS]}... ({len(text):,} characters)"
 
 
 def to_json(data: dict) -> str:
@@ -44,7 +56,7 @@ def warn(message: str) -> None:
 
     from kvplan.report.terminal import terminal_width
 
-    lines = textwrap.wrap(f"Warning: {message}", width=terminal_width(), subsequent_indent=" " * 9,
+    lines = textwrap.wrap(f"Warning: {one_line(message)}", width=terminal_width(), subsequent_indent=" " * 9,
                           break_long_words=False, break_on_hyphens=False)
     sys.stderr.write("\n".join(lines or ["Warning:"]) + "\n")
 

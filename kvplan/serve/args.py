@@ -27,6 +27,7 @@ from typing import Any
 
 from kvplan.engines.vllm.serve_flags import FlagTable, ServeFlag
 from kvplan.errors import OptionError
+from kvplan.readfile import JsonLimitError, loads_json
 
 _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
@@ -126,12 +127,15 @@ def _config_args(path_text: str, table: FlagTable, base: Path | None) -> list[st
     path = Path(path_text).expanduser()
     if not path.is_absolute() and base is not None:
         path = base / path
+    from kvplan.readfile import load_yaml, read_text, yaml_line, yaml_problem
+
+    text = read_text(path, "serve-config", "--config", stdin=False)
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise OptionError(f"--config {path_text}: cannot read it ({e.strerror})") from None
+        data = load_yaml(text)
     except yaml.YAMLError as e:
-        raise OptionError(f"--config {path_text}: not valid YAML ({str(e).splitlines()[0]})") from None
+        line = yaml_line(e)
+        where = f"{path_text}:{line}" if line else path_text
+        raise OptionError(f"--config {where}: not valid YAML ({yaml_problem(e)}); fix the YAML") from None
     if data is None:
         return []
     if not isinstance(data, dict):
@@ -151,6 +155,11 @@ def _config_args(path_text: str, table: FlagTable, base: Path | None) -> list[st
         else:
             out += [f"--{key}", str(value)]
     return out
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """A value as an error shows it: at most ``limit`` characters."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _move_model(args: list[str]) -> list[str]:
@@ -202,8 +211,8 @@ def _underscores(args: list[str]) -> list[str]:
 
 def _parse_dotted_value(text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return loads_json(text)
+    except ValueError:
         from kvplan.units import parse_human_int
 
         try:
@@ -369,10 +378,12 @@ def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, bas
         if flag.type == "json":
             for v in value if isinstance(value, list) else [value]:
                 try:
-                    json.loads(v) if isinstance(v, str) else None
+                    loads_json(v) if isinstance(v, str) else None
+                except JsonLimitError as e:
+                    raise OptionError(f"{option}: its JSON {e}; give a flat JSON object") from None
                 except json.JSONDecodeError:
-                    raise OptionError(f"{option}: vllm serve {table.release} reads it as JSON and {v!r} is not JSON "
-                                      "(argparse refuses it); write e.g. '{\"key\": 3}'") from None
+                    raise OptionError(f"{option}: vllm serve {table.release} reads it as JSON and {_short(v)!r} is "
+                                      "not JSON (argparse refuses it); write e.g. '{\"key\": 3}'") from None
         if flag.choices is not None:
             for v in value if isinstance(value, list) else [value]:
                 if v is None or str(v) in flag.choices:

@@ -84,6 +84,11 @@ def _map(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _seq(value: Any) -> list:
+    """A field that holds a list: the list, else none (a manifest may hold anything anywhere)."""
+    return value if isinstance(value, list) else []
+
+
 def fill(words: list[str], meta: dict | None, where: str, warnings: list[str]) -> list[str]:
     """``{{.Name}}``-style placeholders: filled from the InferenceService's metadata when there is one;
     otherwise (a runtime on its own) left as written, with a warning."""
@@ -191,7 +196,7 @@ def storage_model(model: str, storage: str | None, warnings: list[str]) -> str:
 
 def is_hf_server(container: dict) -> bool:
     image = str(container.get("image") or "")
-    words = [str(w) for w in container.get("command") or []]
+    words = [str(w) for w in _seq(container.get("command"))]
     return bool(container.get("huggingfaceserver")) or "huggingfaceserver" in image.rsplit("/", 1)[-1] \
         or "huggingfaceserver" in words
 
@@ -210,9 +215,9 @@ def _merge(runtime: dict, model: dict) -> dict:
     for key in ("command", "image", "resources"):
         if model.get(key):
             out[key] = model[key]
-    out["args"] = [*(runtime.get("args") or []), *(model.get("args") or [])]
-    env = {e.get("name"): e for e in runtime.get("env") or [] if isinstance(e, dict)}
-    env.update({e.get("name"): e for e in model.get("env") or [] if isinstance(e, dict)})
+    out["args"] = [*_seq(runtime.get("args")), *_seq(model.get("args"))]
+    env = {str(e.get("name")): e for e in _seq(runtime.get("env")) if isinstance(e, dict)}
+    env.update({str(e.get("name")): e for e in _seq(model.get("env")) if isinstance(e, dict)})
     out["env"] = list(env.values())
     return out
 
@@ -220,6 +225,7 @@ def _merge(runtime: dict, model: dict) -> dict:
 def _runtime_for(model: dict, runtimes: dict[str, dict]) -> tuple[str, dict]:
     """The runtime container an InferenceService's model runs in: ``(runtime name, container)``."""
     wanted = model.get("runtime")
+    wanted = str(wanted) if wanted else None
     fmt = str(_map(model.get("modelFormat")).get("name") or "")
     if wanted:
         doc = runtimes.get(str(wanted))
@@ -229,15 +235,15 @@ def _runtime_for(model: dict, runtimes: dict[str, dict]) -> tuple[str, dict]:
     else:
         doc = next((d for d in runtimes.values()
                     if any(str(_map(f).get("name", "")).lower() == fmt.lower()
-                           for f in _map(d.get("spec")).get("supportedModelFormats") or [])), None)
-        wanted = _map(doc.get("metadata")).get("name") if doc is not None else \
+                           for f in _seq(_map(d.get("spec")).get("supportedModelFormats")))), None)
+        wanted = str(_map(doc.get("metadata")).get("name")) if doc is not None else \
             next((n for n, b in _BUILTIN.items() if fmt.lower() in b["formats"]), None)
         if wanted is None:
             raise Problem(f"spec.predictor.model.modelFormat.name: '{fmt}' has no runtime in this file and is not "
                           "KServe's huggingface or vLLM; add its ServingRuntime as another document of the file")
     if doc is None:
         return wanted, dict(_BUILTIN[wanted]["container"])
-    containers = [c for c in _map(doc.get("spec")).get("containers") or [] if isinstance(c, dict)]
+    containers = [c for c in _seq(_map(doc.get("spec")).get("containers")) if isinstance(c, dict)]
     if not containers:
         raise Problem(f"runtime '{wanted}' has no spec.containers")
     first = next((c for c in containers if c.get("name") == "kserve-container"), containers[0])
@@ -249,15 +255,15 @@ Reader = Callable[..., Any]  # (name, container, meta, storage, line=, field=, p
 
 def read_kserve(doc: dict, runtimes: dict[str, dict], used: set[str], one: Reader) -> list:
     """The vLLM containers of one KServe document (``one`` reads a merged container)."""
-    kind = doc.get("kind")
+    kind = str(doc.get("kind"))
     meta = _map(doc.get("metadata"))
     spec = _map(doc.get("spec"))
     where = f"{kind}/{meta.get('name', '?')}"
     out = []
     if kind in RUNTIMES:
-        if meta.get("name") in used:
+        if str(meta.get("name")) in used:
             return []  # rendered through the InferenceService that uses it
-        for n, c in enumerate(spec.get("containers") or []):
+        for n, c in enumerate(_seq(spec.get("containers"))):
             if isinstance(c, dict):
                 out.append(one(f"{where}: {c.get('name', '?')}", c, None, None, line=getattr(c, "line", 0),
                                field=f"spec.containers[{n}]"))
@@ -265,7 +271,7 @@ def read_kserve(doc: dict, runtimes: dict[str, dict], used: set[str], one: Reade
     if kind != "InferenceService":
         return []
     pred = _map(spec.get("predictor"))
-    for n, c in enumerate(pred.get("containers") or []):
+    for n, c in enumerate(_seq(pred.get("containers"))):
         if isinstance(c, dict):
             out.append(one(f"{where}: {c.get('name', '?')}", c, meta, None, line=getattr(c, "line", 0),
                            field=f"spec.predictor.containers[{n}]"))
@@ -294,7 +300,7 @@ def read_kserve(doc: dict, runtimes: dict[str, dict], used: set[str], one: Reade
 def used_runtimes(docs: list) -> set[str]:
     """The runtimes an InferenceService of the file names (or picks by its model format)."""
     runtimes = {str(_map(d.get("metadata")).get("name")): d for d in docs
-                if isinstance(d, dict) and str(d.get("apiVersion", "")).startswith(API) and d.get("kind") in RUNTIMES}
+                if isinstance(d, dict) and str(d.get("apiVersion", "")).startswith(API) and str(d.get("kind")) in RUNTIMES}
     used = set()
     for d in docs:
         if isinstance(d, dict) and d.get("kind") == "InferenceService":

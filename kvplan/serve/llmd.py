@@ -42,6 +42,11 @@ def _map(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _seq(value: Any) -> list:
+    """A field that holds a list: the list, else none."""
+    return value if isinstance(value, list) else []
+
+
 def _int(value: Any, field: str) -> int:
     try:
         return int(str(value))
@@ -108,7 +113,7 @@ def containers(values: dict) -> list[tuple[str, dict, list[str] | None, str | No
         spec = _map(values.get(role))
         if not spec or spec.get("create", True) is False:
             continue
-        for c in spec.get("containers") or []:
+        for c in _seq(spec.get("containers")):
             if not isinstance(c, dict):
                 continue
             try:
@@ -124,7 +129,7 @@ def _words(values: dict, role: str, spec: dict, c: dict) -> tuple[list[str], boo
     if not c.get("image"):
         raise Problem(f"{role}.containers[].image: missing (the chart fails: 'image of container is required')")
     how = c.get("modelCommand") or "custom"
-    args = [str(a) for a in c.get("args") or []]
+    args = [str(a) for a in _seq(c.get("args"))]
     if how == "custom":
         if not c.get("command"):
             raise Problem(f"{role}.containers[].command: missing; with modelCommand custom (the default) the chart "

@@ -65,9 +65,13 @@ class _Map(dict):
 
 
 def _load_documents(text: str, path: str) -> list[Any]:
+    """The file's YAML documents, through kvplan's bounded safe loader (an alias bomb or a
+    document nested past the limit is refused before it is expanded: kvplan/readfile.py)."""
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    from kvplan.readfile import yaml_line, yaml_loader_class, yaml_problem
+
+    class Loader(yaml_loader_class()):
         pass
 
     def mapping(loader, node):
@@ -80,9 +84,9 @@ def _load_documents(text: str, path: str) -> list[Any]:
     try:
         return [d for d in yaml.load_all(text, Loader=Loader) if d is not None]  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else path
-        raise KvplanError(f"{where}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
+        line = yaml_line(e)
+        where = f"{path}:{line}" if line else path
+        raise KvplanError(f"{where}: not valid YAML ({yaml_problem(e)}); fix the YAML") from None
 
 
 def kind_of(doc: Any) -> str | None:
@@ -98,7 +102,7 @@ def kind_of(doc: Any) -> str | None:
         return "ray-serve"
     if isinstance(doc.get("services"), dict):
         return "compose"
-    if doc.get("apiVersion") and doc.get("kind"):
+    if isinstance(doc.get("apiVersion"), str) and isinstance(doc.get("kind"), str) and doc["kind"]:
         return "kserve" if str(doc["apiVersion"]).startswith(kserve.API) else "kubernetes"
     if isinstance(doc.get("servingEngineSpec"), dict):
         return "helm-production-stack"
@@ -125,6 +129,18 @@ def _words(value: Any) -> list[str]:
     return [str(value)]
 
 
+def _list(value: Any) -> list:
+    """A field that should hold a list: the list, else nothing (the caller reports a wrong type
+    where it matters)."""
+    return value if isinstance(value, list) else []
+
+
+def _kind(value: Any) -> str:
+    from kvplan.options import type_name
+
+    return type_name(value)
+
+
 def _env(value: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     if isinstance(value, dict):
@@ -146,6 +162,10 @@ def _is_vllm_words(words: list[str]) -> bool:
 
 def _serve_line(words: list[str], image: str | None, env: dict) -> ServeLine | None:
     """The words a container runs → a ServeLine (None: it does not run vLLM)."""
+    if image is not None and not isinstance(image, str):
+        from kvplan.options import type_name
+
+        raise OptionError(f"image: expected the image's name as a string, got {type_name(image)}; quote it")
     if len(words) >= 3 and words[0] in _SHELLS and words[1] in ("-c", "-lc", "-ec"):
         script, words = words[2], None
     elif len(words) >= 2 and " ".join(words[:2]) in _SHELLS and words[2:3] in (["-c"], ["-lc"]):
@@ -221,7 +241,10 @@ def _kubernetes(doc: dict, path: str) -> list[ManifestServe]:
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     where = f"{doc['kind']}/{meta.get('name', '?')}"
     out = []
-    for c in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+    out += [ManifestServe(f"{path}: {where}", path, getattr(pod, "line", 0), None,
+                          f"{key}: expected a list of containers, got {_kind(pod[key])}")
+            for key in ("initContainers", "containers") if pod.get(key) is not None and not isinstance(pod[key], list)]
+    for c in [*_list(pod.get("initContainers")), *_list(pod.get("containers"))]:
         if not isinstance(c, dict):
             continue
         words = [*_words(c.get("command")), *_words(c.get("args"))]
@@ -240,7 +263,7 @@ _HELM_FLAGS = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"), ("tenso
 
 def _helm(doc: dict, path: str) -> list[ManifestServe]:
     out = []
-    specs = doc["servingEngineSpec"].get("modelSpec") or []
+    specs = _list(doc["servingEngineSpec"].get("modelSpec"))
     for spec in specs if isinstance(specs, list) else []:
         if not isinstance(spec, dict):
             continue
@@ -264,7 +287,7 @@ def _helm(doc: dict, path: str) -> list[ManifestServe]:
             for key, flag in _HELM_FLAGS:
                 if key in cfg:
                     words += [flag, str(cfg[key])]
-            words += [str(a) for a in cfg.get("extraArgs") or []]
+            words += [str(a) for a in _list(cfg.get("extraArgs"))]
         lm = spec.get("lmcacheConfig")
         if isinstance(lm, dict) and lm.get("enabled"):
             role = lm.get("kvRole") or "kv_both"
@@ -398,7 +421,7 @@ def read_manifests(text: str, path: str) -> list[ManifestServe]:
     out: list[ManifestServe] = []
     kinds = []
     runtimes = {str(d["metadata"].get("name")): d for d in docs if kind_of(d) == "kserve"
-                and d.get("kind") in kserve.RUNTIMES and isinstance(d.get("metadata"), dict)}
+                and str(d.get("kind")) in kserve.RUNTIMES and isinstance(d.get("metadata"), dict)}
     used = kserve.used_runtimes(docs)
     for i, doc in enumerate(docs, start=1):
         kind = kind_of(doc)

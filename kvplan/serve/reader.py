@@ -185,9 +185,11 @@ class _Reader:
     def _json(self, g: Given) -> dict:
         if isinstance(g.value, dict):
             return g.value
+        from kvplan.readfile import loads_json
+
         try:
-            data = json.loads(g.value)
-        except (TypeError, json.JSONDecodeError) as e:
+            data = loads_json(g.value)
+        except (TypeError, ValueError) as e:
             raise OptionError(f"{g.option}: not valid JSON ({getattr(e, 'msg', e)}); quote it, e.g. "
                               f"{g.option} '{{\"method\": \"eagle3\", ...}}'") from None
         if not isinstance(data, dict):

@@ -85,15 +85,14 @@ def _serve_fixes(fixes: tuple[Fix, ...], verdict: Outcome, flags: list[ServeFlag
 
 def manifest_line(file: str | Path, container: str | None = None):
     """``--file``: the one vLLM container of a docker-compose file, Kubernetes or KServe manifest,
-    production-stack or llm-d Helm values (``container`` picks one of several by a part of its name)."""
+    production-stack or llm-d Helm values (``container`` picks one of several by a part of its name);
+    ``-`` reads standard input (``helm template ... | kvplan vllm --file -``)."""
+    from kvplan.readfile import STDIN, read_text
     from kvplan.serve.manifests import read_manifests
 
-    path = Path(file)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise OptionError(f"--file {file}: cannot read it ({e.strerror or e})") from None
-    found = read_manifests(text, str(file))
+    text = read_text(file, "manifest", "--file")
+    file = "<stdin>" if str(file) == STDIN else str(file)
+    found = read_manifests(text, file)
     if container is not None:
         found = [c for c in found if container in c.name.split(": ", 1)[-1]]
         if not found:

@@ -31,7 +31,7 @@ RELEASES: tuple[Release, ...] = tuple(Release(v, era_name_of(v)) for v in VERSIO
 # the era of each release, read from the registry above (the chain's boundaries are looked up once, here)
 ERA_OF_RELEASE: dict[str, str] = {r.version: r.era for r in RELEASES}
 
-_VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}$")
+_VERSION_RE = re.compile(r"^\d{1,6}(\.\d{1,6}){1,3}$")  # a component of 7+ digits is no release's
 
 
 def supported_range() -> str:
@@ -51,9 +51,11 @@ def release_era(version: str, *, installed: bool = False):
     the newest rules and a one-line warning; an older or malformed version is an error that
     lists the supported range."""
     v = version.strip()
-    clean = re.sub(r"(\.post\d+|\.dev\d+.*|\+.*|rc\d+)$", "", v)
-    if not _VERSION_RE.match(clean):
-        raise OptionError(f"malformed vLLM version {version!r} in --policy vllm=={version}; "
+    clean = re.sub(r"(\.post\d+|\.dev\d+.*|\+.*|rc\d+)$", "", v[:200])
+    if len(v) > 200 or not _VERSION_RE.match(clean):
+        short = len(version) <= 60
+        shown = repr(version) if short else f"{version[:40]!r}... ({len(version):,} characters)"
+        raise OptionError(f"malformed vLLM version {shown} in --policy vllm=={version if short else 'X'}; "
                           f"kvplan supports {supported_range()}")
     note = "installed" if installed else ""
     if clean in VERSIONS:

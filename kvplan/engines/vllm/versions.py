@@ -35,5 +35,5 @@ def version_key(version: str) -> tuple[int, ...]:
     """A release as a tuple that sorts as releases do: ``"0.10.1.1"`` → ``(0, 10, 1, 1)``; a build or
     pre-release suffix is not part of it (``"0.34.0+cu129"``, ``"0.34.0rc1"`` → ``(0, 34, 0)``). The one
     version parser of kvplan (``verify/vllm_runner.py`` keeps its own: it imports nothing from kvplan)."""
-    m = re.match(r"\d+(?:\.\d+)*", version.strip())
+    m = re.match(r"\d{1,18}(?:\.\d{1,18})*", version.strip())  # 18 digits: int() of any length is not bounded
     return tuple(int(x) for x in m.group(0).split(".")) if m else ()

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from kvplan.usecases.check.schema import (
     _INVALID, DEFAULT_EXPECTATIONS, DEFAULTS, DEPLOYMENTS, EXPECT, EXPECTATIONS, MANIFEST, NAME, OPTIONS,
-    TOP_LEVEL_KEYS, VLLM_SERVE,
+    PROGRAM_KEYS, TOP_LEVEL_KEYS, VLLM_SERVE,
     Deployment, DeploymentsFileError, Expectation, FileIssue, _Bad, _string, _type_name,
 )
 from kvplan.usecases.scenario import Scenario
@@ -38,7 +38,9 @@ class _FileReader:
     def compose(self, text: str):
         import yaml
 
-        self.loader = yaml.SafeLoader(text)
+        from kvplan.readfile import yaml_loader_class
+
+        self.loader = yaml_loader_class()(text)  # safe, and refuses bombs and depth while composing
         try:
             return self.loader.get_single_node()
         except yaml.MarkedYAMLError as e:
@@ -134,6 +136,11 @@ class _FileReader:
             if key in (VLLM_SERVE, MANIFEST):
                 options[key] = _Value(self._checked(vnode, _string, entry, key), _line(knode))
                 continue
+            if key in PROGRAM_KEYS:
+                from kvplan.options import program_refusal
+
+                self.issue(_line(knode), entry, key, program_refusal(key, "a deployments file"))
+                continue
             if key not in OPTIONS:
                 hint = _unknown(key, known, "key")
                 if key == NAME:
@@ -168,6 +175,11 @@ class _FileReader:
                        f"expected a mapping with '{DEFAULTS}' (optional) and '{DEPLOYMENTS}', got {_node_kind(root)}")
             return []
         for key, (knode, _) in top.items():
+            if key in PROGRAM_KEYS:
+                from kvplan.options import program_refusal
+
+                self.issue(_line(knode), None, key, program_refusal(key, "a deployments file"))
+                continue
             if key not in TOP_LEVEL_KEYS:
                 hint = _unknown(key, list(TOP_LEVEL_KEYS), "top-level key")
                 if key in OPTIONS or key == EXPECT:
@@ -240,10 +252,13 @@ class _FileReader:
         path = Path(key.value).expanduser()
         if not path.is_absolute():
             path = Path(self.path).resolve().parent / path
+        from kvplan.errors import InputFileError
+        from kvplan.readfile import read_text
+
         try:
-            found = read_manifests(path.read_text(encoding="utf-8"), key.value)
-        except OSError as e:
-            self.issue(key.line, entry, MANIFEST, f"cannot read {key.value} ({e.strerror or e})")
+            found = read_manifests(read_text(path, "manifest", MANIFEST, stdin=False), key.value)
+        except InputFileError as e:
+            self.issue(key.line, entry, MANIFEST, f"{key.value}: {e.problem}; {e.fix}")
             return []
         except KvplanError as e:
             self.issue(key.line, entry, MANIFEST, e.message)
@@ -307,7 +322,8 @@ class _FileReader:
 
         given = values[VLLM_SERVE]
         try:
-            req = read_serve(line=given if where else parse_line(given), policy=values.get("policy"),
+            policy = values.get("policy")  # a bad policy was reported already: the line's own release reads it
+            req = read_serve(line=given if where else parse_line(given), policy=None if policy is _INVALID else policy,
                              base=Path(self.path).resolve().parent)
         except KvplanError as e:
             self.issue(line, entry, MANIFEST if where else VLLM_SERVE, f"{where}: {e.message}" if where else e.message)
@@ -351,7 +367,9 @@ def _node_kind(node) -> str:
     if isinstance(node, yaml.SequenceNode):
         return "a list"
     try:
-        return _type_name(yaml.SafeLoader("").construct_object(node))
+        from kvplan.readfile import yaml_loader_class
+
+        return _type_name(yaml_loader_class()("").construct_object(node))
     except yaml.YAMLError:
         return f"{node.tag.rsplit(':', 1)[-1]} {node.value!r}"
 
@@ -383,13 +401,14 @@ def load_deployments(paths: list[str], *, require_budget: bool = True) -> list[D
     """Every deployment of every file, in order; problems of all files are reported together."""
     issues: list[FileIssue] = []
     out: list[Deployment] = []
+    from kvplan.errors import InputFileError
+    from kvplan.readfile import read_text
+
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            issues.append(FileIssue(path, None, None, None, f"cannot read the file ({reason})"))
+            text = read_text(path, "deployments", "")
+        except InputFileError as e:
+            issues.append(FileIssue(path, None, None, None, f"{e.problem}; {e.fix}"))
             continue
         try:
             out.extend(load_deployments_text(text, path, require_budget=require_budget))

@@ -166,14 +166,24 @@ def _upgrade_loss(v: Any) -> dict:
 
 
 def _options() -> dict[str, Callable[[Any], Any]]:
-    from kvplan.options import scenario_options
+    from kvplan.options import file_options
 
-    return {"model": _string, **{o.name: _from_table(o.name) for o in scenario_options()}}
+    return {"model": _string, **{o.name: _from_table(o.name) for o in file_options()}}
 
 
 # Every option a deployment may set: `model` plus the option table's scenario options
-# (kvplan.options), with the same parsers and bounds as the command line.
+# (kvplan.options), with the same parsers and bounds as the command line. Options that name a
+# program (`vllm_python`) are not among them: a file that names one is refused (PROGRAM_KEYS).
 OPTIONS: dict[str, Callable[[Any], Any]] = _options()
+
+
+def _program_keys() -> frozenset[str]:
+    from kvplan.options import program_options
+
+    return frozenset(o.name for o in program_options())
+
+
+PROGRAM_KEYS: frozenset[str] = _program_keys()
 
 # Expectations, in the order they are reported.
 EXPECTATIONS: dict[str, Callable[[Any], Any]] = {

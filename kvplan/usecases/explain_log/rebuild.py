@@ -214,7 +214,7 @@ def _workers(dep: Deployment, facts: Facts) -> None:
 
     if "tensor_parallel_size" in dep.options or "pipeline_parallel_size" in dep.options:
         return
-    ranks = {int(m.group(1)) for f in facts.items for m in [re.search(r"(?:rank=|_TP)(\d+)", f.process or "")] if m}
+    ranks = {int(m.group(1)) for f in facts.items for m in [re.search(r"(?:rank=|_TP)(\d{1,9})\b", f.process or "")] if m}
     if len(ranks) > 1 and ranks == set(range(max(ranks) + 1)):
         dep.options["tensor_parallel_size"] = max(ranks) + 1
         dep.sources["tensor_parallel_size"] = f"the worker prefixes (ranks 0-{max(ranks)})"
