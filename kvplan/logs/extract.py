@@ -59,7 +59,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("release", r"^vLLM (?:API )?server version (?P<v>\d+(?:\.\d+){1,3}\S*?)(?:, serving model (?P<m>\S+))?$",
        lambda m: {"version": m["v"], **({"model": m["m"]} if m["m"] else {})}),
     # the logo (0.34 on a terminal): "▄█ █ … version 0.34.0"
-    _p("release", r"[█▄▀].*\bversion\s+(?P<v>\d+\.\d+\.\d+\S*)\s*$", lambda m: {"version": m["v"]}, search=True),
+    _p("release", r"^[^█▄▀]*[█▄▀].*\bversion\s+(?P<v>\d+\.\d+\.\d+\S*)\s*$", lambda m: {"version": m["v"]}, search=True),
     # "Initializing a V1 LLM engine (v0.11.0) with config: model='…', …" (engine core); V0's "Initializing an LLM
     # engine (v0.6.6.post1)" (engine/llm_engine.py to 0.9.2) and "Initializing a V0 LLM engine" (0.10.x)
     _p("engine_config", r"^Initializing an? (?:V[01] )?LLM engine \(v(?P<v>[^)]+)\) with config: (?P<c>.*)$",
@@ -237,7 +237,7 @@ def _literal_dict(text: str) -> dict:
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         pass
     out = {}
-    for m in re.finditer(r"'(\w+)': ('(?:[^'\\]|\\.)*'|\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\]|[\w.+-]+)", text):
+    for m in re.finditer(r"'(\w+)': ('(?:[^'\\]|\\.)*'|\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|\[[^\[\]]*\]|[\w.+-]+)", text):
         try:
             out[m.group(1)] = ast.literal_eval(m.group(2))
         except (ValueError, SyntaxError):
@@ -271,7 +271,7 @@ def _serve_command(text: str) -> dict:
 def _namespace(text: str) -> dict:
     """``Namespace(key=value, …)`` as ``{"args": {key: value}}`` (literals only, key by key)."""
     out = {}
-    for m in re.finditer(r"(\w+)=('(?:[^'\\]|\\.)*'|\{[^{}]*\}|\[[^\]]*\]|[^,()]+)", text):
+    for m in re.finditer(r"\b(\w+)=('(?:[^'\\]|\\.)*'|\{[^{}]*\}|\[[^\[\]]*\]|[^,()]+)", text):
         try:
             out[m.group(1)] = ast.literal_eval(m.group(2).strip())
         except (ValueError, SyntaxError):

@@ -32,7 +32,8 @@ _QUOTE = re.compile(r"^(?:[>▎▍▌│┃]+[ \t]*|`(?!`))+")
 # MODEL_LOG - " after its timestamp (pytorch/serve#3315)
 _LOG4J = re.compile(r"^\[(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s*\]\s+\S+\s+MODEL_LOG\s+-\s+")
 # vLLM's multiprocessing prefixes
-_PROC = re.compile(r"^\((?P<proc>[A-Za-z_][\w\- ]*?(?:\s+(?:rank|TP|PP|DP)[=\w]*)?\s+pid=\d+(?:,\s*ip=[\d.:a-f]+)?)\)\s*")
+# (the name bounded: an unbounded lazy run before "\s+pid=" backtracks quadratically on "(a" and spaces)
+_PROC = re.compile(r"^\((?P<proc>[A-Za-z_][\w\- ]{0,64}?(?:\s+(?:rank|TP|PP|DP)[=\w]*)?\s+pid=\d+(?:,\s*ip=[\d.:a-f]+)?)\)\s*")
 # vLLM's formatter: "INFO 10-03 16:22:17 [gpu_worker.py:298] ", older "INFO 02-20 00:01:02 kv_cache_utils.py:522] ",
 # or a full date "WARNING 2025-10-03 16:22:17,123 ..."
 _LEVEL = re.compile(

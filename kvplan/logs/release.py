@@ -30,23 +30,51 @@ def _spans(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def _regex(fmt: str) -> re.Pattern:
-    """A format string as a pattern over the printed message: each placeholder any text, the
-    literals as written; a multi-line message is matched on its first line."""
-    first, multi = fmt.split("\n", 1)[0], "\n" in fmt
-    parts, pos = [], 0
-    for m in _PLACEHOLDER.finditer(first):
-        parts += [re.escape(first[pos:m.start()]), ".*?"]
-        pos = m.end()
-    parts.append(re.escape(first[pos:]))
-    body = "".join(parts).replace("%%", "%")
-    return re.compile(body + ("" if multi or first.endswith(("%s", "}")) else r"\s*$"))
+def _literals_of(first: str) -> tuple[str, ...]:
+    """The literal text of a format's first line, split at its placeholders (``%%`` printed as ``%``)."""
+    return tuple(lit.replace("%%", "%") for lit in _PLACEHOLDER.split(first))
+
+
+@dataclass(frozen=True)
+class _Template:
+    """A format as a matcher over the printed message: its literals in order, each placeholder any text
+    between them; a multi-line message is matched on its first line. Matched by finding each literal
+    at its leftmost place after the one before (``str.find``), which is linear in the message: a pattern
+    of literals joined by lazy ``.*?`` backtracks polynomially (one memory-account line repeated ten
+    times on one line took 10 s, issue 39). Leftmost placement is exact here: a placeholder takes any
+    text, so the earliest place for a literal leaves the most room for the ones after it."""
+
+    literals: tuple[str, ...]
+    anchored_end: bool  # the format ends in literal text: only whitespace may follow it
+
+    @classmethod
+    def of(cls, fmt: str) -> "_Template":
+        first, multi = fmt.split("\n", 1)[0], "\n" in fmt
+        return cls(_literals_of(first), not (multi or first.endswith(("%s", "}"))))
+
+    def match(self, text: str) -> bool:
+        lits = self.literals
+        if not text.startswith(lits[0]):
+            return False
+        if len(lits) == 1:
+            return not self.anchored_end or not text[len(lits[0]):].strip()
+        pos = len(lits[0])
+        for lit in lits[1:-1]:
+            at = text.find(lit, pos)
+            if at < 0:
+                return False
+            pos = at + len(lit)
+        last = lits[-1]
+        if not self.anchored_end:
+            return text.find(last, pos) >= 0
+        # the last literal ends where only whitespace follows: at or after the end of the stripped text
+        return text.find(last, max(pos, len(text.rstrip()) - len(last))) >= 0
 
 
 @dataclass(frozen=True)
 class _Wording:
     kind: str
-    regex: re.Pattern
+    template: _Template
     literal: int  # characters of literal text (a specific wording beats a generic one)
     releases: frozenset[str]
     sites: dict
@@ -71,7 +99,7 @@ def _wordings() -> tuple[_Wording, ...]:
         if literal < 12:  # "%s" alone, or nearly: matches anything
             continue
         literal += sum(len(word) for start, word in _USUAL if fmt.startswith(start))
-        out.append(_Wording(kind, _regex(fmt), literal, _spans(rels), {s: _spans(r) for s, r in sites.items()},
+        out.append(_Wording(kind, _Template.of(fmt), literal, _spans(rels), {s: _spans(r) for s, r in sites.items()},
                             fmt.split("\n", 1)[0]))
     return tuple(out)
 
@@ -105,29 +133,27 @@ _CUT_EVIDENCE = 40  # characters of a wording's literal text a cut line must sho
 
 @lru_cache(maxsize=None)
 def _literals(fmt_first: str) -> tuple[str, ...]:
-    return tuple(lit.replace("%%", "%") for lit in _PLACEHOLDER.split(fmt_first))
-
-
-@lru_cache(maxsize=None)
-def _upto(fmt_first: str, i: int) -> re.Pattern:
-    """The format's first ``i`` literals (placeholders between them any text), then the rest."""
-    lits = _literals(fmt_first)
-    body = re.escape(lits[0]) + "".join(".*?" + re.escape(lit) for lit in lits[1:i])
-    return re.compile("^" + body + "(?P<rest>.*)$", re.S)
+    return _literals_of(fmt_first)
 
 
 def _shown(fmt_first: str, text: str) -> int:
     """How much of a wording's literal text (spaces not counted) a line cut short shows, when the
-    line is the start of that wording's message; 0 when it is not."""
+    line is the start of that wording's message; 0 when it is not. The literals are placed leftmost
+    one after the other (as in ``_Template``); what follows the last one placed may be the start of
+    the next."""
     lits = _literals(fmt_first)
     if lits[0].startswith(text):
         return len(re.sub(r"\s+", "", text))
-    best = 0
+    if not text.startswith(lits[0]):
+        return 0
+    best, pos = 0, len(lits[0])
     for i in range(1, len(lits)):
-        m = _upto(fmt_first, i).match(text)
-        if m is None:
-            break
-        nxt, rest = lits[i], m["rest"]
+        if i > 1:
+            at = text.find(lits[i - 1], pos)
+            if at < 0:
+                break
+            pos = at + len(lits[i - 1])
+        nxt, rest = lits[i], text[pos:]
         tail = next((k for k in range(min(len(rest), len(nxt)), 0, -1) if rest.endswith(nxt[:k])), 0)
         best = len(re.sub(r"\s+", "", "".join(lits[:i]) + nxt[:tail]))
     return best
@@ -158,7 +184,7 @@ def _candidates(record: Record) -> tuple[frozenset[str], bool] | None:
     and whether the site counted; None when no release has the wording. A message no wording
     matches whole may be one cut short: the wordings it is the start of count."""
     message = _EXCEPTION.sub("", record.message)
-    hits = [w for w in _wordings() if w.regex.match(message)]
+    hits = [w for w in _wordings() if w.template.match(message)]
     if hits:
         best = max(w.literal for w in hits)
         hits = [w for w in hits if w.literal == best]
