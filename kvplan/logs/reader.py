@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvplan.errors import OptionError
+from kvplan.logs.stored import plain_lines
 
 # ANSI colours: the escape itself, its caret form as some pastes show it ("^[[0;36m"), or a bare "[0;36m"
 _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
@@ -126,11 +127,24 @@ def _strip_header(line: str) -> tuple[str, str | None, str | None, bool, str | N
     return text.strip(), level, process, headed, site
 
 
+def _bare(line: str) -> str:
+    """A line without the prefix a store or docker compose put before what the process printed."""
+    if line[:1].isdigit():
+        m = _ISO.match(line)
+        if m:  # the one separator after the timestamp (the rest is the line's own indentation)
+            return line[len(m.group().rstrip()) + 1:]
+    m = _COMPOSE.match(line) if "|" in line else None
+    return line[m.end():] if m and not _LEVEL.match(line) else line
+
+
 def read_records(text: str) -> list[Record]:
-    """The records of a log text (see the module docstring)."""
-    lines = text.splitlines()
+    """The records of a log text (see the module docstring), stored in any of the shapes
+    ``kvplan.logs.stored`` unwraps."""
+    lines = plain_lines(text)
     stripped = [_strip_header(line) for line in lines]
-    quoted = [_QUOTE.match(line) is not None for line in lines]
+    # indentation and quote markers as the line shows them after a store's timestamp or compose prefix
+    bare = [_bare(line) for line in lines]
+    quoted = [_QUOTE.match(line) is not None for line in bare]
     any_headed = any(h for _m, _l, _p, h, _s in stripped)
     records: list[Record] = []
     for i, (message, level, process, headed, site) in enumerate(stripped, start=1):
@@ -145,7 +159,7 @@ def read_records(text: str) -> list[Record]:
         # (in a quote block, whose marker hides the indentation, the lines after an exception's are its text)
         continued = last is not None and (
             (last.continuation or [last.message])[-1].endswith("\\")
-            or (not headed and (lines[i - 1][:1].isspace() or (quoted[i - 1] and quoted[last.number - 1]))
+            or (not headed and (bare[i - 1][:1].isspace() or (quoted[i - 1] and quoted[last.number - 1]))
                 and _EXCEPTION.match(last.message) is not None
                 and "" not in last.continuation and not _NEW_RECORD.search(message)))
         wrapped = continued or (any_headed and not headed and records and records[-1].headed
