@@ -70,6 +70,14 @@ def _flag_error(option: str, table: FlagTable, hits: list[str]) -> OptionError:
     other = other_releases(option, table)
     if other is not None:
         return OptionError(f"{option}: not a flag of {where}; {_releases_phrase(other[1], table)}")
+    from kvplan.engines.vllm.releases import version_key
+
+    if version_key(table.requested) < version_key(table.release):
+        # the flag list stands in for an older release (an image older than every list): a flag of that
+        # release that later ones removed is in no list, and a near name of a newer list is no answer
+        return OptionError(f"{option}: not in any flag list kvplan has (from {table.release}), and {where} stands "
+                           f"in for an older vLLM that may have had it; if it does not change the KV cache "
+                           "(logging, scheduling, tokenizer workers), remove it from the line")
     longs = [o for o in table.by_option if o.startswith("--")]
     close = difflib.get_close_matches(option, longs, n=1, cutoff=0.75)  # 0.73: --enable-reasoning ~ --enable-prefix-caching
     hint = f"; did you mean {close[0]}?" if close else "; `vllm serve --help=all` lists the flags"
