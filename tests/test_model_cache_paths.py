@@ -24,7 +24,7 @@ def test_cache_paths_name_their_repository():
     assert cache_repo(SERVER_SNAPSHOT + "/config.json") == ("Qwen/Qwen3-8B", SHA, "Hugging Face")
     assert cache_repo("/data/hub/models--gpt2") == ("gpt2", None, "Hugging Face")
     assert cache_repo("/data/hub/models--Qwen--Qwen3-8B/blobs/abc") is None
-    assert cache_repo("/home/sss/.cache/modelscope/hub/models/Qwen/Qwen2___5-VL-7B-Instruct") == (
+    assert cache_repo("/root/.cache/modelscope/hub/models/Qwen/Qwen2___5-VL-7B-Instruct") == (
         "Qwen/Qwen2.5-VL-7B-Instruct", None, "ModelScope")
     assert cache_repo("~/.cache/modelscope/hub/qwen/Qwen2___5-7B") == ("qwen/Qwen2.5-7B", None, "ModelScope")
     assert cache_repo("/models/Qwen3-8B") is None
@@ -82,7 +82,7 @@ def test_the_published_modelscope_line_names_its_repository():
 
 
 def test_vllm_line_with_a_modelscope_path():
-    line = "vllm serve /home/sss/.cache/modelscope/hub/models/Qwen/Qwen2___5-7B --max-model-len 4096"
+    line = "vllm serve /root/.cache/modelscope/hub/models/Qwen/Qwen2___5-7B --max-model-len 4096"
     got = _kvplan("vllm", "--gpu", "H100-80GB", "--line", line)
     assert got["inputs"]["model"]["id"] == "Qwen/Qwen2.5-7B"
 

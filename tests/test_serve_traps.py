@@ -74,10 +74,14 @@ def test_export_continued_over_a_comment_line():
 def test_demo_api_server_is_not_the_openai_server():
     message = _error("demo-api-server.sh")
     assert "vLLM's demo server, not its OpenAI-compatible server" in message
-    assert "same engine flags" in message  # 0.10.1 has vllm/entrypoints/api_server.py
-    with pytest.raises(OptionError) as e:  # 0.34.0 has not: the process exits
-        vllm_serve(line="python -m vllm.entrypoints.api_server --model Qwen/Qwen2.5-7B", gpu="H100-80GB")
+    assert "vLLM 0.10.1 has it; its engine takes the same engine flags" in message  # the image's tag: 0.10.1
+    line = "python -m vllm.entrypoints.api_server --model Qwen/Qwen2.5-7B"
+    with pytest.raises(OptionError) as e:  # 0.34.0 has no vllm/entrypoints/api_server.py: the process exits
+        vllm_serve(line=line, gpu="H100-80GB", policy="vllm==0.34.0")
     assert "vLLM 0.34.0 has no such module" in e.value.message
+    with pytest.raises(OptionError) as e:  # no image, no --policy: which vLLM runs it is not known
+        vllm_serve(line=line, gpu="H100-80GB")
+    assert "with a newer vLLM it exits at start" in e.value.message
 
 
 def test_kvplan_gpu_after_serve_is_vllms_gpu_memory_utilization():
@@ -102,3 +106,21 @@ def test_revision_does_not_hide_the_model_map_target():
     assert got["inputs"]["model"]["id"] == "Qwen/Qwen3-8B"
     assert any("--revision 0123456789abcdef0123456789abcdef01234567 is the revision of '/models/qwen3-8b'" in w
                for w in got["warnings"])
+
+
+def test_line_after_serve_and_a_kvplan_command_on_stdin():
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+
+    def run(*args: str, stdin: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kvplan", "vllm", *args], input=_text(stdin), text=True,
+                              capture_output=True, cwd=root, timeout=120)
+
+    after = run("--gpu", "H100-80GB", "serve", "--line", "-", stdin="line-stdin-after-serve.txt")
+    assert after.returncode == 1 and "--line after `serve` is vLLM's --linear-backend" in after.stderr
+    before = run("--gpu", "H100-80GB", "--line", "-", stdin="line-stdin-after-serve.txt")
+    assert before.returncode == 0, before.stderr
+    wrapped = run("--gpu", "H100-80GB", "--line", "-", stdin="line-stdin-kvplan-command.txt")
+    assert wrapped.returncode == 1 and "the text is a kvplan command" in wrapped.stderr

@@ -54,6 +54,10 @@ class ParsedServe:
         return hits[-1] if hits else None
 
 
+# `kvplan vllm`'s own inputs, which take the place of `serve MODEL …`
+_KVPLAN_INPUTS = frozenset({"--line", "--file", "--container"})
+
+
 def _flag_error(option: str, table: FlagTable, hits: list[str]) -> OptionError:
     where = f"vllm serve {table.requested}" + ("" if table.release == table.requested
                                                  else f" (flag list of {table.release})")
@@ -343,6 +347,11 @@ def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, bas
                 continue
         if flag is None:
             raise _flag_error(option, table, hits)
+        if option in _KVPLAN_INPUTS and option not in flag.options:
+            # vLLM's parser takes a flag's unambiguous prefix: `serve --line -` would be --linear-backend
+            full = next((o for o in flag.options if o.startswith(option)), flag.options[0])
+            raise OptionError(f"{option} after `serve` is vLLM's {full} (vLLM's parser takes a flag's unambiguous "
+                              f"prefix); {option} is kvplan's: write `kvplan vllm [options] {option} …` without `serve`")
         origin = "dotted" if option in dotted_heads else "line"
         i += 1
         if not flag.takes_value:

@@ -303,6 +303,9 @@ def parse_line(text: str) -> ServeLine:
         if not cmd:
             continue
         prog = cmd[0].rsplit("/", 1)[-1]
+        if prog == "kvplan" or (_is_python(prog) and cmd[1:3] == ["-m", "kvplan"]):
+            raise OptionError("--line: the text is a kvplan command, not the line vLLM runs; give --line the "
+                              "vllm serve line itself (kvplan's options go on kvplan's command line)")
         if prog == "vllm":
             if len(cmd) < 2 or cmd[1] != "serve":
                 raise OptionError(f"--line: 'vllm {cmd[1] if len(cmd) > 1 else ''}'".rstrip() +

@@ -49,6 +49,9 @@ class ServeRequest:
     table: FlagTable
     warnings: list[str] = field(default_factory=list)
     line: ServeLine | None = None
+    # why the line is not a deployment kvplan simulates (vLLM's demo server, a TPU image): `kvplan vllm` answers
+    # with it (exit 1); `kvplan check` shows it beside the entry's result
+    refused: str | None = None
 
 
 def _text(value: Any) -> Any:
@@ -325,7 +328,7 @@ _NOT_GPU_WHAT = {"tpu": "TPU", "cpu": "CPU", "neuron": "AWS Neuron (Inferentia/T
                  "gaudi": "Intel Gaudi (HPU)"}
 
 
-def _not_a_gpu_deployment(line: ServeLine) -> None:
+def _not_a_gpu_deployment(line: ServeLine) -> str | None:
     """A vLLM image built for another accelerator (``vllm/vllm-tpu``, a ``-cpu`` image): kvplan models
     vLLM on CUDA GPUs, so there is nothing to simulate; one line that says so."""
     if not line.image:
@@ -334,8 +337,9 @@ def _not_a_gpu_deployment(line: ServeLine) -> None:
     m = _NOT_GPU.search(name) if "vllm" in line.image.lower() else None
     if m:
         what = _NOT_GPU_WHAT[m.group("what")]
-        raise OptionError(f"{line.image} is vLLM's {what} image: not a GPU deployment; kvplan predicts the KV cache "
-                          f"of vLLM on CUDA GPUs, and a {what} backend sizes its own memory; nothing to simulate")
+        return (f"{line.image} is vLLM's {what} image: not a GPU deployment; kvplan predicts the KV cache of vLLM on "
+                f"CUDA GPUs, and a {what} backend sizes its own memory; nothing to simulate")
+    return None
 
 
 # vllm/entrypoints/api_server.py: in the unpacked sources of every release kvplan has to 0.24.0, absent from 0.25.1's
@@ -343,21 +347,23 @@ _DEMO_SERVER = "vllm.entrypoints.api_server"
 _DEMO_LAST = "0.24.0"
 
 
-def _demo_server(line: ServeLine, release: str) -> None:
-    """``python -m vllm.entrypoints.api_server``: vLLM's demo server, not the OpenAI-compatible one."""
+def _demo_server(line: ServeLine, release: str, known: bool) -> str | None:
+    """``python -m vllm.entrypoints.api_server``: vLLM's demo server, not the OpenAI-compatible one
+    (``known``: the release is the image tag's or --policy's, not kvplan's assumption)."""
     if _DEMO_SERVER not in (line.text or "").split():
-        return
+        return None
     from kvplan.engines.vllm.releases import version_key
 
     what = (f"python -m {_DEMO_SERVER} is vLLM's demo server, not its OpenAI-compatible server "
             "(vllm/entrypoints/api_server.py: \"used only for demonstrating usage of AsyncEngine and simple performance "
             "benchmarks. It is not intended for production use\"): one /generate endpoint, no /v1 API")
-    if version_key(release) > version_key(_DEMO_LAST):
-        raise OptionError(f"{what}; vLLM {release} has no such module (the last release kvplan has with it is "
-                          f"{_DEMO_LAST}): it exits at start with \"No module named {_DEMO_SERVER}\"; "
-                          "run vllm.entrypoints.openai.api_server (or vllm serve)")
-    raise OptionError(f"{what}; its engine takes the same engine flags, so kvplan reads its KV cache from the line "
-                      f"with vllm.entrypoints.openai.api_server in its place (or vllm serve)")
+    gone = (f"vLLM {release} has no such module (the last release kvplan has with it is {_DEMO_LAST}): it exits at "
+            f"start with \"No module named {_DEMO_SERVER}\"" if known else
+            f"vLLM has it to {_DEMO_LAST} (kvplan's sources) and not from 0.25.1: with a newer vLLM it exits at start")
+    if known and version_key(release) <= version_key(_DEMO_LAST):
+        gone = f"vLLM {release} has it"
+    return (f"{what}; {gone}; its engine takes the same engine flags: for its KV cache, give kvplan the line with "
+            "vllm.entrypoints.openai.api_server in its place (or vllm serve)")
 
 
 def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLine | None = None,
@@ -367,9 +373,10 @@ def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLi
         raise OptionError("give either the serve arguments or --line, not both")
     words = list(line.argv if line is not None else argv)
     policy_out, release, how, warnings = choose_release(line, policy)
+    refused = None
     if line is not None:
-        _not_a_gpu_deployment(line)
-        _demo_server(line, release)
+        known = policy is not None or line.image_release is not None
+        refused = _not_a_gpu_deployment(line) or _demo_server(line, release, known)
     table = flag_table(release)
     if table.note:
         warnings.append(table.note)
@@ -387,4 +394,4 @@ def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLi
     env = dict(line.env) if line is not None else {}
     return ServeRequest(model=parsed.model, options=options, flags=r.rows, env=env, release=release,
                         release_source=how, table=table, warnings=[*warnings, *parsed.warnings, *r.warnings],
-                        line=line)
+                        line=line, refused=refused)
