@@ -217,10 +217,17 @@ def _cut_hits(record: Record) -> list["_Wording"]:
     texts = [t for t in map(_unexcepted, dict.fromkeys(record.candidates())) if len(t) >= _CUT_EVIDENCE]
     if not texts:
         return []
+    # per wording, the texts it may start (its first literal starts the text, or the text it: else
+    # _shown is 0); a wording holds a dict, so it is keyed by id
+    tried: dict[int, tuple] = {}
+    for t in texts:
+        for w in _worded(t):
+            first = w.template.literals[0]
+            if t.startswith(first) or first.startswith(t):
+                tried.setdefault(id(w), (w, []))[1].append(t)
     scored = []
-    tried = {id(w): w for t in texts for w in _worded(t)}  # (a wording holds a dict: not hashable)
-    for w in tried.values():
-        n = max(_shown(w.first, t, _CUT_EVIDENCE) for t in texts)
+    for w, ts in tried.values():
+        n = max(_shown(w.first, t, _CUT_EVIDENCE) for t in ts)
         if n >= _CUT_EVIDENCE:
             scored.append((n, w))
     if not scored:
