@@ -59,10 +59,11 @@ class Pattern:
     regex: re.Pattern
     convert: object  # (match) -> dict
     search: bool = False  # find anywhere in the message (errors inside a traceback line)
+    needles: tuple[str, ...] = ()  # text a match holds one of, for a pattern without a literal start
 
 
-def _p(kind: str, regex: str, convert, search: bool = False) -> Pattern:
-    return Pattern(kind, re.compile(regex), convert, search)
+def _p(kind: str, regex: str, convert, search: bool = False, needles: tuple[str, ...] = ()) -> Pattern:
+    return Pattern(kind, re.compile(regex), convert, search, needles)
 
 
 def _gib(x: str) -> float:
@@ -74,7 +75,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("release", r"^vLLM (?:API )?server version (?P<v>\d+(?:\.\d+){1,3}\S*?)(?:, serving model (?P<m>\S+))?$",
        lambda m: {"version": m["v"], **({"model": m["m"]} if m["m"] else {})}),
     # the logo (0.34 on a terminal): "▄█ █ … version 0.34.0"
-    _p("release", r"[█▄▀].*\bversion\s+(?P<v>\d+\.\d+\.\d+\S*)\s*$", lambda m: {"version": m["v"]}, search=True),
+    _p("release", r"^[^█▄▀]*[█▄▀].*\bversion\s+(?P<v>\d+\.\d+\.\d+\S*)\s*$", lambda m: {"version": m["v"]}, search=True,
+       needles=("█", "▄", "▀")),
     # "Initializing a V1 LLM engine (v0.11.0) with config: model='…', …" (engine core); V0's "Initializing an LLM
     # engine (v0.6.6.post1)" (engine/llm_engine.py to 0.9.2) and "Initializing a V0 LLM engine" (0.10.x)
     _p("engine_config", r"^Initializing an? (?:V[01] )?LLM engine \(v(?P<v>[^)]+)\) with config: (?P<c>.*)$",
@@ -89,7 +91,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("non_default_args", r"^non-default args: (?P<d>\{.*)$", lambda m: _literal_dict(m["d"])),  # cut short
     # the command itself, when the user pasted it with the log
     _p("serve_command", r"(?:^|\s|`)(?:vllm serve|-m vllm\.entrypoints\.openai\.api_server)(?:\s|$)",
-       lambda m: _serve_command(m.string), search=True),
+       lambda m: _serve_command(m.string), search=True, needles=("vllm serve", "-m vllm.entrypoints.openai.api_server")),
     _p("architecture", r"^Resolved architecture: (?P<a>\w+)$", lambda m: {"architecture": m["a"]}),
     _p("max_model_len", rf"^Using max model len (?P<n>{_INT})$", lambda m: {"max_model_len": _int(m["n"])}),
     _p("max_num_batched_tokens", rf"^Chunked prefill is enabled with max_num_batched_tokens=(?P<n>{_INT})\.?$",
@@ -136,7 +138,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("kv_cache_memory_reserved", rf"reserved (?P<g>{_NUM}) ?GiB memory for KV Cache as specified by "
        r"kv_cache_memory_bytes", lambda m: {"gib": _gib(m["g"])}, search=True),
     _p("num_gpu_blocks", rf"^#?\s*(?:GPU|cuda|CUDA) blocks: (?P<n>{_INT})(?:, # CPU blocks: (?P<c>{_INT}))?",
-       lambda m: {"num_blocks": _int(m["n"]), **({"num_cpu_blocks": _int(m["c"])} if m["c"] else {})}),
+       lambda m: {"num_blocks": _int(m["n"]), **({"num_cpu_blocks": _int(m["c"])} if m["c"] else {})},
+       needles=(" blocks: ",)),
     # the stat logger (v1/metrics/loggers.py, 0.8-0.34): "Engine 000: vllm cache_config_info with initialization
     # after num_gpu_blocks is: 1381" (log_engine_initialized), "2 Engines: … num_gpu_blocks is: N" (0.34)
     _p("num_gpu_blocks", rf"cache_config_info with initialization after num_gpu_blocks is: (?P<n>{_INT})",
@@ -234,10 +237,11 @@ PATTERNS: tuple[Pattern, ...] = (
                   "cuda_graph_gib": float(m["c"]),
                   **({"kv_cache_memory_bytes_to_fit": int(m["k"])} if m["k"] else {}),
                   **({"kv_cache_gib": float(m["kv"])} if m["kv"] else {})}),
-    _p("engine_failed", r"EngineCore failed to start|Engine core initialization failed", lambda m: {}, search=True),
+    _p("engine_failed", r"EngineCore failed to start|Engine core initialization failed", lambda m: {}, search=True,
+       needles=("EngineCore failed to start", "Engine core initialization failed")),
     # any other exception line of a traceback ("NotImplementedError: " has no text in 0.11)
     _p("exception", r"^(?P<t>[A-Z]\w*(?:Error|Exception)):(?: (?P<m>.*))?$",
-       lambda m: {"error_type": m["t"], "message": m["m"] or ""}),
+       lambda m: {"error_type": m["t"], "message": m["m"] or ""}, needles=("Error:", "Exception:")),
 )
 
 
@@ -252,7 +256,7 @@ def _literal_dict(text: str) -> dict:
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         pass
     out = {}
-    for m in re.finditer(r"'(\w+)': ('(?:[^'\\]|\\.)*'|\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\]|[\w.+-]+)", text):
+    for m in re.finditer(r"'(\w+)': ('(?:[^'\\]|\\.)*'|\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|\[[^\[\]]*\]|[\w.+-]+)", text):
         try:
             out[m.group(1)] = ast.literal_eval(m.group(2))
         except (ValueError, SyntaxError, MemoryError, RecursionError):  # `- - - … 1`: the parser's stack
@@ -286,7 +290,7 @@ def _serve_command(text: str) -> dict:
 def _namespace(text: str) -> dict:
     """``Namespace(key=value, …)`` as ``{"args": {key: value}}`` (literals only, key by key)."""
     out = {}
-    for m in re.finditer(r"(\w+)=('(?:[^'\\]|\\.)*'|\{[^{}]*\}|\[[^\]]*\]|[^,()]+)", text):
+    for m in re.finditer(r"\b(\w+)=('(?:[^'\\]|\\.)*'|\{[^{}]*\}|\[[^\[\]]*\]|[^,()]+)", text):
         try:
             out[m.group(1)] = ast.literal_eval(m.group(2).strip())
         except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -322,6 +326,101 @@ def _engine_config(text: str) -> dict:
     return out
 
 
+_SPECIAL = set("()[]{}|.*+?^$")
+_QUANTIFIER = set("?*{")
+
+
+def literal_start(regex: str) -> str:
+    """The literal text every match of ``regex`` starts with (as far as it can be read off the pattern:
+    escaped punctuation counts, a class or a group ends it, a character a quantifier makes optional is
+    dropped); "" when the pattern has a top-level alternation or starts with a class or group."""
+    depth = 0
+    i = 0
+    while i < len(regex):  # a top-level "|" means the literal start of one branch is not required
+        c = regex[i]
+        if c == "\\":
+            i += 2
+            continue
+        depth += c == "("
+        depth -= c == ")"
+        if c == "|" and depth == 0:
+            return ""
+        i += 1
+    out, i = [], 1 if regex.startswith("^") else 0
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            nxt = regex[i + 1:i + 2]
+            if not nxt or nxt.isalnum():
+                break  # \d, \s, \w, \b …: not a literal
+            lit, i = nxt, i + 2
+        elif c in _SPECIAL:
+            break
+        else:
+            lit, i = c, i + 1
+        if regex[i:i + 1] in _QUANTIFIER:
+            break  # optional (or repeated any number of times): not required
+        out.append(lit)
+        if regex[i:i + 1] == "+":
+            break
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class _Gate:
+    """Which patterns can match a record, decided with ``str`` tests before any pattern runs: an
+    anchored pattern's match starts with its literal start, an open one contains it, one without a
+    literal start holds one of its needles. On a long log most lines match no pattern, and trying
+    the ~50 patterns on each was the extractor's whole cost (issue 39: 50 MB in at most 5 s)."""
+
+    by_start: dict  # first 4 characters of an anchored pattern's literal start -> indices
+    anchored: dict  # index -> literal start (4 characters or more)
+    short: tuple  # (index, literal start) of anchored patterns whose literal start is under 4 characters
+    open: tuple  # (index, literal start) of open (search) patterns
+    needled: tuple  # (index, needles) of patterns without a literal start
+
+    @classmethod
+    def of(cls, patterns: tuple) -> "_Gate":
+        by_start: dict = {}
+        anchored, short, open_, needled = {}, [], [], []
+        for i, p in enumerate(patterns):
+            start = literal_start(p.regex.pattern)
+            if p.needles:
+                assert not start, f"{p.kind}: a pattern with a literal start needs no needles"
+                needled.append((i, p.needles))
+            elif p.search and not p.regex.pattern.startswith("^"):
+                open_.append((i, start))
+            elif len(start) >= 4:
+                anchored[i] = start
+                by_start.setdefault(start[:4], []).append(i)
+            else:
+                short.append((i, start))
+        return cls(by_start, anchored, tuple(short), tuple(open_), tuple(needled))
+
+    def allowed(self, record: Record) -> list[int]:
+        message = record.message
+        if record.continuation:
+            cands = record.candidates()
+            texts = (cands[-2], cands[-1])  # every candidate is a start of one of the two full joins
+        else:
+            texts = (message,)
+        anchored = self.by_start.get(message[:4], ()) if len(message) >= 4 else self.anchored
+        out = set()
+        for t in texts:  # ("".startswith / "" in are true: a pattern without a literal start is tried)
+            out.update(i for i in anchored if t.startswith(self.anchored[i]))
+            out.update(i for i, start in self.short if t.startswith(start))
+            out.update(i for i, start in self.open if start in t)
+            for i, needles in self.needled:
+                for needle in needles:
+                    if needle in t:
+                        out.add(i)
+                        break
+        return sorted(out)
+
+
+_GATE = _Gate.of(PATTERNS)
+
+
 def _match(p: Pattern, text: str):
     return p.regex.search(text) if p.search else p.regex.match(text)
 
@@ -353,7 +452,7 @@ def extract(records: list[Record]) -> list[Fact]:
     while queue:
         r = queue.pop()
         consumed = 0
-        for p in PATTERNS:
+        for p in (PATTERNS[i] for i in _GATE.allowed(r)):
             hit = _best(p, r)
             if hit is None:
                 continue

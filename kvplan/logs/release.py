@@ -19,6 +19,11 @@ from kvplan.logs.reader import Record
 from kvplan.results import Record as ResultRecord
 
 _EXCEPTION = re.compile(r"^(?:\w+\.)*\w*(?:Error|Exception): ")
+def _unexcepted(text: str) -> str:
+    """The text without an exception type before it ("ValueError: …")."""
+    return _EXCEPTION.sub("", text) if ("Error: " in text or "Exception: " in text) else text
+
+
 _PLACEHOLDER = re.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[sdifrgx]|\{[^{}]*\}")
 
 
@@ -30,23 +35,51 @@ def _spans(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def _regex(fmt: str) -> re.Pattern:
-    """A format string as a pattern over the printed message: each placeholder any text, the
-    literals as written; a multi-line message is matched on its first line."""
-    first, multi = fmt.split("\n", 1)[0], "\n" in fmt
-    parts, pos = [], 0
-    for m in _PLACEHOLDER.finditer(first):
-        parts += [re.escape(first[pos:m.start()]), ".*?"]
-        pos = m.end()
-    parts.append(re.escape(first[pos:]))
-    body = "".join(parts).replace("%%", "%")
-    return re.compile(body + ("" if multi or first.endswith(("%s", "}")) else r"\s*$"))
+def _literals_of(first: str) -> tuple[str, ...]:
+    """The literal text of a format's first line, split at its placeholders (``%%`` printed as ``%``)."""
+    return tuple(lit.replace("%%", "%") for lit in _PLACEHOLDER.split(first))
+
+
+@dataclass(frozen=True)
+class _Template:
+    """A format as a matcher over the printed message: its literals in order, each placeholder any text
+    between them; a multi-line message is matched on its first line. Matched by finding each literal
+    at its leftmost place after the one before (``str.find``), which is linear in the message: a pattern
+    of literals joined by lazy ``.*?`` backtracks polynomially (one memory-account line repeated ten
+    times on one line took 10 s, issue 39). Leftmost placement is exact here: a placeholder takes any
+    text, so the earliest place for a literal leaves the most room for the ones after it."""
+
+    literals: tuple[str, ...]
+    anchored_end: bool  # the format ends in literal text: only whitespace may follow it
+
+    @classmethod
+    def of(cls, fmt: str) -> "_Template":
+        first, multi = fmt.split("\n", 1)[0], "\n" in fmt
+        return cls(_literals_of(first), not (multi or first.endswith(("%s", "}"))))
+
+    def match(self, text: str) -> bool:
+        lits = self.literals
+        if not text.startswith(lits[0]):
+            return False
+        if len(lits) == 1:
+            return not self.anchored_end or not text[len(lits[0]):].strip()
+        pos = len(lits[0])
+        for lit in lits[1:-1]:
+            at = text.find(lit, pos)
+            if at < 0:
+                return False
+            pos = at + len(lit)
+        last = lits[-1]
+        if not self.anchored_end:
+            return text.find(last, pos) >= 0
+        # the last literal ends where only whitespace follows: at or after the end of the stripped text
+        return text.find(last, max(pos, len(text.rstrip()) - len(last))) >= 0
 
 
 @dataclass(frozen=True)
 class _Wording:
     kind: str
-    regex: re.Pattern
+    template: _Template
     literal: int  # characters of literal text (a specific wording beats a generic one)
     releases: frozenset[str]
     sites: dict
@@ -71,7 +104,7 @@ def _wordings() -> tuple[_Wording, ...]:
         if literal < 12:  # "%s" alone, or nearly: matches anything
             continue
         literal += sum(len(word) for start, word in _USUAL if fmt.startswith(start))
-        out.append(_Wording(kind, _regex(fmt), literal, _spans(rels), {s: _spans(r) for s, r in sites.items()},
+        out.append(_Wording(kind, _Template.of(fmt), literal, _spans(rels), {s: _spans(r) for s, r in sites.items()},
                             fmt.split("\n", 1)[0]))
     return tuple(out)
 
@@ -105,32 +138,71 @@ _CUT_EVIDENCE = 40  # characters of a wording's literal text a cut line must sho
 
 @lru_cache(maxsize=None)
 def _literals(fmt_first: str) -> tuple[str, ...]:
-    return tuple(lit.replace("%%", "%") for lit in _PLACEHOLDER.split(fmt_first))
+    return _literals_of(fmt_first)
 
 
 @lru_cache(maxsize=None)
-def _upto(fmt_first: str, i: int) -> re.Pattern:
-    """The format's first ``i`` literals (placeholders between them any text), then the rest."""
-    lits = _literals(fmt_first)
-    body = re.escape(lits[0]) + "".join(".*?" + re.escape(lit) for lit in lits[1:i])
-    return re.compile("^" + body + "(?P<rest>.*)$", re.S)
+def _reach(fmt_first: str) -> tuple[int, ...]:
+    """``_reach(f)[i]``: the literal text (spaces not counted) of the format's first ``i`` literals."""
+    out = [0]
+    for lit in _literals(fmt_first):
+        out.append(out[-1] + len(re.sub(r"\s+", "", lit)))
+    return tuple(out)
 
 
-def _shown(fmt_first: str, text: str) -> int:
+def _shown(fmt_first: str, text: str, floor: int = 0) -> int:
     """How much of a wording's literal text (spaces not counted) a line cut short shows, when the
-    line is the start of that wording's message; 0 when it is not."""
+    line is the start of that wording's message; 0 when it is not. The literals are placed leftmost
+    one after the other (as in ``_Template``); what follows the last one placed may be the start of
+    the next. ``floor``: a count under it may be answered 0 (it cannot count as evidence)."""
     lits = _literals(fmt_first)
     if lits[0].startswith(text):
         return len(re.sub(r"\s+", "", text))
-    best = 0
-    for i in range(1, len(lits)):
-        m = _upto(fmt_first, i).match(text)
-        if m is None:
+    if not text.startswith(lits[0]):
+        return 0
+    # place the literals leftmost in turn; what follows the last one placed may start the next
+    i, pos = 1, len(lits[0])
+    while i + 1 < len(lits):
+        at = text.find(lits[i], pos)
+        if at < 0:
             break
-        nxt, rest = lits[i], m["rest"]
-        tail = next((k for k in range(min(len(rest), len(nxt)), 0, -1) if rest.endswith(nxt[:k])), 0)
-        best = len(re.sub(r"\s+", "", "".join(lits[:i]) + nxt[:tail]))
-    return best
+        pos, i = at + len(lits[i]), i + 1
+    if len(lits) == 1:
+        return 0
+    reach = _reach(fmt_first)
+    if reach[i + 1] < floor:  # even the whole next literal would not reach the floor
+        return 0
+    nxt, rest = lits[i], text[pos:]
+    if floor > reach[i]:  # the line must end with at least the start of the next literal that reaches it
+        need = _least_start(nxt, floor - reach[i])
+        if rest.find(need, max(0, len(rest) - len(nxt))) < 0:
+            return 0
+    return len(re.sub(r"\s+", "", "".join(lits[:i]) + nxt[:_overlap(rest, nxt)]))
+
+
+@lru_cache(maxsize=None)
+def _least_start(literal: str, count: int) -> str:
+    """The shortest start of ``literal`` that holds ``count`` characters other than spaces."""
+    seen = 0
+    for k, c in enumerate(literal, start=1):
+        seen += not c.isspace()
+        if seen >= count:
+            return literal[:k]
+    return literal
+
+
+def _overlap(rest: str, nxt: str) -> int:
+    """The length of the longest end of ``rest`` that is a start of ``nxt`` (tried only where ``rest``
+    holds ``nxt``'s first character, longest first)."""
+    if not rest or not nxt:
+        return 0
+    at = rest.find(nxt[0], max(0, len(rest) - len(nxt)))
+    while at >= 0:
+        k = len(rest) - at
+        if nxt.startswith(rest[at:]):
+            return k
+        at = rest.find(nxt[0], at + 1)
+    return 0
 
 
 def _cut_hits(record: Record) -> list["_Wording"]:
@@ -141,10 +213,21 @@ def _cut_hits(record: Record) -> list["_Wording"]:
     admission error 0.33.0 prints with "(which also controls CPU memory on the CPU backend)"
     (v1/core/kv_cache_planning.py:77 of the unpacked 0.33.0 wheel) is not in fingerprints.py, whose
     0.33.0 entry has the plain wording, and counts by the 0.22-0.33 wording it starts like."""
-    texts = [_EXCEPTION.sub("", t) for t in dict.fromkeys(record.candidates())]
+    # a text shows at most its own length of literal text: one under _CUT_EVIDENCE cannot count
+    texts = [t for t in map(_unexcepted, dict.fromkeys(record.candidates())) if len(t) >= _CUT_EVIDENCE]
+    if not texts:
+        return []
+    # per wording, the texts it may start (its first literal starts the text, or the text it: else
+    # _shown is 0); a wording holds a dict, so it is keyed by id
+    tried: dict[int, tuple] = {}
+    for t in texts:
+        for w in _worded(t):
+            first = w.template.literals[0]
+            if t.startswith(first) or first.startswith(t):
+                tried.setdefault(id(w), (w, []))[1].append(t)
     scored = []
-    for w in _wordings():
-        n = max(_shown(w.first, t) for t in texts)
+    for w, ts in tried.values():
+        n = max(_shown(w.first, t, _CUT_EVIDENCE) for t in ts)
         if n >= _CUT_EVIDENCE:
             scored.append((n, w))
     if not scored:
@@ -153,12 +236,39 @@ def _cut_hits(record: Record) -> list["_Wording"]:
     return [w for n, w in scored if n == top]
 
 
+_KEY = 4  # characters of a wording's first literal that index it
+
+
+@lru_cache(maxsize=1)
+def _index() -> tuple[dict, tuple]:
+    """The wordings by the first ``_KEY`` characters of their first literal (a message a wording
+    matches, or a cut line it is the start of, begins with them), and those whose first literal is
+    shorter (always tried): a long log's lines are tried against a handful of wordings, not all."""
+    by_key: dict = {}
+    always = []
+    for w in _wordings():
+        first = w.template.literals[0]
+        if len(first) >= _KEY:
+            by_key.setdefault(first[:_KEY], []).append(w)
+        else:
+            always.append(w)
+    return {k: (*v, *always) for k, v in by_key.items()}, tuple(always)
+
+
+def _worded(text: str) -> tuple["_Wording", ...]:
+    """The wordings that may match ``text`` (whole, or as its start)."""
+    by_key, always = _index()
+    if len(text) < _KEY:
+        return _wordings()
+    return by_key.get(text[:_KEY], always)
+
+
 def _candidates(record: Record) -> tuple[frozenset[str], bool] | None:
     """The releases that print this record's message (at its site, when the prefix shows one),
     and whether the site counted; None when no release has the wording. A message no wording
     matches whole may be one cut short: the wordings it is the start of count."""
-    message = _EXCEPTION.sub("", record.message)
-    hits = [w for w in _wordings() if w.regex.match(message)]
+    message = _unexcepted(record.message)
+    hits = [w for w in _worded(message) if w.template.match(message)]
     if hits:
         best = max(w.literal for w in hits)
         hits = [w for w in hits if w.literal == best]

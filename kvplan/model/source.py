@@ -17,6 +17,17 @@ Nothing else is fetched here: no weights, no remote code. With ``--download`` th
 the checkpoint's index and safetensors headers by HTTP range requests (``kvplan.budget.checkpoint_hub``;
 ``ModelSource.download`` says it may).
 
+A path into a model cache names its repository, and is read as that repository (issue 39):
+
+* a Hugging Face cache folder, ``…/hub/models--<org>--<name>[/snapshots/<commit>[/config.json]]``
+  (the Hub forbids ``--`` in org and model names, so the folder name splits one way): its own
+  ``config.json`` when the snapshot is on this machine (as ``hf-cache``, at that commit), else the
+  same snapshot in this machine's cache, else the repository as an id (bundled catalog, cache,
+  ``--download``), with a note;
+* a ModelScope cache folder, ``…/modelscope/hub/models/<org>/<name>`` (and the older
+  ``…/modelscope/hub/<org>/<name>``), where ModelScope writes a ``.`` of the name as ``___``
+  (``Qwen2___5-7B-Instruct``): its own config when present (as ``local``), else the id.
+
 When none of these has the argument (and ``--download`` is not given):
 
 * a path that does not exist here (``/data/models/Qwen2.5-7B``, a server's path) is read as the
@@ -154,6 +165,68 @@ def _local(model: str) -> str | None:
     except (OSError, ValueError):  # a name the file system refuses (a component over 255 bytes, a NUL)
         return None
     return None
+
+
+def cache_repo(model: str) -> tuple[str, str | None, str] | None:
+    """``(repository id, commit or None, which hub)`` when ``model`` is a path into a Hugging Face or
+    ModelScope cache (the module docstring); None otherwise."""
+    parts = [x for x in re.split(r"[/\\]+", model.strip()) if x]
+    if parts and parts[-1] == "config.json":
+        parts = parts[:-1]
+    for i, part in enumerate(parts):
+        if part.startswith("models--") and len(part) > len("models--"):
+            rest = parts[i + 1:]
+            if rest and (rest[0] != "snapshots" or len(rest) > 2):
+                return None  # refs/, blobs/, or deeper than a snapshot
+            commit = rest[1] if len(rest) == 2 and _COMMIT_RE.match(rest[1]) else None
+            repo = part[len("models--"):].replace("--", "/", 1)
+            return (repo, commit, "Hugging Face") if _REPO_ID_RE.match(repo) else None
+    for i in range(len(parts) - 1):
+        if parts[i].lower() == "modelscope" and parts[i + 1] == "hub":
+            rest = parts[i + 2:]
+            if len(rest) == 3 and rest[0] == "models":
+                rest = rest[1:]
+            if len(rest) == 2:
+                repo = f"{rest[0]}/{rest[1].replace('___', '.')}"
+                return (repo, None, "ModelScope") if _REPO_ID_RE.match(repo) else None
+    return None
+
+
+def _from_cache_path(model: str, repo: str, commit: str | None, hub: str, revision: str | None,
+                     download: bool) -> ModelSource:
+    """A path into a model cache read as the repository it names (``cache_repo``)."""
+    at = f" (snapshot {commit[:12]})" if commit else ""
+    local = _local(model)
+    if local is not None:
+        note = f"model path '{model}' is the {hub} cache's copy of '{repo}'{at}: read its config.json as '{repo}'"
+        if hub == "Hugging Face":
+            return ModelSource(model, "hf-cache", local, commit, repo, note, download)
+        return ModelSource(model, "local", local, None, repo, note, download)
+    if hub == "Hugging Face" and commit:
+        here = _hf_cache(repo, commit)
+        if here is not None:
+            return ModelSource(model, "hf-cache", here[0], here[1], _match_case(repo, _cached_ids()) or repo,
+                               f"model path '{model}' is not on this machine: read as '{repo}'{at} from this "
+                               f"machine's Hugging Face cache, the same snapshot", download)
+    try:
+        found = resolve_model(repo, revision=revision or (commit if download else None), download=download)
+    except ModelNotFoundError:
+        err = ModelNotFoundError(model, [f"{hub} cache folder of '{repo}'"])
+        err.message = (f"model path '{model}' is the {hub} cache folder of '{repo}'{at}, which is not on this "
+                       f"machine and not bundled; pass --model-map {model}=ID (a catalog or Hub id, a directory or a "
+                       "config.json), or --download")
+        err.args = (err.message,)
+        raise err from None
+    where = {"catalog": "the bundled config", "hf-cache": "this machine's Hugging Face cache",
+             "download": "the Hub"}.get(found.kind, found.kind)
+    if found.kind == "catalog":
+        same = "; the bundled config may differ from that snapshot" if commit else ""
+    elif commit and found.revision != commit:
+        same = f"; at {(found.revision or 'its main revision')[:12]}, not that snapshot"
+    else:
+        same = ""
+    return _resolved(found, model, f"model path '{model}' is the {hub} cache folder of '{repo}'{at}, not on this "
+                                   f"machine: read as '{found.model_id}' from {where}{same}")
 
 
 def _looks_like_path(model: str) -> bool:
@@ -384,6 +457,8 @@ def _path_model(model: str, ids: list[str]) -> tuple[str, str] | None:
             candidates.append(parts[-1].removeprefix("models--").replace("--", "/", 1))
     if parts:
         candidates.append(parts[-1])
+    # ModelScope's snapshot_download(cache_dir=…) folders write a "." of the name as "___" (Qwen2___5-7B)
+    candidates += [c.replace("___", ".") for c in candidates if "___" in c]
     for cand in candidates:
         spelled = _match_case(cand, ids)
         if spelled is None and "/" not in cand:
@@ -435,6 +510,9 @@ def resolve_model(model: str, *, revision: str | None = None, download: bool = F
 
 def _resolve_model(model: str, *, revision: str | None = None, download: bool = False) -> ModelSource:
     tried: list[str] = []
+    in_cache = cache_repo(model) if ("models--" in model or "modelscope" in model.lower()) else None
+    if in_cache is not None:
+        return _from_cache_path(model, *in_cache, revision=revision, download=download)
     local = _local(model)
     if local is not None:
         return ModelSource(model, "local", local, None)

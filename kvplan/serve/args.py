@@ -55,6 +55,10 @@ class ParsedServe:
         return hits[-1] if hits else None
 
 
+# `kvplan vllm`'s own inputs, which take the place of `serve MODEL …`
+_KVPLAN_INPUTS = frozenset({"--line", "--file", "--container"})
+
+
 def _flag_error(option: str, table: FlagTable, hits: list[str]) -> OptionError:
     where = f"vllm serve {table.requested}" + ("" if table.release == table.requested
                                                  else f" (flag list of {table.release})")
@@ -71,6 +75,14 @@ def _flag_error(option: str, table: FlagTable, hits: list[str]) -> OptionError:
     other = other_releases(option, table)
     if other is not None:
         return OptionError(f"{option}: not a flag of {where}; {_releases_phrase(other[1], table)}")
+    from kvplan.engines.vllm.releases import version_key
+
+    if version_key(table.requested) < version_key(table.release):
+        # the flag list stands in for an older release (an image older than every list): a flag of that
+        # release that later ones removed is in no list, and a near name of a newer list is no answer
+        return OptionError(f"{option}: not in any flag list kvplan has (from {table.release}), and {where} stands "
+                           f"in for an older vLLM that may have had it; if it does not change the KV cache "
+                           "(logging, scheduling, tokenizer workers), remove it from the line")
     longs = [o for o in table.by_option if o.startswith("--")]
     close = difflib.get_close_matches(option, longs, n=1, cutoff=0.75)  # 0.73: --enable-reasoning ~ --enable-prefix-caching
     hint = f"; did you mean {close[0]}?" if close else "; `vllm serve --help=all` lists the flags"
@@ -344,6 +356,11 @@ def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, bas
                 continue
         if flag is None:
             raise _flag_error(option, table, hits)
+        if option in _KVPLAN_INPUTS and option not in flag.options:
+            # vLLM's parser takes a flag's unambiguous prefix: `serve --line -` would be --linear-backend
+            full = next((o for o in flag.options if o.startswith(option)), flag.options[0])
+            raise OptionError(f"{option} after `serve` is vLLM's {full} (vLLM's parser takes a flag's unambiguous "
+                              f"prefix); {option} is kvplan's: write `kvplan vllm [options] {option} …` without `serve`")
         origin = "dotted" if option in dotted_heads else "line"
         i += 1
         if not flag.takes_value:

@@ -73,7 +73,17 @@ _HF_TO_VLLM = {"model_revision": "--revision", "tokenizer_revision": "--tokenize
                "max_length": "--max-model-len", "max_model_len": "--max-model-len"}
 _TP = ("--tensor-parallel-size", "--tensor_parallel_size", "-tp")
 _PLACEHOLDER = re.compile(r"\{\{\s*\.(\w+)\s*\}\}")
-_ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}")
+
+
+def _has_template(word: str) -> bool:
+    """Whether a word holds a ``{{ … }}`` template on one of its lines: the leftmost ``{{`` then a ``}}``
+    after it (two ``find`` calls; the lazy pattern searched backtracks quadratically on a
+    word of braces)."""
+    for line in word.split("\n"):
+        at = line.find("{{")
+        if at >= 0 and line.find("}}", at + 2) >= 0:
+            return True
+    return False
 
 
 class Problem(Exception):
@@ -96,7 +106,7 @@ def fill(words: list[str], meta: dict | None, where: str, warnings: list[str]) -
     for w in words:
         if meta is not None:
             w = _PLACEHOLDER.sub(lambda m: str(meta.get(m.group(1).lower(), m.group(0))), w)
-        if _ANY_TEMPLATE.search(w):
+        if _has_template(w):
             warnings.append(f"{where}: '{w}' holds a KServe template placeholder (filled per InferenceService "
                             "from its metadata); read as written")
         out.append(w)

@@ -50,10 +50,13 @@ class ServeLine:
     text: str = ""
 
 
-# a prompt before a command: `$ `, `% `, `user@host:~/dir$ `, `(venv) $ `, `[root@h ~]# `; `# ` only when a
-# command follows it (else it is a comment)
-_PROMPT_RE = re.compile(r"^[ \t]*(?:\([^()\s]+\)[ \t]*)?(?:\[[^\]\s]*(?:\s[^\]]*)?\]|[\w.-]+@[\w.-]+(?::\S*)?)?"
-                        r"(?P<sign>[$%#>])[ \t]+")
+# a prompt before a command: `$ `, `% `, `user@host:~/dir$ `, `(venv) $ `, `[root@h ~]# `, a path alone
+# (`~/dir $ `), PowerShell's `PS C:\dir> ` and cmd.exe's `C:\dir>`; `# ` and `> ` only when a command follows
+# (else a comment, or a quoted e-mail line)
+_PROMPT_RE = re.compile(r"^[ \t]*(?:\([^()\s]+\)[ \t]*)?(?:\[[^\]\s]*(?:\s[^\]]*)?\]|[\w.-]+@[\w.-]+(?::\S*)?"
+                        r"|(?:PS )?[A-Za-z]:\\[^>\n]*|~[^\s$#%>]*[ \t]?)?"
+                        r"(?P<sign>[$%#>])(?:[ \t]+|(?<=>)(?=\S))")  # cmd.exe writes no space after its '>'
+
 _COMMAND_START = re.compile(r"(?:sudo|env|export|nohup|exec|time|uv|vllm|docker|podman|nerdctl|python[\d.]*|"
                             r"[A-Za-z_][A-Za-z0-9_]*=|\S*/(?:python[\d.]*|vllm))(?:\s|$)")
 
@@ -115,13 +118,57 @@ def _drop_redirections(text: str) -> str:
     return "".join(out)
 
 
+def _continued(line: str, quote: str | None) -> tuple[str, bool, str | None]:
+    r"""``(the line without its continuation mark, whether the next line continues it, the quote
+    still open at its end)``, reading the line as a shell does: a backslash before the newline
+    (and, as pasted, the spaces after it) continues the line outside single quotes, but not in a
+    comment (``# … \`` ends there: bash runs the next line on its own); a final `` ` `` (PowerShell)
+    or ``^`` (cmd.exe) after a space continues it too."""
+    i, n = 0, len(line)
+    while i < n:
+        ch = line[i]
+        if quote == "'":
+            if ch == "'":
+                quote = None
+        elif ch == "\\":
+            if not line[i + 1:].strip(" \t"):
+                return line[:i], True, quote
+            i += 1  # the escaped character
+        elif quote == '"':
+            if ch == '"':
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line, False, None  # a comment to the end of the line
+        i += 1
+    if quote is None:
+        body = line.rstrip(" \t")
+        if body.endswith(("`", "^")) and (len(body) == 1 or body[-2] in " \t"):
+            return body[:-1], True, None
+    return line, False, quote
+
+
 def read_text(text: str) -> str:
     """Stdin or a file's text → the command text as a shell reads it: CRLF → LF, prompts dropped,
-    a backslash and the spaces after it before a newline joined, redirections removed."""
+    continued lines joined (``_continued``; a continuation at the end of the text, where a paste
+    stopped, is dropped), redirections removed."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = "\n".join(_strip_prompt(line) for line in text.split("\n"))
-    text = re.sub(r"\\[ \t]*\n", " ", text)
-    return _drop_redirections(text)
+    lines, pending, quote = [], "", None
+    for line in text.split("\n"):
+        if not pending and quote is None:
+            line = _strip_prompt(line)
+        elif pending and quote is None and line.startswith("> "):
+            line = line[2:]  # bash's continuation prompt (PS2) before a continued line
+        body, goes_on, quote = _continued(line, quote)
+        if goes_on:
+            pending += body + " "
+        else:
+            lines.append(pending + line)
+            pending = ""
+    if pending:
+        lines.append(pending)
+    return _drop_redirections("\n".join(lines))
 
 
 def _tokens(text: str) -> list[str]:
@@ -256,6 +303,9 @@ def parse_line(text: str) -> ServeLine:
         if not cmd:
             continue
         prog = cmd[0].rsplit("/", 1)[-1]
+        if prog == "kvplan" or (_is_python(prog) and cmd[1:3] == ["-m", "kvplan"]):
+            raise OptionError("--line: the text is a kvplan command, not the line vLLM runs; give --line the "
+                              "vllm serve line itself (kvplan's options go on kvplan's command line)")
         if prog == "vllm":
             if len(cmd) < 2 or cmd[1] != "serve":
                 raise OptionError(f"--line: 'vllm {cmd[1] if len(cmd) > 1 else ''}'".rstrip() +

@@ -37,6 +37,8 @@ values, ``file: InferenceService/name: model (runtime)`` for a KServe model) and
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 from dataclasses import dataclass, replace
 from typing import Any
@@ -156,8 +158,41 @@ def _env(value: Any) -> dict[str, str]:
 
 
 def _is_vllm_words(words: list[str]) -> bool:
-    text = " ".join(words)
-    return "vllm" in text and ("serve" in text or "vllm.entrypoints" in text)
+    """Whether the words run vLLM: the ``vllm`` program (a path ending in it) followed by ``serve``, or
+    one of vLLM's entrypoint modules, as words (a model id holding "vllm" beside --served-model-name is
+    neither: issue 39)."""
+    for i, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] == "vllm" and words[i + 1:i + 2] == ["serve"]:
+            return True
+        if word.startswith("vllm.entrypoints."):
+            return True
+    return False
+
+
+# docker compose's interpolation in a value: ${VAR}, ${VAR:-default}, ${VAR-default}, $VAR
+_COMPOSE_VAR = re.compile(r"\$(?:\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?-)(?P<default>[^}]*))?\}"
+                          r"|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _interpolate(value: str) -> tuple[str, list[str]]:
+    """A compose value with its variables filled as docker compose fills them from the environment of
+    the person running kvplan (``${VAR:-default}``: the default when unset or empty); the names left
+    unset, which compose would read from ``.env`` or leave empty."""
+    unset: list[str] = []
+
+    def fill(m: re.Match) -> str:
+        name = m.group("name") or m.group("bare")
+        value = os.environ.get(name)
+        if m.group("op") == ":-" and not value:
+            return m.group("default")
+        if m.group("op") == "-" and value is None:
+            return m.group("default")
+        if value is None:
+            unset.append(name)
+            return m.group(0)
+        return value
+
+    return _COMPOSE_VAR.sub(fill, value.replace("$$", "\0")).replace("\0", "$"), unset
 
 
 def _serve_line(words: list[str], image: str | None, env: dict) -> ServeLine | None:
@@ -205,15 +240,24 @@ def _one(name: str, path: str, line: int, words: list[str], image: str | None, e
     return ManifestServe(name, path, line, serve)
 
 
-def _compose(doc: dict, path: str) -> list[ManifestServe]:
+def _compose(doc: dict, path: str, unset_images: list[str] | None = None) -> list[ManifestServe]:
+    """The vLLM services of a compose file; ``unset_images`` collects, for the caller's error when no
+    service runs vLLM, the images whose variables are unset here."""
     out = []
     for svc, spec in doc["services"].items():
         if not isinstance(spec, dict):
             continue
+        image = spec.get("image")
+        if isinstance(image, str) and "$" in image:
+            image, unset = _interpolate(image)
+            if unset:
+                (unset_images if unset_images is not None else []).append(f"{path}: {svc}: image: {spec.get('image')} names {', '.join(unset)}, unset here (docker "
+                              f"compose fills it from the environment or .env); set {unset[0]} (e.g. "
+                              f"{unset[0]}=vllm/vllm-openai:v0.11.0) or write the image")
         words = [*_words(spec.get("entrypoint")), *_words(spec.get("command"))]
         if spec.get("entrypoint") is None and spec.get("command") is not None and not _is_vllm_words(words[:6]):
             words = _words(spec.get("command"))  # the image's entrypoint, below
-        found = _one(f"{path}: {svc}", path, getattr(spec, "line", 0), words, spec.get("image"),
+        found = _one(f"{path}: {svc}", path, getattr(spec, "line", 0), words, image,
                      _env(spec.get("environment")))
         if found:
             out.append(found)
@@ -418,6 +462,7 @@ def read_manifests(text: str, path: str) -> list[ManifestServe]:
     from kvplan.serve import kserve
 
     docs = _load_documents(text, path)
+    unset_images: list[str] = []
     out: list[ManifestServe] = []
     kinds = []
     runtimes = {str(d["metadata"].get("name")): d for d in docs if kind_of(d) == "kserve"
@@ -428,7 +473,12 @@ def read_manifests(text: str, path: str) -> list[ManifestServe]:
         if kind is None:
             continue
         kinds.append(kind)
-        found = _kserve(doc, path, runtimes, used) if kind == "kserve" else _READERS[kind](doc, path)
+        if kind == "kserve":
+            found = _kserve(doc, path, runtimes, used)
+        elif kind == "compose":
+            found = _compose(doc, path, unset_images)
+        else:
+            found = _READERS[kind](doc, path)
         if len(docs) > 1:
             found = [replace(f, name=f.name.replace(f"{path}: ", f"{path}#{i}: ", 1)) for f in found]
         out += found
@@ -436,6 +486,8 @@ def read_manifests(text: str, path: str) -> list[ManifestServe]:
         raise OptionError(f"{path}: not a docker-compose file, a Kubernetes, KServe or Dynamo manifest, a Ray Serve "
                           "LLM config, production-stack or llm-d Helm values (no services:, apiVersion:/kind:, "
                           "applications: with llm_configs, servingEngineSpec: or modelArtifacts: with decode:/prefill:)")
+    if not out and unset_images:  # the image that would run vLLM may be the one a variable names
+        raise OptionError(unset_images[0])
     if not out:
         raise OptionError(f"{path}: no container runs vLLM (no vllm image, no `vllm serve` or API server command)")
     return out

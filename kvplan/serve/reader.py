@@ -10,6 +10,7 @@ with a one-line error naming the flag.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,9 @@ class ServeRequest:
     table: FlagTable
     warnings: list[str] = field(default_factory=list)
     line: ServeLine | None = None
+    # why the line is not a deployment kvplan simulates (vLLM's demo server, a TPU image): `kvplan vllm` answers
+    # with it (exit 1); `kvplan check` shows it beside the entry's result
+    refused: str | None = None
 
 
 def _text(value: Any) -> Any:
@@ -113,6 +117,22 @@ def _spec_method(raw: Any) -> str:
                       "(eagle, eagle3, mtp and its *_mtp aliases, draft_model, ngram, suffix are)")
 
 
+def _kvplan_flag_abbreviating(g: Given) -> str | None:
+    """When a flag on the serve line is one of kvplan's own options written where vLLM reads it as the
+    prefix of one of its flags (argparse's allow_abbrev: 0.34.0's parser reads ``--gpu H100-80GB`` as
+    ``--gpu-memory-utilization`` and fails "argument --gpu-memory-utilization/--device-memory-utilization:
+    Value H100-80GB cannot be converted to <class 'float'>", run with scripts/golden's release
+    environment), what vLLM makes of it; else None."""
+    from kvplan.options import VLLM_SERVE, options_for
+
+    if g.option in g.flag.options or not g.option.startswith("--"):
+        return None
+    if g.option not in {f for o in options_for(VLLM_SERVE) for f in o.flags}:
+        return None
+    full = next((o for o in g.flag.options if o.startswith(g.option)), g.flag.options[0])
+    return f"vLLM's {full} (vLLM's parser takes a flag's unambiguous prefix)"
+
+
 class _Reader:
     def __init__(self, parsed: ParsedServe, table: FlagTable):
         self.parsed, self.table = parsed, table
@@ -153,10 +173,17 @@ class _Reader:
             elif dest in fx.OPTION_OF:
                 name = fx.OPTION_OF[dest]
                 value = g.value if g.value is not None else None
+                mine = _kvplan_flag_abbreviating(g)
                 try:
                     self.set(name, value)
                 except OptionError as e:
+                    if mine:  # kvplan's --gpu after `serve`: vLLM reads it as --gpu-memory-utilization
+                        raise OptionError(f"{g.option} after `serve` is {mine}; put kvplan's {g.option} before "
+                                          f"`serve` (kvplan vllm {g.option} {_text(g.value)} --line '…')") from None
                     raise OptionError(f"{g.option}: {e.message.split(': ', 1)[-1]}") from None
+                if mine:
+                    self.warnings.append(f"{g.option} {_text(g.value)} after `serve` is {mine}; kvplan's own "
+                                         f"{g.option} goes before `serve`")
                 self.row(g, fx.APPLIED, name)
             else:
                 getattr(self, f"_h_{dest}", self._h_default)(g)
@@ -297,6 +324,49 @@ class _Reader:
             raise OptionError("--speculative-config: give a method or a model (vLLM infers the method from the model)")
 
 
+_NOT_GPU = re.compile(r"(?:^|[-_.])(?P<what>tpu|cpu|neuron|hpu|gaudi)(?:$|[-_.])")
+_NOT_GPU_WHAT = {"tpu": "TPU", "cpu": "CPU", "neuron": "AWS Neuron (Inferentia/Trainium)", "hpu": "Intel Gaudi (HPU)",
+                 "gaudi": "Intel Gaudi (HPU)"}
+
+
+def _not_a_gpu_deployment(line: ServeLine) -> str | None:
+    """A vLLM image built for another accelerator (``vllm/vllm-tpu``, a ``-cpu`` image): kvplan models
+    vLLM on CUDA GPUs, so there is nothing to simulate; one line that says so."""
+    if not line.image:
+        return
+    name = line.image.rsplit("/", 1)[-1].split(":")[0].split("@")[0].lower()
+    m = _NOT_GPU.search(name) if "vllm" in line.image.lower() else None
+    if m:
+        what = _NOT_GPU_WHAT[m.group("what")]
+        return (f"{line.image} is vLLM's {what} image: not a GPU deployment; kvplan predicts the KV cache of vLLM on "
+                f"CUDA GPUs, and a {what} backend sizes its own memory; nothing to simulate")
+    return None
+
+
+# vllm/entrypoints/api_server.py: in the unpacked sources of every release kvplan has to 0.24.0, absent from 0.25.1's
+_DEMO_SERVER = "vllm.entrypoints.api_server"
+_DEMO_LAST = "0.24.0"
+
+
+def _demo_server(line: ServeLine, release: str, known: bool) -> str | None:
+    """``python -m vllm.entrypoints.api_server``: vLLM's demo server, not the OpenAI-compatible one
+    (``known``: the release is the image tag's or --policy's, not kvplan's assumption)."""
+    if _DEMO_SERVER not in (line.text or "").split():
+        return None
+    from kvplan.engines.vllm.releases import version_key
+
+    what = (f"python -m {_DEMO_SERVER} is vLLM's demo server, not its OpenAI-compatible server "
+            "(vllm/entrypoints/api_server.py: \"used only for demonstrating usage of AsyncEngine and simple performance "
+            "benchmarks. It is not intended for production use\"): one /generate endpoint, no /v1 API")
+    gone = (f"vLLM {release} has no such module (the last release kvplan has with it is {_DEMO_LAST}): it exits at "
+            f"start with \"No module named {_DEMO_SERVER}\"" if known else
+            f"vLLM has it to {_DEMO_LAST} (kvplan's sources) and not from 0.25.1: with a newer vLLM it exits at start")
+    if known and version_key(release) <= version_key(_DEMO_LAST):
+        gone = f"vLLM {release} has it"
+    return (f"{what}; {gone}; its engine takes the same engine flags: for its KV cache, give kvplan the line with "
+            "vllm.entrypoints.openai.api_server in its place (or vllm serve)")
+
+
 def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLine | None = None,
                policy: str | None = None, base: Path | None = None) -> ServeRequest:
     """Read a serve line (``line``) or the words after ``vllm serve`` (``argv``)."""
@@ -304,6 +374,10 @@ def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLi
         raise OptionError("give either the serve arguments or --line, not both")
     words = list(line.argv if line is not None else argv)
     policy_out, release, how, warnings = choose_release(line, policy)
+    refused = None
+    if line is not None:
+        known = policy is not None or line.image_release is not None
+        refused = _not_a_gpu_deployment(line) or _demo_server(line, release, known)
     table = flag_table(release)
     if table.note:
         warnings.append(table.note)
@@ -321,4 +395,4 @@ def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLi
     env = dict(line.env) if line is not None else {}
     return ServeRequest(model=parsed.model, options=options, flags=r.rows, env=env, release=release,
                         release_source=how, table=table, warnings=[*warnings, *parsed.warnings, *r.warnings],
-                        line=line)
+                        line=line, refused=refused)

@@ -401,8 +401,11 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
 
     s = source
     model, drafter = s.model_read, s.drafter_read
+    # --revision is the served checkpoint's (the name the line writes); a --model-map target is another
+    # config, read as mapped (a bundled one has no revisions: issue 39's "--model-map target not found")
+    revision = s.revision if model == s.model else None
     try:
-        draft = draft_model_layout(model, drafter, serving_options(serving, era), revision=s.revision,
+        draft = draft_model_layout(model, drafter, serving_options(serving, era), revision=revision,
                                    download=s.download, hf_overrides=s.hf_overrides)
     except NoLayerRuleError as e:  # the target's config (the drafter's is read later)
         if scheduler is not None:
@@ -414,6 +417,9 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
     layout = finish_model_layout(draft, decision, inventory=inventory)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
               (("model", s.model, model), ("drafter", s.drafter, drafter)) if given != to]
+    if s.revision and model != s.model:
+        mapped.append(f"--revision {s.revision} is the revision of '{s.model}'; '{model}' (--model-map) is read as "
+                      "mapped, without it")
     if mapped:
         layout = replace(layout, warnings=(*mapped, *layout.warnings))
     environment.refuse_unmodelled(serving.env, era, use_mla=any(ls.spec.kind == "mla" for ls in layout.layers))

@@ -134,6 +134,8 @@ def serve_request(args: list[str] | tuple[str, ...] | None = None, *, line: str 
         if where is None:
             raise
         raise OptionError(f"{where}: {e.message}") from None
+    if req.refused:  # vLLM's demo server, an image for another accelerator: the answer, not a simulation
+        raise OptionError(f"{where}: {req.refused}" if where else req.refused)
     run = dict(req.options)
     for name, value in mine.items():
         if name in run and name != "policy":

@@ -29,6 +29,7 @@ class _FileReader:
         self.issues: list[FileIssue] = []
         self.loader = None
         self._seen: set[int] = set()  # mapping nodes already checked for duplicate keys (aliases)
+        self.refused: dict[str, str] = {}  # entry -> why its serve line is not simulated as written (ServeRequest)
 
     def issue(self, line: int | None, entry: str | None, key: str | None, problem: str) -> None:
         self.issues.append(FileIssue(self.path, line, entry, key, problem))
@@ -276,7 +277,7 @@ class _FileReader:
             if d is not None:  # its place is the container's, in the manifest
                 from dataclasses import replace
 
-                out.append(replace(d, file=str(path), line=c.line, notes=c.warnings))
+                out.append(replace(d, file=str(path), line=c.line, notes=(*d.notes, *c.warnings)))
         return out
 
     def _deployment(self, name, entry, line, default_options, options, default_expect, expect,
@@ -309,7 +310,8 @@ class _FileReader:
             Expectation(k, exp[k].value, exp[k].line)
             for k in EXPECTATIONS if k in exp and exp[k].value is not None
         )
-        return Deployment(name, self.path, line, Scenario(**values), expectations)
+        refused = self.refused.pop(entry, None)
+        return Deployment(name, self.path, line, Scenario(**values), expectations, notes=(refused,) if refused else ())
 
 
     def _serve_line(self, values: dict, line: int, entry: str, where: str | None = None) -> dict:
@@ -328,6 +330,8 @@ class _FileReader:
         except KvplanError as e:
             self.issue(line, entry, MANIFEST if where else VLLM_SERVE, f"{where}: {e.message}" if where else e.message)
             return {**values, VLLM_SERVE: _INVALID}
+        if req.refused:  # not simulated as written (the demo server, another accelerator): said beside the result
+            self.refused[entry] = f"{where}: {req.refused}" if where else req.refused
         out = dict(values)
         for key, value in [("model", req.model), *req.options.items()]:
             if key == "policy" and key in values:

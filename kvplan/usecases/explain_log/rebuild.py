@@ -92,8 +92,8 @@ def _speculative(dep: Deployment, spec, source: str) -> None:
     if isinstance(spec, str):  # "SpeculativeConfig(method='eagle3', model='…', num_spec_tokens=3)"
         import re
 
-        parsed = {k: v for k, v in re.findall(r"(\w+)=(?:'([^']*)'|\d+)", spec)}
-        nums = dict(re.findall(r"(\w+)=(\d+)", spec))
+        parsed = {k: v for k, v in re.findall(r"\b(\w+)=(?:'([^']*)'|\d+)", spec)}
+        nums = dict(re.findall(r"\b(\w+)=(\d+)", spec))
         spec = {"method": parsed.get("method") or None, "model": parsed.get("model") or None,
                 "num_speculative_tokens": int(nums["num_spec_tokens"]) if "num_spec_tokens" in nums else None}
     if not isinstance(spec, dict):

@@ -1,0 +1,2 @@
+vllm serve Qwen/Qwen3-8B \
+  --max-model-len 4096 \
