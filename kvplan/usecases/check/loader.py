@@ -343,7 +343,8 @@ class _FileReader:
             out[key] = value
         env = {k: v for k, v in req.env.items() if k.startswith("VLLM_")}
         if env and "env" in OPTIONS:
-            out["env"] = {**env, **(values.get("env") or {})}
+            given = values.get("env")  # an env key already reported as bad stays so
+            out["env"] = given if given is _INVALID else {**env, **(given or {})}
         return out
 
 
