@@ -192,12 +192,24 @@ class MLAAttentionSpec(FullAttentionSpec):
 
     kind: ClassVar[str] = MLA
     cache_dtype_str: str | None = None
+    # DeepSeek-V4 (vLLM 0.34.0 kv_cache_interface.py AttentionSpec lines 580-583, MLAAttentionSpec lines
+    # 741-759): tokens one stored state covers (4 or 128 for the compressed latent and indexer caches),
+    # the bytes of one state when packed (fp8_ds_mla: 448 NoPE + 128 RoPE + 8 scale = 584), the page's
+    # padding multiple (576 or 512) and the model version the V4 caches carry.
+    tokens_per_state: int = 1
+    state_content_bytes: int | None = None
+    alignment: int | None = None
+    model_version: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _apply_alignment_padding(self)
 
     @property
     def real_page_size_bytes(self) -> int:
-        if self.cache_dtype_str == "fp8_ds_mla":
+        if self.cache_dtype_str == "fp8_ds_mla" and self.state_content_bytes is None:
             return self.block_size * 656
-        return self.block_size * self.num_kv_heads * (self.head_size + self.head_size_v) * dtype_size_bytes(self.dtype)
+        return _state_page_bytes(self)
 
     @classmethod
     def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
@@ -224,6 +236,48 @@ class SlidingWindowSpec(AttentionSpec):
 
     def same_type(self, other: KVCacheSpec) -> bool:
         return isinstance(other, SlidingWindowSpec) and other.sliding_window == self.sliding_window
+
+
+def _state_page_bytes(spec) -> int:
+    """vLLM 0.34.0 ``AttentionSpec.unpadded_page_size_bytes`` (kv_cache_interface.py lines 592-613): heads x
+    stored states (block_size // tokens_per_state) x bytes per state (``state_content_bytes``, else
+    (head_size + head_size_v) x dtype size)."""
+    content = (spec.state_content_bytes if spec.state_content_bytes is not None
+               else (spec.head_size + spec.head_size_v) * dtype_size_bytes(spec.dtype))
+    return spec.num_kv_heads * (spec.block_size // spec.tokens_per_state) * content
+
+
+def _apply_alignment_padding(spec) -> None:
+    """``_apply_alignment_padding`` (0.34.0 kv_cache_interface.py lines 731-738): the page rounded up to
+    ``alignment``, recorded as ``page_size_padded`` when that changes it."""
+    if spec.alignment is None:
+        return
+    real = spec.real_page_size_bytes
+    padded = cdiv(real, spec.alignment) * spec.alignment
+    if padded != real:
+        object.__setattr__(spec, "page_size_padded", padded)
+
+
+@dataclass(frozen=True)
+class SlidingWindowMLASpec(SlidingWindowSpec):
+    """vLLM 0.34.0 ``SlidingWindowMLASpec`` (kv_cache_interface.py lines 1022-1105): a windowed cache of
+    one latent vector per state, no V. DeepSeek-V4's sliding-window KV cache and its compressor states."""
+
+    kind: ClassVar[str] = "sliding_window_mla"
+    head_size_v: int = 0
+    cache_dtype_str: str | None = None
+    tokens_per_state: int = 1
+    state_content_bytes: int | None = None
+    alignment: int | None = None
+    model_version: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _apply_alignment_padding(self)
+
+    @property
+    def real_page_size_bytes(self) -> int:
+        return _state_page_bytes(self)
 
 
 @dataclass(frozen=True)
@@ -329,7 +383,7 @@ def _cached_hash(self) -> int:
     return h
 
 
-for _cls in (FullAttentionSpec, MLAAttentionSpec, SlidingWindowSpec, ChunkedLocalAttentionSpec,
+for _cls in (FullAttentionSpec, MLAAttentionSpec, SlidingWindowSpec, SlidingWindowMLASpec, ChunkedLocalAttentionSpec,
              CrossAttentionSpec, MambaSpec, UniformTypeKVCacheSpecs):
     _cls.__hash__ = _cached_hash
 
@@ -339,6 +393,7 @@ _KINDS: dict[str, type[KVCacheSpec]] = {
         FullAttentionSpec,
         MLAAttentionSpec,
         SlidingWindowSpec,
+        SlidingWindowMLASpec,
         ChunkedLocalAttentionSpec,
         CrossAttentionSpec,
         MambaSpec,
@@ -367,6 +422,10 @@ class SpecRecord:
     mamba_type: str | None
     num_speculative_blocks: int | None
     num_prefill_checkpoint_blocks: int | None
+    tokens_per_state: int | None
+    state_content_bytes: int | None
+    alignment: int | None
+    model_version: str | None
     page_size_bytes: int
 
     @classmethod
@@ -374,6 +433,8 @@ class SpecRecord:
         mamba = isinstance(spec, MambaSpec)
         named = {f.name: getattr(spec, f.name, None) for f in dataclasses.fields(cls)
                  if f.name not in ("kind", "shapes", "dtypes", "page_size_bytes")}
+        if named["tokens_per_state"] == 1:
+            named["tokens_per_state"] = None  # one token per state: every spec but DeepSeek-V4's compressed ones
         return cls(kind=spec.kind, shapes=spec.shapes if mamba else None, dtypes=spec.dtypes if mamba else None,
                    page_size_bytes=spec.page_size_bytes, **named)
 

@@ -351,8 +351,6 @@ def draft_model_layout(
         p = _parse(resolve_model(verifier, download=download), hf_overrides)
         if p.source.note:
             warnings.append(p.source.note)
-    if p.family == "deepseek_v4":
-        families.build_deepseek_v4(p.text, None)  # raises UnsupportedError
     dtype, dtype_how = _model_dtype(p, options)
     notes.append(f"model dtype {dtype} ({dtype_how})")
 

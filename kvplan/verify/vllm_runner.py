@@ -261,6 +261,7 @@ _KIND_CLASS = {
     "mla": "MLAAttentionSpec",
     "mamba": "MambaSpec",
     "cross_attention": "CrossAttentionSpec",
+    "sliding_window_mla": "SlidingWindowMLASpec",  # 0.34: DeepSeek-V4's window and compressor-state caches
 }
 
 _LAYER_KEYS = (
@@ -278,6 +279,12 @@ _LAYER_KEYS = (
     "mamba_type",
     "num_speculative_blocks",
     "num_prefill_checkpoint_blocks",
+    # 0.34 (DeepSeek-V4): tokens one stored state covers, the page's padding multiple, the bytes per
+    # (slot, state) of a packed page, and the model version the V4 specs assert on
+    "tokens_per_state",
+    "alignment",
+    "state_content_bytes",
+    "model_version",
 )
 
 
@@ -326,7 +333,7 @@ def build_spec(layer: dict, case: dict, notes: list[str]):
         value = layer.get(key)
         if value is None:
             continue
-        if key == "head_size_v" and kind == "mla":
+        if key == "head_size_v" and kind in ("mla", "sliding_window_mla"):
             continue  # vLLM's MLA layer never passes it
         if key in ("num_speculative_blocks", "num_prefill_checkpoint_blocks") and kind != "mamba":
             continue

@@ -93,6 +93,11 @@ class Era:
     # "Using LBNHC KV cache layout." line).
     # Chain: 'per_slot' from 0.10.1; 'lbnhc' from 0.29.0.
     kv_buffer_layout: str = "per_slot"
+    # Block-outermost packing of mixed page sizes (``_get_packed_kv_cache_groups``, 0.34.0
+    # v1/core/kv_cache_planning.py lines 958-1085), taken when a backend declares only block-outermost
+    # layouts (DeepSeek-V4's indexer: BLHNC, BLNHC). Only 0.34.0 is checked against the wheel here.
+    # Chain: False from 0.10.1; True from 0.34.0.
+    packed_kv_groups: bool = False
     # The capacity log: "per_worker_both" (to 0.11.0: both lines with plain logger.info, once
     # per worker), "per_worker" (0.11.1: the concurrency line only), "two_lines" (info_once: size line + concurrency line), "one_line"
     # (update_kv_cache_capacity: both on one line).
@@ -405,7 +410,7 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      dict(drafter_single_group_check=False, messages="0.34", pp_partition_negative_check=True,
           default_model_runner="v2_only", extensible_kv_cache=True, extensible_gpu_memory_utilization=1.0,
           suffix_default_tokens=8, parallel_drafting_option="deprecated", default_block_size=64,
-          rocm_attn_prefers_16=True, kv_cache_packing=True)),
+          rocm_attn_prefers_16=True, kv_cache_packing=True, packed_kv_groups=True)),
 )
 
 

@@ -9,6 +9,7 @@ proposal's) splits buckets into groups of that size.
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 
 from kvplan.engines.vllm.group_size import THRESHOLD, dedicated_layers, group_size_of
@@ -218,6 +219,7 @@ def get_kv_cache_groups(
     logs: list[str],
     rule: str = THRESHOLD,
     drafter_layers: frozenset[str] = frozenset(),
+    packed: bool = False,
 ) -> tuple[list[Group], GroupingDecision, dict[str, KVCacheSpec]]:
     """Returns the global groups, the decision record, and the specs after any
     conversion or page unification (what each layer's cache really is). ``rule``: the era's
@@ -244,6 +246,11 @@ def get_kv_cache_groups(
             page_size_bytes=container.page_size_bytes,
         )
         return [Group(tuple(specs), container)], decision, specs
+    if packed and (groups := packed_kv_cache_groups(specs)):
+        # the layout is block-outermost (0.34.0): mixed pages pack side by side in each block
+        decision = GroupingDecision(path="packed", buckets=tuple(bucket_layers(specs)),
+                                    group_size=max(len(g.layer_names) for g in groups))
+        return groups, decision, specs
     specs, changes = unify_page_sizes(specs, page_mismatch, mamba_page_pad)
     buckets = bucket_layers(specs, dedicated_layers(rule, drafter_layers))
     counts = [len(b.layer_names) for b in buckets]
@@ -264,3 +271,78 @@ def get_kv_cache_groups(
         block_size_changes=tuple(changes),
     )
     return groups, decision, specs
+
+
+# --- block-outermost packing (vLLM 0.34.0 kv_cache_planning.py lines 923-1085) ------------------------
+
+
+def block_outermost(specs: dict[str, KVCacheSpec]) -> bool:
+    """Whether the resolved KV cache layout is block-outermost (BLHNC): a backend of the model declares
+    only such layouts. In 0.34.0 that is ``DeepseekV4IndexerBackend`` (v1/attention/backends/mla/indexer.py
+    lines 297-301: BLHNC, BLNHC), the backend of DeepSeek-V4's indexer cache, the MLA spec that compresses
+    tokens (``tokens_per_state`` > 1) without a model version (models/deepseek_v4/attention.py lines 868-881)."""
+    return any(isinstance(s, MLAAttentionSpec) and s.tokens_per_state > 1 and s.model_version is None
+               for s in specs.values())
+
+
+def approximate_gcd(values: list[int], lower_bound: int) -> int:
+    """``_approximate_gcd``: the chunk d in [lower_bound, max(values)] that pads the values least when each
+    is rounded up to a multiple of d; ties go to the larger d."""
+    best, best_pad = max(1, lower_bound), None
+    for d in range(max(1, lower_bound), max(values) + 1):
+        pad = sum((d - x % d) % d for x in values)
+        if best_pad is None or pad <= best_pad:
+            best, best_pad = d, pad
+    return best
+
+
+def packed_kv_cache_groups(specs: dict[str, KVCacheSpec]) -> list[Group] | None:
+    """``_get_packed_kv_cache_groups``: layers bucketed greedily into uniform-type sets; buckets with one
+    layer of each page size per repeat are split into groups of the same number of repeats (chosen by
+    ``approximate_gcd``), state buckets (Mamba, and unsplit sliding windows) split to fit the widest block
+    the others need. None when every layer has one page size."""
+    if len({s.page_size_bytes for s in specs.values()}) <= 1:
+        return None
+    buckets: list[dict[str, KVCacheSpec]] = []
+    for name, s in specs.items():
+        for b in buckets:
+            if is_uniform_type({**b, name: s}):
+                b[name] = s
+                break
+        else:
+            buckets.append({name: s})
+    info = []
+    for b in buckets:
+        by_page: dict[int, list[str]] = defaultdict(list)
+        for name, s in b.items():
+            by_page[s.page_size_bytes].append(name)
+        most = Counter(s.page_size_bytes for s in b.values()).most_common(1)[0][1]
+        info.append((b, by_page, len({len(v) for v in by_page.values()}) == 1, most))
+    floor = max((m for _, by_page, bal, m in info if bal and len(by_page) > 1), default=0)
+    repeats = approximate_gcd([m for _, _, bal, m in info if bal], floor) if floor else None
+
+    def n_groups(bal: bool, most: int) -> int:
+        return cdiv(most, repeats) if bal and repeats is not None else 1
+
+    def is_state(b: dict[str, KVCacheSpec]) -> bool:
+        first = next(iter(b.values()))
+        return isinstance(first, MambaSpec) or (repeats is None and isinstance(first, SlidingWindowSpec))
+
+    anchor = max((sum(cdiv(len(names), len(b) if is_state(b) else n_groups(bal, m)) * page
+                      for page, names in by_page.items()) for b, by_page, bal, m in info), default=0)
+    groups: list[Group] = []
+    for b, by_page, bal, m in info:
+        k = n_groups(bal, m)
+        first = next(iter(b.values()))
+        if anchor and is_state(b):
+            k = max(k, cdiv(len(b), max(anchor // first.page_size_bytes, 1)))
+        if k == 1:
+            groups.append(Group(tuple(b), UniformTypeKVCacheSpecs(block_size=first.block_size,
+                                                                  kv_cache_specs=tuple(b.items()))))
+            continue
+        pattern = list(zip(*by_page.values()))
+        for i in range(k):
+            names = tuple(n for rep in pattern[i::k] for n in rep)
+            groups.append(Group(names, UniformTypeKVCacheSpecs(block_size=first.block_size,
+                                                               kv_cache_specs=tuple((n, b[n]) for n in names))))
+    return groups

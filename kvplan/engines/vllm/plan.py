@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the model side's value type; the engine only reads its fiel
     from kvplan.model.limits import DerivedLength
 
 LAYOUT_LOG_033 = "Using LBNHC KV cache layout."
+LAYOUT_LOG_BLHNC = "Using BLHNC KV cache layout."
 
 
 @dataclass(frozen=True)
@@ -260,9 +261,11 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         parallel_drafting=plan.parallel_drafting, logs=logs, model=facts.traits,
     )
     dcp = o.decode_context_parallel_size
-    if era.kv_buffer_layout == "lbnhc":
-        logs.append(LAYOUT_LOG_033)  # after the config-time warnings above
     specs = {ls.name: ls.spec for ls in plan.layers}
+    packed = era.packed_kv_groups and grouping.block_outermost(specs)
+    if era.kv_buffer_layout == "lbnhc":
+        # after the config-time warnings above; BLHNC where a backend declares only block-outermost layouts
+        logs.append(LAYOUT_LOG_BLHNC if packed else LAYOUT_LOG_033)
     if not (era.window_head_size_v and era.full_head_size_v):
         memo: dict[int, KVCacheSpec] = {}
         specs = {n: memo.setdefault(id(s), _without_head_size_v(s, era)) for n, s in specs.items()}
@@ -300,6 +303,7 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
         logs=logs,
         rule=era.grouping,
         drafter_layers=frozenset(ls.name for ls in plan.layers if ls.source == "drafter"),
+        packed=packed,
     )
     plan.specs, plan.groups = specs, groups
 

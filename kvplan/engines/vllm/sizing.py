@@ -51,6 +51,18 @@ def is_single_uniform_type(groups: list[Group]) -> bool:
     return len(groups) == 1 and isinstance(groups[0].spec, UniformTypeKVCacheSpecs)
 
 
+def is_packed(groups: list[Group]) -> bool:
+    """Several groups of per-layer pages (``_get_packed_kv_cache_groups``, block-outermost layouts)."""
+    return len(groups) > 1 and any(isinstance(g.spec, UniformTypeKVCacheSpecs) for g in groups)
+
+
+def _layers_by_spec(g: Group) -> dict[KVCacheSpec, list[str]]:
+    by_spec: dict[KVCacheSpec, list[str]] = {}
+    for name, spec in g.spec.kv_cache_specs:
+        by_spec.setdefault(spec, []).append(name)
+    return by_spec
+
+
 def bytes_per_block(groups: list[Group]) -> int:
     """Bytes one block id costs across the pool: page · group_size (general path),
     or the sum of member pages for a single uniform-type group."""
@@ -58,6 +70,10 @@ def bytes_per_block(groups: list[Group]) -> int:
         return 0
     if is_single_uniform_type(groups):
         return groups[0].spec.page_size_bytes
+    if is_packed(groups):
+        # packed groups (0.34.0 block-outermost, ``_get_kv_cache_bytes_per_block`` lines 620-648): the widest
+        # group's pages side by side (every V4 spec's block stride alignment is 1)
+        return max(g.spec.page_size_bytes for g in groups)
     return groups[0].spec.page_size_bytes * group_size_of(groups)
 
 
@@ -170,6 +186,18 @@ def kv_cache_config_from_groups(
     G = group_size_of(groups)
     if G <= 0:
         raise EngineFailure("AssertionError", "group_size must be greater than 0", "sizing")
+    if is_packed(groups):
+        # block-outermost (0.34.0 get_kv_cache_config_from_groups, kv_cache_planning.py lines 685-780): one
+        # buffer of bytes_per_block x num_blocks; per group and distinct spec one record over the whole buffer
+        bpb = bytes_per_block(groups)
+        num_blocks = available // bpb
+        if override is not None:
+            if not era.override_before_check:
+                logs.append(f"Overriding num_gpu_blocks={num_blocks} with num_gpu_blocks_override={override}")
+            num_blocks = override
+        tensors = tuple(KVTensor(bpb * num_blocks, tuple(names))
+                        for g in groups for names in _layers_by_spec(g).values())
+        return WorkerConfig(rank, available, tuple(groups), G, bpb, num_blocks, tensors)
     pages = {g.spec.page_size_bytes for g in groups}
     assert len(pages) == 1
     page = pages.pop()
@@ -270,6 +298,17 @@ def vllm_tensor_records(w: WorkerConfig) -> list[dict]:
             offset += len(names) * page * w.num_blocks
         return records
     records = []
+    if is_packed(list(w.groups)):
+        # BLHNC: a block holds every layer's page side by side (layer stride = page, block stride =
+        # bytes_per_block); within a group, each distinct spec's layers follow the previous ones
+        for g in w.groups:
+            offset = 0
+            for spec, names in (_layers_by_spec(g).items() if g.layer_names else ()):
+                page = spec.page_size_bytes
+                records.append({"block_stride": w.bytes_per_block, "layer_stride": page, "layers": names,
+                                "offset": offset, "size": size})
+                offset += len(names) * page
+        return records
     for g in w.groups:
         if not g.layer_names:
             continue
