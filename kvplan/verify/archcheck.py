@@ -39,8 +39,9 @@ RELEASE = "0.34.0"
 CLASS_KIND = {
     "FullAttentionSpec": "full_attention", "SlidingWindowSpec": "sliding_window",
     "ChunkedLocalAttentionSpec": "chunked_local", "MLAAttentionSpec": "mla", "MambaSpec": "mamba",
-    "CrossAttentionSpec": "cross_attention",
+    "CrossAttentionSpec": "cross_attention", "SlidingWindowMLASpec": "sliding_window_mla",
 }
+_LATENT = ("mla", "sliding_window_mla")  # one latent vector a state: no separate V head size
 # vLLM's MambaAttentionBackendEnum names (lower-cased) and kvplan's mamba_type
 MAMBA_TYPES = {"gdn_attn": "gdn", "gdn_attention": "gdn"}
 
@@ -70,9 +71,13 @@ def golden_key(spec: dict) -> tuple:
     if kind == "mamba":
         mt = str(spec.get("mamba_type")).lower()
         return (kind, tuple(tuple(s) for s in spec["shapes"]), tuple(spec["dtypes"]), MAMBA_TYPES.get(mt, mt))
-    hv = None if kind == "mla" else spec.get("head_size_v", spec.get("head_size"))
-    return (kind, spec["num_kv_heads"], spec["head_size"], hv, spec["dtype"], spec.get("sliding_window"),
-            spec.get("attention_chunk_size"))
+    hv = None if kind in _LATENT else spec.get("head_size_v", spec.get("head_size"))
+    key = (kind, spec["num_kv_heads"], spec["head_size"], hv, spec["dtype"], spec.get("sliding_window"),
+           spec.get("attention_chunk_size"))
+    if kind == "sliding_window_mla" or (spec.get("tokens_per_state") or 1) != 1:
+        # DeepSeek-V4's caches carry their own block sizes and packed pages: compare those too
+        key += (spec["block_size"], spec.get("tokens_per_state") or 1, spec["page_size_bytes"])
+    return key
 
 
 def kvplan_key(spec) -> tuple:
@@ -80,17 +85,23 @@ def kvplan_key(spec) -> tuple:
     if kind == "mamba":
         mt = spec.mamba_type
         return (kind, tuple(tuple(s) for s in spec.shapes), tuple(spec.dtypes), MAMBA_TYPES.get(mt, mt))
-    hv = None if kind == "mla" else spec.head_size_v
-    return (kind, spec.num_kv_heads, spec.head_size, hv, spec.dtype, getattr(spec, "sliding_window", None),
-            getattr(spec, "attention_chunk_size", None))
+    hv = None if kind in _LATENT else spec.head_size_v
+    key = (kind, spec.num_kv_heads, spec.head_size, hv, spec.dtype, getattr(spec, "sliding_window", None),
+           getattr(spec, "attention_chunk_size", None))
+    if kind == "sliding_window_mla" or getattr(spec, "tokens_per_state", 1) != 1:
+        key += (spec.block_size, spec.tokens_per_state, spec.page_size_bytes)
+    return key
 
 
 def _describe(key: tuple) -> str:
     if key[0] == "mamba":
         return f"mamba {key[3]} shapes {key[1]} dtypes {key[2]}"
-    kind, kv, hd, hv, dt, w, c = key
+    kind, kv, hd, hv, dt, w, c = key[:7]
     s = f"{kind} {kv} KV x {hd}" + (f"/{hv}" if hv not in (None, hd) else "") + f" {dt}"
-    return s + (f" window {w}" if w else "") + (f" chunk {c}" if c else "")
+    s += (f" window {w}" if w else "") + (f" chunk {c}" if c else "")
+    if len(key) > 7:
+        s += f" block {key[7]}, {key[8]} tokens a state, page {key[9]} B"
+    return s
 
 
 def _runs(keys: list[tuple]) -> str:

@@ -101,6 +101,10 @@ def runner_case(plan, name: str, *, model: str | None = None, drafter: str | Non
     }
     if o.max_model_len == -1:
         case["derived_max_model_len"] = facts.max_model_len
+    if plan.decision is not None and plan.decision.path == "packed":
+        # what the workers report: DeepSeek-V4's indexer backend declares BLHNC, BLNHC and no other backend
+        # of the model declares any (0.34.0 v1/attention/backends/mla/indexer.py lines 297-301)
+        case["supported_kv_cache_layouts"] = ["BLHNC", "BLNHC"]
     if plan.mamba is not None:
         m = plan.mamba
         case["alignment"] = {"mamba_cache_mode": m.mamba_cache_mode, "enable_prefix_caching": case["enable_prefix_caching"],
