@@ -47,7 +47,7 @@ def test_kvplan_never_builds_other_layers_than_vllm():
 
 # Family rules that refuse by design (UnsupportedError: the layout is not modelled), with vLLM's golden
 # showing what they would have to build.
-REFUSING_RULES = {"deepseek_v4": "packed path is not modelled"}
+REFUSING_RULES: dict[str, str] = {}
 
 
 def test_every_architecture_with_a_rule_is_exact():
@@ -142,13 +142,14 @@ def test_speculative_goldens_hold_the_drafter_vllm_resolved(arch):
     assert g["speculative_config"]["method"] in ("eagle3", "mtp") and g["target_config"]
 
 
-def test_deepseek_v4_flash_built_by_vllm_is_refused_with_the_reason():
+def test_deepseek_v4_flash_built_by_vllm_is_exact():
     """vLLM builds DeepSeek-V4-Flash here (stubs: CUDA streams, Hopper capability for its FP8 o_proj,
-    tilelang/cutlass imports); its compressed sliding-window MLA layout is not modelled, so kvplan refuses."""
+    tilelang/cutlass imports); kvplan's 167 caches match it in kind, heads, head size, dtype, window, block
+    size, tokens per state and page."""
     g = goldens()["DeepseekV4ForCausalLM"]
     assert g["status"] == "built" and g["config_source"].endswith("deepseek-ai/DeepSeek-V4-Flash")
     v = verdicts()["DeepseekV4ForCausalLM"]
-    assert v.verdict == "refused" and "not modelled" in v.detail
+    assert v.verdict == "exact" and "block 256, 128 tokens a state, page 1728 B" in v.detail
 
 
 @pytest.mark.parametrize("arch,release", sorted(NAMED_REMOVED.items()))

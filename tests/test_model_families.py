@@ -365,10 +365,41 @@ def test_mimo_v2_flash():
     assert L.target.attention_chunk_size is None
 
 
-def test_deepseek_v4_refused():
-    with pytest.raises(UnsupportedError, match="DeepSeek-V4 packed path is not modelled"):
-        build_model_layout("deepseek-ai/DeepSeek-V4-Flash")
+def test_deepseek_v4_flash_caches():
+    # V4-Flash: 43 layers, compress_ratios [0, 0, 4, 128, 4, 128, ..., 4] (21 x 4, 20 x 128), head_dim 512,
+    # index_head_dim 128, window 128. Pages (0.34.0 AttentionSpec: heads x block_size // tokens_per_state x
+    # bytes a state, rounded up to 576):
+    #   swa_cache    64 x 584 = 37,376 -> 37,440        C4 attn  256 // 4 x 584 = 37,376 -> 37,440
+    #   C128 attn    256 // 128 x 584 = 1,168 -> 1,728   indexer  256 // 4 x (128 + 4) = 8,448 -> 8,640
+    #   C4 compressor state   4 x (2 x 2 x 512) x 4 B = 32,768 -> 32,832
+    #   C128 compressor state 8 x (2 x 512) x 4 B = 32,768 -> 32,832
+    #   indexer compressor    4 x (2 x 2 x 128) x 4 B = 8,192 -> 8,640
+    # (the same 167 caches as vLLM 0.34.0 builds: tests/golden/architectures/0.34.0/DeepseekV4ForCausalLM.json)
+    L = build_model_layout("deepseek-ai/DeepSeek-V4-Flash")
     assert load_model_info("deepseek-ai/DeepSeek-V4-Flash").family == "deepseek_v4"
+    assert len(L.layers) == 43 + 21 + 21 + 41 + 41
+    by_name = {ls.name: ls.spec for ls in L.layers}
+    assert [ls.name for ls in L.layers[:7]] == [
+        "model.layers.0.attn.swa_cache", "model.layers.1.attn.swa_cache", "model.layers.2.attn.indexer.k_cache",
+        "model.layers.2.attn.indexer.compressor.state_cache", "model.layers.2.attn.swa_cache", "model.layers.2.attn",
+        "model.layers.2.attn.compressor.state_cache"]
+    pages = {n: by_name[n].page_size_bytes for n in (
+        "model.layers.0.attn.swa_cache", "model.layers.2.attn", "model.layers.3.attn",
+        "model.layers.2.attn.indexer.k_cache", "model.layers.2.attn.compressor.state_cache",
+        "model.layers.3.attn.compressor.state_cache", "model.layers.2.attn.indexer.compressor.state_cache")}
+    assert list(pages.values()) == [37440, 37440, 1728, 8640, 32832, 32832, 8640]
+    assert by_name["model.layers.3.attn"].tokens_per_state == 128
+    assert by_name["model.layers.3.attn.compressor.state_cache"].block_size == 8
+    assert by_name["model.layers.3.attn.compressor.state_cache"].sliding_window == 128
+
+
+def test_deepseek_v4_refusals():
+    from kvplan.api import simulate
+
+    with pytest.raises(UnsupportedError, match="is modelled for vLLM 0.34.0"):
+        simulate("deepseek-ai/DeepSeek-V4-Flash", kv_cache_memory="40GiB", policy="vllm==0.33.0")
+    with pytest.raises(UnsupportedError, match="--block-size 64"):
+        simulate("deepseek-ai/DeepSeek-V4-Flash", kv_cache_memory="40GiB", block_size=64)
 
 
 def test_whisper_cross_attention(tmp_path):

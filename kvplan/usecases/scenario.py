@@ -395,7 +395,7 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
     from dataclasses import replace
 
     from kvplan.engines.vllm import environment
-    from kvplan.engines.vllm.block_size import decide_block_size, device_of
+    from kvplan.engines.vllm.block_size import decide_block_size, deepseek_v4_block_size, device_of
     from kvplan.errors import NoLayerRuleError
     from kvplan.model.layout import draft_model_layout, finish_model_layout
 
@@ -414,6 +414,8 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
     # the engine decides the block size from the model's attention facts, here, as a value
     decision = decide_block_size(era, draft.attention(), device=device_of(card),
                                  block_size=serving.block_size, attention_backend=serving.attention_backend)
+    if draft.parsed.family == "deepseek_v4":
+        decision = deepseek_v4_block_size(decision, era)
     layout = finish_model_layout(draft, decision, inventory=inventory)
     mapped = [f"{what} '{given}' read as '{to}' (--model-map)" for what, given, to in
               (("model", s.model, model), ("drafter", s.drafter, drafter)) if given != to]

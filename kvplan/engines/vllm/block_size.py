@@ -323,6 +323,24 @@ def check_backend(backend_given: str, facts: AttentionFacts) -> str:
     return backend
 
 
+def deepseek_v4_block_size(decision: BlockSizeDecision, era: Era) -> BlockSizeDecision:
+    """DeepSeek-V4's cache block (0.34.0): 256, the only kernel block size of its indexer's backend
+    (DEEPSEEK_V4_INDEXER, v1/attention/backends/mla/indexer.py lines 303-305), which phase 1 of
+    ``update_block_size_for_backend`` (platforms/interface.py lines 776-789) picks as the size every backend
+    of the model supports; the attention itself runs FLASHMLA_SPARSE_DSV4 on NVIDIA
+    (models/deepseek_v4/sparse_mla.py line 295). A --block-size other than 256 is not modelled."""
+    from kvplan.errors import UnsupportedError
+
+    if not era.packed_kv_groups:
+        raise UnsupportedError(f"DeepSeek-V4 is modelled for vLLM 0.34.0 (its packed KV cache groups); not for "
+                               f"{era.name}: use --policy vllm==0.34.0")
+    if decision.user_specified and decision.block_size != 256:
+        raise UnsupportedError(f"--block-size {decision.block_size}: kvplan models DeepSeek-V4 with vLLM's block "
+                               "size 256 only (its indexer's only kernel block size); drop --block-size")
+    return BlockSizeDecision(256, "FLASHMLA_SPARSE_DSV4", "DEEPSEEK_V4_INDEXER's only kernel block size", 256,
+                             decision.user_specified, (), decision.note)
+
+
 def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None, block_size: int | None,
                       attention_backend: str | None) -> BlockSizeDecision:
     """The block size before any hybrid alignment: --block-size, else the backend's preference."""
