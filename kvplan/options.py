@@ -372,9 +372,9 @@ _PARSERS: dict[str, Callable[[Option, Any], Any]] = {
 
 
 def _spec_methods() -> tuple[str, ...]:
-    from kvplan.model.methods import SPEC_METHODS  # the library's one list
+    from kvplan.model.methods import SPEC_METHODS, UNMODELLED_METHODS  # the library's one list
 
-    return tuple(SPEC_METHODS)
+    return tuple(SPEC_METHODS) + UNMODELLED_METHODS  # vLLM's; the second kind is refused as not modelled
 
 
 _ALL = frozenset({INSPECT, SIMULATE, FIT, COMPARE})

@@ -15,7 +15,7 @@ from pathlib import Path
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
 from kvplan.model.families import EAGLE1_ARCHS, EAGLE3_ARCHS
 from kvplan.model.hfconfig import HFView
-from kvplan.model.methods import SPEC_METHODS
+from kvplan.model.methods import SPEC_METHODS, UNMODELLED_METHODS
 
 
 def infer_method(draft_view: HFView, architecture: str) -> tuple[str, str]:
@@ -43,6 +43,9 @@ def check_method(method: str | None) -> str | None:
     if method is None:
         return None
     m = method.strip().lower().strip("[]")
+    if m in UNMODELLED_METHODS:
+        raise UnsupportedError(f"--speculative-method {m}: vLLM's {m} drafter is not modelled yet; kvplan models "
+                               f"{', '.join(SPEC_METHODS)}")
     if m not in SPEC_METHODS:
         raise OptionError(f"--speculative-method {method!r} is not known; use one of {', '.join(SPEC_METHODS)}")
     return m
