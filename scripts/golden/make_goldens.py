@@ -230,6 +230,9 @@ def _cases() -> list[Case]:
     # DeepSeek-V4 (0.34.0: block-outermost packed groups), at its own context length (1,048,576)
     c.append(Case("deepseek-v4-flash__40gib", "deepseek-ai/DeepSeek-V4-Flash", None, 40, 1048576))
     c.append(Case("deepseek-v4-pro__40gib", "tests/data/arch_configs/nvidia/DeepSeek-V4-Pro-NVFP4", None, 40, 1048576))
+    c.append(Case("deepseek-v4-flash__32k__4gib", "deepseek-ai/DeepSeek-V4-Flash", None, 4, 32768))
+    c.append(Case("deepseek-v4-flash__pp2__40gib", "deepseek-ai/DeepSeek-V4-Flash", None, 40, 1048576, pp=2))
+    c.append(Case("deepseek-v4-flash__tp2-dcp2__40gib", "deepseek-ai/DeepSeek-V4-Flash", None, 40, 1048576, tp=2, dcp=2))
     # IndexCache: 57 of GLM-5.3's 78 layers share the preceding indexer's top-k and own no indexer cache
     c.append(Case("glm-5.3-indexshare__40gib", "tests/data/arch_configs/HawkBearPig/GLM-5.3-Int4-Int8Mix-RTN-g64",
                   None, 40, 131072))
