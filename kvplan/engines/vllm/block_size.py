@@ -332,8 +332,8 @@ def deepseek_v4_block_size(decision: BlockSizeDecision, era: Era) -> BlockSizeDe
     from kvplan.errors import UnsupportedError
 
     if not era.packed_kv_groups:
-        raise UnsupportedError(f"DeepSeek-V4 is modelled for vLLM 0.34.0 (its packed KV cache groups); not for "
-                               f"{era.name}: use --policy vllm==0.34.0")
+        raise UnsupportedError(f"DeepSeek-V4 is modelled for vLLM 0.34.0 only (its packed KV cache groups), not for "
+                               f"{era.name}; use --policy vllm==0.34.0")
     if decision.user_specified and decision.block_size != 256:
         raise UnsupportedError(f"--block-size {decision.block_size}: kvplan models DeepSeek-V4 with vLLM's block "
                                "size 256 only (its indexer's only kernel block size); drop --block-size")
