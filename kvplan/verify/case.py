@@ -22,7 +22,10 @@ from kvplan.specs import SPEC_KEYS, LayerSpec, spec_from_dict, spec_to_dict
 
 # the spec keys a case carries (the page size is derived, not an input of vLLM's spec classes)
 CASE_SPEC_KEYS = tuple(k for k in SPEC_KEYS if k != "page_size_bytes")
-PACKING_KEYS = frozenset({"num_head_slots", "state_content_bytes"})
+# spec fields carried only where a spec has them (older releases have no such fields): a backend's packing
+# (num_head_slots, state_content_bytes) and DeepSeek-V4's (0.34.0)
+OPTIONAL_SPEC_KEYS = frozenset({"num_head_slots", "state_content_bytes", "tokens_per_state", "alignment",
+                                "model_version"})
 
 
 def case_specs(plan) -> dict[str, object]:
@@ -62,9 +65,7 @@ def runner_case(plan, name: str, *, model: str | None = None, drafter: str | Non
         w = []
         for n in names:
             d = spec_to_dict(specs[n])
-            # a backend's packing (num_head_slots, state_content_bytes) only where it has one: the runner's
-            # specs are the release's classes before customize_spec, and older releases have no such fields
-            spec = {k: d.get(k) for k in CASE_SPEC_KEYS if k not in PACKING_KEYS or d.get(k) is not None}
+            spec = {k: d.get(k) for k in CASE_SPEC_KEYS if k not in OPTIONAL_SPEC_KEYS or d.get(k) is not None}
             key = json.dumps(spec, sort_keys=True)
             if key not in index:
                 index[key] = len(table)
