@@ -72,7 +72,9 @@ def bytes_per_block(groups: list[Group]) -> int:
         return groups[0].spec.page_size_bytes
     if is_packed(groups):
         # packed groups (0.34.0 block-outermost, ``_get_kv_cache_bytes_per_block`` lines 620-648): the widest
-        # group's pages side by side (every V4 spec's block stride alignment is 1)
+        # group's pages side by side. Every V4 spec's block stride alignment is 1, also after the GPU runner's
+        # customize_attention_spec (v1/worker/utils.py lines 469-479): the sparse MLA and indexer backends'
+        # only kernel block is 256 = the block, the window and compressor backends declare MultipleOf(32)/(1)
         return max(g.spec.page_size_bytes for g in groups)
     return groups[0].spec.page_size_bytes * group_size_of(groups)
 
