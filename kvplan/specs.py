@@ -196,8 +196,7 @@ class MLAAttentionSpec(FullAttentionSpec):
     # 741-759): tokens one stored state covers (4 or 128 for the compressed latent and indexer caches),
     # the bytes of one state when packed (fp8_ds_mla: 448 NoPE + 128 RoPE + 8 scale = 584), the page's
     # padding multiple (576 or 512) and the model version the V4 caches carry.
-    tokens_per_state: int = 1
-    state_content_bytes: int | None = None
+    tokens_per_state: int = 1  # (state_content_bytes: AttentionSpec's field)
     alignment: int | None = None
     model_version: str | None = None
 
@@ -423,7 +422,6 @@ class SpecRecord:
     num_speculative_blocks: int | None
     num_prefill_checkpoint_blocks: int | None
     tokens_per_state: int | None
-    state_content_bytes: int | None
     alignment: int | None
     model_version: str | None
     page_size_bytes: int
