@@ -78,3 +78,15 @@ def test_fit_table_shows_the_host_tier_of_every_engine():
     assert code == 0
     rows = {r["data_parallel_size"]: r for r in d["gpus"]["rows"]}
     assert rows[1]["host_memory_bytes"] == 64 << 30 and rows[2]["host_memory_bytes"] == 128 << 30
+
+
+def test_fit_says_dp_against_tp_on_the_same_cards():
+    from kvplan.report.fit_tables import dp_versus_tp
+
+    _, d = run_json("fit", DSV3, "--gpus", "H200", "--tp-sizes", "1,8", "--dp-sizes", "1,8", "--max-model-len", "32768")
+    rows = d["gpus"]["rows"]
+    dp8 = next(r for r in rows if (r["tensor_parallel_size"], r["data_parallel_size"]) == (1, 8))
+    tp8 = next(r for r in rows if (r["tensor_parallel_size"], r["data_parallel_size"]) == (8, 1))
+    [line] = dp_versus_tp(rows)
+    assert line.startswith(f"8 × H200-141GB: DP 8 holds {dp8['total_kv_tokens']:,} KV tokens in 8 engines, "
+                           f"{dp8['total_kv_tokens'] / tp8['kv_tokens']:.1f}× TP 8's {tp8['kv_tokens']:,}")

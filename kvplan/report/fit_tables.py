@@ -31,6 +31,23 @@ def render_gpu_presets(d: dict) -> None:
                                   "nvidia-smi: no CUDA printout found)", cols, rows))
 
 
+def dp_versus_tp(rows: list[dict]) -> list[str]:
+    """Where the same card count starts as TP N and as DP N (one GPU each): how much more the DP engines hold
+    in all (their pools add up; TP ranks share one engine's pool)."""
+    out = []
+    for r in rows:
+        n = r["num_gpus"]
+        if r.get("data_parallel_size", 1) != n or n <= 1 or not r["outcome"]["starts"]:
+            continue
+        tp = next((t for t in rows if t["gpu"] == r["gpu"] and t["tensor_parallel_size"] == n
+                   and t.get("data_parallel_size", 1) == 1 and t["outcome"]["starts"]), None)
+        base = (tp["total_kv_tokens"] or tp["kv_tokens"]) if tp is not None else 0
+        if base:
+            out.append(f"{n} × {r['gpu']}: DP {n} holds {r['total_kv_tokens']:,} KV tokens in {n} engines, "
+                       f"{r['total_kv_tokens'] / base:.1f}× TP {n}'s {base:,} in one (kvplan's sums)")
+    return out
+
+
 def _budget_table(b: dict):
     gpu = b["gpu"] or "custom"
     extensible = b.get("kv_cache_sizing") == "extensible"
@@ -174,6 +191,8 @@ def render_fit(d: dict) -> None:
         c.print(fitted_table(title + " (budgets: kvplan's estimate)", cols, rows, row_styles=styles))
         for line in why:
             c.print(f"  {line}", markup=False)
+        for line in dp_versus_tp(g["rows"]):
+            c.print(line, markup=False)
         sm = g["smallest_enough"]
         if sm:
             c.print(f"Smallest that is enough: {sm['num_gpus']} × {sm['gpu']} (tp {sm['tensor_parallel_size']}"
