@@ -66,37 +66,57 @@ def _pair(prefill: PdSide, decode: PdSide) -> PdPair:
 
 def pd_pair(prefill_line: str, decode_line: str, **options) -> Envelope:
     """Both sides of a P/D pair (two pasted ``vllm serve`` lines) and the connector's pair rules."""
+    return _pd({"line": prefill_line}, {"line": decode_line}, options)
+
+
+def pd_pair_from_file(file: str, **options) -> Envelope:
+    """The prefill and decode workers of one manifest (llm-d P/D values, a Dynamo graph, Kubernetes objects):
+    the vLLM containers whose names say ``prefill`` and ``decode``, one each."""
+    from kvplan.readfile import read_text
+    from kvplan.serve.manifests import read_manifests
+
+    found = read_manifests(read_text(file, "manifest", "--file"), str(file))
+    names = [c.name.split(": ", 1)[-1] for c in found]
+    pick = {role: [n for n in names if role in n.lower()] for role in ("prefill", "decode")}
+    if any(len(v) != 1 for v in pick.values()):
+        raise OptionError(f"--file {file}: a prefill/decode pair needs one vLLM container named for each role; "
+                          f"found {', '.join(repr(n) for n in names) or 'none'}")
+    return _pd({"file": file, "container": pick["prefill"][0]}, {"file": file, "container": pick["decode"][0]},
+               options)
+
+
+def _pd(p_in: dict, d_in: dict, options: dict) -> Envelope:
     from kvplan.usecases.serve import vllm_serve
 
-    p_env, d_env = vllm_serve(line=prefill_line, **options), vllm_serve(line=decode_line, **options)
+    p_env, d_env = vllm_serve(**p_in, **options), vllm_serve(**d_in, **options)
     prefill, decode = side_of("prefill", p_env), side_of("decode", d_env)
     if prefill.kv_role not in PRODUCER_ROLES + (None,):
-        raise OptionError(f"--line is the prefill side; its --kv-transfer-config has kv_role {prefill.kv_role}: "
-                          "give the kv_producer line as --line and the kv_consumer line as --decode-line")
+        raise OptionError(f"the prefill side's --kv-transfer-config has kv_role {prefill.kv_role}: give the "
+                          "kv_producer line as --line and the kv_consumer line as --decode-line")
     if decode.kv_role not in CONSUMER_ROLES + (None,):
-        raise OptionError(f"--decode-line is the decode side; its --kv-transfer-config has kv_role {decode.kv_role}:"
-                          " give the kv_consumer line as --decode-line")
-    if prefill.kv_connector is None or decode.kv_connector is None:
-        raise OptionError("a prefill/decode pair needs --kv-transfer-config with a kv_connector on both lines")
-    pair = _pair(prefill, decode)
+        raise OptionError(f"the decode side's --kv-transfer-config has kv_role {decode.kv_role}: give the "
+                          "kv_consumer line as --decode-line")
+    if prefill.kv_connector is None and decode.kv_connector is None:
+        pair = PdPair(None, False, "no --kv-transfer-config on either side (an orchestrator such as Dynamo may set the "
+                      "connector through its own flags): the pair's rules are not checked", None, ())
+    else:
+        pair = _pair(prefill, decode)
     failed = next((r for r in pair.rules if not r.ok), None)
     if failed is not None and failed.rule.startswith("block sizes"):
-        pair = replace(pair, fix=_block_size_fix(prefill_line, decode_line, prefill, decode, options))
+        pair = replace(pair, fix=_block_size_fix(p_in, d_in, prefill, decode, options))
     loads = _flag_value(d_env, "--max-num-inflight-kv-loads")
     if loads is not None and d_env["outcome"]["starts"]:
         n = int(loads)
         pair = replace(pair, decode_max_num_inflight_kv_loads=n,
                        decode_running_concurrency_with_loads=round(max(d_env["memory"]["max_concurrency"] - n, 0.0), 2))
     p_ok, d_ok = p_env["outcome"]["starts"], d_env["outcome"]["starts"]
-    starts = bool(p_ok and d_ok and pair.compatible is not False)
     if failed is not None:
         verdict = outcome(ok=False, starts=False, stage="kv_connector", error_type=failed.error_type,
                           error=failed.error, fix=pair.fix)
     elif not (p_ok and d_ok):
-        side = p_env if not p_ok else d_env
-        verdict = replace(side.outcome) if hasattr(side, "outcome") else outcome(ok=True, starts=False)
+        verdict = (p_env if not p_ok else d_env).outcome
     else:
-        verdict = outcome(ok=True, starts=starts)
+        verdict = outcome(ok=True, starts=True)
     return replace(d_env, outcome=verdict, body=PdBody(p_env.body, d_env.body, pair),
                    warnings=(*[f"prefill: {w}" for w in p_env.warnings], *[f"decode: {w}" for w in d_env.warnings]))
 
@@ -107,18 +127,26 @@ def _flag_value(env: Envelope, flag: str) -> str | None:
     return rows[-1]["value"] if rows else None
 
 
-def _block_size_fix(prefill_line: str, decode_line: str, prefill: PdSide, decode: PdSide, options) -> str | None:
-    """Both sides at the larger block size (``--block-size N`` appended to each line), re-simulated and
-    re-checked; None when that does not pass either."""
+def _block_size_fix(p_in: dict, d_in: dict, prefill: PdSide, decode: PdSide, options: dict) -> str | None:
+    """Both sides at the larger block size, re-simulated and re-checked (None when that does not pass either):
+    ``--block-size N`` given to kvplan, or appended to a pasted line that sets its own."""
     from kvplan.usecases.serve import vllm_serve
 
     size = max(prefill.block_size, decode.block_size)
-    flag = f" --block-size {size}"
+
+    def run(side: dict):
+        try:
+            return vllm_serve(**side, **{**options, "block_size": size})
+        except OptionError:
+            if "line" not in side:
+                raise
+            return vllm_serve(line=side["line"] + f" --block-size {size}", **options)
+
     try:
-        p2, d2 = vllm_serve(line=prefill_line + flag, **options), vllm_serve(line=decode_line + flag, **options)
+        p2, d2 = run(p_in), run(d_in)
     except Exception:  # noqa: BLE001 - a fix that cannot be simulated is no fix
         return None
     pair = _pair(side_of("prefill", p2), side_of("decode", d2))
     if pair.compatible and p2["outcome"]["starts"] and d2["outcome"]["starts"]:
-        return f"--block-size {size} on both lines"
+        return f"--block-size {size} on both sides"
     return None
