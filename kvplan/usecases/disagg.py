@@ -53,7 +53,16 @@ def side_of(role: str, env: Envelope) -> PdSide:
                                          .get("value") or 1),
         block_size=min((g["block_size"] for g in d["groups"]), default=serving["block_size"] or 0),
         use_mla=use_mla, has_mamba="mamba" in kinds,
-        kv_cache_layout="LBNHC" if "Using LBNHC KV cache layout." in d["logs"] else "NHD")
+        kv_cache_layout=_layout(d["policy"]["vllm_release"] or d["policy"]["name"]))
+
+
+def _layout(release: str) -> str:
+    """The attention KV layout the release allocates (one LBNHC buffer from 0.29, ``Era.kv_buffer_layout``;
+    per-slot NHD tensors before)."""
+    from kvplan.engines.vllm.releases import get_era
+
+    era = get_era(release if release.startswith("vllm") else f"vllm=={release}")
+    return "LBNHC" if era.kv_buffer_layout == "lbnhc" else "NHD"
 
 
 def _pair(prefill: PdSide, decode: PdSide) -> PdPair:
@@ -96,7 +105,11 @@ def _pd(p_in: dict, d_in: dict, options: dict) -> Envelope:
     if decode.kv_role not in CONSUMER_ROLES + (None,):
         raise OptionError(f"the decode side's --kv-transfer-config has kv_role {decode.kv_role}: give the "
                           "kv_consumer line as --decode-line")
-    if prefill.kv_connector is None and decode.kv_connector is None:
+    sized = all(e["memory"]["num_blocks"] > 0 for e in (p_env, d_env))
+    if not sized:
+        pair = PdPair(prefill.kv_connector, False, "a side fails before its KV cache is sized: the pair's rules are "
+                      "checked once both sides start", None, ())
+    elif prefill.kv_connector is None and decode.kv_connector is None:
         pair = PdPair(None, False, "no --kv-transfer-config on either side (an orchestrator such as Dynamo may set the "
                       "connector through its own flags): the pair's rules are not checked", None, ())
     else:
