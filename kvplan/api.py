@@ -123,6 +123,13 @@ def explain_log(text_or_path: str, **options) -> Envelope:
 
 
 
+def pd_pair_from_file(file: str, **options) -> Envelope:
+    """A manifest's prefill and decode workers as a P/D pair (``kvplan vllm --file F --pd``)."""
+    from kvplan.usecases.disagg import pd_pair_from_file as run
+
+    return run(file, **options)
+
+
 def export(model: str | None = None, *, to: str, **options) -> Envelope:
     """The deployment's exact KV pool in a simulator's or router's input format (``kvplan export``):
     ``to`` is mocker, blis, llmd-sim or llmd-router; the deployment is ``model`` with options, or
@@ -156,5 +163,5 @@ def live_check(files, urls, *, tolerance: float = 0.0) -> Envelope:
     return run(files, urls, tolerance=tolerance)
 
 
-COMMANDS = ("inspect", "simulate", "sweep", "vllm_serve", "pd_pair", "compare", "fit", "gpus", "check", "models",
-            "policies", "explain_log", "export", "diff", "emit", "live_check")
+COMMANDS = ("inspect", "simulate", "sweep", "vllm_serve", "pd_pair", "pd_pair_from_file", "compare", "fit", "gpus",
+            "check", "models", "policies", "explain_log", "export", "diff", "emit", "live_check")

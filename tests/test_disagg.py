@@ -97,7 +97,7 @@ def test_block_sizes_that_do_not_divide_fail_with_vllms_assertion_and_a_verified
     o = out["outcome"]
     assert (o["stage"], o["error_type"]) == ("kv_connector", "AssertionError")
     assert o["error"] == "Local block size 64 is not divisible by remote block size 128 or vice versa."
-    assert out["pair"]["fix"] == o["fix"] == "--block-size 128 on both lines"
+    assert out["pair"]["fix"] == o["fix"] == "--block-size 128 on both sides"
     # the fix, applied: passes
     code, out = run_pair(line("--block-size", "128"), line("--block-size", "128"))
     assert code == 0 and out["pair"]["compatible"]
@@ -145,3 +145,25 @@ def test_public_dp_pair_and_the_decode_pools_in_flight_loads():
     pair = out["pair"]
     assert pair["decode_max_num_inflight_kv_loads"] == 2
     assert pair["decode_running_concurrency_with_loads"] == round(out["decode"]["memory"]["max_concurrency"] - 2, 2)
+
+
+def test_a_dynamo_graphs_prefill_and_decode_workers_are_a_pair():
+    """ai-dynamo/dynamo's disagg.yaml (tests/data/manifests): its VllmPrefillWorker and VllmDecodeWorker are read
+    as the pair (--file F --pd) and both simulated; Dynamo installs the KV connector through its own flags, which
+    kvplan does not read, so the pair's rules are said to be unchecked rather than passed. Qwen3-0.6B's genuine
+    config is the budget corpus's copy (tests/logs/budget/configs)."""
+    r = runner.invoke(app, ["vllm", "--format", "json", "--gpu", "H100-80GB", "--model-map",
+                            "Qwen/Qwen3-0.6B=tests/logs/budget/configs/Qwen/Qwen3-0.6B", "--file",
+                            "tests/data/manifests/dynamo-vllm-disagg.yaml", "--pd"])
+    assert r.exit_code == 0
+    out = json.loads(r.stdout)
+    assert out["prefill"]["serve"]["manifest"].endswith(":40") and out["decode"]["serve"]["manifest"].endswith(":19")
+    assert out["pair"]["modelled"] is False and out["pair"]["compatible"] is None
+    assert "not checked" in out["pair"]["note"]
+
+
+def test_pd_needs_a_file_with_one_worker_per_role(tmp_path):
+    r = runner.invoke(app, ["vllm", "--file", "tests/data/manifests/vllm-docs-k8s-deployment.yaml", "--pd"])
+    assert r.exit_code == 1 and "needs one vLLM container named for each role" in r.output
+    r = runner.invoke(app, ["vllm", "--pd", "--line", "vllm serve x"])
+    assert r.exit_code == 2

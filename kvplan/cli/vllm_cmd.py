@@ -36,6 +36,9 @@ def vllm_command(
     container: Annotated[Optional[str], typer.Option(
         "--container", metavar="NAME", help="With --file: the vLLM container to read when there are several "
         "(a part of its name).")] = None,
+    pd: Annotated[bool, typer.Option(
+        "--pd", help="With --file: the manifest's prefill and decode workers (a vLLM container named for each "
+        "role: llm-d P/D values, a Dynamo graph) as a prefill/decode pair, as --decode-line checks one.")] = False,
     format: OutputFormat = Format.table,
     **options,
 ) -> None:
@@ -61,6 +64,15 @@ def vllm_command(
 
         data = pd_pair(_line_text(line), decode_line, **options)
         finish(data, format.value, render_pd)
+        return
+    if pd:
+        if file is None or words or line is not None or container is not None:
+            raise fail("--pd goes with --file (a manifest with a prefill and a decode worker), and nothing else",
+                       EXIT_USAGE)
+        from kvplan.api import pd_pair_from_file
+        from kvplan.report.pd_tables import render_pd
+
+        finish(pd_pair_from_file(file, **options), format.value, render_pd)
         return
     if file is not None:
         if words or line is not None:

@@ -20,7 +20,8 @@ def render_pd(d: dict) -> None:
                    f": {o['error_type']}: {o['error']}" if o else ""), markup=False)
     p = d["pair"]
     if not p["modelled"]:
-        c.print(f"pair: {p['kv_connector']}: {p['note']} (each side simulated alone)", markup=False)
+        c.print(f"pair: {p['kv_connector'] or 'no KV connector given'}: {p['note']} (each side simulated alone)",
+                markup=False)
     else:
         rows = [[r["rule"], r["prefill"], r["decode"], "ok" if r["ok"] else "fails"] for r in p["rules"]]
         c.print(fitted_table(f"Pair: what {p['kv_connector']} requires of prefill and decode (vLLM 0.34.0's checks)",

@@ -60,8 +60,8 @@ def _pd(d: dict) -> str:
     if not o.get("starts"):
         return _fails(o)
     sides = ", ".join(f"{r} {d[r]['memory']['num_blocks']:,} blocks" for r in ("prefill", "decode"))
-    rules = "its pair rules pass" if p["modelled"] else "its pair rules are not modelled"
-    return f"OK pair starts: {sides}; {p['kv_connector']}: {rules}"
+    rules = "its pair rules pass" if p["modelled"] else "the pair's rules are not checked"
+    return f"OK pair starts: {sides}; {p['kv_connector'] or 'no KV connector given'}: {rules}"
 
 
 def _check(d: dict) -> str:
