@@ -49,10 +49,14 @@ estimates, labelled as such in every output, each with an override:
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from pathlib import Path
+
 from kvplan.budget import sizing
 from kvplan.budget.hardware import GpuCard, gpu_card
 from kvplan.budget.load import load_failure, physical_kv_room
-from kvplan.results.budget import Budget, BudgetStage, BudgetWeights, ProfileTerm
+from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights, ProfileTerm
 from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights,
                                    mxfp4_padding_for, widest_intermediate)
 from kvplan.errors import OptionError
@@ -80,15 +84,18 @@ STARTUP_MULTI_BYTES = 1024 * MiB
 
 def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, max_num_batched_tokens: int,
                               max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
-                              encoder: dict | None = None) -> int:
+                              encoder: dict | None = None, sampler_bytes: int | None = None) -> int:
     """Peak activation of vLLM's profiling run on one rank (rule in the module docstring). ``encoder``
     (``estimate_encoder_profile``, first stage of a multimodal model): the encoder's forward peaks alone, its
-    outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``."""
+    outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``.
+    ``sampler_bytes``: the dummy sampler pass's peak (``kvplan.budget.profile``, derived per release; on the last
+    stage only), which runs while the forward's hidden states (``T · H · a``) are still held."""
     hidden = int(cfg.get("hidden_size") or 0)
-    vocab = int(cfg.get("vocab_size") or 0)
     T = max_num_batched_tokens
     forward = T * (4 * hidden + widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes
-    sampler = min(max_num_seqs, T) * vocab * 4 * 2 if last_stage else 0
+    if sampler_bytes is None:  # kvplan's old rule: two fp32 copies of the logits
+        sampler_bytes = min(max_num_seqs, T) * int(cfg.get("vocab_size") or 0) * 4 * 2
+    sampler = sampler_bytes + T * hidden * dtype_bytes if last_stage else 0
     peak = max(forward, sampler)
     if encoder is not None:
         peak = max(encoder["forward_bytes"], encoder["cache_bytes"] + peak)
@@ -158,8 +165,50 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict 
             "cache_bytes": dummy["items"] * dummy["tokens_per_item"] * text_hidden * dtype_bytes}, ""
 
 
+# The weights' band: kvplan's per-tensor count was within 1 % of "Model loading took" on every dense and FP8
+# checkpoint of issue 34's 27 start-ups (and docs/budget-validation.md's rows); the band keeps that much.
+WEIGHTS_BAND = 0.01
+CALIBRATION = Path(__file__).with_name("calibration.json")
+
+
+@cache
+def _calibration() -> dict:
+    """The terms fitted on the calibration half of the start-up corpus (scripts/calibrate_budget.py)."""
+    return json.loads(CALIBRATION.read_text()) if CALIBRATION.exists() else {}
+
+
+def calibration_group(world_size: int) -> str:
+    return "tp>1" if world_size > 1 else "tp1"
+
+
 def estimate_non_torch_bytes(world_size: int) -> int:
+    """The non-torch term (and what the rest of the estimate leaves over, see ``calibration.json``): the
+    calibrated value for one GPU or several, else kvplan's old constants."""
+    g = _calibration().get("non_torch", {}).get(calibration_group(world_size))
+    if g is not None:
+        return g["value_bytes"]
     return NON_TORCH_MULTI_BYTES if world_size > 1 else NON_TORCH_SINGLE_BYTES
+
+
+def non_torch_ends(world_size: int) -> tuple[int, int]:
+    """The non-torch term's band: the calibration residuals' spread, else the value itself."""
+    g = _calibration().get("non_torch", {}).get(calibration_group(world_size))
+    if g is not None:
+        return g["low_bytes"], g["high_bytes"]
+    v = estimate_non_torch_bytes(world_size)
+    return v, v
+
+
+def sampler_terms(era, reqs: int, vocab: int) -> dict:
+    """The dummy sampler pass's peak for ``reqs`` dummy requests (``min(max_num_seqs, T)``) at ``vocab``, by the
+    release's derived table (``kvplan.budget.profile``): value, low and high end, basis and where it came from."""
+    from kvplan.budget.profile import sampler_bytes, sampler_row
+
+    row, basis, src = sampler_row(era.stands_for)
+    return {"value": sampler_bytes(row, reqs, vocab),
+            "low": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_low"]),
+            "high": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_high"]),
+            "basis": basis, "source": src, "row": row}
 
 
 def estimate_startup_bytes(world_size: int) -> int:
@@ -276,9 +325,12 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
                                        mxfp4_padding=padding, inventory=counted)
     offload = int((cpu_offload_gb or 0) * GiB)
 
+    sampler = sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0))
     encoder, encoder_why = (estimate_encoder_profile(layout.target.config, dbytes, T, cfg)
                             if isinstance(layout.target.config.get("vision_config"), dict) else (None, ""))
-    stages = []
+    stages, stage_ends, stage_terms = [], [], []
+    w_band = (1 - WEIGHTS_BAND, 1 + WEIGHTS_BAND)
+    non_torch_band = None
     for s, (a, z) in enumerate(bounds):
         layers = set(range(a, z))
         last = s == pp - 1
@@ -286,13 +338,18 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         w_bytes = w_over if w_over is not None else weights.stages[s].weight_bytes - min(
             offload, weights.stages[s].weight_bytes)
         act = a_over if a_over is not None else estimate_activation_bytes(
-            inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last)
+            inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last,
+            sampler_bytes=sampler["value"])
+        act_ends = (act, act) if a_over is not None else tuple(estimate_activation_bytes(
+            inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last,
+            sampler_bytes=sampler[end]) for end in ("low", "high"))
         enc_part = 0
         if a_over is None and s == 0 and encoder is not None:  # the first PP rank encodes the dummy items
             enc_part = estimate_activation_bytes(inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R,
                                                  layers=layers, last_stage=last, encoder=encoder) - act
             act += enc_part
         nt = n_over if n_over is not None else estimate_non_torch_bytes(tp * pp)
+        non_torch_band = (nt, nt) if n_over is not None else non_torch_ends(tp * pp)
         layers_on_stage = (z - a) + (len([ls for ls in layout.layers if ls.source == "drafter"]) if last else 0)
         cg = c_over if c_over is not None else estimate_cudagraph_bytes(era, layers_on_stage)
         enc_profile = enc_part if encoder is not None and s == 0 and a_over is None else None
@@ -306,7 +363,27 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         stages.append(BudgetStage(stage=s, weights_bytes=w_bytes, activation_peak_bytes=act, non_torch_bytes=nt,
                                   cudagraph_bytes=cg, encoder_profile_bytes=enc_profile,
                                   cudagraph_resident_bytes=resident, **sized))
+        # the band's ends: every estimated term at its high end (pessimistic), then at its low end
+        ends = []
+        for i, (wf, af) in enumerate(((w_band[1], act_ends[1]), (w_band[0], act_ends[0]))):
+            w_e = w_bytes if w_over is not None else round(w_bytes * wf)
+            nt_e = nt if n_over is not None else non_torch_band[1 - i]
+            e = sizing.stage_kv_cache_bytes(mode, total=total, utilization=util, weights=w_e,
+                                            activation=af + enc_part, non_torch=nt_e, cudagraph=cg, startup=startup,
+                                            margin_floor=margin_floor, cudagraph_resident=resident)
+            ends.append(e["kv_cache_memory_bytes"])
+        stage_ends.append(tuple(ends))
+        stage_terms.append({"weights": (w_bytes if w_over is not None else round(w_bytes * w_band[0]),
+                                        w_bytes if w_over is not None else round(w_bytes * w_band[1])),
+                            "activation": act_ends, "non_torch": non_torch_band,
+                            "sampler_peak": a_over is None and last and sampler["value"] + T * int(
+                                cfg.get("hidden_size") or 0) * dbytes >= act - ACTIVATION_WORKSPACE_BYTES - enc_part})
     budget_stage = min(stages, key=lambda st: st.kv_cache_memory_bytes)
+    band = BudgetBand(kv_cache_memory_low_bytes=min(e[0] for e in stage_ends),
+                      kv_cache_memory_high_bytes=min(e[1] for e in stage_ends),
+                      basis="every estimated term at its high end (low) and its low end (high): " + ", ".join(
+                          f"{k} {v}" for k, v in (("weights", "±1 %"), ("sampler", sampler["basis"]),
+                                                   ("non-torch", _non_torch_basis(tp * pp)))))
     requested = sizing.requested_memory(total, util)
     # the load and the profile run happen before the KV cache, whatever the sizing mode
     load_startup = s_over if s_over is not None else estimate_startup_bytes(tp * pp)
@@ -341,7 +418,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
 
     terms = profile_terms(layout, era, T=T, R=R, exact=exact, offload=bool(offload), overrides={
         "weights": w_over, "activation": a_over, "non_torch": n_over, "cudagraph": c_over}, stage=budget_stage,
-        weights=weights, encoder=encoder, encoder_why=encoder_why)
+        weights=weights, encoder=encoder, encoder_why=encoder_why, sampler=sampler,
+        ends=stage_terms[budget_stage.stage], world_size=tp * pp)
 
     bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE for t in terms}
     return Budget(
@@ -395,6 +473,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         max_num_seqs=R,
         **bases,
         profile_terms=terms,
+        band=band,
         formula=sizing.FORMULAS[mode],
         formula_source=sizing.formula_source(era, mode),
         warnings=tuple(warnings),
@@ -409,8 +488,17 @@ KVPLAN_FORMULA, KVPLAN_ESTIMATE, OVERRIDE, NOT_COUNTED, NOT_ESTIMATED = (
     "kvplan's formula estimate", "kvplan's estimate", "override", "not counted", "not estimated")
 
 
+def _non_torch_basis(world_size: int) -> str:
+    g = _calibration().get("non_torch", {}).get(calibration_group(world_size))
+    return ASSUMED if g is None else f"{CALIBRATED} on {g['n']} start-ups"
+
+
+DERIVED, CALIBRATED, ASSUMED = "derived", "calibrated", "assumed"
+
+
 def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: BudgetStage,
-                  weights=None, encoder: dict | None = None, encoder_why: str = "") -> tuple[ProfileTerm, ...]:
+                  weights=None, encoder: dict | None = None, encoder_why: str = "", sampler: dict | None = None,
+                  ends: dict | None = None, world_size: int = 1) -> tuple[ProfileTerm, ...]:
     """The non-KV terms of vLLM's profile on the budget's stage, each with its basis (how sure it is) and its
     source (``ProfileTerm``). The release's code behind each: ``determine_available_memory``
     (v1/worker/gpu_worker.py) subtracts the weights ('Model loading took'), the torch peak of ``profile_run`` over
@@ -444,12 +532,34 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
          if counted else
          f"vLLM {release} captures the graphs after sizing the KV cache: they use the 1 − utilization headroom"),
     ]
-    out = [ProfileTerm(t, b, OVERRIDE if over is not None else basis, "override" if over is not None else source)
-           for t, b, over, basis, source in terms]
+    ends = ends or {}
+    g = _calibration().get("non_torch", {}).get(calibration_group(world_size))
+    derivation = {"weights": DERIVED, "activation": DERIVED if ends.get("sampler_peak") else ASSUMED,
+                  "non_torch": CALIBRATED if g is not None else ASSUMED,
+                  "cudagraph": ASSUMED if counted else NOT_COUNTED}
+    if g is not None:
+        terms[2] = (*terms[2][:4], f"calibrated on {g['n']} start-ups ({g['cases']}) of the calibration half of "
+                    f"tests/logs/budget: what vLLM's logged KV memory leaves beside kvplan's other terms, median "
+                    f"{g['value_bytes'] / GiB:.2f} GiB, spread {g['low_bytes'] / GiB:.2f} to "
+                    f"{g['high_bytes'] / GiB:.2f} GiB (scripts/calibrate_budget.py)")
+    if sampler is not None and overrides["activation"] is None:
+        row = sampler["row"]
+        terms[1] = (*terms[1][:4], terms[1][4].replace(
+            "R·V·8", f"R·V·{row['bytes_per_logit']:g} + T·H·a") + (
+            f"; the sampler pass {sampler['value']:,} B ({sampler['basis']}: {sampler['source']}, "
+            f"{row['bytes_per_logit']:g} B per logit on the {row['topk_topp_path']} path"
+            f"{', Triton top-k/top-p' if row['triton'] else ''}; band {row['bytes_per_logit_low']:g}-"
+            f"{row['bytes_per_logit_high']:g} B per logit), the forward kvplan's rule (assumed)"))
+    out = []
+    for t, b, over, basis, source in terms:
+        lo, hi = ends.get(t, (b, b)) if over is None else (b, b)
+        out.append(ProfileTerm(t, b, OVERRIDE if over is not None else basis, "override" if over is not None
+                               else source, derivation=OVERRIDE if over is not None else derivation[t],
+                               low_bytes=lo, high_bytes=hi))
     if mm and stage.encoder_profile_bytes is not None:
         e = encoder
         out.append(ProfileTerm(
-            "encoder_cache", stage.encoder_profile_bytes, KVPLAN_ESTIMATE,
+            "encoder_cache", stage.encoder_profile_bytes, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
             f"multimodal: vLLM's profile_run encodes {e['items']} dummy {e['modality']} item(s) of "
             f"{e['tokens_per_item']:,} tokens ({e['encoder_tokens']:,} patches through the vision "
             f"tower: {e['forward_bytes']:,} B by kvplan's activation rule) and keeps their outputs "
@@ -457,11 +567,11 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
             "decoder's, max(encoder, cache + text) (kvplan/budget/estimate.py "
             "estimate_encoder_profile; the tower's attention kernel is not modelled)"))
     elif mm and overrides["activation"] is None and stage.stage > 0 and encoder is not None:
-        out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE,
+        out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
                                "multimodal: the encoder's dummy batch runs on the first pipeline stage only"))
     elif mm:
         out.append(ProfileTerm(
-            "encoder_cache", None, NOT_ESTIMATED,
+            "encoder_cache", None, NOT_ESTIMATED, derivation=NOT_ESTIMATED, source=
             "multimodal: vLLM's profile_run also encodes the largest dummy images/videos for the "
             "encoder cache before the text forward; kvplan's activation covers the text "
             "decoder only, so the KV budget may be high by that peak"
