@@ -31,16 +31,17 @@ sys.path.insert(0, str(ROOT))
 
 def source_key(case: dict) -> str:
     """The source a case's log comes from, as the split sees it: the first URL of ``source`` without scheme,
-    query, fragment and trailing slash; a GitHub issue or pull request is its thread (``owner/repo/issues/N``:
-    comments of one thread are one source), a file in a repository is its path at any commit."""
+    query, fragment and trailing slash; a GitHub issue or pull request is its thread (``owner/repo/thread/N``:
+    the comments of one thread are one source), a file in a repository is its repository (one author's
+    machine and runs: every log file of dennislee22/vLLM-benchmarking is one source)."""
     url = case["source"].split()[0]
     url = re.sub(r"^https?://(www\.)?", "", url).split("#")[0].split("?")[0].rstrip("/")
     m = re.match(r"github\.com/([^/]+/[^/]+)/(?:issues|pull|discussions)/(\d+)", url)
     if m:
         return f"github.com/{m[1]}/thread/{m[2]}"
-    m = re.match(r"github\.com/([^/]+/[^/]+)/blob/[^/]+/(.+)", url)
+    m = re.match(r"github\.com/([^/]+/[^/]+)/(?:blob|tree)/", url)
     if m:
-        return f"github.com/{m[1]}/{m[2]}"
+        return f"github.com/{m[1]}"
     return url
 
 

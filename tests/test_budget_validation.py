@@ -38,7 +38,7 @@ def test_validation_page_is_current_and_every_case_is_sourced():
 
 def test_the_split_is_by_source_and_fixed():
     """calibration / holdout is the parity of the SHA-256 of a case's source, so all the logs of one source
-    (the comments of one GitHub thread, one repository file, one post) are in one half. The half recorded in
+    (the comments of one GitHub thread, the files of one repository, one post) are in one half. The half recorded in
     cases.json is the rule's; no source is in both halves; both halves are populated."""
     v = _script()
     halves: dict[str, set[str]] = {}
@@ -48,12 +48,12 @@ def test_the_split_is_by_source_and_fixed():
         halves.setdefault(key, set()).add(c["half"])
     assert all(len(h) == 1 for h in halves.values())
     assert {h for hs in halves.values() for h in hs} == set(v.HALVES)
-    # the key: a thread is one source whatever comment a case cites; a file is one source at any commit
+    # the key: a thread is one source whatever comment a case cites; a repository's files are one source
     assert v.source_key({"source": "https://github.com/vllm-project/vllm/issues/27508 (comment 2025-10-31)"}) == \
         v.source_key({"source": "https://github.com/vllm-project/vllm/issues/27508#issuecomment-1"}) == \
         "github.com/vllm-project/vllm/thread/27508"
     assert v.source_key({"source": "https://github.com/o/r/blob/main/log/a.log"}) == \
-        v.source_key({"source": "https://github.com/o/r/blob/b474d1e0/log/a.log"}) == "github.com/o/r/log/a.log"
+        v.source_key({"source": "https://github.com/o/r/blob/b474d1e0/b.md (r@b474d1e0)"}) == "github.com/o/r"
     # sha256("github.com/vllm-project/vllm/thread/27508")[0] is odd: holdout (hashlib, by hand once)
     import hashlib
     assert v.half_of("github.com/vllm-project/vllm/thread/27508") == \
@@ -148,3 +148,23 @@ def test_the_gemma4_encoder_profile_from_the_config():
     assert estimate_encoder_profile(config, 2, 8192)[0]["encoder_tokens"] == 3 * 20_160
     # an audio tower's tokens per item are the processor's: not estimated, and why
     assert estimate_encoder_profile({**config, "audio_config": {"hidden_size": 1}}, 2, 2048)[0] is None
+
+
+def test_the_corpus_configs_are_the_indexed_genuine_files():
+    """tests/logs/budget/configs/INDEX.json: each config a case points at outside the bundled catalog is the
+    byte-exact upstream file, its sha256 and git blob id (sha1 of "blob <size>\\0" + bytes) as recorded."""
+    import hashlib
+
+    folder = ROOT / "tests" / "logs" / "budget" / "configs"
+    entries = json.loads((folder / "INDEX.json").read_text())
+    assert entries
+    for e in entries:
+        data = (folder / e["file"]).read_bytes()
+        assert len(data) == e["bytes"] and hashlib.sha256(data).hexdigest() == e["sha256"], e["file"]
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == e["git_blob"], e["file"]
+    indexed = {e["file"].rsplit("/", 1)[0] for e in entries}
+    cases = _script().cases()
+    for c in cases:
+        if c.get("config", "").startswith("tests/logs/budget/configs/") and "Qwen2-7B-Instruct" not in c["config"]:
+            rel = c["config"][len("tests/logs/budget/configs/"):].removesuffix("/config.json")
+            assert rel in indexed, c["id"]
