@@ -95,7 +95,9 @@ def row(case: dict) -> dict:
     b = d["budget"]
     got = logged(case)
     ours = {"weights_gib": b["weights_bytes"] / GIB, "kv_gib": b["kv_cache_memory_bytes"] / GIB}
-    err = {k: (None if got[k] in (None, 0) else ours[k] / got[k] - 1) for k in ours}
+    # relative to the logged figure's size, so the sign says which side kvplan is on even when the log's
+    # figure is negative (a start-up with no room left: kvplan above the log = it promised more)
+    err = {k: (None if got[k] in (None, 0) else (ours[k] - got[k]) / abs(got[k])) for k in ours}
     basis = next(t["basis"] for t in b["profile_terms"] if t["term"] == "weights")
     band = _band(b)
     starts = bool(d["outcome"]["starts"])
@@ -162,6 +164,26 @@ def _summary(half: str, rows: list[dict]) -> list[str]:
             f"failed): {len(m['over_promises'])} ({over})"]
 
 
+def _coverage(rows: list[dict]) -> list[str]:
+    """Cases per stratum and half: measured (all logs), from each case's recorded strata."""
+    out = ["## Coverage", "", "Cases per stratum, measured (all logs), per half:", "",
+           "| stratum | value | calibration | holdout |", "|---|---|---|---|"]
+    for key in ("card", "release", "parallel", "kinds", "outcome"):
+        values: dict[str, dict[str, list[int]]] = {}
+        for r in rows:
+            c = r["case"]
+            vals = (["started" if c["started"] else "failed"] if key == "outcome"
+                    else c["strata"][key] if key == "kinds" else [c["strata"][key]])
+            for v in vals:
+                cell = values.setdefault(v, {h: [0, 0] for h in HALVES})[r["half"]]
+                cell[0] += r["measured"]
+                cell[1] += 1
+        for v in sorted(values):
+            cal, hold = values[v]["calibration"], values[v]["holdout"]
+            out.append(f"| {key} | {v} | {cal[0]} ({cal[1]}) | {hold[0]} ({hold[1]}) |")
+    return out + [""]
+
+
 def render(rows: list[dict]) -> str:
     measured = [r for r in rows if r["measured"]]
     by_half = {h: [r for r in measured if r["half"] == h] for h in HALVES}
@@ -190,6 +212,7 @@ def render(rows: list[dict]) -> str:
     lines += [f"- cases: {len(rows)} logs from {len({r['source_key'] for r in rows})} sources; measured "
               f"{len(measured)} (calibration {len(by_half['calibration'])}, holdout {len(by_half['holdout'])}); "
               f"not measured {len(rows) - len(measured)} (below, with the reason)", ""]
+    lines += _coverage(rows)
     for h in HALVES:
         lines += [f"## {h.capitalize()} half", ""] + _table(by_half[h]) + [""]
     lines += ["## Not measured", "", "| case | half | deployment | why |", "|---|---|---|---|"]
