@@ -6,7 +6,9 @@ by kvplan's own log reader, or the figures the case quotes), and whether the eng
 
 The corpus is split into a calibration half and a holdout half by its *source* (the thread, file or post a
 log comes from) before anything is fitted: ``half_of(source_key(case))`` is a hash of the source, so every
-log of one source lands in the same half and no later addition can move a case. Writes
+log of one source lands in the same half and no later addition can move a case. kvplan's band, where the
+budget reports one, is read from ``budget["kv_cache_memory_band_bytes"]`` (``[low, high]`` or
+``{"low": .., "high": ..}``, bytes per GPU); without it the band column says "—". Writes
 docs/budget-validation.md with one table per half and the acceptance metrics of each; ``--check`` exits 1
 when the page is stale (tests/test_budget_validation.py runs it)."""
 

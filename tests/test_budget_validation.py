@@ -168,3 +168,28 @@ def test_the_corpus_configs_are_the_indexed_genuine_files():
         if c.get("config", "").startswith("tests/logs/budget/configs/") and "Qwen2-7B-Instruct" not in c["config"]:
             rel = c["config"][len("tests/logs/budget/configs/"):].removesuffix("/config.json")
             assert rel in indexed, c["id"]
+
+
+def test_the_acceptance_metrics_count_what_the_issue_asks():
+    """metrics() over hand-made rows: within 5 % counts |error| <= 0.05 (2 of 3 here: 0.04 and -0.05, not 0.06);
+    the band counts only rows with a band (1 of 2 contains its logged figure: 10 in [9, 11], 20 not in [21, 22]);
+    weights within 2 % (1 of 2); an over-promise is kvplan starts while vLLM failed (case c only)."""
+    v = _script()
+
+    def r(cid, kv_err, w_err, band, logged_kv, starts, started):
+        return {"case": {"id": cid, "started": started}, "error": {"kv_gib": kv_err, "weights_gib": w_err},
+                "band": band, "logged": {"kv_gib": logged_kv}, "starts": starts,
+                "over_promise": starts and not started}
+
+    rows = [r("a", 0.04, 0.01, (9.0, 11.0), 10.0, True, True), r("b", -0.05, None, (21.0, 22.0), 20.0, False, False),
+            r("c", 0.06, 0.03, None, 5.0, True, False)]
+    m = v.metrics(rows)
+    assert (m["kv_n"], m["kv_within"], m["kv_high"]) == (3, 2, 2)
+    assert (m["band_n"], m["band_contains"]) == (2, 1)
+    assert (m["w_n"], m["w_within"]) == (2, 1)
+    assert m["over_promises"] == ["c"]
+    # the band as the budget may report it: bytes, as a pair or a mapping; absent -> None
+    G = v.GIB
+    assert v._band({"kv_cache_memory_band_bytes": [2 * G, 3 * G]}) == (2.0, 3.0)
+    assert v._band({"kv_cache_memory_band_bytes": {"low": G, "high": 4 * G}}) == (1.0, 4.0)
+    assert v._band({}) is None
