@@ -373,6 +373,8 @@ def with_band(d: Deployment, layout, era, budget: Budget) -> Budget:
     from dataclasses import replace as with_
 
     b, ends = budget.band, []
+    if b.failure_at_low is not None:  # the pessimistic end runs out of memory loading or profiling
+        return budget
     for kv in (b.kv_cache_memory_low_bytes, b.kv_cache_memory_high_bytes):
         ends.append(engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=kv,
                                  max_model_len=d.scheduler.max_model_len, budget=budget) if kv > 0 else None)
@@ -395,6 +397,8 @@ def deployment_fixes(d: Deployment, layout, era, plan, budget: Budget | None) ->
         return []
     if layout.num_speculative_tokens_missing and not plan.starts and plan.failure.stage == "config.speculative":
         return speculative_tokens_fix(d, era, plan)
+    if band is not None and band.failure_at_low in ("load", "profile"):  # out of memory before the KV cache
+        return load_fixes(d, layout, plan)
     if band is not None and band.starts_at_low is False:  # the fixes that hold at the pessimistic end
         return pessimistic_fixes(d, layout, era, budget)
     return rank_fixes(_deployment_fixes(d, layout, era, plan, budget) + kv_dtype_fixes(d, budget))
