@@ -95,8 +95,13 @@ def test_memory_failure_fixes_length_and_memory():
     assert not starts(*GEMMA16, "--kv-cache-memory", "17GiB")
 
 
+LEN64K = ("--max-model-len", "65536")
+
+
 def test_gpu_budget_failure_fixes_utilization():
-    code, d = as_json("simulate", GEMMA, "--gpu", "H100-80GB", "--gpu-memory-utilization", "0.6")
+    # at 64k tokens (at the model's 128k the band's pessimistic end does not start even at 1.0, and the fix is
+    # not offered: it would not hold there)
+    code, d = as_json("simulate", GEMMA, "--gpu", "H100-80GB", "--gpu-memory-utilization", "0.6", *LEN64K)
     assert code == 3
     fix = next(f for f in d["fixes"] if f["option"] == "gpu_memory_utilization")
     # the least utilization that starts at the band's pessimistic end (the verdict's "starts"), verified: one
@@ -105,9 +110,9 @@ def test_gpu_budget_failure_fixes_utilization():
     # kvplan.budget.sizing), so it needs at least the profiled sizing's value (--no-enable-extensible-kv-cache)
     k = fix["value"]
     assert fix["flag"] == f"--gpu-memory-utilization {k:.2f}" and fix["verified"]
-    assert starts(GEMMA, "--gpu", "H100-80GB", "--gpu-memory-utilization", f"{k:.2f}")
-    assert not starts(GEMMA, "--gpu", "H100-80GB", "--gpu-memory-utilization", f"{k - 0.01:.2f}")
-    off = ("--gpu", "H100-80GB", "--no-enable-extensible-kv-cache")
+    assert starts(GEMMA, "--gpu", "H100-80GB", "--gpu-memory-utilization", f"{k:.2f}", *LEN64K)
+    assert not starts(GEMMA, "--gpu", "H100-80GB", "--gpu-memory-utilization", f"{k - 0.01:.2f}", *LEN64K)
+    off = ("--gpu", "H100-80GB", "--no-enable-extensible-kv-cache", *LEN64K)
     code, d = as_json("simulate", GEMMA, *off, "--gpu-memory-utilization", "0.6")
     fix = next(f for f in d["fixes"] if f["option"] == "gpu_memory_utilization")
     assert fix["verified"] and fix["value"] <= k

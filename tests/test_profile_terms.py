@@ -98,12 +98,28 @@ def test_given_kv_memory_has_no_band():
     assert verdict_line(d).endswith("assumed an H100's 8,192 batched tokens (no --gpu)")
 
 
-@pytest.mark.parametrize("length", [32768])
-def test_failing_deployment_offers_fp8_kv_first(length):
-    """The issue's over-promise: Qwen3-32B, TP 1, 32k, one H100, vLLM 0.11.0, which vLLM refused at admission.
-    kvplan refuses it too, and the first fix is the quantized KV cache, not a tiny --kv-cache-memory."""
-    d = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=length)
+def test_failing_deployment_offers_fp8_kv_first():
+    """Qwen3-32B, TP 1, one H100, vLLM 0.11.0 (issue 34's over-promise was its 32k run, which vLLM refused at
+    admission; kvplan now refuses it too) at 24k: 6 GiB of KV needed (64 layers · 8 KV heads · 128 · 2 · 2 B =
+    256 KiB per token) beside the 4.47 GiB kvplan estimates. The first fix is the quantized KV cache (3 GiB, which
+    fits the band's pessimistic end), before the utilization and a fixed --kv-cache-memory."""
+    d = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=24576)
     assert d["outcome"]["starts"] is False and d["outcome"]["stage"] == "admission"
-    flags = [f["flag"] for f in d["fixes"]]
-    assert flags[0] == "--kv-cache-dtype fp8"
-    assert flags.index("--kv-cache-dtype fp8") < min(i for i, f in enumerate(flags) if f.startswith("--kv-cache-memory"))
+    assert [f["option"] for f in d["fixes"]] == ["kv_cache_dtype", "gpu_memory_utilization", "kv_cache_memory"]
+    assert d["fixes"][0]["flag"] == "--kv-cache-dtype fp8" and d["fixes"][0]["starts"]
+    assert simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=32768)["outcome"]["stage"] \
+        == "admission"
+
+
+def test_starts_only_at_the_estimate_is_may_fail_with_a_fix_that_holds_at_the_pessimistic_end():
+    """At 16k the 4 GiB of KV fit kvplan's central 4.47 GiB but not the band's pessimistic 3.40 GiB: the verdict
+    says MAY FAIL, with the quantized KV cache (2 GiB), which starts at that end too."""
+    d = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=16384)
+    band = d["budget"]["band"]
+    assert d["outcome"]["starts"] is True and band["starts_at_low"] is False and band["failure_at_low"] == "admission"
+    assert band["kv_cache_memory_low_bytes"] < 16384 * 64 * 8 * 128 * 2 * 2 <= d["budget"]["kv_cache_memory_bytes"]
+    line = verdict_line(d)
+    assert line.startswith("MAY FAIL at admission: starts at kvplan's estimate")
+    assert line.endswith("— fix: --kv-cache-dtype fp8")
+    fixed = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=16384, kv_cache_dtype="fp8")
+    assert fixed["budget"]["band"]["starts_at_low"] is True and verdict_line(fixed).startswith("OK starts")
