@@ -367,7 +367,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         enc_part = 0
         if a_over is None and s == 0 and encoder is not None:  # the first PP rank encodes the dummy items
             enc_part = estimate_activation_bytes(inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R,
-                                                 layers=layers, last_stage=last, encoder=encoder) - act
+                                                 layers=layers, last_stage=last, encoder=encoder,
+                                                 sampler_bytes=sampler["value"]) - act
             act += enc_part
         nt = n_over if n_over is not None else estimate_non_torch_bytes(tp * pp, name)
         non_torch_band = (nt, nt) if n_over is not None else non_torch_ends(tp * pp, name)
