@@ -56,6 +56,14 @@ def vllm_serve(args=None, *, line: str | None = None, **options) -> Envelope:
     return run(args, line=line, **options)
 
 
+def pd_pair(prefill_line: str, decode_line: str, **options) -> Envelope:
+    """A prefill/decode pair: both pasted ``vllm serve`` lines simulated, then the KV connector's pair rules
+    (``kvplan vllm --line PREFILL --decode-line DECODE``)."""
+    from kvplan.usecases.disagg import pd_pair as run
+
+    return run(prefill_line, decode_line, **options)
+
+
 def compare(model: str, **options) -> Envelope:
     """vLLM eras and proposals, SGLang, TensorRT-LLM and llama.cpp side by side (``kvplan compare``)."""
     from kvplan.usecases.compare import compare as run
@@ -114,5 +122,5 @@ def explain_log(text_or_path: str, **options) -> Envelope:
     return run(text_or_path, **options)
 
 
-COMMANDS = ("inspect", "simulate", "sweep", "vllm_serve", "compare", "fit", "gpus", "check", "models", "policies",
-            "explain_log")
+COMMANDS = ("inspect", "simulate", "sweep", "vllm_serve", "pd_pair", "compare", "fit", "gpus", "check", "models",
+            "policies", "explain_log")

@@ -29,6 +29,22 @@ class ConfigError(KvplanError):
         self.path, self.field, self.problem, self.fix = path, field, problem, fix
 
 
+class NoLayerRuleError(ConfigError):
+    """A config whose architecture kvplan has no layer rule for; ``config``: the config as read
+    (overrides applied), for vLLM's config-stage checks, which run before any layer rule."""
+
+    def __init__(self, path: str, field: str | None, problem: str, fix: str, config: dict):
+        super().__init__(path, field, problem, fix)
+        self.config = config
+
+
+class ConfigStageFailure(KvplanError):
+    """vLLM would refuse the deployment while it builds its config (before any layer), for a
+    model kvplan has no layer rule for: vLLM's own error, exit 3 like any predicted start-up failure."""
+
+    exit_code = 3
+
+
 class ModelNotFoundError(KvplanError):
     def __init__(self, model: str, tried: list[str], suggestions: list[str] = (), *, ambiguous: bool = False):
         self.suggestions = list(suggestions)

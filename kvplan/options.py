@@ -461,6 +461,14 @@ _TABLE: tuple[Option, ...] = (
            help="Force the hybrid KV-cache manager off (or explicitly on)."),
     Option("kv_transfer_config", "--kv-transfer-config", JSON, panel=BUDGET, commands=PLAN_CMDS, metavar="JSON",
            help="vLLM's --kv-transfer-config; its kv_connector decides whether the hybrid manager stays on."),
+    Option("kv_offloading_size", "--kv-offloading-size", FLOAT, minimum=0.0, maximum=float(1 << 20), panel=BUDGET,
+           commands=PLAN_CMDS, metavar="GIB",
+           help=f"KV offloading to host memory, in GiB summed over the TP ranks ({_since('kv_offloading', 'flags')}): "
+                "the connector vLLM installs and the host tier it builds (chunks, bytes, tokens held)."),
+    Option("kv_offloading_backend", "--kv-offloading-backend", CHOICE, choices=("native", "lmcache"), panel=BUDGET,
+           commands=PLAN_CMDS, default_doc="native",
+           help="native: vLLM's OffloadingConnector (sized here); lmcache: LMCacheMPConnector (its server holds "
+                "the tier; the hybrid manager goes off)."),
     Option("num_gpu_blocks_override", "--num-gpu-blocks-override", INT, minimum=1, panel=BUDGET,
            commands=frozenset({SIMULATE, CHECK}), metavar="N",
            help="Replace the computed num_blocks."),
@@ -619,6 +627,10 @@ _TABLE: tuple[Option, ...] = (
            help="Presets for the GPU table, comma-separated (default: all)."),
     Option("tp_sizes", "--tp-sizes", STR, panel=ASK, commands=frozenset({FIT}), scenario=False, vllm=False,
            metavar="LIST", help="Tensor-parallel sizes for the GPU table, e.g. 1,2,4,8."),
+    Option("dp_sizes", "--dp-sizes", STR, panel=ASK, commands=frozenset({FIT}), scenario=False, vllm=False,
+           metavar="LIST", default_doc="1",
+           help="Data-parallel sizes for the GPU table, e.g. 1,8: each DP rank is an engine with its own KV pool "
+                "(totals beside TP; MoE experts split over TP x DP)."),
     Option("table", "--table", TRISTATE, panel=ASK, commands=frozenset({FIT}), scenario=False, vllm=False,
            default_doc="only when no --gpu is given, or when --gpus/--tp-sizes is",
            help="Draw the GPU table."),

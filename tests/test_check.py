@@ -145,6 +145,8 @@ def test_every_option_accepted_with_its_type():
               min_max_model_len: 131072
               min_kv_tokens: 1000000
               max_groups: 4
+              max_host_memory: 64GiB
+              min_host_kv_tokens: 1000
               same_layout_as: vllm-min
         """)
     s = d.scenario
@@ -380,7 +382,7 @@ def test_problems_of_every_file_are_reported_together(tmp_path):
 
 def fake_plan(*, starts=True, group_size=16, groups=(("a", "b"), ("c", "d")), num_padding_layers=4,
               padding_waste_pct=100 / 3, max_concurrency=9.4, max_model_len=131072, kv_tokens=None,
-              steady_state_concurrency=12.5, num_blocks=81920):
+              steady_state_concurrency=12.5, num_blocks=81920, host_tier=None):
     failure = None if starts else SimpleNamespace(stage="drafter", error_type="AssertionError",
                                                   message="All drafting layers should belong to the same kv cache group")
     return SimpleNamespace(
@@ -388,7 +390,7 @@ def fake_plan(*, starts=True, group_size=16, groups=(("a", "b"), ("c", "d")), nu
         groups=[SimpleNamespace(layer_names=list(g)) for g in groups], num_padding_layers=num_padding_layers,
         padding_waste_pct=padding_waste_pct, max_concurrency=max_concurrency, max_model_len=max_model_len,
         steady_state_concurrency=steady_state_concurrency, num_blocks=num_blocks,
-        kv_tokens=int(max_concurrency * max_model_len) if kv_tokens is None else kv_tokens,
+        kv_tokens=int(max_concurrency * max_model_len) if kv_tokens is None else kv_tokens, host_tier=host_tier,
     )
 
 
@@ -414,6 +416,7 @@ def deployment(*expectations, model="m", policy="vllm-1.5", threshold=None, name
                       tuple(Expectation(k, v, 10 + i) for i, (k, v) in enumerate(expectations)))
 
 
+TIER = SimpleNamespace(sized=True, cpu_kv_cache_size_bytes=64 << 30, cpu_kv_cache_size_tokens=524288)
 # (expectation, limit, plan overrides, passes, message)
 CASES = [
     ("starts", True, {}, True, "expected the engine to start; the engine would start"),
@@ -435,6 +438,11 @@ CASES = [
     ("min_kv_tokens", 2_000_000, {}, False, "KV tokens 1,232,076, need at least 2,000,000"),
     ("max_groups", 2, {}, True, "2 KV cache groups, limit 2"),
     ("max_groups", 1, {}, False, "2 KV cache groups, limit 1"),
+    # a sized host tier of 64 GiB holding 524,288 tokens (one engine)
+    ("max_host_memory", 64 << 30, {"host_tier": TIER}, True, "host tier 64.00 GiB of host memory, limit 64.00 GiB"),
+    ("max_host_memory", 32 << 30, {"host_tier": TIER}, False, "host tier 64.00 GiB of host memory, limit 32.00 GiB"),
+    ("min_host_kv_tokens", 524288, {"host_tier": TIER}, True, "host tier holds 524,288 tokens, need at least 524,288"),
+    ("min_host_kv_tokens", 1, {}, False, "no sized host tier"),
 ]
 
 
@@ -615,7 +623,7 @@ def test_file_issue_annotations():
         "data_parallel_size, enable_expert_parallel, hf_overrides, "
         "disable_sliding_window, revision, model_map, download, env, policy, threshold, kv_cache_memory, max_model_len, max_num_batched_tokens, "
         "max_num_seqs, enable_chunked_prefill, async_scheduling, model_runner, enable_prefix_caching, mamba_cache_mode, "
-        "disable_hybrid_kv_cache_manager, kv_transfer_config, num_gpu_blocks_override, kv_events, gpu, gpu_memory, "
+        "disable_hybrid_kv_cache_manager, kv_transfer_config, kv_offloading_size, kv_offloading_backend, num_gpu_blocks_override, kv_events, gpu, gpu_memory, "
         "gpu_memory_utilization, enable_extensible_kv_cache, quantization, cpu_offload_gb, weights_memory, "
         "activation_memory, non_torch_memory, cudagraph_memory, startup_memory, exact_params, cross_check, "
         "vllm_python, require_agreement, expect, vllm_serve, manifest, name",

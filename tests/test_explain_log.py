@@ -26,8 +26,16 @@ ALL = golden_cases()
 # A rotating sample in the default run (every case, each release several times), plus every
 # decode-context-parallel golden (only some releases print the DCP line, and which of them the stride
 # picks shifts whenever goldens are added); all of them with KVPLAN_ALL_GOLDEN_LOGS=1 (about a minute).
+def _first_of_each_model(paths) -> set:
+    first: dict = {}
+    for p in paths:
+        first.setdefault(json.loads(p.read_text())["case"]["model"], p)
+    return set(first.values())
+
+
+# (and the first golden of every model, so that adding goldens never drops a model from the sample)
 SAMPLE = ALL if os.environ.get("KVPLAN_ALL_GOLDEN_LOGS") else sorted(
-    set(ALL[::5]) | {p for p in ALL if "__dcp" in p.stem})
+    set(ALL[::5]) | {p for p in ALL if "__dcp" in p.stem} | _first_of_each_model(ALL))
 
 
 def _runner(golden: dict) -> str | None:

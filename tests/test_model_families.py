@@ -7,7 +7,10 @@ Mamba the raw state (``Σ prod(shape) · dtype bytes``; the engine pads it later
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -313,6 +316,35 @@ def test_deepseek_v32_indexer_before_latent():
     assert lat.spec.page_size_bytes == 64 * 576 * 2 == 73728
     # same type (MLA), different specs: what makes vLLM form one uniform-type group
     assert type(idx.spec) is type(lat.spec) and idx.spec != lat.spec
+
+
+GLM53 = "tests/data/arch_configs/HawkBearPig/GLM-5.3-Int4-Int8Mix-RTN-g64"
+
+
+def test_glm_dsa_index_sharing_layers_own_no_indexer():
+    # vLLM 0.34.0 compute_skip_topk_layers (model_executor/models/utils.py; DeepseekV32Attention on CUDA):
+    # indexer_types "shared" → no indexer. GLM-5.3's list is freq 4, offset 3: layer i owns one when
+    # max(i - 2, 0) % 4 == 0 → 0, 1, 2, 6, 10, …, 74: 3 + 18 = 21 of 78 (the architecture golden holds the same 21).
+    L = build_model_layout(GLM53)
+    owners = sorted(int(l.name.split(".")[2]) for l in L.layers if "indexer" in l.name)
+    assert owners == [0, 1, 2, *range(6, 78, 4)] and len(owners) == 21
+    assert len(L.layers) == 78 + 21
+    # with MTP the nextn layer (78) always owns one (is_mtp_layer)
+    M = build_model_layout(GLM53, options=ServingOptions(speculative_method="mtp", num_speculative_tokens=1))
+    assert any(l.name == "model.layers.78.self_attn.indexer.k_cache" and l.source == "drafter" for l in M.layers)
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("indexer_types", ["full"] * 3, "one entry per hidden layer (78), got 3"),
+    ("indexer_types", ["full"] * 77 + ["dense"], "unknown indexer type 'dense'"),
+])
+def test_glm_dsa_bad_indexer_types(tmp_path, field, value, problem):
+    from kvplan.errors import ConfigError
+    raw = json.loads((Path(GLM53) / "config.json").read_text())
+    raw[field] = value
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        build_model_layout(str(tmp_path))
 
 
 def test_deepseek_v32_fp8_becomes_fp8_ds_mla():

@@ -7,6 +7,7 @@ own function in .golden-venvs/vllm-0.34.0 (ModelConfig on the catalog's config.j
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -425,3 +426,44 @@ def test_compare_fit_and_check_predict_it(tmp_path):
     assert dep["failed_expectations"] == ["starts"]
     assert dep["outcome"] == {"ok": False, "starts": False, "stage": "config.speculative",
                               "error_type": "ValidationError", "error": DRAFT_TEXT, "fix": "--num-speculative-tokens 1"}
+
+
+# A model kvplan has no layer rule for still meets vLLM's config checks first (issue 35): vLLM raises them
+# in create_engine_config, before it constructs the model class. MiniCPM3ForCausalLM: vLLM 0.34.0 builds
+# it (tests/golden/architectures/0.34.0/MiniCPM3ForCausalLM.json, MiniCPM3Config() defaults:
+# max_position_embeddings 32768, 40 attention heads); kvplan has no rule for it.
+def _no_rule_config(tmp_path):
+    golden = json.loads((Path(__file__).parent / "golden" / "architectures" / "0.34.0" /
+                         "MiniCPM3ForCausalLM.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(golden["config"]))
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("args, text", [
+    # ModelConfig._get_and_verify_max_len (0.34.0 config/model.py line 2708): the text LLAMA_200K's test
+    # shows, for 65536 > max_position_embeddings 32768 (a float after vLLM's RoPE scaling arithmetic)
+    (["--max-model-len", "65536"],
+     "(config.max_model_len): ValidationError: User-specified max_model_len (65536) is greater than the derived "
+     "max_model_len (max_position_embeddings=32768.0 or model_max_length=None in model's config.json)."),
+    # ModelConfig.verify_with_parallel_config (0.34.0 config/model.py line 1581): 40 heads, TP 3
+    (["-tp", "3"], "(config.tensor_parallel): ValidationError: Total number of attention heads (40) must be "
+                   "divisible by tensor parallel size (3)."),
+    # SpeculativeConfig._verify_args: ngram without num_speculative_tokens (SPEC_TOKENS_REQUIRED)
+    (["--speculative-method", "ngram"], "(config.speculative): ValidationError: num_speculative_tokens must be "
+                                        "provided with speculative model"),
+])
+def test_model_without_layer_rule_gets_vllms_config_error_first(tmp_path, args, text):
+    path = _no_rule_config(tmp_path)
+    r = runner.invoke(app, ["simulate", path, "--kv-cache-memory", "40GiB", *args])
+    assert r.exit_code == 3, r.output
+    assert "vLLM 0.34.0 would fail at start-up " + text in r.output
+    assert "no layer rule" in r.output  # and says the checks it could run are the config's only
+    if args[0] == "--max-model-len":
+        assert "fix: --max-model-len 32768 or less" in r.output
+
+
+def test_model_without_layer_rule_that_passes_the_config_checks_is_refused_for_its_rule(tmp_path):
+    r = runner.invoke(app, ["simulate", _no_rule_config(tmp_path), "--kv-cache-memory", "40GiB",
+                            "--max-model-len", "32768"])
+    assert r.exit_code not in (0, 3), r.output
+    assert "registers 'MiniCPM3ForCausalLM', but kvplan has no layer rule" in r.output

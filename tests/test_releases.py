@@ -240,3 +240,25 @@ def test_the_envelope_policy_is_the_plan_policy_cut():
         full, cut = to_data(policy_record(e)), to_data(policy_inputs(e))
         assert cut == {k: full[k] for k in cut}, name
         assert set(cut) < set(full)
+
+
+@pytest.mark.parametrize("release, enabled, num_blocks", [
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE unset: "0" to 0.13.0 → the hybrid manager off for
+    # Llama 4's chunked-local layers (Era.chunked_local_hma_by_default); 13653 blocks / 1.67x is the 0.10.1
+    # wheel's figure (tests/golden/pre-0.11/llama-4-scout__40gib__0.10.1.json)
+    ("0.10.1", False, 13653), ("0.13.0", False, 13653),
+    # "1" from 0.14.0 (PR #29627): on, 54613 blocks (tests/golden/llama-4-scout__40gib__0.14.1.json)
+    ("0.14.0", True, 54613),
+])
+def test_llama4_hybrid_manager_default_per_release(release, enabled, num_blocks):
+    from typer.testing import CliRunner
+
+    from kvplan.cli.app import ensure_registered
+
+    r = CliRunner().invoke(ensure_registered(), [
+        "simulate", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "--kv-cache-memory", "40GiB",
+        "--max-model-len", "131072", "--policy", f"vllm=={release}", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["hybrid_kv_cache_manager"]["enabled"] is enabled
+    assert d["memory"]["num_blocks"] == num_blocks

@@ -632,6 +632,10 @@ def kv_bytes_at(budget: Budget, utilization: float) -> int:
                for st in budget.stages)
 
 
+# the connectors whose class does not override kv_cache_access in vLLM 0.34.0 (read in kv_connector/v1/)
+IN_PROCESS_CONNECTORS = frozenset({"OffloadingConnector", "SimpleCPUOffloadConnector"})
+
+
 def _extensible_warnings(stage: BudgetStage, *, total: int, util: float, util_given: float | None, startup: int,
                          kv_transfer_config: dict | None, mode_default: bool) -> list[str]:
     out = []
@@ -644,7 +648,10 @@ def _extensible_warnings(stage: BudgetStage, *, total: int, util: float, util_gi
             out.append(f"--gpu-memory-utilization {util:g} keeps {withheld / GiB:.2f} GiB of free memory out of the "
                        "extensible KV cache, which measures vLLM's own use after warmup; vLLM 0.34.0 warns so too. "
                        "Leave it unset unless other processes or buffers vLLM does not see need the room")
-    if kv_transfer_config and mode_default:
+    # connectors that keep the base class's kv_cache_access (IN_PROCESS: 0.34.0 kv_connector/v1/base.py:206-213)
+    # leave the extensible KV cache as it is; the offloading connectors are among them
+    in_process = str((kv_transfer_config or {}).get("kv_connector")) in IN_PROCESS_CONNECTORS
+    if kv_transfer_config and mode_default and not in_process:
         out.append("--kv-transfer-config: vLLM leaves the extensible KV cache off for some connectors (legacy CUDA "
                    "IPC, a connector memory pool, NIXL without an IMEX channel); kvplan assumes it on: pass "
                    "--no-enable-extensible-kv-cache if vLLM logs that it is off")

@@ -26,6 +26,10 @@ def vllm_command(
         "--line", metavar="TEXT", help="One pasted command: `vllm serve ...`, `python -m "
         "vllm.entrypoints.openai.api_server ...` or `docker run ... vllm/vllm-openai:TAG ...`, with VAR=value "
         "prefixes and -e VAR=value; '-' reads it from stdin (backslash-continued lines are joined).")] = None,
+    decode_line: Annotated[Optional[str], typer.Option(
+        "--decode-line", metavar="TEXT", help="With --line (the prefill side): the decode side of a prefill/decode "
+        "pair, both with --kv-transfer-config; each side is simulated, then what the KV connector requires of "
+        "the pair (NixlConnector, vLLM 0.34.0).")] = None,
     file: Annotated[Optional[str], typer.Option(
         "--file", metavar="PATH", help="A docker-compose file, a Kubernetes or KServe manifest, or vLLM "
         "production-stack / llm-d Helm values: its vLLM container's command, image tag and environment are the "
@@ -50,6 +54,15 @@ def vllm_command(
     if "--summary" in words[1:]:  # kvplan's option anywhere on the line (vllm serve has no --summary)
         words = [w for w in words if w != "--summary"]
         summary = True
+    if decode_line is not None:
+        if line is None or words or file is not None:
+            raise fail("--decode-line goes with --line (the prefill side), and nothing else", EXIT_USAGE)
+        from kvplan.api import pd_pair
+        from kvplan.report.pd_tables import render_pd
+
+        data = pd_pair(sys.stdin.read() if line == "-" else line, decode_line, **options)
+        finish(data, format.value, render_pd)
+        return
     if file is not None:
         if words or line is not None:
             raise fail("give one of --file, --line or the serve words", EXIT_USAGE)

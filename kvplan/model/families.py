@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
 from kvplan.model import weight_rules
-from kvplan.model.hfconfig import HFView, build_config_object, text_view
+from kvplan.model.hfconfig import HFView, build_config_object, shared_indexer_layers, text_view
 from kvplan.specs import (
     ChunkedLocalAttentionSpec,
     CrossAttentionSpec,
@@ -942,14 +942,15 @@ def is_v32(view: HFView, ctx: Context | None = None) -> bool:
     return view.get("index_topk", None) is not None
 
 
-def mla_layer(view: HFView, ctx: Context, i: int, prefix: str) -> list[Built]:
+def mla_layer(view: HFView, ctx: Context, i: int, prefix: str, *, indexer: bool = True) -> list[Built]:
     """One DeepSeek decoder layer's caches: on V3.2 the indexer ``k_cache`` (MLA spec,
     ``index_head_dim + index_head_dim/128·4`` uint8 bytes per token, no cache_dtype_str) is
     registered before the latent cache (``kv_lora_rank + qk_rope_head_dim``, one KV head,
-    no V, ``cache_dtype_str`` = the resolved --kv-cache-dtype)."""
+    no V, ``cache_dtype_str`` = the resolved --kv-cache-dtype). ``indexer`` False: a layer that
+    shares the preceding indexer's top-k (``hfconfig.shared_indexer_layers``) registers none."""
     latent = view.int("kv_lora_rank") + view.int("qk_rope_head_dim")
     out = []
-    if is_v32(view, ctx):
+    if indexer and is_v32(view, ctx):
         ihd = view.int("index_head_dim")
         out.append(Built(
             f"{prefix}.layers.{i}.self_attn.indexer.k_cache",
@@ -972,13 +973,17 @@ def build_deepseek(view: HFView, ctx: Context) -> FamilyResult:
     n = _n_layers(view)
     check_attention_heads(view, ctx, view.int("num_attention_heads"))
     prefix = layer_prefix(ctx.architecture)
-    layers = [b for i in range(n) for b in mla_layer(view, ctx, i, prefix)]
+    shared = shared_indexer_layers(view, n)
+    layers = [b for i in range(n) for b in mla_layer(view, ctx, i, prefix, indexer=i not in shared)]
     latent = view.int("kv_lora_rank") + view.int("qk_rope_head_dim")
     if is_v32(view, ctx):
+        owners = f"{n - len(shared)} of {n} layers" if shared else "per layer"
         ctx.notes.append(
-            f"deepseek_v32: per layer an indexer k_cache ({view.int('index_head_dim')} + 4 scale bytes, uint8) "
+            f"deepseek_v32: {owners} an indexer k_cache ({view.int('index_head_dim')} + 4 scale bytes, uint8) "
             f"registered before the MLA latent cache ({latent}); the two specs differ, so vLLM forms one "
             "uniform-type group"
+            + (f"; {len(shared)} layers share the preceding indexer's top-k (indexer_types / index_topk_freq)"
+               if shared else "")
         )
     else:
         ctx.notes.append(f"{ctx.model_type}: {n} MLA layers, latent {latent} = kv_lora_rank + qk_rope_head_dim, 1 KV head")
@@ -1046,8 +1051,10 @@ def build_whisper(view: HFView, ctx: Context) -> FamilyResult:
 
 
 def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
+    # the model's name, never the config's path (a bundled config lives in kvplan's install tree)
+    arch = (view.raw.get("architectures") or ["DeepseekV4ForCausalLM"])[0]
     raise UnsupportedError(
-        f"{view.path}: the DeepSeek-V4 packed path is not modelled (compressed sliding-window MLA with "
+        f"{arch}: the DeepSeek-V4 packed path is not modelled (compressed sliding-window MLA with "
         "per-layer compress ratios); kvplan refuses rather than approximating it"
     )
 

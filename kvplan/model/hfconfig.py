@@ -326,3 +326,43 @@ def text_view(raw: dict, obj: Any, path: str) -> HFView:
     if sub is not None:
         return HFView(sub, text_obj, path=path, prefix="text_config.")
     return HFView(raw, text_obj, path=path)
+
+
+def shared_indexer_layers(view: HFView, num_hidden_layers: int) -> frozenset[int]:
+    """The decoder layers of a sparse-MLA (DSA) model that own no indexer and reuse the top-k of
+    the closest preceding indexer layer (IndexCache), as vLLM 0.34.0 decides it
+    (``vllm/model_executor/models/utils.py`` ``compute_skip_topk_layers``, called from
+    ``vllm/models/deepseek_v32/attention.py`` ``DeepseekV32Attention.__init__`` on CUDA):
+    ``indexer_types`` (one ``"full"``/``"shared"`` per layer) when the config has it, else
+    ``index_topk_pattern`` (``"S"`` marks a shared layer), else ``index_topk_freq`` (default 1)
+    with ``index_skip_topk_offset`` (default 2): layer ``i`` shares when
+    ``max(i - offset + 1, 0) % freq != 0``. MTP layers (``i >= num_hidden_layers``) always own one."""
+    if view.get("index_topk", None) is None:
+        return frozenset()
+    types = view.get("indexer_types", None)
+    if types is not None:
+        if not isinstance(types, (list, tuple)) or len(types) != num_hidden_layers:
+            n = len(types) if isinstance(types, (list, tuple)) else "not a list"
+            raise ConfigError(view.path, view.field("indexer_types"),
+                              f"vLLM needs one entry per hidden layer ({num_hidden_layers}), got {n}",
+                              "give one 'full' or 'shared' per layer, or remove it")
+        bad = sorted({str(t) for t in types} - {"full", "shared"})
+        if bad:
+            raise ConfigError(view.path, view.field("indexer_types"), f"unknown indexer type {bad[0]!r}",
+                              "use 'full' or 'shared'")
+        return frozenset(i for i, t in enumerate(types) if t == "shared")
+    freq = view.get("index_topk_freq", 1)
+    if isinstance(freq, bool) or not isinstance(freq, int) or freq <= 0:
+        raise ConfigError(view.path, view.field("index_topk_freq"), f"must be a positive integer, got {freq!r}",
+                          "set a positive integer (1: every layer owns an indexer)")
+    pattern = view.get("index_topk_pattern", None)
+    offset = view.get("index_skip_topk_offset", 2)
+    if pattern is None:
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise ConfigError(view.path, view.field("index_skip_topk_offset"), f"expected an integer, got {offset!r}",
+                              "set an integer (vLLM's default is 2)")
+        return frozenset(i for i in range(num_hidden_layers) if max(i - offset + 1, 0) % freq != 0)
+    if not isinstance(pattern, (str, list, tuple)):
+        raise ConfigError(view.path, view.field("index_topk_pattern"), "expected a string of F/S, one per layer",
+                          "fix 'index_topk_pattern'")
+    return frozenset(i for i in range(min(num_hidden_layers, len(pattern))) if pattern[i] == "S")

@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from kvplan import bounds
-from kvplan.errors import ConfigError, OptionError
+from kvplan.errors import ConfigError, NoLayerRuleError, OptionError
 from kvplan.model import drafters, families, methods
 from kvplan.model.families import Built, Context
 from kvplan.model.hfconfig import HFView
@@ -177,7 +177,7 @@ def _parse(source: ModelSource, hf_overrides: dict | None = None) -> _Parsed:
     if family is None:
         field = "architectures" if archs else "model_type"
         why, fix = families.refusal(arch, model_type, bool(raw.get("auto_map")))
-        raise ConfigError(path, field, why, fix)
+        raise NoLayerRuleError(path, field, why, fix, raw)
     if not arch:
         arch = {v: k for k, v in reversed(families.ARCH_FAMILY.items())}.get(family, "")
     model_type = model_type or ""

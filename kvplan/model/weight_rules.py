@@ -27,7 +27,7 @@ import math
 from dataclasses import replace
 
 from kvplan.errors import ConfigError, UnsupportedError
-from kvplan.model.hfconfig import HFView
+from kvplan.model.hfconfig import HFView, shared_indexer_layers
 from kvplan.tensors import Inventory, Weight
 
 # --------------------------------------------------------------------------- config view
@@ -577,9 +577,11 @@ def deepseek(cfg: WeightView, b: Builder) -> None:
     dense MLP for the first ``first_k_dense_replace`` layers, then routed + shared experts."""
     H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
     v32 = cfg.v32()
+    # a layer that shares the preceding indexer builds none; vLLM's load_weights drops its checkpoint weights
+    shared = shared_indexer_layers(cfg, n) if v32 else frozenset()
     b.embed("model.embed_tokens.weight", V, H)
     for i in range(n):
-        _deepseek_layer(cfg, b, f"model.layers.{i}", i, H, moe=_deepseek_is_moe(cfg, i), v32=v32)
+        _deepseek_layer(cfg, b, f"model.layers.{i}", i, H, moe=_deepseek_is_moe(cfg, i), v32=v32 and i not in shared)
     b.final(cfg, V, H)
 
 

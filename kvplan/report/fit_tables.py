@@ -145,10 +145,16 @@ def render_fit(d: dict) -> None:
         length = f"{g['max_model_len']:,} tokens" if g["max_model_len"] else "the model's max_model_len"
         title = f"Max concurrency per GPU at {length}" + (
             f" (enough = starts and steady-state ≥ {g['concurrency']:g})" if g["concurrency"] is not None else "")
-        cols = [Col("gpu"), Col("tp", right=True), Col("weights/ GPU", right=True, drop=3),
+        dp = any(r.get("data_parallel_size", 1) > 1 for r in g["rows"])
+        host = any(r.get("host_memory_bytes") for r in g["rows"])
+        if dp:
+            title += "; DP ranks are engines: concurrency summed over them"
+        cols = [Col("gpu"), Col("tp", right=True), *([Col("dp", right=True)] if dp else []),
+                Col("weights/ GPU", right=True, drop=3),
                 Col("KV/GPU", right=True, drop=2), Col("max conc. (vLLM's own)", right=True),
                 Col("steady (kvplan's estimate)", right=True), Col("group", right=True, drop=1),
-                Col("groups", right=True, drop=4), Col("padding", right=True, drop=5), Col("outcome")]
+                Col("groups", right=True, drop=4), Col("padding", right=True, drop=5),
+                *([Col("host RAM (KV tier)", right=True)] if host else []), Col("outcome")]
         rows, styles, why = [], [], []
         for r in g["rows"]:
             starts = r["outcome"]["starts"]
@@ -158,17 +164,20 @@ def render_fit(d: dict) -> None:
                 why.append(f"{r['gpu']} tp {r['tensor_parallel_size']}: {_short(r)}")
             if starts and g["concurrency"] is not None and not r["enough"]:
                 outcome = "too few"
-            rows.append([r["gpu"], str(r["tensor_parallel_size"]), _b(r["weights_bytes"]), _b(r["kv_cache_memory_bytes"]),
-                         f"{r['max_concurrency']:.2f}", f"{r.get('steady_state_concurrency', 0.0):.2f}",
+            conc, steady = ((r["total_max_concurrency"], r["total_steady_state_concurrency"]) if dp else
+                            (r["max_concurrency"], r.get("steady_state_concurrency", 0.0)))
+            rows.append([r["gpu"], str(r["tensor_parallel_size"]), *([str(r["data_parallel_size"])] if dp else []),
+                         _b(r["weights_bytes"]), _b(r["kv_cache_memory_bytes"]), f"{conc:.2f}", f"{steady:.2f}",
                          str(r["group_size"] or ""), str(r["num_groups"] or ""), str(r["num_padding_layers"] or ""),
-                         outcome])
+                         *([_b(r.get("host_memory_bytes"))] if host else []), outcome])
             styles.append("green" if r["enough"] else ("dim" if not starts else None))
         c.print(fitted_table(title + " (budgets: kvplan's estimate)", cols, rows, row_styles=styles))
         for line in why:
             c.print(f"  {line}", markup=False)
         sm = g["smallest_enough"]
         if sm:
-            c.print(f"Smallest that is enough: {sm['num_gpus']} × {sm['gpu']} (tp {sm['tensor_parallel_size']}), "
+            c.print(f"Smallest that is enough: {sm['num_gpus']} × {sm['gpu']} (tp {sm['tensor_parallel_size']}"
+                    + (f", dp {sm['data_parallel_size']}" if sm.get("data_parallel_size", 1) > 1 else "") + "), "
                     f"max concurrency {sm['max_concurrency']:.2f}, steady-state {sm['steady_state_concurrency']:.2f}")
         else:
             c.print("No preset and TP size in the table is enough.")

@@ -329,6 +329,10 @@ def render_plan(d: dict) -> None:
     if not (failed and before_kv_cache(d["outcome"]["stage"])) and d["outcome"]["stage"] not in LOAD_STAGES:
         # refused at config time, or out of memory loading the weights: no KV-cache figures
         c.print(key_value_table(f"Memory ({VLLM_OWN}, except where marked kvplan's estimate)", rows))
+    if d.get("host_tier"):
+        c.print(key_value_table(f"Host tier: KV offloading ({VLLM_OWN})", host_tier_rows(d["host_tier"])))
+    if d.get("totals"):
+        c.print(key_value_table("Every engine (kvplan's sums of one engine's figures)", totals_rows(d["totals"])))
     if d["logs"]:
         c.print("vLLM log lines:")
         for line in d["logs"]:
@@ -345,6 +349,44 @@ def render_plan(d: dict) -> None:
                      style="bold red"))
     for f in d.get("fixes") or []:
         c.print(f"  fix (verified by re-simulating): {f['flag']}  → {f['result']}", markup=False)
+
+
+def host_tier_rows(h: dict) -> list[tuple[str, str]]:
+    """The host tier of a KV offloading connector (``kvplan.results.host_tier``) as label/value rows."""
+    rows = [("connector", h["kv_connector"] + (f" ({h['backend']})" if h.get("backend") else "")),
+            ("hybrid KV-cache manager", "on" if h["hybrid_kv_cache_manager"] else "off")]
+    if not h["sized"]:
+        return rows + [("host tier", h.get("note") or "not sized")]
+    rows += [
+        ("cpu_bytes_to_use (all TP ranks)", format_bytes(h["cpu_bytes_to_use"])),
+        ("chunk (blocks × workers)", f"{h['blocks_per_chunk']} × {h['world_size']}: {h['kv_bytes_per_chunk']:,} B"),
+        ("num_chunks", f"{h['num_chunks']:,}"),
+        ("cpu_kv_cache_size_bytes", f"{h['cpu_kv_cache_size_bytes']:,} B"),
+        ("cpu_kv_cache_size_tokens", "—" if h.get("cpu_kv_cache_size_tokens") is None
+         else f"{h['cpu_kv_cache_size_tokens']:,}"),
+    ]
+    if h.get("host_to_gpu_tokens_ratio") is not None:
+        rows.append(("tokens beside the GPU pool's", f"{h['host_to_gpu_tokens_ratio']:g}×"))
+    for g in h["groups"]:
+        reach = "all chunks" if g["sliding_window_size_in_chunks"] is None else \
+            f"{g['sliding_window_size_in_chunks']} chunks/request"
+        rows.append((f"group {g['group_id']}", f"{g['num_layers']} layers, {g['tokens_per_block']}-token blocks, {reach}"))
+    if h.get("note"):
+        rows.append(("note", h["note"]))
+    return rows
+
+
+def totals_rows(t: dict) -> list[tuple[str, str]]:
+    """``DeploymentTotals`` as label/value rows."""
+    rows = [("GPUs", f"{t['gpus']:,} = {t['engines']:,} engine(s) (DP {t['data_parallel_size']}) × "
+                     f"{t['gpus_per_engine']} GPU(s) each"),
+            ("KV tokens", f"{t['kv_tokens']:,}"),
+            ("max_concurrency", f"{t['max_concurrency']:,.2f}"),
+            ("effective concurrency", f"{t['effective_concurrency']:,.2f}")]
+    if t.get("host_memory_bytes") is not None:
+        rows += [("host memory (KV tiers)", format_bytes(t["host_memory_bytes"])),
+                 ("host tier tokens", f"{t['host_kv_tokens']:,}")]
+    return rows
 
 
 def summary_lines(d: dict) -> list[str]:
@@ -394,6 +436,16 @@ def summary_lines(d: dict) -> list[str]:
         if sch.get("max_num_seqs") and m.get("effective_concurrency", m["max_concurrency"]) < m["max_concurrency"]:
             lines.append(f"effective concurrency: {m['effective_concurrency']:,.0f} (the scheduler's cap, "
                          f"max_num_seqs {sch['max_num_seqs']:,})")
+    t = d.get("totals")
+    if t and t["engines"] > 1:
+        lines.append(f"every engine: {t['engines']} (DP) × {t['gpus_per_engine']} GPU(s): KV tokens {t['kv_tokens']:,}, "
+                     f"max_concurrency {t['max_concurrency']:,.2f} (kvplan's sums)")
+    h = d.get("host_tier")
+    if h and h["sized"] and o["starts"]:
+        lines.append(f"host tier: {h['kv_connector']}, {format_bytes(h['cpu_kv_cache_size_bytes'])} of host memory, "
+                     f"{h['num_chunks']:,} chunks, {h['cpu_kv_cache_size_tokens'] or 0:,} tokens (vLLM's own)")
+    elif h:
+        lines.append(f"host tier: {h['kv_connector']} ({h.get('note') or 'not sized'})")
     if o["starts"]:
         lines.append("outcome: the engine would start")
     else:

@@ -80,6 +80,16 @@ def _plan(d: dict) -> str:
     return line
 
 
+def _pd(d: dict) -> str:
+    """A prefill/decode pair (``kvplan vllm --line P --decode-line D``)."""
+    o, p = d["outcome"], d["pair"]
+    if not o.get("starts"):
+        return _fails(o)
+    sides = ", ".join(f"{r} {d[r]['memory']['num_blocks']:,} blocks" for r in ("prefill", "decode"))
+    rules = "its pair rules pass" if p["modelled"] else "its pair rules are not modelled"
+    return f"OK pair starts: {sides}; {p['kv_connector']}: {rules}"
+
+
 def _check(d: dict) -> str:
     s = d["summary"]
     n = s["num_deployments"]
@@ -136,6 +146,8 @@ def verdict_line(d: dict) -> str | None:
         return _check(d)
     if cmd == "fit":
         return _fit(d)
+    if isinstance(d.get("pair"), dict):
+        return _pd(d)
     if isinstance(d.get("memory"), dict) and "num_blocks" in d["memory"]:
         return _plan(d)
     if cmd in ("inspect", "models", "policies", "compare") and o.get("ok"):

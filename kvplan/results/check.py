@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kvplan.results import Outcome
+from kvplan.results import OMIT_NONE, Outcome
 from kvplan.results.records import CrossCheck
 
 
@@ -40,6 +40,9 @@ class PlanNumbers:
     kv_tokens: int
     max_model_len: int
     fix: str | None
+    # the host tier of a KV offloading connector, every data-parallel engine's (None without a sized tier)
+    host_memory_bytes: int | None = field(default=None, metadata=OMIT_NONE)
+    host_kv_tokens: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,14 @@ class GpuTableRow:
     num_padding_layers: int
     padding_waste_pct: float
     enough: bool
+    # data-parallel ranks: engines, each with the pool above (num_gpus counts every rank); the totals are
+    # kvplan's sums of one engine's figures
+    data_parallel_size: int = 1
+    total_kv_tokens: int = 0
+    total_max_concurrency: float = 0.0
+    total_steady_state_concurrency: float = 0.0
+    # the host tier of --kv-offloading-size, every engine's (host RAM the row's GPUs' engines map)
+    host_memory_bytes: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -159,6 +167,7 @@ class SmallestEnough:
     num_gpus: int
     max_concurrency: float
     steady_state_concurrency: float
+    data_parallel_size: int = 1
 
 
 @dataclass(frozen=True)
@@ -172,3 +181,4 @@ class GpuTable:
     rows: tuple[GpuTableRow, ...]
     smallest_enough: SmallestEnough | None
     rule: str
+    dp_sizes: tuple[int, ...] = (1,)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from kvplan.results import FLATTEN, OMIT_NONE, Outcome, Record
 from kvplan.results.budget import Budget, DeviceBudget, GivenBudget
+from kvplan.results.host_tier import DeploymentTotals, HostTier
 from kvplan.specs import SpecRecord
 
 if TYPE_CHECKING:  # named by other commands' bodies only: loaded by annotation_types(), not on every run
@@ -408,6 +409,10 @@ class PlanBody:
     fixes: tuple[Fix, ...]  # kvplan.engines.vllm.fixes entries
     # the estimated KV budget (with --gpu / --gpu-memory: kvplan.budget.estimate.kv_budget)
     budget: Budget | DeviceBudget | None = field(default=None, metadata=OMIT_NONE)
+    # the host-memory tier of a KV offloading connector (kvplan.engines.vllm.offload), when one is configured
+    host_tier: HostTier | None = field(default=None, metadata=OMIT_NONE)
+    # every engine together, for a deployment on more than one GPU (data-parallel ranks are engines)
+    totals: DeploymentTotals | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,8 @@ OPTION_OF: dict[str, str] = {
     "dtype": "dtype",
     "disable_hybrid_kv_cache_manager": "disable_hybrid_kv_cache_manager",
     "kv_transfer_config": "kv_transfer_config",
+    "kv_offloading_size": "kv_offloading_size",
+    "kv_offloading_backend": "kv_offloading_backend",
     "attention_backend": "attention_backend",
     "disable_sliding_window": "disable_sliding_window",
     "revision": "revision",
@@ -65,8 +67,6 @@ HANDLED: dict[str, str] = {
     "speculative_model": "speculative_config.model (releases before the JSON flag)",
     "num_speculative_tokens": "speculative_config.num_speculative_tokens (releases before the JSON flag)",
     "kv_events_config": "the hybrid KV-cache manager decision (kv_events)",
-    "kv_offloading_size": "kv_transfer_config with the offloading connector (hybrid manager decision)",
-    "kv_offloading_backend": "the connector --kv-offloading-size installs",
     "enforce_eager": "no CUDA graphs: the budget's CUDA-graph reserve is 0",
     "attention_config": "attention_config.backend is --attention-backend",
 }

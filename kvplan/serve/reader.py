@@ -243,21 +243,6 @@ class _Reader:
         self.row(g, fx.APPLIED, "kv_events", "vLLM turns the hybrid manager off when --kv-events-config is set "
                  "(before vLLM PR #37688)")
 
-    def _h_kv_offloading_size(self, g: Given) -> None:
-        if g.value is None:
-            self.row(g, fx.NO_EFFECT)
-            return
-        backend = self.parsed.last("kv_offloading_backend")
-        connector = "LMCacheMPConnector" if backend is not None and backend.value == "lmcache" else "OffloadingConnector"
-        if "kv_transfer_config" not in self.options:
-            self.set("kv_transfer_config", {"kv_connector": connector, "kv_role": "kv_both"})
-        else:
-            self.options["kv_transfer_config"] = {**self.options["kv_transfer_config"], "kv_connector": connector}
-        self.row(g, fx.APPLIED, "kv_transfer_config", f"vLLM installs the {connector} (VllmConfig's offloading set-up)")
-
-    def _h_kv_offloading_backend(self, g: Given) -> None:
-        self.row(g, fx.APPLIED, None, "read with --kv-offloading-size")
-
     def _h_enforce_eager(self, g: Given) -> None:
         if g.value:
             self.options.setdefault("cudagraph_memory", 0)

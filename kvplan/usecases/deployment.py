@@ -73,9 +73,20 @@ class SchedulerInput:
     mamba_cache_mode: str | None = None
     disable_hybrid_kv_cache_manager: bool | None = None
     kv_transfer_config: dict | None = None
+    kv_offloading_size: float | None = None
+    kv_offloading_backend: str | None = None
     num_gpu_blocks_override: int | None = None
     kv_events: bool = False
     card_batch_defaults: tuple[int, int] = (8192, 1024)
+
+    def transfer_config(self, *, simple_offload: bool = False) -> dict | None:
+        """``kv_transfer_config`` as vLLM holds it after its post-init: the offloading flags install
+        their connector (``kvplan.engines.vllm.offload.transfer_config``; ``simple_offload``:
+        ``VLLM_USE_SIMPLE_KV_OFFLOAD`` as the release reads it)."""
+        from kvplan.engines.vllm.offload import transfer_config
+
+        return transfer_config(self.kv_transfer_config, self.kv_offloading_size, self.kv_offloading_backend,
+                               simple_offload=simple_offload)
 
     def batch_sizes(self, max_model_len: int | None = None) -> tuple[int, int]:
         """``(max_num_batched_tokens, max_num_seqs)``: as given, else the card's defaults. With the

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kvplan.bounds import MAX_HEADS
+
 from kvplan.errors import KvplanError, OptionError
 from kvplan.budget.load import STAGES as LOAD_STAGES
 from kvplan.results.budget import Budget, GivenBudget
@@ -254,9 +256,9 @@ def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> U
 
 # --------------------------------------------------------------------------- question 3
 
-def parse_tp_sizes(text: str | None) -> list[int]:
+def parse_tp_sizes(text: str | None, flag: str = "--tp-sizes", default: tuple[int, ...] = (1, 2, 4, 8)) -> list[int]:
     if not text:
-        return [1, 2, 4, 8]
+        return list(default)
     out = []
     for part in str(text).split(","):
         part = part.strip()
@@ -265,13 +267,13 @@ def parse_tp_sizes(text: str | None) -> list[int]:
         try:
             n = int(part)
         except ValueError:
-            raise OptionError(f"--tp-sizes must be a comma-separated list of integers, got {text!r}") from None
-        if n < 1:
-            raise OptionError(f"--tp-sizes entries must be ≥ 1, got {n}")
+            raise OptionError(f"{flag} must be a comma-separated list of integers, got {text!r}") from None
+        if not 1 <= n <= MAX_HEADS:
+            raise OptionError(f"{flag} entries must be between 1 and {MAX_HEADS:,}, got {n}")
         if n not in out:
             out.append(n)
     if not out:
-        raise OptionError("--tp-sizes is empty")
+        raise OptionError(f"{flag} is empty")
     return out
 
 
@@ -284,9 +286,11 @@ def parse_gpus(text: str | None) -> list[str]:
 
 
 def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: float | None = None,
-             context_len: int | None = None, layouts: dict | None = None) -> GpuTable:
-    """Max concurrency on each GPU preset × TP size at ``context_len`` (default: the
-    scenario's --max-model-len, else the model's), at the scenario's utilization."""
+             context_len: int | None = None, layouts: dict | None = None,
+             dp_sizes: list[int] | None = None) -> GpuTable:
+    """Max concurrency on each GPU preset × TP size (× DP size) at ``context_len`` (default: the
+    scenario's --max-model-len, else the model's), at the scenario's utilization. A DP rank is an
+    engine of its own: the row's totals are one engine's figures times DP, and "enough" reads them."""
     from kvplan.budget.hardware import GPU_PRESETS
 
     era = s.era
@@ -304,47 +308,51 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
             for g in gpus:
                 rows.append(_error_row(g, tp, e.message))
             continue
-        for g in gpus:
-            sg = replace(st, gpu=g)
+        for g, dp in ((g, dp) for g in gpus for dp in dp_sizes or [1]):
+            sg = replace(st, gpu=g, data_parallel_size=dp)
             try:
                 b = budget_for(sg, layout, era)
             except KvplanError as e:
-                rows.append(_error_row(g, tp, e.message))
+                rows.append(_error_row(g, tp, e.message, dp))
                 continue
             L = length if length is not None else _model_max_len(b)
             plan = simulate_at(b, kv_bytes=b.budget.kv_cache_memory_bytes, max_model_len=L)
-            enough = plan.starts and (concurrency is None or _enough(plan, concurrency))
+            enough = plan.starts and (concurrency is None or _enough(plan, concurrency / dp))
             rows.append(GpuTableRow(
-                gpu=g, tensor_parallel_size=tp, num_gpus=tp * s.pipeline_parallel_size,
+                gpu=g, tensor_parallel_size=tp, num_gpus=tp * s.pipeline_parallel_size * dp,
                 gpu_memory_bytes=GPU_PRESETS[g].memory_bytes, weights_bytes=b.budget.weights_bytes,
                 # no KV cache when vLLM runs out of memory loading the weights or in the profile run
                 kv_cache_memory_bytes=None if b.budget.load_failure else b.budget.kv_cache_memory_bytes,
                 max_model_len=L, outcome=plan_outcome(plan), max_concurrency=round(plan.max_concurrency, 6),
                 steady_state_concurrency=round(plan.steady_state_concurrency, 6), kv_tokens=plan.kv_tokens,
                 group_size=plan.group_size, num_groups=plan.num_groups, num_padding_layers=plan.num_padding_layers,
-                padding_waste_pct=round(plan.padding_waste_pct, 4), enough=enough))
+                padding_waste_pct=round(plan.padding_waste_pct, 4), enough=enough, data_parallel_size=dp,
+                total_kv_tokens=plan.kv_tokens * dp, total_max_concurrency=round(plan.max_concurrency * dp, 6),
+                total_steady_state_concurrency=round(plan.steady_state_concurrency * dp, 6),
+                host_memory_bytes=plan.host_tier.cpu_kv_cache_size_bytes * dp
+                if plan.host_tier is not None and plan.host_tier.sized else None))
     ok = [r for r in rows if r.enough]
     smallest = min(ok, key=lambda r: (r.num_gpus * r.gpu_memory_bytes, r.num_gpus)) if ok else None
     return GpuTable(
         max_model_len=length, concurrency=concurrency, gpu_memory_utilization=s.gpu_memory_utilization,
-        tp_sizes=tuple(tp_sizes), rows=tuple(rows),
+        tp_sizes=tuple(tp_sizes), rows=tuple(rows), dp_sizes=tuple(dp_sizes or [1]),
         smallest_enough=None if smallest is None else SmallestEnough(
-            smallest.gpu, smallest.tensor_parallel_size, smallest.num_gpus, smallest.max_concurrency,
-            smallest.steady_state_concurrency),
+            smallest.gpu, smallest.tensor_parallel_size, smallest.num_gpus, smallest.total_max_concurrency,
+            smallest.total_steady_state_concurrency, smallest.data_parallel_size),
         rule="enough = the engine starts" + (
             "" if concurrency is None else f" and steady-state concurrency ≥ {concurrency:g}")
         + "; smallest = least total GPU memory (num_gpus × memory), then fewest GPUs")
 
 
-def _error_row(gpu: str, tp: int, message: str) -> GpuTableRow:
+def _error_row(gpu: str, tp: int, message: str, dp: int = 1) -> GpuTableRow:
     from kvplan.budget.hardware import GPU_PRESETS
 
     return GpuTableRow(
-        gpu=gpu, tensor_parallel_size=tp, num_gpus=tp, gpu_memory_bytes=GPU_PRESETS[gpu].memory_bytes,
+        gpu=gpu, tensor_parallel_size=tp, num_gpus=tp * dp, gpu_memory_bytes=GPU_PRESETS[gpu].memory_bytes,
         weights_bytes=None, kv_cache_memory_bytes=None, max_model_len=None,
         outcome=outcome(ok=False, stage="kvplan", error_type="KvplanError", error=message),
         max_concurrency=0.0, steady_state_concurrency=0.0, kv_tokens=0, group_size=0, num_groups=0,
-        num_padding_layers=0, padding_waste_pct=0.0, enough=False)
+        num_padding_layers=0, padding_waste_pct=0.0, enough=False, data_parallel_size=dp)
 
 
 # --------------------------------------------------------------------------- all together
@@ -357,7 +365,8 @@ class FitAnswer:
 
 
 def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: int | None = None,
-        gpus: list[str] | None = None, tp_sizes: list[int] | None = None, table: bool | None = None) -> FitAnswer:
+        gpus: list[str] | None = None, tp_sizes: list[int] | None = None, table: bool | None = None,
+        dp_sizes: list[int] | None = None) -> FitAnswer:
     """Every answer the inputs allow.
 
     With ``s.gpu``/``s.gpu_memory``: the largest max_model_len and (given concurrency and
@@ -402,7 +411,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
             ctx = fit_context_for_concurrency(b, concurrency)
     if table or (table is None and not on_gpu and given_kv is None):
         table_rows = fit_gpus(s, gpus or parse_gpus(None), tp_sizes or [1, 2, 4, 8], concurrency=concurrency,
-                              context_len=context_len, layouts=layouts)
+                              context_len=context_len, layouts=layouts, dp_sizes=dp_sizes)
     body = FitBody(
         engine="vllm", policy=policy_record(era), model=model_record(base_layout.target),
         drafter=model_record(base_layout.drafter), speculative=speculative_record(base_layout),
@@ -423,11 +432,12 @@ def fit(model: str, **options) -> Envelope:
 
     r = resolve(FIT, options)
     table = r["table"]
-    if table is None and (r["gpus"] is not None or r["tp_sizes"] is not None):
+    if table is None and (r["gpus"] is not None or r["tp_sizes"] is not None or r["dp_sizes"] is not None):
         table = True
     scenario = scenario_from(model, r.values)
     answer = fit_scenario(scenario, concurrency=r["concurrency"], context_len=r["context_len"],
-                          gpus=parse_gpus(r["gpus"]), tp_sizes=parse_tp_sizes(r["tp_sizes"]), table=table)
+                          gpus=parse_gpus(r["gpus"]), tp_sizes=parse_tp_sizes(r["tp_sizes"]), table=table,
+                          dp_sizes=parse_tp_sizes(r["dp_sizes"], "--dp-sizes", (1,)))
     body = answer.body
     unanswered = []
     mml = body.max_model_len

@@ -8,7 +8,7 @@ from __future__ import annotations
 from kvplan.results.budget import Budget, DeviceBudget
 from kvplan.results.data import bytes_per_token, kind_label, layer_index
 from kvplan.results.records import (
-    BlockSizeChange, BucketRow, EngineRowRecord, Fix, Grouping, GroupRow, HybridKVCacheManager, InspectBody, KindSummaryRow,
+    BlockSizeChange, BucketRow, DeploymentTotals, EngineRowRecord, Fix, Grouping, GroupRow, HybridKVCacheManager, InspectBody, KindSummaryRow,
     LayerRow, MambaAlignmentRecord, Memory, ModelRecord, PlanBody, PlanSpeculative, PolicyRecord,
     RankRow, Scheduler, Serving, Speculative, SweepRow, TensorRow, WorkerPadding, WorkerRow, WorkerSummaryRow,
 )
@@ -289,10 +289,11 @@ def _memory(plan, workers: tuple) -> Memory:
 
 
 def plan_body(layout, plan, serving, explain: list[str] | None = None, fixes: list[Fix] | None = None,
-              budget: Budget | DeviceBudget | None = None) -> PlanBody:
+              budget: Budget | DeviceBudget | None = None, *, data_parallel_size: int = 1) -> PlanBody:
     """One deployment's plan as results show it (``serving``: the options the layout was built with)."""
     w0 = plan.workers[0] if plan.workers else None
     workers = worker_rows(plan)
+    memory = _memory(plan, workers)
     return PlanBody(
         engine="vllm",
         policy=policy_record(plan.era),
@@ -308,13 +309,33 @@ def plan_body(layout, plan, serving, explain: list[str] | None = None, fixes: li
         grouping=_grouping(plan),
         groups=_group_rows(plan),
         tensors=_tensor_rows(w0.tensors) if w0 else (),
-        memory=_memory(plan, workers),
+        memory=memory,
         workers=workers,
         logs=tuple(plan.logs),
         explain=tuple(explain or ()),
         fixes=tuple(fixes or ()),
         budget=budget,
+        host_tier=plan.host_tier,
+        totals=deployment_totals(plan, memory, tensor_parallel_size=serving.tensor_parallel_size,
+                                 data_parallel_size=data_parallel_size),
     )
+
+
+def deployment_totals(plan, memory: Memory, *, tensor_parallel_size: int,
+                      data_parallel_size: int) -> DeploymentTotals | None:
+    """One engine's figures times its data-parallel ranks (None on one GPU, or when no pool was sized)."""
+    dp = data_parallel_size
+    per_engine = tensor_parallel_size * max(len(plan.workers), 1)
+    if dp * per_engine <= 1 or not plan.starts:
+        return None
+    h = plan.host_tier
+    sized = h is not None and h.sized
+    return DeploymentTotals(
+        data_parallel_size=dp, engines=dp, gpus_per_engine=per_engine, gpus=dp * per_engine,
+        kv_tokens=memory.kv_tokens * dp, max_concurrency=round(memory.max_concurrency * dp, 2),
+        effective_concurrency=round(memory.effective_concurrency * dp, 2),
+        host_memory_bytes=h.cpu_kv_cache_size_bytes * dp if sized else None,
+        host_kv_tokens=(h.cpu_kv_cache_size_tokens or 0) * dp if sized else None)
 
 
 

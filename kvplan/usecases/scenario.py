@@ -138,7 +138,8 @@ class ScenarioResult:
 
         d = self.deployment
         return plan_body(self.layout, self.plan, serving_options(d.serving, d.era),
-                         explain_plan(self.plan) if self.explain else None, list(self.fixes), self.budget)
+                         explain_plan(self.plan) if self.explain else None, list(self.fixes), self.budget,
+                         data_parallel_size=d.serving.data_parallel_size)
 
 
 def serving_of(s: Scenario):
@@ -276,7 +277,8 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
         enable_prefix_caching=s.enable_prefix_caching,
         mamba_cache_mode=s.mamba_cache_mode,
         disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
-        kv_transfer_config=s.kv_transfer_config,
+        kv_transfer_config=s.transfer_config(simple_offload=environment.simple_kv_offload(env, era)),
+        kv_offloading_backend=(s.kv_offloading_backend or "native") if s.kv_offloading_size is not None else None,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
         kv_events=s.kv_events,
         allow_chunked_local_with_hma=environment.allow_chunked_local_with_hma(env, era),
@@ -329,31 +331,80 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         exact_params=request.exact_params, data_parallel_size=serving.data_parallel_size,
         enable_expert_parallel=serving.enable_expert_parallel, quantization=request.quantization,
         cpu_offload_gb=request.cpu_offload_gb, enable_extensible_kv_cache=request.enable_extensible_kv_cache,
-        num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=scheduler.kv_transfer_config,
+        num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=scheduler.transfer_config(
+            simple_offload=environment.simple_kv_offload(serving.env, era)),
     )
 
 
 def build_layout(s: Scenario):
     """``model_stage`` for ``s``."""
     d = s.deployment
-    return model_stage(d.source, d.serving, d.era, d.budget.card, inventory=d.budget.counts_weights)
+    return model_stage(d.source, d.serving, d.era, d.budget.card, inventory=d.budget.counts_weights,
+                       scheduler=d.scheduler)
+
+
+def config_stage_checks(config: dict, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> None:
+    """vLLM's config-stage checks (``prechecks.check_config_stage``) on a model kvplan has no layer rule
+    for, from its config alone: the length it derives, its attention and KV heads. A check that fails is
+    vLLM's refusal (``ConfigStageFailure``, exit 3), which comes before vLLM meets the model class."""
+    from kvplan.engines.vllm import prechecks
+    from kvplan.engines.vllm.plan import ModelFacts
+    from kvplan.errors import ConfigStageFailure, EngineFailure
+    from kvplan.model.limits import max_lengths, text_config
+
+    dsw = serving.disable_sliding_window
+    length = max_lengths(config)[era.yarn_max_len, dsw]
+    text = text_config(config)
+
+    def count(key: str) -> int | None:
+        v = text.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+    method = serving.speculative_method
+    facts = ModelFacts(
+        max_model_len=length.max_model_len, derived_max_len=length.derived, speculative_method=method,
+        num_speculative_tokens_missing=method in prechecks.NO_DRAFT_MODEL_METHODS and serving.num_speculative_tokens is None,
+        total_num_attention_heads=count("num_attention_heads"),
+        # MLA is exempt from the GQA DCP checks and cannot be told without a rule: only plain KV heads count
+        total_num_kv_heads=None if "kv_lora_rank" in text else count("num_key_value_heads"),
+    )
+    given = scheduler.max_model_len
+    config_len = given if given is not None and given > 0 else length.max_model_len
+    options = simulate_options(scheduler, serving, era, 0, given, None, config_len)
+    try:
+        prechecks.check_config_stage(facts, options, era, [], config_len)
+    except EngineFailure as e:
+        fix = ""
+        if e.stage == prechecks.STAGE_MAX_MODEL_LEN:
+            fix = f"; fix: --max-model-len {int(length.derived.value)} or less"
+        raise ConfigStageFailure(f"vLLM {era.stands_for} would fail at start-up ({e.stage}): {e.error_type}: "
+                                 f"{e.message}{fix} (kvplan ran vLLM's config checks only: it has no layer rule "
+                                 "for this model)") from None
 
 
 def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCard | None, *,
-                inventory: bool = False) -> ModelLayout:
+                inventory: bool = False, scheduler: SchedulerInput | None = None) -> ModelLayout:
     """The model stage: the model's layout, with a warning for each ``VLLM_*`` variable vLLM would ignore;
     ``card``: the deployment's card (its preset decides the attention backend), None without one;
-    ``inventory``: count the weights too (``ModelLayout.inventory``), for the budget stage to read."""
+    ``inventory``: count the weights too (``ModelLayout.inventory``), for the budget stage to read;
+    ``scheduler``: with it, a model kvplan has no layer rule for first meets vLLM's config-stage checks
+    (``config_stage_checks``)."""
     from dataclasses import replace
 
     from kvplan.engines.vllm import environment
     from kvplan.engines.vllm.block_size import decide_block_size, device_of
+    from kvplan.errors import NoLayerRuleError
     from kvplan.model.layout import draft_model_layout, finish_model_layout
 
     s = source
     model, drafter = s.model_read, s.drafter_read
-    draft = draft_model_layout(model, drafter, serving_options(serving, era), revision=s.revision,
-                               download=s.download, hf_overrides=s.hf_overrides)
+    try:
+        draft = draft_model_layout(model, drafter, serving_options(serving, era), revision=s.revision,
+                                   download=s.download, hf_overrides=s.hf_overrides)
+    except NoLayerRuleError as e:  # the target's config (the drafter's is read later)
+        if scheduler is not None:
+            config_stage_checks(e.config, scheduler, serving, era)
+        raise
     # the engine decides the block size from the model's attention facts, here, as a value
     decision = decide_block_size(era, draft.attention(), device=device_of(card),
                                  block_size=serving.block_size, attention_backend=serving.attention_backend)
@@ -620,7 +671,8 @@ def run_deployment(d: Deployment, *, explain: bool = False, layout=None, fixes: 
     check_sizing(d)
     era = d.era
     if layout is None:
-        layout = model_stage(d.source, d.serving, era, d.budget.card, inventory=d.budget.counts_weights)
+        layout = model_stage(d.source, d.serving, era, d.budget.card, inventory=d.budget.counts_weights,
+                             scheduler=d.scheduler)
     budget = None
     if d.budget.kv_cache_memory is not None:
         kv_bytes = d.budget.kv_cache_memory

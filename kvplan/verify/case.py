@@ -170,5 +170,19 @@ def plan_from_case(case: dict, era):
         decode_context_parallel_size=case.get("decode_context_parallel_size", 1),
         tensor_parallel_size=case.get("tensor_parallel_size", 1),
         parallel_drafting=case_parallel_drafting(case, era),
+        **_offloading_options(case.get("kv_offloading")),
     )
     return simulate(layers, ranks if len(ranks) > 1 else (), facts, era, options)
+
+
+def _offloading_options(off: dict | None) -> dict:
+    """A case's ``kv_offloading`` (``--kv-offloading-size`` / ``--kv-offloading-backend`` and extra connector keys)
+    as the engine's options: the transfer config vLLM's post-init makes of them."""
+    if not off:
+        return {}
+    from kvplan.engines.vllm.offload import transfer_config
+
+    backend = off.get("backend", "native")
+    config = transfer_config(None, off["size_gib"], backend)
+    config["kv_connector_extra_config"].update(off.get("extra_config") or {})
+    return {"kv_transfer_config": config, "kv_offloading_backend": backend}

@@ -74,6 +74,9 @@ def compare(plan, result: dict) -> list[FieldCheck]:
     r = result
     f = plan.failure
     name, theirs_failure = vllm_failure(r)
+    connector_error = (r.get("kv_offloading") or {}).get("error")
+    if theirs_failure is None and connector_error:  # the connector's constructor, after the KV cache is sized
+        theirs_failure = _failure_text(connector_error["type"], connector_error["message"])
     check(name, _failure_text(f.error_type, f.message) if f else None, theirs_failure)
 
     # the model runner the release picked, and so the tokens a window must hold in flight
@@ -142,7 +145,29 @@ def compare(plan, result: dict) -> list[FieldCheck]:
         check("num_blocks", plan.num_blocks, r["num_blocks"])
         if r.get("max_concurrency") is not None:
             check("max_concurrency", plan.max_concurrency, r["max_concurrency"])
+    if r.get("error") is None and r.get("kv_offloading") is not None and not connector_error:
+        _compare_host_tier(plan.host_tier, r["kv_offloading"], check)
     return out
+
+
+HOST_TIER_FIELDS = ("world_size", "worker_kv_bytes_per_block", "blocks_per_chunk", "kv_bytes_per_chunk", "num_chunks",
+                    "cpu_kv_cache_size_bytes", "cpu_kv_cache_size_tokens")
+
+
+def _compare_host_tier(ours, theirs: dict, check) -> None:
+    """The host tier of ``--kv-offloading-size``: the connector, whether the hybrid manager stays on with it, and
+    the CPU spec's figures (the runner's ``_offloading``)."""
+    check("kv_offloading.kv_connector", ours.kv_connector if ours else None, theirs.get("kv_connector"))
+    if isinstance(theirs.get("supports_hma"), bool) and ours is not None:
+        check("kv_offloading.supports_hma", ours.hybrid_kv_cache_manager, theirs["supports_hma"])
+    if ours is None or theirs.get("kv_connector") != "OffloadingConnector":
+        return
+    for name in HOST_TIER_FIELDS:
+        check(f"kv_offloading.{name}", getattr(ours, name), theirs.get(name))
+    check("kv_offloading.groups", [[g.group_id, g.tokens_per_block, g.num_layers, g.sliding_window_size_in_chunks]
+                                   for g in ours.groups],
+          [[g["group_id"], g["tokens_per_block"], g["num_layers"], g["sliding_window_size_in_chunks"]]
+           for g in theirs.get("groups") or []])
 
 
 def differences(checks: list[FieldCheck]) -> list[FieldCheck]:

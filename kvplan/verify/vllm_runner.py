@@ -87,7 +87,7 @@ layer does.
 
 Result format (JSON object; keys sorted when printed)
 -----------------------------------------------------
-``case``, ``vllm_version``, ``api`` ("planning" | "projected" | "legacy"),
+``case``, ``vllm_version``, ``api`` ("planning" | "projected" | "legacy" | "per_worker": 0.10.x),
 ``threshold`` (float from ``_get_kv_cache_groups_uniform_page_size``, or null = min rule),
 ``groups``: global groups, each ``{layer_names, spec: {class, block_size,
 page_size_bytes, ...non-null spec fields}, num_layers}``,
@@ -234,6 +234,11 @@ if P is not None:
     API = "planning"
 elif hasattr(U, "_project_kv_cache_groups_to_worker"):
     API = "projected"
+elif not hasattr(U, "get_kv_cache_configs"):
+    # 0.10.x: EngineCore._initialize_kv_caches calls get_kv_cache_config(vllm_config, spec,
+    # memory) per worker (the admission check and the HMA-off unification inside it), then
+    # unify_kv_cache_configs (the smallest num_blocks) and takes worker 0's as the scheduler's
+    API = "per_worker"
 else:
     API = "legacy"
 
@@ -281,7 +286,10 @@ _LAYER_KEYS = (
 
 def find_threshold() -> float | None:
     mod = P if P is not None else U
-    src = inspect.getsource(mod._get_kv_cache_groups_uniform_page_size)
+    fn = getattr(mod, "_get_kv_cache_groups_uniform_page_size", None)
+    if fn is None:  # 0.10.x: the grouping lives in _get_kv_cache_config_uniform_page_size
+        fn = mod._get_kv_cache_config_uniform_page_size
+    src = inspect.getsource(fn)
     m = re.search(r"max_num_layers\s*<\s*min_num_layers\s*\*\s*([0-9.]+)", src)
     return float(m.group(1)) if m else None
 
@@ -289,7 +297,7 @@ def find_threshold() -> float | None:
 def _mamba_type(name: str):
     """kvplan's mamba_type -> the release's value (str up to 0.32, enum in 0.33)."""
     gdn_str = "gdn_attention"
-    if API == "legacy":
+    if API in ("legacy", "per_worker"):
         gdn_str = "linear_attention"  # 0.11 Qwen3-Next reported linear_attention
     aliases = {"gdn": gdn_str, "gdn_attention": gdn_str, "linear": "linear_attention"}
     value = aliases.get(name, name)
@@ -310,7 +318,8 @@ def _mamba_type(name: str):
 
 def build_spec(layer: dict, case: dict, notes: list[str]):
     kind = layer["kind"]
-    cls = getattr(I, _KIND_CLASS[kind])
+    # 0.10.x has no MLAAttentionSpec: an MLA layer is a FullAttentionSpec with use_mla=True
+    cls = getattr(I, _KIND_CLASS[kind], None) or I.FullAttentionSpec
     fields = {f.name for f in dataclasses.fields(cls) if f.init}
     kwargs: dict = {}
     for key in _LAYER_KEYS:
@@ -341,6 +350,8 @@ def build_spec(layer: dict, case: dict, notes: list[str]):
         kwargs[key] = value
     if kind == "mamba" and "mamba_cache_mode" in fields:
         kwargs["mamba_cache_mode"] = case.get("mamba_cache_mode", "none")
+    if "use_mla" in fields:  # 0.10.x: every attention spec says whether it caches one latent
+        kwargs["use_mla"] = kind == "mla"
     return cls(**kwargs)
 
 
@@ -375,6 +386,8 @@ class _StandInModelConfig(types.SimpleNamespace):
 
 def probe_model_runner(case: dict, probe: dict) -> dict:
     """The release's own choice of model runner and in-flight batches for this deployment."""
+    if importlib.util.find_spec("vllm.config.vllm") is None:
+        return {"use_v2_model_runner": None, "max_concurrent_batches": None}  # 0.10.x: one config module
     import vllm.config.vllm as vc
 
     os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
@@ -501,7 +514,7 @@ def _spec_summary(spec) -> dict:
         "block_size": spec.block_size,
         "page_size_bytes": spec.page_size_bytes,
     }
-    if isinstance(spec, I.UniformTypeKVCacheSpecs):
+    if hasattr(I, "UniformTypeKVCacheSpecs") and isinstance(spec, I.UniformTypeKVCacheSpecs):
         members = list(spec.kv_cache_specs.values())
         out["num_members"] = len(members)
         out["member_classes"] = sorted({type(s).__name__ for s in members})
@@ -628,7 +641,7 @@ def run_case(case: dict) -> dict:
     }
     requested = int(case["max_model_len"])
     if requested == -1:
-        if API == "legacy":
+        if API in ("legacy", "per_worker"):
             result["error"] = {
                 "type": "RunnerSkip",
                 "where": None,
@@ -728,6 +741,13 @@ def run_case(case: dict) -> dict:
                         or [g.kv_cache_spec.block_size for g in sched.kv_cache_groups]
                     )
                     U.update_kv_cache_capacity(cfg, sched)
+            elif API == "per_worker":
+                configs = [
+                    U.get_kv_cache_config(cfg, specs_w, mem_w)
+                    for specs_w, mem_w in zip(worker_specs, memory)
+                ]
+                U.unify_kv_cache_configs(configs)
+                sched = configs[0]
             else:
                 from vllm.v1.attention.backends import utils as backend_utils
 
@@ -771,6 +791,10 @@ def run_case(case: dict) -> dict:
                 try:
                     if API == "planning":
                         global_groups = P.get_global_kv_cache_groups(cfg, fresh_specs())
+                    elif API == "per_worker":
+                        # 0.10.x groups inside get_kv_cache_config: worker 0's groups are the
+                        # scheduler's (EngineCore takes kv_cache_configs[0])
+                        global_groups = list(configs[0].kv_cache_groups) if configs else None
                     else:
                         global_groups = U.get_kv_cache_groups(cfg, merged)
                 except Exception:  # noqa: BLE001 - the same error as above
@@ -803,8 +827,11 @@ def run_case(case: dict) -> dict:
                     result["max_concurrency"] = (
                         U.get_max_concurrency_for_kv_cache_config(cfg, sched)
                     )
-                if API != "legacy":
+                if API not in ("legacy", "per_worker"):
                     result["block_size"] = cfg.cache_config.block_size
+            off = case.get("kv_offloading")
+            if off is not None and sched is not None and result["error"] is None:
+                result["kv_offloading"] = _offloading(cfg, sched, off)
             if configs is not None and drafter_names:
                 # The proposer lives on the rank that holds the drafter layers (the last
                 # PP stage) and validates that rank's config.
@@ -831,7 +858,7 @@ def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
                 "estimated_max_model_len": est,
                 "rule": "global groups",
             }
-        if API == "legacy":
+        if API in ("legacy", "per_worker"):
             needed = U.max_memory_usage_bytes(cfg, specs_w.values())
             est = (
                 U.estimate_max_model_len(cfg, specs_w, avail)
@@ -886,6 +913,82 @@ def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
         }
     except Exception as e:  # noqa: BLE001
         return {"error": _error(e)}
+
+
+def _offloading(cfg, kv_cache_config, off: dict) -> dict:
+    """The host tier the release's native KV offloading builds for this KV cache config.
+
+    ``off``: ``{"size_gib": float, "backend": "native"|"lmcache", "extra_config": {...}}``
+    (``--kv-offloading-size`` / ``--kv-offloading-backend`` and extra connector keys). Runs
+    the release's own ``VllmConfig._post_init_kv_transfer_config`` (the connector it installs
+    and ``cpu_bytes_to_use``), then, for the OffloadingConnector, the same calls as the
+    connector's constructor: ``build_offloading_config(vllm_config, kv_cache_config)`` and
+    ``OffloadingSpecFactory.create_spec`` (the CPU spec's chunk count and padding). The
+    scheduler's KV cache config is used, as the scheduler-side connector is built with it.
+    On this CPU host ``CPUOffloadingSpec._uses_shared_region`` is false, so a replicated
+    (single-copy) MLA layout is not taken; it needs TP > 1 and is reported as a flag.
+    """
+    try:
+        from vllm.distributed.kv_transfer.kv_connector.v1.offloading.config import (
+            build_offloading_config,
+        )
+        from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+    except ImportError as e:
+        return {"error": {"type": "RunnerSkip", "where": None,
+                          "message": f"vLLM {VLLM_VERSION} has no build_offloading_config ({e})"}}
+    pc = cfg.parallel_config
+    # ParallelConfig computes world_size once, when built; the case sets TP/PP afterwards
+    pc.world_size = pc.tensor_parallel_size * pc.pipeline_parallel_size
+    cc = cfg.cache_config
+    cc.kv_offloading_size = float(off["size_gib"])
+    cc.kv_offloading_backend = off.get("backend", "native")
+    cfg.kv_transfer_config = None
+    type(cfg)._post_init_kv_transfer_config(cfg)
+    ktc = cfg.kv_transfer_config
+    out: dict = {
+        "kv_connector": ktc.kv_connector,
+        "kv_role": ktc.kv_role,
+        "kv_connector_extra_config": dict(ktc.kv_connector_extra_config),
+    }
+    try:  # whether the hybrid manager stays on with it (VllmConfig's rule, 0.22+)
+        from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+
+        out["supports_hma"] = bool(KVConnectorFactory.supports_hma_config(ktc))
+    except Exception as e:  # noqa: BLE001 - e.g. the lmcache package is not installed here
+        out["supports_hma"] = {"error": f"{type(e).__name__}: {e}"}
+    if ktc.kv_connector != "OffloadingConnector":
+        return out
+    ktc.kv_connector_extra_config.update(off.get("extra_config") or {})
+    if ktc.engine_id is None:
+        ktc.engine_id = "golden"
+    try:
+        config = build_offloading_config(cfg, kv_cache_config)
+        spec = OffloadingSpecFactory.create_spec(config)
+    except Exception as e:  # noqa: BLE001 - an engine failure is a result
+        out["error"] = _error(e)
+        return out
+    info = spec.cpu_info
+    out.update(
+        groups=[
+            {
+                "group_id": g.group_id,
+                "tokens_per_block": g.tokens_per_block,
+                "num_layers": len(g.layer_names),
+                "sliding_window_size_in_chunks": g.sliding_window_size_in_chunks,
+            }
+            for g in config.groups
+        ],
+        tokens_per_hash=config.cache.tokens_per_hash,
+        worker_kv_bytes_per_block=config.worker_kv_bytes_per_block,
+        world_size=config.parallel.world_size,
+        replicated_layout=bool(config.replicated_layout),
+        blocks_per_chunk=info.cpu_blocks_per_chunk,
+        num_chunks=info.cpu_num_chunks,
+        kv_bytes_per_chunk=spec.kv_bytes_per_chunk,
+        cpu_kv_cache_size_bytes=info.cpu_kv_cache_size_bytes,
+        cpu_kv_cache_size_tokens=info.cpu_kv_cache_size_tokens,
+    )
+    return out
 
 
 def _has_proposer_module() -> bool:
@@ -989,6 +1092,8 @@ def run_hook(case: dict) -> dict:
                 if hook is not None:
                     hook.verify_and_update_config(cfg)
                 out["mamba_ssm_cache_dtype"] = str(cc.mamba_ssm_cache_dtype)
+            elif case["kind"] == "nixl_topology":
+                out.update(_nixl_topology(case))
             elif case["kind"] == "block_size_backends":
                 out.update(_block_size_backends(case))
             elif case["kind"] == "engine_defaults":
@@ -1000,6 +1105,27 @@ def run_hook(case: dict) -> dict:
     finally:
         root.removeHandler(cap)
         out["logs"] = cap.records
+    return out
+
+
+def _nixl_topology(case: dict) -> dict:
+    """``{"kind": "nixl_topology", "local_tp", "remote_tp", "local_block", "remote_block",
+    "total_num_kv_heads", "is_mla"}``: the NIXL connector's ``TransferTopology`` (the decode worker is
+    local in pull mode) asked for ``tp_ratio`` and ``block_size_ratio``, each its value or its
+    AssertionError text. Releases without the class answer ``{"topology": None}``."""
+    try:
+        from vllm.distributed.kv_transfer.kv_connector.utils import TransferTopology
+    except ImportError:
+        return {"topology": None}
+    topo = TransferTopology(tp_rank=0, tp_size=case["local_tp"], block_size=case["local_block"],
+                            engine_id="decode", is_mla=case["is_mla"], is_mamba=False,
+                            total_num_kv_heads=case["total_num_kv_heads"], attn_backends=[])
+    out: dict = {"topology": "TransferTopology"}
+    for name, arg in (("tp_ratio", case["remote_tp"]), ("block_size_ratio", case["remote_block"])):
+        try:
+            out[name] = getattr(topo, name)(arg)
+        except AssertionError as e:
+            out[name] = {"error": {"type": "AssertionError", "message": str(e)}}
     return out
 
 

@@ -226,6 +226,9 @@ def _cases() -> list[Case]:
     # fp32 GDN state (Qwen3.5), Mamba2 (Nemotron), tensor parallelism
     c.append(Case("mimo-v2-flash__40gib", "XiaomiMiMo/MiMo-V2-Flash", None, 40, 131072))
     c.append(Case("deepseek-v3.2__40gib", "deepseek-ai/DeepSeek-V3.2", None, 40, 131072))
+    # IndexCache: 57 of GLM-5.3's 78 layers share the preceding indexer's top-k and own no indexer cache
+    c.append(Case("glm-5.3-indexshare__40gib", "tests/data/arch_configs/HawkBearPig/GLM-5.3-Int4-Int8Mix-RTN-g64",
+                  None, 40, 131072))
     c.append(Case("qwen3.5-27b__40gib", "Qwen/Qwen3.5-27B", None, 40, 131072, mamba=True))
     c.append(Case("nemotron-3-nano__40gib", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", None, 40, 131072,
                   mamba=True))
@@ -245,8 +248,38 @@ def _cases() -> list[Case]:
                   131072))
     c.append(Case("nemotron-3-nano-nvfp4__40gib", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", None, 40, 131072,
                   mamba=True))
+    c += _offloading_cases()
     c += _pipeline_cases()
     return c
+
+
+def _offloading_cases() -> list[Case]:
+    """KV offloading to host memory (``--kv-offloading-size``/``--kv-offloading-backend``, issue 36): the
+    connector the release installs and, for the native OffloadingConnector, the host tier its CPU spec
+    builds (chunks, padding, bytes, tokens). The runner records nothing for releases without
+    ``build_offloading_config``. Dense, sliding-window hybrid, MLA, GDN hybrid (its assertion without
+    prefix caching), TP 2, chunking by blocks and by tokens, and the lmcache backend."""
+    oss20, llama = "openai/gpt-oss-20b", "meta-llama/Meta-Llama-3.1-8B"
+
+    def off(size: float, backend: str = "native", **extra) -> dict:
+        return {"kv_offloading": {"size_gib": size, "backend": backend, "extra_config": extra}}
+
+    return [
+        Case("llama-3.1-8b__offload-64__40gib", llama, None, 40, 131072, extra=off(64)),
+        Case("llama-3.1-8b__offload-64-lmcache__40gib", llama, None, 40, 131072, extra=off(64, "lmcache")),
+        Case("llama-3.1-8b__offload-10.5-chunk4__40gib", llama, None, 40, 131072,
+             extra=off(10.5, blocks_per_chunk=4)),
+        Case("llama-3.1-8b__offload-64-tokens256__40gib", llama, None, 40, 131072, extra=off(64, block_size=256)),
+        Case("llama-3.1-8b__offload-64__tp2__40gib", llama, None, 40, 131072, tp=2, extra=off(64)),
+        Case("gpt-oss-20b__offload-64__40gib", oss20, None, 40, 131072, extra=off(64)),
+        Case("gpt-oss-20b__offload-64-chunk8__40gib", oss20, None, 40, 131072, extra=off(64, blocks_per_chunk=8)),
+        Case("gpt-oss-20b__offload-64-tokens100__40gib", oss20, None, 40, 131072, extra=off(64, block_size=100)),
+        Case("gpt-oss-20b__offload-64-lmcache__40gib", oss20, None, 40, 131072, extra=off(64, "lmcache")),
+        Case("deepseek-v3__offload-100__40gib", "deepseek-ai/DeepSeek-V3", None, 40, 131072, extra=off(100)),
+        Case("gemma-3-27b__offload-64__40gib", "google/gemma-3-27b-it", None, 40, 131072, extra=off(64)),
+        Case("qwen3-next__offload-64__40gib", "Qwen/Qwen3-Next-80B-A3B-Thinking", None, 40, 131072, mamba=True,
+             extra=off(64)),
+    ]
 
 
 def _pipeline_cases() -> list[Case]:
@@ -561,6 +594,16 @@ def hook_cases() -> list[dict]:
                 cases.append({"case": f"mamba_mode:{arch}:prefix={prefix}:{mode}", "kind": "mamba_mode",
                               "architecture": arch, "supports_mamba_prefix_caching": supports,
                               "enable_prefix_caching": prefix, "mamba_cache_mode": mode})
+    # the NIXL connector's TransferTopology on prefill/decode pairs (decode local): TP and block sizes that
+    # divide, and those that do not (kvplan.engines.vllm.disagg)
+    for d_tp, p_tp, d_block, p_block, heads, mla in ((1, 1, 64, 64, 8, False), (1, 1, 64, 128, 8, False),
+                                                     (1, 1, 128, 64, 8, False), (4, 2, 64, 64, 8, False),
+                                                     (2, 4, 64, 64, 8, False), (3, 2, 64, 64, 8, False),
+                                                     (2, 3, 64, 64, 8, False), (8, 1, 64, 64, 1, True),
+                                                     (16, 16, 16, 48, 8, False)):
+        cases.append({"case": f"nixl_topology:dtp{d_tp}:ptp{p_tp}:db{d_block}:pb{p_block}", "kind": "nixl_topology",
+                      "local_tp": d_tp, "remote_tp": p_tp, "local_block": d_block, "remote_block": p_block,
+                      "total_num_kv_heads": heads, "is_mla": mla})
     base = json.loads((REPO / "configs/nvidia/Nemotron-H-56B-Base-8K/config.json").read_text())
     base.pop("mamba_ssm_cache_dtype", None)
     for value in (None, "float32", "bfloat16"):

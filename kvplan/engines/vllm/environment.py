@@ -14,7 +14,8 @@ VLLM_ALLOW_LONG_MAX_MODEL_LEN                    --max-model-len above the deriv
   (``strip().lower() in ("1", "true")``, off)    warning instead of vLLM's ValueError
                                                  (``config/model.py _get_and_verify_max_len``)
 VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_       0 turns the hybrid manager off for chunked-local
-  KV_CACHE (``bool(int(v))``, 1)                 attention models (``config/vllm.py``)
+  KV_CACHE (``bool(int(v))``; 0 to 0.13.0,       attention models (``config/vllm.py``)
+  1 from 0.14.0: Era.chunked_local_hma_by_default)
 VLLM_PP_LAYER_PARTITION (a string, unset)        the layers per pipeline stage, ``"10,11,11"``
                                                  (``distributed/utils.py get_pp_indices``)
 VLLM_USE_V2_MODEL_RUNNER (``bool(int(v))``;      the model runner, when --model-runner is not
@@ -25,6 +26,9 @@ VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS         whether the memory profile subt
                                                  (``v1/worker/gpu_worker.py``)
 VLLM_MLA_DISABLE (``bool(int(v))``, 0)           1 on an MLA model is refused: vLLM then caches
                                                  full K/V per head, which kvplan does not model
+VLLM_USE_SIMPLE_KV_OFFLOAD (``bool(int(v))``, 0) 1: ``--kv-offloading-backend native`` installs
+                                                 SimpleCPUOffloadConnector instead of the
+                                                 OffloadingConnector (``config/vllm.py``)
 ==============================================  ===============================================
 
 Names that do not start with ``VLLM_`` are ignored (``CUDA_VISIBLE_DEVICES=0 vllm serve …``).
@@ -51,6 +55,7 @@ PP_PARTITION = "VLLM_PP_LAYER_PARTITION"
 V2_RUNNER = "VLLM_USE_V2_MODEL_RUNNER"
 CUDAGRAPH_PROFILE = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 MLA_DISABLE = "VLLM_MLA_DISABLE"
+SIMPLE_KV_OFFLOAD = "VLLM_USE_SIMPLE_KV_OFFLOAD"
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ APPLIED: dict[str, EnvVar] = {v.name: v for v in (
     EnvVar(V2_RUNNER, "int_bool", "the model runner (1 = V2, 0 = V1) when --model-runner is not given"),
     EnvVar(CUDAGRAPH_PROFILE, "int_bool", "whether the memory profile subtracts CUDA-graph memory"),
     EnvVar(MLA_DISABLE, "int_bool", "1: MLA models cache full K/V per head (not modelled: refused)"),
+    EnvVar(SIMPLE_KV_OFFLOAD, "int_bool", "1: --kv-offloading-backend native installs SimpleCPUOffloadConnector"),
 )}
 
 
@@ -125,7 +131,8 @@ def allow_long_max_model_len(env, era) -> bool:
 
 def allow_chunked_local_with_hma(env, era) -> bool:
     value = flag(env, era, CHUNKED_LOCAL)
-    return True if value is None else value  # default 1 (vLLM PR #29627; 0.18.0-0.34.0)
+    # unset: the release's default (Era.chunked_local_hma_by_default: "0" to 0.13.0, "1" from 0.14.0, PR #29627)
+    return era.chunked_local_hma_by_default if value is None else value
 
 
 def use_v2_model_runner(env, era) -> bool | None:
@@ -134,6 +141,10 @@ def use_v2_model_runner(env, era) -> bool | None:
 
 def cudagraph_memory_in_profile(env, era) -> bool | None:
     return flag(env, era, CUDAGRAPH_PROFILE)
+
+
+def simple_kv_offload(env, era) -> bool:
+    return bool(flag(env, era, SIMPLE_KV_OFFLOAD))
 
 
 def pp_layer_partition(env, era) -> str | None:

@@ -195,6 +195,13 @@ class Era:
     # scheduling unless there is an incompatible option"); tests/golden/defaults/0.11.0-0.14.1.
     # Chain: False from 0.10.1; True from 0.14.0.
     async_scheduling_by_default: bool = True
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE unset: "0" up to 0.13.0 (vllm/envs.py: 0.10.1 line 1140,
+    # 0.11.0 line 1389, 0.13.0 line 1432, ``bool(int(os.getenv(..., "0")))``; vLLM PR #21761), so VllmConfig turns
+    # the hybrid manager off for chunked-local attention models (Llama 4) with its "latency regression" warning
+    # (0.10.1 config/__init__.py line 3674, 0.13.0 config/vllm.py line 916); "1" from 0.14.0 (envs.py line 1469;
+    # PR #29627). Read in the 0.10.1, 0.10.1.1, 0.10.2, 0.11.0-0.11.2, 0.12.0, 0.13.0 and 0.14.0 wheels.
+    # Chain: False from 0.10.1; True from 0.14.0.
+    chunked_local_hma_by_default: bool = True
     # The derived max_model_len of YaRN models (``_get_and_verify_max_len``): "original_times_factor"
     # (0.18.0: original_max_position_embeddings x factor) or "factor_in_length" (0.33.0: YaRN's
     # max_position_embeddings is already scaled; pinned at the checked release, not bisected).
@@ -239,6 +246,12 @@ class Era:
     # ROCM_ATTN.get_preferred_block_size returns 16 (rocm_attn.py 0.34.0 line 167; absent in 0.33.0).
     # Chain: False from 0.10.1; True from 0.34.0.
     rocm_attn_prefers_16: bool = False
+    # KV offloading to host memory (--kv-offloading-size / --kv-offloading-backend): "none" (no such
+    # flags), "flags" (VllmConfig installs the connector; the host tier's sizing is not modelled), or
+    # "cpu_chunks" (build_offloading_config + CPUOffloadingSpec: page-aligned chunks of every worker's
+    # blocks, golden-run on 0.33.0 and 0.34.0; kvplan/engines/vllm/offload.py).
+    # Chain: 'none' from 0.10.1; 'flags' from 0.12.0; 'cpu_chunks' from 0.33.0.
+    kv_offloading: str = "none"
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -278,6 +291,7 @@ _BASE = dict(
     capacity_log="per_worker_both",
     full_head_size_v=False,
     async_scheduling_by_default=False,
+    chunked_local_hma_by_default=False,
     kernel_block_sizes="0.12",
     preferred_block_size_hook=False,
     rocm_aiter_unified_prefers_64=False,
@@ -292,16 +306,17 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.11.1", "0.11.1", "the size line is logged once (info_once); the concurrency line still per worker",
      dict(capacity_log="per_worker")),
     ("vllm-0.12", "0.12.0",
-     "PR #29303: threshold 1.25; page sizes unified (raise when they do not divide); capacity lines logged once",
-     dict(threshold=1.25, page_mismatch="raise", capacity_log="two_lines")),
+     "PR #29303: threshold 1.25; page sizes unified (raise when they do not divide); capacity lines logged once; "
+     "--kv-offloading-size / --kv-offloading-backend install a KV offloading connector",
+     dict(threshold=1.25, page_mismatch="raise", capacity_log="two_lines", kv_offloading="flags")),
     ("vllm-0.13", "0.13.0",
      "Nemotron-H's config hook: the ssm state defaults to float16 when the config does not set it",
      dict(nemotron_h_ssm_cache_dtype="float16", messages="0.13")),
     ("vllm-0.14", "0.14.0",
      "PR #29431: admission counts the first group only; --max-model-len auto (auto-fit); full-attention "
-     "pages with their own V head size",
+     "pages with their own V head size; chunked-local attention keeps the hybrid manager by default (PR #29627)",
      dict(admission="first_group", auto_fit=True, messages="0.14", full_head_size_v=True, admission_scope="global",
-          async_scheduling_by_default=True, kernel_block_sizes="0.14")),
+          async_scheduling_by_default=True, kernel_block_sizes="0.14", chunked_local_hma_by_default=True)),
     ("vllm-0.15", "0.15.0",
      "--mamba-cache-mode, reconciled with prefix caching by the model config; a Mamba layer reserves "
      "1 + speculative blocks (was cdiv(max_model_len, block)); drafter check says 'drafting'",
@@ -371,11 +386,12 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.33", "0.33.0",
      "0.33.0: GDN align 64 and kernel alignment >= block, "
      "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager; the attention "
-     "backend (and its block size) follows the GPU",
+     "backend (and its block size) follows the GPU; native KV offloading sizes its host tier in page-aligned "
+     "chunks of every worker's blocks (build_offloading_config)",
      dict(gdn_align_tokens=64, messages="0.33", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching",
           yarn_max_len="factor_in_length", float_kv_cache_check=True, speculators_user_config=True,
-          backend_by_device=True)),
+          backend_by_device=True, kv_offloading="cpu_chunks")),
     ("vllm-0.34", "0.34.0",
      "0.34.0: no single-group check on drafting layers (V1 EAGLE proposer removed); reworded admission hint "
      "and auto-fit lines; the extensible KV cache, sized after warmup and CUDA-graph capture (utilization 1.0), "

@@ -6,10 +6,14 @@ Reference §5 (HMA on/off), §7.6 and §12.4 (Mamba alignment).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
 
 from kvplan.engines.vllm.eras import Era
+from kvplan.engines.vllm.versions import version_key
 from kvplan.engines.vllm.grouping import EngineFailure
 from kvplan.engines.vllm.wording import wording
 from kvplan.specs import AttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec
@@ -17,15 +21,6 @@ from kvplan.units import cdiv
 
 # speculative methods for which vLLM's SpeculativeConfig.use_eagle() is true
 EAGLE_METHODS = frozenset({"eagle", "eagle3", "mtp"})
-
-# KV connectors whose class subclasses SupportsHMA in vLLM 0.33.0 (read in its
-# kv_connector/factory.py registry and each class): 0.33 keeps the hybrid manager on for
-# them. MultiConnector counts only when every child connector does.
-HMA_CONNECTORS_033 = frozenset({
-    "ExampleHiddenStatesConnector", "NixlConnector", "NixlPullConnector", "NixlPushConnector",
-    "HiSparseConnector", "MoRIIOConnector", "OffloadingConnector", "DecodeBenchConnector",
-    "MooncakeConnector", "MooncakeStoreConnector", "SimpleCPUOffloadConnector",
-})
 
 CHUNKED_LOCAL_WARNING = (
     "There is a latency regression when using chunked local attention with the hybrid KV cache manager. "
@@ -38,13 +33,39 @@ def hma_explicit_failure(era: Era) -> str:
     )
 
 
-def connector_supports_hma(config: dict) -> bool:
-    """0.33's ``KVConnectorFactory.supports_hma_config``."""
+def registered_connectors(era: Era) -> dict:
+    """The KV connectors the release behind ``era`` registers, each ``{"class", "module", "supports_hma"}``
+    (``kv_connectors.json``, read from every checked wheel's ``KVConnectorFactory`` by
+    ``scripts/golden/kv_connectors.py``); a release between two checked ones reads the older one's."""
+    table = _connector_table()
+    key = version_key(era.stands_for or "0")
+    older = [v for v in table if version_key(v) <= key]
+    return table[max(older, key=version_key)] if older else {}
+
+
+@lru_cache(maxsize=1)
+def _connector_table() -> dict:
+    return json.loads((Path(__file__).parent / "kv_connectors.json").read_text())
+
+
+def connector_supports_hma(config: dict, era: Era) -> bool:
+    """The release's ``KVConnectorFactory.supports_hma_config``: the registered class subclasses
+    ``SupportsHMA``; MultiConnector only when every child connector does."""
     name = str(config.get("kv_connector", ""))
     if name != "MultiConnector":
-        return name in HMA_CONNECTORS_033
+        return bool((registered_connectors(era).get(name) or {}).get("supports_hma"))
     children = (config.get("kv_connector_extra_config") or {}).get("connectors") or []
-    return bool(children) and all(isinstance(c, dict) and connector_supports_hma(c) for c in children)
+    return bool(children) and all(isinstance(c, dict) and connector_supports_hma(c, era) for c in children)
+
+
+def check_connector_registered(config: dict, era: Era) -> None:
+    """``KVConnectorFactory.get_connector_class``: a connector name the release does not register, and no
+    ``kv_connector_module_path`` to import it from, is vLLM's ValueError (0.34.0 factory.py:133)."""
+    name = config.get("kv_connector")
+    if name is None or config.get("kv_connector_module_path"):
+        return
+    if str(name) not in registered_connectors(era):
+        raise EngineFailure("ValueError", f"Unsupported connector type: {name}", "config")
 
 
 @dataclass(frozen=True)
@@ -75,12 +96,14 @@ def decide_hma(
         elif not allow_chunked_local_with_hma:
             logs.append(CHUNKED_LOCAL_WARNING)
             reasons.append("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0")
+    if kv_transfer_config is not None:
+        check_connector_registered(kv_transfer_config, era)
     if user_disable is None and kv_transfer_config is not None:
         connector = str(kv_transfer_config.get("kv_connector", "")) or "(none)"
         if era.kv_transfer_rule == "always":
             reasons.append("--kv-transfer-config is set")
             logs.append(wording(era).kv_transfer_warning)
-        elif not connector_supports_hma(kv_transfer_config):
+        elif not connector_supports_hma(kv_transfer_config, era):
             reasons.append(f"connector {connector} does not support the hybrid manager (SupportsHMA)")
             logs.append(wording(era).kv_transfer_warning.format(connector=connector))
     if user_disable is True:

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kvplan.bounds import MAX_TOKENS
-from kvplan.engines.vllm import grouping, hybrid, prechecks, runner, sizing
+from kvplan.engines.vllm import grouping, hybrid, offload, prechecks, runner, sizing
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
 from kvplan.engines.vllm.hybrid import HmaDecision, MambaAlignment
 from kvplan.engines.vllm.wording import autofit_lines, wording
 from kvplan.errors import OptionError
+from kvplan.results.host_tier import HostTier
 from kvplan.specs import (
     ChunkedLocalAttentionSpec,
     CrossAttentionSpec,
@@ -85,7 +86,8 @@ class SimulateOptions:
     mamba_cache_mode: str | None = None
     mamba_block_size: int | None = None
     disable_hybrid_kv_cache_manager: bool | None = None
-    kv_transfer_config: dict | None = None
+    kv_transfer_config: dict | None = None  # as vLLM holds it (the offloading flags applied)
+    kv_offloading_backend: str | None = None  # --kv-offloading-backend, when the flags made the connector
     num_gpu_blocks_override: int | None = None
     allow_chunked_local_with_hma: bool = True
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN
@@ -139,6 +141,8 @@ class Plan:
     # head drafts sequentially (runner.parallel_drafting_note)
     parallel_drafting: bool = False
     parallel_drafting_note: str | None = None
+    # the host tier of a KV offloading connector (kvplan.engines.vllm.offload), None without one
+    host_tier: HostTier | None = None
     # per worker, at the admission check (kept when it fails): groups, pool, need, estimate
     worker_checks: list[sizing.WorkerCheck] = field(default_factory=list)
     steady: sizing.SteadyState | None = None
@@ -382,6 +386,17 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     if era.drafter_single_group_check and facts.speculative_method is not None and len(plan.drafter_groups()) != 1:
         if drafter or facts.speculative_method in hybrid.EAGLE_METHODS:
             raise EngineFailure("AssertionError", wording(era).drafter_split, "drafter")
+    if o.kv_transfer_config and plan.workers:
+        # the connector is built after the KV cache is sized, from the scheduler's config (the global
+        # groups) and the first worker's buffer
+        w0 = plan.workers[0]
+        plan.host_tier = offload.host_tier(
+            era, o.kv_transfer_config, backend=o.kv_offloading_backend, hma_on=not (plan.hma and plan.hma.disabled),
+            groups=plan.groups, num_blocks=w0.num_blocks, worker_kv_bytes=sum(t.size_bytes for t in w0.tensors),
+            max_model_len=plan.max_model_len, gpu_kv_tokens=int(plan.max_concurrency * plan.max_model_len),
+            tensor_parallel_size=o.tensor_parallel_size, pipeline_parallel_size=max(len(ranks), 1),
+            decode_context_parallel_size=o.decode_context_parallel_size,
+            mamba_cache_mode=plan.workload.mamba_cache_mode if plan.workload else "none")
 
 
 def _dcp_log(dcp: int) -> str:

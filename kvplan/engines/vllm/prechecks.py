@@ -264,6 +264,18 @@ def check_drafter_hidden_size(facts) -> None:
                         STAGE_DRAFTER_HIDDEN)
 
 
+def check_config_stage(facts, options, era, logs: list[str], max_model_len: int) -> None:
+    """The checks ``create_engine_config`` runs before vLLM builds a layer (no layer rule needed), in
+    vLLM's order: the length, DCP against TP, the speculative config, the scheduler's batch sizes, the
+    attention heads against TP (and the GQA DCP checks when the KV heads are known). For a model
+    kvplan has no layer rule for: vLLM refuses these before it would meet the model class."""
+    check_max_model_len(facts, options, logs)
+    check_dcp_parallel(options, era)
+    check_speculative(facts, options, era, logs)
+    check_scheduler(options, max_model_len)
+    check_attention_heads(facts, options, era)
+
+
 def check_config(facts, options, era, logs: list[str], max_model_len: int) -> None:
     """Every check, in vLLM's order; raises ``EngineFailure`` at the first that fails.
     ``max_model_len``: the length vLLM's config holds (the given one, or the derived one)."""

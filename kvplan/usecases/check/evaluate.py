@@ -11,7 +11,7 @@ from kvplan.results.check import LayoutSignature, PlanNumbers, SameLayoutMeasure
 from kvplan.results.records import CrossCheck
 from kvplan.usecases.check.schema import ERROR, FAIL, PASS, Deployment, Expectation
 from kvplan.usecases.scenario import Scenario
-from kvplan.units import plural
+from kvplan.units import format_bytes, plural
 
 # ---------------------------------------------------------------------------
 # Evaluation
@@ -51,9 +51,11 @@ class DeploymentResult:
         return [o for o in self.outcomes if not o.passed]
 
 
-def plan_numbers(plan, fix: str | None = None) -> PlanNumbers:
-    """The numbers `check` reports for one plan (raw values; rounding only to hide float noise)."""
+def plan_numbers(plan, fix: str | None = None, *, data_parallel_size: int = 1) -> PlanNumbers:
+    """The numbers `check` reports for one plan (raw values; rounding only to hide float noise); the host
+    tier's, every data-parallel engine's."""
     failure = plan.failure
+    tier = plan.host_tier if plan.host_tier is not None and plan.host_tier.sized else None
     return PlanNumbers(
         starts=plan.starts, stage=failure.stage if failure else None,
         error_type=failure.error_type if failure else None, error=failure.message if failure else None,
@@ -61,7 +63,9 @@ def plan_numbers(plan, fix: str | None = None) -> PlanNumbers:
         padding_waste_pct=round(plan.padding_waste_pct, 4), num_blocks=plan.num_blocks,
         max_concurrency=round(plan.max_concurrency, 6),
         steady_state_concurrency=round(plan.steady_state_concurrency, 6), kv_tokens=plan.kv_tokens,
-        max_model_len=plan.max_model_len, fix=fix)
+        max_model_len=plan.max_model_len, fix=fix,
+        host_memory_bytes=tier.cpu_kv_cache_size_bytes * data_parallel_size if tier else None,
+        host_kv_tokens=(tier.cpu_kv_cache_size_tokens or 0) * data_parallel_size if tier else None)
 
 
 def layout_signature(plan) -> LayoutSignature:
@@ -123,6 +127,17 @@ def evaluate(expectation: Expectation, numbers: PlanNumbers) -> Outcome:
         measured = numbers.kv_tokens
         passed = measured >= limit
         message = f"KV tokens {measured:,}, need at least {limit:,}"
+    elif key in ("max_host_memory", "min_host_kv_tokens"):
+        host = numbers.host_memory_bytes if key == "max_host_memory" else numbers.host_kv_tokens
+        measured = host if host is not None else 0
+        if key == "max_host_memory":
+            passed = measured <= limit
+            message = (f"host tier {format_bytes(measured)} of host memory, limit {format_bytes(limit)}" if host
+                       is not None else "no sized host tier (no --kv-offloading-size with the native backend)")
+        else:
+            passed = host is not None and measured >= limit
+            message = (f"host tier holds {measured:,} tokens, need at least {limit:,}" if host is not None
+                       else "no sized host tier (no --kv-offloading-size with the native backend)")
     elif key == "max_groups":
         measured = numbers.num_groups
         passed = measured <= limit
@@ -171,7 +186,8 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
         result = run(scenario)
         body = getattr(result, "body", None)
         fixes = body.fixes if body is not None else ()
-        numbers = plan_numbers(result.plan, fixes[0].flag if fixes else None)  # simulate's first verified fix
+        numbers = plan_numbers(result.plan, fixes[0].flag if fixes else None,  # simulate's first verified fix
+                               data_parallel_size=scenario.data_parallel_size)
         outcomes = [
             _same_layout(e, scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)
             for e in d.expectations

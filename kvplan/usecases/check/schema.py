@@ -131,6 +131,21 @@ def _from_table(name: str) -> Callable[[Any], Any]:
     return check
 
 
+def _size(v: Any) -> int:
+    """A size in bytes: an integer, or ``64GiB`` / ``70G`` as the command line's sizes are written."""
+    from kvplan.units import parse_human_int
+
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise _Bad(f"expected a size such as 64GiB, got {_type_name(v)}")
+    try:
+        n = parse_human_int(v)
+    except (ValueError, OptionError) as e:
+        raise _Bad(f"expected a size such as 64GiB ({e})") from None
+    if n < 0:
+        raise _Bad(f"must be at least 0, got {v}")
+    return n
+
+
 def _policy(v: Any) -> str:
     return _from_table("policy")(v)
 
@@ -154,6 +169,9 @@ EXPECTATIONS: dict[str, Callable[[Any], Any]] = {
     "min_max_model_len": _integer(1),
     "min_kv_tokens": _integer(0),
     "max_groups": _integer(1),
+    # the host tier of --kv-offloading-size (bytes the engine maps, every data-parallel engine's) and its tokens
+    "max_host_memory": _size,
+    "min_host_kv_tokens": _integer(0),
     "same_layout_as": _policy,
 }
 DEFAULT_EXPECTATIONS = {"starts": True}

@@ -1,0 +1,193 @@
+"""KV offloading to host memory (issue 36): the connector the offloading flags install and the host tier
+the native OffloadingConnector builds.
+
+Every figure of the tier is also checked field by field against the release's own code by
+tests/test_golden.py (``tests/golden/*__offload-*``: vLLM 0.33.0 and 0.34.0 ran their post-init,
+``build_offloading_config`` and ``CPUOffloadingSpec`` on these cases). Here: the intake paths (flags on
+a serve line, ``simulate`` options, ``--kv-transfer-config``) give the same tier, and the cases the
+CPU-only golden runner cannot take (the single-copy MLA layout needs a CUDA host's shared region)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvplan.cli.app import ensure_registered
+
+app = ensure_registered()
+runner = CliRunner()
+GiB = 1 << 30
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"
+# Llama-3.1-8B, bf16, vLLM 0.34.0's 64-token block: 32 layers x 2 (K, V) x 8 KV heads x 128 x 2 bytes x 64
+LLAMA_BLOCK_BYTES = 32 * 2 * 8 * 128 * 2 * 64  # 8 MiB: one worker's bytes per block id
+# DeepSeek-V3 (MLA, bf16): 61 layers x (512 + 64) x 2 bytes x 64 tokens
+DSV3_BLOCK_BYTES = 61 * 576 * 2 * 64  # 4,497,408 = 1,098 host pages of 4 KiB
+
+
+def run_json(*args: str) -> tuple[int, dict]:
+    r = runner.invoke(app, [*args, "--format", "json"] if args[0] != "vllm" else
+                      ["vllm", "--format", "json", *args[1:]])
+    return r.exit_code, json.loads(r.stdout)
+
+
+def test_serve_line_native_backend_h100():
+    """The issue's line: 64 GiB of host memory in chunks of one 8 MiB block (one worker), 8,192 chunks;
+    a request of 131,072 tokens takes 131,072 / 64 = 2,048 chunks, so the tier holds 8,192 x 131,072 //
+    2,048 = 524,288 tokens (the same figures as the 0.34.0 golden llama-3.1-8b__offload-64__40gib: the
+    tier does not depend on the GPU pool's size)."""
+    code, d = run_json("vllm", "--gpu", "H100-80GB", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                       "--kv-offloading-size", "64", "--kv-offloading-backend", "native")
+    assert code == 0 and d["outcome"]["starts"]
+    h = d["host_tier"]
+    assert (h["kv_connector"], h["kv_role"], h["backend"], h["hybrid_kv_cache_manager"], h["sized"]) == (
+        "OffloadingConnector", "kv_both", "native", True, True)
+    assert h["cpu_bytes_to_use"] == 64 * GiB
+    assert h["worker_kv_bytes_per_block"] == LLAMA_BLOCK_BYTES
+    assert (h["blocks_per_chunk"], h["world_size"], h["kv_bytes_per_chunk"]) == (1, 1, LLAMA_BLOCK_BYTES)
+    assert h["num_chunks"] == 64 * GiB // LLAMA_BLOCK_BYTES == 8192
+    assert h["cpu_kv_cache_size_bytes"] == 8192 * LLAMA_BLOCK_BYTES
+    assert h["cpu_kv_cache_size_tokens"] == 8192 * 131072 // 2048 == 524288
+    assert h["groups"] == [{"group_id": 0, "tokens_per_block": 64, "num_layers": 32,
+                            "sliding_window_size_in_chunks": None}]
+    flags = {r["flag"]: r for r in d["serve"]["flags"]}
+    assert flags["--kv-offloading-size"]["applied_as"] == "kv_offloading_size"
+    assert flags["--kv-offloading-backend"]["applied_as"] == "kv_offloading_backend"
+    assert not any("extensible KV cache off" in w for w in d["warnings"])  # OffloadingConnector is in-process
+
+
+def test_lmcache_backend_turns_the_hybrid_manager_off():
+    """``lmcache`` installs LMCacheMPConnector with no size (the LMCache server holds the tier), and vLLM's
+    class does not subclass SupportsHMA: gpt-oss-20b's sliding and full layers fall into one group."""
+    code, d = run_json("vllm", "serve", "openai/gpt-oss-20b", "--kv-cache-memory-bytes", "40GiB",
+                       "--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache")
+    assert code == 0
+    h = d["host_tier"]
+    assert (h["kv_connector"], h["backend"], h["hybrid_kv_cache_manager"], h["sized"]) == (
+        "LMCacheMPConnector", "lmcache", False, False)
+    assert "LMCache server" in h["note"]
+    assert d["hybrid_kv_cache_manager"]["enabled"] is False
+    assert len(d["groups"]) == 1
+
+
+def test_transfer_config_json_gives_the_same_tier_as_the_flags():
+    """``--kv-transfer-config`` naming the OffloadingConnector with its extra config is what the flags
+    become in vLLM's post-init: the same tier, here chunked by 4 blocks (10.5 GiB: 336 chunks of 32 MiB)."""
+    extra = {"cpu_bytes_to_use": int(10.5 * GiB), "blocks_per_chunk": 4}
+    ktc = json.dumps({"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra})
+    _, by_json = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-transfer-config", ktc)
+    h = by_json["host_tier"]
+    assert (h["blocks_per_chunk"], h["kv_bytes_per_chunk"], h["num_chunks"]) == (4, 4 * LLAMA_BLOCK_BYTES, 336)
+    # 131,072 tokens in chunks of 4 x 64 tokens: 512 chunks a request
+    assert h["cpu_kv_cache_size_tokens"] == 336 * 131072 // 512 == 86016
+    _, by_flags = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-offloading-size", "10.5")
+    assert by_flags["host_tier"]["num_chunks"] == int(10.5 * GiB) // LLAMA_BLOCK_BYTES == 1344
+
+
+def test_mla_under_tp_keeps_one_copy():
+    """DeepSeek-V3 on TP 8: every rank holds the same latent (``max_tp_shards=1``, so ``kv_tp_replicas`` is
+    8), and on a CUDA host the chunk keeps one copy (``build_offloading_config``'s replicated layout,
+    ``CPUOffloadingSpec``'s ``num_copies = 1``): 100 GiB // 4,497,408 = 23,874 chunks, as on one GPU; with
+    a copy per rank it would be 2,984. (The golden runner runs on a CPU host, where the shared region and so
+    this layout are off: deepseek-v3__offload-100 records the TP 1 figures.)"""
+    _, d = run_json("simulate", "deepseek-ai/DeepSeek-V3", "--kv-cache-memory", "40GiB", "-tp", "8",
+                    "--kv-offloading-size", "100")
+    h = d["host_tier"]
+    assert h["worker_kv_bytes_per_block"] == DSV3_BLOCK_BYTES == 1098 * 4096
+    assert (h["world_size"], h["kv_bytes_per_chunk"]) == (8, DSV3_BLOCK_BYTES)
+    assert h["num_chunks"] == 100 * GiB // DSV3_BLOCK_BYTES == 23874
+    assert "replicated" in h["note"]
+
+
+def test_dense_under_tp_stores_every_rank():
+    """Llama on TP 2: each rank's block is half (4 MiB), a chunk holds both ranks' (8 MiB), so the 64 GiB
+    hold the same 8,192 chunks (golden llama-3.1-8b__offload-64__tp2__40gib)."""
+    _, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "-tp", "2", "--kv-offloading-size", "64")
+    h = d["host_tier"]
+    assert (h["worker_kv_bytes_per_block"], h["world_size"], h["kv_bytes_per_chunk"], h["num_chunks"]) == (
+        LLAMA_BLOCK_BYTES // 2, 2, LLAMA_BLOCK_BYTES, 8192)
+
+
+def test_token_chunk_not_a_multiple_of_the_block_fails_as_vllm_does():
+    code, d = run_json("simulate", "openai/gpt-oss-20b", "--kv-cache-memory", "40GiB", "--kv-offloading-size", "64",
+                       "--kv-transfer-config", json.dumps({"kv_connector_extra_config": {"block_size": 100}}))
+    assert code == 3
+    assert d["outcome"]["stage"] == "kv_connector"
+    assert d["outcome"]["error"].startswith("'block_size'=100 in kv_connector_extra_config must be a multiple of "
+                                            "the GPU KV cache block size (64 tokens). Use 128 instead")
+
+
+@pytest.mark.parametrize("release, sized", [("0.33.0", True), ("0.20.0", False)])
+def test_releases_before_the_cpu_spec_say_the_tier_is_not_sized(release, sized):
+    _, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-offloading-size", "64",
+                    "--policy", f"vllm=={release}")
+    h = d["host_tier"]
+    assert h["kv_connector"] == "OffloadingConnector" and h["sized"] is sized
+    if not sized:
+        assert "not modelled yet" in h["note"]
+
+
+def test_release_without_the_flags_refuses_them():
+    r = runner.invoke(app, ["simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-offloading-size", "64",
+                            "--policy", "vllm==0.11.0"])
+    assert r.exit_code == 1
+    assert "vllm==0.11.0 has no such flag (from 0.12.0)" in r.output
+
+
+def test_simple_offload_variable_switches_the_connector():
+    _, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-offloading-size", "8",
+                    "--env", "VLLM_USE_SIMPLE_KV_OFFLOAD=1")
+    h = d["host_tier"]
+    assert h["kv_connector"] == "SimpleCPUOffloadConnector" and h["sized"] is False
+
+
+def test_connector_table_read_from_the_wheels():
+    """kv_connectors.json (scripts/golden/kv_connectors.py over every unpacked wheel): 0.33.0's connectors that
+    subclass SupportsHMA are the ones read by hand in its factory registry and classes before the table
+    existed, and 0.34.0's NixlConnector is the pull connector by alias."""
+    from kvplan.engines.vllm.hybrid import registered_connectors
+    from kvplan.engines.vllm.releases import era_of_release
+
+    hma = {n for n, c in registered_connectors(era_of_release("0.33.0")).items() if c["supports_hma"]}
+    assert hma == {"ExampleHiddenStatesConnector", "NixlConnector", "NixlPullConnector", "NixlPushConnector",
+                   "HiSparseConnector", "MoRIIOConnector", "OffloadingConnector", "DecodeBenchConnector",
+                   "MooncakeConnector", "MooncakeStoreConnector", "SimpleCPUOffloadConnector", "MultiConnector"}
+    assert registered_connectors(era_of_release("0.34.0"))["LMCacheMPConnector"]["supports_hma"] is False
+    assert "SimpleCPUOffloadConnector" not in registered_connectors(era_of_release("0.18.0"))
+    assert "SimpleCPUOffloadConnector" in registered_connectors(era_of_release("0.19.0"))
+
+
+def test_unknown_connector_is_vllms_value_error():
+    code, d = run_json("simulate", LLAMA, "--kv-cache-memory", "10GiB", "--kv-transfer-config",
+                       json.dumps({"kv_connector": "FooConnector", "kv_role": "kv_both"}))
+    assert code == 3
+    assert (d["outcome"]["stage"], d["outcome"]["error_type"], d["outcome"]["error"]) == (
+        "config", "ValueError", "Unsupported connector type: FooConnector")
+    # an out-of-tree class named with kv_connector_module_path is imported by vLLM, not looked up
+    code, d = run_json("simulate", LLAMA, "--kv-cache-memory", "20GiB", "--kv-transfer-config",
+                       json.dumps({"kv_connector": "FooConnector", "kv_role": "kv_both",
+                                   "kv_connector_module_path": "foo.connector"}))
+    assert code == 0
+
+
+def test_check_gates_the_host_tier(tmp_path):
+    """``max_host_memory`` / ``min_host_kv_tokens``: two DP engines each map 64 GiB (8,192 chunks of 8 MiB)
+    and hold 524,288 tokens: 128 GiB and 1,048,576 tokens in all."""
+    f = tmp_path / "d.yaml"
+    f.write_text("deployments:\n"
+                 "  - {name: a, model: meta-llama/Meta-Llama-3.1-8B, kv_cache_memory: 40GiB, kv_offloading_size: 64,\n"
+                 "     data_parallel_size: 2, expect: {max_host_memory: 128GiB, min_host_kv_tokens: 1048576}}\n"
+                 "  - {name: b, model: meta-llama/Meta-Llama-3.1-8B, kv_cache_memory: 40GiB, kv_offloading_size: 64,\n"
+                 "     data_parallel_size: 2, expect: {max_host_memory: 100GiB}}\n"
+                 "  - {name: c, model: meta-llama/Meta-Llama-3.1-8B, kv_cache_memory: 40GiB,\n"
+                 "     expect: {min_host_kv_tokens: 1}}\n")
+    r = runner.invoke(app, ["check", str(f), "--format", "json"])
+    assert r.exit_code == 3
+    by = {d["name"]: d for d in json.loads(r.stdout)["deployments"]}
+    assert by["a"]["status"] == "pass"
+    assert by["a"]["plan"]["host_memory_bytes"] == 2 * 8192 * LLAMA_BLOCK_BYTES == 128 * GiB
+    assert by["a"]["plan"]["host_kv_tokens"] == 2 * 524288
+    failed = {n: [e for e in d["expectations"] if not e["passed"]] for n, d in by.items()}
+    assert by["b"]["status"] == "fail" and [e["key"] for e in failed["b"]] == ["max_host_memory"]
+    assert by["c"]["status"] == "fail" and "no sized host tier" in failed["c"][0]["message"]
