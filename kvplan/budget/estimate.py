@@ -221,7 +221,9 @@ def sampler_terms(era, reqs: int, vocab: int) -> dict:
     release's derived table (``kvplan.budget.profile``): value, low and high end, basis and where it came from."""
     from kvplan.budget.profile import sampler_bytes, sampler_row
 
-    row, basis, src = sampler_row(era.stands_for)
+    # the release the era stands for (Era.stands_for), read from its fields: the budget calls nothing in the engines
+    release = era.release or (era.releases[-1] if era.releases else era.first_release)
+    row, basis, src = sampler_row(release)
     return {"value": sampler_bytes(row, reqs, vocab),
             "low": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_low"]),
             "high": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_high"]),
