@@ -122,5 +122,39 @@ def explain_log(text_or_path: str, **options) -> Envelope:
     return run(text_or_path, **options)
 
 
+
+def export(model: str | None = None, *, to: str, **options) -> Envelope:
+    """The deployment's exact KV pool in a simulator's or router's input format (``kvplan export``):
+    ``to`` is mocker, blis, llmd-sim or llmd-router; the deployment is ``model`` with options, or
+    ``line``, ``file`` or ``check`` (``kvplan.usecases.intake.read_deployment``)."""
+    from kvplan.usecases.export import export as run
+
+    return run(model, to=to, **options)
+
+
+def diff(model: str | None = None, *, from_release: str, to_release: str, max_loss: float | None = None,
+         **options) -> Envelope:
+    """A deployment under two vLLM releases: every figure that changes and the era decision behind
+    each (``kvplan diff``)."""
+    from kvplan.usecases.diff import diff as run
+
+    return run(model, from_release=from_release, to_release=to_release, max_loss=max_loss, **options)
+
+
+def emit(model: str | None = None, *, as_: str, **options) -> Envelope:
+    """A deployment kvplan simulated to start, written as ``as_`` (serve, compose, k8s,
+    production-stack, dynamo, ray) (``kvplan emit``)."""
+    from kvplan.usecases.emit import emit as run
+
+    return run(model, as_=as_, **options)
+
+
+def live_check(files, urls, *, tolerance: float = 0.0) -> Envelope:
+    """Running vLLM servers' /metrics beside kvplan's prediction for their deployments (``kvplan check --live``)."""
+    from kvplan.usecases.live import live_check as run
+
+    return run(files, urls, tolerance=tolerance)
+
+
 COMMANDS = ("inspect", "simulate", "sweep", "vllm_serve", "pd_pair", "compare", "fit", "gpus", "check", "models",
-            "policies", "explain_log")
+            "policies", "explain_log", "export", "diff", "emit", "live_check")

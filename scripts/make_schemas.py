@@ -43,6 +43,10 @@ sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
 
 from kvplan.results import Outcome, Unset  # noqa: E402
 from kvplan.results.check import CheckBody  # noqa: E402
+from kvplan.results.diff import DiffBody  # noqa: E402
+from kvplan.results.emit import EmitBody  # noqa: E402
+from kvplan.results.export import ExportBody  # noqa: E402
+from kvplan.results.live import LiveBody  # noqa: E402
 from kvplan.results.envelope import Envelope  # noqa: E402
 from kvplan.results.records import (  # noqa: E402
     CompareBody, ExplainLogBody, FitBody, GpusBody, InspectBody, ModelsBody, PoliciesBody, Rebuild,
@@ -199,6 +203,10 @@ BODIES: dict[str, type] = {
     "models": ModelsBody,
     "policies": PoliciesBody,
     "explain-log": ExplainLogBody,
+    "export": ExportBody,
+    "diff": DiffBody,
+    "emit": EmitBody,
+    "check-live": LiveBody,
 }
 
 

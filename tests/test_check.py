@@ -148,6 +148,7 @@ def test_every_option_accepted_with_its_type():
               max_host_memory: 64GiB
               min_host_kv_tokens: 1000
               same_layout_as: vllm-min
+              max_upgrade_loss: {to: vllm==0.34.0, pct: 5}
         """)
     s = d.scenario
     assert (s.block_size, s.kv_cache_dtype, s.tensor_parallel_size, s.pipeline_parallel_size) == (64, "fp8", 4, 2)
@@ -458,6 +459,8 @@ def test_each_expectation_passes_and_fails(key, limit, overrides, passes, messag
 
 def test_every_expectation_has_a_pass_and_a_fail_case():
     per_key = {(k, p) for k, _, _, p, _ in CASES} | {("same_layout_as", True), ("same_layout_as", False)}
+    # max_upgrade_loss runs two real releases: its pass and fail cases are in tests/test_diff.py
+    per_key |= {("max_upgrade_loss", True), ("max_upgrade_loss", False)}
     assert per_key == {(k, p) for k in EXPECTATIONS for p in (True, False)}
 
 

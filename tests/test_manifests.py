@@ -134,9 +134,10 @@ def test_a_file_that_is_not_a_manifest(tmp_path):
     f.write_text("foo: 1\n")
     with pytest.raises(KvplanError) as e:
         kvplan.vllm_serve(file=f)
-    assert e.value.message == (f"{f}: not a docker-compose file, a Kubernetes or KServe manifest, production-stack "
-                               "or llm-d Helm values (no services:, apiVersion:/kind:, servingEngineSpec: or "
-                               "modelArtifacts: with decode:/prefill:)")
+    assert e.value.message == (f"{f}: not a docker-compose file, a Kubernetes, KServe or Dynamo manifest, a Ray Serve "
+                               "LLM config, production-stack or llm-d Helm values (no services:, apiVersion:/kind:, "
+                               "applications: with llm_configs, servingEngineSpec: or modelArtifacts: with "
+                               "decode:/prefill:)")
 
 
 # ---------------------------------------------------------------- KServe (kserve v0.20.0's source, cited in

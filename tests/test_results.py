@@ -92,6 +92,13 @@ FREE_FIELDS = {
     "FigureRow.logged": "the logged value: a number, an exception type, a line's presence",
     "FigureRow.kvplan": "kvplan's value of the same figure",
     "FigureRow.kvplan_range": "kvplan's value at both ends of the logged KV memory's rounding",
+    "EraChange.from_value": "an Era decision's value under the first release (each field's own type)",
+    "EraChange.to_value": "the same decision under the second release",
+    "FigureChange.from_value": "a figure of simulate's JSON under the first release (any figure's type)",
+    "FigureChange.to_value": "the same figure under the second release",
+    "ExportBody.arguments": "the tool's own argument names and values (each tool's vocabulary)",
+    "LiveFigure.predicted": "a cache_config_info figure as kvplan predicts it (a number, a bool, text)",
+    "LiveFigure.served": "the same figure as the server's label gives it",
 }
 
 

@@ -30,6 +30,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fit": ("fit_cmd", "What fits on a GPU: max_model_len, utilization for N requests, GPU x TP table."),
     "compare": ("compare_cmd", "Compare vLLM, SGLang, TensorRT-LLM and llama.cpp on one model and budget."),
     "explain-log": ("explain_log_cmd", "Read a vLLM start-up log: rebuild the layout, cross-check each figure, name the traps."),
+    "export": ("export_cmd", "Hand the exact KV pool to a simulator or router: Dynamo Mocker, BLIS, llm-d-inference-sim, llm-d."),
+    "emit": ("emit_cmd", "Write a deployment kvplan simulated to start: serve line, compose, k8s, KServe, llm-d, Dynamo, Ray."),
+    "diff": ("diff_cmd", "What a vLLM upgrade changes in a deployment: every figure, the era decision behind it."),
     "policies": ("policies_cmd", "List the vLLM releases kvplan models, their eras and what changed at each boundary."),
 }
 

@@ -29,14 +29,36 @@ def check_command(
         "--junit-xml", metavar="PATH", help="Also write a JUnit XML report here (one test case per deployment).")] = None,
     summary: Annotated[bool, typer.Option("--summary", help="At most 20 lines: the verdict, then the report cut "
                                           "short. Table output only.")] = False,
+    live: Annotated[Optional[List[str]], typer.Option(
+        "--live", metavar="URL", help="Compare running vLLM servers (their /metrics) with kvplan's prediction for "
+        "the deployment each serves (matched by model name), figure by figure, instead of the expectations. "
+        "Repeatable.")] = None,
+    tolerance: Annotated[float, typer.Option(
+        "--tolerance", metavar="PCT", min=0.0, max=100.0, help="With --live: how far (in %) the pool figures "
+        "(num_gpu_blocks, kv_cache_size_tokens, kv_cache_max_concurrency) may be from kvplan's.")] = 0.0,
     format: OutputFormat = Format.table,
 ) -> None:
     """Simulate every deployment of the files and check its expectations (a CI gate).
 
-    Exit codes: 0 all deployments pass; 3 at least one fails; 1 a file is malformed.
+    Exit codes: 0 all deployments pass; 3 at least one fails (or a --live server disagrees); 1 a file
+    is malformed or a server cannot be read.
     """
     from kvplan import api
     from kvplan.usecases import check as checks
+
+    if live:
+        from kvplan.usecases.live import live_check
+
+        data = live_check(files, live, tolerance=tolerance)
+
+        def live_table(d: dict) -> None:
+            from kvplan.report.live_tables import render_live
+
+            render_live(d)
+
+        finish(data, format.value, live_table,
+               hints=[] if data["outcome"]["ok"] else [f"kvplan check --live: {data['outcome']['error']}"])
+        return
 
     data = api.check(files, reraise=bool(os.environ.get("KVPLAN_DEBUG"))).to_dict()
     if junit_xml:

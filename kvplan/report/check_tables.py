@@ -19,6 +19,9 @@ def failing_cell(e: dict) -> str:
         return f"starts: {'starts' if measured else 'fails'}, expected {'start' if limit else 'failure'}"
     if key == "same_layout_as":
         return f"same_layout_as {limit}: {'differs' if measured is not None else 'not simulated'}"
+    if key == "max_upgrade_loss":
+        lost = f"{measured['loss_pct']:.2f}%" if measured else "not simulated"
+        return f"max_upgrade_loss to {limit['to']}: {lost} lost > {limit['pct']:g}%"
     op = ">" if key.startswith("max_") else "<"
     return f"{key} {format_limit(key, measured)} {op} {format_limit(key, limit)}"
 

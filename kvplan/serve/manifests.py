@@ -23,7 +23,10 @@ Formats (a file may hold several YAML documents):
   ``model`` run by its runtime, KServe's Hugging Face server included), ``ServingRuntime`` and
   ``ClusterServingRuntime`` (kvplan.serve.kserve says how each is read, with KServe's source);
 * llm-d model-service Helm values (``modelArtifacts`` with ``decode`` / ``prefill``), rendered as
-  the llm-d-modelservice chart does (kvplan.serve.llmd).
+  the llm-d-modelservice chart does (kvplan.serve.llmd);
+* NVIDIA Dynamo ``DynamoGraphDeployment``: each worker running ``python -m dynamo.vllm`` (kvplan.serve.dynamo);
+* Ray Serve LLM: ``LLMConfig`` in a Serve config, a KubeRay ``RayService`` or on its own
+  (kvplan.serve.rayserve).
 
 A container runs vLLM when its image is a vLLM image (``vllm`` in its name) or its command is
 ``vllm serve`` / vLLM's API server; other containers (a web UI, a router) are skipped. Each
@@ -85,10 +88,14 @@ def _load_documents(text: str, path: str) -> list[Any]:
 def kind_of(doc: Any) -> str | None:
     """``compose``, ``kubernetes``, ``kserve``, ``helm-production-stack``, ``helm-llm-d`` or None
     (not a manifest kvplan reads)."""
-    from kvplan.serve import kserve, llmd
+    from kvplan.serve import dynamo, kserve, llmd, rayserve
 
     if not isinstance(doc, dict):
         return None
+    if dynamo.is_graph(doc):
+        return "dynamo"
+    if rayserve.is_ray(doc):
+        return "ray-serve"
     if isinstance(doc.get("services"), dict):
         return "compose"
     if doc.get("apiVersion") and doc.get("kind"):
@@ -352,7 +359,35 @@ def _llmd(doc: dict, path: str) -> list[ManifestServe]:
     return out
 
 
-_READERS = {"compose": _compose, "kubernetes": _kubernetes, "helm-production-stack": _helm, "helm-llm-d": _llmd}
+def _dynamo(doc: dict, path: str) -> list[ManifestServe]:
+    """A DynamoGraphDeployment's vLLM workers (kvplan.serve.dynamo)."""
+    from kvplan.serve import dynamo
+
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    out = []
+    for name, line, words, env, warnings in dynamo.workers(doc):
+        found = _one(f"{path}: {dynamo.KIND}/{meta.get('name', '?')}: {name}", path, line, words, None, _env(env))
+        if found:
+            out.append(replace(found, warnings=(*found.warnings, *warnings)))
+    return out
+
+
+def _ray(doc: dict, path: str) -> list[ManifestServe]:
+    """Ray Serve LLM's LLMConfigs (kvplan.serve.rayserve)."""
+    from kvplan.serve import rayserve
+
+    out = []
+    for name, line, words, env, problem in rayserve.engines(doc, path):
+        if words is None:
+            out.append(ManifestServe(f"{path}: {name}", path, line, None, problem))
+            continue
+        found = _one(f"{path}: {name}", path, line, words, None, env)
+        if found:
+            out.append(found)
+    return out
+
+
+_READERS = {"dynamo": _dynamo, "ray-serve": _ray, "compose": _compose, "kubernetes": _kubernetes, "helm-production-stack": _helm, "helm-llm-d": _llmd}
 
 
 def read_manifests(text: str, path: str) -> list[ManifestServe]:
@@ -375,9 +410,9 @@ def read_manifests(text: str, path: str) -> list[ManifestServe]:
             found = [replace(f, name=f.name.replace(f"{path}: ", f"{path}#{i}: ", 1)) for f in found]
         out += found
     if not kinds:
-        raise OptionError(f"{path}: not a docker-compose file, a Kubernetes or KServe manifest, production-stack or "
-                          "llm-d Helm values (no services:, apiVersion:/kind:, servingEngineSpec: or modelArtifacts: "
-                          "with decode:/prefill:)")
+        raise OptionError(f"{path}: not a docker-compose file, a Kubernetes, KServe or Dynamo manifest, a Ray Serve "
+                          "LLM config, production-stack or llm-d Helm values (no services:, apiVersion:/kind:, "
+                          "applications: with llm_configs, servingEngineSpec: or modelArtifacts: with decode:/prefill:)")
     if not out:
         raise OptionError(f"{path}: no container runs vLLM (no vllm image, no `vllm serve` or API server command)")
     return out

@@ -10,12 +10,24 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from kvplan.errors import OptionError
 from kvplan.options import OPTIONS, VLLM_SERVE, options_for
 from kvplan.results import Outcome
 from kvplan.results.envelope import Envelope, unique
 from kvplan.results.records import Fix, FlagList, ServeBody, ServeFlagRow, ServeRecord
+
+
+class ServeRequest(NamedTuple):
+    """A deployment read from a serve line or a manifest (``serve_request``)."""
+
+    req: object  # kvplan.serve.reader's request: model, release, flags, environment
+    run: dict  # the options to simulate with
+    where: str | None  # FILE:LINE of the manifest's container (None for a line)
+    warnings: tuple[str, ...]  # how the manifest and its line were read
+    env_vllm: dict
+    env_other: dict
 
 
 def _kvplan_options(options: dict) -> dict:
@@ -96,17 +108,13 @@ def manifest_line(file: str | Path, container: str | None = None):
     return c
 
 
-def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | None = None,
-               file: str | Path | None = None, container: str | None = None,
-               base: str | Path | None = None, **options) -> Envelope:
-    """Simulate a ``vllm serve`` deployment: ``args`` are the words after ``vllm serve``
-    (``["openai/gpt-oss-20b", "--max-model-len", "32k"]``), or ``line`` is one pasted command
-    (``vllm serve ...``, ``python -m vllm.entrypoints.openai.api_server ...``, ``docker run ...
-    vllm/vllm-openai:TAG ...``, with ``VAR=value`` prefixes and ``-e VAR=value``). ``options``
-    are kvplan's own (``gpu``, ``policy``, ``weights_memory``, ...). ``base``: the folder a
-    relative ``--config FILE.yaml`` is read from (default: the working directory)."""
+def serve_request(args: list[str] | tuple[str, ...] | None = None, *, line: str | None = None,
+                  file: str | Path | None = None, container: str | None = None,
+                  base: str | Path | None = None, **options) -> ServeRequest:
+    """A serve line, its words or a manifest read as the release reads it: the model, the options to
+    simulate with (the line's flags and kvplan's own ``options``), where it was read and how
+    (``vllm_serve`` simulates it; ``kvplan diff`` and ``kvplan export`` read deployments through it)."""
     from kvplan.serve import parse_line, read_serve
-    from kvplan.usecases.simulate import simulate
 
     mine = _kvplan_options(options)
     serve_line = parse_line(line) if line is not None else None
@@ -138,8 +146,23 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
     warnings = [*read_as, *req.warnings]  # how the manifest was read, then how its line was
     if env_vllm:  # kvplan's --env (given before `serve`) and the line's: the line names what vLLM reads
         run["env"] = {**OPTIONS["env"].parse(mine.get("env") or {}), **env_vllm}
-    from kvplan.errors import KvplanError
+    return ServeRequest(req, run, where, tuple(warnings), env_vllm, env_other)
 
+
+def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | None = None,
+               file: str | Path | None = None, container: str | None = None,
+               base: str | Path | None = None, **options) -> Envelope:
+    """Simulate a ``vllm serve`` deployment: ``args`` are the words after ``vllm serve``
+    (``["openai/gpt-oss-20b", "--max-model-len", "32k"]``), or ``line`` is one pasted command
+    (``vllm serve ...``, ``python -m vllm.entrypoints.openai.api_server ...``, ``docker run ...
+    vllm/vllm-openai:TAG ...``, with ``VAR=value`` prefixes and ``-e VAR=value``). ``options``
+    are kvplan's own (``gpu``, ``policy``, ``weights_memory``, ...). ``base``: the folder a
+    relative ``--config FILE.yaml`` is read from (default: the working directory)."""
+    from kvplan.errors import KvplanError
+    from kvplan.usecases.simulate import simulate
+
+    sr = serve_request(args, line=line, file=file, container=container, base=base, **options)
+    req, run, where, warnings, env_vllm, env_other = sr.req, sr.run, sr.where, list(sr.warnings), sr.env_vllm, sr.env_other
     try:
         result = simulate(req.model, **run)
     except KvplanError as e:

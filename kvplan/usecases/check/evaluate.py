@@ -171,6 +171,26 @@ def _same_layout(expectation: Expectation, scenario: Scenario, result, run: Runn
     return Outcome(expectation.key, ref, measured, not diffs, message, expectation.line)
 
 
+def _upgrade_loss(expectation: Expectation, scenario: Scenario, result, run: Runner) -> Outcome:
+    """``max_upgrade_loss``: the deployment under the release ``to``, its KV tokens against these
+    (kvplan.usecases.diff.capacity_change: the second release not starting is a 100 % loss)."""
+    from kvplan.usecases.capacity import capacity_change
+
+    to, pct = expectation.limit["to"], expectation.limit["pct"]
+    try:
+        other = run(replace(scenario, policy=to, threshold=None))
+    except Exception as e:
+        msg = e.message if isinstance(e, KvplanError) else f"{type(e).__name__}: {e}"
+        return Outcome(expectation.key, expectation.limit, None, False, f"could not simulate under {to}: {msg}",
+                       expectation.line)
+    mine, theirs, loss = capacity_change(result, other)
+    measured = {"from_kv_tokens": mine, "to_kv_tokens": theirs, "loss_pct": round(loss, 4)}
+    passed = loss <= pct
+    message = (f"KV tokens {mine:,} -> {theirs:,} under {to} ({-loss + 0.0:+.2f}%), "
+               f"{'within' if passed else 'more than'} the {pct:g}% allowed")
+    return Outcome(expectation.key, expectation.limit, measured, passed, message, expectation.line)
+
+
 def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = False,
                    deferred: list | None = None) -> DeploymentResult:
     """Simulate one deployment and check its expectations. Errors become an ``error`` result
@@ -188,10 +208,9 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
         fixes = body.fixes if body is not None else ()
         numbers = plan_numbers(result.plan, fixes[0].flag if fixes else None,  # simulate's first verified fix
                                data_parallel_size=scenario.data_parallel_size)
-        outcomes = [
-            _same_layout(e, scenario, result, run) if e.key == "same_layout_as" else evaluate(e, numbers)
-            for e in d.expectations
-        ]
+        special = {"same_layout_as": _same_layout, "max_upgrade_loss": _upgrade_loss}
+        outcomes = [special[e.key](e, scenario, result, run) if e.key in special else evaluate(e, numbers)
+                    for e in d.expectations]
         job = None
         if verify is not None:
             job = verify.job(result.plan, name=d.name, model=scenario.model, drafter=scenario.drafter)

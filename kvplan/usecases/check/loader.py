@@ -23,8 +23,9 @@ class _Value:
 class _FileReader:
     """Walks one composed YAML document, collecting every problem instead of stopping at the first."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, require_budget: bool = True):
         self.path = path
+        self.require_budget = require_budget  # False for `check --live`: the server's own pool is the budget
         self.issues: list[FileIssue] = []
         self.loader = None
         self._seen: set[int] = set()  # mapping nodes already checked for duplicate keys (aliases)
@@ -277,7 +278,8 @@ class _FileReader:
         if "model" not in values and not serve_bad:
             self.issue(line, entry, "model", "missing; set the model id (here or in defaults)")
             ok = False
-        if not any(k in values for k in ("kv_cache_memory", "gpu", "gpu_memory")) and not serve_bad:
+        if self.require_budget and not any(k in values for k in ("kv_cache_memory", "gpu", "gpu_memory")) \
+                and not serve_bad:
             self.issue(line, entry, "kv_cache_memory",
                        "no KV-cache budget; set kv_cache_memory (e.g. 80GiB) or gpu (e.g. H100-80GB), here or in defaults")
             ok = False
@@ -363,9 +365,10 @@ def _unknown(key: str, known: list[str], what: str) -> str:
     return f"unknown {what}; {hint}"
 
 
-def load_deployments_text(text: str, path: str) -> list[Deployment]:
-    """Parse and validate one deployments file's text; raise DeploymentsFileError listing every problem."""
-    reader = _FileReader(path)
+def load_deployments_text(text: str, path: str, *, require_budget: bool = True) -> list[Deployment]:
+    """Parse and validate one deployments file's text; raise DeploymentsFileError listing every problem.
+    ``require_budget`` False accepts a deployment without kv_cache_memory / gpu (``check --live``)."""
+    reader = _FileReader(path, require_budget)
     try:
         deployments = reader.read(text)
     finally:
@@ -376,7 +379,7 @@ def load_deployments_text(text: str, path: str) -> list[Deployment]:
     return deployments
 
 
-def load_deployments(paths: list[str]) -> list[Deployment]:
+def load_deployments(paths: list[str], *, require_budget: bool = True) -> list[Deployment]:
     """Every deployment of every file, in order; problems of all files are reported together."""
     issues: list[FileIssue] = []
     out: list[Deployment] = []
@@ -389,7 +392,7 @@ def load_deployments(paths: list[str]) -> list[Deployment]:
             issues.append(FileIssue(path, None, None, None, f"cannot read the file ({reason})"))
             continue
         try:
-            out.extend(load_deployments_text(text, path))
+            out.extend(load_deployments_text(text, path, require_budget=require_budget))
         except DeploymentsFileError as e:
             issues.extend(e.issues)
     if issues:

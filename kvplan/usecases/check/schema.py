@@ -150,6 +150,21 @@ def _policy(v: Any) -> str:
     return _from_table("policy")(v)
 
 
+def _upgrade_loss(v: Any) -> dict:
+    """``max_upgrade_loss: {to: vllm==0.34.0, pct: 5}``: upgrading to ``to`` loses at most ``pct`` % of
+    the KV tokens (kvplan.usecases.diff's capacity)."""
+    if not isinstance(v, dict):
+        raise _Bad(f"expected a mapping {{to: vllm==X, pct: N}}, got {_type_name(v)}")
+    unknown = sorted(set(v) - {"to", "pct"})
+    if unknown or "to" not in v or "pct" not in v:
+        raise _Bad("expected exactly the keys 'to' (a release: vllm==0.34.0) and 'pct' (the most KV tokens "
+                   "lost, in %)" + (f"; unknown: {', '.join(map(str, unknown))}" if unknown else ""))
+    to = _policy(v["to"])
+    if not to.startswith("vllm=="):
+        raise _Bad(f"to: expected a release (vllm==0.34.0), got {to!r}")
+    return {"to": to, "pct": _number(0.0, 100.0)(v["pct"])}
+
+
 def _options() -> dict[str, Callable[[Any], Any]]:
     from kvplan.options import scenario_options
 
@@ -173,6 +188,7 @@ EXPECTATIONS: dict[str, Callable[[Any], Any]] = {
     "max_host_memory": _size,
     "min_host_kv_tokens": _integer(0),
     "same_layout_as": _policy,
+    "max_upgrade_loss": _upgrade_loss,
 }
 DEFAULT_EXPECTATIONS = {"starts": True}
 

@@ -1,0 +1,67 @@
+"""`kvplan emit`: a deployment kvplan simulated to start, as a file to deploy (usecases.emit)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from kvplan.cli.app import app, handle_errors
+from kvplan.cli.intake_params import Check, Container, Entry, File, Line, OptionalModel, intake_arguments
+from kvplan.cli.params import command_options
+from kvplan.cli.render import finish
+
+
+class EmitAs(str, Enum):
+    serve = "serve"
+    compose = "compose"
+    k8s = "k8s"
+    production_stack = "production-stack"
+    kserve = "kserve"
+    llm_d = "llm-d"
+    dynamo = "dynamo"
+    ray = "ray"
+
+
+class EmitFormat(str, Enum):
+    text = "text"
+    json = "json"
+    yaml = "yaml"
+
+
+@app.command("emit")
+@handle_errors
+@command_options("simulate")
+def emit_command(
+    model: OptionalModel = None,
+    *,
+    as_: Annotated[EmitAs, typer.Option(
+        "--as", case_sensitive=False, help="serve (the vllm serve line), compose, k8s (a Deployment), "
+        "production-stack (Helm values), kserve (an InferenceService), llm-d (model-service values), dynamo (a DynamoGraphDeployment), ray (a Ray Serve LLM config).")],
+    line: Line = None, file: File = None, container: Container = None, check: Check = None, entry: Entry = None,
+    format: Annotated[EmitFormat, typer.Option(
+        "--format", "-f", case_sensitive=False, help="text: the file only on stdout; json/yaml: the record "
+        "(the plan it starts with, how to read it back).")] = EmitFormat.text,
+    **options,
+) -> None:
+    """Write a deployment kvplan simulated to start, in a format you deploy with.
+
+    kvplan's own intake reads every format back to the same deployment (the command is printed on
+    stderr). Exit codes: 0 written; 1 kvplan error (the engine would not start: nothing is written).
+    """
+    from kvplan.usecases.emit import emit
+
+    data = emit(as_=as_.value, **intake_arguments(model, line, file, container, check, entry, options))
+    if format is not EmitFormat.text:
+        finish(data, format.value, lambda d: None)
+        return
+    import sys
+
+    from kvplan.report.output import hint, warn
+
+    sys.stdout.write(data["text"])
+    hint(f"kvplan: starts with {data['num_blocks']:,} blocks of {data['block_size']} tokens, max_model_len "
+         f"{data['max_model_len']:,} (vLLM {data['vllm_release']}); read it back: {data['read_back']}")
+    for w in data.get("warnings", []):
+        warn(w)

@@ -1,0 +1,168 @@
+"""`kvplan export`: kvplan's exact KV pool in the input format of the planners, simulators and
+routers that take it as a number (the Dynamo Mocker, BLIS, llm-d-inference-sim, the llm-d router's
+prefix-cache scorer), so they simulate the pool vLLM would build instead of a default or a flat
+``memory / bytes-per-token`` guess.
+
+Where each tool reads its arguments (its own code or docs, at the commit read):
+
+- **Dynamo Mocker** (ai-dynamo/dynamo ``components/src/dynamo/mocker/args.py`` at a9a66281ef47):
+  ``parse_args`` takes ``--num-gpu-blocks-override`` (``dest="num_gpu_blocks"``, "Number of GPU blocks
+  for KV cache", default 16384), ``--block-size`` (default 64), ``--max-num-seqs``,
+  ``--max-num-batched-tokens``, ``--enable-prefix-caching`` / ``--no-enable-prefix-caching`` and
+  ``--data-parallel-size`` (``dest="dp_size"``); ``create_temp_engine_args_file`` writes them as the
+  MockEngineArgs JSON keys ``num_gpu_blocks``, ``block_size``, ``max_num_seqs``,
+  ``max_num_batched_tokens``, ``enable_prefix_caching``, ``dp_size``, the file ``--extra-engine-args``
+  reads. kvplan writes that JSON.
+- **BLIS** (inference-sim/inference-sim ``cmd/root.go`` at f90a1e3a6787, ``registerSimConfigFlags``):
+  ``--total-kv-blocks`` (line 1109, "Total number of KV cache blocks"), ``--max-num-seqs`` (1110),
+  ``--max-num-batched-tokens`` (1111), ``--block-size-in-tokens`` (1124), ``--max-model-len`` (1135).
+  kvplan writes the argument line.
+- **llm-d-inference-sim** (llm-d/llm-d-inference-sim at eec055a39e6b): ``pkg/common/parser.go``
+  ``--enable-kvcache`` (line 152), ``--kv-cache-size`` (153, "Maximum number of token blocks in kv
+  cache"), ``--block-size`` (155), ``--max-num-seqs`` (119), ``--max-model-len`` (123); the same names
+  are the YAML keys of ``--config`` (``pkg/common/config.go`` lines 220-228); ``block-size`` must be
+  8, 16, 32, 64 or 128 (config.go lines 564-565). kvplan writes the YAML, or refuses a block size the
+  simulator refuses.
+- **llm-d router, prefix-cache scorer** (kubernetes-sigs/gateway-api-inference-extension at
+  1748e829d116, the last commit before the endpoint picker moved to llm-d's inference scheduler):
+  ``pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/types.go`` lines 119-131
+  (``autoTune``, ``blockSizeTokens``, ``lruCapacityPerServer``: "Max capacity size of the LRU indexer
+  in number of entries per server"); ``site-src/guides/epp-configuration/prefix-aware.md`` lines 32-34
+  (``lruCapacityPerServer`` is what autoTune reads from ``vllm:cache_config_info``'s
+  ``num_gpu_blocks``) and ``config-text.md`` lines 66-81 (the ``EndpointPickerConfig`` with a
+  ``prefix-cache-scorer`` plugin and its ``parameters``). kvplan writes that config with autoTune off.
+  The host tier (``lruCapacityPerServer`` plus CPU blocks) is not modelled: kvplan sizes the GPU pool.
+
+**One pool for a hybrid model.** Every tool above has one pool of blocks, each holding
+``block_size`` tokens of every layer. vLLM's pool (``num_gpu_blocks``) is shared by its KV cache
+groups: a token of a request takes a block slot in each group (a sliding-window group only over its
+window), so for a model with one group the tool's blocks are vLLM's, and for several groups they
+are not. Then kvplan hands over the pool in the tool's unit: the tokens of ``max_model_len``
+requests that fit (vLLM's own capacity figure, ``max_concurrency x max_model_len``) in blocks of
+``block_size`` (``kv_cache_size_tokens // block_size``): the simulator then admits as many
+full-length requests as vLLM does. vLLM's own ``num_gpu_blocks`` is in the record beside it
+(``vllm_num_gpu_blocks``). Shorter requests are cheaper in a sliding-window model than one pool
+says (their windows are not full), so a single-pool simulator is conservative there.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from kvplan.errors import OptionError
+from kvplan.results import outcome
+from kvplan.results.envelope import Envelope
+from kvplan.results.export import ExportBody
+from kvplan.usecases.envelope import envelope
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    project: str
+    source: str
+    block_sizes: tuple[int, ...] | None = None  # the block sizes the tool accepts (None: any)
+
+
+TOOLS: dict[str, Tool] = {
+    "mocker": Tool("mocker", "Dynamo Mocker (MockEngineArgs JSON for --extra-engine-args)",
+                   "ai-dynamo/dynamo components/src/dynamo/mocker/args.py@a9a66281ef47 parse_args, "
+                   "create_temp_engine_args_file"),
+    "blis": Tool("blis", "BLIS (inference-sim) command-line arguments",
+                 "inference-sim/inference-sim cmd/root.go@f90a1e3a6787 lines 1109-1135 (registerSimConfigFlags)"),
+    "llmd-sim": Tool("llmd-sim", "llm-d-inference-sim --config YAML",
+                     "llm-d/llm-d-inference-sim pkg/common/parser.go@eec055a39e6b lines 119-155, "
+                     "pkg/common/config.go lines 220-228, 564-565", (8, 16, 32, 64, 128)),
+    "llmd-router": Tool("llmd-router", "llm-d router EndpointPickerConfig (prefix-cache-scorer)",
+                        "kubernetes-sigs/gateway-api-inference-extension@1748e829d116 pkg/epp/framework/plugins/"
+                        "requestcontrol/dataproducer/approximateprefix/types.go lines 119-131; site-src/guides/"
+                        "epp-configuration/prefix-aware.md lines 32-34, config-text.md lines 66-81"),
+}
+
+
+def _yaml(data) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+
+
+def _attention_block_size(body) -> int:
+    """Tokens per block of the attention groups (a Mamba group's block is its state, not tokens)."""
+    sizes = [g.block_size for g in body.groups if g.kind != "mamba"]
+    return sizes[0] if sizes else body.serving.block_size
+
+
+def single_pool(body) -> tuple[int, int, str]:
+    """(block_size, num_blocks, how they were mapped) of a plan for a one-pool tool (module docstring)."""
+    m = body.memory
+    block_size = _attention_block_size(body)
+    num_groups = len(body.groups)
+    if num_groups == 1:
+        return block_size, m.num_blocks, "one KV cache group: the tool's blocks are vLLM's num_gpu_blocks"
+    tokens = m.kv_cache_size_tokens_concurrency_meaning
+    return block_size, tokens // block_size, (
+        f"{num_groups} KV cache groups share vLLM's {m.num_blocks:,} blocks; the tool gets the "
+        f"{tokens:,} tokens of max_model_len requests that fit ({m.max_concurrency:.2f} x "
+        f"{body.scheduler.max_model_len:,}) in blocks of {block_size} tokens")
+
+
+def _arguments(tool: str, block_size: int, num_blocks: int, body, dp: int, model: str) -> tuple[dict, str]:
+    s = body.scheduler
+    prefix = s.enable_prefix_caching is not False  # vLLM's default is on; None = the default
+    if tool == "mocker":
+        args = {"num_gpu_blocks": num_blocks, "block_size": block_size, "max_num_seqs": s.max_num_seqs,
+                "max_num_batched_tokens": s.max_num_batched_tokens, "enable_prefix_caching": prefix,
+                "dp_size": dp}
+        return args, json.dumps(args, indent=2) + "\n"
+    if tool == "blis":
+        args = {"--total-kv-blocks": num_blocks, "--block-size-in-tokens": block_size,
+                "--max-num-seqs": s.max_num_seqs, "--max-num-batched-tokens": s.max_num_batched_tokens,
+                "--max-model-len": s.max_model_len}
+        return args, " ".join(f"{k} {v}" for k, v in args.items()) + "\n"
+    if tool == "llmd-sim":
+        args = {"model": model, "max-model-len": s.max_model_len, "max-num-seqs": s.max_num_seqs,
+                "enable-kvcache": True, "kv-cache-size": num_blocks, "block-size": block_size}
+        return args, _yaml(args)
+    params = {"autoTune": False, "blockSizeTokens": block_size, "lruCapacityPerServer": num_blocks}
+    config = {"apiVersion": "inference.networking.x-k8s.io/v1alpha1", "kind": "EndpointPickerConfig",
+              "plugins": [{"type": "prefix-cache-scorer", "parameters": params}],
+              "schedulingProfiles": [{"name": "default", "plugins": [{"pluginRef": "prefix-cache-scorer"}]}]}
+    return params, _yaml(config)
+
+
+def export(model: str | None = None, *, to: str, **given) -> Envelope:
+    """The deployment's pool for ``to`` (a name in ``TOOLS``); the deployment is read by
+    ``usecases.intake.read_deployment`` (``model`` with options, ``args``, ``line``, ``file``,
+    ``check``). A deployment that would not start has no pool: OptionError names the failure."""
+    from kvplan.usecases.intake import read_deployment
+    from kvplan.usecases.scenario import run_scenario
+
+    tool = TOOLS.get(to)
+    if tool is None:
+        raise OptionError(f"--to {to}: not a tool kvplan exports to; choose one of {', '.join(TOOLS)}")
+    intake = read_deployment(model, **given)
+    scenario = intake.scenario(None)
+    result = run_scenario(scenario, fixes=False)
+    plan, body = result.plan, result.body
+    if not plan.starts:
+        f = plan.failure
+        raise OptionError(f"export: the engine would not start ({f.stage}: {f.error_type}: {f.message}); "
+                          "there is no pool to hand over (`kvplan simulate` shows the fixes)")
+    block_size, num_blocks, mapping = single_pool(body)
+    if tool.block_sizes is not None and block_size not in tool.block_sizes:
+        raise OptionError(f"--to {to}: vLLM's block size here is {block_size} tokens and {tool.project} accepts "
+                          f"only {', '.join(map(str, tool.block_sizes))} ({tool.source})")
+    dp = scenario.data_parallel_size or 1
+    args, text = _arguments(to, block_size, num_blocks, body, dp, body.model.id)
+    m, s = body.memory, body.scheduler
+    export_body = ExportBody(
+        tool=to, tool_name=tool.project, deployment=intake.kind, vllm_release=plan.era.stands_for,
+        block_size=block_size, num_blocks=num_blocks, vllm_num_gpu_blocks=m.num_blocks, num_groups=len(body.groups),
+        kv_cache_size_tokens=m.kv_cache_size_tokens_concurrency_meaning, max_model_len=s.max_model_len,
+        max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens, data_parallel_size=dp,
+        mapping=mapping, source=tool.source, arguments=args, text=text)
+    return envelope("export", outcome=outcome(ok=True, starts=True), body=export_body, model=result.layout.target,
+                    drafter=result.layout.drafter, era=plan.era,
+                    warnings=[*intake.warnings, *(result.budget.warnings if result.budget is not None else ()),
+                              *result.warnings])
