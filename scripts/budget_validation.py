@@ -71,6 +71,9 @@ def logged(case: dict) -> dict:
 def _band(budget: dict) -> tuple[float, float] | None:
     """The KV budget's band in GiB, when the budget reports one (``kv_cache_memory_band_bytes`` as
     ``[low, high]`` or ``{"low": .., "high": ..}``); None before the budget carries bands."""
+    own = budget.get("band")  # kvplan's BudgetBand (kvplan/results/budget.py): the pessimistic and optimistic ends
+    if isinstance(own, dict):
+        return own["kv_cache_memory_low_bytes"] / GIB, own["kv_cache_memory_high_bytes"] / GIB
     for key in ("kv_cache_memory_band_bytes", "kv_cache_memory_band"):
         band = budget.get(key)
         if isinstance(band, dict):
@@ -102,7 +105,8 @@ def row(case: dict) -> dict:
     err = {k: (None if got[k] in (None, 0) else (ours[k] - got[k]) / abs(got[k])) for k in ours}
     basis = next(t["basis"] for t in b["profile_terms"] if t["term"] == "weights")
     band = _band(b)
-    starts = bool(d["outcome"]["starts"])
+    # kvplan says "starts" only where the band's pessimistic end starts (report/verdict.py: "MAY FAIL" otherwise)
+    starts = bool(d["outcome"]["starts"]) and (b.get("band") or {}).get("starts_at_low") is not False
     return {**base, "measured": True, "logged": got, "kvplan": ours, "error": err, "weights_basis": basis,
             "band": band, "starts": starts, "over_promise": starts and not case["started"]}
 

@@ -33,6 +33,9 @@ from kvplan.errors import OptionError
 from kvplan.model import ServingOptions, build_model_layout
 from kvplan.units import GiB
 
+# the sizing rule on fixed profile terms (tests/conftest.py fixed_profile_terms): its hand derivations below
+pytestmark = pytest.mark.usefixtures("fixed_profile_terms")
+
 app = ensure_registered()
 runner = CliRunner()
 LATEST, V033 = get_era("vllm-latest"), get_era("vllm-0.33")

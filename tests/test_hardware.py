@@ -18,6 +18,24 @@ from kvplan.model import ServingOptions, build_model_layout
 from kvplan.units import GiB, MiB
 from factories import heavy_modules_after_cli
 
+PROFILE_TABLE = json.loads((Path(__file__).resolve().parent.parent / "kvplan/budget/profile_terms.json").read_text())
+CALIBRATION = json.loads((Path(__file__).resolve().parent.parent / "kvplan/budget/calibration.json").read_text())
+
+
+def sampler(release: str, reqs: int, vocab: int) -> int:
+    """The dummy sampler pass's peak by the table derived from the release's code (kvplan/budget/profile.py):
+    reqs · vocab · bytes per logit + the Triton buffer's rows (min(next_pow2(min(132, reqs)), 132) = 132 SMs of an
+    H100 at ≥ 128 requests) · vocab · its bytes per entry + the fixed bytes."""
+    row = PROFILE_TABLE["releases"][release]
+    rows = 132 if reqs >= 128 else 1 << (reqs - 1).bit_length()
+    return round(reqs * vocab * row["bytes_per_logit"] + (rows * vocab * row["sm_row_bytes_per_vocab"] if
+                                                           row["sm_row_bytes_per_vocab"] else 0) + row["fixed_bytes"])
+
+
+def non_torch(group: str) -> int:
+    """The calibrated non-torch term (kvplan/budget/calibration.json, scripts/calibrate_budget.py)."""
+    return CALIBRATION["non_torch"][group]["value_bytes"]
+
 app = ensure_registered()
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,21 +136,22 @@ def test_budget_is_the_vllm_formula(llama):
     #                (v1/worker/utils.py request_memory: math.ceil, 0.18.0 l. 408, 0.34.0 l. 743)
     #   weights    = 8,030,261,248 params (test_weights) · 2 B                = 16,060,522,496
     #                (vLLM logged 14.96 GiB for Llama-3-8B, PR #10511: 16,060,522,496 / 2^30 = 14.957)
-    #   activation = max(forward, sampler) + 256 MiB: forward 8192 · (4·4096 + 3·14336) · 2
-    #                = 973,078,528 < sampler 1024 · 128256 · 4 · 2 = 1,050,673,152
-    #                → 1,050,673,152 + 268,435,456                            =  1,319,108,608
-    #   non-torch  = 256 MiB (one GPU)                                        =    268,435,456
+    #   activation = max(forward, sampler + hidden) + 256 MiB: forward 8192 · (4·4096 + 3·14336) · 2
+    #                = 973,078,528 < the derived sampler pass over 1024 × 128256 logits (0.34.0's row: 0.33.0's
+    #                figure, the V2 sampler not run) + the forward's 8192 × 4096 bf16 hidden states
+    #   non-torch  = calibrated for an H100 on one GPU
     #   CUDA graphs = 256 MiB + 32 layers · 8 MiB                             =    536,870,912
-    #   KV = 78,225,740,923 − 16,060,522,496 − 1,319,108,608 − 268,435,456 − 536,870,912
-    #      = 60,040,803,451
+    #   KV = requested − weights − activation − non-torch − CUDA graphs
     b = kv_budget(llama, LATEST, gpu="H100-80GB", **PROFILED_034)
     assert b.gpu_memory_bytes == 85_027_979_264 and b.gpu_memory_utilization == 0.92  # 81089 · 2^20
     assert (b.kv_cache_sizing, b.kv_cache_sizing_source) == ("profiled", "--no-enable-extensible-kv-cache")
     assert b.requested_memory_bytes == 78_225_740_923
     assert b.weights_bytes == 16_060_522_496
-    assert b.activation_peak_bytes == 1_319_108_608
-    assert b.non_torch_bytes == 268_435_456 and b.cudagraph_bytes == 536_870_912
-    assert b.kv_cache_memory_bytes == 60_040_803_451
+    act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB
+    assert act > 973_078_528 + 256 * MiB and b.activation_peak_bytes == act
+    assert b.non_torch_bytes == non_torch("H100/tp1") and b.cudagraph_bytes == 536_870_912
+    kv = 78_225_740_923 - 16_060_522_496 - act - non_torch("H100/tp1") - 536_870_912
+    assert b.kv_cache_memory_bytes == kv
     assert b.estimated is True
     extensible_only = {"cudagraph_resident_bytes", "startup_memory_bytes", "sizing_margin_floor_bytes", "tentative_kv_cache_memory_bytes",
                        "transient_reserve_bytes", "sizing_margin_bytes", "measured_kv_cache_memory_bytes"}
@@ -147,7 +166,7 @@ def test_budget_is_the_vllm_formula(llama):
     # budget is this same profiled one, and asking for the extensible cache there is an error.
     old = kv_budget(llama, get_era("vllm-0.33"), gpu="H100-80GB")
     assert (old.kv_cache_sizing, old.gpu_memory_utilization, old.kv_cache_memory_bytes) == \
-        ("profiled", 0.92, 60_040_803_451)
+        ("profiled", 0.92, kv - sampler("0.34.0", 1024, 128256) + sampler("0.33.0", 1024, 128256))
     assert old.gpu_memory_utilization_source == "vllm-0.33 default"
     with pytest.raises(OptionError, match="^--enable-extensible-kv-cache: vLLM 0.33.0 has no extensible KV cache"):
         kv_budget(llama, get_era("vllm-0.33"), gpu="H100-80GB", enable_extensible_kv_cache=True)
@@ -174,21 +193,21 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     # Llama-3.1-8B at TP 2 on an H100 (81089 MiB), vllm-latest (0.92):
     #   requested  = ceil(81089 · 2^20 · 0.92)                         = 78,225,740,923
     #   weights    = 4,015,263,744 params per rank · 2 B (test_weights) =  8,030,527,488
-    #   activation = max(forward, sampler) + 256 MiB; forward = 8192 · (4·4096 + 3·14336/2) · 2
-    #                = 8192 · 37888 · 2 = 620,756,992; sampler = 1024 · 128256 · 4 · 2 = 1,050,673,152
-    #                → 1,050,673,152 + 268,435,456                      =  1,319,108,608
-    #   non-torch  = 768 MiB (tp·pp = 2)                                =    805,306,368
+    #   activation = max(forward, sampler + hidden) + 256 MiB; forward = 8192 · (4·4096 + 3·14336/2) · 2
+    #                = 620,756,992 < the derived sampler pass (as in test_budget_is_the_vllm_formula)
+    #   non-torch  = calibrated for an H100 at tp·pp > 1 (NCCL), else for any card at tp·pp > 1
     #   CUDA graphs = 256 MiB + 32 · 8 MiB                              =    536,870,912
-    #   KV = 78,225,740,923 − 8,030,527,488 − 1,319,108,608 − 805,306,368 − 536,870,912 = 67,533,927,547
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
     b2 = kv_budget(tp2, LATEST, gpu="H100", **PROFILED_034)
+    nt2 = non_torch("H100/tp>1" if "H100/tp>1" in CALIBRATION["non_torch"] else "tp>1")
+    act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB
     assert b2.tensor_parallel_size == 2 and b2.warnings == ()
     assert b2.requested_memory_bytes == 78_225_740_923
     assert b2.weights_bytes == 8_030_527_488
-    assert b2.activation_peak_bytes == 1_319_108_608
-    assert b2.non_torch_bytes == 805_306_368 and b2.cudagraph_bytes == 536_870_912
-    assert b2.kv_cache_memory_bytes == 67_533_927_547
-    assert kv_budget(llama, LATEST, gpu="H100").non_torch_bytes == 268_435_456  # 256 MiB on one GPU
+    assert b2.activation_peak_bytes == act
+    assert b2.non_torch_bytes == nt2 and b2.cudagraph_bytes == 536_870_912
+    assert b2.kv_cache_memory_bytes == 78_225_740_923 - 8_030_527_488 - act - nt2 - 536_870_912
+    assert kv_budget(llama, LATEST, gpu="H100").non_torch_bytes == non_torch("H100/tp1")
     with pytest.raises(OptionError, match="tensor_parallel_size 4.*built for 2"):
         kv_budget(tp2, LATEST, gpu="H100", tensor_parallel_size=4)
 
@@ -202,15 +221,19 @@ def test_pipeline_budget_is_the_tightest_stage():
     #            activation: no sampler on a first stage, forward 8192 · (4·4096 + 3·14336) · 2
     #            = 973,078,528 + 256 MiB = 1,241,513,984
     #   stage 1: layers 16-31 + final norm 4096 + lm_head 128256·4096 = 4,015,132,672 params
-    #            = 8,030,265,344 B; activation: sampler 1,050,673,152 + 256 MiB = 1,319,108,608
-    #   both: non-torch 768 MiB (tp·pp = 2) = 805,306,368; CUDA graphs 256 MiB + 16 · 8 MiB = 402,653,184
-    #   KV: stage 0 43,979,248,763 − 8,030,257,152 − 1,241,513,984 − 805,306,368 − 402,653,184
-    #       = 33,499,518,075; stage 1 ... − 8,030,265,344 − 1,319,108,608 − ... = 33,421,915,259
+    #            = 8,030,265,344 B; activation: the derived sampler pass over kv_budget's default 1024 requests
+    #            + the 8192 × 4096 hidden states + 256 MiB, or the forward, the larger
+    #   both: non-torch calibrated at tp·pp > 1 (no L40S group); CUDA graphs 256 MiB + 16 · 8 MiB = 402,653,184
+    nt = non_torch("tp>1")
+    fwd0 = 8192 * (4 * 4096 + 3 * 14336) * 2 + 256 * MiB
+    act1 = max(8192 * (4 * 4096 + 3 * 14336) * 2, sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2) + 256 * MiB
+    kv0 = 43_979_248_763 - 8_030_257_152 - fwd0 - nt - 402_653_184
+    kv1 = 43_979_248_763 - 8_030_265_344 - act1 - nt - 402_653_184
     assert [(s.weights_bytes, s.activation_peak_bytes, s.kv_cache_memory_bytes) for s in b.stages] == [
-        (8_030_257_152, 1_241_513_984, 33_499_518_075),
-        (8_030_265_344, 1_319_108_608, 33_421_915_259),
+        (8_030_257_152, fwd0, kv0),
+        (8_030_265_344, act1, kv1),
     ]
-    assert b.kv_cache_memory_bytes == 33_421_915_259  # the tighter stage, stage 1
+    assert b.kv_cache_memory_bytes == min(kv0, kv1)
     assert any("pipeline parallel" in w and "stage 1" in w for w in b.warnings)
 
 
@@ -220,12 +243,12 @@ def test_model_too_big_fails_loading_the_weights_and_says_so():
     # Qwen3-32B: per layer q 8192·5120 + k, v 1024·5120 + o 5120·8192 + q/k norms 2·128 + MLP
     # 3·5120·25600 + two norms 2·5120 = 487,598,336; 64 layers + embed and head 2·151936·5120
     # + final norm 5120 = 32,762,123,264 params = 65,524,246,528 B (bf16).
-    # ceil(L4 (23,612,293,120 B) · 0.92) = 21,723,309,671; activation 8192 · (4·5120 + 3·25600) · 2
-    # = 1,593,835,520 (> sampler 1024 · 151936 · 8) + 256 MiB = 1,862,270,976; non-torch 256 MiB;
-    # CUDA graphs 256 MiB + 64 · 8 MiB = 805,306,368.
-    # KV = 21,723,309,671 − 65,524,246,528 − 1,862,270,976 − 268,435,456 − 805,306,368 = −46,736,949,657
+    # ceil(L4 (23,612,293,120 B) · 0.92) = 21,723,309,671; activation max(forward 8192 · (4·5120 + 3·25600) · 2
+    # = 1,593,835,520, the derived sampler pass over 1024 × 151936 logits + 8192 × 5120 bf16 hidden states)
+    # + 256 MiB; non-torch calibrated on one GPU (no L4 group); CUDA graphs 256 MiB + 64 · 8 MiB = 805,306,368.
+    act = max(1_593_835_520, sampler("0.34.0", 1024, 151936) + 8192 * 5120 * 2) + 256 * MiB
     assert b.weights_bytes == 65_524_246_528
-    assert b.kv_cache_memory_bytes == -46_736_949_657
+    assert b.kv_cache_memory_bytes == 21_723_309_671 - 65_524_246_528 - act - non_torch("tp1") - 805_306_368
     # but vLLM never gets there: 61.02 GiB of weights do not fit 21.99 GiB − 0.50 GiB (start-up estimate)
     f = b.load_failure
     assert (f.stage, f.error_type, f.needed_bytes, f.free_bytes) == (
@@ -260,13 +283,18 @@ def test_simulate_with_gpu_marks_the_budget_estimated():
     assert r.exit_code == 0
     b = d["budget"]
     assert b["estimated"] is True and b["tensor_parallel_size"] == 2
-    # the TP-2 extensible budget derived in test_extensible_budget_tp2 (vLLM 0.34.0's default sizing)
+    # the TP-2 extensible budget (vLLM 0.34.0's default sizing; its rule: test_extensible_budget_tp2) is what the
+    # plan gets, and more than the profiled one (utilization 1.0 against 0.92)
     assert b["kv_cache_sizing"] == "extensible"
-    assert b["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == 71_333_568_512
+    ext = b["kv_cache_memory_bytes"]
+    assert ext == d["memory"]["available_bytes"]
     # --no-enable-extensible-kv-cache: the profiled TP-2 budget of test_tp_comes_from_the_layout_and_splits_...
     r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB", "-tp", "2",
                  "--no-enable-extensible-kv-cache")
-    assert d["budget"]["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == 67_533_927_547
+    nt2 = non_torch("H100/tp>1" if "H100/tp>1" in CALIBRATION["non_torch"] else "tp>1")
+    profiled = (78_225_740_923 - 8_030_527_488 - (sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB)
+                - nt2 - 536_870_912)
+    assert d["budget"]["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == profiled < ext
 
 
 def test_simulate_with_kv_cache_memory_has_no_estimate():
@@ -290,14 +318,16 @@ def test_simulate_gpu_too_small_fails_loading_with_deployment_fixes():
     # fixes change the deployment (each simulated again from scratch, and kept only when it then starts),
     # never the KV budget. 61.02 GiB over 4 L4s loads (15.3 GiB each) but leaves 1.94 GiB of KV for 2.5 GiB
     # needed at 40,960 tokens: TP 8 is the least that starts, PP likewise; fp8 (30.5 GiB) still does not
-    # fit one L4; the smallest larger CUDA card that holds it is the H100 PCIe (79.11 GiB)
+    # fit one L4; the smallest larger CUDA card that starts it is the A100 80GB (the H100 PCIe's 79.11 GiB, a
+    # little smaller, leaves too little KV at 40,960 tokens beside the H100 family's calibrated non-torch term)
     fixes = {f["option"]: f for f in d["fixes"]}
     assert "kv_cache_memory" not in fixes and "gpu_memory_utilization" not in fixes and "quantization" not in fixes
     assert fixes["tensor_parallel_size"]["value"] == 8 and fixes["pipeline_parallel_size"]["value"] == 8
-    assert fixes["gpu"]["value"] == "H100-PCIe-80GB"
-    # or offload to CPU memory: 39.5 GiB short of loading; 53 GiB offloaded leaves 8.02 GiB of weights and room
-    # for the 10 GiB a 40,960-token request needs (the least whole GiB that starts, re-simulated)
-    assert fixes["cpu_offload_gb"]["value"] == 53 and fixes["cpu_offload_gb"]["starts"]
+    assert fixes["gpu"]["value"] == "A100-80GB"
+    # or offload to CPU memory: 39.5 GiB short of loading; 56 GiB offloaded leaves 5.02 GiB of weights and room
+    # for the 10 GiB a 40,960-token request needs at the band's pessimistic end (the least whole GiB that starts,
+    # re-simulated; 53 at kvplan's central estimate)
+    assert fixes["cpu_offload_gb"]["value"] == 56 and fixes["cpu_offload_gb"]["starts"]
     assert all(f["verified"] for f in d["fixes"])
 
 
@@ -359,9 +389,10 @@ def test_deepseek_v3_tp8_h100_fails_loading_with_working_fixes():
     assert (d["outcome"]["stage"], d["outcome"]["error_type"]) == ("load", "torch.OutOfMemoryError")
     assert round(d["budget"]["weights_bytes"] / GiB, 2) == 79.29
     assert d["memory"]["num_blocks"] == 0 and d["logs"] == []
-    # ... or 18 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts)
+    # ... or 22 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts, at
+    # the band's pessimistic end too)
     assert [(f["option"], f["value"]) for f in d["fixes"]] == [
-        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 18)]
+        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 22)]
     assert all(f["starts"] for f in d["fixes"])
     # kvplan fit labels the row as the load failure, with no KV budget (there is no KV cache)
     r, d = _json("fit", "deepseek-ai/DeepSeek-V3", "--gpus", "H100,H200", "--tp-sizes", "8")

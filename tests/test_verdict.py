@@ -32,8 +32,12 @@ def invoke(*args):
 
 def test_ok_line_names_blocks_concurrency_release_and_card():
     d = kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB")
-    m = d["memory"]
-    assert verdict_line(d) == (f"OK starts: {m['num_blocks']:,} blocks, {m['max_concurrency']:.2f} × 40,960 tokens "
+    m, band = d["memory"], d["budget"]["band"]
+    # the band's ends in brackets: the blocks and concurrency vLLM would give at the pessimistic and optimistic end
+    assert band["starts_at_low"] is True
+    assert verdict_line(d) == (f"OK starts: {m['num_blocks']:,} blocks ({band['num_gpu_blocks_low']:,}-"
+                               f"{band['num_gpu_blocks_high']:,}), {m['max_concurrency']:.2f} "
+                               f"({band['max_concurrency_low']:.2f}-{band['max_concurrency_high']:.2f}) × 40,960 tokens "
                                "(vLLM 0.34.0, H100-80GB)")
     r = invoke("simulate", "Qwen/Qwen3-8B", "--gpu", "H100-80GB")
     assert r.exit_code == 0 and r.stdout.splitlines()[0] == verdict_line(d)

@@ -19,8 +19,13 @@ estimates, labelled as such in every output, each with an override:
   ``max_num_batched_tokens`` dummy tokens, then a sampler pass over ``max_num_seqs``
   dummy requests. kvplan's rule::
 
-      forward = T · (4·H + W) · a        sampler = R · V · 4 · 2        (last PP stage)
+      forward = T · (4·H + W) · a        sampler = S(R, V) + T · H · a        (last PP stage)
       activation = max(forward, sampler) + 256 MiB
+
+  ``S(R, V)`` is the dummy sampler pass's peak, derived per release from the release's own
+  ``_dummy_sampler_run`` run on the CPU under a memory-tracking dispatch mode (``kvplan.budget.profile``:
+  28 B per logit in 0.11-0.15, whose top-k/top-p sorts the logits; 14 B from 0.17, the Triton path), while the
+  forward's hidden states ``T · H · a`` are still held (kvplan charged ``R · V · 4 · 2`` before).
 
   with ``T`` = max_num_batched_tokens, ``R`` = min(max_num_seqs, T), ``H`` the hidden size,
   ``V`` the vocabulary, ``a`` the model dtype's bytes, and ``W`` the widest per-token
@@ -34,7 +39,9 @@ estimates, labelled as such in every output, each with an override:
   (``estimate_encoder_profile``: the same rule over the tower's dummy tokens, where the dummy batch
   is derivable from the config — Gemma 4): ``max(encoder, cache + text)``, shown as the
   ``encoder_cache`` term.
-* **non-torch memory** (``--non-torch-memory``): CUDA context allocations outside
+* **non-torch memory** (``--non-torch-memory``), **calibrated** where ``calibration.json`` has the card family and
+  parallelism (``scripts/calibrate_budget.py``: the median of what the calibration half's logs leave beside
+  kvplan's other terms, the band their spread); otherwise kvplan's constants below. CUDA context allocations outside
   PyTorch's allocator that vLLM counts (cuBLAS/NCCL buffers): 0.25 GiB on one GPU,
   0.75 GiB when tp·pp > 1 (NCCL communicators, custom all-reduce buffers). Published
   profiles show 0.07-0.20 GiB single-GPU and 0.20 GiB for a 4-GPU run (vllm PR #12126,
@@ -49,10 +56,15 @@ estimates, labelled as such in every output, each with an override:
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
 from kvplan.budget import sizing
 from kvplan.budget.hardware import GpuCard, gpu_card
 from kvplan.budget.load import load_failure, physical_kv_room
-from kvplan.results.budget import Budget, BudgetStage, BudgetWeights, ProfileTerm
+from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights, ProfileTerm
 from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights,
                                    mxfp4_padding_for, widest_intermediate)
 from kvplan.errors import OptionError
@@ -80,15 +92,18 @@ STARTUP_MULTI_BYTES = 1024 * MiB
 
 def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, max_num_batched_tokens: int,
                               max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
-                              encoder: dict | None = None) -> int:
+                              encoder: dict | None = None, sampler_bytes: int | None = None) -> int:
     """Peak activation of vLLM's profiling run on one rank (rule in the module docstring). ``encoder``
     (``estimate_encoder_profile``, first stage of a multimodal model): the encoder's forward peaks alone, its
-    outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``."""
+    outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``.
+    ``sampler_bytes``: the dummy sampler pass's peak (``kvplan.budget.profile``, derived per release; on the last
+    stage only), which runs while the forward's hidden states (``T · H · a``) are still held."""
     hidden = int(cfg.get("hidden_size") or 0)
-    vocab = int(cfg.get("vocab_size") or 0)
     T = max_num_batched_tokens
     forward = T * (4 * hidden + widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes
-    sampler = min(max_num_seqs, T) * vocab * 4 * 2 if last_stage else 0
+    if sampler_bytes is None:  # kvplan's old rule: two fp32 copies of the logits
+        sampler_bytes = min(max_num_seqs, T) * int(cfg.get("vocab_size") or 0) * 4 * 2
+    sampler = sampler_bytes + T * hidden * dtype_bytes if last_stage else 0
     peak = max(forward, sampler)
     if encoder is not None:
         peak = max(encoder["forward_bytes"], encoder["cache_bytes"] + peak)
@@ -158,8 +173,61 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict 
             "cache_bytes": dummy["items"] * dummy["tokens_per_item"] * text_hidden * dtype_bytes}, ""
 
 
-def estimate_non_torch_bytes(world_size: int) -> int:
+# The weights' band: kvplan's per-tensor count was within 1 % of "Model loading took" on every dense and FP8
+# checkpoint of issue 34's 27 start-ups (and docs/budget-validation.md's rows); the band keeps that much.
+WEIGHTS_BAND = 0.01
+CALIBRATION = Path(__file__).with_name("calibration.json")
+
+
+@cache
+def _calibration() -> dict:
+    """The terms fitted on the calibration half of the start-up corpus (scripts/calibrate_budget.py)."""
+    return json.loads(CALIBRATION.read_text()) if CALIBRATION.exists() else {}
+
+
+def card_family(card_name: str | None) -> str:
+    """A card's family as the calibration groups it: its preset name's first word (``H100-80GB`` → ``H100``)."""
+    return (card_name or "").split("-")[0].upper()
+
+
+def calibrated(world_size: int, card_name: str | None = None) -> dict | None:
+    """The calibrated non-torch term for this card family and parallelism, else for the parallelism alone
+    (``calibration.json``; None before a calibration)."""
+    groups = _calibration().get("non_torch", {})
+    tp = "tp>1" if world_size > 1 else "tp1"
+    return groups.get(f"{card_family(card_name)}/{tp}") or groups.get(tp)
+
+
+def estimate_non_torch_bytes(world_size: int, card_name: str | None = None) -> int:
+    """The non-torch term (and what the rest of the estimate leaves over, see ``calibration.json``): the
+    calibrated value for the card family and one GPU or several, else kvplan's old constants."""
+    g = calibrated(world_size, card_name)
+    if g is not None:
+        return g["value_bytes"]
     return NON_TORCH_MULTI_BYTES if world_size > 1 else NON_TORCH_SINGLE_BYTES
+
+
+def non_torch_ends(world_size: int, card_name: str | None = None) -> tuple[int, int]:
+    """The non-torch term's band: the calibration residuals' spread, else the value itself."""
+    g = calibrated(world_size, card_name)
+    if g is not None:
+        return g["low_bytes"], g["high_bytes"]
+    v = estimate_non_torch_bytes(world_size)
+    return v, v
+
+
+def sampler_terms(era, reqs: int, vocab: int) -> dict:
+    """The dummy sampler pass's peak for ``reqs`` dummy requests (``min(max_num_seqs, T)``) at ``vocab``, by the
+    release's derived table (``kvplan.budget.profile``): value, low and high end, basis and where it came from."""
+    from kvplan.budget.profile import sampler_bytes, sampler_row
+
+    # the release the era stands for (Era.stands_for), read from its fields: the budget calls nothing in the engines
+    release = era.release or (era.releases[-1] if era.releases else era.first_release)
+    row, basis, src = sampler_row(release)
+    return {"value": sampler_bytes(row, reqs, vocab),
+            "low": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_low"]),
+            "high": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_high"]),
+            "basis": basis, "source": src, "row": row}
 
 
 def estimate_startup_bytes(world_size: int) -> int:
@@ -263,7 +331,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     dbytes = dtype_size_bytes(layout.target.dtype)
     bounds = layout.pp_bounds  # vLLM's get_pp_indices, applied by the model stage
 
-    weights = None
+    weights = unpadded = None
     inv = counted = None
     if w_over is None or a_over is None:
         counted = layout_weights(layout)  # the model stage's count (ModelLayout.inventory)
@@ -274,11 +342,18 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         weights = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
                                        expert_parallel=enable_expert_parallel, quantization=quantization,
                                        mxfp4_padding=padding, inventory=counted)
+        if padding is not None and card.compute_capability == (9, 0):  # Hopper: Triton when triton_kernels is in
+            unpadded = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
+                                            expert_parallel=enable_expert_parallel, quantization=quantization,
+                                            mxfp4_padding=None, inventory=counted)
     offload = int((cpu_offload_gb or 0) * GiB)
 
+    sampler = sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0))
     encoder, encoder_why = (estimate_encoder_profile(layout.target.config, dbytes, T, cfg)
                             if isinstance(layout.target.config.get("vision_config"), dict) else (None, ""))
-    stages = []
+    stages, stage_ends, stage_terms, pessimistic = [], [], [], []
+    w_band = (1 - WEIGHTS_BAND, 1 + WEIGHTS_BAND)
+    non_torch_band = None
     for s, (a, z) in enumerate(bounds):
         layers = set(range(a, z))
         last = s == pp - 1
@@ -286,13 +361,19 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         w_bytes = w_over if w_over is not None else weights.stages[s].weight_bytes - min(
             offload, weights.stages[s].weight_bytes)
         act = a_over if a_over is not None else estimate_activation_bytes(
-            inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last)
+            inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last,
+            sampler_bytes=sampler["value"])
+        act_ends = (act, act) if a_over is not None else tuple(estimate_activation_bytes(
+            inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last,
+            sampler_bytes=sampler[end]) for end in ("low", "high"))
         enc_part = 0
         if a_over is None and s == 0 and encoder is not None:  # the first PP rank encodes the dummy items
             enc_part = estimate_activation_bytes(inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R,
-                                                 layers=layers, last_stage=last, encoder=encoder) - act
+                                                 layers=layers, last_stage=last, encoder=encoder,
+                                                 sampler_bytes=sampler["value"]) - act
             act += enc_part
-        nt = n_over if n_over is not None else estimate_non_torch_bytes(tp * pp)
+        nt = n_over if n_over is not None else estimate_non_torch_bytes(tp * pp, name)
+        non_torch_band = (nt, nt) if n_over is not None else non_torch_ends(tp * pp, name)
         layers_on_stage = (z - a) + (len([ls for ls in layout.layers if ls.source == "drafter"]) if last else 0)
         cg = c_over if c_over is not None else estimate_cudagraph_bytes(era, layers_on_stage)
         enc_profile = enc_part if encoder is not None and s == 0 and a_over is None else None
@@ -306,7 +387,35 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         stages.append(BudgetStage(stage=s, weights_bytes=w_bytes, activation_peak_bytes=act, non_torch_bytes=nt,
                                   cudagraph_bytes=cg, encoder_profile_bytes=enc_profile,
                                   cudagraph_resident_bytes=resident, **sized))
+        # the band's ends: every estimated term at its high end (pessimistic), then at its low end
+        ends = []
+        w_low = round(min(w_bytes, w_bytes if unpadded is None else unpadded.stages[s].weight_bytes - min(
+            offload, unpadded.stages[s].weight_bytes)) * w_band[0])
+        for i, (w_e, af) in enumerate(((round(w_bytes * w_band[1]), act_ends[1]), (w_low, act_ends[0]))):
+            w_e = w_bytes if w_over is not None else w_e
+            nt_e = nt if n_over is not None else non_torch_band[1 - i]
+            e = sizing.stage_kv_cache_bytes(mode, total=total, utilization=util, weights=w_e,
+                                            activation=af + enc_part, non_torch=nt_e, cudagraph=cg, startup=startup,
+                                            margin_floor=margin_floor, cudagraph_resident=resident)
+            ends.append(e["kv_cache_memory_bytes"])
+        stage_ends.append(tuple(ends))
+        pessimistic.append(replace(stages[-1], weights_bytes=round(w_bytes * w_band[1]) if w_over is None else w_bytes,
+                                   activation_peak_bytes=act_ends[1] + enc_part, non_torch_bytes=non_torch_band[1]))
+        stage_terms.append({"weights": (w_bytes if w_over is not None else w_low,
+                                        w_bytes if w_over is not None else round(w_bytes * w_band[1])),
+                            "activation": act_ends, "non_torch": non_torch_band,
+                            "sampler_peak": a_over is None and last and sampler["value"] + T * int(
+                                cfg.get("hidden_size") or 0) * dbytes >= act - ACTIVATION_WORKSPACE_BYTES - enc_part})
     budget_stage = min(stages, key=lambda st: st.kv_cache_memory_bytes)
+    load_startup_band = s_over if s_over is not None else estimate_startup_bytes(tp * pp)
+    failed_low = load_failure(pessimistic, total=total, startup=load_startup_band, pp=pp)
+    band = BudgetBand(kv_cache_memory_low_bytes=min(e[0] for e in stage_ends),
+                      starts_at_low=False if failed_low is not None else None,
+                      failure_at_low=failed_low.stage if failed_low is not None else None,
+                      kv_cache_memory_high_bytes=min(e[1] for e in stage_ends),
+                      basis="every estimated term at its high end (low) and its low end (high): " + ", ".join(
+                          f"{k} {v}" for k, v in (("weights", "±1 %"), ("sampler", sampler["basis"]),
+                                                   ("non-torch", _non_torch_basis(tp * pp, name)))))
     requested = sizing.requested_memory(total, util)
     # the load and the profile run happen before the KV cache, whatever the sizing mode
     load_startup = s_over if s_over is not None else estimate_startup_bytes(tp * pp)
@@ -341,7 +450,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
 
     terms = profile_terms(layout, era, T=T, R=R, exact=exact, offload=bool(offload), overrides={
         "weights": w_over, "activation": a_over, "non_torch": n_over, "cudagraph": c_over}, stage=budget_stage,
-        weights=weights, encoder=encoder, encoder_why=encoder_why)
+        weights=weights, encoder=encoder, encoder_why=encoder_why, sampler=sampler,
+        ends=stage_terms[budget_stage.stage], world_size=tp * pp, card_name=name)
 
     bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE for t in terms}
     return Budget(
@@ -395,6 +505,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         max_num_seqs=R,
         **bases,
         profile_terms=terms,
+        band=band,
         formula=sizing.FORMULAS[mode],
         formula_source=sizing.formula_source(era, mode),
         warnings=tuple(warnings),
@@ -409,8 +520,18 @@ KVPLAN_FORMULA, KVPLAN_ESTIMATE, OVERRIDE, NOT_COUNTED, NOT_ESTIMATED = (
     "kvplan's formula estimate", "kvplan's estimate", "override", "not counted", "not estimated")
 
 
+def _non_torch_basis(world_size: int, card_name: str | None = None) -> str:
+    g = calibrated(world_size, card_name)
+    return ASSUMED if g is None else f"{CALIBRATED} on {g['n']} start-ups"
+
+
+DERIVED, CALIBRATED, ASSUMED = "derived", "calibrated", "assumed"
+
+
 def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: BudgetStage,
-                  weights=None, encoder: dict | None = None, encoder_why: str = "") -> tuple[ProfileTerm, ...]:
+                  weights=None, encoder: dict | None = None, encoder_why: str = "", sampler: dict | None = None,
+                  ends: dict | None = None, world_size: int = 1, card_name: str | None = None
+                  ) -> tuple[ProfileTerm, ...]:
     """The non-KV terms of vLLM's profile on the budget's stage, each with its basis (how sure it is) and its
     source (``ProfileTerm``). The release's code behind each: ``determine_available_memory``
     (v1/worker/gpu_worker.py) subtracts the weights ('Model loading took'), the torch peak of ``profile_run`` over
@@ -444,12 +565,34 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
          if counted else
          f"vLLM {release} captures the graphs after sizing the KV cache: they use the 1 − utilization headroom"),
     ]
-    out = [ProfileTerm(t, b, OVERRIDE if over is not None else basis, "override" if over is not None else source)
-           for t, b, over, basis, source in terms]
+    ends = ends or {}
+    g = calibrated(world_size, card_name)
+    derivation = {"weights": DERIVED, "activation": DERIVED if ends.get("sampler_peak") else ASSUMED,
+                  "non_torch": CALIBRATED if g is not None else ASSUMED,
+                  "cudagraph": ASSUMED if counted else NOT_COUNTED}
+    if g is not None:
+        terms[2] = (*terms[2][:4], f"calibrated on {g['n']} start-ups ({g['group']}: {g['cases']}) of the calibration half of "
+                    f"tests/logs/budget: what vLLM's logged KV memory leaves beside kvplan's other terms, median "
+                    f"{g['value_bytes'] / GiB:.2f} GiB, spread {g['low_bytes'] / GiB:.2f} to "
+                    f"{g['high_bytes'] / GiB:.2f} GiB (scripts/calibrate_budget.py)")
+    if sampler is not None and overrides["activation"] is None:
+        row = sampler["row"]
+        terms[1] = (*terms[1][:4], terms[1][4].replace(
+            "R·V·8", f"R·V·{row['bytes_per_logit']:g} + T·H·a") + (
+            f"; the sampler pass {sampler['value']:,} B ({sampler['basis']}: {sampler['source']}, "
+            f"{row['bytes_per_logit']:g} B per logit on the {row['topk_topp_path']} path"
+            f"{', Triton top-k/top-p' if row['triton'] else ''}; band {row['bytes_per_logit_low']:g}-"
+            f"{row['bytes_per_logit_high']:g} B per logit), the forward kvplan's rule (assumed)"))
+    out = []
+    for t, b, over, basis, source in terms:
+        lo, hi = ends.get(t, (b, b)) if over is None else (b, b)
+        out.append(ProfileTerm(t, b, OVERRIDE if over is not None else basis, "override" if over is not None
+                               else source, derivation=OVERRIDE if over is not None else derivation[t],
+                               low_bytes=lo, high_bytes=hi))
     if mm and stage.encoder_profile_bytes is not None:
         e = encoder
         out.append(ProfileTerm(
-            "encoder_cache", stage.encoder_profile_bytes, KVPLAN_ESTIMATE,
+            "encoder_cache", stage.encoder_profile_bytes, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
             f"multimodal: vLLM's profile_run encodes {e['items']} dummy {e['modality']} item(s) of "
             f"{e['tokens_per_item']:,} tokens ({e['encoder_tokens']:,} patches through the vision "
             f"tower: {e['forward_bytes']:,} B by kvplan's activation rule) and keeps their outputs "
@@ -457,11 +600,11 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
             "decoder's, max(encoder, cache + text) (kvplan/budget/estimate.py "
             "estimate_encoder_profile; the tower's attention kernel is not modelled)"))
     elif mm and overrides["activation"] is None and stage.stage > 0 and encoder is not None:
-        out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE,
+        out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
                                "multimodal: the encoder's dummy batch runs on the first pipeline stage only"))
     elif mm:
         out.append(ProfileTerm(
-            "encoder_cache", None, NOT_ESTIMATED,
+            "encoder_cache", None, NOT_ESTIMATED, derivation=NOT_ESTIMATED, source=
             "multimodal: vLLM's profile_run also encodes the largest dummy images/videos for the "
             "encoder cache before the text forward; kvplan's activation covers the text "
             "decoder only, so the KV budget may be high by that peak"

@@ -44,19 +44,30 @@ MARLIN_MXFP4_PADDING = (128, 256)  # (intermediate alignment, hidden alignment)
 # pinned torch, Hopper (cc 9.0) and consumer Blackwell (cc 12.0) take Marlin and its padding too (the H100 log
 # of vllm issue #23278 prints marlin_utils_fp4's "Weight-only FP4 compression ... Marlin kernel" warning).
 MARLIN_MXFP4_EXCEPT_SM100_RELEASES = ("0.10.1", "0.10.1.1")
+# Releases whose Hopper (cc 9.0) MXFP4 MoE takes Marlin unless the triton_kernels package is installed:
+# get_mxfp4_backend (model_executor/layers/quantization/mxfp4.py, read in 0.11.0, 0.11.2, 0.12.0, 0.13.0, 0.14.1,
+# 0.15.1, 0.17.0, 0.17.1, 0.18.1; the patch releases between them assumed alike) picks FlashInfer's SM90 BF16
+# kernel only with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16 set, else Marlin when VLLM_MXFP4_USE_MARLIN is set or
+# triton_kernels is missing, Triton otherwise. No wheel lists triton_kernels (Requires-Dist of each), so a pip
+# install gets Marlin and its padding: the weights' value; an install that adds triton_kernels loads the
+# checkpoint's layout: the weights band's low end. 0.19+ choose from a priority list (fused_moe/oracle/mxfp4.py),
+# not modelled.
+HOPPER_MARLIN_MXFP4_RELEASES = ("0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1", "0.15.0",
+                                "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1")
 
 
 def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
                       release: str = "") -> tuple[int, int] | None:
     """The MXFP4 expert padding vLLM applies on a card, where kvplan knows the backend: Marlin below
     compute capability 9.0 on CUDA; in the 0.10.1 releases (``MARLIN_MXFP4_EXCEPT_SM100_RELEASES``) Marlin on
-    every CUDA card but cc 10.0; None elsewhere (later releases' Hopper and Blackwell pick among several
-    backends)."""
+    every CUDA card but cc 10.0; on Hopper in 0.11-0.18 (``HOPPER_MARLIN_MXFP4_RELEASES``: Marlin without
+    triton_kernels, which no wheel requires); None elsewhere (later releases' Hopper and Blackwell pick among
+    several backends)."""
     if platform != "cuda" or compute_capability is None:
         return None
     if release in MARLIN_MXFP4_EXCEPT_SM100_RELEASES:
         return None if compute_capability == (10, 0) else MARLIN_MXFP4_PADDING
-    if compute_capability < (9, 0):
+    if compute_capability < (9, 0) or (compute_capability == (9, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES):
         return MARLIN_MXFP4_PADDING
     return None
 

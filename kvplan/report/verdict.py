@@ -40,12 +40,38 @@ def _fails(o: dict) -> str:
     return f"FAILS at {stage}: {text}{fix}"
 
 
+def _assumed(d: dict) -> str:
+    """The batch sizes the user did not give: with no card, kvplan takes an H100's (vLLM's defaults for it),
+    which move a hybrid model's concurrency against another card's, so the verdict names them."""
+    sch = d.get("scheduler") or {}
+    opts = (d.get("inputs") or {}).get("options") or {}
+    if not sch.get("max_num_batched_tokens") or (opts.get("max_num_batched_tokens") or {}).get("given") \
+            or (opts.get("gpu") or {}).get("value") or opts.get("gpu_memory", {}).get("value"):
+        return ""
+    return f"; assumed an H100's {sch['max_num_batched_tokens']:,} batched tokens (no --gpu)"
+
+
+def _may_fail(d: dict, band: dict, o: dict) -> str:
+    stage = band.get("failure_at_low") or "admission"
+    fixes = d.get("fixes") or []
+    fix = f" — fix: {fixes[0]['flag']}" if fixes else ""
+    return (f"MAY FAIL at {stage}: starts at kvplan's estimate ({d['memory']['num_blocks']:,} blocks), not at its "
+            f"pessimistic end ({band['kv_cache_memory_low_bytes'] / (1 << 30):.2f} GiB of KV cache){_where(d)}{fix}")
+
+
 def _plan(d: dict) -> str:
     o, m, sch = d["outcome"], d["memory"], d.get("scheduler") or {}
     if not o.get("starts"):
         return _fails(o)
-    line = (f"OK starts: {m['num_blocks']:,} blocks, {m['max_concurrency']:.2f} × {sch['max_model_len']:,} tokens"
-            f"{_where(d)}")
+    band = (d.get("budget") or {}).get("band")
+    if band and band.get("starts_at_low") is False:
+        return _may_fail(d, band, o)
+    blocks = f"{m['num_blocks']:,} blocks"
+    conc = f"{m['max_concurrency']:.2f}"
+    if band and band.get("num_gpu_blocks_low") is not None:
+        blocks += f" ({band['num_gpu_blocks_low']:,}-{band['num_gpu_blocks_high']:,})"
+        conc += f" ({band['max_concurrency_low']:.2f}-{band['max_concurrency_high']:.2f})"
+    line = f"OK starts: {blocks}, {conc} × {sch['max_model_len']:,} tokens{_where(d)}{_assumed(d)}"
     eff = effective_concurrency(m, sch)
     if eff is not None and sch.get("max_num_seqs") and eff < m["max_concurrency"]:
         line += f"; scheduler cap {eff:,.0f} (max_num_seqs)"

@@ -40,6 +40,30 @@ class ProfileTerm:
     bytes: int | None
     basis: str
     source: str
+    # how the figure was found: "derived" (a release's own code run on the CPU, or the checkpoint's metadata),
+    # "calibrated" (fitted on the calibration half of the start-up corpus), "assumed" (kvplan's rule, not checked
+    # by either), "override", "not counted"; and its band (the low and high end the KV band is made of)
+    derivation: str | None = field(default=None, metadata=OMIT_NONE)
+    low_bytes: int | None = field(default=None, metadata=OMIT_NONE)
+    high_bytes: int | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class BudgetBand:
+    """The KV budget as a value with a band: the pessimistic end (every term at its high end) and the optimistic
+    one, and what the engine does at each (filled by the use case, which simulates both ends)."""
+
+    kv_cache_memory_low_bytes: int
+    kv_cache_memory_high_bytes: int
+    num_gpu_blocks_low: int | None = None
+    num_gpu_blocks_high: int | None = None
+    kv_cache_tokens_low: int | None = None
+    kv_cache_tokens_high: int | None = None
+    max_concurrency_low: float | None = None
+    max_concurrency_high: float | None = None
+    starts_at_low: bool | None = None
+    failure_at_low: str | None = None  # the stage the pessimistic end fails at ("load", "profile", "admission")
+    basis: str = ""
 
 
 @dataclass(frozen=True)
@@ -113,6 +137,7 @@ class Budget:
     cudagraph_basis: str
     encoder_cache_basis: str | None = field(default=None, metadata=OMIT_NONE)  # multimodal only
     profile_terms: tuple[ProfileTerm, ...] = ()
+    band: BudgetBand | None = field(default=None, metadata=OMIT_NONE)  # estimated budgets (--gpu)
     formula: str = ""
     formula_source: str = ""
     warnings: tuple[str, ...] = ()

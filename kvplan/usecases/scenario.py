@@ -429,12 +429,83 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
     return replace(layout, warnings=(*layout.warnings, *extra)) if extra else layout
 
 
+def with_band(d: Deployment, layout, era, budget: Budget) -> Budget:
+    """The budget with its band's ends simulated: the blocks, KV tokens and concurrency vLLM would give at the
+    pessimistic and the optimistic end, and whether the engine starts at the pessimistic one."""
+    from dataclasses import replace as with_
+
+    b, ends = budget.band, []
+    if b.failure_at_low is not None:  # the pessimistic end runs out of memory loading or profiling
+        return budget
+    for kv in (b.kv_cache_memory_low_bytes, b.kv_cache_memory_high_bytes):
+        ends.append(engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=kv,
+                                 max_model_len=d.scheduler.max_model_len, budget=budget) if kv > 0 else None)
+    lo, hi = ends
+    fail = None if lo is not None and lo.starts else (lo.failure.stage if lo is not None else "admission")
+    return with_(budget, band=with_(
+        b, num_gpu_blocks_low=lo.num_blocks if lo else 0, num_gpu_blocks_high=hi.num_blocks if hi else 0,
+        kv_cache_tokens_low=lo.kv_tokens if lo else 0, kv_cache_tokens_high=hi.kv_tokens if hi else 0,
+        max_concurrency_low=round(lo.max_concurrency, 6) if lo else 0.0,
+        max_concurrency_high=round(hi.max_concurrency, 6) if hi else 0.0,
+        starts_at_low=fail is None, failure_at_low=fail))
+
+
 def deployment_fixes(d: Deployment, layout, era, plan, budget: Budget | None) -> list[Fix]:
-    """The smallest verified changes that make a failing deployment start (none when it starts)."""
-    if plan.starts:
+    """The verified changes that make a failing deployment start (none when it starts), in the order a serving
+    engineer tries them (``rank_fixes``); with a band, a deployment that starts only at the central estimate
+    gets the fixes that hold at the pessimistic end."""
+    band = budget.band if budget is not None else None
+    if plan.starts and (band is None or band.starts_at_low is not False):
         return []
-    if layout.num_speculative_tokens_missing and plan.failure.stage == "config.speculative":
+    if layout.num_speculative_tokens_missing and not plan.starts and plan.failure.stage == "config.speculative":
         return speculative_tokens_fix(d, era, plan)
+    if band is not None and band.failure_at_low in ("load", "profile"):  # out of memory before the KV cache
+        return load_fixes(d, layout, plan)
+    if band is not None and band.starts_at_low is False:  # the fixes that hold at the pessimistic end
+        return pessimistic_fixes(d, layout, era, budget)
+    return rank_fixes(_deployment_fixes(d, layout, era, plan, budget) + kv_dtype_fixes(d, budget))
+
+
+def pessimistic_fixes(d: Deployment, layout, era, budget: Budget) -> list[Fix]:
+    """The fixes of a deployment that starts at kvplan's central estimate but not at the band's pessimistic end:
+    each simulated at that end (a lower utilization's KV bytes shifted by the band's shortfall)."""
+    low = budget.band.kv_cache_memory_low_bytes
+    plan = engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=max(low, 0),
+                        max_model_len=d.scheduler.max_model_len, budget=budget)
+    if plan.starts or plan.failure is None:
+        return []
+    fixes = _deployment_fixes(d, layout, era, plan, budget, shortfall=budget.kv_cache_memory_bytes - low)
+    return rank_fixes(fixes + kv_dtype_fixes(d, budget))
+
+
+# The order a serving engineer tries a failing deployment's fixes in: a quantized KV cache (no change to what is
+# served), the utilization, a shorter context, fewer or lighter requests in flight, more GPUs or a larger card,
+# and only then a fixed --kv-cache-memory (it skips the profile: the figure must be right for the card).
+FIX_ORDER = ("kv_cache_dtype", "gpu_memory_utilization", "max_model_len", "async_scheduling",
+             "num_gpu_blocks_override", "tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size",
+             "gpu", "kv_cache_memory")
+
+
+def rank_fixes(fixes: list[Fix]) -> list[Fix]:
+    """``fixes`` in ``FIX_ORDER`` (the ones it does not name keep their place after those it does)."""
+    rank = {o: i for i, o in enumerate(FIX_ORDER)}
+    return sorted(fixes, key=lambda f: rank.get(f.option, len(FIX_ORDER)))
+
+
+def kv_dtype_fixes(d: Deployment, budget: Budget | None) -> list[Fix]:
+    """``--kv-cache-dtype fp8`` for a deployment whose KV cache is in the model's dtype: the whole deployment
+    simulated again with it (the layout's pages halve), kept when it then starts (at the band's pessimistic
+    end where there is one)."""
+    from kvplan.engines.vllm.fixes import fix_entry
+
+    if d.serving.kv_cache_dtype not in (None, "auto") or budget is None:
+        return []
+    p = _starts_with(changed(d, kv_cache_dtype="fp8"))
+    return [] if p is None else [fix_entry("kv_cache_dtype", "fp8", "--kv-cache-dtype fp8", p)]
+
+
+def _deployment_fixes(d: Deployment, layout, era, plan, budget: Budget | None, shortfall: int = 0) -> list[Fix]:
+    """The engine's fixes of a failing plan, the utilization fix, and (``shortfall``) at the band's low end."""
     from kvplan.engines.vllm.fixes import smallest_fixes
 
     fixes = run_search(smallest_fixes(plan),
@@ -444,7 +515,7 @@ def deployment_fixes(d: Deployment, layout, era, plan, budget: Budget | None) ->
         # activation peak and the graphs: a larger value runs out of memory allocating it
         fixes = [f for f in fixes if f.option != "kv_cache_memory" or f.value <= budget.kv_room_bytes]
     if budget is not None and d.budget.kv_cache_memory is None:
-        fix = utilization_fix(d, layout, era, budget, plan)
+        fix = utilization_fix(d, layout, era, budget, plan, shortfall)
         if fix is not None:
             fixes.append(fix)
     return fixes
@@ -483,9 +554,10 @@ def kv_bytes_at(budget: Budget, utilization: float) -> int:
     return at(budget, utilization)
 
 
-def utilization_fix(d: Deployment, layout, era, budget: Budget, plan) -> Fix | None:
+def utilization_fix(d: Deployment, layout, era, budget: Budget, plan, shortfall: int = 0) -> Fix | None:
     """The least ``--gpu-memory-utilization`` (to 0.01, at most 1.0) at which a failing
-    deployment starts, verified by simulating it; None when even 1.0 does not."""
+    deployment starts, verified by simulating it; None when even 1.0 does not. ``shortfall``: the KV bytes
+    the band's pessimistic end has less than the central estimate (the fix then holds at that end)."""
     from kvplan.engines.vllm.fixes import fix_entry, least_that_starts
 
     if plan.failure is None or plan.failure.stage not in ("admission", "autofit"):
@@ -494,7 +566,7 @@ def utilization_fix(d: Deployment, layout, era, budget: Budget, plan) -> Fix | N
 
     @cache  # the fix's own plan is the search's last one: simulated once
     def starts(k: int):
-        kv = kv_bytes_at(budget, k / 100)
+        kv = kv_bytes_at(budget, k / 100) - shortfall
         p = engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=kv, max_model_len=length,
                          budget=budget) if kv > 0 else None
         return p if p is not None and p.starts else None
@@ -531,7 +603,8 @@ def _starts_with(d: Deployment) -> object | None:
         r = run_deployment(d, fixes=False)
     except KvplanError:
         return None  # e.g. heads not divisible by that tensor-parallel size
-    return r.plan if r.plan.starts else None
+    band = r.budget.band if r.budget is not None else None
+    return r.plan if r.plan.starts and (band is None or band.starts_at_low is not False) else None
 
 
 def load_fixes(d: Deployment, layout, plan, failed: LoadFailure | None = None) -> list[Fix]:
@@ -637,6 +710,8 @@ def run_deployment(d: Deployment, *, explain: bool = False, layout=None, fixes: 
         else:
             if budget is None:
                 _plausible_budget(d.source.model, kv_bytes, plan)
+            if budget is not None and budget.band is not None:
+                budget = with_band(d, layout, era, budget)
             found = deployment_fixes(d, layout, era, plan, budget) if fixes else []
         fixes = found
     warnings = (*layout.warnings, NO_BUDGET_REFUSAL) if kv_bytes is None else tuple(layout.warnings)

@@ -1,0 +1,52 @@
+"""The dummy sampler pass of vLLM's profile run, per release, from the table derived from each release's code.
+
+``scripts/golden/profile_terms.py`` runs each release's own ``GPUModelRunner._dummy_sampler_run`` (the V1 model
+runner, v1/worker/gpu_model_runner.py) on the CPU under a memory-tracking dispatch mode, with the sampler built
+as a CUDA worker builds it, and records the peak live bytes (``tests/golden/profile_terms/<release>.json``);
+``--table`` writes what kvplan reads here (``profile_terms.json``; tests/test_profile_terms.py checks it against
+the goldens). The pass's peak over ``R`` dummy requests and a vocabulary of ``V``::
+
+    sampler = R · V · b  +  rows · V · s  +  fixed          rows = min(next_pow2(min(SMs, R)), SMs)
+
+``b`` the bytes per logit (the model-dtype logits, the fp32 copy, and whatever the release's top-k/top-p path
+allocates: 0.11.0 without FlashInfer sorts the logits, 28 B; the Triton path of 0.19+ 14 B), ``s`` the Triton
+top-k/top-p wrapper's per-SM buffer (4 B, one fp32 row per program; 0 before it), ``fixed`` its tables. The SM
+count is not in kvplan's card presets: kvplan takes an H100 SXM's 132 (assumed; at most 170·V·4 bytes on any
+current card, inside the band). A release whose sampler was not run (the V1 runner removed: 0.30+ run the V2
+sampler, v1/worker/gpu/sample, not derived yet) takes the newest derived release before it, labelled assumed.
+No torch here: the table is read once per process.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+TABLE = Path(__file__).with_name("profile_terms.json")
+ASSUMED_SMS = 132  # an H100 SXM (the card kvplan assumes when none is given)
+DERIVED, ASSUMED = "derived", "assumed"
+
+
+@cache
+def _table() -> dict:
+    return json.loads(TABLE.read_text())["releases"]
+
+
+def sampler_row(release: str | None) -> tuple[dict, str, str]:
+    """The table's row for ``release`` (every release kvplan accepts has one: its own derived figure, or the
+    newest derived release's before it, marked assumed; a name not in it, e.g. a proposal's era, takes the
+    newest release's row), the basis and a note of where it came from."""
+    rows = _table()
+    row = rows.get(release or "") or rows[list(rows)[-1]]
+    if row["basis"] == DERIVED:
+        return row, DERIVED, f"vLLM {row['from']}'s own _dummy_sampler_run, run on the CPU"
+    return row, ASSUMED, f"vLLM {row['from']}'s figure: {release or 'this era'}'s sampler not run ({row['why']})"
+
+
+def sampler_bytes(row: dict, reqs: int, vocab: int, *, per_logit: float | None = None) -> int:
+    """The sampler pass's peak for ``reqs`` dummy requests over ``vocab`` logits by a table row."""
+    b = row["bytes_per_logit"] if per_logit is None else per_logit
+    sms = ASSUMED_SMS
+    rows = min(1 << max(0, (min(sms, reqs) - 1).bit_length()), sms) if row["sm_row_bytes_per_vocab"] else 0
+    return round(reqs * vocab * b + rows * vocab * row["sm_row_bytes_per_vocab"] + row["fixed_bytes"])

@@ -1,0 +1,466 @@
+#!/usr/bin/env python3
+"""The dummy sampler pass of vLLM's profile run, measured from a release's own code on the CPU.
+
+Run inside a release environment (imports nothing from kvplan; ``scripts/golden/release_env.sh``)::
+
+    PYTHONPATH=$(RELEASE_BASE=... scripts/golden/release_env.sh 0.19.0 | tail -1 | cut -d= -f2) \\
+        $RELEASE_BASE/bin/python scripts/golden/profile_terms.py --out tests/golden/profile_terms
+
+What it runs: the release's ``GPUModelRunner._dummy_sampler_run`` (v1/worker/gpu_model_runner.py, the V1
+model runner) on a stand-in runner holding only what that method reads (``model``, ``device``, ``sampler``,
+``speculative_config`` None, ``vllm_config`` with no multimodal config), with the release's ``Sampler`` built as
+vLLM builds it on CUDA: ``TopKTopPSampler.__init__`` runs with the platform answering ``is_cuda() = True`` and
+the release's default environment (so it picks the path a CUDA worker picks: FlashInfer only where the release
+uses it by default and it is installed; it is not installed here), and ``apply_top_k_top_p`` sees
+``HAS_TRITON = True`` as on CUDA. Triton kernels cannot run on a CPU: every kernel launch is replaced by a
+no-op. A Triton kernel allocates no device memory itself (its buffers are the torch tensors its wrapper
+allocates, which are measured), so the peak is unchanged; the values it would write are not (no shape in the
+sampler depends on them). ``num_compute_units`` (the SM count the Triton top-k/top-p wrapper sizes its
+per-program buffer by) answers ``--sms``.
+
+The stand-in model's ``compute_logits`` is ``hidden @ lm_head.T`` in the model dtype (bfloat16), which is what
+the release's ``LogitsProcessor`` returns at TP 1 (``lm_head.quant_method.apply`` → ``F.linear``; the gather
+is the identity on one rank). The hidden size does not change the logits' shape: 64 is used.
+
+How it measures: a ``TorchDispatchMode`` sees every op; each output tensor's storage not yet seen is added to
+the live bytes, and removed when that storage is freed (a ``weakref.finalize`` on the storage). The peak of live
+bytes over the call, minus the bytes live before it (the hidden states), is the sampler pass's peak. It runs
+at two batch sizes R1 < R2 (both ≥ the SM count, so the Triton buffer is the same size in both) for each
+vocabulary size; the difference over (R2 − R1)·V is the bytes per logit the peak grows by, the rest the part
+that does not grow with the batch (the Triton buffer: min(next_pow2(min(SMs, R)), SMs) rows of V fp32).
+
+Output: ``<out>/<release>.json``: per vocabulary size the measured peaks, the bytes per logit and the fixed
+part, and the path taken (``topk_topp_path``: the TopKTopPSampler method bound, ``triton``: whether
+apply_top_k_top_p took the Triton branch). A release whose sampler cannot be run so says why (``derived``
+false, ``why``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+import weakref
+from pathlib import Path
+
+VOCABS = (151936,)  # the slope is the same at 32000, 128256 and 262144 (0.11.0, 0.19.0, 0.27.1)
+
+
+class LiveBytes:
+    """Live bytes of every storage an op created inside the mode, and their peak."""
+
+    def __init__(self, known=()):
+        self.known = {t.untyped_storage().data_ptr() for t in known}  # allocated before the call: not counted
+        self.live: dict[int, int] = {}
+        self.now = 0
+        self.peak = 0
+
+    def add(self, storage) -> None:
+        key = storage.data_ptr()
+        if key in self.live or key in self.known or storage.nbytes() == 0:
+            return
+        n = storage.nbytes()
+        self.live[key] = n
+        self.now += n
+        self.peak = max(self.peak, self.now)
+        weakref.finalize(storage, self._free, key)
+
+    def _free(self, key: int) -> None:
+        n = self.live.pop(key, 0)
+        self.now -= n
+
+
+def tracking_mode(counter: LiveBytes):
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Track(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor) and t.device.type == "cpu":
+                    counter.add(t.untyped_storage())
+            return out
+
+    return Track()
+
+
+class KernelStub:
+    """A Triton kernel's launch, as a no-op (``kernel[grid](...)`` and ``kernel(...)``)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.launches = 0
+
+    def __getitem__(self, grid):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        self.launches += 1
+        return None
+
+    def __getattr__(self, name):  # a kernel wrapper's helpers (register_warmup, …): no-ops
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *a, **k: None
+
+
+def stub_kernels(module) -> list[str]:
+    """Replace the module's Triton kernels (functions using ``tl``: with Triton's placeholder decorators they are
+    plain functions) by no-op launches."""
+    out = []
+    for name, obj in list(vars(module).items()):
+        code = getattr(obj, "__code__", None)
+        if code is not None and getattr(obj, "__module__", "") == module.__name__ and "tl" in code.co_names:
+            setattr(module, name, KernelStub(name))
+            out.append(name)
+    return out
+
+
+class CudaPlatform:
+    """``current_platform`` as a CUDA worker sees it, for the sampler's path choice only."""
+
+    capability = (9, 0)  # Hopper: FlashInfer's sampler supports it in every release
+
+    def __init__(self, real):
+        self._real = real
+
+    def is_cuda(self):
+        return True
+
+    def is_cpu(self):
+        return False
+
+    def is_rocm(self):
+        return False
+
+    def is_xpu(self):
+        return False
+
+    def num_compute_units(self, device_id=0):
+        return 132  # an H100 SXM: the path choice (0.33+ refuses FlashInfer's top-k on ≤ 16 SMs) sees a real card
+
+    def get_device_capability(self, device_id=0):
+        from vllm.platforms.interface import DeviceCapability
+
+        return DeviceCapability(*self.capability)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+class _StubFinder:
+    """``flashinfer`` and its submodules as stand-ins: the package is a CUDA one (not installed here). Its sampling
+    entry points return the sampled ids (``int32`` per row) and allocate nothing else: FlashInfer's own
+    workspace in those calls is not measured (stated in the golden's notes)."""
+
+    def __init__(self, *roots):
+        self.roots = roots
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in self.roots:
+            import importlib.machinery
+
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        m = _AnyModule(spec.name)
+        m.__path__ = []
+        return m
+
+    def exec_module(self, module):
+        if module.__name__ == "flashinfer":
+            module.__version__ = "0.7.3"
+
+
+def _sampled(logits, *args, **kwargs):
+    import torch
+
+    SAMPLED_CALLS.append(tuple(logits.shape))
+    return torch.zeros(logits.shape[0], dtype=torch.int32)
+
+
+SAMPLED_CALLS: list = []
+
+
+class _AnyModule(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name.endswith(("_from_logits", "_from_probs")):
+            return _sampled
+        if name in ("sampling", "utils", "decode", "prefill", "jit"):
+            import importlib
+
+            return importlib.import_module(f"{self.__name__}.{name}")
+        return type(name, (), {"__init__": lambda self, *a, **k: None,
+                               "__getattr__": lambda self, n: (lambda *a, **k: None)})
+
+
+def install_stubs(flashinfer: bool = True) -> list[str]:
+    notes = []
+    if not flashinfer:
+        notes.append("without FlashInfer (as a pip install where FlashInfer is an extra)")
+        return notes + install_numba()
+    try:
+        import flashinfer  # noqa: F401
+    except ImportError:
+        sys.meta_path.insert(0, _StubFinder("flashinfer"))
+        notes.append("flashinfer stood in for (a CUDA package): its sampling calls return the sampled ids and "
+                     "allocate nothing else; FlashInfer's own workspace is not measured")
+    return notes + install_numba()
+
+
+def install_numba() -> list[str]:
+    notes = []
+    try:
+        import mistral_common  # noqa: F401
+    except ImportError:  # the tokenizer module's import (0.14-0.15 import it on the runner's path); unused here
+        sys.meta_path.append(_StubFinder("mistral_common"))
+        notes.append("mistral_common stood in for (imported by the tokenizers, not used by the sampler)")
+    try:
+        import numba  # noqa: F401
+    except ImportError:  # the n-gram proposer's import only; the sampler does not use it
+        m = types.ModuleType("numba")
+        for n in ("jit", "njit", "prange", "get_num_threads", "set_num_threads"):
+            setattr(m, n, (lambda *a, **k: (a[0] if a and callable(a[0]) else (lambda f: f))))
+        sys.modules["numba"] = m
+        notes.append("numba stubbed (imported by the n-gram proposer, not by the sampler)")
+    return notes
+
+
+def build(sms: int):
+    """The release's runner method and a Sampler built as on CUDA."""
+    import torch  # noqa: F401
+    from vllm.v1.sample.ops import topk_topp_sampler as tts
+
+    notes = []
+    tts.current_platform = CudaPlatform(tts.current_platform)
+    try:
+        torch.accelerator.current_device_index()
+    except Exception:  # no accelerator: the index the CUDA worker would read (device 0), a no-op cache flush
+        torch.accelerator.current_device_index = lambda: 0
+        torch.accelerator.empty_cache = lambda: None
+        notes.append("torch.accelerator.current_device_index answers 0, empty_cache is a no-op (no device here)")
+    kernels = []
+    try:
+        from vllm.v1.sample.ops import topk_topp_triton as ttt
+    except ImportError:
+        ttt = None
+    if ttt is not None:
+        kernels += stub_kernels(ttt)
+        if hasattr(ttt, "num_compute_units"):
+            ttt.num_compute_units = lambda *a, **k: sms
+        tts.HAS_TRITON = True
+        for name in dir(ttt):  # what the sampler module's `if HAS_TRITON:` import block brings in
+            if not name.startswith("__") and not hasattr(tts, name):
+                setattr(tts, name, getattr(ttt, name))
+        notes.append(f"HAS_TRITON forced True as on CUDA; kernels stubbed: {', '.join(kernels)}; "
+                     f"num_compute_units = {sms}")
+    from vllm.v1.sample.sampler import Sampler
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    sampler = Sampler()
+    path = getattr(sampler.topk_topp_sampler.forward, "__name__", str(sampler.topk_topp_sampler.forward))
+    return GPUModelRunner._dummy_sampler_run, sampler, path, notes, ttt
+
+
+def runner(sampler, vocab: int, dtype):
+    import torch
+
+    lm_head = torch.randn(vocab, 64, dtype=dtype)
+
+    class Model:
+        def compute_logits(self, hidden_states, *args):
+            return hidden_states @ lm_head.t()
+
+    mm = types.SimpleNamespace(multimodal_config=None)
+    return lm_head, types.SimpleNamespace(model=Model(), device=torch.device("cpu"), sampler=sampler,
+                                 speculative_config=None, rejection_sampler=None,
+                                 vllm_config=types.SimpleNamespace(model_config=mm))
+
+
+def clear_caches() -> None:
+    """Empty the sampler modules' per-device caches (the Triton wrapper's buffer and tables), so every measured
+    call allocates them as the profile run's first call does."""
+    for name, mod in list(sys.modules.items()):
+        if name.startswith(("vllm.v1.sample", "vllm.v1.worker.gpu.sample")) and mod is not None:
+            for attr, val in vars(mod).items():
+                if "CACHE" in attr.upper() and isinstance(val, dict):
+                    val.clear()
+
+
+def measure(method, sampler, vocab: int, reqs: int, dtype, sms: int | None = None, ttt=None) -> int:
+    import torch
+
+    clear_caches()
+    if ttt is not None and sms is not None and hasattr(ttt, "num_compute_units"):
+        ttt.num_compute_units = lambda *a, **k: sms
+    torch.manual_seed(0)
+    lm_head, stand_in = runner(sampler, vocab, dtype)
+    hidden = torch.rand(reqs, 64, dtype=dtype)
+    counter = LiveBytes(known=(lm_head, hidden))
+    with torch.inference_mode(), tracking_mode(counter):
+        out = method(stand_in, hidden)
+        del out
+    return counter.peak
+
+
+# FlashInfer's top_k_top_p_sampling_from_logits (the FlashInfer path's one call) masks the logits to the top k and
+# takes their softmax before sampling: two fp32 [R, V] tensors of its own, not measured here (the package is a CUDA
+# one). The table's high end adds them to a release whose CUDA path calls it.
+FLASHINFER_UNMEASURED_BYTES_PER_LOGIT = 8
+TABLE_VOCAB = 151936  # the vocabulary the table's per-logit figures are read at (the slope is the same at 32000)
+
+
+def table(goldens: Path, out: Path) -> int:
+    """kvplan's run-time table (``kvplan/budget/profile_terms.json``) from the goldens: per release, the bytes per
+    logit of the sampler pass on the path a CUDA install of that release takes (FlashInfer where the wheel
+    requires it, else without), the other variant's figure as the band's other end, the Triton buffer's bytes
+    per SM row and vocabulary entry, the fixed bytes; a release whose sampler was not run says why."""
+    rows = {}
+    for f in sorted(goldens.glob("*.json"), key=lambda p: tuple(int(x) for x in p.stem.split("."))):
+        g = json.loads(f.read_text())
+        variants = g["sampler"]
+        pick = "flashinfer" if g.get("flashinfer_required") else "no_flashinfer"
+        v = variants[pick]
+        if not v.get("derived"):
+            rows[g["vllm_version"]] = {"derived": False, "why": v.get("why", "")}
+            continue
+        at = {r["vocab_size"]: r for r in v["sampler"]}[TABLE_VOCAB]
+        per = {k: {r["vocab_size"]: r for r in x["sampler"]}[TABLE_VOCAB]["bytes_per_logit"]
+               for k, x in variants.items() if x.get("derived")}
+        # a variant that called FlashInfer's sampler: its high end adds what FlashInfer allocates itself
+        high = {k: b + (FLASHINFER_UNMEASURED_BYTES_PER_LOGIT if variants[k].get("flashinfer_sampling_calls") else 0)
+                for k, b in per.items()}
+        fi = bool(v.get("flashinfer_sampling_calls"))
+        rows[g["vllm_version"]] = {
+            "derived": True, "variant": pick, "topk_topp_path": v["topk_topp_path"], "triton": v["triton"],
+            "bytes_per_logit": round(at["bytes_per_logit"], 3),
+            "bytes_per_logit_low": round(min(per.values()), 3),
+            "bytes_per_logit_high": round(max(high.values()), 3),
+            "flashinfer_unmeasured": fi,
+            "sm_row_bytes_per_vocab": round(at["bytes_per_sm_row_per_vocab"], 3),
+            "fixed_bytes": at["fixed_bytes"],
+        }
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from kvplan.engines.vllm.versions import VERSIONS, version_key
+
+    derived = [r for r in rows if rows[r]["derived"]]
+    full = {}
+    for release in VERSIONS:  # every release kvplan accepts: its own row, else the newest derived one before it
+        own = rows.get(release)
+        if own is not None and own["derived"]:
+            full[release] = {**own, "basis": "derived", "from": release}
+            continue
+        before = [r for r in derived if version_key(r) <= version_key(release)] or derived[:1]
+        why = own["why"] if own is not None else "no golden for this release (not a golden release)"
+        full[release] = {**rows[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
+    out.write_text(json.dumps({"source": "scripts/golden/profile_terms.py --table (from tests/golden/profile_terms)",
+                               "releases": full}, indent=1) + "\n")
+    rows = full
+    print(f"{out}: {len(rows)} releases, {sum(r['derived'] for r in rows.values())} derived")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--table", nargs=2, type=Path, metavar=("GOLDENS", "OUT"),
+                    help="write kvplan's table from the goldens (kvplan's environment; no vLLM)")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--sms", type=int, default=8, help="SM count the Triton wrapper sees (≤ the batch sizes)")
+    ap.add_argument("--reqs", type=int, nargs=2, default=(32, 64))
+    ap.add_argument("--vocabs", type=int, nargs="*", default=list(VOCABS))
+    ap.add_argument("--no-flashinfer", action="store_true",
+                    help="measure as a worker without FlashInfer installed (one variant per process)")
+    ap.add_argument("--variant-out", type=Path, help="write this variant's record here (internal)")
+    a = ap.parse_args(argv)
+    if a.table:
+        return table(*a.table)
+    if a.variant_out is None:
+        return both_variants(a, argv)
+    import torch
+    import vllm
+
+    release = vllm.__version__
+    notes = install_stubs(flashinfer=not a.no_flashinfer)
+    record = {"vllm_version": release, "torch_version": torch.__version__, "runner": "V1 GPUModelRunner",
+              "logits_dtype": "bfloat16", "sms": a.sms, "reqs": list(a.reqs)}
+    try:
+        method, sampler, path, more, ttt = build(a.sms)
+    except Exception as e:  # the release's runner does not import or has no such method here
+        record.update(derived=False, why=f"{type(e).__name__}: {e}")
+        notes_out(a.variant_out, release, record, notes)
+        return 0
+    notes += more
+    record["topk_topp_path"] = path
+    rows = []
+    r1, r2 = a.reqs
+    for v in a.vocabs:
+        p1 = measure(method, sampler, v, r1, torch.bfloat16, a.sms, ttt)
+        p2 = measure(method, sampler, v, r2, torch.bfloat16, a.sms, ttt)
+        # the same batch with twice the SMs: the Triton wrapper's buffer grows by a.sms rows (none without it)
+        p3 = measure(method, sampler, v, r2, torch.bfloat16, 2 * a.sms, ttt)
+        per_logit = (p2 - p1) / ((r2 - r1) * v)
+        per_row = (p3 - p2) / (a.sms * v)
+        rows.append({"vocab_size": v, "peak_bytes": {str(r1): p1, str(r2): p2, f"{r2}@{2 * a.sms}sms": p3},
+                     "bytes_per_logit": per_logit, "bytes_per_sm_row_per_vocab": per_row,
+                     "fixed_bytes": p1 - round(per_logit * r1 * v) - round(per_row * a.sms * v)})
+    launches = {} if ttt is None else {k: s.launches for k, s in vars(ttt).items() if isinstance(s, KernelStub)}
+    record["triton"] = any(launches.values())
+    record["flashinfer_sampling_calls"] = len(SAMPLED_CALLS)
+    record["kernel_launches"] = launches
+    record["derived"] = True
+    record["sampler"] = rows
+    notes_out(a.variant_out, release, record, notes)
+    return 0
+
+
+def notes_out(out: Path, release: str, record: dict, notes: list[str]) -> None:
+    record["notes"] = notes
+    out.write_text(json.dumps(record, sort_keys=True))
+
+
+def flashinfer_required() -> bool:
+    """Whether the release's wheel requires flashinfer-python (a Requires-Dist without an extra): then every
+    CUDA install has it, and the sampler takes the FlashInfer path wherever the release's default picks it."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        reqs = distribution("vllm").requires or []
+    except PackageNotFoundError:
+        return False
+    return any(r.startswith("flashinfer-python") and "extra ==" not in r for r in reqs)
+
+
+def both_variants(a, argv) -> int:
+    """Each variant in its own process (the modules pick their path at import), into one file per release."""
+    import subprocess
+    import tempfile
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    variants = {}
+    required = flashinfer_required()
+    # where the wheel requires FlashInfer every CUDA install has it: the variant without it is no install's
+    for name, extra in (("flashinfer", []), ("no_flashinfer", ["--no-flashinfer"]))[:1 if required else 2]:
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            subprocess.run([sys.executable, __file__, *argv, *extra, "--variant-out", f.name], check=True)
+            variants[name] = json.loads(Path(f.name).read_text())
+    release = variants["flashinfer"]["vllm_version"]
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / f"{release}.json").write_text(json.dumps({"vllm_version": release, "sampler": variants,
+                                                       "flashinfer_required": required},
+                                                      indent=1, sort_keys=True) + "\n")
+    for name, r in variants.items():
+        print(release, name, json.dumps({k: r.get(k) for k in ("derived", "topk_topp_path", "triton", "why")}))
+        for row in r.get("sampler", []):
+            print("  ", row["vocab_size"], row["bytes_per_logit"], row["bytes_per_sm_row_per_vocab"],
+                  row["fixed_bytes"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

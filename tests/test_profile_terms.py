@@ -1,0 +1,125 @@
+"""The profile run's derived sampler terms (kvplan/budget/profile.py) against the goldens each release's own code
+produced (tests/golden/profile_terms, scripts/golden/profile_terms.py), the bands built from them and the
+calibration, the pessimistic verdict and the order of fixes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from kvplan.api import simulate
+from kvplan.budget import profile
+from kvplan.budget.estimate import ACTIVATION_WORKSPACE_BYTES, sampler_terms
+from kvplan.engines.vllm.releases import get_era
+from kvplan.engines.vllm.versions import GOLDEN_RELEASES, VERSIONS
+from kvplan.report.verdict import verdict_line
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDENS = ROOT / "tests" / "golden" / "profile_terms"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("profile_terms_script", ROOT / "scripts/golden/profile_terms.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_table_is_the_goldens(tmp_path):
+    """kvplan's run-time table is exactly what --table builds from the committed goldens."""
+    out = tmp_path / "t.json"
+    _script().table(GOLDENS, out)
+    assert json.loads(out.read_text()) == json.loads(profile.TABLE.read_text())
+
+
+def test_every_golden_release_has_a_golden_derived_or_a_reason():
+    """Every golden release ran the script; the variant its install takes is derived, or says why not."""
+    for release in GOLDEN_RELEASES:
+        g = json.loads((GOLDENS / f"{release}.json").read_text())
+        pick = g["sampler"]["flashinfer" if g["flashinfer_required"] else "no_flashinfer"]
+        assert pick["derived"] or pick["why"], release
+    rows = json.loads(profile.TABLE.read_text())["releases"]
+    assert set(rows) == set(VERSIONS)
+    # 0.34.0 has no V1 runner (its sampler is the V2 runner's): not derived, and the row says so
+    assert rows["0.34.0"]["basis"] == "assumed" and "vllm.v1.sample.sampler" in rows["0.34.0"]["why"]
+
+
+def test_sampler_bytes_per_logit_by_release():
+    """The measured peaks per logit: 0.11.0 without FlashInfer (a pip install: FlashInfer is an extra there) sorts
+    the logits: bf16 logits 2 + their fp32 copy 4 + the sorted values 4 + the int64 sort indices 8 + the sorted
+    softmax 4 + the probabilities 4 + the exponential noise 4 = 30 at most, 28 live at the peak (the bf16 logits'
+    slot is reused: the peak is what the tracker saw); 0.19.0's Triton top-k/top-p works in place: 2 + 4 + the
+    probabilities 4 + the noise 4 = 14, plus the Triton wrapper's buffer of one fp32 vocabulary row per SM."""
+    rows = json.loads(profile.TABLE.read_text())["releases"]
+    assert round(rows["0.11.0"]["bytes_per_logit"]) == 28 and rows["0.11.0"]["sm_row_bytes_per_vocab"] == 0
+    assert round(rows["0.11.0"]["bytes_per_logit_low"]) == 6  # with FlashInfer: 2 + 4, FlashInfer's own unmeasured
+    assert round(rows["0.19.0"]["bytes_per_logit"]) == 14 and rows["0.19.0"]["sm_row_bytes_per_vocab"] == 4
+    assert rows["0.19.0"]["triton"] is True
+
+
+def test_sampler_term_enters_the_activation_as_derived():
+    """Qwen3-32B (hidden 5120, vocab 151,936) on an H100 with vLLM 0.11.0: 1,024 dummy requests (min(max_num_seqs,
+    T)) × 151,936 logits × 28.001 B, held with the forward's 8,192 × 5,120 bf16 hidden states, exceed the forward's
+    8,192 · (4 · 5,120 + 3 · 25,600) · 2 = 1,593,835,520 B; the activation is that + the 256 MiB workspace."""
+    era = get_era("vllm==0.11.0")
+    s = sampler_terms(era, 1024, 151936)
+    assert s["value"] == round(1024 * 151936 * rows_0110()["bytes_per_logit"]) and s["basis"] == "derived"
+    d = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=32768)
+    b = d["budget"]
+    assert b["max_num_seqs"] == 1024 and b["max_num_batched_tokens"] == 8192
+    assert b["activation_peak_bytes"] == s["value"] + 8192 * 5120 * 2 + ACTIVATION_WORKSPACE_BYTES
+    act = next(t for t in b["profile_terms"] if t["term"] == "activation")
+    assert act["derivation"] == "derived" and "0.11.0's own _dummy_sampler_run" in act["source"]
+
+
+def rows_0110() -> dict:
+    return json.loads(profile.TABLE.read_text())["releases"]["0.11.0"]
+
+
+def test_band_is_the_terms_ends():
+    """The KV band: the card's requested memory minus every term's high end (low) and low end (high)."""
+    d = simulate("Qwen/Qwen3-8B", gpu="H100", policy="vllm==0.19.0")
+    b = d["budget"]
+    terms = {t["term"]: t for t in b["profile_terms"]}
+    low = b["requested_memory_bytes"] - sum(t["high_bytes"] for t in terms.values())
+    high = b["requested_memory_bytes"] - sum(t["low_bytes"] for t in terms.values())
+    assert (b["band"]["kv_cache_memory_low_bytes"], b["band"]["kv_cache_memory_high_bytes"]) == (low, high)
+    assert low <= b["kv_cache_memory_bytes"] <= high
+    assert b["band"]["num_gpu_blocks_low"] <= d["memory"]["num_blocks"] <= b["band"]["num_gpu_blocks_high"]
+    assert {t["derivation"] for t in terms.values()} <= {"derived", "calibrated", "assumed", "not counted"}
+
+
+def test_given_kv_memory_has_no_band():
+    d = simulate("Qwen/Qwen3-8B", kv_cache_memory="20GiB")
+    assert "budget" not in d or d["budget"] is None or "band" not in d["budget"]
+    assert verdict_line(d).endswith("assumed an H100's 8,192 batched tokens (no --gpu)")
+
+
+def test_failing_deployment_offers_fp8_kv_first():
+    """Qwen3-32B, TP 1, one H100, vLLM 0.11.0 (issue 34's over-promise was its 32k run, which vLLM refused at
+    admission; kvplan now refuses it too) at 24k: 6 GiB of KV needed (64 layers · 8 KV heads · 128 · 2 · 2 B =
+    256 KiB per token) beside the 4.47 GiB kvplan estimates. The first fix is the quantized KV cache (3 GiB, which
+    fits the band's pessimistic end), before the utilization and a fixed --kv-cache-memory."""
+    d = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=24576)
+    assert d["outcome"]["starts"] is False and d["outcome"]["stage"] == "admission"
+    assert [f["option"] for f in d["fixes"]] == ["kv_cache_dtype", "gpu_memory_utilization", "kv_cache_memory"]
+    assert d["fixes"][0]["flag"] == "--kv-cache-dtype fp8" and d["fixes"][0]["starts"]
+    assert simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=32768)["outcome"]["stage"] \
+        == "admission"
+
+
+def test_starts_only_at_the_estimate_is_may_fail_with_a_fix_that_holds_at_the_pessimistic_end():
+    """At 16k the 4 GiB of KV fit kvplan's central 4.47 GiB but not the band's pessimistic 3.40 GiB: the verdict
+    says MAY FAIL, with the quantized KV cache (2 GiB), which starts at that end too."""
+    d = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=16384)
+    band = d["budget"]["band"]
+    assert d["outcome"]["starts"] is True and band["starts_at_low"] is False and band["failure_at_low"] == "admission"
+    assert band["kv_cache_memory_low_bytes"] < 16384 * 64 * 8 * 128 * 2 * 2 <= d["budget"]["kv_cache_memory_bytes"]
+    line = verdict_line(d)
+    assert line.startswith("MAY FAIL at admission: starts at kvplan's estimate")
+    assert line.endswith("— fix: --kv-cache-dtype fp8")
+    fixed = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=16384, kv_cache_dtype="fp8")
+    assert fixed["budget"]["band"]["starts_at_low"] is True and verdict_line(fixed).startswith("OK starts")
