@@ -93,7 +93,7 @@ def main() -> int:
     dist = work / "dist"
     shutil.rmtree(dist, ignore_errors=True)
     built = sh([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(ROOT)])
-    wheels = sorted(dist.glob("kvplan-*.whl"))
+    wheels = sorted(dist.glob("kvplan_cli-*.whl"))
     if built.returncode or not wheels:
         print(built.stdout + built.stderr)
         report("pip wheel", False)
