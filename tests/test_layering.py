@@ -51,7 +51,7 @@ def graph() -> dict[str, set[str]]:
 # layer and the layers below it, never one above: function-level imports count the same.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("kvplan.errors", "kvplan.units", "kvplan.specs", "kvplan.tensors", "kvplan.bounds", "kvplan.version",
-              "kvplan.installed", "kvplan.results")),
+              "kvplan.installed", "kvplan.progress", "kvplan.results")),
     ("model", ("kvplan.model",)),
     ("budget", ("kvplan.budget",)),
     ("engines", ("kvplan.engines",)),

@@ -151,8 +151,11 @@ def handle_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        from kvplan.report.progress import on_terminal
+
         try:
-            return fn(*args, **kwargs)
+            with on_terminal():  # Rich's bar on stderr for long work, only when stderr is a terminal
+                return fn(*args, **kwargs)
         except typer.Exit:
             raise
         except (KvplanError, KeyboardInterrupt) as e:
