@@ -111,7 +111,7 @@ def test_nothing_outside_the_cli_imports_the_cli():
                        if not m.startswith("kvplan.cli") and m != "kvplan.__main__"
                        for t in ts if t == "kvplan.cli" or t.startswith("kvplan.cli."))
     assert offenders == []
-    assert g["kvplan.__main__"] == {"kvplan.cli.app"}
+    assert g["kvplan.__main__"] == {"kvplan.cli.entry"}
     assert not [m for m, ts in g.items() if "kvplan.__main__" in ts]
 
 

@@ -39,7 +39,7 @@ def test_no_placeholder_in_what_users_copy():
 def test_the_distribution_is_not_kvplan_and_the_wheel_line_names_its_file():
     name, version = PYPROJECT["project"]["name"], PYPROJECT["project"]["version"]
     assert name != "kvplan"  # pypi.org/project/kvplan is another project
-    assert PYPROJECT["project"]["scripts"] == {"kvplan": "kvplan.cli.app:main"}  # the command stays kvplan
+    assert PYPROJECT["project"]["scripts"] == {"kvplan": "kvplan.cli.entry:main"}  # the command stays kvplan
     wheel = f"{re.sub(r'[-_.]+', '_', name)}-{version}-py3-none-any.whl"  # the wheel's file name (PEP 427)
     assert f"pip install dist/{wheel}" in README
     for line in ("`pip install .`", "`pipx install .`", "`uv tool install .`"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-from typer.core import TyperCommand
 
 HELP_COLUMN = 30  # where help text starts when the flags fit before it
 INDENT = 2
@@ -133,10 +132,3 @@ def format_command_help(command, ctx, width: int | None = None) -> str:
         if title in sections:
             out += ["", *wrap(f"{title}:", width), *sections[title]]
     return "\n".join(out) + "\n"
-
-
-class HelpCommand(TyperCommand):
-    """A Typer command whose ``--help`` is ``format_command_help``."""
-
-    def format_help(self, ctx, formatter) -> None:
-        formatter.write(format_command_help(self, ctx))
