@@ -104,6 +104,10 @@ def main() -> int:
     missing = sorted(set(modules + catalog) - names)
     report(f"wheel holds {len(modules)} package files and {len(catalog)} catalog files", not missing,
            f"missing: {', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}" if missing else wheel.name)
+    # setuptools builds from build/lib, which keeps a module deleted from the source tree until build/ goes
+    stale = sorted(n for n in names if n.startswith("kvplan/") and n.endswith(".py") and n not in set(modules))
+    report("wheel holds no module the source tree lacks", not stale,
+           f"stale: {', '.join(stale[:8])}; remove build/ and build again" if stale else "")
 
     # 2. a fresh venv, outside the checkout
     venv = work / "venv"

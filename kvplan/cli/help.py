@@ -107,10 +107,23 @@ def entry_lines(flags: str, help_text: str, width: int, column: int = HELP_COLUM
     return lines
 
 
+def _usage_pieces(command, ctx) -> list[str]:
+    """``[OPTIONS]``, then each argument: ``{name}`` when required, ``[name]`` when not (its metavar when it
+    has one). kvplan's own, so the line does not change with Typer's release (0.29 appends ``...`` to a
+    variadic argument's metavar, which kvplan's already ends with)."""
+    params = [p for p in command.get_params(ctx) if not getattr(p, "hidden", False)]
+    pieces = ["[OPTIONS]"] if any(not _is_argument(p) for p in params) else []
+    for p in params:
+        if _is_argument(p):
+            shown = p.metavar or p.name or ""
+            pieces.append(f"{{{shown}}}" if p.required else f"[{shown}]")
+    return pieces
+
+
 def format_command_help(command, ctx, width: int | None = None) -> str:
     width = width or _width()
     out: list[str] = []
-    pieces = command.collect_usage_pieces(ctx)
+    pieces = _usage_pieces(command, ctx)
     out += wrap(f"Usage: {ctx.command_path} {' '.join(pieces)}", width, "", "  ")
     doc = inspect.cleandoc(command.help or "")
     for para in [p for p in doc.split("\n\n") if p.strip()]:
