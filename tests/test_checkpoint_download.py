@@ -330,8 +330,7 @@ def test_cli_end_to_end_in_a_subprocess(hub, tmp_path):
         "for exact weights"]
 
 
-@pytest.mark.slow  # huggingface_hub retries the index's HEAD 5 times, 23 s in all
-def test_no_server_is_one_line(hub):
+def test_no_server_is_one_line(hub):  # slow (tests/conftest.py): huggingface_hub retries 5 times, 23 s in all
     """Nothing listens at the endpoint (the Hub went away after config.json): huggingface_hub's connection error,
     after its retries, is one CheckpointError line, not a fall-back to model.safetensors."""
     import socket

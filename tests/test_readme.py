@@ -71,3 +71,12 @@ def test_the_local_pre_commit_hook_is_the_published_one():
     mine = local["hooks"][0]
     for key in ("id", "name", "entry", "files", "types", "require_serial"):
         assert mine[key] == hook[key], key
+
+
+def test_every_slow_name_is_a_test():
+    from conftest import SLOW
+
+    for file, names in SLOW.items():
+        text = (ROOT / "tests" / file).read_text(encoding="utf-8")
+        for name in names:
+            assert re.search(rf"^def {re.escape(name.split('[')[0])}\(", text, re.M), f"{file}::{name}"
