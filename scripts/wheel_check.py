@@ -124,7 +124,11 @@ def main() -> int:
     env["COLUMNS"] = "100"
     where = sh([py, "-c", "import kvplan, pathlib; print(pathlib.Path(kvplan.__file__).parent)"], cwd="/", env=env)
     pkg = Path(where.stdout.strip())
-    report("kvplan imports from the venv, not the checkout", pkg.is_dir() and ROOT not in pkg.parents, str(pkg))
+    report("kvplan imports from the venv, not the checkout",
+           where.returncode == 0 and pkg.is_absolute() and pkg.is_dir() and ROOT not in pkg.parents,
+           str(pkg) if where.returncode == 0 else where.stderr.strip()[-300:])
+    if where.returncode:
+        return 1
     installed_catalog = pkg / "configs"
     kvplan_bin = str(venv / "bin" / "kvplan")
 
