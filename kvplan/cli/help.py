@@ -109,14 +109,15 @@ def entry_lines(flags: str, help_text: str, width: int, column: int = HELP_COLUM
 
 def _usage_pieces(command, ctx) -> list[str]:
     """``[OPTIONS]``, then each argument: ``{name}`` when required, ``[name]`` when not (its metavar when it
-    has one). kvplan's own, so the line does not change with Typer's release (0.29 appends ``...`` to a
-    variadic argument's metavar, which kvplan's already ends with)."""
+    has one), ``...`` after one that takes several values. kvplan's own, so the line does not change with
+    Typer's or click's release (Typer 0.28 with click < 8.5 left the ``...`` out)."""
     params = [p for p in command.get_params(ctx) if not getattr(p, "hidden", False)]
     pieces = ["[OPTIONS]"] if any(not _is_argument(p) for p in params) else []
     for p in params:
         if _is_argument(p):
             shown = p.metavar or p.name or ""
-            pieces.append(f"{{{shown}}}" if p.required else f"[{shown}]")
+            shown = f"{{{shown}}}" if p.required else f"[{shown}]"
+            pieces.append(shown + ("..." if getattr(p, "nargs", 1) != 1 else ""))
     return pieces
 
 
