@@ -4,7 +4,7 @@ This module is the one place outside ``kvplan/cli`` that imports the CLI: it is 
 imported by the library (``tests/test_layering.py`` allows exactly this edge).
 """
 
-from kvplan.cli.app import main
+from kvplan.cli.entry import main
 
 if __name__ == "__main__":
     main()

@@ -93,7 +93,7 @@ def main() -> int:
     dist = work / "dist"
     shutil.rmtree(dist, ignore_errors=True)
     built = sh([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(ROOT)])
-    wheels = sorted(dist.glob("kvplan-*.whl"))
+    wheels = sorted(dist.glob("kvplan_cli-*.whl"))
     if built.returncode or not wheels:
         print(built.stdout + built.stderr)
         report("pip wheel", False)
@@ -104,6 +104,10 @@ def main() -> int:
     missing = sorted(set(modules + catalog) - names)
     report(f"wheel holds {len(modules)} package files and {len(catalog)} catalog files", not missing,
            f"missing: {', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}" if missing else wheel.name)
+    # setuptools builds from build/lib, which keeps a module deleted from the source tree until build/ goes
+    stale = sorted(n for n in names if n.startswith("kvplan/") and n.endswith(".py") and n not in set(modules))
+    report("wheel holds no module the source tree lacks", not stale,
+           f"stale: {', '.join(stale[:8])}; remove build/ and build again" if stale else "")
 
     # 2. a fresh venv, outside the checkout
     venv = work / "venv"
@@ -120,7 +124,11 @@ def main() -> int:
     env["COLUMNS"] = "100"
     where = sh([py, "-c", "import kvplan, pathlib; print(pathlib.Path(kvplan.__file__).parent)"], cwd="/", env=env)
     pkg = Path(where.stdout.strip())
-    report("kvplan imports from the venv, not the checkout", pkg.is_dir() and ROOT not in pkg.parents, str(pkg))
+    report("kvplan imports from the venv, not the checkout",
+           where.returncode == 0 and pkg.is_absolute() and pkg.is_dir() and ROOT not in pkg.parents,
+           str(pkg) if where.returncode == 0 else where.stderr.strip()[-300:])
+    if where.returncode:
+        return 1
     installed_catalog = pkg / "configs"
     kvplan_bin = str(venv / "bin" / "kvplan")
 

@@ -66,9 +66,9 @@ def gemma3_27b(extra_full=0):
     return layers(specs + [full(16, 128)] * extra_full, first_drafter=62 if extra_full else None)
 
 
-def heavy_modules_after_cli(args, root, module="kvplan.cli"):
-    """Run `python -m kvplan.cli ARGS` in a fresh interpreter; return (exit code, the torch and
-    transformers modules it imported). The exit code is returned so a caller can assert that the
+def heavy_modules_after_cli(args, root, module="kvplan.cli", packages=("torch", "transformers")):
+    """Run `python -m kvplan.cli ARGS` in a fresh interpreter; return (exit code, the modules of
+    ``packages`` (torch and transformers) it imported). The exit code is returned so a caller can assert that the
     command really ran: a broken entry point imports nothing and must not pass as 'no torch'."""
     import os
     import subprocess
@@ -81,7 +81,7 @@ def heavy_modules_after_cli(args, root, module="kvplan.cli"):
         f"try:\n    runpy.run_module({module!r}, run_name='__main__')\n"
         "except SystemExit as e:\n    rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)\n"
         "sys.stderr.write('\\nRC %d MODS ' % rc + ' '.join(sorted(m for m in sys.modules"
-        " if m.split('.')[0] in ('torch', 'transformers'))))\n"
+        f" if m.split('.')[0] in {tuple(packages)!r})))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
                        env={**os.environ, "PYTHONPATH": str(root)})

@@ -10,8 +10,9 @@ thread; no mock of huggingface_hub or urllib) that answers as the Hub does.
   ``127.0.0.1``: another host, so the user's token must not follow; the CDN answers ranges with 206.
 
 kvplan is pointed at it with ``HF_ENDPOINT`` and a temporary ``HF_HOME``. Every request is logged; the tests
-assert that each request for a ``.safetensors`` file carried a Range header and that each file served at most
-its 8-byte length and its header.
+assert that each request for a ``.safetensors`` file carried a Range header and that no file was sent whole:
+huggingface_hub reads a header with one range request of the first 100,000 bytes (``bytes=0-100000``,
+hf_api.parse_safetensors_file_metadata in 2.4.0), a second one only for a longer header.
 """
 
 from __future__ import annotations
@@ -67,8 +68,11 @@ LOG: list[dict] = []
 LOCK = threading.Lock()
 
 
+FIRST_READ = 100_001  # huggingface_hub's first range request of a safetensors file: bytes=0-100000
+
+
 def header_span(body: bytes) -> int:
-    """8 + the header's length: the most of a safetensors file kvplan may receive."""
+    """8 + the header's length: the bytes a safetensors file's header takes."""
     return 8 + struct.unpack("<Q", body[:8])[0]
 
 
@@ -177,13 +181,14 @@ def safetensors_requests() -> list[dict]:
 
 
 def assert_no_weights_sent(repo: str) -> None:
-    """Each request for a .safetensors file carried a Range header; each file served at most 8 + its header."""
+    """Each request for a .safetensors file carried a Range header; each file served its first read (its header
+    within it) and never whole: every shard here is longer than 100,001 bytes (see SHARDS and SINGLE)."""
     reqs = safetensors_requests()
     assert reqs and all(e["range"] for e in reqs), reqs
     for file, body in REPOS[repo].items():
         if file.endswith(".safetensors"):
             sent = sum(e["sent"] for e in reqs if e["path"].endswith(f"{repo}/{file}"))
-            assert sent == header_span(body) <= len(body), (file, sent)
+            assert header_span(body) <= sent == FIRST_READ < len(body), (file, sent)
 
 
 def budget(repo: str) -> dict:
@@ -199,11 +204,10 @@ def test_sharded_repo_weights_from_downloaded_headers(hub):
     assert b["weights_basis"].startswith(f"from checkpoint metadata: total_size 213,632 B (downloaded headers, "
                                          f"kvtest/tiny-llama@{COMMIT})")
     assert_no_weights_sent("kvtest/tiny-llama")
-    # the Hub's requests and the CDN's: index (one range), each shard's 8 bytes, then its header
-    hub_gets = [(e["host"], e["range"]) for e in LOG if e["method"] == "GET" and "resolve" in e["path"]
-                and not e["path"].endswith("config.json")]
-    assert hub_gets == [("127.0.0.1", f"bytes=0-{(64 << 20) - 1}")] + [
-        ("127.0.0.1", r) for body in SHARDS.values() for r in ("bytes=0-7", f"bytes=8-{header_span(body) - 1}")]
+    # the Hub's requests: the index (a small JSON file, whole), then each shard's first 100,000 bytes
+    hub_gets = [(e["path"].rsplit("/", 1)[-1], e["range"]) for e in LOG if e["method"] == "GET"
+                and "resolve" in e["path"] and not e["path"].endswith("config.json")]
+    assert hub_gets == [("model.safetensors.index.json", None)] + [(f, "bytes=0-100000") for f in SHARDS]
     stored = Path(os.environ["HF_HOME"], "hub", "models--kvtest--tiny-llama", "kvplan", f"{COMMIT}.checkpoint.json")
     doc = json.loads(stored.read_text())
     assert doc["total_size_bytes"] == doc["tensor_bytes"] == 213_632
@@ -282,14 +286,15 @@ def test_gated_repo_without_token_is_one_line(hub):
 
 
 @pytest.mark.parametrize("repo, reason", [
-    ("kvtest/tiny-gated-weights", f"kvtest/tiny-gated-weights@{COMMIT}: model.safetensors: HTTP 401 Unauthorized; "
-     "check the id, the revision and HF_TOKEN for gated repositories; no token found: accept the model's licence "
-     "on the Hub, then set HF_TOKEN or run 'hf auth login'"),
+    ("kvtest/tiny-gated-weights", f"kvtest/tiny-gated-weights@{COMMIT}: model.safetensors: HTTP 401 Unauthorized "
+     "(GatedRepoError); check the id, the revision and HF_TOKEN for gated repositories; no token found: accept "
+     "the model's licence on the Hub, then set HF_TOKEN or run 'hf auth login'"),
     ("kvtest/tiny-gguf", f"kvtest/tiny-gguf@{COMMIT}: model.safetensors.index.json, model.safetensors: neither is "
      "there (HTTP 404), no safetensors headers to read (a GGUF or .bin-only repository?); pass a local "
      "safetensors checkpoint for exact weights"),
-    ("kvtest/tiny-cut", f"kvtest/tiny-cut@{COMMIT}: model.safetensors: the header is 500 bytes but the server sent "
-     "35; truncated file"),
+    # the header says 500 bytes, the file ends 35 bytes after the length: huggingface_hub's second read gets 35
+    ("kvtest/tiny-cut", f"kvtest/tiny-cut@{COMMIT}: model.safetensors: header is not json-encoded string "
+     "(huggingface_hub SafetensorsParsingError); a truncated or malformed safetensors file"),
 ])
 def test_unreadable_headers_keep_the_formula_with_the_reason(hub, repo, reason):
     b = budget(repo)
@@ -323,3 +328,21 @@ def test_cli_end_to_end_in_a_subprocess(hub, tmp_path):
         f"kvtest/tiny-gguf@{COMMIT}: model.safetensors.index.json, model.safetensors: neither is there (HTTP 404), "
         "no safetensors headers to read (a GGUF or .bin-only repository?); pass a local safetensors checkpoint "
         "for exact weights"]
+
+
+def test_no_server_is_one_line(hub):  # slow (tests/conftest.py): huggingface_hub retries 5 times, 23 s in all
+    """Nothing listens at the endpoint (the Hub went away after config.json): huggingface_hub's connection error,
+    after its retries, is one CheckpointError line, not a fall-back to model.safetensors."""
+    import socket
+
+    from kvplan.budget import checkpoint_hub
+    from kvplan.budget.checkpoint import CheckpointError
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    with pytest.raises(CheckpointError) as e:
+        checkpoint_hub._fetch("kvtest/tiny-llama", COMMIT, f"http://127.0.0.1:{port}")
+    assert e.value.message.startswith(f"kvtest/tiny-llama@{COMMIT}: model.safetensors.index.json: cannot connect (")
+    assert e.value.message.endswith("); check the network or drop --download") and "\n" not in e.value.message

@@ -257,6 +257,15 @@ def test_help_imports_neither_torch_nor_transformers():
     assert not [m for m in mods if m.startswith("transformers")]
 
 
+def test_root_help_imports_no_typer_rich_or_pydantic():
+    # `kvplan --help` is the command list (kvplan/cli/entry.py); Typer (and, from 0.29, pydantic) is
+    # imported for a command, Rich only to draw a table
+    rc, mods = heavy_modules_after_cli(["--help"], ROOT, packages=("typer", "rich", "pydantic", "click"))
+    assert rc == 0 and mods == []
+    rc, mods = heavy_modules_after_cli(["simulate", *GPT, *BUDGET, "--format", "json"], ROOT, packages=("rich",))
+    assert rc == 0 and mods == []
+
+
 def test_python_dash_m_kvplan_help_imports_neither_torch_nor_transformers():
     # `python -m kvplan` (kvplan/__main__.py), the entry the wheel check also runs from an installed wheel
     rc, mods = heavy_modules_after_cli(["--help"], ROOT, module="kvplan")

@@ -6,12 +6,11 @@ JSON: ``{tensor name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metad
 checkpoint adds ``model.safetensors.index.json``: ``{"metadata": {"total_size": bytes},
 "weight_map": {tensor name: file}}``.
 
-``read_header`` reads one header from a local file, ``fetch_header`` from a URL with two HTTP
-range requests (``bytes=0-7``, then the header's bytes), as hf-mem does: the weights are never
-transferred. ``fetch_json`` reads an index. kvplan is offline by default: these run only where
-the user asked for the network (``--download``). Every malformed input — a short file, a
-length past the end, a header that is not a JSON object, a tensor without a dtype or whose
-offsets do not match its shape — is one ``CheckpointError`` line naming the source and the field.
+``read_header`` reads one header from a local file; ``parse_header`` checks one header's JSON,
+wherever it came from (a Hub checkpoint's headers are read through huggingface_hub,
+``checkpoint_hub``). Every malformed input — a short file, a length past the end, a header that
+is not a JSON object, a tensor without a dtype or whose offsets do not match its shape — is one
+``CheckpointError`` line naming the source and the field.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ DTYPE_BITS = {
     "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64, "F4": 4, "F6_E2M3": 6,
     "F6_E3M2": 6, "C64": 64,
 }
-HTTP_TIMEOUT_S = 30.0
 _LAYER = re.compile(r"\.\d+(\.|$)")
 _EXPERT = re.compile(r"\.experts\.\d+\.")
 
@@ -128,60 +126,6 @@ def read_header(path) -> Header:
     return parse_header(raw, source)
 
 
-def _opener():
-    """urllib's opener, with a redirect handler that drops the Authorization header when a redirect leaves the
-    host (the Hub sends a weight file's range request on to its CDN with a signed URL, which must not see the
-    user's token: the rule requests and httpx follow)."""
-    import urllib.request
-    from urllib.parse import urlsplit
-
-    class SameHostAuth(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, req, fp, code, msg, headers, newurl):
-            new = super().redirect_request(req, fp, code, msg, headers, newurl)
-            if new is not None and urlsplit(newurl).netloc != urlsplit(req.full_url).netloc:
-                new.remove_header("Authorization")
-            return new
-
-    return urllib.request.build_opener(SameHostAuth)
-
-
-def _get_range(url: str, first: int, last: int, *, timeout: float, headers: dict | None = None) -> bytes:
-    """Bytes ``first..last`` of ``url`` (HTTP Range; redirects followed, ``headers`` sent along, Authorization
-    only to the first host). A server that ignores the range (200) is read only as far as needed; any HTTP or
-    network error is one line."""
-    import urllib.error
-    import urllib.request
-
-    want = last - first + 1
-    req = urllib.request.Request(url, headers={**(headers or {}), "Range": f"bytes={first}-{last}",
-                                               "User-Agent": "kvplan"})
-    try:
-        with _opener().open(req, timeout=timeout) as r:  # noqa: S310 - the user's --download URL
-            if r.status == 206:
-                return r.read(want + 1)[:want] if want else b""
-            if r.status == 200:  # no range support: skip to the range, read no further than it
-                r.read(first)
-                return r.read(want)
-            raise CheckpointError(f"{url}: HTTP {r.status} to a range request; expected 206 Partial Content")
-    except urllib.error.HTTPError as e:
-        if e.code == 416:
-            return b""  # the range starts past the end: the caller reports a truncated file
-        raise CheckpointError(f"{url}: HTTP {e.code} {e.reason}; check the id, the revision and HF_TOKEN "
-                              "for gated repositories") from None
-    except (urllib.error.URLError, OSError) as e:
-        reason = getattr(e, "reason", e)
-        raise CheckpointError(f"{url}: cannot connect ({reason}); check the network or drop --download") from None
-
-
-def fetch_header(url: str, *, timeout: float = HTTP_TIMEOUT_S, headers: dict | None = None) -> Header:
-    """The header of a remote ``.safetensors`` file from two range requests, never its weights."""
-    n = header_length(_get_range(url, 0, 7, timeout=timeout, headers=headers), url)
-    raw = _get_range(url, 8, 8 + n - 1, timeout=timeout, headers=headers)
-    if len(raw) < n:
-        raise CheckpointError(f"{url}: the header is {n} bytes but the server sent {len(raw)}; truncated file")
-    return parse_header(raw, url)
-
-
 def parse_index(doc, source: str) -> tuple[int | None, dict[str, str]]:
     """``(metadata.total_size, weight_map)`` of a ``model.safetensors.index.json``."""
     if not isinstance(doc, dict) or not isinstance(doc.get("weight_map"), dict):
@@ -194,40 +138,6 @@ def parse_index(doc, source: str) -> tuple[int | None, dict[str, str]]:
     if bad is not None:
         raise CheckpointError(f"{source}: weight_map['{bad}'] is not a file name")
     return total, dict(wm)
-
-
-def fetch_json(url: str, *, timeout: float = HTTP_TIMEOUT_S, limit: int = 64 << 20, headers: dict | None = None):
-    """A small JSON document (an index) from ``url``, at most ``limit`` bytes."""
-    raw = _get_range(url, 0, limit - 1, timeout=timeout, headers=headers)
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise CheckpointError(f"{url}: not JSON ({e.__class__.__name__}: {e})") from None
-
-
-def fetch_checkpoint(base_url: str, *, timeout: float = HTTP_TIMEOUT_S, headers: dict | None = None) -> dict:
-    """Every shard's header of a checkpoint at ``base_url`` (a directory URL ending in '/'):
-    the index's files when there is one, else ``model.safetensors``. Returns the index's
-    ``total_size`` (None without an index), the headers, their byte sum and the files read.
-    Neither file there (a GGUF or ``.bin``-only repository) is a ``CheckpointError`` saying so."""
-    index = base_url + "model.safetensors.index.json"
-    try:
-        total, wm = parse_index(fetch_json(index, timeout=timeout, headers=headers), index)
-        files, indexed = sorted(set(wm.values())), True
-    except CheckpointError as e:
-        if "HTTP 404" not in e.message:
-            raise
-        total, files, indexed = None, ["model.safetensors"], False
-    try:
-        headers_read = [fetch_header(base_url + f, timeout=timeout, headers=headers) for f in files]
-    except CheckpointError as e:
-        if indexed or "HTTP 404" not in e.message:
-            raise
-        raise CheckpointError(f"{base_url}model.safetensors.index.json, {base_url}model.safetensors: neither is "
-                              "there (HTTP 404), no safetensors headers to read (a GGUF or .bin-only repository?); "
-                              "pass a local safetensors checkpoint for exact weights") from None
-    return {"total_size": total, "headers": headers_read, "tensor_bytes": sum(h.total_bytes for h in headers_read),
-            "files": ["model.safetensors.index.json"] * indexed + files}
 
 
 def module_prefix(tensor_name: str) -> str:

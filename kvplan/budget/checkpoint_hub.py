@@ -1,12 +1,12 @@
 """``--download``: a Hub checkpoint's weight metadata without its weights, kept beside the downloaded config.
 
-After ``config.json`` (``kvplan.model.source``), kvplan reads the checkpoint's index and headers from the
-Hub's resolve URLs, ``{HF_ENDPOINT}/{repo}/resolve/{commit}/{file}``, as hf-mem does:
-``model.safetensors.index.json`` (one range request of at most 64 MiB: the index is a small JSON file), then
-each shard's first 8 bytes and its header (two range requests per shard, ``kvplan.budget.checkpoint``);
-without an index (HTTP 404), ``model.safetensors``'s header. The weights are never transferred. The user's
-Hugging Face token (``HF_TOKEN``, else the token file huggingface_hub keeps) goes to the Hub only: the
-redirect to the Hub's CDN carries a signed URL and no Authorization header.
+After ``config.json`` (``kvplan.model.source``), kvplan reads the checkpoint's index and headers through
+huggingface_hub, the Hub client every HF tool uses (its endpoint ``HF_ENDPOINT``, its token ``HF_TOKEN`` or
+token file, its offline switch ``HF_HUB_OFFLINE``, its redirects: the Hub's CDN gets a signed URL and never the
+token): ``model.safetensors.index.json`` with ``hf_hub_download``, then each shard's header with
+``HfApi.parse_safetensors_file_metadata`` (a range request of the file's first 100,000 bytes, and a second one
+for a longer header); without an index (404), ``model.safetensors``'s header. The weights are never
+transferred beyond that first read.
 
 The compact form (``compact_form``: total_size, the headers' byte sum, bytes per module prefix and dtype) is
 stored in the repository's cache folder, ``models--<org>--<name>/kvplan/<commit>.checkpoint.json``, beside
@@ -24,7 +24,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from kvplan.budget.checkpoint import CheckpointError, compact_form, fetch_checkpoint
+from kvplan.budget.checkpoint import CheckpointError, Header, compact_form, parse_header, parse_index
 from kvplan.model.source import hub_endpoint
 
 STORED_VERSION = 1
@@ -79,7 +79,7 @@ def label(meta: dict) -> str:
 
 
 def download_metadata(repo: str, commit: str, config_path, *, endpoint: str | None = None) -> dict:
-    """Fetch the index and headers of ``repo`` at ``commit`` (range requests, never the weights), store their
+    """Fetch the index and headers of ``repo`` at ``commit`` (huggingface_hub, never the weights), store their
     compact form beside the snapshot holding ``config_path`` and return it."""
     form = _fetch(repo, commit, endpoint or hub_endpoint())
     path = stored_path(config_path)
@@ -97,22 +97,119 @@ def download_metadata(repo: str, commit: str, config_path, *, endpoint: str | No
 @lru_cache(maxsize=16)
 def _fetch(repo: str, commit: str, endpoint: str) -> dict:
     """Once per process and commit (a sweep asks for the weights many times); a failure is not cached."""
-    base = f"{endpoint}/{repo}/resolve/{commit}/"
     token = hub_token()
     try:
-        ck = fetch_checkpoint(base, headers={"Authorization": f"Bearer {token}"} if token else None)
+        total, headers, files = _read_hub(repo, commit, endpoint, token)
     except CheckpointError as e:
-        raise CheckpointError(f"{repo}@{commit}: {_relative(e.message, base)}"
+        raise CheckpointError(f"{repo}@{commit}: {e.message}"
                               + ("" if token or "HTTP 401" not in e.message else
                                  "; no token found: accept the model's licence on the Hub, then set HF_TOKEN "
                                  "or run 'hf auth login'")) from None
-    form = compact_form(ck["total_size"], ck["headers"])
-    form["provenance"] = {"repo": repo, "commit": commit, "endpoint": endpoint, "files": ck["files"],
-                          "read": "index and safetensors headers by HTTP range requests (no weights)"}
+    form = compact_form(total, headers)
+    form["provenance"] = {"repo": repo, "commit": commit, "endpoint": endpoint, "files": files,
+                          "read": "index and safetensors headers through huggingface_hub (range requests, no weights)"}
     return form
 
 
-def _relative(message: str, base: str) -> str:
-    """A reader's message with the resolve URL's base dropped (the file name stays; the repository and commit
-    lead the line)."""
-    return message.replace(base, "")
+def _read_hub(repo: str, commit: str, endpoint: str, token: str | None) -> tuple[int | None, list[Header], list[str]]:
+    """``(index total_size or None, every shard's header, the files read)`` through huggingface_hub: the index by
+    ``hf_hub_download`` into a temporary cache (it must not land in the user's snapshot, where it would read as a
+    local checkpoint), each header by ``HfApi.parse_safetensors_file_metadata`` (a range request of the file's
+    first 100,000 bytes, a second one for a longer header); without an index, ``model.safetensors``'s header."""
+    import tempfile
+
+    from huggingface_hub import HfApi, hf_hub_download  # lazy: only with --download
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+
+    api = HfApi(endpoint=endpoint, token=token)
+    file = INDEX
+    try:
+        with _quiet_progress():
+            try:
+                with tempfile.TemporaryDirectory(prefix="kvplan-index-") as tmp:
+                    path = hf_hub_download(repo, INDEX, revision=commit, cache_dir=tmp, endpoint=endpoint,
+                                           token=token)
+                    doc = _read_index(path)
+                total, weight_map = parse_index(doc, INDEX)
+                files, indexed = sorted(set(weight_map.values())), True
+            except EntryNotFoundError as e:
+                if isinstance(e, LocalEntryNotFoundError):  # the Hub did not answer (not a 404)
+                    raise
+                total, files, indexed = None, [SINGLE], False
+            headers = []
+            for file in files:
+                try:
+                    meta = api.parse_safetensors_file_metadata(repo, file, revision=commit, token=token)
+                except EntryNotFoundError:
+                    if indexed:
+                        raise
+                    raise CheckpointError(f"{INDEX}, {SINGLE}: neither is there (HTTP 404), no safetensors headers "
+                                          "to read (a GGUF or .bin-only repository?); pass a local safetensors "
+                                          "checkpoint for exact weights") from None
+                headers.append(_header(meta, file))
+    except CheckpointError:
+        raise
+    except Exception as e:  # noqa: BLE001 - huggingface_hub's and the network's errors, each one line
+        raise CheckpointError(f"{file}: {_why(e)}") from None
+    return total, headers, [INDEX] * indexed + files
+
+
+INDEX, SINGLE = "model.safetensors.index.json", "model.safetensors"
+
+
+def _read_index(path: str):
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CheckpointError(f"{INDEX}: not JSON ({e.__class__.__name__}: {e})") from None
+
+
+def _header(meta, file: str) -> Header:
+    """huggingface_hub's parsed header, checked by kvplan's own reader (known dtypes, offsets that match the
+    shapes)."""
+    doc = {name: {"dtype": t.dtype, "shape": list(t.shape), "data_offsets": list(t.data_offsets)}
+           for name, t in meta.tensors.items()}
+    if meta.metadata:
+        doc["__metadata__"] = meta.metadata
+    return parse_header(json.dumps(doc).encode(), file)
+
+
+def _why(e: Exception) -> str:
+    """One line for an error of huggingface_hub or the network."""
+    from huggingface_hub.errors import (HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled,
+                                        SafetensorsParsingError)
+
+    if isinstance(e, LocalEntryNotFoundError) and e.__cause__ is not None:  # hf_hub_download's wrap of the cause
+        e = e.__cause__
+    if isinstance(e, OfflineModeIsEnabled):
+        return "HF_HUB_OFFLINE is set; unset it or drop --download"
+    if isinstance(e, SafetensorsParsingError):
+        reason = str(e).split("): ", 1)[-1].split(". ")[0].rstrip(".")
+        return f"{reason} (huggingface_hub SafetensorsParsingError); a truncated or malformed safetensors file"
+    response = getattr(e, "response", None)
+    status = getattr(response, "status_code", None)
+    if isinstance(e, HfHubHTTPError) and status is not None:
+        phrase = getattr(response, "reason_phrase", "") or ""
+        return (f"HTTP {status} {phrase}".rstrip() + f" ({e.__class__.__name__}); check the id, the revision and "
+                "HF_TOKEN for gated repositories")
+    first = str(e).strip().splitlines()[0] if str(e).strip() else e.__class__.__name__
+    return f"cannot connect ({e.__class__.__name__}: {first}); check the network or drop --download"
+
+
+class _quiet_progress:
+    """huggingface_hub's progress bars off unless stderr is a terminal (kvplan's piped stderr stays lines)."""
+
+    def __enter__(self):
+        import sys
+
+        from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars
+
+        self.restore = not are_progress_bars_disabled() and not sys.stderr.isatty()
+        if self.restore:
+            disable_progress_bars()
+
+    def __exit__(self, *exc):
+        if self.restore:
+            from huggingface_hub.utils import enable_progress_bars
+
+            enable_progress_bars()

@@ -1,4 +1,4 @@
-from kvplan.cli.app import main
+from kvplan.cli.entry import main
 
 if __name__ == "__main__":
     main()

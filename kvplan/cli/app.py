@@ -14,28 +14,14 @@ import os
 import sys
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from kvplan.errors import DeploymentsFileError, KvplanError
 from kvplan.report.output import one_line
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
 
-# name → (module under kvplan.cli, one-line help shown by `kvplan --help`)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "models": ("models_cmd", "List the bundled model configs (id, family, role, layer mix, provenance)."),
-    "inspect": ("inspect_cmd", "Show the per-layer KV-cache specs vLLM would register."),
-    "simulate": ("simulate_cmd", "Group layers, size the KV cache and predict start-up, as a vLLM release would."),
-    "vllm": ("vllm_cmd", "Put kvplan in front of a `vllm serve` line (or --line 'docker run ...'): simulate it."),
-    "check": ("check_cmd", "Simulate every deployment of YAML files and check its expectations (a CI gate)."),
-    "fit": ("fit_cmd", "What fits on a GPU: max_model_len, utilization for N requests, GPU x TP table."),
-    "compare": ("compare_cmd", "Compare vLLM, SGLang, TensorRT-LLM and llama.cpp on one model and budget."),
-    "explain-log": ("explain_log_cmd", "Read a vLLM start-up log: rebuild the layout, cross-check each figure, name the traps."),
-    "export": ("export_cmd", "Hand the exact KV pool to a simulator or router: Dynamo Mocker, BLIS, llm-d-inference-sim, llm-d."),
-    "emit": ("emit_cmd", "Write a deployment kvplan simulated to start: serve line, compose, k8s, KServe, llm-d, Dynamo, Ray."),
-    "diff": ("diff_cmd", "What a vLLM upgrade changes in a deployment: every figure, the era decision behind it."),
-    "policies": ("policies_cmd", "List the vLLM releases kvplan models, their eras and what changed at each boundary."),
-}
+from kvplan.cli.commands import COMMANDS  # noqa: F401 - re-exported: the registry
 
 
 def _version(value: bool) -> None:
@@ -86,13 +72,20 @@ class _Group(TyperGroup):
         sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
+class HelpCommand(TyperCommand):
+    """A Typer command whose ``--help`` is ``kvplan.cli.help.format_command_help``."""
+
+    def format_help(self, ctx, formatter) -> None:
+        from kvplan.cli.help import format_command_help
+
+        formatter.write(format_command_help(self, ctx))
+
+
 class _Typer(typer.Typer):
     """Every command's ``--help`` fits the terminal (kvplan.cli.help), whoever registers it."""
 
     def command(self, *args, cls=None, **kwargs):
         if cls is None:
-            from kvplan.cli.help import HelpCommand
-
             cls = HelpCommand
         return super().command(*args, cls=cls, **kwargs)
 
@@ -155,8 +148,11 @@ def handle_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        from kvplan.report.progress import on_terminal
+
         try:
-            return fn(*args, **kwargs)
+            with on_terminal():  # Rich's bar on stderr for long work, only when stderr is a terminal
+                return fn(*args, **kwargs)
         except typer.Exit:
             raise
         except (KvplanError, KeyboardInterrupt) as e:
@@ -191,34 +187,16 @@ def ensure_registered() -> typer.Typer:
     return app
 
 
-def _wants_root_help(argv: list[str]) -> bool:
-    return not argv or (argv[0] in ("-h", "--help") and len(argv) == 1)
-
-
-def _root_help() -> None:
-    """``kvplan --help`` without importing any command module (or Rich): the command list."""
-    from kvplan.version import __version__
-
-    from kvplan.cli.help import entry_lines, wrap
-    from kvplan.report.terminal import terminal_width
-
-    cols = terminal_width()
-    lines = wrap(f"kvplan {__version__}: predict how vLLM lays out the KV cache of a model (plus a drafter), "
-                 "offline, in seconds.", cols)
-    lines += ["", *wrap("Usage: kvplan [--version] COMMAND [OPTIONS] ...", cols, "", "  "), "", "Commands:"]
-    for n, (_m, h) in COMMANDS.items():
-        lines += entry_lines(n, h, cols, column=max(len(c) for c in COMMANDS) + 4)
-    lines += [""] + wrap("Run `kvplan COMMAND --help` for a command's options. Exit codes: 0 ok, 1 kvplan error, "
-                         "2 usage error, 3 the engine would fail at start-up or a requested check failed.", cols)
-    sys.stdout.write("\n".join(lines) + "\n")
-
-
 def main(argv: list[str] | None = None) -> None:
+    """Run a command line through the Typer app (``kvplan.cli.entry.main``, the ``kvplan`` script, answers
+    ``kvplan --help`` before Typer is imported)."""
     from kvplan.options import normalize_argv
 
     argv = normalize_argv(list(sys.argv[1:] if argv is None else argv))
-    if _wants_root_help(argv):
-        _root_help()
+    if not argv or argv in (["-h"], ["--help"]):
+        from kvplan.cli.commands import root_help
+
+        root_help()
         return
     if argv[0] in COMMANDS:  # import only the command that runs
         importlib.import_module(f"kvplan.cli.{COMMANDS[argv[0]][0]}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-from typer.core import TyperCommand
 
 HELP_COLUMN = 30  # where help text starts when the flags fit before it
 INDENT = 2
@@ -108,10 +107,24 @@ def entry_lines(flags: str, help_text: str, width: int, column: int = HELP_COLUM
     return lines
 
 
+def _usage_pieces(command, ctx) -> list[str]:
+    """``[OPTIONS]``, then each argument: ``{name}`` when required, ``[name]`` when not (its metavar when it
+    has one), ``...`` after one that takes several values. kvplan's own, so the line does not change with
+    Typer's or click's release (Typer 0.28 with click < 8.5 left the ``...`` out)."""
+    params = [p for p in command.get_params(ctx) if not getattr(p, "hidden", False)]
+    pieces = ["[OPTIONS]"] if any(not _is_argument(p) for p in params) else []
+    for p in params:
+        if _is_argument(p):
+            shown = p.metavar or p.name or ""
+            shown = f"{{{shown}}}" if p.required else f"[{shown}]"
+            pieces.append(shown + ("..." if getattr(p, "nargs", 1) != 1 else ""))
+    return pieces
+
+
 def format_command_help(command, ctx, width: int | None = None) -> str:
     width = width or _width()
     out: list[str] = []
-    pieces = command.collect_usage_pieces(ctx)
+    pieces = _usage_pieces(command, ctx)
     out += wrap(f"Usage: {ctx.command_path} {' '.join(pieces)}", width, "", "  ")
     doc = inspect.cleandoc(command.help or "")
     for para in [p for p in doc.split("\n\n") if p.strip()]:
@@ -133,10 +146,3 @@ def format_command_help(command, ctx, width: int | None = None) -> str:
         if title in sections:
             out += ["", *wrap(f"{title}:", width), *sections[title]]
     return "\n".join(out) + "\n"
-
-
-class HelpCommand(TyperCommand):
-    """A Typer command whose ``--help`` is ``format_command_help``."""
-
-    def format_help(self, ctx, formatter) -> None:
-        formatter.write(format_command_help(self, ctx))

@@ -293,26 +293,20 @@ def suggest_ids(model: str, ids: list[str], limit: int = 3) -> list[str]:
 
 
 def _hf_cache(model: str, revision: str | None) -> tuple[str, str] | None:
-    """``(config_path, commit)`` from the local HF cache, or None."""
-    repo_dir = hf_hub_cache_dir() / ("models--" + model.replace("/", "--"))
-    if not repo_dir.is_dir():
+    """``(config_path, commit)`` from the local HF cache, or None. The id's spelling is matched
+    case-insensitively here; the snapshot (a branch or tag through ``refs/``, or a commit) is resolved by
+    huggingface_hub (``try_to_load_from_cache``, imported only when the model is not bundled)."""
+    if not (hf_hub_cache_dir() / ("models--" + model.replace("/", "--"))).is_dir():
         spelled = _match_case(model, _cached_ids())
         if spelled is None:
             return None
-        repo_dir = hf_hub_cache_dir() / ("models--" + spelled.replace("/", "--"))
-    rev = revision or "main"
-    commit = None
-    ref = repo_dir / "refs" / rev
-    if ref.is_file():
-        commit = ref.read_text(encoding="utf-8").strip()
-    elif _COMMIT_RE.match(rev):
-        commit = rev
-    if commit is None:
+        model = spelled
+    from huggingface_hub import try_to_load_from_cache  # lazy: only for a model that is not bundled
+
+    path = try_to_load_from_cache(model, "config.json", cache_dir=str(hf_hub_cache_dir()), revision=revision)
+    if not isinstance(path, str) or not Path(path).is_file():  # None, or "known not to exist"
         return None
-    config = repo_dir / "snapshots" / commit / "config.json"
-    if config.is_file():
-        return str(config), commit
-    return None
+    return path, Path(path).parent.name
 
 
 def hub_endpoint() -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kvplan.report.console import Text
+from rich.text import Text
+
 from kvplan.report.tables import _console
 from kvplan.report.width import Col, fill, fitted_table
 from kvplan.units import plural

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from rich.console import Console
+from rich.text import Text
+
 from kvplan.report import width
-from kvplan.report.console import Console, Text
 from kvplan.report.width import Col, fill, fitted_table
 from kvplan.units import format_bytes, plural
 

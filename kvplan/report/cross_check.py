@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
+from rich.text import Text
+
 from kvplan.report import width
-from kvplan.report.console import Text
 from kvplan.report.width import Col, fitted_table
 from kvplan.units import compact_ranges
 

@@ -4,8 +4,9 @@ re-simulation, the traps, and what could not be recovered. Every table fits the 
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from kvplan.report import width
-from kvplan.report.console import Text
 from kvplan.report.width import Col, fitted_table
 from kvplan.units import format_bytes
 

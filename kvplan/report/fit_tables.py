@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kvplan.report.console import Text
+from rich.text import Text
+
 from kvplan.report.tables import _console, _model_line
 from kvplan.report.width import Col, fitted_table
 from kvplan.units import format_bytes, plural

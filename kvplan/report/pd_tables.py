@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from kvplan.report import width
-from kvplan.report.console import Text
 from kvplan.report.width import Col, fitted_table
 
 

@@ -1,9 +1,11 @@
-"""Terminal rendering of the plain dicts from report.data (drawn by kvplan.report.console)."""
+"""Terminal rendering of the plain dicts from report.data (drawn by Rich, widths from report.width)."""
 
 from __future__ import annotations
 
+from rich.console import Console
+from rich.text import Text
+
 from kvplan.report import width
-from kvplan.report.console import Console, Text
 from kvplan.report.width import Col, fitted_table, key_value_table, terminal_width
 from kvplan.units import compact_ranges, format_bytes, plural
 
@@ -227,7 +229,7 @@ def render_plan(d: dict) -> None:
         span = f"{rels[0]} to {rels[-1]}" if len(rels) > 1 else ", ".join(rels)
         c.print(f"policy {p['name']} (threshold {thr}; vLLM {span})")
     if p.get("warning"):
-        c.print(f"[yellow]Warning: {p['warning']}[/yellow]")
+        c.print(Text(f"Warning: {p['warning']}", style="yellow"))
     sv = d.get("serving") or {}
     if sv.get("attention_backend"):
         why = " (no --gpu: an H100 is assumed)" if sv.get("attention_backend_note") else ""

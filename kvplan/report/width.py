@@ -1,7 +1,7 @@
 """Tables that fit the terminal without cutting a number.
 
-kvplan decides the widths itself (a generic table renderer folds or truncates cells, "32,…"),
-and ``kvplan.report.console`` draws the table:
+Rich draws the tables and styled lines; kvplan decides the widths itself (Rich, left to
+shrink a too-wide table, folds or truncates cells, "32,…"):
 
 - a number column is never narrower than its widest cell, so digits are never cut or wrapped;
 - a text column may wrap at spaces, never inside a word (a word without digits longer than
@@ -13,23 +13,53 @@ and ``kvplan.report.console`` draws the table:
   one ``column: value`` line each.
 
 The width is the terminal's, ``$COLUMNS`` when set (piped output too), else 100 when piped.
+
+Rich's console is set up once (``console``): no markup (flags and notes carry brackets,
+``[proposal, not shipped vLLM behaviour]``, which markup would read as a style tag and swallow), no
+highlighting or emoji codes, styles only on a terminal (Rich's own rule: not when piped, nor with
+``TERM=dumb``; ``FORCE_COLOR`` forces them; with ``NO_COLOR`` no style at all, bold included). A
+table has no outer edge, columns two apart, headers bottom-aligned and an ASCII ``-`` rule under
+them (a box-drawing rule is three bytes a column in logs and byte-counting tools).
 """
 
 from __future__ import annotations
 
+import os
 import textwrap
 from dataclasses import dataclass
 from typing import Sequence
 
-from kvplan.report.console import Console, Group, Table, Text, cell_len
+from rich.box import Box
+from rich.cells import cell_len
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
 from kvplan.report.terminal import MIN_WIDTH, PIPED_WIDTH, terminal_width  # noqa: F401 - re-exported
 from kvplan.units import plural  # noqa: F401 - re-exported for the renderers
 
 MAX_WORD = 32
+GAP = 2  # characters between two columns: one cell of padding each side, collapsed
+# Rich's SIMPLE_HEAD (no edges, a rule under the header only) with an ASCII rule
+RULED_HEAD = Box("    \n    \n -- \n    \n    \n -- \n    \n    \n", ascii=True)
 
 
-def console() -> Console:
-    return Console(width=terminal_width())
+def console(width: int | None = None, file=None) -> Console:
+    """Rich's console as kvplan prints with it (see the module docstring)."""
+    plain = bool(os.environ.get("NO_COLOR"))  # Rich keeps bold and dim with NO_COLOR; kvplan prints none
+    return Console(width=width or terminal_width(), file=file, markup=False, highlight=False, emoji=False,
+                   soft_wrap=False, color_system=None if plain else "auto")
+
+
+def overhead(n: int) -> int:
+    """Characters a table adds around ``n`` columns."""
+    return GAP * max(n - 1, 0)
+
+
+def table(show_header: bool = True) -> Table:
+    """An empty table as kvplan draws them; columns are added with their width and ``overflow="fold"``."""
+    return Table(box=RULED_HEAD, show_header=show_header, show_edge=False, pad_edge=False, collapse_padding=True,
+                 padding=(0, 1))
 
 
 @dataclass(frozen=True)
@@ -80,7 +110,7 @@ def fit_columns(cols: Sequence[Col], rows: Sequence[Sequence], width: int) -> tu
     kept = list(range(len(cols)))
 
     def avail() -> int:
-        return width - Table.overhead(len(kept))
+        return width - overhead(len(kept))
 
     while sum(bounds[i][0] for i in kept) > avail():
         droppable = [i for i in kept if cols[i].drop > 0]
@@ -108,10 +138,11 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
     kept, widths = fit_columns(cols, rows, width)
     if widths is None:
         return stacked(title, cols, rows, width)
-    t = Table(show_header)
+    t = table(show_header)
     for i, w in zip(kept, widths):
         c = cols[i]
-        t.add_column(c.name, justify=c.justify or ("right" if c.right else "left"), width=w, style=c.style)
+        t.add_column(c.name, justify=c.justify or ("right" if c.right else "left"), width=w, style=c.style,
+                     overflow="fold")
     for n, r in enumerate(rows):
         cells = [r[i] if isinstance(r[i], Text) else Text(_plain(r[i])) for i in kept]
         t.add_row(*cells, style=(row_styles[n] if row_styles else None))

@@ -299,7 +299,9 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
     length = context_len
     if length is None and s.max_model_len not in (None, -1):
         length = s.max_model_len
-    for tp in tp_sizes:
+    from kvplan.progress import track
+
+    for tp in track(tp_sizes, "fit: tensor-parallel sizes"):
         st = replace(s, tensor_parallel_size=tp, gpu_memory=None)
         try:
             layout = layouts.get(tp) or build_layout(st)

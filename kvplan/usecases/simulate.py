@@ -117,7 +117,9 @@ def sweep(model: str, thresholds: str, **options) -> Envelope:
     scenario = scenario_from(model, r.values)
     first = run_scenario(replace(scenario, threshold=values[0]))
     rows = [sweep_row(values[0], first.plan)]
-    for t in values[1:]:
+    from kvplan.progress import track
+
+    for t in track(values[1:], "sweep: thresholds"):
         rows.append(sweep_row(t, run_scenario(replace(scenario, threshold=t), layout=first.layout).plan))
     body = SweepBody(model_record(first.layout.target), model_record(first.layout.drafter),
                      policy_record(first.plan.era), tuple(rows), tuple(critical_thresholds(first.plan)))

@@ -275,8 +275,10 @@ def _cross_check_outcome(scenario: Scenario, cc: CrossCheck) -> Outcome:
 
 def run_deployments(deployments: list[Deployment], run: Runner | None = None, *, reraise: bool = False,
                     progress: Callable[[DeploymentResult], None] | None = None) -> list[DeploymentResult]:
+    from kvplan.progress import track
+
     out, deferred = [], []
-    for d in deployments:
+    for d in track(deployments, "check: deployments"):
         r = run_deployment(d, run, reraise=reraise, deferred=deferred)
         if progress and not any(r is x for x, _, _ in deferred):
             progress(r)
