@@ -292,8 +292,12 @@ def infer_release(records: list[Record], banner: str | None = None) -> ReleaseGu
     used: list[int] = []
     sited = 0
     conflicts: list[int] = []
+    # what a record says depends on its message, its site and the lines that may continue it: a long log
+    # repeats them (a server restarted under load, periodic stats), so each distinct one is read once
+    seen: dict = {}
     for r in records:
-        got = _candidates(r)
+        key = (r.message, r.site, tuple(r.continuation[:4]))
+        got = seen[key] if key in seen else seen.setdefault(key, _candidates(r))
         if got is None:
             continue
         rels, by_site = got
