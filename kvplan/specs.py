@@ -455,3 +455,53 @@ def spec_from_dict(data: dict) -> KVCacheSpec:
         kwargs["shapes"] = tuple(tuple(s) for s in data["shapes"])
         kwargs["dtypes"] = tuple(data["dtypes"])
     return cls(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What the engine decided about a quantized KV page, as values the model stage applies to its layers (the
+# engine's ``block_size`` decision carries them: no model module calls back into an engine)
+
+
+@dataclass(frozen=True)
+class KVPacking:
+    """A backend's packing of a quantized page (vLLM 0.34.0 ``customize_spec``; chosen by
+    ``kvplan.engines.vllm.kv_packing.packing_rule``): ``rule`` is ``per_token_head`` (TRITON_ATTN: one fp32
+    scale per K and V head; ``int4`` halves the head), ``nvfp4`` (FLASHINFER: K and V in separate head slots,
+    4-bit values and an fp8 scale per 16) or ``turboquant`` (one packed slot per head)."""
+
+    rule: str
+    dtype_bytes: int
+    int4: bool = False
+    key_bits: int = 0
+    value_bits: int = 0
+
+    def of(self, num_kv_heads: int, head_size: int, head_size_v: int) -> tuple[int | None, int | None]:
+        """``(num_head_slots, state_content_bytes)`` for one layer (None: the dense value)."""
+        if self.rule == "per_token_head":
+            hk, hv = (head_size // 2, head_size_v // 2) if self.int4 else (head_size, head_size_v)
+            return None, (hk + hv) * self.dtype_bytes + 2 * 4
+        if self.rule == "nvfp4":
+            return 2 * num_kv_heads, (head_size // 2 + head_size // 16) * self.dtype_bytes
+        if self.rule == "turboquant":
+            key = head_size if self.key_bits == 8 else -(-head_size * self.key_bits // 8) + 2
+            slot = key + -(-head_size * self.value_bits // 8) + 4
+            return None, slot + slot % 2
+        return None, None
+
+
+@dataclass(frozen=True)
+class SkippedLayerPage:
+    """A skipped sliding-window layer's page (vLLM 0.34.0 ``Attention.get_kv_cache_spec`` with
+    ``skip_page_size_padded``, ``_largest_kernel_block_within``): padded to the shared page, with the largest
+    kernel block whose page fits (``multiple_of``: the backend takes any multiple of its sizes)."""
+
+    shared_page: int
+    kernel_block_sizes: tuple[int, ...]
+    multiple_of: bool
+
+    def block(self, per_token_bytes: int) -> tuple[int, int]:
+        most = self.shared_page // per_token_bytes
+        sizes = self.kernel_block_sizes
+        candidates = [max(b, most // b * b) for b in sizes] if self.multiple_of else list(sizes)
+        fitting = [b for b in candidates if b * per_token_bytes <= self.shared_page]
+        return (max(fitting) if fitting else min(candidates)), self.shared_page

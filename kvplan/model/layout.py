@@ -149,7 +149,8 @@ class ModelDraft:
                               model_dtype=self.dtype, head_size_v=head,
                               num_kv_heads=max(1, kv // self.options.tensor_parallel_size) if kv else None,
                               has_skip_layers=bool(self.skip_layers) and self.cache_str != "auto",
-                              release=self.options.release)
+                              release=self.options.release,
+                              kv_tensor_dtype=self.cache_dtype if self.cache_str != "auto" else None)
 
 
 # ------------------------------------------------------------------ parsing
@@ -407,10 +408,10 @@ def _kv_cache_dtype_per_layer(built: list, draft: ModelDraft, block_decision) ->
                 spec = dataclasses.replace(spec, **changes)
                 shared = getattr(block_decision, "skipped_sliding", None)
                 if windowed and shared is not None:
-                    block, padded = shared(spec.real_page_size_bytes // spec.block_size)
+                    block, padded = shared.block(spec.real_page_size_bytes // spec.block_size)
                     spec = dataclasses.replace(spec, block_size=block, page_size_padded=padded)
             elif pack is not None:
-                slots, content = pack(spec)
+                slots, content = pack.of(spec.num_kv_heads, spec.head_size, spec.head_size_v)
                 if slots is not None or content is not None:
                     spec = dataclasses.replace(spec, num_head_slots=slots, state_content_bytes=content)
             b = dataclasses.replace(b, spec=spec)

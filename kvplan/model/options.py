@@ -32,6 +32,9 @@ class AttentionFacts:
     head_size_v: int | None = None
     has_skip_layers: bool = False
     release: str | None = None  # the vLLM release the options are read for (ServingOptions.release)
+    # the torch dtype the quantized cache's tensor holds (STR_DTYPE_TO_TORCH_DTYPE of kv_cache_dtype; None: the
+    # model dtype), worked out here so the engine reads it as a value
+    kv_tensor_dtype: str | None = None
 
 
 @dataclass(frozen=True)

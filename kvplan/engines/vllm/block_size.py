@@ -19,12 +19,13 @@ what each release's own classes return; ``tests/test_block_size.py`` compares.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from kvplan.engines.vllm import kv_packing
 from kvplan.engines.vllm.eras import Era
 from kvplan.errors import OptionError, UnsupportedError
 from kvplan.model.options import AttentionFacts
+from kvplan.specs import KVPacking, SkippedLayerPage
 from kvplan.units import cdiv, dtype_size_bytes
 
 if TYPE_CHECKING:
@@ -107,12 +108,12 @@ class BlockSizeDecision:
     # vLLM's selector error when no backend takes the layer's --kv-cache-dtype (the engine fails while it
     # builds the model: prechecks.check_attention_backend); None when a backend serves it
     refusal: str | None = None
-    # the backend's customize_spec for a quantized page: spec -> (num_head_slots, state_content_bytes)
-    # (kv_packing.packing); None: the dense page
-    packing: Callable | None = None
-    # a skipped (model-dtype) sliding-window layer's (block_size, page_size_padded) from its per-token page
-    # when layers keep the model dtype beside a smaller quantized page (cache_config.skip_page_size_padded)
-    skipped_sliding: Callable | None = None
+    # the backend's customize_spec for a quantized page, as values (kv_packing.packing_rule; the model stage
+    # applies it to each layer: KVPacking.of -> (num_head_slots, state_content_bytes)); None: the dense page
+    packing: KVPacking | None = None
+    # a skipped (model-dtype) sliding-window layer's page when layers keep the model dtype beside a smaller
+    # quantized page (cache_config.skip_page_size_padded): SkippedLayerPage.block -> (block_size, padded)
+    skipped_sliding: SkippedLayerPage | None = None
 
 
 def kernel_block_sizes(era: Era, backend: str) -> tuple[int, ...]:
@@ -399,15 +400,9 @@ def _with_kv_dtype(era: Era, device: Device, facts: AttentionFacts, d: BlockSize
     hs_v = facts.head_size_v if facts.head_size_v is not None else hs
     if heads is None or hs is None:
         return d
-    from kvplan.model.cache_dtypes import tensor_dtype
+    tensor_bytes = dtype_size_bytes(facts.kv_tensor_dtype or facts.model_dtype)
 
-    tensor_bytes = dtype_size_bytes(tensor_dtype(dtype) or facts.model_dtype)
-
-    def pack(spec):
-        return kv_packing.packing(backend, dtype, num_kv_heads=spec.num_kv_heads, head_size=spec.head_size,
-                                  head_size_v=spec.head_size_v, dtype_bytes=tensor_bytes)
-
-    d = replace(d, packing=pack)
+    d = replace(d, packing=kv_packing.packing_rule(backend, dtype, dtype_bytes=tensor_bytes))
     if not facts.has_skip_layers:
         return d
     slots, content = kv_packing.packing(backend, dtype, num_kv_heads=heads, head_size=hs, head_size_v=hs_v,
@@ -433,26 +428,15 @@ MULTIPLE_OF_BACKENDS = frozenset({"FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION",
                                   "ROCM_AITER_UNIFIED_ATTN", "FLASH_ATTN_MLA", "TRITON_MLA"})
 
 
-def _skipped_sliding(era: Era, device: Device, facts: AttentionFacts, shared_page: int) -> Callable:
+def _skipped_sliding(era: Era, device: Device, facts: AttentionFacts, shared_page: int) -> SkippedLayerPage:
     """A skipped sliding-window layer (the model dtype, on the backend the selector picks for ``auto``)
     pads its page to the shared page and takes the largest kernel block whose page fits in it
     (``Attention.get_kv_cache_spec`` with ``skip_page_size_padded``, attention.py 0.34.0 lines 657-705, and
-    ``_largest_kernel_block_within`` lines 101-144)."""
+    ``_largest_kernel_block_within`` lines 101-144): the rule as values, which the model stage applies."""
     from dataclasses import replace
 
     backend = select_backend(era, device, replace(facts, kv_cache_dtype="auto"), sliding=True)[0]
-    sizes = kernel_block_sizes(era, backend)
-
-    def block(per_token_bytes: int) -> tuple[int, int]:
-        most = shared_page // per_token_bytes
-        if backend in MULTIPLE_OF_BACKENDS:
-            candidates = [max(b, most // b * b) for b in sizes]
-        else:
-            candidates = list(sizes)
-        fitting = [b for b in candidates if b * per_token_bytes <= shared_page]
-        return (max(fitting) if fitting else min(candidates)), shared_page
-
-    return block
+    return SkippedLayerPage(shared_page, tuple(kernel_block_sizes(era, backend)), backend in MULTIPLE_OF_BACKENDS)
 
 
 def device_of(preset: GpuPreset | GpuCard | None) -> Device | None:

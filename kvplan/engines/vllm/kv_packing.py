@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 
+from kvplan.specs import KVPacking
+
 # AttentionBackend.supported_kv_cache_dtypes of each backend, vLLM 0.34.0. FLASH_ATTN also needs FA3 for
 # a quantized cache (flash_attn.py lines 438-445, flash_attn_supports_kv_cache_dtype); TURBOQUANT takes
 # every turboquant_* value (turboquant_attn.py lines 184-188).
@@ -72,27 +74,27 @@ def turboquant_slot_bytes(cache_dtype: str, head_size: int) -> int:
     """``TurboQuantConfig.slot_size_aligned``: packed key (fp8: one byte a value; else the MSE indices and an
     fp16 norm) + packed value (the quantized values and fp16 scale and zero), rounded up to even.
     Llama's head 128 in turboquant_k8v4: 128 + (64 + 4) = 196."""
-    key_bits, value_bits = TURBOQUANT_BITS[cache_dtype]
-    key = head_size if key_bits == 8 else math.ceil(head_size * key_bits / 8) + 2
-    value = math.ceil(head_size * value_bits / 8) + 4
-    slot = key + value
-    return slot + slot % 2
+    return packing_rule("TURBOQUANT", cache_dtype, dtype_bytes=1).of(1, head_size, head_size)[1]
+
+
+def packing_rule(backend: str, cache_dtype: str, *, dtype_bytes: int) -> KVPacking | None:
+    """The packing the backend's ``customize_spec`` applies to ``cache_dtype`` (None: the dense page)."""
+    if backend == "TRITON_ATTN" and cache_dtype in PER_TOKEN_HEAD:
+        return KVPacking("per_token_head", dtype_bytes, int4=cache_dtype == "int4_per_token_head")
+    if backend == "FLASHINFER" and cache_dtype.startswith("nvfp4") and cache_dtype != "nvfp4_ds_mla":
+        return KVPacking("nvfp4", dtype_bytes)
+    if backend == "TURBOQUANT" and cache_dtype in TURBOQUANT_BITS:
+        key_bits, value_bits = TURBOQUANT_BITS[cache_dtype]
+        return KVPacking("turboquant", dtype_bytes, key_bits=key_bits, value_bits=value_bits)
+    return None
 
 
 def packing(backend: str, cache_dtype: str, *, num_kv_heads: int, head_size: int, head_size_v: int,
             dtype_bytes: int) -> tuple[int | None, int | None]:
     """``(num_head_slots, state_content_bytes)`` the backend's ``customize_spec`` sets for a layer in
     ``cache_dtype`` (None, None: the dense page)."""
-    if backend == "TRITON_ATTN" and cache_dtype in PER_TOKEN_HEAD:
-        hk, hv = head_size, head_size_v
-        if cache_dtype == "int4_per_token_head":
-            hk, hv = hk // 2, hv // 2
-        return None, (hk + hv) * dtype_bytes + 2 * 4  # one fp32 scale per K and per V head
-    if backend == "FLASHINFER" and cache_dtype.startswith("nvfp4") and cache_dtype != "nvfp4_ds_mla":
-        return 2 * num_kv_heads, (head_size // 2 + head_size // 16) * dtype_bytes
-    if backend == "TURBOQUANT" and cache_dtype in TURBOQUANT_BITS:
-        return None, turboquant_slot_bytes(cache_dtype, head_size)
-    return None, None
+    rule = packing_rule(backend, cache_dtype, dtype_bytes=dtype_bytes)
+    return rule.of(num_kv_heads, head_size, head_size_v) if rule is not None else (None, None)
 
 
 def turboquant_boundary_layers(num_hidden_layers: int, hybrid: bool, n: int = 2) -> tuple[str, ...]:
