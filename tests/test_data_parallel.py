@@ -6,6 +6,7 @@ deployment's capacity is one engine's, times its DP ranks: what DP 8 and TP 8 on
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -90,3 +91,25 @@ def test_fit_says_dp_against_tp_on_the_same_cards():
     [line] = dp_versus_tp(rows)
     assert line.startswith(f"8 × H200-141GB: DP 8 holds {dp8['total_kv_tokens']:,} KV tokens in 8 engines, "
                            f"{dp8['total_kv_tokens'] / tp8['kv_tokens']:.1f}× TP 8's {tp8['kv_tokens']:,}")
+
+
+def test_replicas_of_a_manifest_are_engines_too(tmp_path):
+    """vLLM's docs' Kubernetes Deployment (tests/data/manifests/vllm-docs-k8s-deployment.yaml) run as 3 replicas:
+    three engines, each with the pool one replica gets (its Mistral-7B-Instruct-v0.3 read through the catalog's
+    Mistral-7B-v0.1, whose KV layers are the same: 32 layers of 8 KV heads of 128)."""
+    import yaml
+
+    src = Path("tests/data/manifests/vllm-docs-k8s-deployment.yaml")
+    docs = list(yaml.safe_load_all(src.read_text()))
+    dep = next(d for d in docs if isinstance(d, dict) and d.get("kind") == "Deployment")
+    dep["spec"]["replicas"] = 3
+    f = tmp_path / "three.yaml"
+    f.write_text(yaml.safe_dump_all(docs))
+    args = ["vllm", "--format", "json", "--gpu", "H100-80GB", "--model-map",
+            "mistralai/Mistral-7B-Instruct-v0.3=mistralai/Mistral-7B-v0.1", "--file"]
+    one = json.loads(runner.invoke(app, [*args, str(src)]).stdout)
+    three = json.loads(runner.invoke(app, [*args, str(f)]).stdout)
+    assert one.get("totals") is None  # one replica of one GPU
+    t = three["totals"]
+    assert (t["replicas"], t["engines"], t["gpus"]) == (3, 3, 3)
+    assert t["kv_tokens"] == 3 * one["memory"]["kv_tokens"]

@@ -380,7 +380,8 @@ def host_tier_rows(h: dict) -> list[tuple[str, str]]:
 
 def totals_rows(t: dict) -> list[tuple[str, str]]:
     """``DeploymentTotals`` as label/value rows."""
-    rows = [("GPUs", f"{t['gpus']:,} = {t['engines']:,} engine(s) (DP {t['data_parallel_size']}) × "
+    reps = f" × {t['replicas']} replicas" if t.get("replicas", 1) > 1 else ""
+    rows = [("GPUs", f"{t['gpus']:,} = {t['engines']:,} engine(s) (DP {t['data_parallel_size']}{reps}) × "
                      f"{t['gpus_per_engine']} GPU(s) each"),
             ("KV tokens", f"{t['kv_tokens']:,}"),
             ("max_concurrency", f"{t['max_concurrency']:,.2f}"),
@@ -440,7 +441,8 @@ def summary_lines(d: dict) -> list[str]:
                          f"max_num_seqs {sch['max_num_seqs']:,})")
     t = d.get("totals")
     if t and t["engines"] > 1:
-        lines.append(f"every engine: {t['engines']} (DP) × {t['gpus_per_engine']} GPU(s): KV tokens {t['kv_tokens']:,}, "
+        how = "DP" + (f" × {t['replicas']} replicas" if t.get("replicas", 1) > 1 else "")
+        lines.append(f"every engine: {t['engines']} ({how}) × {t['gpus_per_engine']} GPU(s): KV tokens {t['kv_tokens']:,}, "
                      f"max_concurrency {t['max_concurrency']:,.2f} (kvplan's sums)")
     h = d.get("host_tier")
     if h and h["sized"] and o["starts"]:

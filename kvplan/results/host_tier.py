@@ -56,7 +56,7 @@ class HostTier:
 class DeploymentTotals:
     """Every engine of the deployment together (kvplan's sums of one engine's figures, which are vLLM's own).
 
-    Each data-parallel rank is an engine with its own scheduler and KV pool of ``num_blocks`` (the plan
+    Each replica of a manifest and each data-parallel rank is an engine with its own scheduler and KV pool of ``num_blocks`` (the plan
     shows one); tensor- and pipeline-parallel ranks share one engine's pool. ``kv_tokens`` and
     ``max_concurrency`` are one engine's times the engines: what DP 8 and TP 8 on eight GPUs compare by."""
 
@@ -69,3 +69,5 @@ class DeploymentTotals:
     effective_concurrency: float  # each engine's min(KV-limited, max_num_seqs), summed
     host_memory_bytes: int | None = field(default=None, metadata=OMIT_NONE)  # host tiers, every engine's
     host_kv_tokens: int | None = field(default=None, metadata=OMIT_NONE)
+    # copies of the whole deployment a manifest runs (spec.replicas): engines = data_parallel_size x replicas
+    replicas: int = 1

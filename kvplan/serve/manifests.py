@@ -60,6 +60,9 @@ class ManifestServe:
     serve: ServeLine | None  # None when its command could not be read (``problem`` says why)
     problem: str | None = None
     warnings: tuple[str, ...] = ()  # how the file was read where it differs from what it says
+    # copies of it the manifest runs (a Deployment's spec.replicas, compose's deploy.replicas, a Dynamo
+    # service's replicas; 1 where the object has none): each one an engine of its own
+    replicas: int = 1
 
 
 class _Map(dict):
@@ -260,7 +263,7 @@ def _compose(doc: dict, path: str, unset_images: list[str] | None = None) -> lis
         found = _one(f"{path}: {svc}", path, getattr(spec, "line", 0), words, image,
                      _env(spec.get("environment")))
         if found:
-            out.append(found)
+            out.append(replace(found, replicas=_replicas(spec.get("deploy"))))
     return out
 
 
@@ -295,8 +298,16 @@ def _kubernetes(doc: dict, path: str) -> list[ManifestServe]:
         found = _one(f"{path}: {where}: {c.get('name', '?')}", path, getattr(c, "line", 0), words, c.get("image"),
                      _env(c.get("env")))
         if found:
-            out.append(found)
+            out.append(replace(found, replicas=_replicas(doc.get("spec"))))
     return out
+
+
+def _replicas(spec: Any) -> int:
+    """``replicas`` of a workload's spec (Deployment, StatefulSet, ReplicaSet, compose ``deploy``, a Dynamo
+    service): a positive integer, else 1 (Kubernetes' default when the field is absent; a bad value is the
+    manifest's own problem, read as one copy)."""
+    n = spec.get("replicas") if isinstance(spec, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 1_000_000 else 1
 
 
 # production-stack's vllmConfig keys → vllm serve flags (helm/templates/deployment-vllm-multi.yaml, f1f98227)
@@ -432,10 +443,12 @@ def _dynamo(doc: dict, path: str) -> list[ManifestServe]:
 
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     out = []
+    services = (doc.get("spec") or {}).get("services") if isinstance(doc.get("spec"), dict) else None
     for name, line, words, env, warnings in dynamo.workers(doc):
         found = _one(f"{path}: {dynamo.KIND}/{meta.get('name', '?')}: {name}", path, line, words, None, _env(env))
         if found:
-            out.append(replace(found, warnings=(*found.warnings, *warnings)))
+            service = services.get(name) if isinstance(services, dict) else None
+            out.append(replace(found, warnings=(*found.warnings, *warnings), replicas=_replicas(service)))
     return out
 
 

@@ -5,6 +5,8 @@ above the model and the engines, so reading their objects runs downhill.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvplan.results.budget import Budget, DeviceBudget
 from kvplan.results.data import bytes_per_token, kind_label, layer_index
 from kvplan.results.records import (
@@ -319,6 +321,26 @@ def plan_body(layout, plan, serving, explain: list[str] | None = None, fixes: li
         totals=deployment_totals(plan, memory, tensor_parallel_size=serving.tensor_parallel_size,
                                  data_parallel_size=data_parallel_size),
     )
+
+
+def replicated(body: PlanBody, replicas: int) -> DeploymentTotals | None:
+    """A plan's totals when a manifest runs ``replicas`` copies of it: each copy's engines again (None when the
+    engine does not start)."""
+    m = body.memory
+    if m.num_blocks <= 0:  # no pool sized: nothing to add up
+        return body.totals
+    t = body.totals or DeploymentTotals(
+        data_parallel_size=1, engines=1, gpus_per_engine=body.serving.tensor_parallel_size * max(len(body.workers), 1),
+        gpus=body.serving.tensor_parallel_size * max(len(body.workers), 1), kv_tokens=m.kv_tokens,
+        max_concurrency=round(m.max_concurrency, 2), effective_concurrency=round(m.effective_concurrency, 2),
+        host_memory_bytes=body.host_tier.cpu_kv_cache_size_bytes if body.host_tier and body.host_tier.sized else None,
+        host_kv_tokens=(body.host_tier.cpu_kv_cache_size_tokens or 0) if body.host_tier and body.host_tier.sized
+        else None)
+    return replace(t, replicas=replicas, engines=t.engines * replicas, gpus=t.gpus * replicas,
+                   kv_tokens=t.kv_tokens * replicas, max_concurrency=round(t.max_concurrency * replicas, 2),
+                   effective_concurrency=round(t.effective_concurrency * replicas, 2),
+                   host_memory_bytes=t.host_memory_bytes * replicas if t.host_memory_bytes is not None else None,
+                   host_kv_tokens=t.host_kv_tokens * replicas if t.host_kv_tokens is not None else None)
 
 
 def deployment_totals(plan, memory: Memory, *, tensor_parallel_size: int,

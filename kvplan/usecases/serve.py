@@ -28,6 +28,7 @@ class ServeRequest(NamedTuple):
     warnings: tuple[str, ...]  # how the manifest and its line were read
     env_vllm: dict
     env_other: dict
+    replicas: int = 1  # copies of the manifest's container (1 for a line)
 
 
 def _kvplan_options(options: dict) -> dict:
@@ -117,12 +118,13 @@ def serve_request(args: list[str] | tuple[str, ...] | None = None, *, line: str 
 
     mine = _kvplan_options(options)
     serve_line = parse_line(line) if line is not None else None
-    where, read_as = None, ()
+    where, read_as, replicas = None, (), 1
     if file is not None:
         if line is not None or args is not None:
             raise OptionError("vllm: give one of the serve arguments, --line or --file")
         found = manifest_line(file, container)
         serve_line, where, read_as = found.serve, f"{found.path}:{found.line}", found.warnings
+        replicas = found.replicas
         base = base or Path(file).resolve().parent
     if serve_line is None and args is None:
         raise OptionError("vllm: give the serve arguments (`kvplan vllm serve MODEL ...`) or --line 'TEXT'")
@@ -147,7 +149,7 @@ def serve_request(args: list[str] | tuple[str, ...] | None = None, *, line: str 
     warnings = [*read_as, *req.warnings]  # how the manifest was read, then how its line was
     if env_vllm:  # kvplan's --env (given before `serve`) and the line's: the line names what vLLM reads
         run["env"] = {**OPTIONS["env"].parse(mine.get("env") or {}), **env_vllm}
-    return ServeRequest(req, run, where, tuple(warnings), env_vllm, env_other)
+    return ServeRequest(req, run, where, tuple(warnings), env_vllm, env_other, replicas)
 
 
 def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | None = None,
@@ -160,6 +162,7 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
     are kvplan's own (``gpu``, ``policy``, ``weights_memory``, ...). ``base``: the folder a
     relative ``--config FILE.yaml`` is read from (default: the working directory)."""
     from kvplan.errors import KvplanError
+    from kvplan.usecases.records import replicated
     from kvplan.usecases.simulate import simulate
 
     sr = serve_request(args, line=line, file=file, container=container, base=base, **options)
@@ -187,6 +190,7 @@ def vllm_serve(args: list[str] | tuple[str, ...] | None = None, *, line: str | N
     )
     simulated = result.body
     fixes, verdict = _serve_fixes(simulated.plan.fixes, result.outcome, req.flags)
-    simulated = replace(simulated, plan=replace(simulated.plan, fixes=fixes))
+    totals = replicated(simulated.plan, sr.replicas) if sr.replicas > 1 else simulated.plan.totals
+    simulated = replace(simulated, plan=replace(simulated.plan, fixes=fixes, totals=totals))
     return replace(result, command="vllm", outcome=verdict, body=ServeBody(simulated, serve),
                    warnings=unique(warnings, result.warnings))
