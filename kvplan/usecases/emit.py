@@ -166,19 +166,12 @@ def _ray_config(model: str, args: list[str], env: dict) -> dict:
 def emit(model: str | None = None, *, as_: str, **given) -> Envelope:
     """The deployment (``usecases.intake.read_deployment``'s arguments) written as ``as_``; only a
     deployment kvplan simulates to start is written (OptionError names the failure otherwise)."""
-    from kvplan.usecases.intake import read_deployment
-    from kvplan.usecases.scenario import run_scenario
+    from kvplan.usecases.intake import run_started
 
     if as_ not in FORMATS:
         raise OptionError(f"--as {as_}: choose one of {', '.join(FORMATS)}")
-    intake = read_deployment(model, **given)
-    scenario = intake.scenario(None)
-    result = run_scenario(scenario, fixes=False)
+    intake, scenario, result = run_started("emit", "kvplan writes only deployments that start", model, **given)
     plan, body = result.plan, result.body
-    if not plan.starts:
-        f = plan.failure
-        raise OptionError(f"emit: the engine would not start ({f.stage}: {f.error_type}: {f.message}); "
-                          "kvplan writes only deployments that start (`kvplan simulate` shows the fixes)")
     release = plan.era.stands_for
     args = vllm_args(scenario, release)
     env = {k: str(v) for k, v in (scenario.env or {}).items()}

@@ -135,20 +135,13 @@ def export(model: str | None = None, *, to: str, **given) -> Envelope:
     """The deployment's pool for ``to`` (a name in ``TOOLS``); the deployment is read by
     ``usecases.intake.read_deployment`` (``model`` with options, ``args``, ``line``, ``file``,
     ``check``). A deployment that would not start has no pool: OptionError names the failure."""
-    from kvplan.usecases.intake import read_deployment
-    from kvplan.usecases.scenario import run_scenario
+    from kvplan.usecases.intake import run_started
 
     tool = TOOLS.get(to)
     if tool is None:
         raise OptionError(f"--to {to}: not a tool kvplan exports to; choose one of {', '.join(TOOLS)}")
-    intake = read_deployment(model, **given)
-    scenario = intake.scenario(None)
-    result = run_scenario(scenario, fixes=False)
+    intake, scenario, result = run_started("export", "there is no pool to hand over", model, **given)
     plan, body = result.plan, result.body
-    if not plan.starts:
-        f = plan.failure
-        raise OptionError(f"export: the engine would not start ({f.stage}: {f.error_type}: {f.message}); "
-                          "there is no pool to hand over (`kvplan simulate` shows the fixes)")
     block_size, num_blocks, mapping = single_pool(body)
     if tool.block_sizes is not None and block_size not in tool.block_sizes:
         raise OptionError(f"--to {to}: vLLM's block size here is {block_size} tokens and {tool.project} accepts "

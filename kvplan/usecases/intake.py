@@ -98,3 +98,19 @@ def read_deployment(model: str | None = None, *, args: list[str] | None = None, 
 
     return DeploymentIntake(kind, first.where or (line.strip() if line else None), first.req.model, scenario,
                             first.warnings)
+
+
+def run_started(command: str, consequence: str, model: str | None = None, **given):
+    """``(intake, scenario, result)`` of the deployment ``read_deployment`` reads, simulated under its own release (no
+    fixes searched); a deployment that would not start is an OptionError naming the failure and, in
+    ``consequence``, what ``command`` then cannot do (``kvplan emit``, ``kvplan export``)."""
+    from kvplan.usecases.scenario import run_scenario
+
+    intake = read_deployment(model, **given)
+    scenario = intake.scenario(None)
+    result = run_scenario(scenario, fixes=False)
+    if not result.plan.starts:
+        f = result.plan.failure
+        raise OptionError(f"{command}: the engine would not start ({f.stage}: {f.error_type}: {f.message}); "
+                          f"{consequence} (`kvplan simulate` shows the fixes)")
+    return intake, scenario, result
