@@ -265,8 +265,7 @@ class SlidingWindowMLASpec(SlidingWindowSpec):
     kind: ClassVar[str] = "sliding_window_mla"
     head_size_v: int = 0
     cache_dtype_str: str | None = None
-    tokens_per_state: int = 1
-    state_content_bytes: int | None = None
+    tokens_per_state: int = 1  # (state_content_bytes: AttentionSpec's field)
     alignment: int | None = None
     model_version: str | None = None
 
