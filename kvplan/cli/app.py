@@ -54,6 +54,11 @@ class _Group(TyperGroup):
     """Usage errors (unknown flag, missing value or argument) as one ``Error:`` line, exit 2,
     instead of click's usage block and a boxed message."""
 
+    def get_params(self, ctx):
+        from kvplan.cli.coercion import install
+
+        return install(super().get_params(ctx))
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
@@ -73,7 +78,13 @@ class _Group(TyperGroup):
 
 
 class HelpCommand(TyperCommand):
-    """A Typer command whose ``--help`` is ``kvplan.cli.help.format_command_help``."""
+    """A Typer command whose ``--help`` is ``kvplan.cli.help.format_command_help`` and whose text, flag and
+    choice parameters are coerced without pydantic (kvplan.cli.coercion)."""
+
+    def get_params(self, ctx):
+        from kvplan.cli.coercion import install
+
+        return install(super().get_params(ctx))
 
     def format_help(self, ctx, formatter) -> None:
         from kvplan.cli.help import format_command_help
