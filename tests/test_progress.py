@@ -57,3 +57,17 @@ def test_the_bar_is_drawn_on_a_terminal_stderr_only(monkeypatch):
     with on_terminal():
         list(track([1], "x"))
     assert sys.stderr.getvalue() == ""
+
+
+def test_a_long_log_reports_its_steps_and_a_short_one_none():
+    from kvplan.logs.reader import PROGRESS_STEP_LINES, read_records
+
+    line = "INFO 10-03 16:22:17 [gpu_worker.py:298] Available KV cache memory: 30.5 GiB\n"
+    seen = []
+    with listening(_recorder(seen)):
+        short = read_records(line * 10)
+    assert seen == [] and len(short) == 10
+    with listening(_recorder(seen)):
+        long = read_records(line * (2 * PROGRESS_STEP_LINES + 1))  # 40,001 lines: steps of 20,000, 20,000 and 1
+    assert [(w, t) for w, t, _ in seen] == [("log: 20,000 lines a step", 3)] * 3
+    assert len(long) == 2 * PROGRESS_STEP_LINES + 1 and long[-1].number == 2 * PROGRESS_STEP_LINES + 1

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kvplan.errors import OptionError
 from kvplan.logs.stored import plain_lines
+from kvplan.progress import track
 
 # ANSI colours: the escape itself, its caret form as some pastes show it ("^[[0;36m"), or a bare "[0;36m"
 _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
@@ -168,11 +169,23 @@ def _bare(line: str) -> str:
     return line[m.end():] if m and not _LEVEL.match(line) else line
 
 
+# a long log's lines are read in steps of this many, each reported to a progress listener (kvplan.progress);
+# a log of one step or less reports nothing (no bar flashing by on a short paste)
+PROGRESS_STEP_LINES = 20_000
+
+
+def _in_steps(lines: list[str]):
+    if len(lines) <= PROGRESS_STEP_LINES:
+        return [lines]
+    steps = [lines[at:at + PROGRESS_STEP_LINES] for at in range(0, len(lines), PROGRESS_STEP_LINES)]
+    return track(steps, f"log: {PROGRESS_STEP_LINES:,} lines a step")
+
+
 def read_records(text: str) -> list[Record]:
     """The records of a log text (see the module docstring), stored in any of the shapes
     ``kvplan.logs.stored`` unwraps."""
     lines = plain_lines(text)
-    stripped = [_strip_header(line) for line in lines]
+    stripped = [_strip_header(line) for step in _in_steps(lines) for line in step]
     # indentation and quote markers as the line shows them after a store's timestamp or compose prefix
     bare = [_bare(line) for line in lines]
     quoted = [_QUOTE.match(line) is not None for line in bare]
