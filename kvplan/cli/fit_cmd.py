@@ -8,6 +8,7 @@ import typer
 
 from kvplan.cli.app import EXIT_USAGE, app, fail, handle_errors
 from kvplan.cli.params import Format, OutputFormat, command_options
+from kvplan.cli.emit_cmd import EmitOption, write_emitted
 from kvplan.cli.render import finish
 
 
@@ -21,6 +22,7 @@ def fit_command(
     list_gpus: Annotated[bool, typer.Option("--list-gpus", help="List the GPU presets with their memory and its "
                                             "source, then exit.")] = False,
     format: OutputFormat = Format.table,
+    emit: EmitOption = None,
     **options,
 ) -> None:
     """What fits on a GPU: the largest max_model_len, the smallest --gpu-memory-utilization
@@ -31,6 +33,11 @@ def fit_command(
     CUDA-graph memory estimated, each with an override). Exit codes: 0 answered; 3 the
     engine would not start on --gpu at any length, or no utilization <= 1 reaches
     --concurrency; 1 kvplan error; 2 usage error.
+
+    With --gpu, --concurrency N and --max-model-len L, fit searches the flags that serve N
+    requests of L tokens (--kv-cache-dtype fp8, --gpu-memory-utilization,
+    --max-num-batched-tokens, TP / DP) and answers with one deployment, simulated to start at
+    the budget band's pessimistic end; --emit FORMAT writes it (kvplan emit's formats).
     """
     from kvplan import api
 
@@ -58,5 +65,23 @@ def fit_command(
         render_fit(d)
 
     data = api.fit(model, **options)
+    if emit is not None:
+        goal = data.get("goal")
+        if goal is None:
+            raise fail("--emit writes the deployment fit finds for --concurrency N at --max-model-len L on --gpu: "
+                       "give all three (without --context-len)", EXIT_USAGE)
+        if goal["reached"]:
+            from kvplan.options import options_for
+            from kvplan.usecases.fit_goal import goal_options
+
+            mine = {o.name for o in options_for("simulate")}
+            given = {k: v for k, v in options.items() if k in mine}
+            emitted = api.emit(model, as_=emit.value, **{**given, **goal_options(goal)})
+            changes = ", ".join(c["flag"] for c in goal["changes"]) or "none"
+            write_emitted(emitted, (
+                f"kvplan fit: {goal['concurrency']:g} requests of {goal['max_model_len']:,} tokens on "
+                f"{goal['num_gpus']} x {goal['gpu']}: {goal['total_steady_state_concurrency_low']:.2f} held at the "
+                f"budget band's pessimistic end; changed: {changes}",))
+            return
     hints = [] if data["outcome"]["ok"] else [f"Not achievable: {e}" for e in data["outcome"]["error"].split("; ")]
     finish(data, format.value, table, hints=hints)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from kvplan.cli.app import app, handle_errors
 from kvplan.cli.params import Format, Model, OutputFormat, command_options
+from kvplan.cli.emit_cmd import EmitOption, write_emitted
 from kvplan.cli.render import finish
 
 
 @app.command("simulate")
 @handle_errors
 @command_options("simulate")
-def simulate_command(model: Model, *, format: OutputFormat = Format.table, **options) -> None:
+def simulate_command(model: Model, *, format: OutputFormat = Format.table, emit: EmitOption = None,
+                     **options) -> None:
     """Group layers, size the KV cache and predict start-up, as a vLLM release would.
 
-    Exit codes: 0 the engine would start; 3 it would fail (or a check failed); 1 kvplan error.
+    --emit FORMAT writes the deployment (kvplan emit's formats) when it starts. Exit codes: 0 the
+    engine would start; 3 it would fail (or a check failed); 1 kvplan error.
     """
     if options.get("sweep_threshold") is not None:
         _sweep(model, format.value, **options)
@@ -39,7 +42,15 @@ def simulate_command(model: Model, *, format: OutputFormat = Format.table, **opt
             render_cross_check(d["cross_check"])
 
     data = simulate(model, **options)
-    finish(data, format.value, table, hints=[f"Check failed: {c}" for c in data.get("checks_failed", [])])
+    if emit is not None and data["outcome"]["starts"] and not data.get("checks_failed"):
+        from kvplan.api import emit as emit_deployment
+
+        write_emitted(emit_deployment(model, as_=emit.value, **options))
+        return
+    hints = [f"Check failed: {c}" for c in data.get("checks_failed", [])]
+    if emit is not None:
+        hints.append(f"--emit {emit.value}: nothing written (kvplan writes only deployments that start)")
+    finish(data, format.value, table, hints=hints)
 
 
 def _sweep(model: str, fmt: str, *, sweep_threshold: str, plot: str | None = None, **options) -> None:

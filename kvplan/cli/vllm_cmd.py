@@ -8,6 +8,7 @@ import typer
 
 from kvplan.cli.app import EXIT_USAGE, app, fail, handle_errors
 from kvplan.cli.params import Format, OutputFormat, command_options
+from kvplan.cli.emit_cmd import EmitOption, write_emitted
 from kvplan.cli.render import finish
 
 _SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
@@ -40,6 +41,7 @@ def vllm_command(
         "--pd", help="With --file: the manifest's prefill and decode workers (a vLLM container named for each "
         "role: llm-d P/D values, a Dynamo graph) as a prefill/decode pair, as --decode-line checks one.")] = False,
     format: OutputFormat = Format.table,
+    emit: EmitOption = None,
     **options,
 ) -> None:
     """Put kvplan in front of a `vllm serve` line: read every flag as that vLLM release does, and
@@ -48,6 +50,7 @@ def vllm_command(
     Example: kvplan vllm --gpu H100-80GB serve openai/gpt-oss-20b --max-model-len 128k.
     The docker image's tag names the release (v0.18.0 -> vllm==0.18.0). Exit codes: 0 the engine
     would start; 3 it would fail; 1 kvplan error (an unknown or unmodelled flag); 2 usage error.
+    --emit FORMAT writes the deployment (kvplan emit's formats) when it starts: a line as a manifest.
     """
     from kvplan.api import vllm_serve
 
@@ -56,6 +59,9 @@ def vllm_command(
     if "--summary" in words[1:]:  # kvplan's option anywhere on the line (vllm serve has no --summary)
         words = [w for w in words if w != "--summary"]
         summary = True
+    if emit is not None and (decode_line is not None or pd):
+        raise fail("--emit writes one deployment; a prefill/decode pair (--decode-line, --pd) is not written",
+                   EXIT_USAGE)
     if decode_line is not None:
         if line is None or words or file is not None:
             raise fail("--decode-line goes with --line (the prefill side), and nothing else", EXIT_USAGE)
@@ -77,11 +83,13 @@ def vllm_command(
     if file is not None:
         if words or line is not None:
             raise fail("give one of --file, --line or the serve words", EXIT_USAGE)
+        given = {"file": file, "container": container}
         data = vllm_serve(file=file, container=container, **options)
     elif line is not None:
         if words:
             raise fail("give either --line or the serve words, not both", EXIT_USAGE)
-        data = vllm_serve(line=_line_text(line), **options)
+        given = {"line": _line_text(line)}
+        data = vllm_serve(**given, **options)
     else:
         if not words or words[0] != "serve":
             if words and words[0].startswith("-"):
@@ -91,7 +99,13 @@ def vllm_command(
             got = f" (got {words[0]!r})" if words else ""
             raise fail(f"expected `kvplan vllm [kvplan options] serve MODEL [flags]` or --line 'TEXT'{got}",
                        EXIT_USAGE)
+        given = {"args": words[1:]}
         data = vllm_serve(words[1:], **options)
+    if emit is not None and data["outcome"]["starts"] and not data.get("checks_failed"):
+        from kvplan.api import emit as emit_deployment
+
+        write_emitted(emit_deployment(as_=emit.value, **given, **options))
+        return
 
     def table(d: dict) -> None:
         from kvplan.report.serve_tables import render_serve
@@ -107,7 +121,10 @@ def vllm_command(
         if d.get("budget"):
             render_budget(d["budget"])
 
-    finish(data, format.value, table, hints=[f"Check failed: {c}" for c in data.get("checks_failed", [])])
+    hints = [f"Check failed: {c}" for c in data.get("checks_failed", [])]
+    if emit is not None:
+        hints.append(f"--emit {emit.value}: nothing written (kvplan writes only deployments that start)")
+    finish(data, format.value, table, hints=hints)
 
 
 def _line_text(line: str) -> str:

@@ -158,6 +158,19 @@ def render_fit(d: dict) -> None:
                 c.print(f"  checked: {x['max_model_len'] + 1:,} tokens gives steady-state "
                         f"{one['steady_state_concurrency']:.3f}" + ("" if one["outcome"]["starts"] else " (fails to start)"))
         c.print(f"  layout: {_layout_line(x['layout'])}")
+    goal = d.get("goal")
+    if goal:
+        want = f"{plural(float(goal['concurrency']), 'request')} of {goal['max_model_len']:,} tokens"
+        if not goal["reached"]:
+            c.print(Text(f"Flags for {want}: none found ({goal.get('reason', '')})", style="bold red"))
+        else:
+            changes = ", ".join(ch["flag"] for ch in goal["changes"]) or "none (the deployment as given)"
+            c.print(Text(f"Flags for {want}: {changes} on {goal['num_gpus']} × {goal['gpu']}", style="bold green"))
+            c.print(f"  vllm serve {d['model']['id']} {' '.join(goal['vllm_flags'])}".rstrip(), markup=False)
+            c.print(f"  at the budget band's pessimistic end: {goal['num_gpu_blocks_low']:,} blocks, steady-state "
+                    f"{goal['total_steady_state_concurrency_low']:.2f} (vLLM's max_concurrency "
+                    f"{goal['max_concurrency_low']:.2f} per engine); {goal['candidates_simulated']} candidates "
+                    "simulated; --emit FORMAT writes it")
     g = d.get("gpus")
     if g:
         length = f"{g['max_model_len']:,} tokens" if g["max_model_len"] else "the model's max_model_len"

@@ -182,3 +182,40 @@ class GpuTable:
     smallest_enough: SmallestEnough | None
     rule: str
     dp_sizes: tuple[int, ...] = (1,)
+
+
+@dataclass(frozen=True)
+class GoalChange:
+    """One flag the goal search changed from the deployment as given (vLLM's option name, its value, the flag)."""
+
+    option: str
+    value: object
+    flag: str
+
+
+@dataclass(frozen=True)
+class GoalAnswer:
+    """``kvplan fit --gpu CARD --concurrency N --max-model-len L``: one deployment that serves N requests of L
+    tokens, proven by simulating it at the KV budget band's pessimistic end (``usecases.fit_goal``), or why none
+    of the searched ones does. The figures are the pessimistic end's: one engine's, and all engines' (× DP)."""
+
+    concurrency: float
+    max_model_len: int
+    gpu: str | None
+    reached: bool
+    method: str
+    candidates_simulated: int
+    changes: tuple[GoalChange, ...] = ()  # from the deployment as given, in the order an engineer tries them
+    vllm_flags: tuple[str, ...] = ()  # the deployment's `vllm serve` flags (after the model), the release's spelling
+    tensor_parallel_size: int | None = field(default=None, metadata=OMIT_NONE)
+    data_parallel_size: int | None = field(default=None, metadata=OMIT_NONE)
+    num_gpus: int | None = field(default=None, metadata=OMIT_NONE)
+    kv_cache_dtype: str | None = field(default=None, metadata=OMIT_NONE)
+    max_num_batched_tokens: int | None = field(default=None, metadata=OMIT_NONE)
+    gpu_memory_utilization: float | None = field(default=None, metadata=OMIT_NONE)
+    kv_cache_memory_low_bytes: int | None = field(default=None, metadata=OMIT_NONE)  # per GPU, pessimistic end
+    num_gpu_blocks_low: int | None = field(default=None, metadata=OMIT_NONE)
+    max_concurrency_low: float | None = field(default=None, metadata=OMIT_NONE)  # vLLM's figure, one engine
+    steady_state_concurrency_low: float | None = field(default=None, metadata=OMIT_NONE)  # one engine
+    total_steady_state_concurrency_low: float | None = field(default=None, metadata=OMIT_NONE)  # × DP
+    reason: str | None = field(default=None, metadata=OMIT_NONE)  # why nothing reaches it

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # named by other commands' bodies only: loaded by annotation_
     from kvplan.results.advice import Advice
     from kvplan.results.allocation import Allocation
     from kvplan.results.engines import Knobs
-    from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
+    from kvplan.results.fit import ContextAnswer, GoalAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
     from kvplan.results.recovered import Recovered
 
 
@@ -37,11 +37,11 @@ def annotation_types() -> None:
     from kvplan.results.advice import Advice
     from kvplan.results.allocation import Allocation
     from kvplan.results.engines import Knobs
-    from kvplan.results.fit import ContextAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
+    from kvplan.results.fit import ContextAnswer, GoalAnswer, GpuTable, MaxModelLenAnswer, UtilizationAnswer
     from kvplan.results.recovered import Recovered
 
     globals().update(Advice=Advice, Allocation=Allocation, Knobs=Knobs, ContextAnswer=ContextAnswer,
-                     GpuTable=GpuTable, MaxModelLenAnswer=MaxModelLenAnswer, UtilizationAnswer=UtilizationAnswer,
+                     GpuTable=GpuTable, GoalAnswer=GoalAnswer, MaxModelLenAnswer=MaxModelLenAnswer, UtilizationAnswer=UtilizationAnswer,
                      Recovered=Recovered)
 
 
@@ -522,6 +522,8 @@ class FitBody:
     max_context_len_for_concurrency: ContextAnswer | None
     gpus: GpuTable | None  # the GPU x TP table
     estimated: bool  # the answers rest on an estimated budget (not a given --kv-cache-memory)
+    # --gpu with --concurrency N and --max-model-len L: the flags that serve N requests of L tokens (usecases.fit_goal)
+    goal: GoalAnswer | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,9 @@ def _yaml(data) -> str:
 
 
 def _gpus(scenario) -> int:
-    return (scenario.tensor_parallel_size or 1) * (scenario.pipeline_parallel_size or 1)
+    """The GPUs one pod (one ``vllm serve``) takes: every tensor-, pipeline- and data-parallel rank it runs."""
+    return ((scenario.tensor_parallel_size or 1) * (scenario.pipeline_parallel_size or 1)
+            * (scenario.data_parallel_size or 1))
 
 
 def render(fmt: str, model: str, args: list[str], env: dict, release: str, gpus: int) -> str:

@@ -451,6 +451,14 @@ def fit(model: str, **options) -> Envelope:
     ctx = body.max_context_len_for_concurrency
     if ctx is not None and ctx.max_model_len is None:
         unanswered.append(ctx.reason or "no context length reaches the concurrency")
+    if (r["concurrency"] is not None and r["context_len"] is None and scenario.max_model_len not in (None, -1)
+            and (scenario.gpu is not None or scenario.gpu_memory is not None)):
+        from kvplan.usecases.fit_goal import reach_goal  # the flags that reach N requests of L tokens
+
+        goal = reach_goal(scenario, r["concurrency"], scenario.max_model_len).answer
+        body = replace(body, goal=goal)
+        if not goal.reached:
+            unanswered.append(goal.reason)
     layout_src = answer.layout
     # vLLM refuses a speculative method without num_speculative_tokens at any length and utilization:
     # the one change that lets fit answer (simulate verifies it: scenario.speculative_tokens_fix)
