@@ -18,6 +18,9 @@ release llm-d-modelservice-v0.4.12, commit 3051935e; charts/llm-d-modelservice/)
   ``ORG/NAME``; ``oci://`` makes the chart fail;
 * ``parallelism`` (_helpers.tpl:151-232): ``tensor`` (default 1); ``data``, else ``dataLocal`` ×
   ``workers``, else ``dataLocal``; ``dataLocal``, else ``data`` / ``workers``, else ``data``;
+* ``replicas`` of each role (default 1): its Deployment's (or LeaderWorkerSet's) ``spec.replicas``
+  (templates/decode-deployment.yaml line 13 at commit ab68329d, ``ternary .Values.decode.replicas 1 (hasKey
+  .Values.decode "replicas")``; prefill-deployment.yaml the same for ``prefill``), each replica an engine;
 * the port (_helpers.tpl:238-244): ``routing.servicePort`` (default 8000) for prefill or when
   ``routing.proxy.enabled`` is false, else ``routing.proxy.targetPort`` (default 8200).
 

@@ -410,8 +410,30 @@ def _kserve(doc: dict, path: str, runtimes: dict, used: set) -> list[ManifestSer
         meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
         return [ManifestServe(f"{path}: {doc.get('kind')}/{meta.get('name', '?')}", path, getattr(doc, "line", 0),
                               None, f"kind: {doc.get('kind')} is not read by kvplan (it reads InferenceService, "
-                                    "ServingRuntime and ClusterServingRuntime)")]
+                                    "ServingRuntime, ClusterServingRuntime and LLMInferenceService)")]
     return kserve.read_kserve(doc, runtimes, used, partial(_kserve_one, path))
+
+
+def _llmisvc(doc: dict, path: str, configs: dict) -> list[ManifestServe]:
+    """A KServe LLMInferenceService's vLLM pools, its configs merged (kvplan.serve.llmisvc)."""
+    from kvplan.serve import llmisvc
+
+    if doc.get("kind") != "LLMInferenceService":
+        return []  # an LLMInferenceServiceConfig: merged into the services that use it
+    out = []
+    for name, line, words, env, image, replicas, warnings, problem in llmisvc.engines(doc, configs, path):
+        if words is None:
+            out.append(ManifestServe(f"{path}: {name}", path, line, None, problem, warnings, replicas))
+            continue
+        found = _one(f"{path}: {name}", path, line, words, image, _env(env))
+        if found is None or found.serve is None:
+            out.append(found or ManifestServe(f"{path}: {name}", path, line, None, "its command does not run vLLM"))
+            continue
+        tag = found.serve.image_tag
+        serve = found.serve if found.serve.image_release or not tag else replace(
+            found.serve, image_tag=f"{tag} (not a vLLM image: its release is not vLLM's)")
+        out.append(replace(found, serve=serve, warnings=(*found.warnings, *warnings), replicas=replicas))
+    return out
 
 
 def _llmd(doc: dict, path: str) -> list[ManifestServe]:
@@ -433,7 +455,9 @@ def _llmd(doc: dict, path: str) -> list[ManifestServe]:
             continue
         tag = found.serve.image_tag
         serve = replace(found.serve, image_tag=f"{tag} (llm-d's release, not vLLM's)" if tag else tag)
-        out.append(replace(found, serve=serve, warnings=tuple(warnings)))
+        # the role's Deployment (LeaderWorkerSet when multinode) has `replicas: {{ ternary .Values.decode.replicas 1
+        # (hasKey .Values.decode "replicas") }}` (decode-deployment.yaml line 13 @ ab68329d, prefill-deployment.yaml)
+        out.append(replace(found, serve=serve, warnings=tuple(warnings), replicas=_replicas(doc.get(role))))
     return out
 
 
@@ -481,12 +505,16 @@ def read_manifests(text: str, path: str) -> list[ManifestServe]:
     runtimes = {str(d["metadata"].get("name")): d for d in docs if kind_of(d) == "kserve"
                 and str(d.get("kind")) in kserve.RUNTIMES and isinstance(d.get("metadata"), dict)}
     used = kserve.used_runtimes(docs)
+    configs = {str(d["metadata"].get("name")): d for d in docs if kind_of(d) == "kserve"
+               and d.get("kind") == "LLMInferenceServiceConfig" and isinstance(d.get("metadata"), dict)}
     for i, doc in enumerate(docs, start=1):
         kind = kind_of(doc)
         if kind is None:
             continue
         kinds.append(kind)
-        if kind == "kserve":
+        if kind == "kserve" and doc.get("kind") in ("LLMInferenceService", "LLMInferenceServiceConfig"):
+            found = _llmisvc(doc, path, configs)
+        elif kind == "kserve":
             found = _kserve(doc, path, runtimes, used)
         elif kind == "compose":
             found = _compose(doc, path, unset_images)
