@@ -491,6 +491,21 @@ def _ray(doc: dict, path: str) -> list[ManifestServe]:
     return out
 
 
+def _ray_python(text: str, path: str) -> list[ManifestServe]:
+    """Ray Serve LLM's ``LLMConfig(...)`` calls of a Python file (kvplan.serve.rayserve.python_engines)."""
+    from kvplan.serve import rayserve
+
+    out = []
+    for name, line, words, env, problem, warnings in rayserve.python_engines(text, path):
+        if words is None:
+            out.append(ManifestServe(f"{path}: {name}", path, line, None, problem, warnings))
+            continue
+        found = _one(f"{path}: {name}", path, line, words, None, env)
+        if found:
+            out.append(replace(found, warnings=(*found.warnings, *warnings)))
+    return out
+
+
 _READERS = {"dynamo": _dynamo, "ray-serve": _ray, "compose": _compose, "kubernetes": _kubernetes, "helm-production-stack": _helm, "helm-llm-d": _llmd}
 
 
@@ -498,6 +513,10 @@ def read_manifests(text: str, path: str) -> list[ManifestServe]:
     """Every vLLM container of the file's documents, in order; a file with none is an error."""
     from kvplan.serve import kserve
 
+    from kvplan.serve import rayserve
+
+    if rayserve.looks_like_python(text, path):  # Ray Serve LLM's LLMConfig(...) in a script, read with ast
+        return _ray_python(text, path)
     docs = _load_documents(text, path)
     unset_images: list[str] = []
     out: list[ManifestServe] = []
