@@ -3,8 +3,10 @@ router that takes it as an input (filled by ``kvplan.usecases.export``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from kvplan.results import OMIT_NONE
 
 
 @dataclass(frozen=True)
@@ -29,3 +31,5 @@ class ExportBody:
     source: str  # the tool's code or docs that read these arguments (repository, file, line, commit)
     arguments: dict[str, Any]
     text: str  # the file or argument line to hand over
+    # the router's CPU tier (llmd-router with KV offloading): the host tier's tokens in blocks of block_size
+    host_num_blocks: int | None = field(default=None, metadata=OMIT_NONE)

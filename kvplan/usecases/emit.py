@@ -41,13 +41,10 @@ def vllm_args(scenario, release: str) -> list[str]:
     from kvplan.engines.vllm.serve_flags import flag_table
     from kvplan.options import BOOL, ENV, MAP, REPEATABLE, SETTINGS, TRISTATE, scenario_options
 
-    if scenario.drafter is not None or scenario.speculative_method is not None:
-        raise OptionError("emit: a deployment with a drafter or speculative decoding is not written yet "
-                          "(its --speculative-config); emit the target alone or write the line by hand")
     table = flag_table(release).by_option
     out: list[str] = []
     for o in scenario_options():
-        if not o.vllm or o.kind in REPEATABLE | {ENV, MAP, SETTINGS}:
+        if not o.vllm or o.kind in REPEATABLE | {ENV, MAP, SETTINGS} or o.name in SPECULATIVE:
             continue
         v = getattr(scenario, o.name, None)
         if v is None or v == o.default:
@@ -57,7 +54,31 @@ def vllm_args(scenario, release: str) -> list[str]:
             out.append(flag if v else "--no-" + flag[2:])
         else:
             out += [flag, _value(v)]
+    spec = speculative_config(scenario)
+    if spec:
+        out += ["--speculative-config", _value(spec)]
     return out
+
+
+# kvplan's options that are one vLLM flag together: --speculative-config's JSON (vLLM's SpeculativeConfig fields
+# method, model, num_speculative_tokens, parallel_drafting; 0.34.0 vllm/config/speculative.py), the flag every
+# release kvplan accepts has (--speculative-model and --num-speculative-tokens are older than 0.10.1)
+SPECULATIVE = frozenset({"drafter", "speculative_method", "num_speculative_tokens", "parallel_drafting"})
+
+
+def speculative_config(scenario) -> dict:
+    """The deployment's ``--speculative-config`` (empty without speculative decoding), in the keys
+    ``serve.reader`` reads back: kvplan's method names are vLLM's spellings (model/methods.py)."""
+    spec: dict = {}
+    if scenario.speculative_method is not None:
+        spec["method"] = scenario.speculative_method
+    if scenario.drafter is not None:
+        spec["model"] = scenario.drafter
+    if scenario.num_speculative_tokens is not None:
+        spec["num_speculative_tokens"] = scenario.num_speculative_tokens
+    if scenario.parallel_drafting is not None and spec:
+        spec["parallel_drafting"] = scenario.parallel_drafting
+    return spec
 
 
 def _image(release: str) -> str:

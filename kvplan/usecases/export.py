@@ -31,7 +31,14 @@ Where each tool reads its arguments (its own code or docs, at the commit read):
   (``lruCapacityPerServer`` is what autoTune reads from ``vllm:cache_config_info``'s
   ``num_gpu_blocks``) and ``config-text.md`` lines 66-81 (the ``EndpointPickerConfig`` with a
   ``prefix-cache-scorer`` plugin and its ``parameters``). kvplan writes that config with autoTune off.
-  The host tier (``lruCapacityPerServer`` plus CPU blocks) is not modelled: kvplan sizes the GPU pool.
+  With a host tier (KV offloading to CPU memory, sized by kvplan as the release builds it: ``results/host_tier``)
+  the config is llm-d's tiered one (llm-d/llm-d ``guides/tiered-prefix-cache/cpu/manifests/inferencepool/
+  values.yaml`` at 40294b406c51): a ``gpu-prefix-cache-scorer`` and a ``cpu-prefix-cache-scorer``, each a
+  ``prefix-cache-scorer`` with its own ``lruCapacityPerServer`` ("autoTune: false # vLLM doesn't have the CPU
+  capacity metric to enable autoTune yet"; the guide sizes the CPU one in blocks: "41,000 blocks * 2.5MB/block"),
+  weight 1 each. kvplan gives the CPU scorer the tier's tokens (``cpu_kv_cache_size_tokens``) in blocks of
+  ``blockSizeTokens``; the router's capacity per server is the two together. A tier kvplan does not size (LMCache's
+  own process) is left out, with a warning.
 
 **One pool for a hybrid model.** Every tool above has one pool of blocks, each holding
 ``block_size`` tokens of every layer. vLLM's pool (``num_gpu_blocks``) is shared by its KV cache
@@ -77,7 +84,9 @@ TOOLS: dict[str, Tool] = {
     "llmd-router": Tool("llmd-router", "llm-d router EndpointPickerConfig (prefix-cache-scorer)",
                         "kubernetes-sigs/gateway-api-inference-extension@1748e829d116 pkg/epp/framework/plugins/"
                         "requestcontrol/dataproducer/approximateprefix/types.go lines 119-131; site-src/guides/"
-                        "epp-configuration/prefix-aware.md lines 32-34, config-text.md lines 66-81"),
+                        "epp-configuration/prefix-aware.md lines 32-34, config-text.md lines 66-81; with a host "
+                        "tier: llm-d/llm-d@40294b406c51 guides/tiered-prefix-cache/cpu/manifests/inferencepool/"
+                        "values.yaml (gpu- and cpu-prefix-cache-scorer)"),
 }
 
 
@@ -107,7 +116,16 @@ def single_pool(body) -> tuple[int, int, str]:
         f"{body.scheduler.max_model_len:,}) in blocks of {block_size} tokens")
 
 
-def _arguments(tool: str, block_size: int, num_blocks: int, body, dp: int, model: str) -> tuple[dict, str]:
+def host_blocks(body, block_size: int) -> int | None:
+    """Blocks of ``block_size`` tokens the engine's host tier holds (None: no tier, or one kvplan does not size)."""
+    h = body.host_tier
+    if h is None or not h.sized or not h.cpu_kv_cache_size_tokens:
+        return None
+    return h.cpu_kv_cache_size_tokens // block_size
+
+
+def _arguments(tool: str, block_size: int, num_blocks: int, body, dp: int, model: str,
+               host: int | None = None) -> tuple[dict, str]:
     s = body.scheduler
     prefix = s.enable_prefix_caching is not False  # vLLM's default is on; None = the default
     if tool == "mocker":
@@ -125,6 +143,15 @@ def _arguments(tool: str, block_size: int, num_blocks: int, body, dp: int, model
                 "enable-kvcache": True, "kv-cache-size": num_blocks, "block-size": block_size}
         return args, _yaml(args)
     params = {"autoTune": False, "blockSizeTokens": block_size, "lruCapacityPerServer": num_blocks}
+    if host is not None:  # llm-d's tiered prefix cache: one scorer per tier (module docstring)
+        cpu = {"autoTune": False, "blockSizeTokens": block_size, "lruCapacityPerServer": host}
+        config = {"apiVersion": "inference.networking.x-k8s.io/v1alpha1", "kind": "EndpointPickerConfig",
+                  "plugins": [{"type": "prefix-cache-scorer", "name": "gpu-prefix-cache-scorer", "parameters": params},
+                              {"type": "prefix-cache-scorer", "name": "cpu-prefix-cache-scorer", "parameters": cpu}],
+                  "schedulingProfiles": [{"name": "default", "plugins": [
+                      {"pluginRef": "gpu-prefix-cache-scorer", "weight": 1},
+                      {"pluginRef": "cpu-prefix-cache-scorer", "weight": 1}]}]}
+        return {"gpu-prefix-cache-scorer": params, "cpu-prefix-cache-scorer": cpu}, _yaml(config)
     config = {"apiVersion": "inference.networking.x-k8s.io/v1alpha1", "kind": "EndpointPickerConfig",
               "plugins": [{"type": "prefix-cache-scorer", "parameters": params}],
               "schedulingProfiles": [{"name": "default", "plugins": [{"pluginRef": "prefix-cache-scorer"}]}]}
@@ -147,15 +174,23 @@ def export(model: str | None = None, *, to: str, **given) -> Envelope:
         raise OptionError(f"--to {to}: vLLM's block size here is {block_size} tokens and {tool.project} accepts "
                           f"only {', '.join(map(str, tool.block_sizes))} ({tool.source})")
     dp = scenario.data_parallel_size or 1
-    args, text = _arguments(to, block_size, num_blocks, body, dp, body.model.id)
+    warnings = []
+    host = host_blocks(body, block_size) if to == "llmd-router" else None
+    if to == "llmd-router" and body.host_tier is not None and host is None:
+        warnings.append(f"{body.host_tier.kv_connector}: a host tier kvplan does not size "
+                        f"({body.host_tier.note or 'no capacity modelled'}); the router gets the GPU pool only")
+    args, text = _arguments(to, block_size, num_blocks, body, dp, body.model.id, host)
+    if host is not None:
+        mapping += (f"; the host tier holds {body.host_tier.cpu_kv_cache_size_tokens:,} tokens: {host:,} blocks of "
+                    f"{block_size} for the cpu-prefix-cache-scorer, {num_blocks + host:,} per server with the GPU's")
     m, s = body.memory, body.scheduler
     export_body = ExportBody(
         tool=to, tool_name=tool.project, deployment=intake.kind, vllm_release=plan.era.stands_for,
         block_size=block_size, num_blocks=num_blocks, vllm_num_gpu_blocks=m.num_blocks, num_groups=len(body.groups),
         kv_cache_size_tokens=m.kv_cache_size_tokens_concurrency_meaning, max_model_len=s.max_model_len,
         max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens, data_parallel_size=dp,
-        mapping=mapping, source=tool.source, arguments=args, text=text)
+        mapping=mapping, source=tool.source, arguments=args, text=text, host_num_blocks=host)
     return envelope("export", outcome=outcome(ok=True, starts=True), body=export_body, model=result.layout.target,
                     drafter=result.layout.drafter, era=plan.era,
                     warnings=[*intake.warnings, *(result.budget.warnings if result.budget is not None else ()),
-                              *result.warnings])
+                              *result.warnings, *warnings])
