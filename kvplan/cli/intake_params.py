@@ -16,8 +16,9 @@ Line = Annotated[Optional[str], typer.Option(
     "--line", metavar="TEXT", help="The deployment as one pasted `vllm serve ...` / `docker run ...` line; '-' reads "
     "it from stdin.")]
 File = Annotated[Optional[str], typer.Option(
-    "--file", metavar="PATH", help="The deployment as a manifest: docker-compose, Kubernetes or KServe, "
-    "production-stack or llm-d Helm values.")]
+    "--file", metavar="PATH", help="The deployment as a manifest: docker-compose, Kubernetes, KServe (InferenceService, "
+    "LLMInferenceService with its configs), production-stack or llm-d Helm values, a Dynamo graph, a Ray Serve LLM "
+    "config (YAML or a Python script's LLMConfig, read, never run); '-' reads stdin.")]
 Container = Annotated[Optional[str], typer.Option(
     "--container", metavar="NAME", help="With --file: the vLLM container to read when there are several.")]
 Check = Annotated[Optional[str], typer.Option(

@@ -31,15 +31,17 @@ def vllm_command(
         "pair, both with --kv-transfer-config; each side is simulated, then what the KV connector requires of "
         "the pair (NixlConnector, vLLM 0.34.0).")] = None,
     file: Annotated[Optional[str], typer.Option(
-        "--file", metavar="PATH", help="A docker-compose file, a Kubernetes or KServe manifest, or vLLM "
-        "production-stack / llm-d Helm values: its vLLM container's command, image tag and environment are the "
-        "serve line.")] = None,
+        "--file", metavar="PATH", help="A docker-compose file, a Kubernetes or KServe manifest (InferenceService, "
+        "LLMInferenceService with its LLMInferenceServiceConfigs), vLLM production-stack / llm-d Helm values, a "
+        "Dynamo graph or a Ray Serve LLM config (YAML, or a Python script's LLMConfig(...) read with ast, never "
+        "run); '-' reads stdin: its vLLM container's command, image tag and environment are the serve line.")] = None,
     container: Annotated[Optional[str], typer.Option(
         "--container", metavar="NAME", help="With --file: the vLLM container to read when there are several "
         "(a part of its name).")] = None,
     pd: Annotated[bool, typer.Option(
         "--pd", help="With --file: the manifest's prefill and decode workers (a vLLM container named for each "
-        "role: llm-d P/D values, a Dynamo graph) as a prefill/decode pair, as --decode-line checks one.")] = False,
+        "role: llm-d P/D values, a Dynamo graph, a KServe LLMInferenceService's prefill and decode pools) as a "
+        "prefill/decode pair, as --decode-line checks one.")] = False,
     format: OutputFormat = Format.table,
     emit: EmitOption = None,
     **options,
