@@ -5,9 +5,11 @@ Each is the publisher's own schema, cut to what validation needs: ``description`
 constraint) and, for Kubernetes, only the definitions the Deployment schema reaches, inlined under ``$defs``.
 
     python scripts/vendor_schemas.py --k8s-wheel kubernetes_validate-1.37.0-py3-none-any.whl \\
-        --kserve /work/.mirror/kserve+kserve/repo --compose /work/.mirror/compose-spec+compose-spec/repo \\
-        --llmd /work/.mirror/llm-d-incubation+llm-d-modelservice/repo \\
-        --production-stack /work/.mirror/vllm-project+production-stack/repo
+        --kserve KSERVE_GIT_DIR --compose COMPOSE_SPEC_GIT_DIR --llmd LLM_D_MODELSERVICE_GIT_DIR \\
+        --production-stack PRODUCTION_STACK_GIT_DIR
+
+(each ``*_GIT_DIR`` a clone of the repository named below; ``pip download kubernetes-validate==1.37.0
+--no-deps`` gives the wheel)
 
 * Kubernetes ``Deployment`` (apps/v1), v1.33.0 ``-local-strict``: the kubernetes-validate 1.37.0 wheel (PyPI), which
   ships yannh/kubernetes-json-schema's schemas generated from Kubernetes' OpenAPI spec (strict: unknown fields are

@@ -189,7 +189,7 @@ class GoalChange:
     """One flag the goal search changed from the deployment as given (vLLM's option name, its value, the flag)."""
 
     option: str
-    value: object
+    value: int | float | str  # TP / DP / batched tokens, the utilization, the KV cache dtype
     flag: str
 
 
