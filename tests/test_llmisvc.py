@@ -141,3 +141,14 @@ def test_llm_d_values_replicas_are_engines():
                           model_map=["RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic=meta-llama/Llama-3.3-70B-Instruct"])
     t = d["totals"]
     assert (t["replicas"], t["engines"]) == (4, 4) and t["kv_tokens"] == 4 * d["memory"]["kv_tokens"]
+
+
+def test_base_refs_are_bounded():
+    import yaml
+
+    from kvplan.serve.llmisvc import MAX_BASE_REFS
+
+    doc = {"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService", "metadata": {"name": "s"},
+           "spec": {"model": {"uri": "hf://m/n"}, "baseRefs": [{"name": f"c{i}"} for i in range(MAX_BASE_REFS + 1)]}}
+    [found] = read_manifests(yaml.safe_dump(doc), "f.yaml")
+    assert found.problem == f"spec.baseRefs: {MAX_BASE_REFS + 1} configs, more than kvplan reads ({MAX_BASE_REFS}); merge some"

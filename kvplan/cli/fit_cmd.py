@@ -32,7 +32,7 @@ def fit_command(
     an estimated KV budget (weights exact from the config; activation, non-torch and
     CUDA-graph memory estimated, each with an override). Exit codes: 0 answered; 3 the
     engine would not start on --gpu at any length, or no utilization <= 1 reaches
-    --concurrency; 1 kvplan error; 2 usage error.
+    --concurrency, or no deployment reaches the goal below; 1 kvplan error; 2 usage error.
 
     With --gpu, --concurrency N and --max-model-len L, fit searches the flags that serve N
     requests of L tokens (--kv-cache-dtype fp8, --gpu-memory-utilization,
