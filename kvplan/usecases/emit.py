@@ -142,7 +142,9 @@ def render(fmt: str, model: str, args: list[str], env: dict, release: str, gpus:
                       "decode": {"create": True, "replicas": 1, "containers": [container]},
                       "prefill": {"create": False}})
     if fmt == "dynamo":
-        main = {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:TAG", "command": ["python3", "-m", "dynamo.vllm"],
+        # a corev1.Container (ExtraPodSpec.MainContainer, Dynamo's api/v1alpha1/common.go), whose name is required
+        main = {"name": "main", "image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:TAG",
+                "command": ["python3", "-m", "dynamo.vllm"],
                 "args": ["--model", model, *args]}
         if env:
             main["env"] = [{"name": k, "value": v} for k, v in env.items()]
