@@ -100,3 +100,15 @@ def test_a_field_the_crd_does_not_name_is_caught():
     doc = yaml.safe_load(emit(*DEPLOYMENTS[1][:1], as_="kserve", **DEPLOYMENTS[1][1])["text"])
     doc["spec"]["predictor"]["containers"][0]["argz"] = ["x"]
     assert unnamed_fields(doc, validator(FORMATS["kserve"][0]).schema) == [".spec.predictor.containers[0].argz"]
+
+
+@pytest.mark.parametrize("model, options", DEPLOYMENTS, ids=["gpt-oss-120b-tp2", "llama-8b"])
+def test_a_multi_gpu_k8s_pod_gets_a_memory_backed_dev_shm(model, options):
+    # a container's /dev/shm is 64 MiB; vLLM's Kubernetes guide mounts a 2Gi memory emptyDir there for its GPU ranks
+    pod = yaml.safe_load(emit(model, as_="k8s", **options)["text"])["spec"]["template"]["spec"]
+    mounts = pod["containers"][0].get("volumeMounts", [])
+    if options.get("tensor_parallel_size") == "2":
+        assert mounts == [{"name": "shm", "mountPath": "/dev/shm"}]
+        assert pod["volumes"] == [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}]
+    else:
+        assert mounts == [] and "volumes" not in pod

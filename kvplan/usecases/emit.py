@@ -115,10 +115,15 @@ def render(fmt: str, model: str, args: list[str], env: dict, release: str, gpus:
                      "resources": {"limits": {"nvidia.com/gpu": gpus}}}
         if env:
             container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+        pod: dict = {"containers": [container]}
+        if gpus > 1:  # ranks talk through /dev/shm (NCCL, vLLM's shared-memory broadcast), 64 MiB in a container by
+            # default: vLLM's Kubernetes guide (docs/deployment/k8s.md, its GPU Deployment) mounts a 2Gi memory-backed
+            # emptyDir there; production-stack PR #994 gives its operator the same for tensor parallelism
+            container["volumeMounts"] = [{"name": "shm", "mountPath": "/dev/shm"}]
+            pod["volumes"] = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}]
         return _yaml({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
                       "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                               "template": {"metadata": {"labels": {"app": name}},
-                                            "spec": {"containers": [container]}}}})
+                               "template": {"metadata": {"labels": {"app": name}}, "spec": pod}}})
     if fmt == "production-stack":
         spec = {"name": name, "repository": "vllm/vllm-openai", "tag": f"v{release}", "modelURL": model,
                 "replicaCount": 1, "requestGPU": gpus, "vllmConfig": {"extraArgs": list(args)}}
