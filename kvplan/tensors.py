@@ -1,6 +1,6 @@
 """The weight vocabulary, as ``kvplan.specs`` is the KV one: one tensor vLLM loads (``Weight``: its shape, the
 decoder layer it belongs to, how tensor parallelism splits it) and a model's tensors in load order
-(``Inventory``). The model layer's family rules make them (``kvplan.model.weight_rules``); the budget sizes them
+(``Inventory``). The model layer's family rules make them (``kvplan/model/families/<family>.py``, ``kvplan.model.families.weights``); the budget sizes them
 (``kvplan.budget.weights``).
 """
 

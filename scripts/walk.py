@@ -63,8 +63,15 @@ def _layering():
     return mod
 
 
+# packages the walk reads as one file: the family rules (one module per family and their shared parts,
+# kvplan/model/families/), which the model stage enters for a family's layers and for its weights; calls
+# between a family's module and the shared base, weights and registry modules are not steps
+UNITS = ("kvplan.model.families",)
+
+
 def module_of(filename: str) -> str | None:
-    """``kvplan.usecases.scenario`` for a kvplan file; None outside the package."""
+    """``kvplan.usecases.scenario`` for a kvplan file (a module of ``UNITS``: its package); None outside the
+    package."""
     path = Path(filename)
     if not path.is_absolute():  # <frozen os>, <string>
         return None
@@ -74,7 +81,8 @@ def module_of(filename: str) -> str | None:
         return None
     rel = Path("kvplan") / rel
     parts = rel.with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return next((u for u in UNITS if name.startswith(u + ".")), name)
 
 
 # the layers that compose the stages: a call from one of them into a lower layer starts a stage

@@ -43,7 +43,7 @@ SLOW_S = 5.0  # CPU seconds; a hang shows up as far more (bounded work answers w
 BASES = ["meta-llama/Meta-Llama-3.1-8B", "google/gemma-3-27b-it", "openai/gpt-oss-20b",
          "Qwen/Qwen3-Next-80B-A3B-Thinking", "deepseek-ai/DeepSeek-V3", "nvidia/Nemotron-H-56B-Base-8K",
          "ai21labs/Jamba-v0.1", "mistralai/Mistral-7B-v0.1", "meta-llama/Llama-4-Scout-17B-16E-Instruct"]
-# config fields the family rules read (kvplan/model/families.py, drafters.py)
+# config fields the family rules read (kvplan/model/families/, drafters.py)
 READ_KEYS = """num_hidden_layers num_key_value_heads head_dim sliding_window layer_types max_position_embeddings
 rope_scaling rope_parameters torch_dtype dtype quantization_config architectures model_type num_attention_heads
 hidden_size qk_rope_head_dim num_nextn_predict_layers kv_lora_rank use_sliding_window num_global_key_value_heads

@@ -57,7 +57,7 @@ def test_torch_and_transformers_only_in_their_modules_and_lazily():
 
 
 def test_budget_and_device_modules_import_neither():
-    modules = ["kvplan.model.inventory", "kvplan.model.weight_rules", "kvplan.budget.quantization", "kvplan.budget.meta",
+    modules = ["kvplan.model.inventory", "kvplan.model.families.weights", "kvplan.budget.quantization", "kvplan.budget.meta",
                "kvplan.budget.weights", "kvplan.budget.hardware", "kvplan.budget.estimate",
                "kvplan.device", "kvplan.device.probe", "kvplan.device.views", "kvplan.device.verify"]
     code = ("import importlib, sys\n"

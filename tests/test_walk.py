@@ -65,12 +65,14 @@ def test_each_budget_file_is_entered_from_one_file(argv):
     assert {b for a, b in m["_steps"] if a.startswith("kvplan.budget") and b.startswith("kvplan.model")} == set()
 
 
-# What a simulation's walk still re-enters (outside the shared core): the config view (model/hfconfig.py),
-# read by the two halves of a family's rules, both in the model stage: its layer rule (families.py) and its
-# weight rules (weight_rules.py). The budget stage reads the inventory they counted (ModelLayout.inventory);
-# MTP layers are the target family's own rule (families.mtp_layers); the load fixes' fp8 candidate is judged by
-# its own simulation, not by asking the budget's quantization reader first.
-CONFIG_VIEW = {"kvplan.model.hfconfig": {"kvplan.model.families", "kvplan.model.weight_rules"}}
+# What a simulation's walk still re-enters (outside the shared core): the family rules (kvplan/model/families/,
+# one module per family, read by the walk as one file: scripts/walk.py UNITS), which hold both halves of a
+# family's rules: the model stage enters them for the layers (model/layout.py) and for the weights
+# (model/inventory.py, the inventory the budget stage then reads as ModelLayout.inventory). The config view
+# (model/hfconfig.py) is entered from the family rules alone. MTP layers are the target family's own rule
+# (families.mtp_layers); the load fixes' fp8 candidate is judged by its own simulation, not by asking the budget's
+# quantization reader first.
+CONFIG_VIEW = {"kvplan.model.families": {"kvplan.model.layout", "kvplan.model.inventory"}}
 
 
 @pytest.mark.parametrize("argv,expected", [

@@ -340,22 +340,23 @@ def test_qwen3_next_mtp_weights_follow_the_model_layers_count():
 
 
 def test_one_family_registry_holds_every_weight_rule():
-    # kvplan.model.families.FAMILIES is the only family table, and a family's rules are one record: its layer
-    # rule and weight rules are the functions themselves (no name looked up). A decoder rule takes (cfg, b), an
-    # MTP rule (cfg, b, k); every rule written in weight_rules is some family's.
+    # kvplan.model.families.FAMILIES is the only family table, derived from one module per family, and a family's
+    # rules are one record: its layer rule and weight rules are the functions themselves (no name looked up). A
+    # decoder rule takes (cfg, b), an MTP rule (cfg, b, k); every rule written in a family module is some family's,
+    # and each family's rules live in its own module (qwen2 reuses llama's, as vLLM's Qwen2 is Llama-shaped).
     import inspect
 
-    from kvplan.model import weight_rules
-    from kvplan.model.families import FAMILIES
+    from kvplan.model.families import FAMILIES, MODULES
 
     decoder = {f.weights for f in FAMILIES.values() if f.weights}
     mtp = {f.mtp_weights for f in FAMILIES.values() if f.mtp_weights}
     assert all(list(inspect.signature(r).parameters) == ["cfg", "b"] for r in decoder)
     assert all(list(inspect.signature(r).parameters) == ["cfg", "b", "k"] for r in mtp)
-    rules = {fn for name, fn in vars(weight_rules).items()
-             if inspect.isfunction(fn) and fn.__module__ == weight_rules.__name__ and not name.startswith("_")
+    rules = {fn for m in MODULES for name, fn in vars(m).items()
+             if inspect.isfunction(fn) and fn.__module__ == m.__name__ and not name.startswith("_")
              and list(inspect.signature(fn).parameters)[:2] == ["cfg", "b"]}
     assert decoder | mtp == rules
+    assert {m.FAMILY.key: m.FAMILY.layers.__module__ for m in MODULES} == {m.FAMILY.key: m.__name__ for m in MODULES}
     # no weight count (the user passes --weights-memory): Whisper, DeepSeek-V4 and the issue-23 rules
     # checked against vLLM's model classes for their KV layers only
     assert {k for k, f in FAMILIES.items() if f.weights is None} == {

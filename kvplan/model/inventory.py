@@ -1,5 +1,5 @@
 """The weights of a model as the model stage hands them to the budget: every tensor vLLM loads, counted by the
-family's weight rule (``kvplan.model.weight_rules``; the ``Family`` record holds its layer and weight rules).
+family's weight rule (``kvplan/model/families/<family>.py``; the ``Family`` record holds its layer and weight rules).
 
 ``analytic_inventory(config)`` counts one config (the text decoder of a multimodal one; MTP layers on request),
 ``drafter_inventory`` a drafter's own weights, and ``layout_inventory(layout)`` what a budget reads of a
@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from kvplan.errors import UnsupportedError
 from kvplan.model.families import FAMILIES, Family, config_views, family_of, is_v32, mtp_count
 from kvplan.model.hfconfig import HFView
-from kvplan.model.weight_rules import WeightView, eagle_inventory, inventory_of
+from kvplan.model.families.record import inventory_of
+from kvplan.model.families.weights import WeightView, eagle_inventory
 from kvplan.tensors import KINDS, Inventory, Weight
 
 __all__ = ["KINDS", "Inventory", "ModelInventory", "Weight", "analytic_inventory", "drafter_inventory",
@@ -46,7 +47,7 @@ def _weights(text: HFView, config: dict, *, include_mtp: bool, family: str | Non
     count = 0
     if (include_mtp or stored) and family.mtp_weights is not None:
         count = num_mtp_layers if num_mtp_layers is not None else mtp_count(cfg, family.key)
-    return inventory_of(cfg, family.key, family.weights, family.mtp_weights, count, include_mtp=include_mtp)
+    return inventory_of(cfg, family, count, include_mtp=include_mtp)
 
 
 def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>",

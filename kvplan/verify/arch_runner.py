@@ -597,7 +597,10 @@ def build(item: dict, a2mt: dict) -> dict:
         rec["model_class"] = f"{cls.__module__}.{cls.__name__}"
         stage = "construct (meta device)"
         with set_current_vllm_config(vc), _meta_device(), _alibi_on_cpu(cls):
-            cls(vllm_config=vc, prefix="")
+            model = cls(vllm_config=vc, prefix="")
+        if os.environ.get("ARCH_PARAMETERS") == "1":  # make_goldens.py --parameters
+            rec["parameters"] = [[n, list(p.shape), str(p.dtype).removeprefix("torch.")]
+                                 for n, p in model.named_parameters()]
         wanted = None
         if spec_cfg:
             stage = "construct the drafter (meta device)"

@@ -524,6 +524,10 @@ def main() -> None:
     ap.add_argument("--kv-cache-dtype", default=None,
                     help="with --architectures: build with vLLM's --kv-cache-dtype (tests/golden/architectures/"
                          "<release>-kv-<dtype>/)")
+    ap.add_argument("--parameters", action="store_true",
+                    help="with --architectures: also record every parameter of the constructed class (name, shape, "
+                         "dtype; unquantized: the harness drops quantization_config) into tests/golden/architectures/"
+                         "<release>-params/")
     ap.add_argument("--defaults", action="store_true",
                     help="write tests/golden/defaults/<release>.json: the engine config and block size vLLM resolves "
                          "with options unset (and --block-size set), per model and GPU class")
@@ -537,7 +541,8 @@ def main() -> None:
         return
     if args.architectures:
         for release in args.releases or ["0.34.0"]:
-            make_architectures(release, only=args.only, jobs=args.jobs, kv_cache_dtype=args.kv_cache_dtype)
+            make_architectures(release, only=args.only, jobs=args.jobs, kv_cache_dtype=args.kv_cache_dtype,
+                               parameters=args.parameters)
         return
     if args.defaults:
         for release in args.releases or [r for r in RELEASES if release_python(r) is not None]:
@@ -731,7 +736,8 @@ def spec_item(arch: str) -> dict:
     return item
 
 
-def make_architectures(release: str, only: str | None = None, jobs: int = 2, kv_cache_dtype: str | None = None) -> None:
+def make_architectures(release: str, only: str | None = None, jobs: int = 2, kv_cache_dtype: str | None = None,
+                       parameters: bool = False) -> None:
     tree = RELEASE_SRC / release
     py = ARCH_BASE / "bin" / "python"
     if not py.exists() or not tree.exists():
@@ -740,10 +746,12 @@ def make_architectures(release: str, only: str | None = None, jobs: int = 2, kv_
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(tree), os.environ.get("ARCH_EXTRA_PATH")) if p)}
     if kv_cache_dtype:
         env["ARCH_KV_CACHE_DTYPE"] = kv_cache_dtype
+    if parameters:  # every parameter the constructed class holds: name, shape, dtype (the weight rules' check)
+        env["ARCH_PARAMETERS"] = "1"
     listed = json.loads(subprocess.run([str(py), str(ARCH_RUNNER), "--list"], capture_output=True, text=True,
                                        env=env, cwd=REPO, check=True).stdout)
     removed = listed.pop("removed")
-    if not only and not kv_cache_dtype:  # the registry itself, as kvplan's refusals name it (kvplan/model/vllm_registry.json)
+    if not only and not kv_cache_dtype and not parameters:  # the registry itself, as kvplan's refusals name it (kvplan/model/vllm_registry.json)
         reg = {"release": release, "source": "vllm/model_executor/models/registry.py", **listed, "removed": removed}
         (REPO / "kvplan" / "model" / "vllm_registry.json").write_text(json.dumps(reg, sort_keys=True, indent=0) + "\n")
     genuine = genuine_configs()
@@ -772,7 +780,8 @@ def make_architectures(release: str, only: str | None = None, jobs: int = 2, kv_
                                       stderr=open(tmp / f"log{j}.txt", "w")))
     for p in procs:
         p.wait()
-    out_dir = ARCH_DIR / (f"{release}-kv-{kv_cache_dtype}" if kv_cache_dtype else release)
+    out_dir = ARCH_DIR / (f"{release}-kv-{kv_cache_dtype}" if kv_cache_dtype else
+                          f"{release}-params" if parameters else release)
     out_dir.mkdir(parents=True, exist_ok=True)
     done = set()
     for j in range(jobs):
