@@ -361,7 +361,7 @@ def test_one_family_registry_holds_every_weight_rule():
     # checked against vLLM's model classes for their KV layers only
     assert {k for k, f in FAMILIES.items() if f.weights is None} == {
         "whisper", "deepseek_v4", "generic", "mamba", "mamba2", "falcon_h1", "granite_hybrid", "zamba2", "lfm",
-        "kimi_linear"}
+        "kimi_linear", "beam", "hy_v4", "minicpm3", "zaya", "bagel"}
     assert {k for k, f in FAMILIES.items() if f.mtp} == {"deepseek", "gdn"}
 
 

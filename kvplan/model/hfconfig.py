@@ -34,6 +34,13 @@ _MISSING = object()
 # vLLM's own config registry (vllm/transformers_utils/config.py ``_CONFIG_REGISTRY``)
 # maps these model types to DeepseekV3Config before transformers is asked.
 MODEL_TYPE_ALIASES = {"kimi_k2": "deepseek_v3", "deepseek_v32": "deepseek_v3"}
+# Model types vLLM reads with its own configuration class (``_CONFIG_REGISTRY``) where transformers' class of the
+# same name refuses what vLLM takes: kvplan reads them raw and the family rule applies vLLM's class's defaults.
+# ``beam``: vLLM 0.34.0's BeamConfig (transformers_utils/configs/beam.py lines 19-92) takes ``head_dim`` null
+# (hidden_size // num_attention_heads); transformers 5.25's BeamConfig rejects it. ``hy_v4``: vLLM's HYV4Config
+# (transformers_utils/configs/hy_v4.py lines 114-160) keeps an absent ``layer_types`` null (every layer dense
+# MLA); transformers 5.25's HYV4Config fills it with ``indexed_attention`` (every layer sparse).
+VLLM_OWN_CONFIGS = frozenset({"beam", "hy_v4"})
 
 
 class HFView:
@@ -256,7 +263,8 @@ def quiet_transformers():
 
 
 def build_config_object(raw: dict, path: str) -> Any:
-    """``CONFIG_MAPPING[model_type](**raw)``, quietly; None when transformers does not know the type.
+    """``CONFIG_MAPPING[model_type](**raw)``, quietly; None when transformers does not know the type or vLLM reads it
+    with its own class (``VLLM_OWN_CONFIGS``).
 
     The object comes wrapped in a ``RecordedConfig`` that remembers its answers on disk
     (``config_cache``): the next run on the same config reads them without transformers."""
@@ -264,6 +272,8 @@ def build_config_object(raw: dict, path: str) -> Any:
     if not isinstance(model_type, str):
         return None
     validate_sizes(raw, path)
+    if model_type in VLLM_OWN_CONFIGS:
+        return None
     from kvplan.model import config_cache
 
     def real() -> Any:

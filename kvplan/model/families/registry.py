@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.model.families import (
-    deepseek, deepseek_v4, falcon_h1, gdn, gemma, gemma4, generic, gpt_oss, granite_hybrid, jamba, kimi_linear, lfm,
-    llama, llama4, mamba, mamba2, mimo_v2_flash, nemotron_h, qwen2, whisper, zamba2,
+    bagel, beam, deepseek, deepseek_v4, falcon_h1, gdn, gemma, gemma4, generic, gpt_oss, granite_hybrid, hy_v4, jamba,
+    kimi_linear, lfm, llama, llama4, mamba, mamba2, mimo_v2_flash, minicpm3, nemotron_h, qwen2, whisper, zaya, zamba2,
 )
 from kvplan.model.families.base import Built, Context, FamilyResult, full_attention_spec
 from kvplan.model.families.record import Family
@@ -22,7 +22,8 @@ from kvplan.model.hfconfig import HFView, build_config_object, text_view
 # architecture names one family; the first architecture a family lists names it where a config has only a
 # model_type).
 MODULES = (gpt_oss, gemma, gemma4, llama, qwen2, llama4, gdn, nemotron_h, jamba, deepseek, mimo_v2_flash, whisper,
-           deepseek_v4, generic, mamba, mamba2, falcon_h1, granite_hybrid, zamba2, lfm, kimi_linear)
+           deepseek_v4, generic, mamba, mamba2, falcon_h1, granite_hybrid, zamba2, lfm, kimi_linear, beam, hy_v4,
+           minicpm3, zaya, bagel)
 FAMILIES: dict[str, Family] = {m.FAMILY.key: m.FAMILY for m in MODULES}
 GENERIC = generic.GENERIC
 GENERIC_ARCHS = generic.GENERIC_ARCHS
