@@ -39,6 +39,9 @@ class Weight:
     stage: str = "layer"  # "first" (embedding), "last" (final norm, lm_head, drafter, MTP), "layer",
     # "every" (a multimodal tower every pipeline stage builds)
     expert: bool = False  # a FusedMoE tensor [E, ...]: split over the MoE ranks (moe_rank_shape)
+    # the tensor's own dtype where vLLM's model class fixes it (DeepSeek-V4's float32 hyper-connection and
+    # compressor parameters, its int32 hash-routing table); None: the model dtype. Never converted by a method.
+    dtype: str | None = None
     # the module the tensor belongs to (its name without ".weight" / ".bias"), which a quantization config's
     # module lists name: set from ``name`` when the tensor is made
     module: str = field(init=False, repr=False, compare=False)

@@ -18,6 +18,7 @@ _DTYPE_BYTES = {
     "int8": 1,
     "float8_e4m3fn": 1,
     "float8_e5m2": 1,
+    "int32": 4,  # a weight table's dtype (DeepSeek-V4's hash-routing tid2eid), never a cache dtype
 }
 
 # --kv-cache-dtype values → the cache tensor dtype. "auto" resolves to the model dtype.

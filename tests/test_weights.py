@@ -141,8 +141,10 @@ def test_multimodal_counts_the_text_decoder_and_says_so():
 
 
 def test_unsupported_family_names_the_override():
+    # Whisper's family has a layer rule and no weight rule (the config vLLM 0.34.0 built it from)
+    golden = ROOT / "tests" / "golden" / "architectures" / "0.34.0" / "WhisperForConditionalGeneration.json"
     with pytest.raises(UnsupportedError, match="--weights-memory"):
-        analytic_inventory(cfg("deepseek-ai/DeepSeek-V4-Flash"))
+        analytic_inventory(json.loads(golden.read_text())["config"])
 
 
 def test_eagle3_head_shares_the_embedding_and_keeps_its_lm_head():
@@ -357,10 +359,10 @@ def test_one_family_registry_holds_every_weight_rule():
              and list(inspect.signature(fn).parameters)[:2] == ["cfg", "b"]}
     assert decoder | mtp == rules
     assert {m.FAMILY.key: m.FAMILY.layers.__module__ for m in MODULES} == {m.FAMILY.key: m.__name__ for m in MODULES}
-    # no weight count (the user passes --weights-memory): Whisper, DeepSeek-V4 and the issue-23 rules
+    # no weight count (the user passes --weights-memory): Whisper and the issue-23 and issue-35 rules
     # checked against vLLM's model classes for their KV layers only
     assert {k for k, f in FAMILIES.items() if f.weights is None} == {
-        "whisper", "deepseek_v4", "generic", "mamba", "mamba2", "falcon_h1", "granite_hybrid", "zamba2", "lfm",
+        "whisper", "generic", "mamba", "mamba2", "falcon_h1", "granite_hybrid", "zamba2", "lfm",
         "kimi_linear", "beam", "hy_v4", "minicpm3", "zaya", "bagel"}
     assert {k for k, f in FAMILIES.items() if f.mtp} == {"deepseek", "gdn"}
 
@@ -481,3 +483,84 @@ def test_the_model_stage_counts_mtp_and_drafter_weights():
     fc = next(w for w in layout.inventory.drafter.weights if w.name == "model.fc.weight")
     assert fc.shape == (4096, 3 * 4096)
     assert layout.inventory == layout_inventory(layout)
+
+
+# --- DeepSeek-V4 (issues 35/36): the weight rule against vLLM 0.34.0's class built on the meta device ---
+
+def _dsv4_parameters() -> list:
+    import json
+
+    path = Path(__file__).parent / "golden" / "architectures" / "0.34.0-params" / "DeepseekV4ForCausalLM.json"
+    return json.loads(path.read_text())["parameters"]
+
+
+def test_deepseek_v4_weight_rule_names_every_parameter_of_vllms_class():
+    # tests/golden/architectures/0.34.0-params/DeepseekV4ForCausalLM.json: the harness
+    # (make_goldens.py --architectures --parameters --only DeepseekV4ForCausalLM) built
+    # vllm.models.deepseek_v4.nvidia.model.DeepseekV4ForCausalLM on the meta device from the catalog's V4-Flash
+    # config and listed named_parameters(): 1,137 tensors, 284,334,567,511 values
+    import json
+    import math
+
+    from kvplan.model.inventory import analytic_inventory
+
+    config = json.loads((ROOT / "configs" / "deepseek-ai" / "DeepSeek-V4-Flash" / "config.json").read_text())
+    inv = analytic_inventory(config)
+    assert {w.name: list(w.shape) for w in inv.weights} == {n: s for n, s, _ in _dsv4_parameters()}
+    assert len(inv.weights) == 1_137
+    assert sum(math.prod(w.shape) for w in inv.weights) == 284_334_567_511
+    # the harness's one dtype it fixes (its float32 is the meta build's default dtype): the hash-routing tables
+    assert {w.name for w in inv.weights if w.dtype == "int32"} == {n for n, _, t in _dsv4_parameters() if t == "int32"}
+
+
+def test_deepseek_v4_flash_weight_bytes_as_vllm_loads_its_fp8_and_mxfp4_checkpoint():
+    # V4-Flash's quantization_config is fp8 with 128x128 blocks and expert_dtype fp4: vLLM 0.34.0 serves it with
+    # DeepseekV4FP8Config (models/deepseek_v4/quant_config.py): the routed experts by Mxfp4MoEMethod (4-bit values
+    # + an e8m0 scale per 32: k/2 + k/32 bytes a row), the quantized linears in fp8 with one e8m0 byte per
+    # 128x128 block (is_scale_e8m0); the unquantized ones (embedding, lm_head, gate, norms, weights_proj,
+    # compressors' fused_wkv_wgate) in bf16; the hyper-connection, sink, ape and correction-bias parameters
+    # float32, tid2eid int32 (model.py, attention.py, compressor.py). Re-derived here from the harness's list:
+    import math
+
+    from kvplan.budget.weights import layout_weight_memory
+    from kvplan.model import ServingOptions, build_model_layout
+
+    fp8 = (".fused_wqa_wkv.weight", ".attn.wq_b.weight", ".wo_a.weight", ".wo_b.weight", ".indexer.wq_b.weight",
+           ".shared_experts.gate_up_proj.weight", ".shared_experts.down_proj.weight")
+    fp32 = ("hc_", ".attn_sink", ".ape", "e_score_correction_bias")
+    # tp: wq_b, wo_a, the shared experts' gate_up (rows) and wo_b, down (columns), the sinks and every routed
+    # expert's intermediate size (w13 rows, w2 columns) split tp ways, the vocab-parallel embedding and lm_head by
+    # rows (129,280 = 2,020·64: no padding); the rest replicated
+    rows_split = (".attn.wq_b.weight", ".wo_a.weight", ".shared_experts.gate_up_proj.weight")
+    cols_split = (".wo_b.weight", ".shared_experts.down_proj.weight")
+
+    def derived(tp: int) -> int:
+        total = 0
+        for name, shape, dtype in _dsv4_parameters():
+            if name.endswith("w13_weight"):
+                e, rows, k = shape
+                total += e * (rows // tp) * (k // 2 + k // 32)
+            elif name.endswith("w2_weight"):
+                e, rows, k = shape
+                total += e * rows * (k // tp // 2 + k // tp // 32)
+            elif name.endswith(fp8):
+                rows, k = shape
+                rows, k = (rows // tp, k) if name.endswith(rows_split) else (rows, k // tp) if name.endswith(
+                    cols_split) else (rows, k)
+                total += rows * k + math.ceil(rows / 128) * math.ceil(k / 128)
+            elif name.endswith(".attn_sink"):
+                total += 4 * shape[0] // tp
+            elif name in ("model.embed_tokens.weight", "lm_head.weight"):
+                total += 2 * shape[0] // tp * shape[1]
+            elif any(x in name for x in fp32) or dtype == "int32":
+                total += 4 * math.prod(shape)
+            else:
+                total += 2 * math.prod(shape)
+        return total
+
+    assert derived(1) == 156_006_389_980  # 145.29 GiB on one GPU
+    assert derived(8) == 20_644_891_260  # 19.23 GiB a GPU at tp 8
+    for tp in (1, 8):
+        memory = layout_weight_memory(build_model_layout("deepseek-ai/DeepSeek-V4-Flash", None,
+                                                         ServingOptions(tensor_parallel_size=tp)))
+        assert [s.weight_bytes for s in memory.stages] == [derived(tp)]

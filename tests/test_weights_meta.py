@@ -21,7 +21,8 @@ from kvplan.budget.meta import meta_param_counts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 INDEX = json.loads((ROOT / "configs" / "INDEX.json").read_text())
-# DeepSeek-V4: transformers builds it, kvplan's model layer refuses it (and so does the count).
+# DeepSeek-V4: transformers' class is not vLLM's (kvplan's rule is held to vLLM 0.34.0's class built on the meta
+# device instead: tests/test_weights.py test_deepseek_v4_weight_rule_names_every_parameter_of_vllms_class).
 SKIP = {"deepseek-ai/DeepSeek-V4-Flash"}
 # Speculators-format heads have no model_type: transformers builds nothing from them (vLLM builds the
 # EAGLE-3 head from transformer_layer_config; kvplan counts it with drafter_inventory).

@@ -48,9 +48,11 @@ class Quantization:
     group_size: int = 0
     double_quant: bool = False
     exclude: tuple[str, ...] = ()
+    scale_bytes: int = 4  # fp8 block scale: fp32, or e8m0 (1 byte) under DeepSeek-V4's fp4-expert scheme
+    expert_method: str | None = None  # the routed experts' own method (DeepSeek-V4: mxfp4), else ``method``
 
     def converts(self, w: Weight) -> bool:
-        if self.method == "none" or not w.linear:
+        if self.method == "none" or not w.linear or w.dtype is not None:
             return False
         if self.experts_only and w.kind != "experts":
             return False
@@ -107,6 +109,8 @@ def quantization_of(config: dict) -> Quantization:
     if method == "mxfp4":
         return Quantization("mxfp4", "mxfp4 experts: 4-bit values + e8m0 scale per 32 (4.25 bits)",
                             experts_only=True, exclude=exclude)
+    if method == "fp8" and config.get("model_type") == "deepseek_v4" and q.get("weight_block_size"):
+        return _deepseek_v4_fp8(config, q, exclude)
     if method == "fp8":
         block = q.get("weight_block_size")
         if block:
@@ -141,6 +145,25 @@ def quantization_of(config: dict) -> Quantization:
         f"quantization {method or q!r} is not modelled; pass --weights-memory with the per-GPU weight size "
         "vLLM logs ('Model loading took X GiB')"
     )
+
+
+def _deepseek_v4_fp8(config: dict, q: dict, exclude: tuple[str, ...]) -> Quantization:
+    """vLLM 0.34.0 serves a DeepSeek-V4 fp8 checkpoint with ``DeepseekV4FP8Config``
+    (models/deepseek_v4/quant_config.py: ``override_quantization_method`` lines 171-187): fp8 block linears, the
+    routed experts by the config's ``expert_dtype`` (default ``fp4``): ``fp4`` → ``Mxfp4MoEMethod`` (lines
+    232-245; 4-bit values + an e8m0 scale per 32, fused_moe mxfp4.py ``create_weights``) with the linears' block
+    scales in e8m0 (``is_scale_e8m0``, lines 104-108: one byte, ``Fp8LinearMethod.create_weights`` fp8.py line
+    340); ``fp8`` → fp8 block experts with float32 scales."""
+    bo, bi = (int(x) for x in q["weight_block_size"])
+    expert_dtype = config.get("expert_dtype", "fp4")
+    if expert_dtype == "fp4":
+        return Quantization("fp8", f"DeepSeek-V4 fp8 e4m3 + e8m0 scale per {bo}x{bi} block; mxfp4 experts (4.25 bits)",
+                            block=(bo, bi), exclude=exclude, scale_bytes=1, expert_method="mxfp4")
+    if expert_dtype == "fp8":
+        return Quantization("fp8", f"DeepSeek-V4 fp8 e4m3 + fp32 scale per {bo}x{bi} block, experts too",
+                            block=(bo, bi), exclude=exclude)
+    raise UnsupportedError(f"DeepSeek-V4 expert_dtype {expert_dtype!r} is not one vLLM takes (fp4, fp8); fix the "
+                           "config's expert_dtype")
 
 
 # vLLM methods that hold a checkpoint's weights in the same bytes as the checkpoint's own method
@@ -180,18 +203,20 @@ def _matrix(shape: tuple[int, ...]) -> tuple[int, int, int]:
     return math.prod(shape[:-2]), shape[-2], shape[-1]
 
 
-def tensor_bytes(shape: tuple[int, ...], quant: Quantization, converted: bool, dtype_bytes: int) -> int:
+def tensor_bytes(shape: tuple[int, ...], quant: Quantization, converted: bool, dtype_bytes: int, *,
+                 expert: bool = False) -> int:
+    """``expert``: a routed-experts tensor, converted by ``quant.expert_method`` when the scheme names one."""
     n = math.prod(shape)
     if not converted:
         return n * dtype_bytes
     c, rows, k = _matrix(shape)
-    m = quant.method
+    m = quant.expert_method if expert and quant.expert_method else quant.method
     if m == "mxfp4":
         return c * rows * (cdiv(k, 2) + cdiv(k, 32))
     if m == "fp8":
         if quant.block:
             bo, bi = quant.block
-            return n + c * cdiv(rows, bo) * cdiv(k, bi) * 4
+            return n + c * cdiv(rows, bo) * cdiv(k, bi) * quant.scale_bytes
         return n + c * 4
     if m == "nvfp4":
         return c * rows * (cdiv(k, 2) + cdiv(k, 16)) + c * 4

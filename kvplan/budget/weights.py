@@ -170,9 +170,10 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
         for w in inv.weights:
             # MoE experts are split over tp x dp ranks (vLLM flattens TP across DP for FusedMoE)
             shape = w.moe_rank_shape(tp * data_parallel_size, expert_parallel) if w.expert else w.rank_shape(tp)
-            if mxfp4_padding and w.expert and q.method == "mxfp4":
+            if mxfp4_padding and w.expert and (q.expert_method or q.method) == "mxfp4":
                 shape = padded_expert_shape(w, shape, mxfp4_padding)
-            out.append(Placement(idx, w, shape, tensor_bytes(shape, q, q.converts(w), db),
+            own = dtype_size_bytes(w.dtype) if w.dtype else db
+            out.append(Placement(idx, w, shape, tensor_bytes(shape, q, q.converts(w), own, expert=w.expert),
                                  tuple(_stage_of(w, bounds, inv.tie_word_embeddings and idx == 0))))
     return out
 
@@ -235,7 +236,8 @@ def stored_bytes(stored: Inventory, dtype: str, quant: Quantization) -> int:
     it (before any backend repacking): the figure the index's ``metadata.total_size`` gives. ``stored``: the
     inventory of what the checkpoint stores (``ModelInventory.stored``)."""
     db = dtype_size_bytes(dtype)
-    return sum(tensor_bytes(w.shape, quant, quant.converts(w), db) for w in stored.weights)
+    return sum(tensor_bytes(w.shape, quant, quant.converts(w), dtype_size_bytes(w.dtype) if w.dtype else db,
+                            expert=w.expert) for w in stored.weights)
 
 
 def with_checkpoint(mem: WeightMemory, meta: dict, where: str, stored: int) -> WeightMemory:
@@ -300,7 +302,8 @@ def split_by_checkpoint(mem: WeightMemory, meta: dict, where: str, placed: list[
     for w in full.weights:
         g = tensor_group(w.name)
         conv = quant.converts(w)
-        stored[g] = stored.get(g, 0) + tensor_bytes(w.shape, quant, conv, db)
+        stored[g] = stored.get(g, 0) + tensor_bytes(w.shape, quant, conv, dtype_size_bytes(w.dtype) if w.dtype else db,
+                                                    expert=w.expert)
         if conv:
             converted.add(g)
     loaded: dict[str, int] = {}

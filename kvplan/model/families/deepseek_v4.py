@@ -6,6 +6,7 @@ from __future__ import annotations
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.model.families.base import Built, Context, FamilyResult
 from kvplan.model.families.record import Family
+from kvplan.model.families.weights import Builder, WeightView
 from kvplan.model.hfconfig import HFView
 from kvplan.specs import MLAAttentionSpec, SlidingWindowMLASpec
 from kvplan.units import plural
@@ -95,8 +96,96 @@ def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
     return FamilyResult(layers, num_hidden_layers=n)
 
 
+
+def deepseek_v4(cfg: WeightView, b: Builder) -> None:
+    """DeepSeek-V4's weights as vLLM 0.34.0 builds them (``models/deepseek_v4/nvidia/model.py``, ``attention.py``,
+    ``compressor.py``; names and shapes held equal to the class built on the meta device,
+    ``tests/golden/architectures/0.34.0-params/``). Per decoder layer ``i`` with ``r = compress_ratios[i]``:
+
+    * hyper-connections (model.py lines 617-667): ``hc_{attn,ffn}_fn [(2+m)·m, m·H]``, ``_base [(2+m)·m]``,
+      ``_scale [3]`` with ``m = hc_mult``, float32, replicated; ``attn_norm``/``ffn_norm [H]``;
+    * attention (attention.py lines 245-330): ``attn_sink [heads]`` float32; ``fused_wqa_wkv
+      [q_lora + head_dim, H]`` replicated; ``q_norm``, ``wq_b [heads·head_dim, q_lora]`` column-split; ``kv_norm``;
+      ``wo_a [o_groups·o_lora, heads·head_dim/o_groups]`` (grouped, column-split), ``wo_b [H, o_groups·o_lora]``
+      row-split; all fp8-quantizable;
+    * r == 4: the indexer (``wq_b [index_heads·index_head_dim, q_lora]`` replicated, quantizable;
+      ``weights_proj [index_heads, H]`` unquantized) and its compressor (coff 2, ``index_head_dim``);
+    * r > 1: the compressor (compressor.py lines 266-295): ``ape [r, coff·head_dim]`` float32,
+      ``fused_wkv_wgate [2·coff·head_dim, H]`` unquantized, replicated; ``norm [head_dim]``; coff = 2 when r == 4;
+    * the MoE (model.py lines 251-335): ``gate [E, H]`` (GateLinear, the model dtype), on the first
+      ``num_hash_layers`` a ``tid2eid [vocab, top-k]`` int32 table, else ``e_score_correction_bias [E]`` float32;
+      shared experts (gated, ``moe_intermediate_size · n_shared_experts``) and the routed experts.
+
+    Beside: ``embed_tokens``, ``hc_head_{fn [m, m·H], base [m], scale [1]}`` float32, ``norm``, ``lm_head``. The
+    MTP layers are the drafter's. Not counted: the per-rank padding of ``attn_sink`` to the sparse backend's
+    head count (``get_padded_num_q_heads``, at most 4 bytes a head) and the shared experts' rounding of
+    ``moe_intermediate_size`` to 128·tp (none while tp divides its 128-blocks: 16 on V4-Flash)."""
+    H, V, n = cfg.int("hidden_size"), cfg.int("vocab_size"), cfg.int("num_hidden_layers")
+    heads, hd = cfg.int("num_attention_heads"), cfg.int("head_dim")
+    q_lora, o_lora, groups = cfg.int("q_lora_rank"), cfg.int("o_lora_rank"), cfg.int("o_groups")
+    m, E = cfg.int("hc_mult"), cfg.int("n_routed_experts")
+    ratios = list(cfg.get("compress_ratios") or [])
+    hash_layers = cfg.int("num_hash_layers", 0, minimum=0)
+    topk = cfg.int("num_experts_per_tok")
+    inter = cfg.int("moe_intermediate_size")
+    shared = inter * (cfg.opt_int("n_shared_experts", minimum=0) or 0)
+
+    def fp32(name: str, shape: tuple[int, ...], layer: int | None, *, stage: str = "layer") -> None:
+        b.add(name, "other", shape, layer, stage=stage, dtype="float32")
+
+    def compressor(p: str, i: int, r: int, dim: int) -> None:
+        coff = 2 if r == 4 else 1
+        fp32(f"{p}.ape", (r, coff * dim), i)
+        b.linear(f"{p}.fused_wkv_wgate", "attention", 2 * coff * dim, H, i, quantizable=False)
+        b.norm(f"{p}.norm", dim, i)
+
+    b.embed("model.embed_tokens.weight", V, H)
+    fp32("model.hc_head_fn", (m, m * H), None, stage="last")
+    fp32("model.hc_head_base", (m,), None, stage="last")
+    fp32("model.hc_head_scale", (1,), None, stage="last")
+    for i in range(n):
+        p = f"model.layers.{i}"
+        r = int(ratios[i]) if i < len(ratios) else 0
+        for part in ("attn", "ffn"):
+            fp32(f"{p}.hc_{part}_fn", ((2 + m) * m, m * H), i)
+            fp32(f"{p}.hc_{part}_base", ((2 + m) * m,), i)
+            fp32(f"{p}.hc_{part}_scale", (3,), i)
+        a = f"{p}.attn"
+        b.add(f"{a}.attn_sink", "attention", (heads,), i, shard=0, dtype="float32")
+        b.linear(f"{a}.fused_wqa_wkv", "attention", q_lora + hd, H, i)
+        b.norm(f"{a}.q_norm", q_lora, i)
+        b.linear(f"{a}.wq_b", "attention", heads * hd, q_lora, i, split="col")
+        b.norm(f"{a}.kv_norm", hd, i)
+        b.linear(f"{a}.wo_a", "attention", groups * o_lora, heads * hd // groups, i, split="col")
+        b.linear(f"{a}.wo_b", "attention", H, groups * o_lora, i, split="row")
+        if r == 4:
+            ih, idim = cfg.int("index_n_heads"), cfg.int("index_head_dim")
+            b.linear(f"{a}.indexer.wq_b", "attention", ih * idim, q_lora, i)
+            b.linear(f"{a}.indexer.weights_proj", "attention", ih, H, i, quantizable=False)
+            compressor(f"{a}.indexer.compressor", i, r, idim)
+        if r > 1:
+            compressor(f"{a}.compressor", i, r, hd)
+        f = f"{p}.ffn"
+        b.linear(f"{f}.gate", "router", E, H, i, quantizable=False)
+        if i < hash_layers:
+            b.add(f"{f}.gate.tid2eid", "router", (V, topk), i, dtype="int32")
+        else:
+            b.add(f"{f}.gate.e_score_correction_bias", "router", (E,), i, dtype="float32")
+        if shared:
+            b.linear(f"{f}.shared_experts.gate_up_proj", "mlp", 2 * shared, H, i, split="col")
+            b.linear(f"{f}.shared_experts.down_proj", "mlp", H, shared, i, split="row")
+        b.add(f"{f}.experts.routed_experts.w13_weight", "experts", (E, 2 * inter, H), i, shard=1, linear=True,
+              expert=True)
+        b.add(f"{f}.experts.routed_experts.w2_weight", "experts", (E, H, inter), i, shard=2, linear=True,
+              expert=True)
+        b.norm(f"{p}.attn_norm", H, i)
+        b.norm(f"{p}.ffn_norm", H, i)
+    b.final(cfg, V, H)
+
+
 FAMILY = Family(
     "deepseek_v4", build_deepseek_v4,
+    weights=deepseek_v4,
     architectures=("DeepseekV4ForCausalLM",),
     model_types=("deepseek_v4",),
     config_keys=(

@@ -56,11 +56,13 @@ class Builder:
         self.weights: list[Weight] = []
 
     def add(self, name: str, kind: str, shape, layer=None, *, shard=None, linear=False, kv_heads=0, vocab=False,
-            hf_buffer=False, stage="layer", expert=False) -> None:
+            hf_buffer=False, stage="layer", expert=False, dtype: str | None = None) -> None:
+        """``dtype``: the tensor's own dtype where the model class fixes it (None: the model dtype)."""
         shape = tuple(int(x) for x in shape)
         if any(x <= 0 for x in shape):
             return
-        self.weights.append(Weight(name, kind, shape, layer, shard, linear, kv_heads, vocab, hf_buffer, stage, expert))
+        self.weights.append(Weight(name, kind, shape, layer, shard, linear, kv_heads, vocab, hf_buffer, stage, expert,
+                                   dtype))
 
     def linear(self, name: str, kind: str, out: int, inp: int, layer=None, *, split: str | None = None,
                bias: bool = False, kv_heads: int = 0, quantizable: bool = True) -> None:
