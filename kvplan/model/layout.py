@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from kvplan import bounds
 from kvplan.errors import ConfigError, NoLayerRuleError, OptionError
 from kvplan.model import drafters, families, methods
-from kvplan.model.families import Built, Context
+from kvplan.model.families import Built, Context, FamilyResult
 from kvplan.model.hfconfig import HFView
 from kvplan.model.inventory import ModelInventory, model_inventory
 from kvplan.model.options import (
@@ -437,91 +437,178 @@ def _first_quantized_sliding(built: list, draft: ModelDraft) -> bool:
     return first is not None and first.spec.kind == SLIDING
 
 
+def _block_size(draft: ModelDraft, block_decision, notes: list[str]) -> tuple[int, str]:
+    """The block size: the engine's decision (its note appended), else the options' (``resolve_block_size``);
+    fp8_ds_mla refused on a model without sparse MLA where the engine does not model the selector."""
+    if draft.cache_str == "fp8_ds_mla" and not draft.sparse_mla and getattr(block_decision, "refusal", None) is None:
+        # where the engine models the selector (0.34.0), no backend takes it and vLLM's error is the result
+        raise OptionError("--kv-cache-dtype fp8_ds_mla is DeepSeek-V3.2's sparse-MLA layout; use fp8 for this model")
+    if block_decision is not None:
+        if getattr(block_decision, "note", None):
+            notes.append(block_decision.note)
+        return block_decision.block_size, block_decision.how
+    return resolve_block_size(draft.options, use_mla=draft.use_mla, sparse_mla=draft.sparse_mla)
+
+
+def _served_method(draft: ModelDraft, served: _Parsed, method: str | None, options: ServingOptions,
+                   warnings: list[str]) -> tuple[str | None, _Parsed, ServingOptions]:
+    """A served speculators checkpoint: its method and drafter replace the user's (vLLM locks them)."""
+    if draft.drafter is not None:
+        warnings.append(f"--drafter {draft.drafter} is replaced by the served speculators checkpoint {draft.model}: "
+                        "vLLM sets speculative_config.model to it")
+    if method not in (None, draft.served_method):
+        warnings.append(f"--speculative-method {method} is replaced by the checkpoint's {draft.served_method}: vLLM "
+                        "locks the method a speculators checkpoint names")
+    if not options.speculators_user_config and options.num_speculative_tokens is not None:
+        served_tokens = drafters.speculators_spec(served.speculators, served.source.path)[1]
+        warnings.append(f"--num-speculative-tokens {options.num_speculative_tokens} is dropped: this vLLM "
+                        "release replaces the user's speculative config with the speculators checkpoint's "
+                        f"({served_tokens} tokens)")
+        options = dataclasses.replace(options, num_speculative_tokens=None)
+    return draft.served_method, served, options
+
+
+def _drafter_method(draft: ModelDraft, drafter: str, method: str | None, notes: list[str],
+                    warnings: list[str]) -> tuple[str | None, _Parsed]:
+    """A ``--drafter``: parsed, its method inferred when not given."""
+    if method == "mtp":
+        raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")
+    if method in methods.NO_LAYER_METHODS:
+        raise OptionError(f"--speculative-method {method} has no draft model; drop --drafter")
+    draft_p = _parse(resolve_model(drafter, revision=None, download=draft.download))
+    if draft_p.source.note:
+        warnings.append("drafter: " + draft_p.source.note)
+    if method is None:
+        method, why = drafters.infer_method(draft_p.text, draft_p.architecture)
+        notes.append(f"speculative method {method} inferred: {why}")
+    return method, draft_p
+
+
+def _own_method(p: _Parsed, method: str | None, options: ServingOptions, notes: list[str]) -> str | None:
+    """No drafter: MTP when the model has MTP layers and tokens are asked for; methods that need a drafter
+    refused."""
+    has_mtp = families.mtp_count(p.text, p.family, p.architecture) > 0
+    if method is None and options.num_speculative_tokens is not None:
+        if not has_mtp:
+            raise OptionError(
+                "--num-speculative-tokens needs a --drafter, --speculative-method ngram, or a model with MTP layers"
+            )
+        method = "mtp"
+        notes.append("speculative method mtp inferred: no drafter and the model has MTP layers")
+    if method in ("eagle", "eagle3", "draft_model"):
+        raise OptionError(f"--speculative-method {method} needs --drafter (the draft model)")
+    if method == "mtp" and not has_mtp:
+        raise OptionError(f"{p.source.path}: --speculative-method mtp needs MTP layers, and this model has none")
+    return method
+
+
+def _speculative_method(draft: ModelDraft, notes: list[str], warnings: list[str]
+                        ) -> tuple[str | None, _Parsed | None, ServingOptions]:
+    """Speculative decoding's method, the drafter's parsed config and the options (a served speculators
+    checkpoint drops the user's token count): needed before the Mamba specs."""
+    options = draft.options
+    method = drafters.check_method(options.speculative_method)
+    if draft.served is not None:
+        return _served_method(draft, draft.served, method, options, warnings)
+    if draft.drafter is not None:
+        method, draft_p = _drafter_method(draft, draft.drafter, method, notes, warnings)
+        return method, draft_p, options
+    return _own_method(draft.parsed, method, options, notes), None, options
+
+
+def _num_speculative_tokens(draft: ModelDraft, method: str | None, options: ServingOptions,
+                            draft_p: _Parsed | None, notes: list[str]) -> tuple[int, bool]:
+    """``(num_speculative_tokens, missing)``. vLLM's SpeculativeConfig (0.18.0, 0.33.0, 0.34.0): a draft model's
+    config n_predict is the default (a served speculators checkpoint: its speculators config's, which
+    maybe_override_with_speculators copies); suffix decoding has its own; every other method (EAGLE, draft
+    models, ngram and MTP, whose draft config is only built once num_speculative_tokens is given) is refused at
+    start-up (prechecks.check_speculative). The layers are then built with 0."""
+    num_spec = options.num_speculative_tokens
+    if method is None or num_spec is not None:
+        return num_spec or 0, False
+    n_predict, n_source = None, "the draft config's n_predict"
+    if draft.served is not None:
+        n_predict, n_source = drafters.served_speculators_tokens(draft.served.speculators, draft.served.source.path)
+    elif draft_p is not None:
+        n_predict = families.draft_n_predict(draft_p.text)
+    if n_predict:
+        notes.append(f"num_speculative_tokens {n_predict} (vLLM's default: {n_source})")
+        return n_predict, False
+    if method == "suffix":
+        notes.append(f"num_speculative_tokens {options.suffix_default_tokens} (vLLM's default for suffix decoding)")
+        return options.suffix_default_tokens, False
+    return 0, True
+
+
+def _drafter_layers(draft_p: _Parsed, method: str | None, dctx: Context, res: FamilyResult, n: int,
+                    last: int) -> tuple[list[Built], list[str]]:
+    """A drafter's layers (an EAGLE head's, named after the target's, or a draft model's own) and its
+    KV-sharing layers."""
+    if method not in ("eagle", "eagle3"):  # draft_model
+        d_res = families.draft_model_layers(draft_p.text, dctx, draft_p.family, last)
+        return d_res.layers, list(d_res.kv_sharing)
+    if draft_p.family != "llama":
+        raise ConfigError(
+            draft_p.source.path, "architectures",
+            f"{draft_p.architecture!r} is not a Llama-style EAGLE head kvplan models",
+            "use an EAGLE/EAGLE-3/P-EAGLE Llama drafter, or --speculative-method draft_model",
+        )
+    d_layers = families.eagle_layers(draft_p.text, dctx, target_layers=n, target_window=res.model_window,
+                                     last_index=last)
+    n_sw = sum(1 for b in d_layers if b.spec.kind == "sliding_window")
+    dctx.notes.append(
+        f"{method} drafter: {plural(len(d_layers), 'layer')} named model.layers.{n}..{n + len(d_layers) - 1}"
+        + (f", {n_sw} sliding" if n_sw else ", all full")
+        + (f" (inherits the target's model-wide window {res.model_window})" if res.model_window and n_sw else "")
+    )
+    return d_layers, []
+
+
+def _pp_stages(built: list[tuple[Built, str]], n: int, options: ServingOptions, notes: list[str]
+               ) -> tuple[list[tuple[str, ...]], list[tuple[int, int]], tuple[int, ...] | None, str | None]:
+    """Each pipeline stage's layer names (drafter layers on the last), its decoder-layer bounds and the
+    ``VLLM_PP_LAYER_PARTITION`` read (or its error)."""
+    pp = options.pipeline_parallel_size
+    partition, partition_error = (None, None)
+    if options.pp_layer_partition is not None:  # vLLM reads it for every stage count, 1 included
+        partition, partition_error = parse_pp_partition(options.pp_layer_partition, n, pp)
+        if partition is not None:
+            notes.append(f"VLLM_PP_LAYER_PARTITION={options.pp_layer_partition}: layers per stage "
+                         + ", ".join(map(str, partition)))
+    ranks = []
+    bounds = [get_pp_indices(n, r, pp, partition) for r in range(pp)]
+    for r, (start, end) in enumerate(bounds):
+        stage = [b.name for b, src in built if src == "target" and start <= b.layer_index < end]
+        if r == pp - 1:
+            stage += [b.name for b, src in built if src == "drafter"]
+        ranks.append(tuple(stage))
+    if pp > 1:
+        notes.append("PP partition (vLLM get_pp_indices): " + ", ".join(f"stage {r}: layers {s}-{e - 1}"
+                                                                         for r, (s, e) in enumerate(bounds)))
+    return ranks, bounds, partition, partition_error
+
+
+def _canonical(layers: tuple[LayerSpec, ...]) -> tuple[LayerSpec, ...]:
+    """One object per distinct spec: the engine buckets layers by spec equality, and a dict lookup on the same
+    object skips the field-by-field comparison."""
+    canonical: dict = {}
+    return tuple(
+        ls if canonical.setdefault(ls.spec, ls.spec) is ls.spec else dataclasses.replace(ls, spec=canonical[ls.spec])
+        for ls in layers
+    )
+
+
 def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bool = False) -> ModelLayout:
     """The layout of a ``ModelDraft`` with the engine's block-size decision (an object with
     ``block_size``, ``how`` and an optional ``note``, decided from ``draft.attention()``); None: the
     options' block size (``resolve_block_size``). ``inventory``: count the weights too (``ModelLayout.inventory``,
     for a budget), from the config views the family rules read."""
-    model, drafter, options, download = draft.model, draft.drafter, draft.options, draft.download
-    p, served, served_method = draft.parsed, draft.served, draft.served_method
-    dtype, cache_str, cache_dtype = draft.dtype, draft.cache_str, draft.cache_dtype
+    p, dtype, cache_str, cache_dtype = draft.parsed, draft.dtype, draft.cache_str, draft.cache_dtype
     notes, warnings = list(draft.notes), list(draft.warnings)
-    if cache_str == "fp8_ds_mla" and not draft.sparse_mla and getattr(block_decision, "refusal", None) is None:
-        # where the engine models the selector (0.34.0), no backend takes it and vLLM's error is the result
-        raise OptionError("--kv-cache-dtype fp8_ds_mla is DeepSeek-V3.2's sparse-MLA layout; use fp8 for this model")
-    if block_decision is not None:
-        block_size, block_how = block_decision.block_size, block_decision.how
-        if getattr(block_decision, "note", None):
-            notes.append(block_decision.note)
-    else:
-        block_size, block_how = resolve_block_size(options, use_mla=draft.use_mla, sparse_mla=draft.sparse_mla)
+    block_size, block_how = _block_size(draft, block_decision, notes)
     notes.append(f"block size {block_size} ({block_how})")
-
-    # ---- speculative decoding: method and number of tokens (needed before Mamba specs)
-    method = drafters.check_method(options.speculative_method)
-    draft_p: _Parsed | None = None
-    if served is not None:
-        if drafter is not None:
-            warnings.append(f"--drafter {drafter} is replaced by the served speculators checkpoint {model}: vLLM sets "
-                            "speculative_config.model to it")
-        if method not in (None, served_method):
-            warnings.append(f"--speculative-method {method} is replaced by the checkpoint's {served_method}: vLLM "
-                            "locks the method a speculators checkpoint names")
-        method, draft_p = served_method, served
-        if not options.speculators_user_config and options.num_speculative_tokens is not None:
-            served_tokens = drafters.speculators_spec(served.speculators, served.source.path)[1]
-            warnings.append(f"--num-speculative-tokens {options.num_speculative_tokens} is dropped: this vLLM "
-                            "release replaces the user's speculative config with the speculators checkpoint's "
-                            f"({served_tokens} tokens)")
-            options = dataclasses.replace(options, num_speculative_tokens=None)
-    elif drafter is not None:
-        if method == "mtp":
-            raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")
-        if method in methods.NO_LAYER_METHODS:
-            raise OptionError(f"--speculative-method {method} has no draft model; drop --drafter")
-        draft_p = _parse(resolve_model(drafter, revision=None, download=download))
-        if draft_p.source.note:
-            warnings.append("drafter: " + draft_p.source.note)
-        if method is None:
-            method, why = drafters.infer_method(draft_p.text, draft_p.architecture)
-            notes.append(f"speculative method {method} inferred: {why}")
-    else:
-        has_mtp = families.mtp_count(p.text, p.family, p.architecture) > 0
-        if method is None and options.num_speculative_tokens is not None:
-            if not has_mtp:
-                raise OptionError(
-                    "--num-speculative-tokens needs a --drafter, --speculative-method ngram, or a model with MTP layers"
-                )
-            method = "mtp"
-            notes.append("speculative method mtp inferred: no drafter and the model has MTP layers")
-        if method in ("eagle", "eagle3", "draft_model"):
-            raise OptionError(f"--speculative-method {method} needs --drafter (the draft model)")
-        if method == "mtp" and not has_mtp:
-            raise OptionError(f"{p.source.path}: --speculative-method mtp needs MTP layers, and this model has none")
-
-    num_spec = options.num_speculative_tokens
-    num_spec_missing = False
-    if method is not None and num_spec is None:
-        # vLLM's SpeculativeConfig (0.18.0, 0.33.0, 0.34.0): a draft model's config n_predict is
-        # the default (a served speculators checkpoint: its speculators config's, which
-        # maybe_override_with_speculators copies); suffix decoding has its own; every other method
-        # (EAGLE, draft models, ngram and MTP, whose draft config is only built once
-        # num_speculative_tokens is given) is refused at start-up (prechecks.check_speculative).
-        # The layers are then built with 0.
-        n_predict, n_source = None, "the draft config's n_predict"
-        if served is not None:
-            n_predict, n_source = drafters.served_speculators_tokens(served.speculators, served.source.path)
-        elif draft_p is not None:
-            n_predict = families.draft_n_predict(draft_p.text)
-        if n_predict:
-            num_spec = n_predict
-            notes.append(f"num_speculative_tokens {num_spec} (vLLM's default: {n_source})")
-        elif method == "suffix":
-            num_spec = options.suffix_default_tokens
-            notes.append(f"num_speculative_tokens {num_spec} (vLLM's default for suffix decoding)")
-        else:
-            num_spec_missing = True
-    num_spec = num_spec or 0
+    method, draft_p, options = _speculative_method(draft, notes, warnings)
+    num_spec, num_spec_missing = _num_speculative_tokens(draft, method, options, draft_p, notes)
 
     ctx = Context(
         path=p.source.path, architecture=p.architecture, model_type=p.model_type, tp=options.tensor_parallel_size,
@@ -550,25 +637,8 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
             cache_dtype_str=cache_str, model_dtype=dtype, disable_sliding_window=options.disable_sliding_window,
             num_spec=num_spec, notes=notes, warnings=warnings,
         )
-        if method in ("eagle", "eagle3"):
-            if draft_p.family != "llama":
-                raise ConfigError(
-                    draft_p.source.path, "architectures",
-                    f"{draft_p.architecture!r} is not a Llama-style EAGLE head kvplan models",
-                    "use an EAGLE/EAGLE-3/P-EAGLE Llama drafter, or --speculative-method draft_model",
-                )
-            d_layers = families.eagle_layers(draft_p.text, dctx, target_layers=n, target_window=res.model_window,
-                                             last_index=last)
-            n_sw = sum(1 for b in d_layers if b.spec.kind == "sliding_window")
-            dctx.notes.append(
-                f"{method} drafter: {plural(len(d_layers), 'layer')} named model.layers.{n}..{n + len(d_layers) - 1}"
-                + (f", {n_sw} sliding" if n_sw else ", all full")
-                + (f" (inherits the target's model-wide window {res.model_window})" if res.model_window and n_sw else "")
-            )
-        else:  # draft_model
-            d_res = families.draft_model_layers(draft_p.text, dctx, draft_p.family, last)
-            d_layers = d_res.layers
-            kv_sharing += d_res.kv_sharing
+        d_layers, d_sharing = _drafter_layers(draft_p, method, dctx, res, n, last)
+        kv_sharing += d_sharing
         built += [(b, "drafter") for b in d_layers]
         drafter_info = _info(draft_p, dtype)
 
@@ -579,32 +649,8 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
     names = [b.name for b, _ in built]
     if len(set(names)) != len(names):  # pragma: no cover - a naming bug, never a user error
         raise AssertionError("duplicate layer names")
-
-    pp = options.pipeline_parallel_size
-    partition, partition_error = (None, None)
-    if options.pp_layer_partition is not None:  # vLLM reads it for every stage count, 1 included
-        partition, partition_error = parse_pp_partition(options.pp_layer_partition, n, pp)
-        if partition is not None:
-            notes.append(f"VLLM_PP_LAYER_PARTITION={options.pp_layer_partition}: layers per stage "
-                         + ", ".join(map(str, partition)))
-    ranks = []
-    bounds = [get_pp_indices(n, r, pp, partition) for r in range(pp)]
-    for r, (start, end) in enumerate(bounds):
-        stage = [b.name for b, src in built if src == "target" and start <= b.layer_index < end]
-        if r == pp - 1:
-            stage += [b.name for b, src in built if src == "drafter"]
-        ranks.append(tuple(stage))
-    if pp > 1:
-        notes.append("PP partition (vLLM get_pp_indices): " + ", ".join(f"stage {r}: layers {s}-{e - 1}"
-                                                                         for r, (s, e) in enumerate(bounds)))
-
-    # One object per distinct spec: the engine buckets layers by spec equality, and a
-    # dict lookup on the same object skips the field-by-field comparison.
-    canonical: dict = {}
-    layers = tuple(
-        ls if canonical.setdefault(ls.spec, ls.spec) is ls.spec else dataclasses.replace(ls, spec=canonical[ls.spec])
-        for ls in layers
-    )
+    ranks, bounds, partition, partition_error = _pp_stages(built, n, options, notes)
+    layers = _canonical(layers)
     counted = model_inventory(p.text, target_info, method,
                               (draft_p.text, drafter_info) if drafter_info is not None else None) if inventory else None
     return ModelLayout(
