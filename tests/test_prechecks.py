@@ -429,12 +429,13 @@ def test_compare_fit_and_check_predict_it(tmp_path):
 
 
 # A model kvplan has no layer rule for still meets vLLM's config checks first (issue 35): vLLM raises them
-# in create_engine_config, before it constructs the model class. MiniCPM3ForCausalLM: vLLM 0.34.0 builds
-# it (tests/golden/architectures/0.34.0/MiniCPM3ForCausalLM.json, MiniCPM3Config() defaults:
-# max_position_embeddings 32768, 40 attention heads); kvplan has no rule for it.
+# in create_engine_config, before it constructs the model class. Qwen4ExpForCausalLM: vLLM 0.34.0 registers it
+# and passes its config checks, then fails constructing it here (tests/golden/architectures/0.34.0/
+# Qwen4ExpForCausalLM.json, Qwen4ExpTextConfig() defaults: max_position_embeddings 32768, 16 attention heads);
+# kvplan has no rule for it (every architecture vLLM builds here has one since issue 35).
 def _no_rule_config(tmp_path):
     golden = json.loads((Path(__file__).parent / "golden" / "architectures" / "0.34.0" /
-                         "MiniCPM3ForCausalLM.json").read_text())
+                         "Qwen4ExpForCausalLM.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(golden["config"]))
     return str(tmp_path)
 
@@ -445,8 +446,8 @@ def _no_rule_config(tmp_path):
     (["--max-model-len", "65536"],
      "(config.max_model_len): ValidationError: User-specified max_model_len (65536) is greater than the derived "
      "max_model_len (max_position_embeddings=32768.0 or model_max_length=None in model's config.json)."),
-    # ModelConfig.verify_with_parallel_config (0.34.0 config/model.py line 1581): 40 heads, TP 3
-    (["-tp", "3"], "(config.tensor_parallel): ValidationError: Total number of attention heads (40) must be "
+    # ModelConfig.verify_with_parallel_config (0.34.0 config/model.py line 1581): 16 heads, TP 3
+    (["-tp", "3"], "(config.tensor_parallel): ValidationError: Total number of attention heads (16) must be "
                    "divisible by tensor parallel size (3)."),
     # SpeculativeConfig._verify_args: ngram without num_speculative_tokens (SPEC_TOKENS_REQUIRED)
     (["--speculative-method", "ngram"], "(config.speculative): ValidationError: num_speculative_tokens must be "
@@ -466,4 +467,4 @@ def test_model_without_layer_rule_that_passes_the_config_checks_is_refused_for_i
     r = runner.invoke(app, ["simulate", _no_rule_config(tmp_path), "--kv-cache-memory", "40GiB",
                             "--max-model-len", "32768"])
     assert r.exit_code not in (0, 3), r.output
-    assert "registers 'MiniCPM3ForCausalLM', but kvplan has no layer rule" in r.output
+    assert "registers 'Qwen4ExpForCausalLM', but kvplan has no layer rule" in r.output

@@ -189,6 +189,9 @@ FAMILY = Family(
     architectures=("DeepseekV4ForCausalLM",),
     model_types=("deepseek_v4",),
     config_keys=(
-        "architectures", "compress_ratios", "head_dim", "index_head_dim", "num_hidden_layers", "sliding_window",
+        "architectures", "compress_ratios", "hc_mult", "head_dim", "hidden_size", "index_head_dim", "index_n_heads",
+        "moe_intermediate_size", "n_routed_experts", "n_shared_experts", "num_attention_heads", "num_experts_per_tok",
+        "num_hash_layers", "num_hidden_layers", "o_groups", "o_lora_rank", "q_lora_rank", "sliding_window",
+        "vocab_size",
     ),
 )
