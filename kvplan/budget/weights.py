@@ -113,10 +113,6 @@ class WeightMemory:
     basis_detail: str = ""
 
     @property
-    def max_stage_bytes(self) -> int:
-        return max(s.weight_bytes for s in self.stages)
-
-    @property
     def total_bytes(self) -> int:
         """Bytes summed over every rank (tp · Σ stages): replicated weights count per rank."""
         return sum(s.weight_bytes for s in self.stages) * self.tensor_parallel_size

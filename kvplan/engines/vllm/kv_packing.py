@@ -97,17 +97,6 @@ def packing(backend: str, cache_dtype: str, *, num_kv_heads: int, head_size: int
     return rule.of(num_kv_heads, head_size, head_size_v) if rule is not None else (None, None)
 
 
-def turboquant_boundary_layers(num_hidden_layers: int, hybrid: bool, n: int = 2) -> tuple[str, ...]:
-    """``TurboQuantConfig.get_boundary_skip_layers`` (turboquant/config.py lines 178-214), which
-    ``EngineArgs.create_engine_config`` adds to --kv-cache-dtype-skip-layers for turboquant_* and
-    ultraquant_4bit (engine/arg_utils.py lines 2370-2385): the first and last ``n`` layers of a dense
-    model, none of a hybrid."""
-    if hybrid or n <= 0 or num_hidden_layers <= 0:
-        return ()
-    n = min(n, num_hidden_layers // 2)
-    return tuple(str(i) for i in sorted({*range(n), *range(num_hidden_layers - n, num_hidden_layers)}))
-
-
 def selector_refusal(reasons: list[tuple[str, list[str]]], *, head_size: int | None, model_dtype: str,
                      cache_dtype: str, block_size: int | None, use_mla: bool, has_sink: bool, use_sparse: bool,
                      has_sliding_window: bool = False, platform: str = "cuda") -> str:
