@@ -74,7 +74,12 @@ def turboquant_slot_bytes(cache_dtype: str, head_size: int) -> int:
     """``TurboQuantConfig.slot_size_aligned``: packed key (fp8: one byte a value; else the MSE indices and an
     fp16 norm) + packed value (the quantized values and fp16 scale and zero), rounded up to even.
     Llama's head 128 in turboquant_k8v4: 128 + (64 + 4) = 196."""
-    return packing_rule("TURBOQUANT", cache_dtype, dtype_bytes=1).of(1, head_size, head_size)[1]
+    rule = packing_rule("TURBOQUANT", cache_dtype, dtype_bytes=1)
+    if rule is None:
+        raise ValueError(f"{cache_dtype!r} is not a TurboQuant cache dtype")
+    slot_bytes = rule.of(1, head_size, head_size)[1]
+    assert slot_bytes is not None, "a TurboQuant rule gives the slot's bytes"
+    return slot_bytes
 
 
 def packing_rule(backend: str, cache_dtype: str, *, dtype_bytes: int) -> KVPacking | None:
