@@ -12,7 +12,8 @@ One table (``GENERATORS``) names every generator and the files it writes. A gene
 ``--check`` is run with it; one that prints its page is compared with the file; every other one is run
 in place and its files compared with what they held before, which is then put back (``--check`` never
 changes the tree). The generators that read vLLM's release sources (``RELEASE_SRC``, default
-``/work/golden-venvs/rel-src``: one unpacked wheel per release, see scripts/golden/README.md) are
+``.golden-venvs/rel-src`` in the checkout, as scripts/golden/release_env.sh unpacks them: one wheel per
+release, see scripts/golden/README.md) are
 skipped by ``--check`` when that folder is absent, and re-read the releases their file already lists
 (plus each ``--release VERSION``).
 The goldens themselves (scripts/golden/make_goldens.py and the runners) need vLLM installed and are
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-RELEASE_SRC = Path(os.environ.get("RELEASE_SRC", "/work/golden-venvs/rel-src"))
+RELEASE_SRC = Path(os.environ.get("RELEASE_SRC") or ROOT / ".golden-venvs" / "rel-src")
 NEW_RELEASES: list[str] = []  # --release VERSION: read by the release-source generators too
 
 
