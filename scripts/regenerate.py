@@ -117,7 +117,9 @@ GENERATORS: tuple[Generator, ...] = (
     Generator("profile-terms", ("kvplan/budget/profile_terms.json",),
               _fixed("scripts/golden/profile_terms.py", "--table", "tests/golden/profile_terms",
                      "kvplan/budget/profile_terms.json"), ci=True),
-    Generator("calibration", ("kvplan/budget/calibration.json",), _fixed("scripts/calibrate_budget.py"), ci=True),
+    # A fitted term: refitting moves every budget figure (snapshots, docs/budget-validation.md), so it is a
+    # decision taken with the corpus change, not a CI check; --check without --ci still says when it is stale.
+    Generator("calibration", ("kvplan/budget/calibration.json",), _fixed("scripts/calibrate_budget.py")),
     Generator("catalog-variants", ("configs",), _fixed("scripts/catalog_variants.py"), ci=True),
     Generator("catalog-speculators", ("configs",), _fixed("scripts/catalog_speculators.py"), ci=True),
     # README.md and docs/*.md command snapshots: a minute or more (every block's command in a fresh
