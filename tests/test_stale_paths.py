@@ -4,8 +4,8 @@ pointer behind.
 
 A path is a word with a ``/`` whose first part is a top-level folder of the repository (``kvplan/``,
 ``scripts/``, ``docs/``, ``tests/``, ``configs/``, ``.ci/``, ``.github/``) or a kvplan subpackage
-(``model/layout.py``); it exists when it names a file or folder from the root, from kvplan/, scripts/,
-tests/ or configs/. Patterns (``*``, ``<org>``, ``{a,b}``) and placeholders in capitals (``X.json``) are not
+(``model/layout.py``); it exists when it names a file or folder (or a module without its ``.py``) from the
+root, from kvplan/, scripts/, tests/ or configs/. Patterns (``*``, ``<org>``, ``{a,b}``) and placeholders in capitals (``X.json``) are not
 paths. ``kvplan.a.b.name``: the longest importable module, then its attribute. Paths of other projects'
 repositories, of the user's repository and of an installed wheel are listed in ``ELSEWHERE`` with whose
 they are."""
@@ -76,7 +76,9 @@ def path_exists(word: str) -> bool | None:
         return None
     if word.rstrip("/") in ELSEWHERE:
         return True
-    return any((ROOT / base / word.rstrip("/")).exists() for base in BASES)
+    word = word.rstrip("/")
+    return any((ROOT / base / word).exists() or (ROOT / base / f"{word}.py").exists()  # a module by its path
+               for base in BASES)
 
 
 def name_exists(dotted: str) -> bool:
@@ -119,6 +121,7 @@ def test_every_named_path_exists():
 @pytest.mark.parametrize("word, exists", [
     ("kvplan/model/layout.py", True),  # from the root
     ("model/layout.py", True),  # inside kvplan/
+    ("results/host_tier", True),  # a module named by its path
     ("golden/make_goldens.py", None),  # not a top-level folder or a kvplan subpackage: not checked
     ("report/console.py", False),  # gone
     ("tests/golden/defaults/X.json", None),  # a placeholder
