@@ -36,6 +36,7 @@ ELSEWHERE = {
     "configs/qwen3_next.py": "SGLang's python/sglang/srt/configs/",
     "configs/nemotron_h.py": "SGLang's python/sglang/srt/configs/",
     "docs/features/speculative_decoding/eagle.md": "vLLM's docs",
+    "docs/deployment/k8s.md": "vLLM's docs",
     "docs/user_guide/getting_started.md": "vllm-project/speculators' docs",
     "docs/user_guide/algorithms/eagle3.md": "vllm-project/speculators' docs",
     "docs/source/en/model_doc/qwen3_next.md": "transformers' docs",
