@@ -1,7 +1,8 @@
 """kvplan: predict how an inference engine lays out the KV cache of a model, offline.
 
 Library API (imports nothing heavy; transformers loads only when a config is parsed), one
-function per command, each returning the dict ``--format json`` prints::
+function per command, each returning the command's result record (``kvplan.results.envelope.Envelope``,
+whose ``to_dict()`` is what ``--format json`` prints)::
 
     import kvplan
     r = kvplan.simulate("openai/gpt-oss-20b", drafter="amazon/GPT-OSS-20B-P-EAGLE", kv_cache_memory="40GiB")

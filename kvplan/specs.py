@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import Any, ClassVar, Sequence
 
 from kvplan.errors import EngineFailure, SpecMergeAssertion
 from kvplan.results import to_data
@@ -138,7 +138,7 @@ class AttentionSpec(KVCacheSpec):
                                                 "num_head_slots", "state_content_bytes")
 
     @classmethod
-    def _check_same_attention_fields(cls, specs: list["AttentionSpec"]) -> None:
+    def _check_same_attention_fields(cls, specs: Sequence["AttentionSpec"]) -> None:
         first = specs[0]
         # layouts share one object per distinct spec: compare each distinct object once
         for s in {id(x): x for x in specs[1:] if x is not first}.values():
@@ -164,21 +164,22 @@ class FullAttentionSpec(AttentionSpec):
     def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
         """Full layers merge with converted window layers (HMA off): one window or chunk size
         per group (ValueError otherwise), never both (assertion)."""
-        if not all(isinstance(s, FullAttentionSpec) for s in specs):
+        fulls = [s for s in specs if isinstance(s, FullAttentionSpec)]
+        if len(fulls) != len(specs):
             raise SpecMergeAssertion("All attention layers in the same KV cache group must be FullAttentionSpec.")
-        if any(isinstance(s, MLAAttentionSpec) for s in specs):
+        if any(isinstance(s, MLAAttentionSpec) for s in fulls):
             raise SpecMergeAssertion("MLAAttentionSpec should be merged in MLAAttentionSpec.merge")
-        windows = {s.sliding_window for s in specs if s.sliding_window is not None}
-        chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
+        windows = {s.sliding_window for s in fulls if s.sliding_window is not None}
+        chunks = {s.attention_chunk_size for s in fulls if s.attention_chunk_size is not None}
         if len(windows) > 1 or len(chunks) > 1:
             raise EngineFailure("ValueError", "All attention layers in the same KV cache group must have the same "
                                 "window size.", "grouping")
-        cls._check_same_attention_fields(specs)
+        cls._check_same_attention_fields(fulls)
         window, chunk = next(iter(windows), None), next(iter(chunks), None)
         if window is not None and chunk is not None:
             raise SpecMergeAssertion("Model with both sliding window layers and chunked local attention layers is "
                                      "not supported.")
-        return replace(specs[0], sliding_window=window, attention_chunk_size=chunk)
+        return replace(fulls[0], sliding_window=window, attention_chunk_size=chunk)
 
     def same_type(self, other: KVCacheSpec) -> bool:
         return isinstance(other, FullAttentionSpec)
@@ -212,12 +213,13 @@ class MLAAttentionSpec(FullAttentionSpec):
 
     @classmethod
     def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
-        if not all(isinstance(s, MLAAttentionSpec) for s in specs):
+        mlas = [s for s in specs if isinstance(s, MLAAttentionSpec)]
+        if len(mlas) != len(specs):
             raise SpecMergeAssertion("All attention layers in the same KV cache group must be MLAAttentionSpec.")
-        if len({s.cache_dtype_str for s in specs}) != 1:
+        if len({s.cache_dtype_str for s in mlas}) != 1:
             raise SpecMergeAssertion("All attention layers in the same KV cache group must use the same "
                                      "quantization method.")
-        cls._check_same_attention_fields(specs)
+        cls._check_same_attention_fields(mlas)
         return specs[0]
 
 
@@ -383,7 +385,7 @@ def _cached_hash(self) -> int:
 
 for _cls in (FullAttentionSpec, MLAAttentionSpec, SlidingWindowSpec, SlidingWindowMLASpec, ChunkedLocalAttentionSpec,
              CrossAttentionSpec, MambaSpec, UniformTypeKVCacheSpecs):
-    _cls.__hash__ = _cached_hash
+    setattr(_cls, "__hash__", _cached_hash)  # after @dataclass, which would set its own
 
 _KINDS: dict[str, type[KVCacheSpec]] = {
     cls.kind: cls
@@ -427,12 +429,13 @@ class SpecRecord:
 
     @classmethod
     def of(cls, spec: KVCacheSpec) -> "SpecRecord":
-        mamba = isinstance(spec, MambaSpec)
-        named = {f.name: getattr(spec, f.name, None) for f in dataclasses.fields(cls)
+        named: dict[str, Any] = {f.name: getattr(spec, f.name, None) for f in dataclasses.fields(cls)
                  if f.name not in ("kind", "shapes", "dtypes", "page_size_bytes")}
         if named["tokens_per_state"] == 1:
             named["tokens_per_state"] = None  # one token per state: every spec but DeepSeek-V4's compressed ones
-        return cls(kind=spec.kind, shapes=spec.shapes if mamba else None, dtypes=spec.dtypes if mamba else None,
+        mamba = spec if isinstance(spec, MambaSpec) else None
+        return cls(kind=spec.kind, shapes=mamba.shapes if mamba is not None else None,
+                   dtypes=mamba.dtypes if mamba is not None else None,
                    page_size_bytes=spec.page_size_bytes, **named)
 
 

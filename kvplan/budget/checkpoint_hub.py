@@ -36,8 +36,8 @@ def hub_token() -> str | None:
     try:
         from huggingface_hub import get_token  # lazy: only with --download
     except ImportError:  # pragma: no cover - --download already needed it for config.json
-        get_token = None
-    if get_token is not None:
+        pass
+    else:
         try:
             return get_token()
         except Exception:  # noqa: BLE001 - a broken token file or OIDC exchange: fall back to the variable
@@ -174,7 +174,7 @@ def _header(meta, file: str) -> Header:
     return parse_header(json.dumps(doc).encode(), file)
 
 
-def _why(e: Exception) -> str:
+def _why(e: BaseException) -> str:
     """One line for an error of huggingface_hub or the network."""
     from huggingface_hub.errors import (HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled,
                                         SafetensorsParsingError)

@@ -358,8 +358,8 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
         layers = set(range(a, z))
         last = s == pp - 1
         # the weights vLLM logs ('Model loading took') are after offloading: an override is taken as is
-        w_bytes = w_over if w_over is not None else weights.stages[s].weight_bytes - min(
-            offload, weights.stages[s].weight_bytes)
+        counted_w = weights.stages[s].weight_bytes if weights is not None else 0  # counted when not overridden
+        w_bytes = w_over if w_over is not None else counted_w - min(offload, counted_w)
         act = a_over if a_over is not None else estimate_activation_bytes(
             inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last,
             sampler_bytes=sampler["value"])
@@ -431,11 +431,11 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     if failed_load is not None:
         warnings.append(f"vLLM fails before the KV cache ({failed_load.stage}): {failed_load.message}")
     elif budget_stage.kv_cache_memory_bytes <= 0:
-        terms = "weights, activation, non-torch and CUDA-graph memory" + (
+        named = "weights, activation, non-torch and CUDA-graph memory" + (
             ", the start-up memory and the sizing margin" if extensible else "")
         warnings.append(
             f"no memory left for the KV cache: {requested / GiB:.2f} GiB usable "
-            f"({total / GiB:.2f} GiB × {util:g}) minus {terms} "
+            f"({total / GiB:.2f} GiB × {util:g}) minus {named} "
             f"is {budget_stage.kv_cache_memory_bytes / GiB:.2f} GiB"
         )
     if extensible:
@@ -589,7 +589,7 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
         out.append(ProfileTerm(t, b, OVERRIDE if over is not None else basis, "override" if over is not None
                                else source, derivation=OVERRIDE if over is not None else derivation[t],
                                low_bytes=lo, high_bytes=hi))
-    if mm and stage.encoder_profile_bytes is not None:
+    if mm and stage.encoder_profile_bytes is not None and encoder is not None:
         e = encoder
         out.append(ProfileTerm(
             "encoder_cache", stage.encoder_profile_bytes, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
@@ -628,8 +628,9 @@ def kv_bytes_at(budget: Budget, utilization: float) -> int:
     mode = budget.kv_cache_sizing
     extensible = mode == sizing.EXTENSIBLE
     return min(stage_kv_bytes(mode, st, total=budget.gpu_memory_bytes, utilization=utilization,
-                              startup=budget.startup_memory_bytes if extensible else 0,
-                              margin_floor=budget.sizing_margin_floor_bytes if extensible
+                              startup=(budget.startup_memory_bytes or 0) if extensible else 0,
+                              margin_floor=budget.sizing_margin_floor_bytes
+                              if extensible and budget.sizing_margin_floor_bytes is not None
                               else sizing.MARGIN_FLOOR_BYTES)["kv_cache_memory_bytes"]
                for st in budget.stages)
 
@@ -644,8 +645,8 @@ def _extensible_warnings(stage: BudgetStage, *, total: int, util: float, util_gi
     if util_given is not None and 0.7 < util < 1.0:
         withheld = sizing.withheld_by_utilization(
             total=total, utilization=util, startup=startup,
-            used=stage.weights_bytes + stage.non_torch_bytes + stage.cudagraph_resident_bytes,
-            margin=stage.sizing_margin_bytes)
+            used=stage.weights_bytes + stage.non_torch_bytes + (stage.cudagraph_resident_bytes or 0),
+            margin=stage.sizing_margin_bytes or 0)
         if withheld >= GiB:
             out.append(f"--gpu-memory-utilization {util:g} keeps {withheld / GiB:.2f} GiB of free memory out of the "
                        "extensible KV cache, which measures vLLM's own use after warmup; vLLM 0.34.0 warns so too. "

@@ -29,7 +29,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import UnsupportedError
 from kvplan.units import cdiv
@@ -90,16 +90,18 @@ def _vllm_name(config: dict, name: str) -> str:
 
 def quantization_of(config: dict) -> Quantization:
     """The scheme ``quantization_config`` declares (top level, else the text config's)."""
-    q = config.get("quantization_config")
-    if not isinstance(q, dict):
+    found = config.get("quantization_config")
+    if not isinstance(found, dict):
         text = config.get("text_config")
-        q = text.get("quantization_config") if isinstance(text, dict) else None
-    if not isinstance(q, dict):
+        found = text.get("quantization_config") if isinstance(text, dict) else None
+    if not isinstance(found, dict):
         return NO_QUANTIZATION
+    q: dict[str, Any] = found
     method = str(q.get("quant_method", "")).lower()
     # ModelOpt <= 0.29 (hf_quant_config.json) keeps its list under "quantization" (vLLM's ModelOptQuantConfigBase
     # .from_config reads quantization.exclude_modules, modelopt.py 0.34.0 line 346)
-    nested = q.get("quantization") if isinstance(q.get("quantization"), dict) else {}
+    inner = q.get("quantization")
+    nested = inner if isinstance(inner, dict) else {}
     exclude = tuple(
         _vllm_name(config, str(x)) for src, key in (
             (q, "modules_to_not_convert"), (q, "ignored_layers"), (q, "ignore"), (q, "llm_int8_skip_modules"),

@@ -113,16 +113,12 @@ class WeightMemory:
     basis_detail: str = ""
 
     @property
-    def max_stage_bytes(self) -> int:
-        return max(s.weight_bytes for s in self.stages)
-
-    @property
     def total_bytes(self) -> int:
         """Bytes summed over every rank (tp · Σ stages): replicated weights count per rank."""
         return sum(s.weight_bytes for s in self.stages) * self.tensor_parallel_size
 
 
-def _stage_of(w: Weight, bounds: list[tuple[int, int]], tied: bool) -> list[int]:
+def _stage_of(w: Weight, bounds: tuple[tuple[int, int], ...], tied: bool) -> list[int]:
     pp = len(bounds)
     if w.stage == "first":
         stages = [0]
@@ -161,7 +157,7 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
     ``get_pp_indices`` over the target's layers."""
     target = inventories[0]
     if not bounds:
-        bounds = [get_pp_indices(target.num_hidden_layers, r, pp, partition) for r in range(pp)]
+        bounds = tuple(get_pp_indices(target.num_hidden_layers, r, pp, partition) for r in range(pp))
     dbytes = dtype_size_bytes(dtype)
     out = []
     for idx, inv in enumerate(inventories):
@@ -331,7 +327,7 @@ def split_by_checkpoint(mem: WeightMemory, meta: dict, where: str, placed: list[
         per = share.setdefault(g, [0] * pp)
         for st in p.stages:
             per[st] += math.prod(p.shape)
-    delta = [{} for _ in range(pp)]
+    delta: list[dict[str, int]] = [{} for _ in range(pp)]
     changed = 0
     for g, per in share.items():
         d = loaded[g] - stored[g]
@@ -437,6 +433,7 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     dq = NO_QUANTIZATION
     ddtype = None
     if layout.drafter is not None:
+        assert weights.drafter is not None, "a layout with a drafter has the drafter's inventory"
         invs.append(weights.drafter)
         dq = quantization_of(layout.drafter.config)
         ddtype = layout.drafter.dtype

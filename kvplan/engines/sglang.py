@@ -331,54 +331,60 @@ def sglang_model(
     F = sum(c.bytes_per_token for c in full_layers)
     S = sum(c.bytes_per_token for c in swa_layers)
     window = max((c.window_tokens or 0 for c in swa_layers), default=None)
+    W = window or 0  # the SWA pool's window (a hybrid model has window layers); unused otherwise
     full_need = cdiv(L, page) * page
-    swa_need = swa_per_request_tokens(window, L, page, interval, num_speculative_tokens,
+    swa_need = swa_per_request_tokens(W, L, page, interval, num_speculative_tokens,
                                       not disable_overlap_schedule) if hybrid else None
+    swa_need_tokens = swa_need or 0  # the same, for the hybrid arithmetic below
     admit_full = cdiv(P, page) * page + page + (L - P)  # reserve(): paged extend + page + max_new
 
-    def pools(budget: int) -> tuple[int, int | None, Fraction]:
+    def pools(budget: int) -> tuple[int, int, Fraction]:
+        """(full pool tokens, SWA pool tokens (0 without one), steady concurrency)."""
         if budget <= 0 or F + S == 0:
-            return 0, (0 if hybrid else None), Fraction(0)
+            return 0, 0, Fraction(0)
         if hybrid:
             full = int(budget // (F + r * S))
             full -= full % page
             swa = int(full * r)
             swa -= swa % page
-            conc = min(Fraction(full, full_need), Fraction(max(swa - in_flight, 0), swa_need))
+            conc = min(Fraction(full, full_need), Fraction(max(swa - in_flight, 0), swa_need_tokens))
             return full, swa, conc
         full = budget // F
         full -= full % page
-        return full, None, Fraction(full, full_need)
+        return full, 0, Fraction(full, full_need)
 
     state = mamba_state_per_request_bytes(costs, mamba_ssm_dtype)
     context_len = context_len_tokens or L
-    mamba_k = None
+    # with a Mamba state (``state``): the state slots and the running-request cap, else None
+    mamba_k: int | None = None
+    running: int | None = None
     kv_budget = budget_bytes
     if state:
         mamba_k, kv_budget = mamba_split(budget_bytes, state, mamba_full_memory_ratio)
     slots = mamba_k + 1 if mamba_k is not None and mamba_k > 0 else 0
-    full_tokens, swa_tokens, steady = pools(kv_budget)
-    running = max_running_requests(full_tokens, context_len, mamba_k) if state else None
+    full_tokens, swa_pool, steady = pools(kv_budget)
+    swa_tokens = swa_pool if hybrid else None  # as reported: no SWA pool without the hybrid split
     if state:
+        running = max_running_requests(full_tokens, context_len, mamba_k)
         steady = min(steady, Fraction(max(running, 0)))
     # admission: request n is admitted when its total (P + max_new = L) is below what the n − 1 before it left
     admitted = (full_tokens - L - 1) // admit_full + 1 if full_tokens > L else 0
-    if hybrid and swa_tokens is not None:
-        first_chunk = swa_admission_tokens(cdiv(P, page) * page, L - P, window, page, chunked_prefill_size)
-        if swa_tokens > first_chunk:
-            admitted = min(admitted, (swa_tokens - first_chunk - 1) // swa_need + 1)
-    if state:
+    if hybrid:
+        first_chunk = swa_admission_tokens(cdiv(P, page) * page, L - P, W, page, chunked_prefill_size)
+        if swa_pool > first_chunk:
+            admitted = min(admitted, (swa_pool - first_chunk - 1) // swa_need_tokens + 1)
+    if running is not None:
         admitted = min(admitted, max(running, 0))
     notes: list[str] = []
     failure = None
-    if state and mamba_k <= 0:
+    if mamba_k is not None and mamba_k <= 0:
         failure = (f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
                    f"max_mamba_cache_size={mamba_k}")
-    elif state and running <= 0:
+    elif running is not None and running <= 0:
         failure = (f"Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
                    f"max_mamba_cache_size={mamba_k}, mamba_ratio={MAMBA_RUNNING_RATIO}, resulting "
                    f"max_num_reqs={running}.")
-    elif hybrid and window + page >= swa_tokens:  # _solve_pool_sizes validates before MemoryPoolConfig's check
+    elif hybrid and W + page >= swa_pool:  # _solve_pool_sizes validates before MemoryPoolConfig's check
         failure = (f"SWA pool ({swa_tokens} tokens) cannot hold even one request: the prefill admission floor is "
                    f"sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the "
                    "total KV budget.")
@@ -389,16 +395,16 @@ def sglang_model(
                      "the request length at the pool size")
     prefill_fits = None
     if hybrid:
-        prefill_fits = swa_tokens >= min(full_need, cdiv(window + chunked_prefill_size, page) * page) + page
+        prefill_fits = swa_pool >= min(full_need, cdiv(W + chunked_prefill_size, page) * page) + page
         if not prefill_fits and failure is None:
-            notes.append(f"the SWA pool ({swa_tokens:,} tokens) is smaller than a window plus one prefill chunk "
+            notes.append(f"the SWA pool ({swa_pool:,} tokens) is smaller than a window plus one prefill chunk "
                          f"({window} + {chunked_prefill_size}): SGLang shrinks the chunks (_chunk_cap), prefill slows")
-        notes.append(f"steady decode: each request holds up to {swa_need:,} SWA tokens (W + {interval}"
+        notes.append(f"steady decode: each request holds up to {swa_need_tokens:,} SWA tokens (W + {interval}"
                      + (f" · {num_speculative_tokens + 1} draft tokens" if num_speculative_tokens else "")
                      + " + page + decode allocation) "
                      f"(SGLANG_SWA_EVICTION_INTERVAL {interval}), the batch {in_flight:,} more for "
                      f"{plural(chunks, 'prefill chunk')} in flight ({'--disable-overlap-schedule' if disable_overlap_schedule else 'overlap scheduler'})")
-    if hybrid and failure is None and steady < 1 <= Fraction(max(swa_tokens - page, 0), swa_need):
+    if hybrid and failure is None and steady < 1 <= Fraction(max(swa_pool - page, 0), swa_need_tokens):
         notes.append("below SGLang's own worst case for one decoding request with the prefill chunks in flight "
                      "(compute_swa_request_cap): it shrinks the chunks (_chunk_cap) and decodes fewer at once")
     if architecture and architecture.startswith("DeepseekV4"):
@@ -407,7 +413,7 @@ def sglang_model(
     if hybrid:
         notes.append("not modelled: the SWA request-cap pool (explicit --max-running-requests with "
                      "--disable-radix-cache sizes the SWA pool from compute_swa_request_cap)")
-    if state and failure is None:
+    if mamba_k is not None and failure is None:
         notes.append(f"--mamba-full-memory-ratio {mamba_full_memory_ratio:g}: {mamba_k:,} state slots of {state:,} B "
                      f"(SSM state {mamba_ssm_dtype}); running requests capped at {mamba_k:,} // "
                      f"{MAMBA_RUNNING_RATIO} = {mamba_k // MAMBA_RUNNING_RATIO:,} (resolve_max_num_reqs)")
@@ -426,7 +432,7 @@ def sglang_model(
     conc = min(Fraction(admitted), steady)
     if failure is not None or P > longest:
         conc = Fraction(0)
-    pool_bytes = full_tokens * F + (swa_tokens or 0) * S + slots * state
+    pool_bytes = full_tokens * F + swa_pool * S + slots * state
     return SglangResult(
         architecture=architecture, hybrid_swa_memory=hybrid, reason=reason, swa_full_tokens_ratio=r,
         page_size=page, num_full_layers=len(full_layers), num_swa_layers=len(swa_layers),
@@ -490,7 +496,7 @@ def sglang_pool_margins(r: SglangResult, requests: int) -> dict[str, float]:
     """Each pool's capacity over what ``requests`` decoding requests need in it (the SWA pool
     after the prefill chunks in flight)."""
     out = {"full": r.full_tokens / (requests * r.full_need_tokens)}
-    if r.hybrid_swa_memory:
+    if r.hybrid_swa_memory and r.swa_tokens is not None and r.swa_need_tokens is not None:
         out["swa"] = (r.swa_tokens - r.swa_in_flight_tokens) / (requests * r.swa_need_tokens)
     return out
 
@@ -524,6 +530,7 @@ def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None,
                              f"no ratio in (0, 1] serves one {inputs.target_len_tokens:,}-token request",
                              reaches(default.max_concurrency, inputs.target_concurrency))
     n, margin = best_score
+    assert best.swa_tokens is not None, "a hybrid result has a SWA pool"
     base = sglang_score(default)[0]
     if n <= base:  # advice is offered only when it serves more than the engine's default
         return SglangNoChange(

@@ -570,7 +570,7 @@ def _rounded_shares(weights: list[float]) -> list[Fraction]:
     total = sum(weights)
     quantum = SHARE_STEPS[-1]
     shares = [max(quantum, Fraction(round(Fraction(x) / Fraction(total) / quantum)) * quantum) for x in weights[:-1]]
-    shares.append(1 - sum(shares))
+    shares.append(1 - sum(shares, Fraction(0)))
     return shares
 
 
@@ -673,9 +673,9 @@ def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> Trtllm
         gain_requests=n - base,
         default_fails=None if default.starts else default.failure,
         reaches_target=reaches(r.max_concurrency, inputs.target_concurrency),
-        reason=(("the defaults do not start (" + default.failure + "); " if not default.starts else "")
+        reason=((f"the defaults do not start ({default.failure}); " if not default.starts else "")
                 + f"{_settings_text(settings)} serves {plural(n, 'request')}"
-                + (f" with {inner.env}" if shares else "")),
+                + (f" with {inner.env}" if shares and isinstance(inner, TrtllmShares) else "")),
     )
 
 

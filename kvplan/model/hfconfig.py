@@ -17,6 +17,7 @@ aliases vLLM registers itself, ``_CONFIG_REGISTRY``: ``kimi_k2`` and
 
 from __future__ import annotations
 
+import builtins
 import copy
 import json
 import logging
@@ -90,13 +91,14 @@ class HFView:
             return default
         return self.check_int(key, value, minimum=minimum)
 
-    def opt_int(self, key: str, *, minimum: int = 1) -> int | None:
+    # builtins.int: in the class body, ``int`` is the method above
+    def opt_int(self, key: str, *, minimum: builtins.int = 1) -> builtins.int | None:
         value = self.get(key, None)
         if value is None:
             return None
         return self.check_int(key, value, minimum=minimum)
 
-    def check_int(self, key: str, value: Any, *, minimum: int = 1) -> int:
+    def check_int(self, key: str, value: Any, *, minimum: builtins.int = 1) -> builtins.int:
         if isinstance(value, float) and math.isfinite(value) and value == int(value):
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):

@@ -42,12 +42,12 @@ def _weights(text: HFView, config: dict, *, include_mtp: bool, family: str | Non
              sparse_mla: bool | None, stored: bool = False) -> tuple[Inventory, Inventory]:
     """The weights of the config ``text`` reads (``config``: the whole of it), by its family's rules: what vLLM
     loads and (``stored``: counted) what the checkpoint stores, MTP layers included."""
-    family = _family(config, family)
+    rules = _family(config, family)
     cfg = WeightView(text, config, sparse_mla=is_v32(text) if sparse_mla is None else sparse_mla)
     count = 0
-    if (include_mtp or stored) and family.mtp_weights is not None:
-        count = num_mtp_layers if num_mtp_layers is not None else mtp_count(cfg, family.key)
-    return inventory_of(cfg, family, count, include_mtp=include_mtp)
+    if (include_mtp or stored) and rules.mtp_weights is not None:
+        count = num_mtp_layers if num_mtp_layers is not None else mtp_count(cfg, rules.key)
+    return inventory_of(cfg, rules, count, include_mtp=include_mtp)
 
 
 def analytic_inventory(config: dict, *, include_mtp: bool = False, path: str = "<config>",

@@ -23,6 +23,7 @@ vLLM's ``_get_and_verify_max_len`` (``vllm/config/model.py``: 0.18.0 line 1949, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 _MAX_LEN_KEYS = (
     "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
@@ -57,7 +58,7 @@ def text_config(config: dict) -> dict:
     return inner if isinstance(inner, dict) else config
 
 
-def _num(v) -> bool:
+def _num(v: object) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 

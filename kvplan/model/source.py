@@ -527,7 +527,7 @@ def _resolve_model(model: str, *, revision: str | None = None, download: bool = 
     if revision is None:
         spelled = _match_case(model, bundled_ids)
         bundled = catalog.catalog_config_path(spelled) if spelled else None
-        if bundled is not None:
+        if spelled and bundled is not None:
             entry = catalog.index_entry(spelled)
             return ModelSource(requested, "catalog", str(bundled), None, spelled, note,
                                provenance=entry.get("provenance") if entry else None)

@@ -90,14 +90,14 @@ def config_facts(config: dict, architecture: str, layers: tuple[LayerSpec, ...],
     """The ``ConfigFacts`` of a target ``config`` (``architecture``: the one the layout was built for)
     whose layout registers ``layers`` (target and drafter), with ``drafter_config`` as its drafter's."""
     text = text_config(config)
-    eagle = speculative_method in ("eagle", "eagle3") and isinstance(drafter_config, dict)
+    eagle = drafter_config if speculative_method in ("eagle", "eagle3") and isinstance(drafter_config, dict) else None
     return ConfigFacts(
         traits=model_traits(config, architecture, [ls for ls in layers if ls.source == "target"]),
         max_lengths=max_lengths(config),
         hidden_size=_opt_int(text, "hidden_size"),
         total_num_kv_heads=_opt_int(text, "num_key_value_heads", "num_attention_heads"),
         total_num_attention_heads=_opt_int(text, "num_attention_heads"),
-        drafter_target_hidden_size=_opt_int(text_config(drafter_config), "target_hidden_size", "hidden_size")
-        if eagle else None,
-        drafter_ptd_token=eagle and drafter_config.get("ptd_token_id") is not None,
+        drafter_target_hidden_size=_opt_int(text_config(eagle), "target_hidden_size", "hidden_size")
+        if eagle is not None else None,
+        drafter_ptd_token=eagle is not None and eagle.get("ptd_token_id") is not None,
     )

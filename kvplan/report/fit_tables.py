@@ -1,4 +1,4 @@
-"""Terminal rendering of `kvplan fit` results (the plain dicts of ``kvplan.fit``)."""
+"""Terminal rendering of `kvplan fit` results (the data of ``kvplan.fit``'s record, as ``--format json`` prints it)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Terminal rendering of the plain dicts from report.data (drawn by Rich, widths from report.width)."""
+"""Terminal rendering of a command's result as data (``kvplan.results.to_data``: what ``--format json`` prints),
+drawn by Rich, widths from report.width."""
 
 from __future__ import annotations
 

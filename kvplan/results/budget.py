@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kvplan.results import OMIT_NONE
 
-_ONLY = {"default": None, "metadata": OMIT_NONE}
+
+
+def _only() -> Any:
+    """A field left out of the serialised record while None (``OMIT_NONE``), None by default."""
+    return field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -23,12 +28,12 @@ class BudgetStage:
     activation_peak_bytes: int
     non_torch_bytes: int
     cudagraph_bytes: int
-    encoder_profile_bytes: int | None = field(**_ONLY)  # the activation peak's part due to the encoder
-    cudagraph_resident_bytes: int | None = field(**_ONLY)  # extensible: the graphs' pool after capture
-    tentative_kv_cache_memory_bytes: int | None = field(**_ONLY)
-    transient_reserve_bytes: int | None = field(**_ONLY)
-    sizing_margin_bytes: int | None = field(**_ONLY)
-    measured_kv_cache_memory_bytes: int | None = field(**_ONLY)
+    encoder_profile_bytes: int | None = _only()  # the activation peak's part due to the encoder
+    cudagraph_resident_bytes: int | None = _only()  # extensible: the graphs' pool after capture
+    tentative_kv_cache_memory_bytes: int | None = _only()
+    transient_reserve_bytes: int | None = _only()
+    sizing_margin_bytes: int | None = _only()
+    measured_kv_cache_memory_bytes: int | None = _only()
     kv_cache_memory_bytes: int = 0
 
 

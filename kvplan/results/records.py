@@ -665,7 +665,7 @@ class SimulationSummary:
 @dataclass(frozen=True)
 class FactRow:
     """One fact read from a log line: its kind, the line, the values read (spread in place; their
-    keys depend on the kind, kvplan.logs.facts) and the line's text."""
+    keys depend on the kind, kvplan.logs.extract) and the line's text."""
 
     kind: str
     line: int

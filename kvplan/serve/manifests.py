@@ -116,14 +116,6 @@ def kind_of(doc: Any) -> str | None:
     return None
 
 
-def is_manifest(text: str, path: str = "") -> bool:
-    try:
-        docs = _load_documents(text, path)
-    except KvplanError:
-        return False
-    return any(kind_of(d) for d in docs)
-
-
 def _words(value: Any) -> list[str]:
     if value is None:
         return []

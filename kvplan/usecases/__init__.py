@@ -1,4 +1,5 @@
-"""The use cases: one function per command, each returning the dict `--format json` prints.
+"""The use cases: one function per command, each returning the command's result record
+(``kvplan.results.envelope.Envelope``; its ``to_dict()`` is what `--format json` prints).
 
 scenario (one simulation as the user states it) → simulate/sweep, inspect, compare (+ advice),
 fit, check (schema / loader / evaluate / outputs). They parse options through kvplan.options,

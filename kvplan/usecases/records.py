@@ -372,7 +372,8 @@ def _rounded(v, digits: int):
 
 
 def engine_row(row) -> EngineRowRecord:
-    """One row of ``kvplan.engines.compare.compare`` (an ``EngineRow``)."""
+    """One row of ``kvplan compare`` (an ``EngineRow``: each engine's ``*_row``, e.g.
+    ``kvplan.engines.vllm.compare.vllm_row``)."""
     return EngineRowRecord(
         engine=row.engine, name=row.name, is_proposal=row.is_proposal, outcome=row.outcome, kv_tokens=row.kv_tokens,
         max_concurrency=_rounded(row.max_concurrency, 6), steady_state_concurrency=_rounded(row.steady_concurrency, 6),

@@ -888,7 +888,7 @@ KV_DTYPES_SKIP = (("meta-llama/Llama-3.1-8B-Instruct", "nvfp4", ["0", "31"]),
 
 def kv_dtypes_cases(release: str) -> list[dict]:
     """``kv_dtype`` runner cases: every value of the release's ``CacheDType``
-    (``kvplan/engines/vllm/cache_dtypes.json``) on each model of ``KV_DTYPES_MODELS``, on an H100, plus the
+    (``kvplan/model/cache_dtypes.json``) on each model of ``KV_DTYPES_MODELS``, on an H100, plus the
     skip-layer cases. The layer list (kind, window, name) is kvplan's, as ``kvplan inspect`` gives it."""
     from kvplan.budget.hardware import get_gpu
     from kvplan.model.cache_dtypes import accepted_cache_dtypes

@@ -14,8 +14,9 @@
 #      (compare_goldens.py) and runs kvplan's golden test on VERSION's files.
 #
 # Then: add VERSION to kvplan/engines/vllm/releases.py (VERSIONS, GOLDEN_RELEASES), give it
-# an era in eras.CHAIN if a behaviour moved, regenerate docs/releases.md, and rerun
-# `python -m pytest tests/test_golden.py tests/test_releases.py`. See docs/new-release.md.
+# an era in eras.CHAIN if a behaviour moved, regenerate every generated file
+# (`python scripts/regenerate.py --release VERSION`, then `python scripts/regenerate.py --check`),
+# and rerun `python -m pytest tests/test_golden.py tests/test_releases.py`. See docs/new-release.md.
 # Env: RELEASE_BASE, RELEASE_SRC, RELEASE_WHEELS as in release_env.sh.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,3 +66,6 @@ python "$REPO/scripts/golden/compare_goldens.py" "$BASE" "$VER"
 echo
 echo "== kvplan against vllm $VER's goldens"
 python -m pytest -q -p no:cacheprovider "$REPO/tests/test_golden.py" -k "__$VER" 2>&1 | tail -15 || true
+echo
+echo "== next: add $VER to versions.py (VERSIONS, GOLDEN_RELEASES), then regenerate every generated file:"
+echo "   RELEASE_SRC=$SRC python scripts/regenerate.py --release $VER && python scripts/regenerate.py --check"

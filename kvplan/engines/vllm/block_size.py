@@ -193,13 +193,13 @@ def _cuda_candidates(era: Era, device: Device, facts: AttentionFacts, sliding: b
         # supports_compute_capability: FLASH_ATTN_MLA major 9 (flashattn_mla.py line 69), FLASHMLA 9/10
         # (flashmla.py line 73), FLASHINFER_MLA/CUTLASS_MLA major 10 (flashinfer_mla.py line 220)
         cc = {"FLASH_ATTN_MLA": (9,), "FLASHMLA": (9, 10), "FLASHINFER_MLA": (10,), "CUTLASS_MLA": (10,)}
-        out = []
+        out: list[tuple[str, str | None]] = []
         for b in order:
             # validate_configuration's order: the KV dtype (kv_packing lists), then the compute capability
-            why = [r for r, bad in (("kv_cache_dtype not supported",
-                                     not kv_packing.backend_takes(b, facts.kv_cache_dtype)),
-                                    ("compute capability not supported", b in cc and major not in cc[b])) if bad]
-            out.append((b, ", ".join(why) or None))
+            reasons = [r for r, bad in (("kv_cache_dtype not supported",
+                                         not kv_packing.backend_takes(b, facts.kv_cache_dtype)),
+                                        ("compute capability not supported", b in cc and major not in cc[b])) if bad]
+            out.append((b, ", ".join(reasons) or None))
         if major == 9 and era.kv_cache_packing:
             out += _sm90_sparse_tail(facts)
         return out
@@ -211,7 +211,7 @@ def _cuda_candidates(era: Era, device: Device, facts: AttentionFacts, sliding: b
     dtype = facts.kv_cache_dtype
     out = []
     for b in order:
-        why = None
+        why: str | None = None
         if b in ("FLASH_ATTN", "FLASHINFER") and device.capability < (8, 0):
             why = "compute capability not supported"
         elif era.kv_cache_packing and not _takes_kv_cache_dtype(b, dtype, major, fa):
@@ -286,10 +286,11 @@ def select_backend(era: Era, device: Device, facts: AttentionFacts, block_size: 
     for backend, why in candidates:
         if why is None:
             return backend, None
+    refused = [(b, why) for b, why in candidates if why is not None]  # all of them: none was valid
     if era.kv_cache_packing and device.platform == "cuda" and facts.kv_cache_dtype not in ("auto",) \
-            and any("kv_cache_dtype" in why for _, why in candidates):
+            and any("kv_cache_dtype" in why for _, why in refused):
         refusal = kv_packing.selector_refusal(
-            [(b, why.split(", ")) for b, why in candidates], head_size=facts.head_size, model_dtype=facts.model_dtype,
+            [(b, why.split(", ")) for b, why in refused], head_size=facts.head_size, model_dtype=facts.model_dtype,
             cache_dtype=facts.kv_cache_dtype, block_size=block_size, use_mla=facts.use_mla,
             has_sink=facts.has_sink, use_sparse=facts.use_sparse, has_sliding_window=sliding)
         return candidates[0][0], refusal
@@ -397,9 +398,9 @@ def _with_kv_dtype(era: Era, device: Device, facts: AttentionFacts, d: BlockSize
 
     dtype, backend = facts.kv_cache_dtype, d.attention_backend
     heads, hs = facts.num_kv_heads, facts.head_size
-    hs_v = facts.head_size_v if facts.head_size_v is not None else hs
     if heads is None or hs is None:
         return d
+    hs_v = facts.head_size_v if facts.head_size_v is not None else hs
     tensor_bytes = dtype_size_bytes(facts.kv_tensor_dtype or facts.model_dtype)
 
     d = replace(d, packing=kv_packing.packing_rule(backend, dtype, dtype_bytes=tensor_bytes))

@@ -163,7 +163,7 @@ class Era:
     # 557-575, 0.26.0 lines 605-623);
     # "hybrid_if_listed": as "listed_or_dense", but a listed hybrid gets V2 (0.27.0 lines 637-657,
     # 0.28.0 lines 691-711). None: no such rule (before 0.22, and from 0.29.0, where V2 is the default).
-    # tests/golden/defaults/0.23.0-0.28.0 record V2 for Llama-3.1-8B and Mistral-7B, V1 for the Nemotron-H
+    # tests/golden/defaults/ (0.23.0 to 0.28.0) record V2 for Llama-3.1-8B and Mistral-7B, V1 for the Nemotron-H
     # hybrids (tests/test_block_size.py).
     # Chain: None from 0.10.1; 'listed_dense' from 0.22.0; 'listed' from 0.24.0; 'listed_or_dense' from
     # 0.25.0; 'hybrid_if_listed' from 0.27.0; None from 0.29.0.
@@ -197,7 +197,7 @@ class Era:
     # Async scheduling with --async-scheduling unset: SchedulerConfig.async_scheduling defaults to False up to
     # 0.13 (0.13.0 vllm/config/scheduler.py line 133: ``async_scheduling: bool = False``), None from 0.14, which
     # VllmConfig turns on unless an option is incompatible (0.14.1 vllm/config/vllm.py line 589: "Enable async
-    # scheduling unless there is an incompatible option"); tests/golden/defaults/0.11.0-0.14.1.
+    # scheduling unless there is an incompatible option"); tests/golden/defaults/ (0.11.0 to 0.14.1).
     # Chain: False from 0.10.1; True from 0.14.0.
     async_scheduling_by_default: bool = True
     # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE unset: "0" up to 0.13.0 (vllm/envs.py: 0.10.1 line 1140,
@@ -377,7 +377,7 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     # hybrid prefix caching by default from 0.28.0: ModelConfig.is_prefix_caching_supported answers True for
     # attn_type "hybrid" (0.28.0 vllm/config/model.py:2072; False "since the feature is still experimental" up
     # to 0.25.1), and 0.26.0-0.27.1's EngineArgs keep it opt-in (arg_utils.py:2518 in 0.26.0: "Hybrid models
-    # support prefix caching but keep it opt-in for now"); tests/golden/defaults/0.24.0-0.28.0
+    # support prefix caching but keep it opt-in for now"); tests/golden/defaults/ (0.24.0 to 0.28.0)
     ("vllm-0.28", "0.28.0",
      "hybrid models get prefix caching (Mamba align mode) by default; with prefix caching the Mamba cache mode "
      "defaults to align (no longer all); the engine core logs the capacity on one line; >= 160 GiB batch tier "

@@ -21,9 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import replace
+from typing import TYPE_CHECKING, TypeVar
 
 from kvplan.results.records import Fix
 from kvplan.units import Bisection, GiB, MiB, cdiv
+
+if TYPE_CHECKING:
+    from kvplan.engines.vllm.plan import Plan
 
 MEMORY_STAGES = ("admission", "autofit")
 ROUND_GIB_FROM = 8 * GiB
@@ -51,18 +55,20 @@ def round_up_size(n: int) -> int:
     return cdiv(n, step) * step
 
 
-# A search: yields the options to simulate, is sent each one's plan, returns what it found.
-Search = Generator[object, object, object]
+_Found = TypeVar("_Found")
+# A search: yields the options to simulate (whatever the driver's ``rerun`` takes), is sent each one's plan
+# (None where the driver has none to give), returns what it found.
+Search = Generator[object, "Plan | None", _Found]
 
 
-def _starts(options) -> Search:
+def _starts(options) -> Search[Plan | None]:
     """The plan of ``options`` when it starts, else None (one simulation, asked of the driver; the driver
     sends None where it has no plan to give, e.g. no KV memory left at that value)."""
     p = yield options
     return p if p is not None and p.starts else None
 
 
-def least_that_starts(failing: int, starting: int, with_value=None) -> Search:
+def least_that_starts(failing: int, starting: int, with_value=None) -> Search[int]:
     """The least value in (failing, starting] that starts (starting is known to start); each value is
     asked of the driver as ``with_value(k)`` (the engine options), or as the value itself."""
     search = Bisection(failing, starting - 1)
@@ -71,7 +77,7 @@ def least_that_starts(failing: int, starting: int, with_value=None) -> Search:
     return search.largest + 1
 
 
-def config_fixes(plan) -> Search:
+def config_fixes(plan) -> Search[list[Fix]]:
     """Fixes for vLLM's config checks that an engine option changes (``prechecks``): the derived
     length or ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` for a too-long --max-model-len, a token budget
     of at least max_num_seqs (and max_model_len without chunked prefill), or chunked prefill on;
@@ -104,7 +110,7 @@ def config_fixes(plan) -> Search:
     return fixes
 
 
-def smallest_fixes(plan) -> Search:
+def smallest_fixes(plan) -> Search[list[Fix]]:
     """The fixes of a failing ``plan``: a search over the same deployment with other options;
     returns the list of ``Fix``."""
     if plan.failure is not None and plan.failure.stage.startswith("config."):

@@ -74,7 +74,12 @@ def turboquant_slot_bytes(cache_dtype: str, head_size: int) -> int:
     """``TurboQuantConfig.slot_size_aligned``: packed key (fp8: one byte a value; else the MSE indices and an
     fp16 norm) + packed value (the quantized values and fp16 scale and zero), rounded up to even.
     Llama's head 128 in turboquant_k8v4: 128 + (64 + 4) = 196."""
-    return packing_rule("TURBOQUANT", cache_dtype, dtype_bytes=1).of(1, head_size, head_size)[1]
+    rule = packing_rule("TURBOQUANT", cache_dtype, dtype_bytes=1)
+    if rule is None:
+        raise ValueError(f"{cache_dtype!r} is not a TurboQuant cache dtype")
+    slot_bytes = rule.of(1, head_size, head_size)[1]
+    assert slot_bytes is not None, "a TurboQuant rule gives the slot's bytes"
+    return slot_bytes
 
 
 def packing_rule(backend: str, cache_dtype: str, *, dtype_bytes: int) -> KVPacking | None:
@@ -95,17 +100,6 @@ def packing(backend: str, cache_dtype: str, *, num_kv_heads: int, head_size: int
     ``cache_dtype`` (None, None: the dense page)."""
     rule = packing_rule(backend, cache_dtype, dtype_bytes=dtype_bytes)
     return rule.of(num_kv_heads, head_size, head_size_v) if rule is not None else (None, None)
-
-
-def turboquant_boundary_layers(num_hidden_layers: int, hybrid: bool, n: int = 2) -> tuple[str, ...]:
-    """``TurboQuantConfig.get_boundary_skip_layers`` (turboquant/config.py lines 178-214), which
-    ``EngineArgs.create_engine_config`` adds to --kv-cache-dtype-skip-layers for turboquant_* and
-    ultraquant_4bit (engine/arg_utils.py lines 2370-2385): the first and last ``n`` layers of a dense
-    model, none of a hybrid."""
-    if hybrid or n <= 0 or num_hidden_layers <= 0:
-        return ()
-    n = min(n, num_hidden_layers // 2)
-    return tuple(str(i) for i in sorted({*range(n), *range(num_hidden_layers - n, num_hidden_layers)}))
 
 
 def selector_refusal(reasons: list[tuple[str, list[str]]], *, head_size: int | None, model_dtype: str,

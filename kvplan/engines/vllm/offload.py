@@ -29,6 +29,7 @@ and the tier's size is said to be unmodelled.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from kvplan.engines.vllm.eras import Era, first_release
 from kvplan.errors import EngineFailure, OptionError
@@ -90,7 +91,7 @@ def host_tier(era: Era, kv_transfer_config: dict | None, *, backend: str | None,
     if "Offload" not in connector and "LMCache" not in connector:
         return None  # a P/D or other connector: no host tier of its own
     role = str(kv_transfer_config.get("kv_role") or "kv_both")
-    base = dict(kv_connector=connector, kv_role=role, backend=backend, hybrid_kv_cache_manager=hma_on)
+    base: dict[str, Any] = dict(kv_connector=connector, kv_role=role, backend=backend, hybrid_kv_cache_manager=hma_on)
     if connector not in NATIVE_CONNECTORS:
         # LMCacheMPConnector: vLLM's builtin class does not subclass SupportsHMA (0.34.0
         # kv_connector/v1/lmcache_mp_connector.py:462); the lmcache package's class replaces it when installed
@@ -150,12 +151,12 @@ def host_tier(era: Era, kv_transfer_config: dict | None, *, backend: str | None,
         copies = 1 if replicated else world
         chunk = -(-(per_block * copies * blocks_per_chunk) // HOST_PAGE_BYTES) * HOST_PAGE_BYTES
         num_chunks = int(cpu_bytes) // chunk
-    tokens = _tier_tokens(tier_groups, blocks_per_chunk, num_chunks, max_model_len)
+    tier_tokens = _tier_tokens(tier_groups, blocks_per_chunk, num_chunks, max_model_len)
     return HostTier(
         **base, sized=True, cpu_bytes_to_use=int(cpu_bytes), world_size=world, groups=tier_groups,
         worker_kv_bytes_per_block=per_block, blocks_per_chunk=blocks_per_chunk, kv_bytes_per_chunk=chunk,
-        num_chunks=num_chunks, cpu_kv_cache_size_bytes=num_chunks * chunk, cpu_kv_cache_size_tokens=tokens,
-        host_to_gpu_tokens_ratio=round(tokens / gpu_kv_tokens, 2) if tokens and gpu_kv_tokens else None,
+        num_chunks=num_chunks, cpu_kv_cache_size_bytes=num_chunks * chunk, cpu_kv_cache_size_tokens=tier_tokens,
+        host_to_gpu_tokens_ratio=round(tier_tokens / gpu_kv_tokens, 2) if tier_tokens and gpu_kv_tokens else None,
         note="one copy of the MLA cache for every TP rank (replicated layout)" if replicated else None)
 
 

@@ -21,6 +21,7 @@ from kvplan.engines.vllm.wording import autofit_lines, wording
 from kvplan.errors import OptionError
 from kvplan.results.host_tier import HostTier
 from kvplan.specs import (
+    AttentionSpec,
     ChunkedLocalAttentionSpec,
     CrossAttentionSpec,
     FullAttentionSpec,
@@ -32,8 +33,10 @@ from kvplan.specs import (
 )
 from kvplan.units import GiB
 
-if TYPE_CHECKING:  # the model side's value type; the engine only reads its fields
+if TYPE_CHECKING:  # the model side's value types; the engine only reads their fields
+    from kvplan.engines.vllm.block_size import BlockSizeDecision
     from kvplan.model.limits import DerivedLength
+    from kvplan.model.traits import ModelTraits
 
 LAYOUT_LOG_033 = "Using LBNHC KV cache layout."
 LAYOUT_LOG_BLHNC = "Using BLHNC KV cache layout."
@@ -68,9 +71,9 @@ class ModelFacts:
     tp_checks: tuple = ()  # ModelLayout.tp_checks: the head counts split over TP
     # block_size.BlockSizeDecision: the attention backend, its smallest kernel block (the hybrid Mamba
     # alignment's floor) and update_block_size_for_backend's "Setting kv cache block size" line
-    block_size_decision: object = None
+    block_size_decision: BlockSizeDecision | None = None
     # model.traits.ModelTraits: what 0.22-0.28 pick the model runner by (None: not known)
-    traits: object = None
+    traits: ModelTraits | None = None
 
 
 @dataclass(frozen=True)
@@ -419,7 +422,8 @@ def _without_head_size_v(spec: KVCacheSpec, era: Era) -> KVCacheSpec:
     full-attention specs did not either."""
     windowed = isinstance(spec, (SlidingWindowSpec, ChunkedLocalAttentionSpec, CrossAttentionSpec))
     full = isinstance(spec, FullAttentionSpec) and not isinstance(spec, MLAAttentionSpec)
-    if (windowed and not era.window_head_size_v) or (full and not era.full_head_size_v):
+    if isinstance(spec, AttentionSpec) and ((windowed and not era.window_head_size_v)
+                                            or (full and not era.full_head_size_v)):
         if spec.head_size_v != spec.head_size:
             return replace(spec, head_size_v=spec.head_size)
     return spec
@@ -427,12 +431,14 @@ def _without_head_size_v(spec: KVCacheSpec, era: Era) -> KVCacheSpec:
 
 def _record_checks(plan: Plan, projected, worker_specs, available) -> None:
     """Every worker's admission numbers, kept on the plan before the check may raise."""
+    workload = plan.workload
+    assert workload is not None, "the workload is set before the KV-cache checks"
     plan.worker_checks = [
-        sizing.worker_check(i, pg, plan.era, plan.workload, ws, avail)
+        sizing.worker_check(i, pg, plan.era, workload, ws, avail)
         for i, (pg, ws, avail) in enumerate(zip(projected, worker_specs, available)) if pg
     ]
     if plan.worker_checks:
-        plan.blocks_per_request = sizing.blocks_per_request(plan.groups, plan.workload)
+        plan.blocks_per_request = sizing.blocks_per_request(plan.groups, workload)
         first = next((c for c in plan.worker_checks if not c.fits), plan.worker_checks[0])
         plan.needed_bytes, plan.checked_available_bytes = first.needed_bytes, first.checked_available_bytes
 
@@ -443,6 +449,8 @@ def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
         logs.append("Auto-fit max_model_len: the model has no KV cache (attention-free); nothing to fit.")
         return
     original = plan.original_max_model_len
+    workload = plan.workload
+    assert workload is not None, "the workload is set before the auto-fit"
     best = original
     # the memory the line names: the limiting worker's, as the fit saw it (0.29+: less the null block;
     # kv_cache_planning.py 0.34.0 lines 1415-1443, limiting_worker_mem; visible at block 64: "3.99 GiB")
@@ -450,16 +458,17 @@ def _auto_fit(plan: Plan, projected, worker_specs, available) -> None:
     for pg, ws, avail in zip(projected, worker_specs, available):
         if pg:
             checked = sizing.checked_memory(pg, era, avail)
-            worker_max = sizing.estimate_max_model_len(pg, era, plan.workload, ws, checked)
+            worker_max = sizing.estimate_max_model_len(pg, era, workload, ws, checked)
             if limiting is None or worker_max < best:
                 limiting = checked if era.null_block_in_check else avail
             best = min(best, worker_max)
     if best <= 0:
         _record_checks(plan, projected, worker_specs, available)
         raise EngineFailure("ValueError", wording(era).autofit_none, "autofit")
+    assert limiting is not None, "a worker with KV layers was fitted (the model has a KV cache)"
     avail_gib = round(limiting / GiB, 2)
     logs.extend(autofit_lines(era, original, best, avail_gib))
     if best >= original:
         return
     plan.max_model_len = best
-    plan.workload = replace(plan.workload, max_model_len=best)
+    plan.workload = replace(workload, max_model_len=best)

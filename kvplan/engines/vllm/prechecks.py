@@ -54,7 +54,7 @@ LONG_MAX_MODEL_LEN_WARNING = (
 def before_kv_cache(stage: str | None) -> bool:
     """Whether a failure stage is one of vLLM's config or model-construction checks (no memory
     budget changes it), as opposed to the KV-cache stages (grouping, admission, auto-fit)."""
-    return bool(stage) and (stage == "config" or stage.startswith(("config.", "model_init.")))
+    return stage is not None and (stage == "config" or stage.startswith(("config.", "model_init.")))
 
 
 def _fmt(value) -> str:

@@ -158,16 +158,6 @@ def era_names() -> list[str]:
     return list(ERAS)
 
 
-def release_aliases() -> dict[str, str]:
-    """``vllm==0.18.0`` → ``vllm-0.18``: every release in the registry."""
-    return {f"vllm=={r.version}": r.era for r in RELEASES}
-
-
-def newest_era() -> Era:
-    """The era of the newest checked release (what ``vllm-latest`` means without an installed vLLM)."""
-    return era_of_release(NEWEST_CHECKED)
-
-
 def get_era(name: str) -> Era:
     """Look up a policy: ``vllm-latest`` (the default: the installed vLLM release, else the
     newest checked), an era name, a legacy name (``vllm-1.5``), any release

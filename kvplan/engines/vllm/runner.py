@@ -118,7 +118,7 @@ def v2_unsupported_by_model(era: Era, speculative_method: str | None, parallel_d
     0.25.1 lines 2070-2087)."""
     if speculative_method is None:
         return []
-    methods = _V2_METHODS.get(era.v2_runner_by_model, _V2_METHODS_LATER)
+    methods = _V2_METHODS.get(era.v2_runner_by_model or "", _V2_METHODS_LATER)
     out = []
     if speculative_method in ("ngram", "ngram_gpu"):
         out.append("ngram/ngram_gpu speculative decoding")

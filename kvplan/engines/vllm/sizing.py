@@ -47,8 +47,14 @@ def group_size_of(groups: list[Group]) -> int:
     return max((len(g.layer_names) for g in groups), default=0)
 
 
+def single_uniform_spec(groups: list[Group]) -> UniformTypeKVCacheSpecs | None:
+    """The spec of a single uniform-type group (one group whose layers differ in spec but not in type), else None."""
+    spec = groups[0].spec if len(groups) == 1 else None
+    return spec if isinstance(spec, UniformTypeKVCacheSpecs) else None
+
+
 def is_single_uniform_type(groups: list[Group]) -> bool:
-    return len(groups) == 1 and isinstance(groups[0].spec, UniformTypeKVCacheSpecs)
+    return single_uniform_spec(groups) is not None
 
 
 def is_packed(groups: list[Group]) -> bool:
@@ -58,7 +64,9 @@ def is_packed(groups: list[Group]) -> bool:
 
 def _layers_by_spec(g: Group) -> dict[KVCacheSpec, list[str]]:
     by_spec: dict[KVCacheSpec, list[str]] = {}
-    for name, spec in g.spec.kv_cache_specs:
+    members = g.spec.kv_cache_specs if isinstance(g.spec, UniformTypeKVCacheSpecs) else \
+        tuple((name, g.spec) for name in g.layer_names)
+    for name, spec in members:
         by_spec.setdefault(spec, []).append(name)
     return by_spec
 
@@ -90,8 +98,8 @@ def needed_bytes(groups: list[Group], era: Era, w: Workload, layer_specs: list[K
         return 0
     if era.admission == "per_layer":
         return sum(s.max_memory_usage_bytes(w) for s in layer_specs)
-    if is_single_uniform_type(groups):
-        return sum(s.max_memory_usage_bytes(w) for _, s in groups[0].spec.kv_cache_specs)
+    if (uniform := single_uniform_spec(groups)) is not None:
+        return sum(s.max_memory_usage_bytes(w) for _, s in uniform.kv_cache_specs)
     G = group_size_of(groups)
     page = groups[0].spec.page_size_bytes
     if era.admission == "first_group":
@@ -174,8 +182,7 @@ def kv_cache_config_from_groups(
 ) -> WorkerConfig:
     if not groups:
         return WorkerConfig(rank, available, (), 0, 0, 1, ())
-    if is_single_uniform_type(groups):
-        spec = groups[0].spec
+    if (spec := single_uniform_spec(groups)) is not None:
         num_blocks = available // spec.page_size_bytes
         if override is not None and not era.override_before_check:
             logs.append(f"Overriding num_gpu_blocks={num_blocks} with num_gpu_blocks_override={override}")
@@ -288,9 +295,9 @@ def vllm_tensor_records(w: WorkerConfig) -> list[dict]:
     ``block_stride = page``. Groups share slots, so their records start at offset 0; the
     members of a single uniform-type group sit one spec after the other."""
     size = w.bytes_per_block * w.num_blocks
-    if is_single_uniform_type(list(w.groups)):
+    if (uniform := single_uniform_spec(list(w.groups))) is not None:
         by_spec: dict = {}
-        for name, spec in w.groups[0].spec.kv_cache_specs:
+        for name, spec in uniform.kv_cache_specs:
             by_spec.setdefault(spec, []).append(name)
         records, offset = [], 0
         for spec, names in by_spec.items():
