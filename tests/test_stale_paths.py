@@ -40,6 +40,7 @@ ELSEWHERE = {
     "docs/user_guide/getting_started.md": "vllm-project/speculators' docs",
     "docs/user_guide/algorithms/eagle3.md": "vllm-project/speculators' docs",
     "docs/source/en/model_doc/qwen3_next.md": "transformers' docs",
+    "logs/vllm_serve_v4.log": "leadawon/LAMBO's (a budget case's note in docs/budget-validation.md)",
 }
 
 

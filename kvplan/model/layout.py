@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvplan import bounds
 from kvplan.errors import ConfigError, NoLayerRuleError, OptionError
@@ -346,7 +347,7 @@ def draft_model_layout(
         # create_engine_config before the model config): the verifier named in the checkpoint is served,
         # the checkpoint is the drafter; --hf-overrides and the rest apply to the verifier.
         served = p if not hf_overrides else _parse(source)
-        served_method, _, verifier = drafters.speculators_spec(served.speculators, source.path)
+        served_method, _, verifier = drafters.speculators_spec(_speculators(served), source.path)
         notes.append(f"{source.model_id} is a speculators checkpoint: vLLM serves its verifier {verifier} with it "
                      f"as the {served_method} drafter")
         p = _parse(resolve_model(verifier, download=download), hf_overrides)
@@ -402,7 +403,7 @@ def _kv_cache_dtype_per_layer(built: list, draft: ModelDraft, block_decision) ->
         if isinstance(spec, AttentionSpec):
             windowed = spec.kind == SLIDING
             if str(b.layer_index) in skip or (windowed and "sliding_window" in skip):
-                changes = {"dtype": draft.dtype}
+                changes: dict[str, Any] = {"dtype": draft.dtype}
                 if hasattr(spec, "cache_dtype_str"):
                     changes["cache_dtype_str"] = "auto"
                 spec = dataclasses.replace(spec, **changes)
@@ -450,6 +451,12 @@ def _block_size(draft: ModelDraft, block_decision, notes: list[str]) -> tuple[in
     return resolve_block_size(draft.options, use_mla=draft.use_mla, sparse_mla=draft.sparse_mla)
 
 
+def _speculators(parsed: _Parsed) -> dict:
+    """The speculators config of a checkpoint served as the model (only such a checkpoint is ``served``)."""
+    assert parsed.speculators is not None, "served is set for a speculators checkpoint only"
+    return parsed.speculators
+
+
 def _served_method(draft: ModelDraft, served: _Parsed, method: str | None, options: ServingOptions,
                    warnings: list[str]) -> tuple[str | None, _Parsed, ServingOptions]:
     """A served speculators checkpoint: its method and drafter replace the user's (vLLM locks them)."""
@@ -460,7 +467,7 @@ def _served_method(draft: ModelDraft, served: _Parsed, method: str | None, optio
         warnings.append(f"--speculative-method {method} is replaced by the checkpoint's {draft.served_method}: vLLM "
                         "locks the method a speculators checkpoint names")
     if not options.speculators_user_config and options.num_speculative_tokens is not None:
-        served_tokens = drafters.speculators_spec(served.speculators, served.source.path)[1]
+        served_tokens = drafters.speculators_spec(_speculators(served), served.source.path)[1]
         warnings.append(f"--num-speculative-tokens {options.num_speculative_tokens} is dropped: this vLLM "
                         "release replaces the user's speculative config with the speculators checkpoint's "
                         f"({served_tokens} tokens)")
@@ -528,7 +535,7 @@ def _num_speculative_tokens(draft: ModelDraft, method: str | None, options: Serv
         return num_spec or 0, False
     n_predict, n_source = None, "the draft config's n_predict"
     if draft.served is not None:
-        n_predict, n_source = drafters.served_speculators_tokens(draft.served.speculators, draft.served.source.path)
+        n_predict, n_source = drafters.served_speculators_tokens(_speculators(draft.served), draft.served.source.path)
     elif draft_p is not None:
         n_predict = families.draft_n_predict(draft_p.text)
     if n_predict:
@@ -652,7 +659,8 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
     ranks, bounds, partition, partition_error = _pp_stages(built, n, options, notes)
     layers = _canonical(layers)
     counted = model_inventory(p.text, target_info, method,
-                              (draft_p.text, drafter_info) if drafter_info is not None else None) if inventory else None
+                              (draft_p.text, drafter_info) if drafter_info is not None and draft_p is not None else None) \
+        if inventory else None
     return ModelLayout(
         target=target_info,
         drafter=drafter_info,
