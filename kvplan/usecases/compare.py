@@ -22,7 +22,8 @@ from kvplan.results.envelope import Envelope
 from kvplan.results.records import CompareBody, EngineVersions
 from kvplan.usecases.envelope import envelope
 from kvplan.usecases.records import engine_row, model_record, serving_record, speculative_record
-from kvplan.usecases.scenario import plans_under, run_scenario, scenario_from, serving_options
+from kvplan.usecases.pipeline import plans_under, serving_options
+from kvplan.usecases.scenario import run_scenario, scenario_from
 
 # the options compare hands to the other engines as they are (CompareInputs' fields of the same names)
 ENGINE_KNOBS = (

@@ -29,8 +29,9 @@ from kvplan.bounds import MAX_HEADS
 from kvplan.errors import KvplanError, OptionError
 from kvplan.budget.load import STAGES as LOAD_STAGES
 from kvplan.results.budget import Budget, GivenBudget
-from kvplan.usecases.scenario import (Scenario, build_layout, hardware_budget, kv_bytes_at, plan_scenario,
-                                      serving_of, with_load_failure)
+from kvplan.usecases.pipeline import (budget_stage, engine_stage, kv_bytes_at, layout_of, serving_options,
+                                      with_load_failure)
+from kvplan.usecases.scenario import Scenario
 from kvplan.results import outcome
 from kvplan.usecases.envelope import plan_outcome
 from kvplan.results.envelope import Envelope
@@ -66,8 +67,9 @@ class _Budgeted:
 def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
 
     era = era or s.era
-    layout = layout or build_layout(s)
-    return _Budgeted(s, layout, era, hardware_budget(s, layout, era))
+    layout = layout or layout_of(s.deployment)
+    d = s.deployment
+    return _Budgeted(s, layout, era, budget_stage(layout, d.budget, d.scheduler, d.serving, era))
 
 
 def _largest(holds, lo: int, hi: int) -> int:
@@ -82,7 +84,9 @@ def _largest(holds, lo: int, hi: int) -> int:
 def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
     """One vLLM simulation of ``b``'s layout with ``kv_bytes`` per GPU (-1 = auto-fit)."""
 
-    plan = plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len, b.estimated)
+    d = b.scenario.deployment
+    plan = engine_stage(b.layout, d.scheduler, d.serving, b.era, kv_bytes=kv_bytes, max_model_len=max_model_len,
+                        budget=b.estimated)
     failed = b.estimated.load_failure if b.estimated is not None else None
     # the weights (or the profile run) do not fit the card: vLLM stops before the KV cache, at any length
     return with_load_failure(plan, failed) if failed else plan
@@ -304,7 +308,7 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
     for tp in track(tp_sizes, "fit: tensor-parallel sizes"):
         st = replace(s, tensor_parallel_size=tp, gpu_memory=None)
         try:
-            layout = layouts.get(tp) or build_layout(st)
+            layout = layouts.get(tp) or layout_of(st.deployment)
             layouts[tp] = layout
         except KvplanError as e:
             for g in gpus:
@@ -385,7 +389,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     warnings: list[str] = []
     on_gpu = s.gpu is not None or s.gpu_memory is not None
     layouts: dict[int, object] = {}
-    base_layout = build_layout(s)
+    base_layout = layout_of(s.deployment)
     layouts[s.tensor_parallel_size] = base_layout
     era = s.era
     budget = max_len = min_util = ctx = table_rows = None
@@ -417,7 +421,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     body = FitBody(
         engine="vllm", policy=policy_record(era), model=model_record(base_layout.target),
         drafter=model_record(base_layout.drafter), speculative=speculative_record(base_layout),
-        serving=serving_record(serving_of(s), base_layout), budget=budget, max_model_len=max_len,
+        serving=serving_record(serving_options(s.deployment.serving, era), base_layout), budget=budget, max_model_len=max_len,
         min_gpu_memory_utilization=min_util, max_context_len_for_concurrency=ctx, gpus=table_rows,
         estimated=estimated)
     return FitAnswer(body, (*base_layout.warnings, *warnings), base_layout)
@@ -430,7 +434,8 @@ def fit(model: str, **options) -> Envelope:
     from kvplan.options import FIT, resolve
     from kvplan.results import outcome
     from kvplan.usecases.envelope import envelope
-    from kvplan.usecases.scenario import SPEC_TOKENS_FIX, scenario_from
+    from kvplan.usecases.fix_search import SPEC_TOKENS_FIX
+    from kvplan.usecases.scenario import scenario_from
 
     r = resolve(FIT, options)
     table = r["table"]

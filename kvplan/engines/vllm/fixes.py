@@ -9,11 +9,11 @@ shorter ``--max-model-len`` (the engine's own estimate, checked), a larger
 below 8 GiB), a larger ``--num-gpu-blocks-override`` (the least that starts) or none, and
 ``--no-async-scheduling`` where the in-flight reservation of the windowed layers is what
 does not fit. ``--gpu-memory-utilization`` needs the hardware budget and is found by
-``kvplan.usecases.scenario.utilization_fix``.
+``kvplan.usecases.fix_search.utilization_fix``.
 
 The searches here simulate nothing themselves: each is a generator that yields the engine
 options to try and is sent back the plan they give (``Search``); the use case that drives it
-(``kvplan.usecases.scenario.run_search``) runs every simulation, so this module never calls up
+(``kvplan.usecases.fix_search.run_search``) runs every simulation, so this module never calls up
 or out.
 """
 
