@@ -11,6 +11,7 @@ part, under its own name and with its Scenario type (``tests/test_deployment.py`
 from dataclasses import dataclass, fields, replace
 
 from kvplan.budget.hardware import GpuCard
+from kvplan.budget.request import BudgetInput
 from kvplan.engines.vllm.eras import Era
 
 
@@ -105,48 +106,6 @@ class SchedulerInput:
             if self.max_num_seqs is None:
                 seqs = min(seqs, tokens)
         return tokens, seqs
-
-
-# the sizes that replace an estimated part of the budget (``kv_budget``'s overrides)
-BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory", "startup_memory")
-
-
-@dataclass(frozen=True)
-class BudgetInput:
-    """The memory budget: a KV size given, or the card and what shares it (the budget layer's input)."""
-
-    kv_cache_memory: int | None = None
-    gpu: str | None = None
-    gpu_memory: float | None = None
-    gpu_memory_utilization: float | None = None
-    enable_extensible_kv_cache: bool | None = None
-    quantization: str | None = None
-    cpu_offload_gb: float | None = None
-    weights_memory: int | None = None
-    activation_memory: int | None = None
-    non_torch_memory: int | None = None
-    cudagraph_memory: int | None = None
-    startup_memory: int | None = None
-    exact_params: bool = False
-    # the card of --gpu / --gpu-memory, resolved at the edge (kvplan.budget.hardware.gpu_card); None without
-    # either, or for a BudgetInput made by hand (the budget then resolves gpu and gpu_memory itself)
-    card: GpuCard | None = None
-
-    @property
-    def on_card(self) -> bool:
-        """The budget is estimated from a card (``--gpu`` / ``--gpu-memory``)."""
-        return self.gpu is not None or self.gpu_memory is not None
-
-    @property
-    def counts_weights(self) -> bool:
-        """The budget stage will count the weights: a budget estimated from the card (no KV size given) with
-        the weights or the activation left to the estimate."""
-        return (self.kv_cache_memory is None and self.on_card
-                and (self.weights_memory is None or self.activation_memory is None))
-
-    def overrides(self) -> dict[str, int]:
-        """The override sizes given (bytes), for ``kv_budget``."""
-        return {k: getattr(self, k) for k in BUDGET_OVERRIDES if getattr(self, k) is not None}
 
 
 @dataclass(frozen=True)

@@ -212,8 +212,10 @@ def engine_stage(layout: ModelLayout, scheduler: SchedulerInput, serving: Servin
 
 def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: SchedulerInput, serving: ServingInput,
                  era: Era) -> Budget:
-    """The budget stage: the estimated KV budget per GPU on the card (``kvplan.budget.estimate.kv_budget``)."""
+    """The budget stage: the estimated KV budget per GPU on the card (``kvplan.budget.estimate.kv_budget``), asked
+    with one record (``BudgetRequest``: the deployment's budget part and the batch the profile runs)."""
     from kvplan.budget.estimate import kv_budget
+    from kvplan.budget.request import BudgetRequest
     from kvplan.engines.vllm import environment
 
     profile = environment.cudagraph_memory_in_profile(serving.env, era)
@@ -221,16 +223,11 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         era = replace(era, cudagraph_memory_in_profile=profile)
     batched, seqs = scheduler.batch_sizes(config_max_model_len(
         layout, era, scheduler.max_model_len, disable_sliding_window=serving.disable_sliding_window))
-    return kv_budget(
-        layout, era, card=request.card, gpu=request.gpu, gpu_memory_gib=request.gpu_memory,
-        gpu_memory_utilization=request.gpu_memory_utilization, overrides=request.overrides(),
-        tensor_parallel_size=serving.tensor_parallel_size, max_num_batched_tokens=batched, max_num_seqs=seqs,
-        exact_params=request.exact_params, data_parallel_size=serving.data_parallel_size,
-        enable_expert_parallel=serving.enable_expert_parallel, quantization=request.quantization,
-        cpu_offload_gb=request.cpu_offload_gb, enable_extensible_kv_cache=request.enable_extensible_kv_cache,
-        num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=scheduler.transfer_config(
-            simple_offload=environment.simple_kv_offload(serving.env, era)),
-    )
+    transfer = scheduler.transfer_config(simple_offload=environment.simple_kv_offload(serving.env, era))
+    return kv_budget(layout, era, BudgetRequest(
+        request, max_num_batched_tokens=batched, max_num_seqs=seqs, data_parallel_size=serving.data_parallel_size,
+        enable_expert_parallel=serving.enable_expert_parallel,
+        num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=transfer))
 
 
 def config_stage_checks(config: dict, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> None:
