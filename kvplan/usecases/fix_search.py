@@ -228,7 +228,7 @@ def load_fixes(d: Deployment, layout: ModelLayout, plan: Plan, failed: LoadFailu
         t = plan.options.max_num_batched_tokens
         first((changed(d, max_num_batched_tokens=n), "max_num_batched_tokens", n, f"--max-num-batched-tokens {n}")
               for n in (t >> k for k in range(1, 8)) if n >= 256)
-    elif stage == LOAD:  # vLLM keeps that many GiB of weights in CPU memory (UVA), per GPU
+    elif stage == LOAD and failed is not None:  # vLLM keeps that many GiB of weights in CPU memory (UVA), per GPU
         @cache  # each size simulated once (the fix's own plan is the search's last one)
         def offloaded(k: int):
             return _starts_with(changed(d, cpu_offload_gb=float(k)))

@@ -284,7 +284,7 @@ def model_stage(source: ModelInput, serving: ServingInput, era: Era, card: GpuCa
     from kvplan.model.layout import draft_model_layout, finish_model_layout
 
     s = source
-    model, drafter = s.model_read, s.drafter_read
+    model, drafter = s.model_read or s.model, s.drafter_read  # model_read: set in ModelInput.__post_init__
     # --revision is the served checkpoint's (the name the line writes); a --model-map target is another
     # config, read as mapped (a bundled one has no revisions: issue 39's "--model-map target not found")
     revision = s.revision if model == s.model else None
@@ -319,13 +319,13 @@ def with_band(d: Deployment, layout: ModelLayout, era: Era, budget: Budget) -> B
     from dataclasses import replace as with_
 
     b, ends = budget.band, []
-    if b.failure_at_low is not None:  # the pessimistic end runs out of memory loading or profiling
+    if b is None or b.failure_at_low is not None:  # the pessimistic end runs out of memory loading or profiling
         return budget
     for kv in (b.kv_cache_memory_low_bytes, b.kv_cache_memory_high_bytes):
         ends.append(engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=kv,
                                  max_model_len=d.scheduler.max_model_len, budget=budget) if kv > 0 else None)
     lo, hi = ends
-    fail = None if lo is not None and lo.starts else (lo.failure.stage if lo is not None else "admission")
+    fail = None if lo is not None and lo.starts else (lo.failure.stage if lo is not None and lo.failure else "admission")
     return with_(budget, band=with_(
         b, num_gpu_blocks_low=lo.num_blocks if lo else 0, num_gpu_blocks_high=hi.num_blocks if hi else 0,
         kv_cache_tokens_low=lo.kv_tokens if lo else 0, kv_cache_tokens_high=hi.kv_tokens if hi else 0,

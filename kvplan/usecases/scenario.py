@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import field, fields, make_dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kvplan import options as _o
 from kvplan.engines.vllm.eras import Era
@@ -58,7 +59,7 @@ class _ScenarioMethods:
 
     @classmethod
     def field_names(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
+        return [f.name for f in fields(cls)]  # type: ignore[arg-type]  # the generated Scenario is a dataclass
 
 
 # The type each option kind parses to (Option.parse): sizes in bytes, max_model_len in tokens
@@ -82,16 +83,28 @@ def _field_type(o) -> object:
 # One simulation as the user states it: `model` plus every scenario option of the option table
 # (kvplan.options), with the table's defaults and its kinds' types. Values are typed
 # (Option.parse). Generated, so an option is declared once.
-Scenario = make_dataclass(
-    "Scenario",
-    [("model", str)] + [(o.name, _field_type(o), field(default=o.default)) for o in scenario_options()],
-    bases=(_ScenarioMethods,),
-    frozen=True,
-)
-Scenario.__module__ = __name__
+if TYPE_CHECKING:
+    class Scenario(_ScenarioMethods):
+        """What a type checker sees of the generated dataclass: ``model``, and every option's value by name
+        (``dataclasses.replace`` takes any of them)."""
+
+        __dataclass_fields__: ClassVar[dict[str, Any]]
+        model: str
+
+        def __init__(self, model: str, **options: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    Scenario = make_dataclass(
+        "Scenario",
+        [("model", str)] + [(o.name, _field_type(o), field(default=o.default)) for o in scenario_options()],
+        bases=(_ScenarioMethods,),
+        frozen=True,
+    )
+    Scenario.__module__ = __name__
 
 
-def scenario_from(model: str, options: dict) -> "Scenario":
+def scenario_from(model: str, options: dict) -> Scenario:
     """A Scenario from raw option values (flags, file keys or library keywords), each parsed
     by its option in the table; options that are not scenario options are ignored here."""
     names = {o.name for o in scenario_options()}

@@ -16,6 +16,7 @@ import math
 from fractions import Fraction
 
 from kvplan.engines.compare import EngineAnswer, EngineRow, reaches, rounded
+from kvplan.engines.engine import CompareRun
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.engines.vllm.group_size import THRESHOLD
 from kvplan.engines.vllm.plan import Plan
@@ -135,3 +136,24 @@ def vllm_compared(plans: list[Plan], tried: dict[float, Plan] | None, lb: LowerB
     advice on the first plan from ``tried`` (its ``vllm_thresholds`` simulated; None: no advice asked)."""
     advice = None if tried is None or not plans else advise_vllm(plans[0], tried, target_concurrency)
     return EngineAnswer(tuple(vllm_row(p, lb) for p in plans), advice)
+
+
+class VLLM:
+    """vLLM in ``kvplan compare`` (``kvplan.engines.engine.Engine``): its plans come from the pipeline, run by the use
+    case (``run.vllm_plans``), so its rows match ``simulate`` exactly."""
+
+    name: str = "vllm"
+    title: str = "vLLM"
+    version_option: str | None = None
+
+    def versions(self, given: str | None) -> dict[str, str]:
+        return {}  # the release is the policy's (the plans' era)
+
+    def compared(self, run: CompareRun) -> EngineAnswer:
+        return vllm_compared(list(run.vllm_plans), run.vllm_tried, run.lower_bound, run.inputs.target_concurrency)
+
+    def warnings(self, run: CompareRun) -> list[str]:
+        return []
+
+
+ENGINE = VLLM()
