@@ -89,6 +89,10 @@ class Option:
     # of the person running kvplan, never from a deployments file, manifest, serve line or log
     # (docs/security.md); a file that names one is refused
     program: bool = False
+    # the deployment part that holds the option's value (``kvplan.usecases.deployment``: "scheduler", ...) when the
+    # part does not declare it itself: the part's field is made from this row (type from the kind, the default), the
+    # pipeline hands it to the engine's options of the same name, and ``vllm serve``'s flag of the same name applies it
+    part: str | None = None
 
     @property
     def flags(self) -> tuple[str, ...]:

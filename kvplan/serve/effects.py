@@ -239,9 +239,20 @@ NO_EFFECT_DESTS = frozenset({
 })
 
 
+def option_of(dest: str) -> str | None:
+    """The kvplan option a ``vllm serve`` flag sets: ``OPTION_OF``'s, or an option of the table declared with its
+    deployment part (``Option.part``) under vLLM's own name."""
+    from kvplan.options import OPTIONS
+
+    if dest in OPTION_OF:
+        return OPTION_OF[dest]
+    o = OPTIONS.get(dest)
+    return dest if o is not None and o.part is not None and o.vllm and o.scenario else None
+
+
 def effect_of(dest: str, group: str | None) -> str | None:
     """The class of a flag (None: not classified; the reader refuses it as unknown)."""
-    if dest in OPTION_OF or dest in HANDLED:
+    if option_of(dest) is not None or dest in HANDLED:
         return APPLIED
     if dest in REFUSED_WHY:
         return REFUSED

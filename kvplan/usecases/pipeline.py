@@ -14,7 +14,7 @@ and plans; the fix search (``kvplan.usecases.fix_search``) runs its candidates t
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ from kvplan.model.layout import ModelLayout
 from kvplan.results.budget import Budget, LoadFailure
 from kvplan.results.records import Fix, PlanBody
 from kvplan.usecases.deployment import (
-    BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, changed, under,
+    BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, changed, table_fields, under,
 )
 
 if TYPE_CHECKING:
@@ -174,29 +174,32 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
 
     s, env = scheduler, serving.env
     batched, seqs = s.batch_sizes(config_len)
+    # the scheduler's options the engine reads under the same name pass as they are (the table's own included:
+    # an option declared with ``Option.part`` reaches the engine without a line here); the rest is resolved here
+    engine_names = {f.name for f in fields(SimulateOptions)}
+    same = {name: getattr(s, name) for name in (*SAME_NAMED, *table_fields(s)) if name in engine_names}
     return SimulateOptions(
         kv_cache_memory_bytes=kv_bytes,
         kv_cache_memory_bytes_per_worker=stage_budgets(budget, kv_bytes),
         max_model_len=max_model_len,
         max_num_batched_tokens=batched,
         max_num_seqs=seqs,
-        async_scheduling=s.async_scheduling,
         use_v2_model_runner=(environment.use_v2_model_runner(env, era) if s.model_runner is None
                              else s.model_runner == "v2"),
         decode_context_parallel_size=serving.decode_context_parallel_size,
         tensor_parallel_size=serving.tensor_parallel_size,
-        enable_prefix_caching=s.enable_prefix_caching,
-        mamba_cache_mode=s.mamba_cache_mode,
-        disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
         kv_transfer_config=s.transfer_config(simple_offload=environment.simple_kv_offload(env, era)),
         kv_offloading_backend=(s.kv_offloading_backend or "native") if s.kv_offloading_size is not None else None,
-        num_gpu_blocks_override=s.num_gpu_blocks_override,
-        kv_events=s.kv_events,
         allow_chunked_local_with_hma=environment.allow_chunked_local_with_hma(env, era),
         allow_long_max_model_len=environment.allow_long_max_model_len(env, era),
-        enable_chunked_prefill=s.enable_chunked_prefill,
         parallel_drafting=serving.parallel_drafting,
+        **same,
     )
+
+
+# the scheduler's options the engine's options hold under the same name and meaning
+SAME_NAMED = ("async_scheduling", "enable_prefix_caching", "mamba_cache_mode", "disable_hybrid_kv_cache_manager",
+              "num_gpu_blocks_override", "kv_events", "enable_chunked_prefill")
 
 
 def engine_stage(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era, *, kv_bytes: int,

@@ -12,11 +12,10 @@ from dataclasses import field, fields, make_dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kvplan import options as _o
 from kvplan.engines.vllm.eras import Era
 from kvplan.model.layout import ModelLayout
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
-from kvplan.usecases.deployment import Deployment, deployment_of
+from kvplan.usecases.deployment import KIND_TYPES, Deployment, _field_type, deployment_of  # noqa: F401 (KIND_TYPES: re-exported)
 from kvplan.usecases.pipeline import ScenarioResult, check_sizing
 
 
@@ -60,24 +59,6 @@ class _ScenarioMethods:
     @classmethod
     def field_names(cls) -> list[str]:
         return [f.name for f in fields(cls)]  # type: ignore[arg-type]  # the generated Scenario is a dataclass
-
-
-# The type each option kind parses to (Option.parse): sizes in bytes, max_model_len in tokens
-# (-1 = auto-fit), --gpu-memory in GiB, the VLLM_* variables, --model-map and --set as text maps.
-# A kind missing here fails on import (the Scenario cannot be generated), not at the first use.
-KIND_TYPES: dict[str, type] = {
-    _o.STR: str, _o.INT: int, _o.FLOAT: float, _o.SIZE: int, _o.GIB: float, _o.LENGTH: int, _o.BOOL: bool,
-    _o.TRISTATE: bool, _o.CHOICE: str, _o.JSON: dict, _o.POLICY_NAME: str, _o.ENV: dict[str, str],
-    _o.MAP: dict[str, str], _o.SETTINGS: dict[str, str],
-}
-
-
-def _field_type(o) -> object:
-    """An option's Scenario field type: its kind's type, ``| None`` unless the table gives a default."""
-    if o.kind not in KIND_TYPES:
-        raise TypeError(f"option {o.name}: kind {o.kind!r} has no type in kvplan.usecases.scenario.KIND_TYPES")
-    t = KIND_TYPES[o.kind]
-    return t if o.default is not None else t | None
 
 
 # One simulation as the user states it: `model` plus every scenario option of the option table
