@@ -85,7 +85,6 @@ REFUSED_WHY: dict[str, str] = {
     "cp_kv_cache_interleave_size": "interleaves KV tokens over context-parallel ranks",
     "dcp_kv_cache_interleave_size": "interleaves KV tokens over decode-context-parallel ranks",
     "kv_cache_dtype_skip_layers": "keeps the named layers' KV in the model dtype",
-    "mamba_block_size": "sets the Mamba block size instead of vLLM's alignment rule",
     "mamba_cache_dtype": "changes the Mamba state's dtype (page size)",
     "mamba_ssm_cache_dtype": "changes the Mamba SSM state's dtype (page size)",
     "use_replayssm": "adds ReplaySSM history buffers to the Mamba state",
