@@ -22,6 +22,7 @@ from kvplan.engines.vllm.group_size import THRESHOLD
 from kvplan.engines.vllm.plan import Plan
 from kvplan.results.advice import VllmAdvice, VllmGrouping, VllmNoThreshold, VllmNotApplicable, VllmTried
 from kvplan.results.engines import VllmDetails, VllmKnobs
+from kvplan.results.summary import PlanSummary
 
 VllmAdviceAny = VllmNotApplicable | VllmNoThreshold | VllmAdvice
 
@@ -48,7 +49,7 @@ def vllm_row(plan: Plan, lb: LowerBound) -> EngineRow:
         group_size=plan.group_size,
         num_groups=plan.num_groups,
         num_padding_layers=plan.num_padding_layers,
-        padding_waste_pct=round(plan.padding_waste_pct, 4),
+        padding_waste_pct=PlanSummary.of(plan).padding_waste_pct,
         page_size_bytes=plan.page_size_bytes,
         num_blocks=plan.num_blocks,
         blocks_per_request=tuple(blocks),

@@ -23,6 +23,7 @@ from collections.abc import Generator
 from dataclasses import replace
 
 from kvplan.results.records import Fix
+from kvplan.results.summary import PlanSummary
 from kvplan.units import Bisection, GiB, MiB, cdiv
 
 MEMORY_STAGES = ("admission", "autofit")
@@ -31,11 +32,11 @@ ROUND_GIB_FROM = 8 * GiB
 
 def fix_entry(option: str, value, flag: str, plan) -> Fix:
     """One verified fix: the option, its value, the flag to type and what the engine then does."""
+    s = PlanSummary.of(plan)
     return Fix(
-        option=option, value=value, flag=flag, verified=plan.starts, starts=plan.starts,
-        max_model_len=plan.max_model_len, num_blocks=plan.num_blocks,
-        max_concurrency=round(plan.max_concurrency, 6),
-        steady_state_concurrency=round(plan.steady_state_concurrency, 6),
+        option=option, value=value, flag=flag, verified=s.starts, starts=s.starts,
+        max_model_len=s.max_model_len, num_blocks=s.num_blocks, max_concurrency=s.max_concurrency,
+        steady_state_concurrency=s.steady_state_concurrency,
         result=(f"starts; num_blocks {plan.num_blocks:,}, max_concurrency {plan.max_concurrency:.2f}, "
                 f"steady_state_concurrency {plan.steady_state_concurrency:.2f}"),
     )
