@@ -89,6 +89,10 @@ class Option:
     # of the person running kvplan, never from a deployments file, manifest, serve line or log
     # (docs/security.md); a file that names one is refused
     program: bool = False
+    # the deployment part that holds the option's value (``kvplan.usecases.deployment``: "scheduler", ...) when the
+    # part does not declare it itself: the part's field is made from this row (type from the kind, the default), the
+    # pipeline hands it to the engine's options of the same name, and ``vllm serve``'s flag of the same name applies it
+    part: str | None = None
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -489,6 +493,9 @@ _TABLE: tuple[Option, ...] = (
     Option("mamba_cache_mode", "--mamba-cache-mode", CHOICE, choices=("none", "align", "all"), panel=BUDGET,
            commands=PLAN_CMDS, default_doc="from prefix caching",
            help="Mamba/GDN state caching: none, align or all."),
+    Option("mamba_block_size", "--mamba-block-size", INT, minimum=1, panel=BUDGET, commands=PLAN_CMDS,
+           metavar="TOKENS", part="scheduler", default_doc="vLLM decides",
+           help="The Mamba state's block size in tokens; vLLM accepts it only with prefix caching."),
     Option("disable_hybrid_kv_cache_manager", "--disable-hybrid-kv-cache-manager", TRISTATE, panel=BUDGET,
            commands=PLAN_CMDS, default_doc="vLLM decides",
            help="Force the hybrid KV-cache manager off (or explicitly on)."),

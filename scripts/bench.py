@@ -107,7 +107,7 @@ def _children_cpu() -> float:
 
 def core_rate(seconds: float) -> list[dict]:
     """simulate() on layouts built once by the model layer (what every command then runs)."""
-    from kvplan.usecases.scenario import model_facts
+    from kvplan.usecases.pipeline import model_facts
     from kvplan.engines.vllm import SimulateOptions, get_era, simulate
     from kvplan.model import ServingOptions, build_model_layout
 

@@ -147,3 +147,19 @@ def script_module(relpath: str, name: str | None = None):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+# the budget request's own fields; every other keyword is the deployment's budget part (BudgetInput)
+_REQUEST_FIELDS = ("max_num_batched_tokens", "max_num_seqs", "data_parallel_size", "enable_expert_parallel",
+                   "num_gpu_blocks_override", "kv_transfer_config", "tensor_parallel_size")
+
+
+def budget_of(layout, era, *, overrides: dict | None = None, gpu_memory_gib: float | None = None, **kw):
+    """``kv_budget`` for a test in the words of the flags: ``gpu``, ``gpu_memory_gib``, ``overrides`` (the
+    override sizes by name) and the rest, split into the deployment's ``BudgetInput`` and the ``BudgetRequest``."""
+    from kvplan.budget.estimate import kv_budget
+    from kvplan.budget.request import BudgetInput, BudgetRequest
+
+    request = {k: kw.pop(k) for k in _REQUEST_FIELDS if kw.get(k) is not None}
+    budget = BudgetInput(gpu_memory=gpu_memory_gib, **(overrides or {}), **kw)
+    return kv_budget(layout, era, BudgetRequest(budget, **request))

@@ -191,7 +191,7 @@ def test_a_configuration_refusal_needs_no_budget():
     # in ModelConfig, before any memory is measured: without --gpu or --kv-cache-memory kvplan
     # still predicts the refusal (exit 3), says that only the configuration checks ran, and
     # offers no fix (a fix is verified by simulating it, which needs a budget)
-    from kvplan.usecases.scenario import NO_BUDGET_REFUSAL
+    from kvplan.usecases.pipeline import NO_BUDGET_REFUSAL
 
     code, from_cli = cli_json(["vllm", "--format", "json", "serve", "meta-llama/Meta-Llama-3.1-8B",
                                "--max-model-len", "200000"])

@@ -69,7 +69,7 @@ def test_the_cuda_graph_estimate_is_in_the_profile_from_0_20_0():
     (the kubesimplify PP 2 row: KV 6.96 GiB against the logged 6.92)."""
     from dataclasses import replace
 
-    from kvplan.budget.estimate import kv_budget
+    from factories import budget_of
     from kvplan.engines.vllm import get_era
     from kvplan.model import ServingOptions, build_model_layout
 
@@ -81,7 +81,7 @@ def test_the_cuda_graph_estimate_is_in_the_profile_from_0_20_0():
     for opts, pool in ((ServingOptions(), 768 * MiB), (ServingOptions(pipeline_parallel_size=2), 512 * MiB)):
         layout = build_model_layout("Qwen/Qwen3-32B", None, opts)
         kw = dict(gpu="RTX-PRO-6000-96GB", gpu_memory_utilization=0.426)
-        with_graphs, without = kv_budget(layout, era, **kw), kv_budget(layout, off, **kw)
+        with_graphs, without = budget_of(layout, era, **kw), budget_of(layout, off, **kw)
         assert with_graphs.cudagraph_bytes == pool
         assert without.kv_cache_memory_bytes - with_graphs.kv_cache_memory_bytes == pool
 

@@ -396,6 +396,7 @@ def fake_plan(*, starts=True, group_size=16, groups=(("a", "b"), ("c", "d")), nu
         padding_waste_pct=padding_waste_pct, max_concurrency=max_concurrency, max_model_len=max_model_len,
         steady_state_concurrency=steady_state_concurrency, num_blocks=num_blocks,
         kv_tokens=int(max_concurrency * max_model_len) if kv_tokens is None else kv_tokens, host_tier=host_tier,
+        page_size_bytes=0,  # a Plan's (read by PlanSummary.of; no expectation reads it)
     )
 
 
@@ -629,7 +630,7 @@ def test_file_issue_annotations():
         "block_size, attention_backend, kv_cache_dtype, kv_cache_dtype_skip_layers, dtype, tensor_parallel_size, pipeline_parallel_size, decode_context_parallel_size, "
         "data_parallel_size, enable_expert_parallel, hf_overrides, "
         "disable_sliding_window, revision, model_map, download, env, policy, threshold, kv_cache_memory, max_model_len, max_num_batched_tokens, "
-        "max_num_seqs, enable_chunked_prefill, async_scheduling, model_runner, enable_prefix_caching, mamba_cache_mode, "
+        "max_num_seqs, enable_chunked_prefill, async_scheduling, model_runner, enable_prefix_caching, mamba_cache_mode, mamba_block_size, "
         "disable_hybrid_kv_cache_manager, kv_transfer_config, kv_offloading_size, kv_offloading_backend, num_gpu_blocks_override, kv_events, gpu, gpu_memory, "
         "gpu_memory_utilization, enable_extensible_kv_cache, quantization, cpu_offload_gb, weights_memory, "
         "activation_memory, non_torch_memory, cudagraph_memory, startup_memory, exact_params, cross_check, "

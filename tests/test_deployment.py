@@ -9,7 +9,7 @@ import inspect
 from dataclasses import fields
 
 from kvplan.engines.vllm.eras import Era
-from kvplan.usecases import scenario as sc
+from kvplan.usecases import pipeline as sc
 from kvplan.usecases.deployment import DERIVED_FIELDS, PARTS, Deployment, deployment_of
 from kvplan.usecases.scenario import Scenario
 

@@ -19,7 +19,8 @@ from kvplan.engines.vllm import environment, get_era
 from kvplan.errors import OptionError, UnsupportedError
 from kvplan.model.layout import get_pp_indices, parse_pp_partition
 from kvplan.options import OPTIONS, env_value
-from kvplan.usecases.scenario import Scenario, build_layout, simulate_options
+from kvplan.usecases.pipeline import layout_of, simulate_options
+from kvplan.usecases.scenario import Scenario
 
 app = ensure_registered()
 runner = CliRunner()
@@ -105,7 +106,7 @@ def test_pp_layer_partition_parse_like_get_pp_indices():
 def test_pp_layer_partition_moves_layers_between_stages():
     # Llama-3.1-8B, 32 layers, PP 2: default 16 + 16; with "12,20" stage 0 holds layers 0-11.
     s = Scenario(model=LLAMA, pipeline_parallel_size=2, env={"VLLM_PP_LAYER_PARTITION": "12,20"})
-    layout = build_layout(s)
+    layout = layout_of(s.deployment)
     assert [len(r) for r in layout.ranks] == [12, 20]
     assert layout.ranks[0][-1] == "model.layers.11.self_attn.attn"
     assert layout.pp_partition == (12, 20) and layout.pp_partition_error is None
@@ -132,6 +133,6 @@ def test_env_shown_in_inputs_and_warnings_on_the_cli(monkeypatch):
 
 def test_mla_disable_on_an_mla_model_is_refused():
     with pytest.raises(UnsupportedError, match="VLLM_MLA_DISABLE=1"):
-        build_layout(Scenario(model="deepseek-ai/DeepSeek-V3", env={"VLLM_MLA_DISABLE": "1"}))
+        layout_of(Scenario(model="deepseek-ai/DeepSeek-V3", env={"VLLM_MLA_DISABLE": "1"}).deployment)
     # no effect on a model without MLA
-    assert build_layout(Scenario(model=LLAMA, env={"VLLM_MLA_DISABLE": "1"})).warnings == ()
+    assert layout_of(Scenario(model=LLAMA, env={"VLLM_MLA_DISABLE": "1"}).deployment).warnings == ()

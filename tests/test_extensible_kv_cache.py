@@ -25,7 +25,8 @@ from dataclasses import replace
 import pytest
 from typer.testing import CliRunner
 
-from kvplan.budget.estimate import kv_budget, kv_bytes_at
+from kvplan.budget.estimate import kv_bytes_at
+from factories import budget_of
 from kvplan.budget.sizing import EXTENSIBLE, PROFILED, kv_cache_sizing, stage_kv_cache_bytes
 from kvplan.cli.app import ensure_registered
 from kvplan.engines.vllm import get_era
@@ -83,7 +84,7 @@ def test_extensible_budget_is_the_measured_one(llama):
     #             = 66,233,294,848 − 1,855,979,520                      = 64,377,315,328
     #   KV = min(measured, tentative)                                   = 64,377,315,328
     #   (the profiled 0.92 budget is 60,040,803,451: 4,336,511,877 B = 4.04 GiB more)
-    b = kv_budget(llama, LATEST, gpu="H100-80GB")
+    b = budget_of(llama, LATEST, gpu="H100-80GB")
     assert (b.kv_cache_sizing, b.kv_cache_sizing_source) == ("extensible", "vllm-0.34 default (on for CUDA and ROCm)")
     assert (b.gpu_memory_utilization, b.gpu_memory_utilization_source) == (
         1.0, "vllm-0.34 default with the extensible KV cache")
@@ -114,7 +115,7 @@ def test_graphs_not_in_the_profile_are_still_measured(llama):
     #   used      = 16,060,522,496 + 268,435,456 + 536,870,912 (graphs after capture) = 16,865,828,864
     #   measured  = 85,027,979,264 − 536,870,912 − 16,865,828,864 − 1,073,741,824 − 1,319,108,608
     #             = 65,232,429,056 → KV 65,232,429,056
-    b = kv_budget(llama, replace(LATEST, cudagraph_memory_in_profile=False), gpu="H100-80GB")
+    b = budget_of(llama, replace(LATEST, cudagraph_memory_in_profile=False), gpu="H100-80GB")
     assert (b.cudagraph_bytes, b.cudagraph_resident_bytes) == (0, 536_870_912)
     assert b.tentative_kv_cache_memory_bytes == 67_379_912_704
     assert (b.transient_reserve_bytes, b.sizing_margin_bytes) == (1_319_108_608, GiB)
@@ -126,7 +127,7 @@ def test_graphs_not_in_the_profile_are_still_measured(llama):
     #   transient = A, margin 1 GiB, used = W + N = 16,328,957,952
     #   measured = 85,027,979,264 − 536,870,912 − 16,328,957,952 − 1,073,741,824 − 1,319,108,608
     #            = 65,769,299,968
-    b = kv_budget(llama, LATEST, gpu="H100-80GB", overrides={"cudagraph_memory": 0})
+    b = budget_of(llama, LATEST, gpu="H100-80GB", overrides={"cudagraph_memory": 0})
     assert (b.cudagraph_bytes, b.cudagraph_resident_bytes) == (0, 0)
     assert b.kv_cache_memory_bytes == 65_769_299_968
 
@@ -141,7 +142,7 @@ def test_extensible_budget_tp2():
     #              − 1,855,979,520 = 71,333,568,512
     #   tentative = 85,027,979,264 − 8,030,527,488 − 1,319,108,608 − 805,306,368 − 536,870,912 = 74,336,165,888
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
-    b = kv_budget(tp2, LATEST, gpu="H100")
+    b = budget_of(tp2, LATEST, gpu="H100")
     assert b.startup_memory_bytes == 1_073_741_824
     assert b.tentative_kv_cache_memory_bytes == 74_336_165_888
     assert b.kv_cache_memory_bytes == 71_333_568_512
@@ -155,7 +156,7 @@ def test_explicit_utilization_caps_the_extensible_cache_and_warns(llama):
     #   tentative = 76,525,181,338 − 18,184,937,472 = 58,340,243,866 → KV 57,803,372,954
     #   withheld (measure_kv_cache_blocks' warning, extensible_kv_cache.py 655-676: 0.7 < u < 1.0 and ≥ 1 GiB)
     #             = 66,233,294,848 − 59,659,352,474 = 6,573,942,374 B = 6.12 GiB
-    b = kv_budget(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.9)
+    b = budget_of(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.9)
     assert b.requested_memory_bytes == 76_525_181_338
     assert b.tentative_kv_cache_memory_bytes == 58_340_243_866
     assert b.kv_cache_memory_bytes == 57_803_372_954
@@ -164,7 +165,7 @@ def test_explicit_utilization_caps_the_extensible_cache_and_warns(llama):
         "vLLM's own use after warmup; vLLM 0.34.0 warns so too. Leave it unset unless other processes or buffers "
         "vLLM does not see need the room"]
     # 0.7 or below: vLLM does not warn (the value is not a habit from estimate-based sizing)
-    assert kv_budget(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.7).warnings == ()
+    assert budget_of(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.7).warnings == ()
 
 
 def test_rocm_margin_floor_is_3_gib(llama):
@@ -174,8 +175,8 @@ def test_rocm_margin_floor_is_3_gib(llama):
     #   ROCm (MI300X): margin 3 GiB → min(92, 88) − 2 = 86 GiB; tentative 192 − 102 = 90 GiB either way
     over = {"weights_memory": 100 * GiB, "activation_memory": 2 * GiB, "non_torch_memory": 0, "cudagraph_memory": 0,
             "startup_memory": GiB}
-    cuda = kv_budget(llama, LATEST, gpu_memory_gib=192, overrides=over)
-    rocm = kv_budget(llama, LATEST, gpu="MI300X", gpu_memory_gib=192, overrides=over)
+    cuda = budget_of(llama, LATEST, gpu_memory_gib=192, overrides=over)
+    rocm = budget_of(llama, LATEST, gpu="MI300X", gpu_memory_gib=192, overrides=over)
     assert (cuda.sizing_margin_bytes, cuda.kv_cache_memory_bytes) == (int(1.5 * GiB), int(87.5 * GiB))
     assert (rocm.sizing_margin_bytes, rocm.kv_cache_memory_bytes) == (3 * GiB, 86 * GiB)
     assert rocm.tentative_kv_cache_memory_bytes == 90 * GiB and rocm.startup_memory_source == "override"

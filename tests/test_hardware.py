@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvplan.budget.estimate import estimate_cudagraph_bytes, kv_budget
+from kvplan.budget.estimate import estimate_cudagraph_bytes
 from kvplan.budget.sizing import EXTENSIBLE, PROFILED, resolve_gpu_memory_utilization
 from kvplan.budget.hardware import GPU_PRESETS, get_gpu, vllm_batch_defaults
 from kvplan.cli.app import ensure_registered
@@ -16,7 +16,7 @@ from kvplan.engines.vllm import get_era
 from kvplan.errors import OptionError
 from kvplan.model import ServingOptions, build_model_layout
 from kvplan.units import GiB, MiB
-from factories import heavy_modules_after_cli
+from factories import budget_of, heavy_modules_after_cli
 
 PROFILE_TABLE = json.loads((Path(__file__).resolve().parent.parent / "kvplan/budget/profile_terms.json").read_text())
 CALIBRATION = json.loads((Path(__file__).resolve().parent.parent / "kvplan/budget/calibration.json").read_text())
@@ -77,9 +77,9 @@ def test_presets_without_a_cuda_figure_say_so():
 
 
 def test_nvidia_smi_preset_warns(llama):
-    b = kv_budget(llama, LATEST, gpu="H100-NVL", **PROFILED_034)
+    b = budget_of(llama, LATEST, gpu="H100-NVL", **PROFILED_034)
     assert any("nvidia-smi total" in w for w in b.warnings)
-    assert not any("nvidia-smi" in w for w in kv_budget(llama, LATEST, gpu="H100", **PROFILED_034).warnings)
+    assert not any("nvidia-smi" in w for w in budget_of(llama, LATEST, gpu="H100", **PROFILED_034).warnings)
 
 
 def test_fit_md_lists_every_preset():
@@ -142,7 +142,7 @@ def test_budget_is_the_vllm_formula(llama):
     #   non-torch  = calibrated for an H100 on one GPU
     #   CUDA graphs = 256 MiB + 32 layers · 8 MiB                             =    536,870,912
     #   KV = requested − weights − activation − non-torch − CUDA graphs
-    b = kv_budget(llama, LATEST, gpu="H100-80GB", **PROFILED_034)
+    b = budget_of(llama, LATEST, gpu="H100-80GB", **PROFILED_034)
     assert b.gpu_memory_bytes == 85_027_979_264 and b.gpu_memory_utilization == 0.92  # 81089 · 2^20
     assert (b.kv_cache_sizing, b.kv_cache_sizing_source) == ("profiled", "--no-enable-extensible-kv-cache")
     assert b.requested_memory_bytes == 78_225_740_923
@@ -164,16 +164,16 @@ def test_budget_is_the_vllm_formula(llama):
     # vLLM 0.33.0 has no extensible KV cache (no `extensible` anywhere in its vllm/config or vllm/v1; its
     # CacheConfig.gpu_memory_utilization is a float defaulting to 0.92, config/cache.py 215): its default
     # budget is this same profiled one, and asking for the extensible cache there is an error.
-    old = kv_budget(llama, get_era("vllm-0.33"), gpu="H100-80GB")
+    old = budget_of(llama, get_era("vllm-0.33"), gpu="H100-80GB")
     assert (old.kv_cache_sizing, old.gpu_memory_utilization, old.kv_cache_memory_bytes) == \
         ("profiled", 0.92, kv - sampler("0.34.0", 1024, 128256) + sampler("0.33.0", 1024, 128256))
     assert old.gpu_memory_utilization_source == "vllm-0.33 default"
     with pytest.raises(OptionError, match="^--enable-extensible-kv-cache: vLLM 0.33.0 has no extensible KV cache"):
-        kv_budget(llama, get_era("vllm-0.33"), gpu="H100-80GB", enable_extensible_kv_cache=True)
+        budget_of(llama, get_era("vllm-0.33"), gpu="H100-80GB", enable_extensible_kv_cache=True)
 
 
 def test_overrides_replace_estimates(llama):
-    b = kv_budget(llama, OLD, gpu_memory_gib=80, gpu_memory_utilization=0.5,
+    b = budget_of(llama, OLD, gpu_memory_gib=80, gpu_memory_utilization=0.5,
                   overrides={"weights_memory": "10GiB", "activation_memory": 2 * GiB, "non_torch_memory": "0",
                              "cudagraph_memory": "1.5GiB"})
     assert b.gpu_memory_bytes == 80 * GiB and b.gpu is None
@@ -185,7 +185,7 @@ def test_overrides_replace_estimates(llama):
 
 def test_bad_override_is_one_line(llama):
     with pytest.raises(OptionError, match="--activation-memory"):
-        kv_budget(llama, LATEST, gpu="H100", overrides={"activation_memory": "lots"})
+        budget_of(llama, LATEST, gpu="H100", overrides={"activation_memory": "lots"})
 
 
 def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
@@ -198,7 +198,7 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     #   non-torch  = calibrated for an H100 at tp·pp > 1 (NCCL), else for any card at tp·pp > 1
     #   CUDA graphs = 256 MiB + 32 · 8 MiB                              =    536,870,912
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
-    b2 = kv_budget(tp2, LATEST, gpu="H100", **PROFILED_034)
+    b2 = budget_of(tp2, LATEST, gpu="H100", **PROFILED_034)
     nt2 = non_torch("H100/tp>1" if "H100/tp>1" in CALIBRATION["non_torch"] else "tp>1")
     act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB
     assert b2.tensor_parallel_size == 2 and b2.warnings == ()
@@ -207,14 +207,14 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     assert b2.activation_peak_bytes == act
     assert b2.non_torch_bytes == nt2 and b2.cudagraph_bytes == 536_870_912
     assert b2.kv_cache_memory_bytes == 78_225_740_923 - 8_030_527_488 - act - nt2 - 536_870_912
-    assert kv_budget(llama, LATEST, gpu="H100").non_torch_bytes == non_torch("H100/tp1")
+    assert budget_of(llama, LATEST, gpu="H100").non_torch_bytes == non_torch("H100/tp1")
     with pytest.raises(OptionError, match="tensor_parallel_size 4.*built for 2"):
-        kv_budget(tp2, LATEST, gpu="H100", tensor_parallel_size=4)
+        budget_of(tp2, LATEST, gpu="H100", tensor_parallel_size=4)
 
 
 def test_pipeline_budget_is_the_tightest_stage():
     layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(pipeline_parallel_size=2))
-    b = kv_budget(layout, LATEST, gpu="L40S", **PROFILED_034)
+    b = budget_of(layout, LATEST, gpu="L40S", **PROFILED_034)
     # Llama-3.1-8B, PP 2 on an L40S (45589 MiB), vllm-latest profiled: requested ceil(45589 · 2^20 · 0.92)
     # = ceil(43,979,248,762.88) = 43,979,248,763 per GPU. One layer is 218,112,000 parameters (test_weights).
     #   stage 0: embedding 128256·4096 + layers 0-15 = 4,015,128,576 params = 8,030,257,152 B;
@@ -239,7 +239,7 @@ def test_pipeline_budget_is_the_tightest_stage():
 
 def test_model_too_big_fails_loading_the_weights_and_says_so():
     layout = build_model_layout("Qwen/Qwen3-32B")
-    b = kv_budget(layout, LATEST, gpu="L4", **PROFILED_034)
+    b = budget_of(layout, LATEST, gpu="L4", **PROFILED_034)
     # Qwen3-32B: per layer q 8192·5120 + k, v 1024·5120 + o 5120·8192 + q/k norms 2·128 + MLP
     # 3·5120·25600 + two norms 2·5120 = 487,598,336; 64 layers + embed and head 2·151936·5120
     # + final norm 5120 = 32,762,123,264 params = 65,524,246,528 B (bf16).
@@ -262,12 +262,12 @@ def test_profile_run_that_does_not_fit_the_card():
     # Llama-3.1-8B on an L4 with a 64k-token profile batch: the weights fit (14.96 GiB), the activation peak
     # on top of them does not: 65536 · (4·4096 + 3·14336) · 2 = 7,784,628,224 + 256 MiB
     layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B")
-    b = kv_budget(layout, LATEST, gpu="L4", max_num_batched_tokens=65536, **PROFILED_034)
+    b = budget_of(layout, LATEST, gpu="L4", max_num_batched_tokens=65536, **PROFILED_034)
     f = b.load_failure
     assert b.activation_peak_bytes == 65536 * (4 * 4096 + 3 * 14336) * 2 + 256 * MiB
     assert f.stage == "profile" and f.needed_bytes == (
         b.weights_bytes + b.activation_peak_bytes + b.non_torch_bytes)
-    assert kv_budget(layout, LATEST, gpu="L4", **PROFILED_034).load_failure is None
+    assert budget_of(layout, LATEST, gpu="L4", **PROFILED_034).load_failure is None
 
 
 # --- through the CLI ------------------------------------------------------------------------

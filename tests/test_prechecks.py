@@ -17,7 +17,8 @@ from kvplan.cli.app import ensure_registered
 from kvplan.engines.vllm import environment
 from kvplan.errors import OptionError
 from kvplan.model.limits import derive_max_model_len, derived_max_len
-from kvplan.usecases.scenario import Scenario, build_layout
+from kvplan.usecases.pipeline import layout_of
+from kvplan.usecases.scenario import Scenario
 
 app = ensure_registered()
 runner = CliRunner()
@@ -152,7 +153,7 @@ def test_layout_carries_the_lengths_of_every_era(tmp_path):
     from kvplan.engines.vllm.releases import era_names, get_era
     from kvplan.engines.vllm.proposals import PROPOSALS
     from kvplan.model.limits import YARN_MAX_LEN_READINGS
-    from kvplan.usecases.scenario import config_max_model_len, model_facts
+    from kvplan.usecases.pipeline import config_max_model_len, model_facts
 
     assert {get_era(n).yarn_max_len for n in era_names()} | {e.yarn_max_len for e in PROPOSALS.values()} \
         <= set(YARN_MAX_LEN_READINGS)
@@ -161,7 +162,7 @@ def test_layout_carries_the_lengths_of_every_era(tmp_path):
     cfg.update(max_position_embeddings=40960, sliding_window=2047,
                rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    layout = build_layout(Scenario(model=str(tmp_path)))
+    layout = layout_of(Scenario(model=str(tmp_path)).deployment)
     for era in (get_era("vllm==0.18.0"), get_era("vllm==0.34.0")):
         for dsw in (False, True):
             kw = dict(disable_sliding_window=dsw, yarn_max_len=era.yarn_max_len)
@@ -199,7 +200,8 @@ def test_negative_pp_partition_entries():
 
 
 def test_layout_keeps_default_split_when_partition_is_invalid():
-    layout = build_layout(Scenario(model=LLAMA, pipeline_parallel_size=2, env={"VLLM_PP_LAYER_PARTITION": "x"}))
+    s = Scenario(model=LLAMA, pipeline_parallel_size=2, env={"VLLM_PP_LAYER_PARTITION": "x"})
+    layout = layout_of(s.deployment)
     assert layout.pp_partition_error == "Invalid partition string: x"
     assert [len(r) for r in layout.ranks] == [16, 16]
 

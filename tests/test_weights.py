@@ -380,17 +380,17 @@ def test_gpt_oss_20b_on_an_a100_counts_the_marlin_padding():
     24 layers: + 24 · (38,227,968 + 20,480) = 917,962,752 B on top of the unpadded count.
     Public logs of gpt-oss-20b on an A100 print "Model loading took 13.72 GiB" with the MXFP4/MARLIN
     backend (kvplan: 13.67 GiB, −0.36 %)."""
-    from kvplan.budget.estimate import kv_budget
+    from factories import budget_of
     from kvplan.engines.vllm import get_era
 
     layout = build_model_layout("openai/gpt-oss-20b")
     plain = layout_weight_memory(layout).stages[0].weight_bytes
-    b = kv_budget(layout, get_era("vllm==0.19.0"), gpu="A100-80GB", gpu_memory_utilization=0.65)
+    b = budget_of(layout, get_era("vllm==0.19.0"), gpu="A100-80GB", gpu_memory_utilization=0.65)
     assert b.weights_bytes - plain == 24 * (38_227_968 + 20_480)
     assert abs(b.weights_bytes / GiB / 13.72 - 1) < 0.02
     assert any("Marlin MoE backend" in n for n in b.weights.notes)
     # an H100 (9.0) picks among several backends: kvplan keeps the checkpoint's layout there
-    assert kv_budget(layout, get_era("vllm==0.19.0"), gpu="H100").weights_bytes == plain
+    assert budget_of(layout, get_era("vllm==0.19.0"), gpu="H100").weights_bytes == plain
 
 
 def test_gpt_oss_120b_tp4_on_a100_pads_the_rank_intermediate():
@@ -422,7 +422,7 @@ def test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin():
                 w2  128·2880·1440 + 128·2880·90 =   530,841,600 + 33,177,600
                 biases 128·5760·2 + 128·2880·2 = 2,211,840                      → 1,694,269,440
     36 layers × 152,993,792 = 5,507,776,512 bytes more than the checkpoint's layout."""
-    from kvplan.budget.estimate import kv_budget
+    from factories import budget_of
     from kvplan.budget.weights import mxfp4_padding_for, MARLIN_MXFP4_PADDING
     from kvplan.engines.vllm import get_era
 
@@ -433,7 +433,7 @@ def test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin():
     assert mxfp4_padding_for((9, 0), "rocm", "0.10.1.1") is None
     layout = build_model_layout("openai/gpt-oss-120b")
     plain = layout_weight_memory(layout).stages[0].weight_bytes
-    b = kv_budget(layout, get_era("vllm==0.10.1.1"), gpu="H100-80GB")
+    b = budget_of(layout, get_era("vllm==0.10.1.1"), gpu="H100-80GB")
     assert b.weights_bytes - plain == 36 * (1_847_263_232 - 1_694_269_440) == 5_507_776_512
     assert abs(b.weights_bytes / GiB / 65.9651 - 1) < 0.002  # the log: 65.9651 GiB (kvplan 65.897)
 

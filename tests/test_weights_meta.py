@@ -85,10 +85,10 @@ def test_deepseek_v32_builds_its_indexer():
 
 def test_exact_params_note_in_the_budget():
     from kvplan.engines.vllm import get_era
-    from kvplan.budget.estimate import kv_budget
+    from factories import budget_of
     from kvplan.model import build_model_layout
 
     layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B")
-    b = kv_budget(layout, get_era("vllm-latest"), gpu="H100-80GB", exact_params=True)
+    b = budget_of(layout, get_era("vllm-latest"), gpu="H100-80GB", exact_params=True)
     assert b.weights_source == "meta-device count"
     assert any("agrees with the analytic count" in n for n in b.weights.notes)

@@ -57,14 +57,16 @@ estimates, labelled as such in every output, each with an override:
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 from functools import cache
 from pathlib import Path
 
 from kvplan.budget import sizing
 from kvplan.budget.hardware import GpuCard, gpu_card
 from kvplan.budget.load import load_failure, physical_kv_room
-from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights, ProfileTerm
+from kvplan.budget.request import BudgetInput, BudgetRequest
+from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights, LoadFailure, ProfileTerm
 from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights,
                                    mxfp4_padding_for, widest_intermediate)
 from kvplan.errors import OptionError
@@ -275,213 +277,289 @@ def _parse_size(text: str, flag: str) -> int:
         raise OptionError(f"{flag}: cannot read {text!r} as a size; write bytes or e.g. 16GiB, 512MiB") from None
 
 
-def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | None = None,
-              gpu_memory_utilization: float | None = None, overrides: dict | None = None,
-              tensor_parallel_size: int | None = None, max_num_batched_tokens: int | None = None,
-              max_num_seqs: int | None = None, exact_params: bool | None = None, data_parallel_size: int = 1,
-              enable_expert_parallel: bool = False, quantization: str | None = None,
-              cpu_offload_gb: float | None = None, enable_extensible_kv_cache: bool | None = None,
-              num_gpu_blocks_override: int | None = None, kv_transfer_config: dict | None = None,
-              card: GpuCard | None = None) -> Budget:
-    """The KV-cache budget per GPU for ``layout`` on a card, as vLLM would derive it: ``card`` (the card resolved
-    at the edge, ``kvplan.budget.hardware.gpu_card``), else the one ``gpu`` and ``gpu_memory_gib`` name.
+@dataclass(frozen=True)
+class _Overrides:
+    """The terms given instead of estimated (bytes; None = estimated): ``--weights-memory`` and the others."""
 
-    ``data_parallel_size`` and ``enable_expert_parallel`` place the MoE experts (split over
-    tp × dp ranks), ``quantization`` is ``--quantization``, ``cpu_offload_gb`` the weights moved
-    to CPU memory per GPU (``--cpu-offload-gb``: vLLM moves whole parameters until that many
-    GiB are on the CPU; kvplan subtracts the amount, at most the stage's weights).
+    weights: int | None
+    activation: int | None
+    non_torch: int | None
+    cudagraph: int | None
+    startup: int | None
 
-    ``overrides`` holds the override sizes (``weights_memory``, ``activation_memory``,
-    ``non_torch_memory``, ``cudagraph_memory``, ``startup_memory``: bytes or "16GiB") and may carry the
-    scheduler facts the estimate needs when the caller has no keyword for them
-    (``max_num_batched_tokens``, ``max_num_seqs``, ``exact_params``). The tensor-parallel size
-    is the layout's; a ``tensor_parallel_size`` given as well must equal it.
-    ``enable_extensible_kv_cache`` (None = the era's default) and ``num_gpu_blocks_override`` pick
-    the sizing mode (``kvplan.budget.sizing``).
-    Returns a ``Budget`` record (integer bytes; ``kvplan.results.to_data`` keeps the key order); ``kv_cache_memory_bytes`` is the
-    smallest stage's budget and may be ≤ 0 (vLLM then fails to start).
-    """
-    overrides = dict(overrides or {})
-    tp = layout.tensor_parallel_size
-    tp_given = tensor_parallel_size or overrides.get("tensor_parallel_size")
-    if tp_given and int(tp_given) != tp:
-        raise OptionError(f"kv_budget: tensor_parallel_size {tp_given} given, but the layout was built for {tp}; "
-                          "build the layout with that --tensor-parallel-size")
-    T = int(max_num_batched_tokens or overrides.get("max_num_batched_tokens") or 8192)
-    R = int(max_num_seqs or overrides.get("max_num_seqs") or 1024)
-    exact = bool(exact_params if exact_params is not None else overrides.get("exact_params", False))
-    pp = max(1, len(layout.ranks))
-    card = card if card is not None else gpu_card(gpu, gpu_memory_gib)
-    name, total, mem_source = card.name, card.memory_bytes, card.memory_source
-    mode, mode_source = sizing.kv_cache_sizing(era, enable_extensible_kv_cache,
-                                               num_gpu_blocks_override=num_gpu_blocks_override)
-    extensible = mode == sizing.EXTENSIBLE
-    util, util_source = sizing.resolve_gpu_memory_utilization(era, gpu_memory_utilization, mode)
-    margin_floor = sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES
-    warnings: list[str] = []
+    @classmethod
+    def of(cls, budget: BudgetInput) -> _Overrides:
+        given = {k: getattr(budget, k) for k in OVERRIDE_KEYS}  # the fields, read (no call back into the request)
+        return cls(*(_override_bytes(given, k) for k in OVERRIDE_KEYS))
 
-    w_over = _override_bytes(overrides, "weights_memory")
-    a_over = _override_bytes(overrides, "activation_memory")
-    n_over = _override_bytes(overrides, "non_torch_memory")
-    c_over = _override_bytes(overrides, "cudagraph_memory")
-    s_over = _override_bytes(overrides, "startup_memory")
-    startup = (s_over if s_over is not None else estimate_startup_bytes(tp * pp)) if extensible else 0
 
-    cfg = layout.target.text_config
-    dbytes = dtype_size_bytes(layout.target.dtype)
-    bounds = layout.pp_bounds  # vLLM's get_pp_indices, applied by the model stage
+@dataclass(frozen=True)
+class _Estimate:
+    """What every pipeline stage's estimate reads: the layout, the era, the card, the sizing mode, the profile's
+    batch, the weights counted and the terms given (``kv_budget`` makes it once)."""
 
-    weights = unpadded = None
-    inv = counted = None
-    if w_over is None or a_over is None:
-        counted = layout_weights(layout)  # the model stage's count (ModelLayout.inventory)
-        inv = counted.target  # the MTP layers' weights sit past the decoder: the activation skips them
-    if w_over is None:
-        padding = (mxfp4_padding_for(card.compute_capability, card.platform, getattr(era, "release", "") or "")
-                   if name else None)
-        weights = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
-                                       expert_parallel=enable_expert_parallel, quantization=quantization,
-                                       mxfp4_padding=padding, inventory=counted)
-        if padding is not None and card.compute_capability == (9, 0):  # Hopper: Triton when triton_kernels is in
-            unpadded = layout_weight_memory(layout, tp=tp, exact_params=exact, data_parallel_size=data_parallel_size,
-                                            expert_parallel=enable_expert_parallel, quantization=quantization,
-                                            mxfp4_padding=None, inventory=counted)
-    offload = int((cpu_offload_gb or 0) * GiB)
+    layout: Any
+    era: Any
+    card: GpuCard
+    over: _Overrides
+    mode: str
+    util: float
+    tp: int
+    pp: int
+    T: int
+    R: int
+    weights: Any  # the weights per stage (layout_weight_memory), None when given
+    unpadded: Any  # the same without MXFP4 padding (Hopper's Triton path), else None
+    inventory: Any  # the target's weights as the model stage counted them, None when both terms are given
+    offload: int  # --cpu-offload-gb in bytes
+    sampler: dict
+    encoder: dict | None
+    startup: int
+    margin_floor: int
+    exact: bool  # --exact-params: the weights counted on the meta device
+    encoder_why: str = ""  # why a tower's profile is or is not estimated
 
-    sampler = sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0))
-    encoder, encoder_why = (estimate_encoder_profile(layout.target.config, dbytes, T, cfg)
-                            if isinstance(layout.target.config.get("vision_config"), dict) else (None, ""))
-    stages, stage_ends, stage_terms, pessimistic = [], [], [], []
-    w_band = (1 - WEIGHTS_BAND, 1 + WEIGHTS_BAND)
-    non_torch_band = None
-    for s, (a, z) in enumerate(bounds):
+    @property
+    def extensible(self) -> bool:
+        return self.mode == sizing.EXTENSIBLE
+
+    @property
+    def cfg(self) -> dict:
+        return self.layout.target.text_config
+
+    @property
+    def dbytes(self) -> int:
+        return dtype_size_bytes(self.layout.target.dtype)
+
+    def _sized(self, **terms: int) -> dict:
+        return sizing.stage_kv_cache_bytes(self.mode, total=self.card.memory_bytes, utilization=self.util,
+                                           startup=self.startup, margin_floor=self.margin_floor, **terms)
+
+    def _activation(self, layers: set[int], last: bool, sampler: int, encoder: dict | None = None) -> int:
+        return estimate_activation_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp,
+                                         max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=layers,
+                                         last_stage=last, encoder=encoder, sampler_bytes=sampler)
+
+    def _weights_on(self, s: int, weights: Any) -> int:
+        """Stage ``s``'s weights after offloading (what vLLM logs as 'Model loading took')."""
+        w = weights.stages[s].weight_bytes if weights is not None else 0  # counted when not overridden
+        return w - min(self.offload, w)
+
+    def stage(self, s: int, a: int, z: int) -> tuple[BudgetStage, tuple[int, int], BudgetStage, dict]:
+        """Pipeline stage ``s`` (its layers ``a`` to ``z``): its budget, its band's two ends (every estimated term
+        at its high end, then at its low end), the stage at the pessimistic end, and its terms' ends."""
+        o, name, last = self.over, self.card.name, s == self.pp - 1
         layers = set(range(a, z))
-        last = s == pp - 1
         # the weights vLLM logs ('Model loading took') are after offloading: an override is taken as is
-        counted_w = weights.stages[s].weight_bytes if weights is not None else 0  # counted when not overridden
-        w_bytes = w_over if w_over is not None else counted_w - min(offload, counted_w)
-        act = a_over if a_over is not None else estimate_activation_bytes(
-            inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last,
-            sampler_bytes=sampler["value"])
-        act_ends = (act, act) if a_over is not None else tuple(estimate_activation_bytes(
-            inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last,
-            sampler_bytes=sampler[end]) for end in ("low", "high"))
+        w_bytes = o.weights if o.weights is not None else self._weights_on(s, self.weights)
+        act = o.activation if o.activation is not None else self._activation(layers, last, self.sampler["value"])
+        act_ends = (act, act) if o.activation is not None else tuple(
+            self._activation(layers, last, self.sampler[end]) for end in ("low", "high"))
         enc_part = 0
-        if a_over is None and s == 0 and encoder is not None:  # the first PP rank encodes the dummy items
-            enc_part = estimate_activation_bytes(inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R,
-                                                 layers=layers, last_stage=last, encoder=encoder,
-                                                 sampler_bytes=sampler["value"]) - act
+        first_encodes = o.activation is None and s == 0 and self.encoder is not None
+        if first_encodes:  # the first PP rank encodes the dummy items
+            enc_part = self._activation(layers, last, self.sampler["value"], self.encoder) - act
             act += enc_part
-        nt = n_over if n_over is not None else estimate_non_torch_bytes(tp * pp, name)
-        non_torch_band = (nt, nt) if n_over is not None else non_torch_ends(tp * pp, name)
-        layers_on_stage = (z - a) + (len([ls for ls in layout.layers if ls.source == "drafter"]) if last else 0)
-        cg = c_over if c_over is not None else estimate_cudagraph_bytes(era, layers_on_stage)
-        enc_profile = enc_part if encoder is not None and s == 0 and a_over is None else None
+        world = self.tp * self.pp
+        nt = o.non_torch if o.non_torch is not None else estimate_non_torch_bytes(world, name)
+        nt_band = (nt, nt) if o.non_torch is not None else non_torch_ends(world, name)
+        drafter_layers = len([ls for ls in self.layout.layers if ls.source == "drafter"]) if last else 0
+        layers_on_stage = (z - a) + drafter_layers
+        cg = o.cudagraph if o.cudagraph is not None else estimate_cudagraph_bytes(self.era, layers_on_stage)
         # extensible: the graphs' pool after capture, measured whether or not the profile estimated the graphs
-        resident = (c_over if c_over is not None else estimate_cudagraph_pool_bytes(layers_on_stage)) \
-            if extensible else None
-        sized = sizing.stage_kv_cache_bytes(mode, total=total, utilization=util, weights=w_bytes, activation=act,
-                                            non_torch=nt, cudagraph=cg, startup=startup, margin_floor=margin_floor,
-                                            cudagraph_resident=resident)
+        resident = None
+        if self.extensible:
+            resident = o.cudagraph if o.cudagraph is not None else estimate_cudagraph_pool_bytes(layers_on_stage)
+        sized = self._sized(weights=w_bytes, activation=act, non_torch=nt, cudagraph=cg, cudagraph_resident=resident)
         sized.pop("requested_memory_bytes")
-        stages.append(BudgetStage(stage=s, weights_bytes=w_bytes, activation_peak_bytes=act, non_torch_bytes=nt,
-                                  cudagraph_bytes=cg, encoder_profile_bytes=enc_profile,
-                                  cudagraph_resident_bytes=resident, **sized))
-        # the band's ends: every estimated term at its high end (pessimistic), then at its low end
-        ends = []
-        w_low = round(min(w_bytes, w_bytes if unpadded is None else unpadded.stages[s].weight_bytes - min(
-            offload, unpadded.stages[s].weight_bytes)) * w_band[0])
-        for i, (w_e, af) in enumerate(((round(w_bytes * w_band[1]), act_ends[1]), (w_low, act_ends[0]))):
-            w_e = w_bytes if w_over is not None else w_e
-            nt_e = nt if n_over is not None else non_torch_band[1 - i]
-            e = sizing.stage_kv_cache_bytes(mode, total=total, utilization=util, weights=w_e,
-                                            activation=af + enc_part, non_torch=nt_e, cudagraph=cg, startup=startup,
-                                            margin_floor=margin_floor, cudagraph_resident=resident)
-            ends.append(e["kv_cache_memory_bytes"])
-        stage_ends.append(tuple(ends))
-        pessimistic.append(replace(stages[-1], weights_bytes=round(w_bytes * w_band[1]) if w_over is None else w_bytes,
-                                   activation_peak_bytes=act_ends[1] + enc_part, non_torch_bytes=non_torch_band[1]))
-        stage_terms.append({"weights": (w_bytes if w_over is not None else w_low,
-                                        w_bytes if w_over is not None else round(w_bytes * w_band[1])),
-                            "activation": act_ends, "non_torch": non_torch_band,
-                            "sampler_peak": a_over is None and last and sampler["value"] + T * int(
-                                cfg.get("hidden_size") or 0) * dbytes >= act - ACTIVATION_WORKSPACE_BYTES - enc_part})
-    budget_stage = min(stages, key=lambda st: st.kv_cache_memory_bytes)
-    load_startup_band = s_over if s_over is not None else estimate_startup_bytes(tp * pp)
-    failed_low = load_failure(pessimistic, total=total, startup=load_startup_band, pp=pp)
-    band = BudgetBand(kv_cache_memory_low_bytes=min(e[0] for e in stage_ends),
-                      starts_at_low=False if failed_low is not None else None,
-                      failure_at_low=failed_low.stage if failed_low is not None else None,
-                      kv_cache_memory_high_bytes=min(e[1] for e in stage_ends),
-                      basis="every estimated term at its high end (low) and its low end (high): " + ", ".join(
-                          f"{k} {v}" for k, v in (("weights", "±1 %"), ("sampler", sampler["basis"]),
-                                                   ("non-torch", _non_torch_basis(tp * pp, name)))))
-    requested = sizing.requested_memory(total, util)
-    # the load and the profile run happen before the KV cache, whatever the sizing mode
-    load_startup = s_over if s_over is not None else estimate_startup_bytes(tp * pp)
-    failed_load = load_failure(stages, total=total, startup=load_startup, pp=pp)
-    if card.memory_basis not in (None, "cuda"):
+        stage = BudgetStage(stage=s, weights_bytes=w_bytes, activation_peak_bytes=act, non_torch_bytes=nt,
+                            cudagraph_bytes=cg, encoder_profile_bytes=enc_part if first_encodes else None,
+                            cudagraph_resident_bytes=resident, **sized)
+        w_low, w_high = w_bytes, w_bytes
+        if o.weights is None:
+            lowest = w_bytes if self.unpadded is None else self._weights_on(s, self.unpadded)
+            w_low, w_high = round(min(w_bytes, lowest) * (1 - WEIGHTS_BAND)), round(w_bytes * (1 + WEIGHTS_BAND))
+        ends = tuple(self._sized(weights=w_e, activation=af + enc_part, non_torch=nt_e, cudagraph=cg,
+                                 cudagraph_resident=resident)["kv_cache_memory_bytes"]
+                     for w_e, af, nt_e in ((w_high, act_ends[1], nt_band[1]), (w_low, act_ends[0], nt_band[0])))
+        pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_part,
+                              non_torch_bytes=nt_band[1])
+        sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
+            self.cfg.get("hidden_size") or 0) * self.dbytes >= act - ACTIVATION_WORKSPACE_BYTES - enc_part
+        terms = {"weights": (w_low, w_high), "activation": act_ends, "non_torch": nt_band, "sampler_peak": sampler_peak}
+        return stage, (ends[0], ends[1]), pessimistic, terms
+
+
+def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: BudgetRequest, counted) -> tuple:
+    """The weights per stage (``layout_weight_memory``) and, on Hopper with MXFP4 padding, the same unpadded."""
+    tp = layout.tensor_parallel_size
+    padding = (mxfp4_padding_for(card.compute_capability, card.platform, getattr(era, "release", "") or "")
+               if card.name else None)
+
+    def count(pad):
+        return layout_weight_memory(layout, tp=tp, exact_params=bool(budget.exact_params),
+                                    data_parallel_size=request.data_parallel_size,
+                                    expert_parallel=request.enable_expert_parallel, quantization=budget.quantization,
+                                    mxfp4_padding=pad, inventory=counted)
+
+    weights = count(padding)
+    unpadded = count(None) if padding is not None and card.compute_capability == (9, 0) else None  # Hopper: Triton
+    return weights, unpadded
+
+
+def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
+    """The inputs every stage's estimate reads, resolved once (the card, the sizing mode, the weights)."""
+    b = request.budget
+    tp = layout.tensor_parallel_size
+    if request.tensor_parallel_size and int(request.tensor_parallel_size) != tp:
+        raise OptionError(f"kv_budget: tensor_parallel_size {request.tensor_parallel_size} given, but the layout "
+                          f"was built for {tp}; build the layout with that --tensor-parallel-size")
+    T, R = int(request.max_num_batched_tokens or 8192), int(request.max_num_seqs or 1024)
+    pp = max(1, len(layout.ranks))
+    card = b.card if b.card is not None else gpu_card(b.gpu, b.gpu_memory)
+    mode, _ = sizing.kv_cache_sizing(era, b.enable_extensible_kv_cache,
+                                     num_gpu_blocks_override=request.num_gpu_blocks_override)
+    util, _ = sizing.resolve_gpu_memory_utilization(era, b.gpu_memory_utilization, mode)
+    over = _Overrides.of(b)
+    startup = 0
+    if mode == sizing.EXTENSIBLE:
+        startup = over.startup if over.startup is not None else estimate_startup_bytes(tp * pp)
+    counted = weights = unpadded = None
+    if over.weights is None or over.activation is None:
+        counted = layout_weights(layout)  # the model stage's count (ModelLayout.inventory)
+    if over.weights is None:
+        weights, unpadded = _weights_of(layout, era, card, b, request, counted)
+    cfg = layout.target.text_config
+    has_tower = isinstance(layout.target.config.get("vision_config"), dict)
+    encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg)
+               if has_tower else (None, ""))
+    return _Estimate(
+        layout=layout, era=era, card=card, over=over, mode=mode, util=util, tp=tp, pp=pp, T=T, R=R,
+        weights=weights, unpadded=unpadded,
+        # the MTP layers' weights sit past the decoder: the activation skips them
+        inventory=counted.target if counted is not None else None,
+        offload=int((b.cpu_offload_gb or 0) * GiB),
+        sampler=sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0)),
+        encoder=encoder[0], startup=startup,
+        margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,
+        exact=bool(b.exact_params), encoder_why=encoder[1],
+    )
+
+
+def _budget_warnings(e: _Estimate, request: BudgetRequest, stage: BudgetStage, failed_load: LoadFailure | None,
+                     requested: int) -> list[str]:
+    """The budget's warnings: the card's figure, pipeline stages, a failure before the KV cache or no room for it,
+    the extensible sizing's, and the weights count's notes."""
+    name, total, util, b = e.card.name, e.card.memory_bytes, e.util, request.budget
+    warnings: list[str] = []
+    if e.card.memory_basis not in (None, "cuda"):
         warnings.append(f"preset {name}: the nvidia-smi total (no printout of the CUDA figure found); CUDA reports "
                         "~0.5 GiB less: pass --gpu-memory with the total vLLM logs for an exact budget")
-    if pp > 1:
+    if e.pp > 1:
         warnings.append(
-            f"pipeline parallel: each stage has its own budget (smallest: stage {budget_stage.stage}); each "
+            f"pipeline parallel: each stage has its own budget (smallest: stage {stage.stage}); each "
             "stage's pool is sized from its own, then vLLM keeps the smallest num_blocks"
         )
     if failed_load is not None:
         warnings.append(f"vLLM fails before the KV cache ({failed_load.stage}): {failed_load.message}")
-    elif budget_stage.kv_cache_memory_bytes <= 0:
-        named = "weights, activation, non-torch and CUDA-graph memory" + (
-            ", the start-up memory and the sizing margin" if extensible else "")
+    elif stage.kv_cache_memory_bytes <= 0:
+        terms = "weights, activation, non-torch and CUDA-graph memory" + (
+            ", the start-up memory and the sizing margin" if e.extensible else "")
         warnings.append(
             f"no memory left for the KV cache: {requested / GiB:.2f} GiB usable "
-            f"({total / GiB:.2f} GiB × {util:g}) minus {named} "
-            f"is {budget_stage.kv_cache_memory_bytes / GiB:.2f} GiB"
+            f"({total / GiB:.2f} GiB × {util:g}) minus {terms} "
+            f"is {stage.kv_cache_memory_bytes / GiB:.2f} GiB"
         )
-    if extensible:
-        warnings += _extensible_warnings(budget_stage, total=total, util=util, util_given=gpu_memory_utilization,
-                                         startup=startup, kv_transfer_config=kv_transfer_config,
-                                         mode_default=enable_extensible_kv_cache is None)
-    if weights is not None and weights.basis != CHECKPOINT_METADATA:  # the metadata counts the tower
-        warnings += [n for n in weights.notes if n.startswith(WARNING_NOTES)]
+    if e.extensible:
+        warnings += _extensible_warnings(stage, total=total, util=util, util_given=b.gpu_memory_utilization,
+                                         startup=e.startup, kv_transfer_config=request.kv_transfer_config,
+                                         mode_default=b.enable_extensible_kv_cache is None)
+    if e.weights is not None and e.weights.basis != CHECKPOINT_METADATA:  # the metadata counts the tower
+        warnings += [n for n in e.weights.notes if n.startswith(WARNING_NOTES)]
+    return warnings
+
+
+def _weights_source(e: _Estimate, cpu_offload_gb: float | None) -> str:
+    if e.over.weights is not None:
+        return "override"
+    counted = ("checkpoint metadata" if e.weights is not None and e.weights.basis == CHECKPOINT_METADATA
+               else "meta-device count" if e.exact else "analytic count from the config")
+    return counted + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if e.offload else "")
+
+
+def kv_budget(layout, era, request: BudgetRequest) -> Budget:
+    """The KV-cache budget per GPU for ``layout`` on a card, as vLLM would derive it, for the budget stage's
+    ``request`` (``kvplan.budget.request.BudgetRequest``: the deployment's ``BudgetInput`` and the serving facts the
+    estimate reads): the card resolved at the edge (``BudgetInput.card``, ``kvplan.budget.hardware.gpu_card``),
+    else the one ``gpu`` and ``gpu_memory`` name.
+
+    The MoE experts are split over tp × dp ranks (``data_parallel_size``, ``enable_expert_parallel``),
+    ``quantization`` is ``--quantization``, ``cpu_offload_gb`` the weights moved to CPU memory per GPU
+    (``--cpu-offload-gb``: vLLM moves whole parameters until that many GiB are on the CPU; kvplan subtracts the
+    amount, at most the stage's weights). The override sizes (``weights_memory``, ``activation_memory``,
+    ``non_torch_memory``, ``cudagraph_memory``, ``startup_memory``: bytes or "16GiB") replace their estimates.
+    The tensor-parallel size is the layout's. ``enable_extensible_kv_cache`` (None = the era's default) and
+    ``num_gpu_blocks_override`` pick the sizing mode (``kvplan.budget.sizing``).
+    Returns a ``Budget`` record (integer bytes; ``kvplan.results.to_data`` keeps the key order);
+    ``kv_cache_memory_bytes`` is the smallest stage's budget and may be ≤ 0 (vLLM then fails to start).
+    """
+    e = _estimate(layout, era, request)
+    b, o, name, total = request.budget, e.over, e.card.name, e.card.memory_bytes
+    mode_source = sizing.kv_cache_sizing(era, b.enable_extensible_kv_cache,
+                                         num_gpu_blocks_override=request.num_gpu_blocks_override)[1]
+    util_source = sizing.resolve_gpu_memory_utilization(era, b.gpu_memory_utilization, e.mode)[1]
+    per_stage = [e.stage(s, a, z) for s, (a, z) in enumerate(layout.pp_bounds)]
+    stages = [st for st, _, _, _ in per_stage]
+    budget_stage = min(stages, key=lambda st: st.kv_cache_memory_bytes)
+    # the load and the profile run happen before the KV cache, whatever the sizing mode
+    load_startup = o.startup if o.startup is not None else estimate_startup_bytes(e.tp * e.pp)
+    failed_low = load_failure([p for _, _, p, _ in per_stage], total=total, startup=load_startup, pp=e.pp)
+    band = BudgetBand(kv_cache_memory_low_bytes=min(ends[0] for _, ends, _, _ in per_stage),
+                      starts_at_low=False if failed_low is not None else None,
+                      failure_at_low=failed_low.stage if failed_low is not None else None,
+                      kv_cache_memory_high_bytes=min(ends[1] for _, ends, _, _ in per_stage),
+                      basis="every estimated term at its high end (low) and its low end (high): " + ", ".join(
+                          f"{k} {v}" for k, v in (("weights", "±1 %"), ("sampler", e.sampler["basis"]),
+                                                   ("non-torch", _non_torch_basis(e.tp * e.pp, name)))))
+    requested = sizing.requested_memory(total, e.util)
+    failed_load = load_failure(stages, total=total, startup=load_startup, pp=e.pp)
+    warnings = _budget_warnings(e, request, budget_stage, failed_load, requested)
 
     def src(over, what):
         return "override" if over is not None else what
 
-    terms = profile_terms(layout, era, T=T, R=R, exact=exact, offload=bool(offload), overrides={
-        "weights": w_over, "activation": a_over, "non_torch": n_over, "cudagraph": c_over}, stage=budget_stage,
-        weights=weights, encoder=encoder, encoder_why=encoder_why, sampler=sampler,
-        ends=stage_terms[budget_stage.stage], world_size=tp * pp, card_name=name)
+    terms = profile_terms(layout, era, T=e.T, R=e.R, exact=e.exact, offload=bool(e.offload), overrides={
+        "weights": o.weights, "activation": o.activation, "non_torch": o.non_torch, "cudagraph": o.cudagraph},
+        stage=budget_stage, weights=e.weights, encoder=e.encoder, encoder_why=e.encoder_why, sampler=e.sampler,
+        ends=per_stage[budget_stage.stage][3], world_size=e.tp * e.pp, card_name=name)
 
     bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE for t in terms}
+    weights, extensible = e.weights, e.extensible
     return Budget(
         gpu=name,
         gpu_memory_bytes=total,
-        gpu_memory_source=mem_source,
-        kv_cache_sizing=mode,
+        gpu_memory_source=e.card.memory_source,
+        kv_cache_sizing=e.mode,
         kv_cache_sizing_source=mode_source,
-        gpu_memory_utilization=util,
+        gpu_memory_utilization=e.util,
         gpu_memory_utilization_source=util_source,
         requested_memory_bytes=requested,
-        tensor_parallel_size=tp,
-        pipeline_parallel_size=pp,
+        tensor_parallel_size=e.tp,
+        pipeline_parallel_size=e.pp,
         weights_bytes=budget_stage.weights_bytes,
-        weights_source=src(w_over, ("checkpoint metadata" if weights is not None and weights.basis ==
-                                     CHECKPOINT_METADATA else "meta-device count" if exact
-                                     else "analytic count from the config")
-                           + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if offload else "")),
+        weights_source=_weights_source(e, b.cpu_offload_gb),
         activation_peak_bytes=budget_stage.activation_peak_bytes,
-        activation_source=src(a_over, "estimate"),
+        activation_source=src(o.activation, "estimate"),
         non_torch_bytes=budget_stage.non_torch_bytes,
-        non_torch_source=src(n_over, "estimate"),
+        non_torch_source=src(o.non_torch, "estimate"),
         cudagraph_bytes=budget_stage.cudagraph_bytes,
-        cudagraph_source=src(c_over, "estimate" if subtracts_cudagraph_memory(era)
+        cudagraph_source=src(o.cudagraph, "estimate" if subtracts_cudagraph_memory(era)
                              else f"not subtracted by {era.name}"),
         cudagraph_resident_bytes=budget_stage.cudagraph_resident_bytes,
-        startup_memory_bytes=startup if extensible else None,
-        startup_memory_source=(src(s_over, "estimate") if extensible
+        startup_memory_bytes=e.startup if extensible else None,
+        startup_memory_source=(src(o.startup, "estimate") if extensible
                                else "not subtracted by the profiled sizing"),
-        sizing_margin_floor_bytes=margin_floor if extensible else None,
+        sizing_margin_floor_bytes=e.margin_floor if extensible else None,
         tentative_kv_cache_memory_bytes=budget_stage.tentative_kv_cache_memory_bytes,
         transient_reserve_bytes=budget_stage.transient_reserve_bytes,
         sizing_margin_bytes=budget_stage.sizing_margin_bytes,
@@ -501,13 +579,13 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
             bytes_by_kind=weights.stages[budget_stage.stage].bytes_by_kind,
             notes=tuple(weights.notes),
         ),
-        max_num_batched_tokens=T,
-        max_num_seqs=R,
+        max_num_batched_tokens=e.T,
+        max_num_seqs=e.R,
         **bases,
         profile_terms=terms,
         band=band,
-        formula=sizing.FORMULAS[mode],
-        formula_source=sizing.formula_source(era, mode),
+        formula=sizing.FORMULAS[e.mode],
+        formula_source=sizing.formula_source(era, e.mode),
         warnings=tuple(warnings),
     )
 

@@ -17,7 +17,7 @@ kvplan checks 2 and 3 per pipeline stage against ``gpu_memory − startup``, whe
 the start-up memory estimate of ``kvplan.budget.estimate`` (the CUDA context; NCCL when tp·pp > 1)
 unless ``--startup-memory`` gives it. The figures are kvplan's estimates and the message is
 kvplan's wording (vLLM's is torch's OOM text, with the size of the allocation that failed).
-A smaller KV budget cannot fix either: the fix is a deployment change (``kvplan.usecases.scenario
+A smaller KV budget cannot fix either: the fix is a deployment change (``kvplan.usecases.fix_search
 .load_fixes``: a larger tensor- or pipeline-parallel size, a quantized checkpoint, a larger card).
 """
 

@@ -53,7 +53,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.compare import (DEFAULT_N_UBATCH, CompareInputs, EngineAnswer, EngineRow, EngineStages, Figure,
-                                    reaches, rounded)
+                                    reaches, require_version, rounded)
+from kvplan.engines.engine import CompareRun
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
@@ -382,3 +383,23 @@ def advise_llamacpp(costs: tuple[LayerCost, ...],
 def llamacpp_compared(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound) -> EngineAnswer:
     """llama.cpp's answer to the workload: its row and its ``-np`` / ``-c`` advice."""
     return EngineAnswer((llamacpp_row(costs, inputs, lb),), advise_llamacpp(costs, inputs))
+
+
+class LlamaCpp:
+    """llama.cpp in ``kvplan compare`` (``kvplan.engines.engine.Engine``)."""
+
+    name: str = "llamacpp"
+    title: str = "llama.cpp"
+    version_option: str | None = "llamacpp_build"
+
+    def versions(self, given: str | None) -> dict[str, str]:
+        return {"llamacpp": require_version("--llamacpp-build", given, LLAMACPP_BUILD, self.title)}
+
+    def compared(self, run: CompareRun) -> EngineAnswer:
+        return llamacpp_compared(run.costs, run.inputs, run.lower_bound)
+
+    def warnings(self, run: CompareRun) -> list[str]:
+        return []
+
+
+ENGINE = LlamaCpp()

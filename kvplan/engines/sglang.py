@@ -67,7 +67,8 @@ from typing import Literal
 
 from kvplan.engines.compare import (DEFAULT_MAMBA_FULL_MEMORY_RATIO, DEFAULT_SWA_EVICTION_INTERVAL,
                                     DEFAULT_SWA_FULL_TOKENS_RATIO, NO_SCORE, CompareInputs, EngineAnswer, EngineRow,
-                                    EngineStages, Figure, reaches, rounded)
+                                    EngineStages, Figure, reaches, require_version, rounded)
+from kvplan.engines.engine import CompareRun
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.results.advice import NotApplicable, SglangAdvice, SglangNoChange, SglangNoRatio
@@ -562,3 +563,23 @@ def sglang_compared(costs: tuple[LayerCost, ...], architecture: str | None, inpu
                     lb: LowerBound) -> EngineAnswer:
     """SGLang's answer to the workload: its row and its ``--swa-full-tokens-ratio`` advice."""
     return EngineAnswer((sglang_row(costs, architecture, inputs, lb),), advise_sglang(costs, architecture, inputs))
+
+
+class SGLang:
+    """SGLang in ``kvplan compare`` (``kvplan.engines.engine.Engine``)."""
+
+    name: str = "sglang"
+    title: str = "SGLang"
+    version_option: str | None = "sglang_version"
+
+    def versions(self, given: str | None) -> dict[str, str]:
+        return {"sglang": require_version("--sglang-version", given, SGLANG_VERSION, self.title)}
+
+    def compared(self, run: CompareRun) -> EngineAnswer:
+        return sglang_compared(run.costs, run.architecture, run.inputs, run.lower_bound)
+
+    def warnings(self, run: CompareRun) -> list[str]:
+        return []
+
+
+ENGINE = SGLang()

@@ -82,7 +82,8 @@ from fractions import Fraction
 
 from kvplan.engines.compare import (DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, GUARANTEED_NO_EVICT, NO_SCORE,
                                     TOKENS_PER_BLOCK, CompareInputs, EngineAnswer, EngineRow, EngineStages, Figure,
-                                    reaches, rounded)
+                                    reaches, require_version, rounded)
+from kvplan.engines.engine import CompareRun
 from kvplan.engines.layer_costs import FULL, STATE, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
@@ -742,3 +743,28 @@ def trtllm_compared(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: Low
     """TensorRT-LLM's answer to the workload: its row and its advice (window shares; a Mamba hybrid's
     settings first)."""
     return EngineAnswer((trtllm_row(costs, inputs, lb),), advise_trtllm(costs, inputs))
+
+
+class TensorRTLLM:
+    """TensorRT-LLM in ``kvplan compare`` (``kvplan.engines.engine.Engine``)."""
+
+    name: str = "trtllm"
+    title: str = "TensorRT-LLM"
+    version_option: str | None = "trtllm_version"
+
+    def versions(self, given: str | None) -> dict[str, str]:
+        return {"trtllm": require_version("--trtllm-version", given, TRTLLM_VERSION, self.title),
+                "trtllm_commit": TRTLLM_COMMIT}
+
+    def compared(self, run: CompareRun) -> EngineAnswer:
+        return trtllm_compared(run.costs, run.inputs, run.lower_bound)
+
+    def warnings(self, run: CompareRun) -> list[str]:
+        if not run.has_mamba or run.architecture in TRTLLM_MAMBA_HYBRIDS:
+            return []
+        return [f"TensorRT-LLM {TRTLLM_VERSION} builds its Mamba hybrid cache (MambaHybridCacheManager) for "
+                "Nemotron-H and Qwen3-Next only (_util.py get_kv_cache_manager_cls); its row applies those "
+                f"rules to {run.architecture}"]
+
+
+ENGINE = TensorRTLLM()

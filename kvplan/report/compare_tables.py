@@ -5,12 +5,13 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from kvplan.engines.registry import titles
 from kvplan.report import width
 from kvplan.report.width import Col, fill, fitted_table
 from kvplan.units import format_bytes, plural
 
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
-                "lower_bound": "lower bound"}
+# each engine's name as the tables show it, from the registry (kvplan.engines.registry: one line per engine)
+ENGINE_NAMES = titles()
 
 
 def _console() -> Console:

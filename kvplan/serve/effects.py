@@ -85,7 +85,6 @@ REFUSED_WHY: dict[str, str] = {
     "cp_kv_cache_interleave_size": "interleaves KV tokens over context-parallel ranks",
     "dcp_kv_cache_interleave_size": "interleaves KV tokens over decode-context-parallel ranks",
     "kv_cache_dtype_skip_layers": "keeps the named layers' KV in the model dtype",
-    "mamba_block_size": "sets the Mamba block size instead of vLLM's alignment rule",
     "mamba_cache_dtype": "changes the Mamba state's dtype (page size)",
     "mamba_ssm_cache_dtype": "changes the Mamba SSM state's dtype (page size)",
     "use_replayssm": "adds ReplaySSM history buffers to the Mamba state",
@@ -239,9 +238,20 @@ NO_EFFECT_DESTS = frozenset({
 })
 
 
+def option_of(dest: str) -> str | None:
+    """The kvplan option a ``vllm serve`` flag sets: ``OPTION_OF``'s, or an option of the table declared with its
+    deployment part (``Option.part``) under vLLM's own name."""
+    from kvplan.options import OPTIONS
+
+    if dest in OPTION_OF:
+        return OPTION_OF[dest]
+    o = OPTIONS.get(dest)
+    return dest if o is not None and o.part is not None and o.vllm and o.scenario else None
+
+
 def effect_of(dest: str, group: str | None) -> str | None:
     """The class of a flag (None: not classified; the reader refuses it as unknown)."""
-    if dest in OPTION_OF or dest in HANDLED:
+    if option_of(dest) is not None or dest in HANDLED:
         return APPLIED
     if dest in REFUSED_WHY:
         return REFUSED

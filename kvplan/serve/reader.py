@@ -170,8 +170,7 @@ class _Reader:
                 self.row(g, fx.NO_EFFECT)
             elif effect == fx.ESTIMATE:
                 self.row(g, fx.ESTIMATE, note=f"{fx.ESTIMATE_WHY[dest]}: not read by kvplan's budget estimate")
-            elif dest in fx.OPTION_OF:
-                name = fx.OPTION_OF[dest]
+            elif (name := fx.option_of(dest)) is not None:
                 value = g.value if g.value is not None else None
                 mine = _kvplan_flag_abbreviating(g)
                 try:

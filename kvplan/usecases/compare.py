@@ -1,5 +1,6 @@
-"""`compare`: one model, budget and workload through vLLM (eras and proposals), SGLang,
-TensorRT-LLM, llama.cpp and the exact windowed need, plus knob advice, as a result record.
+"""`compare`: one model, budget and workload through every engine of the registry (``kvplan.engines.registry``:
+vLLM's eras and proposals, SGLang, TensorRT-LLM, llama.cpp) and the exact windowed need, plus knob advice, as a
+result record.
 
 The options are read once, at the edge (the engines' knobs with them); vLLM's plans come from the
 scenario use case (the main policy's, then ``plans_under`` for the other policies and the threshold
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.engines.compare import CompareInputs, EngineRow
+from kvplan.engines.engine import CompareRun
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.engines.vllm.eras import Era
 from kvplan.errors import OptionError, UnsupportedError
@@ -22,7 +24,8 @@ from kvplan.results.envelope import Envelope
 from kvplan.results.records import CompareBody, EngineVersions
 from kvplan.usecases.envelope import envelope
 from kvplan.usecases.records import engine_row, model_record, serving_record, speculative_record
-from kvplan.usecases.scenario import plans_under, run_scenario, scenario_from, serving_options
+from kvplan.usecases.pipeline import plans_under, serving_options
+from kvplan.usecases.scenario import run_scenario, scenario_from
 
 # the options compare hands to the other engines as they are (CompareInputs' fields of the same names)
 ENGINE_KNOBS = (
@@ -68,7 +71,7 @@ def _length(r) -> int | None:
 class Comparison:
     """Every engine on one workload, each engine's answer in its place."""
 
-    inputs: CompareInputs  # the workload and the knobs
+    run: CompareRun  # what every engine answered from: the layers' costs, the workload and the knobs, vLLM's plans
     lower_bound: LowerBound  # the floor: the exact windowed need
     rows: tuple[EngineRow, ...]  # vLLM's (one per policy, the main policy's first), SGLang's, TensorRT-LLM's, ...
     advice: Advice  # each engine's knob for the workload
@@ -78,34 +81,27 @@ class Comparison:
 
 
 def compare_engines(costs, architecture: str | None, inputs: CompareInputs, vllm_plans=(),
-                    vllm_tried: dict | None = None) -> Comparison:
-    """Every engine on the same layers (their ``layer_costs``), budget and length, each asked once for its
-    row and its advice. ``vllm_plans``: ready plans, the main policy's first (compare runs them through the
-    scenario use case, so they match ``simulate`` exactly); ``vllm_tried``: the main plan under each of
-    ``vllm_thresholds(vllm_plans[0])`` (None: no vLLM advice)."""
-    from kvplan.engines.llamacpp import llamacpp_compared
+                    vllm_tried: dict | None = None, *, has_mamba: bool = False) -> Comparison:
+    """Every engine of the registry (``kvplan.engines.registry.ENGINES``) on the same layers (their ``layer_costs``),
+    budget and length, each asked once for its row and its advice. ``vllm_plans``: ready plans, the main policy's
+    first (compare runs them through the pipeline, so they match ``simulate`` exactly); ``vllm_tried``: the main plan
+    under each of ``vllm_thresholds(vllm_plans[0])`` (None: no vLLM advice)."""
     from kvplan.engines.lower_bound import lower_bound, lower_bound_row
-    from kvplan.engines.sglang import sglang_compared
-    from kvplan.engines.trtllm import trtllm_compared
-    from kvplan.engines.vllm.compare import vllm_compared
+    from kvplan.engines.registry import ENGINES
 
     lb = lower_bound(costs, inputs.target_len_tokens, inputs.kv_cache_memory_bytes)
-    vllm = vllm_compared(list(vllm_plans), vllm_tried, lb, inputs.target_concurrency)
-    sglang = sglang_compared(costs, architecture, inputs, lb)
-    trtllm = trtllm_compared(costs, inputs, lb)
-    llamacpp = llamacpp_compared(costs, inputs, lb)
-    rows = (*vllm.rows, *sglang.rows, *trtllm.rows, *llamacpp.rows, lower_bound_row(lb))
+    run = CompareRun(tuple(costs), architecture, inputs, lb, tuple(vllm_plans), vllm_tried, has_mamba)
+    answers = {e.name: e.compared(run) for e in ENGINES}
+    rows = (*(row for a in answers.values() for row in a.rows), lower_bound_row(lb))
     advice = Advice(target_len_tokens=inputs.target_len_tokens, target_concurrency=inputs.target_concurrency,
-                    vllm=vllm.advice, sglang=sglang.advice, trtllm=trtllm.advice, llamacpp=llamacpp.advice)
-    return Comparison(inputs, lb, rows, advice)
+                    **{name: a.advice for name, a in answers.items()})  # type: ignore[arg-type]  # each its own record
+    return Comparison(run, lb, rows, advice)
 
 
 def compare(model: str, **options) -> Envelope:
-    from kvplan.engines.compare import require_version
     from kvplan.engines.layer_costs import layer_costs
-    from kvplan.engines.llamacpp import LLAMACPP_BUILD
-    from kvplan.engines.sglang import SGLANG_VERSION
-    from kvplan.engines.trtllm import TRTLLM_COMMIT, TRTLLM_MAMBA_HYBRIDS, TRTLLM_VERSION, parse_shares
+    from kvplan.engines.registry import ENGINES
+    from kvplan.engines.trtllm import parse_shares
     from kvplan.engines.vllm.compare import vllm_thresholds
 
     # the edge: every option read and checked once, before anything runs
@@ -115,11 +111,8 @@ def compare(model: str, **options) -> Envelope:
                                "not supported (use `kvplan simulate` for vLLM's pipeline stages)")
     length = _length(r)
     shares = parse_shares(r["trtllm_window_shares"]) if r["trtllm_window_shares"] else None
-    versions = EngineVersions(
-        sglang=require_version("--sglang-version", r["sglang_version"], SGLANG_VERSION, "SGLang"),
-        trtllm=require_version("--trtllm-version", r["trtllm_version"], TRTLLM_VERSION, "TensorRT-LLM"),
-        trtllm_commit=TRTLLM_COMMIT,
-        llamacpp=require_version("--llamacpp-build", r["llamacpp_build"], LLAMACPP_BUILD, "llama.cpp"))
+    versions = EngineVersions(**{k: v for e in ENGINES
+                                 for k, v in e.versions(r[e.version_option] if e.version_option else None).items()})
     extra = parse_policies(r["policies"], r["policy"])
     knobs = {name: r[name] for name in ENGINE_KNOBS}
     scenario = replace(scenario_from(model, r.values), max_model_len=length)
@@ -138,7 +131,9 @@ def compare(model: str, **options) -> Envelope:
         num_speculative_tokens=layout.num_speculative_tokens or 0, **knobs,
     )
     architecture = layout.target.architecture
-    comparison = compare_engines(layer_costs(layout.layers), architecture, inputs, [plan, *extra_plans], tried)
+    has_mamba = any(ls.spec.kind == "mamba" for ls in layout.layers)
+    comparison = compare_engines(layer_costs(layout.layers), architecture, inputs, [plan, *extra_plans], tried,
+                                 has_mamba=has_mamba)
 
     warnings = list(layout.warnings)
     tp = d.serving.tensor_parallel_size
@@ -148,14 +143,12 @@ def compare(model: str, **options) -> Envelope:
     if d.serving.decode_context_parallel_size > 1 or d.serving.pipeline_parallel_size > 1:
         warnings.append("pipeline and decode-context parallelism are modelled for vLLM only; the other engines' "
                         "rows keep every layer and every token on one rank")
-    if any(ls.spec.kind == "mamba" for ls in layout.layers) and architecture not in TRTLLM_MAMBA_HYBRIDS:
-        warnings.append(f"TensorRT-LLM {TRTLLM_VERSION} builds its Mamba hybrid cache (MambaHybridCacheManager) for "
-                        "Nemotron-H and Qwen3-Next only (_util.py get_kv_cache_manager_cls); its row applies those "
-                        f"rules to {architecture}")
+    for e in ENGINES:  # what each engine's rows do not model for this model
+        warnings += e.warnings(comparison.run)
     body = CompareBody(
         model=model_record(layout.target), drafter=model_record(layout.drafter), speculative=speculative_record(layout),
         serving=serving_record(serving_options(d.serving, d.era), layout), engine_versions=versions,
-        workload=comparison.inputs, lower_bound=comparison.lower_bound,
+        workload=comparison.run.inputs, lower_bound=comparison.lower_bound,
         engines=tuple(engine_row(row) for row in comparison.rows), advice=comparison.advice, budget=main.budget)
     return envelope("compare", options=r, outcome=Outcome(ok=True), body=body, model=layout.target,
                     drafter=layout.drafter, era=plan.era,

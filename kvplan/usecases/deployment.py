@@ -8,10 +8,32 @@ model (``ModelInput``, ``ServingInput``, era) → ``ModelLayout``; budget (layou
 part, under its own name and with its Scenario type (``tests/test_deployment.py`` checks both).
 """
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, make_dataclass, replace
+from typing import TYPE_CHECKING
+
+from kvplan import options as _o
 
 from kvplan.budget.hardware import GpuCard
+from kvplan.budget.request import BudgetInput
 from kvplan.engines.vllm.eras import Era
+
+
+# The type each option kind parses to (Option.parse): sizes in bytes, max_model_len in tokens
+# (-1 = auto-fit), --gpu-memory in GiB, the VLLM_* variables, --model-map and --set as text maps.
+# A kind missing here fails on import (the Scenario cannot be generated), not at the first use.
+KIND_TYPES: dict[str, type] = {
+    _o.STR: str, _o.INT: int, _o.FLOAT: float, _o.SIZE: int, _o.GIB: float, _o.LENGTH: int, _o.BOOL: bool,
+    _o.TRISTATE: bool, _o.CHOICE: str, _o.JSON: dict, _o.POLICY_NAME: str, _o.ENV: dict[str, str],
+    _o.MAP: dict[str, str], _o.SETTINGS: dict[str, str],
+}
+
+
+def _field_type(o) -> object:
+    """An option's Scenario field type: its kind's type, ``| None`` unless the table gives a default."""
+    if o.kind not in KIND_TYPES:
+        raise TypeError(f"option {o.name}: kind {o.kind!r} has no type in kvplan.usecases.deployment.KIND_TYPES")
+    t = KIND_TYPES[o.kind]
+    return t if o.default is not None else t | None
 
 
 @dataclass(frozen=True)
@@ -107,46 +129,25 @@ class SchedulerInput:
         return tokens, seqs
 
 
-# the sizes that replace an estimated part of the budget (``kv_budget``'s overrides)
-BUDGET_OVERRIDES = ("weights_memory", "activation_memory", "non_torch_memory", "cudagraph_memory", "startup_memory")
+def _with_table_fields(cls: type, part: str) -> type:
+    """``cls`` with a field for each option of the table that names ``part`` (``Option.part``), typed by its kind
+    and with its default: such an option is declared once, in the table, and lands in its part here."""
+    extra = [(o.name, _field_type(o), field(default=o.default)) for o in _o.scenario_options() if o.part == part]
+    if not extra:
+        return cls
+    made = make_dataclass(cls.__name__, extra, bases=(cls,), frozen=True)
+    made.__module__, made.__doc__ = cls.__module__, cls.__doc__
+    return made
 
 
-@dataclass(frozen=True)
-class BudgetInput:
-    """The memory budget: a KV size given, or the card and what shares it (the budget layer's input)."""
+if not TYPE_CHECKING:  # a type checker sees the declared fields; the table's are read by name (``table_fields``)
+    SchedulerInput = _with_table_fields(SchedulerInput, "scheduler")
+    ServingInput = _with_table_fields(ServingInput, "serving")
 
-    kv_cache_memory: int | None = None
-    gpu: str | None = None
-    gpu_memory: float | None = None
-    gpu_memory_utilization: float | None = None
-    enable_extensible_kv_cache: bool | None = None
-    quantization: str | None = None
-    cpu_offload_gb: float | None = None
-    weights_memory: int | None = None
-    activation_memory: int | None = None
-    non_torch_memory: int | None = None
-    cudagraph_memory: int | None = None
-    startup_memory: int | None = None
-    exact_params: bool = False
-    # the card of --gpu / --gpu-memory, resolved at the edge (kvplan.budget.hardware.gpu_card); None without
-    # either, or for a BudgetInput made by hand (the budget then resolves gpu and gpu_memory itself)
-    card: GpuCard | None = None
 
-    @property
-    def on_card(self) -> bool:
-        """The budget is estimated from a card (``--gpu`` / ``--gpu-memory``)."""
-        return self.gpu is not None or self.gpu_memory is not None
-
-    @property
-    def counts_weights(self) -> bool:
-        """The budget stage will count the weights: a budget estimated from the card (no KV size given) with
-        the weights or the activation left to the estimate."""
-        return (self.kv_cache_memory is None and self.on_card
-                and (self.weights_memory is None or self.activation_memory is None))
-
-    def overrides(self) -> dict[str, int]:
-        """The override sizes given (bytes), for ``kv_budget``."""
-        return {k: getattr(self, k) for k in BUDGET_OVERRIDES if getattr(self, k) is not None}
+def table_fields(part: object) -> dict[str, object]:
+    """The values of the fields a part takes from the option table (``Option.part``), by name."""
+    return {o.name: getattr(part, o.name) for o in _o.scenario_options() if o.part is not None and hasattr(part, o.name)}
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,8 @@ def diff(model: str | None = None, *, from_release: str, to_release: str, max_lo
     from kvplan.engines.vllm.eras import decision_fields
     from kvplan.usecases.deployment import under
     from kvplan.usecases.intake import read_deployment
-    from kvplan.usecases.scenario import run_deployment, run_scenario
+    from kvplan.usecases.pipeline import run_deployment
+    from kvplan.usecases.scenario import run_scenario
 
     a_rel, b_rel = _release(from_release), _release(to_release)
     intake = read_deployment(model, **given)
@@ -96,7 +97,7 @@ def diff(model: str | None = None, *, from_release: str, to_release: str, max_lo
     for name in [*differing, RELEASE]:
         values = {"release": b_era.stands_for} if name == RELEASE else {name: getattr(b_era, name)}
         try:
-            alone = run_deployment(under(a.deployment, replace(a_era, **values), threshold), fixes=False)
+            alone = run_deployment(under(a.deployment, replace(a_era, **values), threshold))
             moved_by[name] = _moved(fa, figures(alone))
         except Exception:  # a decision that cannot stand alone (its partner decision missing) moves nothing alone
             moved_by[name] = set()
@@ -134,7 +135,7 @@ def _pair_causes(unexplained: list[str], differing: list[str], a, a_era, b_era, 
     from itertools import combinations
 
     from kvplan.usecases.deployment import under
-    from kvplan.usecases.scenario import run_deployment
+    from kvplan.usecases.pipeline import run_deployment
 
     out: dict[str, list[tuple[str, str]]] = {}
     if not unexplained:
@@ -142,8 +143,7 @@ def _pair_causes(unexplained: list[str], differing: list[str], a, a_era, b_era, 
     for pair in combinations(differing, 2):
         values = {f: getattr(b_era, f) for f in pair}
         try:
-            moved = _moved(fa, figures(run_deployment(under(a.deployment, replace(a_era, **values), threshold),
-                                                      fixes=False)))
+            moved = _moved(fa, figures(run_deployment(under(a.deployment, replace(a_era, **values), threshold))))
         except Exception:
             continue
         for k in unexplained:

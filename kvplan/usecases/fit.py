@@ -29,8 +29,9 @@ from kvplan.bounds import MAX_HEADS
 from kvplan.errors import KvplanError, OptionError
 from kvplan.budget.load import STAGES as LOAD_STAGES
 from kvplan.results.budget import Budget, GivenBudget
-from kvplan.usecases.scenario import (Scenario, build_layout, hardware_budget, kv_bytes_at, plan_scenario,
-                                      serving_of, with_load_failure)
+from kvplan.usecases.pipeline import (budget_stage, engine_stage, kv_bytes_at, layout_of, serving_options,
+                                      with_load_failure)
+from kvplan.usecases.scenario import Scenario
 from kvplan.results import outcome
 from kvplan.usecases.envelope import plan_outcome
 from kvplan.results.envelope import Envelope
@@ -40,6 +41,7 @@ from kvplan.results.fit import (
     UtilizationBoundary, UtilizationCapacity,
 )
 from kvplan.results.records import FitBody, GpuRow, GpusBody
+from kvplan.results.summary import PlanSummary
 from kvplan.units import Bisection
 
 UTILIZATION_STEP = 0.001
@@ -66,8 +68,9 @@ class _Budgeted:
 def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
 
     era = era or s.era
-    layout = layout or build_layout(s)
-    return _Budgeted(s, layout, era, hardware_budget(s, layout, era))
+    layout = layout or layout_of(s.deployment)
+    d = s.deployment
+    return _Budgeted(s, layout, era, budget_stage(layout, d.budget, d.scheduler, d.serving, era))
 
 
 def _largest(holds, lo: int, hi: int) -> int:
@@ -82,7 +85,9 @@ def _largest(holds, lo: int, hi: int) -> int:
 def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
     """One vLLM simulation of ``b``'s layout with ``kv_bytes`` per GPU (-1 = auto-fit)."""
 
-    plan = plan_scenario(b.scenario, b.layout, b.era, kv_bytes, max_model_len, b.estimated)
+    d = b.scenario.deployment
+    plan = engine_stage(b.layout, d.scheduler, d.serving, b.era, kv_bytes=kv_bytes, max_model_len=max_model_len,
+                        budget=b.estimated)
     failed = b.estimated.load_failure if b.estimated is not None else None
     # the weights (or the profile run) do not fit the card: vLLM stops before the KV cache, at any length
     return with_load_failure(plan, failed) if failed else plan
@@ -91,13 +96,13 @@ def simulate_at(b: _Budgeted, *, kv_bytes: int, max_model_len: int | None):
 def layout_decision(plan) -> LayoutDecision:
     """The grouping behind an answer, in vLLM's words, and the start-up outcome."""
     w0 = plan.workers[0] if plan.workers else None
+    s = PlanSummary.of(plan)
     return LayoutDecision(
-        max_model_len=plan.max_model_len, group_size=plan.group_size, num_groups=plan.num_groups,
-        num_padding_layers=plan.num_padding_layers, padding_waste_pct=round(plan.padding_waste_pct, 4),
-        page_size_bytes=plan.page_size_bytes, bytes_per_block=w0.bytes_per_block if w0 else 0,
-        num_blocks=plan.num_blocks, blocks_per_request=sum(plan.blocks_per_request),
-        max_concurrency=round(plan.max_concurrency, 6),
-        steady_state_concurrency=round(plan.steady_state_concurrency, 6),
+        max_model_len=s.max_model_len, group_size=s.group_size, num_groups=s.num_groups,
+        num_padding_layers=s.num_padding_layers, padding_waste_pct=s.padding_waste_pct,
+        page_size_bytes=s.page_size_bytes, bytes_per_block=w0.bytes_per_block if w0 else 0,
+        num_blocks=s.num_blocks, blocks_per_request=sum(plan.blocks_per_request),
+        max_concurrency=s.max_concurrency, steady_state_concurrency=s.steady_state_concurrency,
         kv_cache_size_tokens=plan.kv_cache_size_tokens, outcome=plan_outcome(plan))
 
 
@@ -186,12 +191,13 @@ def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> ContextAnsw
     if best < limit:
         over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
         boundary = ContextBoundary(LengthCapacity(best, _capacity(at)),
-                                   OneMoreToken(best + 1, round(over.max_concurrency, 6),
-                                                round(over.steady_state_concurrency, 6), plan_outcome(over)))
+                                   OneMoreToken(best + 1, PlanSummary.of(over).max_concurrency,
+                                                PlanSummary.of(over).steady_state_concurrency, plan_outcome(over)))
+    s = PlanSummary.of(at)
     return ContextAnswer(
         concurrency=concurrency, max_model_len=best, model_max_model_len=limit, kv_cache_memory_bytes=kv,
-        method=method, layout=layout_decision(at), boundary=boundary, max_concurrency=round(at.max_concurrency, 6),
-        steady_state_concurrency=round(at.steady_state_concurrency, 6),
+        method=method, layout=layout_decision(at), boundary=boundary, max_concurrency=s.max_concurrency,
+        steady_state_concurrency=s.steady_state_concurrency,
         limited_by="limit" if best >= limit else "kv_cache_memory")
 
 
@@ -204,7 +210,8 @@ def _enough(plan, concurrency: float) -> bool:
 
 
 def _capacity(plan) -> Capacity:
-    return Capacity(round(plan.max_concurrency, 6), round(plan.steady_state_concurrency, 6), plan.starts)
+    s = PlanSummary.of(plan)
+    return Capacity(s.max_concurrency, s.steady_state_concurrency, s.starts)
 
 
 def fit_min_utilization(b: _Budgeted, concurrency: float, context_len: int) -> UtilizationAnswer:
@@ -304,7 +311,7 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
     for tp in track(tp_sizes, "fit: tensor-parallel sizes"):
         st = replace(s, tensor_parallel_size=tp, gpu_memory=None)
         try:
-            layout = layouts.get(tp) or build_layout(st)
+            layout = layouts.get(tp) or layout_of(st.deployment)
             layouts[tp] = layout
         except KvplanError as e:
             for g in gpus:
@@ -320,15 +327,16 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
             L = length if length is not None else _model_max_len(b)
             plan = simulate_at(b, kv_bytes=b.budget.kv_cache_memory_bytes, max_model_len=L)
             enough = plan.starts and (concurrency is None or _enough(plan, concurrency / dp))
+            ps = PlanSummary.of(plan)
             rows.append(GpuTableRow(
                 gpu=g, tensor_parallel_size=tp, num_gpus=tp * s.pipeline_parallel_size * dp,
                 gpu_memory_bytes=GPU_PRESETS[g].memory_bytes, weights_bytes=b.budget.weights_bytes,
                 # no KV cache when vLLM runs out of memory loading the weights or in the profile run
                 kv_cache_memory_bytes=None if b.budget.load_failure else b.budget.kv_cache_memory_bytes,
-                max_model_len=L, outcome=plan_outcome(plan), max_concurrency=round(plan.max_concurrency, 6),
-                steady_state_concurrency=round(plan.steady_state_concurrency, 6), kv_tokens=plan.kv_tokens,
-                group_size=plan.group_size, num_groups=plan.num_groups, num_padding_layers=plan.num_padding_layers,
-                padding_waste_pct=round(plan.padding_waste_pct, 4), enough=enough, data_parallel_size=dp,
+                max_model_len=L, outcome=plan_outcome(plan), max_concurrency=ps.max_concurrency,
+                steady_state_concurrency=ps.steady_state_concurrency, kv_tokens=ps.kv_tokens,
+                group_size=ps.group_size, num_groups=ps.num_groups, num_padding_layers=ps.num_padding_layers,
+                padding_waste_pct=ps.padding_waste_pct, enough=enough, data_parallel_size=dp,
                 total_kv_tokens=plan.kv_tokens * dp, total_max_concurrency=round(plan.max_concurrency * dp, 6),
                 total_steady_state_concurrency=round(plan.steady_state_concurrency * dp, 6),
                 host_memory_bytes=plan.host_tier.cpu_kv_cache_size_bytes * dp
@@ -385,7 +393,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     warnings: list[str] = []
     on_gpu = s.gpu is not None or s.gpu_memory is not None
     layouts: dict[int, object] = {}
-    base_layout = build_layout(s)
+    base_layout = layout_of(s.deployment)
     layouts[s.tensor_parallel_size] = base_layout
     era = s.era
     budget = max_len = min_util = ctx = table_rows = None
@@ -417,7 +425,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     body = FitBody(
         engine="vllm", policy=policy_record(era), model=model_record(base_layout.target),
         drafter=model_record(base_layout.drafter), speculative=speculative_record(base_layout),
-        serving=serving_record(serving_of(s), base_layout), budget=budget, max_model_len=max_len,
+        serving=serving_record(serving_options(s.deployment.serving, era), base_layout), budget=budget, max_model_len=max_len,
         min_gpu_memory_utilization=min_util, max_context_len_for_concurrency=ctx, gpus=table_rows,
         estimated=estimated)
     return FitAnswer(body, (*base_layout.warnings, *warnings), base_layout)
@@ -430,7 +438,8 @@ def fit(model: str, **options) -> Envelope:
     from kvplan.options import FIT, resolve
     from kvplan.results import outcome
     from kvplan.usecases.envelope import envelope
-    from kvplan.usecases.scenario import SPEC_TOKENS_FIX, scenario_from
+    from kvplan.usecases.fix_search import SPEC_TOKENS_FIX
+    from kvplan.usecases.scenario import scenario_from
 
     r = resolve(FIT, options)
     table = r["table"]

@@ -62,7 +62,8 @@ class _Search:
         self.first_failure: str | None = None
 
     def prove(self, sc) -> _Proof:
-        from kvplan.usecases.scenario import engine_stage, run_scenario
+        from kvplan.usecases.pipeline import engine_stage
+        from kvplan.usecases.scenario import run_scenario
 
         self.simulated += 1
         try:

@@ -7,7 +7,8 @@ from kvplan.results import outcome
 from kvplan.results.envelope import Envelope
 from kvplan.usecases.records import inspect_body
 from kvplan.usecases.envelope import envelope
-from kvplan.usecases.scenario import build_layout, scenario_from, serving_of
+from kvplan.usecases.pipeline import layout_of, serving_options
+from kvplan.usecases.scenario import scenario_from
 
 
 def layout_refusals(layout, era) -> list[str]:
@@ -27,7 +28,8 @@ def layout_refusals(layout, era) -> list[str]:
 def inspect(model: str, **options) -> Envelope:
     r = resolve(INSPECT, options)
     scenario = scenario_from(model, r.values)
-    layout = build_layout(scenario)
-    body = inspect_body(layout, serving_of(scenario))
+    d = scenario.deployment
+    layout = layout_of(d)
+    body = inspect_body(layout, serving_options(d.serving, d.era))
     return envelope("inspect", options=r, outcome=outcome(ok=True), body=body, model=layout.target,
                     drafter=layout.drafter, warnings=[*layout_refusals(layout, scenario.policy_era), *layout.warnings])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kvplan.results.summary import PlanSummary
 from kvplan.results.budget import Budget, DeviceBudget
 from kvplan.results.data import bytes_per_token, kind_label, layer_index
 from kvplan.results.records import (
@@ -247,7 +248,7 @@ def _grouping(plan) -> Grouping | None:
     return Grouping(
         path=d.path, min_count=d.min_count, max_count=d.max_count, threshold=d.threshold, group_size=d.group_size,
         num_groups=plan.num_groups, num_padding_layers=d.num_padding_layers,
-        padding_waste_pct=round(plan.padding_waste_pct, 4),
+        padding_waste_pct=PlanSummary.of(plan).padding_waste_pct,
         block_size_changes=tuple(BlockSizeChange(k, a, b) for k, a, b in d.block_size_changes),
         buckets=buckets,
     )
@@ -280,8 +281,8 @@ def _memory(plan, workers: tuple) -> Memory:
         kv_cache_size_tokens=plan.kv_cache_size_tokens,
         kv_cache_size_tokens_blocks_meaning=_blocks_meaning(plan),
         kv_cache_size_tokens_concurrency_meaning=int(plan.max_concurrency * plan.max_model_len),
-        max_concurrency=round(plan.max_concurrency, 6),
-        steady_state_concurrency=round(plan.steady_state_concurrency, 6),
+        max_concurrency=PlanSummary.of(plan).max_concurrency,
+        steady_state_concurrency=PlanSummary.of(plan).steady_state_concurrency,
         effective_concurrency=round(min(plan.max_concurrency, o.max_num_seqs or plan.max_concurrency), 6),
         steady_blocks_per_request=sum(steady.blocks_per_request) if steady else 0,
         prefill_reserve_blocks=steady.prefill_reserve_blocks if steady else 0,
@@ -362,9 +363,9 @@ def deployment_totals(plan, memory: Memory, *, tensor_parallel_size: int,
 
 
 def sweep_row(threshold: float, plan) -> SweepRow:
-    return SweepRow(round(threshold, 6), plan.group_size, plan.num_groups, plan.num_padding_layers,
-                    round(plan.padding_waste_pct, 4), plan.num_blocks, plan.kv_tokens, round(plan.max_concurrency, 6),
-                    plan_outcome(plan))
+    s = PlanSummary.of(plan)
+    return SweepRow(round(threshold, 6), s.group_size, s.num_groups, s.num_padding_layers, s.padding_waste_pct,
+                    s.num_blocks, s.kv_tokens, s.max_concurrency, plan_outcome(plan))
 
 
 def _rounded(v, digits: int):

@@ -417,11 +417,12 @@ _LAYOUTS: dict = {}
 def layout_of(scenario, hand_written: bool = False):
     """kvplan's layout for a scenario (cached by model and serving options); with
     ``hand_written``, the hand-written layer list instead of kvplan's catalog rules."""
-    from kvplan.usecases.scenario import build_layout, serving_of
+    from kvplan.usecases import pipeline
 
-    key = (scenario.model, scenario.drafter, serving_of(scenario), hand_written)
+    d = scenario.deployment
+    key = (scenario.model, scenario.drafter, pipeline.serving_options(d.serving, d.era), hand_written)
     if key not in _LAYOUTS:
-        layout = build_layout(scenario)
+        layout = pipeline.layout_of(d)
         hand = _hand_layers(scenario.model) if scenario.drafter is None and len(layout.ranks) <= 1 else None
         if hand is not None:
             mine = [{"name": ls.name, **spec_to_dict(ls.spec)} for ls in layout.layers]
@@ -439,7 +440,7 @@ def layout_of(scenario, hand_written: bool = False):
 
 def make_runner_case(case: Case, release: str, hand_written: bool = False) -> dict | None:
     """kvplan's simulation of ``case`` under ``release``, as the runner case (the shared builder)."""
-    from kvplan.usecases.scenario import plan_scenario
+    from kvplan.usecases.pipeline import engine_stage
 
     s = scenario_of(case, release)
     if case.use_v2_model_runner is False and s.era.default_model_runner == "v2_only":
@@ -454,7 +455,9 @@ def make_runner_case(case: Case, release: str, hand_written: bool = False) -> di
         # DeepSeek-V4's specs as kvplan builds them are 0.34.0's (SlidingWindowMLASpec, tokens_per_state)
         print(f"  {case.name}: skipped for {release} (DeepSeek-V4 is checked on 0.34.0 only)", file=sys.stderr)
         return None
-    plan = plan_scenario(s, layout, s.policy_era, s.kv_cache_memory, s.max_model_len)
+    d = s.deployment
+    plan = engine_stage(layout, d.scheduler, d.serving, d.policy_era, kv_bytes=s.kv_cache_memory,
+                        max_model_len=s.max_model_len)
     if plan.failure is not None and plan.failure.stage == "config":
         # vLLM refuses it at config time (e.g. the V1 runner pinned on 0.34, which removed it):
         # its planning functions never run, so there is no golden to make

@@ -16,11 +16,13 @@ import math
 from fractions import Fraction
 
 from kvplan.engines.compare import EngineAnswer, EngineRow, reaches, rounded
+from kvplan.engines.engine import CompareRun
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.engines.vllm.group_size import THRESHOLD
 from kvplan.engines.vllm.plan import Plan
 from kvplan.results.advice import VllmAdvice, VllmGrouping, VllmNoThreshold, VllmNotApplicable, VllmTried
 from kvplan.results.engines import VllmDetails, VllmKnobs
+from kvplan.results.summary import PlanSummary
 
 VllmAdviceAny = VllmNotApplicable | VllmNoThreshold | VllmAdvice
 
@@ -47,7 +49,7 @@ def vllm_row(plan: Plan, lb: LowerBound) -> EngineRow:
         group_size=plan.group_size,
         num_groups=plan.num_groups,
         num_padding_layers=plan.num_padding_layers,
-        padding_waste_pct=round(plan.padding_waste_pct, 4),
+        padding_waste_pct=PlanSummary.of(plan).padding_waste_pct,
         page_size_bytes=plan.page_size_bytes,
         num_blocks=plan.num_blocks,
         blocks_per_request=tuple(blocks),
@@ -135,3 +137,24 @@ def vllm_compared(plans: list[Plan], tried: dict[float, Plan] | None, lb: LowerB
     advice on the first plan from ``tried`` (its ``vllm_thresholds`` simulated; None: no advice asked)."""
     advice = None if tried is None or not plans else advise_vllm(plans[0], tried, target_concurrency)
     return EngineAnswer(tuple(vllm_row(p, lb) for p in plans), advice)
+
+
+class VLLM:
+    """vLLM in ``kvplan compare`` (``kvplan.engines.engine.Engine``): its plans come from the pipeline, run by the use
+    case (``run.vllm_plans``), so its rows match ``simulate`` exactly."""
+
+    name: str = "vllm"
+    title: str = "vLLM"
+    version_option: str | None = None
+
+    def versions(self, given: str | None) -> dict[str, str]:
+        return {}  # the release is the policy's (the plans' era)
+
+    def compared(self, run: CompareRun) -> EngineAnswer:
+        return vllm_compared(list(run.vllm_plans), run.vllm_tried, run.lower_bound, run.inputs.target_concurrency)
+
+    def warnings(self, run: CompareRun) -> list[str]:
+        return []
+
+
+ENGINE = VLLM()

@@ -9,11 +9,11 @@ shorter ``--max-model-len`` (the engine's own estimate, checked), a larger
 below 8 GiB), a larger ``--num-gpu-blocks-override`` (the least that starts) or none, and
 ``--no-async-scheduling`` where the in-flight reservation of the windowed layers is what
 does not fit. ``--gpu-memory-utilization`` needs the hardware budget and is found by
-``kvplan.usecases.scenario.utilization_fix``.
+``kvplan.usecases.fix_search.utilization_fix``.
 
 The searches here simulate nothing themselves: each is a generator that yields the engine
 options to try and is sent back the plan they give (``Search``); the use case that drives it
-(``kvplan.usecases.scenario.run_search``) runs every simulation, so this module never calls up
+(``kvplan.usecases.fix_search.run_search``) runs every simulation, so this module never calls up
 or out.
 """
 
@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from kvplan.results.records import Fix
+from kvplan.results.summary import PlanSummary
 from kvplan.units import Bisection, GiB, MiB, cdiv
 
 if TYPE_CHECKING:
@@ -35,11 +36,11 @@ ROUND_GIB_FROM = 8 * GiB
 
 def fix_entry(option: str, value, flag: str, plan) -> Fix:
     """One verified fix: the option, its value, the flag to type and what the engine then does."""
+    s = PlanSummary.of(plan)
     return Fix(
-        option=option, value=value, flag=flag, verified=plan.starts, starts=plan.starts,
-        max_model_len=plan.max_model_len, num_blocks=plan.num_blocks,
-        max_concurrency=round(plan.max_concurrency, 6),
-        steady_state_concurrency=round(plan.steady_state_concurrency, 6),
+        option=option, value=value, flag=flag, verified=s.starts, starts=s.starts,
+        max_model_len=s.max_model_len, num_blocks=s.num_blocks, max_concurrency=s.max_concurrency,
+        steady_state_concurrency=s.steady_state_concurrency,
         result=(f"starts; num_blocks {plan.num_blocks:,}, max_concurrency {plan.max_concurrency:.2f}, "
                 f"steady_state_concurrency {plan.steady_state_concurrency:.2f}"),
     )

@@ -233,60 +233,14 @@ def failed_before_kv_cache(plan: Plan, stage: str, error_type: str, message: str
 
 
 def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
-    era, o, facts, logs = plan.era, plan.options, plan.facts, plan.logs
-    if o.max_model_len == -1 and not era.auto_fit:
-        raise OptionError("--max-model-len auto needs vLLM PR #29431 or later (policy vllm-1.25 or newer)")
-    original = facts.max_model_len if o.max_model_len in (None, -1) else o.max_model_len
-    if original <= 0:
-        raise OptionError("--max-model-len must be a positive number of tokens, or 'auto'")
-    if original > MAX_TOKENS:  # only a config's own length can get here: the flag has this maximum
-        raise OptionError(f"the model's max_model_len {original:,} (from its config) is above kvplan's plausibility "
-                          f"bound of {MAX_TOKENS:,} tokens; pass --max-model-len")
-    plan.original_max_model_len = plan.max_model_len = original
-    plan.parallel_drafting = runner.effective_parallel_drafting(era, facts.speculative_method, o.parallel_drafting)
-    plan.parallel_drafting_note = runner.parallel_drafting_note(era, facts.speculative_method, o.parallel_drafting,
-                                                                facts.drafter_ptd_token)
-    prechecks.check_config(facts, o, era, logs, original)  # vLLM's checks before the KV cache
-
-    plan.hma = hybrid.decide_hma(
-        era,
-        user_disable=o.disable_hybrid_kv_cache_manager,
-        attention_chunk_size=facts.attention_chunk_size,
-        speculative_method=facts.speculative_method,
-        allow_chunked_local_with_hma=o.allow_chunked_local_with_hma,
-        kv_transfer_config=o.kv_transfer_config,
-        logs=logs,
-        kv_events=o.kv_events,
-    )
-    pp = len(ranks) if ranks else 1
-    plan.runner = runner.resolve_model_runner(
-        era, o.use_v2_model_runner, o.async_scheduling, pp=pp, speculative_method=facts.speculative_method,
-        parallel_drafting=plan.parallel_drafting, logs=logs, model=facts.traits,
-    )
-    dcp = o.decode_context_parallel_size
-    specs = {ls.name: ls.spec for ls in plan.layers}
-    packed = era.packed_kv_groups and grouping.block_outermost(specs)
-    if era.kv_buffer_layout == "lbnhc":
-        # after the config-time warnings above; BLHNC where a backend declares only block-outermost layouts
-        logs.append(LAYOUT_LOG_BLHNC if packed else LAYOUT_LOG_033)
-    if not (era.window_head_size_v and era.full_head_size_v):
-        memo: dict[int, KVCacheSpec] = {}
-        specs = {n: memo.setdefault(id(s), _without_head_size_v(s, era)) for n, s in specs.items()}
-    decision = facts.block_size_decision
-    if decision is not None:
-        logs.extend(decision.log_lines)  # update_block_size_for_backend, phase 1 (before the hybrid alignment)
-    specs, plan.mamba = hybrid.align_hybrid_mamba(
-        specs, era,
-        kernel_block_size=decision.kernel_block_size if decision is not None else None,
-        enable_prefix_caching=o.enable_prefix_caching,
-        mamba_cache_mode=o.mamba_cache_mode,
-        mamba_block_size=o.mamba_block_size,
-        mamba_chunk_size=facts.mamba_chunk_size,
-        max_model_len=original,
-        logs=logs,
-    )
-    plan.engine_specs = dict(specs)
+    """vLLM's start-up for ``plan``, in vLLM's order: the length and the config checks, the hybrid manager and the
+    model runner, the specs as the engine sees them, the admission of each worker, the blocks, the capacity (and its
+    log lines), the drafter's group check and the offloading connector's host tier."""
+    original = _config_length(plan)
+    specs, packed = _engine_specs(plan, ranks, original)
+    era, o, logs = plan.era, plan.options, plan.logs
     worker_names = [set(r) for r in ranks] if ranks else [set(specs)]
+    assert plan.runner is not None and plan.hma is not None  # decided by _engine_specs
     batches = runner.max_concurrent_batches(era, plan.runner, len(worker_names))
     plan.workload = _workload(era, o, original, plan.mamba, batches)
     if era.admission == "per_layer":
@@ -311,39 +265,12 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     plan.specs, plan.groups = specs, groups
 
     projected = [sizing.project_groups(groups, names) for names in worker_names]
-    per_worker = o.kv_cache_memory_bytes_per_worker
-    if per_worker is not None and len(per_worker) == len(projected):
-        available = list(per_worker)
-    else:
-        available = [o.kv_cache_memory_bytes for _ in projected]
-    if o.num_gpu_blocks_override is not None and era.override_before_check:
-        for i, pg in enumerate(projected):
-            if pg:
-                bpb = sizing.bytes_per_block(pg)
-                logs.append(
-                    f"Overriding num_gpu_blocks={available[i] // bpb} with "
-                    f"num_gpu_blocks_override={o.num_gpu_blocks_override}"
-                )
-                available[i] = o.num_gpu_blocks_override * bpb
+    available = _worker_budgets(plan, projected)
     worker_specs = [[specs[n] for n in specs if n in names] for names in worker_names]
-    if dcp > 1 and any(isinstance(sp, SlidingWindowSpec) for sp in specs.values()):
+    if o.decode_context_parallel_size > 1 and any(isinstance(sp, SlidingWindowSpec) for sp in specs.values()):
         # SlidingWindowSpec.max_memory_usage_bytes asserts it is not DCP-sharded (0.18.0, 0.33.0)
         raise EngineFailure("AssertionError", runner.DCP_SLIDING, "admission")
-
-    # 0.14-0.16 ran auto-fit and the admission check once, on the global groups with the
-    # smallest worker budget; 0.17 projects the groups onto each worker first.
-    if era.admission_scope == "global" and len(projected) > 1:
-        checked_groups, checked_specs, checked_avail = [groups], [list(specs.values())], [min(available)]
-    else:
-        checked_groups, checked_specs, checked_avail = projected, worker_specs, available
-    if o.max_model_len == -1:
-        _auto_fit(plan, checked_groups, checked_specs, checked_avail)
-
-    if era.admission != "per_layer":
-        _record_checks(plan, checked_groups, checked_specs, checked_avail)
-        for pg, ws, avail in zip(checked_groups, checked_specs, checked_avail):
-            if pg:
-                sizing.check_enough_memory(pg, era, plan.workload, ws, avail)
+    _admit(plan, projected, worker_specs, available)
 
     override = None if era.override_before_check else o.num_gpu_blocks_override
     workers = [
@@ -354,41 +281,162 @@ def _run(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
     plan.worker_checks = [replace(c, num_blocks=own[c.rank]) for c in plan.worker_checks]
     plan.workers = sizing.equalise(workers)
     plan.num_blocks = plan.workers[0].num_blocks if plan.workers else 0
+    _capacity(plan)
+    _after_the_cache(plan, ranks)
 
+
+def _config_length(plan: Plan) -> int:
+    """The length vLLM's config holds (the given one, else the model's; auto-fit runs later), checked, and the
+    config-stage checks before the KV cache (``prechecks.check_config``)."""
+    era, o, facts = plan.era, plan.options, plan.facts
+    if o.max_model_len == -1 and not era.auto_fit:
+        raise OptionError("--max-model-len auto needs vLLM PR #29431 or later (policy vllm-1.25 or newer)")
+    original = facts.max_model_len if o.max_model_len in (None, -1) else o.max_model_len
+    if original is None or original <= 0:
+        raise OptionError("--max-model-len must be a positive number of tokens, or 'auto'")
+    if original > MAX_TOKENS:  # only a config's own length can get here: the flag has this maximum
+        raise OptionError(f"the model's max_model_len {original:,} (from its config) is above kvplan's plausibility "
+                          f"bound of {MAX_TOKENS:,} tokens; pass --max-model-len")
+    plan.original_max_model_len = plan.max_model_len = original
+    plan.parallel_drafting = runner.effective_parallel_drafting(era, facts.speculative_method, o.parallel_drafting)
+    plan.parallel_drafting_note = runner.parallel_drafting_note(era, facts.speculative_method, o.parallel_drafting,
+                                                                facts.drafter_ptd_token)
+    prechecks.check_config(facts, o, era, plan.logs, original)  # vLLM's checks before the KV cache
+    return original
+
+
+def _engine_specs(plan: Plan, ranks: tuple[tuple[str, ...], ...], original: int) -> tuple[dict, bool]:
+    """The hybrid manager and the model runner decided, and the per-layer specs as the engine holds them before
+    grouping (V head sizes by the era, the block size's log lines, the Mamba alignment); whether the groups are
+    packed (block-outermost backends)."""
+    era, o, facts, logs = plan.era, plan.options, plan.facts, plan.logs
+    plan.hma = hybrid.decide_hma(
+        era,
+        user_disable=o.disable_hybrid_kv_cache_manager,
+        attention_chunk_size=facts.attention_chunk_size,
+        speculative_method=facts.speculative_method,
+        allow_chunked_local_with_hma=o.allow_chunked_local_with_hma,
+        kv_transfer_config=o.kv_transfer_config,
+        logs=logs,
+        kv_events=o.kv_events,
+    )
+    pp = len(ranks) if ranks else 1
+    plan.runner = runner.resolve_model_runner(
+        era, o.use_v2_model_runner, o.async_scheduling, pp=pp, speculative_method=facts.speculative_method,
+        parallel_drafting=plan.parallel_drafting, logs=logs, model=facts.traits,
+    )
+    specs = {ls.name: ls.spec for ls in plan.layers}
+    packed = era.packed_kv_groups and grouping.block_outermost(specs)
+    if era.kv_buffer_layout == "lbnhc":
+        # after the config-time warnings above; BLHNC where a backend declares only block-outermost layouts
+        logs.append(LAYOUT_LOG_BLHNC if packed else LAYOUT_LOG_033)
+    if not (era.window_head_size_v and era.full_head_size_v):
+        memo: dict[int, KVCacheSpec] = {}
+        specs = {n: memo.setdefault(id(s), _without_head_size_v(s, era)) for n, s in specs.items()}
+    decision = facts.block_size_decision
+    if decision is not None:
+        logs.extend(decision.log_lines)  # update_block_size_for_backend, phase 1 (before the hybrid alignment)
+    specs, plan.mamba = hybrid.align_hybrid_mamba(
+        specs, era,
+        kernel_block_size=decision.kernel_block_size if decision is not None else None,
+        enable_prefix_caching=o.enable_prefix_caching,
+        mamba_cache_mode=o.mamba_cache_mode,
+        mamba_block_size=o.mamba_block_size,
+        mamba_chunk_size=facts.mamba_chunk_size,
+        max_model_len=original,
+        logs=logs,
+    )
+    plan.engine_specs = dict(specs)
+    return specs, packed
+
+
+def _worker_budgets(plan: Plan, projected: list) -> list[int]:
+    """Each worker's KV bytes: its own (pipeline stages profile their own memory) or the one budget; where the
+    era applies ``--num-gpu-blocks-override`` before the admission check, the override's blocks."""
+    o, logs = plan.options, plan.logs
+    per_worker = o.kv_cache_memory_bytes_per_worker
+    if per_worker is not None and len(per_worker) == len(projected):
+        available = list(per_worker)
+    else:
+        available = [o.kv_cache_memory_bytes for _ in projected]
+    if o.num_gpu_blocks_override is not None and plan.era.override_before_check:
+        for i, pg in enumerate(projected):
+            if pg:
+                bpb = sizing.bytes_per_block(pg)
+                logs.append(
+                    f"Overriding num_gpu_blocks={available[i] // bpb} with "
+                    f"num_gpu_blocks_override={o.num_gpu_blocks_override}"
+                )
+                available[i] = o.num_gpu_blocks_override * bpb
+    return available
+
+
+def _admit(plan: Plan, projected: list, worker_specs: list, available: list[int]) -> None:
+    """Auto-fit (``--max-model-len auto``) and the admission check, on the scope the era checks."""
+    era = plan.era
+    # 0.14-0.16 ran auto-fit and the admission check once, on the global groups with the
+    # smallest worker budget; 0.17 projects the groups onto each worker first.
+    if era.admission_scope == "global" and len(projected) > 1:
+        checked_groups, checked_specs, checked_avail = [plan.groups], [list(plan.specs.values())], [min(available)]
+    else:
+        checked_groups, checked_specs, checked_avail = projected, worker_specs, available
+    if plan.options.max_model_len == -1:
+        _auto_fit(plan, checked_groups, checked_specs, checked_avail)
+
+    if era.admission != "per_layer":
+        _record_checks(plan, checked_groups, checked_specs, checked_avail)
+        workload = plan.workload
+        assert workload is not None  # set by _run before the groups
+        for pg, ws, avail in zip(checked_groups, checked_specs, checked_avail):
+            if pg:
+                sizing.check_enough_memory(pg, era, workload, ws, avail)
+
+
+def _capacity(plan: Plan) -> None:
+    """The capacity of the first worker with groups (blocks per request, concurrency, KV tokens), the scheduler's
+    steady state, and the capacity log lines as the era writes them."""
+    era, logs, dcp = plan.era, plan.logs, plan.options.decode_context_parallel_size
     reported = next((w for w in plan.workers if w.groups), None)
-    if reported is not None:
-        rg = list(reported.groups)
-        plan.blocks_per_request = sizing.blocks_per_request(rg, plan.workload)
-        plan.max_concurrency = sizing.max_concurrency(reported.num_blocks, rg, plan.workload)
-        plan.kv_cache_size_tokens = sizing.kv_cache_size_tokens(
-            era, reported.num_blocks, rg, plan.max_concurrency, plan.workload
-        )
-        # the scheduler's view: one pool of num_blocks, every global group draws from it
-        plan.steady = sizing.steady_state(plan.num_blocks, plan.groups, plan.workload,
-                                          1 + facts.num_speculative_tokens)
-        if _logs_dcp(era) and dcp > 1:
-            logs.append(_dcp_log(dcp))  # _report_kv_cache_config, plain info: once per worker
-        size_line = f"GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens"
-        conc_line = f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {plan.max_concurrency:.2f}x"
-        if era.capacity_log == "one_line":
-            logs.append(f"{size_line}, {conc_line}")  # one line from update_kv_cache_capacity
-        else:
-            logs.append(size_line)
-            logs.append(conc_line)
-        if _logs_dcp(era) and dcp > 1:
-            logs.extend(_dcp_log(dcp) for w in plan.workers if w.groups and w is not reported)
-        if era.capacity_log in ("per_worker", "per_worker_both"):
-            # 0.11 logged the concurrency line with plain info: once per worker that has groups
-            # (up to 0.11.0 the size line too)
-            for w in plan.workers:
-                if w.groups and w is not reported:
-                    rg_w = list(w.groups)
-                    c = sizing.max_concurrency(w.num_blocks, rg_w, plan.workload)
-                    if era.capacity_log == "per_worker_both":
-                        tokens = sizing.kv_cache_size_tokens(era, w.num_blocks, rg_w, c, plan.workload)
-                        logs.append(f"GPU KV cache size: {tokens:,} tokens")
-                    logs.append(f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {c:.2f}x")
+    workload = plan.workload
+    if reported is None or workload is None:
+        return
+    rg = list(reported.groups)
+    plan.blocks_per_request = sizing.blocks_per_request(rg, workload)
+    plan.max_concurrency = sizing.max_concurrency(reported.num_blocks, rg, workload)
+    plan.kv_cache_size_tokens = sizing.kv_cache_size_tokens(
+        era, reported.num_blocks, rg, plan.max_concurrency, workload
+    )
+    # the scheduler's view: one pool of num_blocks, every global group draws from it
+    plan.steady = sizing.steady_state(plan.num_blocks, plan.groups, workload,
+                                      1 + plan.facts.num_speculative_tokens)
+    if _logs_dcp(era) and dcp > 1:
+        logs.append(_dcp_log(dcp))  # _report_kv_cache_config, plain info: once per worker
+    size_line = f"GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens"
+    conc_line = f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {plan.max_concurrency:.2f}x"
+    if era.capacity_log == "one_line":
+        logs.append(f"{size_line}, {conc_line}")  # one line from update_kv_cache_capacity
+    else:
+        logs.append(size_line)
+        logs.append(conc_line)
+    if _logs_dcp(era) and dcp > 1:
+        logs.extend(_dcp_log(dcp) for w in plan.workers if w.groups and w is not reported)
+    if era.capacity_log in ("per_worker", "per_worker_both"):
+        # 0.11 logged the concurrency line with plain info: once per worker that has groups
+        # (up to 0.11.0 the size line too)
+        for w in plan.workers:
+            if w.groups and w is not reported:
+                rg_w = list(w.groups)
+                c = sizing.max_concurrency(w.num_blocks, rg_w, workload)
+                if era.capacity_log == "per_worker_both":
+                    tokens = sizing.kv_cache_size_tokens(era, w.num_blocks, rg_w, c, workload)
+                    logs.append(f"GPU KV cache size: {tokens:,} tokens")
+                logs.append(f"Maximum concurrency for {plan.max_model_len:,} tokens per request: {c:.2f}x")
 
+
+def _after_the_cache(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
+    """What vLLM checks and builds once the KV cache is sized: the drafter's single group, the offloading
+    connector's host tier."""
+    era, o, facts = plan.era, plan.options, plan.facts
     drafter = [ls.name for ls in plan.layers if ls.source == "drafter"]
     if era.drafter_single_group_check and facts.speculative_method is not None and len(plan.drafter_groups()) != 1:
         if drafter or facts.speculative_method in hybrid.EAGLE_METHODS:

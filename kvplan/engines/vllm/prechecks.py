@@ -38,6 +38,7 @@ STAGE_SPECULATIVE = "config.speculative"
 STAGE_DCP = "config.decode_context_parallel"
 STAGE_SCHEDULER = "config.scheduler"
 STAGE_KV_CACHE_DTYPE = "config.kv_cache_dtype"
+STAGE_MAMBA_BLOCK_SIZE = "config.mamba_block_size"
 STAGE_TENSOR_PARALLEL = "config.tensor_parallel"
 STAGE_PP_PARTITION = "model_init.pp_layer_partition"
 STAGE_KV_HEADS = "model_init.tensor_parallel_kv_heads"
@@ -289,6 +290,31 @@ def check_nvfp4_mla(facts, era) -> None:
             "MLA models such as DeepSeek."), STAGE_KV_CACHE_DTYPE)
 
 
+def check_mamba_block_size(facts, options, era, max_model_len: int) -> None:
+    """``VllmConfig.validate_mamba_block_size`` (config/vllm.py 0.34.0 lines 3582-3594, a model validator run after
+    ``__post_init__``, after ``validate_nvfp4_kv_cache_with_mla``; the same check since 0.11.2, the release that added
+    ``--mamba-block-size``): a Mamba block size given, other than the length the config holds, needs prefix caching
+    as resolved. The default (``EngineArgs`` 0.34.0 lines 3112-3113: ``ModelConfig.is_prefix_caching_supported``,
+    config/model.py lines 2283-2335): on for a generative decoder, off for an attention-free model, the era's
+    default for a hybrid one (``Era.hybrid_prefix_caching_default``). Where it is accepted, the value reaches the
+    Mamba alignment of the releases with ``mamba_cache_mode='all'`` (``hybrid.align_hybrid_mamba``: 0.31.0
+    platforms/interface.py lines 942-975 align the attention block to it instead of the model's chunk size); from
+    0.32.0 align mode sets it to the block size, and the KV cache does not change."""
+    given = options.mamba_block_size
+    if given is None or given == max_model_len:
+        return
+    prefix = options.enable_prefix_caching
+    if prefix is None:
+        traits = facts.traits
+        if traits is not None and traits.is_attention_free:
+            prefix = False
+        else:
+            prefix = era.hybrid_prefix_caching_default if traits is not None and traits.is_hybrid else True
+    if not prefix:
+        raise EngineFailure("ValidationError", "--mamba-block-size can only be set with --enable-prefix-caching",
+                            STAGE_MAMBA_BLOCK_SIZE)
+
+
 def check_attention_backend(facts) -> None:
     """The attention layer's ``get_attn_backend`` (model_executor/layers/attention/attention.py 0.34.0
     lines 364-373): when no backend of the GPU takes the layer's --kv-cache-dtype, the selector raises
@@ -310,6 +336,7 @@ def check_config(facts, options, era, logs: list[str], max_model_len: int) -> No
     check_float_kv_cache(facts, era)
     check_attention_heads(facts, options, era)
     check_nvfp4_mla(facts, era)
+    check_mamba_block_size(facts, options, era, max_model_len)
     check_pp_partition(facts, era)
     check_kv_heads(facts, options)
     check_attention_backend(facts)

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from kvplan.results.summary import PlanSummary
 from kvplan.errors import KvplanError
 from kvplan.results.check import LayoutSignature, PlanNumbers, SameLayoutMeasured
 from kvplan.results.records import CrossCheck
@@ -56,14 +57,14 @@ def plan_numbers(plan, fix: str | None = None, *, data_parallel_size: int = 1) -
     tier's, every data-parallel engine's."""
     failure = plan.failure
     tier = plan.host_tier if plan.host_tier is not None and plan.host_tier.sized else None
+    s = PlanSummary.of(plan)
     return PlanNumbers(
-        starts=plan.starts, stage=failure.stage if failure else None,
+        starts=s.starts, stage=failure.stage if failure else None,
         error_type=failure.error_type if failure else None, error=failure.message if failure else None,
-        group_size=plan.group_size, num_groups=plan.num_groups, num_padding_layers=plan.num_padding_layers,
-        padding_waste_pct=round(plan.padding_waste_pct, 4), num_blocks=plan.num_blocks,
-        max_concurrency=round(plan.max_concurrency, 6),
-        steady_state_concurrency=round(plan.steady_state_concurrency, 6), kv_tokens=plan.kv_tokens,
-        max_model_len=plan.max_model_len, fix=fix,
+        group_size=s.group_size, num_groups=s.num_groups, num_padding_layers=s.num_padding_layers,
+        padding_waste_pct=s.padding_waste_pct, num_blocks=s.num_blocks, max_concurrency=s.max_concurrency,
+        steady_state_concurrency=s.steady_state_concurrency, kv_tokens=s.kv_tokens,
+        max_model_len=s.max_model_len, fix=fix,
         host_memory_bytes=tier.cpu_kv_cache_size_bytes * data_parallel_size if tier else None,
         host_kv_tokens=(tier.cpu_kv_cache_size_tokens or 0) * data_parallel_size if tier else None)
 
@@ -73,7 +74,7 @@ def layout_signature(plan) -> LayoutSignature:
     return LayoutSignature(group_size=plan.group_size, num_groups=plan.num_groups,
                            groups=tuple(tuple(g.layer_names) for g in plan.groups),
                            num_padding_layers=plan.num_padding_layers,
-                           padding_waste_pct=round(plan.padding_waste_pct, 4))
+                           padding_waste_pct=PlanSummary.of(plan).padding_waste_pct)
 
 
 def layout_differences(mine: LayoutSignature, theirs: LayoutSignature) -> list[str]:

@@ -388,7 +388,8 @@ class Resimulation:
 def resimulate(dep: Deployment) -> Resimulation:
     """kvplan's simulation of the deployment at the printed budget and the interval's ends."""
     from kvplan.engines.vllm import get_era
-    from kvplan.usecases.scenario import build_layout, run_scenario, scenario_from
+    from kvplan.usecases.pipeline import layout_of
+    from kvplan.usecases.scenario import run_scenario, scenario_from
 
     policy = dep.policy or "vllm-latest"
     try:
@@ -403,7 +404,7 @@ def resimulate(dep: Deployment) -> Resimulation:
         # the logged budget is the one its sizing mode gave: the extensible flag is spent
         scenario = scenario_from(dep.model, {**dep.options, "policy": policy, "kv_cache_memory": budget,
                                              "enable_extensible_kv_cache": None})
-        layout = build_layout(scenario)
+        layout = layout_of(scenario.deployment)
     except ModelNotFoundError as e:
         return Resimulation("model not in catalog", e.message, era=era)
     except KvplanError as e:

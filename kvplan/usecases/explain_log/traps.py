@@ -76,7 +76,7 @@ def _hma(logged: Facts, sim, *, cost: bool = True) -> list[Trap]:
 
 def _with_hma(sim):
     """The same deployment with the hybrid manager left to vLLM, no connector, no KV events."""
-    from kvplan.usecases.scenario import plan_layout
+    from kvplan.usecases.pipeline import plan_layout
 
     o = sim.result.plan.options
     options = replace(o, disable_hybrid_kv_cache_manager=None, kv_transfer_config=None, kv_events=False,

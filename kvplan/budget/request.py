@@ -1,0 +1,62 @@
+"""What the budget stage asks of the budget layer: the deployment's budget part (``BudgetInput``, one of the
+typed deployment's parts, ``kvplan.usecases.deployment``) and the serving facts the estimate reads
+(``BudgetRequest``), one record instead of keyword arguments copied field by field."""
+
+from dataclasses import dataclass
+
+from kvplan.budget.hardware import GpuCard
+
+
+@dataclass(frozen=True)
+class BudgetInput:
+    """The memory budget: a KV size given, or the card and what shares it (the budget layer's input); the sizes
+    ``weights_memory`` … ``startup_memory`` replace their estimates (``kvplan.budget.estimate.OVERRIDE_KEYS``)."""
+
+    kv_cache_memory: int | None = None
+    gpu: str | None = None
+    gpu_memory: float | None = None
+    gpu_memory_utilization: float | None = None
+    enable_extensible_kv_cache: bool | None = None
+    quantization: str | None = None
+    cpu_offload_gb: float | None = None
+    weights_memory: int | None = None
+    activation_memory: int | None = None
+    non_torch_memory: int | None = None
+    cudagraph_memory: int | None = None
+    startup_memory: int | None = None
+    exact_params: bool = False
+    # the card of --gpu / --gpu-memory, resolved at the edge (kvplan.budget.hardware.gpu_card); None without
+    # either, or for a BudgetInput made by hand (the budget then resolves gpu and gpu_memory itself)
+    card: GpuCard | None = None
+
+    @property
+    def on_card(self) -> bool:
+        """The budget is estimated from a card (``--gpu`` / ``--gpu-memory``)."""
+        return self.gpu is not None or self.gpu_memory is not None
+
+    @property
+    def counts_weights(self) -> bool:
+        """The budget stage will count the weights: a budget estimated from the card (no KV size given) with
+        the weights or the activation left to the estimate."""
+        return (self.kv_cache_memory is None and self.on_card
+                and (self.weights_memory is None or self.activation_memory is None))
+
+
+@dataclass(frozen=True)
+class BudgetRequest:
+    """The budget stage's question (``kvplan.budget.estimate.kv_budget``): the deployment's budget part as given and
+    what the estimate reads from the rest of the deployment: the batch vLLM profiles with
+    (``max_num_batched_tokens`` dummy tokens, ``max_num_seqs`` dummy requests, after the scheduler's defaults), the
+    MoE experts' placement (split over tp × dp ranks with ``enable_expert_parallel``), the sizing mode's other input
+    (``num_gpu_blocks_override``) and the connector (``kv_transfer_config`` as vLLM holds it, for the extensible
+    sizing's warnings). ``tensor_parallel_size``: when given, it must equal the layout's (the budget takes the
+    layout's)."""
+
+    budget: BudgetInput
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 1024
+    data_parallel_size: int = 1
+    enable_expert_parallel: bool = False
+    num_gpu_blocks_override: int | None = None
+    kv_transfer_config: dict | None = None
+    tensor_parallel_size: int | None = None
