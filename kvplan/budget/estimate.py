@@ -331,9 +331,12 @@ class _Estimate:
     def dbytes(self) -> int:
         return dtype_size_bytes(self.layout.target.dtype)
 
-    def _sized(self, **terms: int) -> dict:
+    def _sized(self, *, weights: int, activation: int, non_torch: int, cudagraph: int,
+               cudagraph_resident: int | None) -> dict:
         return sizing.stage_kv_cache_bytes(self.mode, total=self.card.memory_bytes, utilization=self.util,
-                                           startup=self.startup, margin_floor=self.margin_floor, **terms)
+                                           startup=self.startup, margin_floor=self.margin_floor, weights=weights,
+                                           activation=activation, non_torch=non_torch, cudagraph=cudagraph,
+                                           cudagraph_resident=cudagraph_resident)
 
     def _activation(self, layers: set[int], last: bool, sampler: int, encoder: dict | None = None) -> int:
         return estimate_activation_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp,

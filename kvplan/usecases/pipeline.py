@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kvplan.budget.hardware import GpuCard
 from kvplan.engines.vllm.eras import Era
@@ -30,6 +30,7 @@ from kvplan.usecases.deployment import (
 
 if TYPE_CHECKING:
     from kvplan.engines.vllm.plan import ModelFacts, Plan, SimulateOptions
+    from kvplan.engines.vllm.block_size import BlockSizeDecision
     from kvplan.model.options import ServingOptions
 
 
@@ -111,7 +112,8 @@ def model_facts(layout: ModelLayout, era: Era, *, disable_sliding_window: bool =
         target_hidden_size=c.hidden_size,
         drafter_target_hidden_size=c.drafter_target_hidden_size,
         tp_checks=layout.tp_checks,
-        block_size_decision=layout.block_size_decision,
+        # the engine's decision, carried by the model layout as a value it does not look into
+        block_size_decision=cast("BlockSizeDecision | None", layout.block_size_decision),
         traits=c.traits,
         attention_chunk_size=layout.target.attention_chunk_size,
         speculative_method=layout.speculative_method,
