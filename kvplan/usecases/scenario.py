@@ -262,6 +262,7 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
     """The engine's options with a resolved budget and length (-1 = auto-fit); ``config_len``: the
     length vLLM's config holds (``config_max_model_len``), for the batch defaults."""
     from kvplan.engines.vllm import environment
+    from kvplan.engines.vllm.offload import lmcache_settings
     from kvplan.engines.vllm.plan import SimulateOptions
 
     s, env = scheduler, serving.env
@@ -280,7 +281,10 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
         enable_prefix_caching=s.enable_prefix_caching,
         mamba_cache_mode=s.mamba_cache_mode,
         disable_hybrid_kv_cache_manager=s.disable_hybrid_kv_cache_manager,
-        kv_transfer_config=s.transfer_config(simple_offload=environment.simple_kv_offload(env, era)),
+        kv_transfer_config=s.transfer_config(simple_offload=environment.simple_kv_offload(env, era), era=era,
+                                             num_kv_ranks=serving.tensor_parallel_size
+                                             * serving.pipeline_parallel_size),
+        lmcache=lmcache_settings(env),
         kv_offloading_backend=(s.kv_offloading_backend or "native") if s.kv_offloading_size is not None else None,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
         kv_events=s.kv_events,
@@ -335,7 +339,8 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         enable_expert_parallel=serving.enable_expert_parallel, quantization=request.quantization,
         cpu_offload_gb=request.cpu_offload_gb, enable_extensible_kv_cache=request.enable_extensible_kv_cache,
         num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=scheduler.transfer_config(
-            simple_offload=environment.simple_kv_offload(serving.env, era)),
+            simple_offload=environment.simple_kv_offload(serving.env, era), era=era,
+            num_kv_ranks=serving.tensor_parallel_size * serving.pipeline_parallel_size),
     )
 
 
