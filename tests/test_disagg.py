@@ -167,3 +167,43 @@ def test_pd_needs_a_file_with_one_worker_per_role(tmp_path):
     assert r.exit_code == 1 and "needs one vLLM container named for each role" in r.output
     r = runner.invoke(app, ["vllm", "--pd", "--line", "vllm serve x"])
     assert r.exit_code == 2
+
+
+def _pd_lines() -> tuple[str, str]:
+    return ((DATA / "pd_examples_justfile_prefill.txt").read_text().strip(),
+            (DATA / "pd_examples_justfile_decode.txt").read_text().strip())
+
+
+def test_decode_gpu_sizes_the_decode_side_on_its_own_card():
+    """--gpu is the prefill side's card, --decode-gpu the decode side's: each side is the single-engine
+    simulation on its card (the same num_blocks as `kvplan vllm --gpu CARD --line SIDE`), and a pair of
+    Hopper cards (H100 prefill, H200 decode) picks FLASH_ATTN on both: the pair passes."""
+    prefill, decode = _pd_lines()
+    code, d = run_pair(prefill, decode, "--gpu", "H100-80GB", "--decode-gpu", "H200")
+    assert code == 0 and d["pair"]["compatible"] is True
+    for side, card, text in (("prefill", "H100-80GB", prefill), ("decode", "H200", decode)):
+        r = runner.invoke(app, ["vllm", "--format", "json", "--gpu", card, "--line", text])
+        alone = json.loads(r.stdout)
+        assert d[side]["memory"]["num_blocks"] == alone["memory"]["num_blocks"]
+    assert d["decode"]["memory"]["num_blocks"] > d["prefill"]["memory"]["num_blocks"]
+
+
+def test_decode_gpu_of_another_architecture_changes_the_attention_backend_in_the_hash():
+    """0.34.0 picks the attention backend by device (FLASH_ATTN on Hopper, FLASHINFER on Blackwell), and the
+    backend's name is a factor of NixlConnector's compatibility hash (nixl/metadata.py:149-210): an H100
+    prefill cannot hand KV to a B200 decode without the same --attention-backend on both."""
+    prefill, decode = _pd_lines()
+    code, d = run_pair(prefill, decode, "--gpu", "H100-80GB", "--decode-gpu", "B200")
+    assert code == 3
+    assert d["pair"]["rules"][0]["rule"] == "compatibility hash (attn_backend_name)"
+    assert (d["pair"]["rules"][0]["prefill"], d["pair"]["rules"][0]["decode"]) == (
+        "attn_backend_name=FLASH_ATTN", "attn_backend_name=FLASHINFER")
+    assert d["outcome"]["error"].startswith("NIXL compatibility hash mismatch.")
+
+
+def test_decode_gpu_needs_the_prefill_card_and_a_pair():
+    prefill, decode = _pd_lines()
+    r = runner.invoke(app, ["vllm", "--decode-gpu", "H200", "--line", prefill, "--decode-line", decode])
+    assert r.exit_code == 1 and "--decode-gpu: give the prefill side's card with --gpu too" in r.output
+    r = runner.invoke(app, ["vllm", "--gpu", "H100-80GB", "--decode-gpu", "H200", "--line", prefill])
+    assert r.exit_code == 2 and "--decode-gpu goes with --decode-line or --pd" in r.output
