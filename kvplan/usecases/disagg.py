@@ -53,7 +53,17 @@ def side_of(role: str, env: Envelope) -> PdSide:
                                          .get("value") or 1),
         block_size=min((g["block_size"] for g in d["groups"]), default=serving["block_size"] or 0),
         use_mla=use_mla, has_mamba="mamba" in kinds,
-        kv_cache_layout=_layout(d["policy"]["vllm_release"] or d["policy"]["name"]))
+        kv_cache_layout=_layout(d["policy"]["vllm_release"] or d["policy"]["name"]),
+        kv_dtype_bytes=_kv_dtype_bytes(serving["kv_cache_dtype"], d["model"]["dtype"]),
+        read_mode=str(extra.get("read_mode", "false")).lower().strip() in ("true", "1"),
+        connector_module=ktc.get("kv_connector_module_path") or None)
+
+
+def _kv_dtype_bytes(cache_dtype: str, model_dtype: str) -> int:
+    """Bytes per KV element: an fp8 cache 1, else the model dtype's (float32 4, 16-bit 2)."""
+    if str(cache_dtype).startswith("fp8"):
+        return 1
+    return 4 if "32" in str(model_dtype) else 2
 
 
 def _layout(release: str) -> str:
@@ -68,7 +78,7 @@ def _layout(release: str) -> str:
 def _pair(prefill: PdSide, decode: PdSide) -> PdPair:
     modelled, checks = pair_checks(prefill, decode)
     rules = tuple(PairRule(c.rule, c.ok, c.prefill, c.decode, c.error_type, c.error) for c in checks)
-    is_modelled = modelled in ("nixl_0.34", "connector")
+    is_modelled = modelled in ("nixl_0.34", "mooncake_0.34", "moriio_0.34", "connector")
     return PdPair(prefill.kv_connector, is_modelled, None if is_modelled else modelled,
                   all(r.ok for r in rules) if is_modelled else None, rules)
 
