@@ -267,3 +267,19 @@ def test_check_gates_the_host_tier(tmp_path):
     failed = {n: [e for e in d["expectations"] if not e["passed"]] for n, d in by.items()}
     assert by["b"]["status"] == "fail" and [e["key"] for e in failed["b"]] == ["max_host_memory"]
     assert by["c"]["status"] == "fail" and "no sized host tier" in failed["c"][0]["message"]
+
+
+def test_check_counts_what_the_host_actually_allocates(tmp_path):
+    """max_host_memory sees the pinned allocator's rounding (0.20.0: 80 GiB on TP 2 pins 2 x 64 GiB = 128 GiB)
+    and LMCache's own buffer (LMCACHE_MAX_LOCAL_CPU_SIZE=20 on TP 2: 2 x 20 GiB)."""
+    f = tmp_path / "d.yaml"
+    lm = json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"})
+    f.write_text("deployments:\n"
+                 "  - {name: rounded, model: meta-llama/Meta-Llama-3.1-8B, kv_cache_memory: 40GiB, policy: vllm==0.20.0,\n"
+                 "     kv_offloading_size: 80, tensor_parallel_size: 2, expect: {max_host_memory: 100GiB}}\n"
+                 f"  - {{name: lmcache, model: meta-llama/Meta-Llama-3.1-8B, kv_cache_memory: 40GiB, kv_transfer_config: '{lm}',\n"
+                 "     tensor_parallel_size: 2, env: {LMCACHE_MAX_LOCAL_CPU_SIZE: '20'}, expect: {max_host_memory: 40GiB}}\n")
+    r = runner.invoke(app, ["check", str(f), "--format", "json"])
+    by = {d["name"]: d for d in json.loads(r.stdout)["deployments"]}
+    assert by["rounded"]["plan"]["host_memory_bytes"] == 128 * GiB and by["rounded"]["status"] == "fail"
+    assert by["lmcache"]["plan"]["host_memory_bytes"] == 40 * GiB and by["lmcache"]["status"] == "pass"

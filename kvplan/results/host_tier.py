@@ -57,6 +57,14 @@ class HostTier:
     # the request's tokens beside the GPU pool's: cpu_kv_cache_size_tokens / the GPU pool's KV tokens
     host_to_gpu_tokens_ratio: float | None = field(default=None, metadata=OMIT_NONE)
 
+    @property
+    def memory_bytes(self) -> int | None:
+        """The host memory the tier takes, as ``check``'s max_host_memory and ``fit`` count it: what the workers
+        actually allocate where known (the pinned allocator's rounding), else the tier's bytes; None unsized."""
+        if not self.sized:
+            return None
+        return self.host_bytes_allocated if self.host_bytes_allocated is not None else self.cpu_kv_cache_size_bytes
+
 
 @dataclass(frozen=True)
 class DeploymentTotals:
