@@ -502,8 +502,9 @@ _TABLE: tuple[Option, ...] = (
                 "the connector vLLM installs and the host tier it builds (chunks, bytes, tokens held)."),
     Option("kv_offloading_backend", "--kv-offloading-backend", CHOICE, choices=("native", "lmcache"), panel=BUDGET,
            commands=PLAN_CMDS, default_doc="native",
-           help="native: vLLM's OffloadingConnector (sized here); lmcache: LMCacheMPConnector (its server holds "
-                "the tier; the hybrid manager goes off)."),
+           help="native: vLLM's OffloadingConnector (sized here); lmcache: LMCacheConnectorV1 with size / ranks GB "
+                "of LMCache's buffer per rank up to 0.22, LMCacheMPConnector from 0.23 (its server holds the tier; "
+                "the hybrid manager goes off). In 0.12-0.13 the backend is what turns offloading on."),
     Option("num_gpu_blocks_override", "--num-gpu-blocks-override", INT, minimum=1, panel=BUDGET,
            commands=frozenset({SIMULATE, CHECK}), metavar="N",
            help="Replace the computed num_blocks."),

@@ -29,7 +29,7 @@ def vllm_command(
     decode_line: Annotated[Optional[str], typer.Option(
         "--decode-line", metavar="TEXT", help="With --line (the prefill side): the decode side of a prefill/decode "
         "pair, both with --kv-transfer-config; each side is simulated, then what the KV connector requires of "
-        "the pair (NixlConnector, vLLM 0.34.0).")] = None,
+        "the pair (NixlConnector, MooncakeConnector, MoRIIOConnector of vLLM 0.34.0).")] = None,
     decode_gpu: Annotated[Optional[str], typer.Option(
         "--decode-gpu", metavar="NAME", help="With --decode-line or --pd: the decode side's GPU when it is not the "
         "prefill side's (--gpu is the prefill side's, and both sides' when this is not given).")] = None,

@@ -838,7 +838,7 @@ def run_case(case: dict) -> dict:
                     result["block_size"] = cfg.cache_config.block_size
             off = case.get("kv_offloading")
             if off is not None and sched is not None and result["error"] is None:
-                result["kv_offloading"] = _offloading(cfg, sched, off)
+                result["kv_offloading"] = _offloading(cfg, sched, {**off, "_spec_table": case.get("spec_table")})
             if configs is not None and drafter_names:
                 # The proposer lives on the rank that holds the drafter layers (the last
                 # PP stage) and validates that rank's config.
@@ -974,6 +974,12 @@ def _offloading(cfg, kv_cache_config, off: dict) -> dict:
     ktc.kv_connector_extra_config.update(off.get("extra_config") or {})
     if ktc.engine_id is None:
         ktc.engine_id = "golden"
+    if isinstance(cfg.model_config, _StandInModelConfig):
+        # 0.28-0.29 build_offloading_config asks whether one full-attention group's heads are sharded exactly
+        # (is_parallelism_agnostic, which sizes nothing): the model's KV heads, the spec's per-rank count x TP
+        heads = next((int(r["num_kv_heads"]) for r in off.get("_spec_table") or [] if r.get("num_kv_heads")), 1)
+        total = heads * pc.tensor_parallel_size
+        cfg.model_config.get_total_num_kv_heads = lambda: total
     config = None
     try:
         if build_offloading_config is not None:

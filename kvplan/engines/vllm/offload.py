@@ -132,7 +132,11 @@ def host_tier(era: Era, kv_transfer_config: dict | None, *, backend: str | None,
              for g in groups]
     # the hash block check comes first: the spec's base __init__ (0.18-0.25), build_offloading_config (0.26+)
     if era.offload_hash_check == "resolved" and era.kv_offloading != "backend_flag":
-        _check_hash_alignment(groups, spans, mamba_cache_mode)
+        # 0.22-0.25 word it as the spec's base __init__ does (gpu_block_size / hash_block_size), 0.26 on as
+        # build_offloading_config (tokens_per_block / tokens_per_hash)
+        _check_hash_alignment(groups, spans, mamba_cache_mode,
+                              names=("tokens_per_block", "tokens_per_hash") if chunked_config(era)
+                              else ("gpu_block_size", "hash_block_size"))
     elif era.offload_hash_check in ("assert", "message"):
         # 0.18-0.21 OffloadingSpec.__init__: the hash block is the cache config's block size (the attention
         # layers' block; a hybrid's Mamba groups span max_model_len without prefix caching)
@@ -352,7 +356,13 @@ def _host_allocation(era: Era, num_chunks: int, chunk: int, per_block: int, bloc
                   "caching allocator (up to 2x the sized bytes; this layout's tensors are not modelled)")
 
 
-def _check_hash_alignment(groups, spans: list[int], mamba_cache_mode: str) -> None:
+def chunked_config(era: Era) -> bool:
+    """From 0.26 the connector builds an ``OffloadingConfig`` (``build_offloading_config``)."""
+    return era.kv_offloading in ("chunks", "aligned_chunks", "cpu_chunks")
+
+
+def _check_hash_alignment(groups, spans: list[int], mamba_cache_mode: str,
+                          names: tuple[str, str] = ("tokens_per_block", "tokens_per_hash")) -> None:
     """``build_offloading_config``'s assertion: every group's span divides by the hash block. With a
     connector configured, block hashing is active; a Mamba group outside align mode backs the hash
     block off to the scheduler's (the LCM of the spans), which the smaller spans do not divide."""
@@ -365,7 +375,7 @@ def _check_hash_alignment(groups, spans: list[int], mamba_cache_mode: str) -> No
     for span in spans:
         if span % per_hash:
             raise EngineFailure(
-                "AssertionError", f"tokens_per_block={span} not divisible by tokens_per_hash={per_hash}. Hybrid "
+                "AssertionError", f"{names[0]}={span} not divisible by {names[1]}={per_hash}. Hybrid "
                 "models (e.g. Mamba+Attention) need --enable-prefix-caching to align block sizes.", "kv_connector")
 
 
