@@ -393,7 +393,7 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      dict(v2_runner_by_model="listed_or_dense", v2_runner_architectures="0.25")),
     ("vllm-0.26", "0.26.0",
      "async scheduling: sliding/chunked layers reserve max_concurrent_batches x max_num_batched_tokens; "
-     "a smaller Mamba page is padded to the largest",
+     "a smaller Mamba page is padded to the largest; build_offloading_config sizes the host tier (blocks_per_chunk)",
      dict(in_flight_batches=True, mamba_page_pad=True, v2_runner_architectures="0.26", kv_offloading="chunks")),
     ("vllm-0.27", "0.27.0", "V2 model runner also for hybrids whose architecture is on the list; the native "
      "host tier in page-aligned chunks of one shared region",
