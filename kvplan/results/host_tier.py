@@ -61,9 +61,7 @@ class HostTier:
     def memory_bytes(self) -> int | None:
         """The host memory the tier takes, as ``check``'s max_host_memory and ``fit`` count it: what the workers
         actually allocate where known (the pinned allocator's rounding), else the tier's bytes; None unsized."""
-        if not self.sized:
-            return None
-        return self.host_bytes_allocated if self.host_bytes_allocated is not None else self.cpu_kv_cache_size_bytes
+        return tier_memory_bytes(self)
 
 
 @dataclass(frozen=True)
@@ -85,3 +83,12 @@ class DeploymentTotals:
     host_kv_tokens: int | None = field(default=None, metadata=OMIT_NONE)
     # copies of the whole deployment a manifest runs (spec.replicas): engines = data_parallel_size x replicas
     replicas: int = 1
+
+
+def tier_memory_bytes(tier) -> int | None:
+    """``HostTier.memory_bytes`` of any object with the tier's fields (the allocated bytes where known, else the
+    tier's bytes; None when the tier is not sized)."""
+    if tier is None or not getattr(tier, "sized", False):
+        return None
+    allocated = getattr(tier, "host_bytes_allocated", None)
+    return allocated if allocated is not None else getattr(tier, "cpu_kv_cache_size_bytes", None)

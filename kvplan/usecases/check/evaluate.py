@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from kvplan.errors import KvplanError
 from kvplan.results.check import LayoutSignature, PlanNumbers, SameLayoutMeasured
+from kvplan.results.host_tier import tier_memory_bytes
 from kvplan.results.records import CrossCheck
 from kvplan.usecases.check.schema import ERROR, FAIL, PASS, Deployment, Expectation
 from kvplan.usecases.scenario import Scenario
@@ -64,7 +65,7 @@ def plan_numbers(plan, fix: str | None = None, *, data_parallel_size: int = 1) -
         max_concurrency=round(plan.max_concurrency, 6),
         steady_state_concurrency=round(plan.steady_state_concurrency, 6), kv_tokens=plan.kv_tokens,
         max_model_len=plan.max_model_len, fix=fix,
-        host_memory_bytes=tier.memory_bytes * data_parallel_size if tier and tier.memory_bytes is not None else None,
+        host_memory_bytes=None if tier_memory_bytes(tier) is None else tier_memory_bytes(tier) * data_parallel_size,
         host_kv_tokens=(tier.cpu_kv_cache_size_tokens or 0) * data_parallel_size if tier else None)
 
 
