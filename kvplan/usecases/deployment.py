@@ -57,6 +57,12 @@ class ServingInput:
     disable_sliding_window: bool = False
     env: dict[str, str] | None = None
 
+    def lmcache(self) -> dict:
+        """LMCache's own settings from the ``LMCACHE_*`` variables (``kvplan.engines.vllm.offload.lmcache_settings``)."""
+        from kvplan.engines.vllm.offload import lmcache_settings
+
+        return lmcache_settings(self.env)
+
 
 @dataclass(frozen=True)
 class SchedulerInput:

@@ -262,7 +262,6 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
     """The engine's options with a resolved budget and length (-1 = auto-fit); ``config_len``: the
     length vLLM's config holds (``config_max_model_len``), for the batch defaults."""
     from kvplan.engines.vllm import environment
-    from kvplan.engines.vllm.offload import lmcache_settings
     from kvplan.engines.vllm.plan import SimulateOptions
 
     s, env = scheduler, serving.env
@@ -284,7 +283,7 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
         kv_transfer_config=s.transfer_config(simple_offload=environment.simple_kv_offload(env, era), era=era,
                                              num_kv_ranks=serving.tensor_parallel_size
                                              * serving.pipeline_parallel_size),
-        lmcache=lmcache_settings(env),
+        lmcache=serving.lmcache(),
         kv_offloading_backend=(s.kv_offloading_backend or "native") if s.kv_offloading_size is not None else None,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
         kv_events=s.kv_events,
