@@ -279,13 +279,14 @@ def _assignments(raw: Any, form: str, example: str) -> list[tuple[str, str]]:
 
 def _env(opt: Option, raw: Any) -> dict[str, str]:
     """Environment variables: ``VAR=VALUE`` (one string), a list of them (``--env`` repeated),
-    or a mapping (a deployments file, the library). Only ``VLLM_*`` names are kept: others
+    or a mapping (a deployments file, the library). Only ``VLLM_*`` names and the ``LMCACHE_*``
+    ones (LMCache reads them in vLLM's process: its host buffer) are kept: others
     (``CUDA_VISIBLE_DEVICES``) do not reach vLLM's configuration."""
     pairs = _assignments(raw, "VAR=VALUE", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
     for name, _ in pairs:
         if not isinstance(name, str) or not _ENV_NAME.match(name):
             raise ValueError(f"{name!r} is not an environment variable name")
-    return {name: value for name, value in pairs if name.startswith("VLLM_")}
+    return {name: value for name, value in pairs if name.startswith(("VLLM_", "LMCACHE_"))}
 
 
 def _map(opt: Option, raw: Any) -> dict[str, str]:
@@ -450,7 +451,8 @@ _TABLE: tuple[Option, ...] = (
            default_doc="the VLLM_* variables kvplan applies, read from kvplan's own environment",
            help="A vLLM environment variable, as on the serve line (repeatable): VLLM_ALLOW_LONG_MAX_MODEL_LEN, "
            "VLLM_PP_LAYER_PARTITION, VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE, VLLM_USE_V2_MODEL_RUNNER, "
-           "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, VLLM_MLA_DISABLE. Given values win over the environment."),
+           "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, VLLM_MLA_DISABLE; LMCACHE_MAX_LOCAL_CPU_SIZE (LMCacheConnectorV1's "
+           "host buffer). Given values win over the environment."),
     # ------------------------------------------------------------------ policy
     Option("policy", "--policy", POLICY_NAME, default="vllm-latest", panel=POLICY, vllm=False, metavar="POLICY",
            commands=PLAN_CMDS | {EXPLAIN},
@@ -503,12 +505,13 @@ _TABLE: tuple[Option, ...] = (
            help="vLLM's --kv-transfer-config; its kv_connector decides whether the hybrid manager stays on."),
     Option("kv_offloading_size", "--kv-offloading-size", FLOAT, minimum=0.0, maximum=float(1 << 20), panel=BUDGET,
            commands=PLAN_CMDS, metavar="GIB",
-           help=f"KV offloading to host memory, in GiB summed over the TP ranks ({_since('kv_offloading', 'flags')}): "
+           help=f"KV offloading to host memory, in GiB summed over the TP ranks ({_since('kv_offloading', 'backend_flag')}): "
                 "the connector vLLM installs and the host tier it builds (chunks, bytes, tokens held)."),
     Option("kv_offloading_backend", "--kv-offloading-backend", CHOICE, choices=("native", "lmcache"), panel=BUDGET,
            commands=PLAN_CMDS, default_doc="native",
-           help="native: vLLM's OffloadingConnector (sized here); lmcache: LMCacheMPConnector (its server holds "
-                "the tier; the hybrid manager goes off)."),
+           help="native: vLLM's OffloadingConnector (sized here); lmcache: LMCacheConnectorV1 with size / ranks GB "
+                "of LMCache's buffer per rank up to 0.22, LMCacheMPConnector from 0.23 (its server holds the tier; "
+                "the hybrid manager goes off). In 0.12-0.13 the backend is what turns offloading on."),
     Option("num_gpu_blocks_override", "--num-gpu-blocks-override", INT, minimum=1, panel=BUDGET,
            commands=frozenset({SIMULATE, CHECK}), metavar="N",
            help="Replace the computed num_blocks."),

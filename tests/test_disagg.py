@@ -167,3 +167,90 @@ def test_pd_needs_a_file_with_one_worker_per_role(tmp_path):
     assert r.exit_code == 1 and "needs one vLLM container named for each role" in r.output
     r = runner.invoke(app, ["vllm", "--pd", "--line", "vllm serve x"])
     assert r.exit_code == 2
+
+
+def _pd_lines() -> tuple[str, str]:
+    return ((DATA / "pd_examples_justfile_prefill.txt").read_text().strip(),
+            (DATA / "pd_examples_justfile_decode.txt").read_text().strip())
+
+
+def test_decode_gpu_sizes_the_decode_side_on_its_own_card():
+    """--gpu is the prefill side's card, --decode-gpu the decode side's: each side is the single-engine
+    simulation on its card (the same num_blocks as `kvplan vllm --gpu CARD --line SIDE`), and a pair of
+    Hopper cards (H100 prefill, H200 decode) picks FLASH_ATTN on both: the pair passes."""
+    prefill, decode = _pd_lines()
+    code, d = run_pair(prefill, decode, "--gpu", "H100-80GB", "--decode-gpu", "H200")
+    assert code == 0 and d["pair"]["compatible"] is True
+    for side, card, text in (("prefill", "H100-80GB", prefill), ("decode", "H200", decode)):
+        r = runner.invoke(app, ["vllm", "--format", "json", "--gpu", card, "--line", text])
+        alone = json.loads(r.stdout)
+        assert d[side]["memory"]["num_blocks"] == alone["memory"]["num_blocks"]
+    assert d["decode"]["memory"]["num_blocks"] > d["prefill"]["memory"]["num_blocks"]
+
+
+def test_decode_gpu_of_another_architecture_changes_the_attention_backend_in_the_hash():
+    """0.34.0 picks the attention backend by device (FLASH_ATTN on Hopper, FLASHINFER on Blackwell), and the
+    backend's name is a factor of NixlConnector's compatibility hash (nixl/metadata.py:149-210): an H100
+    prefill cannot hand KV to a B200 decode without the same --attention-backend on both."""
+    prefill, decode = _pd_lines()
+    code, d = run_pair(prefill, decode, "--gpu", "H100-80GB", "--decode-gpu", "B200")
+    assert code == 3
+    assert d["pair"]["rules"][0]["rule"] == "compatibility hash (attn_backend_name)"
+    assert (d["pair"]["rules"][0]["prefill"], d["pair"]["rules"][0]["decode"]) == (
+        "attn_backend_name=FLASH_ATTN", "attn_backend_name=FLASHINFER")
+    assert d["outcome"]["error"].startswith("NIXL compatibility hash mismatch.")
+
+
+def test_decode_gpu_needs_the_prefill_card_and_a_pair():
+    prefill, decode = _pd_lines()
+    r = runner.invoke(app, ["vllm", "--decode-gpu", "H200", "--line", prefill, "--decode-line", decode])
+    assert r.exit_code == 1 and "--decode-gpu: give the prefill side's card with --gpu too" in r.output
+    r = runner.invoke(app, ["vllm", "--gpu", "H100-80GB", "--decode-gpu", "H200", "--line", prefill])
+    assert r.exit_code == 2 and "--decode-gpu goes with --decode-line or --pd" in r.output
+
+
+def mooncake(role: str) -> str:
+    return json.dumps({"kv_connector": "MooncakeConnector", "kv_role": role})
+
+
+def test_mooncake_pair_needs_the_same_block_size():
+    """vLLM 0.34.0's own MooncakeConnector (no kv_connector_module_path): one KV region of Llama-3.1-8B on TP 1
+    holds block x 8 KV heads x 128 x 2 bytes: 16 x 2,048 = 32,768 on the prefill side, 64 x 2,048 = 131,072
+    on the decode side; the same TP needs equal lengths (mooncake_connector.py:365-371)."""
+    p = f"vllm serve {LLAMA} --kv-cache-memory-bytes 20GiB --block-size 16 --kv-transfer-config '{mooncake('kv_producer')}'"
+    d = f"vllm serve {LLAMA} --kv-cache-memory-bytes 20GiB --kv-transfer-config '{mooncake('kv_consumer')}'"
+    code, out = run_pair(p, d)
+    assert code == 3 and out["pair"]["modelled"] is True
+    assert out["outcome"]["error"] == ("Mooncake KV region length mismatch for homogeneous TP at region 0: "
+                                       "local=32768, remote=131072.")
+    assert out["pair"]["fix"] == "--block-size 64 on both sides"
+    code, out = run_pair(p, d.replace("--kv-cache-memory-bytes 20GiB", "--kv-cache-memory-bytes 20GiB --block-size 16"))
+    assert code == 0 and out["pair"]["compatible"] is True
+
+
+def test_mooncake_pair_with_one_fp8_side_and_a_tp_ratio():
+    """Prefill TP 2 (4 KV heads per rank, fp8: 64 x 4 x 128 x 1 = 32,768 bytes), decode TP 1 (8 heads, bf16:
+    131,072): tp_ratio = 2 / 1 = 2, so the decode region must be 2 x 32,768 (mooncake_connector.py:372-379)."""
+    p = (f"vllm serve {LLAMA} --kv-cache-memory-bytes 20GiB -tp 2 --kv-cache-dtype fp8 "
+         f"--kv-transfer-config '{mooncake('kv_producer')}'")
+    d = f"vllm serve {LLAMA} --kv-cache-memory-bytes 20GiB --kv-transfer-config '{mooncake('kv_consumer')}'"
+    code, out = run_pair(p, d)
+    assert code == 3
+    assert out["outcome"]["error"] == ("Mooncake destination KV region length does not match the producer TP ratio "
+                                       "at region 0: local=32768, remote=131072, tp_ratio=2.")
+
+
+def test_moriio_pair_tp_rules():
+    """MoRIIOConnector 0.34.0 (write mode: the prefill side is local): TP 3 and 2 do not divide
+    (get_moriio_remote_tp_rank, ValueError); TP 1 and 2 of Llama's 8 KV heads do, but a different TP needs
+    replicated KV heads on both sides (NotImplementedError); the same TP passes, the block sizes unchecked."""
+    cfg = lambda role: json.dumps({"kv_connector": "MoRIIOConnector", "kv_role": role})  # noqa: E731
+    base = f"vllm serve {LLAMA} --kv-cache-memory-bytes 20GiB"
+    code, out = run_pair(f"{base} -tp 2 --kv-transfer-config '{cfg('kv_producer')}'",
+                         f"{base} --kv-transfer-config '{cfg('kv_consumer')}'")
+    assert code == 3 and out["outcome"]["error_type"] == "NotImplementedError"
+    assert out["outcome"]["error"] == ("MoRIIO heterogeneous TP requires replicated KV heads on both prefill and "
+                                       "decode. Got total_num_kv_heads=8, local_tp_size=2, remote_tp_size=1.")
+    code, out = run_pair(f"{base} --kv-transfer-config '{cfg('kv_producer')}'",
+                         f"{base} --block-size 16 --kv-transfer-config '{cfg('kv_consumer')}'")
+    assert code == 0 and out["pair"]["rules"][-1]["rule"].startswith("block sizes (not checked by vLLM 0.34.0")

@@ -118,14 +118,90 @@ def test_token_chunk_not_a_multiple_of_the_block_fails_as_vllm_does():
                                             "the GPU KV cache block size (64 tokens). Use 128 instead")
 
 
-@pytest.mark.parametrize("release, sized", [("0.33.0", True), ("0.20.0", False)])
-def test_releases_before_the_cpu_spec_say_the_tier_is_not_sized(release, sized):
-    _, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-offloading-size", "64",
-                    "--policy", f"vllm=={release}")
+def test_0_20_sizes_blocks_and_the_pinned_allocator_rounds_them():
+    """vLLM 0.20.0, Llama-3.1-8B on TP 2 with --kv-offloading-size 80 (the size vllm#48436 measured):
+    the 16-token block is 32 layers x 2 x 8 KV heads x 128 x 2 bytes x 16 = 2 MiB of KV, 1 MiB on each of
+    the 2 workers; CPUOffloadingSpec (0.20.0 vllm/v1/kv_offload/cpu/spec.py:26-45) keeps
+    80 GiB // (1 MiB x 2 workers) = 40,960 blocks, unaligned. Each worker pins one cross-layer host tensor of
+    40,960 x 1 MiB = 40 GiB, which the pinned caching allocator rounds up to 64 GiB: 128 GiB for the
+    engine, 1.6x the request (#48436: ~67 GB RSS per worker for 80 GiB on TP 2)."""
+    _, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-offloading-size", "80", "-tp", "2",
+                    "--policy", "vllm==0.20.0")
     h = d["host_tier"]
-    assert h["kv_connector"] == "OffloadingConnector" and h["sized"] is sized
-    if not sized:
-        assert "not modelled yet" in h["note"]
+    assert (h["kv_connector"], h["sized"], h["world_size"]) == ("OffloadingConnector", True, 2)
+    assert h["worker_kv_bytes_per_block"] == 1 << 20 and h["kv_bytes_per_chunk"] == 2 << 20
+    assert h["num_chunks"] == 40_960
+    assert h["cpu_kv_cache_size_bytes"] == 80 * GiB
+    assert h["host_bytes_allocated"] == 2 * 64 * GiB
+    assert "cross-layer tensor of 42,949,672,960 bytes per worker" in h["note"]
+
+
+def test_0_27_aligns_chunks_to_the_host_page_in_one_shared_region():
+    """From 0.27.0 the chunk is rounded up to the 4 KiB page and lives in one mmap region (no power-of-two
+    rounding): 80 GiB // 2 MiB = 40,960 chunks, 80 GiB allocated."""
+    _, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-offloading-size", "80", "-tp", "2",
+                    "--policy", "vllm==0.27.1")
+    h = d["host_tier"]
+    assert (h["num_chunks"], h["host_bytes_allocated"]) == (40_960, 80 * GiB)
+
+
+def test_0_12_native_backend_fails_in_the_connector():
+    """0.12.0's post-init puts num_cpu_blocks: 0 in the extra config (vllm/config/vllm.py:481-488), which
+    CPUOffloadingSpec refuses (vllm/v1/kv_offload/cpu.py:24-28); golden llama-3.1-8b__offload-64__40gib__0.12.0."""
+    code, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-offloading-size", "64",
+                       "--kv-offloading-backend", "native", "--policy", "vllm==0.12.0")
+    assert code == 3
+    assert d["outcome"]["stage"] == "kv_connector"
+    assert d["outcome"]["error"] == "num_cpu_blocks must be specified in kv_connector_extra_config"
+
+
+def test_0_12_size_without_a_backend_installs_nothing():
+    """0.12-0.13: kv_offloading_backend defaults to None, and the post-init returns at once."""
+    _, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-offloading-size", "64",
+                    "--policy", "vllm==0.12.0")
+    assert d.get("host_tier") is None
+
+
+def test_0_20_lmcache_backend_is_lmcache_s_own_buffer_per_rank():
+    """0.14-0.22: --kv-offloading-backend lmcache installs LMCacheConnectorV1 with lmcache.max_local_cpu_size
+    = 64 / (TP 2 x PP 1) = 32 GB per rank (0.20.0 vllm/config/vllm.py:672-705); each worker's LMCache engine
+    pins int(32 x 1024**3) bytes: 64 GiB in all. A 256-token chunk of one worker is 256 x 64 KiB (Llama's
+    128 KiB per token over 2 workers) = 16 MiB: 32 GiB holds 2,048 chunks, 524,288 tokens."""
+    _, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-offloading-size", "64", "-tp", "2",
+                    "--kv-offloading-backend", "lmcache", "--policy", "vllm==0.20.0")
+    h = d["host_tier"]
+    assert (h["kv_connector"], h["sized"]) == ("LMCacheConnectorV1", True)
+    assert h["basis"] == "lmcache.max_local_cpu_size=32.0 in kv_connector_extra_config"
+    assert h["host_bytes_allocated"] == 64 * GiB
+    assert h["cpu_kv_cache_size_tokens"] == 524_288
+
+
+def test_lmcache_variables_size_the_buffer_of_a_kv_transfer_config_connector():
+    """LMCACHE_MAX_LOCAL_CPU_SIZE (GB, a float: LMCache's lmcache/v1/config.py) read from the environment;
+    LMCache's default without it is 5.0 GB."""
+    cfg = json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"})
+    _, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-transfer-config", cfg,
+                    "--env", "LMCACHE_MAX_LOCAL_CPU_SIZE=2.5")
+    h = d["host_tier"]
+    assert (h["basis"], h["host_bytes_allocated"]) == ("LMCACHE_MAX_LOCAL_CPU_SIZE=2.5", int(2.5 * GiB))
+    # 2.5 GiB // (256 x 128 KiB = 32 MiB) = 80 chunks = 20,480 tokens
+    assert h["cpu_kv_cache_size_tokens"] == 20_480
+    _, d = run_json("simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-transfer-config", cfg)
+    assert d["host_tier"]["host_bytes_allocated"] == 5 * GiB
+    r = runner.invoke(app, ["simulate", LLAMA, "--kv-cache-memory", "40GiB", "--kv-transfer-config", cfg,
+                            "--env", "LMCACHE_MAX_LOCAL_CPU_SIZE=lots"])
+    assert r.exit_code != 0 and "LMCACHE_MAX_LOCAL_CPU_SIZE='lots': LMCache reads a number of GB" in r.output
+
+
+def test_production_stack_cpu_offloading_buffer():
+    """production-stack's tutorial values (tests/data/manifests/production-stack-values-14-vllm-v1.yaml):
+    lmcacheConfig.cpuOffloadingBufferSize "20" -> LMCACHE_MAX_LOCAL_CPU_SIZE=20 (the chart's
+    deployment-vllm-multi.yaml:336-343): 20 GiB for its one worker, 20 GiB // 32 MiB = 640 chunks of 256 tokens."""
+    code, d = run_json("vllm", "--gpu", "H100-80GB", "--file", "tests/data/manifests/production-stack-values-14-vllm-v1.yaml")
+    h = d["host_tier"]
+    assert (h["kv_connector"], h["basis"], h["host_bytes_allocated"]) == (
+        "LMCacheConnectorV1", "LMCACHE_MAX_LOCAL_CPU_SIZE=20", 20 * GiB)
+    assert h["cpu_kv_cache_size_tokens"] == 163_840
 
 
 def test_release_without_the_flags_refuses_them():
@@ -191,3 +267,19 @@ def test_check_gates_the_host_tier(tmp_path):
     failed = {n: [e for e in d["expectations"] if not e["passed"]] for n, d in by.items()}
     assert by["b"]["status"] == "fail" and [e["key"] for e in failed["b"]] == ["max_host_memory"]
     assert by["c"]["status"] == "fail" and "no sized host tier" in failed["c"][0]["message"]
+
+
+def test_check_counts_what_the_host_actually_allocates(tmp_path):
+    """max_host_memory sees the pinned allocator's rounding (0.20.0: 80 GiB on TP 2 pins 2 x 64 GiB = 128 GiB)
+    and LMCache's own buffer (LMCACHE_MAX_LOCAL_CPU_SIZE=20 on TP 2: 2 x 20 GiB)."""
+    f = tmp_path / "d.yaml"
+    lm = json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"})
+    f.write_text("deployments:\n"
+                 "  - {name: rounded, model: meta-llama/Meta-Llama-3.1-8B, kv_cache_memory: 40GiB, policy: vllm==0.20.0,\n"
+                 "     kv_offloading_size: 80, tensor_parallel_size: 2, expect: {max_host_memory: 100GiB}}\n"
+                 f"  - {{name: lmcache, model: meta-llama/Meta-Llama-3.1-8B, kv_cache_memory: 40GiB, kv_transfer_config: '{lm}',\n"
+                 "     tensor_parallel_size: 2, env: {LMCACHE_MAX_LOCAL_CPU_SIZE: '20'}, expect: {max_host_memory: 40GiB}}\n")
+    r = runner.invoke(app, ["check", str(f), "--format", "json"])
+    by = {d["name"]: d for d in json.loads(r.stdout)["deployments"]}
+    assert by["rounded"]["plan"]["host_memory_bytes"] == 128 * GiB and by["rounded"]["status"] == "fail"
+    assert by["lmcache"]["plan"]["host_memory_bytes"] == 40 * GiB and by["lmcache"]["status"] == "pass"

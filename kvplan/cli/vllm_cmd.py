@@ -29,7 +29,10 @@ def vllm_command(
     decode_line: Annotated[Optional[str], typer.Option(
         "--decode-line", metavar="TEXT", help="With --line (the prefill side): the decode side of a prefill/decode "
         "pair, both with --kv-transfer-config; each side is simulated, then what the KV connector requires of "
-        "the pair (NixlConnector, vLLM 0.34.0).")] = None,
+        "the pair (NixlConnector, MooncakeConnector, MoRIIOConnector of vLLM 0.34.0).")] = None,
+    decode_gpu: Annotated[Optional[str], typer.Option(
+        "--decode-gpu", metavar="NAME", help="With --decode-line or --pd: the decode side's GPU when it is not the "
+        "prefill side's (--gpu is the prefill side's, and both sides' when this is not given).")] = None,
     file: Annotated[Optional[str], typer.Option(
         "--file", metavar="PATH", help="A docker-compose file, a Kubernetes or KServe manifest (InferenceService, "
         "LLMInferenceService with its LLMInferenceServiceConfigs), vLLM production-stack / llm-d Helm values, a "
@@ -70,7 +73,7 @@ def vllm_command(
         from kvplan.api import pd_pair
         from kvplan.report.pd_tables import render_pd
 
-        data = pd_pair(_line_text(line), decode_line, **options)
+        data = pd_pair(_line_text(line), decode_line, decode_gpu=decode_gpu, **options)
         finish(data, format.value, render_pd)
         return
     if pd:
@@ -80,8 +83,11 @@ def vllm_command(
         from kvplan.api import pd_pair_from_file
         from kvplan.report.pd_tables import render_pd
 
-        finish(pd_pair_from_file(file, **options), format.value, render_pd)
+        finish(pd_pair_from_file(file, decode_gpu=decode_gpu, **options), format.value, render_pd)
         return
+    if decode_gpu is not None:
+        raise fail("--decode-gpu goes with --decode-line or --pd (the decode side of a prefill/decode pair)",
+                   EXIT_USAGE)
     if file is not None:
         if words or line is not None:
             raise fail("give one of --file, --line or the serve words", EXIT_USAGE)

@@ -360,14 +360,24 @@ def host_tier_rows(h: dict) -> list[tuple[str, str]]:
             ("hybrid KV-cache manager", "on" if h["hybrid_kv_cache_manager"] else "off")]
     if not h["sized"]:
         return rows + [("host tier", h.get("note") or "not sized")]
-    rows += [
-        ("cpu_bytes_to_use (all TP ranks)", format_bytes(h["cpu_bytes_to_use"])),
-        ("chunk (blocks × workers)", f"{h['blocks_per_chunk']} × {h['world_size']}: {h['kv_bytes_per_chunk']:,} B"),
-        ("num_chunks", f"{h['num_chunks']:,}"),
-        ("cpu_kv_cache_size_bytes", f"{h['cpu_kv_cache_size_bytes']:,} B"),
-        ("cpu_kv_cache_size_tokens", "—" if h.get("cpu_kv_cache_size_tokens") is None
-         else f"{h['cpu_kv_cache_size_tokens']:,}"),
-    ]
+    def some(key: str) -> bool:
+        return h.get(key) is not None
+
+    if some("basis"):
+        rows.append(("sized by", h["basis"]))
+    if some("cpu_bytes_to_use"):
+        rows.append(("cpu_bytes_to_use (all TP ranks)", format_bytes(h["cpu_bytes_to_use"])))
+    if some("kv_bytes_per_chunk"):
+        rows.append(("chunk (blocks × workers)", f"{h['blocks_per_chunk']} × {h['world_size']}: "
+                                                 f"{h['kv_bytes_per_chunk']:,} B"))
+    if some("num_chunks"):
+        rows.append(("num_chunks", f"{h['num_chunks']:,}"))
+    if some("cpu_kv_cache_size_bytes"):
+        rows.append(("cpu_kv_cache_size_bytes", f"{h['cpu_kv_cache_size_bytes']:,} B"))
+    if some("host_bytes_allocated"):
+        rows.append(("host memory allocated", f"{h['host_bytes_allocated']:,} B"))
+    rows.append(("cpu_kv_cache_size_tokens", "—" if h.get("cpu_kv_cache_size_tokens") is None
+                 else f"{h['cpu_kv_cache_size_tokens']:,}"))
     if h.get("host_to_gpu_tokens_ratio") is not None:
         rows.append(("tokens beside the GPU pool's", f"{h['host_to_gpu_tokens_ratio']:g}×"))
     for g in h["groups"]:
@@ -446,9 +456,14 @@ def summary_lines(d: dict) -> list[str]:
         lines.append(f"every engine: {t['engines']} ({how}) × {t['gpus_per_engine']} GPU(s): KV tokens {t['kv_tokens']:,}, "
                      f"max_concurrency {t['max_concurrency']:,.2f} (kvplan's sums)")
     h = d.get("host_tier")
-    if h and h["sized"] and o["starts"]:
-        lines.append(f"host tier: {h['kv_connector']}, {format_bytes(h['cpu_kv_cache_size_bytes'])} of host memory, "
-                     f"{h['num_chunks']:,} chunks, {h['cpu_kv_cache_size_tokens'] or 0:,} tokens (vLLM's own)")
+    if h and h["sized"] and o["starts"] and h.get("cpu_kv_cache_size_bytes") is not None:
+        whose = "vLLM's own" if h.get("num_chunks") is not None and "kvplan's count" not in (h.get("note") or "") \
+            else "kvplan's count"
+        chunks = f"{h['num_chunks']:,} chunks, " if h.get("num_chunks") is not None else ""
+        taken = (f" ({format_bytes(h['host_bytes_allocated'])} allocated)"
+                 if h.get("host_bytes_allocated") not in (None, h["cpu_kv_cache_size_bytes"]) else "")
+        lines.append(f"host tier: {h['kv_connector']}, {format_bytes(h['cpu_kv_cache_size_bytes'])} of host memory"
+                     f"{taken}, {chunks}{h['cpu_kv_cache_size_tokens'] or 0:,} tokens ({whose})")
     elif h:
         lines.append(f"host tier: {h['kv_connector']} ({h.get('note') or 'not sized'})")
     if o["starts"]:

@@ -46,10 +46,22 @@ class HostTier:
     num_chunks: int | None = field(default=None, metadata=OMIT_NONE)
     # the host memory the tier maps (num_chunks x kv_bytes_per_chunk): /dev/shm on CUDA hosts
     cpu_kv_cache_size_bytes: int | None = field(default=None, metadata=OMIT_NONE)
-    # tokens the tier holds for requests of max_model_len (vLLM's own figure, like the GPU pool's)
+    # tokens the tier holds for requests of max_model_len (vLLM's own figure from 0.33, like the GPU pool's;
+    # before, kvplan's count by the same formula: the note says so)
     cpu_kv_cache_size_tokens: int | None = field(default=None, metadata=OMIT_NONE)
+    # the host memory the workers actually take: the shared region (0.27+), or 0.14-0.26's pinned torch
+    # tensors after the caching allocator's power-of-two rounding (None where that layout is not modelled)
+    host_bytes_allocated: int | None = field(default=None, metadata=OMIT_NONE)
+    # where the capacity comes from when vLLM does not size it (LMCache's own buffer)
+    basis: str | None = field(default=None, metadata=OMIT_NONE)
     # the request's tokens beside the GPU pool's: cpu_kv_cache_size_tokens / the GPU pool's KV tokens
     host_to_gpu_tokens_ratio: float | None = field(default=None, metadata=OMIT_NONE)
+
+    @property
+    def memory_bytes(self) -> int | None:
+        """The host memory the tier takes, as ``check``'s max_host_memory and ``fit`` count it: what the workers
+        actually allocate where known (the pinned allocator's rounding), else the tier's bytes; None unsized."""
+        return tier_memory_bytes(self)
 
 
 @dataclass(frozen=True)
@@ -71,3 +83,12 @@ class DeploymentTotals:
     host_kv_tokens: int | None = field(default=None, metadata=OMIT_NONE)
     # copies of the whole deployment a manifest runs (spec.replicas): engines = data_parallel_size x replicas
     replicas: int = 1
+
+
+def tier_memory_bytes(tier) -> int | None:
+    """``HostTier.memory_bytes`` of any object with the tier's fields (the allocated bytes where known, else the
+    tier's bytes; None when the tier is not sized)."""
+    if tier is None or not getattr(tier, "sized", False):
+        return None
+    allocated = getattr(tier, "host_bytes_allocated", None)
+    return allocated if allocated is not None else getattr(tier, "cpu_kv_cache_size_bytes", None)

@@ -336,13 +336,38 @@ def _helm(doc: dict, path: str) -> list[ManifestServe]:
                     words += [flag, str(cfg[key])]
             words += [str(a) for a in _list(cfg.get("extraArgs"))]
         lm = spec.get("lmcacheConfig")
+        env = _env(spec.get("env"))
         if isinstance(lm, dict) and lm.get("enabled"):
             role = lm.get("kvRole") or "kv_both"
             words += ["--kv-transfer-config", f'{{"kv_connector":"LMCacheConnectorV1","kv_role":"{role}"}}']
+            env = {**_lmcache_env(lm), **env}
         image = f"{spec.get('repository', 'vllm/vllm-openai')}:{spec.get('tag', 'latest')}"
-        found = _one(name, path, line, words, image, _env(spec.get("env")))
+        found = _one(name, path, line, words, image, env)
         if found:
             out.append(found)
+    return out
+
+
+def _lmcache_env(lm: dict) -> dict[str, str]:
+    """The LMCache variables production-stack's chart sets from ``lmcacheConfig``
+    (vllm-project/production-stack a6c01db05f65f556235413ba8dbcfb0c01132fff
+    ``helm/templates/deployment-vllm-multi.yaml:336-347``): ``cpuOffloadingBufferSize`` > 0 →
+    ``LMCACHE_LOCAL_CPU=True`` and ``LMCACHE_MAX_LOCAL_CPU_SIZE`` (GB, as written);
+    ``diskOffloadingBufferSize`` → ``LMCACHE_MAX_LOCAL_DISK_SIZE``; ``enablePD`` → no local CPU tier
+    (lines 297-301: ``LMCACHE_LOCAL_CPU=False``, ``LMCACHE_MAX_LOCAL_CPU_SIZE=0``)."""
+    out: dict[str, str] = {}
+    if lm.get("enablePD"):
+        out.update(LMCACHE_LOCAL_CPU="False", LMCACHE_MAX_LOCAL_CPU_SIZE="0")
+    size = lm.get("cpuOffloadingBufferSize")
+    if size is not None:
+        try:
+            positive = int(float(str(size))) > 0
+        except ValueError:
+            positive = False
+        if positive:
+            out.update(LMCACHE_LOCAL_CPU="True", LMCACHE_MAX_LOCAL_CPU_SIZE=str(size))
+    if lm.get("diskOffloadingBufferSize") is not None:
+        out["LMCACHE_MAX_LOCAL_DISK_SIZE"] = str(lm["diskOffloadingBufferSize"])
     return out
 
 

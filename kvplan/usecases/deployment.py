@@ -79,6 +79,12 @@ class ServingInput:
     disable_sliding_window: bool = False
     env: dict[str, str] | None = None
 
+    def lmcache(self) -> dict:
+        """LMCache's own settings from the ``LMCACHE_*`` variables (``kvplan.engines.vllm.offload.lmcache_settings``)."""
+        from kvplan.engines.vllm.offload import lmcache_settings
+
+        return lmcache_settings(self.env)
+
 
 @dataclass(frozen=True)
 class SchedulerInput:
@@ -102,14 +108,14 @@ class SchedulerInput:
     kv_events: bool = False
     card_batch_defaults: tuple[int, int] = (8192, 1024)
 
-    def transfer_config(self, *, simple_offload: bool = False) -> dict | None:
+    def transfer_config(self, *, simple_offload: bool = False, era=None, num_kv_ranks: int = 1) -> dict | None:
         """``kv_transfer_config`` as vLLM holds it after its post-init: the offloading flags install
         their connector (``kvplan.engines.vllm.offload.transfer_config``; ``simple_offload``:
         ``VLLM_USE_SIMPLE_KV_OFFLOAD`` as the release reads it)."""
         from kvplan.engines.vllm.offload import transfer_config
 
         return transfer_config(self.kv_transfer_config, self.kv_offloading_size, self.kv_offloading_backend,
-                               simple_offload=simple_offload)
+                               simple_offload=simple_offload, era=era, num_kv_ranks=num_kv_ranks)
 
     def batch_sizes(self, max_model_len: int | None = None) -> tuple[int, int]:
         """``(max_num_batched_tokens, max_num_seqs)``: as given, else the card's defaults. With the

@@ -53,7 +53,17 @@ def side_of(role: str, env: Envelope) -> PdSide:
                                          .get("value") or 1),
         block_size=min((g["block_size"] for g in d["groups"]), default=serving["block_size"] or 0),
         use_mla=use_mla, has_mamba="mamba" in kinds,
-        kv_cache_layout=_layout(d["policy"]["vllm_release"] or d["policy"]["name"]))
+        kv_cache_layout=_layout(d["policy"]["vllm_release"] or d["policy"]["name"]),
+        kv_dtype_bytes=_kv_dtype_bytes(serving["kv_cache_dtype"], d["model"]["dtype"]),
+        read_mode=str(extra.get("read_mode", "false")).lower().strip() in ("true", "1"),
+        connector_module=ktc.get("kv_connector_module_path") or None)
+
+
+def _kv_dtype_bytes(cache_dtype: str, model_dtype: str) -> int:
+    """Bytes per KV element: an fp8 cache 1, else the model dtype's (float32 4, 16-bit 2)."""
+    if str(cache_dtype).startswith("fp8"):
+        return 1
+    return 4 if "32" in str(model_dtype) else 2
 
 
 def _layout(release: str) -> str:
@@ -68,17 +78,18 @@ def _layout(release: str) -> str:
 def _pair(prefill: PdSide, decode: PdSide) -> PdPair:
     modelled, checks = pair_checks(prefill, decode)
     rules = tuple(PairRule(c.rule, c.ok, c.prefill, c.decode, c.error_type, c.error) for c in checks)
-    is_modelled = modelled in ("nixl_0.34", "connector")
+    is_modelled = modelled in ("nixl_0.34", "mooncake_0.34", "moriio_0.34", "connector")
     return PdPair(prefill.kv_connector, is_modelled, None if is_modelled else modelled,
                   all(r.ok for r in rules) if is_modelled else None, rules)
 
 
-def pd_pair(prefill_line: str, decode_line: str, **options) -> Envelope:
-    """Both sides of a P/D pair (two pasted ``vllm serve`` lines) and the connector's pair rules."""
-    return _pd({"line": prefill_line}, {"line": decode_line}, options)
+def pd_pair(prefill_line: str, decode_line: str, *, decode_gpu: str | None = None, **options) -> Envelope:
+    """Both sides of a P/D pair (two pasted ``vllm serve`` lines) and the connector's pair rules.
+    ``decode_gpu``: the decode side's GPU when it differs from the prefill side's (``gpu``)."""
+    return _pd({"line": prefill_line}, {"line": decode_line}, options, decode_gpu)
 
 
-def pd_pair_from_file(file: str, **options) -> Envelope:
+def pd_pair_from_file(file: str, *, decode_gpu: str | None = None, **options) -> Envelope:
     """The prefill and decode workers of one manifest (llm-d P/D values, a Dynamo graph, Kubernetes objects):
     the vLLM containers whose names say ``prefill`` and ``decode``, one each."""
     from kvplan.readfile import read_text
@@ -91,13 +102,18 @@ def pd_pair_from_file(file: str, **options) -> Envelope:
         raise OptionError(f"--file {file}: a prefill/decode pair needs one vLLM container named for each role; "
                           f"found {', '.join(repr(n) for n in names) or 'none'}")
     return _pd({"file": file, "container": pick["prefill"][0]}, {"file": file, "container": pick["decode"][0]},
-               options)
+               options, decode_gpu)
 
 
-def _pd(p_in: dict, d_in: dict, options: dict) -> Envelope:
+def _pd(p_in: dict, d_in: dict, options: dict, decode_gpu: str | None = None) -> Envelope:
     from kvplan.usecases.serve import vllm_serve
 
-    p_env, d_env = vllm_serve(**p_in, **options), vllm_serve(**d_in, **options)
+    if decode_gpu is not None and not options.get("gpu"):
+        raise OptionError("--decode-gpu: give the prefill side's card with --gpu too (e.g. --gpu H100-80GB "
+                          "--decode-gpu H200); with one card for both, give --gpu alone")
+    # each side on its own card: --gpu for the prefill side, --decode-gpu for the decode side (default: --gpu)
+    d_options = {**options, "gpu": decode_gpu} if decode_gpu is not None else options
+    p_env, d_env = vllm_serve(**p_in, **options), vllm_serve(**d_in, **d_options)
     prefill, decode = side_of("prefill", p_env), side_of("decode", d_env)
     if prefill.kv_role not in PRODUCER_ROLES + (None,):
         raise OptionError(f"the prefill side's --kv-transfer-config has kv_role {prefill.kv_role}: give the "
@@ -116,7 +132,7 @@ def _pd(p_in: dict, d_in: dict, options: dict) -> Envelope:
         pair = _pair(prefill, decode)
     failed = next((r for r in pair.rules if not r.ok), None)
     if failed is not None and failed.rule.startswith("block sizes"):
-        pair = replace(pair, fix=_block_size_fix(p_in, d_in, prefill, decode, options))
+        pair = replace(pair, fix=_block_size_fix(p_in, d_in, prefill, decode, options, d_options))
     loads = _flag_value(d_env, "--max-num-inflight-kv-loads")
     if loads is not None and d_env["outcome"]["starts"]:
         n = int(loads)
@@ -140,23 +156,24 @@ def _flag_value(env: Envelope, flag: str) -> str | None:
     return rows[-1]["value"] if rows else None
 
 
-def _block_size_fix(p_in: dict, d_in: dict, prefill: PdSide, decode: PdSide, options: dict) -> str | None:
+def _block_size_fix(p_in: dict, d_in: dict, prefill: PdSide, decode: PdSide, options: dict,
+                    d_options: dict | None = None) -> str | None:
     """Both sides at the larger block size, re-simulated and re-checked (None when that does not pass either):
     ``--block-size N`` given to kvplan, or appended to a pasted line that sets its own."""
     from kvplan.usecases.serve import vllm_serve
 
     size = max(prefill.block_size, decode.block_size)
 
-    def run(side: dict):
+    def run(side: dict, opts: dict):
         try:
-            return vllm_serve(**side, **{**options, "block_size": size})
+            return vllm_serve(**side, **{**opts, "block_size": size})
         except OptionError:
             if "line" not in side:
                 raise
-            return vllm_serve(line=side["line"] + f" --block-size {size}", **options)
+            return vllm_serve(line=side["line"] + f" --block-size {size}", **opts)
 
     try:
-        p2, d2 = run(p_in), run(d_in)
+        p2, d2 = run(p_in, options), run(d_in, d_options if d_options is not None else options)
     except Exception:  # noqa: BLE001 - a fix that cannot be simulated is no fix
         return None
     pair = _pair(side_of("prefill", p2), side_of("decode", d2))

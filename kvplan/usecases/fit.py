@@ -339,8 +339,8 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 padding_waste_pct=ps.padding_waste_pct, enough=enough, data_parallel_size=dp,
                 total_kv_tokens=plan.kv_tokens * dp, total_max_concurrency=round(plan.max_concurrency * dp, 6),
                 total_steady_state_concurrency=round(plan.steady_state_concurrency * dp, 6),
-                host_memory_bytes=plan.host_tier.cpu_kv_cache_size_bytes * dp
-                if plan.host_tier is not None and plan.host_tier.sized else None))
+                host_memory_bytes=plan.host_tier.memory_bytes * dp
+                if plan.host_tier is not None and plan.host_tier.memory_bytes is not None else None))
     ok = [r for r in rows if r.enough]
     smallest = min(ok, key=lambda r: (r.num_gpus * r.gpu_memory_bytes, r.num_gpus)) if ok else None
     return GpuTable(

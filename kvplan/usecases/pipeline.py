@@ -190,7 +190,10 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
                              else s.model_runner == "v2"),
         decode_context_parallel_size=serving.decode_context_parallel_size,
         tensor_parallel_size=serving.tensor_parallel_size,
-        kv_transfer_config=s.transfer_config(simple_offload=environment.simple_kv_offload(env, era)),
+        kv_transfer_config=s.transfer_config(simple_offload=environment.simple_kv_offload(env, era), era=era,
+                                             num_kv_ranks=serving.tensor_parallel_size
+                                             * serving.pipeline_parallel_size),
+        lmcache=serving.lmcache(),
         kv_offloading_backend=(s.kv_offloading_backend or "native") if s.kv_offloading_size is not None else None,
         allow_chunked_local_with_hma=environment.allow_chunked_local_with_hma(env, era),
         allow_long_max_model_len=environment.allow_long_max_model_len(env, era),
@@ -228,7 +231,8 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         era = replace(era, cudagraph_memory_in_profile=profile)
     batched, seqs = scheduler.batch_sizes(config_max_model_len(
         layout, era, scheduler.max_model_len, disable_sliding_window=serving.disable_sliding_window))
-    transfer = scheduler.transfer_config(simple_offload=environment.simple_kv_offload(serving.env, era))
+    transfer = scheduler.transfer_config(simple_offload=environment.simple_kv_offload(serving.env, era), era=era,
+                                         num_kv_ranks=serving.tensor_parallel_size * serving.pipeline_parallel_size)
     return kv_budget(layout, era, BudgetRequest(
         request, max_num_batched_tokens=batched, max_num_seqs=seqs, data_parallel_size=serving.data_parallel_size,
         enable_expert_parallel=serving.enable_expert_parallel,

@@ -334,7 +334,7 @@ def replicated(body: PlanBody, replicas: int) -> DeploymentTotals | None:
         data_parallel_size=1, engines=1, gpus_per_engine=body.serving.tensor_parallel_size * max(len(body.workers), 1),
         gpus=body.serving.tensor_parallel_size * max(len(body.workers), 1), kv_tokens=m.kv_tokens,
         max_concurrency=round(m.max_concurrency, 2), effective_concurrency=round(m.effective_concurrency, 2),
-        host_memory_bytes=body.host_tier.cpu_kv_cache_size_bytes if body.host_tier and body.host_tier.sized else None,
+        host_memory_bytes=body.host_tier.memory_bytes if body.host_tier else None,
         host_kv_tokens=(body.host_tier.cpu_kv_cache_size_tokens or 0) if body.host_tier and body.host_tier.sized
         else None)
     return replace(t, replicas=replicas, engines=t.engines * replicas, gpus=t.gpus * replicas,
@@ -357,7 +357,7 @@ def deployment_totals(plan, memory: Memory, *, tensor_parallel_size: int,
         data_parallel_size=dp, engines=dp, gpus_per_engine=per_engine, gpus=dp * per_engine,
         kv_tokens=memory.kv_tokens * dp, max_concurrency=round(memory.max_concurrency * dp, 2),
         effective_concurrency=round(memory.effective_concurrency * dp, 2),
-        host_memory_bytes=h.cpu_kv_cache_size_bytes * dp if sized else None,
+        host_memory_bytes=h.memory_bytes * dp if sized and h.memory_bytes is not None else None,
         host_kv_tokens=(h.cpu_kv_cache_size_tokens or 0) * dp if sized else None)
 
 

@@ -44,8 +44,9 @@ def _kvplan_options(options: dict) -> dict:
 
 
 def _env_split(env: dict) -> tuple[dict, dict]:
-    vllm = {k: v for k, v in env.items() if k.startswith("VLLM_")}
-    other = {k: v for k, v in env.items() if not k.startswith("VLLM_")}
+    read = ("VLLM_", "LMCACHE_")  # vLLM's variables, and LMCache's, which its connector reads in vLLM's process
+    vllm = {k: v for k, v in env.items() if k.startswith(read)}
+    other = {k: v for k, v in env.items() if not k.startswith(read)}
     return vllm, other
 
 

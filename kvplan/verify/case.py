@@ -178,12 +178,13 @@ def plan_from_case(case: dict, era):
         decode_context_parallel_size=case.get("decode_context_parallel_size", 1),
         tensor_parallel_size=case.get("tensor_parallel_size", 1),
         parallel_drafting=case_parallel_drafting(case, era),
-        **_offloading_options(case.get("kv_offloading")),
+        **_offloading_options(case.get("kv_offloading"), era,
+                              case.get("tensor_parallel_size", 1) * case.get("pipeline_parallel_size", 1)),
     )
     return simulate(layers, ranks if len(ranks) > 1 else (), facts, era, options)
 
 
-def _offloading_options(off: dict | None) -> dict:
+def _offloading_options(off: dict | None, era=None, num_kv_ranks: int = 1) -> dict:
     """A case's ``kv_offloading`` (``--kv-offloading-size`` / ``--kv-offloading-backend`` and extra connector keys)
     as the engine's options: the transfer config vLLM's post-init makes of them."""
     if not off:
@@ -191,6 +192,8 @@ def _offloading_options(off: dict | None) -> dict:
     from kvplan.engines.vllm.offload import transfer_config
 
     backend = off.get("backend", "native")
-    config = transfer_config(None, off["size_gib"], backend)
-    config["kv_connector_extra_config"].update(off.get("extra_config") or {})
+    # the runner sets the backend explicitly, as --kv-offloading-backend does (0.12-0.13 need it)
+    config = transfer_config(None, off["size_gib"], backend, era=era, num_kv_ranks=num_kv_ranks)
+    if config.get("kv_connector") != "LMCacheConnectorV1":  # 0.12-0.22 replace its extra config
+        config["kv_connector_extra_config"].update(off.get("extra_config") or {})
     return {"kv_transfer_config": config, "kv_offloading_backend": backend}

@@ -162,8 +162,11 @@ def _compare_host_tier(ours, theirs: dict, check) -> None:
         check("kv_offloading.supports_hma", ours.hybrid_kv_cache_manager, theirs["supports_hma"])
     if ours is None or theirs.get("kv_connector") != "OffloadingConnector":
         return
-    for name in HOST_TIER_FIELDS:
-        check(f"kv_offloading.{name}", getattr(ours, name), theirs.get(name))
+    for name in HOST_TIER_FIELDS:  # what the release's spec holds (cpu_kv_cache_size_* from 0.33, ...)
+        if name in theirs:
+            check(f"kv_offloading.{name}", getattr(ours, name), theirs[name])
+    if "groups" not in theirs:  # OffloadingConfig's groups from 0.26
+        return
     check("kv_offloading.groups", [[g.group_id, g.tokens_per_block, g.num_layers, g.sliding_window_size_in_chunks]
                                    for g in ours.groups],
           [[g["group_id"], g["tokens_per_block"], g["num_layers"], g["sliding_window_size_in_chunks"]]

@@ -838,7 +838,7 @@ def run_case(case: dict) -> dict:
                     result["block_size"] = cfg.cache_config.block_size
             off = case.get("kv_offloading")
             if off is not None and sched is not None and result["error"] is None:
-                result["kv_offloading"] = _offloading(cfg, sched, off)
+                result["kv_offloading"] = _offloading(cfg, sched, {**off, "_spec_table": case.get("spec_table")})
             if configs is not None and drafter_names:
                 # The proposer lives on the rank that holds the drafter layers (the last
                 # PP stage) and validates that rank's config.
@@ -929,20 +929,26 @@ def _offloading(cfg, kv_cache_config, off: dict) -> dict:
     (``--kv-offloading-size`` / ``--kv-offloading-backend`` and extra connector keys). Runs
     the release's own ``VllmConfig._post_init_kv_transfer_config`` (the connector it installs
     and ``cpu_bytes_to_use``), then, for the OffloadingConnector, the same calls as the
-    connector's constructor: ``build_offloading_config(vllm_config, kv_cache_config)`` and
-    ``OffloadingSpecFactory.create_spec`` (the CPU spec's chunk count and padding). The
+    connector's constructor: from 0.26 ``build_offloading_config(vllm_config, kv_cache_config)``
+    and ``OffloadingSpecFactory.create_spec(config)``; 0.14-0.25
+    ``create_spec(vllm_config, kv_cache_config)``; 0.12-0.13 ``create_spec(vllm_config)``. The
     scheduler's KV cache config is used, as the scheduler-side connector is built with it.
     On this CPU host ``CPUOffloadingSpec._uses_shared_region`` is false, so a replicated
     (single-copy) MLA layout is not taken; it needs TP > 1 and is reported as a flag.
+    Figures a release's spec does not hold are left out (``cpu_kv_cache_size_*`` from 0.33,
+    ``kv_bytes_per_chunk`` from 0.23, ``cpu_page_size_per_worker`` from 0.22).
     """
+    try:
+        from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+    except ImportError as e:
+        return {"error": {"type": "RunnerSkip", "where": None,
+                          "message": f"vLLM {VLLM_VERSION} has no OffloadingSpecFactory ({e})"}}
     try:
         from vllm.distributed.kv_transfer.kv_connector.v1.offloading.config import (
             build_offloading_config,
         )
-        from vllm.v1.kv_offload.factory import OffloadingSpecFactory
-    except ImportError as e:
-        return {"error": {"type": "RunnerSkip", "where": None,
-                          "message": f"vLLM {VLLM_VERSION} has no build_offloading_config ({e})"}}
+    except ImportError:  # before 0.26 the spec reads the vLLM config itself
+        build_offloading_config = None
     pc = cfg.parallel_config
     # ParallelConfig computes world_size once, when built; the case sets TP/PP afterwards
     pc.world_size = pc.tensor_parallel_size * pc.pipeline_parallel_size
@@ -968,33 +974,65 @@ def _offloading(cfg, kv_cache_config, off: dict) -> dict:
     ktc.kv_connector_extra_config.update(off.get("extra_config") or {})
     if ktc.engine_id is None:
         ktc.engine_id = "golden"
+    if isinstance(cfg.model_config, _StandInModelConfig):
+        # 0.28-0.29 build_offloading_config asks whether one full-attention group's heads are sharded exactly
+        # (is_parallelism_agnostic, which sizes nothing): the model's KV heads, the spec's per-rank count x TP
+        heads = next((int(r["num_kv_heads"]) for r in off.get("_spec_table") or [] if r.get("num_kv_heads")), 1)
+        total = heads * pc.tensor_parallel_size
+        cfg.model_config.get_total_num_kv_heads = lambda: total
+    config = None
     try:
-        config = build_offloading_config(cfg, kv_cache_config)
-        spec = OffloadingSpecFactory.create_spec(config)
+        if build_offloading_config is not None:
+            config = build_offloading_config(cfg, kv_cache_config)
+            spec = OffloadingSpecFactory.create_spec(config)
+        elif len(inspect.signature(OffloadingSpecFactory.create_spec).parameters) >= 2:
+            spec = OffloadingSpecFactory.create_spec(cfg, kv_cache_config)
+        else:
+            spec = OffloadingSpecFactory.create_spec(cfg)
     except Exception as e:  # noqa: BLE001 - an engine failure is a result
         out["error"] = _error(e)
         return out
-    info = spec.cpu_info
-    out.update(
-        groups=[
-            {
-                "group_id": g.group_id,
-                "tokens_per_block": g.tokens_per_block,
-                "num_layers": len(g.layer_names),
-                "sliding_window_size_in_chunks": g.sliding_window_size_in_chunks,
-            }
-            for g in config.groups
-        ],
-        tokens_per_hash=config.cache.tokens_per_hash,
-        worker_kv_bytes_per_block=config.worker_kv_bytes_per_block,
-        world_size=config.parallel.world_size,
-        replicated_layout=bool(config.replicated_layout),
-        blocks_per_chunk=info.cpu_blocks_per_chunk,
-        num_chunks=info.cpu_num_chunks,
-        kv_bytes_per_chunk=spec.kv_bytes_per_chunk,
-        cpu_kv_cache_size_bytes=info.cpu_kv_cache_size_bytes,
-        cpu_kv_cache_size_tokens=info.cpu_kv_cache_size_tokens,
-    )
+    out["world_size"] = pc.world_size
+    info = getattr(spec, "cpu_info", None)
+    if config is not None:
+        out.update(
+            groups=[
+                {  # group_id from 0.30, the window's reach from 0.33
+                    "group_id": getattr(g, "group_id", i),
+                    "tokens_per_block": g.tokens_per_block,
+                    "num_layers": len(g.layer_names),
+                    "sliding_window_size_in_chunks": getattr(g, "sliding_window_size_in_chunks", None),
+                }
+                for i, g in enumerate(config.groups)
+            ],
+            tokens_per_hash=getattr(getattr(config, "cache", None), "tokens_per_hash", None),
+            worker_kv_bytes_per_block=config.worker_kv_bytes_per_block,
+            world_size=config.parallel.world_size,
+            replicated_layout=bool(getattr(config, "replicated_layout", False)),
+        )
+    if info is not None:
+        out.update(
+            blocks_per_chunk=info.cpu_blocks_per_chunk,
+            num_chunks=info.cpu_num_chunks,
+            cpu_kv_cache_size_bytes=info.cpu_kv_cache_size_bytes,
+            cpu_kv_cache_size_tokens=info.cpu_kv_cache_size_tokens,
+        )
+    else:
+        # 0.14-0.32: the spec's own attributes (num_blocks up to 0.29, num_chunks from 0.30;
+        # block_size_factor 0.18-0.25, blocks_per_chunk from 0.26; offloaded_block_size up to 0.17)
+        num = getattr(spec, "num_chunks", None)
+        out["num_chunks"] = num if num is not None else getattr(spec, "num_blocks", None)
+        factor = getattr(spec, "blocks_per_chunk", None) or getattr(spec, "block_size_factor", None)
+        if factor is None and hasattr(spec, "offloaded_block_size"):
+            factor = spec.offloaded_block_size // spec.gpu_block_size
+        out["blocks_per_chunk"] = factor
+    kv_chunk = getattr(spec, "kv_bytes_per_chunk", None)
+    if kv_chunk is None:
+        kv_chunk = getattr(spec, "kv_bytes_per_offloaded_block", None)
+    if kv_chunk is not None:
+        out["kv_bytes_per_chunk"] = kv_chunk
+    if getattr(spec, "cpu_page_size_per_worker", None) is not None:
+        out["cpu_page_size_per_worker"] = spec.cpu_page_size_per_worker
     return out
 
 

@@ -16,8 +16,23 @@ decode side reads the prefill side's blocks; the decode worker is "local" in its
   GQA model whose prefill TP exceeds its KV heads cannot feed a smaller decode TP; attention layouts
   match (non-MLA); a different TP size needs a block-contiguous layout (non-MLA, non-replicated).
 
+MooncakeConnector (0.34.0 ``v1/mooncake/mooncake_connector.py``; the prefill worker, which sends, is
+"local"): ``_get_tp_ratio`` (lines 169-187, on TP sizes capped at the KV heads) needs one TP size to divide
+the other, and ``_validate_asymmetric_region_lengths`` (lines 334-389) needs each registered KV region's
+bytes per block to match (the same TP) or to scale by the TP ratio: with the same model this is the same
+block size and the same KV cache dtype on both sides. Its error goes back to the decode worker as the
+transfer's failure (``MooncakeXferResponseStatus.ERROR``, lines 1818-1832), not at start-up. MLA and Mamba
+caches skip the length check (``total_num_kv_heads`` None, a replicated producer cache).
+
+MoRIIOConnector (0.34.0 ``v1/moriio/moriio_connector.py``; write mode by default, where the prefill side
+writes and is "local"; ``read_mode`` true makes the decode side local): ``get_moriio_remote_tp_rank``
+(lines 173-195) needs one TP size to be a multiple of the other (ValueError), and
+``validate_moriio_heterogeneous_tp_kv_heads`` (lines 212-227) refuses a different TP unless both sides
+replicate the KV heads (NotImplementedError; MLA exempt). Its block-size check ``_check_peer_block_size``
+(line 3673) is defined but not called in 0.34.0: kvplan reports a block-size difference as unchecked.
+
 Every other connector's pair rules are not modelled: the pair is reported as such, each side checked
-alone.
+alone (0.34.0's factory registers no P2pNcclConnector: its ``v1/p2p`` package is gone from 0.24.0).
 """
 
 from __future__ import annotations
@@ -58,6 +73,9 @@ class PdSide:
     use_mla: bool
     has_mamba: bool
     kv_cache_layout: str
+    kv_dtype_bytes: int = 2  # bytes per KV element (the KV cache dtype, else the model dtype)
+    read_mode: bool = False  # MoRIIO's kv_connector_extra_config read_mode
+    connector_module: str | None = None  # kv_connector_module_path: a class outside vLLM's registry
 
 
 @dataclass(frozen=True)
@@ -88,8 +106,18 @@ def pair_checks(prefill: PdSide, decode: PdSide) -> tuple[str, tuple[PairCheck, 
                              "RuntimeError", "the prefill and decode engines run different KV connectors: "
                              "they cannot hand KV over"))
         return "connector", tuple(out)
+    module = prefill.connector_module or decode.connector_module
+    if module:
+        # KVConnectorFactory imports kv_connector_module_path instead of its registry (0.34.0 factory.py:100-124)
+        return f"{prefill.kv_connector} comes from {module} (kv_connector_module_path), not vLLM: its pair " \
+               "rules are not modelled", ()
+    if prefill.kv_connector == "MooncakeConnector" and "0.34.0" in (prefill.release, decode.release):
+        return "mooncake_0.34", _mooncake(prefill, decode)
+    if prefill.kv_connector == "MoRIIOConnector" and "0.34.0" in (prefill.release, decode.release):
+        return "moriio_0.34", _moriio(prefill, decode)
     if prefill.kv_connector != "NixlConnector":
-        return f"{prefill.kv_connector}'s pair rules are not modelled yet", ()
+        return f"{prefill.kv_connector}'s pair rules are not modelled yet (NixlConnector, MooncakeConnector " \
+               "and MoRIIOConnector of vLLM 0.34.0 are)", ()
     if prefill.release != "0.34.0" and decode.release != "0.34.0":
         return f"the NixlConnector pair rules of vllm=={prefill.release} are not modelled yet (0.34.0 is)", ()
 
@@ -151,3 +179,79 @@ def pair_checks(prefill: PdSide, decode: PdSide) -> tuple[str, tuple[PairCheck, 
                 "layout (e.g. LBHNC) on the prefill side."):
             return "nixl_0.34", tuple(out)
     return "nixl_0.34", tuple(out)
+
+
+def _tp_ratio_text(local: int, remote: int) -> tuple[bool, str]:
+    """``_get_tp_ratio``'s assertion (Mooncake, 0.34.0 mooncake_connector.py:169-187)."""
+    if local >= remote:
+        return local % remote == 0, f"Local tensor parallel size {local} is not divisible by remote tensor " \
+            f"parallel size {remote}."
+    return remote % local == 0, f"Remote tensor parallel size {remote} is not divisible by local tensor " \
+        f"parallel size {local}."
+
+
+def _region_bytes(side: PdSide, tp: int) -> int:
+    """One registered region's bytes per block on one worker: a K (or V) half of an attention layer's block,
+    ``block_size x KV heads per rank x head size x KV element bytes``."""
+    heads = max(side.num_kv_heads // tp, 1) if side.num_kv_heads else 1
+    return side.block_size * heads * side.head_size * side.kv_dtype_bytes
+
+
+def _mooncake(prefill: PdSide, decode: PdSide) -> tuple[PairCheck, ...]:
+    out: list[PairCheck] = []
+    ptp, dtp = prefill.tensor_parallel_size, decode.tensor_parallel_size
+    heads = prefill.num_kv_heads if not (prefill.use_mla or prefill.has_mamba) else 0
+    lt, rt = (min(ptp, heads), min(dtp, heads)) if heads else (ptp, dtp)
+    ok, msg = _tp_ratio_text(lt, rt)
+    out.append(PairCheck("TP sizes divide", ok, str(ptp), str(dtp), None if ok else "AssertionError",
+                         None if ok else msg))
+    if not ok:
+        return tuple(out)
+    if not heads:
+        out.append(PairCheck("KV region lengths (skipped: MLA or Mamba cache)", True, "-", "-"))
+        return tuple(out)
+    ratio = lt // rt if lt >= rt else -(rt // lt)
+    local, remote = _region_bytes(prefill, ptp), _region_bytes(decode, dtp)
+    if ratio == 1:
+        ok = local == remote
+        msg = f"Mooncake KV region length mismatch for homogeneous TP at region 0: local={local}, remote={remote}."
+    elif ratio > 0:
+        ok = remote == local * ratio
+        msg = ("Mooncake destination KV region length does not match the producer TP ratio at region 0: "
+               f"local={local}, remote={remote}, tp_ratio={ratio}.")
+    else:
+        ok = local == remote * -ratio
+        msg = ("Mooncake source KV region length does not match the consumer TP ratio at region 0: "
+               f"local={local}, remote={remote}, tp_ratio={ratio}.")
+    out.append(PairCheck("block sizes and KV dtype: the same KV region length", ok,
+                         f"block {prefill.block_size}, {prefill.cache_dtype}, {local} bytes per region",
+                         f"block {decode.block_size}, {decode.cache_dtype}, {remote} bytes per region",
+                         None if ok else "RuntimeError", None if ok else msg))
+    return tuple(out)
+
+
+def _moriio(prefill: PdSide, decode: PdSide) -> tuple[PairCheck, ...]:
+    out: list[PairCheck] = []
+    local, remote = (decode, prefill) if prefill.read_mode or decode.read_mode else (prefill, decode)
+    lt, rt = local.tensor_parallel_size, remote.tensor_parallel_size
+    msg = None
+    if rt > lt and rt % lt:
+        msg = f"remote tp_size {rt} must be a multiple of local tp_size {lt} for heterogeneous-TP P/D"
+    elif lt > rt and lt % rt:
+        msg = f"local tp_size {lt} must be a multiple of remote tp_size {rt} for heterogeneous-TP P/D"
+    out.append(PairCheck("TP sizes: one a multiple of the other", msg is None, str(prefill.tensor_parallel_size),
+                         str(decode.tensor_parallel_size), None if msg is None else "ValueError", msg))
+    if msg is not None:
+        return tuple(out)
+    heads = local.num_kv_heads
+    ok = local.use_mla or lt == rt or min(lt, rt) >= heads
+    out.append(PairCheck("a different TP replicates the KV heads on both sides", ok,
+                         f"TP {prefill.tensor_parallel_size}, {heads} KV heads", f"TP {decode.tensor_parallel_size}",
+                         None if ok else "NotImplementedError", None if ok else (
+                             "MoRIIO heterogeneous TP requires replicated KV heads on both prefill and decode. Got "
+                             f"total_num_kv_heads={heads}, local_tp_size={lt}, remote_tp_size={rt}.")))
+    if not ok:
+        return tuple(out)
+    out.append(PairCheck("block sizes (not checked by vLLM 0.34.0: _check_peer_block_size is not called)", True,
+                         str(prefill.block_size), str(decode.block_size)))
+    return tuple(out)

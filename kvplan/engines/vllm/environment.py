@@ -165,6 +165,8 @@ def warnings(env: Mapping[str, str] | None, era) -> list[str]:
     release = era.stands_for
     checked = checked_release(release)
     for name in env or {}:
+        if name.startswith("LMCACHE_"):  # LMCache's own (its connector reads them; kvplan.engines.vllm.offload)
+            continue
         if not any(name in names for names in ENV_NAMES.values()):
             out.append(f"{name} is not an environment variable of vLLM (not in vllm/envs.py of "
                        f"{', '.join(CHECKED)}); vLLM ignores it")

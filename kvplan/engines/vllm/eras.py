@@ -256,12 +256,32 @@ class Era:
     # ROCM_ATTN.get_preferred_block_size returns 16 (rocm_attn.py 0.34.0 line 167; absent in 0.33.0).
     # Chain: False from 0.10.1; True from 0.34.0.
     rocm_attn_prefers_16: bool = False
-    # KV offloading to host memory (--kv-offloading-size / --kv-offloading-backend): "none" (no such
-    # flags), "flags" (VllmConfig installs the connector; the host tier's sizing is not modelled), or
-    # "cpu_chunks" (build_offloading_config + CPUOffloadingSpec: page-aligned chunks of every worker's
-    # blocks, golden-run on 0.33.0 and 0.34.0; kvplan/engines/vllm/offload.py).
-    # Chain: 'none' from 0.10.1; 'flags' from 0.12.0; 'cpu_chunks' from 0.33.0.
+    # KV offloading to host memory (--kv-offloading-size / --kv-offloading-backend), as each release's
+    # VllmConfig wires it and its CPUOffloadingSpec sizes it (kvplan/engines/vllm/offload.py; goldens
+    # tests/golden/*__offload-* from every release 0.12.0-0.34.0): "none" (no such flags);
+    # "backend_flag" (the backend turns it on; native asks for num_cpu_blocks, which the post-init
+    # sets to 0: the connector fails); "blocks" (one offloaded block = every worker's blocks,
+    # unaligned, host tensors from torch's pinned caching allocator); "aligned_chunks" (chunks
+    # rounded up to the host page, one shared mmap region on CUDA, a single MLA copy under TP);
+    # "cpu_chunks" (build_offloading_config with windows in chunks, CPUOffloadingInfo's figures).
+    # "chunks" (0.26: build_offloading_config, blocks_per_chunk, still unaligned pinned tensors);
+    # Chain: 'none' from 0.10.1; 'backend_flag' from 0.12.0; 'blocks' from 0.14.0; 'chunks' from 0.26.0; 'aligned_chunks' from 0.27.0; 'cpu_chunks' from 0.33.0.
     kv_offloading: str = "none"
+    # An extra-config block_size that is not a multiple of the GPU block: a bare assert, or from 0.32.0 the
+    # ValueError that names the multiple to use (0.32.0 offloading/config.py:68-77; 0.30.0 and 0.31.0,
+    # in the vllm-0.29 era, already raise it and are not modelled here).
+    # Chain: 'assert' from 0.10.1; 'value_error' from 0.32.0.
+    offload_chunk_check: str = "assert"
+    # The offloading spec's check that every group's block divides by the hash block: "none" (0.14-0.17: one
+    # offloaded block size from the cache config), "assert" (0.18-0.19 vllm/v1/kv_offload/spec.py:44-50: the
+    # cache config's block size, a bare assert), "message" (0.20-0.21: the same with "Hybrid models ... need
+    # --enable-prefix-caching"), "resolved" (0.22 on: the hash block resolve_kv_cache_block_sizes picks).
+    # Chain: 'none' from 0.10.1; 'assert' from 0.18.0; 'message' from 0.20.0; 'resolved' from 0.22.0.
+    offload_hash_check: str = "none"
+    # The connector --kv-offloading-backend lmcache installs: LMCacheConnectorV1 with
+    # lmcache.max_local_cpu_size = size / (TP x PP) GB per rank, or LMCacheMPConnector without a size.
+    # Chain: 'LMCacheConnectorV1' from 0.10.1; 'LMCacheMPConnector' from 0.23.0.
+    lmcache_offloading_connector: str = "LMCacheConnectorV1"
     releases: tuple[str, ...] = ()
     # How the uniform-page path picks the group size: "threshold" (shipped) or a
     # proposal's name (see proposals.py); proposals are marked, never the default.
@@ -318,15 +338,17 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.12", "0.12.0",
      "PR #29303: threshold 1.25; page sizes unified (raise when they do not divide); capacity lines logged once; "
      "--kv-offloading-size / --kv-offloading-backend install a KV offloading connector",
-     dict(threshold=1.25, page_mismatch="raise", capacity_log="two_lines", kv_offloading="flags")),
+     dict(threshold=1.25, page_mismatch="raise", capacity_log="two_lines", kv_offloading="backend_flag")),
     ("vllm-0.13", "0.13.0",
      "Nemotron-H's config hook: the ssm state defaults to float16 when the config does not set it",
      dict(nemotron_h_ssm_cache_dtype="float16", messages="0.13")),
     ("vllm-0.14", "0.14.0",
      "PR #29431: admission counts the first group only; --max-model-len auto (auto-fit); full-attention "
-     "pages with their own V head size; chunked-local attention keeps the hybrid manager by default (PR #29627)",
+     "pages with their own V head size; chunked-local attention keeps the hybrid manager by default (PR #29627); "
+     "--kv-offloading-size alone turns native offloading on, sized in blocks of every worker's KV",
      dict(admission="first_group", auto_fit=True, messages="0.14", full_head_size_v=True, admission_scope="global",
-          async_scheduling_by_default=True, kernel_block_sizes="0.14", chunked_local_hma_by_default=True)),
+          async_scheduling_by_default=True, kernel_block_sizes="0.14", chunked_local_hma_by_default=True,
+          kv_offloading="blocks")),
     ("vllm-0.15", "0.15.0",
      "--mamba-cache-mode, reconciled with prefix caching by the model config; a Mamba layer reserves "
      "1 + speculative blocks (was cdiv(max_model_len, block)); drafter check says 'drafting'",
@@ -336,8 +358,9 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      dict(kernel_block_sizes="0.16")),
     ("vllm-0.17", "0.17.0", "the admission check and auto-fit run per worker on its projected groups",
      dict(admission_scope="worker")),
-    ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5; attention backends state a preferred block size",
-     dict(threshold=1.5, kernel_block_sizes="0.18", preferred_block_size_hook=True)),
+    ("vllm-0.18", "0.18.0", "PR #36684: threshold 1.5; attention backends state a preferred block size; "
+     "the offloading spec asserts every group's block divides by the cache block",
+     dict(threshold=1.5, kernel_block_sizes="0.18", preferred_block_size_hook=True, offload_hash_check="assert")),
     ("vllm-0.19", "0.19.0", "PR #36030: admission sums every group's blocks",
      dict(admission="summed", rocm_aiter_unified_prefers_64=True)),
     # The profile subtracts the CUDA-graph estimate from 0.20.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults
@@ -348,7 +371,7 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "PR #40045: sliding/chunked pages with their own V head size; KV events keep the hybrid manager (PR #37688); "
      "--gpu-memory-utilization 0.92; CUDA-graph memory in the profile",
      dict(window_head_size_v=True, kv_events_disable_hma=False, gpu_memory_utilization=0.92,
-          nemotron_h_ssm_cache_dtype="float32", cudagraph_memory_in_profile=True)),
+          nemotron_h_ssm_cache_dtype="float32", cudagraph_memory_in_profile=True, offload_hash_check="message")),
     ("vllm-0.20.1", "0.20.1",
      "capacity log = max_concurrency x max_model_len; --num-gpu-blocks-override applied before auto-fit and admission",
      dict(kv_size_log="concurrency", override_before_check=True)),
@@ -359,10 +382,10 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "messages say \"model's\" and that gpu_memory_utilization also controls CPU memory; the V2 model runner "
      "for Qwen3ForCausalLM (not MoE, not quantized)",
      dict(kv_transfer_rule="supports_hma", messages="0.22", v2_runner_by_model="listed_dense",
-          v2_runner_architectures="0.22")),
+          v2_runner_architectures="0.22", offload_hash_check="resolved")),
     ("vllm-0.23", "0.23.0", "KVConnectorFactory.supports_hma_config (MultiConnector: every child); new warning text; "
-     "the V2 model runner also for Llama and Mistral",
-     dict(messages="0.23", v2_runner_architectures="0.23")),
+     "the V2 model runner also for Llama and Mistral; --kv-offloading-backend lmcache installs LMCacheMPConnector",
+     dict(messages="0.23", v2_runner_architectures="0.23", lmcache_offloading_connector="LMCacheMPConnector")),
     ("vllm-0.24", "0.24.0", "page sizes that do not divide are padded to the largest (no NotImplementedError); the "
      "V2 model runner for every listed architecture, MoE or quantized too",
      dict(page_mismatch="pad", v2_runner_by_model="listed", v2_runner_architectures="0.24")),
@@ -370,10 +393,11 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      dict(v2_runner_by_model="listed_or_dense", v2_runner_architectures="0.25")),
     ("vllm-0.26", "0.26.0",
      "async scheduling: sliding/chunked layers reserve max_concurrent_batches x max_num_batched_tokens; "
-     "a smaller Mamba page is padded to the largest",
-     dict(in_flight_batches=True, mamba_page_pad=True, v2_runner_architectures="0.26")),
-    ("vllm-0.27", "0.27.0", "V2 model runner also for hybrids whose architecture is on the list",
-     dict(v2_runner_by_model="hybrid_if_listed", v2_runner_architectures="0.27")),
+     "a smaller Mamba page is padded to the largest; build_offloading_config sizes the host tier (blocks_per_chunk)",
+     dict(in_flight_batches=True, mamba_page_pad=True, v2_runner_architectures="0.26", kv_offloading="chunks")),
+    ("vllm-0.27", "0.27.0", "V2 model runner also for hybrids whose architecture is on the list; the native "
+     "host tier in page-aligned chunks of one shared region",
+     dict(v2_runner_by_model="hybrid_if_listed", v2_runner_architectures="0.27", kv_offloading="aligned_chunks")),
     # hybrid prefix caching by default from 0.28.0: ModelConfig.is_prefix_caching_supported answers True for
     # attn_type "hybrid" (0.28.0 vllm/config/model.py:2072; False "since the feature is still experimental" up
     # to 0.25.1), and 0.26.0-0.27.1's EngineArgs keep it opt-in (arg_utils.py:2518 in 0.26.0: "Hybrid models
@@ -392,12 +416,12 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
     ("vllm-0.32", "0.32.0",
      "auto-fit lines name the KV cache memory and the device (\"(4.0 GiB GPU)\"); with prefix caching the Mamba "
      "cache mode defaults to align and an explicit mode is kept",
-     dict(messages="0.32", mamba_cache_mode_rule="align_default")),
+     dict(messages="0.32", mamba_cache_mode_rule="align_default", offload_chunk_check="value_error")),
     ("vllm-0.33", "0.33.0",
      "0.33.0: GDN align 64 and kernel alignment >= block, "
      "--mamba-cache-mode ignored, --enable-hybrid-kv-cache-manager; the attention "
-     "backend (and its block size) follows the GPU; native KV offloading sizes its host tier in page-aligned "
-     "chunks of every worker's blocks (build_offloading_config)",
+     "backend (and its block size) follows the GPU; the native host tier keeps a window's reach in chunks and "
+     "reports its bytes and tokens (CPUOffloadingInfo)",
      dict(gdn_align_tokens=64, messages="0.33", mamba_kernel_alignment="at_least_block",
           mamba_cache_mode_rule="prefix_caching",
           yarn_max_len="factor_in_length", float_kv_cache_check=True, speculators_user_config=True,

@@ -92,6 +92,7 @@ class SimulateOptions:
     disable_hybrid_kv_cache_manager: bool | None = None
     kv_transfer_config: dict | None = None  # as vLLM holds it (the offloading flags applied)
     kv_offloading_backend: str | None = None  # --kv-offloading-backend, when the flags made the connector
+    lmcache: dict | None = None  # offload.lmcache_settings: LMCache's own settings (LMCACHE_* variables)
     num_gpu_blocks_override: int | None = None
     allow_chunked_local_with_hma: bool = True
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN
@@ -451,7 +452,18 @@ def _after_the_cache(plan: Plan, ranks: tuple[tuple[str, ...], ...]) -> None:
             max_model_len=plan.max_model_len, gpu_kv_tokens=int(plan.max_concurrency * plan.max_model_len),
             tensor_parallel_size=o.tensor_parallel_size, pipeline_parallel_size=max(len(ranks), 1),
             decode_context_parallel_size=o.decode_context_parallel_size,
-            mamba_cache_mode=plan.workload.mamba_cache_mode if plan.workload else "none")
+            mamba_cache_mode=plan.workload.mamba_cache_mode if plan.workload else "none",
+            cross_layer_layout=_cross_layer_layout(plan), lmcache=o.lmcache)
+
+
+def _cross_layer_layout(plan) -> bool:
+    """The V1 model runner's one cross-layer KV tensor, which a connector preferring cross-layer blocks gets
+    (``use_uniform_kv_cache``, 0.14.1-0.34.0 ``v1/worker/kv_connector_model_runner_mixin.py``): one KV cache
+    group of plain (non-MLA) full attention, on the V1 runner (the V2 runner allocates per layer)."""
+    if plan.runner is None or plan.runner.runner != "v1" or len(plan.groups) != 1:
+        return False
+    spec = plan.groups[0].spec
+    return type(spec) is FullAttentionSpec
 
 
 def _dcp_log(dcp: int) -> str:
