@@ -194,6 +194,7 @@ def _offloading_options(off: dict | None, era=None, num_kv_ranks: int = 1) -> di
     backend = off.get("backend", "native")
     # the runner sets the backend explicitly, as --kv-offloading-backend does (0.12-0.13 need it)
     config = transfer_config(None, off["size_gib"], backend, era=era, num_kv_ranks=num_kv_ranks)
+    assert config is not None, "a size always makes a transfer config"
     if config.get("kv_connector") != "LMCacheConnectorV1":  # 0.12-0.22 replace its extra config
         config["kv_connector_extra_config"].update(off.get("extra_config") or {})
     return {"kv_transfer_config": config, "kv_offloading_backend": backend}

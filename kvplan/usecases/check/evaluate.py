@@ -66,7 +66,7 @@ def plan_numbers(plan, fix: str | None = None, *, data_parallel_size: int = 1) -
         padding_waste_pct=s.padding_waste_pct, num_blocks=s.num_blocks, max_concurrency=s.max_concurrency,
         steady_state_concurrency=s.steady_state_concurrency, kv_tokens=s.kv_tokens,
         max_model_len=s.max_model_len, fix=fix,
-        host_memory_bytes=None if tier_memory_bytes(tier) is None else tier_memory_bytes(tier) * data_parallel_size,
+        host_memory_bytes=None if (host := tier_memory_bytes(tier)) is None else host * data_parallel_size,
         host_kv_tokens=(tier.cpu_kv_cache_size_tokens or 0) * data_parallel_size if tier else None)
 
 
