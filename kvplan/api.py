@@ -96,7 +96,7 @@ def models() -> Envelope:
     """The bundled catalog (``kvplan models``)."""
     from kvplan.model import list_catalog
     from kvplan.results import outcome
-    from kvplan.results.records import CatalogRow, ModelsBody
+    from kvplan.results.models import CatalogRow, ModelsBody
     from kvplan.usecases.envelope import envelope
 
     return envelope("models", outcome=outcome(ok=True), body=ModelsBody(tuple(CatalogRow(**m) for m in list_catalog())))

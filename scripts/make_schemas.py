@@ -48,11 +48,16 @@ from kvplan.results.emit import EmitBody  # noqa: E402
 from kvplan.results.export import ExportBody  # noqa: E402
 from kvplan.results.live import LiveBody  # noqa: E402
 from kvplan.results.envelope import Envelope  # noqa: E402
-from kvplan.results.records import (  # noqa: E402
-    CompareBody, ExplainLogBody, FitBody, GpusBody, InspectBody, ModelsBody, PoliciesBody, Rebuild,
-    ServeBody, ServeRecord, SimulateBody, SweepBody,
-)
-from kvplan.results.records import annotation_types  # noqa: E402
+from kvplan.results.records import InspectBody, SimulateBody  # noqa: E402
+from kvplan.results.compare import CompareBody  # noqa: E402
+from kvplan.results.explain_log import ExplainLogBody, Rebuild  # noqa: E402
+from kvplan.results.fit import FitBody  # noqa: E402
+from kvplan.results.gpus import GpusBody  # noqa: E402
+from kvplan.results.models import ModelsBody  # noqa: E402
+from kvplan.results.policies import PoliciesBody  # noqa: E402
+from kvplan.results.serve import ServeBody, ServeRecord  # noqa: E402
+from kvplan.results.sweep import SweepBody  # noqa: E402
+from kvplan.results.annotations import annotation_types  # noqa: E402
 
 annotation_types()  # the body records' annotations name types loaded on demand
 

@@ -13,7 +13,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from kvplan.results import FLATTEN, UNSET, Outcome, Unset, outcome, to_data
 from kvplan.results.envelope import Envelope, Inputs
-from kvplan.results.records import annotation_types
+from kvplan.results.annotations import annotation_types
 
 annotation_types()  # every type the body records name, for get_type_hints
 

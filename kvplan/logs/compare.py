@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from kvplan.logs.extract import Facts, facts_of
 from kvplan.logs.reader import Record
-from kvplan.results.records import FigureRow
+from kvplan.results.explain_log import FigureRow
 
 # (fact kind, value key, figure name as shown), in the order a log prints them
 FIGURES: tuple[tuple[str, str, str], ...] = (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvplan.results import OMIT_NONE
-from kvplan.results.records import ServeBody
+from kvplan.results.serve import ServeBody
 
 
 @dataclass(frozen=True)

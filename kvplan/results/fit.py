@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from kvplan.results import FLATTEN, OMIT_NONE, Outcome
+from kvplan.results.budget import Budget, GivenBudget
+from kvplan.results.records import ModelRecord, PolicyRecord, Serving, Speculative
 
 
 @dataclass(frozen=True)
@@ -219,3 +222,23 @@ class GoalAnswer:
     steady_state_concurrency_low: float | None = field(default=None, metadata=OMIT_NONE)  # one engine
     total_steady_state_concurrency_low: float | None = field(default=None, metadata=OMIT_NONE)  # × DP
     reason: str | None = field(default=None, metadata=OMIT_NONE)  # why nothing reaches it
+
+
+@dataclass(frozen=True)
+class FitBody:
+    """``kvplan fit``: the answers the inputs allow (each None when not asked or not answerable)."""
+
+    engine: Literal["vllm"]
+    policy: PolicyRecord
+    model: ModelRecord
+    drafter: ModelRecord | None
+    speculative: Speculative
+    serving: Serving
+    budget: Budget | GivenBudget | None  # kvplan.budget.estimate.kv_budget, or the given --kv-cache-memory
+    max_model_len: MaxModelLenAnswer | None
+    min_gpu_memory_utilization: UtilizationAnswer | None
+    max_context_len_for_concurrency: ContextAnswer | None
+    gpus: GpuTable | None  # the GPU x TP table
+    estimated: bool  # the answers rest on an estimated budget (not a given --kv-cache-memory)
+    # --gpu with --concurrency N and --max-model-len L: the flags that serve N requests of L tokens (usecases.fit_goal)
+    goal: GoalAnswer | None = field(default=None, metadata=OMIT_NONE)

@@ -17,7 +17,7 @@ from typing import Any
 
 from kvplan.engines.vllm.serve_flags import FlagTable, flag_table
 from kvplan.errors import OptionError
-from kvplan.results.records import ServeFlagRow
+from kvplan.results.serve import ServeFlagRow
 from kvplan.serve import effects as fx
 from kvplan.serve.args import Given, ParsedServe, parse_serve_args
 from kvplan.serve.line import ServeLine

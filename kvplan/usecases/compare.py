@@ -21,7 +21,7 @@ from kvplan.options import COMPARE, resolve
 from kvplan.results import Outcome
 from kvplan.results.advice import Advice
 from kvplan.results.envelope import Envelope
-from kvplan.results.records import CompareBody, EngineVersions
+from kvplan.results.compare import CompareBody, EngineVersions
 from kvplan.usecases.envelope import envelope
 from kvplan.usecases.records import engine_row, model_record, serving_record, speculative_record
 from kvplan.usecases.pipeline import plans_under, serving_options

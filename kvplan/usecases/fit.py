@@ -40,7 +40,8 @@ from kvplan.results.fit import (
     LengthStarts, MaxLenBoundary, MaxModelLenAnswer, OneMoreToken, SmallestEnough, UtilizationAnswer,
     UtilizationBoundary, UtilizationCapacity,
 )
-from kvplan.results.records import FitBody, GpuRow, GpusBody
+from kvplan.results.fit import FitBody
+from kvplan.results.gpus import GpuRow, GpusBody
 from kvplan.results.summary import PlanSummary
 from kvplan.units import Bisection
 

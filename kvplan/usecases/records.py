@@ -6,17 +6,22 @@ above the model and the engines, so reading their objects runs downhill.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from kvplan.results.summary import PlanSummary
 from kvplan.results.budget import Budget, DeviceBudget
 from kvplan.results.data import bytes_per_token, kind_label, layer_index
 from kvplan.results.records import (
-    BlockSizeChange, BucketRow, DeploymentTotals, EngineRowRecord, Fix, Grouping, GroupRow, HybridKVCacheManager, InspectBody, KindSummaryRow,
-    LayerRow, MambaAlignmentRecord, Memory, ModelRecord, PlanBody, PlanSpeculative, PolicyRecord,
-    RankRow, Scheduler, Serving, Speculative, SweepRow, TensorRow, WorkerPadding, WorkerRow, WorkerSummaryRow,
+    BlockSizeChange, BucketRow, DeploymentTotals, Fix, Grouping, GroupRow, HybridKVCacheManager, InspectBody,
+    KindSummaryRow, LayerRow, MambaAlignmentRecord, Memory, ModelRecord, PlanBody, PlanSpeculative, PolicyRecord,
+    RankRow, Scheduler, Serving, Speculative, TensorRow, WorkerPadding, WorkerRow, WorkerSummaryRow,
 )
 from kvplan.specs import MambaSpec, SpecRecord
 from kvplan.usecases.envelope import plan_outcome
+
+if TYPE_CHECKING:
+    from kvplan.results.compare import EngineRowRecord
+    from kvplan.results.sweep import SweepRow
 
 
 def model_record(info) -> ModelRecord | None:
@@ -363,6 +368,8 @@ def deployment_totals(plan, memory: Memory, *, tensor_parallel_size: int,
 
 
 def sweep_row(threshold: float, plan) -> SweepRow:
+    from kvplan.results.sweep import SweepRow  # another command's record: not loaded by a simulation
+
     s = PlanSummary.of(plan)
     return SweepRow(round(threshold, 6), s.group_size, s.num_groups, s.num_padding_layers, s.padding_waste_pct,
                     s.num_blocks, s.kv_tokens, s.max_concurrency, plan_outcome(plan))
@@ -375,6 +382,8 @@ def _rounded(v, digits: int):
 def engine_row(row) -> EngineRowRecord:
     """One row of ``kvplan compare`` (an ``EngineRow``: each engine's ``*_row``, e.g.
     ``kvplan.engines.vllm.compare.vllm_row``)."""
+    from kvplan.results.compare import EngineRowRecord  # another command's record: not loaded by a simulation
+
     return EngineRowRecord(
         engine=row.engine, name=row.name, is_proposal=row.is_proposal, outcome=row.outcome, kv_tokens=row.kv_tokens,
         max_concurrency=_rounded(row.max_concurrency, 6), steady_state_concurrency=_rounded(row.steady_concurrency, 6),

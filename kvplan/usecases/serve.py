@@ -16,7 +16,8 @@ from kvplan.errors import OptionError
 from kvplan.options import OPTIONS, VLLM_SERVE, options_for
 from kvplan.results import Outcome
 from kvplan.results.envelope import Envelope, unique
-from kvplan.results.records import Fix, FlagList, ServeBody, ServeFlagRow, ServeRecord
+from kvplan.results.records import Fix
+from kvplan.results.serve import FlagList, ServeBody, ServeFlagRow, ServeRecord
 
 
 class ServeRequest(NamedTuple):

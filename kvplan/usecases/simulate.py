@@ -14,7 +14,7 @@ from kvplan.options import SIMULATE, resolve
 from kvplan.results import outcome
 from kvplan.usecases.envelope import plan_outcome
 from kvplan.results.envelope import Envelope
-from kvplan.results.records import SimulateBody, SweepBody
+from kvplan.results.records import SimulateBody
 from kvplan.usecases.envelope import envelope
 from kvplan.usecases.scenario import run_scenario, scenario_from
 
@@ -110,6 +110,7 @@ def sweep(model: str, thresholds: str, **options) -> Envelope:
     """The same deployment under each threshold of ``thresholds`` (``1.0:2.0:0.05`` or
     ``1.25,1.5``), and the thresholds where vLLM's group size flips."""
     from kvplan.engines.vllm.sweep import critical_thresholds, parse_thresholds
+    from kvplan.results.sweep import SweepBody  # a sweep's record: not loaded by a simulation
     from kvplan.usecases.records import model_record, policy_record, sweep_row
 
     r = resolve(SIMULATE, {**options, "sweep_threshold": thresholds})

@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from kvplan.engines.vllm.eras import CHAIN, DEFAULT_ERA, ERAS, LEGACY_NAMES, Era, decision_fields, era_name_of
 from kvplan.engines.vllm.proposals import PROPOSALS
 from kvplan.engines.vllm.versions import GOLDEN_RELEASES, NEWEST_CHECKED, VERSIONS, version_key
 from kvplan.errors import OptionError
-from kvplan.results.records import DefaultPolicy, EraRow, PoliciesBody, ProposalRow, ReleaseRow
+
+if TYPE_CHECKING:
+    from kvplan.results.policies import PoliciesBody
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ def default_era():
 def policies() -> PoliciesBody:
     """What ``kvplan policies --format json`` prints: releases, eras (with what changed at
     each boundary), legacy names and proposals."""
+    from kvplan.results.policies import DefaultPolicy, EraRow, PoliciesBody, ProposalRow, ReleaseRow
 
     inst = installed_vllm()
     default = default_era()

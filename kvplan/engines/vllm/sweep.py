@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from kvplan.bounds import MAX_SWEEP_POINTS
 from kvplan.errors import OptionError
-from kvplan.results.records import CriticalThreshold
+from kvplan.results.sweep import CriticalThreshold
 
 
 def parse_thresholds(text: str) -> list[float]:

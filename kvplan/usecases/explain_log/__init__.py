@@ -15,7 +15,7 @@ from kvplan.usecases.explain_log.traps import find_traps
 from kvplan.options import EXPLAIN, resolve
 from kvplan.results import UNSET, outcome
 from kvplan.results.envelope import Envelope
-from kvplan.results.records import ExplainLogBody, FactRow, FigureRow, LogSummary, Rebuild, SimulationSummary
+from kvplan.results.explain_log import ExplainLogBody, FactRow, FigureRow, LogSummary, Rebuild, SimulationSummary
 from kvplan.results.recovered import (
     LoggedAdmissionError,
     LoggedAutofit,

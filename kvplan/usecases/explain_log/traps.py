@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvplan.logs.extract import Facts
-from kvplan.results.records import (
-    AutofitTrap, HmaCost, HmaOffTrap, PaddingTrap, RoundingTrap, SlidingTrap, StageUnusedTrap, StartupFailureTrap, Trap,
+from kvplan.results.explain_log import (
+    AutofitTrap, HmaCost, HmaOffTrap, PaddingTrap, RoundingTrap, SlidingTrap, StageUnusedTrap, StartupFailureTrap,
+    Trap,
 )
 from kvplan.units import format_bytes
 
