@@ -71,7 +71,7 @@ class LiveBytes:
         self.now -= n
 
 
-def tracking_mode(counter: LiveBytes):
+def tracking_mode(counter: LiveBytes, devices=("cpu",)):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
@@ -80,8 +80,11 @@ def tracking_mode(counter: LiveBytes):
         def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             for t in tree_flatten(out)[0]:
-                if isinstance(t, torch.Tensor) and t.device.type == "cpu":
-                    counter.add(t.untyped_storage())
+                if isinstance(t, torch.Tensor) and t.device.type in devices:
+                    if hasattr(counter, "add_tensor"):
+                        counter.add_tensor(t)
+                    else:
+                        counter.add(t.untyped_storage())
             return out
 
     return Track()
@@ -366,6 +369,231 @@ def table(goldens: Path, out: Path) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- the forward's activation peak
+
+FORWARD_MODELS = {"dense": "configs/Qwen/Qwen3-8B/config.json", "moe": "configs/openai/gpt-oss-20b/config.json"}
+FORWARD_TOKENS = (256, 512)
+
+
+def forward_main(a) -> int:
+    """``--forward``: the dummy forward of vLLM's ``profile_run`` (``_dummy_run(max_num_batched_tokens)``: the model
+    class's ``forward`` over ``T`` dummy tokens) for one model, measured on the meta device, in its own process per
+    path (``--forward-path``):
+
+    * ``custom_ops``: the path of vLLM's CUDA custom ops (``enforce_eager``: ``custom_ops = ['all']``), each
+      ``forward_cuda`` running as on CUDA: the Python wrapper allocates its output exactly as on the card, and the
+      compiled kernel it launches (``torch.ops._C`` / ``_moe_C``: rotary embedding, SiLU-and-mul, RMSNorm, MoE
+      align/top-k/sum) is a no-op here, as is every Triton launch (fused MoE): a kernel that writes into the
+      buffers its wrapper gave it allocates nothing itself, so the live bytes are the card's; the values are not
+      computed (no shape depends on them). The compiled graph vLLM runs by default (Inductor) fuses the same
+      elementwise ops into kernels with the same outputs: the path's peak is the value.
+    * ``native``: the graph Inductor is handed (``custom_ops = ['none']``, every op's ``forward_native``):
+      unfused, its intermediates (SiLU's output beside the product, RMSNorm's fp32 copy) live; the band's high end.
+
+    vLLM's custom ops (``direct_register_custom_op``: the MoE forward, all-reduce, …) run their Python
+    implementation (what the CUDA dispatch key runs) except attention, which runs its registered fake (the
+    attention kernel writes into the output buffer the layer allocated; FlashAttention's own softmax LSE, heads × T
+    fp32, is not counted: < 0.1 % of the peak). The model is built by ``kvplan/verify/arch_runner.py``'s stubs (its
+    STUBS), on a platform answering CUDA (an H100: capability 9.0). Quantization configs are dropped (bf16 weights):
+    gpt-oss's experts run the unquantized Triton MoE, whose workspace is per token the same in bf16 as the MXFP4
+    path's activations (both bf16)."""
+    import torch  # noqa: F401
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kvplan" / "verify"))
+    ops = {}
+    try:
+        import vllm.utils.torch_utils as tu
+    except ImportError:
+        tu = None
+    import vllm.utils as vu
+
+    mods = [m for m in (tu, vu) if m is not None and hasattr(m, "direct_register_custom_op")]
+    orig = mods[0].direct_register_custom_op
+
+    def record(op_name, op_func, *args, **kwargs):
+        ops[op_name] = op_func
+        return orig(op_name, op_func, *args, **kwargs)
+
+    for m in mods:
+        m.direct_register_custom_op = record
+    import logging
+
+    logging.disable(logging.WARNING)
+    import arch_runner as AR
+
+    AR.setup()
+    record_out = {"path": a.forward_path, "setup_skipped": list(AR.SETUP_SKIPPED)}
+    try:
+        record_out.update(forward_measure(a, AR, ops))
+        record_out["derived"] = True
+    except Exception as e:  # noqa: BLE001 - the release's model did not run here: recorded, one line
+        import traceback
+
+        tb = traceback.extract_tb(e.__traceback__)
+        where = next((f"{f.filename.split('/vllm/')[-1]}:{f.lineno}" for f in reversed(tb) if "/vllm/" in f.filename),
+                     "")
+        record_out.update(derived=False, why=f"{type(e).__name__}: {str(e).splitlines()[0][:200]} [{where}]")
+    a.variant_out.write_text(json.dumps(record_out, sort_keys=True))
+    return 0
+
+
+def forward_measure(a, AR, ops) -> dict:
+    import tempfile
+
+    import torch
+
+    calls: dict[str, int] = {}
+
+    class Kernels:
+        def __init__(self, ns):
+            self.ns = ns
+
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+
+            def launch(*args, **kwargs):
+                calls[f"{self.ns}.{name}"] = calls.get(f"{self.ns}.{name}", 0) + 1
+            return launch
+
+    for ns in ("_C", "_moe_C", "_C_cache_ops"):
+        setattr(torch.ops, ns, Kernels(ns))
+    import vllm.triton_utils as vtu
+
+    for dt in ("bfloat16", "float16", "float32", "int32", "int64", "float8e4nv", "uint8", "int8"):
+        if not hasattr(vtu.tl, dt):  # the placeholder language module (no Triton on this platform)
+            setattr(vtu.tl, dt, dt)
+    from vllm.config import set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    cfg = json.loads(Path(a.forward).read_text())
+    d = tempfile.mkdtemp(prefix="fwd_")
+    path = AR._write_config(str(Path(d) / "m"), cfg, None)
+    vc = EngineArgs(model=path, skip_tokenizer_init=True, dtype="bfloat16",
+                    enforce_eager=a.forward_path == "custom_ops").create_engine_config()
+    vc.device_config.device = torch.device("meta")
+    custom_ops = list(vc.compilation_config.custom_ops)
+    try:
+        from vllm.config import CompilationMode
+
+        vc.compilation_config.mode = CompilationMode.NONE  # the graph is not compiled here: run eagerly
+    except ImportError:
+        vc.compilation_config.level = 0
+    AR._dist(vc)
+    from vllm.platforms import current_platform as cp
+    from vllm.platforms.interface import DeviceCapability
+
+    type(cp).is_cuda_alike = lambda self: True
+    type(cp).is_cuda = lambda self: True
+    type(cp).get_device_name = classmethod(lambda cls, *x, **k: "NVIDIA H100 80GB HBM3")
+    type(cp).get_device_capability = classmethod(lambda cls, *x, **k: DeviceCapability(9, 0))
+    for name, fn in ops.items():  # vLLM's custom ops as their Python implementation, attention as its fake
+        if "attention" not in name and "attn" not in name:
+            setattr(torch.ops.vllm, name, fn)
+    cls, _ = ModelRegistry.resolve_model_cls(vc.model_config.architectures, model_config=vc.model_config)
+    with set_current_vllm_config(vc), AR._meta_device():
+        torch.set_default_dtype(torch.bfloat16)
+        model = cls(vllm_config=vc, prefix="")
+        torch.set_default_dtype(torch.float32)
+        from vllm.model_executor.model_loader.utils import process_weights_after_loading
+
+        process_weights_after_loading(model, vc.model_config, torch.device("meta"))
+    kernels = []
+    for mname, mod in list(sys.modules.items()):
+        if mname.startswith("vllm") and mod is not None:
+            try:
+                kernels += stub_kernels(mod)
+            except Exception:  # noqa: BLE001 - a module whose globals cannot be walked
+                pass
+    from vllm.forward_context import set_forward_context
+
+    def run(T):
+        counter = MetaLiveBytes()
+        ids = torch.zeros(T, dtype=torch.long, device="meta")
+        pos = torch.zeros(T, dtype=torch.long, device="meta")
+        with set_current_vllm_config(vc), set_forward_context(None, vc), torch.inference_mode(), \
+                tracking_mode(counter, devices=("meta",)):
+            out = model(ids, pos)
+            del out
+        return counter
+
+    first = run(a.forward_tokens[0])
+    peaks, at_peak = {}, {}
+    for T in a.forward_tokens:
+        c = run(T)
+        peaks[T] = c.peak
+        at_peak[T] = sorted(([list(s), dt, n] for n, s, dt in c.at_peak), key=lambda x: -x[2])
+    t1, t2 = a.forward_tokens
+    per_token = (peaks[t2] - peaks[t1]) / (t2 - t1)
+    return {"model": a.forward, "architecture": cls.__name__, "custom_ops": custom_ops, "tokens": list(a.forward_tokens),
+            "peak_bytes": {str(t): p for t, p in peaks.items()}, "bytes_per_token": per_token,
+            "fixed_bytes": peaks[t1] - round(per_token * t1),
+            "first_call_bytes": first.peak - peaks[t1], "live_at_peak": {str(t): v for t, v in at_peak.items()},
+            "kernel_launches": calls, "kernels_stubbed": len(kernels),
+            "config": {k: cfg.get(k) for k in ("hidden_size", "intermediate_size", "moe_intermediate_size",
+                                               "num_attention_heads", "num_key_value_heads", "head_dim",
+                                               "num_experts_per_tok", "num_hidden_layers", "vocab_size")}}
+
+
+class MetaLiveBytes(LiveBytes):
+    """Live bytes of meta-device storages (their data pointer is 0: keyed by the storage itself), and the tensors
+    live at the peak (bytes, shape, dtype)."""
+
+    def __init__(self):
+        super().__init__()
+        self.at = {}
+        self.at_peak = []
+
+    def add_tensor(self, t) -> None:
+        st = t.untyped_storage()
+        key = st._cdata
+        if key in self.live or st.nbytes() == 0:
+            return
+        n = st.nbytes()
+        self.live[key] = n
+        self.at[key] = (n, tuple(t.shape), str(t.dtype).replace("torch.", ""))
+        self.now += n
+        if self.now > self.peak:
+            self.peak = self.now
+            self.at_peak = list(self.at.values())
+        weakref.finalize(st, self._free, key)
+
+    def _free(self, key: int) -> None:
+        self.at.pop(key, None)
+        super()._free(key)
+
+
+def forward_both(a) -> int:
+    """Each model on each path in its own process, into ``<out>/forward/<release>.json``."""
+    import subprocess
+    import tempfile
+
+    root = Path(__file__).resolve().parents[2]
+    models = {}
+    release = None
+    for family, cfg in FORWARD_MODELS.items():
+        paths = {}
+        for path in ("custom_ops", "native"):
+            with tempfile.NamedTemporaryFile(suffix=".json") as f:
+                subprocess.run([sys.executable, __file__, "--forward", str(root / cfg), "--forward-path", path,
+                                "--variant-out", f.name], check=True)
+                r = json.loads(Path(f.name).read_text())
+            r["model"] = cfg
+            paths[path] = r
+            print(family, path, json.dumps({k: r.get(k) for k in ("derived", "bytes_per_token", "fixed_bytes",
+                                                                  "why")}))
+        models[family] = paths
+    import vllm
+
+    release = vllm.__version__
+    out = a.out / "forward"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{release}.json").write_text(json.dumps({"vllm_version": release, "forward": models}, indent=1,
+                                                    sort_keys=True) + "\n")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--table", nargs=2, type=Path, metavar=("GOLDENS", "OUT"),
@@ -377,9 +605,18 @@ def main(argv=None) -> int:
     ap.add_argument("--no-flashinfer", action="store_true",
                     help="measure as a worker without FlashInfer installed (one variant per process)")
     ap.add_argument("--variant-out", type=Path, help="write this variant's record here (internal)")
+    ap.add_argument("--forward-all", action="store_true",
+                    help="measure the dummy forward's peak (FORWARD_MODELS, both paths) into <out>/forward/")
+    ap.add_argument("--forward", help="one model's config.json (internal: one path per process)")
+    ap.add_argument("--forward-path", choices=("custom_ops", "native"), default="custom_ops")
+    ap.add_argument("--forward-tokens", type=int, nargs=2, default=FORWARD_TOKENS)
     a = ap.parse_args(argv)
     if a.table:
         return table(*a.table)
+    if a.forward_all:
+        return forward_both(a)
+    if a.forward:
+        return forward_main(a)
     if a.variant_out is None:
         return both_variants(a, argv)
     import torch
