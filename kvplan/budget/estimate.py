@@ -92,15 +92,17 @@ STARTUP_MULTI_BYTES = 1024 * MiB
 
 def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, max_num_batched_tokens: int,
                               max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
-                              encoder: dict | None = None, sampler_bytes: int | None = None) -> int:
+                              encoder: dict | None = None, sampler_bytes: int | None = None,
+                              forward_factor: float = 1.0) -> int:
     """Peak activation of vLLM's profiling run on one rank (rule in the module docstring). ``encoder``
     (``estimate_encoder_profile``, first stage of a multimodal model): the encoder's forward peaks alone, its
     outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``.
     ``sampler_bytes``: the dummy sampler pass's peak (``kvplan.budget.profile``, derived per release; on the last
-    stage only), which runs while the forward's hidden states (``T · H · a``) are still held."""
+    stage only), which runs while the forward's hidden states (``T · H · a``) are still held. ``forward_factor``:
+    the release's measured forward peak over the rule for the model's family (``kvplan.budget.profile``)."""
     hidden = int(cfg.get("hidden_size") or 0)
     T = max_num_batched_tokens
-    forward = T * (4 * hidden + widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes
+    forward = round(T * (4 * hidden + widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes * forward_factor)
     if sampler_bytes is None:  # kvplan's old rule: two fp32 copies of the logits
         sampler_bytes = min(max_num_seqs, T) * int(cfg.get("vocab_size") or 0) * 4 * 2
     sampler = sampler_bytes + T * hidden * dtype_bytes if last_stage else 0
@@ -230,6 +232,15 @@ def sampler_terms(era, reqs: int, vocab: int) -> dict:
             "basis": basis, "source": src, "row": row}
 
 
+def forward_terms(era, cfg: dict) -> dict:
+    """The dummy forward's factor on kvplan's rule for this model's family, by the release's derived table
+    (``kvplan.budget.profile.forward_factors``)."""
+    from kvplan.budget.profile import forward_factors
+
+    release = era.release or (era.releases[-1] if era.releases else era.first_release)
+    return forward_factors(release, cfg)
+
+
 def estimate_startup_bytes(world_size: int) -> int:
     return STARTUP_MULTI_BYTES if world_size > 1 else STARTUP_SINGLE_BYTES
 
@@ -349,6 +360,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
     offload = int((cpu_offload_gb or 0) * GiB)
 
     sampler = sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0))
+    fwd = forward_terms(era, cfg)
     encoder, encoder_why = (estimate_encoder_profile(layout.target.config, dbytes, T, cfg)
                             if isinstance(layout.target.config.get("vision_config"), dict) else (None, ""))
     stages, stage_ends, stage_terms, pessimistic = [], [], [], []
@@ -362,15 +374,15 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
             offload, weights.stages[s].weight_bytes)
         act = a_over if a_over is not None else estimate_activation_bytes(
             inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last,
-            sampler_bytes=sampler["value"])
+            sampler_bytes=sampler["value"], forward_factor=fwd["value"])
         act_ends = (act, act) if a_over is not None else tuple(estimate_activation_bytes(
             inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R, layers=layers, last_stage=last,
-            sampler_bytes=sampler[end]) for end in ("low", "high"))
+            sampler_bytes=sampler[end], forward_factor=fwd[f]) for end, f in (("low", "value"), ("high", "high")))
         enc_part = 0
         if a_over is None and s == 0 and encoder is not None:  # the first PP rank encodes the dummy items
             enc_part = estimate_activation_bytes(inv, cfg, dbytes, tp=tp, max_num_batched_tokens=T, max_num_seqs=R,
                                                  layers=layers, last_stage=last, encoder=encoder,
-                                                 sampler_bytes=sampler["value"]) - act
+                                                 sampler_bytes=sampler["value"], forward_factor=fwd["value"]) - act
             act += enc_part
         nt = n_over if n_over is not None else estimate_non_torch_bytes(tp * pp, name)
         non_torch_band = (nt, nt) if n_over is not None else non_torch_ends(tp * pp, name)
@@ -415,6 +427,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
                       kv_cache_memory_high_bytes=min(e[1] for e in stage_ends),
                       basis="every estimated term at its high end (low) and its low end (high): " + ", ".join(
                           f"{k} {v}" for k, v in (("weights", "±1 %"), ("sampler", sampler["basis"]),
+                                                   ("forward", f"{fwd['basis']} ({fwd['value']:g}-{fwd['high']:g}× the rule)"),
                                                    ("non-torch", _non_torch_basis(tp * pp, name)))))
     requested = sizing.requested_memory(total, util)
     # the load and the profile run happen before the KV cache, whatever the sizing mode
@@ -450,7 +463,7 @@ def kv_budget(layout, era, *, gpu: str | None = None, gpu_memory_gib: float | No
 
     terms = profile_terms(layout, era, T=T, R=R, exact=exact, offload=bool(offload), overrides={
         "weights": w_over, "activation": a_over, "non_torch": n_over, "cudagraph": c_over}, stage=budget_stage,
-        weights=weights, encoder=encoder, encoder_why=encoder_why, sampler=sampler,
+        weights=weights, encoder=encoder, encoder_why=encoder_why, sampler=sampler, forward=fwd,
         ends=stage_terms[budget_stage.stage], world_size=tp * pp, card_name=name)
 
     bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE for t in terms}
@@ -530,7 +543,7 @@ DERIVED, CALIBRATED, ASSUMED = "derived", "calibrated", "assumed"
 
 def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: BudgetStage,
                   weights=None, encoder: dict | None = None, encoder_why: str = "", sampler: dict | None = None,
-                  ends: dict | None = None, world_size: int = 1, card_name: str | None = None
+                  forward: dict | None = None, ends: dict | None = None, world_size: int = 1, card_name: str | None = None
                   ) -> tuple[ProfileTerm, ...]:
     """The non-KV terms of vLLM's profile on the budget's stage, each with its basis (how sure it is) and its
     source (``ProfileTerm``). The release's code behind each: ``determine_available_memory``
@@ -567,7 +580,10 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
     ]
     ends = ends or {}
     g = calibrated(world_size, card_name)
-    derivation = {"weights": DERIVED, "activation": DERIVED if ends.get("sampler_peak") else ASSUMED,
+    sampler_peak = bool(ends.get("sampler_peak"))
+    derivation = {"weights": DERIVED, "activation": DERIVED if (
+        (sampler_peak and (sampler is None or sampler["basis"] == DERIVED))
+        or (not sampler_peak and forward is not None and forward["basis"] == DERIVED)) else ASSUMED,
                   "non_torch": CALIBRATED if g is not None else ASSUMED,
                   "cudagraph": ASSUMED if counted else NOT_COUNTED}
     if g is not None:
@@ -582,7 +598,11 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
             f"; the sampler pass {sampler['value']:,} B ({sampler['basis']}: {sampler['source']}, "
             f"{row['bytes_per_logit']:g} B per logit on the {row['topk_topp_path']} path"
             f"{', Triton top-k/top-p' if row['triton'] else ''}; band {row['bytes_per_logit_low']:g}-"
-            f"{row['bytes_per_logit_high']:g} B per logit), the forward kvplan's rule (assumed)"))
+            f"{row['bytes_per_logit_high']:g} B per logit)"))
+    if forward is not None and overrides["activation"] is None:
+        terms[1] = (*terms[1][:4], terms[1][4].replace("max(T·(4H + W)·a", f"max({forward['value']:g}·T·(4H + W)·a")
+                    + f"; the forward: {forward['basis']}: {forward['source']}, band to {forward['high']:g}× "
+                    f"(the unfused native graph); peak {'the sampler' if sampler_peak else 'the forward'}")
     out = []
     for t, b, over, basis, source in terms:
         lo, hi = ends.get(t, (b, b)) if over is None else (b, b)
