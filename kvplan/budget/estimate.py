@@ -20,12 +20,14 @@ estimates, labelled as such in every output, each with an override:
   dummy requests. kvplan's rule::
 
       forward = T · (4·H + W) · a        sampler = S(R, V) + T · H · a        (last PP stage)
-      activation = max(forward, sampler) + 256 MiB
+      activation = max(f · forward, sampler) + 256 MiB
 
   ``S(R, V)`` is the dummy sampler pass's peak, derived per release from the release's own
   ``_dummy_sampler_run`` run on the CPU under a memory-tracking dispatch mode (``kvplan.budget.profile``:
   28 B per logit in 0.11-0.15, whose top-k/top-p sorts the logits; 14 B from 0.17, the Triton path), while the
-  forward's hidden states ``T · H · a`` are still held (kvplan charged ``R · V · 4 · 2`` before).
+  forward's hidden states ``T · H · a`` are still held (kvplan charged ``R · V · 4 · 2`` before). ``f`` is the
+  release's measured forward peak over the rule for the model's family (dense / MoE), from the release's model
+  class run on the meta device (``kvplan.budget.profile.forward_factors``; 1.077 for a dense model from 0.24).
 
   with ``T`` = max_num_batched_tokens, ``R`` = min(max_num_seqs, T), ``H`` the hidden size,
   ``V`` the vocabulary, ``a`` the model dtype's bytes, and ``W`` the widest per-token

@@ -536,6 +536,10 @@ def forward_main(a) -> int:
         return register_fake(op, *args, **kwargs)
 
     torch.library.register_fake = fake_of_compiled
+    # auxiliary CUDA streams and events a layer creates (shared experts' overlap): inert here, as arch_runner's
+    # stub makes them where its setup reaches that far (it does not in releases before 0.2x)
+    torch.cuda.Stream = AR_INERT("Stream")
+    torch.cuda.Event = AR_INERT("Event")
     cuda_platform()  # before the layers import: older releases pick their CUDA kernels' wrappers at import
     try:
         from vllm.model_executor.layers.fused_moe.oracle import unquantized as uq
@@ -544,7 +548,14 @@ def forward_main(a) -> int:
     except ImportError:
         uq = select = None
     AR.setup()
-    if select is not None and len(inspect.signature(select).parameters) != 1:
+    def stub_fits() -> bool:  # arch_runner's stub reads 0.3x's oracle: one argument, a list of kernel classes
+        try:
+            uq.backend_to_kernel_cls(uq.UnquantizedMoeBackend.TRITON)[0]
+        except Exception:  # noqa: BLE001 - an older oracle
+            return False
+        return len(inspect.signature(select).parameters) == 1
+
+    if select is not None and not stub_fits():
         # arch_runner's MoE stub is 0.34.0's one-argument oracle; an older oracle (moe_config, use_ep, use_dp) runs
         # as the release wrote it, on the CUDA platform answered here
         import vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method as ufm
@@ -658,6 +669,12 @@ def forward_measure(a, AR, ops) -> dict:
 
 
 COMPILED_CALLS: dict[str, int] = {}
+
+
+def AR_INERT(name: str):
+    """A CUDA-only class (``torch.cuda.Stream``/``Event``) whose instances accept every call and do nothing."""
+    return type(name, (), {"__init__": lambda self, *a, **k: None,
+                           "__getattr__": lambda self, n: (lambda *a, **k: None)})
 
 
 class CompiledKernels:
