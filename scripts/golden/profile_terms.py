@@ -41,6 +41,7 @@ import argparse
 import inspect
 import json
 import os
+import re
 import sys
 import types
 import weakref
@@ -585,6 +586,8 @@ def forward_main(a) -> int:
         where = next((f"{f.filename.split('/vllm/')[-1]}:{f.lineno}" for f in reversed(tb) if "/vllm/" in f.filename),
                      "")
         record_out.update(derived=False, why=f"{type(e).__name__}: {str(e).splitlines()[0][:200]} [{where}]")
+    if record_out.get("why"):  # no machine path in a golden: the file names from vllm/ on
+        record_out["why"] = re.sub(r"(?:/[\w.+-]+)+/", "", record_out["why"])
     a.variant_out.write_text(json.dumps(record_out, sort_keys=True))
     return 0
 
@@ -772,7 +775,8 @@ def forward_both(a) -> int:
                 text = Path(f.name).read_text()
                 if done.returncode or not text:  # the release's modules did not import here: recorded, one line
                     last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
-                    r = {"derived": False, "path": path, "why": f"the run failed: {(last or ['?'])[-1][:200]}"}
+                    r = {"derived": False, "path": path,
+                         "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
                 else:
                     r = json.loads(text)
             r["model"] = cfg
