@@ -32,6 +32,12 @@ def sampler(release: str, reqs: int, vocab: int) -> int:
                                                            row["sm_row_bytes_per_vocab"] else 0) + row["fixed_bytes"])
 
 
+def forward(release: str, bytes_by_rule: int) -> int:
+    """kvplan's forward rule T·(4H + W)·a scaled by the release's measured dense factor (the dummy forward of
+    Qwen3-8B on the meta device over the rule for it, kvplan/budget/profile_terms.json; 1.077 for 0.34.0)."""
+    return round(bytes_by_rule * PROFILE_TABLE["releases"][release]["forward"]["dense"]["factor"])
+
+
 def non_torch(group: str) -> int:
     """The calibrated non-torch term (kvplan/budget/calibration.json, scripts/calibrate_budget.py)."""
     return CALIBRATION["non_torch"][group]["value_bytes"]
@@ -137,8 +143,9 @@ def test_budget_is_the_vllm_formula(llama):
     #   weights    = 8,030,261,248 params (test_weights) · 2 B                = 16,060,522,496
     #                (vLLM logged 14.96 GiB for Llama-3-8B, PR #10511: 16,060,522,496 / 2^30 = 14.957)
     #   activation = max(forward, sampler + hidden) + 256 MiB: forward 8192 · (4·4096 + 3·14336) · 2
-    #                = 973,078,528 < the derived sampler pass over 1024 × 128256 logits (0.34.0's row: 0.33.0's
-    #                figure, the V2 sampler not run) + the forward's 8192 × 4096 bf16 hidden states
+    #                = 973,078,528 (× 1.077, 0.34.0's measured dense factor) < the derived sampler pass over
+    #                1024 × 128256 logits (0.34.0's V2 sampler, 10.127 B per logit) + the forward's 8192 × 4096 bf16
+    #                hidden states
     #   non-torch  = calibrated for an H100 on one GPU
     #   CUDA graphs = 256 MiB + 32 layers · 8 MiB                             =    536,870,912
     #   KV = requested − weights − activation − non-torch − CUDA graphs
@@ -166,7 +173,7 @@ def test_budget_is_the_vllm_formula(llama):
     # budget is this same profiled one, and asking for the extensible cache there is an error.
     old = budget_of(llama, get_era("vllm-0.33"), gpu="H100-80GB")
     assert (old.kv_cache_sizing, old.gpu_memory_utilization, old.kv_cache_memory_bytes) == \
-        ("profiled", 0.92, kv - sampler("0.34.0", 1024, 128256) + sampler("0.33.0", 1024, 128256))
+        ("profiled", 0.92, kv + sampler("0.34.0", 1024, 128256) - sampler("0.33.0", 1024, 128256))
     assert old.gpu_memory_utilization_source == "vllm-0.33 default"
     with pytest.raises(OptionError, match="^--enable-extensible-kv-cache: vLLM 0.33.0 has no extensible KV cache"):
         budget_of(llama, get_era("vllm-0.33"), gpu="H100-80GB", enable_extensible_kv_cache=True)
@@ -219,14 +226,15 @@ def test_pipeline_budget_is_the_tightest_stage():
     # = ceil(43,979,248,762.88) = 43,979,248,763 per GPU. One layer is 218,112,000 parameters (test_weights).
     #   stage 0: embedding 128256·4096 + layers 0-15 = 4,015,128,576 params = 8,030,257,152 B;
     #            activation: no sampler on a first stage, forward 8192 · (4·4096 + 3·14336) · 2
-    #            = 973,078,528 + 256 MiB = 1,241,513,984
+    #            = 973,078,528 × 1.077 (0.34.0's measured dense factor) + 256 MiB
     #   stage 1: layers 16-31 + final norm 4096 + lm_head 128256·4096 = 4,015,132,672 params
     #            = 8,030,265,344 B; activation: the derived sampler pass over kv_budget's default 1024 requests
     #            + the 8192 × 4096 hidden states + 256 MiB, or the forward, the larger
     #   both: non-torch calibrated at tp·pp > 1 (no L40S group); CUDA graphs 256 MiB + 16 · 8 MiB = 402,653,184
     nt = non_torch("tp>1")
-    fwd0 = 8192 * (4 * 4096 + 3 * 14336) * 2 + 256 * MiB
-    act1 = max(8192 * (4 * 4096 + 3 * 14336) * 2, sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2) + 256 * MiB
+    fwd0 = forward("0.34.0", 8192 * (4 * 4096 + 3 * 14336) * 2) + 256 * MiB
+    act1 = max(forward("0.34.0", 8192 * (4 * 4096 + 3 * 14336) * 2),
+               sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2) + 256 * MiB
     kv0 = 43_979_248_763 - 8_030_257_152 - fwd0 - nt - 402_653_184
     kv1 = 43_979_248_763 - 8_030_265_344 - act1 - nt - 402_653_184
     assert [(s.weights_bytes, s.activation_peak_bytes, s.kv_cache_memory_bytes) for s in b.stages] == [
@@ -246,7 +254,7 @@ def test_model_too_big_fails_loading_the_weights_and_says_so():
     # ceil(L4 (23,612,293,120 B) · 0.92) = 21,723,309,671; activation max(forward 8192 · (4·5120 + 3·25600) · 2
     # = 1,593,835,520, the derived sampler pass over 1024 × 151936 logits + 8192 × 5120 bf16 hidden states)
     # + 256 MiB; non-torch calibrated on one GPU (no L4 group); CUDA graphs 256 MiB + 64 · 8 MiB = 805,306,368.
-    act = max(1_593_835_520, sampler("0.34.0", 1024, 151936) + 8192 * 5120 * 2) + 256 * MiB
+    act = max(forward("0.34.0", 1_593_835_520), sampler("0.34.0", 1024, 151936) + 8192 * 5120 * 2) + 256 * MiB
     assert b.weights_bytes == 65_524_246_528
     assert b.kv_cache_memory_bytes == 21_723_309_671 - 65_524_246_528 - act - non_torch("tp1") - 805_306_368
     # but vLLM never gets there: 61.02 GiB of weights do not fit 21.99 GiB − 0.50 GiB (start-up estimate)
@@ -260,11 +268,12 @@ def test_model_too_big_fails_loading_the_weights_and_says_so():
 
 def test_profile_run_that_does_not_fit_the_card():
     # Llama-3.1-8B on an L4 with a 64k-token profile batch: the weights fit (14.96 GiB), the activation peak
-    # on top of them does not: 65536 · (4·4096 + 3·14336) · 2 = 7,784,628,224 + 256 MiB
+    # on top of them does not: 65536 · (4·4096 + 3·14336) · 2 = 7,784,628,224, × 1.077 (0.34.0's measured dense
+    # factor), + 256 MiB
     layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B")
     b = budget_of(layout, LATEST, gpu="L4", max_num_batched_tokens=65536, **PROFILED_034)
     f = b.load_failure
-    assert b.activation_peak_bytes == 65536 * (4 * 4096 + 3 * 14336) * 2 + 256 * MiB
+    assert b.activation_peak_bytes == forward("0.34.0", 65536 * (4 * 4096 + 3 * 14336) * 2) + 256 * MiB
     assert f.stage == "profile" and f.needed_bytes == (
         b.weights_bytes + b.activation_peak_bytes + b.non_torch_bytes)
     assert budget_of(layout, LATEST, gpu="L4", **PROFILED_034).load_failure is None
@@ -390,7 +399,7 @@ def test_deepseek_v3_tp8_h100_fails_loading_with_working_fixes():
     assert round(d["budget"]["weights_bytes"] / GiB, 2) == 79.29
     assert d["memory"]["num_blocks"] == 0 and d["logs"] == []
     # ... or 22 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts, at
-    # the band's pessimistic end too)
+    # the band's pessimistic end too, whose calibrated non-torch spread grew with the corpus)
     assert [(f["option"], f["value"]) for f in d["fixes"]] == [
         ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 22)]
     assert all(f["starts"] for f in d["fixes"])

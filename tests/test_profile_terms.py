@@ -43,8 +43,66 @@ def test_every_golden_release_has_a_golden_derived_or_a_reason():
         assert pick["derived"] or pick["why"], release
     rows = json.loads(profile.TABLE.read_text())["releases"]
     assert set(rows) == set(VERSIONS)
-    # 0.34.0 has no V1 runner (its sampler is the V2 runner's): not derived, and the row says so
-    assert rows["0.34.0"]["basis"] == "assumed" and "vllm.v1.sample.sampler" in rows["0.34.0"]["why"]
+    # 0.34.0 has no V1 runner: its V2 runner's own _dummy_sampler_run was run (vllm/v1/worker/gpu), derived
+    assert rows["0.34.0"]["basis"] == "derived" and rows["0.34.0"]["from"] == "0.34.0"
+
+
+def test_v2_sampler_of_0_34_0():
+    """0.34.0's V2 runner: its _dummy_sampler_run runs the sampler twice (the default pass, then the warmup-parameter
+    pass with the fp32 logits pipeline), on FlashInfer's sampling call (the wheel requires flashinfer-python); the
+    peak grows by 10.127 B per logit at vocabulary 151,936 (bf16 logits 2 + fp32 copy 4 + processed fp32 logits 4
+    and per-request rows), FlashInfer's own 8 B added at the high end."""
+    g = json.loads((GOLDENS / "0.34.0.json").read_text())
+    v = g["sampler"]["flashinfer"]
+    assert g["flashinfer_required"] and v["derived"] and v["runner"] == "V2 GPUModelRunner"
+    assert v["topk_topp_path"] == "V2 Sampler: flashinfer_sample" and v["flashinfer_sampling_calls"] > 0
+    row = json.loads(profile.TABLE.read_text())["releases"]["0.34.0"]
+    assert row["bytes_per_logit"] == round(v["sampler"][0]["bytes_per_logit"], 3) == 10.127
+    assert row["bytes_per_logit_high"] == 18.127  # + FlashInfer's masked logits and softmax, 2 fp32 copies
+
+
+def test_forward_goldens_and_factors():
+    """The dummy forward on the meta device (scripts/golden/profile_terms.py --forward-all). Qwen3-8B (H 4,096,
+    I 12,288, bf16) on 0.34.0's custom-op path: at the MLP the gate-up output [T, 2I], SiLU-and-mul's [T, I] and
+    five [T, H] (hidden, residual, the norm's output, the attention's and o_proj's) are live:
+    (5·4,096 + 3·12,288)·2 = 114,688 B per token (+ 8 for a per-token index); the native graph also keeps SiLU's own
+    output: (4·4,096 + 4·12,288)·2 = 131,072 (+ 16). kvplan's rule (4H + 3I)·2 = 106,496, so the factor is
+    114,696 / 106,496 = 1.077. 0.19.1's fused add-RMSNorm writes in place: (4·4,096 + 3·12,288)·2 + 8 = 106,504."""
+    for release in ("0.34.0", "0.19.1"):
+        g = json.loads((GOLDENS / "forward" / f"{release}.json").read_text())
+        dense = g["forward"]["dense"]
+        assert dense["custom_ops"]["derived"] and dense["native"]["derived"]
+        assert dense["native"]["bytes_per_token"] == 131088
+    g34 = json.loads((GOLDENS / "forward" / "0.34.0.json").read_text())["forward"]
+    assert g34["dense"]["custom_ops"]["bytes_per_token"] == 114696
+    assert json.loads((GOLDENS / "forward" / "0.19.1.json").read_text())["forward"]["dense"]["custom_ops"][
+        "bytes_per_token"] == 106504
+    rows = json.loads(profile.TABLE.read_text())["releases"]
+    d = rows["0.34.0"]["forward"]["dense"]
+    assert d["rule_bytes_per_token"] == 106496 and d["factor"] == round(114696 / 106496, 4) and d["basis"] == "derived"
+    # a release with no forward golden of its own takes the newest measured one before it, labelled assumed
+    assert rows["0.33.0"]["forward"]["dense"]["basis"] in ("derived", "assumed")
+    for release, row in rows.items():
+        for fam in row["forward"].values():
+            assert fam["basis"] == "derived" or fam["why"], release
+
+
+def test_forward_factor_enters_the_activation():
+    """Qwen3-8B on an H100 with 0.34.0 at 8,192 tokens: the forward is 1.077 × 8,192 · (4·4,096 + 36,864)·2;
+    the activation is the larger of it and the sampler pass (with the hidden states), + the 256 MiB workspace."""
+    from kvplan.budget.estimate import forward_terms
+
+    era = get_era("vllm==0.34.0")
+    cfg = json.loads((ROOT / "configs/Qwen/Qwen3-8B/config.json").read_text())
+    f = forward_terms(era, cfg)
+    assert f["basis"] == "derived" and f["family"] == "dense" and f["value"] == 1.077 and f["high"] == 1.2309
+    d = simulate("Qwen/Qwen3-8B", gpu="H100", policy="vllm==0.34.0")
+    b = d["budget"]
+    forward = round(8192 * (4 * 4096 + 36864) * 2 * 1.077)
+    s = sampler_terms(era, min(b["max_num_seqs"], 8192), 151936)
+    assert b["activation_peak_bytes"] == max(forward, s["value"] + 8192 * 4096 * 2) + ACTIVATION_WORKSPACE_BYTES
+    act = next(t for t in b["profile_terms"] if t["term"] == "activation")
+    assert "0.34.0's dense forward (Qwen3-8B) on the meta device" in act["source"]
 
 
 def test_sampler_bytes_per_logit_by_release():

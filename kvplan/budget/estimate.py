@@ -20,12 +20,14 @@ estimates, labelled as such in every output, each with an override:
   dummy requests. kvplan's rule::
 
       forward = T · (4·H + W) · a        sampler = S(R, V) + T · H · a        (last PP stage)
-      activation = max(forward, sampler) + 256 MiB
+      activation = max(f · forward, sampler) + 256 MiB
 
   ``S(R, V)`` is the dummy sampler pass's peak, derived per release from the release's own
   ``_dummy_sampler_run`` run on the CPU under a memory-tracking dispatch mode (``kvplan.budget.profile``:
   28 B per logit in 0.11-0.15, whose top-k/top-p sorts the logits; 14 B from 0.17, the Triton path), while the
-  forward's hidden states ``T · H · a`` are still held (kvplan charged ``R · V · 4 · 2`` before).
+  forward's hidden states ``T · H · a`` are still held (kvplan charged ``R · V · 4 · 2`` before). ``f`` is the
+  release's measured forward peak over the rule for the model's family (dense / MoE), from the release's model
+  class run on the meta device (``kvplan.budget.profile.forward_factors``; 1.077 for a dense model from 0.24).
 
   with ``T`` = max_num_batched_tokens, ``R`` = min(max_num_seqs, T), ``H`` the hidden size,
   ``V`` the vocabulary, ``a`` the model dtype's bytes, and ``W`` the widest per-token
@@ -94,15 +96,17 @@ STARTUP_MULTI_BYTES = 1024 * MiB
 
 def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, max_num_batched_tokens: int,
                               max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
-                              encoder: dict | None = None, sampler_bytes: int | None = None) -> int:
+                              encoder: dict | None = None, sampler_bytes: int | None = None,
+                              forward_factor: float = 1.0) -> int:
     """Peak activation of vLLM's profiling run on one rank (rule in the module docstring). ``encoder``
     (``estimate_encoder_profile``, first stage of a multimodal model): the encoder's forward peaks alone, its
     outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``.
     ``sampler_bytes``: the dummy sampler pass's peak (``kvplan.budget.profile``, derived per release; on the last
-    stage only), which runs while the forward's hidden states (``T · H · a``) are still held."""
+    stage only), which runs while the forward's hidden states (``T · H · a``) are still held. ``forward_factor``:
+    the release's measured forward peak over the rule for the model's family (``kvplan.budget.profile``)."""
     hidden = int(cfg.get("hidden_size") or 0)
     T = max_num_batched_tokens
-    forward = T * (4 * hidden + widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes
+    forward = round(T * (4 * hidden + widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes * forward_factor)
     if sampler_bytes is None:  # kvplan's old rule: two fp32 copies of the logits
         sampler_bytes = min(max_num_seqs, T) * int(cfg.get("vocab_size") or 0) * 4 * 2
     sampler = sampler_bytes + T * hidden * dtype_bytes if last_stage else 0
@@ -232,6 +236,15 @@ def sampler_terms(era, reqs: int, vocab: int) -> dict:
             "basis": basis, "source": src, "row": row}
 
 
+def forward_terms(era, cfg: dict) -> dict:
+    """The dummy forward's factor on kvplan's rule for this model's family, by the release's derived table
+    (``kvplan.budget.profile.forward_factors``)."""
+    from kvplan.budget.profile import forward_factors
+
+    release = era.release or (era.releases[-1] if era.releases else era.first_release)
+    return forward_factors(release, cfg)
+
+
 def estimate_startup_bytes(world_size: int) -> int:
     return STARTUP_MULTI_BYTES if world_size > 1 else STARTUP_SINGLE_BYTES
 
@@ -313,6 +326,7 @@ class _Estimate:
     inventory: Any  # the target's weights as the model stage counted them, None when both terms are given
     offload: int  # --cpu-offload-gb in bytes
     sampler: dict
+    forward: dict  # the release's forward factor on kvplan's rule (forward_terms)
     encoder: dict | None
     startup: int
     margin_floor: int
@@ -338,10 +352,12 @@ class _Estimate:
                                            activation=activation, non_torch=non_torch, cudagraph=cudagraph,
                                            cudagraph_resident=cudagraph_resident)
 
-    def _activation(self, layers: set[int], last: bool, sampler: int, encoder: dict | None = None) -> int:
+    def _activation(self, layers: set[int], last: bool, sampler: int, encoder: dict | None = None,
+                    forward_end: str = "value") -> int:
         return estimate_activation_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp,
                                          max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=layers,
-                                         last_stage=last, encoder=encoder, sampler_bytes=sampler)
+                                         last_stage=last, encoder=encoder, sampler_bytes=sampler,
+                                         forward_factor=self.forward[forward_end])
 
     def _weights_on(self, s: int, weights: Any) -> int:
         """Stage ``s``'s weights after offloading (what vLLM logs as 'Model loading took')."""
@@ -357,7 +373,8 @@ class _Estimate:
         w_bytes = o.weights if o.weights is not None else self._weights_on(s, self.weights)
         act = o.activation if o.activation is not None else self._activation(layers, last, self.sampler["value"])
         act_ends = (act, act) if o.activation is not None else tuple(
-            self._activation(layers, last, self.sampler[end]) for end in ("low", "high"))
+            self._activation(layers, last, self.sampler[end], forward_end=f) for end, f in (("low", "value"),
+                                                                                              ("high", "high")))
         enc_part = 0
         first_encodes = o.activation is None and s == 0 and self.encoder is not None
         if first_encodes:  # the first PP rank encodes the dummy items
@@ -443,6 +460,7 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         inventory=counted.target if counted is not None else None,
         offload=int((b.cpu_offload_gb or 0) * GiB),
         sampler=sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0)),
+        forward=forward_terms(era, cfg),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,
         exact=bool(b.exact_params), encoder_why=encoder[1],
@@ -522,8 +540,10 @@ def kv_budget(layout, era, request: BudgetRequest) -> Budget:
                       failure_at_low=failed_low.stage if failed_low is not None else None,
                       kv_cache_memory_high_bytes=min(ends[1] for _, ends, _, _ in per_stage),
                       basis="every estimated term at its high end (low) and its low end (high): " + ", ".join(
-                          f"{k} {v}" for k, v in (("weights", "±1 %"), ("sampler", e.sampler["basis"]),
-                                                   ("non-torch", _non_torch_basis(e.tp * e.pp, name)))))
+                          f"{k} {v}" for k, v in (
+                              ("weights", "±1 %"), ("sampler", e.sampler["basis"]),
+                              ("forward", f"{e.forward['basis']} ({e.forward['value']:g}-{e.forward['high']:g}× the rule)"),
+                              ("non-torch", _non_torch_basis(e.tp * e.pp, name)))))
     requested = sizing.requested_memory(total, e.util)
     failed_load = load_failure(stages, total=total, startup=load_startup, pp=e.pp)
     warnings = _budget_warnings(e, request, budget_stage, failed_load, requested)
@@ -534,7 +554,7 @@ def kv_budget(layout, era, request: BudgetRequest) -> Budget:
     terms = profile_terms(layout, era, T=e.T, R=e.R, exact=e.exact, offload=bool(e.offload), overrides={
         "weights": o.weights, "activation": o.activation, "non_torch": o.non_torch, "cudagraph": o.cudagraph},
         stage=budget_stage, weights=e.weights, encoder=e.encoder, encoder_why=e.encoder_why, sampler=e.sampler,
-        ends=per_stage[budget_stage.stage][3], world_size=e.tp * e.pp, card_name=name)
+        forward=e.forward, ends=per_stage[budget_stage.stage][3], world_size=e.tp * e.pp, card_name=name)
 
     bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE for t in terms}
     weights, extensible = e.weights, e.extensible
@@ -611,7 +631,7 @@ DERIVED, CALIBRATED, ASSUMED = "derived", "calibrated", "assumed"
 
 def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: BudgetStage,
                   weights=None, encoder: dict | None = None, encoder_why: str = "", sampler: dict | None = None,
-                  ends: dict | None = None, world_size: int = 1, card_name: str | None = None
+                  forward: dict | None = None, ends: dict | None = None, world_size: int = 1, card_name: str | None = None
                   ) -> tuple[ProfileTerm, ...]:
     """The non-KV terms of vLLM's profile on the budget's stage, each with its basis (how sure it is) and its
     source (``ProfileTerm``). The release's code behind each: ``determine_available_memory``
@@ -648,7 +668,10 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
     ]
     ends = ends or {}
     g = calibrated(world_size, card_name)
-    derivation = {"weights": DERIVED, "activation": DERIVED if ends.get("sampler_peak") else ASSUMED,
+    sampler_peak = bool(ends.get("sampler_peak"))
+    derivation = {"weights": DERIVED, "activation": DERIVED if (
+        (sampler_peak and (sampler is None or sampler["basis"] == DERIVED))
+        or (not sampler_peak and forward is not None and forward["basis"] == DERIVED)) else ASSUMED,
                   "non_torch": CALIBRATED if g is not None else ASSUMED,
                   "cudagraph": ASSUMED if counted else NOT_COUNTED}
     if g is not None:
@@ -663,7 +686,11 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
             f"; the sampler pass {sampler['value']:,} B ({sampler['basis']}: {sampler['source']}, "
             f"{row['bytes_per_logit']:g} B per logit on the {row['topk_topp_path']} path"
             f"{', Triton top-k/top-p' if row['triton'] else ''}; band {row['bytes_per_logit_low']:g}-"
-            f"{row['bytes_per_logit_high']:g} B per logit), the forward kvplan's rule (assumed)"))
+            f"{row['bytes_per_logit_high']:g} B per logit)"))
+    if forward is not None and overrides["activation"] is None:
+        terms[1] = (*terms[1][:4], terms[1][4].replace("max(T·(4H + W)·a", f"max({forward['value']:g}·T·(4H + W)·a")
+                    + f"; the forward: {forward['basis']}: {forward['source']}, band to {forward['high']:g}× "
+                    f"(the unfused native graph); peak {'the sampler' if sampler_peak else 'the forward'}")
     out = []
     for t, b, over, basis, source in terms:
         lo, hi = ends.get(t, (b, b)) if over is None else (b, b)

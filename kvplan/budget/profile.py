@@ -50,3 +50,37 @@ def sampler_bytes(row: dict, reqs: int, vocab: int, *, per_logit: float | None =
     sms = ASSUMED_SMS
     rows = min(1 << max(0, (min(sms, reqs) - 1).bit_length()), sms) if row["sm_row_bytes_per_vocab"] else 0
     return round(reqs * vocab * b + rows * vocab * row["sm_row_bytes_per_vocab"] + row["fixed_bytes"])
+
+
+# The dummy forward's peak (``scripts/golden/profile_terms.py --forward-all``: the release's model class run over
+# T dummy tokens on the meta device under the same memory-tracking mode, tests/golden/profile_terms/forward/): per
+# family the measured bytes per token over kvplan's rule T·(4H + W)·a for the same model, the factor kvplan scales
+# its rule by. The value is the custom-op path (vLLM's CUDA kernels' wrappers allocate their outputs; the compiled
+# graph fuses the same ops into kernels with the same outputs), the high end the unfused native graph.
+MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+
+
+def forward_family(cfg: dict) -> str:
+    return "moe" if any(int(cfg.get(k) or 0) > 1 for k in MOE_KEYS) else "dense"
+
+
+def forward_factors(release: str | None, cfg: dict) -> dict:
+    """The release's forward row for the model's family: ``value`` and ``high`` factors on kvplan's rule, the
+    basis and a note of where it came from (a family the release's golden could not measure takes the newest
+    measured release's before it, assumed; none measured: factor 1, assumed)."""
+    rows = _table()
+    row = (rows.get(release or "") or rows[list(rows)[-1]]).get("forward") or {}
+    family = forward_family(cfg)
+    fam = row.get(family) or {}
+    if "factor" not in fam:
+        return {"value": 1.0, "high": 1.0, "basis": ASSUMED, "family": family,
+                "source": f"kvplan's rule T·(4H + W)·a ({fam.get('why', 'no forward golden')})"}
+    model = fam["model"].split("/")[-2]
+    what = (f"vLLM {fam['from']}'s {family} forward ({model}) on the meta device: {fam['bytes_per_token']:,.0f} B "
+            f"per token on the custom-op path, {fam['bytes_per_token_native']:,.0f} native, "
+            f"{fam['factor']:g}-{fam['factor_high']:g}× kvplan's rule")
+    if fam["basis"] == DERIVED:
+        return {"value": fam["factor"], "high": fam["factor_high"], "basis": DERIVED, "family": family,
+                "source": what}
+    return {"value": fam["factor"], "high": fam["factor_high"], "basis": ASSUMED, "family": family,
+            "source": what + f"; {release or 'this era'}'s {family} forward not run ({fam['why']})"}

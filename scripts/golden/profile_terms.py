@@ -38,7 +38,10 @@ false, ``why``).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import os
+import re
 import sys
 import types
 import weakref
@@ -71,7 +74,7 @@ class LiveBytes:
         self.now -= n
 
 
-def tracking_mode(counter: LiveBytes):
+def tracking_mode(counter: LiveBytes, devices=("cpu",)):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
@@ -80,8 +83,11 @@ def tracking_mode(counter: LiveBytes):
         def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             for t in tree_flatten(out)[0]:
-                if isinstance(t, torch.Tensor) and t.device.type == "cpu":
-                    counter.add(t.untyped_storage())
+                if isinstance(t, torch.Tensor) and t.device.type in devices:
+                    if hasattr(counter, "add_tensor"):
+                        counter.add_tensor(t)
+                    else:
+                        counter.add(t.untyped_storage())
             return out
 
     return Track()
@@ -268,6 +274,111 @@ def build(sms: int):
     return GPUModelRunner._dummy_sampler_run, sampler, path, notes, ttt
 
 
+class V2Sampler:
+    """The V2 model runner's sampler (0.34+: ``vllm/v1/worker/gpu/sample/sampler.py``, the V1 runner removed), built
+    per batch as the runner builds it (``GPUModelRunner.__init__``: ``RequestState`` and ``Sampler(vllm_config,
+    max_num_reqs, vocab_size, device, req_states)``, ``InputBuffers``), for the runner's ``_dummy_sampler_run``:
+    the default pass, then the warmup-parameter pass (``SamplingParams.for_sampler_warmup()``: the fp32 logits
+    pipeline the profile pays for). Stand-ins: the pinned host buffers (``UvaBuffer``, ``async_tensor_h2d``) are
+    plain CPU tensors (host memory: not on the card either way), the model state's own dummy pass answers no."""
+
+    def __init__(self, vllm_config):
+        self.vc = vllm_config
+
+    def stand_in(self, vocab: int, reqs: int, dtype):
+        import torch
+        from vllm.config import set_current_vllm_config
+        from vllm.v1.worker.gpu.input_batch import InputBuffers
+        from vllm.v1.worker.gpu.sample.sampler import Sampler
+        from vllm.v1.worker.gpu.states import RequestState
+
+        dev = torch.device("cpu")
+        with set_current_vllm_config(self.vc):
+            states = RequestState(max_num_reqs=reqs, max_model_len=4096, max_num_batched_tokens=reqs,
+                                  num_speculative_steps=0, vocab_size=vocab, device=dev)
+            sampler = Sampler(vllm_config=self.vc, max_num_reqs=reqs, vocab_size=vocab, device=dev,
+                              req_states=states)
+            buffers = InputBuffers(reqs, reqs, dev)
+        lm_head = torch.randn(vocab, 64, dtype=dtype)
+
+        class Model:
+            def compute_logits(self, hidden_states, *args):
+                return hidden_states @ lm_head.t()
+
+        return lm_head, types.SimpleNamespace(sampler=sampler, model=Model(), input_buffers=buffers,
+                                              model_state=types.SimpleNamespace(dummy_sampler_run=lambda *a: False))
+
+
+def triton_placeholders() -> None:
+    """vLLM's Triton placeholder modules (no Triton on this platform) given the host-side helpers and dtype names
+    the kernels' Python wrappers read when sizing their buffers (``triton.cdiv``, ``next_power_of_2``)."""
+    import vllm.triton_utils as vtu
+
+    if not hasattr(vtu.triton, "next_power_of_2"):
+        vtu.triton.next_power_of_2 = lambda n: 1 << max(0, (int(n) - 1).bit_length())
+    if not hasattr(vtu.triton, "cdiv"):
+        vtu.triton.cdiv = lambda x, y: -(-int(x) // int(y))
+    for dt in ("bfloat16", "float16", "float32", "float64", "int32", "int64", "float8e4nv", "uint8", "int8"):
+        if not hasattr(vtu.tl, dt):
+            setattr(vtu.tl, dt, dt)
+
+
+def build_v2(sms: int):
+    """``build`` for a release whose V1 runner is gone: the V2 runner's ``_dummy_sampler_run`` and sampler."""
+    import tempfile
+
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kvplan" / "verify"))
+    import arch_runner as AR  # its stubs let the engine config be built on this platform
+
+    AR.setup()
+    import vllm.utils.torch_utils as tu
+    import vllm.v1.worker.gpu.buffer_utils as bu
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.v1.sample.ops import topk_topp_sampler as tts
+
+    def plain(self, size, dtype):
+        self.cpu = torch.zeros(size, dtype=dtype, device="cpu")
+        self.np = self.cpu.numpy()
+        self._uva = self.cpu
+
+    bu.UvaBuffer.__init__ = plain
+    tu.PIN_MEMORY = False
+    notes = ["V2 model runner (vllm/v1/worker/gpu): RequestState/Sampler/InputBuffers built per batch; pinned "
+             "host buffers as plain CPU tensors (host memory)"]
+    tts.current_platform = CudaPlatform(tts.current_platform)
+    import vllm.v1.worker.gpu.model_runner as mr
+    import vllm.v1.worker.gpu.sample.gumbel  # noqa: F401 - its kernels stubbed below
+    import vllm.v1.worker.gpu.sample.sampler as v2s
+
+    mr.current_platform = CudaPlatform(mr.current_platform)
+    triton_placeholders()
+    try:
+        from vllm.v1.sample.ops import topk_topp_triton as ttt
+    except ImportError:
+        ttt = None
+    kernels = []
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("vllm.v1") and mod is not None and mod is not ttt:
+            try:
+                kernels += stub_kernels(mod)
+            except Exception:  # noqa: BLE001 - a module whose globals cannot be walked
+                pass
+    if ttt is not None:
+        kernels += stub_kernels(ttt)
+        if hasattr(ttt, "num_compute_units"):
+            ttt.num_compute_units = lambda *x, **k: sms
+    notes.append(f"Triton kernels stubbed (no-op launches): {len(kernels)}; num_compute_units = {sms}")
+    d = tempfile.mkdtemp(prefix="v2s_")
+    cfg = json.loads((Path(__file__).resolve().parents[2] / FORWARD_MODELS["dense"]).read_text())
+    vc = EngineArgs(model=AR._write_config(str(Path(d) / "m"), cfg, None), skip_tokenizer_init=True,
+                    dtype="bfloat16").create_engine_config()
+    path = "V2 Sampler"  # the call it takes (FlashInfer's or the Gumbel kernel) is named after the measure
+    del v2s
+    return mr.GPUModelRunner._dummy_sampler_run, V2Sampler(vc), path, notes, ttt
+
+
 def runner(sampler, vocab: int, dtype):
     import torch
 
@@ -300,7 +411,8 @@ def measure(method, sampler, vocab: int, reqs: int, dtype, sms: int | None = Non
     if ttt is not None and sms is not None and hasattr(ttt, "num_compute_units"):
         ttt.num_compute_units = lambda *a, **k: sms
     torch.manual_seed(0)
-    lm_head, stand_in = runner(sampler, vocab, dtype)
+    lm_head, stand_in = (sampler.stand_in(vocab, reqs, dtype) if isinstance(sampler, V2Sampler)
+                         else runner(sampler, vocab, dtype))
     hidden = torch.rand(reqs, 64, dtype=dtype)
     counter = LiveBytes(known=(lm_head, hidden))
     with torch.inference_mode(), tracking_mode(counter):
@@ -359,11 +471,390 @@ def table(goldens: Path, out: Path) -> int:
         before = [r for r in derived if version_key(r) <= version_key(release)] or derived[:1]
         why = own["why"] if own is not None else "no golden for this release (not a golden release)"
         full[release] = {**rows[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
+    forward_table(goldens / "forward", full)
     out.write_text(json.dumps({"source": "scripts/golden/profile_terms.py --table (from tests/golden/profile_terms)",
                                "releases": full}, indent=1) + "\n")
     rows = full
     print(f"{out}: {len(rows)} releases, {sum(r['derived'] for r in rows.values())} derived")
     return 0
+
+
+# ----------------------------------------------------------------------------- the forward's activation peak
+
+FORWARD_MODELS = {"dense": "configs/Qwen/Qwen3-8B/config.json", "moe": "configs/openai/gpt-oss-20b/config.json"}
+FORWARD_TOKENS = (256, 512)
+
+
+def forward_main(a) -> int:
+    """``--forward``: the dummy forward of vLLM's ``profile_run`` (``_dummy_run(max_num_batched_tokens)``: the model
+    class's ``forward`` over ``T`` dummy tokens) for one model, measured on the meta device, in its own process per
+    path (``--forward-path``):
+
+    * ``custom_ops``: the path of vLLM's CUDA custom ops (``enforce_eager``: ``custom_ops = ['all']``), each
+      ``forward_cuda`` running as on CUDA: the Python wrapper allocates its output exactly as on the card, and the
+      compiled kernel it launches (``torch.ops._C`` / ``_moe_C``: rotary embedding, SiLU-and-mul, RMSNorm, MoE
+      align/top-k/sum) is a no-op here, as is every Triton launch (fused MoE): a kernel that writes into the
+      buffers its wrapper gave it allocates nothing itself, so the live bytes are the card's; the values are not
+      computed (no shape depends on them). The compiled graph vLLM runs by default (Inductor) fuses the same
+      elementwise ops into kernels with the same outputs: the path's peak is the value.
+    * ``native``: the graph Inductor is handed (``custom_ops = ['none']``, every op's ``forward_native``):
+      unfused, its intermediates (SiLU's output beside the product, RMSNorm's fp32 copy) live; the band's high end.
+
+    vLLM's custom ops (``direct_register_custom_op``: the MoE forward, all-reduce, …) run their Python
+    implementation (what the CUDA dispatch key runs) except attention, which runs its registered fake (the
+    attention kernel writes into the output buffer the layer allocated; FlashAttention's own softmax LSE, heads × T
+    fp32, is not counted: < 0.1 % of the peak). The model is built by ``kvplan/verify/arch_runner.py``'s stubs (its
+    STUBS), on a platform answering CUDA (an H100: capability 9.0). Quantization configs are dropped (bf16 weights):
+    gpt-oss's experts run the unquantized Triton MoE, whose workspace is per token the same in bf16 as the MXFP4
+    path's activations (both bf16)."""
+    import torch  # noqa: F401
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kvplan" / "verify"))
+    ops = {}
+    try:
+        import vllm.utils.torch_utils as tu
+    except ImportError:
+        tu = None
+    import vllm.utils as vu
+
+    mods = [m for m in (tu, vu) if m is not None and hasattr(m, "direct_register_custom_op")]
+    orig = mods[0].direct_register_custom_op
+
+    def record(op_name, op_func, *args, **kwargs):
+        ops[op_name] = op_func
+        return orig(op_name, op_func, *args, **kwargs)
+
+    for m in mods:
+        m.direct_register_custom_op = record
+    import logging
+
+    logging.disable(logging.WARNING)
+    import arch_runner as AR
+
+    import torch
+
+    for ns in ("_C", "_moe_C", "_C_cache_ops"):
+        setattr(torch.ops, ns, CompiledKernels(ns))
+    register_fake = torch.library.register_fake
+
+    def fake_of_compiled(op, *args, **kwargs):  # a fake for a compiled kernel that is not loaded: nothing to attach
+        if isinstance(op, str) and op.split("::")[0] in ("_C", "_moe_C", "_C_cache_ops"):
+            return lambda fn=None: fn
+        return register_fake(op, *args, **kwargs)
+
+    torch.library.register_fake = fake_of_compiled
+    # auxiliary CUDA streams and events a layer creates (shared experts' overlap): inert here, as arch_runner's
+    # stub makes them where its setup reaches that far (it does not in releases before 0.2x)
+    torch.cuda.Stream = AR_INERT("Stream")
+    torch.cuda.Event = AR_INERT("Event")
+    cuda_platform()  # before the layers import: older releases pick their CUDA kernels' wrappers at import
+    try:
+        from vllm.model_executor.layers.fused_moe.oracle import unquantized as uq
+
+        select = uq.select_unquantized_moe_backend
+    except ImportError:
+        uq = select = None
+    AR.setup()
+    def stub_fits() -> bool:  # arch_runner's stub reads 0.3x's oracle: one argument, a list of kernel classes
+        try:
+            uq.backend_to_kernel_cls(uq.UnquantizedMoeBackend.TRITON)[0]
+        except Exception:  # noqa: BLE001 - an older oracle
+            return False
+        return len(inspect.signature(select).parameters) == 1
+
+    if select is not None and not stub_fits():
+        # arch_runner's MoE stub is 0.34.0's one-argument oracle; an older oracle (moe_config, use_ep, use_dp) runs
+        # as the release wrote it, on the CUDA platform answered here
+        import vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method as ufm
+
+        uq.select_unquantized_moe_backend = ufm.select_unquantized_moe_backend = select
+    if any(x.startswith("_stub_attention_backend") for x in AR.SETUP_SKIPPED):
+        # an older release's selector: its Triton attention backend (imports without compiled kernels; the layer's
+        # attention op runs as its fake here, so the backend only has to construct)
+        from vllm.platforms import current_platform as cp
+
+        type(cp).get_attn_backend_cls = classmethod(
+            lambda cls, *x, **k: "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend")
+    record_out = {"path": a.forward_path, "setup_skipped": list(AR.SETUP_SKIPPED), "python_ops": sorted(ops)}
+    try:
+        record_out.update(forward_measure(a, AR, ops))
+        record_out["derived"] = True
+    except Exception as e:  # noqa: BLE001 - the release's model did not run here: recorded, one line
+        import traceback
+
+        tb = traceback.extract_tb(e.__traceback__)
+        where = next((f"{f.filename.split('/vllm/')[-1]}:{f.lineno}" for f in reversed(tb) if "/vllm/" in f.filename),
+                     "")
+        record_out.update(derived=False, why=f"{type(e).__name__}: {str(e).splitlines()[0][:200]} [{where}]")
+    if record_out.get("why"):  # no machine path in a golden: the file names from vllm/ on
+        record_out["why"] = re.sub(r"(?:/[\w.+-]+)+/", "", record_out["why"])
+    a.variant_out.write_text(json.dumps(record_out, sort_keys=True))
+    return 0
+
+
+def forward_measure(a, AR, ops) -> dict:
+    import tempfile
+
+    import torch
+
+    calls = COMPILED_CALLS
+    triton_placeholders()
+    from vllm.config import set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    cfg = json.loads(Path(a.forward).read_text())
+    d = tempfile.mkdtemp(prefix="fwd_")
+    path = AR._write_config(str(Path(d) / "m"), cfg, None)
+    vc = EngineArgs(model=path, skip_tokenizer_init=True, dtype="bfloat16",
+                    enforce_eager=a.forward_path == "custom_ops").create_engine_config()
+    vc.device_config.device = torch.device("meta")
+    custom_ops = list(vc.compilation_config.custom_ops)
+    try:
+        from vllm.config import CompilationMode
+
+        vc.compilation_config.mode = CompilationMode.NONE  # the graph is not compiled here: run eagerly
+    except ImportError:
+        vc.compilation_config.level = 0
+    forward_dist(AR, vc)
+    for name, fn in ops.items():  # vLLM's custom ops as their Python implementation, attention as its fake
+        if "attention" not in name and "attn" not in name:
+            setattr(torch.ops.vllm, name, fn)
+    cls, _ = ModelRegistry.resolve_model_cls(vc.model_config.architectures, model_config=vc.model_config)
+    with set_current_vllm_config(vc), AR._meta_device():
+        torch.set_default_dtype(torch.bfloat16)
+        model = cls(vllm_config=vc, prefix="")
+        torch.set_default_dtype(torch.float32)
+        from vllm.model_executor.model_loader.utils import process_weights_after_loading
+
+        process_weights_after_loading(model, vc.model_config, torch.device("meta"))
+    kernels = []
+    for mname, mod in list(sys.modules.items()):
+        if mname.startswith("vllm") and mod is not None:
+            try:
+                kernels += stub_kernels(mod)
+            except Exception:  # noqa: BLE001 - a module whose globals cannot be walked
+                pass
+    from vllm.forward_context import set_forward_context
+
+    def run(T):
+        counter = MetaLiveBytes()
+        ids = torch.zeros(T, dtype=torch.long, device="meta")
+        pos = torch.zeros(T, dtype=torch.long, device="meta")
+        with set_current_vllm_config(vc), set_forward_context(None, vc), torch.inference_mode(), \
+                tracking_mode(counter, devices=("meta",)):
+            out = model(ids, pos)
+            del out
+        return counter
+
+    first = run(a.forward_tokens[0])
+    peaks, at_peak = {}, {}
+    for T in a.forward_tokens:
+        c = run(T)
+        peaks[T] = c.peak
+        at_peak[T] = sorted(([list(s), dt, n] for n, s, dt in c.at_peak), key=lambda x: -x[2])
+    t1, t2 = a.forward_tokens
+    moe = any(int(cfg.get(k) or 0) > 1 for k in ("num_experts", "num_local_experts", "n_routed_experts"))
+    launched = {k: v for k, v in calls.items() if v} | {
+        s.name: s.launches for m in list(sys.modules.values()) if m is not None
+        for s in list(vars(m).values()) if isinstance(s, KernelStub) and s.launches}
+    if moe and not any("moe" in k.lower() and "topk" not in k.lower() and "softmax" not in k.lower()
+                       for k in launched):
+        raise RuntimeError("the fused-experts kernels were not reached here (no MoE kernel launch): the experts' "
+                           "intermediate caches would be missing from the peak")
+    per_token = (peaks[t2] - peaks[t1]) / (t2 - t1)
+    return {"model": a.forward, "architecture": cls.__name__, "custom_ops": custom_ops, "tokens": list(a.forward_tokens),
+            "peak_bytes": {str(t): p for t, p in peaks.items()}, "bytes_per_token": per_token,
+            "fixed_bytes": peaks[t1] - round(per_token * t1),
+            "first_call_bytes": first.peak - peaks[t1], "live_at_peak": {str(t): v for t, v in at_peak.items()},
+            "kernel_launches": launched, "kernels_stubbed": len(kernels),
+            "config": {k: cfg.get(k) for k in ("hidden_size", "intermediate_size", "moe_intermediate_size",
+                                               "num_attention_heads", "num_key_value_heads", "head_dim",
+                                               "num_experts_per_tok", "num_hidden_layers", "vocab_size")}}
+
+
+COMPILED_CALLS: dict[str, int] = {}
+
+
+def AR_INERT(name: str):
+    """A CUDA-only class (``torch.cuda.Stream``/``Event``) whose instances accept every call and do nothing."""
+    return type(name, (), {"__init__": lambda self, *a, **k: None,
+                           "__getattr__": lambda self, n: (lambda *a, **k: None)})
+
+
+class CompiledKernels:
+    """``torch.ops._C`` / ``_moe_C`` / ``_C_cache_ops`` (vLLM's compiled CUDA kernels, absent here): each call a
+    no-op counted in ``COMPILED_CALLS``; a capability query answers None (not supported)."""
+
+    def __init__(self, ns):
+        self.ns = ns
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def launch(*args, **kwargs):
+            COMPILED_CALLS[f"{self.ns}.{name}"] = COMPILED_CALLS.get(f"{self.ns}.{name}", 0) + 1
+        return launch
+
+
+def cuda_platform() -> None:
+    """The platform answers as a CUDA worker on an H100 (capability 9.0) for the kernel choices the layers make."""
+    from vllm.platforms import current_platform as cp
+    from vllm.platforms.interface import DeviceCapability
+
+    type(cp).is_cuda_alike = lambda self: True
+    type(cp).is_cuda = lambda self: True
+    type(cp).get_device_name = classmethod(lambda cls, *x, **k: "NVIDIA H100 80GB HBM3")
+    type(cp).get_device_capability = classmethod(lambda cls, *x, **k: DeviceCapability(9, 0))
+
+
+def forward_dist(AR, vc) -> None:
+    """A world-size-1 gloo group and the model-parallel groups (arch_runner's, else the same calls without the
+    0.3x workspace manager, which older releases do not have)."""
+    try:
+        AR._dist(vc)
+        return
+    except ImportError:
+        pass
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+    from vllm.distributed.parallel_state import model_parallel_is_initialized
+
+    with set_current_vllm_config(vc):
+        if not torch.distributed.is_initialized():
+            init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                         distributed_init_method=f"tcp://127.0.0.1:{29500 + os.getpid() % 1000}")
+        if not model_parallel_is_initialized():
+            initialize_model_parallel(1, 1)
+
+
+class MetaLiveBytes(LiveBytes):
+    """Live bytes of meta-device storages (their data pointer is 0: keyed by the storage itself), and the tensors
+    live at the peak (bytes, shape, dtype)."""
+
+    def __init__(self):
+        super().__init__()
+        self.at = {}
+        self.at_peak = []
+
+    def add_tensor(self, t) -> None:
+        st = t.untyped_storage()
+        key = st._cdata
+        if key in self.live or st.nbytes() == 0:
+            return
+        n = st.nbytes()
+        self.live[key] = n
+        self.at[key] = (n, tuple(t.shape), str(t.dtype).replace("torch.", ""))
+        self.now += n
+        if self.now > self.peak:
+            self.peak = self.now
+            self.at_peak = list(self.at.values())
+        weakref.finalize(st, self._free, key)
+
+    def _free(self, key: int) -> None:
+        self.at.pop(key, None)
+        super()._free(key)
+
+
+def forward_both(a) -> int:
+    """Each model on each path in its own process, into ``<out>/forward/<release>.json``."""
+    import subprocess
+    import tempfile
+
+    root = Path(__file__).resolve().parents[2]
+    models = {}
+    release = None
+    for family, cfg in FORWARD_MODELS.items():
+        paths = {}
+        for path in ("custom_ops", "native"):
+            with tempfile.NamedTemporaryFile(suffix=".json") as f:
+                done = subprocess.run([sys.executable, __file__, "--forward", str(root / cfg), "--forward-path", path,
+                                       "--variant-out", f.name], capture_output=True, text=True)
+                text = Path(f.name).read_text()
+                if done.returncode or not text:  # the release's modules did not import here: recorded, one line
+                    last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
+                    r = {"derived": False, "path": path,
+                         "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
+                else:
+                    r = json.loads(text)
+            r["model"] = cfg
+            paths[path] = r
+            print(family, path, json.dumps({k: r.get(k) for k in ("derived", "bytes_per_token", "fixed_bytes",
+                                                                  "why")}))
+        models[family] = paths
+    import vllm
+
+    release = vllm.__version__
+    out = a.out / "forward"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{release}.json").write_text(json.dumps({"vllm_version": release, "forward": models}, indent=1,
+                                                    sort_keys=True) + "\n")
+    return 0
+
+
+def rule_bytes_per_token(model_dir: Path) -> int:
+    """kvplan's activation rule per token, (4·H + W)·a at TP 1, for a catalog model (kvplan's environment)."""
+    from kvplan.budget.weights import layout_weights, widest_intermediate
+    from kvplan.model.layout import build_model_layout
+    from kvplan.units import dtype_size_bytes
+
+    layout = build_model_layout(str(model_dir))
+    cfg = layout.target.text_config
+    w = widest_intermediate(layout_weights(layout).target, cfg, 1, None)
+    return (4 * int(cfg["hidden_size"]) + w) * dtype_size_bytes(layout.target.dtype)
+
+
+def forward_table(goldens: Path, rows: dict) -> None:
+    """Each release's ``forward`` row: per family (dense, MoE) the measured bytes per token of the dummy forward's
+    peak on the custom-op path (the value) and on the native path (the high end), over kvplan's rule per token
+    for the same model: the factor kvplan scales its rule by for any model of that family. A family a release's
+    golden could not measure takes the newest measured release's before it (else the oldest), marked assumed with
+    the reason."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from kvplan.engines.vllm.versions import version_key
+
+    root = Path(__file__).resolve().parents[2]
+    rule: dict = {}
+    measured: dict = {}  # family -> release -> row or {"why"}
+    for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)):
+        g = json.loads(f.read_text())
+        for family, paths in g["forward"].items():
+            v, n = paths["custom_ops"], paths["native"]
+            if not (v.get("derived") and n.get("derived")):
+                measured.setdefault(family, {})[g["vllm_version"]] = {"why": v.get("why") or n.get("why")}
+                continue
+            if v["model"] not in rule:
+                rule[v["model"]] = rule_bytes_per_token(root / Path(v["model"]).parent)
+            r = rule[v["model"]]
+            measured.setdefault(family, {})[g["vllm_version"]] = {
+                "model": v["model"], "bytes_per_token": v["bytes_per_token"],
+                "bytes_per_token_native": n["bytes_per_token"], "rule_bytes_per_token": r,
+                "factor": round(v["bytes_per_token"] / r, 4),
+                "factor_high": round(max(v["bytes_per_token"], n["bytes_per_token"]) / r, 4)}
+    # the high end: the largest native-graph factor any release measured for the family (a release whose native run
+    # kept its custom ops, 0.11's level-0 dispatch, measured the custom-op path twice)
+    for family, by in measured.items():
+        top = max((x["factor_high"] for x in by.values() if "why" not in x), default=None)
+        for x in by.values():
+            if "why" not in x:
+                x["factor_high"] = max(x["factor_high"], top)
+    for release, row in rows.items():
+        fwd = {}
+        for family, by in measured.items():
+            own = by.get(release)
+            if own is not None and "why" not in own:
+                fwd[family] = {**own, "basis": "derived", "from": release}
+                continue
+            ok = [r for r, x in by.items() if "why" not in x]
+            if not ok:
+                fwd[family] = {"basis": "assumed", "why": own["why"] if own else "not measured"}
+                continue
+            before = [r for r in ok if version_key(r) <= version_key(release)] or ok[:1]
+            why = own["why"] if own is not None else "no forward golden for this release"
+            fwd[family] = {**by[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
+        row["forward"] = fwd
 
 
 def main(argv=None) -> int:
@@ -377,9 +868,18 @@ def main(argv=None) -> int:
     ap.add_argument("--no-flashinfer", action="store_true",
                     help="measure as a worker without FlashInfer installed (one variant per process)")
     ap.add_argument("--variant-out", type=Path, help="write this variant's record here (internal)")
+    ap.add_argument("--forward-all", action="store_true",
+                    help="measure the dummy forward's peak (FORWARD_MODELS, both paths) into <out>/forward/")
+    ap.add_argument("--forward", help="one model's config.json (internal: one path per process)")
+    ap.add_argument("--forward-path", choices=("custom_ops", "native"), default="custom_ops")
+    ap.add_argument("--forward-tokens", type=int, nargs=2, default=FORWARD_TOKENS)
     a = ap.parse_args(argv)
     if a.table:
         return table(*a.table)
+    if a.forward_all:
+        return forward_both(a)
+    if a.forward:
+        return forward_main(a)
     if a.variant_out is None:
         return both_variants(a, argv)
     import torch
@@ -390,7 +890,13 @@ def main(argv=None) -> int:
     record = {"vllm_version": release, "torch_version": torch.__version__, "runner": "V1 GPUModelRunner",
               "logits_dtype": "bfloat16", "sms": a.sms, "reqs": list(a.reqs)}
     try:
-        method, sampler, path, more, ttt = build(a.sms)
+        try:
+            method, sampler, path, more, ttt = build(a.sms)
+        except ModuleNotFoundError as e:  # no V1 runner (0.34+): the V2 runner's sampler
+            if "vllm.v1.sample.sampler" not in str(e):
+                raise
+            method, sampler, path, more, ttt = build_v2(a.sms)
+            record["runner"] = "V2 GPUModelRunner"
     except Exception as e:  # the release's runner does not import or has no such method here
         record.update(derived=False, why=f"{type(e).__name__}: {e}")
         notes_out(a.variant_out, release, record, notes)
@@ -411,6 +917,8 @@ def main(argv=None) -> int:
                      "fixed_bytes": p1 - round(per_logit * r1 * v) - round(per_row * a.sms * v)})
     launches = {} if ttt is None else {k: s.launches for k, s in vars(ttt).items() if isinstance(s, KernelStub)}
     record["triton"] = any(launches.values())
+    if record.get("runner") == "V2 GPUModelRunner":
+        record["topk_topp_path"] = path + (": flashinfer_sample" if SAMPLED_CALLS else ": gumbel_sample")
     record["flashinfer_sampling_calls"] = len(SAMPLED_CALLS)
     record["kernel_launches"] = launches
     record["derived"] = True
