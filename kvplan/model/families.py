@@ -1070,6 +1070,45 @@ DSV4_PACKED_STATE_BYTES = 584  # fp8_ds_mla: 448 B NoPE + 128 B RoPE + 8 B scale
 DSV4_FP8_DS_MLA_ALIGNMENT = 576  # the fp8_ds_mla page's padding multiple (attention.py line 834)
 
 
+def deepseek_v4_swa_spec(view: HFView) -> SlidingWindowMLASpec:
+    """``attn.swa_cache`` of a DeepSeek-V4 decoder layer (DeepseekV4SWACache.get_kv_cache_spec,
+    v1/attention/backends/mla/sparse_swa.py 0.34.0 lines 120-147): block 64, ``sliding_window``, 584 B a
+    token in fp8_ds_mla, pages padded to 576 B. The MTP and DSpark layers own only this cache."""
+    return SlidingWindowMLASpec(block_size=DSV4_SWA_BLOCK_SIZE, num_kv_heads=1, head_size=view.int("head_dim"),
+                                dtype="uint8", sliding_window=view.int("sliding_window"), cache_dtype_str="fp8_ds_mla",
+                                state_content_bytes=DSV4_PACKED_STATE_BYTES, alignment=DSV4_FP8_DS_MLA_ALIGNMENT,
+                                model_version="deepseek_v4")
+
+
+# DSparkDeepseekV4Model's stage count without n_mtp_layers (models/deepseek_v4/nvidia/dspark.py 0.34.0 line 106)
+DSV4_DSPARK_DEFAULT_LAYERS = 3
+
+
+def dspark_layers(view: HFView, family: str, target_layers: int, last_index: int) -> list[Built]:
+    """The DeepSeek-V4 DSpark drafter vLLM 0.34.0 builds from the target's own checkpoint
+    (``DSparkSpeculatorConfig.adapt_draft_model_config``: the target config as ``DSparkDraftModel``):
+    ``n_mtp_layers`` (else 3) DeepSeek-V4 decoder layers named ``model.layers.{N+i}``, each past
+    ``num_hidden_layers`` so its compress ratio is 1 (attention.py lines 236-243): one ``attn.swa_cache``,
+    the target's sliding-window spec (tests/golden/architectures/0.34.0/DSparkDraftModel.json)."""
+    if family != "deepseek_v4":
+        raise UnsupportedError(f"--speculative-method dspark: vLLM's DSpark drafters for the {family} family are not "
+                               "modelled yet; kvplan models DeepSeek-V4's (its stages in the target checkpoint)")
+    if view.get("dspark_target_layer_ids") is None:
+        raise ConfigError(view.path, view.field("dspark_target_layer_ids"), "missing: vLLM's DeepSeek-V4 DSpark "
+                          "drafter reads it (its stages ship in the target checkpoint)", "serve a checkpoint with DSpark "
+                          "stages (DeepSeek-V4-Flash-DSpark), or use --speculative-method mtp")
+    count = view.int("n_mtp_layers", 0, minimum=0) or DSV4_DSPARK_DEFAULT_LAYERS
+    spec = deepseek_v4_swa_spec(view)
+    return [Built(f"model.layers.{target_layers + i}.attn.swa_cache", spec, last_index) for i in range(count)]
+
+
+def dspark_block_size(view: HFView) -> int | None:
+    """vLLM's default num_speculative_tokens for dspark (``DSparkSpeculatorConfig.resolve_num_speculative_tokens``,
+    v1/worker/gpu/spec_decode/dspark/config.py 0.34.0 lines 82-90): ``block_size``, else ``dspark_block_size``."""
+    v = view.opt_int("block_size")
+    return v if v is not None else view.opt_int("dspark_block_size")
+
+
 def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
     """DeepSeek-V4 as vLLM 0.34.0 registers its caches (vllm/models/deepseek_v4/attention.py,
     compressor.py, v1/attention/backends/mla/sparse_swa.py), per decoder layer ``i`` with
@@ -1104,10 +1143,7 @@ def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
         return SlidingWindowMLASpec(block_size=bs, num_kv_heads=1, head_size=dim, dtype="float32",
                                     sliding_window=w, alignment=align)
 
-    swa = SlidingWindowMLASpec(block_size=DSV4_SWA_BLOCK_SIZE, num_kv_heads=1, head_size=head_dim, dtype="uint8",
-                               sliding_window=window, cache_dtype_str="fp8_ds_mla",
-                               state_content_bytes=DSV4_PACKED_STATE_BYTES, alignment=align,
-                               model_version="deepseek_v4")
+    swa = deepseek_v4_swa_spec(view)
     indexer = MLAAttentionSpec(block_size=block, num_kv_heads=1, head_size=index_head_dim + 4, head_size_v=0,
                                dtype="uint8", tokens_per_state=4, alignment=align)
     memo: dict = {}
@@ -1359,7 +1395,7 @@ MTP_DECODER_ARCHS = frozenset({"MiMoForCausalLM"})
 def mtp_count(view: HFView, family: str, architecture: str | None = None) -> int:
     """How many MTP layers vLLM builds: DeepSeek and MiMo ``num_nextn_predict_layers``; Qwen3-Next
     ``num_nextn_predict_layers`` (vLLM's default 1); Qwen3.5 ``mtp_num_hidden_layers``."""
-    if family == "deepseek" or architecture in MTP_DECODER_ARCHS:
+    if family in ("deepseek", "deepseek_v4") or architecture in MTP_DECODER_ARCHS:
         return view.int("num_nextn_predict_layers", 0, minimum=0)
     if family == "gdn":
         v = view.get("mtp_num_hidden_layers", None)
@@ -1414,6 +1450,10 @@ def mtp_layers(view: HFView, ctx: Context, family: str, target_layers: int, last
         spec = full_attention_spec(view, ctx)
         for i in range(count):
             out.append(Built(f"mtp.layers.{i}.self_attn.attn", spec, last_index))
+    elif family == "deepseek_v4":  # DeepSeekV4MTP: a V4 decoder layer past num_hidden_layers, compress ratio 1
+        spec = deepseek_v4_swa_spec(view)  # (attention.py 0.34.0 lines 236-243): its swa_cache only
+        for i in range(count):
+            out.append(Built(f"model.layers.{target_layers + i}.attn.swa_cache", spec, last_index))
     return out
 
 

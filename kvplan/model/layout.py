@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from kvplan import bounds
-from kvplan.errors import ConfigError, NoLayerRuleError, OptionError
+from kvplan.errors import ConfigError, NoLayerRuleError, OptionError, UnsupportedError
 from kvplan.model import drafters, families, methods
 from kvplan.model.families import Built, Context
 from kvplan.model.hfconfig import HFView
@@ -477,6 +477,10 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
     elif drafter is not None:
         if method == "mtp":
             raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")
+        if method == "dspark":
+            raise UnsupportedError("--speculative-method dspark with a separate draft checkpoint (Qwen3, Gemma 4, "
+                                   "MiniMax DSpark drafters) is not modelled yet; kvplan models DeepSeek-V4's DSpark, "
+                                   "whose stages ship in the target checkpoint (drop --drafter)")
         if method in methods.NO_LAYER_METHODS:
             raise OptionError(f"--speculative-method {method} has no draft model; drop --drafter")
         draft_p = _parse(resolve_model(drafter, revision=None, download=download))
@@ -498,6 +502,9 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
             raise OptionError(f"--speculative-method {method} needs --drafter (the draft model)")
         if method == "mtp" and not has_mtp:
             raise OptionError(f"{p.source.path}: --speculative-method mtp needs MTP layers, and this model has none")
+        if method == "dspark" and p.family != "deepseek_v4":
+            raise UnsupportedError(f"--speculative-method dspark: vLLM's DSpark drafter for {p.architecture} is not "
+                                   "modelled yet; kvplan models DeepSeek-V4's (its stages in the target checkpoint)")
 
     num_spec = options.num_speculative_tokens
     num_spec_missing = False
@@ -513,6 +520,8 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
             n_predict, n_source = drafters.served_speculators_tokens(served.speculators, served.source.path)
         elif draft_p is not None:
             n_predict = families.draft_n_predict(draft_p.text)
+        elif method == "dspark":
+            n_predict, n_source = families.dspark_block_size(p.text), "the checkpoint's dspark_block_size"
         if n_predict:
             num_spec = n_predict
             notes.append(f"num_speculative_tokens {num_spec} (vLLM's default: {n_source})")
@@ -543,6 +552,11 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
         mtp = families.mtp_layers(p.text, ctx, p.family, n, last, p.architecture)
         built += [(b, "drafter") for b in mtp]
         ctx.notes.append(f"MTP: {plural(len(mtp), 'layer')} from the target config, after the target's layers")
+    elif method == "dspark" and not num_spec_missing:  # missing: vLLM refuses before it builds the drafter
+        stages = families.dspark_layers(p.text, p.family, n, last)
+        built += [(b, "drafter") for b in stages]
+        ctx.notes.append(f"DSpark: {plural(len(stages), 'stage')} from the target checkpoint (model.layers.{n}.."
+                         f"{n + len(stages) - 1}), each a sliding-window cache only")
     elif draft_p is not None:
         dctx = Context(
             path=draft_p.source.path, architecture=draft_p.architecture, model_type=draft_p.model_type,

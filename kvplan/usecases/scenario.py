@@ -535,8 +535,11 @@ def speculative_tokens_fix(d: Deployment, era, plan) -> list[Fix]:
     from kvplan.engines.vllm.fixes import fix_entry
 
     fixed = changed(d, num_speculative_tokens=SPEC_TOKENS_FIX)
-    layout = model_stage(fixed.source, fixed.serving, fixed.era, fixed.budget.card,
-                         inventory=fixed.budget.counts_weights)
+    try:
+        layout = model_stage(fixed.source, fixed.serving, fixed.era, fixed.budget.card,
+                             inventory=fixed.budget.counts_weights)
+    except KvplanError:  # with the tokens it fails later (a DSpark drafter the checkpoint lacks): no fix
+        return []
     p = plan_layout(layout, era, plan.options, disable_sliding_window=d.serving.disable_sliding_window)
     if not p.starts:
         return []
