@@ -22,6 +22,7 @@ from kvplan.model.layout import build_model_layout
 GOLDEN = Path(__file__).parent / "golden"
 V4F, V4P = "deepseek-ai/DeepSeek-V4-Flash", "tests/data/arch_configs/nvidia/DeepSeek-V4-Pro-NVFP4"
 V4DS = "tests/data/arch_configs/deepseek-ai/DeepSeek-V4-Flash-DSpark"
+V4PDS = "tests/data/arch_configs/deepseek-ai/DeepSeek-V4-Pro-DSpark"
 ROOT = Path(__file__).parents[1]
 
 # case -> (model, kvplan options), as scripts/golden/make_goldens.py defines them
@@ -35,6 +36,7 @@ CASES = {
                                                        max_model_len=32768)),
     "deepseek-v4-flash-dspark__tp2-dcp2__40gib": (V4DS, dict(speculative_method="dspark", tensor_parallel_size=2,
                                                              decode_context_parallel_size=2)),
+    "deepseek-v4-pro-dspark__40gib": (V4PDS, dict(speculative_method="dspark")),
     "deepseek-v4-flash__dp2__40gib": (V4F, dict(data_parallel_size=2)),
     "deepseek-v4-flash__dp8-ep__40gib": (V4F, dict(data_parallel_size=8, enable_expert_parallel=True)),
     "deepseek-v4-flash__tp2-dp4-ep__40gib": (V4F, dict(tensor_parallel_size=2, data_parallel_size=4,
@@ -107,6 +109,19 @@ def test_drafter_layers_as_vllm_builds_them():
         assert all(ls.spec == target_swa for ls in drafter)
         # DSpark's width: dspark_block_size (5), vLLM's default num_speculative_tokens
         assert L.num_speculative_tokens == (tokens or 5)
+
+
+@pytest.mark.parametrize("variant", ["deepseek-v4-pro-mtp", "deepseek-v4-pro-dspark"])
+def test_pro_drafters_as_vllm_builds_them(variant):
+    # V4-Pro's MTP layer (model.layers.61) and DSpark stages (61-63), built by the wheel from
+    # --speculative-config (make_goldens.py --drafter-variants): kvplan's drafter layers are vLLM's
+    from kvplan.verify import archcheck
+
+    golden = json.loads((GOLDEN / "architectures" / "0.34.0-drafters" / f"{variant}.json").read_text())
+    assert golden["status"] == "built"
+    assert [n for n, _ in golden["layers"]] == [f"model.layers.{61 + i}.attn.swa_cache"
+                                                for i in range(3 if "dspark" in variant else 1)]
+    assert archcheck.check(golden).verdict == "exact"
 
 
 def test_dspark_refusals():

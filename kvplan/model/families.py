@@ -341,6 +341,14 @@ def text_facts(view: HFView, family: str, res: FamilyResult | None = None) -> Te
     )
 
 
+# Model classes whose attention layers are built without the cache config, so vLLM's Attention takes the
+# "auto" cache dtype (the model dtype) whatever --kv-cache-dtype says (model_executor/layers/attention/
+# attention.py 0.34.0 lines 292-295): FalconAttention's rotary and ALiBi branches (falcon.py lines 173-196; the
+# third branch, neither, never runs: FalconConfig.rotary is ``not alibi``). The only such calls among 0.34.0's
+# decoder model files (tests/golden/architectures/0.34.0-kv-fp8/FalconForCausalLM.json: bfloat16 under fp8).
+CACHE_CONFIG_NOT_PASSED = frozenset({"FalconForCausalLM"})
+
+
 def draft_n_predict(view: HFView) -> int | None:
     """A draft config's ``n_predict``: vLLM's default ``num_speculative_tokens`` for a draft model
     (``SpeculativeConfig``, 0.18.0-0.34.0); None when the config has none."""

@@ -532,9 +532,14 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
             num_spec_missing = True
     num_spec = num_spec or 0
 
+    target_cache = (cache_dtype, cache_str)
+    if p.architecture in families.CACHE_CONFIG_NOT_PASSED and cache_str != "auto":
+        target_cache = (dtype, "auto")
+        warnings.append(f"--kv-cache-dtype {cache_str} does not reach {p.architecture}'s attention layers: vLLM builds "
+                        "them without the cache config, so they keep the model dtype")
     ctx = Context(
         path=p.source.path, architecture=p.architecture, model_type=p.model_type, tp=options.tensor_parallel_size,
-        block_size=block_size, cache_dtype=cache_dtype, cache_dtype_str=cache_str, model_dtype=dtype,
+        block_size=block_size, cache_dtype=target_cache[0], cache_dtype_str=target_cache[1], model_dtype=dtype,
         disable_sliding_window=options.disable_sliding_window, num_spec=num_spec if method else 0,
         notes=notes, warnings=warnings, nemotron_h_ssm_cache_dtype=options.nemotron_h_ssm_cache_dtype,
     )

@@ -250,6 +250,8 @@ def _cases() -> list[Case]:
                   inspect_args=("--speculative-method", "dspark")))
     c.append(Case("deepseek-v4-flash-dspark__tp2-dcp2__40gib", v4ds, None, 40, 1048576, tp=2, dcp=2,
                   inspect_args=("--speculative-method", "dspark")))
+    c.append(Case("deepseek-v4-pro-dspark__40gib", "tests/data/arch_configs/deepseek-ai/DeepSeek-V4-Pro-DSpark", None,
+                  40, 1048576, inspect_args=("--speculative-method", "dspark")))
     c.append(Case("deepseek-v4-flash__dp2__40gib", v4f, None, 40, 1048576, dp=2))
     c.append(Case("deepseek-v4-flash__dp8-ep__40gib", v4f, None, 40, 1048576, dp=8, ep=True))
     c.append(Case("deepseek-v4-flash__tp2-dp4-ep__40gib", v4f, None, 40, 1048576, tp=2, dp=4, ep=True))
@@ -555,6 +557,9 @@ def main() -> None:
                     help="with --architectures: only those built in tests/golden/architectures/DIR (e.g. 0.34.0) "
                          "and not yet in the output folder (a long run resumed in chunks)")
     ap.add_argument("--limit", type=int, default=None, help="with --built-in: at most this many architectures")
+    ap.add_argument("--drafter-variants", action="store_true",
+                    help="build the speculative heads of SPEC_VARIANTS (more targets per head architecture) into "
+                         "tests/golden/architectures/<release>-drafters/")
     ap.add_argument("--defaults", action="store_true",
                     help="write tests/golden/defaults/<release>.json: the engine config and block size vLLM resolves "
                          "with options unset (and --block-size set), per model and GPU class")
@@ -565,6 +570,10 @@ def main() -> None:
     if args.kv_dtypes:
         for release in args.releases or ["0.34.0"]:
             print(f"  {make_kv_dtypes(release, only=args.only).relative_to(REPO)}", file=sys.stderr)
+        return
+    if args.drafter_variants:
+        for release in args.releases or ["0.34.0"]:
+            make_drafter_variants(release)
         return
     if args.architectures:
         for release in args.releases or ["0.34.0"]:
@@ -747,6 +756,39 @@ SPEC_CASES = {
     "DeepSeekV4MTPModel": ("deepseek-ai/DeepSeek-V4-Flash", None, {"method": "mtp", "num_speculative_tokens": 1}),
     "DSparkDraftModel": ("deepseek-ai/DeepSeek-V4-Flash-DSpark", None, {"method": "dspark"}),
 }
+
+
+# More targets for a speculative head than SPEC_CASES' one per architecture (--drafter-variants): each built the same
+# way, written to tests/golden/architectures/<release>-drafters/<name>.json
+SPEC_VARIANTS = {
+    "deepseek-v4-pro-mtp": ("DeepSeekV4MTPModel", "nvidia/DeepSeek-V4-Pro-NVFP4", None,
+                            {"method": "mtp", "num_speculative_tokens": 1}),
+    "deepseek-v4-pro-dspark": ("DSparkDraftModel", "deepseek-ai/DeepSeek-V4-Pro-DSpark", None, {"method": "dspark"}),
+}
+
+
+def make_drafter_variants(release: str) -> None:
+    tree, py = RELEASE_SRC / release, ARCH_BASE / "bin" / "python"
+    if not py.exists() or not tree.exists():
+        raise SystemExit(f"need {py} and {tree} (see --architectures in this script's docstring)")
+    items = []
+    for name, (arch, target, drafter, spec) in SPEC_VARIANTS.items():
+        saved = SPEC_CASES.get(arch)
+        SPEC_CASES[arch] = (target, drafter, spec)
+        try:
+            items.append({**spec_item(arch), "variant": name})
+        finally:
+            SPEC_CASES[arch] = saved
+    with tempfile.TemporaryDirectory(prefix="archgold_") as tmp:
+        (Path(tmp) / "in.json").write_text(json.dumps(items))
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        subprocess.run([str(py), str(ARCH_RUNNER), str(Path(tmp) / "in.json"), str(Path(tmp) / "out.json")], env=env,
+                       cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out_dir = ARCH_DIR / f"{release}-drafters"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for item, rec in zip(items, json.loads((Path(tmp) / "out.json").read_text()), strict=True):
+            (out_dir / f"{item['variant']}.json").write_text(json.dumps(rec, sort_keys=True, separators=(",", ":")) + "\n")
+            print(f"  {out_dir.relative_to(REPO)}/{item['variant']}.json: {rec['status']}", file=sys.stderr)
 
 
 def _config_dir(model_id: str) -> tuple[Path, str]:
