@@ -135,3 +135,15 @@ def test_dspark_refusals():
     with pytest.raises(UnsupportedError, match="not modelled yet"):
         simulate("meta-llama/Llama-3.1-8B-Instruct", kv_cache_memory="40GiB", speculative_method="dspark",
                  num_speculative_tokens=4)
+
+
+@pytest.mark.parametrize("ratios", [[0, 0, 4], [0, 0, 3] + [0] * 41, [0, 0, "4"] + [0] * 41])
+def test_bad_compress_ratios_are_one_line_config_errors(tmp_path, ratios):
+    # too few ratios, a ratio the compressor does not take, a string: transformers' DeepseekV4Config refuses each
+    # first; kvplan's own checks (reached without transformers) name the same field, one line either way
+    cfg = json.loads((ROOT / "configs" / V4F / "config.json").read_text())
+    cfg["compress_ratios"] = ratios
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ConfigError) as e:
+        build_model_layout(str(tmp_path / "config.json"))
+    assert str(tmp_path) in str(e.value) and "\n" not in str(e.value)

@@ -1140,8 +1140,8 @@ def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
     n = view.int("num_hidden_layers")
     ratios = list(view.get("compress_ratios") or [])
     if len(ratios) < n:
-        raise ConfigError(f"{ctx.path}: compress_ratios has {len(ratios)} entries for {n} layers; "
-                          "fix: one compress ratio per decoder layer")
+        raise ConfigError(ctx.path, view.field("compress_ratios"), f"{len(ratios)} entries for {n} layers",
+                          "give one compress ratio per decoder layer")
     head_dim, index_head_dim = view.int("head_dim"), view.int("index_head_dim")
     window = view.int("sliding_window")
     align = DSV4_FP8_DS_MLA_ALIGNMENT
@@ -1157,11 +1157,12 @@ def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
     memo: dict = {}
     layers: list[Built] = []
     for i in range(n):
-        r = int(ratios[i])
+        r = ratios[i]
         p = f"model.layers.{i}.attn"
-        if r not in (0, 1, 4, 128):
-            raise ConfigError(f"{ctx.path}: compress_ratios[{i}] = {r}; vLLM's DeepSeek-V4 compressor takes 4 or "
-                              "128 (1 or 0: no compression)")
+        if isinstance(r, bool) or r not in (0, 1, 4, 128):
+            raise ConfigError(ctx.path, view.field(f"compress_ratios[{i}]"), f"{r!r} is not a ratio vLLM's "
+                              "DeepSeek-V4 compressor takes", "use 4 or 128 (1 or 0: no compression)")
+        r = int(r)
         if r == 4:
             layers.append(Built(f"{p}.indexer.k_cache", indexer, i))
             layers.append(Built(f"{p}.indexer.compressor.state_cache",
