@@ -181,13 +181,16 @@ def test_named_examples_vllm_could_not_build_here_are_refused(arch, tmp_path):
 
 def test_architectures_with_a_quantized_kv_cache():
     """The same harness with vLLM's --kv-cache-dtype fp8 (``make_goldens.py --architectures --kv-cache-dtype
-    fp8``; 33 architectures of 24 families, their EAGLE heads with them: dense, sliding-window, MoE, MLA, Mamba
-    and GDN hybrids, chunked-local): every layer vLLM builds in fp8 is kvplan's under --kv-cache-dtype fp8
-    (uint8 caches, MLA's cache_dtype_str, the Mamba states untouched)."""
+    fp8 --built-in 0.34.0``): every architecture the plain run builds (154) is built again in fp8, and every layer
+    vLLM builds is kvplan's under --kv-cache-dtype fp8 (uint8 caches, MLA's cache_dtype_str, the Mamba states
+    untouched, Falcon's attention left in bfloat16): 154/154 exact."""
     vs = A.check_all(kv_cache_dtype="fp8")
-    built = [v for v in vs if v.status == "built"]
-    assert len(built) == 26
-    assert {v.architecture: v.detail for v in built if v.verdict != "exact"} == {}
+    built = {v.architecture: v for v in vs if v.status == "built"}
+    plain = {v.architecture for v in A.check_all() if v.status == "built"}
+    assert len(built) == 154 and set(built) == plain
+    assert {a: v.detail for a, v in built.items() if v.verdict != "exact"} == {}
+    falcon = next(g for g in A.load_goldens(kv_cache_dtype="fp8") if g["architecture"] == "FalconForCausalLM")
+    assert {s["dtype"] for s in falcon["spec_table"]} == {"bfloat16"}  # FalconAttention: no cache config
     for g in A.load_goldens(kv_cache_dtype="fp8"):
         assert g["status"] == "no_config" or g["kv_cache_dtype"] == "fp8"
     llama = next(g for g in A.load_goldens(kv_cache_dtype="fp8") if g["architecture"] == "LlamaForCausalLM")

@@ -400,9 +400,10 @@ def test_deepseek_v4_refusals():
         simulate("deepseek-ai/DeepSeek-V4-Flash", kv_cache_memory="40GiB", policy="vllm==0.33.0")
     with pytest.raises(UnsupportedError, match="--block-size 64"):
         simulate("deepseek-ai/DeepSeek-V4-Flash", kv_cache_memory="40GiB", block_size=64)
-    # dspark is one of vLLM 0.34.0's SpeculativeMethod values: refused as not modelled, never as unknown
-    with pytest.raises(UnsupportedError, match="dspark drafter is not modelled yet"):
-        simulate("deepseek-ai/DeepSeek-V4-Flash", kv_cache_memory="40GiB", speculative_method="dspark")
+    # dflash is one of vLLM 0.34.0's SpeculativeMethod values: refused as not modelled, never as unknown
+    # (dspark is modelled for DeepSeek-V4: tests/test_deepseek_v4_drafters.py)
+    with pytest.raises(UnsupportedError, match="dflash drafter is not modelled yet"):
+        simulate("deepseek-ai/DeepSeek-V4-Flash", kv_cache_memory="40GiB", speculative_method="dflash")
 
 
 def test_whisper_cross_attention(tmp_path):

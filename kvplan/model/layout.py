@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvplan import bounds
-from kvplan.errors import ConfigError, NoLayerRuleError, OptionError
+from kvplan.errors import ConfigError, NoLayerRuleError, OptionError, UnsupportedError
 from kvplan.model import drafters, families, methods
 from kvplan.model.families import Built, Context, FamilyResult
 from kvplan.model.hfconfig import HFView
@@ -480,6 +480,10 @@ def _drafter_method(draft: ModelDraft, drafter: str, method: str | None, notes: 
     """A ``--drafter``: parsed, its method inferred when not given."""
     if method == "mtp":
         raise OptionError("--speculative-method mtp uses the target's own MTP layers; drop --drafter")
+    if method == "dspark":
+        raise UnsupportedError("--speculative-method dspark with a separate draft checkpoint (Qwen3, Gemma 4, "
+                               "MiniMax DSpark drafters) is not modelled yet; kvplan models DeepSeek-V4's DSpark, "
+                               "whose stages ship in the target checkpoint (drop --drafter)")
     if method in methods.NO_LAYER_METHODS:
         raise OptionError(f"--speculative-method {method} has no draft model; drop --drafter")
     draft_p = _parse(resolve_model(drafter, revision=None, download=draft.download))
@@ -506,6 +510,9 @@ def _own_method(p: _Parsed, method: str | None, options: ServingOptions, notes: 
         raise OptionError(f"--speculative-method {method} needs --drafter (the draft model)")
     if method == "mtp" and not has_mtp:
         raise OptionError(f"{p.source.path}: --speculative-method mtp needs MTP layers, and this model has none")
+    if method == "dspark" and p.family != "deepseek_v4":
+        raise UnsupportedError(f"--speculative-method dspark: vLLM's DSpark drafter for {p.architecture} is not "
+                               "modelled yet; kvplan models DeepSeek-V4's (its stages in the target checkpoint)")
     return method
 
 
@@ -538,6 +545,8 @@ def _num_speculative_tokens(draft: ModelDraft, method: str | None, options: Serv
         n_predict, n_source = drafters.served_speculators_tokens(_speculators(draft.served), draft.served.source.path)
     elif draft_p is not None:
         n_predict = families.draft_n_predict(draft_p.text)
+    elif method == "dspark":
+        n_predict, n_source = families.dspark_block_size(draft.parsed.text), "the checkpoint's dspark_block_size"
     if n_predict:
         notes.append(f"num_speculative_tokens {n_predict} (vLLM's default: {n_source})")
         return n_predict, False
@@ -617,9 +626,14 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
     method, draft_p, options = _speculative_method(draft, notes, warnings)
     num_spec, num_spec_missing = _num_speculative_tokens(draft, method, options, draft_p, notes)
 
+    target_cache = (cache_dtype, cache_str)
+    if p.architecture in families.CACHE_CONFIG_NOT_PASSED and cache_str != "auto":
+        target_cache = (dtype, "auto")
+        warnings.append(f"--kv-cache-dtype {cache_str} does not reach {p.architecture}'s attention layers: vLLM builds "
+                        "them without the cache config, so they keep the model dtype")
     ctx = Context(
         path=p.source.path, architecture=p.architecture, model_type=p.model_type, tp=options.tensor_parallel_size,
-        block_size=block_size, cache_dtype=cache_dtype, cache_dtype_str=cache_str, model_dtype=dtype,
+        block_size=block_size, cache_dtype=target_cache[0], cache_dtype_str=target_cache[1], model_dtype=dtype,
         disable_sliding_window=options.disable_sliding_window, num_spec=num_spec if method else 0,
         notes=notes, warnings=warnings, nemotron_h_ssm_cache_dtype=options.nemotron_h_ssm_cache_dtype,
     )
@@ -637,6 +651,11 @@ def finish_model_layout(draft: ModelDraft, block_decision=None, *, inventory: bo
         mtp = families.mtp_layers(p.text, ctx, p.family, n, last, p.architecture)
         built += [(b, "drafter") for b in mtp]
         ctx.notes.append(f"MTP: {plural(len(mtp), 'layer')} from the target config, after the target's layers")
+    elif method == "dspark" and not num_spec_missing:  # missing: vLLM refuses before it builds the drafter
+        stages = families.dspark_layers(p.text, p.family, n, last)
+        built += [(b, "drafter") for b in stages]
+        ctx.notes.append(f"DSpark: {plural(len(stages), 'stage')} from the target checkpoint (model.layers.{n}.."
+                         f"{n + len(stages) - 1}), each a sliding-window cache only")
     elif draft_p is not None:
         dctx = Context(
             path=draft_p.source.path, architecture=draft_p.architecture, model_type=draft_p.model_type,

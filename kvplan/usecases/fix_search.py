@@ -134,7 +134,10 @@ def speculative_tokens_fix(d: Deployment, era: Era, plan: Plan) -> list[Fix]:
     state depends on it), kept when it then starts."""
     from kvplan.engines.vllm.fixes import fix_entry
 
-    layout = layout_of(d, num_speculative_tokens=SPEC_TOKENS_FIX)
+    try:
+        layout = layout_of(d, num_speculative_tokens=SPEC_TOKENS_FIX)
+    except KvplanError:  # with the tokens it fails later (a DSpark drafter the checkpoint lacks): no fix
+        return []
     p = plan_layout(layout, era, plan.options, disable_sliding_window=d.serving.disable_sliding_window)
     if not p.starts:
         return []

@@ -139,7 +139,7 @@ def kvplan_layers(config: dict | None, target_config: dict | None = None,
         else:
             drafter = _write(d, "draft", config) if config is not None else None
             options = ServingOptions(dtype="bfloat16", speculative_method=speculative["method"],
-                                     num_speculative_tokens=speculative["num_speculative_tokens"],
+                                     num_speculative_tokens=speculative.get("num_speculative_tokens"),
                                      kv_cache_dtype=kv_cache_dtype)
             layout = build_model_layout(_write(d, "target", target_config), drafter, options=options)
             source, family = "drafter", f"drafter ({speculative['method']})"

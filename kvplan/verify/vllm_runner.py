@@ -64,6 +64,8 @@ Case format (JSON object)
 ``pipeline_parallel_size``    int (default 1); ``tensor_parallel_size`` int (default 1);
 ``decode_context_parallel_size`` int (default 1; the specs keep the release's default
                               ``dcp_sharded``).
+``data_parallel_size``        int (default 1) and ``enable_expert_parallel`` bool (default false): set
+                              on the parallel config; the case is one DP rank's engine core.
 ``use_v2_model_runner``       bool or null (default null = the release decides; with the
                               stand-in model config 0.33 picks V2). Sets the env var
                               ``VLLM_USE_V2_MODEL_RUNNER``. Matters only with PP > 1 and
@@ -462,6 +464,11 @@ def build_vllm_config(case: dict, max_model_len: int, original: int):
     pc.tensor_parallel_size = int(case.get("tensor_parallel_size", 1))
     if hasattr(pc, "decode_context_parallel_size"):
         pc.decode_context_parallel_size = int(case.get("decode_context_parallel_size", 1))
+    # data parallelism (one engine core per DP rank, each with its own KV cache: the case is one engine's)
+    pc.data_parallel_size = int(case.get("data_parallel_size", 1))
+    if hasattr(pc, "data_parallel_size_local"):
+        pc.data_parallel_size_local = pc.data_parallel_size
+    pc.enable_expert_parallel = bool(case.get("enable_expert_parallel", False))
     model = _StandInModelConfig(
         max_model_len=max_model_len,
         original_max_model_len=original,

@@ -91,6 +91,8 @@ class Case:
     pp: int = 1
     tp: int = 1
     dcp: int = 1  # decode-context parallel size (0.33: attention specs are dcp_sharded by default)
+    dp: int = 1  # data-parallel ranks: the golden is one rank's engine core
+    ep: bool = False  # --enable-expert-parallel
     inspect_args: tuple[str, ...] = ()  # more kvplan flags (--num-speculative-tokens 3, ...)
     mamba: bool = False  # a hybrid Mamba model (kvplan aligns it per release)
     use_v2_model_runner: bool | None = None  # None: the release picks (the runner asks it)
@@ -233,6 +235,28 @@ def _cases() -> list[Case]:
     c.append(Case("deepseek-v4-flash__32k__4gib", "deepseek-ai/DeepSeek-V4-Flash", None, 4, 32768))
     c.append(Case("deepseek-v4-flash__pp2__40gib", "deepseek-ai/DeepSeek-V4-Flash", None, 40, 1048576, pp=2))
     c.append(Case("deepseek-v4-flash__tp2-dcp2__40gib", "deepseek-ai/DeepSeek-V4-Flash", None, 40, 1048576, tp=2, dcp=2))
+    # DeepSeek-V4's own MTP layer and its DSpark drafter (stages in the target checkpoint; 5 tokens from
+    # dspark_block_size), and data parallelism with and without expert parallelism (one rank's engine)
+    v4f, v4p = "deepseek-ai/DeepSeek-V4-Flash", "tests/data/arch_configs/nvidia/DeepSeek-V4-Pro-NVFP4"
+    v4ds = "tests/data/arch_configs/deepseek-ai/DeepSeek-V4-Flash-DSpark"
+    mtp1 = ("--speculative-method", "mtp", "--num-speculative-tokens", "1")
+    c.append(Case("deepseek-v4-flash-mtp1__40gib", v4f, None, 40, 1048576, inspect_args=mtp1))
+    c.append(Case("deepseek-v4-flash-mtp3__32k__4gib", v4f, None, 4, 32768,
+                  inspect_args=("--speculative-method", "mtp", "--num-speculative-tokens", "3")))
+    c.append(Case("deepseek-v4-pro-mtp1__40gib", v4p, None, 40, 1048576, inspect_args=mtp1))
+    c.append(Case("deepseek-v4-flash-dspark__40gib", v4ds, None, 40, 1048576,
+                  inspect_args=("--speculative-method", "dspark")))
+    c.append(Case("deepseek-v4-flash-dspark__32k__4gib", v4ds, None, 4, 32768,
+                  inspect_args=("--speculative-method", "dspark")))
+    c.append(Case("deepseek-v4-flash-dspark__tp2-dcp2__40gib", v4ds, None, 40, 1048576, tp=2, dcp=2,
+                  inspect_args=("--speculative-method", "dspark")))
+    c.append(Case("deepseek-v4-pro-dspark__40gib", "tests/data/arch_configs/deepseek-ai/DeepSeek-V4-Pro-DSpark", None,
+                  40, 1048576, inspect_args=("--speculative-method", "dspark")))
+    c.append(Case("deepseek-v4-flash__dp2__40gib", v4f, None, 40, 1048576, dp=2))
+    c.append(Case("deepseek-v4-flash__dp8-ep__40gib", v4f, None, 40, 1048576, dp=8, ep=True))
+    c.append(Case("deepseek-v4-flash__tp2-dp4-ep__40gib", v4f, None, 40, 1048576, tp=2, dp=4, ep=True))
+    c.append(Case("deepseek-v4-pro__dp8-ep__40gib", v4p, None, 40, 1048576, dp=8, ep=True))
+    c.append(Case("deepseek-v4-flash-mtp1__dp8-ep__40gib", v4f, None, 40, 1048576, dp=8, ep=True, inspect_args=mtp1))
     # IndexCache: 57 of GLM-5.3's 78 layers share the preceding indexer's top-k and own no indexer cache
     c.append(Case("glm-5.3-indexshare__40gib", "tests/data/arch_configs/HawkBearPig/GLM-5.3-Int4-Int8Mix-RTN-g64",
                   None, 40, 131072))
@@ -407,6 +431,7 @@ def scenario_of(case: Case, release: str):
         disable_hybrid_kv_cache_manager=True if case.disable_hma else None,
         num_gpu_blocks_override=case.num_gpu_blocks_override, tensor_parallel_size=case.tp,
         pipeline_parallel_size=case.pp, decode_context_parallel_size=case.dcp, model_runner=runner,
+        data_parallel_size=case.dp, enable_expert_parallel=case.ep,
         policy=f"vllm=={release}", parallel_drafting=parallel, **{k: OPTIONS[k].parse(v) for k, v in extra.items()},
     )
 
@@ -464,6 +489,8 @@ def make_runner_case(case: Case, release: str, hand_written: bool = False) -> di
         print(f"  {case.name}: skipped for {release} (config: {plan.failure.message})", file=sys.stderr)
         return None
     out = runner_case(plan, case.name, model=case.model, drafter=case.drafter)
+    if case.dp != 1 or case.ep:  # one DP rank's engine: kvplan's per-engine plan does not read them
+        out.update(data_parallel_size=case.dp, enable_expert_parallel=case.ep)
     if hand_written:
         out["layer_source"] = "hand-written"
     out.update(case.extra)
@@ -531,6 +558,15 @@ def main() -> None:
                     help="with --architectures: also record every parameter of the constructed class (name, shape, "
                          "dtype; unquantized: the harness drops quantization_config) into tests/golden/architectures/"
                          "<release>-params/")
+    ap.add_argument("--exact", action="store_true",
+                    help="with --architectures: --only names whole architectures (comma-separated), not parts")
+    ap.add_argument("--built-in", default=None, metavar="DIR",
+                    help="with --architectures: only those built in tests/golden/architectures/DIR (e.g. 0.34.0) "
+                         "and not yet in the output folder (a long run resumed in chunks)")
+    ap.add_argument("--limit", type=int, default=None, help="with --built-in: at most this many architectures")
+    ap.add_argument("--drafter-variants", action="store_true",
+                    help="build the speculative heads of SPEC_VARIANTS (more targets per head architecture) into "
+                         "tests/golden/architectures/<release>-drafters/")
     ap.add_argument("--defaults", action="store_true",
                     help="write tests/golden/defaults/<release>.json: the engine config and block size vLLM resolves "
                          "with options unset (and --block-size set), per model and GPU class")
@@ -542,9 +578,19 @@ def main() -> None:
         for release in args.releases or ["0.34.0"]:
             print(f"  {make_kv_dtypes(release, only=args.only).relative_to(REPO)}", file=sys.stderr)
         return
+    if args.drafter_variants:
+        for release in args.releases or ["0.34.0"]:
+            make_drafter_variants(release)
+        return
     if args.architectures:
         for release in args.releases or ["0.34.0"]:
-            make_architectures(release, only=args.only, jobs=args.jobs, kv_cache_dtype=args.kv_cache_dtype,
+            only, exact = args.only, args.exact
+            if args.built_in:
+                only, exact = built_todo(release, args.built_in, kv_cache_dtype=args.kv_cache_dtype, limit=args.limit), True
+                if not only:
+                    print(f"  nothing left: every architecture built in {args.built_in} has a golden", file=sys.stderr)
+                    continue
+            make_architectures(release, only=only, jobs=args.jobs, kv_cache_dtype=args.kv_cache_dtype, exact=exact,
                                parameters=args.parameters)
         return
     if args.defaults:
@@ -712,7 +758,45 @@ SPEC_CASES = {
     "Qwen3_5MTP": ("Qwen/Qwen3.5-27B", None, {"method": "mtp", "num_speculative_tokens": 1}),
     "Qwen3_5MoeMTP": ("Qwen/Qwen3.5-35B-A3B", None, {"method": "mtp", "num_speculative_tokens": 1}),
     "Qwen3NextMTP": ("Qwen/Qwen3-Next-80B-A3B-Instruct", None, {"method": "mtp", "num_speculative_tokens": 1}),
+    # DeepSeek-V4's own MTP layer (hf_config_override: deepseek_v4 -> DeepSeekV4MTPModel) and its DSpark drafter,
+    # whose stages ship inside the target checkpoint (DSparkSpeculatorConfig.default_model: the target itself;
+    # num_speculative_tokens defaults to dspark_block_size)
+    "DeepSeekV4MTPModel": ("deepseek-ai/DeepSeek-V4-Flash", None, {"method": "mtp", "num_speculative_tokens": 1}),
+    "DSparkDraftModel": ("deepseek-ai/DeepSeek-V4-Flash-DSpark", None, {"method": "dspark"}),
 }
+
+
+# More targets for a speculative head than SPEC_CASES' one per architecture (--drafter-variants): each built the same
+# way, written to tests/golden/architectures/<release>-drafters/<name>.json
+SPEC_VARIANTS = {
+    "deepseek-v4-pro-mtp": ("DeepSeekV4MTPModel", "nvidia/DeepSeek-V4-Pro-NVFP4", None,
+                            {"method": "mtp", "num_speculative_tokens": 1}),
+    "deepseek-v4-pro-dspark": ("DSparkDraftModel", "deepseek-ai/DeepSeek-V4-Pro-DSpark", None, {"method": "dspark"}),
+}
+
+
+def make_drafter_variants(release: str) -> None:
+    tree, py = RELEASE_SRC / release, ARCH_BASE / "bin" / "python"
+    if not py.exists() or not tree.exists():
+        raise SystemExit(f"need {py} and {tree} (see --architectures in this script's docstring)")
+    items = []
+    for name, (arch, target, drafter, spec) in SPEC_VARIANTS.items():
+        saved = SPEC_CASES.get(arch)
+        SPEC_CASES[arch] = (target, drafter, spec)
+        try:
+            items.append({**spec_item(arch), "variant": name})
+        finally:
+            SPEC_CASES[arch] = saved
+    with tempfile.TemporaryDirectory(prefix="archgold_") as tmp:
+        (Path(tmp) / "in.json").write_text(json.dumps(items))
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        subprocess.run([str(py), str(ARCH_RUNNER), str(Path(tmp) / "in.json"), str(Path(tmp) / "out.json")], env=env,
+                       cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out_dir = ARCH_DIR / f"{release}-drafters"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for item, rec in zip(items, json.loads((Path(tmp) / "out.json").read_text()), strict=True):
+            (out_dir / f"{item['variant']}.json").write_text(json.dumps(rec, sort_keys=True, separators=(",", ":")) + "\n")
+            print(f"  {out_dir.relative_to(REPO)}/{item['variant']}.json: {rec['status']}", file=sys.stderr)
 
 
 def _config_dir(model_id: str) -> tuple[Path, str]:
@@ -739,8 +823,21 @@ def spec_item(arch: str) -> dict:
     return item
 
 
+def built_todo(release: str, built_in: str, kv_cache_dtype: str | None, limit: int | None) -> str:
+    """The architectures ``tests/golden/architectures/<built_in>/`` records as built and the output folder
+    does not hold yet (comma-separated, for ``--only --exact``)."""
+    src = ARCH_DIR / built_in
+    if not src.is_dir():
+        raise SystemExit(f"--built-in {built_in}: no folder {src.relative_to(REPO)}; name one under tests/golden/architectures/")
+    out_dir = ARCH_DIR / (f"{release}-kv-{kv_cache_dtype}" if kv_cache_dtype else release)
+    have = {p.stem for p in out_dir.glob("*.json")} if out_dir != src else set()
+    todo = sorted(p.stem for p in src.glob("*.json")
+                  if p.stem not in have and json.loads(p.read_text())["status"] == "built")
+    return ",".join(todo[:limit] if limit else todo)
+
+
 def make_architectures(release: str, only: str | None = None, jobs: int = 2, kv_cache_dtype: str | None = None,
-                       parameters: bool = False) -> None:
+                       exact: bool = False, parameters: bool = False) -> None:
     tree = RELEASE_SRC / release
     py = ARCH_BASE / "bin" / "python"
     if not py.exists() or not tree.exists():
@@ -761,7 +858,7 @@ def make_architectures(release: str, only: str | None = None, jobs: int = 2, kv_
     items = []
     for registry, archs in listed.items():
         for a in archs:
-            if only and not any(o in a for o in only.split(",")):
+            if only and not (a in only.split(",") if exact else any(o in a for o in only.split(","))):
                 continue
             if a in SPEC_CASES:
                 items.append(spec_item(a))

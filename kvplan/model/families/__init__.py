@@ -35,16 +35,17 @@ from __future__ import annotations
 from kvplan.model.families.base import Built, Context, FamilyResult
 from kvplan.model.families.record import Family
 from kvplan.model.families.deepseek import is_v32
+from kvplan.model.families.deepseek_v4 import dspark_block_size, dspark_layers
 from kvplan.model.families.llama import EAGLE1_ARCHS, EAGLE3_ARCHS
 from kvplan.model.families.registry import (
-    ARCH_FAMILY, FAMILIES, GENERIC, GENERIC_ARCHS, HYBRID_FAMILIES, MODEL_TYPE_FAMILY, MODULES, TextFacts,
-    config_views, draft_model_layers, draft_n_predict, eagle_layers, family_of, kv_dtype_counts, mtp_count,
+    ARCH_FAMILY, CACHE_CONFIG_NOT_PASSED, FAMILIES, GENERIC, GENERIC_ARCHS, HYBRID_FAMILIES, MODEL_TYPE_FAMILY,
+    MODULES, TextFacts, config_views, draft_model_layers, draft_n_predict, eagle_layers, family_of, kv_dtype_counts, mtp_count,
     mtp_layers, refusal, selector_head_size, text_facts, vllm_registry,
 )
 
 __all__ = [
-    "ARCH_FAMILY", "EAGLE1_ARCHS", "EAGLE3_ARCHS", "FAMILIES", "GENERIC", "GENERIC_ARCHS", "HYBRID_FAMILIES",
-    "MODEL_TYPE_FAMILY", "MODULES", "Built", "Context", "Family", "FamilyResult", "TextFacts", "config_views",
-    "draft_model_layers", "draft_n_predict", "eagle_layers", "family_of", "is_v32", "kv_dtype_counts", "mtp_count",
+    "ARCH_FAMILY", "CACHE_CONFIG_NOT_PASSED", "EAGLE1_ARCHS", "EAGLE3_ARCHS", "FAMILIES", "GENERIC", "GENERIC_ARCHS",
+    "HYBRID_FAMILIES", "MODEL_TYPE_FAMILY", "MODULES", "Built", "Context", "Family", "FamilyResult", "TextFacts", "config_views",
+    "draft_model_layers", "draft_n_predict", "dspark_block_size", "dspark_layers", "eagle_layers", "family_of", "is_v32", "kv_dtype_counts", "mtp_count",
     "mtp_layers", "refusal", "selector_head_size", "text_facts", "vllm_registry",
 ]

@@ -27,6 +27,52 @@ DSV4_PACKED_STATE_BYTES = 584  # fp8_ds_mla: 448 B NoPE + 128 B RoPE + 8 B scale
 DSV4_FP8_DS_MLA_ALIGNMENT = 576  # the fp8_ds_mla page's padding multiple (attention.py line 834)
 
 
+def deepseek_v4_swa_spec(view: HFView) -> SlidingWindowMLASpec:
+    """``attn.swa_cache`` of a DeepSeek-V4 decoder layer (DeepseekV4SWACache.get_kv_cache_spec,
+    v1/attention/backends/mla/sparse_swa.py 0.34.0 lines 120-147): block 64, ``sliding_window``, 584 B a
+    token in fp8_ds_mla, pages padded to 576 B. The MTP and DSpark layers own only this cache."""
+    return SlidingWindowMLASpec(block_size=DSV4_SWA_BLOCK_SIZE, num_kv_heads=1, head_size=view.int("head_dim"),
+                                dtype="uint8", sliding_window=view.int("sliding_window"), cache_dtype_str="fp8_ds_mla",
+                                state_content_bytes=DSV4_PACKED_STATE_BYTES, alignment=DSV4_FP8_DS_MLA_ALIGNMENT,
+                                model_version="deepseek_v4")
+
+
+def mtp_layers(view: HFView, count: int, target_layers: int, last_index: int) -> list[Built]:
+    """DeepSeekV4MTP's layers: V4 decoder layers past ``num_hidden_layers``, so compress ratio 1 (attention.py
+    0.34.0 lines 236-243): each its ``attn.swa_cache`` only, named ``model.layers.{N+i}.attn.swa_cache``
+    (tests/golden/architectures/0.34.0/DeepSeekV4MTPModel.json)."""
+    spec = deepseek_v4_swa_spec(view)
+    return [Built(f"model.layers.{target_layers + i}.attn.swa_cache", spec, last_index) for i in range(count)]
+
+
+# DSparkDeepseekV4Model's stage count without n_mtp_layers (models/deepseek_v4/nvidia/dspark.py 0.34.0 line 106)
+DSV4_DSPARK_DEFAULT_LAYERS = 3
+
+
+def dspark_layers(view: HFView, family: str, target_layers: int, last_index: int) -> list[Built]:
+    """The DeepSeek-V4 DSpark drafter vLLM 0.34.0 builds from the target's own checkpoint
+    (``DSparkSpeculatorConfig.adapt_draft_model_config``: the target config as ``DSparkDraftModel``):
+    ``n_mtp_layers`` (else 3) DeepSeek-V4 decoder layers named ``model.layers.{N+i}``, each past
+    ``num_hidden_layers`` so its compress ratio is 1 (attention.py lines 236-243): one ``attn.swa_cache``,
+    the target's sliding-window spec (tests/golden/architectures/0.34.0/DSparkDraftModel.json)."""
+    if family != "deepseek_v4":
+        raise UnsupportedError(f"--speculative-method dspark: vLLM's DSpark drafters for the {family} family are not "
+                               "modelled yet; kvplan models DeepSeek-V4's (its stages in the target checkpoint)")
+    if view.get("dspark_target_layer_ids") is None:
+        raise ConfigError(view.path, view.field("dspark_target_layer_ids"), "missing: vLLM's DeepSeek-V4 DSpark "
+                          "drafter reads it (its stages ship in the target checkpoint)", "serve a checkpoint with DSpark "
+                          "stages (DeepSeek-V4-Flash-DSpark), or use --speculative-method mtp")
+    count = view.int("n_mtp_layers", 0, minimum=0) or DSV4_DSPARK_DEFAULT_LAYERS
+    return mtp_layers(view, count, target_layers, last_index)
+
+
+def dspark_block_size(view: HFView) -> int | None:
+    """vLLM's default num_speculative_tokens for dspark (``DSparkSpeculatorConfig.resolve_num_speculative_tokens``,
+    v1/worker/gpu/spec_decode/dspark/config.py 0.34.0 lines 82-90): ``block_size``, else ``dspark_block_size``."""
+    v = view.opt_int("block_size")
+    return v if v is not None else view.opt_int("dspark_block_size")
+
+
 def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
     """DeepSeek-V4 as vLLM 0.34.0 registers its caches (vllm/models/deepseek_v4/attention.py,
     compressor.py, v1/attention/backends/mla/sparse_swa.py), per decoder layer ``i`` with
@@ -50,7 +96,7 @@ def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
     n = view.int("num_hidden_layers")
     ratios = list(view.get("compress_ratios") or [])
     if len(ratios) < n:
-        raise ConfigError(ctx.path, "compress_ratios", f"has {len(ratios)} entries for {n} layers",
+        raise ConfigError(ctx.path, view.field("compress_ratios"), f"{len(ratios)} entries for {n} layers",
                           "give one compress ratio per decoder layer")
     head_dim, index_head_dim = view.int("head_dim"), view.int("index_head_dim")
     window = view.int("sliding_window")
@@ -61,20 +107,18 @@ def build_deepseek_v4(view: HFView, ctx: Context) -> FamilyResult:
         return SlidingWindowMLASpec(block_size=bs, num_kv_heads=1, head_size=dim, dtype="float32",
                                     sliding_window=w, alignment=align)
 
-    swa = SlidingWindowMLASpec(block_size=DSV4_SWA_BLOCK_SIZE, num_kv_heads=1, head_size=head_dim, dtype="uint8",
-                               sliding_window=window, cache_dtype_str="fp8_ds_mla",
-                               state_content_bytes=DSV4_PACKED_STATE_BYTES, alignment=align,
-                               model_version="deepseek_v4")
+    swa = deepseek_v4_swa_spec(view)
     indexer = MLAAttentionSpec(block_size=block, num_kv_heads=1, head_size=index_head_dim + 4, head_size_v=0,
                                dtype="uint8", tokens_per_state=4, alignment=align)
     memo: dict = {}
     layers: list[Built] = []
     for i in range(n):
-        r = int(ratios[i])
+        r = ratios[i]
         p = f"model.layers.{i}.attn"
-        if r not in (0, 1, 4, 128):
-            raise ConfigError(ctx.path, f"compress_ratios[{i}]", f"{r} is not a ratio vLLM's DeepSeek-V4 compressor "
-                              "takes", "use 4 or 128 (1 or 0: no compression)")
+        if isinstance(r, bool) or r not in (0, 1, 4, 128):
+            raise ConfigError(ctx.path, view.field(f"compress_ratios[{i}]"), f"{r!r} is not a ratio vLLM's "
+                              "DeepSeek-V4 compressor takes", "use 4 or 128 (1 or 0: no compression)")
+        r = int(r)
         if r == 4:
             layers.append(Built(f"{p}.indexer.k_cache", indexer, i))
             layers.append(Built(f"{p}.indexer.compressor.state_cache",
@@ -189,9 +233,9 @@ FAMILY = Family(
     architectures=("DeepseekV4ForCausalLM",),
     model_types=("deepseek_v4",),
     config_keys=(
-        "architectures", "compress_ratios", "hc_mult", "head_dim", "hidden_size", "index_head_dim", "index_n_heads",
-        "moe_intermediate_size", "n_routed_experts", "n_shared_experts", "num_attention_heads", "num_experts_per_tok",
-        "num_hash_layers", "num_hidden_layers", "o_groups", "o_lora_rank", "q_lora_rank", "sliding_window",
-        "vocab_size",
+        "architectures", "block_size", "compress_ratios", "dspark_block_size", "dspark_target_layer_ids", "hc_mult",
+        "head_dim", "hidden_size", "index_head_dim", "index_n_heads", "moe_intermediate_size", "n_mtp_layers",
+        "n_routed_experts", "n_shared_experts", "num_attention_heads", "num_experts_per_tok", "num_hash_layers",
+        "num_hidden_layers", "o_groups", "o_lora_rank", "q_lora_rank", "sliding_window", "vocab_size",
     ),
 )

@@ -115,6 +115,14 @@ def text_facts(view: HFView, family: str, res: FamilyResult | None = None) -> Te
     )
 
 
+# Model classes whose attention layers are built without the cache config, so vLLM's Attention takes the
+# "auto" cache dtype (the model dtype) whatever --kv-cache-dtype says (model_executor/layers/attention/
+# attention.py 0.34.0 lines 292-295): FalconAttention's rotary and ALiBi branches (falcon.py lines 173-196; the
+# third branch, neither, never runs: FalconConfig.rotary is ``not alibi``). The only such calls among 0.34.0's
+# decoder model files (tests/golden/architectures/0.34.0-kv-fp8/FalconForCausalLM.json: bfloat16 under fp8).
+CACHE_CONFIG_NOT_PASSED = frozenset({"FalconForCausalLM"})
+
+
 def draft_n_predict(view: HFView) -> int | None:
     """A draft config's ``n_predict``: vLLM's default ``num_speculative_tokens`` for a draft model
     (``SpeculativeConfig``, 0.18.0-0.34.0); None when the config has none."""
@@ -160,7 +168,7 @@ MTP_DECODER_ARCHS = frozenset({"MiMoForCausalLM"})
 def mtp_count(view: HFView, family: str, architecture: str | None = None) -> int:
     """How many MTP layers vLLM builds: DeepSeek and MiMo ``num_nextn_predict_layers``; Qwen3-Next
     ``num_nextn_predict_layers`` (vLLM's default 1); Qwen3.5 ``mtp_num_hidden_layers``."""
-    if family == "deepseek" or architecture in MTP_DECODER_ARCHS:
+    if family in ("deepseek", "deepseek_v4") or architecture in MTP_DECODER_ARCHS:
         return view.int("num_nextn_predict_layers", 0, minimum=0)
     if family == "gdn":
         v = view.get("mtp_num_hidden_layers", None)
@@ -215,4 +223,6 @@ def mtp_layers(view: HFView, ctx: Context, family: str, target_layers: int, last
         spec = full_attention_spec(view, ctx)
         for i in range(count):
             out.append(Built(f"mtp.layers.{i}.self_attn.attn", spec, last_index))
+    elif family == "deepseek_v4":  # DeepSeekV4MTP: a V4 decoder layer past num_hidden_layers, its swa_cache only
+        out += deepseek_v4.mtp_layers(view, count, target_layers, last_index)
     return out
