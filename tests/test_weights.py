@@ -389,7 +389,7 @@ def test_gpt_oss_20b_on_an_a100_counts_the_marlin_padding():
     assert b.weights_bytes - plain == 24 * (38_227_968 + 20_480)
     assert abs(b.weights_bytes / GiB / 13.72 - 1) < 0.02
     assert any("Marlin MoE backend" in n for n in b.weights.notes)
-    # an H100 (9.0) picks among several backends: kvplan keeps the checkpoint's layout there
+    # an H100 (9.0) takes Triton in 0.19.0: intermediate 2880 = 45·64 is already aligned, the checkpoint's layout
     assert budget_of(layout, get_era("vllm==0.19.0"), gpu="H100").weights_bytes == plain
 
 
@@ -429,13 +429,70 @@ def test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin():
     assert mxfp4_padding_for((9, 0), "cuda", "0.10.1.1") == MARLIN_MXFP4_PADDING
     assert mxfp4_padding_for((12, 0), "cuda", "0.10.1") == MARLIN_MXFP4_PADDING
     assert mxfp4_padding_for((10, 0), "cuda", "0.10.1.1") is None  # B200: not Marlin
-    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") is None  # later releases: backend not modelled
+    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") == (64, 1)  # Triton (vendored triton_kernels)
     assert mxfp4_padding_for((9, 0), "rocm", "0.10.1.1") is None
     layout = build_model_layout("openai/gpt-oss-120b")
     plain = layout_weight_memory(layout).stages[0].weight_bytes
     b = budget_of(layout, get_era("vllm==0.10.1.1"), gpu="H100-80GB")
     assert b.weights_bytes - plain == 36 * (1_847_263_232 - 1_694_269_440) == 5_507_776_512
     assert abs(b.weights_bytes / GiB / 65.9651 - 1) < 0.002  # the log: 65.9651 GiB (kvplan 65.897)
+
+
+def _weights_term(b):
+    return next(t for t in b.profile_terms if t.term == "weights")
+
+
+@pytest.mark.parametrize("model,layers,marlin_per_layer", [
+    # Marlin per layer at TP 1 (intermediate 2880 → 2944, hidden 2880 → 3072): 20b 38,227,968 + 20,480 bias
+    # bytes (test_gpt_oss_20b_on_an_a100_counts_the_marlin_padding), 120b 1,847,263,232 − 1,694,269,440
+    # (test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin)
+    ("openai/gpt-oss-20b", 24, 38_227_968 + 20_480),
+    ("openai/gpt-oss-120b", 36, 1_847_263_232 - 1_694_269_440),
+])
+def test_gpt_oss_on_an_h100_follows_each_release_s_mxfp4_backend(model, layers, marlin_per_layer):
+    """H100 (cc 9.0), TP 1, release by release (kvplan.budget.weights.mxfp4_padding_for):
+    - 0.11.0: get_mxfp4_backend (quantization/mxfp4.py:85-105) takes Marlin when triton_kernels is missing,
+      as in a pip install (the wheel neither requires nor vendors it), Triton when it is installed: the value
+      is Marlin's padded count, the weights band's low end Triton's (intermediate → multiple of 64, 2880 =
+      45·64: the checkpoint's layout) less the 1 % band, WEIGHTS_BAND.
+    - 0.19.0: triton_kernels is vendored (vllm/third_party/triton_kernels) and TRITON is the first backend of
+      the priority list an SM90 card supports (fused_moe/oracle/mxfp4.py:174-183): the checkpoint's layout,
+      no second path, the band ±1 % around it."""
+    from factories import budget_of
+    from kvplan.engines.vllm import get_era
+
+    layout = build_model_layout(model)
+    plain = layout_weight_memory(layout).stages[0].weight_bytes
+    b = budget_of(layout, get_era("vllm==0.11.0"), gpu="H100-80GB")
+    assert b.weights_bytes - plain == layers * marlin_per_layer
+    term = _weights_term(b)
+    assert (term.low_bytes, term.high_bytes) == (round(plain * 0.99), round(b.weights_bytes * 1.01))
+    b = budget_of(layout, get_era("vllm==0.19.0"), gpu="H100-80GB")
+    assert b.weights_bytes == plain
+    term = _weights_term(b)
+    assert (term.low_bytes, term.high_bytes) == (round(plain * 0.99), round(plain * 1.01))
+    assert any("Triton MoE backend" in n for n in b.weights.notes)
+
+
+@pytest.mark.parametrize("model,layers,experts", [("openai/gpt-oss-20b", 24, 32), ("openai/gpt-oss-120b", 36, 128)])
+def test_gpt_oss_tp2_on_an_h100_pads_the_rank_intermediate_to_64_under_triton(model, layers, experts):
+    """TP 2 on an H100, vLLM 0.19.0 and 0.34.0 (Triton; fused_moe/oracle/mxfp4.py
+    mxfp4_round_up_hidden_size_and_intermediate_size: 0.19.0 lines 398-399, 0.34.0 lines 900-901, the
+    intermediate rounded up to 64, the hidden size kept): per rank 2880 / 2 = 1440 → 1472. Per layer and expert,
+    4-bit values + one e8m0 scale per 32:
+      w13 [2·1440, 2880] → [2·1472, 2880]: values 64·2880/2 = 92,160, scales 64·90 = 5,760
+      w2  [2880, 1440]   → [2880, 1472]:   values 2880·32/2 = 46,080, scales 2880·1 = 2,880
+      w13 bias (bf16) 2·1440 → 2·1472: 64·2 = 128;  w2 bias [2880] unchanged
+    = 147,008 bytes per expert; 20b: 24 layers · 32 experts · 147,008 = 112,902,144;
+    120b: 36 · 128 · 147,008 = 677,412,864."""
+    from factories import budget_of
+    from kvplan.engines.vllm import get_era
+
+    layout = build_model_layout(model, None, ServingOptions(tensor_parallel_size=2))
+    plain = layout_weight_memory(layout).stages[0].weight_bytes
+    for release in ("0.19.0", "0.34.0"):
+        b = budget_of(layout, get_era(f"vllm=={release}"), gpu="H100-80GB")
+        assert b.weights_bytes - plain == layers * experts * 147_008
 
 
 # --- the model stage counts the weights when a budget will read them (ModelLayout.inventory) ---

@@ -70,7 +70,8 @@ from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.budget.request import BudgetInput, BudgetRequest
 from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights, LoadFailure, ProfileTerm
 from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights,
-                                   mxfp4_padding_for, widest_intermediate)
+                                   mxfp4_other_padding_for, mxfp4_padding_for,
+                                   widest_intermediate)
 from kvplan.errors import OptionError
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 
@@ -322,7 +323,7 @@ class _Estimate:
     T: int
     R: int
     weights: Any  # the weights per stage (layout_weight_memory), None when given
-    unpadded: Any  # the same without MXFP4 padding (Hopper's Triton path), else None
+    unpadded: Any  # the same as the other MXFP4 backend pads them (0.11 Hopper with triton_kernels), else None
     inventory: Any  # the target's weights as the model stage counted them, None when both terms are given
     offload: int  # --cpu-offload-gb in bytes
     sampler: dict
@@ -411,10 +412,12 @@ class _Estimate:
 
 
 def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: BudgetRequest, counted) -> tuple:
-    """The weights per stage (``layout_weight_memory``) and, on Hopper with MXFP4 padding, the same unpadded."""
+    """The weights per stage (``layout_weight_memory``) with the default MXFP4 backend's padding and, where an
+    installed package the user did not state picks another backend (``mxfp4_other_padding_for``), with its."""
     tp = layout.tensor_parallel_size
-    padding = (mxfp4_padding_for(card.compute_capability, card.platform, getattr(era, "release", "") or "")
-               if card.name else None)
+    release = getattr(era, "release", "") or ""
+    padding = mxfp4_padding_for(card.compute_capability, card.platform, release) if card.name else None
+    other = mxfp4_other_padding_for(card.compute_capability, card.platform, release) if card.name else None
 
     def count(pad):
         return layout_weight_memory(layout, tp=tp, exact_params=bool(budget.exact_params),
@@ -423,7 +426,7 @@ def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: Budget
                                     mxfp4_padding=pad, inventory=counted)
 
     weights = count(padding)
-    unpadded = count(None) if padding is not None and card.compute_capability == (9, 0) else None  # Hopper: Triton
+    unpadded = count(other) if other is not None else None  # 0.11 Hopper: Triton with triton_kernels installed
     return weights, unpadded
 
 

@@ -44,31 +44,57 @@ MARLIN_MXFP4_PADDING = (128, 256)  # (intermediate alignment, hidden alignment)
 # pinned torch, Hopper (cc 9.0) and consumer Blackwell (cc 12.0) take Marlin and its padding too (the H100 log
 # of vllm issue #23278 prints marlin_utils_fp4's "Weight-only FP4 compression ... Marlin kernel" warning).
 MARLIN_MXFP4_EXCEPT_SM100_RELEASES = ("0.10.1", "0.10.1.1")
+# vLLM's Triton MXFP4 MoE backend (the triton_kernels package) on CUDA: the intermediate size per rank rounded
+# up to 64, the hidden size kept (0.11.0 model_executor/layers/quantization/mxfp4.py:224-226 and 0.12.0
+# :328-331, the ``else`` branch of Mxfp4MoEMethod.create_weights; 0.19.0 fused_moe/oracle/mxfp4.py:398-399 and
+# 0.34.0 :900-901, the ``else`` branch of mxfp4_round_up_hidden_size_and_intermediate_size, which TRITON
+# reaches on CUDA). gpt-oss at TP 1 (2880 = 45·64) keeps the checkpoint's layout; TP 2 pads 1440 → 1472.
+TRITON_MXFP4_PADDING = (64, 1)  # (intermediate alignment, hidden alignment)
 # Releases whose Hopper (cc 9.0) MXFP4 MoE takes Marlin unless the triton_kernels package is installed:
-# get_mxfp4_backend (model_executor/layers/quantization/mxfp4.py, read in 0.11.0, 0.11.2, 0.12.0, 0.13.0, 0.14.1,
-# 0.15.1, 0.17.0, 0.17.1, 0.18.1; the patch releases between them assumed alike) picks FlashInfer's SM90 BF16
+# get_mxfp4_backend (0.11.0 model_executor/layers/quantization/mxfp4.py:85-105) picks FlashInfer's SM90 BF16
 # kernel only with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16 set, else Marlin when VLLM_MXFP4_USE_MARLIN is set or
-# triton_kernels is missing, Triton otherwise. No wheel lists triton_kernels (Requires-Dist of each), so a pip
-# install gets Marlin and its padding: the weights' value; an install that adds triton_kernels loads the
-# checkpoint's layout: the weights band's low end. 0.19+ choose from a priority list (fused_moe/oracle/mxfp4.py),
-# not modelled.
-HOPPER_MARLIN_MXFP4_RELEASES = ("0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1", "0.15.0",
-                                "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1")
+# has_triton_kernels() is False (0.11.0 vllm/utils/__init__.py:3431-3434: the top-level ``triton_kernels``
+# module only), Triton otherwise. No 0.11 wheel lists triton_kernels (Requires-Dist) nor vendors it
+# (0.11.0 and 0.11.2 vllm/third_party hold pynvml.py only): a pip install gets Marlin and its padding (the
+# value; the Kaggle 0.11.2 log prints the Marlin FP4 warning), an install that adds the package (the
+# vllm/vllm-openai:v0.11.0 image of the llm-d H100 logs loads below Marlin's figure) gets Triton's: the
+# band's low end. The user does not state which, so both ends are kept.
+HOPPER_MARLIN_MXFP4_RELEASES = ("0.11.0", "0.11.1", "0.11.2")
+# From 0.12.0 the wheel vendors triton_kernels (vllm/third_party/triton_kernels in 0.12.0 ... 0.34.0) and
+# has_triton_kernels() accepts it (0.12.0 vllm/utils/import_utils.py:431-438): Hopper takes Triton in every
+# install. 0.12-0.18: get_mxfp4_backend (0.12.0 quantization/mxfp4.py:107-166, 0.18.1 :157-171), Marlin only
+# with VLLM_MXFP4_USE_MARLIN=1 (not modelled: kvplan reads no environment). 0.19+: select_mxfp4_moe_backend's
+# priority list (0.19.0 fused_moe/oracle/mxfp4.py:174-183: FLASHINFER_TRTLLM, CK, TRITON, ...; 0.34.0
+# :424-458) where TRITON's device check accepts (9, 0) <= cc < (11, 0) only (0.19.0
+# fused_moe/gpt_oss_triton_kernels_moe.py:555-564): Hopper gets Triton, cards below 9.0 fall to MARLIN;
+# VLLM_MXFP4_USE_MARLIN only steers the LoRA path there (0.19.0 oracle/mxfp4.py:217).
 
 
 def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
                       release: str = "") -> tuple[int, int] | None:
-    """The MXFP4 expert padding vLLM applies on a card, where kvplan knows the backend: Marlin below
-    compute capability 9.0 on CUDA; in the 0.10.1 releases (``MARLIN_MXFP4_EXCEPT_SM100_RELEASES``) Marlin on
-    every CUDA card but cc 10.0; on Hopper in 0.11-0.18 (``HOPPER_MARLIN_MXFP4_RELEASES``: Marlin without
-    triton_kernels, which no wheel requires); None elsewhere (later releases' Hopper and Blackwell pick among
-    several backends)."""
+    """The MXFP4 expert padding of the MoE backend vLLM picks by default on a card: Marlin below compute
+    capability 9.0 on CUDA; in the 0.10.1 releases (``MARLIN_MXFP4_EXCEPT_SM100_RELEASES``) Marlin on every
+    CUDA card but cc 10.0; on Hopper Marlin in 0.11 (``HOPPER_MARLIN_MXFP4_RELEASES``: no triton_kernels in a
+    pip install), Triton's from 0.12 (vendored triton_kernels); None elsewhere (Blackwell's FlashInfer
+    backends are not modelled)."""
     if platform != "cuda" or compute_capability is None:
         return None
     if release in MARLIN_MXFP4_EXCEPT_SM100_RELEASES:
         return None if compute_capability == (10, 0) else MARLIN_MXFP4_PADDING
     if compute_capability < (9, 0) or (compute_capability == (9, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES):
         return MARLIN_MXFP4_PADDING
+    if compute_capability == (9, 0):
+        return TRITON_MXFP4_PADDING
+    return None
+
+
+def mxfp4_other_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
+                            release: str = "") -> tuple[int, int] | None:
+    """The padding of the backend vLLM picks instead when an installed package the user did not state is
+    present: Triton's on Hopper in 0.11 when triton_kernels is installed (``HOPPER_MARLIN_MXFP4_RELEASES``);
+    None where the choice does not depend on one."""
+    if platform == "cuda" and compute_capability == (9, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES:
+        return TRITON_MXFP4_PADDING
     return None
 
 
@@ -445,7 +471,8 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     mem = memory_of(placed, invs, target.dtype, tp=tp, pp=pp, quant=quant, drafter_quant=dq)
     if mxfp4_padding and quant.method == "mxfp4":
         mem = replace(mem, notes=mem.notes + (
-            f"mxfp4 experts as vLLM's Marlin MoE backend allocates them on this card (compute capability < 9.0): "
+            f"mxfp4 experts as vLLM's {'Triton' if mxfp4_padding == TRITON_MXFP4_PADDING else 'Marlin'} MoE "
+            "backend allocates them on this card: "
             f"intermediate size per rank rounded up to {mxfp4_padding[0]}, hidden size to {mxfp4_padding[1]} "
             "(vLLM fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size)",))
     source = getattr(target, "source", None)
