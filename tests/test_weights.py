@@ -389,8 +389,8 @@ def test_gpt_oss_20b_on_an_a100_counts_the_marlin_padding():
     assert b.weights_bytes - plain == 24 * (38_227_968 + 20_480)
     assert abs(b.weights_bytes / GiB / 13.72 - 1) < 0.02
     assert any("Marlin MoE backend" in n for n in b.weights.notes)
-    # an H100 (9.0) takes Triton in 0.19.0: intermediate 2880 = 45·64 is already aligned, the checkpoint's layout
-    assert budget_of(layout, get_era("vllm==0.19.0"), gpu="H100").weights_bytes == plain
+    # an H100 (9.0) takes Triton in 0.19.0 (test_gpt_oss_on_an_h100_follows_each_release_s_mxfp4_backend)
+    assert not any("Marlin MoE backend" in n for n in budget_of(layout, get_era("vllm==0.19.0"), gpu="H100").weights.notes)
 
 
 def test_gpt_oss_120b_tp4_on_a100_pads_the_rank_intermediate():
@@ -429,7 +429,8 @@ def test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin():
     assert mxfp4_padding_for((9, 0), "cuda", "0.10.1.1") == MARLIN_MXFP4_PADDING
     assert mxfp4_padding_for((12, 0), "cuda", "0.10.1") == MARLIN_MXFP4_PADDING
     assert mxfp4_padding_for((10, 0), "cuda", "0.10.1.1") is None  # B200: not Marlin
-    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") == (64, 1)  # Triton (vendored triton_kernels)
+    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") == (64, 1, 4, 1)  # Triton (vendored), scales kept
+    assert mxfp4_padding_for((9, 0), "cuda", "0.25.1") == (64, 1, 4, 0)  # Triton, old scales deleted
     assert mxfp4_padding_for((9, 0), "rocm", "0.10.1.1") is None
     layout = build_model_layout("openai/gpt-oss-120b")
     plain = layout_weight_memory(layout).stages[0].weight_bytes
@@ -442,57 +443,69 @@ def _weights_term(b):
     return next(t for t in b.profile_terms if t.term == "weights")
 
 
-@pytest.mark.parametrize("model,layers,marlin_per_layer", [
+# The Triton path's extra bytes per layer and expert at TP 1 (kvplan.budget.weights.TRITON_MXFP4_PADDING):
+# expert biases bf16 → float32, +2 B per element: w13 5760·2 + w2 2880·2 = 17,280; the checkpoint's block scales
+# kept beside their swizzled copy (through 0.24): w13 5760·90 + w2 2880·90 = 777,600.
+TRITON_BIASES, TRITON_KEPT_SCALES = 17_280, 777_600
+
+
+@pytest.mark.parametrize("model,layers,experts,marlin_per_layer", [
     # Marlin per layer at TP 1 (intermediate 2880 → 2944, hidden 2880 → 3072): 20b 38,227,968 + 20,480 bias
     # bytes (test_gpt_oss_20b_on_an_a100_counts_the_marlin_padding), 120b 1,847,263,232 − 1,694,269,440
     # (test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin)
-    ("openai/gpt-oss-20b", 24, 38_227_968 + 20_480),
-    ("openai/gpt-oss-120b", 36, 1_847_263_232 - 1_694_269_440),
+    ("openai/gpt-oss-20b", 24, 32, 38_227_968 + 20_480),
+    ("openai/gpt-oss-120b", 36, 128, 1_847_263_232 - 1_694_269_440),
 ])
-def test_gpt_oss_on_an_h100_follows_each_release_s_mxfp4_backend(model, layers, marlin_per_layer):
+def test_gpt_oss_on_an_h100_follows_each_release_s_mxfp4_backend(model, layers, experts, marlin_per_layer):
     """H100 (cc 9.0), TP 1, release by release (kvplan.budget.weights.mxfp4_padding_for):
     - 0.11.0: get_mxfp4_backend (quantization/mxfp4.py:85-105) takes Marlin when triton_kernels is missing,
       as in a pip install (the wheel neither requires nor vendors it), Triton when it is installed: the value
-      is Marlin's padded count, the weights band's low end Triton's (intermediate → multiple of 64, 2880 =
-      45·64: the checkpoint's layout) less the 1 % band, WEIGHTS_BAND.
+      is Marlin's padded count, the weights band's low end Triton's (intermediate 2880 = 45·64 unpadded, biases
+      float32, scales kept: 20b 24·32·794,880 = 610,467,840 B, 120b 36·128·794,880 = 3,662,807,040 B over the
+      checkpoint's layout) less the 1 % band, WEIGHTS_BAND.
     - 0.19.0: triton_kernels is vendored (vllm/third_party/triton_kernels) and TRITON is the first backend of
-      the priority list an SM90 card supports (fused_moe/oracle/mxfp4.py:174-183): the checkpoint's layout,
-      no second path, the band ±1 % around it."""
+      the priority list an SM90 card supports (fused_moe/oracle/mxfp4.py:174-183): Triton's count, no second
+      path, the band ±1 % around it.
+    - 0.34.0: Triton, the swizzled scales stored in the parameters (oracle/mxfp4.py:1454-1460): biases only,
+      20b 24·32·17,280 = 13,271,040 B, 120b 36·128·17,280 = 79,626,240 B."""
     from factories import budget_of
     from kvplan.engines.vllm import get_era
 
     layout = build_model_layout(model)
     plain = layout_weight_memory(layout).stages[0].weight_bytes
+    triton_kept = plain + layers * experts * (TRITON_BIASES + TRITON_KEPT_SCALES)
     b = budget_of(layout, get_era("vllm==0.11.0"), gpu="H100-80GB")
     assert b.weights_bytes - plain == layers * marlin_per_layer
     term = _weights_term(b)
-    assert (term.low_bytes, term.high_bytes) == (round(plain * 0.99), round(b.weights_bytes * 1.01))
+    assert (term.low_bytes, term.high_bytes) == (round(triton_kept * 0.99), round(b.weights_bytes * 1.01))
     b = budget_of(layout, get_era("vllm==0.19.0"), gpu="H100-80GB")
-    assert b.weights_bytes == plain
+    assert b.weights_bytes == triton_kept
     term = _weights_term(b)
-    assert (term.low_bytes, term.high_bytes) == (round(plain * 0.99), round(plain * 1.01))
+    assert (term.low_bytes, term.high_bytes) == (round(triton_kept * 0.99), round(triton_kept * 1.01))
     assert any("Triton MoE backend" in n for n in b.weights.notes)
+    b = budget_of(layout, get_era("vllm==0.34.0"), gpu="H100-80GB")
+    assert b.weights_bytes == plain + layers * experts * TRITON_BIASES
 
 
 @pytest.mark.parametrize("model,layers,experts", [("openai/gpt-oss-20b", 24, 32), ("openai/gpt-oss-120b", 36, 128)])
 def test_gpt_oss_tp2_on_an_h100_pads_the_rank_intermediate_to_64_under_triton(model, layers, experts):
-    """TP 2 on an H100, vLLM 0.19.0 and 0.34.0 (Triton; fused_moe/oracle/mxfp4.py
+    """TP 2 on an H100 under Triton (fused_moe/oracle/mxfp4.py
     mxfp4_round_up_hidden_size_and_intermediate_size: 0.19.0 lines 398-399, 0.34.0 lines 900-901, the
     intermediate rounded up to 64, the hidden size kept): per rank 2880 / 2 = 1440 → 1472. Per layer and expert,
     4-bit values + one e8m0 scale per 32:
       w13 [2·1440, 2880] → [2·1472, 2880]: values 64·2880/2 = 92,160, scales 64·90 = 5,760
       w2  [2880, 1440]   → [2880, 1472]:   values 2880·32/2 = 46,080, scales 2880·1 = 2,880
       w13 bias (bf16) 2·1440 → 2·1472: 64·2 = 128;  w2 bias [2880] unchanged
-    = 147,008 bytes per expert; 20b: 24 layers · 32 experts · 147,008 = 112,902,144;
-    120b: 36 · 128 · 147,008 = 677,412,864."""
+    = 147,008 B of padding; biases in float32: +2·(2944 + 2880) = 11,648 B (0.34.0: 158,656 per expert);
+    0.19.0 also keeps the padded scales: w13 2944·90 + w2 2880·46 = 397,440 B (556,096 per expert)."""
     from factories import budget_of
     from kvplan.engines.vllm import get_era
 
     layout = build_model_layout(model, None, ServingOptions(tensor_parallel_size=2))
     plain = layout_weight_memory(layout).stages[0].weight_bytes
-    for release in ("0.19.0", "0.34.0"):
+    for release, per_expert in (("0.19.0", 556_096), ("0.34.0", 158_656)):
         b = budget_of(layout, get_era(f"vllm=={release}"), gpu="H100-80GB")
-        assert b.weights_bytes - plain == layers * experts * 147_008
+        assert b.weights_bytes - plain == layers * experts * per_expert
 
 
 # --- the model stage counts the weights when a budget will read them (ModelLayout.inventory) ---

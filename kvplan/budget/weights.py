@@ -49,7 +49,19 @@ MARLIN_MXFP4_EXCEPT_SM100_RELEASES = ("0.10.1", "0.10.1.1")
 # :328-331, the ``else`` branch of Mxfp4MoEMethod.create_weights; 0.19.0 fused_moe/oracle/mxfp4.py:398-399 and
 # 0.34.0 :900-901, the ``else`` branch of mxfp4_round_up_hidden_size_and_intermediate_size, which TRITON
 # reaches on CUDA). gpt-oss at TP 1 (2880 = 45·64) keeps the checkpoint's layout; TP 2 pads 1440 → 1472.
-TRITON_MXFP4_PADDING = (64, 1)  # (intermediate alignment, hidden alignment)
+# Two more terms of the Triton path's process_weights_after_loading, as a padding tuple's third and fourth
+# fields (intermediate alignment, hidden alignment, bytes per expert-bias element, extra copies of the block
+# scales): the biases become float32 (0.11.0 quantization/mxfp4.py:581-582, 0.18.1 :889-890, 0.19.0
+# fused_moe/oracle/mxfp4.py:725-726, 0.34.0 :1434-1436), and through 0.24 the swizzled scales go into the
+# kernel's PrecisionConfig while the checkpoint's w13/w2_weight_scale parameters stay allocated (only
+# w13/w2_weight are deleted: 0.11.0 quantization/mxfp4.py:599-614, 0.12.0 :767-784, 0.18.1 :906-922, 0.19.0
+# oracle/mxfp4.py:728-745 with quantization/mxfp4.py:294-306 keeping the parameter); 0.25.1 deletes them
+# (oracle/mxfp4.py ``del layer.w13_weight_scale``, 0.26.0 :1159-1165), 0.34.0 stores the swizzled scales in
+# the parameters' storage (:1454-1460). The swizzled copy's row padding (HopperMXScaleLayout, rows to a
+# multiple of 256) is not counted.
+TRITON_MXFP4_PADDING = (64, 1, 4, 0)  # 0.25+
+TRITON_MXFP4_PADDING_KEPT_SCALES = (64, 1, 4, 1)  # 0.11-0.24
+TRITON_KEEPS_SCALES_BEFORE = (0, 25)
 # Releases whose Hopper (cc 9.0) MXFP4 MoE takes Marlin unless the triton_kernels package is installed:
 # get_mxfp4_backend (0.11.0 model_executor/layers/quantization/mxfp4.py:85-105) picks FlashInfer's SM90 BF16
 # kernel only with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16 set, else Marlin when VLLM_MXFP4_USE_MARLIN is set or
@@ -84,8 +96,17 @@ def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str 
     if compute_capability < (9, 0) or (compute_capability == (9, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES):
         return MARLIN_MXFP4_PADDING
     if compute_capability == (9, 0):
-        return TRITON_MXFP4_PADDING
+        return _triton_padding(release)
     return None
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split(".")[:2] if p.isdigit())
+
+
+def _triton_padding(release: str) -> tuple[int, ...]:
+    key = _release_key(release)
+    return TRITON_MXFP4_PADDING_KEPT_SCALES if key and key < TRITON_KEEPS_SCALES_BEFORE else TRITON_MXFP4_PADDING
 
 
 def mxfp4_other_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
@@ -94,7 +115,7 @@ def mxfp4_other_padding_for(compute_capability: tuple[int, int] | None, platform
     present: Triton's on Hopper in 0.11 when triton_kernels is installed (``HOPPER_MARLIN_MXFP4_RELEASES``);
     None where the choice does not depend on one."""
     if platform == "cuda" and compute_capability == (9, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES:
-        return TRITON_MXFP4_PADDING
+        return _triton_padding(release)
     return None
 
 
@@ -104,7 +125,7 @@ def _round_up(n: int, m: int) -> int:
 
 def padded_expert_shape(w: Weight, shape: tuple[int, ...], padding: tuple[int, int]) -> tuple[int, ...]:
     """An MXFP4 expert tensor (gpt-oss names) as the Marlin backend allocates it on one rank."""
-    ia, ha = padding
+    ia, ha = padding[:2]
     leaf = w.name.rsplit(".", 1)[-1]
     if leaf == "gate_up_proj":  # [E, 2I, H]
         return shape[0], 2 * _round_up(shape[1] // 2, ia), _round_up(shape[2], ha)
@@ -115,6 +136,16 @@ def padded_expert_shape(w: Weight, shape: tuple[int, ...], padding: tuple[int, i
     if leaf == "down_proj_bias":  # [E, H]
         return shape[0], _round_up(shape[1], ha)
     return shape
+
+
+def _triton_after_loading_bytes(w: Weight, shape: tuple[int, ...], converted: bool, padding: tuple[int, ...]) -> int:
+    """What the Triton MXFP4 path holds beyond the tensor as allocated (``TRITON_MXFP4_PADDING``): the
+    expert biases widened to float32, the checkpoint's block scales kept beside their swizzled copy."""
+    _, _, bias_bytes, scale_copies = padding
+    if not converted:
+        return math.prod(shape) * (bias_bytes - (dtype_size_bytes(w.dtype) if w.dtype else 2)) \
+            if w.name.endswith("_bias") else 0
+    return scale_copies * math.prod(shape[:-1]) * cdiv(shape[-1], 32)
 
 
 @dataclass(frozen=True)
@@ -195,7 +226,10 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
             if mxfp4_padding and w.expert and (q.expert_method or q.method) == "mxfp4":
                 shape = padded_expert_shape(w, shape, mxfp4_padding)
             own = dtype_size_bytes(w.dtype) if w.dtype else db
-            out.append(Placement(idx, w, shape, tensor_bytes(shape, q, q.converts(w), own, expert=w.expert),
+            nbytes = tensor_bytes(shape, q, q.converts(w), own, expert=w.expert)
+            if mxfp4_padding and len(mxfp4_padding) > 2 and w.expert and (q.expert_method or q.method) == "mxfp4":
+                nbytes += _triton_after_loading_bytes(w, shape, q.converts(w), mxfp4_padding)
+            out.append(Placement(idx, w, shape, nbytes,
                                  tuple(_stage_of(w, bounds, inv.tie_word_embeddings and idx == 0))))
     return out
 
@@ -470,11 +504,16 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
                         mxfp4_padding=mxfp4_padding, bounds=layout.pp_bounds)
     mem = memory_of(placed, invs, target.dtype, tp=tp, pp=pp, quant=quant, drafter_quant=dq)
     if mxfp4_padding and quant.method == "mxfp4":
-        mem = replace(mem, notes=mem.notes + (
-            f"mxfp4 experts as vLLM's {'Triton' if mxfp4_padding == TRITON_MXFP4_PADDING else 'Marlin'} MoE "
-            "backend allocates them on this card: "
-            f"intermediate size per rank rounded up to {mxfp4_padding[0]}, hidden size to {mxfp4_padding[1]} "
-            "(vLLM fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size)",))
+        if len(mxfp4_padding) > 2:
+            kept = " and the checkpoint's block scales kept beside their swizzled copy" if mxfp4_padding[3] else ""
+            note = (f"mxfp4 experts as vLLM's Triton MoE backend holds them on this card: intermediate size per rank "
+                    f"rounded up to {mxfp4_padding[0]}, expert biases in float32{kept} (kvplan.budget.weights."
+                    "TRITON_MXFP4_PADDING)")
+        else:
+            note = (f"mxfp4 experts as vLLM's Marlin MoE backend allocates them on this card: intermediate size per "
+                    f"rank rounded up to {mxfp4_padding[0]}, hidden size to {mxfp4_padding[1]} "
+                    "(vLLM fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size)")
+        mem = replace(mem, notes=mem.notes + (note,))
     source = getattr(target, "source", None)
     meta, where = checkpoint_metadata(source) if source is not None else (None, "")
     if meta is not None:
