@@ -55,8 +55,8 @@ MARLIN_MXFP4_EXCEPT_SM100_RELEASES = ("0.10.1", "0.10.1.1")
 # fused_moe/oracle/mxfp4.py:725-726, 0.34.0 :1434-1436), and through 0.24 the swizzled scales go into the
 # kernel's PrecisionConfig while the checkpoint's w13/w2_weight_scale parameters stay allocated (only
 # w13/w2_weight are deleted: 0.11.0 quantization/mxfp4.py:599-614, 0.12.0 :767-784, 0.18.1 :906-922, 0.19.0
-# oracle/mxfp4.py:728-745 with quantization/mxfp4.py:294-306 keeping the parameter); 0.25.1 deletes them
-# (oracle/mxfp4.py ``del layer.w13_weight_scale``, 0.26.0 :1159-1165), 0.34.0 stores the swizzled scales in
+# oracle/mxfp4.py:728-745 with quantization/mxfp4.py:299-308 keeping the parameter); 0.25.1 deletes them
+# (oracle/mxfp4.py:1155 ``del layer.w13_weight_scale``, 0.26.0 :1159-1165), 0.34.0 stores the swizzled scales in
 # the parameters' storage (:1454-1460). The swizzled copy's row padding (HopperMXScaleLayout, rows to a
 # multiple of 256) is not counted.
 TRITON_MXFP4_PADDING = (64, 1, 4, 0)  # 0.25+
