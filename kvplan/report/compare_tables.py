@@ -1,4 +1,5 @@
-"""Terminal rendering of `kvplan compare`'s dict (one engine per row, then the advice)."""
+"""Terminal rendering of `kvplan compare`'s dict (one engine per row, then the advice). Each engine words its own
+knobs, heading and advice line (``kvplan.engines.engine.Engine``); this module draws them in the registry's order."""
 
 from __future__ import annotations
 

@@ -100,7 +100,7 @@ def compare(model: str, **options) -> Envelope:
         raise UnsupportedError("compare models one GPU per tensor-parallel rank; --pipeline-parallel-size > 1 is "
                                "not supported (use `kvplan simulate` for vLLM's pipeline stages)")
     length = _length(r)
-    knobs = {k: v for e in ENGINES for k, v in e.inputs(r).items()}  # each engine reads its own options
+    knobs = {k: v for e in ENGINES for k, v in e.inputs(r.values).items()}  # each engine reads its own options
     versions = EngineVersions(**{k: v for e in ENGINES
                                  for k, v in e.versions(r[e.version_option] if e.version_option else None).items()})
     extra = parse_policies(r["policies"], r["policy"])
