@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from kvplan.engines.compare import CompareInputs, EngineAnswer
 from kvplan.engines.layer_costs import LayerCost
@@ -34,6 +34,12 @@ class Engine(Protocol):
     name: str  # the rows' ``engine`` and the advice's field (vllm | sglang | trtllm | llamacpp)
     title: str  # as the tables show it
     version_option: str | None  # the option that names the release asked for (None: vLLM's come from --policy)
+    shows_notes: bool  # the report lists its rows' notes under the table (vLLM's are in its plan's own output)
+
+    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Its knobs from compare's resolved options, each read and checked here (``CompareInputs``' fields of
+        the same names)."""
+        ...
 
     def versions(self, given: str | None) -> dict[str, str]:
         """The release (and commit) kvplan's rules for it were read from (``EngineVersions``' fields), refusing any
@@ -47,3 +53,21 @@ class Engine(Protocol):
     def warnings(self, run: CompareRun) -> list[str]:
         """What its rows do not model for ``run``'s model."""
         ...
+
+    def heading(self, row: dict) -> str:
+        """The line above one of its rows' knobs and notes in the table output (``row``: the serialized row)."""
+        ...
+
+    def knobs_text(self, row: dict) -> str:
+        """Its row's knobs in one line (``row``: the serialized row)."""
+        ...
+
+    def advice_cells(self, advice: dict) -> tuple[str, str, bool | None, str]:
+        """Its advice as the advice table shows it: the knob, the max concurrency, whether it reaches the target,
+        and why (``advice``: its serialized advice)."""
+        ...
+
+
+def given(options: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The options ``names`` as they were resolved (an engine's knobs that need no more reading)."""
+    return {name: options[name] for name in names}

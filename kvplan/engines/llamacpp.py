@@ -51,10 +51,11 @@ made by ``scripts/golden/llamacpp_goldens.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from kvplan.engines.compare import (DEFAULT_N_UBATCH, CompareInputs, EngineAnswer, EngineRow, EngineStages, Figure,
                                     reaches, require_version, rounded)
-from kvplan.engines.engine import CompareRun
+from kvplan.engines.engine import CompareRun, given
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
@@ -391,6 +392,12 @@ class LlamaCpp:
     name: str = "llamacpp"
     title: str = "llama.cpp"
     version_option: str | None = "llamacpp_build"
+    shows_notes: bool = True
+    knobs: tuple[str, ...] = ("llamacpp_n_seq", "llamacpp_n_ubatch", "swa_full",
+                              "llamacpp_kv_unified")  # compare's options, CompareInputs' fields
+
+    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        return given(options, self.knobs)
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {"llamacpp": require_version("--llamacpp-build", given, LLAMACPP_BUILD, self.title)}
@@ -400,6 +407,20 @@ class LlamaCpp:
 
     def warnings(self, run: CompareRun) -> list[str]:
         return []
+
+    def heading(self, row: dict) -> str:
+        return self.title
+
+    def knobs_text(self, row: dict) -> str:
+        k = row["knobs"]
+        return (f"-c {k['n_ctx_tokens']} -np {k['n_seq']} -ub {k['n_ubatch']}"
+                + (" --swa-full" if k["swa_full"] else "") + (" (unified KV)" if k["kv_unified"] else " (KV per slot)"))
+
+    def advice_cells(self, advice: dict) -> tuple[str, str, bool | None, str]:
+        lc = advice
+        return (lc["flags"] or "(-np / -c)", f"{lc['n_seq']}", lc["reaches_target"],
+                lc.get("reason") or f"unified {lc['n_seq_unified']}, per slot {lc['n_seq_non_unified']}, "
+                f"with --swa-full {plural(lc['n_seq_with_swa_full'], 'sequence')}")
 
 
 ENGINE = LlamaCpp()

@@ -63,12 +63,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal, Mapping
 
 from kvplan.engines.compare import (DEFAULT_MAMBA_FULL_MEMORY_RATIO, DEFAULT_SWA_EVICTION_INTERVAL,
                                     DEFAULT_SWA_FULL_TOKENS_RATIO, NO_SCORE, CompareInputs, EngineAnswer, EngineRow,
                                     EngineStages, Figure, reaches, require_version, rounded)
-from kvplan.engines.engine import CompareRun
+from kvplan.engines.engine import CompareRun, given
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.results.advice import NotApplicable, SglangAdvice, SglangNoChange, SglangNoRatio
@@ -571,6 +571,12 @@ class SGLang:
     name: str = "sglang"
     title: str = "SGLang"
     version_option: str | None = "sglang_version"
+    shows_notes: bool = True
+    knobs: tuple[str, ...] = ("swa_full_tokens_ratio", "sglang_page_size", "sglang_disable_overlap_schedule",
+                              "sglang_swa_eviction_interval")  # compare's options, CompareInputs' fields
+
+    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        return given(options, self.knobs)
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {"sglang": require_version("--sglang-version", given, SGLANG_VERSION, self.title)}
@@ -580,6 +586,27 @@ class SGLang:
 
     def warnings(self, run: CompareRun) -> list[str]:
         return []
+
+    def heading(self, row: dict) -> str:
+        return self.title
+
+    def knobs_text(self, row: dict) -> str:
+        k = row["knobs"]
+        if not k["hybrid_swa_memory"]:
+            return f"one pool (hybrid SWA off), page {k['page_size']}"
+        return (f"--swa-full-tokens-ratio {k['swa_full_tokens_ratio']:g}, page {k['page_size']}"
+                + (", no overlap" if k.get("disable_overlap_schedule") else "")
+                + (f", --mamba-full-memory-ratio {k['mamba_full_memory_ratio']:g}" if k.get("mamba_full_memory_ratio")
+                   else ""))
+
+    def advice_cells(self, advice: dict) -> tuple[str, str, bool | None, str]:
+        s = advice
+        if s["applicable"] and s.get("swa_full_tokens_ratio") is not None:
+            return (s["flag"], f"{s['max_concurrency']:.2f}", s["reaches_target"],
+                    f"default {s['default_swa_full_tokens_ratio']:g} gives {s['default_max_concurrency']:.2f}; "
+                    f"+{plural(s['gain_requests'], 'request')} (best of {s['candidates_tried']:,} ratios); "
+                    f"smallest pool margin {s['margin']:.3f}")
+        return "(swa-full-tokens-ratio)", f"{s['max_concurrency']:.2f}", s["reaches_target"], s["reason"]
 
 
 ENGINE = SGLang()

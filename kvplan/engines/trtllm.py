@@ -79,11 +79,12 @@ import math
 import struct
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import Any, Mapping
 
 from kvplan.engines.compare import (DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, GUARANTEED_NO_EVICT, NO_SCORE,
                                     TOKENS_PER_BLOCK, CompareInputs, EngineAnswer, EngineRow, EngineStages, Figure,
                                     reaches, require_version, rounded)
-from kvplan.engines.engine import CompareRun
+from kvplan.engines.engine import CompareRun, given
 from kvplan.engines.layer_costs import FULL, STATE, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
@@ -751,6 +752,14 @@ class TensorRTLLM:
     name: str = "trtllm"
     title: str = "TensorRT-LLM"
     version_option: str | None = "trtllm_version"
+    shows_notes: bool = True
+    knobs: tuple[str, ...] = ("trtllm_tokens_per_block", "trtllm_scheduler_policy", "trtllm_max_num_tokens",
+                              "trtllm_max_attention_window", "trtllm_max_batch_size",
+                              "trtllm_enable_block_reuse")  # compare's options, CompareInputs' fields as they are
+
+    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        text = options["trtllm_window_shares"]  # TRTLLM_WINDOW_SIZE_SHARES, read here
+        return {**given(options, self.knobs), "trtllm_window_shares": parse_shares(text) if text else None}
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {"trtllm": require_version("--trtllm-version", given, TRTLLM_VERSION, self.title),
@@ -765,6 +774,38 @@ class TensorRTLLM:
         return [f"TensorRT-LLM {TRTLLM_VERSION} builds its Mamba hybrid cache (MambaHybridCacheManager) for "
                 "Nemotron-H and Qwen3-Next only (_util.py get_kv_cache_manager_cls); its row applies those "
                 f"rules to {run.architecture}"]
+
+    def heading(self, row: dict) -> str:
+        return self.title
+
+    def knobs_text(self, row: dict) -> str:
+        k = row["knobs"]
+        windows = "/".join(str(w) for w in k["windows_tokens"])
+        shares = "/".join(f"{s:g}" for s in k["window_shares"])
+        mamba = (f"max_batch_size {k['max_batch_size']}, block reuse {'on' if k['enable_block_reuse'] else 'off'}, "
+                 f"Mamba SSM cache {k['mamba_ssm_cache_dtype']}, " if k.get("mamba_ssm_cache_dtype") else "")
+        return (f"windows {windows}, shares {shares}{'' if k['window_shares_given'] else ' (equal)'}, "
+                f"{k['tokens_per_block']} tok/block, {k.get('scheduler_policy', '')}, max_attention_window "
+                f"{'= the model windows' if k.get('max_attention_window') else 'unset'}, {mamba}chunked prefill on "
+                f"(assumed); TensorRT-LLM {k.get('release', '')}")
+
+    def advice_cells(self, advice: dict) -> tuple[str, str, bool | None, str]:
+        tr = advice
+        if tr.get("settings"):
+            knob = tr["settings_text"] + (f" {tr['env']}" if tr.get("window_shares") else "")
+            return (knob, f"{tr['max_concurrency']:.2f}", tr["reaches_target"],
+                    f"defaults serve {plural(tr['default_requests'], 'request')}"
+                    + (f" (they fail: {tr['default_fails']})" if tr.get("default_fails") else "")
+                    + f"; +{plural(tr['gain_requests'], 'request')}")
+        if tr["applicable"] and tr.get("window_shares"):
+            return (tr["env"], f"{tr['max_concurrency']:.2f}", tr["reaches_target"],
+                    f"equal shares give {tr['equal_shares_max_concurrency']:.2f}; "
+                    f"+{plural(tr['gain_requests'], 'request')} (best of {tr['candidates_tried']:,} splits); "
+                    f"smallest pool margin {tr['margin']:.3f}")
+        # no split advised: TrtllmNoSplit serves no prompt (its figure 0), the others keep their own
+        no_split = tr["applicable"] and tr.get("default_requests") is None
+        return ("(window shares)", "0.00" if no_split else f"{tr['max_concurrency']:.2f}", tr["reaches_target"],
+                tr["reason"])
 
 
 ENGINE = TensorRTLLM()

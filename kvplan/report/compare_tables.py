@@ -1,17 +1,19 @@
-"""Terminal rendering of `kvplan compare`'s dict (one engine per row, then the advice)."""
+"""Terminal rendering of `kvplan compare`'s dict (one engine per row, then the advice). Each engine words its own
+knobs, heading and advice line (``kvplan.engines.engine.Engine``); this module draws them in the registry's order."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.text import Text
 
-from kvplan.engines.registry import titles
+from kvplan.engines.registry import ENGINES as REGISTERED, titles
 from kvplan.report import width
 from kvplan.report.width import Col, fill, fitted_table
-from kvplan.units import format_bytes, plural
+from kvplan.units import format_bytes
 
 # each engine's name as the tables show it, from the registry (kvplan.engines.registry: one line per engine)
 ENGINE_NAMES = titles()
+ENGINES = {e.name: e for e in REGISTERED}  # each engine's own table text (kvplan.engines.engine.Engine)
 
 
 def _console() -> Console:
@@ -23,34 +25,10 @@ def _num(v) -> str:
 
 
 def knobs_text(row: dict) -> str:
-    k, e = row["knobs"], row["engine"]
-    if e == "vllm":
-        thr = "none" if k["threshold"] is None else f"{k['threshold']:g}"
-        d = row["details"]
-        text = f"threshold {thr}, group size {d['group_size']}, {plural(d['num_groups'], 'group')}, {d['num_padding_layers']} padding"
-        if k["hybrid_kv_cache_manager"] is False:
-            text += ", HMA off"
-        return text
-    if e == "sglang":
-        if not k["hybrid_swa_memory"]:
-            return f"one pool (hybrid SWA off), page {k['page_size']}"
-        return (f"--swa-full-tokens-ratio {k['swa_full_tokens_ratio']:g}, page {k['page_size']}"
-                + (", no overlap" if k.get("disable_overlap_schedule") else "")
-                + (f", --mamba-full-memory-ratio {k['mamba_full_memory_ratio']:g}" if k.get("mamba_full_memory_ratio")
-                   else ""))
-    if e == "trtllm":
-        windows = "/".join(str(w) for w in k["windows_tokens"])
-        shares = "/".join(f"{s:g}" for s in k["window_shares"])
-        mamba = (f"max_batch_size {k['max_batch_size']}, block reuse {'on' if k['enable_block_reuse'] else 'off'}, "
-                 f"Mamba SSM cache {k['mamba_ssm_cache_dtype']}, " if k.get("mamba_ssm_cache_dtype") else "")
-        return (f"windows {windows}, shares {shares}{'' if k['window_shares_given'] else ' (equal)'}, "
-                f"{k['tokens_per_block']} tok/block, {k.get('scheduler_policy', '')}, max_attention_window "
-                f"{'= the model windows' if k.get('max_attention_window') else 'unset'}, {mamba}chunked prefill on "
-                f"(assumed); TensorRT-LLM {k.get('release', '')}")
-    if e == "llamacpp":
-        return (f"-c {k['n_ctx_tokens']} -np {k['n_seq']} -ub {k['n_ubatch']}"
-                + (" --swa-full" if k["swa_full"] else "") + (" (unified KV)" if k["kv_unified"] else " (KV per slot)"))
-    return "full L, window min(L, W), state once"
+    """A row's knobs in one line, in its engine's words (``Engine.knobs_text``)."""
+    if row["engine"] == "lower_bound":
+        return "full L, window min(L, W), state once"
+    return ENGINES[row["engine"]].knobs_text(row)
 
 
 def render_compare(d: dict) -> None:
@@ -83,11 +61,11 @@ def render_compare(d: dict) -> None:
     for r in d["engines"]:
         lines = [f"knobs: {knobs_text(r)}"] if r["engine"] != "lower_bound" else []
         lines += [f"fails: {r['outcome']['error']}"] if r["outcome"]["error"] else []
-        if r["engine"] not in ("vllm", "lower_bound"):
+        engine = ENGINES.get(r["engine"])  # None: the lower bound
+        if engine is not None and engine.shows_notes:
             lines += r["notes"]
         if lines:
-            title = ENGINE_NAMES[r["engine"]] + (f" {r['name']}" if r["engine"] == "vllm" else "")
-            c.print(title + ":", markup=False)
+            c.print((engine.heading(r) if engine is not None else ENGINE_NAMES[r["engine"]]) + ":", markup=False)
             for n in lines:
                 c.print(fill(n, "  - ", "    "), markup=False)
     a = d.get("advice")
@@ -109,49 +87,10 @@ def render_advice(c: Console, a: dict) -> None:
         rows.append([Text(str(c)) for c in cells[:-1]])
         why.append(f"{cells[0]}: {cells[-1]}")
 
-    v = a.get("vllm")
-    if v:
-        if v["applicable"] and v.get("threshold") is not None:
-            if v.get("code_change"):
-                knob, reason = f"code change: threshold {v['threshold']:g}", f"{v['reason']}; {v['code_change']}"
-            else:
-                knob, reason = f"no change (shipped {v['current']['threshold']:g})", v["reason"]
-            row("vLLM", knob, f"{v['max_concurrency']:.2f}", reach(v["reaches_target"]),
-                f"{reason} (kvplan simulates it with {v['kvplan_flag']})")
-        else:
-            row("vLLM", "(threshold)", "", "", v["reason"])
-    s = a["sglang"]
-    if s["applicable"] and s.get("swa_full_tokens_ratio") is not None:
-        row("SGLang", s["flag"], f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
-            f"default {s['default_swa_full_tokens_ratio']:g} gives {s['default_max_concurrency']:.2f}; "
-            f"+{plural(s['gain_requests'], 'request')} (best of {s['candidates_tried']:,} ratios); "
-            f"smallest pool margin {s['margin']:.3f}")
-    else:
-        row("SGLang", "(swa-full-tokens-ratio)", f"{s['max_concurrency']:.2f}", reach(s["reaches_target"]),
-            s["reason"])
-    tr = a["trtllm"]
-    if tr.get("settings"):
-        knob = tr["settings_text"] + (f" {tr['env']}" if tr.get("window_shares") else "")
-        row("TensorRT-LLM", knob, f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
-            f"defaults serve {plural(tr['default_requests'], 'request')}"
-            + (f" (they fail: {tr['default_fails']})" if tr.get("default_fails") else "")
-            + f"; +{plural(tr['gain_requests'], 'request')}")
-    elif tr["applicable"] and tr.get("window_shares"):
-        row("TensorRT-LLM", tr["env"], f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
-            f"equal shares give {tr['equal_shares_max_concurrency']:.2f}; +{plural(tr['gain_requests'], 'request')} "
-            f"(best of {tr['candidates_tried']:,} splits); smallest pool margin {tr['margin']:.3f}")
-    elif tr["applicable"] and tr.get("default_requests") is not None:
-        row("TensorRT-LLM", "(window shares)", f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
-            tr["reason"])
-    elif tr["applicable"]:
-        row("TensorRT-LLM", "(window shares)", "0.00", reach(tr["reaches_target"]), tr["reason"])
-    else:
-        row("TensorRT-LLM", "(window shares)", f"{tr['max_concurrency']:.2f}", reach(tr["reaches_target"]),
-            tr["reason"])
-    lc = a["llamacpp"]
-    row("llama.cpp", lc["flags"] or "(-np / -c)", f"{lc['n_seq']}", reach(lc["reaches_target"]),
-        lc.get("reason") or f"unified {lc['n_seq_unified']}, per slot {lc['n_seq_non_unified']}, "
-        f"with --swa-full {plural(lc['n_seq_with_swa_full'], 'sequence')}")
+    for e in ENGINES.values():  # each engine's advice in its own words (Engine.advice_cells), the registry's order
+        if a.get(e.name) is not None:
+            knob, max_conc, reaches, reason = e.advice_cells(a[e.name])
+            row(e.title, knob, max_conc, reach(reaches), reason)
     c.print(fitted_table(title, [Col("engine"), Col("knob"), Col("max conc", right=True), Col("reaches target")], rows))
     for line in why:
         c.print(fill(line, "  - ", "    "), markup=False)

@@ -2,7 +2,7 @@
 vLLM's eras and proposals, SGLang, TensorRT-LLM, llama.cpp) and the exact windowed need, plus knob advice, as a
 result record.
 
-The options are read once, at the edge (the engines' knobs with them); vLLM's plans come from the
+The options are read once, at the edge (each engine reads its own knobs: ``Engine.inputs``); vLLM's plans come from the
 scenario use case (the main policy's, then ``plans_under`` for the other policies and the threshold
 advice's candidates); every engine then answers once, its row and its advice from its own module
 (``compare_engines``); the body is filled from those answers.
@@ -26,15 +26,6 @@ from kvplan.usecases.envelope import envelope
 from kvplan.usecases.records import engine_row, model_record, serving_record, speculative_record
 from kvplan.usecases.pipeline import plans_under, serving_options
 from kvplan.usecases.scenario import run_scenario, scenario_from
-
-# the options compare hands to the other engines as they are (CompareInputs' fields of the same names)
-ENGINE_KNOBS = (
-    "target_concurrency", "swa_full_tokens_ratio", "sglang_page_size", "trtllm_tokens_per_block", "llamacpp_n_seq",
-    "llamacpp_n_ubatch", "swa_full", "llamacpp_kv_unified", "sglang_disable_overlap_schedule",
-    "sglang_swa_eviction_interval", "trtllm_scheduler_policy", "trtllm_max_num_tokens", "trtllm_max_attention_window",
-    "trtllm_max_batch_size", "trtllm_enable_block_reuse",
-)
-
 
 def parse_policies(text: str | None, main: str) -> list[Era]:
     """The eras of ``--policies``: ``proposals`` (every proposal), ``none``, or a comma list of eras /
@@ -101,7 +92,6 @@ def compare_engines(costs, architecture: str | None, inputs: CompareInputs, vllm
 def compare(model: str, **options) -> Envelope:
     from kvplan.engines.layer_costs import layer_costs
     from kvplan.engines.registry import ENGINES
-    from kvplan.engines.trtllm import parse_shares
     from kvplan.engines.vllm.compare import vllm_thresholds
 
     # the edge: every option read and checked once, before anything runs
@@ -110,11 +100,10 @@ def compare(model: str, **options) -> Envelope:
         raise UnsupportedError("compare models one GPU per tensor-parallel rank; --pipeline-parallel-size > 1 is "
                                "not supported (use `kvplan simulate` for vLLM's pipeline stages)")
     length = _length(r)
-    shares = parse_shares(r["trtllm_window_shares"]) if r["trtllm_window_shares"] else None
+    knobs = {k: v for e in ENGINES for k, v in e.inputs(r.values).items()}  # each engine reads its own options
     versions = EngineVersions(**{k: v for e in ENGINES
                                  for k, v in e.versions(r[e.version_option] if e.version_option else None).items()})
     extra = parse_policies(r["policies"], r["policy"])
-    knobs = {name: r[name] for name in ENGINE_KNOBS}
     scenario = replace(scenario_from(model, r.values), max_model_len=length)
 
     # vLLM: the main policy's run (compare shows no fixes: none are searched), then the same deployment on
@@ -126,7 +115,7 @@ def compare(model: str, **options) -> Envelope:
 
     inputs = CompareInputs(
         kv_cache_memory_bytes=plan.options.kv_cache_memory_bytes, target_len_tokens=length,
-        max_num_batched_tokens=plan.options.max_num_batched_tokens, trtllm_window_shares=shares,
+        max_num_batched_tokens=plan.options.max_num_batched_tokens, target_concurrency=r["target_concurrency"],
         context_len_tokens=layout.target.max_position_embeddings,
         num_speculative_tokens=layout.num_speculative_tokens or 0, **knobs,
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any, Mapping
 
 from kvplan.engines.compare import EngineAnswer, EngineRow, reaches, rounded
 from kvplan.engines.engine import CompareRun
@@ -23,6 +24,7 @@ from kvplan.engines.vllm.plan import Plan
 from kvplan.results.advice import VllmAdvice, VllmGrouping, VllmNoThreshold, VllmNotApplicable, VllmTried
 from kvplan.results.engines import VllmDetails, VllmKnobs
 from kvplan.results.summary import PlanSummary
+from kvplan.units import plural
 
 VllmAdviceAny = VllmNotApplicable | VllmNoThreshold | VllmAdvice
 
@@ -146,6 +148,10 @@ class VLLM:
     name: str = "vllm"
     title: str = "vLLM"
     version_option: str | None = None
+    shows_notes: bool = False
+
+    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        return {}  # vLLM's settings are the deployment's own (its plans come from the pipeline)
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {}  # the release is the policy's (the plans' era)
@@ -155,6 +161,27 @@ class VLLM:
 
     def warnings(self, run: CompareRun) -> list[str]:
         return []
+
+    def heading(self, row: dict) -> str:
+        return f"{self.title} {row['name']}"
+
+    def knobs_text(self, row: dict) -> str:
+        k, d = row["knobs"], row["details"]
+        thr = "none" if k["threshold"] is None else f"{k['threshold']:g}"
+        text = (f"threshold {thr}, group size {d['group_size']}, {plural(d['num_groups'], 'group')}, "
+                f"{d['num_padding_layers']} padding")
+        return text + (", HMA off" if k["hybrid_kv_cache_manager"] is False else "")
+
+    def advice_cells(self, advice: dict) -> tuple[str, str, bool | None, str]:
+        v = advice
+        if not (v["applicable"] and v.get("threshold") is not None):
+            return "(threshold)", "", None, v["reason"]
+        if v.get("code_change"):
+            knob, reason = f"code change: threshold {v['threshold']:g}", f"{v['reason']}; {v['code_change']}"
+        else:
+            knob, reason = f"no change (shipped {v['current']['threshold']:g})", v["reason"]
+        return (knob, f"{v['max_concurrency']:.2f}", v["reaches_target"],
+                f"{reason} (kvplan simulates it with {v['kvplan_flag']})")
 
 
 ENGINE = VLLM()
