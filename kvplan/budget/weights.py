@@ -83,7 +83,7 @@ HOPPER_MARLIN_MXFP4_RELEASES = ("0.11.0", "0.11.1", "0.11.2")
 
 
 def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
-                      release: str = "") -> tuple[int, int] | None:
+                      release: str = "") -> tuple[int, ...] | None:
     """The MXFP4 expert padding of the MoE backend vLLM picks by default on a card: Marlin below compute
     capability 9.0 on CUDA; in the 0.10.1 releases (``MARLIN_MXFP4_EXCEPT_SM100_RELEASES``) Marlin on every
     CUDA card but cc 10.0; on Hopper Marlin in 0.11 (``HOPPER_MARLIN_MXFP4_RELEASES``: no triton_kernels in a
@@ -110,7 +110,7 @@ def _triton_padding(release: str) -> tuple[int, ...]:
 
 
 def mxfp4_other_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
-                            release: str = "") -> tuple[int, int] | None:
+                            release: str = "") -> tuple[int, ...] | None:
     """The padding of the backend vLLM picks instead when an installed package the user did not state is
     present: Triton's on Hopper in 0.11 when triton_kernels is installed (``HOPPER_MARLIN_MXFP4_RELEASES``);
     None where the choice does not depend on one."""
