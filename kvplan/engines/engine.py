@@ -68,6 +68,24 @@ class Engine(Protocol):
         ...
 
 
+class EngineDefaults:
+    """What most engines answer alike, for their classes to inherit: the knobs taken as resolved (``knobs``: compare's
+    options, ``CompareInputs``' fields of the same names), no warnings, the title above the rows, the notes listed."""
+
+    title: str
+    knobs: tuple[str, ...] = ()
+    shows_notes: bool = True
+
+    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        return given(options, self.knobs)
+
+    def warnings(self, run: CompareRun) -> list[str]:
+        return []
+
+    def heading(self, row: dict) -> str:
+        return self.title
+
+
 def given(options: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     """The options ``names`` as they were resolved (an engine's knobs that need no more reading)."""
     return {name: options[name] for name in names}

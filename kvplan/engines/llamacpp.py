@@ -51,11 +51,10 @@ made by ``scripts/golden/llamacpp_goldens.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
 
 from kvplan.engines.compare import (DEFAULT_N_UBATCH, CompareInputs, EngineAnswer, EngineRow, EngineStages, Figure,
                                     reaches, require_version, rounded)
-from kvplan.engines.engine import CompareRun, given
+from kvplan.engines.engine import CompareRun, EngineDefaults
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
@@ -386,30 +385,20 @@ def llamacpp_compared(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: L
     return EngineAnswer((llamacpp_row(costs, inputs, lb),), advise_llamacpp(costs, inputs))
 
 
-class LlamaCpp:
+class LlamaCpp(EngineDefaults):
     """llama.cpp in ``kvplan compare`` (``kvplan.engines.engine.Engine``)."""
 
     name: str = "llamacpp"
     title: str = "llama.cpp"
     version_option: str | None = "llamacpp_build"
-    shows_notes: bool = True
     knobs: tuple[str, ...] = ("llamacpp_n_seq", "llamacpp_n_ubatch", "swa_full",
                               "llamacpp_kv_unified")  # compare's options, CompareInputs' fields
-
-    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        return given(options, self.knobs)
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {"llamacpp": require_version("--llamacpp-build", given, LLAMACPP_BUILD, self.title)}
 
     def compared(self, run: CompareRun) -> EngineAnswer:
         return llamacpp_compared(run.costs, run.inputs, run.lower_bound)
-
-    def warnings(self, run: CompareRun) -> list[str]:
-        return []
-
-    def heading(self, row: dict) -> str:
-        return self.title
 
     def knobs_text(self, row: dict) -> str:
         k = row["knobs"]

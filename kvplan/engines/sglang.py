@@ -63,12 +63,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal, Mapping
+from typing import Literal
 
 from kvplan.engines.compare import (DEFAULT_MAMBA_FULL_MEMORY_RATIO, DEFAULT_SWA_EVICTION_INTERVAL,
                                     DEFAULT_SWA_FULL_TOKENS_RATIO, NO_SCORE, CompareInputs, EngineAnswer, EngineRow,
                                     EngineStages, Figure, reaches, require_version, rounded)
-from kvplan.engines.engine import CompareRun, given
+from kvplan.engines.engine import CompareRun, EngineDefaults
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.results.advice import NotApplicable, SglangAdvice, SglangNoChange, SglangNoRatio
@@ -565,30 +565,20 @@ def sglang_compared(costs: tuple[LayerCost, ...], architecture: str | None, inpu
     return EngineAnswer((sglang_row(costs, architecture, inputs, lb),), advise_sglang(costs, architecture, inputs))
 
 
-class SGLang:
+class SGLang(EngineDefaults):
     """SGLang in ``kvplan compare`` (``kvplan.engines.engine.Engine``)."""
 
     name: str = "sglang"
     title: str = "SGLang"
     version_option: str | None = "sglang_version"
-    shows_notes: bool = True
     knobs: tuple[str, ...] = ("swa_full_tokens_ratio", "sglang_page_size", "sglang_disable_overlap_schedule",
                               "sglang_swa_eviction_interval")  # compare's options, CompareInputs' fields
-
-    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        return given(options, self.knobs)
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {"sglang": require_version("--sglang-version", given, SGLANG_VERSION, self.title)}
 
     def compared(self, run: CompareRun) -> EngineAnswer:
         return sglang_compared(run.costs, run.architecture, run.inputs, run.lower_bound)
-
-    def warnings(self, run: CompareRun) -> list[str]:
-        return []
-
-    def heading(self, row: dict) -> str:
-        return self.title
 
     def knobs_text(self, row: dict) -> str:
         k = row["knobs"]

@@ -84,7 +84,7 @@ from typing import Any, Mapping
 from kvplan.engines.compare import (DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, GUARANTEED_NO_EVICT, NO_SCORE,
                                     TOKENS_PER_BLOCK, CompareInputs, EngineAnswer, EngineRow, EngineStages, Figure,
                                     reaches, require_version, rounded)
-from kvplan.engines.engine import CompareRun, given
+from kvplan.engines.engine import CompareRun, EngineDefaults, given
 from kvplan.engines.layer_costs import FULL, STATE, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
@@ -746,13 +746,12 @@ def trtllm_compared(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: Low
     return EngineAnswer((trtllm_row(costs, inputs, lb),), advise_trtllm(costs, inputs))
 
 
-class TensorRTLLM:
+class TensorRTLLM(EngineDefaults):
     """TensorRT-LLM in ``kvplan compare`` (``kvplan.engines.engine.Engine``)."""
 
     name: str = "trtllm"
     title: str = "TensorRT-LLM"
     version_option: str | None = "trtllm_version"
-    shows_notes: bool = True
     knobs: tuple[str, ...] = ("trtllm_tokens_per_block", "trtllm_scheduler_policy", "trtllm_max_num_tokens",
                               "trtllm_max_attention_window", "trtllm_max_batch_size",
                               "trtllm_enable_block_reuse")  # compare's options, CompareInputs' fields as they are
@@ -774,9 +773,6 @@ class TensorRTLLM:
         return [f"TensorRT-LLM {TRTLLM_VERSION} builds its Mamba hybrid cache (MambaHybridCacheManager) for "
                 "Nemotron-H and Qwen3-Next only (_util.py get_kv_cache_manager_cls); its row applies those "
                 f"rules to {run.architecture}"]
-
-    def heading(self, row: dict) -> str:
-        return self.title
 
     def knobs_text(self, row: dict) -> str:
         k = row["knobs"]

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, Mapping
 
 from kvplan.engines.compare import EngineAnswer, EngineRow, reaches, rounded
-from kvplan.engines.engine import CompareRun
+from kvplan.engines.engine import CompareRun, EngineDefaults
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.engines.vllm.group_size import THRESHOLD
 from kvplan.engines.vllm.plan import Plan
@@ -141,7 +140,7 @@ def vllm_compared(plans: list[Plan], tried: dict[float, Plan] | None, lb: LowerB
     return EngineAnswer(tuple(vllm_row(p, lb) for p in plans), advice)
 
 
-class VLLM:
+class VLLM(EngineDefaults):
     """vLLM in ``kvplan compare`` (``kvplan.engines.engine.Engine``): its plans come from the pipeline, run by the use
     case (``run.vllm_plans``), so its rows match ``simulate`` exactly."""
 
@@ -149,18 +148,13 @@ class VLLM:
     title: str = "vLLM"
     version_option: str | None = None
     shows_notes: bool = False
-
-    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        return {}  # vLLM's settings are the deployment's own (its plans come from the pipeline)
+    # no knobs: vLLM's settings are the deployment's own (its plans come from the pipeline)
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {}  # the release is the policy's (the plans' era)
 
     def compared(self, run: CompareRun) -> EngineAnswer:
         return vllm_compared(list(run.vllm_plans), run.vllm_tried, run.lower_bound, run.inputs.target_concurrency)
-
-    def warnings(self, run: CompareRun) -> list[str]:
-        return []
 
     def heading(self, row: dict) -> str:
         return f"{self.title} {row['name']}"
