@@ -8,7 +8,9 @@ from typing import Annotated, Optional
 import typer
 
 from kvplan.cli.app import app, handle_errors
-from kvplan.cli.intake_params import Check, Container, Entry, File, Line, OptionalModel, intake_arguments
+from kvplan.cli.intake_params import (
+    Check, Container, Entry, File, FileOrRecord, Line, OptionalModel, intake_arguments,
+)
 from kvplan.cli.params import command_options
 from kvplan.cli.render import finish
 
@@ -46,12 +48,6 @@ def write_emitted(data: dict, lead: tuple[str, ...] = ()) -> None:
         warn(w)
 
 
-class EmitFormat(str, Enum):
-    text = "text"
-    json = "json"
-    yaml = "yaml"
-
-
 @app.command("emit")
 @handle_errors
 @command_options("simulate")
@@ -62,9 +58,9 @@ def emit_command(
         "--as", case_sensitive=False, help="serve (the vllm serve line), compose, k8s (a Deployment), "
         "production-stack (Helm values), kserve (an InferenceService), llm-d (model-service values), dynamo (a DynamoGraphDeployment), ray (a Ray Serve LLM config).")],
     line: Line = None, file: File = None, container: Container = None, check: Check = None, entry: Entry = None,
-    format: Annotated[EmitFormat, typer.Option(
+    format: Annotated[FileOrRecord, typer.Option(
         "--format", "-f", case_sensitive=False, help="text: the file only on stdout; json/yaml: the record "
-        "(the plan it starts with, how to read it back).")] = EmitFormat.text,
+        "(the plan it starts with, how to read it back).")] = FileOrRecord.text,
     **options,
 ) -> None:
     """Write a deployment kvplan simulated to start, in a format you deploy with.
@@ -75,7 +71,7 @@ def emit_command(
     from kvplan.usecases.emit import emit
 
     data = emit(as_=as_.value, **intake_arguments(model, line, file, container, check, entry, options))
-    if format is not EmitFormat.text:
+    if format is not FileOrRecord.text:
         finish(data, format.value, lambda d: None)
         return
     write_emitted(data)

@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 
 from kvplan.cli.app import app, handle_errors
-from kvplan.cli.intake_params import Check, Container, Entry, File, Line, OptionalModel, intake_arguments
+from kvplan.cli.intake_params import (
+    Check, Container, Entry, File, FileOrRecord, Line, OptionalModel, intake_arguments,
+)
 from kvplan.cli.params import command_options
 from kvplan.cli.render import finish
 
@@ -18,12 +20,6 @@ class Tool(str, Enum):
     blis = "blis"
     llmd_sim = "llmd-sim"
     llmd_router = "llmd-router"
-
-
-class ExportFormat(str, Enum):
-    text = "text"
-    json = "json"
-    yaml = "yaml"
 
 
 @app.command("export")
@@ -37,9 +33,9 @@ def export_command(
         "arguments), llmd-sim (llm-d-inference-sim --config YAML), llmd-router (the prefix-cache scorer's "
         "EndpointPickerConfig).")],
     line: Line = None, file: File = None, container: Container = None, check: Check = None, entry: Entry = None,
-    format: Annotated[ExportFormat, typer.Option(
+    format: Annotated[FileOrRecord, typer.Option(
         "--format", "-f", case_sensitive=False, help="text: the tool's file or arguments, nothing else on stdout; "
-        "json/yaml: the record (figures, mapping, source).")] = ExportFormat.text,
+        "json/yaml: the record (figures, mapping, source).")] = FileOrRecord.text,
     **options,
 ) -> None:
     """Hand the exact KV pool (num_blocks, block size) to a planner, simulator or router.
@@ -52,7 +48,7 @@ def export_command(
 
     data = export(to=to.value, **intake_arguments(model, line, file, container, check, entry, options))
 
-    if format is not ExportFormat.text:
+    if format is not FileOrRecord.text:
         finish(data, format.value, lambda d: None)
         return
     import sys

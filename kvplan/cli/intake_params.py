@@ -1,8 +1,9 @@
-"""The deployment intake shared by `diff` and `export` (usecases.intake): a model (with kvplan's
+"""The deployment intake shared by `diff`, `emit` and `export` (usecases.intake): a model (with kvplan's
 options), or one of --line, --file (with --container) and --check (with --entry)."""
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Optional
 
 import typer
@@ -12,6 +13,16 @@ from kvplan.errors import OptionError
 OptionalModel = Annotated[Optional[str], typer.Argument(
     help="Model id (bundled catalog or HF cache), a config.json, or a directory holding one; or give the "
     "deployment with --line, --file or --check.", show_default=False)]
+
+
+class FileOrRecord(str, Enum):
+    """--format of the commands that write a file for another tool (emit, export): the file itself, or the record."""
+
+    text = "text"
+    json = "json"
+    yaml = "yaml"
+
+
 Line = Annotated[Optional[str], typer.Option(
     "--line", metavar="TEXT", help="The deployment as one pasted `vllm serve ...` / `docker run ...` line; '-' reads "
     "it from stdin.")]
