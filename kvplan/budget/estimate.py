@@ -362,7 +362,7 @@ class _Estimate:
 
     def _weights_on(self, s: int, weights: Any) -> int:
         """Stage ``s``'s weights after offloading (what vLLM logs as 'Model loading took')."""
-        w = weights.stages[s].weight_bytes if weights is not None else 0  # counted when not overridden
+        w = weights.stages[s].weight_bytes  # counted: called only where --weights-memory is not given
         return w - min(self.offload, w)
 
     def stage(self, s: int, a: int, z: int) -> tuple[BudgetStage, tuple[int, int], BudgetStage, dict]:

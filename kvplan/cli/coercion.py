@@ -16,6 +16,7 @@ values on the installed Typer.
 from __future__ import annotations
 
 import enum
+import types
 from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 
@@ -31,7 +32,7 @@ TEXT, TEXTS, FLAG, CHOICE = "text", "texts", "flag", "choice"
 
 def _optional_inner(annotation: Any) -> Any:
     """``X`` for ``Optional[X]`` (``X | None``), else the annotation itself."""
-    if get_origin(annotation) is Union or type(annotation).__name__ == "UnionType":
+    if get_origin(annotation) is Union or isinstance(annotation, types.UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
         if len(args) == 1:
             return args[0]
