@@ -64,23 +64,25 @@ def test_the_cuda_graph_estimate_is_in_the_profile_from_0_20_0():
     """vLLM 0.20.0 defaults VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS to 1 (vllm/envs.py:1724-1726) and
     determine_available_memory takes cudagraph_memory_estimate off the KV budget
     (vllm/v1/worker/gpu_worker.py:379-425); 0.19.1 only logs the estimate ("In v0.19, CUDA graph memory
-    profiling will be enabled by default", tests/logs/budget/09-...). kvplan's estimate of the pool is
-    256 MiB + 8 MiB per layer on the rank: Qwen3-32B's 64 layers give 768 MiB; with PP 2, 32 layers, 512 MiB
-    (the kubesimplify PP 2 row: KV 6.96 GiB against the logged 6.92)."""
+    profiling will be enabled by default", tests/logs/budget/09-...). kvplan's estimate: the release's graphs
+    (102 at vLLM's defaults, kvplan/budget/cudagraph.py) × the calibrated per-graph cost a + b · layers on the rank
+    (kvplan/budget/calibration.json, fitted on the calibration half's logged profile estimates): Qwen3-32B's 64
+    layers, and with PP 2, 32 on the stage."""
     from dataclasses import replace
 
     from factories import budget_of
     from kvplan.engines.vllm import get_era
     from kvplan.model import ServingOptions, build_model_layout
 
+    fit = json.loads((ROOT / "kvplan/budget/calibration.json").read_text())["cudagraph"]["estimate"]
     assert not get_era("vllm==0.19.1").cudagraph_memory_in_profile
     assert all(get_era(f"vllm=={r}").cudagraph_memory_in_profile for r in ("0.20.0", "0.27.1", "0.33.0"))
     era = get_era("vllm==0.27.1")
     off = replace(era, cudagraph_memory_in_profile=False)
-    MiB = 1 << 20
-    for opts, pool in ((ServingOptions(), 768 * MiB), (ServingOptions(pipeline_parallel_size=2), 512 * MiB)):
+    for opts, layers in ((ServingOptions(), 64), (ServingOptions(pipeline_parallel_size=2), 32)):
         layout = build_model_layout("Qwen/Qwen3-32B", None, opts)
         kw = dict(gpu="RTX-PRO-6000-96GB", gpu_memory_utilization=0.426)
+        pool = round(102 * (fit["per_graph_bytes"] + fit["per_graph_per_layer_bytes"] * layers))
         with_graphs, without = budget_of(layout, era, **kw), budget_of(layout, off, **kw)
         assert with_graphs.cudagraph_bytes == pool
         assert without.kv_cache_memory_bytes - with_graphs.kv_cache_memory_bytes == pool

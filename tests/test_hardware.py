@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvplan.budget.estimate import estimate_cudagraph_bytes
+from kvplan.budget.estimate import graph_terms
 from kvplan.budget.sizing import EXTENSIBLE, PROFILED, resolve_gpu_memory_utilization
 from kvplan.budget.hardware import GPU_PRESETS, get_gpu, vllm_batch_defaults
 from kvplan.cli.app import ensure_registered
@@ -41,6 +41,15 @@ def forward(release: str, bytes_by_rule: int) -> int:
 def non_torch(group: str) -> int:
     """The calibrated non-torch term (kvplan/budget/calibration.json, scripts/calibrate_budget.py)."""
     return CALIBRATION["non_torch"][group]["value_bytes"]
+
+
+def graphs(layers: int, n: int = 102, what: str = "estimate") -> int:
+    """The calibrated CUDA-graph memory of ``n`` graphs on a rank of ``layers`` layers: n · (a + b · layers)
+    (kvplan/budget/calibration.json ``cudagraph``). 102 graphs: vLLM's default 51 capture sizes at max_num_seqs
+    1024 and 8192 batched tokens, each captured piecewise and, all being ≤ 1024 decode requests, full
+    (FULL_AND_PIECEWISE), test_cuda_graph_sizes_from_the_release_code."""
+    fit = CALIBRATION["cudagraph"][what]
+    return round(n * (fit["per_graph_bytes"] + fit["per_graph_per_layer_bytes"] * layers))
 
 app = ensure_registered()
 
@@ -120,9 +129,58 @@ def test_default_utilization_by_era():
     assert resolve_gpu_memory_utilization(LATEST, 0.8, EXTENSIBLE) == (0.8, "--gpu-memory-utilization")
 
 
-def test_cudagraph_reserve_only_where_vllm_subtracts_it():
-    assert estimate_cudagraph_bytes(OLD, 32) == 0
-    assert estimate_cudagraph_bytes(LATEST, 32) == 256 * MiB + 32 * 8 * MiB
+def test_cuda_graph_sizes_from_the_release_code():
+    """The capture sizes each release's _set_cudagraph_sizes gives (kvplan/budget/cudagraph.py), checked against
+    what vLLM 0.19.0 logged in tests/logs/budget/llm-d-planner-v0.19.0: 51 sizes for Llama-3.1-8B at max_num_seqs
+    1024 and 8192 batched tokens (1, 2, 4; 8 to 248 by 8: 31; 256 to 512 by 16: 17), 83 for gpt-oss-20b (its model
+    config raises the ceiling to 1024: 256 to 1024 by 16, 49)."""
+    from kvplan.budget.cudagraph import capture_sizes, graph_count
+
+    assert len(capture_sizes("0.19.0", max_num_seqs=1024, max_num_batched_tokens=8192)) == 3 + 31 + 17
+    assert len(capture_sizes("0.19.0", max_num_seqs=1024, max_num_batched_tokens=8192,
+                             architecture="GptOssForCausalLM")) == 3 + 31 + 49
+    # 0.10.1-0.11.1: multiples of 8 up to min(2R, 512) (3 + 64 = 67); gpt-oss up to 992 ("from 67 to 81", 0.11.0
+    # model_executor/models/config.py:257-258)
+    assert len(capture_sizes("0.11.0", max_num_seqs=256, max_num_batched_tokens=8192)) == 67
+    assert len(capture_sizes("0.11.0", max_num_seqs=256, max_num_batched_tokens=8192,
+                             architecture="GptOssForCausalLM")) == 81
+    # 0.22: max_num_seqs 128, 2048 batched tokens: ceiling 256 (3 + 31 + 1 = 35 sizes); 19 of them ≤ 128 decode
+    # requests get a full graph too (FULL_AND_PIECEWISE, from 0.11.0); 0.10.x captures piecewise only
+    sizes = capture_sizes("0.22.0", max_num_seqs=128, max_num_batched_tokens=2048)
+    assert len(sizes) == 35 and graph_count("0.22.0", sizes, max_num_seqs=128) == 35 + 19
+    assert graph_count("0.10.1", capture_sizes("0.10.1", max_num_seqs=256, max_num_batched_tokens=8192),
+                       max_num_seqs=256) == 67
+    # 0.28+: the ceiling is 1024 on a data-center Blackwell card (compute capability 10.x), 512 elsewhere
+    assert len(capture_sizes("0.29.0", max_num_seqs=1024, max_num_batched_tokens=8192,
+                             compute_capability=(10, 0))) == 3 + 31 + 49
+    assert len(capture_sizes("0.29.0", max_num_seqs=1024, max_num_batched_tokens=8192,
+                             compute_capability=(9, 0))) == 51
+    # their memory: the calibrated per-graph cost; none captured, none charged
+    t = graph_terms("H100-80GB", graphs=102, layers=32)
+    assert t["estimate"]["value"] == graphs(32) and t["actual"]["value"] == graphs(32, what="actual")
+    assert t["actual"]["low"] < t["actual"]["value"] < t["actual"]["high"] and t["actual"]["basis"] == "calibrated"
+    assert graph_terms("H100-80GB", graphs=0, layers=32)["actual"]["value"] == 0
+
+
+def test_warmup_after_the_kv_cache_may_fail_at_the_pessimistic_end():
+    """gpt-oss-20b on one H100 at --gpu-memory-utilization 0.95, vLLM 0.19.0: the KV cache is sized, then capture
+    took 1.84 GiB and the sampler's warm-up ran out of memory with 1.78 GiB reserved but unallocated
+    (tests/logs/budget/llm-d-planner-v0.19.0/openai-gpt-oss-20b--h100-80gb--tp1pp1dp1--8192.FAILED.log). kvplan's
+    pessimistic end: the 5 % headroom (3.96 GiB) less the start-up memory does not hold the graphs' high end and
+    what capture may leave unusable (MXFP4: the graphs × the calibrated ratio), so it says MAY FAIL at warm-up
+    with a fix that holds there; Llama-3.1-8B at the same utilization starts."""
+    from kvplan.api import simulate
+
+    d = simulate("openai/gpt-oss-20b", gpu="H100-80GB", policy="vllm==0.19.0", max_model_len=8192,
+                 gpu_memory_utilization=0.95)
+    band = d["budget"]["band"]
+    assert d["outcome"]["starts"] and band["starts_at_low"] is False and band["failure_at_low"] == "warm-up"
+    assert band["warmup_need_bytes"] > band["warmup_headroom_bytes"]
+    assert d["fixes"][0]["option"] == "gpu_memory_utilization" and d["fixes"][0]["value"] < 0.95
+    assert all(f["starts"] for f in d["fixes"])
+    ok = simulate("meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB", policy="vllm==0.19.0", max_model_len=8192,
+                  gpu_memory_utilization=0.95)["budget"]["band"]
+    assert ok["starts_at_low"] is True and ok["warmup_need_bytes"] <= ok["warmup_headroom_bytes"]
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +205,7 @@ def test_budget_is_the_vllm_formula(llama):
     #                1024 × 128256 logits (0.34.0's V2 sampler, 10.127 B per logit) + the forward's 8192 × 4096 bf16
     #                hidden states
     #   non-torch  = calibrated for an H100 on one GPU
-    #   CUDA graphs = 256 MiB + 32 layers · 8 MiB                             =    536,870,912
+    #   CUDA graphs = the calibrated estimate of 102 graphs on 32 layers (graphs())
     #   KV = requested − weights − activation − non-torch − CUDA graphs
     b = budget_of(llama, LATEST, gpu="H100-80GB", **PROFILED_034)
     assert b.gpu_memory_bytes == 85_027_979_264 and b.gpu_memory_utilization == 0.92  # 81089 · 2^20
@@ -156,8 +214,8 @@ def test_budget_is_the_vllm_formula(llama):
     assert b.weights_bytes == 16_060_522_496
     act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB
     assert act > 973_078_528 + 256 * MiB and b.activation_peak_bytes == act
-    assert b.non_torch_bytes == non_torch("H100/tp1") and b.cudagraph_bytes == 536_870_912
-    kv = 78_225_740_923 - 16_060_522_496 - act - non_torch("H100/tp1") - 536_870_912
+    assert b.non_torch_bytes == non_torch("H100/tp1") and b.cudagraph_bytes == graphs(32)
+    kv = 78_225_740_923 - 16_060_522_496 - act - non_torch("H100/tp1") - graphs(32)
     assert b.kv_cache_memory_bytes == kv
     assert b.estimated is True
     extensible_only = {"cudagraph_resident_bytes", "startup_memory_bytes", "sizing_margin_floor_bytes", "tentative_kv_cache_memory_bytes",
@@ -203,7 +261,7 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     #   activation = max(forward, sampler + hidden) + 256 MiB; forward = 8192 · (4·4096 + 3·14336/2) · 2
     #                = 620,756,992 < the derived sampler pass (as in test_budget_is_the_vllm_formula)
     #   non-torch  = calibrated for an H100 at tp·pp > 1 (NCCL), else for any card at tp·pp > 1
-    #   CUDA graphs = 256 MiB + 32 · 8 MiB                              =    536,870,912
+    #   CUDA graphs = the calibrated estimate of 102 graphs on 32 layers (graphs())
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
     b2 = budget_of(tp2, LATEST, gpu="H100", **PROFILED_034)
     nt2 = non_torch("H100/tp>1" if "H100/tp>1" in CALIBRATION["non_torch"] else "tp>1")
@@ -212,8 +270,8 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     assert b2.requested_memory_bytes == 78_225_740_923
     assert b2.weights_bytes == 8_030_527_488
     assert b2.activation_peak_bytes == act
-    assert b2.non_torch_bytes == nt2 and b2.cudagraph_bytes == 536_870_912
-    assert b2.kv_cache_memory_bytes == 78_225_740_923 - 8_030_527_488 - act - nt2 - 536_870_912
+    assert b2.non_torch_bytes == nt2 and b2.cudagraph_bytes == graphs(32)
+    assert b2.kv_cache_memory_bytes == 78_225_740_923 - 8_030_527_488 - act - nt2 - graphs(32)
     assert budget_of(llama, LATEST, gpu="H100").non_torch_bytes == non_torch("H100/tp1")
     with pytest.raises(OptionError, match="tensor_parallel_size 4.*built for 2"):
         budget_of(tp2, LATEST, gpu="H100", tensor_parallel_size=4)
@@ -230,13 +288,14 @@ def test_pipeline_budget_is_the_tightest_stage():
     #   stage 1: layers 16-31 + final norm 4096 + lm_head 128256·4096 = 4,015,132,672 params
     #            = 8,030,265,344 B; activation: the derived sampler pass over kv_budget's default 1024 requests
     #            + the 8192 × 4096 hidden states + 256 MiB, or the forward, the larger
-    #   both: non-torch calibrated at tp·pp > 1 (no L40S group); CUDA graphs 256 MiB + 16 · 8 MiB = 402,653,184
-    nt = non_torch("tp>1")
+    #   both: non-torch calibrated for pipeline parallelism (no L40S group); CUDA graphs: the calibrated estimate
+    #   of 102 graphs on 16 layers (graphs())
+    nt = non_torch("pp>1")
     fwd0 = forward("0.34.0", 8192 * (4 * 4096 + 3 * 14336) * 2) + 256 * MiB
     act1 = max(forward("0.34.0", 8192 * (4 * 4096 + 3 * 14336) * 2),
                sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2) + 256 * MiB
-    kv0 = 43_979_248_763 - 8_030_257_152 - fwd0 - nt - 402_653_184
-    kv1 = 43_979_248_763 - 8_030_265_344 - act1 - nt - 402_653_184
+    kv0 = 43_979_248_763 - 8_030_257_152 - fwd0 - nt - graphs(16)
+    kv1 = 43_979_248_763 - 8_030_265_344 - act1 - nt - graphs(16)
     assert [(s.weights_bytes, s.activation_peak_bytes, s.kv_cache_memory_bytes) for s in b.stages] == [
         (8_030_257_152, fwd0, kv0),
         (8_030_265_344, act1, kv1),
@@ -253,10 +312,11 @@ def test_model_too_big_fails_loading_the_weights_and_says_so():
     # + final norm 5120 = 32,762,123,264 params = 65,524,246,528 B (bf16).
     # ceil(L4 (23,612,293,120 B) · 0.92) = 21,723,309,671; activation max(forward 8192 · (4·5120 + 3·25600) · 2
     # = 1,593,835,520, the derived sampler pass over 1024 × 151936 logits + 8192 × 5120 bf16 hidden states)
-    # + 256 MiB; non-torch calibrated on one GPU (no L4 group); CUDA graphs 256 MiB + 64 · 8 MiB = 805,306,368.
+    # + 256 MiB; non-torch calibrated for an L4 on one GPU; CUDA graphs: the calibrated estimate of 102 graphs on
+    # 64 layers (graphs()).
     act = max(forward("0.34.0", 1_593_835_520), sampler("0.34.0", 1024, 151936) + 8192 * 5120 * 2) + 256 * MiB
     assert b.weights_bytes == 65_524_246_528
-    assert b.kv_cache_memory_bytes == 21_723_309_671 - 65_524_246_528 - act - non_torch("tp1") - 805_306_368
+    assert b.kv_cache_memory_bytes == 21_723_309_671 - 65_524_246_528 - act - non_torch("L4/tp1") - graphs(64)
     # but vLLM never gets there: 61.02 GiB of weights do not fit 21.99 GiB − 0.50 GiB (start-up estimate)
     f = b.load_failure
     assert (f.stage, f.error_type, f.needed_bytes, f.free_bytes) == (
@@ -302,7 +362,7 @@ def test_simulate_with_gpu_marks_the_budget_estimated():
                  "--no-enable-extensible-kv-cache")
     nt2 = non_torch("H100/tp>1" if "H100/tp>1" in CALIBRATION["non_torch"] else "tp>1")
     profiled = (78_225_740_923 - 8_030_527_488 - (sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB)
-                - nt2 - 536_870_912)
+                - nt2 - graphs(32))
     assert d["budget"]["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == profiled < ext
 
 
@@ -327,16 +387,18 @@ def test_simulate_gpu_too_small_fails_loading_with_deployment_fixes():
     # fixes change the deployment (each simulated again from scratch, and kept only when it then starts),
     # never the KV budget. 61.02 GiB over 4 L4s loads (15.3 GiB each) but leaves 1.94 GiB of KV for 2.5 GiB
     # needed at 40,960 tokens: TP 8 is the least that starts, PP likewise; fp8 (30.5 GiB) still does not
-    # fit one L4; the smallest larger CUDA card that starts it is the A100 80GB (the H100 PCIe's 79.11 GiB, a
-    # little smaller, leaves too little KV at 40,960 tokens beside the H100 family's calibrated non-torch term)
+    # fit one L4; the smallest larger CUDA card that starts it at the band's pessimistic end is the RTX PRO 6000
+    # (on an A100 80GB the CUDA graphs' estimate runs to 2.9× its fitted value at that end, the spread of the
+    # A100 start-ups' logged graphs in the calibration: too little KV is left for a 40,960-token request)
     fixes = {f["option"]: f for f in d["fixes"]}
     assert "kv_cache_memory" not in fixes and "gpu_memory_utilization" not in fixes and "quantization" not in fixes
     assert fixes["tensor_parallel_size"]["value"] == 8 and fixes["pipeline_parallel_size"]["value"] == 8
-    assert fixes["gpu"]["value"] == "A100-80GB"
-    # or offload to CPU memory: 39.5 GiB short of loading; 56 GiB offloaded leaves 5.02 GiB of weights and room
-    # for the 10 GiB a 40,960-token request needs at the band's pessimistic end (the least whole GiB that starts,
-    # re-simulated; 53 at kvplan's central estimate)
-    assert fixes["cpu_offload_gb"]["value"] == 56 and fixes["cpu_offload_gb"]["starts"]
+    assert fixes["gpu"]["value"] == "RTX-PRO-6000-96GB"
+    # or offload to CPU memory: 39.5 GiB short of loading; 61 GiB offloaded is the least whole GiB that leaves room
+    # for the 10 GiB a 40,960-token request needs at the band's pessimistic end (re-simulated): there the L4's
+    # CUDA-graph estimate is at every card's widest calibrated ratio (no L4 start-up logs one) and its non-torch
+    # term at the one-GPU spread (one L4 start-up: the band widened)
+    assert fixes["cpu_offload_gb"]["value"] == 61 and fixes["cpu_offload_gb"]["starts"]
     assert all(f["verified"] for f in d["fixes"])
 
 
@@ -398,10 +460,10 @@ def test_deepseek_v3_tp8_h100_fails_loading_with_working_fixes():
     assert (d["outcome"]["stage"], d["outcome"]["error_type"]) == ("load", "torch.OutOfMemoryError")
     assert round(d["budget"]["weights_bytes"] / GiB, 2) == 79.29
     assert d["memory"]["num_blocks"] == 0 and d["logs"] == []
-    # ... or 22 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts, at
-    # the band's pessimistic end too, whose calibrated non-torch spread grew with the corpus)
+    # ... or 26 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts, at
+    # the band's pessimistic end too, with the calibrated CUDA graphs' estimate and its band)
     assert [(f["option"], f["value"]) for f in d["fixes"]] == [
-        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 22)]
+        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 26)]
     assert all(f["starts"] for f in d["fixes"])
     # kvplan fit labels the row as the load failure, with no KV budget (there is no KV cache)
     r, d = _json("fit", "deepseek-ai/DeepSeek-V3", "--gpus", "H100,H200", "--tp-sizes", "8")

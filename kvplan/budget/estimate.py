@@ -48,12 +48,21 @@ estimates, labelled as such in every output, each with an override:
   0.75 GiB when tp·pp > 1 (NCCL communicators, custom all-reduce buffers). Published
   profiles show 0.07-0.20 GiB single-GPU and 0.20 GiB for a 4-GPU run (vllm PR #12126,
   #14447).
-* **CUDA-graph reserve** (``--cudagraph-memory``): vLLM ≥ 0.2x estimates the graphs' memory
-  during profiling and subtracts it (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, on by
-  default by then; vllm issue #45178); the ``vllm-latest`` policy therefore subtracts
-  ``256 MiB + 8 MiB · (layers on the rank)`` (0.52 GiB for a 34-layer Gemma-3-4B, whose
-  profile logged 0.65 GiB in vllm PR #21489). Older eras capture graphs after the KV cache
-  is sized, so the term is 0 there (the graphs use the ``1 − utilization`` headroom).
+* **CUDA graphs** (``--cudagraph-memory``; ``kvplan.budget.cudagraph``): the graphs a rank captures are derived
+  from the release's code (its capture sizes for max_num_seqs and max_num_batched_tokens, its default mode: a
+  piecewise graph per size, from 0.11.0 a full graph per decode size too); their memory per graph, ``a + b · layers
+  on the rank``, is **calibrated** on the calibration half's logged capture figures (``calibration.json``
+  ``cudagraph``), the band the logged-over-fitted ratios. vLLM ≥ 0.20.0 estimates the graphs in the profile and
+  subtracts the estimate (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 from 0.20.0, vllm/envs.py;
+  ``determine_available_memory``, 0.19.0 v1/worker/gpu_worker.py:376-411): the ``estimate`` fit. Older releases
+  capture them after sizing the KV cache, in the ``1 − utilization`` headroom; then (every release) the sampler is
+  warmed up over max_num_seqs dummy requests (``compile_or_warm_up_model``, 0.19.0 gpu_worker.py:686), in the
+  memory the profile's activation left. The band's pessimistic end checks that headroom: the start-up memory (the
+  most the calibration logs show at vLLM's start-up snapshot for the parallelism), the graphs vLLM did not subtract
+  (the ``actual`` fit's high end) and what capture may leave reserved but unusable for the sampler's pass: for MXFP4
+  weights the graphs' high end × the largest ratio the calibration's warm-up OOMs show (gpt-oss-20b on an H100,
+  0.19.0: 1.78 GiB reserved but unallocated beside 1.84 GiB of graphs), none elsewhere (``fragmentation_ratio``);
+  where it does not hold the verdict is "may fail at warm-up".
 """
 
 from __future__ import annotations
@@ -197,29 +206,47 @@ def card_family(card_name: str | None) -> str:
     return (card_name or "").split("-")[0].upper()
 
 
-def calibrated(world_size: int, card_name: str | None = None) -> dict | None:
-    """The calibrated non-torch term for this card family and parallelism, else for the parallelism alone
-    (``calibration.json``; None before a calibration)."""
+def parallel_kind(tp: int, pp: int) -> str:
+    """The calibration's parallelism: ``tp1`` one GPU, ``tp>1`` tensor parallel (NCCL's buffers, allocated lazily
+    at the first collective, inside the profile: 2.07-2.21 GiB of non-torch memory in the 0.19.0 H100 logs at TP 2
+    and 4 against 0.25 at TP 1), ``pp>1`` pipeline parallel alone. The custom all-reduce's buffers (max_size
+    8 MiB, 0.19.0 distributed/device_communicators/custom_all_reduce.py:59) are allocated in ``init_device`` before
+    the memory snapshot (0.19.0 v1/worker/gpu_worker.py:263-282): not in the profile's figure."""
+    return "tp>1" if tp > 1 else "pp>1" if pp > 1 else "tp1"
+
+
+def release_series(release: str | None) -> str:
+    return ".".join((release or "").split(".")[:2])
+
+
+def calibrated(tp: int, pp: int = 1, card_name: str | None = None, release: str | None = None) -> dict | None:
+    """The calibrated non-torch term (``calibration.json``, scripts/calibrate_budget.py), the most specific group
+    the calibration has: card family / parallelism / release series, card family / parallelism, parallelism, else
+    one GPU or several (None before a calibration)."""
     groups = _calibration().get("non_torch", {})
-    tp = "tp>1" if world_size > 1 else "tp1"
-    return groups.get(f"{card_family(card_name)}/{tp}") or groups.get(tp)
+    kind, fam = parallel_kind(tp, pp), card_family(card_name)
+    for key in (f"{fam}/{kind}/{release_series(release)}", f"{fam}/{kind}", kind,
+                "tp>1" if tp * pp > 1 else "tp1"):
+        if key in groups:
+            return groups[key]
+    return None
 
 
-def estimate_non_torch_bytes(world_size: int, card_name: str | None = None) -> int:
+def estimate_non_torch_bytes(tp: int, pp: int = 1, card_name: str | None = None, release: str | None = None) -> int:
     """The non-torch term (and what the rest of the estimate leaves over, see ``calibration.json``): the
-    calibrated value for the card family and one GPU or several, else kvplan's old constants."""
-    g = calibrated(world_size, card_name)
+    calibrated value for the card family, parallelism and release, else kvplan's old constants."""
+    g = calibrated(tp, pp, card_name, release)
     if g is not None:
         return g["value_bytes"]
-    return NON_TORCH_MULTI_BYTES if world_size > 1 else NON_TORCH_SINGLE_BYTES
+    return NON_TORCH_MULTI_BYTES if tp * pp > 1 else NON_TORCH_SINGLE_BYTES
 
 
-def non_torch_ends(world_size: int, card_name: str | None = None) -> tuple[int, int]:
-    """The non-torch term's band: the calibration residuals' spread, else the value itself."""
-    g = calibrated(world_size, card_name)
+def non_torch_ends(tp: int, pp: int = 1, card_name: str | None = None, release: str | None = None) -> tuple[int, int]:
+    """The non-torch term's band: the calibration residuals' spread (widened for a thin group), else the value."""
+    g = calibrated(tp, pp, card_name, release)
     if g is not None:
         return g["low_bytes"], g["high_bytes"]
-    v = estimate_non_torch_bytes(world_size)
+    v = estimate_non_torch_bytes(tp, pp)
     return v, v
 
 
@@ -246,20 +273,54 @@ def forward_terms(era, cfg: dict) -> dict:
     return forward_factors(release, cfg)
 
 
+def startup_high(tp: int, pp: int, fallback: int) -> int:
+    """The start-up memory's high end for the warm-up check: the most the calibration half's logs show in use at
+    vLLM's start-up snapshot for this parallelism (``calibration.json`` ``startup``), else ``fallback``."""
+    g = (_calibration().get("startup") or {}).get(parallel_kind(tp, pp))
+    return max(fallback, g["high_bytes"]) if g else fallback
+
+
 def estimate_startup_bytes(world_size: int) -> int:
     return STARTUP_MULTI_BYTES if world_size > 1 else STARTUP_SINGLE_BYTES
 
 
+# the band's failure after the KV cache is allocated: the CUDA-graph capture and the sampler warm-up
+WARMUP = "warm-up"
+
+
 def estimate_cudagraph_pool_bytes(num_layers: int) -> int:
-    """The captured graphs' memory on a rank (the rule of the module docstring)."""
+    """kvplan's former pool rule for the graphs on a rank, 256 MiB + 8 MiB per layer (0.52 GiB for a 34-layer
+    Gemma-3-4B, whose profile logged 0.65 GiB in vllm PR #21489): the fallback without a calibration."""
     return CUDAGRAPH_BASE_BYTES + CUDAGRAPH_PER_LAYER_BYTES * num_layers
 
 
-def estimate_cudagraph_bytes(era, num_layers: int) -> int:
-    """The CUDA-graph term the profile subtracts: the pool estimate where the era estimates it, else 0."""
-    if not subtracts_cudagraph_memory(era):
-        return 0
-    return estimate_cudagraph_pool_bytes(num_layers)
+def graph_terms(card_name: str | None, *, graphs: int, layers: int) -> dict:
+    """The captured graphs' memory on a rank (``actual``: what capture takes) and the profile's estimate of it
+    (``estimate``: what 0.20+ subtract), each ``{value, low, high, basis, source}``: the calibrated per-graph cost
+    (``calibration.json`` ``cudagraph``) where there is one, else kvplan's pool rule (assumed)."""
+    from kvplan.budget.cudagraph import fitted_bytes, ratio_band
+
+    cal = _calibration().get("cudagraph") or {}
+    out = {}
+    for what in ("actual", "estimate"):
+        fit = cal.get(what) or cal.get("actual")
+        if fit is None or graphs == 0:
+            v = estimate_cudagraph_pool_bytes(layers) if graphs else 0
+            out[what] = {"value": v, "low": v, "high": v, "basis": ASSUMED,
+                         "source": "kvplan's pool rule 256 MiB + 8 MiB per layer on the rank" if graphs else
+                         "no graphs captured"}
+            continue
+        v = fitted_bytes(fit, graphs, layers)
+        band = ratio_band(fit, card_family(card_name))
+        out[what] = {"value": v, "low": round(v * band["ratio_low"]), "high": round(v * band["ratio_high"]),
+                     "basis": CALIBRATED, "source": (
+                         f"{graphs} graphs × ({fit['per_graph_bytes'] / MiB:.2f} MiB + "
+                         f"{fit['per_graph_per_layer_bytes'] / MiB:.3f} MiB × {layers} layers), calibrated on "
+                         f"{fit['n']} start-ups' logged {'capture' if what == 'actual' else 'profile estimate'} figures "
+                         f"of the calibration half (scripts/calibrate_budget.py); band {band['ratio_low']:.2f}-"
+                         f"{band['ratio_high']:.2f}× from {band['n']} start-ups ({band['group']}"
+                         f"{', fewer than 3 of this card family: widened to every card' if band['widened'] else ''})")}
+    return out
 
 
 # ----------------------------------------------------------------------- the budget
@@ -333,6 +394,28 @@ class _Estimate:
     margin_floor: int
     exact: bool  # --exact-params: the weights counted on the meta device
     encoder_why: str = ""  # why a tower's profile is or is not estimated
+    release: str = ""  # the release the era stands for
+    graphs: int = 0  # the CUDA graphs a rank captures by default (kvplan.budget.cudagraph)
+
+    @property
+    def graph_basis(self) -> str:
+        if self.over.cudagraph is not None:
+            return OVERRIDE
+        fit = (_calibration().get("cudagraph") or {}).get("actual")
+        return f"{self.graphs} graphs, " + (ASSUMED if fit is None else f"{CALIBRATED} on {fit['n']} start-ups")
+
+    @property
+    def fragmentation_ratio(self) -> float:
+        """What capture may leave reserved but unusable for the sampler's warm-up, over the graphs' memory: the
+        calibration's warm-up OOMs were MXFP4 MoE checkpoints (gpt-oss-20b, 0.19.0, H100, TP 1 and 2), so the ratio
+        applies to MXFP4 weights; the calibration half's other deployments started with less room to spare than
+        that (Llama-3.3-70B FP8 at TP 2, 0.95: at most 0.67 GiB beside 1.79 GiB of graphs), 0 there."""
+        frag = (_calibration().get("cudagraph") or {}).get("warmup_fragmentation")
+        mxfp4 = self.weights is not None and str(self.weights.quantization).startswith("mxfp4")
+        return float(frag["ratio_high"]) if frag and mxfp4 else 0.0
+
+    def graph_terms(self, layers: int) -> dict:
+        return graph_terms(self.card.name, graphs=self.graphs, layers=layers)
 
     @property
     def extensible(self) -> bool:
@@ -381,16 +464,21 @@ class _Estimate:
         if first_encodes:  # the first PP rank encodes the dummy items
             enc_part = self._activation(layers, last, self.sampler["value"], self.encoder) - act
             act += enc_part
-        world = self.tp * self.pp
-        nt = o.non_torch if o.non_torch is not None else estimate_non_torch_bytes(world, name)
-        nt_band = (nt, nt) if o.non_torch is not None else non_torch_ends(world, name)
+        nt = o.non_torch if o.non_torch is not None else estimate_non_torch_bytes(self.tp, self.pp, name, self.release)
+        nt_band = (nt, nt) if o.non_torch is not None else non_torch_ends(self.tp, self.pp, name, self.release)
         drafter_layers = len([ls for ls in self.layout.layers if ls.source == "drafter"]) if last else 0
         layers_on_stage = (z - a) + drafter_layers
-        cg = o.cudagraph if o.cudagraph is not None else estimate_cudagraph_bytes(self.era, layers_on_stage)
+        counted = subtracts_cudagraph_memory(self.era)
+        if o.cudagraph is not None:  # taken as is, whether or not the release subtracts the graphs
+            cg = o.cudagraph
+            cg_ends, captured = (cg, cg), {"value": o.cudagraph, "low": o.cudagraph, "high": o.cudagraph}
+            g = {"estimate": captured, "actual": captured}
+        else:
+            g = self.graph_terms(layers_on_stage)
+            est, captured = g["estimate"], g["actual"]
+            cg, cg_ends = (est["value"], (est["low"], est["high"])) if counted else (0, (0, 0))
         # extensible: the graphs' pool after capture, measured whether or not the profile estimated the graphs
-        resident = None
-        if self.extensible:
-            resident = o.cudagraph if o.cudagraph is not None else estimate_cudagraph_pool_bytes(layers_on_stage)
+        resident = captured["value"] if self.extensible else None
         sized = self._sized(weights=w_bytes, activation=act, non_torch=nt, cudagraph=cg, cudagraph_resident=resident)
         sized.pop("requested_memory_bytes")
         stage = BudgetStage(stage=s, weights_bytes=w_bytes, activation_peak_bytes=act, non_torch_bytes=nt,
@@ -400,14 +488,20 @@ class _Estimate:
         if o.weights is None:
             lowest = w_bytes if self.unpadded is None else self._weights_on(s, self.unpadded)
             w_low, w_high = round(min(w_bytes, lowest) * (1 - WEIGHTS_BAND)), round(w_bytes * (1 + WEIGHTS_BAND))
-        ends = tuple(self._sized(weights=w_e, activation=af + enc_part, non_torch=nt_e, cudagraph=cg,
+        ends = tuple(self._sized(weights=w_e, activation=af + enc_part, non_torch=nt_e, cudagraph=cg_e,
                                  cudagraph_resident=resident)["kv_cache_memory_bytes"]
-                     for w_e, af, nt_e in ((w_high, act_ends[1], nt_band[1]), (w_low, act_ends[0], nt_band[0])))
+                     for w_e, af, nt_e, cg_e in ((w_high, act_ends[1], nt_band[1], cg_ends[1]),
+                                                 (w_low, act_ends[0], nt_band[0], cg_ends[0])))
         pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_part,
-                              non_torch_bytes=nt_band[1])
+                              non_torch_bytes=nt_band[1], cudagraph_bytes=cg_ends[1])
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
             self.cfg.get("hidden_size") or 0) * self.dbytes >= act - ACTIVATION_WORKSPACE_BYTES - enc_part
-        terms = {"weights": (w_low, w_high), "activation": act_ends, "non_torch": nt_band, "sampler_peak": sampler_peak}
+        # the warm-up after the KV cache is allocated (profiled sizing): the graphs vLLM did not subtract at this
+        # end, and what capture may leave reserved but unusable for the sampler's warm-up pass (the module docstring)
+        warmup = {"graphs": max(0, captured["high"] - cg_ends[1]),
+                  "fragmentation": round(captured["high"] * self.fragmentation_ratio)}
+        terms = {"weights": (w_low, w_high), "activation": act_ends, "non_torch": nt_band, "sampler_peak": sampler_peak,
+                 "cudagraph": cg_ends, "captured": captured, "warmup": warmup, "graphs": g}
         return stage, (ends[0], ends[1]), pessimistic, terms
 
 
@@ -453,6 +547,7 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
     if over.weights is None:
         weights, unpadded = _weights_of(layout, era, card, b, request, counted)
     cfg = layout.target.text_config
+    release = era.release or (era.releases[-1] if era.releases else era.first_release)
     has_tower = isinstance(layout.target.config.get("vision_config"), dict)
     encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg)
                if has_tower else (None, ""))
@@ -466,8 +561,21 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         forward=forward_terms(era, cfg),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,
-        exact=bool(b.exact_params), encoder_why=encoder[1],
+        exact=bool(b.exact_params), encoder_why=encoder[1], release=release,
+        graphs=_graphs(release, card, T=T, R=R, layout=layout),
     )
+
+
+def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout) -> int:
+    """The CUDA graphs a rank captures by the release's default rule (``kvplan.budget.cudagraph``)."""
+    from kvplan.budget.cudagraph import capture_sizes, graph_count
+
+    archs = layout.target.config.get("architectures") or [""]
+    spec = int(getattr(layout, "num_speculative_tokens", 0) or 0)
+    sizes = capture_sizes(release, max_num_seqs=R, max_num_batched_tokens=T, num_speculative_tokens=spec,
+                          architecture=archs[0] if isinstance(archs, list) and archs else "",
+                          compute_capability=card.compute_capability)
+    return graph_count(release, sizes, max_num_seqs=R, num_speculative_tokens=spec)
 
 
 def _budget_warnings(e: _Estimate, request: BudgetRequest, stage: BudgetStage, failed_load: LoadFailure | None,
@@ -538,15 +646,25 @@ def kv_budget(layout, era, request: BudgetRequest) -> Budget:
     # the load and the profile run happen before the KV cache, whatever the sizing mode
     load_startup = o.startup if o.startup is not None else estimate_startup_bytes(e.tp * e.pp)
     failed_low = load_failure([p for _, _, p, _ in per_stage], total=total, startup=load_startup, pp=e.pp)
+    # the warm-up after the KV cache (profiled sizing): the 1 − utilization headroom, less the start-up memory, must
+    # hold the graphs vLLM did not subtract and the sampler's warm-up pass, at the pessimistic end (every stage)
+    need = headroom = None
+    if not e.extensible:
+        headroom = total - sizing.requested_memory(total, e.util) - (
+            o.startup if o.startup is not None else startup_high(e.tp, e.pp, load_startup))
+        need = max(t["warmup"]["graphs"] + t["warmup"]["fragmentation"] for _, _, _, t in per_stage)
+    warm_fails = failed_low is None and need is not None and need > headroom
     band = BudgetBand(kv_cache_memory_low_bytes=min(ends[0] for _, ends, _, _ in per_stage),
-                      starts_at_low=False if failed_low is not None else None,
-                      failure_at_low=failed_low.stage if failed_low is not None else None,
+                      starts_at_low=False if failed_low is not None or warm_fails else None,
+                      failure_at_low=failed_low.stage if failed_low is not None else WARMUP if warm_fails else None,
                       kv_cache_memory_high_bytes=min(ends[1] for _, ends, _, _ in per_stage),
+                      warmup_need_bytes=need, warmup_headroom_bytes=headroom,
                       basis="every estimated term at its high end (low) and its low end (high): " + ", ".join(
                           f"{k} {v}" for k, v in (
                               ("weights", "±1 %"), ("sampler", e.sampler["basis"]),
                               ("forward", f"{e.forward['basis']} ({e.forward['value']:g}-{e.forward['high']:g}× the rule)"),
-                              ("non-torch", _non_torch_basis(e.tp * e.pp, name)))))
+                              ("non-torch", _non_torch_basis(e.tp, e.pp, name, e.release)),
+                              ("CUDA graphs", e.graph_basis))))
     requested = sizing.requested_memory(total, e.util)
     failed_load = load_failure(stages, total=total, startup=load_startup, pp=e.pp)
     warnings = _budget_warnings(e, request, budget_stage, failed_load, requested)
@@ -557,7 +675,7 @@ def kv_budget(layout, era, request: BudgetRequest) -> Budget:
     terms = profile_terms(layout, era, T=e.T, R=e.R, exact=e.exact, offload=bool(e.offload), overrides={
         "weights": o.weights, "activation": o.activation, "non_torch": o.non_torch, "cudagraph": o.cudagraph},
         stage=budget_stage, weights=e.weights, encoder=e.encoder, encoder_why=e.encoder_why, sampler=e.sampler,
-        forward=e.forward, ends=per_stage[budget_stage.stage][3], world_size=e.tp * e.pp, card_name=name)
+        forward=e.forward, ends=per_stage[budget_stage.stage][3], tp=e.tp, pp=e.pp, card_name=name, release=e.release)
 
     bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE for t in terms}
     weights, extensible = e.weights, e.extensible
@@ -624,8 +742,8 @@ KVPLAN_FORMULA, KVPLAN_ESTIMATE, OVERRIDE, NOT_COUNTED, NOT_ESTIMATED = (
     "kvplan's formula estimate", "kvplan's estimate", "override", "not counted", "not estimated")
 
 
-def _non_torch_basis(world_size: int, card_name: str | None = None) -> str:
-    g = calibrated(world_size, card_name)
+def _non_torch_basis(tp: int, pp: int, card_name: str | None = None, release: str | None = None) -> str:
+    g = calibrated(tp, pp, card_name, release)
     return ASSUMED if g is None else f"{CALIBRATED} on {g['n']} start-ups"
 
 
@@ -634,8 +752,8 @@ DERIVED, CALIBRATED, ASSUMED = "derived", "calibrated", "assumed"
 
 def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, overrides: dict, stage: BudgetStage,
                   weights=None, encoder: dict | None = None, encoder_why: str = "", sampler: dict | None = None,
-                  forward: dict | None = None, ends: dict | None = None, world_size: int = 1, card_name: str | None = None
-                  ) -> tuple[ProfileTerm, ...]:
+                  forward: dict | None = None, ends: dict | None = None, tp: int = 1, pp: int = 1,
+                  card_name: str | None = None, release: str | None = None) -> tuple[ProfileTerm, ...]:
     """The non-KV terms of vLLM's profile on the budget's stage, each with its basis (how sure it is) and its
     source (``ProfileTerm``). The release's code behind each: ``determine_available_memory``
     (v1/worker/gpu_worker.py) subtracts the weights ('Model loading took'), the torch peak of ``profile_run`` over
@@ -653,6 +771,7 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
     if offload:
         weights_src += ", minus --cpu-offload-gb"
     counted = subtracts_cudagraph_memory(era)
+    graphs = (ends or {}).get("graphs") or {}
     terms = [
         ("weights", stage.weights_bytes, overrides["weights"], weights_basis, weights_src),
         ("activation", stage.activation_peak_bytes - (stage.encoder_profile_bytes or 0), overrides["activation"],
@@ -665,23 +784,27 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
          "0.25 GiB on one GPU, 0.75 GiB when tp·pp > 1"),
         ("cudagraph", stage.cudagraph_bytes, overrides["cudagraph"], KVPLAN_ESTIMATE if counted else NOT_COUNTED,
          (f"vLLM {release} subtracts its CUDA-graph estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, "
-          "gpu_worker.py determine_available_memory); kvplan's pool rule 256 MiB + 8 MiB per layer on the rank")
+          "gpu_worker.py determine_available_memory); " + graphs.get("estimate", {}).get("source", ""))
          if counted else
-         f"vLLM {release} captures the graphs after sizing the KV cache: they use the 1 − utilization headroom"),
+         f"vLLM {release} captures the graphs after sizing the KV cache: they use the 1 − utilization headroom "
+         f"(checked at the band's pessimistic end with the sampler warm-up); " + graphs.get("actual", {}).get(
+             "source", "")),
     ]
     ends = ends or {}
-    g = calibrated(world_size, card_name)
+    g = calibrated(tp, pp, card_name, release)
     sampler_peak = bool(ends.get("sampler_peak"))
     derivation = {"weights": DERIVED, "activation": DERIVED if (
         (sampler_peak and (sampler is None or sampler["basis"] == DERIVED))
         or (not sampler_peak and forward is not None and forward["basis"] == DERIVED)) else ASSUMED,
                   "non_torch": CALIBRATED if g is not None else ASSUMED,
-                  "cudagraph": ASSUMED if counted else NOT_COUNTED}
+                  "cudagraph": (graphs.get("estimate", {}).get("basis", ASSUMED)) if counted else NOT_COUNTED}
     if g is not None:
         terms[2] = (*terms[2][:4], f"calibrated on {g['n']} start-ups ({g['group']}: {g['cases']}) of the calibration half of "
                     f"tests/logs/budget: what vLLM's logged KV memory leaves beside kvplan's other terms, median "
                     f"{g['value_bytes'] / GiB:.2f} GiB, spread {g['low_bytes'] / GiB:.2f} to "
-                    f"{g['high_bytes'] / GiB:.2f} GiB (scripts/calibrate_budget.py)")
+                    f"{g['high_bytes'] / GiB:.2f} GiB" + (
+                        f", fewer than 3 start-ups: the band widened to {g['widened_by']}'s" if g.get("widened_by")
+                        else "") + " (scripts/calibrate_budget.py)")
     if sampler is not None and overrides["activation"] is None:
         row = sampler["row"]
         terms[1] = (*terms[1][:4], terms[1][4].replace(

@@ -55,6 +55,12 @@ def _may_fail(d: dict, band: dict, o: dict) -> str:
     stage = band.get("failure_at_low") or "admission"
     fixes = d.get("fixes") or []
     fix = f" — fix: {fixes[0]['flag']}" if fixes else ""
+    if stage == "warm-up" and band.get("warmup_need_bytes") is not None:
+        gib = 1 << 30
+        return (f"MAY FAIL at warm-up: starts at kvplan's estimate ({d['memory']['num_blocks']:,} blocks), but at its "
+                f"pessimistic end the CUDA graphs and the sampler's warm-up after the KV cache need "
+                f"{band['warmup_need_bytes'] / gib:.2f} GiB, the 1 − utilization headroom holds "
+                f"{band['warmup_headroom_bytes'] / gib:.2f} GiB{_where(d)}{fix}")
     return (f"MAY FAIL at {stage}: starts at kvplan's estimate ({d['memory']['num_blocks']:,} blocks), not at its "
             f"pessimistic end ({band['kv_cache_memory_low_bytes'] / (1 << 30):.2f} GiB of KV cache){_where(d)}{fix}")
 

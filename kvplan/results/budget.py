@@ -67,7 +67,11 @@ class BudgetBand:
     max_concurrency_low: float | None = None
     max_concurrency_high: float | None = None
     starts_at_low: bool | None = None
-    failure_at_low: str | None = None  # the stage the pessimistic end fails at ("load", "profile", "admission")
+    failure_at_low: str | None = None  # the stage the pessimistic end fails at ("load", "profile", "warm-up", "admission")
+    # the warm-up after the KV cache is allocated (profiled sizing): what the CUDA graphs vLLM did not subtract and
+    # the sampler's warm-up pass need at the pessimistic end, and the headroom (1 − utilization, less start-up memory)
+    warmup_need_bytes: int | None = None
+    warmup_headroom_bytes: int | None = None
     basis: str = ""
 
 

@@ -61,6 +61,8 @@ def deployment_fixes(d: Deployment, layout: ModelLayout, era: Era, plan: Plan, b
         return speculative_tokens_fix(d, era, plan)
     if band is not None and band.failure_at_low in ("load", "profile"):  # out of memory before the KV cache
         return load_fixes(d, layout, plan)
+    if budget is not None and band is not None and band.failure_at_low == "warm-up":  # out of memory after it
+        return warmup_fixes(d, budget)
     if budget is not None and band is not None and band.starts_at_low is False:  # they hold at the pessimistic end
         return pessimistic_fixes(d, layout, era, budget)
     return rank_fixes(_deployment_fixes(d, layout, era, plan, budget) + kv_dtype_fixes(d, budget))
@@ -77,6 +79,36 @@ def pessimistic_fixes(d: Deployment, layout: ModelLayout, era: Era, budget: Budg
         return []
     fixes = _deployment_fixes(d, layout, era, plan, budget, shortfall=budget.kv_cache_memory_bytes - low)
     return rank_fixes(fixes + kv_dtype_fixes(d, budget))
+
+
+def warmup_fixes(d: Deployment, budget: Budget) -> list[Fix]:
+    """The fixes of a deployment whose pessimistic end runs out of memory in the warm-up after the KV cache is
+    allocated (the CUDA graphs vLLM did not subtract and the sampler's warm-up pass, ``kvplan.budget.estimate``):
+    the largest lower ``--gpu-memory-utilization`` (to 0.01) whose headroom holds them, and the largest halved
+    ``--max-num-seqs`` (fewer graphs, a smaller sampler pass), each simulated again from scratch and kept when it
+    starts at the pessimistic end."""
+    from kvplan.engines.vllm.fixes import fix_entry
+
+    band = budget.band
+    assert band is not None and band.warmup_need_bytes is not None and band.warmup_headroom_bytes is not None
+    fixes: list[Fix] = []
+    total, util = budget.gpu_memory_bytes, budget.gpu_memory_utilization
+    short = band.warmup_need_bytes - band.warmup_headroom_bytes
+    k = int((util - short / total) * 100)  # the headroom grows by total / 100 per step
+    for u in (k / 100, (k - 1) / 100):
+        if 0 < u < util:
+            p = _starts_with(changed(d, gpu_memory_utilization=u))
+            if p is not None:
+                fixes.append(fix_entry("gpu_memory_utilization", u, f"--gpu-memory-utilization {u:.2f}", p))
+                break
+    seqs = budget.max_num_seqs
+    for n in (seqs >> i for i in range(1, 6)):
+        if n >= 1:
+            p = _starts_with(changed(d, max_num_seqs=n))
+            if p is not None:
+                fixes.append(fix_entry("max_num_seqs", n, f"--max-num-seqs {n}", p))
+                break
+    return rank_fixes(fixes)
 
 
 # The order a serving engineer tries a failing deployment's fixes in: a quantized KV cache (no change to what is

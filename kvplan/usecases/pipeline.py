@@ -328,13 +328,14 @@ def with_band(d: Deployment, layout: ModelLayout, era: Era, budget: Budget) -> B
     from dataclasses import replace as with_
 
     b, ends = budget.band, []
-    if b is None or b.failure_at_low is not None:  # the pessimistic end runs out of memory loading or profiling
+    if b is None or b.failure_at_low in ("load", "profile"):  # the pessimistic end runs out of memory before the cache
         return budget
     for kv in (b.kv_cache_memory_low_bytes, b.kv_cache_memory_high_bytes):
         ends.append(engine_stage(layout, d.scheduler, d.serving, era, kv_bytes=kv,
                                  max_model_len=d.scheduler.max_model_len, budget=budget) if kv > 0 else None)
     lo, hi = ends
     fail = None if lo is not None and lo.starts else (lo.failure.stage if lo is not None and lo.failure else "admission")
+    fail = b.failure_at_low or fail  # the warm-up after the cache (kvplan.budget.estimate): it fails whatever the blocks
     return with_(budget, band=with_(
         b, num_gpu_blocks_low=lo.num_blocks if lo else 0, num_gpu_blocks_high=hi.num_blocks if hi else 0,
         kv_cache_tokens_low=lo.kv_tokens if lo else 0, kv_cache_tokens_high=hi.kv_tokens if hi else 0,

@@ -1,0 +1,102 @@
+"""The CUDA graphs a rank captures, from each release's code, and their memory, calibrated.
+
+**Which batch sizes a release captures** (derived; ``vllm/config``'s ``_set_cudagraph_sizes``, the model's own
+override in ``model_executor/models/config.py``), for ``R`` = max_num_seqs, ``T`` = max_num_batched_tokens::
+
+    0.10.1-0.11.1   [1, 2, 4] + 8, 16, … ≤ min(2R, 512)           (scheduler cuda_graph_sizes = [min(2R, 512)];
+                                                                    0.11.0 config/__init__.py:571-586)
+    0.11.2+         M = min(2R·q, 512) (q = 1 + speculative tokens from 0.13.0, 1 before), M = min(M, T);
+                    [1, 2, 4] + 8, 16, … < 256 + 256, 272, … ≤ M  (0.19.0 config/vllm.py:1399-1441)
+    0.20.2+         … and T itself when T ≤ M                       (0.22.1 config/vllm.py, "max_num_tokens not in")
+    0.28.0+         M's ceiling 1024 on a data-center Blackwell card (compute capability 10.x; 0.29.0 vllm.py:2006)
+
+every size filtered to ≤ T. GptOss overrides the ceiling: 992 in 0.10.1-0.11.1 (81 sizes, 0.11.0
+models/config.py:255-272), 1024 from 0.11.2 (83 sizes, 0.19.0 models/config.py:120-130). A checked case:
+vLLM 0.19.0 logged 51 sizes for Llama-3.1-8B (R 1024, T 8192) and 83 for gpt-oss-20b (tests/logs/budget,
+llm-d-planner-v0.19.0), as this rule gives.
+
+**How many graphs**: the release's default CUDA-graph mode captures a piecewise graph per size (PIECEWISE: 0.10.x,
+``CompilationConfig`` default) and, from 0.11.0 (FULL_AND_PIECEWISE: 0.11.0 config/__init__.py:362-367, the -O2
+default of 0.19.0 config/vllm.py:215), also a full graph per uniform-decode size (sizes ≤ R·q). ``--enforce-eager``
+(``--cudagraph-memory 0``) captures none.
+
+**Their memory** cannot be measured on a CPU (the graphs' private pools and the driver's instantiated graphs): it is
+calibrated on the calibration half of tests/logs/budget from what the logs print ("Graph capturing finished in N secs,
+took X GiB"), per graph as ``a + b · layers on the rank`` (``scripts/calibrate_budget.py``, ``calibration.json``
+``cudagraph``), the band the fitted cases' smallest and largest ratio of logged to fitted, per card family where it has
+at least 3 start-ups, else every start-up's (widened, said so in the term's source).
+No torch here.
+"""
+
+from __future__ import annotations
+
+PIECEWISE, FULL_AND_PIECEWISE, NONE = "PIECEWISE", "FULL_AND_PIECEWISE", "NONE"
+GPT_OSS = "GptOssForCausalLM"
+
+
+def _v(release: str | None) -> tuple[int, ...]:
+    """A release as a comparable tuple (``0.19.0`` → (0, 19, 0)); a name without digits → the newest."""
+    parts = []
+    for p in (release or "").split("."):
+        digits = "".join(ch for ch in p if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts) if parts else (99,)
+
+
+def _grid(ceiling: int) -> list[int]:
+    """vLLM's default grid up to ``ceiling``: 1, 2, 4, multiples of 8 below 256, multiples of 16 from 256."""
+    sizes = [i for i in (1, 2, 4) if i <= ceiling]
+    sizes += list(range(8, min(ceiling + 1, 256), 8))
+    sizes += list(range(256, ceiling + 1, 16))
+    return sizes
+
+
+def capture_sizes(release: str | None, *, max_num_seqs: int, max_num_batched_tokens: int,
+                  num_speculative_tokens: int = 0, architecture: str = "",
+                  compute_capability: tuple[int, int] | None = None) -> list[int]:
+    """The batch sizes the release captures CUDA graphs for by default (the rule of the module docstring)."""
+    v, R, T = _v(release), max_num_seqs, max_num_batched_tokens
+    if v < (0, 11, 2):
+        if architecture == GPT_OSS and min(2 * R, 512) < 992:
+            sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, 993, 16))
+        else:
+            sizes = [1, 2, 4] + list(range(8, min(2 * R, 512) + 1, 8))
+        return [s for s in sizes if s <= T]
+    q = 1 + num_speculative_tokens if v >= (0, 13) else 1
+    ceiling = 1024 if v >= (0, 28) and compute_capability is not None and compute_capability[0] == 10 else 512
+    top = 1024 if architecture == GPT_OSS else min(2 * R * q, ceiling)
+    top = min(top, T)
+    sizes = _grid(top)
+    if v >= (0, 20, 2) and T <= top and T not in sizes:
+        sizes.append(T)
+    return sorted(s for s in set(sizes) if s <= T)
+
+
+def default_mode(release: str | None) -> str:
+    """The release's default CUDA-graph mode: PIECEWISE in 0.10.x, FULL_AND_PIECEWISE from 0.11.0."""
+    return PIECEWISE if _v(release) < (0, 11) else FULL_AND_PIECEWISE
+
+
+def graph_count(release: str | None, sizes: list[int], *, max_num_seqs: int, num_speculative_tokens: int = 0) -> int:
+    """The graphs captured on a rank: a piecewise graph per size, and under FULL_AND_PIECEWISE a full graph per
+    uniform-decode size (≤ max_num_seqs · q)."""
+    if default_mode(release) == PIECEWISE:
+        return len(sizes)
+    q = 1 + num_speculative_tokens
+    return len(sizes) + sum(1 for s in sizes if s <= max_num_seqs * q)
+
+
+def fitted_bytes(fit: dict, graphs: int, layers: int) -> int:
+    """The graphs' memory on a rank by the calibrated per-graph cost: ``graphs · (a + b · layers)``."""
+    return round(graphs * (fit["per_graph_bytes"] + fit["per_graph_per_layer_bytes"] * layers))
+
+
+def ratio_band(fit: dict, family: str) -> dict:
+    """The band's ratios (logged over fitted) for a card family: its own where it has enough start-ups, else
+    every start-up's (``widened``)."""
+    own = (fit.get("families") or {}).get(family)
+    if own is not None:
+        return {**own, "group": family, "widened": False}
+    return {**fit["pooled"], "group": "every card", "widened": True}
