@@ -202,7 +202,15 @@ def utilization_fix(d: Deployment, layout: ModelLayout, era: Era, budget: Budget
     if current >= 100 or starts(100) is None:
         return None
     k = run_search(least_that_starts(current, 100), starts)
-    return fix_entry("gpu_memory_utilization", k / 100, f"--gpu-memory-utilization {k / 100:.2f}", starts(k))
+    if not shortfall:
+        return fix_entry("gpu_memory_utilization", k / 100, f"--gpu-memory-utilization {k / 100:.2f}", starts(k))
+    # the band's shortfall moves with the utilization (the extensible sizing's margin, the CUDA graphs' band):
+    # the search's value simulated again from scratch, and the next steps where it does not start at that end
+    for j in range(k, 101):
+        p = _starts_with(changed(d, gpu_memory_utilization=j / 100))
+        if p is not None:
+            return fix_entry("gpu_memory_utilization", j / 100, f"--gpu-memory-utilization {j / 100:.2f}", p)
+    return None
 
 
 
