@@ -50,11 +50,14 @@ def test_the_least_utilization_that_reaches_it_on_an_older_release():
     # vLLM 0.20.2 runs at 0.9 by default; Llama-3.1-8B with an fp8 KV cache, 7 requests of 131,072 tokens
     base = dict(gpu="H100-80GB", max_model_len="131072", policy="vllm==0.20.2", kv_cache_dtype="fp8")
     goal = kvplan.fit("meta-llama/Llama-3.1-8B-Instruct", concurrency=7, **base)["goal"]
-    assert goal["reached"] and [c["flag"] for c in goal["changes"]] == ["--gpu-memory-utilization 0.96"]
+    assert goal["reached"] and [c["flag"] for c in goal["changes"]] == ["--gpu-memory-utilization 0.97"]
     assert goal["num_gpus"] == 1
-    at = kvplan.simulate("meta-llama/Llama-3.1-8B-Instruct", gpu_memory_utilization=0.96, **base)["budget"]["band"]
-    below = kvplan.simulate("meta-llama/Llama-3.1-8B-Instruct", gpu_memory_utilization=0.95, **base)["budget"]["band"]
-    # one full-attention group: steady state and vLLM's figure agree to the block; 0.95 falls short at the low end
+    at = kvplan.simulate("meta-llama/Llama-3.1-8B-Instruct", gpu_memory_utilization=0.97, **base)["budget"]["band"]
+    below = kvplan.simulate("meta-llama/Llama-3.1-8B-Instruct", gpu_memory_utilization=0.96, **base)["budget"]["band"]
+    # one full-attention group: steady state and vLLM's figure agree to the block; 0.96 falls short at the low end
+    # (0.20.2 subtracts the CUDA graphs' calibrated estimate, its high end at the low end); 1.0 would leave the
+    # start-up memory no headroom (the warm-up check): the search stops below it
+    assert at["starts_at_low"] is True
     assert at["num_gpu_blocks_low"] == goal["num_gpu_blocks_low"] and at["max_concurrency_low"] >= 7
     assert below["max_concurrency_low"] < 7
 

@@ -342,3 +342,15 @@ def test_no_chunked_prefill_reaches_vllms_scheduler_check():
     assert d["outcome"]["starts"] is False
     assert d["outcome"]["error"].startswith("max_num_batched_tokens (4096) is smaller than max_model_len (32000).")
     assert d["inputs"]["options"]["enable_chunked_prefill"] == {"value": False, "given": True}
+
+
+def test_no_cuda_graphs_from_O0_or_the_compilation_config():
+    """-O0 sets cudagraph_mode NONE from vLLM 0.12.0 (OPTIMIZATION_LEVEL_00, config/vllm.py:64-66, 165), as does
+    --compilation-config with cudagraph_mode NONE: no graphs, as --enforce-eager; -O3 keeps the release's graphs
+    (listed: kvplan's estimate does not read the level)."""
+    for extra in (["-O0"], ["--compilation-config", '{"cudagraph_mode": "NONE"}']):
+        d = kvplan.vllm_serve(["Qwen/Qwen3-8B", *extra], gpu="H100-80GB", policy="vllm==0.19.0")
+        assert (d["budget"]["cudagraph_bytes"], d["budget"]["cudagraph_source"]) == (0, "override")
+        assert d["budget"]["band"]["warmup_need_bytes"] == 0  # nothing captured after the KV cache
+    d = kvplan.vllm_serve(["Qwen/Qwen3-8B", "-O3"], gpu="H100-80GB", policy="vllm==0.19.0")
+    assert d["budget"]["band"]["warmup_need_bytes"] > 0

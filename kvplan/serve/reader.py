@@ -169,7 +169,8 @@ class _Reader:
             if effect == fx.NO_EFFECT:
                 self.row(g, fx.NO_EFFECT)
             elif effect == fx.ESTIMATE:
-                self.row(g, fx.ESTIMATE, note=f"{fx.ESTIMATE_WHY[dest]}: not read by kvplan's budget estimate")
+                if not self._no_graphs(g):
+                    self.row(g, fx.ESTIMATE, note=f"{fx.ESTIMATE_WHY[dest]}: not read by kvplan's budget estimate")
             elif (name := fx.option_of(dest)) is not None:
                 value = g.value if g.value is not None else None
                 mine = _kvplan_flag_abbreviating(g)
@@ -276,6 +277,23 @@ class _Reader:
             self.row(g, fx.APPLIED, "cudagraph_memory", "no CUDA graphs are captured: 0 bytes reserved")
         else:
             self.row(g, fx.NO_EFFECT, note="the default")
+
+    def _no_graphs(self, g: Given) -> bool:
+        """-O0 (from 0.12.0: OPTIMIZATION_LEVEL_00 sets cudagraph_mode NONE, 0.12.0 config/vllm.py:64-66, 165) or a
+        --compilation-config with cudagraph_mode NONE or no capture sizes: no CUDA graphs, as --enforce-eager."""
+        from kvplan.engines.vllm.versions import version_key
+
+        dest, none = g.flag.dest, False
+        if dest == "optimization_level" and str(g.value).strip() == "0":
+            none = version_key(self.table.release) >= version_key("0.12.0")
+        elif dest == "compilation_config":
+            data = self._json(g)
+            none = str(data.get("cudagraph_mode", "")).upper().removeprefix("CUDAGRAPHMODE.") == "NONE" or \
+                data.get("cudagraph_capture_sizes") == []
+        if none:
+            self.options.setdefault("cudagraph_memory", 0)
+            self.row(g, fx.APPLIED, "cudagraph_memory", "no CUDA graphs are captured: 0 bytes reserved")
+        return none
 
     def _h_attention_config(self, g: Given) -> None:
         data = self._json(g)

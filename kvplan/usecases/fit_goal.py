@@ -96,16 +96,23 @@ class _Search:
 
     def least_utilization(self, sc, failed: _Proof) -> _Proof | None:
         """``sc`` (``failed``: its own proof) at the least --gpu-memory-utilization above its own (step 0.01, at
-        most 1.0) that reaches the goal; None when 1.0 does not, or the deployment already runs at 1.0 (0.34's
-        default with the extensible KV cache)."""
+        most 1.0, and at most what leaves the warm-up its headroom) that reaches the goal; None when the highest does
+        not, or the deployment already runs at 1.0 (0.34's default with the extensible KV cache)."""
         budget = failed.result.budget if failed.result is not None else None
         if budget is None:  # a given --kv-cache-memory: no utilization to raise
             return None
         given = sc.gpu_memory_utilization or budget.gpu_memory_utilization
         lo, hi = round(given * UTILIZATION_STEPS), UTILIZATION_STEPS  # lo: does not reach (the given value)
+        band = budget.band
+        if band is not None and band.warmup_need_bytes is not None and band.warmup_headroom_bytes is not None:
+            # above this the 1 − utilization headroom no longer holds the warm-up after the KV cache (the start-up
+            # memory and the graphs the profile did not count, kvplan.budget.estimate): more utilization fails there
+            total = budget.gpu_memory_bytes
+            startup = total - budget.requested_memory_bytes - band.warmup_headroom_bytes
+            hi = min(hi, int((total - startup - band.warmup_need_bytes) * UTILIZATION_STEPS // total))
         if lo >= hi:
             return None
-        top = self.prove(replace(sc, gpu_memory_utilization=1.0))
+        top = self.prove(replace(sc, gpu_memory_utilization=hi / UTILIZATION_STEPS))
         if not top.reaches:
             return None
         best = top
