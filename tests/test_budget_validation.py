@@ -198,3 +198,45 @@ def test_the_acceptance_metrics_count_what_the_issue_asks():
     assert v._band({"kv_cache_memory_band_bytes": [2 * G, 3 * G]}) == (2.0, 3.0)
     assert v._band({"kv_cache_memory_band_bytes": {"low": G, "high": 4 * G}}) == (1.0, 4.0)
     assert v._band({}) is None
+
+
+def test_the_calibration_reads_the_calibration_half_only():
+    """Every start-up kvplan/budget/calibration.json names (scripts/calibrate_budget.py: the non-torch groups, the
+    CUDA graphs' per-graph fits, the start-up memory, the warm-up fragmentation) is a case of the calibration
+    half; a group of fewer than 3 start-ups has its band widened to a parent's (at least the parent's spread)."""
+    v = _script()
+    cal = json.loads((ROOT / "kvplan/budget/calibration.json").read_text())
+    half = {c["id"]: v.half_of(v.source_key(c)) for c in v.cases()}
+    named = [g["cases"] for g in cal["non_torch"].values()]
+    named += [f["cases"] for f in (cal["cudagraph"]["actual"], cal["cudagraph"]["estimate"],
+                                   cal["cudagraph"]["warmup_fragmentation"])]
+    named += [g["cases"] for g in cal["startup"].values()]
+    ids = {i for text in named for i in text.split(", ")}
+    assert ids and all(half[i] == "calibration" for i in ids)
+    groups = cal["non_torch"]
+    for g in groups.values():
+        assert g["low_bytes"] <= g["value_bytes"] <= g["high_bytes"]
+        if g["n"] < 3:
+            parent = groups[g["widened_by"]]
+            assert parent["n"] >= 3 and g["low_bytes"] <= parent["low_bytes"] and g["high_bytes"] >= parent["high_bytes"]
+    for what in ("actual", "estimate"):
+        fit = cal["cudagraph"][what]
+        assert fit["pooled"]["ratio_low"] <= 1 <= fit["pooled"]["ratio_high"]
+
+
+def test_the_cuda_graph_term_says_how_it_was_calibrated():
+    """A release that subtracts the graphs (0.27.1): the term is calibrated, its source names the graphs (102 at
+    vLLM's defaults), the per-graph fit and the start-ups behind it; 0.19.0 does not count them in the profile
+    and says where they go (the 1 − utilization headroom, checked at the band's pessimistic end)."""
+    from kvplan.api import simulate
+
+    for release, derivation in (("0.27.1", "calibrated"), ("0.19.0", "not counted")):
+        b = simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy=f"vllm=={release}")["budget"]
+        t = next(t for t in b["profile_terms"] if t["term"] == "cudagraph")
+        assert t["derivation"] == derivation and "102 graphs × (" in t["source"]
+        assert "calibrated on" in t["source"] and "start-ups" in t["source"]
+        if derivation == "calibrated":
+            assert t["low_bytes"] < t["bytes"] < t["high_bytes"]
+        else:
+            assert "1 − utilization headroom" in t["source"] and t["bytes"] == 0
+            assert b["band"]["warmup_need_bytes"] > 0
