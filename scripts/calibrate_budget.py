@@ -29,8 +29,9 @@ available KV memory leaves below that is the term's residual for that start-up::
 Groups, most specific first: card family / parallelism / release series (``H100/tp>1/0.19``), card family /
 parallelism, parallelism. Parallelism: ``tp1`` (one GPU), ``tp>1`` (tensor parallel: NCCL and the custom
 all-reduce), ``pp>1`` (pipeline parallel only). A group's value is its median residual, its band the smallest and
-the largest; a group with fewer than 3 start-ups is kept but its band is widened to its parent's (the next group up
-with 3 or more), and says so.
+the largest; a group with fewer than 3 start-ups does not set the value (one or two start-ups of a card or release
+are no median): it takes its parent's (the next group up with 3 or more), its band widened to cover both, and says
+so.
 
     PYTHONPATH=. python scripts/calibrate_budget.py
 """
@@ -227,8 +228,8 @@ def fit_non_torch(rows: list[dict]) -> dict:
         if g["n"] >= MIN_GROUP:
             return
         parent = next((groups[p] for p in parents if p in groups and groups[p]["n"] >= MIN_GROUP), None)
-        if parent is not None:
-            g.update(low_bytes=min(g["low_bytes"], parent["low_bytes"]),
+        if parent is not None:  # too few to set the value: the parent's median, the band over both
+            g.update(value_bytes=parent["value_bytes"], low_bytes=min(g["low_bytes"], parent["low_bytes"]),
                      high_bytes=max(g["high_bytes"], parent["high_bytes"]), widened_by=parent["group"])
 
     for g in ("tp1", "tp>1", "pp>1"):  # per parallelism (every family and release), the fallback

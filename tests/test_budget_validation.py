@@ -203,7 +203,7 @@ def test_the_acceptance_metrics_count_what_the_issue_asks():
 def test_the_calibration_reads_the_calibration_half_only():
     """Every start-up kvplan/budget/calibration.json names (scripts/calibrate_budget.py: the non-torch groups, the
     CUDA graphs' per-graph fits, the start-up memory, the warm-up fragmentation) is a case of the calibration
-    half; a group of fewer than 3 start-ups has its band widened to a parent's (at least the parent's spread)."""
+    half; a group of fewer than 3 start-ups takes a parent's value, its band widened to cover the parent's."""
     v = _script()
     cal = json.loads((ROOT / "kvplan/budget/calibration.json").read_text())
     half = {c["id"]: v.half_of(v.source_key(c)) for c in v.cases()}
@@ -219,6 +219,7 @@ def test_the_calibration_reads_the_calibration_half_only():
         if g["n"] < 3:
             parent = groups[g["widened_by"]]
             assert parent["n"] >= 3 and g["low_bytes"] <= parent["low_bytes"] and g["high_bytes"] >= parent["high_bytes"]
+            assert g["value_bytes"] == parent["value_bytes"]  # too few to set the value
     for what in ("actual", "estimate"):
         fit = cal["cudagraph"][what]
         assert fit["pooled"]["ratio_low"] <= 1 <= fit["pooled"]["ratio_high"]

@@ -803,7 +803,8 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
                     f"tests/logs/budget: what vLLM's logged KV memory leaves beside kvplan's other terms, median "
                     f"{g['value_bytes'] / GiB:.2f} GiB, spread {g['low_bytes'] / GiB:.2f} to "
                     f"{g['high_bytes'] / GiB:.2f} GiB" + (
-                        f", fewer than 3 start-ups: the band widened to {g['widened_by']}'s" if g.get("widened_by")
+                        f", fewer than 3 start-ups: {g['widened_by']}'s value, the band widened to cover both"
+                        if g.get("widened_by")
                         else "") + " (scripts/calibrate_budget.py)")
     if sampler is not None and overrides["activation"] is None:
         row = sampler["row"]
