@@ -180,16 +180,17 @@ def test_tensor_bytes_per_method():
     assert tensor_bytes((24576, 1536), fp8, True, 2) == 24576 * 1536 + (24576 // 128) * (1536 // 128) * 4
     # ragged blocks round up: kv_a 576 rows → 5 row blocks
     assert tensor_bytes((576, 7168), fp8, True, 2) == 576 * 7168 + 5 * 56 * 4
-    # nvfp4: 4 bits + an fp8 scale per 16 values (4.5 bits) + a global fp32 scale.
-    assert tensor_bytes((4096, 4096), Quantization("nvfp4", ""), True, 2) == 4096 * (2048 + 256) + 4
+    # nvfp4: 4 bits + an fp8 scale per 16 values (4.5 bits) + the fp32 weight global scale and input scale.
+    assert tensor_bytes((4096, 4096), Quantization("nvfp4", ""), True, 2) == 4096 * (2048 + 256) + 8
     # bitsandbytes 4-bit: absmax fp32 per 64 values; double quant: a byte per 64 + fp32 per 256 blocks.
     n = 4096 * 4096
     assert tensor_bytes((4096, 4096), Quantization("bnb_4bit", ""), True, 2) == n // 2 + n // 64 * 4
     assert tensor_bytes((4096, 4096), Quantization("bnb_4bit", "", double_quant=True), True, 2) == \
         n // 2 + n // 64 + n // 64 // 256 * 4
-    # gptq 4-bit group 128: packed values + fp16 scale + packed zero per (row, group).
+    # gptq 4-bit group 128: packed values + fp16 scale + packed zero per (row, group) + the int32 g_idx per input
+    # column an AutoGPTQ checkpoint stores.
     assert tensor_bytes((4096, 4096), Quantization("gptq", "", bits=4, group_size=128), True, 2) == \
-        n // 2 + 4096 * 32 * 2 + 4096 * 32 // 2
+        n // 2 + 4096 * 32 * 2 + 4096 * 32 // 2 + 4096 * 4
     # not converted: dtype bytes
     assert tensor_bytes((4096, 4096), NO_QUANTIZATION, False, 2) == 2 * n
 
@@ -634,3 +635,60 @@ def test_deepseek_v4_flash_weight_bytes_as_vllm_loads_its_fp8_and_mxfp4_checkpoi
         memory = layout_weight_memory(build_model_layout("deepseek-ai/DeepSeek-V4-Flash", None,
                                                          ServingOptions(tensor_parallel_size=tp)))
         assert [s.weight_bytes for s in memory.stages] == [derived(tp)]
+
+
+# --- quantized linears as each release keeps them on a card (issue 34: kvplan.budget.quant_kernels) ---
+
+QUANT_GOLDENS = Path(__file__).parent / "golden" / "quant_weights"
+# The schemes whose kept bytes kvplan models per card (the goldens' other schemes: ModelOpt per-tensor fp8 and
+# compressed-tensors fp8 block keep their stored bytes but for scalar scales, not asserted here)
+KEPT_SCHEMES = ("gptq-int4-g128", "gptq-int4-g128-actorder", "gptq-int8-g128", "awq-int4-g128", "ct-w4a16-g128",
+                "ct-w8a8-int8", "fp8-block", "ct-nvfp4", "modelopt-nvfp4")
+# NVFP4's scalar parameters (alpha, the inverse global scales, a bf16 copy of the global scale: at most 4 fp32 and
+# one bf16 per linear, the goldens' ``kept``) are not counted by the rule
+NVFP4_SCALARS_BYTES = 18
+
+
+def _kept_cases():
+    for path in sorted(QUANT_GOLDENS.glob("*.json")):
+        doc = json.loads(path.read_text())
+        release = path.stem
+        for cc, cases in doc["by_capability"].items():
+            for c in cases:
+                if c["scheme"] in KEPT_SCHEMES and c.get("kept_bytes") is not None:
+                    yield release, tuple(int(x) for x in cc.split(".")), doc["schemes"][c["scheme"]], c
+
+
+def test_quant_goldens_cover_the_releases_and_cards():
+    # tests/golden/quant_weights/<release>.json: make_goldens.py --weights (scripts/golden/quant_weights.py),
+    # 0.11.0, 0.19.0 and 0.34.0 at capabilities 7.5, 8.0, 8.9, 9.0, 10.0, 12.0
+    found = {(r, cc) for r, cc, _, _ in _kept_cases()}
+    assert {r for r, _ in found} == {"0.11.0", "0.19.0", "0.34.0"}
+    assert {cc for _, cc in found} == {(7, 5), (8, 0), (8, 9), (9, 0), (10, 0), (12, 0)}
+    assert sum(1 for _ in _kept_cases()) > 300
+
+
+def test_quantized_linears_keep_the_bytes_each_release_keeps_on_each_card():
+    """Every recorded linear (GPTQ 4/8-bit, act-order, AWQ, compressed-tensors W4A16 / W8A8 int8, fp8 block,
+    NVFP4) at every capability of the goldens: kvplan's stored form plus ``kept_delta`` equals the bytes the
+    release's layer and kernel hold after ``process_weights_after_loading`` (132 SMs in the harness: Marlin's
+    workspace 528 B in 0.11 / 0.19), and kvplan's kernel is the release's."""
+    from kvplan.budget.quant_kernels import kept_linear_bytes, linear_kernel
+
+    checked = 0
+    for release, cc, cfg, c in _kept_cases():
+        q = quantization_of({"quantization_config": cfg})
+        got = kept_linear_bytes(c["out"], c["in"], q, cc, release, sms=132)
+        want = c["kept_bytes"]
+        where = f"{release} sm{cc} {c['case']} ({c.get('kernel') or c.get('linear_method')})"
+        if q.method == "nvfp4":
+            assert 0 <= want - got <= NVFP4_SCALARS_BYTES or 0 <= got - want <= 4, where
+        else:
+            assert got == want, where
+        golden_kernel = c.get("kernel") or c.get("linear_method")
+        ours = linear_kernel(q, cc, release, c["out"], c["in"])
+        if golden_kernel in ("MarlinLinearKernel", "MacheteLinearKernel", "GPTQLinearMethod", "AWQLinearMethod",
+                             "MarlinFP8ScaledMMLinearKernel", "MarlinNvFp4LinearKernel", "CutlassNvFp4LinearKernel"):
+            assert ours == golden_kernel, where
+        checked += 1
+    assert checked > 300

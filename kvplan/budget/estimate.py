@@ -419,11 +419,14 @@ def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: Budget
     padding = mxfp4_padding_for(card.compute_capability, card.platform, release) if card.name else None
     other = mxfp4_other_padding_for(card.compute_capability, card.platform, release) if card.name else None
 
+    loaded_on = (card.compute_capability, release) if card.name and card.platform == "cuda" and \
+        card.compute_capability and release else None
+
     def count(pad):
         return layout_weight_memory(layout, tp=tp, exact_params=bool(budget.exact_params),
                                     data_parallel_size=request.data_parallel_size,
                                     expert_parallel=request.enable_expert_parallel, quantization=budget.quantization,
-                                    mxfp4_padding=pad, inventory=counted)
+                                    mxfp4_padding=pad, inventory=counted, loaded_on=loaded_on)
 
     weights = count(padding)
     unpadded = count(other) if other is not None else None  # 0.11 Hopper: Triton with triton_kernels installed

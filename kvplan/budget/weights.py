@@ -21,8 +21,9 @@ from dataclasses import dataclass, field, replace
 from kvplan.budget.checkpoint import DTYPE_BITS
 from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED, checkpoint_metadata
 from kvplan.budget.meta import meta_param_counts
+from kvplan.budget.quant_kernels import kept_delta, linear_kernel
 from kvplan.budget.quantization import (
-    NO_QUANTIZATION, Quantization, quantization_of, quantization_override, tensor_bytes,
+    NO_QUANTIZATION, Quantization, quantization_of, quantization_override, weight_bytes,
 )
 from kvplan.model.inventory import ModelInventory, layout_inventory
 from kvplan.tensors import KINDS, Inventory, Weight
@@ -208,10 +209,13 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
                drafter_dtype: str | None = None, partition: tuple[int, ...] | None = None,
                data_parallel_size: int = 1, expert_parallel: bool = False,
                mxfp4_padding: tuple[int, int] | None = None,
-               bounds: tuple[tuple[int, int], ...] | None = None) -> list[Placement]:
+               bounds: tuple[tuple[int, int], ...] | None = None,
+               loaded_on: tuple[tuple[int, int], str] | None = None) -> list[Placement]:
     """Every tensor of ``inventories`` as one rank holds it (``weight_memory``'s arguments); ``bounds``: each
     pipeline stage's decoder layers as the model stage placed them (``ModelLayout.pp_bounds``), else
-    ``get_pp_indices`` over the target's layers."""
+    ``get_pp_indices`` over the target's layers; ``loaded_on``: ``(compute capability, release)`` of the card and
+    release that load them, whose kernels keep a quantized linear's bytes (``quant_kernels.kept_delta``; Marlin's
+    per-layer workspace of 4 B per SM is left out: the card's SM count is not known here)."""
     target = inventories[0]
     if not bounds:
         bounds = tuple(get_pp_indices(target.num_hidden_layers, r, pp, partition) for r in range(pp))
@@ -225,8 +229,9 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
             shape = w.moe_rank_shape(tp * data_parallel_size, expert_parallel) if w.expert else w.rank_shape(tp)
             if mxfp4_padding and w.expert and (q.expert_method or q.method) == "mxfp4":
                 shape = padded_expert_shape(w, shape, mxfp4_padding)
-            own = dtype_size_bytes(w.dtype) if w.dtype else db
-            nbytes = tensor_bytes(shape, q, q.converts(w), own, expert=w.expert)
+            nbytes = weight_bytes(w, shape, q, db)
+            if loaded_on and not w.expert and len(shape) == 2 and q.converts(w):
+                nbytes += kept_delta(shape[0], shape[1], q.resolve(w), loaded_on[0], loaded_on[1], dtype_bytes=db)
             if mxfp4_padding and len(mxfp4_padding) > 2 and w.expert and (q.expert_method or q.method) == "mxfp4":
                 nbytes += _triton_after_loading_bytes(w, shape, q.converts(w), mxfp4_padding)
             out.append(Placement(idx, w, shape, nbytes,
@@ -292,8 +297,7 @@ def stored_bytes(stored: Inventory, dtype: str, quant: Quantization) -> int:
     it (before any backend repacking): the figure the index's ``metadata.total_size`` gives. ``stored``: the
     inventory of what the checkpoint stores (``ModelInventory.stored``)."""
     db = dtype_size_bytes(dtype)
-    return sum(tensor_bytes(w.shape, quant, quant.converts(w), dtype_size_bytes(w.dtype) if w.dtype else db,
-                            expert=w.expert) for w in stored.weights)
+    return sum(weight_bytes(w, w.shape, quant, db) for w in stored.weights)
 
 
 def with_checkpoint(mem: WeightMemory, meta: dict, where: str, stored: int) -> WeightMemory:
@@ -358,8 +362,7 @@ def split_by_checkpoint(mem: WeightMemory, meta: dict, where: str, placed: list[
     for w in full.weights:
         g = tensor_group(w.name)
         conv = quant.converts(w)
-        stored[g] = stored.get(g, 0) + tensor_bytes(w.shape, quant, conv, dtype_size_bytes(w.dtype) if w.dtype else db,
-                                                    expert=w.expert)
+        stored[g] = stored.get(g, 0) + weight_bytes(w, w.shape, quant, db)
         if conv:
             converted.add(g)
     loaded: dict[str, int] = {}
@@ -478,7 +481,8 @@ def layout_weights(layout) -> ModelInventory:
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,
                          expert_parallel: bool = False, quantization: str | None = None,
                          mxfp4_padding: tuple[int, int] | None = None,
-                         inventory: ModelInventory | None = None) -> WeightMemory:
+                         inventory: ModelInventory | None = None,
+                         loaded_on: tuple[tuple[int, int], str] | None = None) -> WeightMemory:
     """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
     the drafter) per GPU; ``inventory``: its weights (``kvplan.model.inventory.ModelInventory``), else the
     layout's own (the model stage's, ``ModelLayout.inventory``), else counted here. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
@@ -501,8 +505,17 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     placed = placements(invs, target.dtype, tp=tp, pp=pp, quant=quant,
                         partition=getattr(layout, "pp_partition", None), drafter_quant=dq, drafter_dtype=ddtype,
                         data_parallel_size=data_parallel_size, expert_parallel=expert_parallel,
-                        mxfp4_padding=mxfp4_padding, bounds=layout.pp_bounds)
+                        mxfp4_padding=mxfp4_padding, bounds=layout.pp_bounds, loaded_on=loaded_on)
     mem = memory_of(placed, invs, target.dtype, tp=tp, pp=pp, quant=quant, drafter_quant=dq)
+    if loaded_on:
+        kernels = sorted({linear_kernel(quant.resolve(p.weight), loaded_on[0], loaded_on[1], *p.shape)
+                          for p in placed if p.inventory == 0 and not p.weight.expert and len(p.shape) == 2
+                          and quant.converts(p.weight)} - {""})
+        if kernels:
+            cc = loaded_on[0]
+            mem = replace(mem, notes=mem.notes + (
+                f"quantized linears as vLLM {loaded_on[1]} keeps them on SM {cc[0]}.{cc[1]}: {', '.join(kernels)} "
+                "(kvplan.budget.quant_kernels; Marlin's per-layer workspace not counted)",))
     if mxfp4_padding and quant.method == "mxfp4":
         if len(mxfp4_padding) > 2:
             kept = " and the checkpoint's block scales kept beside their swizzled copy" if mxfp4_padding[3] else ""
