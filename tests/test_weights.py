@@ -16,7 +16,7 @@ from kvplan.errors import UnsupportedError
 from kvplan.units import GiB
 from kvplan.model.inventory import Weight, analytic_inventory, drafter_inventory
 from kvplan.budget.quantization import NO_QUANTIZATION, Quantization, quantization_of, tensor_bytes
-from kvplan.budget.weights import layout_weight_memory, weight_memory
+from kvplan.budget.weights import layout_weight_memory, layout_weights, weight_memory
 from kvplan.model import ServingOptions, build_model_layout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -643,6 +643,7 @@ QUANT_GOLDENS = Path(__file__).parent / "golden" / "quant_weights"
 # The schemes whose kept bytes kvplan models per card (the goldens' other schemes: ModelOpt per-tensor fp8 and
 # compressed-tensors fp8 block keep their stored bytes but for scalar scales, not asserted here)
 KEPT_SCHEMES = ("gptq-int4-g128", "gptq-int4-g128-actorder", "gptq-int8-g128", "awq-int4-g128", "ct-w4a16-g128",
+                "modelopt-w4a16-nvfp4",
                 "ct-w8a8-int8", "fp8-block", "ct-nvfp4", "modelopt-nvfp4")
 # NVFP4's scalar parameters (alpha, the inverse global scales, a bf16 copy of the global scale: at most 4 fp32 and
 # one bf16 per linear, the goldens' ``kept``) are not counted by the rule
@@ -692,3 +693,101 @@ def test_quantized_linears_keep_the_bytes_each_release_keeps_on_each_card():
             assert ours == golden_kernel, where
         checked += 1
     assert checked > 300
+
+
+def _quantized_llama(tmp_path, quant: dict):
+    """Llama-3.1-8B's catalog config with ``quant`` as its quantization_config (the keys of the public GPTQ / W8A8
+    checkpoints of this model)."""
+    c = {**cfg("meta-llama/Llama-3.1-8B-Instruct"), "quantization_config": quant}
+    (tmp_path / "config.json").write_text(json.dumps(c))
+    return build_model_layout(str(tmp_path))
+
+
+GPTQ_INT4 = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+
+
+def test_gptq_on_an_a100_frees_what_marlin_drops_and_an_h100_keeps_it(tmp_path):
+    """vLLM 0.19.0 serves a symmetric GPTQ-Int4 checkpoint with GPTQMarlinLinearMethod: Machete on an H100 keeps every
+    loaded tensor; Marlin on an A100 replaces the packed zero points and (no act-order) g_idx by empty tensors
+    (quant_kernels.kept_delta; the goldens of test_quantized_linears_keep_the_bytes_each_release_keeps_on_each_card).
+    Per Llama-3.1-8B layer, rows·k over q, k, v, o, gate, up, down = 4096·4096·2 + 1024·4096·2 + 14336·4096·3
+    = 218,103,808: zeros rows·(k/128)·4 bits = 218,103,808 / 256 = 851,968 B; g_idx 4·k = 4·(4096·6 + 14336) =
+    155,648 B; 32 layers: 32 · 1,007,616 = 32,243,712 B freed on the A100."""
+    from factories import budget_of
+    from kvplan.engines.vllm import get_era
+
+    layout = _quantized_llama(tmp_path, GPTQ_INT4)
+    stored = layout_weight_memory(layout).stages[0].weight_bytes
+    era = get_era("vllm==0.19.0")
+    h100 = budget_of(layout, era, gpu="H100-80GB").weights_bytes
+    a100 = budget_of(layout, era, gpu="A100-80GB").weights_bytes
+    assert h100 == stored
+    assert stored - a100 == 32 * (851_968 + 155_648) == 32_243_712
+    assert any("MarlinLinearKernel" in n for n in budget_of(layout, era, gpu="A100-80GB").weights.notes)
+    # 0.34.0 (AutoGPTQ): no g_idx registered on either card, the zeros kept: 32 · 155,648 below the stored form
+    era = get_era("vllm==0.34.0")
+    assert stored - budget_of(layout, era, gpu="A100-80GB").weights_bytes == 32 * 155_648
+    assert stored - budget_of(layout, era, gpu="H100-80GB").weights_bytes == 32 * 155_648
+
+
+def test_awq_zero_points_become_bf16_under_machete(tmp_path):
+    """AWQ (zero_point) on an H100 in 0.34.0: Machete turns the packed int32 zero points into params-dtype values
+    (machete.py process_weights_after_loading): per linear rows·(k/128)·(2 − 4/8) B more; on an A100 Marlin keeps
+    them packed. Over a Llama-3.1-8B layer: 218,103,808 / 128 · 1.5 = 2,555,904 B; 32 layers 81,788,928 B."""
+    from factories import budget_of
+    from kvplan.engines.vllm import get_era
+
+    layout = _quantized_llama(tmp_path, {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+                                         "version": "gemm"})
+    stored = layout_weight_memory(layout).stages[0].weight_bytes
+    era = get_era("vllm==0.34.0")
+    assert budget_of(layout, era, gpu="A100-80GB").weights_bytes == stored
+    assert budget_of(layout, era, gpu="H100-80GB").weights_bytes - stored == 32 * 2_555_904 == 81_788_928
+
+
+def test_compressed_tensors_and_modelopt_schemes_are_read():
+    w4a16 = {"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group",
+                                           "group_size": 128}}}, "ignore": ["lm_head"]}
+    q = quantization_of({"quantization_config": w4a16})
+    assert (q.method, q.bits, q.group_size, q.zero_point, q.act_order) == ("wna16", 4, 128, False, False)
+    # packed values + bf16 scale per (row, group) + the int64 weight_shape pair
+    assert tensor_bytes((4096, 4096), q, True, 2) == 4096 * 4096 // 2 + 4096 * 32 * 2 + 16
+    w8a8 = {"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel"}}}}
+    q = quantization_of({"quantization_config": w8a8})
+    assert (q.method, q.strategy) == ("int8", "channel")
+    assert tensor_bytes((4096, 4096), q, True, 2) == 4096 * 4096 + 4096 * 4  # int8 + fp32 scale per row
+    block = {"quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "block",
+                                           "block_structure": [128, 128]}}}}
+    assert quantization_of({"quantization_config": block}).block == (128, 128)
+    q = quantization_of({"quantization_config": {"quant_method": "modelopt", "quantization": {
+        "quant_algo": "W4A16_NVFP4", "group_size": 16}}})
+    assert (q.method, q.strategy) == ("nvfp4", "a16")
+
+
+def test_modelopt_mixed_precision_quantizes_each_listed_module_by_its_own_algorithm():
+    """nvidia/Qwen3.6-35B-A3B-NVFP4 (the genuine config beside the corpus logs): MIXED_PRECISION with
+    quantized_layers naming FP8 for the attention / linear-attention projections and W4A16_NVFP4 for the experts,
+    shared experts and the lm_head; routers, embeddings and norms are not listed (bf16). Checkpoint names
+    (model.language_model.layers.N) are kvplan's model.layers.N.
+      experts, per layer: gate_up [256, 1024, 2048] and down [256, 2048, 512] at 4-bit + fp8 scale per 16, + 8 B
+      (two fp32 global scales) per expert matrix: 256·1024·(1024 + 128) + 256·2048·(256 + 32) + 2·256·8
+      = 301,989,888 + 150,994,944 + 4,096 = 452,988,928; 40 layers: 18,119,557,120 B
+      lm_head [248320, 2048]: 248320·(1024 + 128) + 8 = 286,064,648 B (NVFP4, not bf16's 1,017,118,720)
+      embedding [248320, 2048] bf16: 1,017,118,720 B"""
+    path = ROOT / "tests" / "logs" / "budget" / "configs" / "nvidia" / "Qwen3.6-35B-A3B-NVFP4"
+    layout = build_model_layout(str(path))
+    q = quantization_of(json.loads((path / "config.json").read_text()))
+    assert q.method == "mixed" and len(q.per_module) == 291
+    w = layout_weight_memory(layout).stages[0].bytes_by_kind
+    assert w["experts"] == 40 * 452_988_928 == 18_119_557_120
+    assert w["lm_head"] == 286_064_648
+    assert w["embedding"] == 1_017_118_720
+    # q_proj [8192, 2048] of a full-attention layer: fp8 + one fp32 scale (per-tensor)
+    inv = layout_weights(layout).target
+    qp = next(x for x in inv.weights if x.name == "model.layers.3.self_attn.q_proj.weight")
+    assert q.converts(qp) and q.resolve(qp).method == "fp8"
+    router = next(x for x in inv.weights if x.name == "model.layers.3.mlp.gate.weight")
+    assert not q.converts(router)

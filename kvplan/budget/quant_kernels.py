@@ -103,7 +103,9 @@ def linear_kernel(quant: Quantization, capability: tuple[int, int], release: str
     if m == "fp8" and quant.block:
         return "MarlinFP8ScaledMMLinearKernel" if cc < (90 if key >= AUTO_ERA_FROM else 89) else "Fp8BlockScaled"
     if m == "nvfp4":
-        return "MarlinNvFp4LinearKernel" if cc < 100 else "CutlassNvFp4LinearKernel"
+        # W4A16 NVFP4 (ModelOpt W4A16_NVFP4, strategy "a16") runs the Marlin FP4 GEMM on every card
+        # (ModelOptNvFp4W4A16LinearMethod, 0.24.0 quantization/modelopt.py 1247-1273: the Marlin NVFP4 adapter pinned)
+        return "MarlinNvFp4LinearKernel" if cc < 100 or quant.strategy == "a16" else "CutlassNvFp4LinearKernel"
     return ""
 
 

@@ -90,7 +90,9 @@ class Quantization:
         method = self._module_method(w.module)
         if method is None:
             return NO_QUANTIZATION
-        return replace(self, method=method, per_module=(), strategy="tensor" if method == "fp8" else self.strategy)
+        # "nvfp4-a16": W4A16_NVFP4, NVFP4 weights with bf16 activations (ModelOptNvFp4W4A16LinearMethod: Marlin FP4)
+        return replace(self, method=method.split("-")[0], per_module=(),
+                       strategy={"fp8": "tensor", "nvfp4-a16": "a16"}.get(method, self.strategy))
 
 
 NO_QUANTIZATION = Quantization("none", "unquantized")
@@ -158,7 +160,9 @@ def quantization_of(config: dict) -> Quantization:
         if algo == "MIXED_PRECISION":
             return _modelopt_mixed(config, q, nested, exclude)
         if "FP4" in algo or method == "modelopt_fp4":
-            return Quantization("nvfp4", "nvfp4: 4-bit values + fp8 scale per 16 (4.5 bits)", exclude=exclude)
+            a16 = algo == "W4A16_NVFP4"  # weight-only: bf16 activations (the Marlin FP4 GEMM, quant_kernels)
+            return Quantization("nvfp4", "nvfp4: 4-bit values + fp8 scale per 16 (4.5 bits)"
+                                + (", weight-only" if a16 else ""), exclude=exclude, strategy="a16" if a16 else "")
         if "FP8" in algo:
             return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix (modelopt)", exclude=exclude)
     if method == "compressed-tensors":
@@ -192,7 +196,7 @@ def quantization_of(config: dict) -> Quantization:
 _TEXT_PREFIXES = ("model.language_model.", "language_model.model.")
 # ModelOpt per-module algorithms and kvplan's method for each (modelopt.py 0.24.0 get_quant_method 2463-2507:
 # FP8 → ModelOptFp8LinearMethod (per-tensor fp8), NVFP4 / W4A16_NVFP4 → the NVFP4 methods, same packing)
-_MODELOPT_ALGOS = {"FP8": "fp8", "NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4"}
+_MODELOPT_ALGOS = {"FP8": "fp8", "NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4-a16"}
 
 
 def _text_name(name: str) -> str:
@@ -216,7 +220,8 @@ def _modelopt_mixed(config: dict, q: dict, nested: dict, exclude: tuple[str, ...
         per.append((_vllm_name(config, _text_name(str(name))), _MODELOPT_ALGOS[algo]))
     if not per:
         raise UnsupportedError("quantization_config: MIXED_PRECISION without quantized_layers; pass --weights-memory")
-    counts = {m: sum(1 for _, x in per if x == m) for m in sorted({x for _, x in per})}
+    counts = {m.replace("nvfp4-a16", "nvfp4 (weight-only)"): sum(1 for _, x in per if x == m)
+              for m in sorted({x for _, x in per})}
     return Quantization("mixed", "modelopt mixed precision: " + ", ".join(f"{n} {m}" for m, n in counts.items())
                         + " modules", exclude=tuple(_text_name(e) for e in exclude), per_module=tuple(per))
 

@@ -107,6 +107,11 @@ SCHEMES = {
     "modelopt-nvfp4": {"quant_method": "modelopt", "quantization": {"quant_algo": "NVFP4", "group_size": 16,
                                                                     "kv_cache_quant_algo": None,
                                                                     "exclude_modules": ["lm_head"]}},
+    # ModelOpt W4A16_NVFP4 (weight-only NVFP4: the experts and MLPs of nvidia/Qwen3.6-35B-A3B-NVFP4's
+    # MIXED_PRECISION config, tests/logs/budget/configs/nvidia/Qwen3.6-35B-A3B-NVFP4/hf_quant_config.json)
+    "modelopt-w4a16-nvfp4": {"quant_method": "modelopt", "quantization": {"quant_algo": "W4A16_NVFP4", "group_size": 16,
+                                                                          "kv_cache_quant_algo": None,
+                                                                          "exclude_modules": ["lm_head"]}},
     # nvidia/*-FP8 (ModelOpt: per-tensor fp8)
     "modelopt-fp8": {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8",
                                                                   "kv_cache_quant_algo": None,
