@@ -791,3 +791,32 @@ def test_modelopt_mixed_precision_quantizes_each_listed_module_by_its_own_algori
     assert q.converts(qp) and q.resolve(qp).method == "fp8"
     router = next(x for x in inv.weights if x.name == "model.layers.3.mlp.gate.weight")
     assert not q.converts(router)
+
+
+@pytest.mark.parametrize("model,layers,experts", [("openai/gpt-oss-20b", 24, 32), ("openai/gpt-oss-120b", 36, 128)])
+def test_gpt_oss_on_a_b200_follows_each_release_s_flashinfer_backend(model, layers, experts):
+    """B200 (cc 10.0), TP 1 (kvplan.budget.weights.mxfp4_padding_for; hidden 2880 → 3072 in every case):
+    - 0.34.0 (from 0.27.1): FlashInfer TRTLLM MXFP4 BF16, intermediate 2880 → 2944 (128) — Marlin's allocation
+      (per layer: 20b 38,227,968 + 20,480 bias bytes, 120b 1,847,263,232 − 1,694,269,440 = 152,993,792) — and the
+      expert biases in float32: +2 B per element of w13 [2·2944] and w2 [3072] = 2·(5888 + 3072) = 17,920 B an expert;
+    - 0.19.0 (0.12-0.26): intermediate 2880 → 3072 (256). Per expert, 4-bit values + one e8m0 scale per 32:
+      w13 [6144, 3072]: 6144·(1536 + 96) = 10,027,008; w2 [3072, 3072]: 3072·1632 = 5,013,504; bf16 biases
+      (6144 + 3072)·2 = 18,432 → 15,058,944, against the checkpoint's 5760·(1440 + 90) + 2880·(1440 + 90) + 8640·2 =
+      13,236,480: +1,822,464, and the float32 biases +18,432: 1,840,896 an expert;
+    - 0.11.0: a pip install has neither FlashInfer (an extra) nor triton_kernels: Marlin, the value; the band's high
+      end FlashInfer SM100 BF16's (256) count."""
+    from factories import budget_of
+    from kvplan.engines.vllm import get_era
+
+    layout = build_model_layout(model)
+    plain = layout_weight_memory(layout).stages[0].weight_bytes
+    marlin = {24: 38_227_968 + 20_480, 36: 1_847_263_232 - 1_694_269_440}[layers]
+    b = budget_of(layout, get_era("vllm==0.34.0"), gpu="B200")
+    assert b.weights_bytes - plain == layers * marlin + layers * experts * 17_920
+    assert any("FlashInfer SM100 MoE backend" in n for n in b.weights.notes)
+    b = budget_of(layout, get_era("vllm==0.19.0"), gpu="B200")
+    assert b.weights_bytes - plain == layers * experts * 1_840_896
+    b = budget_of(layout, get_era("vllm==0.11.0"), gpu="B200")
+    assert b.weights_bytes - plain == layers * marlin
+    term = _weights_term(b)
+    assert term.high_bytes == round((plain + layers * experts * 1_840_896) * 1.01)

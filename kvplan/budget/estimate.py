@@ -398,8 +398,11 @@ class _Estimate:
                             cudagraph_resident_bytes=resident, **sized)
         w_low, w_high = w_bytes, w_bytes
         if o.weights is None:
-            lowest = w_bytes if self.unpadded is None else self._weights_on(s, self.unpadded)
-            w_low, w_high = round(min(w_bytes, lowest) * (1 - WEIGHTS_BAND)), round(w_bytes * (1 + WEIGHTS_BAND))
+            # the other backend an unstated package picks (mxfp4_other_padding_for): below the value (0.11 Hopper's
+            # Triton) or above it (0.11 B200's FlashInfer, which pads more): the band holds both
+            other = w_bytes if self.unpadded is None else self._weights_on(s, self.unpadded)
+            w_low = round(min(w_bytes, other) * (1 - WEIGHTS_BAND))
+            w_high = round(max(w_bytes, other) * (1 + WEIGHTS_BAND))
         ends = tuple(self._sized(weights=w_e, activation=af + enc_part, non_torch=nt_e, cudagraph=cg,
                                  cudagraph_resident=resident)["kv_cache_memory_bytes"]
                      for w_e, af, nt_e in ((w_high, act_ends[1], nt_band[1]), (w_low, act_ends[0], nt_band[0])))

@@ -83,13 +83,31 @@ HOPPER_MARLIN_MXFP4_RELEASES = ("0.11.0", "0.11.1", "0.11.2")
 # VLLM_MXFP4_USE_MARLIN only steers the LoRA path there (0.19.0 oracle/mxfp4.py:217).
 
 
+# B200 (compute capability 10.0): FlashInfer's MXFP4 MoE with bf16 activations, in the padding-tuple form above
+# (intermediate alignment, hidden alignment, bytes per expert-bias element, extra scale copies). flashinfer-python is a
+# Requires-Dist of every wheel from 0.12.0 (0.11.x lists it under the "flashinfer" extra only). 0.12-0.18:
+# get_mxfp4_backend returns SM100_FI_MXFP4_BF16 on cc 10.0 with FlashInfer (0.12.0 quantization/mxfp4.py:134-140),
+# whose create_weights pads the intermediate size per rank and the hidden size to 256 (0.12.0 :306-312, 0.18.1
+# :347-353; 0.11.0 :206-214); 0.19-0.26: FLASHINFER_TRTLLM_MXFP4_BF16 heads the priority list (0.19.0
+# fused_moe/oracle/mxfp4.py:174-183) and supports the SM100 family with FlashInfer
+# (experts/trtllm_mxfp4_moe.py _supports_current_device), padding both to 256 (0.19.0 oracle/mxfp4.py:386-388);
+# from 0.27.1 the TRTLLM intermediate alignment is 128, the hidden 256 (0.34.0 oracle/mxfp4.py:856-858). Every one
+# of these paths widens the expert biases to float32 and replaces the weights and block scales by their shuffled,
+# interleaved copies (0.11.0 quantization/mxfp4.py:351-352, 0.34.0 oracle/mxfp4.py:998-1100; the interleave pads
+# scale rows to 128 and columns to 4, which the padded sizes already are for gpt-oss at TP 1-8).
+FLASHINFER_SM100_MXFP4_PADDING = (256, 256, 4, 0)  # 0.12-0.26 (and 0.11 with the flashinfer extra)
+TRTLLM_SM100_MXFP4_PADDING = (128, 256, 4, 0)  # 0.27+
+TRTLLM_ALIGN_128_FROM = (0, 27)
+
+
 def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
                       release: str = "") -> tuple[int, ...] | None:
     """The MXFP4 expert padding of the MoE backend vLLM picks by default on a card: Marlin below compute
     capability 9.0 on CUDA; in the 0.10.1 releases (``MARLIN_MXFP4_EXCEPT_SM100_RELEASES``) Marlin on every
     CUDA card but cc 10.0; on Hopper Marlin in 0.11 (``HOPPER_MARLIN_MXFP4_RELEASES``: no triton_kernels in a
-    pip install), Triton's from 0.12 (vendored triton_kernels); None elsewhere (Blackwell's FlashInfer
-    backends are not modelled)."""
+    pip install), Triton's from 0.12 (vendored triton_kernels); on a B200 (cc 10.0) FlashInfer's SM100 backends
+    from 0.12 (``FLASHINFER_SM100_MXFP4_PADDING``, ``TRTLLM_SM100_MXFP4_PADDING``), Marlin in 0.11; None elsewhere
+    (consumer Blackwell, cc 12.0, is not modelled)."""
     if platform != "cuda" or compute_capability is None:
         return None
     if release in MARLIN_MXFP4_EXCEPT_SM100_RELEASES:
@@ -98,6 +116,11 @@ def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str 
         return MARLIN_MXFP4_PADDING
     if compute_capability == (9, 0):
         return _triton_padding(release)
+    if compute_capability == (10, 0) and release:
+        if release in HOPPER_MARLIN_MXFP4_RELEASES:  # 0.11: no flashinfer nor triton_kernels in a pip install
+            return MARLIN_MXFP4_PADDING
+        return TRTLLM_SM100_MXFP4_PADDING if _release_key(release) >= TRTLLM_ALIGN_128_FROM else \
+            FLASHINFER_SM100_MXFP4_PADDING
     return None
 
 
@@ -117,6 +140,8 @@ def mxfp4_other_padding_for(compute_capability: tuple[int, int] | None, platform
     None where the choice does not depend on one."""
     if platform == "cuda" and compute_capability == (9, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES:
         return _triton_padding(release)
+    if platform == "cuda" and compute_capability == (10, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES:
+        return FLASHINFER_SM100_MXFP4_PADDING  # 0.11 with the flashinfer extra: SM100_FI_MXFP4_BF16
     return None
 
 
@@ -519,9 +544,11 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     if mxfp4_padding and quant.method == "mxfp4":
         if len(mxfp4_padding) > 2:
             kept = " and the checkpoint's block scales kept beside their swizzled copy" if mxfp4_padding[3] else ""
-            note = (f"mxfp4 experts as vLLM's Triton MoE backend holds them on this card: intermediate size per rank "
-                    f"rounded up to {mxfp4_padding[0]}, expert biases in float32{kept} (kvplan.budget.weights."
-                    "TRITON_MXFP4_PADDING)")
+            which = "Triton" if mxfp4_padding[1] == 1 else "FlashInfer SM100"
+            hidden = f", hidden size to {mxfp4_padding[1]}" if mxfp4_padding[1] > 1 else ""
+            note = (f"mxfp4 experts as vLLM's {which} MoE backend holds them on this card: intermediate size per rank "
+                    f"rounded up to {mxfp4_padding[0]}{hidden}, expert biases in float32{kept} (kvplan.budget.weights."
+                    "mxfp4_padding_for)")
         else:
             note = (f"mxfp4 experts as vLLM's Marlin MoE backend allocates them on this card: intermediate size per "
                     f"rank rounded up to {mxfp4_padding[0]}, hidden size to {mxfp4_padding[1]} "
