@@ -486,8 +486,11 @@ class _Estimate:
                             cudagraph_resident_bytes=resident, **sized)
         w_low, w_high = w_bytes, w_bytes
         if o.weights is None:
-            lowest = w_bytes if self.unpadded is None else self._weights_on(s, self.unpadded)
-            w_low, w_high = round(min(w_bytes, lowest) * (1 - WEIGHTS_BAND)), round(w_bytes * (1 + WEIGHTS_BAND))
+            # the other backend an unstated package picks (mxfp4_other_padding_for): below the value (0.11 Hopper's
+            # Triton) or above it (0.11 B200's FlashInfer, which pads more): the band holds both
+            other = w_bytes if self.unpadded is None else self._weights_on(s, self.unpadded)
+            w_low = round(min(w_bytes, other) * (1 - WEIGHTS_BAND))
+            w_high = round(max(w_bytes, other) * (1 + WEIGHTS_BAND))
         ends = tuple(self._sized(weights=w_e, activation=af + enc_part, non_torch=nt_e, cudagraph=cg_e,
                                  cudagraph_resident=resident)["kv_cache_memory_bytes"]
                      for w_e, af, nt_e, cg_e in ((w_high, act_ends[1], nt_band[1], cg_ends[1]),
@@ -513,11 +516,14 @@ def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: Budget
     padding = mxfp4_padding_for(card.compute_capability, card.platform, release) if card.name else None
     other = mxfp4_other_padding_for(card.compute_capability, card.platform, release) if card.name else None
 
+    loaded_on = (card.compute_capability, release) if card.name and card.platform == "cuda" and \
+        card.compute_capability and release else None
+
     def count(pad):
         return layout_weight_memory(layout, tp=tp, exact_params=bool(budget.exact_params),
                                     data_parallel_size=request.data_parallel_size,
                                     expert_parallel=request.enable_expert_parallel, quantization=budget.quantization,
-                                    mxfp4_padding=pad, inventory=counted)
+                                    mxfp4_padding=pad, inventory=counted, loaded_on=loaded_on)
 
     weights = count(padding)
     unpadded = count(other) if other is not None else None  # 0.11 Hopper: Triton with triton_kernels installed

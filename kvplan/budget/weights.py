@@ -21,8 +21,9 @@ from dataclasses import dataclass, field, replace
 from kvplan.budget.checkpoint import DTYPE_BITS
 from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED, checkpoint_metadata
 from kvplan.budget.meta import meta_param_counts
+from kvplan.budget.quant_kernels import kept_delta, linear_kernel
 from kvplan.budget.quantization import (
-    NO_QUANTIZATION, Quantization, quantization_of, quantization_override, tensor_bytes,
+    NO_QUANTIZATION, Quantization, quantization_of, quantization_override, weight_bytes,
 )
 from kvplan.model.inventory import ModelInventory, layout_inventory
 from kvplan.tensors import KINDS, Inventory, Weight
@@ -82,13 +83,31 @@ HOPPER_MARLIN_MXFP4_RELEASES = ("0.11.0", "0.11.1", "0.11.2")
 # VLLM_MXFP4_USE_MARLIN only steers the LoRA path there (0.19.0 oracle/mxfp4.py:217).
 
 
+# B200 (compute capability 10.0): FlashInfer's MXFP4 MoE with bf16 activations, in the padding-tuple form above
+# (intermediate alignment, hidden alignment, bytes per expert-bias element, extra scale copies). flashinfer-python is a
+# Requires-Dist of every wheel from 0.12.0 (0.11.x lists it under the "flashinfer" extra only). 0.12-0.18:
+# get_mxfp4_backend returns SM100_FI_MXFP4_BF16 on cc 10.0 with FlashInfer (0.12.0 quantization/mxfp4.py:134-140),
+# whose create_weights pads the intermediate size per rank and the hidden size to 256 (0.12.0 :306-312, 0.18.1
+# :347-353; 0.11.0 :206-214); 0.19-0.26: FLASHINFER_TRTLLM_MXFP4_BF16 heads the priority list (0.19.0
+# fused_moe/oracle/mxfp4.py:174-183) and supports the SM100 family with FlashInfer
+# (experts/trtllm_mxfp4_moe.py _supports_current_device), padding both to 256 (0.19.0 oracle/mxfp4.py:386-388);
+# from 0.27.1 the TRTLLM intermediate alignment is 128, the hidden 256 (0.34.0 oracle/mxfp4.py:856-858). Every one
+# of these paths widens the expert biases to float32 and replaces the weights and block scales by their shuffled,
+# interleaved copies (0.11.0 quantization/mxfp4.py:351-352, 0.34.0 oracle/mxfp4.py:998-1100; the interleave pads
+# scale rows to 128 and columns to 4, which the padded sizes already are for gpt-oss at TP 1-8).
+FLASHINFER_SM100_MXFP4_PADDING = (256, 256, 4, 0)  # 0.12-0.26 (and 0.11 with the flashinfer extra)
+TRTLLM_SM100_MXFP4_PADDING = (128, 256, 4, 0)  # 0.27+
+TRTLLM_ALIGN_128_FROM = (0, 27)
+
+
 def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
                       release: str = "") -> tuple[int, ...] | None:
     """The MXFP4 expert padding of the MoE backend vLLM picks by default on a card: Marlin below compute
     capability 9.0 on CUDA; in the 0.10.1 releases (``MARLIN_MXFP4_EXCEPT_SM100_RELEASES``) Marlin on every
     CUDA card but cc 10.0; on Hopper Marlin in 0.11 (``HOPPER_MARLIN_MXFP4_RELEASES``: no triton_kernels in a
-    pip install), Triton's from 0.12 (vendored triton_kernels); None elsewhere (Blackwell's FlashInfer
-    backends are not modelled)."""
+    pip install), Triton's from 0.12 (vendored triton_kernels); on a B200 (cc 10.0) FlashInfer's SM100 backends
+    from 0.12 (``FLASHINFER_SM100_MXFP4_PADDING``, ``TRTLLM_SM100_MXFP4_PADDING``), Marlin in 0.11; None elsewhere
+    (consumer Blackwell, cc 12.0, is not modelled)."""
     if platform != "cuda" or compute_capability is None:
         return None
     if release in MARLIN_MXFP4_EXCEPT_SM100_RELEASES:
@@ -97,6 +116,11 @@ def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str 
         return MARLIN_MXFP4_PADDING
     if compute_capability == (9, 0):
         return _triton_padding(release)
+    if compute_capability == (10, 0) and release:
+        if release in HOPPER_MARLIN_MXFP4_RELEASES:  # 0.11: no flashinfer nor triton_kernels in a pip install
+            return MARLIN_MXFP4_PADDING
+        return TRTLLM_SM100_MXFP4_PADDING if _release_key(release) >= TRTLLM_ALIGN_128_FROM else \
+            FLASHINFER_SM100_MXFP4_PADDING
     return None
 
 
@@ -116,6 +140,8 @@ def mxfp4_other_padding_for(compute_capability: tuple[int, int] | None, platform
     None where the choice does not depend on one."""
     if platform == "cuda" and compute_capability == (9, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES:
         return _triton_padding(release)
+    if platform == "cuda" and compute_capability == (10, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES:
+        return FLASHINFER_SM100_MXFP4_PADDING  # 0.11 with the flashinfer extra: SM100_FI_MXFP4_BF16
     return None
 
 
@@ -208,10 +234,13 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
                drafter_dtype: str | None = None, partition: tuple[int, ...] | None = None,
                data_parallel_size: int = 1, expert_parallel: bool = False,
                mxfp4_padding: tuple[int, int] | None = None,
-               bounds: tuple[tuple[int, int], ...] | None = None) -> list[Placement]:
+               bounds: tuple[tuple[int, int], ...] | None = None,
+               loaded_on: tuple[tuple[int, int], str] | None = None) -> list[Placement]:
     """Every tensor of ``inventories`` as one rank holds it (``weight_memory``'s arguments); ``bounds``: each
     pipeline stage's decoder layers as the model stage placed them (``ModelLayout.pp_bounds``), else
-    ``get_pp_indices`` over the target's layers."""
+    ``get_pp_indices`` over the target's layers; ``loaded_on``: ``(compute capability, release)`` of the card and
+    release that load them, whose kernels keep a quantized linear's bytes (``quant_kernels.kept_delta``; Marlin's
+    per-layer workspace of 4 B per SM is left out: the card's SM count is not known here)."""
     target = inventories[0]
     if not bounds:
         bounds = tuple(get_pp_indices(target.num_hidden_layers, r, pp, partition) for r in range(pp))
@@ -225,8 +254,9 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
             shape = w.moe_rank_shape(tp * data_parallel_size, expert_parallel) if w.expert else w.rank_shape(tp)
             if mxfp4_padding and w.expert and (q.expert_method or q.method) == "mxfp4":
                 shape = padded_expert_shape(w, shape, mxfp4_padding)
-            own = dtype_size_bytes(w.dtype) if w.dtype else db
-            nbytes = tensor_bytes(shape, q, q.converts(w), own, expert=w.expert)
+            nbytes = weight_bytes(w, shape, q, db)
+            if loaded_on and not w.expert and len(shape) == 2 and q.converts(w):
+                nbytes += kept_delta(shape[0], shape[1], q.resolve(w), loaded_on[0], loaded_on[1], dtype_bytes=db)
             if mxfp4_padding and len(mxfp4_padding) > 2 and w.expert and (q.expert_method or q.method) == "mxfp4":
                 nbytes += _triton_after_loading_bytes(w, shape, q.converts(w), mxfp4_padding)
             out.append(Placement(idx, w, shape, nbytes,
@@ -292,8 +322,7 @@ def stored_bytes(stored: Inventory, dtype: str, quant: Quantization) -> int:
     it (before any backend repacking): the figure the index's ``metadata.total_size`` gives. ``stored``: the
     inventory of what the checkpoint stores (``ModelInventory.stored``)."""
     db = dtype_size_bytes(dtype)
-    return sum(tensor_bytes(w.shape, quant, quant.converts(w), dtype_size_bytes(w.dtype) if w.dtype else db,
-                            expert=w.expert) for w in stored.weights)
+    return sum(weight_bytes(w, w.shape, quant, db) for w in stored.weights)
 
 
 def with_checkpoint(mem: WeightMemory, meta: dict, where: str, stored: int) -> WeightMemory:
@@ -358,8 +387,7 @@ def split_by_checkpoint(mem: WeightMemory, meta: dict, where: str, placed: list[
     for w in full.weights:
         g = tensor_group(w.name)
         conv = quant.converts(w)
-        stored[g] = stored.get(g, 0) + tensor_bytes(w.shape, quant, conv, dtype_size_bytes(w.dtype) if w.dtype else db,
-                                                    expert=w.expert)
+        stored[g] = stored.get(g, 0) + weight_bytes(w, w.shape, quant, db)
         if conv:
             converted.add(g)
     loaded: dict[str, int] = {}
@@ -478,7 +506,8 @@ def layout_weights(layout) -> ModelInventory:
 def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = False, data_parallel_size: int = 1,
                          expert_parallel: bool = False, quantization: str | None = None,
                          mxfp4_padding: tuple[int, int] | None = None,
-                         inventory: ModelInventory | None = None) -> WeightMemory:
+                         inventory: ModelInventory | None = None,
+                         loaded_on: tuple[tuple[int, int], str] | None = None) -> WeightMemory:
     """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
     the drafter) per GPU; ``inventory``: its weights (``kvplan.model.inventory.ModelInventory``), else the
     layout's own (the model stage's, ``ModelLayout.inventory``), else counted here. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
@@ -501,14 +530,25 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     placed = placements(invs, target.dtype, tp=tp, pp=pp, quant=quant,
                         partition=getattr(layout, "pp_partition", None), drafter_quant=dq, drafter_dtype=ddtype,
                         data_parallel_size=data_parallel_size, expert_parallel=expert_parallel,
-                        mxfp4_padding=mxfp4_padding, bounds=layout.pp_bounds)
+                        mxfp4_padding=mxfp4_padding, bounds=layout.pp_bounds, loaded_on=loaded_on)
     mem = memory_of(placed, invs, target.dtype, tp=tp, pp=pp, quant=quant, drafter_quant=dq)
+    if loaded_on:
+        kernels = sorted({linear_kernel(quant.resolve(p.weight), loaded_on[0], loaded_on[1], *p.shape)
+                          for p in placed if p.inventory == 0 and not p.weight.expert and len(p.shape) == 2
+                          and quant.converts(p.weight)} - {""})
+        if kernels:
+            cc = loaded_on[0]
+            mem = replace(mem, notes=mem.notes + (
+                f"quantized linears as vLLM {loaded_on[1]} keeps them on SM {cc[0]}.{cc[1]}: {', '.join(kernels)} "
+                "(kvplan.budget.quant_kernels; Marlin's per-layer workspace not counted)",))
     if mxfp4_padding and quant.method == "mxfp4":
         if len(mxfp4_padding) > 2:
             kept = " and the checkpoint's block scales kept beside their swizzled copy" if mxfp4_padding[3] else ""
-            note = (f"mxfp4 experts as vLLM's Triton MoE backend holds them on this card: intermediate size per rank "
-                    f"rounded up to {mxfp4_padding[0]}, expert biases in float32{kept} (kvplan.budget.weights."
-                    "TRITON_MXFP4_PADDING)")
+            which = "Triton" if mxfp4_padding[1] == 1 else "FlashInfer SM100"
+            hidden = f", hidden size to {mxfp4_padding[1]}" if mxfp4_padding[1] > 1 else ""
+            note = (f"mxfp4 experts as vLLM's {which} MoE backend holds them on this card: intermediate size per rank "
+                    f"rounded up to {mxfp4_padding[0]}{hidden}, expert biases in float32{kept} (kvplan.budget.weights."
+                    "mxfp4_padding_for)")
         else:
             note = (f"mxfp4 experts as vLLM's Marlin MoE backend allocates them on this card: intermediate size per "
                     f"rank rounded up to {mxfp4_padding[0]}, hidden size to {mxfp4_padding[1]} "

@@ -573,7 +573,14 @@ def main() -> None:
     ap.add_argument("--kv-dtypes", action="store_true",
                     help="write tests/golden/kv_dtypes/<release>.json: every --kv-cache-dtype of the release on a dense, "
                          "an MLA and a hybrid model (backend, spec, page size, num_blocks at 40 GiB)")
+    ap.add_argument("--weights", action="store_true",
+                    help="write tests/golden/quant_weights/<release>.json: quantized linear layers' bytes as the release "
+                         "allocates and keeps them, per card capability (scripts/golden/quant_weights.py)")
     args = ap.parse_args()
+    if args.weights:
+        for release in args.releases or list(WEIGHTS_RELEASES):
+            print(f"  {make_weights(release, only=args.only).relative_to(REPO)}", file=sys.stderr)
+        return
     if args.kv_dtypes:
         for release in args.releases or ["0.34.0"]:
             print(f"  {make_kv_dtypes(release, only=args.only).relative_to(REPO)}", file=sys.stderr)
@@ -1066,6 +1073,50 @@ def make_kv_dtypes(release: str, only: str | None = None) -> Path:
         err = r.get("error")
         print(f"  {c['case']}: {err['type'] + ': ' + err['message'][:90] if err else (r.get('attention_backend'), r.get('num_blocks'))}",
               file=sys.stderr)
+    return path
+
+
+WEIGHTS_DIR = OUT_DIR / "quant_weights"
+WEIGHTS_RUNNER = REPO / "scripts" / "golden" / "quant_weights.py"
+WEIGHTS_RELEASES = ("0.11.0", "0.19.0", "0.34.0")
+# T4, A100, L40S / RTX 4090, H100, B200, RTX 5090 (compute capabilities)
+WEIGHTS_CAPABILITIES = ("7.5", "8.0", "8.9", "9.0", "10.0", "12.0")
+
+
+def make_weights(release: str, only: str | None = None) -> Path:
+    """``tests/golden/quant_weights/<release>.json`` (issue 34): ``quant_weights.py`` in the release's environment
+    once per capability of ``WEIGHTS_CAPABILITIES``. Releases from 0.24 run on ``ARCH_BASE`` (transformers 5 with
+    compressed-tensors, which their quantization registry imports), older ones on ``RELEASE_BASE``."""
+    found = release_python(release)
+    if found is None:
+        raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
+    py, env = found
+    if tuple(int(x) for x in release.split(".")[:2]) >= (0, 24) and (ARCH_BASE / "bin" / "python").exists():
+        py = ARCH_BASE / "bin" / "python"
+    by_cc: dict[str, list] = {}
+    schemes: dict = {}
+    version = release
+    for cc in WEIGHTS_CAPABILITIES:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "out.json"
+            cmd = [str(py), str(WEIGHTS_RUNNER), str(out), "--capability", cc] + (["--only", only] if only else [])
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False, env=env)
+            if proc.returncode != 0 or not out.exists():
+                raise SystemExit(f"quant_weights.py failed for vllm {release} at {cc}:\n{proc.stderr[-3000:]}")
+            doc = json.loads(out.read_text())
+        version = doc["vllm_version"]
+        for c in doc["cases"]:
+            schemes[c["scheme"]] = c.pop("config")
+        by_cc[cc] = doc["cases"]
+        for c in doc["cases"]:
+            print(f"  {release} {cc} {c['case']}: {c.get('kernel') or c.get('linear_method')} "
+                  f"{c.get('created_bytes')} -> {c.get('kept_bytes')} {c.get('error') or c.get('kept_error') or ''}"[:220],
+                  file=sys.stderr)
+    WEIGHTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = WEIGHTS_DIR / f"{release}.json"
+    text = json.dumps({"vllm_version": version, "schemes": schemes, "by_capability": by_cc}, sort_keys=True,
+                      separators=(",", ":"))
+    path.write_text(without_machine_paths(text, release) + "\n")
     return path
 
 

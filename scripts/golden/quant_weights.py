@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""Quantized linear layers as a vLLM release allocates and keeps them on a card: the weights' bytes (issue 34).
+
+Run inside a release environment (imports nothing from kvplan; ``make_goldens.py --weights`` drives it, one
+process per release and card)::
+
+    PYTHONPATH=<release tree> $RELEASE_BASE/bin/python scripts/golden/quant_weights.py --capability 9.0 OUT.json
+
+What it runs, per case (a ``quantization_config`` and a linear layer's input/output sizes):
+
+1. the method vLLM serves the checkpoint with: every registered method's ``override_quantization_method``
+   (``gptq`` → ``gptq_marlin`` / ``auto_gptq``, ``awq`` → ``awq_marlin`` / ``auto_awq`` where the card and the
+   config allow), as ``ModelConfig._verify_quantization`` asks them, then ``get_quantization_config(name)
+   .from_config(cfg)``;
+2. a ``ColumnParallelLinear`` (the class of q/k/v and gate/up; TP 1: one rank's whole layer) built with that config on the CPU: the release's
+   ``LinearBase.__init__`` picks the method (``get_quant_method``) and its ``create_weights`` registers the
+   parameters the loader fills; the bytes recorded (``created``) are every parameter, buffer and tensor
+   attribute of the layer (and, in ``kept``, the tensors the method or its kernel holds: Marlin's workspace);
+3. ``quant_method.process_weights_after_loading(layer)`` (the Marlin / Machete / CUTLASS repacking, scale
+   permutes and swizzles, freed ``g_idx`` / zero points), and the bytes again (``kept``).
+
+STUBS (what needs CUDA; nothing else is replaced):
+
+* the platform answers CUDA with ``--capability`` (``is_cuda``, ``_enum``, ``get_device_capability``,
+  ``has_device_capability``), devices on the CPU, an SM count of 132 (``arch_runner.setup``'s other stubs);
+* vLLM's compiled kernels (``torch.ops._C`` / ``_moe_C``) are absent: each op that the release registers a fake
+  for (``register_fake("_C::gptq_marlin_repack")`` … in ``vllm/_custom_ops.py``, the release's own statement of
+  its output's shape and dtype) runs that fake; any other op is a no-op returning None (a kernel writing into a
+  buffer its wrapper allocated; a case whose method needs its result fails and says so in ``kept_error``);
+* ``CUTLASS_BLOCK_FP8_SUPPORTED`` (``w8a8_utils``, computed at import, before the platform answered) is computed
+  again on the CUDA platform;
+* parameters are allocated on the CPU and filled with ones before ``process_weights_after_loading`` (what a
+  checkpoint would write: methods read scales back with ``.item()`` / ``torch.unique``); the values the
+  repacking computes are not meaningful, their shapes and dtypes are the release's;
+* ``Tensor.cuda()`` returns the tensor (the NVFP4 scale swizzle moves its result to the card);
+* GPTQ's ``maybe_update_config`` (which lists the quantized modules from the checkpoint's tensor dtypes) is
+  answered with the layer's own prefix (its qweight is int32);
+* a compiled op the release registers no fake for returns an ``Unknown`` object: an in-place op (its result
+  unused: ``gptq_shuffle``) is harmless and named in ``ops_without_fake``; a result used as a tensor fails the
+  case (``kept_error``); the Marlin repacks of releases without their fake (0.11) take the output shape of the
+  0.19.0 fakes (``BORROWED_FAKES``, named in ``borrowed_fakes``);
+* a case that cannot be built (the method refuses the card, an import needs CUDA) records the exception,
+  one line, and where (``error``).
+
+Output: ``{"vllm_version", "capability", "cases": [{"case", "config", "in", "out", "params_dtype", "method",
+"linear_method", "kernel", "created": {name: [shape, dtype, bytes]}, "created_bytes", "kept", "kept_bytes",
+"error", "kept_error"}]}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import traceback
+from pathlib import Path
+
+# The quantization configs (the keys vLLM reads; the values of the public checkpoints each case names).
+SCHEMES = {
+    # Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4 (AutoGPTQ, symmetric, no act-order)
+    "gptq-int4-g128": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True,
+                       "damp_percent": 0.01, "true_sequential": True, "static_groups": False},
+    # TheBloke's act-order GPTQ checkpoints (desc_act true: g_idx used)
+    "gptq-int4-g128-actorder": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": True,
+                                "sym": True, "damp_percent": 0.01, "true_sequential": True},
+    # Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8
+    "gptq-int8-g128": {"quant_method": "gptq", "bits": 8, "group_size": 128, "desc_act": False, "sym": True,
+                       "damp_percent": 0.01, "true_sequential": True, "static_groups": False},
+    # Qwen/Qwen2.5-7B-Instruct-AWQ (AutoAWQ GEMM, zero point)
+    "awq-int4-g128": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm",
+                      "modules_to_not_convert": None},
+    # RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16 (llm-compressor: int4 symmetric, group 128, packed)
+    "ct-w4a16-g128": {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+                      "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": None,
+                                                    "weights": {"num_bits": 4, "type": "int", "symmetric": True,
+                                                                "strategy": "group", "group_size": 128,
+                                                                "dynamic": False, "actorder": None}}}},
+    # RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8 (int8 weights per channel, dynamic per-token activations)
+    "ct-w8a8-int8": {"quant_method": "compressed-tensors", "format": "int-quantized", "ignore": ["lm_head"],
+                     "config_groups": {"group_0": {"targets": ["Linear"],
+                                                   "input_activations": {"num_bits": 8, "type": "int",
+                                                                         "symmetric": True, "strategy": "token",
+                                                                         "dynamic": True},
+                                                   "weights": {"num_bits": 8, "type": "int", "symmetric": True,
+                                                               "strategy": "channel", "dynamic": False}}}},
+    # RedHatAI FP8-block checkpoints (llm-compressor FP8_BLOCK: 128×128 weight blocks, dynamic group activations)
+    "ct-fp8-block": {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+                     "config_groups": {"group_0": {"targets": ["Linear"],
+                                                   "input_activations": {"num_bits": 8, "type": "float",
+                                                                         "symmetric": True, "strategy": "group",
+                                                                         "group_size": 128, "dynamic": True},
+                                                   "weights": {"num_bits": 8, "type": "float", "symmetric": True,
+                                                               "strategy": "block", "block_structure": [128, 128],
+                                                               "dynamic": False}}}},
+    # RedHatAI NVFP4 checkpoints (llm-compressor NVFP4: fp4 e2m1 values, fp8 scale per 16, a global scale)
+    "ct-nvfp4": {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "ignore": ["lm_head"],
+                 "config_groups": {"group_0": {"targets": ["Linear"],
+                                               "input_activations": {"num_bits": 4, "type": "float",
+                                                                     "symmetric": True, "strategy": "tensor_group",
+                                                                     "group_size": 16, "dynamic": "local"},
+                                               "weights": {"num_bits": 4, "type": "float", "symmetric": True,
+                                                           "strategy": "tensor_group", "group_size": 16,
+                                                           "dynamic": False}}}},
+    # nvidia/*-NVFP4 (ModelOpt: quant_algo NVFP4, group 16)
+    "modelopt-nvfp4": {"quant_method": "modelopt", "quantization": {"quant_algo": "NVFP4", "group_size": 16,
+                                                                    "kv_cache_quant_algo": None,
+                                                                    "exclude_modules": ["lm_head"]}},
+    # ModelOpt W4A16_NVFP4 (weight-only NVFP4: the experts and MLPs of nvidia/Qwen3.6-35B-A3B-NVFP4's
+    # MIXED_PRECISION config, tests/logs/budget/configs/nvidia/Qwen3.6-35B-A3B-NVFP4/hf_quant_config.json)
+    "modelopt-w4a16-nvfp4": {"quant_method": "modelopt", "quantization": {"quant_algo": "W4A16_NVFP4", "group_size": 16,
+                                                                          "kv_cache_quant_algo": None,
+                                                                          "exclude_modules": ["lm_head"]}},
+    # nvidia/*-FP8 (ModelOpt: per-tensor fp8)
+    "modelopt-fp8": {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8",
+                                                                  "kv_cache_quant_algo": None,
+                                                                  "exclude_modules": ["lm_head"]}},
+    # fp8 block checkpoints in vLLM's own format (DeepSeek-V3 / Qwen3-FP8: weight_block_size [128, 128])
+    "fp8-block": {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]},
+}
+# Linear shapes (input, output): Qwen2.5-7B's MLP (gate/up 3584 → 18944, down 18944 → 3584), Llama-3.1-8B's
+# q_proj (4096 → 4096) and a narrow one, Qwen3.5/3.6's gated-delta-net in_proj_a (2048 → 32: output rows below the
+# kernels' tiles, where padding shows)
+SHAPES = ((3584, 18944), (18944, 3584), (4096, 4096), (2048, 32))
+
+FAKES: dict[str, object] = {}
+UNFAKED: list[str] = []  # compiled ops called that the release registers no fake for (no-ops here)
+BORROWED: list[str] = []  # ops answered by BORROWED_FAKES in this case
+
+
+def _marlin_repack_out(b_q_weight, size_k, size_n, num_bits):
+    import torch
+
+    # vLLM 0.19.0 _custom_ops.py:1178-1190 (_gptq_marlin_repack_fake) and :1211-1223 (_awq_marlin_repack_fake):
+    # [size_k / 16, size_n · 16 / (32 / num_bits)] int32 — the allocation of csrc/quantization/gptq_marlin/
+    # gptq_marlin_repack.cu and awq_marlin_repack.cu, unchanged since 0.11
+    return torch.empty((size_k // 16, size_n * 16 // (32 // num_bits)), dtype=torch.int32, device=b_q_weight.device)
+
+
+# Releases before 0.12 register no fake for the Marlin repacks: their output as the next releases' fakes state it
+# (the kernels' allocation did not change; 0.11's gptq_marlin_repack takes a ``perm`` argument besides).
+BORROWED_FAKES = {
+    "_C::gptq_marlin_repack": lambda b, perm, size_k, size_n, num_bits, *a, **k: _marlin_repack_out(b, size_k, size_n,
+                                                                                                   num_bits),
+    "_C::awq_marlin_repack": lambda b, size_k, size_n, num_bits, *a, **k: _marlin_repack_out(b, size_k, size_n,
+                                                                                             num_bits),
+}
+
+
+class Unknown:
+    """What a compiled op without a fake returns: using it as a tensor fails (the case records why); an in-place
+    op's discarded result is harmless."""
+
+
+# The compiled capability checks (C++: csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu and
+# csrc/quantization/fp4/nvfp4_scaled_mm_entry.cu in vLLM's sources, which the wheel does not ship), answered for a
+# build with CUDA >= 12.8 as the release wheels are: fp8 scaled mm from SM 8.9, block fp8 from SM 9.0, fp4 from
+# SM 10.0 (10.x and 12.x), grouped GEMM on SM 9.0 and 10.x.
+CAPABILITY_QUERIES = {
+    "cutlass_scaled_mm_supports_fp8": lambda cc: cc >= 89,
+    "cutlass_scaled_mm_supports_block_fp8": lambda cc: cc >= 90,
+    "cutlass_scaled_mm_supports_fp4": lambda cc: cc >= 100,
+    "cutlass_group_gemm_supported": lambda cc: cc == 90 or 100 <= cc < 110,
+}
+
+
+class CompiledOps:
+    """``torch.ops._C`` & co.: a capability query answered (``CAPABILITY_QUERIES``), the op's registered fake
+    where the release has one, else a no-op."""
+
+    def __init__(self, ns):
+        self.ns = ns
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in CAPABILITY_QUERIES:
+            return CAPABILITY_QUERIES[name]
+        fake = FAKES.get(f"{self.ns}::{name}")
+        if fake is not None:
+            return fake
+        borrowed = BORROWED_FAKES.get(f"{self.ns}::{name}")
+        if borrowed is not None:
+            def lent(*a, **k):
+                BORROWED.append(f"{self.ns}.{name}")
+                return borrowed(*a, **k)
+            return lent
+
+        def unfaked(*a, **k):
+            UNFAKED.append(f"{self.ns}.{name}")
+            return Unknown()
+        return unfaked
+
+
+def install_compiled_fakes() -> None:
+    import torch
+
+    for ns in ("_C", "_moe_C", "_C_cache_ops"):
+        setattr(torch.ops, ns, CompiledOps(ns))
+    orig = torch.library.register_fake
+
+    def register_fake(op, fn=None, *a, **k):
+        if isinstance(op, str) and op.split("::")[0] in ("_C", "_moe_C", "_C_cache_ops"):
+            def keep(f):
+                FAKES[op] = f
+                return f
+            return keep(fn) if fn is not None else keep
+        return orig(op, fn, *a, **k) if fn is not None else orig(op, *a, **k)
+
+    torch.library.register_fake = register_fake
+
+
+def cuda_platform(cc: tuple[int, int]) -> None:
+    import torch
+    from vllm.platforms import current_platform as cp
+    from vllm.platforms.interface import DeviceCapability, PlatformEnum
+
+    P = type(cp)
+    P.is_cuda_alike = lambda self: True
+    P.is_cuda = lambda self: True
+    P._enum = PlatformEnum.CUDA
+    P.get_device_capability = classmethod(lambda cls, *x, **k: DeviceCapability(*cc))
+    P.has_device_capability = classmethod(
+        lambda cls, capability, device_id=0: (cc[0] * 10 + cc[1]) >= (
+            capability if isinstance(capability, int) else capability[0] * 10 + capability[1]))
+    P.is_device_capability = classmethod(
+        lambda cls, capability, device_id=0: (cc[0] * 10 + cc[1]) == (
+            capability if isinstance(capability, int) else capability[0] * 10 + capability[1]))
+    P.current_device = classmethod(lambda cls, *a, **k: torch.device("cpu"))
+    P.num_compute_units = classmethod(lambda cls, *a, **k: 132)
+    P.device_type = "cpu"
+
+    class Props:
+        multi_processor_count = 132
+        total_memory = 80 << 30
+        major, minor = cc
+        name = "stand-in"
+
+    torch.cuda.get_device_properties = lambda *a, **k: Props()
+    torch.Tensor.cuda = lambda self, *a, **k: self  # a repacked tensor "moved to the card" stays where it is
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.is_available = lambda: True
+
+
+class StandInModelConfig:
+    """The model config the quantization methods read (``model_config.dtype``): bfloat16; anything else None."""
+
+    def __init__(self):
+        import torch
+
+        self.dtype = torch.bfloat16
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
+def dist():
+    """A world-size-1 gloo group and the model-parallel groups."""
+    import torch
+    from vllm.config import VllmConfig, set_current_vllm_config
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+
+    vc = VllmConfig()
+    vc.model_config = StandInModelConfig()
+    with set_current_vllm_config(vc):
+        if not torch.distributed.is_initialized():
+            init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                         distributed_init_method=f"tcp://127.0.0.1:{29500 + os.getpid() % 1000}")
+        initialize_model_parallel(1, 1)
+    return vc
+
+
+def served_method(cfg: dict) -> str:
+    """The method ``ModelConfig._verify_quantization`` settles on: the first registered method whose
+    ``override_quantization_method`` claims the checkpoint's config, else the config's own."""
+    from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS, get_quantization_config
+
+    own = str(cfg["quant_method"]).lower()
+    order = list(QUANTIZATION_METHODS)
+    try:  # the order the release asks them in (overrides first, as ModelConfig lists them)
+        import inspect
+
+        from vllm.config import model as M
+        src = inspect.getsource(M.ModelConfig._verify_quantization)
+        m = re.search(r"overrides\s*=\s*\[(.*?)\]", src, re.S)
+        if m:
+            order = re.findall(r'"([\w-]+)"', m.group(1)) + order
+    except Exception:  # noqa: BLE001 - the registry's order
+        pass
+    for name in dict.fromkeys(order):
+        try:
+            Q = get_quantization_config(name)
+        except Exception:  # noqa: BLE001 - a method that does not import here
+            continue
+        try:
+            got = Q.override_quantization_method(dict(cfg), None)
+        except TypeError:
+            got = Q.override_quantization_method(dict(cfg), None, None)
+        except Exception:  # noqa: BLE001
+            got = None
+        if got:
+            return got
+    return {"modelopt": "modelopt_fp4" if "FP4" in str((cfg.get("quantization") or {}).get("quant_algo")) else
+            "modelopt"}.get(own, own)
+
+
+def kernel_of(*holders) -> str | None:
+    """The kernel class a method (or its compressed-tensors scheme) holds: an attribute whose class name ends in
+    ``Kernel`` (``kernel``, ``fp8_linear``, ...)."""
+    for h in holders:
+        for v in vars(h).values() if h is not None else ():
+            name = type(v).__name__
+            if name.endswith("Kernel"):
+                return name
+    return None
+
+
+def tensors(layer) -> dict:
+    import torch
+
+    out = {}
+    for n, t in list(layer.named_parameters(recurse=False)) + list(layer.named_buffers(recurse=False)):
+        if t is not None:
+            out[n] = [list(t.shape), str(t.dtype).replace("torch.", ""), t.numel() * t.element_size()]
+    for n, t in vars(layer).items():
+        if isinstance(t, torch.Tensor) and n not in out and not n.startswith("_"):
+            out[n] = [list(t.shape), str(t.dtype).replace("torch.", ""), t.numel() * t.element_size()]
+    return out
+
+
+def where(e: BaseException) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    at = next((f"{f.filename.split('/vllm/')[-1]}:{f.lineno}" for f in reversed(tb) if "/vllm/" in f.filename), "")
+    msg = re.sub(r"(?:/[\w.+-]+)+/", "", str(e).splitlines()[0][:240] if str(e) else "")
+    return f"{type(e).__name__}: {msg} [{at}]"
+
+
+def run_case(name: str, cfg: dict, k: int, n: int, dtype: str, vc) -> dict:
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.model_executor.layers.linear import ColumnParallelLinear
+    from vllm.model_executor.layers.quantization import get_quantization_config
+
+    rec = {"case": f"{name}:{k}x{n}:{dtype}", "scheme": name, "config": cfg, "in": k, "out": n, "params_dtype": dtype}
+    try:
+        method = served_method(cfg)
+        rec["method"] = method
+        qc = get_quantization_config(method).from_config(dict(cfg))
+        if getattr(qc, "modules_in_block_to_quantize", None) == [] and hasattr(qc, "maybe_update_config"):
+            # GPTQ's maybe_update_config lists the quantized modules from the checkpoint's tensor dtypes (an int32
+            # qweight): the layer's own prefix
+            qc.modules_in_block_to_quantize = ["model.layers.0.mlp.gate_proj"]
+        with set_current_vllm_config(vc), torch.device("cpu"):
+            layer = ColumnParallelLinear(k, n, bias=False, gather_output=False, quant_config=qc,
+                                         params_dtype=getattr(torch, dtype), prefix="model.layers.0.mlp.gate_proj")
+    except Exception as e:  # noqa: BLE001 - recorded
+        rec["error"] = where(e)
+        return rec
+    qm = layer.quant_method
+    rec["linear_method"] = type(qm).__name__
+    scheme = getattr(layer, "scheme", None)
+    if scheme is not None:
+        rec["scheme_class"] = type(scheme).__name__
+    rec["kernel"] = kernel_of(qm, scheme)
+    rec["created"] = tensors(layer)
+    rec["created_bytes"] = sum(v[2] for v in rec["created"].values())
+    with torch.no_grad():  # what the loader writes: ones (scales a method divides by are not zero)
+        for _, t in list(layer.named_parameters(recurse=False)) + list(layer.named_buffers(recurse=False)):
+            if t is not None and t.numel():
+                t.data.fill_(1) if t.dtype.is_floating_point or t.dtype in (torch.int32, torch.int64, torch.uint8,
+                                                                              torch.int8) else None
+    UNFAKED.clear()
+    BORROWED.clear()
+    try:
+        with set_current_vllm_config(vc), torch.device("cpu"):
+            qm.process_weights_after_loading(layer)
+        bad = [n for n, t in list(layer.named_parameters(recurse=False)) if not isinstance(t, torch.Tensor)]
+        if bad:
+            raise RuntimeError(f"parameters {bad} hold the result of a compiled op without a fake {sorted(set(UNFAKED))}")
+        rec["kernel"] = kernel_of(qm, scheme) or rec["kernel"]
+        rec["kept"] = tensors(layer)
+        for holder in (qm, scheme):  # tensors a method or its kernel holds outside the layer (Marlin's workspace)
+            for obj in [holder] + [v for v in vars(holder).values() if type(v).__name__.endswith("Kernel")] \
+                    if holder is not None else []:
+                for n, t in vars(obj).items():
+                    if isinstance(t, torch.Tensor):
+                        rec["kept"][f"{type(obj).__name__}.{n}"] = [list(t.shape), str(t.dtype).replace("torch.", ""),
+                                                                    t.numel() * t.element_size()]
+        rec["kept_bytes"] = sum(v[2] for v in rec["kept"].values())
+    except Exception as e:  # noqa: BLE001 - recorded
+        rec["kept_error"] = where(e) + (f" (compiled ops without a fake: {sorted(set(UNFAKED))})" if UNFAKED else "")
+    if UNFAKED:
+        rec["ops_without_fake"] = sorted(set(UNFAKED))  # in place (their result unused) where ``kept`` is recorded
+    if BORROWED:
+        rec["borrowed_fakes"] = sorted(set(BORROWED))
+    return rec
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--capability", default="9.0")
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--only", default=None, help="schemes whose name contains this")
+    a = ap.parse_args(argv)
+    cc = tuple(int(x) for x in a.capability.split("."))
+    import logging
+
+    logging.disable(logging.WARNING)
+    install_compiled_fakes()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kvplan" / "verify"))
+    import arch_runner as AR
+
+    AR.setup()
+    cuda_platform(cc)
+    import vllm
+    import vllm._custom_ops  # noqa: F401 - registers the fakes
+
+    # a capability constant computed when its module was imported (before the platform answered CUDA)
+    try:
+        from vllm.model_executor.layers.quantization.utils import w8a8_utils as W
+
+        for mod in list(sys.modules.values()):
+            if getattr(mod, "__name__", "").startswith("vllm") and hasattr(mod, "CUTLASS_BLOCK_FP8_SUPPORTED"):
+                mod.CUTLASS_BLOCK_FP8_SUPPORTED = W.cutlass_block_fp8_supported()
+    except Exception:  # noqa: BLE001 - a release without it
+        pass
+
+    vc = dist()
+    cases = []
+    for name, cfg in SCHEMES.items():
+        if a.only and a.only not in name:
+            continue
+        for k, n in SHAPES:
+            cases.append(run_case(name, cfg, k, n, a.dtype, vc))
+            c = cases[-1]
+            print(f"  {c['case']}: {c.get('method')} {c.get('linear_method')} {c.get('kernel')} "
+                  f"{c.get('created_bytes')} -> {c.get('kept_bytes')} {c.get('error') or c.get('kept_error') or ''}",
+                  file=sys.stderr)
+    doc = {"vllm_version": getattr(vllm, "__version__", "?"), "capability": list(cc), "params_dtype": a.dtype,
+           "setup_skipped": list(AR.SETUP_SKIPPED), "cases": cases}
+    a.out.write_text(json.dumps(doc, sort_keys=True, indent=None, separators=(",", ":")) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
