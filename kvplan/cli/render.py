@@ -22,7 +22,8 @@ def finish(result, fmt: str, table: Callable[[dict], None], *, hints: list[str] 
 
         data = to_data(result)
 
-    emit(data, fmt, table)
+    # the tables read the record itself (an Envelope: typed records, and the same keys as ``data``)
+    emit(data, fmt, (lambda _data: table(result)) if isinstance(result, dict) else table)
     for h in hints:
         hint(h)
     if not data["outcome"]["ok"]:

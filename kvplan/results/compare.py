@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from typing import TYPE_CHECKING
 
-from kvplan.results import OMIT_NONE, Outcome, Record
+from kvplan.results import CONCURRENCY, OMIT_NONE, PCT, Outcome, Record
 from kvplan.results.budget import Budget
 from kvplan.results.records import ModelRecord, Serving, Speculative
 
@@ -32,11 +32,11 @@ class EngineRowRecord:
     is_proposal: bool
     outcome: Outcome
     kv_tokens: int | None
-    max_concurrency: float
-    steady_state_concurrency: float  # the admission figure where the engine has no other
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)  # the admission figure where the engine has no other
     reserved_per_request_bytes: int | None
     waste_per_request_bytes: int | None  # reserved beyond the exact windowed need
-    waste_pct: float | None
+    waste_pct: float | None = field(metadata=PCT)
     knobs: Knobs  # the engine's own settings for this row
     # the engine's result: vLLM's grouping (VllmDetails); SglangDetails, TrtllmDetails, LlamacppDetails and
     # the exact windowed need (LowerBound) are declared beside their models in kvplan/engines

@@ -192,8 +192,8 @@ def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> ContextAnsw
     if best < limit:
         over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
         boundary = ContextBoundary(LengthCapacity(best, _capacity(at)),
-                                   OneMoreToken(best + 1, PlanSummary.of(over).max_concurrency,
-                                                PlanSummary.of(over).steady_state_concurrency, plan_outcome(over)))
+                                   OneMoreToken(best + 1, over.max_concurrency, over.steady_state_concurrency,
+                                                plan_outcome(over)))
     s = PlanSummary.of(at)
     return ContextAnswer(
         concurrency=concurrency, max_model_len=best, model_max_model_len=limit, kv_cache_memory_bytes=kv,
@@ -338,8 +338,8 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 steady_state_concurrency=ps.steady_state_concurrency, kv_tokens=ps.kv_tokens,
                 group_size=ps.group_size, num_groups=ps.num_groups, num_padding_layers=ps.num_padding_layers,
                 padding_waste_pct=ps.padding_waste_pct, enough=enough, data_parallel_size=dp,
-                total_kv_tokens=plan.kv_tokens * dp, total_max_concurrency=round(plan.max_concurrency * dp, 6),
-                total_steady_state_concurrency=round(plan.steady_state_concurrency * dp, 6),
+                total_kv_tokens=plan.kv_tokens * dp, total_max_concurrency=plan.max_concurrency * dp,
+                total_steady_state_concurrency=plan.steady_state_concurrency * dp,
                 host_memory_bytes=plan.host_tier.memory_bytes * dp
                 if plan.host_tier is not None and plan.host_tier.memory_bytes is not None else None))
     ok = [r for r in rows if r.enough]

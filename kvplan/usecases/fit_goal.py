@@ -210,9 +210,9 @@ def _answer(search: _Search, p: _Proof, pp: int) -> Goal:
         gpu_memory_utilization=sc.gpu_memory_utilization if sc.gpu_memory_utilization is not None else (
             r.budget.gpu_memory_utilization if r.budget is not None else None),
         kv_cache_memory_low_bytes=band.kv_cache_memory_low_bytes if band else r.plan.options.kv_cache_memory_bytes,
-        num_gpu_blocks_low=low.num_blocks, max_concurrency_low=round(low.max_concurrency, 6),
-        steady_state_concurrency_low=round(low.steady_state_concurrency, 6),
-        total_steady_state_concurrency_low=round(p.total_low, 6))
+        num_gpu_blocks_low=low.num_blocks, max_concurrency_low=low.max_concurrency,
+        steady_state_concurrency_low=low.steady_state_concurrency,
+        total_steady_state_concurrency_low=p.total_low)
     return Goal(answer, sc, r)
 
 

@@ -50,7 +50,7 @@ def vllm_row(plan: Plan, lb: LowerBound) -> EngineRow:
         group_size=plan.group_size,
         num_groups=plan.num_groups,
         num_padding_layers=plan.num_padding_layers,
-        padding_waste_pct=PlanSummary.of(plan).padding_waste_pct,
+        padding_waste_pct=plan.padding_waste_pct,
         page_size_bytes=plan.page_size_bytes,
         num_blocks=plan.num_blocks,
         blocks_per_request=tuple(blocks),

@@ -68,7 +68,7 @@ def _hma(logged: Facts, sim, *, cost: bool = True) -> list[Trap]:
     if cost and plan is not None and plan.starts and plan.hma.disabled:
         on = _with_hma(sim)
         if on is not None and on.starts and not on.hma.disabled:
-            hma_cost = HmaCost(round(plan.max_concurrency, 6), round(on.max_concurrency, 6), plan.num_blocks,
+            hma_cost = HmaCost(plan.max_concurrency, on.max_concurrency, plan.num_blocks,
                                on.num_blocks, plan.kv_tokens, on.kv_tokens)
             detail += (f"; with it on, the same memory holds {on.max_concurrency:.2f}x max-length requests "
                        f"instead of {plan.max_concurrency:.2f}x")
