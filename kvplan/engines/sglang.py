@@ -63,7 +63,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from kvplan.engines.compare import (DEFAULT_MAMBA_FULL_MEMORY_RATIO, DEFAULT_SWA_EVICTION_INTERVAL,
                                     DEFAULT_SWA_FULL_TOKENS_RATIO, NO_SCORE, CompareInputs, EngineAnswer, EngineRow,
@@ -537,22 +537,39 @@ def sglang_model(
 RATIO_STEP = Fraction(1, 1000)
 
 
+@dataclass(frozen=True)
+class SglangInputs:
+    """SGLang's knobs in ``kvplan compare`` (compare's options of the same names; the defaults SGLang's own)."""
+
+    swa_full_tokens_ratio: float = DEFAULT_SWA_FULL_TOKENS_RATIO
+    sglang_page_size: int = 1
+    sglang_disable_overlap_schedule: bool = False
+    sglang_swa_eviction_interval: int = DEFAULT_SWA_EVICTION_INTERVAL
+    mamba_full_memory_ratio: float = DEFAULT_MAMBA_FULL_MEMORY_RATIO  # no option: SGLang's fallback
+    sglang_mamba_ssm_dtype: str = "float32"  # no option: SGLANG_MAMBA_SSM_DTYPE unset
+
+
+def knobs_of(inputs: CompareInputs) -> SglangInputs:
+    return inputs.knobs("sglang", SglangInputs())
+
+
 def sglang_result(costs, architecture: str | None, inputs: CompareInputs, ratio: float) -> SglangResult:
     """SGLang's model on the workload with ``--swa-full-tokens-ratio ratio`` and every other knob from the inputs."""
+    k = knobs_of(inputs)
     return sglang_model(
         costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        swa_full_tokens_ratio=ratio, page_size=inputs.sglang_page_size,
+        swa_full_tokens_ratio=ratio, page_size=k.sglang_page_size,
         chunked_prefill_size=inputs.max_num_batched_tokens,
-        disable_overlap_schedule=inputs.sglang_disable_overlap_schedule,
-        swa_eviction_interval=inputs.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
-        mamba_full_memory_ratio=inputs.mamba_full_memory_ratio, mamba_ssm_dtype=inputs.sglang_mamba_ssm_dtype,
+        disable_overlap_schedule=k.sglang_disable_overlap_schedule,
+        swa_eviction_interval=k.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
+        mamba_full_memory_ratio=k.mamba_full_memory_ratio, mamba_ssm_dtype=k.sglang_mamba_ssm_dtype,
         context_len_tokens=inputs.context_len_tokens, num_speculative_tokens=inputs.num_speculative_tokens,
     )
 
 
 def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
                lb: LowerBound, ratio: float | None = None) -> EngineRow:
-    r = sglang_result(costs, architecture, inputs, inputs.swa_full_tokens_ratio if ratio is None else ratio)
+    r = sglang_result(costs, architecture, inputs, knobs_of(inputs).swa_full_tokens_ratio if ratio is None else ratio)
     knobs = SglangKnobs(
         swa_full_tokens_ratio=r.swa_full_tokens_ratio if r.hybrid_swa_memory else None,
         page_size=r.page_size,
@@ -562,7 +579,7 @@ def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: C
         swa_eviction_interval=r.swa_eviction_interval,
         context_length=r.context_len_tokens,
         mamba_full_memory_ratio=r.mamba_full_memory_ratio,
-        mamba_ssm_dtype=inputs.sglang_mamba_ssm_dtype if r.mamba_full_memory_ratio is not None else None,
+        mamba_ssm_dtype=knobs_of(inputs).sglang_mamba_ssm_dtype if r.mamba_full_memory_ratio is not None else None,
     )
     return EngineRow(
         engine="sglang", name="hybrid SWA pool" if r.hybrid_swa_memory else "one token pool", starts=r.starts, kv_tokens=r.full_tokens,
@@ -594,7 +611,8 @@ def ratio_grid() -> list[float]:
 
 def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None,
                   inputs: CompareInputs) -> NotApplicable | SglangNoRatio | SglangNoChange | SglangAdvice:
-    default = sglang_result(costs, architecture, inputs, inputs.swa_full_tokens_ratio)
+    default_ratio = knobs_of(inputs).swa_full_tokens_ratio
+    default = sglang_result(costs, architecture, inputs, default_ratio)
     if not default.hybrid_swa_memory:
         return NotApplicable(False, f"the ratio has no effect: {default.reason}", rounded(default.max_concurrency),
                              reaches(default.max_concurrency, inputs.target_concurrency))
@@ -615,7 +633,7 @@ def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None,
     if n <= base:  # advice is offered only when it serves more than the engine's default
         return SglangNoChange(
             True, None, rounded(default.max_concurrency), len(grid), base,
-            f"no change: the default {inputs.swa_full_tokens_ratio:g} serves {plural(base, 'request')}; "
+            f"no change: the default {default_ratio:g} serves {plural(base, 'request')}; "
             f"none of the {len(grid):,} ratios tried serves more (SGLang's own worst case, "
             "compute_swa_request_cap, speculation included)",
             reaches(default.max_concurrency, inputs.target_concurrency))
@@ -632,7 +650,7 @@ def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None,
         pool_margins={k: rounded(v) for k, v in sglang_pool_margins(best, n).items()},
         full_tokens=best.full_tokens,
         swa_tokens=best.swa_tokens,
-        default_swa_full_tokens_ratio=inputs.swa_full_tokens_ratio,
+        default_swa_full_tokens_ratio=default_ratio,
         default_max_concurrency=rounded(default.max_concurrency),
         reaches_target=reaches(best.max_concurrency, inputs.target_concurrency),
     )
@@ -650,8 +668,9 @@ class SGLang(EngineDefaults):
     name: str = "sglang"
     title: str = "SGLang"
     version_option: str | None = "sglang_version"
-    knobs: tuple[str, ...] = ("swa_full_tokens_ratio", "sglang_page_size", "sglang_disable_overlap_schedule",
-                              "sglang_swa_eviction_interval")  # compare's options, CompareInputs' fields
+    inputs_type: type | None = SglangInputs
+    advice_type: Any = NotApplicable | SglangNoRatio | SglangNoChange | SglangAdvice
+    knobs_type: type = SglangKnobs
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {"sglang": require_version("--sglang-version", given, SGLANG_VERSION, self.title)}

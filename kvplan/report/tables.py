@@ -478,7 +478,7 @@ def summary_lines(d: Envelope) -> list[str]:
         lines.append(f"every engine: {t['engines']} ({how}) × {t['gpus_per_engine']} GPU(s): KV tokens {t['kv_tokens']:,}, "
                      f"max_concurrency {t['max_concurrency']:,.2f} (kvplan's sums)")
     h = d.get("host_tier")
-    if h and h["sized"] and o["starts"] and h.get("cpu_kv_cache_size_bytes") is not None:
+    if h and h["sized"] and o.starts and h.get("cpu_kv_cache_size_bytes") is not None:
         whose = "vLLM's own" if h.get("num_chunks") is not None and "kvplan's count" not in (h.get("note") or "") \
             else "kvplan's count"
         chunks = f"{h['num_chunks']:,} chunks, " if h.get("num_chunks") is not None else ""
@@ -498,7 +498,7 @@ def summary_lines(d: Envelope) -> list[str]:
     return lines
 
 
-def render_summary(d: dict) -> None:
+def render_summary(d: Envelope) -> None:
     c = _console()
     for line in summary_lines(d):
         c.print(width.fill(line, "", "  "), markup=False, soft_wrap=True,

@@ -77,6 +77,3 @@ class LlamacppKnobs:
     swa_full: bool
     kv_unified: bool
     slots: str  # where -np came from
-
-
-Knobs = NoKnobs | VllmKnobs | SglangKnobs | TrtllmKnobs | LlamacppKnobs
