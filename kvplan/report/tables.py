@@ -94,7 +94,7 @@ def collapse_layers(layers: list[dict]) -> list[list[str]]:
         best = (0, 1, i)  # (layers saved, period, end of the stretch)
         for period in range(1, MAX_PERIOD + 1):
             end = i
-            while end + 1 < len(layers) and nums[end] is not None and nums[end + 1] == nums[end] + 1 \
+            while end + 1 < len(layers) and (n := nums[end]) is not None and nums[end + 1] == n + 1 \
                     and (end + 1 - period < i or keys[end + 1] == keys[end + 1 - period]):
                 end += 1
             span = end - i + 1
@@ -108,7 +108,8 @@ def collapse_layers(layers: list[dict]) -> list[list[str]]:
             continue
         for k in range(i, i + period):
             members = list(range(k, end + 1, period))
-            rows.append([compact_ranges([nums[m] for m in members]), keys[k][1], *keys[k][0]])
+            # a stretch is numbered layers only (the loop above stops at a name without a number)
+            rows.append([compact_ranges([n for m in members if (n := nums[m]) is not None]), keys[k][1], *keys[k][0]])
         i = end + 1
     return rows
 
@@ -313,7 +314,7 @@ def render_plan(d: Envelope) -> None:
     # the shown figures: what the JSON holds (the serializer's rounding), so table and JSON agree
     max_conc, steady, effective = (shown(m, k) for k in ("max_concurrency", "steady_state_concurrency",
                                                           "effective_concurrency"))
-    rows = [
+    memory: list[tuple[str, str]] = [
         ("available (per GPU)", f"{m.available_bytes:,} B ({format_bytes(m.available_bytes)})"),
         ("page_size_bytes", f"{m.page_size_bytes:,}"),
         ("bytes per block (all slots)", f"{m.bytes_per_block:,}" + (
@@ -326,15 +327,15 @@ def render_plan(d: Envelope) -> None:
         ("needed vs available (admission)", f"{format_bytes(m.needed_bytes)} / {format_bytes(m.checked_available_bytes)}"),
     ]
     if est is not None:
-        rows.append(("vLLM's estimated maximum model length", f"{est:,}"))
-    rows += [
+        memory.append(("vLLM's estimated maximum model length", f"{est:,}"))
+    memory += [
         ("padding layers", f"{gr.num_padding_layers if gr else 0} (vLLM: may waste at most "
                            f"{shown(gr, 'padding_waste_pct') if gr else 0:.2f}%)"),
     ]
     if not failed:
-        rows.append(("padding at full load", f"{format_bytes(m.padding_waste_bytes)} "
+        memory.append(("padding at full load", f"{format_bytes(m.padding_waste_bytes)} "
                                              f"({shown(m, 'padding_waste_pct_of_pool'):.2f}% of pool)"))
-    rows += [
+    memory += [
         ("KV tokens (max_concurrency × max_model_len)", f"{m.kv_tokens:,}"),
         ('"GPU KV cache size", ≤0.20 (blocks)', f"{m.kv_cache_size_tokens_blocks_meaning:,}"),
         ('"GPU KV cache size", 0.33 (conc. × len)', f"{m.kv_cache_size_tokens_concurrency_meaning:,}"),
@@ -350,7 +351,7 @@ def render_plan(d: Envelope) -> None:
     o = d.outcome
     if not (failed and before_kv_cache(o.stage)) and o.stage not in LOAD_STAGES:
         # refused at config time, or out of memory loading the weights: no KV-cache figures
-        c.print(key_value_table(f"Memory ({VLLM_OWN}, except where marked kvplan's estimate)", rows))
+        c.print(key_value_table(f"Memory ({VLLM_OWN}, except where marked kvplan's estimate)", memory))
     if d.get("host_tier"):
         c.print(key_value_table(f"Host tier: KV offloading ({VLLM_OWN})", host_tier_rows(d["host_tier"])))
     if d.get("totals"):

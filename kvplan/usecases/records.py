@@ -6,7 +6,7 @@ above the model and the engines, so reading their objects runs downhill.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from kvplan.results.summary import PlanSummary
 from kvplan.results.budget import Budget, DeviceBudget
@@ -20,11 +20,20 @@ from kvplan.specs import MambaSpec, SpecRecord
 from kvplan.usecases.envelope import plan_outcome
 
 if TYPE_CHECKING:
+    from kvplan.model.layout import ModelInfo
     from kvplan.results.compare import EngineRowRecord
     from kvplan.results.sweep import SweepRow
 
 
-def model_record(info) -> ModelRecord | None:
+@overload
+def model_record(info: None) -> None: ...
+@overload
+def model_record(info: ModelInfo) -> ModelRecord: ...
+@overload
+def model_record(info: ModelInfo | None) -> ModelRecord | None: ...
+
+
+def model_record(info: ModelInfo | None) -> ModelRecord | None:
     """The model layer's ``ModelInfo`` (None for no drafter)."""
     if info is None:
         return None

@@ -135,7 +135,7 @@ def _rounding(result) -> list[Trap]:
     if result.plan.options.num_gpu_blocks_override is not None:
         return []  # the pool is what the override asked for, not what the memory rounds to
     workers = [w for w in result.body.workers if getattr(w, "allocated", False)]
-    out = []
+    out: list[Trap] = []
     for w in workers:
         avail, bpb = w.available_bytes, w.bytes_per_block
         if not avail or not bpb:
