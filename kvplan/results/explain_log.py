@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from typing import TYPE_CHECKING, Literal
 
-from kvplan.results import CONCURRENCY, FLATTEN, OMIT_NONE
+from kvplan.results import CONCURRENCY, FLATTEN, OMIT_NONE, PCT
 from kvplan.results.records import (
     Fix, Grouping, HybridKVCacheManager, Memory, ModelRecord, PlanBody, PlanSpeculative, PolicyRecord, Scheduler,
     Serving,
@@ -111,7 +111,7 @@ class HmaOffTrap:
 class PaddingTrap:
     trap: Literal["padding_waste"]
     padding_waste_bytes: int
-    padding_waste_pct_of_pool: float
+    padding_waste_pct_of_pool: float = field(metadata=PCT)
     num_padding_layers: int
     detail: str
 
@@ -119,9 +119,9 @@ class PaddingTrap:
 @dataclass(frozen=True)
 class SlidingTrap:
     trap: Literal["sliding_window_reservation"]
-    max_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
     logged_max_concurrency: float | None
-    steady_state_concurrency: float
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     prefill_reserve_blocks: int
     detail: str
 

@@ -168,8 +168,8 @@ class SmallestEnough:
     gpu: str
     tensor_parallel_size: int
     num_gpus: int
-    max_concurrency: float
-    steady_state_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     data_parallel_size: int = 1
 
 

@@ -106,8 +106,8 @@ def _sliding(logged: Facts, result) -> list[Trap]:
     conc = [f for f in logged.all("concurrency")] + [f for f in logged.all("capacity")]
     shown = conc[0]["max_concurrency"] if conc else round(plan.max_concurrency, 2)
     return [SlidingTrap(
-        "sliding_window_reservation", round(plan.max_concurrency, 6), conc[0]["max_concurrency"] if conc else None,
-        round(steady, 6), plan.steady.prefill_reserve_blocks,
+        "sliding_window_reservation", plan.max_concurrency, conc[0]["max_concurrency"] if conc else None,
+        steady, plan.steady.prefill_reserve_blocks,
         f"the logged concurrency ({shown:.2f}x) counts each request's in-flight reservation in the "
         f"sliding/chunked groups; once past prefill the pool holds {steady:.2f}x max-length requests "
         f"(kvplan's steady_state_concurrency; {plan.steady.prefill_reserve_blocks:,} blocks are the "
