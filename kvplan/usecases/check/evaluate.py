@@ -106,6 +106,7 @@ def _engine_outcome(numbers: PlanNumbers) -> str:
 def evaluate(expectation: Expectation, numbers: PlanNumbers) -> Outcome:
     """One numeric or start-up expectation against a plan's numbers (same_layout_as: see run_deployment)."""
     key, limit = expectation.key, expectation.limit
+    measured: bool | int | float  # of the expectation's kind
     if key == "starts":
         measured = numbers.starts
         passed = measured == limit
@@ -202,7 +203,9 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
     With ``deferred`` (a list), a cross-check is appended there instead of run, for
     ``finish_cross_checks`` to run them all with one vLLM import per interpreter."""
     if run is None:
-        from kvplan.usecases.scenario import run_scenario as run
+        from kvplan.usecases.scenario import run_scenario
+
+        run = run_scenario
     start = time.perf_counter()
     cc = None
     try:
@@ -281,7 +284,8 @@ def run_deployments(deployments: list[Deployment], run: Runner | None = None, *,
                     progress: Callable[[DeploymentResult], None] | None = None) -> list[DeploymentResult]:
     from kvplan.progress import track
 
-    out, deferred = [], []
+    out: list[DeploymentResult] = []
+    deferred: list = []  # (result, job, scenario) of each cross-check, run after the simulations
     for d in track(deployments, "check: deployments"):
         r = run_deployment(d, run, reraise=reraise, deferred=deferred)
         if progress and not any(r is x for x, _, _ in deferred):
