@@ -49,7 +49,10 @@ from kvplan.results.export import ExportBody  # noqa: E402
 from kvplan.results.live import LiveBody  # noqa: E402
 from kvplan.results.envelope import Envelope  # noqa: E402
 from kvplan.results.records import InspectBody, SimulateBody  # noqa: E402
-from kvplan.results.compare import CompareBody  # noqa: E402
+from kvplan.engines.registry import ENGINES  # noqa: E402
+from kvplan.results.advice import Advice  # noqa: E402
+from kvplan.results.compare import CompareBody, EngineRowRecord, EngineVersions  # noqa: E402
+from kvplan.results.engines import NoKnobs  # noqa: E402
 from kvplan.results.explain_log import ExplainLogBody, Rebuild  # noqa: E402
 from kvplan.results.fit import FitBody  # noqa: E402
 from kvplan.results.gpus import GpusBody  # noqa: E402
@@ -193,6 +196,13 @@ def record(cls) -> dict:
     props, required = _fields(cls)
     return {"type": "object", "required": required, "properties": props,
             "additionalProperties": not getattr(cls, "SCHEMA_CLOSED", False)}
+
+
+# What names each engine in compare's records, from the registry (kvplan/engines/registry.py: a new engine is its
+# module and one line there): each engine's advice key and its records, its version keys, its rows' knob records
+DETAIL[(Advice, "engines")] = obj({e.name: schema_of(e.advice_type) for e in ENGINES})
+DETAIL[(EngineVersions, "engines")] = obj({k: STR for e in ENGINES for k in e.versions(None)})
+DETAIL[(EngineRowRecord, "knobs")] = {"anyOf": [schema_of(t) for t in (NoKnobs, *(e.knobs_type for e in ENGINES))]}
 
 
 # each command's body: its record

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from factories import gemma3_27b, gpt_oss_20b
 from kvplan.engines.compare import CompareInputs
+from kvplan.engines.registry import compare_inputs
 from kvplan.engines.layer_costs import layer_costs
 from kvplan.engines.sglang import advise_sglang, sglang_result, sglang_score
 from kvplan.engines.trtllm import advise_trtllm, trtllm_result, trtllm_score
@@ -28,7 +29,7 @@ def Inputs(*args, **kw) -> CompareInputs:
     and TensorRT-LLM with kv_cache_config.max_attention_window set to the model's windows (VSWA)."""
     kw.setdefault("context_len_tokens", 2 * L128K)
     kw.setdefault("trtllm_max_attention_window", True)
-    return CompareInputs(*args, **kw)
+    return compare_inputs(*args, **kw)
 EAGLE = ModelFacts(L128K, speculative_method="eagle3")
 
 

@@ -4,18 +4,18 @@ request's need; and the advice names only flags or variables the engine has."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from factories import full, gdn, layers, sw
 from kvplan.results import to_data
 from kvplan.engines.compare import CompareInputs
+from kvplan.engines.registry import compare_inputs
 from kvplan.engines.layer_costs import layer_costs
 from kvplan.engines.llamacpp import advise_llamacpp, llamacpp_model
 from kvplan.engines.sglang import advise_sglang, sglang_result
-from kvplan.engines.trtllm import MAX_UTILIZATION, SCHEDULER_POLICIES, advise_trtllm, trtllm_result
+from kvplan.engines.sglang import knobs_of as sglang_knobs_of
+from kvplan.engines.trtllm import MAX_UTILIZATION, SCHEDULER_POLICIES, advise_trtllm, trtllm_result, with_knobs
 from kvplan.units import GiB
 
 kinds = st.lists(st.one_of(st.just("full"), st.integers(16, 8192).map(lambda w: ("sw", w))), min_size=2, max_size=10)
@@ -34,8 +34,8 @@ def trtllm_advised(inputs: CompareInputs, t: dict) -> CompareInputs:
         return inputs
     assert set(s) == {"kv_cache_config.enable_block_reuse", "max_batch_size"}
     assert t["settings_text"].startswith(f"kv_cache_config.enable_block_reuse=false max_batch_size={s['max_batch_size']}")
-    return replace(inputs, trtllm_enable_block_reuse=s["kv_cache_config.enable_block_reuse"],
-                   trtllm_max_batch_size=s["max_batch_size"])
+    return with_knobs(inputs, trtllm_enable_block_reuse=s["kv_cache_config.enable_block_reuse"],
+                      trtllm_max_batch_size=s["max_batch_size"])
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -43,7 +43,7 @@ def trtllm_advised(inputs: CompareInputs, t: dict) -> CompareInputs:
        policy=st.sampled_from(SCHEDULER_POLICIES), overlap=st.booleans(), page=st.sampled_from([1, 16, 64]))
 def test_no_advised_knob_leaves_a_pool_below_one_request(ks, mamba, length, budget, policy, overlap, page):
     costs = layer_costs(build(ks, mamba))
-    inputs = CompareInputs(budget, length, target_concurrency=4, trtllm_scheduler_policy=policy,
+    inputs = compare_inputs(budget, length, target_concurrency=4, trtllm_scheduler_policy=policy,
                            sglang_disable_overlap_schedule=not overlap, sglang_page_size=page)
 
     s = to_data(advise_sglang(costs, "GptOssForCausalLM", inputs))
@@ -92,12 +92,12 @@ def test_advice_never_loses_to_the_default(ks, mamba, length, budget, policy, ov
     from kvplan.engines.sglang import swa_per_request_tokens
 
     costs = layer_costs(build(ks, mamba))
-    inputs = CompareInputs(budget, length, trtllm_scheduler_policy=policy, sglang_disable_overlap_schedule=not overlap,
+    inputs = compare_inputs(budget, length, trtllm_scheduler_policy=policy, sglang_disable_overlap_schedule=not overlap,
                            sglang_page_size=page, num_speculative_tokens=spec,
                            context_len_tokens=2 * length if longer_context else length,
                            trtllm_max_attention_window=vswa)
     s = to_data(advise_sglang(costs, "GptOssForCausalLM", inputs))
-    default = sglang_result(costs, "GptOssForCausalLM", inputs, inputs.swa_full_tokens_ratio)
+    default = sglang_result(costs, "GptOssForCausalLM", inputs, sglang_knobs_of(inputs).swa_full_tokens_ratio)
     if s.get("swa_full_tokens_ratio") is None:
         assert s["max_concurrency"] == round(default.max_concurrency, 6)
     else:

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from factories import chunked, full, gdn, gemma3_27b, gpt_oss_20b, layers, sw
-from kvplan.engines.compare import CompareInputs
+from kvplan.engines.registry import compare_inputs
 from kvplan.engines.layer_costs import layer_costs
 from kvplan.engines.lower_bound import lower_bound
 from kvplan.engines.vllm import ModelFacts, SimulateOptions, get_era, simulate
@@ -92,7 +92,7 @@ def test_lower_bound_never_exceeds_any_engine(kinds, mamba, drafter, length, bud
     facts = ModelFacts(length, speculative_method="eagle3" if drafter else None)
     plan = simulate(ls, (), facts, get_era("vllm-latest"),
                     SimulateOptions(kv_cache_memory_bytes=budget, max_model_len=length))
-    inputs = CompareInputs(budget, length, target_concurrency=concurrency, swa_full_tokens_ratio=ratio,
+    inputs = compare_inputs(budget, length, target_concurrency=concurrency, swa_full_tokens_ratio=ratio,
                            llamacpp_n_ubatch=n_ubatch, swa_full=swa_full, trtllm_scheduler_policy=policy,
                            sglang_disable_overlap_schedule=not overlap, llamacpp_kv_unified=unified)
     c = compare(layer_costs(ls), arch, inputs, [plan])

@@ -83,6 +83,9 @@ FREE_FIELDS = {
     "CompareBody.workload": "kvplan.engines.compare.CompareInputs, a Record serialised by its DATA view",
     "CompareBody.lower_bound": "kvplan.engines.lower_bound.LowerBound, a Record serialised by its DATA view",
     "EngineRowRecord.details": "each engine's own Details record, declared beside its model in kvplan/engines",
+    "EngineRowRecord.knobs": "the engine's own knob record (Engine.knobs_type; the schema names them from the registry)",
+    "Advice.engines": "each engine's advice record by its name (Engine.advice_type; the schema names them from the "
+                      "registry)",
     "EraRow.changes": "the Era fields that change at a boundary, keyed by field name",
     "EraRow.decisions": "every Era decision field, keyed by field name",
     "ExplainLogBody.release": "kvplan.logs.release.ReleaseGuess, a Record serialised by its DATA view",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -10,6 +10,9 @@ from kvplan.cli.app import EXIT_USAGE, app, fail, handle_errors
 from kvplan.cli.params import Format, OutputFormat, command_options
 from kvplan.cli.emit_cmd import EmitOption, write_emitted
 from kvplan.cli.render import finish
+
+if TYPE_CHECKING:
+    from kvplan.results.envelope import Envelope
 
 
 @app.command("fit")
@@ -54,7 +57,7 @@ def fit_command(
 
     summary = options.pop("summary", False)
 
-    def table(d: dict) -> None:
+    def table(d: Envelope) -> None:
         from kvplan.report.fit_tables import render_fit
 
         if summary:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import typer
 
 from kvplan.cli.app import EXIT_FAILED
 
 
-def finish(result, fmt: str, table: Callable[[dict], None], *, hints: list[str] = ()) -> None:
+def finish(result, fmt: str, table: Callable[[Any], None], *, hints: list[str] = ()) -> None:
     """Print ``result`` (a command's result record, or its data) as ``fmt`` (tables through
-    ``table``), then the hints, then exit 3 when the outcome is not ok (the engine would fail, a
+    ``table``, given the record itself when it is an ``Envelope``, else the data), then the hints, then exit 3 when the outcome is not ok (the engine would fail, a
     check failed, a question has no answer)."""
     from kvplan.report.output import emit, hint
 
@@ -22,7 +22,8 @@ def finish(result, fmt: str, table: Callable[[dict], None], *, hints: list[str] 
 
         data = to_data(result)
 
-    emit(data, fmt, table)
+    # the tables read the record itself (an Envelope: typed records, and the same keys as ``data``)
+    emit(data, fmt, (lambda _data: table(result)) if isinstance(result, dict) else table)
     for h in hints:
         hint(h)
     if not data["outcome"]["ok"]:

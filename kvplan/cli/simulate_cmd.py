@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvplan.cli.app import app, handle_errors
 from kvplan.cli.params import Format, Model, OutputFormat, command_options
 from kvplan.cli.emit_cmd import EmitOption, write_emitted
 from kvplan.cli.render import finish
+
+if TYPE_CHECKING:
+    from kvplan.results.envelope import Envelope
 
 
 @app.command("simulate")
@@ -25,7 +30,7 @@ def simulate_command(model: Model, *, format: OutputFormat = Format.table, emit:
 
     summary = options.pop("summary", False)
 
-    def table(d: dict) -> None:
+    def table(d: Envelope) -> None:
         from kvplan.report.tables import render_allocation, render_budget, render_plan, render_summary
 
         if summary:

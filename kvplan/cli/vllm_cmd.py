@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
+from typing import TYPE_CHECKING, Annotated, List, Optional
 
 import typer
 
@@ -10,6 +10,9 @@ from kvplan.cli.app import EXIT_USAGE, app, fail, handle_errors
 from kvplan.cli.params import Format, OutputFormat, command_options
 from kvplan.cli.emit_cmd import EmitOption, write_emitted
 from kvplan.cli.render import finish
+
+if TYPE_CHECKING:
+    from kvplan.results.envelope import Envelope
 
 _SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
 
@@ -115,7 +118,7 @@ def vllm_command(
         write_emitted(emit_deployment(as_=emit.value, **given, **options))
         return
 
-    def table(d: dict) -> None:
+    def table(d: Envelope) -> None:
         from kvplan.report.serve_tables import render_serve
         from kvplan.report.tables import render_budget, render_plan, render_summary
 

@@ -5,8 +5,8 @@ module (``sglang.py``, ``trtllm.py``, ``llamacpp.py``, ``vllm/compare.py``, and
 ``lower_bound.py`` for the floor), which the use case (``kvplan/usecases/compare.py``) calls once
 for both the engine's row and its advice (an ``EngineAnswer``).
 
-- ``CompareInputs``: the workload and every engine's knobs, with the engines' own defaults
-  (declared here, beside the record, and read by each engine module from here);
+- ``CompareInputs``: the workload, and each engine's knobs as the record its own module declares
+  (the engines' own defaults; the default values they share are named here);
 - ``EngineRow``: the same few numbers per engine, each engine model taking the per-layer specs
   (per tensor-parallel rank) and the same budget and length:
 
@@ -47,9 +47,12 @@ for both the engine's row and its advice (an ``EngineAnswer``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Mapping, TypeVar
 
 from kvplan.results import Attr, Outcome, Record
-from kvplan.results.engines import Knobs, NoKnobs
+from kvplan.results.engines import NoKnobs
+
+_Knobs = TypeVar("_Knobs")
 
 # --- the engines' own defaults for the knobs compare passes them ------------------------------
 # SGLang (sglang.py): --swa-full-tokens-ratio
@@ -67,35 +70,27 @@ DEFAULT_N_UBATCH = 512
 
 @dataclass(frozen=True)
 class CompareInputs(Record):
-    """The workload and every engine's knobs (defaults are the engines' own)."""
+    """The workload every engine is evaluated at, and each engine's own knobs: ``engines`` maps an engine's name
+    (``kvplan.engines.registry``) to the knob record its module declares (``Engine.inputs``; an engine missing from it
+    runs with its record's defaults, the engine's own). ``kvplan.engines.registry.compare_inputs`` builds one from
+    flat keywords (each knob by its option's name)."""
 
     kv_cache_memory_bytes: int  # per GPU, the same budget for every engine
     target_len_tokens: int  # L: every engine is evaluated at requests of this length
     target_concurrency: int | None = None  # N
     max_num_batched_tokens: int = 8192  # vLLM's; SGLang's chunked prefill size
-    swa_full_tokens_ratio: float = DEFAULT_SWA_FULL_TOKENS_RATIO
-    sglang_page_size: int = 1
-    trtllm_window_shares: tuple[float, ...] | None = None  # TRTLLM_WINDOW_SIZE_SHARES, ascending windows
-    trtllm_tokens_per_block: int = TOKENS_PER_BLOCK
-    llamacpp_n_seq: int | None = None  # -np; default: the target concurrency, else llama-server's auto (4, unified)
-    llamacpp_n_ubatch: int = DEFAULT_N_UBATCH
-    swa_full: bool = False  # llama.cpp --swa-full
-    llamacpp_kv_unified: bool | None = None  # None: as llama-server decides from -np
     target_prompt_len_tokens: int | None = None  # prompt part of L (default: all of it)
-    sglang_disable_overlap_schedule: bool = False
-    sglang_swa_eviction_interval: int = DEFAULT_SWA_EVICTION_INTERVAL
-    trtllm_scheduler_policy: str = GUARANTEED_NO_EVICT
-    trtllm_max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS
     context_len_tokens: int | None = None  # the model's context length (SGLang's --context-length default)
-    mamba_full_memory_ratio: float = DEFAULT_MAMBA_FULL_MEMORY_RATIO  # SGLang
-    sglang_mamba_ssm_dtype: str = "float32"  # SGLang's SSM state dtype (SGLANG_MAMBA_SSM_DTYPE)
     num_speculative_tokens: int = 0  # the drafter's tokens per step (SGLang's speculative SWA term)
-    trtllm_max_attention_window: bool = False  # kv_cache_config.max_attention_window = the model's windows
-    trtllm_max_batch_size: int = DEFAULT_MAX_BATCH_SIZE  # sizes the Mamba state and the scheduler's capacity
-    trtllm_enable_block_reuse: bool = True  # kv_cache_config.enable_block_reuse (Mamba hybrids need it off)
+    engines: Mapping[str, Any] = field(default_factory=dict)  # engine name -> its knob record
 
     DATA = {k: k for k in ("kv_cache_memory_bytes", "target_len_tokens", "target_concurrency",
                            "max_num_batched_tokens")}
+
+    def knobs(self, name: str, default: _Knobs) -> _Knobs:
+        """The knob record of engine ``name`` (``default``, the engine's defaults, when none was given)."""
+        got = self.engines.get(name)
+        return default if got is None else got
 
 
 @dataclass(frozen=True)
@@ -107,7 +102,7 @@ class EngineRow:
     max_concurrency: float
     reserved_per_request_bytes: int | None
     lower_bound_bytes: int
-    knobs: Knobs = field(default_factory=NoKnobs)
+    knobs: object = field(default_factory=NoKnobs)  # the engine's knob record (Engine.knobs_type)
     # the engine's result: VllmDetails, SglangDetails, TrtllmDetails, LlamacppDetails, the LowerBound
     details: object = None
     failure: str | None = None

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Mapping, Protocol
 
 from kvplan.engines.compare import CompareInputs, EngineAnswer
@@ -31,14 +31,19 @@ class Engine(Protocol):
     """One engine of ``kvplan compare``, from its own module (``kvplan.engines.registry`` lists them): the name of its
     rows and its advice, the name its tables show, the releases its rules were read from, and its answer."""
 
-    name: str  # the rows' ``engine`` and the advice's field (vllm | sglang | trtllm | llamacpp)
+    name: str  # the rows' ``engine`` and the advice's key (vllm | sglang | trtllm | llamacpp)
     title: str  # as the tables show it
     version_option: str | None  # the option that names the release asked for (None: vLLM's come from --policy)
     shows_notes: bool  # the report lists its rows' notes under the table (vLLM's are in its plan's own output)
+    # the records it declares, for the published JSON Schemas (scripts/make_schemas.py reads them from the registry):
+    # its knob record (None: no knobs), the type of its advice (a record or a union of records), its rows' knobs
+    inputs_type: type | None
+    advice_type: Any
+    knobs_type: type
 
-    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        """Its knobs from compare's resolved options, each read and checked here (``CompareInputs``' fields of
-        the same names)."""
+    def inputs(self, options: Mapping[str, Any]) -> Any:
+        """Its knob record (``inputs_type``) from compare's resolved options, each read and checked here (the
+        record's fields are the options of the same names); None without knobs."""
         ...
 
     def versions(self, given: str | None) -> dict[str, str]:
@@ -69,15 +74,18 @@ class Engine(Protocol):
 
 
 class EngineDefaults:
-    """What most engines answer alike, for their classes to inherit: the knobs taken as resolved (``knobs``: compare's
-    options, ``CompareInputs``' fields of the same names), no warnings, the title above the rows, the notes listed."""
+    """What most engines answer alike, for their classes to inherit: the knob record (``inputs_type``) filled from the
+    options of its fields' names as they were resolved (a field no option sets keeps its default), no warnings, the
+    title above the rows, the notes listed."""
 
     title: str
-    knobs: tuple[str, ...] = ()
+    inputs_type: type | None = None
     shows_notes: bool = True
 
-    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        return given(options, self.knobs)
+    def inputs(self, options: Mapping[str, Any]) -> Any:
+        if self.inputs_type is None:
+            return None
+        return self.inputs_type(**given(options, tuple(f.name for f in fields(self.inputs_type) if f.name in options)))
 
     def warnings(self, run: CompareRun) -> list[str]:
         return []

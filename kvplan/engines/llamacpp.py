@@ -51,6 +51,7 @@ made by ``scripts/golden/llamacpp_goldens.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvplan.engines.compare import (DEFAULT_N_UBATCH, CompareInputs, EngineAnswer, EngineRow, EngineStages, Figure,
                                     reaches, require_version, rounded)
@@ -177,12 +178,27 @@ def server_slots(n_seq: int | None, kv_unified: bool | None) -> tuple[int, bool,
     return n_seq, unified, f"-np {n_seq}" + (" --kv-unified" if unified else " (non-unified: a stream per slot)")
 
 
+@dataclass(frozen=True)
+class LlamacppInputs:
+    """llama.cpp's knobs in ``kvplan compare`` (compare's options of the same names; the defaults llama-server's)."""
+
+    llamacpp_n_seq: int | None = None  # -np; default: the target concurrency, else llama-server's auto (4, unified)
+    llamacpp_n_ubatch: int = DEFAULT_N_UBATCH
+    swa_full: bool = False  # --swa-full
+    llamacpp_kv_unified: bool | None = None  # None: as llama-server decides from -np
+
+
+def knobs_of(inputs: CompareInputs) -> LlamacppInputs:
+    return inputs.knobs("llamacpp", LlamacppInputs())
+
+
 def llamacpp_slots(inputs: CompareInputs) -> tuple[int, bool, str, int | None]:
     """(n_seq, kv_unified, how, n_ctx) of the workload's llama-server: an explicit -np (or the target
     concurrency) gives each slot L tokens; llama-server's auto default shares n_ctx = L (the model's
     context) between 4 slots."""
-    given = inputs.llamacpp_n_seq or inputs.target_concurrency
-    n, unified, how = server_slots(given, inputs.llamacpp_kv_unified)
+    k = knobs_of(inputs)
+    given = k.llamacpp_n_seq or inputs.target_concurrency
+    n, unified, how = server_slots(given, k.llamacpp_kv_unified)
     return n, unified, how, None if given else inputs.target_len_tokens
 
 
@@ -332,9 +348,10 @@ def llamacpp_model(
 
 def llamacpp_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound) -> EngineRow:
     n_seq, unified, how, n_ctx = llamacpp_slots(inputs)
+    k = knobs_of(inputs)
     r = llamacpp_model(
         costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        n_seq=n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full, kv_unified=unified,
+        n_seq=n_seq, n_ubatch=k.llamacpp_n_ubatch, swa_full=k.swa_full, kv_unified=unified,
         slots_from=how, n_ctx=n_ctx,
     )
     knobs = LlamacppKnobs(
@@ -356,10 +373,11 @@ def llamacpp_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerB
 def advise_llamacpp(costs: tuple[LayerCost, ...],
                     inputs: CompareInputs) -> LlamacppNone | LlamacppNoChange | LlamacppAdvice:
     L, B = inputs.target_len_tokens, inputs.kv_cache_memory_bytes
+    k = knobs_of(inputs)
     layouts = {}
     for unified in (True, False):
         for swa_full in (False, True):
-            r = llamacpp_model(costs, B, L, n_seq=1, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=swa_full,
+            r = llamacpp_model(costs, B, L, n_seq=1, n_ubatch=k.llamacpp_n_ubatch, swa_full=swa_full,
                                kv_unified=unified)
             layouts[(unified, swa_full)] = r.max_n_seq
     unified = layouts[(True, False)] >= layouts[(False, False)]
@@ -369,12 +387,12 @@ def advise_llamacpp(costs: tuple[LayerCost, ...],
     if n < 1:
         return LlamacppNone(slots, None, f"not even one {L:,}-token sequence allocates within the budget")
     n_seq, kv_unified, _, n_ctx = llamacpp_slots(inputs)
-    base = llamacpp_model(costs, B, L, n_seq=n_seq, n_ubatch=inputs.llamacpp_n_ubatch, swa_full=inputs.swa_full,
+    base = llamacpp_model(costs, B, L, n_seq=n_seq, n_ubatch=k.llamacpp_n_ubatch, swa_full=k.swa_full,
                           kv_unified=kv_unified, n_ctx=n_ctx).configured_concurrency
     if n <= base:  # offered only when it serves more than the row's own configuration
         return LlamacppNoChange(slots, base, n - base, None, f"no change: the row's -np / -c already serve "
                                                               f"{plural(base, 'request')}, the most that allocate")
-    check = llamacpp_model(costs, B, L, n_seq=n, n_ubatch=inputs.llamacpp_n_ubatch, kv_unified=unified)
+    check = llamacpp_model(costs, B, L, n_seq=n, n_ubatch=k.llamacpp_n_ubatch, kv_unified=unified)
     assert check.starts  # the advised -np/-c re-simulated: it allocates within the budget
     return LlamacppAdvice(slots, base, n - base, f"-c {check.caches.n_ctx} -np {n}" + (" --kv-unified" if unified else ""),
                           check.caches.total_bytes, rounded(B / check.caches.total_bytes))
@@ -391,8 +409,9 @@ class LlamaCpp(EngineDefaults):
     name: str = "llamacpp"
     title: str = "llama.cpp"
     version_option: str | None = "llamacpp_build"
-    knobs: tuple[str, ...] = ("llamacpp_n_seq", "llamacpp_n_ubatch", "swa_full",
-                              "llamacpp_kv_unified")  # compare's options, CompareInputs' fields
+    inputs_type: type | None = LlamacppInputs
+    advice_type: Any = LlamacppNone | LlamacppNoChange | LlamacppAdvice
+    knobs_type: type = LlamacppKnobs
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {"llamacpp": require_version("--llamacpp-build", given, LLAMACPP_BUILD, self.title)}

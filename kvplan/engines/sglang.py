@@ -63,7 +63,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from kvplan.engines.compare import (DEFAULT_MAMBA_FULL_MEMORY_RATIO, DEFAULT_SWA_EVICTION_INTERVAL,
                                     DEFAULT_SWA_FULL_TOKENS_RATIO, NO_SCORE, CompareInputs, EngineAnswer, EngineRow,
@@ -300,6 +300,167 @@ def max_running_requests(token_capacity: int, context_len: int, max_mamba_cache_
     return n
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """What the rules read, derived once from the layers and the knobs: the pools' layers and their bytes
+    per token (``F``, ``S``), the workload (``L`` tokens, ``P`` of them prompt) and each request's needs."""
+
+    hybrid: bool
+    reason: str
+    full_layers: tuple[LayerCost, ...]
+    swa_layers: tuple[LayerCost, ...]
+    full_bytes_per_token: int  # F
+    swa_bytes_per_token: int  # S
+    window: int | None  # the largest window in the SWA pool
+    length: int  # L
+    prompt: int  # P
+    page: int
+    ratio: float  # r
+    interval: int
+    chunks: int  # prefill chunks in flight: 2 with the overlap scheduler
+    in_flight: int  # chunks · chunked_prefill_size + page (hybrid only)
+    full_need: int  # ceil_page(L)
+    swa_need: int | None  # compute_swa_request_cap's per_request (hybrid only)
+    admit_full: int  # reserve(): paged extend + page + max_new
+
+    @property
+    def W(self) -> int:  # noqa: N802 - the rules' name for the window
+        """The SWA pool's window (a hybrid model has window layers); 0 otherwise."""
+        return self.window or 0
+
+    @property
+    def swa_need_tokens(self) -> int:
+        return self.swa_need or 0
+
+
+def _shape(costs: tuple[LayerCost, ...], architecture: str | None, target_len_tokens: int, *, ratio: float,
+           page: int, chunked_prefill_size: int, disable_overlap_schedule: bool, swa_eviction_interval: int,
+           prompt_len_tokens: int | None, num_speculative_tokens: int) -> _Shape:
+    hybrid, reason = hybrid_swa_decision(architecture, costs)
+    L = target_len_tokens
+    P = L if prompt_len_tokens is None else min(prompt_len_tokens, L)
+    interval = max(1, swa_eviction_interval)
+    chunks = 1 if disable_overlap_schedule else 2
+    attention = [c for c in costs if c.kind != STATE]
+    in_swa_pool = [hybrid and c.kind == WINDOW and c.source == "target" for c in attention]
+    swa_layers = tuple(c for c, swa in zip(attention, in_swa_pool) if swa)
+    full_layers = tuple(c for c, swa in zip(attention, in_swa_pool) if not swa)
+    window = max((c.window_tokens or 0 for c in swa_layers), default=None)
+    swa_need = swa_per_request_tokens(window or 0, L, page, interval, num_speculative_tokens,
+                                      not disable_overlap_schedule) if hybrid else None
+    return _Shape(
+        hybrid=hybrid, reason=reason, full_layers=full_layers, swa_layers=swa_layers,
+        full_bytes_per_token=sum(c.bytes_per_token for c in full_layers),
+        swa_bytes_per_token=sum(c.bytes_per_token for c in swa_layers), window=window, length=L, prompt=P,
+        page=page, ratio=ratio, interval=interval, chunks=chunks,
+        in_flight=chunks * chunked_prefill_size + page if hybrid else 0, full_need=cdiv(L, page) * page,
+        swa_need=swa_need, admit_full=cdiv(P, page) * page + page + (L - P))
+
+
+def _pools(s: _Shape, budget: int) -> tuple[int, int, Fraction]:
+    """HybridSWAPoolConfigurator: (full pool tokens, SWA pool tokens (0 without one), steady concurrency)."""
+    F, S, page = s.full_bytes_per_token, s.swa_bytes_per_token, s.page
+    if budget <= 0 or F + S == 0:
+        return 0, 0, Fraction(0)
+    if s.hybrid:
+        full = int(budget // (F + s.ratio * S))
+        full -= full % page
+        swa = int(full * s.ratio)
+        swa -= swa % page
+        conc = min(Fraction(full, s.full_need), Fraction(max(swa - s.in_flight, 0), s.swa_need_tokens))
+        return full, swa, conc
+    full = budget // F
+    full -= full % page
+    return full, 0, Fraction(full, s.full_need)
+
+
+def _admitted(s: _Shape, full_tokens: int, swa_pool: int, chunked_prefill_size: int, running: int | None) -> int:
+    """Admission: request n is admitted when its total (P + max_new = L) is below what the n − 1 before it
+    left in the full pool, and its first chunk's SWA reservation below what they left in the SWA pool."""
+    L, P, page = s.length, s.prompt, s.page
+    admitted = (full_tokens - L - 1) // s.admit_full + 1 if full_tokens > L else 0
+    if s.hybrid:
+        first_chunk = swa_admission_tokens(cdiv(P, page) * page, L - P, s.W, page, chunked_prefill_size)
+        if swa_pool > first_chunk:
+            admitted = min(admitted, (swa_pool - first_chunk - 1) // s.swa_need_tokens + 1)
+    if running is not None:
+        admitted = min(admitted, max(running, 0))
+    return admitted
+
+
+def _failure(s: _Shape, mamba_k: int | None, running: int | None, full_tokens: int, swa_pool: int) -> str | None:
+    """The start-up check that fails first (SGLang's message), None when it starts."""
+    if mamba_k is not None and mamba_k <= 0:
+        return (f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
+                f"max_mamba_cache_size={mamba_k}")
+    if running is not None and running <= 0:
+        return (f"Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
+                f"max_mamba_cache_size={mamba_k}, mamba_ratio={MAMBA_RUNNING_RATIO}, resulting "
+                f"max_num_reqs={running}.")
+    if s.hybrid and s.W + s.page >= swa_pool:  # _solve_pool_sizes validates before MemoryPoolConfig's check
+        return (f"SWA pool ({swa_pool} tokens) cannot hold even one request: the prefill admission floor is "
+                f"sliding_window_size ({s.window}) + page_size ({s.page}). Increase --swa-full-tokens-ratio or the "
+                "total KV budget.")
+    if full_tokens <= 0:
+        return NOT_ENOUGH_MEMORY
+    return None
+
+
+def _prefill_fits(s: _Shape, swa_pool: int, chunked_prefill_size: int) -> bool | None:
+    """The SWA pool holds a window plus one prefill chunk at full speed (None without an SWA pool)."""
+    if not s.hybrid:
+        return None
+    return swa_pool >= min(s.full_need, cdiv(s.W + chunked_prefill_size, s.page) * s.page) + s.page
+
+
+def _swa_notes(s: _Shape, swa_pool: int, steady: Fraction, failure: str | None, prefill_fits: bool | None,
+               chunked_prefill_size: int, disable_overlap_schedule: bool, num_speculative_tokens: int) -> list[str]:
+    """What the SWA pool does to prefill and decode (hybrid only)."""
+    if not s.hybrid:
+        return []
+    notes = []
+    if not prefill_fits and failure is None:
+        notes.append(f"the SWA pool ({swa_pool:,} tokens) is smaller than a window plus one prefill chunk "
+                     f"({s.window} + {chunked_prefill_size}): SGLang shrinks the chunks (_chunk_cap), prefill slows")
+    scheduler = "--disable-overlap-schedule" if disable_overlap_schedule else "overlap scheduler"
+    notes.append(f"steady decode: each request holds up to {s.swa_need_tokens:,} SWA tokens (W + {s.interval}"
+                 + (f" · {num_speculative_tokens + 1} draft tokens" if num_speculative_tokens else "")
+                 + " + page + decode allocation) "
+                 f"(SGLANG_SWA_EVICTION_INTERVAL {s.interval}), the batch {s.in_flight:,} more for "
+                 f"{plural(s.chunks, 'prefill chunk')} in flight ({scheduler})")
+    if failure is None and steady < 1 <= Fraction(max(swa_pool - s.page, 0), s.swa_need_tokens):
+        notes.append("below SGLang's own worst case for one decoding request with the prefill chunks in flight "
+                     "(compute_swa_request_cap): it shrinks the chunks (_chunk_cap) and decodes fewer at once")
+    return notes
+
+
+def _model_notes(s: _Shape, costs: tuple[LayerCost, ...], architecture: str | None, failure: str | None,
+                 mamba_k: int | None, state: int, mamba_full_memory_ratio: float, mamba_ssm_dtype: str,
+                 num_speculative_tokens: int) -> list[str]:
+    """What kvplan does not model, or models its own way, for this architecture, state and drafter."""
+    notes = []
+    has_drafter = any(c.source == "drafter" for c in costs)
+    if architecture and architecture.startswith("DeepseekV4"):
+        notes.append("SGLang sizes DeepSeek-V4 with DSV4PoolConfigurator (ratio 0.1 and page 256 by default, "
+                     "arg_groups/model_overrides/deepseek_v4.py), not this rule")
+    if s.hybrid:
+        notes.append("not modelled: the SWA request-cap pool (explicit --max-running-requests with "
+                     "--disable-radix-cache sizes the SWA pool from compute_swa_request_cap)")
+    if mamba_k is not None and failure is None:
+        notes.append(f"--mamba-full-memory-ratio {mamba_full_memory_ratio:g}: {mamba_k:,} state slots of {state:,} B "
+                     f"(SSM state {mamba_ssm_dtype}); running requests capped at {mamba_k:,} // "
+                     f"{MAMBA_RUNNING_RATIO} = {mamba_k // MAMBA_RUNNING_RATIO:,} (resolve_max_num_reqs)")
+        if has_drafter:
+            notes.append("not modelled: the speculative intermediate state SGLang reserves for Mamba hybrids")
+    if has_drafter and s.hybrid:
+        notes.append("drafter layers counted in the full pool")
+    if num_speculative_tokens and s.hybrid:
+        notes.append(f"speculative decoding: {num_speculative_tokens + 1} draft tokens widen each request's SWA share "
+                     f"to W + {s.interval} · {num_speculative_tokens + 1} + page + decode allocation "
+                     f"(compute_swa_request_cap)")
+    return notes
+
+
 def sglang_model(
     costs: tuple[LayerCost, ...],
     architecture: str | None,
@@ -317,135 +478,53 @@ def sglang_model(
     context_len_tokens: int | None = None,
     num_speculative_tokens: int = 0,
 ) -> SglangResult:
-    hybrid, reason = hybrid_swa_decision(architecture, costs)
-    L, page, r = target_len_tokens, page_size, swa_full_tokens_ratio
-    P = L if prompt_len_tokens is None else min(prompt_len_tokens, L)
-    interval = max(1, swa_eviction_interval)
-    chunks = 1 if disable_overlap_schedule else 2
-    in_flight = chunks * chunked_prefill_size + page if hybrid else 0
-    attention = [c for c in costs if c.kind != STATE]
-    if hybrid:
-        swa_layers = [c for c in attention if c.kind == WINDOW and c.source == "target"]
-        full_layers = [c for c in attention if not (c.kind == WINDOW and c.source == "target")]
-    else:
-        swa_layers, full_layers = [], attention
-    F = sum(c.bytes_per_token for c in full_layers)
-    S = sum(c.bytes_per_token for c in swa_layers)
-    window = max((c.window_tokens or 0 for c in swa_layers), default=None)
-    W = window or 0  # the SWA pool's window (a hybrid model has window layers); unused otherwise
-    full_need = cdiv(L, page) * page
-    swa_need = swa_per_request_tokens(W, L, page, interval, num_speculative_tokens,
-                                      not disable_overlap_schedule) if hybrid else None
-    swa_need_tokens = swa_need or 0  # the same, for the hybrid arithmetic below
-    admit_full = cdiv(P, page) * page + page + (L - P)  # reserve(): paged extend + page + max_new
-
-    def pools(budget: int) -> tuple[int, int, Fraction]:
-        """(full pool tokens, SWA pool tokens (0 without one), steady concurrency)."""
-        if budget <= 0 or F + S == 0:
-            return 0, 0, Fraction(0)
-        if hybrid:
-            full = int(budget // (F + r * S))
-            full -= full % page
-            swa = int(full * r)
-            swa -= swa % page
-            conc = min(Fraction(full, full_need), Fraction(max(swa - in_flight, 0), swa_need_tokens))
-            return full, swa, conc
-        full = budget // F
-        full -= full % page
-        return full, 0, Fraction(full, full_need)
-
+    """SGLang's pools and scheduler for one workload, in stages: the shape (which layers go to which pool,
+    each request's needs), the recurrent state's share, the pools, admission, the start-up checks, the notes."""
+    s = _shape(costs, architecture, target_len_tokens, ratio=swa_full_tokens_ratio, page=page_size,
+               chunked_prefill_size=chunked_prefill_size, disable_overlap_schedule=disable_overlap_schedule,
+               swa_eviction_interval=swa_eviction_interval, prompt_len_tokens=prompt_len_tokens,
+               num_speculative_tokens=num_speculative_tokens)
+    L, P = s.length, s.prompt
     state = mamba_state_per_request_bytes(costs, mamba_ssm_dtype)
     context_len = context_len_tokens or L
     # with a Mamba state (``state``): the state slots and the running-request cap, else None
-    mamba_k: int | None = None
-    running: int | None = None
-    kv_budget = budget_bytes
-    if state:
-        mamba_k, kv_budget = mamba_split(budget_bytes, state, mamba_full_memory_ratio)
+    mamba_k, kv_budget = mamba_split(budget_bytes, state, mamba_full_memory_ratio) if state else (None, budget_bytes)
     slots = mamba_k + 1 if mamba_k is not None and mamba_k > 0 else 0
-    full_tokens, swa_pool, steady = pools(kv_budget)
-    swa_tokens = swa_pool if hybrid else None  # as reported: no SWA pool without the hybrid split
-    if state:
-        running = max_running_requests(full_tokens, context_len, mamba_k)
-        steady = min(steady, Fraction(max(running, 0)))
-    # admission: request n is admitted when its total (P + max_new = L) is below what the n − 1 before it left
-    admitted = (full_tokens - L - 1) // admit_full + 1 if full_tokens > L else 0
-    if hybrid:
-        first_chunk = swa_admission_tokens(cdiv(P, page) * page, L - P, W, page, chunked_prefill_size)
-        if swa_pool > first_chunk:
-            admitted = min(admitted, (swa_pool - first_chunk - 1) // swa_need_tokens + 1)
+    full_tokens, swa_pool, steady = _pools(s, kv_budget)
+    running = max_running_requests(full_tokens, context_len, mamba_k) if state else None
     if running is not None:
-        admitted = min(admitted, max(running, 0))
+        steady = min(steady, Fraction(max(running, 0)))
+    admitted = _admitted(s, full_tokens, swa_pool, chunked_prefill_size, running)
+    failure = _failure(s, mamba_k, running, full_tokens, swa_pool)
     notes: list[str] = []
-    failure = None
-    if mamba_k is not None and mamba_k <= 0:
-        failure = (f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
-                   f"max_mamba_cache_size={mamba_k}")
-    elif running is not None and running <= 0:
-        failure = (f"Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
-                   f"max_mamba_cache_size={mamba_k}, mamba_ratio={MAMBA_RUNNING_RATIO}, resulting "
-                   f"max_num_reqs={running}.")
-    elif hybrid and W + page >= swa_pool:  # _solve_pool_sizes validates before MemoryPoolConfig's check
-        failure = (f"SWA pool ({swa_tokens} tokens) cannot hold even one request: the prefill admission floor is "
-                   f"sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the "
-                   "total KV budget.")
-    elif full_tokens <= 0:
-        failure = NOT_ENOUGH_MEMORY
-    elif full_tokens < full_need:
+    if failure is None and full_tokens < s.full_need:
         notes.append(f"the full pool holds {full_tokens:,} tokens, less than one {L:,}-token request: SGLang caps "
                      "the request length at the pool size")
-    prefill_fits = None
-    if hybrid:
-        prefill_fits = swa_pool >= min(full_need, cdiv(W + chunked_prefill_size, page) * page) + page
-        if not prefill_fits and failure is None:
-            notes.append(f"the SWA pool ({swa_pool:,} tokens) is smaller than a window plus one prefill chunk "
-                         f"({window} + {chunked_prefill_size}): SGLang shrinks the chunks (_chunk_cap), prefill slows")
-        notes.append(f"steady decode: each request holds up to {swa_need_tokens:,} SWA tokens (W + {interval}"
-                     + (f" · {num_speculative_tokens + 1} draft tokens" if num_speculative_tokens else "")
-                     + " + page + decode allocation) "
-                     f"(SGLANG_SWA_EVICTION_INTERVAL {interval}), the batch {in_flight:,} more for "
-                     f"{plural(chunks, 'prefill chunk')} in flight ({'--disable-overlap-schedule' if disable_overlap_schedule else 'overlap scheduler'})")
-    if hybrid and failure is None and steady < 1 <= Fraction(max(swa_pool - page, 0), swa_need_tokens):
-        notes.append("below SGLang's own worst case for one decoding request with the prefill chunks in flight "
-                     "(compute_swa_request_cap): it shrinks the chunks (_chunk_cap) and decodes fewer at once")
-    if architecture and architecture.startswith("DeepseekV4"):
-        notes.append("SGLang sizes DeepSeek-V4 with DSV4PoolConfigurator (ratio 0.1 and page 256 by default, "
-                     "arg_groups/model_overrides/deepseek_v4.py), not this rule")
-    if hybrid:
-        notes.append("not modelled: the SWA request-cap pool (explicit --max-running-requests with "
-                     "--disable-radix-cache sizes the SWA pool from compute_swa_request_cap)")
-    if mamba_k is not None and failure is None:
-        notes.append(f"--mamba-full-memory-ratio {mamba_full_memory_ratio:g}: {mamba_k:,} state slots of {state:,} B "
-                     f"(SSM state {mamba_ssm_dtype}); running requests capped at {mamba_k:,} // "
-                     f"{MAMBA_RUNNING_RATIO} = {mamba_k // MAMBA_RUNNING_RATIO:,} (resolve_max_num_reqs)")
-        if any(c.source == "drafter" for c in costs):
-            notes.append("not modelled: the speculative intermediate state SGLang reserves for Mamba hybrids")
-    if any(c.source == "drafter" for c in costs) and hybrid:
-        notes.append("drafter layers counted in the full pool")
-    if num_speculative_tokens and hybrid:
-        notes.append(f"speculative decoding: {num_speculative_tokens + 1} draft tokens widen each request's SWA share "
-                     f"to W + {interval} · {num_speculative_tokens + 1} + page + decode allocation "
-                     f"(compute_swa_request_cap)")
+    prefill_fits = _prefill_fits(s, swa_pool, chunked_prefill_size)
+    notes += _swa_notes(s, swa_pool, steady, failure, prefill_fits, chunked_prefill_size, disable_overlap_schedule,
+                        num_speculative_tokens)
+    notes += _model_notes(s, costs, architecture, failure, mamba_k, state, mamba_full_memory_ratio, mamba_ssm_dtype,
+                          num_speculative_tokens)
     longest = max(min(context_len, full_tokens) - PROMPT_MARGIN_TOKENS, 0)
     if P > longest and failure is None and context_len <= full_tokens:
         notes.append(f"a {P:,}-token prompt is refused: validate_input_length allows fewer than "
                      f"min(context_len - 1, pool - 1) - 5 = {longest + 1:,} tokens (context_len {context_len:,})")
-    conc = min(Fraction(admitted), steady)
-    if failure is not None or P > longest:
-        conc = Fraction(0)
-    pool_bytes = full_tokens * F + swa_pool * S + slots * state
+    starts = failure is None
+    conc = min(Fraction(admitted), steady) if starts and P <= longest else Fraction(0)
     return SglangResult(
-        architecture=architecture, hybrid_swa_memory=hybrid, reason=reason, swa_full_tokens_ratio=r,
-        page_size=page, num_full_layers=len(full_layers), num_swa_layers=len(swa_layers),
-        full_bytes_per_token=F, swa_bytes_per_token=S, window_tokens=window, full_tokens=full_tokens,
-        swa_tokens=swa_tokens, state_slots=slots, state_bytes=slots * state, state_bytes_per_request=state,
-        full_need_tokens=full_need, swa_need_tokens=swa_need, concurrency=conc,
-        chunked_prefill_size=chunked_prefill_size, prefill_fits=prefill_fits, starts=failure is None,
-        failure=failure, pool_bytes=pool_bytes, notes=tuple(notes),
-        disable_overlap_schedule=disable_overlap_schedule, swa_eviction_interval=interval, prompt_len_tokens=P,
-        swa_in_flight_tokens=in_flight, admission_concurrency=admitted if failure is None else 0,
-        steady_concurrency=steady if failure is None else Fraction(0),
-        longest_prompt_tokens=longest if failure is None else 0,
+        architecture=architecture, hybrid_swa_memory=s.hybrid, reason=s.reason, swa_full_tokens_ratio=s.ratio,
+        page_size=s.page, num_full_layers=len(s.full_layers), num_swa_layers=len(s.swa_layers),
+        full_bytes_per_token=s.full_bytes_per_token, swa_bytes_per_token=s.swa_bytes_per_token,
+        window_tokens=s.window, full_tokens=full_tokens, swa_tokens=swa_pool if s.hybrid else None,
+        state_slots=slots, state_bytes=slots * state, state_bytes_per_request=state,
+        full_need_tokens=s.full_need, swa_need_tokens=s.swa_need, concurrency=conc,
+        chunked_prefill_size=chunked_prefill_size, prefill_fits=prefill_fits, starts=starts,
+        failure=failure, pool_bytes=full_tokens * s.full_bytes_per_token + swa_pool * s.swa_bytes_per_token
+        + slots * state, notes=tuple(notes),
+        disable_overlap_schedule=disable_overlap_schedule, swa_eviction_interval=s.interval, prompt_len_tokens=P,
+        swa_in_flight_tokens=s.in_flight, admission_concurrency=admitted if starts else 0,
+        steady_concurrency=steady if starts else Fraction(0),
+        longest_prompt_tokens=longest if starts else 0,
         mamba_full_memory_ratio=mamba_full_memory_ratio if state else None, max_mamba_cache_size=mamba_k,
         max_running_requests=running, context_len_tokens=context_len,
     )
@@ -458,22 +537,39 @@ def sglang_model(
 RATIO_STEP = Fraction(1, 1000)
 
 
+@dataclass(frozen=True)
+class SglangInputs:
+    """SGLang's knobs in ``kvplan compare`` (compare's options of the same names; the defaults SGLang's own)."""
+
+    swa_full_tokens_ratio: float = DEFAULT_SWA_FULL_TOKENS_RATIO
+    sglang_page_size: int = 1
+    sglang_disable_overlap_schedule: bool = False
+    sglang_swa_eviction_interval: int = DEFAULT_SWA_EVICTION_INTERVAL
+    mamba_full_memory_ratio: float = DEFAULT_MAMBA_FULL_MEMORY_RATIO  # no option: SGLang's fallback
+    sglang_mamba_ssm_dtype: str = "float32"  # no option: SGLANG_MAMBA_SSM_DTYPE unset
+
+
+def knobs_of(inputs: CompareInputs) -> SglangInputs:
+    return inputs.knobs("sglang", SglangInputs())
+
+
 def sglang_result(costs, architecture: str | None, inputs: CompareInputs, ratio: float) -> SglangResult:
     """SGLang's model on the workload with ``--swa-full-tokens-ratio ratio`` and every other knob from the inputs."""
+    k = knobs_of(inputs)
     return sglang_model(
         costs, architecture, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
-        swa_full_tokens_ratio=ratio, page_size=inputs.sglang_page_size,
+        swa_full_tokens_ratio=ratio, page_size=k.sglang_page_size,
         chunked_prefill_size=inputs.max_num_batched_tokens,
-        disable_overlap_schedule=inputs.sglang_disable_overlap_schedule,
-        swa_eviction_interval=inputs.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
-        mamba_full_memory_ratio=inputs.mamba_full_memory_ratio, mamba_ssm_dtype=inputs.sglang_mamba_ssm_dtype,
+        disable_overlap_schedule=k.sglang_disable_overlap_schedule,
+        swa_eviction_interval=k.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
+        mamba_full_memory_ratio=k.mamba_full_memory_ratio, mamba_ssm_dtype=k.sglang_mamba_ssm_dtype,
         context_len_tokens=inputs.context_len_tokens, num_speculative_tokens=inputs.num_speculative_tokens,
     )
 
 
 def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: CompareInputs,
                lb: LowerBound, ratio: float | None = None) -> EngineRow:
-    r = sglang_result(costs, architecture, inputs, inputs.swa_full_tokens_ratio if ratio is None else ratio)
+    r = sglang_result(costs, architecture, inputs, knobs_of(inputs).swa_full_tokens_ratio if ratio is None else ratio)
     knobs = SglangKnobs(
         swa_full_tokens_ratio=r.swa_full_tokens_ratio if r.hybrid_swa_memory else None,
         page_size=r.page_size,
@@ -483,7 +579,7 @@ def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: C
         swa_eviction_interval=r.swa_eviction_interval,
         context_length=r.context_len_tokens,
         mamba_full_memory_ratio=r.mamba_full_memory_ratio,
-        mamba_ssm_dtype=inputs.sglang_mamba_ssm_dtype if r.mamba_full_memory_ratio is not None else None,
+        mamba_ssm_dtype=knobs_of(inputs).sglang_mamba_ssm_dtype if r.mamba_full_memory_ratio is not None else None,
     )
     return EngineRow(
         engine="sglang", name="hybrid SWA pool" if r.hybrid_swa_memory else "one token pool", starts=r.starts, kv_tokens=r.full_tokens,
@@ -515,7 +611,8 @@ def ratio_grid() -> list[float]:
 
 def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None,
                   inputs: CompareInputs) -> NotApplicable | SglangNoRatio | SglangNoChange | SglangAdvice:
-    default = sglang_result(costs, architecture, inputs, inputs.swa_full_tokens_ratio)
+    default_ratio = knobs_of(inputs).swa_full_tokens_ratio
+    default = sglang_result(costs, architecture, inputs, default_ratio)
     if not default.hybrid_swa_memory:
         return NotApplicable(False, f"the ratio has no effect: {default.reason}", rounded(default.max_concurrency),
                              reaches(default.max_concurrency, inputs.target_concurrency))
@@ -536,7 +633,7 @@ def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None,
     if n <= base:  # advice is offered only when it serves more than the engine's default
         return SglangNoChange(
             True, None, rounded(default.max_concurrency), len(grid), base,
-            f"no change: the default {inputs.swa_full_tokens_ratio:g} serves {plural(base, 'request')}; "
+            f"no change: the default {default_ratio:g} serves {plural(base, 'request')}; "
             f"none of the {len(grid):,} ratios tried serves more (SGLang's own worst case, "
             "compute_swa_request_cap, speculation included)",
             reaches(default.max_concurrency, inputs.target_concurrency))
@@ -553,7 +650,7 @@ def advise_sglang(costs: tuple[LayerCost, ...], architecture: str | None,
         pool_margins={k: rounded(v) for k, v in sglang_pool_margins(best, n).items()},
         full_tokens=best.full_tokens,
         swa_tokens=best.swa_tokens,
-        default_swa_full_tokens_ratio=inputs.swa_full_tokens_ratio,
+        default_swa_full_tokens_ratio=default_ratio,
         default_max_concurrency=rounded(default.max_concurrency),
         reaches_target=reaches(best.max_concurrency, inputs.target_concurrency),
     )
@@ -571,8 +668,9 @@ class SGLang(EngineDefaults):
     name: str = "sglang"
     title: str = "SGLang"
     version_option: str | None = "sglang_version"
-    knobs: tuple[str, ...] = ("swa_full_tokens_ratio", "sglang_page_size", "sglang_disable_overlap_schedule",
-                              "sglang_swa_eviction_interval")  # compare's options, CompareInputs' fields
+    inputs_type: type | None = SglangInputs
+    advice_type: Any = NotApplicable | SglangNoRatio | SglangNoChange | SglangAdvice
+    knobs_type: type = SglangKnobs
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {"sglang": require_version("--sglang-version", given, SGLANG_VERSION, self.title)}

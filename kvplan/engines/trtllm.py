@@ -84,7 +84,7 @@ from typing import Any, Mapping
 from kvplan.engines.compare import (DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, GUARANTEED_NO_EVICT, NO_SCORE,
                                     TOKENS_PER_BLOCK, CompareInputs, EngineAnswer, EngineRow, EngineStages, Figure,
                                     reaches, require_version, rounded)
-from kvplan.engines.engine import CompareRun, EngineDefaults, given
+from kvplan.engines.engine import CompareRun, EngineDefaults
 from kvplan.engines.layer_costs import FULL, STATE, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
@@ -510,21 +510,44 @@ TrtllmSharesAny = NotApplicable | TrtllmNoSplit | TrtllmNoChange | TrtllmShares
 TrtllmAdviceAny = TrtllmSharesAny | TrtllmSettings
 
 
+@dataclass(frozen=True)
+class TrtllmInputs:
+    """TensorRT-LLM's knobs in ``kvplan compare`` (compare's options of the same names; the defaults its own)."""
+
+    trtllm_window_shares: tuple[float, ...] | None = None  # TRTLLM_WINDOW_SIZE_SHARES, ascending windows
+    trtllm_tokens_per_block: int = TOKENS_PER_BLOCK
+    trtllm_scheduler_policy: str = GUARANTEED_NO_EVICT
+    trtllm_max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS
+    trtllm_max_attention_window: bool = False  # kv_cache_config.max_attention_window = the model's windows
+    trtllm_max_batch_size: int = DEFAULT_MAX_BATCH_SIZE  # sizes the Mamba state and the scheduler's capacity
+    trtllm_enable_block_reuse: bool = True  # kv_cache_config.enable_block_reuse (Mamba hybrids need it off)
+
+
+def knobs_of(inputs: CompareInputs) -> TrtllmInputs:
+    return inputs.knobs("trtllm", TrtllmInputs())
+
+
+def with_knobs(inputs: CompareInputs, **knobs) -> CompareInputs:
+    """``inputs`` with TensorRT-LLM's knobs ``knobs`` changed."""
+    return replace(inputs, engines={**inputs.engines, "trtllm": replace(knobs_of(inputs), **knobs)})
+
+
 def trtllm_result(costs, inputs: CompareInputs, shares=None) -> TrtllmResult:
     """TensorRT-LLM's model on the workload with window ``shares`` (None: its equal default)."""
+    k = knobs_of(inputs)
     return trtllm_model(
         costs, inputs.kv_cache_memory_bytes, inputs.target_len_tokens,
         window_shares=None if shares is None else tuple(float(s) for s in shares),
-        tokens_per_block=inputs.trtllm_tokens_per_block, scheduler_policy=inputs.trtllm_scheduler_policy,
-        max_num_tokens=inputs.trtllm_max_num_tokens, prompt_len_tokens=inputs.target_prompt_len_tokens,
-        max_attention_window=inputs.trtllm_max_attention_window, max_batch_size=inputs.trtllm_max_batch_size,
-        enable_block_reuse=inputs.trtllm_enable_block_reuse,
+        tokens_per_block=k.trtllm_tokens_per_block, scheduler_policy=k.trtllm_scheduler_policy,
+        max_num_tokens=k.trtllm_max_num_tokens, prompt_len_tokens=inputs.target_prompt_len_tokens,
+        max_attention_window=k.trtllm_max_attention_window, max_batch_size=k.trtllm_max_batch_size,
+        enable_block_reuse=k.trtllm_enable_block_reuse,
     )
 
 
 def trtllm_row(costs: tuple[LayerCost, ...], inputs: CompareInputs, lb: LowerBound,
                shares: tuple[float, ...] | None = None) -> EngineRow:
-    r = trtllm_result(costs, inputs, inputs.trtllm_window_shares if shares is None else shares)
+    r = trtllm_result(costs, inputs, knobs_of(inputs).trtllm_window_shares if shares is None else shares)
     knobs = TrtllmKnobs(
         windows_tokens=tuple(r.windows),
         window_shares=tuple(round(p.share, 6) for p in r.pools),
@@ -612,7 +635,7 @@ def proportional_shares(costs, inputs: CompareInputs) -> list[Fraction]:
     """Shares where every pool runs out at the same time for one request's binding need (the
     larger of its prefill and admission blocks), four decimals, the last taking the remainder."""
     r = trtllm_result(costs, inputs)
-    tpb = inputs.trtllm_tokens_per_block
+    tpb = knobs_of(inputs).trtllm_tokens_per_block
     return _rounded_shares([max(p.prefill_blocks, p.admission_blocks) * tpb * p.bytes_per_token for p in r.pools])
 
 
@@ -623,10 +646,10 @@ def trtllm_mamba_settings(costs: tuple[LayerCost, ...], inputs: CompareInputs) -
     largest S the pool still serves (equal window shares). None for a model without state."""
     if not mamba_state_bytes(costs):
         return None
-    fixed = replace(inputs, trtllm_enable_block_reuse=False)
+    fixed = with_knobs(inputs, trtllm_enable_block_reuse=False)
 
     def served(s: int) -> int:
-        return math.floor(trtllm_result(costs, replace(fixed, trtllm_max_batch_size=s)).max_concurrency)
+        return math.floor(trtllm_result(costs, with_knobs(fixed, trtllm_max_batch_size=s)).max_concurrency)
 
     hi = max(1, inputs.kv_cache_memory_bytes // mamba_state_bytes(costs))
     best = 1
@@ -651,7 +674,7 @@ def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> Trtllm
         return _advise_trtllm_shares(costs, inputs)
     default = trtllm_result(costs, inputs)
     base = math.floor(default.max_concurrency) if default.starts else 0
-    fixed_inputs = replace(inputs, **settings)
+    fixed_inputs = with_knobs(inputs, **settings)
     inner = _advise_trtllm_shares(costs, fixed_inputs)
     shares = getattr(inner, "window_shares", None)
     r = trtllm_result(costs, fixed_inputs, shares)
@@ -682,7 +705,8 @@ def advise_trtllm(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> Trtllm
 
 
 def _advise_trtllm_shares(costs: tuple[LayerCost, ...], inputs: CompareInputs) -> TrtllmSharesAny:
-    windows = list(window_bytes_per_token(costs, inputs.target_len_tokens, inputs.trtllm_max_attention_window))
+    vswa = knobs_of(inputs).trtllm_max_attention_window
+    windows = list(window_bytes_per_token(costs, inputs.target_len_tokens, vswa))
     equal = trtllm_result(costs, inputs)
     if len(windows) < 2:
         return NotApplicable(False, "one window size: one pool, nothing to share", rounded(equal.max_concurrency),
@@ -705,7 +729,7 @@ def _advise_trtllm_shares(costs: tuple[LayerCost, ...], inputs: CompareInputs) -
                         shares, best, improved = trial, score, True
     if best == NO_SCORE:
         # every pool must hold the prompt: shares proportional to the pools' bytes per token
-        even = _rounded_shares([b for _, b in window_bytes_per_token(costs, inputs.target_len_tokens, inputs.trtllm_max_attention_window).values()])
+        even = _rounded_shares([b for _, b in window_bytes_per_token(costs, inputs.target_len_tokens, vswa).values()])
         longest = trtllm_result(costs, inputs, even).longest_prompt_tokens
         prompt = equal.prompt_len_tokens
         return TrtllmNoSplit(
@@ -752,13 +776,13 @@ class TensorRTLLM(EngineDefaults):
     name: str = "trtllm"
     title: str = "TensorRT-LLM"
     version_option: str | None = "trtllm_version"
-    knobs: tuple[str, ...] = ("trtllm_tokens_per_block", "trtllm_scheduler_policy", "trtllm_max_num_tokens",
-                              "trtllm_max_attention_window", "trtllm_max_batch_size",
-                              "trtllm_enable_block_reuse")  # compare's options, CompareInputs' fields as they are
+    inputs_type: type | None = TrtllmInputs
+    advice_type: Any = TrtllmAdviceAny
+    knobs_type: type = TrtllmKnobs
 
-    def inputs(self, options: Mapping[str, Any]) -> dict[str, Any]:
+    def inputs(self, options: Mapping[str, Any]) -> TrtllmInputs:
         text = options["trtllm_window_shares"]  # TRTLLM_WINDOW_SIZE_SHARES, read here
-        return {**given(options, self.knobs), "trtllm_window_shares": parse_shares(text) if text else None}
+        return replace(super().inputs(options), trtllm_window_shares=parse_shares(text) if text else None)
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {"trtllm": require_version("--trtllm-version", given, TRTLLM_VERSION, self.title),

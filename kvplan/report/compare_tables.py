@@ -6,14 +6,16 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from kvplan.engines.registry import ENGINES as REGISTERED, titles
+from kvplan.engines import registry
 from kvplan.report import width
 from kvplan.report.width import Col, fill, fitted_table
 from kvplan.units import format_bytes
 
-# each engine's name as the tables show it, from the registry (kvplan.engines.registry: one line per engine)
-ENGINE_NAMES = titles()
-ENGINES = {e.name: e for e in REGISTERED}  # each engine's own table text (kvplan.engines.engine.Engine)
+
+def _engines() -> dict:
+    """Each engine by its name, from the registry as it is when the table is drawn (kvplan.engines.registry: one line
+    per engine); each words its own table text (kvplan.engines.engine.Engine)."""
+    return {e.name: e for e in registry.ENGINES}
 
 
 def _console() -> Console:
@@ -28,7 +30,7 @@ def knobs_text(row: dict) -> str:
     """A row's knobs in one line, in its engine's words (``Engine.knobs_text``)."""
     if row["engine"] == "lower_bound":
         return "full L, window min(L, W), state once"
-    return ENGINES[row["engine"]].knobs_text(row)
+    return _engines()[row["engine"]].knobs_text(row)
 
 
 def render_compare(d: dict) -> None:
@@ -53,7 +55,7 @@ def render_compare(d: dict) -> None:
         waste = "" if r["waste_pct"] is None else f"{r['waste_pct']:.1f}%"
         if r["engine"] == "lower_bound":
             waste = "—"
-        rows.append([ENGINE_NAMES[r["engine"]], Text(name), starts, _num(r["kv_tokens"]), f"{r['max_concurrency']:.2f}",
+        rows.append([registry.titles()[r["engine"]], Text(name), starts, _num(r["kv_tokens"]), f"{r['max_concurrency']:.2f}",
                      f"{r['steady_state_concurrency']:.2f}", "" if per is None else format_bytes(per), waste])
     c.print(fitted_table(f"Engines on the same inputs (per GPU), max concurrency at {w['target_len_tokens']:,} "
                          "tokens (the lower bound's figures are kvplan's own)", cols, rows))
@@ -61,11 +63,11 @@ def render_compare(d: dict) -> None:
     for r in d["engines"]:
         lines = [f"knobs: {knobs_text(r)}"] if r["engine"] != "lower_bound" else []
         lines += [f"fails: {r['outcome']['error']}"] if r["outcome"]["error"] else []
-        engine = ENGINES.get(r["engine"])  # None: the lower bound
+        engine = _engines().get(r["engine"])  # None: the lower bound
         if engine is not None and engine.shows_notes:
             lines += r["notes"]
         if lines:
-            c.print((engine.heading(r) if engine is not None else ENGINE_NAMES[r["engine"]]) + ":", markup=False)
+            c.print((engine.heading(r) if engine is not None else registry.titles()[r["engine"]]) + ":", markup=False)
             for n in lines:
                 c.print(fill(n, "  - ", "    "), markup=False)
     a = d.get("advice")
@@ -87,7 +89,7 @@ def render_advice(c: Console, a: dict) -> None:
         rows.append([Text(str(c)) for c in cells[:-1]])
         why.append(f"{cells[0]}: {cells[-1]}")
 
-    for e in ENGINES.values():  # each engine's advice in its own words (Engine.advice_cells), the registry's order
+    for e in _engines().values():  # each engine's advice in its own words (Engine.advice_cells), the registry's order
         if a.get(e.name) is not None:
             knob, max_conc, reaches, reason = e.advice_cells(a[e.name])
             row(e.title, knob, max_conc, reach(reaches), reason)
@@ -130,7 +132,7 @@ def render_stages(c: Console, d: dict) -> None:
     table_rows = []
     for r in rows:
         st = r["details"]["stages"]
-        name = f"{ENGINE_NAMES[r['engine']]} {st['engine_version']}"
+        name = f"{registry.titles()[r['engine']]} {st['engine_version']}"
         cells = [_stage_cell(st[key], label(name, st[key]["rule"])) for key, _ in STAGE_COLUMNS]
         starts = "yes" if st["starts"]["value"] else "no"
         # a prompt is only "too long" for an engine that starts; one that fails says why in its notes

@@ -6,19 +6,14 @@ from rich.text import Text
 
 from kvplan.report.tables import _console, _model_line
 from kvplan.report.width import Col, fitted_table
+from kvplan.results import shown
+from kvplan.results.envelope import Envelope
+from kvplan.results.fit import FitBody, GpuTable, GpuTableRow, LayoutDecision
 from kvplan.units import format_bytes, plural
 
 
 def _b(n) -> str:
     return "" if n is None else format_bytes(n)
-
-
-def _short(row: dict) -> str:
-    """Why a row fails, in one sentence (printed under the table, never cut)."""
-    kv = row.get("kv_cache_memory_bytes")
-    if kv is not None and kv <= 0:
-        return "no memory left for the KV cache"
-    return row["outcome"]["error"].split(". ")[0]
 
 
 def render_gpu_presets(d: dict) -> None:
@@ -93,15 +88,37 @@ def _budget_table(b: dict):
                         row_styles=styles)
 
 
-def _layout_line(lay: dict) -> str:
-    pad = (f", {plural(lay['num_padding_layers'], 'padding layer')} ({lay['padding_waste_pct']:.2f}%)"
-           if lay["num_padding_layers"] else "")
-    return (f"group_size {lay['group_size']}, {plural(lay['num_groups'], 'group')}{pad}, page {lay['page_size_bytes']:,} B, "
-            f"{lay['num_blocks']:,} blocks, at {lay['max_model_len']:,} tokens: max_concurrency {lay['max_concurrency']:.2f} "
-            f"(vLLM's worst case), steady_state_concurrency {lay.get('steady_state_concurrency', 0.0):.2f} (kvplan's estimate)")
+def _layout_line(lay: LayoutDecision) -> str:
+    pad = (f", {plural(lay.num_padding_layers, 'padding layer')} ({shown(lay, 'padding_waste_pct'):.2f}%)"
+           if lay.num_padding_layers else "")
+    return (f"group_size {lay.group_size}, {plural(lay.num_groups, 'group')}{pad}, page {lay.page_size_bytes:,} B, "
+            f"{lay.num_blocks:,} blocks, at {lay.max_model_len:,} tokens: max_concurrency "
+            f"{shown(lay, 'max_concurrency'):.2f} (vLLM's worst case), steady_state_concurrency "
+            f"{shown(lay, 'steady_state_concurrency'):.2f} (kvplan's estimate)")
 
 
-def render_fit(d: dict) -> None:
+def _gpu_row(r: GpuTableRow, g: GpuTable, dp: bool, host: bool, reasons: list[str]) -> tuple[list[str], str | None]:
+    """One row of the GPU table and its style (a failing row's reason added to ``reasons``)."""
+    o = r.outcome
+    outcome = ("enough" if r.enough and g.concurrency is not None else "starts") if o.starts else \
+        "fails" + (f" ({o.stage})" if o.stage else "")
+    if not o.starts and (o.error or (r.kv_cache_memory_bytes or 1) <= 0):
+        kv = r.kv_cache_memory_bytes
+        short = "no memory left for the KV cache" if kv is not None and kv <= 0 else (o.error or "").split(". ")[0]
+        reasons.append(f"{r.gpu} tp {r.tensor_parallel_size}: {short}")
+    if o.starts and g.concurrency is not None and not r.enough:
+        outcome = "too few"
+    conc, steady = (("total_max_concurrency", "total_steady_state_concurrency") if dp else
+                    ("max_concurrency", "steady_state_concurrency"))
+    cells = [r.gpu, str(r.tensor_parallel_size), *([str(r.data_parallel_size)] if dp else []),
+             _b(r.weights_bytes), _b(r.kv_cache_memory_bytes), f"{shown(r, conc):.2f}", f"{shown(r, steady):.2f}",
+             str(r.group_size or ""), str(r.num_groups or ""), str(r.num_padding_layers or ""),
+             *([_b(r.host_memory_bytes)] if host else []), outcome]
+    return cells, "green" if r.enough else ("dim" if not o.starts else None)
+
+
+def render_fit(d: Envelope) -> None:
+    body: FitBody = d.body
     c = _console()
     c.print(_model_line(d))
     p = d["policy"]
@@ -115,49 +132,50 @@ def render_fit(d: dict) -> None:
                 "(vLLM's --kv-cache-memory-bytes; not estimated)")
     elif d.get("budget"):
         c.print(_budget_table(d["budget"]))
-    m = d.get("max_model_len")
+    m = body.max_model_len
     if m:
-        if m["max_model_len"] is None:
-            f = m["layout"]["outcome"]
-            c.print(Text(f"Largest max_model_len: none, the engine would not start ({f['error'] or ''})",
+        if m.max_model_len is None:
+            c.print(Text(f"Largest max_model_len: none, the engine would not start ({m.layout.outcome.error or ''})",
                          style="bold red"))
         else:
-            why = "the model's own length" if m["limited_by"] == "limit" and m["limit"] == m["model_max_model_len"] \
-                else "the --max-model-len cap" if m["limited_by"] == "limit" else "KV cache memory"
-            c.print(Text(f"Largest max_model_len: {m['max_model_len']:,} (limited by {why})", style="bold green"))
-            bd = m["boundary"] or {}
-            if bd.get("one_more"):
-                c.print(f"  checked: {bd['fits']['max_model_len']:,} starts, {bd['one_more']['max_model_len']:,} "
-                        f"{'starts' if bd['one_more']['outcome']['starts'] else 'fails'}")
-            c.print(f"  layout: {_layout_line(m['layout'])}")
-    u = d.get("min_gpu_memory_utilization")
+            why = "the model's own length" if m.limited_by == "limit" and m.limit == m.model_max_model_len \
+                else "the --max-model-len cap" if m.limited_by == "limit" else "KV cache memory"
+            c.print(Text(f"Largest max_model_len: {m.max_model_len:,} (limited by {why})", style="bold green"))
+            bd = m.boundary
+            if bd is not None and bd.one_more is not None:
+                c.print(f"  checked: {bd.fits.max_model_len:,} starts, {bd.one_more.max_model_len:,} "
+                        f"{'starts' if bd.one_more.outcome.starts else 'fails'}")
+            c.print(f"  layout: {_layout_line(m.layout)}")
+    u = body.min_gpu_memory_utilization
     if u:
-        n, L = u["concurrency"], u["context_len"]
-        if u["gpu_memory_utilization"] is None:
-            c.print(Text(f"Utilization for {plural(float(n), 'request')} of {L:,} tokens: not reachable ({u.get('reason', '')})",
+        n, L = u.concurrency, u.context_len
+        if u.gpu_memory_utilization is None:
+            c.print(Text(f"Utilization for {plural(float(n), 'request')} of {L:,} tokens: not reachable ({u.reason or ''})",
                          style="bold red"))
         else:
             c.print(Text(f"Smallest --gpu-memory-utilization for {plural(float(n), 'request')} of {L:,} tokens: "
-                         f"{u['gpu_memory_utilization']:.3f} (KV {_b(u['kv_cache_memory_bytes'])})", style="bold green"))
-            bd = u["boundary"]
-            less = bd.get("one_step_less")
-            if less:
-                c.print(f"  checked: {bd['enough']['gpu_memory_utilization']:.3f} gives steady-state "
-                        f"{bd['enough']['steady_state_concurrency']:.3f}, {less['gpu_memory_utilization']:.3f} gives "
-                        f"{less['steady_state_concurrency']:.3f}")
-        c.print(f"  layout: {_layout_line(u['layout'])}")
-    x = d.get("max_context_len_for_concurrency")
+                         f"{u.gpu_memory_utilization:.3f} (KV {_b(u.kv_cache_memory_bytes)})", style="bold green"))
+            ub = u.boundary
+            less = ub.one_step_less if ub is not None else None
+            if ub is not None and less is not None:
+                c.print(f"  checked: {ub.enough.gpu_memory_utilization:.3f} gives steady-state "
+                        f"{shown(ub.enough.capacity, 'steady_state_concurrency'):.3f}, "
+                        f"{less.gpu_memory_utilization:.3f} gives "
+                        f"{shown(less.capacity, 'steady_state_concurrency'):.3f}")
+        c.print(f"  layout: {_layout_line(u.layout)}")
+    x = body.max_context_len_for_concurrency
     if x:
-        n = x["concurrency"]
-        if x["max_model_len"] is None:
-            c.print(Text(f"Longest context for {plural(float(n), 'request')}: none ({x.get('reason', '')})", style="bold red"))
+        n = x.concurrency
+        if x.max_model_len is None:
+            c.print(Text(f"Longest context for {plural(float(n), 'request')}: none ({x.reason or ''})", style="bold red"))
         else:
-            c.print(Text(f"Longest context for {plural(float(n), 'request')} (steady state): {x['max_model_len']:,} tokens", style="bold green"))
-            one = (x["boundary"] or {}).get("one_more")
+            c.print(Text(f"Longest context for {plural(float(n), 'request')} (steady state): {x.max_model_len:,} tokens",
+                         style="bold green"))
+            one = x.boundary.one_more if x.boundary is not None else None
             if one:
-                c.print(f"  checked: {x['max_model_len'] + 1:,} tokens gives steady-state "
-                        f"{one['steady_state_concurrency']:.3f}" + ("" if one["outcome"]["starts"] else " (fails to start)"))
-        c.print(f"  layout: {_layout_line(x['layout'])}")
+                c.print(f"  checked: {x.max_model_len + 1:,} tokens gives steady-state "
+                        f"{shown(one, 'steady_state_concurrency'):.3f}" + ("" if one.outcome.starts else " (fails to start)"))
+        c.print(f"  layout: {_layout_line(x.layout)}")
     goal = d.get("goal")
     if goal:
         want = f"{plural(float(goal['concurrency']), 'request')} of {goal['max_model_len']:,} tokens"
@@ -171,13 +189,13 @@ def render_fit(d: dict) -> None:
                     f"{goal['total_steady_state_concurrency_low']:.2f} (vLLM's max_concurrency "
                     f"{goal['max_concurrency_low']:.2f} per engine); {goal['candidates_simulated']} candidates "
                     "simulated; --emit FORMAT writes it")
-    g = d.get("gpus")
+    g = body.gpus
     if g:
-        length = f"{g['max_model_len']:,} tokens" if g["max_model_len"] else "the model's max_model_len"
+        length = f"{g.max_model_len:,} tokens" if g.max_model_len else "the model's max_model_len"
         title = f"Max concurrency per GPU at {length}" + (
-            f" (enough = starts and steady-state ≥ {g['concurrency']:g})" if g["concurrency"] is not None else "")
-        dp = any(r.get("data_parallel_size", 1) > 1 for r in g["rows"])
-        host = any(r.get("host_memory_bytes") for r in g["rows"])
+            f" (enough = starts and steady-state ≥ {g.concurrency:g})" if g.concurrency is not None else "")
+        dp = any(r.data_parallel_size > 1 for r in g.rows)
+        host = any(r.host_memory_bytes for r in g.rows)
         if dp:
             title += "; DP ranks are engines: concurrency summed over them"
         cols = [Col("gpu"), Col("tp", right=True), *([Col("dp", right=True)] if dp else []),
@@ -186,32 +204,24 @@ def render_fit(d: dict) -> None:
                 Col("steady (kvplan's estimate)", right=True), Col("group", right=True, drop=1),
                 Col("groups", right=True, drop=4), Col("padding", right=True, drop=5),
                 *([Col("host RAM (KV tier)", right=True)] if host else []), Col("outcome")]
-        rows, styles, why = [], [], []
-        for r in g["rows"]:
-            starts = r["outcome"]["starts"]
-            outcome = ("enough" if r["enough"] and g["concurrency"] is not None else "starts") if starts else \
-                "fails" + (f" ({r['outcome']['stage']})" if r["outcome"].get("stage") else "")
-            if not starts and (r["outcome"]["error"] or (r.get("kv_cache_memory_bytes") or 1) <= 0):
-                why.append(f"{r['gpu']} tp {r['tensor_parallel_size']}: {_short(r)}")
-            if starts and g["concurrency"] is not None and not r["enough"]:
-                outcome = "too few"
-            conc, steady = ((r["total_max_concurrency"], r["total_steady_state_concurrency"]) if dp else
-                            (r["max_concurrency"], r.get("steady_state_concurrency", 0.0)))
-            rows.append([r["gpu"], str(r["tensor_parallel_size"]), *([str(r["data_parallel_size"])] if dp else []),
-                         _b(r["weights_bytes"]), _b(r["kv_cache_memory_bytes"]), f"{conc:.2f}", f"{steady:.2f}",
-                         str(r["group_size"] or ""), str(r["num_groups"] or ""), str(r["num_padding_layers"] or ""),
-                         *([_b(r.get("host_memory_bytes"))] if host else []), outcome])
-            styles.append("green" if r["enough"] else ("dim" if not starts else None))
+        rows: list[list[str]] = []
+        styles: list[str | None] = []
+        reasons: list[str] = []
+        for r in g.rows:
+            cells, style = _gpu_row(r, g, dp, host, reasons)
+            rows.append(cells)
+            styles.append(style)
         c.print(fitted_table(title + " (budgets: kvplan's estimate)", cols, rows, row_styles=styles))
-        for line in why:
+        for line in reasons:
             c.print(f"  {line}", markup=False)
-        for line in dp_versus_tp(g["rows"]):
+        for line in dp_versus_tp(d["gpus"]["rows"]):
             c.print(line, markup=False)
-        sm = g["smallest_enough"]
+        sm = g.smallest_enough
         if sm:
-            c.print(f"Smallest that is enough: {sm['num_gpus']} × {sm['gpu']} (tp {sm['tensor_parallel_size']}"
-                    + (f", dp {sm['data_parallel_size']}" if sm.get("data_parallel_size", 1) > 1 else "") + "), "
-                    f"max concurrency {sm['max_concurrency']:.2f}, steady-state {sm['steady_state_concurrency']:.2f}")
+            c.print(f"Smallest that is enough: {sm.num_gpus} × {sm.gpu} (tp {sm.tensor_parallel_size}"
+                    + (f", dp {sm.data_parallel_size}" if sm.data_parallel_size > 1 else "") + "), "
+                    f"max concurrency {shown(sm, 'max_concurrency'):.2f}, "
+                    f"steady-state {shown(sm, 'steady_state_concurrency'):.2f}")
         else:
             c.print("No preset and TP size in the table is enough.")
     if d.get("estimated", True):

@@ -8,6 +8,10 @@ from rich.text import Text
 
 from kvplan.report import width
 from kvplan.report.width import Col, fitted_table, key_value_table, terminal_width
+from kvplan.results import shown
+from kvplan.results.envelope import Envelope
+from kvplan.results.records import PlanBody, WorkerRow
+from kvplan.results.serve import ServeBody
 from kvplan.units import compact_ranges, format_bytes, plural
 
 MAX_SLOTS_SHOWN = 24
@@ -90,7 +94,7 @@ def collapse_layers(layers: list[dict]) -> list[list[str]]:
         best = (0, 1, i)  # (layers saved, period, end of the stretch)
         for period in range(1, MAX_PERIOD + 1):
             end = i
-            while end + 1 < len(layers) and nums[end] is not None and nums[end + 1] == nums[end] + 1 \
+            while end + 1 < len(layers) and (n := nums[end]) is not None and nums[end + 1] == n + 1 \
                     and (end + 1 - period < i or keys[end + 1] == keys[end + 1 - period]):
                 end += 1
             span = end - i + 1
@@ -104,7 +108,8 @@ def collapse_layers(layers: list[dict]) -> list[list[str]]:
             continue
         for k in range(i, i + period):
             members = list(range(k, end + 1, period))
-            rows.append([compact_ranges([nums[m] for m in members]), keys[k][1], *keys[k][0]])
+            # a stretch is numbered layers only (the loop above stops at a name without a number)
+            rows.append([compact_ranges([n for m in members if (n := nums[m]) is not None]), keys[k][1], *keys[k][0]])
         i = end + 1
     return rows
 
@@ -214,66 +219,79 @@ def _is_drafter(d: dict, g: dict, i: int) -> bool:
     return g["layers"][i] in g["drafter_layers"]
 
 
-def render_plan(d: dict) -> None:
+def plan_of(result: Envelope) -> PlanBody:
+    """The plan record of a ``simulate`` or ``vllm`` result (its envelope: typed records beside its keys)."""
+    body = result.body
+    return body.simulate.plan if isinstance(body, ServeBody) else body.plan
+
+
+def _workers(plan: PlanBody) -> list[WorkerRow]:
+    """The workers with an admission check (``WorkerRow``; not the attention-free summary rows)."""
+    return [w for w in plan.workers if isinstance(w, WorkerRow)]
+
+
+def render_plan(d: Envelope) -> None:
     from kvplan.results.data import policy_label
 
+    plan = plan_of(d)
     c = _console()
     c.print(_model_line(d))
-    p = d["policy"]
-    thr = "none (min)" if p["threshold"] is None else f"{p['threshold']:g}"
-    if p["is_proposal"]:
-        c.print(f"policy {p['name']} ({p['description']})  [proposal, not shipped vLLM behaviour]")
-    elif p.get("vllm_release"):
-        c.print(f"policy {policy_label(p)}: era {p['name']}, threshold {thr}")
+    p = plan.policy
+    thr = "none (min)" if p.threshold is None else f"{p.threshold:g}"
+    if p.is_proposal:
+        c.print(f"policy {p.name} ({p.description})  [proposal, not shipped vLLM behaviour]")
+    elif p.vllm_release:
+        c.print(f"policy {policy_label(p)}: era {p.name}, threshold {thr}")
     else:
-        rels = p["vllm_releases"]
+        rels = p.vllm_releases
         span = f"{rels[0]} to {rels[-1]}" if len(rels) > 1 else ", ".join(rels)
-        c.print(f"policy {p['name']} (threshold {thr}; vLLM {span})")
-    if p.get("warning"):
-        c.print(Text(f"Warning: {p['warning']}", style="yellow"))
+        c.print(f"policy {p.name} (threshold {thr}; vLLM {span})")
+    if p.warning:
+        c.print(Text(f"Warning: {p.warning}", style="yellow"))
     sv = d.get("serving") or {}
     if sv.get("attention_backend"):
         why = " (no --gpu: an H100 is assumed)" if sv.get("attention_backend_note") else ""
         c.print(f"attention backend {sv['attention_backend']}{why}, block size {sv['block_size']}")
-    hma = d["hybrid_kv_cache_manager"]
-    if hma["enabled"] is False:
-        c.print(f"hybrid KV-cache manager: off ({'; '.join(hma['reasons_disabled'])})")
-    gr = d["grouping"]
-    if gr and gr["buckets"]:
+    hma = plan.hybrid_kv_cache_manager
+    if hma.enabled is False:
+        c.print(f"hybrid KV-cache manager: off ({'; '.join(hma.reasons_disabled)})")
+    gr = plan.grouping
+    if gr and gr.buckets:
         cols = [Col("bucket", right=True), Col("kind"), Col("layers", right=True), Col("block", right=True, drop=1),
                 Col("page bytes", right=True), Col("padding", right=True), Col("indices")]
-        rows = [[str(b["index"]), b["label"], str(b["num_layers"]), str(b["block_size"]), f"{b['page_size_bytes']:,}",
-                 str(b["padding_layers"] or ""), _idx(b["layers"])] for b in gr["buckets"]]
+        rows = [[str(b.index), b.label, str(b.num_layers), str(b.spec.block_size), f"{b.spec.page_size_bytes:,}",
+                 str(b.padding_layers or ""), _idx(list(b.layers))] for b in gr.buckets]
         c.print(fitted_table(f"Buckets (identical specs, first-appearance order; {VLLM_OWN})", cols, rows))
-    workers = [w for w in d["workers"] if "own_num_blocks" in w]
+    workers = _workers(plan)
+    m = plan.memory
     # nothing was allocated: the engine failed before its KV cache configs (memory, config stage)
-    failed = not d["outcome"]["starts"] and not d["memory"]["num_blocks"]
-    if d["groups"]:
-        title = f"KV cache groups (group_size {d['memory']['group_size']}"
+    failed = not d.outcome.starts and not m.num_blocks
+    if plan.groups:
+        title = f"KV cache groups (group_size {m.group_size}"
         if len(workers) > 1:
-            title += ", global; slots per stage " + "/".join(str(w["group_size"]) for w in workers)
+            title += ", global; slots per stage " + "/".join(str(w.group_size) for w in workers)
         cols = [Col("group", right=True), Col("kind"), Col("layers", right=True), Col("padding slots", right=True),
                 Col("block", right=True, drop=1), Col("blocks/ request", right=True)]
         cols += [Col("need (1 request)", justify="right")] if failed else []
         cols += [Col("indices")]
         rows = []
-        for g in d["groups"]:
-            layers = str(g["num_layers"])
-            if g.get("num_layers_per_worker"):
-                layers += " (" + "+".join(map(str, g["num_layers_per_worker"])) + ")"
-            row = [str(g["index"]), g["label"] + (" +drafter" if g["has_drafter_layers"] else ""),
-                   layers, str(g["padding_slots"] or ""), str(g["block_size"]), _num(g["blocks_per_request"])]
-            row += [format_bytes(g["needed_bytes"]) if g.get("needed_bytes") is not None else "—"] if failed else []
-            rows.append(row + [_idx(g["layers"])])
+        for g in plan.groups:
+            layers = str(g.num_layers)
+            if g.num_layers_per_worker:
+                layers += " (" + "+".join(map(str, g.num_layers_per_worker)) + ")"
+            row = [str(g.index), g.label + (" +drafter" if g.has_drafter_layers else ""),
+                   layers, str(g.padding_slots or ""), str(g.block_size), _num(g.blocks_per_request)]
+            row += [format_bytes(g.needed_bytes) if g.needed_bytes is not None else "—"] if failed else []
+            rows.append(row + [_idx(list(g.layers))])
         c.print(fitted_table(f"{title}; {VLLM_OWN})", cols, rows))
     if len(workers) > 1:
         cols = [Col("stage", right=True), Col("layers", right=True), Col("slots", right=True),
                 Col("bytes/ block", right=True), Col("own blocks", right=True, drop=1), Col("num_blocks", right=True),
                 Col("need / available", justify="right"), Col("padding at full load", justify="right")]
-        rows = [[str(w["rank"]), str(w["num_layers"]), str(w["group_size"]), f"{w['bytes_per_block']:,}",
-                 f"{w['own_num_blocks']:,}", f"{w['num_blocks']:,}" if w["allocated"] else "—",
-                 f"{format_bytes(w['needed_bytes'])} / {format_bytes(w['checked_available_bytes'])}",
-                 f"{format_bytes(w['padding_waste_bytes'])} ({w['padding_waste_pct_of_pool']:.2f}%)"]
+        rows = [[str(w.rank), str(w.num_layers), str(w.group_size), f"{w.bytes_per_block:,}",
+                 f"{w.own_num_blocks:,}", f"{w.num_blocks:,}" if w.allocated else "—",
+                 f"{format_bytes(w.needed_bytes)} / {format_bytes(w.checked_available_bytes)}",
+                 f"{format_bytes(w.padding.padding_waste_bytes)} ({shown(w.padding, 'padding_waste_pct_of_pool'):.2f}%)"]
                 for w in workers]
         c.print(fitted_table("Per pipeline stage (one KV cache config each; num_blocks = the minimum over stages; "
                              f"{VLLM_OWN})", cols, rows))
@@ -286,52 +304,54 @@ def render_plan(d: dict) -> None:
             rows = rows[:MAX_TENSOR_ROWS] + [["", "", f"and {plural(len(rows) - MAX_TENSOR_ROWS, 'more row')}"]]
         c.print(fitted_table(f"{title}; {VLLM_OWN})",
                              [Col("tensor", right=True), Col("size_bytes", right=True), Col("shared_by")], rows))
-    if d["groups"] and gr and gr["path"] == "uniform_page":
+    if plan.groups and gr and gr.path == "uniform_page":
         c.print("Layout (tensor slots × groups; ░ = padding):")
         c.print(layout_picture(d))
-    m = d["memory"]
-    sch = d["scheduler"]
-    est = m.get("estimated_max_model_len")
-    num_blocks = f"{m['num_blocks']:,}" if not failed else (
-        f"not allocated (the pool: {m['pool_num_blocks']:,})" if m.get("pool_num_blocks") else "not allocated")
-    rows = [
-        ("available (per GPU)", f"{m['available_bytes']:,} B ({format_bytes(m['available_bytes'])})"),
-        ("page_size_bytes", f"{m['page_size_bytes']:,}"),
-        ("bytes per block (all slots)", f"{m['bytes_per_block']:,}" + (
-            f" (stage {m['binding_rank']}: {m['slots_per_block']} slots)" if len(workers) > 1 else "")),
+    sch = plan.scheduler
+    est = m.estimated_max_model_len
+    num_blocks = f"{m.num_blocks:,}" if not failed else (
+        f"not allocated (the pool: {m.pool_num_blocks:,})" if m.pool_num_blocks else "not allocated")
+    # the shown figures: what the JSON holds (the serializer's rounding), so table and JSON agree
+    max_conc, steady, effective = (shown(m, k) for k in ("max_concurrency", "steady_state_concurrency",
+                                                          "effective_concurrency"))
+    memory: list[tuple[str, str]] = [
+        ("available (per GPU)", f"{m.available_bytes:,} B ({format_bytes(m.available_bytes)})"),
+        ("page_size_bytes", f"{m.page_size_bytes:,}"),
+        ("bytes per block (all slots)", f"{m.bytes_per_block:,}" + (
+            f" (stage {m.binding_rank}: {m.slots_per_block} slots)" if len(workers) > 1 else "")),
         ("num_blocks", num_blocks),
-        ("max_model_len", f"{sch['max_model_len']:,}" + (
-            f" (auto-fit from {sch['original_max_model_len']:,})" if sch["max_model_len"] != sch["original_max_model_len"] else "")),
-        ("blocks reserved per request", " + ".join(_num(g["blocks_per_request"]) for g in d["groups"])
-         + f" = {m['blocks_per_request']:,}" if d["groups"] else "0"),
-        ("needed vs available (admission)", f"{format_bytes(m['needed_bytes'])} / {format_bytes(m['checked_available_bytes'])}"),
+        ("max_model_len", f"{sch.max_model_len:,}" + (
+            f" (auto-fit from {sch.original_max_model_len:,})" if sch.max_model_len != sch.original_max_model_len else "")),
+        ("blocks reserved per request", " + ".join(_num(g.blocks_per_request) for g in plan.groups)
+         + f" = {m.blocks_per_request:,}" if plan.groups else "0"),
+        ("needed vs available (admission)", f"{format_bytes(m.needed_bytes)} / {format_bytes(m.checked_available_bytes)}"),
     ]
     if est is not None:
-        rows.append(("vLLM's estimated maximum model length", f"{est:,}"))
-    rows += [
-        ("padding layers", f"{gr['num_padding_layers'] if gr else 0} (vLLM: may waste at most "
-                           f"{gr['padding_waste_pct'] if gr else 0:.2f}%)"),
+        memory.append(("vLLM's estimated maximum model length", f"{est:,}"))
+    memory += [
+        ("padding layers", f"{gr.num_padding_layers if gr else 0} (vLLM: may waste at most "
+                           f"{shown(gr, 'padding_waste_pct') if gr else 0:.2f}%)"),
     ]
     if not failed:
-        rows.append(("padding at full load", f"{format_bytes(m['padding_waste_bytes'])} "
-                                             f"({m['padding_waste_pct_of_pool']:.2f}% of pool)"))
-    rows += [
-        ("KV tokens (max_concurrency × max_model_len)", f"{m['kv_tokens']:,}"),
-        ('"GPU KV cache size", ≤0.20 (blocks)', f"{m['kv_cache_size_tokens_blocks_meaning']:,}"),
-        ('"GPU KV cache size", 0.33 (conc. × len)', f"{m['kv_cache_size_tokens_concurrency_meaning']:,}"),
-        ("max_concurrency (vLLM's figure: worst case)", f"{m['max_concurrency']:.2f}"),
-        ("steady_state_concurrency (kvplan's estimate)", f"{m.get('steady_state_concurrency', 0.0):.2f}"),
-        ("effective concurrency (min(KV, max_num_seqs))", f"{m.get('effective_concurrency', 0.0):.2f}"
-         + (f" (max_num_seqs {sch['max_num_seqs']:,} caps it)" if sch.get("max_num_seqs")
-            and m.get("effective_concurrency", 0) < m["max_concurrency"] else "")),
+        memory.append(("padding at full load", f"{format_bytes(m.padding_waste_bytes)} "
+                                             f"({shown(m, 'padding_waste_pct_of_pool'):.2f}% of pool)"))
+    memory += [
+        ("KV tokens (max_concurrency × max_model_len)", f"{m.kv_tokens:,}"),
+        ('"GPU KV cache size", ≤0.20 (blocks)', f"{m.kv_cache_size_tokens_blocks_meaning:,}"),
+        ('"GPU KV cache size", 0.33 (conc. × len)', f"{m.kv_cache_size_tokens_concurrency_meaning:,}"),
+        ("max_concurrency (vLLM's figure: worst case)", f"{max_conc:.2f}"),
+        ("steady_state_concurrency (kvplan's estimate)", f"{steady:.2f}"),
+        ("effective concurrency (min(KV, max_num_seqs))", f"{effective:.2f}"
+         + (f" (max_num_seqs {sch.max_num_seqs:,} caps it)" if sch.max_num_seqs and effective < max_conc else "")),
     ]
     from kvplan.engines.vllm.prechecks import before_kv_cache
 
     from kvplan.budget.load import STAGES as LOAD_STAGES
 
-    if not (failed and before_kv_cache(d["outcome"]["stage"])) and d["outcome"]["stage"] not in LOAD_STAGES:
+    o = d.outcome
+    if not (failed and before_kv_cache(o.stage)) and o.stage not in LOAD_STAGES:
         # refused at config time, or out of memory loading the weights: no KV-cache figures
-        c.print(key_value_table(f"Memory ({VLLM_OWN}, except where marked kvplan's estimate)", rows))
+        c.print(key_value_table(f"Memory ({VLLM_OWN}, except where marked kvplan's estimate)", memory))
     if d.get("host_tier"):
         c.print(key_value_table(f"Host tier: KV offloading ({VLLM_OWN})", host_tier_rows(d["host_tier"])))
     if d.get("totals"):
@@ -344,14 +364,13 @@ def render_plan(d: dict) -> None:
         c.print("Why:")
         for line in d["explain"]:
             c.print(f"  - {line}", markup=False)
-    o = d["outcome"]
-    if o["starts"]:
+    if o.starts:
         c.print(Text("Outcome: the engine would start.", style="bold green"))
     else:
-        c.print(Text(f"Outcome: the engine would fail at start-up ({o['stage']}): {o['error_type']}: {o['error']}",
+        c.print(Text(f"Outcome: the engine would fail at start-up ({o.stage}): {o.error_type}: {o.error}",
                      style="bold red"))
-    for f in d.get("fixes") or []:
-        c.print(f"  fix (verified by re-simulating): {f['flag']}  → {f['result']}", markup=False)
+    for f in plan.fixes:
+        c.print(f"  fix (verified by re-simulating): {f.flag}  → {f.result}", markup=False)
 
 
 def host_tier_rows(h: dict) -> list[tuple[str, str]]:
@@ -403,60 +422,64 @@ def totals_rows(t: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def summary_lines(d: dict) -> list[str]:
+def summary_lines(d: Envelope) -> list[str]:
     """``--summary``: the decision and its consequences in at most 12 logical lines."""
     from kvplan.results.data import policy_label
 
-    m, gr, o, sch = d["memory"], d["grouping"], d["outcome"], d["scheduler"]
-    who = d["model"]["id"] + (f" + drafter {d['drafter']['id']}" if d.get("drafter") else "")
-    p = d["policy"]
-    thr = "no threshold" if p["threshold"] is None else f"threshold {p['threshold']:g}"
-    lines = [f"{who} on {policy_label(p) if p.get('vllm_release') else p['name']} ({thr})"]
-    failed = not o["starts"] and not m["num_blocks"]
-    if gr and gr["buckets"]:
-        buckets = " + ".join(f"{b['num_layers']} {b['label']}" for b in gr["buckets"])
+    plan = plan_of(d)
+    m, gr, o, sch = plan.memory, plan.grouping, d.outcome, plan.scheduler
+    who = plan.model.id + (f" + drafter {plan.drafter.id}" if plan.drafter else "")
+    p = plan.policy
+    thr = "no threshold" if p.threshold is None else f"threshold {p.threshold:g}"
+    lines = [f"{who} on {policy_label(p) if p.vllm_release else p.name} ({thr})"]
+    failed = not o.starts and not m.num_blocks
+    if gr and gr.buckets:
+        buckets = " + ".join(f"{b.num_layers} {b.label}" for b in gr.buckets)
         rule = ""
-        if gr["threshold"] is not None and gr["path"] == "uniform_page":
-            big, small = gr["max_count"], gr["min_count"]
-            rule = f"; {big} {'<' if big < small * gr['threshold'] else '≥'} {small} × {gr['threshold']:g}"
-        lines.append(f"decision: {buckets}{rule} → group_size {gr['group_size']}, {plural(gr['num_groups'], 'group')}")
-        pad = f"padding: {plural(gr['num_padding_layers'], 'layer')} (vLLM: may waste at most {gr['padding_waste_pct']:.2f}%)"
+        if gr.threshold is not None and gr.path == "uniform_page":
+            big, small = gr.max_count, gr.min_count
+            rule = f"; {big} {'<' if big < small * gr.threshold else '≥'} {small} × {gr.threshold:g}"
+        lines.append(f"decision: {buckets}{rule} → group_size {gr.group_size}, {plural(gr.num_groups, 'group')}")
+        pad = (f"padding: {plural(gr.num_padding_layers, 'layer')} (vLLM: may waste at most "
+               f"{shown(gr, 'padding_waste_pct'):.2f}%)")
         if not failed:
-            pad += f", {format_bytes(m['padding_waste_bytes'])} at full load ({m['padding_waste_pct_of_pool']:.2f}% of pool)"
+            pad += (f", {format_bytes(m.padding_waste_bytes)} at full load "
+                    f"({shown(m, 'padding_waste_pct_of_pool'):.2f}% of pool)")
         lines.append(pad)
-    elif gr and d["groups"]:  # one spec (or HMA off): every layer in one group
-        g = d["groups"][0]
-        lines.append(f"decision: {plural(g['num_layers'], 'layer')} of one spec ({g['label']}) → one group, "
-                     f"group_size {gr['group_size']} ({gr['path']})")
+    elif gr and plan.groups:  # one spec (or HMA off): every layer in one group
+        g = plan.groups[0]
+        lines.append(f"decision: {plural(g.num_layers, 'layer')} of one spec ({g.label}) → one group, "
+                     f"group_size {gr.group_size} ({gr.path})")
     from kvplan.engines.vllm.prechecks import before_kv_cache
 
     from kvplan.budget.load import STAGES as LOAD_STAGES
 
-    if failed and before_kv_cache(o["stage"]):  # refused at config time: nothing was sized
+    if failed and before_kv_cache(o.stage):  # refused at config time: nothing was sized
         lines.append("KV cache: not sized (vLLM refuses the configuration before it)")
-    elif not o["starts"] and o["stage"] in LOAD_STAGES:
-        lines.append(f"KV cache: not sized (vLLM runs out of memory in the {o['stage']} stage before it)")
+    elif not o.starts and o.stage in LOAD_STAGES:
+        lines.append(f"KV cache: not sized (vLLM runs out of memory in the {o.stage} stage before it)")
     else:
-        workers = [w for w in d["workers"] if "own_num_blocks" in w]
+        workers = _workers(plan)
         stages = f" (the minimum over {len(workers)} pipeline stages)" if len(workers) > 1 else ""
-        lines.append(f"num_blocks: {m['num_blocks']:,}{stages}; {format_bytes(m['available_bytes'])} available per GPU"
-                     if not failed else f"num_blocks: not allocated; {format_bytes(m['needed_bytes'])} needed, "
-                     f"{format_bytes(m['checked_available_bytes'])} available")
-        est = m.get("estimated_max_model_len")
-        lines.append(f"max_model_len: {sch['max_model_len']:,}" + (
-            f" (vLLM's estimated maximum: {est:,})" if est is not None else "") + f"; KV tokens: {m['kv_tokens']:,}")
-        lines.append(f"max_concurrency: {m['max_concurrency']:.2f} (vLLM's own, worst case); "
-                     f"steady_state_concurrency: {m.get('steady_state_concurrency', 0.0):.2f} (kvplan's estimate)")
-        if sch.get("max_num_seqs") and m.get("effective_concurrency", m["max_concurrency"]) < m["max_concurrency"]:
-            lines.append(f"effective concurrency: {m['effective_concurrency']:,.0f} (the scheduler's cap, "
-                         f"max_num_seqs {sch['max_num_seqs']:,})")
+        lines.append(f"num_blocks: {m.num_blocks:,}{stages}; {format_bytes(m.available_bytes)} available per GPU"
+                     if not failed else f"num_blocks: not allocated; {format_bytes(m.needed_bytes)} needed, "
+                     f"{format_bytes(m.checked_available_bytes)} available")
+        est = m.estimated_max_model_len
+        lines.append(f"max_model_len: {sch.max_model_len:,}" + (
+            f" (vLLM's estimated maximum: {est:,})" if est is not None else "") + f"; KV tokens: {m.kv_tokens:,}")
+        max_conc, effective = shown(m, "max_concurrency"), shown(m, "effective_concurrency")
+        lines.append(f"max_concurrency: {max_conc:.2f} (vLLM's own, worst case); "
+                     f"steady_state_concurrency: {shown(m, 'steady_state_concurrency'):.2f} (kvplan's estimate)")
+        if sch.max_num_seqs and effective < max_conc:
+            lines.append(f"effective concurrency: {effective:,.0f} (the scheduler's cap, "
+                         f"max_num_seqs {sch.max_num_seqs:,})")
     t = d.get("totals")
     if t and t["engines"] > 1:
         how = "DP" + (f" × {t['replicas']} replicas" if t.get("replicas", 1) > 1 else "")
         lines.append(f"every engine: {t['engines']} ({how}) × {t['gpus_per_engine']} GPU(s): KV tokens {t['kv_tokens']:,}, "
                      f"max_concurrency {t['max_concurrency']:,.2f} (kvplan's sums)")
     h = d.get("host_tier")
-    if h and h["sized"] and o["starts"] and h.get("cpu_kv_cache_size_bytes") is not None:
+    if h and h["sized"] and o.starts and h.get("cpu_kv_cache_size_bytes") is not None:
         whose = "vLLM's own" if h.get("num_chunks") is not None and "kvplan's count" not in (h.get("note") or "") \
             else "kvplan's count"
         chunks = f"{h['num_chunks']:,} chunks, " if h.get("num_chunks") is not None else ""
@@ -466,17 +489,17 @@ def summary_lines(d: dict) -> list[str]:
                      f"{taken}, {chunks}{h['cpu_kv_cache_size_tokens'] or 0:,} tokens ({whose})")
     elif h:
         lines.append(f"host tier: {h['kv_connector']} ({h.get('note') or 'not sized'})")
-    if o["starts"]:
+    if o.starts:
         lines.append("outcome: the engine would start")
     else:
-        first = (o["error"] or "").split(". ")[0]
-        lines.append(f"outcome: the engine would fail at start-up ({o['stage']}): {o['error_type']}: {first}")
-    for f in (d.get("fixes") or [])[:2]:
-        lines.append(f"fix (verified by re-simulating): {f['flag']} → {f['result']}")
+        first = (o.error or "").split(". ")[0]
+        lines.append(f"outcome: the engine would fail at start-up ({o.stage}): {o.error_type}: {first}")
+    for f in plan.fixes[:2]:
+        lines.append(f"fix (verified by re-simulating): {f.flag} → {f.result}")
     return lines
 
 
-def render_summary(d: dict) -> None:
+def render_summary(d: Envelope) -> None:
     c = _console()
     for line in summary_lines(d):
         c.print(width.fill(line, "", "  "), markup=False, soft_wrap=True,

@@ -7,8 +7,9 @@ Result records are frozen dataclasses; ``to_data`` is the one serializer that tu
 what ``--format json`` prints: keys in field order, tuples as lists, sizes left as the integer
 bytes they are, a field marked ``FLATTEN`` spread into its parent (the envelope's body), one
 marked ``OMIT_NONE`` left out while None and one holding ``UNSET`` left out (a key a source may
-show with the value None, and may not show at all). No record writes its own dict. ``scripts/make_schemas.py``
-reads the same fields and their types for the JSON Schemas in docs/schema/.
+show with the value None, and may not show at all), a float marked ``rounded(digits)`` (``PCT``,
+``CONCURRENCY``) rounded: the records keep the exact figures and only their data is rounded. No record
+writes its own dict. ``scripts/make_schemas.py`` reads the same fields and their types for the JSON Schemas in docs/schema/.
 
 The one shape of an outcome, for every command and every row that can fail.
 
@@ -32,6 +33,19 @@ FLATTEN = {"flatten": True}
 # dataclass field metadata: the key is left out while the value is None (a key present only when asked
 # for: simulate's ``budget``, ``cross_check``, ``allocation``); the schemas do not require it
 OMIT_NONE = {"omit_none": True}
+
+
+def rounded(digits: int, **more: bool) -> dict:
+    """Dataclass field metadata: the float is shown rounded to ``digits`` (the record keeps the exact figure;
+    ``to_data`` rounds it); ``more`` adds other marks (``omit_none=True``)."""
+    return {"digits": digits, **more}
+
+
+# the digits a plan's figures are shown with: a share in percent, a concurrency (requests)
+PCT_DIGITS = 4
+CONCURRENCY_DIGITS = 6
+PCT = rounded(PCT_DIGITS)
+CONCURRENCY = rounded(CONCURRENCY_DIGITS)
 
 
 class Unset:
@@ -89,11 +103,19 @@ def view(obj, data: dict) -> dict | None:
     return None if obj is None else {k: to_data(_read(obj, a)) for k, a in data.items()}
 
 
+def shown(record, name: str):
+    """The field ``name`` of the dataclass ``record`` as the serializer shows it (a float marked
+    ``rounded`` rounded): what a check compares with a limit the user read from the JSON."""
+    raw = getattr(record, name)
+    digits = record.__dataclass_fields__[name].metadata.get("digits")
+    return round(raw, digits) if digits is not None and isinstance(raw, float) else raw
+
+
 def to_data(value):
     """The plain data of a result: a ``Record`` by its ``DATA`` view, other dataclasses as dicts in
     field order (``FLATTEN`` fields spread in place, ``OMIT_NONE`` ones left out while None,
-    ``UNSET`` ones left out), tuples and lists as lists, mappings with their values converted; everything else as it is
-    (integers stay integers)."""
+    ``UNSET`` ones left out, a float marked ``rounded(digits)`` rounded: records keep exact figures), tuples
+    and lists as lists, mappings with their values converted; everything else as it is (integers stay integers)."""
     if isinstance(value, Record) and type(value).DATA:
         return view(value, type(value).DATA)
     if is_dataclass(value) and not isinstance(value, type):
@@ -102,7 +124,8 @@ def to_data(value):
             raw = getattr(value, f.name)
             if raw is UNSET or (raw is None and f.metadata.get("omit_none")):
                 continue
-            v = to_data(raw)
+            digits = f.metadata.get("digits")
+            v = round(raw, digits) if digits is not None and isinstance(raw, float) else to_data(raw)
             if f.metadata.get("flatten"):
                 out.update(v)
             else:

@@ -10,6 +10,7 @@ serves the most; advised: the knob, the requests it serves and its margins). Fig
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kvplan.results import FLATTEN, OMIT_NONE
@@ -257,11 +258,10 @@ class LlamacppAdvice:
 
 @dataclass(frozen=True)
 class Advice:
-    """Every engine's advice at the target length (``vllm``: None without a vLLM plan)."""
+    """Every engine's advice at the target length: ``engines`` maps each engine's name to its advice record, in the
+    registry's order (``kvplan.engines.registry``), spread into the keys (vLLM's None without a vLLM plan). The
+    schema names each key and its records from the registry (``Engine.advice_type``, scripts/make_schemas.py)."""
 
     target_len_tokens: int
     target_concurrency: int | None
-    vllm: VllmNotApplicable | VllmNoThreshold | VllmAdvice | None
-    sglang: NotApplicable | SglangNoRatio | SglangNoChange | SglangAdvice
-    trtllm: NotApplicable | TrtllmNoSplit | TrtllmNoChange | TrtllmShares | TrtllmSettings
-    llamacpp: LlamacppNone | LlamacppNoChange | LlamacppAdvice
+    engines: Mapping[str, object] = field(metadata=FLATTEN)

@@ -13,9 +13,8 @@ def annotation_types() -> None:
     from kvplan.results import compare, explain_log, records
     from kvplan.results.advice import Advice
     from kvplan.results.allocation import Allocation
-    from kvplan.results.engines import Knobs
     from kvplan.results.recovered import Recovered
 
     vars(records).update(Allocation=Allocation)
-    vars(compare).update(Advice=Advice, Knobs=Knobs)
+    vars(compare).update(Advice=Advice)
     vars(explain_log).update(Recovered=Recovered)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvplan.results import OMIT_NONE
+from kvplan.results import CONCURRENCY, OMIT_NONE
 
 
 
@@ -64,8 +64,8 @@ class BudgetBand:
     num_gpu_blocks_high: int | None = None
     kv_cache_tokens_low: int | None = None
     kv_cache_tokens_high: int | None = None
-    max_concurrency_low: float | None = None
-    max_concurrency_high: float | None = None
+    max_concurrency_low: float | None = field(default=None, metadata=CONCURRENCY)
+    max_concurrency_high: float | None = field(default=None, metadata=CONCURRENCY)
     starts_at_low: bool | None = None
     failure_at_low: str | None = None  # the stage the pessimistic end fails at ("load", "profile", "warm-up", "admission")
     # the warm-up after the KV cache is allocated (profiled sizing): what the CUDA graphs vLLM did not subtract and

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kvplan.results import OMIT_NONE, Outcome
+from kvplan.results import CONCURRENCY, OMIT_NONE, PCT, Outcome
 from kvplan.results.records import CrossCheck
 
 
@@ -33,10 +33,10 @@ class PlanNumbers:
     group_size: int
     num_groups: int
     num_padding_layers: int
-    padding_waste_pct: float
+    padding_waste_pct: float = field(metadata=PCT)
     num_blocks: int
-    max_concurrency: float
-    steady_state_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     kv_tokens: int
     max_model_len: int
     fix: str | None

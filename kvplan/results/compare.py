@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from typing import TYPE_CHECKING
 
-from kvplan.results import OMIT_NONE, Outcome, Record
+from kvplan.results import CONCURRENCY, FLATTEN, OMIT_NONE, PCT, Outcome, Record
 from kvplan.results.budget import Budget
 from kvplan.results.records import ModelRecord, Serving, Speculative
 
 if TYPE_CHECKING:  # kvplan.results.annotations loads these, not every run
     from kvplan.results.advice import Advice
-    from kvplan.results.engines import Knobs
 
 
 @dataclass(frozen=True)
 class EngineVersions:
-    sglang: str
-    trtllm: str
-    trtllm_commit: str
-    llamacpp: str
+    """The releases each engine's rules were read from, as the engines answer them (``Engine.versions``, in the
+    registry's order), spread into the keys; the schema names them from the registry (scripts/make_schemas.py)."""
+
+    engines: Mapping[str, str] = field(metadata=FLATTEN)
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,12 @@ class EngineRowRecord:
     is_proposal: bool
     outcome: Outcome
     kv_tokens: int | None
-    max_concurrency: float
-    steady_state_concurrency: float  # the admission figure where the engine has no other
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)  # the admission figure where the engine has no other
     reserved_per_request_bytes: int | None
     waste_per_request_bytes: int | None  # reserved beyond the exact windowed need
-    waste_pct: float | None
-    knobs: Knobs  # the engine's own settings for this row
+    waste_pct: float | None = field(metadata=PCT)
+    knobs: object  # the engine's own settings for this row (its Engine.knobs_type; NoKnobs for the lower bound)
     # the engine's result: vLLM's grouping (VllmDetails); SglangDetails, TrtllmDetails, LlamacppDetails and
     # the exact windowed need (LowerBound) are declared beside their models in kvplan/engines
     details: object

@@ -56,10 +56,14 @@ def bytes_per_token(spec) -> int | None:
     return None
 
 
-def policy_label(p: dict) -> str:
-    """``vllm==0.24.0 (installed)`` for a release, else the era or proposal name."""
-    if p.get("vllm_release"):
-        note = f" ({p['release_note']})" if p.get("release_note") else ""
-        return f"vllm=={p['vllm_release']}{note}"
-    return p["name"]
+def policy_label(p) -> str:
+    """``vllm==0.24.0 (installed)`` for a release, else the era or proposal name (``p``: a ``PolicyRecord``
+    or its data)."""
+    if isinstance(p, dict):
+        release, note, name = p.get("vllm_release"), p.get("release_note"), p["name"]
+    else:
+        release, note, name = p.vllm_release, p.release_note, p.name
+    if release:
+        return f"vllm=={release}" + (f" ({note})" if note else "")
+    return name
 

@@ -5,7 +5,9 @@ Serialised by ``kvplan.results.to_data``; the keys are each engine's own names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from kvplan.results import PCT
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class VllmDetails:
     group_size: int
     num_groups: int
     num_padding_layers: int
-    padding_waste_pct: float
+    padding_waste_pct: float = field(metadata=PCT)
     page_size_bytes: int
     num_blocks: int
     blocks_per_request: tuple[int, ...]
@@ -75,6 +77,3 @@ class LlamacppKnobs:
     swa_full: bool
     kv_unified: bool
     slots: str  # where -np came from
-
-
-Knobs = NoKnobs | VllmKnobs | SglangKnobs | TrtllmKnobs | LlamacppKnobs

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from typing import TYPE_CHECKING, Literal
 
-from kvplan.results import FLATTEN, OMIT_NONE
+from kvplan.results import CONCURRENCY, FLATTEN, OMIT_NONE, PCT
 from kvplan.results.records import (
     Fix, Grouping, HybridKVCacheManager, Memory, ModelRecord, PlanBody, PlanSpeculative, PolicyRecord, Scheduler,
     Serving,
@@ -91,8 +91,8 @@ class FigureRow:
 class HmaCost:
     """The same memory with the hybrid KV cache manager off and on (kvplan's simulations)."""
 
-    max_concurrency_off: float
-    max_concurrency_on: float
+    max_concurrency_off: float = field(metadata=CONCURRENCY)
+    max_concurrency_on: float = field(metadata=CONCURRENCY)
     num_blocks_off: int
     num_blocks_on: int
     kv_tokens_off: int
@@ -111,7 +111,7 @@ class HmaOffTrap:
 class PaddingTrap:
     trap: Literal["padding_waste"]
     padding_waste_bytes: int
-    padding_waste_pct_of_pool: float
+    padding_waste_pct_of_pool: float = field(metadata=PCT)
     num_padding_layers: int
     detail: str
 
@@ -119,9 +119,9 @@ class PaddingTrap:
 @dataclass(frozen=True)
 class SlidingTrap:
     trap: Literal["sliding_window_reservation"]
-    max_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
     logged_max_concurrency: float | None
-    steady_state_concurrency: float
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     prefill_reserve_blocks: int
     detail: str
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kvplan.results import FLATTEN, OMIT_NONE, Outcome
+from kvplan.results import CONCURRENCY, CONCURRENCY_DIGITS, FLATTEN, OMIT_NONE, PCT, Outcome, rounded
 from kvplan.results.budget import Budget, GivenBudget
 from kvplan.results.records import ModelRecord, PolicyRecord, Serving, Speculative
 
@@ -19,21 +19,21 @@ class LayoutDecision:
     group_size: int
     num_groups: int
     num_padding_layers: int
-    padding_waste_pct: float
+    padding_waste_pct: float = field(metadata=PCT)
     page_size_bytes: int
     bytes_per_block: int
     num_blocks: int
     blocks_per_request: int
-    max_concurrency: float
-    steady_state_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     kv_cache_size_tokens: int
     outcome: Outcome
 
 
 @dataclass(frozen=True)
 class Capacity:
-    max_concurrency: float
-    steady_state_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     starts: bool
 
 
@@ -78,8 +78,8 @@ class LengthCapacity:
 @dataclass(frozen=True)
 class OneMoreToken:
     max_model_len: int
-    max_concurrency: float
-    steady_state_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     outcome: Outcome
 
 
@@ -101,8 +101,8 @@ class ContextAnswer:
     layout: LayoutDecision
     boundary: ContextBoundary | None
     reason: str | None = field(default=None, metadata=OMIT_NONE)  # why there is no answer
-    max_concurrency: float | None = field(default=None, metadata=OMIT_NONE)
-    steady_state_concurrency: float | None = field(default=None, metadata=OMIT_NONE)
+    max_concurrency: float | None = field(default=None, metadata=rounded(CONCURRENCY_DIGITS, omit_none=True))
+    steady_state_concurrency: float | None = field(default=None, metadata=rounded(CONCURRENCY_DIGITS, omit_none=True))
     limited_by: str | None = field(default=None, metadata=OMIT_NONE)
 
 
@@ -145,20 +145,20 @@ class GpuTableRow:
     kv_cache_memory_bytes: int | None
     max_model_len: int | None
     outcome: Outcome
-    max_concurrency: float
-    steady_state_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     kv_tokens: int
     group_size: int
     num_groups: int
     num_padding_layers: int
-    padding_waste_pct: float
+    padding_waste_pct: float = field(metadata=PCT)
     enough: bool
     # data-parallel ranks: engines, each with the pool above (num_gpus counts every rank); the totals are
     # kvplan's sums of one engine's figures
     data_parallel_size: int = 1
     total_kv_tokens: int = 0
-    total_max_concurrency: float = 0.0
-    total_steady_state_concurrency: float = 0.0
+    total_max_concurrency: float = field(default=0.0, metadata=CONCURRENCY)
+    total_steady_state_concurrency: float = field(default=0.0, metadata=CONCURRENCY)
     # the host tier of --kv-offloading-size, every engine's (host RAM the row's GPUs' engines map)
     host_memory_bytes: int | None = field(default=None, metadata=OMIT_NONE)
 
@@ -168,8 +168,8 @@ class SmallestEnough:
     gpu: str
     tensor_parallel_size: int
     num_gpus: int
-    max_concurrency: float
-    steady_state_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     data_parallel_size: int = 1
 
 
@@ -218,9 +218,9 @@ class GoalAnswer:
     gpu_memory_utilization: float | None = field(default=None, metadata=OMIT_NONE)
     kv_cache_memory_low_bytes: int | None = field(default=None, metadata=OMIT_NONE)  # per GPU, pessimistic end
     num_gpu_blocks_low: int | None = field(default=None, metadata=OMIT_NONE)
-    max_concurrency_low: float | None = field(default=None, metadata=OMIT_NONE)  # vLLM's figure, one engine
-    steady_state_concurrency_low: float | None = field(default=None, metadata=OMIT_NONE)  # one engine
-    total_steady_state_concurrency_low: float | None = field(default=None, metadata=OMIT_NONE)  # × DP
+    max_concurrency_low: float | None = field(default=None, metadata=rounded(CONCURRENCY_DIGITS, omit_none=True))  # vLLM's figure, one engine
+    steady_state_concurrency_low: float | None = field(default=None, metadata=rounded(CONCURRENCY_DIGITS, omit_none=True))  # one engine
+    total_steady_state_concurrency_low: float | None = field(default=None, metadata=rounded(CONCURRENCY_DIGITS, omit_none=True))  # × DP
     reason: str | None = field(default=None, metadata=OMIT_NONE)  # why nothing reaches it
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from kvplan.results import FLATTEN, OMIT_NONE, Outcome, Record
+from kvplan.results import CONCURRENCY, FLATTEN, OMIT_NONE, PCT, Outcome, Record
 from kvplan.results.budget import Budget, DeviceBudget, GivenBudget
 from kvplan.results.host_tier import DeploymentTotals, HostTier
 from kvplan.specs import SpecRecord
@@ -166,7 +166,7 @@ class MambaAlignmentRecord:
     attention_block_size: int
     mamba_block_size: int
     attention_page_bytes: int
-    mamba_padding_pct: float
+    mamba_padding_pct: float = field(metadata=PCT)
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ class Grouping:
     group_size: int
     num_groups: int
     num_padding_layers: int
-    padding_waste_pct: float
+    padding_waste_pct: float = field(metadata=PCT)
     block_size_changes: tuple[BlockSizeChange, ...]
     buckets: tuple[BucketRow, ...]  # the uniform-page path's buckets (empty on the others)
 
@@ -250,14 +250,14 @@ class Memory:
     # the two meanings the "GPU KV cache size" log line has had (reference §4.7, §11 item 4)
     kv_cache_size_tokens_blocks_meaning: int
     kv_cache_size_tokens_concurrency_meaning: int
-    max_concurrency: float
-    steady_state_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     # the scheduler runs at most max_num_seqs requests: min(KV-limited, max_num_seqs)
-    effective_concurrency: float
+    effective_concurrency: float = field(metadata=CONCURRENCY)
     steady_blocks_per_request: int
     prefill_reserve_blocks: int
     padding_waste_bytes: int
-    padding_waste_pct_of_pool: float
+    padding_waste_pct_of_pool: float = field(metadata=PCT)
 
 
 @dataclass(frozen=True)
@@ -266,7 +266,7 @@ class WorkerPadding:
 
     padding_slots_per_block: int
     padding_waste_bytes: int
-    padding_waste_pct_of_pool: float
+    padding_waste_pct_of_pool: float = field(metadata=PCT)
 
 
 @dataclass(frozen=True)
@@ -361,8 +361,8 @@ class Fix:
     starts: bool
     max_model_len: int
     num_blocks: int
-    max_concurrency: float
-    steady_state_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
+    steady_state_concurrency: float = field(metadata=CONCURRENCY)
     result: str
 
 

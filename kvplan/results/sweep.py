@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvplan.results import Outcome
+from kvplan.results import CONCURRENCY, PCT, Outcome
 from kvplan.results.records import ModelRecord, PolicyRecord
 
 
@@ -16,10 +16,10 @@ class SweepRow:
     group_size: int
     num_groups: int
     num_padding_layers: int
-    padding_waste_pct: float
+    padding_waste_pct: float = field(metadata=PCT)
     num_blocks: int
     kv_tokens: int
-    max_concurrency: float
+    max_concurrency: float = field(metadata=CONCURRENCY)
     outcome: Outcome
 
 

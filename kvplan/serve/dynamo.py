@@ -103,8 +103,8 @@ def workers(doc: dict) -> Iterator[tuple[str, int, list[str], dict, list[str]]]:
     for name, svc in services.items():
         if not isinstance(svc, dict):
             continue
-        pod = svc.get("extraPodSpec") if isinstance(svc.get("extraPodSpec"), dict) else {}
-        main = pod.get("mainContainer") if isinstance(pod.get("mainContainer"), dict) else {}
+        pod = v if isinstance(v := svc.get("extraPodSpec"), dict) else {}
+        main = v if isinstance(v := pod.get("mainContainer"), dict) else {}
         words = [str(w) for w in [*(main.get("command") or []), *(main.get("args") or [])]]
         if len(words) == 1 or (len(words) >= 3 and words[0] in ("sh", "bash", "/bin/sh", "/bin/bash")
                                 and words[1] in ("-c", "-lc", "-ec")):

@@ -111,7 +111,7 @@ def _port(values: dict, role: str) -> str:
 def containers(values: dict) -> list[tuple[str, dict, list[str] | None, str | None, bool]]:
     """``(role, container, words, problem, image_entrypoint)`` for every container the chart renders;
     ``image_entrypoint``: the words are arguments of the image's own entrypoint (``imageDefault``)."""
-    out = []
+    out: list[tuple[str, dict, list[str] | None, str | None, bool]] = []
     for role in ("decode", "prefill"):
         spec = _map(values.get(role))
         if not spec or spec.get("create", True) is False:

@@ -69,15 +69,15 @@ def merge(base: Any, patch: Any, key: str | None = None) -> Any:
         return out
     if isinstance(base, list) and isinstance(patch, list) and key in MERGE_KEYS:
         by = MERGE_KEYS[key]
-        out = list(base)
+        items = list(base)
         for item in patch:
-            at = next((i for i, b in enumerate(out) if isinstance(b, dict) and isinstance(item, dict)
+            at = next((i for i, b in enumerate(items) if isinstance(b, dict) and isinstance(item, dict)
                        and by in item and b.get(by) == item.get(by)), None)
             if at is None:
-                out.append(item)
+                items.append(item)
             else:
-                out[at] = merge(out[at], item)
-        return out
+                items[at] = merge(items[at], item)
+        return items
     return patch
 
 

@@ -277,7 +277,7 @@ def _kubernetes(doc: dict, path: str) -> list[ManifestServe]:
     pod = _pod_spec(doc)
     if pod is None:
         return []
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = v if isinstance(v := doc.get("metadata"), dict) else {}
     where = f"{doc['kind']}/{meta.get('name', '?')}"
     out = []
     out += [ManifestServe(f"{path}: {where}", path, getattr(pod, "line", 0), None,
@@ -424,7 +424,7 @@ def _kserve(doc: dict, path: str, runtimes: dict, used: set) -> list[ManifestSer
     from kvplan.serve import kserve
 
     if doc.get("kind") not in {"InferenceService", *kserve.RUNTIMES}:
-        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        meta = v if isinstance(v := doc.get("metadata"), dict) else {}
         return [ManifestServe(f"{path}: {doc.get('kind')}/{meta.get('name', '?')}", path, getattr(doc, "line", 0),
                               None, f"kind: {doc.get('kind')} is not read by kvplan (it reads InferenceService, "
                                     "ServingRuntime, ClusterServingRuntime and LLMInferenceService)")]
@@ -482,7 +482,7 @@ def _dynamo(doc: dict, path: str) -> list[ManifestServe]:
     """A DynamoGraphDeployment's vLLM workers (kvplan.serve.dynamo)."""
     from kvplan.serve import dynamo
 
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = v if isinstance(v := doc.get("metadata"), dict) else {}
     out = []
     services = (doc.get("spec") or {}).get("services") if isinstance(doc.get("spec"), dict) else None
     for name, line, words, env, warnings in dynamo.workers(doc):

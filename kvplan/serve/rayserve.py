@@ -24,7 +24,7 @@ BUILDER = "ray.serve.llm:build_openai_app"
 
 
 def _configs_of_app(app: Any) -> list:
-    args = app.get("args") if isinstance(app, dict) and isinstance(app.get("args"), dict) else {}
+    args = a if isinstance(app, dict) and isinstance(a := app.get("args"), dict) else {}
     configs = args.get("llm_configs")
     return configs if isinstance(configs, list) else []
 
@@ -58,7 +58,7 @@ def llm_config_words(config: dict) -> tuple[list[str] | None, dict, str | None]:
     model = source if isinstance(source, str) and source else loading.get("model_id")
     if not isinstance(model, str) or not model:
         return None, {}, "model_loading_config has no model_id or model_source"
-    engine = config.get("engine_kwargs") if isinstance(config.get("engine_kwargs"), dict) else {}
+    engine = v if isinstance(v := config.get("engine_kwargs"), dict) else {}
     if "model" in engine or "served_model_name" in engine:
         return None, {}, ("engine_kwargs sets model or served_model_name, which Ray refuses "
                           "(VLLMEngineConfig.get_initialization_kwargs); use model_loading_config")
@@ -67,8 +67,8 @@ def llm_config_words(config: dict) -> tuple[list[str] | None, dict, str | None]:
         if value is None or key == "distributed_executor_backend":  # Ray sets "ray"; no effect on the KV cache
             continue
         words += _flag(key, value)
-    runtime = config.get("runtime_env") if isinstance(config.get("runtime_env"), dict) else {}
-    env = runtime.get("env_vars") if isinstance(runtime.get("env_vars"), dict) else {}
+    runtime = v if isinstance(v := config.get("runtime_env"), dict) else {}
+    env = v if isinstance(v := runtime.get("env_vars"), dict) else {}
     return words, {str(k): str(v) for k, v in env.items()}, None
 
 
@@ -76,7 +76,7 @@ def _apps(doc: dict, path: str) -> list:
     if doc.get("kind") == "RayService":
         import yaml
 
-        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        spec = v if isinstance(v := doc.get("spec"), dict) else {}
         text = spec.get("serveConfigV2")
         if not isinstance(text, str):
             return []
@@ -108,7 +108,7 @@ def engines(doc: dict, path: str) -> Iterator[tuple[str, int, list[str] | None, 
                 continue
             if not isinstance(config, dict):
                 continue
-            loading = config.get("model_loading_config") if isinstance(config.get("model_loading_config"), dict) else {}
+            loading = v if isinstance(v := config.get("model_loading_config"), dict) else {}
             words, env, problem = llm_config_words(config)
             yield f"{name}: {loading.get('model_id', '?')}", line, words, env, problem
 
@@ -213,7 +213,7 @@ def python_engines(text: str, path: str) -> list[tuple[str, int, list[str] | Non
         raise OptionError(f"{path}:{e.lineno or 0}: not valid Python ({e.msg}); fix the file") from None
     except (ValueError, RecursionError, MemoryError) as e:
         raise OptionError(f"{path}: not valid Python ({type(e).__name__}); fix the file") from None
-    out = []
+    out: list[tuple[str, int, list[str] | None, dict, str | None, tuple]] = []
     for n, node in enumerate(ast.walk(tree)):
         if n > MAX_PYTHON_NODES:
             raise OptionError(f"{path}: more than {MAX_PYTHON_NODES:,} syntax nodes; kvplan reads small Serve scripts")

@@ -85,7 +85,7 @@ def compare_engines(costs, architecture: str | None, inputs: CompareInputs, vllm
     answers = {e.name: e.compared(run) for e in ENGINES}
     rows = (*(row for a in answers.values() for row in a.rows), lower_bound_row(lb))
     advice = Advice(target_len_tokens=inputs.target_len_tokens, target_concurrency=inputs.target_concurrency,
-                    **{name: a.advice for name, a in answers.items()})  # type: ignore[arg-type]  # each its own record
+                    engines={name: a.advice for name, a in answers.items()})
     return Comparison(run, lb, rows, advice)
 
 
@@ -100,9 +100,9 @@ def compare(model: str, **options) -> Envelope:
         raise UnsupportedError("compare models one GPU per tensor-parallel rank; --pipeline-parallel-size > 1 is "
                                "not supported (use `kvplan simulate` for vLLM's pipeline stages)")
     length = _length(r)
-    knobs = {k: v for e in ENGINES for k, v in e.inputs(r.values).items()}  # each engine reads its own options
-    versions = EngineVersions(**{k: v for e in ENGINES
-                                 for k, v in e.versions(r[e.version_option] if e.version_option else None).items()})
+    knobs = {e.name: e.inputs(r.values) for e in ENGINES}  # each engine reads its own options into its record
+    versions = EngineVersions({k: v for e in ENGINES
+                               for k, v in e.versions(r[e.version_option] if e.version_option else None).items()})
     extra = parse_policies(r["policies"], r["policy"])
     scenario = replace(scenario_from(model, r.values), max_model_len=length)
 
@@ -117,7 +117,7 @@ def compare(model: str, **options) -> Envelope:
         kv_cache_memory_bytes=plan.options.kv_cache_memory_bytes, target_len_tokens=length,
         max_num_batched_tokens=plan.options.max_num_batched_tokens, target_concurrency=r["target_concurrency"],
         context_len_tokens=layout.target.max_position_embeddings,
-        num_speculative_tokens=layout.num_speculative_tokens or 0, **knobs,
+        num_speculative_tokens=layout.num_speculative_tokens or 0, engines=knobs,
     )
     architecture = layout.target.architecture
     has_mamba = any(ls.spec.kind == "mamba" for ls in layout.layers)

@@ -23,6 +23,7 @@ is the engine's arithmetic.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from kvplan.bounds import MAX_HEADS
 
@@ -45,6 +46,11 @@ from kvplan.results.gpus import GpuRow, GpusBody
 from kvplan.results.summary import PlanSummary
 from kvplan.units import Bisection
 
+if TYPE_CHECKING:
+    from kvplan.engines.vllm.eras import Era
+    from kvplan.engines.vllm.plan import Plan
+    from kvplan.model.layout import ModelLayout
+
 UTILIZATION_STEP = 0.001
 
 
@@ -53,8 +59,8 @@ class _Budgeted:
     """A layout with its budget: KV bytes at any utilization, for one GPU and TP size."""
 
     scenario: Scenario
-    layout: object
-    era: object
+    layout: ModelLayout
+    era: Era
     budget: Budget | GivenBudget
 
     @property
@@ -171,7 +177,7 @@ def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> ContextAnsw
         raise OptionError(f"--concurrency must be positive, got {concurrency}")
     kv = b.budget.kv_cache_memory_bytes
     limit = _model_max_len(b)
-    plans: dict[int, object] = {}
+    plans: dict[int, Plan] = {}
 
     def enough(length: int) -> bool:
         plans[length] = simulate_at(b, kv_bytes=kv, max_model_len=length)
@@ -192,8 +198,8 @@ def fit_context_for_concurrency(b: _Budgeted, concurrency: float) -> ContextAnsw
     if best < limit:
         over = simulate_at(b, kv_bytes=kv, max_model_len=best + 1)
         boundary = ContextBoundary(LengthCapacity(best, _capacity(at)),
-                                   OneMoreToken(best + 1, PlanSummary.of(over).max_concurrency,
-                                                PlanSummary.of(over).steady_state_concurrency, plan_outcome(over)))
+                                   OneMoreToken(best + 1, over.max_concurrency, over.steady_state_concurrency,
+                                                plan_outcome(over)))
     s = PlanSummary.of(at)
     return ContextAnswer(
         concurrency=concurrency, max_model_len=best, model_max_model_len=limit, kv_cache_memory_bytes=kv,
@@ -338,8 +344,8 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
                 steady_state_concurrency=ps.steady_state_concurrency, kv_tokens=ps.kv_tokens,
                 group_size=ps.group_size, num_groups=ps.num_groups, num_padding_layers=ps.num_padding_layers,
                 padding_waste_pct=ps.padding_waste_pct, enough=enough, data_parallel_size=dp,
-                total_kv_tokens=plan.kv_tokens * dp, total_max_concurrency=round(plan.max_concurrency * dp, 6),
-                total_steady_state_concurrency=round(plan.steady_state_concurrency * dp, 6),
+                total_kv_tokens=plan.kv_tokens * dp, total_max_concurrency=plan.max_concurrency * dp,
+                total_steady_state_concurrency=plan.steady_state_concurrency * dp,
                 host_memory_bytes=plan.host_tier.memory_bytes * dp
                 if plan.host_tier is not None and plan.host_tier.memory_bytes is not None else None))
     ok = [r for r in rows if r.enough]
@@ -372,7 +378,7 @@ def _error_row(gpu: str, tp: int, message: str, dp: int = 1) -> GpuTableRow:
 class FitAnswer:
     body: FitBody
     warnings: tuple[str, ...]
-    layout: object  # the layout at the deployment's own tensor-parallel size
+    layout: ModelLayout  # the layout at the deployment's own tensor-parallel size
 
 
 def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: int | None = None,
@@ -393,7 +399,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     s.check_sizing()
     warnings: list[str] = []
     on_gpu = s.gpu is not None or s.gpu_memory is not None
-    layouts: dict[int, object] = {}
+    layouts: dict[int, ModelLayout] = {}
     base_layout = layout_of(s.deployment)
     layouts[s.tensor_parallel_size] = base_layout
     era = s.era

@@ -19,9 +19,15 @@ The smallest ``--max-num-batched-tokens`` tried is 2048: ``vllm serve``'s own de
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from kvplan.errors import KvplanError
 from kvplan.results.fit import GoalAnswer, GoalChange
+
+if TYPE_CHECKING:
+    from kvplan.engines.vllm.plan import Plan
+    from kvplan.usecases.pipeline import ScenarioResult
+    from kvplan.usecases.scenario import Scenario
 
 # the GPU counts tried, smallest first (a node's 8 GPUs at most: tensor parallelism past a node is not searched)
 GOAL_GPU_COUNTS = (1, 2, 4, 8)
@@ -38,11 +44,11 @@ METHOD = ("each candidate simulated from scratch (layout, weights, budget, engin
 class _Proof:
     """One candidate simulated: the scenario, its result, and its figures at the band's pessimistic end."""
 
-    scenario: object
-    result: object | None
+    scenario: Scenario
+    result: ScenarioResult | None
     reaches: bool
     total_low: float = 0.0
-    low_plan: object | None = None
+    low_plan: Plan | None = None
     why: str = ""
 
 
@@ -51,8 +57,8 @@ class Goal:
     """The search's answer: the record, and the deployment that reaches it (its scenario and simulation)."""
 
     answer: GoalAnswer
-    scenario: object | None
-    result: object | None
+    scenario: Scenario | None
+    result: ScenarioResult | None
 
 
 class _Search:
@@ -71,8 +77,8 @@ class _Search:
         except KvplanError as e:  # e.g. heads not divisible by this tensor-parallel size
             return _Proof(sc, None, False, why=e.message)
         band = r.budget.band if r.budget is not None else None
-        if not r.plan.starts:
-            f = r.plan.failure
+        f = r.plan.failure
+        if f is not None:  # the engine does not start
             return _Proof(sc, r, False, why=f"{f.stage}: {f.error_type}: {f.message}")
         if band is None:  # a given --kv-cache-memory: no band, the budget is the one simulated
             low = r.plan
@@ -171,10 +177,10 @@ def reach_goal(s, concurrency: float, max_model_len: int) -> Goal:
                     if batch is not None:
                         sc = replace(sc, max_num_batched_tokens=batch)
                     changed = (kv is not None) + (batch is not None)
-                    p = search.note(search.prove(sc))
-                    if not p.reaches:
-                        if p.result is None or not p.result.plan.starts and p.result.plan.failure.stage not in (
-                                "admission", "autofit"):
+                    p: _Proof | None = search.note(search.prove(sc))
+                    if p is not None and not p.reaches:
+                        failed = p.result.plan.failure if p.result is not None else None
+                        if p.result is None or failed is not None and failed.stage not in ("admission", "autofit"):
                             continue  # refused before the KV cache: more utilization cannot help
                         p = search.least_utilization(sc, p)
                         changed += 1
@@ -197,6 +203,8 @@ def _answer(search: _Search, p: _Proof, pp: int) -> Goal:
     from kvplan.usecases.emit import vllm_args
 
     sc, base, r, low = p.scenario, search.base, p.result, p.low_plan
+    if r is None or low is None:  # a proof that reaches the goal has both (_Search.prove)
+        raise ValueError("a reached goal without its simulation")
     changes = []
     for option, flag in (("kv_cache_dtype", "--kv-cache-dtype"), ("gpu_memory_utilization", "--gpu-memory-utilization"),
                          ("max_num_batched_tokens", "--max-num-batched-tokens"),
@@ -217,9 +225,9 @@ def _answer(search: _Search, p: _Proof, pp: int) -> Goal:
         gpu_memory_utilization=sc.gpu_memory_utilization if sc.gpu_memory_utilization is not None else (
             r.budget.gpu_memory_utilization if r.budget is not None else None),
         kv_cache_memory_low_bytes=band.kv_cache_memory_low_bytes if band else r.plan.options.kv_cache_memory_bytes,
-        num_gpu_blocks_low=low.num_blocks, max_concurrency_low=round(low.max_concurrency, 6),
-        steady_state_concurrency_low=round(low.steady_state_concurrency, 6),
-        total_steady_state_concurrency_low=round(p.total_low, 6))
+        num_gpu_blocks_low=low.num_blocks, max_concurrency_low=low.max_concurrency,
+        steady_state_concurrency_low=low.steady_state_concurrency,
+        total_steady_state_concurrency_low=p.total_low)
     return Goal(answer, sc, r)
 
 

@@ -109,8 +109,8 @@ def run_started(command: str, consequence: str, model: str | None = None, **give
     intake = read_deployment(model, **given)
     scenario = intake.scenario(None)
     result = run_scenario(scenario, fixes=False)
-    if not result.plan.starts:
-        f = result.plan.failure
+    f = result.plan.failure
+    if f is not None:  # the engine would not start
         raise OptionError(f"{command}: the engine would not start ({f.stage}: {f.error_type}: {f.message}); "
                           f"{consequence} (`kvplan simulate` shows the fixes)")
     return intake, scenario, result

@@ -339,8 +339,8 @@ def with_band(d: Deployment, layout: ModelLayout, era: Era, budget: Budget) -> B
     return with_(budget, band=with_(
         b, num_gpu_blocks_low=lo.num_blocks if lo else 0, num_gpu_blocks_high=hi.num_blocks if hi else 0,
         kv_cache_tokens_low=lo.kv_tokens if lo else 0, kv_cache_tokens_high=hi.kv_tokens if hi else 0,
-        max_concurrency_low=round(lo.max_concurrency, 6) if lo else 0.0,
-        max_concurrency_high=round(hi.max_concurrency, 6) if hi else 0.0,
+        max_concurrency_low=lo.max_concurrency if lo else 0.0,
+        max_concurrency_high=hi.max_concurrency if hi else 0.0,
         starts_at_low=fail is None, failure_at_low=fail))
 
 

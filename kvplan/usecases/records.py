@@ -6,7 +6,7 @@ above the model and the engines, so reading their objects runs downhill.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from kvplan.results.summary import PlanSummary
 from kvplan.results.budget import Budget, DeviceBudget
@@ -20,11 +20,20 @@ from kvplan.specs import MambaSpec, SpecRecord
 from kvplan.usecases.envelope import plan_outcome
 
 if TYPE_CHECKING:
+    from kvplan.model.layout import ModelInfo
     from kvplan.results.compare import EngineRowRecord
     from kvplan.results.sweep import SweepRow
 
 
-def model_record(info) -> ModelRecord | None:
+@overload
+def model_record(info: None) -> None: ...
+@overload
+def model_record(info: ModelInfo) -> ModelRecord: ...
+@overload
+def model_record(info: ModelInfo | None) -> ModelRecord | None: ...
+
+
+def model_record(info: ModelInfo | None) -> ModelRecord | None:
     """The model layer's ``ModelInfo`` (None for no drafter)."""
     if info is None:
         return None
@@ -132,7 +141,7 @@ def worker_padding(check, blocks_per_request: list[int], num_blocks: int) -> Wor
         return WorkerPadding(0, 0, 0.0)
     held = sum(b * max(G - n, 0) for b, n in zip(blocks_per_request, counts))
     waste = pool * held // (G * total)
-    return WorkerPadding(slots, waste, round(waste / pool * 100, 4) if pool else 0.0)
+    return WorkerPadding(slots, waste, waste / pool * 100 if pool else 0.0)
 
 
 def _tensor_rows(tensors) -> tuple[TensorRow, ...]:
@@ -238,7 +247,7 @@ def _mamba(m) -> MambaAlignmentRecord | None:
         return None
     return MambaAlignmentRecord(m.mamba_cache_mode, m.attention_bytes_per_token, m.mamba_page_bytes,
                                 m.kernel_alignment_tokens, m.attention_block_size, m.mamba_block_size,
-                                m.attention_page_bytes, round(m.padded_pct, 4))
+                                m.attention_page_bytes, m.padded_pct)
 
 
 def _grouping(plan) -> Grouping | None:
@@ -253,7 +262,7 @@ def _grouping(plan) -> Grouping | None:
     return Grouping(
         path=d.path, min_count=d.min_count, max_count=d.max_count, threshold=d.threshold, group_size=d.group_size,
         num_groups=plan.num_groups, num_padding_layers=d.num_padding_layers,
-        padding_waste_pct=PlanSummary.of(plan).padding_waste_pct,
+        padding_waste_pct=plan.padding_waste_pct,
         block_size_changes=tuple(BlockSizeChange(k, a, b) for k, a, b in d.block_size_changes),
         buckets=buckets,
     )
@@ -286,13 +295,13 @@ def _memory(plan, workers: tuple) -> Memory:
         kv_cache_size_tokens=plan.kv_cache_size_tokens,
         kv_cache_size_tokens_blocks_meaning=_blocks_meaning(plan),
         kv_cache_size_tokens_concurrency_meaning=int(plan.max_concurrency * plan.max_model_len),
-        max_concurrency=PlanSummary.of(plan).max_concurrency,
-        steady_state_concurrency=PlanSummary.of(plan).steady_state_concurrency,
-        effective_concurrency=round(min(plan.max_concurrency, o.max_num_seqs or plan.max_concurrency), 6),
+        max_concurrency=plan.max_concurrency,
+        steady_state_concurrency=plan.steady_state_concurrency,
+        effective_concurrency=min(plan.max_concurrency, o.max_num_seqs or plan.max_concurrency),
         steady_blocks_per_request=sum(steady.blocks_per_request) if steady else 0,
         prefill_reserve_blocks=steady.prefill_reserve_blocks if steady else 0,
         padding_waste_bytes=waste,
-        padding_waste_pct_of_pool=round(waste / pool * 100, 4) if pool else 0.0,
+        padding_waste_pct_of_pool=waste / pool * 100 if pool else 0.0,
     )
 
 
@@ -375,10 +384,6 @@ def sweep_row(threshold: float, plan) -> SweepRow:
                     s.num_blocks, s.kv_tokens, s.max_concurrency, plan_outcome(plan))
 
 
-def _rounded(v, digits: int):
-    return round(v, digits) if isinstance(v, float) else v
-
-
 def engine_row(row) -> EngineRowRecord:
     """One row of ``kvplan compare`` (an ``EngineRow``: each engine's ``*_row``, e.g.
     ``kvplan.engines.vllm.compare.vllm_row``)."""
@@ -386,9 +391,9 @@ def engine_row(row) -> EngineRowRecord:
 
     return EngineRowRecord(
         engine=row.engine, name=row.name, is_proposal=row.is_proposal, outcome=row.outcome, kv_tokens=row.kv_tokens,
-        max_concurrency=_rounded(row.max_concurrency, 6), steady_state_concurrency=_rounded(row.steady_concurrency, 6),
+        max_concurrency=row.max_concurrency, steady_state_concurrency=row.steady_concurrency,
         reserved_per_request_bytes=row.reserved_per_request_bytes, waste_per_request_bytes=row.waste_per_request_bytes,
-        waste_pct=_rounded(row.waste_pct, 4), knobs=row.knobs, details=row.details, notes=tuple(row.notes))
+        waste_pct=row.waste_pct, knobs=row.knobs, details=row.details, notes=tuple(row.notes))
 
 
 # ------------------------------------------------------------------------------------- the envelope

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kvplan.errors import OptionError
 from kvplan.options import OPTIONS, VLLM_SERVE, options_for
@@ -19,11 +19,14 @@ from kvplan.results.envelope import Envelope, unique
 from kvplan.results.records import Fix
 from kvplan.results.serve import FlagList, ServeBody, ServeFlagRow, ServeRecord
 
+if TYPE_CHECKING:
+    from kvplan.serve.reader import ServeRequest as ReadRequest
+
 
 class ServeRequest(NamedTuple):
     """A deployment read from a serve line or a manifest (``serve_request``)."""
 
-    req: object  # kvplan.serve.reader's request: model, release, flags, environment
+    req: ReadRequest  # the line as kvplan.serve.reader reads it: model, release, flags, environment
     run: dict  # the options to simulate with
     where: str | None  # FILE:LINE of the manifest's container (None for a line)
     warnings: tuple[str, ...]  # how the manifest and its line were read
@@ -56,7 +59,7 @@ def spec_config_flag(flags: list[ServeFlagRow], key: str, value) -> str | None:
     None when the line has no --speculative-config."""
     for row in flags:
         if row.dest == "speculative_config":
-            given = row.value if isinstance(row.value, dict) else json.loads(row.value)
+            given = row.value if isinstance(row.value, dict) else json.loads(str(row.value))
             changed = {k: v for k, v in {**given, key: value}.items() if not (k == key and value is None)}
             return f"--speculative-config '{json.dumps(changed)}'"
     return None

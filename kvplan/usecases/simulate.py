@@ -90,8 +90,8 @@ def simulate(model: str, **options) -> Envelope:
     ok = plan.starts and not checks
     allocation = None
     if r["allocate"]:
-        if not plan.starts:
-            f = plan.failure
+        f = plan.failure
+        if f is not None:  # the engine would not start
             raise OptionError(f"--allocate: the engine would not start ({f.stage}: {f.error_type}: {f.message}); "
                               "nothing to allocate")
         from kvplan.device import allocate_and_verify

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 from kvplan.engines.compare import EngineAnswer, EngineRow, reaches, rounded
 from kvplan.engines.engine import CompareRun, EngineDefaults
@@ -22,7 +23,6 @@ from kvplan.engines.vllm.group_size import THRESHOLD
 from kvplan.engines.vllm.plan import Plan
 from kvplan.results.advice import VllmAdvice, VllmGrouping, VllmNoThreshold, VllmNotApplicable, VllmTried
 from kvplan.results.engines import VllmDetails, VllmKnobs
-from kvplan.results.summary import PlanSummary
 from kvplan.units import plural
 
 VllmAdviceAny = VllmNotApplicable | VllmNoThreshold | VllmAdvice
@@ -50,7 +50,7 @@ def vllm_row(plan: Plan, lb: LowerBound) -> EngineRow:
         group_size=plan.group_size,
         num_groups=plan.num_groups,
         num_padding_layers=plan.num_padding_layers,
-        padding_waste_pct=PlanSummary.of(plan).padding_waste_pct,
+        padding_waste_pct=plan.padding_waste_pct,
         page_size_bytes=plan.page_size_bytes,
         num_blocks=plan.num_blocks,
         blocks_per_request=tuple(blocks),
@@ -148,7 +148,9 @@ class VLLM(EngineDefaults):
     title: str = "vLLM"
     version_option: str | None = None
     shows_notes: bool = False
-    # no knobs: vLLM's settings are the deployment's own (its plans come from the pipeline)
+    # no knobs (inputs_type None): vLLM's settings are the deployment's own (its plans come from the pipeline)
+    advice_type: Any = VllmNotApplicable | VllmNoThreshold | VllmAdvice | None
+    knobs_type: type = VllmKnobs
 
     def versions(self, given: str | None) -> dict[str, str]:
         return {}  # the release is the policy's (the plans' era)

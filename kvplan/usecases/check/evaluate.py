@@ -6,11 +6,12 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from kvplan.results.summary import PlanSummary
 from kvplan.errors import KvplanError
+from kvplan.results import PCT_DIGITS, shown
 from kvplan.results.check import LayoutSignature, PlanNumbers, SameLayoutMeasured
 from kvplan.results.host_tier import tier_memory_bytes
 from kvplan.results.records import CrossCheck
+from kvplan.results.summary import PlanSummary
 from kvplan.usecases.check.schema import ERROR, FAIL, PASS, Deployment, Expectation
 from kvplan.usecases.scenario import Scenario
 from kvplan.units import format_bytes, plural
@@ -75,7 +76,8 @@ def layout_signature(plan) -> LayoutSignature:
     return LayoutSignature(group_size=plan.group_size, num_groups=plan.num_groups,
                            groups=tuple(tuple(g.layer_names) for g in plan.groups),
                            num_padding_layers=plan.num_padding_layers,
-                           padding_waste_pct=PlanSummary.of(plan).padding_waste_pct)
+                           # compared, not shown: rounded so float noise is no difference
+                           padding_waste_pct=round(plan.padding_waste_pct, PCT_DIGITS))
 
 
 def layout_differences(mine: LayoutSignature, theirs: LayoutSignature) -> list[str]:
@@ -104,21 +106,22 @@ def _engine_outcome(numbers: PlanNumbers) -> str:
 def evaluate(expectation: Expectation, numbers: PlanNumbers) -> Outcome:
     """One numeric or start-up expectation against a plan's numbers (same_layout_as: see run_deployment)."""
     key, limit = expectation.key, expectation.limit
+    measured: bool | int | float  # of the expectation's kind
     if key == "starts":
         measured = numbers.starts
         passed = measured == limit
         want = "expected the engine to start" if limit else "expected a start-up failure"
         message = f"{want}; {_engine_outcome(numbers)}"
     elif key == "max_padding_waste_pct":
-        measured = numbers.padding_waste_pct
+        measured = shown(numbers, "padding_waste_pct")
         passed = measured <= limit
         message = f"padding waste {measured:.2f}% ({plural(numbers.num_padding_layers, 'padding layer')}), limit {limit:g}%"
     elif key == "min_concurrency":
-        measured = numbers.max_concurrency
+        measured = shown(numbers, "max_concurrency")
         passed = measured >= limit
         message = f"max concurrency {measured:.2f}, need at least {limit:g}"
     elif key == "min_steady_concurrency":
-        measured = numbers.steady_state_concurrency
+        measured = shown(numbers, "steady_state_concurrency")
         passed = measured >= limit
         message = f"steady-state concurrency {measured:.2f} (kvplan's estimate), need at least {limit:g}"
     elif key == "min_max_model_len":
@@ -200,7 +203,9 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
     With ``deferred`` (a list), a cross-check is appended there instead of run, for
     ``finish_cross_checks`` to run them all with one vLLM import per interpreter."""
     if run is None:
-        from kvplan.usecases.scenario import run_scenario as run
+        from kvplan.usecases.scenario import run_scenario
+
+        run = run_scenario
     start = time.perf_counter()
     cc = None
     try:
@@ -279,7 +284,8 @@ def run_deployments(deployments: list[Deployment], run: Runner | None = None, *,
                     progress: Callable[[DeploymentResult], None] | None = None) -> list[DeploymentResult]:
     from kvplan.progress import track
 
-    out, deferred = [], []
+    out: list[DeploymentResult] = []
+    deferred: list = []  # (result, job, scenario) of each cross-check, run after the simulations
     for d in track(deployments, "check: deployments"):
         r = run_deployment(d, run, reraise=reraise, deferred=deferred)
         if progress and not any(r is x for x, _, _ in deferred):

@@ -17,7 +17,7 @@ from kvplan.usecases.scenario import Scenario
 @dataclass
 class _Value:
     value: Any
-    line: int
+    line: int | None  # None where the YAML node has no position
 
 
 class _FileReader:
@@ -27,7 +27,7 @@ class _FileReader:
         self.path = path
         self.require_budget = require_budget  # False for `check --live`: the server's own pool is the budget
         self.issues: list[FileIssue] = []
-        self.loader = None
+        self.loader: Any = None  # readfile.yaml_loader_class()'s loader, made per document (compose)
         self._seen: set[int] = set()  # mapping nodes already checked for duplicate keys (aliases)
         self.refused: dict[str, str] = {}  # entry -> why its serve line is not simulated as written (ServeRequest)
 
@@ -204,7 +204,7 @@ class _FileReader:
             self.issue(_line(knode), None, DEPLOYMENTS, "the list is empty; add at least one deployment")
             return []
         out: list[Deployment] = []
-        names: dict[str, int] = {}
+        names: dict[str, int | None] = {}  # each name and the line it was first used on
         for i, enode in enumerate(seq.value, start=1):
             entry = f"deployment #{i}"
             peeked = _peek_name(enode)

@@ -176,7 +176,7 @@ def explain_log(source: str, **options) -> Envelope:
         notes.append("the release: not in the log; kvplan used its default policy "
                      f"({era.name if era else 'vllm-latest'}), so the meanings may not be the logged release's")
     result = sim.result
-    simulated = result is not None and sim.status == "simulated"
+    simulated = result if result is not None and sim.status == "simulated" else None  # a full simulation
     policy_used = (f"{era.name} (vllm=={era.release})" if era is not None and era.release
                    else (era.name if era is not None else None))
     body = ExplainLogBody(
@@ -189,13 +189,13 @@ def explain_log(source: str, **options) -> Envelope:
         figures=tuple(rows),
         verdict=verdict(sim.status, rows, sim.detail),
         traps=tuple(traps),
-        simulation=SimulationSummary.of(result.body) if simulated else None,
+        simulation=SimulationSummary.of(simulated.body) if simulated else None,
     )
-    warnings = list(result.warnings) if simulated else []
+    warnings = list(simulated.warnings) if simulated else []
     disagree = ran is not None and any(row.agrees is False for row in rows)
-    starts = result.plan.starts if simulated else logged_starts(facts)
-    failure = result.plan.failure if simulated else None
-    fixes = result.body.fixes if simulated else ()
+    starts = simulated.plan.starts if simulated else logged_starts(facts)
+    failure = simulated.plan.failure if simulated else None
+    fixes = simulated.body.fixes if simulated else ()
     out = outcome(ok=not disagree, starts=starts, stage=failure.stage if failure else None,
                   error_type=failure.error_type if failure else None, error=failure.message if failure else None,
                   fix=fixes[0].flag if fixes else None)

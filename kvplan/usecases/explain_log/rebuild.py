@@ -11,12 +11,17 @@ silently: where kvplan has to assume a value (vllm serve's default batch size) i
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import KvplanError, ModelNotFoundError, OptionError
 from kvplan.logs.extract import Facts
 from kvplan.options import find_option
 from kvplan.results import Record
 from kvplan.units import GiB
+
+if TYPE_CHECKING:
+    from kvplan.engines.vllm.eras import Era
+    from kvplan.usecases.pipeline import ScenarioResult
 
 # the budget of a layout-only re-simulation (the log shows no KV memory): large enough that the
 # grouping and padding, which do not depend on it, are reached
@@ -378,11 +383,11 @@ def _rounded(gib: float, source: str) -> Budget | None:
 class Resimulation:
     status: str  # "simulated" | "layout only" | "model not in catalog" | ...
     detail: str = ""
-    scenario: object = None
-    result: object = None  # ScenarioResult at the printed budget
-    low: object = None  # ScenarioResult at the interval's ends (None when exact)
-    high: object = None
-    era: object = None
+    scenario: Any = None  # the Scenario simulated
+    result: ScenarioResult | None = None  # at the printed budget
+    low: ScenarioResult | None = None  # at the interval's ends (None when exact)
+    high: ScenarioResult | None = None
+    era: Era | None = None
 
 
 def resimulate(dep: Deployment) -> Resimulation:

@@ -68,7 +68,7 @@ def _hma(logged: Facts, sim, *, cost: bool = True) -> list[Trap]:
     if cost and plan is not None and plan.starts and plan.hma.disabled:
         on = _with_hma(sim)
         if on is not None and on.starts and not on.hma.disabled:
-            hma_cost = HmaCost(round(plan.max_concurrency, 6), round(on.max_concurrency, 6), plan.num_blocks,
+            hma_cost = HmaCost(plan.max_concurrency, on.max_concurrency, plan.num_blocks,
                                on.num_blocks, plan.kv_tokens, on.kv_tokens)
             detail += (f"; with it on, the same memory holds {on.max_concurrency:.2f}x max-length requests "
                        f"instead of {plan.max_concurrency:.2f}x")
@@ -106,8 +106,8 @@ def _sliding(logged: Facts, result) -> list[Trap]:
     conc = [f for f in logged.all("concurrency")] + [f for f in logged.all("capacity")]
     shown = conc[0]["max_concurrency"] if conc else round(plan.max_concurrency, 2)
     return [SlidingTrap(
-        "sliding_window_reservation", round(plan.max_concurrency, 6), conc[0]["max_concurrency"] if conc else None,
-        round(steady, 6), plan.steady.prefill_reserve_blocks,
+        "sliding_window_reservation", plan.max_concurrency, conc[0]["max_concurrency"] if conc else None,
+        steady, plan.steady.prefill_reserve_blocks,
         f"the logged concurrency ({shown:.2f}x) counts each request's in-flight reservation in the "
         f"sliding/chunked groups; once past prefill the pool holds {steady:.2f}x max-length requests "
         f"(kvplan's steady_state_concurrency; {plan.steady.prefill_reserve_blocks:,} blocks are the "
@@ -135,7 +135,7 @@ def _rounding(result) -> list[Trap]:
     if result.plan.options.num_gpu_blocks_override is not None:
         return []  # the pool is what the override asked for, not what the memory rounds to
     workers = [w for w in result.body.workers if getattr(w, "allocated", False)]
-    out = []
+    out: list[Trap] = []
     for w in workers:
         avail, bpb = w.available_bytes, w.bytes_per_block
         if not avail or not bpb:
