@@ -19,7 +19,6 @@ from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
 from kvplan.engines.vllm.hybrid import HmaDecision, MambaAlignment
 from kvplan.engines.vllm.wording import autofit_lines, wording
 from kvplan.errors import OptionError
-from kvplan.results.host_tier import HostTier
 from kvplan.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
@@ -37,6 +36,7 @@ if TYPE_CHECKING:  # the model side's value types; the engine only reads their f
     from kvplan.engines.vllm.block_size import BlockSizeDecision
     from kvplan.model.limits import DerivedLength
     from kvplan.model.traits import ModelTraits
+    from kvplan.results.host_tier import HostTier  # --kv-offloading-size's tier
 
 LAYOUT_LOG_033 = "Using LBNHC KV cache layout."
 LAYOUT_LOG_BLHNC = "Using BLHNC KV cache layout."
