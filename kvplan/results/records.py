@@ -14,9 +14,10 @@ engine's plan (``kvplan.usecases.records``), so nothing here reads an object of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Literal
 
+from kvplan.frozen import dataclass
 from kvplan.results import FLATTEN, OMIT_NONE, Outcome, Record
 from kvplan.specs import SpecRecord
 

@@ -3,7 +3,7 @@ simulate's memory, check's numbers, fit's answers, a fix's result, compare's vLL
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.frozen import dataclass
 
 # the digits a figure is shown with: a share in percent, a concurrency (requests)
 PCT_DIGITS = 4

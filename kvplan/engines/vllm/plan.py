@@ -9,9 +9,10 @@ vLLM prints before it fails are kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
+from kvplan.frozen import dataclass
 from kvplan.bounds import MAX_TOKENS
 from kvplan.engines.vllm import grouping, hybrid, offload, prechecks, runner, sizing
 from kvplan.engines.vllm.eras import Era
