@@ -7,9 +7,8 @@ from typing import Annotated, List, Optional
 import typer
 
 from kvplan.cli.app import EXIT_USAGE, app, fail, handle_errors
-from kvplan.cli.params import Format, OutputFormat, command_options
-from kvplan.cli.emit_cmd import EmitOption, write_emitted
-from kvplan.cli.render import finish
+from kvplan.cli.params import EmitOption, Format, OutputFormat, command_options
+from kvplan.cli.render import finish, write_emitted
 
 _SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
 
