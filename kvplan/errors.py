@@ -6,7 +6,7 @@ start-up failures are not exceptions here but part of a plan's result (exit 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.frozen import dataclass
 
 
 class KvplanError(Exception):

@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable
 
+from kvplan.frozen import dataclass
 from kvplan.bounds import MAX_BYTES, MAX_HEADS, MAX_INT, MAX_LAYERS, MAX_TOKENS
 from kvplan.engines.vllm.eras import first_release
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, ClassVar, Sequence
 
+from kvplan.frozen import dataclass
 from kvplan.errors import EngineFailure, SpecMergeAssertion
 from kvplan.results import to_data
 from kvplan.units import cdiv, dtype_size_bytes

@@ -7,8 +7,9 @@ decoder layer it belongs to, how tensor parallelism splits it) and a model's ten
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from kvplan.frozen import dataclass
 from kvplan.units import cdiv
 
 # Categories, in report order.

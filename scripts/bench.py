@@ -3,6 +3,7 @@
 
     python scripts/bench.py            # all
     python scripts/bench.py --runs 7   # more CLI runs (median reported)
+    python scripts/bench.py --cases simulate --no-core   # only the CLI cases whose label holds "simulate"
 
 Cold CLI: a fresh interpreter per run (`python -m kvplan.cli …`), so imports count ("no cache":
 no config cache, bytecode as the environment has it; "warm cache": the config and bytecode caches
@@ -11,6 +12,8 @@ the child's CPU time (user + system) are both reported, the latter being what to
 machine is shared. Targets (issue 38, the installed wheel): `kvplan --help` ≤ 0.15 s, a warm simulate
 of a bundled model ≤ 0.30 s, the first run on a config never seen (a copy of a bundled config.json at
 a path of its own: transformers parses it) ≤ 1.2 s.
+The floor of a first run on a config never seen: a fresh interpreter that only imports transformers'
+configuration class for that config (torch hidden, as kvplan reads configs), [no cache] only.
 Core: `simulate()` on prepared layer specs, no CLI, no config parsing, one core.
 Figures go to stdout as a table and, with --json, as JSON.
 """
@@ -42,6 +45,13 @@ CLI_CASES = [
 ]
 
 
+# What a first run on a config never seen cannot go below: transformers' import and the configuration class
+# (gemma-3-27b's, as in the case above), torch hidden as kvplan.model.hfconfig hides it; no kvplan code.
+FLOOR_LABEL = "floor: transformers' Gemma3Config import alone (torch hidden)"
+FLOOR_CODE = ("import sys; sys.modules['torch'] = None; from transformers import CONFIG_MAPPING; "
+              "CONFIG_MAPPING['gemma3']")
+
+
 def unseen_config() -> str:
     """gemma-3-27b-it's bundled config.json with one key more, ``_name_or_path`` (which no layout reads), set to
     the folder's name: neither kvplan's shipped resolved views nor its cache (keyed by the SHA-256 of the
@@ -59,9 +69,10 @@ def unseen_config() -> str:
     return str(folder / "config.json")
 
 
-def cold_cli(runs: int, cases=CLI_CASES) -> list[dict]:
+def cold_cli(runs: int, cases=CLI_CASES, *, floor: bool = False) -> list[dict]:
     """Fresh interpreters; each case without the config cache (first run on a config) and with
-    a warm one (every later run: transformers is not imported)."""
+    a warm one (every later run: transformers is not imported). ``floor``: the first run's floor
+    (``FLOOR_CODE``) too, as a [no cache] row."""
     import os
     import tempfile
 
@@ -80,12 +91,15 @@ def cold_cli(runs: int, cases=CLI_CASES) -> list[dict]:
         if mode == "warm cache":
             env.pop("KVPLAN_NO_CACHE", None)
             env.pop("PYTHONDONTWRITEBYTECODE", None)
-        for label, args in cases:
+        runs_of = [(label, [sys.executable, "-m", "kvplan.cli", *args]) for label, args in cases]
+        if floor and mode == "no cache":
+            runs_of.append((FLOOR_LABEL, [sys.executable, "-c", FLOOR_CODE]))
+        for label, command in runs_of:
             times, cpu = [], []
             for i in range(runs + (1 if mode == "warm cache" else 0)):
                 c0 = _children_cpu()
                 t0 = time.perf_counter()
-                proc = subprocess.run([sys.executable, "-m", "kvplan.cli", *args], capture_output=True, env=env)
+                proc = subprocess.run(command, capture_output=True, env=env)
                 if not (mode == "warm cache" and i == 0):  # the first run fills the cache
                     times.append(time.perf_counter() - t0)
                     cpu.append(_children_cpu() - c0)
@@ -140,8 +154,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="cold CLI runs per case (median reported)")
     ap.add_argument("--seconds", type=float, default=2.0, help="time per core case")
     ap.add_argument("--json", action="store_true", help="print JSON instead of text")
+    ap.add_argument("--cases", help="only the CLI cases whose label contains this text (case-insensitive)")
+    ap.add_argument("--no-floor", action="store_true", help="leave out the first run's floor (transformers alone)")
+    ap.add_argument("--no-core", action="store_true", help="leave out the core rates")
     a = ap.parse_args()
-    result = {"python": sys.version.split()[0], "cli": cold_cli(a.runs), "core": core_rate(a.seconds)}
+    cases = [c for c in CLI_CASES if a.cases is None or a.cases.lower() in c[0].lower()]
+    result = {"python": sys.version.split()[0], "cli": cold_cli(a.runs, cases, floor=not a.no_floor),
+              "core": [] if a.no_core else core_rate(a.seconds)}
     if a.json:
         print(json.dumps(result, indent=2))
         return

@@ -83,7 +83,14 @@ def module_of(filename: str) -> str | None:
     rel = Path("kvplan") / rel
     parts = rel.with_suffix("").parts
     name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    if name in METHODS_OF_THE_CALLEE:
+        return None
     return next((u for u in UNITS if name.startswith(u + ".")), name)
+
+
+# modules whose functions are the methods of another module's records: kvplan.frozen's shared __eq__, __hash__ and
+# __repr__ stand in for the ones dataclasses would compile into each class (code in ``<string>``, never a step)
+METHODS_OF_THE_CALLEE = frozenset({"kvplan.frozen"})
 
 
 # the layers that compose the stages: a call from one of them into a lower layer starts a stage

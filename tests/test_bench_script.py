@@ -17,3 +17,10 @@ def test_bench_core_and_cli_cases_run():
     assert len(core) == 6 and all(r["simulations_per_s"] >= 1 for r in core)
     cli = bench.cold_cli(1, bench.CLI_CASES[:1])
     assert [r["case"] for r in cli] == ["kvplan --help [no cache]", "kvplan --help [warm cache]"]
+
+
+def test_bench_measures_the_first_runs_floor():
+    # the floor row: a fresh interpreter importing only transformers' configuration class, [no cache] only
+    bench = load()
+    rows = bench.cold_cli(1, [], floor=True)
+    assert [r["case"] for r in rows] == [f"{bench.FLOOR_LABEL} [no cache]"] and rows[0]["median_s"] > 0

@@ -51,6 +51,7 @@ def graph() -> dict[str, set[str]]:
 # layer and the layers below it, never one above: function-level imports count the same.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("kvplan.errors", "kvplan.units", "kvplan.specs", "kvplan.tensors", "kvplan.bounds", "kvplan.version",
+              "kvplan.frozen",
               "kvplan.installed", "kvplan.readfile", "kvplan.progress", "kvplan.results")),
     ("model", ("kvplan.model",)),
     ("budget", ("kvplan.budget",)),

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import enum
 import types
-from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
+
+from kvplan.frozen import dataclass
 
 try:  # Typer >= 0.29's runtime coercion; older or newer internals: Typer coerces as it does
     from typer._click.exceptions import BadParameter

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,41 +10,8 @@ from kvplan.cli.app import app, handle_errors
 from kvplan.cli.intake_params import (
     Check, Container, Entry, File, FileOrRecord, Line, OptionalModel, intake_arguments,
 )
-from kvplan.cli.params import command_options
-from kvplan.cli.render import finish
-
-
-class EmitAs(str, Enum):
-    serve = "serve"
-    compose = "compose"
-    k8s = "k8s"
-    production_stack = "production-stack"
-    kserve = "kserve"
-    llm_d = "llm-d"
-    dynamo = "dynamo"
-    ray = "ray"
-
-
-# `--emit FORMAT` on fit, simulate and vllm: the deployment (fit: the goal's) written as `kvplan emit --as` writes it
-EmitOption = Annotated[Optional[EmitAs], typer.Option(
-    "--emit", case_sensitive=False, show_default=False, metavar="FORMAT",
-    help="Write the deployment (fit: the one that reaches --concurrency at --max-model-len) as kvplan emit --as "
-    "FORMAT does, once it is simulated to start: the file on stdout, the plan on stderr.")]
-
-
-def write_emitted(data: dict, lead: tuple[str, ...] = ()) -> None:
-    """An emit envelope as `kvplan emit` prints it: the file on stdout; ``lead``, the plan and the warnings on stderr."""
-    import sys
-
-    from kvplan.report.output import hint, warn
-
-    sys.stdout.write(data["text"])
-    for line in lead:
-        hint(line)
-    hint(f"kvplan: starts with {data['num_blocks']:,} blocks of {data['block_size']} tokens, max_model_len "
-         f"{data['max_model_len']:,} (vLLM {data['vllm_release']}); read it back: {data['read_back']}")
-    for w in data.get("warnings", []):
-        warn(w)
+from kvplan.cli.params import EmitAs, command_options
+from kvplan.cli.render import finish, write_emitted
 
 
 @app.command("emit")

@@ -29,6 +29,24 @@ Model = Annotated[str, typer.Argument(help="Model id (bundled catalog or HF cach
 OutputFormat = Annotated[Format, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
 
 
+class EmitAs(str, Enum):
+    serve = "serve"
+    compose = "compose"
+    k8s = "k8s"
+    production_stack = "production-stack"
+    kserve = "kserve"
+    llm_d = "llm-d"
+    dynamo = "dynamo"
+    ray = "ray"
+
+
+# `--emit FORMAT` on fit, simulate and vllm: the deployment (fit: the goal's) written as `kvplan emit --as` writes it
+EmitOption = Annotated[Optional[EmitAs], typer.Option(
+    "--emit", case_sensitive=False, show_default=False, metavar="FORMAT",
+    help="Write the deployment (fit: the one that reaches --concurrency at --max-model-len) as kvplan emit --as "
+    "FORMAT does, once it is simulated to start: the file on stdout, the plan on stderr.")]
+
+
 def _help(opt: Option) -> str:
     text = opt.help
     if opt.default_doc:

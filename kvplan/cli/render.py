@@ -28,3 +28,18 @@ def finish(result, fmt: str, table: Callable[[Any], None], *, hints: list[str] =
         hint(h)
     if not data["outcome"]["ok"]:
         raise typer.Exit(EXIT_FAILED)
+
+
+def write_emitted(data: dict, lead: tuple[str, ...] = ()) -> None:
+    """An emit envelope as `kvplan emit` prints it: the file on stdout; ``lead``, the plan and the warnings on stderr."""
+    import sys
+
+    from kvplan.report.output import hint, warn
+
+    sys.stdout.write(data["text"])
+    for line in lead:
+        hint(line)
+    hint(f"kvplan: starts with {data['num_blocks']:,} blocks of {data['block_size']} tokens, max_model_len "
+         f"{data['max_model_len']:,} (vLLM {data['vllm_release']}); read it back: {data['read_back']}")
+    for w in data.get("warnings", []):
+        warn(w)

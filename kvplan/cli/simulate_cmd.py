@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvplan.cli.app import app, handle_errors
-from kvplan.cli.params import Format, Model, OutputFormat, command_options
-from kvplan.cli.emit_cmd import EmitOption, write_emitted
-from kvplan.cli.render import finish
+from kvplan.cli.params import EmitOption, Format, Model, OutputFormat, command_options
+from kvplan.cli.render import finish, write_emitted
 
 if TYPE_CHECKING:
     from kvplan.results.envelope import Envelope

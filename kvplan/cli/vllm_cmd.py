@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Annotated, List, Optional
 import typer
 
 from kvplan.cli.app import EXIT_USAGE, app, fail, handle_errors
-from kvplan.cli.params import Format, OutputFormat, command_options
-from kvplan.cli.emit_cmd import EmitOption, write_emitted
-from kvplan.cli.render import finish
+from kvplan.cli.params import EmitOption, Format, OutputFormat, command_options
+from kvplan.cli.render import finish, write_emitted
 
 if TYPE_CHECKING:
     from kvplan.results.envelope import Envelope

@@ -20,7 +20,6 @@ from __future__ import annotations
 import builtins
 import copy
 import json
-import logging
 import math
 import os
 import re
@@ -253,6 +252,8 @@ def without_remote_code(raw: dict) -> dict:
 @contextmanager
 def quiet_transformers():
     """transformers' logger at ERROR and Python warnings off, for the duration."""
+    import logging  # here: only a config that transformers parses needs it
+
     tf_logger = logging.getLogger("transformers")
     old_level = tf_logger.level
     tf_logger.setLevel(logging.ERROR)

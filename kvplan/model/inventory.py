@@ -11,8 +11,9 @@ layer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from kvplan.frozen import dataclass
 from kvplan.errors import UnsupportedError
 from kvplan.model.families import FAMILIES, Family, config_views, family_of, is_v32, mtp_count
 from kvplan.model.hfconfig import HFView

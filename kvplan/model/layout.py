@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from dataclasses import dataclass
 from typing import Any
 
+from kvplan.frozen import dataclass
 from kvplan import bounds
 from kvplan.errors import ConfigError, NoLayerRuleError, OptionError, UnsupportedError
 from kvplan.model import drafters, families, methods

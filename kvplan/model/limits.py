@@ -22,8 +22,10 @@ vLLM's ``_get_and_verify_max_len`` (``vllm/config/model.py``: 0.18.0 line 1949, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TypeGuard
+
+from kvplan.frozen import dataclass
 
 _MAX_LEN_KEYS = (
     "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",

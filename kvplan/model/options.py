@@ -5,8 +5,7 @@ H100/H200 (reference §7.3, §12.3)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from kvplan.frozen import dataclass
 from kvplan.errors import ConfigError, OptionError, UnsupportedError
 from kvplan.model.cache_dtypes import accepted_cache_dtypes, tensor_dtype
 from kvplan.units import MODEL_DTYPES

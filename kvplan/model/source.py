@@ -50,9 +50,9 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
+from kvplan.frozen import dataclass
 from kvplan.errors import ConfigError, KvplanError, ModelNotFoundError
 from kvplan.model import catalog
 

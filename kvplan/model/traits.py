@@ -6,8 +6,7 @@ layout carries them as values (``ModelLayout.config_facts``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from kvplan.frozen import dataclass
 from kvplan.model.limits import MaxLength, max_lengths, text_config
 from kvplan.specs import MAMBA, LayerSpec
 

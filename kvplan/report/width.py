@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import textwrap
-from dataclasses import dataclass
 from typing import Sequence
 
 from rich.box import Box
@@ -35,6 +34,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from kvplan.frozen import dataclass
 from kvplan.report.terminal import MIN_WIDTH, PIPED_WIDTH, terminal_width  # noqa: F401 - re-exported
 from kvplan.units import plural  # noqa: F401 - re-exported for the renderers
 

@@ -23,8 +23,10 @@ makes it start, when one is known.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from typing import ClassVar
+
+from kvplan.frozen import dataclass
 
 SCHEMA_VERSION = 2  # 2: the envelope (inputs, outcome) of kvplan.results.envelope
 

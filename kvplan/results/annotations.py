@@ -13,8 +13,12 @@ def annotation_types() -> None:
     from kvplan.results import compare, explain_log, records
     from kvplan.results.advice import Advice
     from kvplan.results.allocation import Allocation
+    from kvplan.results.budget import Budget, DeviceBudget
+    from kvplan.results.host_tier import DeploymentTotals, HostTier
+    from kvplan.results.engines import Knobs
     from kvplan.results.recovered import Recovered
 
-    vars(records).update(Allocation=Allocation)
-    vars(compare).update(Advice=Advice)
+    vars(records).update(Allocation=Allocation, Budget=Budget, DeviceBudget=DeviceBudget,
+                         DeploymentTotals=DeploymentTotals, HostTier=HostTier)
+    vars(compare).update(Advice=Advice, Knobs=Knobs)
     vars(explain_log).update(Recovered=Recovered)

@@ -7,9 +7,10 @@ first stage of a multimodal model only; the extensible sizing's terms with that 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from kvplan.frozen import dataclass
 from kvplan.results import CONCURRENCY, OMIT_NONE
 
 

@@ -15,9 +15,10 @@ The JSON Schemas in docs/schema/ are generated from these records (``scripts/mak
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from kvplan.frozen import dataclass
 from kvplan.results import FLATTEN, SCHEMA_VERSION, Outcome, Record, to_data
 from kvplan.version import __version__
 

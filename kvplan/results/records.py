@@ -14,16 +14,17 @@ engine's plan (``kvplan.usecases.records``), so nothing here reads an object of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Literal
 
+from kvplan.frozen import dataclass
 from kvplan.results import CONCURRENCY, FLATTEN, OMIT_NONE, PCT, Outcome, Record
-from kvplan.results.budget import Budget, DeviceBudget, GivenBudget
-from kvplan.results.host_tier import DeploymentTotals, HostTier
 from kvplan.specs import SpecRecord
 
-if TYPE_CHECKING:  # named by --allocate's body only: kvplan.results.annotations loads it, not every run
-    from kvplan.results.allocation import Allocation
+if TYPE_CHECKING:  # named in annotations only: kvplan.results.annotations loads them, not every run
+    from kvplan.results.allocation import Allocation  # --allocate's body
+    from kvplan.results.budget import Budget, DeviceBudget  # a budget that was computed
+    from kvplan.results.host_tier import DeploymentTotals, HostTier  # --kv-offloading-size
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ every record that takes them from it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from kvplan.frozen import dataclass
 
 from kvplan.results import CONCURRENCY, PCT
 

@@ -8,9 +8,10 @@ model (``ModelInput``, ``ServingInput``, era) → ``ModelLayout``; budget (layou
 part, under its own name and with its Scenario type (``tests/test_deployment.py`` checks both).
 """
 
-from dataclasses import dataclass, field, fields, make_dataclass, replace
+from dataclasses import field, fields, replace
 from typing import TYPE_CHECKING
 
+from kvplan.frozen import dataclass, make_dataclass
 from kvplan import options as _o
 
 from kvplan.budget.hardware import GpuCard

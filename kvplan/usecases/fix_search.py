@@ -9,18 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from dataclasses import replace
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.plan import Plan
 from kvplan.errors import KvplanError
 from kvplan.model.layout import ModelLayout
-from kvplan.results.budget import Budget, LoadFailure
 from kvplan.results.records import Fix
 from kvplan.usecases.deployment import Deployment, changed
 from kvplan.usecases.pipeline import (
     ScenarioResult, engine_run, engine_stage, kv_bytes_at, layout_of, plan_layout, run_deployment,
 )
+
+if TYPE_CHECKING:  # annotations only (a budget that was computed)
+    from kvplan.results.budget import Budget, LoadFailure
 
 
 def with_fixes(r: ScenarioResult) -> ScenarioResult:

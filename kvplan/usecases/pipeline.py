@@ -18,17 +18,17 @@ from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
-from kvplan.budget.hardware import GpuCard
 from kvplan.engines.vllm.eras import Era
 from kvplan.errors import OptionError
 from kvplan.model.layout import ModelLayout
-from kvplan.results.budget import Budget, LoadFailure
 from kvplan.results.records import Fix, PlanBody
 from kvplan.usecases.deployment import (
     BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, changed, table_fields, under,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: a run imports each where it is used
+    from kvplan.budget.hardware import GpuCard
+    from kvplan.results.budget import Budget, LoadFailure
     from kvplan.engines.vllm.plan import ModelFacts, Plan, SimulateOptions
     from kvplan.engines.vllm.block_size import BlockSizeDecision
     from kvplan.model.options import ServingOptions

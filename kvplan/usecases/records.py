@@ -9,10 +9,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, overload
 
 from kvplan.results.summary import PlanSummary
-from kvplan.results.budget import Budget, DeviceBudget
 from kvplan.results.data import bytes_per_token, kind_label, layer_index
 from kvplan.results.records import (
-    BlockSizeChange, BucketRow, DeploymentTotals, Fix, Grouping, GroupRow, HybridKVCacheManager, InspectBody,
+    BlockSizeChange, BucketRow, Fix, Grouping, GroupRow, HybridKVCacheManager, InspectBody,
     KindSummaryRow, LayerRow, MambaAlignmentRecord, Memory, ModelRecord, PlanBody, PlanSpeculative, PolicyRecord,
     RankRow, Scheduler, Serving, Speculative, TensorRow, WorkerPadding, WorkerRow, WorkerSummaryRow,
 )
@@ -21,7 +20,9 @@ from kvplan.usecases.envelope import plan_outcome
 
 if TYPE_CHECKING:
     from kvplan.model.layout import ModelInfo
+    from kvplan.results.budget import Budget, DeviceBudget
     from kvplan.results.compare import EngineRowRecord
+    from kvplan.results.host_tier import DeploymentTotals
     from kvplan.results.sweep import SweepRow
 
 
@@ -341,6 +342,8 @@ def plan_body(layout, plan, serving, explain: list[str] | None = None, fixes: li
 def replicated(body: PlanBody, replicas: int) -> DeploymentTotals | None:
     """A plan's totals when a manifest runs ``replicas`` copies of it: each copy's engines again (None when the
     engine does not start)."""
+    from kvplan.results.host_tier import DeploymentTotals
+
     m = body.memory
     if m.num_blocks <= 0:  # no pool sized: nothing to add up
         return body.totals
@@ -365,6 +368,8 @@ def deployment_totals(plan, memory: Memory, *, tensor_parallel_size: int,
     per_engine = tensor_parallel_size * max(len(plan.workers), 1)
     if dp * per_engine <= 1 or not plan.starts:
         return None
+    from kvplan.results.host_tier import DeploymentTotals  # here: one GPU (most runs) needs no totals
+
     h = plan.host_tier
     sized = h is not None and h.sized
     return DeploymentTotals(

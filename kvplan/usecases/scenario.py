@@ -8,11 +8,12 @@ the same words as `kvplan simulate`.
 
 from __future__ import annotations
 
-from dataclasses import field, fields, make_dataclass
+from dataclasses import field, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kvplan.engines.vllm.eras import Era
+from kvplan.frozen import make_dataclass
 from kvplan.model.layout import ModelLayout
 from kvplan.options import ENV, OPTIONS, env_value, scenario_options
 from kvplan.usecases.deployment import KIND_TYPES, Deployment, _field_type, deployment_of  # noqa: F401 (KIND_TYPES: re-exported)

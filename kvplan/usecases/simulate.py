@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.results.budget import DeviceBudget
+from typing import TYPE_CHECKING
+
 from kvplan.errors import OptionError
 from kvplan.options import SIMULATE, resolve
 from kvplan.results import outcome
@@ -17,6 +18,9 @@ from kvplan.results.envelope import Envelope
 from kvplan.results.records import SimulateBody
 from kvplan.usecases.envelope import envelope
 from kvplan.usecases.scenario import run_scenario, scenario_from
+
+if TYPE_CHECKING:
+    from kvplan.results.budget import DeviceBudget
 
 
 def _device_budget(r, era) -> DeviceBudget | None:

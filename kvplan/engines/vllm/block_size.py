@@ -18,9 +18,9 @@ what each release's own classes return; ``tests/test_block_size.py`` compares.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kvplan.frozen import dataclass
 from kvplan.engines.vllm import kv_packing
 from kvplan.engines.vllm.eras import Era
 from kvplan.errors import OptionError, UnsupportedError

@@ -40,9 +40,9 @@ touch the KV cache and are only shown in the inputs.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Mapping
 
+from kvplan.frozen import dataclass
 from kvplan.engines.vllm.env_names import ENV_NAMES
 from kvplan.engines.vllm.versions import version_key
 from kvplan.errors import OptionError, UnsupportedError

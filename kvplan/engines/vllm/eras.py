@@ -7,8 +7,7 @@ functions (``scripts/golden``); ``releases`` lists the wheels checked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from kvplan.frozen import dataclass
 from kvplan.engines.vllm.versions import VERSIONS, version_key
 
 

@@ -10,8 +10,9 @@ proposal's) splits buckets into groups of that size.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
+from kvplan.frozen import dataclass
 from kvplan.engines.vllm.group_size import THRESHOLD, dedicated_layers, group_size_of
 from kvplan.errors import EngineFailure, SpecMergeAssertion
 from kvplan.specs import (

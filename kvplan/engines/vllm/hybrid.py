@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
+from kvplan.frozen import dataclass
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.versions import version_key
 from kvplan.engines.vllm.grouping import EngineFailure

@@ -29,13 +29,15 @@ and the tier's size is said to be unmodelled.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.vllm.eras import Era, first_release
 from kvplan.errors import EngineFailure, OptionError
-from kvplan.results.host_tier import HostTier, HostTierGroup
 from kvplan.specs import ChunkedLocalAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec, SlidingWindowSpec
 from kvplan.units import cdiv
+
+if TYPE_CHECKING:  # built only when an offloading connector is configured (imported there)
+    from kvplan.results.host_tier import HostTier, HostTierGroup
 
 GiB = 1 << 30
 HOST_PAGE_BYTES = 4096  # mmap.PAGESIZE on x86-64 Linux: SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT
@@ -118,6 +120,7 @@ def host_tier(era: Era, kv_transfer_config: dict | None, *, backend: str | None,
     connector = str(kv_transfer_config.get("kv_connector") or "")
     if "Offload" not in connector and "LMCache" not in connector:
         return None  # a P/D or other connector: no host tier of its own
+    from kvplan.results.host_tier import HostTier, HostTierGroup
     role = str(kv_transfer_config.get("kv_role") or "kv_both")
     base: dict[str, Any] = dict(kv_connector=connector, kv_role=role, backend=backend, hybrid_kv_cache_manager=hma_on)
     extra = kv_transfer_config.get("kv_connector_extra_config") or {}
@@ -283,6 +286,8 @@ def lmcache_tier(base: dict, kv_transfer_config: dict, *, world_size: int, group
     config's ``lmcache.*`` keys override LMCache's own settings), each with ``max_local_cpu_size`` GB of
     pinned memory. LMCacheMPConnector (``--kv-offloading-backend lmcache`` from 0.23) talks to an LMCache
     server process that holds the tier: vLLM passes it no size."""
+    from kvplan.results.host_tier import HostTier
+
     connector = base["kv_connector"]
     if connector != "LMCacheConnectorV1":
         return HostTier(**base, sized=False, note="the LMCache server process holds the tier; vLLM passes it no size")

@@ -9,9 +9,10 @@ vLLM prints before it fails are kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
+from kvplan.frozen import dataclass
 from kvplan.bounds import MAX_TOKENS
 from kvplan.engines.vllm import grouping, hybrid, offload, prechecks, runner, sizing
 from kvplan.engines.vllm.eras import Era
@@ -19,7 +20,6 @@ from kvplan.engines.vllm.grouping import EngineFailure, Group, GroupingDecision
 from kvplan.engines.vllm.hybrid import HmaDecision, MambaAlignment
 from kvplan.engines.vllm.wording import autofit_lines, wording
 from kvplan.errors import OptionError
-from kvplan.results.host_tier import HostTier
 from kvplan.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the model side's value types; the engine only reads their f
     from kvplan.engines.vllm.block_size import BlockSizeDecision
     from kvplan.model.limits import DerivedLength
     from kvplan.model.traits import ModelTraits
+    from kvplan.results.host_tier import HostTier  # --kv-offloading-size's tier
 
 LAYOUT_LOG_033 = "Using LBNHC KV cache layout."
 LAYOUT_LOG_BLHNC = "Using BLHNC KV cache layout."

@@ -11,10 +11,11 @@ first release is not newer than it; the boundaries were pinned by reading each w
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from kvplan.frozen import dataclass
 from kvplan.engines.vllm.eras import CHAIN, DEFAULT_ERA, ERAS, LEGACY_NAMES, Era, decision_fields, era_name_of
 from kvplan.engines.vllm.proposals import PROPOSALS
 from kvplan.engines.vllm.versions import GOLDEN_RELEASES, NEWEST_CHECKED, VERSIONS, version_key

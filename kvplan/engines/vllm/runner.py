@@ -48,9 +48,9 @@ block sizes, budgets and log lines for the V2 models as for the V1 ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kvplan.frozen import dataclass
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure
 

@@ -7,8 +7,9 @@ and §11 for what changed between releases.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from kvplan.frozen import dataclass
 from kvplan.engines.vllm.eras import Era
 from kvplan.engines.vllm.grouping import EngineFailure, Group
 from kvplan.specs import KVCacheSpec, UniformTypeKVCacheSpecs, Workload

@@ -7,7 +7,9 @@ Texts read in each release's ``kv_cache_utils.py`` / ``kv_cache_planning.py``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+
+from kvplan.frozen import dataclass
 
 DOCS_URL = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
 _SEE = f"See {DOCS_URL} for more details."

@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from kvplan.frozen import dataclass
 from kvplan.errors import ConfigError, OptionError
 from kvplan.model.hfconfig import HFView
 from kvplan.specs import ChunkedLocalAttentionSpec, FullAttentionSpec, KVCacheSpec, SlidingWindowSpec

@@ -4,8 +4,8 @@ weight rules (and its vision tower) into an ``Inventory``."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from kvplan.frozen import dataclass
 from kvplan.errors import UnsupportedError
 from kvplan.model.families.base import Context, FamilyResult
 from kvplan.model.families.weights import Builder, WeightView

@@ -4,8 +4,9 @@ layers, the facts read beside the layers, and vLLM's registry for refusals."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from kvplan.frozen import dataclass
 from kvplan.model.families import (
     bagel, beam, deepseek, deepseek_v4, falcon_h1, gdn, gemma, gemma4, generic, gpt_oss, granite_hybrid, hy_v4, jamba,
     kimi_linear, lfm, llama, llama4, mamba, mamba2, mimo_v2_flash, minicpm3, nemotron_h, qwen2, whisper, zaya, zamba2,
