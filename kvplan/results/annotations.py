@@ -15,10 +15,9 @@ def annotation_types() -> None:
     from kvplan.results.allocation import Allocation
     from kvplan.results.budget import Budget, DeviceBudget
     from kvplan.results.host_tier import DeploymentTotals, HostTier
-    from kvplan.results.engines import Knobs
     from kvplan.results.recovered import Recovered
 
     vars(records).update(Allocation=Allocation, Budget=Budget, DeviceBudget=DeviceBudget,
                          DeploymentTotals=DeploymentTotals, HostTier=HostTier)
-    vars(compare).update(Advice=Advice, Knobs=Knobs)
+    vars(compare).update(Advice=Advice)
     vars(explain_log).update(Recovered=Recovered)
