@@ -147,10 +147,26 @@ def gemma4_encoder_dummy(config: dict, T: int) -> tuple[dict | None, str]:
     return {"modality": modality, "items": items, "tokens_per_item": per_item, "encoder_tokens": items * inputs}, ""
 
 
-ENCODER_DUMMIES = {"Gemma4ForConditionalGeneration": gemma4_encoder_dummy}
+def gemma3_encoder_dummy(config: dict, T: int) -> tuple[dict | None, str]:
+    """The dummy batch vLLM's profile_run encodes for a Gemma 3 checkpoint: images of ``mm_tokens_per_image`` (256)
+    tokens each (pan-and-scan off by default: one crop, ``get_num_image_tokens`` = (crops + 1) · image_seq_length
+    with 0 crops; vllm 0.34.0 model_executor/models/gemma3_mm.py lines 198-214), every one resized to the tower's
+    ``image_size`` (896: (896 / 14)² = 4,096 patches through SigLIP), ``max(T, 256) // 256`` of them
+    (``MultiModalBudget._get_max_items``, multimodal/encoder_budget.py; the decoder bound is larger at the default
+    limit of 999 per prompt, as for Gemma 4)."""
+    vision = config.get("vision_config") or {}
+    per_item = int(config.get("mm_tokens_per_image") or 256)
+    patches = (int(vision.get("image_size") or 896) // int(vision.get("patch_size") or 14)) ** 2
+    items = max(1, max(T, per_item) // per_item)
+    return {"modality": "image", "items": items, "tokens_per_item": per_item, "encoder_tokens": items * patches}, ""
 
 
-def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict | None = None) -> tuple[dict | None, str]:
+ENCODER_DUMMIES = {"Gemma4ForConditionalGeneration": gemma4_encoder_dummy,
+                   "Gemma3ForConditionalGeneration": gemma3_encoder_dummy}
+
+
+def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict | None = None,
+                             release: str | None = None) -> tuple[dict | None, str]:
     """The multimodal encoder's part of vLLM's profile_run (v1/worker/gpu_model_runner.py profile_run, 0.19.0
     lines 5720-5779: the dummy items are encoded and their outputs kept in the encoder cache while the text
     dummy forward and the sampler run, then freed): ``forward_bytes`` = kvplan's activation rule on the encoder's
@@ -167,17 +183,39 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict 
     if dummy is None:
         return None, why
     v = config.get("vision_config") or {}
-    h, inter, heads = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["num_attention_heads"])
-    kv = int(v.get("num_key_value_heads") or heads)
-    hd = int(v.get("head_dim") or h // heads)
-    widest = max(3 * inter, (heads + 2 * kv) * hd + heads * hd)
+    rule = encoder_rule_bytes_per_patch(v, dtype_bytes)
     if text is None:
         from kvplan.model.limits import text_config
 
         text = text_config(config)
     text_hidden = int(text.get("hidden_size") or 0)
-    return {**dummy, "forward_bytes": dummy["encoder_tokens"] * (4 * h + widest) * dtype_bytes,
-            "cache_bytes": dummy["items"] * dummy["tokens_per_item"] * text_hidden * dtype_bytes}, ""
+    from kvplan.budget.profile import encoder_row
+
+    row = encoder_row(release, archs[0])
+    factor = row["factor"] if row is not None else 1.0
+    high = row["factor_high"] if row is not None else 1.0
+    if row is None:
+        basis, source = ASSUMED, "kvplan's activation rule on the tower (no tower of this family run on the meta device)"
+    else:
+        basis = row["basis"]
+        source = (f"vLLM {row['from']}'s {Path(row['model']).parent.name} vision tower run over its dummy images on "
+                  f"the meta device: {row['bytes_per_patch']:,.0f} B per patch, {factor:g}× kvplan's tower rule "
+                  f"(tests/golden/profile_terms/encoder/{row['from']}.json)"
+                  + ("" if basis == DERIVED else f"; {release or 'this era'}'s own not run ({row['why']})"))
+    return {**dummy, "forward_bytes": round(dummy["encoder_tokens"] * rule * factor),
+            "forward_high_bytes": round(dummy["encoder_tokens"] * rule * high),
+            "cache_bytes": dummy["items"] * dummy["tokens_per_item"] * text_hidden * dtype_bytes,
+            "basis": basis, "source": source}, ""
+
+
+def encoder_rule_bytes_per_patch(vision: dict, dtype_bytes: int) -> int:
+    """kvplan's activation rule per patch of a vision tower, ``(4·h + W_v)·a``: ``W_v`` the tower's widest per-token
+    intermediate (a gated MLP ``3·I``; attention ``(heads + 2·kv)·hd + heads·hd``); the tower is whole on every rank.
+    A derived factor per architecture scales it (``kvplan.budget.profile.encoder_row``)."""
+    h, inter, heads = int(vision["hidden_size"]), int(vision["intermediate_size"]), int(vision["num_attention_heads"])
+    kv = int(vision.get("num_key_value_heads") or heads)
+    hd = int(vision.get("head_dim") or h // heads)
+    return (4 * h + max(3 * inter, (heads + 2 * kv) * hd + heads * hd)) * dtype_bytes
 
 
 # The weights' band: kvplan's per-tensor count was within 1 % of "Model loading took" on every dense and FP8
@@ -454,7 +492,8 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         weights, unpadded = _weights_of(layout, era, card, b, request, counted)
     cfg = layout.target.text_config
     has_tower = isinstance(layout.target.config.get("vision_config"), dict)
-    encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg)
+    encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg,
+                                        era.release or (era.releases[-1] if era.releases else era.first_release))
                if has_tower else (None, ""))
     return _Estimate(
         layout=layout, era=era, card=card, over=over, mode=mode, util=util, tp=tp, pp=pp, T=T, R=R,
@@ -703,13 +742,12 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
     if mm and stage.encoder_profile_bytes is not None and encoder is not None:
         e = encoder
         out.append(ProfileTerm(
-            "encoder_cache", stage.encoder_profile_bytes, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
+            "encoder_cache", stage.encoder_profile_bytes, KVPLAN_ESTIMATE, derivation=e.get("basis", ASSUMED), source=
             f"multimodal: vLLM's profile_run encodes {e['items']} dummy {e['modality']} item(s) of "
             f"{e['tokens_per_item']:,} tokens ({e['encoder_tokens']:,} patches through the vision "
-            f"tower: {e['forward_bytes']:,} B by kvplan's activation rule) and keeps their outputs "
+            f"tower: {e['forward_bytes']:,} B; {e.get('source', 'kvplan activation rule')}) and keeps their outputs "
             f"({e['cache_bytes']:,} B) cached under the text forward; the peak's rise over the text "
-            "decoder's, max(encoder, cache + text) (kvplan/budget/estimate.py "
-            "estimate_encoder_profile; the tower's attention kernel is not modelled)"))
+            "decoder's, max(encoder, cache + text) (kvplan/budget/estimate.py estimate_encoder_profile)"))
     elif mm and overrides["activation"] is None and stage.stage > 0 and encoder is not None:
         out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
                                "multimodal: the encoder's dummy batch runs on the first pipeline stage only"))
