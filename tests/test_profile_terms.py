@@ -249,3 +249,22 @@ def test_encoder_golden_and_term():
     term = next(t for t in d["budget"]["profile_terms"] if t["term"] == "encoder_cache")
     assert term["derivation"] == "derived" and "32 dummy image item(s)" in term["source"]
     assert f"{round(32 * 4096 * 35040 * e['factor']):,} B" in term["source"]
+
+
+def test_multimodal_limits_bound_the_encoder_pass():
+    """--language-model-only sets every modality's limit to 0 (vLLM 0.34.0 config/multimodal.py
+    get_limit_per_prompt): MultiModalBudget has no tower modality, the encoder budget is 0 and profile_run skips the
+    encoder pass: the term is 0 (derived) and the activation is the text decoder's alone. --limit-mm-per-prompt
+    '{"image": 1}' with --max-num-seqs 4: min(8,192 // 256, 4 · max(1, 1)) = 4 dummy images (4 · 4,096 patches)."""
+    def term(**kw):
+        d = simulate("google/gemma-3-4b-it", gpu="H100", policy="vllm==0.34.0", **kw)
+        return d["budget"], next(t for t in d["budget"]["profile_terms"] if t["term"] == "encoder_cache")
+
+    full, enc = term()
+    lm, skipped = term(language_model_only=True)
+    assert skipped["bytes"] == 0 and skipped["derivation"] == "derived" and "skips the encoder" in skipped["source"]
+    assert lm["activation_peak_bytes"] == full["activation_peak_bytes"] - enc["bytes"]
+    _, four = term(limit_mm_per_prompt={"image": 1}, max_num_seqs=4)
+    assert "4 dummy image item(s)" in four["source"] and "16,384 patches" in four["source"]
+    _, none = term(limit_mm_per_prompt={"image": 0})
+    assert none["bytes"] == 0

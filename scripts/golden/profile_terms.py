@@ -609,24 +609,25 @@ def forward_main(a) -> int:
     return 0
 
 
-def forward_measure(a, AR, ops) -> dict:
+def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tuple:
+    """The model class vLLM resolves for ``config``, built on the meta device under a CUDA worker's engine config
+    (``enforce_eager`` on the custom-op path), eagerly run, vLLM's custom ops as their Python implementation
+    (attention as its fake), then every Triton kernel stubbed: (config dict, vllm config, model, kernels stubbed)."""
     import tempfile
 
     import torch
 
-    calls = COMPILED_CALLS
     triton_placeholders()
     from vllm.config import set_current_vllm_config
     from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.models.registry import ModelRegistry
 
-    cfg = json.loads(Path(a.forward).read_text())
+    cfg = json.loads(Path(config).read_text())
     d = tempfile.mkdtemp(prefix="fwd_")
-    path = AR._write_config(str(Path(d) / "m"), cfg, None)
-    vc = EngineArgs(model=path, skip_tokenizer_init=True, dtype="bfloat16",
-                    enforce_eager=a.forward_path == "custom_ops").create_engine_config()
+    written = AR._write_config(str(Path(d) / "m"), cfg, None)
+    vc = EngineArgs(model=written, skip_tokenizer_init=True, dtype="bfloat16",
+                    enforce_eager=path == "custom_ops").create_engine_config()
     vc.device_config.device = torch.device("meta")
-    custom_ops = list(vc.compilation_config.custom_ops)
     try:
         from vllm.config import CompilationMode
 
@@ -642,9 +643,10 @@ def forward_measure(a, AR, ops) -> dict:
         torch.set_default_dtype(torch.bfloat16)
         model = cls(vllm_config=vc, prefix="")
         torch.set_default_dtype(torch.float32)
-        from vllm.model_executor.model_loader.utils import process_weights_after_loading
+        if after_loading:
+            from vllm.model_executor.model_loader.utils import process_weights_after_loading
 
-        process_weights_after_loading(model, vc.model_config, torch.device("meta"))
+            process_weights_after_loading(model, vc.model_config, torch.device("meta"))
     kernels = []
     for mname, mod in list(sys.modules.items()):
         if mname.startswith("vllm") and mod is not None:
@@ -652,6 +654,16 @@ def forward_measure(a, AR, ops) -> dict:
                 kernels += stub_kernels(mod, kernels_only=True)
             except Exception:  # noqa: BLE001 - a module whose globals cannot be walked
                 pass
+    return cfg, vc, model, kernels
+
+
+def forward_measure(a, AR, ops) -> dict:
+    import torch
+    from vllm.config import set_current_vllm_config
+
+    calls = COMPILED_CALLS
+    cfg, vc, model, kernels = build_on_meta(AR, ops, a.forward, a.forward_path, after_loading=True)
+    custom_ops = list(vc.compilation_config.custom_ops)
     from vllm.forward_context import set_forward_context
 
     def run(T):
@@ -680,7 +692,7 @@ def forward_measure(a, AR, ops) -> dict:
         raise RuntimeError("the fused-experts kernels were not reached here (no MoE kernel launch): the experts' "
                            "intermediate caches would be missing from the peak")
     per_token = (peaks[t2] - peaks[t1]) / (t2 - t1)
-    return {"model": a.forward, "architecture": cls.__name__, "custom_ops": custom_ops, "tokens": list(a.forward_tokens),
+    return {"model": a.forward, "architecture": type(model).__name__, "custom_ops": custom_ops, "tokens": list(a.forward_tokens),
             "peak_bytes": {str(t): p for t, p in peaks.items()}, "bytes_per_token": per_token,
             "fixed_bytes": peaks[t1] - round(per_token * t1),
             "first_call_bytes": first.peak - peaks[t1], "live_at_peak": {str(t): v for t, v in at_peak.items()},
@@ -698,12 +710,18 @@ ENCODER_MODELS = {"Gemma3ForConditionalGeneration": "configs/google/gemma-3-4b-i
 ENCODER_ITEMS = (1, 2)
 
 
-def gemma3_dummy(cfg: dict, n: int) -> dict:
+def gemma3_dummy(model, cfg: dict, n: int) -> dict:
+    """``n`` images, one crop each (host-side counts: the model splits its output by them with ``.tolist()``):
+    ``num_patches`` 1 from 0.14 (the processor's count), ``num_crops`` 0 before (the model adds the 1 itself; the
+    inputs batched per item, ``[items, 1, ...]``)."""
     import torch
 
     size = int(cfg["vision_config"]["image_size"])
-    return {"pixel_values": torch.empty(n, 3, size, size, dtype=torch.bfloat16, device="meta"),
-            "num_patches": torch.ones(n, dtype=torch.long)}  # host-side counts (split sizes), as .tolist() reads them
+    pixels = torch.empty(n, 3, size, size, dtype=torch.bfloat16, device="meta")
+    if 'pop("num_crops"' in inspect.getsource(type(model)._parse_and_validate_image_input):
+        # batched per item as that release's runner hands them ([items, crops + 1, ...]), flattened by the model
+        return {"pixel_values": pixels.unsqueeze(1), "num_crops": torch.zeros(n, 1, dtype=torch.long)}
+    return {"pixel_values": pixels, "num_patches": torch.ones(n, dtype=torch.long)}
 
 
 ENCODER_DUMMY_INPUTS = {"Gemma3ForConditionalGeneration": gemma3_dummy}
@@ -713,50 +731,18 @@ def encoder_measure(a, AR, ops) -> dict:
     """``--encoder``: the model's ``embed_multimodal`` (older releases: ``get_multimodal_embeddings``) over 1 and 2
     dummy items on the meta device, the pixel values made inside the tracker (they are on the card during the pass);
     the peak's growth per item, per patch, and the outputs the encoder cache keeps per item."""
-    import tempfile
-
     import torch
-
-    triton_placeholders()
     from vllm.config import set_current_vllm_config
-    from vllm.engine.arg_utils import EngineArgs
-    from vllm.model_executor.models.registry import ModelRegistry
 
-    cfg = json.loads(Path(a.encoder).read_text())
+    cfg, vc, model, _ = build_on_meta(AR, ops, a.encoder, a.forward_path, after_loading=False)
     arch = cfg["architectures"][0]
-    d = tempfile.mkdtemp(prefix="enc_")
-    path = AR._write_config(str(Path(d) / "m"), cfg, None)
-    vc = EngineArgs(model=path, skip_tokenizer_init=True, dtype="bfloat16",
-                    enforce_eager=a.forward_path == "custom_ops").create_engine_config()
-    vc.device_config.device = torch.device("meta")
-    try:
-        from vllm.config import CompilationMode
-
-        vc.compilation_config.mode = CompilationMode.NONE
-    except ImportError:
-        vc.compilation_config.level = 0
-    forward_dist(AR, vc)
-    for name, fn in ops.items():
-        if "attention" not in name and "attn" not in name:
-            setattr(torch.ops.vllm, name, fn)
-    cls, _ = ModelRegistry.resolve_model_cls(vc.model_config.architectures, model_config=vc.model_config)
-    with set_current_vllm_config(vc), AR._meta_device():
-        torch.set_default_dtype(torch.bfloat16)
-        model = cls(vllm_config=vc, prefix="")
-        torch.set_default_dtype(torch.float32)
-    for mname, mod in list(sys.modules.items()):
-        if mname.startswith("vllm") and mod is not None:
-            try:
-                stub_kernels(mod, kernels_only=True)
-            except Exception:  # noqa: BLE001 - a module whose globals cannot be walked
-                pass
     embed = getattr(model, "embed_multimodal", None) or model.get_multimodal_embeddings
     backends = sorted({str(getattr(m, "attn_backend", "")) for m in model.modules() if hasattr(m, "attn_backend")})
 
     def run(n):
         counter = MetaLiveBytes()
         with set_current_vllm_config(vc), torch.inference_mode(), tracking_mode(counter, devices=("meta",)):
-            out = embed(**ENCODER_DUMMY_INPUTS[arch](cfg, n))
+            out = embed(**ENCODER_DUMMY_INPUTS[arch](model, cfg, n))
             kept = sum(t.numel() * t.element_size() for t in out)
             del out
         return counter, kept
@@ -770,7 +756,7 @@ def encoder_measure(a, AR, ops) -> dict:
     per_item = (peaks[n2] - peaks[n1]) / (n2 - n1)
     v = cfg["vision_config"]
     patches = (int(v["image_size"]) // int(v["patch_size"])) ** 2
-    return {"model": a.encoder, "architecture": cls.__name__, "attn_backends": backends, "items": list(ENCODER_ITEMS),
+    return {"model": a.encoder, "architecture": type(model).__name__, "attn_backends": backends, "items": list(ENCODER_ITEMS),
             "peak_bytes": {str(n): p for n, p in peaks.items()}, "bytes_per_item": per_item,
             "patches_per_item": patches, "bytes_per_patch": per_item / patches,
             "fixed_bytes": peaks[n1] - round(per_item * n1),
@@ -890,76 +876,59 @@ class MetaLiveBytes(LiveBytes):
         super()._free(key)
 
 
-def forward_both(a) -> int:
-    """Each model on each path in its own process, into ``<out>/forward/<release>.json``."""
+def both_paths(label: str, flag: str, cfg: str, shown: tuple[str, ...]) -> dict:
+    """One model's run (``--forward`` / ``--encoder``) on each path in its own process: the records by path (a run
+    whose release's modules did not import here records why, in one line)."""
     import subprocess
     import tempfile
 
+    root = Path(__file__).resolve().parents[2]
+    paths = {}
+    for path in ("custom_ops", "native"):
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            done = subprocess.run([sys.executable, __file__, flag, str(root / cfg), "--forward-path", path,
+                                   "--variant-out", f.name], capture_output=True, text=True)
+            text = Path(f.name).read_text()
+            if done.returncode or not text:
+                last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
+                r = {"derived": False, "path": path,
+                     "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
+            else:
+                r = json.loads(text)
+        r["model"] = cfg
+        paths[path] = r
+        print(label, path, json.dumps({k: r.get(k) for k in ("derived", *shown, "why")}))
+    return paths
+
+
+def write_release(out: Path, key: str, models: dict) -> None:
     import vllm
 
-    root = Path(__file__).resolve().parents[2]
-    release = vllm.__version__
-    out = a.out / "forward"
-    previous = out / f"{release}.json"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{vllm.__version__}.json").write_text(json.dumps({"vllm_version": vllm.__version__, key: models},
+                                                             indent=1, sort_keys=True) + "\n")
+
+
+def forward_both(a) -> int:
+    """Each model on each path in its own process, into ``<out>/forward/<release>.json``."""
+    import vllm
+
+    previous = a.out / "forward" / f"{vllm.__version__}.json"
     # --forward-only: these labels run, the release's other recorded ones are kept as they are
     models = json.loads(previous.read_text())["forward"] if a.forward_only and previous.exists() else {}
-    for family, cfg in FORWARD_MODELS.items():
-        if a.forward_only and family not in a.forward_only:
-            continue
-        paths = {}
-        for path in ("custom_ops", "native"):
-            with tempfile.NamedTemporaryFile(suffix=".json") as f:
-                done = subprocess.run([sys.executable, __file__, "--forward", str(root / cfg), "--forward-path", path,
-                                       "--variant-out", f.name], capture_output=True, text=True)
-                text = Path(f.name).read_text()
-                if done.returncode or not text:  # the release's modules did not import here: recorded, one line
-                    last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
-                    r = {"derived": False, "path": path,
-                         "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
-                else:
-                    r = json.loads(text)
-            r["model"] = cfg
-            paths[path] = r
-            print(family, path, json.dumps({k: r.get(k) for k in ("derived", "bytes_per_token", "fixed_bytes",
-                                                                  "why")}))
-        models[family] = paths
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{release}.json").write_text(json.dumps({"vllm_version": release, "forward": models}, indent=1,
-                                                    sort_keys=True) + "\n")
+    for label, cfg in FORWARD_MODELS.items():
+        if not a.forward_only or label in a.forward_only:
+            models[label] = both_paths(label, "--forward", cfg, ("bytes_per_token", "fixed_bytes"))
+    write_release(a.out / "forward", "forward", models)
     return 0
 
 
 def encoder_both(a) -> int:
     """Each multimodal model's encoder pass on each path in its own process, into ``<out>/encoder/<release>.json``."""
-    import subprocess
-    import tempfile
-
-    import vllm
-
-    root = Path(__file__).resolve().parents[2]
-    models = {}
-    for arch, cfg in ENCODER_MODELS.items():
-        paths = {}
-        for path in ("custom_ops", "native"):
-            with tempfile.NamedTemporaryFile(suffix=".json") as f:
-                done = subprocess.run([sys.executable, __file__, "--encoder", str(root / cfg), "--forward-path", path,
-                                       "--variant-out", f.name], capture_output=True, text=True)
-                text = Path(f.name).read_text()
-                if done.returncode or not text:
-                    last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
-                    r = {"derived": False, "path": path,
-                         "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
-                else:
-                    r = json.loads(text)
-            r["model"] = cfg
-            paths[path] = r
-            print(arch, path, json.dumps({k: r.get(k) for k in ("derived", "bytes_per_item", "bytes_per_patch",
-                                                                "output_bytes_per_item", "attn_backends", "why")}))
-        models[arch] = paths
-    out = a.out / "encoder"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{vllm.__version__}.json").write_text(json.dumps({"vllm_version": vllm.__version__, "encoder": models},
-                                                             indent=1, sort_keys=True) + "\n")
+    models = {arch: both_paths(arch, "--encoder", cfg, ("bytes_per_item", "bytes_per_patch", "output_bytes_per_item",
+                                                         "attn_backends"))
+              for arch, cfg in ENCODER_MODELS.items()}
+    write_release(a.out / "encoder", "encoder", models)
     return 0
 
 
@@ -1023,20 +992,9 @@ def forward_table(goldens: Path, rows: dict) -> None:
             if "why" not in x:
                 x["factor_high"] = max(x["factor_high"], top)
     for release, row in rows.items():
-        fwd = {}
-        for family, by in measured.items():
-            own = by.get(release)
-            if own is not None and "why" not in own:
-                fwd[family] = {**own, "basis": "derived", "from": release}
-                continue
-            ok = [r for r, x in by.items() if "why" not in x]
-            if not ok:
-                fwd[family] = {"basis": "assumed", "why": own["why"] if own else "not measured"}
-                continue
-            before = [r for r in ok if version_key(r) <= version_key(release)] or ok[:1]
-            why = own["why"] if own is not None else "no forward golden for this release"
-            fwd[family] = {**by[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
-        row["forward"] = fwd
+        row["forward"] = {family: release_row(by, release, "forward")
+                          or {"basis": "assumed", "why": by.get(release, {}).get("why") or "not measured"}
+                          for family, by in measured.items()}
 
 
 def encoder_table(goldens: Path, rows: dict) -> None:
@@ -1067,20 +1025,25 @@ def encoder_table(goldens: Path, rows: dict) -> None:
                 "factor": round(v["bytes_per_patch"] / rule, 4),
                 "factor_high": round(max(v["bytes_per_patch"], n["bytes_per_patch"]) / rule, 4)}
     for release, row in rows.items():
-        enc = {}
-        for arch, by in measured.items():
-            own = by.get(release)
-            if own is not None and "why" not in own:
-                enc[arch] = {**own, "basis": "derived", "from": release}
-                continue
-            ok = [r for r, x in by.items() if "why" not in x]
-            if not ok:
-                continue
-            before = [r for r in ok if version_key(r) <= version_key(release)] or ok[:1]
-            why = own["why"] if own is not None else "no encoder golden for this release"
-            enc[arch] = {**by[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
+        enc = {arch: x for arch, by in measured.items() if (x := release_row(by, release, "encoder")) is not None}
         if enc:
             row["encoder"] = enc
+
+
+def release_row(by: dict, release: str, what: str) -> dict | None:
+    """A release's row of a measured term (``by``: release -> the figures, or ``{"why"}``): its own, derived; else the
+    newest measured release's before it (else the oldest), assumed with the reason; None when none measured."""
+    from kvplan.engines.vllm.versions import version_key
+
+    own = by.get(release)
+    if own is not None and "why" not in own:
+        return {**own, "basis": "derived", "from": release}
+    ok = [r for r, x in by.items() if "why" not in x]
+    if not ok:
+        return None
+    before = [r for r in ok if version_key(r) <= version_key(release)] or ok[:1]
+    why = own["why"] if own is not None else f"no {what} golden for this release"
+    return {**by[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
 
 
 def main(argv=None) -> int:
