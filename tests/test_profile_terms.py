@@ -213,9 +213,12 @@ def test_moe_forward_goldens_two_models():
     workspace still held: T·k·(2I + I)·2 = 172,032 B per token (intermediate caches 1 and 2; cache 3 aliases them),
     the qkv output [T, 6,144] 12,288, six [T, H] 49,152 and a per-token index 8: 233,480. 0.19.0's fused
     add-RMSNorm works in place, four [T, H]: 217,096. kvplan's rule k·(3I + H)·2 + 4H·2 = 221,184, so the factors
-    are 1.0556 and 0.9815 (gpt-oss-20b's 1.0101 and 0.9101): the family's factor is the larger, Mixtral's."""
+    are 1.0556 and 0.9815 (gpt-oss-20b's 1.0101 and 0.9101): the family's factor is the larger, Mixtral's. 0.11.0
+    has no persistent workspace: the peak is inside fused_experts, its cache13 [T·k·2I] (caches 1 and 3 share it)
+    and cache2 [T·k, I] beside three [T, H]: (2·2·14,336 + 2·14,336 + 3·4,096)·2 = 196,608, plus 48.125 B of routing
+    tensors (top-k weights and ids, moe_align's sorted ids padded per expert block): 196,656.125."""
     for release, mixtral, gpt_oss in (("0.34.0", 233480, 116360), ("0.24.0", 233480, 116360),
-                                      ("0.19.0", 217096, 104840)):
+                                      ("0.19.0", 217096, 104840), ("0.11.0", 196656.125, 86520.25)):
         g = json.loads((GOLDENS / "forward" / f"{release}.json").read_text())["forward"]
         assert g["moe-mixtral"]["custom_ops"]["bytes_per_token"] == mixtral, release
         assert g["moe"]["custom_ops"]["bytes_per_token"] == gpt_oss, release
@@ -224,10 +227,10 @@ def test_moe_forward_goldens_two_models():
     assert m34["rule_bytes_per_token"] == 221184 and m34["factor"] == round(233480 / 221184, 4) == 1.0556
     assert m19["basis"] == "derived" and m19["factor"] == round(217096 / 221184, 4) == 0.9815
     assert set(m34["models"]) == {"moe", "moe-mixtral"} and m34["models"]["moe"]["factor"] == 1.0101
-    # every release from 0.11.0 with a forward golden measured its MoE forward itself
+    # every release with a forward golden (0.11.0 to 0.34.0) measured its MoE forward itself
     for f in sorted((GOLDENS / "forward").glob("*.json")):
-        fam = rows[f.stem]["forward"]["moe"]
-        assert fam["basis"] == "derived" or fam["why"], f.stem
+        assert rows[f.stem]["forward"]["moe"]["basis"] == "derived", f.stem
+    assert rows["0.11.0"]["forward"]["moe"]["factor"] == round(196656.125 / 221184, 4)
 
 
 def test_encoder_golden_and_term():

@@ -73,6 +73,7 @@ from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights
 from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights,
                                    mxfp4_other_padding_for, mxfp4_padding_for,
                                    widest_intermediate)
+from kvplan.budget.profile import CUDAGRAPH_REASON
 from kvplan.errors import OptionError
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 
@@ -725,7 +726,7 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
          "0.25 GiB on one GPU, 0.75 GiB when tp·pp > 1"),
         ("cudagraph", stage.cudagraph_bytes, overrides["cudagraph"], KVPLAN_ESTIMATE if counted else NOT_COUNTED,
          (f"vLLM {release} subtracts its CUDA-graph estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, "
-          "gpu_worker.py determine_available_memory); kvplan's pool rule 256 MiB + 8 MiB per layer on the rank")
+          f"gpu_worker.py determine_available_memory); not derived: {CUDAGRAPH_REASON}")
          if counted else
          f"vLLM {release} captures the graphs after sizing the KV cache: they use the 1 − utilization headroom"),
     ]

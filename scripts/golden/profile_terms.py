@@ -605,6 +605,7 @@ def forward_main(a) -> int:
         record_out.update(derived=False, why=f"{type(e).__name__}: {str(e).splitlines()[0][:200]} [{where}]")
     if record_out.get("why"):  # no machine path in a golden: the file names from vllm/ on
         record_out["why"] = re.sub(r"(?:/[\w.+-]+)+/", "", record_out["why"])
+    record_out["setup_skipped"] = [re.sub(r"(?:/[\w.+-]+)+/", "", x) for x in record_out["setup_skipped"]]
     a.variant_out.write_text(json.dumps(record_out, sort_keys=True))
     return 0
 
