@@ -499,6 +499,13 @@ _TABLE: tuple[Option, ...] = (
     Option("mamba_block_size", "--mamba-block-size", INT, minimum=1, panel=BUDGET, commands=PLAN_CMDS,
            metavar="TOKENS", part="scheduler", default_doc="vLLM decides",
            help="The Mamba state's block size in tokens; vLLM accepts it only with prefix caching."),
+    Option("limit_mm_per_prompt", "--limit-mm-per-prompt", JSON, panel=BUDGET, commands=PLAN_CMDS, metavar="JSON",
+           part="serving", default_doc="vLLM's 999 items per modality",
+           help="Items per modality a prompt may carry ({\"image\": 2}); the multimodal profile encodes at most "
+                "max_num_seqs × that many dummy items, none when every modality is 0."),
+    Option("language_model_only", "--language-model-only", BOOL, default=False, panel=BUDGET, commands=PLAN_CMDS,
+           part="serving",
+           help="Every modality's limit 0 (vLLM 0.17+): the profile skips the multimodal encoder's dummy pass."),
     Option("disable_hybrid_kv_cache_manager", "--disable-hybrid-kv-cache-manager", TRISTATE, panel=BUDGET,
            commands=PLAN_CMDS, default_doc="vLLM decides",
            help="Force the hybrid KV-cache manager off (or explicitly on)."),

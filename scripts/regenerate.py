@@ -117,6 +117,8 @@ GENERATORS: tuple[Generator, ...] = (
     Generator("profile-terms", ("kvplan/budget/profile_terms.json",),
               _fixed("scripts/golden/profile_terms.py", "--table", "tests/golden/profile_terms",
                      "kvplan/budget/profile_terms.json"), ci=True),
+    Generator("profile-terms-doc", ("docs/profile-terms.md",), _fixed("scripts/profile_terms_doc.py"), mode="stdout",
+              ci=True),
     # A fitted term: refitting moves every budget figure (snapshots, docs/budget-validation.md), so it is a
     # decision taken with the corpus change, not a CI check; --check without --ci still says when it is stale.
     Generator("calibration", ("kvplan/budget/calibration.json",), _fixed("scripts/calibrate_budget.py")),

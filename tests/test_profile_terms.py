@@ -181,3 +181,93 @@ def test_starts_only_at_the_estimate_is_may_fail_with_a_fix_that_holds_at_the_pe
     assert line.endswith("— fix: --kv-cache-dtype fp8")
     fixed = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.11.0", max_model_len=16384, kv_cache_dtype="fp8")
     assert fixed["budget"]["band"]["starts_at_low"] is True and verdict_line(fixed).startswith("OK starts")
+
+
+def test_profile_terms_page_is_current():
+    """docs/profile-terms.md is what scripts/profile_terms_doc.py prints from the table, the calibration and the
+    eras (scripts/regenerate.py profile-terms-doc), and every term of every release has a basis: a derived term
+    names its golden file, any other names its reason."""
+    spec = importlib.util.spec_from_file_location("profile_terms_doc", ROOT / "scripts/profile_terms_doc.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert (ROOT / "docs/profile-terms.md").read_text() == mod.markdown()
+    groups = json.loads((ROOT / "kvplan/budget/calibration.json").read_text())["non_torch"]
+    for release in VERSIONS:
+        era = get_era(f"vllm=={release}")
+        for t in profile.term_bases(release, cudagraph_counted=era.cudagraph_memory_in_profile,
+                                    calibrated_groups=groups):
+            assert t["basis"] in ("derived", "assumed", "calibrated", "not counted", "not planned"), t
+            if t["basis"] == "derived":
+                name = t["detail"].split(" ")[0]
+                assert (ROOT / name).is_file() and f"/{release}.json" in name, (release, t)
+            else:
+                assert len(t["detail"]) > 40, (release, t)  # a reason, not a label
+    # the CUDA-graph estimate is subtracted from 0.20.0 (eras.py): before it the term is not counted
+    by = {t["term"]: t["basis"] for t in profile.term_bases("0.19.1", cudagraph_counted=False, calibrated_groups={})}
+    assert by["CUDA graphs"] == "not counted" and by["non-torch memory"] == "assumed"
+
+
+def test_moe_forward_goldens_two_models():
+    """Mixtral-8x7B (H 4,096, I 14,336, top-2, 32 q / 8 kv heads × 128, bf16) beside gpt-oss-20b, so the MoE factor
+    is not one model's. 0.34.0 (0.24.0, 0.27.1 the same): the peak is at a layer's attention with the fused-MoE
+    workspace still held: T·k·(2I + I)·2 = 172,032 B per token (intermediate caches 1 and 2; cache 3 aliases them),
+    the qkv output [T, 6,144] 12,288, six [T, H] 49,152 and a per-token index 8: 233,480. 0.19.0's fused
+    add-RMSNorm works in place, four [T, H]: 217,096. kvplan's rule k·(3I + H)·2 + 4H·2 = 221,184, so the factors
+    are 1.0556 and 0.9815 (gpt-oss-20b's 1.0101 and 0.9101): the family's factor is the larger, Mixtral's. 0.11.0
+    has no persistent workspace: the peak is inside fused_experts, its cache13 [T·k·2I] (caches 1 and 3 share it)
+    and cache2 [T·k, I] beside three [T, H]: (2·2·14,336 + 2·14,336 + 3·4,096)·2 = 196,608, plus 48.125 B of routing
+    tensors (top-k weights and ids, moe_align's sorted ids padded per expert block): 196,656.125."""
+    for release, mixtral, gpt_oss in (("0.34.0", 233480, 116360), ("0.24.0", 233480, 116360),
+                                      ("0.19.0", 217096, 104840), ("0.11.0", 196656.125, 86520.25)):
+        g = json.loads((GOLDENS / "forward" / f"{release}.json").read_text())["forward"]
+        assert g["moe-mixtral"]["custom_ops"]["bytes_per_token"] == mixtral, release
+        assert g["moe"]["custom_ops"]["bytes_per_token"] == gpt_oss, release
+    rows = json.loads(profile.TABLE.read_text())["releases"]
+    m34, m19 = rows["0.34.0"]["forward"]["moe"], rows["0.19.0"]["forward"]["moe"]
+    assert m34["rule_bytes_per_token"] == 221184 and m34["factor"] == round(233480 / 221184, 4) == 1.0556
+    assert m19["basis"] == "derived" and m19["factor"] == round(217096 / 221184, 4) == 0.9815
+    assert set(m34["models"]) == {"moe", "moe-mixtral"} and m34["models"]["moe"]["factor"] == 1.0101
+    # every release with a forward golden (0.11.0 to 0.34.0) measured its MoE forward itself
+    for f in sorted((GOLDENS / "forward").glob("*.json")):
+        assert rows[f.stem]["forward"]["moe"]["basis"] == "derived", f.stem
+    assert rows["0.11.0"]["forward"]["moe"]["factor"] == round(196656.125 / 221184, 4)
+
+
+def test_encoder_golden_and_term():
+    """Gemma 3's SigLIP tower (h 1,152, I 4,304, 16 heads × 72, a GELU MLP fc1 → fc2, not gated) on 0.34.0's
+    custom-op path over 896 × 896 images (4,096 patches each): at the MLP, fc1's and GELU's [P, I] outputs and three
+    [P, h] (hidden, residual, the norm's output): (3·1,152 + 2·4,304)·2 = 24,128 B per patch, with the image's pixel
+    values 3·14·14·2 = 1,176 and the patch embeddings [P, h] 2,304 still live: 27,608. kvplan's tower rule
+    (4h + 3I)·2 = 35,040 (it assumes a gated MLP), so the factor is 0.7879. The encoder cache keeps 256 tokens ×
+    the text hidden 2,560 × 2 B = 1,310,720 B per image."""
+    g = json.loads((GOLDENS / "encoder" / "0.34.0.json").read_text())["encoder"]["Gemma3ForConditionalGeneration"]
+    v = g["custom_ops"]
+    assert v["derived"] and v["bytes_per_patch"] == 27608 and v["patches_per_item"] == 4096
+    assert v["output_bytes_per_item"] == 256 * 2560 * 2
+    rows = json.loads(profile.TABLE.read_text())["releases"]
+    e = rows["0.34.0"]["encoder"]["Gemma3ForConditionalGeneration"]
+    assert e["rule_bytes_per_patch"] == 35040 and e["factor"] == round(27608 / 35040, 4) and e["basis"] == "derived"
+    # kvplan counts it: gemma-3-4b-it on an H100 at 0.34.0 encodes max(8,192, 256) // 256 = 32 dummy images
+    d = simulate("google/gemma-3-4b-it", gpu="H100", policy="vllm==0.34.0")
+    term = next(t for t in d["budget"]["profile_terms"] if t["term"] == "encoder_cache")
+    assert term["derivation"] == "derived" and "32 dummy image item(s)" in term["source"]
+    assert f"{round(32 * 4096 * 35040 * e['factor']):,} B" in term["source"]
+
+
+def test_multimodal_limits_bound_the_encoder_pass():
+    """--language-model-only sets every modality's limit to 0 (vLLM 0.34.0 config/multimodal.py
+    get_limit_per_prompt): MultiModalBudget has no tower modality, the encoder budget is 0 and profile_run skips the
+    encoder pass: the term is 0 (derived) and the activation is the text decoder's alone. --limit-mm-per-prompt
+    '{"image": 1}' with --max-num-seqs 4: min(8,192 // 256, 4 · max(1, 1)) = 4 dummy images (4 · 4,096 patches)."""
+    def term(**kw):
+        d = simulate("google/gemma-3-4b-it", gpu="H100", policy="vllm==0.34.0", **kw)
+        return d["budget"], next(t for t in d["budget"]["profile_terms"] if t["term"] == "encoder_cache")
+
+    full, enc = term()
+    lm, skipped = term(language_model_only=True)
+    assert skipped["bytes"] == 0 and skipped["derivation"] == "derived" and "skips the encoder" in skipped["source"]
+    assert lm["activation_peak_bytes"] == full["activation_peak_bytes"] - enc["bytes"]
+    _, four = term(limit_mm_per_prompt={"image": 1}, max_num_seqs=4)
+    assert "4 dummy image item(s)" in four["source"] and "16,384 patches" in four["source"]
+    _, none = term(limit_mm_per_prompt={"image": 0})
+    assert none["bytes"] == 0

@@ -84,3 +84,75 @@ def forward_factors(release: str | None, cfg: dict) -> dict:
                 "source": what}
     return {"value": fam["factor"], "high": fam["factor_high"], "basis": ASSUMED, "family": family,
             "source": what + f"; {release or 'this era'}'s {family} forward not run ({fam['why']})"}
+
+
+# Every term of vLLM's profile run (``determine_available_memory`` / ``profile_run``, v1/worker/gpu_worker.py and
+# gpu_model_runner.py) with how kvplan gets it: derived from the release's own code (a golden), else calibrated or
+# assumed with the reason it is not derived. docs/profile-terms.md lists them per release
+# (scripts/profile_terms_doc.py; tests/test_profile_terms.py keeps the page current).
+CALIBRATED, NOT_COUNTED, NOT_PLANNED = "calibrated", "not counted", "not planned"
+CUDAGRAPH_REASON = (
+    "the graph pool is the CUDA driver's and caching allocator's memory for kernels captured on the card "
+    "(profile_cudagraph_memory captures graphs): nothing of it exists on a CPU or the meta device; the capture "
+    "sizes and mode are derived from the release's code (kvplan/budget/cudagraph.py), the bytes per graph "
+    "calibrated on the calibration half's logged capture figures (calibration.json cudagraph)")
+CUDAGRAPH_NOT_COUNTED = ("the release captures its graphs after sizing the KV cache (no "
+                         "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default): they use the 1 − utilization headroom, "
+                         "checked at the band's pessimistic end with the sampler warm-up")
+WORKSPACE_REASON = ("kernel libraries' workspaces (cuBLAS, FlashAttention / FlashInfer, Triton) are allocated by "
+                    "the CUDA libraries, not by torch ops a meta-device run sees: kvplan's 256 MiB")
+NON_TORCH_REASON = ("CUDA context, NCCL communicators and cuBLAS handles live outside torch's allocator with no CPU "
+                    "counterpart")
+DRAFTER_REASON = ("the drafter's dummy run (_dummy_run's drafter.dummy_run over the same tokens, after the target's "
+                  "forward returned) is not run on the meta device: its inputs are the runner's persistent drafter "
+                  "buffers, which need the target's runner state; kvplan counts the target's forward peak only "
+                  "(the drafter's KV layers are in the layout, its weights in the weights)")
+POOLER_REASON = ("a pooling runner (--runner pooling, --convert) runs _dummy_pooler_run instead of the sampler and "
+                 "allocates no decoder KV cache: kvplan plans the generate runner only (kvplan/serve/effects.py "
+                 "lists the flags as unmodelled)")
+
+
+def encoder_row(release: str | None, architecture: str) -> dict | None:
+    """The release's derived vision-tower row for a multimodal architecture (``encoder`` in the table), or the
+    newest measured release's before it marked assumed; None where no release measured that architecture."""
+    rows = _table()
+    row = (rows.get(release or "") or rows[list(rows)[-1]]).get("encoder") or {}
+    return row.get(architecture)
+
+
+def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict) -> list[dict]:
+    """Each profile term of ``release``: ``term``, ``basis`` (derived / calibrated / assumed / not counted / not
+    planned) and ``detail`` (the golden it comes from, or why it is not derived)."""
+    row = _table()[release]
+    sampler = (f"tests/golden/profile_terms/{row['from']}.json ({row['topk_topp_path']}, "
+               f"{row['bytes_per_logit']:g} B per logit)")
+    out = [{"term": "sampler", "basis": row["basis"], "from": row["from"],
+            "detail": sampler if row["basis"] == DERIVED else f"{sampler}; own run: {row['why']}"}]
+    for family, fam in (row.get("forward") or {}).items():
+        if "factor" not in fam:
+            out.append({"term": f"forward ({family})", "basis": ASSUMED, "detail": f"kvplan's rule: {fam['why']}"})
+            continue
+        models = ", ".join(sorted(Path(x["model"]).parent.name for x in (fam.get("models") or {"": fam}).values()
+                                  if "model" in x))
+        what = f"tests/golden/profile_terms/forward/{fam['from']}.json ({models}: factor {fam['factor']:g}, high {fam['factor_high']:g})"
+        out.append({"term": f"forward ({family})", "basis": fam["basis"], "from": fam["from"],
+                    "detail": what if fam["basis"] == DERIVED else f"{what}; own run: {fam['why']}"})
+    enc = row.get("encoder") or {}
+    for arch, e in sorted(enc.items()):
+        what = (f"tests/golden/profile_terms/encoder/{e['from']}.json ({Path(e['model']).parent.name}: {e['bytes_per_patch']:,.0f} B per "
+                f"patch, factor {e['factor']:g})")
+        out.append({"term": f"encoder ({arch})", "basis": e["basis"], "from": e["from"],
+                    "detail": what if e["basis"] == DERIVED else f"{what}; own run: {e['why']}"})
+    out.append({"term": "encoder (other multimodal)", "basis": ASSUMED,
+                "detail": "kvplan's activation rule over the tower's dummy batch where its config gives the batch "
+                          "(Gemma 4), else not estimated: no tower of that family run on the meta device yet"})
+    out.append({"term": "drafter dummy run", "basis": NOT_COUNTED, "detail": DRAFTER_REASON})
+    out.append({"term": "pooler", "basis": NOT_PLANNED, "detail": POOLER_REASON})
+    out.append({"term": "CUDA graphs", "basis": CALIBRATED,
+                "detail": CUDAGRAPH_REASON + ("" if cudagraph_counted else "; " + CUDAGRAPH_NOT_COUNTED)})
+    out.append({"term": "kernel workspaces", "basis": ASSUMED, "detail": WORKSPACE_REASON})
+    groups = ", ".join(f"{g} ({x['n']} start-ups)" for g, x in sorted(calibrated_groups.items()))
+    out.append({"term": "non-torch memory", "basis": CALIBRATED if calibrated_groups else ASSUMED,
+                "detail": NON_TORCH_REASON + (f"; calibrated on the calibration half: {groups}" if groups else
+                                              "; kvplan's constants (no calibration)")})
+    return out

@@ -60,3 +60,7 @@ class BudgetRequest:
     num_gpu_blocks_override: int | None = None
     kv_transfer_config: dict | None = None
     tensor_parallel_size: int | None = None
+    # the multimodal profile's inputs (``--limit-mm-per-prompt``, ``--language-model-only``): how many dummy items
+    # the encoder pass encodes, none when every modality's limit is 0
+    limit_mm_per_prompt: dict | None = None
+    language_model_only: bool = False

@@ -236,7 +236,8 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
     return kv_budget(layout, era, BudgetRequest(
         request, max_num_batched_tokens=batched, max_num_seqs=seqs, data_parallel_size=serving.data_parallel_size,
         enable_expert_parallel=serving.enable_expert_parallel,
-        num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=transfer))
+        num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=transfer,
+        limit_mm_per_prompt=serving.limit_mm_per_prompt, language_model_only=serving.language_model_only))
 
 
 def config_stage_checks(config: dict, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> None:

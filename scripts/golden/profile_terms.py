@@ -113,13 +113,16 @@ class KernelStub:
         return lambda *a, **k: None
 
 
-def stub_kernels(module) -> list[str]:
+def stub_kernels(module, kernels_only: bool = False) -> list[str]:
     """Replace the module's Triton kernels (functions using ``tl``: with Triton's placeholder decorators they are
-    plain functions) by no-op launches."""
+    plain functions) by no-op launches. ``kernels_only`` (the forward and encoder runs): only functions that read
+    ``tl.program_id``, which every kernel does and no host wrapper does: a host wrapper that names ``tl`` (0.11's
+    ``fused_experts_impl`` picks its compute type as ``tl.bfloat16``) runs, allocating its caches as on the card."""
     out = []
     for name, obj in list(vars(module).items()):
         code = getattr(obj, "__code__", None)
-        if code is not None and getattr(obj, "__module__", "") == module.__name__ and "tl" in code.co_names:
+        if code is not None and getattr(obj, "__module__", "") == module.__name__ and "tl" in code.co_names \
+                and (not kernels_only or "program_id" in code.co_names):
             setattr(module, name, KernelStub(name))
             out.append(name)
     return out
@@ -472,6 +475,7 @@ def table(goldens: Path, out: Path) -> int:
         why = own["why"] if own is not None else "no golden for this release (not a golden release)"
         full[release] = {**rows[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
     forward_table(goldens / "forward", full)
+    encoder_table(goldens / "encoder", full)
     out.write_text(json.dumps({"source": "scripts/golden/profile_terms.py --table (from tests/golden/profile_terms)",
                                "releases": full}, indent=1) + "\n")
     rows = full
@@ -481,7 +485,14 @@ def table(goldens: Path, out: Path) -> int:
 
 # ----------------------------------------------------------------------------- the forward's activation peak
 
-FORWARD_MODELS = {"dense": "configs/Qwen/Qwen3-8B/config.json", "moe": "configs/openai/gpt-oss-20b/config.json"}
+# label -> config; a label's family is its first word (``moe-mixtral``: MoE): the table's factor for a family is the
+# largest of its models' at that release (a second MoE model, so the MoE factor is not one model's)
+FORWARD_MODELS = {"dense": "configs/Qwen/Qwen3-8B/config.json", "moe": "configs/openai/gpt-oss-20b/config.json",
+                  "moe-mixtral": "configs/mistralai/Mixtral-8x7B-Instruct-v0.1/config.json"}
+
+
+def label_family(label: str) -> str:
+    return label.split("-")[0]
 FORWARD_TOKENS = (256, 512)
 
 
@@ -547,7 +558,13 @@ def forward_main(a) -> int:
     # stub makes them where its setup reaches that far (it does not in releases before 0.2x)
     torch.cuda.Stream = AR_INERT("Stream")
     torch.cuda.Event = AR_INERT("Event")
+    AR._stub_torchvision()  # before vLLM's config imports transformers' image utilities (torchvision's fakes)
+    flash_attn_stand_in()
     cuda_platform()  # before the layers import: older releases pick their CUDA kernels' wrappers at import
+    import vllm.triton_utils as vtu
+
+    if not vtu.HAS_TRITON:  # as on CUDA: the modules that import their Triton kernels under `if HAS_TRITON:` (the
+        vtu.HAS_TRITON = True  # fused-MoE package's TritonExperts, fused_experts) import them; their launches no-op
     try:
         from vllm.model_executor.layers.fused_moe.oracle import unquantized as uq
 
@@ -577,7 +594,7 @@ def forward_main(a) -> int:
             lambda cls, *x, **k: "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend")
     record_out = {"path": a.forward_path, "setup_skipped": list(AR.SETUP_SKIPPED), "python_ops": sorted(ops)}
     try:
-        record_out.update(forward_measure(a, AR, ops))
+        record_out.update(encoder_measure(a, AR, ops) if a.encoder else forward_measure(a, AR, ops))
         record_out["derived"] = True
     except Exception as e:  # noqa: BLE001 - the release's model did not run here: recorded, one line
         import traceback
@@ -588,28 +605,30 @@ def forward_main(a) -> int:
         record_out.update(derived=False, why=f"{type(e).__name__}: {str(e).splitlines()[0][:200]} [{where}]")
     if record_out.get("why"):  # no machine path in a golden: the file names from vllm/ on
         record_out["why"] = re.sub(r"(?:/[\w.+-]+)+/", "", record_out["why"])
+    record_out["setup_skipped"] = [re.sub(r"(?:/[\w.+-]+)+/", "", x) for x in record_out["setup_skipped"]]
     a.variant_out.write_text(json.dumps(record_out, sort_keys=True))
     return 0
 
 
-def forward_measure(a, AR, ops) -> dict:
+def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tuple:
+    """The model class vLLM resolves for ``config``, built on the meta device under a CUDA worker's engine config
+    (``enforce_eager`` on the custom-op path), eagerly run, vLLM's custom ops as their Python implementation
+    (attention as its fake), then every Triton kernel stubbed: (config dict, vllm config, model, kernels stubbed)."""
     import tempfile
 
     import torch
 
-    calls = COMPILED_CALLS
     triton_placeholders()
     from vllm.config import set_current_vllm_config
     from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.models.registry import ModelRegistry
 
-    cfg = json.loads(Path(a.forward).read_text())
+    cfg = json.loads(Path(config).read_text())
     d = tempfile.mkdtemp(prefix="fwd_")
-    path = AR._write_config(str(Path(d) / "m"), cfg, None)
-    vc = EngineArgs(model=path, skip_tokenizer_init=True, dtype="bfloat16",
-                    enforce_eager=a.forward_path == "custom_ops").create_engine_config()
+    written = AR._write_config(str(Path(d) / "m"), cfg, None)
+    vc = EngineArgs(model=written, skip_tokenizer_init=True, dtype="bfloat16",
+                    enforce_eager=path == "custom_ops").create_engine_config()
     vc.device_config.device = torch.device("meta")
-    custom_ops = list(vc.compilation_config.custom_ops)
     try:
         from vllm.config import CompilationMode
 
@@ -625,16 +644,27 @@ def forward_measure(a, AR, ops) -> dict:
         torch.set_default_dtype(torch.bfloat16)
         model = cls(vllm_config=vc, prefix="")
         torch.set_default_dtype(torch.float32)
-        from vllm.model_executor.model_loader.utils import process_weights_after_loading
+        if after_loading:
+            from vllm.model_executor.model_loader.utils import process_weights_after_loading
 
-        process_weights_after_loading(model, vc.model_config, torch.device("meta"))
+            process_weights_after_loading(model, vc.model_config, torch.device("meta"))
     kernels = []
     for mname, mod in list(sys.modules.items()):
         if mname.startswith("vllm") and mod is not None:
             try:
-                kernels += stub_kernels(mod)
+                kernels += stub_kernels(mod, kernels_only=True)
             except Exception:  # noqa: BLE001 - a module whose globals cannot be walked
                 pass
+    return cfg, vc, model, kernels
+
+
+def forward_measure(a, AR, ops) -> dict:
+    import torch
+    from vllm.config import set_current_vllm_config
+
+    calls = COMPILED_CALLS
+    cfg, vc, model, kernels = build_on_meta(AR, ops, a.forward, a.forward_path, after_loading=True)
+    custom_ops = list(vc.compilation_config.custom_ops)
     from vllm.forward_context import set_forward_context
 
     def run(T):
@@ -663,7 +693,7 @@ def forward_measure(a, AR, ops) -> dict:
         raise RuntimeError("the fused-experts kernels were not reached here (no MoE kernel launch): the experts' "
                            "intermediate caches would be missing from the peak")
     per_token = (peaks[t2] - peaks[t1]) / (t2 - t1)
-    return {"model": a.forward, "architecture": cls.__name__, "custom_ops": custom_ops, "tokens": list(a.forward_tokens),
+    return {"model": a.forward, "architecture": type(model).__name__, "custom_ops": custom_ops, "tokens": list(a.forward_tokens),
             "peak_bytes": {str(t): p for t, p in peaks.items()}, "bytes_per_token": per_token,
             "fixed_bytes": peaks[t1] - round(per_token * t1),
             "first_call_bytes": first.peak - peaks[t1], "live_at_peak": {str(t): v for t, v in at_peak.items()},
@@ -671,6 +701,69 @@ def forward_measure(a, AR, ops) -> dict:
             "config": {k: cfg.get(k) for k in ("hidden_size", "intermediate_size", "moe_intermediate_size",
                                                "num_attention_heads", "num_key_value_heads", "head_dim",
                                                "num_experts_per_tok", "num_hidden_layers", "vocab_size")}}
+
+
+# The multimodal encoder's dummy pass (profile_run: ``_get_mm_dummy_batch`` then ``embed_multimodal``, the outputs
+# kept in the encoder cache under the text forward). Per architecture: the config it is measured on and the dummy
+# items as the release's processor makes them at their largest (Gemma 3: every image is resized to the tower's
+# image_size; pan-and-scan off by default, so one crop: num_patches 1).
+ENCODER_MODELS = {"Gemma3ForConditionalGeneration": "configs/google/gemma-3-4b-it/config.json"}
+ENCODER_ITEMS = (1, 2)
+
+
+def gemma3_dummy(model, cfg: dict, n: int) -> dict:
+    """``n`` images, one crop each (host-side counts: the model splits its output by them with ``.tolist()``):
+    ``num_patches`` 1 from 0.14 (the processor's count), ``num_crops`` 0 before (the model adds the 1 itself; the
+    inputs batched per item, ``[items, 1, ...]``)."""
+    import torch
+
+    size = int(cfg["vision_config"]["image_size"])
+    pixels = torch.empty(n, 3, size, size, dtype=torch.bfloat16, device="meta")
+    if 'pop("num_crops"' in inspect.getsource(type(model)._parse_and_validate_image_input):
+        # batched per item as that release's runner hands them ([items, crops + 1, ...]), flattened by the model
+        return {"pixel_values": pixels.unsqueeze(1), "num_crops": torch.zeros(n, 1, dtype=torch.long)}
+    return {"pixel_values": pixels, "num_patches": torch.ones(n, dtype=torch.long)}
+
+
+ENCODER_DUMMY_INPUTS = {"Gemma3ForConditionalGeneration": gemma3_dummy}
+
+
+def encoder_measure(a, AR, ops) -> dict:
+    """``--encoder``: the model's ``embed_multimodal`` (older releases: ``get_multimodal_embeddings``) over 1 and 2
+    dummy items on the meta device, the pixel values made inside the tracker (they are on the card during the pass);
+    the peak's growth per item, per patch, and the outputs the encoder cache keeps per item."""
+    import torch
+    from vllm.config import set_current_vllm_config
+
+    cfg, vc, model, _ = build_on_meta(AR, ops, a.encoder, a.forward_path, after_loading=False)
+    arch = cfg["architectures"][0]
+    embed = getattr(model, "embed_multimodal", None) or model.get_multimodal_embeddings
+    backends = sorted({str(getattr(m, "attn_backend", "")) for m in model.modules() if hasattr(m, "attn_backend")})
+
+    def run(n):
+        counter = MetaLiveBytes()
+        with set_current_vllm_config(vc), torch.inference_mode(), tracking_mode(counter, devices=("meta",)):
+            out = embed(**ENCODER_DUMMY_INPUTS[arch](model, cfg, n))
+            kept = sum(t.numel() * t.element_size() for t in out)
+            del out
+        return counter, kept
+
+    run(ENCODER_ITEMS[0])
+    peaks, kept = {}, {}
+    for n in ENCODER_ITEMS:
+        c, k = run(n)
+        peaks[n], kept[n] = c.peak, k
+    n1, n2 = ENCODER_ITEMS
+    per_item = (peaks[n2] - peaks[n1]) / (n2 - n1)
+    v = cfg["vision_config"]
+    patches = (int(v["image_size"]) // int(v["patch_size"])) ** 2
+    return {"model": a.encoder, "architecture": type(model).__name__, "attn_backends": backends, "items": list(ENCODER_ITEMS),
+            "peak_bytes": {str(n): p for n, p in peaks.items()}, "bytes_per_item": per_item,
+            "patches_per_item": patches, "bytes_per_patch": per_item / patches,
+            "fixed_bytes": peaks[n1] - round(per_item * n1),
+            "output_bytes_per_item": (kept[n2] - kept[n1]) // (n2 - n1),
+            "config": {k: v.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                             "num_hidden_layers", "image_size", "patch_size")}}
 
 
 COMPILED_CALLS: dict[str, int] = {}
@@ -696,6 +789,32 @@ class CompiledKernels:
         def launch(*args, **kwargs):
             COMPILED_CALLS[f"{self.ns}.{name}"] = COMPILED_CALLS.get(f"{self.ns}.{name}", 0) + 1
         return launch
+
+
+def flash_attn_stand_in() -> None:
+    """``vllm.vllm_flash_attn`` (its compiled extensions are absent: the package raises at import) as a module whose
+    kernels are no-ops and whose version checks answer supported, as on an H100: on the CUDA platform the layers'
+    modules (0.24+: ``fa_utils`` through ``mm_encoder_attention``) import it. No kernel of it runs here: the
+    attention op runs as its fake."""
+    try:
+        import vllm.vllm_flash_attn  # noqa: F401
+        return
+    except ImportError:
+        pass
+    m = types.ModuleType("vllm.vllm_flash_attn")
+    m.__path__ = []
+    m.FA2_AVAILABLE = m.FA3_AVAILABLE = True
+    m.is_fa_version_supported = lambda *a, **k: True
+    m.fa_version_unsupported_reason = lambda *a, **k: None
+
+    def kernel(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *a, **k: None
+
+    m.__getattr__ = kernel
+    sys.modules["vllm.vllm_flash_attn"] = m
+    sys.modules["vllm.vllm_flash_attn.flash_attn_interface"] = m
 
 
 def cuda_platform() -> None:
@@ -758,39 +877,59 @@ class MetaLiveBytes(LiveBytes):
         super()._free(key)
 
 
-def forward_both(a) -> int:
-    """Each model on each path in its own process, into ``<out>/forward/<release>.json``."""
+def both_paths(label: str, flag: str, cfg: str, shown: tuple[str, ...]) -> dict:
+    """One model's run (``--forward`` / ``--encoder``) on each path in its own process: the records by path (a run
+    whose release's modules did not import here records why, in one line)."""
     import subprocess
     import tempfile
 
     root = Path(__file__).resolve().parents[2]
-    models = {}
-    release = None
-    for family, cfg in FORWARD_MODELS.items():
-        paths = {}
-        for path in ("custom_ops", "native"):
-            with tempfile.NamedTemporaryFile(suffix=".json") as f:
-                done = subprocess.run([sys.executable, __file__, "--forward", str(root / cfg), "--forward-path", path,
-                                       "--variant-out", f.name], capture_output=True, text=True)
-                text = Path(f.name).read_text()
-                if done.returncode or not text:  # the release's modules did not import here: recorded, one line
-                    last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
-                    r = {"derived": False, "path": path,
-                         "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
-                else:
-                    r = json.loads(text)
-            r["model"] = cfg
-            paths[path] = r
-            print(family, path, json.dumps({k: r.get(k) for k in ("derived", "bytes_per_token", "fixed_bytes",
-                                                                  "why")}))
-        models[family] = paths
+    paths = {}
+    for path in ("custom_ops", "native"):
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            done = subprocess.run([sys.executable, __file__, flag, str(root / cfg), "--forward-path", path,
+                                   "--variant-out", f.name], capture_output=True, text=True)
+            text = Path(f.name).read_text()
+            if done.returncode or not text:
+                last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
+                r = {"derived": False, "path": path,
+                     "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
+            else:
+                r = json.loads(text)
+        r["model"] = cfg
+        paths[path] = r
+        print(label, path, json.dumps({k: r.get(k) for k in ("derived", *shown, "why")}))
+    return paths
+
+
+def write_release(out: Path, key: str, models: dict) -> None:
     import vllm
 
-    release = vllm.__version__
-    out = a.out / "forward"
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{release}.json").write_text(json.dumps({"vllm_version": release, "forward": models}, indent=1,
-                                                    sort_keys=True) + "\n")
+    (out / f"{vllm.__version__}.json").write_text(json.dumps({"vllm_version": vllm.__version__, key: models},
+                                                             indent=1, sort_keys=True) + "\n")
+
+
+def forward_both(a) -> int:
+    """Each model on each path in its own process, into ``<out>/forward/<release>.json``."""
+    import vllm
+
+    previous = a.out / "forward" / f"{vllm.__version__}.json"
+    # --forward-only: these labels run, the release's other recorded ones are kept as they are
+    models = json.loads(previous.read_text())["forward"] if a.forward_only and previous.exists() else {}
+    for label, cfg in FORWARD_MODELS.items():
+        if not a.forward_only or label in a.forward_only:
+            models[label] = both_paths(label, "--forward", cfg, ("bytes_per_token", "fixed_bytes"))
+    write_release(a.out / "forward", "forward", models)
+    return 0
+
+
+def encoder_both(a) -> int:
+    """Each multimodal model's encoder pass on each path in its own process, into ``<out>/encoder/<release>.json``."""
+    models = {arch: both_paths(arch, "--encoder", cfg, ("bytes_per_item", "bytes_per_patch", "output_bytes_per_item",
+                                                         "attn_backends"))
+              for arch, cfg in ENCODER_MODELS.items()}
+    write_release(a.out / "encoder", "encoder", models)
     return 0
 
 
@@ -820,19 +959,32 @@ def forward_table(goldens: Path, rows: dict) -> None:
     measured: dict = {}  # family -> release -> row or {"why"}
     for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)):
         g = json.loads(f.read_text())
-        for family, paths in g["forward"].items():
+        per_family: dict = {}  # family -> label -> the model's figures or {"why"}
+        for label, paths in sorted(g["forward"].items()):
             v, n = paths["custom_ops"], paths["native"]
             if not (v.get("derived") and n.get("derived")):
-                measured.setdefault(family, {})[g["vllm_version"]] = {"why": v.get("why") or n.get("why")}
+                per_family.setdefault(label_family(label), {})[label] = {"why": v.get("why") or n.get("why")}
                 continue
             if v["model"] not in rule:
                 rule[v["model"]] = rule_bytes_per_token(root / Path(v["model"]).parent)
             r = rule[v["model"]]
-            measured.setdefault(family, {})[g["vllm_version"]] = {
+            per_family.setdefault(label_family(label), {})[label] = {
                 "model": v["model"], "bytes_per_token": v["bytes_per_token"],
                 "bytes_per_token_native": n["bytes_per_token"], "rule_bytes_per_token": r,
                 "factor": round(v["bytes_per_token"] / r, 4),
                 "factor_high": round(max(v["bytes_per_token"], n["bytes_per_token"]) / r, 4)}
+        for family, by_label in per_family.items():
+            ok = {k: x for k, x in by_label.items() if "why" not in x}
+            if not ok:  # the family's first model's reason
+                measured.setdefault(family, {})[g["vllm_version"]] = next(iter(by_label.values()))
+                continue
+            # the family's factor: its largest model's at this release (the value never below a measured model's)
+            top = max(ok.values(), key=lambda x: x["factor"])
+            row = {**top, "factor_high": max(x["factor_high"] for x in ok.values())}
+            if len(by_label) > 1:
+                row["models"] = {k: {kk: x[kk] for kk in ("model", "bytes_per_token", "factor")} if "why" not in x
+                                 else {"why": x["why"]} for k, x in by_label.items()}
+            measured.setdefault(family, {})[g["vllm_version"]] = row
     # the high end: the largest native-graph factor any release measured for the family (a release whose native run
     # kept its custom ops, 0.11's level-0 dispatch, measured the custom-op path twice)
     for family, by in measured.items():
@@ -841,20 +993,58 @@ def forward_table(goldens: Path, rows: dict) -> None:
             if "why" not in x:
                 x["factor_high"] = max(x["factor_high"], top)
     for release, row in rows.items():
-        fwd = {}
-        for family, by in measured.items():
-            own = by.get(release)
-            if own is not None and "why" not in own:
-                fwd[family] = {**own, "basis": "derived", "from": release}
+        row["forward"] = {family: release_row(by, release, "forward")
+                          or {"basis": "assumed", "why": by.get(release, {}).get("why") or "not measured"}
+                          for family, by in measured.items()}
+
+
+def encoder_table(goldens: Path, rows: dict) -> None:
+    """Each release's ``encoder`` row: per multimodal architecture measured (``ENCODER_MODELS``) the vision tower's
+    bytes per patch of the dummy pass on the custom-op path (the value) and the native path, over kvplan's tower rule
+    per patch (``kvplan.budget.estimate.encoder_rule_bytes_per_patch``): the factor kvplan scales its rule by, and the
+    encoder outputs the cache keeps per item. A release without its own golden takes the newest measured release's
+    before it (else the oldest), marked assumed with the reason."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from kvplan.budget.estimate import encoder_rule_bytes_per_patch
+    from kvplan.engines.vllm.versions import version_key
+
+    root = Path(__file__).resolve().parents[2]
+    measured: dict = {}  # architecture -> release -> row or {"why"}
+    for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)) if goldens.is_dir() else []:
+        g = json.loads(f.read_text())
+        for arch, paths in sorted(g["encoder"].items()):
+            v, n = paths["custom_ops"], paths["native"]
+            if not (v.get("derived") and n.get("derived")):
+                measured.setdefault(arch, {})[g["vllm_version"]] = {"why": v.get("why") or n.get("why")}
                 continue
-            ok = [r for r, x in by.items() if "why" not in x]
-            if not ok:
-                fwd[family] = {"basis": "assumed", "why": own["why"] if own else "not measured"}
-                continue
-            before = [r for r in ok if version_key(r) <= version_key(release)] or ok[:1]
-            why = own["why"] if own is not None else "no forward golden for this release"
-            fwd[family] = {**by[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
-        row["forward"] = fwd
+            cfg = json.loads((root / v["model"]).read_text())
+            rule = encoder_rule_bytes_per_patch(cfg["vision_config"], 2)
+            measured.setdefault(arch, {})[g["vllm_version"]] = {
+                "model": v["model"], "bytes_per_patch": v["bytes_per_patch"],
+                "bytes_per_patch_native": n["bytes_per_patch"], "rule_bytes_per_patch": rule,
+                "output_bytes_per_item": v["output_bytes_per_item"],
+                "factor": round(v["bytes_per_patch"] / rule, 4),
+                "factor_high": round(max(v["bytes_per_patch"], n["bytes_per_patch"]) / rule, 4)}
+    for release, row in rows.items():
+        enc = {arch: x for arch, by in measured.items() if (x := release_row(by, release, "encoder")) is not None}
+        if enc:
+            row["encoder"] = enc
+
+
+def release_row(by: dict, release: str, what: str) -> dict | None:
+    """A release's row of a measured term (``by``: release -> the figures, or ``{"why"}``): its own, derived; else the
+    newest measured release's before it (else the oldest), assumed with the reason; None when none measured."""
+    from kvplan.engines.vllm.versions import version_key
+
+    own = by.get(release)
+    if own is not None and "why" not in own:
+        return {**own, "basis": "derived", "from": release}
+    ok = [r for r, x in by.items() if "why" not in x]
+    if not ok:
+        return None
+    before = [r for r in ok if version_key(r) <= version_key(release)] or ok[:1]
+    why = own["why"] if own is not None else f"no {what} golden for this release"
+    return {**by[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
 
 
 def main(argv=None) -> int:
@@ -870,6 +1060,11 @@ def main(argv=None) -> int:
     ap.add_argument("--variant-out", type=Path, help="write this variant's record here (internal)")
     ap.add_argument("--forward-all", action="store_true",
                     help="measure the dummy forward's peak (FORWARD_MODELS, both paths) into <out>/forward/")
+    ap.add_argument("--forward-only", nargs="*", choices=sorted(FORWARD_MODELS),
+                    help="with --forward-all: run these FORWARD_MODELS labels only, keeping the release's others")
+    ap.add_argument("--encoder-all", action="store_true",
+                    help="measure the multimodal encoder's dummy pass (ENCODER_MODELS, both paths) into <out>/encoder/")
+    ap.add_argument("--encoder", help="one multimodal model's config.json (internal: one path per process)")
     ap.add_argument("--forward", help="one model's config.json (internal: one path per process)")
     ap.add_argument("--forward-path", choices=("custom_ops", "native"), default="custom_ops")
     ap.add_argument("--forward-tokens", type=int, nargs=2, default=FORWARD_TOKENS)
@@ -878,7 +1073,9 @@ def main(argv=None) -> int:
         return table(*a.table)
     if a.forward_all:
         return forward_both(a)
-    if a.forward:
+    if a.encoder_all:
+        return encoder_both(a)
+    if a.forward or a.encoder:
         return forward_main(a)
     if a.variant_out is None:
         return both_variants(a, argv)
