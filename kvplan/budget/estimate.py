@@ -229,8 +229,7 @@ def sampler_terms(era, reqs: int, vocab: int) -> dict:
     from kvplan.budget.profile import sampler_bytes, sampler_row
 
     # the release the era stands for (Era.stands_for), read from its fields: the budget calls nothing in the engines
-    release = era.release or (era.releases[-1] if era.releases else era.first_release)
-    row, basis, src = sampler_row(release)
+    row, basis, src = sampler_row(_release(era))
     return {"value": sampler_bytes(row, reqs, vocab),
             "low": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_low"]),
             "high": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_high"]),
@@ -242,8 +241,7 @@ def forward_terms(era, cfg: dict) -> dict:
     (``kvplan.budget.profile.forward_factors``)."""
     from kvplan.budget.profile import forward_factors
 
-    release = era.release or (era.releases[-1] if era.releases else era.first_release)
-    return forward_factors(release, cfg)
+    return forward_factors(_release(era), cfg)
 
 
 def estimate_startup_bytes(world_size: int) -> int:
@@ -333,6 +331,9 @@ class _Estimate:
     margin_floor: int
     exact: bool  # --exact-params: the weights counted on the meta device
     encoder_why: str = ""  # why a tower's profile is or is not estimated
+    lora: Any = None  # BudgetRequest.lora (LoraSlots) with --enable-lora, else None
+    redundant_experts: int = 0  # EPLB's redundant experts per MoE layer (resolved), 0 without EPLB
+    eplb: bool = False  # --enable-eplb
 
     @property
     def extensible(self) -> bool:
@@ -361,9 +362,45 @@ class _Estimate:
                                          forward_factor=self.forward[forward_end])
 
     def _weights_on(self, s: int, weights: Any) -> int:
-        """Stage ``s``'s weights after offloading (what vLLM logs as 'Model loading took')."""
+        """Stage ``s``'s weights after offloading, with what LoRA and EPLB add inside vLLM's load_model (what vLLM
+        logs as 'Model loading took')."""
         w = weights.stages[s].weight_bytes  # counted: called only where --weights-memory is not given
-        return w - min(self.offload, w)
+        return w - min(self.offload, w) + self.loaded_extra(s)
+
+    def lora_cost(self, s: int):
+        """``kvplan.budget.lora.LoraCost`` on stage ``s`` (None without --enable-lora)."""
+        if self.lora is None or self.inventory is None:
+            return None
+        from kvplan.budget.lora import lora_cost
+
+        a, z = self.layout.pp_bounds[s]
+        archs = self.layout.target.config.get("architectures") or [""]
+        return lora_cost(self.inventory, self.cfg, str(archs[0]), _release(self.era), dtype_bytes=self.dbytes,
+                         tp=self.tp, max_loras=self.lora.max_loras, max_lora_rank=self.lora.max_lora_rank,
+                         max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=set(range(a, z)),
+                         first=s == 0, last=s == self.pp - 1)
+
+    def eplb_buffer(self, s: int) -> int:
+        """EPLB's expert buffer on stage ``s``: one MoE layer's local expert tensors (``EplbState``'s
+        ``[torch.empty_like(w) for w in model.expert_weights[0]]``, distributed/eplb/eplb_state.py 0.19.0 line 466,
+        0.34.0 line 512; held from load_model on, from 0.12), 0 without EPLB or before 0.12."""
+        if self.redundant_experts is None or self.weights is None or not self.eplb:
+            return 0
+        from kvplan.budget.lora import release_key
+
+        if release_key(_release(self.era)) < (0, 12):
+            return 0
+        experts = self.weights.stages[s].bytes_by_kind.get("experts", 0)
+        a, z = self.layout.pp_bounds[s]
+        moe_layers = {w.layer for w in (self.inventory.weights if self.inventory is not None else ())
+                      if w.expert and w.layer is not None and a <= w.layer < z}
+        return experts // len(moe_layers) if moe_layers else 0
+
+    def loaded_extra(self, s: int) -> int:
+        """What vLLM's load_model allocates beside the checkpoint's weights on stage ``s``: LoRA's slots (and up
+        to 0.11.x its wider vocabulary) and punica buffers, EPLB's expert buffer."""
+        cost = self.lora_cost(s)
+        return (cost.total_bytes if cost is not None else 0) + self.eplb_buffer(s)
 
     def stage(self, s: int, a: int, z: int) -> tuple[BudgetStage, tuple[int, int], BudgetStage, dict]:
         """Pipeline stage ``s`` (its layers ``a`` to ``z``): its budget, its band's two ends (every estimated term
@@ -411,7 +448,8 @@ class _Estimate:
         return stage, (ends[0], ends[1]), pessimistic, terms
 
 
-def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: BudgetRequest, counted) -> tuple:
+def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: BudgetRequest, counted,
+                redundant: int = 0) -> tuple:
     """The weights per stage (``layout_weight_memory``) with the default MXFP4 backend's padding and, where an
     installed package the user did not state picks another backend (``mxfp4_other_padding_for``), with its."""
     tp = layout.tensor_parallel_size
@@ -423,7 +461,7 @@ def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: Budget
         return layout_weight_memory(layout, tp=tp, exact_params=bool(budget.exact_params),
                                     data_parallel_size=request.data_parallel_size,
                                     expert_parallel=request.enable_expert_parallel, quantization=budget.quantization,
-                                    mxfp4_padding=pad, inventory=counted)
+                                    mxfp4_padding=pad, inventory=counted, num_redundant_experts=redundant)
 
     weights = count(padding)
     unpadded = count(other) if other is not None else None  # 0.11 Hopper: Triton with triton_kernels installed
@@ -450,8 +488,9 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
     counted = weights = unpadded = None
     if over.weights is None or over.activation is None:
         counted = layout_weights(layout)  # the model stage's count (ModelLayout.inventory)
+    redundant = redundant_experts(era, request, layout)
     if over.weights is None:
-        weights, unpadded = _weights_of(layout, era, card, b, request, counted)
+        weights, unpadded = _weights_of(layout, era, card, b, request, counted, redundant)
     cfg = layout.target.text_config
     has_tower = isinstance(layout.target.config.get("vision_config"), dict)
     encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg)
@@ -466,8 +505,34 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         forward=forward_terms(era, cfg),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,
-        exact=bool(b.exact_params), encoder_why=encoder[1],
+        exact=bool(b.exact_params), encoder_why=encoder[1], lora=request.lora, redundant_experts=redundant,
+        eplb=request.enable_eplb,
     )
+
+
+def _release(era) -> str:
+    """The release an era stands for, read from its fields (the budget calls nothing in the engines)."""
+    return era.release or (era.releases[-1] if era.releases else era.first_release)
+
+
+def redundant_experts(era, request: BudgetRequest, layout) -> int:
+    """EPLB's redundant experts per MoE layer: as given, else the release's default: 0 up to 0.33
+    (``EPLBConfig.num_redundant_experts = 0``, config/parallel.py 0.19.0 line 66), from 0.34 with --enable-eplb the
+    fewest that make the physical experts divide the EP ranks (``compute_eplb_num_redundant_experts``, 0.34.0
+    lines 652-676: ``(ep - E % ep) % ep`` over ep = tp × dp)."""
+    from kvplan.budget.lora import release_key
+    from kvplan.budget.profile import MOE_KEYS
+
+    if not request.enable_eplb:
+        return 0
+    if request.num_redundant_experts is not None:
+        return request.num_redundant_experts
+    if release_key(_release(era)) < (0, 34):
+        return 0
+    cfg = layout.target.text_config
+    experts = next((int(cfg[k]) for k in MOE_KEYS if int(cfg.get(k) or 0) > 1), 0)
+    ep = layout.tensor_parallel_size * request.data_parallel_size
+    return (ep - experts % ep) % ep if experts else 0
 
 
 def _budget_warnings(e: _Estimate, request: BudgetRequest, stage: BudgetStage, failed_load: LoadFailure | None,
@@ -559,7 +624,9 @@ def kv_budget(layout, era, request: BudgetRequest) -> Budget:
         stage=budget_stage, weights=e.weights, encoder=e.encoder, encoder_why=e.encoder_why, sampler=e.sampler,
         forward=e.forward, ends=per_stage[budget_stage.stage][3], world_size=e.tp * e.pp, card_name=name)
 
-    bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE for t in terms}
+    terms += consumer_terms(e, budget_stage.stage)
+    bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE
+             for t in terms if t.term in BASIS_TERMS}
     weights, extensible = e.weights, e.extensible
     return Budget(
         gpu=name,
@@ -720,6 +787,54 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
             "encoder cache before the text forward; kvplan's activation covers the text "
             "decoder only, so the KV budget may be high by that peak"
             + (f" ({encoder_why})" if encoder_why else "")))
+    return tuple(out)
+
+
+BASIS_TERMS = ("weights", "activation", "non_torch", "cudagraph", "encoder_cache")  # the terms with a *_basis field of Budget
+
+
+def consumer_terms(e: _Estimate, s: int) -> tuple[ProfileTerm, ...]:
+    """The other consumers vLLM's load_model adds on stage ``s`` (inside 'Model loading took', so inside the
+    weights term's bytes, listed here on their own): LoRA's slots and punica buffers, EPLB's expert buffer."""
+    release = _release(e.era)
+    out = []
+    if e.over.weights is not None and (e.lora is not None or e.eplb):
+        return (ProfileTerm("lora" if e.lora is not None else "eplb", None, OVERRIDE, "inside --weights-memory",
+                            derivation=OVERRIDE),)
+    cost = e.lora_cost(s)
+    if cost is not None:
+        from kvplan.budget.lora import class_support, punica_row
+
+        supports = class_support(str((e.layout.target.config.get("architectures") or [""])[0]), release)[0]
+        own = punica_row(release)[1]
+        src = (f"--enable-lora at max_loras {e.lora.max_loras}, max_lora_rank {e.lora.max_lora_rank}: "
+               f"{cost.slot_bytes:,} B of adapter slots over {cost.num_slices} lora_a/lora_b pairs"
+               + (" (embeddings and lm_head included)" if cost.embeddings else " (the class does not wrap its "
+                  "embeddings in this release)")
+               + (f", {cost.vocab_weight_bytes:,} B of the extra LoRA vocabulary in the embedding and lm_head"
+                  if cost.vocab_weight_bytes else "")
+               + f", {cost.punica_bytes:,} B of punica buffers (vLLM {cost.punica_from}'s golden"
+               + ("" if own else ", the nearest golden release") + "); the rule of kvplan/budget/lora.py, checked "
+               "byte for byte against the release's own load_lora_model run on the meta device (tests/golden/"
+               "profile_terms/lora); inside the weights term, as vLLM's 'Model loading took' counts it")
+        if cost.not_counted:
+            src += "; not counted: " + ", ".join(cost.not_counted)
+        if supports is None:
+            src += ("; the architecture is not in the release's model files under this name "
+                    "(lora_modules.json): its embeddings are counted as not wrapped")
+        out.append(ProfileTerm("lora", cost.total_bytes, KVPLAN_FORMULA, src,
+                               derivation=DERIVED if not cost.not_counted and supports is not None else ASSUMED,
+                               low_bytes=cost.total_bytes, high_bytes=cost.total_bytes))
+    if e.eplb:
+        buf = e.eplb_buffer(s)
+        out.append(ProfileTerm(
+            "eplb", buf, KVPLAN_FORMULA,
+            f"--enable-eplb: {e.redundant_experts} redundant experts per MoE layer, placed with the logical ones "
+            "over the tp × dp EP ranks (counted in the weights: rank 0 holds ceil((E + redundant) / ranks) experts, "
+            "fused_moe/layer.py determine_expert_map), and EPLB's buffer of one MoE layer's local experts "
+            f"({buf:,} B: distributed/eplb/eplb_state.py, from 0.12; the 0.20+ communicators other than the "
+            "default may own another buffer, not counted); inside the weights term",
+            derivation=DERIVED, low_bytes=buf, high_bytes=buf))
     return tuple(out)
 
 

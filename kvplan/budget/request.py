@@ -43,11 +43,20 @@ class BudgetInput:
 
 
 @dataclass(frozen=True)
+class LoraSlots:
+    """``--enable-lora``'s settings the budget reads: the adapters in one batch and their rank."""
+
+    max_loras: int = 1
+    max_lora_rank: int = 16
+
+
+@dataclass(frozen=True)
 class BudgetRequest:
     """The budget stage's question (``kvplan.budget.estimate.kv_budget``): the deployment's budget part as given and
     what the estimate reads from the rest of the deployment: the batch vLLM profiles with
     (``max_num_batched_tokens`` dummy tokens, ``max_num_seqs`` dummy requests, after the scheduler's defaults), the
-    MoE experts' placement (split over tp × dp ranks with ``enable_expert_parallel``), the sizing mode's other input
+    MoE experts' placement (split over tp × dp ranks with ``enable_expert_parallel``; EPLB's redundant experts), the
+    LoRA slots (``lora``), the sizing mode's other input
     (``num_gpu_blocks_override``) and the connector (``kv_transfer_config`` as vLLM holds it, for the extensible
     sizing's warnings). ``tensor_parallel_size``: when given, it must equal the layout's (the budget takes the
     layout's)."""
@@ -60,3 +69,9 @@ class BudgetRequest:
     num_gpu_blocks_override: int | None = None
     kv_transfer_config: dict | None = None
     tensor_parallel_size: int | None = None
+    # --enable-lora's slots (kvplan.budget.lora): None without LoRA
+    lora: LoraSlots | None = None
+    # EPLB (--enable-eplb): the redundant experts as given (None: the release's default), each EP rank's share
+    enable_eplb: bool = False
+    num_redundant_experts: int | None = None
+

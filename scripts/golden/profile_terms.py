@@ -577,7 +577,7 @@ def forward_main(a) -> int:
             lambda cls, *x, **k: "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend")
     record_out = {"path": a.forward_path, "setup_skipped": list(AR.SETUP_SKIPPED), "python_ops": sorted(ops)}
     try:
-        record_out.update(forward_measure(a, AR, ops))
+        record_out.update(lora_measure(a, AR) if a.lora else forward_measure(a, AR, ops))
         record_out["derived"] = True
     except Exception as e:  # noqa: BLE001 - the release's model did not run here: recorded, one line
         import traceback
@@ -585,7 +585,7 @@ def forward_main(a) -> int:
         tb = traceback.extract_tb(e.__traceback__)
         where = next((f"{f.filename.split('/vllm/')[-1]}:{f.lineno}" for f in reversed(tb) if "/vllm/" in f.filename),
                      "")
-        record_out.update(derived=False, why=f"{type(e).__name__}: {str(e).splitlines()[0][:200]} [{where}]")
+        record_out.update(derived=False, why=f"{type(e).__name__}: {' '.join(str(e).split())[:300]} [{where}]")
     if record_out.get("why"):  # no machine path in a golden: the file names from vllm/ on
         record_out["why"] = re.sub(r"(?:/[\w.+-]+)+/", "", record_out["why"])
     a.variant_out.write_text(json.dumps(record_out, sort_keys=True))
@@ -671,6 +671,124 @@ def forward_measure(a, AR, ops) -> dict:
             "config": {k: cfg.get(k) for k in ("hidden_size", "intermediate_size", "moe_intermediate_size",
                                                "num_attention_heads", "num_key_value_heads", "head_dim",
                                                "num_experts_per_tok", "num_hidden_layers", "vocab_size")}}
+
+
+def lora_measure(a, AR) -> dict:
+    """``--lora``: what ``--enable-lora`` allocates on the GPU before the KV cache, from the release's own code: the
+    model class built on the meta device (as ``--forward`` builds it, vLLM config with ``enable_lora``,
+    ``max_loras``, ``max_lora_rank``), then the V1 runner's ``LoRAModelRunnerMixin.load_lora_model`` (every
+    supported module replaced by its ``*WithLoRA`` layer, whose ``create_lora_weights`` allocates the stacked
+    ``lora_a`` / ``lora_b`` slots, and the punica wrapper's index buffers) under the memory-tracking mode on the meta
+    device: every tensor allocated there, by module and shape. The profile run's dummy LoRAs
+    (``maybe_setup_dummy_loras``: ``max_loras`` of them at rank min(8, max_lora_rank)) are made on the CPU
+    (``create_dummy_lora`` ... ``"cpu"``) and copied into the slots: no device memory beyond the slots."""
+    import tempfile
+
+    import torch
+
+    triton_placeholders()
+    try:  # the CUDA platform answered here makes the attention utils import FlashAttention's compiled extension
+        import vllm.vllm_flash_attn  # noqa: F401
+    except ImportError:  # not loaded on a CPU: an empty stand-in (no attention kernel runs in this measure)
+        fa = types.ModuleType("vllm.vllm_flash_attn")
+        fa.__getattr__ = lambda name: (lambda *x, **k: None)
+        sys.modules["vllm.vllm_flash_attn"] = fa
+    from vllm.config import set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    cfg = json.loads(Path(a.forward).read_text())
+    d = tempfile.mkdtemp(prefix="lora_")
+    path = AR._write_config(str(Path(d) / "m"), cfg, None)
+    vc = EngineArgs(model=path, skip_tokenizer_init=True, dtype="bfloat16", enforce_eager=True, enable_lora=True,
+                    max_loras=a.lora[0], max_lora_rank=a.lora[1], max_num_seqs=a.lora[2],
+                    max_num_batched_tokens=a.lora[3]).create_engine_config()
+    vc.device_config.device = torch.device("meta")
+    try:
+        from vllm.config import CompilationMode
+
+        vc.compilation_config.mode = CompilationMode.NONE
+    except ImportError:
+        vc.compilation_config.level = 0
+    forward_dist(AR, vc)
+    from vllm.platforms import current_platform as cp
+
+    # the CUDA platform's punica wrapper (platforms/cuda.py get_punica_wrapper, the same class in every release)
+    type(cp).get_punica_wrapper = classmethod(lambda cls: "vllm.lora.punica_wrapper.punica_gpu.PunicaWrapperGPU")
+    import vllm.lora.ops.triton_ops as lora_ops
+    import vllm.lora.punica_wrapper.punica_gpu as pg
+
+    # what punica_gpu imports when HAS_TRITON (true on CUDA; no Triton here): the release's own names
+    for name in lora_ops.__all__:
+        if not hasattr(pg, name):
+            setattr(pg, name, getattr(lora_ops, name))
+    cls, _ = ModelRegistry.resolve_model_cls(vc.model_config.architectures, model_config=vc.model_config)
+    with set_current_vllm_config(vc), AR._meta_device():
+        torch.set_default_dtype(torch.bfloat16)
+        model = cls(vllm_config=vc, prefix="")
+        torch.set_default_dtype(torch.float32)
+    from vllm.v1.worker.lora_model_runner_mixin import LoRAModelRunnerMixin
+
+    counter = MetaLiveBytes()
+    allocated = []
+    orig_add = counter.add_tensor
+
+    def add(t):
+        before = counter.now
+        orig_add(t)
+        if counter.now > before:
+            allocated.append([list(t.shape), str(t.dtype).replace("torch.", ""), counter.now - before])
+
+    counter.add_tensor = add
+    runner = LoRAModelRunnerMixin()
+    with set_current_vllm_config(vc), torch.inference_mode(), tracking_mode(counter, devices=("meta",)):
+        lora_model = runner.load_lora_model(model, vc, torch.device("meta"))
+    slots, slot_bytes = {}, 0
+    for name, mod in lora_model.named_modules():
+        own = {}
+        for attr in ("lora_a_stacked", "lora_b_stacked", "embeddings_tensors", "lora_bias_stacked",
+                     "w13_lora_a_stacked", "w13_lora_b_stacked", "w2_lora_a_stacked", "w2_lora_b_stacked"):
+            ts = getattr(mod, attr, None)
+            if ts is None:
+                continue
+            ts = ts if isinstance(ts, (list, tuple)) else [ts]
+            ts = [t for t in ts if isinstance(t, torch.Tensor)]
+            if ts:
+                own[attr] = [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in ts]
+                slot_bytes += sum(t.numel() * t.element_size() for t in ts)
+        if own:
+            slots[name] = {"class": type(mod).__name__, "tensors": own}
+    lc = vc.lora_config
+    punica = getattr(runner.lora_manager._adapter_manager, "punica_wrapper", None)
+    punica_bytes = 0
+    if punica is not None:
+        seen = set()
+        for obj in (punica, getattr(punica, "token_mapping_meta", None), getattr(punica, "prompt_mapping_meta", None)):
+            for v in vars(obj).values() if obj is not None else ():
+                if isinstance(v, torch.Tensor) and id(v) not in seen:
+                    seen.add(id(v))
+                    punica_bytes += v.numel() * v.element_size()
+    return {"model": a.forward, "architecture": cls.__name__,
+            "lora_config": {"max_loras": lc.max_loras, "max_lora_rank": lc.max_lora_rank,
+                            "lora_dtype": str(lc.lora_dtype).replace("torch.", ""),
+                            "max_num_seqs": a.lora[2], "max_num_batched_tokens": a.lora[3],
+                            "lora_extra_vocab_size": getattr(lc, "lora_extra_vocab_size", None)},
+            "allocated_bytes": counter.peak, "slot_bytes": slot_bytes, "punica_wrapper_class": type(punica).__name__,
+            "punica_bytes": punica_bytes, "num_wrapped_modules": len(slots),
+            "modules": {n: v for i, (n, v) in enumerate(slots.items()) if ".layers." not in n or ".layers.0." in n},
+            "allocations_by_shape": _by_shape(allocated),
+            "config": {k: cfg.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                               "num_key_value_heads", "head_dim", "num_hidden_layers", "vocab_size",
+                                               "tie_word_embeddings")}}
+
+
+def _by_shape(allocated: list) -> list:
+    """Every allocation, counted by (shape, dtype, bytes)."""
+    counts: dict = {}
+    for shape, dt, n in allocated:
+        k = (tuple(shape), dt, n)
+        counts[k] = counts.get(k, 0) + 1
+    return [[list(k[0]), k[1], k[2], c] for k, c in sorted(counts.items(), key=lambda kv: -kv[0][2] * kv[1])]
 
 
 COMPILED_CALLS: dict[str, int] = {}
@@ -794,6 +912,51 @@ def forward_both(a) -> int:
     return 0
 
 
+LORA_MODELS = {"llama": "configs/meta-llama/Llama-3.1-8B-Instruct/config.json", "qwen3": "configs/Qwen/Qwen3-8B/config.json"}
+LORA_SETTINGS = (4, 64, 256, 2048)  # max_loras, max_lora_rank, max_num_seqs, max_num_batched_tokens (distinct sizes)
+
+
+def lora_all(a) -> int:
+    """Each LoRA model in its own process (``lora_measure``), into ``<out>/lora/<release>.json``. The punica
+    wrapper's buffers are the integer tensors allocated (their sizes name max_num_batched_tokens, max_num_seqs or
+    neither: bytes per token, per sequence, fixed). ``allocated_bytes`` on the meta device also counts a view of
+    0.11's grown embedding as a new storage (a meta tensor's view has its own storage object): ``slot_bytes``, read
+    from the wrapped modules' tensors, is the slots' figure."""
+    import subprocess
+    import tempfile
+
+    root = Path(__file__).resolve().parents[2]
+    models = {}
+    for family, cfg in LORA_MODELS.items():
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            done = subprocess.run([sys.executable, __file__, "--forward", str(root / cfg), "--lora",
+                                   *map(str, LORA_SETTINGS), "--variant-out", f.name], capture_output=True, text=True)
+            text = Path(f.name).read_text()
+        if done.returncode or not text:
+            last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
+            r = {"derived": False, "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
+        else:
+            r = json.loads(text)
+            r.pop("python_ops", None)
+            r["model"] = cfg
+            if r.get("derived"):
+                T, S = LORA_SETTINGS[3], LORA_SETTINGS[2]
+                ints = [(sh, n * c) for sh, dt, n, c in r["allocations_by_shape"] if dt.startswith(("int", "uint"))]
+                r["punica"] = {"bytes_per_token": sum(b for sh, b in ints if T in sh) / T,
+                               "bytes_per_seq": sum(b for sh, b in ints if S in sh and T not in sh) / S,
+                               "fixed_bytes": sum(b for sh, b in ints if S not in sh and T not in sh)}
+        models[family] = r
+        print(family, json.dumps({k: r.get(k) for k in ("derived", "slot_bytes", "num_wrapped_modules", "punica",
+                                                           "why")}))
+    import vllm
+
+    out = a.out / "lora"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{vllm.__version__}.json").write_text(json.dumps({"vllm_version": vllm.__version__, "lora": models},
+                                                             indent=1, sort_keys=True) + "\n")
+    return 0
+
+
 def rule_bytes_per_token(model_dir: Path) -> int:
     """kvplan's activation rule per token, (4·H + W)·a at TP 1, for a catalog model (kvplan's environment)."""
     from kvplan.budget.weights import layout_weights, widest_intermediate
@@ -870,14 +1033,20 @@ def main(argv=None) -> int:
     ap.add_argument("--variant-out", type=Path, help="write this variant's record here (internal)")
     ap.add_argument("--forward-all", action="store_true",
                     help="measure the dummy forward's peak (FORWARD_MODELS, both paths) into <out>/forward/")
+    ap.add_argument("--lora-all", action="store_true",
+                    help="measure what --enable-lora allocates (LORA_MODELS, LORA_SETTINGS) into <out>/lora/")
     ap.add_argument("--forward", help="one model's config.json (internal: one path per process)")
     ap.add_argument("--forward-path", choices=("custom_ops", "native"), default="custom_ops")
     ap.add_argument("--forward-tokens", type=int, nargs=2, default=FORWARD_TOKENS)
+    ap.add_argument("--lora", type=int, nargs=4, metavar=("MAX_LORAS", "MAX_LORA_RANK", "MAX_NUM_SEQS", "TOKENS"),
+                    help="with --forward: what --enable-lora allocates (lora_measure) instead of the forward")
     a = ap.parse_args(argv)
     if a.table:
         return table(*a.table)
     if a.forward_all:
         return forward_both(a)
+    if a.lora_all:
+        return lora_all(a)
     if a.forward:
         return forward_main(a)
     if a.variant_out is None:
