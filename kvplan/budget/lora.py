@@ -53,7 +53,7 @@ RANKS_FROM_0_12 = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 MAX_VOCAB_BEFORE_0_17, MAX_VOCAB_FROM_0_17 = 257024, 258048
 # The punica wrapper's buffers per golden release (bytes per batched token, per sequence, fixed at max_loras 4):
 # tests/golden/profile_terms/lora/<release>.json "punica" (the integer tensors load_lora_model allocates)
-PUNICA = (("0.11.0", 48, 32, 128), ("0.15.1", 56, 24, 128), ("0.19.0", 56, 24, 128), ("0.24.0", 48, 24, 128),
+PUNICA = (("0.11.0", 48, 32, 128), ("0.15.1", 56, 24, 128), ("0.19.0", 56, 24, 128), ("0.24.0", 56, 24, 128),
           ("0.34.0", 48, 24, 128))
 WRAPPED_KINDS = ("attention", "mlp")
 

@@ -912,6 +912,66 @@ def forward_both(a) -> int:
     return 0
 
 
+SPEC_REQS = (32, 64)
+
+
+def spec_all(a) -> int:
+    """``--spec-all``: the dummy sampler pass with a speculative config, into ``<out>/spec/<release>.json``. The V1
+    runner's ``_dummy_sampler_run`` (0.11-0.33) ends, when ``self.speculative_config`` is set (any method: EAGLE,
+    MTP, a draft model, n-gram), with a rejection-sampler pass: ``SpecDecodeMetadata.make_dummy`` of one draft token
+    per request, ``torch.randn(num_tokens + num_reqs, V)`` target logits in the model dtype and
+    ``self.rejection_sampler(...)`` over them (0.19.0 gpu_model_runner.py lines 5609-5631). Measured as the sampler
+    pass is (the same stand-in runner, the release's ``RejectionSampler`` built as the runner builds it around its
+    ``Sampler``, its Triton kernels stubbed as no-op launches: they write into buffers their wrappers allocate), at
+    two batch sizes: the bytes per logit (R·V) of the whole call's peak, beside the same call without a
+    speculative config. The V2 runner (0.34) has no such pass: recorded as not run, with why."""
+    import torch
+    import vllm
+
+    release = vllm.__version__
+    record: dict = {"vllm_version": release, "reqs": list(SPEC_REQS), "vocab_size": TABLE_VOCAB}
+    try:
+        install_stubs(flashinfer=False)
+        method, sampler, path, notes, ttt = build(a.sms)
+        import vllm.v1.sample.rejection_sampler as rs
+
+        kernels = stub_kernels(rs)
+        try:
+            rej = rs.RejectionSampler(sampler)
+        except TypeError:  # releases whose RejectionSampler takes no sampler
+            rej = rs.RejectionSampler()
+    except Exception as e:  # noqa: BLE001 - no V1 runner / sampler here: recorded, one line
+        record.update(derived=False, why=f"{type(e).__name__}: {' '.join(str(e).split())[:200]}")
+    else:
+        def run(reqs: int, spec: bool) -> int:
+            clear_caches()
+            torch.manual_seed(0)
+            lm_head, stand_in = runner(sampler, TABLE_VOCAB, torch.bfloat16)
+            if spec:
+                stand_in.speculative_config = types.SimpleNamespace(num_speculative_tokens=1, method="eagle")
+                stand_in.rejection_sampler = rej
+            hidden = torch.rand(reqs, 64, dtype=torch.bfloat16)
+            counter = LiveBytes(known=(lm_head, hidden))
+            with torch.inference_mode(), tracking_mode(counter):
+                out = method(stand_in, hidden)
+                del out
+            return counter.peak
+
+        r1, r2 = SPEC_REQS
+        peaks = {name: (run(r1, spec), run(r2, spec)) for name, spec in (("spec", True), ("no_spec", False))}
+        per = {name: (p[1] - p[0]) / ((r2 - r1) * TABLE_VOCAB) for name, p in peaks.items()}
+        record.update(derived=True, topk_topp_path=path, kernels_stubbed=kernels, notes=notes,
+                      peak_bytes={k: {str(r1): v[0], str(r2): v[1]} for k, v in peaks.items()},
+                      bytes_per_logit=per["spec"], bytes_per_logit_no_spec=per["no_spec"],
+                      fixed_bytes=peaks["spec"][0] - round(per["spec"] * r1 * TABLE_VOCAB))
+    out = a.out / "spec"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{release}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    print(release, json.dumps({k: record.get(k) for k in ("derived", "bytes_per_logit", "bytes_per_logit_no_spec",
+                                                            "why")}))
+    return 0
+
+
 LORA_MODELS = {"llama": "configs/meta-llama/Llama-3.1-8B-Instruct/config.json", "qwen3": "configs/Qwen/Qwen3-8B/config.json"}
 LORA_SETTINGS = (4, 64, 256, 2048)  # max_loras, max_lora_rank, max_num_seqs, max_num_batched_tokens (distinct sizes)
 
@@ -1033,6 +1093,9 @@ def main(argv=None) -> int:
     ap.add_argument("--variant-out", type=Path, help="write this variant's record here (internal)")
     ap.add_argument("--forward-all", action="store_true",
                     help="measure the dummy forward's peak (FORWARD_MODELS, both paths) into <out>/forward/")
+    ap.add_argument("--spec-all", action="store_true",
+                    help="measure the dummy sampler pass with a speculative config (its rejection-sampler pass) "
+                         "into <out>/spec/")
     ap.add_argument("--lora-all", action="store_true",
                     help="measure what --enable-lora allocates (LORA_MODELS, LORA_SETTINGS) into <out>/lora/")
     ap.add_argument("--forward", help="one model's config.json (internal: one path per process)")
@@ -1047,6 +1110,8 @@ def main(argv=None) -> int:
         return forward_both(a)
     if a.lora_all:
         return lora_all(a)
+    if a.spec_all:
+        return spec_all(a)
     if a.forward:
         return forward_main(a)
     if a.variant_out is None:
