@@ -179,3 +179,61 @@ def test_eplb_default_redundant_experts_from_0_34():
     req = BudgetRequest(BudgetInput(), data_parallel_size=3, enable_eplb=True)
     assert redundant_experts(get_era("vllm==0.34.0"), req, layout) == 1
     assert redundant_experts(get_era("vllm==0.33.0"), req, layout) == 0
+
+
+# ---------------------------------------------------------------- the drafter's part of the profile
+
+GPT_OSS, EAGLE3_HEAD = "openai/gpt-oss-20b", "RedHatAI/gpt-oss-20b-speculator.eagle3"
+
+
+def _spec_golden(release: str) -> dict:
+    return json.loads((GOLDENS.parent / "spec" / f"{release}.json").read_text())
+
+
+def test_the_spec_sampler_table_is_the_goldens():
+    table = json.loads(Path(kvplan.__file__).with_name("budget").joinpath("spec_sampler.json").read_text())
+    for release, row in table["releases"].items():
+        g = _spec_golden(release)
+        if g["derived"]:
+            assert row["bytes_per_logit"] == round(g["bytes_per_logit"], 4)
+            # the rejection pass more than doubles the call's peak per logit on the V1 runner
+            assert g["bytes_per_logit"] > 2 * g["bytes_per_logit_no_spec"]
+        else:
+            assert row == {"why": g["why"]}
+    # the V2 runner (0.34.0) has no V1 sampler module: no rejection pass in its _dummy_sampler_run
+    assert not _spec_golden("0.34.0")["derived"]
+
+
+def test_an_eagle_head_on_the_v1_runner_adds_the_rejection_sampler_pass():
+    # gpt-oss-20b with its EAGLE-3 head on an H100 in 0.19.0 (V1 runner): R = min(1024, 8192) dummy requests over
+    # V = 201,088 logits; the dummy sampler call's peak with the speculative config is R·V·b_spec plus the Triton
+    # top-k/top-p buffer's rows (min(next_pow2(min(132, R)), 132) = 132 rows of V · s), above the plain pass
+    from kvplan.budget.profile import sampler_row
+
+    row = json.loads(Path(kvplan.__file__).with_name("budget").joinpath("spec_sampler.json").read_text())[
+        "releases"]["0.19.0"]
+    s = sampler_row("0.19.0")[0]["sm_row_bytes_per_vocab"]
+    spec = round(1024 * 201_088 * row["bytes_per_logit"] + 132 * 201_088 * s)
+    kw = dict(gpu="H100", policy="vllm==0.19.0", num_speculative_tokens=3)
+    b = kvplan.simulate(GPT_OSS, drafter=EAGLE3_HEAD, **kw)["budget"]
+    # the sampler peaks while the forward's hidden states (T·H·a) are held, + the 256 MiB workspace
+    assert b["activation_peak_bytes"] == spec + 8192 * 2880 * 2 + 256 * 2**20
+    term = next(t for t in b["profile_terms"] if t["term"] == "activation")
+    assert "rejection-sampler pass" in term["source"] and term["derivation"] == "derived"
+    # on 0.34.0's V2 runner there is no such pass: the sampler pass alone
+    plain = kvplan.simulate(GPT_OSS, gpu="H100", policy="vllm==0.34.0")["budget"]
+    eagle = kvplan.simulate(GPT_OSS, drafter=EAGLE3_HEAD, gpu="H100", policy="vllm==0.34.0",
+                            num_speculative_tokens=3)["budget"]
+    assert eagle["activation_peak_bytes"] == plain["activation_peak_bytes"]
+
+
+def test_the_eagle3_head_weights_as_vllm_loads_them():
+    # RedHatAI's gpt-oss-20b EAGLE-3 head ships no embed_tokens (shared with the target: has_own_embed_tokens
+    # False, eagle.py 0.19.0 lines 1342-1346) and its own lm_head over a 64,000-token draft vocabulary (distinct
+    # from the target's 201,088: kept, lines 1406-1428). Its parameters: fc 3H·H, one layer whose q/k/v read
+    # 2H (q 64·64, k/v 8·64 rows), o, the gated MLP (I = H = 2,880), lm_head 64,000·H
+    H = 2880
+    params = 3 * H * H + (4096 + 2 * 512) * 2 * H + H * 4096 + 3 * H * H + 64_000 * H
+    w = kvplan.simulate(GPT_OSS, drafter=EAGLE3_HEAD, gpu="H100", num_speculative_tokens=3)["budget"]["weights"]
+    assert w["num_params_by_kind"]["drafter"] == params == 275_374_080
+    assert w["bytes_by_kind"]["drafter"] == 2 * params

@@ -236,6 +236,27 @@ def sampler_terms(era, reqs: int, vocab: int) -> dict:
             "basis": basis, "source": src, "row": row}
 
 
+def with_rejection_sampler(sampler: dict, era, reqs: int, vocab: int, rejection: bool) -> dict:
+    """``sampler`` (``sampler_terms``) where the V1 runner's dummy sampler run ends with the rejection-sampler pass
+    of a speculative config (``kvplan.budget.drafter``): each end the larger of the sampler pass and the whole
+    call's derived peak."""
+    if not rejection:
+        return sampler
+    from kvplan.budget.drafter import spec_sampler_bytes, spec_sampler_row
+
+    row, src, own = spec_sampler_row(_release(era))
+    if row is None:
+        return {**sampler, "basis": ASSUMED, "source": sampler["source"] + "; the rejection-sampler pass of the "
+                "speculative config is not derived for this release (kvplan/budget/drafter.py)"}
+    spec = spec_sampler_bytes(row, sampler["row"], reqs, vocab)
+    note = (f"; with the speculative config's rejection-sampler pass: {spec:,} B ({row['bytes_per_logit']:g} B per "
+            f"logit, vLLM {src}'s own _dummy_sampler_run with its RejectionSampler, run on the CPU"
+            + ("" if own else f"; {_release(era)} not run: the newest derived release before it") + ")")
+    return {**sampler, "value": max(sampler["value"], spec), "low": max(sampler["low"], spec),
+            "high": max(sampler["high"], spec), "basis": sampler["basis"] if own else ASSUMED,
+            "source": sampler["source"] + note}
+
+
 def forward_terms(era, cfg: dict) -> dict:
     """The dummy forward's factor on kvplan's rule for this model's family, by the release's derived table
     (``kvplan.budget.profile.forward_factors``)."""
@@ -501,7 +522,8 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         # the MTP layers' weights sit past the decoder: the activation skips them
         inventory=counted.target if counted is not None else None,
         offload=int((b.cpu_offload_gb or 0) * GiB),
-        sampler=sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0)),
+        sampler=with_rejection_sampler(sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0)), era,
+                                       min(R, T), int(cfg.get("vocab_size") or 0), request.rejection_sampler),
         forward=forward_terms(era, cfg),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,

@@ -74,4 +74,7 @@ class BudgetRequest:
     # EPLB (--enable-eplb): the redundant experts as given (None: the release's default), each EP rank's share
     enable_eplb: bool = False
     num_redundant_experts: int | None = None
+    # the dummy sampler run ends with a rejection-sampler pass: a speculative config on the V1 model runner
+    # (kvplan.budget.drafter)
+    rejection_sampler: bool = False
 

@@ -244,7 +244,26 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         request, max_num_batched_tokens=batched, max_num_seqs=seqs, data_parallel_size=serving.data_parallel_size,
         enable_expert_parallel=serving.enable_expert_parallel,
         num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=transfer, lora=lora,
-        enable_eplb=bool(knobs.get("enable_eplb")), num_redundant_experts=knobs.get("num_redundant_experts")))
+        enable_eplb=bool(knobs.get("enable_eplb")), num_redundant_experts=knobs.get("num_redundant_experts"),
+        rejection_sampler=layout.speculative_method is not None and _runner(layout, scheduler, serving, era) == "v1"))
+
+
+def _runner(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> str:
+    """The model runner vLLM ends up with for this deployment (``runner.resolve_model_runner``, as the engine
+    stage resolves it); a combination vLLM refuses is the engine stage's to report: V2 is answered here."""
+    from kvplan.engines.vllm import environment
+    from kvplan.engines.vllm.runner import resolve_model_runner
+    from kvplan.errors import EngineFailure
+
+    use_v2 = (environment.use_v2_model_runner(serving.env, era) if scheduler.model_runner is None
+              else scheduler.model_runner == "v2")
+    try:
+        return resolve_model_runner(era, use_v2, scheduler.async_scheduling, pp=serving.pipeline_parallel_size,
+                                    speculative_method=layout.speculative_method,
+                                    parallel_drafting=bool(serving.parallel_drafting), logs=[],
+                                    model=layout.config_facts.traits).runner
+    except EngineFailure:
+        return "v2"
 
 
 def config_stage_checks(config: dict, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> None:

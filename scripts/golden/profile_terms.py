@@ -931,15 +931,35 @@ def spec_all(a) -> int:
     release = vllm.__version__
     record: dict = {"vllm_version": release, "reqs": list(SPEC_REQS), "vocab_size": TABLE_VOCAB}
     try:
-        install_stubs(flashinfer=False)
+        # FlashInfer as every CUDA install of the release has it (installed where its wheel requires it): the
+        # rejection pass's probabilities do not go through it (compute_probs: apply_top_k_top_p, then softmax)
+        record["flashinfer"] = flashinfer_required()
+        install_stubs(flashinfer=record["flashinfer"])
         method, sampler, path, notes, ttt = build(a.sms)
         import vllm.v1.sample.rejection_sampler as rs
 
         kernels = stub_kernels(rs)
+        expand = getattr(rs, "expand_batch_to_tokens", None)
+        if expand is not None:
+            def filled(x, *args, **kwargs):
+                # the stubbed expand kernel leaves its output unwritten; the dummy metadata's per-request values are
+                # all equal (dummy_tensors), so the expansion is x[0] everywhere: written in place, no new storage
+                out = expand(x, *args, **kwargs)
+                return out.fill_(x[0])
+
+            rs.expand_batch_to_tokens = filled
+        triton_mod = getattr(rs, "triton", None)
+        if triton_mod is not None and not hasattr(triton_mod, "next_power_of_2"):
+            # Triton's pure-Python helper (absent from the CPU placeholder module): the block size the wrapper picks
+            triton_mod.next_power_of_2 = lambda n: 1 << max(0, int(n) - 1).bit_length()
+        spec_config = _spec_config_defaults()
         try:
-            rej = rs.RejectionSampler(sampler)
-        except TypeError:  # releases whose RejectionSampler takes no sampler
-            rej = rs.RejectionSampler()
+            rej = rs.RejectionSampler(sampler, spec_config)
+        except TypeError:  # releases whose RejectionSampler takes only the sampler, or nothing
+            try:
+                rej = rs.RejectionSampler(sampler)
+            except TypeError:
+                rej = rs.RejectionSampler()
     except Exception as e:  # noqa: BLE001 - no V1 runner / sampler here: recorded, one line
         record.update(derived=False, why=f"{type(e).__name__}: {' '.join(str(e).split())[:200]}")
     else:
@@ -948,7 +968,7 @@ def spec_all(a) -> int:
             torch.manual_seed(0)
             lm_head, stand_in = runner(sampler, TABLE_VOCAB, torch.bfloat16)
             if spec:
-                stand_in.speculative_config = types.SimpleNamespace(num_speculative_tokens=1, method="eagle")
+                stand_in.speculative_config = spec_config
                 stand_in.rejection_sampler = rej
             hidden = torch.rand(reqs, 64, dtype=torch.bfloat16)
             counter = LiveBytes(known=(lm_head, hidden))
@@ -969,6 +989,42 @@ def spec_all(a) -> int:
     (out / f"{release}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     print(release, json.dumps({k: record.get(k) for k in ("derived", "bytes_per_logit", "bytes_per_logit_no_spec",
                                                             "why")}))
+    return 0
+
+
+def _spec_config_defaults():
+    """A speculative config holding the release's ``SpeculativeConfig`` field defaults (what the dummy sampler run
+    reads of it: ``rejection_sample_method`` 'standard', ``draft_sample_method`` 'greedy' where they exist), with
+    one speculative token and the EAGLE method."""
+    import dataclasses
+
+    values = {"num_speculative_tokens": 1, "method": "eagle"}
+    try:
+        from vllm.config.speculative import SpeculativeConfig
+    except ImportError:
+        return types.SimpleNamespace(**values)
+    fields = getattr(SpeculativeConfig, "__dataclass_fields__", {})
+    for name, f in fields.items():
+        if name not in values and f.default is not dataclasses.MISSING:
+            values[name] = f.default
+    return types.SimpleNamespace(**values)
+
+
+def spec_table(goldens: Path, out: Path) -> int:
+    """kvplan's run-time table of the V1 runner's rejection-sampler dummy pass (``kvplan/budget/spec_sampler.json``)
+    from the ``--spec-all`` goldens: per golden release, the bytes per logit of the whole dummy sampler call with a
+    speculative config and its fixed part."""
+    rows = {}
+    for p in sorted(goldens.glob("*.json"), key=lambda q: tuple(int(x) for x in q.stem.split("."))):
+        g = json.loads(p.read_text())
+        if g.get("derived"):
+            rows[p.stem] = {"bytes_per_logit": round(g["bytes_per_logit"], 4),
+                            "bytes_per_logit_no_spec": round(g["bytes_per_logit_no_spec"], 4),
+                            "fixed_bytes": g["fixed_bytes"]}
+        else:
+            rows[p.stem] = {"why": g["why"]}
+    out.write_text(json.dumps({"source": "scripts/golden/profile_terms.py --spec-table tests/golden/profile_terms/spec",
+                               "vocab_size": TABLE_VOCAB, "releases": rows}, indent=1, sort_keys=True) + "\n")
     return 0
 
 
@@ -1093,6 +1149,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variant-out", type=Path, help="write this variant's record here (internal)")
     ap.add_argument("--forward-all", action="store_true",
                     help="measure the dummy forward's peak (FORWARD_MODELS, both paths) into <out>/forward/")
+    ap.add_argument("--spec-table", nargs=2, type=Path, metavar=("GOLDENS", "OUT"),
+                    help="write kvplan's spec_sampler.json from the --spec-all goldens (kvplan's environment)")
     ap.add_argument("--spec-all", action="store_true",
                     help="measure the dummy sampler pass with a speculative config (its rejection-sampler pass) "
                          "into <out>/spec/")
@@ -1106,6 +1164,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.table:
         return table(*a.table)
+    if a.spec_table:
+        return spec_table(*a.spec_table)
     if a.forward_all:
         return forward_both(a)
     if a.lora_all:
