@@ -167,7 +167,9 @@ def test_eplb_adds_one_expert_per_layer_and_the_buffer():
     term = next(t for t in eplb["profile_terms"] if t["term"] == "eplb")
     assert eplb["weights"]["bytes_by_kind"]["experts"] == 24 * 17 * one_expert_layer
     assert term["bytes"] == 17 * one_expert_layer
-    assert eplb["weights_bytes"] - plain["weights_bytes"] == 24 * one_expert_layer + term["bytes"]
+    assert eplb["weights_bytes"] - plain["weights_bytes"] == 24 * one_expert_layer
+    # the buffer is allocated after 'Model loading took' and held under the profile run: in the activation
+    assert eplb["activation_peak_bytes"] - plain["activation_peak_bytes"] == term["bytes"]
 
 
 def test_eplb_default_redundant_experts_from_0_34():
@@ -196,8 +198,10 @@ def test_the_spec_sampler_table_is_the_goldens():
         g = _spec_golden(release)
         if g["derived"]:
             assert row["bytes_per_logit"] == round(g["bytes_per_logit"], 4)
-            # the rejection pass more than doubles the call's peak per logit on the V1 runner
-            assert g["bytes_per_logit"] > 2 * g["bytes_per_logit_no_spec"]
+            assert g["bytes_per_logit"] >= g["bytes_per_logit_no_spec"] - 1e-6
+    # 0.19.0: the rejection pass (2·R rows of logits and their fp32 probabilities) more than doubles the call's
+    # peak per logit; 0.11.0: the sampler's sorting pass (28 B per logit) stays the peak
+    assert _spec_golden("0.19.0")["bytes_per_logit"] > 2 * _spec_golden("0.19.0")["bytes_per_logit_no_spec"]
         else:
             assert row == {"why": g["why"]}
     # the V2 runner (0.34.0) has no V1 sampler module: no rejection pass in its _dummy_sampler_run

@@ -404,7 +404,9 @@ class _Estimate:
     def eplb_buffer(self, s: int) -> int:
         """EPLB's expert buffer on stage ``s``: one MoE layer's local expert tensors (``EplbState``'s
         ``[torch.empty_like(w) for w in model.expert_weights[0]]``, distributed/eplb/eplb_state.py 0.19.0 line 466,
-        0.34.0 line 512; held from load_model on, from 0.12), 0 without EPLB or before 0.12."""
+        0.34.0 line 512; from 0.12), 0 without EPLB or before 0.12. ``load_model`` adds the target to the EPLB state
+        after measuring 'Model loading took' (0.19.0 line 4849): the profile's torch peak holds it, so kvplan adds it
+        to the activation term."""
         if self.redundant_experts is None or self.weights is None or not self.eplb:
             return 0
         from kvplan.budget.lora import release_key
@@ -418,10 +420,11 @@ class _Estimate:
         return experts // len(moe_layers) if moe_layers else 0
 
     def loaded_extra(self, s: int) -> int:
-        """What vLLM's load_model allocates beside the checkpoint's weights on stage ``s``: LoRA's slots (and up
-        to 0.11.x its wider vocabulary) and punica buffers, EPLB's expert buffer."""
+        """What vLLM's load_model allocates beside the checkpoint's weights on stage ``s``, inside 'Model loading
+        took': LoRA's slots (and up to 0.11.x its wider vocabulary) and punica buffers (``load_lora_model`` runs in
+        the DeviceMemoryProfiler block, v1/worker/gpu_model_runner.py 0.19.0 lines 4746-4808)."""
         cost = self.lora_cost(s)
-        return (cost.total_bytes if cost is not None else 0) + self.eplb_buffer(s)
+        return cost.total_bytes if cost is not None else 0
 
     def stage(self, s: int, a: int, z: int) -> tuple[BudgetStage, tuple[int, int], BudgetStage, dict]:
         """Pipeline stage ``s`` (its layers ``a`` to ``z``): its budget, its band's two ends (every estimated term
@@ -430,10 +433,11 @@ class _Estimate:
         layers = set(range(a, z))
         # the weights vLLM logs ('Model loading took') are after offloading: an override is taken as is
         w_bytes = o.weights if o.weights is not None else self._weights_on(s, self.weights)
-        act = o.activation if o.activation is not None else self._activation(layers, last, self.sampler["value"])
+        eplb = self.eplb_buffer(s) if o.activation is None else 0  # held under the profile run
+        act = o.activation if o.activation is not None else self._activation(layers, last, self.sampler["value"]) + eplb
         act_ends = (act, act) if o.activation is not None else tuple(
-            self._activation(layers, last, self.sampler[end], forward_end=f) for end, f in (("low", "value"),
-                                                                                              ("high", "high")))
+            self._activation(layers, last, self.sampler[end], forward_end=f) + eplb
+            for end, f in (("low", "value"), ("high", "high")))
         enc_part = 0
         first_encodes = o.activation is None and s == 0 and self.encoder is not None
         if first_encodes:  # the first PP rank encodes the dummy items
@@ -464,7 +468,7 @@ class _Estimate:
         pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_part,
                               non_torch_bytes=nt_band[1])
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
-            self.cfg.get("hidden_size") or 0) * self.dbytes >= act - ACTIVATION_WORKSPACE_BYTES - enc_part
+            self.cfg.get("hidden_size") or 0) * self.dbytes >= act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part
         terms = {"weights": (w_low, w_high), "activation": act_ends, "non_torch": nt_band, "sampler_peak": sampler_peak}
         return stage, (ends[0], ends[1]), pessimistic, terms
 
@@ -816,14 +820,14 @@ BASIS_TERMS = ("weights", "activation", "non_torch", "cudagraph", "encoder_cache
 
 
 def consumer_terms(e: _Estimate, s: int) -> tuple[ProfileTerm, ...]:
-    """The other consumers vLLM's load_model adds on stage ``s`` (inside 'Model loading took', so inside the
-    weights term's bytes, listed here on their own): LoRA's slots and punica buffers, EPLB's expert buffer."""
+    """The other consumers vLLM's load_model adds on stage ``s``, listed on their own: LoRA's slots and punica
+    buffers (inside 'Model loading took', so inside the weights term's bytes), EPLB's expert buffer (after it,
+    inside the activation term's)."""
     release = _release(e.era)
     out = []
-    if e.over.weights is not None and (e.lora is not None or e.eplb):
-        return (ProfileTerm("lora" if e.lora is not None else "eplb", None, OVERRIDE, "inside --weights-memory",
-                            derivation=OVERRIDE),)
-    cost = e.lora_cost(s)
+    if e.lora is not None and e.over.weights is not None:
+        out.append(ProfileTerm("lora", None, OVERRIDE, "inside --weights-memory", derivation=OVERRIDE))
+    cost = e.lora_cost(s) if e.over.weights is None else None
     if cost is not None:
         from kvplan.budget.lora import class_support, punica_row
 
@@ -847,7 +851,9 @@ def consumer_terms(e: _Estimate, s: int) -> tuple[ProfileTerm, ...]:
         out.append(ProfileTerm("lora", cost.total_bytes, KVPLAN_FORMULA, src,
                                derivation=DERIVED if not cost.not_counted and supports is not None else ASSUMED,
                                low_bytes=cost.total_bytes, high_bytes=cost.total_bytes))
-    if e.eplb:
+    if e.eplb and e.over.activation is not None:
+        out.append(ProfileTerm("eplb", None, OVERRIDE, "inside --activation-memory", derivation=OVERRIDE))
+    elif e.eplb:
         buf = e.eplb_buffer(s)
         out.append(ProfileTerm(
             "eplb", buf, KVPLAN_FORMULA,
@@ -855,7 +861,8 @@ def consumer_terms(e: _Estimate, s: int) -> tuple[ProfileTerm, ...]:
             "over the tp × dp EP ranks (counted in the weights: rank 0 holds ceil((E + redundant) / ranks) experts, "
             "fused_moe/layer.py determine_expert_map), and EPLB's buffer of one MoE layer's local experts "
             f"({buf:,} B: distributed/eplb/eplb_state.py, from 0.12; the 0.20+ communicators other than the "
-            "default may own another buffer, not counted); inside the weights term",
+            "default may own another buffer, not counted), allocated after 'Model loading took' and held under the "
+            "profile run: inside the activation term",
             derivation=DERIVED, low_bytes=buf, high_bytes=buf))
     return tuple(out)
 
