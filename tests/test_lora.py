@@ -111,6 +111,15 @@ def test_eplb_config_from_a_serve_line():
     assert term["source"].startswith("--enable-eplb: 2 redundant experts per MoE layer")
 
 
+def test_the_0_11_flag_and_no_buffer_before_0_12():
+    # 0.11.0 still has --num-redundant-experts (deprecated for eplb_config.num_redundant_experts, config/parallel.py
+    # lines 116-119); its EplbState keeps no expert buffer (the buffer is made in rearrange_expert_weights_inplace)
+    r = kvplan.vllm_serve(line="vllm serve openai/gpt-oss-20b -tp 2 --enable-expert-parallel --enable-eplb "
+                               "--num-redundant-experts 2", policy="vllm==0.11.0", gpu="H100")
+    term = next(t for t in r["budget"]["profile_terms"] if t["term"] == "eplb")
+    assert term["bytes"] == 0 and term["source"].startswith("--enable-eplb: 2 redundant experts per MoE layer")
+
+
 def _facts(arch="LlamaForCausalLM", vocab=128_256):
     return types.SimpleNamespace(architecture=arch, vocab_size=vocab)
 
@@ -199,11 +208,12 @@ def test_the_spec_sampler_table_is_the_goldens():
         if g["derived"]:
             assert row["bytes_per_logit"] == round(g["bytes_per_logit"], 4)
             assert g["bytes_per_logit"] >= g["bytes_per_logit_no_spec"] - 1e-6
+        else:
+            assert row == {"why": g["why"]}
     # 0.19.0: the rejection pass (2·R rows of logits and their fp32 probabilities) more than doubles the call's
     # peak per logit; 0.11.0: the sampler's sorting pass (28 B per logit) stays the peak
     assert _spec_golden("0.19.0")["bytes_per_logit"] > 2 * _spec_golden("0.19.0")["bytes_per_logit_no_spec"]
-        else:
-            assert row == {"why": g["why"]}
+    assert _spec_golden("0.11.0")["bytes_per_logit"] == _spec_golden("0.11.0")["bytes_per_logit_no_spec"]
     # the V2 runner (0.34.0) has no V1 sampler module: no rejection pass in its _dummy_sampler_run
     assert not _spec_golden("0.34.0")["derived"]
 

@@ -599,7 +599,10 @@ def _weights_source(e: _Estimate, cpu_offload_gb: float | None) -> str:
         return "override"
     counted = ("checkpoint metadata" if e.weights is not None and e.weights.basis == CHECKPOINT_METADATA
                else "meta-device count" if e.exact else "analytic count from the config")
-    return counted + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if e.offload else "")
+    lora = e.lora_cost(0)
+    return (counted + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if e.offload else "")
+            + (f", with --enable-lora's slots and punica buffers ({lora.total_bytes:,} B on the first stage, the "
+               "lora term)" if lora is not None else ""))
 
 
 def kv_budget(layout, era, request: BudgetRequest) -> Budget:
