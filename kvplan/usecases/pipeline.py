@@ -237,14 +237,15 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         layout, era, scheduler.max_model_len, disable_sliding_window=serving.disable_sliding_window))
     transfer = scheduler.transfer_config(simple_offload=environment.simple_kv_offload(serving.env, era), era=era,
                                          num_kv_ranks=serving.tensor_parallel_size * serving.pipeline_parallel_size)
-    knobs = table_fields(scheduler)  # the LoRA and EPLB options of the table (Option.part)
-    lora = LoraSlots(max_loras=knobs.get("max_loras") or 1, max_lora_rank=knobs.get("max_lora_rank") or 16) \
-        if knobs.get("enable_lora") else None
+    knobs = table_fields(scheduler)  # the LoRA and EPLB options of the table (Option.part), typed by their kinds
+    loras, rank, redundant = (cast("int | None", knobs.get(k)) for k in ("max_loras", "max_lora_rank",
+                                                                          "num_redundant_experts"))
+    lora = LoraSlots(max_loras=loras or 1, max_lora_rank=rank or 16) if knobs.get("enable_lora") else None
     return kv_budget(layout, era, BudgetRequest(
         request, max_num_batched_tokens=batched, max_num_seqs=seqs, data_parallel_size=serving.data_parallel_size,
         enable_expert_parallel=serving.enable_expert_parallel,
         num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=transfer, lora=lora,
-        enable_eplb=bool(knobs.get("enable_eplb")), num_redundant_experts=knobs.get("num_redundant_experts"),
+        enable_eplb=bool(knobs.get("enable_eplb")), num_redundant_experts=redundant,
         rejection_sampler=layout.speculative_method is not None and _runner(layout, scheduler, serving, era) == "v1"))
 
 

@@ -10,7 +10,7 @@ among the release's model files). The LoRA goldens (``scripts/golden/profile_ter
 the two families they run: Qwen3ForCausalLM wraps its embeddings from 0.17 (144 wrapped modules in 0.11.0 and
 0.15.1, 146 in 0.19.0 and 0.34.0), LlamaForCausalLM in every release.
 
-    python scripts/golden/lora_modules.py /work/golden-venvs/rel-src > kvplan/budget/lora_modules.json
+    python scripts/golden/lora_modules.py $RELEASE_SRC > kvplan/budget/lora_modules.json
 """
 
 from __future__ import annotations
