@@ -17,8 +17,8 @@ What the profile sees of a drafter (vLLM's V1 model runner, v1/worker/gpu_model_
   lines 5609-5631), whose probabilities are computed in fp32 beside them. Derived by running each release's own
   method with its own ``RejectionSampler`` on the CPU under the memory-tracking mode
   (``scripts/golden/profile_terms.py --spec-all``, tests/golden/profile_terms/spec/): the whole call's peak is
-  30 B per logit (R·V) from 0.17 to 0.33 against 14 without a drafter, 36 in 0.12.0 and 40 in 0.15.1 against 28; in 0.11.0 the
-  sampler's sort (28 B) stays the peak. kvplan reads it here (``spec_sampler.json``, written
+  30 B per logit (R·V) from 0.17 to 0.33 against 14 without a drafter, 36 in 0.12.0 and 40 in 0.15.1 against
+  28; in 0.11.0 the sampler's sort (28 B) stays the peak. kvplan reads it here (``spec_sampler.json``, written
   by ``--spec-table``). The V2 runner (the default of 0.34) has no such pass: its ``_dummy_run`` runs the
   speculator's ``propose`` instead (v1/worker/gpu/model_runner.py 0.34.0 lines 993-1030), not derived here.
 """

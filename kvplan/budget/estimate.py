@@ -819,7 +819,8 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
     return tuple(out)
 
 
-BASIS_TERMS = ("weights", "activation", "non_torch", "cudagraph", "encoder_cache")  # the terms with a *_basis field of Budget
+# the terms with a *_basis field of Budget
+BASIS_TERMS = ("weights", "activation", "non_torch", "cudagraph", "encoder_cache")
 
 
 def consumer_terms(e: _Estimate, s: int) -> tuple[ProfileTerm, ...]:
