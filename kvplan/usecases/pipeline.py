@@ -250,21 +250,15 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
 
 
 def _runner(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> str:
-    """The model runner vLLM ends up with for this deployment (``runner.resolve_model_runner``, as the engine
-    stage resolves it); a combination vLLM refuses is the engine stage's to report: V2 is answered here."""
+    """The model runner vLLM ends up with for this deployment (``plan.model_runner_of``)."""
     from kvplan.engines.vllm import environment
-    from kvplan.engines.vllm.runner import resolve_model_runner
-    from kvplan.errors import EngineFailure
+    from kvplan.engines.vllm.plan import model_runner_of
 
     use_v2 = (environment.use_v2_model_runner(serving.env, era) if scheduler.model_runner is None
               else scheduler.model_runner == "v2")
-    try:
-        return resolve_model_runner(era, use_v2, scheduler.async_scheduling, pp=serving.pipeline_parallel_size,
-                                    speculative_method=layout.speculative_method,
-                                    parallel_drafting=bool(serving.parallel_drafting), logs=[],
-                                    model=layout.config_facts.traits).runner
-    except EngineFailure:
-        return "v2"
+    return model_runner_of(era, use_v2, scheduler.async_scheduling, pp=serving.pipeline_parallel_size,
+                           speculative_method=layout.speculative_method,
+                           parallel_drafting=bool(serving.parallel_drafting), traits=layout.config_facts.traits)
 
 
 def config_stage_checks(config: dict, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> None:

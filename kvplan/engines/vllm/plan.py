@@ -119,6 +119,18 @@ class SimulateOptions:
     num_redundant_experts: int | None = None
 
 
+def model_runner_of(era: Era, use_v2: bool | None, async_scheduling: bool | None, *, pp: int,
+                    speculative_method: str | None, parallel_drafting: bool, traits=None) -> str:
+    """The model runner ("v1" / "v2") vLLM ends up with (``runner.resolve_model_runner``, as ``simulate`` resolves
+    it), for the budget stage (the V1 runner's dummy sampler run has a rejection-sampler pass with a drafter); a
+    combination vLLM refuses is the engine stage's to report: "v2" here."""
+    try:
+        return runner.resolve_model_runner(era, use_v2, async_scheduling, pp=pp, speculative_method=speculative_method,
+                                           parallel_drafting=parallel_drafting, logs=[], model=traits).runner
+    except EngineFailure:
+        return "v2"
+
+
 @dataclass(frozen=True)
 class Failure:
     stage: str  # config, grouping, page_unification, admission, autofit, drafter
