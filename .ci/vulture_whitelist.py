@@ -33,6 +33,7 @@ _._h_num_speculative_tokens
 _._h_kv_events_config
 _._h_enforce_eager
 _._h_attention_config
+_._h_eplb_config
 
 # Properties a record's DATA view names by string (kvplan/results/__init__.py reads them with getattr).
 _.source_or_none  # kvplan/logs/release.py

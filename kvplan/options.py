@@ -506,6 +506,29 @@ _TABLE: tuple[Option, ...] = (
     Option("language_model_only", "--language-model-only", BOOL, default=False, panel=BUDGET, commands=PLAN_CMDS,
            part="serving",
            help="Every modality's limit 0 (vLLM 0.17+): the profile skips the multimodal encoder's dummy pass."),
+    # LoRA (LoRAConfig, vllm/config/lora.py; 0.10.1's in config/__init__.py lines 2386-2400): the slots vLLM
+    # allocates on the GPU for --max-loras adapters of rank --max-lora-rank (kvplan.budget.lora)
+    Option("enable_lora", "--enable-lora", BOOL, default=False, panel=BUDGET, commands=PLAN_CMDS, part="scheduler",
+           help="LoRA: every linear layer (and the embeddings and lm_head where the model class lists them) gets "
+                "--max-loras adapter slots of rank --max-lora-rank on the GPU; the budget counts them."),
+    Option("max_loras", "--max-loras", INT, minimum=1, maximum=MAX_INT, panel=BUDGET, commands=PLAN_CMDS,
+           part="scheduler", metavar="N", default_doc="1 (LoRAConfig.max_loras in every release)",
+           help="LoRA adapters in one batch: the GPU slots of every wrapped layer."),
+    Option("max_lora_rank", "--max-lora-rank", INT, minimum=1, maximum=MAX_INT, panel=BUDGET, commands=PLAN_CMDS,
+           part="scheduler", metavar="R", default_doc="16 (LoRAConfig.max_lora_rank in every release)",
+           help="The slots' rank: one of 8, 16, 32, 64, 128, 256, 320, 512 (and 1 from vLLM 0.12)."),
+    Option("max_cpu_loras", "--max-cpu-loras", INT, minimum=1, maximum=MAX_INT, panel=BUDGET, commands=PLAN_CMDS,
+           part="scheduler", metavar="N", default_doc="--max-loras",
+           help="LoRA adapters kept in host memory (at least --max-loras); no GPU memory."),
+    # EPLB (ParallelConfig.enable_eplb, EPLBConfig.num_redundant_experts, vllm/config/parallel.py)
+    Option("enable_eplb", "--enable-eplb", BOOL, default=False, panel=BUDGET, commands=PLAN_CMDS, part="scheduler",
+           help="Expert-parallel load balancing (needs --enable-expert-parallel and TP x DP > 1): each MoE layer "
+                "holds --num-redundant-experts more expert replicas over the EP ranks, and a one-layer buffer."),
+    Option("num_redundant_experts", "--num-redundant-experts", INT, minimum=0, maximum=MAX_INT, panel=BUDGET,
+           commands=PLAN_CMDS, part="scheduler", metavar="N",
+           default_doc="0; from vLLM 0.34 with --enable-eplb the fewest that make the experts divide the EP ranks",
+           help="Redundant experts per MoE layer (vLLM's --eplb-config '{\"num_redundant_experts\": N}'; "
+                "its own flag up to 0.11)."),
     Option("disable_hybrid_kv_cache_manager", "--disable-hybrid-kv-cache-manager", TRISTATE, panel=BUDGET,
            commands=PLAN_CMDS, default_doc="vLLM decides",
            help="Force the hybrid KV-cache manager off (or explicitly on)."),

@@ -69,13 +69,16 @@ class Weight:
             s[self.shard_dim] = cdiv(s[self.shard_dim], tp)
         return tuple(s)
 
-    def moe_rank_shape(self, ranks: int, expert_parallel: bool) -> tuple[int, ...]:
+    def moe_rank_shape(self, ranks: int, expert_parallel: bool, redundant: int = 0) -> tuple[int, ...]:
         """A FusedMoE tensor on one of ``ranks`` MoE ranks (vLLM's FusedMoEParallelConfig.make:
         tp × dp ranks). Expert parallelism keeps whole experts, ``ceil(E / ranks)`` on the first
         ranks (the linear placement gives the remainder to the lowest ranks); tensor parallelism
-        divides each expert's intermediate dimension."""
+        divides each expert's intermediate dimension. ``redundant``: EPLB's redundant experts, physical
+        experts beside the E logical ones (``global_num_experts = num_experts + num_redundant_experts``,
+        fused_moe/layer.py determine_expert_counts, 0.34.0 lines 77-89; ``determine_expert_map`` gives rank 0
+        ``ceil(global / ranks)``, 0.19.0 lines 103-109)."""
         if expert_parallel and ranks > 1:
-            return (cdiv(self.shape[0], ranks), *self.shape[1:])
+            return (cdiv(self.shape[0] + redundant, ranks), *self.shape[1:])
         return self.rank_shape(ranks)
 
 

@@ -119,6 +119,9 @@ GENERATORS: tuple[Generator, ...] = (
                      "kvplan/budget/profile_terms.json"), ci=True),
     Generator("profile-terms-doc", ("docs/profile-terms.md",), _fixed("scripts/profile_terms_doc.py"), mode="stdout",
               ci=True),
+    Generator("spec-sampler", ("kvplan/budget/spec_sampler.json",),
+              _fixed("scripts/golden/profile_terms.py", "--spec-table", "tests/golden/profile_terms/spec",
+                     "kvplan/budget/spec_sampler.json"), ci=True),
     # A fitted term: refitting moves every budget figure (snapshots, docs/budget-validation.md), so it is a
     # decision taken with the corpus change, not a CI check; --check without --ci still says when it is stale.
     Generator("calibration", ("kvplan/budget/calibration.json",), _fixed("scripts/calibrate_budget.py")),
@@ -138,6 +141,8 @@ GENERATORS: tuple[Generator, ...] = (
     Generator("log-fingerprints", ("kvplan/logs/fingerprints.py",),
               _with_releases("scripts/golden/log_fingerprint.py", "kvplan.logs.fingerprints:RELEASES"),
               release_sources=True),
+    Generator("lora-modules", ("kvplan/budget/lora_modules.json",),
+              lambda: ["scripts/golden/lora_modules.py", str(RELEASE_SRC)], mode="stdout", release_sources=True),
     Generator("cache-dtypes", ("kvplan/model/cache_dtypes.json",),
               _cache_dtypes_args, release_sources=True),
 )

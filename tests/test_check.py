@@ -631,7 +631,7 @@ def test_file_issue_annotations():
         "data_parallel_size, enable_expert_parallel, hf_overrides, "
         "disable_sliding_window, revision, model_map, download, env, policy, threshold, kv_cache_memory, max_model_len, max_num_batched_tokens, "
         "max_num_seqs, enable_chunked_prefill, async_scheduling, model_runner, enable_prefix_caching, mamba_cache_mode, mamba_block_size, "
-        "limit_mm_per_prompt, language_model_only, disable_hybrid_kv_cache_manager, kv_transfer_config, kv_offloading_size, kv_offloading_backend, num_gpu_blocks_override, kv_events, gpu, gpu_memory, "
+        "limit_mm_per_prompt, language_model_only, enable_lora, max_loras, max_lora_rank, max_cpu_loras, enable_eplb, num_redundant_experts, disable_hybrid_kv_cache_manager, kv_transfer_config, kv_offloading_size, kv_offloading_backend, num_gpu_blocks_override, kv_events, gpu, gpu_memory, "
         "gpu_memory_utilization, enable_extensible_kv_cache, quantization, cpu_offload_gb, weights_memory, "
         "activation_memory, non_torch_memory, cudagraph_memory, startup_memory, exact_params, cross_check, "
         "require_agreement, expect, vllm_serve, manifest, name",

@@ -312,12 +312,32 @@ def sampler_terms(era, reqs: int, vocab: int) -> dict:
     from kvplan.budget.profile import sampler_bytes, sampler_row
 
     # the release the era stands for (Era.stands_for), read from its fields: the budget calls nothing in the engines
-    release = era.release or (era.releases[-1] if era.releases else era.first_release)
-    row, basis, src = sampler_row(release)
+    row, basis, src = sampler_row(_release(era))
     return {"value": sampler_bytes(row, reqs, vocab),
             "low": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_low"]),
             "high": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_high"]),
             "basis": basis, "source": src, "row": row}
+
+
+def with_rejection_sampler(sampler: dict, era, reqs: int, vocab: int, rejection: bool) -> dict:
+    """``sampler`` (``sampler_terms``) where the V1 runner's dummy sampler run ends with the rejection-sampler pass
+    of a speculative config (``kvplan.budget.drafter``): each end the larger of the sampler pass and the whole
+    call's derived peak."""
+    if not rejection:
+        return sampler
+    from kvplan.budget.drafter import spec_sampler_bytes, spec_sampler_row
+
+    row, src, own = spec_sampler_row(_release(era))
+    if row is None:
+        return {**sampler, "basis": ASSUMED, "source": sampler["source"] + "; the rejection-sampler pass of the "
+                "speculative config is not derived for this release (kvplan/budget/drafter.py)"}
+    spec = spec_sampler_bytes(row, sampler["row"], reqs, vocab)
+    note = (f"; with the speculative config's rejection-sampler pass: {spec:,} B ({row['bytes_per_logit']:g} B per "
+            f"logit, vLLM {src}'s own _dummy_sampler_run with its RejectionSampler, run on the CPU"
+            + ("" if own else f"; {_release(era)} not run: the newest derived release before it") + ")")
+    return {**sampler, "value": max(sampler["value"], spec), "low": max(sampler["low"], spec),
+            "high": max(sampler["high"], spec), "basis": sampler["basis"] if own else ASSUMED,
+            "source": sampler["source"] + note}
 
 
 def forward_terms(era, cfg: dict) -> dict:
@@ -325,8 +345,7 @@ def forward_terms(era, cfg: dict) -> dict:
     (``kvplan.budget.profile.forward_factors``)."""
     from kvplan.budget.profile import forward_factors
 
-    release = era.release or (era.releases[-1] if era.releases else era.first_release)
-    return forward_factors(release, cfg)
+    return forward_factors(_release(era), cfg)
 
 
 def startup_high(tp: int, pp: int, fallback: int) -> int:
@@ -472,6 +491,9 @@ class _Estimate:
 
     def graph_terms(self, layers: int) -> dict:
         return graph_terms(self.card.name, graphs=self.graphs, layers=layers)
+    lora: Any = None  # BudgetRequest.lora (LoraSlots) with --enable-lora, else None
+    redundant_experts: int = 0  # EPLB's redundant experts per MoE layer (resolved), 0 without EPLB
+    eplb: bool = False  # --enable-eplb
 
     @property
     def extensible(self) -> bool:
@@ -500,9 +522,48 @@ class _Estimate:
                                          forward_factor=self.forward[forward_end])
 
     def _weights_on(self, s: int, weights: Any) -> int:
-        """Stage ``s``'s weights after offloading (what vLLM logs as 'Model loading took')."""
+        """Stage ``s``'s weights after offloading, with what LoRA and EPLB add inside vLLM's load_model (what vLLM
+        logs as 'Model loading took')."""
         w = weights.stages[s].weight_bytes  # counted: called only where --weights-memory is not given
-        return w - min(self.offload, w)
+        return w - min(self.offload, w) + self.loaded_extra(s)
+
+    def lora_cost(self, s: int):
+        """``kvplan.budget.lora.LoraCost`` on stage ``s`` (None without --enable-lora)."""
+        if self.lora is None or self.inventory is None:
+            return None
+        from kvplan.budget.lora import lora_cost
+
+        a, z = self.layout.pp_bounds[s]
+        archs = self.layout.target.config.get("architectures") or [""]
+        return lora_cost(self.inventory, self.cfg, str(archs[0]), _release(self.era), dtype_bytes=self.dbytes,
+                         tp=self.tp, max_loras=self.lora.max_loras, max_lora_rank=self.lora.max_lora_rank,
+                         max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=set(range(a, z)),
+                         first=s == 0, last=s == self.pp - 1)
+
+    def eplb_buffer(self, s: int) -> int:
+        """EPLB's expert buffer on stage ``s``: one MoE layer's local expert tensors (``EplbState``'s
+        ``[torch.empty_like(w) for w in model.expert_weights[0]]``, distributed/eplb/eplb_state.py 0.19.0 line 466,
+        0.34.0 line 512; from 0.12), 0 without EPLB or before 0.12. ``load_model`` adds the target to the EPLB state
+        after measuring 'Model loading took' (0.19.0 line 4849): the profile's torch peak holds it, so kvplan adds it
+        to the activation term."""
+        if self.redundant_experts is None or self.weights is None or not self.eplb:
+            return 0
+        from kvplan.budget.lora import release_key
+
+        if release_key(_release(self.era)) < (0, 12):
+            return 0
+        experts = self.weights.stages[s].bytes_by_kind.get("experts", 0)
+        a, z = self.layout.pp_bounds[s]
+        moe_layers = {w.layer for w in (self.inventory.weights if self.inventory is not None else ())
+                      if w.expert and w.layer is not None and a <= w.layer < z}
+        return experts // len(moe_layers) if moe_layers else 0
+
+    def loaded_extra(self, s: int) -> int:
+        """What vLLM's load_model allocates beside the checkpoint's weights on stage ``s``, inside 'Model loading
+        took': LoRA's slots (and up to 0.11.x its wider vocabulary) and punica buffers (``load_lora_model`` runs in
+        the DeviceMemoryProfiler block, v1/worker/gpu_model_runner.py 0.19.0 lines 4746-4808)."""
+        cost = self.lora_cost(s)
+        return cost.total_bytes if cost is not None else 0
 
     def stage(self, s: int, a: int, z: int) -> tuple[BudgetStage, tuple[int, int], BudgetStage, dict]:
         """Pipeline stage ``s`` (its layers ``a`` to ``z``): its budget, its band's two ends (every estimated term
@@ -511,10 +572,11 @@ class _Estimate:
         layers = set(range(a, z))
         # the weights vLLM logs ('Model loading took') are after offloading: an override is taken as is
         w_bytes = o.weights if o.weights is not None else self._weights_on(s, self.weights)
-        act = o.activation if o.activation is not None else self._activation(layers, last, self.sampler["value"])
+        eplb = self.eplb_buffer(s) if o.activation is None else 0  # held under the profile run
+        act = o.activation if o.activation is not None else self._activation(layers, last, self.sampler["value"]) + eplb
         act_ends = (act, act) if o.activation is not None else tuple(
-            self._activation(layers, last, self.sampler[end], forward_end=f) for end, f in (("low", "value"),
-                                                                                              ("high", "high")))
+            self._activation(layers, last, self.sampler[end], forward_end=f) + eplb
+            for end, f in (("low", "value"), ("high", "high")))
         enc_part = 0
         first_encodes = o.activation is None and s == 0 and self.encoder is not None
         if first_encodes:  # the first PP rank encodes the dummy items
@@ -554,7 +616,7 @@ class _Estimate:
         pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_part,
                               non_torch_bytes=nt_band[1], cudagraph_bytes=cg_ends[1])
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
-            self.cfg.get("hidden_size") or 0) * self.dbytes >= act - ACTIVATION_WORKSPACE_BYTES - enc_part
+            self.cfg.get("hidden_size") or 0) * self.dbytes >= act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part
         # the warm-up after the KV cache is allocated (profiled sizing): the graphs vLLM did not subtract at this
         # end, and what capture may leave reserved but unusable for the sampler's warm-up pass (the module docstring)
         warmup = {"graphs": max(0, captured["high"] - cg_ends[1]),
@@ -564,7 +626,8 @@ class _Estimate:
         return stage, (ends[0], ends[1]), pessimistic, terms
 
 
-def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: BudgetRequest, counted) -> tuple:
+def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: BudgetRequest, counted,
+                redundant: int = 0) -> tuple:
     """The weights per stage (``layout_weight_memory``) with the default MXFP4 backend's padding and, where an
     installed package the user did not state picks another backend (``mxfp4_other_padding_for``), with its."""
     tp = layout.tensor_parallel_size
@@ -579,7 +642,8 @@ def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: Budget
         return layout_weight_memory(layout, tp=tp, exact_params=bool(budget.exact_params),
                                     data_parallel_size=request.data_parallel_size,
                                     expert_parallel=request.enable_expert_parallel, quantization=budget.quantization,
-                                    mxfp4_padding=pad, inventory=counted, loaded_on=loaded_on)
+                                    mxfp4_padding=pad, inventory=counted, loaded_on=loaded_on,
+                                    num_redundant_experts=redundant)
 
     weights = count(padding)
     unpadded = count(other) if other is not None else None  # 0.11 Hopper: Triton with triton_kernels installed
@@ -606,8 +670,9 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
     counted = weights = unpadded = None
     if over.weights is None or over.activation is None:
         counted = layout_weights(layout)  # the model stage's count (ModelLayout.inventory)
+    redundant = redundant_experts(era, request, layout)
     if over.weights is None:
-        weights, unpadded = _weights_of(layout, era, card, b, request, counted)
+        weights, unpadded = _weights_of(layout, era, card, b, request, counted, redundant)
     cfg = layout.target.text_config
     release = era.release or (era.releases[-1] if era.releases else era.first_release)
     has_tower = isinstance(layout.target.config.get("vision_config"), dict)
@@ -624,12 +689,14 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         # the MTP layers' weights sit past the decoder: the activation skips them
         inventory=counted.target if counted is not None else None,
         offload=int((b.cpu_offload_gb or 0) * GiB),
-        sampler=sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0)),
+        sampler=with_rejection_sampler(sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0)), era,
+                                       min(R, T), int(cfg.get("vocab_size") or 0), request.rejection_sampler),
         forward=forward_terms(era, cfg),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,
         exact=bool(b.exact_params), encoder_why=encoder[1], release=release,
         graphs=_graphs(release, card, T=T, R=R, layout=layout),
+        lora=request.lora, redundant_experts=redundant, eplb=request.enable_eplb,
     )
 
 
@@ -643,6 +710,31 @@ def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout) -> int:
                           architecture=archs[0] if isinstance(archs, list) and archs else "",
                           compute_capability=card.compute_capability)
     return graph_count(release, sizes, max_num_seqs=R, num_speculative_tokens=spec)
+
+
+def _release(era) -> str:
+    """The release an era stands for, read from its fields (the budget calls nothing in the engines)."""
+    return era.release or (era.releases[-1] if era.releases else era.first_release)
+
+
+def redundant_experts(era, request: BudgetRequest, layout) -> int:
+    """EPLB's redundant experts per MoE layer: as given, else the release's default: 0 up to 0.33
+    (``EPLBConfig.num_redundant_experts = 0``, config/parallel.py 0.19.0 line 66), from 0.34 with --enable-eplb the
+    fewest that make the physical experts divide the EP ranks (``compute_eplb_num_redundant_experts``, 0.34.0
+    lines 652-676: ``(ep - E % ep) % ep`` over ep = tp × dp)."""
+    from kvplan.budget.lora import release_key
+    from kvplan.budget.profile import MOE_KEYS
+
+    if not request.enable_eplb:
+        return 0
+    if request.num_redundant_experts is not None:
+        return request.num_redundant_experts
+    if release_key(_release(era)) < (0, 34):
+        return 0
+    cfg = layout.target.text_config
+    experts = next((int(cfg[k]) for k in MOE_KEYS if int(cfg.get(k) or 0) > 1), 0)
+    ep = layout.tensor_parallel_size * request.data_parallel_size
+    return (ep - experts % ep) % ep if experts else 0
 
 
 def _budget_warnings(e: _Estimate, request: BudgetRequest, stage: BudgetStage, failed_load: LoadFailure | None,
@@ -683,7 +775,10 @@ def _weights_source(e: _Estimate, cpu_offload_gb: float | None) -> str:
         return "override"
     counted = ("checkpoint metadata" if e.weights is not None and e.weights.basis == CHECKPOINT_METADATA
                else "meta-device count" if e.exact else "analytic count from the config")
-    return counted + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if e.offload else "")
+    lora = e.lora_cost(0)
+    return (counted + (f", minus --cpu-offload-gb {cpu_offload_gb:g}" if e.offload else "")
+            + (f", with --enable-lora's slots and punica buffers ({lora.total_bytes:,} B on the first stage, the "
+               "lora term)" if lora is not None else ""))
 
 
 def kv_budget(layout, era, request: BudgetRequest) -> Budget:
@@ -744,7 +839,9 @@ def kv_budget(layout, era, request: BudgetRequest) -> Budget:
         stage=budget_stage, weights=e.weights, encoder=e.encoder, encoder_why=e.encoder_why, sampler=e.sampler,
         forward=e.forward, ends=per_stage[budget_stage.stage][3], tp=e.tp, pp=e.pp, card_name=name, release=e.release)
 
-    bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE for t in terms}
+    terms += consumer_terms(e, budget_stage.stage)
+    bases = {f"{t.term}_basis": f"{t.basis}: {t.source}" if t.basis != OVERRIDE else OVERRIDE
+             for t in terms if t.term in BASIS_TERMS}
     weights, extensible = e.weights, e.extensible
     return Budget(
         gpu=name,
@@ -916,6 +1013,58 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
             "encoder cache before the text forward; kvplan's activation covers the text "
             "decoder only, so the KV budget may be high by that peak"
             + (f" ({encoder_why})" if encoder_why else "")))
+    return tuple(out)
+
+
+# the terms with a *_basis field of Budget
+BASIS_TERMS = ("weights", "activation", "non_torch", "cudagraph", "encoder_cache")
+
+
+def consumer_terms(e: _Estimate, s: int) -> tuple[ProfileTerm, ...]:
+    """The other consumers vLLM's load_model adds on stage ``s``, listed on their own: LoRA's slots and punica
+    buffers (inside 'Model loading took', so inside the weights term's bytes), EPLB's expert buffer (after it,
+    inside the activation term's)."""
+    release = _release(e.era)
+    out = []
+    if e.lora is not None and e.over.weights is not None:
+        out.append(ProfileTerm("lora", None, OVERRIDE, "inside --weights-memory", derivation=OVERRIDE))
+    cost = e.lora_cost(s) if e.over.weights is None else None
+    if cost is not None:
+        from kvplan.budget.lora import class_support, punica_row
+
+        supports = class_support(str((e.layout.target.config.get("architectures") or [""])[0]), release)[0]
+        own = punica_row(release)[1]
+        src = (f"--enable-lora at max_loras {e.lora.max_loras}, max_lora_rank {e.lora.max_lora_rank}: "
+               f"{cost.slot_bytes:,} B of adapter slots over {cost.num_slices} lora_a/lora_b pairs"
+               + (" (embeddings and lm_head included)" if cost.embeddings else " (the class does not wrap its "
+                  "embeddings in this release)")
+               + (f", {cost.vocab_weight_bytes:,} B of the extra LoRA vocabulary in the embedding and lm_head"
+                  if cost.vocab_weight_bytes else "")
+               + f", {cost.punica_bytes:,} B of punica buffers (vLLM {cost.punica_from}'s golden"
+               + ("" if own else ", the nearest golden release") + "); the rule of kvplan/budget/lora.py, checked "
+               "byte for byte against the release's own load_lora_model run on the meta device (tests/golden/"
+               "profile_terms/lora); inside the weights term, as vLLM's 'Model loading took' counts it")
+        if cost.not_counted:
+            src += "; not counted: " + ", ".join(cost.not_counted)
+        if supports is None:
+            src += ("; the architecture is not in the release's model files under this name "
+                    "(lora_modules.json): its embeddings are counted as not wrapped")
+        out.append(ProfileTerm("lora", cost.total_bytes, KVPLAN_FORMULA, src,
+                               derivation=DERIVED if not cost.not_counted and supports is not None else ASSUMED,
+                               low_bytes=cost.total_bytes, high_bytes=cost.total_bytes))
+    if e.eplb and e.over.activation is not None:
+        out.append(ProfileTerm("eplb", None, OVERRIDE, "inside --activation-memory", derivation=OVERRIDE))
+    elif e.eplb:
+        buf = e.eplb_buffer(s)
+        out.append(ProfileTerm(
+            "eplb", buf, KVPLAN_FORMULA,
+            f"--enable-eplb: {e.redundant_experts} redundant experts per MoE layer, placed with the logical ones "
+            "over the tp × dp EP ranks (counted in the weights: rank 0 holds ceil((E + redundant) / ranks) experts, "
+            "fused_moe/layer.py determine_expert_map), and EPLB's buffer of one MoE layer's local experts "
+            f"({buf:,} B: distributed/eplb/eplb_state.py, from 0.12; the 0.20+ communicators other than the "
+            "default may own another buffer, not counted), allocated after 'Model loading took' and held under the "
+            "profile run: inside the activation term",
+            derivation=DERIVED, low_bytes=buf, high_bytes=buf))
     return tuple(out)
 
 

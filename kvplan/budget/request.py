@@ -43,11 +43,20 @@ class BudgetInput:
 
 
 @dataclass(frozen=True)
+class LoraSlots:
+    """``--enable-lora``'s settings the budget reads: the adapters in one batch and their rank."""
+
+    max_loras: int = 1
+    max_lora_rank: int = 16
+
+
+@dataclass(frozen=True)
 class BudgetRequest:
     """The budget stage's question (``kvplan.budget.estimate.kv_budget``): the deployment's budget part as given and
     what the estimate reads from the rest of the deployment: the batch vLLM profiles with
     (``max_num_batched_tokens`` dummy tokens, ``max_num_seqs`` dummy requests, after the scheduler's defaults), the
-    MoE experts' placement (split over tp × dp ranks with ``enable_expert_parallel``), the sizing mode's other input
+    MoE experts' placement (split over tp × dp ranks with ``enable_expert_parallel``; EPLB's redundant experts), the
+    LoRA slots (``lora``), the sizing mode's other input
     (``num_gpu_blocks_override``) and the connector (``kv_transfer_config`` as vLLM holds it, for the extensible
     sizing's warnings). ``tensor_parallel_size``: when given, it must equal the layout's (the budget takes the
     layout's)."""
@@ -64,3 +73,12 @@ class BudgetRequest:
     # the encoder pass encodes, none when every modality's limit is 0
     limit_mm_per_prompt: dict | None = None
     language_model_only: bool = False
+    # --enable-lora's slots (kvplan.budget.lora): None without LoRA
+    lora: LoraSlots | None = None
+    # EPLB (--enable-eplb): the redundant experts as given (None: the release's default), each EP rank's share
+    enable_eplb: bool = False
+    num_redundant_experts: int | None = None
+    # the dummy sampler run ends with a rejection-sampler pass: a speculative config on the V1 model runner
+    # (kvplan.budget.drafter)
+    rejection_sampler: bool = False
+

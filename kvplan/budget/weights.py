@@ -235,7 +235,7 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
                data_parallel_size: int = 1, expert_parallel: bool = False,
                mxfp4_padding: tuple[int, int] | None = None,
                bounds: tuple[tuple[int, int], ...] | None = None,
-               loaded_on: tuple[tuple[int, int], str] | None = None) -> list[Placement]:
+               loaded_on: tuple[tuple[int, int], str] | None = None, num_redundant_experts: int = 0) -> list[Placement]:
     """Every tensor of ``inventories`` as one rank holds it (``weight_memory``'s arguments); ``bounds``: each
     pipeline stage's decoder layers as the model stage placed them (``ModelLayout.pp_bounds``), else
     ``get_pp_indices`` over the target's layers; ``loaded_on``: ``(compute capability, release)`` of the card and
@@ -251,7 +251,9 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
         db = dbytes if idx == 0 or drafter_dtype is None else dtype_size_bytes(drafter_dtype)
         for w in inv.weights:
             # MoE experts are split over tp x dp ranks (vLLM flattens TP across DP for FusedMoE)
-            shape = w.moe_rank_shape(tp * data_parallel_size, expert_parallel) if w.expert else w.rank_shape(tp)
+            # EPLB's redundant experts on the target's MoE layers (kvplan gives a drafter's MoE layers none: assumed)
+            shape = (w.moe_rank_shape(tp * data_parallel_size, expert_parallel, num_redundant_experts if idx == 0 else 0)
+                     if w.expert else w.rank_shape(tp))
             if mxfp4_padding and w.expert and (q.expert_method or q.method) == "mxfp4":
                 shape = padded_expert_shape(w, shape, mxfp4_padding)
             nbytes = weight_bytes(w, shape, q, db)
@@ -507,7 +509,8 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
                          expert_parallel: bool = False, quantization: str | None = None,
                          mxfp4_padding: tuple[int, int] | None = None,
                          inventory: ModelInventory | None = None,
-                         loaded_on: tuple[tuple[int, int], str] | None = None) -> WeightMemory:
+                         loaded_on: tuple[tuple[int, int], str] | None = None,
+                         num_redundant_experts: int = 0) -> WeightMemory:
     """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
     the drafter) per GPU; ``inventory``: its weights (``kvplan.model.inventory.ModelInventory``), else the
     layout's own (the model stage's, ``ModelLayout.inventory``), else counted here. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
@@ -530,7 +533,8 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     placed = placements(invs, target.dtype, tp=tp, pp=pp, quant=quant,
                         partition=getattr(layout, "pp_partition", None), drafter_quant=dq, drafter_dtype=ddtype,
                         data_parallel_size=data_parallel_size, expert_parallel=expert_parallel,
-                        mxfp4_padding=mxfp4_padding, bounds=layout.pp_bounds, loaded_on=loaded_on)
+                        mxfp4_padding=mxfp4_padding, bounds=layout.pp_bounds, loaded_on=loaded_on,
+                        num_redundant_experts=num_redundant_experts)
     mem = memory_of(placed, invs, target.dtype, tp=tp, pp=pp, quant=quant, drafter_quant=dq)
     if loaded_on:
         kernels = sorted({linear_kernel(quant.resolve(p.weight), loaded_on[0], loaded_on[1], *p.shape)

@@ -69,6 +69,7 @@ HANDLED: dict[str, str] = {
     "kv_events_config": "the hybrid KV-cache manager decision (kv_events)",
     "enforce_eager": "no CUDA graphs: the budget's CUDA-graph reserve is 0",
     "attention_config": "attention_config.backend is --attention-backend",
+    "eplb_config": "eplb_config.num_redundant_experts is --num-redundant-experts",
 }
 
 # Flags that would change the KV cache (or what kvplan can read of the model) and are not
@@ -136,17 +137,12 @@ ESTIMATE_WHY: dict[str, str] = {
     "compilation_config": "CUDA-graph capture sizes and mode",
     "cudagraph_capture_sizes": "CUDA-graph capture sizes",
     "cuda_graph_sizes": "CUDA-graph capture sizes",  # 0.11.0's SchedulerConfig spelling
-    # LoRA and expert-parallel flags of 0.11.0's list (LoRAConfig, ParallelConfig there)
+    # LoRA flags of 0.11.0's list (LoRAConfig there); kvplan's slots are the default dtype and extra vocabulary
     "enable_lora_bias": "LoRA adapter weights",
     "lora_extra_vocab_size": "LoRA adapter weights",
-    "num_redundant_experts": "redundant experts (weights per GPU)",
     "max_cudagraph_capture_size": "CUDA-graph capture sizes",
     "optimization_level": "compilation and CUDA-graph level",
-    "enable_lora": "LoRA adapter weights and buffers",
-    "max_loras": "LoRA adapter weights",
-    "max_lora_rank": "LoRA adapter weights",
-    "max_cpu_loras": "LoRA adapters kept on CPU",
-    "fully_sharded_loras": "LoRA adapter sharding",
+    "fully_sharded_loras": "LoRA adapter sharding (kvplan's LoRA slots are the default half-sharded ones)",
     "lora_dtype": "LoRA adapter weights",
     "lora_target_modules": "LoRA adapter weights",
     "enable_moe_shared_loras": "LoRA adapter weights",
@@ -158,8 +154,6 @@ ESTIMATE_WHY: dict[str, str] = {
     "skip_mm_profiling": "the multimodal profiling run (activation peak)",
     "mm_ipc_gpu_memory_gb": "GPU memory for multimodal inputs",
     "mm_encoder_tp_mode": "vision-encoder weights per GPU",
-    "enable_eplb": "redundant experts (weights per GPU)",
-    "eplb_config": "redundant experts (weights per GPU)",
     "offload_backend": "weight offloading (weights per GPU)",
     "offload_group_size": "weight offloading (weights per GPU)",
     "offload_num_in_group": "weight offloading (weights per GPU)",

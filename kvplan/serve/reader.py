@@ -303,6 +303,16 @@ class _Reader:
         self.row(g, fx.APPLIED if backend is not None else fx.NO_EFFECT,
                  "attention_backend" if backend is not None else None)
 
+    def _h_eplb_config(self, g: Given) -> None:
+        """``--eplb-config`` (EPLBConfig, vllm/config/parallel.py): its ``num_redundant_experts`` is kvplan's
+        ``--num-redundant-experts``; the other keys (window, step interval, policy, communicator) change when
+        experts move, not how many each rank holds."""
+        data = self._json(g)
+        n = data.get("num_redundant_experts")
+        if n is not None:
+            self.set("num_redundant_experts", n)
+        self.row(g, fx.APPLIED if n is not None else fx.NO_EFFECT, "num_redundant_experts" if n is not None else None)
+
     # ---------------------------------------------------------------- speculative decoding
     def _finish_spec(self) -> None:
         if not self.spec:

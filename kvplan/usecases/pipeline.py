@@ -111,6 +111,8 @@ def model_facts(layout: ModelLayout, era: Era, *, disable_sliding_window: bool =
         model_dtype=layout.target.dtype,
         target_hidden_size=c.hidden_size,
         drafter_target_hidden_size=c.drafter_target_hidden_size,
+        vocab_size=int(layout.target.text_config.get("vocab_size") or 0) or None,
+        architecture=str((layout.target.config.get("architectures") or [""])[0]) or None,
         tp_checks=layout.tp_checks,
         # the engine's decision, carried by the model layout as a value it does not look into
         block_size_decision=cast("BlockSizeDecision | None", layout.block_size_decision),
@@ -190,6 +192,8 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
                              else s.model_runner == "v2"),
         decode_context_parallel_size=serving.decode_context_parallel_size,
         tensor_parallel_size=serving.tensor_parallel_size,
+        data_parallel_size=serving.data_parallel_size,
+        enable_expert_parallel=serving.enable_expert_parallel,
         kv_transfer_config=s.transfer_config(simple_offload=environment.simple_kv_offload(env, era), era=era,
                                              num_kv_ranks=serving.tensor_parallel_size
                                              * serving.pipeline_parallel_size),
@@ -223,7 +227,7 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
     """The budget stage: the estimated KV budget per GPU on the card (``kvplan.budget.estimate.kv_budget``), asked
     with one record (``BudgetRequest``: the deployment's budget part and the batch the profile runs)."""
     from kvplan.budget.estimate import kv_budget
-    from kvplan.budget.request import BudgetRequest
+    from kvplan.budget.request import BudgetRequest, LoraSlots
     from kvplan.engines.vllm import environment
 
     profile = environment.cudagraph_memory_in_profile(serving.env, era)
@@ -233,11 +237,29 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         layout, era, scheduler.max_model_len, disable_sliding_window=serving.disable_sliding_window))
     transfer = scheduler.transfer_config(simple_offload=environment.simple_kv_offload(serving.env, era), era=era,
                                          num_kv_ranks=serving.tensor_parallel_size * serving.pipeline_parallel_size)
+    knobs = table_fields(scheduler)  # the LoRA and EPLB options of the table (Option.part), typed by their kinds
+    loras, rank, redundant = (cast("int | None", knobs.get(k)) for k in ("max_loras", "max_lora_rank",
+                                                                          "num_redundant_experts"))
+    lora = LoraSlots(max_loras=loras or 1, max_lora_rank=rank or 16) if knobs.get("enable_lora") else None
     return kv_budget(layout, era, BudgetRequest(
         request, max_num_batched_tokens=batched, max_num_seqs=seqs, data_parallel_size=serving.data_parallel_size,
         enable_expert_parallel=serving.enable_expert_parallel,
         num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=transfer,
-        limit_mm_per_prompt=serving.limit_mm_per_prompt, language_model_only=serving.language_model_only))
+        limit_mm_per_prompt=serving.limit_mm_per_prompt, language_model_only=serving.language_model_only,
+        lora=lora, enable_eplb=bool(knobs.get("enable_eplb")), num_redundant_experts=redundant,
+        rejection_sampler=layout.speculative_method is not None and _runner(layout, scheduler, serving, era) == "v1"))
+
+
+def _runner(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> str:
+    """The model runner vLLM ends up with for this deployment (``plan.model_runner_of``)."""
+    from kvplan.engines.vllm import environment
+    from kvplan.engines.vllm.plan import model_runner_of
+
+    use_v2 = (environment.use_v2_model_runner(serving.env, era) if scheduler.model_runner is None
+              else scheduler.model_runner == "v2")
+    return model_runner_of(era, use_v2, scheduler.async_scheduling, pp=serving.pipeline_parallel_size,
+                           speculative_method=layout.speculative_method,
+                           parallel_drafting=bool(serving.parallel_drafting), traits=layout.config_facts.traits)
 
 
 def config_stage_checks(config: dict, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> None:

@@ -594,7 +594,7 @@ def forward_main(a) -> int:
             lambda cls, *x, **k: "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend")
     record_out = {"path": a.forward_path, "setup_skipped": list(AR.SETUP_SKIPPED), "python_ops": sorted(ops)}
     try:
-        record_out.update(encoder_measure(a, AR, ops) if a.encoder else forward_measure(a, AR, ops))
+        record_out.update(encoder_measure(a, AR, ops) if a.encoder else lora_measure(a, AR) if a.lora else forward_measure(a, AR, ops))
         record_out["derived"] = True
     except Exception as e:  # noqa: BLE001 - the release's model did not run here: recorded, one line
         import traceback
@@ -602,7 +602,7 @@ def forward_main(a) -> int:
         tb = traceback.extract_tb(e.__traceback__)
         where = next((f"{f.filename.split('/vllm/')[-1]}:{f.lineno}" for f in reversed(tb) if "/vllm/" in f.filename),
                      "")
-        record_out.update(derived=False, why=f"{type(e).__name__}: {str(e).splitlines()[0][:200]} [{where}]")
+        record_out.update(derived=False, why=f"{type(e).__name__}: {' '.join(str(e).split())[:300]} [{where}]")
     if record_out.get("why"):  # no machine path in a golden: the file names from vllm/ on
         record_out["why"] = re.sub(r"(?:/[\w.+-]+)+/", "", record_out["why"])
     record_out["setup_skipped"] = [re.sub(r"(?:/[\w.+-]+)+/", "", x) for x in record_out["setup_skipped"]]
@@ -764,6 +764,124 @@ def encoder_measure(a, AR, ops) -> dict:
             "output_bytes_per_item": (kept[n2] - kept[n1]) // (n2 - n1),
             "config": {k: v.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads",
                                              "num_hidden_layers", "image_size", "patch_size")}}
+
+
+def lora_measure(a, AR) -> dict:
+    """``--lora``: what ``--enable-lora`` allocates on the GPU before the KV cache, from the release's own code: the
+    model class built on the meta device (as ``--forward`` builds it, vLLM config with ``enable_lora``,
+    ``max_loras``, ``max_lora_rank``), then the V1 runner's ``LoRAModelRunnerMixin.load_lora_model`` (every
+    supported module replaced by its ``*WithLoRA`` layer, whose ``create_lora_weights`` allocates the stacked
+    ``lora_a`` / ``lora_b`` slots, and the punica wrapper's index buffers) under the memory-tracking mode on the meta
+    device: every tensor allocated there, by module and shape. The profile run's dummy LoRAs
+    (``maybe_setup_dummy_loras``: ``max_loras`` of them at rank min(8, max_lora_rank)) are made on the CPU
+    (``create_dummy_lora`` ... ``"cpu"``) and copied into the slots: no device memory beyond the slots."""
+    import tempfile
+
+    import torch
+
+    triton_placeholders()
+    try:  # the CUDA platform answered here makes the attention utils import FlashAttention's compiled extension
+        import vllm.vllm_flash_attn  # noqa: F401
+    except ImportError:  # not loaded on a CPU: an empty stand-in (no attention kernel runs in this measure)
+        fa = types.ModuleType("vllm.vllm_flash_attn")
+        fa.__getattr__ = lambda name: (lambda *x, **k: None)
+        sys.modules["vllm.vllm_flash_attn"] = fa
+    from vllm.config import set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    cfg = json.loads(Path(a.forward).read_text())
+    d = tempfile.mkdtemp(prefix="lora_")
+    path = AR._write_config(str(Path(d) / "m"), cfg, None)
+    vc = EngineArgs(model=path, skip_tokenizer_init=True, dtype="bfloat16", enforce_eager=True, enable_lora=True,
+                    max_loras=a.lora[0], max_lora_rank=a.lora[1], max_num_seqs=a.lora[2],
+                    max_num_batched_tokens=a.lora[3]).create_engine_config()
+    vc.device_config.device = torch.device("meta")
+    try:
+        from vllm.config import CompilationMode
+
+        vc.compilation_config.mode = CompilationMode.NONE
+    except ImportError:
+        vc.compilation_config.level = 0
+    forward_dist(AR, vc)
+    from vllm.platforms import current_platform as cp
+
+    # the CUDA platform's punica wrapper (platforms/cuda.py get_punica_wrapper, the same class in every release)
+    type(cp).get_punica_wrapper = classmethod(lambda cls: "vllm.lora.punica_wrapper.punica_gpu.PunicaWrapperGPU")
+    import vllm.lora.ops.triton_ops as lora_ops
+    import vllm.lora.punica_wrapper.punica_gpu as pg
+
+    # what punica_gpu imports when HAS_TRITON (true on CUDA; no Triton here): the release's own names
+    for name in lora_ops.__all__:
+        if not hasattr(pg, name):
+            setattr(pg, name, getattr(lora_ops, name))
+    cls, _ = ModelRegistry.resolve_model_cls(vc.model_config.architectures, model_config=vc.model_config)
+    with set_current_vllm_config(vc), AR._meta_device():
+        torch.set_default_dtype(torch.bfloat16)
+        model = cls(vllm_config=vc, prefix="")
+        torch.set_default_dtype(torch.float32)
+    from vllm.v1.worker.lora_model_runner_mixin import LoRAModelRunnerMixin
+
+    counter = MetaLiveBytes()
+    allocated = []
+    orig_add = counter.add_tensor
+
+    def add(t):
+        before = counter.now
+        orig_add(t)
+        if counter.now > before:
+            allocated.append([list(t.shape), str(t.dtype).replace("torch.", ""), counter.now - before])
+
+    counter.add_tensor = add
+    runner = LoRAModelRunnerMixin()
+    with set_current_vllm_config(vc), torch.inference_mode(), tracking_mode(counter, devices=("meta",)):
+        lora_model = runner.load_lora_model(model, vc, torch.device("meta"))
+    slots, slot_bytes = {}, 0
+    for name, mod in lora_model.named_modules():
+        own = {}
+        for attr in ("lora_a_stacked", "lora_b_stacked", "embeddings_tensors", "lora_bias_stacked",
+                     "w13_lora_a_stacked", "w13_lora_b_stacked", "w2_lora_a_stacked", "w2_lora_b_stacked"):
+            ts = getattr(mod, attr, None)
+            if ts is None:
+                continue
+            ts = ts if isinstance(ts, (list, tuple)) else [ts]
+            ts = [t for t in ts if isinstance(t, torch.Tensor)]
+            if ts:
+                own[attr] = [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in ts]
+                slot_bytes += sum(t.numel() * t.element_size() for t in ts)
+        if own:
+            slots[name] = {"class": type(mod).__name__, "tensors": own}
+    lc = vc.lora_config
+    punica = getattr(runner.lora_manager._adapter_manager, "punica_wrapper", None)
+    punica_bytes = 0
+    if punica is not None:
+        seen = set()
+        for obj in (punica, getattr(punica, "token_mapping_meta", None), getattr(punica, "prompt_mapping_meta", None)):
+            for v in vars(obj).values() if obj is not None else ():
+                if isinstance(v, torch.Tensor) and id(v) not in seen:
+                    seen.add(id(v))
+                    punica_bytes += v.numel() * v.element_size()
+    return {"model": a.forward, "architecture": cls.__name__,
+            "lora_config": {"max_loras": lc.max_loras, "max_lora_rank": lc.max_lora_rank,
+                            "lora_dtype": str(lc.lora_dtype).replace("torch.", ""),
+                            "max_num_seqs": a.lora[2], "max_num_batched_tokens": a.lora[3],
+                            "lora_extra_vocab_size": getattr(lc, "lora_extra_vocab_size", None)},
+            "allocated_bytes": counter.peak, "slot_bytes": slot_bytes, "punica_wrapper_class": type(punica).__name__,
+            "punica_bytes": punica_bytes, "num_wrapped_modules": len(slots),
+            "modules": {n: v for i, (n, v) in enumerate(slots.items()) if ".layers." not in n or ".layers.0." in n},
+            "allocations_by_shape": _by_shape(allocated),
+            "config": {k: cfg.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                               "num_key_value_heads", "head_dim", "num_hidden_layers", "vocab_size",
+                                               "tie_word_embeddings")}}
+
+
+def _by_shape(allocated: list) -> list:
+    """Every allocation, counted by (shape, dtype, bytes)."""
+    counts: dict = {}
+    for shape, dt, n in allocated:
+        k = (tuple(shape), dt, n)
+        counts[k] = counts.get(k, 0) + 1
+    return [[list(k[0]), k[1], k[2], c] for k, c in sorted(counts.items(), key=lambda kv: -kv[0][2] * kv[1])]
 
 
 COMPILED_CALLS: dict[str, int] = {}
@@ -933,6 +1051,174 @@ def encoder_both(a) -> int:
     return 0
 
 
+SPEC_REQS = (32, 64)
+
+
+def spec_all(a) -> int:
+    """``--spec-all``: the dummy sampler pass with a speculative config, into ``<out>/spec/<release>.json``. The V1
+    runner's ``_dummy_sampler_run`` (0.11-0.33) ends, when ``self.speculative_config`` is set (any method: EAGLE,
+    MTP, a draft model, n-gram), with a rejection-sampler pass: ``SpecDecodeMetadata.make_dummy`` of one draft token
+    per request, ``torch.randn(num_tokens + num_reqs, V)`` target logits in the model dtype and
+    ``self.rejection_sampler(...)`` over them (0.19.0 gpu_model_runner.py lines 5609-5631). Measured as the sampler
+    pass is (the same stand-in runner, the release's ``RejectionSampler`` built as the runner builds it around its
+    ``Sampler``, its Triton kernels stubbed as no-op launches: they write into buffers their wrappers allocate), at
+    two batch sizes: the bytes per logit (R·V) of the whole call's peak, beside the same call without a
+    speculative config. The V2 runner (0.34) has no such pass: recorded as not run, with why."""
+    import torch
+    import vllm
+
+    release = vllm.__version__
+    record: dict = {"vllm_version": release, "reqs": list(SPEC_REQS), "vocab_size": TABLE_VOCAB}
+    try:
+        # FlashInfer as every CUDA install of the release has it (installed where its wheel requires it): the
+        # rejection pass's probabilities do not go through it (compute_probs: apply_top_k_top_p, then softmax)
+        record["flashinfer"] = flashinfer_required()
+        install_stubs(flashinfer=record["flashinfer"])
+        method, sampler, path, notes, ttt = build(a.sms)
+        try:
+            torch.accelerator.synchronize()
+        except Exception:  # no accelerator: 0.28+'s dummy run ends with a synchronize, a no-op here
+            torch.accelerator.synchronize = lambda *x, **k: None
+            notes.append("torch.accelerator.synchronize is a no-op (no device here)")
+        import vllm.v1.sample.rejection_sampler as rs
+
+        kernels = stub_kernels(rs)
+        expand = getattr(rs, "expand_batch_to_tokens", None)
+        if expand is not None:
+            def filled(x, *args, **kwargs):
+                # the stubbed expand kernel leaves its output unwritten; the dummy metadata's per-request values are
+                # all equal (dummy_tensors), so the expansion is x[0] everywhere: written in place, no new storage
+                out = expand(x, *args, **kwargs)
+                return out.fill_(x[0])
+
+            rs.expand_batch_to_tokens = filled
+        triton_mod = getattr(rs, "triton", None)
+        if triton_mod is not None and not hasattr(triton_mod, "next_power_of_2"):
+            # Triton's pure-Python helper (absent from the CPU placeholder module): the block size the wrapper picks
+            triton_mod.next_power_of_2 = lambda n: 1 << max(0, int(n) - 1).bit_length()
+        spec_config = _spec_config_defaults()
+        try:
+            rej = rs.RejectionSampler(sampler, spec_config)
+        except TypeError:  # releases whose RejectionSampler takes only the sampler, or nothing
+            try:
+                rej = rs.RejectionSampler(sampler)
+            except TypeError:
+                rej = rs.RejectionSampler()
+    except Exception as e:  # noqa: BLE001 - no V1 runner / sampler here: recorded, one line
+        record.update(derived=False, why=f"{type(e).__name__}: {' '.join(str(e).split())[:200]}")
+    else:
+        def run(reqs: int, spec: bool) -> int:
+            clear_caches()
+            torch.manual_seed(0)
+            lm_head, stand_in = runner(sampler, TABLE_VOCAB, torch.bfloat16)
+            if spec:
+                stand_in.speculative_config = spec_config
+                stand_in.rejection_sampler = rej
+            hidden = torch.rand(reqs, 64, dtype=torch.bfloat16)
+            counter = LiveBytes(known=(lm_head, hidden))
+            with torch.inference_mode(), tracking_mode(counter):
+                out = method(stand_in, hidden)
+                del out
+            return counter.peak
+
+        r1, r2 = SPEC_REQS
+        peaks = {name: (run(r1, spec), run(r2, spec)) for name, spec in (("spec", True), ("no_spec", False))}
+        per = {name: (p[1] - p[0]) / ((r2 - r1) * TABLE_VOCAB) for name, p in peaks.items()}
+        record.update(derived=True, topk_topp_path=path, kernels_stubbed=kernels, notes=notes,
+                      peak_bytes={k: {str(r1): v[0], str(r2): v[1]} for k, v in peaks.items()},
+                      bytes_per_logit=per["spec"], bytes_per_logit_no_spec=per["no_spec"],
+                      fixed_bytes=peaks["spec"][0] - round(per["spec"] * r1 * TABLE_VOCAB))
+    out = a.out / "spec"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{release}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    print(release, json.dumps({k: record.get(k) for k in ("derived", "bytes_per_logit", "bytes_per_logit_no_spec",
+                                                            "why")}))
+    return 0
+
+
+def _spec_config_defaults():
+    """A speculative config holding the release's ``SpeculativeConfig`` field defaults (what the dummy sampler run
+    reads of it: ``rejection_sample_method`` 'standard', ``draft_sample_method`` 'greedy' where they exist), with
+    one speculative token and the EAGLE method."""
+    import dataclasses
+
+    values = {"num_speculative_tokens": 1, "method": "eagle"}
+    try:
+        from vllm.config.speculative import SpeculativeConfig
+    except ImportError:
+        return types.SimpleNamespace(**values)
+    fields = getattr(SpeculativeConfig, "__dataclass_fields__", {})
+    for name, f in fields.items():
+        if name not in values and f.default is not dataclasses.MISSING:
+            values[name] = f.default
+    return types.SimpleNamespace(**values)
+
+
+def spec_table(goldens: Path, out: Path) -> int:
+    """kvplan's run-time table of the V1 runner's rejection-sampler dummy pass (``kvplan/budget/spec_sampler.json``)
+    from the ``--spec-all`` goldens: per golden release, the bytes per logit of the whole dummy sampler call with a
+    speculative config and its fixed part."""
+    rows = {}
+    for p in sorted(goldens.glob("*.json"), key=lambda q: tuple(int(x) for x in q.stem.split("."))):
+        g = json.loads(p.read_text())
+        if g.get("derived"):
+            rows[p.stem] = {"bytes_per_logit": round(g["bytes_per_logit"], 4),
+                            "bytes_per_logit_no_spec": round(g["bytes_per_logit_no_spec"], 4),
+                            "fixed_bytes": g["fixed_bytes"]}
+        else:
+            rows[p.stem] = {"why": g["why"]}
+    out.write_text(json.dumps({"source": "scripts/golden/profile_terms.py --spec-table tests/golden/profile_terms/spec",
+                               "vocab_size": TABLE_VOCAB, "releases": rows}, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+LORA_MODELS = {"llama": "configs/meta-llama/Llama-3.1-8B-Instruct/config.json", "qwen3": "configs/Qwen/Qwen3-8B/config.json"}
+LORA_SETTINGS = (4, 64, 256, 2048)  # max_loras, max_lora_rank, max_num_seqs, max_num_batched_tokens (distinct sizes)
+
+
+def lora_all(a) -> int:
+    """Each LoRA model in its own process (``lora_measure``), into ``<out>/lora/<release>.json``. The punica
+    wrapper's buffers are the integer tensors allocated (their sizes name max_num_batched_tokens, max_num_seqs or
+    neither: bytes per token, per sequence, fixed). ``allocated_bytes`` on the meta device also counts a view of
+    0.11's grown embedding as a new storage (a meta tensor's view has its own storage object): ``slot_bytes``, read
+    from the wrapped modules' tensors, is the slots' figure."""
+    import subprocess
+    import tempfile
+
+    root = Path(__file__).resolve().parents[2]
+    models = {}
+    for family, cfg in LORA_MODELS.items():
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            done = subprocess.run([sys.executable, __file__, "--forward", str(root / cfg), "--lora",
+                                   *map(str, LORA_SETTINGS), "--variant-out", f.name], capture_output=True, text=True)
+            text = Path(f.name).read_text()
+        if done.returncode or not text:
+            last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
+            r = {"derived": False, "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
+        else:
+            r = json.loads(text)
+            r.pop("python_ops", None)
+            r["model"] = cfg
+            # no machine path in a golden: the file names from vllm/ on (as forward_main does for "why")
+            r["setup_skipped"] = [re.sub(r"(?:/[\w.+-]+)+/", "", x) for x in r.get("setup_skipped", [])]
+            if r.get("derived"):
+                T, S = LORA_SETTINGS[3], LORA_SETTINGS[2]
+                ints = [(sh, n * c) for sh, dt, n, c in r["allocations_by_shape"] if dt.startswith(("int", "uint"))]
+                r["punica"] = {"bytes_per_token": sum(b for sh, b in ints if T in sh) / T,
+                               "bytes_per_seq": sum(b for sh, b in ints if S in sh and T not in sh) / S,
+                               "fixed_bytes": sum(b for sh, b in ints if S not in sh and T not in sh)}
+        models[family] = r
+        print(family, json.dumps({k: r.get(k) for k in ("derived", "slot_bytes", "num_wrapped_modules", "punica",
+                                                           "why")}))
+    import vllm
+
+    out = a.out / "lora"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{vllm.__version__}.json").write_text(json.dumps({"vllm_version": vllm.__version__, "lora": models},
+                                                             indent=1, sort_keys=True) + "\n")
+    return 0
+
+
 def rule_bytes_per_token(model_dir: Path) -> int:
     """kvplan's activation rule per token, (4·H + W)·a at TP 1, for a catalog model (kvplan's environment)."""
     from kvplan.budget.weights import layout_weights, widest_intermediate
@@ -1065,16 +1351,31 @@ def main(argv=None) -> int:
     ap.add_argument("--encoder-all", action="store_true",
                     help="measure the multimodal encoder's dummy pass (ENCODER_MODELS, both paths) into <out>/encoder/")
     ap.add_argument("--encoder", help="one multimodal model's config.json (internal: one path per process)")
+    ap.add_argument("--spec-table", nargs=2, type=Path, metavar=("GOLDENS", "OUT"),
+                    help="write kvplan's spec_sampler.json from the --spec-all goldens (kvplan's environment)")
+    ap.add_argument("--spec-all", action="store_true",
+                    help="measure the dummy sampler pass with a speculative config (its rejection-sampler pass) "
+                         "into <out>/spec/")
+    ap.add_argument("--lora-all", action="store_true",
+                    help="measure what --enable-lora allocates (LORA_MODELS, LORA_SETTINGS) into <out>/lora/")
     ap.add_argument("--forward", help="one model's config.json (internal: one path per process)")
     ap.add_argument("--forward-path", choices=("custom_ops", "native"), default="custom_ops")
     ap.add_argument("--forward-tokens", type=int, nargs=2, default=FORWARD_TOKENS)
+    ap.add_argument("--lora", type=int, nargs=4, metavar=("MAX_LORAS", "MAX_LORA_RANK", "MAX_NUM_SEQS", "TOKENS"),
+                    help="with --forward: what --enable-lora allocates (lora_measure) instead of the forward")
     a = ap.parse_args(argv)
     if a.table:
         return table(*a.table)
+    if a.spec_table:
+        return spec_table(*a.spec_table)
     if a.forward_all:
         return forward_both(a)
     if a.encoder_all:
         return encoder_both(a)
+    if a.lora_all:
+        return lora_all(a)
+    if a.spec_all:
+        return spec_all(a)
     if a.forward or a.encoder:
         return forward_main(a)
     if a.variant_out is None:

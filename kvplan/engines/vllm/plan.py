@@ -69,6 +69,8 @@ class ModelFacts:
     model_dtype: str | None = None  # the resolved model dtype (torch name)
     target_hidden_size: int | None = None
     drafter_target_hidden_size: int | None = None  # the hidden size an EAGLE drafter reads from its target
+    vocab_size: int | None = None  # the target text config's vocab_size (LoRA's lm_head limit)
+    architecture: str | None = None  # the architecture the layout was built for (LoRA support)
     tp_checks: tuple = ()  # ModelLayout.tp_checks: the head counts split over TP
     # block_size.BlockSizeDecision: the attention backend, its smallest kernel block (the hybrid Mamba
     # alignment's floor) and update_block_size_for_backend's "Setting kv cache block size" line
@@ -107,6 +109,27 @@ class SimulateOptions:
     kv_events: bool = False  # vLLM's --kv-events-config is set
     # speculative_config.parallel_drafting as given (None = not given; runner.effective_parallel_drafting)
     parallel_drafting: bool | None = None
+    data_parallel_size: int = 1  # only for EPLB's check
+    enable_expert_parallel: bool = False  # only for EPLB's check
+    # --enable-lora and its settings, --enable-eplb and its redundant experts (the option table's, Option.part)
+    enable_lora: bool = False
+    max_loras: int | None = None
+    max_lora_rank: int | None = None
+    max_cpu_loras: int | None = None
+    enable_eplb: bool = False
+    num_redundant_experts: int | None = None
+
+
+def model_runner_of(era: Era, use_v2: bool | None, async_scheduling: bool | None, *, pp: int,
+                    speculative_method: str | None, parallel_drafting: bool, traits=None) -> str:
+    """The model runner ("v1" / "v2") vLLM ends up with (``runner.resolve_model_runner``, as ``simulate`` resolves
+    it), for the budget stage (the V1 runner's dummy sampler run has a rejection-sampler pass with a drafter); a
+    combination vLLM refuses is the engine stage's to report: "v2" here."""
+    try:
+        return runner.resolve_model_runner(era, use_v2, async_scheduling, pp=pp, speculative_method=speculative_method,
+                                           parallel_drafting=parallel_drafting, logs=[], model=traits).runner
+    except EngineFailure:
+        return "v2"
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,9 @@ STAGE_PP_PARTITION = "model_init.pp_layer_partition"
 STAGE_KV_HEADS = "model_init.tensor_parallel_kv_heads"
 STAGE_DRAFTER_HIDDEN = "model_init.drafter_hidden_size"
 STAGE_ATTENTION_BACKEND = "model_init.attention_backend"
+STAGE_LORA = "config.lora"
+STAGE_LORA_VOCAB = "model_init.lora_vocab"
+STAGE_EPLB = "config.eplb"
 
 LONG_MAX_MODEL_LEN_WARNING = (
     "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position "
@@ -326,6 +329,64 @@ def check_attention_backend(facts) -> None:
         raise EngineFailure("ValueError", refusal, STAGE_ATTENTION_BACKEND)
 
 
+def _release(era) -> str:
+    return era.release or (era.releases[-1] if era.releases else era.first_release)
+
+
+def check_lora(facts, options, era) -> None:
+    """``LoRAConfig``'s validation with ``--enable-lora`` (without it vLLM makes no LoRAConfig and ignores the
+    LoRA flags: ``EngineArgs.create_engine_config``): the rank one of the release's allowed values (0.11.x
+    ``possible_max_ranks``, config/lora.py lines 103-108, a ValueError; 0.12+ the ``MaxLoRARanks`` Literal, a
+    ValidationError), ``max_cpu_loras`` at least ``max_loras`` (``_validate_lora_config``, 0.19.0 lines 100-107);
+    then, while the model is wrapped, ``LogitsProcessorWithLoRA.create_lora_weights`` refuses a vocabulary over
+    257,024 (up to 0.15) or 258,048 (0.17+) where the class wraps lm_head (kvplan.budget.lora), and a class that
+    does not implement SupportsLoRA is refused (``load_lora_model``: "does not support LoRA yet")."""
+    if not options.enable_lora:
+        return
+    from kvplan.budget.lora import allowed_ranks, class_support, max_vocab
+
+    release = _release(era)
+    rank = options.max_lora_rank or 16
+    ranks = allowed_ranks(release)
+    if rank not in ranks:
+        if ranks[0] == 1:
+            raise EngineFailure("ValidationError", f"1 validation error for LoRAConfig\nmax_lora_rank\n  Input should "
+                                f"be {', '.join(map(str, ranks[:-1]))} or {ranks[-1]} [input_value={rank}]", STAGE_LORA)
+        raise EngineFailure("ValueError", f"max_lora_rank ({rank}) must be one of {ranks}.", STAGE_LORA)
+    loras = options.max_loras or 1
+    if options.max_cpu_loras is not None and options.max_cpu_loras < loras:
+        raise EngineFailure("ValueError", f"max_cpu_loras ({options.max_cpu_loras}) must be >= max_loras ({loras})"
+                            + ("" if release.startswith("0.11") or release.startswith("0.10") else "."), STAGE_LORA)
+    supports, _, head = class_support(facts.architecture or "", release)
+    if supports is False:
+        raise EngineFailure("ValueError", f"{facts.architecture} does not support LoRA yet.", STAGE_LORA)
+    limit = max_vocab(release)
+    if head and facts.vocab_size and facts.vocab_size > limit:
+        text = ("When using LoRA, vocab size must be <= 258048" if limit == 258048 else
+                "When using LoRA, vocab size must be 32000 >= vocab_size <= 257024")
+        raise EngineFailure("ValueError", text, STAGE_LORA_VOCAB)
+
+
+def check_eplb(options, era) -> None:
+    """``ParallelConfig``'s EPLB checks (config/parallel.py: 0.11.0 lines 422-446, 0.34.0 lines 601-633): EPLB
+    needs expert parallelism and TP × DP > 1; redundant experts need EPLB."""
+    redundant = options.num_redundant_experts
+    if options.enable_eplb:
+        if not options.enable_expert_parallel:
+            raise EngineFailure("ValueError", "enable_expert_parallel must be True to use EPLB.", STAGE_EPLB)
+        tp, dp = options.tensor_parallel_size, options.data_parallel_size
+        if tp * dp <= 1:
+            if _release(era).startswith(("0.10", "0.11")):
+                text = ("EPLB requires tensor_parallel_size or data_parallel_size to be greater than 1, but got "
+                        f"TP={tp},DP={dp}.")
+            else:
+                text = f"EPLB requires tensor, prefill-context, or data parallelism, but got TP={tp}, PCP=1, DP={dp}."
+            raise EngineFailure("ValueError", text, STAGE_EPLB)
+    elif redundant:
+        raise EngineFailure("ValueError", f"num_redundant_experts is set to {redundant} but EPLB is not enabled. "
+                            "Either enable EPLB or unset num_redundant_experts.", STAGE_EPLB)
+
+
 def check_config(facts, options, era, logs: list[str], max_model_len: int) -> None:
     """Every check, in vLLM's order; raises ``EngineFailure`` at the first that fails.
     ``max_model_len``: the length vLLM's config holds (the given one, or the derived one)."""
@@ -333,6 +394,8 @@ def check_config(facts, options, era, logs: list[str], max_model_len: int) -> No
     check_dcp_parallel(options, era)
     check_speculative(facts, options, era, logs)
     check_scheduler(options, max_model_len)
+    check_lora(facts, options, era)
+    check_eplb(options, era)
     check_float_kv_cache(facts, era)
     check_attention_heads(facts, options, era)
     check_nvfp4_mla(facts, era)
