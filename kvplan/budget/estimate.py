@@ -212,7 +212,7 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict 
         return None, why
     dummy = encoder_dummy_batch(candidates, T, max_num_seqs=max_num_seqs, limits=limits)
     v = config.get("vision_config") or {}
-    rule = encoder_rule_bytes_per_patch(v, dtype_bytes)
+    per_patch = encoder_rule_bytes_per_patch(v, dtype_bytes)
     if text is None:
         from kvplan.model.limits import text_config
 
@@ -230,7 +230,7 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict 
                   f"the meta device: {row['bytes_per_patch']:,.0f} B per patch, {factor:g}× kvplan's tower rule "
                   f"(tests/golden/profile_terms/encoder/{row['from']}.json)"
                   + ("" if basis == DERIVED else f"; {release or 'this era'}'s own not run ({row['why']})"))
-    return {**dummy, "forward_bytes": round(dummy["encoder_tokens"] * rule * factor),
+    return {**dummy, "forward_bytes": round(dummy["encoder_tokens"] * per_patch * factor),
             "cache_bytes": dummy["items"] * dummy["tokens_per_item"] * text_hidden * dtype_bytes,
             "basis": basis, "source": source}, ""
 

@@ -241,11 +241,13 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
     loras, rank, redundant = (cast("int | None", knobs.get(k)) for k in ("max_loras", "max_lora_rank",
                                                                           "num_redundant_experts"))
     lora = LoraSlots(max_loras=loras or 1, max_lora_rank=rank or 16) if knobs.get("enable_lora") else None
+    mm = table_fields(serving)  # --limit-mm-per-prompt, --language-model-only
     return kv_budget(layout, era, BudgetRequest(
         request, max_num_batched_tokens=batched, max_num_seqs=seqs, data_parallel_size=serving.data_parallel_size,
         enable_expert_parallel=serving.enable_expert_parallel,
         num_gpu_blocks_override=scheduler.num_gpu_blocks_override, kv_transfer_config=transfer,
-        limit_mm_per_prompt=serving.limit_mm_per_prompt, language_model_only=serving.language_model_only,
+        limit_mm_per_prompt=cast("dict | None", mm.get("limit_mm_per_prompt")),
+        language_model_only=bool(mm.get("language_model_only")),
         lora=lora, enable_eplb=bool(knobs.get("enable_eplb")), num_redundant_experts=redundant,
         rejection_sampler=layout.speculative_method is not None and _runner(layout, scheduler, serving, era) == "v1"))
 
