@@ -1,3 +1,15 @@
-"""kvplan's version (one place; pyproject.toml carries the same string, tests/test_layering.py checks)."""
+"""kvplan's version (one place; pyproject.toml carries the same string, tests/test_layering.py checks), and the
+one parser of vLLM release strings every layer compares releases with (``version_key``)."""
+
+import re
 
 __version__ = "0.1.0"
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """A release as a tuple that sorts as releases do: ``"0.10.1.1"`` → ``(0, 10, 1, 1)``; a build or
+    pre-release suffix is not part of it (``"0.34.0+cu129"``, ``"0.34.0rc1"`` → ``(0, 34, 0)``); ``()`` for a
+    string without a leading number. The one version parser of kvplan (``verify/vllm_runner.py`` keeps its own:
+    it imports nothing from kvplan)."""
+    m = re.match(r"\d{1,18}(?:\.\d{1,18})*", version.strip())  # 18 digits: int() of any length is not bounded
+    return tuple(int(x) for x in m.group(0).split(".")) if m else ()

@@ -30,19 +30,10 @@ No torch here.
 
 from __future__ import annotations
 
+from kvplan.version import version_key
+
 PIECEWISE, FULL_AND_PIECEWISE, NONE = "PIECEWISE", "FULL_AND_PIECEWISE", "NONE"
 GPT_OSS = "GptOssForCausalLM"
-
-
-def _v(release: str | None) -> tuple[int, ...]:
-    """A release as a comparable tuple (``0.19.0`` → (0, 19, 0)); a name without digits → the newest."""
-    parts = []
-    for p in (release or "").split("."):
-        digits = "".join(ch for ch in p if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts) if parts else (99,)
 
 
 def _grid(ceiling: int) -> list[int]:
@@ -57,7 +48,7 @@ def capture_sizes(release: str | None, *, max_num_seqs: int, max_num_batched_tok
                   num_speculative_tokens: int = 0, architecture: str = "",
                   compute_capability: tuple[int, int] | None = None) -> list[int]:
     """The batch sizes the release captures CUDA graphs for by default (the rule of the module docstring)."""
-    v, R, T = _v(release), max_num_seqs, max_num_batched_tokens
+    v, R, T = (version_key(release or "") or (99,)), max_num_seqs, max_num_batched_tokens
     if v < (0, 11, 2):
         if architecture == GPT_OSS and min(2 * R, 512) < 992:
             sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, 993, 16))
@@ -76,7 +67,7 @@ def capture_sizes(release: str | None, *, max_num_seqs: int, max_num_batched_tok
 
 def default_mode(release: str | None) -> str:
     """The release's default CUDA-graph mode: PIECEWISE in 0.10.x, FULL_AND_PIECEWISE from 0.11.0."""
-    return PIECEWISE if _v(release) < (0, 11) else FULL_AND_PIECEWISE
+    return PIECEWISE if (version_key(release or "") or (99,)) < (0, 11) else FULL_AND_PIECEWISE
 
 
 def graph_count(release: str | None, sizes: list[int], *, max_num_seqs: int, num_speculative_tokens: int = 0) -> int:

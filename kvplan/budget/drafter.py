@@ -29,14 +29,9 @@ import json
 from functools import cache
 from pathlib import Path
 
+from kvplan.version import version_key
+
 TABLE = Path(__file__).with_name("spec_sampler.json")
-
-
-def _key(release: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in release.split(".")[:3])
-    except ValueError:
-        return (99,)
 
 
 @cache
@@ -48,11 +43,11 @@ def spec_sampler_row(release: str) -> tuple[dict | None, str, bool]:
     """The rejection-sampler row for ``release`` on the V1 runner: its own golden's, else the newest derived golden
     release's before it (None when none is); that release, and whether it is the release's own."""
     rows = _table()
-    k = _key(release)
-    older = [r for r in rows if _key(r) <= k and "bytes_per_logit" in rows[r]]
+    k = version_key(release)
+    older = [r for r in rows if version_key(r) <= k and "bytes_per_logit" in rows[r]]
     if not older:
         return None, "", False
-    src = max(older, key=_key)
+    src = max(older, key=version_key)
     return rows[src], src, src == release
 
 

@@ -85,6 +85,7 @@ from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_we
 from kvplan.budget.profile import CUDAGRAPH_REASON
 from kvplan.errors import OptionError
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
+from kvplan.version import version_key
 
 # ----------------------------------------------------------------------- era defaults
 
@@ -548,9 +549,8 @@ class _Estimate:
         to the activation term."""
         if self.redundant_experts is None or self.weights is None or not self.eplb:
             return 0
-        from kvplan.budget.lora import release_key
 
-        if release_key(_release(self.era)) < (0, 12):
+        if version_key(_release(self.era)) < (0, 12):
             return 0
         experts = self.weights.stages[s].bytes_by_kind.get("experts", 0)
         a, z = self.layout.pp_bounds[s]
@@ -722,14 +722,13 @@ def redundant_experts(era, request: BudgetRequest, layout) -> int:
     (``EPLBConfig.num_redundant_experts = 0``, config/parallel.py 0.19.0 line 66), from 0.34 with --enable-eplb the
     fewest that make the physical experts divide the EP ranks (``compute_eplb_num_redundant_experts``, 0.34.0
     lines 652-676: ``(ep - E % ep) % ep`` over ep = tp × dp)."""
-    from kvplan.budget.lora import release_key
     from kvplan.budget.profile import MOE_KEYS
 
     if not request.enable_eplb:
         return 0
     if request.num_redundant_experts is not None:
         return request.num_redundant_experts
-    if release_key(_release(era)) < (0, 34):
+    if version_key(_release(era)) < (0, 34):
         return 0
     cfg = layout.target.text_config
     experts = next((int(cfg[k]) for k in MOE_KEYS if int(cfg.get(k) or 0) > 1), 0)

@@ -40,6 +40,7 @@ from functools import cache
 from pathlib import Path
 
 from kvplan.units import cdiv
+from kvplan.version import version_key
 
 TABLE = Path(__file__).with_name("lora_modules.json")
 LORA_EXTRA_VOCAB_SIZE = 256  # LoRAConfig.lora_extra_vocab_size's default, 0.11.0 config/lora.py line 47
@@ -58,21 +59,14 @@ PUNICA = (("0.11.0", 48, 32, 128), ("0.15.1", 56, 24, 128), ("0.19.0", 56, 24, 1
 WRAPPED_KINDS = ("attention", "mlp")
 
 
-def release_key(release: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in release.split(".")[:3])
-    except ValueError:
-        return (99,)
-
-
 @cache
 def _table() -> dict:
     return json.loads(TABLE.read_text())
 
 
 def _in(ranges: list, release: str) -> bool:
-    k = release_key(release)
-    return any(release_key(a) <= k <= release_key(b) for a, b in ranges)
+    k = version_key(release)
+    return any(version_key(a) <= k <= version_key(b) for a, b in ranges)
 
 
 def class_support(architecture: str, release: str) -> tuple[bool | None, bool, bool]:
@@ -85,22 +79,22 @@ def class_support(architecture: str, release: str) -> tuple[bool | None, bool, b
 
 
 def allowed_ranks(release: str) -> tuple[int, ...]:
-    return RANKS_BEFORE_0_12 if release_key(release) < (0, 12) else RANKS_FROM_0_12
+    return RANKS_BEFORE_0_12 if version_key(release) < (0, 12) else RANKS_FROM_0_12
 
 
 def max_vocab(release: str) -> int:
-    return MAX_VOCAB_BEFORE_0_17 if release_key(release) < (0, 17) else MAX_VOCAB_FROM_0_17
+    return MAX_VOCAB_BEFORE_0_17 if version_key(release) < (0, 17) else MAX_VOCAB_FROM_0_17
 
 
 def extra_vocab(release: str) -> bool:
-    return release_key(release) <= LAST_EXTRA_VOCAB
+    return version_key(release) <= LAST_EXTRA_VOCAB
 
 
 def punica_row(release: str) -> tuple[tuple, bool]:
     """The punica row of ``release`` (the newest golden release at or before it; the first golden's before it)
     and whether it is the release's own golden."""
-    k = release_key(release)
-    rows = [r for r in PUNICA if release_key(r[0]) <= k] or [PUNICA[0]]
+    k = version_key(release)
+    rows = [r for r in PUNICA if version_key(r[0]) <= k] or [PUNICA[0]]
     return rows[-1], rows[-1][0] == release
 
 

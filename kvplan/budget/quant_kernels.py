@@ -35,6 +35,7 @@ import math
 from kvplan.budget.quantization import Quantization, tensor_bytes
 from kvplan.errors import UnsupportedError
 from kvplan.units import cdiv
+from kvplan.version import version_key
 
 # the int32 workspace Marlin allocates per layer in 0.11-0.2x: one int32 per SM (marlin_make_workspace_new(device),
 # max_blocks_per_sm 1; 0.11.0 gptq_marlin.py kernels/mixed_precision/marlin.py process_weights_after_loading,
@@ -46,11 +47,6 @@ MARLIN_WORKSPACE_INT32_PER_SM = 1
 GPTQ_ACT_ORDER_REFUSED_FROM = (0, 30)
 # the era boundary: 0.24.0 replaced gptq_marlin.py / awq_marlin.py by auto_gptq.py / auto_awq.py
 AUTO_ERA_FROM = (0, 24)
-
-
-def _key(release: str) -> tuple[int, int]:
-    parts = [int(p) for p in release.split(".")[:2] if p.isdigit()]
-    return (parts[0], parts[1]) if len(parts) == 2 else (0, 0)
 
 
 def _cc(capability: tuple[int, int]) -> int:
@@ -83,7 +79,7 @@ def _round_up(n: int, m: int) -> int:
 def linear_kernel(quant: Quantization, capability: tuple[int, int], release: str, rows: int = 0, k: int = 0) -> str:
     """The kernel vLLM ``release`` serves a converted linear of ``quant`` (per-rank weight ``[rows, k]`` when
     given) with on a card of ``capability`` (the names of the goldens' ``kernel`` / ``linear_method``)."""
-    cc, key = _cc(capability), _key(release)
+    cc, key = _cc(capability), version_key(release)
     m = quant.method
     if m == "awq" and key < AUTO_ERA_FROM and rows and (rows % MARLIN_MIN_N or k % MARLIN_MIN_K):
         return "AWQLinearMethod"
@@ -121,7 +117,7 @@ def kept_delta(rows: int, k: int, quant: Quantization, capability: tuple[int, in
                sms: int = 0, dtype_bytes: int = 2) -> int:
     """``kept_linear_bytes`` less the stored form (``quantization.tensor_bytes``)."""
     kernel = linear_kernel(quant, capability, release, rows, k)
-    auto = _key(release) >= AUTO_ERA_FROM
+    auto = version_key(release) >= AUTO_ERA_FROM
     workspace = 0 if auto else 4 * MARLIN_WORKSPACE_INT32_PER_SM * sms
     m = quant.method
     if m in ("gptq", "awq", "wna16"):

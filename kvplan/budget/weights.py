@@ -29,6 +29,7 @@ from kvplan.model.inventory import ModelInventory, layout_inventory
 from kvplan.tensors import KINDS, Inventory, Weight
 from kvplan.model.layout import get_pp_indices
 from kvplan.units import cdiv, dtype_size_bytes
+from kvplan.version import version_key
 
 # vLLM's Marlin MXFP4 MoE backend, the one CUDA cards below compute capability 9.0 (A100, A10G, L4,
 # L40S, RTX 30xx/40xx) run: the experts are allocated with the intermediate size per rank rounded up
@@ -119,17 +120,13 @@ def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str 
     if compute_capability == (10, 0) and release:
         if release in HOPPER_MARLIN_MXFP4_RELEASES:  # 0.11: no flashinfer nor triton_kernels in a pip install
             return MARLIN_MXFP4_PADDING
-        return TRTLLM_SM100_MXFP4_PADDING if _release_key(release) >= TRTLLM_ALIGN_128_FROM else \
+        return TRTLLM_SM100_MXFP4_PADDING if version_key(release) >= TRTLLM_ALIGN_128_FROM else \
             FLASHINFER_SM100_MXFP4_PADDING
     return None
 
 
-def _release_key(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in release.split(".")[:2] if p.isdigit())
-
-
 def _triton_padding(release: str) -> tuple[int, ...]:
-    key = _release_key(release)
+    key = version_key(release)
     return TRITON_MXFP4_PADDING_KEPT_SCALES if key and key < TRITON_KEEPS_SCALES_BEFORE else TRITON_MXFP4_PADDING
 
 

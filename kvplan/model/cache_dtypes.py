@@ -14,6 +14,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from kvplan.version import version_key
+
 _PATH = Path(__file__).resolve().with_name("cache_dtypes.json")
 
 
@@ -22,16 +24,12 @@ def _data() -> dict:
     return json.loads(_PATH.read_text())
 
 
-def _key(release: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in release.split(".") if x.isdigit())
-
-
 def table_release(release: str) -> str:
     """The release whose table answers for ``release``: its own, else the newest not newer than it."""
-    have = sorted(_data()["releases"], key=_key)
+    have = sorted(_data()["releases"], key=version_key)
     if release in have:
         return release
-    older = [v for v in have if _key(v) <= _key(release)]
+    older = [v for v in have if version_key(v) <= version_key(release)]
     return older[-1] if older else have[0]
 
 
@@ -43,7 +41,7 @@ def accepted_cache_dtypes(release: str) -> tuple[str, ...]:
 def every_cache_dtype() -> tuple[str, ...]:
     """Every value some release accepts, oldest release's first (the CLI's choices)."""
     seen: dict[str, None] = {}
-    for release in sorted(_data()["releases"], key=_key):
+    for release in sorted(_data()["releases"], key=version_key):
         seen.update(dict.fromkeys(_data()["releases"][release]["values"]))
     return tuple(seen)
 

@@ -4,7 +4,7 @@ produced goldens. Pure data: the bottom of the engine's import graph (eras → r
 
 from __future__ import annotations
 
-import re
+from kvplan.version import version_key as version_key  # the one parser, re-exported for the engines
 
 VERSIONS: tuple[str, ...] = (
     "0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1",
@@ -31,9 +31,3 @@ GOLDEN_RELEASES: tuple[str, ...] = (
 NEWEST_CHECKED = VERSIONS[-1]
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """A release as a tuple that sorts as releases do: ``"0.10.1.1"`` → ``(0, 10, 1, 1)``; a build or
-    pre-release suffix is not part of it (``"0.34.0+cu129"``, ``"0.34.0rc1"`` → ``(0, 34, 0)``). The one
-    version parser of kvplan (``verify/vllm_runner.py`` keeps its own: it imports nothing from kvplan)."""
-    m = re.match(r"\d{1,18}(?:\.\d{1,18})*", version.strip())  # 18 digits: int() of any length is not bounded
-    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
