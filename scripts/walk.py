@@ -53,8 +53,10 @@ sys.path.insert(0, str(ROOT))  # the kvplan of this checkout
 DEFAULT = ["simulate", "openai/gpt-oss-20b", "--gpu", "H100-80GB", "--format", "json"]
 PKG = ROOT / "kvplan"
 # core modules every layer uses as vocabulary: calls into them are not counted by re_entries_outside_core
-# (results/summary.py: PlanSummary.of, the one reading of a plan's headline figures, for every record that shows them)
-SHARED = frozenset({"kvplan.specs", "kvplan.tensors", "kvplan.units", "kvplan.errors", "kvplan.results.summary"})
+# (results/summary.py: PlanSummary.of, the one reading of a plan's headline figures, for every record that shows them;
+# version.py: version_key, the one parser of release strings)
+SHARED = frozenset({"kvplan.specs", "kvplan.tensors", "kvplan.units", "kvplan.errors", "kvplan.results.summary",
+                    "kvplan.version"})
 
 
 def _layering():
