@@ -472,6 +472,9 @@ class _Estimate:
     encoder_why: str = ""  # why a tower's profile is or is not estimated
     release: str = ""  # the release the era stands for
     graphs: int = 0  # the CUDA graphs a rank captures by default (kvplan.budget.cudagraph)
+    lora: Any = None  # BudgetRequest.lora (LoraSlots) with --enable-lora, else None
+    redundant_experts: int = 0  # EPLB's redundant experts per MoE layer (resolved), 0 without EPLB
+    eplb: bool = False  # --enable-eplb
 
     @property
     def graph_basis(self) -> str:
@@ -492,9 +495,6 @@ class _Estimate:
 
     def graph_terms(self, layers: int) -> dict:
         return graph_terms(self.card.name, graphs=self.graphs, layers=layers)
-    lora: Any = None  # BudgetRequest.lora (LoraSlots) with --enable-lora, else None
-    redundant_experts: int = 0  # EPLB's redundant experts per MoE layer (resolved), 0 without EPLB
-    eplb: bool = False  # --enable-eplb
 
     @property
     def extensible(self) -> bool:
@@ -536,7 +536,7 @@ class _Estimate:
 
         a, z = self.layout.pp_bounds[s]
         archs = self.layout.target.config.get("architectures") or [""]
-        return lora_cost(self.inventory, self.cfg, str(archs[0]), _release(self.era), dtype_bytes=self.dbytes,
+        return lora_cost(self.inventory, self.cfg, str(archs[0]), self.release, dtype_bytes=self.dbytes,
                          tp=self.tp, max_loras=self.lora.max_loras, max_lora_rank=self.lora.max_lora_rank,
                          max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=set(range(a, z)),
                          first=s == 0, last=s == self.pp - 1)
@@ -547,10 +547,7 @@ class _Estimate:
         0.34.0 line 512; from 0.12), 0 without EPLB or before 0.12. ``load_model`` adds the target to the EPLB state
         after measuring 'Model loading took' (0.19.0 line 4849): the profile's torch peak holds it, so kvplan adds it
         to the activation term."""
-        if self.redundant_experts is None or self.weights is None or not self.eplb:
-            return 0
-
-        if version_key(_release(self.era)) < (0, 12):
+        if not self.eplb or self.weights is None or version_key(self.release) < (0, 12):
             return 0
         experts = self.weights.stages[s].bytes_by_kind.get("experts", 0)
         a, z = self.layout.pp_bounds[s]
@@ -674,13 +671,13 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
     if over.weights is None:
         weights, unpadded = _weights_of(layout, era, card, b, request, counted, redundant)
     cfg = layout.target.text_config
-    release = era.release or (era.releases[-1] if era.releases else era.first_release)
+    release = _release(era)
     has_tower = isinstance(layout.target.config.get("vision_config"), dict)
     limits = request.limit_mm_per_prompt
     if request.language_model_only:  # vLLM sets every modality's limit to 0 (MultiModalConfig.get_limit_per_prompt)
         limits = {m: 0 for m in ("image", "video", "audio")}
-    encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg,
-                                        era.release or (era.releases[-1] if era.releases else era.first_release),
+    reqs, vocab = min(R, T), int(cfg.get("vocab_size") or 0)  # the dummy sampler run's requests and logits
+    encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg, release,
                                         max_num_seqs=R, limits=limits)
                if has_tower else (None, ""))
     return _Estimate(
@@ -689,8 +686,7 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         # the MTP layers' weights sit past the decoder: the activation skips them
         inventory=counted.target if counted is not None else None,
         offload=int((b.cpu_offload_gb or 0) * GiB),
-        sampler=with_rejection_sampler(sampler_terms(era, min(R, T), int(cfg.get("vocab_size") or 0)), era,
-                                       min(R, T), int(cfg.get("vocab_size") or 0), request.rejection_sampler),
+        sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab), era, reqs, vocab, request.rejection_sampler),
         forward=forward_terms(era, cfg),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,
@@ -1023,7 +1019,7 @@ def consumer_terms(e: _Estimate, s: int) -> tuple[ProfileTerm, ...]:
     """The other consumers vLLM's load_model adds on stage ``s``, listed on their own: LoRA's slots and punica
     buffers (inside 'Model loading took', so inside the weights term's bytes), EPLB's expert buffer (after it,
     inside the activation term's)."""
-    release = _release(e.era)
+    release = e.release
     out = []
     if e.lora is not None and e.over.weights is not None:
         out.append(ProfileTerm("lora", None, OVERRIDE, "inside --weights-memory", derivation=OVERRIDE))

@@ -188,8 +188,7 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
         max_model_len=max_model_len,
         max_num_batched_tokens=batched,
         max_num_seqs=seqs,
-        use_v2_model_runner=(environment.use_v2_model_runner(env, era) if s.model_runner is None
-                             else s.model_runner == "v2"),
+        use_v2_model_runner=_asks_v2(scheduler, serving, era),
         decode_context_parallel_size=serving.decode_context_parallel_size,
         tensor_parallel_size=serving.tensor_parallel_size,
         data_parallel_size=serving.data_parallel_size,
@@ -254,14 +253,22 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
 
 def _runner(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> str:
     """The model runner vLLM ends up with for this deployment (``plan.model_runner_of``)."""
-    from kvplan.engines.vllm import environment
     from kvplan.engines.vllm.plan import model_runner_of
 
-    use_v2 = (environment.use_v2_model_runner(serving.env, era) if scheduler.model_runner is None
-              else scheduler.model_runner == "v2")
-    return model_runner_of(era, use_v2, scheduler.async_scheduling, pp=serving.pipeline_parallel_size,
+    return model_runner_of(era, _asks_v2(scheduler, serving, era), scheduler.async_scheduling,
+                           pp=serving.pipeline_parallel_size,
                            speculative_method=layout.speculative_method,
                            parallel_drafting=bool(serving.parallel_drafting), traits=layout.config_facts.traits)
+
+
+def _asks_v2(scheduler: SchedulerInput, serving: ServingInput, era: Era) -> bool | None:
+    """Whether the deployment asks for the V2 model runner: ``--model-runner``, else ``VLLM_USE_V2_MODEL_RUNNER``
+    as the release reads it (None: the release's default)."""
+    from kvplan.engines.vllm import environment
+
+    if scheduler.model_runner is not None:
+        return scheduler.model_runner == "v2"
+    return environment.use_v2_model_runner(serving.env, era)
 
 
 def config_stage_checks(config: dict, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> None:

@@ -329,10 +329,6 @@ def check_attention_backend(facts) -> None:
         raise EngineFailure("ValueError", refusal, STAGE_ATTENTION_BACKEND)
 
 
-def _release(era) -> str:
-    return era.release or (era.releases[-1] if era.releases else era.first_release)
-
-
 def check_lora(facts, options, era) -> None:
     """``LoRAConfig``'s validation with ``--enable-lora`` (without it vLLM makes no LoRAConfig and ignores the
     LoRA flags: ``EngineArgs.create_engine_config``): the rank one of the release's allowed values (0.11.x
@@ -345,7 +341,7 @@ def check_lora(facts, options, era) -> None:
         return
     from kvplan.budget.lora import allowed_ranks, class_support, max_vocab
 
-    release = _release(era)
+    release = era.stands_for
     rank = options.max_lora_rank or 16
     ranks = allowed_ranks(release)
     if rank not in ranks:
@@ -376,7 +372,7 @@ def check_eplb(options, era) -> None:
             raise EngineFailure("ValueError", "enable_expert_parallel must be True to use EPLB.", STAGE_EPLB)
         tp, dp = options.tensor_parallel_size, options.data_parallel_size
         if tp * dp <= 1:
-            if _release(era).startswith(("0.10", "0.11")):
+            if era.stands_for.startswith(("0.10", "0.11")):
                 text = ("EPLB requires tensor_parallel_size or data_parallel_size to be greater than 1, but got "
                         f"TP={tp},DP={dp}.")
             else:
