@@ -1,7 +1,9 @@
 """kvplan's version (one place; pyproject.toml carries the same string, tests/test_layering.py checks), and the
-one parser of vLLM release strings every layer compares releases with (``version_key``)."""
+one parser of vLLM release strings every layer compares releases with (``version_key``), with the lookup every
+per-release table makes (``newest_at_or_before``)."""
 
 import re
+from collections.abc import Iterable
 
 __version__ = "0.1.0"
 
@@ -13,3 +15,11 @@ def version_key(version: str) -> tuple[int, ...]:
     it imports nothing from kvplan)."""
     m = re.match(r"\d{1,18}(?:\.\d{1,18})*", version.strip())  # 18 digits: int() of any length is not bounded
     return tuple(int(x) for x in m.group(0).split(".")) if m else ()
+
+
+def newest_at_or_before(releases: Iterable[str], release: str) -> str | None:
+    """The newest of ``releases`` not newer than ``release`` (a table's row for a release between two it has); None
+    when every one is newer."""
+    key = version_key(release)
+    older = [v for v in releases if version_key(v) <= key]
+    return max(older, key=version_key) if older else None

@@ -29,7 +29,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-from kvplan.version import version_key
+from kvplan.version import newest_at_or_before
 
 TABLE = Path(__file__).with_name("spec_sampler.json")
 
@@ -43,11 +43,9 @@ def spec_sampler_row(release: str) -> tuple[dict | None, str, bool]:
     """The rejection-sampler row for ``release`` on the V1 runner: its own golden's, else the newest derived golden
     release's before it (None when none is); that release, and whether it is the release's own."""
     rows = _table()
-    k = version_key(release)
-    older = [r for r in rows if version_key(r) <= k and "bytes_per_logit" in rows[r]]
-    if not older:
+    src = newest_at_or_before((r for r in rows if "bytes_per_logit" in rows[r]), release)
+    if src is None:
         return None, "", False
-    src = max(older, key=version_key)
     return rows[src], src, src == release
 
 

@@ -14,7 +14,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from kvplan.version import version_key
+from kvplan.version import newest_at_or_before, version_key
 
 _PATH = Path(__file__).resolve().with_name("cache_dtypes.json")
 
@@ -29,8 +29,7 @@ def table_release(release: str) -> str:
     have = sorted(_data()["releases"], key=version_key)
     if release in have:
         return release
-    older = [v for v in have if version_key(v) <= version_key(release)]
-    return older[-1] if older else have[0]
+    return newest_at_or_before(have, release) or have[0]
 
 
 def accepted_cache_dtypes(release: str) -> tuple[str, ...]:

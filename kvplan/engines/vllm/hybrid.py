@@ -14,11 +14,11 @@ from pathlib import Path
 
 from kvplan.frozen import dataclass
 from kvplan.engines.vllm.eras import Era
-from kvplan.engines.vllm.versions import version_key
 from kvplan.engines.vllm.grouping import EngineFailure
 from kvplan.engines.vllm.wording import wording
 from kvplan.specs import AttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec
 from kvplan.units import cdiv
+from kvplan.version import newest_at_or_before
 
 # speculative methods for which vLLM's SpeculativeConfig.use_eagle() is true
 EAGLE_METHODS = frozenset({"eagle", "eagle3", "mtp"})
@@ -39,9 +39,8 @@ def registered_connectors(era: Era) -> dict:
     (``kv_connectors.json``, read from every checked wheel's ``KVConnectorFactory`` by
     ``scripts/golden/kv_connectors.py``); a release between two checked ones reads the older one's."""
     table = _connector_table()
-    key = version_key(era.stands_for or "0")
-    older = [v for v in table if version_key(v) <= key]
-    return table[max(older, key=version_key)] if older else {}
+    row = newest_at_or_before(table, era.stands_for or "0")
+    return table[row] if row is not None else {}
 
 
 @lru_cache(maxsize=1)

@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from kvplan.version import newest_at_or_before
+
 _DIR = Path(__file__).resolve().parent
 
 
@@ -113,9 +115,7 @@ def nearest_generated(release: str) -> str:
         pos = order.index(release)
         return min(have, key=lambda v: (abs(order.index(v) - pos) if v in order else len(order),
                                         order.index(v) > pos if v in order else True))
-    key = version_key(release)
-    older = [v for v in have if version_key(v) <= key]
-    return older[-1] if older else have[0]
+    return newest_at_or_before(have, release) or have[0]
 
 
 @lru_cache(maxsize=None)
