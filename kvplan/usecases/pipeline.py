@@ -134,6 +134,14 @@ def plan_layout(layout: ModelLayout, era: Era, options: SimulateOptions, *,
     return engine_run(layout, era, disable_sliding_window=disable_sliding_window)(options)
 
 
+def replan(result: ScenarioResult, **engine_options: Any) -> Plan:
+    """The run's layout planned again on its own budget with some of the engine's options changed (a question a use
+    case asks about the same deployment, e.g. explain-log's "with the hybrid manager on"): the one place a plan's
+    options are changed (``tests/test_pipeline_only.py``)."""
+    return plan_layout(result.layout, result.plan.era, replace(result.plan.options, **engine_options),
+                       disable_sliding_window=result.deployment.serving.disable_sliding_window)
+
+
 def engine_run(layout: ModelLayout, era: Era, *,
                disable_sliding_window: bool = False) -> Callable[[SimulateOptions], Plan]:
     """``options -> Plan``: the engine's own simulation of a built layout under ``era``, bound to

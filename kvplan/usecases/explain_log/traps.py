@@ -15,7 +15,6 @@ where one ran, the log's own figures otherwise).
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from kvplan.logs.extract import Facts
 from kvplan.results.explain_log import (
@@ -77,13 +76,10 @@ def _hma(logged: Facts, sim, *, cost: bool = True) -> list[Trap]:
 
 def _with_hma(sim):
     """The same deployment with the hybrid manager left to vLLM, no connector, no KV events."""
-    from kvplan.usecases.pipeline import plan_layout
+    from kvplan.usecases.pipeline import replan
 
-    o = sim.result.plan.options
-    options = replace(o, disable_hybrid_kv_cache_manager=None, kv_transfer_config=None, kv_events=False,
-                      allow_chunked_local_with_hma=True)
-    return plan_layout(sim.result.layout, sim.result.plan.era, options,
-                       disable_sliding_window=sim.scenario.disable_sliding_window)
+    return replan(sim.result, disable_hybrid_kv_cache_manager=None, kv_transfer_config=None, kv_events=False,
+                  allow_chunked_local_with_hma=True)
 
 
 def _padding(result) -> list[Trap]:
