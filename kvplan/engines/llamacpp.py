@@ -60,7 +60,6 @@ from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
 from kvplan.results.advice import LlamacppAdvice, LlamacppNoChange, LlamacppNone, LlamacppSlots
-from kvplan.results.engines import LlamacppKnobs
 from kvplan.units import Bisection, cdiv, plural
 
 LLAMACPP_BUILD = "0c1e57098"  # ggml-org/llama.cpp commit vendored by llama-cpp-python 0.3.36
@@ -176,6 +175,18 @@ def server_slots(n_seq: int | None, kv_unified: bool | None) -> tuple[int, bool,
             " (--no-kv-unified has no effect with -np auto)" if kv_unified is False else "")
     unified = False if kv_unified is None else kv_unified
     return n_seq, unified, f"-np {n_seq}" + (" --kv-unified" if unified else " (non-unified: a stream per slot)")
+
+
+@dataclass(frozen=True)
+class LlamacppKnobs:
+    """llama.cpp's settings its row ran with (the row's ``knobs``)."""
+
+    n_ctx_tokens: int
+    n_seq: int
+    n_ubatch: int
+    swa_full: bool
+    kv_unified: bool
+    slots: str  # where -np came from
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,6 @@ from kvplan.engines.engine import CompareRun, EngineDefaults
 from kvplan.engines.layer_costs import FULL, STATE, WINDOW, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.results.advice import NotApplicable, SglangAdvice, SglangNoChange, SglangNoRatio
-from kvplan.results.engines import SglangKnobs
 from kvplan.units import cdiv, plural
 
 SGLANG_VERSION = "0.5.23"
@@ -535,6 +534,21 @@ def sglang_model(
 # and keeps the one serving the most requests, then with the widest margin (kvplan.engines.compare).
 
 RATIO_STEP = Fraction(1, 1000)
+
+
+@dataclass(frozen=True)
+class SglangKnobs:
+    """SGLang's settings its row ran with (the row's ``knobs``)."""
+
+    swa_full_tokens_ratio: float | None  # None without the hybrid SWA pool
+    page_size: int
+    hybrid_swa_memory: bool
+    chunked_prefill_size: int
+    disable_overlap_schedule: bool
+    swa_eviction_interval: int
+    context_length: int | None
+    mamba_full_memory_ratio: float | None
+    mamba_ssm_dtype: str | None
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,6 @@ from kvplan.engines.layer_costs import FULL, STATE, LayerCost
 from kvplan.engines.lower_bound import LowerBound
 from kvplan.errors import OptionError
 from kvplan.results.advice import NotApplicable, TrtllmNoChange, TrtllmNoSplit, TrtllmSettings, TrtllmShares
-from kvplan.results.engines import TrtllmKnobs
 from kvplan.units import Bisection, cdiv, plural
 
 TRTLLM_VERSION = "1.2.0rc2"  # tensorrt_llm/version.py at the commit below
@@ -508,6 +507,24 @@ def trtllm_model(
 SHARE_STEPS = (Fraction(1, 100), Fraction(1, 1000), Fraction(1, 10000))
 TrtllmSharesAny = NotApplicable | TrtllmNoSplit | TrtllmNoChange | TrtllmShares
 TrtllmAdviceAny = TrtllmSharesAny | TrtllmSettings
+
+
+@dataclass(frozen=True)
+class TrtllmKnobs:
+    """TensorRT-LLM's settings its row ran with (the row's ``knobs``)."""
+
+    windows_tokens: tuple[int, ...]
+    window_shares: tuple[float, ...]
+    window_shares_given: bool
+    tokens_per_block: int
+    scheduler_policy: str
+    max_num_tokens: int
+    max_attention_window: str | None  # "model windows" with --trtllm-max-attention-window
+    enable_chunked_prefill: bool  # assumed by kvplan (off by default)
+    max_batch_size: int
+    enable_block_reuse: bool
+    mamba_ssm_cache_dtype: str | None
+    release: str  # <version> @ <commit> the rules were read from
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""The settings each engine's row in ``kvplan compare`` ran with (``knobs``), and vLLM's own result
-details (the other engines' ``details`` records are declared beside their models in kvplan/engines).
+"""vLLM's settings in its ``kvplan compare`` row (``knobs``) and its result details; the other engines' knob and
+``details`` records are declared beside their models in kvplan/engines (a new knob is its option and its engine's module).
 Serialised by ``kvplan.results.to_data``; the keys are each engine's own names.
 """
 
@@ -38,42 +38,3 @@ class VllmDetails:
     num_blocks: int
     blocks_per_request: tuple[int, ...]
     kv_cache_size_tokens: int
-
-
-@dataclass(frozen=True)
-class SglangKnobs:
-    swa_full_tokens_ratio: float | None  # None without the hybrid SWA pool
-    page_size: int
-    hybrid_swa_memory: bool
-    chunked_prefill_size: int
-    disable_overlap_schedule: bool
-    swa_eviction_interval: int
-    context_length: int | None
-    mamba_full_memory_ratio: float | None
-    mamba_ssm_dtype: str | None
-
-
-@dataclass(frozen=True)
-class TrtllmKnobs:
-    windows_tokens: tuple[int, ...]
-    window_shares: tuple[float, ...]
-    window_shares_given: bool
-    tokens_per_block: int
-    scheduler_policy: str
-    max_num_tokens: int
-    max_attention_window: str | None  # "model windows" with --trtllm-max-attention-window
-    enable_chunked_prefill: bool  # assumed by kvplan (off by default)
-    max_batch_size: int
-    enable_block_reuse: bool
-    mamba_ssm_cache_dtype: str | None
-    release: str  # <version> @ <commit> the rules were read from
-
-
-@dataclass(frozen=True)
-class LlamacppKnobs:
-    n_ctx_tokens: int
-    n_seq: int
-    n_ubatch: int
-    swa_full: bool
-    kv_unified: bool
-    slots: str  # where -np came from
