@@ -106,6 +106,7 @@ class MissingSources(Exception):
 
 GENERATORS: tuple[Generator, ...] = (
     Generator("schemas", ("docs/schema",), _fixed("scripts/make_schemas.py"), mode="check", ci=True),
+    Generator("check-keys", ("docs/check.md",), _fixed("scripts/check_keys_doc.py"), mode="check", ci=True),
     Generator("releases", ("docs/releases.md",), _fixed("-m", "kvplan.engines.vllm.releases"), mode="stdout",
               ci=True),
     Generator("architectures", ("docs/architectures.md",), _fixed("-m", "kvplan.verify.archcheck", "--markdown"),

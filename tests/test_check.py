@@ -621,18 +621,24 @@ def test_annotation_escaping_and_paths(tmp_path):
     assert check.annotation_path("/elsewhere/d.yaml", str(tmp_path)) == "/elsewhere/d.yaml"
 
 
+# the keys an entry may have, as the message lists them: the option table's scenario options in its order (derived:
+# a new option needs no line here), then the entry's own keys; pinned at both ends and by count against the table
+KNOWN_KEYS = [*OPTIONS, "expect", "vllm_serve", "manifest", "name"]
+
+
+def test_known_keys_are_the_option_tables():
+    from kvplan.options import file_options
+
+    assert KNOWN_KEYS[:3] == ["model", "drafter", "speculative_method"]
+    assert KNOWN_KEYS[-5:] == ["require_agreement", "expect", "vllm_serve", "manifest", "name"]
+    assert KNOWN_KEYS[1:-4] == [o.name for o in file_options()]  # every scenario option once, none invented
+    assert "vllm_python" not in KNOWN_KEYS  # a program is never a file's key
+
+
 def test_file_issue_annotations():
     with pytest.raises(DeploymentsFileError) as e:
         load("deployments:\n  - name: a\n    model: m\n    kv_cache_memory: 1GiB\n    tp: 2\n")
     assert check.issue_annotations(e.value.issues) == [
         "::error file=deploy.yaml,line=5,title=kvplan check%3A bad deployments file::"
-        "deployment 'a': key 'tp': unknown key; known: model, drafter, speculative_method, num_speculative_tokens, parallel_drafting, "
-        "block_size, attention_backend, kv_cache_dtype, kv_cache_dtype_skip_layers, dtype, tensor_parallel_size, pipeline_parallel_size, decode_context_parallel_size, "
-        "data_parallel_size, enable_expert_parallel, hf_overrides, "
-        "disable_sliding_window, revision, model_map, download, env, policy, threshold, kv_cache_memory, max_model_len, max_num_batched_tokens, "
-        "max_num_seqs, enable_chunked_prefill, async_scheduling, model_runner, enable_prefix_caching, mamba_cache_mode, mamba_block_size, "
-        "limit_mm_per_prompt, language_model_only, enable_lora, max_loras, max_lora_rank, max_cpu_loras, enable_eplb, num_redundant_experts, disable_hybrid_kv_cache_manager, kv_transfer_config, kv_offloading_size, kv_offloading_backend, num_gpu_blocks_override, kv_events, gpu, gpu_memory, "
-        "gpu_memory_utilization, enable_extensible_kv_cache, quantization, cpu_offload_gb, weights_memory, "
-        "activation_memory, non_torch_memory, cudagraph_memory, startup_memory, exact_params, cross_check, "
-        "require_agreement, expect, vllm_serve, manifest, name",
+        "deployment 'a': key 'tp': unknown key; known: " + ", ".join(KNOWN_KEYS),
     ]
