@@ -169,3 +169,44 @@ def test_reserved_per_request_is_pool_over_concurrency():
     r = sglang_model(layer_costs(ls), "LlamaForCausalLM", BUDGET, L128K, context_len_tokens=2 * L128K)
     assert (r.full_tokens, r.steady_concurrency, r.admission_concurrency) == (5_242_880, 40, 39)
     assert r.reserved_per_request_bytes == -(-(5_242_880 * 8192) // 39)
+
+
+def test_max_total_tokens_caps_the_pools():
+    # --max-total-tokens (sglang 0.5.23 arg_groups/fields/schedule.py l.39): config_from_budget
+    # (mem_cache/kv_cache_configurator.py l.3192-3227) takes _apply_token_constraints (l.3090-3105),
+    # min(profiled full pool, cap); when that changes the count, HybridSWAPoolConfigurator solves again from it
+    # (_solve_pool_sizes, model_executor/pool_configurator.py l.859-893): full = align(cap), swa = align(int(full · r)).
+    # gpt-oss-20b, r 0.8, cap 500,000, page 1: the profiled 970,903 / 776,722 become 500,000 / int(400,000.0) = 400,000
+    r = model(gpt_oss_20b(), GPT_OSS, max_total_tokens=500_000)
+    assert (r.full_tokens, r.swa_tokens) == (500_000, 400_000)
+    # the full pool binds: 500,000 / 131,072 = 3.81; admission (500,000 − 131,072 − 1) // 131,073 + 1 = 2 + 1 = 3
+    assert f"{float(r.steady_concurrency):.2f}" == "3.81" and r.admission_concurrency == 3 and r.max_concurrency == 3
+    assert r.pool_bytes == 500_000 * 24_576 + 400_000 * 24_576
+    assert "--max-total-tokens 500,000 caps the full pool at 500,000 tokens (_apply_token_constraints), " \
+           "the SWA pool at 400,000" in r.notes
+    # page 16, r 0.33, cap 100,007: full = 100,007 − 100,007 % 16 (7) = 100,000;
+    # swa = int(100,000 · 0.33) = 33,000, aligned down: 33,000 − 33,000 % 16 (8) = 32,992
+    r = model(gpt_oss_20b(), GPT_OSS, r=0.33, page_size=16, max_total_tokens=100_007)
+    assert (r.full_tokens, r.swa_tokens) == (100_000, 32_992)
+    # a cap above the profiled pool changes nothing (SGLang warns and keeps the profiled value)
+    r = model(gpt_oss_20b(), GPT_OSS, max_total_tokens=2_000_000)
+    assert (r.full_tokens, r.swa_tokens) == (970_903, 776_722) and not any("--max-total-tokens" in n for n in r.notes)
+    # cap 150: swa = int(150 · 0.8) = 120 ≤ W + page = 128 + 1: validate_swa_pool_size refuses to start
+    r = model(gpt_oss_20b(), GPT_OSS, max_total_tokens=150)
+    assert not r.starts and r.failure.startswith("SWA pool (120 tokens) cannot hold even one request")
+    # one pool (Gemma 3, hybrid SWA forced off; DefaultPoolConfigurator l.649-653): profiled 84,562, capped 50,000
+    r = model(gemma3_27b(), GEMMA3, max_total_tokens=50_000)
+    assert (r.full_tokens, r.swa_tokens) == (50_000, None)
+
+
+def test_max_total_tokens_in_compare():
+    from kvplan.engines.lower_bound import lower_bound
+    from kvplan.engines.registry import compare_inputs
+    from kvplan.engines.sglang import ENGINE, sglang_row
+    from kvplan.results import to_data
+
+    costs = layer_costs(gpt_oss_20b())
+    inputs = compare_inputs(BUDGET, L128K, sglang_max_total_tokens=500_000)
+    row = sglang_row(costs, GPT_OSS, inputs, lower_bound(costs, L128K, BUDGET))
+    assert row.kv_tokens == 500_000 and row.knobs.max_total_tokens == 500_000
+    assert ENGINE.knobs_text(to_data(row)) == "--swa-full-tokens-ratio 0.8, page 1, --max-total-tokens 500,000"

@@ -16,6 +16,12 @@ admission estimate are checked against that wheel's own functions
   ``full = align(max_total)``, ``swa = align(int(full · r))``, ``align`` rounding down to the
   page. Drafter layers are counted in the full term (kvplan's simplification: 0.5.23 can put
   a draft model's SWA layers in the SWA term via ``eagle_draft_swa_num_layers``).
+- **A token cap** (``--max-total-tokens``, ``arg_groups/fields/schedule.py`` l.39): ``mem_cache/kv_cache_configurator.py
+  config_from_budget`` (l.3192-3227) takes ``_apply_token_constraints`` (l.3090-3105), ``min(pool, max_total_tokens)``,
+  of the profiled pool (the full pool with the split); when that changes it, the configurator solves again from the
+  token count (``calculate_pool_sizes_from_max_tokens``): ``_solve_pool_sizes`` (``pool_configurator.py`` l.859-893)
+  makes ``full = align(cap)``, ``swa = align(int(full · r))`` and validates the SWA pool; the single pool
+  (``DefaultPoolConfigurator``, l.649-653) is ``align(cap)``. The running-request cap reads the capped pool.
 - **Start-up**: ``validate_swa_pool_size`` refuses an SWA pool with ``W + page >= swa`` (checked
   first); ``MemoryPoolConfig`` refuses ``max_total_num_tokens <= 0``.
 - **Admission** (``mem_cache/prefill_budget.py``): a prefill is admitted when
@@ -147,6 +153,7 @@ class SglangResult:
     max_mamba_cache_size: int | None = None
     max_running_requests: int | None = None  # resolve_max_num_reqs (Mamba hybrids)
     context_len_tokens: int | None = None
+    max_total_tokens: int | None = None  # --max-total-tokens (None: the profiled pool)
 
     @property
     def max_concurrency(self) -> float:
@@ -356,20 +363,25 @@ def _shape(costs: tuple[LayerCost, ...], architecture: str | None, target_len_to
         swa_need=swa_need, admit_full=cdiv(P, page) * page + page + (L - P))
 
 
-def _pools(s: _Shape, budget: int) -> tuple[int, int, Fraction]:
-    """HybridSWAPoolConfigurator: (full pool tokens, SWA pool tokens (0 without one), steady concurrency)."""
+def _pools(s: _Shape, budget: int, max_total_tokens: int | None = None) -> tuple[int, int, Fraction]:
+    """HybridSWAPoolConfigurator: (full pool tokens, SWA pool tokens (0 without one), steady concurrency);
+    ``max_total_tokens`` (--max-total-tokens) caps the full pool, the SWA pool following it (``config_from_budget``)."""
     F, S, page = s.full_bytes_per_token, s.swa_bytes_per_token, s.page
     if budget <= 0 or F + S == 0:
         return 0, 0, Fraction(0)
     if s.hybrid:
         full = int(budget // (F + s.ratio * S))
         full -= full % page
+        if max_total_tokens is not None and max_total_tokens < full:  # solved again from the capped count
+            full = max_total_tokens - max_total_tokens % page
         swa = int(full * s.ratio)
         swa -= swa % page
         conc = min(Fraction(full, s.full_need), Fraction(max(swa - s.in_flight, 0), s.swa_need_tokens))
         return full, swa, conc
     full = budget // F
     full -= full % page
+    if max_total_tokens is not None and max_total_tokens < full:
+        full = max_total_tokens - max_total_tokens % page
     return full, 0, Fraction(full, s.full_need)
 
 
@@ -476,6 +488,7 @@ def sglang_model(
     mamba_ssm_dtype: str = "float32",
     context_len_tokens: int | None = None,
     num_speculative_tokens: int = 0,
+    max_total_tokens: int | None = None,
 ) -> SglangResult:
     """SGLang's pools and scheduler for one workload, in stages: the shape (which layers go to which pool,
     each request's needs), the recurrent state's share, the pools, admission, the start-up checks, the notes."""
@@ -489,13 +502,16 @@ def sglang_model(
     # with a Mamba state (``state``): the state slots and the running-request cap, else None
     mamba_k, kv_budget = mamba_split(budget_bytes, state, mamba_full_memory_ratio) if state else (None, budget_bytes)
     slots = mamba_k + 1 if mamba_k is not None and mamba_k > 0 else 0
-    full_tokens, swa_pool, steady = _pools(s, kv_budget)
+    full_tokens, swa_pool, steady = _pools(s, kv_budget, max_total_tokens)
     running = max_running_requests(full_tokens, context_len, mamba_k) if state else None
     if running is not None:
         steady = min(steady, Fraction(max(running, 0)))
     admitted = _admitted(s, full_tokens, swa_pool, chunked_prefill_size, running)
     failure = _failure(s, mamba_k, running, full_tokens, swa_pool)
     notes: list[str] = []
+    if max_total_tokens is not None and full_tokens == max_total_tokens - max_total_tokens % s.page:
+        notes.append(f"--max-total-tokens {max_total_tokens:,} caps the full pool at {full_tokens:,} tokens "
+                     "(_apply_token_constraints)" + (f", the SWA pool at {swa_pool:,}" if s.hybrid else ""))
     if failure is None and full_tokens < s.full_need:
         notes.append(f"the full pool holds {full_tokens:,} tokens, less than one {L:,}-token request: SGLang caps "
                      "the request length at the pool size")
@@ -525,7 +541,7 @@ def sglang_model(
         steady_concurrency=steady if starts else Fraction(0),
         longest_prompt_tokens=longest if starts else 0,
         mamba_full_memory_ratio=mamba_full_memory_ratio if state else None, max_mamba_cache_size=mamba_k,
-        max_running_requests=running, context_len_tokens=context_len,
+        max_running_requests=running, context_len_tokens=context_len, max_total_tokens=max_total_tokens,
     )
 
 
@@ -549,6 +565,7 @@ class SglangKnobs:
     context_length: int | None
     mamba_full_memory_ratio: float | None
     mamba_ssm_dtype: str | None
+    max_total_tokens: int | None  # --max-total-tokens (None: the profiled pool)
 
 
 @dataclass(frozen=True)
@@ -561,6 +578,7 @@ class SglangInputs:
     sglang_swa_eviction_interval: int = DEFAULT_SWA_EVICTION_INTERVAL
     mamba_full_memory_ratio: float = DEFAULT_MAMBA_FULL_MEMORY_RATIO  # no option: SGLang's fallback
     sglang_mamba_ssm_dtype: str = "float32"  # no option: SGLANG_MAMBA_SSM_DTYPE unset
+    sglang_max_total_tokens: int | None = None
 
 
 def knobs_of(inputs: CompareInputs) -> SglangInputs:
@@ -578,6 +596,7 @@ def sglang_result(costs, architecture: str | None, inputs: CompareInputs, ratio:
         swa_eviction_interval=k.sglang_swa_eviction_interval, prompt_len_tokens=inputs.target_prompt_len_tokens,
         mamba_full_memory_ratio=k.mamba_full_memory_ratio, mamba_ssm_dtype=k.sglang_mamba_ssm_dtype,
         context_len_tokens=inputs.context_len_tokens, num_speculative_tokens=inputs.num_speculative_tokens,
+        max_total_tokens=k.sglang_max_total_tokens,
     )
 
 
@@ -594,6 +613,7 @@ def sglang_row(costs: tuple[LayerCost, ...], architecture: str | None, inputs: C
         context_length=r.context_len_tokens,
         mamba_full_memory_ratio=r.mamba_full_memory_ratio,
         mamba_ssm_dtype=knobs_of(inputs).sglang_mamba_ssm_dtype if r.mamba_full_memory_ratio is not None else None,
+        max_total_tokens=r.max_total_tokens,
     )
     return EngineRow(
         engine="sglang", name="hybrid SWA pool" if r.hybrid_swa_memory else "one token pool", starts=r.starts, kv_tokens=r.full_tokens,
@@ -694,9 +714,10 @@ class SGLang(EngineDefaults):
 
     def knobs_text(self, row: dict) -> str:
         k = row["knobs"]
+        cap = f", --max-total-tokens {k['max_total_tokens']:,}" if k.get("max_total_tokens") else ""
         if not k["hybrid_swa_memory"]:
-            return f"one pool (hybrid SWA off), page {k['page_size']}"
-        return (f"--swa-full-tokens-ratio {k['swa_full_tokens_ratio']:g}, page {k['page_size']}"
+            return f"one pool (hybrid SWA off), page {k['page_size']}{cap}"
+        return (f"--swa-full-tokens-ratio {k['swa_full_tokens_ratio']:g}, page {k['page_size']}{cap}"
                 + (", no overlap" if k.get("disable_overlap_schedule") else "")
                 + (f", --mamba-full-memory-ratio {k['mamba_full_memory_ratio']:g}" if k.get("mamba_full_memory_ratio")
                    else ""))
