@@ -364,6 +364,129 @@ def mamba_state_bytes(costs: tuple[LayerCost, ...]) -> int:
     return total
 
 
+def _windows(costs: tuple[LayerCost, ...], L: int, window_shares: tuple[float, ...] | None,
+             max_attention_window: bool) -> dict[int, tuple[int, int]]:
+    """The model's windows (``window_bytes_per_token``), checked against the given shares' count."""
+    windows = window_bytes_per_token(costs, L, max_attention_window)
+    if window_shares is not None and len(window_shares) != len(windows):
+        raise OptionError(
+            f"--trtllm-window-shares has {plural(len(window_shares), 'share')} but the model has "
+            f"{plural(len(windows), 'window size')} ({', '.join(map(str, windows))}, ascending"
+            + ("" if max_attention_window else "; without --trtllm-max-attention-window every layer uses "
+               "max_seq_len") + "); TensorRT-LLM checks they match"
+        )
+    return windows
+
+
+@dataclass(frozen=True)
+class _Workload:
+    """What the pools are sized for: ``L`` tokens per request (``P`` of them prompt), the block, the scheduler."""
+
+    length: int  # L
+    prompt: int  # P
+    tokens_per_block: int
+    scheduler_policy: str
+    max_num_tokens: int
+
+
+def _pools(windows: dict[int, tuple[int, int]], shares: tuple[float, ...], budget: int, w: _Workload,
+           attention_free: Fraction) -> tuple[tuple[TrtllmPool, ...], Fraction]:
+    """One pool per window on ``budget`` bytes, and the steady concurrency they allow (``attention_free``: the
+    figure of a model with no window pool, which only the state slots limit)."""
+    L, tpb = w.length, w.tokens_per_block
+    any_sliding = any(win < L for win in windows)
+    out = []
+    for (win, (n, b)), share in zip(windows.items(), shares):
+        capacity = int(max(budget, 0) * share / b) if b else 0  # uint64(bytes · share / double(bytes))
+        blocks = cdiv(capacity, tpb)  # tc::ceilDiv(maxTokens, tokensPerBlock)
+        need = steady_blocks(win, L, tpb)
+        temp = temporary_window(win, L, w.max_num_tokens, any_sliding)
+        out.append(TrtllmPool(win, n, b, share, capacity, blocks, need, Fraction(blocks, need), temp,
+                              admission_blocks(w.scheduler_policy, win, temp, w.prompt, L, tpb), cdiv(w.prompt, tpb)))
+    return tuple(out), min((p.concurrency for p in out), default=attention_free)
+
+
+def _failure(pools: tuple[TrtllmPool, ...], state: int, slots: int, kv_budget: int, budget_bytes: int,
+             max_batch_size: int, enable_block_reuse: bool) -> tuple[str | None, str | None, str | None]:
+    """The start-up failure that comes first: (message, stage, error type), or Nones when it starts."""
+    if state and enable_block_reuse:
+        return BLOCK_REUSE_ASSERT, MAMBA_STAGE, "AssertionError"
+    if kv_budget < 0:
+        return (f"CUDA out of memory: the Mamba state for max_batch_size {max_batch_size:,} requests needs "
+                f"{slots * state:,} B, more than the {budget_bytes:,} B budget",
+                "MambaCacheManager.__init__ (conv_states / ssm_states for max_batch_size)", "torch.OutOfMemoryError")
+    if pools and min(p.num_blocks for p in pools) < 1:
+        return (NO_SEQUENCE_FITS + " (no KV block left after the Mamba state)" if state else NO_SEQUENCE_FITS,
+                "KVCacheManager.__init__ → get_max_atten_window_upper_bound", "AssertionError")
+    return None, None, None
+
+
+def _notes(costs: tuple[LayerCost, ...], windows: dict[int, tuple[int, int]], pools: tuple[TrtllmPool, ...],
+           w: _Workload, *, adjusted: list[tuple[int, int]], steady: Fraction, short: list[TrtllmPool],
+           longest: int, failure: str | None, max_attention_window: bool, state: int, slots: int,
+           max_batch_size: int) -> list[str]:
+    """What the result does not say by its figures: shrunk windows, a prompt that cannot be prefilled, kvplan's
+    assumptions, the policy's meaning, the Mamba state, the drafter's pool."""
+    notes: list[str] = []
+    P = w.prompt
+    if adjusted:
+        notes.append("one sequence does not fit: TensorRT-LLM shrinks the windows (adjust_window_sizes_for_vswa): "
+                     + ", ".join(f"{win} → {a}" for win, a in adjusted))
+    elif steady < 1 and pools and failure is None:
+        notes.append("a pool holds less than one request: TensorRT-LLM lowers that window to the pool's capacity")
+    if short and failure is None:
+        p = short[0]
+        notes.append(f"a {P:,}-token prompt cannot be prefilled: addSequence allocates {p.prefill_blocks:,} blocks "
+                     f"in the {p.window_tokens}-token window pool, which has {p.num_blocks:,} ({NO_FREE_BLOCKS}); "
+                     f"the longest prompt is {longest:,} tokens")
+    if P > w.max_num_tokens:
+        notes.append(f"assumes enable_chunked_prefill (off by default in {TRTLLM_VERSION}): without it a {P:,}-token "
+                     f"prompt does not fit max_num_tokens {w.max_num_tokens:,} in one context batch")
+    if not max_attention_window and any(c.kind == "window" for c in costs):
+        notes.append("kv_cache_config.max_attention_window unset (the default): every layer attends max_seq_len, one "
+                     "pool; --trtllm-max-attention-window sets the model's windows (VSWA)")
+    if w.scheduler_policy == MAX_UTILIZATION:
+        notes.append("MAX_UTILIZATION pauses started requests when a decode step does not fit; the steady figure "
+                     "is what stays resident")
+    if state:
+        notes.append(f"Mamba state for max_batch_size {max_batch_size:,} requests ({slots * state:,} B, "
+                     f"{state:,} B each, conv and SSM in the model dtype) allocated before the KV pool "
+                     "(MambaHybridCacheManager)")
+    if any(c.source == "drafter" for c in costs) and len(windows) > 1:
+        notes.append("drafter layers placed in the pool of their own window (VSWA + EAGLE pool sizing is open work "
+                     "in TensorRT-LLM)")
+    return notes
+
+
+def _check_knobs(scheduler_policy: str, max_batch_size: int) -> None:
+    if scheduler_policy not in SCHEDULER_POLICIES:
+        raise OptionError(f"--trtllm-scheduler-policy {scheduler_policy!r}: choose one of "
+                          f"{', '.join(SCHEDULER_POLICIES)}")
+    if max_batch_size < 1:
+        raise OptionError(f"--trtllm-max-batch-size {max_batch_size}: must be at least 1")
+
+
+def _admitted(pools: tuple[TrtllmPool, ...], slots: int, max_batch_size: int) -> int:
+    """Requests admitted at once: each pool's blocks over one admission's (a model without a window pool: its state
+    slots), at most max_batch_size (the capacity scheduler holds that many)."""
+    admitted = min((p.num_blocks // p.admission_blocks for p in pools if p.admission_blocks), default=slots)
+    return min(admitted, max_batch_size)
+
+
+def _mamba_fix(costs: tuple[LayerCost, ...], budget_bytes: int, target_len_tokens: int,
+               pools: tuple[TrtllmPool, ...], kv_budget: int, enable_block_reuse: bool,
+               knobs: dict[str, Any]) -> tuple[list[str], str]:
+    """A Mamba hybrid that fails: the note of what it does with block reuse off (simulated), and the fix's words
+    (block reuse off, and a smaller max_batch_size when the state starves the pool)."""
+    notes = []
+    if enable_block_reuse:
+        fixed = trtllm_model(costs, budget_bytes, target_len_tokens, **knobs, enable_block_reuse=False)
+        notes.append(f"fix: {REUSE_FIX}; then " + (f"it starts and serves {fixed.max_concurrency:g} requests"
+                                                   if fixed.starts else f"it still fails: {fixed.failure}"))
+    starved = kv_budget < 0 or bool(pools) and min(p.num_blocks for p in pools) < 1
+    return notes, " and ".join(([REUSE_FIX] if enable_block_reuse else []) + ([BATCH_FIX] if starved else []))
+
+
 def trtllm_model(
     costs: tuple[LayerCost, ...],
     budget_bytes: int,
@@ -378,113 +501,46 @@ def trtllm_model(
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     enable_block_reuse: bool = True,
 ) -> TrtllmResult:
-    if scheduler_policy not in SCHEDULER_POLICIES:
-        raise OptionError(f"--trtllm-scheduler-policy {scheduler_policy!r}: choose one of "
-                          f"{', '.join(SCHEDULER_POLICIES)}")
-    if max_batch_size < 1:
-        raise OptionError(f"--trtllm-max-batch-size {max_batch_size}: must be at least 1")
+    """TensorRT-LLM's pools and scheduler for one workload, in stages: the windows and their shares, the Mamba
+    state set aside, the pools, admission, the start-up failure, the notes (and the fix a Mamba hybrid needs)."""
+    _check_knobs(scheduler_policy, max_batch_size)
     L, tpb = target_len_tokens, tokens_per_block
-    P = L if prompt_len_tokens is None else min(prompt_len_tokens, L)
-    windows = window_bytes_per_token(costs, L, max_attention_window)
-    if window_shares is not None:
-        if len(window_shares) != len(windows):
-            raise OptionError(
-                f"--trtllm-window-shares has {plural(len(window_shares), 'share')} but the model has "
-                f"{plural(len(windows), 'window size')} ({', '.join(map(str, windows))}, ascending"
-                + ("" if max_attention_window else "; without --trtllm-max-attention-window every layer uses "
-                   "max_seq_len") + "); TensorRT-LLM checks they match"
-            )
+    w = _Workload(L, L if prompt_len_tokens is None else min(prompt_len_tokens, L), tpb, scheduler_policy,
+                  max_num_tokens)
+    windows = _windows(costs, L, window_shares, max_attention_window)
     shares = effective_shares(window_shares, len(windows)) if windows else ()
-    any_sliding = any(w < L for w in windows)
-
-    def pools(budget: int) -> tuple[tuple[TrtllmPool, ...], Fraction]:
-        out = []
-        for (w, (n, b)), share in zip(windows.items(), shares):
-            capacity = int(max(budget, 0) * share / b) if b else 0  # uint64(bytes · share / double(bytes))
-            blocks = cdiv(capacity, tpb)  # tc::ceilDiv(maxTokens, tokensPerBlock)
-            need = steady_blocks(w, L, tpb)
-            temp = temporary_window(w, L, max_num_tokens, any_sliding)
-            out.append(TrtllmPool(w, n, b, share, capacity, blocks, need, Fraction(blocks, need), temp,
-                                  admission_blocks(scheduler_policy, w, temp, P, L, tpb), cdiv(P, tpb)))
-        # an attention-free model has no window pool: only the state slots limit it
-        conc = min((p.concurrency for p in out), default=Fraction(budget_bytes if budget >= 0 else 0))
-        return tuple(out), conc
-
     state = mamba_state_bytes(costs)
     slots = max_batch_size if state else 0
     kv_budget = budget_bytes - slots * state  # the state is allocated before the pool is sized
-    result_pools, steady = pools(kv_budget)
+    result_pools, steady = _pools(windows, shares, kv_budget, w,
+                                  Fraction(budget_bytes if kv_budget >= 0 else 0))
     steady = min(steady, Fraction(max_batch_size))  # the capacity scheduler holds max_batch_size requests
-    admitted = min((p.num_blocks // p.admission_blocks for p in result_pools if p.admission_blocks),
-                   default=slots if state else 0)
-    admitted = min(admitted, max_batch_size)  # the capacity scheduler holds max_batch_size requests
+    admitted = _admitted(result_pools, slots, max_batch_size)
     longest = min(min((p.num_blocks * tpb for p in result_pools), default=L), L)
-    failure, stage, error_type = None, None, None
-    if state and enable_block_reuse:
-        failure, stage, error_type = BLOCK_REUSE_ASSERT, MAMBA_STAGE, "AssertionError"
-    elif kv_budget < 0:
-        failure, stage, error_type = (
-            f"CUDA out of memory: the Mamba state for max_batch_size {max_batch_size:,} requests needs "
-            f"{slots * state:,} B, more than the {budget_bytes:,} B budget",
-            "MambaCacheManager.__init__ (conv_states / ssm_states for max_batch_size)", "torch.OutOfMemoryError")
-    elif result_pools and min(p.num_blocks for p in result_pools) < 1:
-        failure, stage, error_type = (NO_SEQUENCE_FITS + " (no KV block left after the Mamba state)" if state
-                                      else NO_SEQUENCE_FITS, "KVCacheManager.__init__ → "
-                                      "get_max_atten_window_upper_bound", "AssertionError")
-    notes: list[str] = []
+    failure, stage, error_type = _failure(result_pools, state, slots, kv_budget, budget_bytes, max_batch_size,
+                                          enable_block_reuse)
     adjusted = adjust_window_sizes(windows, kv_budget) if windows and failure is None else []
-    if adjusted:
-        notes.append("one sequence does not fit: TensorRT-LLM shrinks the windows (adjust_window_sizes_for_vswa): "
-                     + ", ".join(f"{w} → {a}" for w, a in adjusted))
-    elif steady < 1 and result_pools and failure is None:
-        notes.append("a pool holds less than one request: TensorRT-LLM lowers that window to the pool's capacity")
     short = [p for p in result_pools if p.num_blocks < p.prefill_blocks]
-    if short and failure is None:
-        p = short[0]
-        notes.append(f"a {P:,}-token prompt cannot be prefilled: addSequence allocates {p.prefill_blocks:,} blocks "
-                     f"in the {p.window_tokens}-token window pool, which has {p.num_blocks:,} ({NO_FREE_BLOCKS}); "
-                     f"the longest prompt is {longest:,} tokens")
-    if P > max_num_tokens:
-        notes.append(f"assumes enable_chunked_prefill (off by default in {TRTLLM_VERSION}): without it a {P:,}-token "
-                     f"prompt does not fit max_num_tokens {max_num_tokens:,} in one context batch")
-    if not max_attention_window and any(c.kind == "window" for c in costs):
-        notes.append("kv_cache_config.max_attention_window unset (the default): every layer attends max_seq_len, one "
-                     "pool; --trtllm-max-attention-window sets the model's windows (VSWA)")
-    if scheduler_policy == MAX_UTILIZATION:
-        notes.append("MAX_UTILIZATION pauses started requests when a decode step does not fit; the steady figure "
-                     "is what stays resident")
-    if state:
-        notes.append(f"Mamba state for max_batch_size {max_batch_size:,} requests ({slots * state:,} B, "
-                     f"{state:,} B each, conv and SSM in the model dtype) allocated before the KV pool "
-                     "(MambaHybridCacheManager)")
-    if any(c.source == "drafter" for c in costs) and len(windows) > 1:
-        notes.append("drafter layers placed in the pool of their own window (VSWA + EAGLE pool sizing is open work "
-                     "in TensorRT-LLM)")
-    if failure and state and enable_block_reuse:
-        fixed = trtllm_model(costs, budget_bytes, target_len_tokens, window_shares=window_shares,
-                             tokens_per_block=tokens_per_block, scheduler_policy=scheduler_policy,
-                             max_num_tokens=max_num_tokens, prompt_len_tokens=prompt_len_tokens,
-                             max_attention_window=max_attention_window, max_batch_size=max_batch_size,
-                             enable_block_reuse=False)
-        notes.insert(0, f"fix: {REUSE_FIX}; then "
-                     + (f"it starts and serves {fixed.max_concurrency:g} requests" if fixed.starts
-                        else f"it still fails: {fixed.failure}"))
-    starved = kv_budget < 0 or bool(result_pools) and min(p.num_blocks for p in result_pools) < 1
-    fix = " and ".join(([REUSE_FIX] if enable_block_reuse else []) + ([BATCH_FIX] if starved else [])) \
-        if failure and state else None
-    if scheduler_policy == GUARANTEED_NO_EVICT:
-        conc = min(Fraction(admitted), steady)
-    else:
-        conc = steady
-    if short or failure:
-        conc = Fraction(0)
+    notes = _notes(costs, windows, result_pools, w, adjusted=adjusted, steady=steady, short=short, longest=longest,
+                   failure=failure, max_attention_window=max_attention_window, state=state, slots=slots,
+                   max_batch_size=max_batch_size)
+    fix = None
+    if failure and state:
+        fix_note, fix = _mamba_fix(costs, budget_bytes, target_len_tokens, result_pools, kv_budget, enable_block_reuse,
+                                   dict(window_shares=window_shares, tokens_per_block=tokens_per_block,
+                                        scheduler_policy=scheduler_policy, max_num_tokens=max_num_tokens,
+                                        prompt_len_tokens=prompt_len_tokens,
+                                        max_attention_window=max_attention_window, max_batch_size=max_batch_size))
+        notes[:0] = fix_note
+    conc = Fraction(0) if short or failure else \
+        min(Fraction(admitted), steady) if scheduler_policy == GUARANTEED_NO_EVICT else steady
     pool_bytes = sum(p.num_blocks * tpb * p.bytes_per_token for p in result_pools) + slots * state
     return TrtllmResult(
         pools=result_pools, tokens_per_block=tpb, shares_given=window_shares is not None,
         adjusted_windows=tuple(adjusted), state_slots=slots, state_bytes=slots * state,
         state_bytes_per_request=state, concurrency=conc,
         pool_bytes=pool_bytes, starts=failure is None, failure=failure, notes=tuple(notes),
-        scheduler_policy=scheduler_policy, max_num_tokens=max_num_tokens, prompt_len_tokens=P,
+        scheduler_policy=scheduler_policy, max_num_tokens=max_num_tokens, prompt_len_tokens=w.prompt,
         max_attention_window=max_attention_window, admission_concurrency=admitted if failure is None else 0,
         steady_concurrency=steady if failure is None else Fraction(0),
         longest_prompt_tokens=longest if failure is None else 0, max_batch_size=max_batch_size,
