@@ -29,6 +29,7 @@ and the tier's size is said to be unmodelled.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.vllm.eras import Era, first_release
@@ -120,21 +121,31 @@ def host_tier(era: Era, kv_transfer_config: dict | None, *, backend: str | None,
     connector = str(kv_transfer_config.get("kv_connector") or "")
     if "Offload" not in connector and "LMCache" not in connector:
         return None  # a P/D or other connector: no host tier of its own
-    from kvplan.results.host_tier import HostTier, HostTierGroup
+    from kvplan.results.host_tier import HostTier
     role = str(kv_transfer_config.get("kv_role") or "kv_both")
     base: dict[str, Any] = dict(kv_connector=connector, kv_role=role, backend=backend, hybrid_kv_cache_manager=hma_on)
-    extra = kv_transfer_config.get("kv_connector_extra_config") or {}
     if connector not in NATIVE_CONNECTORS:
         if "LMCache" in connector:
             return lmcache_tier(base, kv_transfer_config, world_size=tensor_parallel_size * pipeline_parallel_size,
                                 groups=groups, num_blocks=num_blocks, worker_kv_bytes=worker_kv_bytes,
                                 max_model_len=max_model_len, gpu_kv_tokens=gpu_kv_tokens, lmcache=lmcache)
         return HostTier(**base, sized=False, note=f"{connector}'s host pool is not modelled yet")
-    dcp = decode_context_parallel_size
+    extra = kv_transfer_config.get("kv_connector_extra_config") or {}
     # the GPU block's token span: DCP-sharded attention spans dcp x block (0.21+), Mamba states not
-    spans = [g.spec.block_size * (1 if isinstance(_first_layer_spec(g.spec), MambaSpec) else dcp)
-             for g in groups]
-    # the hash block check comes first: the spec's base __init__ (0.18-0.25), build_offloading_config (0.26+)
+    spans = [g.spec.block_size * (1 if isinstance(_first_layer_spec(g.spec), MambaSpec)
+                                  else decode_context_parallel_size) for g in groups]
+    _check_native(era, extra, groups, spans, mamba_cache_mode)
+    if era.kv_offloading == "backend_flag":
+        return _counted_tier(base, extra, spans)
+    return _sized_tier(era, base, extra, groups, spans, _NativeRun(
+        num_blocks, worker_kv_bytes, max_model_len, gpu_kv_tokens, tensor_parallel_size, pipeline_parallel_size,
+        decode_context_parallel_size, cross_layer_layout))
+
+
+def _check_native(era: Era, extra: dict, groups, spans: list[int], mamba_cache_mode: str) -> None:
+    """The native connector's checks of the groups' blocks before it sizes anything: the hash block first (the
+    spec's base __init__ 0.18-0.25, build_offloading_config 0.26+), then a ``block_size`` of the extra config
+    against the GPU block (0.12-0.25)."""
     if era.offload_hash_check == "resolved" and era.kv_offloading != "backend_flag":
         # 0.22-0.25 word it as the spec's base __init__ does (gpu_block_size / hash_block_size), 0.26 on as
         # build_offloading_config (tokens_per_block / tokens_per_hash)
@@ -151,81 +162,127 @@ def host_tier(era: Era, kv_transfer_config: dict | None, *, backend: str | None,
                 raise EngineFailure("AssertionError", "" if era.offload_hash_check == "assert" else (
                     f"gpu_block_size={span} not divisible by hash_block_size={per_hash}. Hybrid models (e.g. "
                     "Mamba+Attention) need --enable-prefix-caching to align block sizes."), "kv_connector")
-    by_blocks, by_tokens = extra.get("blocks_per_chunk"), extra.get("block_size")
+    by_tokens = extra.get("block_size")
     # build_offloading_config (0.26 on) reads blocks_per_chunk too; before, only the spec's block_size
-    chunked = era.kv_offloading in ("chunks", "aligned_chunks", "cpu_chunks")
-    if not chunked and by_tokens is not None:
+    if not _chunked(era) and by_tokens is not None:
         # 0.12-0.25 OffloadingSpec.__init__ (0.14.1 vllm/v1/kv_offload/spec.py:40-45, 0.18.0 lines 44-57):
         # one GPU block size, and the offloaded block a multiple of it (asserts without a message)
-        if len(set(spans)) != 1:
-            raise EngineFailure("AssertionError", "If 'block_size' is specified in kv_connector_extra_config, "
-                                "there must be at least one KV cache group, and all groups must have the same "
-                                "block size.", "kv_connector")
+        _one_block_size(spans)
         if int(by_tokens) % spans[0]:
             raise EngineFailure("AssertionError", "", "kv_connector")
-    if era.kv_offloading == "backend_flag":
-        # 0.12.0-0.13.0: the post-init sets num_cpu_blocks to 0, which CPUOffloadingSpec refuses
-        # (0.12.0 vllm/v1/kv_offload/cpu.py:24-28)
-        if not extra.get("num_cpu_blocks"):
-            raise EngineFailure("Exception", "num_cpu_blocks must be specified in kv_connector_extra_config",
-                                "kv_connector")
-        tokens = int(by_tokens) if by_tokens is not None else spans[0]
-        n = int(extra["num_cpu_blocks"])
-        return HostTier(**base, sized=True, num_chunks=n, blocks_per_chunk=tokens // spans[0],
-                        note="num_cpu_blocks given in the extra config (0.12-0.13 take the count, not bytes)")
+
+
+def _chunked(era: Era) -> bool:
+    """The release's connector reads ``blocks_per_chunk`` (build_offloading_config, 0.26 on)."""
+    return era.kv_offloading in ("chunks", "aligned_chunks", "cpu_chunks")
+
+
+def _one_block_size(spans: list[int]) -> None:
+    if len(set(spans)) != 1:
+        raise EngineFailure("AssertionError", "If 'block_size' is specified in kv_connector_extra_config, "
+                            "there must be at least one KV cache group, and all groups must have the same "
+                            "block size.", "kv_connector")
+
+
+def _counted_tier(base: dict[str, Any], extra: dict, spans: list[int]) -> HostTier:
+    """0.12.0-0.13.0: the post-init sets num_cpu_blocks to 0, which CPUOffloadingSpec refuses
+    (0.12.0 vllm/v1/kv_offload/cpu.py:24-28); a count given in the extra config is the tier."""
+    from kvplan.results.host_tier import HostTier
+
+    if not extra.get("num_cpu_blocks"):
+        raise EngineFailure("Exception", "num_cpu_blocks must be specified in kv_connector_extra_config",
+                            "kv_connector")
+    by_tokens = extra.get("block_size")
+    tokens = int(by_tokens) if by_tokens is not None else spans[0]
+    n = int(extra["num_cpu_blocks"])
+    return HostTier(**base, sized=True, num_chunks=n, blocks_per_chunk=tokens // spans[0],
+                    note="num_cpu_blocks given in the extra config (0.12-0.13 take the count, not bytes)")
+
+
+def _blocks_per_chunk(era: Era, extra: dict, spans: list[int]) -> int:
+    """GPU blocks per offloaded chunk: ``blocks_per_chunk`` (0.26 on), else ``block_size`` tokens over the GPU
+    block, else 1; each checked as the release checks it."""
+    by_blocks, by_tokens = extra.get("blocks_per_chunk"), extra.get("block_size")
+    chunked = _chunked(era)
+    if chunked and by_blocks is not None and by_tokens is not None:
+        raise EngineFailure("ValueError", "Specify only one of 'block_size' or 'blocks_per_chunk' in "
+                            "kv_connector_extra_config.", "kv_connector")
+    if chunked and by_blocks is not None:
+        if int(by_blocks) <= 0:
+            raise EngineFailure("ValueError", "'blocks_per_chunk' must be greater than 0.", "kv_connector")
+        return int(by_blocks)
+    if by_tokens is None:
+        return 1
+    tokens = int(by_tokens)
+    _one_block_size(spans)
+    span = spans[0]
+    if tokens % span and era.offload_chunk_check == "assert":  # 0.26.0-0.29.0 config.py: a bare assert
+        raise EngineFailure("AssertionError", "", "kv_connector")
+    if tokens % span:
+        raise EngineFailure(
+            "ValueError", f"'block_size'={tokens} in kv_connector_extra_config must be a multiple of the GPU "
+            f"KV cache block size ({span} tokens). Use {-(-tokens // span) * span} instead, or set "
+            "'blocks_per_chunk' to express the chunk size in blocks.", "kv_connector")
+    return tokens // span
+
+
+@dataclass(frozen=True)
+class _NativeRun:
+    """The engine's figures the native tier is sized from."""
+
+    num_blocks: int
+    worker_kv_bytes: int
+    max_model_len: int
+    gpu_kv_tokens: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    decode_context_parallel_size: int
+    cross_layer_layout: bool
+
+
+def _chunk_bytes(era: Era, groups, per_block: int, blocks_per_chunk: int, run: _NativeRun) -> tuple[int, bool]:
+    """(the host bytes of one chunk, whether the MLA cache is kept once for every TP rank); 0 bytes when the GPU
+    blocks are empty. CPUOffloadingSpec from 0.27 keeps one copy of an MLA cache under TP (every rank holds the same
+    latent) on a CUDA host's shared region: single node, TP only, the multiprocessing executor."""
+    tp, pp = run.tensor_parallel_size, run.pipeline_parallel_size
+    world = tp * pp
+    use_mla = all(isinstance(_first_layer_spec(g.spec), MLAAttentionSpec) for g in groups)
+    aligned = era.kv_offloading in ("aligned_chunks", "cpu_chunks")
+    replicated = (aligned and use_mla and tp > 1 and pp == 1 and run.decode_context_parallel_size == 1
+                  and per_block > 0)
+    if per_block <= 0 or world <= 0:
+        return 0, replicated
+    # the chunk rounded up to BLOCK_SIZE_ALIGNMENT: the host page from 0.27 (SharedOffloadRegion), 1 before
+    # (0.23.0-0.26.0 vllm/v1/kv_offload/cpu/spec.py: BLOCK_SIZE_ALIGNMENT = 1)
+    align = HOST_PAGE_BYTES if aligned else 1
+    copies = 1 if replicated else world
+    return -(-(per_block * copies * blocks_per_chunk) // align) * align, replicated
+
+
+def _sized_tier(era: Era, base: dict[str, Any], extra: dict, groups, spans: list[int], run: _NativeRun) -> HostTier:
+    """The native connector's tier from ``cpu_bytes_to_use``: chunks of ``blocks_per_chunk`` GPU blocks (one copy
+    per worker, or one for an MLA cache under TP from 0.27), rounded up to the host page, and the tokens they hold."""
+    from kvplan.results.host_tier import HostTier, HostTierGroup
+
     cpu_bytes = extra.get("cpu_bytes_to_use")
     if not cpu_bytes:
         raise EngineFailure("Exception", "cpu_bytes_to_use must be specified in kv_connector_extra_config",
                             "kv_connector")
     if not groups:
         raise EngineFailure("ValueError", "KV offloading found no eligible cache groups.", "kv_connector")
-    blocks_per_chunk = 1
-    if chunked and by_blocks is not None and by_tokens is not None:
-        raise EngineFailure("ValueError", "Specify only one of 'block_size' or 'blocks_per_chunk' in "
-                            "kv_connector_extra_config.", "kv_connector")
-    if chunked and by_blocks is not None:
-        blocks_per_chunk = int(by_blocks)
-        if blocks_per_chunk <= 0:
-            raise EngineFailure("ValueError", "'blocks_per_chunk' must be greater than 0.", "kv_connector")
-    elif by_tokens is not None:
-        tokens = int(by_tokens)
-        if len(set(spans)) != 1:
-            raise EngineFailure("AssertionError", "If 'block_size' is specified in kv_connector_extra_config, "
-                                "there must be at least one KV cache group, and all groups must have the same "
-                                "block size.", "kv_connector")
-        span = spans[0]
-        if tokens % span and era.offload_chunk_check == "assert":  # 0.26.0-0.29.0 config.py: a bare assert
-            raise EngineFailure("AssertionError", "", "kv_connector")
-        if tokens % span:
-            raise EngineFailure(
-                "ValueError", f"'block_size'={tokens} in kv_connector_extra_config must be a multiple of the GPU "
-                f"KV cache block size ({span} tokens). Use {-(-tokens // span) * span} instead, or set "
-                "'blocks_per_chunk' to express the chunk size in blocks.", "kv_connector")
-        blocks_per_chunk = tokens // span
+    blocks_per_chunk = _blocks_per_chunk(era, extra, spans)
     windows = era.kv_offloading == "cpu_chunks"  # a window's reach in chunks: 0.33's OffloadingGroupConfig
     tier_groups = tuple(
         HostTierGroup(i, span, len(g.layer_names),
                       _window_chunks(_first_layer_spec(g.spec), span * blocks_per_chunk) if windows else None)
         for i, (g, span) in enumerate(zip(groups, spans)))
-    per_block = worker_kv_bytes // num_blocks if num_blocks > 0 else 0
-    world = tensor_parallel_size * pipeline_parallel_size
-    # CPUOffloadingSpec from 0.27: one copy of an MLA cache under TP (every rank holds the same latent)
-    # on a CUDA host's shared region; single node, TP only, the multiprocessing executor
-    use_mla = all(isinstance(_first_layer_spec(g.spec), MLAAttentionSpec) for g in groups)
-    aligned = era.kv_offloading in ("aligned_chunks", "cpu_chunks")
-    replicated = (aligned and use_mla and tensor_parallel_size > 1 and pipeline_parallel_size == 1 and dcp == 1
-                  and per_block > 0)
-    # the chunk rounded up to BLOCK_SIZE_ALIGNMENT: the host page from 0.27 (SharedOffloadRegion), 1 before
-    # (0.23.0-0.26.0 vllm/v1/kv_offload/cpu/spec.py: BLOCK_SIZE_ALIGNMENT = 1)
-    align = HOST_PAGE_BYTES if aligned else 1
-    num_chunks = chunk = 0
-    if per_block > 0 and world > 0:
-        copies = 1 if replicated else world
-        chunk = -(-(per_block * copies * blocks_per_chunk) // align) * align
-        num_chunks = int(cpu_bytes) // chunk
-    tokens = _tier_tokens(tier_groups, blocks_per_chunk, num_chunks, max_model_len)
+    per_block = run.worker_kv_bytes // run.num_blocks if run.num_blocks > 0 else 0
+    world = run.tensor_parallel_size * run.pipeline_parallel_size
+    chunk, replicated = _chunk_bytes(era, groups, per_block, blocks_per_chunk, run)
+    num_chunks = int(cpu_bytes) // chunk if chunk else 0
+    tokens = _tier_tokens(tier_groups, blocks_per_chunk, num_chunks, run.max_model_len)
     allocated, alloc_note = _host_allocation(era, num_chunks, chunk, per_block, blocks_per_chunk, world,
-                                             cross_layer_layout)
+                                             run.cross_layer_layout)
     notes = [n for n in ("one copy of the MLA cache for every TP rank (replicated layout)" if replicated else None,
                          alloc_note,
                          None if windows else "tokens held: kvplan's count by 0.33's CPUOffloadingInfo formula")
@@ -235,7 +292,7 @@ def host_tier(era: Era, kv_transfer_config: dict | None, *, backend: str | None,
         worker_kv_bytes_per_block=per_block, blocks_per_chunk=blocks_per_chunk, kv_bytes_per_chunk=chunk,
         num_chunks=num_chunks, cpu_kv_cache_size_bytes=num_chunks * chunk, cpu_kv_cache_size_tokens=tokens,
         host_bytes_allocated=allocated,
-        host_to_gpu_tokens_ratio=round(tokens / gpu_kv_tokens, 2) if tokens and gpu_kv_tokens else None,
+        host_to_gpu_tokens_ratio=round(tokens / run.gpu_kv_tokens, 2) if tokens and run.gpu_kv_tokens else None,
         note="; ".join(notes) or None)
 
 
