@@ -337,79 +337,97 @@ def parse_serve_args(argv: list[str] | tuple[str, ...], table: FlagTable, *, bas
     while i < len(args):
         word = args[i]
         if not _looks_like_option(word, table):
-            if model is None and not given:
-                model = word
-                i += 1
-                continue
-            if model is None:  # argparse fills the optional positional with the first free word
-                model = word
-                i += 1
-                continue
-            raise OptionError(f"{word}: unexpected argument after the model {model!r} "
-                              "(vLLM: unrecognized arguments); quote JSON values and check the flags before it")
-        option, eq, inline = word.partition("=")
-        flag, hits = table.lookup(option)
-        if flag is None and not hits:
-            skipped = _other_release_flag(option, eq, args, i, table, warnings)
-            if skipped is not None:
-                i = skipped
-                continue
-        if flag is None:
-            raise _flag_error(option, table, hits)
-        if option in _KVPLAN_INPUTS and option not in flag.options:
-            # vLLM's parser takes a flag's unambiguous prefix: `serve --line -` would be --linear-backend
-            full = next((o for o in flag.options if o.startswith(option)), flag.options[0])
-            raise OptionError(f"{option} after `serve` is vLLM's {full} (vLLM's parser takes a flag's unambiguous "
-                              f"prefix); {option} is kvplan's: write `kvplan vllm [options] {option} …` without `serve`")
-        origin = "dotted" if option in dotted_heads else "line"
-        i += 1
-        if not flag.takes_value:
-            if eq:
-                raise OptionError(f"{option}: takes no value (got {option}={inline})")
-            value: Any = option not in flag.negative if flag.kind == "bool" else (flag.kind != "false")
-            given.append(Given(option, flag, value, origin))
+            if model is not None:
+                raise OptionError(f"{word}: unexpected argument after the model {model!r} (vLLM: unrecognized "
+                                  "arguments); quote JSON values and check the flags before it")
+            model = word  # argparse fills the optional positional with the first free word
+            i += 1
             continue
-        if eq:
-            value = [inline] if flag.nargs in ("*", "+") else inline
-        elif flag.nargs in (None, 1) or isinstance(flag.nargs, int):
-            n = 1 if flag.nargs is None else int(flag.nargs)
-            vals = args[i:i + n]
-            if len(vals) < n or any(_looks_like_option(v, table) for v in vals):
-                raise OptionError(f"{option}: expected {'a value' if n == 1 else f'{n} values'}")
-            value = vals[0] if flag.nargs is None else vals
-            i += n
-        elif flag.nargs == "?":
-            if i < len(args) and not _looks_like_option(args[i], table):
-                value = args[i]
-                i += 1
-            else:
-                value = None
-        else:  # "*" or "+"
-            vals = []
-            while i < len(args) and not _looks_like_option(args[i], table):
-                vals.append(args[i])
-                i += 1
-            if flag.nargs == "+" and not vals:
-                raise OptionError(f"{option}: expected at least one value")
-            value = vals
-        if flag.type == "json":
-            for v in value if isinstance(value, list) else [value]:
-                try:
-                    loads_json(v) if isinstance(v, str) else None
-                except JsonLimitError as e:
-                    raise OptionError(f"{option}: its JSON {e}; give a flat JSON object") from None
-                except json.JSONDecodeError:
-                    raise OptionError(f"{option}: vllm serve {table.release} reads it as JSON and {_short(v)!r} is "
-                                      "not JSON (argparse refuses it); write e.g. '{\"key\": 3}'") from None
-        if flag.choices is not None:
-            for v in value if isinstance(value, list) else [value]:
-                if v is None or str(v) in flag.choices:
-                    continue
-                if table.release != table.requested:  # a neighbour's list: its choices are not the release's
-                    warnings.append(f"{option}: {v!r} is not one of the choices of vllm serve {table.release} "
-                                    f"(the nearest list kvplan has for {table.requested}); read as given")
-                    continue
-                raise OptionError(f"{option}: {v!r} is not one of {', '.join(flag.choices)} "
-                                  f"(vllm serve {table.release})")
+        option, eq, inline = word.partition("=")
+        flag = _flag_of(option, eq, args, i, table, warnings)
+        if isinstance(flag, int):  # another release's flag, skipped up to there
+            i = flag
+            continue
+        origin = "dotted" if option in dotted_heads else "line"
+        value, i = _value_of(option, flag, eq, inline, args, i + 1, table)
+        if flag.takes_value:
+            _check_value(option, flag, value, table, warnings)
         given.append(Given(option, flag, value, origin))
     return ParsedServe(model, tuple(given), config_file, tuple(warnings))
+
+
+def _flag_of(option: str, eq: str, args: list[str], i: int, table: FlagTable, warnings: list[str]) -> ServeFlag | int:
+    """The release's flag ``option`` names (exact, else a unique prefix), or the index after another release's flag
+    that is skipped (with its warning); a flag of no release, an ambiguous prefix or kvplan's own input is refused."""
+    flag, hits = table.lookup(option)
+    if flag is None and not hits:
+        skipped = _other_release_flag(option, eq, args, i, table, warnings)
+        if skipped is not None:
+            return skipped
+    if flag is None:
+        raise _flag_error(option, table, hits)
+    if option in _KVPLAN_INPUTS and option not in flag.options:
+        # vLLM's parser takes a flag's unambiguous prefix: `serve --line -` would be --linear-backend
+        full = next((o for o in flag.options if o.startswith(option)), flag.options[0])
+        raise OptionError(f"{option} after `serve` is vLLM's {full} (vLLM's parser takes a flag's unambiguous "
+                          f"prefix); {option} is kvplan's: write `kvplan vllm [options] {option} …` without `serve`")
+    return flag
+
+
+def _value_of(option: str, flag: ServeFlag, eq: str, inline: str, args: list[str], i: int,
+              table: FlagTable) -> tuple[Any, int]:
+    """The flag's value as its ``nargs`` takes it (from ``=`` or the words from ``i``), and the index after it."""
+    if not flag.takes_value:
+        if eq:
+            raise OptionError(f"{option}: takes no value (got {option}={inline})")
+        return (option not in flag.negative if flag.kind == "bool" else flag.kind != "false"), i
+    if eq:
+        return ([inline] if flag.nargs in ("*", "+") else inline), i
+    return _take(option, flag, args, i, table)
+
+
+def _take(option: str, flag: ServeFlag, args: list[str], i: int, table: FlagTable) -> tuple[Any, int]:
+    """The words from ``i`` a value-taking flag takes by its ``nargs``, and the index after them."""
+    if flag.nargs in (None, 1) or isinstance(flag.nargs, int):
+        n = 1 if flag.nargs is None else int(flag.nargs)
+        vals = args[i:i + n]
+        if len(vals) < n or any(_looks_like_option(v, table) for v in vals):
+            raise OptionError(f"{option}: expected {'a value' if n == 1 else f'{n} values'}")
+        return (vals[0] if flag.nargs is None else vals), i + n
+    if flag.nargs == "?":
+        if i < len(args) and not _looks_like_option(args[i], table):
+            return args[i], i + 1
+        return None, i
+    vals = []  # "*" or "+"
+    while i < len(args) and not _looks_like_option(args[i], table):
+        vals.append(args[i])
+        i += 1
+    if flag.nargs == "+" and not vals:
+        raise OptionError(f"{option}: expected at least one value")
+    return vals, i
+
+
+def _check_value(option: str, flag: ServeFlag, value: Any, table: FlagTable, warnings: list[str]) -> None:
+    """A value argparse would refuse: not JSON where the release reads JSON, not one of the flag's choices (a
+    neighbouring release's choices only warn)."""
+    values = value if isinstance(value, list) else [value]
+    if flag.type == "json":
+        for v in values:
+            try:
+                loads_json(v) if isinstance(v, str) else None
+            except JsonLimitError as e:
+                raise OptionError(f"{option}: its JSON {e}; give a flat JSON object") from None
+            except json.JSONDecodeError:
+                raise OptionError(f"{option}: vllm serve {table.release} reads it as JSON and {_short(v)!r} is "
+                                  "not JSON (argparse refuses it); write e.g. '{\"key\": 3}'") from None
+    if flag.choices is None:
+        return
+    for v in values:
+        if v is None or str(v) in flag.choices:
+            continue
+        if table.release != table.requested:  # a neighbour's list: its choices are not the release's
+            warnings.append(f"{option}: {v!r} is not one of the choices of vllm serve {table.release} "
+                            f"(the nearest list kvplan has for {table.requested}); read as given")
+            continue
+        raise OptionError(f"{option}: {v!r} is not one of {', '.join(flag.choices)} "
+                          f"(vllm serve {table.release})")
