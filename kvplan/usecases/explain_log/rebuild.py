@@ -127,22 +127,51 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
         _set(dep, "drafter", drafter, "--drafter")
     if model_runner:
         _set(dep, "model_runner", model_runner, "--model-runner")
-    nda = facts.first("non_default_args")
-    args = nda["args"] if nda else {}
-    cmd = facts.first("serve_command")
-    cfg = facts.first("engine_config")
-    release = facts.first("release")
-    loading = facts.first("model_name")
-    version = (release and release["version"]) or (cfg and cfg.values.get("version"))
+    lines = _Lines.of(facts)
+    version = (lines.release and lines.release["version"]) or (lines.cfg and lines.cfg.values.get("version"))
     inferred = _inferred_release(guess) if not version else None
-    flags_release = _release_of(version) if version else (cmd.values.get("image_release") if cmd else inferred)
-    cmd_model = _model_of_words(list(cmd["argv"]), flags_release) if cmd is not None else None
+    flags_release = _release_of(version) if version else (
+        lines.cmd.values.get("image_release") if lines.cmd else inferred)
     if settings:
         _serve_options(dep, _settings_words(settings, flags_release), flags_release, "--set", strict=True)
-    # the model: as given, else the args' config source (--hf-config-path: "Name or path of the Hugging Face
-    # config to use. If unspecified, model name or path will be used", config/model.py 0.34.0 l. 242-244; a
-    # GGUF file's layout is that config's, vllm-gguf-plugin#101), the args' model (the positional model_tag),
-    # else the command's, the engine config's, the release line's, "Starting to load model …"
+    _model(dep, lines, model, flags_release)
+    _policy(dep, lines, policy, version, inferred, guess)
+    _options(dep, facts, lines, flags_release)
+    _workers(dep, facts)
+    # the budget
+    dep.budget = _budget(facts, dep)
+    if "max_num_batched_tokens" not in dep.options:
+        dep.assumed.append("max_num_batched_tokens: not in the log; kvplan uses vllm serve's default for an "
+                           "H100/H200 (8192), which sizes the sliding-window reservation")
+    return dep
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """The lines a deployment is read from (each the first of its kind, None when the log lacks it): the
+    non-default args and their args, the pasted command, the engine config, the release line, "Starting to load"."""
+
+    nda: Any
+    args: dict
+    cmd: Any
+    cfg: Any
+    release: Any
+    loading: Any
+
+    @classmethod
+    def of(cls, facts: Facts) -> "_Lines":
+        nda = facts.first("non_default_args")
+        return cls(nda, nda["args"] if nda else {}, facts.first("serve_command"), facts.first("engine_config"),
+                   facts.first("release"), facts.first("model_name"))
+
+
+def _model(dep: Deployment, lines: _Lines, model: str | None, flags_release: str | None) -> None:
+    """The model: as given, else the args' config source (--hf-config-path: "Name or path of the Hugging Face
+    config to use. If unspecified, model name or path will be used", config/model.py 0.34.0 l. 242-244; a
+    GGUF file's layout is that config's, vllm-gguf-plugin#101), the args' model (the positional model_tag),
+    else the command's, the engine config's, the release line's, "Starting to load model …"."""
+    nda, args, cmd, cfg, release, loading = lines.nda, lines.args, lines.cmd, lines.cfg, lines.release, lines.loading
+    cmd_model = _model_of_words(list(cmd["argv"]), flags_release) if cmd is not None else None
     for value, src in ((model, "--model"), (args.get("hf_config_path"), nda and _where(nda)),
                        (args.get("model"), nda and _where(nda)),
                        (args.get("model_tag"), nda and _where(nda)), (cmd_model, cmd and _where(cmd)),
@@ -151,14 +180,17 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
                        (loading and loading["model"], loading and _where(loading))):
         if isinstance(value, str) and value:
             dep.model, dep.model_source = value, src
-            break
-    # the release
+            return
+
+
+def _policy(dep: Deployment, lines: _Lines, policy: str | None, version, inferred: str | None, guess) -> None:
+    """The release: as given, else the log's version, else the one its wordings show (``guess``)."""
     if policy:
         dep.policy, dep.policy_source = policy, "--policy"
     elif version:
         clean = _release_of(version)
         dep.policy = f"vllm=={clean}"
-        dep.policy_source = _where(release or cfg)
+        dep.policy_source = _where(lines.release or lines.cfg)
         if clean != version:
             dep.assumed.append(f"the release: {version} is a development or pre-release build; kvplan reads it as "
                                f"{clean}'s rules")
@@ -171,45 +203,52 @@ def deployment(facts: Facts, *, model: str | None = None, drafter: str | None = 
     elif guess is not None and guess.releases:
         dep.assumed.append(f"the release: the log fits {guess.text}, older than any release kvplan models "
                            "(0.10.1 on); kvplan uses its default rules")
-    # options from the non-default args (what the user typed), then the pasted command, both read
-    # by the project's serve reader with the logged release's flag list, then the engine config
-    # (resolved values)
+
+
+def _options(dep: Deployment, facts: Facts, lines: _Lines, flags_release: str | None) -> None:
+    """Options from the non-default args (what the user typed), then the pasted command, both read by the
+    project's serve reader with the logged release's flag list, then the engine config (resolved values), then
+    the lines that print a figure (batched tokens, async scheduling, the backend, the length)."""
+    nda, cmd, cfg = lines.nda, lines.cmd, lines.cfg
     if nda is not None:
-        _serve_options(dep, _args_to_words(args, flags_release, dep, _where(nda)), flags_release, _where(nda))
+        _serve_options(dep, _args_to_words(lines.args, flags_release, dep, _where(nda)), flags_release, _where(nda))
     if cmd is not None:
         _serve_options(dep, list(cmd["argv"]), flags_release, _where(cmd))
     if cfg is not None:
-        for key in ("tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype", "enable_prefix_caching",
-                    "decode_context_parallel_size"):
-            _set(dep, key, cfg.values.get(key), _where(cfg))
-        if cfg.values.get("dtype") not in (None, "auto"):
-            _set(dep, "dtype", cfg.values["dtype"], _where(cfg))
-        if cfg.values.get("speculative_config"):
-            _speculative(dep, cfg.values["speculative_config"], _where(cfg))
+        _engine_config(dep, cfg)
     for kind, name in (("max_num_batched_tokens", "max_num_batched_tokens"), ("async_scheduling", "async_scheduling"),
                        ("attention_backend", "attention_backend")):
         f = facts.first(kind)
         if f is not None:
             _set(dep, name, f[name], _where(f))
-    if "max_model_len" not in dep.options:
-        f = facts.first("max_model_len")
-        if f is not None:
-            _set(dep, "max_model_len", f["max_model_len"], _where(f))
-    if "max_model_len" not in dep.options:  # the tokens per request of the capacity line, before the config's
-        f = facts.first("concurrency") or facts.first("capacity")
-        if f is not None:
-            _set(dep, "max_model_len", f["max_model_len"], f"the capacity line's tokens per request ({_where(f)})")
+    _length(dep, facts)
     if nda is not None and nda.values.get("partial"):
         dep.assumed.append(f"the non-default args are cut short ({_where(nda)}): the arguments after the cut "
                            "(tensor/pipeline parallel size, a drafter, …) are unknown; give them with --policy, "
                            "--drafter or the command")
-    _workers(dep, facts)
-    # the budget
-    dep.budget = _budget(facts, dep)
-    if "max_num_batched_tokens" not in dep.options:
-        dep.assumed.append("max_num_batched_tokens: not in the log; kvplan uses vllm serve's default for an "
-                           "H100/H200 (8192), which sizes the sliding-window reservation")
-    return dep
+
+
+def _engine_config(dep: Deployment, cfg) -> None:
+    """The engine config line's resolved values (those no earlier line set)."""
+    for key in ("tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype", "enable_prefix_caching",
+                "decode_context_parallel_size"):
+        _set(dep, key, cfg.values.get(key), _where(cfg))
+    if cfg.values.get("dtype") not in (None, "auto"):
+        _set(dep, "dtype", cfg.values["dtype"], _where(cfg))
+    if cfg.values.get("speculative_config"):
+        _speculative(dep, cfg.values["speculative_config"], _where(cfg))
+
+
+def _length(dep: Deployment, facts: Facts) -> None:
+    """max_model_len from its own line, else the tokens per request of the capacity line (before the config's)."""
+    if "max_model_len" not in dep.options:
+        f = facts.first("max_model_len")
+        if f is not None:
+            _set(dep, "max_model_len", f["max_model_len"], _where(f))
+    if "max_model_len" not in dep.options:
+        f = facts.first("concurrency") or facts.first("capacity")
+        if f is not None:
+            _set(dep, "max_model_len", f["max_model_len"], f"the capacity line's tokens per request ({_where(f)})")
 
 
 def _workers(dep: Deployment, facts: Facts) -> None:
