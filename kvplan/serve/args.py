@@ -94,8 +94,8 @@ def other_releases(option: str, table: FlagTable) -> tuple[ServeFlag, list[str]]
     ``(the flag as the newest of them defines it, those releases)``, or None."""
     from kvplan.engines.vllm.serve_flags import flag_table, generated_releases
 
-    hits = [(r, flag_table(r).by_option.get(option)) for r in generated_releases() if r != table.release]
-    hits = [(r, f) for r, f in hits if f is not None]
+    hits = [(r, f) for r in generated_releases() if r != table.release
+            if (f := flag_table(r).by_option.get(option)) is not None]
     if not hits:
         return None
     return hits[-1][1], [r for r, _ in hits]

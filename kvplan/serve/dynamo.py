@@ -94,7 +94,7 @@ def vllm_words(args: list[str]) -> tuple[list[str], list[str]]:
     return out, dropped
 
 
-def workers(doc: dict) -> Iterator[tuple[str, int, list[str], dict, list[str]]]:
+def workers(doc: dict) -> Iterator[tuple[str, int, list[str], Any, list[str]]]:
     """(service name, line, the ``vllm serve`` words, the container's env entries, warnings) of every
     service of the graph that runs ``dynamo.vllm``."""
     services = (doc.get("spec") or {}).get("services") if isinstance(doc.get("spec"), dict) else None

@@ -50,7 +50,7 @@ HF_SERVER_VLLM = {"v0.15.0": "0.8.1", "v0.15.1": "0.8.5", "v0.15.2": "0.8.5", "v
                   "v0.19.0": "0.20.0", "v0.20.0": "0.24.0"}
 
 # KServe's built-in runtimes (config/runtimes/*.yaml at v0.20.0); their images are set by the install
-_BUILTIN = {
+_BUILTIN: dict[str, dict[str, Any]] = {
     "kserve-huggingfaceserver": {"formats": ("huggingface",), "container": {
         "name": "kserve-container", "args": ["--model_name={{.Name}}"], "huggingfaceserver": True}},
     "kserve-vllmserver": {"formats": ("vllm",), "container": {

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Literal
 from dataclasses import dataclass, field
 
 from kvplan.errors import OptionError
@@ -39,9 +40,13 @@ _DOCKER_BOOL = frozenset({
 _DOCKER_SHORT_BOOL = frozenset("ditPq")
 
 
+# how the line runs vLLM: `vllm serve`, the API server module, or `docker run` (a manifest's container too)
+LineForm = Literal["vllm serve", "api_server", "docker"]
+
+
 @dataclass(frozen=True)
 class ServeLine:
-    form: str  # "vllm serve", "api_server" or "docker"
+    form: LineForm
     argv: tuple[str, ...]  # what follows `vllm serve` (or the api_server module, or the image)
     env: dict = field(default_factory=dict)  # VAR=value from the line, in order (every name)
     image: str | None = None

@@ -76,8 +76,8 @@ def _load_documents(text: str, path: str) -> list[Any]:
 
     from kvplan.readfile import yaml_line, yaml_loader_class, yaml_problem
 
-    class Loader(yaml_loader_class()):
-        pass
+    # a subclass of kvplan's bounded SafeLoader, so the constructor added below is this reader's alone
+    Loader: type[yaml.SafeLoader] = type("Loader", (yaml_loader_class(),), {})
 
     def mapping(loader, node):
         loader.flatten_mapping(node)
@@ -196,12 +196,11 @@ def _serve_line(words: list[str], image: str | None, env: dict) -> ServeLine | N
         from kvplan.options import type_name
 
         raise OptionError(f"image: expected the image's name as a string, got {type_name(image)}; quote it")
+    script: str | None = None  # the shell script a `sh -c` container runs (its words are then the shell's)
     if len(words) >= 3 and words[0] in _SHELLS and words[1] in ("-c", "-lc", "-ec"):
-        script, words = words[2], None
+        script = words[2]
     elif len(words) >= 2 and " ".join(words[:2]) in _SHELLS and words[2:3] in (["-c"], ["-lc"]):
-        script, words = words[3] if len(words) > 3 else "", None
-    else:
-        script = None
+        script = words[3] if len(words) > 3 else ""
     vllm_image = bool(image and "vllm" in image.rsplit("/", 1)[-1].split(":")[0])
     if script is not None:
         if "vllm" not in script:
@@ -221,7 +220,8 @@ def _serve_line(words: list[str], image: str | None, env: dict) -> ServeLine | N
     release = line.image_release
     if tag:  # another image's tag (llm-d's, KServe's, a company's) is not a vLLM release
         release = _release_of_tag(tag) if vllm_image else None
-    return replace(line, form="manifest" if line.form != "docker" else line.form, image=image or line.image,
+    # the line keeps its form (what the container runs); the result's `manifest` names where it came from
+    return replace(line, image=image or line.image,
                    image_tag=tag or line.image_tag, image_release=release, env={**env, **line.env})
 
 
@@ -400,7 +400,7 @@ def _kserve_one(path: str, name: str, c: dict, meta: dict | None, storage: str |
             elif release is None:
                 warnings.append(f"{image}: not a KServe release kvplan knows the vLLM of; give --policy vllm==X")
             serve = kserve.with_image(parse_line(shlex.join(["vllm", "serve", *words])), image, tag, release)
-            serve = replace(serve, form="manifest", env={**env, **serve.env})
+            serve = replace(serve, env={**env, **serve.env})
         else:
             words = [*command, *args]
             for i, w in enumerate(words):  # the model word: --model X, --model=X, or serve's positional
@@ -459,7 +459,7 @@ def _llmd(doc: dict, path: str) -> list[ManifestServe]:
     out = []
     for role, c, words, problem, entry in llmd.containers(doc):
         name, line = f"{path}: {role}: {c.get('name') or 'vllm'}", getattr(c, "line", 0)
-        if problem is not None:
+        if words is None:  # llmd.containers gives no words exactly when it gives the problem
             out.append(ManifestServe(name, path, line, None, problem))
             continue
         warnings = []

@@ -180,8 +180,9 @@ def _mapping(node, field: str, path: str, warnings: list[str], *, lenient: bool)
 
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
         items = [(k.arg, k.value) for k in node.keywords]
-    elif isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
-        items = [(k.value, v) for k, v in zip(node.keys, node.values)]
+    elif isinstance(node, ast.Dict) and len(keys := [k.value for k in node.keys if isinstance(k, ast.Constant)
+                                                       and isinstance(k.value, str)]) == len(node.keys):
+        items = list(zip(keys, node.values))
     else:
         raise NotLiteral(f"{field} is {_source(node)}")
     out = {}

@@ -360,7 +360,7 @@ def _not_a_gpu_deployment(line: ServeLine) -> str | None:
     """A vLLM image built for another accelerator (``vllm/vllm-tpu``, a ``-cpu`` image): kvplan models
     vLLM on CUDA GPUs, so there is nothing to simulate; one line that says so."""
     if not line.image:
-        return
+        return None
     name = line.image.rsplit("/", 1)[-1].split(":")[0].split("@")[0].lower()
     m = _NOT_GPU.search(name) if "vllm" in line.image.lower() else None
     if m:
@@ -399,7 +399,7 @@ def read_serve(argv: list[str] | tuple[str, ...] | None = None, *, line: ServeLi
     """Read a serve line (``line``) or the words after ``vllm serve`` (``argv``)."""
     if (argv is None) == (line is None):
         raise OptionError("give either the serve arguments or --line, not both")
-    words = list(line.argv if line is not None else argv)
+    words = list(line.argv) if line is not None else list(argv or ())
     policy_out, release, how, warnings = choose_release(line, policy)
     refused = None
     if line is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import Any
 
 from kvplan.errors import OptionError
 from kvplan.results import outcome
@@ -148,7 +149,7 @@ def render(fmt: str, model: str, args: list[str], env: dict, release: str, gpus:
                       "prefill": {"create": False}})
     if fmt == "dynamo":
         # a corev1.Container (ExtraPodSpec.MainContainer, Dynamo's api/v1alpha1/common.go), whose name is required
-        main = {"name": "main", "image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:TAG",
+        main: dict[str, Any] = {"name": "main", "image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:TAG",
                 "command": ["python3", "-m", "dynamo.vllm"],
                 "args": ["--model", model, *args]}
         if env:
@@ -185,7 +186,7 @@ def _ray_config(model: str, args: list[str], env: dict) -> dict:
             kwargs[key[3:].replace("-", "_") if key.startswith("no-") else key.replace("-", "_")] = \
                 not key.startswith("no-")
             i += 1
-    config = {"model_loading_config": {"model_id": model, "model_source": model}}
+    config: dict[str, Any] = {"model_loading_config": {"model_id": model, "model_source": model}}
     if kwargs:
         config["engine_kwargs"] = kwargs
     if env:

@@ -23,7 +23,7 @@ is the engine's arithmetic.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kvplan.bounds import MAX_HEADS
 
@@ -68,8 +68,19 @@ class _Budgeted:
         """The budget estimated from a card (None for a given --kv-cache-memory: no stages, nothing loaded)."""
         return self.budget if isinstance(self.budget, Budget) else None
 
+    @property
+    def card_budget(self) -> Budget:
+        """The budget estimated from the card (``budget_for``'s, which always estimates one)."""
+        if not isinstance(self.budget, Budget):
+            raise TypeError("a budget given with --kv-cache-memory is not estimated from a card")
+        return self.budget
+
     def kv_bytes(self, utilization: float) -> int:
-        return kv_bytes_at(self.budget, utilization)
+        """The KV bytes per GPU at ``utilization``; a given ``--kv-cache-memory`` (vLLM's
+        ``--kv-cache-memory-bytes``) does not depend on it."""
+        if self.estimated is None:
+            return self.budget.kv_cache_memory_bytes
+        return kv_bytes_at(self.estimated, utilization)
 
 
 def budget_for(s: Scenario, layout=None, era=None) -> _Budgeted:
@@ -337,9 +348,9 @@ def fit_gpus(s: Scenario, gpus: list[str], tp_sizes: list[int], *, concurrency: 
             ps = PlanSummary.of(plan)
             rows.append(GpuTableRow(
                 gpu=g, tensor_parallel_size=tp, num_gpus=tp * s.pipeline_parallel_size * dp,
-                gpu_memory_bytes=GPU_PRESETS[g].memory_bytes, weights_bytes=b.budget.weights_bytes,
+                gpu_memory_bytes=GPU_PRESETS[g].memory_bytes, weights_bytes=b.card_budget.weights_bytes,
                 # no KV cache when vLLM runs out of memory loading the weights or in the profile run
-                kv_cache_memory_bytes=None if b.budget.load_failure else b.budget.kv_cache_memory_bytes,
+                kv_cache_memory_bytes=None if b.card_budget.load_failure else b.budget.kv_cache_memory_bytes,
                 max_model_len=L, outcome=plan_outcome(plan), max_concurrency=ps.max_concurrency,
                 steady_state_concurrency=ps.steady_state_concurrency, kv_tokens=ps.kv_tokens,
                 group_size=ps.group_size, num_groups=ps.num_groups, num_padding_layers=ps.num_padding_layers,
@@ -419,7 +430,7 @@ def fit_scenario(s: Scenario, *, concurrency: float | None = None, context_len: 
     elif on_gpu:
         b = budget_for(s, base_layout, era)
         budget = b.budget
-        warnings += b.budget.warnings
+        warnings += b.card_budget.warnings
     if given_kv is not None or on_gpu:
         max_len = fit_max_model_len(b)
         if concurrency is not None and context_len is not None:
@@ -474,7 +485,7 @@ def fit(model: str, **options) -> Envelope:
         goal = reach_goal(scenario, r["concurrency"], scenario.max_model_len).answer
         body = replace(body, goal=goal)
         if not goal.reached:
-            unanswered.append(goal.reason)
+            unanswered.append(goal.reason or f"{r['concurrency']:g} requests are not reached")
     layout_src = answer.layout
     # vLLM refuses a speculative method without num_speculative_tokens at any length and utilization:
     # the one change that lets fit answer (simulate verifies it: scenario.speculative_tokens_fix)
@@ -495,6 +506,15 @@ def gpus() -> Envelope:
 
     body = GpusBody(tuple(
         GpuRow(p.name, p.memory_bytes, p.basis, p.nominal, tuple(p.aliases), p.source,
-               tuple(p.compute_capability) if p.compute_capability else None, p.platform)
+               tuple(p.compute_capability) if p.compute_capability else None, _platform(p.platform))
         for p in GPU_PRESETS.values()))
     return envelope("gpus", outcome=outcome(ok=True), body=body)
+
+
+def _platform(name: str) -> Literal["cuda", "rocm"]:
+    """A preset's platform as the GPU table's record types it (the presets name no other)."""
+    if name == "rocm":
+        return "rocm"
+    if name == "cuda":
+        return "cuda"
+    raise ValueError(f"GPU preset platform {name!r}: expected cuda or rocm")

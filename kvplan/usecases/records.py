@@ -157,7 +157,7 @@ def worker_rows(plan) -> tuple[WorkerRow | WorkerSummaryRow, ...]:
     for c in plan.worker_checks:
         w = configs.get(c.rank)
         allocated = w is not None  # configs exist once the admission check passed (a drafter check fails after)
-        num_blocks = w.num_blocks if allocated else c.num_blocks
+        num_blocks = w.num_blocks if w is not None else c.num_blocks
         pool = c.bytes_per_block * num_blocks
         names = ranks[c.rank] if c.rank < len(ranks) else ()
         out.append(WorkerRow(
@@ -180,7 +180,7 @@ def worker_rows(plan) -> tuple[WorkerRow | WorkerSummaryRow, ...]:
             # at full load of the allocated pool (nothing is allocated when the engine fails)
             padding=worker_padding(c, plan.blocks_per_request, num_blocks if allocated else 0),
             num_tensors=len(w.tensors) if w else 0,
-            tensors=_tensor_rows(w.tensors) if allocated else (),
+            tensors=_tensor_rows(w.tensors) if w is not None else (),
         ))
     if not out:  # attention-free, or an era that checks before grouping (0.11)
         out = [WorkerSummaryRow(w.rank, w.available_bytes, w.group_size, sum(len(g.layer_names) for g in w.groups),

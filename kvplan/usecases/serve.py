@@ -77,7 +77,7 @@ def _serve_fixes(fixes: tuple[Fix, ...], verdict: Outcome, flags: list[ServeFlag
     out = []
     for fix in fixes:
         flag = None
-        if fix.option == "num_speculative_tokens":
+        if fix.option == "num_speculative_tokens" and isinstance(fix.value, int):
             flag = spec_tokens_flag(flags, fix.value)
         elif fix.option == "parallel_drafting":  # the key is only read from --speculative-config
             flag = spec_config_flag(flags, "parallel_drafting", None)

@@ -12,7 +12,7 @@ from kvplan.results.check import LayoutSignature, PlanNumbers, SameLayoutMeasure
 from kvplan.results.host_tier import tier_memory_bytes
 from kvplan.results.records import CrossCheck
 from kvplan.results.summary import PlanSummary
-from kvplan.usecases.check.schema import ERROR, FAIL, PASS, Deployment, Expectation
+from kvplan.usecases.check.schema import ERROR, FAIL, PASS, Deployment, Expectation, Status
 from kvplan.usecases.scenario import Scenario
 from kvplan.units import format_bytes, plural
 
@@ -35,7 +35,7 @@ class Outcome:
 @dataclass
 class DeploymentResult:
     deployment: Deployment
-    status: str  # pass, fail, error
+    status: Status
     outcomes: list[Outcome] = field(default_factory=list)
     error: str | None = None
     error_type: str | None = None
@@ -232,7 +232,7 @@ def run_deployment(d: Deployment, run: Runner | None = None, *, reraise: bool = 
         msg = e.message if isinstance(e, KvplanError) else f"internal error: {type(e).__name__}: {e}"
         return DeploymentResult(d, ERROR, error=msg, error_type=type(e).__name__,
                                 seconds=time.perf_counter() - start)
-    status = PASS if all(o.passed for o in outcomes) else FAIL
+    status: Status = PASS if all(o.passed for o in outcomes) else FAIL
     warnings = [*d.notes, *(getattr(result.layout, "warnings", ()) or ())]
     r = DeploymentResult(d, status, outcomes, plan=numbers, cross_check=cc, policy=scenario.policy,
                          warnings=warnings, seconds=time.perf_counter() - start)

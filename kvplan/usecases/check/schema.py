@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Final, Literal
 
 from kvplan.errors import DeploymentsFileError, FileIssue, KvplanError, OptionError  # noqa: F401 (re-exported)
 from kvplan.usecases.scenario import Scenario
@@ -50,7 +50,10 @@ VLLM_SERVE = "vllm_serve"
 MANIFEST = "manifest"
 TOP_LEVEL_KEYS = (DEFAULTS, DEPLOYMENTS)
 
-PASS, FAIL, ERROR = "pass", "fail", "error"
+Status = Literal["pass", "fail", "error"]  # a deployment's verdict
+PASS: Final = "pass"
+FAIL: Final = "fail"
+ERROR: Final = "error"
 
 
 # ---------------------------------------------------------------------------

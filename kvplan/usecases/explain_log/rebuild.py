@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import KvplanError, ModelNotFoundError, OptionError
 from kvplan.logs.extract import Facts
-from kvplan.options import find_option
+from kvplan.options import OPTIONS, find_option
 from kvplan.results import Record
 from kvplan.units import GiB
 
@@ -390,8 +390,7 @@ def _release_of(version: str) -> str:
 
 def _budget(facts: Facts, dep: Deployment) -> Budget | None:
     if "kv_cache_memory" in dep.options:
-        opt = find_option("kv_cache_memory")
-        b = opt.parse(dep.options.pop("kv_cache_memory"))
+        b = OPTIONS["kv_cache_memory"].parse(dep.options.pop("kv_cache_memory"))
         return Budget(b, b, b, f"kv_cache_memory_bytes ({dep.sources.pop('kv_cache_memory')})")
     for kind in ("kv_cache_measured", "available_kv_memory", "kv_cache_memory_reserved", "memory_profile"):
         found = facts.all(kind)
@@ -402,12 +401,13 @@ def _budget(facts: Facts, dep: Deployment) -> Budget | None:
                     "available_kv_memory": "Available KV cache memory", "kv_cache_memory_reserved":
                     "reserved KV cache memory", "memory_profile": "the memory profile's kv_cache_size"}[kind]
             return _rounded(f[key], f"{what} ({_where(f)})")
-    f = next((x for x in facts.all("admission_error") if "available_gib" in x.values), None)
-    if f is not None:
-        return _rounded(f["available_gib"], f"the admission error's available KV cache memory ({_where(f)})")
-    f = next((x for x in facts.all("autofit") if "available_gib" in x.values), None)
-    if f is not None:
-        return _rounded(f["available_gib"], f"the auto-fit line ({_where(f)})")
+    refused = next((x for x in facts.all("admission_error") if "available_gib" in x.values), None)
+    if refused is not None:
+        return _rounded(refused["available_gib"],
+                        f"the admission error's available KV cache memory ({_where(refused)})")
+    autofit = next((x for x in facts.all("autofit") if "available_gib" in x.values), None)
+    if autofit is not None:
+        return _rounded(autofit["available_gib"], f"the auto-fit line ({_where(autofit)})")
     return None
 
 
