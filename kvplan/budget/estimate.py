@@ -32,9 +32,14 @@ estimates, labelled as such in every output, each with an override:
   with ``T`` = max_num_batched_tokens, ``R`` = min(max_num_seqs, T), ``H`` the hidden size,
   ``V`` the vocabulary, ``a`` the model dtype's bytes, and ``W`` the widest per-token
   intermediate of any layer on one rank: a dense MLP ``3·I/tp`` (gate-up output and its
-  activation), a MoE layer ``top_k·(3·I_moe/tp + H)`` (fused-MoE caches), attention
-  ``(q + 2·kv heads on the rank)·head_dim + q heads·v_head_dim``, a Mamba/GDN mixer its
-  ``in_proj`` rows on the rank. The 256 MiB stands for kernels' workspaces. Checked
+  activation), a MoE layer the fused experts' workspaces ``top_k·(max(I_moe/tp, H) + max(2·I_moe/tp, H))``
+  (``forward_width``), attention ``(q + 2·kv heads on the rank)·head_dim + q heads·v_head_dim``, a Mamba/GDN
+  mixer its ``in_proj`` rows on the rank. On a TP rank the out-of-place all-reduce's output adds ``H``, on a PP
+  stage after the first its two intermediate-tensor buffers add ``H`` (``forward_rule_bytes_per_token``), and
+  ``f`` is the factor measured at that TP size or PP stage (tests/golden/profile_terms/parallel/: Qwen3-8B's
+  rule exact at TP 2/4/8 and PP 2 in 0.11.0 and 0.19.0). Every TP rank samples the full logits (the
+  LogitsProcessor all-gathers): the sampler term is at least ``R·V·(2 + 1/tp)·a``; the last PP stage samples
+  with its buffers (``2·T·H·a``) held. The 256 MiB stands for kernels' workspaces. Checked
   against one published profile: Llama-3-8B on an H100 at 8192 tokens logged 1.26 GiB of
   activation peak (vllm PR #10511); the rule gives 1.16 GiB. A multimodal model's first stage also
   encodes vLLM's dummy items and keeps their outputs cached under the text forward
@@ -82,6 +87,7 @@ from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights
 from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights,
                                    mxfp4_other_padding_for, mxfp4_padding_for,
                                    widest_intermediate)
+from kvplan.budget.weights import _top_k as top_k_experts
 from kvplan.budget.profile import CUDAGRAPH_REASON
 from kvplan.errors import OptionError
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
@@ -119,7 +125,28 @@ def forward_rule_bytes_per_token(inventory, cfg: dict, dtype_bytes: int, *, tp: 
     ``[max_num_tokens, H]``) where the first stage has one embedding output."""
     hidden = int(cfg.get("hidden_size") or 0)
     extra = (hidden if tp > 1 else 0) + (0 if first_stage else hidden)
-    return (4 * hidden + widest_intermediate(inventory, cfg, tp, layers) + extra) * dtype_bytes
+    return (4 * hidden + forward_width(inventory, cfg, tp, layers) + extra) * dtype_bytes
+
+
+def forward_width(inventory, cfg: dict, tp: int, layers: set[int] | None = None) -> int:
+    """``W`` of the forward rule on one TP rank: the widest per-token intermediate of a dense or attention layer
+    (``widest_intermediate``) and, for a MoE layer, the fused experts' two workspaces ``k·(max(I/tp, H) +
+    max(2I/tp, H))`` (TritonExperts.workspace_shapes, fused_moe.py 0.19.0 lines 1988-1989: ``(M, topk,
+    max(N/2, K))`` and ``(M, topk, max(N, K))``; 0.11's fused_experts_impl sizes its cache13 ``max(2I/tp, H)`` the
+    same way): once ``2I/tp ≤ H`` they keep the hidden width at any TP size (tests/golden/profile_terms/parallel/)."""
+    experts = [w for w in inventory.weights if w.kind == "experts" and w.linear and ".down_proj" not in w.name
+               and not w.name.endswith(".bias") and (layers is None or w.layer in layers)]
+    if not experts:
+        return widest_intermediate(inventory, cfg, tp, layers)
+    hidden = int(cfg.get("hidden_size") or 0)
+    rest = replace(inventory, weights=tuple(w for w in inventory.weights if w.kind != "experts"))
+    k = top_k_experts(cfg)
+    workspace = 0
+    for w in experts:
+        up = w.rank_shape(tp)[1]  # [E, 2I (or I), H] per rank
+        inter = up // 2 if "gate_up" in w.name else up
+        workspace = max(workspace, k * (max(inter, hidden) + max(up, hidden)))
+    return max(widest_intermediate(rest, cfg, tp, layers), workspace)
 
 
 def logits_gather_bytes(reqs: int, vocab: int, dtype_bytes: int, tp: int) -> int:

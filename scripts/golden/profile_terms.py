@@ -1223,14 +1223,7 @@ def lora_all(a) -> int:
 
 def rule_bytes_per_token(model_dir: Path) -> int:
     """kvplan's activation rule per token, (4·H + W)·a at TP 1, for a catalog model (kvplan's environment)."""
-    from kvplan.budget.weights import layout_weights, widest_intermediate
-    from kvplan.model.layout import build_model_layout
-    from kvplan.units import dtype_size_bytes
-
-    layout = build_model_layout(str(model_dir))
-    cfg = layout.target.text_config
-    w = widest_intermediate(layout_weights(layout).target, cfg, 1, None)
-    return (4 * int(cfg["hidden_size"]) + w) * dtype_size_bytes(layout.target.dtype)
+    return parallel_rule_bytes_per_token(model_dir, 1, True)
 
 
 def forward_table(goldens: Path, rows: dict) -> None:
