@@ -407,10 +407,13 @@ def test_collective_buffers_cited_per_release():
     assert rows["0.20.0"]["collective buffers (TP/PP)"]["from"] == "0.19.0"
     assert rows["0.10.1"]["collective buffers (TP/PP)"]["from"] == "0.11.0"
     assert "custom_all_reduce.py 187" in rows["0.19.0"]["collective buffers (TP/PP)"]["detail"]
-    src = ROOT.parent / "golden-venvs" / "rel-src"
-    if not src.is_dir():
-        src = Path("/work/golden-venvs/rel-src")
-    if not src.is_dir():
+    # the unpacked releases (scripts/golden/README.md: RELEASE_SRC, else .golden-venvs/rel-src or the shared copy
+    # beside the checkout)
+    import os
+
+    src = next((p for p in (Path(os.environ.get("RELEASE_SRC") or ROOT / ".golden-venvs" / "rel-src"),
+                            ROOT.parent / "golden-venvs" / "rel-src") if p.is_dir()), None)
+    if src is None:
         pytest.skip("the unpacked releases are not on this machine")
     comm = "vllm/distributed/device_communicators/"
     for release, (made, rank_data, ipc, symm, warm, outs) in profile.COLLECTIVE_SITES.items():
