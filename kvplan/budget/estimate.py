@@ -132,8 +132,9 @@ def forward_width(inventory, cfg: dict, tp: int, layers: set[int] | None = None)
     """``W`` of the forward rule on one TP rank: the widest per-token intermediate of a dense or attention layer
     (``widest_intermediate``) and, for a MoE layer, the fused experts' two workspaces ``k·(max(I/tp, H) +
     max(2I/tp, H))`` (TritonExperts.workspace_shapes, fused_moe.py 0.19.0 lines 1988-1989: ``(M, topk,
-    max(N/2, K))`` and ``(M, topk, max(N, K))``; 0.11's fused_experts_impl sizes its cache13 ``max(2I/tp, H)`` the
-    same way): once ``2I/tp ≤ H`` they keep the hidden width at any TP size (tests/golden/profile_terms/parallel/)."""
+    max(N/2, K))`` and ``(M, topk, max(N, K))``): once ``2I/tp ≤ H`` they keep the hidden width at any TP size
+    (tests/golden/profile_terms/parallel/). 0.11's per-call caches are ``max(2I/tp, H)`` and ``I/tp``: its factor
+    per TP size falls below 1 as TP grows (0.87 at TP 2 to 0.65 at TP 8 for Mixtral-8x7B)."""
     experts = [w for w in inventory.weights if w.kind == "experts" and w.linear and ".down_proj" not in w.name
                and not w.name.endswith(".bias") and (layers is None or w.layer in layers)]
     if not experts:

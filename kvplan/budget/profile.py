@@ -253,8 +253,10 @@ def parallel_term_bases(release: str, row: dict) -> list[dict]:
         per = ", ".join(f"TP {k[2:]} {dense['layouts'][k]['logits_bytes_per_logit']:g} B"
                         for k in ("tp2", "tp4", "tp8") if k in dense["layouts"])
         what = (f"tests/golden/profile_terms/parallel/{dense['from']}.json (compute_logits per logit: {per}, "
-                "(2 + 1/tp)·a: the LogitsProcessor all-gathers, every TP rank gets the full logits and runs the "
-                "sampler; the last PP stage only, with its two intermediate-tensor buffers held)")
+                "(2 + 1/tp)·a: the LogitsProcessor all-gathers (use_all_gather, platforms/interface.py: 0.11.0 "
+                "line 476 under the V1 engine, True at 0.19.0 line 618, 0.27.1 1106, 0.34.0 1293), every TP rank gets "
+                "the full logits and runs the sampler; the last PP stage only, with its two intermediate-tensor "
+                "buffers held)")
         out.append({"term": "logits (TP)", "basis": dense["basis"], "from": dense["from"],
                     "detail": what if dense["basis"] == DERIVED else f"{what}; own run: {dense['why']}"})
     cited, sites = collective_sites(release)
