@@ -67,6 +67,7 @@ def markdown() -> str:
     for r in VERSIONS:
         by = {t["term"]: t for t in rows[r]}
         lines.append(f"| {r} | " + " | ".join(cell(by[t], r) if t in by else "—" for t in terms) + " |")
+    lines += parallel_section()
     lines += ["", "## Goldens and reasons", ""]
     for term in terms:
         details: dict[str, list[str]] = {}
@@ -82,6 +83,41 @@ def markdown() -> str:
             lines.append(f"- {span}: {d}")
         lines.append("")
     return "\n".join(lines)
+
+
+def parallel_section() -> list[str]:
+    """The TP/PP factors each parallel golden gives (tests/golden/profile_terms/parallel/), per release and family."""
+    table = profile._table()
+    own = [r for r in VERSIONS if any(x.get("basis") == profile.DERIVED and x.get("from") == r
+                                      for x in (table[r].get("parallel") or {}).values())]
+    keys = ("tp2", "tp4", "tp8", "pp2-first", "pp2-last")
+    lines = [
+        "", "## Tensor and pipeline parallelism", "",
+        "Derived per release (`scripts/golden/profile_terms.py --parallel-all`): the release's model class rebuilt "
+        "as rank 0 of a TP group of 2, 4 and 8 and as the first and last stage of PP 2 (the parallel-state getters "
+        "answer that rank; every collective runs the release's own `CudaCommunicator` with NCCL faked, so the "
+        "outputs it allocates are the card's), the dummy forward measured on the meta device. kvplan's per-rank "
+        "rule is `(4H + W + H·[tp > 1] + H·[later stage])·a` (`forward_rule_bytes_per_token`: W at the rank's "
+        "shapes, the fused experts' workspaces `k·(max(I/tp, H) + max(2I/tp, H))`); the factor below on it is "
+        "what the release measured there (custom-op path; the family's larger model), so kvplan reproduces "
+        "every golden. A TP size between those measured takes the one below it, TP × PP the TP factor (assumed). "
+        "The logits: every TP rank all-gathers the full vocabulary and runs the sampler "
+        "(`R·V·(2 + 1/tp)·a` at `compute_logits`); the last PP stage samples with its two intermediate-tensor "
+        "buffers held.",
+        "",
+        "| release | family | TP 1 | " + " | ".join(k.replace("tp", "TP ").replace("pp2-", "PP 2 ") for k in keys)
+        + " | logits B per logit (TP 2/4/8) |",
+        "|---|---|---|" + "---|" * len(keys) + "---|",
+    ]
+    for r in own:
+        for family, par in sorted(table[r]["parallel"].items()):
+            lay = par.get("layouts") or {}
+            tp1 = (table[r].get("forward") or {}).get(family, {}).get("factor")
+            logits = " / ".join(f"{lay[k]['logits_bytes_per_logit']:g}" for k in ("tp2", "tp4", "tp8")
+                                if "logits_bytes_per_logit" in lay.get(k, {}))
+            lines.append(f"| {r} | {family} | {tp1:g} | " + " | ".join(
+                f"{lay[k]['factor']:g}" if k in lay else "—" for k in keys) + f" | {logits} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -32,9 +32,14 @@ estimates, labelled as such in every output, each with an override:
   with ``T`` = max_num_batched_tokens, ``R`` = min(max_num_seqs, T), ``H`` the hidden size,
   ``V`` the vocabulary, ``a`` the model dtype's bytes, and ``W`` the widest per-token
   intermediate of any layer on one rank: a dense MLP ``3·I/tp`` (gate-up output and its
-  activation), a MoE layer ``top_k·(3·I_moe/tp + H)`` (fused-MoE caches), attention
-  ``(q + 2·kv heads on the rank)·head_dim + q heads·v_head_dim``, a Mamba/GDN mixer its
-  ``in_proj`` rows on the rank. The 256 MiB stands for kernels' workspaces. Checked
+  activation), a MoE layer the fused experts' workspaces ``top_k·(max(I_moe/tp, H) + max(2·I_moe/tp, H))``
+  (``forward_width``), attention ``(q + 2·kv heads on the rank)·head_dim + q heads·v_head_dim``, a Mamba/GDN
+  mixer its ``in_proj`` rows on the rank. On a TP rank the out-of-place all-reduce's output adds ``H``, on a PP
+  stage after the first its two intermediate-tensor buffers add ``H`` (``forward_rule_bytes_per_token``), and
+  ``f`` is the factor measured at that TP size or PP stage (tests/golden/profile_terms/parallel/: Qwen3-8B's
+  rule exact at TP 2/4/8 and PP 2 in 0.11.0 and 0.19.0). Every TP rank samples the full logits (the
+  LogitsProcessor all-gathers): the sampler term is at least ``R·V·(2 + 1/tp)·a``; the last PP stage samples
+  with its buffers (``2·T·H·a``) held. The 256 MiB stands for kernels' workspaces. Checked
   against one published profile: Llama-3-8B on an H100 at 8192 tokens logged 1.26 GiB of
   activation peak (vllm PR #10511); the rule gives 1.16 GiB. A multimodal model's first stage also
   encodes vLLM's dummy items and keeps their outputs cached under the text forward
@@ -82,6 +87,7 @@ from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights
 from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights,
                                    mxfp4_other_padding_for, mxfp4_padding_for,
                                    widest_intermediate)
+from kvplan.budget.weights import _top_k as top_k_experts
 from kvplan.budget.profile import CUDAGRAPH_REASON
 from kvplan.errors import OptionError
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
@@ -107,22 +113,72 @@ STARTUP_SINGLE_BYTES = 512 * MiB
 STARTUP_MULTI_BYTES = 1024 * MiB
 
 
+def forward_rule_bytes_per_token(inventory, cfg: dict, dtype_bytes: int, *, tp: int, layers: set[int] | None = None,
+                                 first_stage: bool = True) -> int:
+    """kvplan's rule for the dummy forward's peak per token on one rank, before the release's factor:
+    ``(4·H + W + H·[tp > 1] + H·[a later PP stage])·a``, ``W`` the rank's widest intermediate (its shapes at
+    ``tp``). Read from the live tensors at the peak of each release's model class run as rank 0 of a TP group and
+    as each PP stage (scripts/golden/profile_terms.py --parallel-all, tests/golden/profile_terms/parallel/): under
+    TP the all-reduce is out of place (pynccl's and the custom all-reduce's ``torch.empty_like`` of its input), so
+    the reduced ``[T, H]`` is live beside the row-parallel layer's partial one; a later PP stage's input is the V1
+    runner's persistent ``hidden_states`` and ``residual`` buffers (``make_empty_intermediate_tensors``, two
+    ``[max_num_tokens, H]``) where the first stage has one embedding output."""
+    hidden = int(cfg.get("hidden_size") or 0)
+    extra = (hidden if tp > 1 else 0) + (0 if first_stage else hidden)
+    return (4 * hidden + forward_width(inventory, cfg, tp, layers) + extra) * dtype_bytes
+
+
+def forward_width(inventory, cfg: dict, tp: int, layers: set[int] | None = None) -> int:
+    """``W`` of the forward rule on one TP rank: the widest per-token intermediate of a dense or attention layer
+    (``widest_intermediate``) and, for a MoE layer, the fused experts' two workspaces ``k·(max(I/tp, H) +
+    max(2I/tp, H))`` (TritonExperts.workspace_shapes, fused_moe.py 0.19.0 lines 1988-1989: ``(M, topk,
+    max(N/2, K))`` and ``(M, topk, max(N, K))``): once ``2I/tp ≤ H`` they keep the hidden width at any TP size
+    (tests/golden/profile_terms/parallel/). 0.11's per-call caches are ``max(2I/tp, H)`` and ``I/tp``: its factor
+    per TP size falls below 1 as TP grows (0.87 at TP 2 to 0.65 at TP 8 for Mixtral-8x7B)."""
+    experts = [w for w in inventory.weights if w.kind == "experts" and w.linear and ".down_proj" not in w.name
+               and not w.name.endswith(".bias") and (layers is None or w.layer in layers)]
+    if not experts:
+        return widest_intermediate(inventory, cfg, tp, layers)
+    hidden = int(cfg.get("hidden_size") or 0)
+    rest = replace(inventory, weights=tuple(w for w in inventory.weights if w.kind != "experts"))
+    k = top_k_experts(cfg)
+    workspace = 0
+    for w in experts:
+        up = w.rank_shape(tp)[1]  # [E, 2I (or I), H] per rank
+        inter = up // 2 if "gate_up" in w.name else up
+        workspace = max(workspace, k * (max(inter, hidden) + max(up, hidden)))
+    return max(widest_intermediate(rest, cfg, tp, layers), workspace)
+
+
+def logits_gather_bytes(reqs: int, vocab: int, dtype_bytes: int, tp: int) -> int:
+    """``compute_logits``'s peak on a TP rank: the vocab-parallel logits ``[R, V/tp]``, the all-gather's output
+    ``[tp·R, V/tp]`` and its reshaped copy ``[R, V]`` (every release's V1 LogitsProcessor all-gathers: every rank
+    gets the full logits and runs the sampler), ``R·V·(2 + 1/tp)·a``; at TP 1 the logits alone."""
+    return round(reqs * vocab * dtype_bytes * (2 + 1 / tp)) if tp > 1 else reqs * vocab * dtype_bytes
+
+
 def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, max_num_batched_tokens: int,
                               max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
                               encoder: dict | None = None, sampler_bytes: int | None = None,
-                              forward_factor: float = 1.0) -> int:
+                              forward_factor: float = 1.0, first_stage: bool = True) -> int:
     """Peak activation of vLLM's profiling run on one rank (rule in the module docstring). ``encoder``
     (``estimate_encoder_profile``, first stage of a multimodal model): the encoder's forward peaks alone, its
     outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``.
     ``sampler_bytes``: the dummy sampler pass's peak (``kvplan.budget.profile``, derived per release; on the last
-    stage only), which runs while the forward's hidden states (``T · H · a``) are still held. ``forward_factor``:
-    the release's measured forward peak over the rule for the model's family (``kvplan.budget.profile``)."""
+    stage only), which runs while the forward's hidden states (``T · H · a``) are still held, and on a later PP
+    stage the runner's two intermediate-tensor buffers (``2 · T · H · a``); under TP at least the logits' gather
+    (``logits_gather_bytes``). ``forward_factor``: the release's measured forward peak over the rule for the
+    model's family at this TP size or PP stage (``kvplan.budget.profile``)."""
     hidden = int(cfg.get("hidden_size") or 0)
     T = max_num_batched_tokens
-    forward = round(T * (4 * hidden + widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes * forward_factor)
+    forward = round(T * forward_rule_bytes_per_token(inventory, cfg, dtype_bytes, tp=tp, layers=layers,
+                                                     first_stage=first_stage) * forward_factor)
+    reqs, vocab = min(max_num_seqs, T), int(cfg.get("vocab_size") or 0)
     if sampler_bytes is None:  # kvplan's old rule: two fp32 copies of the logits
-        sampler_bytes = min(max_num_seqs, T) * int(cfg.get("vocab_size") or 0) * 4 * 2
-    sampler = sampler_bytes + T * hidden * dtype_bytes if last_stage else 0
+        sampler_bytes = reqs * vocab * 4 * 2
+    sampler_bytes = max(sampler_bytes, logits_gather_bytes(reqs, vocab, dtype_bytes, tp))
+    held = T * hidden * dtype_bytes * (1 if first_stage else 3)
+    sampler = sampler_bytes + held if last_stage else 0
     peak = max(forward, sampler)
     if encoder is not None:
         peak = max(encoder["forward_bytes"], encoder["cache_bytes"] + peak)
@@ -341,12 +397,12 @@ def with_rejection_sampler(sampler: dict, era, reqs: int, vocab: int, rejection:
             "source": sampler["source"] + note}
 
 
-def forward_terms(era, cfg: dict) -> dict:
-    """The dummy forward's factor on kvplan's rule for this model's family, by the release's derived table
-    (``kvplan.budget.profile.forward_factors``)."""
+def forward_terms(era, cfg: dict, tp: int = 1, pp: int = 1) -> dict:
+    """The dummy forward's factor on kvplan's rule for this model's family at this TP size and PP stage, by the
+    release's derived table (``kvplan.budget.profile.forward_factors``)."""
     from kvplan.budget.profile import forward_factors
 
-    return forward_factors(_release(era), cfg)
+    return forward_factors(_release(era), cfg, tp=tp, pp=pp)
 
 
 def startup_high(tp: int, pp: int, fallback: int) -> int:
@@ -516,11 +572,12 @@ class _Estimate:
                                            cudagraph_resident=cudagraph_resident)
 
     def _activation(self, layers: set[int], last: bool, sampler: int, encoder: dict | None = None,
-                    forward_end: str = "value") -> int:
+                    forward_end: str = "value", first: bool = True) -> int:
+        factors = self.forward if first else self.forward.get("later", self.forward)
         return estimate_activation_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp,
                                          max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=layers,
                                          last_stage=last, encoder=encoder, sampler_bytes=sampler,
-                                         forward_factor=self.forward[forward_end])
+                                         forward_factor=factors[forward_end], first_stage=first)
 
     def _weights_on(self, s: int, weights: Any) -> int:
         """Stage ``s``'s weights after offloading, with what LoRA and EPLB add inside vLLM's load_model (what vLLM
@@ -570,9 +627,11 @@ class _Estimate:
         # the weights vLLM logs ('Model loading took') are after offloading: an override is taken as is
         w_bytes = o.weights if o.weights is not None else self._weights_on(s, self.weights)
         eplb = self.eplb_buffer(s) if o.activation is None else 0  # held under the profile run
-        act = o.activation if o.activation is not None else self._activation(layers, last, self.sampler["value"]) + eplb
+        first = s == 0
+        act = o.activation if o.activation is not None else self._activation(
+            layers, last, self.sampler["value"], first=first) + eplb
         act_ends = (act, act) if o.activation is not None else tuple(
-            self._activation(layers, last, self.sampler[end], forward_end=f) + eplb
+            self._activation(layers, last, self.sampler[end], forward_end=f, first=first) + eplb
             for end, f in (("low", "value"), ("high", "high")))
         enc_part = 0
         first_encodes = o.activation is None and s == 0 and self.encoder is not None
@@ -613,7 +672,8 @@ class _Estimate:
         pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_part,
                               non_torch_bytes=nt_band[1], cudagraph_bytes=cg_ends[1])
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
-            self.cfg.get("hidden_size") or 0) * self.dbytes >= act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part
+            self.cfg.get("hidden_size") or 0) * self.dbytes * (1 if first else 3) >= (
+                act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part)
         # the warm-up after the KV cache is allocated (profiled sizing): the graphs vLLM did not subtract at this
         # end, and what capture may leave reserved but unusable for the sampler's warm-up pass (the module docstring)
         warmup = {"graphs": max(0, captured["high"] - cg_ends[1]),
@@ -687,7 +747,7 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         inventory=counted.target if counted is not None else None,
         offload=int((b.cpu_offload_gb or 0) * GiB),
         sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab), era, reqs, vocab, request.rejection_sampler),
-        forward=forward_terms(era, cfg),
+        forward=forward_terms(era, cfg, tp, pp),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,
         exact=bool(b.exact_params), encoder_why=encoder[1], release=release,
@@ -966,6 +1026,11 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
                         f", fewer than 3 start-ups: {g['widened_by']}'s value, the band widened to cover both"
                         if g.get("widened_by")
                         else "") + " (scripts/calibrate_budget.py)")
+    if (tp > 1 or pp > 1) and overrides["activation"] is None:  # the per-rank rule (forward_rule_bytes_per_token)
+        terms[1] = (*terms[1][:4], terms[1][4].replace("(4H + W)", "(4H + W + H·[tp > 1] + H·[later PP stage])")
+                    + f"; per rank at TP {tp} / PP {pp}: W at the rank's shapes, the all-reduce's output beside its "
+                    "input, a later stage's two intermediate-tensor buffers (held under its sampler too), the "
+                    "logits' all-gather R·V·(2 + 1/tp)·a at least (every TP rank samples)")
     if sampler is not None and overrides["activation"] is None:
         row = sampler["row"]
         terms[1] = (*terms[1][:4], terms[1][4].replace(
@@ -975,7 +1040,7 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
             f"{', Triton top-k/top-p' if row['triton'] else ''}; band {row['bytes_per_logit_low']:g}-"
             f"{row['bytes_per_logit_high']:g} B per logit)"))
     if forward is not None and overrides["activation"] is None:
-        terms[1] = (*terms[1][:4], terms[1][4].replace("max(T·(4H + W)·a", f"max({forward['value']:g}·T·(4H + W)·a")
+        terms[1] = (*terms[1][:4], terms[1][4].replace("max(T·(4H", f"max({forward['value']:g}·T·(4H")
                     + f"; the forward: {forward['basis']}: {forward['source']}, band to {forward['high']:g}× "
                     f"(the unfused native graph); peak {'the sampler' if sampler_peak else 'the forward'}")
     out = []

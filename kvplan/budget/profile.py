@@ -64,10 +64,52 @@ def forward_family(cfg: dict) -> str:
     return "moe" if any(int(cfg.get(k) or 0) > 1 for k in MOE_KEYS) else "dense"
 
 
-def forward_factors(release: str | None, cfg: dict) -> dict:
+def forward_factors(release: str | None, cfg: dict, *, tp: int = 1, pp: int = 1) -> dict:
     """The release's forward row for the model's family: ``value`` and ``high`` factors on kvplan's rule, the
     basis and a note of where it came from (a family the release's golden could not measure takes the newest
-    measured release's before it, assumed; none measured: factor 1, assumed)."""
+    measured release's before it, assumed; none measured: factor 1, assumed). Under TP or PP the factors measured
+    on that rank (``parallel_factors``), ``later`` those of a PP stage after the first."""
+    base = _tp1_forward_factors(release, cfg)
+    return base if tp == 1 and pp == 1 else parallel_factors(release, base, tp=tp, pp=pp)
+
+
+# The dummy forward on one rank under TP and PP (``scripts/golden/profile_terms.py --parallel-all``: the release's
+# model class rebuilt as rank 0 of a TP group of 2, 4, 8 and as the first and the last stage of PP 2, its collectives
+# through the release's own CudaCommunicator with NCCL faked; tests/golden/profile_terms/parallel/): per family the
+# measured bytes per token over kvplan's per-rank rule (``kvplan.budget.estimate.forward_rule_bytes_per_token``).
+PARALLEL_TPS = (2, 4, 8)
+
+
+def parallel_factors(release: str | None, base: dict, *, tp: int, pp: int) -> dict:
+    """``base`` (the TP 1 factors) replaced by those measured at ``tp`` (the largest measured TP size not above it)
+    or, at TP 1 with PP, by each PP stage's (``later``: every stage after the first, as PP 2's last); the TP 1 factors
+    where the release family has no parallel golden (assumed)."""
+    rows = _table()
+    par = ((rows.get(release or "") or rows[list(rows)[-1]]).get("parallel") or {}).get(base["family"]) or {}
+    layouts = par.get("layouts") or {}
+    if not layouts:
+        return {**base, "basis": ASSUMED, "source": base["source"] + f"; at TP {tp} / PP {pp} the TP 1 factor "
+                f"({par.get('why', 'no parallel golden')})"}
+    if tp > 1:
+        size = max([t for t in PARALLEL_TPS if t <= tp] or [PARALLEL_TPS[0]])
+        first = later = layouts[f"tp{size}"]
+        exact = size == tp and pp == 1
+        what = f"TP {size} rank 0" + ("" if exact else f" (for TP {tp}" + (f", PP {pp}" if pp > 1 else "") + ")")
+    else:
+        first, later = layouts["pp2-first"], layouts["pp2-last"]
+        exact, what = pp == 2, "PP 2 first and last stage" + ("" if pp == 2 else f" (for PP {pp})")
+    model = Path(first.get("model") or par["model"]).parent.name
+    src = (f"vLLM {par['from']}'s {base['family']} forward ({model}) as {what}: {first['bytes_per_token']:,.0f} B per "
+           f"token, {first['factor']:g}-{first['factor_high']:g}× kvplan's per-rank rule"
+           + ("" if first is later else f"; a later stage {later['bytes_per_token']:,.0f} B, {later['factor']:g}×"))
+    basis = DERIVED if par["basis"] == DERIVED and exact else ASSUMED
+    if par["basis"] != DERIVED:
+        src += f"; {release or 'this era'}'s parallel forward not run ({par.get('why', '')})"
+    return {"value": first["factor"], "high": first["factor_high"], "basis": basis, "family": base["family"],
+            "later": {"value": later["factor"], "high": later["factor_high"]}, "source": src}
+
+
+def _tp1_forward_factors(release: str | None, cfg: dict) -> dict:
     rows = _table()
     row = (rows.get(release or "") or rows[list(rows)[-1]]).get("forward") or {}
     family = forward_family(cfg)
@@ -137,6 +179,7 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
         what = f"tests/golden/profile_terms/forward/{fam['from']}.json ({models}: factor {fam['factor']:g}, high {fam['factor_high']:g})"
         out.append({"term": f"forward ({family})", "basis": fam["basis"], "from": fam["from"],
                     "detail": what if fam["basis"] == DERIVED else f"{what}; own run: {fam['why']}"})
+    out += parallel_term_bases(release, row)
     enc = row.get("encoder") or {}
     for arch, e in sorted(enc.items()):
         what = (f"tests/golden/profile_terms/encoder/{e['from']}.json ({Path(e['model']).parent.name}: {e['bytes_per_patch']:,.0f} B per "
@@ -155,4 +198,67 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
     out.append({"term": "non-torch memory", "basis": CALIBRATED if calibrated_groups else ASSUMED,
                 "detail": NON_TORCH_REASON + (f"; calibrated on the calibration half: {groups}" if groups else
                                               "; kvplan's constants (no calibration)")})
+    return out
+
+
+# What the TP/PP collectives allocate on a card, per release (file and line in vllm/distributed/device_communicators/
+# and v1/worker/gpu_worker.py): the communicators are made by init_worker_distributed_environment before the worker's
+# init snapshot, so their buffers are in the start-up memory, not in what the profile subtracts; the collectives'
+# outputs during the forward are torch allocations the parallel goldens count.
+COLLECTIVE_SITES = {
+    "0.11.0": ("gpu_worker.py 169 before the snapshot at 182", "custom_all_reduce.py 175", "164, 169",
+               "symm_mem.py 83", "pynccl.py 138-139", "pynccl.py 158, custom_all_reduce.py 248"),
+    "0.19.0": ("gpu_worker.py 263 before the snapshot at 282", "custom_all_reduce.py 187", "176, 181",
+               "symm_mem.py 91", "pynccl.py 143-144", "pynccl.py 173, custom_all_reduce.py 258"),
+    "0.27.1": ("gpu_worker.py 376 before the snapshot at 395", "custom_all_reduce.py 228", "207, 217",
+               "symm_mem.py 92", "pynccl.py 143-144", "pynccl.py 184, custom_all_reduce.py 373"),
+    "0.34.0": ("gpu_worker.py 506 before the snapshot at 549", "custom_all_reduce.py 317", "296, 306",
+               "symm_mem.py 92", "pynccl.py 189-190", "pynccl.py 291, custom_all_reduce.py 527"),
+}
+
+
+def collective_sites(release: str) -> tuple[str, str]:
+    """The cited release (the newest of ``COLLECTIVE_SITES`` not after ``release``, else the oldest) and what its
+    collectives allocate, in torch and outside it."""
+    from kvplan.version import version_key
+
+    cited = [r for r in COLLECTIVE_SITES if version_key(r) <= version_key(release)] or [next(iter(COLLECTIVE_SITES))]
+    r = cited[-1]
+    made, rank_data, ipc, symm, warm, outs = COLLECTIVE_SITES[r]
+    return r, (f"vLLM {r}: the communicators are made at init_device ({made}): the custom all-reduce's rank_data, "
+               f"8 MiB by torch.empty ({rank_data}), its meta and IPC buffers by cudaMalloc outside torch ({ipc}), "
+               f"the symmetric-memory all-reduce's buffer by torch's symmetric-memory allocator, not the caching "
+               f"allocator ({symm}), NCCL's communicator buffers outside torch, initialised by a one-element "
+               f"warm-up all-reduce ({warm}): all in the start-up memory, none in the profile's torch peak; what NCCL "
+               f"allocates later is in the non-torch term (calibrated); each collective's output during the forward "
+               f"(out of place: {outs}, torch.empty_like) is in the parallel forward goldens")
+
+
+def parallel_term_bases(release: str, row: dict) -> list[dict]:
+    """The TP/PP rows of ``term_bases``: the forward per family on a TP rank and a PP stage, the logits' gather."""
+    out = []
+    for family, par in sorted((row.get("parallel") or {}).items()):
+        if "layouts" not in par:
+            out.append({"term": f"forward TP/PP ({family})", "basis": ASSUMED,
+                        "detail": f"the TP 1 factor: {par.get('why', 'no parallel golden')}"})
+            continue
+        lay = par["layouts"]
+        what = (f"tests/golden/profile_terms/parallel/{par['from']}.json ("
+                + ", ".join(f"{k} {lay[k]['factor']:g}" for k in sorted(lay) if k != "tp1")
+                + " × kvplan's per-rank rule (4H + W + H·[tp > 1] + H·[later stage])·a)")
+        out.append({"term": f"forward TP/PP ({family})", "basis": par["basis"], "from": par["from"],
+                    "detail": what if par["basis"] == DERIVED else f"{what}; own run: {par['why']}"})
+    dense = (row.get("parallel") or {}).get("dense") or {}
+    if "layouts" in dense:
+        per = ", ".join(f"TP {k[2:]} {dense['layouts'][k]['logits_bytes_per_logit']:g} B"
+                        for k in ("tp2", "tp4", "tp8") if k in dense["layouts"])
+        what = (f"tests/golden/profile_terms/parallel/{dense['from']}.json (compute_logits per logit: {per}, "
+                "(2 + 1/tp)·a: the LogitsProcessor all-gathers (use_all_gather, platforms/interface.py: 0.11.0 "
+                "line 476 under the V1 engine, True at 0.19.0 line 618, 0.27.1 1106, 0.34.0 1293), every TP rank gets "
+                "the full logits and runs the sampler; the last PP stage only, with its two intermediate-tensor "
+                "buffers held)")
+        out.append({"term": "logits (TP)", "basis": dense["basis"], "from": dense["from"],
+                    "detail": what if dense["basis"] == DERIVED else f"{what}; own run: {dense['why']}"})
+    cited, sites = collective_sites(release)
+    out.append({"term": "collective buffers (TP/PP)", "basis": NOT_COUNTED, "from": cited, "detail": sites})
     return out

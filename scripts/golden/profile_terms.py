@@ -475,6 +475,7 @@ def table(goldens: Path, out: Path) -> int:
         why = own["why"] if own is not None else "no golden for this release (not a golden release)"
         full[release] = {**rows[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
     forward_table(goldens / "forward", full)
+    parallel_table(goldens / "parallel", full)
     encoder_table(goldens / "encoder", full)
     out.write_text(json.dumps({"source": "scripts/golden/profile_terms.py --table (from tests/golden/profile_terms)",
                                "releases": full}, indent=1) + "\n")
@@ -594,7 +595,8 @@ def forward_main(a) -> int:
             lambda cls, *x, **k: "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend")
     record_out = {"path": a.forward_path, "setup_skipped": list(AR.SETUP_SKIPPED), "python_ops": sorted(ops)}
     try:
-        record_out.update(encoder_measure(a, AR, ops) if a.encoder else lora_measure(a, AR) if a.lora else forward_measure(a, AR, ops))
+        record_out.update(parallel_measure(a, AR, ops) if a.parallel_run else encoder_measure(a, AR, ops) if a.encoder
+                          else lora_measure(a, AR) if a.lora else forward_measure(a, AR, ops))
         record_out["derived"] = True
     except Exception as e:  # noqa: BLE001 - the release's model did not run here: recorded, one line
         import traceback
@@ -1221,14 +1223,7 @@ def lora_all(a) -> int:
 
 def rule_bytes_per_token(model_dir: Path) -> int:
     """kvplan's activation rule per token, (4·H + W)·a at TP 1, for a catalog model (kvplan's environment)."""
-    from kvplan.budget.weights import layout_weights, widest_intermediate
-    from kvplan.model.layout import build_model_layout
-    from kvplan.units import dtype_size_bytes
-
-    layout = build_model_layout(str(model_dir))
-    cfg = layout.target.text_config
-    w = widest_intermediate(layout_weights(layout).target, cfg, 1, None)
-    return (4 * int(cfg["hidden_size"]) + w) * dtype_size_bytes(layout.target.dtype)
+    return parallel_rule_bytes_per_token(model_dir, 1, True)
 
 
 def forward_table(goldens: Path, rows: dict) -> None:
@@ -1284,6 +1279,71 @@ def forward_table(goldens: Path, rows: dict) -> None:
                           for family, by in measured.items()}
 
 
+def parallel_rule_bytes_per_token(model_dir: Path, tp: int, first_stage: bool) -> int:
+    """kvplan's per-rank forward rule per token (``forward_rule_bytes_per_token``) for a catalog model (kvplan's
+    environment)."""
+    from kvplan.budget.estimate import forward_rule_bytes_per_token
+    from kvplan.budget.weights import layout_weights
+    from kvplan.model.layout import build_model_layout
+    from kvplan.units import dtype_size_bytes
+
+    layout = build_model_layout(str(model_dir))
+    return forward_rule_bytes_per_token(layout_weights(layout).target, layout.target.text_config,
+                                        dtype_size_bytes(layout.target.dtype), tp=tp, first_stage=first_stage)
+
+
+def parallel_table(goldens: Path, rows: dict) -> None:
+    """Each release's ``parallel`` row: per family (dense, MoE) and layout (``tp2`` ... ``pp2-last``) the measured
+    bytes per token on that rank (custom-op path: the value; native: the high end) over kvplan's per-rank rule, the
+    family's factor the largest of its models'; and the logits' bytes per logit on the last stage. A release without
+    a parallel golden takes the newest measured one before it (else the oldest), assumed."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from kvplan.engines.vllm.versions import version_key
+
+    root = Path(__file__).resolve().parents[2]
+    rules: dict = {}
+    measured: dict = {}  # family -> release -> row or {"why"}
+    for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)) if goldens.is_dir() else []:
+        g = json.loads(f.read_text())
+        per_family: dict = {}
+        for label, paths in sorted(g["parallel"].items()):
+            v, n = paths["custom_ops"], paths["native"]
+            fam = per_family.setdefault(label_family(label), {})
+            if not (v.get("derived") and n.get("derived")):
+                fam.setdefault("why", v.get("why") or n.get("why"))
+                continue
+            for key, lay in v["layouts"].items():
+                nat = n["layouts"][key]
+                k = (v["model"], lay["tp"], lay["first_stage"])
+                if k not in rules:
+                    rules[k] = parallel_rule_bytes_per_token(root / Path(v["model"]).parent, lay["tp"],
+                                                             lay["first_stage"])
+                r = rules[k]
+                x = {"model": v["model"], "bytes_per_token": lay["bytes_per_token"],
+                     "bytes_per_token_native": nat["bytes_per_token"], "rule_bytes_per_token": r,
+                     "factor": round(lay["bytes_per_token"] / r, 4),
+                     "factor_high": round(max(lay["bytes_per_token"], nat["bytes_per_token"]) / r, 4)}
+                if lay.get("logits"):
+                    x["logits_bytes_per_logit"] = lay["logits"]["bytes_per_logit"]
+                    x["logits_shape"] = lay["logits"]["shape"]
+                best = fam.setdefault("layouts", {}).get(key)
+                models = {**(best or {}).get("models", {}), label: x["factor"]}
+                if best is None or x["factor"] > best["factor"]:
+                    best = {**x, "factor_high": max(x["factor_high"], (best or x)["factor_high"])}
+                else:
+                    best = {**best, "factor_high": max(x["factor_high"], best["factor_high"])}
+                fam["layouts"][key] = {**best, "models": models}
+        for family, fam in per_family.items():
+            measured.setdefault(family, {})[g["vllm_version"]] = (
+                {"layouts": fam["layouts"], "model": fam["layouts"]["tp2"]["model"]} if fam.get("layouts")
+                else {"why": fam.get("why") or "not measured"})
+    for release, row in rows.items():
+        par = {family: x for family, by in measured.items()
+               if (x := release_row(by, release, "parallel")) is not None}
+        if par:
+            row["parallel"] = par
+
+
 def encoder_table(goldens: Path, rows: dict) -> None:
     """Each release's ``encoder`` row: per multimodal architecture measured (``ENCODER_MODELS``) the vision tower's
     bytes per patch of the dummy pass on the custom-op path (the value) and the native path, over kvplan's tower rule
@@ -1333,6 +1393,237 @@ def release_row(by: dict, release: str, what: str) -> dict | None:
     return {**by[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
 
 
+# ----------------------------------------------------------------------------- tensor and pipeline parallelism
+
+# (tensor-parallel size, pipeline-parallel size, pipeline rank measured): rank 0 of the TP group; for PP 2 the first
+# stage (embeds, sends intermediate tensors) and the last (receives them, runs the norm, the logits, the sampler)
+PARALLEL_LAYOUTS = ((1, 1, 0), (2, 1, 0), (4, 1, 0), (8, 1, 0), (1, 2, 0), (1, 2, 1))
+PARALLEL_MODELS = ("dense", "moe", "moe-mixtral")  # FORWARD_MODELS labels: Qwen3-8B, gpt-oss-20b, Mixtral-8x7B
+LOGITS_REQS = (32, 64)  # dummy requests for the logits (compute_logits) under TP
+
+
+def parallel_layout_key(tp: int, pp: int, rank: int) -> str:
+    return f"tp{tp}" if pp == 1 else f"pp{pp}-{'first' if rank == 0 else 'last' if rank == pp - 1 else rank}"
+
+
+class FakePyNccl:
+    """The release's ``PyNcclCommunicator`` as far as what its collectives allocate: ``all_reduce`` returns a new
+    tensor like its input (pynccl.py ``out_tensor = torch.empty_like(in_tensor)``: 0.11.0 line 158, 0.19.0 173,
+    0.27.1 184, 0.34.0 291); every other collective writes into the buffer its caller allocated (the caller's
+    allocation is the release's own code, run as is). NCCL's own buffers live outside torch's allocator."""
+
+    disabled = False
+    nccl_version = 10 ** 9  # newer than any version gate (0.34's direct symmetric reduce-scatter reads it)
+
+    def __init__(self, world_size: int, calls: dict):
+        self.world_size = world_size
+        self.rank = 0
+        self.calls = calls
+
+    def all_reduce(self, in_tensor, out_tensor=None, op=None, stream=None):
+        import torch
+
+        self.calls["all_reduce"] = self.calls.get("all_reduce", 0) + 1
+        return torch.empty_like(in_tensor) if out_tensor is None else out_tensor
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def collective(*args, **kwargs):  # all_gather / reduce_scatter / send / recv / group_start ...: in place
+            self.calls[name] = self.calls.get(name, 0) + 1
+        return collective
+
+
+def fake_communicator(world_size: int, calls: dict):
+    """The release's ``CudaCommunicator`` (its own all_reduce / all_gather / reduce_scatter bodies run: the
+    allocations they make are the card's) on rank 0 of a group of ``world_size``, with pynccl the only backend: the
+    custom all-reduce, quick-reduce, symmetric-memory and FlashInfer communicators absent (each allocates the same
+    one output like its input for the sizes it takes: custom_all_reduce.py ``out = torch.empty_like(inp)``, 0.11.0
+    line 248, 0.19.0 258, 0.27.1 373, 0.34.0 527). torch.distributed's in-place collectives are no-ops
+    (``fake_collectives``)."""
+    import torch
+    from vllm.distributed.device_communicators.cuda_communicator import CudaCommunicator
+
+    class Fake(CudaCommunicator):
+        def __init__(self):  # noqa: D107 - no process group, no NCCL
+            pass
+
+        def __getattr__(self, name):  # an optional backend (ca_comm, qr_comm, symm_mem_comm, all2all ...): absent
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return None
+
+    c = Fake()
+    c.world_size, c.rank, c.rank_in_group, c.ranks = world_size, 0, 0, list(range(world_size))
+    c.device, c.use_all2all = torch.device("meta"), False
+    c.pynccl_comm = FakePyNccl(world_size, calls)
+    return c
+
+
+def fake_collectives(calls: dict) -> None:
+    """torch.distributed's collectives as no-ops (each writes into tensors its caller allocated)."""
+    import torch.distributed as dist
+
+    for name in ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "gather", "broadcast",
+                 "all_to_all_single", "all_gather"):
+        def op(*args, _n=name, **kwargs):
+            calls[f"dist.{_n}"] = calls.get(f"dist.{_n}", 0) + 1
+        setattr(dist, name, op)
+
+
+def parallel_groups(vc, tp: int, pp: int, rank: int, calls: dict) -> None:
+    """The world-size-1 groups made by ``forward_dist`` answered as rank 0 of a TP group of ``tp`` and rank ``rank``
+    of a PP group of ``pp`` (``GroupCoordinator``'s ``world_size`` / ``rank_in_group`` / ``ranks``, which every
+    ``get_tensor_model_parallel_*`` / ``get_pp_group()`` getter and ``make_layers``' ``get_pp_indices`` read), each
+    with a fake communicator; the engine config's parallel sizes set to match."""
+    import vllm.distributed.parallel_state as ps
+
+    for group, n, r in ((ps.get_tp_group(), tp, 0), (ps.get_pp_group(), pp, rank)):
+        if n > 1:
+            group.world_size, group.rank_in_group, group.rank, group.ranks = n, r, r, list(range(n))
+            group.device_communicator = fake_communicator(n, calls)
+    vc.parallel_config.tensor_parallel_size = tp
+    vc.parallel_config.pipeline_parallel_size = pp
+
+
+def _tensor_bytes(x) -> int:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return x.numel() * x.element_size()
+    tensors = getattr(x, "tensors", None)  # IntermediateTensors
+    return sum(_tensor_bytes(t) for t in tensors.values()) if isinstance(tensors, dict) else 0
+
+
+def parallel_measure(a, AR, ops) -> dict:
+    """``--parallel-run``: the dummy forward (as ``forward_measure``) of one model on one rank of each layout in
+    ``PARALLEL_LAYOUTS``, the model class rebuilt per layout with the release's parallel-state getters answering that
+    rank, every collective through the release's own ``CudaCommunicator`` with pynccl faked (``fake_communicator``).
+    A non-first PP stage takes its input from the buffers the V1 runner's ``_dummy_run`` makes on its first call
+    (``make_empty_intermediate_tensors(batch_size=max_num_tokens)``, 0.11.0 gpu_model_runner.py 3110-3118; 0.34's V2
+    runner makes them in ``load_model``, gpu/model_runner.py 563-570), made here inside the tracker at T tokens and
+    held under the forward. On the last stage ``compute_logits`` over 32 and 64 dummy rows: the logits the
+    sampler gets, after the LogitsProcessor's gather of the vocab-parallel logits (``use_all_gather``: every rank
+    gets the full logits in the V1 runner of these releases)."""
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.forward_context import set_forward_context
+
+    calls: dict = {}
+    fake_collectives(calls)
+    orig_dist = forward_dist
+    out = {}
+    for tp, pp, rank in PARALLEL_LAYOUTS:
+        def dist(AR_, vc, tp=tp, pp=pp, rank=rank):
+            orig_dist(AR_, vc)
+            parallel_groups(vc, tp, pp, rank, calls)
+
+        globals()["forward_dist"] = dist
+        try:
+            cfg, vc, model, _ = build_on_meta(AR, ops, a.parallel_run, a.forward_path, after_loading=True)
+        finally:
+            globals()["forward_dist"] = orig_dist
+        first, last = rank == 0, rank == pp - 1
+        H = int(cfg["hidden_size"])
+
+        def run(T):
+            fresh_workspace()
+            counter = MetaLiveBytes()
+            ids = torch.zeros(T, dtype=torch.long, device="meta")
+            pos = torch.zeros(T, dtype=torch.long, device="meta")
+            with set_current_vllm_config(vc), set_forward_context(None, vc), torch.inference_mode(), \
+                    tracking_mode(counter, devices=("meta",)):
+                inter = None if first else model.make_empty_intermediate_tensors(
+                    batch_size=T, dtype=torch.bfloat16, device=torch.device("meta"))
+                inter_bytes = _tensor_bytes(inter)
+                res = model(ids, pos, inter)
+                res_bytes = _tensor_bytes(res)
+                del res, inter
+            return counter, inter_bytes, res_bytes
+
+        run(a.forward_tokens[0])
+        before = dict(calls)
+        peaks, at_peak, inter, outb = {}, {}, {}, {}
+        for T in a.forward_tokens:
+            c, inter[T], outb[T] = run(T)
+            peaks[T] = c.peak
+            at_peak[T] = sorted(([list(s), dt, n] for n, s, dt in c.at_peak), key=lambda x: -x[2])[:12]
+        per_call = {k: (v - before.get(k, 0)) // len(a.forward_tokens) for k, v in calls.items()
+                    if v - before.get(k, 0)}
+        t1, t2 = a.forward_tokens
+        per_token = (peaks[t2] - peaks[t1]) / (t2 - t1)
+        rec = {"tp": tp, "pp": pp, "pp_rank": rank, "first_stage": first, "last_stage": last,
+               "layers_on_rank": sum(1 for m in getattr(getattr(model, "model", model), "layers", ())
+                                     if type(m).__name__ != "PPMissingLayer"),
+               "peak_bytes": {str(t): p for t, p in peaks.items()}, "bytes_per_token": per_token,
+               "fixed_bytes": peaks[t1] - round(per_token * t1),
+               "intermediate_bytes_per_token": (inter[t2] - inter[t1]) / (t2 - t1),
+               "output_bytes_per_token": (outb[t2] - outb[t1]) / (t2 - t1),
+               "collectives_per_forward": per_call, "live_at_peak": at_peak[t2]}
+        if last:
+            rec["logits"] = parallel_logits(vc, model, H)
+        out[parallel_layout_key(tp, pp, rank)] = rec
+        print(parallel_layout_key(tp, pp, rank), per_token, rec.get("logits", {}).get("bytes_per_logit"),
+              file=sys.stderr)
+    return {"model": a.parallel_run, "architecture": type(model).__name__, "tokens": list(a.forward_tokens),
+            "layouts": out,
+            "config": {k: cfg.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                               "num_key_value_heads", "head_dim", "num_experts_per_tok",
+                                               "num_local_experts", "num_hidden_layers", "vocab_size")}}
+
+
+def fresh_workspace() -> None:
+    """The fused-MoE workspace of 0.19+ (``vllm.v1.worker.workspace``: one buffer that only grows, kept across
+    forwards) made anew, as the profile run's first forward makes it: a buffer left by the previous layout or the
+    warm-up would be seen through its views as an allocation of its old size."""
+    try:
+        import torch
+        from vllm.v1.worker import workspace
+    except ImportError:  # no workspace manager (0.11-0.1x): the MoE caches are allocated per call
+        return
+    workspace.reset_workspace_manager()
+    workspace.init_workspace_manager(torch.device("meta"))
+
+
+def parallel_logits(vc, model, H: int) -> dict:
+    """``compute_logits`` over ``LOGITS_REQS`` dummy rows on the meta device: its peak (the vocab-parallel logits,
+    the gather's buffers, the full logits), the bytes per logit it grows by, and the shape every rank gets."""
+    import torch
+    from vllm.config import set_current_vllm_config
+
+    peaks, shapes = {}, {}
+    for R in LOGITS_REQS:
+        hidden = torch.empty(R, H, dtype=torch.bfloat16, device="meta")
+        counter = MetaLiveBytes()
+        with set_current_vllm_config(vc), torch.inference_mode(), tracking_mode(counter, devices=("meta",)):
+            logits = model.compute_logits(hidden)
+            shapes[R] = list(logits.shape)
+            del logits
+        peaks[R] = counter.peak
+    r1, r2 = LOGITS_REQS
+    V = shapes[r2][-1]
+    per = (peaks[r2] - peaks[r1]) / ((r2 - r1) * V)
+    return {"reqs": list(LOGITS_REQS), "peak_bytes": {str(r): p for r, p in peaks.items()},
+            "shape": shapes[r2], "bytes_per_logit": per, "fixed_bytes": peaks[r1] - round(per * r1 * V)}
+
+
+def parallel_all(a) -> int:
+    """``--parallel-all``: ``PARALLEL_MODELS`` on each path in its own process, into ``<out>/parallel/<release>.json``."""
+    import vllm
+
+    previous = a.out / "parallel" / f"{vllm.__version__}.json"
+    # --forward-only: these labels run, the release's other recorded ones are kept as they are
+    models = json.loads(previous.read_text())["parallel"] if a.forward_only and previous.exists() else {}
+    for label in PARALLEL_MODELS:
+        if not a.forward_only or label in a.forward_only:
+            models[label] = both_paths(label, "--parallel-run", FORWARD_MODELS[label], ("architecture",))
+            for r in models[label].values():
+                r.pop("python_ops", None)
+    write_release(a.out / "parallel", "parallel", models)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--table", nargs=2, type=Path, metavar=("GOLDENS", "OUT"),
@@ -1359,6 +1650,11 @@ def main(argv=None) -> int:
     ap.add_argument("--lora-all", action="store_true",
                     help="measure what --enable-lora allocates (LORA_MODELS, LORA_SETTINGS) into <out>/lora/")
     ap.add_argument("--forward", help="one model's config.json (internal: one path per process)")
+    ap.add_argument("--parallel-all", action="store_true",
+                    help="measure the dummy forward and the logits on one rank under TP 2/4/8 and PP 2 "
+                         "(PARALLEL_MODELS, both paths) into <out>/parallel/")
+    ap.add_argument("--parallel-run", help="one model's config.json under PARALLEL_LAYOUTS (internal: one path per "
+                                           "process)")
     ap.add_argument("--forward-path", choices=("custom_ops", "native"), default="custom_ops")
     ap.add_argument("--forward-tokens", type=int, nargs=2, default=FORWARD_TOKENS)
     ap.add_argument("--lora", type=int, nargs=4, metavar=("MAX_LORAS", "MAX_LORA_RANK", "MAX_NUM_SEQS", "TOKENS"),
@@ -1370,13 +1666,15 @@ def main(argv=None) -> int:
         return spec_table(*a.spec_table)
     if a.forward_all:
         return forward_both(a)
+    if a.parallel_all:
+        return parallel_all(a)
     if a.encoder_all:
         return encoder_both(a)
     if a.lora_all:
         return lora_all(a)
     if a.spec_all:
         return spec_all(a)
-    if a.forward or a.encoder:
+    if a.forward or a.encoder or a.parallel_run:
         return forward_main(a)
     if a.variant_out is None:
         return both_variants(a, argv)
