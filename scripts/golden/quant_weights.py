@@ -22,7 +22,7 @@ What it runs, per case (a ``quantization_config`` and a linear layer's input/out
 STUBS (what needs CUDA; nothing else is replaced):
 
 * the platform answers CUDA with ``--capability`` (``is_cuda``, ``_enum``, ``get_device_capability``,
-  ``has_device_capability``), devices on the CPU, an SM count of 132 (``arch_runner.setup``'s other stubs);
+  ``has_device_capability``, ``supports_fp8``), devices on the CPU, an SM count of 132 (``arch_runner.setup``'s other stubs);
 * vLLM's compiled kernels (``torch.ops._C`` / ``_moe_C``) are absent: each op that the release registers a fake
   for (``register_fake("_C::gptq_marlin_repack")`` … in ``vllm/_custom_ops.py``, the release's own statement of
   its output's shape and dtype) runs that fake; any other op is a no-op returning None (a kernel writing into a
@@ -227,6 +227,9 @@ def cuda_platform(cc: tuple[int, int]) -> None:
     P.is_device_capability = classmethod(
         lambda cls, capability, device_id=0: (cc[0] * 10 + cc[1]) == (
             capability if isinstance(capability, int) else capability[0] * 10 + capability[1]))
+    # CudaPlatform.supports_fp8 (has_device_capability(89)): the MoE oracles ask it of each fp8 kernel (0.29's
+    # TritonExperts._supports_quant_scheme); the CPU platform's answer is False
+    P.supports_fp8 = classmethod(lambda cls: cc[0] * 10 + cc[1] >= 89)
     P.current_device = classmethod(lambda cls, *a, **k: torch.device("cpu"))
     P.num_compute_units = classmethod(lambda cls, *a, **k: 132)
     P.device_type = "cpu"
@@ -321,14 +324,15 @@ def kernel_of(*holders) -> str | None:
 def tensors(layer, deep: bool = False) -> dict:
     """Every parameter, buffer and tensor attribute of ``layer``: ``[shape, dtype, bytes]``; with ``deep`` (MoE) a
     tensor viewing the storage of one listed before (a repacked parameter under a second name) is listed with 0
-    bytes, so the storage is counted once."""
+    bytes, so the storage is counted once (tensors on the meta device, which ``--quantization fp8``'s online
+    method creates until the loader fills them, have no storage: each counts)."""
     import torch
 
     out = {}
     seen: set = set()
 
     def add(n, t):
-        ptr = t.untyped_storage().data_ptr() if deep and t.numel() else None
+        ptr = t.untyped_storage().data_ptr() if deep and t.numel() and t.device.type != "meta" else None
         out[n] = [list(t.shape), str(t.dtype).replace("torch.", ""),
                   0 if ptr is not None and ptr in seen else t.numel() * t.element_size()]
         if ptr is not None:
@@ -385,7 +389,7 @@ def _held_tensors(obj, label: str, out: dict, seen: set, deep: bool, depth: int 
     seen.add(id(obj))
     for n, t in vars(obj).items():
         if isinstance(t, torch.Tensor):
-            if deep and t.numel() and t.untyped_storage().data_ptr() in _storages(out.get("", ())):
+            if deep and t.numel() and _counted(t, out.get("", ())):
                 continue  # the layer's own tensor (a MoE quant config's view of a scale): counted once
             out[f"{label}.{n}"] = [list(t.shape), str(t.dtype).replace("torch.", ""), t.numel() * t.element_size()]
             if deep and t.numel():
@@ -395,8 +399,13 @@ def _held_tensors(obj, label: str, out: dict, seen: set, deep: bool, depth: int 
             _held_tensors(t, type(t).__name__ if not deep else f"{label}.{n}", out, seen, deep, depth + 1)
 
 
-def _storages(ts) -> set:
-    return {t.untyped_storage().data_ptr() for t in ts}
+def _counted(t, ts) -> bool:
+    """``t`` shares a storage with one of ``ts`` (on the meta device, where there is none: is one of them or a view
+    of one)."""
+    if t.device.type == "meta":
+        ids = {id(x) for x in ts}
+        return id(t) in ids or id(getattr(t, "_base", None)) in ids
+    return t.untyped_storage().data_ptr() in {x.untyped_storage().data_ptr() for x in ts if x.device.type != "meta"}
 
 
 def _backends(rec: dict, qm) -> None:
