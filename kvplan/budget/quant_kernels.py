@@ -312,7 +312,35 @@ def _moe_0_29(kind: str, quant: Quantization, cc: int, hidden: int, inter: int) 
     return ""
 
 
-_MOE_RULES = {"0.11.0": _moe_0_11, "0.19.0": _moe_0_29, "0.29.0": _moe_0_29, "0.34.0": _moe_0_29}
+def _moe_0_19(kind: str, quant: Quantization, cc: int, hidden: int, inter: int) -> str:
+    """0.19.0 (the backend oracles with FlashInfer installed): fp8 Marlin below SM 8.9; fp8 block Triton, FlashInfer
+    TRT-LLM on SM 10.0 (no repacking); ModelOpt fp8 FlashInfer CUTLASS on SM 9.0 / 10.0 / 12.0, Triton on 8.9;
+    compressed-tensors per-channel fp8 vLLM's CUTLASS on SM 9.0 / 10.0, Triton elsewhere; NVFP4 Marlin below SM 10.0,
+    on 10.0 FlashInfer TRT-LLM where the intermediate size is a multiple of 128 (its shuffles: not run), FlashInfer
+    CUTLASS otherwise and on 12.0; GPTQ / AWQ / compressed-tensors W4A16 Marlin where the shape fits, else the Triton
+    WNA16 methods; MXFP4 FlashInfer's CUTLASS MXFP4 x BF16 on SM 9.0, Marlin elsewhere (SM 10.0: not run)."""
+    if kind.startswith("fp8"):
+        if cc < 89:
+            return "MARLIN"
+        if kind == "fp8-block":
+            return "FLASHINFER_TRTLLM" if cc == 100 else "TRITON"
+        if quant.static_input_scale:
+            return "TRITON" if cc == 89 else "FLASHINFER_CUTLASS"
+        if kind == "fp8-channel" and cc in (90, 100):
+            return "VLLM_CUTLASS"
+        return "TRITON"
+    if kind == "nvfp4":
+        if cc < 100:
+            return "MARLIN"
+        return "NOT_RUN" if cc == 100 and inter % 128 == 0 else "FLASHINFER_CUTLASS"
+    if kind in ("gptq", "awq", "wna16"):
+        return "MARLIN" if _marlin_moe_fits(quant, hidden, inter) else "WNA16"
+    if kind == "mxfp4":
+        return {90: "FLASHINFER_CUTLASS_MXFP4_BF16", 100: "NOT_RUN"}.get(cc, "MARLIN")
+    return ""
+
+
+_MOE_RULES = {"0.11.0": _moe_0_11, "0.19.0": _moe_0_19, "0.29.0": _moe_0_29, "0.34.0": _moe_0_29}
 
 
 def _moe_values(rows: int, k: int, bits: int) -> int:
@@ -378,13 +406,17 @@ def kept_expert_bytes(experts: int, rows: int, k: int, quant: Quantization, back
             return values + _wna16_moe_bytes(e, rows, k, quant, w13, dtype_bytes)
         return values + scales + zeros
     if kind == "mxfp4":
-        if backend == "MARLIN":
-            # the Marlin MXFP4 MoE allocates the intermediate size rounded up to 128 and the hidden size to 256
-            # (mxfp4_round_up_hidden_size_and_intermediate_size; weights.MARLIN_MXFP4_PADDING)
-            rows, k = (2 * _round_up(rows // 2, 128), _round_up(k, 256)) if w13 else (_round_up(rows, 256),
-                                                                                     _round_up(k, 128))
+        # the intermediate size rounded up to 128 and the hidden size to 256 (Marlin; weights.MARLIN_MXFP4_PADDING) or
+        # 128 (FlashInfer's CUTLASS MXFP4 x BF16 on SM 9.0) at allocation
+        # (mxfp4_round_up_hidden_size_and_intermediate_size)
+        ha = 256 if backend == "MARLIN" else 128
+        rows, k = (2 * _round_up(rows // 2, 128), _round_up(k, ha)) if w13 else (_round_up(rows, ha),
+                                                                                 _round_up(k, 128))
         values = cdiv(e * rows * k, 2)
-        return values + e * rows * cdiv(k, 32) + e * rows * db  # + the expert biases (gpt-oss)
+        # + the expert biases (gpt-oss); FlashInfer's CUTLASS experts hold the SwiGLU alpha, beta and clamp limit per
+        # expert (fp32)
+        extra = e * 3 * 4 if w13 and backend == "FLASHINFER_CUTLASS_MXFP4_BF16" else 0
+        return values + e * rows * cdiv(k, 32) + e * rows * db + extra
     raise UnsupportedError(f"no MoE rule for {quant.description}")
 
 
