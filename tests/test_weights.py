@@ -894,3 +894,28 @@ def test_quantized_moe_layers_keep_the_bytes_each_release_keeps():
         assert got == c["kept_bytes"], (where, ours, got, c["kept_bytes"])
         checked += 1
     assert checked > 600 and refused < checked
+
+
+W4A16 = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+         "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": None,
+                                       "weights": {"num_bits": 4, "type": "int", "symmetric": True,
+                                                   "strategy": "group", "group_size": 128}}}}
+
+
+def test_w4a16_experts_of_gemma_4_keep_what_the_triton_wna16_method_keeps(tmp_path):
+    """gemma-4-26B-A4B's experts (128 of hidden 2816, intermediate 704) under compressed-tensors W4A16 in vLLM 0.19.0
+    on an A100: 704 is not a multiple of 128, so Marlin MoE does not fit (check_moe_marlin_supports_layer) and the
+    Triton WNA16 method keeps the values, scales [E, k // 128, rows] (floor), g_idx and its sort indices (int32 per
+    input column) and weight_shape [E, 2]. Per layer, against the stored form (values + scales [rows, ⌈k/128⌉] +
+    16 B a matrix):
+    w13 [128, 1408, 2816]: kept scales 128·22·1408·2 = 7,929,856, indices 128·2816·8 = 2,883,584, shape 1,024;
+    stored scales 7,929,856 + 2,048: +2,882,560;
+    w2 [128, 2816, 704]: kept scales 128·5·2816·2 = 3,604,480, indices 128·704·8 = 720,896, shape 1,024 = 4,326,400;
+    stored 128·2816·6·2 + 2,048 = 4,327,424: −1,024. 30 layers: 30 · 2,881,536 = 86,446,080 B."""
+    c = {**cfg("google/gemma-4-26B-A4B-it"), "quantization_config": W4A16}
+    (tmp_path / "config.json").write_text(json.dumps(c))
+    layout = build_model_layout(str(tmp_path))
+    stored = layout_weight_memory(layout).stages[0].bytes_by_kind["experts"]
+    mem = layout_weight_memory(layout, loaded_on=((8, 0), "0.19.0"))
+    assert mem.stages[0].bytes_by_kind["experts"] - stored == 30 * 2_881_536 == 86_446_080
+    assert any("quantized MoE experts as vLLM 0.19.0 keeps them on SM 8.0: WNA16" in n for n in mem.notes)
