@@ -191,6 +191,7 @@ MOE_GOLDEN_RELEASES = ("0.11.0", "0.19.0", "0.29.0", "0.34.0")
 # the Marlin NVFP4 MoE pads the intermediate size per rank to a multiple of 128 (w13's rows, w2's columns) from the
 # 0.29.0 golden on (0.19.0 keeps it)
 MOE_MARLIN_PADS_INTERMEDIATE_FROM = (0, 29)
+MOE_MARLIN_NO_WORKSPACE_FROM = (0, 34)
 
 
 def moe_kind(quant: Quantization) -> str:
@@ -389,7 +390,8 @@ def kept_expert_bytes(experts: int, rows: int, k: int, quant: Quantization, back
             scales = e * rows * cdiv(k, 16)
         else:  # the CUTLASS / FlashInfer block-scale swizzle: rows to 128, scale columns to 4 (swizzle_blockscale)
             scales = e * _round_up(rows, 128) * _round_up(cdiv(k, 16), 4)
-        return values + scales + e * _nvfp4_scalar_bytes(quant, backend, key, w13)
+        era = version_key(newest_at_or_before(MOE_GOLDEN_RELEASES, release) or MOE_GOLDEN_RELEASES[0])
+        return values + scales + e * _nvfp4_scalar_bytes(quant, backend, era, w13)
     if kind in ("gptq", "awq", "wna16"):
         g = quant.group_size or k
         values = _moe_values(e * rows, k, quant.bits)
@@ -453,8 +455,13 @@ def _nvfp4_scalar_bytes(quant: Quantization, backend: str, key: tuple[int, ...],
             return 4 * shard + 2
         return 4 * shard + 4 + 4 + 4
     # 0.19.0+: weight_scale_2 one fp32 per expert; compressed-tensors keeps its input and weight global scales as
-    # loaded; the CUTLASS / FlashInfer GEMMs add the input scale and the alpha per expert
+    # loaded; the CUTLASS / FlashInfer GEMMs add the input scale and (0.19-0.29, the quant config's activation
+    # global scale) one more per expert; 0.34.0's Marlin keeps ModelOpt's loaded input scales
     extra = 8 * shard if ct else 0
+    if key >= MOE_MARLIN_NO_WORKSPACE_FROM:
+        if backend == "MARLIN":
+            return 4 + extra + (0 if ct else 4 * shard)
+        return 8 + extra
     return (4 if backend == "MARLIN" else 12) + extra
 
 
@@ -462,11 +469,13 @@ def moe_layer_bytes(quant: Quantization, backend: str, release: str, *, sms: int
     """Bytes a quantized MoE layer keeps once, whatever its expert count: Marlin's workspace (an int32 per SM
     times 4: ``marlin_make_workspace_new(device, 4)``) and the static activation scales reduced to one scalar."""
     kind = moe_kind(quant)
+    era = version_key(newest_at_or_before(MOE_GOLDEN_RELEASES, release) or MOE_GOLDEN_RELEASES[0])
     out = 0
-    if backend == "MARLIN" and not (kind == "mxfp4" and version_key(release) >= (0, 12)):
+    # the 0.34.0 golden's Marlin MoE keeps no workspace (its kernels allocate one per call); MXFP4's none from 0.19.0
+    if backend == "MARLIN" and era < MOE_MARLIN_NO_WORKSPACE_FROM and not (kind == "mxfp4" and era >= (0, 19)):
         out += 16 * sms
     if kind.startswith("fp8") and quant.static_input_scale:
         out += 8  # w13_input_scale and w2_input_scale: the max over experts, one fp32 each
-        if backend == "FLASHINFER_CUTLASS":
-            out += 8  # the activations' global scales (moe_quant_config a1 / a2)
+        if backend == "FLASHINFER_CUTLASS" and era < MOE_MARLIN_NO_WORKSPACE_FROM:
+            out += 8  # the activations' global scales (moe_quant_config a1 / a2; 0.19-0.29)
     return out
