@@ -184,8 +184,13 @@ def kept_delta(rows: int, k: int, quant: Quantization, capability: tuple[int, in
 # ``scripts/golden/quant_weights.py --moe`` builds each release's FusedMoE layer (8 experts of Qwen3-30B-A3B's,
 # gemma-4-26B-A4B's, MiniMax-M2.5's and gpt-oss-20b's shapes) with each quantization config on the CPU at each card's
 # capability, runs the method's ``create_weights`` and ``process_weights_after_loading`` and records what the layer,
-# its method and its kernel keep (``tests/golden/quant_weights/moe/<release>.json``). The rules below reproduce every
-# recorded figure (``tests/test_weights.py::test_quantized_moe_layers_keep_the_bytes_each_release_keeps``).
+# its method and its kernel keep and the backend its oracle chose (``tests/golden/quant_weights/moe/<release>.json``:
+# 0.11.0, 0.19.0, 0.29.0, 0.34.0). The rules below reproduce every recorded figure exactly
+# (``tests/test_weights.py::test_quantized_moe_layers_keep_the_bytes_each_release_keeps``). Not derived (the stored
+# form is counted, and the weights' notes say so): backends whose loading calls FlashInfer's compiled functions
+# (TRT-LLM's weight shuffles for fp8 block / ModelOpt fp8 / NVFP4 on SM 10.0 from 0.29, 0.11's SM100 MXFP4) —
+# ``moe_backend`` answers NOT_RUN; int8 W8A8 and bitsandbytes experts (no MoE rule); ROCm's AITER / Triton MoE (the
+# harness answers CUDA only).
 
 MOE_GOLDEN_RELEASES = ("0.11.0", "0.19.0", "0.29.0", "0.34.0")
 # the Marlin NVFP4 MoE pads the intermediate size per rank to a multiple of 128 (w13's rows, w2's columns) from the
@@ -284,64 +289,45 @@ def _moe_0_11(kind: str, quant: Quantization, cc: int, hidden: int, inter: int) 
     return ""
 
 
-def _moe_0_29(kind: str, quant: Quantization, cc: int, hidden: int, inter: int) -> str:
-    """0.29.0 (the backend oracles, fused_moe/oracle/{fp8,nvfp4,mxfp4}.py, with FlashInfer installed as vLLM's CUDA
-    wheels require): fp8 Marlin below SM 8.9; fp8 block Triton (FlashInfer TRT-LLM on SM 10.0: not run); ModelOpt
-    fp8 (static activation scales) FlashInfer CUTLASS on SM 9.0 / 12.0 (TRT-LLM on 10.0: not run), Triton on 8.9;
-    compressed-tensors per-channel fp8 vLLM's CUTLASS on SM 9.0 / 10.0, Triton elsewhere; NVFP4 Marlin below SM 10.0,
-    FlashInfer CUTLASS on 12.0 (TRT-LLM on 10.0: not run); GPTQ / AWQ Marlin where the shape fits, else the Triton
-    WNA16 method; compressed-tensors W4A16 Marlin, refused where the shape does not fit; MXFP4 Marlin (SM 10.0: not
-    run)."""
-    if kind.startswith("fp8"):
-        if cc < 89:
-            return "MARLIN"
-        if kind == "fp8-block":
-            return "NOT_RUN" if cc == 100 else "TRITON"
-        if quant.static_input_scale:
-            return {89: "TRITON", 100: "NOT_RUN"}.get(cc, "FLASHINFER_CUTLASS")
-        if kind == "fp8-channel" and cc in (90, 100):
-            return "VLLM_CUTLASS"
-        return "TRITON"
-    if kind == "nvfp4":
-        return "MARLIN" if cc < 100 else "NOT_RUN" if cc == 100 else "FLASHINFER_CUTLASS"
-    if kind in ("gptq", "awq", "wna16"):
-        if _marlin_moe_fits(quant, hidden, inter):
-            return "MARLIN"
-        return "REFUSED" if kind == "wna16" else "WNA16"
-    if kind == "mxfp4":
-        return "NOT_RUN" if cc == 100 else "MARLIN"
-    return ""
+def _moe_oracle(era: tuple[int, ...]):
+    """0.19.0, 0.29.0 and 0.34.0 (the backend oracles, fused_moe/oracle/{fp8,nvfp4,mxfp4}.py, with FlashInfer
+    installed as vLLM's CUDA wheels require): fp8 Marlin below SM 8.9; fp8 block Triton, on SM 10.0 FlashInfer
+    TRT-LLM (0.19: no repacking; 0.29+: its shuffles not run); ModelOpt fp8 (static activation scales) Triton on
+    SM 8.9, FlashInfer CUTLASS elsewhere (0.29+ on 10.0: TRT-LLM, not run); compressed-tensors per-channel fp8 vLLM's
+    CUTLASS on SM 9.0 / 10.0, Triton elsewhere; NVFP4 Marlin below SM 10.0, FlashInfer CUTLASS on 12.0, on 10.0
+    FlashInfer TRT-LLM (not run; 0.19: only where the intermediate size is a multiple of 128, FlashInfer CUTLASS
+    otherwise); GPTQ / AWQ Marlin where the shape fits (``_marlin_moe_fits``), else the Triton WNA16 method;
+    compressed-tensors W4A16 likewise in 0.19, refused where Marlin does not fit from 0.29; MXFP4 Marlin,
+    FlashInfer's CUTLASS MXFP4 x BF16 on SM 9.0 in 0.19, SM 10.0 not run (the harness cannot import triton_kernels,
+    which needs libcuda: where an install with it takes Triton's MXFP4 backend the goldens hold the Marlin fallback;
+    kvplan's weights keep ``weights.mxfp4_padding_for``'s choice for MXFP4)."""
+    late = era >= (0, 29)
+
+    def rule(kind: str, quant: Quantization, cc: int, hidden: int, inter: int) -> str:
+        if kind.startswith("fp8"):
+            if cc < 89:
+                return "MARLIN"
+            if kind == "fp8-block":
+                return ("NOT_RUN" if late else "FLASHINFER_TRTLLM") if cc == 100 else "TRITON"
+            if quant.static_input_scale:
+                return "TRITON" if cc == 89 else "NOT_RUN" if late and cc == 100 else "FLASHINFER_CUTLASS"
+            return "VLLM_CUTLASS" if kind == "fp8-channel" and cc in (90, 100) else "TRITON"
+        if kind == "nvfp4":
+            if cc < 100:
+                return "MARLIN"
+            return "NOT_RUN" if cc == 100 and (late or inter % 128 == 0) else "FLASHINFER_CUTLASS"
+        if kind in ("gptq", "awq", "wna16"):
+            if _marlin_moe_fits(quant, hidden, inter):
+                return "MARLIN"
+            return "REFUSED" if late and kind == "wna16" else "WNA16"
+        if kind == "mxfp4":
+            return "NOT_RUN" if cc == 100 else "FLASHINFER_CUTLASS_MXFP4_BF16" if cc == 90 and not late else "MARLIN"
+        return ""
+    return rule
 
 
-def _moe_0_19(kind: str, quant: Quantization, cc: int, hidden: int, inter: int) -> str:
-    """0.19.0 (the backend oracles with FlashInfer installed): fp8 Marlin below SM 8.9; fp8 block Triton, FlashInfer
-    TRT-LLM on SM 10.0 (no repacking); ModelOpt fp8 FlashInfer CUTLASS on SM 9.0 / 10.0 / 12.0, Triton on 8.9;
-    compressed-tensors per-channel fp8 vLLM's CUTLASS on SM 9.0 / 10.0, Triton elsewhere; NVFP4 Marlin below SM 10.0,
-    on 10.0 FlashInfer TRT-LLM where the intermediate size is a multiple of 128 (its shuffles: not run), FlashInfer
-    CUTLASS otherwise and on 12.0; GPTQ / AWQ / compressed-tensors W4A16 Marlin where the shape fits, else the Triton
-    WNA16 methods; MXFP4 FlashInfer's CUTLASS MXFP4 x BF16 on SM 9.0, Marlin elsewhere (SM 10.0: not run)."""
-    if kind.startswith("fp8"):
-        if cc < 89:
-            return "MARLIN"
-        if kind == "fp8-block":
-            return "FLASHINFER_TRTLLM" if cc == 100 else "TRITON"
-        if quant.static_input_scale:
-            return "TRITON" if cc == 89 else "FLASHINFER_CUTLASS"
-        if kind == "fp8-channel" and cc in (90, 100):
-            return "VLLM_CUTLASS"
-        return "TRITON"
-    if kind == "nvfp4":
-        if cc < 100:
-            return "MARLIN"
-        return "NOT_RUN" if cc == 100 and inter % 128 == 0 else "FLASHINFER_CUTLASS"
-    if kind in ("gptq", "awq", "wna16"):
-        return "MARLIN" if _marlin_moe_fits(quant, hidden, inter) else "WNA16"
-    if kind == "mxfp4":
-        return {90: "FLASHINFER_CUTLASS_MXFP4_BF16", 100: "NOT_RUN"}.get(cc, "MARLIN")
-    return ""
-
-
-_MOE_RULES = {"0.11.0": _moe_0_11, "0.19.0": _moe_0_19, "0.29.0": _moe_0_29, "0.34.0": _moe_0_29}
+_MOE_RULES = {"0.11.0": _moe_0_11, "0.19.0": _moe_oracle((0, 19)), "0.29.0": _moe_oracle((0, 29)),
+              "0.34.0": _moe_oracle((0, 34))}
 
 
 def _moe_values(rows: int, k: int, bits: int) -> int:
