@@ -885,7 +885,11 @@ def test_quantized_moe_layers_keep_the_bytes_each_release_keeps():
         where = f"{release} sm{cc} {c['case']}"
         ours = moe_backend(q, cc, release, h, i)
         if "kept" not in c:
-            assert ours in ("REFUSED", "NOT_RUN"), (where, ours, c.get("error") or c.get("kept_error"))
+            # NOT_RUN: a FlashInfer function the backend's loading calls (an inert name here; triton_kernels, which
+            # needs libcuda); REFUSED: the release's own refusal
+            error = c.get("error") or c.get("kept_error")
+            inert = any(w in error for w in ("_CudaOnlyName", "libcuda", "result of a FlashInfer function"))
+            assert ours == ("NOT_RUN" if inert else "REFUSED"), (where, ours, error)
             refused += 1
             continue
         assert ours == _golden_moe_backend(c), (where, ours)

@@ -377,6 +377,8 @@ def kept_expert_bytes(experts: int, rows: int, k: int, quant: Quantization, back
         else:  # the CUTLASS / FlashInfer block-scale swizzle: rows to 128, scale columns to 4 (swizzle_blockscale)
             scales = e * _round_up(rows, 128) * _round_up(cdiv(k, 16), 4)
         era = version_key(newest_at_or_before(MOE_GOLDEN_RELEASES, release) or MOE_GOLDEN_RELEASES[0])
+        if backend == "MARLIN" and era < (0, 19) and quant.config_format == "compressed-tensors":
+            values *= 2  # 0.11.0 keeps the loaded weight_packed beside Marlin's repacked weight
         return values + scales + e * _nvfp4_scalar_bytes(quant, backend, era, w13)
     if kind in ("gptq", "awq", "wna16"):
         g = quant.group_size or k
@@ -437,9 +439,11 @@ def _nvfp4_scalar_bytes(quant: Quantization, backend: str, key: tuple[int, ...],
         # 0.11.0 (ModelOptNvFp4FusedMoE / CompressedTensorsW4A4MoeMethod): the loaded input scales kept; Marlin turns
         # weight_scale_2 into one params-dtype value per expert, CUTLASS keeps it fp32 and adds g1/g2 alphas and
         # the inverted input scale per expert
+        # compressed-tensors keeps its weight global scales besides (Marlin: both shards' of w13 and w2's; CUTLASS:
+        # w13's, w2's inverted input scale a view of a loaded tensor)
         if backend == "MARLIN":
-            return 4 * shard + 2
-        return 4 * shard + 4 + 4 + 4
+            return 4 * shard + 2 + (4 * shard if ct else 0)
+        return 4 * shard + 4 + 4 + 4 + (4 * shard if ct and w13 else 0)
     # 0.19.0+: weight_scale_2 one fp32 per expert; compressed-tensors keeps its input and weight global scales as
     # loaded; the CUTLASS / FlashInfer GEMMs add the input scale and (0.19-0.29, the quant config's activation
     # global scale) one more per expert; 0.34.0's Marlin keeps ModelOpt's loaded input scales
