@@ -45,6 +45,17 @@ STUBS (what needs CUDA; nothing else is replaced):
 Output: ``{"vllm_version", "capability", "cases": [{"case", "config", "in", "out", "params_dtype", "method",
 "linear_method", "kernel", "created": {name: [shape, dtype, bytes]}, "created_bytes", "kept", "kept_bytes",
 "error", "kept_error"}]}``.
+
+With ``--moe`` (``make_goldens.py --weights --moe``): a ``FusedMoE`` layer (0.29+: ``FusedMoEFactory``'s
+``RoutedExperts``) of ``MOE_SHAPES`` (experts, hidden, intermediate) for each ``MOE_SCHEMES`` config instead, the same
+three steps through its MoE method (``--quantization fp8``'s online method for ``fp8-online``: ``Fp8Config()``),
+recording also what the method's modular kernel, experts and MoE quant config hold, the backend its oracle chose
+(``moe_backend``), and ``experts`` / ``hidden`` / ``intermediate`` in place of ``in`` / ``out``. Stubs beyond the
+above: FlashInfer imports resolve to inert names (``arch_runner``'s CUDA-only finder), so the oracle picks its
+backend as on a CUDA install, where FlashInfer is a dependency; a backend whose loading calls a FlashInfer function
+records ``kept_error`` ("hold the result of a FlashInfer function (not run here)"); triton_kernels cannot be imported
+(it needs libcuda), so MXFP4 takes the backend vLLM falls back to without it; a tensor viewing a storage already
+counted is listed with 0 bytes.
 """
 
 from __future__ import annotations
