@@ -15,7 +15,12 @@ import pytest
 from kvplan.errors import UnsupportedError
 from kvplan.units import GiB
 from kvplan.model.inventory import Weight, analytic_inventory, drafter_inventory
-from kvplan.budget.quantization import NO_QUANTIZATION, Quantization, quantization_of, tensor_bytes
+from kvplan.budget.quant_kernels import (
+    MOE_GOLDEN_RELEASES, kept_expert_bytes, moe_backend, moe_layer_bytes,
+)
+from kvplan.budget.quantization import (
+    NO_QUANTIZATION, Quantization, quantization_of, quantization_override, tensor_bytes,
+)
 from kvplan.budget.weights import layout_weight_memory, layout_weights, weight_memory
 from kvplan.model import ServingOptions, build_model_layout
 
@@ -820,3 +825,101 @@ def test_gpt_oss_on_a_b200_follows_each_release_s_flashinfer_backend(model, laye
     assert b.weights_bytes - plain == layers * marlin
     term = _weights_term(b)
     assert term.high_bytes == round((plain + layers * experts * 1_840_896) * 1.01)
+
+
+# --- quantized MoE experts as each release keeps them on a card (issue 34: quant_kernels.kept_expert_bytes) ---
+
+MOE_GOLDENS = QUANT_GOLDENS / "moe"
+
+
+def _golden_moe_backend(c: dict) -> str:
+    """The backend a golden's MoE method chose, in vLLM's words: its backend enum (``fp8_backend``,
+    ``nvfp4_backend``, ``mxfp4_backend``), else (0.11's booleans and method classes) MARLIN / CUTLASS / TRITON, and
+    WNA16 for the Triton WNA16 methods (``MoeWNA16Method``, ``CompressedTensorsWNA16MoEMethod``)."""
+    method, chosen = c.get("linear_method", ""), c.get("moe_backend") or {}
+    named = [v for v in chosen.values() if isinstance(v, str)]
+    wna16 = method in ("MoeWNA16Method", "CompressedTensorsWNA16MoEMethod")
+    if named:
+        return "WNA16" if wna16 and named[0] == "TRITON" else named[0]
+    if wna16:
+        return "WNA16"
+    if chosen.get("use_marlin") or "Marlin" in method or method == "AWQMoEMethod":  # 0.11 awq_marlin's MoE class
+        return "MARLIN"
+    if chosen.get("use_cutlass") or "nvfp4" in c["scheme"]:
+        return "CUTLASS"
+    return "TRITON"
+
+
+def _moe_quant(cfg: dict):
+    if cfg.get("online"):  # --quantization fp8 on an unquantized checkpoint
+        return quantization_override({}, "fp8")
+    return quantization_of({"quantization_config": cfg})
+
+
+def _moe_cases():
+    for path in sorted(MOE_GOLDENS.glob("*.json")):
+        doc = json.loads(path.read_text())
+        for cc, cases in doc["by_capability"].items():
+            for c in cases:
+                yield path.stem, tuple(int(x) for x in cc.split(".")), doc["schemes"][c["scheme"]], c
+
+
+def test_quantized_moe_goldens_cover_the_releases_and_cards():
+    # tests/golden/quant_weights/moe/<release>.json: make_goldens.py --weights --moe (quant_weights.py --moe)
+    found = {(r, cc) for r, cc, _, _ in _moe_cases()}
+    assert {r for r, _ in found} == set(MOE_GOLDEN_RELEASES)
+    assert {cc for _, cc in found} == {(7, 5), (8, 0), (8, 9), (9, 0), (10, 0), (12, 0)}
+
+
+def test_quantized_moe_layers_keep_the_bytes_each_release_keeps():
+    """Every recorded FusedMoE layer (fp8 block / channel / tensor / online, NVFP4 compressed-tensors and ModelOpt,
+    GPTQ / AWQ / compressed-tensors W4A16, MXFP4) at every capability of the goldens: kvplan's backend is the one
+    the release chose, and w13 + w2 + the layer's own buffers (132 SMs in the harness: Marlin's workspace
+    4 × 132 int32) equal the bytes the release's layer, method and kernel hold after
+    ``process_weights_after_loading``, exactly. A case the release refused (or whose backend needs FlashInfer's
+    compiled package to load) is one kvplan's backend names REFUSED / NOT_RUN."""
+    checked = refused = 0
+    for release, cc, cfg, c in _moe_cases():
+        q = _moe_quant(cfg)
+        e, h, i = c["experts"], c["hidden"], c["intermediate"]
+        where = f"{release} sm{cc} {c['case']}"
+        ours = moe_backend(q, cc, release, h, i)
+        if "kept" not in c:
+            # NOT_RUN: a FlashInfer function the backend's loading calls (an inert name here; triton_kernels, which
+            # needs libcuda); REFUSED: the release's own refusal
+            error = c.get("error") or c.get("kept_error")
+            inert = any(w in error for w in ("_CudaOnlyName", "libcuda", "result of a FlashInfer function"))
+            assert ours == ("NOT_RUN" if inert else "REFUSED"), (where, ours, error)
+            refused += 1
+            continue
+        assert ours == _golden_moe_backend(c), (where, ours)
+        got = (kept_expert_bytes(e, 2 * i, h, q, ours, release, w13=True)
+               + kept_expert_bytes(e, h, i, q, ours, release, w13=False) + moe_layer_bytes(q, ours, release, sms=132))
+        assert got == c["kept_bytes"], (where, ours, got, c["kept_bytes"])
+        checked += 1
+    assert checked > 600 and refused < checked
+
+
+W4A16 = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+         "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": None,
+                                       "weights": {"num_bits": 4, "type": "int", "symmetric": True,
+                                                   "strategy": "group", "group_size": 128}}}}
+
+
+def test_w4a16_experts_of_gemma_4_keep_what_the_triton_wna16_method_keeps(tmp_path):
+    """gemma-4-26B-A4B's experts (128 of hidden 2816, intermediate 704) under compressed-tensors W4A16 in vLLM 0.19.0
+    on an A100: 704 is not a multiple of 128, so Marlin MoE does not fit (check_moe_marlin_supports_layer) and the
+    Triton WNA16 method keeps the values, scales [E, k // 128, rows] (floor), g_idx and its sort indices (int32 per
+    input column) and weight_shape [E, 2]. Per layer, against the stored form (values + scales [rows, ⌈k/128⌉] +
+    16 B a matrix):
+    w13 [128, 1408, 2816]: kept scales 128·22·1408·2 = 7,929,856, indices 128·2816·8 = 2,883,584, shape 1,024;
+    stored scales 7,929,856 + 2,048: +2,882,560;
+    w2 [128, 2816, 704]: kept scales 128·5·2816·2 = 3,604,480, indices 128·704·8 = 720,896, shape 1,024 = 4,326,400;
+    stored 128·2816·6·2 + 2,048 = 4,327,424: −1,024. 30 layers: 30 · 2,881,536 = 86,446,080 B."""
+    c = {**cfg("google/gemma-4-26B-A4B-it"), "quantization_config": W4A16}
+    (tmp_path / "config.json").write_text(json.dumps(c))
+    layout = build_model_layout(str(tmp_path))
+    stored = layout_weight_memory(layout).stages[0].bytes_by_kind["experts"]
+    mem = layout_weight_memory(layout, loaded_on=((8, 0), "0.19.0"))
+    assert mem.stages[0].bytes_by_kind["experts"] - stored == 30 * 2_881_536 == 86_446_080
+    assert any("quantized MoE experts as vLLM 0.19.0 keeps them on SM 8.0: WNA16" in n for n in mem.notes)

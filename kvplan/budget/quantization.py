@@ -66,6 +66,11 @@ class Quantization:
     strategy: str = ""  # fp8 / int8: "block", "channel", "tensor"; "" = as ``block`` says
     # ModelOpt MIXED_PRECISION: (module prefix in kvplan's names, method) — each module its own scheme
     per_module: tuple[tuple[str, str], ...] = ()
+    # the checkpoint's format (the vLLM config class that reads it): "fp8" (vLLM's own), "modelopt",
+    # "compressed-tensors", "gptq", "awq", "online" (``--quantization fp8`` on an unquantized checkpoint), "" other;
+    # a quantized MoE layer keeps different scalars per format (quant_kernels.kept_expert_bytes)
+    config_format: str = ""
+    static_input_scale: bool = False  # a static activation scale per matrix (ModelOpt FP8, activation_scheme static)
 
     def converts(self, w: Weight) -> bool:
         if self.per_module:
@@ -146,15 +151,17 @@ def quantization_of(config: dict) -> Quantization:
     )
     if method == "mxfp4":
         return Quantization("mxfp4", "mxfp4 experts: 4-bit values + e8m0 scale per 32 (4.25 bits)",
-                            experts_only=True, exclude=exclude)
+                            experts_only=True, exclude=exclude, config_format="mxfp4")
     if method == "fp8" and config.get("model_type") == "deepseek_v4" and q.get("weight_block_size"):
         return _deepseek_v4_fp8(config, q, exclude)
     if method == "fp8":
         block = q.get("weight_block_size")
         if block:
             bo, bi = int(block[0]), int(block[1])
-            return Quantization("fp8", f"fp8 e4m3 + fp32 scale per {bo}x{bi} block", block=(bo, bi), exclude=exclude)
-        return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix", exclude=exclude)
+            return Quantization("fp8", f"fp8 e4m3 + fp32 scale per {bo}x{bi} block", block=(bo, bi), exclude=exclude,
+                                config_format="fp8")
+        return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix", exclude=exclude, config_format="fp8",
+                            static_input_scale=str(q.get("activation_scheme", "dynamic")).lower() == "static")
     if method == "modelopt" or method == "modelopt_fp4":
         algo = str((q.get("quantization") or {}).get("quant_algo", q.get("quant_algo", ""))).upper()
         if algo == "MIXED_PRECISION":
@@ -162,13 +169,17 @@ def quantization_of(config: dict) -> Quantization:
         if "FP4" in algo or method == "modelopt_fp4":
             a16 = algo == "W4A16_NVFP4"  # weight-only: bf16 activations (the Marlin FP4 GEMM, quant_kernels)
             return Quantization("nvfp4", "nvfp4: 4-bit values + fp8 scale per 16 (4.5 bits)"
-                                + (", weight-only" if a16 else ""), exclude=exclude, strategy="a16" if a16 else "")
+                                + (", weight-only" if a16 else ""), exclude=exclude, strategy="a16" if a16 else "",
+                                config_format="modelopt")
         if "FP8" in algo:
-            return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix (modelopt)", exclude=exclude)
+            return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix (modelopt)", exclude=exclude,
+                                config_format="modelopt", static_input_scale=True)
     if method == "compressed-tensors":
         found_ct = _compressed_tensors(q, exclude)
         if found_ct is not None:
-            return found_ct
+            acts = [g.get("input_activations") for g in (q.get("config_groups") or {}).values() if isinstance(g, dict)]
+            static = bool(acts) and all(isinstance(a, dict) and a.get("dynamic") is False for a in acts)
+            return replace(found_ct, config_format="compressed-tensors", static_input_scale=static)
     if method == "bitsandbytes":
         if q.get("load_in_4bit") or q.get("_load_in_4bit"):
             dq = bool(q.get("bnb_4bit_use_double_quant"))
@@ -183,7 +194,8 @@ def quantization_of(config: dict) -> Quantization:
         act = method == "gptq" and bool(q.get("desc_act", False))
         return Quantization(method, f"{method} {bits}-bit, group {g or 'per-channel'}"
                             + (", zero points" if zp else "") + (", act-order" if act else ""),
-                            bits=bits, group_size=g, exclude=exclude, zero_point=zp, act_order=act)
+                            bits=bits, group_size=g, exclude=exclude, zero_point=zp, act_order=act,
+                            config_format=method)
     raise UnsupportedError(
         f"quantization {method or q!r} is not modelled; pass --weights-memory with the per-GPU weight size "
         "vLLM logs ('Model loading took X GiB')"
@@ -304,7 +316,8 @@ def quantization_override(config: dict, method: str) -> Quantization:
         raise UnsupportedError(f"--quantization {method}: the checkpoint declares {own!r} (quantization_config); "
                                "kvplan models a --quantization that names the checkpoint's method")
     if given == "fp8":
-        return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix (quantized at load time, --quantization fp8)")
+        return Quantization("fp8", "fp8 e4m3 + fp32 scale per matrix (quantized at load time, --quantization fp8)",
+                            config_format="online")
     raise UnsupportedError(f"--quantization {method} on an unquantized checkpoint is not modelled (fp8 is); pass "
                            "--weights-memory with the per-GPU weight size vLLM logs ('Model loading took X GiB')")
 

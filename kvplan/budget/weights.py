@@ -21,7 +21,9 @@ from dataclasses import dataclass, field, replace
 from kvplan.budget.checkpoint import DTYPE_BITS
 from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED, checkpoint_metadata
 from kvplan.budget.meta import meta_param_counts
-from kvplan.budget.quant_kernels import kept_delta, linear_kernel
+from kvplan.budget.quant_kernels import (
+    kept_delta, kept_expert_bytes, linear_kernel, moe_backend, moe_kind, moe_layer_bytes,
+)
 from kvplan.budget.quantization import (
     NO_QUANTIZATION, Quantization, quantization_of, quantization_override, weight_bytes,
 )
@@ -256,11 +258,47 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
             nbytes = weight_bytes(w, shape, q, db)
             if loaded_on and not w.expert and len(shape) == 2 and q.converts(w):
                 nbytes += kept_delta(shape[0], shape[1], q.resolve(w), loaded_on[0], loaded_on[1], dtype_bytes=db)
+            elif loaded_on and w.expert and len(shape) == 3 and w.linear and q.converts(w):
+                nbytes = _kept_experts(w, shape, q.resolve(w), loaded_on, db, nbytes)
             if mxfp4_padding and len(mxfp4_padding) > 2 and w.expert and (q.expert_method or q.method) == "mxfp4":
                 nbytes += _triton_after_loading_bytes(w, shape, q.converts(w), mxfp4_padding)
             out.append(Placement(idx, w, shape, nbytes,
                                  tuple(_stage_of(w, bounds, inv.tie_word_embeddings and idx == 0))))
     return out
+
+
+def _expert_dims(w: Weight, shape: tuple[int, ...]) -> tuple[bool, int, int]:
+    """(w13?, hidden, intermediate per rank) of a stacked expert tensor: w13 ``[E, 2I (I ungated), H]`` is split on
+    its rows (``shard_dim`` 1), w2 ``[E, H, I]`` on its columns."""
+    if w.shard_dim == 1:
+        gated = "gate_up" in w.name or "w13" in w.name
+        return True, shape[2], shape[1] // 2 if gated else shape[1]
+    return False, shape[1], shape[2]
+
+
+def _moe_backend_of(p: Placement, q: Quantization, loaded_on: tuple[tuple[int, int], str]) -> str:
+    kind = moe_kind(q)
+    if not kind or kind == "mxfp4":
+        return ""
+    _, hidden, inter = _expert_dims(p.weight, p.shape)
+    return moe_backend(q, loaded_on[0], loaded_on[1], hidden, inter)
+
+
+def _kept_experts(w: Weight, shape: tuple[int, ...], q: Quantization, loaded_on: tuple[tuple[int, int], str],
+                  dtype_bytes: int, stored: int) -> int:
+    """A quantized expert tensor as ``loaded_on``'s release keeps it with the MoE backend it picks on that card
+    (``quant_kernels.kept_expert_bytes``; the layer's own buffers with its w2, Marlin's workspace left out: the SM
+    count is not known here); ``stored`` where kvplan has no MoE rule for the scheme (MXFP4 is padded by
+    ``mxfp4_padding_for``) or the release refuses the shape."""
+    kind = moe_kind(q)
+    if not kind or kind == "mxfp4":
+        return stored
+    w13, hidden, inter = _expert_dims(w, shape)
+    backend = moe_backend(q, loaded_on[0], loaded_on[1], hidden, inter)
+    if backend in ("", "REFUSED", "NOT_RUN"):
+        return stored
+    out = kept_expert_bytes(shape[0], shape[1], shape[2], q, backend, loaded_on[1], w13=w13, dtype_bytes=dtype_bytes)
+    return out if w13 else out + moe_layer_bytes(q, backend, loaded_on[1])
 
 
 def weight_memory(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int = 1,
@@ -542,6 +580,17 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
             mem = replace(mem, notes=mem.notes + (
                 f"quantized linears as vLLM {loaded_on[1]} keeps them on SM {cc[0]}.{cc[1]}: {', '.join(kernels)} "
                 "(kvplan.budget.quant_kernels; Marlin's per-layer workspace not counted)",))
+        moe = sorted({_moe_backend_of(p, quant.resolve(p.weight), loaded_on) for p in placed
+                      if p.inventory == 0 and p.weight.expert and p.weight.linear and len(p.shape) == 3
+                      and quant.converts(p.weight)} - {""})
+        if moe:
+            cc = loaded_on[0]
+            said = {"NOT_RUN": "NOT_RUN (a FlashInfer backend whose loading was not run on the CPU: the stored form "
+                               "counted)", "REFUSED": "REFUSED (the release refuses this layer: the stored form "
+                                                      "counted)"}
+            mem = replace(mem, notes=mem.notes + (
+                f"quantized MoE experts as vLLM {loaded_on[1]} keeps them on SM {cc[0]}.{cc[1]}: "
+                + ", ".join(said.get(b, b) for b in moe) + " (kvplan.budget.quant_kernels.kept_expert_bytes)",))
     if mxfp4_padding and quant.method == "mxfp4":
         if len(mxfp4_padding) > 2:
             kept = " and the checkpoint's block scales kept beside their swizzled copy" if mxfp4_padding[3] else ""

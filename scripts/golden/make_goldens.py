@@ -576,8 +576,14 @@ def main() -> None:
     ap.add_argument("--weights", action="store_true",
                     help="write tests/golden/quant_weights/<release>.json: quantized linear layers' bytes as the release "
                          "allocates and keeps them, per card capability (scripts/golden/quant_weights.py)")
+    ap.add_argument("--moe", action="store_true",
+                    help="with --weights: quantized FusedMoE layers instead, into tests/golden/quant_weights/moe/")
     args = ap.parse_args()
     if args.weights:
+        if args.moe:
+            for release in args.releases or list(WEIGHTS_RELEASES):
+                print(f"  {make_weights(release, only=args.only, moe=True).relative_to(REPO)}", file=sys.stderr)
+            return
         for release in args.releases or list(WEIGHTS_RELEASES):
             print(f"  {make_weights(release, only=args.only).relative_to(REPO)}", file=sys.stderr)
         return
@@ -1083,7 +1089,7 @@ WEIGHTS_RELEASES = ("0.11.0", "0.19.0", "0.34.0")
 WEIGHTS_CAPABILITIES = ("7.5", "8.0", "8.9", "9.0", "10.0", "12.0")
 
 
-def make_weights(release: str, only: str | None = None) -> Path:
+def make_weights(release: str, only: str | None = None, moe: bool = False) -> Path:
     """``tests/golden/quant_weights/<release>.json`` (issue 34): ``quant_weights.py`` in the release's environment
     once per capability of ``WEIGHTS_CAPABILITIES``. Releases from 0.24 run on ``ARCH_BASE`` (transformers 5 with
     compressed-tensors, which their quantization registry imports), older ones on ``RELEASE_BASE``."""
@@ -1099,7 +1105,8 @@ def make_weights(release: str, only: str | None = None) -> Path:
     for cc in WEIGHTS_CAPABILITIES:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "out.json"
-            cmd = [str(py), str(WEIGHTS_RUNNER), str(out), "--capability", cc] + (["--only", only] if only else [])
+            cmd = [str(py), str(WEIGHTS_RUNNER), str(out), "--capability", cc] + (["--only", only] if only else []) + (
+                ["--moe"] if moe else [])
             proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False, env=env)
             if proc.returncode != 0 or not out.exists():
                 raise SystemExit(f"quant_weights.py failed for vllm {release} at {cc}:\n{proc.stderr[-3000:]}")
@@ -1112,8 +1119,9 @@ def make_weights(release: str, only: str | None = None) -> Path:
             print(f"  {release} {cc} {c['case']}: {c.get('kernel') or c.get('linear_method')} "
                   f"{c.get('created_bytes')} -> {c.get('kept_bytes')} {c.get('error') or c.get('kept_error') or ''}"[:220],
                   file=sys.stderr)
-    WEIGHTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = WEIGHTS_DIR / f"{release}.json"
+    folder = WEIGHTS_DIR / "moe" if moe else WEIGHTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{release}.json"
     text = json.dumps({"vllm_version": version, "schemes": schemes, "by_capability": by_cc}, sort_keys=True,
                       separators=(",", ":"))
     path.write_text(without_machine_paths(text, release) + "\n")

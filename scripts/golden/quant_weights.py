@@ -22,7 +22,7 @@ What it runs, per case (a ``quantization_config`` and a linear layer's input/out
 STUBS (what needs CUDA; nothing else is replaced):
 
 * the platform answers CUDA with ``--capability`` (``is_cuda``, ``_enum``, ``get_device_capability``,
-  ``has_device_capability``), devices on the CPU, an SM count of 132 (``arch_runner.setup``'s other stubs);
+  ``has_device_capability``, ``supports_fp8``), devices on the CPU, an SM count of 132 (``arch_runner.setup``'s other stubs);
 * vLLM's compiled kernels (``torch.ops._C`` / ``_moe_C``) are absent: each op that the release registers a fake
   for (``register_fake("_C::gptq_marlin_repack")`` … in ``vllm/_custom_ops.py``, the release's own statement of
   its output's shape and dtype) runs that fake; any other op is a no-op returning None (a kernel writing into a
@@ -45,6 +45,17 @@ STUBS (what needs CUDA; nothing else is replaced):
 Output: ``{"vllm_version", "capability", "cases": [{"case", "config", "in", "out", "params_dtype", "method",
 "linear_method", "kernel", "created": {name: [shape, dtype, bytes]}, "created_bytes", "kept", "kept_bytes",
 "error", "kept_error"}]}``.
+
+With ``--moe`` (``make_goldens.py --weights --moe``): a ``FusedMoE`` layer (0.29+: ``FusedMoEFactory``'s
+``RoutedExperts``) of ``MOE_SHAPES`` (experts, hidden, intermediate) for each ``MOE_SCHEMES`` config instead, the same
+three steps through its MoE method (``--quantization fp8``'s online method for ``fp8-online``: ``Fp8Config()``),
+recording also what the method's modular kernel, experts and MoE quant config hold, the backend its oracle chose
+(``moe_backend``), and ``experts`` / ``hidden`` / ``intermediate`` in place of ``in`` / ``out``. Stubs beyond the
+above: FlashInfer imports resolve to inert names (``arch_runner``'s CUDA-only finder), so the oracle picks its
+backend as on a CUDA install, where FlashInfer is a dependency; a backend whose loading calls a FlashInfer function
+records ``kept_error`` ("hold the result of a FlashInfer function (not run here)"); triton_kernels cannot be imported
+(it needs libcuda), so MXFP4 takes the backend vLLM falls back to without it; a tensor viewing a storage already
+counted is listed with 0 bytes.
 """
 
 from __future__ import annotations
@@ -227,6 +238,9 @@ def cuda_platform(cc: tuple[int, int]) -> None:
     P.is_device_capability = classmethod(
         lambda cls, capability, device_id=0: (cc[0] * 10 + cc[1]) == (
             capability if isinstance(capability, int) else capability[0] * 10 + capability[1]))
+    # CudaPlatform.supports_fp8 (has_device_capability(89)): the MoE oracles ask it of each fp8 kernel (0.29's
+    # TritonExperts._supports_quant_scheme); the CPU platform's answer is False
+    P.supports_fp8 = classmethod(lambda cls: cc[0] * 10 + cc[1] >= 89)
     P.current_device = classmethod(lambda cls, *a, **k: torch.device("cpu"))
     P.num_compute_units = classmethod(lambda cls, *a, **k: 132)
     P.device_type = "cpu"
@@ -318,16 +332,29 @@ def kernel_of(*holders) -> str | None:
     return None
 
 
-def tensors(layer) -> dict:
+def tensors(layer, deep: bool = False) -> dict:
+    """Every parameter, buffer and tensor attribute of ``layer``: ``[shape, dtype, bytes]``; with ``deep`` (MoE) a
+    tensor viewing the storage of one listed before (a repacked parameter under a second name) is listed with 0
+    bytes, so the storage is counted once (tensors on the meta device, which ``--quantization fp8``'s online
+    method creates until the loader fills them, have no storage: each counts)."""
     import torch
 
     out = {}
+    seen: set = set()
+
+    def add(n, t):
+        ptr = t.untyped_storage().data_ptr() if deep and t.numel() and t.device.type != "meta" else None
+        out[n] = [list(t.shape), str(t.dtype).replace("torch.", ""),
+                  0 if ptr is not None and ptr in seen else t.numel() * t.element_size()]
+        if ptr is not None:
+            seen.add(ptr)
+
     for n, t in list(layer.named_parameters(recurse=False)) + list(layer.named_buffers(recurse=False)):
         if t is not None:
-            out[n] = [list(t.shape), str(t.dtype).replace("torch.", ""), t.numel() * t.element_size()]
+            add(n, t)
     for n, t in vars(layer).items():
         if isinstance(t, torch.Tensor) and n not in out and not n.startswith("_"):
-            out[n] = [list(t.shape), str(t.dtype).replace("torch.", ""), t.numel() * t.element_size()]
+            add(n, t)
     return out
 
 
@@ -359,13 +386,63 @@ def run_case(name: str, cfg: dict, k: int, n: int, dtype: str, vc) -> dict:
     except Exception as e:  # noqa: BLE001 - recorded
         rec["error"] = where(e)
         return rec
-    qm = layer.quant_method
+    return _load_and_keep(rec, layer, layer.quant_method, getattr(layer, "scheme", None), vc)
+
+
+def _held_tensors(obj, label: str, out: dict, seen: set, deep: bool, depth: int = 0) -> None:
+    """Tensors ``obj`` (a method, its scheme or kernel) holds outside the layer, and those of the kernel objects it
+    holds: a linear's ``*Kernel`` attributes (Marlin's workspace), and with ``deep`` every vLLM object a MoE method
+    holds, three levels down (its modular kernel, experts and quant config's scales), as ``Class.name``."""
+    import torch
+
+    if obj is None or id(obj) in seen or depth > 3 or isinstance(obj, torch.nn.Module) or not hasattr(obj, "__dict__"):
+        return
+    seen.add(id(obj))
+    for n, t in vars(obj).items():
+        if isinstance(t, torch.Tensor):
+            if deep and t.numel() and _counted(t, out.get("", ())):
+                continue  # the layer's own tensor (a MoE quant config's view of a scale): counted once
+            out[f"{label}.{n}"] = [list(t.shape), str(t.dtype).replace("torch.", ""), t.numel() * t.element_size()]
+            if deep and t.numel():
+                out.setdefault("", []).append(t)
+        elif (type(t).__name__.endswith("Kernel") and depth == 0) or (
+                deep and type(t).__module__.startswith("vllm") and not isinstance(t, type)):
+            _held_tensors(t, type(t).__name__ if not deep else f"{label}.{n}", out, seen, deep, depth + 1)
+
+
+def _counted(t, ts) -> bool:
+    """``t`` shares a storage with one of ``ts`` (on the meta device, where there is none: is one of them or a view
+    of one)."""
+    if t.device.type == "meta":
+        ids = {id(x) for x in ts}
+        return id(t) in ids or id(getattr(t, "_base", None)) in ids
+    return t.untyped_storage().data_ptr() in {x.untyped_storage().data_ptr() for x in ts if x.device.type != "meta"}
+
+
+def _backends(rec: dict, qm) -> None:
+    """The backend a MoE method chose (its enum-valued attributes: ``fp8_backend``, ``nvfp4_backend``,
+    ``mxfp4_backend``, ``use_marlin`` ...), as ``moe_backend``."""
+    import enum
+
+    got = {n: (v.name if isinstance(v, enum.Enum) else v) for n, v in sorted(vars(qm).items())
+           if isinstance(v, enum.Enum) or (isinstance(v, bool) and any(
+               w in n for w in ("marlin", "backend", "flashinfer", "cutlass", "deep_gemm", "triton")))}
+    if got:
+        rec["moe_backend"] = got
+
+
+def _load_and_keep(rec: dict, layer, qm, scheme, vc, deep: bool = False) -> dict:
+    """Record the layer as ``create_weights`` left it, fill it as the loader would, run the method's
+    ``process_weights_after_loading`` and record what the layer, its method and kernels keep."""
+    import torch
+    from vllm.config import set_current_vllm_config
+
     rec["linear_method"] = type(qm).__name__
-    scheme = getattr(layer, "scheme", None)
     if scheme is not None:
         rec["scheme_class"] = type(scheme).__name__
     rec["kernel"] = kernel_of(qm, scheme)
-    rec["created"] = tensors(layer)
+    _backends(rec, qm)
+    rec["created"] = tensors(layer, deep)
     rec["created_bytes"] = sum(v[2] for v in rec["created"].values())
     with torch.no_grad():  # what the loader writes: ones (scales a method divides by are not zero)
         for _, t in list(layer.named_parameters(recurse=False)) + list(layer.named_buffers(recurse=False)):
@@ -378,17 +455,27 @@ def run_case(name: str, cfg: dict, k: int, n: int, dtype: str, vc) -> dict:
         with set_current_vllm_config(vc), torch.device("cpu"):
             qm.process_weights_after_loading(layer)
         bad = [n for n, t in list(layer.named_parameters(recurse=False)) if not isinstance(t, torch.Tensor)]
+        if deep:  # a tensor the loader filled, replaced by what an inert FlashInfer name returned
+            bad += [n for n in rec["created"] if not isinstance(getattr(layer, n, None), (torch.Tensor, type(None)))]
+            inert = [n for n, v in vars(layer).items() if type(type(v)).__name__ == "_CudaOnlyName"
+                     or type(v).__name__ == "_CudaOnlyName"]
+            if bad or inert:
+                raise RuntimeError(f"{sorted(set(bad + inert))} hold the result of a FlashInfer function (not run here)")
         if bad:
             raise RuntimeError(f"parameters {bad} hold the result of a compiled op without a fake {sorted(set(UNFAKED))}")
         rec["kernel"] = kernel_of(qm, scheme) or rec["kernel"]
-        rec["kept"] = tensors(layer)
+        if deep:
+            _backends(rec, qm)
+        rec["kept"] = tensors(layer, deep)
+        seen: set = set()
+        if deep:  # the storages counted so far: the layer's tensors (a held view of one is not counted again)
+            rec["kept"][""] = [t for _, t in list(layer.named_parameters(recurse=False))
+                               + list(layer.named_buffers(recurse=False)) if t is not None and t.numel()] + [
+                t for t in vars(layer).values() if isinstance(t, torch.Tensor) and t.numel()]
         for holder in (qm, scheme):  # tensors a method or its kernel holds outside the layer (Marlin's workspace)
-            for obj in [holder] + [v for v in vars(holder).values() if type(v).__name__.endswith("Kernel")] \
-                    if holder is not None else []:
-                for n, t in vars(obj).items():
-                    if isinstance(t, torch.Tensor):
-                        rec["kept"][f"{type(obj).__name__}.{n}"] = [list(t.shape), str(t.dtype).replace("torch.", ""),
-                                                                    t.numel() * t.element_size()]
+            if holder is not None:
+                _held_tensors(holder, type(holder).__name__, rec["kept"], seen, deep)
+        rec["kept"].pop("", None)
         rec["kept_bytes"] = sum(v[2] for v in rec["kept"].values())
     except Exception as e:  # noqa: BLE001 - recorded
         rec["kept_error"] = where(e) + (f" (compiled ops without a fake: {sorted(set(UNFAKED))})" if UNFAKED else "")
@@ -399,12 +486,78 @@ def run_case(name: str, cfg: dict, k: int, n: int, dtype: str, vc) -> dict:
     return rec
 
 
+# MoE experts (issue 34): the quantization configs of the MoE checkpoints whose experts vLLM serves with a quantized
+# FusedMoE method. The linear schemes above, plus:
+MOE_SCHEMES = {
+    **{k: SCHEMES[k] for k in ("gptq-int4-g128", "awq-int4-g128", "ct-w4a16-g128", "ct-fp8-block", "ct-nvfp4",
+                               "modelopt-nvfp4", "modelopt-fp8", "fp8-block")},
+    # RedHatAI/*-FP8-dynamic (llm-compressor FP8_DYNAMIC: fp8 weights, one fp32 scale per output channel, dynamic
+    # per-token activations; RedHatAI/gemma-4-26B-A4B-it-FP8-dynamic, Qwen3-30B-A3B-FP8-dynamic)
+    "ct-fp8-channel": {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+                       "config_groups": {"group_0": {"targets": ["Linear"],
+                                                     "input_activations": {"num_bits": 8, "type": "float",
+                                                                           "symmetric": True, "strategy": "token",
+                                                                           "dynamic": True},
+                                                     "weights": {"num_bits": 8, "type": "float", "symmetric": True,
+                                                                 "strategy": "channel", "dynamic": False}}}},
+    # fp8 per-tensor checkpoints in vLLM's own format (activation_scheme dynamic, no weight_block_size)
+    "fp8-tensor": {"quant_method": "fp8", "activation_scheme": "dynamic"},
+    # ``--quantization fp8`` on an unquantized checkpoint: no quantization_config, vLLM builds ``Fp8Config()``
+    # (model_loader/weight_utils.py get_quant_config ``return quant_cls()``): bf16 weights quantized at load time
+    "fp8-online": {"quant_method": "fp8", "online": True},
+    # openai/gpt-oss-20b / -120b (MXFP4 experts: fp4 e2m1 values, an e8m0 scale per 32)
+    "mxfp4": {"quant_method": "mxfp4"},
+}
+# (experts, hidden size, intermediate size per expert): the experts of Qwen3-30B-A3B (2048, 768), gemma-4-26B-A4B
+# (2816, 704), MiniMax-M2.5 (3072, 1536) and gpt-oss-20b (2880, 2880), 8 of each (a layer's expert tensors scale with
+# the expert count, its per-layer ones do not; kvplan's rule is checked at the real count by that scaling)
+MOE_SHAPES = ((8, 2048, 768), (8, 2816, 704), (8, 3072, 1536), (8, 2880, 2880))
+
+
+def run_moe_case(name: str, cfg: dict, e: int, h: int, i: int, dtype: str, vc) -> dict:
+    """A ``FusedMoE`` layer of ``e`` experts (hidden ``h``, intermediate ``i`` per expert, gated: w13 is
+    ``[e, 2i, h]``) built with ``cfg``, its method's ``create_weights`` and ``process_weights_after_loading``."""
+    import inspect
+
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.model_executor.layers.quantization import get_quantization_config
+
+    try:
+        from vllm.model_executor.layers.fused_moe import FusedMoE as make
+    except ImportError:  # 0.29+: FusedMoEFactory builds a MoERunner around its RoutedExperts (the weights' module)
+        from vllm.model_executor.layers.fused_moe import FusedMoEFactory as make
+
+    rec = {"case": f"{name}:E{e}:h{h}:i{i}:{dtype}", "scheme": name, "config": cfg, "experts": e, "hidden": h,
+           "intermediate": i, "params_dtype": dtype}
+    prefix = f"model.layers.{len(vc.compilation_config.static_forward_context)}.mlp.experts"
+    try:
+        method = served_method(cfg)
+        rec["method"] = method
+        Q = get_quantization_config(method)
+        qc = Q() if cfg.get("online") else Q.from_config(dict(cfg))
+        if getattr(qc, "modules_in_block_to_quantize", None) == [] and hasattr(qc, "maybe_update_config"):
+            qc.modules_in_block_to_quantize = ["model.layers.0.mlp.experts"]
+        args = {"num_experts": e, "top_k": 2, "hidden_size": h, "intermediate_size": i,
+                "params_dtype": getattr(torch, dtype), "reduce_results": True, "renormalize": True,
+                "quant_config": qc, "tp_size": 1, "prefix": prefix, "has_bias": name == "mxfp4"}
+        takes = inspect.signature(make).parameters
+        with set_current_vllm_config(vc), torch.device("cpu"):
+            layer = make(**{k: v for k, v in args.items() if k in takes})
+        layer = getattr(layer, "routed_experts", None) or layer
+    except Exception as ex:  # noqa: BLE001 - recorded
+        rec["error"] = where(ex)
+        return rec
+    return _load_and_keep(rec, layer, layer.quant_method, None, vc, deep=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--capability", default="9.0")
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--only", default=None, help="schemes whose name contains this")
+    ap.add_argument("--moe", action="store_true", help="FusedMoE layers (MOE_SCHEMES x MOE_SHAPES) instead of linears")
     a = ap.parse_args(argv)
     cc = tuple(int(x) for x in a.capability.split("."))
     import logging
@@ -414,6 +567,17 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kvplan" / "verify"))
     import arch_runner as AR
 
+    if a.moe:
+        # FlashInfer (vLLM's CUDA wheels depend on it; the NVFP4 / FP8 MoE modules import it at the top): absent
+        # here, its imports resolve to inert names, so the release's oracle chooses its backend as on an install
+        # with FlashInfer (``moe_backend``); a FlashInfer function the backend's process_weights_after_loading
+        # calls (a weight shuffle, a scale swizzle) is not run: the case records ``kept_error`` naming it
+        import importlib.util
+
+        if importlib.util.find_spec("flashinfer") is None:
+            AR._CUDA_ONLY_PACKAGES = tuple(AR._CUDA_ONLY_PACKAGES) + ("flashinfer",)
+            if AR._CudaOnlyFinder not in sys.meta_path:
+                sys.meta_path.append(AR._CudaOnlyFinder)
     AR.setup()
     cuda_platform(cc)
     import vllm
@@ -431,8 +595,16 @@ def main(argv=None) -> int:
 
     vc = dist()
     cases = []
-    for name, cfg in SCHEMES.items():
+    for name, cfg in (MOE_SCHEMES if a.moe else SCHEMES).items():
         if a.only and a.only not in name:
+            continue
+        if a.moe:
+            for e, h, i in MOE_SHAPES:
+                cases.append(run_moe_case(name, cfg, e, h, i, a.dtype, vc))
+                c = cases[-1]
+                print(f"  {c['case']}: {c.get('method')} {c.get('linear_method')} {c.get('kernel')} "
+                      f"{c.get('created_bytes')} -> {c.get('kept_bytes')} {c.get('error') or c.get('kept_error') or ''}",
+                      file=sys.stderr)
             continue
         for k, n in SHAPES:
             cases.append(run_case(name, cfg, k, n, a.dtype, vc))
