@@ -270,7 +270,10 @@ def build_config_object(raw: dict, path: str) -> Any:
     with its own class (``VLLM_OWN_CONFIGS``).
 
     The object comes wrapped in a ``RecordedConfig`` that remembers its answers on disk
-    (``config_cache``): the next run on the same config reads them without transformers."""
+    (``config_cache``): the next run on the same config reads them without transformers. A config with no
+    cache entry and no shipped view is answered from the configuration classes' table (``config_table``) when
+    it covers the model type and vouches for the config; transformers then loads only for a read the table
+    does not answer."""
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         return None
@@ -287,6 +290,10 @@ def build_config_object(raw: dict, path: str) -> Any:
     entry = config_cache.load(cache_path)
     if entry is None:
         entry = config_cache.shipped_entry(raw)  # a bundled config: its shipped resolved view
+        if entry is None:  # a config never seen: transformers' answers from its classes' table, where proven
+            from kvplan.model import config_table
+
+            entry = config_table.entry_for(raw, MODEL_TYPE_ALIASES.get(model_type, model_type))
         if entry is not None:
             config_cache.mark_dirty(cache_path, entry)
     if entry is not None:
