@@ -478,7 +478,7 @@ def generate() -> dict:
             records[cls.__name__] = class_record(cls, reads, PreTrainedConfig)
             for spec in records[cls.__name__]["sub_configs"].values():
                 pending.append(spec["model_type"])
-    doc = {
+    doc: dict[str, typing.Any] = {
         "transformers": version("transformers"),
         "generator": "scripts/config_classes.py",
         "reads": reads,

@@ -447,8 +447,11 @@ def _heads_divide_hidden(done: _Resolved, t: dict) -> bool:
     """The validate_architecture of LlamaConfig (configuration_llama.py 93-99) and Gemma3TextConfig
     (configuration_gemma3.py 115-121): hidden_size a multiple of num_attention_heads."""
     v = done.values
-    heads, hidden = v.get("num_attention_heads"), v.get("hidden_size")
-    return _is_count(heads) and _is_count(hidden) and heads != 0 and hidden % heads == 0
+    heads: Any = v.get("num_attention_heads")
+    hidden: Any = v.get("hidden_size")
+    if not (_is_count(heads) and _is_count(hidden)) or heads == 0:
+        return False
+    return bool(hidden % heads == 0)
 
 
 def _layer_types(done: _Resolved, t: dict) -> bool:
