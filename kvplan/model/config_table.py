@@ -53,11 +53,9 @@ POPPED_KEYS = frozenset({"torch_dtype", "rope_scaling", "rope_theta", "name_or_p
 def table() -> dict:
     global _TABLE
     if _TABLE is None:
-        try:
-            with open(TABLE, encoding="utf-8") as f:
-                _TABLE = json.load(f)
-        except (OSError, ValueError):
-            _TABLE = {}
+        from kvplan.model.config_cache import read_object
+
+        _TABLE = read_object(TABLE)
     return _TABLE
 
 
