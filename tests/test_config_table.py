@@ -99,35 +99,58 @@ def test_strict_type_check_restated():
     assert not accepts({}, {"class": "RopeParameters"})  # never vouched for
 
 
-LAYOUT = ("import json, sys; from kvplan.model import ServingOptions, build_model_layout; "
-          "from kvplan.results import to_data; from kvplan.usecases.records import inspect_body; "
-          "layout = build_model_layout(sys.argv[1], None, ServingOptions()); "
-          "print(json.dumps({'layout': to_data(inspect_body(layout, ServingOptions())), "
-          "'transformers': 'transformers' in sys.modules}))")
+RUN = """
+import json, sys
+from kvplan.errors import KvplanError
+from kvplan.model import ServingOptions, build_model_layout
+from kvplan.results import to_data
+from kvplan.usecases.records import inspect_body
+from kvplan.usecases.scenario import run_scenario, scenario_from
+out = {}
+for path in sys.argv[1:]:
+    try:
+        layout = to_data(inspect_body(build_model_layout(path, None, ServingOptions()), ServingOptions()))
+        budget = to_data(run_scenario(scenario_from(path, {"gpu": "H100-80GB"}), fixes=False).budget)
+        out[path] = {"layout": layout, "budget": budget}
+    except KvplanError as e:
+        out[path] = str(e)
+print(json.dumps({"runs": out, "transformers": "transformers" in sys.modules}))
+"""
 
 
-def _layout(path: Path, cache: Path, table: bool) -> dict:
+def _runs(paths: list[Path], cache: Path, table: bool) -> dict:
     env = {**os.environ, "KVPLAN_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
     for k in ("KVPLAN_NO_CACHE", "KVPLAN_NO_CONFIG_TABLE", "KVPLAN_NO_SHIPPED_CONFIGS"):
         env.pop(k, None)
     if not table:
         env["KVPLAN_NO_CONFIG_TABLE"] = "1"
-    r = subprocess.run([sys.executable, "-c", LAYOUT, str(path)], capture_output=True, text=True, env=env, cwd=ROOT)
+    r = subprocess.run([sys.executable, "-c", RUN, *map(str, paths)], capture_output=True, text=True, env=env,
+                       cwd=ROOT)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["google/gemma-3-27b-it", "Qwen/Qwen3-8B", "meta-llama/Llama-3.1-8B-Instruct"])
-def test_first_run_on_a_config_never_seen_skips_transformers(tmp_path, model):
-    """A bundled config with one key more (no shipped view, no cache entry): the table answers, transformers is
-    not imported, the layout is the one transformers gives, and the cache entry is written for the next run."""
-    raw = json.loads((ROOT / "configs" / model / "config.json").read_text())
-    raw["_name_or_path"] = tmp_path.name
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(raw))
-    fast = _layout(path, tmp_path / "table", table=True)
-    slow = _layout(path, tmp_path / "transformers", table=False)
+def test_first_run_on_a_config_never_seen_skips_transformers(tmp_path):
+    """Every bundled config of a proven type (targets and EAGLE-3 heads), each with one key more (no shipped view,
+    no cache entry): the table answers, transformers is never imported, the layout and the KV budget on an H100
+    are the ones transformers gives, and the cache entries are written for the next run."""
+    t = config_table.table()
+    paths = []
+    for path, raw in config_classes.corpus_configs():
+        if not path.startswith("configs/") or not path.endswith("config.json"):
+            continue
+        cls = t["types"].get(raw["model_type"])
+        if cls is None or t["classes"][cls]["status"] != "table":
+            continue
+        raw["_name_or_path"] = f"edited-{len(paths)}"
+        (tmp_path / str(len(paths))).mkdir()
+        paths.append(tmp_path / str(len(paths)) / "config.json")
+        paths[-1].write_text(json.dumps(raw))
+    assert len(paths) >= 15  # Gemma 3, Llama 3.x, Mistral, Qwen2.5, Qwen3 and the Llama-type EAGLE-3 heads
+    fast = _runs(paths, tmp_path / "table", table=True)
+    slow = _runs(paths, tmp_path / "transformers", table=False)
     assert not fast["transformers"] and slow["transformers"]
-    assert fast["layout"] == slow["layout"]
-    assert list((tmp_path / "table").rglob("*.json"))
+    assert fast["runs"] == slow["runs"]
+    assert all(isinstance(v, dict) for v in fast["runs"].values())
+    assert len(list((tmp_path / "table").rglob("*.json"))) == len(paths)
