@@ -23,7 +23,7 @@ from scripts import config_classes  # noqa: E402
 
 # The model types the table must answer (the unseen-config case is a Gemma 3; Qwen3 and Llama are the
 # most common configs on the Hub): the generator demoting one of them fails here, not silently in the timings.
-PROVEN = {"gemma3", "gemma3_text", "llama", "mistral", "qwen2", "qwen3"}
+PROVEN = {"gemma2", "gemma3", "gemma3_text", "gpt_oss", "llama", "mistral", "mixtral", "qwen2", "qwen3"}
 
 
 def _corpus() -> list[tuple[str, dict]]:
@@ -74,7 +74,7 @@ def test_every_real_config_of_a_table_type_is_answered():
             outcome, diffs = config_classes.compare(raw)
             assert (outcome, diffs) == ("table", []), path
             seen.add(raw["model_type"])
-    assert {"gemma3", "llama", "qwen2", "qwen3", "mistral"} <= seen
+    assert {"gemma2", "gemma3", "gpt_oss", "llama", "mistral", "mixtral", "qwen2", "qwen3"} <= seen
 
 
 def test_another_transformers_version_falls_back(monkeypatch):
@@ -147,7 +147,7 @@ def test_first_run_on_a_config_never_seen_skips_transformers(tmp_path):
         (tmp_path / str(len(paths))).mkdir()
         paths.append(tmp_path / str(len(paths)) / "config.json")
         paths[-1].write_text(json.dumps(raw))
-    assert len(paths) >= 15  # Gemma 3, Llama 3.x, Mistral, Qwen2.5, Qwen3 and the Llama-type EAGLE-3 heads
+    assert len(paths) >= 20  # Gemma 2 and 3, gpt-oss, Llama 3.x, Mistral, Mixtral, Qwen2.5, Qwen3, Llama-type EAGLE-3 heads
     fast = _runs(paths, tmp_path / "table", table=True)
     slow = _runs(paths, tmp_path / "transformers", table=False)
     assert not fast["transformers"] and slow["transformers"]

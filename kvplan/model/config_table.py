@@ -280,6 +280,42 @@ def _head_dim_default(values: dict) -> Any:
     return None
 
 
+def _kv_heads_only(values: dict, kw: dict) -> Any:
+    """MixtralConfig (models/mixtral/configuration_mixtral.py 88-92): num_key_value_heads when null."""
+    return _kv_heads_default(values)
+
+
+def _alternating(values: dict) -> Any:
+    """Without ``layer_types``, odd layers (counting from 1) slide and even ones attend in full."""
+    if values.get("layer_types") is None:
+        n = values["num_hidden_layers"]
+        if not _is_count(n):
+            return _NO
+        values["layer_types"] = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
+    return None
+
+
+def _gemma2(values: dict, kw: dict) -> Any:
+    """Gemma2Config (models/gemma2/configuration_gemma2.py 93-99): alternating layer types when unset."""
+    return _alternating(values)
+
+
+# GptOssConfig's RoPE when the config sets none (models/gpt_oss/configuration_gpt_oss.py 89-97)
+GPT_OSS_ROPE = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                "original_max_position_embeddings": 4096}
+
+
+def _gpt_oss(values: dict, kw: dict) -> Any:
+    """GptOssConfig (models/gpt_oss/configuration_gpt_oss.py 79-98): num_key_value_heads and head_dim when null,
+    alternating layer types when unset, YaRN RoPE (``GPT_OSS_ROPE``) when rope_parameters is null."""
+    _kv_heads_default(values)
+    if _head_dim_default(values) is _NO or _alternating(values) is _NO:
+        return _NO
+    if values.get("rope_parameters") is None:
+        values["rope_parameters"] = dict(GPT_OSS_ROPE)
+    return None
+
+
 def _nothing(values: dict, kw: dict) -> Any:
     """``PreTrainedConfig.__post_init__`` alone: the class derives nothing of its own."""
     return None
@@ -336,6 +372,9 @@ POST_INIT: dict[str, Callable[[dict, dict], Any]] = {
     "Qwen2Config.__post_init__": _qwen,
     "Qwen3Config.__post_init__": _qwen,
     "Gemma3TextConfig.__post_init__": _gemma3_text,
+    "MixtralConfig.__post_init__": _kv_heads_only,
+    "Gemma2Config.__post_init__": _gemma2,
+    "GptOssConfig.__post_init__": _gpt_oss,
 }
 
 
@@ -344,34 +383,46 @@ POST_INIT: dict[str, Callable[[dict, dict], Any]] = {
 def _rope_dict_accepted(d: Any, record: dict, t: dict) -> bool:
     """One (per layer type, or flat) RoPE dict ``validate_rope`` surely accepts (modeling_rope_utils.py 885-933,
     1150-1174): its type has a validation function whose required keys, beside those the standardisation adds
-    (``rope_type``, ``rope_theta``, ``original_max_position_embeddings``, lines 823-884), the dict holds; every other
-    value a number (a list of numbers for the longrope factors), so no comparison in the validation fails."""
+    (``rope_type``, ``rope_theta``, lines 823-884), the dict holds; every other
+    value a positive number, so no comparison or division in the validation fails."""
     if d is None:
         return True
     if not isinstance(d, dict):
         return False
     rope_type = d.get("rope_type", d.get("type", "default"))
-    if not isinstance(rope_type, str) or rope_type not in t.get("rope_required_keys", {}):
+    if rope_type not in VOUCHED_ROPE_TYPES or rope_type not in t.get("rope_required_keys", {}):
         return False
     if rope_type == "default" and record.get("default_rope_type", "default") != "default":
         return False
-    added = {"rope_type", "rope_theta", "original_max_position_embeddings"}
+    # original_max_position_embeddings, when absent, would come from max_position_embeddings (line 857), which
+    # YaRN then divides by: not vouched for, the dict must hold it
+    added = {"rope_type", "rope_theta"}
     if not set(t["rope_required_keys"][rope_type]) - added <= set(d):
         return False
     for key, value in d.items():
         if key in ("rope_type", "type"):
             if not isinstance(value, str):
                 return False
-        elif key in ("short_factor", "long_factor"):
-            if not isinstance(value, list) or not all(_is_number(v) for v in value):
+        elif key == "truncate":  # YaRN's flag, never compared (lines 979-1031)
+            if not isinstance(value, bool):
                 return False
-        elif not _is_number(value):
+        elif not _is_positive(value):  # YaRN divides by original_max_position_embeddings (line 1021)
             return False
     return True
 
 
+# The RoPE types whose validation (modeling_rope_utils.py 936-1031, 1076-1147) only warns beyond the required keys,
+# given positive numbers: longrope reads head_dim, which may be null (line 1043), and the others are left to
+# transformers.
+VOUCHED_ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_positive(value: Any) -> bool:
+    return _is_number(value) and 0 < value < float("inf")
 
 
 def _rope_flat(values: dict, kw: dict, record: dict, t: dict) -> Any:
@@ -442,8 +493,8 @@ def _embed_dim(done: _Resolved, t: dict) -> bool:
 
 
 def _heads_divide_hidden(done: _Resolved, t: dict) -> bool:
-    """The validate_architecture of LlamaConfig (configuration_llama.py 93-99) and Gemma3TextConfig
-    (configuration_gemma3.py 115-121): hidden_size a multiple of num_attention_heads."""
+    """The validate_architecture of LlamaConfig (configuration_llama.py 93-99), Gemma2Config (configuration_gemma2.py
+    101-107) and Gemma3TextConfig (configuration_gemma3.py 115-121): hidden_size a multiple of num_attention_heads."""
     v = done.values
     heads: Any = v.get("num_attention_heads")
     hidden: Any = v.get("hidden_size")
@@ -480,6 +531,7 @@ VALIDATORS: dict[str, Callable[[_Resolved, dict], bool]] = {
     "PreTrainedConfig.validate_architecture": _embed_dim,
     "LlamaConfig.validate_architecture": _heads_divide_hidden,
     "Gemma3TextConfig.validate_architecture": _heads_divide_hidden,
+    "Gemma2Config.validate_architecture": _heads_divide_hidden,
     "PreTrainedConfig.validate_layer_type": _layer_types,
     "PreTrainedConfig.validate_output_attentions": _warns_only,
     "PreTrainedConfig.validate_token_ids": _warns_only,
