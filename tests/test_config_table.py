@@ -17,8 +17,7 @@ SHARED_CONFIGS_DIR = ROOT.parent / "shared" / "configs"  # the shared copies, wh
 sys.path.insert(0, str(ROOT))
 
 from kvplan.installed import version  # noqa: E402
-from kvplan.model import config_table  # noqa: E402
-from kvplan.model.hfconfig import _torch_hidden  # noqa: E402
+from kvplan.model import config_table, hfconfig  # noqa: E402
 from scripts import config_classes  # noqa: E402
 
 # The model types the table must answer (the issue's unseen-config case is a Gemma 3; Qwen3 and Llama are the
@@ -26,9 +25,18 @@ from scripts import config_classes  # noqa: E402
 PROVEN = {"gemma2", "gemma3", "gemma3_text", "gpt_oss", "llama", "mistral", "mixtral", "qwen2", "qwen3"}
 
 
-def _corpus() -> list[tuple[str, dict]]:
-    extra = (str(SHARED_CONFIGS_DIR),) if SHARED_CONFIGS_DIR.is_dir() else ()
-    return config_classes.corpus_configs(extra)
+def _fresh(code: str) -> object:
+    """``code``'s printed JSON, run in a fresh interpreter: transformers then reads configs with torch hidden, as
+    the table was made (a test before this one may have imported torch, which turns the table off)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("KVPLAN_NO_CONFIG_TABLE", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+_SHARED = str(SHARED_CONFIGS_DIR)
+CORPUS = f"configs = corpus_configs(({_SHARED!r},) if os.path.isdir({_SHARED!r}) else ())"
 
 
 def test_table_is_for_the_installed_transformers():
@@ -53,8 +61,13 @@ def test_every_repository_config_and_its_perturbations_answer_as_transformers():
     values changed or of another type, keys added: sliding_window_pattern, rope_scaling, aliases, ...): every
     attribute the table answers or calls missing, top level and text config, is transformers' own, and the
     table answers nothing transformers rejects (a seed other than the generator's)."""
-    with _torch_hidden():
-        result = config_classes.check_corpus(_corpus(), 60, seed=20261207)
+    result = _fresh("import json, os\n"
+                    "from kvplan.model.hfconfig import _torch_hidden\n"
+                    "from scripts.config_classes import check_corpus, corpus_configs\n"
+                    f"{CORPUS}\n"
+                    "with _torch_hidden():\n"
+                    "    print(json.dumps(check_corpus(configs, 60, seed=20261207)))")
+    assert isinstance(result, dict)
     assert result["diffs"] == {}
     counts = result["counts"]
     # not vacuous: most variants are answered, and many are rejected by transformers (and so by the table)
@@ -64,26 +77,42 @@ def test_every_repository_config_and_its_perturbations_answer_as_transformers():
 def test_every_real_config_of_a_table_type_is_answered():
     """The real configs of the proven types are answered from the table (none falls back), so a first run on
     an edited copy of one never imports transformers."""
-    t = config_table.table()
-    seen = set()
-    with _torch_hidden():
-        for path, raw in _corpus():
-            cls = t["types"].get(raw["model_type"])
-            if cls is None or t["classes"][cls]["status"] != "table":
-                continue
-            outcome, diffs = config_classes.compare(raw)
-            assert (outcome, diffs) == ("table", []), path
-            seen.add(raw["model_type"])
-    assert {"gemma2", "gemma3", "gpt_oss", "llama", "mistral", "mixtral", "qwen2", "qwen3"} <= seen
+    result = _fresh("import json, os\n"
+                    "from kvplan.model import config_table\n"
+                    "from kvplan.model.hfconfig import _torch_hidden\n"
+                    "from scripts.config_classes import compare, corpus_configs\n"
+                    f"{CORPUS}\n"
+                    "t = config_table.table()\n"
+                    "out = []\n"
+                    "with _torch_hidden():\n"
+                    "    for path, raw in configs:\n"
+                    "        cls = t['types'].get(raw['model_type'])\n"
+                    "        if cls and t['classes'][cls]['status'] == 'table':\n"
+                    "            out.append([path, raw['model_type'], *compare(raw)])\n"
+                    "print(json.dumps(out))")
+    assert isinstance(result, list)
+    for path, _, outcome, diffs in result:
+        assert (outcome, diffs) == ("table", []), path
+    assert {"gemma2", "gemma3", "gpt_oss", "llama", "mistral", "mixtral", "qwen2", "qwen3"} <= {r[1] for r in result}
 
 
 def test_another_transformers_version_falls_back(monkeypatch):
     raw = json.loads((ROOT / "configs/Qwen/Qwen3-8B/config.json").read_text())
+    monkeypatch.setattr(hfconfig, "_TORCH_MODE", "hidden")  # as in a fresh interpreter
     assert config_table.entry_for(raw, "qwen3") is not None
     monkeypatch.setitem(config_table.table(), "transformers", "0.0.1")
     assert config_table.entry_for(raw, "qwen3") is None
     monkeypatch.undo()
+    monkeypatch.setattr(hfconfig, "_TORCH_MODE", "hidden")
     monkeypatch.setenv("KVPLAN_NO_CONFIG_TABLE", "1")
+    assert config_table.entry_for(raw, "qwen3") is None
+
+
+def test_torch_imported_first_falls_back(monkeypatch):
+    """With torch loaded before transformers (``--exact-params``), transformers 5 turns ``dtype`` names into torch
+    dtypes and refuses a name torch lacks: the table, made with torch hidden, is not used then."""
+    raw = json.loads((ROOT / "configs/Qwen/Qwen3-8B/config.json").read_text())
+    monkeypatch.setattr(hfconfig, "_TORCH_MODE", "visible")
     assert config_table.entry_for(raw, "qwen3") is None
 
 
@@ -147,7 +176,8 @@ def test_first_run_on_a_config_never_seen_skips_transformers(tmp_path):
         (tmp_path / str(len(paths))).mkdir()
         paths.append(tmp_path / str(len(paths)) / "config.json")
         paths[-1].write_text(json.dumps(raw))
-    assert len(paths) >= 20  # Gemma 2 and 3, gpt-oss, Llama 3.x, Mistral, Mixtral, Qwen2.5, Qwen3, Llama-type EAGLE-3 heads
+    # Gemma 2 and 3, gpt-oss, Llama 3.x, Mistral, Mixtral, Qwen2.5, Qwen3, the Llama-type EAGLE-3 heads
+    assert len(paths) >= 20
     fast = _runs(paths, tmp_path / "table", table=True)
     slow = _runs(paths, tmp_path / "transformers", table=False)
     assert not fast["transformers"] and slow["transformers"]

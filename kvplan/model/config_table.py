@@ -8,11 +8,13 @@ converter and ``validate_*`` methods, and the attributes kvplan's rules read. Th
 ``config.json`` into the config cache's entry (``kvplan.model.config_cache``: ``attrs``, ``missing``, ``text``)
 that transformers' object would have produced, by these steps, each transformers 5.25.0's own order:
 
-1. fields take the config's value, else the default (``configuration_utils.py`` 148-163, ``wrap_init_to_accept_kwargs``);
+1. fields take the config's value, else the default (``configuration_utils.py`` 148-163,
+   ``wrap_init_to_accept_kwargs``);
 2. the class's ``__post_init__`` derives what it derives: a rule below per class (``POST_INIT``), each citing
    the lines it restates; a class whose ``__post_init__`` has no rule here is never answered from the table;
 3. the base ``__post_init__`` (``configuration_utils.py`` 428-522): sub-configs built from their dicts, legacy
-   keys popped (``rope_scaling``, ``rope_theta``, ``torch_dtype``, generation parameters), every other key set
+   keys popped (``rope_scaling``, ``rope_theta``, ``torch_dtype``, generation parameters; the RoPE dicts built by
+   the class's converter, restated per converter in ``ROPE``), every other key set
    as an attribute, legacy layer-type names remapped (``remap_legacy_layer_types``, lines 102-136);
 4. the class's validators (``@strict``'s field type checks, ``huggingface_hub/dataclasses.py`` 460-640, and the
    ``validate_*`` methods): a rule per validator (``VALIDATORS``) that says "surely accepted"; whatever a rule
@@ -60,18 +62,25 @@ def table() -> dict:
 
 
 def usable() -> bool:
-    """The table matches the installed transformers (else its facts may not hold) and is not turned off."""
+    """The table matches the installed transformers (else its facts may not hold), transformers reads configs
+    with torch hidden as when the table was made (with torch, transformers 5 also turns ``dtype`` into a torch
+    dtype and refuses a name torch lacks, configuration_utils.py 443-448: the exact-parameter path), and the
+    table is not turned off."""
     if os.environ.get("KVPLAN_NO_CONFIG_TABLE"):
         return False
     from kvplan.installed import version
+    from kvplan.model.hfconfig import torch_stays_hidden
+
+    if not torch_stays_hidden():
+        return False
 
     t = table()
     return bool(t) and t.get("transformers") is not None and version("transformers") == t.get("transformers")
 
 
 def entry_for(raw: dict, model_type: str) -> dict | None:
-    """The config cache's entry for ``raw`` as transformers 5.25.0's class for ``model_type`` answers it, or None
-    (the table does not cover the type, or cannot vouch that transformers accepts this config)."""
+    """The config cache's entry for ``raw`` as the class for ``model_type`` of the table's transformers release
+    answers it, or None (the table does not cover the type, or cannot vouch that transformers accepts the config)."""
     if not usable():
         return None
     t = table()

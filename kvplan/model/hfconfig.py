@@ -124,6 +124,16 @@ class HFView:
 _TORCH_MODE: str | None = None
 
 
+def torch_stays_hidden() -> bool:
+    """Whether transformers reads configs with torch hidden (``_torch_hidden``): the choice made at its first
+    load, or the one that load would make now (neither torch nor transformers imported yet)."""
+    import sys
+
+    if _TORCH_MODE is not None:
+        return _TORCH_MODE == "hidden"
+    return "torch" not in sys.modules and "transformers" not in sys.modules
+
+
 class _torch_hidden:
     """Read configs through transformers without importing torch.
 
@@ -142,8 +152,7 @@ class _torch_hidden:
 
         global _TORCH_MODE
         if _TORCH_MODE is None:
-            hidden = "torch" not in sys.modules and "transformers" not in sys.modules
-            _TORCH_MODE = "hidden" if hidden else "visible"
+            _TORCH_MODE = "hidden" if torch_stays_hidden() else "visible"
         self.active = _TORCH_MODE == "hidden"
         if self.active:
             self.saved = sys.modules.get("torch", _MISSING)
