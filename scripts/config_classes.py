@@ -288,9 +288,10 @@ def compare(raw: dict) -> tuple[str, list[str]]:
     """("table" | "fallback" | "rejected", differences) for one config: the table's entry against transformers'
     object, every recorded read (answered or missing), top level and text config."""
     from kvplan.model import config_table
-    from kvplan.model.hfconfig import MODEL_TYPE_ALIASES
+    from kvplan.model.hfconfig import MODEL_TYPE_ALIASES, torch_stays_hidden
 
-    entry = config_table.entry_for(raw, MODEL_TYPE_ALIASES.get(raw["model_type"], raw["model_type"]))
+    entry = config_table.entry_for(raw, MODEL_TYPE_ALIASES.get(raw["model_type"], raw["model_type"]),
+                                   torch_hidden=torch_stays_hidden())
     obj = build_real(raw)
     if entry is None:
         return ("fallback" if obj is not None else "rejected"), []

@@ -98,22 +98,24 @@ def test_every_real_config_of_a_table_type_is_answered():
 
 def test_another_transformers_version_falls_back(monkeypatch):
     raw = json.loads((ROOT / "configs/Qwen/Qwen3-8B/config.json").read_text())
-    monkeypatch.setattr(hfconfig, "_TORCH_MODE", "hidden")  # as in a fresh interpreter
-    assert config_table.entry_for(raw, "qwen3") is not None
+    assert config_table.entry_for(raw, "qwen3", torch_hidden=True) is not None
     monkeypatch.setitem(config_table.table(), "transformers", "0.0.1")
-    assert config_table.entry_for(raw, "qwen3") is None
+    assert config_table.entry_for(raw, "qwen3", torch_hidden=True) is None
     monkeypatch.undo()
-    monkeypatch.setattr(hfconfig, "_TORCH_MODE", "hidden")
     monkeypatch.setenv("KVPLAN_NO_CONFIG_TABLE", "1")
-    assert config_table.entry_for(raw, "qwen3") is None
+    assert config_table.entry_for(raw, "qwen3", torch_hidden=True) is None
 
 
 def test_torch_imported_first_falls_back(monkeypatch):
     """With torch loaded before transformers (``--exact-params``), transformers 5 turns ``dtype`` names into torch
-    dtypes and refuses a name torch lacks: the table, made with torch hidden, is not used then."""
+    dtypes and refuses a name torch lacks: the table, made with torch hidden, is not used then, and the config
+    loader tells it which world transformers reads configs in."""
     raw = json.loads((ROOT / "configs/Qwen/Qwen3-8B/config.json").read_text())
+    assert config_table.entry_for(raw, "qwen3", torch_hidden=False) is None
     monkeypatch.setattr(hfconfig, "_TORCH_MODE", "visible")
-    assert config_table.entry_for(raw, "qwen3") is None
+    assert not hfconfig.torch_stays_hidden()
+    monkeypatch.setattr(hfconfig, "_TORCH_MODE", "hidden")
+    assert hfconfig.torch_stays_hidden()
 
 
 def test_strict_type_check_restated():

@@ -61,27 +61,23 @@ def table() -> dict:
     return _TABLE
 
 
-def usable() -> bool:
+def usable(torch_hidden: bool) -> bool:
     """The table matches the installed transformers (else its facts may not hold), transformers reads configs
-    with torch hidden as when the table was made (with torch, transformers 5 also turns ``dtype`` into a torch
-    dtype and refuses a name torch lacks, configuration_utils.py 443-448: the exact-parameter path), and the
-    table is not turned off."""
-    if os.environ.get("KVPLAN_NO_CONFIG_TABLE"):
+    with torch hidden (``torch_hidden``, ``hfconfig.torch_stays_hidden``) as when the table was made (with torch,
+    transformers 5 also turns ``dtype`` into a torch dtype and refuses a name torch lacks, configuration_utils.py
+    443-448: the exact-parameter path), and the table is not turned off."""
+    if os.environ.get("KVPLAN_NO_CONFIG_TABLE") or not torch_hidden:
         return False
     from kvplan.installed import version
-    from kvplan.model.hfconfig import torch_stays_hidden
-
-    if not torch_stays_hidden():
-        return False
 
     t = table()
     return bool(t) and t.get("transformers") is not None and version("transformers") == t.get("transformers")
 
 
-def entry_for(raw: dict, model_type: str) -> dict | None:
+def entry_for(raw: dict, model_type: str, *, torch_hidden: bool) -> dict | None:
     """The config cache's entry for ``raw`` as the class for ``model_type`` of the table's transformers release
     answers it, or None (the table does not cover the type, or cannot vouch that transformers accepts the config)."""
-    if not usable():
+    if not usable(torch_hidden):
         return None
     t = table()
     cls = t.get("types", {}).get(model_type)

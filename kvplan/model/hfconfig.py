@@ -302,7 +302,8 @@ def build_config_object(raw: dict, path: str) -> Any:
         if entry is None:  # a config never seen: transformers' answers from its classes' table, where proven
             from kvplan.model import config_table
 
-            entry = config_table.entry_for(raw, MODEL_TYPE_ALIASES.get(model_type, model_type))
+            entry = config_table.entry_for(raw, MODEL_TYPE_ALIASES.get(model_type, model_type),
+                                           torch_hidden=torch_stays_hidden())
         if entry is not None:
             config_cache.mark_dirty(cache_path, entry)
     if entry is not None:
