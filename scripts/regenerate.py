@@ -133,6 +133,10 @@ GENERATORS: tuple[Generator, ...] = (
     Generator("readme", ("README.md", "docs"), _fixed("scripts/update_readme.py"), mode="check"),
     # transformers' answers for every bundled config (tests/test_config_cache.py checks them in CI).
     Generator("catalog-resolved", ("kvplan/model/catalog_resolved.json",), _fixed("scripts/catalog_resolved.py")),
+    # transformers' configuration classes as kvplan reads them, for the installed release (about a minute: kvplan
+    # over the corpus, then the comparison with transformers; tests/test_config_table.py checks the version in CI).
+    Generator("config-classes", ("kvplan/model/config_classes.json",), _fixed("scripts/config_classes.py"),
+              mode="check"),
     Generator("kv-connectors", ("kvplan/engines/vllm/kv_connectors.json",),
               _with_releases("scripts/golden/kv_connectors.py", "kvplan/engines/vllm/kv_connectors.json:"),
               release_sources=True),

@@ -57,15 +57,20 @@ SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog_reso
 _SHIPPED: dict | None = None
 
 
+def read_object(path: str) -> dict:
+    """The JSON object in a file shipped with the package; {} when it is absent or not an object."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def shipped_entries() -> dict:
     global _SHIPPED
     if _SHIPPED is None:
-        try:
-            with open(SHIPPED, encoding="utf-8") as f:
-                data = json.load(f)
-            _SHIPPED = data.get("entries", {}) if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            _SHIPPED = {}
+        _SHIPPED = read_object(SHIPPED).get("entries", {})
     return _SHIPPED
 
 

@@ -124,6 +124,16 @@ class HFView:
 _TORCH_MODE: str | None = None
 
 
+def torch_stays_hidden() -> bool:
+    """Whether transformers reads configs with torch hidden (``_torch_hidden``): the choice made at its first
+    load, or the one that load would make now (neither torch nor transformers imported yet)."""
+    import sys
+
+    if _TORCH_MODE is not None:
+        return _TORCH_MODE == "hidden"
+    return "torch" not in sys.modules and "transformers" not in sys.modules
+
+
 class _torch_hidden:
     """Read configs through transformers without importing torch.
 
@@ -142,8 +152,7 @@ class _torch_hidden:
 
         global _TORCH_MODE
         if _TORCH_MODE is None:
-            hidden = "torch" not in sys.modules and "transformers" not in sys.modules
-            _TORCH_MODE = "hidden" if hidden else "visible"
+            _TORCH_MODE = "hidden" if torch_stays_hidden() else "visible"
         self.active = _TORCH_MODE == "hidden"
         if self.active:
             self.saved = sys.modules.get("torch", _MISSING)
@@ -270,7 +279,10 @@ def build_config_object(raw: dict, path: str) -> Any:
     with its own class (``VLLM_OWN_CONFIGS``).
 
     The object comes wrapped in a ``RecordedConfig`` that remembers its answers on disk
-    (``config_cache``): the next run on the same config reads them without transformers."""
+    (``config_cache``): the next run on the same config reads them without transformers. A config with no
+    cache entry and no shipped view is answered from the configuration classes' table (``config_table``) when
+    it covers the model type and vouches for the config; transformers then loads only for a read the table
+    does not answer."""
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         return None
@@ -287,6 +299,11 @@ def build_config_object(raw: dict, path: str) -> Any:
     entry = config_cache.load(cache_path)
     if entry is None:
         entry = config_cache.shipped_entry(raw)  # a bundled config: its shipped resolved view
+        if entry is None:  # a config never seen: transformers' answers from its classes' table, where proven
+            from kvplan.model import config_table
+
+            entry = config_table.entry_for(raw, MODEL_TYPE_ALIASES.get(model_type, model_type),
+                                           torch_hidden=torch_stays_hidden())
         if entry is not None:
             config_cache.mark_dirty(cache_path, entry)
     if entry is not None:
