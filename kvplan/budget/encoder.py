@@ -103,7 +103,30 @@ def qwen3_vl_encoder_dummy(config: dict, release: str | None = None) -> tuple[li
     return items, ""
 
 
+# Llama 4's processor tiles an image into at most ``max_patches`` chunks of image_size² (the checkpoint's
+# preprocessor_config.json, not in config.json; transformers' Llama4ImageProcessorFast default 16, image_processing
+# _llama4_fast.py line 305, and the Llama-4 checkpoints' value) plus one global chunk when there is more than one.
+LLAMA4_MAX_TILES = 16
+
+
+def llama4_encoder_dummy(config: dict, release: str | None = None) -> tuple[list[dict] | None, str]:
+    """Llama 4's dummy image: ``get_image_size_with_most_features`` is 16 tiles high and one wide (0.34.0
+    model_executor/models/mllama4.py 562-570), so 16 chunks and the global one: 17 chunks of
+    (image_size / patch_size)² patches (336 / 14: 576; the tower adds a class token per chunk), each giving
+    ``get_patch_per_chunk`` = 576 // (1 / pixel_shuffle_ratio²) = 144 embeddings (mllama4.py 550-560): 2,448. The
+    item's tokens for the encoder budget are its embeddings (0.34.0 multimodal/encoder_budget.py line 38,
+    ``get_num_embeds``; the tile separators and image start/end tokens around them are not encoded)."""
+    vision = config.get("vision_config") or {}
+    size, patch = int(vision.get("image_size") or 336), int(vision.get("patch_size") or 14)
+    ratio = float(vision.get("pixel_shuffle_ratio") or 0.5)
+    chunks = LLAMA4_MAX_TILES + 1
+    patches = (size // patch) ** 2
+    embeds = patches // int(round(1.0 / ratio ** 2))
+    return [{"modality": "image", "tokens_per_item": chunks * embeds, "inputs_per_item": chunks * patches}], ""
+
+
 ENCODER_DUMMIES = {"Gemma4ForConditionalGeneration": gemma4_encoder_dummy,
+                   "Llama4ForConditionalGeneration": llama4_encoder_dummy,
                    "Gemma3ForConditionalGeneration": gemma3_encoder_dummy,
                    "Qwen3VLForConditionalGeneration": qwen3_vl_encoder_dummy,
                    "Qwen3VLMoeForConditionalGeneration": qwen3_vl_encoder_dummy,
@@ -194,12 +217,13 @@ def tower_bytes(row: dict | None, vision: dict, patches: int, dtype_bytes: int) 
 
 def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict | None = None,
                              release: str | None = None, *, max_num_seqs: int | None = None,
-                             limits: dict | None = None) -> tuple[dict | None, str]:
+                             limits: dict | None = None, tp: int = 1) -> tuple[dict | None, str]:
     """The multimodal encoder's part of vLLM's profile_run: ``forward_bytes`` = the tower's peak over the dummy
     batch's patches (``encoder_dummy_batch``, ``tower_bytes``), ``cache_bytes`` = the batch's embeddings · their
     row bytes (``cache_row_bytes``). ``limits``: ``--limit-mm-per-prompt`` (every modality 0 with
     ``--language-model-only``). None and why for a multimodal architecture without a dummy rule here.
-    ``text``: the text decoder's config (``ModelInfo.text_config``; default: read from ``config``)."""
+    ``text``: the text decoder's config (``ModelInfo.text_config``; default: read from ``config``). ``tp``: the
+    tensor-parallel size, named in the source (the goldens are TP 1's)."""
     archs = config.get("architectures") or [""]
     arch = archs[0] if isinstance(archs, list) and archs else ""
     rule = ENCODER_DUMMIES.get(arch)
@@ -226,7 +250,10 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict 
                   + ("" if round(per_patch) == round(row["bytes_per_patch"]) else
                      f", {per_patch:,.0f} B per patch on this config by kvplan's tower rule")
                   + f" (tests/golden/profile_terms/encoder/{row['from']}.json)"
-                  + ("" if basis == DERIVED else f"; {release or 'this era'}'s own not run ({row['why']})"))
+                  + ("" if basis == DERIVED else f"; {release or 'this era'}'s own not run ({row['why']})")
+                  + ("" if tp == 1 else f"; measured at TP 1: vLLM splits the tower's linears over the {tp} TP "
+                     "ranks (Column/RowParallelLinear), whose outputs shrink with them; not run per rank, so this "
+                     "is the high end"))
     return {**{k: dummy[k] for k in ("modality", "items", "tokens_per_item", "encoder_tokens")},
             "forward_bytes": tower_bytes(row, v, dummy["encoder_tokens"], dtype_bytes) if dummy["items"] else 0,
             "cache_bytes": dummy["embeddings"] * cache_row_bytes(config, text_hidden, dtype_bytes),
@@ -281,7 +308,28 @@ def qwen3_vl_tower_params(vision: dict, tp: int = 1) -> int:
     return whole + split // tp
 
 
-TOWER_PARAMS = {arch: qwen3_vl_tower_params for arch in SAME_TOWER}
+def llama4_tower_params(vision: dict, tp: int = 1, text_hidden: int = 0) -> int:
+    """Parameters of Llama 4's ``vision_model`` and ``multi_modal_projector`` on one rank, as vLLM builds them
+    (0.34.0 model_executor/models/mllama4.py): the patch embedding (an unfold and a linear C·p² → h, no bias), the
+    class token, the position table ((size / p)² + 1 rows), the pre and post LayerNorms; per layer two LayerNorms,
+    ``qkv (h → 3h, bias)``, ``o_proj (h → h, bias)``, ``fc1 (h → I, bias)``, ``fc2 (I → h, bias)``; the pixel-shuffle
+    adapter's ``fc1 (h / ratio² → projector_input_dim)`` and ``fc2 (→ projector_output_dim)`` (no bias) and the
+    projector ``vision_output_dim → text hidden`` (no bias). Column/row-parallel weights split over ``tp`` (a
+    row-parallel bias whole); at TP 1 this is the golden's module count (Llama-4-Scout: 850,960,896 + 20,971,520)."""
+    h, inter, layers = int(vision["hidden_size"]), int(vision["intermediate_size"]), int(vision["num_hidden_layers"])
+    size, p, c = int(vision["image_size"]), int(vision["patch_size"]), int(vision.get("num_channels") or 3)
+    ratio = float(vision.get("pixel_shuffle_ratio") or 0.5)
+    shuffled = int(h / ratio ** 2)
+    whole = c * p * p * h + h + ((size // p) ** 2 + 1) * h + 4 * h + layers * (4 * h + h + h)
+    split = (layers * (3 * h * h + 3 * h + h * h + h * inter + inter + inter * h)
+             + shuffled * int(vision["projector_input_dim"])
+             + int(vision["projector_input_dim"]) * int(vision["projector_output_dim"])
+             + int(vision["vision_output_dim"]) * text_hidden)
+    return whole + split // tp
+
+
+TOWER_PARAMS = {**{arch: qwen3_vl_tower_params for arch in SAME_TOWER},
+                "Llama4ForConditionalGeneration": llama4_tower_params}
 
 
 def tower_weight_bytes(config: dict, tp: int, dtype_bytes: int) -> int | None:
@@ -292,6 +340,10 @@ def tower_weight_bytes(config: dict, tp: int, dtype_bytes: int) -> int | None:
     vision = config.get("vision_config")
     if rule is None or not isinstance(vision, dict):
         return None
+    if rule is llama4_tower_params:
+        from kvplan.model.limits import text_config
+
+        return rule(vision, tp, int(text_config(config).get("hidden_size") or 0)) * dtype_bytes
     return rule(vision, tp) * dtype_bytes
 
 

@@ -38,10 +38,11 @@ estimates, labelled as such in every output, each with an override:
   against one published profile: Llama-3-8B on an H100 at 8192 tokens logged 1.26 GiB of
   activation peak (vllm PR #10511); the rule gives 1.16 GiB. A multimodal model's first stage also
   encodes vLLM's dummy items and keeps their outputs cached under the text forward
-  (``estimate_encoder_profile``: kvplan's tower rule over the tower's dummy patches, where the dummy batch
-  is derivable from the config — Gemma 3 and 4 — scaled for Gemma 3 by the factor its release's own SigLIP tower
-  measured on the meta device; ``--limit-mm-per-prompt`` bounds the items, ``--language-model-only`` skips the
-  pass): ``max(encoder, cache + text)``, shown as the ``encoder_cache`` term.
+  (``kvplan.budget.encoder``: per tower the dummy batch its release's processor builds — Gemma 3 and 4, Qwen3-VL
+  / 3.5 / 3.6, Llama 4 — and the tower's peak per patch its release's own tower class measured on the meta device
+  — Gemma 3, Qwen3-VL, Llama 4 —; ``--limit-mm-per-prompt`` bounds the items, ``--language-model-only`` skips the
+  pass and, where the release skips it, the tower's weights): ``max(encoder, cache + text)``, shown as the
+  ``encoder_cache`` term.
 * **non-torch memory** (``--non-torch-memory``), **calibrated** where ``calibration.json`` has the card family and
   parallelism (``scripts/calibrate_budget.py``: the median of what the calibration half's logs leave beside
   kvplan's other terms, the band their spread); otherwise kvplan's constants below. CUDA context allocations outside
@@ -574,7 +575,7 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
     limits = _mm_limits(request)
     reqs, vocab = min(R, T), int(cfg.get("vocab_size") or 0)  # the dummy sampler run's requests and logits
     encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg, release,
-                                        max_num_seqs=R, limits=limits)
+                                        max_num_seqs=R, limits=limits, tp=tp)
                if has_tower else (None, ""))
     return _Estimate(
         layout=layout, era=era, card=card, over=over, mode=mode, util=util, tp=tp, pp=pp, T=T, R=R,
@@ -893,7 +894,7 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
             f"{e['tokens_per_item']:,} tokens ({e['encoder_tokens']:,} patches through the vision "
             f"tower: {e['forward_bytes']:,} B; {e.get('source', 'kvplan activation rule')}) and keeps their outputs "
             f"({e['cache_bytes']:,} B) cached under the text forward; the peak's rise over the text "
-            "decoder's, max(encoder, cache + text) (kvplan/budget/estimate.py estimate_encoder_profile)"))
+            "decoder's, max(encoder, cache + text) (kvplan/budget/encoder.py estimate_encoder_profile)"))
     elif mm and overrides["activation"] is None and stage.stage > 0 and encoder is not None:
         out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
                                "multimodal: the encoder's dummy batch runs on the first pipeline stage only"))

@@ -717,7 +717,8 @@ def forward_measure(a, AR, ops) -> dict:
 # image_size; pan-and-scan off by default, so one crop: num_patches 1).
 ENCODER_MODELS = {"Gemma3ForConditionalGeneration": "configs/google/gemma-3-4b-it/config.json",
                   "Qwen3VLMoeForConditionalGeneration": "tests/logs/budget/configs/Qwen/Qwen3-VL-30B-A3B-Instruct/config.json",
-                  "Qwen3_5ForConditionalGeneration": "configs/Qwen/Qwen3.5-27B/config.json"}
+                  "Qwen3_5ForConditionalGeneration": "configs/Qwen/Qwen3.5-27B/config.json",
+                  "Llama4ForConditionalGeneration": "configs/meta-llama/Llama-4-Scout-17B-16E-Instruct/config.json"}
 ENCODER_ITEMS = (1, 2)
 
 
@@ -757,6 +758,26 @@ def qwen3_vl_patches(cfg: dict) -> int:
     return QWEN_GRID * QWEN_GRID
 
 
+# Llama 4's tower encodes the image's tiles (chunks of image_size², each (image_size / patch)² patches and a class
+# token); the dummy item here has LLAMA4_CHUNKS chunks (the per-patch figure is the growth over the items)
+LLAMA4_CHUNKS = 2
+
+
+def llama4_dummy(model, cfg: dict, n: int) -> dict:
+    """``pixel_values`` ``[items · chunks, 3, size, size]``, ``patches_per_image`` (chunks per image) and
+    ``aspect_ratios`` as host tensors (the model splits its output with ``.tolist()``)."""
+    import torch
+
+    size = int(cfg["vision_config"]["image_size"])
+    pixels = torch.empty(n * LLAMA4_CHUNKS, 3, size, size, dtype=torch.bfloat16, device="meta")
+    return {"pixel_values": pixels, "patches_per_image": torch.tensor([LLAMA4_CHUNKS] * n),
+            "aspect_ratios": torch.tensor([[LLAMA4_CHUNKS, 1]] * n)}
+
+
+def llama4_patches(cfg: dict) -> int:
+    return LLAMA4_CHUNKS * square_patches(cfg)
+
+
 def square_patches(cfg: dict) -> int:
     v = cfg["vision_config"]
     return (int(v["image_size"]) // int(v["patch_size"])) ** 2
@@ -764,10 +785,12 @@ def square_patches(cfg: dict) -> int:
 
 ENCODER_DUMMY_INPUTS = {"Gemma3ForConditionalGeneration": gemma3_dummy,
                         "Qwen3VLMoeForConditionalGeneration": qwen3_vl_dummy,
-                        "Qwen3_5ForConditionalGeneration": qwen3_vl_dummy}
+                        "Qwen3_5ForConditionalGeneration": qwen3_vl_dummy,
+                        "Llama4ForConditionalGeneration": llama4_dummy}
 ENCODER_PATCHES = {"Gemma3ForConditionalGeneration": square_patches,
                    "Qwen3VLMoeForConditionalGeneration": qwen3_vl_patches,
-                   "Qwen3_5ForConditionalGeneration": qwen3_vl_patches}
+                   "Qwen3_5ForConditionalGeneration": qwen3_vl_patches,
+                   "Llama4ForConditionalGeneration": llama4_patches}
 
 
 def encoder_measure(a, AR, ops) -> dict:

@@ -1,0 +1,133 @@
+"""The multimodal encoder's part of the profile run per vision tower (kvplan/budget/encoder.py) against the goldens
+of each release's own tower run on the meta device (tests/golden/profile_terms/encoder/, scripts/golden/
+profile_terms.py --encoder-all), and the tower's weights as each release loads or skips them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvplan.budget import encoder as enc
+from kvplan.budget.profile import encoder_row
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDENS = ROOT / "tests" / "golden" / "profile_terms" / "encoder"
+
+
+def _runs():
+    """Every derived run of a tower kvplan has a dummy rule for: (release, architecture, path, record)."""
+    out = []
+    for f in sorted(GOLDENS.glob("*.json")):
+        g = json.loads(f.read_text())
+        for arch, paths in sorted(g["encoder"].items()):
+            if not all(r.get("derived") for r in paths.values()):
+                continue  # the table takes another release's row (both paths are its value and its high end)
+            for path, r in sorted(paths.items()):
+                if r.get("derived"):
+                    out.append(pytest.param(g["vllm_version"], arch, path, r, id=f"{f.stem}-{arch}-{path}"))
+    return out
+
+
+RUNS = _runs()
+
+
+def test_the_goldens_hold_the_qwen3_vl_tower_on_four_releases():
+    """The Qwen3-VL tower was run from 0.19.0 to 0.34.0 (0.11.0's tower does not run on the meta device: it
+    builds cu_seqlens on the device with a data-dependent repeat_interleave; the golden says so)."""
+    qwen = {(p.values[0], p.values[1]) for p in RUNS if p.values[1].startswith("Qwen")}
+    assert {("0.19.0", "Qwen3VLMoeForConditionalGeneration"), ("0.34.0", "Qwen3VLMoeForConditionalGeneration"),
+            ("0.19.0", "Qwen3_5ForConditionalGeneration"), ("0.34.0", "Qwen3_5ForConditionalGeneration")} <= qwen
+    g = json.loads((GOLDENS / "0.11.0.json").read_text())["encoder"]["Qwen3VLMoeForConditionalGeneration"]
+    assert not g["custom_ops"]["derived"] and "repeat_interleave" in g["custom_ops"]["why"]
+
+
+@pytest.mark.parametrize("release,arch,path,run", [p for p in RUNS if p.values[2] == "custom_ops"])
+def test_kvplan_reproduces_each_tower_golden_exactly(release, arch, path, run):
+    """kvplan's tower peak over the golden's own dummy items (its config, items × patches per item) is the peak the
+    release's tower reached on the meta device, to the byte: ``fixed + patches · bytes per patch``."""
+    config = json.loads((ROOT / run["model"]).read_text())
+    row = encoder_row(release, arch)
+    assert row is not None and row["basis"] == "derived" and row["from"] == release
+    for items, peak in run["peak_bytes"].items():
+        patches = int(items) * run["patches_per_item"]
+        assert enc.tower_bytes(row, config["vision_config"], patches, 2) == peak, (release, arch, items)
+
+
+@pytest.mark.parametrize("release,arch,path,run", [p for p in RUNS if p.values[2] == "custom_ops"])
+def test_the_encoder_cache_rows_are_what_the_tower_returns(release, arch, path, run):
+    """The encoder cache keeps what embed_multimodal returns per item: Gemma 3 256 embeddings of the text hidden
+    size; Qwen3-VL-30B-A3B (32 × 32 patches, merge 2: 256 embeddings) 2048 · (1 + 3 deepstack) · 2 = 16,384 B
+    each, Qwen3.5-27B (no deepstack) 5120 · 2 = 10,240 B; Llama-4-Scout (2 chunks of 576 patches, pixel shuffle
+    0.5: 288 embeddings) 5120 · 2."""
+    config = json.loads((ROOT / run["model"]).read_text())
+    v = config["vision_config"]
+    from kvplan.model.limits import text_config
+
+    row_bytes = enc.cache_row_bytes(config, int(text_config(config)["hidden_size"]), 2)
+    if arch.startswith("Qwen"):
+        embeddings = run["patches_per_item"] // int(v["spatial_merge_size"]) ** 2
+    elif arch.startswith("Llama4"):  # pixel shuffle at ratio 0.5: one embedding per 4 patches
+        embeddings = run["patches_per_item"] // 4
+    else:
+        embeddings = int(config.get("mm_tokens_per_image") or 256)
+    assert embeddings * row_bytes == run["output_bytes_per_item"]
+
+
+@pytest.mark.parametrize("release,arch,path,run", [p for p in RUNS if "param_bytes_by_module" in p.values[3]
+                                                   and p.values[1] in enc.TOWER_PARAMS])
+def test_the_tower_weights_are_the_module_the_release_builds(release, arch, path, run):
+    """kvplan's count of the tower (``qwen3_vl_tower_params``, ``llama4_tower_params``) is the tower modules'
+    parameters as the release built them (bf16), at TP 1: Qwen3-VL's ``visual``; Llama 4's ``vision_model`` and
+    ``multi_modal_projector``."""
+    config = json.loads((ROOT / run["model"]).read_text())
+    by = run["param_bytes_by_module"]
+    tower = by["visual"] if "visual" in by else by["vision_model"] + by["multi_modal_projector"]
+    assert enc.tower_weight_bytes(config, 1, 2) == tower
+
+
+def test_qwen3_vl_dummy_items():
+    """4,096² pixels at patch 16 and merge 2: 128 × 128 merged patches = 16,384 tokens, 65,536 patches; the video
+    (0.15.1+) 25,165,824 // 2 // 32² = 12,288 tokens; in 0.11.0-0.12.0 the video counts 12.5 × 16,384 = 204,800
+    tokens over the same 65,536 patches. At 8,192 batched tokens the encoder budget max(8192, 16,384) holds one
+    image; at 0.12.0 one video (the modality with the most tokens per item) of 16,384 embeddings."""
+    config = json.loads((ROOT / "configs/Qwen/Qwen3.5-27B/config.json").read_text())
+    items, _ = enc.qwen3_vl_encoder_dummy(config, "0.24.0")
+    assert [(i["modality"], i["tokens_per_item"], i["inputs_per_item"]) for i in items] == [
+        ("image", 16_384, 65_536), ("video", 12_288, 49_152)]
+    d = enc.encoder_dummy_batch(items, 8192)
+    assert (d["modality"], d["items"], d["encoder_tokens"], d["embeddings"]) == ("image", 1, 65_536, 16_384)
+    old, _ = enc.qwen3_vl_encoder_dummy(config, "0.12.0")
+    d = enc.encoder_dummy_batch(old, 8192)
+    assert (d["modality"], d["items"], d["tokens_per_item"], d["encoder_tokens"], d["embeddings"]) == (
+        "video", 1, 204_800, 65_536, 16_384)
+    # only images allowed: the image is the dummy in every release
+    assert enc.encoder_dummy_batch(old, 8192, limits={"video": 0})["modality"] == "image"
+
+
+def test_which_releases_skip_the_tower():
+    """From 0.15.1 every tower is a StageMissingLayer when every modality it serves is limited to 0
+    (_mark_tower_model); before, Qwen3-VL, Qwen2.5-VL, Mistral 3 and Llama 4 test their limit themselves and Gemma 3
+    and Kimi-VL always load theirs. Gemma 3's tower serves images only: an image limit of 0 is enough."""
+    off = {"image": 0, "video": 0, "audio": 0}
+    assert enc.tower_skipped("Qwen3VLMoeForConditionalGeneration", "0.11.0", off)
+    assert not enc.tower_skipped("Gemma3ForConditionalGeneration", "0.14.1", off)
+    assert enc.tower_skipped("Gemma3ForConditionalGeneration", "0.15.1", {"image": 0})
+    assert not enc.tower_skipped("Qwen3_5ForConditionalGeneration", "0.19.0", {"image": 0})
+    assert enc.tower_skipped("Qwen3_5ForConditionalGeneration", "0.19.0", {"image": 0, "video": 0})
+
+
+def test_language_model_only_drops_the_tower_and_its_pass():
+    """Qwen3.5-27B at 0.19.0 on an H100: the tower (kvplan/budget/encoder.py qwen3_vl_tower_params: 460,730,096
+    parameters, bf16) is in the weights when served whole and out with --language-model-only, which also skips the
+    encoder's dummy pass."""
+    from kvplan.api import simulate
+
+    full = simulate(str(ROOT / "configs/Qwen/Qwen3.5-27B"), gpu="H100", policy="vllm==0.19.0")["budget"]
+    lm = simulate(str(ROOT / "configs/Qwen/Qwen3.5-27B"), gpu="H100", policy="vllm==0.19.0",
+                  language_model_only=True)["budget"]
+    assert full["weights_bytes"] - lm["weights_bytes"] == 460_730_096 * 2
+    term = next(t for t in full["profile_terms"] if t["term"] == "encoder_cache")
+    assert term["derivation"] == "derived" and "65,536 patches" in term["source"]
+    assert next(t for t in lm["profile_terms"] if t["term"] == "encoder_cache")["bytes"] == 0
