@@ -89,9 +89,11 @@ def test_the_tower_weights_are_the_module_the_release_builds(release, arch, path
 
 def test_qwen3_vl_dummy_items():
     """4,096² pixels at patch 16 and merge 2: 128 × 128 merged patches = 16,384 tokens, 65,536 patches; the video
-    (0.15.1+) 25,165,824 // 2 // 32² = 12,288 tokens; in 0.11.0-0.12.0 the video counts 12.5 × 16,384 = 204,800
-    tokens over the same 65,536 patches. At 8,192 batched tokens the encoder budget max(8192, 16,384) holds one
-    image; at 0.12.0 one video (the modality with the most tokens per item) of 16,384 embeddings."""
+    25,165,824 // 2 // 32² = 12,288 tokens (49,152 patches); in 0.11.0-0.12.0 the video counts 12.5 × 12,288 =
+    153,600 tokens, as the 0.12.0 log says ("a budget of 153600 tokens, and profiled with 1 video items",
+    tests/logs/budget/63-videocuttingagent-qwen3-vl-30b-a3b-h100-tp2-v0.12.0.log). At 8,192 batched tokens the
+    encoder budget max(8192, 16,384) holds one image (the 0.18-0.27 logs: "a budget of 16384 tokens, and profiled
+    with 1 image items"); at 0.12.0 one video of 12,288 embeddings."""
     config = json.loads((ROOT / "configs/Qwen/Qwen3.5-27B/config.json").read_text())
     items, _ = enc.qwen3_vl_encoder_dummy(config, "0.24.0")
     assert [(i["modality"], i["tokens_per_item"], i["inputs_per_item"]) for i in items] == [
@@ -101,7 +103,7 @@ def test_qwen3_vl_dummy_items():
     old, _ = enc.qwen3_vl_encoder_dummy(config, "0.12.0")
     d = enc.encoder_dummy_batch(old, 8192)
     assert (d["modality"], d["items"], d["tokens_per_item"], d["encoder_tokens"], d["embeddings"]) == (
-        "video", 1, 204_800, 65_536, 16_384)
+        "video", 1, 153_600, 49_152, 12_288)
     # only images allowed: the image is the dummy in every release
     assert enc.encoder_dummy_batch(old, 8192, limits={"video": 0})["modality"] == "image"
 
@@ -131,3 +133,14 @@ def test_language_model_only_drops_the_tower_and_its_pass():
     term = next(t for t in full["profile_terms"] if t["term"] == "encoder_cache")
     assert term["derivation"] == "derived" and "65,536 patches" in term["source"]
     assert next(t for t in lm["profile_terms"] if t["term"] == "encoder_cache")["bytes"] == 0
+
+
+def test_llama4_dummy_items():
+    """Llama-4-Scout's dummy image: 16 tiles and the global chunk, 17 × 576 = 9,792 patches, 17 × 144 = 2,448
+    embeddings; at 8,192 batched tokens 8192 // 2448 = 3 items, as vLLM 0.19.0 logged for it ("a budget of 8192
+    tokens, and profiled with 3 image items", tests/logs/budget/llm-d-planner-v0.19.0/
+    meta-llama-llama-4-scout--h100-80gb--tp4pp1dp1--8192.log)."""
+    config = json.loads((ROOT / "configs/meta-llama/Llama-4-Scout-17B-16E-Instruct/config.json").read_text())
+    items, _ = enc.llama4_encoder_dummy(config)
+    d = enc.encoder_dummy_batch(items, 8192)
+    assert (d["modality"], d["items"], d["tokens_per_item"], d["encoder_tokens"]) == ("image", 3, 2448, 3 * 9792)

@@ -73,7 +73,8 @@ def gemma3_encoder_dummy(config: dict, release: str | None = None) -> tuple[list
 QWEN3_VL_IMAGE_MAX_PIXELS = 16_777_216
 QWEN3_VL_VIDEO_MAX_PIXELS = 25_165_824
 # 0.11.0-0.12.0 count a video item's tokens as 12.5 × its soft tokens (timestamps text; 0.11.0
-# model_executor/models/qwen3_vl.py line 674), which makes the video the modality with the most tokens per item
+# model_executor/models/qwen3_vl.py line 674, 0.12.0 line 708), which makes the video the modality with the most
+# tokens per item
 QWEN3_VL_VIDEO_TOKEN_FACTOR_BEFORE_0_13 = 12.5
 
 
@@ -81,24 +82,25 @@ def qwen3_vl_encoder_dummy(config: dict, release: str | None = None) -> tuple[li
     """Qwen3-VL's tower (Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.6): the image with the most features
     (``get_image_size_with_most_features``: the merged patches under ``max_pixels`` factorized into a square where
     they are one, 0.34.0 model_executor/models/qwen2_vl.py 1079-1130; 0.11.0 qwen2_vl.py 956-963 resizes a
-    9,999,999² image to the same 4,096²): 4,096² / (16 · 2)² = 16,384 tokens, 65,536 patches. The video (0.15.1+,
-    0.19.0 qwen3_vl.py 786-812): 2 frames (one temporal patch) at ``longest_edge // 2`` = 12,582,912 pixels: 12,288
-    tokens, fewer than the image, so the image is the dummy. In 0.11.0-0.12.0 the video counts 12.5 × its
-    16,384 soft tokens (0.11.0 qwen3_vl.py 658-675: 2 frames at the image's size when the default limits leave
-    the sequence no room for more) and is the dummy: the same 65,536 patches and 16,384 embeddings, one item per
-    204,800 tokens of budget. 0.13.0-0.14.1 size the video's frames from the sequence budget (not derived here:
-    the image rule is used)."""
+    9,999,999² image to the same 4,096²): 4,096² / (16 · 2)² = 16,384 tokens, 65,536 patches. The video: its
+    frames share the video processor's ``longest_edge`` (``video_smart_resize`` caps frames × height × width), so
+    at most 25,165,824 / 2 / 32² = 12,288 tokens, 49,152 patches, whatever the frame count (0.19.0 qwen3_vl.py
+    786-812: 2 frames). From 0.13.0 that is fewer than the image's tokens: the image is the dummy (the logs of
+    Qwen3.5 / 3.6 at 0.18-0.27: "a budget of 16384 tokens, and profiled with 1 image items"). In 0.11.0-0.12.0
+    a video counts 12.5 × its soft tokens (0.12.0 qwen3_vl.py 693-709): 153,600, so the video is the dummy (the
+    0.12.0 log tests/logs/budget/63-videocuttingagent-qwen3-vl-30b-a3b-h100-tp2-v0.12.0.log: "a budget of 153600
+    tokens, and profiled with 1 video items"), its 49,152 patches and 12,288 embeddings."""
     vision = config.get("vision_config") or {}
     patch, merge = int(vision.get("patch_size") or 16), int(vision.get("spatial_merge_size") or 2)
     temporal = int(vision.get("temporal_patch_size") or 2)
     unit = (patch * merge) ** 2
     image = QWEN3_VL_IMAGE_MAX_PIXELS // unit
+    video = QWEN3_VL_VIDEO_MAX_PIXELS // temporal // unit
     items = [{"modality": "image", "tokens_per_item": image, "inputs_per_item": image * merge * merge}]
     if release is not None and version_key(release) < version_key("0.13.0"):
-        items.append({"modality": "video", "tokens_per_item": int(image * QWEN3_VL_VIDEO_TOKEN_FACTOR_BEFORE_0_13),
-                      "inputs_per_item": image * merge * merge, "embeddings_per_item": image})
+        items.append({"modality": "video", "tokens_per_item": int(video * QWEN3_VL_VIDEO_TOKEN_FACTOR_BEFORE_0_13),
+                      "inputs_per_item": video * merge * merge, "embeddings_per_item": video})
     else:
-        video = QWEN3_VL_VIDEO_MAX_PIXELS // temporal // unit
         items.append({"modality": "video", "tokens_per_item": video, "inputs_per_item": video * merge * merge})
     return items, ""
 

@@ -800,6 +800,11 @@ def encoder_measure(a, AR, ops) -> dict:
     import torch
     from vllm.config import set_current_vllm_config
 
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    wanted = json.loads(Path(a.encoder).read_text())["architectures"][0]
+    if wanted not in ModelRegistry.get_supported_archs():
+        raise LookupError(f"{wanted} is not in this release's model registry (the model came later)")
     cfg, vc, model, _ = build_on_meta(AR, ops, a.encoder, a.forward_path, after_loading=False)
     arch = cfg["architectures"][0]
     # host staging buffers (pinned on a CUDA worker; no pinned allocator on this CPU): plain host memory, which the
