@@ -78,13 +78,13 @@ def test_the_encoder_cache_rows_are_what_the_tower_returns(release, arch, path, 
 @pytest.mark.parametrize("release,arch,path,run", [p for p in RUNS if "param_bytes_by_module" in p.values[3]
                                                    and p.values[1] in enc.TOWER_PARAMS])
 def test_the_tower_weights_are_the_module_the_release_builds(release, arch, path, run):
-    """kvplan's count of the tower (``qwen3_vl_tower_params``, ``llama4_tower_params``) is the tower modules'
-    parameters as the release built them (bf16), at TP 1: Qwen3-VL's ``visual``; Llama 4's ``vision_model`` and
-    ``multi_modal_projector``."""
+    """kvplan's count of the tower (``qwen3_vl_tower_params``, ``llama4_tower_params``, ``gemma3_tower_params``) is
+    the tower modules' parameters as the release built them (bf16), at TP 1: Qwen3-VL's ``visual``; Llama 4's
+    ``vision_model`` and ``multi_modal_projector``; Gemma 3's ``vision_tower`` and ``multi_modal_projector``."""
     config = json.loads((ROOT / run["model"]).read_text())
     by = run["param_bytes_by_module"]
-    tower = by["visual"] if "visual" in by else by["vision_model"] + by["multi_modal_projector"]
-    assert enc.tower_weight_bytes(config, 1, 2) == tower
+    tower = sum(by.get(m, 0) for m in ("visual", "vision_model", "vision_tower", "multi_modal_projector"))
+    assert tower and enc.tower_weight_bytes(config, 1, 2) == tower
 
 
 def test_qwen3_vl_dummy_items():

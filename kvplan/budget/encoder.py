@@ -330,8 +330,23 @@ def llama4_tower_params(vision: dict, tp: int = 1, text_hidden: int = 0) -> int:
     return whole + split // tp
 
 
+def gemma3_tower_params(vision: dict, tp: int = 1, text_hidden: int = 0) -> int:
+    """Parameters of Gemma 3's SigLIP ``vision_tower`` and ``multi_modal_projector`` on one rank, as vLLM builds them
+    (0.34.0 model_executor/models/siglip.py, gemma3_mm.py): the patch embedding ``Conv2d(C, h, p, p, bias)`` and
+    the position table ((size / p)² rows), per layer two LayerNorms (weight and bias), ``qkv_proj (h → 3h, bias)``,
+    ``out_proj (h → h, bias)``, ``fc1 (h → I, bias)``, ``fc2 (I → h, bias)``; the post LayerNorm (every layer is
+    used) and no pooling head (``vision_use_head`` false); the projector's RMSNorm over h and its ``h × text hidden``
+    matrix. Column/row-parallel weights split over ``tp`` (a row-parallel bias whole; the projector whole)."""
+    h, inter, layers = int(vision["hidden_size"]), int(vision["intermediate_size"]), int(vision["num_hidden_layers"])
+    size, p, c = int(vision["image_size"]), int(vision["patch_size"]), int(vision.get("num_channels") or 3)
+    whole = c * p * p * h + h + (size // p) ** 2 * h + layers * (4 * h + h + h) + 2 * h + h + h * text_hidden
+    split = layers * (3 * h * h + 3 * h + h * h + h * inter + inter + inter * h)
+    return whole + split // tp
+
+
 TOWER_PARAMS = {**{arch: qwen3_vl_tower_params for arch in SAME_TOWER},
-                "Llama4ForConditionalGeneration": llama4_tower_params}
+                "Llama4ForConditionalGeneration": llama4_tower_params,
+                "Gemma3ForConditionalGeneration": gemma3_tower_params}
 
 
 def tower_weight_bytes(config: dict, tp: int, dtype_bytes: int) -> int | None:
@@ -342,9 +357,11 @@ def tower_weight_bytes(config: dict, tp: int, dtype_bytes: int) -> int | None:
     vision = config.get("vision_config")
     if rule is None or not isinstance(vision, dict):
         return None
-    if rule is llama4_tower_params:
+    if rule in (llama4_tower_params, gemma3_tower_params):
         from kvplan.model.limits import text_config
 
+        if rule is gemma3_tower_params and vision.get("vision_use_head") is not False:
+            return None  # a SigLIP pooling head: not counted here
         return rule(vision, tp, int(text_config(config).get("hidden_size") or 0)) * dtype_bytes
     return rule(vision, tp) * dtype_bytes
 
