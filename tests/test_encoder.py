@@ -33,14 +33,19 @@ def _runs():
 RUNS = _runs()
 
 
-def test_the_goldens_hold_the_qwen3_vl_tower_on_four_releases():
-    """The Qwen3-VL tower was run from 0.19.0 to 0.34.0 (0.11.0's tower does not run on the meta device: it
-    builds cu_seqlens on the device with a data-dependent repeat_interleave; the golden says so)."""
-    qwen = {(p.values[0], p.values[1]) for p in RUNS if p.values[1].startswith("Qwen")}
-    assert {("0.19.0", "Qwen3VLMoeForConditionalGeneration"), ("0.34.0", "Qwen3VLMoeForConditionalGeneration"),
-            ("0.19.0", "Qwen3_5ForConditionalGeneration"), ("0.34.0", "Qwen3_5ForConditionalGeneration")} <= qwen
-    g = json.loads((GOLDENS / "0.11.0.json").read_text())["encoder"]["Qwen3VLMoeForConditionalGeneration"]
-    assert not g["custom_ops"]["derived"] and "repeat_interleave" in g["custom_ops"]["why"]
+def test_the_goldens_hold_each_tower_on_the_releases_it_runs():
+    """The Qwen3-VL tower (two configs) and Llama 4's were run on 0.19.0, 0.24.0, 0.29.0 and 0.34.0, each with the
+    same bytes per patch in every release. 0.11.0's do not run on the meta device, and the golden says why:
+    Qwen3-VL builds cu_seqlens on the device with a data-dependent repeat_interleave; Qwen3.5 is not in 0.11.0."""
+    runs = {(p.values[0], p.values[1]): p.values[3] for p in RUNS if p.values[2] == "custom_ops"}
+    per_patch = {"Qwen3VLMoeForConditionalGeneration": 33936 + 4 / 1024, "Qwen3_5ForConditionalGeneration":
+                 30864 + 4 / 1024, "Llama4ForConditionalGeneration": 53_349_376 / 1152}
+    for release in ("0.19.0", "0.24.0", "0.29.0", "0.34.0"):
+        for arch, b in per_patch.items():
+            assert runs[(release, arch)]["bytes_per_patch"] == b, (release, arch)
+    g = json.loads((GOLDENS / "0.11.0.json").read_text())["encoder"]
+    assert "repeat_interleave" in g["Qwen3VLMoeForConditionalGeneration"]["custom_ops"]["why"]
+    assert "not in this release's model registry" in g["Qwen3_5ForConditionalGeneration"]["custom_ops"]["why"]
 
 
 @pytest.mark.parametrize("release,arch,path,run", [p for p in RUNS if p.values[2] == "custom_ops"])

@@ -541,6 +541,8 @@ def forward_main(a) -> int:
 
     def record(op_name, op_func, *args, **kwargs):
         ops[op_name] = op_func
+        if kwargs.get("fake_impl") is not None:
+            FAKES[op_name] = (op_func, kwargs["fake_impl"])
         return orig(op_name, op_func, *args, **kwargs)
 
     for m in mods:
@@ -618,6 +620,20 @@ def forward_main(a) -> int:
     return 0
 
 
+FAKES: dict = {}  # custom op name -> (its Python implementation, its registered fake), as the release registers them
+
+
+def with_defaults(op_func, fake):
+    """``fake`` called with the arguments bound to ``op_func``'s signature, its defaults applied."""
+    sig = inspect.signature(op_func)
+
+    def call(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return fake(*bound.args, **bound.kwargs)
+    return call
+
+
 def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tuple:
     """The model class vLLM resolves for ``config``, built on the meta device under a CUDA worker's engine config
     (``enforce_eager`` on the custom-op path), eagerly run, vLLM's custom ops as their Python implementation
@@ -647,6 +663,10 @@ def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tu
     for name, fn in ops.items():  # vLLM's custom ops as their Python implementation, attention as its fake
         if "attention" not in name and "attn" not in name and "sdpa" not in name:
             setattr(torch.ops.vllm, name, fn)
+        elif "sdpa" in name and name in FAKES:
+            # the ViT's SDPA wrapper as its registered fake, called with the op's own defaults filled in (0.29's
+            # fake names ``cu_seqlens`` without the default its op has, which a caller may leave out)
+            setattr(torch.ops.vllm, name, with_defaults(*FAKES[name]))
     cls, _ = ModelRegistry.resolve_model_cls(vc.model_config.architectures, model_config=vc.model_config)
     with set_current_vllm_config(vc), AR._meta_device():
         torch.set_default_dtype(torch.bfloat16)
