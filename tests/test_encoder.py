@@ -87,9 +87,12 @@ def test_the_tower_weights_are_the_module_the_release_builds(release, arch, path
     the tower modules' parameters as the release built them (bf16), at TP 1: Qwen3-VL's ``visual``; Llama 4's
     ``vision_model`` and ``multi_modal_projector``; Gemma 3's ``vision_tower`` and ``multi_modal_projector``."""
     config = json.loads((ROOT / run["model"]).read_text())
+    from kvplan.model.limits import text_config
+
+    text_hidden = int(text_config(config)["hidden_size"])
     by = run["param_bytes_by_module"]
     tower = sum(by.get(m, 0) for m in ("visual", "vision_model", "vision_tower", "multi_modal_projector"))
-    assert tower and enc.tower_weight_bytes(config, 1, 2) == tower
+    assert tower and enc.tower_weight_bytes(config, 1, 2, text_hidden) == tower
 
 
 def test_qwen3_vl_dummy_items():

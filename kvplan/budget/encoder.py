@@ -195,16 +195,10 @@ def encoder_rule_bytes_per_patch(vision: dict, dtype_bytes: int) -> int:
     return (4 * h + max(3 * inter, (heads + 2 * kv) * hd + heads * hd)) * dtype_bytes
 
 
-def measured_row(release: str | None, architecture: str) -> dict | None:
-    """The table's row for the architecture's tower at ``release``: its own architecture's, else one measured on
-    another architecture of the same tower class (``SAME_TOWER``)."""
-    from kvplan.budget.profile import encoder_row
-
-    for arch in SAME_TOWER.get(architecture, (architecture,)):
-        row = encoder_row(release, arch)
-        if row is not None:
-            return row
-    return None
+def tower_architectures(architecture: str) -> tuple[str, ...]:
+    """The measured architectures whose table row stands for this architecture's tower, own first
+    (``SAME_TOWER``; ``kvplan.budget.profile.encoder_row`` reads them)."""
+    return SAME_TOWER.get(architecture, (architecture,))
 
 
 def tower_bytes(row: dict | None, vision: dict, patches: int, dtype_bytes: int) -> int:
@@ -219,13 +213,15 @@ def tower_bytes(row: dict | None, vision: dict, patches: int, dtype_bytes: int) 
 
 def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict | None = None,
                              release: str | None = None, *, max_num_seqs: int | None = None,
-                             limits: dict | None = None, tp: int = 1) -> tuple[dict | None, str]:
+                             limits: dict | None = None, tp: int = 1,
+                             row: dict | None = None) -> tuple[dict | None, str]:
     """The multimodal encoder's part of vLLM's profile_run: ``forward_bytes`` = the tower's peak over the dummy
     batch's patches (``encoder_dummy_batch``, ``tower_bytes``), ``cache_bytes`` = the batch's embeddings · their
     row bytes (``cache_row_bytes``). ``limits``: ``--limit-mm-per-prompt`` (every modality 0 with
     ``--language-model-only``). None and why for a multimodal architecture without a dummy rule here.
     ``text``: the text decoder's config (``ModelInfo.text_config``; default: read from ``config``). ``tp``: the
-    tensor-parallel size, named in the source (the goldens are TP 1's)."""
+    tensor-parallel size, named in the source (the goldens are TP 1's). ``row``: the release's measured row for
+    this tower (``kvplan.budget.profile.encoder_row`` over ``tower_architectures``; None: kvplan's rule alone)."""
     archs = config.get("architectures") or [""]
     arch = archs[0] if isinstance(archs, list) and archs else ""
     rule = ENCODER_DUMMIES.get(arch)
@@ -241,7 +237,6 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict 
 
         text = text_config(config)
     text_hidden = int(text.get("hidden_size") or 0)
-    row = measured_row(release, arch)
     if row is None:
         basis, source = ASSUMED, "kvplan's activation rule on the tower (no tower of this family run on the meta device)"
     else:
@@ -349,44 +344,39 @@ TOWER_PARAMS = {**{arch: qwen3_vl_tower_params for arch in SAME_TOWER},
                 "Gemma3ForConditionalGeneration": gemma3_tower_params}
 
 
-def tower_weight_bytes(config: dict, tp: int, dtype_bytes: int) -> int | None:
+def tower_weight_bytes(config: dict, tp: int, dtype_bytes: int, text_hidden: int) -> int | None:
     """The vision tower's bytes on one rank as vLLM loads it (unquantized, the model dtype), where kvplan has its
-    rule (``TOWER_PARAMS``); None otherwise."""
+    rule (``TOWER_PARAMS``); None otherwise. ``text_hidden``: the text decoder's hidden size (the projector's
+    output)."""
     archs = config.get("architectures") or [""]
     rule = TOWER_PARAMS.get(archs[0] if isinstance(archs, list) and archs else "")
     vision = config.get("vision_config")
     if rule is None or not isinstance(vision, dict):
         return None
     if rule in (llama4_tower_params, gemma3_tower_params):
-        from kvplan.model.limits import text_config
-
         if rule is gemma3_tower_params and vision.get("vision_use_head") is not False:
             return None  # a SigLIP pooling head: not counted here
-        return rule(vision, tp, int(text_config(config).get("hidden_size") or 0)) * dtype_bytes
+        return rule(vision, tp, text_hidden) * dtype_bytes
     return rule(vision, tp) * dtype_bytes
 
 
-def tower_loaded(mem, config: dict, release: str | None, limits: dict | None, tp: int, dtype_bytes: int):
-    """``mem`` (``kvplan.budget.weights.WeightMemory``) with the vision tower as ``release`` loads it: left out when
-    every modality it serves is limited to 0 and the release skips it then (``tower_skipped``), else counted by its
-    rule where the family did not count it (``kvplan.budget.weights.with_tower``)."""
-    from kvplan.budget.weights import CHECKPOINT_METADATA, with_tower
-
+def tower_load(config: dict, release: str | None, limits: dict | None, tp: int, dtype_bytes: int,
+               text_hidden: int, *, from_metadata: bool) -> tuple[int | None, bool, str] | None:
+    """How ``release`` loads the vision tower, for ``kvplan.budget.weights.with_tower``: ``(tower bytes on one
+    rank, skipped, why)``; None where the weights stay as counted (loaded, and no rule here). Skipped: every
+    modality it serves is limited to 0 and the release then builds none (``tower_skipped``). ``from_metadata``:
+    the count is the checkpoint's total_size, which holds the tower whole on every rank (the whole tower comes
+    out of it)."""
     archs = config.get("architectures") or [""]
     arch = archs[0] if isinstance(archs, list) and archs else ""
     skipped = tower_skipped(arch, release, limits)
-    # the checkpoint's total_size holds the tower whole on every rank: take the whole tower out of it
-    tower = tower_weight_bytes(config, 1 if mem.basis == CHECKPOINT_METADATA else tp, dtype_bytes)
+    tower = tower_weight_bytes(config, 1 if from_metadata else tp, dtype_bytes, text_hidden)
     if skipped:
         why = (f"vision tower not loaded: every modality it serves is limited to 0 (--language-model-only / "
                f"--limit-mm-per-prompt), and vLLM {release or 'this era'} then builds no tower "
                + ("(_mark_tower_model, interfaces.py)" if release is None or
-                  version_key(release) >= version_key(TOWER_MARKED_FROM) else "(the model's own limit test)")
-               + ("" if tower is not None or mem.basis == CHECKPOINT_METADATA else
-                  "; kvplan did not count it either"))
-    else:
-        why = (f"vision tower counted by kvplan.budget.encoder's rule for {arch}: {tower:,} B on each rank"
-               if tower is not None else "")
-    if not skipped and tower is None:
-        return mem
-    return with_tower(mem, tower, skipped=skipped, why=why)
+                  version_key(release) >= version_key(TOWER_MARKED_FROM) else "(the model's own limit test)"))
+        return tower, True, why
+    if tower is None:
+        return None
+    return tower, False, f"vision tower counted by kvplan.budget.encoder's rule for {arch}: {tower:,} B on each rank"

@@ -80,12 +80,12 @@ from kvplan.budget.hardware import GpuCard, gpu_card
 from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.budget.request import BudgetInput, BudgetRequest
 from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights, LoadFailure, ProfileTerm
-from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights,
+from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights, with_tower,
                                    mxfp4_other_padding_for, mxfp4_padding_for,
                                    widest_intermediate)
-from kvplan.budget.profile import CUDAGRAPH_REASON
+from kvplan.budget.profile import CUDAGRAPH_REASON, encoder_row
 from kvplan.budget.encoder import (ENCODER_DUMMIES, encoder_dummy_batch, encoder_rule_bytes_per_patch,  # noqa: F401
-                                   estimate_encoder_profile, tower_loaded)
+                                   estimate_encoder_profile, tower_architectures, tower_load)
 from kvplan.errors import OptionError
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 from kvplan.version import version_key
@@ -532,10 +532,22 @@ def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: Budget
     unpadded = count(other) if other is not None else None  # 0.11 Hopper: Triton with triton_kernels installed
     config = layout.target.config
     if isinstance(config.get("vision_config"), dict):  # the tower as the release loads it (kvplan.budget.encoder)
-        weights, unpadded = (None if w is None else tower_loaded(w, config, release, _mm_limits(request), tp,
-                                                                 dtype_size_bytes(layout.target.dtype))
-                             for w in (weights, unpadded))
+        def loaded(w):
+            how = tower_load(config, release, _mm_limits(request), tp, dtype_size_bytes(layout.target.dtype),
+                             int(layout.target.text_config.get("hidden_size") or 0),
+                             from_metadata=w.basis == CHECKPOINT_METADATA)
+            return w if how is None else with_tower(w, how[0], skipped=how[1], why=how[2])
+
+        weights, unpadded = (None if w is None else loaded(w) for w in (weights, unpadded))
     return weights, unpadded
+
+
+def _tower_row(release: str, config: dict) -> dict | None:
+    """The release's measured row for the model's vision tower (its own architecture's, else one of the same
+    tower class: ``kvplan.budget.encoder.tower_architectures``)."""
+    archs = config.get("architectures") or [""]
+    arch = archs[0] if isinstance(archs, list) and archs else ""
+    return next((r for a in tower_architectures(arch) if (r := encoder_row(release, a)) is not None), None)
 
 
 def _mm_limits(request: BudgetRequest) -> dict | None:
@@ -575,7 +587,8 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
     limits = _mm_limits(request)
     reqs, vocab = min(R, T), int(cfg.get("vocab_size") or 0)  # the dummy sampler run's requests and logits
     encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg, release,
-                                        max_num_seqs=R, limits=limits, tp=tp)
+                                        max_num_seqs=R, limits=limits, tp=tp,
+                                        row=_tower_row(release, layout.target.config))
                if has_tower else (None, ""))
     return _Estimate(
         layout=layout, era=era, card=card, over=over, mode=mode, util=util, tp=tp, pp=pp, T=T, R=R,

@@ -327,7 +327,8 @@ def with_tower(mem: WeightMemory, tower_bytes: int | None, *, skipped: bool, why
         "other" if mem.basis == CHECKPOINT_METADATA else None
     if skipped:
         if counted_as is None:
-            return replace(mem, notes=tuple(n for n in mem.notes if n != TOWER_NOT_COUNTED) + (why,))
+            return replace(mem, notes=tuple(n for n in mem.notes if n != TOWER_NOT_COUNTED)
+                           + (why + "; kvplan did not count it either",))
         stages = tuple(replace(st, weight_bytes=st.weight_bytes - (cut := min(st.bytes_by_kind.get(counted_as, 0),
                                                                                tower_bytes or st.bytes_by_kind.get(counted_as, 0))),
                                bytes_by_kind={**st.bytes_by_kind, counted_as: st.bytes_by_kind[counted_as] - cut})
