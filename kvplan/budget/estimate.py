@@ -43,10 +43,11 @@ estimates, labelled as such in every output, each with an override:
   against one published profile: Llama-3-8B on an H100 at 8192 tokens logged 1.26 GiB of
   activation peak (vllm PR #10511); the rule gives 1.16 GiB. A multimodal model's first stage also
   encodes vLLM's dummy items and keeps their outputs cached under the text forward
-  (``estimate_encoder_profile``: kvplan's tower rule over the tower's dummy patches, where the dummy batch
-  is derivable from the config — Gemma 3 and 4 — scaled for Gemma 3 by the factor its release's own SigLIP tower
-  measured on the meta device; ``--limit-mm-per-prompt`` bounds the items, ``--language-model-only`` skips the
-  pass): ``max(encoder, cache + text)``, shown as the ``encoder_cache`` term.
+  (``kvplan.budget.encoder``: per tower the dummy batch its release's processor builds — Gemma 3 and 4, Qwen3-VL
+  / 3.5 / 3.6, Llama 4 — and the tower's peak per patch its release's own tower class measured on the meta device
+  — Gemma 3, Qwen3-VL, Llama 4 —; ``--limit-mm-per-prompt`` bounds the items, ``--language-model-only`` skips the
+  pass and, where the release skips it, the tower's weights): ``max(encoder, cache + text)``, shown as the
+  ``encoder_cache`` term.
 * **non-torch memory** (``--non-torch-memory``), **calibrated** where ``calibration.json`` has the card family and
   parallelism (``scripts/calibrate_budget.py``: the median of what the calibration half's logs leave beside
   kvplan's other terms, the band their spread); otherwise kvplan's constants below. CUDA context allocations outside
@@ -84,11 +85,13 @@ from kvplan.budget.hardware import GpuCard, gpu_card
 from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.budget.request import BudgetInput, BudgetRequest
 from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights, LoadFailure, ProfileTerm
-from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights,
+from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights, with_tower,
                                    mxfp4_other_padding_for, mxfp4_padding_for,
                                    widest_intermediate)
 from kvplan.budget.weights import _top_k as top_k_experts
-from kvplan.budget.profile import CUDAGRAPH_REASON
+from kvplan.budget.profile import CUDAGRAPH_REASON, encoder_row
+from kvplan.budget.encoder import (ENCODER_DUMMIES, encoder_dummy_batch, encoder_rule_bytes_per_patch,  # noqa: F401
+                                   estimate_encoder_profile, tower_architectures, tower_load)
 from kvplan.errors import OptionError
 from kvplan.units import GiB, MiB, dtype_size_bytes, parse_bytes
 from kvplan.version import version_key
@@ -183,123 +186,6 @@ def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int
     if encoder is not None:
         peak = max(encoder["forward_bytes"], encoder["cache_bytes"] + peak)
     return peak + ACTIVATION_WORKSPACE_BYTES
-
-
-# Gemma 4's video dummy (vLLM 0.19.0 model_executor/models/gemma4_mm.py lines 79-80, the same in 0.34.0 lines
-# 137-138): 32 frames, each through the vision tower at max_soft_tokens 70; a video item's tokens are
-# 32 · (70 + boi + eoi + 6 timestamp tokens) (get_mm_max_tokens_per_item, 0.19.0 lines 201-216).
-GEMMA4_VIDEO_FRAMES, GEMMA4_VIDEO_SOFT_TOKENS, GEMMA4_VIDEO_EXTRA_TOKENS = 32, 70, 2 + 6
-
-
-def gemma4_encoder_dummy(config: dict) -> tuple[list[dict] | None, str]:
-    """The dummy items vLLM's profile_run can encode for a Gemma 4 checkpoint, per modality, from its config: a
-    video of 32 frames (2,496 tokens) and an image of ``vision_config.default_output_length`` tokens. Each frame's
-    pixel values are padded to ``max_patches = 70 · pooling²`` patches (Gemma4ImagePixelInputs), which the tower
-    encodes. None (and why) where an input is not in the config: a checkpoint with an audio tower (its tokens per
-    item are the processor's ``audio_seq_length``)."""
-    vision = config.get("vision_config") or {}
-    if config.get("audio_config"):
-        return None, "the audio tower's tokens per item are the processor's audio_seq_length, not in the config"
-    image = int(vision.get("default_output_length") or 280)
-    video = GEMMA4_VIDEO_FRAMES * (GEMMA4_VIDEO_SOFT_TOKENS + GEMMA4_VIDEO_EXTRA_TOKENS)
-    pool = int(vision.get("pooling_kernel_size") or 1)
-    return [{"modality": "video", "tokens_per_item": video,
-             "inputs_per_item": GEMMA4_VIDEO_FRAMES * GEMMA4_VIDEO_SOFT_TOKENS * pool * pool},
-            {"modality": "image", "tokens_per_item": image, "inputs_per_item": image * pool * pool}], ""
-
-
-def gemma3_encoder_dummy(config: dict) -> tuple[list[dict] | None, str]:
-    """Gemma 3's dummy image: ``mm_tokens_per_image`` (256) tokens (pan-and-scan off by default: one crop,
-    ``get_num_image_tokens`` = (crops + 1) · image_seq_length with 0 crops; vllm 0.34.0
-    model_executor/models/gemma3_mm.py lines 198-214), resized to the tower's ``image_size`` (896: (896 / 14)² =
-    4,096 patches through SigLIP)."""
-    vision = config.get("vision_config") or {}
-    per_item = int(config.get("mm_tokens_per_image") or 256)
-    patches = (int(vision.get("image_size") or 896) // int(vision.get("patch_size") or 14)) ** 2
-    return [{"modality": "image", "tokens_per_item": per_item, "inputs_per_item": patches}], ""
-
-
-ENCODER_DUMMIES = {"Gemma4ForConditionalGeneration": gemma4_encoder_dummy,
-                   "Gemma3ForConditionalGeneration": gemma3_encoder_dummy}
-DEFAULT_MM_LIMIT = 999  # vLLM's items per modality per prompt when --limit-mm-per-prompt does not name it
-
-
-def encoder_dummy_batch(candidates: list[dict], T: int, *, max_num_seqs: int | None = None,
-                        limits: dict | None = None) -> dict:
-    """The batch vLLM's profile_run encodes (``MultiModalBudget``: v1/worker/utils.py ``get_max_items`` in 0.11.0,
-    multimodal/encoder_budget.py ``_get_max_items`` in 0.19.0-0.34.0, the same rule): the
-    modalities whose limit is above 0, the one with the most tokens per item (``get_modality_with_max_tokens``, ties
-    to the larger name); the encoder budget ``max(T, tokens per item)`` (``compute_mm_encoder_budget``,
-    v1/core/encoder_cache_manager.py: the compute budget and the cache size both default to
-    max_num_batched_tokens) holds ``budget // tokens`` items, and the decoder ``max_num_seqs · max(1, limit)``
-    (``_get_max_items``; its other bound, max_model_len // tokens per item, is not applied: it binds only below
-    limit × tokens per item). Every limit 0 (``--language-model-only``): no item, the pass is skipped."""
-    limits = limits or {}
-    active = [c for c in candidates if int(limits.get(c["modality"], DEFAULT_MM_LIMIT)) > 0]
-    if not active:
-        return {"modality": "none", "items": 0, "tokens_per_item": 0, "encoder_tokens": 0}
-    pick = max(active, key=lambda c: (c["tokens_per_item"], c["modality"]))
-    per_item = pick["tokens_per_item"]
-    items = max(T, per_item) // per_item
-    if max_num_seqs is not None:
-        items = min(items, max_num_seqs * max(1, int(limits.get(pick["modality"], DEFAULT_MM_LIMIT))))
-    items = max(1, items)
-    return {"modality": pick["modality"], "items": items, "tokens_per_item": per_item,
-            "encoder_tokens": items * pick["inputs_per_item"]}
-
-
-def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict | None = None,
-                             release: str | None = None, *, max_num_seqs: int | None = None,
-                             limits: dict | None = None) -> tuple[dict | None, str]:
-    """The multimodal encoder's part of vLLM's profile_run (v1/worker/gpu_model_runner.py profile_run, 0.19.0
-    lines 5720-5779: the dummy items are encoded and their outputs kept in the encoder cache while the text
-    dummy forward and the sampler run, then freed): ``forward_bytes`` = the tower's bytes per patch on the dummy
-    batch's patches (``encoder_dummy_batch``): kvplan's tower rule (``encoder_rule_bytes_per_patch``) scaled by the
-    factor the release's own tower measured on the meta device where the table has the architecture
-    (``kvplan.budget.profile.encoder_row``), and ``cache_bytes`` = items · tokens per item · the text hidden size
-    · a (the encoder outputs, projected to the text model). ``limits``: ``--limit-mm-per-prompt`` (every modality
-    0 with ``--language-model-only``). None and why for a multimodal architecture without a dummy rule here.
-    ``text``: the text decoder's config (``ModelInfo.text_config``; default: read from ``config``)."""
-    archs = config.get("architectures") or [""]
-    rule = ENCODER_DUMMIES.get(archs[0] if isinstance(archs, list) and archs else "")
-    if rule is None:
-        return None, "no rule for this architecture's dummy multimodal batch"
-    candidates, why = rule(config)
-    if candidates is None:
-        return None, why
-    dummy = encoder_dummy_batch(candidates, T, max_num_seqs=max_num_seqs, limits=limits)
-    v = config.get("vision_config") or {}
-    per_patch = encoder_rule_bytes_per_patch(v, dtype_bytes)
-    if text is None:
-        from kvplan.model.limits import text_config
-
-        text = text_config(config)
-    text_hidden = int(text.get("hidden_size") or 0)
-    from kvplan.budget.profile import encoder_row
-
-    row = encoder_row(release, archs[0])
-    factor = row["factor"] if row is not None else 1.0
-    if row is None:
-        basis, source = ASSUMED, "kvplan's activation rule on the tower (no tower of this family run on the meta device)"
-    else:
-        basis = row["basis"]
-        source = (f"vLLM {row['from']}'s {Path(row['model']).parent.name} vision tower run over its dummy images on "
-                  f"the meta device: {row['bytes_per_patch']:,.0f} B per patch, {factor:g}× kvplan's tower rule "
-                  f"(tests/golden/profile_terms/encoder/{row['from']}.json)"
-                  + ("" if basis == DERIVED else f"; {release or 'this era'}'s own not run ({row['why']})"))
-    return {**dummy, "forward_bytes": round(dummy["encoder_tokens"] * per_patch * factor),
-            "cache_bytes": dummy["items"] * dummy["tokens_per_item"] * text_hidden * dtype_bytes,
-            "basis": basis, "source": source}, ""
-
-
-def encoder_rule_bytes_per_patch(vision: dict, dtype_bytes: int) -> int:
-    """kvplan's activation rule per patch of a vision tower, ``(4·h + W_v)·a``: ``W_v`` the tower's widest per-token
-    intermediate (a gated MLP ``3·I``; attention ``(heads + 2·kv)·hd + heads·hd``); the tower is whole on every rank.
-    A derived factor per architecture scales it (``kvplan.budget.profile.encoder_row``)."""
-    h, inter, heads = int(vision["hidden_size"]), int(vision["intermediate_size"]), int(vision["num_attention_heads"])
-    kv = int(vision.get("num_key_value_heads") or heads)
-    hd = int(vision.get("head_dim") or h // heads)
-    return (4 * h + max(3 * inter, (heads + 2 * kv) * hd + heads * hd)) * dtype_bytes
 
 
 # The weights' band: kvplan's per-tensor count was within 1 % of "Model loading took" on every dense and FP8
@@ -704,7 +590,32 @@ def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: Budget
 
     weights = count(padding)
     unpadded = count(other) if other is not None else None  # 0.11 Hopper: Triton with triton_kernels installed
+    config = layout.target.config
+    if isinstance(config.get("vision_config"), dict):  # the tower as the release loads it (kvplan.budget.encoder)
+        def loaded(w):
+            how = tower_load(config, release, _mm_limits(request), tp, dtype_size_bytes(layout.target.dtype),
+                             int(layout.target.text_config.get("hidden_size") or 0),
+                             from_metadata=w.basis == CHECKPOINT_METADATA)
+            return w if how is None else with_tower(w, how[0], skipped=how[1], why=how[2])
+
+        weights, unpadded = (None if w is None else loaded(w) for w in (weights, unpadded))
     return weights, unpadded
+
+
+def _tower_row(release: str, config: dict) -> dict | None:
+    """The release's measured row for the model's vision tower (its own architecture's, else one of the same
+    tower class: ``kvplan.budget.encoder.tower_architectures``)."""
+    archs = config.get("architectures") or [""]
+    arch = archs[0] if isinstance(archs, list) and archs else ""
+    return next((r for a in tower_architectures(arch) if (r := encoder_row(release, a)) is not None), None)
+
+
+def _mm_limits(request: BudgetRequest) -> dict | None:
+    """The per-modality limits vLLM applies: --language-model-only sets every modality's limit to 0
+    (MultiModalConfig.get_limit_per_prompt), else --limit-mm-per-prompt."""
+    if request.language_model_only:
+        return {m: 0 for m in ("image", "video", "audio")}
+    return request.limit_mm_per_prompt
 
 
 def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
@@ -733,12 +644,11 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
     cfg = layout.target.text_config
     release = _release(era)
     has_tower = isinstance(layout.target.config.get("vision_config"), dict)
-    limits = request.limit_mm_per_prompt
-    if request.language_model_only:  # vLLM sets every modality's limit to 0 (MultiModalConfig.get_limit_per_prompt)
-        limits = {m: 0 for m in ("image", "video", "audio")}
+    limits = _mm_limits(request)
     reqs, vocab = min(R, T), int(cfg.get("vocab_size") or 0)  # the dummy sampler run's requests and logits
     encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg, release,
-                                        max_num_seqs=R, limits=limits)
+                                        max_num_seqs=R, limits=limits, tp=tp,
+                                        row=_tower_row(release, layout.target.config))
                if has_tower else (None, ""))
     return _Estimate(
         layout=layout, era=era, card=card, over=over, mode=mode, util=util, tp=tp, pp=pp, T=T, R=R,
@@ -1062,7 +972,7 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
             f"{e['tokens_per_item']:,} tokens ({e['encoder_tokens']:,} patches through the vision "
             f"tower: {e['forward_bytes']:,} B; {e.get('source', 'kvplan activation rule')}) and keeps their outputs "
             f"({e['cache_bytes']:,} B) cached under the text forward; the peak's rise over the text "
-            "decoder's, max(encoder, cache + text) (kvplan/budget/estimate.py estimate_encoder_profile)"))
+            "decoder's, max(encoder, cache + text) (kvplan/budget/encoder.py estimate_encoder_profile)"))
     elif mm and overrides["activation"] is None and stage.stage > 0 and encoder is not None:
         out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
                                "multimodal: the encoder's dummy batch runs on the first pipeline stage only"))

@@ -353,6 +353,32 @@ CHECKPOINT_METADATA = "from checkpoint metadata"
 WARNING_NOTES = ("text decoder only", DOWNLOAD_FAILED)
 
 
+TOWER_NOT_COUNTED = "text decoder only: the vision tower of this multimodal checkpoint is not counted"
+
+
+def with_tower(mem: WeightMemory, tower_bytes: int | None, *, skipped: bool, why: str) -> WeightMemory:
+    """The vision tower's weights as the release loads them (``kvplan.budget.encoder``: ``tower_bytes`` on one rank,
+    whole on every stage). Loaded and not yet counted (the family has no tower rule and no checkpoint metadata):
+    added, as kind ``vision``. Skipped (every modality it serves limited to 0): taken out where counted (the
+    family's rule, kind ``vision``; the checkpoint's total_size, which holds it whole on every rank)."""
+    counted_as = "vision" if any(st.bytes_by_kind.get("vision") for st in mem.stages) else \
+        "other" if mem.basis == CHECKPOINT_METADATA else None
+    if skipped:
+        if counted_as is None:
+            return replace(mem, notes=tuple(n for n in mem.notes if n != TOWER_NOT_COUNTED)
+                           + (why + "; kvplan did not count it either",))
+        stages = tuple(replace(st, weight_bytes=st.weight_bytes - (cut := min(st.bytes_by_kind.get(counted_as, 0),
+                                                                               tower_bytes or st.bytes_by_kind.get(counted_as, 0))),
+                               bytes_by_kind={**st.bytes_by_kind, counted_as: st.bytes_by_kind[counted_as] - cut})
+                       for st in mem.stages)
+        return replace(mem, stages=stages, notes=mem.notes + (why,))
+    if counted_as is not None or tower_bytes is None:
+        return mem
+    stages = tuple(replace(st, weight_bytes=st.weight_bytes + tower_bytes,
+                           bytes_by_kind={**st.bytes_by_kind, "vision": tower_bytes}) for st in mem.stages)
+    return replace(mem, stages=stages, notes=tuple(n for n in mem.notes if n != TOWER_NOT_COUNTED) + (why,))
+
+
 def stored_bytes(stored: Inventory, dtype: str, quant: Quantization) -> int:
     """What kvplan's inventory says the checkpoint stores: every tensor the checkpoint can hold (MTP layers
     included, which vLLM skips when MTP is off), whole, at the config's dtype or as the quantization stores

@@ -324,6 +324,14 @@ def triton_placeholders() -> None:
     for dt in ("bfloat16", "float16", "float32", "float64", "int32", "int64", "float8e4nv", "uint8", "int8"):
         if not hasattr(vtu.tl, dt):
             setattr(vtu.tl, dt, dt)
+    if not isinstance(getattr(vtu.triton, "Config", None), type):
+        # an autotuner's configs, read at import by the Mamba SSD kernels' Hopper filter (0.3x ssd_chunk_scan.py):
+        # their fields, as ``triton.Config`` keeps them (no kernel is tuned here)
+        class Config:
+            def __init__(self, kwargs=None, num_warps=4, num_stages=3, **more):
+                self.kwargs, self.num_warps, self.num_stages = dict(kwargs or {}), num_warps, num_stages
+
+        vtu.triton.Config = Config
 
 
 def build_v2(sms: int):
@@ -534,6 +542,8 @@ def forward_main(a) -> int:
 
     def record(op_name, op_func, *args, **kwargs):
         ops[op_name] = op_func
+        if kwargs.get("fake_impl") is not None:
+            FAKES[op_name] = (op_func, kwargs["fake_impl"])
         return orig(op_name, op_func, *args, **kwargs)
 
     for m in mods:
@@ -564,7 +574,7 @@ def forward_main(a) -> int:
     cuda_platform()  # before the layers import: older releases pick their CUDA kernels' wrappers at import
     import vllm.triton_utils as vtu
 
-    if not vtu.HAS_TRITON:  # as on CUDA: the modules that import their Triton kernels under `if HAS_TRITON:` (the
+    if not vtu.HAS_TRITON and not a.encoder:  # as on CUDA (the encoder runs no MoE: the placeholders, as arch_runner): the modules that import their Triton kernels under `if HAS_TRITON:` (the
         vtu.HAS_TRITON = True  # fused-MoE package's TritonExperts, fused_experts) import them; their launches no-op
     try:
         from vllm.model_executor.layers.fused_moe.oracle import unquantized as uq
@@ -612,6 +622,20 @@ def forward_main(a) -> int:
     return 0
 
 
+FAKES: dict = {}  # custom op name -> (its Python implementation, its registered fake), as the release registers them
+
+
+def with_defaults(op_func, fake):
+    """``fake`` called with the arguments bound to ``op_func``'s signature, its defaults applied."""
+    sig = inspect.signature(op_func)
+
+    def call(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return fake(*bound.args, **bound.kwargs)
+    return call
+
+
 def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tuple:
     """The model class vLLM resolves for ``config``, built on the meta device under a CUDA worker's engine config
     (``enforce_eager`` on the custom-op path), eagerly run, vLLM's custom ops as their Python implementation
@@ -639,8 +663,12 @@ def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tu
         vc.compilation_config.level = 0
     forward_dist(AR, vc)
     for name, fn in ops.items():  # vLLM's custom ops as their Python implementation, attention as its fake
-        if "attention" not in name and "attn" not in name:
+        if "attention" not in name and "attn" not in name and "sdpa" not in name:
             setattr(torch.ops.vllm, name, fn)
+        elif "sdpa" in name and name in FAKES:
+            # the ViT's SDPA wrapper as its registered fake, called with the op's own defaults filled in (0.29's
+            # fake names ``cu_seqlens`` without the default its op has, which a caller may leave out)
+            setattr(torch.ops.vllm, name, with_defaults(*FAKES[name]))
     cls, _ = ModelRegistry.resolve_model_cls(vc.model_config.architectures, model_config=vc.model_config)
     with set_current_vllm_config(vc), AR._meta_device():
         torch.set_default_dtype(torch.bfloat16)
@@ -709,7 +737,10 @@ def forward_measure(a, AR, ops) -> dict:
 # kept in the encoder cache under the text forward). Per architecture: the config it is measured on and the dummy
 # items as the release's processor makes them at their largest (Gemma 3: every image is resized to the tower's
 # image_size; pan-and-scan off by default, so one crop: num_patches 1).
-ENCODER_MODELS = {"Gemma3ForConditionalGeneration": "configs/google/gemma-3-4b-it/config.json"}
+ENCODER_MODELS = {"Gemma3ForConditionalGeneration": "configs/google/gemma-3-4b-it/config.json",
+                  "Qwen3VLMoeForConditionalGeneration": "tests/logs/budget/configs/Qwen/Qwen3-VL-30B-A3B-Instruct/config.json",
+                  "Qwen3_5ForConditionalGeneration": "configs/Qwen/Qwen3.5-27B/config.json",
+                  "Llama4ForConditionalGeneration": "configs/meta-llama/Llama-4-Scout-17B-16E-Instruct/config.json"}
 ENCODER_ITEMS = (1, 2)
 
 
@@ -727,7 +758,61 @@ def gemma3_dummy(model, cfg: dict, n: int) -> dict:
     return {"pixel_values": pixels, "num_patches": torch.ones(n, dtype=torch.long)}
 
 
-ENCODER_DUMMY_INPUTS = {"Gemma3ForConditionalGeneration": gemma3_dummy}
+# Qwen3-VL's tower (Qwen3-VL, Qwen3-VL-MoE, Qwen3.5 and Qwen3.6 dense/MoE: ``Qwen3_VisionTransformer``): ``n`` square
+# images of QWEN_GRID × QWEN_GRID patches each (a multiple of the merge size; the dummy image's 128 × 128 merged
+# patches, 4096 × 4096 pixels at patch 16, are too many for a CPU run of the tracker, and the tower's bytes grow
+# with the patches: the per-patch figure is the growth over the items)
+QWEN_GRID = 32
+
+
+def qwen3_vl_dummy(model, cfg: dict, n: int) -> dict:
+    """``pixel_values`` ``[patches, 3 · temporal_patch · patch²]`` (flattened as the processor flattens them) and
+    ``image_grid_thw`` ``[[1, g, g]] × n``, a host tensor (the model reads it with ``.tolist()``)."""
+    import torch
+
+    v = cfg["vision_config"]
+    row = int(v.get("in_channels", 3)) * int(v.get("temporal_patch_size", 2)) * int(v["patch_size"]) ** 2
+    pixels = torch.empty(n * QWEN_GRID * QWEN_GRID, row, dtype=torch.bfloat16, device="meta")
+    return {"pixel_values": pixels, "image_grid_thw": torch.tensor([[1, QWEN_GRID, QWEN_GRID]] * n)}
+
+
+def qwen3_vl_patches(cfg: dict) -> int:
+    return QWEN_GRID * QWEN_GRID
+
+
+# Llama 4's tower encodes the image's tiles (chunks of image_size², each (image_size / patch)² patches and a class
+# token); the dummy item here has LLAMA4_CHUNKS chunks (the per-patch figure is the growth over the items)
+LLAMA4_CHUNKS = 2
+
+
+def llama4_dummy(model, cfg: dict, n: int) -> dict:
+    """``pixel_values`` ``[items · chunks, 3, size, size]``, ``patches_per_image`` (chunks per image) and
+    ``aspect_ratios`` as host tensors (the model splits its output with ``.tolist()``)."""
+    import torch
+
+    size = int(cfg["vision_config"]["image_size"])
+    pixels = torch.empty(n * LLAMA4_CHUNKS, 3, size, size, dtype=torch.bfloat16, device="meta")
+    return {"pixel_values": pixels, "patches_per_image": torch.tensor([LLAMA4_CHUNKS] * n),
+            "aspect_ratios": torch.tensor([[LLAMA4_CHUNKS, 1]] * n)}
+
+
+def llama4_patches(cfg: dict) -> int:
+    return LLAMA4_CHUNKS * square_patches(cfg)
+
+
+def square_patches(cfg: dict) -> int:
+    v = cfg["vision_config"]
+    return (int(v["image_size"]) // int(v["patch_size"])) ** 2
+
+
+ENCODER_DUMMY_INPUTS = {"Gemma3ForConditionalGeneration": gemma3_dummy,
+                        "Qwen3VLMoeForConditionalGeneration": qwen3_vl_dummy,
+                        "Qwen3_5ForConditionalGeneration": qwen3_vl_dummy,
+                        "Llama4ForConditionalGeneration": llama4_dummy}
+ENCODER_PATCHES = {"Gemma3ForConditionalGeneration": square_patches,
+                   "Qwen3VLMoeForConditionalGeneration": qwen3_vl_patches,
+                   "Qwen3_5ForConditionalGeneration": qwen3_vl_patches,
+                   "Llama4ForConditionalGeneration": llama4_patches}
 
 
 def encoder_measure(a, AR, ops) -> dict:
@@ -737,8 +822,18 @@ def encoder_measure(a, AR, ops) -> dict:
     import torch
     from vllm.config import set_current_vllm_config
 
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    wanted = json.loads(Path(a.encoder).read_text())["architectures"][0]
+    if wanted not in ModelRegistry.get_supported_archs():
+        raise LookupError(f"{wanted} is not in this release's model registry (the model came later)")
     cfg, vc, model, _ = build_on_meta(AR, ops, a.encoder, a.forward_path, after_loading=False)
     arch = cfg["architectures"][0]
+    # host staging buffers (pinned on a CUDA worker; no pinned allocator on this CPU): plain host memory, which the
+    # tracker does not count either way (only meta-device tensors are the card's)
+    for mname, mod in list(sys.modules.items()):
+        if mname.startswith("vllm") and mod is not None and getattr(mod, "PIN_MEMORY", None) is True:
+            mod.PIN_MEMORY = False
     embed = getattr(model, "embed_multimodal", None) or model.get_multimodal_embeddings
     backends = sorted({str(getattr(m, "attn_backend", "")) for m in model.modules() if hasattr(m, "attn_backend")})
 
@@ -751,21 +846,27 @@ def encoder_measure(a, AR, ops) -> dict:
         return counter, kept
 
     run(ENCODER_ITEMS[0])
-    peaks, kept = {}, {}
+    peaks, kept, at_peak = {}, {}, {}
     for n in ENCODER_ITEMS:
         c, k = run(n)
         peaks[n], kept[n] = c.peak, k
+        at_peak[n] = sorted(([list(s), dt, b] for b, s, dt in c.at_peak), key=lambda x: -x[2])
     n1, n2 = ENCODER_ITEMS
     per_item = (peaks[n2] - peaks[n1]) / (n2 - n1)
     v = cfg["vision_config"]
-    patches = (int(v["image_size"]) // int(v["patch_size"])) ** 2
+    patches = ENCODER_PATCHES[arch](cfg)
     return {"model": a.encoder, "architecture": type(model).__name__, "attn_backends": backends, "items": list(ENCODER_ITEMS),
             "peak_bytes": {str(n): p for n, p in peaks.items()}, "bytes_per_item": per_item,
             "patches_per_item": patches, "bytes_per_patch": per_item / patches,
             "fixed_bytes": peaks[n1] - round(per_item * n1),
             "output_bytes_per_item": (kept[n2] - kept[n1]) // (n2 - n1),
-            "config": {k: v.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads",
-                                             "num_hidden_layers", "image_size", "patch_size")}}
+            "live_at_peak": {str(n): v for n, v in at_peak.items()},
+            # the weights each top-level module holds as the release builds it (its tower: what loading it costs)
+            "param_bytes_by_module": {name: sum(p.numel() * p.element_size() for p in m.parameters())
+                                      for name, m in model.named_children()},
+            "config": {k: v.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads", "num_heads",
+                                             "num_hidden_layers", "depth", "image_size", "patch_size",
+                                             "spatial_merge_size", "out_hidden_size") if k in v}}
 
 
 def lora_measure(a, AR) -> dict:
@@ -935,6 +1036,22 @@ def flash_attn_stand_in() -> None:
     m.__getattr__ = kernel
     sys.modules["vllm.vllm_flash_attn"] = m
     sys.modules["vllm.vllm_flash_attn.flash_attn_interface"] = m
+    # the Triton rotary the vision towers' rotary embedding takes on CUDA (0.3x ``forward_cuda``:
+    # ``vllm.vllm_flash_attn.layers.rotary.apply_rotary_emb``): flash-attn's ``apply_rotary`` allocates its output
+    # ``torch.empty_like(x)`` (in place: none) and the kernel writes into it; the same here, no kernel
+    layers = types.ModuleType("vllm.vllm_flash_attn.layers")
+    layers.__path__ = []
+    rotary = types.ModuleType("vllm.vllm_flash_attn.layers.rotary")
+
+    def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, *args, **kwargs):
+        import torch
+
+        return x if inplace else torch.empty_like(x)
+
+    rotary.apply_rotary_emb = apply_rotary_emb
+    m.layers, layers.rotary = layers, rotary
+    sys.modules["vllm.vllm_flash_attn.layers"] = layers
+    sys.modules["vllm.vllm_flash_attn.layers.rotary"] = rotary
 
 
 def cuda_platform() -> None:
@@ -1046,9 +1163,15 @@ def forward_both(a) -> int:
 
 def encoder_both(a) -> int:
     """Each multimodal model's encoder pass on each path in its own process, into ``<out>/encoder/<release>.json``."""
-    models = {arch: both_paths(arch, "--encoder", cfg, ("bytes_per_item", "bytes_per_patch", "output_bytes_per_item",
-                                                         "attn_backends"))
-              for arch, cfg in ENCODER_MODELS.items()}
+    import vllm
+
+    previous = a.out / "encoder" / f"{vllm.__version__}.json"
+    # --encoder-only: these architectures run, the release's other recorded ones are kept as they are
+    models = json.loads(previous.read_text())["encoder"] if a.encoder_only and previous.exists() else {}
+    for arch, cfg in ENCODER_MODELS.items():
+        if not a.encoder_only or arch in a.encoder_only:
+            models[arch] = both_paths(arch, "--encoder", cfg, ("bytes_per_item", "bytes_per_patch",
+                                                               "output_bytes_per_item", "attn_backends"))
     write_release(a.out / "encoder", "encoder", models)
     return 0
 
@@ -1347,11 +1470,11 @@ def parallel_table(goldens: Path, rows: dict) -> None:
 def encoder_table(goldens: Path, rows: dict) -> None:
     """Each release's ``encoder`` row: per multimodal architecture measured (``ENCODER_MODELS``) the vision tower's
     bytes per patch of the dummy pass on the custom-op path (the value) and the native path, over kvplan's tower rule
-    per patch (``kvplan.budget.estimate.encoder_rule_bytes_per_patch``): the factor kvplan scales its rule by, and the
+    per patch (``kvplan.budget.encoder.encoder_rule_bytes_per_patch``): the factor kvplan scales its rule by, and the
     encoder outputs the cache keeps per item. A release without its own golden takes the newest measured release's
     before it (else the oldest), marked assumed with the reason."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from kvplan.budget.estimate import encoder_rule_bytes_per_patch
+    from kvplan.budget.encoder import encoder_rule_bytes_per_patch
     from kvplan.engines.vllm.versions import version_key
 
     root = Path(__file__).resolve().parents[2]
@@ -1369,12 +1492,25 @@ def encoder_table(goldens: Path, rows: dict) -> None:
                 "model": v["model"], "bytes_per_patch": v["bytes_per_patch"],
                 "bytes_per_patch_native": n["bytes_per_patch"], "rule_bytes_per_patch": rule,
                 "output_bytes_per_item": v["output_bytes_per_item"],
+                # the run's part that does not grow with the patches (Qwen3-VL: the position table's interpolation)
+                "fixed_bytes": v.get("fixed_bytes", 0), "patches_per_item": v["patches_per_item"],
+                "tower_param_bytes": tower_param_bytes(v),
                 "factor": round(v["bytes_per_patch"] / rule, 4),
                 "factor_high": round(max(v["bytes_per_patch"], n["bytes_per_patch"]) / rule, 4)}
     for release, row in rows.items():
         enc = {arch: x for arch, by in measured.items() if (x := release_row(by, release, "encoder")) is not None}
         if enc:
             row["encoder"] = enc
+
+
+TOWER_MODULES = ("visual", "vision_tower", "vision_model", "multi_modal_projector", "embed_vision")
+
+
+def tower_param_bytes(run: dict) -> int | None:
+    """The weights of the tower's modules as the release built them (``param_bytes_by_module``), None where the run
+    did not record them."""
+    by = run.get("param_bytes_by_module")
+    return None if by is None else sum(b for name, b in by.items() if name in TOWER_MODULES)
 
 
 def release_row(by: dict, release: str, what: str) -> dict | None:
@@ -1641,6 +1777,8 @@ def main(argv=None) -> int:
                     help="with --forward-all: run these FORWARD_MODELS labels only, keeping the release's others")
     ap.add_argument("--encoder-all", action="store_true",
                     help="measure the multimodal encoder's dummy pass (ENCODER_MODELS, both paths) into <out>/encoder/")
+    ap.add_argument("--encoder-only", nargs="*", choices=sorted(ENCODER_MODELS),
+                    help="with --encoder-all: run these architectures only, keeping the release's others")
     ap.add_argument("--encoder", help="one multimodal model's config.json (internal: one path per process)")
     ap.add_argument("--spec-table", nargs=2, type=Path, metavar=("GOLDENS", "OUT"),
                     help="write kvplan's spec_sampler.json from the --spec-all goldens (kvplan's environment)")

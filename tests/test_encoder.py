@@ -1,0 +1,154 @@
+"""The multimodal encoder's part of the profile run per vision tower (kvplan/budget/encoder.py) against the goldens
+of each release's own tower run on the meta device (tests/golden/profile_terms/encoder/, scripts/golden/
+profile_terms.py --encoder-all), and the tower's weights as each release loads or skips them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvplan.budget import encoder as enc
+from kvplan.budget.profile import encoder_row
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDENS = ROOT / "tests" / "golden" / "profile_terms" / "encoder"
+
+
+def _runs():
+    """Every derived run of a tower kvplan has a dummy rule for: (release, architecture, path, record)."""
+    out = []
+    for f in sorted(GOLDENS.glob("*.json")):
+        g = json.loads(f.read_text())
+        for arch, paths in sorted(g["encoder"].items()):
+            if not all(r.get("derived") for r in paths.values()):
+                continue  # the table takes another release's row (both paths are its value and its high end)
+            for path, r in sorted(paths.items()):
+                if r.get("derived"):
+                    out.append(pytest.param(g["vllm_version"], arch, path, r, id=f"{f.stem}-{arch}-{path}"))
+    return out
+
+
+RUNS = _runs()
+
+
+def test_the_goldens_hold_each_tower_on_the_releases_it_runs():
+    """The Qwen3-VL tower (two configs) and Llama 4's were run on 0.19.0, 0.24.0, 0.29.0 and 0.34.0, each with the
+    same bytes per patch in every release. 0.11.0's do not run on the meta device, and the golden says why:
+    Qwen3-VL builds cu_seqlens on the device with a data-dependent repeat_interleave; Qwen3.5 is not in 0.11.0."""
+    runs = {(p.values[0], p.values[1]): p.values[3] for p in RUNS if p.values[2] == "custom_ops"}
+    per_patch = {"Qwen3VLMoeForConditionalGeneration": 33936 + 4 / 1024, "Qwen3_5ForConditionalGeneration":
+                 30864 + 4 / 1024, "Llama4ForConditionalGeneration": 53_349_376 / 1152}
+    for release in ("0.19.0", "0.24.0", "0.29.0", "0.34.0"):
+        for arch, b in per_patch.items():
+            assert runs[(release, arch)]["bytes_per_patch"] == b, (release, arch)
+    g = json.loads((GOLDENS / "0.11.0.json").read_text())["encoder"]
+    assert "repeat_interleave" in g["Qwen3VLMoeForConditionalGeneration"]["custom_ops"]["why"]
+    assert "not in this release's model registry" in g["Qwen3_5ForConditionalGeneration"]["custom_ops"]["why"]
+
+
+@pytest.mark.parametrize("release,arch,path,run", [p for p in RUNS if p.values[2] == "custom_ops"])
+def test_kvplan_reproduces_each_tower_golden_exactly(release, arch, path, run):
+    """kvplan's tower peak over the golden's own dummy items (its config, items × patches per item) is the peak the
+    release's tower reached on the meta device, to the byte: ``fixed + patches · bytes per patch``."""
+    config = json.loads((ROOT / run["model"]).read_text())
+    row = encoder_row(release, arch)
+    assert row is not None and row["basis"] == "derived" and row["from"] == release
+    for items, peak in run["peak_bytes"].items():
+        patches = int(items) * run["patches_per_item"]
+        assert enc.tower_bytes(row, config["vision_config"], patches, 2) == peak, (release, arch, items)
+
+
+@pytest.mark.parametrize("release,arch,path,run", [p for p in RUNS if p.values[2] == "custom_ops"])
+def test_the_encoder_cache_rows_are_what_the_tower_returns(release, arch, path, run):
+    """The encoder cache keeps what embed_multimodal returns per item: Gemma 3 256 embeddings of the text hidden
+    size; Qwen3-VL-30B-A3B (32 × 32 patches, merge 2: 256 embeddings) 2048 · (1 + 3 deepstack) · 2 = 16,384 B
+    each, Qwen3.5-27B (no deepstack) 5120 · 2 = 10,240 B; Llama-4-Scout (2 chunks of 576 patches, pixel shuffle
+    0.5: 288 embeddings) 5120 · 2."""
+    config = json.loads((ROOT / run["model"]).read_text())
+    v = config["vision_config"]
+    from kvplan.model.limits import text_config
+
+    row_bytes = enc.cache_row_bytes(config, int(text_config(config)["hidden_size"]), 2)
+    if arch.startswith("Qwen"):
+        embeddings = run["patches_per_item"] // int(v["spatial_merge_size"]) ** 2
+    elif arch.startswith("Llama4"):  # pixel shuffle at ratio 0.5: one embedding per 4 patches
+        embeddings = run["patches_per_item"] // 4
+    else:
+        embeddings = int(config.get("mm_tokens_per_image") or 256)
+    assert embeddings * row_bytes == run["output_bytes_per_item"]
+
+
+@pytest.mark.parametrize("release,arch,path,run", [p for p in RUNS if "param_bytes_by_module" in p.values[3]
+                                                   and p.values[1] in enc.TOWER_PARAMS])
+def test_the_tower_weights_are_the_module_the_release_builds(release, arch, path, run):
+    """kvplan's count of the tower (``qwen3_vl_tower_params``, ``llama4_tower_params``, ``gemma3_tower_params``) is
+    the tower modules' parameters as the release built them (bf16), at TP 1: Qwen3-VL's ``visual``; Llama 4's
+    ``vision_model`` and ``multi_modal_projector``; Gemma 3's ``vision_tower`` and ``multi_modal_projector``."""
+    config = json.loads((ROOT / run["model"]).read_text())
+    from kvplan.model.limits import text_config
+
+    text_hidden = int(text_config(config)["hidden_size"])
+    by = run["param_bytes_by_module"]
+    tower = sum(by.get(m, 0) for m in ("visual", "vision_model", "vision_tower", "multi_modal_projector"))
+    assert tower and enc.tower_weight_bytes(config, 1, 2, text_hidden) == tower
+
+
+def test_qwen3_vl_dummy_items():
+    """4,096² pixels at patch 16 and merge 2: 128 × 128 merged patches = 16,384 tokens, 65,536 patches; the video
+    25,165,824 // 2 // 32² = 12,288 tokens (49,152 patches); in 0.11.0-0.12.0 the video counts 12.5 × 12,288 =
+    153,600 tokens, as the 0.12.0 log says ("a budget of 153600 tokens, and profiled with 1 video items",
+    tests/logs/budget/63-videocuttingagent-qwen3-vl-30b-a3b-h100-tp2-v0.12.0.log). At 8,192 batched tokens the
+    encoder budget max(8192, 16,384) holds one image (the 0.18-0.27 logs: "a budget of 16384 tokens, and profiled
+    with 1 image items"); at 0.12.0 one video of 12,288 embeddings."""
+    config = json.loads((ROOT / "configs/Qwen/Qwen3.5-27B/config.json").read_text())
+    items, _ = enc.qwen3_vl_encoder_dummy(config, "0.24.0")
+    assert [(i["modality"], i["tokens_per_item"], i["inputs_per_item"]) for i in items] == [
+        ("image", 16_384, 65_536), ("video", 12_288, 49_152)]
+    d = enc.encoder_dummy_batch(items, 8192)
+    assert (d["modality"], d["items"], d["encoder_tokens"], d["embeddings"]) == ("image", 1, 65_536, 16_384)
+    old, _ = enc.qwen3_vl_encoder_dummy(config, "0.12.0")
+    d = enc.encoder_dummy_batch(old, 8192)
+    assert (d["modality"], d["items"], d["tokens_per_item"], d["encoder_tokens"], d["embeddings"]) == (
+        "video", 1, 153_600, 49_152, 12_288)
+    # only images allowed: the image is the dummy in every release
+    assert enc.encoder_dummy_batch(old, 8192, limits={"video": 0})["modality"] == "image"
+
+
+def test_which_releases_skip_the_tower():
+    """From 0.15.1 every tower is a StageMissingLayer when every modality it serves is limited to 0
+    (_mark_tower_model); before, Qwen3-VL, Qwen2.5-VL, Mistral 3 and Llama 4 test their limit themselves and Gemma 3
+    and Kimi-VL always load theirs. Gemma 3's tower serves images only: an image limit of 0 is enough."""
+    off = {"image": 0, "video": 0, "audio": 0}
+    assert enc.tower_skipped("Qwen3VLMoeForConditionalGeneration", "0.11.0", off)
+    assert not enc.tower_skipped("Gemma3ForConditionalGeneration", "0.14.1", off)
+    assert enc.tower_skipped("Gemma3ForConditionalGeneration", "0.15.1", {"image": 0})
+    assert not enc.tower_skipped("Qwen3_5ForConditionalGeneration", "0.19.0", {"image": 0})
+    assert enc.tower_skipped("Qwen3_5ForConditionalGeneration", "0.19.0", {"image": 0, "video": 0})
+
+
+def test_language_model_only_drops_the_tower_and_its_pass():
+    """Qwen3.5-27B at 0.19.0 on an H100: the tower (kvplan/budget/encoder.py qwen3_vl_tower_params: 460,730,096
+    parameters, bf16) is in the weights when served whole and out with --language-model-only, which also skips the
+    encoder's dummy pass."""
+    from kvplan.api import simulate
+
+    full = simulate(str(ROOT / "configs/Qwen/Qwen3.5-27B"), gpu="H100", policy="vllm==0.19.0")["budget"]
+    lm = simulate(str(ROOT / "configs/Qwen/Qwen3.5-27B"), gpu="H100", policy="vllm==0.19.0",
+                  language_model_only=True)["budget"]
+    assert full["weights_bytes"] - lm["weights_bytes"] == 460_730_096 * 2
+    term = next(t for t in full["profile_terms"] if t["term"] == "encoder_cache")
+    assert term["derivation"] == "derived" and "65,536 patches" in term["source"]
+    assert next(t for t in lm["profile_terms"] if t["term"] == "encoder_cache")["bytes"] == 0
+
+
+def test_llama4_dummy_items():
+    """Llama-4-Scout's dummy image: 16 tiles and the global chunk, 17 × 576 = 9,792 patches, 17 × 144 = 2,448
+    embeddings; at 8,192 batched tokens 8192 // 2448 = 3 items, as vLLM 0.19.0 logged for it ("a budget of 8192
+    tokens, and profiled with 3 image items", tests/logs/budget/llm-d-planner-v0.19.0/
+    meta-llama-llama-4-scout--h100-80gb--tp4pp1dp1--8192.log)."""
+    config = json.loads((ROOT / "configs/meta-llama/Llama-4-Scout-17B-16E-Instruct/config.json").read_text())
+    items, _ = enc.llama4_encoder_dummy(config)
+    d = enc.encoder_dummy_batch(items, 8192)
+    assert (d["modality"], d["items"], d["tokens_per_item"], d["encoder_tokens"]) == ("image", 3, 2448, 3 * 9792)
