@@ -152,3 +152,87 @@ def test_llama4_dummy_items():
     items, _ = enc.llama4_encoder_dummy(config)
     d = enc.encoder_dummy_batch(items, 8192)
     assert (d["modality"], d["items"], d["tokens_per_item"], d["encoder_tokens"]) == ("image", 3, 2448, 3 * 9792)
+
+
+def _tp_runs():
+    """Every derived run of a tower on rank 0 of a TP group (``--encoder-tp``): (release, architecture, TP, record)."""
+    return [pytest.param(release, arch, int(tp), t, id=f"{release}-{arch}-tp{tp}")
+            for release, arch, path, run in (p.values for p in RUNS) if path == "custom_ops"
+            for tp, t in sorted((run.get("tp") or {}).items())]
+
+
+TP_RUNS = _tp_runs()
+
+
+def test_the_towers_were_run_per_tp_rank():
+    """Qwen3-VL's tower on Qwen3.5-27B and Qwen3-VL-30B-A3B at TP 2 and 4 on 0.19.0, 0.24.0, 0.29.0 and 0.34.0,
+    under each release's default ``mm_encoder_tp_mode`` "weights" (0.19.0 config/multimodal.py line 144, 0.34.0
+    line 384): the linears split over the group, so the per-rank peak shrinks with it (Qwen3.5-27B 30,864 →
+    23,952 → 19,344 B a patch, Qwen3-VL-30B-A3B 33,936 → 27,024 → 22,416, in every release)."""
+    have = {(r, a, tp) for r, a, tp, _ in (p.values for p in TP_RUNS)}
+    for release in ("0.19.0", "0.24.0", "0.29.0", "0.34.0"):
+        for arch in ("Qwen3_5ForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration"):
+            assert {(release, arch, 2), (release, arch, 4)} <= have
+    per_patch = {("Qwen3_5ForConditionalGeneration", 2): 23952, ("Qwen3_5ForConditionalGeneration", 4): 19344,
+                 ("Qwen3VLMoeForConditionalGeneration", 2): 27024, ("Qwen3VLMoeForConditionalGeneration", 4): 22416}
+    for release, arch, tp, t in (p.values for p in TP_RUNS):
+        assert t["mm_encoder_tp_mode"] == "weights" and t["tp"] == tp
+        assert t["bytes_per_patch"] == per_patch[(arch, tp)] + 4 / 1024, (release, arch, tp)
+
+
+@pytest.mark.parametrize("release,arch,tp,run", TP_RUNS)
+def test_kvplan_reproduces_each_tp_golden_exactly(release, arch, tp, run):
+    """At a measured TP size kvplan takes that size's per-rank figures (``tp_row``) and reproduces the release's
+    rank-0 peak to the byte, derived, its pessimistic end the same figure."""
+    config = json.loads((ROOT / encoder_row(release, arch)["model"]).read_text())
+    row = encoder_row(release, arch)
+    rank_row, at = enc.tp_row(row, tp)
+    assert at == tp
+    for items, peak in run["peak_bytes"].items():
+        patches = int(items) * run["patches_per_item"]
+        assert enc.tower_bytes(rank_row, config["vision_config"], patches, 2) == peak, (release, arch, tp, items)
+    e, _ = enc.estimate_encoder_profile(config, 2, 8192, release=release, tp=tp, row=row)
+    assert e["basis"] == "derived" and e["measured_tp"] == tp and e["forward_high_bytes"] == e["forward_bytes"]
+    assert f"rank 0 of TP {tp}" in e["source"]
+
+
+@pytest.mark.parametrize("release,arch,tp,run", TP_RUNS)
+def test_the_tower_weights_per_rank_are_the_module_the_release_builds(release, arch, tp, run):
+    """``qwen3_vl_tower_params`` at TP 2 and 4 is the ``visual`` module's parameters the release built on rank 0
+    (bf16): the column-parallel weights and biases and the row-parallel weights split, the rest whole."""
+    config = json.loads((ROOT / encoder_row(release, arch)["model"]).read_text())
+    assert enc.tower_weight_bytes(config, tp, 2, 0) == run["param_bytes_by_module"]["visual"]
+
+
+def test_an_unmeasured_tp_takes_the_nearest_measured_below_assumed():
+    """TP 8 was not run: the TP 4 per-rank figure, assumed, with the TP 1 figure the band's pessimistic end; TP 3:
+    TP 2's. Qwen3.5-27B at 0.34.0, one dummy image (65,536 patches, T 8192 holds one 16,384-token item):
+    TP 4 4,128,772 + 65,536 · 19,344.0039 B, TP 1 4,128,772 + 65,536 · 30,864.0039 B."""
+    config = json.loads((ROOT / "configs/Qwen/Qwen3.5-27B/config.json").read_text())
+    row = encoder_row("0.34.0", "Qwen3_5ForConditionalGeneration")
+    e8, _ = enc.estimate_encoder_profile(config, 2, 8192, release="0.34.0", tp=8, row=row)
+    assert (e8["basis"], e8["measured_tp"]) == ("assumed", 4)
+    assert e8["forward_bytes"] == 4_128_772 + round(65_536 * (19_344 + 4 / 1024))
+    assert e8["forward_high_bytes"] == 4_128_772 + round(65_536 * (30_864 + 4 / 1024))
+    assert "TP 8 not run: assumed TP 4" in e8["source"]
+    e3, _ = enc.estimate_encoder_profile(config, 2, 8192, release="0.34.0", tp=3, row=row)
+    assert e3["measured_tp"] == 2 and e3["basis"] == "assumed"
+    e1, _ = enc.estimate_encoder_profile(config, 2, 8192, release="0.34.0", tp=1, row=row)
+    assert e1["forward_bytes"] == e1["forward_high_bytes"] == e8["forward_high_bytes"]
+
+
+def test_the_run_takes_the_per_rank_tower_at_its_tp():
+    """Qwen3.5-27B on RTX 3090s at 0.19.0: one dummy image of 65,536 patches. TP 4 is measured: the tower's peak is
+    4,128,772 + 65,536 · 19,344.0039 = 1,271,857,412 B on each rank (derived); TP 8 is not: TP 4's figure, assumed,
+    the TP 1 figure (4,128,772 + 65,536 · 30,864.0039 = 2,026,832,132 B) its pessimistic end."""
+    from kvplan.api import simulate
+
+    def term(tp):
+        d = simulate("Qwen/Qwen3.5-27B", gpu="RTX 3090", policy="vllm==0.19.0", tensor_parallel_size=tp,
+                     max_model_len=32768)
+        return next(t for t in d["budget"]["profile_terms"] if t["term"] == "encoder_cache")
+
+    four, eight = term(4), term(8)
+    assert four["derivation"] == "derived" and "1,271,857,412 B" in four["source"] and "rank 0 of TP 4" in four["source"]
+    assert eight["derivation"] == "assumed" and "1,271,857,412 B" in eight["source"]
+    assert "TP 8 not run: assumed TP 4's per-rank figure" in eight["source"]

@@ -211,6 +211,15 @@ def tower_bytes(row: dict | None, vision: dict, patches: int, dtype_bytes: int) 
     return round(row.get("fixed_bytes", 0) + patches * row["bytes_per_patch"] * rule / row["rule_bytes_per_patch"])
 
 
+def tp_row(row: dict, tp: int) -> tuple[dict, int]:
+    """The measured row for rank 0 of a TP group of ``tp`` and the TP size it was measured at: the row's own figures
+    at that size where the golden ran it (``--encoder-tp``: the tower's linears split over the group, vLLM's default
+    ``mm_encoder_tp_mode`` "weights"), else the largest measured size below it (TP 1: the row itself)."""
+    measured = {1: row, **{int(k): {**row, **t} for k, t in (row.get("tp") or {}).items()}}
+    at = max(t for t in measured if t <= max(tp, 1))
+    return measured[at], at
+
+
 def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict | None = None,
                              release: str | None = None, *, max_num_seqs: int | None = None,
                              limits: dict | None = None, tp: int = 1,
@@ -220,7 +229,8 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict 
     row bytes (``cache_row_bytes``). ``limits``: ``--limit-mm-per-prompt`` (every modality 0 with
     ``--language-model-only``). None and why for a multimodal architecture without a dummy rule here.
     ``text``: the text decoder's config (``ModelInfo.text_config``; default: read from ``config``). ``tp``: the
-    tensor-parallel size, named in the source (the goldens are TP 1's). ``row``: the release's measured row for
+    tensor-parallel size: the row's per-rank figures at that size where measured, else at the largest measured size
+    below it (assumed; ``forward_high_bytes`` then the TP 1 figure, the band's pessimistic end; ``tp_row``). ``row``: the release's measured row for
     this tower (``kvplan.budget.profile.encoder_row`` over ``tower_architectures``; None: kvplan's rule alone)."""
     archs = config.get("architectures") or [""]
     arch = archs[0] if isinstance(archs, list) and archs else ""
@@ -239,22 +249,28 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict 
     text_hidden = int(text.get("hidden_size") or 0)
     if row is None:
         basis, source = ASSUMED, "kvplan's activation rule on the tower (no tower of this family run on the meta device)"
+        rank_row, at = None, tp
     else:
-        basis = row["basis"]
-        per_patch = row["bytes_per_patch"] * encoder_rule_bytes_per_patch(v, dtype_bytes) / row["rule_bytes_per_patch"]
+        rank_row, at = tp_row(row, tp)
+        basis = row["basis"] if at == tp else ASSUMED
+        per_patch = rank_row["bytes_per_patch"] * encoder_rule_bytes_per_patch(v, dtype_bytes) / row["rule_bytes_per_patch"]
         source = (f"vLLM {row['from']}'s {Path(row['model']).parent.name} vision tower run over dummy items on "
-                  f"the meta device: {row['bytes_per_patch']:,.0f} B per patch + {row.get('fixed_bytes', 0):,} B"
-                  + ("" if round(per_patch) == round(row["bytes_per_patch"]) else
+                  f"the meta device" + ("" if at == 1 else f" on rank 0 of TP {at} (its linears split over the "
+                                        "group, mm_encoder_tp_mode 'weights')")
+                  + f": {rank_row['bytes_per_patch']:,.0f} B per patch + {rank_row.get('fixed_bytes', 0):,} B"
+                  + ("" if round(per_patch) == round(rank_row["bytes_per_patch"]) else
                      f", {per_patch:,.0f} B per patch on this config by kvplan's tower rule")
                   + f" (tests/golden/profile_terms/encoder/{row['from']}.json)"
-                  + ("" if basis == DERIVED else f"; {release or 'this era'}'s own not run ({row['why']})")
-                  + ("" if tp == 1 else f"; measured at TP 1: vLLM splits the tower's linears over the {tp} TP "
-                     "ranks (Column/RowParallelLinear), whose outputs shrink with them; not run per rank, so this "
-                     "is the high end"))
+                  + ("" if row["basis"] == DERIVED else f"; {release or 'this era'}'s own not run ({row['why']})")
+                  + ("" if at == tp else f"; TP {tp} not run: assumed TP {at}'s per-rank figure (more ranks split "
+                     "the linears further), the TP 1 figure the band's pessimistic end"))
+    forward = tower_bytes(rank_row, v, dummy["encoder_tokens"], dtype_bytes) if dummy["items"] else 0
+    # the pessimistic end: the TP 1 figure where this TP size was not run (the tower whole on the rank)
+    high = forward if at == tp or not dummy["items"] else tower_bytes(row, v, dummy["encoder_tokens"], dtype_bytes)
     return {**{k: dummy[k] for k in ("modality", "items", "tokens_per_item", "encoder_tokens")},
-            "forward_bytes": tower_bytes(row, v, dummy["encoder_tokens"], dtype_bytes) if dummy["items"] else 0,
+            "forward_bytes": forward, "forward_high_bytes": high,
             "cache_bytes": dummy["embeddings"] * cache_row_bytes(config, text_hidden, dtype_bytes),
-            "basis": basis, "source": source}, ""
+            "basis": basis, "measured_tp": at, "source": source}, ""
 
 
 # Which releases skip a tower's weights when every one of its modalities is limited to 0 (--language-model-only

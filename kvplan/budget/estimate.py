@@ -519,10 +519,13 @@ class _Estimate:
         act_ends = (act, act) if o.activation is not None else tuple(
             self._activation(layers, last, self.sampler[end], forward_end=f, first=first) + eplb
             for end, f in (("low", "value"), ("high", "high")))
-        enc_part = 0
+        enc_part = enc_high = 0
         first_encodes = o.activation is None and s == 0 and self.encoder is not None
         if first_encodes:  # the first PP rank encodes the dummy items
             enc_part = self._activation(layers, last, self.sampler["value"], self.encoder) - act
+            # a TP size whose tower was not run: the TP 1 figure at the pessimistic end (encoder.tp_row)
+            enc_high = self._activation(layers, last, self.sampler["value"], {
+                **self.encoder, "forward_bytes": self.encoder.get("forward_high_bytes", self.encoder["forward_bytes"])}) - act
             act += enc_part
         nt = o.non_torch if o.non_torch is not None else estimate_non_torch_bytes(self.tp, self.pp, name, self.release)
         nt_band = (nt, nt) if o.non_torch is not None else non_torch_ends(self.tp, self.pp, name, self.release)
@@ -551,11 +554,11 @@ class _Estimate:
             other = w_bytes if self.unpadded is None else self._weights_on(s, self.unpadded)
             w_low = round(min(w_bytes, other) * (1 - WEIGHTS_BAND))
             w_high = round(max(w_bytes, other) * (1 + WEIGHTS_BAND))
-        ends = tuple(self._sized(weights=w_e, activation=af + enc_part, non_torch=nt_e, cudagraph=cg_e,
+        ends = tuple(self._sized(weights=w_e, activation=af + enc_e, non_torch=nt_e, cudagraph=cg_e,
                                  cudagraph_resident=resident)["kv_cache_memory_bytes"]
-                     for w_e, af, nt_e, cg_e in ((w_high, act_ends[1], nt_band[1], cg_ends[1]),
-                                                 (w_low, act_ends[0], nt_band[0], cg_ends[0])))
-        pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_part,
+                     for w_e, af, enc_e, nt_e, cg_e in ((w_high, act_ends[1], enc_high, nt_band[1], cg_ends[1]),
+                                                        (w_low, act_ends[0], enc_part, nt_band[0], cg_ends[0])))
+        pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_high,
                               non_torch_bytes=nt_band[1], cudagraph_bytes=cg_ends[1])
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
             self.cfg.get("hidden_size") or 0) * self.dbytes * (1 if first else 3) >= (

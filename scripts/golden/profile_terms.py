@@ -818,10 +818,8 @@ ENCODER_PATCHES = {"Gemma3ForConditionalGeneration": square_patches,
 def encoder_measure(a, AR, ops) -> dict:
     """``--encoder``: the model's ``embed_multimodal`` (older releases: ``get_multimodal_embeddings``) over 1 and 2
     dummy items on the meta device, the pixel values made inside the tracker (they are on the card during the pass);
-    the peak's growth per item, per patch, and the outputs the encoder cache keeps per item."""
-    import torch
-    from vllm.config import set_current_vllm_config
-
+    the peak's growth per item, per patch, and the outputs the encoder cache keeps per item; with ``--encoder-tp``
+    the same per TP size (``encoder_tp_measure``)."""
     from vllm.model_executor.models.registry import ModelRegistry
 
     wanted = json.loads(Path(a.encoder).read_text())["architectures"][0]
@@ -834,8 +832,26 @@ def encoder_measure(a, AR, ops) -> dict:
     for mname, mod in list(sys.modules.items()):
         if mname.startswith("vllm") and mod is not None and getattr(mod, "PIN_MEMORY", None) is True:
             mod.PIN_MEMORY = False
-    embed = getattr(model, "embed_multimodal", None) or model.get_multimodal_embeddings
     backends = sorted({str(getattr(m, "attn_backend", "")) for m in model.modules() if hasattr(m, "attn_backend")})
+    rec = {"model": a.encoder, "architecture": type(model).__name__, "attn_backends": backends,
+           **encoder_peaks(model, cfg, vc, arch)}
+    v = cfg["vision_config"]
+    rec["config"] = {k: v.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads", "num_heads",
+                                           "num_hidden_layers", "depth", "image_size", "patch_size",
+                                           "spatial_merge_size", "out_hidden_size") if k in v}
+    if a.encoder_tp:
+        rec["tp"] = encoder_tp_measure(a, AR, ops)
+    return rec
+
+
+def encoder_peaks(model, cfg: dict, vc, arch: str) -> dict:
+    """The encoder pass of ``model`` over ``ENCODER_ITEMS`` dummy items (the first run once before, warming the
+    release's caches): the peaks, the growth per item and per patch, the part that does not grow, the outputs kept
+    per item, what was live at each peak and the weights of each top-level module."""
+    import torch
+    from vllm.config import set_current_vllm_config
+
+    embed = getattr(model, "embed_multimodal", None) or model.get_multimodal_embeddings
 
     def run(n):
         counter = MetaLiveBytes()
@@ -853,9 +869,8 @@ def encoder_measure(a, AR, ops) -> dict:
         at_peak[n] = sorted(([list(s), dt, b] for b, s, dt in c.at_peak), key=lambda x: -x[2])
     n1, n2 = ENCODER_ITEMS
     per_item = (peaks[n2] - peaks[n1]) / (n2 - n1)
-    v = cfg["vision_config"]
     patches = ENCODER_PATCHES[arch](cfg)
-    return {"model": a.encoder, "architecture": type(model).__name__, "attn_backends": backends, "items": list(ENCODER_ITEMS),
+    return {"items": list(ENCODER_ITEMS),
             "peak_bytes": {str(n): p for n, p in peaks.items()}, "bytes_per_item": per_item,
             "patches_per_item": patches, "bytes_per_patch": per_item / patches,
             "fixed_bytes": peaks[n1] - round(per_item * n1),
@@ -863,10 +878,38 @@ def encoder_measure(a, AR, ops) -> dict:
             "live_at_peak": {str(n): v for n, v in at_peak.items()},
             # the weights each top-level module holds as the release builds it (its tower: what loading it costs)
             "param_bytes_by_module": {name: sum(p.numel() * p.element_size() for p in m.parameters())
-                                      for name, m in model.named_children()},
-            "config": {k: v.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads", "num_heads",
-                                             "num_hidden_layers", "depth", "image_size", "patch_size",
-                                             "spatial_merge_size", "out_hidden_size") if k in v}}
+                                      for name, m in model.named_children()}}
+
+
+def encoder_tp_measure(a, AR, ops) -> dict:
+    """``--encoder-tp``: the encoder pass (``encoder_peaks``) on rank 0 of a TP group of each size, the model class
+    rebuilt with the release's parallel-state getters answering that rank and its collectives through the release's
+    own ``CudaCommunicator`` with pynccl faked (``parallel_groups``, as ``--parallel-all``), under the release's
+    default ``mm_encoder_tp_mode`` ("weights": the tower's QKV / column / row-parallel linears split over the
+    group; 0.19.0 config/multimodal.py line 144, 0.34.0 line 384). Per size: the figures and the collectives one
+    pass calls."""
+    calls: dict = {}
+    fake_collectives(calls)
+    orig_dist = forward_dist
+    out = {}
+    for tp in a.encoder_tp:
+        def dist(AR_, vc, tp=tp):
+            orig_dist(AR_, vc)
+            parallel_groups(vc, tp, 1, 0, calls)
+
+        globals()["forward_dist"] = dist
+        try:
+            cfg, vc, model, _ = build_on_meta(AR, ops, a.encoder, a.forward_path, after_loading=False)
+        finally:
+            globals()["forward_dist"] = orig_dist
+        mode = getattr(getattr(vc.model_config, "multimodal_config", None), "mm_encoder_tp_mode", None)
+        before = dict(calls)
+        rec = encoder_peaks(model, cfg, vc, cfg["architectures"][0])
+        runs = 1 + len(ENCODER_ITEMS)
+        rec["collectives_per_pass"] = {k: (n - before.get(k, 0)) // runs for k, n in calls.items()
+                                       if n - before.get(k, 0)}
+        out[str(tp)] = {"tp": tp, "mm_encoder_tp_mode": mode, **rec}
+    return out
 
 
 def lora_measure(a, AR) -> dict:
@@ -1114,7 +1157,7 @@ class MetaLiveBytes(LiveBytes):
         super()._free(key)
 
 
-def both_paths(label: str, flag: str, cfg: str, shown: tuple[str, ...]) -> dict:
+def both_paths(label: str, flag: str, cfg: str, shown: tuple[str, ...], extra: tuple[str, ...] = ()) -> dict:
     """One model's run (``--forward`` / ``--encoder``) on each path in its own process: the records by path (a run
     whose release's modules did not import here records why, in one line)."""
     import subprocess
@@ -1125,7 +1168,7 @@ def both_paths(label: str, flag: str, cfg: str, shown: tuple[str, ...]) -> dict:
     for path in ("custom_ops", "native"):
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             done = subprocess.run([sys.executable, __file__, flag, str(root / cfg), "--forward-path", path,
-                                   "--variant-out", f.name], capture_output=True, text=True)
+                                   "--variant-out", f.name, *extra], capture_output=True, text=True)
             text = Path(f.name).read_text()
             if done.returncode or not text:
                 last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
@@ -1170,8 +1213,9 @@ def encoder_both(a) -> int:
     models = json.loads(previous.read_text())["encoder"] if a.encoder_only and previous.exists() else {}
     for arch, cfg in ENCODER_MODELS.items():
         if not a.encoder_only or arch in a.encoder_only:
+            tps = ("--encoder-tp", ",".join(map(str, a.encoder_tp))) if a.encoder_tp else ()
             models[arch] = both_paths(arch, "--encoder", cfg, ("bytes_per_item", "bytes_per_patch",
-                                                               "output_bytes_per_item", "attn_backends"))
+                                                               "output_bytes_per_item", "attn_backends"), tps)
     write_release(a.out / "encoder", "encoder", models)
     return 0
 
@@ -1497,6 +1541,13 @@ def encoder_table(goldens: Path, rows: dict) -> None:
                 "tower_param_bytes": tower_param_bytes(v),
                 "factor": round(v["bytes_per_patch"] / rule, 4),
                 "factor_high": round(max(v["bytes_per_patch"], n["bytes_per_patch"]) / rule, 4)}
+            # rank 0 of a TP group (--encoder-tp): the per-rank figures, where both paths ran that size
+            tps = {k: {"bytes_per_patch": t["bytes_per_patch"], "fixed_bytes": t["fixed_bytes"],
+                       "bytes_per_patch_native": n["tp"][k]["bytes_per_patch"],
+                       "mm_encoder_tp_mode": t.get("mm_encoder_tp_mode")}
+                   for k, t in sorted((v.get("tp") or {}).items()) if k in (n.get("tp") or {})}
+            if tps:
+                measured[arch][g["vllm_version"]]["tp"] = tps
     for release, row in rows.items():
         enc = {arch: x for arch, by in measured.items() if (x := release_row(by, release, "encoder")) is not None}
         if enc:
@@ -1779,6 +1830,8 @@ def main(argv=None) -> int:
                     help="measure the multimodal encoder's dummy pass (ENCODER_MODELS, both paths) into <out>/encoder/")
     ap.add_argument("--encoder-only", nargs="*", choices=sorted(ENCODER_MODELS),
                     help="with --encoder-all: run these architectures only, keeping the release's others")
+    ap.add_argument("--encoder-tp", type=lambda x: [int(t) for t in x.split(",")], default=[],
+                    help="with --encoder-all: also run each tower on rank 0 of TP groups of these sizes (e.g. 2,4)")
     ap.add_argument("--encoder", help="one multimodal model's config.json (internal: one path per process)")
     ap.add_argument("--spec-table", nargs=2, type=Path, metavar=("GOLDENS", "OUT"),
                     help="write kvplan's spec_sampler.json from the --spec-all goldens (kvplan's environment)")
