@@ -568,7 +568,8 @@ class _Estimate:
         warmup = {"graphs": max(0, captured["high"] - cg_ends[1]),
                   "fragmentation": round(captured["high"] * self.fragmentation_ratio)}
         terms = {"weights": (w_low, w_high), "activation": act_ends, "non_torch": nt_band, "sampler_peak": sampler_peak,
-                 "cudagraph": cg_ends, "captured": captured, "warmup": warmup, "graphs": g}
+                 "cudagraph": cg_ends, "captured": captured, "warmup": warmup, "graphs": g,
+                 "encoder_cache": (enc_part, enc_high)}
         return stage, (ends[0], ends[1]), pessimistic, terms
 
 
@@ -975,7 +976,8 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
             f"{e['tokens_per_item']:,} tokens ({e['encoder_tokens']:,} patches through the vision "
             f"tower: {e['forward_bytes']:,} B; {e.get('source', 'kvplan activation rule')}) and keeps their outputs "
             f"({e['cache_bytes']:,} B) cached under the text forward; the peak's rise over the text "
-            "decoder's, max(encoder, cache + text) (kvplan/budget/encoder.py estimate_encoder_profile)"))
+            "decoder's, max(encoder, cache + text) (kvplan/budget/encoder.py estimate_encoder_profile)",
+            low_bytes=ends.get("encoder_cache", (0, 0))[0], high_bytes=ends.get("encoder_cache", (0, 0))[1]))
     elif mm and overrides["activation"] is None and stage.stage > 0 and encoder is not None:
         out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
                                "multimodal: the encoder's dummy batch runs on the first pipeline stage only"))
