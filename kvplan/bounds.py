@@ -54,7 +54,7 @@ def config_out_of_bounds(cfg: dict) -> tuple[str, str] | None:
                 if v > bound:
                     return key, f"{v:,} is above kvplan's plausibility bound of {bound:,} ({unit})"
     for key in LIST_KEYS:
-        v = cfg.get(key)
-        if isinstance(v, (list, str)) and len(v) > MAX_LAYERS:
-            return key, f"{len(v):,} entries is above kvplan's plausibility bound of {MAX_LAYERS:,} layers"
+        entries = cfg.get(key)
+        if isinstance(entries, (list, str)) and len(entries) > MAX_LAYERS:
+            return key, f"{len(entries):,} entries is above kvplan's plausibility bound of {MAX_LAYERS:,} layers"
     return None

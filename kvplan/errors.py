@@ -6,6 +6,8 @@ start-up failures are not exceptions here but part of a plan's result (exit 3).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kvplan.frozen import dataclass
 
 
@@ -56,7 +58,7 @@ class InputFileError(KvplanError):
 
 
 class ModelNotFoundError(KvplanError):
-    def __init__(self, model: str, tried: list[str], suggestions: list[str] = (), *, ambiguous: bool = False):
+    def __init__(self, model: str, tried: list[str], suggestions: Sequence[str] = (), *, ambiguous: bool = False):
         self.suggestions = list(suggestions)
         quoted = " or ".join(f"'{s}'" for s in suggestions)
         if ambiguous:

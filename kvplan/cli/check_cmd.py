@@ -52,15 +52,15 @@ def check_command(
     if live:
         from kvplan.usecases.live import live_check
 
-        data = live_check(files, live, tolerance=tolerance)
+        compared = live_check(files, live, tolerance=tolerance)
 
         def live_table(d: dict) -> None:
             from kvplan.report.live_tables import render_live
 
             render_live(d)
 
-        finish(data, format.value, live_table,
-               hints=[] if data["outcome"]["ok"] else [f"kvplan check --live: {data['outcome']['error']}"])
+        finish(compared, format.value, live_table,
+               hints=[] if compared["outcome"]["ok"] else [f"kvplan check --live: {compared['outcome']['error']}"])
         return
 
     data = api.check(files, reraise=bool(os.environ.get("KVPLAN_DEBUG")), vllm_python=vllm_python).to_dict()

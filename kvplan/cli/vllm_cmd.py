@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, List, Optional
+from typing import TYPE_CHECKING, Annotated, List, Optional, TypedDict
 
 import typer
 
@@ -12,6 +12,17 @@ from kvplan.cli.render import finish, write_emitted
 
 if TYPE_CHECKING:
     from kvplan.results.envelope import Envelope
+
+
+class _Given(TypedDict, total=False):
+    """What names the deployment (one of: the manifest and its container, the pasted line, the serve words),
+    handed to --emit as it was to the simulation."""
+
+    file: str
+    container: str | None
+    line: str
+    args: list[str]
+
 
 _SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
 
@@ -90,6 +101,7 @@ def vllm_command(
     if decode_gpu is not None:
         raise fail("--decode-gpu goes with --decode-line or --pd (the decode side of a prefill/decode pair)",
                    EXIT_USAGE)
+    given: _Given
     if file is not None:
         if words or line is not None:
             raise fail("give one of --file, --line or the serve words", EXIT_USAGE)
@@ -98,8 +110,9 @@ def vllm_command(
     elif line is not None:
         if words:
             raise fail("give either --line or the serve words, not both", EXIT_USAGE)
-        given = {"line": _line_text(line)}
-        data = vllm_serve(**given, **options)
+        text = _line_text(line)
+        given = {"line": text}
+        data = vllm_serve(line=text, **options)
     else:
         if not words or words[0] != "serve":
             if words and words[0].startswith("-"):

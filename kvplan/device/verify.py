@@ -49,7 +49,9 @@ import gc
 import time
 import traceback
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kvplan.device.probe import free_bytes, import_torch, resolve_device
 from kvplan.device.views import (
@@ -374,138 +376,23 @@ def _rate(nbytes: int, seconds: float) -> int:
 
 def _run(s: _Session, worker, tensors: list[TensorView], plan, corrupt, failures: _Failures, kind: str,
          backing: str) -> _Measured:
-    torch, dev = s.torch, s.dev
+    """Allocate, build the views and block tables, then write, read back and scan; the figures of each step."""
     nb = worker.num_blocks
     chunk = CHUNK_BYTES[kind]
 
-    _warm_up(torch, dev)  # first calls of each op pay one-off costs the timings should not include
-
-    # Allocate zeroed int8, as vLLM does: one tensor per KVTensor (≤ 0.32, _allocate_kv_cache_tensors)
-    # or one buffer with the slots end to end (0.33, allocate_kv_cache).
-    s.sync()
-    t0 = time.perf_counter()
-    allocated = 0
-    sizes = [kt.size_bytes for kt in worker.tensors]
-    for n in ([sum(sizes)] if backing == "one buffer" and sizes else sizes):
-        raw = torch.zeros(n, dtype=torch.int8, device=dev).view(torch.uint8)
-        _LIVE.append(weakref.ref(raw.untyped_storage()))
-        allocated += raw.untyped_storage().nbytes()
-        if backing == "one buffer":  # the slots end to end: slot i at i · page · num_blocks
-            starts = [sum(sizes[:i]) for i in range(len(sizes))]
-            s.raws.extend(raw[a : a + n] for a, n in zip(starts, sizes))
-        else:
-            s.raws.append(raw)
-        del raw
-    s.sync()
-    allocate_seconds = time.perf_counter() - t0
-    device_allocated = torch.cuda.memory_allocated(dev) if kind == "cuda" else allocated
-    free_allocated, _ = free_bytes(torch, dev)
-
-    # Views (the "alias" hook builds one layer of slot ≥ 1 on tensor 0's memory).
-    alias = None
-    if corrupt == "alias":
-        alias = next(((t.index, t.layers[0].name) for t in tensors[1:] if t.layers and tensors[0].layers
-                      and all(p.end_byte <= tensors[0].size_bytes for p in t.layers[0].parts)), None)
-        if alias is None:
-            raise OptionError("corruption 'alias' needs two KV tensors that can hold the same view")
-    for t in tensors:
-        for lv in t.layers:
-            raw = s.raws[0] if alias == (t.index, lv.name) else s.raws[t.index]
-            s.views[(t.index, lv.name)] = [(p, *_word_view(torch, raw, p)) for p in lv.parts]
-
-    # Block tables: block ids 1 … nb − 1 to the groups, as max-length requests take them.
-    groups = list(worker.groups)
-    from kvplan.engines.vllm import sizing
-
-    bpr = sizing.blocks_per_request(groups, plan.workload) if len(groups) > 1 else [1]
-    order = torch.tensor(request_block_order(bpr), dtype=torch.int64, device=dev)
-    ids = torch.arange(1, max(nb, 1), dtype=torch.int64, device=dev)
-    label = order[(ids - 1) % order.numel()]
-    s.tables = [ids[label == g] for g in range(len(groups))]
-    del ids, label, order
-    if corrupt == "overlap":
-        a, b = [g for g, tb in enumerate(s.tables) if tb.numel()][:2]
-        s.tables[b] = s.tables[b].clone()
-        s.tables[b][0] = s.tables[a][0]
-    tables = s.tables
+    _warm_up(s.torch, s.dev)  # first calls of each op pay one-off costs the timings should not include
+    allocate_seconds, allocated = _timed(s, lambda: _allocate(s, worker, backing))
+    device_allocated = s.torch.cuda.memory_allocated(s.dev) if kind == "cuda" else allocated
+    free_allocated, _ = free_bytes(s.torch, s.dev)
+    _build_views(s, tensors, corrupt)
+    tables = _block_tables(s, worker, plan, corrupt)
     layers = [lv for t in tensors for lv in t.layers]
     if len(layers) * max(nb, 1) >= 1 << 49:
         raise OptionError("too many layers × blocks for the 49-bit verification key")
-
     owners = {lv.ordinal: lv for lv in layers}
-
-    def parts_of(t: TensorView, lv: LayerView):
-        # Position words depend on the part's size and its index in the layer only, so
-        # layers of one shape share them (the key carries the layer).
-        for i, (part, w, view) in enumerate(s.views[(t.index, lv.name)]):
-            e = part.bytes_per_block
-            if (e, i) not in s.misc:
-                s.misc[(e, i)] = _position_words(torch, dev, -(-e // 8), i)
-            yield part, view, e, w, s.misc[(e, i)]
-
-    # Write: every page of every block of each layer's group, through the layer's views.
-    written = 0
-    wrong_page = corrupt == "pattern"
-    s.sync()
-    t0 = time.perf_counter()
-    for t in tensors:
-        for lv in t.layers:
-            for part, view, e, w, positions in parts_of(t, lv):
-                for blk in _chunks(tables[lv.group], e, chunk):
-                    pat = _pattern(torch, lv.ordinal * nb + blk, positions, e, w)
-                    if wrong_page:
-                        pat[0, 0] ^= 2  # one page gets one wrong (still odd) byte
-                        wrong_page = False
-                    view[blk] = pat.view(-1, *view.shape[1:])
-                    written += blk.numel() * e
-                    del pat
-    s.sync()
-    write_seconds = time.perf_counter() - t0
-
-    # Read back through the same views and compare with the pattern.
-    read = 0
-    pages = 0
-    s.sync()
-    t0 = time.perf_counter()
-    for t in tensors:
-        for lv in t.layers:
-            bad_blocks: dict[int, int] = {}
-            for part, view, e, w, positions in parts_of(t, lv):
-                for blk in _chunks(tables[lv.group], e, chunk):
-                    got = view[blk].reshape(blk.numel(), -1)
-                    want = _pattern(torch, lv.ordinal * nb + blk, positions, e, w)
-                    read += blk.numel() * e
-                    if not torch.equal(got, want):
-                        got8 = got.view(torch.uint8)
-                        wrong = (got8 != want.view(torch.uint8)).sum(1)
-                        hit = wrong.nonzero().flatten()
-                        for r, b, n in zip(hit.tolist(), blk[hit].tolist(), wrong[hit].tolist()):
-                            entry = bad_blocks.setdefault(b, [0, ""])
-                            entry[0] += n
-                            if not entry[1] and len(bad_blocks) <= MAX_FAILURES:
-                                entry[1] = _whose(torch, got[r], positions, e, w, nb, owners)
-                        del got8, wrong, hit
-                    del got, want
-            pages += tables[lv.group].numel()
-            listed = sorted(bad_blocks.items())
-            for b, (n, whose) in listed[:PER_PLACE]:
-                failures.add(f"tensor {t.index}, group {lv.group}, block {b}: layer {lv.name} read back {n:,} of "
-                             f"{lv.real_bytes:,} page bytes wrong" + (f": {whose}" if whose else ""))
-            if len(listed) > PER_PLACE:
-                more = listed[PER_PLACE:]
-                failures.add(f"tensor {t.index}, group {lv.group}, blocks {more[0][0]}…{more[-1][0]}: layer "
-                             f"{lv.name}: {len(more):,} more blocks read back wrong", len(more))
-    s.sync()
-    read_seconds = time.perf_counter() - t0
-
-    # Scan each raw tensor: block b non-zero exactly on its owner layer's page bytes.
-    scanned = 0
-    s.sync()
-    t0 = time.perf_counter()
-    for t in tensors:
-        scanned += _scan_tensor(s, t, tables, chunk, failures)
-    s.sync()
-    scan_seconds = time.perf_counter() - t0
+    write_seconds, written = _timed(s, lambda: _write(s, tensors, tables, nb, chunk, corrupt == "pattern"))
+    read_seconds, (read, pages) = _timed(s, lambda: _read_back(s, tensors, tables, nb, chunk, owners, failures))
+    scan_seconds, scanned = _timed(s, lambda: sum(_scan_tensor(s, t, tables, chunk, failures) for t in tensors))
 
     verify_seconds = write_seconds + read_seconds + scan_seconds
     return _Measured(allocated, device_allocated, free_allocated, VerifyFigures(
@@ -524,6 +411,146 @@ def _run(s: _Session, worker, tensors: list[TensorView], plan, corrupt, failures
         scan_bandwidth_bytes_per_s=_rate(scanned, scan_seconds),
         num_layers_checked=len(layers),
     ))
+
+
+_T = TypeVar("_T")
+
+
+def _timed(s: _Session, step: Callable[[], _T]) -> tuple[float, _T]:
+    """``step()`` and its seconds, the device synchronised before and after."""
+    s.sync()
+    t0 = time.perf_counter()
+    result = step()
+    s.sync()
+    return time.perf_counter() - t0, result
+
+
+def _allocate(s: _Session, worker, backing: str) -> int:
+    """Zeroed int8, as vLLM allocates it: one tensor per KVTensor (≤ 0.32, _allocate_kv_cache_tensors) or one
+    buffer with the slots end to end (0.33, allocate_kv_cache); the slots go to ``s.raws``. Returns the bytes
+    torch's storages hold."""
+    torch = s.torch
+    allocated = 0
+    sizes = [kt.size_bytes for kt in worker.tensors]
+    for n in ([sum(sizes)] if backing == "one buffer" and sizes else sizes):
+        raw = torch.zeros(n, dtype=torch.int8, device=s.dev).view(torch.uint8)
+        _LIVE.append(weakref.ref(raw.untyped_storage()))
+        allocated += raw.untyped_storage().nbytes()
+        if backing == "one buffer":  # the slots end to end: slot i at i · page · num_blocks
+            starts = [sum(sizes[:i]) for i in range(len(sizes))]
+            s.raws.extend(raw[a : a + n] for a, n in zip(starts, sizes))
+        else:
+            s.raws.append(raw)
+        del raw
+    return allocated
+
+
+def _build_views(s: _Session, tensors: list[TensorView], corrupt: str | None) -> None:
+    """Each layer's word views on its slot (the "alias" hook builds one layer of slot ≥ 1 on tensor 0's memory)."""
+    alias = None
+    if corrupt == "alias":
+        alias = next(((t.index, t.layers[0].name) for t in tensors[1:] if t.layers and tensors[0].layers
+                      and all(p.end_byte <= tensors[0].size_bytes for p in t.layers[0].parts)), None)
+        if alias is None:
+            raise OptionError("corruption 'alias' needs two KV tensors that can hold the same view")
+    for t in tensors:
+        for lv in t.layers:
+            raw = s.raws[0] if alias == (t.index, lv.name) else s.raws[t.index]
+            s.views[(t.index, lv.name)] = [(p, *_word_view(s.torch, raw, p)) for p in lv.parts]
+
+
+def _block_tables(s: _Session, worker, plan, corrupt: str | None) -> list:
+    """Block ids 1 … num_blocks − 1 to the groups, as max-length requests take them (the "overlap" hook gives the
+    second group a block of the first)."""
+    from kvplan.engines.vllm import sizing
+
+    torch, dev = s.torch, s.dev
+    groups = list(worker.groups)
+    bpr = sizing.blocks_per_request(groups, plan.workload) if len(groups) > 1 else [1]
+    order = torch.tensor(request_block_order(bpr), dtype=torch.int64, device=dev)
+    ids = torch.arange(1, max(worker.num_blocks, 1), dtype=torch.int64, device=dev)
+    label = order[(ids - 1) % order.numel()]
+    s.tables = [ids[label == g] for g in range(len(groups))]
+    del ids, label, order
+    if corrupt == "overlap":
+        a, b = [g for g, tb in enumerate(s.tables) if tb.numel()][:2]
+        s.tables[b] = s.tables[b].clone()
+        s.tables[b][0] = s.tables[a][0]
+    return s.tables
+
+
+def _parts_of(s: _Session, t: TensorView, lv: LayerView):
+    """``(part, view, bytes per block, word bytes, position words)`` of each view part of ``lv``. Position words
+    depend on the part's size and its index in the layer only, so layers of one shape share them (the key carries
+    the layer)."""
+    for i, (part, w, view) in enumerate(s.views[(t.index, lv.name)]):
+        e = part.bytes_per_block
+        if (e, i) not in s.misc:
+            s.misc[(e, i)] = _position_words(s.torch, s.dev, -(-e // 8), i)
+        yield part, view, e, w, s.misc[(e, i)]
+
+
+def _write(s: _Session, tensors: list[TensorView], tables: list, nb: int, chunk: int, wrong_page: bool) -> int:
+    """Every page of every block of each layer's group, through the layer's views (``wrong_page``: one page gets
+    one wrong, still odd, byte). Returns the bytes written."""
+    written = 0
+    for t in tensors:
+        for lv in t.layers:
+            for _part, view, e, w, positions in _parts_of(s, t, lv):
+                for blk in _chunks(tables[lv.group], e, chunk):
+                    pat = _pattern(s.torch, lv.ordinal * nb + blk, positions, e, w)
+                    if wrong_page:
+                        pat[0, 0] ^= 2  # one page gets one wrong (still odd) byte
+                        wrong_page = False
+                    view[blk] = pat.view(-1, *view.shape[1:])
+                    written += blk.numel() * e
+                    del pat
+    return written
+
+
+def _read_back(s: _Session, tensors: list[TensorView], tables: list, nb: int, chunk: int,
+               owners: dict[int, LayerView], failures: _Failures) -> tuple[int, int]:
+    """Every page read back through the same views and compared with the pattern; the blocks read back wrong
+    are failures. Returns the bytes and the pages read."""
+    read = pages = 0
+    for t in tensors:
+        for lv in t.layers:
+            read += _read_layer(s, t, lv, tables[lv.group], nb, chunk, owners, failures)
+            pages += tables[lv.group].numel()
+    return read, pages
+
+
+def _read_layer(s: _Session, t: TensorView, lv: LayerView, table, nb: int, chunk: int,
+                owners: dict[int, LayerView], failures: _Failures) -> int:
+    """One layer's pages read back: failures name the first blocks wrong (and whose pattern they hold), one line
+    counts the rest. Returns the bytes read."""
+    torch = s.torch
+    read = 0
+    wrong_bytes: dict[int, int] = {}  # block → page bytes read back wrong
+    whose: dict[int, str] = {}  # block → whose pattern it holds (for the first MAX_FAILURES blocks)
+    for _part, view, e, w, positions in _parts_of(s, t, lv):
+        for blk in _chunks(table, e, chunk):
+            got = view[blk].reshape(blk.numel(), -1)
+            want = _pattern(torch, lv.ordinal * nb + blk, positions, e, w)
+            read += blk.numel() * e
+            if not torch.equal(got, want):
+                wrong = (got.view(torch.uint8) != want.view(torch.uint8)).sum(1)
+                hit = wrong.nonzero().flatten()
+                for r, b, n in zip(hit.tolist(), blk[hit].tolist(), wrong[hit].tolist()):
+                    wrong_bytes[b] = wrong_bytes.get(b, 0) + n
+                    if not whose.get(b) and len(wrong_bytes) <= MAX_FAILURES:
+                        whose[b] = _whose(torch, got[r], positions, e, w, nb, owners)
+                del wrong, hit
+            del got, want
+    listed = sorted(wrong_bytes.items())
+    for b, n in listed[:PER_PLACE]:
+        failures.add(f"tensor {t.index}, group {lv.group}, block {b}: layer {lv.name} read back {n:,} of "
+                     f"{lv.real_bytes:,} page bytes wrong" + (f": {whose[b]}" if whose.get(b) else ""))
+    if len(listed) > PER_PLACE:
+        more = listed[PER_PLACE:]
+        failures.add(f"tensor {t.index}, group {lv.group}, blocks {more[0][0]}…{more[-1][0]}: layer "
+                     f"{lv.name}: {len(more):,} more blocks read back wrong", len(more))
+    return read
 
 
 def _scan_tensor(s: _Session, t: TensorView, tables: list, chunk: int, failures: _Failures) -> int:

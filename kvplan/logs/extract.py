@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.bounds import MAX_INT
@@ -57,7 +58,7 @@ class Fact:
 class Pattern:
     kind: str
     regex: re.Pattern
-    convert: object  # (match) -> dict
+    convert: Callable[[re.Match[str]], dict]  # the match's values by name
     search: bool = False  # find anywhere in the message (errors inside a traceback line)
     needles: tuple[str, ...] = ()  # text a match holds one of, for a pattern without a literal start
 
@@ -401,11 +402,11 @@ class _Gate:
         message = record.message
         if record.continuation:
             cands = record.candidates()
-            texts = (cands[-2], cands[-1])  # every candidate is a start of one of the two full joins
+            texts: tuple[str, ...] = (cands[-2], cands[-1])  # every candidate is a start of one of the two full joins
         else:
             texts = (message,)
         anchored = self.by_start.get(message[:4], ()) if len(message) >= 4 else self.anchored
-        out = set()
+        out: set[int] = set()
         for t in texts:  # ("".startswith / "" in are true: a pattern without a literal start is tried)
             out.update(i for i in anchored if t.startswith(self.anchored[i]))
             out.update(i for i, start in self.short if t.startswith(start))

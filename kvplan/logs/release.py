@@ -28,7 +28,7 @@ _PLACEHOLDER = re.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[sdifrgx]|\{[^{}
 
 
 def _spans(text: str) -> frozenset[str]:
-    out = set()
+    out: set[str] = set()
     for part in text.split(","):
         a, _, b = part.partition("-")
         out.update(RELEASES[int(a):int(b or a) + 1])

@@ -108,8 +108,9 @@ def _logfmt(text: str) -> dict | None:
 def _unwrap_line(line: str) -> tuple[list[str], bool] | None:
     """The plain lines one stored line holds, and whether it is a part cut by Docker (its ``log`` has
     no final newline); None when the line is not a structured record."""
-    head = _OUTER.match(line)
-    outer, body = line[:head.end()], line[head.end():].strip()
+    head = _OUTER.match(line)  # every part optional: it matches every line, at least the empty prefix
+    end = head.end() if head else 0
+    outer, body = line[:end], line[end:].strip()
     labels = _LOKI_LABELS.match(body) if body.startswith("{") else None
     if labels is not None:
         return [body[labels.end():]], False

@@ -116,7 +116,7 @@ def registry_lists() -> dict:
     removed them (``_PREVIOUSLY_SUPPORTED_MODELS``)."""
     from vllm.model_executor.models import registry as R
 
-    out = {k: sorted(getattr(R, v)) for k, v in REGISTRY_DICTS.items()}
+    out: dict[str, list | dict] = {k: sorted(getattr(R, v)) for k, v in REGISTRY_DICTS.items()}
     out["removed"] = dict(sorted(R._PREVIOUSLY_SUPPORTED_MODELS.items()))
     return out
 
@@ -326,13 +326,13 @@ def _platform_view(module: str, **overrides) -> None:
         mod = importlib.import_module(module)
     except ImportError:
         return
-    platform = mod.current_platform
+    platform = vars(mod)["current_platform"]
 
     class _View:
         def __getattr__(self, name):
             return overrides[name] if name in overrides else getattr(platform, name)
 
-    mod.current_platform = _View()
+    vars(mod)["current_platform"] = _View()
 
 
 def _stub_cuda_only_packages() -> None:
@@ -358,8 +358,8 @@ def _stub_cuda_only_packages() -> None:
     # config's platform check; the experts' kernel never touches the KV cache. Only that module sees it.
     _platform_view("vllm.model_executor.layers.fused_moe.config", is_cuda_alike=lambda *a, **k: True)
     # Auxiliary streams and their events (DeepSeek-V4 overlaps GEMMs on three) need a CUDA device.
-    torch.cuda.Stream = _CudaOnlyName("Stream", (), {})
-    torch.cuda.Event = _CudaOnlyName("Event", (), {})
+    for name in ("Stream", "Event"):
+        setattr(torch.cuda, name, _CudaOnlyName(name, (), {}))
 
 
 def _stub_attention_backend() -> None:
@@ -652,7 +652,7 @@ def main() -> None:
         logging.disable(logging.WARNING)
     setup()
     if "--list" in sys.argv[1:]:
-        json.dump(registry_lists(), sys.__stdout__)
+        print(json.dumps(registry_lists()), end="", file=sys.__stdout__)
         return
     with open(sys.argv[1]) as f:
         items = json.load(f)

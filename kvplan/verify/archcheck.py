@@ -72,7 +72,7 @@ def golden_key(spec: dict) -> tuple:
         mt = str(spec.get("mamba_type")).lower()
         return (kind, tuple(tuple(s) for s in spec["shapes"]), tuple(spec["dtypes"]), MAMBA_TYPES.get(mt, mt))
     hv = None if kind in _LATENT else spec.get("head_size_v", spec.get("head_size"))
-    key = (kind, spec["num_kv_heads"], spec["head_size"], hv, spec["dtype"], spec.get("sliding_window"),
+    key: tuple = (kind, spec["num_kv_heads"], spec["head_size"], hv, spec["dtype"], spec.get("sliding_window"),
            spec.get("attention_chunk_size"))
     if kind == "sliding_window_mla" or (spec.get("tokens_per_state") or 1) != 1:
         # DeepSeek-V4's caches carry their own block sizes and packed pages: compare those too
@@ -86,7 +86,7 @@ def kvplan_key(spec) -> tuple:
         mt = spec.mamba_type
         return (kind, tuple(tuple(s) for s in spec.shapes), tuple(spec.dtypes), MAMBA_TYPES.get(mt, mt))
     hv = None if kind in _LATENT else spec.head_size_v
-    key = (kind, spec.num_kv_heads, spec.head_size, hv, spec.dtype, getattr(spec, "sliding_window", None),
+    key: tuple = (kind, spec.num_kv_heads, spec.head_size, hv, spec.dtype, getattr(spec, "sliding_window", None),
            getattr(spec, "attention_chunk_size", None))
     if kind == "sliding_window_mla" or getattr(spec, "tokens_per_state", 1) != 1:
         key += (spec.block_size, spec.tokens_per_state, spec.page_size_bytes)
@@ -116,7 +116,8 @@ def _runs(keys: list[tuple]) -> str:
     return "; ".join(out)
 
 
-def _write(d: str, name: str, config: dict) -> str:
+def _write(d: str, name: str, config: dict | None) -> str:
+    """``config`` as ``d/name/config.json`` (None writes JSON null, which kvplan's reader refuses as it would a user's)."""
     os.makedirs(os.path.join(d, name))
     with open(os.path.join(d, name, "config.json"), "w") as f:
         json.dump(config, f)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from kvplan.specs import SPEC_KEYS, LayerSpec, spec_from_dict, spec_to_dict
+from kvplan.specs import SPEC_KEYS, KVCacheSpec, LayerSpec, spec_from_dict, spec_to_dict
 
 # the spec keys a case carries (the page size is derived, not an input of vLLM's spec classes)
 CASE_SPEC_KEYS = tuple(k for k in SPEC_KEYS if k != "page_size_bytes")
@@ -28,7 +28,7 @@ OPTIONAL_SPEC_KEYS = frozenset({"num_head_slots", "state_content_bytes", "tokens
                                 "model_version"})
 
 
-def case_specs(plan) -> dict[str, object]:
+def case_specs(plan) -> dict[str, KVCacheSpec]:
     """Each layer's spec as vLLM's grouping receives it: Mamba-aligned (kvplan's config-time
     step), with the model's own ``head_size_v`` (an era that predates the field drops it inside
     kvplan; the runner drops it where the release's class has no such field)."""
@@ -118,7 +118,7 @@ def runner_case(plan, name: str, *, model: str | None = None, drafter: str | Non
 
 def case_layers(case: dict) -> tuple[tuple[LayerSpec, ...], tuple[tuple[str, ...], ...]]:
     """A case's layers (registration order) and layer names per worker."""
-    table = case.get("spec_table")
+    table: list[dict] = case.get("spec_table") or []  # a compact layer [name, index, source] indexes it
     seen: dict[str, LayerSpec] = {}
     ranks = []
     for worker in case["workers"]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from kvplan.engines.vllm import hybrid, runner
@@ -62,24 +63,45 @@ def _close(a, b) -> bool:
     return a == b
 
 
+Check = Callable[[str, Any, Any], None]
+
+
 def compare(plan, result: dict) -> list[FieldCheck]:
     """Every field of ``result`` (the runner's output for the case of ``plan``) against kvplan's."""
-    from kvplan.engines.vllm.sizing import max_concurrency, vllm_tensor_records
-
     out: list[FieldCheck] = []
 
     def check(name: str, ours, theirs) -> None:
         out.append(FieldCheck(name, ours, theirs, _close(ours, theirs)))
 
-    r = result
+    connector_error = (result.get("kv_offloading") or {}).get("error")
+    _compare_failure(plan, result, connector_error, check)
+    _compare_runner(plan, result, check)
+    _compare_logs(plan, result, check)
+    _compare_groups(plan, result, check)
+    if plan.workers and len(plan.workers) != len(result.get("workers") or []):
+        check("workers.count", len(plan.workers), len(result.get("workers") or []))
+        return out
+    _compare_workers(plan, result, check)
+    if result.get("error") is None and result.get("num_blocks") is not None and plan.workers:
+        check("num_blocks", plan.num_blocks, result["num_blocks"])
+        if result.get("max_concurrency") is not None:
+            check("max_concurrency", plan.max_concurrency, result["max_concurrency"])
+    if result.get("error") is None and result.get("kv_offloading") is not None and not connector_error:
+        _compare_host_tier(plan.host_tier, result["kv_offloading"], check)
+    return out
+
+
+def _compare_failure(plan, r: dict, connector_error: dict | None, check: Check) -> None:
+    """The start-up outcome: the exception vLLM raised (else the connector's, raised after the KV cache is sized)."""
     f = plan.failure
     name, theirs_failure = vllm_failure(r)
-    connector_error = (r.get("kv_offloading") or {}).get("error")
     if theirs_failure is None and connector_error:  # the connector's constructor, after the KV cache is sized
         theirs_failure = _failure_text(connector_error["type"], connector_error["message"])
     check(name, _failure_text(f.error_type, f.message) if f else None, theirs_failure)
 
-    # the model runner the release picked, and so the tokens a window must hold in flight
+
+def _compare_runner(plan, r: dict, check: Check) -> None:
+    """The model runner the release picked, and so the tokens a window must hold in flight."""
     chosen = (r.get("model_runner") or {}).get("use_v2_model_runner")
     if chosen is not None and plan.runner is not None:
         check("model_runner", plan.runner.runner, "v2" if chosen else "v1")
@@ -88,13 +110,19 @@ def compare(plan, result: dict) -> list[FieldCheck]:
     if r.get("max_in_flight_tokens") is not None and plan.workload is not None:
         check("max_in_flight_tokens", plan.workload.max_in_flight_tokens, r["max_in_flight_tokens"])
 
-    # vLLM's log lines, verbatim and in order
+
+def _compare_logs(plan, r: dict, check: Check) -> None:
+    """vLLM's log lines, verbatim and in order."""
     ours_logs, theirs_logs = engine_logs(plan), [x["message"] for x in r.get("logs") or []]
     for i in range(max(len(ours_logs), len(theirs_logs))):
         check(f"logs[{i}]", ours_logs[i] if i < len(ours_logs) else None,
               theirs_logs[i] if i < len(theirs_logs) else None)
 
-    # the groups (0.11 checks memory before grouping; the runner then groups for the record only)
+
+def _compare_groups(plan, r: dict, check: Check) -> None:
+    """The groups (0.11 checks memory before grouping; the runner then groups for the record only), then the
+    final max_model_len and the cache block size when vLLM started."""
+    f = plan.failure
     before_grouping = f is not None and f.stage == "admission" and not plan.groups
     groups = r.get("groups")
     if groups and not before_grouping:
@@ -113,12 +141,12 @@ def compare(plan, result: dict) -> list[FieldCheck]:
             # cache_config.block_size after the engine core's update (from 0.18): the smallest group block
             check("block_size", min(g.spec.block_size for g in plan.groups), r["block_size"])
 
-    # every worker vLLM configured, one for one
-    theirs_workers = r.get("workers") or []
-    if plan.workers and len(plan.workers) != len(theirs_workers):
-        check("workers.count", len(plan.workers), len(theirs_workers))
-        return out
-    for i, (ours_w, theirs) in enumerate(zip(plan.workers, theirs_workers) if plan.workers else ()):
+
+def _compare_workers(plan, r: dict, check: Check) -> None:
+    """Every worker vLLM configured, one for one: its blocks, concurrency, admission and tensors."""
+    from kvplan.engines.vllm.sizing import max_concurrency
+
+    for i, (ours_w, theirs) in enumerate(zip(plan.workers, r.get("workers") or []) if plan.workers else ()):
         if theirs.get("num_blocks") is None:
             continue
         check(f"workers[{i}].num_blocks", ours_w.num_blocks, theirs["num_blocks"])
@@ -131,30 +159,29 @@ def compare(plan, result: dict) -> list[FieldCheck]:
             check(f"workers[{i}].admission.needed_bytes", stage.needed_bytes, adm["needed_bytes"])
             check(f"workers[{i}].admission.checked_available_bytes", stage.checked_available_bytes,
                   adm["checked_available_bytes"])
-        tensors = theirs.get("kv_cache_tensors") or []
-        if tensors and "shared_by" in tensors[0]:  # ≤ 0.32: one tensor per slot
-            ours_t = [{"size": t.size_bytes, "shared_by": list(t.shared_by)} for t in ours_w.tensors]
-            theirs_t = [{"size": t["size"], "shared_by": t["shared_by"]} for t in tensors]
-        else:  # 0.33: one record per group over one shared buffer
-            ours_t, theirs_t = (vllm_tensor_records(ours_w) if tensors else []), tensors
-        if len(ours_t) != len(theirs_t):
-            check(f"workers[{i}].kv_cache_tensors.count", len(ours_t), len(theirs_t))
-        for j, (a, b) in enumerate(zip(ours_t, theirs_t)):
-            check(f"workers[{i}].kv_cache_tensors[{j}]", a, b)
-    if r.get("error") is None and r.get("num_blocks") is not None and plan.workers:
-        check("num_blocks", plan.num_blocks, r["num_blocks"])
-        if r.get("max_concurrency") is not None:
-            check("max_concurrency", plan.max_concurrency, r["max_concurrency"])
-    if r.get("error") is None and r.get("kv_offloading") is not None and not connector_error:
-        _compare_host_tier(plan.host_tier, r["kv_offloading"], check)
-    return out
+        _compare_tensors(f"workers[{i}]", ours_w, theirs.get("kv_cache_tensors") or [], check)
+
+
+def _compare_tensors(prefix: str, ours_w, tensors: list[dict], check: Check) -> None:
+    """A worker's KV-cache tensors: one per slot up to 0.32, one record per group over one buffer from 0.33."""
+    from kvplan.engines.vllm.sizing import vllm_tensor_records
+
+    if tensors and "shared_by" in tensors[0]:  # ≤ 0.32: one tensor per slot
+        ours_t = [{"size": t.size_bytes, "shared_by": list(t.shared_by)} for t in ours_w.tensors]
+        theirs_t = [{"size": t["size"], "shared_by": t["shared_by"]} for t in tensors]
+    else:  # 0.33: one record per group over one shared buffer
+        ours_t, theirs_t = (vllm_tensor_records(ours_w) if tensors else []), tensors
+    if len(ours_t) != len(theirs_t):
+        check(f"{prefix}.kv_cache_tensors.count", len(ours_t), len(theirs_t))
+    for j, (a, b) in enumerate(zip(ours_t, theirs_t)):
+        check(f"{prefix}.kv_cache_tensors[{j}]", a, b)
 
 
 HOST_TIER_FIELDS = ("world_size", "worker_kv_bytes_per_block", "blocks_per_chunk", "kv_bytes_per_chunk", "num_chunks",
                     "cpu_kv_cache_size_bytes", "cpu_kv_cache_size_tokens")
 
 
-def _compare_host_tier(ours, theirs: dict, check) -> None:
+def _compare_host_tier(ours, theirs: dict, check: Check) -> None:
     """The host tier of ``--kv-offloading-size``: the connector, whether the hybrid manager stays on with it, and
     the CPU spec's figures (the runner's ``_offloading``)."""
     check("kv_offloading.kv_connector", ours.kv_connector if ours else None, theirs.get("kv_connector"))

@@ -24,10 +24,14 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvplan.errors import OptionError
 from kvplan.results import to_data
 from kvplan.results.records import CrossCheck, CrossCheckDifference, CrossCheckScope
+
+if TYPE_CHECKING:
+    from kvplan.engines.vllm.plan import Plan
 
 RUNNER = Path(__file__).with_name("vllm_runner.py")
 ARCH_RUNNER = Path(__file__).with_name("arch_runner.py")  # the architecture harness's runner
@@ -189,7 +193,7 @@ def report(plan, result: dict, target: Target, *, seconds: float, cached: bool,
     from kvplan.verify.compare import compare, differences
 
     checks = compare(plan, result)
-    notes = []
+    notes: list[str] = []
     if layers is not None:
         checks += layer_checks(layers, notes)
     diff = differences(checks)
@@ -284,7 +288,7 @@ def layer_record(target: Target, model: str | None) -> dict | None:
 class Job:
     """One plan to verify: against ``target`` (None: ``reason`` says why it cannot run)."""
 
-    plan: object
+    plan: Plan
     target: Target | None
     name: str
     model: str | None = None
@@ -298,7 +302,7 @@ def cross_check_many(jobs: list[Job]) -> list[CrossCheck]:
     vLLM's failures: the object says why it could not run."""
     from kvplan.verify.case import runner_case
 
-    out: list[CrossCheck | None] = [None] * len(jobs)
+    out: dict[int, CrossCheck] = {}  # job index → its object
     todo: dict[Target, list[tuple[int, dict, Path | None]]] = {}
     for i, job in enumerate(jobs):
         t = job.target
@@ -330,7 +334,7 @@ def cross_check_many(jobs: list[Job]) -> list[CrossCheck]:
             _cache_write(path, result)
             out[i] = report(jobs[i].plan, result, t, seconds=seconds, cached=False,
                             layers=layer_record(t, jobs[i].model))
-    return out
+    return [out[i] for i in range(len(jobs))]
 
 
 def cross_check(plan, target: Target, *, name: str = "cross-check", model: str | None = None,
@@ -342,14 +346,14 @@ def cross_check(plan, target: Target, *, name: str = "cross-check", model: str |
 def summary_line(cc: CrossCheck | dict) -> str:
     """One line: "verified against vLLM 0.34.0: 57 fields agree" / "... 3 of 57 fields differ" / why not.
     ``cc``: the record, or its plain data (the table renderer has the JSON)."""
-    cc = to_data(cc)
-    if not cc["ran"]:
-        return cc["reason"]
-    if cc["agree"]:
-        return f"verified against vLLM {cc['vllm_version']}: {cc['fields_agree']} fields agree"
-    n = len(cc["differences"])
-    return (f"cross-check against vLLM {cc['vllm_version']}: {n} of {cc['fields_compared']} fields differ "
-            f"({', '.join(d['field'] for d in cc['differences'][:3])}{', ...' if n > 3 else ''})")
+    data = to_data(cc)
+    if not data["ran"]:
+        return data["reason"]
+    if data["agree"]:
+        return f"verified against vLLM {data['vllm_version']}: {data['fields_agree']} fields agree"
+    n = len(data["differences"])
+    return (f"cross-check against vLLM {data['vllm_version']}: {n} of {data['fields_compared']} fields differ "
+            f"({', '.join(d['field'] for d in data['differences'][:3])}{', ...' if n > 3 else ''})")
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import inspect
 import json
 import logging
@@ -166,7 +167,7 @@ if "--engine-defaults" in sys.argv[1:]:
         except Exception:  # noqa: BLE001
             for _m in [m for m in sys.modules if m == "flashinfer" or m.startswith("flashinfer.")]:
                 del sys.modules[_m]
-            sys.modules["flashinfer"] = None
+            sys.modules["flashinfer"] = None  # type: ignore[assignment]  # None: importing it raises ImportError
         import vllm.platforms as _VP
         from vllm.platforms import cuda as _CUDA
         from vllm.platforms.interface import DeviceCapability as _DC
@@ -314,6 +315,8 @@ def _mamba_type(name: str):
     default = fields["mamba_type"].default
     if isinstance(default, str):
         return value
+    if not isinstance(default, enum.Enum):
+        raise TypeError(f"MambaSpec.mamba_type of vLLM {VLLM_VERSION} defaults to {default!r}, neither str nor enum")
     enum_cls = type(default)
     by_name = {
         "mamba1": "MAMBA1",
@@ -636,66 +639,40 @@ def _drafter_check(config, drafter_names: list[str]):
 # ----------------------------------------------------------------------------- main
 
 
+class _Sized:
+    """What the engine-side calls returned: the per-worker configs, the scheduler's config, the global groups
+    (each None when the calls did not get that far)."""
+
+    def __init__(self) -> None:
+        self.configs: list | None = None
+        self.sched = None
+        self.global_groups: list | None = None
+
+
 def run_case(case: dict) -> dict:
     _reset_once_caches()
     notes: list[str] = []
-    result: dict = {
-        "case": case.get("case"),
-        "vllm_version": VLLM_VERSION,
-        "api": API,
-        "threshold": find_threshold(),
-        "error": None,
-        "groups": None,
-        "workers": None,
-        "num_blocks": None,
-        "max_concurrency": None,
-        "logs": [],
-        "drafter_check": None,
-        "spec_notes": notes,
-    }
+    result = _new_result(case, notes)
     requested = int(case["max_model_len"])
-    if requested == -1:
-        if API in ("legacy", "per_worker"):
-            result["error"] = {
-                "type": "RunnerSkip",
-                "where": None,
-                "message": f"max_model_len=-1 (auto-fit) does not exist in vLLM {VLLM_VERSION}",
-            }
-            return result
-        max_model_len = int(case["derived_max_model_len"])
-    else:
-        max_model_len = requested
+    if requested == -1 and API in ("legacy", "per_worker"):
+        result["error"] = {
+            "type": "RunnerSkip",
+            "where": None,
+            "message": f"max_model_len=-1 (auto-fit) does not exist in vLLM {VLLM_VERSION}",
+        }
+        return result
+    max_model_len = int(case["derived_max_model_len"]) if requested == -1 else requested
     result["max_model_len"] = max_model_len
 
     layers_per_worker = expand_workers(case)
     n = len(layers_per_worker)
     mem = case["available_memory_bytes"]
     memory = [int(m) for m in mem] if isinstance(mem, list) else [int(mem)] * n
-
-    v2 = case.get("use_v2_model_runner")
-    probe = case.get("model_runner_probe")
-    if probe is not None:
-        result["model_runner"] = probe_model_runner(case, probe)
-        v2 = result["model_runner"]["use_v2_model_runner"]
-    if v2 is None:
-        os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
-    else:
-        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if v2 else "0"
+    _choose_model_runner(case, result)
 
     with _stdout_to_stderr():
         cfg = build_vllm_config(case, max_model_len, requested)
-        if case.get("async_scheduling", True) is None:  # the release's own default
-            result["async_scheduling"] = bool(cfg.scheduler_config.async_scheduling)
-        if hasattr(type(cfg), "max_in_flight_tokens"):
-            # what sliding-window / chunked reservations add to the window (0.32+)
-            result["max_in_flight_tokens"] = cfg.max_in_flight_tokens
-
-        def fresh_specs():
-            return [
-                {l["name"]: build_spec(l, case, []) for l in layers}
-                for layers in layers_per_worker
-            ]
-
+        _config_facts(case, cfg, result)
         worker_specs = [
             {l["name"]: build_spec(l, case, notes) for l in layers}
             for layers in layers_per_worker
@@ -708,81 +685,10 @@ def run_case(case: dict) -> dict:
             for l in layers
             if l.get("source") == "drafter"
         ]
-
-        vlog = logging.getLogger("vllm")
-        vlog.setLevel(logging.INFO)
-        vlog.propagate = False
-        for h in list(vlog.handlers):
-            vlog.removeHandler(h)
-        cap = _Capture()
-        vlog.addHandler(cap)
-
-        configs = None
-        sched = None
-        global_groups = None
+        vlog, cap = _capture_vllm_logs()
+        sized = _Sized()
         try:
-            if API == "planning":
-                from vllm.v1.attention.backends.utils import (
-                    get_supported_kv_cache_layouts,
-                    resolve_kv_cache_layout,
-                )
-
-                names = case.get("supported_kv_cache_layouts")
-                if names is None:
-                    names = [l.name for l in get_supported_kv_cache_layouts([])]
-                layout = resolve_kv_cache_layout(
-                    cfg,
-                    [list(names)] * n,
-                    [s for d in worker_specs for s in d.values()],
-                )
-                result["kv_cache_layout"] = layout.name
-                global_groups = P.get_global_kv_cache_groups(cfg, worker_specs)
-                configs = P.get_kv_cache_configs(
-                    cfg, worker_specs, memory, global_groups
-                )
-                for c in configs:
-                    c.kv_cache_layout = cfg.cache_config.kv_cache_layout
-                sched = U.generate_scheduler_kv_cache_config(configs)
-                cfg.cache_config.num_gpu_blocks = sched.num_blocks
-                if sched.kv_cache_groups:
-                    participating = [
-                        g.kv_cache_spec.block_size
-                        for g in sched.kv_cache_groups
-                        if g.kv_cache_spec.prefix_cacheable
-                    ]
-                    cfg.cache_config.block_size = min(
-                        participating
-                        or [g.kv_cache_spec.block_size for g in sched.kv_cache_groups]
-                    )
-                    U.update_kv_cache_capacity(cfg, sched)
-            elif API == "per_worker":
-                configs = [
-                    U.get_kv_cache_config(cfg, specs_w, mem_w)
-                    for specs_w, mem_w in zip(worker_specs, memory)
-                ]
-                U.unify_kv_cache_configs(configs)
-                sched = configs[0]
-            else:
-                from vllm.v1.attention.backends import utils as backend_utils
-
-                if hasattr(backend_utils, "resolve_kv_cache_layout"):
-                    # 0.29-0.32: the engine core resolves the layout before sizing
-                    names = case.get("supported_kv_cache_layouts")
-                    if names is None:
-                        names = [l.name for l in backend_utils.get_supported_kv_cache_layouts([])]
-                    layout = backend_utils.resolve_kv_cache_layout(
-                        cfg, [list(names)] * n, [s for d in worker_specs for s in d.values()])
-                    result["kv_cache_layout"] = layout.name
-                configs = U.get_kv_cache_configs(cfg, worker_specs, memory)
-                sched = U.generate_scheduler_kv_cache_config(configs)
-                if _ver() >= (0, 18) and sched.kv_cache_groups:
-                    cfg.cache_config.block_size = min(
-                        g.kv_cache_spec.block_size for g in sched.kv_cache_groups
-                    )
-                if hasattr(U, "update_kv_cache_capacity") and sched.kv_cache_groups:
-                    # 0.28-0.32: the engine core logs the capacity (one line) after sizing
-                    cfg.cache_config.num_gpu_blocks = sched.num_blocks
-                    U.update_kv_cache_capacity(cfg, sched)
+            _size(cfg, case, worker_specs, memory, result, sized)
         except Exception as e:  # noqa: BLE001 - engine failures are results
             result["error"] = _error(e)
         cap.enabled = False
@@ -797,66 +703,218 @@ def run_case(case: dict) -> dict:
         # ---- diagnostics (logging muted) -------------------------------------------
         vlog.disabled = True
         try:
-            if global_groups is None:
-                merged: dict = {}
-                for d in fresh_specs():
-                    for k, v in d.items():
-                        merged.setdefault(k, v)
-                try:
-                    if API == "planning":
-                        global_groups = P.get_global_kv_cache_groups(cfg, fresh_specs())
-                    elif API == "per_worker":
-                        # 0.10.x groups inside get_kv_cache_config: worker 0's groups are the
-                        # scheduler's (EngineCore takes kv_cache_configs[0])
-                        global_groups = list(configs[0].kv_cache_groups) if configs else None
-                    else:
-                        global_groups = U.get_kv_cache_groups(cfg, merged)
-                except Exception:  # noqa: BLE001 - the same error as above
-                    global_groups = None
-            if global_groups is not None:
-                result["groups"] = [_group_summary(g) for g in global_groups]
-                workers_out = []
-                specs_now = fresh_specs()
-                for w, (specs_w, avail) in enumerate(zip(specs_now, memory)):
-                    wout: dict = {"available_memory_bytes": avail}
-                    wout["admission"] = _admission(cfg, global_groups, specs_w, avail)
-                    if configs is not None:
-                        c = configs[w]
-                        wout["num_blocks"] = c.num_blocks
-                        wout["kv_cache_tensors"] = [
-                            _tensor_summary(t) for t in c.kv_cache_tensors
-                        ]
-                        wout["group_layer_counts"] = [
-                            len(g.layer_names) for g in c.kv_cache_groups
-                        ]
-                        if c.kv_cache_groups:
-                            wout["max_concurrency"] = (
-                                U.get_max_concurrency_for_kv_cache_config(cfg, c)
-                            )
-                    workers_out.append(wout)
-                result["workers"] = workers_out
-            if sched is not None:
-                result["num_blocks"] = sched.num_blocks
-                if sched.kv_cache_groups:
-                    result["max_concurrency"] = (
-                        U.get_max_concurrency_for_kv_cache_config(cfg, sched)
-                    )
-                if API not in ("legacy", "per_worker"):
-                    result["block_size"] = cfg.cache_config.block_size
-            off = case.get("kv_offloading")
-            if off is not None and sched is not None and result["error"] is None:
-                result["kv_offloading"] = _offloading(cfg, sched, {**off, "_spec_table": case.get("spec_table")})
-            if configs is not None and drafter_names:
-                # The proposer lives on the rank that holds the drafter layers (the last
-                # PP stage) and validates that rank's config.
-                owner = next(
-                    (i for i, d in enumerate(specs_now) if drafter_names[0] in d), 0
-                )
-                result["drafter_check"] = _drafter_check(configs[owner], drafter_names)
+            _diagnose(cfg, case, layers_per_worker, memory, drafter_names, sized, result)
         finally:
             vlog.disabled = False
             vlog.removeHandler(cap)
     return result
+
+
+def _new_result(case: dict, notes: list[str]) -> dict:
+    return {
+        "case": case.get("case"),
+        "vllm_version": VLLM_VERSION,
+        "api": API,
+        "threshold": find_threshold(),
+        "error": None,
+        "groups": None,
+        "workers": None,
+        "num_blocks": None,
+        "max_concurrency": None,
+        "logs": [],
+        "drafter_check": None,
+        "spec_notes": notes,
+    }
+
+
+def _choose_model_runner(case: dict, result: dict) -> None:
+    """``VLLM_USE_V2_MODEL_RUNNER`` as the case pins it, or as the release's own probe picks it (recorded)."""
+    v2 = case.get("use_v2_model_runner")
+    probe = case.get("model_runner_probe")
+    if probe is not None:
+        result["model_runner"] = probe_model_runner(case, probe)
+        v2 = result["model_runner"]["use_v2_model_runner"]
+    if v2 is None:
+        os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
+    else:
+        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if v2 else "0"
+
+
+def _config_facts(case: dict, cfg, result: dict) -> None:
+    """What the release's VllmConfig resolved: its async-scheduling default (case: null) and tokens in flight."""
+    if case.get("async_scheduling", True) is None:  # the release's own default
+        result["async_scheduling"] = bool(cfg.scheduler_config.async_scheduling)
+    if hasattr(type(cfg), "max_in_flight_tokens"):
+        # what sliding-window / chunked reservations add to the window (0.32+)
+        result["max_in_flight_tokens"] = cfg.max_in_flight_tokens
+
+
+def _capture_vllm_logs():
+    """The ``vllm`` logger at INFO, its records captured (and not printed)."""
+    vlog = logging.getLogger("vllm")
+    vlog.setLevel(logging.INFO)
+    vlog.propagate = False
+    for h in list(vlog.handlers):
+        vlog.removeHandler(h)
+    cap = _Capture()
+    vlog.addHandler(cap)
+    return vlog, cap
+
+
+def _size(cfg, case: dict, worker_specs: list[dict], memory: list[int], result: dict, sized: _Sized) -> None:
+    """The engine core's sizing calls of this release, in its order (``sized`` keeps what each returned)."""
+    if API == "planning":
+        _size_planning(cfg, case, worker_specs, memory, result, sized)
+    elif API == "per_worker":
+        sized.configs = [
+            U.get_kv_cache_config(cfg, specs_w, mem_w)
+            for specs_w, mem_w in zip(worker_specs, memory)
+        ]
+        U.unify_kv_cache_configs(sized.configs)
+        sized.sched = sized.configs[0]
+    else:
+        _size_projected(cfg, case, worker_specs, memory, result, sized)
+
+
+def _resolve_layout(resolve, supported, cfg, case: dict, worker_specs: list[dict], result: dict) -> None:
+    """The KV cache layout the engine core resolves before sizing (0.29+), recorded."""
+    names = case.get("supported_kv_cache_layouts")
+    if names is None:
+        names = [l.name for l in supported([])]
+    layout = resolve(cfg, [list(names)] * len(worker_specs), [s for d in worker_specs for s in d.values()])
+    result["kv_cache_layout"] = layout.name
+
+
+def _size_planning(cfg, case: dict, worker_specs: list[dict], memory: list[int], result: dict,
+                   sized: _Sized) -> None:
+    """0.33+: layout, global groups, per-worker configs, the scheduler's config, the capacity log."""
+    from vllm.v1.attention.backends.utils import (
+        get_supported_kv_cache_layouts,
+        resolve_kv_cache_layout,
+    )
+
+    _resolve_layout(resolve_kv_cache_layout, get_supported_kv_cache_layouts, cfg, case, worker_specs, result)
+    sized.global_groups = P.get_global_kv_cache_groups(cfg, worker_specs)
+    sized.configs = configs = P.get_kv_cache_configs(
+        cfg, worker_specs, memory, sized.global_groups
+    )
+    for c in configs:
+        c.kv_cache_layout = cfg.cache_config.kv_cache_layout
+    sized.sched = sched = U.generate_scheduler_kv_cache_config(configs)
+    cfg.cache_config.num_gpu_blocks = sched.num_blocks
+    if sched.kv_cache_groups:
+        participating = [
+            g.kv_cache_spec.block_size
+            for g in sched.kv_cache_groups
+            if g.kv_cache_spec.prefix_cacheable
+        ]
+        cfg.cache_config.block_size = min(
+            participating
+            or [g.kv_cache_spec.block_size for g in sched.kv_cache_groups]
+        )
+        U.update_kv_cache_capacity(cfg, sched)
+
+
+def _size_projected(cfg, case: dict, worker_specs: list[dict], memory: list[int], result: dict,
+                    sized: _Sized) -> None:
+    """0.11-0.32: (0.29-0.32: the layout first) per-worker configs, the scheduler's config, its block size (0.18+)
+    and capacity log (0.28+)."""
+    from vllm.v1.attention.backends import utils as backend_utils
+
+    if hasattr(backend_utils, "resolve_kv_cache_layout"):
+        # 0.29-0.32: the engine core resolves the layout before sizing
+        _resolve_layout(backend_utils.resolve_kv_cache_layout, backend_utils.get_supported_kv_cache_layouts,
+                        cfg, case, worker_specs, result)
+    sized.configs = configs = U.get_kv_cache_configs(cfg, worker_specs, memory)
+    sized.sched = sched = U.generate_scheduler_kv_cache_config(configs)
+    if _ver() >= (0, 18) and sched.kv_cache_groups:
+        cfg.cache_config.block_size = min(
+            g.kv_cache_spec.block_size for g in sched.kv_cache_groups
+        )
+    if hasattr(U, "update_kv_cache_capacity") and sched.kv_cache_groups:
+        # 0.28-0.32: the engine core logs the capacity (one line) after sizing
+        cfg.cache_config.num_gpu_blocks = sched.num_blocks
+        U.update_kv_cache_capacity(cfg, sched)
+
+
+def _diagnose(cfg, case: dict, layers_per_worker: list, memory: list[int], drafter_names: list[str],
+              sized: _Sized, result: dict) -> None:
+    """What the engine does not print, asked of the same release: groups, each worker's admission need, blocks,
+    tensors and concurrency, the totals, the host tier and the drafter check."""
+    def fresh_specs():
+        return [
+            {l["name"]: build_spec(l, case, []) for l in layers}
+            for layers in layers_per_worker
+        ]
+
+    configs, sched = sized.configs, sized.sched
+    global_groups = sized.global_groups
+    if global_groups is None:
+        global_groups = _groups_after_failure(cfg, configs, fresh_specs)
+    specs_now = None
+    if global_groups is not None:
+        result["groups"] = [_group_summary(g) for g in global_groups]
+        specs_now = fresh_specs()
+        result["workers"] = [_worker_out(cfg, global_groups, configs, w, specs_w, avail)
+                             for w, (specs_w, avail) in enumerate(zip(specs_now, memory))]
+    if sched is not None:
+        result["num_blocks"] = sched.num_blocks
+        if sched.kv_cache_groups:
+            result["max_concurrency"] = (
+                U.get_max_concurrency_for_kv_cache_config(cfg, sched)
+            )
+        if API not in ("legacy", "per_worker"):
+            result["block_size"] = cfg.cache_config.block_size
+    off = case.get("kv_offloading")
+    if off is not None and sched is not None and result["error"] is None:
+        result["kv_offloading"] = _offloading(cfg, sched, {**off, "_spec_table": case.get("spec_table")})
+    if configs is not None and drafter_names:
+        # The proposer lives on the rank that holds the drafter layers (the last
+        # PP stage) and validates that rank's config.
+        owner = next(
+            (i for i, d in enumerate(specs_now if specs_now is not None else fresh_specs())
+             if drafter_names[0] in d), 0
+        )
+        result["drafter_check"] = _drafter_check(configs[owner], drafter_names)
+
+
+def _groups_after_failure(cfg, configs: list | None, fresh_specs) -> list | None:
+    """The global groups when the sizing calls did not return them: asked again (None: the same error)."""
+    merged: dict = {}
+    for d in fresh_specs():
+        for k, v in d.items():
+            merged.setdefault(k, v)
+    try:
+        if API == "planning":
+            return P.get_global_kv_cache_groups(cfg, fresh_specs())
+        if API == "per_worker":
+            # 0.10.x groups inside get_kv_cache_config: worker 0's groups are the
+            # scheduler's (EngineCore takes kv_cache_configs[0])
+            return list(configs[0].kv_cache_groups) if configs else None
+        return U.get_kv_cache_groups(cfg, merged)
+    except Exception:  # noqa: BLE001 - the same error as above
+        return None
+
+
+def _worker_out(cfg, global_groups: list, configs: list | None, w: int, specs_w: dict, avail: int) -> dict:
+    """One worker: its available memory, admission need and, when sized, its blocks, tensors, group sizes and
+    max concurrency."""
+    wout: dict = {"available_memory_bytes": avail}
+    wout["admission"] = _admission(cfg, global_groups, specs_w, avail)
+    if configs is not None:
+        c = configs[w]
+        wout["num_blocks"] = c.num_blocks
+        wout["kv_cache_tensors"] = [
+            _tensor_summary(t) for t in c.kv_cache_tensors
+        ]
+        wout["group_layer_counts"] = [
+            len(g.layer_names) for g in c.kv_cache_groups
+        ]
+        if c.kv_cache_groups:
+            wout["max_concurrency"] = (
+                U.get_max_concurrency_for_kv_cache_config(cfg, c)
+            )
+    return wout
 
 
 def _admission(cfg, global_groups, specs_w: dict, avail: int) -> dict | None:
@@ -1311,8 +1369,8 @@ def _block_size_decision(case: dict, then=None) -> dict:
                 if importlib.util.find_spec(m) is not None))
             import vllm.v1.attention.backends.flash_attn as FA  # imported before the stand-ins below
 
-            fa_utils.get_flash_attn_version = lambda *a, **k: fa
-            fa_utils.is_flash_attn_varlen_func_available = lambda: True
+            vars(fa_utils).update(get_flash_attn_version=lambda *a, **k: fa,
+                                  is_flash_attn_varlen_func_available=lambda: True)
             fa_saved = {n: FA.__dict__.get(n) for n in names}
             for n in names:
                 if hasattr(fa_utils, n):
@@ -1414,8 +1472,8 @@ def _cuda_wheel_standins(case: dict) -> None:
 
     flashmla._flashmla_C_AVAILABLE = flashmla._flashmla_extension_C_AVAILABLE = True
     fa3 = types.ModuleType("vllm.vllm_flash_attn.flash_attn_interface")
-    fa3.is_fa_version_supported = lambda v, *a, **k: v == (3 if case["capability"][0] == 9 else 2)
-    fa3.flash_attn_varlen_func = fa_utils.flash_attn_varlen_func  # FLASH_ATTN_MLA_SPARSE's import, never called
+    vars(fa3).update(is_fa_version_supported=lambda v, *a, **k: v == (3 if case["capability"][0] == 9 else 2),
+                     flash_attn_varlen_func=fa_utils.flash_attn_varlen_func)  # FLASH_ATTN_MLA_SPARSE's, never called
     sys.modules.setdefault("vllm.vllm_flash_attn", types.ModuleType("vllm.vllm_flash_attn"))
     sys.modules["vllm.vllm_flash_attn.flash_attn_interface"] = fa3
 
@@ -1542,6 +1600,7 @@ def main() -> None:
         _REAL_STDOUT.flush()
         return
     data = json.load(sys.stdin)
+    out: dict | list
     if isinstance(data, dict) and "hooks" in data:  # layout cases and config-hook cases in one process
         out = {"results": [run_case(c) for c in data["cases"]], "hooks": [run_hook(c) for c in data["hooks"]]}
     elif isinstance(data, list):
