@@ -95,9 +95,13 @@ def sweep(seed: int, n: int) -> list[list[str]]:
 SECONDS = re.compile(r'("seconds": |seconds: )[0-9.e-]+')  # check's timings: the one field that varies
 
 
-def normalized(outputs: dict[str, dict]) -> dict[str, dict]:
-    return {k: {f: SECONDS.sub(r"\1<s>", v) if isinstance(v, str) else v for f, v in o.items()}
-            for k, o in outputs.items()}
+def normalized(outputs: dict, root: str) -> dict[str, dict]:
+    """Timings and the checkout's path (a recording may come from another copy of the tree) made constant."""
+    def norm(text: str) -> str:
+        return SECONDS.sub(r"\1<s>", text.replace(root, "<root>"))
+
+    return {norm(k): {f: norm(v) if isinstance(v, str) else v for f, v in o.items()}
+            for k, o in outputs.items() if k != "__root__"}
 
 
 def run_all(cases: list[list[str]]) -> dict[str, dict]:
@@ -179,16 +183,30 @@ def main() -> int:
     for k in crashes:
         print(f"crash: {k}: {got[k]['crash']}")
     if a.mode == "record":
-        a.file.write_text(json.dumps(got, indent=0, ensure_ascii=False))
+        a.file.write_text(json.dumps({"__root__": str(ROOT), **got}, indent=0, ensure_ascii=False))
         codes = sorted({v["code"] for v in got.values()})
         print(f"recorded {len(got)} outputs of {len(cases)} command lines (exit codes {codes}) in {a.file}")
         return 1 if crashes else 0
-    before, got = normalized(json.loads(a.file.read_text())), normalized(got)
-    differ = [k for k in before if before[k] != got.get(k)] + [k for k in got if k not in before]
+    recorded = json.loads(a.file.read_text())
+    before, got = normalized(recorded, recorded.get("__root__", str(ROOT))), normalized(got, str(ROOT))
+    missing = [k for k in before if k not in got]
+    differ = [k for k in before if k in got and before[k] != got[k]]
     for k in differ[:20]:
         print(f"differs: {k}")
-    print(f"{len(got) - len(differ)} of {len(before)} outputs identical; {len(differ)} differ")
-    return 1 if differ or crashes else 0
+    if differ:
+        import difflib
+
+        b, g = before[differ[0]], got[differ[0]]
+        for f in b:
+            if b[f] != g[f]:
+                print("".join(difflib.unified_diff(str(b[f]).splitlines(True), str(g[f]).splitlines(True),
+                                                   f"before {f}", f"now {f}", n=1))[:3000])
+    for k in missing[:10]:
+        print(f"not run now: {k}")
+    new = len([k for k in got if k not in before])
+    print(f"{len(before) - len(differ) - len(missing)} of {len(before)} outputs identical; {len(differ)} differ; "
+          f"{len(missing)} not run now; {new} new")
+    return 1 if differ or missing or crashes else 0
 
 
 if __name__ == "__main__":
