@@ -89,7 +89,7 @@ def _longest_word(s: str) -> int:
 def _narrowest(s: str) -> int:
     """The narrowest a text cell may get: its longest word, but a word without digits longer
     than MAX_WORD may fold (a word with digits, "0.1435,0.8565" or "gemma-3-27b", never does)."""
-    return max((cell_len(w) if any(ch.isdigit() for ch in w) else min(MAX_WORD, cell_len(w))
+    return max((cell_len(w) if any(map(str.isdigit, w)) else min(MAX_WORD, cell_len(w))
                 for w in s.split()), default=0)
 
 
