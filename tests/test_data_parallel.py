@@ -10,6 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+import kvplan
 from kvplan.cli.app import ensure_registered
 
 app = ensure_registered()
@@ -88,7 +89,9 @@ def test_fit_says_dp_against_tp_on_the_same_cards():
     rows = d["gpus"]["rows"]
     dp8 = next(r for r in rows if (r["tensor_parallel_size"], r["data_parallel_size"]) == (1, 8))
     tp8 = next(r for r in rows if (r["tensor_parallel_size"], r["data_parallel_size"]) == (8, 1))
-    [line] = dp_versus_tp(rows)
+    # the renderer reads the result record (the same run through the library)
+    r = kvplan.fit(DSV3, gpus="H200", tp_sizes="1,8", dp_sizes="1,8", max_model_len="32768")
+    [line] = dp_versus_tp(r.body.gpus.rows)
     assert line.startswith(f"8 × H200-141GB: DP 8 holds {dp8['total_kv_tokens']:,} KV tokens in 8 engines, "
                            f"{dp8['total_kv_tokens'] / tp8['kv_tokens']:.1f}× TP 8's {tp8['kv_tokens']:,}")
 

@@ -129,9 +129,10 @@ def test_dense_model_collapses_its_tensor_rows():
 
 def test_tensor_rows_collapse_by_common_step():
     from kvplan.report.tables import tensor_rows
+    from kvplan.results.records import TensorRow
 
     def t(i, layers, size=10):
-        return {"index": i, "size_bytes": size, "shared_by": [f"model.layers.{n}.self_attn.attn" for n in layers]}
+        return TensorRow(index=i, size_bytes=size, shared_by=tuple(f"model.layers.{n}.self_attn.attn" for n in layers))
 
     # gpt-oss + P-EAGLE: tensor i holds layers 2i and 2i+1 (12 tensors), then the drafter's 24-27 alone
     tensors = [t(i, [2 * i, 2 * i + 1]) for i in range(12)] + [t(12 + i, [24 + i]) for i in range(4)]

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, List, Optional
+from typing import TYPE_CHECKING, Annotated, List, Optional
 
 import typer
 
 from kvplan.cli.app import app, fail, handle_errors
 from kvplan.cli.params import Format, OutputFormat
 from kvplan.cli.render import finish
+
+if TYPE_CHECKING:
+    from kvplan.results.envelope import Envelope
 
 
 @app.command("check")
@@ -52,18 +55,19 @@ def check_command(
     if live:
         from kvplan.usecases.live import live_check
 
-        compared = live_check(files, live, tolerance=tolerance)
+        live_result = live_check(files, live, tolerance=tolerance)
 
         def live_table(d: dict) -> None:
             from kvplan.report.live_tables import render_live
 
             render_live(d)
 
-        finish(compared, format.value, live_table,
-               hints=[] if compared["outcome"]["ok"] else [f"kvplan check --live: {compared['outcome']['error']}"])
+        finish(live_result, format.value, live_table,
+               hints=[] if live_result.outcome.ok else [f"kvplan check --live: {live_result.outcome.error}"])
         return
 
-    data = api.check(files, reraise=bool(os.environ.get("KVPLAN_DEBUG")), vllm_python=vllm_python).to_dict()
+    result = api.check(files, reraise=bool(os.environ.get("KVPLAN_DEBUG")), vllm_python=vllm_python)
+    data = result.to_dict()
     if junit_xml:
         try:
             with open(junit_xml, "w", encoding="utf-8") as f:
@@ -79,11 +83,11 @@ def check_command(
 
         try:
             with open(summary_path, "a", encoding="utf-8") as f:
-                f.write(markdown_summary(data) + "\n")
+                f.write(markdown_summary(result) + "\n")
         except OSError as e:
             raise fail(f"GITHUB_STEP_SUMMARY: cannot append to {summary_path} ({e.strerror or e})") from None
 
-    def table(d: dict) -> None:
+    def table(d: Envelope) -> None:
         from kvplan.report.check_tables import render_check
 
         if summary:
@@ -94,4 +98,4 @@ def check_command(
         render_check(d)
 
     hints = [] if data["outcome"]["ok"] or format.value == "table" else [f"kvplan check: {data['outcome']['error']}"]
-    finish(data, format.value, table, hints=hints)
+    finish(result, format.value, table, hints=hints)

@@ -3,9 +3,14 @@ SGLang, TensorRT-LLM, llama.cpp and the exact windowed need, plus knob advice.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvplan.cli.app import app, handle_errors
 from kvplan.cli.params import Format, Model, OutputFormat, command_options
 from kvplan.cli.render import finish
+
+if TYPE_CHECKING:
+    from kvplan.results.envelope import Envelope
 
 
 @app.command("compare")
@@ -20,7 +25,7 @@ def compare_command(model: Model, *, format: OutputFormat = Format.table, **opti
     """
     from kvplan.api import compare
 
-    def table(d: dict) -> None:
+    def table(d: Envelope) -> None:
         from kvplan.report.compare_tables import render_compare
 
         render_compare(d)

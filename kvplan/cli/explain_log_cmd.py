@@ -3,13 +3,16 @@ figure with kvplan's, name the traps."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kvplan.cli.app import app, handle_errors
 from kvplan.cli.params import Format, OutputFormat, command_options
 from kvplan.cli.render import finish
+
+if TYPE_CHECKING:
+    from kvplan.results.envelope import Envelope
 
 LogFile = Annotated[str, typer.Argument(help="A vLLM start-up log (vllm serve or docker logs output), or - for "
                                         "standard input.", show_default=False)]
@@ -34,7 +37,7 @@ def explain_log_command(log: LogFile, *, format: OutputFormat = Format.table, **
 
     summary = options.pop("summary", False)
 
-    def table(d: dict) -> None:
+    def table(d: Envelope) -> None:
         from kvplan.report.explain_log_tables import render_explain_log
 
         if summary:

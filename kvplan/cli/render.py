@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import typer
 
 from kvplan.cli.app import EXIT_FAILED
 
 
-def finish(result, fmt: str, table: Callable[[Any], None], *, hints: list[str] = ()) -> None:
+def finish(result, fmt: str, table: Callable[[Any], None], *, hints: Sequence[str] = ()) -> None:
     """Print ``result`` (a command's result record, or its data) as ``fmt`` (tables through
     ``table``, given the record itself when it is an ``Envelope``, else the data), then the hints, then exit 3 when the outcome is not ok (the engine would fail, a
     check failed, a question has no answer)."""
@@ -23,7 +23,8 @@ def finish(result, fmt: str, table: Callable[[Any], None], *, hints: list[str] =
         data = to_data(result)
 
     # the tables read the record itself (an Envelope: typed records, and the same keys as ``data``)
-    emit(data, fmt, (lambda _data: table(result)) if isinstance(result, dict) else table)
+    emit(data, fmt, (lambda _data: table(result)) if isinstance(result, dict) else table,
+         record=result if isinstance(result, dict) else None)
     for h in hints:
         hint(h)
     if not data["outcome"]["ok"]:

@@ -6,16 +6,20 @@ from rich.text import Text
 
 from kvplan.report.tables import _console
 from kvplan.report.width import Col, fill, fitted_table
+from kvplan.results import shown, to_data
+from kvplan.results.check import CheckBody, CheckSummary, DeploymentRow, ExpectationRow, PlanNumbers
+from kvplan.results.envelope import Envelope
 from kvplan.units import plural
 
 _STATUS = {"pass": ("PASS", "bold green"), "fail": ("FAIL", "bold red"), "error": ("ERROR", "bold red")}
 
 
-def failing_cell(e: dict) -> str:
+def failing_cell(e: ExpectationRow) -> str:
     """``max_groups 3 > 2``: the failing expectation, its measured value and its limit, in one cell."""
     from kvplan.usecases.check.outputs import format_limit
 
-    key, limit, measured = e["key"], e["limit"], e["measured"]
+    # the limit and the measurement as the JSON shows them (plain values: a mapping for max_upgrade_loss)
+    key, limit, measured = e.key, to_data(e.limit), to_data(e.measured)
     if key == "starts":
         return f"starts: {'starts' if measured else 'fails'}, expected {'start' if limit else 'failure'}"
     if key == "same_layout_as":
@@ -27,48 +31,57 @@ def failing_cell(e: dict) -> str:
     return f"{key} {format_limit(key, measured)} {op} {format_limit(key, limit)}"
 
 
+def _failing(dep: DeploymentRow) -> list[str]:
+    """The failing expectations of a deployment, one a line (or why it could not be simulated)."""
+    if dep.status == "error":
+        return [f"error: {short_error(dep.outcome.error or '')}"]
+    return [failing_cell(e) for e in dep.expectations if not e.passed]
+
+
 def short_error(message: str) -> str:
     """The head of an error message for the table, whole (it wraps; the full message is printed below)."""
     return message.split(";")[0].split(" (")[0]
 
 
-def render_check(d: dict) -> None:
+def _numbers(p: PlanNumbers | None) -> list[str]:
+    """A deployment's key numbers (as the JSON shows them), blank when it was not simulated."""
+    if p is None:
+        return ["", "", "", "", ""]
+    return [str(p.group_size), str(p.num_groups), f"{shown(p, 'padding_waste_pct'):.2f}",
+            f"{shown(p, 'max_concurrency'):.2f} / {shown(p, 'steady_state_concurrency'):.2f}", f"{p.kv_tokens:,}"]
+
+
+def _title(body: CheckBody) -> str:
+    return (f"kvplan check: {plural(body.summary.num_deployments, 'deployment')} from "
+            f"{plural(len(body.files), 'file')}")
+
+
+def _verdict(s: CheckSummary) -> str:
+    return (f"{s.num_passed} passed, {s.num_failed} failed"
+            + (f", {s.num_errors} could not be simulated" if s.num_errors else ""))
+
+
+def render_check(d: Envelope) -> None:
     """The summary table (one row per deployment: its failing expectations, one a line, and its
     key numbers), then why each failing deployment failed, in words."""
     from kvplan.usecases.check.outputs import failure_messages
 
+    body: CheckBody = d.body
     c = _console()
-    s = d["summary"]
     cols = [Col("deployment"), Col("result"), Col("failing: measured vs limit"), Col("group size", right=True),
             Col("groups", right=True, drop=2), Col("padding %", right=True, drop=1),
             Col("concurrency: vLLM's own / kvplan's steady", right=True), Col("KV tokens", right=True)]
     rows = []
-    for dep in d["deployments"]:
-        label, style = _STATUS[dep["status"]]
-        p = dep["plan"] or {}
-        numbers = [
-            str(p.get("group_size", "")), str(p.get("num_groups", "")),
-            f"{p['padding_waste_pct']:.2f}" if p else "",
-            f"{p['max_concurrency']:.2f} / {p.get('steady_state_concurrency', 0.0):.2f}" if p else "",
-            f"{p['kv_tokens']:,}" if p else "",
-        ]
-        if dep["status"] == "error":
-            cells = [f"error: {short_error(dep['outcome']['error'])}"]
-        else:
-            cells = [failing_cell(e) for e in dep["expectations"] if not e["passed"]] or [""]
-        rows.append([dep["name"], Text(label, style=style), "\n".join(cells), *numbers])
-    title = (f"kvplan check: {plural(s['num_deployments'], 'deployment')} from "
-             f"{plural(len(d['files']), 'file')}")
-    c.print(fitted_table(title, cols, rows))
-    for dep in d["deployments"]:
-        if dep["status"] != "pass":
-            c.print(fill(f"{dep['name']} ({dep['file']}:{dep['line']}):"), markup=False, soft_wrap=True)
-            for line in failure_messages(dep):
+    for dep in body.deployments:
+        label, style = _STATUS[dep.status]
+        rows.append([dep.name, Text(label, style=style), "\n".join(_failing(dep) or [""]), *_numbers(dep.plan)])
+    c.print(fitted_table(_title(body), cols, rows))
+    for dep in body.deployments:
+        if dep.status != "pass":
+            c.print(fill(f"{dep.name} ({dep.file}:{dep.line}):"), markup=False, soft_wrap=True)
+            for line in failure_messages(to_data(dep)):
                 c.print(fill(line, "  - ", "    "), markup=False, soft_wrap=True)
-    summary = f"{s['num_passed']} passed, {s['num_failed']} failed"
-    if s["num_errors"]:
-        summary += f", {s['num_errors']} could not be simulated"
-    c.print(Text(summary + ".", style="bold red" if not d["passed"] else "bold green"))
+    c.print(Text(_verdict(body.summary) + ".", style="bold red" if not body.passed else "bold green"))
 
 
 def _md_cell(text: str) -> str:
@@ -76,28 +89,20 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")
 
 
-def markdown_summary(d: dict) -> str:
+def markdown_summary(d: Envelope) -> str:
     """The report as GitHub-flavoured Markdown for a job summary (``$GITHUB_STEP_SUMMARY``): the
     verdict, then one row per deployment with its result, vLLM's num_blocks and max_concurrency,
     kvplan's steady-state concurrency and the expectations that failed."""
-    s = d["summary"]
+    body: CheckBody = d.body
     icon = {"pass": "✅ pass", "fail": "❌ fail", "error": "⚠️ error"}
-    verdict = (f"**{s['num_passed']} passed, {s['num_failed']} failed"
-               + (f", {s['num_errors']} could not be simulated" if s["num_errors"] else "") + "**")
-    lines = [f"### kvplan check: {plural(s['num_deployments'], 'deployment')} from "
-             f"{plural(len(d['files']), 'file')}", "", verdict, "",
+    lines = [f"### {_title(body)}", "", f"**{_verdict(body.summary)}**", "",
              "| deployment | file | result | policy | num_blocks | max_concurrency (vLLM) "
              "| steady concurrency (kvplan) | failing |",
              "|---|---|---|---|---:|---:|---:|---|"]
-    for dep in d["deployments"]:
-        p = dep["plan"] or {}
-        if dep["status"] == "error":
-            failing = f"error: {short_error(dep['outcome']['error'] or '')}"
-        else:
-            failing = "<br>".join(failing_cell(e) for e in dep["expectations"] if not e["passed"])
-        cells = [dep["name"], f"`{dep['file']}:{dep['line']}`", icon[dep["status"]], dep["policy"] or "",
-                 f"{p['num_blocks']:,}" if "num_blocks" in p else "",
-                 f"{p['max_concurrency']:.2f}" if p else "",
-                 f"{p['steady_state_concurrency']:.2f}" if p else "", failing]
+    for dep in body.deployments:
+        p = dep.plan
+        cells = [dep.name, f"`{dep.file}:{dep.line}`", icon[dep.status], dep.policy or "",
+                 f"{p.num_blocks:,}" if p else "", f"{shown(p, 'max_concurrency'):.2f}" if p else "",
+                 f"{shown(p, 'steady_state_concurrency'):.2f}" if p else "", "<br>".join(_failing(dep))]
         lines.append("| " + " | ".join(_md_cell(str(c)) for c in cells) + " |")
     return "\n".join(lines) + "\n"

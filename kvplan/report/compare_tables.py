@@ -9,6 +9,9 @@ from rich.text import Text
 from kvplan.engines import registry
 from kvplan.report import width
 from kvplan.report.width import Col, fill, fitted_table
+from kvplan.results import shown
+from kvplan.results.compare import CompareBody, EngineRowRecord
+from kvplan.results.envelope import Envelope
 from kvplan.units import format_bytes
 
 
@@ -33,43 +36,49 @@ def knobs_text(row: dict) -> str:
     return _engines()[row["engine"]].knobs_text(row)
 
 
-def render_compare(d: dict) -> None:
+def _engine_cells(r: EngineRowRecord) -> list:
+    """One engine's row of the table (its figures as the JSON shows them)."""
+    name = r.name + (" [proposal]" if r.is_proposal else "")
+    starts = Text("yes", style="green") if r.outcome.starts else Text("no", style="bold red")
+    per = r.reserved_per_request_bytes
+    waste = "—" if r.engine == "lower_bound" else ("" if r.waste_pct is None else f"{shown(r, 'waste_pct'):.1f}%")
+    return [registry.titles()[r.engine], Text(name), starts, _num(r.kv_tokens), f"{shown(r, 'max_concurrency'):.2f}",
+            f"{shown(r, 'steady_state_concurrency'):.2f}", "" if per is None else format_bytes(per), waste]
+
+
+def _engine_notes(c: Console, r: EngineRowRecord, row: dict) -> None:
+    """An engine's knobs, failure and notes under the table (``row``: the serialized row its engine words)."""
+    lines = [f"knobs: {knobs_text(row)}"] if r.engine != "lower_bound" else []
+    lines += [f"fails: {r.outcome.error}"] if r.outcome.error else []
+    engine = _engines().get(r.engine)  # None: the lower bound
+    if engine is not None and engine.shows_notes:
+        lines += r.notes
+    if lines:
+        c.print((engine.heading(row) if engine is not None else registry.titles()[r.engine]) + ":", markup=False)
+        for n in lines:
+            c.print(fill(n, "  - ", "    "), markup=False)
+
+
+def render_compare(d: Envelope) -> None:
+    body: CompareBody = d.body
     c = _console()
-    m = d["model"]
-    line = f"{m['id']}  ({m['architecture']})"
-    if d.get("drafter"):
-        line += f" + drafter {d['drafter']['id']}"
+    line = f"{body.model.id}  ({body.model.architecture})"
+    if body.drafter:
+        line += f" + drafter {body.drafter.id}"
     c.print(line)
-    w = d["workload"]
+    w = d["workload"]  # kvplan.engines.compare.CompareInputs, as its DATA view words it
     target = f", target concurrency {w['target_concurrency']}" if w["target_concurrency"] else ""
     c.print(f"KV budget {format_bytes(w['kv_cache_memory_bytes'])} per GPU, requests of {w['target_len_tokens']:,} "
             f"tokens{target}")
     cols = [Col("engine"), Col("config", drop=1), Col("starts"), Col("KV tokens", right=True),
             Col("max conc (engine's own)", right=True), Col("steady (kvplan's estimate)", right=True),
             Col("per request", justify="right", drop=2), Col("waste", right=True, drop=3)]
-    rows = []
-    for r in d["engines"]:
-        name = r["name"] + (" [proposal]" if r["is_proposal"] else "")
-        starts = Text("yes", style="green") if r["outcome"]["starts"] else Text("no", style="bold red")
-        per = r["reserved_per_request_bytes"]
-        waste = "" if r["waste_pct"] is None else f"{r['waste_pct']:.1f}%"
-        if r["engine"] == "lower_bound":
-            waste = "—"
-        rows.append([registry.titles()[r["engine"]], Text(name), starts, _num(r["kv_tokens"]), f"{r['max_concurrency']:.2f}",
-                     f"{r['steady_state_concurrency']:.2f}", "" if per is None else format_bytes(per), waste])
     c.print(fitted_table(f"Engines on the same inputs (per GPU), max concurrency at {w['target_len_tokens']:,} "
-                         "tokens (the lower bound's figures are kvplan's own)", cols, rows))
+                         "tokens (the lower bound's figures are kvplan's own)", cols,
+                         [_engine_cells(r) for r in body.engines]))
     render_stages(c, d)
-    for r in d["engines"]:
-        lines = [f"knobs: {knobs_text(r)}"] if r["engine"] != "lower_bound" else []
-        lines += [f"fails: {r['outcome']['error']}"] if r["outcome"]["error"] else []
-        engine = _engines().get(r["engine"])  # None: the lower bound
-        if engine is not None and engine.shows_notes:
-            lines += r["notes"]
-        if lines:
-            c.print((engine.heading(r) if engine is not None else registry.titles()[r["engine"]]) + ":", markup=False)
-            for n in lines:
-                c.print(fill(n, "  - ", "    "), markup=False)
+    for r, row in zip(body.engines, d["engines"]):
+        _engine_notes(c, r, row)
     a = d.get("advice")
     if a:
         render_advice(c, a)

@@ -31,8 +31,9 @@ def to_yaml(data: dict) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
 
 
-def emit(data: dict, fmt: str, render_table: Callable[[dict], None]) -> None:
-    """Print ``data`` in ``fmt``. Tables are drawn by ``render_table`` (Rich, imported there)."""
+def emit(data: dict, fmt: str, render_table: Callable[[dict], None], record: dict | None = None) -> None:
+    """Print ``data`` in ``fmt``. Tables are drawn by ``render_table`` (Rich, imported there), after the
+    verdict of ``record`` (the result record, an ``Envelope``, whose typed body the verdict reads; else ``data``)."""
     if fmt == "json":
         sys.stdout.write(to_json(data) + "\n")
     elif fmt == "yaml":
@@ -40,7 +41,7 @@ def emit(data: dict, fmt: str, render_table: Callable[[dict], None]) -> None:
     else:
         from kvplan.report.verdict import verdict_text
 
-        first = verdict_text(data)
+        first = verdict_text(data if record is None else record)
         if first is not None:
             sys.stdout.write(first + "\n")
             sys.stdout.flush()

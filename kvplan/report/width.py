@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from typing import Sequence
+from typing import Literal, Sequence
 
 from rich.box import Box
 from rich.cells import cell_len
@@ -68,7 +68,8 @@ class Col:
     right: bool = False  # a number: right-justified, as wide as its widest cell
     drop: int = 0  # 0: always shown; otherwise the highest is left out first
     style: str | None = None
-    justify: str | None = None  # "right" for a text column that may wrap yet aligns right (default: by ``right``)
+    justify: Literal["left", "right"] | None = None  # "right": a text column that may wrap yet aligns right
+    # (default: by ``right``)
 
 
 def _plain(cell) -> str:
@@ -88,7 +89,7 @@ def _longest_word(s: str) -> int:
 def _narrowest(s: str) -> int:
     """The narrowest a text cell may get: its longest word, but a word without digits longer
     than MAX_WORD may fold (a word with digits, "0.1435,0.8565" or "gemma-3-27b", never does)."""
-    return max((cell_len(w) if any(ch.isdigit() for ch in w) else min(MAX_WORD, cell_len(w))
+    return max((cell_len(w) if any(map(str.isdigit, w)) else min(MAX_WORD, cell_len(w))
                 for w in s.split()), default=0)
 
 
@@ -144,15 +145,23 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
         t.add_column(c.name, justify=c.justify or ("right" if c.right else "left"), width=w, style=c.style,
                      overflow="fold")
     for n, r in enumerate(rows):
-        cells = [r[i] if isinstance(r[i], Text) else Text(_plain(r[i])) for i in kept]
-        t.add_row(*cells, style=(row_styles[n] if row_styles else None))
-    parts = [Text(""), Text(title, style="italic")] if title else []
+        t.add_row(*(_cell(r[i], w) for i, w in zip(kept, widths)), style=(row_styles[n] if row_styles else None))
+    parts: list[Text | Table] = [Text(""), Text(title, style="italic")] if title else []
     parts.append(t)
     dropped = [cols[i].name for i in range(len(cols)) if i not in kept]
     if dropped:
         parts.append(Text(f"(not shown at {width} columns: {', '.join(dropped)}; widen the terminal or use "
                           "--format json)", style="dim"))
     return Group(*parts)
+
+
+def _cell(value, width: int) -> Text:
+    """A cell as Rich draws it. One whose every line fits its column is marked ``no_wrap``: Rich's line breaking
+    would leave it as it is, and skipping it is most of the time a table takes to draw."""
+    cell = value if isinstance(value, Text) else Text(_plain(value))
+    if _longest_line(cell.plain) <= width:
+        cell.no_wrap = True
+    return cell
 
 
 def stacked(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence], width: int):
