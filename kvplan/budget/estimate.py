@@ -521,11 +521,12 @@ class _Estimate:
             for end, f in (("low", "value"), ("high", "high")))
         enc_part = enc_high = 0
         first_encodes = o.activation is None and s == 0 and self.encoder is not None
-        if first_encodes:  # the first PP rank encodes the dummy items
-            enc_part = self._activation(layers, last, self.sampler["value"], self.encoder) - act
+        if first_encodes and self.encoder is not None:  # the first PP rank encodes the dummy items
+            encoder = self.encoder
+            enc_part = self._activation(layers, last, self.sampler["value"], encoder) - act
             # a TP size whose tower was not run: the TP 1 figure at the pessimistic end (encoder.tp_row)
             enc_high = self._activation(layers, last, self.sampler["value"], {
-                **self.encoder, "forward_bytes": self.encoder.get("forward_high_bytes", self.encoder["forward_bytes"])}) - act
+                **encoder, "forward_bytes": encoder.get("forward_high_bytes", encoder["forward_bytes"])}) - act
             act += enc_part
         nt = o.non_torch if o.non_torch is not None else estimate_non_torch_bytes(self.tp, self.pp, name, self.release)
         nt_band = (nt, nt) if o.non_torch is not None else non_torch_ends(self.tp, self.pp, name, self.release)
