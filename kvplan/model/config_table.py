@@ -128,13 +128,31 @@ def _answers(done: _Resolved, entry: dict, t: dict) -> dict:
 
 
 def _resolve(name: str, kw: dict, t: dict) -> _Resolved | None:
+    """What transformers' class ``name`` makes of the config ``kw``, in its order, or None where a step is not
+    vouched for (transformers answers then)."""
     record = t.get("classes", {}).get(name)
     if record is None or record.get("status") != "table":
         return None
     fields = record["fields"]
     if any(k in UNHANDLED_KEYS for k in kw) or any(k in record.get("attribute_map", {}) for k in kw):
         return None  # an alias key is set after __post_init__'s derivations: left to transformers
-    # 1. fields: the config's value (type-checked as @strict checks it at assignment), else the default
+    values = _field_values(kw, fields)
+    if values is None:
+        return None
+    post_init = POST_INIT.get(record["post_init"])  # 2. the class's own derivations
+    if post_init is None or post_init(values, kw) is _NO:
+        return None
+    if not (_sub_configs(values, record, t) and _dtype_and_rope(values, kw, record, t)
+            and _other_keys(values, kw, record, t)):
+        return None
+    done = _Resolved(name, record, values)
+    if not all(VALIDATORS.get(v) is not None and VALIDATORS[v](done, t) for v in record["validators"]):
+        return None  # 4. the validators
+    return _with_text_config(done, values)
+
+
+def _field_values(kw: dict, fields: dict) -> dict[str, Any] | None:
+    """1. Each field: the config's value (type-checked as @strict checks it at assignment), else the default."""
     values: dict[str, Any] = {}
     for field, spec in fields.items():
         if field in kw:
@@ -145,11 +163,11 @@ def _resolve(name: str, kw: dict, t: dict) -> _Resolved | None:
             values[field] = json.loads(json.dumps(spec["default"]))
         else:
             return None  # a required field, or a default that is not plain data
-    # 2. the class's own derivations
-    post_init = POST_INIT.get(record["post_init"])
-    if post_init is None or post_init(values, kw) is _NO:
-        return None
-    # 3. the base __post_init__: sub-configs, popped keys, the rest as attributes, legacy layer types
+    return values
+
+
+def _sub_configs(values: dict, record: dict, t: dict) -> bool:
+    """3a. The base __post_init__'s sub-configs, each resolved by its class (or its dict's model type)."""
     for key, spec in record.get("sub_configs", {}).items():
         sub = values.get(key)
         if sub is None and spec.get("optional"):
@@ -157,49 +175,56 @@ def _resolve(name: str, kw: dict, t: dict) -> _Resolved | None:
         if sub is None:
             sub = {}
         if not isinstance(sub, dict):
-            return None
+            return False
         sub_name = spec.get("class")
         if sub_name is None:  # resolved by model type (AutoConfig), the dict's own first
             sub_name = t.get("types", {}).get(sub.get("model_type", spec.get("model_type")))
         done = _resolve(sub_name, sub, t) if sub_name else None
         if done is None:
-            return None
+            return False
         values[key] = done
+    return True
+
+
+def _dtype_and_rope(values: dict, kw: dict, record: dict, t: dict) -> bool:
+    """3b. ``torch_dtype`` read as ``dtype``; the RoPE keys converted by the class's converter."""
+    fields = record["fields"]
     torch_dtype = kw.get("torch_dtype")
     if torch_dtype is not None and values.get("dtype") is None:
         if "dtype" not in fields or not accepts(torch_dtype, fields["dtype"]["type"]):
-            return None
+            return False
         values["dtype"] = torch_dtype
     rope = ROPE.get(record.get("rope_converter", ""))
     if record.get("has_rope_parameters"):
-        if rope is None or rope(values, kw, record, t) is _NO:
-            return None
-    elif any(k in kw for k in ("rope_scaling", "rope_theta", "rope_parameters")):
-        # a class without a rope_parameters field converts these only in part (configuration_utils.py 472-479),
-        # sets the rest as attributes, then validates them (validate_rope reads the attribute): left to transformers
-        return None
+        return rope is not None and rope(values, kw, record, t) is not _NO
+    # a class without a rope_parameters field converts these only in part (configuration_utils.py 472-479),
+    # sets the rest as attributes, then validates them (validate_rope reads the attribute): left to transformers
+    return not any(k in kw for k in ("rope_scaling", "rope_theta", "rope_parameters"))
+
+
+def _other_keys(values: dict, kw: dict, record: dict, t: dict) -> bool:
+    """3c. The keys that are not fields, set as attributes (popped ones dropped), and the legacy layer types."""
+    fields = record["fields"]
     popped = POPPED_KEYS | set(t.get("generation_keys", ())) | ROPE_POPPED.get(record.get("rope_converter", ""), set())
     properties = set(record.get("properties", ()))
     for key, value in kw.items():
         if key in fields or key in popped:
             continue
         if key in properties:
-            return None  # setting it runs the property's setter, or fails
+            return False  # setting it runs the property's setter, or fails
         values[key] = value
     for key in ("layer_types", "mtp_layer_types"):
         if values.get(key) is not None:
             if not isinstance(values[key], list) or not all(isinstance(v, str) for v in values[key]):
-                return None
+                return False
             remap = t.get("legacy_layer_types", {})
             values[key] = [remap.get(v, v) for v in values[key]]
-    done = _Resolved(name, record, values)
-    # 4. validators
-    for validator in record["validators"]:
-        rule = VALIDATORS.get(validator)
-        if rule is None or not rule(done, t):
-            return None
-    # get_text_config() (configuration_utils.py 1525-1570, both ends searched as vLLM calls it): the one set
-    # attribute among these names, else the config itself; two set: transformers refuses
+    return True
+
+
+def _with_text_config(done: _Resolved, values: dict) -> _Resolved | None:
+    """get_text_config() (configuration_utils.py 1525-1570, both ends searched as vLLM calls it): the one set
+    attribute among these names, else the config itself; two set: transformers refuses."""
     named = [n for n in ("text_encoder", "decoder", "generator", "text_config") if values.get(n) is not None]
     if len(named) > 1 or (named and not isinstance(values[named[0]], _Resolved)):
         return None
