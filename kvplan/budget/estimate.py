@@ -893,103 +893,133 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
     (v1/worker/gpu_worker.py) subtracts the weights ('Model loading took'), the torch peak of ``profile_run`` over
     the dummy batch, the non-torch memory it measures and, where the release estimates them, the CUDA graphs."""
     release = getattr(era, "release", "") or era.name
-    mm = isinstance(layout.target.config.get("vision_config"), dict)
-    if weights is not None and weights.basis == CHECKPOINT_METADATA:
-        weights_basis, weights_src = CHECKPOINT_METADATA, weights.basis_detail
-    else:
-        weights_basis = KVPLAN_FORMULA
-        weights_src = ("the meta-device count (transformers), by kvplan's per-rank rules" if exact else
-                       "kvplan's per-tensor formula from the config (shapes, dtype, quantization, TP/PP sharding)")
-        if weights is not None and weights.basis_detail:
-            weights_src += "; " + weights.basis_detail
-    if offload:
-        weights_src += ", minus --cpu-offload-gb"
     counted = subtracts_cudagraph_memory(era)
-    graphs = (ends or {}).get("graphs") or {}
+    ends = ends or {}
+    graphs = ends.get("graphs") or {}
+    g = calibrated(tp, pp, card_name, release)
+    weights_basis, weights_src = _weights_term_source(weights, exact, offload)
+    acted = overrides["activation"] is None
     terms = [
         ("weights", stage.weights_bytes, overrides["weights"], weights_basis, weights_src),
         ("activation", stage.activation_peak_bytes - (stage.encoder_profile_bytes or 0), overrides["activation"],
-         KVPLAN_ESTIMATE,
-         f"torch peak of vLLM's profile_run: one forward of {T:,} dummy tokens (max_num_batched_tokens), then the "
-         f"sampler over {min(R, T):,} dummy requests (max_num_seqs); kvplan's rule max(T·(4H + W)·a, R·V·8) "
-         "+ 256 MiB (kvplan/budget/estimate.py)"),
-        ("non_torch", stage.non_torch_bytes, overrides["non_torch"], KVPLAN_ESTIMATE,
-         "memory outside torch's allocator (CUDA context, cuBLAS, NCCL) that vLLM measures at profiling; kvplan's "
-         "0.25 GiB on one GPU, 0.75 GiB when tp·pp > 1"),
+         KVPLAN_ESTIMATE, _activation_source(T, R, tp, pp, sampler if acted else None, forward if acted else None,
+                                             bool(ends.get("sampler_peak")), per_rank=acted)),
+        ("non_torch", stage.non_torch_bytes, overrides["non_torch"], KVPLAN_ESTIMATE, _non_torch_source(g)),
         ("cudagraph", stage.cudagraph_bytes, overrides["cudagraph"], KVPLAN_ESTIMATE if counted else NOT_COUNTED,
-         (f"vLLM {release} subtracts its CUDA-graph estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, "
-          f"gpu_worker.py determine_available_memory); not derived ({CUDAGRAPH_REASON}): "
-          + graphs.get("estimate", {}).get("source", ""))
-         if counted else
-         f"vLLM {release} captures the graphs after sizing the KV cache: they use the 1 − utilization headroom "
-         f"(checked at the band's pessimistic end with the sampler warm-up); " + graphs.get("actual", {}).get(
-             "source", "")),
+         _cudagraph_source(release, counted, graphs)),
     ]
-    ends = ends or {}
-    g = calibrated(tp, pp, card_name, release)
-    sampler_peak = bool(ends.get("sampler_peak"))
-    derivation = {"weights": DERIVED, "activation": DERIVED if (
-        (sampler_peak and (sampler is None or sampler["basis"] == DERIVED))
-        or (not sampler_peak and forward is not None and forward["basis"] == DERIVED)) else ASSUMED,
+    derivation = {"weights": DERIVED, "activation": _activation_derivation(ends, sampler, forward),
                   "non_torch": CALIBRATED if g is not None else ASSUMED,
                   "cudagraph": (graphs.get("estimate", {}).get("basis", ASSUMED)) if counted else NOT_COUNTED}
-    if g is not None:
-        terms[2] = (*terms[2][:4], f"calibrated on {g['n']} start-ups ({g['group']}: {g['cases']}) of the calibration half of "
-                    f"tests/logs/budget: what vLLM's logged KV memory leaves beside kvplan's other terms, median "
-                    f"{g['value_bytes'] / GiB:.2f} GiB, spread {g['low_bytes'] / GiB:.2f} to "
-                    f"{g['high_bytes'] / GiB:.2f} GiB" + (
-                        f", fewer than 3 start-ups: {g['widened_by']}'s value, the band widened to cover both"
-                        if g.get("widened_by")
-                        else "") + " (scripts/calibrate_budget.py)")
-    if (tp > 1 or pp > 1) and overrides["activation"] is None:  # the per-rank rule (forward_rule_bytes_per_token)
-        terms[1] = (*terms[1][:4], terms[1][4].replace("(4H + W)", "(4H + W + H·[tp > 1] + H·[later PP stage])")
-                    + f"; per rank at TP {tp} / PP {pp}: W at the rank's shapes, the all-reduce's output beside its "
-                    "input, a later stage's two intermediate-tensor buffers (held under its sampler too), the "
-                    "logits' all-gather R·V·(2 + 1/tp)·a at least (every TP rank samples)")
-    if sampler is not None and overrides["activation"] is None:
-        row = sampler["row"]
-        terms[1] = (*terms[1][:4], terms[1][4].replace(
-            "R·V·8", f"R·V·{row['bytes_per_logit']:g} + T·H·a") + (
-            f"; the sampler pass {sampler['value']:,} B ({sampler['basis']}: {sampler['source']}, "
-            f"{row['bytes_per_logit']:g} B per logit on the {row['topk_topp_path']} path"
-            f"{', Triton top-k/top-p' if row['triton'] else ''}; band {row['bytes_per_logit_low']:g}-"
-            f"{row['bytes_per_logit_high']:g} B per logit)"))
-    if forward is not None and overrides["activation"] is None:
-        terms[1] = (*terms[1][:4], terms[1][4].replace("max(T·(4H", f"max({forward['value']:g}·T·(4H")
-                    + f"; the forward: {forward['basis']}: {forward['source']}, band to {forward['high']:g}× "
-                    f"(the unfused native graph); peak {'the sampler' if sampler_peak else 'the forward'}")
     out = []
     for t, b, over, basis, source in terms:
         lo, hi = ends.get(t, (b, b)) if over is None else (b, b)
         out.append(ProfileTerm(t, b, OVERRIDE if over is not None else basis, "override" if over is not None
                                else source, derivation=OVERRIDE if over is not None else derivation[t],
                                low_bytes=lo, high_bytes=hi))
-    if mm and encoder is not None and encoder["items"] == 0:
-        out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE, derivation=DERIVED, source=
-                               "multimodal: every modality's limit is 0 (--language-model-only or "
-                               "--limit-mm-per-prompt): vLLM's profile_run skips the encoder's dummy pass and the "
-                               "encoder cache (MultiModalBudget: no tower modality, encoder budget 0)"))
-    elif mm and stage.encoder_profile_bytes is not None and encoder is not None:
+    if isinstance(layout.target.config.get("vision_config"), dict):
+        out.append(_encoder_term(stage, encoder, encoder_why, ends, acted))
+    return tuple(out)
+
+
+def _weights_term_source(weights, exact: bool, offload: bool) -> tuple[str, str]:
+    """The weights term's basis and source: the checkpoint's metadata, else kvplan's count."""
+    if weights is not None and weights.basis == CHECKPOINT_METADATA:
+        basis, src = CHECKPOINT_METADATA, weights.basis_detail
+    else:
+        basis = KVPLAN_FORMULA
+        src = ("the meta-device count (transformers), by kvplan's per-rank rules" if exact else
+               "kvplan's per-tensor formula from the config (shapes, dtype, quantization, TP/PP sharding)")
+        if weights is not None and weights.basis_detail:
+            src += "; " + weights.basis_detail
+    return basis, src + (", minus --cpu-offload-gb" if offload else "")
+
+
+def _activation_source(T: int, R: int, tp: int, pp: int, sampler: dict | None, forward: dict | None,
+                       sampler_peak: bool, *, per_rank: bool) -> str:
+    """The activation term's source: kvplan's rule, with the per-rank, sampler and forward facts that fill it
+    (``sampler`` / ``forward`` None where the activation is an override)."""
+    src = (f"torch peak of vLLM's profile_run: one forward of {T:,} dummy tokens (max_num_batched_tokens), then the "
+           f"sampler over {min(R, T):,} dummy requests (max_num_seqs); kvplan's rule max(T·(4H + W)·a, R·V·8) "
+           "+ 256 MiB (kvplan/budget/estimate.py)")
+    if (tp > 1 or pp > 1) and per_rank:  # the per-rank rule (forward_rule_bytes_per_token)
+        src = (src.replace("(4H + W)", "(4H + W + H·[tp > 1] + H·[later PP stage])")
+               + f"; per rank at TP {tp} / PP {pp}: W at the rank's shapes, the all-reduce's output beside its "
+               "input, a later stage's two intermediate-tensor buffers (held under its sampler too), the "
+               "logits' all-gather R·V·(2 + 1/tp)·a at least (every TP rank samples)")
+    if sampler is not None:
+        row = sampler["row"]
+        src = src.replace("R·V·8", f"R·V·{row['bytes_per_logit']:g} + T·H·a") + (
+            f"; the sampler pass {sampler['value']:,} B ({sampler['basis']}: {sampler['source']}, "
+            f"{row['bytes_per_logit']:g} B per logit on the {row['topk_topp_path']} path"
+            f"{', Triton top-k/top-p' if row['triton'] else ''}; band {row['bytes_per_logit_low']:g}-"
+            f"{row['bytes_per_logit_high']:g} B per logit)")
+    if forward is not None:
+        src = (src.replace("max(T·(4H", f"max({forward['value']:g}·T·(4H")
+               + f"; the forward: {forward['basis']}: {forward['source']}, band to {forward['high']:g}× "
+               f"(the unfused native graph); peak {'the sampler' if sampler_peak else 'the forward'}")
+    return src
+
+
+def _activation_derivation(ends: dict, sampler: dict | None, forward: dict | None) -> str:
+    """Derived when the term at the peak (the sampler pass or the forward) has a golden, else assumed."""
+    if ends.get("sampler_peak"):
+        return DERIVED if sampler is None or sampler["basis"] == DERIVED else ASSUMED
+    return DERIVED if forward is not None and forward["basis"] == DERIVED else ASSUMED
+
+
+def _non_torch_source(g: dict | None) -> str:
+    """The non-torch term's source: its calibration group, else kvplan's assumed constants."""
+    if g is None:
+        return ("memory outside torch's allocator (CUDA context, cuBLAS, NCCL) that vLLM measures at profiling; "
+                "kvplan's 0.25 GiB on one GPU, 0.75 GiB when tp·pp > 1")
+    return (f"calibrated on {g['n']} start-ups ({g['group']}: {g['cases']}) of the calibration half of "
+            f"tests/logs/budget: what vLLM's logged KV memory leaves beside kvplan's other terms, median "
+            f"{g['value_bytes'] / GiB:.2f} GiB, spread {g['low_bytes'] / GiB:.2f} to "
+            f"{g['high_bytes'] / GiB:.2f} GiB" + (
+                f", fewer than 3 start-ups: {g['widened_by']}'s value, the band widened to cover both"
+                if g.get("widened_by") else "") + " (scripts/calibrate_budget.py)")
+
+
+def _cudagraph_source(release: str, counted: bool, graphs: dict) -> str:
+    """The CUDA-graph term's source: subtracted by the release's profile, or captured in the headroom after."""
+    if counted:
+        return (f"vLLM {release} subtracts its CUDA-graph estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, "
+                f"gpu_worker.py determine_available_memory); not derived ({CUDAGRAPH_REASON}): "
+                + graphs.get("estimate", {}).get("source", ""))
+    return (f"vLLM {release} captures the graphs after sizing the KV cache: they use the 1 − utilization headroom "
+            f"(checked at the band's pessimistic end with the sampler warm-up); "
+            + graphs.get("actual", {}).get("source", ""))
+
+
+def _encoder_term(stage: BudgetStage, encoder: dict | None, encoder_why: str, ends: dict,
+                  acted: bool) -> ProfileTerm:
+    """A multimodal model's encoder_cache term on this stage: skipped (limits 0), estimated, on a later stage
+    (none), or not estimated (no dummy rule for the architecture)."""
+    if encoder is not None and encoder["items"] == 0:
+        return ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE, derivation=DERIVED, source=
+                           "multimodal: every modality's limit is 0 (--language-model-only or "
+                           "--limit-mm-per-prompt): vLLM's profile_run skips the encoder's dummy pass and the "
+                           "encoder cache (MultiModalBudget: no tower modality, encoder budget 0)")
+    if stage.encoder_profile_bytes is not None and encoder is not None:
         e = encoder
-        out.append(ProfileTerm(
+        return ProfileTerm(
             "encoder_cache", stage.encoder_profile_bytes, KVPLAN_ESTIMATE, derivation=e.get("basis", ASSUMED), source=
             f"multimodal: vLLM's profile_run encodes {e['items']} dummy {e['modality']} item(s) of "
             f"{e['tokens_per_item']:,} tokens ({e['encoder_tokens']:,} patches through the vision "
             f"tower: {e['forward_bytes']:,} B; {e.get('source', 'kvplan activation rule')}) and keeps their outputs "
             f"({e['cache_bytes']:,} B) cached under the text forward; the peak's rise over the text "
             "decoder's, max(encoder, cache + text) (kvplan/budget/encoder.py estimate_encoder_profile)",
-            low_bytes=ends.get("encoder_cache", (0, 0))[0], high_bytes=ends.get("encoder_cache", (0, 0))[1]))
-    elif mm and overrides["activation"] is None and stage.stage > 0 and encoder is not None:
-        out.append(ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
-                               "multimodal: the encoder's dummy batch runs on the first pipeline stage only"))
-    elif mm:
-        out.append(ProfileTerm(
-            "encoder_cache", None, NOT_ESTIMATED, derivation=NOT_ESTIMATED, source=
-            "multimodal: vLLM's profile_run also encodes the largest dummy images/videos for the "
-            "encoder cache before the text forward; kvplan's activation covers the text "
-            "decoder only, so the KV budget may be high by that peak"
-            + (f" ({encoder_why})" if encoder_why else "")))
-    return tuple(out)
+            low_bytes=ends.get("encoder_cache", (0, 0))[0], high_bytes=ends.get("encoder_cache", (0, 0))[1])
+    if acted and stage.stage > 0 and encoder is not None:
+        return ProfileTerm("encoder_cache", 0, KVPLAN_ESTIMATE, derivation=ASSUMED, source=
+                           "multimodal: the encoder's dummy batch runs on the first pipeline stage only")
+    return ProfileTerm(
+        "encoder_cache", None, NOT_ESTIMATED, derivation=NOT_ESTIMATED, source=
+        "multimodal: vLLM's profile_run also encodes the largest dummy images/videos for the "
+        "encoder cache before the text forward; kvplan's activation covers the text "
+        "decoder only, so the KV budget may be high by that peak"
+        + (f" ({encoder_why})" if encoder_why else ""))
 
 
 # the terms with a *_basis field of Budget
