@@ -12,8 +12,8 @@ each at 80 and 100 columns, piped, as a table and with ``--format json``; and wi
 command line the test files that run the CLI invoke (``CliRunner.invoke`` recorded while they run,
 ``-m "not slow"``; temporary paths written as ``<tmp>``).
 
-    python scripts/render_corpus.py record /tmp/before.json           # on the code before
-    python scripts/render_corpus.py compare /tmp/before.json          # on the code after: exit 1 on a difference
+    python scripts/render_corpus.py record before.json                # on the code before
+    python scripts/render_corpus.py compare before.json               # on the code after: exit 1 on a difference
 
 It runs the commands through the Typer app in this process (CliRunner: stdout is not a terminal, as
 when piped), so a recording takes a minute, not one interpreter start per case.
@@ -28,6 +28,7 @@ import random
 import re
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,7 +136,8 @@ def test_runs() -> dict[str, dict]:
     from typer.testing import CliRunner
 
     got: dict[str, dict] = {}
-    tmp = re.compile(r"/tmp/[^\s'\"]*?pytest-\d+/[^/\s'\"]+")
+    # pytest's own temporary folders (under this machine's temporary directory), which differ run to run
+    tmp = re.compile(re.escape(tempfile.gettempdir()) + r"/[^\s'\"]*?pytest-\d+/[^/\s'\"]+")
     state = {"test": "", "n": 0}
 
     class Capture:
