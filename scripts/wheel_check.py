@@ -9,7 +9,7 @@ out. This script:
    checkout is a git work tree);
 2. installs it into a fresh virtual environment (its dependencies from the package index), with
    nothing of the checkout on ``sys.path``;
-3. runs, from ``/`` (outside the checkout), ``kvplan --version``, ``python -m kvplan --help``
+3. runs, from ``/`` (outside the checkout), ``kvplan --version``, ``python -m kvplan.cli --help``
    (and checks that it imported neither torch nor transformers), ``kvplan models``, a
    ``simulate`` of a bundled model with a drafter, ``kvplan vllm --line``, ``kvplan explain-log``
    of a bundled log, ``kvplan check`` of the shipped deployments files, the README's Python API
@@ -45,7 +45,7 @@ LOG = "logs/gemma-3-27b-it-40gib-vllm-0.18.0.log"  # under the catalog (configs/
 NO_HEAVY = ("import atexit, runpy, sys\n"
             "atexit.register(lambda: sys.__stderr__.write('HEAVY=' + ','.join(sorted(m for m in "
             "('torch', 'transformers') if m in sys.modules)) + '\\n'))\n"
-            "sys.argv = ['kvplan', '--help']\nrunpy.run_module('kvplan', run_name='__main__')\n")
+            "sys.argv = ['kvplan', '--help']\nrunpy.run_module('kvplan.cli', run_name='__main__')\n")
 
 
 def sh(argv, **kw) -> subprocess.CompletedProcess:
@@ -135,7 +135,7 @@ def main() -> int:
     # 3 + 4. the commands, from /, and the same through the editable install
     def both(name: str, argv: list[str], compare_json: bool = True, codes=(0,)) -> None:
         wheel_argv = [kvplan_bin, *[a.replace("<catalog>", str(installed_catalog)) for a in argv]]
-        edit_argv = [sys.executable, "-m", "kvplan", *[a.replace("<catalog>", str(ROOT / "configs")) for a in argv]]
+        edit_argv = [sys.executable, "-m", "kvplan.cli", *[a.replace("<catalog>", str(ROOT / "configs")) for a in argv]]
         w = sh(wheel_argv, cwd="/", env=env)
         ok = w.returncode in codes
         detail = f"exit {w.returncode}"
@@ -156,7 +156,7 @@ def main() -> int:
     report("kvplan --version", v.returncode == 0 and v.stdout.startswith("kvplan "), f"exit {v.returncode}: {v.stdout.strip()}")
     h = sh([py, "-c", NO_HEAVY], cwd="/", env=env)
     heavy = [ln for ln in h.stderr.splitlines() if ln.startswith("HEAVY=")]
-    report("python -m kvplan --help", h.returncode == 0 and "Usage" in h.stdout and heavy == ["HEAVY="],
+    report("python -m kvplan.cli --help", h.returncode == 0 and "Usage" in h.stdout and heavy == ["HEAVY="],
            f"exit {h.returncode}; torch/transformers imported: {(heavy[0][6:] or 'none') if heavy else '?'}")
     both("models --format json", ["models", "--format", "json"])
     both("simulate gpt-oss-20b + P-EAGLE --format json", SIMULATE)

@@ -309,7 +309,7 @@ def test_unreadable_headers_keep_the_formula_with_the_reason(hub, repo, reason):
 
 def test_cli_end_to_end_in_a_subprocess(hub, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KVPLAN_CACHE_DIR": str(tmp_path / "kvplan-cache")}
-    cmd = [sys.executable, "-m", "kvplan", "simulate", "kvtest/tiny-llama", "--download", "--gpu", "H100-80GB",
+    cmd = [sys.executable, "-m", "kvplan.cli", "simulate", "kvtest/tiny-llama", "--download", "--gpu", "H100-80GB",
            "--format", "json"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert r.returncode == 0, r.stderr

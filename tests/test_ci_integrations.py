@@ -111,7 +111,7 @@ def _hook():
 def _entry_argv(entry: str) -> list[str]:
     argv = shlex.split(entry)
     script = Path(sys.executable).with_name(argv[0])  # the console script installed beside this Python
-    return ([str(script)] if script.exists() else [sys.executable, "-m", "kvplan"]) + argv[1:]
+    return ([str(script)] if script.exists() else [sys.executable, "-m", "kvplan.cli"]) + argv[1:]
 
 
 def test_pre_commit_hook_selects_deployments_files():

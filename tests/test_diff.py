@@ -89,7 +89,7 @@ def test_a_change_two_decisions_make_together_names_the_pair():
 
 
 def test_cli_exit_code_and_check_expectation(tmp_path):
-    cmd = [sys.executable, "-m", "kvplan", "diff", "google/gemma-3-27b-it", "--from", "vllm==0.25.1", "--to",
+    cmd = [sys.executable, "-m", "kvplan.cli", "diff", "google/gemma-3-27b-it", "--from", "vllm==0.25.1", "--to",
            "vllm==0.26.0", "--kv-cache-memory", "40GiB"]
     assert subprocess.run([*cmd, "--max-loss", "25"], capture_output=True, cwd=ROOT).returncode == 0
     r = subprocess.run([*cmd, "--max-loss", "5", "-f", "json"], capture_output=True, text=True, cwd=ROOT)
@@ -98,7 +98,7 @@ def test_cli_exit_code_and_check_expectation(tmp_path):
     f = tmp_path / "d.yaml"
     f.write_text("deployments:\n  - name: gemma\n    model: google/gemma-3-27b-it\n    kv_cache_memory: 40GiB\n"
                  "    policy: vllm==0.25.1\n    expect:\n      max_upgrade_loss: {to: vllm==0.26.0, pct: 5}\n")
-    r = subprocess.run([sys.executable, "-m", "kvplan", "check", str(f), "-f", "json"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "check", str(f), "-f", "json"], capture_output=True,
                        text=True, cwd=ROOT)
     assert r.returncode == 3
     [dep] = json.loads(r.stdout)["deployments"]
@@ -106,7 +106,7 @@ def test_cli_exit_code_and_check_expectation(tmp_path):
     assert e["measured"] == {"from_kv_tokens": 368540, "to_kv_tokens": 291658, "loss_pct": 20.8612}
     assert e["passed"] is False
     # the same entry read by diff (--check)
-    d = subprocess.run([sys.executable, "-m", "kvplan", "diff", "--check", str(f), "--from", "0.25.1", "--to", "0.26.0",
+    d = subprocess.run([sys.executable, "-m", "kvplan.cli", "diff", "--check", str(f), "--from", "0.25.1", "--to", "0.26.0",
                         "-f", "json"], capture_output=True, text=True, cwd=ROOT)
     assert d.returncode == 0 and json.loads(d.stdout)["deployment"] == "check entry"
 

@@ -51,14 +51,14 @@ def test_every_format_reads_back_to_the_same_plan(tmp_path, fmt, model, options)
 
 def test_the_acceptance_k8s_manifest_on_the_command_line(tmp_path):
     f = tmp_path / "k8s.yaml"
-    r = subprocess.run([sys.executable, "-m", "kvplan", "emit", "openai/gpt-oss-120b", "--gpu", "H100-80GB",
+    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "emit", "openai/gpt-oss-120b", "--gpu", "H100-80GB",
                         "--max-model-len", "131072", "--as", "k8s"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     f.write_text(r.stdout)
     assert "read it back: kvplan vllm --gpu H100-80GB --file FILE" in r.stderr
-    back = subprocess.run([sys.executable, "-m", "kvplan", "vllm", "--gpu", "H100-80GB", "--file", str(f), "-f",
+    back = subprocess.run([sys.executable, "-m", "kvplan.cli", "vllm", "--gpu", "H100-80GB", "--file", str(f), "-f",
                            "json"], capture_output=True, text=True, cwd=ROOT)
-    sim = subprocess.run([sys.executable, "-m", "kvplan", "simulate", "openai/gpt-oss-120b", "--gpu", "H100-80GB",
+    sim = subprocess.run([sys.executable, "-m", "kvplan.cli", "simulate", "openai/gpt-oss-120b", "--gpu", "H100-80GB",
                           "--max-model-len", "131072", "-f", "json"], capture_output=True, text=True, cwd=ROOT)
     assert back.returncode == sim.returncode == 0
     assert plan_of(json.loads(back.stdout)) == plan_of(json.loads(sim.stdout))

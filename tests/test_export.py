@@ -94,13 +94,13 @@ def test_a_serve_line_and_a_check_entry_export_the_same_pool(tmp_path):
 
 
 def test_cli_prints_only_the_tools_text_on_stdout():
-    r = subprocess.run([sys.executable, "-m", "kvplan", "export", "meta-llama/Llama-3.1-8B-Instruct", "--to", "mocker",
+    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "export", "meta-llama/Llama-3.1-8B-Instruct", "--to", "mocker",
                         "--kv-cache-memory", "40GiB", "--policy", "vllm==0.34.0"], capture_output=True, text=True,
                        cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["num_gpu_blocks"] == 5120
     assert "5,120 blocks of 64 tokens" in r.stderr
-    bad = subprocess.run([sys.executable, "-m", "kvplan", "export", "meta-llama/Llama-3.1-8B-Instruct", "--to", "blis",
+    bad = subprocess.run([sys.executable, "-m", "kvplan.cli", "export", "meta-llama/Llama-3.1-8B-Instruct", "--to", "blis",
                           "--kv-cache-memory", "40GiB", "--allocate"], capture_output=True, text=True, cwd=ROOT)
     assert (bad.returncode, bad.stderr.strip()) == (1, "Error: --allocate: not an option of a deployment here; drop it")
 

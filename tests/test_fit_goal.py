@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def kvplan_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "kvplan.cli", *args], capture_output=True, text=True, cwd=ROOT)
 
 
 def test_the_acceptance_goal_is_tp2_and_its_k8s_manifest_reads_back_to_the_same_plan(tmp_path):

@@ -53,7 +53,7 @@ def test_ray_serve_llama_config_simulates_on_its_card():
     assert c.name == "ray-serve-llm-llama-3.1-8b.yaml: my-small-llm-app: my-llama-3.1-8B"
     assert c.serve.argv == ("meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--hf-token",
                             "<YOUR-TOKEN-HERE>")
-    r = subprocess.run([sys.executable, "-m", "kvplan", "vllm", "--file", str(DATA / "ray-serve-llm-llama-3.1-8b.yaml"),
+    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "vllm", "--file", str(DATA / "ray-serve-llm-llama-3.1-8b.yaml"),
                         "--gpu", "L4", "--policy", "vllm==0.34.0", "-f", "json"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr

@@ -31,9 +31,9 @@ def run(*args: str, input: bytes | str | None = None):
 
 
 def kvplan_process(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m kvplan ARGS`` in a fresh process (a FIFO opened for reading would block it)."""
+    """``python -m kvplan.cli ARGS`` in a fresh process (a FIFO opened for reading would block it)."""
     environ = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "kvplan", *args], cwd=cwd, env=environ, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "kvplan.cli", *args], cwd=cwd, env=environ, capture_output=True,
                           text=True, timeout=TIMEOUT_S, check=False)
 
 

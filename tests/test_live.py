@@ -108,7 +108,7 @@ def test_a_server_that_disagrees_exits_3(tmp_path):
     files = deployments(tmp_path, model="meta-llama/Llama-3.1-8B-Instruct", policy="vllm==0.34.0",
                         gpu_memory_utilization=0.65)
     with _Server(ISSUE_28924.read_bytes()) as srv:
-        r = subprocess.run([sys.executable, "-m", "kvplan", "check", files, "--live", srv.url, "-f", "json"],
+        r = subprocess.run([sys.executable, "-m", "kvplan.cli", "check", files, "--live", srv.url, "-f", "json"],
                            capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 3, r.stderr
     [s] = json.loads(r.stdout)["servers"]

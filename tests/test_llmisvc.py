@@ -30,7 +30,7 @@ def read(name):
 
 
 def kvplan_cli(*args):
-    return subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "kvplan.cli", *args], capture_output=True, text=True, cwd=ROOT)
 
 
 def test_one_pool_is_the_well_known_templates_line_with_its_replicas():
@@ -111,7 +111,7 @@ def test_a_missing_base_ref_is_one_line_naming_it(tmp_path):
     r = kvplan_cli("vllm", "--gpu", "H100-80GB", "--file", str(f))
     assert r.returncode == 1 and "llmisvc-config-pd-disagg' is not in" in r.stderr and "Traceback" not in r.stderr
     # and on stdin, both documents together, as the sample's kustomization applies them
-    r = subprocess.run([sys.executable, "-m", "kvplan", "vllm", "--gpu", "H100-80GB", "--policy", "vllm==0.34.0",
+    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "vllm", "--gpu", "H100-80GB", "--policy", "vllm==0.34.0",
                         "--model-map", GPT_OSS, "--file", "-", "--container", "decode", "-f", "json"],
                        input=(DATA / "kserve-llmisvc-gpt-oss-pd-baseref.yaml").read_text(), capture_output=True,
                        text=True, cwd=ROOT)

@@ -67,7 +67,7 @@ def test_an_unknown_cached_repository_names_the_fix():
 
 
 def _kvplan(*args: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "kvplan", *args, "--format", "json"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "kvplan.cli", *args, "--format", "json"], capture_output=True,
                          text=True, cwd=ROOT, timeout=120)
     assert out.returncode in (0, 3), out.stderr
     return json.loads(out.stdout)

@@ -47,7 +47,7 @@ def test_the_python_form_plans_as_the_yaml_form():
 
 
 def test_stdin_python_is_recognised():
-    r = subprocess.run([sys.executable, "-m", "kvplan", "vllm", "--gpu", "L4", "--policy", "vllm==0.34.0", "--file", "-",
+    r = subprocess.run([sys.executable, "-m", "kvplan.cli", "vllm", "--gpu", "L4", "--policy", "vllm==0.34.0", "--file", "-",
                         "-f", "json"], input=(DATA / "ray-serve-llm-llama-3.1-8b-sdk.py").read_text(),
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr

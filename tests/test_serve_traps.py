@@ -115,7 +115,7 @@ def test_line_after_serve_and_a_kvplan_command_on_stdin():
     root = Path(__file__).resolve().parents[1]
 
     def run(*args: str, stdin: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "kvplan", "vllm", *args], input=_text(stdin), text=True,
+        return subprocess.run([sys.executable, "-m", "kvplan.cli", "vllm", *args], input=_text(stdin), text=True,
                               capture_output=True, cwd=root, timeout=120)
 
     after = run("--gpu", "H100-80GB", "serve", "--line", "-", stdin="line-stdin-after-serve.txt")
@@ -124,3 +124,11 @@ def test_line_after_serve_and_a_kvplan_command_on_stdin():
     assert before.returncode == 0, before.stderr
     wrapped = run("--gpu", "H100-80GB", "--line", "-", stdin="line-stdin-kvplan-command.txt")
     assert wrapped.returncode == 1 and "the text is a kvplan command" in wrapped.stderr
+
+
+@pytest.mark.parametrize("line", ["kvplan simulate openai/gpt-oss-20b", "python -m kvplan.cli simulate openai/gpt-oss-20b",
+                                  "python3 -m kvplan simulate openai/gpt-oss-20b"])
+def test_a_kvplan_command_is_not_a_serve_line(line):
+    # kvplan's own command line, in any of its forms (the script, the module entry, the old package entry)
+    with pytest.raises(OptionError, match="the text is a kvplan command"):
+        parse_line(line)

@@ -308,7 +308,7 @@ def parse_line(text: str) -> ServeLine:
         if not cmd:
             continue
         prog = cmd[0].rsplit("/", 1)[-1]
-        if prog == "kvplan" or (_is_python(prog) and cmd[1:3] == ["-m", "kvplan"]):
+        if prog == "kvplan" or (_is_python(prog) and cmd[1:3] in (["-m", "kvplan"], ["-m", "kvplan.cli"])):
             raise OptionError("--line: the text is a kvplan command, not the line vLLM runs; give --line the "
                               "vllm serve line itself (kvplan's options go on kvplan's command line)")
         if prog == "vllm":

@@ -28,7 +28,7 @@ args=()
 [ -n "${KVPLAN_JUNIT:-}" ] && args+=(--junit-xml "$KVPLAN_JUNIT")
 # shellcheck disable=SC2206
 [ -n "${KVPLAN_ARGS:-}" ] && args+=(${KVPLAN_ARGS})
-"$py" -m kvplan check "${args[@]}" "${files[@]}"
+"$py" -m kvplan.cli check "${args[@]}" "${files[@]}"
 rc=$?
 [ -n "${GITHUB_OUTPUT:-}" ] && echo "exit-code=$rc" >> "$GITHUB_OUTPUT"
 exit $rc

@@ -19,4 +19,4 @@ elif [[ "$spec" =~ ^[0-9]+(\.[0-9]+)*([a-z]+[0-9]*)?$ ]]; then
 fi
 echo "kvplan action: pip install $spec"
 "$py" -m pip install --quiet --disable-pip-version-check "$spec"
-"$py" -m kvplan --version
+"$py" -m kvplan.cli --version
