@@ -302,7 +302,15 @@ def tower_skipped(architecture: str, release: str | None, limits: dict | None) -
     return architecture in SKIPS_TOWER_BEFORE_MARKING
 
 
-def qwen3_vl_tower_params(vision: dict, tp: int = 1) -> int:
+def _vit_blocks(h: int, inter: int, layers: int) -> tuple[int, int]:
+    """``layers`` ViT blocks as the three towers below build them: ``(whole on every rank, split over TP)``. Whole:
+    two LayerNorms (weight and bias), the row-parallel biases of the attention output and of the MLP's second
+    linear; split: the attention's ``qkv (h → 3h, bias)`` and ``o (h → h)`` weights, the MLP's ``fc1 (h → I, bias)``
+    and ``fc2 (I → h)`` weights."""
+    return layers * (4 * h + h + h), layers * (3 * h * h + 3 * h + h * h + h * inter + inter + inter * h)
+
+
+def qwen3_vl_tower_params(vision: dict, tp: int = 1, text_hidden: int = 0) -> int:
     """Parameters of Qwen3-VL's ``Qwen3_VisionTransformer`` on one rank, as vLLM builds it (0.34.0
     model_executor/models/qwen3_vl.py 381-640): the patch embedding ``Conv3dLayer(C, h, (t, p, p), bias)`` and the
     position table ``Embedding(P, h)``, replicated; per block two LayerNorms (weight and bias), the attention's
@@ -316,8 +324,9 @@ def qwen3_vl_tower_params(vision: dict, tp: int = 1) -> int:
     pos, depth = int(vision["num_position_embeddings"]), int(vision["depth"])
     big, out = h * int(vision.get("spatial_merge_size") or 2) ** 2, int(vision["out_hidden_size"])
     stacks = len(vision.get("deepstack_visual_indexes") or ())
-    whole = c * t * p * p * h + h + pos * h + depth * (4 * h + h + h) + (2 * h + out) + stacks * (2 * big + out)
-    split = depth * (3 * h * h + 3 * h + h * h + h * inter + inter + inter * h) + (1 + stacks) * (big * big + big + big * out)
+    blocks_whole, blocks_split = _vit_blocks(h, inter, depth)
+    whole = c * t * p * p * h + h + pos * h + blocks_whole + (2 * h + out) + stacks * (2 * big + out)
+    split = blocks_split + (1 + stacks) * (big * big + big + big * out)
     return whole + split // tp
 
 
@@ -333,8 +342,9 @@ def llama4_tower_params(vision: dict, tp: int = 1, text_hidden: int = 0) -> int:
     size, p, c = int(vision["image_size"]), int(vision["patch_size"]), int(vision.get("num_channels") or 3)
     ratio = float(vision.get("pixel_shuffle_ratio") or 0.5)
     shuffled = int(h / ratio ** 2)
-    whole = c * p * p * h + h + ((size // p) ** 2 + 1) * h + 4 * h + layers * (4 * h + h + h)
-    split = (layers * (3 * h * h + 3 * h + h * h + h * inter + inter + inter * h)
+    blocks_whole, blocks_split = _vit_blocks(h, inter, layers)
+    whole = c * p * p * h + h + ((size // p) ** 2 + 1) * h + 4 * h + blocks_whole
+    split = (blocks_split
              + shuffled * int(vision["projector_input_dim"])
              + int(vision["projector_input_dim"]) * int(vision["projector_output_dim"])
              + int(vision["vision_output_dim"]) * text_hidden)
@@ -350,8 +360,8 @@ def gemma3_tower_params(vision: dict, tp: int = 1, text_hidden: int = 0) -> int:
     matrix. Column/row-parallel weights split over ``tp`` (a row-parallel bias whole; the projector whole)."""
     h, inter, layers = int(vision["hidden_size"]), int(vision["intermediate_size"]), int(vision["num_hidden_layers"])
     size, p, c = int(vision["image_size"]), int(vision["patch_size"]), int(vision.get("num_channels") or 3)
-    whole = c * p * p * h + h + (size // p) ** 2 * h + layers * (4 * h + h + h) + 2 * h + h + h * text_hidden
-    split = layers * (3 * h * h + 3 * h + h * h + h * inter + inter + inter * h)
+    blocks_whole, split = _vit_blocks(h, inter, layers)
+    whole = c * p * p * h + h + (size // p) ** 2 * h + blocks_whole + 2 * h + h + h * text_hidden
     return whole + split // tp
 
 
@@ -369,11 +379,9 @@ def tower_weight_bytes(config: dict, tp: int, dtype_bytes: int, text_hidden: int
     vision = config.get("vision_config")
     if rule is None or not isinstance(vision, dict):
         return None
-    if rule in (llama4_tower_params, gemma3_tower_params):
-        if rule is gemma3_tower_params and vision.get("vision_use_head") is not False:
-            return None  # a SigLIP pooling head: not counted here
-        return rule(vision, tp, text_hidden) * dtype_bytes
-    return rule(vision, tp) * dtype_bytes
+    if rule is gemma3_tower_params and vision.get("vision_use_head") is not False:
+        return None  # a SigLIP pooling head: not counted here
+    return rule(vision, tp, text_hidden) * dtype_bytes
 
 
 def tower_load(config: dict, release: str | None, limits: dict | None, tp: int, dtype_bytes: int,
