@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kvplan.budget.estimate import graph_terms
+from kvplan.budget.profile import _table as profile_table_rows
 from kvplan.budget.sizing import EXTENSIBLE, PROFILED, resolve_gpu_memory_utilization
 from kvplan.budget.hardware import GPU_PRESETS, get_gpu, vllm_batch_defaults
 from kvplan.cli.app import ensure_registered
@@ -18,7 +19,7 @@ from kvplan.model import ServingOptions, build_model_layout
 from kvplan.units import GiB, MiB
 from factories import budget_of, heavy_modules_after_cli
 
-PROFILE_TABLE = json.loads((Path(__file__).resolve().parent.parent / "kvplan/budget/profile_terms.json").read_text())
+PROFILE_ROWS = profile_table_rows()  # kvplan/budget/profile_terms.json, its shared rows resolved
 CALIBRATION = json.loads((Path(__file__).resolve().parent.parent / "kvplan/budget/calibration.json").read_text())
 
 
@@ -26,7 +27,7 @@ def sampler(release: str, reqs: int, vocab: int) -> int:
     """The dummy sampler pass's peak by the table derived from the release's code (kvplan/budget/profile.py):
     reqs · vocab · bytes per logit + the Triton buffer's rows (min(next_pow2(min(132, reqs)), 132) = 132 SMs of an
     H100 at ≥ 128 requests) · vocab · its bytes per entry + the fixed bytes."""
-    row = PROFILE_TABLE["releases"][release]
+    row = PROFILE_ROWS[release]
     rows = 132 if reqs >= 128 else 1 << (reqs - 1).bit_length()
     return round(reqs * vocab * row["bytes_per_logit"] + (rows * vocab * row["sm_row_bytes_per_vocab"] if
                                                            row["sm_row_bytes_per_vocab"] else 0) + row["fixed_bytes"])
@@ -35,7 +36,7 @@ def sampler(release: str, reqs: int, vocab: int) -> int:
 def forward(release: str, bytes_by_rule: int) -> int:
     """kvplan's forward rule T·(4H + W)·a scaled by the release's measured dense factor (the dummy forward of
     Qwen3-8B on the meta device over the rule for it, kvplan/budget/profile_terms.json; 1.077 for 0.34.0)."""
-    return round(bytes_by_rule * PROFILE_TABLE["releases"][release]["forward"]["dense"]["factor"])
+    return round(bytes_by_rule * PROFILE_ROWS[release]["forward"]["dense"]["factor"])
 
 
 def non_torch(group: str) -> int:
@@ -294,7 +295,7 @@ def test_pipeline_budget_is_the_tightest_stage():
     #   of 102 graphs on 16 layers (graphs())
     nt = non_torch("pp>1")
     fwd0 = forward("0.34.0", 8192 * (4 * 4096 + 3 * 14336) * 2) + 256 * MiB
-    later = PROFILE_TABLE["releases"]["0.34.0"]["parallel"]["dense"]["layouts"]["pp2-last"]["factor"]
+    later = PROFILE_ROWS["0.34.0"]["parallel"]["dense"]["layouts"]["pp2-last"]["factor"]
     act1 = max(round(8192 * (5 * 4096 + 3 * 14336) * 2 * later),
                sampler("0.34.0", 1024, 128256) + 3 * 8192 * 4096 * 2) + 256 * MiB
     kv0 = 43_979_248_763 - 8_030_257_152 - fwd0 - nt - graphs(16)
@@ -397,11 +398,11 @@ def test_simulate_gpu_too_small_fails_loading_with_deployment_fixes():
     assert "kv_cache_memory" not in fixes and "gpu_memory_utilization" not in fixes and "quantization" not in fixes
     assert fixes["tensor_parallel_size"]["value"] == 8 and fixes["pipeline_parallel_size"]["value"] == 8
     assert fixes["gpu"]["value"] == "RTX-PRO-6000-96GB"
-    # or offload to CPU memory: 39.5 GiB short of loading; 61 GiB offloaded is the least whole GiB that leaves room
+    # or offload to CPU memory: 39.5 GiB short of loading; 60 GiB offloaded is the least whole GiB that leaves room
     # for the 10 GiB a 40,960-token request needs at the band's pessimistic end (re-simulated): there the L4's
     # CUDA-graph estimate is at every card's widest calibrated ratio (no L4 start-up logs one) and its non-torch
     # term at the one-GPU spread (one L4 start-up: the band widened)
-    assert fixes["cpu_offload_gb"]["value"] == 61 and fixes["cpu_offload_gb"]["starts"]
+    assert fixes["cpu_offload_gb"]["value"] == 60 and fixes["cpu_offload_gb"]["starts"]
     assert all(f["verified"] for f in d["fixes"])
 
 

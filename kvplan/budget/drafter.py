@@ -54,6 +54,8 @@ def spec_sampler_bytes(row: dict, sampler_row: dict, reqs: int, vocab: int) -> i
     golden's bytes per logit, and the Triton top-k/top-p buffer's rows as the sampler's table sizes them for the
     card's SMs (``kvplan.budget.profile.sampler_bytes`` with the golden's per-logit figure and no fixed part; the
     golden's fixed part, measured at 8 SMs, is past the SM rows and under a MiB)."""
-    from kvplan.budget.profile import sampler_bytes
+    from kvplan.budget.profile import per_logit_key, sampler_bytes
 
-    return sampler_bytes({**sampler_row, "fixed_bytes": 0}, reqs, vocab, per_logit=row["bytes_per_logit"])
+    # on CUDA the sorts' workspace per logit differs below 128 requests (kvplan.budget.profile.per_logit_key)
+    per_logit = row.get(per_logit_key(reqs), row["bytes_per_logit"])
+    return sampler_bytes({**sampler_row, "fixed_bytes": 0}, reqs, vocab, per_logit=per_logit)

@@ -23,8 +23,9 @@ estimates, labelled as such in every output, each with an override:
       activation = max(f · forward, sampler) + 256 MiB
 
   ``S(R, V)`` is the dummy sampler pass's peak, derived per release from the release's own
-  ``_dummy_sampler_run`` run on the CPU under a memory-tracking dispatch mode (``kvplan.budget.profile``:
-  28 B per logit in 0.11-0.15, whose top-k/top-p sorts the logits; 14 B from 0.17, the Triton path), while the
+  ``_dummy_sampler_run`` run on the CPU under a memory-tracking dispatch mode, with the workspace torch's CUDA sort
+  allocates added where the pass sorts (``kvplan.budget.profile``: 38 B per logit in 0.11-0.15 from 128 requests,
+  whose top-k/top-p sorts the logits, 28 of them on the CPU; 14 B from 0.17, the Triton path), while the
   forward's hidden states ``T · H · a`` are still held (kvplan charged ``R · V · 4 · 2`` before). ``f`` is the
   release's measured forward peak over the rule for the model's family (dense / MoE), from the release's model
   class run on the meta device (``kvplan.budget.profile.forward_factors``; 1.077 for a dense model from 0.24).
@@ -252,13 +253,13 @@ def non_torch_ends(tp: int, pp: int = 1, card_name: str | None = None, release: 
 def sampler_terms(era, reqs: int, vocab: int) -> dict:
     """The dummy sampler pass's peak for ``reqs`` dummy requests (``min(max_num_seqs, T)``) at ``vocab``, by the
     release's derived table (``kvplan.budget.profile``): value, low and high end, basis and where it came from."""
-    from kvplan.budget.profile import sampler_bytes, sampler_row
+    from kvplan.budget.profile import per_logit_key, sampler_bytes, sampler_row
 
     # the release the era stands for (Era.stands_for), read from its fields: the budget calls nothing in the engines
     row, basis, src = sampler_row(_release(era))
     return {"value": sampler_bytes(row, reqs, vocab),
-            "low": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_low"]),
-            "high": sampler_bytes(row, reqs, vocab, per_logit=row["bytes_per_logit_high"]),
+            "low": sampler_bytes(row, reqs, vocab, per_logit=row[per_logit_key(reqs, "low")]),
+            "high": sampler_bytes(row, reqs, vocab, per_logit=row[per_logit_key(reqs, "high")]),
             "basis": basis, "source": src, "row": row}
 
 

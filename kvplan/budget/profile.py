@@ -9,7 +9,10 @@ the goldens). The pass's peak over ``R`` dummy requests and a vocabulary of ``V`
     sampler = R · V · b  +  rows · V · s  +  fixed          rows = min(next_pow2(min(SMs, R)), SMs)
 
 ``b`` the bytes per logit (the model-dtype logits, the fp32 copy, and whatever the release's top-k/top-p path
-allocates: 0.11.0 without FlashInfer sorts the logits, 28 B; the Triton path of 0.19+ 14 B), ``s`` the Triton
+allocates: 0.11.0 without FlashInfer sorts the logits, 28 B on the CPU; the Triton path of 0.19+ 14 B), on CUDA: the
+harness adds the workspace torch's CUDA sort allocates through the caching allocator while the sort runs
+(``cuda_workspace_bytes`` in the script: 20 B per logit from 128 requests, 32 B below, so 0.11.0's path takes 38 B
+per logit from 128 requests and 50 B below; vLLM's torch peak is the allocator's), ``s`` the Triton
 top-k/top-p wrapper's per-SM buffer (4 B, one fp32 row per program; 0 before it), ``fixed`` its tables. The SM
 count is not in kvplan's card presets: kvplan takes an H100 SXM's 132 (assumed; at most 170·V·4 bytes on any
 current card, inside the band). A release whose sampler was not run (the V1 runner removed: 0.30+ run the V2
@@ -30,7 +33,16 @@ DERIVED, ASSUMED = "derived", "assumed"
 
 @cache
 def _table() -> dict:
-    return json.loads(TABLE.read_text())["releases"]
+    """The table's rows, each release's ``forward`` / ``parallel`` / ``encoder`` resolved from the file's ``shared``
+    part (stored there once per distinct row, under the first release that has it)."""
+    data = json.loads(TABLE.read_text())
+    shared = data.get("shared", {})
+    rows = data["releases"]
+    for row in rows.values():
+        for key, by_release in shared.items():
+            if isinstance(row.get(key), str):
+                row[key] = by_release[row[key]]
+    return rows
 
 
 def sampler_row(release: str | None) -> tuple[dict, str, str]:
@@ -44,9 +56,20 @@ def sampler_row(release: str | None) -> tuple[dict, str, str]:
     return row, ASSUMED, f"vLLM {row['from']}'s figure: {release or 'this era'}'s sampler not run ({row['why']})"
 
 
+SEGMENTED_SORT_MIN_REQS = 128  # torch's CUDA sort of [R, V] takes its segmented branch from 128 slices
+
+
+def per_logit_key(reqs: int, end: str = "") -> str:
+    """The table's bytes-per-logit key for ``reqs`` dummy requests (``end``: "", "low" or "high"): the CUDA sort's
+    workspace per element differs below 128 requests (two index buffers and a key copy: 50 B per logit in 0.11.0's
+    native path) and from 128 (one index buffer: 38 B)."""
+    key = "bytes_per_logit" + (f"_{end}" if end else "")
+    return key + ("_under_128" if 1 < reqs < SEGMENTED_SORT_MIN_REQS else "")
+
+
 def sampler_bytes(row: dict, reqs: int, vocab: int, *, per_logit: float | None = None) -> int:
     """The sampler pass's peak for ``reqs`` dummy requests over ``vocab`` logits by a table row."""
-    b = row["bytes_per_logit"] if per_logit is None else per_logit
+    b = row.get(per_logit_key(reqs), row["bytes_per_logit"]) if per_logit is None else per_logit
     sms = ASSUMED_SMS
     rows = min(1 << max(0, (min(sms, reqs) - 1).bit_length()), sms) if row["sm_row_bytes_per_vocab"] else 0
     return round(reqs * vocab * b + rows * vocab * row["sm_row_bytes_per_vocab"] + row["fixed_bytes"])

@@ -29,6 +29,11 @@ at two batch sizes R1 < R2 (both ≥ the SM count, so the Triton buffer is the s
 vocabulary size; the difference over (R2 − R1)·V is the bytes per logit the peak grows by, the rest the part
 that does not grow with the batch (the Triton buffer: min(next_pow2(min(SMs, R)), SMs) rows of V fp32).
 
+On CUDA an op's kernel may allocate a transient workspace through torch's caching allocator that the CPU kernel does
+not (``cuda_workspace_bytes``: torch's CUDA sort, from torch's and cub's source); the tracker adds it to what is
+live when the op runs (``LiveBytes.cuda_peak``), measured at two batches of 128 or more requests (``--cuda-reqs``:
+the sort's segmented branch) and at R1, R2 (below 128): the golden's ``cuda`` figures, which the table uses.
+
 Output: ``<out>/<release>.json``: per vocabulary size the measured peaks, the bytes per logit and the fixed
 part, and the path taken (``topk_topp_path``: the TopKTopPSampler method bound, ``triton``: whether
 apply_top_k_top_p took the Triton branch). A release whose sampler cannot be run so says why (``derived``
@@ -51,13 +56,24 @@ VOCABS = (151936,)  # the slope is the same at 32000, 128256 and 262144 (0.11.0,
 
 
 class LiveBytes:
-    """Live bytes of every storage an op created inside the mode, and their peak."""
+    """Live bytes of every storage an op created inside the mode, and their peak; ``cuda_peak`` the same peak with
+    the transient workspace the op's CUDA kernel allocates through torch's caching allocator on top of what is live
+    when it runs (``cuda_workspace_bytes``: the CPU kernel allocates none of it)."""
 
     def __init__(self, known=()):
         self.known = {t.untyped_storage().data_ptr() for t in known}  # allocated before the call: not counted
         self.live: dict[int, int] = {}
         self.now = 0
         self.peak = 0
+        self.cuda_peak = 0
+        self.cuda_ops: dict[str, int] = {}  # op -> calls with a CUDA-only workspace
+
+    def op_done(self, func, args, kwargs) -> None:
+        ws = cuda_workspace_bytes(func, args, kwargs)
+        if ws:
+            name = str(func)
+            self.cuda_ops[name] = self.cuda_ops.get(name, 0) + 1
+        self.cuda_peak = max(self.cuda_peak, self.peak, self.now + ws)
 
     def add(self, storage) -> None:
         key = storage.data_ptr()
@@ -74,6 +90,68 @@ class LiveBytes:
         self.now -= n
 
 
+# torch's CUDA sort (the sampler's top-k/top-p sorts the [R, V] fp32 logits along V): what its kernel allocates
+# through the caching allocator beyond the op's outputs (values, int64 indices), from torch's source, the same in
+# torch 2.8-2.11 (the releases' pins): aten/src/ATen/native/cuda/Sort.cpp ``sort_cuda_kernel``: a slice of at
+# most 4096 (``should_use_small_sort``) is sorted in place in the output, nothing more; a larger one goes to
+# SortStable.cu ``launch_stable_sort_kernel`` (a non-contiguous input along ``dim`` first copied), which sorts the
+# n = R·V elements by the number of slices R:
+#   R ≥ 128  ``segmented_sort_pairs``: an int64 index per element (``reverse_indices``), then cub's
+#            DeviceSegmentedRadixSort::SortPairs, not allowed to overwrite its input, whose temporary storage is a
+#            third key buffer and a third value buffer (cub dispatch_segmented_radix_sort.cuh ``InvokePasses``:
+#            ``num_items * sizeof(KeyT)``, ``num_items * sizeof(ValueT)``): 8 + key + 8 bytes per element;
+#   2 ≤ R < 128  ``segmented_sort_pairs_by_full_sort``: two int2 buffers of n (16 B per element), then
+#            ``radix_sort_pairs<key, int2>`` with no key output (a key buffer of n allocated) and cub
+#            DeviceRadixSort's third key and value buffers (key + 8): 16 + 2·key + 8 bytes per element at its peak
+#            (the second pass, a keys-only sort of the int64 pairs, holds 16 + 8);
+#   R = 1 (or V ≥ 1,000,000)  ``segmented_sort_large_segments``: V int64 indices and, one slice at a time, cub
+#            DeviceRadixSort's third buffers for V elements: (8 + key + 8)·V.
+# cub's histogram spine (``spine_length * sizeof(OffsetT)``, under 1 MiB) and the allocator's 512-byte rounding
+# are not counted.
+SMALL_SORT_MAX = 4096
+SEGMENTED_SORT_MIN_SLICES = 128
+LARGE_SEGMENT = 1_000_000
+
+
+def cuda_sort_workspace_bytes(shape, dim: int, key_bytes: int, *, dense_along_dim: bool = True) -> int:
+    """The transient bytes torch's CUDA sort of a tensor of ``shape`` along ``dim`` allocates (comment above)."""
+    numel = 1
+    for s in shape:
+        numel *= s
+    nsort = shape[dim] if shape else 1
+    if numel == 0 or nsort <= SMALL_SORT_MAX:
+        return 0
+    copy = 0 if dense_along_dim else numel * key_bytes
+    slices = numel // nsort
+    if slices == 1 or nsort >= LARGE_SEGMENT:
+        return copy + (8 + key_bytes + 8) * nsort
+    if slices < SEGMENTED_SORT_MIN_SLICES:
+        return copy + (16 + 2 * key_bytes + 8) * numel
+    return copy + (8 + key_bytes + 8) * numel
+
+
+def cuda_workspace_bytes(func, args, kwargs) -> int:
+    """The CUDA-only workspace of one dispatched op (``aten.sort`` in any overload: the sampler's one op with one);
+    0 for every other op."""
+    import torch
+
+    if getattr(func, "_overloadpacket", None) is not torch.ops.aten.sort:
+        return 0
+    self = args[0]
+    dim = kwargs.get("dim", -1)
+    for a in args[1:]:  # sort(self, dim, descending) / sort.stable(self, *, stable, dim, descending)
+        if isinstance(a, int) and not isinstance(a, bool):
+            dim = a
+            break
+    dim = dim % max(self.dim(), 1)
+    try:  # Sort.cpp: no copy where the input is non-overlapping and dense with unit stride along dim
+        from torch._prims_common import is_non_overlapping_and_dense
+    except ImportError:
+        is_non_overlapping_and_dense = torch.Tensor.is_contiguous
+    dense = self.dim() == 0 or (self.stride(dim) == 1 and is_non_overlapping_and_dense(self))
+    return cuda_sort_workspace_bytes(tuple(self.shape), dim, self.element_size(), dense_along_dim=dense)
+
+
 def tracking_mode(counter: LiveBytes, devices=("cpu",)):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -88,6 +166,8 @@ def tracking_mode(counter: LiveBytes, devices=("cpu",)):
                         counter.add_tensor(t)
                     else:
                         counter.add(t.untyped_storage())
+            if hasattr(counter, "op_done"):  # the op's outputs are live: its CUDA kernel's workspace on top
+                counter.op_done(func, args, kwargs or {})
             return out
 
     return Track()
@@ -429,7 +509,14 @@ def measure(method, sampler, vocab: int, reqs: int, dtype, sms: int | None = Non
     with torch.inference_mode(), tracking_mode(counter):
         out = method(stand_in, hidden)
         del out
+    CUDA_PEAKS[(vocab, reqs, sms)] = counter.cuda_peak
+    for op, n in counter.cuda_ops.items():
+        CUDA_OPS[op] = max(CUDA_OPS.get(op, 0), n)
     return counter.peak
+
+
+CUDA_PEAKS: dict = {}  # (vocab, reqs, sms) -> the last measure's peak with the CUDA kernels' workspaces
+CUDA_OPS: dict = {}  # op -> calls per pass with a CUDA-only workspace
 
 
 # FlashInfer's top_k_top_p_sampling_from_logits (the FlashInfer path's one call) masks the logits to the top k and
@@ -437,6 +524,32 @@ def measure(method, sampler, vocab: int, reqs: int, dtype, sms: int | None = Non
 # one). The table's high end adds them to a release whose CUDA path calls it.
 FLASHINFER_UNMEASURED_BYTES_PER_LOGIT = 8
 TABLE_VOCAB = 151936  # the vocabulary the table's per-logit figures are read at (the slope is the same at 32000)
+
+
+def cuda_per_logit(at: dict, key: str) -> float:
+    """A golden row's bytes per logit on CUDA (``cuda``: with the kernels' workspaces) for the batch range ``key``
+    names; a golden made before the CUDA figures has only the CPU one."""
+    return (at.get("cuda") or {}).get(key, at["bytes_per_logit"])
+
+
+SHARED_KEYS = ("forward", "parallel", "encoder")
+
+
+def share_tables(full: dict) -> dict:
+    """Each release's ``forward``, ``parallel`` and ``encoder`` rows stored once: a release whose row is the same as
+    an earlier release's (a release without its own golden takes the newest measured one's) names that release
+    (``kvplan.budget.profile`` resolves the name when it reads the table)."""
+    shared: dict = {k: {} for k in SHARED_KEYS}
+    first: dict = {k: {} for k in SHARED_KEYS}
+    for release, row in full.items():
+        for k in SHARED_KEYS:
+            if k not in row:
+                continue
+            ref = first[k].setdefault(json.dumps(row[k], sort_keys=True), release)
+            if ref == release:
+                shared[k][release] = row[k]
+            row[k] = ref
+    return shared
 
 
 def table(goldens: Path, out: Path) -> int:
@@ -454,21 +567,24 @@ def table(goldens: Path, out: Path) -> int:
             rows[g["vllm_version"]] = {"derived": False, "why": v.get("why", "")}
             continue
         at = {r["vocab_size"]: r for r in v["sampler"]}[TABLE_VOCAB]
-        per = {k: {r["vocab_size"]: r for r in x["sampler"]}[TABLE_VOCAB]["bytes_per_logit"]
-               for k, x in variants.items() if x.get("derived")}
-        # a variant that called FlashInfer's sampler: its high end adds what FlashInfer allocates itself
-        high = {k: b + (FLASHINFER_UNMEASURED_BYTES_PER_LOGIT if variants[k].get("flashinfer_sampling_calls") else 0)
-                for k, b in per.items()}
-        fi = bool(v.get("flashinfer_sampling_calls"))
-        rows[g["vllm_version"]] = {
-            "derived": True, "variant": pick, "topk_topp_path": v["topk_topp_path"], "triton": v["triton"],
-            "bytes_per_logit": round(at["bytes_per_logit"], 3),
-            "bytes_per_logit_low": round(min(per.values()), 3),
-            "bytes_per_logit_high": round(max(high.values()), 3),
-            "flashinfer_unmeasured": fi,
-            "sm_row_bytes_per_vocab": round(at["bytes_per_sm_row_per_vocab"], 3),
-            "fixed_bytes": at["fixed_bytes"],
-        }
+        row = {"derived": True, "variant": pick, "topk_topp_path": v["topk_topp_path"], "triton": v["triton"],
+               "cuda_workspace_ops": v.get("cuda_workspace_ops", {})}
+        # per batch range (torch's CUDA sort changes branch at 128 slices: cuda_workspace_bytes) the bytes per logit
+        # on CUDA, the other variant's figure the band's other end
+        for suffix, key in (("", "bytes_per_logit"), ("_under_128", "bytes_per_logit_under_128")):
+            per = {k: cuda_per_logit({r["vocab_size"]: r for r in x["sampler"]}[TABLE_VOCAB], key)
+                   for k, x in variants.items() if x.get("derived")}
+            # a variant that called FlashInfer's sampler: its high end adds what FlashInfer allocates itself
+            high = {k: b + (FLASHINFER_UNMEASURED_BYTES_PER_LOGIT if variants[k].get("flashinfer_sampling_calls")
+                            else 0) for k, b in per.items()}
+            row[f"bytes_per_logit{suffix}"] = round(cuda_per_logit(at, key), 3)
+            row[f"bytes_per_logit_low{suffix}"] = round(min(per.values()), 3)
+            row[f"bytes_per_logit_high{suffix}"] = round(max(high.values()), 3)
+        row["bytes_per_logit_cpu"] = round(at["bytes_per_logit"], 3)
+        row["flashinfer_unmeasured"] = bool(v.get("flashinfer_sampling_calls"))
+        row["sm_row_bytes_per_vocab"] = round(at["bytes_per_sm_row_per_vocab"], 3)
+        row["fixed_bytes"] = at["fixed_bytes"]
+        rows[g["vllm_version"]] = row
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from kvplan.engines.vllm.versions import VERSIONS, version_key
 
@@ -485,8 +601,9 @@ def table(goldens: Path, out: Path) -> int:
     forward_table(goldens / "forward", full)
     parallel_table(goldens / "parallel", full)
     encoder_table(goldens / "encoder", full)
+    shared = share_tables(full)
     out.write_text(json.dumps({"source": "scripts/golden/profile_terms.py --table (from tests/golden/profile_terms)",
-                               "releases": full}, indent=1) + "\n")
+                               "releases": full, "shared": shared}, indent=1) + "\n")
     rows = full
     print(f"{out}: {len(rows)} releases, {sum(r['derived'] for r in rows.values())} derived")
     return 0
@@ -1221,6 +1338,7 @@ def encoder_both(a) -> int:
 
 
 SPEC_REQS = (32, 64)
+SPEC_CUDA_REQS = (128, 192)  # torch's CUDA sort in its segmented branch (cuda_workspace_bytes)
 
 
 def spec_all(a) -> int:
@@ -1288,15 +1406,24 @@ def spec_all(a) -> int:
             with torch.inference_mode(), tracking_mode(counter):
                 out = method(stand_in, hidden)
                 del out
-            return counter.peak
+            return counter.peak, counter.cuda_peak
 
         r1, r2 = SPEC_REQS
-        peaks = {name: (run(r1, spec), run(r2, spec)) for name, spec in (("spec", True), ("no_spec", False))}
+        runs = {name: {r: run(r, spec) for r in (r1, r2, *SPEC_CUDA_REQS)} for name, spec in (("spec", True),
+                                                                                               ("no_spec", False))}
+        peaks = {name: (x[r1][0], x[r2][0]) for name, x in runs.items()}
         per = {name: (p[1] - p[0]) / ((r2 - r1) * TABLE_VOCAB) for name, p in peaks.items()}
+        # on CUDA (cuda_workspace_bytes: the sorts' workspaces): from 128 requests, and below at the CPU batches
+        q1, q2 = SPEC_CUDA_REQS
+        cuda = {name: {"peak_bytes": {str(r): x[r][1] for r in (r1, r2, q1, q2)},
+                       "bytes_per_logit": (x[q2][1] - x[q1][1]) / ((q2 - q1) * TABLE_VOCAB),
+                       "bytes_per_logit_under_128": (x[r2][1] - x[r1][1]) / ((r2 - r1) * TABLE_VOCAB)}
+                for name, x in runs.items()}
         record.update(derived=True, topk_topp_path=path, kernels_stubbed=kernels, notes=notes,
                       peak_bytes={k: {str(r1): v[0], str(r2): v[1]} for k, v in peaks.items()},
                       bytes_per_logit=per["spec"], bytes_per_logit_no_spec=per["no_spec"],
-                      fixed_bytes=peaks["spec"][0] - round(per["spec"] * r1 * TABLE_VOCAB))
+                      fixed_bytes=peaks["spec"][0] - round(per["spec"] * r1 * TABLE_VOCAB), cuda=cuda,
+                      cuda_workspace_ops=dict(CUDA_OPS))
     out = a.out / "spec"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{release}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
@@ -1331,8 +1458,15 @@ def spec_table(goldens: Path, out: Path) -> int:
     for p in sorted(goldens.glob("*.json"), key=lambda q: tuple(int(x) for x in q.stem.split("."))):
         g = json.loads(p.read_text())
         if g.get("derived"):
-            rows[p.stem] = {"bytes_per_logit": round(g["bytes_per_logit"], 4),
-                            "bytes_per_logit_no_spec": round(g["bytes_per_logit_no_spec"], 4),
+            # on CUDA (the sorts' workspaces added) where the golden has the figures, else the CPU's
+            cuda = g.get("cuda") or {}
+            spec, no_spec = cuda.get("spec", {}), cuda.get("no_spec", {})
+            rows[p.stem] = {"bytes_per_logit": round(spec.get("bytes_per_logit", g["bytes_per_logit"]), 4),
+                            "bytes_per_logit_under_128": round(spec.get("bytes_per_logit_under_128",
+                                                                        g["bytes_per_logit"]), 4),
+                            "bytes_per_logit_no_spec": round(no_spec.get("bytes_per_logit",
+                                                                         g["bytes_per_logit_no_spec"]), 4),
+                            "bytes_per_logit_cpu": round(g["bytes_per_logit"], 4),
                             "fixed_bytes": g["fixed_bytes"]}
         else:
             rows[p.stem] = {"why": g["why"]}
@@ -1818,6 +1952,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--sms", type=int, default=8, help="SM count the Triton wrapper sees (≤ the batch sizes)")
     ap.add_argument("--reqs", type=int, nargs=2, default=(32, 64))
+    ap.add_argument("--cuda-reqs", type=int, nargs=2, default=(128, 192),
+                    help="two batches of ≥ 128 requests: the CUDA sort's segmented branch (cuda_workspace_bytes)")
     ap.add_argument("--vocabs", type=int, nargs="*", default=list(VOCABS))
     ap.add_argument("--no-flashinfer", action="store_true",
                     help="measure as a worker without FlashInfer installed (one variant per process)")
@@ -1899,15 +2035,26 @@ def main(argv=None) -> int:
         p3 = measure(method, sampler, v, r2, torch.bfloat16, 2 * a.sms, ttt)
         per_logit = (p2 - p1) / ((r2 - r1) * v)
         per_row = (p3 - p2) / (a.sms * v)
-        rows.append({"vocab_size": v, "peak_bytes": {str(r1): p1, str(r2): p2, f"{r2}@{2 * a.sms}sms": p3},
-                     "bytes_per_logit": per_logit, "bytes_per_sm_row_per_vocab": per_row,
-                     "fixed_bytes": p1 - round(per_logit * r1 * v) - round(per_row * a.sms * v)})
+        row = {"vocab_size": v, "peak_bytes": {str(r1): p1, str(r2): p2, f"{r2}@{2 * a.sms}sms": p3},
+               "bytes_per_logit": per_logit, "bytes_per_sm_row_per_vocab": per_row,
+               "fixed_bytes": p1 - round(per_logit * r1 * v) - round(per_row * a.sms * v)}
+        # on CUDA (cuda_workspace_bytes): the peak with the kernels' workspaces, at the CPU batches (< 128 slices)
+        # and at two batches of 128 or more, where torch's sort takes its segmented branch
+        c1, c2 = CUDA_PEAKS[(v, r1, a.sms)], CUDA_PEAKS[(v, r2, a.sms)]
+        q1, q2 = a.cuda_reqs
+        big = {q: (measure(method, sampler, v, q, torch.bfloat16, a.sms, ttt), CUDA_PEAKS[(v, q, a.sms)])[1]
+               for q in (q1, q2)}
+        row["cuda"] = {"peak_bytes": {str(r1): c1, str(r2): c2, **{str(q): big[q] for q in (q1, q2)}},
+                       "bytes_per_logit_under_128": (c2 - c1) / ((r2 - r1) * v),
+                       "bytes_per_logit": (big[q2] - big[q1]) / ((q2 - q1) * v)}
+        rows.append(row)
     launches = {} if ttt is None else {k: s.launches for k, s in vars(ttt).items() if isinstance(s, KernelStub)}
     record["triton"] = any(launches.values())
     if record.get("runner") == "V2 GPUModelRunner":
         record["topk_topp_path"] = path + (": flashinfer_sample" if SAMPLED_CALLS else ": gumbel_sample")
     record["flashinfer_sampling_calls"] = len(SAMPLED_CALLS)
     record["kernel_launches"] = launches
+    record["cuda_workspace_ops"] = dict(CUDA_OPS)
     record["derived"] = True
     record["sampler"] = rows
     notes_out(a.variant_out, release, record, notes)
