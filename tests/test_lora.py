@@ -206,7 +206,9 @@ def test_the_spec_sampler_table_is_the_goldens():
     for release, row in table["releases"].items():
         g = _spec_golden(release)
         if g["derived"]:
-            assert row["bytes_per_logit"] == round(g["bytes_per_logit"], 4)
+            # on CUDA (the sorts' workspace added, measured from 128 requests), and the CPU's own figure
+            assert row["bytes_per_logit"] == round(g["cuda"]["spec"]["bytes_per_logit"], 4)
+            assert row["bytes_per_logit_cpu"] == round(g["bytes_per_logit"], 4)
             assert g["bytes_per_logit"] >= g["bytes_per_logit_no_spec"] - 1e-6
         else:
             assert row == {"why": g["why"]}
