@@ -19,7 +19,7 @@ estimates, labelled as such in every output, each with an override:
   ``max_num_batched_tokens`` dummy tokens, then a sampler pass over ``max_num_seqs``
   dummy requests. kvplan's rule::
 
-      forward = T · (4·H + W) · a        sampler = S(R, V) + T · H · a        (last PP stage)
+      forward = T · (4·H + W) · a        sampler = S(R, V) + T · H · a [+ M]   (last PP stage)
       activation = max(f · forward, sampler) + 256 MiB
 
   ``S(R, V)`` is the dummy sampler pass's peak, derived per release from the release's own
@@ -29,6 +29,9 @@ estimates, labelled as such in every output, each with an override:
   forward's hidden states ``T · H · a`` are still held (kvplan charged ``R · V · 4 · 2`` before). ``f`` is the
   release's measured forward peak over the rule for the model's family (dense / MoE), from the release's model
   class run on the meta device (``kvplan.budget.profile.forward_factors``; 1.077 for a dense model from 0.24).
+  ``M`` is the fused-MoE workspace the forward leaves allocated under the sampler pass (``moe_held_bytes``:
+  ``T·k·(max(I/tp, H) + max(2I/tp, H))·a`` for unquantized experts in the releases whose ``WorkspaceManager``
+  keeps it, measured per release: tests/golden/profile_terms/held/).
 
   with ``T`` = max_num_batched_tokens, ``R`` = min(max_num_seqs, T), ``H`` the hidden size,
   ``V`` the vocabulary, ``a`` the model dtype's bytes, and ``W`` the widest per-token
@@ -90,7 +93,7 @@ from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_we
                                    mxfp4_other_padding_for, mxfp4_padding_for,
                                    widest_intermediate)
 from kvplan.budget.weights import _top_k as top_k_experts
-from kvplan.budget.profile import CUDAGRAPH_REASON, encoder_row
+from kvplan.budget.profile import CUDAGRAPH_REASON, MOE_WORKSPACE, encoder_row, moe_held_row  # noqa: F401
 from kvplan.budget.encoder import (ENCODER_DUMMIES, encoder_dummy_batch, encoder_rule_bytes_per_patch,  # noqa: F401
                                    estimate_encoder_profile, tower_architectures, tower_load)
 from kvplan.errors import OptionError
@@ -139,19 +142,46 @@ def forward_width(inventory, cfg: dict, tp: int, layers: set[int] | None = None)
     max(N/2, K))`` and ``(M, topk, max(N, K))``): once ``2I/tp ≤ H`` they keep the hidden width at any TP size
     (tests/golden/profile_terms/parallel/). 0.11's per-call caches are ``max(2I/tp, H)`` and ``I/tp``: its factor
     per TP size falls below 1 as TP grows (0.87 at TP 2 to 0.65 at TP 8 for Mixtral-8x7B)."""
+    workspace = moe_workspace_width(inventory, cfg, tp, layers)
+    if not workspace:
+        return widest_intermediate(inventory, cfg, tp, layers)
+    rest = replace(inventory, weights=tuple(w for w in inventory.weights if w.kind != "experts"))
+    return max(widest_intermediate(rest, cfg, tp, layers), workspace)
+
+
+def moe_workspace_width(inventory, cfg: dict, tp: int, layers: set[int] | None = None) -> int:
+    """The fused experts' two workspaces per token on one TP rank, ``k·(max(I/tp, H) + max(2I/tp, H))`` elements
+    (``forward_width``), the widest over the MoE layers in ``layers``; 0 without MoE layers."""
     experts = [w for w in inventory.weights if w.kind == "experts" and w.linear and ".down_proj" not in w.name
                and not w.name.endswith(".bias") and (layers is None or w.layer in layers)]
-    if not experts:
-        return widest_intermediate(inventory, cfg, tp, layers)
     hidden = int(cfg.get("hidden_size") or 0)
-    rest = replace(inventory, weights=tuple(w for w in inventory.weights if w.kind != "experts"))
     k = top_k_experts(cfg)
     workspace = 0
     for w in experts:
         up = w.rank_shape(tp)[1]  # [E, 2I (or I), H] per rank
         inter = up // 2 if "gate_up" in w.name else up
         workspace = max(workspace, k * (max(inter, hidden) + max(up, hidden)))
-    return max(widest_intermediate(rest, cfg, tp, layers), workspace)
+    return workspace
+
+
+def moe_held_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, tokens: int, release: str | None,
+                   layers: set[int] | None = None) -> tuple[int, str]:
+    """The fused-MoE workspace still allocated when the dummy sampler runs: from 0.13 the V1 worker's
+    WorkspaceManager (v1/worker/workspace.py) keeps the one buffer FusedMoEModularKernel takes workspace13 and
+    workspace2 from (model_executor/layers/fused_moe/modular_kernel.py, 0.19.0 lines 1063-1068), so the profile's
+    sampler pass runs beside ``T · k · (max(I/tp, H) + max(2I/tp, H)) · a`` of it; before 0.13 the caches were
+    freed with each call. Measured per release on the unquantized Qwen3-30B-A3B and Mixtral-8x7B (the factor on
+    the rule, tests/golden/profile_terms/held/). Unquantized experts only: a quantized MoE runs other kernels
+    (gpt-oss-20b's MXFP4 experts at 0.19.0 show no such residual in the corpus), not derived, not counted.
+    Returns (bytes, source)."""
+    width = moe_workspace_width(inventory, cfg, tp, layers)
+    row, basis = moe_held_row(release)
+    if not width or row is None or not row.get("factor"):
+        return 0, ""
+    held = round(tokens * width * dtype_bytes * row["factor"])
+    return held, (f"the fused-MoE workspace held by the WorkspaceManager under the sampler: {held:,} B "
+                  f"(T·{width:,}·a × {row['factor']:g}; {basis}: vLLM {row['from']}'s forward on the meta device, "
+                  f"tests/golden/profile_terms/held/{row['from']}.json)")
 
 
 def logits_gather_bytes(reqs: int, vocab: int, dtype_bytes: int, tp: int) -> int:
@@ -164,7 +194,7 @@ def logits_gather_bytes(reqs: int, vocab: int, dtype_bytes: int, tp: int) -> int
 def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, max_num_batched_tokens: int,
                               max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
                               encoder: dict | None = None, sampler_bytes: int | None = None,
-                              forward_factor: float = 1.0, first_stage: bool = True) -> int:
+                              forward_factor: float = 1.0, first_stage: bool = True, held_bytes: int = 0) -> int:
     """Peak activation of vLLM's profiling run on one rank (rule in the module docstring). ``encoder``
     (``estimate_encoder_profile``, first stage of a multimodal model): the encoder's forward peaks alone, its
     outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``.
@@ -172,7 +202,8 @@ def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int
     stage only), which runs while the forward's hidden states (``T · H · a``) are still held, and on a later PP
     stage the runner's two intermediate-tensor buffers (``2 · T · H · a``); under TP at least the logits' gather
     (``logits_gather_bytes``). ``forward_factor``: the release's measured forward peak over the rule for the
-    model's family at this TP size or PP stage (``kvplan.budget.profile``)."""
+    model's family at this TP size or PP stage (``kvplan.budget.profile``). ``held_bytes``: what the forward leaves
+    allocated under the sampler (``moe_held_bytes``: the fused-MoE workspace from 0.13)."""
     hidden = int(cfg.get("hidden_size") or 0)
     T = max_num_batched_tokens
     forward = round(T * forward_rule_bytes_per_token(inventory, cfg, dtype_bytes, tp=tp, layers=layers,
@@ -182,7 +213,7 @@ def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int
         sampler_bytes = reqs * vocab * 4 * 2
     sampler_bytes = max(sampler_bytes, logits_gather_bytes(reqs, vocab, dtype_bytes, tp))
     held = T * hidden * dtype_bytes * (1 if first_stage else 3)
-    sampler = sampler_bytes + held if last_stage else 0
+    sampler = sampler_bytes + held + held_bytes if last_stage else 0
     peak = max(forward, sampler)
     if encoder is not None:
         peak = max(encoder["forward_bytes"], encoder["cache_bytes"] + peak)
@@ -464,7 +495,19 @@ class _Estimate:
         return estimate_activation_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp,
                                          max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=layers,
                                          last_stage=last, encoder=encoder, sampler_bytes=sampler,
-                                         forward_factor=factors[forward_end], first_stage=first)
+                                         forward_factor=factors[forward_end], first_stage=first,
+                                         held_bytes=self.moe_held(layers, last)[0])
+
+    def moe_held(self, layers: set[int], last: bool) -> tuple[int, str]:
+        """The fused-MoE workspace held under the last stage's sampler (``moe_held_bytes``; unquantized experts)."""
+        if not last or self.inventory is None:
+            return 0, ""
+        quant = (str(self.weights.quantization) if self.weights is not None
+                 else "unquantized" if not self.layout.target.config.get("quantization_config") else "quantized")
+        if quant != "unquantized":
+            return 0, ""
+        return moe_held_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp, tokens=self.T,
+                              release=self.release, layers=layers)
 
     def _weights_on(self, s: int, weights: Any) -> int:
         """Stage ``s``'s weights after offloading, with what LoRA and EPLB add inside vLLM's load_model (what vLLM
@@ -562,8 +605,9 @@ class _Estimate:
                                                         (w_low, act_ends[0], enc_part, nt_band[0], cg_ends[0])))
         pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_high,
                               non_torch_bytes=nt_band[1], cudagraph_bytes=cg_ends[1])
+        held = self.moe_held(layers, last) if o.activation is None else (0, "")
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
-            self.cfg.get("hidden_size") or 0) * self.dbytes * (1 if first else 3) >= (
+            self.cfg.get("hidden_size") or 0) * self.dbytes * (1 if first else 3) + held[0] >= (
                 act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part)
         # the warm-up after the KV cache is allocated (profiled sizing): the graphs vLLM did not subtract at this
         # end, and what capture may leave reserved but unusable for the sampler's warm-up pass (the module docstring)
@@ -571,7 +615,7 @@ class _Estimate:
                   "fragmentation": round(captured["high"] * self.fragmentation_ratio)}
         terms = {"weights": (w_low, w_high), "activation": act_ends, "non_torch": nt_band, "sampler_peak": sampler_peak,
                  "cudagraph": cg_ends, "captured": captured, "warmup": warmup, "graphs": g,
-                 "encoder_cache": (enc_part, enc_high)}
+                 "encoder_cache": (enc_part, enc_high), "moe_held": held}
         return stage, (ends[0], ends[1]), pessimistic, terms
 
 
@@ -904,7 +948,8 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
         ("weights", stage.weights_bytes, overrides["weights"], weights_basis, weights_src),
         ("activation", stage.activation_peak_bytes - (stage.encoder_profile_bytes or 0), overrides["activation"],
          KVPLAN_ESTIMATE, _activation_source(T, R, tp, pp, sampler if acted else None, forward if acted else None,
-                                             bool(ends.get("sampler_peak")), per_rank=acted)),
+                                             bool(ends.get("sampler_peak")), per_rank=acted)
+         + (f"; {ends['moe_held'][1]}" if acted and (ends.get("moe_held") or (0, ""))[0] else "")),
         ("non_torch", stage.non_torch_bytes, overrides["non_torch"], KVPLAN_ESTIMATE, _non_torch_source(g)),
         ("cudagraph", stage.cudagraph_bytes, overrides["cudagraph"], KVPLAN_ESTIMATE if counted else NOT_COUNTED,
          _cudagraph_source(release, counted, graphs)),

@@ -203,6 +203,7 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
         out.append({"term": f"forward ({family})", "basis": fam["basis"], "from": fam["from"],
                     "detail": what if fam["basis"] == DERIVED else f"{what}; own run: {fam['why']}"})
     out += parallel_term_bases(release, row)
+    out.append(moe_held_term_basis(release))
     enc = row.get("encoder") or {}
     for arch, e in sorted(enc.items()):
         what = (f"tests/golden/profile_terms/encoder/{e['from']}.json ({Path(e['model']).parent.name}: {e['bytes_per_patch']:,.0f} B per "
@@ -288,3 +289,45 @@ def parallel_term_bases(release: str, row: dict) -> list[dict]:
     cited, sites = collective_sites(release)
     out.append({"term": "collective buffers (TP/PP)", "basis": NOT_COUNTED, "from": cited, "detail": sites})
     return out
+
+
+# What each golden release's dummy forward leaves allocated for the fused experts under the sampler pass
+# (scripts/golden/profile_terms.py --held-table; kvplan.budget.estimate.moe_held_bytes reads it).
+MOE_WORKSPACE = Path(__file__).with_name("moe_workspace.json")
+
+
+@cache
+def _moe_workspace_table() -> dict:
+    """What each golden release's dummy forward leaves allocated for the fused experts (moe_workspace.json, written
+    by ``scripts/golden/profile_terms.py --held-table`` from tests/golden/profile_terms/held/)."""
+    return json.loads(MOE_WORKSPACE.read_text()) if MOE_WORKSPACE.exists() else {}
+
+
+def moe_held_row(release: str | None) -> tuple[dict | None, str]:
+    """The release's row of the held fused-MoE workspace table (``factor``: the held bytes per token over
+    ``moe_workspace_width · a``), or the newest measured release's before it (its basis then assumed); (None, "")
+    before a table or before the first measured release."""
+    from kvplan.version import version_key
+
+    rows = (_moe_workspace_table().get("releases") or {})
+    if release in rows:
+        return rows[release], DERIVED
+    older = [r for r in rows if version_key(r) <= version_key(release or "")]
+    if not older:
+        return None, ""
+    return rows[max(older, key=version_key)], ASSUMED
+
+
+def moe_held_term_basis(release: str) -> dict:
+    """The profile-terms page's row for the fused-MoE workspace the forward leaves under the sampler pass."""
+    row, basis = moe_held_row(release)
+    if row is None:
+        return {"term": "fused-MoE workspace under the sampler", "basis": NOT_COUNTED,
+                "detail": "no release this old was run (tests/golden/profile_terms/held/)"}
+    models = ", ".join(f"{k} {v['held_bytes_per_token']:,.0f} B a token" for k, v in sorted(row["models"].items())
+                       if "held_bytes_per_token" in v)
+    what = (f"tests/golden/profile_terms/held/{row['from']}.json ({models}; factor {row['factor']:g} on "
+            "T·k·(max(I/tp, H) + max(2I/tp, H))·a, unquantized experts only)")
+    return {"term": "fused-MoE workspace under the sampler", "basis": basis, "from": row["from"],
+            "detail": what if basis == DERIVED else f"{what}; this release not run"}
+

@@ -805,24 +805,35 @@ def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tu
     return cfg, vc, model, kernels
 
 
-def forward_measure(a, AR, ops) -> dict:
+def forward_once(model, vc, T: int, collect: bool = False):
+    """The model's forward over ``T`` dummy tokens on the meta device under a tracker of meta allocations (the
+    output dropped inside it; ``collect``: a garbage collection too, so only what something still holds stays
+    live): the tracker (``MetaLiveBytes``)."""
+    import gc
+
     import torch
     from vllm.config import set_current_vllm_config
+    from vllm.forward_context import set_forward_context
 
+    counter = MetaLiveBytes()
+    ids = torch.zeros(T, dtype=torch.long, device="meta")
+    pos = torch.zeros(T, dtype=torch.long, device="meta")
+    with set_current_vllm_config(vc), set_forward_context(None, vc), torch.inference_mode(), \
+            tracking_mode(counter, devices=("meta",)):
+        out = model(ids, pos)
+        del out
+        if collect:
+            gc.collect()
+    return counter
+
+
+def forward_measure(a, AR, ops) -> dict:
     calls = COMPILED_CALLS
     cfg, vc, model, kernels = build_on_meta(AR, ops, a.forward, a.forward_path, after_loading=True)
     custom_ops = list(vc.compilation_config.custom_ops)
-    from vllm.forward_context import set_forward_context
 
     def run(T):
-        counter = MetaLiveBytes()
-        ids = torch.zeros(T, dtype=torch.long, device="meta")
-        pos = torch.zeros(T, dtype=torch.long, device="meta")
-        with set_current_vllm_config(vc), set_forward_context(None, vc), torch.inference_mode(), \
-                tracking_mode(counter, devices=("meta",)):
-            out = model(ids, pos)
-            del out
-        return counter
+        return forward_once(model, vc, T)
 
     first = run(a.forward_tokens[0])
     peaks, at_peak = {}, {}
@@ -1485,22 +1496,11 @@ def lora_all(a) -> int:
     neither: bytes per token, per sequence, fixed). ``allocated_bytes`` on the meta device also counts a view of
     0.11's grown embedding as a new storage (a meta tensor's view has its own storage object): ``slot_bytes``, read
     from the wrapped modules' tensors, is the slots' figure."""
-    import subprocess
-    import tempfile
-
     root = Path(__file__).resolve().parents[2]
     models = {}
     for family, cfg in LORA_MODELS.items():
-        with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            done = subprocess.run([sys.executable, __file__, "--forward", str(root / cfg), "--lora",
-                                   *map(str, LORA_SETTINGS), "--variant-out", f.name], capture_output=True, text=True)
-            text = Path(f.name).read_text()
-        if done.returncode or not text:
-            last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
-            r = {"derived": False, "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
-        else:
-            r = json.loads(text)
-            r.pop("python_ops", None)
+        r = run_variant(["--forward", str(root / cfg), "--lora", *map(str, LORA_SETTINGS)])
+        if "setup_skipped" in r:  # the run wrote its record (derived or not): a failed process has none
             r["model"] = cfg
             # no machine path in a golden: the file names from vllm/ on (as forward_main does for "why")
             r["setup_skipped"] = [re.sub(r"(?:/[\w.+-]+)+/", "", x) for x in r.get("setup_skipped", [])]
@@ -1894,6 +1894,108 @@ def parallel_measure(a, AR, ops) -> dict:
                                                "num_local_experts", "num_hidden_layers", "vocab_size")}}
 
 
+# The fused-MoE workspace held after the forward (0.13+: ``vllm.v1.worker.workspace``'s WorkspaceManager keeps one
+# buffer per micro-batch that only grows; FusedMoEModularKernel._allocate_buffers takes workspace13 and workspace2
+# from it with ``get_simultaneous``, 0.19.0 model_executor/layers/fused_moe/modular_kernel.py 1063-1068,
+# v1/worker/workspace.py 90-115, 117-180): after profile_run's dummy forward returns, the buffer is still allocated
+# while the dummy sampler runs. Measured on the unquantized (bf16) MoE models below: what the forward leaves alive.
+HELD_MODELS = {"moe-qwen3": "tests/logs/budget/configs/Qwen/Qwen3-30B-A3B/config.json",
+               "moe-mixtral": "configs/mistralai/Mixtral-8x7B-Instruct-v0.1/config.json",
+               "dense": "configs/Qwen/Qwen3-8B/config.json"}
+
+
+def held_measure(a, AR, ops) -> dict:
+    """``--held``: one model's dummy forward over each of ``--forward-tokens`` on the meta device (custom-op path),
+    the fused-MoE workspace manager made anew before each (``fresh_workspace``), and what is still allocated once
+    the forward returned and its output was dropped (``held_bytes``: the tracker's live bytes; the tensors in
+    ``held``): the memory the profile's sampler pass runs beside. Per token: the growth between the two sizes."""
+    cfg, vc, model, _ = build_on_meta(AR, ops, a.forward, a.forward_path, after_loading=True)
+    held, shapes = {}, {}
+    for T in a.forward_tokens:
+        fresh_workspace()
+        counter = forward_once(model, vc, T, collect=True)
+        held[T] = counter.now
+        shapes[T] = sorted(([list(s), dt, n] for n, s, dt in counter.at.values()), key=lambda x: -x[2])[:20]
+    t1, t2 = a.forward_tokens
+    per_token = (held[t2] - held[t1]) / (t2 - t1)
+    import importlib.util
+
+    manager = importlib.util.find_spec("vllm.v1.worker.workspace") is not None
+    return {"model": a.forward, "architecture": type(model).__name__, "tokens": list(a.forward_tokens),
+            "workspace_manager": manager, "held_bytes": {str(t): v for t, v in held.items()},
+            "held_bytes_per_token": per_token, "held_fixed_bytes": held[t1] - round(per_token * t1),
+            "held": {str(t): v for t, v in shapes.items()},
+            "config": {k: cfg.get(k) for k in ("hidden_size", "moe_intermediate_size", "intermediate_size",
+                                               "num_experts_per_tok", "num_experts", "num_local_experts")}}
+
+
+def held_all(a) -> int:
+    """``--held-all``: each of ``HELD_MODELS`` in its own process (``--held``), into ``<out>/held/<release>.json``."""
+    root = Path(__file__).resolve().parents[2]
+    models = {}
+    for label, cfg in HELD_MODELS.items():
+        r = run_variant(["--held", str(root / cfg), "--forward-path", "custom_ops"])
+        r["model"] = cfg
+        models[label] = r
+        print(label, json.dumps({k: r.get(k) for k in ("derived", "held_bytes", "held_bytes_per_token", "why")}))
+    write_release(a.out / "held", "held", models)
+    return 0
+
+
+def run_variant(args: list[str]) -> dict:
+    """This script run with ``args`` in its own process (one model per process): its record without the custom-op
+    list, or ``{"derived": False, "why": ...}`` naming the last line of its error (no machine path)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        done = subprocess.run([sys.executable, __file__, *args, "--variant-out", f.name], capture_output=True,
+                              text=True)
+        text = Path(f.name).read_text()
+    if done.returncode or not text:
+        last = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
+        return {"derived": False, "why": re.sub(r"(?:/[\w.+-]+)+/", "", f"the run failed: {(last or ['?'])[-1][:200]}")}
+    r = json.loads(text)
+    r.pop("python_ops", None)
+    return r
+
+
+def held_rule_bytes_per_token(config: dict) -> int:
+    """kvplan's rule for the fused experts' workspace per token at TP 1 in bf16, ``k·(max(I, H) + max(2I, H))·2``
+    (``kvplan.budget.estimate.moe_workspace_width``), from a golden's recorded config; 0 for a dense model."""
+    k = int(config.get("num_experts_per_tok") or 0)
+    if not (config.get("num_experts") or config.get("num_local_experts")) or not k:
+        return 0
+    H = int(config["hidden_size"])
+    inter = int(config.get("moe_intermediate_size") or config["intermediate_size"])
+    return k * (max(inter, H) + max(2 * inter, H)) * 2
+
+
+def held_table(goldens: Path, out: Path) -> int:
+    """``--held-table``: kvplan's ``moe_workspace.json`` from ``<goldens>/held/<release>.json``: per release the
+    held bytes per token of each MoE model over ``held_rule_bytes_per_token`` (``factor``: the largest, rounded to
+    4 places; 0 where the forward leaves nothing per token), beside the dense model's for reference."""
+    releases = {}
+    for f in sorted((goldens / "held").glob("*.json"), key=lambda p: [int(x) for x in p.stem.split(".")]):
+        rec = json.loads(f.read_text())
+        models, factors = {}, []
+        for label, r in sorted(rec["held"].items()):
+            if not r.get("derived"):
+                models[label] = {"derived": False, "why": r.get("why")}
+                continue
+            rule = held_rule_bytes_per_token(r["config"])
+            per_token = r["held_bytes_per_token"]
+            models[label] = {"model": r["model"], "held_bytes_per_token": per_token, "rule_bytes_per_token": rule}
+            if rule:
+                factors.append(round(per_token / rule, 4))
+        releases[rec["vllm_version"]] = {"from": rec["vllm_version"], "factor": max(factors) if factors else 0,
+                                         "models": models}
+    out.write_text(json.dumps({"source": "scripts/golden/profile_terms.py --held-table from "
+                                         "tests/golden/profile_terms/held/", "releases": releases},
+                              indent=1, sort_keys=True) + "\n")
+    return 0
+
+
 def fresh_workspace() -> None:
     """The fused-MoE workspace of 0.19+ (``vllm.v1.worker.workspace``: one buffer that only grows, kept across
     forwards) made anew, as the profile run's first forward makes it: a buffer left by the previous layout or the
@@ -1986,7 +2088,19 @@ def main(argv=None) -> int:
     ap.add_argument("--forward-tokens", type=int, nargs=2, default=FORWARD_TOKENS)
     ap.add_argument("--lora", type=int, nargs=4, metavar=("MAX_LORAS", "MAX_LORA_RANK", "MAX_NUM_SEQS", "TOKENS"),
                     help="with --forward: what --enable-lora allocates (lora_measure) instead of the forward")
+    ap.add_argument("--held-all", action="store_true",
+                    help="record what the dummy forward leaves allocated (HELD_MODELS) into <out>/held/")
+    ap.add_argument("--held", help="one model's config.json (internal: one path per process)")
+    ap.add_argument("--held-table", nargs=2, type=Path, metavar=("GOLDENS", "OUT"),
+                    help="write kvplan's moe_workspace.json from the --held-all goldens (kvplan's environment)")
     a = ap.parse_args(argv)
+    if a.held_all:
+        return held_all(a)
+    if a.held_table:
+        return held_table(*a.held_table)
+    if a.held:  # the forward's set-up (forward_main), measuring what the forward leaves alive instead of its peak
+        a.forward = a.held
+        globals()["forward_measure"] = held_measure
     if a.table:
         return table(*a.table)
     if a.spec_table:

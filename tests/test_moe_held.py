@@ -1,0 +1,95 @@
+"""The fused-MoE workspace the dummy forward leaves allocated under the profile's sampler pass (kvplan/budget/
+estimate.py ``moe_held_bytes``), against what each release's own model class left alive on the meta device
+(tests/golden/profile_terms/held/, scripts/golden/profile_terms.py --held-all) and kvplan's table built from it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from kvplan.api import simulate
+from kvplan.budget.estimate import (ACTIVATION_WORKSPACE_BYTES, MOE_WORKSPACE, forward_terms, moe_held_row,
+                                    sampler_terms)
+from kvplan.engines.vllm.releases import get_era
+
+ROOT = Path(__file__).resolve().parent.parent
+HELD = ROOT / "tests" / "golden" / "profile_terms" / "held"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("profile_terms_script", ROOT / "scripts/golden/profile_terms.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _golden(release: str) -> dict:
+    return json.loads((HELD / f"{release}.json").read_text())["held"]
+
+
+def test_table_is_the_goldens(tmp_path):
+    """kvplan's moe_workspace.json is exactly what --held-table builds from the committed goldens."""
+    out = tmp_path / "m.json"
+    _script().held_table(ROOT / "tests" / "golden" / "profile_terms", out)
+    assert json.loads(out.read_text()) == json.loads(MOE_WORKSPACE.read_text())
+
+
+def test_before_the_workspace_manager_the_forward_keeps_nothing_per_token():
+    """0.11.0 and 0.12.0 have no v1/worker/workspace.py; 0.13.0 has it, but its unquantized experts still call
+    fused_experts with caches freed per call (unquantized_fused_moe_method.py line 325; 0.14.1 runs them through
+    FusedMoEModularKernel, line 258): no model, MoE or dense, leaves anything per token once its forward returned."""
+    for release, manager in (("0.11.0", False), ("0.12.0", False), ("0.13.0", True)):
+        for label, r in _golden(release).items():
+            assert r["derived"] and r["workspace_manager"] is manager, (release, label)
+            assert r["held_bytes_per_token"] == 0, (release, label)
+        assert moe_held_row(release)[0]["factor"] == 0
+
+
+def test_from_0_14_the_fused_moe_workspace_stays():
+    """From 0.14.1 the WorkspaceManager keeps the buffer workspace13 and workspace2 are cut from: Qwen3-30B-A3B
+    (k 8, H 2,048, I 768) holds 8·(max(768, 2048) + max(1536, 2048))·2 = 65,536 B a token, Mixtral-8x7B (k 2,
+    H 4,096, I 14,336) 2·(14,336 + 28,672)·2 = 172,032 B; the dense Qwen3-8B nothing."""
+    for release in ("0.14.1", "0.15.1", "0.17.0", "0.18.0", "0.19.0", "0.27.1", "0.34.0"):
+        g = _golden(release)
+        assert g["moe-qwen3"]["held_bytes_per_token"] == 8 * (2048 + 2048) * 2, release
+        assert g["moe-mixtral"]["held_bytes_per_token"] == 2 * (14336 + 28672) * 2, release
+        assert g["dense"]["held_bytes_per_token"] == 0, release
+        assert g["moe-qwen3"]["held"]["512"][0] == [[512 * 65536], "uint8", 512 * 65536], release  # one buffer
+        row, basis = moe_held_row(release)
+        assert row["factor"] == 1.0 and basis == "derived"
+    row, basis = moe_held_row("0.20.2")  # between two measured releases: the older one's, assumed
+    assert row["from"] == "0.19.0" and basis == "assumed"
+    assert moe_held_row("0.10.2")[0] is None  # before the first measured release
+
+
+def test_the_held_workspace_enters_the_sampler_phase():
+    """Qwen3-30B-A3B on an H100 with 0.19.0 at 8,192 tokens and 1,024 dummy requests: the sampler pass (151,936
+    logits a request) runs beside the hidden states 8,192·2,048·2 and the held workspace 8,192·65,536 B; that
+    exceeds the forward 8,192·(4·2,048 + 65,536/2)·2 × the release's MoE factor, so it is the peak (+ 256 MiB)."""
+    era = get_era("vllm==0.19.0")
+    cfg = json.loads((ROOT / "tests/logs/budget/configs/Qwen/Qwen3-30B-A3B/config.json").read_text())
+    d = simulate(str(ROOT / "tests/logs/budget/configs/Qwen/Qwen3-30B-A3B/config.json"), gpu="H100",
+                 policy="vllm==0.19.0", max_model_len=8192)
+    b = d["budget"]
+    assert b["max_num_seqs"] == 1024 and b["max_num_batched_tokens"] == 8192
+    s = sampler_terms(era, 1024, 151936)
+    forward = round(8192 * (4 * 2048 + 8 * (2048 + 2048)) * 2 * forward_terms(era, cfg)["value"])
+    sampler_phase = s["value"] + 8192 * 2048 * 2 + 8192 * 65536
+    assert sampler_phase > forward
+    assert b["activation_peak_bytes"] == sampler_phase + ACTIVATION_WORKSPACE_BYTES
+    act = next(t for t in b["profile_terms"] if t["term"] == "activation")
+    assert "fused-MoE workspace held by the WorkspaceManager under the sampler: 536,870,912 B" in act["source"]
+
+
+def test_not_counted_before_0_13_nor_for_a_dense_or_quantized_moe():
+    """0.12.0 frees the caches with each call; a dense model has no experts; gpt-oss-20b's MXFP4 experts run other
+    kernels (not derived): the sampler phase is the sampler pass with the hidden states only."""
+    cfg = str(ROOT / "tests/logs/budget/configs/Qwen/Qwen3-30B-A3B/config.json")
+    b = simulate(cfg, gpu="H100", policy="vllm==0.12.0", max_model_len=8192)["budget"]
+    s = sampler_terms(get_era("vllm==0.12.0"), 1024, 151936)
+    assert b["activation_peak_bytes"] == s["value"] + 8192 * 2048 * 2 + ACTIVATION_WORKSPACE_BYTES
+    for model in ("Qwen/Qwen3-8B", "openai/gpt-oss-20b"):
+        b = simulate(model, gpu="H100", policy="vllm==0.19.0", max_model_len=8192)["budget"]
+        act = next(t for t in b["profile_terms"] if t["term"] == "activation")
+        assert "WorkspaceManager" not in act["source"], model
