@@ -45,8 +45,10 @@ SHARD_TENSORS = ({"model.embed_tokens.weight": ("BF16", [256, 64]), **layer(0)},
 # Per layer: q 64·64 + k 32·64 + v 32·64 + o 64·64 = 12,288; gate, up, down 3 · 128·64 = 24,576; two norms 128:
 # 36,992 parameters. Embedding and lm_head 2 · 256·64 = 32,768, final norm 64: 32,768 + 2 · 36,992 + 64 =
 # 106,816 parameters, 2 bytes each (bf16) = 213,632 B: the headers' sum, the index's total_size and kvplan's
-# formula count of this config (stored_bytes) alike.
+# formula count of this config (stored_bytes) alike. The budget's weights add the rotary table every rank holds
+# (kvplan.budget.rotary: max_position_embeddings 2,048 rows of the 16-wide head, bf16), not a checkpoint tensor.
 TINY_BYTES = 2 * (2 * 256 * 64 + 2 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 128 * 64 + 2 * 64) + 64)
+ROTARY = 2_048 * 16 * 2
 SHARDS = {f"model-0000{i + 1}-of-00002.safetensors": safetensors_file(t) for i, t in enumerate(SHARD_TENSORS)}
 INDEX = json.dumps({"metadata": {"total_size": TINY_BYTES},
                     "weight_map": {name: f for f, t in zip(SHARDS, SHARD_TENSORS) for name in t}}).encode()
@@ -199,7 +201,7 @@ def budget(repo: str) -> dict:
 
 def test_sharded_repo_weights_from_downloaded_headers(hub):
     b = budget("kvtest/tiny-llama")
-    assert b["weights_bytes"] == TINY_BYTES == 213_632
+    assert b["weights_bytes"] - ROTARY == TINY_BYTES == 213_632
     assert b["weights_source"] == "checkpoint metadata"
     assert b["weights_basis"].startswith(f"from checkpoint metadata: total_size 213,632 B (downloaded headers, "
                                          f"kvtest/tiny-llama@{COMMIT})")
@@ -225,7 +227,7 @@ def test_a_later_offline_run_reads_the_stored_metadata(hub, monkeypatch):
     from kvplan.api import simulate
 
     b = simulate("kvtest/tiny-llama", gpu="H100-80GB")["budget"]  # no --download: the HF cache, offline
-    assert b["weights_bytes"] == 213_632 and b["weights_source"] == "checkpoint metadata"
+    assert b["weights_bytes"] == 213_632 + ROTARY and b["weights_source"] == "checkpoint metadata"
     assert f"(downloaded headers, kvtest/tiny-llama@{COMMIT})" in b["weights_basis"]
     assert LOG == []
 
@@ -259,7 +261,7 @@ def test_single_file_repo_without_an_index(hub):
     b = budget("kvtest/tiny-single")
     # the index is 404: model.safetensors's header is the metadata; it holds the tiny Llama's 213,632 B and a
     # 1,000-element bf16 tensor kvplan does not model (2,000 B), added whole to the rank
-    assert b["weights_bytes"] == 213_632 + 2_000
+    assert b["weights_bytes"] == 213_632 + 2_000 + ROTARY
     assert "the 2,000 B of 1 module(s) kvplan does not model (model.extra first) whole on every rank" \
         in b["weights_basis"]
     assert_no_weights_sent("kvtest/tiny-single")
@@ -269,7 +271,7 @@ def test_single_file_repo_without_an_index(hub):
 def test_gated_repo_with_token_sends_it_to_the_hub_only(hub, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     b = budget("kvtest/tiny-gated")
-    assert b["weights_bytes"] == 213_632 and b["weights_source"] == "checkpoint metadata"
+    assert b["weights_bytes"] == 213_632 + ROTARY and b["weights_source"] == "checkpoint metadata"
     assert_no_weights_sent("kvtest/tiny-gated")
     assert {e["auth"] for e in LOG if e["host"] == "127.0.0.1"} == {f"Bearer {TOKEN}"}
     assert {e["auth"] for e in LOG if e["host"] == "localhost"} == {None}  # the CDN never sees the token
@@ -299,7 +301,7 @@ def test_gated_repo_without_token_is_one_line(hub):
 def test_unreadable_headers_keep_the_formula_with_the_reason(hub, repo, reason):
     b = budget(repo)
     # kvplan's formula count of the tiny Llama (derivation at TINY_BYTES)
-    assert b["weights_bytes"] == 213_632 and b["weights_source"] == "analytic count from the config"
+    assert b["weights_bytes"] == 213_632 + ROTARY and b["weights_source"] == "analytic count from the config"
     line = "--download could not read the checkpoint's headers, the weights are kvplan's formula: " + reason
     assert line in b["warnings"]
     assert b["weights_basis"].endswith("no checkpoint metadata: " + line)
@@ -314,7 +316,7 @@ def test_cli_end_to_end_in_a_subprocess(hub, tmp_path):
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert r.returncode == 0, r.stderr
     b = json.loads(r.stdout)["budget"]
-    assert b["weights_bytes"] == 213_632 and b["weights_source"] == "checkpoint metadata"
+    assert b["weights_bytes"] == 213_632 + ROTARY and b["weights_source"] == "checkpoint metadata"
     assert f"downloaded headers, kvtest/tiny-llama@{COMMIT}" in b["weights_basis"]
     assert_no_weights_sent("kvtest/tiny-llama")
     # a repository without safetensors: exit 0, the formula, the reason among the warnings, no traceback

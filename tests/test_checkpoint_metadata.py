@@ -64,21 +64,24 @@ def test_a_local_checkpoints_total_size_counts_the_vision_tower_kvplan_does_not_
     the checkpoint also holds the SigLIP tower and projector (419,816,304 parameters by transformers' meta build:
     tests/test_weights_meta.py), 839,632,608 B, which vLLM loads. An index whose total_size says so (the
     shards absent: the index alone is read) puts them on the rank, labelled; without one, kvplan's tower rule
-    (kvplan/budget/encoder.py gemma3_tower_params) counts the same 419,816,304 parameters."""
+    (kvplan/budget/encoder.py gemma3_tower_params) counts the same 419,816,304 parameters. Beside the checkpoint's
+    tensors every rank holds the decoder's two rotary tables (kvplan.budget.rotary; vLLM 0.19.0's build:
+    tests/golden/profile_terms/weights/0.19.0.json): (131,072 × 8 + 131,072) rows of 256, bf16 = 603,979,776 B."""
     from kvplan.api import simulate
 
     text = 2 * 3_880_263_168
+    rotary = (131_072 * 8 + 131_072) * 256 * 2
     d = _local_checkpoint(tmp_path, "google/gemma-3-4b-it", text + 2 * 419_816_304)
     with_meta = simulate(str(d), gpu="H100-80GB")["budget"]
     formula = simulate("google/gemma-3-4b-it", gpu="H100-80GB")["budget"]
-    assert formula["weights_bytes"] == with_meta["weights_bytes"] == text + 839_632_608
+    assert formula["weights_bytes"] == with_meta["weights_bytes"] == text + 839_632_608 + rotary
     assert with_meta["weights_source"] == "checkpoint metadata"
     term = with_meta["profile_terms"][0]
     assert term["basis"] == "from checkpoint metadata" and "839,632,608 B whole on every rank" in term["source"]
     assert not any(w.startswith("text decoder only") for w in with_meta["warnings"] + formula["warnings"])
     # --language-model-only (0.19.0 builds no tower then): the checkpoint's extra bytes are not loaded
     lm = simulate(str(d), gpu="H100-80GB", policy="vllm==0.19.0", language_model_only=True)["budget"]
-    assert lm["weights_bytes"] == text
+    assert lm["weights_bytes"] == text + rotary
 
 
 def test_a_total_size_below_kvplans_count_keeps_the_formula(tmp_path):
@@ -86,7 +89,8 @@ def test_a_total_size_below_kvplans_count_keeps_the_formula(tmp_path):
 
     d = _local_checkpoint(tmp_path, "meta-llama/Meta-Llama-3.1-8B", 16_060_522_496 - 1024)
     b = simulate(str(d), gpu="H100-80GB")["budget"]
-    assert b["weights_bytes"] == 16_060_522_496 and b["profile_terms"][0]["basis"] == "kvplan's formula estimate"
+    # the formula, and the llama3 rotary table beside it: 131,072 rows of 128, bf16 (kvplan.budget.rotary)
+    assert b["weights_bytes"] == 16_060_522_496 + 131_072 * 128 * 2 and b["profile_terms"][0]["basis"] == "kvplan's formula estimate"
     assert "1,024 B below kvplan's count" in b["profile_terms"][0]["source"]
 
 
@@ -103,7 +107,8 @@ def test_a_local_single_file_checkpoint_is_read_from_its_header(tmp_path):
     """Without an index, the model.safetensors header is the metadata (its tensors' byte sum; the file's
     weights are never read: this one has none after its header). Gemma 3 1B stores 999,885,952 bf16
     parameters (1,999,771,904 B, kvplan's count); the header declares them as one tensor plus a 1,000-element
-    bf16 tensor kvplan does not model (2,000 B), which lands on the rank."""
+    bf16 tensor kvplan does not model (2,000 B), which lands on the rank; beside them the two rotary tables (global
+    and sliding, 32,768 rows of 256 each, bf16: 33,554,432 B, kvplan.budget.rotary)."""
     import struct
 
     from kvplan.api import simulate
@@ -120,7 +125,7 @@ def test_a_local_single_file_checkpoint_is_read_from_its_header(tmp_path):
     assert meta["total_size_bytes"] == meta["tensor_bytes"] == text + 2000
     assert meta["bytes_by_module"] == {"model.extra": {"BF16": 2000}, "model.layers": {"BF16": text}}
     b = simulate(str(d), gpu="H100-80GB")["budget"]
-    assert b["weights_bytes"] == text + 2000 and b["weights_source"] == "checkpoint metadata"
+    assert b["weights_bytes"] == text + 2000 + 2 * 32_768 * 256 * 2 and b["weights_source"] == "checkpoint metadata"
 
 
 @pytest.mark.parametrize("model_id", ["mistralai/Mistral-7B-v0.1", "google/gemma-2-9b-it"])
@@ -130,7 +135,9 @@ def test_bundled_indexes_are_the_kept_copies_and_kvplans_count(model_id):
     their total_size is the bundled figure and kvplan's count of the stored tensors — Mistral-7B-v0.1:
     32000·4096 · 2 (untied) + 32 · (2·4096² + 2·1024·4096 + 3·14336·4096 + 2·4096) + 4096 = 7,241,732,096
     bf16 parameters = 14,483,464,192 B; gemma-2-9b-it: 256000·3584 (tied) + 42 · (2·4096·3584 + 2·2048·3584
-    + 3·14336·3584 + 4·3584) + 3584 = 9,241,705,984 = 18,483,411,968 B — and a simulation labels its weights so."""
+    + 3·14336·3584 + 4·3584) + 3584 = 9,241,705,984 = 18,483,411,968 B — and a simulation labels its weights so,
+    with the rotary table beside them (kvplan.budget.rotary: Mistral 32,768 rows of 128, gemma-2 8,192 of 256;
+    bf16)."""
     from kvplan.api import simulate
     from kvplan.budget.checkpoint import parse_index
     from kvplan.budget.checkpoint_bundle import bundled_metadata
@@ -142,5 +149,6 @@ def test_bundled_indexes_are_the_kept_copies_and_kvplans_count(model_id):
                                                               quantization_of(cfg(model_id)))
     assert not any(k.endswith(("SCB", "weight_format", "qweight", "weight_scale", "weight_scale_inv")) for k in weight_map)
     b = simulate(model_id, gpu="H100-80GB")["budget"]
-    assert b["weights_bytes"] == total and b["weights_source"] == "checkpoint metadata"
+    rotary = {"mistralai/Mistral-7B-v0.1": 32_768 * 128 * 2, "google/gemma-2-9b-it": 8_192 * 256 * 2}[model_id]
+    assert b["weights_bytes"] == total + rotary and b["weights_source"] == "checkpoint metadata"
     assert meta["provenance"]["repo"] in b["profile_terms"][0]["source"]

@@ -54,6 +54,9 @@ TENSORS = {"model.embed_tokens.weight": ("BF16", [100, 64]), **{k: v for i in ra
 #   t=4: 2 · 4,096 + 128 + 4 · 20,736 + 6,144 = 97,408
 #   PP 2 (t=1, layers 0-1 | 2-3): stage 0 16,384 + 2 · 73,984 + 6,144 = 170,496;
 #                                 stage 1 2 · 73,984 + 128 + 16,384 + 6,144 = 170,624
+# and on every rank and stage the rotary table (kvplan.budget.rotary: max_position_embeddings 2,048 rows of the
+# 16-wide head, bf16), not a checkpoint tensor:
+ROTARY = 2_048 * 16 * 2
 
 
 @pytest.fixture()
@@ -64,7 +67,8 @@ def tiny(tmp_path) -> Path:
 
 
 @pytest.mark.parametrize("tp, pp, stage_bytes", [
-    (1, 1, [334_976]), (2, 1, [171_136]), (4, 1, [97_408]), (1, 2, [170_496, 170_624]),
+    (1, 1, [334_976 + ROTARY]), (2, 1, [171_136 + ROTARY]), (4, 1, [97_408 + ROTARY]),
+    (1, 2, [170_496 + ROTARY, 170_624 + ROTARY]),
 ])
 def test_a_local_checkpoint_split_per_rank_as_vllm_shards_it(tiny, tp, pp, stage_bytes):
     layout = build_model_layout(str(tiny), None, ServingOptions(tensor_parallel_size=tp, pipeline_parallel_size=pp))
@@ -165,4 +169,4 @@ def test_a_quantized_checkpoint_keeps_its_stored_dtypes(tmp_path, tp, total):
     (tmp_path / "model.safetensors").write_bytes(safetensors_file(tensors))
     mem = layout_weight_memory(build_model_layout(str(tmp_path), None, ServingOptions(tensor_parallel_size=tp)))
     assert mem.basis == "from checkpoint metadata" and "differ" not in mem.basis_detail
-    assert [s.weight_bytes for s in mem.stages] == [total]
+    assert [s.weight_bytes for s in mem.stages] == [total + ROTARY]

@@ -72,94 +72,95 @@ def test_sizing_mode_as_vllm_settles_the_flag():
 def test_extensible_budget_is_the_measured_one(llama):
     # Llama-3.1-8B, TP 1, H100 (81089 MiB = 85,027,979,264 B), vllm-latest default: extensible, utilization 1.0.
     # The four estimated terms are those of tests/test_hardware.py::test_budget_is_the_vllm_formula:
-    #   W (weights) 16,060,522,496   A (activation) 1,319,108,608   N (non-torch) 268,435,456
+    #   W (weights) 16,094,076,928   A (activation) 1,319,108,608   N (non-torch) 268,435,456
+    #     (W: 16,060,522,496 of parameters + the 33,554,432 B rotary table, tests/test_hardware.py L31_ROTARY)
     #   G (CUDA graphs, 256 MiB + 32 · 8 MiB) 536,870,912;  S (start-up, one GPU: 512 MiB) 536,870,912
     #   requested = ceil(85,027,979,264 · 1.0)                          = 85,027,979,264
-    #   tentative = 85,027,979,264 − W − A − N − G                      = 66,843,041,792
-    #   used      = W + N + G                                           = 16,865,828,864
+    #   tentative = 85,027,979,264 − W − A − N − G                      = 66,809,487,360
+    #   used      = W + N + G                                           = 16,899,383,296
     #   transient = A + G                                               =  1,855,979,520
     #   margin    = max(1 GiB, int(0.75 · 1,855,979,520) = 1,391,984,640) =  1,391,984,640
-    #   measured  = min(85,027,979,264 − 16,865,828,864 = 68,162,150,400,
-    #                   85,027,979,264 − S − used − margin = 66,233,294,848) − transient
-    #             = 66,233,294,848 − 1,855,979,520                      = 64,377,315,328
-    #   KV = min(measured, tentative)                                   = 64,377,315,328
-    #   (the profiled 0.92 budget is 60,040,803,451: 4,336,511,877 B = 4.04 GiB more)
+    #   measured  = min(85,027,979,264 − 16,899,383,296 = 68,128,595,968,
+    #                   85,027,979,264 − S − used − margin = 66,199,740,416) − transient
+    #             = 66,199,740,416 − 1,855,979,520                      = 64,343,760,896
+    #   KV = min(measured, tentative)                                   = 64,343,760,896
+    #   (the profiled 0.92 budget is 60,007,249,019: 4,336,511,877 B = 4.04 GiB more)
     b = budget_of(llama, LATEST, gpu="H100-80GB")
     assert (b.kv_cache_sizing, b.kv_cache_sizing_source) == ("extensible", "vllm-0.34 default (on for CUDA and ROCm)")
     assert (b.gpu_memory_utilization, b.gpu_memory_utilization_source) == (
         1.0, "vllm-0.34 default with the extensible KV cache")
     assert b.requested_memory_bytes == 85_027_979_264
     assert (b.weights_bytes, b.activation_peak_bytes, b.non_torch_bytes, b.cudagraph_bytes) == (
-        16_060_522_496, 1_319_108_608, 268_435_456, 536_870_912)
+        16_094_076_928, 1_319_108_608, 268_435_456, 536_870_912)
     assert (b.startup_memory_bytes, b.startup_memory_source) == (536_870_912, "estimate")
     assert b.sizing_margin_floor_bytes == GiB
-    assert b.tentative_kv_cache_memory_bytes == 66_843_041_792
+    assert b.tentative_kv_cache_memory_bytes == 66_809_487_360
     assert b.transient_reserve_bytes == 1_855_979_520
     assert b.sizing_margin_bytes == 1_391_984_640
-    assert b.measured_kv_cache_memory_bytes == b.kv_cache_memory_bytes == 64_377_315_328
+    assert b.measured_kv_cache_memory_bytes == b.kv_cache_memory_bytes == 64_343_760_896
     assert b.formula.startswith("kv_cache_memory = min(tentative, min(requested − used, gpu_memory − startup − "
                                 "used − margin) − transient)")
     assert b.formula_source.startswith("vLLM 0.34.0: config/cache.py resolved_gpu_memory_utilization (495-501)")
     assert "extensible_kv_cache.py measure_kv_cache_bytes (592-618)" in b.formula_source
     assert b.warnings == ()
     # the same rule at another utilization (fit's bisection) gives the same figure at 1.0
-    assert kv_bytes_at(b, 1.0) == 64_377_315_328
+    assert kv_bytes_at(b, 1.0) == 64_343_760_896
 
 
 def test_graphs_not_in_the_profile_are_still_measured(llama):
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (0.34.0 gpu_worker.py 746-747): no CUDA-graph estimate in the
     # profile or in peak_activation_memory, but the graphs are still captured before the measurement, so they
     # stay in `used` (extensible_kv_cache.py 613: non_kv_used counts everything resident). Terms as above:
-    #   tentative = 85,027,979,264 − 16,060,522,496 − 1,319,108,608 − 268,435,456 − 0  = 67,379,912,704
+    #   tentative = 85,027,979,264 − 16,094,076,928 − 1,319,108,608 − 268,435,456 − 0  = 67,346,358,272
     #   transient = A = 1,319,108,608; margin = max(1 GiB, int(0.75 · 1,319,108,608) = 989,331,456) = 1,073,741,824
-    #   used      = 16,060,522,496 + 268,435,456 + 536,870,912 (graphs after capture) = 16,865,828,864
-    #   measured  = 85,027,979,264 − 536,870,912 − 16,865,828,864 − 1,073,741,824 − 1,319,108,608
-    #             = 65,232,429,056 → KV 65,232,429,056
+    #   used      = 16,094,076,928 + 268,435,456 + 536,870,912 (graphs after capture) = 16,899,383,296
+    #   measured  = 85,027,979,264 − 536,870,912 − 16,899,383,296 − 1,073,741,824 − 1,319,108,608
+    #             = 65,198,874,624 → KV 65,198,874,624
     b = budget_of(llama, replace(LATEST, cudagraph_memory_in_profile=False), gpu="H100-80GB")
     assert (b.cudagraph_bytes, b.cudagraph_resident_bytes) == (0, 536_870_912)
-    assert b.tentative_kv_cache_memory_bytes == 67_379_912_704
+    assert b.tentative_kv_cache_memory_bytes == 67_346_358_272
     assert (b.transient_reserve_bytes, b.sizing_margin_bytes) == (1_319_108_608, GiB)
-    assert b.kv_cache_memory_bytes == 65_232_429_056
+    assert b.kv_cache_memory_bytes == 65_198_874_624
     r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB",
                  "--env", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0")
-    assert d["budget"]["kv_cache_memory_bytes"] == 65_232_429_056
+    assert d["budget"]["kv_cache_memory_bytes"] == 65_198_874_624
     # --cudagraph-memory 0 (--enforce-eager: nothing captured) sets both to 0:
-    #   transient = A, margin 1 GiB, used = W + N = 16,328,957,952
-    #   measured = 85,027,979,264 − 536,870,912 − 16,328,957,952 − 1,073,741,824 − 1,319,108,608
-    #            = 65,769,299,968
+    #   transient = A, margin 1 GiB, used = W + N = 16,362,512,384
+    #   measured = 85,027,979,264 − 536,870,912 − 16,362,512,384 − 1,073,741,824 − 1,319,108,608
+    #            = 65,735,745,536
     b = budget_of(llama, LATEST, gpu="H100-80GB", overrides={"cudagraph_memory": 0})
     assert (b.cudagraph_bytes, b.cudagraph_resident_bytes) == (0, 0)
-    assert b.kv_cache_memory_bytes == 65_769_299_968
+    assert b.kv_cache_memory_bytes == 65_735_745_536
 
 
 def test_extensible_budget_tp2():
-    # Llama-3.1-8B TP 2 on an H100, extensible: W 8,030,527,488, A 1,319,108,608, N 768 MiB = 805,306,368,
+    # Llama-3.1-8B TP 2 on an H100, extensible: W 8,064,081,920, A 1,319,108,608, N 768 MiB = 805,306,368,
     # G 536,870,912 (tests/test_hardware.py::test_tp_comes_...); S 1 GiB (tp·pp = 2) = 1,073,741,824.
-    #   used = 8,030,527,488 + 805,306,368 + 536,870,912 = 9,372,704,768; transient 1,855,979,520;
+    #   used = 8,064,081,920 + 805,306,368 + 536,870,912 = 9,406,259,200; transient 1,855,979,520;
     #   margin 1,391,984,640 (as for TP 1)
-    #   measured = min(85,027,979,264 − 9,372,704,768 = 75,655,274,496,
-    #                  85,027,979,264 − 1,073,741,824 − 9,372,704,768 − 1,391,984,640 = 73,189,548,032)
-    #              − 1,855,979,520 = 71,333,568,512
-    #   tentative = 85,027,979,264 − 8,030,527,488 − 1,319,108,608 − 805,306,368 − 536,870,912 = 74,336,165,888
+    #   measured = min(85,027,979,264 − 9,406,259,200 = 75,621,720,064,
+    #                  85,027,979,264 − 1,073,741,824 − 9,406,259,200 − 1,391,984,640 = 73,155,993,600)
+    #              − 1,855,979,520 = 71,300,014,080
+    #   tentative = 85,027,979,264 − 8,064,081,920 − 1,319,108,608 − 805,306,368 − 536,870,912 = 74,302,611,456
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
     b = budget_of(tp2, LATEST, gpu="H100")
     assert b.startup_memory_bytes == 1_073_741_824
-    assert b.tentative_kv_cache_memory_bytes == 74_336_165_888
-    assert b.kv_cache_memory_bytes == 71_333_568_512
+    assert b.tentative_kv_cache_memory_bytes == 74_302_611_456
+    assert b.kv_cache_memory_bytes == 71_300_014_080
 
 
 def test_explicit_utilization_caps_the_extensible_cache_and_warns(llama):
     # --gpu-memory-utilization 0.9 with the extensible cache (terms of test_extensible_budget_is_the_measured_one):
     #   requested = ceil(85,027,979,264 · 0.9) = ceil(76,525,181,337.6) = 76,525,181,338
-    #   measured  = min(76,525,181,338 − 16,865,828,864 = 59,659,352,474, 66,233,294,848) − 1,855,979,520
-    #             = 57,803,372,954
-    #   tentative = 76,525,181,338 − 18,184,937,472 = 58,340,243,866 → KV 57,803,372,954
+    #   measured  = min(76,525,181,338 − 16,899,383,296 = 59,625,798,042, 66,199,740,416) − 1,855,979,520
+    #             = 57,769,818,522
+    #   tentative = 76,525,181,338 − 18,218,491,904 = 58,306,689,434 → KV 57,769,818,522
     #   withheld (measure_kv_cache_blocks' warning, extensible_kv_cache.py 655-676: 0.7 < u < 1.0 and ≥ 1 GiB)
-    #             = 66,233,294,848 − 59,659,352,474 = 6,573,942,374 B = 6.12 GiB
+    #             = 66,199,740,416 − 59,625,798,042 = 6,573,942,374 B = 6.12 GiB
     b = budget_of(llama, LATEST, gpu="H100-80GB", gpu_memory_utilization=0.9)
     assert b.requested_memory_bytes == 76_525_181_338
-    assert b.tentative_kv_cache_memory_bytes == 58_340_243_866
-    assert b.kv_cache_memory_bytes == 57_803_372_954
+    assert b.tentative_kv_cache_memory_bytes == 58_306_689_434
+    assert b.kv_cache_memory_bytes == 57_769_818_522
     assert list(b.warnings) == [
         "--gpu-memory-utilization 0.9 keeps 6.12 GiB of free memory out of the extensible KV cache, which measures "
         "vLLM's own use after warmup; vLLM 0.34.0 warns so too. Leave it unset unless other processes or buffers "
@@ -222,25 +223,25 @@ def test_kv_cache_memory_turns_it_off_and_refuses_the_flag():
 
 
 def test_fit_uses_the_extensible_budget_and_flag():
-    # fit's budget is the simulate budget (64,377,315,328 B derived above); the flag reaches it
+    # fit's budget is the simulate budget (64,343,760,896 B derived above); the flag reaches it
     r, d = _json("fit", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB")
-    assert r.exit_code == 0 and d["budget"]["kv_cache_memory_bytes"] == 64_377_315_328
+    assert r.exit_code == 0 and d["budget"]["kv_cache_memory_bytes"] == 64_343_760_896
     r, d = _json("fit", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB", "--no-enable-extensible-kv-cache")
-    assert d["budget"]["kv_cache_memory_bytes"] == 60_040_803_451
+    assert d["budget"]["kv_cache_memory_bytes"] == 60_007_249_019
 
 
 def test_check_file_key(tmp_path):
     # A deployments file takes the option as a key. Llama-3.1-8B's page is 32 layers · 2 · 8 heads · 128 · 2 B
     # · 64 tokens (0.34.0's default block, FLASH_ATTN on the H100) = 8,388,608 B per block (one group):
-    #   enable_extensible_kv_cache: false → 60,040,803,451 // 8,388,608 = 7,157 blocks · 64 = 458,048 tokens
-    #   unset (extensible)               → 64,377,315,328 // 8,388,608 = 7,674 blocks · 64 = 491,136 tokens
+    #   enable_extensible_kv_cache: false → 60,007,249,019 // 8,388,608 = 7,153 blocks · 64 = 457,792 tokens
+    #   unset (extensible)               → 64,343,760,896 // 8,388,608 = 7,670 blocks · 64 = 490,880 tokens
     f = tmp_path / "d.yaml"
     f.write_text("deployments:\n"
                  "  - {name: profiled, model: meta-llama/Meta-Llama-3.1-8B, gpu: H100-80GB, enable_extensible_kv_cache: false}\n"
                  "  - {name: extensible, model: meta-llama/Meta-Llama-3.1-8B, gpu: H100-80GB}\n")
     r, d = _json("check", str(f))
     assert r.exit_code == 0, r.stderr
-    assert [x["plan"]["kv_tokens"] for x in d["deployments"]] == [458_048, 491_136]
+    assert [x["plan"]["kv_tokens"] for x in d["deployments"]] == [457_792, 490_880]
 
 
 def test_budget_from_device_uses_the_same_utilization(monkeypatch):
@@ -268,8 +269,8 @@ def test_serve_line_reads_vllms_flag_and_its_negative():
         return json.loads(r.stdout)["budget"]
 
     b = serve("--disable-extensible-kv-cache")
-    assert (b["kv_cache_sizing"], b["kv_cache_memory_bytes"]) == ("profiled", 60_040_803_451)
-    assert serve()["kv_cache_memory_bytes"] == 64_377_315_328
+    assert (b["kv_cache_sizing"], b["kv_cache_memory_bytes"]) == ("profiled", 60_007_249_019)
+    assert serve()["kv_cache_memory_bytes"] == 64_343_760_896
 
 
 # The line vLLM 0.34.0 logs once the extensible cache is sized (extensible_kv_cache.py 693-707), with this

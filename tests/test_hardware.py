@@ -194,6 +194,11 @@ def llama():
 PROFILED_034 = dict(enable_extensible_kv_cache=False)
 
 
+# Llama-3.1-8B's llama3 rotary table, held whole on every rank beside the weights (kvplan.budget.rotary; vLLM's
+# get_rope buffer): max_position_embeddings 131,072 rows of the 128-wide head, bf16
+L31_ROTARY = 131_072 * 128 * 2
+
+
 def test_budget_is_the_vllm_formula(llama):
     # Llama-3.1-8B, TP 1, on an H100 (81089 MiB as CUDA reports it), vllm-latest without the extensible KV
     # cache (0.92):
@@ -201,6 +206,7 @@ def test_budget_is_the_vllm_formula(llama):
     #                (v1/worker/utils.py request_memory: math.ceil, 0.18.0 l. 408, 0.34.0 l. 743)
     #   weights    = 8,030,261,248 params (test_weights) · 2 B                = 16,060,522,496
     #                (vLLM logged 14.96 GiB for Llama-3-8B, PR #10511: 16,060,522,496 / 2^30 = 14.957)
+    #                + the llama3 rotary table every rank holds, 131,072 rows of 128, bf16 (L31_ROTARY)
     #   activation = max(forward, sampler + hidden) + 256 MiB: forward 8192 · (4·4096 + 3·14336) · 2
     #                = 973,078,528 (× 1.077, 0.34.0's measured dense factor) < the derived sampler pass over
     #                1024 × 128256 logits (0.34.0's V2 sampler, 10.127 B per logit) + the forward's 8192 × 4096 bf16
@@ -212,11 +218,11 @@ def test_budget_is_the_vllm_formula(llama):
     assert b.gpu_memory_bytes == 85_027_979_264 and b.gpu_memory_utilization == 0.92  # 81089 · 2^20
     assert (b.kv_cache_sizing, b.kv_cache_sizing_source) == ("profiled", "--no-enable-extensible-kv-cache")
     assert b.requested_memory_bytes == 78_225_740_923
-    assert b.weights_bytes == 16_060_522_496
+    assert b.weights_bytes == 16_060_522_496 + L31_ROTARY
     act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB
     assert act > 973_078_528 + 256 * MiB and b.activation_peak_bytes == act
     assert b.non_torch_bytes == non_torch("H100/tp1") and b.cudagraph_bytes == graphs(32)
-    kv = 78_225_740_923 - 16_060_522_496 - act - non_torch("H100/tp1") - graphs(32)
+    kv = 78_225_740_923 - 16_060_522_496 - L31_ROTARY - act - non_torch("H100/tp1") - graphs(32)
     assert b.kv_cache_memory_bytes == kv
     assert b.estimated is True
     extensible_only = {"cudagraph_resident_bytes", "startup_memory_bytes", "sizing_margin_floor_bytes", "tentative_kv_cache_memory_bytes",
@@ -258,7 +264,8 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     # The tensor-parallel size is the layout's own (issue 10: it silently fell back to 1).
     # Llama-3.1-8B at TP 2 on an H100 (81089 MiB), vllm-latest (0.92):
     #   requested  = ceil(81089 · 2^20 · 0.92)                         = 78,225,740,923
-    #   weights    = 4,015,263,744 params per rank · 2 B (test_weights) =  8,030,527,488
+    #   weights    = 4,015,263,744 params per rank · 2 B (test_weights) =  8,030,527,488, + L31_ROTARY (whole on
+    #                every rank)
     #   activation = max(forward, sampler + hidden) + 256 MiB; forward = 8192 · (4·4096 + 3·14336/2) · 2
     #                = 620,756,992 < the derived sampler pass (as in test_budget_is_the_vllm_formula)
     #   non-torch  = calibrated for an H100 at tp·pp > 1 (NCCL), else for any card at tp·pp > 1
@@ -269,10 +276,10 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB
     assert b2.tensor_parallel_size == 2 and b2.warnings == ()
     assert b2.requested_memory_bytes == 78_225_740_923
-    assert b2.weights_bytes == 8_030_527_488
+    assert b2.weights_bytes == 8_030_527_488 + L31_ROTARY
     assert b2.activation_peak_bytes == act
     assert b2.non_torch_bytes == nt2 and b2.cudagraph_bytes == graphs(32)
-    assert b2.kv_cache_memory_bytes == 78_225_740_923 - 8_030_527_488 - act - nt2 - graphs(32)
+    assert b2.kv_cache_memory_bytes == 78_225_740_923 - 8_030_527_488 - L31_ROTARY - act - nt2 - graphs(32)
     assert budget_of(llama, LATEST, gpu="H100").non_torch_bytes == non_torch("H100/tp1")
     with pytest.raises(OptionError, match="tensor_parallel_size 4.*built for 2"):
         budget_of(tp2, LATEST, gpu="H100", tensor_parallel_size=4)
@@ -292,17 +299,17 @@ def test_pipeline_budget_is_the_tightest_stage():
     #            + 256 MiB, or the forward of a later stage, 8192 · (5·4096 + 3·14336) · 2 × 0.34.0's PP 2
     #            last-stage factor (tests/golden/profile_terms/parallel), the larger
     #   both: non-torch calibrated for pipeline parallelism (no L40S group); CUDA graphs: the calibrated estimate
-    #   of 102 graphs on 16 layers (graphs())
+    #   of 102 graphs on 16 layers (graphs()); each stage builds its layers' rotary table (L31_ROTARY)
     nt = non_torch("pp>1")
     fwd0 = forward("0.34.0", 8192 * (4 * 4096 + 3 * 14336) * 2) + 256 * MiB
     later = PROFILE_ROWS["0.34.0"]["parallel"]["dense"]["layouts"]["pp2-last"]["factor"]
     act1 = max(round(8192 * (5 * 4096 + 3 * 14336) * 2 * later),
                sampler("0.34.0", 1024, 128256) + 3 * 8192 * 4096 * 2) + 256 * MiB
-    kv0 = 43_979_248_763 - 8_030_257_152 - fwd0 - nt - graphs(16)
-    kv1 = 43_979_248_763 - 8_030_265_344 - act1 - nt - graphs(16)
+    kv0 = 43_979_248_763 - 8_030_257_152 - L31_ROTARY - fwd0 - nt - graphs(16)
+    kv1 = 43_979_248_763 - 8_030_265_344 - L31_ROTARY - act1 - nt - graphs(16)
     assert [(s.weights_bytes, s.activation_peak_bytes, s.kv_cache_memory_bytes) for s in b.stages] == [
-        (8_030_257_152, fwd0, kv0),
-        (8_030_265_344, act1, kv1),
+        (8_030_257_152 + L31_ROTARY, fwd0, kv0),
+        (8_030_265_344 + L31_ROTARY, act1, kv1),
     ]
     assert b.kv_cache_memory_bytes == min(kv0, kv1)
     assert any("pipeline parallel" in w and "stage 1" in w for w in b.warnings)
@@ -313,20 +320,21 @@ def test_model_too_big_fails_loading_the_weights_and_says_so():
     b = budget_of(layout, LATEST, gpu="L4", **PROFILED_034)
     # Qwen3-32B: per layer q 8192·5120 + k, v 1024·5120 + o 5120·8192 + q/k norms 2·128 + MLP
     # 3·5120·25600 + two norms 2·5120 = 487,598,336; 64 layers + embed and head 2·151936·5120
-    # + final norm 5120 = 32,762,123,264 params = 65,524,246,528 B (bf16).
+    # + final norm 5120 = 32,762,123,264 params = 65,524,246,528 B (bf16), + the rotary table (40,960 rows of 128,
+    # bf16: 10,485,760 B, kvplan.budget.rotary) = 65,534,732,288 B.
     # ceil(L4 (23,612,293,120 B) · 0.92) = 21,723,309,671; activation max(forward 8192 · (4·5120 + 3·25600) · 2
     # = 1,593,835,520, the derived sampler pass over 1024 × 151936 logits + 8192 × 5120 bf16 hidden states)
     # + 256 MiB; non-torch calibrated for an L4 on one GPU; CUDA graphs: the calibrated estimate of 102 graphs on
     # 64 layers (graphs()).
     act = max(forward("0.34.0", 1_593_835_520), sampler("0.34.0", 1024, 151936) + 8192 * 5120 * 2) + 256 * MiB
-    assert b.weights_bytes == 65_524_246_528
-    assert b.kv_cache_memory_bytes == 21_723_309_671 - 65_524_246_528 - act - non_torch("L4/tp1") - graphs(64)
-    # but vLLM never gets there: 61.02 GiB of weights do not fit 21.99 GiB − 0.50 GiB (start-up estimate)
+    assert b.weights_bytes == 65_534_732_288
+    assert b.kv_cache_memory_bytes == 21_723_309_671 - 65_534_732_288 - act - non_torch("L4/tp1") - graphs(64)
+    # but vLLM never gets there: 61.03 GiB of weights do not fit 21.99 GiB − 0.50 GiB (start-up estimate)
     f = b.load_failure
     assert (f.stage, f.error_type, f.needed_bytes, f.free_bytes) == (
-        "load", "torch.OutOfMemoryError", 65_524_246_528, 23_612_293_120 - 512 * MiB)
+        "load", "torch.OutOfMemoryError", 65_534_732_288, 23_612_293_120 - 512 * MiB)
     assert any(w.startswith("vLLM fails before the KV cache (load): CUDA out of memory while loading the model "
-                            "weights: 61.02 GiB of weights per GPU, 21.49 GiB free") for w in b.warnings)
+                            "weights: 61.03 GiB of weights per GPU, 21.49 GiB free") for w in b.warnings)
     assert not any(w.startswith("no memory left for the KV cache") for w in b.warnings)
 
 
@@ -365,7 +373,7 @@ def test_simulate_with_gpu_marks_the_budget_estimated():
     r, d = _json("simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-80GB", "-tp", "2",
                  "--no-enable-extensible-kv-cache")
     nt2 = non_torch("H100/tp>1" if "H100/tp>1" in CALIBRATION["non_torch"] else "tp>1")
-    profiled = (78_225_740_923 - 8_030_527_488 - (sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB)
+    profiled = (78_225_740_923 - 8_030_527_488 - L31_ROTARY - (sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB)
                 - nt2 - graphs(32))
     assert d["budget"]["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == profiled < ext
 
@@ -387,7 +395,7 @@ def test_simulate_gpu_too_small_fails_loading_with_deployment_fixes():
     r, d = _json("simulate", "Qwen/Qwen3-32B", "--gpu", "L4")
     assert r.exit_code == 3 and d["outcome"]["starts"] is False
     assert (d["outcome"]["stage"], d["outcome"]["error_type"]) == ("load", "torch.OutOfMemoryError")
-    assert d["outcome"]["error"].startswith("CUDA out of memory while loading the model weights: 61.02 GiB")
+    assert d["outcome"]["error"].startswith("CUDA out of memory while loading the model weights: 61.03 GiB")
     # fixes change the deployment (each simulated again from scratch, and kept only when it then starts),
     # never the KV budget. 61.02 GiB over 4 L4s loads (15.3 GiB each) but leaves 1.94 GiB of KV for 2.5 GiB
     # needed at 40,960 tokens: TP 8 is the least that starts, PP likewise; fp8 (30.5 GiB) still does not

@@ -317,6 +317,8 @@ def test_layout_weight_memory_takes_tp_from_the_layout():
     #   32 layers 3,489,923,072 + final norm 4,096
     #   = 2·262,668,288 + 3,489,923,072 + 4,096 = 4,015,263,744 parameters = 8,030,527,488 B
     # (vLLM logged 7.48 GiB for Llama-3-8B at TP 2, PR #10511: 8,030,527,488 / 2^30 = 7.479.)
+    # Beside them every rank holds the llama3 rotary table (kvplan.budget.rotary): 131,072 rows
+    # (max_position_embeddings) of the 128-wide head, bf16: 33,554,432 B (Llama-3-8B's 8,192 rows: 2 MiB, still 7.48).
     from kvplan.budget.weights import layout_weight_memory
     from kvplan.model import ServingOptions, build_model_layout
 
@@ -324,7 +326,8 @@ def test_layout_weight_memory_takes_tp_from_the_layout():
     m = layout_weight_memory(layout)
     assert m.tensor_parallel_size == 2
     assert m.stages[0].num_params == 4_015_263_744
-    assert m.stages[0].weight_bytes == 8_030_527_488
+    assert m.stages[0].weight_bytes == 8_030_527_488 + 33_554_432
+    assert m.stages[0].bytes_by_kind["rotary"] == 33_554_432
 
 
 def test_qwen3_next_mtp_weights_follow_the_model_layers_count():

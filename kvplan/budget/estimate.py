@@ -636,7 +636,7 @@ def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: Budget
                                     data_parallel_size=request.data_parallel_size,
                                     expert_parallel=request.enable_expert_parallel, quantization=budget.quantization,
                                     mxfp4_padding=pad, inventory=counted, loaded_on=loaded_on,
-                                    num_redundant_experts=redundant)
+                                    num_redundant_experts=redundant, release=release)
 
     weights = count(padding)
     unpadded = count(other) if other is not None else None  # 0.11 Hopper: Triton with triton_kernels installed
@@ -942,7 +942,7 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
     ends = ends or {}
     graphs = ends.get("graphs") or {}
     g = calibrated(tp, pp, card_name, release)
-    weights_basis, weights_src = _weights_term_source(weights, exact, offload)
+    weights_basis, weights_src = _weights_term_source(weights, exact, offload, stage.stage)
     acted = overrides["activation"] is None
     terms = [
         ("weights", stage.weights_bytes, overrides["weights"], weights_basis, weights_src),
@@ -968,14 +968,17 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
     return tuple(out)
 
 
-def _weights_term_source(weights, exact: bool, offload: bool) -> tuple[str, str]:
-    """The weights term's basis and source: the checkpoint's metadata, else kvplan's count."""
+def _weights_term_source(weights, exact: bool, offload: bool, s: int = 0) -> tuple[str, str]:
+    """The weights term's basis and source: the checkpoint's metadata, else kvplan's count; the rotary tables of
+    stage ``s`` said where counted."""
+    rotary = weights.stages[s].bytes_by_kind.get("rotary", 0) if weights is not None else 0
+    tables = f" + the rotary cos/sin tables every rank holds ({rotary:,} B: kvplan.budget.rotary)" if rotary else ""
     if weights is not None and weights.basis == CHECKPOINT_METADATA:
-        basis, src = CHECKPOINT_METADATA, weights.basis_detail
+        basis, src = CHECKPOINT_METADATA, weights.basis_detail + tables
     else:
         basis = KVPLAN_FORMULA
         src = ("the meta-device count (transformers), by kvplan's per-rank rules" if exact else
-               "kvplan's per-tensor formula from the config (shapes, dtype, quantization, TP/PP sharding)")
+               "kvplan's per-tensor formula from the config (shapes, dtype, quantization, TP/PP sharding)") + tables
         if weights is not None and weights.basis_detail:
             src += "; " + weights.basis_detail
     return basis, src + (", minus --cpu-offload-gb" if offload else "")

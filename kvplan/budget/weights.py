@@ -24,6 +24,7 @@ from kvplan.budget.meta import meta_param_counts
 from kvplan.budget.quant_kernels import (
     kept_delta, kept_expert_bytes, linear_kernel, moe_backend, moe_kind, moe_layer_bytes,
 )
+from kvplan.budget.rotary import RotaryCache, rotary_cache
 from kvplan.budget.quantization import (
     NO_QUANTIZATION, Quantization, quantization_of, quantization_override, weight_bytes,
 )
@@ -379,6 +380,17 @@ def with_tower(mem: WeightMemory, tower_bytes: int | None, *, skipped: bool, why
     return replace(mem, stages=stages, notes=tuple(n for n in mem.notes if n != TOWER_NOT_COUNTED) + (why,))
 
 
+def with_rotary(mem: WeightMemory, cache: RotaryCache) -> WeightMemory:
+    """``mem`` with the rotary tables ``cache`` on every stage (each stage's layers build them: ``get_rope`` keeps one
+    per distinct setting per process), as ``bytes_by_kind["rotary"]``."""
+    if not cache.bytes and not cache.not_derived:
+        return mem
+    stages = tuple(replace(st, weight_bytes=st.weight_bytes + cache.bytes,
+                           bytes_by_kind={**st.bytes_by_kind, "rotary": cache.bytes}) for st in mem.stages) \
+        if cache.bytes else mem.stages
+    return replace(mem, stages=stages, notes=mem.notes + ((cache.not_derived,) if cache.not_derived else ()))
+
+
 def stored_bytes(stored: Inventory, dtype: str, quant: Quantization) -> int:
     """What kvplan's inventory says the checkpoint stores: every tensor the checkpoint can hold (MTP layers
     included, which vLLM skips when MTP is off), whole, at the config's dtype or as the quantization stores
@@ -571,12 +583,14 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
                          mxfp4_padding: tuple[int, int] | None = None,
                          inventory: ModelInventory | None = None,
                          loaded_on: tuple[tuple[int, int], str] | None = None,
-                         num_redundant_experts: int = 0) -> WeightMemory:
+                         num_redundant_experts: int = 0, release: str | None = None) -> WeightMemory:
     """Weights of a ``kvplan.model.ModelLayout`` (target, its MTP layers when MTP is on,
     the drafter) per GPU; ``inventory``: its weights (``kvplan.model.inventory.ModelInventory``), else the
     layout's own (the model stage's, ``ModelLayout.inventory``), else counted here. ``tp`` defaults to the layout's own tensor-parallel size; MoE experts
     are split over ``tp × data_parallel_size`` ranks (whole experts with ``expert_parallel``);
-    ``quantization`` is vLLM's ``--quantization`` (``quantization_override``)."""
+    ``quantization`` is vLLM's ``--quantization`` (``quantization_override``). Every stage also holds the text
+    decoder's rotary cos/sin tables (``kvplan.budget.rotary``: buffers, not in the checkpoint) as ``release`` (None:
+    the rule of releases before 0.32) builds them."""
     tp = tp or layout.tensor_parallel_size
     pp = max(1, len(layout.ranks))
     target = layout.target
@@ -637,6 +651,8 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     elif where:
         mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}",
                       notes=mem.notes + ((where,) if where.startswith(DOWNLOAD_FAILED) else ()))
+    mem = with_rotary(mem, rotary_cache(layout.target.text_config, dtype_size_bytes(target.dtype),
+                                        version_key(release or "")))
     if exact_params:
         counts = meta_param_counts(target.config, path=source.path if source is not None else "<config>")
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k not in ("mtp", "vision")))

@@ -722,7 +722,8 @@ def forward_main(a) -> int:
             lambda cls, *x, **k: "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend")
     record_out = {"path": a.forward_path, "setup_skipped": list(AR.SETUP_SKIPPED), "python_ops": sorted(ops)}
     try:
-        record_out.update(parallel_measure(a, AR, ops) if a.parallel_run else encoder_measure(a, AR, ops) if a.encoder
+        record_out.update(weights_measure(a, AR, ops) if a.whole_weights else
+                          parallel_measure(a, AR, ops) if a.parallel_run else encoder_measure(a, AR, ops) if a.encoder
                           else lora_measure(a, AR) if a.lora else forward_measure(a, AR, ops))
         record_out["derived"] = True
     except Exception as e:  # noqa: BLE001 - the release's model did not run here: recorded, one line
@@ -1894,6 +1895,76 @@ def parallel_measure(a, AR, ops) -> dict:
                                                "num_local_experts", "num_hidden_layers", "vocab_size")}}
 
 
+WEIGHTS_MODELS = {  # the multimodal checkpoints of the validation corpus whose "Model loading took" kvplan missed by > 2 %
+    "gemma-3-4b-it": "configs/google/gemma-3-4b-it/config.json",
+    "gemma-3-12b-it": "configs/google/gemma-3-12b-it/config.json",
+    "Llama-4-Scout-17B-16E-Instruct": "configs/meta-llama/Llama-4-Scout-17B-16E-Instruct/config.json",
+    "Qwen3.5-27B": "configs/Qwen/Qwen3.5-27B/config.json",
+}
+WEIGHTS_TP = {"gemma-3-4b-it": (1,), "gemma-3-12b-it": (1,), "Llama-4-Scout-17B-16E-Instruct": (1, 4),
+              "Qwen3.5-27B": (1, 4)}
+
+
+def _tensor_rows(tensors) -> tuple[int, dict]:
+    """The bytes of distinct storages among ``(name, tensor)`` pairs, and per top-level module."""
+    seen, total, by = set(), 0, {}
+    for name, t in tensors:
+        st = t.untyped_storage()
+        if st._cdata in seen:
+            continue
+        seen.add(st._cdata)
+        total += st.nbytes()
+        top = name.split(".")[0]
+        by[top] = by.get(top, 0) + st.nbytes()
+    return total, by
+
+
+def weights_measure(a, AR, ops) -> dict:
+    """``--whole-weights``: what ``GPUModelRunner.load_model`` leaves allocated on rank 0 of a TP group of
+    ``--weights-tp`` (its "Model loading took": ``DeviceMemoryProfiler`` is ``torch.cuda.max_memory_allocated`` after
+    ``reset_peak_memory_stats`` and ``gc.collect()``, before and after ``model_loader.load_model``: the bytes the
+    allocator holds for live tensors; 0.19.0 gpu_model_runner.py 4743-4806, utils/mem_utils.py 44-60, platforms/cuda.py
+    206-211). The model class is built on the meta device under the release's engine config for that TP size (the
+    parallel-state getters answering rank 0, ``parallel_groups``) and ``process_weights_after_loading`` run, all inside
+    a tracker of meta-device allocations; after ``gc.collect()`` the storages still alive are what the card would
+    hold (``live_bytes``). The parameters and buffers are listed beside it (``parameter_bytes``, ``buffer_bytes``,
+    ``by_module``): the difference, if any, is a tensor the build keeps outside the module tree (a cache)."""
+    import gc
+
+    import torch
+    import transformers
+
+    calls: dict = {}
+    fake_collectives(calls)
+    tp = a.weights_tp
+    orig_dist = forward_dist
+
+    def dist(AR_, vc):
+        orig_dist(AR_, vc)
+        parallel_groups(vc, tp, 1, 0, calls)
+
+    globals()["forward_dist"] = dist
+    counter = MetaLiveBytes()
+    try:
+        with tracking_mode(counter, devices=("meta",)):
+            cfg, vc, model, _ = build_on_meta(AR, ops, a.whole_weights, a.forward_path, after_loading=True)
+    finally:
+        globals()["forward_dist"] = orig_dist
+    gc.collect()
+    params, p_by = _tensor_rows(model.named_parameters())
+    bufs, b_by = _tensor_rows(model.named_buffers())
+    both, by = _tensor_rows([*model.named_parameters(), *model.named_buffers()])
+    buffers = sorted(([n, list(b.shape), str(b.dtype).removeprefix("torch."), b.numel() * b.element_size()]
+                      for n, b in model.named_buffers()), key=lambda r: -r[3])
+    mm = getattr(vc.model_config, "multimodal_config", None)
+    return {"model": a.whole_weights, "architecture": type(model).__name__, "tp": tp,
+            "live_bytes": counter.now, "parameter_bytes": params, "buffer_bytes": bufs, "module_bytes": both,
+            "by_module": by, "parameters_by_module": p_by, "buffers_by_module": b_by, "buffers": buffers[:20],
+            "limit_per_prompt": dict(getattr(mm, "limit_per_prompt", None) or {}) if mm else None,
+            "dtype": str(vc.model_config.dtype).removeprefix("torch."), "torch_version": torch.__version__,
+            "transformers_version": transformers.__version__}
+
+
 # The fused-MoE workspace held after the forward (0.13+: ``vllm.v1.worker.workspace``'s WorkspaceManager keeps one
 # buffer per micro-batch that only grows; FusedMoEModularKernel._allocate_buffers takes workspace13 and workspace2
 # from it with ``get_simultaneous``, 0.19.0 model_executor/layers/fused_moe/modular_kernel.py 1063-1068,
@@ -1996,6 +2067,21 @@ def held_table(goldens: Path, out: Path) -> int:
     return 0
 
 
+def weights_all(a) -> int:
+    """``--weights-all``: each of ``WEIGHTS_MODELS`` at each of its ``WEIGHTS_TP`` sizes in its own process (the
+    custom-op path: loading does not depend on it), into ``<out>/weights/<release>.json``."""
+    root = Path(__file__).resolve().parents[2]
+    models = {}
+    for label, cfg in WEIGHTS_MODELS.items():
+        for tp in WEIGHTS_TP[label]:
+            r = run_variant(["--whole-weights", str(root / cfg), "--weights-tp", str(tp)])
+            r["model"] = cfg
+            models[f"{label}@tp{tp}"] = r
+            print(label, tp, json.dumps({k: r.get(k) for k in ("derived", "live_bytes", "module_bytes", "why")}))
+    write_release(a.out / "weights", "weights", models)
+    return 0
+
+
 def fresh_workspace() -> None:
     """The fused-MoE workspace of 0.19+ (``vllm.v1.worker.workspace``: one buffer that only grows, kept across
     forwards) made anew, as the profile run's first forward makes it: a buffer left by the previous layout or the
@@ -2093,6 +2179,10 @@ def main(argv=None) -> int:
     ap.add_argument("--held", help="one model's config.json (internal: one path per process)")
     ap.add_argument("--held-table", nargs=2, type=Path, metavar=("GOLDENS", "OUT"),
                     help="write kvplan's moe_workspace.json from the --held-all goldens (kvplan's environment)")
+    ap.add_argument("--weights-all", action="store_true",
+                    help="record what loading keeps on one TP rank (WEIGHTS_MODELS at WEIGHTS_TP) into <out>/weights/")
+    ap.add_argument("--whole-weights", help="one model's config.json (internal: one path per process)")
+    ap.add_argument("--weights-tp", type=int, default=1, help="with --whole-weights: the TP size (rank 0)")
     a = ap.parse_args(argv)
     if a.held_all:
         return held_all(a)
@@ -2115,7 +2205,9 @@ def main(argv=None) -> int:
         return lora_all(a)
     if a.spec_all:
         return spec_all(a)
-    if a.forward or a.encoder or a.parallel_run:
+    if a.weights_all:
+        return weights_all(a)
+    if a.forward or a.encoder or a.parallel_run or a.whole_weights:
         return forward_main(a)
     if a.variant_out is None:
         return both_variants(a, argv)

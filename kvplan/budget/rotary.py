@@ -1,0 +1,118 @@
+"""The rotary embedding's cos/sin cache a text decoder holds on every rank: part of vLLM's "Model loading took".
+
+vLLM builds each attention layer's rotary embedding through ``get_rope`` (model_executor/layers/rotary_embedding/
+__init__.py, 0.19.0 lines 29-340), which keeps one instance per distinct key (head size, rotary dim, max position,
+RoPE parameters, dtype: ``_ROPE_DICT``), so a model holds one table per distinct RoPE setting, not one per layer.
+``RotaryEmbedding.__init__`` computes the table and registers it as the non-persistent buffer ``cos_sin_cache``
+(``[rows, rotary_dim]``: cos and sin halves side by side), cast to the model dtype (``cache.to(dtype)``, base.py
+0.19.0 lines 58-63; the same lines from 0.10.1 to 0.34.0). The model is built under ``with target_device:``
+(model_loader/base_loader.py 0.19.0 ``load_model``), so the buffer is allocated on the card, inside the
+``DeviceMemoryProfiler`` block whose difference is logged as "Model loading took". It is not TP-split: every rank
+holds it whole.
+
+The rows each RoPE type computes (0.19.0):
+
+* ``default``: ``max_position_embeddings`` (base.py ``_compute_cos_sin_cache``: ``arange(max_position_embeddings)``);
+  with ``mrope_section`` (``MRotaryEmbedding``) 4 × that (mrope.py line 238, ``cache_max_position_num =
+  max_position_embeddings * 4``; 0.32 made the factor a parameter some models set, mrope.py 0.34.0 line 350: not
+  derived there);
+* ``llama3``: ``max_position_embeddings`` (llama3_rope.py: the base table, other frequencies);
+* ``linear``: ``max_position_embeddings × factor`` (linear_scaling_rope.py lines 86-90);
+* ``dynamic`` with ``factor``: ``max_position_embeddings × factor`` (dynamic_ntk_scaling_rope.py line 56);
+* ``yarn`` (no mrope): ``original_max_position_embeddings × factor`` (yarn_scaling_rope.py line 78; get_rope passes
+  the original length).
+
+The rotary dim is ``head_dim × partial_rotary_factor`` (get_rope's ``int(head_size * partial_rotary_factor)``).
+Gemma 3's sliding-window layers use their own table: ``rope_type "default"`` with ``rope_local_base_freq`` when
+the config's RoPE parameters are not per layer type (models/gemma3.py 0.19.0 lines 168-179), the same rows.
+
+Other RoPE types (DeepSeek's MLA scaling, which keeps its table in float32 from 0.24; longrope's two tables;
+dual-chunk; NTK; Fourier), attentions with their own RoPE width (``qk_rope_head_dim``: MLA, DeepSeek-V4) and model
+files that set the width their own way (``OTHER_WIDTH_KEYS``) are not derived: ``rotary_cache`` says which, and
+counts nothing for them.
+
+Checked against the release's own build (``scripts/golden/profile_terms.py --weights-all``,
+``tests/golden/profile_terms/weights/0.19.0.json``): Gemma 3 4B/12B, Llama-4-Scout (TP 1 and 4), Qwen3.5-27B (TP 1
+and 4): the text decoder's tables are the buffers' bytes to the byte, less the towers' own small tables and
+position ids (under 1 MiB, not counted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# config keys of model files that pass get_rope a rotary width of their own (GPT-NeoX's rotary_pct, ChatGLM's
+# rotary_emb_fraction, MiniMax's rotary_dim): not derived
+OTHER_WIDTH_KEYS = ("rotary_pct", "rotary_emb_fraction", "rotary_dim")
+
+
+@dataclass(frozen=True)
+class RotaryCache:
+    bytes: int  # every table, one rank
+    tables: tuple[tuple[int, int], ...]  # (rows, rotary_dim) of each distinct table
+    not_derived: str = ""  # a RoPE type whose table is not counted, and why
+
+
+def _rope_sets(cfg: dict) -> list[dict]:
+    """The RoPE parameter sets the decoder's layers use, each with ``rope_theta`` where the config gives it."""
+    rope = cfg.get("rope_parameters") or cfg.get("rope_scaling")
+    theta = cfg.get("rope_theta")
+    if isinstance(rope, dict) and rope and all(isinstance(v, dict) for v in rope.values()):
+        return [dict(v) for v in rope.values()]  # transformers 5: one set per layer type
+    sets = [{**({"rope_theta": theta} if theta is not None else {}), **(rope if isinstance(rope, dict) else {})}]
+    local = cfg.get("rope_local_base_freq")
+    if local is not None and "sliding_attention" in (cfg.get("layer_types") or ()) \
+            and str(cfg.get("model_type", "")).startswith("gemma3"):
+        sets.append({"rope_type": "default", "rope_theta": local})  # gemma3.py: the sliding layers' own table
+    return sets
+
+
+def _rows(rp: dict, max_pos: int, release_key: tuple) -> int | None:
+    kind = rp.get("rope_type", rp.get("type", "default"))
+    factor = rp.get("factor")
+    if kind == "default":
+        if "mrope_section" in rp:
+            return max_pos * 4 if release_key < (0, 32) else None
+        return max_pos
+    if kind == "llama3":
+        return max_pos
+    if kind in ("linear", "dynamic") and isinstance(factor, (int, float)) and "alpha" not in rp:
+        return int(max_pos * factor)
+    if kind == "yarn" and "mrope_section" not in rp and isinstance(factor, (int, float)):
+        original = rp.get("original_max_position_embeddings")
+        return int(original * factor) if isinstance(original, int) else None
+    return None
+
+
+def rotary_cache(cfg: dict, dtype_bytes: int, release_key: tuple = (0, 19)) -> RotaryCache:
+    """The cos/sin tables of the text decoder ``cfg`` (its raw config, the text part of a multimodal one) on one
+    rank, at the model dtype's ``dtype_bytes``. A config with no RoPE parameters (ALiBi, learned positions, no
+    attention) or an MLA decoder (``kv_lora_rank``) counts nothing."""
+    if cfg.get("kv_lora_rank") or cfg.get("qk_rope_head_dim"):
+        return RotaryCache(0, (), "the rotary table of an attention with its own RoPE width (qk_rope_head_dim: MLA, "
+                                  "DeepSeek-V4) is not counted")
+    if any(cfg.get(k) is not None for k in OTHER_WIDTH_KEYS):
+        return RotaryCache(0, (), "the rotary table of a model that sets its rotary width its own way ("
+                                  + ", ".join(k for k in OTHER_WIDTH_KEYS if cfg.get(k) is not None)
+                                  + ") is not counted")
+    has_rope = any(cfg.get(k) is not None for k in ("rope_parameters", "rope_scaling", "rope_theta"))
+    max_pos = cfg.get("max_position_embeddings")
+    if not has_rope or not isinstance(max_pos, int):
+        return RotaryCache(0, ())
+    heads = cfg.get("num_attention_heads")
+    head = cfg.get("head_dim") or (cfg["hidden_size"] // heads if heads and cfg.get("hidden_size") else None)
+    if not isinstance(head, int):
+        return RotaryCache(0, ())
+    tables: dict[tuple, tuple[int, int]] = {}
+    missing = []
+    for rp in _rope_sets(cfg):
+        partial = rp.get("partial_rotary_factor", cfg.get("partial_rotary_factor")) or 1.0
+        dim = int(head * partial)
+        rows = _rows(rp, max_pos, release_key)
+        if rows is None:
+            missing.append(str(rp.get("rope_type", rp.get("type", "default"))))
+            continue
+        key = (dim, rows, tuple(sorted((k, str(v)) for k, v in rp.items())))
+        tables[key] = (rows, dim)
+    why = f"RoPE type {', '.join(sorted(set(missing)))}: its rotary table is not counted" if missing else ""
+    return RotaryCache(sum(r * d for r, d in tables.values()) * dtype_bytes, tuple(tables.values()), why)
