@@ -435,8 +435,10 @@ def test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin():
     assert mxfp4_padding_for((9, 0), "cuda", "0.10.1.1") == MARLIN_MXFP4_PADDING
     assert mxfp4_padding_for((12, 0), "cuda", "0.10.1") == MARLIN_MXFP4_PADDING
     assert mxfp4_padding_for((10, 0), "cuda", "0.10.1.1") is None  # B200: not Marlin
-    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") == (64, 1, 4, 1)  # Triton (vendored), scales kept
-    assert mxfp4_padding_for((9, 0), "cuda", "0.25.1") == (64, 1, 4, 0)  # Triton, old scales deleted
+    # Triton (vendored), scales kept; 0.17-0.21's swizzle pads the packed values to 64 B, the scale rows to 256
+    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") == (64, 1, 4, 1, 64, 256)
+    assert mxfp4_padding_for((9, 0), "cuda", "0.14.1") == (64, 1, 4, 1, 1, 256)  # scale rows only
+    assert mxfp4_padding_for((9, 0), "cuda", "0.25.1") == (64, 1, 4, 0, 1, 1)  # Triton, old scales deleted
     assert mxfp4_padding_for((9, 0), "rocm", "0.10.1.1") is None
     layout = build_model_layout("openai/gpt-oss-120b")
     plain = layout_weight_memory(layout).stages[0].weight_bytes
@@ -453,6 +455,10 @@ def _weights_term(b):
 # expert biases bf16 → float32, +2 B per element: w13 5760·2 + w2 2880·2 = 17,280; the checkpoint's block scales
 # kept beside their swizzled copy (through 0.24): w13 5760·90 + w2 2880·90 = 777,600.
 TRITON_BIASES, TRITON_KEPT_SCALES = 17_280, 777_600
+# 0.19.0's Hopper swizzle at TP 1 (tests/golden/quant_weights/moe/triton_kernels/0.19.0.json): packed values
+# 1440 B → 1472 B per row (w13 5760 rows, w2 2880: 8640·32 = 276,480), scale rows w13 5760 → 5888 and w2
+# 2880 → 3072 (90 columns: 320·90 = 28,800)
+TRITON_SWIZZLE_TP1 = 276_480 + 28_800
 
 
 @pytest.mark.parametrize("model,layers,experts,marlin_per_layer", [
@@ -485,9 +491,10 @@ def test_gpt_oss_on_an_h100_follows_each_release_s_mxfp4_backend(model, layers, 
     term = _weights_term(b)
     assert (term.low_bytes, term.high_bytes) == (round(triton_kept * 0.99), round(b.weights_bytes * 1.01))
     b = budget_of(layout, get_era("vllm==0.19.0"), gpu="H100-80GB")
-    assert b.weights_bytes == triton_kept
+    swizzled = triton_kept + layers * experts * TRITON_SWIZZLE_TP1
+    assert b.weights_bytes == swizzled
     term = _weights_term(b)
-    assert (term.low_bytes, term.high_bytes) == (round(triton_kept * 0.99), round(triton_kept * 1.01))
+    assert (term.low_bytes, term.high_bytes) == (round(swizzled * 0.99), round(swizzled * 1.01))
     assert any("Triton MoE backend" in n for n in b.weights.notes)
     b = budget_of(layout, get_era("vllm==0.34.0"), gpu="H100-80GB")
     assert b.weights_bytes == plain + layers * experts * TRITON_BIASES
@@ -503,13 +510,16 @@ def test_gpt_oss_tp2_on_an_h100_pads_the_rank_intermediate_to_64_under_triton(mo
       w2  [2880, 1440]   → [2880, 1472]:   values 2880·32/2 = 46,080, scales 2880·1 = 2,880
       w13 bias (bf16) 2·1440 → 2·1472: 64·2 = 128;  w2 bias [2880] unchanged
     = 147,008 B of padding; biases in float32: +2·(2944 + 2880) = 11,648 B (0.34.0: 158,656 per expert);
-    0.19.0 also keeps the padded scales: w13 2944·90 + w2 2880·46 = 397,440 B (556,096 per expert)."""
+    0.19.0 also keeps the padded scales: w13 2944·90 + w2 2880·46 = 397,440 B (556,096 per expert), and its
+    Hopper swizzle pads (TRITON_MXFP4_PADDING_VALUES_PADDED; the triton_kernels golden's i1440 case): w13's packed
+    rows 1440 → 1472 B (2944·32 = 94,208), its scale rows 2944 → 3072 (128·90 = 11,520), w2's packed rows
+    736 → 768 B (2880·32 = 92,160), its scale rows 2880 → 3072 (192·46 = 8,832): 206,720 (762,816 per expert)."""
     from factories import budget_of
     from kvplan.engines.vllm import get_era
 
     layout = build_model_layout(model, None, ServingOptions(tensor_parallel_size=2))
     plain = layout_weight_memory(layout).stages[0].weight_bytes
-    for release, per_expert in (("0.19.0", 556_096), ("0.34.0", 158_656)):
+    for release, per_expert in (("0.19.0", 556_096 + 206_720), ("0.34.0", 158_656)):
         b = budget_of(layout, get_era(f"vllm=={release}"), gpu="H100-80GB")
         assert b.weights_bytes - plain == layers * experts * per_expert
 
@@ -923,3 +933,33 @@ def test_w4a16_experts_of_gemma_4_keep_what_the_triton_wna16_method_keeps(tmp_pa
     mem = layout_weight_memory(layout, loaded_on=((8, 0), "0.19.0"))
     assert mem.stages[0].bytes_by_kind["experts"] - stored == 30 * 2_881_536 == 86_446_080
     assert any("quantized MoE experts as vLLM 0.19.0 keeps them on SM 8.0: WNA16" in n for n in mem.notes)
+
+
+def test_triton_mxfp4_experts_keep_the_swizzled_bytes_0_19_0_keeps():
+    """gpt-oss-20b's experts (8 of them, hidden 2880) at TP 1 / 2 / 4 on an H100 under 0.19.0 with its vendored
+    triton_kernels (``scripts/golden/quant_weights.py --moe --triton-kernels``: the release's Mxfp4MoEMethod, its
+    oracle choosing TRITON, and triton_kernels' Hopper layouts run on the CPU): every kept tensor, summed, equals
+    kvplan's rule: the intermediate size per rank rounded up to 64, the checkpoint's values and scales, the scales'
+    second copy (kept through 0.24), the biases as float32 and the swizzle's padding
+    (``quant_kernels.triton_mxfp4_swizzle_extra`` with 0.19.0's alignments, ``weights.mxfp4_padding_for``)."""
+    import json
+
+    from kvplan.budget.quant_kernels import triton_mxfp4_swizzle_extra
+    from kvplan.budget.weights import mxfp4_padding_for
+
+    doc = json.loads((Path(__file__).parent / "golden" / "quant_weights" / "moe" / "triton_kernels" / "0.19.0.json")
+                     .read_text())
+    _, _, bias_bytes, copies, value_align, scale_align = mxfp4_padding_for((9, 0), "cuda", "0.19.0")
+    cases = doc["by_capability"]["9.0"]
+    assert [c["intermediate"] for c in cases] == [2880, 1440, 720]
+    for c in cases:
+        assert c["moe_backend"] == {"mxfp4_backend": "TRITON"}
+        e, h, i = c["experts"], c["hidden"], -(-c["intermediate"] // 64) * 64
+        per_expert = 0
+        for rows, k in ((2 * i, h), (h, i)):  # w13 [2I, H], w2 [H, I]
+            per_expert += (rows * k // 2 + (1 + copies) * rows * (k // 32)
+                           + triton_mxfp4_swizzle_extra(rows, k, value_align, scale_align) + rows * bias_bytes)
+        assert c["kept_bytes"] == e * per_expert, c["case"]
+    # TP 1 by hand: w13 5760·1440 + 2·5760·90 + (5760·32 + 128·90) + 5760·4 = 9,550,080;
+    # w2 2880·1440 + 2·2880·90 + (2880·32 + 192·90) + 2880·4 = 4,786,560: 8 · 14,336,640
+    assert cases[0]["kept_bytes"] == 8 * 14_336_640

@@ -332,6 +332,14 @@ def kernel_of(*holders) -> str | None:
     return None
 
 
+def as_torch(t):
+    """A tensor as torch holds it: a ``triton_kernels.tensor.Tensor`` (the swizzled MXFP4 weights and scales of the
+    Triton MoE backend, 0.11+) is the torch tensor of its storage (``Tensor.storage.data``, the bytes it keeps);
+    anything else unchanged."""
+    data = getattr(getattr(t, "storage", None), "data", None)
+    return data if type(t).__module__.split(".")[0] in ("triton_kernels", "vllm") and data is not None else t
+
+
 def tensors(layer, deep: bool = False) -> dict:
     """Every parameter, buffer and tensor attribute of ``layer``: ``[shape, dtype, bytes]``; with ``deep`` (MoE) a
     tensor viewing the storage of one listed before (a repacked parameter under a second name) is listed with 0
@@ -353,6 +361,7 @@ def tensors(layer, deep: bool = False) -> dict:
         if t is not None:
             add(n, t)
     for n, t in vars(layer).items():
+        t = as_torch(t)
         if isinstance(t, torch.Tensor) and n not in out and not n.startswith("_"):
             add(n, t)
     return out
@@ -399,6 +408,7 @@ def _held_tensors(obj, label: str, out: dict, seen: set, deep: bool, depth: int 
         return
     seen.add(id(obj))
     for n, t in vars(obj).items():
+        t = as_torch(t)
         if isinstance(t, torch.Tensor):
             if deep and t.numel() and _counted(t, out.get("", ())):
                 continue  # the layer's own tensor (a MoE quant config's view of a scale): counted once
@@ -406,7 +416,7 @@ def _held_tensors(obj, label: str, out: dict, seen: set, deep: bool, depth: int 
             if deep and t.numel():
                 out.setdefault("", []).append(t)
         elif (type(t).__name__.endswith("Kernel") and depth == 0) or (
-                deep and type(t).__module__.startswith("vllm") and not isinstance(t, type)):
+                deep and type(t).__module__.split(".")[0] in ("vllm", "triton_kernels") and not isinstance(t, type)):
             _held_tensors(t, type(t).__name__ if not deep else f"{label}.{n}", out, seen, deep, depth + 1)
 
 
@@ -456,7 +466,8 @@ def _load_and_keep(rec: dict, layer, qm, scheme, vc, deep: bool = False) -> dict
             qm.process_weights_after_loading(layer)
         bad = [n for n, t in list(layer.named_parameters(recurse=False)) if not isinstance(t, torch.Tensor)]
         if deep:  # a tensor the loader filled, replaced by what an inert FlashInfer name returned
-            bad += [n for n in rec["created"] if not isinstance(getattr(layer, n, None), (torch.Tensor, type(None)))]
+            bad += [n for n in rec["created"] if not isinstance(as_torch(getattr(layer, n, None)),
+                                                                (torch.Tensor, type(None)))]
             inert = [n for n, v in vars(layer).items() if type(type(v)).__name__ == "_CudaOnlyName"
                      or type(v).__name__ == "_CudaOnlyName"]
             if bad or inert:
@@ -541,6 +552,10 @@ def run_moe_case(name: str, cfg: dict, e: int, h: int, i: int, dtype: str, vc) -
         args = {"num_experts": e, "top_k": 2, "hidden_size": h, "intermediate_size": i,
                 "params_dtype": getattr(torch, dtype), "reduce_results": True, "renormalize": True,
                 "quant_config": qc, "tp_size": 1, "prefix": prefix, "has_bias": name == "mxfp4"}
+        if name == "mxfp4" and TRITON_KERNELS_RUN:
+            # gpt-oss's experts (models/gpt_oss.py: ``FusedMoE(..., activation="swigluoai")``): the Triton experts
+            # support that activation only (gpt_oss_triton_kernels_moe.py ``_supports_activation``)
+            args["activation"] = "swigluoai"
         takes = inspect.signature(make).parameters
         with set_current_vllm_config(vc), torch.device("cpu"):
             layer = make(**{k: v for k, v in args.items() if k in takes})
@@ -551,6 +566,48 @@ def run_moe_case(name: str, cfg: dict, e: int, h: int, i: int, dtype: str, vc) -
     return _load_and_keep(rec, layer, layer.quant_method, None, vc, deep=True)
 
 
+# --triton-kernels: gpt-oss-20b's experts per rank at TP 1, 2 and 4 (intermediate 2880 / tp), the shapes whose
+# padding the Triton MXFP4 swizzle decides
+TRITON_MXFP4_SHAPES = ((8, 2880, 2880), (8, 2880, 1440), (8, 2880, 720))
+TRITON_KERNELS_RUN = False  # set by --triton-kernels
+
+
+def triton_kernels_on_cpu(cc: tuple[int, int]) -> str:
+    """Let the triton_kernels package an install holds (0.12+: the wheel's vllm/third_party/triton_kernels) run its
+    layout code here: Triton's active driver answers the card's target (``GPUTarget("cuda", cc, 32)``: what
+    ``triton_kernels.target_info.cuda_capability_geq`` asks; any other driver call fails the case), and vLLM's
+    ``is_torch_equal_or_newer`` answers for the torch the release pins (its ``Requires-Dist: torch==``: the Hopper
+    swizzle needs torch >= 2.8.1, mxfp4_utils.py ``_swizzle_mxfp4``) instead of this environment's. Returns that
+    torch version. The swizzles themselves (``HopperMXValueLayout`` / ``HopperMXScaleLayout.swizzle_data``) are
+    plain PyTorch and run as written."""
+    import importlib.metadata as md
+
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+
+    class CardDriver:
+        def get_current_target(self):
+            return GPUTarget("cuda", cc[0] * 10 + cc[1], 32)
+
+        def __getattr__(self, name):
+            raise RuntimeError(f"triton driver.{name} needs a GPU (not run here)")
+
+    driver.set_active(CardDriver())
+    pin = next((r.split("==")[1].split(";")[0].strip() for r in md.requires("vllm") or ()
+                if re.match(r"torch\s*==", r)), "")
+    if not pin:
+        return ""
+    from packaging.version import Version
+
+    def newer(target: str) -> bool:
+        return Version(pin) >= Version(target)
+
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "__name__", "").startswith("vllm") and hasattr(mod, "is_torch_equal_or_newer"):
+            mod.is_torch_equal_or_newer = newer
+    return pin
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", type=Path)
@@ -558,6 +615,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--only", default=None, help="schemes whose name contains this")
     ap.add_argument("--moe", action="store_true", help="FusedMoE layers (MOE_SCHEMES x MOE_SHAPES) instead of linears")
+    ap.add_argument("--triton-kernels", action="store_true",
+                    help="with --moe: MXFP4 experts with the triton_kernels package importable (triton_kernels_on_cpu), "
+                         "at TRITON_MXFP4_SHAPES")
     a = ap.parse_args(argv)
     cc = tuple(int(x) for x in a.capability.split("."))
     import logging
@@ -593,13 +653,16 @@ def main(argv=None) -> int:
     except Exception:  # noqa: BLE001 - a release without it
         pass
 
+    global TRITON_KERNELS_RUN
+    TRITON_KERNELS_RUN = a.triton_kernels
+    torch_pin = triton_kernels_on_cpu(cc) if a.triton_kernels else None
     vc = dist()
     cases = []
     for name, cfg in (MOE_SCHEMES if a.moe else SCHEMES).items():
-        if a.only and a.only not in name:
+        if a.only and a.only not in name or (a.triton_kernels and name != "mxfp4"):
             continue
         if a.moe:
-            for e, h, i in MOE_SHAPES:
+            for e, h, i in (TRITON_MXFP4_SHAPES if a.triton_kernels else MOE_SHAPES):
                 cases.append(run_moe_case(name, cfg, e, h, i, a.dtype, vc))
                 c = cases[-1]
                 print(f"  {c['case']}: {c.get('method')} {c.get('linear_method')} {c.get('kernel')} "
@@ -614,6 +677,8 @@ def main(argv=None) -> int:
                   file=sys.stderr)
     doc = {"vllm_version": getattr(vllm, "__version__", "?"), "capability": list(cc), "params_dtype": a.dtype,
            "setup_skipped": list(AR.SETUP_SKIPPED), "cases": cases}
+    if torch_pin is not None:
+        doc["triton_kernels"] = {"torch_pin": torch_pin}
     a.out.write_text(json.dumps(doc, sort_keys=True, indent=None, separators=(",", ":")) + "\n")
     return 0
 
