@@ -436,9 +436,10 @@ def test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin():
     assert mxfp4_padding_for((12, 0), "cuda", "0.10.1") == MARLIN_MXFP4_PADDING
     assert mxfp4_padding_for((10, 0), "cuda", "0.10.1.1") is None  # B200: not Marlin
     # Triton (vendored), scales kept; 0.17-0.21's swizzle pads the packed values to 64 B, the scale rows to 256
-    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") == (64, 1, 4, 1, 64, 256)
-    assert mxfp4_padding_for((9, 0), "cuda", "0.14.1") == (64, 1, 4, 1, 1, 256)  # scale rows only
-    assert mxfp4_padding_for((9, 0), "cuda", "0.25.1") == (64, 1, 4, 0, 1, 1)  # Triton, old scales deleted
+    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") == (64, 1, 4, 1, 64, 256, 2)
+    assert mxfp4_padding_for((9, 0), "cuda", "0.14.1") == (64, 1, 4, 1, 1, 256, 2)  # scale rows only
+    assert mxfp4_padding_for((9, 0), "cuda", "0.25.1") == (64, 1, 4, 0, 1, 256, 2)  # Triton, old scales deleted
+    assert mxfp4_padding_for((9, 0), "cuda", "0.26.0") == (64, 1, 4, 0, 1, 256, 4)  # scale columns to 4 first
     assert mxfp4_padding_for((9, 0), "rocm", "0.10.1.1") is None
     layout = build_model_layout("openai/gpt-oss-120b")
     plain = layout_weight_memory(layout).stages[0].weight_bytes
@@ -459,6 +460,9 @@ TRITON_BIASES, TRITON_KEPT_SCALES = 17_280, 777_600
 # 1440 B → 1472 B per row (w13 5760 rows, w2 2880: 8640·32 = 276,480), scale rows w13 5760 → 5888 and w2
 # 2880 → 3072 (90 columns: 320·90 = 28,800)
 TRITON_SWIZZLE_TP1 = 276_480 + 28_800
+# from 0.26 (scale columns to 4, then rows to 256; the checkpoint's copy deleted from 0.25): w13 5888·92 − 5760·90 =
+# 23,296, w2 3072·92 − 2880·90 = 23,424 (the triton_kernels goldens of 0.29.0 / 0.34.0)
+TRITON_SWIZZLED_SCALES_0_26 = 23_296 + 23_424
 
 
 @pytest.mark.parametrize("model,layers,experts,marlin_per_layer", [
@@ -478,8 +482,8 @@ def test_gpt_oss_on_an_h100_follows_each_release_s_mxfp4_backend(model, layers, 
     - 0.19.0: triton_kernels is vendored (vllm/third_party/triton_kernels) and TRITON is the first backend of
       the priority list an SM90 card supports (fused_moe/oracle/mxfp4.py:174-183): Triton's count, no second
       path, the band ±1 % around it.
-    - 0.34.0: Triton, the swizzled scales stored in the parameters (oracle/mxfp4.py:1454-1460): biases only,
-      20b 24·32·17,280 = 13,271,040 B, 120b 36·128·17,280 = 79,626,240 B."""
+    - 0.34.0: Triton, the swizzled scales stored in the parameters (oracle/mxfp4.py:1454-1460): the biases and
+      the swizzled scales' padding, 17,280 + 46,720 per layer and expert."""
     from factories import budget_of
     from kvplan.engines.vllm import get_era
 
@@ -497,7 +501,7 @@ def test_gpt_oss_on_an_h100_follows_each_release_s_mxfp4_backend(model, layers, 
     assert (term.low_bytes, term.high_bytes) == (round(swizzled * 0.99), round(swizzled * 1.01))
     assert any("Triton MoE backend" in n for n in b.weights.notes)
     b = budget_of(layout, get_era("vllm==0.34.0"), gpu="H100-80GB")
-    assert b.weights_bytes == plain + layers * experts * TRITON_BIASES
+    assert b.weights_bytes == plain + layers * experts * (TRITON_BIASES + TRITON_SWIZZLED_SCALES_0_26)
 
 
 @pytest.mark.parametrize("model,layers,experts", [("openai/gpt-oss-20b", 24, 32), ("openai/gpt-oss-120b", 36, 128)])
@@ -513,13 +517,15 @@ def test_gpt_oss_tp2_on_an_h100_pads_the_rank_intermediate_to_64_under_triton(mo
     0.19.0 also keeps the padded scales: w13 2944·90 + w2 2880·46 = 397,440 B (556,096 per expert), and its
     Hopper swizzle pads (TRITON_MXFP4_PADDING_VALUES_PADDED; the triton_kernels golden's i1440 case): w13's packed
     rows 1440 → 1472 B (2944·32 = 94,208), its scale rows 2944 → 3072 (128·90 = 11,520), w2's packed rows
-    736 → 768 B (2880·32 = 92,160), its scale rows 2880 → 3072 (192·46 = 8,832): 206,720 (762,816 per expert)."""
+    736 → 768 B (2880·32 = 92,160), its scale rows 2880 → 3072 (192·46 = 8,832): 206,720 (762,816 per expert);
+    0.34.0's swizzled scales (columns to 4, rows to 256): w13 3072·92 − 2944·90 = 17,664, w2 3072·48 − 2880·46 =
+    14,976: 32,640 (191,296 per expert)."""
     from factories import budget_of
     from kvplan.engines.vllm import get_era
 
     layout = build_model_layout(model, None, ServingOptions(tensor_parallel_size=2))
     plain = layout_weight_memory(layout).stages[0].weight_bytes
-    for release, per_expert in (("0.19.0", 556_096 + 206_720), ("0.34.0", 158_656)):
+    for release, per_expert in (("0.19.0", 556_096 + 206_720), ("0.34.0", 158_656 + 32_640)):
         b = budget_of(layout, get_era(f"vllm=={release}"), gpu="H100-80GB")
         assert b.weights_bytes - plain == layers * experts * per_expert
 
@@ -935,21 +941,20 @@ def test_w4a16_experts_of_gemma_4_keep_what_the_triton_wna16_method_keeps(tmp_pa
     assert any("quantized MoE experts as vLLM 0.19.0 keeps them on SM 8.0: WNA16" in n for n in mem.notes)
 
 
-def test_triton_mxfp4_experts_keep_the_swizzled_bytes_0_19_0_keeps():
-    """gpt-oss-20b's experts (8 of them, hidden 2880) at TP 1 / 2 / 4 on an H100 under 0.19.0 with its vendored
-    triton_kernels (``scripts/golden/quant_weights.py --moe --triton-kernels``: the release's Mxfp4MoEMethod, its
+@pytest.mark.parametrize("release", ["0.19.0", "0.29.0", "0.34.0"])
+def test_triton_mxfp4_experts_keep_the_swizzled_bytes_each_release_keeps(release):
+    """gpt-oss-20b's experts (8 of them, hidden 2880) at TP 1 / 2 / 4 on an H100 with the release's vendored
+    triton_kernels (``scripts/golden/quant_weights.py --moe --triton-kernels``: the release's MXFP4 MoE method, its
     oracle choosing TRITON, and triton_kernels' Hopper layouts run on the CPU): every kept tensor, summed, equals
     kvplan's rule: the intermediate size per rank rounded up to 64, the checkpoint's values and scales, the scales'
     second copy (kept through 0.24), the biases as float32 and the swizzle's padding
-    (``quant_kernels.triton_mxfp4_swizzle_extra`` with 0.19.0's alignments, ``weights.mxfp4_padding_for``)."""
-    import json
-
+    (``quant_kernels.triton_mxfp4_swizzle_extra`` with the release's alignments, ``weights.mxfp4_padding_for``)."""
     from kvplan.budget.quant_kernels import triton_mxfp4_swizzle_extra
     from kvplan.budget.weights import mxfp4_padding_for
 
-    doc = json.loads((Path(__file__).parent / "golden" / "quant_weights" / "moe" / "triton_kernels" / "0.19.0.json")
+    doc = json.loads((Path(__file__).parent / "golden" / "quant_weights" / "moe" / "triton_kernels" / f"{release}.json")
                      .read_text())
-    _, _, bias_bytes, copies, value_align, scale_align = mxfp4_padding_for((9, 0), "cuda", "0.19.0")
+    _, _, bias_bytes, copies, *aligns = mxfp4_padding_for((9, 0), "cuda", release)
     cases = doc["by_capability"]["9.0"]
     assert [c["intermediate"] for c in cases] == [2880, 1440, 720]
     for c in cases:
@@ -958,8 +963,18 @@ def test_triton_mxfp4_experts_keep_the_swizzled_bytes_0_19_0_keeps():
         per_expert = 0
         for rows, k in ((2 * i, h), (h, i)):  # w13 [2I, H], w2 [H, I]
             per_expert += (rows * k // 2 + (1 + copies) * rows * (k // 32)
-                           + triton_mxfp4_swizzle_extra(rows, k, value_align, scale_align) + rows * bias_bytes)
+                           + triton_mxfp4_swizzle_extra(rows, k, *aligns) + rows * bias_bytes)
         assert c["kept_bytes"] == e * per_expert, c["case"]
-    # TP 1 by hand: w13 5760·1440 + 2·5760·90 + (5760·32 + 128·90) + 5760·4 = 9,550,080;
-    # w2 2880·1440 + 2·2880·90 + (2880·32 + 192·90) + 2880·4 = 4,786,560: 8 · 14,336,640
-    assert cases[0]["kept_bytes"] == 8 * 14_336_640
+
+
+def test_triton_mxfp4_tp1_bytes_by_hand():
+    """The goldens' TP 1 case per expert, by hand (values 2880·2880·3/2 = 12,441,600; biases float32
+    (5760 + 2880)·4 = 34,560):
+    - 0.19.0: scales kept twice 2·(5760 + 2880)·90 = 1,555,200; packed rows 1440 → 1472 B (8640·32 = 276,480);
+      scale rows w13 5760 → 5888, w2 2880 → 3072 (320·90 = 28,800): 14,336,640;
+    - 0.34.0: the checkpoint's scales deleted; the swizzled ones 5888·92 + 3072·92 = 824,320 (columns 90 → 92):
+      13,300,480."""
+    root = Path(__file__).parent / "golden" / "quant_weights" / "moe" / "triton_kernels"
+    for release, per_expert in (("0.19.0", 14_336_640), ("0.34.0", 13_300_480)):
+        tp1 = json.loads((root / f"{release}.json").read_text())["by_capability"]["9.0"][0]
+        assert tp1["kept_bytes"] == 8 * per_expert

@@ -410,14 +410,16 @@ def kept_expert_bytes(experts: int, rows: int, k: int, quant: Quantization, back
     raise UnsupportedError(f"no MoE rule for {quant.description}")
 
 
-def triton_mxfp4_swizzle_extra(rows: int, k: int, value_align: int, scale_row_align: int) -> int:
+def triton_mxfp4_swizzle_extra(rows: int, k: int, value_align: int, scale_row_align: int,
+                               scale_column_align: int) -> int:
     """Bytes per expert the Triton MXFP4 backend's swizzled copy of one stacked expert tensor ``[rows, k]`` (fp4
     values packed two per byte, an e8m0 scale per 32) keeps beyond the checkpoint's layout: its packed values padded
-    to ``value_align`` bytes on both dims, its scales' rows to ``scale_row_align`` and columns to 2 (triton_kernels'
-    Hopper layouts; ``weights.TRITON_MXFP4_PADDING_*`` says which release pads what)."""
+    to ``value_align`` bytes on both dims, its scales' rows to ``scale_row_align`` and columns to
+    ``scale_column_align`` (triton_kernels' Hopper layouts; ``weights.TRITON_MXFP4_PADDING_*`` says which release
+    pads what; 1, 1, 1: the unswizzled StridedLayout)."""
     kb, ks = cdiv(k, 2), cdiv(k, 32)
     values = _round_up(rows, value_align) * _round_up(kb, value_align) - rows * kb
-    scales = _round_up(rows, scale_row_align) * _round_up(ks, 2) - rows * ks if scale_row_align > 1 else 0
+    scales = _round_up(rows, scale_row_align) * _round_up(ks, scale_column_align) - rows * ks
     return values + scales
 
 

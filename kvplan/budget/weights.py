@@ -63,24 +63,30 @@ MARLIN_MXFP4_EXCEPT_SM100_RELEASES = ("0.10.1", "0.10.1.1")
 # (oracle/mxfp4.py:1155 ``del layer.w13_weight_scale``, 0.26.0 :1159-1165), 0.34.0 stores the swizzled scales in
 # the parameters' storage (:1454-1460). The swizzled copy's row padding (HopperMXScaleLayout, rows to a
 # multiple of 256) is not counted.
-# Fifth and sixth fields: the alignment of the swizzled copy's packed values (both dims, in bytes) and of its block
-# scales' rows, from triton_kernels' Hopper layouts where the release swizzles (``_swizzle_mxfp4``,
-# quantization/utils/mxfp4_utils.py: HopperMXValueLayout / HopperMXScaleLayout on SM 9.0 when the release's torch
-# is >= 2.8.1, StridedLayout otherwise, 0.11.0 :28-36, 0.19.0 :34-45):
-# * scale rows to 2·num_warps·2·8 = 256 (num_warps 8 without DeepEP's low-latency kernels) and scale columns to 2
-#   (hopper_scale.py ``swizzle_data`` SWIZZLE_ALIGN_M / _K, the same lines in every vendored copy 0.12.0-0.34.0);
-# * values pre-padded to 64 packed bytes on both dims in the vendored copies of 0.17.0-0.21.x (hopper_value.py
+# Fifth to seventh fields: the alignment of the swizzled copy's packed values (both dims, in bytes), of its block
+# scales' rows and of their columns, from the Triton path's ``_swizzle_mxfp4`` (quantization/utils/mxfp4_utils.py)
+# and triton_kernels' Hopper layouts: on SM 9.0 with the release's torch >= 2.8.1 HopperMXValueLayout /
+# HopperMXScaleLayout, StridedLayout (no padding) otherwise (0.11.0 :28-36, 0.19.0 :34-45, 0.34.0 :80-92):
+# * scale rows to 2·num_warps·2·8 = 256 (num_warps 8 without DeepEP's low-latency kernels, 0.17.0
+#   quantization/mxfp4.py:873-877; the default from 0.19) and scale columns to 2 (hopper_scale.py ``swizzle_data``
+#   SWIZZLE_ALIGN_M / _K, the same lines in every vendored copy 0.12.0-0.34.0); from 0.26.0 the columns to 4 first
+#   on SM 9.0 (mxfp4_utils.py "pad K (num scale groups) to 0 mod 4", 0.34.0 :132-137; absent in 0.25.1);
+# * values pre-padded to 64 packed bytes on both dims by the vendored copies of 0.17.0-0.21.x (hopper_value.py
 #   ``swizzle_data`` SWIZZLE_ALIGN_M = SWIZZLE_ALIGN_K = 64; absent in 0.12.0-0.15.1 and from 0.22.1, whose tile
-#   packs of 16 / 32 packed bytes divide gpt-oss's sizes at TP 1-4).
-# ``scripts/golden/quant_weights.py --moe --triton-kernels`` ran 0.19.0's code on the CPU at SM 9.0 (the vendored
-# triton_kernels importable, torch as the release pins it): tests/golden/quant_weights/moe/triton_kernels/0.19.0.json.
-# 0.11.0 pins torch 2.8.0 (its wheel's Requires-Dist): StridedLayout, no padding; 0.11.2 pins 2.9.0. 0.25+ keeps
-# the swizzled scales in the parameters' storage under triton_kernels 3.6+ layouts (not run: no padding counted).
-TRITON_MXFP4_PADDING = (64, 1, 4, 0, 1, 1)  # 0.25+
-TRITON_MXFP4_PADDING_KEPT_SCALES = (64, 1, 4, 1, 1, 256)  # 0.11.1-0.16, 0.22-0.24 (swizzled scales padded)
-TRITON_MXFP4_PADDING_VALUES_PADDED = (64, 1, 4, 1, 64, 256)  # 0.17-0.21
-TRITON_MXFP4_PADDING_STRIDED = (64, 1, 4, 1, 1, 1)  # 0.11.0 (torch 2.8.0: no swizzle)
+#   packs of 16 / 32 packed bytes divide gpt-oss's sizes at TP 1-8: not counted).
+# ``scripts/golden/quant_weights.py --moe --triton-kernels`` runs the release's own code on the CPU at SM 9.0 (its
+# vendored triton_kernels importable, torch answered as the release pins it, gpt-oss's activation and model type):
+# tests/golden/quant_weights/moe/triton_kernels/<release>.json (0.19.0, 0.29.0, 0.34.0; test_weights.py holds the
+# rule to them). 0.11.0 pins torch 2.8.0 (its wheel's Requires-Dist): StridedLayout; 0.11.2 pins 2.9.0 (0.11.1 is
+# not unpacked here: taken as 0.11.2). From 0.25.1 the checkpoint's scales are deleted (the fourth field 0) and the
+# swizzled copy, padded, is what the layer keeps.
+TRITON_MXFP4_PADDING_STRIDED = (64, 1, 4, 1, 1, 1, 1)  # 0.11.0 (torch 2.8.0: no swizzle)
+TRITON_MXFP4_PADDING_KEPT_SCALES = (64, 1, 4, 1, 1, 256, 2)  # 0.11.1-0.16, 0.22-0.24
+TRITON_MXFP4_PADDING_VALUES_PADDED = (64, 1, 4, 1, 64, 256, 2)  # 0.17-0.21
+TRITON_MXFP4_PADDING_SCALES_DELETED = (64, 1, 4, 0, 1, 256, 2)  # 0.25
+TRITON_MXFP4_PADDING = (64, 1, 4, 0, 1, 256, 4)  # 0.26+
 TRITON_KEEPS_SCALES_BEFORE = (0, 25)
+TRITON_SCALE_COLUMNS_TO_4_FROM = (0, 26)
 TRITON_VALUES_PADDED = ((0, 17), (0, 22))  # [from, before)
 TRITON_STRIDED_RELEASES = ("0.11.0",)
 # Releases whose Hopper (cc 9.0) MXFP4 MoE takes Marlin unless the triton_kernels package is installed:
@@ -150,7 +156,10 @@ def _triton_padding(release: str) -> tuple[int, ...]:
         return TRITON_MXFP4_PADDING_STRIDED
     if key and TRITON_VALUES_PADDED[0] <= key[:2] < TRITON_VALUES_PADDED[1]:
         return TRITON_MXFP4_PADDING_VALUES_PADDED
-    return TRITON_MXFP4_PADDING_KEPT_SCALES if key and key < TRITON_KEEPS_SCALES_BEFORE else TRITON_MXFP4_PADDING
+    if key and key < TRITON_KEEPS_SCALES_BEFORE:
+        return TRITON_MXFP4_PADDING_KEPT_SCALES
+    return TRITON_MXFP4_PADDING if not key or key >= TRITON_SCALE_COLUMNS_TO_4_FROM else \
+        TRITON_MXFP4_PADDING_SCALES_DELETED
 
 
 def mxfp4_other_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
@@ -187,13 +196,12 @@ def padded_expert_shape(w: Weight, shape: tuple[int, ...], padding: tuple[int, i
 def _triton_after_loading_bytes(w: Weight, shape: tuple[int, ...], converted: bool, padding: tuple[int, ...]) -> int:
     """What the Triton MXFP4 path holds beyond the tensor as allocated (``TRITON_MXFP4_PADDING``): the
     expert biases widened to float32, the checkpoint's block scales kept beside their swizzled copy."""
-    _, _, bias_bytes, scale_copies, value_align, scale_row_align = (*padding, 1, 1)[:6]  # FlashInfer's: 4 fields
+    _, _, bias_bytes, scale_copies, *aligns = (*padding, 1, 1, 1)[:7]  # FlashInfer's tuples: 4 fields
     if not converted:
         return math.prod(shape) * (bias_bytes - (dtype_size_bytes(w.dtype) if w.dtype else 2)) \
             if w.name.endswith("_bias") else 0
     e, rows, k = shape
-    return e * triton_mxfp4_swizzle_extra(rows, k, value_align, scale_row_align) + \
-        scale_copies * math.prod(shape[:-1]) * cdiv(shape[-1], 32)
+    return e * triton_mxfp4_swizzle_extra(rows, k, *aligns) + scale_copies * math.prod(shape[:-1]) * cdiv(shape[-1], 32)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ import os
 import re
 import sys
 import traceback
+import types
 from pathlib import Path
 
 # The quantization configs (the keys vLLM reads; the values of the public checkpoints each case names).
@@ -287,9 +288,10 @@ def dist():
     return vc
 
 
-def served_method(cfg: dict) -> str:
+def served_method(cfg: dict, hf_config=None) -> str:
     """The method ``ModelConfig._verify_quantization`` settles on: the first registered method whose
-    ``override_quantization_method`` claims the checkpoint's config, else the config's own."""
+    ``override_quantization_method`` claims the checkpoint's config, else the config's own (``hf_config``: the
+    model's config where a method asks for it: 0.34's GptOssMxfp4Config claims ``mxfp4`` for model_type gpt_oss)."""
     from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS, get_quantization_config
 
     own = str(cfg["quant_method"]).lower()
@@ -309,12 +311,15 @@ def served_method(cfg: dict) -> str:
             Q = get_quantization_config(name)
         except Exception:  # noqa: BLE001 - a method that does not import here
             continue
-        try:
-            got = Q.override_quantization_method(dict(cfg), None)
-        except TypeError:
-            got = Q.override_quantization_method(dict(cfg), None, None)
-        except Exception:  # noqa: BLE001
-            got = None
+        got = None
+        for extra in (([hf_config],) if hf_config is not None else ()) + ([], [None]):
+            try:
+                got = Q.override_quantization_method(dict(cfg), None, *extra)
+                break
+            except TypeError:  # the release's signature takes fewer / more arguments
+                continue
+            except Exception:  # noqa: BLE001
+                break
         if got:
             return got
     return {"modelopt": "modelopt_fp4" if "FP4" in str((cfg.get("quantization") or {}).get("quant_algo")) else
@@ -543,7 +548,8 @@ def run_moe_case(name: str, cfg: dict, e: int, h: int, i: int, dtype: str, vc) -
            "intermediate": i, "params_dtype": dtype}
     prefix = f"model.layers.{len(vc.compilation_config.static_forward_context)}.mlp.experts"
     try:
-        method = served_method(cfg)
+        gpt_oss = name == "mxfp4" and TRITON_KERNELS_RUN  # gpt-oss's own config (model_type gpt_oss)
+        method = served_method(cfg, types.SimpleNamespace(model_type="gpt_oss") if gpt_oss else None)
         rec["method"] = method
         Q = get_quantization_config(method)
         qc = Q() if cfg.get("online") else Q.from_config(dict(cfg))
