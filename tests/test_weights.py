@@ -978,3 +978,68 @@ def test_triton_mxfp4_tp1_bytes_by_hand():
     for release, per_expert in (("0.19.0", 14_336_640), ("0.34.0", 13_300_480)):
         tp1 = json.loads((root / f"{release}.json").read_text())["by_capability"]["9.0"][0]
         assert tp1["kept_bytes"] == 8 * per_expert
+
+
+@pytest.mark.parametrize("release,card,default,marlin", [
+    # (release, card, padding without the variable, with VLLM_MXFP4_USE_MARLIN=1): 0.10.1 reads it first on every
+    # card; 0.11.0's MoE method does not read it; 0.11.2-0.18 in the Hopper fallback only (a B200 takes FlashInfer
+    # first); 0.19-0.23 before the priority list on every card; 0.24+ not at all (kvplan.budget.weights._env_marlin)
+    ("0.10.1.1", (10, 0), None, "marlin"),
+    ("0.11.0", (9, 0), "marlin", "marlin"),
+    ("0.11.2", (9, 0), "marlin", "marlin"),
+    ("0.14.1", (9, 0), "triton", "marlin"),
+    ("0.14.1", (10, 0), "fi", "fi"),
+    ("0.19.0", (9, 0), "triton", "marlin"),
+    ("0.19.0", (10, 0), "fi", "marlin"),
+    ("0.29.0", (9, 0), "triton", "triton"),
+])
+def test_vllm_mxfp4_use_marlin_moves_the_experts_where_the_release_reads_it(release, card, default, marlin):
+    from kvplan.budget.weights import MARLIN_MXFP4_PADDING, mxfp4_padding_for
+
+    def kind(pad):
+        if pad is None or pad == MARLIN_MXFP4_PADDING:
+            return pad and "marlin"
+        return "triton" if pad[1] == 1 else "fi"
+
+    assert kind(mxfp4_padding_for(card, "cuda", release)) == default
+    assert kind(mxfp4_padding_for(card, "cuda", release, use_marlin=True)) == marlin
+
+
+def test_triton_kernels_stated_settles_0_11_hopper_and_its_band():
+    """vLLM 0.11 on an H100: the wheel neither requires nor vendors triton_kernels, so kvplan keeps Marlin (a pip
+    install) as the value and Triton as the band's low end; --triton-kernels says which: Triton's layout as the
+    value (0.11.0: torch 2.8.0, StridedLayout: no swizzle padding), no other backend; --no-triton-kernels: Marlin,
+    no other. VLLM_MXFP4_USE_MARLIN=1 is not read by 0.11.0's MoE method; 0.11.2's fallback reads it."""
+    from kvplan.budget.weights import (
+        MARLIN_MXFP4_PADDING, TRITON_MXFP4_PADDING_KEPT_SCALES, TRITON_MXFP4_PADDING_STRIDED, mxfp4_other_padding_for,
+        mxfp4_padding_for,
+    )
+
+    h100 = (9, 0)
+    assert mxfp4_other_padding_for(h100, "cuda", "0.11.0") == TRITON_MXFP4_PADDING_STRIDED
+    assert mxfp4_padding_for(h100, "cuda", "0.11.0", triton_kernels=True) == TRITON_MXFP4_PADDING_STRIDED
+    assert mxfp4_other_padding_for(h100, "cuda", "0.11.0", triton_kernels=True) is None
+    assert mxfp4_padding_for(h100, "cuda", "0.11.0", triton_kernels=False) == MARLIN_MXFP4_PADDING
+    assert mxfp4_other_padding_for(h100, "cuda", "0.11.0", triton_kernels=False) is None
+    assert mxfp4_padding_for(h100, "cuda", "0.11.2", triton_kernels=True) == TRITON_MXFP4_PADDING_KEPT_SCALES
+    assert mxfp4_padding_for(h100, "cuda", "0.11.2", triton_kernels=True, use_marlin=True) == MARLIN_MXFP4_PADDING
+    assert mxfp4_other_padding_for(h100, "cuda", "0.11.2", use_marlin=True) is None
+
+
+def test_triton_kernels_option_reaches_the_weights():
+    """--triton-kernels on gpt-oss-20b, vLLM 0.11.0, H100: the weights are Triton's (the checkpoint's layout, biases
+    in float32, the block scales kept twice: 24·32·(17,280 + 777,600) over the checkpoint, TRITON_BIASES /
+    TRITON_KEPT_SCALES), the band ±1 % around them; --no-triton-kernels: Marlin's, ±1 %."""
+    from factories import budget_of
+    from kvplan.engines.vllm import get_era
+
+    layout = build_model_layout("openai/gpt-oss-20b")
+    plain = layout_weight_memory(layout).stages[0].weight_bytes
+    era = get_era("vllm==0.11.0")
+    b = budget_of(layout, era, gpu="H100-80GB", triton_kernels=True)
+    triton = plain + 24 * 32 * (TRITON_BIASES + TRITON_KEPT_SCALES)
+    assert b.weights_bytes == triton
+    term = _weights_term(b)
+    assert (term.low_bytes, term.high_bytes) == (round(triton * 0.99), round(triton * 1.01))
+    b = budget_of(layout, era, gpu="H100-80GB", triton_kernels=False)
+    assert b.weights_bytes == plain + 24 * (38_227_968 + 20_480)  # Marlin (the 0.11.0 H100 test above)

@@ -101,12 +101,22 @@ TRITON_STRIDED_RELEASES = ("0.11.0",)
 HOPPER_MARLIN_MXFP4_RELEASES = ("0.11.0", "0.11.1", "0.11.2")
 # From 0.12.0 the wheel vendors triton_kernels (vllm/third_party/triton_kernels in 0.12.0 ... 0.34.0) and
 # has_triton_kernels() accepts it (0.12.0 vllm/utils/import_utils.py:431-438): Hopper takes Triton in every
-# install. 0.12-0.18: get_mxfp4_backend (0.12.0 quantization/mxfp4.py:107-166, 0.18.1 :157-171), Marlin only
-# with VLLM_MXFP4_USE_MARLIN=1 (not modelled: kvplan reads no environment). 0.19+: select_mxfp4_moe_backend's
-# priority list (0.19.0 fused_moe/oracle/mxfp4.py:174-183: FLASHINFER_TRTLLM, CK, TRITON, ...; 0.34.0
-# :424-458) where TRITON's device check accepts (9, 0) <= cc < (11, 0) only (0.19.0
-# fused_moe/gpt_oss_triton_kernels_moe.py:555-564): Hopper gets Triton, cards below 9.0 fall to MARLIN;
-# VLLM_MXFP4_USE_MARLIN only steers the LoRA path there (0.19.0 oracle/mxfp4.py:217).
+# install. 0.12-0.18: get_mxfp4_backend (0.12.0 quantization/mxfp4.py:107-166, 0.18.1 :157-171). 0.19+:
+# select_mxfp4_moe_backend's priority list (0.19.0 fused_moe/oracle/mxfp4.py:174-183: FLASHINFER_TRTLLM, CK,
+# TRITON, ...; 0.34.0 :424-458) where TRITON's device check accepts (9, 0) <= cc < (11, 0) only (0.19.0
+# fused_moe/gpt_oss_triton_kernels_moe.py:555-564): Hopper gets Triton, cards below 9.0 fall to MARLIN.
+#
+# VLLM_MXFP4_USE_MARLIN=1 (``--env``; envs.py ``maybe_convert_bool``), where each release reads it:
+# * 0.10.1: Mxfp4MoEMethod._should_use_marlin returns it first (0.10.1 quantization/mxfp4.py:124-125): every card;
+# * 0.11.0: not read by the MoE method (no reference under model_executor/);
+# * 0.11.2 (0.11.1 taken as it): the fallback after the FlashInfer branches (0.11.2 quantization/mxfp4.py:134-142):
+#   Hopper (cards below 9.0 are Marlin already; 0.11's B200 is Marlin without FlashInfer);
+# * 0.12-0.18: the same fallback after the SM100 FlashInfer branch (0.12.0 :161, 0.18.1 :165): Hopper;
+# * 0.19-0.23: the explicit Marlin configuration before the priority list (0.19.0 oracle/mxfp4.py:336, 0.22.1
+#   :526): every card, B200 included;
+# * 0.24+: not read by the MoE oracle (no reference under model_executor/ in 0.24.0, 0.29.0, 0.34.0).
+MXFP4_MARLIN_ENV_EVERY_CARD = (("0.10.1", "0.10.1.1"), ((0, 19), (0, 24)))  # releases, [from, before)
+MXFP4_MARLIN_ENV_HOPPER = ((0, 11, 1), (0, 19))  # [from, before)
 
 
 # B200 (compute capability 10.0): FlashInfer's MXFP4 MoE with bf16 activations, in the padding-tuple form above
@@ -126,8 +136,32 @@ TRTLLM_SM100_MXFP4_PADDING = (128, 256, 4, 0)  # 0.27+
 TRTLLM_ALIGN_128_FROM = (0, 27)
 
 
+def _env_marlin(compute_capability: tuple[int, int], release: str) -> bool:
+    """Whether ``VLLM_MXFP4_USE_MARLIN=1`` moves this card's MXFP4 experts to Marlin in ``release``."""
+    key = version_key(release)
+    every, (lo, hi) = MXFP4_MARLIN_ENV_EVERY_CARD
+    if release in every or (key and lo <= key < hi):
+        return True
+    return bool(key) and MXFP4_MARLIN_ENV_HOPPER[0] <= key < MXFP4_MARLIN_ENV_HOPPER[1] and compute_capability == (9, 0)
+
+
 def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
-                      release: str = "") -> tuple[int, ...] | None:
+                      release: str = "", *, use_marlin: bool = False,
+                      triton_kernels: bool | None = None) -> tuple[int, ...] | None:
+    """The install-aware choice: ``use_marlin`` (``VLLM_MXFP4_USE_MARLIN=1``) gives Marlin's padding where the
+    release reads it on this card (``_env_marlin``); ``triton_kernels`` stated for 0.11 on Hopper picks Triton
+    (True) or Marlin (False); otherwise ``_default_padding`` (the release's choice on a pip install)."""
+    if platform == "cuda" and compute_capability is not None and use_marlin and _env_marlin(compute_capability,
+                                                                                           release):
+        return MARLIN_MXFP4_PADDING
+    if triton_kernels is not None and platform == "cuda" and compute_capability == (9, 0) and \
+            release in HOPPER_MARLIN_MXFP4_RELEASES:
+        return _triton_padding(release) if triton_kernels else MARLIN_MXFP4_PADDING
+    return _default_padding(compute_capability, platform, release)
+
+
+def _default_padding(compute_capability: tuple[int, int] | None, platform: str = "cuda",
+                     release: str = "") -> tuple[int, ...] | None:
     """The MXFP4 expert padding of the MoE backend vLLM picks by default on a card: Marlin below compute
     capability 9.0 on CUDA; in the 0.10.1 releases (``MARLIN_MXFP4_EXCEPT_SM100_RELEASES``) Marlin on every
     CUDA card but cc 10.0; on Hopper Marlin in 0.11 (``HOPPER_MARLIN_MXFP4_RELEASES``: no triton_kernels in a
@@ -163,10 +197,17 @@ def _triton_padding(release: str) -> tuple[int, ...]:
 
 
 def mxfp4_other_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
-                            release: str = "") -> tuple[int, ...] | None:
+                            release: str = "", *, use_marlin: bool = False,
+                            triton_kernels: bool | None = None) -> tuple[int, ...] | None:
     """The padding of the backend vLLM picks instead when an installed package the user did not state is
     present: Triton's on Hopper in 0.11 when triton_kernels is installed (``HOPPER_MARLIN_MXFP4_RELEASES``);
-    None where the choice does not depend on one."""
+    None where the choice does not depend on one, or the user stated it (``triton_kernels``, ``use_marlin``:
+    ``mxfp4_padding_for``)."""
+    if platform == "cuda" and compute_capability is not None and use_marlin and _env_marlin(compute_capability,
+                                                                                           release):
+        return None  # VLLM_MXFP4_USE_MARLIN=1 decided it
+    if triton_kernels is not None and compute_capability == (9, 0):
+        return None  # the user stated the package
     if platform == "cuda" and compute_capability == (9, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES:
         return _triton_padding(release)
     if platform == "cuda" and compute_capability == (10, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES:
