@@ -1043,3 +1043,29 @@ def test_triton_kernels_option_reaches_the_weights():
     assert (term.low_bytes, term.high_bytes) == (round(triton * 0.99), round(triton * 1.01))
     b = budget_of(layout, era, gpu="H100-80GB", triton_kernels=False)
     assert b.weights_bytes == plain + 24 * (38_227_968 + 20_480)  # Marlin (the 0.11.0 H100 test above)
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-oss-20b", "openai/gpt-oss-120b"])
+def test_gpt_oss_rank_beside_the_experts_is_what_vllm_builds(model):
+    """One rank of gpt-oss at TP 1, 2 and 4 as vLLM 0.19.0 constructs GptOssForCausalLM on the meta device
+    (``scripts/golden/quant_weights.py --model-config``: the tensor-parallel world size answered 4, 2, 1):
+    every parameter and buffer but the MoE experts (their kept bytes are the triton_kernels goldens') sums to what
+    kvplan counts beside the experts: the vocab-parallel embedding and lm_head, the column/row-parallel q/k/v/o with
+    their biases (o_proj's whole on every rank), the sinks per rank's heads, the replicated router and norms, and
+    the float32 rotary cache every rank holds (``gpt_oss.rotary_cache``). Left out of both: the attention layer's
+    four float32 scalars per layer (``_k_scale`` ... 16 B each layer), which kvplan does not count."""
+    from kvplan.model.options import ServingOptions
+
+    doc = json.loads((Path(__file__).parent / "golden" / "quant_weights" / "models" / "0.19.0"
+                      / f"{model.split('/')[-1]}.json").read_text())
+    assert [c["tp"] for c in doc["cases"]] == [1, 2, 4]
+    for case in doc["cases"]:
+        tensors = case["tensors"]
+        vllm = sum(b for n, (_, _, b) in tensors.items() if ".experts." not in n and "attn.attn._" not in n)
+        scalars = sum(b for n, (_, _, b) in tensors.items() if "attn.attn._" in n)
+        assert scalars == 16 * len({n.split(".attn.")[0] for n in tensors if "attn.attn._" in n})
+        assert tensors["model.layers.0.attn.rotary_emb.cos_sin_cache"] == [[131072, 64], "float32", 33_554_432]
+        tp = case["tp"]
+        layout = build_model_layout(model, None, ServingOptions(tensor_parallel_size=tp))
+        kinds = layout_weight_memory(layout, tp=tp).stages[0].bytes_by_kind
+        assert vllm == sum(v for k, v in kinds.items() if k != "experts"), (model, tp)

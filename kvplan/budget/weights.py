@@ -632,6 +632,19 @@ def widest_intermediate(inventory: Inventory, cfg: dict, tp: int, layers: set[in
     return widest
 
 
+def _with_model_buffers(mem: WeightMemory, weights: ModelInventory) -> WeightMemory:
+    """``mem`` with the buffers the model class registers beside the checkpoint's tensors
+    (``ModelInventory.buffers_bytes``: gpt-oss's float32 rotary cache) on every rank of every stage, in the
+    attention kind."""
+    nbytes, note = weights.buffers_bytes, weights.buffers_note
+    if not nbytes:
+        return mem
+    stages = tuple(replace(s, weight_bytes=s.weight_bytes + nbytes,
+                           bytes_by_kind={**s.bytes_by_kind, "attention": s.bytes_by_kind.get("attention", 0) + nbytes})
+                   for s in mem.stages)
+    return replace(mem, stages=stages, notes=mem.notes + (note,))
+
+
 def layout_weights(layout) -> ModelInventory:
     """The weights of ``layout``: what the model stage counted (``ModelLayout.inventory``), else (a layout built
     without a budget in view, as the library's ``build_model_layout`` does) the model layer's count of it."""
@@ -709,6 +722,7 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     elif where:
         mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}",
                       notes=mem.notes + ((where,) if where.startswith(DOWNLOAD_FAILED) else ()))
+    mem = _with_model_buffers(mem, weights)
     if exact_params:
         counts = meta_param_counts(target.config, path=source.path if source is not None else "<config>")
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k not in ("mtp", "vision")))

@@ -614,6 +614,62 @@ def triton_kernels_on_cpu(cc: tuple[int, int]) -> str:
     return pin
 
 
+def run_model_case(config_path: Path, tp: int) -> dict:
+    """One tensor-parallel rank of a whole model as the release builds it (``--model-config``): vLLM's
+    ``EngineArgs(...).create_engine_config()`` on the checkpoint's config.json, the model class constructed on the
+    meta device (``arch_runner``'s construction), with the tensor-parallel world size answered ``tp`` and the rank 0
+    by every ``get_tensor_model_parallel_world_size`` / ``_rank`` vLLM's modules hold (one process stands for rank
+    0 of ``tp``); every parameter and buffer ``[shape, dtype, bytes]``. The checkpoint's ``quantization_config`` is
+    dropped: the MoE experts are recorded unquantized (their kept bytes are the ``--moe`` goldens'); the other
+    layers are the ones a quantized checkpoint keeps unquantized (gpt-oss: ``modules_to_not_convert``)."""
+    import inspect
+    import tempfile
+
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kvplan" / "verify"))
+    import arch_runner as AR
+
+    # arch_runner's unquantized-MoE stub answers 0.29+'s signature (moe_config) -> (backend, experts class); 0.19's
+    # select_unquantized_moe_backend(moe_config, use_ep, use_dp) returns the backend alone: the experts' kernel does
+    # not change their parameters
+    from vllm.model_executor.layers.fused_moe import unquantized_fused_moe_method as UFM
+    from vllm.model_executor.layers.fused_moe.oracle import unquantized as UQ
+
+    if "use_ep=" in inspect.getsource(UFM.UnquantizedFusedMoEMethod.__init__):
+        UQ.select_unquantized_moe_backend = UFM.select_unquantized_moe_backend = \
+            lambda *a, **k: UQ.UnquantizedMoeBackend.TRITON
+    cfg = json.loads(config_path.read_text())
+    cfg.pop("quantization_config", None)
+    rec = {"model": config_path.parent.name, "tp": tp}
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "config.json").write_text(json.dumps(cfg))
+        # enforce_eager: no torch.compile wrapper (its passes import compiled ops); the parameters do not change
+        vc = EngineArgs(model=d, skip_tokenizer_init=True, dtype="bfloat16", enforce_eager=True).create_engine_config()
+        vc.device_config.device = torch.device("meta")
+        AR._dist(vc)
+        for mod in list(sys.modules.values()):
+            if getattr(mod, "__name__", "").startswith("vllm"):
+                if hasattr(mod, "get_tensor_model_parallel_world_size"):
+                    mod.get_tensor_model_parallel_world_size = lambda: tp
+                if hasattr(mod, "get_tensor_model_parallel_rank"):
+                    mod.get_tensor_model_parallel_rank = lambda: 0
+        cls, _ = ModelRegistry.resolve_model_cls(vc.model_config.architectures, model_config=vc.model_config)
+        rec["model_class"] = f"{cls.__module__}.{cls.__name__}"
+        # the loader constructs under the model's dtype (model_loader/base_loader.py load_model:
+        # set_default_torch_dtype(model_config.dtype)), then process_weights_after_loading (below)
+        from vllm.utils.torch_utils import set_default_torch_dtype
+
+        with set_current_vllm_config(vc), set_default_torch_dtype(vc.model_config.dtype), AR._meta_device():
+            model = cls(vllm_config=vc, prefix="")
+    rec["tensors"] = {n: [list(t.shape), str(t.dtype).replace("torch.", ""), t.numel() * t.element_size()]
+                      for n, t in list(model.named_parameters()) + list(model.named_buffers())}
+    return rec
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", type=Path)
@@ -621,6 +677,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--only", default=None, help="schemes whose name contains this")
     ap.add_argument("--moe", action="store_true", help="FusedMoE layers (MOE_SCHEMES x MOE_SHAPES) instead of linears")
+    ap.add_argument("--model-config", type=Path, default=None,
+                    help="a checkpoint's config.json: the whole model per tensor-parallel rank (run_model_case)")
+    ap.add_argument("--tp", default="1", help="with --model-config: tensor-parallel sizes, comma-separated")
     ap.add_argument("--triton-kernels", action="store_true",
                     help="with --moe: MXFP4 experts with the triton_kernels package importable (triton_kernels_on_cpu), "
                          "at TRITON_MXFP4_SHAPES")
@@ -629,7 +688,8 @@ def main(argv=None) -> int:
     import logging
 
     logging.disable(logging.WARNING)
-    install_compiled_fakes()
+    if a.model_config is None:  # the whole-model build imports vLLM as arch_runner does (compiled ops absent)
+        install_compiled_fakes()
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kvplan" / "verify"))
     import arch_runner as AR
 
@@ -661,6 +721,11 @@ def main(argv=None) -> int:
 
     global TRITON_KERNELS_RUN
     TRITON_KERNELS_RUN = a.triton_kernels
+    if a.model_config is not None:
+        doc = {"vllm_version": getattr(vllm, "__version__", "?"), "capability": list(cc),
+               "cases": [run_model_case(a.model_config, int(t)) for t in a.tp.split(",")]}
+        a.out.write_text(json.dumps(doc, sort_keys=True, indent=None, separators=(",", ":")) + "\n")
+        return 0
     torch_pin = triton_kernels_on_cpu(cc) if a.triton_kernels else None
     vc = dist()
     cases = []
