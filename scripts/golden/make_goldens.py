@@ -1115,15 +1115,23 @@ WEIGHTS_MODEL_RELEASES = ("0.19.0",)
 WEIGHTS_MODEL_TP = "1,2,4"
 
 
-def make_model_weights(release: str) -> list[Path]:
-    """``tests/golden/quant_weights/models/<release>/<model>.json``: every parameter and buffer of one rank of
-    each ``WEIGHTS_MODELS`` at TP 1, 2 and 4, as the release constructs the model class (meta device)."""
+def _weights_python(release: str) -> tuple[Path, dict]:
+    """The interpreter and environment ``quant_weights.py`` runs in for ``release``: releases from 0.24 on
+    ``ARCH_BASE`` (transformers 5 with compressed-tensors, which their quantization registry imports), older ones on
+    ``RELEASE_BASE``."""
     found = release_python(release)
     if found is None:
         raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
     py, env = found
     if tuple(int(x) for x in release.split(".")[:2]) >= (0, 24) and (ARCH_BASE / "bin" / "python").exists():
         py = ARCH_BASE / "bin" / "python"
+    return py, env
+
+
+def make_model_weights(release: str) -> list[Path]:
+    """``tests/golden/quant_weights/models/<release>/<model>.json``: every parameter and buffer of one rank of
+    each ``WEIGHTS_MODELS`` at TP 1, 2 and 4, as the release constructs the model class (meta device)."""
+    py, env = _weights_python(release)
     out_paths = []
     for model in WEIGHTS_MODELS:
         with tempfile.TemporaryDirectory() as tmp:
@@ -1147,12 +1155,7 @@ def make_weights(release: str, only: str | None = None, moe: bool = False, trito
     """``tests/golden/quant_weights/<release>.json`` (issue 34): ``quant_weights.py`` in the release's environment
     once per capability of ``WEIGHTS_CAPABILITIES``. Releases from 0.24 run on ``ARCH_BASE`` (transformers 5 with
     compressed-tensors, which their quantization registry imports), older ones on ``RELEASE_BASE``."""
-    found = release_python(release)
-    if found is None:
-        raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
-    py, env = found
-    if tuple(int(x) for x in release.split(".")[:2]) >= (0, 24) and (ARCH_BASE / "bin" / "python").exists():
-        py = ARCH_BASE / "bin" / "python"
+    py, env = _weights_python(release)
     by_cc: dict[str, list] = {}
     schemes: dict = {}
     version = release
