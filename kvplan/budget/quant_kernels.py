@@ -300,7 +300,8 @@ def _moe_oracle(era: tuple[int, ...]):
     compressed-tensors W4A16 likewise in 0.19, refused where Marlin does not fit from 0.29; MXFP4 Marlin,
     FlashInfer's CUTLASS MXFP4 x BF16 on SM 9.0 in 0.19, SM 10.0 not run (the harness cannot import triton_kernels,
     which needs libcuda: where an install with it takes Triton's MXFP4 backend the goldens hold the Marlin fallback;
-    kvplan's weights keep ``weights.mxfp4_padding_for``'s choice for MXFP4)."""
+    kvplan's weights keep ``weights.mxfp4_padding_for``'s choice for MXFP4, whose Triton layout has its own goldens
+    with the package importable: ``quant_weights.py --moe --triton-kernels``, ``triton_mxfp4_swizzle_extra``)."""
     late = era >= (0, 29)
 
     def rule(kind: str, quant: Quantization, cc: int, hidden: int, inter: int) -> str:
