@@ -1105,7 +1105,7 @@ WEIGHTS_CAPABILITIES = ("7.5", "8.0", "8.9", "9.0", "10.0", "12.0")
 
 
 # releases whose wheel vendors triton_kernels (vllm/third_party/triton_kernels, 0.12.0+) and whose MXFP4 MoE takes
-# the Triton backend on Hopper: the swizzled layouts' padding (kvplan.budget.weights.TRITON_MXFP4_PADDING_*)
+# the Triton backend on Hopper: the swizzled layouts' padding (kvplan.budget.weights.mxfp4_padding_for)
 TRITON_KERNELS_RELEASES = ("0.19.0", "0.29.0", "0.34.0")
 
 

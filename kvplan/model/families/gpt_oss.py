@@ -55,13 +55,12 @@ def rotary_cache(config: dict) -> tuple[int, str]:
     (``YaRNScalingRotaryEmbedding._compute_cos_sin_cache``). gpt-oss-20b / -120b: 4096 · 32 = 131,072 positions ×
     64 × 4 B = 33,554,432 B on every rank (tests/golden/quant_weights/models/0.19.0/: the release's model class on the
     meta device at TP 1, 2 and 4). Returns (bytes, note)."""
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    rope = text.get("rope_scaling") or text.get("rope_parameters") or {}
-    hd = int(text.get("head_dim") or 64)
-    if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) == "yarn" and rope.get("factor"):
+    rope = config.get("rope_scaling") or config.get("rope_parameters") or {}
+    hd = int(config.get("head_dim") or 64)  # GptOssConfig's default
+    if isinstance(rope, dict) and rope.get("rope_type") == "yarn" and rope.get("factor"):
         positions = int(int(rope.get("original_max_position_embeddings") or 0) * float(rope["factor"]))
     else:
-        positions = int(text.get("max_position_embeddings") or 0)
+        positions = int(config.get("max_position_embeddings") or 0)
     nbytes = positions * hd * 4
     return nbytes, (f"gpt-oss's rotary cache, float32 [{positions:,}, {hd}] on every rank: {nbytes:,} B "
                     "(vLLM gpt_oss.py get_rope(dtype=torch.float32); kvplan.model.families.gpt_oss.rotary_cache)")
@@ -73,7 +72,8 @@ FAMILY = Family(
     architectures=("GptOssForCausalLM",),
     model_types=("gpt_oss",),
     config_keys=(
-        "head_dim", "hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers",
-        "num_key_value_heads", "num_local_experts", "vocab_size",
+        "factor", "head_dim", "hidden_size", "intermediate_size", "max_position_embeddings", "num_attention_heads",
+        "num_hidden_layers", "num_key_value_heads", "num_local_experts", "original_max_position_embeddings",
+        "rope_parameters", "rope_scaling", "rope_type", "vocab_size",
     ),
 )
