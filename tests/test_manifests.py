@@ -120,7 +120,9 @@ def test_cli_reads_kserve_and_llm_d_files():
     r = CliRunner().invoke(app, ["vllm", "--file", str(DATA / "kserve-huggingfaceserver-readme-llama3.1.yaml"),
                                  "--gpu", "H100-80GB", "--summary"])
     assert r.exit_code == 0, r.output
-    assert r.stdout.splitlines()[0] == ("OK starts: 7,453 blocks (6,818-7,570), 3.64 (3.33-3.70) × 131,072 tokens "
+    # the band is the calibrated non-torch term's (kvplan/budget/calibration.json, H100 tp1): it moves when the
+    # calibration is re-run on a changed corpus
+    assert r.stdout.splitlines()[0] == ("OK starts: 7,453 blocks (6,811-7,811), 3.64 (3.33-3.81) × 131,072 tokens "
                                         "(vLLM 0.34.0, H100-80GB)")
     path = DATA / "llm-d-guide-pd-disaggregation-ms-pd-values.yaml"
     r = CliRunner().invoke(app, ["vllm", "--file", str(path), "--gpu", "H100-80GB"])
