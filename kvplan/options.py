@@ -452,7 +452,7 @@ _TABLE: tuple[Option, ...] = (
            default_doc="the VLLM_* variables kvplan applies, read from kvplan's own environment",
            help="A vLLM environment variable, as on the serve line (repeatable): VLLM_ALLOW_LONG_MAX_MODEL_LEN, "
            "VLLM_PP_LAYER_PARTITION, VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE, VLLM_USE_V2_MODEL_RUNNER, "
-           "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, VLLM_MLA_DISABLE; LMCACHE_MAX_LOCAL_CPU_SIZE (LMCacheConnectorV1's "
+           "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, VLLM_MLA_DISABLE, VLLM_MXFP4_USE_MARLIN; LMCACHE_MAX_LOCAL_CPU_SIZE (LMCacheConnectorV1's "
            "host buffer). Given values win over the environment."),
     # ------------------------------------------------------------------ policy
     Option("policy", "--policy", POLICY_NAME, default="vllm-latest", panel=POLICY, vllm=False, metavar="POLICY",
@@ -562,6 +562,13 @@ _TABLE: tuple[Option, ...] = (
            default_doc=f"the era's: on from {_minor('extensible_kv_cache', True)} (CUDA/ROCm), off with --kv-cache-memory or --num-gpu-blocks-override",
            help="vLLM's extensible KV cache: size it from the memory measured after warmup and CUDA-graph capture "
            "(utilization default 1.0) instead of from the profiling estimate."),
+    Option("triton_kernels", "--triton-kernels", TRISTATE, panel=HARDWARE, commands=PLAN_CMDS, vllm=False,
+           part="serving",
+           default_doc="vLLM 0.11.x on an H100: not known, the weights' band holds both backends; later releases "
+           "vendor it",
+           help="Whether the vLLM install has OpenAI's triton_kernels package (vLLM 0.11.x: not a dependency of the "
+                "wheel, added by some images): Hopper's MXFP4 experts then take the Triton MoE backend instead of "
+                "Marlin's padded layout (kvplan.budget.weights.mxfp4_padding_for)."),
     Option("quantization", "--quantization", STR, aliases=("-q",), panel=HARDWARE, commands=PLAN_CMDS,
            metavar="METHOD", default_doc="the checkpoint's quantization_config",
            help="vLLM's --quantization: the checkpoint's own method (or its Marlin variant), or fp8 to quantize "

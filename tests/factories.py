@@ -151,7 +151,8 @@ def script_module(relpath: str, name: str | None = None):
 
 # the budget request's own fields; every other keyword is the deployment's budget part (BudgetInput)
 _REQUEST_FIELDS = ("max_num_batched_tokens", "max_num_seqs", "data_parallel_size", "enable_expert_parallel",
-                   "num_gpu_blocks_override", "kv_transfer_config", "tensor_parallel_size")
+                   "num_gpu_blocks_override", "kv_transfer_config", "tensor_parallel_size", "mxfp4_use_marlin",
+                   "triton_kernels")
 
 
 def budget_of(layout, era, *, overrides: dict | None = None, gpu_memory_gib: float | None = None, **kw):

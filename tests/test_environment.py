@@ -75,14 +75,14 @@ def test_flags_as_each_release_reads_them():
     assert environment.use_v2_model_runner(v2, e33) is False
     assert environment.use_v2_model_runner(v2, e34) is None
     assert environment.warnings(v2, e34) == [
-        "vLLM 0.34.0 does not read VLLM_USE_V2_MODEL_RUNNER (vllm/envs.py of 0.34.0; read by 0.18.0, 0.33.0); "
-        "ignored"]
+        "vLLM 0.34.0 does not read VLLM_USE_V2_MODEL_RUNNER (vllm/envs.py of 0.34.0; read by 0.18.0, 0.23.0, "
+        "0.33.0); ignored"]
     # a release between checked ones reads what the next checked release reads
     assert environment.checked_release("0.24.0") == "0.33.0"
     assert environment.checked_release("0.11.0") == "0.18.0"
     assert environment.warnings({"VLLM_ALLOW_LONG_MAX_MODEL_LENGTH": "1"}, e34) == [
         "VLLM_ALLOW_LONG_MAX_MODEL_LENGTH is not an environment variable of vLLM (not in vllm/envs.py of 0.18.0, "
-        "0.33.0, 0.34.0); vLLM ignores it"]
+        "0.23.0, 0.33.0, 0.34.0); vLLM ignores it"]
 
 
 def test_v2_runner_variable_sets_the_runner_when_the_flag_is_absent():
@@ -136,3 +136,16 @@ def test_mla_disable_on_an_mla_model_is_refused():
         layout_of(Scenario(model="deepseek-ai/DeepSeek-V3", env={"VLLM_MLA_DISABLE": "1"}).deployment)
     # no effect on a model without MLA
     assert layout_of(Scenario(model=LLAMA, env={"VLLM_MLA_DISABLE": "1"}).deployment).warnings == ()
+
+
+def test_mxfp4_use_marlin_is_read_where_the_release_reads_it():
+    """VLLM_MXFP4_USE_MARLIN (envs.py ``maybe_convert_bool``: bool(int(v))): in 0.18.0's and 0.23.0's envs.py
+    (0.19-0.23 read it through 0.23.0's names), gone from 0.24 (absent from 0.33.0's and 0.34.0's)."""
+    marlin = {"VLLM_MXFP4_USE_MARLIN": "1"}
+    assert environment.mxfp4_use_marlin(marlin, get_era("vllm==0.19.0")) is True
+    assert environment.mxfp4_use_marlin({"VLLM_MXFP4_USE_MARLIN": "0"}, get_era("vllm==0.19.0")) is False
+    assert environment.mxfp4_use_marlin(marlin, get_era("vllm==0.29.0")) is False
+    assert environment.warnings(marlin, get_era("vllm==0.29.0")) == [
+        "vLLM 0.29.0 does not read VLLM_MXFP4_USE_MARLIN (vllm/envs.py of 0.33.0; read by 0.18.0, 0.23.0); ignored"]
+    with pytest.raises(OptionError, match="vLLM reads it with int"):
+        environment.mxfp4_use_marlin({"VLLM_MXFP4_USE_MARLIN": "yes"}, get_era("vllm==0.19.0"))

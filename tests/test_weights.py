@@ -438,8 +438,11 @@ def test_gpt_oss_120b_on_an_h100_under_vllm_0_10_1_pads_as_marlin():
     assert mxfp4_padding_for((9, 0), "cuda", "0.10.1.1") == MARLIN_MXFP4_PADDING
     assert mxfp4_padding_for((12, 0), "cuda", "0.10.1") == MARLIN_MXFP4_PADDING
     assert mxfp4_padding_for((10, 0), "cuda", "0.10.1.1") is None  # B200: not Marlin
-    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") == (64, 1, 4, 1)  # Triton (vendored), scales kept
-    assert mxfp4_padding_for((9, 0), "cuda", "0.25.1") == (64, 1, 4, 0)  # Triton, old scales deleted
+    # Triton (vendored), scales kept; 0.17-0.21's swizzle pads the packed values to 64 B, the scale rows to 256
+    assert mxfp4_padding_for((9, 0), "cuda", "0.19.0") == (64, 1, 4, 1, 64, 256, 2)
+    assert mxfp4_padding_for((9, 0), "cuda", "0.14.1") == (64, 1, 4, 1, 1, 256, 2)  # scale rows only
+    assert mxfp4_padding_for((9, 0), "cuda", "0.25.1") == (64, 1, 4, 0, 1, 256, 2)  # Triton, old scales deleted
+    assert mxfp4_padding_for((9, 0), "cuda", "0.26.0") == (64, 1, 4, 0, 1, 256, 4)  # scale columns to 4 first
     assert mxfp4_padding_for((9, 0), "rocm", "0.10.1.1") is None
     layout = build_model_layout("openai/gpt-oss-120b")
     plain = layout_weight_memory(layout).stages[0].weight_bytes
@@ -456,6 +459,13 @@ def _weights_term(b):
 # expert biases bf16 → float32, +2 B per element: w13 5760·2 + w2 2880·2 = 17,280; the checkpoint's block scales
 # kept beside their swizzled copy (through 0.24): w13 5760·90 + w2 2880·90 = 777,600.
 TRITON_BIASES, TRITON_KEPT_SCALES = 17_280, 777_600
+# 0.19.0's Hopper swizzle at TP 1 (tests/golden/quant_weights/moe/triton_kernels/0.19.0.json): packed values
+# 1440 B → 1472 B per row (w13 5760 rows, w2 2880: 8640·32 = 276,480), scale rows w13 5760 → 5888 and w2
+# 2880 → 3072 (90 columns: 320·90 = 28,800)
+TRITON_SWIZZLE_TP1 = 276_480 + 28_800
+# from 0.26 (scale columns to 4, then rows to 256; the checkpoint's copy deleted from 0.25): w13 5888·92 − 5760·90 =
+# 23,296, w2 3072·92 − 2880·90 = 23,424 (the triton_kernels goldens of 0.29.0 / 0.34.0)
+TRITON_SWIZZLED_SCALES_0_26 = 23_296 + 23_424
 
 
 @pytest.mark.parametrize("model,layers,experts,marlin_per_layer", [
@@ -475,8 +485,8 @@ def test_gpt_oss_on_an_h100_follows_each_release_s_mxfp4_backend(model, layers, 
     - 0.19.0: triton_kernels is vendored (vllm/third_party/triton_kernels) and TRITON is the first backend of
       the priority list an SM90 card supports (fused_moe/oracle/mxfp4.py:174-183): Triton's count, no second
       path, the band ±1 % around it.
-    - 0.34.0: Triton, the swizzled scales stored in the parameters (oracle/mxfp4.py:1454-1460): biases only,
-      20b 24·32·17,280 = 13,271,040 B, 120b 36·128·17,280 = 79,626,240 B."""
+    - 0.34.0: Triton, the swizzled scales stored in the parameters (oracle/mxfp4.py:1454-1460): the biases and
+      the swizzled scales' padding, 17,280 + 46,720 per layer and expert."""
     from factories import budget_of
     from kvplan.engines.vllm import get_era
 
@@ -488,12 +498,13 @@ def test_gpt_oss_on_an_h100_follows_each_release_s_mxfp4_backend(model, layers, 
     term = _weights_term(b)
     assert (term.low_bytes, term.high_bytes) == (round(triton_kept * 0.99), round(b.weights_bytes * 1.01))
     b = budget_of(layout, get_era("vllm==0.19.0"), gpu="H100-80GB")
-    assert b.weights_bytes == triton_kept
+    swizzled = triton_kept + layers * experts * TRITON_SWIZZLE_TP1
+    assert b.weights_bytes == swizzled
     term = _weights_term(b)
-    assert (term.low_bytes, term.high_bytes) == (round(triton_kept * 0.99), round(triton_kept * 1.01))
+    assert (term.low_bytes, term.high_bytes) == (round(swizzled * 0.99), round(swizzled * 1.01))
     assert any("Triton MoE backend" in n for n in b.weights.notes)
     b = budget_of(layout, get_era("vllm==0.34.0"), gpu="H100-80GB")
-    assert b.weights_bytes == plain + layers * experts * TRITON_BIASES
+    assert b.weights_bytes == plain + layers * experts * (TRITON_BIASES + TRITON_SWIZZLED_SCALES_0_26)
 
 
 @pytest.mark.parametrize("model,layers,experts", [("openai/gpt-oss-20b", 24, 32), ("openai/gpt-oss-120b", 36, 128)])
@@ -506,13 +517,18 @@ def test_gpt_oss_tp2_on_an_h100_pads_the_rank_intermediate_to_64_under_triton(mo
       w2  [2880, 1440]   → [2880, 1472]:   values 2880·32/2 = 46,080, scales 2880·1 = 2,880
       w13 bias (bf16) 2·1440 → 2·1472: 64·2 = 128;  w2 bias [2880] unchanged
     = 147,008 B of padding; biases in float32: +2·(2944 + 2880) = 11,648 B (0.34.0: 158,656 per expert);
-    0.19.0 also keeps the padded scales: w13 2944·90 + w2 2880·46 = 397,440 B (556,096 per expert)."""
+    0.19.0 also keeps the padded scales: w13 2944·90 + w2 2880·46 = 397,440 B (556,096 per expert), and its
+    Hopper swizzle pads (TRITON_MXFP4_PADDING_VALUES_PADDED; the triton_kernels golden's i1440 case): w13's packed
+    rows 1440 → 1472 B (2944·32 = 94,208), its scale rows 2944 → 3072 (128·90 = 11,520), w2's packed rows
+    736 → 768 B (2880·32 = 92,160), its scale rows 2880 → 3072 (192·46 = 8,832): 206,720 (762,816 per expert);
+    0.34.0's swizzled scales (columns to 4, rows to 256): w13 3072·92 − 2944·90 = 17,664, w2 3072·48 − 2880·46 =
+    14,976: 32,640 (191,296 per expert)."""
     from factories import budget_of
     from kvplan.engines.vllm import get_era
 
     layout = build_model_layout(model, None, ServingOptions(tensor_parallel_size=2))
     plain = layout_weight_memory(layout).stages[0].weight_bytes
-    for release, per_expert in (("0.19.0", 556_096), ("0.34.0", 158_656)):
+    for release, per_expert in (("0.19.0", 556_096 + 206_720), ("0.34.0", 158_656 + 32_640)):
         b = budget_of(layout, get_era(f"vllm=={release}"), gpu="H100-80GB")
         assert b.weights_bytes - plain == layers * experts * per_expert
 
@@ -926,3 +942,133 @@ def test_w4a16_experts_of_gemma_4_keep_what_the_triton_wna16_method_keeps(tmp_pa
     mem = layout_weight_memory(layout, loaded_on=((8, 0), "0.19.0"))
     assert mem.stages[0].bytes_by_kind["experts"] - stored == 30 * 2_881_536 == 86_446_080
     assert any("quantized MoE experts as vLLM 0.19.0 keeps them on SM 8.0: WNA16" in n for n in mem.notes)
+
+
+@pytest.mark.parametrize("release", ["0.19.0", "0.29.0", "0.34.0"])
+def test_triton_mxfp4_experts_keep_the_swizzled_bytes_each_release_keeps(release):
+    """gpt-oss-20b's experts (8 of them, hidden 2880) at TP 1 / 2 / 4 on an H100 with the release's vendored
+    triton_kernels (``scripts/golden/quant_weights.py --moe --triton-kernels``: the release's MXFP4 MoE method, its
+    oracle choosing TRITON, and triton_kernels' Hopper layouts run on the CPU): every kept tensor, summed, equals
+    kvplan's rule: the intermediate size per rank rounded up to 64, the checkpoint's values and scales, the scales'
+    second copy (kept through 0.24), the biases as float32 and the swizzle's padding
+    (``quant_kernels.triton_mxfp4_swizzle_extra`` with the release's alignments, ``weights.mxfp4_padding_for``)."""
+    from kvplan.budget.quant_kernels import triton_mxfp4_swizzle_extra
+    from kvplan.budget.weights import mxfp4_padding_for
+
+    doc = json.loads((Path(__file__).parent / "golden" / "quant_weights" / "moe" / "triton_kernels" / f"{release}.json")
+                     .read_text())
+    _, _, bias_bytes, copies, *aligns = mxfp4_padding_for((9, 0), "cuda", release)
+    cases = doc["by_capability"]["9.0"]
+    assert [c["intermediate"] for c in cases] == [2880, 1440, 720]
+    for c in cases:
+        assert c["moe_backend"] == {"mxfp4_backend": "TRITON"}
+        e, h, i = c["experts"], c["hidden"], -(-c["intermediate"] // 64) * 64
+        per_expert = 0
+        for rows, k in ((2 * i, h), (h, i)):  # w13 [2I, H], w2 [H, I]
+            per_expert += (rows * k // 2 + (1 + copies) * rows * (k // 32)
+                           + triton_mxfp4_swizzle_extra(rows, k, *aligns) + rows * bias_bytes)
+        assert c["kept_bytes"] == e * per_expert, c["case"]
+
+
+def test_triton_mxfp4_tp1_bytes_by_hand():
+    """The goldens' TP 1 case per expert, by hand (values 2880·2880·3/2 = 12,441,600; biases float32
+    (5760 + 2880)·4 = 34,560):
+    - 0.19.0: scales kept twice 2·(5760 + 2880)·90 = 1,555,200; packed rows 1440 → 1472 B (8640·32 = 276,480);
+      scale rows w13 5760 → 5888, w2 2880 → 3072 (320·90 = 28,800): 14,336,640;
+    - 0.34.0: the checkpoint's scales deleted; the swizzled ones 5888·92 + 3072·92 = 824,320 (columns 90 → 92):
+      13,300,480."""
+    root = Path(__file__).parent / "golden" / "quant_weights" / "moe" / "triton_kernels"
+    for release, per_expert in (("0.19.0", 14_336_640), ("0.34.0", 13_300_480)):
+        tp1 = json.loads((root / f"{release}.json").read_text())["by_capability"]["9.0"][0]
+        assert tp1["kept_bytes"] == 8 * per_expert
+
+
+@pytest.mark.parametrize("release,card,default,marlin", [
+    # (release, card, padding without the variable, with VLLM_MXFP4_USE_MARLIN=1): 0.10.1 reads it first on every
+    # card; 0.11.0's MoE method does not read it; 0.11.2-0.18 in the Hopper fallback only (a B200 takes FlashInfer
+    # first); 0.19-0.23 before the priority list on every card; 0.24+ not at all (kvplan.budget.weights._env_marlin)
+    ("0.10.1.1", (10, 0), None, "marlin"),
+    ("0.11.0", (9, 0), "marlin", "marlin"),
+    ("0.11.2", (9, 0), "marlin", "marlin"),
+    ("0.14.1", (9, 0), "triton", "marlin"),
+    ("0.14.1", (10, 0), "fi", "fi"),
+    ("0.19.0", (9, 0), "triton", "marlin"),
+    ("0.19.0", (10, 0), "fi", "marlin"),
+    ("0.29.0", (9, 0), "triton", "triton"),
+])
+def test_vllm_mxfp4_use_marlin_moves_the_experts_where_the_release_reads_it(release, card, default, marlin):
+    from kvplan.budget.weights import MARLIN_MXFP4_PADDING, mxfp4_padding_for
+
+    def kind(pad):
+        if pad is None or pad == MARLIN_MXFP4_PADDING:
+            return pad and "marlin"
+        return "triton" if pad[1] == 1 else "fi"
+
+    assert kind(mxfp4_padding_for(card, "cuda", release)) == default
+    assert kind(mxfp4_padding_for(card, "cuda", release, use_marlin=True)) == marlin
+
+
+def test_triton_kernels_stated_settles_0_11_hopper_and_its_band():
+    """vLLM 0.11 on an H100: the wheel neither requires nor vendors triton_kernels, so kvplan keeps Marlin (a pip
+    install) as the value and Triton as the band's low end; --triton-kernels says which: Triton's layout as the
+    value (0.11.0: torch 2.8.0, StridedLayout: no swizzle padding), no other backend; --no-triton-kernels: Marlin,
+    no other. VLLM_MXFP4_USE_MARLIN=1 is not read by 0.11.0's MoE method; 0.11.2's fallback reads it."""
+    from kvplan.budget.weights import (
+        MARLIN_MXFP4_PADDING, TRITON_MXFP4_PADDING_KEPT_SCALES, TRITON_MXFP4_PADDING_STRIDED, mxfp4_other_padding_for,
+        mxfp4_padding_for,
+    )
+
+    h100 = (9, 0)
+    assert mxfp4_other_padding_for(h100, "cuda", "0.11.0") == TRITON_MXFP4_PADDING_STRIDED
+    assert mxfp4_padding_for(h100, "cuda", "0.11.0", triton_kernels=True) == TRITON_MXFP4_PADDING_STRIDED
+    assert mxfp4_other_padding_for(h100, "cuda", "0.11.0", triton_kernels=True) is None
+    assert mxfp4_padding_for(h100, "cuda", "0.11.0", triton_kernels=False) == MARLIN_MXFP4_PADDING
+    assert mxfp4_other_padding_for(h100, "cuda", "0.11.0", triton_kernels=False) is None
+    assert mxfp4_padding_for(h100, "cuda", "0.11.2", triton_kernels=True) == TRITON_MXFP4_PADDING_KEPT_SCALES
+    assert mxfp4_padding_for(h100, "cuda", "0.11.2", triton_kernels=True, use_marlin=True) == MARLIN_MXFP4_PADDING
+    assert mxfp4_other_padding_for(h100, "cuda", "0.11.2", use_marlin=True) is None
+
+
+def test_triton_kernels_option_reaches_the_weights():
+    """--triton-kernels on gpt-oss-20b, vLLM 0.11.0, H100: the weights are Triton's (the checkpoint's layout, biases
+    in float32, the block scales kept twice: 24·32·(17,280 + 777,600) over the checkpoint, TRITON_BIASES /
+    TRITON_KEPT_SCALES), the band ±1 % around them; --no-triton-kernels: Marlin's, ±1 %."""
+    from factories import budget_of
+    from kvplan.engines.vllm import get_era
+
+    layout = build_model_layout("openai/gpt-oss-20b")
+    plain = layout_weight_memory(layout).stages[0].weight_bytes
+    era = get_era("vllm==0.11.0")
+    b = budget_of(layout, era, gpu="H100-80GB", triton_kernels=True)
+    triton = plain + 24 * 32 * (TRITON_BIASES + TRITON_KEPT_SCALES)
+    assert b.weights_bytes == triton
+    term = _weights_term(b)
+    assert (term.low_bytes, term.high_bytes) == (round(triton * 0.99), round(triton * 1.01))
+    b = budget_of(layout, era, gpu="H100-80GB", triton_kernels=False)
+    assert b.weights_bytes == plain + 24 * (38_227_968 + 20_480)  # Marlin (the 0.11.0 H100 test above)
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-oss-20b", "openai/gpt-oss-120b"])
+def test_gpt_oss_rank_beside_the_experts_is_what_vllm_builds(model):
+    """One rank of gpt-oss at TP 1, 2 and 4 as vLLM 0.19.0 constructs GptOssForCausalLM on the meta device
+    (``scripts/golden/quant_weights.py --model-config``: the tensor-parallel world size answered 4, 2, 1):
+    every parameter and buffer but the MoE experts (their kept bytes are the triton_kernels goldens') sums to what
+    kvplan counts beside the experts: the vocab-parallel embedding and lm_head, the column/row-parallel q/k/v/o with
+    their biases (o_proj's whole on every rank), the sinks per rank's heads, the replicated router and norms, and
+    the float32 rotary cache every rank holds (``gpt_oss.rotary_cache``). Left out of both: the attention layer's
+    four float32 scalars per layer (``_k_scale`` ... 16 B each layer), which kvplan does not count."""
+    from kvplan.model.options import ServingOptions
+
+    doc = json.loads((Path(__file__).parent / "golden" / "quant_weights" / "models" / "0.19.0"
+                      / f"{model.split('/')[-1]}.json").read_text())
+    assert [c["tp"] for c in doc["cases"]] == [1, 2, 4]
+    for case in doc["cases"]:
+        tensors = case["tensors"]
+        vllm = sum(b for n, (_, _, b) in tensors.items() if ".experts." not in n and "attn.attn._" not in n)
+        scalars = sum(b for n, (_, _, b) in tensors.items() if "attn.attn._" in n)
+        assert scalars == 16 * len({n.split(".attn.")[0] for n in tensors if "attn.attn._" in n})
+        assert tensors["model.layers.0.attn.rotary_emb.cos_sin_cache"] == [[131072, 64], "float32", 33_554_432]
+        tp = case["tp"]
+        layout = build_model_layout(model, None, ServingOptions(tensor_parallel_size=tp))
+        kinds = layout_weight_memory(layout, tp=tp).stages[0].bytes_by_kind
+        assert vllm == sum(v for k, v in kinds.items() if k != "experts"), (model, tp)

@@ -300,7 +300,8 @@ def _moe_oracle(era: tuple[int, ...]):
     compressed-tensors W4A16 likewise in 0.19, refused where Marlin does not fit from 0.29; MXFP4 Marlin,
     FlashInfer's CUTLASS MXFP4 x BF16 on SM 9.0 in 0.19, SM 10.0 not run (the harness cannot import triton_kernels,
     which needs libcuda: where an install with it takes Triton's MXFP4 backend the goldens hold the Marlin fallback;
-    kvplan's weights keep ``weights.mxfp4_padding_for``'s choice for MXFP4)."""
+    kvplan's weights keep ``weights.mxfp4_padding_for``'s choice for MXFP4, whose Triton layout has its own goldens
+    with the package importable: ``quant_weights.py --moe --triton-kernels``, ``triton_mxfp4_swizzle_extra``)."""
     late = era >= (0, 29)
 
     def rule(kind: str, quant: Quantization, cc: int, hidden: int, inter: int) -> str:
@@ -408,6 +409,19 @@ def kept_expert_bytes(experts: int, rows: int, k: int, quant: Quantization, back
         extra = e * 3 * 4 if w13 and backend == "FLASHINFER_CUTLASS_MXFP4_BF16" else 0
         return values + e * rows * cdiv(k, 32) + e * rows * db + extra
     raise UnsupportedError(f"no MoE rule for {quant.description}")
+
+
+def triton_mxfp4_swizzle_extra(rows: int, k: int, value_align: int, scale_row_align: int,
+                               scale_column_align: int) -> int:
+    """Bytes per expert the Triton MXFP4 backend's swizzled copy of one stacked expert tensor ``[rows, k]`` (fp4
+    values packed two per byte, an e8m0 scale per 32) keeps beyond the checkpoint's layout: its packed values padded
+    to ``value_align`` bytes on both dims, its scales' rows to ``scale_row_align`` and columns to
+    ``scale_column_align`` (triton_kernels' Hopper layouts; ``weights.TRITON_MXFP4_PADDING_*`` says which release
+    pads what; 1, 1, 1: the unswizzled StridedLayout)."""
+    kb, ks = cdiv(k, 2), cdiv(k, 32)
+    values = _round_up(rows, value_align) * _round_up(kb, value_align) - rows * kb
+    scales = _round_up(rows, scale_row_align) * _round_up(ks, scale_column_align) - rows * ks
+    return values + scales
 
 
 def _wna16_moe_bytes(e: int, rows: int, k: int, quant: Quantization, w13: bool, db: int) -> int:

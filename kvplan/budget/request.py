@@ -81,4 +81,8 @@ class BudgetRequest:
     # the dummy sampler run ends with a rejection-sampler pass: a speculative config on the V1 model runner
     # (kvplan.budget.drafter)
     rejection_sampler: bool = False
+    # the MXFP4 MoE backend's inputs the install decides (kvplan.budget.weights.mxfp4_padding_for):
+    # VLLM_MXFP4_USE_MARLIN=1 (--env) and whether triton_kernels is installed (--triton-kernels; None: not stated)
+    mxfp4_use_marlin: bool = False
+    triton_kernels: bool | None = None
 

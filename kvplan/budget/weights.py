@@ -22,7 +22,7 @@ from kvplan.budget.checkpoint import DTYPE_BITS
 from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED, checkpoint_metadata
 from kvplan.budget.meta import meta_param_counts
 from kvplan.budget.quant_kernels import (
-    kept_delta, kept_expert_bytes, linear_kernel, moe_backend, moe_kind, moe_layer_bytes,
+    kept_delta, kept_expert_bytes, linear_kernel, moe_backend, moe_kind, moe_layer_bytes, triton_mxfp4_swizzle_extra,
 )
 from kvplan.budget.rotary import RotaryCache, rotary_cache
 from kvplan.budget.quantization import (
@@ -64,9 +64,32 @@ MARLIN_MXFP4_EXCEPT_SM100_RELEASES = ("0.10.1", "0.10.1.1")
 # (oracle/mxfp4.py:1155 ``del layer.w13_weight_scale``, 0.26.0 :1159-1165), 0.34.0 stores the swizzled scales in
 # the parameters' storage (:1454-1460). The swizzled copy's row padding (HopperMXScaleLayout, rows to a
 # multiple of 256) is not counted.
-TRITON_MXFP4_PADDING = (64, 1, 4, 0)  # 0.25+
-TRITON_MXFP4_PADDING_KEPT_SCALES = (64, 1, 4, 1)  # 0.11-0.24
+# Fifth to seventh fields: the alignment of the swizzled copy's packed values (both dims, in bytes), of its block
+# scales' rows and of their columns, from the Triton path's ``_swizzle_mxfp4`` (quantization/utils/mxfp4_utils.py)
+# and triton_kernels' Hopper layouts: on SM 9.0 with the release's torch >= 2.8.1 HopperMXValueLayout /
+# HopperMXScaleLayout, StridedLayout (no padding) otherwise (0.11.0 :28-36, 0.19.0 :34-45, 0.34.0 :80-92):
+# * scale rows to 2·num_warps·2·8 = 256 (num_warps 8 without DeepEP's low-latency kernels, 0.17.0
+#   quantization/mxfp4.py:873-877; the default from 0.19) and scale columns to 2 (hopper_scale.py ``swizzle_data``
+#   SWIZZLE_ALIGN_M / _K, the same lines in every vendored copy 0.12.0-0.34.0); from 0.26.0 the columns to 4 first
+#   on SM 9.0 (mxfp4_utils.py "pad K (num scale groups) to 0 mod 4", 0.34.0 :132-137; absent in 0.25.1);
+# * values pre-padded to 64 packed bytes on both dims by the vendored copies of 0.17.0-0.21.x (hopper_value.py
+#   ``swizzle_data`` SWIZZLE_ALIGN_M = SWIZZLE_ALIGN_K = 64; absent in 0.12.0-0.15.1 and from 0.22.1, whose tile
+#   packs of 16 / 32 packed bytes divide gpt-oss's sizes at TP 1-8: not counted).
+# ``scripts/golden/quant_weights.py --moe --triton-kernels`` runs the release's own code on the CPU at SM 9.0 (its
+# vendored triton_kernels importable, torch answered as the release pins it, gpt-oss's activation and model type):
+# tests/golden/quant_weights/moe/triton_kernels/<release>.json (0.19.0, 0.29.0, 0.34.0; test_weights.py holds the
+# rule to them). 0.11.0 pins torch 2.8.0 (its wheel's Requires-Dist): StridedLayout; 0.11.2 pins 2.9.0 (0.11.1 is
+# not unpacked here: taken as 0.11.2). From 0.25.1 the checkpoint's scales are deleted (the fourth field 0) and the
+# swizzled copy, padded, is what the layer keeps.
+TRITON_MXFP4_PADDING_STRIDED = (64, 1, 4, 1, 1, 1, 1)  # 0.11.0 (torch 2.8.0: no swizzle)
+TRITON_MXFP4_PADDING_KEPT_SCALES = (64, 1, 4, 1, 1, 256, 2)  # 0.11.1-0.16, 0.22-0.24
+TRITON_MXFP4_PADDING_VALUES_PADDED = (64, 1, 4, 1, 64, 256, 2)  # 0.17-0.21
+TRITON_MXFP4_PADDING_SCALES_DELETED = (64, 1, 4, 0, 1, 256, 2)  # 0.25
+TRITON_MXFP4_PADDING = (64, 1, 4, 0, 1, 256, 4)  # 0.26+
 TRITON_KEEPS_SCALES_BEFORE = (0, 25)
+TRITON_SCALE_COLUMNS_TO_4_FROM = (0, 26)
+TRITON_VALUES_PADDED = ((0, 17), (0, 22))  # [from, before)
+TRITON_STRIDED_RELEASES = ("0.11.0",)
 # Releases whose Hopper (cc 9.0) MXFP4 MoE takes Marlin unless the triton_kernels package is installed:
 # get_mxfp4_backend (0.11.0 model_executor/layers/quantization/mxfp4.py:85-105) picks FlashInfer's SM90 BF16
 # kernel only with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16 set, else Marlin when VLLM_MXFP4_USE_MARLIN is set or
@@ -79,12 +102,22 @@ TRITON_KEEPS_SCALES_BEFORE = (0, 25)
 HOPPER_MARLIN_MXFP4_RELEASES = ("0.11.0", "0.11.1", "0.11.2")
 # From 0.12.0 the wheel vendors triton_kernels (vllm/third_party/triton_kernels in 0.12.0 ... 0.34.0) and
 # has_triton_kernels() accepts it (0.12.0 vllm/utils/import_utils.py:431-438): Hopper takes Triton in every
-# install. 0.12-0.18: get_mxfp4_backend (0.12.0 quantization/mxfp4.py:107-166, 0.18.1 :157-171), Marlin only
-# with VLLM_MXFP4_USE_MARLIN=1 (not modelled: kvplan reads no environment). 0.19+: select_mxfp4_moe_backend's
-# priority list (0.19.0 fused_moe/oracle/mxfp4.py:174-183: FLASHINFER_TRTLLM, CK, TRITON, ...; 0.34.0
-# :424-458) where TRITON's device check accepts (9, 0) <= cc < (11, 0) only (0.19.0
-# fused_moe/gpt_oss_triton_kernels_moe.py:555-564): Hopper gets Triton, cards below 9.0 fall to MARLIN;
-# VLLM_MXFP4_USE_MARLIN only steers the LoRA path there (0.19.0 oracle/mxfp4.py:217).
+# install. 0.12-0.18: get_mxfp4_backend (0.12.0 quantization/mxfp4.py:107-166, 0.18.1 :157-171). 0.19+:
+# select_mxfp4_moe_backend's priority list (0.19.0 fused_moe/oracle/mxfp4.py:174-183: FLASHINFER_TRTLLM, CK,
+# TRITON, ...; 0.34.0 :424-458) where TRITON's device check accepts (9, 0) <= cc < (11, 0) only (0.19.0
+# fused_moe/gpt_oss_triton_kernels_moe.py:555-564): Hopper gets Triton, cards below 9.0 fall to MARLIN.
+#
+# VLLM_MXFP4_USE_MARLIN=1 (``--env``; envs.py ``maybe_convert_bool``), where each release reads it:
+# * 0.10.1: Mxfp4MoEMethod._should_use_marlin returns it first (0.10.1 quantization/mxfp4.py:124-125): every card;
+# * 0.11.0: not read by the MoE method (no reference under model_executor/);
+# * 0.11.2 (0.11.1 taken as it): the fallback after the FlashInfer branches (0.11.2 quantization/mxfp4.py:134-142):
+#   Hopper (cards below 9.0 are Marlin already; 0.11's B200 is Marlin without FlashInfer);
+# * 0.12-0.18: the same fallback after the SM100 FlashInfer branch (0.12.0 :161, 0.18.1 :165): Hopper;
+# * 0.19-0.23: the explicit Marlin configuration before the priority list (0.19.0 oracle/mxfp4.py:336, 0.22.1
+#   :526): every card, B200 included;
+# * 0.24+: not read by the MoE oracle (no reference under model_executor/ in 0.24.0, 0.29.0, 0.34.0).
+MXFP4_MARLIN_ENV_EVERY_CARD = (("0.10.1", "0.10.1.1"), ((0, 19), (0, 24)))  # releases, [from, before)
+MXFP4_MARLIN_ENV_HOPPER = ((0, 11, 1), (0, 19))  # [from, before)
 
 
 # B200 (compute capability 10.0): FlashInfer's MXFP4 MoE with bf16 activations, in the padding-tuple form above
@@ -104,8 +137,32 @@ TRTLLM_SM100_MXFP4_PADDING = (128, 256, 4, 0)  # 0.27+
 TRTLLM_ALIGN_128_FROM = (0, 27)
 
 
+def _env_marlin(compute_capability: tuple[int, int], release: str) -> bool:
+    """Whether ``VLLM_MXFP4_USE_MARLIN=1`` moves this card's MXFP4 experts to Marlin in ``release``."""
+    key = version_key(release)
+    every, (lo, hi) = MXFP4_MARLIN_ENV_EVERY_CARD
+    if release in every or (key and lo <= key < hi):
+        return True
+    return bool(key) and MXFP4_MARLIN_ENV_HOPPER[0] <= key < MXFP4_MARLIN_ENV_HOPPER[1] and compute_capability == (9, 0)
+
+
 def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
-                      release: str = "") -> tuple[int, ...] | None:
+                      release: str = "", *, use_marlin: bool = False,
+                      triton_kernels: bool | None = None) -> tuple[int, ...] | None:
+    """The install-aware choice: ``use_marlin`` (``VLLM_MXFP4_USE_MARLIN=1``) gives Marlin's padding where the
+    release reads it on this card (``_env_marlin``); ``triton_kernels`` stated for 0.11 on Hopper picks Triton
+    (True) or Marlin (False); otherwise ``_default_padding`` (the release's choice on a pip install)."""
+    if platform == "cuda" and compute_capability is not None and use_marlin and _env_marlin(compute_capability,
+                                                                                           release):
+        return MARLIN_MXFP4_PADDING
+    if triton_kernels is not None and platform == "cuda" and compute_capability == (9, 0) and \
+            release in HOPPER_MARLIN_MXFP4_RELEASES:
+        return _triton_padding(release) if triton_kernels else MARLIN_MXFP4_PADDING
+    return _default_padding(compute_capability, platform, release)
+
+
+def _default_padding(compute_capability: tuple[int, int] | None, platform: str = "cuda",
+                     release: str = "") -> tuple[int, ...] | None:
     """The MXFP4 expert padding of the MoE backend vLLM picks by default on a card: Marlin below compute
     capability 9.0 on CUDA; in the 0.10.1 releases (``MARLIN_MXFP4_EXCEPT_SM100_RELEASES``) Marlin on every
     CUDA card but cc 10.0; on Hopper Marlin in 0.11 (``HOPPER_MARLIN_MXFP4_RELEASES``: no triton_kernels in a
@@ -130,14 +187,28 @@ def mxfp4_padding_for(compute_capability: tuple[int, int] | None, platform: str 
 
 def _triton_padding(release: str) -> tuple[int, ...]:
     key = version_key(release)
-    return TRITON_MXFP4_PADDING_KEPT_SCALES if key and key < TRITON_KEEPS_SCALES_BEFORE else TRITON_MXFP4_PADDING
+    if release in TRITON_STRIDED_RELEASES:
+        return TRITON_MXFP4_PADDING_STRIDED
+    if key and TRITON_VALUES_PADDED[0] <= key[:2] < TRITON_VALUES_PADDED[1]:
+        return TRITON_MXFP4_PADDING_VALUES_PADDED
+    if key and key < TRITON_KEEPS_SCALES_BEFORE:
+        return TRITON_MXFP4_PADDING_KEPT_SCALES
+    return TRITON_MXFP4_PADDING if not key or key >= TRITON_SCALE_COLUMNS_TO_4_FROM else \
+        TRITON_MXFP4_PADDING_SCALES_DELETED
 
 
 def mxfp4_other_padding_for(compute_capability: tuple[int, int] | None, platform: str = "cuda",
-                            release: str = "") -> tuple[int, ...] | None:
+                            release: str = "", *, use_marlin: bool = False,
+                            triton_kernels: bool | None = None) -> tuple[int, ...] | None:
     """The padding of the backend vLLM picks instead when an installed package the user did not state is
     present: Triton's on Hopper in 0.11 when triton_kernels is installed (``HOPPER_MARLIN_MXFP4_RELEASES``);
-    None where the choice does not depend on one."""
+    None where the choice does not depend on one, or the user stated it (``triton_kernels``, ``use_marlin``:
+    ``mxfp4_padding_for``)."""
+    if platform == "cuda" and compute_capability is not None and use_marlin and _env_marlin(compute_capability,
+                                                                                           release):
+        return None  # VLLM_MXFP4_USE_MARLIN=1 decided it
+    if triton_kernels is not None and compute_capability == (9, 0):
+        return None  # the user stated the package
     if platform == "cuda" and compute_capability == (9, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES:
         return _triton_padding(release)
     if platform == "cuda" and compute_capability == (10, 0) and release in HOPPER_MARLIN_MXFP4_RELEASES:
@@ -167,11 +238,12 @@ def padded_expert_shape(w: Weight, shape: tuple[int, ...], padding: tuple[int, i
 def _triton_after_loading_bytes(w: Weight, shape: tuple[int, ...], converted: bool, padding: tuple[int, ...]) -> int:
     """What the Triton MXFP4 path holds beyond the tensor as allocated (``TRITON_MXFP4_PADDING``): the
     expert biases widened to float32, the checkpoint's block scales kept beside their swizzled copy."""
-    _, _, bias_bytes, scale_copies = padding
+    _, _, bias_bytes, scale_copies, *aligns = (*padding, 1, 1, 1)[:7]  # FlashInfer's tuples: 4 fields
     if not converted:
         return math.prod(shape) * (bias_bytes - (dtype_size_bytes(w.dtype) if w.dtype else 2)) \
             if w.name.endswith("_bias") else 0
-    return scale_copies * math.prod(shape[:-1]) * cdiv(shape[-1], 32)
+    e, rows, k = shape
+    return e * triton_mxfp4_swizzle_extra(rows, k, *aligns) + scale_copies * math.prod(shape[:-1]) * cdiv(shape[-1], 32)
 
 
 @dataclass(frozen=True)
@@ -572,6 +644,19 @@ def widest_intermediate(inventory: Inventory, cfg: dict, tp: int, layers: set[in
     return widest
 
 
+def _with_model_buffers(mem: WeightMemory, weights: ModelInventory) -> WeightMemory:
+    """``mem`` with the buffers the model class registers beside the checkpoint's tensors
+    (``ModelInventory.buffers_bytes``: gpt-oss's float32 rotary cache) on every rank of every stage, in the
+    attention kind."""
+    nbytes, note = weights.buffers_bytes, weights.buffers_note
+    if not nbytes:
+        return mem
+    stages = tuple(replace(s, weight_bytes=s.weight_bytes + nbytes,
+                           bytes_by_kind={**s.bytes_by_kind, "attention": s.bytes_by_kind.get("attention", 0) + nbytes})
+                   for s in mem.stages)
+    return replace(mem, stages=stages, notes=mem.notes + (note,))
+
+
 def layout_weights(layout) -> ModelInventory:
     """The weights of ``layout``: what the model stage counted (``ModelLayout.inventory``), else (a layout built
     without a budget in view, as the library's ``build_model_layout`` does) the model layer's count of it."""
@@ -651,8 +736,13 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     elif where:
         mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}",
                       notes=mem.notes + ((where,) if where.startswith(DOWNLOAD_FAILED) else ()))
-    mem = with_rotary(mem, rotary_cache(layout.target.text_config, dtype_size_bytes(target.dtype),
-                                        version_key(release or "")))
+    # the rotary tables: a family whose model class registers its own (gpt-oss: float32, derived on the meta device,
+    # ModelInventory.buffers_bytes) counts those; every other RoPE decoder its get_rope tables in the model dtype
+    if weights.buffers_bytes:
+        mem = _with_model_buffers(mem, weights)
+    else:
+        mem = with_rotary(mem, rotary_cache(layout.target.text_config, dtype_size_bytes(target.dtype),
+                                            version_key(release or "")))
     if exact_params:
         counts = meta_param_counts(target.config, path=source.path if source is not None else "<config>")
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k not in ("mtp", "vision")))

@@ -256,7 +256,9 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         limit_mm_per_prompt=cast("dict | None", mm.get("limit_mm_per_prompt")),
         language_model_only=bool(mm.get("language_model_only")),
         lora=lora, enable_eplb=bool(knobs.get("enable_eplb")), num_redundant_experts=redundant,
-        rejection_sampler=layout.speculative_method is not None and _runner(layout, scheduler, serving, era) == "v1"))
+        rejection_sampler=layout.speculative_method is not None and _runner(layout, scheduler, serving, era) == "v1",
+        mxfp4_use_marlin=environment.mxfp4_use_marlin(serving.env, era),
+        triton_kernels=cast("bool | None", mm.get("triton_kernels"))))
 
 
 def _runner(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> str:

@@ -578,8 +578,23 @@ def main() -> None:
                          "allocates and keeps them, per card capability (scripts/golden/quant_weights.py)")
     ap.add_argument("--moe", action="store_true",
                     help="with --weights: quantized FusedMoE layers instead, into tests/golden/quant_weights/moe/")
+    ap.add_argument("--triton-kernels", action="store_true",
+                    help="with --weights --moe: MXFP4 experts at SM 9.0 with the release's vendored triton_kernels "
+                         "importable, into tests/golden/quant_weights/moe/triton_kernels/ (TRITON_KERNELS_RELEASES)")
+    ap.add_argument("--models", action="store_true",
+                    help="with --weights: whole models per tensor-parallel rank (WEIGHTS_MODELS at TP 1/2/4), into "
+                         "tests/golden/quant_weights/models/<release>/")
     args = ap.parse_args()
     if args.weights:
+        if args.models:
+            for release in args.releases or list(WEIGHTS_MODEL_RELEASES):
+                for path in make_model_weights(release):
+                    print(f"  {path.relative_to(REPO)}", file=sys.stderr)
+            return
+        if args.moe and args.triton_kernels:
+            for release in args.releases or list(TRITON_KERNELS_RELEASES):
+                print(f"  {make_weights(release, moe=True, triton_kernels=True).relative_to(REPO)}", file=sys.stderr)
+            return
         if args.moe:
             for release in args.releases or list(WEIGHTS_RELEASES):
                 print(f"  {make_weights(release, only=args.only, moe=True).relative_to(REPO)}", file=sys.stderr)
@@ -1089,24 +1104,66 @@ WEIGHTS_RELEASES = ("0.11.0", "0.19.0", "0.34.0")
 WEIGHTS_CAPABILITIES = ("7.5", "8.0", "8.9", "9.0", "10.0", "12.0")
 
 
-def make_weights(release: str, only: str | None = None, moe: bool = False) -> Path:
-    """``tests/golden/quant_weights/<release>.json`` (issue 34): ``quant_weights.py`` in the release's environment
-    once per capability of ``WEIGHTS_CAPABILITIES``. Releases from 0.24 run on ``ARCH_BASE`` (transformers 5 with
-    compressed-tensors, which their quantization registry imports), older ones on ``RELEASE_BASE``."""
+# releases whose wheel vendors triton_kernels (vllm/third_party/triton_kernels, 0.12.0+) and whose MXFP4 MoE takes
+# the Triton backend on Hopper: the swizzled layouts' padding (kvplan.budget.weights.mxfp4_padding_for)
+TRITON_KERNELS_RELEASES = ("0.19.0", "0.29.0", "0.34.0")
+
+
+# whole models per tensor-parallel rank (quant_weights.py --model-config): the parts kvplan counts beside the experts
+WEIGHTS_MODELS = ("openai/gpt-oss-20b", "openai/gpt-oss-120b")
+WEIGHTS_MODEL_RELEASES = ("0.19.0",)
+WEIGHTS_MODEL_TP = "1,2,4"
+
+
+def _weights_python(release: str) -> tuple[Path, dict]:
+    """The interpreter and environment ``quant_weights.py`` runs in for ``release``: releases from 0.24 on
+    ``ARCH_BASE`` (transformers 5 with compressed-tensors, which their quantization registry imports), older ones on
+    ``RELEASE_BASE``."""
     found = release_python(release)
     if found is None:
         raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
     py, env = found
     if tuple(int(x) for x in release.split(".")[:2]) >= (0, 24) and (ARCH_BASE / "bin" / "python").exists():
         py = ARCH_BASE / "bin" / "python"
+    return py, env
+
+
+def make_model_weights(release: str) -> list[Path]:
+    """``tests/golden/quant_weights/models/<release>/<model>.json``: every parameter and buffer of one rank of
+    each ``WEIGHTS_MODELS`` at TP 1, 2 and 4, as the release constructs the model class (meta device)."""
+    py, env = _weights_python(release)
+    out_paths = []
+    for model in WEIGHTS_MODELS:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "out.json"
+            cmd = [str(py), str(WEIGHTS_RUNNER), str(out), "--capability", "9.0", "--model-config",
+                   str(REPO / "configs" / model / "config.json"), "--tp", WEIGHTS_MODEL_TP]
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False, env=env)
+            if proc.returncode != 0 or not out.exists():
+                raise SystemExit(f"quant_weights.py --model-config failed for vllm {release}, {model}:\n"
+                                 f"{proc.stderr[-3000:]}")
+            doc = json.loads(out.read_text())
+        path = WEIGHTS_DIR / "models" / release / f"{model.split('/')[-1]}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc["model"] = model
+        path.write_text(without_machine_paths(json.dumps(doc, sort_keys=True, separators=(",", ":")), release) + "\n")
+        out_paths.append(path)
+    return out_paths
+
+
+def make_weights(release: str, only: str | None = None, moe: bool = False, triton_kernels: bool = False) -> Path:
+    """``tests/golden/quant_weights/<release>.json`` (issue 34): ``quant_weights.py`` in the release's environment
+    once per capability of ``WEIGHTS_CAPABILITIES``. Releases from 0.24 run on ``ARCH_BASE`` (transformers 5 with
+    compressed-tensors, which their quantization registry imports), older ones on ``RELEASE_BASE``."""
+    py, env = _weights_python(release)
     by_cc: dict[str, list] = {}
     schemes: dict = {}
     version = release
-    for cc in WEIGHTS_CAPABILITIES:
+    for cc in ("9.0",) if triton_kernels else WEIGHTS_CAPABILITIES:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "out.json"
             cmd = [str(py), str(WEIGHTS_RUNNER), str(out), "--capability", cc] + (["--only", only] if only else []) + (
-                ["--moe"] if moe else [])
+                ["--moe"] if moe else []) + (["--triton-kernels"] if triton_kernels else [])
             proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False, env=env)
             if proc.returncode != 0 or not out.exists():
                 raise SystemExit(f"quant_weights.py failed for vllm {release} at {cc}:\n{proc.stderr[-3000:]}")
@@ -1119,7 +1176,7 @@ def make_weights(release: str, only: str | None = None, moe: bool = False) -> Pa
             print(f"  {release} {cc} {c['case']}: {c.get('kernel') or c.get('linear_method')} "
                   f"{c.get('created_bytes')} -> {c.get('kept_bytes')} {c.get('error') or c.get('kept_error') or ''}"[:220],
                   file=sys.stderr)
-    folder = WEIGHTS_DIR / "moe" if moe else WEIGHTS_DIR
+    folder = WEIGHTS_DIR / "moe" / "triton_kernels" if triton_kernels else WEIGHTS_DIR / "moe" if moe else WEIGHTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{release}.json"
     text = json.dumps({"vllm_version": version, "schemes": schemes, "by_capability": by_cc}, sort_keys=True,

@@ -66,6 +66,7 @@ import os
 import re
 import sys
 import traceback
+import types
 from pathlib import Path
 
 # The quantization configs (the keys vLLM reads; the values of the public checkpoints each case names).
@@ -287,9 +288,10 @@ def dist():
     return vc
 
 
-def served_method(cfg: dict) -> str:
+def served_method(cfg: dict, hf_config=None) -> str:
     """The method ``ModelConfig._verify_quantization`` settles on: the first registered method whose
-    ``override_quantization_method`` claims the checkpoint's config, else the config's own."""
+    ``override_quantization_method`` claims the checkpoint's config, else the config's own (``hf_config``: the
+    model's config where a method asks for it: 0.34's GptOssMxfp4Config claims ``mxfp4`` for model_type gpt_oss)."""
     from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS, get_quantization_config
 
     own = str(cfg["quant_method"]).lower()
@@ -309,12 +311,15 @@ def served_method(cfg: dict) -> str:
             Q = get_quantization_config(name)
         except Exception:  # noqa: BLE001 - a method that does not import here
             continue
-        try:
-            got = Q.override_quantization_method(dict(cfg), None)
-        except TypeError:
-            got = Q.override_quantization_method(dict(cfg), None, None)
-        except Exception:  # noqa: BLE001
-            got = None
+        got = None
+        for extra in (([hf_config],) if hf_config is not None else ()) + ([], [None]):
+            try:
+                got = Q.override_quantization_method(dict(cfg), None, *extra)
+                break
+            except TypeError:  # the release's signature takes fewer / more arguments
+                continue
+            except Exception:  # noqa: BLE001
+                break
         if got:
             return got
     return {"modelopt": "modelopt_fp4" if "FP4" in str((cfg.get("quantization") or {}).get("quant_algo")) else
@@ -330,6 +335,14 @@ def kernel_of(*holders) -> str | None:
             if name.endswith("Kernel"):
                 return name
     return None
+
+
+def as_torch(t):
+    """A tensor as torch holds it: a ``triton_kernels.tensor.Tensor`` (the swizzled MXFP4 weights and scales of the
+    Triton MoE backend, 0.11+) is the torch tensor of its storage (``Tensor.storage.data``, the bytes it keeps);
+    anything else unchanged."""
+    data = getattr(getattr(t, "storage", None), "data", None)
+    return data if type(t).__module__.split(".")[0] in ("triton_kernels", "vllm") and data is not None else t
 
 
 def tensors(layer, deep: bool = False) -> dict:
@@ -353,6 +366,7 @@ def tensors(layer, deep: bool = False) -> dict:
         if t is not None:
             add(n, t)
     for n, t in vars(layer).items():
+        t = as_torch(t)
         if isinstance(t, torch.Tensor) and n not in out and not n.startswith("_"):
             add(n, t)
     return out
@@ -399,6 +413,7 @@ def _held_tensors(obj, label: str, out: dict, seen: set, deep: bool, depth: int 
         return
     seen.add(id(obj))
     for n, t in vars(obj).items():
+        t = as_torch(t)
         if isinstance(t, torch.Tensor):
             if deep and t.numel() and _counted(t, out.get("", ())):
                 continue  # the layer's own tensor (a MoE quant config's view of a scale): counted once
@@ -406,7 +421,7 @@ def _held_tensors(obj, label: str, out: dict, seen: set, deep: bool, depth: int 
             if deep and t.numel():
                 out.setdefault("", []).append(t)
         elif (type(t).__name__.endswith("Kernel") and depth == 0) or (
-                deep and type(t).__module__.startswith("vllm") and not isinstance(t, type)):
+                deep and type(t).__module__.split(".")[0] in ("vllm", "triton_kernels") and not isinstance(t, type)):
             _held_tensors(t, type(t).__name__ if not deep else f"{label}.{n}", out, seen, deep, depth + 1)
 
 
@@ -456,7 +471,8 @@ def _load_and_keep(rec: dict, layer, qm, scheme, vc, deep: bool = False) -> dict
             qm.process_weights_after_loading(layer)
         bad = [n for n, t in list(layer.named_parameters(recurse=False)) if not isinstance(t, torch.Tensor)]
         if deep:  # a tensor the loader filled, replaced by what an inert FlashInfer name returned
-            bad += [n for n in rec["created"] if not isinstance(getattr(layer, n, None), (torch.Tensor, type(None)))]
+            bad += [n for n in rec["created"] if not isinstance(as_torch(getattr(layer, n, None)),
+                                                                (torch.Tensor, type(None)))]
             inert = [n for n, v in vars(layer).items() if type(type(v)).__name__ == "_CudaOnlyName"
                      or type(v).__name__ == "_CudaOnlyName"]
             if bad or inert:
@@ -532,7 +548,8 @@ def run_moe_case(name: str, cfg: dict, e: int, h: int, i: int, dtype: str, vc) -
            "intermediate": i, "params_dtype": dtype}
     prefix = f"model.layers.{len(vc.compilation_config.static_forward_context)}.mlp.experts"
     try:
-        method = served_method(cfg)
+        gpt_oss = name == "mxfp4" and TRITON_KERNELS_RUN  # gpt-oss's own config (model_type gpt_oss)
+        method = served_method(cfg, types.SimpleNamespace(model_type="gpt_oss") if gpt_oss else None)
         rec["method"] = method
         Q = get_quantization_config(method)
         qc = Q() if cfg.get("online") else Q.from_config(dict(cfg))
@@ -541,6 +558,10 @@ def run_moe_case(name: str, cfg: dict, e: int, h: int, i: int, dtype: str, vc) -
         args = {"num_experts": e, "top_k": 2, "hidden_size": h, "intermediate_size": i,
                 "params_dtype": getattr(torch, dtype), "reduce_results": True, "renormalize": True,
                 "quant_config": qc, "tp_size": 1, "prefix": prefix, "has_bias": name == "mxfp4"}
+        if name == "mxfp4" and TRITON_KERNELS_RUN:
+            # gpt-oss's experts (models/gpt_oss.py: ``FusedMoE(..., activation="swigluoai")``): the Triton experts
+            # support that activation only (gpt_oss_triton_kernels_moe.py ``_supports_activation``)
+            args["activation"] = "swigluoai"
         takes = inspect.signature(make).parameters
         with set_current_vllm_config(vc), torch.device("cpu"):
             layer = make(**{k: v for k, v in args.items() if k in takes})
@@ -551,6 +572,104 @@ def run_moe_case(name: str, cfg: dict, e: int, h: int, i: int, dtype: str, vc) -
     return _load_and_keep(rec, layer, layer.quant_method, None, vc, deep=True)
 
 
+# --triton-kernels: gpt-oss-20b's experts per rank at TP 1, 2 and 4 (intermediate 2880 / tp), the shapes whose
+# padding the Triton MXFP4 swizzle decides
+TRITON_MXFP4_SHAPES = ((8, 2880, 2880), (8, 2880, 1440), (8, 2880, 720))
+TRITON_KERNELS_RUN = False  # set by --triton-kernels
+
+
+def triton_kernels_on_cpu(cc: tuple[int, int]) -> str:
+    """Let the triton_kernels package an install holds (0.12+: the wheel's vllm/third_party/triton_kernels) run its
+    layout code here: Triton's active driver answers the card's target (``GPUTarget("cuda", cc, 32)``: what
+    ``triton_kernels.target_info.cuda_capability_geq`` asks; any other driver call fails the case), and vLLM's
+    ``is_torch_equal_or_newer`` answers for the torch the release pins (its ``Requires-Dist: torch==``: the Hopper
+    swizzle needs torch >= 2.8.1, mxfp4_utils.py ``_swizzle_mxfp4``) instead of this environment's. Returns that
+    torch version. The swizzles themselves (``HopperMXValueLayout`` / ``HopperMXScaleLayout.swizzle_data``) are
+    plain PyTorch and run as written."""
+    import importlib.metadata as md
+
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+
+    class CardDriver:
+        def get_current_target(self):
+            return GPUTarget("cuda", cc[0] * 10 + cc[1], 32)
+
+        def __getattr__(self, name):
+            raise RuntimeError(f"triton driver.{name} needs a GPU (not run here)")
+
+    driver.set_active(CardDriver())
+    pin = next((r.split("==")[1].split(";")[0].strip() for r in md.requires("vllm") or ()
+                if re.match(r"torch\s*==", r)), "")
+    if not pin:
+        return ""
+    from packaging.version import Version
+
+    def newer(target: str) -> bool:
+        return Version(pin) >= Version(target)
+
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "__name__", "").startswith("vllm") and hasattr(mod, "is_torch_equal_or_newer"):
+            mod.is_torch_equal_or_newer = newer
+    return pin
+
+
+def run_model_case(config_path: Path, tp: int) -> dict:
+    """One tensor-parallel rank of a whole model as the release builds it (``--model-config``): vLLM's
+    ``EngineArgs(...).create_engine_config()`` on the checkpoint's config.json, the model class constructed on the
+    meta device (``arch_runner``'s construction), with the tensor-parallel world size answered ``tp`` and the rank 0
+    by every ``get_tensor_model_parallel_world_size`` / ``_rank`` vLLM's modules hold (one process stands for rank
+    0 of ``tp``); every parameter and buffer ``[shape, dtype, bytes]``. The checkpoint's ``quantization_config`` is
+    dropped: the MoE experts are recorded unquantized (their kept bytes are the ``--moe`` goldens'); the other
+    layers are the ones a quantized checkpoint keeps unquantized (gpt-oss: ``modules_to_not_convert``)."""
+    import inspect
+    import tempfile
+
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kvplan" / "verify"))
+    import arch_runner as AR
+
+    # arch_runner's unquantized-MoE stub answers 0.29+'s signature (moe_config) -> (backend, experts class); 0.19's
+    # select_unquantized_moe_backend(moe_config, use_ep, use_dp) returns the backend alone: the experts' kernel does
+    # not change their parameters
+    from vllm.model_executor.layers.fused_moe import unquantized_fused_moe_method as UFM
+    from vllm.model_executor.layers.fused_moe.oracle import unquantized as UQ
+
+    if "use_ep=" in inspect.getsource(UFM.UnquantizedFusedMoEMethod.__init__):
+        UQ.select_unquantized_moe_backend = UFM.select_unquantized_moe_backend = \
+            lambda *a, **k: UQ.UnquantizedMoeBackend.TRITON
+    cfg = json.loads(config_path.read_text())
+    cfg.pop("quantization_config", None)
+    rec = {"model": config_path.parent.name, "tp": tp}
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "config.json").write_text(json.dumps(cfg))
+        # enforce_eager: no torch.compile wrapper (its passes import compiled ops); the parameters do not change
+        vc = EngineArgs(model=d, skip_tokenizer_init=True, dtype="bfloat16", enforce_eager=True).create_engine_config()
+        vc.device_config.device = torch.device("meta")
+        AR._dist(vc)
+        for mod in list(sys.modules.values()):
+            if getattr(mod, "__name__", "").startswith("vllm"):
+                if hasattr(mod, "get_tensor_model_parallel_world_size"):
+                    mod.get_tensor_model_parallel_world_size = lambda: tp
+                if hasattr(mod, "get_tensor_model_parallel_rank"):
+                    mod.get_tensor_model_parallel_rank = lambda: 0
+        cls, _ = ModelRegistry.resolve_model_cls(vc.model_config.architectures, model_config=vc.model_config)
+        rec["model_class"] = f"{cls.__module__}.{cls.__name__}"
+        # the loader constructs under the model's dtype (model_loader/base_loader.py load_model:
+        # set_default_torch_dtype(model_config.dtype)), then process_weights_after_loading (below)
+        from vllm.utils.torch_utils import set_default_torch_dtype
+
+        with set_current_vllm_config(vc), set_default_torch_dtype(vc.model_config.dtype), AR._meta_device():
+            model = cls(vllm_config=vc, prefix="")
+    rec["tensors"] = {n: [list(t.shape), str(t.dtype).replace("torch.", ""), t.numel() * t.element_size()]
+                      for n, t in list(model.named_parameters()) + list(model.named_buffers())}
+    return rec
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", type=Path)
@@ -558,12 +677,19 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--only", default=None, help="schemes whose name contains this")
     ap.add_argument("--moe", action="store_true", help="FusedMoE layers (MOE_SCHEMES x MOE_SHAPES) instead of linears")
+    ap.add_argument("--model-config", type=Path, default=None,
+                    help="a checkpoint's config.json: the whole model per tensor-parallel rank (run_model_case)")
+    ap.add_argument("--tp", default="1", help="with --model-config: tensor-parallel sizes, comma-separated")
+    ap.add_argument("--triton-kernels", action="store_true",
+                    help="with --moe: MXFP4 experts with the triton_kernels package importable (triton_kernels_on_cpu), "
+                         "at TRITON_MXFP4_SHAPES")
     a = ap.parse_args(argv)
     cc = tuple(int(x) for x in a.capability.split("."))
     import logging
 
     logging.disable(logging.WARNING)
-    install_compiled_fakes()
+    if a.model_config is None:  # the whole-model build imports vLLM as arch_runner does (compiled ops absent)
+        install_compiled_fakes()
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kvplan" / "verify"))
     import arch_runner as AR
 
@@ -593,13 +719,21 @@ def main(argv=None) -> int:
     except Exception:  # noqa: BLE001 - a release without it
         pass
 
+    global TRITON_KERNELS_RUN
+    TRITON_KERNELS_RUN = a.triton_kernels
+    if a.model_config is not None:
+        doc = {"vllm_version": getattr(vllm, "__version__", "?"), "capability": list(cc),
+               "cases": [run_model_case(a.model_config, int(t)) for t in a.tp.split(",")]}
+        a.out.write_text(json.dumps(doc, sort_keys=True, indent=None, separators=(",", ":")) + "\n")
+        return 0
+    torch_pin = triton_kernels_on_cpu(cc) if a.triton_kernels else None
     vc = dist()
     cases = []
     for name, cfg in (MOE_SCHEMES if a.moe else SCHEMES).items():
-        if a.only and a.only not in name:
+        if a.only and a.only not in name or (a.triton_kernels and name != "mxfp4"):
             continue
         if a.moe:
-            for e, h, i in MOE_SHAPES:
+            for e, h, i in (TRITON_MXFP4_SHAPES if a.triton_kernels else MOE_SHAPES):
                 cases.append(run_moe_case(name, cfg, e, h, i, a.dtype, vc))
                 c = cases[-1]
                 print(f"  {c['case']}: {c.get('method')} {c.get('linear_method')} {c.get('kernel')} "
@@ -614,6 +748,8 @@ def main(argv=None) -> int:
                   file=sys.stderr)
     doc = {"vllm_version": getattr(vllm, "__version__", "?"), "capability": list(cc), "params_dtype": a.dtype,
            "setup_skipped": list(AR.SETUP_SKIPPED), "cases": cases}
+    if torch_pin is not None:
+        doc["triton_kernels"] = {"torch_pin": torch_pin}
     a.out.write_text(json.dumps(doc, sort_keys=True, indent=None, separators=(",", ":")) + "\n")
     return 0
 

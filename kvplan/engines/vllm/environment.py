@@ -2,10 +2,12 @@
 how kvplan applies them (``--env VAR=VALUE``, a deployments entry's ``env:`` mapping, and
 the same names in kvplan's own process environment; a value given explicitly wins).
 
-Read in the wheels' ``vllm/envs.py`` (``environment_variables``) of vLLM 0.18.0, 0.33.0
+Read in the wheels' ``vllm/envs.py`` (``environment_variables``) of vLLM 0.18.0, 0.23.0, 0.33.0
 and 0.34.0; ``env_names.py`` lists every name each of those releases reads
 (``scripts/golden/env_names.py``). A release between two checked ones is taken to read
-what the next checked release reads (0.10.1-0.18.0 → 0.18.0, 0.18.1-0.33.0 → 0.33.0).
+what the next checked release reads (0.10.1-0.18.0 → 0.18.0, 0.18.1-0.23.0 → 0.23.0,
+0.23.1-0.33.0 → 0.33.0; 0.23.0 is checked for VLLM_MXFP4_USE_MARLIN, which 0.19-0.23 read
+and 0.24 dropped).
 
 ==============================================  ===============================================
 variable (vLLM's parse, default)                 what kvplan does with it
@@ -29,6 +31,10 @@ VLLM_MLA_DISABLE (``bool(int(v))``, 0)           1 on an MLA model is refused: v
 VLLM_USE_SIMPLE_KV_OFFLOAD (``bool(int(v))``, 0) 1: ``--kv-offloading-backend native`` installs
                                                  SimpleCPUOffloadConnector instead of the
                                                  OffloadingConnector (``config/vllm.py``)
+VLLM_MXFP4_USE_MARLIN (``bool(int(v))``, unset)  1: MXFP4 MoE experts on the Marlin backend (its
+                                                 padded layout) where the release reads it
+                                                 (``weights.mxfp4_padding_for``); 0 and unset:
+                                                 the release's own choice
 ==============================================  ===============================================
 
 Names that do not start with ``VLLM_`` are ignored (``CUDA_VISIBLE_DEVICES=0 vllm serve …``).
@@ -56,6 +62,7 @@ V2_RUNNER = "VLLM_USE_V2_MODEL_RUNNER"
 CUDAGRAPH_PROFILE = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 MLA_DISABLE = "VLLM_MLA_DISABLE"
 SIMPLE_KV_OFFLOAD = "VLLM_USE_SIMPLE_KV_OFFLOAD"
+MXFP4_MARLIN = "VLLM_MXFP4_USE_MARLIN"
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,7 @@ APPLIED: dict[str, EnvVar] = {v.name: v for v in (
     EnvVar(CUDAGRAPH_PROFILE, "int_bool", "whether the memory profile subtracts CUDA-graph memory"),
     EnvVar(MLA_DISABLE, "int_bool", "1: MLA models cache full K/V per head (not modelled: refused)"),
     EnvVar(SIMPLE_KV_OFFLOAD, "int_bool", "1: --kv-offloading-backend native installs SimpleCPUOffloadConnector"),
+    EnvVar(MXFP4_MARLIN, "int_bool", "1: MXFP4 MoE experts on the Marlin backend where the release reads it"),
 )}
 
 
@@ -145,6 +153,12 @@ def cudagraph_memory_in_profile(env, era) -> bool | None:
 
 def simple_kv_offload(env, era) -> bool:
     return bool(flag(env, era, SIMPLE_KV_OFFLOAD))
+
+
+def mxfp4_use_marlin(env, era) -> bool:
+    """``VLLM_MXFP4_USE_MARLIN=1`` as the release reads it (``maybe_convert_bool``: ``bool(int(v))``); which cards
+    it moves to Marlin is the release's MXFP4 oracle's (``kvplan.budget.weights.mxfp4_padding_for``)."""
+    return bool(flag(env, era, MXFP4_MARLIN))
 
 
 def pp_layer_partition(env, era) -> str | None:
