@@ -81,4 +81,7 @@ class BudgetRequest:
     # the dummy sampler run ends with a rejection-sampler pass: a speculative config on the V1 model runner
     # (kvplan.budget.drafter)
     rejection_sampler: bool = False
+    # the model runner vLLM ends up with ("v1" / "v2": the engine's runner decision, kvplan.engines.vllm.runner):
+    # whose dummy sampler run the profile sees (kvplan.budget.profile.sampler_row; 0.34+ has the V2 runner only)
+    model_runner: str = "v1"
 
