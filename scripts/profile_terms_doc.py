@@ -44,9 +44,14 @@ def spans(releases: list[str]) -> str:
 
 def markdown() -> str:
     groups = _calibration().get("non_torch", {})
-    rows = {r: profile.term_bases(r, cudagraph_counted=bool(get_era(f"vllm=={r}").cudagraph_memory_in_profile),
-                                  calibrated_groups=groups) for r in VERSIONS}
-    terms = [t["term"] for t in rows[VERSIONS[-1]]]
+    rows = {r: profile.term_bases(r, cudagraph_counted=bool((era := get_era(f"vllm=={r}")).cudagraph_memory_in_profile),
+                                  calibrated_groups=groups,
+                                  v2_cudagraph_counted=bool(era.cudagraph_memory_in_profile
+                                                            and era.v2_runner_estimates_cudagraphs))
+            for r in VERSIONS}
+    # every release's terms, in the order of the release with the most (the V2 runner's rows beside V1's)
+    widest = max(VERSIONS, key=lambda r: len(rows[r]))
+    terms = list(dict.fromkeys([t["term"] for t in rows[widest]] + [t["term"] for r in VERSIONS for t in rows[r]]))
     lines = [
         "# The profile run's terms, release by release",
         "",

@@ -111,10 +111,15 @@ def test_the_profile_terms_carry_their_basis_and_source():
     assert "no checkpoint metadata: none bundled: no genuine" in terms["weights"]["source"] and "0.19.0" in terms["cudagraph"]["source"]
     assert b["requested_memory_bytes"] - sum(t["bytes"] or 0 for t in b["profile_terms"]) == b["kv_cache_memory_bytes"]
     assert b["weights_basis"].startswith("kvplan's formula estimate: ")
-    over = simulate("Qwen/Qwen3-8B", gpu="A100-40GB", policy="vllm==0.27.1", activation_memory="1GiB")["budget"]
+    # on the V1 runner 0.27.1's profile subtracts the CUDA-graph estimate; a dense model's default there is the V2
+    # runner, whose profile_cudagraph_memory returns 0 up to 0.28 (eras.py v2_runner_estimates_cudagraphs)
+    over = simulate("Qwen/Qwen3-8B", gpu="A100-40GB", policy="vllm==0.27.1", activation_memory="1GiB",
+                    model_runner="v1")["budget"]
     kinds = {t["term"]: t["basis"] for t in over["profile_terms"]}
     assert kinds["activation"] == "override" and kinds["cudagraph"] == "kvplan's estimate"
     assert "encoder_cache" not in kinds
+    v2 = simulate("Qwen/Qwen3-8B", gpu="A100-40GB", policy="vllm==0.27.1", activation_memory="1GiB")["budget"]
+    assert {t["term"]: t["basis"] for t in v2["profile_terms"]}["cudagraph"] == "not counted"
 
 
 def test_the_checkpoint_bundle_names_every_catalog_model():
@@ -226,13 +231,16 @@ def test_the_calibration_reads_the_calibration_half_only():
 
 
 def test_the_cuda_graph_term_says_how_it_was_calibrated():
-    """A release that subtracts the graphs (0.27.1): the term is calibrated, its source names the graphs (102 at
-    vLLM's defaults), the per-graph fit and the start-ups behind it; 0.19.0 does not count them in the profile
-    and says where they go (the 1 − utilization headroom, checked at the band's pessimistic end)."""
+    """A release that subtracts the graphs (0.27.1 on the V1 runner): the term is calibrated, its source names the
+    graphs (102 at vLLM's defaults), the per-graph fit and the start-ups behind it; 0.19.0 does not count them in the
+    profile, nor does 0.27.1's V2 runner (Qwen3-8B's default there: its profile_cudagraph_memory returns 0), and says
+    where they go (the 1 − utilization headroom, checked at the band's pessimistic end)."""
     from kvplan.api import simulate
 
-    for release, derivation in (("0.27.1", "calibrated"), ("0.19.0", "not counted")):
-        b = simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy=f"vllm=={release}")["budget"]
+    for release, runner, derivation in (("0.27.1", "v1", "calibrated"), ("0.19.0", None, "not counted"),
+                                        ("0.27.1", None, "not counted")):
+        b = simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy=f"vllm=={release}",
+                     **({"model_runner": runner} if runner else {}))["budget"]
         t = next(t for t in b["profile_terms"] if t["term"] == "cudagraph")
         assert t["derivation"] == derivation and "102 graphs × (" in t["source"]
         assert "calibrated on" in t["source"] and "start-ups" in t["source"]

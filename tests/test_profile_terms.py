@@ -489,3 +489,99 @@ def test_collective_buffers_cited_per_release():
         assert "init_worker_distributed_environment" in worker[at - 1] and "MemorySnapshot" in worker[snap - 1]
         assert all("create_shared_buffer" in lines(comm + "custom_all_reduce.py")[int(x) - 1]
                    for x in ipc.split(", ")), release
+
+
+# The V2 model runner's _dummy_sampler_run (vllm/v1/worker/gpu/model_runner.py), run by profile_terms.py --runner-v2
+# beside the V1 runner's in the releases that have both (the golden's "v2"; the V1 variants as recorded before):
+# release -> bytes per logit at vocabulary 151,936. The bf16 logits are 2 B; 0.19.0-0.25.1 copy them to fp32 in
+# apply_sampling_params whatever the batch asks (4 B more: 0.19.0 sample/sampler.py line 115, 0.22.1 line 133,
+# 0.25.1 line 157; measured 6.016 in 0.19-0.21, 6.012 from 0.22: about 600 B less per request, not per logit);
+# 0.26.0 keeps the model dtype and clones only for raw logprobs (line 162-168), 0.27.1 and later copy only when a
+# request needs processing (0.27.1 line 155, 0.28.0 line 192), which the default dummy batch does not: 2 B. 0.33.0's
+# _dummy_sampler_run adds the warmup-parameter pass (model_runner.py line 1010: SamplingParams.for_sampler_warmup(),
+# top-k/top-p on FlashInfer's sampling call, the fp32 pipeline): 10.127 B, as 0.34.0's 10.128 (test_v2_sampler_of_0_34_0).
+GUMBEL, FLASHINFER = "V2 Sampler: gumbel_sample", "V2 Sampler: flashinfer_sample"
+V2_SAMPLER_BYTES_PER_LOGIT = {**{r: (6.016, GUMBEL) for r in ("0.19.0", "0.19.1", "0.20.0", "0.20.2", "0.21.0")},
+                              **{r: (6.012, GUMBEL) for r in ("0.22.1", "0.23.0", "0.24.0", "0.25.1")},
+                              **{r: (2.012, GUMBEL) for r in ("0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0",
+                                                              "0.31.0", "0.32.0")},
+                              "0.33.0": (10.127, FLASHINFER)}
+
+
+@pytest.mark.parametrize("release,expected", sorted(V2_SAMPLER_BYTES_PER_LOGIT.items()))
+def test_v2_runner_sampler_goldens(release, expected):
+    """Each release's V2 runner golden: run on the V2 runner (Gumbel-max or FlashInfer sampling: nothing sorted, no
+    CUDA workspace), its CPU and CUDA figures equal, and the table's ``v2`` row is that golden's; the V1 row is
+    untouched (the Triton top-k/top-p path's 14.001 B per logit in these releases)."""
+    per_logit, path = expected
+    g = json.loads((GOLDENS / f"{release}.json").read_text())
+    v = g["v2"]["flashinfer" if g["flashinfer_required"] else "no_flashinfer"]
+    assert v["derived"] and v["runner"] == "V2 GPUModelRunner" and v["topk_topp_path"] == path
+    assert v["cuda_workspace_ops"] == {} and bool(v["flashinfer_sampling_calls"]) is (path == FLASHINFER)
+    at = v["sampler"][0]
+    assert at["vocab_size"] == 151936 and round(at["bytes_per_logit"], 3) == per_logit
+    assert round(at["cuda"]["bytes_per_logit"], 3) == per_logit
+    row = profile._table()[release]
+    assert row["runner"] == "v1" and row["bytes_per_logit"] == 14.001
+    assert row["v2"]["runner"] == "v2" and row["v2"]["basis"] == "derived" and row["v2"]["from"] == release
+    assert row["v2"]["bytes_per_logit"] == per_logit
+    # FlashInfer's own masked logits and softmax (2 fp32 copies) at the high end where its sampling call ran
+    assert row["v2"]["bytes_per_logit_high"] == round(per_logit + (8 if path == FLASHINFER else 0), 3)
+
+
+def test_budget_takes_the_runner_the_engine_picks():
+    """Qwen3-32B (dense, vocab 151,936) on an H100 with vLLM 0.27.1: the release's by-model rule gives a dense model
+    the V2 runner (kvplan.engines.vllm.runner.v2_by_model), so the sampler pass is the V2 golden's
+    1,024 × 151,936 × 2.012 + 8 = 313,031,926 B; ``--model-runner v1`` takes the V1 golden's 14.001 B per logit
+    + 132 × 151,936 × 4 + 1,600 (2,258,533,886 B). The V2 runner's profile_cudagraph_memory returns 0 up to 0.28 (model_runner.py 0.27.1 line
+    749), so the graphs are not subtracted on V2 and are on V1."""
+    reqs, vocab = 1024, 151936
+    v2 = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.27.1", max_model_len=32768)["budget"]
+    v1 = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.27.1", max_model_len=32768,
+                  model_runner="v1")["budget"]
+    # V1: + the Triton top-k/top-p wrapper's fp32 row per SM (132 on the assumed H100) and its fixed tables
+    r1 = profile._table()["0.27.1"]
+    assert (r1["sm_row_bytes_per_vocab"], r1["fixed_bytes"]) == (4.0, 1600)
+    assert round(reqs * vocab * 2.012) + 8 == 313_031_926
+    assert round(reqs * vocab * 14.001 + 132 * vocab * 4) + 1600 == 2_258_533_886
+    act2 = next(t for t in v2["profile_terms"] if t["term"] == "activation")
+    act1 = next(t for t in v1["profile_terms"] if t["term"] == "activation")
+    assert "the sampler pass 313,031,926 B" in act2["source"] and "V2 model runner's" in act2["source"]
+    assert "the sampler pass 2,258,533,886 B" in act1["source"] and "V2 model runner" not in act1["source"]
+    # V1: the sampler (+ the forward's 8,192 × 5,120 bf16 hidden states) dominates the forward's rule
+    assert v1["activation_peak_bytes"] == 2_258_533_886 + 8192 * 5120 * 2 + ACTIVATION_WORKSPACE_BYTES
+    cg2 = next(t for t in v2["profile_terms"] if t["term"] == "cudagraph")
+    cg1 = next(t for t in v1["profile_terms"] if t["term"] == "cudagraph")
+    assert cg2["bytes"] == 0 and cg2["derivation"] == "not counted" and cg1["bytes"] > 0
+    # 0.19.1's V1 default is unchanged: no V2 row is read
+    s = sampler_terms(get_era("vllm==0.19.1"), reqs, vocab)
+    assert s["value"] == 2_258_533_886 and "V2" not in s["source"]
+
+
+def test_v2_sampler_row_where_none_was_run():
+    """A release with no V2 golden of its own takes the newest one before it, assumed (0.25.0 ← 0.24.0); the V2
+    row of 0.34.0 (V2 only) is the release's own row; a V1-only era asked for V2 keeps the V1 figure, assumed."""
+    row, basis, src = profile.sampler_row("0.25.0", "v2")
+    assert (row["from"], basis, row["bytes_per_logit"]) == ("0.24.0", "assumed", 6.012)
+    row, basis, _ = profile.sampler_row("0.34.0", "v2")
+    assert row is profile._table()["0.34.0"] and basis == "derived" and row["bytes_per_logit"] == 10.128
+    row, basis, src = profile.sampler_row("0.18.1", "v2")
+    assert row["runner"] == "v1" and basis == "assumed" and "V2 runner's sampler not run" in src
+
+
+def test_v2_runner_terms_on_the_profile_terms_page():
+    """The page lists the V2 runner's sampler beside V1's where the release has both, and where its V2 runner
+    estimates no graphs (0.22-0.28: profile_cudagraph_memory returns 0) a CUDA-graph row saying so; from 0.29 the
+    V2 runner estimates them as V1 does (eras.py v2_runner_estimates_cudagraphs)."""
+    for release, counted in (("0.27.1", False), ("0.29.0", True)):
+        era = get_era(f"vllm=={release}")
+        assert era.cudagraph_memory_in_profile and era.v2_runner_estimates_cudagraphs is counted
+        rows = {t["term"]: t for t in profile.term_bases(release, cudagraph_counted=True, calibrated_groups={},
+                                                         v2_cudagraph_counted=counted)}
+        assert rows["sampler (V2 model runner)"]["detail"].startswith(f"tests/golden/profile_terms/{release}.json v2")
+        assert ("CUDA graphs (V2 model runner)" in rows) is not counted
+    rows = {t["term"]: t for t in profile.term_bases("0.27.1", cudagraph_counted=True, calibrated_groups={},
+                                                     v2_cudagraph_counted=False)}
+    assert profile.V2_CUDAGRAPH_NOT_COUNTED in rows["CUDA graphs (V2 model runner)"]["detail"]
+    assert "sampler (V2 model runner)" not in {t["term"] for t in profile.term_bases(
+        "0.34.0", cudagraph_counted=True, calibrated_groups={})}

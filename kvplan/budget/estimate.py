@@ -281,13 +281,15 @@ def non_torch_ends(tp: int, pp: int = 1, card_name: str | None = None, release: 
     return v, v
 
 
-def sampler_terms(era, reqs: int, vocab: int) -> dict:
-    """The dummy sampler pass's peak for ``reqs`` dummy requests (``min(max_num_seqs, T)``) at ``vocab``, by the
-    release's derived table (``kvplan.budget.profile``): value, low and high end, basis and where it came from."""
+def sampler_terms(era, reqs: int, vocab: int, runner: str = "v1") -> dict:
+    """The dummy sampler pass's peak for ``reqs`` dummy requests (``min(max_num_seqs, T)``: both runners' ``_dummy_run``
+    take ``min(num_tokens, max_num_reqs)`` requests and sample one hidden state each) at ``vocab``, by the release's
+    derived table for the model runner ``runner`` (``kvplan.budget.profile``): value, low and high end, basis and
+    where it came from."""
     from kvplan.budget.profile import per_logit_key, sampler_bytes, sampler_row
 
     # the release the era stands for (Era.stands_for), read from its fields: the budget calls nothing in the engines
-    row, basis, src = sampler_row(_release(era))
+    row, basis, src = sampler_row(_release(era), runner)
     return {"value": sampler_bytes(row, reqs, vocab),
             "low": sampler_bytes(row, reqs, vocab, per_logit=row[per_logit_key(reqs, "low")]),
             "high": sampler_bytes(row, reqs, vocab, per_logit=row[per_logit_key(reqs, "high")]),
@@ -707,7 +709,8 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         # the MTP layers' weights sit past the decoder: the activation skips them
         inventory=counted.target if counted is not None else None,
         offload=int((b.cpu_offload_gb or 0) * GiB),
-        sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab), era, reqs, vocab, request.rejection_sampler),
+        sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner), era, reqs, vocab,
+                                       request.rejection_sampler),
         forward=forward_terms(era, cfg, tp, pp),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,

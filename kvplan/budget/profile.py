@@ -15,8 +15,11 @@ harness adds the workspace torch's CUDA sort allocates through the caching alloc
 per logit from 128 requests and 50 B below; vLLM's torch peak is the allocator's), ``s`` the Triton
 top-k/top-p wrapper's per-SM buffer (4 B, one fp32 row per program; 0 before it), ``fixed`` its tables. The SM
 count is not in kvplan's card presets: kvplan takes an H100 SXM's 132 (assumed; at most 170·V·4 bytes on any
-current card, inside the band). A release whose sampler was not run (the V1 runner removed: 0.30+ run the V2
-sampler, v1/worker/gpu/sample, not derived yet) takes the newest derived release before it, labelled assumed.
+current card, inside the band). A release whose sampler was not run takes the newest derived release before it,
+labelled assumed. The V2 model runner (v1/worker/gpu; the only one from 0.34, picked by the release's rule from
+0.22: ``kvplan.engines.vllm.runner``) has its own row: its ``_dummy_sampler_run`` builds a different sampler
+(v1/worker/gpu/sample/sampler.py: the Gumbel-max kernel or FlashInfer's sampling, no sort), recorded by
+``profile_terms.py --runner-v2`` under each golden's ``v2`` and read here when the budget's request says V2.
 No torch here: the table is read once per process.
 """
 
@@ -45,15 +48,24 @@ def _table() -> dict:
     return rows
 
 
-def sampler_row(release: str | None) -> tuple[dict, str, str]:
-    """The table's row for ``release`` (every release kvplan accepts has one: its own derived figure, or the
-    newest derived release's before it, marked assumed; a name not in it, e.g. a proposal's era, takes the
-    newest release's row), the basis and a note of where it came from."""
+def sampler_row(release: str | None, runner: str = "v1") -> tuple[dict, str, str]:
+    """The table's row for ``release`` on the model runner the deployment runs (``runner``: "v1" / "v2", the
+    engine's runner decision; every release kvplan accepts has a row: its own derived figure, or the newest derived
+    release's before it, marked assumed; a name not in it, e.g. a proposal's era, takes the newest release's row),
+    the basis and a note of where it came from. The V2 runner's row is the release's ``v2`` (0.19-0.33, which have
+    both runners) or the row itself (0.34+, V2 only); a release with no V2 row takes the V1 runner's, assumed."""
     rows = _table()
     row = rows.get(release or "") or rows[list(rows)[-1]]
+    if runner == "v2" and row.get("runner", "v1") != "v2":
+        if "v2" not in row:
+            return row, ASSUMED, (f"vLLM {row['from']}'s V1 runner's figure: {release or 'this era'}'s V2 runner's "
+                                  "sampler not run (no V2 golden at or before this release)")
+        row = row["v2"]
+    which = "V2 model runner's" if row.get("runner") == "v2" else "own"
     if row["basis"] == DERIVED:
-        return row, DERIVED, f"vLLM {row['from']}'s own _dummy_sampler_run, run on the CPU"
-    return row, ASSUMED, f"vLLM {row['from']}'s figure: {release or 'this era'}'s sampler not run ({row['why']})"
+        return row, DERIVED, f"vLLM {row['from']}'s {which} _dummy_sampler_run, run on the CPU"
+    return row, ASSUMED, (f"vLLM {row['from']}'s figure{' (V2 model runner)' if which != 'own' else ''}: "
+                          f"{release or 'this era'}'s sampler not run ({row['why']})")
 
 
 SEGMENTED_SORT_MIN_REQS = 128  # torch's CUDA sort of [R, V] takes its segmented branch from 128 slices
@@ -185,14 +197,25 @@ def encoder_row(release: str | None, architecture: str) -> dict | None:
     return row.get(architecture)
 
 
-def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict) -> list[dict]:
+V2_CUDAGRAPH_NOT_COUNTED = ("on the V2 model runner (v1/worker/gpu) this release's profile_cudagraph_memory returns 0 "
+                            "(\"It is TBD whether we keep this API or not\": model_runner.py 0.22.1 line 620, 0.27.1 "
+                            "749, 0.28.0 843), so nothing is subtracted for the graphs")
+
+
+def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict,
+               v2_cudagraph_counted: bool | None = None) -> list[dict]:
     """Each profile term of ``release``: ``term``, ``basis`` (derived / calibrated / assumed / not counted / not
-    planned) and ``detail`` (the golden it comes from, or why it is not derived)."""
+    planned) and ``detail`` (the golden it comes from, or why it is not derived). ``v2_cudagraph_counted``: whether
+    the V2 model runner's profile subtracts the graphs, where the release has both runners (None: as V1's)."""
     row = _table()[release]
-    sampler = (f"tests/golden/profile_terms/{row['from']}.json ({row['topk_topp_path']}, "
-               f"{row['bytes_per_logit']:g} B per logit)")
-    out = [{"term": "sampler", "basis": row["basis"], "from": row["from"],
-            "detail": sampler if row["basis"] == DERIVED else f"{sampler}; own run: {row['why']}"}]
+    out = []
+    for term, r in (("sampler", row), ("sampler (V2 model runner)", row.get("v2"))):
+        if r is None:
+            continue
+        where = f"tests/golden/profile_terms/{r['from']}.json" + (" v2" if term != "sampler" else "")
+        sampler = f"{where} ({r['topk_topp_path']}, {r['bytes_per_logit']:g} B per logit)"
+        out.append({"term": term, "basis": r["basis"], "from": r["from"],
+                    "detail": sampler if r["basis"] == DERIVED else f"{sampler}; own run: {r['why']}"})
     for family, fam in (row.get("forward") or {}).items():
         if "factor" not in fam:
             out.append({"term": f"forward ({family})", "basis": ASSUMED, "detail": f"kvplan's rule: {fam['why']}"})
@@ -220,6 +243,10 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
     out.append({"term": "pooler", "basis": NOT_PLANNED, "detail": POOLER_REASON})
     out.append({"term": "CUDA graphs", "basis": CALIBRATED,
                 "detail": CUDAGRAPH_REASON + ("" if cudagraph_counted else "; " + CUDAGRAPH_NOT_COUNTED)})
+    if "v2" in row and v2_cudagraph_counted is not None and v2_cudagraph_counted != cudagraph_counted:
+        out.append({"term": "CUDA graphs (V2 model runner)", "basis": CALIBRATED,
+                    "detail": CUDAGRAPH_REASON + ("; " + V2_CUDAGRAPH_NOT_COUNTED + "; " + CUDAGRAPH_NOT_COUNTED
+                                                  if not v2_cudagraph_counted else "")})
     out.append({"term": "kernel workspaces", "basis": ASSUMED, "detail": WORKSPACE_REASON})
     groups = ", ".join(f"{g} ({x['n']} start-ups)" for g, x in sorted(calibrated_groups.items()))
     out.append({"term": "non-torch memory", "basis": CALIBRATED if calibrated_groups else ASSUMED,

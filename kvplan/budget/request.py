@@ -85,4 +85,7 @@ class BudgetRequest:
     # VLLM_MXFP4_USE_MARLIN=1 (--env) and whether triton_kernels is installed (--triton-kernels; None: not stated)
     mxfp4_use_marlin: bool = False
     triton_kernels: bool | None = None
+    # the model runner vLLM ends up with ("v1" / "v2": the engine's runner decision, kvplan.engines.vllm.runner):
+    # whose dummy sampler run the profile sees (kvplan.budget.profile.sampler_row; 0.34+ has the V2 runner only)
+    model_runner: str = "v1"
 

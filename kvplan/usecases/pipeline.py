@@ -240,6 +240,9 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
     profile = environment.cudagraph_memory_in_profile(serving.env, era)
     if profile is not None:
         era = replace(era, cudagraph_memory_in_profile=profile)
+    runner = _runner(layout, scheduler, serving, era)  # whose dummy sampler run (and rejection-sampler pass) it is
+    if runner == "v2" and not era.v2_runner_estimates_cudagraphs:  # the V2 runner's estimate is 0 up to 0.28
+        era = replace(era, cudagraph_memory_in_profile=False)
     batched, seqs = scheduler.batch_sizes(config_max_model_len(
         layout, era, scheduler.max_model_len, disable_sliding_window=serving.disable_sliding_window))
     transfer = scheduler.transfer_config(simple_offload=environment.simple_kv_offload(serving.env, era), era=era,
@@ -256,7 +259,7 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         limit_mm_per_prompt=cast("dict | None", mm.get("limit_mm_per_prompt")),
         language_model_only=bool(mm.get("language_model_only")),
         lora=lora, enable_eplb=bool(knobs.get("enable_eplb")), num_redundant_experts=redundant,
-        rejection_sampler=layout.speculative_method is not None and _runner(layout, scheduler, serving, era) == "v1",
+        rejection_sampler=layout.speculative_method is not None and runner == "v1", model_runner=runner,
         mxfp4_use_marlin=environment.mxfp4_use_marlin(serving.env, era),
         triton_kernels=cast("bool | None", mm.get("triton_kernels"))))
 

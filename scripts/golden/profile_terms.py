@@ -379,8 +379,14 @@ class V2Sampler:
         with set_current_vllm_config(self.vc):
             states = RequestState(max_num_reqs=reqs, max_model_len=4096, max_num_batched_tokens=reqs,
                                   num_speculative_steps=0, vocab_size=vocab, device=dev)
-            sampler = Sampler(vllm_config=self.vc, max_num_reqs=reqs, vocab_size=vocab, device=dev,
-                              req_states=states)
+            # the arguments the release's runner passes (0.22.1 model_runner.py 215-223: no vllm_config before
+            # 0.31, whose Sampler takes it first; logprobs_mode and use_fp64_gumbel from the model config)
+            mc = self.vc.model_config
+            given = {"vllm_config": self.vc, "logprobs_mode": getattr(mc, "logprobs_mode", None),
+                     "use_fp64_gumbel": getattr(mc, "use_fp64_gumbel", None)}
+            takes = inspect.signature(Sampler.__init__).parameters
+            sampler = Sampler(max_num_reqs=reqs, vocab_size=vocab, device=dev, req_states=states,
+                              **{k: v for k, v in given.items() if k in takes and v is not None})
             buffers = InputBuffers(reqs, reqs, dev)
         lm_head = torch.randn(vocab, 64, dtype=dtype)
 
@@ -433,6 +439,8 @@ def build_v2(sms: int):
         self.cpu = torch.zeros(size, dtype=dtype, device="cpu")
         self.np = self.cpu.numpy()
         self._uva = self.cpu
+        if not callable(getattr(type(self), "uva", None)):  # an attribute before 0.30 (0.27.1 buffer_utils.py 50)
+            self.uva = self.cpu
 
     bu.UvaBuffer.__init__ = plain
     tu.PIN_MEMORY = False
@@ -443,7 +451,8 @@ def build_v2(sms: int):
     import vllm.v1.worker.gpu.sample.gumbel  # noqa: F401 - its kernels stubbed below
     import vllm.v1.worker.gpu.sample.sampler as v2s
 
-    mr.current_platform = CudaPlatform(mr.current_platform)
+    if hasattr(mr, "current_platform"):  # read by _dummy_sampler_run's CPU early return (0.33+)
+        mr.current_platform = CudaPlatform(mr.current_platform)
     triton_placeholders()
     try:
         from vllm.v1.sample.ops import topk_topp_triton as ttt
@@ -552,39 +561,49 @@ def share_tables(full: dict) -> dict:
     return shared
 
 
+def sampler_table_row(variants: dict, required: bool) -> dict:
+    """One runner's sampler row of the table from a golden's variants (``sampler``: the V1 runner's, 0.34: the V2
+    runner's; ``v2``: the V2 runner's where the release has both): the bytes per logit on the path a CUDA install
+    takes (FlashInfer where the wheel requires it, else without), the other variant's figure as the band's other
+    end, the Triton buffer's bytes per SM row and vocabulary entry, the fixed bytes; not run: why."""
+    pick = "flashinfer" if required else "no_flashinfer"
+    v = variants[pick]
+    if not v.get("derived"):
+        return {"derived": False, "why": v.get("why", "")}
+    at = {r["vocab_size"]: r for r in v["sampler"]}[TABLE_VOCAB]
+    row = {"derived": True, "runner": "v2" if v.get("runner") == "V2 GPUModelRunner" else "v1", "variant": pick,
+           "topk_topp_path": v["topk_topp_path"], "triton": v["triton"],
+           "cuda_workspace_ops": v.get("cuda_workspace_ops", {})}
+    # per batch range (torch's CUDA sort changes branch at 128 slices: cuda_workspace_bytes) the bytes per logit
+    # on CUDA, the other variant's figure the band's other end
+    for suffix, key in (("", "bytes_per_logit"), ("_under_128", "bytes_per_logit_under_128")):
+        per = {k: cuda_per_logit({r["vocab_size"]: r for r in x["sampler"]}[TABLE_VOCAB], key)
+               for k, x in variants.items() if x.get("derived")}
+        # a variant that called FlashInfer's sampler: its high end adds what FlashInfer allocates itself
+        high = {k: b + (FLASHINFER_UNMEASURED_BYTES_PER_LOGIT if variants[k].get("flashinfer_sampling_calls")
+                        else 0) for k, b in per.items()}
+        row[f"bytes_per_logit{suffix}"] = round(cuda_per_logit(at, key), 3)
+        row[f"bytes_per_logit_low{suffix}"] = round(min(per.values()), 3)
+        row[f"bytes_per_logit_high{suffix}"] = round(max(high.values()), 3)
+    row["bytes_per_logit_cpu"] = round(at["bytes_per_logit"], 3)
+    row["flashinfer_unmeasured"] = bool(v.get("flashinfer_sampling_calls"))
+    row["sm_row_bytes_per_vocab"] = round(at["bytes_per_sm_row_per_vocab"], 3)
+    row["fixed_bytes"] = at["fixed_bytes"]
+    return row
+
+
 def table(goldens: Path, out: Path) -> int:
-    """kvplan's run-time table (``kvplan/budget/profile_terms.json``) from the goldens: per release, the bytes per
-    logit of the sampler pass on the path a CUDA install of that release takes (FlashInfer where the wheel
-    requires it, else without), the other variant's figure as the band's other end, the Triton buffer's bytes
-    per SM row and vocabulary entry, the fixed bytes; a release whose sampler was not run says why."""
-    rows = {}
+    """kvplan's run-time table (``kvplan/budget/profile_terms.json``) from the goldens: per release the sampler row
+    of the runner it has (``sampler_table_row``; the V1 runner's up to 0.33, the V2 runner's from 0.34) and, where
+    the release has both runners and its golden ran the V2 runner's too, the V2 runner's row under ``v2``; a release
+    whose sampler was not run says why."""
+    rows, rows_v2 = {}, {}
     for f in sorted(goldens.glob("*.json"), key=lambda p: tuple(int(x) for x in p.stem.split("."))):
         g = json.loads(f.read_text())
-        variants = g["sampler"]
-        pick = "flashinfer" if g.get("flashinfer_required") else "no_flashinfer"
-        v = variants[pick]
-        if not v.get("derived"):
-            rows[g["vllm_version"]] = {"derived": False, "why": v.get("why", "")}
-            continue
-        at = {r["vocab_size"]: r for r in v["sampler"]}[TABLE_VOCAB]
-        row = {"derived": True, "variant": pick, "topk_topp_path": v["topk_topp_path"], "triton": v["triton"],
-               "cuda_workspace_ops": v.get("cuda_workspace_ops", {})}
-        # per batch range (torch's CUDA sort changes branch at 128 slices: cuda_workspace_bytes) the bytes per logit
-        # on CUDA, the other variant's figure the band's other end
-        for suffix, key in (("", "bytes_per_logit"), ("_under_128", "bytes_per_logit_under_128")):
-            per = {k: cuda_per_logit({r["vocab_size"]: r for r in x["sampler"]}[TABLE_VOCAB], key)
-                   for k, x in variants.items() if x.get("derived")}
-            # a variant that called FlashInfer's sampler: its high end adds what FlashInfer allocates itself
-            high = {k: b + (FLASHINFER_UNMEASURED_BYTES_PER_LOGIT if variants[k].get("flashinfer_sampling_calls")
-                            else 0) for k, b in per.items()}
-            row[f"bytes_per_logit{suffix}"] = round(cuda_per_logit(at, key), 3)
-            row[f"bytes_per_logit_low{suffix}"] = round(min(per.values()), 3)
-            row[f"bytes_per_logit_high{suffix}"] = round(max(high.values()), 3)
-        row["bytes_per_logit_cpu"] = round(at["bytes_per_logit"], 3)
-        row["flashinfer_unmeasured"] = bool(v.get("flashinfer_sampling_calls"))
-        row["sm_row_bytes_per_vocab"] = round(at["bytes_per_sm_row_per_vocab"], 3)
-        row["fixed_bytes"] = at["fixed_bytes"]
-        rows[g["vllm_version"]] = row
+        required = bool(g.get("flashinfer_required"))
+        rows[g["vllm_version"]] = sampler_table_row(g["sampler"], required)
+        if "v2" in g:
+            rows_v2[g["vllm_version"]] = sampler_table_row(g["v2"], required)
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from kvplan.engines.vllm.versions import VERSIONS, version_key
 
@@ -598,6 +617,20 @@ def table(goldens: Path, out: Path) -> int:
         before = [r for r in derived if version_key(r) <= version_key(release)] or derived[:1]
         why = own["why"] if own is not None else "no golden for this release (not a golden release)"
         full[release] = {**rows[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
+    # the V2 runner's row where the release has both runners: its own golden's, else the newest V2 row before it
+    # (assumed); none before the first release whose V2 runner ran, none where the release's row is the V2 runner's
+    derived_v2 = [r for r in rows_v2 if rows_v2[r]["derived"]]
+    for release in VERSIONS:
+        if full[release].get("runner") == "v2" or not derived_v2:
+            continue
+        own = rows_v2.get(release)
+        if own is not None and own["derived"]:
+            full[release]["v2"] = {**own, "basis": "derived", "from": release}
+            continue
+        before = [r for r in derived_v2 if version_key(r) <= version_key(release)]
+        if before:
+            why = own["why"] if own is not None else "the V2 runner's sampler not run for this release"
+            full[release]["v2"] = {**rows_v2[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
     forward_table(goldens / "forward", full)
     parallel_table(goldens / "parallel", full)
     encoder_table(goldens / "encoder", full)
@@ -2146,6 +2179,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-flashinfer", action="store_true",
                     help="measure as a worker without FlashInfer installed (one variant per process)")
     ap.add_argument("--variant-out", type=Path, help="write this variant's record here (internal)")
+    ap.add_argument("--runner-v2", action="store_true",
+                    help="run the V2 model runner's _dummy_sampler_run (vllm/v1/worker/gpu) where the release has "
+                         "both runners, recorded under the golden's \"v2\" (the V1 variants kept)")
     ap.add_argument("--forward-all", action="store_true",
                     help="measure the dummy forward's peak (FORWARD_MODELS, both paths) into <out>/forward/")
     ap.add_argument("--forward-only", nargs="*", choices=sorted(FORWARD_MODELS),
@@ -2220,6 +2256,8 @@ def main(argv=None) -> int:
               "logits_dtype": "bfloat16", "sms": a.sms, "reqs": list(a.reqs)}
     try:
         try:
+            if a.runner_v2:  # the V2 runner asked for (0.19-0.33 have both: kvplan's runner decision picks one)
+                raise ModuleNotFoundError("vllm.v1.sample.sampler: the V2 model runner asked for (--runner-v2)")
             method, sampler, path, more, ttt = build(a.sms)
         except ModuleNotFoundError as e:  # no V1 runner (0.34+): the V2 runner's sampler
             if "vllm.v1.sample.sampler" not in str(e):
@@ -2299,9 +2337,15 @@ def both_variants(a, argv) -> int:
             variants[name] = json.loads(Path(f.name).read_text())
     release = variants["flashinfer"]["vllm_version"]
     a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / f"{release}.json").write_text(json.dumps({"vllm_version": release, "sampler": variants,
-                                                       "flashinfer_required": required},
-                                                      indent=1, sort_keys=True) + "\n")
+    out = a.out / f"{release}.json"
+    if a.runner_v2:  # the V2 runner's variants beside the V1 runner's, which stay as recorded
+        golden = json.loads(out.read_text())
+        golden["v2"] = variants
+    else:
+        golden = {"vllm_version": release, "sampler": variants, "flashinfer_required": required,
+                  **({"v2": json.loads(out.read_text())["v2"]} if out.exists() and "v2" in json.loads(
+                      out.read_text()) else {})}
+    out.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
     for name, r in variants.items():
         print(release, name, json.dumps({k: r.get(k) for k in ("derived", "topk_topp_path", "triton", "why")}))
         for row in r.get("sampler", []):

@@ -125,6 +125,13 @@ class Era:
     large_batch_tier: bool = False
     # Chain: False from 0.10.1; True from 0.20.0.
     cudagraph_memory_in_profile: bool = False
+    # Whether the V2 model runner's profile_cudagraph_memory estimates the graphs (what cudagraph_memory_in_profile
+    # subtracts): it returns 0 up to 0.28 ("It is TBD whether we keep this API or not": v1/worker/gpu/model_runner.py
+    # 0.19.0 line 540, 0.22.1 620, 0.27.1 749, 0.28.0 843), so a V2 deployment's graphs are captured after the KV
+    # cache is sized, in the 1 − utilization headroom, as before 0.20; from 0.29.0 it runs _profile_cudagraph_memory
+    # (0.29.0 line 896, 0.33.0 line 1069), as the V1 runner's estimate does.
+    # Chain: False from 0.10.1; True from 0.29.0.
+    v2_runner_estimates_cudagraphs: bool = False
     # How a --gpu budget sizes the KV cache by default (CacheConfig.enable_extensible_kv_cache, 0.34.0:
     # on for CUDA/ROCm): False = from the profiling estimate (determine_available_memory); True = the
     # extensible KV cache, reserved from that estimate and committed from the memory measured after
@@ -411,7 +418,8 @@ CHAIN: tuple[tuple[str, str, str, dict], ...] = (
      "the null block is kept out of the admission check and auto-fit; one backing buffer per worker (LBNHC "
      "records, resolve_kv_cache_layout); Mamba2/GDN align mode reserves a prefill checkpoint block",
      dict(null_block_in_check=True, mamba_prefill_checkpoints=True, kv_buffer_layout="lbnhc",
-          default_model_runner="v2", v2_runner_by_model=None, v2_runner_architectures="")),
+          default_model_runner="v2", v2_runner_by_model=None, v2_runner_architectures="",
+          v2_runner_estimates_cudagraphs=True)),
     ("vllm-0.32", "0.32.0",
      "auto-fit lines name the KV cache memory and the device (\"(4.0 GiB GPU)\"); with prefix caching the Mamba "
      "cache mode defaults to align and an explicit mode is kept",
