@@ -633,9 +633,11 @@ def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: Budget
     installed package the user did not state picks another backend (``mxfp4_other_padding_for``), with its."""
     tp = layout.tensor_parallel_size
     release = getattr(era, "release", "") or ""
-    install = {"use_marlin": request.mxfp4_use_marlin, "triton_kernels": request.triton_kernels}
-    padding = mxfp4_padding_for(card.compute_capability, card.platform, release, **install) if card.name else None
-    other = mxfp4_other_padding_for(card.compute_capability, card.platform, release, **install) if card.name else None
+    marlin, tk = request.mxfp4_use_marlin, request.triton_kernels
+    padding = mxfp4_padding_for(card.compute_capability, card.platform, release, use_marlin=marlin,
+                                triton_kernels=tk) if card.name else None
+    other = mxfp4_other_padding_for(card.compute_capability, card.platform, release, use_marlin=marlin,
+                                    triton_kernels=tk) if card.name else None
 
     loaded_on = (card.compute_capability, release) if card.name and card.platform == "cuda" and \
         card.compute_capability and release else None
