@@ -33,6 +33,16 @@ def sampler(release: str, reqs: int, vocab: int) -> int:
                                                            row["sm_row_bytes_per_vocab"] else 0) + row["fixed_bytes"])
 
 
+def v2_states(release: str, max_num_seqs: int, vocab: int) -> int:
+    """The V2 runner's per-request states, which the profile counts from 0.27.1 (0.34.0 runs V2 only;
+    tests/test_profile_terms.py::test_v2_runner_persistent_states_counted_from_0_27_1): max_num_seqs · (V · 4.125 B —
+    the penalty bin counts, int32, and the prompt mask, int32 per 32 entries — + the golden's bytes per request) + its
+    fixed bytes, on every stage."""
+    p = PROFILE_ROWS[release]["persistent"]
+    assert p["counted"] and p["bytes_per_logit"] == 4.125
+    return round(max_num_seqs * (vocab * 4.125 + p["bytes_per_req"]) + p["fixed_bytes"])
+
+
 def forward(release: str, bytes_by_rule: int) -> int:
     """kvplan's forward rule T·(4H + W)·a scaled by the release's measured dense factor (the dummy forward of
     Qwen3-8B on the meta device over the rule for it, kvplan/budget/profile_terms.json; 1.077 for 0.34.0)."""
@@ -219,7 +229,7 @@ def test_budget_is_the_vllm_formula(llama):
     assert (b.kv_cache_sizing, b.kv_cache_sizing_source) == ("profiled", "--no-enable-extensible-kv-cache")
     assert b.requested_memory_bytes == 78_225_740_923
     assert b.weights_bytes == 16_060_522_496 + L31_ROTARY
-    act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB
+    act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB + v2_states("0.34.0", 1024, 128256)
     assert act > 973_078_528 + 256 * MiB and b.activation_peak_bytes == act
     assert b.non_torch_bytes == non_torch("H100/tp1") and b.cudagraph_bytes == graphs(32)
     kv = 78_225_740_923 - 16_060_522_496 - L31_ROTARY - act - non_torch("H100/tp1") - graphs(32)
@@ -238,7 +248,8 @@ def test_budget_is_the_vllm_formula(llama):
     # budget is this same profiled one, and asking for the extensible cache there is an error.
     old = budget_of(llama, get_era("vllm-0.33"), gpu="H100-80GB")
     assert (old.kv_cache_sizing, old.gpu_memory_utilization, old.kv_cache_memory_bytes) == \
-        ("profiled", 0.92, kv + sampler("0.34.0", 1024, 128256) - sampler("0.33.0", 1024, 128256))
+        ("profiled", 0.92, kv + sampler("0.34.0", 1024, 128256) - sampler("0.33.0", 1024, 128256)
+         + v2_states("0.34.0", 1024, 128256))
     assert old.gpu_memory_utilization_source == "vllm-0.33 default"
     with pytest.raises(OptionError, match="^--enable-extensible-kv-cache: vLLM 0.33.0 has no extensible KV cache"):
         budget_of(llama, get_era("vllm-0.33"), gpu="H100-80GB", enable_extensible_kv_cache=True)
@@ -273,7 +284,7 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     tp2 = build_model_layout("meta-llama/Meta-Llama-3.1-8B", None, ServingOptions(tensor_parallel_size=2))
     b2 = budget_of(tp2, LATEST, gpu="H100", **PROFILED_034)
     nt2 = non_torch("H100/tp>1" if "H100/tp>1" in CALIBRATION["non_torch"] else "tp>1")
-    act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB
+    act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB + v2_states("0.34.0", 1024, 128256)
     assert b2.tensor_parallel_size == 2 and b2.warnings == ()
     assert b2.requested_memory_bytes == 78_225_740_923
     assert b2.weights_bytes == 8_030_527_488 + L31_ROTARY
@@ -301,10 +312,10 @@ def test_pipeline_budget_is_the_tightest_stage():
     #   both: non-torch calibrated for pipeline parallelism (no L40S group); CUDA graphs: the calibrated estimate
     #   of 102 graphs on 16 layers (graphs()); each stage builds its layers' rotary table (L31_ROTARY)
     nt = non_torch("pp>1")
-    fwd0 = forward("0.34.0", 8192 * (4 * 4096 + 3 * 14336) * 2) + 256 * MiB
+    fwd0 = forward("0.34.0", 8192 * (4 * 4096 + 3 * 14336) * 2) + 256 * MiB + v2_states("0.34.0", 1024, 128256)
     later = PROFILE_ROWS["0.34.0"]["parallel"]["dense"]["layouts"]["pp2-last"]["factor"]
     act1 = max(round(8192 * (5 * 4096 + 3 * 14336) * 2 * later),
-               sampler("0.34.0", 1024, 128256) + 3 * 8192 * 4096 * 2) + 256 * MiB
+               sampler("0.34.0", 1024, 128256) + 3 * 8192 * 4096 * 2) + 256 * MiB + v2_states("0.34.0", 1024, 128256)
     kv0 = 43_979_248_763 - 8_030_257_152 - L31_ROTARY - fwd0 - nt - graphs(16)
     kv1 = 43_979_248_763 - 8_030_265_344 - L31_ROTARY - act1 - nt - graphs(16)
     assert [(s.weights_bytes, s.activation_peak_bytes, s.kv_cache_memory_bytes) for s in b.stages] == [
@@ -326,7 +337,8 @@ def test_model_too_big_fails_loading_the_weights_and_says_so():
     # = 1,593,835,520, the derived sampler pass over 1024 × 151936 logits + 8192 × 5120 bf16 hidden states)
     # + 256 MiB; non-torch calibrated for an L4 on one GPU; CUDA graphs: the calibrated estimate of 102 graphs on
     # 64 layers (graphs()).
-    act = max(forward("0.34.0", 1_593_835_520), sampler("0.34.0", 1024, 151936) + 8192 * 5120 * 2) + 256 * MiB
+    act = (max(forward("0.34.0", 1_593_835_520), sampler("0.34.0", 1024, 151936) + 8192 * 5120 * 2) + 256 * MiB
+           + v2_states("0.34.0", 1024, 151936))
     assert b.weights_bytes == 65_534_732_288
     assert b.kv_cache_memory_bytes == 21_723_309_671 - 65_534_732_288 - act - non_torch("L4/tp1") - graphs(64)
     # but vLLM never gets there: 61.03 GiB of weights do not fit 21.99 GiB − 0.50 GiB (start-up estimate)
@@ -345,7 +357,8 @@ def test_profile_run_that_does_not_fit_the_card():
     layout = build_model_layout("meta-llama/Meta-Llama-3.1-8B")
     b = budget_of(layout, LATEST, gpu="L4", max_num_batched_tokens=65536, **PROFILED_034)
     f = b.load_failure
-    assert b.activation_peak_bytes == forward("0.34.0", 65536 * (4 * 4096 + 3 * 14336) * 2) + 256 * MiB
+    assert b.activation_peak_bytes == forward("0.34.0", 65536 * (4 * 4096 + 3 * 14336) * 2) + 256 * MiB + v2_states(
+        "0.34.0", b.max_num_seqs, 128256)
     assert f.stage == "profile" and f.needed_bytes == (
         b.weights_bytes + b.activation_peak_bytes + b.non_torch_bytes)
     assert budget_of(layout, LATEST, gpu="L4", **PROFILED_034).load_failure is None
@@ -374,7 +387,7 @@ def test_simulate_with_gpu_marks_the_budget_estimated():
                  "--no-enable-extensible-kv-cache")
     nt2 = non_torch("H100/tp>1" if "H100/tp>1" in CALIBRATION["non_torch"] else "tp>1")
     profiled = (78_225_740_923 - 8_030_527_488 - L31_ROTARY - (sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB)
-                - nt2 - graphs(32))
+                - v2_states("0.34.0", 1024, 128256) - nt2 - graphs(32))
     assert d["budget"]["kv_cache_memory_bytes"] == d["memory"]["available_bytes"] == profiled < ext
 
 
@@ -406,11 +419,11 @@ def test_simulate_gpu_too_small_fails_loading_with_deployment_fixes():
     assert "kv_cache_memory" not in fixes and "gpu_memory_utilization" not in fixes and "quantization" not in fixes
     assert fixes["tensor_parallel_size"]["value"] == 8 and fixes["pipeline_parallel_size"]["value"] == 8
     assert fixes["gpu"]["value"] == "RTX-PRO-6000-96GB"
-    # or offload to CPU memory: 39.5 GiB short of loading; 59 GiB offloaded is the least whole GiB that leaves room
+    # or offload to CPU memory: 39.5 GiB short of loading; 60 GiB offloaded is the least whole GiB that leaves room
     # for the 10 GiB a 40,960-token request needs at the band's pessimistic end (re-simulated): there the L4's
     # CUDA-graph estimate is at every card's widest calibrated ratio (no L4 start-up logs one) and its non-torch
     # term at the one-GPU spread (one L4 start-up: the band widened)
-    assert fixes["cpu_offload_gb"]["value"] == 59 and fixes["cpu_offload_gb"]["starts"]
+    assert fixes["cpu_offload_gb"]["value"] == 60 and fixes["cpu_offload_gb"]["starts"]
     assert all(f["verified"] for f in d["fixes"])
 
 
@@ -472,10 +485,11 @@ def test_deepseek_v3_tp8_h100_fails_loading_with_working_fixes():
     assert (d["outcome"]["stage"], d["outcome"]["error_type"]) == ("load", "torch.OutOfMemoryError")
     assert round(d["budget"]["weights_bytes"] / GiB, 2) == 79.29
     assert d["memory"]["num_blocks"] == 0 and d["logs"] == []
-    # ... or 26 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts, at
-    # the band's pessimistic end too, with the calibrated CUDA graphs' estimate and its band)
+    # ... or 27 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts, at
+    # the band's pessimistic end too, with the calibrated CUDA graphs' estimate and its band, and 0.34.0's V2 runner
+    # states: 1,024 x 129,280 x 4.125 B)
     assert [(f["option"], f["value"]) for f in d["fixes"]] == [
-        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 26)]
+        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 27)]
     assert all(f["starts"] for f in d["fixes"])
     # kvplan fit labels the row as the load failure, with no KV budget (there is no KV cache)
     r, d = _json("fit", "deepseek-ai/DeepSeek-V3", "--gpus", "H100,H200", "--tp-sizes", "8")

@@ -91,7 +91,8 @@ def test_forward_goldens_and_factors():
 
 def test_forward_factor_enters_the_activation():
     """Qwen3-8B on an H100 with 0.34.0 at 8,192 tokens: the forward is 1.077 × 8,192 · (4·4,096 + 36,864)·2;
-    the activation is the larger of it and the sampler pass (with the hidden states), + the 256 MiB workspace."""
+    the activation is the larger of it and the sampler pass (with the hidden states), + the 256 MiB workspace and the
+    V2 runner's per-request states."""
     from kvplan.budget.estimate import forward_terms
 
     era = get_era("vllm==0.34.0")
@@ -101,8 +102,11 @@ def test_forward_factor_enters_the_activation():
     d = simulate("Qwen/Qwen3-8B", gpu="H100", policy="vllm==0.34.0")
     b = d["budget"]
     forward = round(8192 * (4 * 4096 + 36864) * 2 * 1.077)
-    s = sampler_terms(era, min(b["max_num_seqs"], 8192), 151936)
-    assert b["activation_peak_bytes"] == max(forward, s["value"] + 8192 * 4096 * 2) + ACTIVATION_WORKSPACE_BYTES
+    s = sampler_terms(era, min(b["max_num_seqs"], 8192), 151936, "v2", b["max_num_seqs"])
+    # + the V2 runner's per-request states (0.34.0 runs V2 only: test_v2_runner_persistent_states_counted_from_0_27_1)
+    assert s["persistent"] == round(b["max_num_seqs"] * (151936 * 4.125 + 18041) + 4)
+    assert b["activation_peak_bytes"] == max(forward, s["value"] + 8192 * 4096 * 2) + ACTIVATION_WORKSPACE_BYTES + \
+        s["persistent"]
     act = next(t for t in b["profile_terms"] if t["term"] == "activation")
     assert "0.34.0's dense forward (Qwen3-8B) on the meta device" in act["source"]
 
@@ -585,3 +589,25 @@ def test_v2_runner_terms_on_the_profile_terms_page():
     assert profile.V2_CUDAGRAPH_NOT_COUNTED in rows["CUDA graphs (V2 model runner)"]["detail"]
     assert "sampler (V2 model runner)" not in {t["term"] for t in profile.term_bases(
         "0.34.0", cudagraph_counted=True, calibrated_groups={})}
+
+
+def test_v2_runner_persistent_states_counted_from_0_27_1():
+    """The V2 runner's per-request states stay allocated from its creation on (the goldens' ``persistent`` fit, from
+    the release's own RequestState, Sampler and InputBuffers built at 32/64 requests, vocabularies 151,936 and 32,000,
+    max_model_len 4,096 and 8,192): per request and vocabulary entry 4.125 B — the penalty bin counts, [R, V] int32
+    (4 B), and the prompt mask, [R, ⌈V/32⌉] int32 (4/32 B) (0.29.0 sample/penalties.py 32-42) —, nothing per
+    max_model_len slot (all_token_ids is pinned host memory), ~18 KB more per request. vLLM counts them from 0.27.1,
+    whose memory_profiling takes the free memory's drop since the runner was created (total_consumed); 0.26.0 and
+    before take weights + torch peak increase + non-torch increase, which leave them out."""
+    for release in ("0.26.0", "0.27.1", "0.29.0", "0.33.0"):
+        g = json.loads((GOLDENS / f"{release}.json").read_text())["v2"]["flashinfer"]["persistent"]
+        assert g["bytes_per_logit"] == 4.125 and g["bytes_per_token_slot"] == 0
+        assert g["counted"] is (release != "0.26.0")
+    assert json.loads((GOLDENS / "0.34.0.json").read_text())["sampler"]["flashinfer"]["persistent"]["counted"]
+    row = profile.sampler_row("0.27.1", "v2")[0]
+    assert profile.persistent_bytes(row, 1024, 151936) == round(1024 * (151936 * 4.125 + 18037) + 4)
+    assert profile.persistent_bytes(profile.sampler_row("0.26.0", "v2")[0], 1024, 151936) == 0
+    # the V1 runner has no such states: nothing added
+    assert profile.persistent_bytes(profile.sampler_row("0.27.1", "v1")[0], 1024, 151936) == 0
+    era = get_era("vllm==0.27.1")
+    assert sampler_terms(era, 1024, 151936, "v2", 1024)["persistent"] == 660_247_556

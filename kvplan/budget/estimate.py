@@ -194,7 +194,8 @@ def logits_gather_bytes(reqs: int, vocab: int, dtype_bytes: int, tp: int) -> int
 def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, max_num_batched_tokens: int,
                               max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
                               encoder: dict | None = None, sampler_bytes: int | None = None,
-                              forward_factor: float = 1.0, first_stage: bool = True, held_bytes: int = 0) -> int:
+                              forward_factor: float = 1.0, first_stage: bool = True, held_bytes: int = 0,
+                              persistent_bytes: int = 0) -> int:
     """Peak activation of vLLM's profiling run on one rank (rule in the module docstring). ``encoder``
     (``estimate_encoder_profile``, first stage of a multimodal model): the encoder's forward peaks alone, its
     outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``.
@@ -203,7 +204,9 @@ def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int
     stage the runner's two intermediate-tensor buffers (``2 · T · H · a``); under TP at least the logits' gather
     (``logits_gather_bytes``). ``forward_factor``: the release's measured forward peak over the rule for the
     model's family at this TP size or PP stage (``kvplan.budget.profile``). ``held_bytes``: what the forward leaves
-    allocated under the sampler (``moe_held_bytes``: the fused-MoE workspace from 0.13)."""
+    allocated under the sampler (``moe_held_bytes``: the fused-MoE workspace from 0.13). ``persistent_bytes``: what
+    the runner keeps allocated from its creation on and the release's profile counts (``sampler_terms``: the V2
+    runner's per-request states from 0.27.1), on every stage beside the peak."""
     hidden = int(cfg.get("hidden_size") or 0)
     T = max_num_batched_tokens
     forward = round(T * forward_rule_bytes_per_token(inventory, cfg, dtype_bytes, tp=tp, layers=layers,
@@ -217,7 +220,7 @@ def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int
     peak = max(forward, sampler)
     if encoder is not None:
         peak = max(encoder["forward_bytes"], encoder["cache_bytes"] + peak)
-    return peak + ACTIVATION_WORKSPACE_BYTES
+    return peak + ACTIVATION_WORKSPACE_BYTES + persistent_bytes
 
 
 # The weights' band: kvplan's per-tensor count was within 1 % of "Model loading took" on every dense and FP8
@@ -281,12 +284,12 @@ def non_torch_ends(tp: int, pp: int = 1, card_name: str | None = None, release: 
     return v, v
 
 
-def sampler_terms(era, reqs: int, vocab: int, runner: str = "v1") -> dict:
+def sampler_terms(era, reqs: int, vocab: int, runner: str = "v1", max_num_seqs: int | None = None) -> dict:
     """The dummy sampler pass's peak for ``reqs`` dummy requests (``min(max_num_seqs, T)``: both runners' ``_dummy_run``
     take ``min(num_tokens, max_num_reqs)`` requests and sample one hidden state each) at ``vocab``, by the release's
     derived table for the model runner ``runner`` (``kvplan.budget.profile``): value, low and high end, basis and
     where it came from."""
-    from kvplan.budget.profile import per_logit_key, sampler_bytes, sampler_row
+    from kvplan.budget.profile import per_logit_key, persistent_bytes, sampler_bytes, sampler_row
 
     # the release the era stands for (Era.stands_for), read from its fields: the budget calls nothing in the engines
     row, basis, src = sampler_row(_release(era), runner)
@@ -297,9 +300,14 @@ def sampler_terms(era, reqs: int, vocab: int, runner: str = "v1") -> dict:
         # runner's sampler pass, the larger of the two (the value stays the V2 runner's)
         high = max(high, sampler_bytes(v1, reqs, vocab, per_logit=v1[per_logit_key(reqs, "high")]))
         src += "; the band's high end the V1 runner's pass (the V2 profile is checked on no calibration start-up)"
+    # the V2 runner's persistent per-request states, where the release's profile counts them (every stage holds them)
+    persistent = persistent_bytes(row, max_num_seqs if max_num_seqs is not None else reqs, vocab)
+    if persistent:
+        src += (f"; with the V2 runner's persistent per-request states, {persistent:,} B (the penalty bin counts of "
+                "max_num_seqs x V int32: counted from 0.27.1, whose profile takes the free memory's drop)")
     return {"value": sampler_bytes(row, reqs, vocab),
             "low": sampler_bytes(row, reqs, vocab, per_logit=row[per_logit_key(reqs, "low")]),
-            "high": high, "basis": basis, "source": src, "row": row}
+            "high": high, "basis": basis, "source": src, "row": row, "persistent": persistent}
 
 
 def with_rejection_sampler(sampler: dict, era, reqs: int, vocab: int, rejection: bool) -> dict:
@@ -504,7 +512,8 @@ class _Estimate:
                                          max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=layers,
                                          last_stage=last, encoder=encoder, sampler_bytes=sampler,
                                          forward_factor=factors[forward_end], first_stage=first,
-                                         held_bytes=self.moe_held(layers, last)[0])
+                                         held_bytes=self.moe_held(layers, last)[0],
+                                         persistent_bytes=int(self.sampler.get("persistent") or 0))
 
     def moe_held(self, layers: set[int], last: bool) -> tuple[int, str]:
         """The fused-MoE workspace held under the last stage's sampler (``moe_held_bytes``; unquantized experts)."""
@@ -616,7 +625,7 @@ class _Estimate:
         held = self.moe_held(layers, last) if o.activation is None else (0, "")
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
             self.cfg.get("hidden_size") or 0) * self.dbytes * (1 if first else 3) + held[0] >= (
-                act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part)
+                act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part - int(self.sampler.get("persistent") or 0))
         # the warm-up after the KV cache is allocated (profiled sizing): the graphs vLLM did not subtract at this
         # end, and what capture may leave reserved but unusable for the sampler's warm-up pass (the module docstring)
         warmup = {"graphs": max(0, captured["high"] - cg_ends[1]),
@@ -717,7 +726,7 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         # the MTP layers' weights sit past the decoder: the activation skips them
         inventory=counted.target if counted is not None else None,
         offload=int((b.cpu_offload_gb or 0) * GiB),
-        sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner), era, reqs, vocab,
+        sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner, R), era, reqs, vocab,
                                        request.rejection_sampler),
         forward=forward_terms(era, cfg, tp, pp),
         encoder=encoder[0], startup=startup,

@@ -68,6 +68,17 @@ def sampler_row(release: str | None, runner: str = "v1") -> tuple[dict, str, str
                           f"{release or 'this era'}'s sampler not run ({row['why']})")
 
 
+def persistent_bytes(row: dict, max_num_seqs: int, vocab: int) -> int:
+    """The V2 model runner's per-request states on the card (``RequestState``, the sampler's penalty bin counts
+    ``[max_num_reqs, V]`` int32 and prompt mask ``[max_num_reqs, ⌈V/32⌉]``, ``InputBuffers``; the golden's
+    ``persistent`` fit from the release's own classes) where the release's profile counts them (``counted``: from
+    0.27.1 ``memory_profiling`` takes the free memory's drop since the runner was created); 0 otherwise."""
+    p = row.get("persistent") or {}
+    if not p.get("counted"):
+        return 0
+    return round(max_num_seqs * (vocab * p["bytes_per_logit"] + p["bytes_per_req"]) + p["fixed_bytes"])
+
+
 SEGMENTED_SORT_MIN_REQS = 128  # torch's CUDA sort of [R, V] takes its segmented branch from 128 slices
 
 

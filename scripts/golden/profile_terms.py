@@ -368,7 +368,35 @@ class V2Sampler:
     def __init__(self, vllm_config):
         self.vc = vllm_config
 
+    def persistent(self, vocab: int, reqs: int, max_model_len: int) -> int:
+        """The card bytes the runner's per-request states keep from ``GPUModelRunner.__init__`` on (``RequestState``,
+        the ``Sampler``'s states — 0.29.0 sample/penalties.py 32-42: ``prompt_bin_mask`` [R, ⌈V/32⌉] and
+        ``output_bin_counts`` [R, V] int32 —, ``InputBuffers``): what the tracker sees allocated while they are
+        built and still live after, less the pinned host buffers (``UVA_STORAGES``)."""
+        import torch
+
+        UVA_STORAGES.clear()  # addresses of this build only: a freed buffer's address may be reused
+        counter = LiveBytes()
+        with torch.inference_mode(), tracking_mode(counter):
+            built = self.build(vocab, reqs, max_model_len)
+        total = sum(n for k, n in counter.live.items() if k not in UVA_STORAGES)
+        del built
+        return total
+
     def stand_in(self, vocab: int, reqs: int, dtype):
+        import torch
+
+        states, sampler, buffers = self.build(vocab, reqs, 4096)
+        lm_head = torch.randn(vocab, 64, dtype=dtype)
+
+        class Model:
+            def compute_logits(self, hidden_states, *args):
+                return hidden_states @ lm_head.t()
+
+        return lm_head, types.SimpleNamespace(sampler=sampler, model=Model(), input_buffers=buffers,
+                                              model_state=types.SimpleNamespace(dummy_sampler_run=lambda *a: False))
+
+    def build(self, vocab: int, reqs: int, max_model_len: int):
         import torch
         from vllm.config import set_current_vllm_config
         from vllm.v1.worker.gpu.input_batch import InputBuffers
@@ -377,7 +405,7 @@ class V2Sampler:
 
         dev = torch.device("cpu")
         with set_current_vllm_config(self.vc):
-            states = RequestState(max_num_reqs=reqs, max_model_len=4096, max_num_batched_tokens=reqs,
+            states = RequestState(max_num_reqs=reqs, max_model_len=max_model_len, max_num_batched_tokens=reqs,
                                   num_speculative_steps=0, vocab_size=vocab, device=dev)
             # the arguments the release's runner passes (0.22.1 model_runner.py 215-223: no vllm_config before
             # 0.31, whose Sampler takes it first; logprobs_mode and use_fp64_gumbel from the model config)
@@ -388,14 +416,43 @@ class V2Sampler:
             sampler = Sampler(max_num_reqs=reqs, vocab_size=vocab, device=dev, req_states=states,
                               **{k: v for k, v in given.items() if k in takes and v is not None})
             buffers = InputBuffers(reqs, reqs, dev)
-        lm_head = torch.randn(vocab, 64, dtype=dtype)
+        return states, sampler, buffers
 
-        class Model:
-            def compute_logits(self, hidden_states, *args):
-                return hidden_states @ lm_head.t()
 
-        return lm_head, types.SimpleNamespace(sampler=sampler, model=Model(), input_buffers=buffers,
-                                              model_state=types.SimpleNamespace(dummy_sampler_run=lambda *a: False))
+UVA_STORAGES: set = set()  # the pinned host buffers' storages (the V2 runner's UvaBuffer stand-in)
+
+
+def persistent_counted() -> bool:
+    """Whether the release's profile counts what stays allocated from the runner's creation on: from 0.27.1
+    ``memory_profiling`` (vllm/utils/mem_utils.py) takes the non-KV memory as ``total_consumed`` (the free memory's
+    drop since the instance was created, ``mem_get_info``) plus the transient peak over what is allocated after the
+    profile, so the runner's persistent states count; before, ``weights + torch peak increase + non-torch
+    increase``, which leave out torch allocations made before the profile outside the weights' load."""
+    import inspect
+
+    from vllm.utils import mem_utils
+
+    return "total_consumed" in inspect.getsource(mem_utils.memory_profiling)
+
+
+def v2_persistent_fit(sampler: V2Sampler) -> dict:
+    """The V2 runner's persistent per-request states on the card (``V2Sampler.persistent``) measured on a grid of
+    max_num_reqs R, vocabulary V and max_model_len L, fitted as ``R·(V·per_logit + L·per_token_slot + per_req) +
+    fixed`` (exact where every buffer is linear in them; ``prompt_bin_mask``'s ⌈V/32⌉ rounds by under 4 B a
+    request)."""
+    (r1, r2), (v1, v2), (l1, l2) = (32, 64), (151936, 32000), (4096, 8192)
+    b = {(r, v, m): sampler.persistent(v, r, m) for r, v, m in ((r1, v1, l1), (r2, v1, l1), (r1, v2, l1),
+                                                                 (r2, v2, l1), (r1, v1, l2), (r2, v1, l2))}
+
+    def slope(v, m):
+        return (b[(r2, v, m)] - b[(r1, v, m)]) / (r2 - r1)
+
+    per_logit = (slope(v1, l1) - slope(v2, l1)) / (v1 - v2)
+    per_slot = (slope(v1, l2) - slope(v1, l1)) / (l2 - l1)
+    per_req = slope(v1, l1) - v1 * per_logit - l1 * per_slot
+    return {"bytes": {f"{r}x{v}x{m}": n for (r, v, m), n in b.items()}, "bytes_per_logit": per_logit,
+            "bytes_per_token_slot": per_slot, "bytes_per_req": per_req,
+            "fixed_bytes": b[(r1, v1, l1)] - round(r1 * slope(v1, l1))}
 
 
 def triton_placeholders() -> None:
@@ -437,6 +494,7 @@ def build_v2(sms: int):
 
     def plain(self, size, dtype):
         self.cpu = torch.zeros(size, dtype=dtype, device="cpu")
+        UVA_STORAGES.add(self.cpu.untyped_storage().data_ptr())  # pinned host memory: not on the card
         self.np = self.cpu.numpy()
         self._uva = self.cpu
         if not callable(getattr(type(self), "uva", None)):  # an attribute before 0.30 (0.27.1 buffer_utils.py 50)
@@ -586,6 +644,10 @@ def sampler_table_row(variants: dict, required: bool) -> dict:
         row[f"bytes_per_logit_low{suffix}"] = round(min(per.values()), 3)
         row[f"bytes_per_logit_high{suffix}"] = round(max(high.values()), 3)
     row["bytes_per_logit_cpu"] = round(at["bytes_per_logit"], 3)
+    if v.get("persistent"):  # the V2 runner's per-request states, allocated from its creation on
+        pers = v["persistent"]
+        row["persistent"] = {"counted": pers["counted"], "bytes_per_logit": round(pers["bytes_per_logit"], 4),
+                             "bytes_per_req": round(pers["bytes_per_req"]), "fixed_bytes": pers["fixed_bytes"]}
     row["flashinfer_unmeasured"] = bool(v.get("flashinfer_sampling_calls"))
     row["sm_row_bytes_per_vocab"] = round(at["bytes_per_sm_row_per_vocab"], 3)
     row["fixed_bytes"] = at["fixed_bytes"]
@@ -2298,6 +2360,8 @@ def main(argv=None) -> int:
         record["topk_topp_path"] = path + (": flashinfer_sample" if SAMPLED_CALLS else ": gumbel_sample")
     record["flashinfer_sampling_calls"] = len(SAMPLED_CALLS)
     record["kernel_launches"] = launches
+    if isinstance(sampler, V2Sampler):  # the runner's persistent states (counted from 0.27.1: total_consumed)
+        record["persistent"] = {**v2_persistent_fit(sampler), "counted": persistent_counted()}
     record["cuda_workspace_ops"] = dict(CUDA_OPS)
     record["derived"] = True
     record["sampler"] = rows
