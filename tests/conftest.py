@@ -159,4 +159,7 @@ def fixed_profile_terms(monkeypatch):
         return peak + estimate.ACTIVATION_WORKSPACE_BYTES
 
     monkeypatch.setattr(estimate, "estimate_activation_bytes", fixed)
+    from kvplan.budget import profile
+
+    monkeypatch.setattr(profile, "persistent_bytes", lambda *a, **k: 0)  # nor the V2 runner's states
     monkeypatch.setattr(estimate, "_calibration", lambda: {})

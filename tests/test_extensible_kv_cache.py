@@ -296,3 +296,23 @@ def test_explain_log_takes_the_measured_size_over_the_reservation():
     # the log's rounding; the 30,697 blocks' 64,376,274,944 B lie within)
     assert b.source.startswith("the extensible KV cache's size after warmup")
     assert b.bytes == 64_381_559_767 and b.low <= 64_376_274_944 <= b.high
+
+
+def test_persistent_states_are_used_memory_not_a_transient():
+    """The extensible sizing (0.34.0 extensible_kv_cache.py: vLLM measures what it uses after warm-up, and keeps a
+    reserve for the transient peak with a margin of 0.75 of it): the part of the activation that stays allocated
+    (the V2 runner's per-request states) is used memory, so it costs its own bytes, not 1.75 of them. By hand, an
+    80 GiB card at utilization 1.0, no start-up memory, weights 20 GiB, activation 3 GiB of which 1 GiB persistent,
+    non-torch 0.5 GiB, graphs 1 GiB (estimated and resident):
+        used      = 20 + 0.5 + 1 (persistent) + 1 (graphs) = 22.5 GiB
+        transient = 3 − 1 + 1 = 3 GiB; margin = max(floor, 0.75 · 3) = 2.25 GiB
+        measured  = min(80 − 22.5, 80 − 0 − 22.5 − 2.25) − 3 = 52.25 GiB
+    against 51.5 GiB with the 1 GiB counted as a transient (used 21.5, transient 4, margin 3)."""
+    from kvplan.budget.sizing import EXTENSIBLE, stage_kv_cache_bytes
+    from kvplan.units import GiB
+
+    args = dict(total=80 * GiB, utilization=1.0, weights=20 * GiB, activation=3 * GiB, non_torch=GiB // 2,
+                cudagraph=GiB, startup=0, margin_floor=0)
+    with_states = stage_kv_cache_bytes(EXTENSIBLE, persistent=GiB, **args)
+    assert with_states["measured_kv_cache_memory_bytes"] == round(52.25 * GiB)
+    assert stage_kv_cache_bytes(EXTENSIBLE, **args)["measured_kv_cache_memory_bytes"] == round(51.5 * GiB)

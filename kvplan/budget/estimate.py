@@ -503,7 +503,9 @@ class _Estimate:
         return sizing.stage_kv_cache_bytes(self.mode, total=self.card.memory_bytes, utilization=self.util,
                                            startup=self.startup, margin_floor=self.margin_floor, weights=weights,
                                            activation=activation, non_torch=non_torch, cudagraph=cudagraph,
-                                           cudagraph_resident=cudagraph_resident)
+                                           cudagraph_resident=cudagraph_resident,
+                                           persistent=0 if self.over.activation is not None
+                                           else int(self.sampler.get("persistent") or 0))
 
     def _activation(self, layers: set[int], last: bool, sampler: int, encoder: dict | None = None,
                     forward_end: str = "value", first: bool = True) -> int:

@@ -123,17 +123,20 @@ def formula_source(era, mode: str) -> str:
 
 def stage_kv_cache_bytes(mode: str, *, total: int, utilization: float, weights: int, activation: int,
                          non_torch: int, cudagraph: int, startup: int = 0,
-                         margin_floor: int = MARGIN_FLOOR_BYTES, cudagraph_resident: int | None = None) -> dict:
+                         margin_floor: int = MARGIN_FLOOR_BYTES, cudagraph_resident: int | None = None,
+                         persistent: int = 0) -> dict:
     """One worker's KV bytes by the mode's formula (module docstring), with its intermediate terms.
     ``cudagraph`` is the profile's CUDA-graph estimate (0 when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0),
     ``cudagraph_resident`` the graphs' pool after capture (default: the same figure), which the
-    extensible sizing measures whether or not the profile estimated it."""
+    extensible sizing measures whether or not the profile estimated it. ``persistent``: the part of
+    ``activation`` that stays allocated (the V2 runner's per-request states): the extensible sizing measures it as
+    used memory, not as a transient its margin scales with."""
     requested = requested_memory(total, utilization)
     tentative = requested - weights - activation - non_torch - cudagraph
     if mode != EXTENSIBLE:
         return {"requested_memory_bytes": requested, "kv_cache_memory_bytes": tentative}
-    used = weights + non_torch + (cudagraph if cudagraph_resident is None else cudagraph_resident)
-    transient = activation + cudagraph
+    used = weights + non_torch + persistent + (cudagraph if cudagraph_resident is None else cudagraph_resident)
+    transient = activation - persistent + cudagraph
     margin = max(margin_floor, int(transient * MARGIN_FRACTION))
     measured = min(requested - used, total - startup - used - margin) - transient
     return {
