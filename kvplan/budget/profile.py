@@ -227,6 +227,18 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
         sampler = f"{where} ({r['topk_topp_path']}, {r['bytes_per_logit']:g} B per logit)"
         out.append({"term": term, "basis": r["basis"], "from": r["from"],
                     "detail": sampler if r["basis"] == DERIVED else f"{sampler}; own run: {r['why']}"})
+    v2 = row.get("v2") or (row if row.get("runner") == "v2" else None)
+    if v2 is not None and v2.get("persistent"):  # the V2 runner's per-request states (persistent_bytes)
+        p = v2["persistent"]
+        where = f"tests/golden/profile_terms/{v2['from']}.json" + (" v2" if v2 is not row else "")
+        what = (f"{where} persistent: {p['bytes_per_logit']:g} B per request and vocabulary entry (penalty bin counts "
+                f"and prompt mask), {p['bytes_per_req']:,} B more per request")
+        out.append({"term": "V2 runner's per-request states", "from": v2["from"],
+                    "basis": v2["basis"] if p["counted"] else "not counted",
+                    "detail": what if p["counted"] else (
+                        f"{what}; the release's memory_profiling takes weights + torch peak increase + "
+                        "non-torch increase, which leave out what the runner allocated before the profile (the free "
+                        "memory's drop, total_consumed, from 0.27.1)")})
     for family, fam in (row.get("forward") or {}).items():
         if "factor" not in fam:
             out.append({"term": f"forward ({family})", "basis": ASSUMED, "detail": f"kvplan's rule: {fam['why']}"})
