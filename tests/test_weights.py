@@ -1055,7 +1055,7 @@ def test_gpt_oss_rank_beside_the_experts_is_what_vllm_builds(model):
     every parameter and buffer but the MoE experts (their kept bytes are the triton_kernels goldens') sums to what
     kvplan counts beside the experts: the vocab-parallel embedding and lm_head, the column/row-parallel q/k/v/o with
     their biases (o_proj's whole on every rank), the sinks per rank's heads, the replicated router and norms, and
-    the float32 rotary cache every rank holds (``gpt_oss.rotary_cache``). Left out of both: the attention layer's
+    the float32 rotary cache every rank holds (``kvplan.budget.rotary``, ``FLOAT32_TABLES``). Left out of both: the attention layer's
     four float32 scalars per layer (``_k_scale`` ... 16 B each layer), which kvplan does not count."""
     from kvplan.model.options import ServingOptions
 

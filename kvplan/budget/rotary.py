@@ -44,6 +44,17 @@ from dataclasses import dataclass
 # config keys of model files that pass get_rope a rotary width of their own (GPT-NeoX's rotary_pct, ChatGLM's
 # rotary_emb_fraction, MiniMax's rotary_dim): not derived
 OTHER_WIDTH_KEYS = ("rotary_pct", "rotary_emb_fraction", "rotary_dim")
+# Model classes that build their table in float32 whatever the model dtype: gpt-oss's attention calls
+# ``get_rope(..., dtype=torch.float32)`` (models/gpt_oss.py 0.11.0 line 60, 0.19.0 line 85, 0.34.0 line 114;
+# tests/golden/quant_weights/models/0.19.0/: ``cos_sin_cache`` [131072, 64] float32 on every rank at TP 1, 2, 4).
+FLOAT32_TABLES = ("GptOssForCausalLM",)
+
+
+def table_dtype_bytes(config: dict, model_dtype_bytes: int) -> int:
+    """The bytes per element of ``config``'s rotary tables: 4 for a model class that builds them in float32
+    (``FLOAT32_TABLES``), else the model dtype's."""
+    archs = config.get("architectures") or []
+    return 4 if isinstance(archs, list) and archs and archs[0] in FLOAT32_TABLES else model_dtype_bytes
 
 
 @dataclass(frozen=True)

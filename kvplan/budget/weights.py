@@ -24,7 +24,7 @@ from kvplan.budget.meta import meta_param_counts
 from kvplan.budget.quant_kernels import (
     kept_delta, kept_expert_bytes, linear_kernel, moe_backend, moe_kind, moe_layer_bytes, triton_mxfp4_swizzle_extra,
 )
-from kvplan.budget.rotary import RotaryCache, rotary_cache
+from kvplan.budget.rotary import RotaryCache, rotary_cache, table_dtype_bytes
 from kvplan.budget.quantization import (
     NO_QUANTIZATION, Quantization, quantization_of, quantization_override, weight_bytes,
 )
@@ -644,19 +644,6 @@ def widest_intermediate(inventory: Inventory, cfg: dict, tp: int, layers: set[in
     return widest
 
 
-def _with_model_buffers(mem: WeightMemory, weights: ModelInventory) -> WeightMemory:
-    """``mem`` with the buffers the model class registers beside the checkpoint's tensors
-    (``ModelInventory.buffers_bytes``: gpt-oss's float32 rotary cache) on every rank of every stage, in the
-    attention kind."""
-    nbytes, note = weights.buffers_bytes, weights.buffers_note
-    if not nbytes:
-        return mem
-    stages = tuple(replace(s, weight_bytes=s.weight_bytes + nbytes,
-                           bytes_by_kind={**s.bytes_by_kind, "attention": s.bytes_by_kind.get("attention", 0) + nbytes})
-                   for s in mem.stages)
-    return replace(mem, stages=stages, notes=mem.notes + (note,))
-
-
 def layout_weights(layout) -> ModelInventory:
     """The weights of ``layout``: what the model stage counted (``ModelLayout.inventory``), else (a layout built
     without a budget in view, as the library's ``build_model_layout`` does) the model layer's count of it."""
@@ -736,13 +723,10 @@ def layout_weight_memory(layout, *, tp: int | None = None, exact_params: bool = 
     elif where:
         mem = replace(mem, basis_detail=f"no checkpoint metadata: {where}",
                       notes=mem.notes + ((where,) if where.startswith(DOWNLOAD_FAILED) else ()))
-    # the rotary tables: a family whose model class registers its own (gpt-oss: float32, derived on the meta device,
-    # ModelInventory.buffers_bytes) counts those; every other RoPE decoder its get_rope tables in the model dtype
-    if weights.buffers_bytes:
-        mem = _with_model_buffers(mem, weights)
-    else:
-        mem = with_rotary(mem, rotary_cache(layout.target.text_config, dtype_size_bytes(target.dtype),
-                                            version_key(release or "")))
+    # the rotary tables get_rope builds, in the model dtype (gpt-oss's in float32: rotary.table_dtype_bytes)
+    mem = with_rotary(mem, rotary_cache(layout.target.text_config,
+                                        table_dtype_bytes(target.config, dtype_size_bytes(target.dtype)),
+                                        version_key(release or "")))
     if exact_params:
         counts = meta_param_counts(target.config, path=source.path if source is not None else "<config>")
         analytic_text = inv.num_params(include_buffers=False, kinds=tuple(k for k in KINDS if k not in ("mtp", "vision")))

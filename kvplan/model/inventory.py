@@ -86,10 +86,6 @@ class ModelInventory:
     # index's metadata.total_size gives; the same object as ``target`` when the two agree
     stored: Inventory
     drafter: Inventory | None  # the drafter's own weights (--drafter), None without one
-    # the buffers the model class registers beside the checkpoint's tensors, on every rank of every stage
-    # (``model_buffers``: gpt-oss's float32 rotary cache), and the note naming them
-    buffers_bytes: int = 0
-    buffers_note: str = ""
 
 
 def model_inventory(text: HFView, target, method: str | None, drafter=None) -> ModelInventory:
@@ -102,7 +98,7 @@ def model_inventory(text: HFView, target, method: str | None, drafter=None) -> M
     if drafter is not None:
         dtext, d = drafter
         own = _drafter(dtext, d.config, method or "draft_model", text, d)
-    return ModelInventory(counted, stored, own, *model_buffers(target.config))
+    return ModelInventory(counted, stored, own)
 
 
 def layout_inventory(layout) -> ModelInventory:
@@ -115,21 +111,4 @@ def layout_inventory(layout) -> ModelInventory:
     d = layout.drafter
     return model_inventory(text(layout.target), layout.target, layout.speculative_method,
                            (text(d), d) if d is not None else None)
-
-
-# Buffers a model class registers beside the checkpoint's tensors (no parameter, no checkpoint tensor), by
-# architecture: (bytes every rank of every pipeline stage holds, a note). Other RoPE models' caches (in the model
-# dtype) are not counted yet.
-def _model_buffer_rules() -> dict:
-    from kvplan.model.families.gpt_oss import rotary_cache
-
-    return {"GptOssForCausalLM": rotary_cache}
-
-
-def model_buffers(config: dict) -> tuple[int, str]:
-    """The bytes of the buffers ``config``'s model class registers on every rank (``_model_buffer_rules``), and
-    the note naming them; (0, "") for a model without a rule."""
-    archs = config.get("architectures") or [""]
-    rule = _model_buffer_rules().get(archs[0] if isinstance(archs, list) and archs else "")
-    return rule(config) if rule is not None else (0, "")
 

@@ -47,25 +47,6 @@ def gpt_oss(cfg: WeightView, b: Builder) -> None:
     b.final(cfg, V, H)
 
 
-def rotary_cache(config: dict) -> tuple[int, str]:
-    """The rotary cache vLLM's gpt-oss builds beside the checkpoint's tensors: ``get_rope(..., dtype=torch.float32)``
-    (models/gpt_oss.py, 0.11.0 line 60, 0.19.0 line 85, 0.34.0 line 114) registers ``cos_sin_cache``, a float32
-    buffer of ``[positions, head_dim]`` (cos and sin halves), one per process (``get_rope`` caches the module every
-    layer shares); YaRN's positions are ``original_max_position_embeddings × factor``
-    (``YaRNScalingRotaryEmbedding._compute_cos_sin_cache``). gpt-oss-20b / -120b: 4096 · 32 = 131,072 positions ×
-    64 × 4 B = 33,554,432 B on every rank (tests/golden/quant_weights/models/0.19.0/: the release's model class on the
-    meta device at TP 1, 2 and 4). Returns (bytes, note)."""
-    rope = config.get("rope_scaling") or config.get("rope_parameters") or {}
-    hd = int(config.get("head_dim") or 64)  # GptOssConfig's default
-    if isinstance(rope, dict) and rope.get("rope_type") == "yarn" and rope.get("factor"):
-        positions = int(int(rope.get("original_max_position_embeddings") or 0) * float(rope["factor"]))
-    else:
-        positions = int(config.get("max_position_embeddings") or 0)
-    nbytes = positions * hd * 4
-    return nbytes, (f"gpt-oss's rotary cache, float32 [{positions:,}, {hd}] on every rank: {nbytes:,} B "
-                    "(vLLM gpt_oss.py get_rope(dtype=torch.float32); kvplan.model.families.gpt_oss.rotary_cache)")
-
-
 FAMILY = Family(
     "gpt_oss", build_gpt_oss,
     weights=gpt_oss,
