@@ -498,14 +498,19 @@ class _Estimate:
     def dbytes(self) -> int:
         return dtype_size_bytes(self.layout.target.dtype)
 
+    @property
+    def persistent(self) -> int:
+        """What the runner keeps allocated from its creation on and the profile counts, inside kvplan's activation
+        (``sampler_terms``: the V2 runner's per-request states from 0.27.1)."""
+        return int(self.sampler.get("persistent") or 0)
+
     def _sized(self, *, weights: int, activation: int, non_torch: int, cudagraph: int,
                cudagraph_resident: int | None) -> dict:
         return sizing.stage_kv_cache_bytes(self.mode, total=self.card.memory_bytes, utilization=self.util,
                                            startup=self.startup, margin_floor=self.margin_floor, weights=weights,
                                            activation=activation, non_torch=non_torch, cudagraph=cudagraph,
                                            cudagraph_resident=cudagraph_resident,
-                                           persistent=0 if self.over.activation is not None
-                                           else int(self.sampler.get("persistent") or 0))
+                                           persistent=0 if self.over.activation is not None else self.persistent)
 
     def _activation(self, layers: set[int], last: bool, sampler: int, encoder: dict | None = None,
                     forward_end: str = "value", first: bool = True) -> int:
@@ -515,7 +520,7 @@ class _Estimate:
                                          last_stage=last, encoder=encoder, sampler_bytes=sampler,
                                          forward_factor=factors[forward_end], first_stage=first,
                                          held_bytes=self.moe_held(layers, last)[0],
-                                         persistent_bytes=int(self.sampler.get("persistent") or 0))
+                                         persistent_bytes=self.persistent)
 
     def moe_held(self, layers: set[int], last: bool) -> tuple[int, str]:
         """The fused-MoE workspace held under the last stage's sampler (``moe_held_bytes``; unquantized experts)."""
@@ -627,7 +632,7 @@ class _Estimate:
         held = self.moe_held(layers, last) if o.activation is None else (0, "")
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
             self.cfg.get("hidden_size") or 0) * self.dbytes * (1 if first else 3) + held[0] >= (
-                act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part - int(self.sampler.get("persistent") or 0))
+                act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part - self.persistent)
         # the warm-up after the KV cache is allocated (profiled sizing): the graphs vLLM did not subtract at this
         # end, and what capture may leave reserved but unusable for the sampler's warm-up pass (the module docstring)
         warmup = {"graphs": max(0, captured["high"] - cg_ends[1]),

@@ -582,6 +582,15 @@ def measure(method, sampler, vocab: int, reqs: int, dtype, sms: int | None = Non
     return counter.peak
 
 
+def cuda_record(peaks: dict, small: tuple[int, int], large: tuple[int, int], vocab: int) -> dict:
+    """A golden's ``cuda`` figures from the peaks with the kernels' workspaces at two batches under 128 requests
+    (``small``) and two of 128 or more (``large``): the bytes per logit in each of the sort's branches."""
+    (r1, r2), (q1, q2) = small, large
+    return {"peak_bytes": {str(r): peaks[r] for r in (r1, r2, q1, q2)},
+            "bytes_per_logit": (peaks[q2] - peaks[q1]) / ((q2 - q1) * vocab),
+            "bytes_per_logit_under_128": (peaks[r2] - peaks[r1]) / ((r2 - r1) * vocab)}
+
+
 CUDA_PEAKS: dict = {}  # (vocab, reqs, sms) -> the last measure's peak with the CUDA kernels' workspaces
 CUDA_OPS: dict = {}  # op -> calls per pass with a CUDA-only workspace
 
@@ -1522,9 +1531,7 @@ def spec_all(a) -> int:
         per = {name: (p[1] - p[0]) / ((r2 - r1) * TABLE_VOCAB) for name, p in peaks.items()}
         # on CUDA (cuda_workspace_bytes: the sorts' workspaces): from 128 requests, and below at the CPU batches
         q1, q2 = SPEC_CUDA_REQS
-        cuda = {name: {"peak_bytes": {str(r): x[r][1] for r in (r1, r2, q1, q2)},
-                       "bytes_per_logit": (x[q2][1] - x[q1][1]) / ((q2 - q1) * TABLE_VOCAB),
-                       "bytes_per_logit_under_128": (x[r2][1] - x[r1][1]) / ((r2 - r1) * TABLE_VOCAB)}
+        cuda = {name: cuda_record({r: x[r][1] for r in (r1, r2, q1, q2)}, (r1, r2), (q1, q2), TABLE_VOCAB)
                 for name, x in runs.items()}
         record.update(derived=True, topk_topp_path=path, kernels_stubbed=kernels, notes=notes,
                       peak_bytes={k: {str(r1): v[0], str(r2): v[1]} for k, v in peaks.items()},
@@ -2350,9 +2357,7 @@ def main(argv=None) -> int:
         q1, q2 = a.cuda_reqs
         big = {q: (measure(method, sampler, v, q, torch.bfloat16, a.sms, ttt), CUDA_PEAKS[(v, q, a.sms)])[1]
                for q in (q1, q2)}
-        row["cuda"] = {"peak_bytes": {str(r1): c1, str(r2): c2, **{str(q): big[q] for q in (q1, q2)}},
-                       "bytes_per_logit_under_128": (c2 - c1) / ((r2 - r1) * v),
-                       "bytes_per_logit": (big[q2] - big[q1]) / ((q2 - q1) * v)}
+        row["cuda"] = cuda_record({r1: c1, r2: c2, **big}, (r1, r2), (q1, q2), v)
         rows.append(row)
     launches = {} if ttt is None else {k: s.launches for k, s in vars(ttt).items() if isinstance(s, KernelStub)}
     record["triton"] = any(launches.values())
