@@ -53,8 +53,7 @@ FAMILY = Family(
     architectures=("GptOssForCausalLM",),
     model_types=("gpt_oss",),
     config_keys=(
-        "factor", "head_dim", "hidden_size", "intermediate_size", "max_position_embeddings", "num_attention_heads",
-        "num_hidden_layers", "num_key_value_heads", "num_local_experts", "original_max_position_embeddings",
-        "rope_parameters", "rope_scaling", "rope_type", "vocab_size",
+        "head_dim", "hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers",
+        "num_key_value_heads", "num_local_experts", "vocab_size",
     ),
 )
