@@ -72,6 +72,7 @@ def markdown() -> str:
     for r in VERSIONS:
         by = {t["term"]: t for t in rows[r]}
         lines.append(f"| {r} | " + " | ".join(cell(by[t], r) if t in by else "—" for t in terms) + " |")
+    lines += forward_section()
     lines += parallel_section()
     lines += ["", "## Goldens and reasons", ""]
     for term in terms:
@@ -88,6 +89,41 @@ def markdown() -> str:
             lines.append(f"- {span}: {d}")
         lines.append("")
     return "\n".join(lines)
+
+
+def forward_section() -> list[str]:
+    """The dummy forward's bytes per token each forward golden measured (tests/golden/profile_terms/forward/), per
+    release and model: the family reference models and the models measured for their own row."""
+    table = profile._table()
+    lines = [
+        "", "## The dummy forward per model", "",
+        "Derived per release (`scripts/golden/profile_terms.py --forward-all`): each model's class run over 256 and "
+        "512 dummy tokens on the meta device; bytes per token on the custom-op path (the value) and the native graph "
+        "(the high end), and the factor on kvplan's rule `(4H + W)·a` for the same model. The family rows (dense: "
+        "Qwen3-8B; MoE: the larger of gpt-oss-20b and Mixtral-8x7B) scale kvplan's rule for any model of the family; "
+        "a model measured for its own row (Gemma 4) takes that row where a release at or before the deployment's "
+        "measured it.",
+        "",
+        "| release | row | model | B per token (custom ops) | B per token (native) | rule | factor |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in VERSIONS:
+        row = table[r]
+        entries = []
+        for family, fam in sorted((row.get("forward") or {}).items()):
+            for x in (fam.get("models") or {family: fam}).values():
+                if "factor" in x and fam.get("basis") == profile.DERIVED and fam.get("from") == r:
+                    entries.append((family, x))
+        for arch, m in sorted((row.get("forward_models") or {}).items()):
+            if m.get("basis") == profile.DERIVED and m.get("from") == r:
+                entries.append((arch, m))
+        for name, x in entries:
+            native = x.get("bytes_per_token_native")
+            rule = x.get("rule_bytes_per_token")
+            lines.append(f"| {r} | {name} | {Path(x['model']).parent.name} | {x['bytes_per_token']:,.0f} | "
+                         + (f"{native:,.0f}" if native is not None else "—") + " | "
+                         + (f"{rule:,}" if rule is not None else "—") + f" | {x['factor']:g} |")
+    return lines
 
 
 def parallel_section() -> list[str]:

@@ -28,7 +28,10 @@ estimates, labelled as such in every output, each with an override:
   whose top-k/top-p sorts the logits, 28 of them on the CPU; 14 B from 0.17, the Triton path), while the
   forward's hidden states ``T · H · a`` are still held (kvplan charged ``R · V · 4 · 2`` before). ``f`` is the
   release's measured forward peak over the rule for the model's family (dense / MoE), from the release's model
-  class run on the meta device (``kvplan.budget.profile.forward_factors``; 1.077 for a dense model from 0.24).
+  class run on the meta device (``kvplan.budget.profile.forward_factors``; 1.077 for a dense model from 0.24), or
+  the model's own measured row where a release at or before it measured its architecture (Gemma 4 26B-A4B:
+  1.4592, its fused-MoE workspace held beside a 512-dim global-attention layer's q/k/v, against the MoE family's
+  1.2626).
   ``M`` is the fused-MoE workspace the forward leaves allocated under the sampler pass (``moe_held_bytes``:
   ``T·k·(max(I/tp, H) + max(2I/tp, H))·a`` for unquantized experts in the releases whose ``WorkspaceManager``
   keeps it, measured per release: tests/golden/profile_terms/held/).
@@ -331,12 +334,13 @@ def with_rejection_sampler(sampler: dict, era, reqs: int, vocab: int, rejection:
             "source": sampler["source"] + note}
 
 
-def forward_terms(era, cfg: dict, tp: int = 1, pp: int = 1) -> dict:
-    """The dummy forward's factor on kvplan's rule for this model's family at this TP size and PP stage, by the
-    release's derived table (``kvplan.budget.profile.forward_factors``)."""
+def forward_terms(era, cfg: dict, tp: int = 1, pp: int = 1, architecture: str = "") -> dict:
+    """The dummy forward's factor on kvplan's rule for this model at this TP size and PP stage, by the release's
+    derived table (``kvplan.budget.profile.forward_factors``): the architecture's own row where the release's golden
+    measured it, else the model's family's."""
     from kvplan.budget.profile import forward_factors
 
-    return forward_factors(_release(era), cfg, tp=tp, pp=pp)
+    return forward_factors(_release(era), cfg, tp=tp, pp=pp, architecture=architecture)
 
 
 def startup_high(tp: int, pp: int, fallback: int) -> int:
@@ -735,13 +739,19 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         offload=int((b.cpu_offload_gb or 0) * GiB),
         sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner, R), era, reqs, vocab,
                                        request.rejection_sampler),
-        forward=forward_terms(era, cfg, tp, pp),
+        forward=forward_terms(era, cfg, tp, pp, architecture=_architecture(layout)),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,
         exact=bool(b.exact_params), encoder_why=encoder[1], release=release,
         graphs=_graphs(release, card, T=T, R=R, layout=layout),
         lora=request.lora, redundant_experts=redundant, eplb=request.enable_eplb,
     )
+
+
+def _architecture(layout) -> str:
+    """The model's architecture as its config names it (``architectures[0]``), "" where it names none."""
+    archs = layout.target.config.get("architectures") or [""]
+    return str(archs[0]) if isinstance(archs, list) and archs else ""
 
 
 def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout) -> int:
@@ -867,7 +877,8 @@ def kv_budget(layout, era, request: BudgetRequest) -> Budget:
                       basis="every estimated term at its high end (low) and its low end (high): " + ", ".join(
                           f"{k} {v}" for k, v in (
                               ("weights", "±1 %"), ("sampler", e.sampler["basis"]),
-                              ("forward", f"{e.forward['basis']} ({e.forward['value']:g}-{e.forward['high']:g}× the rule)"),
+                              ("forward", f"{e.forward['basis']} ({e.forward.get('row', e.forward['family'])} row, "
+                                          f"{e.forward['value']:g}-{e.forward['high']:g}× the rule)"),
                               ("non-torch", _non_torch_basis(e.tp, e.pp, name, e.release)),
                               ("CUDA graphs", e.graph_basis))))
     requested = sizing.requested_memory(total, e.util)

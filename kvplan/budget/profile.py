@@ -110,13 +110,45 @@ def forward_family(cfg: dict) -> str:
     return "moe" if any(int(cfg.get(k) or 0) > 1 for k in MOE_KEYS) else "dense"
 
 
-def forward_factors(release: str | None, cfg: dict, *, tp: int = 1, pp: int = 1) -> dict:
-    """The release's forward row for the model's family: ``value`` and ``high`` factors on kvplan's rule, the
-    basis and a note of where it came from (a family the release's golden could not measure takes the newest
-    measured release's before it, assumed; none measured: factor 1, assumed). Under TP or PP the factors measured
-    on that rank (``parallel_factors``), ``later`` those of a PP stage after the first."""
+def forward_factors(release: str | None, cfg: dict, *, tp: int = 1, pp: int = 1, architecture: str = "") -> dict:
+    """The release's forward row for the model: ``value`` and ``high`` factors on kvplan's rule, the basis, the row
+    used (``row``: the architecture's own or the family's) and a note of where it came from. The model's own row
+    where a release measured its ``architecture`` (``model_forward_row``: Gemma 4's), else its family's (a family
+    the release's golden could not measure takes the newest measured release's before it, assumed; none measured:
+    factor 1, assumed). Under TP or PP the family's factors measured on that rank (``parallel_factors``; the own
+    rows are measured at TP 1), ``later`` those of a PP stage after the first."""
+    own = model_forward_row(release, architecture, cfg)
+    if own is not None and tp == 1 and pp == 1:
+        return own
     base = _tp1_forward_factors(release, cfg)
+    if own is not None:
+        base = {**base, "source": base["source"] + f"; {architecture}'s own row is measured at TP 1 / PP 1 only"}
     return base if tp == 1 and pp == 1 else parallel_factors(release, base, tp=tp, pp=pp)
+
+
+def model_forward_row(release: str | None, architecture: str, cfg: dict) -> dict | None:
+    """The release's own forward row for ``architecture`` (the table's ``forward_models``, from the goldens'
+    ``architectures``: a model measured for itself, looked up by the measured class or the class whose forward ran
+    its text, e.g. Gemma4ForConditionalGeneration / Gemma4ForCausalLM) as ``forward_factors`` returns it: derived
+    where this release measured it, else the newest measured release's before it, assumed; None where no release
+    at or before this one measured it (the family's factor applies)."""
+    if not architecture:
+        return None
+    rows = _table()
+    models = (rows.get(release or "") or rows[list(rows)[-1]]).get("forward_models") or {}
+    found = next(((arch, r) for arch, r in models.items() if architecture in r.get("architectures", (arch,))), None)
+    if found is None or "factor" not in found[1]:
+        return None
+    arch, r = found
+    model = Path(r["model"]).parent.name
+    basis = DERIVED if r["basis"] == DERIVED else ASSUMED
+    what = (f"the {arch} row ({basis}{'' if basis == DERIVED else ' from ' + r['from']}): vLLM {r['from']}'s "
+            f"{arch} forward ({model}) on the meta device: {r['bytes_per_token']:,.0f} B per token on the custom-op "
+            f"path, {r['bytes_per_token_native']:,.0f} native, {r['factor']:g}-{r['factor_high']:g}× kvplan's rule")
+    if basis != DERIVED:
+        what += f"; {release or 'this era'}'s {arch} forward not run ({r['why']})"
+    return {"value": r["factor"], "high": r["factor_high"], "basis": basis, "family": forward_family(cfg),
+            "row": arch, "source": what}
 
 
 # The dummy forward on one rank under TP and PP (``scripts/golden/profile_terms.py --parallel-all``: the release's
@@ -161,17 +193,18 @@ def _tp1_forward_factors(release: str | None, cfg: dict) -> dict:
     family = forward_family(cfg)
     fam = row.get(family) or {}
     if "factor" not in fam:
-        return {"value": 1.0, "high": 1.0, "basis": ASSUMED, "family": family,
+        return {"value": 1.0, "high": 1.0, "basis": ASSUMED, "family": family, "row": family,
                 "source": f"kvplan's rule T·(4H + W)·a ({fam.get('why', 'no forward golden')})"}
     model = fam["model"].split("/")[-2]
-    what = (f"vLLM {fam['from']}'s {family} forward ({model}) on the meta device: {fam['bytes_per_token']:,.0f} B "
+    basis = DERIVED if fam["basis"] == DERIVED else ASSUMED
+    what = (f"the {family} family row ({basis}{'' if basis == DERIVED else ' from ' + fam['from']}): "
+            f"vLLM {fam['from']}'s {family} forward ({model}) on the meta device: {fam['bytes_per_token']:,.0f} B "
             f"per token on the custom-op path, {fam['bytes_per_token_native']:,.0f} native, "
             f"{fam['factor']:g}-{fam['factor_high']:g}× kvplan's rule")
-    if fam["basis"] == DERIVED:
-        return {"value": fam["factor"], "high": fam["factor_high"], "basis": DERIVED, "family": family,
-                "source": what}
-    return {"value": fam["factor"], "high": fam["factor_high"], "basis": ASSUMED, "family": family,
-            "source": what + f"; {release or 'this era'}'s {family} forward not run ({fam['why']})"}
+    if basis != DERIVED:
+        what += f"; {release or 'this era'}'s {family} forward not run ({fam['why']})"
+    return {"value": fam["factor"], "high": fam["factor_high"], "basis": basis, "family": family, "row": family,
+            "source": what}
 
 
 # Every term of vLLM's profile run (``determine_available_memory`` / ``profile_run``, v1/worker/gpu_worker.py and
@@ -248,6 +281,12 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
         what = f"tests/golden/profile_terms/forward/{fam['from']}.json ({models}: factor {fam['factor']:g}, high {fam['factor_high']:g})"
         out.append({"term": f"forward ({family})", "basis": fam["basis"], "from": fam["from"],
                     "detail": what if fam["basis"] == DERIVED else f"{what}; own run: {fam['why']}"})
+    for arch, m in sorted((row.get("forward_models") or {}).items()):  # a model measured for its own row
+        what = (f"tests/golden/profile_terms/forward/{m['from']}.json architectures ({Path(m['model']).parent.name}: "
+                f"{m['bytes_per_token']:,.0f} B per token, factor {m['factor']:g}, high {m['factor_high']:g}; kvplan "
+                f"takes it for {' / '.join(m['architectures'])} instead of the family's)")
+        out.append({"term": f"forward ({arch})", "basis": m["basis"], "from": m["from"],
+                    "detail": what if m["basis"] == DERIVED else f"{what}; own run: {m['why']}"})
     out += parallel_term_bases(release, row)
     out.append(moe_held_term_basis(release))
     enc = row.get("encoder") or {}

@@ -608,11 +608,11 @@ def cuda_per_logit(at: dict, key: str) -> float:
     return (at.get("cuda") or {}).get(key, at["bytes_per_logit"])
 
 
-SHARED_KEYS = ("forward", "parallel", "encoder")
+SHARED_KEYS = ("forward", "forward_models", "parallel", "encoder")
 
 
 def share_tables(full: dict) -> dict:
-    """Each release's ``forward``, ``parallel`` and ``encoder`` rows stored once: a release whose row is the same as
+    """Each release's ``forward``, ``forward_models``, ``parallel`` and ``encoder`` rows stored once: a release whose row is the same as
     an earlier release's (a release without its own golden takes the newest measured one's) names that release
     (``kvplan.budget.profile`` resolves the name when it reads the table)."""
     shared: dict = {k: {} for k in SHARED_KEYS}
@@ -719,6 +719,15 @@ def table(goldens: Path, out: Path) -> int:
 # largest of its models' at that release (a second MoE model, so the MoE factor is not one model's)
 FORWARD_MODELS = {"dense": "configs/Qwen/Qwen3-8B/config.json", "moe": "configs/openai/gpt-oss-20b/config.json",
                   "moe-mixtral": "configs/mistralai/Mixtral-8x7B-Instruct-v0.1/config.json"}
+
+
+# architecture -> config: models measured for their own row (``architectures`` in a release's forward golden), not
+# for their family's factor: kvplan takes such a model's own measured bytes per token where the release measured its
+# architecture (``kvplan.budget.profile.forward_factors``), its family's factor otherwise. Gemma 4 26B-A4B: a MoE
+# block (128 experts, top 8, moe_intermediate 704) beside a dense MLP in every layer, sliding 256-dim and global
+# 512-dim heads with attention_k_eq_v; the text model as Gemma4ForConditionalGeneration builds it (its vision tower
+# built, not run).
+OWN_FORWARD_MODELS = {"Gemma4ForConditionalGeneration": "configs/google/gemma-4-26B-A4B-it/config.json"}
 
 
 def label_family(label: str) -> str:
@@ -833,6 +842,7 @@ def forward_main(a) -> int:
     except Exception as e:  # noqa: BLE001 - the release's model did not run here: recorded, one line
         import traceback
 
+        traceback.print_exc()  # the whole trace on stderr; the golden keeps one line
         tb = traceback.extract_tb(e.__traceback__)
         where = next((f"{f.filename.split('/vllm/')[-1]}:{f.lineno}" for f in reversed(tb) if "/vllm/" in f.filename),
                      "")
@@ -858,6 +868,51 @@ def with_defaults(op_func, fake):
     return call
 
 
+def flat_gemma4_text_config() -> bool:
+    """Gemma 4's text config as a release that predates transformers' per-layer configs reads it.
+
+    vLLM 0.27.1 (``transformers>=5.5.3``) reads Gemma 4's attention shapes off flat attributes: ``head_dim`` for a
+    sliding layer, ``global_head_dim`` for a full one and ``num_global_key_value_heads`` there with
+    ``attention_k_eq_v`` (``model_executor/models/gemma4.py`` 572-590, ``Gemma4ModelArchConfigConvertor.get_head_size``
+    ``transformers_utils/model_arch_config_convertor.py`` 604-610: ``max(head_dim, global_head_dim)``), as
+    transformers 5.5-5.14's ``Gemma4TextConfig`` holds them. transformers 5.15+ (the base venv's 5.22) pops
+    ``global_head_dim`` / ``num_global_key_value_heads`` into ``per_layer_config`` overrides of the full layers and
+    refuses a global read of ``head_dim`` (AmbiguousGlobalPerLayerAttributeError). From 0.28 vLLM resolves the
+    per-layer configs itself (0.28-0.31 ``transformers_utils/configs/gemma4.py`` ``gemma4_layer_config``; 0.32+ read
+    ``config.per_layer_config[layer_idx]``, requiring transformers>=5.16.1); a release whose Gemma 4 model file reads
+    neither gets the flat config back here: the full layers' override read from the config's own
+    ``per_layer_config`` into the flat attributes, the overrides dropped (no value changed). True where the release
+    needs it."""
+    import importlib.util
+
+    vllm_spec = importlib.util.find_spec("vllm")  # the release's tree, read without importing the model file
+    model_file = Path(vllm_spec.origin).parent / "model_executor" / "models" / "gemma4.py" if vllm_spec else None
+    if model_file is None or not model_file.exists():
+        return False
+    source = model_file.read_text()
+    if "per_layer_config" in source or "gemma4_layer_config" in source:
+        return False
+    try:
+        from transformers.models.gemma4 import configuration_gemma4 as cg
+    except ImportError:
+        return False
+    cls = cg.Gemma4TextConfig
+    post = cls.__post_init__
+
+    def flat(self, **kwargs):
+        post(self, **kwargs)
+        if getattr(self, "is_heterogeneous", False):
+            full = [i for i, t in enumerate(self.layer_types or ()) if t == "full_attention"]
+            layer = self.per_layer_config[full[0]] if full else None
+            self.per_layer_config = None  # transformers' setter: the per-layer overrides gone, reads flat again
+            if layer is not None:
+                self.global_head_dim = layer.head_dim
+                self.num_global_key_value_heads = layer.num_key_value_heads
+
+    cls.__post_init__ = flat
+    return True
+
+
 def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tuple:
     """The model class vLLM resolves for ``config``, built on the meta device under a CUDA worker's engine config
     (``enforce_eager`` on the custom-op path), eagerly run, vLLM's custom ops as their Python implementation
@@ -872,6 +927,7 @@ def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tu
     from vllm.model_executor.models.registry import ModelRegistry
 
     cfg = json.loads(Path(config).read_text())
+    flat_gemma4_text_config()
     d = tempfile.mkdtemp(prefix="fwd_")
     written = AR._write_config(str(Path(d) / "m"), cfg, None)
     vc = EngineArgs(model=written, skip_tokenizer_init=True, dtype="bfloat16",
@@ -886,7 +942,7 @@ def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tu
     forward_dist(AR, vc)
     for name, fn in ops.items():  # vLLM's custom ops as their Python implementation, attention as its fake
         if "attention" not in name and "attn" not in name and "sdpa" not in name:
-            setattr(torch.ops.vllm, name, fn)
+            setattr(torch.ops.vllm, name, OpPacket(fn))
         elif "sdpa" in name and name in FAKES:
             # the ViT's SDPA wrapper as its registered fake, called with the op's own defaults filled in (0.29's
             # fake names ``cu_seqlens`` without the default its op has, which a caller may leave out)
@@ -933,6 +989,8 @@ def forward_once(model, vc, T: int, collect: bool = False):
 
 
 def forward_measure(a, AR, ops) -> dict:
+    import torch
+
     calls = COMPILED_CALLS
     cfg, vc, model, kernels = build_on_meta(AR, ops, a.forward, a.forward_path, after_loading=True)
     custom_ops = list(vc.compilation_config.custom_ops)
@@ -956,7 +1014,12 @@ def forward_measure(a, AR, ops) -> dict:
         raise RuntimeError("the fused-experts kernels were not reached here (no MoE kernel launch): the experts' "
                            "intermediate caches would be missing from the peak")
     per_token = (peaks[t2] - peaks[t1]) / (t2 - t1)
-    return {"model": a.forward, "architecture": type(model).__name__, "custom_ops": custom_ops, "tokens": list(a.forward_tokens),
+    # the class whose forward ran the text: a multimodal class's language model (Gemma4ForConditionalGeneration's
+    # language_model is the registered Gemma4ForCausalLM, gemma4_mm.py), else the class itself
+    text = getattr(model, "language_model", None)
+    return {"model": a.forward, "architecture": type(model).__name__,
+            "text_architecture": type(text).__name__ if isinstance(text, torch.nn.Module) else type(model).__name__,
+            "custom_ops": custom_ops, "tokens": list(a.forward_tokens),
             "peak_bytes": {str(t): p for t, p in peaks.items()}, "bytes_per_token": per_token,
             "fixed_bytes": peaks[t1] - round(per_token * t1),
             "first_call_bytes": first.peak - peaks[t1], "live_at_peak": {str(t): v for t, v in at_peak.items()},
@@ -1285,7 +1348,23 @@ class CompiledKernels:
 
         def launch(*args, **kwargs):
             COMPILED_CALLS[f"{self.ns}.{name}"] = COMPILED_CALLS.get(f"{self.ns}.{name}", 0) + 1
-        return launch
+        return OpPacket(launch)
+
+
+class OpPacket:
+    """A function standing for a ``torch.ops`` op packet: called, it runs the function; its overloads (``.default``,
+    ``.out``, …, which the compilation passes' pattern tables read at import, 0.3x ``matcher_utils``) are itself."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
 
 
 def flash_attn_stand_in() -> None:
@@ -1415,12 +1494,14 @@ def both_paths(label: str, flag: str, cfg: str, shown: tuple[str, ...], extra: t
     return paths
 
 
-def write_release(out: Path, key: str, models: dict) -> None:
+def write_release(out: Path, key: str, models: dict, **more: dict) -> None:
+    """``<out>/<release>.json``: ``{vllm_version, key: models}`` and any non-empty ``more`` keys (the forward's
+    ``architectures``)."""
     import vllm
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{vllm.__version__}.json").write_text(json.dumps({"vllm_version": vllm.__version__, key: models},
-                                                             indent=1, sort_keys=True) + "\n")
+    body = {"vllm_version": vllm.__version__, key: models, **{k: v for k, v in more.items() if v}}
+    (out / f"{vllm.__version__}.json").write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
 
 
 def forward_both(a) -> int:
@@ -1429,11 +1510,13 @@ def forward_both(a) -> int:
 
     previous = a.out / "forward" / f"{vllm.__version__}.json"
     # --forward-only: these labels run, the release's other recorded ones are kept as they are
-    models = json.loads(previous.read_text())["forward"] if a.forward_only and previous.exists() else {}
-    for label, cfg in FORWARD_MODELS.items():
-        if not a.forward_only or label in a.forward_only:
-            models[label] = both_paths(label, "--forward", cfg, ("bytes_per_token", "fixed_bytes"))
-    write_release(a.out / "forward", "forward", models)
+    kept = json.loads(previous.read_text()) if a.forward_only and previous.exists() else {}
+    models, own = kept.get("forward", {}), kept.get("architectures", {})
+    for into, table_ in ((models, FORWARD_MODELS), (own, OWN_FORWARD_MODELS)):
+        for label, cfg in table_.items():
+            if not a.forward_only or label in a.forward_only:
+                into[label] = both_paths(label, "--forward", cfg, ("bytes_per_token", "fixed_bytes"))
+    write_release(a.out / "forward", "forward", models, architectures=own)
     return 0
 
 
@@ -1667,7 +1750,8 @@ def forward_table(goldens: Path, rows: dict) -> None:
             top = max(ok.values(), key=lambda x: x["factor"])
             row = {**top, "factor_high": max(x["factor_high"] for x in ok.values())}
             if len(by_label) > 1:
-                row["models"] = {k: {kk: x[kk] for kk in ("model", "bytes_per_token", "factor")} if "why" not in x
+                row["models"] = {k: {kk: x[kk] for kk in ("model", "bytes_per_token", "bytes_per_token_native",
+                                                          "rule_bytes_per_token", "factor")} if "why" not in x
                                  else {"why": x["why"]} for k, x in by_label.items()}
             measured.setdefault(family, {})[g["vllm_version"]] = row
     # the high end: the largest native-graph factor any release measured for the family (a release whose native run
@@ -1681,6 +1765,50 @@ def forward_table(goldens: Path, rows: dict) -> None:
         row["forward"] = {family: release_row(by, release, "forward")
                           or {"basis": "assumed", "why": by.get(release, {}).get("why") or "not measured"}
                           for family, by in measured.items()}
+    forward_models_table(goldens, rows, rule)
+
+
+def forward_models_table(goldens: Path, rows: dict, rule: dict) -> None:
+    """Each release's ``forward_models`` rows: per architecture a golden measured for its own row
+    (``OWN_FORWARD_MODELS``, the golden's ``architectures``), the measured bytes per token on the custom-op path (the
+    value) and the native path (the high end) over kvplan's rule for that model, as ``forward_table`` does for a
+    family. A release that did not measure the architecture takes the newest measured release's before it, assumed
+    with the reason; a release before the first one measured has no row (kvplan takes the family's factor there).
+    ``architectures``: the measured class and the class whose forward ran its text (a multimodal class's language
+    model), the names kvplan looks the row up by."""
+    from kvplan.engines.vllm.versions import version_key
+
+    root = Path(__file__).resolve().parents[2]
+    by_arch: dict = {}  # architecture -> release -> row or {"why"}
+    for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)):
+        g = json.loads(f.read_text())
+        for arch, paths in sorted((g.get("architectures") or {}).items()):
+            v, n = paths["custom_ops"], paths["native"]
+            if not (v.get("derived") and n.get("derived")):
+                by_arch.setdefault(arch, {})[g["vllm_version"]] = {"why": v.get("why") or n.get("why")}
+                continue
+            if v["model"] not in rule:
+                rule[v["model"]] = rule_bytes_per_token(root / Path(v["model"]).parent)
+            r = rule[v["model"]]
+            by_arch.setdefault(arch, {})[g["vllm_version"]] = {
+                "model": v["model"], "architectures": sorted({v["architecture"], v["text_architecture"]}),
+                "bytes_per_token": v["bytes_per_token"], "bytes_per_token_native": n["bytes_per_token"],
+                "rule_bytes_per_token": r, "factor": round(v["bytes_per_token"] / r, 4),
+                "factor_high": round(max(v["bytes_per_token"], n["bytes_per_token"]) / r, 4)}
+    for arch, by in by_arch.items():  # the high end: the largest native factor any release measured (as a family's)
+        top = max((x["factor_high"] for x in by.values() if "why" not in x), default=None)
+        for x in by.values():
+            if "why" not in x:
+                x["factor_high"] = max(x["factor_high"], top)
+    for release, row in rows.items():
+        own = {}
+        for arch, by in by_arch.items():
+            first = min((r for r, x in by.items() if "why" not in x), key=version_key, default=None)
+            if first is None or version_key(release) < version_key(first):
+                continue
+            own[arch] = release_row(by, release, f"{arch} forward")
+        if own:
+            row["forward_models"] = own
 
 
 def parallel_rule_bytes_per_token(model_dir: Path, tp: int, first_stage: bool) -> int:
@@ -2253,8 +2381,9 @@ def main(argv=None) -> int:
                          "both runners, recorded under the golden's \"v2\" (the V1 variants kept)")
     ap.add_argument("--forward-all", action="store_true",
                     help="measure the dummy forward's peak (FORWARD_MODELS, both paths) into <out>/forward/")
-    ap.add_argument("--forward-only", nargs="*", choices=sorted(FORWARD_MODELS),
-                    help="with --forward-all: run these FORWARD_MODELS labels only, keeping the release's others")
+    ap.add_argument("--forward-only", nargs="*", choices=sorted({*FORWARD_MODELS, *OWN_FORWARD_MODELS}),
+                    help="with --forward-all: run these FORWARD_MODELS labels / OWN_FORWARD_MODELS architectures "
+                         "only, keeping the release's others")
     ap.add_argument("--encoder-all", action="store_true",
                     help="measure the multimodal encoder's dummy pass (ENCODER_MODELS, both paths) into <out>/encoder/")
     ap.add_argument("--encoder-only", nargs="*", choices=sorted(ENCODER_MODELS),
