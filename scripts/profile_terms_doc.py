@@ -101,8 +101,9 @@ def forward_section() -> list[str]:
         "512 dummy tokens on the meta device; bytes per token on the custom-op path (the value) and the native graph "
         "(the high end), and the factor on kvplan's rule `(4H + W)·a` for the same model. The family rows (dense: "
         "Qwen3-8B; MoE: the larger of gpt-oss-20b and Mixtral-8x7B) scale kvplan's rule for any model of the family; "
-        "a model measured for its own row (Gemma 4) takes that row where a release at or before the deployment's "
-        "measured it.",
+        "a model measured for its own row (Gemma 4 26B-A4B, by architecture: Gemma4ForConditionalGeneration / "
+        "Gemma4ForCausalLM) takes that row where a release at or before the deployment's measured it and the model "
+        "is of the measured one's family (a dense Gemma 4 takes the dense factor).",
         "",
         "| release | row | model | B per token (custom ops) | B per token (native) | rule | factor |",
         "|---|---|---|---|---|---|---|",

@@ -81,7 +81,7 @@ def test_gemma4_plan_takes_its_own_row():
     act = next(t for t in b["profile_terms"] if t["term"] == "activation")
     s = sampler_terms(era, 16, 262144, "v2", 16)
     forward = round(8192 * RULE_BPT * 1.4592)
-    assert forward == 1346472263
+    assert forward == 1346472247  # 922,746,880 × 1.4592; the family factor would give 1,165,060,210
     assert act["bytes"] == forward + ACTIVATION_WORKSPACE_BYTES + s["persistent"]
     assert act["derivation"] == "derived"
     assert ("the forward: derived: the Gemma4ForConditionalGeneration row (derived): vLLM 0.29.0's "
@@ -115,3 +115,13 @@ def test_assumed_own_row_names_its_release():
         cfg = json.loads(GEMMA4.read_text())["text_config"]
         f = profile.forward_factors(r, cfg, architecture=ARCH)
         assert f["basis"] == "assumed" and f"the {ARCH} row (assumed from {m['from']})" in f["source"], r
+
+
+def test_a_dense_model_under_the_architecture_keeps_its_family_row():
+    """The row was measured on a MoE model (26B-A4B); a dense Gemma 4 (no experts: the MoE keys removed from the same
+    text config) takes the dense family's factor, and the source says why the Gemma 4 row was not taken."""
+    cfg = {k: v for k, v in json.loads(GEMMA4.read_text())["text_config"].items()
+           if k not in ("num_experts", "top_k_experts", "moe_intermediate_size", "enable_moe_block")}
+    f = profile.forward_factors("0.29.0", cfg, architecture=ARCH)
+    assert f["row"] == "dense" and f["value"] == round(114696 / 106496, 4) == 1.077  # Qwen3-8B's
+    assert (f"not the {ARCH} row (measured on gemma-4-26B-A4B-it, a moe model, for a dense one)") in f["source"]

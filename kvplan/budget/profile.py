@@ -102,7 +102,9 @@ def sampler_bytes(row: dict, reqs: int, vocab: int, *, per_logit: float | None =
 # T dummy tokens on the meta device under the same memory-tracking mode, tests/golden/profile_terms/forward/): per
 # family the measured bytes per token over kvplan's rule T·(4H + W)·a for the same model, the factor kvplan scales
 # its rule by. The value is the custom-op path (vLLM's CUDA kernels' wrappers allocate their outputs; the compiled
-# graph fuses the same ops into kernels with the same outputs), the high end the unfused native graph.
+# graph fuses the same ops into kernels with the same outputs), the high end the unfused native graph. A model
+# measured for itself (the goldens' ``architectures``, the table's ``forward_models``: Gemma 4 26B-A4B) takes its own
+# row instead of its family's: its measured bytes per token over kvplan's rule for that same model.
 MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 
 
@@ -117,21 +119,31 @@ def forward_factors(release: str | None, cfg: dict, *, tp: int = 1, pp: int = 1,
     the release's golden could not measure takes the newest measured release's before it, assumed; none measured:
     factor 1, assumed). Under TP or PP the family's factors measured on that rank (``parallel_factors``; the own
     rows are measured at TP 1), ``later`` those of a PP stage after the first."""
-    own = model_forward_row(release, architecture, cfg)
+    own = model_forward_row(release, architecture)
+    if own is not None and own["family"] != forward_family(cfg):  # measured on a model of the other family
+        base = _tp1_forward_factors(release, cfg)
+        base["source"] += (f"; not the {own['row']} row (measured on {own['model']}, a {own['family']} model, for a "
+                           f"{base['family']} one)")
+        return base if tp == 1 and pp == 1 else parallel_factors(release, base, tp=tp, pp=pp)
     if own is not None and tp == 1 and pp == 1:
         return own
     base = _tp1_forward_factors(release, cfg)
+    if tp == 1 and pp == 1:
+        return base
+    out = parallel_factors(release, base, tp=tp, pp=pp)
     if own is not None:
-        base = {**base, "source": base["source"] + f"; {architecture}'s own row is measured at TP 1 / PP 1 only"}
-    return base if tp == 1 and pp == 1 else parallel_factors(release, base, tp=tp, pp=pp)
+        out["source"] += (f"; the {base['family']} family's parallel factors: {own['row']}'s own row is measured "
+                          "at TP 1 / PP 1 only")
+    return out
 
 
-def model_forward_row(release: str | None, architecture: str, cfg: dict) -> dict | None:
+def model_forward_row(release: str | None, architecture: str) -> dict | None:
     """The release's own forward row for ``architecture`` (the table's ``forward_models``, from the goldens'
     ``architectures``: a model measured for itself, looked up by the measured class or the class whose forward ran
     its text, e.g. Gemma4ForConditionalGeneration / Gemma4ForCausalLM) as ``forward_factors`` returns it: derived
     where this release measured it, else the newest measured release's before it, assumed; None where no release
-    at or before this one measured it (the family's factor applies)."""
+    at or before this one measured it (the family's factor applies). ``family``: the measured model's (a model
+    of the other family under the same architecture, e.g. a dense Gemma 4, takes its own family's factor)."""
     if not architecture:
         return None
     rows = _table()
@@ -147,8 +159,8 @@ def model_forward_row(release: str | None, architecture: str, cfg: dict) -> dict
             f"path, {r['bytes_per_token_native']:,.0f} native, {r['factor']:g}-{r['factor_high']:g}× kvplan's rule")
     if basis != DERIVED:
         what += f"; {release or 'this era'}'s {arch} forward not run ({r['why']})"
-    return {"value": r["factor"], "high": r["factor_high"], "basis": basis, "family": forward_family(cfg),
-            "row": arch, "source": what}
+    return {"value": r["factor"], "high": r["factor_high"], "basis": basis, "family": r.get("family", "moe"),
+            "row": arch, "model": model, "source": what}
 
 
 # The dummy forward on one rank under TP and PP (``scripts/golden/profile_terms.py --parallel-all``: the release's

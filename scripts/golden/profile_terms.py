@@ -1505,7 +1505,9 @@ def write_release(out: Path, key: str, models: dict, **more: dict) -> None:
 
 
 def forward_both(a) -> int:
-    """Each model on each path in its own process, into ``<out>/forward/<release>.json``."""
+    """Each model on each path in its own process, into ``<out>/forward/<release>.json``: ``forward`` the family
+    reference models (``FORWARD_MODELS``), ``architectures`` the models measured for their own row
+    (``OWN_FORWARD_MODELS``)."""
     import vllm
 
     previous = a.out / "forward" / f"{vllm.__version__}.json"
@@ -1713,6 +1715,27 @@ def rule_bytes_per_token(model_dir: Path) -> int:
     return parallel_rule_bytes_per_token(model_dir, 1, True)
 
 
+def measured_row(custom: dict, native: dict, rule: dict) -> dict:
+    """One model's forward figures on both paths over kvplan's rule for it (``rule``: model config -> rule bytes per
+    token, filled as models come): the value's and the high end's factors."""
+    model = custom["model"]
+    if model not in rule:
+        rule[model] = rule_bytes_per_token(Path(__file__).resolve().parents[2] / Path(model).parent)
+    r = rule[model]
+    return {"model": model, "bytes_per_token": custom["bytes_per_token"],
+            "bytes_per_token_native": native["bytes_per_token"], "rule_bytes_per_token": r,
+            "factor": round(custom["bytes_per_token"] / r, 4),
+            "factor_high": round(max(custom["bytes_per_token"], native["bytes_per_token"]) / r, 4)}
+
+
+def model_family(config: str) -> str:
+    """The forward family (dense / moe) kvplan gives a repository config (its text config where it has one)."""
+    from kvplan.budget.profile import forward_family
+
+    cfg = json.loads((Path(__file__).resolve().parents[2] / config).read_text())
+    return forward_family(cfg.get("text_config") or cfg)
+
+
 def forward_table(goldens: Path, rows: dict) -> None:
     """Each release's ``forward`` row: per family (dense, MoE) the measured bytes per token of the dummy forward's
     peak on the custom-op path (the value) and on the native path (the high end), over kvplan's rule per token
@@ -1722,7 +1745,6 @@ def forward_table(goldens: Path, rows: dict) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from kvplan.engines.vllm.versions import version_key
 
-    root = Path(__file__).resolve().parents[2]
     rule: dict = {}
     measured: dict = {}  # family -> release -> row or {"why"}
     for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)):
@@ -1733,14 +1755,7 @@ def forward_table(goldens: Path, rows: dict) -> None:
             if not (v.get("derived") and n.get("derived")):
                 per_family.setdefault(label_family(label), {})[label] = {"why": v.get("why") or n.get("why")}
                 continue
-            if v["model"] not in rule:
-                rule[v["model"]] = rule_bytes_per_token(root / Path(v["model"]).parent)
-            r = rule[v["model"]]
-            per_family.setdefault(label_family(label), {})[label] = {
-                "model": v["model"], "bytes_per_token": v["bytes_per_token"],
-                "bytes_per_token_native": n["bytes_per_token"], "rule_bytes_per_token": r,
-                "factor": round(v["bytes_per_token"] / r, 4),
-                "factor_high": round(max(v["bytes_per_token"], n["bytes_per_token"]) / r, 4)}
+            per_family.setdefault(label_family(label), {})[label] = measured_row(v, n, rule)
         for family, by_label in per_family.items():
             ok = {k: x for k, x in by_label.items() if "why" not in x}
             if not ok:  # the family's first model's reason
@@ -1778,7 +1793,6 @@ def forward_models_table(goldens: Path, rows: dict, rule: dict) -> None:
     model), the names kvplan looks the row up by."""
     from kvplan.engines.vllm.versions import version_key
 
-    root = Path(__file__).resolve().parents[2]
     by_arch: dict = {}  # architecture -> release -> row or {"why"}
     for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)):
         g = json.loads(f.read_text())
@@ -1787,14 +1801,9 @@ def forward_models_table(goldens: Path, rows: dict, rule: dict) -> None:
             if not (v.get("derived") and n.get("derived")):
                 by_arch.setdefault(arch, {})[g["vllm_version"]] = {"why": v.get("why") or n.get("why")}
                 continue
-            if v["model"] not in rule:
-                rule[v["model"]] = rule_bytes_per_token(root / Path(v["model"]).parent)
-            r = rule[v["model"]]
             by_arch.setdefault(arch, {})[g["vllm_version"]] = {
-                "model": v["model"], "architectures": sorted({v["architecture"], v["text_architecture"]}),
-                "bytes_per_token": v["bytes_per_token"], "bytes_per_token_native": n["bytes_per_token"],
-                "rule_bytes_per_token": r, "factor": round(v["bytes_per_token"] / r, 4),
-                "factor_high": round(max(v["bytes_per_token"], n["bytes_per_token"]) / r, 4)}
+                **measured_row(v, n, rule), "architectures": sorted({v["architecture"], v["text_architecture"]}),
+                "family": model_family(v["model"])}
     for arch, by in by_arch.items():  # the high end: the largest native factor any release measured (as a family's)
         top = max((x["factor_high"] for x in by.values() if "why" not in x), default=None)
         for x in by.values():
