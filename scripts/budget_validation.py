@@ -83,6 +83,15 @@ def _band(budget: dict) -> tuple[float, float] | None:
     return None
 
 
+def case_options(case: dict) -> dict:
+    """The case's kvplan options, a drafter's genuine config kept beside the logs (a path under
+    tests/logs/budget/configs/) resolved against the repository root, so the page does not depend on the cwd."""
+    options = dict(case["options"])
+    if str(options.get("drafter", "")).startswith("tests/logs/budget/configs/"):
+        options["drafter"] = str(ROOT / options["drafter"])
+    return options
+
+
 def row(case: dict) -> dict:
     key = source_key(case)
     base = {"case": case, "source_key": key, "half": half_of(key)}
@@ -94,7 +103,7 @@ def row(case: dict) -> dict:
     # a case whose config is not in the bundled catalog names the genuine config.json kept beside the logs
     model = str(ROOT / case["config"]) if case.get("config") else case["model"]
     try:
-        d = simulate(model, **case["options"])
+        d = simulate(model, **case_options(case))
     except KvplanError as e:
         return {**base, "measured": False, "why": f"kvplan refuses: {str(e).split(': ', 1)[-1]}"}
     b = d["budget"]

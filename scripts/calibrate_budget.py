@@ -61,12 +61,13 @@ def calibration_cases() -> list[dict]:
 
 
 def _simulate(case: dict, **extra):
+    import budget_validation as bv
     from kvplan.api import simulate
     from kvplan.errors import KvplanError
 
     model = str(ROOT / case["config"]) if case.get("config") else case["model"]
     try:
-        return simulate(model, **{**case["options"], **extra})
+        return simulate(model, **{**bv.case_options(case), **extra})
     except KvplanError:
         return None
 

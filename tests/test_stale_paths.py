@@ -41,6 +41,11 @@ ELSEWHERE = {
     "docs/user_guide/algorithms/eagle3.md": "vllm-project/speculators' docs",
     "docs/source/en/model_doc/qwen3_next.md": "transformers' docs",
     "logs/vllm_serve_v4.log": "leadawon/LAMBO's (a budget case's note in docs/budget-validation.md)",
+    "results/tidy/kv_capacity.csv": "roy6n23/vllm-tp2-profiling's (budget cases' sources in docs/budget-validation.md)",
+    "results/p0.log": "roy6n23/vllm-tp2-profiling's (budget cases' sources in docs/budget-validation.md)",
+    "tests/unit/test_evals.py": "Brownings-productions/farmhub's (budget cases' sources in docs/budget-validation.md)",
+    "docs/gates/M4-report.md": "ish-codes-magic/bytes-per-token's (budget cases' sources in docs/budget-validation.md)",
+    "configs/models/qwen2.5-1.5b-instruct-bf16.yaml": "GIO443/statecraft-serving's (budget cases' sources in docs/budget-validation.md)",
 }
 
 
