@@ -108,7 +108,8 @@ def graph_rows() -> list[dict]:
                               compute_capability=card.compute_capability if card else None)
         n = graph_count(release, sizes, max_num_seqs=sch["max_num_seqs"], num_speculative_tokens=spec)
         layers = int(d["model"]["num_hidden_layers"]) // int(case["options"].get("pipeline_parallel_size", 1))
-        row = {"id": case["id"], "family": card_family(b["gpu"]), "graphs": n, "layers": layers,
+        row = {"id": case["id"], "family": card_family(b["gpu"]), "platform": card.platform if card else "cuda",
+               "graphs": n, "layers": layers,
                "actual_bytes": round(actual * GIB),
                "estimate_bytes": round(pool.values["estimated_gib"] * GIB) if pool else None}
         key = (row["family"], n, layers, row["actual_bytes"], row["estimate_bytes"])
@@ -119,10 +120,26 @@ def graph_rows() -> list[dict]:
 
 
 def fit_graphs(rows: list[dict], what: str) -> dict | None:
-    """``what`` (actual_bytes / estimate_bytes) per graph = a + b · layers, least squares; the ratio band."""
+    """``what`` (actual_bytes / estimate_bytes) per graph = a + b · layers, least squares; the ratio band. Fitted on
+    the CUDA cards' start-ups; another platform (ROCm: HIP graphs, a different runtime whose pool logged 5.3-8.6 GiB
+    for 86 graphs on an MI300X where an H100 took 0.5 GiB for the same model and graphs) gets its own fit under
+    ``platforms`` once it has ``MIN_GROUP`` start-ups over two layer counts, and stays out of the CUDA fit."""
     use = [r for r in rows if r[what] is not None]
+    others = {}
+    for platform in sorted({r.get("platform", "cuda") for r in use} - {"cuda"}):
+        mine = [r for r in use if r.get("platform") == platform]
+        if len(mine) >= MIN_GROUP and len({r["layers"] for r in mine}) >= 2:
+            others[platform] = _fit_line(mine, what)
+    use = [r for r in use if r.get("platform", "cuda") == "cuda"]
     if len(use) < 2:
         return None
+    fit = _fit_line(use, what)
+    if others:
+        fit["platforms"] = others
+    return fit
+
+
+def _fit_line(use: list[dict], what: str) -> dict:
     xs = [r["layers"] for r in use]
     ys = [r[what] / r["graphs"] for r in use]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
@@ -297,6 +314,10 @@ def main() -> int:
               f"{fit['per_graph_per_layer_bytes'] / 2**20:.3f} MiB/layer; ratio {fit['pooled']['ratio_low']:.2f}-"
               f"{fit['pooled']['ratio_high']:.2f}; " + ", ".join(
                   f"{k} {v['ratio_low']:.2f}-{v['ratio_high']:.2f} (n={v['n']})" for k, v in fit["families"].items()))
+        for platform, own in (fit.get("platforms") or {}).items():
+            print(f"cudagraph {what} {platform}: n={own['n']} per graph {own['per_graph_bytes'] / 2**20:.2f} MiB + "
+                  f"{own['per_graph_per_layer_bytes'] / 2**20:.3f} MiB/layer; ratio {own['pooled']['ratio_low']:.2f}-"
+                  f"{own['pooled']['ratio_high']:.2f}")
     for r in graphs:
         print(f"  graphs {r['family']:6} n={r['graphs']:4} L={r['layers']:3} actual {r['actual_bytes'] / GIB:.2f} "
               f"est {_gib(r['estimate_bytes'])}  {r['id']}")

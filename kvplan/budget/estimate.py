@@ -364,16 +364,20 @@ def estimate_cudagraph_pool_bytes(num_layers: int) -> int:
     return CUDAGRAPH_BASE_BYTES + CUDAGRAPH_PER_LAYER_BYTES * num_layers
 
 
-def graph_terms(card_name: str | None, *, graphs: int, layers: int) -> dict:
+def graph_terms(card_name: str | None, *, graphs: int, layers: int, platform: str = "cuda") -> dict:
     """The captured graphs' memory on a rank (``actual``: what capture takes) and the profile's estimate of it
     (``estimate``: what 0.20+ subtract), each ``{value, low, high, basis, source}``: the calibrated per-graph cost
-    (``calibration.json`` ``cudagraph``) where there is one, else kvplan's pool rule (assumed)."""
+    (``calibration.json`` ``cudagraph``: the card platform's own fit where the calibration has one, ROCm's HIP
+    graphs apart from CUDA's) where there is one, else kvplan's pool rule (assumed)."""
     from kvplan.budget.cudagraph import fitted_bytes, ratio_band
 
     cal = _calibration().get("cudagraph") or {}
     out = {}
     for what in ("actual", "estimate"):
         fit = cal.get(what) or cal.get("actual")
+        own = fit is not None and (fit.get("platforms") or {}).get(platform)
+        fit, cards = (own, f"{platform.upper()} ") if own else (fit, "CUDA " if platform == "cuda" else
+                                                                 f"CUDA (no {platform.upper()} fit) ")
         if fit is None or graphs == 0:
             v = estimate_cudagraph_pool_bytes(layers) if graphs else 0
             out[what] = {"value": v, "low": v, "high": v, "basis": ASSUMED,
@@ -386,7 +390,8 @@ def graph_terms(card_name: str | None, *, graphs: int, layers: int) -> dict:
                      "basis": CALIBRATED, "source": (
                          f"{graphs} graphs × ({fit['per_graph_bytes'] / MiB:.2f} MiB + "
                          f"{fit['per_graph_per_layer_bytes'] / MiB:.3f} MiB × {layers} layers), calibrated on "
-                         f"{fit['n']} start-ups' logged {'capture' if what == 'actual' else 'profile estimate'} figures "
+                         f"{fit['n']} {cards}start-ups' logged {'capture' if what == 'actual' else 'profile estimate'} "
+                         "figures "
                          f"of the calibration half (scripts/calibrate_budget.py); band {band['ratio_low']:.2f}-"
                          f"{band['ratio_high']:.2f}× from {band['n']} start-ups ({band['group']}"
                          f"{', fewer than 3 of this card family: widened to every card' if band['widened'] else ''})")}
@@ -488,7 +493,7 @@ class _Estimate:
         return float(frag["ratio_high"]) if frag and mxfp4 else 0.0
 
     def graph_terms(self, layers: int) -> dict:
-        return graph_terms(self.card.name, graphs=self.graphs, layers=layers)
+        return graph_terms(self.card.name, graphs=self.graphs, layers=layers, platform=self.card.platform)
 
     @property
     def extensible(self) -> bool:
