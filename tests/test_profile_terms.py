@@ -652,3 +652,39 @@ def test_v2_runner_persistent_for_gemma_4_against_the_per_state_fit():
         assert sampler_terms(era, min(R, T), 262144, "v2", R, T)["persistent"] == text
         s = sampler_terms(era, min(R, T), 262144, "v2", R, T, 2816 * 2)
         assert s["persistent"] == images and "inputs_embeds [T, 5,632 B]" in s["source"]
+
+
+def test_v2_runner_persistent_with_an_eagle3_drafter():
+    """The speculator's share (profile_terms.py --runner-v2 with RedHatAI/Qwen3-8B-speculator.eagle3 at
+    num_speculative_tokens k = 2 and 4, its drafter a parameter-free stand-in, its dummy propose not run). 0.29.0, by
+    the golden's allocating lines: per speculative token 0.125 B per request and vocabulary entry (the grammar bitmask
+    has R · (k + 1) rows: structured_outputs.py 51) and 20 B per request (draft_tokens int64 in RequestState, states.py
+    73, and in the speculator, speculator.py 142: 16 B; the bitmask's logits_indices int32, 4 B); with any k 44 B per
+    request (the speculator's InputBuffers, idx_mapping, temperature, seeds, last_token_indices,
+    sample_src_positions), 13 B per batched token (its InputBuffers) + its hidden_states [T, draft hidden] bf16
+    (autoregressive/speculator.py 33: 2 · 4,096 B here), 12 B fixed.
+    Qwen3-8B (V 151,936) on an H100 at 0.29.0, R 1,024, T 8,192, k 3: the text runner's 1,024 · (151,936 · 4.25 +
+    17,960) + 8,192 · 13 + 4 = 679,723,012 B; the speculator's 1,024 · 151,936 · 0.375 + 1,024 · (44 + 3 · 20)
+    + 8,192 · (13 + 8,192) + 12 = 125,665,292 B; 805,388,304 B in all."""
+    g = json.loads((GOLDENS / "0.29.0.json").read_text())["v2"]["flashinfer"]["persistent"]["speculative"]
+    for k, per_logit, per_req in (("2", 0.25, 84), ("4", 0.5, 124)):
+        f = g[k]
+        assert (f["bytes_per_logit"], f["bytes_per_req"], f["bytes_per_token"], f["fixed_bytes"]) == (
+            per_logit, per_req, 13 + 2 * 4096, 12) and f["draft_hidden_size"] == 4096
+        assert f["sites"]["32x151936x4096x2048"][
+            "v1/worker/gpu/spec_decode/autoregressive/speculator.py:33 < v1/worker/gpu/spec_decode/__init__.py:56"] == \
+            2048 * 4096 * 2
+    # 0.34.0: 4 B more per speculative token and request, 49 B and 16 B fixed with any k (its speculator's own
+    # buffers: spec_decode/speculator.py 220-236, autoregressive/speculator.py 28-30)
+    spec = profile._table()["0.34.0"]["persistent"]["speculative"]
+    assert {t: (f["base"], f["per_spec_token"]) for t, f in spec.items() if isinstance(f, dict)} == {
+        "bytes_per_logit": (0, 0.125), "bytes_per_req": (49, 24), "bytes_per_token": (13, 0),
+        "bytes_per_vocab": (0, 0), "fixed_bytes": (16, 0)}
+    era = get_era("vllm==0.29.0")
+    assert sampler_terms(era, 1024, 151936, "v2", 1024, 8192)["persistent"] == 679_723_012
+    s = sampler_terms(era, 1024, 151936, "v2", 1024, 8192, 0, 3, 4096 * 2)
+    assert s["persistent"] == 679_723_012 + 125_665_292 == 805_388_304
+    d = simulate("Qwen/Qwen3-8B", gpu="H100", policy="vllm==0.29.0", drafter="RedHatAI/Qwen3-8B-speculator.eagle3",
+                 num_speculative_tokens=3)
+    act = next(t for t in d["budget"]["profile_terms"] if t["term"] == "activation")
+    assert "805,388,304 B" in act["source"] and "3-token autoregressive speculator" in act["source"]

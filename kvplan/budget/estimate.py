@@ -285,7 +285,8 @@ def non_torch_ends(tp: int, pp: int = 1, card_name: str | None = None, release: 
 
 
 def sampler_terms(era, reqs: int, vocab: int, runner: str = "v1", max_num_seqs: int | None = None,
-                  max_num_batched_tokens: int = 0, inputs_embeds_bytes: int = 0) -> dict:
+                  max_num_batched_tokens: int = 0, inputs_embeds_bytes: int = 0, num_speculative_tokens: int = 0,
+                  draft_hidden_bytes: int = 0) -> dict:
     """The dummy sampler pass's peak for ``reqs`` dummy requests (``min(max_num_seqs, T)``: both runners' ``_dummy_run``
     take ``min(num_tokens, max_num_reqs)`` requests and sample one hidden state each) at ``vocab``, by the release's
     derived table for the model runner ``runner`` (``kvplan.budget.profile``): value, low and high end, basis and
@@ -306,7 +307,8 @@ def sampler_terms(era, reqs: int, vocab: int, runner: str = "v1", max_num_seqs: 
     # pinned host memory: each golden's bytes_per_token_slot is 0)
     persistent = persistent_bytes(row, max_num_seqs if max_num_seqs is not None else reqs, vocab,
                                   max_num_batched_tokens=max_num_batched_tokens,
-                                  inputs_embeds_bytes=inputs_embeds_bytes)
+                                  inputs_embeds_bytes=inputs_embeds_bytes,
+                                  num_speculative_tokens=num_speculative_tokens, draft_hidden_bytes=draft_hidden_bytes)
     if persistent:
         p = row["persistent"]
         src += (f"; with what the V2 runner keeps on the card, {persistent:,} B (vLLM {row['from']}'s runner run on "
@@ -315,6 +317,9 @@ def sampler_terms(era, reqs: int, vocab: int, runner: str = "v1", max_num_seqs: 
                 + (f", {p['bytes_per_token']:g} B per batched token" if p.get("bytes_per_token") else "")
                 + (f", the multimodal inputs_embeds [T, {inputs_embeds_bytes:,} B]" if inputs_embeds_bytes
                    and p.get("multimodal") else "")
+                + (f", the {num_speculative_tokens}-token autoregressive speculator's buffers (EAGLE-3 fit, "
+                   f"hidden_states [T, {draft_hidden_bytes:,} B])" if num_speculative_tokens and draft_hidden_bytes
+                   and p.get("speculative") else "")
                 + "; counted from 0.27.1, whose profile takes the free memory's drop)")
     return {"value": sampler_bytes(row, reqs, vocab),
             "low": sampler_bytes(row, reqs, vocab, per_logit=row[per_logit_key(reqs, "low")]),
@@ -750,8 +755,8 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         # the MTP layers' weights sit past the decoder: the activation skips them
         inventory=counted.target if counted is not None else None,
         offload=int((b.cpu_offload_gb or 0) * GiB),
-        sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner, R, T, embeds), era,
-                                       reqs, vocab,
+        sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner, R, T, embeds,
+                                                     *_speculator(layout)), era, reqs, vocab,
                                        request.rejection_sampler),
         forward=forward_terms(era, cfg, tp, pp),
         encoder=encoder[0], startup=startup,
@@ -760,6 +765,21 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         graphs=_graphs(release, card, T=T, R=R, layout=layout),
         lora=request.lora, redundant_experts=redundant, eplb=request.enable_eplb,
     )
+
+
+# the V2 runner's speculators built on AutoRegressiveSpeculator (v1/worker/gpu/spec_decode: EagleSpeculator,
+# MTPSpeculator, 0.29.0-0.34.0), whose buffers the table's ``speculative`` fit (an EAGLE-3 drafter) stands for
+AUTOREGRESSIVE_METHODS = ("eagle", "eagle3", "mtp")
+
+
+def _speculator(layout) -> tuple[int, int]:
+    """``(num_speculative_tokens, draft hidden size × dtype bytes)`` of an autoregressive drafter (the drafter's
+    config, or the target's for MTP, whose head has the target's width), else ``(0, 0)``."""
+    k = int(getattr(layout, "num_speculative_tokens", 0) or 0)
+    if not k or getattr(layout, "speculative_method", None) not in AUTOREGRESSIVE_METHODS:
+        return 0, 0
+    info = layout.drafter or layout.target
+    return k, int(info.text_config.get("hidden_size") or 0) * dtype_size_bytes(layout.target.dtype)
 
 
 def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout) -> int:

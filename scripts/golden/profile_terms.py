@@ -440,6 +440,8 @@ HOST_STORAGES: set = set()  # tensors the runner creates on the host (device="cp
 STAND_IN_HIDDEN = 64  # the stand-in model's hidden width (its hidden states are transient)
 # a multimodal model's runner keeps its encoder runner's inputs_embeds [T, hidden] (model dtype) beside the text
 # model's buffers; Qwen3-VL (M-RoPE's positions) does not import here (torchvision), so it is not in this list
+PERSISTENT_SPEC_DRAFTER = "configs/RedHatAI/Qwen3-8B-speculator.eagle3"  # the dense model's EAGLE-3 drafter
+PERSISTENT_SPEC_TOKENS = (2, 4)  # num_speculative_tokens: two, so each term's growth per speculative token is fitted
 PERSISTENT_MM_MODELS = {"Gemma4ForConditionalGeneration": "configs/google/gemma-4-26B-A4B/config.json"}
 
 
@@ -490,7 +492,7 @@ class SiteBytes(LiveBytes):
 
 
 def v2_runner_persistent(reqs: int, vocab: int, max_model_len: int, tokens: int,
-                         config: str | None = None) -> tuple[int, dict, object]:
+                         config: str | None = None, spec: int = 0) -> tuple[int, dict, object]:
     """The card bytes the release's V2 ``GPUModelRunner`` keeps after ``profile_run`` (beyond the weights), by
     allocating source line, and the runner. Built as ``Worker.init_device`` / ``load_model`` /
     ``determine_available_memory`` build it: the engine config from ``EngineArgs`` (the dense forward model's
@@ -517,14 +519,26 @@ def v2_runner_persistent(reqs: int, vocab: int, max_model_len: int, tokens: int,
     # a multimodal model: its encoder's dummy pass skipped (--skip-mm-profiling; the encoder term is measured on its
     # own, and the profile frees the encoder cache after it), the runner's buffers for it kept
     mm = {"skip_mm_profiling": True} if config else {}
+    if spec:  # an EAGLE-3 drafter for the dense model (its config only: the drafter's weights are their own term)
+        mm["speculative_config"] = {"method": "eagle3", "num_speculative_tokens": spec,
+                                    "model": str(Path(__file__).resolve().parents[2] / PERSISTENT_SPEC_DRAFTER)}
     vc = EngineArgs(model=AR._write_config(str(Path(d) / "m"), cfg, None), skip_tokenizer_init=True,
                     dtype="bfloat16", max_num_seqs=reqs, max_num_batched_tokens=tokens,
                     max_model_len=max_model_len, **mm).create_engine_config()
     forward_dist(AR, vc)
     lm_head = torch.zeros(vocab, STAND_IN_HIDDEN, dtype=torch.bfloat16)
 
-    class Model(nn.Module):
+    from vllm.model_executor.models.interfaces import SupportsEagle3
+
+    class Model(nn.Module, *((SupportsEagle3,) if spec else ())):  # a target an EAGLE-3 drafter can hang on
         requires_raw_input_tokens = False  # SupportsMultiModal's default (0.28.0's runner reads it)
+        aux_layers: tuple = ()
+
+        def set_aux_hidden_state_layers(self, layers):  # EAGLE-3: the target returns its aux hidden states too
+            self.aux_layers = tuple(layers)
+
+        def get_eagle3_default_aux_hidden_state_layers(self):
+            return (2, 18, 33)  # SupportsEagle3's rule for a 36-layer model (the count sizes no runner buffer)
 
         def compute_logits(self, hidden_states, *args):
             return hidden_states @ lm_head.t()
@@ -534,7 +548,8 @@ def v2_runner_persistent(reqs: int, vocab: int, max_model_len: int, tokens: int,
 
         def forward(self, input_ids=None, positions=None, *args, **kwargs):
             n = (input_ids if input_ids is not None else positions).shape[-1]
-            return torch.zeros(n, STAND_IN_HIDDEN, dtype=torch.bfloat16)
+            h = torch.zeros(n, STAND_IN_HIDDEN, dtype=torch.bfloat16)
+            return (h, [torch.zeros_like(h) for _ in self.aux_layers]) if self.aux_layers else h
 
     class Loader:
         def load_model(self, **kwargs):
@@ -559,6 +574,17 @@ def v2_runner_persistent(reqs: int, vocab: int, max_model_len: int, tokens: int,
             return lambda *a, **k: None
 
     mr.get_model_loader = lambda *a, **k: Loader()
+    if spec:  # the release's speculator as the runner builds it, its drafter a parameter-free stand-in (the
+        # drafter's weights are their own term) and its dummy propose not run (what it allocates is freed after it)
+        real_init = mr.init_speculator
+
+        def init_speculator(*args, **kwargs):
+            speculator = real_init(*args, **kwargs)
+            speculator.load_draft_model = lambda *a, **k: Model()
+            speculator.propose = lambda *a, **k: None
+            return speculator
+
+        mr.init_speculator = init_speculator
     mr.DeviceMemoryProfiler = NoProfiler
     torch.cuda.Stream = NoStream
     torch.accelerator.synchronize = lambda *a, **k: None
@@ -631,7 +657,36 @@ def v2_persistent_fit(extra: tuple[str, ...] = ()) -> dict:
                     "bytes_per_token": slope_t, "fixed_bytes": more[t1] - t1 * slope_t,
                     "sites": {f"{r1}x{v1}x{l1}x{t1}": {k: n for k, n in at[t1]["sites"].items()
                                                        if k not in sites[(r1, v1, l1, t1)]}}}
-    return {**fit, "multimodal": mm, "bytes": {"x".join(map(str, p)): n for p, n in b.items()}, "grid": "RxVxLxT",
+    spec = {}
+    for k in PERSISTENT_SPEC_TOKENS:  # what an EAGLE-3 drafter proposing k tokens adds, fitted like the text model
+        try:
+            pts = [(r1, v1, l1, t1), (r2, v1, l1, t1), (r1, v2, l1, t1), (r2, v2, l1, t1), (r1, v1, l1, t2)]
+            at = {q: run_persistent_point(q, (*extra, "--persistent-spec", str(k))) for q in pts}
+        except Exception as e:  # noqa: BLE001 - the release does not build this speculator here: recorded
+            spec[str(k)] = {"derived": False, "why": f"{type(e).__name__}: {e}"}
+            continue
+        more = {q: at[q]["bytes"] - text(*q) for q in pts}
+
+        def slope_r(v):
+            return (more[(r2, v, l1, t1)] - more[(r1, v, l1, t1)]) / (r2 - r1)
+
+        k_logit = (slope_r(v1) - slope_r(v2)) / (v1 - v2)
+        k_token = (more[(r1, v1, l1, t2)] - more[(r1, v1, l1, t1)]) / (t2 - t1)
+
+        def rest_k(v):
+            return more[(r1, v, l1, t1)] - r1 * slope_r(v) - t1 * k_token
+
+        k_vocab = (rest_k(v1) - rest_k(v2)) / (v1 - v2)
+        spec[str(k)] = {"derived": True, "drafter": PERSISTENT_SPEC_DRAFTER, "method": "eagle3",
+                        "draft_hidden_size": at[pts[0]]["draft_hidden_size"],
+                        "bytes": {"x".join(map(str, q)): at[q]["bytes"] for q in pts},
+                        "bytes_per_logit": k_logit, "bytes_per_req": slope_r(v1) - v1 * k_logit,
+                        "bytes_per_token": k_token, "bytes_per_vocab": k_vocab,
+                        "fixed_bytes": rest_k(v1) - v1 * k_vocab,
+                        "sites": {"x".join(map(str, pts[0])): {
+                            key: n - sites[pts[0]].get(key, 0) for key, n in at[pts[0]]["sites"].items()
+                            if n != sites[pts[0]].get(key, 0)}}}
+    return {**fit, "multimodal": mm, "speculative": spec, "bytes": {"x".join(map(str, p)): n for p, n in b.items()}, "grid": "RxVxLxT",
             "check": {"at": "x".join(map(str, PERSISTENT_CHECK)), "measured": b[PERSISTENT_CHECK],
                       "predicted": predicted},
             "sites": {"x".join(map(str, (r1, v1, l1, t1))): sites[(r1, v1, l1, t1)]},
@@ -657,12 +712,15 @@ def persistent_point_main(a) -> int:
 
     install_stubs(flashinfer=not a.no_flashinfer)
     build_v2(a.sms)
-    total, sites, runner_ = v2_runner_persistent(*a.persistent_point, config=a.persistent_config)
+    total, sites, runner_ = v2_runner_persistent(*a.persistent_point, config=a.persistent_config,
+                                                 spec=a.persistent_spec)
     # an architecture that did not import as multimodal here: not measured as one
     if a.persistent_config and not getattr(runner_, "supports_mm_inputs", False):
         raise SystemExit(f"{a.persistent_config}: the runner does not see a multimodal model")
+    speculator = getattr(runner_, "speculator", None)
     a.variant_out.write_text(json.dumps({"bytes": total, "sites": sites,
-                                         "inputs_embeds_size": runner_.model_config.get_inputs_embeds_size()}))
+                                         "inputs_embeds_size": runner_.model_config.get_inputs_embeds_size(),
+                                         "draft_hidden_size": getattr(speculator, "hidden_size", None)}))
     return 0
 
 
@@ -879,10 +937,31 @@ def sampler_table_row(variants: dict, required: bool) -> dict:
             arch, m = sorted(mm.items())[0]
             row["persistent"]["multimodal"] = {"from": arch, "inputs_embeds_per_token": round(
                 m["bytes_per_token"] / (m["inputs_embeds_size"] * 2), 4), "fixed_bytes": round(m["fixed_bytes"])}
+        row["persistent"].update(speculative_row(pers.get("speculative") or {}))
     row["flashinfer_unmeasured"] = bool(v.get("flashinfer_sampling_calls"))
     row["sm_row_bytes_per_vocab"] = round(at["bytes_per_sm_row_per_vocab"], 3)
     row["fixed_bytes"] = at["fixed_bytes"]
     return row
+
+
+SPEC_TERMS = ("bytes_per_logit", "bytes_per_req", "bytes_per_token", "bytes_per_vocab", "fixed_bytes")
+
+
+def speculative_row(spec: dict) -> dict:
+    """The table's ``speculative`` part from a golden's EAGLE-3 fits at two num_speculative_tokens k: each term as
+    ``base + k · per_spec_token`` (the two fits' difference over their k's), the per-token base without the
+    drafter's ``hidden_states`` [T, draft hidden] (bf16 in the run: one buffer, the golden's allocating line), which
+    kvplan adds at the deployment's drafter's hidden size; none where either fit was not derived."""
+    fits = {int(k): f for k, f in spec.items() if f.get("derived")}
+    if len(fits) < 2:
+        return {}
+    (k1, f1), (k2, f2) = sorted(fits.items())[:2]
+    out = {}
+    for term in SPEC_TERMS:
+        per = (f2[term] - f1[term]) / (k2 - k1)
+        out[term] = {"base": round(f1[term] - k1 * per, 4), "per_spec_token": round(per, 4)}
+    out["bytes_per_token"]["base"] = round(out["bytes_per_token"]["base"] - 2 * f1["draft_hidden_size"], 4)
+    return {"speculative": {"method": f1["method"], "drafter": f1["drafter"], "draft_hidden_buffers": 1, **out}}
 
 
 def table(goldens: Path, out: Path) -> int:
@@ -2514,6 +2593,8 @@ def main(argv=None) -> int:
                     help="the V2 runner's persistent bytes at one grid point (internal: one point per process)")
     ap.add_argument("--persistent-config", help="with --persistent-point: a multimodal model's config.json "
                                                 "(PERSISTENT_MM_MODELS) instead of the dense forward model's")
+    ap.add_argument("--persistent-spec", type=int, default=0, metavar="K",
+                    help="with --persistent-point: an EAGLE-3 drafter proposing K tokens (PERSISTENT_SPEC_DRAFTER)")
     a = ap.parse_args(argv)
     if a.persistent_point:
         return persistent_point_main(a)
