@@ -686,7 +686,8 @@ def v2_persistent_fit(extra: tuple[str, ...] = ()) -> dict:
                         "sites": {"x".join(map(str, pts[0])): {
                             key: n - sites[pts[0]].get(key, 0) for key, n in at[pts[0]]["sites"].items()
                             if n != sites[pts[0]].get(key, 0)}}}
-    return {**fit, "multimodal": mm, "speculative": spec, "bytes": {"x".join(map(str, p)): n for p, n in b.items()}, "grid": "RxVxLxT",
+    return {**fit, "multimodal": mm, "speculative": spec,
+            "bytes": {"x".join(map(str, p)): n for p, n in b.items()}, "grid": "RxVxLxT",
             "check": {"at": "x".join(map(str, PERSISTENT_CHECK)), "measured": b[PERSISTENT_CHECK],
                       "predicted": predicted},
             "sites": {"x".join(map(str, (r1, v1, l1, t1))): sites[(r1, v1, l1, t1)]},
