@@ -674,12 +674,17 @@ def test_v2_runner_persistent_with_an_eagle3_drafter():
         assert f["sites"]["32x151936x4096x2048"][
             "v1/worker/gpu/spec_decode/autoregressive/speculator.py:33 < v1/worker/gpu/spec_decode/__init__.py:56"] == \
             2048 * 4096 * 2
-    # 0.34.0: 4 B more per speculative token and request, 49 B and 16 B fixed with any k (its speculator's own
-    # buffers: spec_decode/speculator.py 220-236, autoregressive/speculator.py 28-30)
-    spec = profile._table()["0.34.0"]["persistent"]["speculative"]
-    assert {t: (f["base"], f["per_spec_token"]) for t, f in spec.items() if isinstance(f, dict)} == {
-        "bytes_per_logit": (0, 0.125), "bytes_per_req": (49, 24), "bytes_per_token": (13, 0),
-        "bytes_per_vocab": (0, 0), "fixed_bytes": (16, 0)}
+    # per release (the table's base + k · per_spec_token): the speculator's own per-request buffers grow from 36 B
+    # (0.27.1) to 49 B (0.32.0), 4 B more per speculative token and request from 0.30.0, 4 B more fixed in 0.34.0
+    # (spec_decode/speculator.py 220-236 and autoregressive/speculator.py 28-30 there); the rest as 0.29.0
+    for release, per_req, fixed in (("0.27.1", (36, 20), 12), ("0.28.0", (36, 20), 12), ("0.29.0", (44, 20), 12),
+                                    ("0.30.0", (45, 24), 12), ("0.31.0", (45, 24), 12), ("0.32.0", (49, 24), 12),
+                                    ("0.33.0", (49, 24), 12), ("0.34.0", (49, 24), 16)):
+        row = profile._table()[release]
+        spec = row.get("v2", row)["persistent"]["speculative"]
+        assert {t: (f["base"], f["per_spec_token"]) for t, f in spec.items() if isinstance(f, dict)} == {
+            "bytes_per_logit": (0, 0.125), "bytes_per_req": per_req, "bytes_per_token": (13, 0),
+            "bytes_per_vocab": (0, 0), "fixed_bytes": (fixed, 0)}, release
     era = get_era("vllm==0.29.0")
     assert sampler_terms(era, 1024, 151936, "v2", 1024, 8192)["persistent"] == 679_723_012
     s = sampler_terms(era, 1024, 151936, "v2", 1024, 8192, 0, 3, 4096 * 2)
