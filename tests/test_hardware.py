@@ -33,14 +33,15 @@ def sampler(release: str, reqs: int, vocab: int) -> int:
                                                            row["sm_row_bytes_per_vocab"] else 0) + row["fixed_bytes"])
 
 
-def v2_states(release: str, max_num_seqs: int, vocab: int) -> int:
-    """The V2 runner's per-request states, which the profile counts from 0.27.1 (0.34.0 runs V2 only;
-    tests/test_profile_terms.py::test_v2_runner_persistent_states_counted_from_0_27_1): max_num_seqs · (V · 4.125 B —
-    the penalty bin counts, int32, and the prompt mask, int32 per 32 entries — + the golden's bytes per request) + its
-    fixed bytes, on every stage."""
+def v2_states(release: str, max_num_seqs: int, vocab: int, tokens: int = 8192) -> int:
+    """What the V2 runner keeps on the card after the profile run, which the profile counts from 0.27.1 (0.34.0 runs
+    V2 only; tests/test_profile_terms.py::test_v2_runner_persistent_buffers_per_release): max_num_seqs · (V · 4.25 B
+    — the penalty bin counts, int32, the prompt mask and the grammar bitmask, int32 per 32 entries each — + the
+    golden's bytes per request) + max_num_batched_tokens · 13 B (input_ids int32, positions int64, is_padding bool)
+    + its fixed bytes, on every stage."""
     p = PROFILE_ROWS[release]["persistent"]
-    assert p["counted"] and p["bytes_per_logit"] == 4.125
-    return round(max_num_seqs * (vocab * 4.125 + p["bytes_per_req"]) + p["fixed_bytes"])
+    assert p["counted"] and p["bytes_per_logit"] == 4.25 and p["bytes_per_token"] == 13
+    return round(max_num_seqs * (vocab * 4.25 + p["bytes_per_req"]) + tokens * 13 + p["fixed_bytes"])
 
 
 def forward(release: str, bytes_by_rule: int) -> int:
@@ -358,7 +359,7 @@ def test_profile_run_that_does_not_fit_the_card():
     b = budget_of(layout, LATEST, gpu="L4", max_num_batched_tokens=65536, **PROFILED_034)
     f = b.load_failure
     assert b.activation_peak_bytes == forward("0.34.0", 65536 * (4 * 4096 + 3 * 14336) * 2) + 256 * MiB + v2_states(
-        "0.34.0", b.max_num_seqs, 128256)
+        "0.34.0", b.max_num_seqs, 128256, 65536)
     assert f.stage == "profile" and f.needed_bytes == (
         b.weights_bytes + b.activation_peak_bytes + b.non_torch_bytes)
     assert budget_of(layout, LATEST, gpu="L4", **PROFILED_034).load_failure is None
@@ -487,7 +488,7 @@ def test_deepseek_v3_tp8_h100_fails_loading_with_working_fixes():
     assert d["memory"]["num_blocks"] == 0 and d["logs"] == []
     # ... or 27 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts, at
     # the band's pessimistic end too, with the calibrated CUDA graphs' estimate and its band, and 0.34.0's V2 runner
-    # states: 1,024 x 129,280 x 4.125 B)
+    # states: 1,024 x 129,280 x 4.25 B and their other buffers)
     assert [(f["option"], f["value"]) for f in d["fixes"]] == [
         ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 27)]
     assert all(f["starts"] for f in d["fixes"])

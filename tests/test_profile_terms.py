@@ -102,9 +102,9 @@ def test_forward_factor_enters_the_activation():
     d = simulate("Qwen/Qwen3-8B", gpu="H100", policy="vllm==0.34.0")
     b = d["budget"]
     forward = round(8192 * (4 * 4096 + 36864) * 2 * 1.077)
-    s = sampler_terms(era, min(b["max_num_seqs"], 8192), 151936, "v2", b["max_num_seqs"])
-    # + the V2 runner's per-request states (0.34.0 runs V2 only: test_v2_runner_persistent_states_counted_from_0_27_1)
-    assert s["persistent"] == round(b["max_num_seqs"] * (151936 * 4.125 + 18041) + 4)
+    s = sampler_terms(era, min(b["max_num_seqs"], 8192), 151936, "v2", b["max_num_seqs"], 8192)
+    # + what the V2 runner keeps on the card (0.34.0 runs V2 only: test_v2_runner_persistent_buffers_per_release)
+    assert s["persistent"] == round(b["max_num_seqs"] * (151936 * 4.25 + 17960) + 8192 * 13 + 4)
     assert b["activation_peak_bytes"] == max(forward, s["value"] + 8192 * 4096 * 2) + ACTIVATION_WORKSPACE_BYTES + \
         s["persistent"]
     act = next(t for t in b["profile_terms"] if t["term"] == "activation")
@@ -340,7 +340,9 @@ def test_multimodal_limits_bound_the_encoder_pass():
     full, enc = term()
     lm, skipped = term(language_model_only=True)
     assert skipped["bytes"] == 0 and skipped["derivation"] == "derived" and "skips the encoder" in skipped["source"]
-    assert lm["activation_peak_bytes"] == full["activation_peak_bytes"] - enc["bytes"]
+    # ... less the V2 runner's inputs_embeds [8,192, 2,560] bf16 (the encoder runner a multimodal model served with
+    # its inputs keeps: test_v2_runner_persistent_buffers_per_release), which a text-only runner does not allocate
+    assert lm["activation_peak_bytes"] == full["activation_peak_bytes"] - enc["bytes"] - 8192 * 2560 * 2
     _, four = term(limit_mm_per_prompt={"image": 1}, max_num_seqs=4)
     assert "4 dummy image item(s)" in four["source"] and "16,384 patches" in four["source"]
     _, none = term(limit_mm_per_prompt={"image": 0})
@@ -591,23 +593,103 @@ def test_v2_runner_terms_on_the_profile_terms_page():
         "0.34.0", cudagraph_counted=True, calibrated_groups={})}
 
 
-def test_v2_runner_persistent_states_counted_from_0_27_1():
-    """The V2 runner's per-request states stay allocated from its creation on (the goldens' ``persistent`` fit, from
-    the release's own RequestState, Sampler and InputBuffers built at 32/64 requests, vocabularies 151,936 and 32,000,
-    max_model_len 4,096 and 8,192): per request and vocabulary entry 4.125 B — the penalty bin counts, [R, V] int32
-    (4 B), and the prompt mask, [R, ⌈V/32⌉] int32 (4/32 B) (0.29.0 sample/penalties.py 32-42) —, nothing per
-    max_model_len slot (all_token_ids is pinned host memory), ~18 KB more per request. vLLM counts them from 0.27.1,
-    whose memory_profiling takes the free memory's drop since the runner was created (total_consumed); 0.26.0 and
-    before take weights + torch peak increase + non-torch increase, which leave them out."""
-    for release in ("0.26.0", "0.27.1", "0.29.0", "0.33.0"):
-        g = json.loads((GOLDENS / f"{release}.json").read_text())["v2"]["flashinfer"]["persistent"]
-        assert g["bytes_per_logit"] == 4.125 and g["bytes_per_token_slot"] == 0
-        assert g["counted"] is (release != "0.26.0")
-    assert json.loads((GOLDENS / "0.34.0.json").read_text())["sampler"]["flashinfer"]["persistent"]["counted"]
-    row = profile.sampler_row("0.27.1", "v2")[0]
-    assert profile.persistent_bytes(row, 1024, 151936) == round(1024 * (151936 * 4.125 + 18037) + 4)
+def test_v2_runner_persistent_buffers_per_release():
+    """What the V2 runner keeps on the card after the profile run, from each release's own GPUModelRunner built,
+    loaded (a stand-in loader: the weights are their own term) and profiled on the CPU (the goldens' ``persistent``:
+    ``profile_terms.py --runner-v2``, a grid of max_num_seqs R 32/64, vocabulary V 151,936/32,000, max_model_len L
+    4,096/8,192 and max_num_batched_tokens T 2,048/4,096, checked at R 48, V 262,144, L 6,144, T 3,072). 0.27.1 to
+    0.34.0 alike, by the allocating lines the golden records (0.29.0's line numbers):
+    - per request and vocabulary entry 4.25 B: sample/penalties.py 40 ``output_bin_counts`` [R, V] int32 (4 B),
+      penalties.py 32 ``prompt_bin_mask`` [R, V/32] int32 (0.125 B), structured_outputs.py 51 ``grammar_bitmask``
+      [R, V/32] int32 (0.125 B, the term the per-state fit before this one left out);
+    - per request 17,960 B: bad_words.py 22 (1,024 int32: 4,096 B) and 28 (129 int32: 516 B), logit_bias.py 23/30/35
+      (3 × 4,096 B) and 46 (512 B), logprob.py 245 (128 int32: 512 B), states.py 52/58 (total_len,
+      num_computed_tokens: 2 × 4 B), 65 (last_sampled_tokens int64: 8 B), 80 (next_prefill_tokens int32: 4 B),
+      input_batch.py 31/34/36 (query_start_loc, seq_lens, dcp_local_seq_lens int32: 12 B), structured_outputs.py 48
+      (logits_indices int32: 4 B): 4,096 + 516 + 12,288 + 512 + 512 + 8 + 8 + 4 + 12 + 4 = 17,960;
+    - per batched token 13 B: input_batch.py 28-30 (input_ids int32, positions int64, is_padding bool);
+    - per max_model_len slot 0 (all_token_ids is a UvaBuffer: pinned host memory), fixed 4 B (query_start_loc's
+      R + 1st entry);
+    - a multimodal model served with its inputs (Gemma 4 26B-A4B, inputs_embeds_size 2,816): + 5,632 B per batched
+      token, mm/encoder_runner.py 58 ``inputs_embeds`` [T, 2,816] bf16.
+    vLLM counts them from 0.27.1, whose memory_profiling takes the free memory's drop since the runner was created
+    (total_consumed); 0.26.0 and before leave them out."""
+    for release in ("0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0"):
+        g = json.loads((GOLDENS / f"{release}.json").read_text())
+        p = (g["sampler"] if release == "0.34.0" else g["v2"])["flashinfer"]["persistent"]
+        assert p["counted"] and p["grid"] == "RxVxLxT"
+        assert (p["bytes_per_logit"], p["bytes_per_req"], p["bytes_per_token"], p["bytes_per_token_slot"],
+                p["bytes_per_vocab"], p["fixed_bytes"]) == (4.25, 17960, 13, 0, 0, 4), release
+        # the fit predicts the point it was not fitted on, to the byte
+        assert p["check"]["measured"] == p["check"]["predicted"] == 48 * (262144 * 4.25 + 17960) + 3072 * 13 + 4
+        at = p["sites"]["32x151936x4096x2048"]
+        assert sum(at.values()) == p["bytes"]["32x151936x4096x2048"] == 32 * (151936 * 4.25 + 17960) + 2048 * 13 + 4
+        assert max(at.values()) == 32 * 151936 * 4  # output_bin_counts, the largest
+        mm = p["multimodal"]["Gemma4ForConditionalGeneration"]
+        if release == "0.27.1":  # its Gemma 4 config class does not read this transformers 5 config: said why
+            assert not mm["derived"] and "AmbiguousGlobalPerLayerAttributeError" in mm["why"]
+            continue
+        assert (mm["inputs_embeds_size"], mm["bytes_per_token"], mm["fixed_bytes"]) == (2816, 2816 * 2, 0)
+    assert not json.loads((GOLDENS / "0.26.0.json").read_text())["v2"]["flashinfer"]["persistent"]["counted"]
+    row = profile.sampler_row("0.29.0", "v2")[0]
+    assert profile.persistent_bytes(row, 1024, 151936, max_num_batched_tokens=8192) == \
+        1024 * (151936 * 4.25 + 17960) + 8192 * 13 + 4
     assert profile.persistent_bytes(profile.sampler_row("0.26.0", "v2")[0], 1024, 151936) == 0
     # the V1 runner has no such states: nothing added
-    assert profile.persistent_bytes(profile.sampler_row("0.27.1", "v1")[0], 1024, 151936) == 0
-    era = get_era("vllm==0.27.1")
-    assert sampler_terms(era, 1024, 151936, "v2", 1024)["persistent"] == 660_247_556
+    assert profile.persistent_bytes(profile.sampler_row("0.29.0", "v1")[0], 1024, 151936) == 0
+
+
+def test_v2_runner_persistent_for_gemma_4_against_the_per_state_fit():
+    """Gemma 4 26B-A4B (V 262,144, inputs_embeds_size 2,816, bf16) on 0.29.0's V2 runner. The per-state fit it
+    replaces: R · (V · 4.125 + 18,041) + 4. The runner's: R · (V · 4.25 + 17,960) + T · 13 + 4, + T · 5,632 with
+    images served. R 256, T 2,048: 281,442,564 B before; 256 · 1,132,072 + 26,628 = 289,837,060 (+8,394,496);
+    301,371,396 with the inputs_embeds (+19,928,832). R 16, T 512: 17,590,164 before; 18,119,812 (+529,648);
+    21,003,396 with images (+3,413,232)."""
+    era = get_era("vllm==0.29.0")
+    for (R, T), before, text, images in (((256, 2048), 281_442_564, 289_837_060, 301_371_396),
+                                         ((16, 512), 17_590_164, 18_119_812, 21_003_396)):
+        assert round(R * (262144 * 4.125 + 18041) + 4) == before
+        assert sampler_terms(era, min(R, T), 262144, "v2", R, T)["persistent"] == text
+        s = sampler_terms(era, min(R, T), 262144, "v2", R, T, 2816 * 2)
+        assert s["persistent"] == images and "inputs_embeds [T, 5,632 B]" in s["source"]
+
+
+def test_v2_runner_persistent_with_an_eagle3_drafter():
+    """The speculator's share (profile_terms.py --runner-v2 with RedHatAI/Qwen3-8B-speculator.eagle3 at
+    num_speculative_tokens k = 2 and 4, its drafter a parameter-free stand-in, its dummy propose not run). 0.29.0, by
+    the golden's allocating lines: per speculative token 0.125 B per request and vocabulary entry (the grammar bitmask
+    has R · (k + 1) rows: structured_outputs.py 51) and 20 B per request (draft_tokens int64 in RequestState, states.py
+    73, and in the speculator, speculator.py 142: 16 B; the bitmask's logits_indices int32, 4 B); with any k 44 B per
+    request (the speculator's InputBuffers, idx_mapping, temperature, seeds, last_token_indices,
+    sample_src_positions), 13 B per batched token (its InputBuffers) + its hidden_states [T, draft hidden] bf16
+    (autoregressive/speculator.py 33: 2 · 4,096 B here), 12 B fixed.
+    Qwen3-8B (V 151,936) on an H100 at 0.29.0, R 1,024, T 8,192, k 3: the text runner's 1,024 · (151,936 · 4.25 +
+    17,960) + 8,192 · 13 + 4 = 679,723,012 B; the speculator's 1,024 · 151,936 · 0.375 + 1,024 · (44 + 3 · 20)
+    + 8,192 · (13 + 8,192) + 12 = 125,665,292 B; 805,388,304 B in all."""
+    g = json.loads((GOLDENS / "0.29.0.json").read_text())["v2"]["flashinfer"]["persistent"]["speculative"]
+    for k, per_logit, per_req in (("2", 0.25, 84), ("4", 0.5, 124)):
+        f = g[k]
+        assert (f["bytes_per_logit"], f["bytes_per_req"], f["bytes_per_token"], f["fixed_bytes"]) == (
+            per_logit, per_req, 13 + 2 * 4096, 12) and f["draft_hidden_size"] == 4096
+        assert f["sites"]["32x151936x4096x2048"][
+            "v1/worker/gpu/spec_decode/autoregressive/speculator.py:33 < v1/worker/gpu/spec_decode/__init__.py:56"] == \
+            2048 * 4096 * 2
+    # per release (the table's base + k · per_spec_token): the speculator's own per-request buffers grow from 36 B
+    # (0.27.1) to 49 B (0.32.0), 4 B more per speculative token and request from 0.30.0, 4 B more fixed in 0.34.0
+    # (spec_decode/speculator.py 220-236 and autoregressive/speculator.py 28-30 there); the rest as 0.29.0
+    for release, per_req, fixed in (("0.27.1", (36, 20), 12), ("0.28.0", (36, 20), 12), ("0.29.0", (44, 20), 12),
+                                    ("0.30.0", (45, 24), 12), ("0.31.0", (45, 24), 12), ("0.32.0", (49, 24), 12),
+                                    ("0.33.0", (49, 24), 12), ("0.34.0", (49, 24), 16)):
+        row = profile._table()[release]
+        spec = row.get("v2", row)["persistent"]["speculative"]
+        assert {t: (f["base"], f["per_spec_token"]) for t, f in spec.items() if isinstance(f, dict)} == {
+            "bytes_per_logit": (0, 0.125), "bytes_per_req": per_req, "bytes_per_token": (13, 0),
+            "bytes_per_vocab": (0, 0), "fixed_bytes": (fixed, 0)}, release
+    era = get_era("vllm==0.29.0")
+    assert sampler_terms(era, 1024, 151936, "v2", 1024, 8192)["persistent"] == 679_723_012
+    s = sampler_terms(era, 1024, 151936, "v2", 1024, 8192, 0, 3, 4096 * 2)
+    assert s["persistent"] == 679_723_012 + 125_665_292 == 805_388_304
+    d = simulate("Qwen/Qwen3-8B", gpu="H100", policy="vllm==0.29.0", drafter="RedHatAI/Qwen3-8B-speculator.eagle3",
+                 num_speculative_tokens=3)
+    act = next(t for t in d["budget"]["profile_terms"] if t["term"] == "activation")
+    assert "805,388,304 B" in act["source"] and "3-token autoregressive speculator" in act["source"]

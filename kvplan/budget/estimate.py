@@ -287,7 +287,9 @@ def non_torch_ends(tp: int, pp: int = 1, card_name: str | None = None, release: 
     return v, v
 
 
-def sampler_terms(era, reqs: int, vocab: int, runner: str = "v1", max_num_seqs: int | None = None) -> dict:
+def sampler_terms(era, reqs: int, vocab: int, runner: str = "v1", max_num_seqs: int | None = None,
+                  max_num_batched_tokens: int = 0, inputs_embeds_bytes: int = 0, num_speculative_tokens: int = 0,
+                  draft_hidden_bytes: int = 0) -> dict:
     """The dummy sampler pass's peak for ``reqs`` dummy requests (``min(max_num_seqs, T)``: both runners' ``_dummy_run``
     take ``min(num_tokens, max_num_reqs)`` requests and sample one hidden state each) at ``vocab``, by the release's
     derived table for the model runner ``runner`` (``kvplan.budget.profile``): value, low and high end, basis and
@@ -304,10 +306,24 @@ def sampler_terms(era, reqs: int, vocab: int, runner: str = "v1", max_num_seqs: 
         high = max(high, sampler_bytes(v1, reqs, vocab, per_logit=v1[per_logit_key(reqs, "high")]))
         src += "; the band's high end the V1 runner's pass (the V2 profile is checked on no calibration start-up)"
     # the V2 runner's persistent per-request states, where the release's profile counts them (every stage holds them)
-    persistent = persistent_bytes(row, max_num_seqs if max_num_seqs is not None else reqs, vocab)
+    # (max_model_len is not an input: no release's runner keeps a per-slot buffer on the card, all_token_ids is
+    # pinned host memory: each golden's bytes_per_token_slot is 0)
+    persistent = persistent_bytes(row, max_num_seqs if max_num_seqs is not None else reqs, vocab,
+                                  max_num_batched_tokens=max_num_batched_tokens,
+                                  inputs_embeds_bytes=inputs_embeds_bytes,
+                                  num_speculative_tokens=num_speculative_tokens, draft_hidden_bytes=draft_hidden_bytes)
     if persistent:
-        src += (f"; with the V2 runner's persistent per-request states, {persistent:,} B (the penalty bin counts of "
-                "max_num_seqs x V int32: counted from 0.27.1, whose profile takes the free memory's drop)")
+        p = row["persistent"]
+        src += (f"; with what the V2 runner keeps on the card, {persistent:,} B (vLLM {row['from']}'s runner run on "
+                f"the CPU: {p['bytes_per_logit']:g} B per max_num_seqs x V — the penalty bin counts, int32 —, "
+                f"{p['bytes_per_req']:,} B per request"
+                + (f", {p['bytes_per_token']:g} B per batched token" if p.get("bytes_per_token") else "")
+                + (f", the multimodal inputs_embeds [T, {inputs_embeds_bytes:,} B]" if inputs_embeds_bytes
+                   and p.get("multimodal") else "")
+                + (f", the {num_speculative_tokens}-token autoregressive speculator's buffers (EAGLE-3 fit, "
+                   f"hidden_states [T, {draft_hidden_bytes:,} B])" if num_speculative_tokens and draft_hidden_bytes
+                   and p.get("speculative") else "")
+                + "; counted from 0.27.1, whose profile takes the free memory's drop)")
     return {"value": sampler_bytes(row, reqs, vocab),
             "low": sampler_bytes(row, reqs, vocab, per_logit=row[per_logit_key(reqs, "low")]),
             "high": high, "basis": basis, "source": src, "row": row, "persistent": persistent}
@@ -732,6 +748,12 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
     has_tower = isinstance(layout.target.config.get("vision_config"), dict)
     limits = _mm_limits(request)
     reqs, vocab = min(R, T), int(cfg.get("vocab_size") or 0)  # the dummy sampler run's requests and logits
+    # a multimodal model served with its inputs (a modality's limit above 0: vLLM's supports_multimodal_inputs):
+    # the V2 runner's encoder runner keeps inputs_embeds [T, inputs_embeds_size] (ModelConfig.get_inputs_embeds_size:
+    # the text config's projection_dim / projection_size, else its hidden size) in the model dtype
+    serves_mm = has_tower and not (limits is not None and not any(limits.values()))
+    embeds = int(cfg.get("projection_dim") or cfg.get("projection_size") or cfg.get("hidden_size") or 0) * \
+        dtype_size_bytes(layout.target.dtype) if serves_mm else 0
     encoder = (estimate_encoder_profile(layout.target.config, dtype_size_bytes(layout.target.dtype), T, cfg, release,
                                         max_num_seqs=R, limits=limits, tp=tp,
                                         row=_tower_row(release, layout.target.config))
@@ -742,7 +764,8 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         # the MTP layers' weights sit past the decoder: the activation skips them
         inventory=counted.target if counted is not None else None,
         offload=int((b.cpu_offload_gb or 0) * GiB),
-        sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner, R), era, reqs, vocab,
+        sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner, R, T, embeds,
+                                                     *_speculator(layout)), era, reqs, vocab,
                                        request.rejection_sampler),
         forward=forward_terms(era, cfg, tp, pp, architecture=_architecture(layout)),
         encoder=encoder[0], startup=startup,
@@ -757,6 +780,21 @@ def _architecture(layout) -> str:
     """The model's architecture as its config names it (``architectures[0]``), "" where it names none."""
     archs = layout.target.config.get("architectures") or [""]
     return str(archs[0]) if isinstance(archs, list) and archs else ""
+
+
+# the V2 runner's speculators built on AutoRegressiveSpeculator (v1/worker/gpu/spec_decode: EagleSpeculator,
+# MTPSpeculator, 0.29.0-0.34.0), whose buffers the table's ``speculative`` fit (an EAGLE-3 drafter) stands for
+AUTOREGRESSIVE_METHODS = ("eagle", "eagle3", "mtp")
+
+
+def _speculator(layout) -> tuple[int, int]:
+    """``(num_speculative_tokens, draft hidden size × dtype bytes)`` of an autoregressive drafter (the drafter's
+    config, or the target's for MTP, whose head has the target's width), else ``(0, 0)``."""
+    k = int(getattr(layout, "num_speculative_tokens", 0) or 0)
+    if not k or getattr(layout, "speculative_method", None) not in AUTOREGRESSIVE_METHODS:
+        return 0, 0
+    info = layout.drafter or layout.target
+    return k, int(info.text_config.get("hidden_size") or 0) * dtype_size_bytes(layout.target.dtype)
 
 
 def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout) -> int:

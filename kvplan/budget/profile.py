@@ -68,15 +68,47 @@ def sampler_row(release: str | None, runner: str = "v1") -> tuple[dict, str, str
                           f"{release or 'this era'}'s sampler not run ({row['why']})")
 
 
-def persistent_bytes(row: dict, max_num_seqs: int, vocab: int) -> int:
-    """The V2 model runner's per-request states on the card (``RequestState``, the sampler's penalty bin counts
-    ``[max_num_reqs, V]`` int32 and prompt mask ``[max_num_reqs, ⌈V/32⌉]``, ``InputBuffers``; the golden's
-    ``persistent`` fit from the release's own classes) where the release's profile counts them (``counted``: from
-    0.27.1 ``memory_profiling`` takes the free memory's drop since the runner was created); 0 otherwise."""
+def persistent_bytes(row: dict, max_num_seqs: int, vocab: int, *, max_num_batched_tokens: int = 0,
+                     max_model_len: int = 0, inputs_embeds_bytes: int = 0, num_speculative_tokens: int = 0,
+                     draft_hidden_bytes: int = 0) -> int:
+    """What the V2 model runner keeps on the card after the profile run beside the weights, where the release's
+    profile counts it (``counted``: from 0.27.1 ``memory_profiling`` takes the free memory's drop since the runner
+    was created), 0 otherwise. The golden's ``persistent`` fit (``scripts/golden/profile_terms.py --runner-v2``:
+    the release's own ``GPUModelRunner`` built, loaded and profiled on the CPU; ``scope`` "runner")::
+
+        R · (V · per_logit + max_model_len · per_token_slot + per_req) + T · per_token + V · per_vocab + fixed
+            + T · inputs_embeds_bytes · inputs_embeds_per_token            (a multimodal model served with its inputs)
+
+    with R = max_num_seqs, V the vocabulary, T = max_num_batched_tokens. 0.29.0-0.34.0 (tests/golden/profile_terms/
+    <release>.json): per_logit 4.25 B — the penalties' ``output_bin_counts`` [R, V] int32 (4 B) and
+    ``prompt_bin_mask`` [R, ⌈V/32⌉] int32, the structured-output worker's ``grammar_bitmask`` [R, ⌈V/32⌉] int32
+    (4/32 B each) —, 17,960 B per request (the logit-bias, bad-words and logprob-token-id staging tensors, the
+    request and input states), 13 B per batched token (``InputBuffers``: input_ids int32, positions int64,
+    is_padding bool), nothing per max_model_len slot (``all_token_ids`` is pinned host memory), 4 B fixed.
+    ``inputs_embeds_bytes``: the model's inputs_embeds_size times its dtype's bytes where it is served with
+    multimodal inputs (the row's ``multimodal``: Gemma 4's runner keeps its encoder runner's ``inputs_embeds``
+    [T, inputs_embeds_size], one per batched token), else 0. ``num_speculative_tokens`` k with
+    ``draft_hidden_bytes`` (the drafter's hidden size times the dtype's bytes): an autoregressive drafter (EAGLE,
+    EAGLE-3, MTP: the row's ``speculative``, fitted on an EAGLE-3 drafter at two k), each term ``base + k ·
+    per_spec_token`` and T · draft_hidden_bytes for the speculator's ``hidden_states``. A row fitted before the whole
+    runner was run (``scope`` absent: RequestState, Sampler and InputBuffers only) has no per-token terms."""
     p = row.get("persistent") or {}
     if not p.get("counted"):
         return 0
-    return round(max_num_seqs * (vocab * p["bytes_per_logit"] + p["bytes_per_req"]) + p["fixed_bytes"])
+    per_req = vocab * p["bytes_per_logit"] + max_model_len * p.get("bytes_per_token_slot", 0) + p["bytes_per_req"]
+    mm = p.get("multimodal") if inputs_embeds_bytes else None
+    embeds = (max_num_batched_tokens * inputs_embeds_bytes * mm["inputs_embeds_per_token"] + mm["fixed_bytes"]
+              if mm else 0)
+    spec = 0
+    if num_speculative_tokens and draft_hidden_bytes and p.get("speculative"):
+        at = {t: f["base"] + num_speculative_tokens * f["per_spec_token"] for t, f in p["speculative"].items()
+              if isinstance(f, dict)}
+        spec = (max_num_seqs * (vocab * at["bytes_per_logit"] + at["bytes_per_req"])
+                + max_num_batched_tokens * (at["bytes_per_token"]
+                                            + p["speculative"]["draft_hidden_buffers"] * draft_hidden_bytes)
+                + vocab * at["bytes_per_vocab"] + at["fixed_bytes"])
+    return round(max_num_seqs * per_req + max_num_batched_tokens * p.get("bytes_per_token", 0)
+                 + vocab * p.get("bytes_per_vocab", 0) + p["fixed_bytes"] + embeds + spec)
 
 
 SEGMENTED_SORT_MIN_REQS = 128  # torch's CUDA sort of [R, V] takes its segmented branch from 128 slices
@@ -276,9 +308,18 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
     if v2 is not None and v2.get("persistent"):  # the V2 runner's per-request states (persistent_bytes)
         p = v2["persistent"]
         where = f"tests/golden/profile_terms/{v2['from']}.json" + (" v2" if v2 is not row else "")
-        what = (f"{where} persistent: {p['bytes_per_logit']:g} B per request and vocabulary entry (penalty bin counts "
-                f"and prompt mask), {p['bytes_per_req']:,} B more per request")
-        out.append({"term": "V2 runner's per-request states", "from": v2["from"],
+        runner = p.get("scope") == "runner"
+        what = (f"{where} persistent ({'the runner built, loaded and profiled' if runner else 'its per-request states'}"
+                f" on the CPU): {p['bytes_per_logit']:g} B per request and vocabulary entry (penalty bin counts and "
+                f"prompt mask{', grammar bitmask' if runner else ''}), {p['bytes_per_req']:,} B more per request"
+                + (f", {p['bytes_per_token']:g} B per batched token" if runner else "")
+                + ("; a multimodal model served with its inputs: its inputs_embeds [T, inputs_embeds_size]"
+                   if p.get("multimodal") else "")
+                + (f"; an autoregressive drafter (EAGLE-3 fit): "
+                   f"{p['speculative']['bytes_per_logit']['per_spec_token']:g} B per request and vocabulary entry "
+                   f"and {p['speculative']['bytes_per_req']['per_spec_token']:g} B per request more per speculative "
+                   "token, its hidden_states [T, draft hidden]" if p.get("speculative") else ""))
+        out.append({"term": "V2 runner's persistent buffers", "from": v2["from"],
                     "basis": v2["basis"] if p["counted"] else "not counted",
                     "detail": what if p["counted"] else (
                         f"{what}; the release's memory_profiling takes weights + torch peak increase + "

@@ -34,6 +34,13 @@ not (``cuda_workspace_bytes``: torch's CUDA sort, from torch's and cub's source)
 live when the op runs (``LiveBytes.cuda_peak``), measured at two batches of 128 or more requests (``--cuda-reqs``:
 the sort's segmented branch) and at R1, R2 (below 128): the golden's ``cuda`` figures, which the table uses.
 
+With ``--runner-v2`` (and on 0.34+, V2 only) the golden's ``persistent`` is what the release's V2
+``GPUModelRunner`` keeps on the card after ``profile_run``: the runner built (``__init__``), loaded (``load_model``
+with a stand-in loader: the weights are their own term) and profiled on the CPU under the same tracker, on a grid of
+max_num_seqs, vocabulary, max_model_len and max_num_batched_tokens (``v2_persistent_fit``), with the allocating
+source line of each live buffer; host memory (``UvaBuffer``'s pinned buffers, tensors made with ``device="cpu"`` or
+``pin_memory=True``) not counted.
+
 Output: ``<out>/<release>.json``: per vocabulary size the measured peaks, the bytes per logit and the fixed
 part, and the path taken (``topk_topp_path``: the TopKTopPSampler method bound, ``triton``: whether
 apply_top_k_top_p took the Triton branch). A release whose sampler cannot be run so says why (``derived``
@@ -363,25 +370,11 @@ class V2Sampler:
     max_num_reqs, vocab_size, device, req_states)``, ``InputBuffers``), for the runner's ``_dummy_sampler_run``:
     the default pass, then the warmup-parameter pass (``SamplingParams.for_sampler_warmup()``: the fp32 logits
     pipeline the profile pays for). Stand-ins: the pinned host buffers (``UvaBuffer``, ``async_tensor_h2d``) are
-    plain CPU tensors (host memory: not on the card either way), the model state's own dummy pass answers no."""
+    plain CPU tensors (host memory: not on the card either way), the model state's own dummy pass answers no. What
+    the runner keeps allocated is measured on the whole runner instead (``v2_runner_persistent``)."""
 
     def __init__(self, vllm_config):
         self.vc = vllm_config
-
-    def persistent(self, vocab: int, reqs: int, max_model_len: int) -> int:
-        """The card bytes the runner's per-request states keep from ``GPUModelRunner.__init__`` on (``RequestState``,
-        the ``Sampler``'s states — 0.29.0 sample/penalties.py 32-42: ``prompt_bin_mask`` [R, ⌈V/32⌉] and
-        ``output_bin_counts`` [R, V] int32 —, ``InputBuffers``): what the tracker sees allocated while they are
-        built and still live after, less the pinned host buffers (``UVA_STORAGES``)."""
-        import torch
-
-        UVA_STORAGES.clear()  # addresses of this build only: a freed buffer's address may be reused
-        counter = LiveBytes()
-        with torch.inference_mode(), tracking_mode(counter):
-            built = self.build(vocab, reqs, max_model_len)
-        total = sum(n for k, n in counter.live.items() if k not in UVA_STORAGES)
-        del built
-        return total
 
     def stand_in(self, vocab: int, reqs: int, dtype):
         import torch
@@ -435,24 +428,301 @@ def persistent_counted() -> bool:
     return "total_consumed" in inspect.getsource(mem_utils.memory_profiling)
 
 
-def v2_persistent_fit(sampler: V2Sampler) -> dict:
-    """The V2 runner's persistent per-request states on the card (``V2Sampler.persistent``) measured on a grid of
-    max_num_reqs R, vocabulary V and max_model_len L, fitted as ``R·(V·per_logit + L·per_token_slot + per_req) +
-    fixed`` (exact where every buffer is linear in them; ``prompt_bin_mask``'s ⌈V/32⌉ rounds by under 4 B a
-    request)."""
-    (r1, r2), (v1, v2), (l1, l2) = (32, 64), (151936, 32000), (4096, 8192)
-    b = {(r, v, m): sampler.persistent(v, r, m) for r, v, m in ((r1, v1, l1), (r2, v1, l1), (r1, v2, l1),
-                                                                 (r2, v2, l1), (r1, v1, l2), (r2, v1, l2))}
+# The V2 runner's persistent buffers: the release's own GPUModelRunner built as the GPU worker builds it
+# (``__init__``, then ``load_model`` with a stand-in loader, then ``profile_run``), on the CPU under the tracker;
+# what is still allocated after the profile run is what the release's memory_profiling counts beside the weights
+# (total_consumed, from 0.27.1). A grid of (max_num_seqs R, vocabulary V, max_model_len L, max_num_batched_tokens T)
+# fits ``R·(V·per_logit + L·per_token_slot + per_req) + T·per_token + V·per_vocab + fixed``, checked at one more
+# point.
+PERSISTENT_GRID = {"R": (32, 64), "V": (151936, 32000), "L": (4096, 8192), "T": (2048, 4096)}
+PERSISTENT_CHECK = (48, 262144, 6144, 3072)  # (R, V, L, T): predicted by the fit, measured
+HOST_STORAGES: set = set()  # tensors the runner creates on the host (device="cpu" spelled out, or pinned)
+STAND_IN_HIDDEN = 64  # the stand-in model's hidden width (its hidden states are transient)
+# a multimodal model's runner keeps its encoder runner's inputs_embeds [T, hidden] (model dtype) beside the text
+# model's buffers; Qwen3-VL (M-RoPE's positions) does not import here (torchvision), so it is not in this list
+PERSISTENT_SPEC_DRAFTER = "configs/RedHatAI/Qwen3-8B-speculator.eagle3"  # the dense model's EAGLE-3 drafter
+PERSISTENT_SPEC_TOKENS = (2, 4)  # num_speculative_tokens: two, so each term's growth per speculative token is fitted
+PERSISTENT_MM_MODELS = {"Gemma4ForConditionalGeneration": "configs/google/gemma-4-26B-A4B/config.json"}
+
+
+def host_factories():
+    """``torch.zeros`` and the other factories the runner calls, wrapped so a tensor created with ``device="cpu"``
+    spelled out or ``pin_memory=True`` is marked host memory (on the card's worker it is not on the card; here every
+    tensor is a CPU one). Returns the undo."""
+    import torch
+
+    names = ("zeros", "empty", "ones", "full", "arange", "tensor", "as_tensor", "randn", "rand")
+    saved = {n: getattr(torch, n) for n in names}
+
+    def wrap(f):
+        def call(*args, **kwargs):
+            out = f(*args, **kwargs)
+            d = kwargs.get("device")
+            if (isinstance(d, str) and d == "cpu") or kwargs.get("pin_memory"):
+                HOST_STORAGES.add(out.untyped_storage().data_ptr())
+            return out
+        return call
+
+    for n, f in saved.items():
+        setattr(torch, n, wrap(f))
+    return lambda: [setattr(torch, n, f) for n, f in saved.items()]
+
+
+class SiteBytes(LiveBytes):
+    """``LiveBytes`` that also keeps, per live storage, the release's source line that allocated it (the innermost
+    frame under vllm/ and the runner's call that led there)."""
+
+    def __init__(self, known=()):
+        super().__init__(known)
+        self.site: dict[int, str] = {}
+
+    def add(self, storage) -> None:
+        key = storage.data_ptr()
+        if key in self.live or key in self.known or storage.nbytes() == 0:
+            return
+        super().add(storage)
+        import traceback
+
+        frames = [f"{f.filename.split('/vllm/', 1)[-1]}:{f.lineno}" for f in traceback.extract_stack()
+                  if "/vllm/" in f.filename and "/scripts/" not in f.filename]
+        self.site[key] = " < ".join(reversed(frames[-2:])) if frames else "?"
+
+    def device(self) -> dict[int, int]:
+        return {k: n for k, n in self.live.items() if k not in UVA_STORAGES and k not in HOST_STORAGES}
+
+
+def v2_runner_persistent(reqs: int, vocab: int, max_model_len: int, tokens: int,
+                         config: str | None = None, spec: int = 0) -> tuple[int, dict, object]:
+    """The card bytes the release's V2 ``GPUModelRunner`` keeps after ``profile_run`` (beyond the weights), by
+    allocating source line, and the runner. Built as ``Worker.init_device`` / ``load_model`` /
+    ``determine_available_memory`` build it: the engine config from ``EngineArgs`` (the dense forward model's
+    config.json, or ``config``, with ``vocab_size`` V, ``max_num_seqs`` R, ``max_num_batched_tokens`` T,
+    ``max_model_len`` L; the config's own runner choice is V1 here, "Model Runner V2 requires Triton", which
+    changes no buffer the runner sizes), the runner on the CPU. Stand-ins (stated in the golden's notes): the
+    model loader returns a module with no parameters on the tracker (its lm_head made before) whose forward
+    returns [tokens, 64] hidden states (the forward's own memory is the forward term); ``DeviceMemoryProfiler``
+    reports 0 (the weights' figure); ``torch.cuda.Stream`` a no-op stream, ``torch.accelerator.synchronize`` a
+    no-op."""
+    import tempfile
+
+    import torch
+    import torch.nn as nn
+
+    import arch_runner as AR
+    import vllm.v1.worker.gpu.model_runner as mr
+    from vllm.config import set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
+
+    cfg = json.loads((Path(__file__).resolve().parents[2] / (config or FORWARD_MODELS["dense"])).read_text())
+    (cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg)["vocab_size"] = vocab
+    d = tempfile.mkdtemp(prefix="v2r_")
+    # a multimodal model: its encoder's dummy pass skipped (--skip-mm-profiling; the encoder term is measured on its
+    # own, and the profile frees the encoder cache after it), the runner's buffers for it kept
+    mm = {"skip_mm_profiling": True} if config else {}
+    if spec:  # an EAGLE-3 drafter for the dense model (its config only: the drafter's weights are their own term)
+        mm["speculative_config"] = {"method": "eagle3", "num_speculative_tokens": spec,
+                                    "model": str(Path(__file__).resolve().parents[2] / PERSISTENT_SPEC_DRAFTER)}
+    vc = EngineArgs(model=AR._write_config(str(Path(d) / "m"), cfg, None), skip_tokenizer_init=True,
+                    dtype="bfloat16", max_num_seqs=reqs, max_num_batched_tokens=tokens,
+                    max_model_len=max_model_len, **mm).create_engine_config()
+    forward_dist(AR, vc)
+    lm_head = torch.zeros(vocab, STAND_IN_HIDDEN, dtype=torch.bfloat16)
+
+    from vllm.model_executor.models.interfaces import SupportsEagle3
+
+    class Model(nn.Module, *((SupportsEagle3,) if spec else ())):  # a target an EAGLE-3 drafter can hang on
+        requires_raw_input_tokens = False  # SupportsMultiModal's default (0.28.0's runner reads it)
+        aux_layers: tuple = ()
+
+        def set_aux_hidden_state_layers(self, layers):  # EAGLE-3: the target returns its aux hidden states too
+            self.aux_layers = tuple(layers)
+
+        def get_eagle3_default_aux_hidden_state_layers(self):
+            return (2, 18, 33)  # SupportsEagle3's rule for a 36-layer model (the count sizes no runner buffer)
+
+        def compute_logits(self, hidden_states, *args):
+            return hidden_states @ lm_head.t()
+
+        def embed_input_ids(self, input_ids, *args, **kwargs):
+            return torch.zeros(input_ids.shape[0], STAND_IN_HIDDEN, dtype=torch.bfloat16)
+
+        def forward(self, input_ids=None, positions=None, *args, **kwargs):
+            n = (input_ids if input_ids is not None else positions).shape[-1]
+            h = torch.zeros(n, STAND_IN_HIDDEN, dtype=torch.bfloat16)
+            return (h, [torch.zeros_like(h) for _ in self.aux_layers]) if self.aux_layers else h
+
+    class Loader:
+        def load_model(self, **kwargs):
+            return Model()
+
+    class NoProfiler:
+        consumed_memory = 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class NoStream:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return lambda *a, **k: None
+
+    mr.get_model_loader = lambda *a, **k: Loader()
+    if spec:  # the release's speculator as the runner builds it, its drafter a parameter-free stand-in (the
+        # drafter's weights are their own term) and its dummy propose not run (what it allocates is freed after it)
+        real_init = mr.init_speculator
+
+        def init_speculator(*args, **kwargs):
+            speculator = real_init(*args, **kwargs)
+            speculator.load_draft_model = lambda *a, **k: Model()
+            speculator.propose = lambda *a, **k: None
+            return speculator
+
+        mr.init_speculator = init_speculator
+    mr.DeviceMemoryProfiler = NoProfiler
+    torch.cuda.Stream = NoStream
+    torch.accelerator.synchronize = lambda *a, **k: None
+    UVA_STORAGES.clear()
+    HOST_STORAGES.clear()
+    counter = SiteBytes(known=(lm_head,))
+    undo = host_factories()
+    try:
+        with set_current_vllm_config(vc), torch.inference_mode(), tracking_mode(counter):
+            runner_ = mr.GPUModelRunner(vc, torch.device("cpu"))
+            runner_.load_model()
+            runner_.profile_run()
+    finally:
+        undo()
+    import gc
+
+    gc.collect()
+    live = counter.device()
+    sites: dict[str, int] = {}
+    for k, n in live.items():
+        sites[counter.site.get(k, "?")] = sites.get(counter.site.get(k, "?"), 0) + n
+    return sum(live.values()), dict(sorted(sites.items(), key=lambda x: (-x[1], x[0]))), runner_
+
+
+def v2_persistent_fit(extra: tuple[str, ...] = ()) -> dict:
+    """``v2_runner_persistent`` on ``PERSISTENT_GRID`` (each point in a fresh process: the runner's modules keep
+    per-process caches), fitted as ``R·(V·per_logit + L·per_token_slot + per_req) + T·per_token + V·per_vocab +
+    fixed`` and checked at ``PERSISTENT_CHECK`` (``prompt_bin_mask`` and the grammar bitmask are ⌈V/32⌉ wide: every
+    V here is a multiple of 32, so the fit is exact)."""
+    (r1, r2), (v1, v2), (l1, l2), (t1, t2) = (PERSISTENT_GRID[k] for k in "RVLT")
+    points = [(r1, v1, l1, t1), (r2, v1, l1, t1), (r1, v2, l1, t1), (r2, v2, l1, t1), (r1, v1, l2, t1),
+              (r2, v1, l2, t1), (r1, v1, l1, t2), PERSISTENT_CHECK]
+    b, sites = {}, {}
+    for p in points:
+        rec = run_persistent_point(p, extra)
+        b[p], sites[p] = rec["bytes"], rec["sites"]
 
     def slope(v, m):
-        return (b[(r2, v, m)] - b[(r1, v, m)]) / (r2 - r1)
+        return (b[(r2, v, m, t1)] - b[(r1, v, m, t1)]) / (r2 - r1)
 
     per_logit = (slope(v1, l1) - slope(v2, l1)) / (v1 - v2)
     per_slot = (slope(v1, l2) - slope(v1, l1)) / (l2 - l1)
     per_req = slope(v1, l1) - v1 * per_logit - l1 * per_slot
-    return {"bytes": {f"{r}x{v}x{m}": n for (r, v, m), n in b.items()}, "bytes_per_logit": per_logit,
-            "bytes_per_token_slot": per_slot, "bytes_per_req": per_req,
-            "fixed_bytes": b[(r1, v1, l1)] - round(r1 * slope(v1, l1))}
+    per_token = (b[(r1, v1, l1, t2)] - b[(r1, v1, l1, t1)]) / (t2 - t1)
+
+    def rest(v):  # what grows with neither R nor T, at V = v
+        return b[(r1, v, l1, t1)] - r1 * slope(v, l1) - t1 * per_token
+
+    per_vocab = (rest(v1) - rest(v2)) / (v1 - v2)
+    fixed = rest(v1) - v1 * per_vocab
+    fit = {"bytes_per_logit": per_logit, "bytes_per_token_slot": per_slot, "bytes_per_req": per_req,
+           "bytes_per_token": per_token, "bytes_per_vocab": per_vocab, "fixed_bytes": fixed}
+    r, v, m, t = PERSISTENT_CHECK
+    predicted = r * (v * per_logit + m * per_slot + per_req) + t * per_token + v * per_vocab + fixed
+
+    def text(r_, v_, m_, t_):  # the text model's fit at a point
+        return r_ * (v_ * per_logit + m_ * per_slot + per_req) + t_ * per_token + v_ * per_vocab + fixed
+
+    mm = {}
+    for arch, path in PERSISTENT_MM_MODELS.items():  # what a multimodal model adds: the fit's T slope beyond text's
+        try:
+            at = {tt: run_persistent_point((r1, v1, l1, tt), (*extra, "--persistent-config", path)) for tt in (t1, t2)}
+        except Exception as e:  # noqa: BLE001 - the release does not build this architecture here: recorded
+            mm[arch] = {"derived": False, "why": f"{type(e).__name__}: {e}"}
+            continue
+        more = {tt: at[tt]["bytes"] - text(r1, v1, l1, tt) for tt in (t1, t2)}
+        slope_t = (more[t2] - more[t1]) / (t2 - t1)
+        mm[arch] = {"derived": True, "config": path, "inputs_embeds_size": at[t1]["inputs_embeds_size"],
+                    "bytes": {f"{r1}x{v1}x{l1}x{tt}": at[tt]["bytes"] for tt in (t1, t2)},
+                    "bytes_per_token": slope_t, "fixed_bytes": more[t1] - t1 * slope_t,
+                    "sites": {f"{r1}x{v1}x{l1}x{t1}": {k: n for k, n in at[t1]["sites"].items()
+                                                       if k not in sites[(r1, v1, l1, t1)]}}}
+    spec = {}
+    for k in PERSISTENT_SPEC_TOKENS:  # what an EAGLE-3 drafter proposing k tokens adds, fitted like the text model
+        try:
+            pts = [(r1, v1, l1, t1), (r2, v1, l1, t1), (r1, v2, l1, t1), (r2, v2, l1, t1), (r1, v1, l1, t2)]
+            at = {q: run_persistent_point(q, (*extra, "--persistent-spec", str(k))) for q in pts}
+        except Exception as e:  # noqa: BLE001 - the release does not build this speculator here: recorded
+            spec[str(k)] = {"derived": False, "why": f"{type(e).__name__}: {e}"}
+            continue
+        more = {q: at[q]["bytes"] - text(*q) for q in pts}
+
+        def slope_r(v):
+            return (more[(r2, v, l1, t1)] - more[(r1, v, l1, t1)]) / (r2 - r1)
+
+        k_logit = (slope_r(v1) - slope_r(v2)) / (v1 - v2)
+        k_token = (more[(r1, v1, l1, t2)] - more[(r1, v1, l1, t1)]) / (t2 - t1)
+
+        def rest_k(v):
+            return more[(r1, v, l1, t1)] - r1 * slope_r(v) - t1 * k_token
+
+        k_vocab = (rest_k(v1) - rest_k(v2)) / (v1 - v2)
+        spec[str(k)] = {"derived": True, "drafter": PERSISTENT_SPEC_DRAFTER, "method": "eagle3",
+                        "draft_hidden_size": at[pts[0]]["draft_hidden_size"],
+                        "bytes": {"x".join(map(str, q)): at[q]["bytes"] for q in pts},
+                        "bytes_per_logit": k_logit, "bytes_per_req": slope_r(v1) - v1 * k_logit,
+                        "bytes_per_token": k_token, "bytes_per_vocab": k_vocab,
+                        "fixed_bytes": rest_k(v1) - v1 * k_vocab,
+                        "sites": {"x".join(map(str, pts[0])): {
+                            key: n - sites[pts[0]].get(key, 0) for key, n in at[pts[0]]["sites"].items()
+                            if n != sites[pts[0]].get(key, 0)}}}
+    return {**fit, "multimodal": mm, "speculative": spec,
+            "bytes": {"x".join(map(str, p)): n for p, n in b.items()}, "grid": "RxVxLxT",
+            "check": {"at": "x".join(map(str, PERSISTENT_CHECK)), "measured": b[PERSISTENT_CHECK],
+                      "predicted": predicted},
+            "sites": {"x".join(map(str, (r1, v1, l1, t1))): sites[(r1, v1, l1, t1)]},
+            "what": "GPUModelRunner.__init__, load_model (after the weights) and profile_run, run on the CPU: the "
+                    "card bytes still allocated after the profile run"}
+
+
+def run_persistent_point(point: tuple, extra: tuple[str, ...] = ()) -> dict:
+    """One grid point in its own process (``--persistent-point``; ``extra``: the variant's flags)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        run = subprocess.run([sys.executable, __file__, "--persistent-point", *map(str, point), *extra,
+                              "--variant-out", f.name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if run.returncode:  # the last line the point's process wrote: why it could not build the runner
+            raise RuntimeError((run.stderr.strip().splitlines() or ["no output"])[-1])
+        return json.loads(Path(f.name).read_text())
+
+
+def persistent_point_main(a) -> int:
+    import torch  # noqa: F401
+
+    install_stubs(flashinfer=not a.no_flashinfer)
+    build_v2(a.sms)
+    total, sites, runner_ = v2_runner_persistent(*a.persistent_point, config=a.persistent_config,
+                                                 spec=a.persistent_spec)
+    # an architecture that did not import as multimodal here: not measured as one
+    if a.persistent_config and not getattr(runner_, "supports_mm_inputs", False):
+        raise SystemExit(f"{a.persistent_config}: the runner does not see a multimodal model")
+    speculator = getattr(runner_, "speculator", None)
+    a.variant_out.write_text(json.dumps({"bytes": total, "sites": sites,
+                                         "inputs_embeds_size": runner_.model_config.get_inputs_embeds_size(),
+                                         "draft_hidden_size": getattr(speculator, "hidden_size", None)}))
+    return 0
 
 
 def triton_placeholders() -> None:
@@ -656,11 +926,43 @@ def sampler_table_row(variants: dict, required: bool) -> dict:
     if v.get("persistent"):  # the V2 runner's per-request states, allocated from its creation on
         pers = v["persistent"]
         row["persistent"] = {"counted": pers["counted"], "bytes_per_logit": round(pers["bytes_per_logit"], 4),
-                             "bytes_per_req": round(pers["bytes_per_req"]), "fixed_bytes": pers["fixed_bytes"]}
+                             "bytes_per_req": round(pers["bytes_per_req"]), "fixed_bytes": round(pers["fixed_bytes"]),
+                             **({"bytes_per_token": round(pers["bytes_per_token"], 4),
+                                 "bytes_per_token_slot": round(pers["bytes_per_token_slot"], 4),
+                                 "bytes_per_vocab": round(pers["bytes_per_vocab"], 4), "scope": "runner"}
+                                if "bytes_per_token" in pers else {})}
+        # a multimodal model's encoder runner's inputs_embeds: the measured bytes per batched token over its
+        # inputs_embeds_size in the run's dtype (bfloat16), i.e. how many [T, inputs_embeds_size] buffers it keeps
+        mm = {a: m for a, m in (pers.get("multimodal") or {}).items() if m.get("derived")}
+        if mm:
+            arch, m = sorted(mm.items())[0]
+            row["persistent"]["multimodal"] = {"from": arch, "inputs_embeds_per_token": round(
+                m["bytes_per_token"] / (m["inputs_embeds_size"] * 2), 4), "fixed_bytes": round(m["fixed_bytes"])}
+        row["persistent"].update(speculative_row(pers.get("speculative") or {}))
     row["flashinfer_unmeasured"] = bool(v.get("flashinfer_sampling_calls"))
     row["sm_row_bytes_per_vocab"] = round(at["bytes_per_sm_row_per_vocab"], 3)
     row["fixed_bytes"] = at["fixed_bytes"]
     return row
+
+
+SPEC_TERMS = ("bytes_per_logit", "bytes_per_req", "bytes_per_token", "bytes_per_vocab", "fixed_bytes")
+
+
+def speculative_row(spec: dict) -> dict:
+    """The table's ``speculative`` part from a golden's EAGLE-3 fits at two num_speculative_tokens k: each term as
+    ``base + k · per_spec_token`` (the two fits' difference over their k's), the per-token base without the
+    drafter's ``hidden_states`` [T, draft hidden] (bf16 in the run: one buffer, the golden's allocating line), which
+    kvplan adds at the deployment's drafter's hidden size; none where either fit was not derived."""
+    fits = {int(k): f for k, f in spec.items() if f.get("derived")}
+    if len(fits) < 2:
+        return {}
+    (k1, f1), (k2, f2) = sorted(fits.items())[:2]
+    out = {}
+    for term in SPEC_TERMS:
+        per = (f2[term] - f1[term]) / (k2 - k1)
+        out[term] = {"base": round(f1[term] - k1 * per, 4), "per_spec_token": round(per, 4)}
+    out["bytes_per_token"]["base"] = round(out["bytes_per_token"]["base"] - 2 * f1["draft_hidden_size"], 4)
+    return {"speculative": {"method": f1["method"], "drafter": f1["drafter"], "draft_hidden_buffers": 1, **out}}
 
 
 def table(goldens: Path, out: Path) -> int:
@@ -2426,7 +2728,15 @@ def main(argv=None) -> int:
                     help="record what loading keeps on one TP rank (WEIGHTS_MODELS at WEIGHTS_TP) into <out>/weights/")
     ap.add_argument("--whole-weights", help="one model's config.json (internal: one path per process)")
     ap.add_argument("--weights-tp", type=int, default=1, help="with --whole-weights: the TP size (rank 0)")
+    ap.add_argument("--persistent-point", type=int, nargs=4, metavar=("R", "V", "L", "T"),
+                    help="the V2 runner's persistent bytes at one grid point (internal: one point per process)")
+    ap.add_argument("--persistent-config", help="with --persistent-point: a multimodal model's config.json "
+                                                "(PERSISTENT_MM_MODELS) instead of the dense forward model's")
+    ap.add_argument("--persistent-spec", type=int, default=0, metavar="K",
+                    help="with --persistent-point: an EAGLE-3 drafter proposing K tokens (PERSISTENT_SPEC_DRAFTER)")
     a = ap.parse_args(argv)
+    if a.persistent_point:
+        return persistent_point_main(a)
     if a.held_all:
         return held_all(a)
     if a.held_table:
@@ -2504,7 +2814,14 @@ def main(argv=None) -> int:
     record["flashinfer_sampling_calls"] = len(SAMPLED_CALLS)
     record["kernel_launches"] = launches
     if isinstance(sampler, V2Sampler):  # the runner's persistent states (counted from 0.27.1: total_consumed)
-        record["persistent"] = {**v2_persistent_fit(sampler), "counted": persistent_counted()}
+        record["persistent"] = {**v2_persistent_fit(("--no-flashinfer",) if a.no_flashinfer else ()),
+                                "counted": persistent_counted()}
+        notes.append("persistent: the release's GPUModelRunner built on the CPU (__init__, load_model, profile_run); "
+                     "stand-ins: a model loader returning a parameter-free module (the weights are their own term; "
+                     "its forward returns [tokens, 64] hidden states), DeviceMemoryProfiler reporting 0, "
+                     "torch.cuda.Stream a no-op stream, torch.accelerator.synchronize a no-op; UvaBuffer's pinned "
+                     "host buffers and tensors made with device=\"cpu\" or pin_memory=True are host memory, "
+                     "not counted")
     record["cuda_workspace_ops"] = dict(CUDA_OPS)
     record["derived"] = True
     record["sampler"] = rows
