@@ -79,7 +79,9 @@ def test_gemma4_plan_takes_its_own_row():
     assert forward_terms(era, cfg, architecture="Gemma4ForCausalLM")["row"] == ARCH  # a text-only checkpoint
     b = simulate("google/gemma-4-26B-A4B-it", gpu="H100", policy="vllm==0.29.0", max_num_seqs=16)["budget"]
     act = next(t for t in b["profile_terms"] if t["term"] == "activation")
-    s = sampler_terms(era, 16, 262144, "v2", 16)
+    # the V2 runner's kept buffers at R = 16, T = 8,192 with the encoder runner's inputs_embeds [T, 2,816] bf16
+    # (5,632 B a token: the multimodal model serves images here; kvplan.budget.profile.persistent_bytes)
+    s = sampler_terms(era, 16, 262144, "v2", 16, 8192, 2816 * 2)
     forward = round(8192 * RULE_BPT * 1.4592)
     assert forward == 1346472247  # 922,746,880 × 1.4592; the family factor would give 1,165,060,210
     assert act["bytes"] == forward + ACTIVATION_WORKSPACE_BYTES + s["persistent"]
