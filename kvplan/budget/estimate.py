@@ -97,6 +97,7 @@ from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_we
                                    widest_intermediate)
 from kvplan.budget.weights import _top_k as top_k_experts
 from kvplan.budget.profile import CUDAGRAPH_REASON, MOE_WORKSPACE, encoder_row, moe_held_row  # noqa: F401
+from kvplan.budget.quant_kernels import FP8_HELD_TRITON, fp8_moe_held_backend, moe_kind
 from kvplan.budget.encoder import (ENCODER_DUMMIES, encoder_dummy_batch, encoder_rule_bytes_per_patch,  # noqa: F401
                                    estimate_encoder_profile, tower_architectures, tower_load)
 from kvplan.errors import OptionError
@@ -174,8 +175,10 @@ def moe_held_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, tokens: i
     workspace2 from (model_executor/layers/fused_moe/modular_kernel.py, 0.19.0 lines 1063-1068), so the profile's
     sampler pass runs beside ``T · k · (max(I/tp, H) + max(2I/tp, H)) · a`` of it; before 0.13 the caches were
     freed with each call. Measured per release on the unquantized Qwen3-30B-A3B and Mixtral-8x7B (the factor on
-    the rule, tests/golden/profile_terms/held/). Unquantized experts only: a quantized MoE runs other kernels
-    (gpt-oss-20b's MXFP4 experts at 0.19.0 show no such residual in the corpus), not derived, not counted.
+    the rule, tests/golden/profile_terms/held/). The factor holds for FP8 experts that the release's FP8 MoE oracle
+    gives TritonExperts (``quant_kernels.fp8_moe_held_backend``: the same workspace_shapes, taken from the
+    WorkspaceManager in the activation dtype); ``_Estimate.moe_held`` decides which experts count. Other quantized
+    MoE kernels (MXFP4: gpt-oss-20b's experts at 0.19.0 show no such residual in the corpus) are not derived.
     Returns (bytes, source)."""
     width = moe_workspace_width(inventory, cfg, tp, layers)
     row, basis = moe_held_row(release)
@@ -474,6 +477,8 @@ class _Estimate:
     lora: Any = None  # BudgetRequest.lora (LoraSlots) with --enable-lora, else None
     redundant_experts: int = 0  # EPLB's redundant experts per MoE layer (resolved), 0 without EPLB
     eplb: bool = False  # --enable-eplb
+    quant: Any = None  # the target's Quantization (quantization_of / quantization_override), None when not read
+    expert_parallel: bool = False  # --enable-expert-parallel
 
     @property
     def graph_basis(self) -> str:
@@ -528,19 +533,50 @@ class _Estimate:
                                          max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=layers,
                                          last_stage=last, encoder=encoder, sampler_bytes=sampler,
                                          forward_factor=factors[forward_end], first_stage=first,
-                                         held_bytes=self.moe_held(layers, last)[0],
+                                         held_bytes=self.moe_held(layers, last, high=forward_end == "high")[0],
                                          persistent_bytes=self.persistent)
 
-    def moe_held(self, layers: set[int], last: bool) -> tuple[int, str]:
-        """The fused-MoE workspace held under the last stage's sampler (``moe_held_bytes``; unquantized experts)."""
+    def moe_held(self, layers: set[int], last: bool, high: bool = False) -> tuple[int, str]:
+        """The fused-MoE workspace held under the last stage's sampler (``moe_held_bytes``): unquantized experts,
+        and FP8 experts where the release's FP8 MoE oracle picks TritonExperts on this card
+        (``quant_kernels.fp8_moe_held_backend``). Where it picks another kernel, or the pick depends on what kvplan
+        cannot know (DeepGEMM installed, a ROCm card), the value counts none of it and the pessimistic end
+        (``high``) counts the Triton experts' workspace, the source saying why."""
         if not last or self.inventory is None:
             return 0, ""
         quant = (str(self.weights.quantization) if self.weights is not None
                  else "unquantized" if not self.layout.target.config.get("quantization_config") else "quantized")
-        if quant != "unquantized":
+        if quant == "unquantized":
+            return moe_held_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp, tokens=self.T,
+                                  release=self.release, layers=layers)
+        backend, why = self.fp8_moe_backend()
+        if not backend:
             return 0, ""
-        return moe_held_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp, tokens=self.T,
-                              release=self.release, layers=layers)
+        held, source = moe_held_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp, tokens=self.T,
+                                      release=self.release, layers=layers)
+        if not held:
+            return 0, ""
+        if backend == FP8_HELD_TRITON:
+            return held, f"{source}; FP8 experts: {why}"
+        return (held if high else 0), (f"{source}, counted at the pessimistic end only: the FP8 experts' kernel is "
+                                       f"{why}, whose workspace kvplan has not derived")
+
+    def fp8_moe_backend(self) -> tuple[str, str]:
+        """(backend, why) the release's FP8 MoE oracle picks for the target's FP8 experts on this card
+        (``quant_kernels.fp8_moe_held_backend``); ("", "") for experts that are not FP8 or no card named;
+        ("ROCM", why) on a ROCm card (AITER or Triton by environment switches: not derived)."""
+        q = self.quant
+        if q is None or moe_kind(q)[:3] != "fp8" or q.per_module or not self.card.name:
+            return "", ""
+        if self.card.platform != "cuda" or not self.card.compute_capability:
+            return "ROCM", (f"{self.card.platform}'s FP8 MoE backend (AITER or Triton by VLLM_ROCM_USE_AITER "
+                            "/ VLLM_ROCM_USE_AITER_MOE, not derived)")
+        hidden = int(self.cfg.get("hidden_size") or 0)
+        inter = int(self.cfg.get("moe_intermediate_size") or self.cfg.get("intermediate_size") or 0) // self.tp
+        backend, why = fp8_moe_held_backend(q, self.card.compute_capability, self.release, hidden, inter,
+                                            expert_parallel=self.expert_parallel)
+        return backend, (f"{why} (vLLM {self.release}, SM {self.card.compute_capability[0]}."
+                         f"{self.card.compute_capability[1]})")
 
     def _weights_on(self, s: int, weights: Any) -> int:
         """Stage ``s``'s weights after offloading, with what LoRA and EPLB add inside vLLM's load_model (what vLLM
@@ -639,6 +675,8 @@ class _Estimate:
         pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_high,
                               non_torch_bytes=nt_band[1], cudagraph_bytes=cg_ends[1])
         held = self.moe_held(layers, last) if o.activation is None else (0, "")
+        if o.activation is None and not held[0]:  # FP8 experts counted at the pessimistic end only: say so
+            held = (0, self.moe_held(layers, last, high=True)[1])
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
             self.cfg.get("hidden_size") or 0) * self.dbytes * (1 if first else 3) + held[0] >= (
                 act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part - self.persistent)
@@ -750,7 +788,21 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         exact=bool(b.exact_params), encoder_why=encoder[1], release=release,
         graphs=_graphs(release, card, T=T, R=R, layout=layout),
         lora=request.lora, redundant_experts=redundant, eplb=request.enable_eplb,
+        quant=_target_quantization(layout, b), expert_parallel=bool(request.enable_expert_parallel),
     )
+
+
+def _target_quantization(layout, budget: BudgetInput):
+    """The target's quantization scheme (``--quantization`` over the checkpoint's), None where it cannot be read
+    (the weights term reports that error itself)."""
+    from kvplan.budget.quantization import quantization_of, quantization_override
+    from kvplan.errors import KvplanError
+
+    try:
+        return (quantization_override(layout.target.config, budget.quantization) if budget.quantization
+                else quantization_of(layout.target.config))
+    except KvplanError:
+        return None
 
 
 def _architecture(layout) -> str:
@@ -993,7 +1045,7 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
         ("activation", stage.activation_peak_bytes - (stage.encoder_profile_bytes or 0), overrides["activation"],
          KVPLAN_ESTIMATE, _activation_source(T, R, tp, pp, sampler if acted else None, forward if acted else None,
                                              bool(ends.get("sampler_peak")), per_rank=acted)
-         + (f"; {ends['moe_held'][1]}" if acted and (ends.get("moe_held") or (0, ""))[0] else "")),
+         + (f"; {ends['moe_held'][1]}" if acted and (ends.get("moe_held") or (0, ""))[1] else "")),
         ("non_torch", stage.non_torch_bytes, overrides["non_torch"], KVPLAN_ESTIMATE, _non_torch_source(g)),
         ("cudagraph", stage.cudagraph_bytes, overrides["cudagraph"], KVPLAN_ESTIMATE if counted else NOT_COUNTED,
          _cudagraph_source(release, counted, graphs)),
