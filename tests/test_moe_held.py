@@ -155,3 +155,59 @@ def test_fp8_experts_on_another_kernel_widen_the_pessimistic_end_only():
         estimate.fp8_moe_held_backend = real
     assert triton["band"]["kv_cache_memory_low_bytes"] == a100["band"]["kv_cache_memory_low_bytes"]
     assert triton["activation_peak_bytes"] - a100["activation_peak_bytes"] == 536_870_912
+
+
+def test_fp8_experts_ran_triton_and_held_the_unquantized_workspace():
+    """scripts/golden/profile_terms.py --held-all's FP8 run (Qwen3-30B-A3B under --quantization fp8, the platform
+    an H100 stand-in): every release it ran built its online FP8 MoE method, whose oracle picked TRITON /
+    TritonExperts, and the forward left the same 65,536 B a token held as the unquantized model (8·(2,048 +
+    2,048)·2, the rule at I = 768, H = 2,048, k = 8): fp8_factor 1, equal to the unquantized factor."""
+    table = json.loads(MOE_WORKSPACE.read_text())["releases"]
+    ran = [r for r, row in table.items() if "fp8_factor" in row]
+    assert {"0.14.1", "0.19.0", "0.27.1", "0.29.0", "0.34.0"} <= set(ran)
+    for release in ran:
+        fp8 = _golden(release)["moe-qwen3-fp8"]
+        # Fp8OnlineMoEMethod up to 0.19, Fp8PerTensorOnlineMoEMethod (quantization/online/fp8.py) from 0.27
+        (kernel,) = fp8["experts_kernel"]
+        method, backend, experts = kernel.split("/")
+        assert method.startswith("Fp8") and "Online" in method and (backend, experts) == ("TRITON", "TritonExperts")
+        assert fp8["held_bytes_per_token"] == 8 * (2048 + 2048) * 2 == _golden(release)["moe-qwen3"]["held_bytes_per_token"]
+        assert table[release]["fp8_factor"] == table[release]["factor"] == 1
+
+
+def test_fp8_moe_oracle_pick_per_release_and_card():
+    """Which FP8 MoE kernel each era picks by default on a CUDA card (quant_kernels.fp8_moe_held_backend), for
+    Qwen3-30B-A3B's experts (H = 2,048, I = 768) as block FP8 (vLLM's format, 128×128), online --quantization fp8
+    (dynamic per-tensor activations) and static per-tensor FP8:
+    * 0.14.1 (oracle/fp8.py 51-150): FlashInfer off by default; Marlin below SM 8.9; block FP8 on 9.0 / 10.x
+      DeepGEMM where deep_gemm is installed (not known); Triton otherwise.
+    * 0.15.1: FlashInfer CUTLASS takes Hopper's block and static FP8 (flashinfer_cutlass_moe.py 111-137).
+    * 0.17.0 onward: Triton moved to the front for Hopper's block FP8 at EP 1; FlashInfer CUTLASS with EP; SM 10.0
+      FlashInfer TRT-LLM (0.29+: its loading not run); SM 12.0's static FP8 FlashInfer CUTLASS."""
+    from kvplan.budget.quant_kernels import fp8_moe_held_backend
+    from kvplan.budget.quantization import Quantization
+
+    block = Quantization("fp8", "block", block=(128, 128), config_format="fp8")
+    online = Quantization("fp8", "online", config_format="online")
+    static = Quantization("fp8", "static", config_format="fp8", static_input_scale=True)
+    cards = ((8, 0), (8, 9), (9, 0), (10, 0), (12, 0))
+    expected = {
+        "0.14.1": {block: ["MARLIN", "TRITON", "DEEPGEMM_OR_TRITON", "DEEPGEMM_OR_TRITON", "TRITON"],
+                   online: ["MARLIN", "TRITON", "TRITON", "TRITON", "TRITON"],
+                   static: ["MARLIN", "TRITON", "TRITON", "TRITON", "TRITON"]},
+        "0.15.1": {block: ["MARLIN", "TRITON", "FLASHINFER_CUTLASS", "FLASHINFER_TRTLLM_OR_DEEPGEMM", "TRITON"],
+                   online: ["MARLIN", "TRITON", "TRITON", "TRITON", "TRITON"],
+                   static: ["MARLIN", "TRITON", "FLASHINFER_CUTLASS", "FLASHINFER_CUTLASS", "FLASHINFER_CUTLASS"]},
+        "0.19.0": {block: ["MARLIN", "TRITON", "TRITON", "FLASHINFER_TRTLLM", "TRITON"],
+                   online: ["MARLIN", "TRITON", "TRITON", "TRITON", "TRITON"],
+                   static: ["MARLIN", "TRITON", "FLASHINFER_CUTLASS", "FLASHINFER_CUTLASS", "FLASHINFER_CUTLASS"]},
+        "0.34.0": {block: ["MARLIN", "TRITON", "TRITON", "NOT_RUN", "TRITON"],
+                   online: ["MARLIN", "TRITON", "TRITON", "TRITON", "TRITON"],
+                   static: ["MARLIN", "TRITON", "FLASHINFER_CUTLASS", "NOT_RUN", "FLASHINFER_CUTLASS"]},
+    }
+    for release, schemes in expected.items():
+        for q, picks in schemes.items():
+            assert [fp8_moe_held_backend(q, cc, release, 2048, 768)[0] for cc in cards] == picks, (release, q)
+    # expert parallelism on Hopper: FlashInfer CUTLASS for block FP8 from 0.17 (oracle/fp8.py 0.29.0 113-123)
+    assert fp8_moe_held_backend(block, (9, 0), "0.30.0", 2048, 768, expert_parallel=True)[0] == "FLASHINFER_CUTLASS"
+    assert fp8_moe_held_backend(block, (9, 0), "0.30.0", 2048, 768)[0] == "TRITON"

@@ -34,7 +34,10 @@ estimates, labelled as such in every output, each with an override:
   1.2626).
   ``M`` is the fused-MoE workspace the forward leaves allocated under the sampler pass (``moe_held_bytes``:
   ``T·k·(max(I/tp, H) + max(2I/tp, H))·a`` for unquantized experts in the releases whose ``WorkspaceManager``
-  keeps it, measured per release: tests/golden/profile_terms/held/).
+  keeps it, measured per release: tests/golden/profile_terms/held/), and for FP8 experts where the release's FP8 MoE
+  oracle picks TritonExperts on the card (``quant_kernels.fp8_moe_held_backend``; measured under ``--quantization
+  fp8`` on an H100 stand-in, the same bytes); another FP8 kernel's workspace is not derived: the pessimistic end
+  counts the Triton figure.
 
   with ``T`` = max_num_batched_tokens, ``R`` = min(max_num_seqs, T), ``H`` the hidden size,
   ``V`` the vocabulary, ``a`` the model dtype's bytes, and ``W`` the widest per-token
@@ -169,7 +172,7 @@ def moe_workspace_width(inventory, cfg: dict, tp: int, layers: set[int] | None =
 
 
 def moe_held_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, tokens: int, release: str | None,
-                   layers: set[int] | None = None) -> tuple[int, str]:
+                   layers: set[int] | None = None, fp8: bool = False) -> tuple[int, str]:
     """The fused-MoE workspace still allocated when the dummy sampler runs: from 0.13 the V1 worker's
     WorkspaceManager (v1/worker/workspace.py) keeps the one buffer FusedMoEModularKernel takes workspace13 and
     workspace2 from (model_executor/layers/fused_moe/modular_kernel.py, 0.19.0 lines 1063-1068), so the profile's
@@ -177,16 +180,21 @@ def moe_held_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, tokens: i
     freed with each call. Measured per release on the unquantized Qwen3-30B-A3B and Mixtral-8x7B (the factor on
     the rule, tests/golden/profile_terms/held/). The factor holds for FP8 experts that the release's FP8 MoE oracle
     gives TritonExperts (``quant_kernels.fp8_moe_held_backend``: the same workspace_shapes, taken from the
-    WorkspaceManager in the activation dtype); ``_Estimate.moe_held`` decides which experts count. Other quantized
+    WorkspaceManager in the activation dtype); ``_Estimate.moe_held`` decides which experts count (``fp8``: the
+    release's measured FP8 factor where the held harness ran Qwen3-30B-A3B under ``--quantization fp8``, its
+    ``experts_kernel`` TritonExperts, else the unquantized factor). Other quantized
     MoE kernels (MXFP4: gpt-oss-20b's experts at 0.19.0 show no such residual in the corpus) are not derived.
     Returns (bytes, source)."""
     width = moe_workspace_width(inventory, cfg, tp, layers)
     row, basis = moe_held_row(release)
     if not width or row is None or not row.get("factor"):
         return 0, ""
-    held = round(tokens * width * dtype_bytes * row["factor"])
+    factor, what = row["factor"], "forward"
+    if fp8 and "fp8_factor" in row:
+        factor, what = row["fp8_factor"], "forward under --quantization fp8 (TritonExperts)"
+    held = round(tokens * width * dtype_bytes * factor)
     return held, (f"the fused-MoE workspace held by the WorkspaceManager under the sampler: {held:,} B "
-                  f"(T·{width:,}·a × {row['factor']:g}; {basis}: vLLM {row['from']}'s forward on the meta device, "
+                  f"(T·{width:,}·a × {factor:g}; {basis}: vLLM {row['from']}'s {what} on the meta device, "
                   f"tests/golden/profile_terms/held/{row['from']}.json)")
 
 
@@ -546,14 +554,14 @@ class _Estimate:
             return 0, ""
         quant = (str(self.weights.quantization) if self.weights is not None
                  else "unquantized" if not self.layout.target.config.get("quantization_config") else "quantized")
-        if quant == "unquantized":
+        if quant == "unquantized" and (self.quant is None or self.quant.method == "none"):
             return moe_held_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp, tokens=self.T,
                                   release=self.release, layers=layers)
         backend, why = self.fp8_moe_backend()
         if not backend:
             return 0, ""
         held, source = moe_held_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp, tokens=self.T,
-                                      release=self.release, layers=layers)
+                                      release=self.release, layers=layers, fp8=True)
         if not held:
             return 0, ""
         if backend == FP8_HELD_TRITON:
