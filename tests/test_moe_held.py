@@ -147,12 +147,12 @@ def test_fp8_experts_on_another_kernel_widen_the_pessimistic_end_only():
     # TRITON the band's pessimistic end is the same, the value's activation holds the workspace
     import kvplan.budget.estimate as estimate
 
-    real = estimate.fp8_moe_held_backend
+    real = estimate.fp8_experts_kernel
     try:
-        estimate.fp8_moe_held_backend = lambda *a, **k: (estimate.FP8_HELD_TRITON, "as if Triton")
+        estimate.fp8_experts_kernel = lambda *a, **k: (estimate.FP8_HELD_TRITON, "as if Triton")
         triton = simulate(QWEN3_30B, gpu="A100-80GB", **opts)["budget"]
     finally:
-        estimate.fp8_moe_held_backend = real
+        estimate.fp8_experts_kernel = real
     assert triton["band"]["kv_cache_memory_low_bytes"] == a100["band"]["kv_cache_memory_low_bytes"]
     assert triton["activation_peak_bytes"] - a100["activation_peak_bytes"] == 536_870_912
 

@@ -95,12 +95,12 @@ from kvplan.budget.hardware import GpuCard, gpu_card
 from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.budget.request import BudgetInput, BudgetRequest
 from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights, LoadFailure, ProfileTerm
-from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights, with_tower,
-                                   mxfp4_other_padding_for, mxfp4_padding_for,
+from kvplan.budget.weights import (CHECKPOINT_METADATA, FP8_HELD_TRITON, WARNING_NOTES, fp8_experts,
+                                   fp8_experts_kernel, layout_weight_memory, layout_weights, target_quantization,
+                                   with_tower, mxfp4_other_padding_for, mxfp4_padding_for,
                                    widest_intermediate)
 from kvplan.budget.weights import _top_k as top_k_experts
 from kvplan.budget.profile import CUDAGRAPH_REASON, MOE_WORKSPACE, encoder_row, moe_held_row  # noqa: F401
-from kvplan.budget.quant_kernels import FP8_HELD_TRITON, fp8_moe_held_backend, moe_kind
 from kvplan.budget.encoder import (ENCODER_DUMMIES, encoder_dummy_batch, encoder_rule_bytes_per_patch,  # noqa: F401
                                    estimate_encoder_profile, tower_architectures, tower_load)
 from kvplan.errors import OptionError
@@ -574,15 +574,15 @@ class _Estimate:
         (``quant_kernels.fp8_moe_held_backend``); ("", "") for experts that are not FP8 or no card named;
         ("ROCM", why) on a ROCm card (AITER or Triton by environment switches: not derived)."""
         q = self.quant
-        if q is None or moe_kind(q)[:3] != "fp8" or q.per_module or not self.card.name:
+        if not self.card.name or not fp8_experts(q):
             return "", ""
         if self.card.platform != "cuda" or not self.card.compute_capability:
             return "ROCM", (f"{self.card.platform}'s FP8 MoE backend (AITER or Triton by VLLM_ROCM_USE_AITER "
                             "/ VLLM_ROCM_USE_AITER_MOE, not derived)")
         hidden = int(self.cfg.get("hidden_size") or 0)
         inter = int(self.cfg.get("moe_intermediate_size") or self.cfg.get("intermediate_size") or 0) // self.tp
-        backend, why = fp8_moe_held_backend(q, self.card.compute_capability, self.release, hidden, inter,
-                                            expert_parallel=self.expert_parallel)
+        backend, why = fp8_experts_kernel(q, self.card.compute_capability, self.release, hidden, inter,
+                                          expert_parallel=self.expert_parallel)
         return backend, (f"{why} (vLLM {self.release}, SM {self.card.compute_capability[0]}."
                          f"{self.card.compute_capability[1]})")
 
@@ -796,21 +796,8 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         exact=bool(b.exact_params), encoder_why=encoder[1], release=release,
         graphs=_graphs(release, card, T=T, R=R, layout=layout),
         lora=request.lora, redundant_experts=redundant, eplb=request.enable_eplb,
-        quant=_target_quantization(layout, b), expert_parallel=bool(request.enable_expert_parallel),
+        quant=target_quantization(layout.target.config, b.quantization), expert_parallel=bool(request.enable_expert_parallel),
     )
-
-
-def _target_quantization(layout, budget: BudgetInput):
-    """The target's quantization scheme (``--quantization`` over the checkpoint's), None where it cannot be read
-    (the weights term reports that error itself)."""
-    from kvplan.budget.quantization import quantization_of, quantization_override
-    from kvplan.errors import KvplanError
-
-    try:
-        return (quantization_override(layout.target.config, budget.quantization) if budget.quantization
-                else quantization_of(layout.target.config))
-    except KvplanError:
-        return None
 
 
 def _architecture(layout) -> str:
