@@ -486,12 +486,15 @@ def test_deepseek_v3_tp8_h100_fails_loading_with_working_fixes():
     assert (d["outcome"]["stage"], d["outcome"]["error_type"]) == ("load", "torch.OutOfMemoryError")
     assert round(d["budget"]["weights_bytes"] / GiB, 2) == 79.29
     assert d["memory"]["num_blocks"] == 0 and d["logs"] == []
-    # ... or 26 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts, at
-    # the band's pessimistic end too (25 GiB fails admission there), with the calibrated CUDA graphs' estimate and
-    # its band (the CUDA cards' fit, ROCm's HIP graphs fitted apart), and 0.34.0's V2 runner states: 1,024 x 129,280
-    # x 4.25 B and their other buffers)
+    # ... or 29 GiB of weights per GPU kept in CPU memory (--cpu-offload-gb: the least whole GiB that starts, at
+    # the band's pessimistic end too (28 fails admission there; 26 before the held workspace was counted), with the
+    # CUDA cards' calibrated CUDA graphs' estimate and its band (ROCm's HIP graphs fitted apart), 0.34.0's V2 runner
+    # states (1,024 x 129,280 x 4.25 B and their other buffers) and the FP8 experts' held workspace: block FP8 on an
+    # H100 at TP 8 (no expert parallelism) runs TritonExperts from 0.17 (oracle/fp8.py 0.34.0 lines 128-138), whose
+    # WorkspaceManager buffer stays under the sampler: T·k·(max(I/tp, H) + max(2I/tp, H))·a =
+    # 8,192·8·(7,168 + 7,168)·2 = 1,879,048,192 B = 1.75 GiB
     assert [(f["option"], f["value"]) for f in d["fixes"]] == [
-        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 26)]
+        ("tensor_parallel_size", 16), ("pipeline_parallel_size", 2), ("gpu", "H200-141GB"), ("cpu_offload_gb", 29)]
     assert all(f["starts"] for f in d["fixes"])
     # kvplan fit labels the row as the load failure, with no KV budget (there is no KV cache)
     r, d = _json("fit", "deepseek-ai/DeepSeek-V3", "--gpus", "H100,H200", "--tp-sizes", "8")

@@ -93,3 +93,121 @@ def test_not_counted_before_0_13_nor_for_a_dense_or_quantized_moe():
         b = simulate(model, gpu="H100", policy="vllm==0.19.0", max_model_len=8192)["budget"]
         act = next(t for t in b["profile_terms"] if t["term"] == "activation")
         assert "WorkspaceManager" not in act["source"], model
+
+
+def _activation_source(config: str, **options) -> tuple[int, str]:
+    b = simulate(config, **options)["budget"]
+    act = next(t for t in b["profile_terms"] if t["term"] == "activation")
+    return b["activation_peak_bytes"], act["source"]
+
+
+QWEN3_30B = str(ROOT / "tests/logs/budget/configs/Qwen/Qwen3-30B-A3B/config.json")
+
+
+def test_fp8_experts_under_triton_hold_the_same_workspace():
+    """FP8 experts that the release's FP8 MoE oracle gives TritonExperts hold the unquantized workspace: the same
+    workspace_shapes (experts/triton_moe.py 0.29.0 lines 218-233), taken from the WorkspaceManager in the activation
+    dtype (modular_kernel.py 0.29.0 lines 830-833, 1144-1176). Qwen3-Coder-30B-A3B-FP8 on an H100 with 0.30.0
+    (tests/logs/budget/115-..., 'Using TRITON Fp8 MoE backend'; kvplan simulates it as the base config with
+    --quantization fp8: dynamic per-tensor FP8, which FlashInfer CUTLASS (static only) and DeepGEMM (block only)
+    refuse; the checkpoint's block FP8 takes Triton too, oracle/fp8.py 0.30.0 lines 113-123) at T = 8,192:
+    T·k·(max(I, H) + max(2I, H))·a = 8,192·8·(2,048 + 2,048)·2 = 536,870,912 B."""
+    _, src = _activation_source(str(ROOT / "tests/logs/budget/configs/Qwen/Qwen3-Coder-30B-A3B-Instruct/config.json"),
+                                gpu="H100-80GB", policy="vllm==0.30.0", max_model_len=16384, max_num_seqs=256,
+                                quantization="fp8")
+    assert 8192 * 8 * (2048 + 2048) * 2 == 536_870_912
+    assert "under the sampler: 536,870,912 B" in src and "FP8 experts: TritonExperts" in src
+    assert "pessimistic end only" not in src
+
+
+def test_gemma4_fp8_on_l40s_holds_the_triton_workspace():
+    """Gemma 4 26B-A4B with FP8 experts on an L40S (SM 8.9) with 0.29.0 at T = 2,048 (the akamaslabs study's
+    baseline flags, tests/logs/budget/95-105, 'Using TRITON Fp8 MoE backend'): no FlashInfer (SM 9.0+ / 10.x),
+    no DeepGEMM (9.0 / 10.x), no vLLM CUTLASS (cutlass_group_gemm_supported: 9.0 / 10.x), so Triton. H = 2,816,
+    I = 704, k = 8: 2,048·8·(2,816 + 2,816)·2 = 184,549,376 B."""
+    _, src = _activation_source(str(ROOT / "configs/google/gemma-4-26B-A4B-it/config.json"), gpu="L40S-48GB",
+                                policy="vllm==0.29.0", quantization="fp8", max_model_len=4096, max_num_seqs=256,
+                                max_num_batched_tokens=2048, gpu_memory_utilization=0.92, language_model_only=True)
+    assert 2048 * 8 * (2816 + 2816) * 2 == 184_549_376
+    assert "under the sampler: 184,549,376 B" in src and "FP8 experts: TritonExperts" in src
+
+
+def test_fp8_experts_on_another_kernel_widen_the_pessimistic_end_only():
+    """On an A100 (SM 8.0) every release loads FP8 experts with weight-only Marlin (0.14.1 oracle/fp8.py lines
+    104-109; TritonExperts needs supports_fp8 from 0.17), whose workspace kvplan has not derived: the value holds
+    none of the Triton workspace, the pessimistic end all of it (Qwen3-30B-A3B, 0.19.0, T = 8,192 and 1,024 dummy
+    requests, where the sampler phase is the peak as in test_the_held_workspace_enters_the_sampler_phase:
+    8,192·8·4,096·2 = 536,870,912 B of activation the value leaves out)."""
+    opts = dict(policy="vllm==0.19.0", max_model_len=8192, max_num_batched_tokens=8192, max_num_seqs=1024,
+                quantization="fp8")
+    a100 = simulate(QWEN3_30B, gpu="A100-80GB", **opts)["budget"]
+    act = next(t for t in a100["profile_terms"] if t["term"] == "activation")
+    assert "counted at the pessimistic end only" in act["source"] and "Marlin below SM 8.9" in act["source"]
+    # counted at the pessimistic end exactly as a Triton pick counts it in the value: with the oracle answering
+    # TRITON the band's pessimistic end is the same, the value's activation holds the workspace
+    import kvplan.budget.estimate as estimate
+
+    real = estimate.fp8_experts_kernel
+    try:
+        estimate.fp8_experts_kernel = lambda *a, **k: (estimate.FP8_HELD_TRITON, "as if Triton")
+        triton = simulate(QWEN3_30B, gpu="A100-80GB", **opts)["budget"]
+    finally:
+        estimate.fp8_experts_kernel = real
+    assert triton["band"]["kv_cache_memory_low_bytes"] == a100["band"]["kv_cache_memory_low_bytes"]
+    assert triton["activation_peak_bytes"] - a100["activation_peak_bytes"] == 536_870_912
+
+
+def test_fp8_experts_ran_triton_and_held_the_unquantized_workspace():
+    """scripts/golden/profile_terms.py --held-all's FP8 run (Qwen3-30B-A3B under --quantization fp8, the platform
+    an H100 stand-in): every release it ran built its online FP8 MoE method, whose oracle picked TRITON /
+    TritonExperts, and the forward left the same 65,536 B a token held as the unquantized model (8·(2,048 +
+    2,048)·2, the rule at I = 768, H = 2,048, k = 8): fp8_factor 1, equal to the unquantized factor."""
+    table = json.loads(MOE_WORKSPACE.read_text())["releases"]
+    ran = [r for r, row in table.items() if "fp8_factor" in row]
+    assert {"0.14.1", "0.19.0", "0.27.1", "0.29.0", "0.34.0"} <= set(ran)
+    for release in ran:
+        fp8 = _golden(release)["moe-qwen3-fp8"]
+        # Fp8OnlineMoEMethod up to 0.19, Fp8PerTensorOnlineMoEMethod (quantization/online/fp8.py) from 0.27
+        (kernel,) = fp8["experts_kernel"]
+        method, backend, experts = kernel.split("/")
+        assert method.startswith("Fp8") and "Online" in method and (backend, experts) == ("TRITON", "TritonExperts")
+        assert fp8["held_bytes_per_token"] == 8 * (2048 + 2048) * 2 == _golden(release)["moe-qwen3"]["held_bytes_per_token"]
+        assert table[release]["fp8_factor"] == table[release]["factor"] == 1
+
+
+def test_fp8_moe_oracle_pick_per_release_and_card():
+    """Which FP8 MoE kernel each era picks by default on a CUDA card (quant_kernels.fp8_moe_held_backend), for
+    Qwen3-30B-A3B's experts (H = 2,048, I = 768) as block FP8 (vLLM's format, 128×128), online --quantization fp8
+    (dynamic per-tensor activations) and static per-tensor FP8:
+    * 0.14.1 (oracle/fp8.py 51-150): FlashInfer off by default; Marlin below SM 8.9; block FP8 on 9.0 / 10.x
+      DeepGEMM where deep_gemm is installed (not known); Triton otherwise.
+    * 0.15.1: FlashInfer CUTLASS takes Hopper's block and static FP8 (flashinfer_cutlass_moe.py 111-137).
+    * 0.17.0 onward: Triton moved to the front for Hopper's block FP8 at EP 1; FlashInfer CUTLASS with EP; SM 10.0
+      FlashInfer TRT-LLM (0.29+: its loading not run); SM 12.0's static FP8 FlashInfer CUTLASS."""
+    from kvplan.budget.quant_kernels import fp8_moe_held_backend
+    from kvplan.budget.quantization import Quantization
+
+    block = Quantization("fp8", "block", block=(128, 128), config_format="fp8")
+    online = Quantization("fp8", "online", config_format="online")
+    static = Quantization("fp8", "static", config_format="fp8", static_input_scale=True)
+    cards = ((8, 0), (8, 9), (9, 0), (10, 0), (12, 0))
+    expected = {
+        "0.14.1": {block: ["MARLIN", "TRITON", "DEEPGEMM_OR_TRITON", "DEEPGEMM_OR_TRITON", "TRITON"],
+                   online: ["MARLIN", "TRITON", "TRITON", "TRITON", "TRITON"],
+                   static: ["MARLIN", "TRITON", "TRITON", "TRITON", "TRITON"]},
+        "0.15.1": {block: ["MARLIN", "TRITON", "FLASHINFER_CUTLASS", "FLASHINFER_TRTLLM_OR_DEEPGEMM", "TRITON"],
+                   online: ["MARLIN", "TRITON", "TRITON", "TRITON", "TRITON"],
+                   static: ["MARLIN", "TRITON", "FLASHINFER_CUTLASS", "FLASHINFER_CUTLASS", "FLASHINFER_CUTLASS"]},
+        "0.19.0": {block: ["MARLIN", "TRITON", "TRITON", "FLASHINFER_TRTLLM", "TRITON"],
+                   online: ["MARLIN", "TRITON", "TRITON", "TRITON", "TRITON"],
+                   static: ["MARLIN", "TRITON", "FLASHINFER_CUTLASS", "FLASHINFER_CUTLASS", "FLASHINFER_CUTLASS"]},
+        "0.34.0": {block: ["MARLIN", "TRITON", "TRITON", "NOT_RUN", "TRITON"],
+                   online: ["MARLIN", "TRITON", "TRITON", "TRITON", "TRITON"],
+                   static: ["MARLIN", "TRITON", "FLASHINFER_CUTLASS", "NOT_RUN", "FLASHINFER_CUTLASS"]},
+    }
+    for release, schemes in expected.items():
+        for q, picks in schemes.items():
+            assert [fp8_moe_held_backend(q, cc, release, 2048, 768)[0] for cc in cards] == picks, (release, q)
+    # expert parallelism on Hopper: FlashInfer CUTLASS for block FP8 from 0.17 (oracle/fp8.py 0.29.0 113-123)
+    assert fp8_moe_held_backend(block, (9, 0), "0.30.0", 2048, 768, expert_parallel=True)[0] == "FLASHINFER_CUTLASS"
+    assert fp8_moe_held_backend(block, (9, 0), "0.30.0", 2048, 768)[0] == "TRITON"

@@ -34,7 +34,10 @@ estimates, labelled as such in every output, each with an override:
   1.2626).
   ``M`` is the fused-MoE workspace the forward leaves allocated under the sampler pass (``moe_held_bytes``:
   ``T·k·(max(I/tp, H) + max(2I/tp, H))·a`` for unquantized experts in the releases whose ``WorkspaceManager``
-  keeps it, measured per release: tests/golden/profile_terms/held/).
+  keeps it, measured per release: tests/golden/profile_terms/held/), and for FP8 experts where the release's FP8 MoE
+  oracle picks TritonExperts on the card (``quant_kernels.fp8_moe_held_backend``; measured under ``--quantization
+  fp8`` on an H100 stand-in, the same bytes); another FP8 kernel's workspace is not derived: the pessimistic end
+  counts the Triton figure.
 
   with ``T`` = max_num_batched_tokens, ``R`` = min(max_num_seqs, T), ``H`` the hidden size,
   ``V`` the vocabulary, ``a`` the model dtype's bytes, and ``W`` the widest per-token
@@ -92,8 +95,9 @@ from kvplan.budget.hardware import GpuCard, gpu_card
 from kvplan.budget.load import load_failure, physical_kv_room
 from kvplan.budget.request import BudgetInput, BudgetRequest
 from kvplan.results.budget import Budget, BudgetBand, BudgetStage, BudgetWeights, LoadFailure, ProfileTerm
-from kvplan.budget.weights import (CHECKPOINT_METADATA, WARNING_NOTES, layout_weight_memory, layout_weights, with_tower,
-                                   mxfp4_other_padding_for, mxfp4_padding_for,
+from kvplan.budget.weights import (CHECKPOINT_METADATA, FP8_HELD_TRITON, WARNING_NOTES, fp8_experts,
+                                   fp8_experts_kernel, layout_weight_memory, layout_weights, target_quantization,
+                                   with_tower, mxfp4_other_padding_for, mxfp4_padding_for,
                                    widest_intermediate)
 from kvplan.budget.weights import _top_k as top_k_experts
 from kvplan.budget.profile import CUDAGRAPH_REASON, MOE_WORKSPACE, encoder_row, moe_held_row  # noqa: F401
@@ -168,22 +172,29 @@ def moe_workspace_width(inventory, cfg: dict, tp: int, layers: set[int] | None =
 
 
 def moe_held_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int, tokens: int, release: str | None,
-                   layers: set[int] | None = None) -> tuple[int, str]:
+                   layers: set[int] | None = None, fp8: bool = False) -> tuple[int, str]:
     """The fused-MoE workspace still allocated when the dummy sampler runs: from 0.13 the V1 worker's
     WorkspaceManager (v1/worker/workspace.py) keeps the one buffer FusedMoEModularKernel takes workspace13 and
     workspace2 from (model_executor/layers/fused_moe/modular_kernel.py, 0.19.0 lines 1063-1068), so the profile's
     sampler pass runs beside ``T · k · (max(I/tp, H) + max(2I/tp, H)) · a`` of it; before 0.13 the caches were
     freed with each call. Measured per release on the unquantized Qwen3-30B-A3B and Mixtral-8x7B (the factor on
-    the rule, tests/golden/profile_terms/held/). Unquantized experts only: a quantized MoE runs other kernels
-    (gpt-oss-20b's MXFP4 experts at 0.19.0 show no such residual in the corpus), not derived, not counted.
+    the rule, tests/golden/profile_terms/held/). The factor holds for FP8 experts that the release's FP8 MoE oracle
+    gives TritonExperts (``quant_kernels.fp8_moe_held_backend``: the same workspace_shapes, taken from the
+    WorkspaceManager in the activation dtype); ``_Estimate.moe_held`` decides which experts count (``fp8``: the
+    release's measured FP8 factor where the held harness ran Qwen3-30B-A3B under ``--quantization fp8``, its
+    ``experts_kernel`` TritonExperts, else the unquantized factor). Other quantized
+    MoE kernels (MXFP4: gpt-oss-20b's experts at 0.19.0 show no such residual in the corpus) are not derived.
     Returns (bytes, source)."""
     width = moe_workspace_width(inventory, cfg, tp, layers)
     row, basis = moe_held_row(release)
     if not width or row is None or not row.get("factor"):
         return 0, ""
-    held = round(tokens * width * dtype_bytes * row["factor"])
+    factor, what = row["factor"], "forward"
+    if fp8 and "fp8_factor" in row:
+        factor, what = row["fp8_factor"], "forward under --quantization fp8 (TritonExperts)"
+    held = round(tokens * width * dtype_bytes * factor)
     return held, (f"the fused-MoE workspace held by the WorkspaceManager under the sampler: {held:,} B "
-                  f"(T·{width:,}·a × {row['factor']:g}; {basis}: vLLM {row['from']}'s forward on the meta device, "
+                  f"(T·{width:,}·a × {factor:g}; {basis}: vLLM {row['from']}'s {what} on the meta device, "
                   f"tests/golden/profile_terms/held/{row['from']}.json)")
 
 
@@ -490,6 +501,8 @@ class _Estimate:
     lora: Any = None  # BudgetRequest.lora (LoraSlots) with --enable-lora, else None
     redundant_experts: int = 0  # EPLB's redundant experts per MoE layer (resolved), 0 without EPLB
     eplb: bool = False  # --enable-eplb
+    quant: Any = None  # the target's Quantization (quantization_of / quantization_override), None when not read
+    expert_parallel: bool = False  # --enable-expert-parallel
 
     @property
     def graph_basis(self) -> str:
@@ -544,19 +557,50 @@ class _Estimate:
                                          max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=layers,
                                          last_stage=last, encoder=encoder, sampler_bytes=sampler,
                                          forward_factor=factors[forward_end], first_stage=first,
-                                         held_bytes=self.moe_held(layers, last)[0],
+                                         held_bytes=self.moe_held(layers, last, high=forward_end == "high")[0],
                                          persistent_bytes=self.persistent)
 
-    def moe_held(self, layers: set[int], last: bool) -> tuple[int, str]:
-        """The fused-MoE workspace held under the last stage's sampler (``moe_held_bytes``; unquantized experts)."""
+    def moe_held(self, layers: set[int], last: bool, high: bool = False) -> tuple[int, str]:
+        """The fused-MoE workspace held under the last stage's sampler (``moe_held_bytes``): unquantized experts,
+        and FP8 experts where the release's FP8 MoE oracle picks TritonExperts on this card
+        (``quant_kernels.fp8_moe_held_backend``). Where it picks another kernel, or the pick depends on what kvplan
+        cannot know (DeepGEMM installed, a ROCm card), the value counts none of it and the pessimistic end
+        (``high``) counts the Triton experts' workspace, the source saying why."""
         if not last or self.inventory is None:
             return 0, ""
         quant = (str(self.weights.quantization) if self.weights is not None
                  else "unquantized" if not self.layout.target.config.get("quantization_config") else "quantized")
-        if quant != "unquantized":
+        if quant == "unquantized" and (self.quant is None or self.quant.method == "none"):
+            return moe_held_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp, tokens=self.T,
+                                  release=self.release, layers=layers)
+        backend, why = self.fp8_moe_backend()
+        if not backend:
             return 0, ""
-        return moe_held_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp, tokens=self.T,
-                              release=self.release, layers=layers)
+        held, source = moe_held_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp, tokens=self.T,
+                                      release=self.release, layers=layers, fp8=True)
+        if not held:
+            return 0, ""
+        if backend == FP8_HELD_TRITON:
+            return held, f"{source}; FP8 experts: {why}"
+        return (held if high else 0), (f"{source}, counted at the pessimistic end only: the FP8 experts' kernel is "
+                                       f"{why}, whose workspace kvplan has not derived")
+
+    def fp8_moe_backend(self) -> tuple[str, str]:
+        """(backend, why) the release's FP8 MoE oracle picks for the target's FP8 experts on this card
+        (``quant_kernels.fp8_moe_held_backend``); ("", "") for experts that are not FP8 or no card named;
+        ("ROCM", why) on a ROCm card (AITER or Triton by environment switches: not derived)."""
+        q = self.quant
+        if not self.card.name or not fp8_experts(q):
+            return "", ""
+        if self.card.platform != "cuda" or not self.card.compute_capability:
+            return "ROCM", (f"{self.card.platform}'s FP8 MoE backend (AITER or Triton by VLLM_ROCM_USE_AITER "
+                            "/ VLLM_ROCM_USE_AITER_MOE, not derived)")
+        hidden = int(self.cfg.get("hidden_size") or 0)
+        inter = int(self.cfg.get("moe_intermediate_size") or self.cfg.get("intermediate_size") or 0) // self.tp
+        backend, why = fp8_experts_kernel(q, self.card.compute_capability, self.release, hidden, inter,
+                                          expert_parallel=self.expert_parallel)
+        return backend, (f"{why} (vLLM {self.release}, SM {self.card.compute_capability[0]}."
+                         f"{self.card.compute_capability[1]})")
 
     def _weights_on(self, s: int, weights: Any) -> int:
         """Stage ``s``'s weights after offloading, with what LoRA and EPLB add inside vLLM's load_model (what vLLM
@@ -655,6 +699,8 @@ class _Estimate:
         pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_high,
                               non_torch_bytes=nt_band[1], cudagraph_bytes=cg_ends[1])
         held = self.moe_held(layers, last) if o.activation is None else (0, "")
+        if o.activation is None and not held[0]:  # FP8 experts counted at the pessimistic end only: say so
+            held = (0, self.moe_held(layers, last, high=True)[1])
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
             self.cfg.get("hidden_size") or 0) * self.dbytes * (1 if first else 3) + held[0] >= (
                 act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part - self.persistent)
@@ -773,6 +819,7 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         exact=bool(b.exact_params), encoder_why=encoder[1], release=release,
         graphs=_graphs(release, card, T=T, R=R, layout=layout),
         lora=request.lora, redundant_experts=redundant, eplb=request.enable_eplb,
+        quant=target_quantization(layout.target.config, b.quantization), expert_parallel=bool(request.enable_expert_parallel),
     )
 
 
@@ -1031,7 +1078,7 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
         ("activation", stage.activation_peak_bytes - (stage.encoder_profile_bytes or 0), overrides["activation"],
          KVPLAN_ESTIMATE, _activation_source(T, R, tp, pp, sampler if acted else None, forward if acted else None,
                                              bool(ends.get("sampler_peak")), per_rank=acted)
-         + (f"; {ends['moe_held'][1]}" if acted and (ends.get("moe_held") or (0, ""))[0] else "")),
+         + (f"; {ends['moe_held'][1]}" if acted and (ends.get("moe_held") or (0, ""))[1] else "")),
         ("non_torch", stage.non_torch_bytes, overrides["non_torch"], KVPLAN_ESTIMATE, _non_torch_source(g)),
         ("cudagraph", stage.cudagraph_bytes, overrides["cudagraph"], KVPLAN_ESTIMATE if counted else NOT_COUNTED,
          _cudagraph_source(release, counted, graphs)),

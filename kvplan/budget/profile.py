@@ -469,7 +469,13 @@ def moe_held_term_basis(release: str) -> dict:
     models = ", ".join(f"{k} {v['held_bytes_per_token']:,.0f} B a token" for k, v in sorted(row["models"].items())
                        if "held_bytes_per_token" in v)
     what = (f"tests/golden/profile_terms/held/{row['from']}.json ({models}; factor {row['factor']:g} on "
-            "T·k·(max(I/tp, H) + max(2I/tp, H))·a, unquantized experts only)")
+            "T·k·(max(I/tp, H) + max(2I/tp, H))·a, unquantized experts and FP8 experts on TritonExperts, "
+            "whose workspace_shapes and activation-dtype workspace are the same: the FP8 MoE oracle's pick per card, "
+            "kvplan.budget.quant_kernels.fp8_moe_held_backend; another FP8 kernel counted at the band's "
+            "pessimistic end only)")
+    if "fp8_factor" in row:
+        what += (f"; under --quantization fp8 the experts ran {', '.join(row.get('fp8_kernel') or [])} on an H100 "
+                 f"stand-in: factor {row['fp8_factor']:g}")
     return {"term": "fused-MoE workspace under the sampler", "basis": basis, "from": row["from"],
             "detail": what if basis == DERIVED else f"{what}; this release not run"}
 

@@ -483,3 +483,69 @@ def moe_layer_bytes(quant: Quantization, backend: str, release: str, *, sms: int
         if backend == "FLASHINFER_CUTLASS" and era < MOE_MARLIN_NO_WORKSPACE_FROM:
             out += 8  # the activations' global scales (moe_quant_config a1 / a2; 0.19-0.29)
     return out
+
+
+# The FP8 MoE oracle's default pick on CUDA from 0.14 (the releases whose WorkspaceManager keeps the fused-MoE
+# workspace under the sampler, ``estimate.moe_held_bytes``), for the held term: where it is TritonExperts the
+# modular kernel takes workspace13 / workspace2 of the same shapes as for unquantized experts (experts/triton_moe.py
+# 0.29.0 lines 218-233: (M, k, max(N/2, K)) and (M, k, max(N, K))) from the WorkspaceManager in the activation
+# dtype (modular_kernel.py 0.29.0 lines 830-833 ``workspace_dtype`` returns act_dtype, 1144-1176
+# ``current_workspace_manager().get_simultaneous``; 0.14.1 lines 818-862).
+FP8_HELD_TRITON = "TRITON"
+
+
+def fp8_moe_held_backend(quant: Quantization, capability: tuple[int, int], release: str, hidden: int, inter: int,
+                         *, expert_parallel: bool = False) -> tuple[str, str]:
+    """(backend, why) for an FP8 expert layer on a CUDA card of ``capability`` under ``release``'s default
+    environment (no VLLM_USE_FLASHINFER_MOE_FP8 / VLLM_USE_DEEP_GEMM / --moe-backend set), read from each era's
+    oracle; ``backend`` is ``FP8_HELD_TRITON`` where the pick is TritonExperts, else the other backend's name
+    (``DEEPGEMM_OR_TRITON`` where it depends on whether the deep_gemm package is installed).
+
+    * 0.14.x (quantization/fp8.py and fused_moe/oracle/fp8.py 0.14.1 lines 51-150, ``select_fp8_moe_backend``):
+      FlashInfer only with VLLM_USE_FLASHINFER_MOE_FP8=1 (envs.py line 1230, default 0); Marlin below SM 8.9
+      (lines 104-109); DeepGEMM for block FP8 on SM 9.0 / 10.x where deep_gemm is importable (lines 123-138,
+      ``is_deep_gemm_supported``: utils/deep_gemm.py lines 69-77; no vLLM wheel requires deep_gemm, so kvplan
+      cannot know); vLLM's CUTLASS grouped GEMM for compressed-tensors' non-block FP8 (allow_vllm_cutlass=True,
+      compressed_tensors_moe.py line 587) on SM 9.0 / 10.x; Triton otherwise (lines 148-150; make_fp8_moe_kernel
+      lines 348-357 wraps TritonExperts in FusedMoEModularKernel).
+    * 0.15.x (oracle/fp8.py 0.15.1 lines 144-330): the priority list AITER, FlashInfer TRT-LLM, FlashInfer CUTLASS,
+      DeepGEMM, vLLM CUTLASS (compressed-tensors only: fp8.py line 678 passes allow_vllm_cutlass=False), Triton;
+      FlashInferExperts takes static per-tensor FP8 from SM 9.0 and block FP8 on SM 9.0 exactly
+      (flashinfer_cutlass_moe.py 0.15.1 lines 93-137; flashinfer-python is a requirement of every vLLM CUDA
+      wheel, e.g. 0.15.1's METADATA), so Hopper's block and static FP8 take it, SM 8.9 and dynamic FP8 Triton.
+    * 0.17-0.18: 0.19.0's structure (oracle/fp8.py 0.17.0 lines 85-95 move Triton to the front for block FP8 on
+      SM 9.0 without expert parallelism, FlashInfer CUTLASS with it), taken from ``moe_backend``'s 0.19.0 rule;
+      from 0.19 ``moe_backend`` (its oracle run on the CPU, tests/golden/quant_weights/), with the same expert-
+      parallel exception (0.29.0 lines 113-123, 0.34.0 lines 128-138).
+    """
+    kind, cc = moe_kind(quant), _cc(capability)
+    v = version_key(release)
+    if not kind.startswith("fp8"):
+        return "", "not an FP8 expert scheme"
+    if v < (0, 14):
+        return moe_backend(quant, capability, release, hidden, inter), "before 0.14 nothing is held"
+    if cc < 89:
+        return "MARLIN", "weight-only FP8 Marlin below SM 8.9"
+    if v < (0, 15):
+        if kind == "fp8-block" and (cc == 90 or 100 <= cc < 110):
+            return "DEEPGEMM_OR_TRITON", ("block FP8 on SM 9.0 / 10.x: DeepGEMM where the deep_gemm package is "
+                                          "installed, Triton otherwise (oracle/fp8.py 0.14.1 lines 123-138)")
+        if quant.config_format == "compressed-tensors" and (cc == 90 or 100 <= cc < 110):
+            return "VLLM_CUTLASS", "compressed-tensors FP8 on SM 9.0 / 10.x (oracle/fp8.py 0.14.1 lines 144-146)"
+        return FP8_HELD_TRITON, "TritonExperts (oracle/fp8.py 0.14.1 lines 148-150, make_fp8_moe_kernel 348-357)"
+    if v < (0, 17):
+        if cc >= 90 and (quant.static_input_scale or (kind == "fp8-block" and cc == 90)):
+            return "FLASHINFER_CUTLASS", ("FlashInferExperts: static per-tensor FP8 from SM 9.0, block FP8 on 9.0 "
+                                          "(flashinfer_cutlass_moe.py 0.15.1 lines 111-137)")
+        if kind == "fp8-block" and 100 <= cc < 110:
+            return "FLASHINFER_TRTLLM_OR_DEEPGEMM", "block FP8 on SM 10.x (oracle/fp8.py 0.15.1 lines 184-200)"
+        if kind == "fp8-channel" and quant.config_format == "compressed-tensors" and cc in (90, 100):
+            return "VLLM_CUTLASS", "compressed-tensors per-channel FP8 on SM 9.0 / 10.0"
+        return FP8_HELD_TRITON, "TritonExperts (the first of 0.15.1's priority list that takes the scheme)"
+    if expert_parallel and kind == "fp8-block" and cc == 90:
+        return "FLASHINFER_CUTLASS", "block FP8 on SM 9.0 with expert parallelism (oracle/fp8.py _get_priority_backends)"
+    backend = (_MOE_RULES["0.19.0"](kind, quant, cc, hidden, inter) if v < (0, 19)
+               else moe_backend(quant, capability, release, hidden, inter))
+    if backend == "TRITON":
+        return FP8_HELD_TRITON, "TritonExperts (fused_moe/oracle/fp8.py backend_to_kernel_cls, 0.29.0 lines 189-194)"
+    return backend, f"{backend} (fused_moe/oracle/fp8.py's priority list)"

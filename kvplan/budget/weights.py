@@ -22,7 +22,8 @@ from kvplan.budget.checkpoint import DTYPE_BITS
 from kvplan.budget.checkpoint_bundle import DOWNLOAD_FAILED, checkpoint_metadata
 from kvplan.budget.meta import meta_param_counts
 from kvplan.budget.quant_kernels import (
-    kept_delta, kept_expert_bytes, linear_kernel, moe_backend, moe_kind, moe_layer_bytes, triton_mxfp4_swizzle_extra,
+    FP8_HELD_TRITON, fp8_moe_held_backend, kept_delta, kept_expert_bytes, linear_kernel, moe_backend, moe_kind,
+    moe_layer_bytes, triton_mxfp4_swizzle_extra,
 )
 from kvplan.budget.rotary import RotaryCache, rotary_cache, table_dtype_bytes
 from kvplan.budget.quantization import (
@@ -338,6 +339,33 @@ def placements(inventories: list[Inventory], dtype: str, *, tp: int = 1, pp: int
             out.append(Placement(idx, w, shape, nbytes,
                                  tuple(_stage_of(w, bounds, inv.tie_word_embeddings and idx == 0))))
     return out
+
+
+def target_quantization(config: dict, quantization: str | None) -> Quantization | None:
+    """The target's quantization scheme (``--quantization`` over the checkpoint's), None where it cannot be read
+    (the weights term reports that error itself)."""
+    from kvplan.errors import KvplanError
+
+    try:
+        return quantization_override(config, quantization) if quantization else quantization_of(config)
+    except KvplanError:
+        return None
+
+
+def fp8_experts(quant: Quantization | None) -> bool:
+    """Whether ``quant`` quantizes the routed experts to FP8 (block, channel, tensor or online; not a per-module
+    scheme)."""
+    return quant is not None and moe_kind(quant).startswith("fp8") and not quant.per_module
+
+
+def fp8_experts_kernel(quant: Quantization | None, capability: tuple[int, int], release: str, hidden: int,
+                       inter: int, *, expert_parallel: bool = False) -> tuple[str, str]:
+    """(backend, why) the release's FP8 MoE oracle picks for FP8 experts on a CUDA card
+    (``quant_kernels.fp8_moe_held_backend``; ``FP8_HELD_TRITON`` for TritonExperts); ("", "") for experts that are
+    not FP8 (or a per-module scheme)."""
+    if quant is None or not fp8_experts(quant):
+        return "", ""
+    return fp8_moe_held_backend(quant, capability, release, hidden, inter, expert_parallel=expert_parallel)
 
 
 def _expert_dims(w: Weight, shape: tuple[int, ...]) -> tuple[bool, int, int]:

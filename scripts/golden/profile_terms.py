@@ -745,6 +745,16 @@ def triton_placeholders() -> None:
                 self.kwargs, self.num_warps, self.num_stages = dict(kwargs or {}), num_warps, num_stages
 
         vtu.triton.Config = Config
+    if not hasattr(vtu.triton, "runtime"):
+        # the autotuner class the JIT warm-up decorator checks its kernels against at import (0.34's
+        # model_executor/warmup/jit_warmup_triton_helper.py line 503, reached through get_quantization_config's
+        # model imports): a class nothing is an instance of (no kernel is tuned here)
+        import types
+
+        class Autotuner:
+            pass
+
+        vtu.triton.runtime = types.SimpleNamespace(autotuner=types.SimpleNamespace(Autotuner=Autotuner))
 
 
 def build_v2(sms: int):
@@ -1232,8 +1242,8 @@ def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tu
     flat_gemma4_text_config()
     d = tempfile.mkdtemp(prefix="fwd_")
     written = AR._write_config(str(Path(d) / "m"), cfg, None)
-    vc = EngineArgs(model=written, skip_tokenizer_init=True, dtype="bfloat16",
-                    enforce_eager=path == "custom_ops").create_engine_config()
+    vc = EngineArgs(model=written, skip_tokenizer_init=True, dtype="bfloat16", enforce_eager=path == "custom_ops",
+                    **({"quantization": HELD_QUANTIZATION[0]} if HELD_QUANTIZATION else {})).create_engine_config()
     vc.device_config.device = torch.device("meta")
     try:
         from vllm.config import CompilationMode
@@ -1257,7 +1267,18 @@ def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tu
         if after_loading:
             from vllm.model_executor.model_loader.utils import process_weights_after_loading
 
-            process_weights_after_loading(model, vc.model_config, torch.device("meta"))
+            # a quantized engine's online-quantized parameters may be made on the CPU: processed where they are;
+            # 0.17-0.18's online FP8 methods materialize meta weights on the layer's ``_load_device`` (the default
+            # device at create_weights, the CPU here): kept on the meta device instead
+            # (their dummy values, ``initialize_single_dummy_weight``, are left out: a meta tensor has none)
+            for m in model.modules() if HELD_QUANTIZATION else ():
+                if hasattr(m, "_load_device"):
+                    m._load_device = torch.device("meta")
+            fp8_module = sys.modules.get("vllm.model_executor.layers.quantization.fp8")
+            if HELD_QUANTIZATION and hasattr(fp8_module, "initialize_single_dummy_weight"):
+                fp8_module.initialize_single_dummy_weight = lambda *a, **k: None
+            process_weights_after_loading(model, vc.model_config,
+                                          torch.device("cpu" if HELD_QUANTIZATION else "meta"))
     kernels = []
     for mname, mod in list(sys.modules.items()):
         if mname.startswith("vllm") and mod is not None:
@@ -1720,6 +1741,16 @@ def cuda_platform() -> None:
     type(cp).is_cuda = lambda self: True
     type(cp).get_device_name = classmethod(lambda cls, *x, **k: "NVIDIA H100 80GB HBM3")
     type(cp).get_device_capability = classmethod(lambda cls, *x, **k: DeviceCapability(9, 0))
+    if HELD_QUANTIZATION:  # a quantized engine: the FP8 kernels' choices read the platform's enum and capability
+        from vllm.platforms.interface import PlatformEnum
+
+        P = type(cp)
+        P._enum = PlatformEnum.CUDA
+        P.has_device_capability = classmethod(lambda cls, capability, device_id=0: 90 >= (
+            capability if isinstance(capability, int) else capability[0] * 10 + capability[1]))
+        P.is_device_capability = classmethod(lambda cls, capability, device_id=0: 90 == (
+            capability if isinstance(capability, int) else capability[0] * 10 + capability[1]))
+        P.supports_fp8 = classmethod(lambda cls: True)
 
 
 def forward_dist(AR, vc) -> None:
@@ -2514,6 +2545,14 @@ def weights_measure(a, AR, ops) -> dict:
 HELD_MODELS = {"moe-qwen3": "tests/logs/budget/configs/Qwen/Qwen3-30B-A3B/config.json",
                "moe-mixtral": "configs/mistralai/Mixtral-8x7B-Instruct-v0.1/config.json",
                "dense": "configs/Qwen/Qwen3-8B/config.json"}
+# the same MoE model under vLLM's ``--quantization fp8`` (experts quantized online: Fp8MoEMethod's online variant),
+# the platform answering CUDA on an H100 (SM 9.0, enum CUDA, FP8 supported): the FP8 MoE oracle's pick there
+# (``experts_kernel``) and what its forward leaves held, kept apart from the unquantized factor (``fp8_factor``)
+HELD_QUANTIZED = {"moe-qwen3-fp8": ("tests/logs/budget/configs/Qwen/Qwen3-30B-A3B/config.json", "fp8")}
+
+
+# ``--held-quantization fp8``: the engine built with vLLM's ``--quantization`` (the experts quantized online)
+HELD_QUANTIZATION: list[str] = []
 
 
 def held_measure(a, AR, ops) -> dict:
@@ -2533,12 +2572,29 @@ def held_measure(a, AR, ops) -> dict:
     import importlib.util
 
     manager = importlib.util.find_spec("vllm.v1.worker.workspace") is not None
+    # the expert layers: their quant method a MoE method (FusedMoE up to 0.26, RoutedExperts from 0.27)
+    experts = sorted({_experts_kernel(m) for m in model.modules()
+                      if "MoE" in type(getattr(m, "quant_method", None)).__name__} - {""})
     return {"model": a.forward, "architecture": type(model).__name__, "tokens": list(a.forward_tokens),
+            "quantization": HELD_QUANTIZATION[0] if HELD_QUANTIZATION else None, "experts_kernel": experts,
             "workspace_manager": manager, "held_bytes": {str(t): v for t, v in held.items()},
             "held_bytes_per_token": per_token, "held_fixed_bytes": held[t1] - round(per_token * t1),
             "held": {str(t): v for t, v in shapes.items()},
             "config": {k: cfg.get(k) for k in ("hidden_size", "moe_intermediate_size", "intermediate_size",
                                                "num_experts_per_tok", "num_experts", "num_local_experts")}}
+
+
+def _experts_kernel(layer) -> str:
+    """A FusedMoE layer's quant method and, where it built one, its modular kernel's experts class and FP8
+    backend (what the forward ran): ``Fp8MoEMethod/TRITON/TritonExperts``."""
+    qm = getattr(layer, "quant_method", None)
+    if qm is None:
+        return ""
+    kernel = getattr(qm, "kernel", None) or getattr(qm, "moe_mk", None) or getattr(qm, "moe_kernel", None)
+    fused = getattr(kernel, "fused_experts", None)
+    backend = getattr(qm, "fp8_backend", None)
+    return "/".join(x for x in (type(qm).__name__, getattr(backend, "name", None) or "",
+                                type(fused).__name__ if fused is not None else "") if x)
 
 
 def held_all(a) -> int:
@@ -2550,6 +2606,11 @@ def held_all(a) -> int:
         r["model"] = cfg
         models[label] = r
         print(label, json.dumps({k: r.get(k) for k in ("derived", "held_bytes", "held_bytes_per_token", "why")}))
+    for label, (cfg, method) in HELD_QUANTIZED.items():
+        r = run_variant(["--held", str(root / cfg), "--forward-path", "custom_ops", "--held-quantization", method])
+        r["model"] = cfg
+        models[label] = r
+        print(label, json.dumps({k: r.get(k) for k in ("derived", "held_bytes_per_token", "experts_kernel", "why")}))
     write_release(a.out / "held", "held", models)
     return 0
 
@@ -2590,7 +2651,7 @@ def held_table(goldens: Path, out: Path) -> int:
     releases = {}
     for f in sorted((goldens / "held").glob("*.json"), key=lambda p: [int(x) for x in p.stem.split(".")]):
         rec = json.loads(f.read_text())
-        models, factors = {}, []
+        models, factors, fp8 = {}, [], {}
         for label, r in sorted(rec["held"].items()):
             if not r.get("derived"):
                 models[label] = {"derived": False, "why": r.get("why")}
@@ -2598,10 +2659,14 @@ def held_table(goldens: Path, out: Path) -> int:
             rule = held_rule_bytes_per_token(r["config"])
             per_token = r["held_bytes_per_token"]
             models[label] = {"model": r["model"], "held_bytes_per_token": per_token, "rule_bytes_per_token": rule}
-            if rule:
+            if r.get("quantization"):  # a quantized run: its own factor, with the experts kernel it ran
+                models[label].update(quantization=r["quantization"], experts_kernel=r.get("experts_kernel"))
+                if rule and r["quantization"] == "fp8":
+                    fp8 = {"fp8_factor": round(per_token / rule, 4), "fp8_kernel": r.get("experts_kernel")}
+            elif rule:
                 factors.append(round(per_token / rule, 4))
         releases[rec["vllm_version"]] = {"from": rec["vllm_version"], "factor": max(factors) if factors else 0,
-                                         "models": models}
+                                         **fp8, "models": models}
     out.write_text(json.dumps({"source": "scripts/golden/profile_terms.py --held-table from "
                                          "tests/golden/profile_terms/held/", "releases": releases},
                               indent=1, sort_keys=True) + "\n")
@@ -2722,6 +2787,7 @@ def main(argv=None) -> int:
     ap.add_argument("--held-all", action="store_true",
                     help="record what the dummy forward leaves allocated (HELD_MODELS) into <out>/held/")
     ap.add_argument("--held", help="one model's config.json (internal: one path per process)")
+    ap.add_argument("--held-quantization", help="with --held: vLLM's --quantization for the engine (fp8)")
     ap.add_argument("--held-table", nargs=2, type=Path, metavar=("GOLDENS", "OUT"),
                     help="write kvplan's moe_workspace.json from the --held-all goldens (kvplan's environment)")
     ap.add_argument("--weights-all", action="store_true",
@@ -2744,6 +2810,8 @@ def main(argv=None) -> int:
     if a.held:  # the forward's set-up (forward_main), measuring what the forward leaves alive instead of its peak
         a.forward = a.held
         globals()["forward_measure"] = held_measure
+        if a.held_quantization:
+            HELD_QUANTIZATION.append(a.held_quantization)
     if a.table:
         return table(*a.table)
     if a.spec_table:
