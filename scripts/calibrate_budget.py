@@ -134,6 +134,10 @@ def fit_graphs(rows: list[dict], what: str) -> dict | None:
     if len(use) < 2:
         return None
     fit = _fit_line(use, what)
+    for own in others.values():
+        if own["configurations"] < 3:
+            # a line through two configurations leaves no residual to set a band from: the CUDA cards' spread
+            own.update(pooled=fit["pooled"], families={}, band_from="cuda")
     if others:
         fit["platforms"] = others
     return fit
@@ -147,7 +151,7 @@ def _fit_line(use: list[dict], what: str) -> dict:
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
     a = my - b * mx
     fit = {"per_graph_bytes": round(a), "per_graph_per_layer_bytes": round(b), "n": len(use),
-           "cases": ", ".join(r["id"] for r in use)}
+           "configurations": len({(r["graphs"], r["layers"]) for r in use}), "cases": ", ".join(r["id"] for r in use)}
 
     def band(rs):
         ratios = sorted(r[what] / (r["graphs"] * (a + b * r["layers"])) for r in rs)

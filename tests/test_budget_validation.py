@@ -249,3 +249,26 @@ def test_the_cuda_graph_term_says_how_it_was_calibrated():
         else:
             assert "1 − utilization headroom" in t["source"] and t["bytes"] == 0
             assert b["band"]["warmup_need_bytes"] > 0
+
+
+def test_rocm_graphs_are_calibrated_apart_from_cuda_graphs():
+    """HIP graphs on an MI300X are another runtime's: BigBirdReturns/cantos's 0.30.0 serve logs (the calibration
+    half, tests/logs/budget/116-119) print 5.42-5.43 GiB (Qwen3-Coder-30B-A3B, 48 layers) and 8.91-9.14 GiB
+    (Llama-3.3-70B, 80 layers) of profile estimate for 86 graphs, where the H100 start-up of the same Qwen3 model and
+    graphs (115) printed 0.84 GiB. The ROCm line goes through the MI300X logs; the CUDA line stays the CUDA cards'. Two
+    configurations set a line but no spread: the ROCm band is the CUDA cards' ratio band (never narrower)."""
+    from kvplan.api import simulate
+
+    cal = json.loads((ROOT / "kvplan/budget/calibration.json").read_text())["cudagraph"]
+    rocm = cal["estimate"]["platforms"]["rocm"]
+    assert rocm["configurations"] == 2 and rocm["band_from"] == "cuda"
+    assert rocm["pooled"] == cal["estimate"]["pooled"]
+    opts = dict(policy="vllm==0.30.0", quantization="fp8", max_model_len=16384, gpu_memory_utilization=0.9,
+                enable_prefix_caching=False, max_num_seqs=256)
+    cfg = "meta-llama/Llama-3.3-70B-Instruct"  # the bundled catalog's config
+    mi = next(t for t in simulate(cfg, gpu="MI300X-192GB", **opts)["budget"]["profile_terms"] if t["term"] == "cudagraph")
+    h = next(t for t in simulate(cfg, gpu="H100-80GB", **opts)["budget"]["profile_terms"] if t["term"] == "cudagraph")
+    assert "86 graphs" in mi["source"] and "ROCM start-ups" in mi["source"] and "CUDA start-ups" in h["source"]
+    assert abs(mi["bytes"] / 2**30 - 9.025) < 0.01  # between the logged 8.91 and 9.14 GiB
+    assert h["bytes"] < 0.2 * mi["bytes"]
+    assert mi["high_bytes"] > 2.5 * mi["bytes"]  # the CUDA cards' ratio band, 0.62-2.85x

@@ -90,4 +90,7 @@ def ratio_band(fit: dict, family: str) -> dict:
     own = (fit.get("families") or {}).get(family)
     if own is not None:
         return {**own, "group": family, "widened": False}
+    if fit.get("band_from") == "cuda":  # a platform's line through fewer than 3 configurations: no residual of its own
+        return {**fit["pooled"], "group": f"the CUDA cards' spread: {fit['configurations']} configurations of this "
+                "platform fix its line but not its band", "widened": False}
     return {**fit["pooled"], "group": "every card", "widened": True}
