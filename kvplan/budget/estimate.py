@@ -615,8 +615,7 @@ class _Estimate:
         from kvplan.budget.lora import lora_cost
 
         a, z = self.layout.pp_bounds[s]
-        archs = self.layout.target.config.get("architectures") or [""]
-        return lora_cost(self.inventory, self.cfg, str(archs[0]), self.release, dtype_bytes=self.dbytes,
+        return lora_cost(self.inventory, self.cfg, _architecture(self.layout.target.config), self.release, dtype_bytes=self.dbytes,
                          tp=self.tp, max_loras=self.lora.max_loras, max_lora_rank=self.lora.max_lora_rank,
                          max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=set(range(a, z)),
                          first=s == 0, last=s == self.pp - 1)
@@ -753,9 +752,7 @@ def _weights_of(layout, era, card: GpuCard, budget: BudgetInput, request: Budget
 def _tower_row(release: str, config: dict) -> dict | None:
     """The release's measured row for the model's vision tower (its own architecture's, else one of the same
     tower class: ``kvplan.budget.encoder.tower_architectures``)."""
-    archs = config.get("architectures") or [""]
-    arch = archs[0] if isinstance(archs, list) and archs else ""
-    return next((r for a in tower_architectures(arch) if (r := encoder_row(release, a)) is not None), None)
+    return next((r for a in tower_architectures(_architecture(config)) if (r := encoder_row(release, a)) is not None), None)
 
 
 def _mm_limits(request: BudgetRequest) -> dict | None:
@@ -813,7 +810,7 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner, R, T, embeds,
                                                      *_speculator(layout)), era, reqs, vocab,
                                        request.rejection_sampler),
-        forward=forward_terms(era, cfg, tp, pp, architecture=_architecture(layout)),
+        forward=forward_terms(era, cfg, tp, pp, architecture=_architecture(layout.target.config)),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,
         exact=bool(b.exact_params), encoder_why=encoder[1], release=release,
@@ -823,9 +820,9 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
     )
 
 
-def _architecture(layout) -> str:
+def _architecture(config: dict) -> str:
     """The model's architecture as its config names it (``architectures[0]``), "" where it names none."""
-    archs = layout.target.config.get("architectures") or [""]
+    archs = config.get("architectures") or [""]
     return str(archs[0]) if isinstance(archs, list) and archs else ""
 
 
@@ -848,10 +845,9 @@ def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout) -> int:
     """The CUDA graphs a rank captures by the release's default rule (``kvplan.budget.cudagraph``)."""
     from kvplan.budget.cudagraph import capture_sizes, graph_count
 
-    archs = layout.target.config.get("architectures") or [""]
     spec = int(getattr(layout, "num_speculative_tokens", 0) or 0)
     sizes = capture_sizes(release, max_num_seqs=R, max_num_batched_tokens=T, num_speculative_tokens=spec,
-                          architecture=archs[0] if isinstance(archs, list) and archs else "",
+                          architecture=_architecture(layout.target.config),
                           compute_capability=card.compute_capability)
     return graph_count(release, sizes, max_num_seqs=R, num_speculative_tokens=spec)
 
@@ -1216,7 +1212,7 @@ def consumer_terms(e: _Estimate, s: int) -> tuple[ProfileTerm, ...]:
     if cost is not None:
         from kvplan.budget.lora import class_support, punica_row
 
-        supports = class_support(str((e.layout.target.config.get("architectures") or [""])[0]), release)[0]
+        supports = class_support(_architecture(e.layout.target.config), release)[0]
         own = punica_row(release)[1]
         src = (f"--enable-lora at max_loras {e.lora.max_loras}, max_lora_rank {e.lora.max_lora_rank}: "
                f"{cost.slot_bytes:,} B of adapter slots over {cost.num_slices} lora_a/lora_b pairs"
