@@ -697,9 +697,8 @@ class _Estimate:
                                                         (w_low, act_ends[0], enc_part, nt_band[0], cg_ends[0])))
         pessimistic = replace(stage, weights_bytes=w_high, activation_peak_bytes=act_ends[1] + enc_high,
                               non_torch_bytes=nt_band[1], cudagraph_bytes=cg_ends[1])
+        # (0, why) for FP8 experts counted at the pessimistic end only: the source says so
         held = self.moe_held(layers, last) if o.activation is None else (0, "")
-        if o.activation is None and not held[0]:  # FP8 experts counted at the pessimistic end only: say so
-            held = (0, self.moe_held(layers, last, high=True)[1])
         sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
             self.cfg.get("hidden_size") or 0) * self.dbytes * (1 if first else 3) + held[0] >= (
                 act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part - self.persistent)
