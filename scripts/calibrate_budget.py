@@ -27,7 +27,13 @@ available KV memory leaves below that is the term's residual for that start-up::
     residual = kvplan's KV memory with non_torch = 0  −  logged available KV memory
 
 Groups, most specific first: card family / parallelism / release series (``H100/tp>1/0.19``), card family /
-parallelism, parallelism. Parallelism: ``tp1`` (one GPU), ``tp>1`` (tensor parallel: NCCL and the custom
+parallelism / what the release's profile measures (``H100/tp1/consumed``), parallelism / what it measures
+(``tp1/consumed``), card family / parallelism over both measures (``RTX/tp>1``: a family's NCCL and PCIe set its
+tensor-parallel term whatever the release counts; no TP start-up of the ``consumed`` releases is in the calibration
+half), parallelism. What it measures (``kvplan.budget.estimate.profile_measure``): ``allocated`` before
+0.27.1 (torch's allocated peak and the non-torch increase), ``consumed`` from 0.27.1 (the free memory's drop: what
+torch keeps reserved after ``empty_cache`` counts too), so a residual of one is not a residual of the other.
+Parallelism: ``tp1`` (one GPU), ``tp>1`` (tensor parallel: NCCL and the custom
 all-reduce), ``pp>1`` (pipeline parallel only). A group's value is its median residual, its band the smallest and
 the largest; a group with fewer than 3 start-ups does not set the value (one or two start-ups of a card or release
 are no median): it takes its parent's (the next group up with 3 or more), its band widened to cover both, and says
@@ -213,7 +219,7 @@ def fit_startup(rows: list[dict]) -> dict:
 
 def residuals() -> list[dict]:
     import budget_validation as bv
-    from kvplan.budget.estimate import card_family
+    from kvplan.budget.estimate import card_family, profile_measure
 
     out = []
     for case in calibration_cases():
@@ -232,6 +238,7 @@ def residuals() -> list[dict]:
         pp = int(case["options"].get("pipeline_parallel_size", 1))
         out.append({"id": case["id"], "group": "tp>1" if tp > 1 else "pp>1" if pp > 1 else "tp1",
                     "family": card_family(b["gpu"]), "series": release_series(d),
+                    "measure": profile_measure((d.get("policy") or {}).get("vllm_release")),
                     "residual_bytes": b["kv_cache_memory_bytes"] - round(got["kv_gib"] * GIB)})
     return out
 
@@ -254,15 +261,22 @@ def fit_non_torch(rows: list[dict]) -> dict:
             g.update(value_bytes=parent["value_bytes"], low_bytes=min(g["low_bytes"], parent["low_bytes"]),
                      high_bytes=max(g["high_bytes"], parent["high_bytes"]), widened_by=parent["group"])
 
+    measures = ("allocated", "consumed")
     for g in ("tp1", "tp>1", "pp>1"):  # per parallelism (every family and release), the fallback
         mine = [r for r in rows if r["group"] == g]
         if mine:
             fit(g, mine)
+        for m in measures:  # per what the release's profile measures (estimate.profile_measure), every family
+            if any(r["measure"] == m for r in mine):
+                fit(f"{g}/{m}", [r for r in mine if r["measure"] == m])
     for fam in sorted({r["family"] for r in rows}):
         for g in ("tp1", "tp>1", "pp>1"):
             mine = [r for r in rows if r["group"] == g and r["family"] == fam]
             if mine:
                 fit(f"{fam}/{g}", mine)
+            for m in measures:
+                if any(r["measure"] == m for r in mine):
+                    fit(f"{fam}/{g}/{m}", [r for r in mine if r["measure"] == m])
             for series in sorted({r["series"] for r in mine}):
                 fit(f"{fam}/{g}/{series}", [r for r in mine if r["series"] == series])
     everyone = [r for r in rows]
@@ -272,11 +286,23 @@ def fit_non_torch(rows: list[dict]) -> dict:
             widen(g, ["all"])
     for name in list(groups):
         parts = name.split("/")
-        if len(parts) == 3:
-            widen(name, [f"{parts[0]}/{parts[1]}", parts[1], "all"])
+        if len(parts) == 3 and parts[2] in measures:
+            widen(name, [f"{parts[1]}/{parts[2]}", f"{parts[0]}/{parts[1]}", parts[1], "all"])
+        elif len(parts) == 3:
+            m = _measure_of(rows, name)
+            widen(name, [f"{parts[0]}/{parts[1]}/{m}", f"{parts[1]}/{m}", f"{parts[0]}/{parts[1]}", parts[1], "all"])
+        elif len(parts) == 2 and parts[1] in measures:
+            widen(name, [parts[0], "all"])
         elif len(parts) == 2:
             widen(name, [parts[1], "all"])
     return groups
+
+
+def _measure_of(rows: list[dict], group: str) -> str:
+    """What the profile of a card / parallelism / release-series group's start-ups measures (one release series,
+    one measure: 0.27.0 and 0.27.1 would share a series across the boundary, the later's measure then)."""
+    fam, kind, series = group.split("/")
+    return max(r["measure"] for r in rows if (r["family"], r["group"], r["series"]) == (fam, kind, series))
 
 
 def write(data: dict) -> None:

@@ -222,7 +222,8 @@ def test_budget_is_the_vllm_formula(llama):
     #                = 973,078,528 (× 1.077, 0.34.0's measured dense factor) < the derived sampler pass over
     #                1024 × 128256 logits (0.34.0's V2 sampler, 10.127 B per logit) + the forward's 8192 × 4096 bf16
     #                hidden states
-    #   non-torch  = calibrated for an H100 on one GPU
+    #   non-torch  = calibrated for an H100 on one GPU under a release whose profile takes the free memory's drop
+    #                (0.27.1+: "consumed", estimate.profile_measure; the group's value, or its parent's when thin)
     #   CUDA graphs = the calibrated estimate of 102 graphs on 32 layers (graphs())
     #   KV = requested − weights − activation − non-torch − CUDA graphs
     b = budget_of(llama, LATEST, gpu="H100-80GB", **PROFILED_034)
@@ -232,8 +233,8 @@ def test_budget_is_the_vllm_formula(llama):
     assert b.weights_bytes == 16_060_522_496 + L31_ROTARY
     act = sampler("0.34.0", 1024, 128256) + 8192 * 4096 * 2 + 256 * MiB + v2_states("0.34.0", 1024, 128256)
     assert act > 973_078_528 + 256 * MiB and b.activation_peak_bytes == act
-    assert b.non_torch_bytes == non_torch("H100/tp1") and b.cudagraph_bytes == graphs(32)
-    kv = 78_225_740_923 - 16_060_522_496 - L31_ROTARY - act - non_torch("H100/tp1") - graphs(32)
+    assert b.non_torch_bytes == non_torch("H100/tp1/consumed") and b.cudagraph_bytes == graphs(32)
+    kv = 78_225_740_923 - 16_060_522_496 - L31_ROTARY - act - non_torch("H100/tp1/consumed") - graphs(32)
     assert b.kv_cache_memory_bytes == kv
     assert b.estimated is True
     extensible_only = {"cudagraph_resident_bytes", "startup_memory_bytes", "sizing_margin_floor_bytes", "tentative_kv_cache_memory_bytes",
@@ -292,7 +293,7 @@ def test_tp_comes_from_the_layout_and_splits_weights_and_adds_nccl(llama):
     assert b2.activation_peak_bytes == act
     assert b2.non_torch_bytes == nt2 and b2.cudagraph_bytes == graphs(32)
     assert b2.kv_cache_memory_bytes == 78_225_740_923 - 8_030_527_488 - L31_ROTARY - act - nt2 - graphs(32)
-    assert budget_of(llama, LATEST, gpu="H100").non_torch_bytes == non_torch("H100/tp1")
+    assert budget_of(llama, LATEST, gpu="H100").non_torch_bytes == non_torch("H100/tp1/consumed")
     with pytest.raises(OptionError, match="tensor_parallel_size 4.*built for 2"):
         budget_of(tp2, LATEST, gpu="H100", tensor_parallel_size=4)
 
@@ -336,12 +337,12 @@ def test_model_too_big_fails_loading_the_weights_and_says_so():
     # bf16: 10,485,760 B, kvplan.budget.rotary) = 65,534,732,288 B.
     # ceil(L4 (23,612,293,120 B) · 0.92) = 21,723,309,671; activation max(forward 8192 · (4·5120 + 3·25600) · 2
     # = 1,593,835,520, the derived sampler pass over 1024 × 151936 logits + 8192 × 5120 bf16 hidden states)
-    # + 256 MiB; non-torch calibrated for an L4 on one GPU; CUDA graphs: the calibrated estimate of 102 graphs on
+    # + 256 MiB; non-torch calibrated for an L4 on one GPU under a 0.27.1+ release ("consumed"); CUDA graphs: the calibrated estimate of 102 graphs on
     # 64 layers (graphs()).
     act = (max(forward("0.34.0", 1_593_835_520), sampler("0.34.0", 1024, 151936) + 8192 * 5120 * 2) + 256 * MiB
            + v2_states("0.34.0", 1024, 151936))
     assert b.weights_bytes == 65_534_732_288
-    assert b.kv_cache_memory_bytes == 21_723_309_671 - 65_534_732_288 - act - non_torch("L4/tp1") - graphs(64)
+    assert b.kv_cache_memory_bytes == 21_723_309_671 - 65_534_732_288 - act - non_torch("L4/tp1/consumed") - graphs(64)
     # but vLLM never gets there: 61.03 GiB of weights do not fit 21.99 GiB − 0.50 GiB (start-up estimate)
     f = b.load_failure
     assert (f.stage, f.error_type, f.needed_bytes, f.free_bytes) == (
