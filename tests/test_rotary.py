@@ -1,8 +1,9 @@
 """The rotary cos/sin tables vLLM keeps among the weights (kvplan.budget.rotary), against the release's own build.
 
-Golden: ``tests/golden/profile_terms/weights/0.19.0.json`` (``scripts/golden/profile_terms.py --weights-all``: the model
-class built on the meta device as vLLM 0.19.0 builds it per TP rank, ``process_weights_after_loading`` run, every
-allocation that stays live counted; parameters and buffers listed)."""
+Goldens: ``tests/golden/profile_terms/weights/<release>.json`` (``scripts/golden/profile_terms.py --weights-all``: the
+model class built on the meta device as that vLLM release builds it per TP rank, ``process_weights_after_loading``
+run, every allocation that stays live counted; parameters and buffers listed): 0.19.0, and 0.29.0 with
+gemma-4-26B-A4B-it (its full-attention layers' proportional RoPE table)."""
 
 import json
 from pathlib import Path
@@ -11,9 +12,12 @@ import pytest
 
 from kvplan.budget.rotary import rotary_cache
 from kvplan.model.limits import text_config
+from kvplan.version import version_key
 
 ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = json.loads((ROOT / "tests/golden/profile_terms/weights/0.19.0.json").read_text())["weights"]
+GOLDENS = {f.stem: json.loads(f.read_text())["weights"]
+           for f in sorted((ROOT / "tests/golden/profile_terms/weights").glob("*.json"))}
+GOLDEN = GOLDENS["0.19.0"]
 GIB = 1 << 30
 
 
@@ -23,12 +27,12 @@ def _text_tables(rec: dict) -> int:
     return sum(b[3] for b in rec["buffers"] if b[0].startswith("language_model.") and b[0].endswith("cos_sin_cache"))
 
 
-@pytest.mark.parametrize("key", sorted(GOLDEN))
-def test_rotary_tables_equal_the_releases_buffers(key):
-    rec = GOLDEN[key]
+@pytest.mark.parametrize("release,key", [(r, k) for r in sorted(GOLDENS) for k in sorted(GOLDENS[r])])
+def test_rotary_tables_equal_the_releases_buffers(release, key):
+    rec = GOLDENS[release][key]
     assert rec["derived"], rec.get("why")
     cfg = text_config(json.loads((ROOT / rec["model"]).read_text()))
-    got = rotary_cache(cfg, 2, (0, 19, 0))
+    got = rotary_cache(cfg, 2, version_key(release))
     assert got.bytes == _text_tables(rec)
     assert not got.not_derived
 
@@ -48,6 +52,12 @@ def test_rotary_tables_by_hand():
     assert rotary_cache(cfg, 2, (0, 19, 0)).bytes == 262_144 * 4 * 64 * 2
     later = rotary_cache(cfg, 2, (0, 34, 0))
     assert later.bytes == 0 and "default" in later.not_derived
+    # Gemma 4 26B-A4B: the sliding layers' default table, 262,144 rows of the 256-wide head, and the full-attention
+    # layers' proportional one over the whole 512-wide global head (partial_rotary_factor 0.25 only zeroes the
+    # frequencies past a quarter: gemma4_rope.py hands the base class head_size as the rotary dim); bf16
+    cfg = text_config(json.loads((ROOT / "configs/google/gemma-4-26B-A4B-it/config.json").read_text()))
+    assert sorted(rotary_cache(cfg, 2, (0, 29, 0)).tables) == [(262_144, 256), (262_144, 512)]
+    assert rotary_cache(cfg, 2, (0, 29, 0)).bytes == 262_144 * (256 + 512) * 2 == 402_653_184
     # an MLA decoder: not counted, and said
     assert rotary_cache({"kv_lora_rank": 512, "rope_theta": 1e4, "max_position_embeddings": 4096}, 2).not_derived
     # no RoPE parameters (ALiBi, learned positions): nothing
@@ -77,3 +87,18 @@ def test_weights_term_is_the_parameters_and_tables_of_the_release(key):
     # what the golden holds beyond: the towers' own tables and position ids and the attention layers' scalar
     # scales (under 1 MiB), not counted
     assert 0 < rec["live_bytes"] - d["budget"]["weights_bytes"] + residual < 1 << 20
+
+
+def test_gemma4_language_model_weights_against_the_0_29_build():
+    """gemma-4-26B-A4B-it served with --language-model-only on 0.29.0: kvplan's weights are the golden's language
+    model (parameters and buffers, both RoPE tables among them) less the V slots vLLM allocates in the full-attention
+    layers' fused QKV though attention_k_eq_v loads K into them (gemma4.py 0.29.0 lines 415-425: 5 layers × 2816 ×
+    2 KV heads × 512 × 2 B = 28,835,840 B, not in the checkpoint kvplan counts from) and the attention layers' scalar
+    scales (under 1 KiB)."""
+    from kvplan.api import simulate
+
+    rec = GOLDENS["0.29.0"]["gemma-4-26B-A4B-it@tp1"]
+    d = simulate("google/gemma-4-26B-A4B-it", policy="vllm==0.29.0", gpu="H100-80GB", max_model_len=4096,
+                 language_model_only=True)
+    gap = rec["by_module"]["language_model"] - d["budget"]["weights_bytes"]
+    assert 5 * 2816 * 2 * 512 * 2 == 28_835_840 <= gap < 28_835_840 + 1024

@@ -20,7 +20,15 @@ The rows each RoPE type computes (0.19.0):
 * ``linear``: ``max_position_embeddings × factor`` (linear_scaling_rope.py lines 86-90);
 * ``dynamic`` with ``factor``: ``max_position_embeddings × factor`` (dynamic_ntk_scaling_rope.py line 56);
 * ``yarn`` (no mrope): ``original_max_position_embeddings × factor`` (yarn_scaling_rope.py line 78; get_rope passes
-  the original length).
+  the original length);
+* ``proportional`` (Gemma 4's full-attention layers): ``max_position_embeddings`` rows over the whole head, whatever
+  the partial rotary factor: ``Gemma4RotaryEmbedding`` hands the base class ``head_size`` as its rotary dim and pads
+  the frequencies past the factor with zeros (rotary_embedding/gemma4_rope.py, 0.19.0 to 0.34.0 lines 30-55). Run on
+  0.29.0's build of gemma-4-26B-A4B-it (``--weights-all``, tests/golden/profile_terms/weights/0.29.0.json): a
+  ``cos_sin_cache`` [262144, 512] bf16 beside the sliding layers' [262144, 256].
+
+A layer type's head size is its own: Gemma 4's full-attention layers take ``global_head_dim`` (the
+``gemma4_layer_config`` of transformers_utils/configs/gemma4.py, 0.29.0 lines 27-28), the others ``head_dim``.
 
 The rotary dim is ``head_dim × partial_rotary_factor`` (get_rope's ``int(head_size * partial_rotary_factor)``).
 Gemma 3's sliding-window layers use their own table: ``rope_type "default"`` with ``rope_local_base_freq`` when
@@ -64,24 +72,27 @@ class RotaryCache:
     not_derived: str = ""  # a RoPE type whose table is not counted, and why
 
 
-def _rope_sets(cfg: dict) -> list[dict]:
-    """The RoPE parameter sets the decoder's layers use, each with ``rope_theta`` where the config gives it."""
+def _rope_sets(cfg: dict) -> list[tuple[str, dict]]:
+    """The RoPE parameter sets the decoder's layers use, each with the layer type it is for ("" for every layer) and
+    with ``rope_theta`` where the config gives it."""
     rope = cfg.get("rope_parameters") or cfg.get("rope_scaling")
     theta = cfg.get("rope_theta")
     if isinstance(rope, dict) and rope and all(isinstance(v, dict) for v in rope.values()):
-        return [dict(v) for v in rope.values()]  # transformers 5: one set per layer type
-    sets = [{**({"rope_theta": theta} if theta is not None else {}), **(rope if isinstance(rope, dict) else {})}]
+        return [(str(k), dict(v)) for k, v in rope.items()]  # transformers 5: one set per layer type
+    sets = [("", {**({"rope_theta": theta} if theta is not None else {}), **(rope if isinstance(rope, dict) else {})})]
     local = cfg.get("rope_local_base_freq")
     if local is not None and "sliding_attention" in (cfg.get("layer_types") or ()) \
             and str(cfg.get("model_type", "")).startswith("gemma3"):
-        sets.append({"rope_type": "default", "rope_theta": local})  # gemma3.py: the sliding layers' own table
+        sets.append(("sliding_attention", {"rope_type": "default", "rope_theta": local}))  # gemma3.py: its own table
     return sets
 
 
 def _rows(rp: dict, max_pos: int, release_key: tuple) -> int | None:
     kind = rp.get("rope_type", rp.get("type", "default"))
     factor = rp.get("factor")
-    if kind == "default":
+    if kind in ("default", "proportional"):
+        if kind == "proportional":
+            return max_pos
         if "mrope_section" in rp:
             return max_pos * 4 if release_key < (0, 32) else None
         return max_pos
@@ -116,9 +127,12 @@ def rotary_cache(cfg: dict, dtype_bytes: int, release_key: tuple = (0, 19)) -> R
         return RotaryCache(0, ())
     tables: dict[tuple, tuple[int, int]] = {}
     missing = []
-    for rp in _rope_sets(cfg):
+    for layer_type, rp in _rope_sets(cfg):
+        own = cfg.get("global_head_dim") if layer_type == "full_attention" else None
+        size = own if isinstance(own, int) else head
         partial = rp.get("partial_rotary_factor", cfg.get("partial_rotary_factor")) or 1.0
-        dim = int(head * partial)
+        proportional = rp.get("rope_type", rp.get("type")) == "proportional"
+        dim = size if proportional else int(size * partial)
         rows = _rows(rp, max_pos, release_key)
         if rows is None:
             missing.append(str(rp.get("rope_type", rp.get("type", "default"))))

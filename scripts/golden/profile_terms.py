@@ -2472,9 +2472,10 @@ WEIGHTS_MODELS = {  # the multimodal checkpoints of the validation corpus whose 
     "gemma-3-12b-it": "configs/google/gemma-3-12b-it/config.json",
     "Llama-4-Scout-17B-16E-Instruct": "configs/meta-llama/Llama-4-Scout-17B-16E-Instruct/config.json",
     "Qwen3.5-27B": "configs/Qwen/Qwen3.5-27B/config.json",
+    "gemma-4-26B-A4B-it": "configs/google/gemma-4-26B-A4B-it/config.json",  # two RoPE tables: default and proportional
 }
 WEIGHTS_TP = {"gemma-3-4b-it": (1,), "gemma-3-12b-it": (1,), "Llama-4-Scout-17B-16E-Instruct": (1, 4),
-              "Qwen3.5-27B": (1, 4)}
+              "Qwen3.5-27B": (1, 4), "gemma-4-26B-A4B-it": (1,)}
 
 
 def _tensor_rows(tensors) -> tuple[int, dict]:
