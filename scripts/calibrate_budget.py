@@ -31,7 +31,7 @@ parallelism / what the release's profile measures (``H100/tp1/consumed``), paral
 (``tp1/consumed``), card family / parallelism over both measures (``RTX/tp>1``: a family's NCCL and PCIe set its
 tensor-parallel term whatever the release counts; no TP start-up of the ``consumed`` releases is in the calibration
 half), parallelism. What it measures (``kvplan.budget.estimate.profile_measure``): ``allocated`` before
-0.27.1 (torch's allocated peak and the non-torch increase), ``consumed`` from 0.27.1 (the free memory's drop: what
+0.27.0 (torch's allocated peak and the non-torch increase), ``consumed`` from 0.27.0 (the free memory's drop: what
 torch keeps reserved after ``empty_cache`` counts too), so a residual of one is not a residual of the other.
 Parallelism: ``tp1`` (one GPU), ``tp>1`` (tensor parallel: NCCL and the custom
 all-reduce), ``pp>1`` (pipeline parallel only). A group's value is its median residual, its band the smallest and
@@ -300,7 +300,7 @@ def fit_non_torch(rows: list[dict]) -> dict:
 
 def _measure_of(rows: list[dict], group: str) -> str:
     """What the profile of a card / parallelism / release-series group's start-ups measures (one release series,
-    one measure: 0.27.0 and 0.27.1 would share a series across the boundary, the later's measure then)."""
+    one measure; were a series to straddle a boundary, the later measure)."""
     fam, kind, series = group.split("/")
     return max(r["measure"] for r in rows if (r["family"], r["group"], r["series"]) == (fam, kind, series))
 

@@ -275,23 +275,23 @@ def test_rocm_graphs_are_calibrated_apart_from_cuda_graphs():
 
 
 def test_non_torch_is_calibrated_per_what_the_release_profile_measures():
-    """From 0.27.1 vLLM's profile takes the free memory's drop (utils/mem_utils.py of 0.27.1 lines 317-326:
+    """From 0.27.0 vLLM's profile takes the free memory's drop (utils/mem_utils.py of 0.27.0 and 0.27.1 lines 317-326:
     ``total_consumed = before_create.free_memory - after_profile.free_memory``, ``non_kv_cache_memory =
     total_consumed + transient_peak_headroom``); 0.26.0 and before add torch's allocated peak to the non-torch
     increase (utils/mem_utils.py of 0.26.0: no ``total_consumed``). A residual of one measure is not one of the other:
-    a one-GPU start-up of a 0.27.1+ release takes the ``consumed`` start-ups' median, not the median of every
+    a one-GPU start-up of a 0.27.0+ release takes the ``consumed`` start-ups' median, not the median of every
     release, which the 57 older one-GPU start-ups set."""
     from kvplan.budget.estimate import calibrated, profile_measure
 
     assert [profile_measure(r) for r in ("0.26.0", "0.27.0", "0.27.1", "0.30.0", "0.34.0+cu129", None)] == [
-        "allocated", "allocated", "consumed", "consumed", "consumed", "consumed"]
+        "allocated", "consumed", "consumed", "consumed", "consumed", "consumed"]
     cal = json.loads((ROOT / "kvplan/budget/calibration.json").read_text())["non_torch"]
     cases = {c["id"]: c for c in json.loads((ROOT / "tests/logs/budget/cases.json").read_text())["cases"]}
     consumed = cal["tp1/consumed"]["cases"].split(", ")
     allocated = cal["tp1/allocated"]["cases"].split(", ")
     assert len(consumed) >= 3 and not set(consumed) & set(allocated)
     assert sorted(consumed + allocated) == sorted(cal["tp1"]["cases"].split(", "))
-    for cid in consumed:  # every one a 0.27.1+ release, in the calibration half
+    for cid in consumed:  # every one a 0.27.0+ release, in the calibration half
         assert profile_measure(cases[cid]["options"]["policy"].split("==")[1]) == "consumed"
     # an L40S (no calibration start-up of its own) under 0.29.0 takes the consumed start-ups' median; under 0.19.0
     # the older releases'

@@ -223,7 +223,7 @@ def test_budget_is_the_vllm_formula(llama):
     #                1024 × 128256 logits (0.34.0's V2 sampler, 10.127 B per logit) + the forward's 8192 × 4096 bf16
     #                hidden states
     #   non-torch  = calibrated for an H100 on one GPU under a release whose profile takes the free memory's drop
-    #                (0.27.1+: "consumed", estimate.profile_measure; the group's value, or its parent's when thin)
+    #                (0.27.0+: "consumed", estimate.profile_measure; the group's value, or its parent's when thin)
     #   CUDA graphs = the calibrated estimate of 102 graphs on 32 layers (graphs())
     #   KV = requested − weights − activation − non-torch − CUDA graphs
     b = budget_of(llama, LATEST, gpu="H100-80GB", **PROFILED_034)
@@ -337,7 +337,7 @@ def test_model_too_big_fails_loading_the_weights_and_says_so():
     # bf16: 10,485,760 B, kvplan.budget.rotary) = 65,534,732,288 B.
     # ceil(L4 (23,612,293,120 B) · 0.92) = 21,723,309,671; activation max(forward 8192 · (4·5120 + 3·25600) · 2
     # = 1,593,835,520, the derived sampler pass over 1024 × 151936 logits + 8192 × 5120 bf16 hidden states)
-    # + 256 MiB; non-torch calibrated for an L4 on one GPU under a 0.27.1+ release ("consumed"); CUDA graphs: the calibrated estimate of 102 graphs on
+    # + 256 MiB; non-torch calibrated for an L4 on one GPU under a 0.27.0+ release ("consumed"); CUDA graphs: the calibrated estimate of 102 graphs on
     # 64 layers (graphs()).
     act = (max(forward("0.34.0", 1_593_835_520), sampler("0.34.0", 1024, 151936) + 8192 * 5120 * 2) + 256 * MiB
            + v2_states("0.34.0", 1024, 151936))

@@ -163,7 +163,7 @@ def test_kserve_huggingface_model_runs_vllm_with_kserves_arguments_and_simulates
     # vLLM 0.34.0 pages Llama-3.1-8B in blocks of 64 (DEFAULT_BLOCK_SIZE; FLASH_ATTN keeps it): one block is
     # 32 layers x 2 (K, V) x 8 heads x 128 x 2 B x 64 = 8 MiB, so the 57.42 GiB kvplan estimates an H100 leaves
     # (0.34.0's derived V2 sampler pass and what its runner keeps on the card, the calibrated non-torch term of one
-    # GPU under a release whose profile takes the free memory's drop (0.27.1+), the CUDA cards' calibrated CUDA
+    # GPU under a release whose profile takes the free memory's drop (0.27.0+), the CUDA cards' calibrated CUDA
     # graphs, the weights with their 32 MiB rotary table) hold 7,350 blocks (470,400 tokens):
     # 57.4223 GiB / 8 MiB = 7,350.05
     assert d["memory"]["num_blocks"] == plain["memory"]["num_blocks"] == 7350

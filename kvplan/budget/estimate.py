@@ -267,20 +267,20 @@ def release_series(release: str | None) -> str:
     return ".".join((release or "").split(".")[:2])
 
 
-CONSUMED_FROM = (0, 27, 1)
+CONSUMED_FROM = (0, 27, 0)
 
 
 def profile_measure(release: str | None) -> str:
     """What the release's profile measures as the memory beside the KV cache, which decides what the calibrated
-    residual holds. ``allocated`` before 0.27.1: the weights, torch's allocated peak's increase during the profile
+    residual holds. ``allocated`` before 0.27.0: the weights, torch's allocated peak's increase during the profile
     and the non-torch memory's increase (``memory_profiling``: ``non_kv_cache_memory = weights_memory +
     torch_peak_increase + non_torch_increase``, utils/mem_utils.py of 0.19.0); what torch keeps reserved but not
-    allocated after ``empty_cache`` is in neither. ``consumed`` from 0.27.1: the free memory's drop from the
+    allocated after ``empty_cache`` is in neither. ``consumed`` from 0.27.0: the free memory's drop from the
     engine's creation to after the profile plus the transient headroom (``total_consumed =
     before_create.free_memory - after_profile.free_memory``, ``non_kv_cache_memory = total_consumed +
-    transient_peak_headroom``, utils/mem_utils.py of 0.27.1 lines 317-326, the same to 0.34.0): every byte the
-    process holds after the profile counts, segments torch keeps for a live block included. 0.27.0's source is not
-    unpacked here; kvplan takes it with 0.26 (an unknown release with no number: ``consumed``, the newest)."""
+    transient_peak_headroom``, utils/mem_utils.py of 0.27.0 and 0.27.1 lines 317-326, the same to 0.34.0; 0.26.0's
+    has no ``total_consumed``): every byte the process holds after the profile counts, segments torch keeps for a
+    live block included. A release string with no number is taken as the newest (``consumed``)."""
     key = version_key(release or "")
     return "consumed" if not key or key >= CONSUMED_FROM else "allocated"
 
