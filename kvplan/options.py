@@ -62,9 +62,9 @@ ASK = "Questions"
 VERIFY = "Cross-check against a real vLLM (its planning functions, on CPU)"
 
 # Value kinds, each with one parser below.
-STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME, ENV, MAP, SETTINGS = (
+STR, INT, FLOAT, SIZE, GIB, LENGTH, BOOL, TRISTATE, CHOICE, JSON, POLICY_NAME, ENV, MAP, SETTINGS, INTS = (
     "str", "int", "float", "size", "gib", "length", "bool", "tristate", "choice", "json", "policy", "env", "map",
-    "settings")
+    "settings", "ints")
 REPEATABLE = frozenset({ENV, MAP, SETTINGS})  # given several times on the command line (Typer hands over a list)
 
 
@@ -242,6 +242,26 @@ def _json(opt: Option, raw: Any) -> dict:
     return data
 
 
+def _ints(opt: Option, raw: Any) -> tuple[int, ...]:
+    """A list of integers (vLLM's ``nargs="+"`` flags): a list, or one string of them split at commas or spaces
+    (``"1,2,4"``, ``"1 2 4"``, ``"[1, 2, 4]"``); each within the option's bounds."""
+    items = raw
+    if isinstance(raw, str):
+        items = [w for w in re.split(r"[\s,]+", raw.strip().strip("[]")) if w]
+    elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        items = [raw]
+    if not isinstance(items, (list, tuple)):
+        raise ValueError(f"expected a list of integers (1 2 4 or 1,2,4), got {type_name(raw)}")
+    if not items:
+        raise ValueError("must list at least one integer")
+    if len(items) > 4096:
+        raise ValueError(f"lists {len(items):,} integers; at most 4,096")
+    values = tuple(_int(opt, x) for x in items)
+    for x in values:
+        opt._check_bounds(x)
+    return values
+
+
 def _policy(opt: Option, raw: Any) -> str:
     from kvplan.engines.vllm.releases import get_era  # pure registry; lazy to keep this module light
 
@@ -374,6 +394,7 @@ def _settings(opt: Option, raw: Any) -> dict[str, str]:
 _PARSERS: dict[str, Callable[[Option, Any], Any]] = {
     STR: _str, INT: _int, FLOAT: _float, SIZE: _size, GIB: _gib, LENGTH: _length, BOOL: _bool,
     TRISTATE: _bool, CHOICE: _choice, JSON: _json, POLICY_NAME: _policy, ENV: _env, MAP: _map, SETTINGS: _settings,
+    INTS: _ints,
 }
 
 
@@ -475,6 +496,19 @@ _TABLE: tuple[Option, ...] = (
     Option("max_num_seqs", "--max-num-seqs", INT, minimum=1, panel=BUDGET, commands=PLAN_CMDS, metavar="N",
            default_doc="vllm serve's for the card: 1024 on >=70 GiB non-A100 cards, 256 otherwise",
            help="Concurrent sequences the scheduler admits."),
+    # CUDA-graph capture sizes (CompilationConfig, vllm/config/compilation.py; flags from 0.11.2, arg_utils.py
+    # 0.11.2 lines 1111-1126; before, the scheduler's --cuda-graph-sizes): the graphs the budget counts
+    # (kvplan.budget.cudagraph.capture_sizes)
+    Option("max_cudagraph_capture_size", "--max-cudagraph-capture-size", INT, minimum=1, maximum=MAX_TOKENS,
+           panel=BUDGET, commands=PLAN_CMDS, part="scheduler", metavar="N",
+           default_doc="the release's: min(2 x max_num_seqs, 512), at most max_num_batched_tokens",
+           help="The largest batch CUDA graphs are captured for (vLLM 0.11.2+): the default grid 1, 2, 4, 8, 16, ... "
+                "up to it; fewer graphs, less CUDA-graph memory."),
+    Option("cudagraph_capture_sizes", "--cudagraph-capture-sizes", INTS, minimum=1, maximum=MAX_TOKENS,
+           aliases=("--cuda-graph-sizes",), panel=BUDGET, commands=PLAN_CMDS, part="scheduler", metavar="SIZES",
+           default_doc="the release's grid",
+           help="The batch sizes CUDA graphs are captured for (1,2,4,8); those above max_num_batched_tokens are "
+                "dropped. Before vLLM 0.11.2 the scheduler's --cuda-graph-sizes: one value is the grid's top."),
     Option("enable_chunked_prefill", "--enable-chunked-prefill", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
            default_doc="on (vLLM's default for generative models)",
            help="Chunked prefill. Off: max_num_batched_tokens defaults to at least max_model_len, and vLLM refuses "

@@ -15,6 +15,24 @@ models/config.py:255-272), 1024 from 0.11.2 (83 sizes, 0.19.0 models/config.py:1
 vLLM 0.19.0 logged 51 sizes for Llama-3.1-8B (R 1024, T 8192) and 83 for gpt-oss-20b (tests/logs/budget,
 llm-d-planner-v0.19.0), as this rule gives.
 
+**Sizes given** (``--max-cudagraph-capture-size N``, ``--cudagraph-capture-sizes S…``, or the same keys of
+``--compilation-config``; ``tests/golden/capture_sizes.json`` holds what each release's own ``_set_cudagraph_sizes``
+returns for them, run on CPU by ``scripts/golden/capture_sizes.py``)::
+
+    0.10.1-0.11.1   no max_cudagraph_capture_size; the scheduler's --cuda-graph-sizes: one value N is the grid's top
+                    ([1, 2, 4] + 8, 16, … ≤ N, multiples of 8 only; gpt-oss raises N < 992 to its 992 grid),
+                    several are captured as given, sorted, repeats kept; each ≤ T
+                    (0.11.0 config/__init__.py:593-613, models/config.py:260-270)
+    0.11.2+         S given: set(S) filtered to ≤ T, sorted (0.11.2 config/vllm.py:863-875; 0.29.0 vllm.py:2101-2113);
+                    N given (no S): the default grid up to min(N, T) (0.11.2 vllm.py:850-855, 877-890), T appended
+                    from 0.20.2 when T ≤ N (0.20.2 vllm.py:1527-1531); the release's own ceiling and gpt-oss's 1024
+                    apply only when neither is given (0.29.0 models/config.py:414-419);
+                    both given: N must be the largest size ≤ T, else vLLM's ValueError (0.11.2 vllm.py:911,
+                    0.29.0 vllm.py:2171; ``prechecks.check_cudagraph_sizes``)
+
+0.34's split into prefill token sizes and decode request sizes (``_split_cudagraph_capture_sizes``) keeps, for the
+sizes given, one prefill size per size and a decode size per size ≤ max_num_seqs: the count below.
+
 **How many graphs**: the release's default CUDA-graph mode captures a piecewise graph per size (PIECEWISE: 0.10.x,
 ``CompilationConfig`` default) and, from 0.11.0 (FULL_AND_PIECEWISE: 0.11.0 config/__init__.py:362-367, the -O2
 default of 0.19.0 config/vllm.py:215), also a full graph per uniform-decode size (sizes ≤ R·q). ``--enforce-eager``
@@ -30,6 +48,7 @@ No torch here.
 
 from __future__ import annotations
 
+from kvplan.errors import OptionError
 from kvplan.version import version_key
 
 PIECEWISE, FULL_AND_PIECEWISE, NONE = "PIECEWISE", "FULL_AND_PIECEWISE", "NONE"
@@ -44,20 +63,43 @@ def _grid(ceiling: int) -> list[int]:
     return sizes
 
 
+def check_release_has_max_size(release: str | None, max_cudagraph_capture_size: int | None) -> None:
+    """``--max-cudagraph-capture-size`` exists from 0.11.2 (``CompilationConfig.max_cudagraph_capture_size``, 0.11.2
+    config/compilation.py:448, engine/arg_utils.py:1123-1126; before, the scheduler's one-value ``--cuda-graph-sizes``
+    set the grid's top): refused in one line before."""
+    if max_cudagraph_capture_size is not None and (version_key(release or "") or (99,)) < (0, 11, 2):
+        raise OptionError(f"--max-cudagraph-capture-size: vllm=={release} has no such flag (from 0.11.2); drop it or "
+                          "give --cuda-graph-sizes N (one value: the capture grid's top there)")
+
+
 def capture_sizes(release: str | None, *, max_num_seqs: int, max_num_batched_tokens: int,
                   num_speculative_tokens: int = 0, architecture: str = "",
-                  compute_capability: tuple[int, int] | None = None) -> list[int]:
-    """The batch sizes the release captures CUDA graphs for by default (the rule of the module docstring)."""
+                  compute_capability: tuple[int, int] | None = None,
+                  max_cudagraph_capture_size: int | None = None,
+                  cudagraph_capture_sizes: tuple[int, ...] | None = None) -> list[int]:
+    """The batch sizes the release captures CUDA graphs for: by default, or from ``--max-cudagraph-capture-size``
+    and ``--cudagraph-capture-sizes`` (before 0.11.2 the scheduler's ``--cuda-graph-sizes``) as given (the rules of
+    the module docstring). A release before 0.11.2 has no max_cudagraph_capture_size (``OptionError``)."""
     v, R, T = (version_key(release or "") or (99,)), max_num_seqs, max_num_batched_tokens
+    given = list(cudagraph_capture_sizes) if cudagraph_capture_sizes is not None else None
+    check_release_has_max_size(release, max_cudagraph_capture_size)
     if v < (0, 11, 2):
-        if architecture == GPT_OSS and min(2 * R, 512) < 992:
+        graph_sizes = given or [min(2 * R, 512)]  # SchedulerConfig's default (0.11.0 config/scheduler.py:226-227)
+        if len(graph_sizes) == 1 and architecture == GPT_OSS and graph_sizes[0] < 992:
             sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, 993, 16))
+        elif len(graph_sizes) == 1:
+            sizes = [1, 2, 4] + list(range(8, graph_sizes[0] + 1, 8))
         else:
-            sizes = [1, 2, 4] + list(range(8, min(2 * R, 512) + 1, 8))
+            sizes = sorted(graph_sizes)  # kept as given, repeats included (init_with_cudagraph_sizes)
         return [s for s in sizes if s <= T]
+    if given is not None:
+        return sorted(s for s in set(given) if s <= T)
     q = 1 + num_speculative_tokens if v >= (0, 13) else 1
-    ceiling = 1024 if v >= (0, 28) and compute_capability is not None and compute_capability[0] == 10 else 512
-    top = 1024 if architecture == GPT_OSS else min(2 * R * q, ceiling)
+    if max_cudagraph_capture_size is not None:
+        top = max_cudagraph_capture_size
+    else:
+        ceiling = 1024 if v >= (0, 28) and compute_capability is not None and compute_capability[0] == 10 else 512
+        top = 1024 if architecture == GPT_OSS else min(2 * R * q, ceiling)
     top = min(top, T)
     sizes = _grid(top)
     if v >= (0, 20, 2) and T <= top and T not in sizes:

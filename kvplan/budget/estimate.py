@@ -832,7 +832,7 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,
         exact=bool(b.exact_params), encoder_why=encoder[1], release=release,
-        graphs=_graphs(release, card, T=T, R=R, layout=layout),
+        graphs=_graphs(release, card, T=T, R=R, layout=layout, request=request),
         lora=request.lora, redundant_experts=redundant, eplb=request.enable_eplb,
         quant=target_quantization(layout.target.config, b.quantization), expert_parallel=bool(request.enable_expert_parallel),
     )
@@ -859,14 +859,17 @@ def _speculator(layout) -> tuple[int, int]:
     return k, int(info.text_config.get("hidden_size") or 0) * dtype_size_bytes(layout.target.dtype)
 
 
-def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout) -> int:
-    """The CUDA graphs a rank captures by the release's default rule (``kvplan.budget.cudagraph``)."""
+def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout, request: BudgetRequest) -> int:
+    """The CUDA graphs a rank captures by the release's rule (``kvplan.budget.cudagraph``): its default, or the
+    capture sizes the request gives (``--max-cudagraph-capture-size``, ``--cudagraph-capture-sizes``)."""
     from kvplan.budget.cudagraph import capture_sizes, graph_count
 
     spec = int(getattr(layout, "num_speculative_tokens", 0) or 0)
     sizes = capture_sizes(release, max_num_seqs=R, max_num_batched_tokens=T, num_speculative_tokens=spec,
                           architecture=_architecture(layout.target.config),
-                          compute_capability=card.compute_capability)
+                          compute_capability=card.compute_capability,
+                          max_cudagraph_capture_size=request.max_cudagraph_capture_size,
+                          cudagraph_capture_sizes=request.cudagraph_capture_sizes)
     return graph_count(release, sizes, max_num_seqs=R, num_speculative_tokens=spec)
 
 

@@ -88,4 +88,8 @@ class BudgetRequest:
     # the model runner vLLM ends up with ("v1" / "v2": the engine's runner decision, kvplan.engines.vllm.runner):
     # whose dummy sampler run the profile sees (kvplan.budget.profile.sampler_row; 0.34+ has the V2 runner only)
     model_runner: str = "v1"
+    # --max-cudagraph-capture-size and --cudagraph-capture-sizes as given (None: the release's default rule), the
+    # CUDA graphs the budget counts (kvplan.budget.cudagraph.capture_sizes)
+    max_cudagraph_capture_size: int | None = None
+    cudagraph_capture_sizes: tuple[int, ...] | None = None
 

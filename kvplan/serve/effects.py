@@ -52,6 +52,9 @@ OPTION_OF: dict[str, str] = {
     "cpu_offload_gb": "cpu_offload_gb",
     "hf_overrides": "hf_overrides",
     "enable_chunked_prefill": "enable_chunked_prefill",
+    # 0.10.1-0.11.1's SchedulerConfig.cuda_graph_sizes (0.11.0 config/scheduler.py:72), 0.11.2-0.12's deprecated
+    # spelling of --cudagraph-capture-sizes (0.11.2 engine/arg_utils.py:1118-1122): kvplan's option holds either
+    "cuda_graph_sizes": "cudagraph_capture_sizes",
 }
 
 # Applied through a handler of kvplan.serve.reader (one kvplan option from several flags, or a
@@ -134,13 +137,11 @@ UNLESS: dict[str, tuple] = {
 
 # Memory outside the KV cache that kvplan estimates; the estimate does not read these.
 ESTIMATE_WHY: dict[str, str] = {
-    "compilation_config": "CUDA-graph capture sizes and mode",
-    "cudagraph_capture_sizes": "CUDA-graph capture sizes",
-    "cuda_graph_sizes": "CUDA-graph capture sizes",  # 0.11.0's SchedulerConfig spelling
+    # its cudagraph_capture_sizes and max_cudagraph_capture_size keys are read (kvplan.serve.reader), not the rest
+    "compilation_config": "CUDA-graph mode and compilation",
     # LoRA flags of 0.11.0's list (LoRAConfig there); kvplan's slots are the default dtype and extra vocabulary
     "enable_lora_bias": "LoRA adapter weights",
     "lora_extra_vocab_size": "LoRA adapter weights",
-    "max_cudagraph_capture_size": "CUDA-graph capture sizes",
     "optimization_level": "compilation and CUDA-graph level",
     "fully_sharded_loras": "LoRA adapter sharding (kvplan's LoRA slots are the default half-sharded ones)",
     "lora_dtype": "LoRA adapter weights",

@@ -141,6 +141,7 @@ class _Reader:
         self.warnings: list[str] = []
         self.spec: dict[str, Any] = {}
         self.spec_from: list[str] = []
+        self.from_compilation: set[str] = set()  # options --compilation-config set (kvplan's of the same name)
 
     def row(self, g: Given, effect: str, applied_as: str | None = None, note: str | None = None) -> None:
         self.rows.append(ServeFlagRow(g.option, _text(g.value), g.flag.dest, effect, applied_as, note, g.origin))
@@ -169,9 +170,12 @@ class _Reader:
             if effect == fx.NO_EFFECT:
                 self.row(g, fx.NO_EFFECT)
             elif effect == fx.ESTIMATE:
-                if not self._no_graphs(g):
+                if not self._no_graphs(g) and not self._compilation_sizes(g):
                     self.row(g, fx.ESTIMATE, note=f"{fx.ESTIMATE_WHY[dest]}: not read by kvplan's budget estimate")
             elif (name := fx.option_of(dest)) is not None:
+                if name in self.from_compilation:
+                    raise OptionError(f"{g.option}: {name} and compilation_config.{name} are mutually exclusive "
+                                      "(vLLM's rule); give it once")
                 value = g.value if g.value is not None else None
                 mine = _kvplan_flag_abbreviating(g)
                 try:
@@ -294,6 +298,31 @@ class _Reader:
             self.options.setdefault("cudagraph_memory", 0)
             self.row(g, fx.APPLIED, "cudagraph_memory", "no CUDA graphs are captured: 0 bytes reserved")
         return none
+
+    def _compilation_sizes(self, g: Given) -> bool:
+        """``--compilation-config``'s ``cudagraph_capture_sizes`` and ``max_cudagraph_capture_size`` (0.11.2+) are
+        kvplan's options of those names: vLLM merges its flags into the same CompilationConfig fields and refuses a
+        field given both ways ("... and compilation_config.... are mutually exclusive", 0.11.2
+        engine/arg_utils.py:1745-1770). Its other keys (mode, compile sizes) are not read."""
+        from kvplan.engines.vllm.versions import version_key
+
+        if g.flag.dest != "compilation_config" or version_key(self.table.release) < version_key("0.11.2"):
+            return False
+        data = self._json(g)
+        keys = [k for k in ("cudagraph_capture_sizes", "max_cudagraph_capture_size") if data.get(k) is not None]
+        for key in keys:
+            if key in self.options:
+                raise OptionError(f"{g.option}: {key} and compilation_config.{key} are mutually exclusive "
+                                  "(vLLM's rule); give it once")
+            try:
+                self.set(key, data[key])
+            except OptionError as e:
+                raise OptionError(f"{g.option}: {key}: {e.message.split(': ', 1)[-1]}") from None
+            self.from_compilation.add(key)
+        if keys:
+            self.row(g, fx.APPLIED, ", ".join(keys), "its other keys (CUDA-graph mode, compilation) are not read "
+                     "by kvplan's budget estimate")
+        return bool(keys)
 
     def _h_attention_config(self, g: Given) -> None:
         data = self._json(g)

@@ -25,7 +25,7 @@ from kvplan.engines.vllm.eras import Era
 KIND_TYPES: dict[str, type] = {
     _o.STR: str, _o.INT: int, _o.FLOAT: float, _o.SIZE: int, _o.GIB: float, _o.LENGTH: int, _o.BOOL: bool,
     _o.TRISTATE: bool, _o.CHOICE: str, _o.JSON: dict, _o.POLICY_NAME: str, _o.ENV: dict[str, str],
-    _o.MAP: dict[str, str], _o.SETTINGS: dict[str, str],
+    _o.MAP: dict[str, str], _o.SETTINGS: dict[str, str], _o.INTS: tuple[int, ...],
 }
 
 

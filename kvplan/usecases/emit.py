@@ -53,6 +53,8 @@ def vllm_args(scenario, release: str) -> list[str]:
         flag = next((f for f in o.flags if f in table), o.flag)
         if o.kind in (BOOL, TRISTATE):
             out.append(flag if v else "--no-" + flag[2:])
+        elif isinstance(v, tuple):  # a list flag (nargs="+"): its values one word each
+            out += [flag, *(_value(x) for x in v)]
         else:
             out += [flag, _value(v)]
     spec = speculative_config(scenario)

@@ -261,7 +261,9 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         lora=lora, enable_eplb=bool(knobs.get("enable_eplb")), num_redundant_experts=redundant,
         rejection_sampler=layout.speculative_method is not None and runner == "v1", model_runner=runner,
         mxfp4_use_marlin=environment.mxfp4_use_marlin(serving.env, era),
-        triton_kernels=cast("bool | None", mm.get("triton_kernels"))))
+        triton_kernels=cast("bool | None", mm.get("triton_kernels")),
+        max_cudagraph_capture_size=cast("int | None", knobs.get("max_cudagraph_capture_size")),
+        cudagraph_capture_sizes=cast("tuple[int, ...] | None", knobs.get("cudagraph_capture_sizes"))))
 
 
 def _runner(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> str:

@@ -120,7 +120,9 @@ def diff(a: dict, b: dict) -> list[str]:
     return lines
 
 
-def _release_dump(release: str) -> dict:
+def run_in_release(release: str, script: str, mode: str, stdin: str | None = None, env_extra: dict | None = None):
+    """``script mode`` run by the release's interpreter (``make_goldens.release_python``), from the checkout's root;
+    the JSON of its last output line."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from make_goldens import release_python
 
@@ -128,12 +130,16 @@ def _release_dump(release: str) -> dict:
     if found is None:
         raise SystemExit(f"no environment for vllm {release}: run scripts/golden/release_env.sh {release}")
     py, env = found
-    env = {**env, "VLLM_CONFIGURE_LOGGING": "0"}
-    proc = subprocess.run([str(py), __file__, "--dump"], capture_output=True, text=True, env=env, check=False,
+    env = {**env, "VLLM_CONFIGURE_LOGGING": "0", **(env_extra or {})}
+    proc = subprocess.run([str(py), script, mode], input=stdin, capture_output=True, text=True, env=env, check=False,
                           cwd=os.path.dirname(__file__) + "/../..")
     if proc.returncode != 0:
-        raise SystemExit(f"--dump failed for vllm {release}:\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"{mode} failed for vllm {release}:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _release_dump(release: str) -> dict:
+    return run_in_release(release, __file__, "--dump")
 
 
 def main() -> None:

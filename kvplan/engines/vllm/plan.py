@@ -118,6 +118,10 @@ class SimulateOptions:
     max_cpu_loras: int | None = None
     enable_eplb: bool = False
     num_redundant_experts: int | None = None
+    # --max-cudagraph-capture-size, --cudagraph-capture-sizes (the option table's): their checks only (the budget
+    # counts the graphs)
+    max_cudagraph_capture_size: int | None = None
+    cudagraph_capture_sizes: tuple[int, ...] | None = None
 
 
 def model_runner_of(era: Era, use_v2: bool | None, async_scheduling: bool | None, *, pp: int,

@@ -47,6 +47,7 @@ STAGE_ATTENTION_BACKEND = "model_init.attention_backend"
 STAGE_LORA = "config.lora"
 STAGE_LORA_VOCAB = "model_init.lora_vocab"
 STAGE_EPLB = "config.eplb"
+STAGE_CUDAGRAPH_SIZES = "config.cudagraph_sizes"
 
 LONG_MAX_MODEL_LEN_WARNING = (
     "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position "
@@ -383,6 +384,23 @@ def check_eplb(options, era) -> None:
                             "Either enable EPLB or unset num_redundant_experts.", STAGE_EPLB)
 
 
+def check_cudagraph_sizes(options, era) -> None:
+    """``--max-cudagraph-capture-size`` only from 0.11.2 (``cudagraph.check_release_has_max_size``); given with
+    ``--cudagraph-capture-sizes``, it must be the largest size at most max_num_batched_tokens
+    (``_set_cudagraph_sizes``'s ValueError: 0.11.2 config/vllm.py:911, 0.29.0 config/vllm.py:2171, 0.34.0
+    config/vllm.py:2519; run on CPU in tests/golden/capture_sizes.json)."""
+    from kvplan.budget.cudagraph import check_release_has_max_size
+
+    cap, sizes = options.max_cudagraph_capture_size, options.cudagraph_capture_sizes
+    check_release_has_max_size(era.stands_for, cap)
+    if cap is None or sizes is None:
+        return
+    valid = max((s for s in sizes if s <= options.max_num_batched_tokens), default=0)
+    if cap != valid:
+        raise EngineFailure("ValueError", f"customized max_cudagraph_capture_size(={cap}) should be consistent with "
+                            f"the max value of cudagraph_capture_sizes(={valid})", STAGE_CUDAGRAPH_SIZES)
+
+
 def check_config(facts, options, era, logs: list[str], max_model_len: int) -> None:
     """Every check, in vLLM's order; raises ``EngineFailure`` at the first that fails.
     ``max_model_len``: the length vLLM's config holds (the given one, or the derived one)."""
@@ -392,6 +410,7 @@ def check_config(facts, options, era, logs: list[str], max_model_len: int) -> No
     check_scheduler(options, max_model_len)
     check_lora(facts, options, era)
     check_eplb(options, era)
+    check_cudagraph_sizes(options, era)
     check_float_kv_cache(facts, era)
     check_attention_heads(facts, options, era)
     check_nvfp4_mla(facts, era)

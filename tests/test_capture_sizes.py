@@ -1,0 +1,124 @@
+"""--max-cudagraph-capture-size and --cudagraph-capture-sizes: the capture sizes and graph count they give
+(kvplan/budget/cudagraph.py), against what each release's own ``VllmConfig._set_cudagraph_sizes`` returned on CPU
+(tests/golden/capture_sizes.json, written by scripts/golden/capture_sizes.py), and their way in from a serve line."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import kvplan
+from kvplan.budget.cudagraph import capture_sizes, graph_count
+from kvplan.errors import EngineFailure, KvplanError, OptionError
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "capture_sizes.json").read_text())
+
+
+def _points():
+    for release, points in GOLDEN["releases"].items():
+        for p in points:
+            yield pytest.param(release, p, id=f"{release}-{p['R']}-{p['T']}-{p.get('max_cudagraph_capture_size')}-"
+                               f"{len(p.get('cudagraph_capture_sizes') or [])}")
+
+
+def test_the_golden_covers_each_rule():
+    """One release per rule range: 0.10.1-0.11.1 (scheduler --cuda-graph-sizes), 0.11.2-0.20.0, 0.20.2+ (T
+    appended), 0.34 (the prefill/decode split)."""
+    assert {"0.10.1", "0.11.0", "0.11.2", "0.20.0", "0.20.2", "0.29.0", "0.34.0"} <= set(GOLDEN["releases"])
+
+
+@pytest.mark.parametrize("release,point", list(_points()))
+def test_capture_sizes_match_the_release_code(release, point):
+    from types import SimpleNamespace
+
+    from kvplan.engines.vllm.prechecks import check_cudagraph_sizes
+    from kvplan.version import version_key
+
+    given = point.get("cudagraph_capture_sizes")
+    kw = dict(max_num_seqs=point["R"], max_num_batched_tokens=point["T"],
+              max_cudagraph_capture_size=point.get("max_cudagraph_capture_size"),
+              cudagraph_capture_sizes=tuple(given) if given is not None else None)
+    options = SimpleNamespace(max_num_batched_tokens=point["T"], max_cudagraph_capture_size=kw["max_cudagraph_capture_size"],
+                              cudagraph_capture_sizes=kw["cudagraph_capture_sizes"])
+    era = SimpleNamespace(stands_for=release)
+    error = point.get("error")
+    if error is not None and version_key(release) < (0, 11, 2):  # the probe's own refusal: no such field then
+        assert error.startswith("TypeError: no max_cudagraph_capture_size")
+        with pytest.raises(OptionError, match=f"--max-cudagraph-capture-size: vllm=={release} has no such flag"):
+            check_cudagraph_sizes(options, era)
+        with pytest.raises(OptionError, match="has no such flag"):
+            capture_sizes(release, **kw)
+        return
+    if error is not None:  # the release's ValueError, word for word
+        with pytest.raises(EngineFailure) as e:
+            check_cudagraph_sizes(options, era)
+        assert f"{e.value.error_type}: {e.value.message}" == error
+        return
+    check_cudagraph_sizes(options, era)
+    sizes = capture_sizes(release, **kw)
+    assert sizes == point["sizes"]
+    if "decode_cudagraph_capture_request_sizes" in point:  # 0.34: a piecewise graph per prefill size, a full per decode
+        assert graph_count(release, sizes, max_num_seqs=point["R"]) == \
+            len(point["prefill_cudagraph_capture_token_sizes"]) + len(point["decode_cudagraph_capture_request_sizes"])
+
+
+def test_the_o3_probe_captures_ten_graphs():
+    """tests/logs/budget/102-…-probe-e-o3-v0.29.0.log: MAX_CUDAGRAPH_CAPTURE_SIZE=16, max_num_seqs 256, 2048 batched
+    tokens on 0.29.0. The grid up to min(16, 2048) = 16 is 1, 2, 4, 8, 16 (16 < 2048: T not appended); under
+    FULL_AND_PIECEWISE each gets a piecewise graph and, all being ≤ 256 decode requests, a full one: 10 graphs. The
+    default counted 86: 51 sizes (1, 2, 4; 8-248 by 8: 31; 256-512 by 16: 17) + the 35 of them ≤ 256."""
+    sizes = capture_sizes("0.29.0", max_num_seqs=256, max_num_batched_tokens=2048, max_cudagraph_capture_size=16)
+    assert sizes == [1, 2, 4, 8, 16] and graph_count("0.29.0", sizes, max_num_seqs=256) == 10
+    default = capture_sizes("0.29.0", max_num_seqs=256, max_num_batched_tokens=2048)
+    assert len(default) == 51 and graph_count("0.29.0", default, max_num_seqs=256) == 86
+    # gpt-oss's 1024 ceiling applies only when neither flag is given (0.29.0 models/config.py:414-419)
+    assert capture_sizes("0.29.0", max_num_seqs=256, max_num_batched_tokens=2048, max_cudagraph_capture_size=16,
+                         architecture="GptOssForCausalLM") == [1, 2, 4, 8, 16]
+    # 0.11.0's --cuda-graph-sizes 16 is the grid's top; gpt-oss lifts one value below 992 to its 81-size grid
+    assert capture_sizes("0.11.0", max_num_seqs=256, max_num_batched_tokens=8192,
+                         cudagraph_capture_sizes=(16,)) == [1, 2, 4, 8, 16]
+    assert len(capture_sizes("0.11.0", max_num_seqs=256, max_num_batched_tokens=8192, cudagraph_capture_sizes=(16,),
+                             architecture="GptOssForCausalLM")) == 81
+
+
+def _graphs_of(d: dict) -> str:
+    return d["budget"]["cudagraph_basis"].split(": ")[-1].split(" × ")[0]
+
+
+SERVE = ["Qwen/Qwen3-8B", "--max-num-seqs", "256", "--max-num-batched-tokens", "2048"]
+
+
+def test_the_serve_line_flags_reach_the_budget():
+    """--max-cudagraph-capture-size, --cudagraph-capture-sizes and --compilation-config's keys each give the
+    o3 probe's 10 graphs on 0.29.0 (86 without), and the memory the budget subtracts shrinks with them."""
+    base = kvplan.vllm_serve(SERVE, gpu="H100-80GB", policy="vllm==0.29.0")
+    assert _graphs_of(base) == "86 graphs"
+    for extra in (["--max-cudagraph-capture-size", "16"], ["--cudagraph-capture-sizes", "1", "2", "4", "8", "16"],
+                  ["--compilation-config", '{"max_cudagraph_capture_size": 16}'],
+                  ["--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4, 8, 16]}']):
+        d = kvplan.vllm_serve([*SERVE, *extra], gpu="H100-80GB", policy="vllm==0.29.0")
+        assert _graphs_of(d) == "10 graphs", extra
+        assert 0 < d["budget"]["cudagraph_bytes"] < base["budget"]["cudagraph_bytes"]
+        assert d["budget"]["kv_cache_memory_bytes"] > base["budget"]["kv_cache_memory_bytes"]
+        rows = [r for r in d["serve"]["flags"] if r["dest"] in ("max_cudagraph_capture_size", "cudagraph_capture_sizes",
+                                                                  "compilation_config")]
+        assert rows and all(r["effect"] == "applied" for r in rows), rows
+    # the option itself, as the library and a deployments file take it
+    d = kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy="vllm==0.29.0", max_num_seqs=256,
+                        max_num_batched_tokens=2048, cudagraph_capture_sizes="1,2,4,8,16")
+    assert _graphs_of(d) == "10 graphs"
+
+
+def test_the_serve_line_flags_refused_where_vllm_refuses_them():
+    with pytest.raises(KvplanError, match="mutually exclusive"):
+        kvplan.vllm_serve([*SERVE, "--max-cudagraph-capture-size", "16", "--compilation-config",
+                           '{"max_cudagraph_capture_size": 32}'], gpu="H100-80GB", policy="vllm==0.29.0")
+    with pytest.raises(OptionError, match="--max-cudagraph-capture-size: vllm==0.11.0 has no such flag "
+                                          r"\(from 0.11.2\)"):
+        kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy="vllm==0.11.0", max_cudagraph_capture_size=16)
+    # both given, inconsistent: vLLM's ValueError at config time (the engine does not start)
+    d = kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy="vllm==0.29.0", max_num_batched_tokens=2048,
+                        max_cudagraph_capture_size=32, cudagraph_capture_sizes=[1, 2, 4, 16])
+    assert d["outcome"]["starts"] is False
+    assert d["outcome"]["error"] == ("customized max_cudagraph_capture_size(=32) should be consistent with the max "
+                                     "value of cudagraph_capture_sizes(=16)")
