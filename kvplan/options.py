@@ -502,7 +502,7 @@ _TABLE: tuple[Option, ...] = (
     Option("max_cudagraph_capture_size", "--max-cudagraph-capture-size", INT, minimum=1, maximum=MAX_TOKENS,
            panel=BUDGET, commands=PLAN_CMDS, part="scheduler", metavar="N",
            default_doc="the release's: min(2 x max_num_seqs, 512), at most max_num_batched_tokens",
-           help="The largest batch CUDA graphs are captured for (vLLM 0.11.2+): the default grid 1, 2, 4, 8, 16, ... "
+           help="The largest batch CUDA graphs are captured for (vLLM's flag from 0.11.2 on): the default grid 1, 2, 4, 8, 16, ... "
                 "up to it; fewer graphs, less CUDA-graph memory."),
     Option("cudagraph_capture_sizes", "--cudagraph-capture-sizes", INTS, minimum=1, maximum=MAX_TOKENS,
            aliases=("--cuda-graph-sizes",), panel=BUDGET, commands=PLAN_CMDS, part="scheduler", metavar="SIZES",

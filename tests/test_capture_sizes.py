@@ -1,8 +1,10 @@
 """--max-cudagraph-capture-size and --cudagraph-capture-sizes: the capture sizes and graph count they give
 (kvplan/budget/cudagraph.py), against what each release's own ``VllmConfig._set_cudagraph_sizes`` returned on CPU
-(tests/golden/capture_sizes.json, written by scripts/golden/capture_sizes.py), and their way in from a serve line."""
+(tests/golden/cudagraph/capture_sizes.json, written by scripts/golden/capture_sizes.py), and their way in from a serve
+line."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ import kvplan
 from kvplan.budget.cudagraph import capture_sizes, graph_count
 from kvplan.errors import EngineFailure, KvplanError, OptionError
 
-GOLDEN = json.loads((Path(__file__).parent / "golden" / "capture_sizes.json").read_text())
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "cudagraph" / "capture_sizes.json").read_text())  # noqa: E501
 
 
 def _points():
@@ -38,16 +40,14 @@ def test_capture_sizes_match_the_release_code(release, point):
     kw = dict(max_num_seqs=point["R"], max_num_batched_tokens=point["T"],
               max_cudagraph_capture_size=point.get("max_cudagraph_capture_size"),
               cudagraph_capture_sizes=tuple(given) if given is not None else None)
-    options = SimpleNamespace(max_num_batched_tokens=point["T"], max_cudagraph_capture_size=kw["max_cudagraph_capture_size"],
-                              cudagraph_capture_sizes=kw["cudagraph_capture_sizes"])
-    era = SimpleNamespace(stands_for=release)
+    options = SimpleNamespace(max_num_batched_tokens=point["T"], cudagraph_capture_sizes=kw["cudagraph_capture_sizes"],
+                              max_cudagraph_capture_size=kw["max_cudagraph_capture_size"])
+    era = SimpleNamespace(release=release, releases=(), first_release="")
     error = point.get("error")
     if error is not None and version_key(release) < (0, 11, 2):  # the probe's own refusal: no such field then
         assert error.startswith("TypeError: no max_cudagraph_capture_size")
         with pytest.raises(OptionError, match=f"--max-cudagraph-capture-size: vllm=={release} has no such flag"):
             check_cudagraph_sizes(options, era)
-        with pytest.raises(OptionError, match="has no such flag"):
-            capture_sizes(release, **kw)
         return
     if error is not None:  # the release's ValueError, word for word
         with pytest.raises(EngineFailure) as e:
@@ -82,7 +82,10 @@ def test_the_o3_probe_captures_ten_graphs():
 
 
 def _graphs_of(d: dict) -> str:
-    return d["budget"]["cudagraph_basis"].split(": ")[-1].split(" × ")[0]
+    """"N graphs" of the budget's CUDA-graph term ("… N graphs × (a MiB + b MiB × L layers) …")."""
+    found = re.findall(r"(\d+ graphs) ×", d["budget"]["cudagraph_basis"])
+    assert len(found) == 1, d["budget"]["cudagraph_basis"]
+    return found[0]
 
 
 SERVE = ["Qwen/Qwen3-8B", "--max-num-seqs", "256", "--max-num-batched-tokens", "2048"]
@@ -122,3 +125,13 @@ def test_the_serve_line_flags_refused_where_vllm_refuses_them():
     assert d["outcome"]["starts"] is False
     assert d["outcome"]["error"] == ("customized max_cudagraph_capture_size(=32) should be consistent with the max "
                                      "value of cudagraph_capture_sizes(=16)")
+
+
+def test_the_scheduler_spelling_of_0_11_0():
+    """0.11.0's --cuda-graph-sizes (SchedulerConfig.cuda_graph_sizes) is kvplan's cudagraph_capture_sizes there: one
+    value 16 is the grid's top, 1, 2, 4, 8, 16 (0.11.0 config/__init__.py:593-613, run in the golden: the 96 point),
+    each with a piecewise and (FULL_AND_PIECEWISE from 0.11.0, all ≤ 256 requests) a full graph: 10."""
+    d = kvplan.vllm_serve([*SERVE, "--cuda-graph-sizes", "16"], gpu="H100-80GB", policy="vllm==0.11.0")
+    assert _graphs_of(d) == "10 graphs"
+    row = next(r for r in d["serve"]["flags"] if r["dest"] == "cuda_graph_sizes")
+    assert (row["effect"], row["applied_as"]) == ("applied", "cudagraph_capture_sizes")

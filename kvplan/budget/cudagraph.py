@@ -16,8 +16,8 @@ vLLM 0.19.0 logged 51 sizes for Llama-3.1-8B (R 1024, T 8192) and 83 for gpt-oss
 llm-d-planner-v0.19.0), as this rule gives.
 
 **Sizes given** (``--max-cudagraph-capture-size N``, ``--cudagraph-capture-sizes S…``, or the same keys of
-``--compilation-config``; ``tests/golden/capture_sizes.json`` holds what each release's own ``_set_cudagraph_sizes``
-returns for them, run on CPU by ``scripts/golden/capture_sizes.py``)::
+``--compilation-config``; ``tests/golden/cudagraph/capture_sizes.json`` holds what each release's own
+``_set_cudagraph_sizes`` returns for them, run on CPU by ``scripts/golden/capture_sizes.py``)::
 
     0.10.1-0.11.1   no max_cudagraph_capture_size; the scheduler's --cuda-graph-sizes: one value N is the grid's top
                     ([1, 2, 4] + 8, 16, … ≤ N, multiples of 8 only; gpt-oss raises N < 992 to its 992 grid),
@@ -31,7 +31,8 @@ returns for them, run on CPU by ``scripts/golden/capture_sizes.py``)::
                     0.29.0 vllm.py:2171; ``prechecks.check_cudagraph_sizes``)
 
 0.34's split into prefill token sizes and decode request sizes (``_split_cudagraph_capture_sizes``) keeps, for the
-sizes given, one prefill size per size and a decode size per size ≤ max_num_seqs: the count below.
+sizes given, one prefill size per size and a decode size per size ≤ max_num_seqs: the count below. Not modelled:
+with a drafter, the sizes' rounding to multiples of 1 + k (``CompilationConfig.adjust_cudagraph_sizes_for_spec_decode``).
 
 **How many graphs**: the release's default CUDA-graph mode captures a piecewise graph per size (PIECEWISE: 0.10.x,
 ``CompilationConfig`` default) and, from 0.11.0 (FULL_AND_PIECEWISE: 0.11.0 config/__init__.py:362-367, the -O2
@@ -48,7 +49,6 @@ No torch here.
 
 from __future__ import annotations
 
-from kvplan.errors import OptionError
 from kvplan.version import version_key
 
 PIECEWISE, FULL_AND_PIECEWISE, NONE = "PIECEWISE", "FULL_AND_PIECEWISE", "NONE"
@@ -63,15 +63,6 @@ def _grid(ceiling: int) -> list[int]:
     return sizes
 
 
-def check_release_has_max_size(release: str | None, max_cudagraph_capture_size: int | None) -> None:
-    """``--max-cudagraph-capture-size`` exists from 0.11.2 (``CompilationConfig.max_cudagraph_capture_size``, 0.11.2
-    config/compilation.py:448, engine/arg_utils.py:1123-1126; before, the scheduler's one-value ``--cuda-graph-sizes``
-    set the grid's top): refused in one line before."""
-    if max_cudagraph_capture_size is not None and (version_key(release or "") or (99,)) < (0, 11, 2):
-        raise OptionError(f"--max-cudagraph-capture-size: vllm=={release} has no such flag (from 0.11.2); drop it or "
-                          "give --cuda-graph-sizes N (one value: the capture grid's top there)")
-
-
 def capture_sizes(release: str | None, *, max_num_seqs: int, max_num_batched_tokens: int,
                   num_speculative_tokens: int = 0, architecture: str = "",
                   compute_capability: tuple[int, int] | None = None,
@@ -79,10 +70,10 @@ def capture_sizes(release: str | None, *, max_num_seqs: int, max_num_batched_tok
                   cudagraph_capture_sizes: tuple[int, ...] | None = None) -> list[int]:
     """The batch sizes the release captures CUDA graphs for: by default, or from ``--max-cudagraph-capture-size``
     and ``--cudagraph-capture-sizes`` (before 0.11.2 the scheduler's ``--cuda-graph-sizes``) as given (the rules of
-    the module docstring). A release before 0.11.2 has no max_cudagraph_capture_size (``OptionError``)."""
+    the module docstring). A release before 0.11.2 has no max_cudagraph_capture_size: not read there (the engine's
+    checks refuse it in one line, ``kvplan.engines.vllm.prechecks.check_cudagraph_sizes``)."""
     v, R, T = (version_key(release or "") or (99,)), max_num_seqs, max_num_batched_tokens
     given = list(cudagraph_capture_sizes) if cudagraph_capture_sizes is not None else None
-    check_release_has_max_size(release, max_cudagraph_capture_size)
     if v < (0, 11, 2):
         graph_sizes = given or [min(2 * R, 512)]  # SchedulerConfig's default (0.11.0 config/scheduler.py:226-227)
         if len(graph_sizes) == 1 and architecture == GPT_OSS and graph_sizes[0] < 992:

@@ -66,8 +66,9 @@ estimates, labelled as such in every output, each with an override:
   profiles show 0.07-0.20 GiB single-GPU and 0.20 GiB for a 4-GPU run (vllm PR #12126,
   #14447).
 * **CUDA graphs** (``--cudagraph-memory``; ``kvplan.budget.cudagraph``): the graphs a rank captures are derived
-  from the release's code (its capture sizes for max_num_seqs and max_num_batched_tokens, its default mode: a
-  piecewise graph per size, from 0.11.0 a full graph per decode size too); their memory per graph, ``a + b · layers
+  from the release's code (its capture sizes for max_num_seqs and max_num_batched_tokens, or from
+  ``--max-cudagraph-capture-size`` / ``--cudagraph-capture-sizes``, its default mode: a piecewise graph per size,
+  from 0.11.0 a full graph per decode size too); their memory per graph, ``a + b · layers
   on the rank``, is **calibrated** on the calibration half's logged capture figures (``calibration.json``
   ``cudagraph``), the band the logged-over-fitted ratios. vLLM ≥ 0.20.0 estimates the graphs in the profile and
   subtracts the estimate (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 from 0.20.0, vllm/envs.py;

@@ -8,11 +8,11 @@ then; a model config that is not eager; TP 1; no speculative config; the default
 CUDA-graph mode FULL_AND_PIECEWISE where the stand-in's is unresolved, as 0.34's -O2 default resolves it) and prints,
 per point, the capture sizes it leaves in ``compilation_config.cudagraph_capture_sizes`` (ascending), or the error
 it raises. Run from kvplan's environment it runs every release named (``make_goldens.release_python``: the base
-venv + the release's unpacked sources) and writes ``tests/golden/capture_sizes.json``::
+venv + the release's unpacked sources) and writes ``tests/golden/cudagraph/capture_sizes.json``::
 
-    RELEASE_BASE=/work/golden-venvs/rel-base RELEASE_SRC=/work/golden-venvs/rel-src \\
+    RELEASE_BASE=.golden-venvs/rel-base RELEASE_SRC=.golden-venvs/rel-src \\
         python scripts/golden/capture_sizes.py 0.10.1 0.11.0 0.11.2 0.19.0 0.20.2
-    RELEASE_BASE=/work/golden-venvs/rel-base5 RELEASE_SRC=/work/golden-venvs/rel-src \\
+    RELEASE_BASE=.golden-venvs/rel-base5 RELEASE_SRC=.golden-venvs/rel-src \\
         python scripts/golden/capture_sizes.py 0.29.0 0.34.0
 
 (each run merges its releases into the file). A point: ``R`` (max_num_seqs), ``T`` (max_num_batched_tokens) and
@@ -27,7 +27,7 @@ import json
 import sys
 from pathlib import Path
 
-GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "capture_sizes.json"
+GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "cudagraph" / "capture_sizes.json"
 
 # (R, T, flags): the default, the max alone (below 8, below 256, above 256, above T: T appended from 0.20.2), the
 # list alone (repeats, a size above T, one size: the old releases' grid top), both (consistent, inconsistent)

@@ -385,15 +385,21 @@ def check_eplb(options, era) -> None:
 
 
 def check_cudagraph_sizes(options, era) -> None:
-    """``--max-cudagraph-capture-size`` only from 0.11.2 (``cudagraph.check_release_has_max_size``); given with
-    ``--cudagraph-capture-sizes``, it must be the largest size at most max_num_batched_tokens
-    (``_set_cudagraph_sizes``'s ValueError: 0.11.2 config/vllm.py:911, 0.29.0 config/vllm.py:2171, 0.34.0
-    config/vllm.py:2519; run on CPU in tests/golden/capture_sizes.json)."""
-    from kvplan.budget.cudagraph import check_release_has_max_size
+    """``--max-cudagraph-capture-size`` exists from 0.11.2 (``CompilationConfig.max_cudagraph_capture_size``, 0.11.2
+    config/compilation.py:448, engine/arg_utils.py:1123-1126; before, the scheduler's one-value ``--cuda-graph-sizes``
+    set the grid's top): refused in one line before. Given with ``--cudagraph-capture-sizes``, it must be the largest
+    size at most max_num_batched_tokens (``_set_cudagraph_sizes``'s ValueError: 0.11.2 config/vllm.py:911, 0.29.0
+    config/vllm.py:2171, 0.34.0 config/vllm.py:2519; run on CPU in tests/golden/cudagraph/capture_sizes.json)."""
+    from kvplan.version import version_key
 
     cap, sizes = options.max_cudagraph_capture_size, options.cudagraph_capture_sizes
-    check_release_has_max_size(era.stands_for, cap)
-    if cap is None or sizes is None:
+    if cap is None:
+        return
+    release = era.release or (era.releases[-1] if era.releases else era.first_release)  # Era.stands_for
+    if (version_key(release) or (99,)) < (0, 11, 2):
+        raise OptionError(f"--max-cudagraph-capture-size: vllm=={release} has no such flag (from 0.11.2); drop it or "
+                          "give --cuda-graph-sizes N (one value: the capture grid's top there)")
+    if sizes is None:
         return
     valid = max((s for s in sizes if s <= options.max_num_batched_tokens), default=0)
     if cap != valid:
