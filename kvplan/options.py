@@ -509,6 +509,17 @@ _TABLE: tuple[Option, ...] = (
            default_doc="the release's grid",
            help="The batch sizes CUDA graphs are captured for (1,2,4,8); those above max_num_batched_tokens are "
                 "dropped. Before vLLM 0.11.2 the scheduler's --cuda-graph-sizes: one value is the grid's top."),
+    # the CUDA-graph mode (VllmConfig.optimization_level from 0.12.0, its OPTIMIZATION_LEVEL_TO_CONFIG; the compilation
+    # config's cudagraph_mode): which graphs the budget counts (kvplan.budget.cudagraph.resolved_mode)
+    Option("optimization_level", "--optimization-level", INT, minimum=0, maximum=3, panel=BUDGET, commands=PLAN_CMDS,
+           part="scheduler", metavar="0-3", default_doc="2 (vLLM's -O2: FULL_AND_PIECEWISE CUDA graphs)",
+           help="vLLM's -O level (from 0.12.0): 0 captures no CUDA graphs, 1 piecewise graphs only, 2 and 3 piecewise "
+                "and full decode graphs."),
+    Option("cudagraph_mode", "--cudagraph-mode", CHOICE, choices=("NONE", "PIECEWISE", "FULL_AND_PIECEWISE"),
+           vllm=False, panel=BUDGET, commands=PLAN_CMDS, part="scheduler", metavar="MODE",
+           default_doc="the optimization level's",
+           help="--compilation-config's cudagraph_mode (vLLM has no flag of this name): NONE, PIECEWISE or "
+                "FULL_AND_PIECEWISE; -O0 overrides it to NONE."),
     Option("enable_chunked_prefill", "--enable-chunked-prefill", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
            default_doc="on (vLLM's default for generative models)",
            help="Chunked prefill. Off: max_num_batched_tokens defaults to at least max_model_len, and vLLM refuses "

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import kvplan
-from kvplan.budget.cudagraph import capture_sizes, graph_count
+from kvplan.budget.cudagraph import capture_sizes, graph_count, resolved_mode
 from kvplan.errors import EngineFailure, KvplanError, OptionError
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "cudagraph" / "capture_sizes.json").read_text())  # noqa: E501
@@ -20,7 +20,8 @@ def _points():
     for release, points in GOLDEN["releases"].items():
         for p in points:
             yield pytest.param(release, p, id=f"{release}-{p['R']}-{p['T']}-{p.get('max_cudagraph_capture_size')}-"
-                               f"{len(p.get('cudagraph_capture_sizes') or [])}")
+                               f"{len(p.get('cudagraph_capture_sizes') or [])}-O{p.get('optimization_level')}-"
+                               f"{p.get('cudagraph_mode')}")
 
 
 def test_the_golden_covers_each_rule():
@@ -44,6 +45,10 @@ def test_capture_sizes_match_the_release_code(release, point):
                               max_cudagraph_capture_size=kw["max_cudagraph_capture_size"])
     era = SimpleNamespace(release=release, releases=(), first_release="")
     error = point.get("error")
+    level, mode = point.get("optimization_level"), point.get("cudagraph_mode")
+    if level is not None or mode is not None:
+        _check_the_mode(release, point, kw, era)
+        return
     if error is not None and version_key(release) < (0, 11, 2):  # the probe's own refusal: no such field then
         assert error.startswith("TypeError: no max_cudagraph_capture_size")
         with pytest.raises(OptionError, match=f"--max-cudagraph-capture-size: vllm=={release} has no such flag"):
@@ -135,3 +140,70 @@ def test_the_scheduler_spelling_of_0_11_0():
     assert _graphs_of(d) == "10 graphs"
     row = next(r for r in d["serve"]["flags"] if r["dest"] == "cuda_graph_sizes")
     assert (row["effect"], row["applied_as"]) == ("applied", "cudagraph_capture_sizes")
+
+
+def _check_the_mode(release: str, point: dict, kw: dict, era) -> None:
+    """A point with -O and/or cudagraph_mode: kvplan's refusal where the release has no optimization_level field, else
+    the mode it resolves, the sizes, and the graphs under that mode (0.34: the piecewise graphs are the prefill sizes',
+    the full ones the decode sizes')."""
+    from types import SimpleNamespace
+
+    from kvplan.engines.vllm.prechecks import check_optimization_level
+
+    level, mode = point.get("optimization_level"), point.get("cudagraph_mode")
+    options = SimpleNamespace(optimization_level=level)
+    if point.get("error") is not None:
+        assert point["error"] == "TypeError: no optimization_level before 0.12.0"
+        with pytest.raises(OptionError, match=f"--optimization-level: vllm=={release} has no such flag "
+                                              r"\(from 0.12.0\)"):
+            check_optimization_level(options, era)
+        return
+    check_optimization_level(options, era)
+    resolved = resolved_mode(release, optimization_level=level, cudagraph_mode=mode)
+    assert resolved == point["resolved_mode"]
+    graphs = graph_count(release, capture_sizes(release, **kw), max_num_seqs=point["R"], mode=resolved)
+    if resolved == "NONE":  # no graphs: vLLM leaves no capture sizes
+        assert point["sizes"] == [] and graphs == 0
+        return
+    assert capture_sizes(release, **kw) == point["sizes"]
+    prefill = point.get("prefill_cudagraph_capture_token_sizes", point["sizes"])
+    decode = point.get("decode_cudagraph_capture_request_sizes",
+                       [s for s in point["sizes"] if s <= point["R"]])
+    assert graphs == len(prefill) + (len(decode) if resolved == "FULL_AND_PIECEWISE" else 0)
+
+
+def test_the_golden_covers_each_level():
+    """Each -O level from 0.12.0 (the first release with the field), and its refusal before."""
+    for release in ("0.11.2", "0.12.0", "0.29.0", "0.34.0"):
+        levels = {p["optimization_level"] for p in GOLDEN["releases"][release] if "optimization_level" in p}
+        assert levels == {0, 1, 2, 3}, release
+
+
+def test_the_eval_best_case_captures_25_piecewise_graphs():
+    """tests/logs/budget/122-…-eval-best-no-mtp-v0.29.0.log: --optimization-level=1 --max-cudagraph-capture-size=179,
+    451 sequences, 16384 batched tokens on 0.29.0 ("Truncating max_cudagraph_capture_size to 176"): the grid up to
+    179 is 1, 2, 4 and 8 … 176 by 8 (3 + 22 = 25 sizes); -O1 is PIECEWISE (0.29.0 config/vllm.py:278), a graph per
+    size: 25, where the default -O2 (FULL_AND_PIECEWISE) adds a full graph per size ≤ 451: 50."""
+    sizes = capture_sizes("0.29.0", max_num_seqs=451, max_num_batched_tokens=16384, max_cudagraph_capture_size=179)
+    assert len(sizes) == 25 and sizes[-1] == 176
+    assert graph_count("0.29.0", sizes, max_num_seqs=451, mode=resolved_mode("0.29.0", optimization_level=1)) == 25
+    assert graph_count("0.29.0", sizes, max_num_seqs=451) == 50
+    # from a serve line: the o3 probe's 5 sizes (1, 2, 4, 8, 16; test_the_o3_probe_captures_ten_graphs) give 5
+    # piecewise graphs under -O1 or cudagraph_mode PIECEWISE, 10 under -O2 / -O3
+    for extra, graphs in ((["--optimization-level", "1"], "5 graphs"), (["-O1"], "5 graphs"), (["-O3"], "10 graphs"),
+                          (["--compilation-config", '{"cudagraph_mode": "PIECEWISE"}'], "5 graphs")):
+        d = kvplan.vllm_serve([*SERVE, "--max-cudagraph-capture-size", "16", *extra], gpu="H100-80GB",
+                              policy="vllm==0.29.0")
+        assert _graphs_of(d) == graphs, extra
+        row = next(r for r in d["serve"]["flags"] if r["dest"] in ("optimization_level", "compilation_config"))
+        assert row["effect"] == "applied", row
+
+
+def test_O0_and_the_level_before_0_12():
+    """-O0 captures no graphs (the budget's term 0, as --enforce-eager's); --optimization-level refused in one line
+    before 0.12.0, where vLLM has no such field."""
+    d = kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy="vllm==0.29.0", optimization_level=0)
+    assert d["budget"]["cudagraph_bytes"] == 0
+    assert d["budget"]["band"]["warmup_need_bytes"] == 0
+    with pytest.raises(OptionError, match=r"--optimization-level: vllm==0.11.2 has no such flag \(from 0.12.0\)"):
+        kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy="vllm==0.11.2", optimization_level=1)

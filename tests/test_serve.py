@@ -195,7 +195,8 @@ def test_vllm_spellings_prefixes_and_dotted_json():
     assert req.options["speculative_method"] == "eagle3" and req.options["num_speculative_tokens"] == 5
     assert req.options["enable_prefix_caching"] is False
     rows = {r.dest: r for r in req.flags}
-    assert rows["optimization_level"].effect == "estimate" and rows["speculative_config"].origin == "dotted"
+    assert rows["optimization_level"].effect == "applied" and rows["speculative_config"].origin == "dotted"
+    assert req.options["optimization_level"] == 3
 
 
 def test_mtp_aliases_and_ngram():
@@ -347,7 +348,7 @@ def test_no_chunked_prefill_reaches_vllms_scheduler_check():
 def test_no_cuda_graphs_from_O0_or_the_compilation_config():
     """-O0 sets cudagraph_mode NONE from vLLM 0.12.0 (OPTIMIZATION_LEVEL_00, config/vllm.py:64-66, 165), as does
     --compilation-config with cudagraph_mode NONE: no graphs, as --enforce-eager; -O3 keeps the release's graphs
-    (listed: kvplan's estimate does not read the level)."""
+    (FULL_AND_PIECEWISE, as -O2: tests/test_capture_sizes.py)."""
     for extra in (["-O0"], ["--compilation-config", '{"cudagraph_mode": "NONE"}']):
         d = kvplan.vllm_serve(["Qwen/Qwen3-8B", *extra], gpu="H100-80GB", policy="vllm==0.19.0")
         assert (d["budget"]["cudagraph_bytes"], d["budget"]["cudagraph_source"]) == (0, "override")

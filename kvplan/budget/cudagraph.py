@@ -39,6 +39,12 @@ with a drafter, the sizes' rounding to multiples of 1 + k (``CompilationConfig.a
 default of 0.19.0 config/vllm.py:215), also a full graph per uniform-decode size (sizes ≤ R·q). ``--enforce-eager``
 (``--cudagraph-memory 0``) captures none.
 
+**The mode given** (``--optimization-level``, 0.12.0+; ``--compilation-config``'s ``cudagraph_mode``): -O0 NONE (no
+graphs, as ``--enforce-eager``), -O1 PIECEWISE (a piecewise graph per size only), -O2 (the default) and -O3
+FULL_AND_PIECEWISE, each release's ``OPTIMIZATION_LEVEL_TO_CONFIG`` (``resolved_mode``; run on CPU in the golden).
+A checked case: 0.29.0 ``--optimization-level=1 --max-cudagraph-capture-size=179`` (tests/logs/budget 122): 25 sizes,
+25 piecewise graphs (50 under the default mode).
+
 **Their memory** cannot be measured on a CPU (the graphs' private pools and the driver's instantiated graphs): it is
 calibrated on the calibration half of tests/logs/budget from what the logs print ("Graph capturing finished in N secs,
 took X GiB"), per graph as ``a + b · layers on the rank`` (``scripts/calibrate_budget.py``, ``calibration.json``
@@ -103,10 +109,37 @@ def default_mode(release: str | None) -> str:
     return PIECEWISE if (version_key(release or "") or (99,)) < (0, 11) else FULL_AND_PIECEWISE
 
 
-def graph_count(release: str | None, sizes: list[int], *, max_num_seqs: int, num_speculative_tokens: int = 0) -> int:
-    """The graphs captured on a rank: a piecewise graph per size, and under FULL_AND_PIECEWISE a full graph per
-    uniform-decode size (≤ max_num_seqs · q)."""
-    if default_mode(release) == PIECEWISE:
+# -O0 ... -O3's CUDA-graph mode (``OPTIMIZATION_LEVEL_0N["compilation_config"]["cudagraph_mode"]``: 0.12.0
+# config/vllm.py:114, 129, 144, 159; 0.19.0 vllm.py:177-234; 0.29.0 vllm.py:255-324; 0.34.0 vllm.py:297-360); run on
+# CPU through each release's ``_apply_optimization_level_defaults`` in tests/golden/cudagraph/capture_sizes.json
+LEVEL_MODE = {0: NONE, 1: PIECEWISE, 2: FULL_AND_PIECEWISE, 3: FULL_AND_PIECEWISE}
+# the modes whose graph count kvplan derives (given as --compilation-config's cudagraph_mode)
+READ_MODES = (NONE, PIECEWISE, FULL_AND_PIECEWISE)
+
+
+def resolved_mode(release: str | None, *, optimization_level: int | None = None,
+                  cudagraph_mode: str | None = None) -> str:
+    """The CUDA-graph mode vLLM resolves: the compilation config's ``cudagraph_mode`` as given, else the
+    optimization level's (0.12.0+, ``_apply_optimization_level_defaults`` fills only a mode left unset), else the
+    release's default. -O0 leaves the compilation mode NONE, and any mode other than NONE without VLLM_COMPILE is
+    overridden to NONE (0.12.0 config/vllm.py:631-658; 0.29.0 vllm.py:1458-1470)."""
+    if optimization_level == 0:
+        return NONE
+    if cudagraph_mode is not None:
+        return cudagraph_mode
+    if optimization_level is not None:
+        return LEVEL_MODE[optimization_level]
+    return default_mode(release)
+
+
+def graph_count(release: str | None, sizes: list[int], *, max_num_seqs: int, num_speculative_tokens: int = 0,
+                mode: str | None = None) -> int:
+    """The graphs captured on a rank under ``mode`` (the release's default when None): none under NONE, a piecewise
+    graph per size, and under FULL_AND_PIECEWISE a full graph per uniform-decode size (≤ max_num_seqs · q) too."""
+    mode = mode or default_mode(release)
+    if mode == NONE:
+        return 0
+    if mode == PIECEWISE:
         return len(sizes)
     q = 1 + num_speculative_tokens
     return len(sizes) + sum(1 for s in sizes if s <= max_num_seqs * q)

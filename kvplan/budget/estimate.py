@@ -68,7 +68,8 @@ estimates, labelled as such in every output, each with an override:
 * **CUDA graphs** (``--cudagraph-memory``; ``kvplan.budget.cudagraph``): the graphs a rank captures are derived
   from the release's code (its capture sizes for max_num_seqs and max_num_batched_tokens, or from
   ``--max-cudagraph-capture-size`` / ``--cudagraph-capture-sizes``, its default mode: a piecewise graph per size,
-  from 0.11.0 a full graph per decode size too); their memory per graph, ``a + b · layers
+  from 0.11.0 a full graph per decode size too; -O0 none, -O1 and ``cudagraph_mode`` PIECEWISE piecewise only);
+  their memory per graph, ``a + b · layers
   on the rank``, is **calibrated** on the calibration half's logged capture figures (``calibration.json``
   ``cudagraph``), the band the logged-over-fitted ratios. vLLM ≥ 0.20.0 estimates the graphs in the profile and
   subtracts the estimate (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 from 0.20.0, vllm/envs.py;
@@ -862,8 +863,9 @@ def _speculator(layout) -> tuple[int, int]:
 
 def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout, request: BudgetRequest) -> int:
     """The CUDA graphs a rank captures by the release's rule (``kvplan.budget.cudagraph``): its default, or the
-    capture sizes the request gives (``--max-cudagraph-capture-size``, ``--cudagraph-capture-sizes``)."""
-    from kvplan.budget.cudagraph import capture_sizes, graph_count
+    capture sizes the request gives (``--max-cudagraph-capture-size``, ``--cudagraph-capture-sizes``), under the mode
+    it resolves (``--optimization-level``, ``--compilation-config``'s cudagraph_mode: -O0 none, -O1 piecewise only)."""
+    from kvplan.budget.cudagraph import capture_sizes, graph_count, resolved_mode
 
     spec = int(getattr(layout, "num_speculative_tokens", 0) or 0)
     sizes = capture_sizes(release, max_num_seqs=R, max_num_batched_tokens=T, num_speculative_tokens=spec,
@@ -871,7 +873,8 @@ def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout, request: Bud
                           compute_capability=card.compute_capability,
                           max_cudagraph_capture_size=request.max_cudagraph_capture_size,
                           cudagraph_capture_sizes=request.cudagraph_capture_sizes)
-    return graph_count(release, sizes, max_num_seqs=R, num_speculative_tokens=spec)
+    mode = resolved_mode(release, optimization_level=request.optimization_level, cudagraph_mode=request.cudagraph_mode)
+    return graph_count(release, sizes, max_num_seqs=R, num_speculative_tokens=spec, mode=mode)
 
 
 def _release(era) -> str:

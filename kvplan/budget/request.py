@@ -92,4 +92,8 @@ class BudgetRequest:
     # CUDA graphs the budget counts (kvplan.budget.cudagraph.capture_sizes)
     max_cudagraph_capture_size: int | None = None
     cudagraph_capture_sizes: tuple[int, ...] | None = None
+    # --optimization-level (0.12.0+) and --compilation-config's cudagraph_mode as given (None: the release's
+    # default): the CUDA-graph mode whose graphs the budget counts (kvplan.budget.cudagraph.resolved_mode)
+    optimization_level: int | None = None
+    cudagraph_mode: str | None = None
 

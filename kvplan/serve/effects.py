@@ -71,6 +71,7 @@ HANDLED: dict[str, str] = {
     "num_speculative_tokens": "speculative_config.num_speculative_tokens (releases before the JSON flag)",
     "kv_events_config": "the hybrid KV-cache manager decision (kv_events)",
     "enforce_eager": "no CUDA graphs: the budget's CUDA-graph reserve is 0",
+    "optimization_level": "the CUDA-graph mode (-O0 none, -O1 piecewise only, -O2/-O3 piecewise and full)",
     "attention_config": "attention_config.backend is --attention-backend",
     "eplb_config": "eplb_config.num_redundant_experts is --num-redundant-experts",
 }
@@ -137,12 +138,12 @@ UNLESS: dict[str, tuple] = {
 
 # Memory outside the KV cache that kvplan estimates; the estimate does not read these.
 ESTIMATE_WHY: dict[str, str] = {
-    # its cudagraph_capture_sizes and max_cudagraph_capture_size keys are read (kvplan.serve.reader), not the rest
-    "compilation_config": "CUDA-graph mode and compilation",
+    # its cudagraph_capture_sizes, max_cudagraph_capture_size and cudagraph_mode keys are read (kvplan.serve.reader),
+    # not the rest
+    "compilation_config": "compilation and the FULL / FULL_DECODE_ONLY CUDA-graph modes",
     # LoRA flags of 0.11.0's list (LoRAConfig there); kvplan's slots are the default dtype and extra vocabulary
     "enable_lora_bias": "LoRA adapter weights",
     "lora_extra_vocab_size": "LoRA adapter weights",
-    "optimization_level": "compilation and CUDA-graph level",
     "fully_sharded_loras": "LoRA adapter sharding (kvplan's LoRA slots are the default half-sharded ones)",
     "lora_dtype": "LoRA adapter weights",
     "lora_target_modules": "LoRA adapter weights",

@@ -172,7 +172,7 @@ class _Reader:
             elif effect == fx.ESTIMATE:
                 if not self._no_graphs(g) and not self._compilation_sizes(g):
                     self.row(g, fx.ESTIMATE, note=f"{fx.ESTIMATE_WHY[dest]}: not read by kvplan's budget estimate")
-            elif (name := fx.option_of(dest)) is not None:
+            elif (name := fx.option_of(dest)) is not None and dest not in fx.HANDLED:
                 if name in self.from_compilation:
                     raise OptionError(f"{g.option}: {name} and compilation_config.{name} are mutually exclusive "
                                       "(vLLM's rule); give it once")
@@ -283,14 +283,10 @@ class _Reader:
             self.row(g, fx.NO_EFFECT, note="the default")
 
     def _no_graphs(self, g: Given) -> bool:
-        """-O0 (from 0.12.0: OPTIMIZATION_LEVEL_00 sets cudagraph_mode NONE, 0.12.0 config/vllm.py:64-66, 165) or a
-        --compilation-config with cudagraph_mode NONE or no capture sizes: no CUDA graphs, as --enforce-eager."""
-        from kvplan.engines.vllm.versions import version_key
-
+        """A --compilation-config with cudagraph_mode NONE or no capture sizes: no CUDA graphs, as --enforce-eager
+        (-O0: ``_h_optimization_level``)."""
         dest, none = g.flag.dest, False
-        if dest == "optimization_level" and str(g.value).strip() == "0":
-            none = version_key(self.table.release) >= version_key("0.12.0")
-        elif dest == "compilation_config":
+        if dest == "compilation_config":
             data = self._json(g)
             none = str(data.get("cudagraph_mode", "")).upper().removeprefix("CUDAGRAPHMODE.") == "NONE" or \
                 data.get("cudagraph_capture_sizes") == []
@@ -303,13 +299,20 @@ class _Reader:
         """``--compilation-config``'s ``cudagraph_capture_sizes`` and ``max_cudagraph_capture_size`` (0.11.2+) are
         kvplan's options of those names: vLLM merges its flags into the same CompilationConfig fields and refuses a
         field given both ways ("... and compilation_config.... are mutually exclusive", 0.11.2
-        engine/arg_utils.py:1745-1770). Its other keys (mode, compile sizes) are not read."""
+        engine/arg_utils.py:1745-1770). Its ``cudagraph_mode`` (every release: 0.10.1 config/compilation.py:226)
+        PIECEWISE or FULL_AND_PIECEWISE is kvplan's ``cudagraph_mode`` (NONE: ``_no_graphs``). Its other keys
+        (compile sizes, FULL and FULL_DECODE_ONLY modes) are not read."""
         from kvplan.engines.vllm.versions import version_key
 
-        if g.flag.dest != "compilation_config" or version_key(self.table.release) < version_key("0.11.2"):
+        if g.flag.dest != "compilation_config":
             return False
         data = self._json(g)
-        keys = [k for k in ("cudagraph_capture_sizes", "max_cudagraph_capture_size") if data.get(k) is not None]
+        keys = [k for k in ("cudagraph_capture_sizes", "max_cudagraph_capture_size") if data.get(k) is not None] \
+            if version_key(self.table.release) >= version_key("0.11.2") else []
+        mode = str(data.get("cudagraph_mode", "")).upper().removeprefix("CUDAGRAPHMODE.")
+        if mode in ("PIECEWISE", "FULL_AND_PIECEWISE"):
+            data = {**data, "cudagraph_mode": mode}
+            keys.append("cudagraph_mode")
         for key in keys:
             if key in self.options:
                 raise OptionError(f"{g.option}: {key} and compilation_config.{key} are mutually exclusive "
@@ -320,9 +323,24 @@ class _Reader:
                 raise OptionError(f"{g.option}: {key}: {e.message.split(': ', 1)[-1]}") from None
             self.from_compilation.add(key)
         if keys:
-            self.row(g, fx.APPLIED, ", ".join(keys), "its other keys (CUDA-graph mode, compilation) are not read "
-                     "by kvplan's budget estimate")
+            self.row(g, fx.APPLIED, ", ".join(keys), "its other keys (compilation, other CUDA-graph modes) are not "
+                     "read by kvplan's budget estimate")
         return bool(keys)
+
+    def _h_optimization_level(self, g: Given) -> None:
+        """``--optimization-level`` / ``-O`` (0.12.0+; the serve-flag list has it from there): kvplan's
+        ``optimization_level``, the CUDA-graph mode its level table sets; -O0 captures no graphs, as --enforce-eager
+        (``cudagraph_memory`` 0, the same override)."""
+        try:
+            self.set("optimization_level", str(g.value).strip())
+        except OptionError as e:
+            raise OptionError(f"{g.option}: {e.message.split(': ', 1)[-1]}") from None
+        if self.options["optimization_level"] == 0:
+            self.options.setdefault("cudagraph_memory", 0)
+            self.row(g, fx.APPLIED, "optimization_level, cudagraph_memory", "no CUDA graphs are captured: 0 bytes "
+                     "reserved")
+        else:
+            self.row(g, fx.APPLIED, "optimization_level")
 
     def _h_attention_config(self, g: Given) -> None:
         data = self._json(g)

@@ -263,7 +263,9 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         mxfp4_use_marlin=environment.mxfp4_use_marlin(serving.env, era),
         triton_kernels=cast("bool | None", mm.get("triton_kernels")),
         max_cudagraph_capture_size=cast("int | None", knobs.get("max_cudagraph_capture_size")),
-        cudagraph_capture_sizes=cast("tuple[int, ...] | None", knobs.get("cudagraph_capture_sizes"))))
+        cudagraph_capture_sizes=cast("tuple[int, ...] | None", knobs.get("cudagraph_capture_sizes")),
+        optimization_level=cast("int | None", knobs.get("optimization_level")),
+        cudagraph_mode=cast("str | None", knobs.get("cudagraph_mode"))))
 
 
 def _runner(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> str:

@@ -19,6 +19,14 @@ venv + the release's unpacked sources) and writes ``tests/golden/cudagraph/captu
 the flags as kvplan's options name them: ``max_cudagraph_capture_size`` (0.11.2+) and ``cudagraph_capture_sizes``
 (vLLM's ``--cudagraph-capture-sizes``; before 0.11.2 the scheduler's ``--cuda-graph-sizes``). The platform is the
 CPU, so the default ceiling is 512 (not a data-center Blackwell card's 1024).
+
+The CUDA-graph mode: a point with ``optimization_level`` (``--optimization-level``, a VllmConfig field from 0.12.0;
+an earlier release's own refusal is its missing field) and/or ``cudagraph_mode`` (the compilation config's) runs the
+release's resolution of the mode: the compilation mode the level sets when unset (VLLM_COMPILE above -O0, NONE at
+-O0: 0.12.0 config/vllm.py:631-636), the release's ``_apply_optimization_level_defaults`` with its own
+``OPTIMIZATION_LEVEL_TO_CONFIG[level]``'s ``cudagraph_mode`` (the table's other entries, compile passes, are not
+CUDA-graph facts and need a whole model config), then a mode other than NONE without VLLM_COMPILE overridden to NONE
+(0.12.0 vllm.py:648-658), before ``_set_cudagraph_sizes``; it records the resolved ``cudagraph_mode`` by name.
 """
 
 from __future__ import annotations
@@ -43,6 +51,15 @@ POINTS = [
     {"R": 32, "T": 64, "cudagraph_capture_sizes": [100]},
     {"R": 256, "T": 2048, "cudagraph_capture_sizes": [1, 2, 4, 16], "max_cudagraph_capture_size": 16},
     {"R": 256, "T": 2048, "cudagraph_capture_sizes": [1, 2, 4, 16], "max_cudagraph_capture_size": 32},
+]
+# the CUDA-graph mode: each -O level (0.12.0+; the eval-best case of tests/logs/budget, 122: -O1, max 179, R 451,
+# T 16384), a cudagraph_mode given, alone and under -O0 / -O1
+POINTS += [{"R": 256, "T": 2048, "optimization_level": level} for level in (0, 1, 2, 3)]
+POINTS += [
+    {"R": 451, "T": 16384, "max_cudagraph_capture_size": 179, "optimization_level": 1},
+    {"R": 256, "T": 2048, "cudagraph_mode": "PIECEWISE"},
+    {"R": 256, "T": 2048, "cudagraph_mode": "FULL_AND_PIECEWISE", "optimization_level": 1},
+    {"R": 256, "T": 2048, "cudagraph_mode": "PIECEWISE", "optimization_level": 0},
 ]
 
 
@@ -73,7 +90,10 @@ def run(points: list[dict]) -> list[dict]:
     out = []
     for p in points:
         sizes, cap = p.get("cudagraph_capture_sizes"), p.get("max_cudagraph_capture_size")
+        level, mode = p.get("optimization_level"), p.get("cudagraph_mode")
         try:
+            if level is not None and "optimization_level" not in getattr(VllmConfig, "__dataclass_fields__", {}):
+                raise TypeError("no optimization_level before 0.12.0")
             if old:
                 if cap is not None:
                     raise TypeError("no max_cudagraph_capture_size before 0.11.2")
@@ -81,28 +101,50 @@ def run(points: list[dict]) -> list[dict]:
 
                 sched = SchedulerConfig(max_num_seqs=p["R"], max_num_batched_tokens=p["T"],
                                         max_model_len=p["T"], cuda_graph_sizes=list(sizes or []))
-                comp = CompilationConfig()
+                comp = CompilationConfig(**({"cudagraph_mode": _mode(mode)} if mode else {}))
             else:
                 sched = SimpleNamespace(max_num_seqs=p["R"], max_num_batched_tokens=p["T"])
-                kw = {k: v for k, v in (("cudagraph_capture_sizes", sizes), ("max_cudagraph_capture_size", cap))
-                      if v is not None}
+                kw = {k: v for k, v in (("cudagraph_capture_sizes", sizes), ("max_cudagraph_capture_size", cap),
+                                        ("cudagraph_mode", _mode(mode) if mode else None)) if v is not None}
                 comp = CompilationConfig(**kw)
-            if getattr(comp, "cudagraph_mode", "") is None:  # resolved later by the -O level (0.34: FULL_AND_PIECEWISE)
-                from vllm.config.compilation import CUDAGraphMode
-
-                comp.cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
             me = Config(
                 model_config=SimpleNamespace(enforce_eager=False), compilation_config=comp, scheduler_config=sched,
                 parallel_config=SimpleNamespace(tensor_parallel_size=1), speculative_config=None,
                 uniform_decode_query_len=1, num_speculative_tokens=0, performance_mode="balanced")
+            if level is not None:
+                from vllm.config.compilation import CompilationMode, CUDAGraphMode
+                from vllm.config.vllm import OPTIMIZATION_LEVEL_TO_CONFIG, OptimizationLevel
+
+                me.optimization_level = OptimizationLevel(level)
+                if comp.mode is None:
+                    comp.mode = CompilationMode.VLLM_COMPILE if level > 0 else CompilationMode.NONE
+                table = OPTIMIZATION_LEVEL_TO_CONFIG[OptimizationLevel(level)]["compilation_config"]
+                VllmConfig._apply_optimization_level_defaults(
+                    me, {"compilation_config": {"cudagraph_mode": table["cudagraph_mode"]}})
+                if comp.cudagraph_mode != CUDAGraphMode.NONE and comp.mode != CompilationMode.VLLM_COMPILE:
+                    comp.cudagraph_mode = CUDAGraphMode.NONE
+            if getattr(comp, "cudagraph_mode", "") is None:  # resolved later by the -O level (0.34: FULL_AND_PIECEWISE)
+                from vllm.config.compilation import CUDAGraphMode
+
+                comp.cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
             VllmConfig._set_cudagraph_sizes(me)
             split = {k: sorted(getattr(comp, k)) for k in ("decode_cudagraph_capture_request_sizes",
                                                            "prefill_cudagraph_capture_token_sizes")
                      if getattr(comp, k, None) is not None}  # 0.34's split of the sizes, recorded as it is
-            out.append({**p, "sizes": sorted(comp.cudagraph_capture_sizes), **split})
+            resolved = {"resolved_mode": comp.cudagraph_mode.name} if level is not None or mode else {}
+            out.append({**p, "sizes": sorted(comp.cudagraph_capture_sizes or []), **split, **resolved})
         except Exception as e:  # noqa: BLE001 - the release's own refusal is the answer for that point
             out.append({**p, "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"})
     return out
+
+
+def _mode(name: str):
+    """The release's own CUDAGraphMode member of that name."""
+    try:
+        from vllm.config.compilation import CUDAGraphMode
+    except ImportError:  # 0.10.x: vllm/config/compilation.py has it too, re-exported by vllm.config
+        from vllm.config import CUDAGraphMode
+    return CUDAGraphMode[name]
 
 
 def _release_run(release: str) -> list[dict]:

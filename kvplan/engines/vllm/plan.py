@@ -122,6 +122,7 @@ class SimulateOptions:
     # counts the graphs)
     max_cudagraph_capture_size: int | None = None
     cudagraph_capture_sizes: tuple[int, ...] | None = None
+    optimization_level: int | None = None  # --optimization-level: refused before 0.12.0 (check_optimization_level)
 
 
 def model_runner_of(era: Era, use_v2: bool | None, async_scheduling: bool | None, *, pp: int,

@@ -407,6 +407,19 @@ def check_cudagraph_sizes(options, era) -> None:
                             f"the max value of cudagraph_capture_sizes(={valid})", STAGE_CUDAGRAPH_SIZES)
 
 
+def check_optimization_level(options, era) -> None:
+    """``--optimization-level`` exists from 0.12.0 (``VllmConfig.optimization_level``, 0.12.0 config/vllm.py:233;
+    0.11.x's ``-O`` is the compilation config's level, another field): refused in one line before."""
+    from kvplan.version import version_key
+
+    if options.optimization_level is None:
+        return
+    release = era.release or (era.releases[-1] if era.releases else era.first_release)  # Era.stands_for
+    if (version_key(release) or (99,)) < (0, 12):
+        raise OptionError(f"--optimization-level: vllm=={release} has no such flag (from 0.12.0); drop it, or give "
+                          "--cudagraph-memory 0 for -O0's no CUDA graphs")
+
+
 def check_config(facts, options, era, logs: list[str], max_model_len: int) -> None:
     """Every check, in vLLM's order; raises ``EngineFailure`` at the first that fails.
     ``max_model_len``: the length vLLM's config holds (the given one, or the derived one)."""
@@ -417,6 +430,7 @@ def check_config(facts, options, era, logs: list[str], max_model_len: int) -> No
     check_lora(facts, options, era)
     check_eplb(options, era)
     check_cudagraph_sizes(options, era)
+    check_optimization_level(options, era)
     check_float_kv_cache(facts, era)
     check_attention_heads(facts, options, era)
     check_nvfp4_mla(facts, era)
