@@ -149,9 +149,17 @@ def _check_the_mode(release: str, point: dict, kw: dict, era) -> None:
     from types import SimpleNamespace
 
     from kvplan.engines.vllm.prechecks import check_optimization_level
+    from kvplan.version import version_key
 
     level, mode = point.get("optimization_level"), point.get("cudagraph_mode")
-    options = SimpleNamespace(optimization_level=level)
+    options = SimpleNamespace(optimization_level=level, cudagraph_mode=mode)
+    if level == 0 and mode is not None and version_key(release) >= (0, 30):
+        # 0.30+ keeps the mode's full part (the golden: PIECEWISE -> NONE, FULL_AND_PIECEWISE -> FULL_DECODE_ONLY with
+        # breakable CUDA graphs off; on by default for some architectures, when the piecewise part stays): refused
+        assert point["resolved_mode"] in ("NONE", "FULL_DECODE_ONLY")
+        with pytest.raises(OptionError, match=f"--optimization-level 0 with cudagraph_mode {mode}: not modelled"):
+            check_optimization_level(options, era)
+        return
     if point.get("error") is not None:
         assert point["error"] == "TypeError: no optimization_level before 0.12.0"
         with pytest.raises(OptionError, match=f"--optimization-level: vllm=={release} has no such flag "

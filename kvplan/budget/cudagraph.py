@@ -41,7 +41,9 @@ default of 0.19.0 config/vllm.py:215), also a full graph per uniform-decode size
 
 **The mode given** (``--optimization-level``, 0.12.0+; ``--compilation-config``'s ``cudagraph_mode``): -O0 NONE (no
 graphs, as ``--enforce-eager``), -O1 PIECEWISE (a piecewise graph per size only), -O2 (the default) and -O3
-FULL_AND_PIECEWISE, each release's ``OPTIMIZATION_LEVEL_TO_CONFIG`` (``resolved_mode``; run on CPU in the golden).
+FULL_AND_PIECEWISE, each release's ``OPTIMIZATION_LEVEL_TO_CONFIG`` (``resolved_mode``; run on CPU in the golden);
+a mode given is kept, except under -O0: NONE up to 0.29, refused from 0.30 (the mode's full part is kept there,
+or all of it with breakable CUDA graphs).
 A checked case: 0.29.0 ``--optimization-level=1 --max-cudagraph-capture-size=179`` (tests/logs/budget 122): 25 sizes,
 25 piecewise graphs (50 under the default mode).
 
@@ -122,8 +124,10 @@ def resolved_mode(release: str | None, *, optimization_level: int | None = None,
     """The CUDA-graph mode vLLM resolves: the compilation config's ``cudagraph_mode`` as given, else the
     optimization level's (0.12.0+, ``_apply_optimization_level_defaults`` fills only a mode left unset), else the
     release's default. -O0 leaves the compilation mode NONE, and any mode other than NONE without VLLM_COMPILE is
-    overridden to NONE (0.12.0 config/vllm.py:631-658; 0.29.0 vllm.py:1458-1470)."""
-    if optimization_level == 0:
+    overridden to NONE (0.12.0 config/vllm.py:631-658; 0.29.0 vllm.py:1458-1480). From 0.30.0 that override keeps a
+    given mode's full part (``_normalize_piecewise_cudagraph_mode``: FULL_AND_PIECEWISE -> FULL_DECODE_ONLY, and none
+    of it with breakable CUDA graphs, on by default for some architectures): -O0 with a mode given is refused there."""
+    if optimization_level == 0:  # a mode given with -O0 from 0.30.0: refused (prechecks.check_optimization_level)
         return NONE
     if cudagraph_mode is not None:
         return cudagraph_mode

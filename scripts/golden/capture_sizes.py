@@ -26,7 +26,9 @@ release's resolution of the mode: the compilation mode the level sets when unset
 -O0: 0.12.0 config/vllm.py:631-636), the release's ``_apply_optimization_level_defaults`` with its own
 ``OPTIMIZATION_LEVEL_TO_CONFIG[level]``'s ``cudagraph_mode`` (the table's other entries, compile passes, are not
 CUDA-graph facts and need a whole model config), then a mode other than NONE without VLLM_COMPILE overridden to NONE
-(0.12.0 vllm.py:648-658), before ``_set_cudagraph_sizes``; it records the resolved ``cudagraph_mode`` by name.
+(0.12.0 vllm.py:648-658; 0.29.0 vllm.py:1469-1480, VLLM_USE_BREAKABLE_CUDAGRAPH unset) or, from 0.30.0, the
+release's own ``_normalize_piecewise_cudagraph_mode`` (the mode without its piecewise part; breakable CUDA graphs
+off), before ``_set_cudagraph_sizes``; it records the resolved ``cudagraph_mode`` by name.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ POINTS += [
     {"R": 256, "T": 2048, "cudagraph_mode": "PIECEWISE"},
     {"R": 256, "T": 2048, "cudagraph_mode": "FULL_AND_PIECEWISE", "optimization_level": 1},
     {"R": 256, "T": 2048, "cudagraph_mode": "PIECEWISE", "optimization_level": 0},
+    {"R": 256, "T": 2048, "cudagraph_mode": "FULL_AND_PIECEWISE", "optimization_level": 0},
 ]
 
 
@@ -121,7 +124,9 @@ def run(points: list[dict]) -> list[dict]:
                 table = OPTIMIZATION_LEVEL_TO_CONFIG[OptimizationLevel(level)]["compilation_config"]
                 VllmConfig._apply_optimization_level_defaults(
                     me, {"compilation_config": {"cudagraph_mode": table["cudagraph_mode"]}})
-                if comp.cudagraph_mode != CUDAGraphMode.NONE and comp.mode != CompilationMode.VLLM_COMPILE:
+                if hasattr(VllmConfig, "_normalize_piecewise_cudagraph_mode"):  # 0.30+: the release's own method
+                    VllmConfig._normalize_piecewise_cudagraph_mode(me, breakable_cudagraph_enabled=False)
+                elif comp.cudagraph_mode != CUDAGraphMode.NONE and comp.mode != CompilationMode.VLLM_COMPILE:
                     comp.cudagraph_mode = CUDAGraphMode.NONE
             if getattr(comp, "cudagraph_mode", "") is None:  # resolved later by the -O level (0.34: FULL_AND_PIECEWISE)
                 from vllm.config.compilation import CUDAGraphMode

@@ -123,6 +123,7 @@ class SimulateOptions:
     max_cudagraph_capture_size: int | None = None
     cudagraph_capture_sizes: tuple[int, ...] | None = None
     optimization_level: int | None = None  # --optimization-level: refused before 0.12.0 (check_optimization_level)
+    cudagraph_mode: str | None = None  # --compilation-config's: with -O0 refused from 0.30.0 (the same check)
 
 
 def model_runner_of(era: Era, use_v2: bool | None, async_scheduling: bool | None, *, pp: int,

@@ -409,7 +409,8 @@ def check_cudagraph_sizes(options, era) -> None:
 
 def check_optimization_level(options, era) -> None:
     """``--optimization-level`` exists from 0.12.0 (``VllmConfig.optimization_level``, 0.12.0 config/vllm.py:233;
-    0.11.x's ``-O`` is the compilation config's level, another field): refused in one line before."""
+    0.11.x's ``-O`` is the compilation config's level, another field): refused in one line before. -O0 with a
+    cudagraph_mode other than NONE: refused from 0.30.0 (``cudagraph.resolved_mode``)."""
     from kvplan.version import version_key
 
     if options.optimization_level is None:
@@ -418,6 +419,11 @@ def check_optimization_level(options, era) -> None:
     if (version_key(release) or (99,)) < (0, 12):
         raise OptionError(f"--optimization-level: vllm=={release} has no such flag (from 0.12.0); drop it, or give "
                           "--cudagraph-memory 0 for -O0's no CUDA graphs")
+    mode = options.cudagraph_mode
+    if options.optimization_level == 0 and mode not in (None, "NONE") and (version_key(release) or (99,)) >= (0, 30):
+        raise OptionError(f"--optimization-level 0 with cudagraph_mode {mode}: not modelled for vllm=={release} "
+                          "(from 0.30.0 -O0 keeps the mode's full part, _normalize_piecewise_cudagraph_mode, or all "
+                          "of it with breakable CUDA graphs); drop one of them")
 
 
 def check_config(facts, options, era, logs: list[str], max_model_len: int) -> None:
