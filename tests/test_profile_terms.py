@@ -565,10 +565,13 @@ def test_budget_takes_the_runner_the_engine_picks():
 
 
 def test_v2_sampler_row_where_none_was_run():
-    """A release with no V2 golden of its own takes the newest one before it, assumed (0.25.0 ← 0.24.0); the V2
-    row of 0.34.0 (V2 only) is the release's own row; a V1-only era asked for V2 keeps the V1 figure, assumed."""
-    row, basis, src = profile.sampler_row("0.25.0", "v2")
-    assert (row["from"], basis, row["bytes_per_logit"]) == ("0.24.0", "assumed", 6.012)
+    """A release with no V2 golden of its own takes the newest one before it, assumed (0.20.1 ← 0.20.0; 0.25.0 has its
+    own since 2026-12-07); the V2 row of 0.34.0 (V2 only) is the release's own row; a V1-only era asked for V2 keeps
+    the V1 figure, assumed."""
+    row, basis, src = profile.sampler_row("0.20.1", "v2")
+    assert (row["from"], basis, row["bytes_per_logit"]) == ("0.20.0", "assumed", 6.016)
+    row, basis, _ = profile.sampler_row("0.25.0", "v2")
+    assert (row["from"], basis, row["bytes_per_logit"]) == ("0.25.0", "derived", 6.012)
     row, basis, _ = profile.sampler_row("0.34.0", "v2")
     assert row is profile._table()["0.34.0"] and basis == "derived" and row["bytes_per_logit"] == 10.128
     row, basis, src = profile.sampler_row("0.18.1", "v2")
