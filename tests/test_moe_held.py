@@ -59,8 +59,8 @@ def test_from_0_14_the_fused_moe_workspace_stays():
         row, basis = moe_held_row(release)
         assert row["factor"] == 1.0 and basis == "derived"
     row, basis = moe_held_row("0.20.2")  # between two measured releases: the older one's, assumed
-    assert row["from"] == "0.19.0" and basis == "assumed"
-    assert moe_held_row("0.10.2")[0] is None  # before the first measured release
+    assert row["from"] == "0.20.1" and basis == "assumed"
+    assert moe_held_row("0.9.2")[0] is None  # before the first measured release (0.10.1)
 
 
 def test_the_held_workspace_enters_the_sampler_phase():
@@ -165,7 +165,15 @@ def test_fp8_experts_ran_triton_and_held_the_unquantized_workspace():
     table = json.loads(MOE_WORKSPACE.read_text())["releases"]
     ran = [r for r, row in table.items() if "fp8_factor" in row]
     assert {"0.14.1", "0.19.0", "0.27.1", "0.29.0", "0.34.0"} <= set(ran)
-    for release in ran:
+    # 0.10.x (no workspace manager: the unquantized factor 0) build Fp8MoEMethod, whose fused_experts caches are freed
+    # per call as the unquantized ones: nothing held per token either
+    before = [r for r in ran if table[r]["factor"] == 0]
+    assert set(before) == {"0.10.1", "0.10.1.1", "0.10.2"} & set(table)
+    for release in before:
+        fp8 = _golden(release)["moe-qwen3-fp8"]
+        assert fp8["experts_kernel"] == ["Fp8MoEMethod"] and fp8["held_bytes_per_token"] == 0
+        assert table[release]["fp8_factor"] == 0
+    for release in sorted(set(ran) - set(before)):
         fp8 = _golden(release)["moe-qwen3-fp8"]
         # Fp8OnlineMoEMethod up to 0.19, Fp8PerTensorOnlineMoEMethod (quantization/online/fp8.py) from 0.27
         (kernel,) = fp8["experts_kernel"]

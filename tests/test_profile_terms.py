@@ -564,13 +564,24 @@ def test_budget_takes_the_runner_the_engine_picks():
     assert s["value"] == 2_258_533_886 and "V2" not in s["source"]
 
 
-def test_v2_sampler_row_where_none_was_run():
-    """A release with no V2 golden of its own takes the newest one before it, assumed (0.20.1 ← 0.20.0; 0.25.0 has its
-    own since 2026-12-07); the V2 row of 0.34.0 (V2 only) is the release's own row; a V1-only era asked for V2 keeps
-    the V1 figure, assumed."""
-    row, basis, src = profile.sampler_row("0.20.1", "v2")
-    assert (row["from"], basis, row["bytes_per_logit"]) == ("0.20.0", "assumed", 6.016)
-    row, basis, _ = profile.sampler_row("0.25.0", "v2")
+def test_v2_sampler_row_where_none_was_run(tmp_path):
+    """A release with no V2 golden of its own takes the newest one before it, assumed: every release with both runners
+    has its own since 2026-12-07, so the table is built from the goldens with 0.25.0's V2 run left out (0.25.0 ←
+    0.24.0, 6.012 B per logit); the V2 row of 0.34.0 (V2 only) is the release's own row; a V1-only era asked for V2
+    keeps the V1 figure, assumed."""
+    import shutil
+
+    goldens = tmp_path / "goldens"
+    shutil.copytree(GOLDENS, goldens)
+    g = json.loads((goldens / "0.25.0.json").read_text())
+    del g["v2"]
+    (goldens / "0.25.0.json").write_text(json.dumps(g))
+    _script().table(goldens, tmp_path / "t.json")
+    rows = json.loads((tmp_path / "t.json").read_text())["releases"]
+    v2 = rows["0.25.0"]["v2"]
+    assert (v2["from"], v2["basis"], v2["bytes_per_logit"]) == ("0.24.0", "assumed", 6.012)
+    assert v2["why"] == "the V2 runner's sampler not run for this release"
+    row, basis, _ = profile.sampler_row("0.25.0", "v2")  # the committed table: 0.25.0's own V2 run
     assert (row["from"], basis, row["bytes_per_logit"]) == ("0.25.0", "derived", 6.012)
     row, basis, _ = profile.sampler_row("0.34.0", "v2")
     assert row is profile._table()["0.34.0"] and basis == "derived" and row["bytes_per_logit"] == 10.128

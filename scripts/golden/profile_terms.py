@@ -1741,6 +1741,9 @@ def cuda_platform() -> None:
     type(cp).is_cuda = lambda self: True
     type(cp).get_device_name = classmethod(lambda cls, *x, **k: "NVIDIA H100 80GB HBM3")
     type(cp).get_device_capability = classmethod(lambda cls, *x, **k: DeviceCapability(9, 0))
+    # 0.10.x's ModelConfig asks the platform (config/__init__.py 1273); CUDA answers True under V1 (cuda.py 101-108)
+    if hasattr(type(cp), "is_async_output_supported"):
+        type(cp).is_async_output_supported = classmethod(lambda cls, enforce_eager: True)
     if HELD_QUANTIZATION:  # a quantized engine: the FP8 kernels' choices read the platform's enum and capability
         from vllm.platforms.interface import PlatformEnum
 
