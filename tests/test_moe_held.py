@@ -58,9 +58,24 @@ def test_from_0_14_the_fused_moe_workspace_stays():
         assert g["moe-qwen3"]["held"]["512"][0] == [[512 * 65536], "uint8", 512 * 65536], release  # one buffer
         row, basis = moe_held_row(release)
         assert row["factor"] == 1.0 and basis == "derived"
-    row, basis = moe_held_row("0.20.2")  # between two measured releases: the older one's, assumed
-    assert row["from"] == "0.20.1" and basis == "assumed"
     assert moe_held_row("0.9.2")[0] is None  # before the first measured release (0.10.1)
+
+
+def test_a_release_not_run_takes_the_older_measured_one(tmp_path, monkeypatch):
+    """Every release kvplan accepts has its own held golden since 2026-12-07: the table built without 0.20.2's
+    gives 0.20.2 the older measured release's row (0.20.1), assumed."""
+    import shutil
+
+    from kvplan.budget import profile
+
+    goldens = tmp_path / "goldens"
+    shutil.copytree(ROOT / "tests" / "golden" / "profile_terms" / "held", goldens / "held")
+    (goldens / "held" / "0.20.2.json").unlink()
+    _script().held_table(goldens, tmp_path / "m.json")
+    monkeypatch.setattr(profile, "_moe_workspace_table", lambda: json.loads((tmp_path / "m.json").read_text()))
+    row, basis = moe_held_row("0.20.2")
+    assert row["from"] == "0.20.1" and basis == "assumed" and row["factor"] == 1.0
+    assert moe_held_row("0.20.1") == (row, "derived")
 
 
 def test_the_held_workspace_enters_the_sampler_phase():
