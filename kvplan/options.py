@@ -520,6 +520,12 @@ _TABLE: tuple[Option, ...] = (
            default_doc="the optimization level's",
            help="--compilation-config's cudagraph_mode (vLLM has no flag of this name): NONE, PIECEWISE or "
                 "FULL_AND_PIECEWISE; -O0 overrides it to NONE."),
+    # VllmConfig.performance_mode (0.17.0+): interactivity's capture grid (kvplan.budget.cudagraph.capture_sizes),
+    # throughput's doubled batch defaults (SchedulerInput.batch_sizes); refused before 0.17.0 (check_performance_mode)
+    Option("performance_mode", "--performance-mode", CHOICE, choices=("balanced", "interactivity", "throughput"),
+           panel=BUDGET, commands=PLAN_CMDS, part="scheduler", metavar="MODE", default_doc="balanced",
+           help="vLLM's --performance-mode (from 0.17.0): interactivity captures CUDA graphs for every batch size "
+                "1-32; throughput doubles the default max_num_seqs and max_num_batched_tokens."),
     Option("enable_chunked_prefill", "--enable-chunked-prefill", TRISTATE, panel=BUDGET, commands=PLAN_CMDS,
            default_doc="on (vLLM's default for generative models)",
            help="Chunked prefill. Off: max_num_batched_tokens defaults to at least max_model_len, and vLLM refuses "

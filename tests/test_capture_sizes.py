@@ -21,7 +21,7 @@ def _points():
         for p in points:
             yield pytest.param(release, p, id=f"{release}-{p['R']}-{p['T']}-{p.get('max_cudagraph_capture_size')}-"
                                f"{len(p.get('cudagraph_capture_sizes') or [])}-O{p.get('optimization_level')}-"
-                               f"{p.get('cudagraph_mode')}")
+                               f"{p.get('cudagraph_mode')}-{p.get('performance_mode')}")
 
 
 def test_the_golden_covers_each_rule():
@@ -40,7 +40,8 @@ def test_capture_sizes_match_the_release_code(release, point):
     given = point.get("cudagraph_capture_sizes")
     kw = dict(max_num_seqs=point["R"], max_num_batched_tokens=point["T"],
               max_cudagraph_capture_size=point.get("max_cudagraph_capture_size"),
-              cudagraph_capture_sizes=tuple(given) if given is not None else None)
+              cudagraph_capture_sizes=tuple(given) if given is not None else None,
+              performance_mode=point.get("performance_mode"))
     options = SimpleNamespace(max_num_batched_tokens=point["T"], cudagraph_capture_sizes=kw["cudagraph_capture_sizes"],
                               max_cudagraph_capture_size=kw["max_cudagraph_capture_size"])
     era = SimpleNamespace(release=release, releases=(), first_release="")
@@ -48,6 +49,13 @@ def test_capture_sizes_match_the_release_code(release, point):
     level, mode = point.get("optimization_level"), point.get("cudagraph_mode")
     if level is not None or mode is not None:
         _check_the_mode(release, point, kw, era)
+        return
+    if point.get("performance_mode") is not None and error is not None:  # the probe's own refusal: no field then
+        from kvplan.engines.vllm.prechecks import check_performance_mode
+
+        assert error == "TypeError: no performance_mode before 0.17.0" and version_key(release) < (0, 17)
+        with pytest.raises(OptionError, match=f"--performance-mode: vllm=={release} has no such flag"):
+            check_performance_mode(SimpleNamespace(performance_mode=point["performance_mode"]), era)
         return
     if error is not None and version_key(release) < (0, 11, 2):  # the probe's own refusal: no such field then
         assert error.startswith("TypeError: no max_cudagraph_capture_size")
@@ -215,3 +223,34 @@ def test_O0_and_the_level_before_0_12():
     assert d["budget"]["band"]["warmup_need_bytes"] == 0
     with pytest.raises(OptionError, match=r"--optimization-level: vllm==0.11.2 has no such flag \(from 0.12.0\)"):
         kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy="vllm==0.11.2", optimization_level=1)
+
+
+def test_performance_mode_from_the_serve_line():
+    """--performance-mode on 0.29.0, Qwen3-8B on an H100 (defaults 8192 tokens, 1024 sequences; M = min(2·1024, 512)
+    = 512, the 51-size grid, each ≤ 1024 requests so a piecewise and a full graph: 102).
+    interactivity: the grid's head 1, 2, 4 becomes 1 … 32, 25 sizes more (the 32 less 1, 2, 4, 8, 16, 24, 32): 76 sizes,
+    152 graphs (0.29.0 config/vllm.py:2114-2118; the golden's interactivity points).
+    throughput: the default batch sizes doubled, 16384 and 2048 (0.29.0 engine/arg_utils.py:2904-2909), in the budget
+    and in the scheduler figures; the grid stays 512's (M's ceiling), 102 graphs; a batch size given is kept.
+    balanced: as without the flag. Before 0.17.0 the flag does not exist: refused in one line."""
+    base = kvplan.vllm_serve(["Qwen/Qwen3-8B"], gpu="H100-80GB", policy="vllm==0.29.0")
+    assert (base["scheduler"]["max_num_batched_tokens"], base["scheduler"]["max_num_seqs"]) == (8192, 1024)
+    assert _graphs_of(base) == "102 graphs"
+    inter = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--performance-mode", "interactivity"], gpu="H100-80GB",
+                              policy="vllm==0.29.0")
+    assert _graphs_of(inter) == "152 graphs"
+    assert inter["budget"]["cudagraph_bytes"] > base["budget"]["cudagraph_bytes"]
+    thr = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--performance-mode", "throughput"], gpu="H100-80GB",
+                            policy="vllm==0.29.0")
+    for part in ("scheduler", "budget"):
+        assert (thr[part]["max_num_batched_tokens"], thr[part]["max_num_seqs"]) == (16384, 2048), part
+    assert _graphs_of(thr) == "102 graphs"
+    row = next(r for r in thr["serve"]["flags"] if r["dest"] == "performance_mode")
+    assert (row["effect"], row["applied_as"]) == ("applied", "performance_mode")
+    given = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--performance-mode", "throughput", "--max-num-seqs", "256"],
+                              gpu="H100-80GB", policy="vllm==0.29.0")
+    assert (given["scheduler"]["max_num_batched_tokens"], given["scheduler"]["max_num_seqs"]) == (16384, 256)
+    bal = kvplan.vllm_serve(["Qwen/Qwen3-8B", "--performance-mode=balanced"], gpu="H100-80GB", policy="vllm==0.29.0")
+    assert bal["budget"]["kv_cache_memory_bytes"] == base["budget"]["kv_cache_memory_bytes"]
+    with pytest.raises(OptionError, match=r"--performance-mode: vllm==0.16.0 has no such flag \(from 0.17.0\)"):
+        kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy="vllm==0.16.0", performance_mode="throughput")

@@ -30,6 +30,13 @@ llm-d-planner-v0.19.0), as this rule gives.
                     both given: N must be the largest size ≤ T, else vLLM's ValueError (0.11.2 vllm.py:911,
                     0.29.0 vllm.py:2171; ``prechecks.check_cudagraph_sizes``)
 
+**Performance mode** (``--performance-mode``, 0.17.0+): interactivity replaces the grid's 1, 2, 4 by every size
+1 … min(M, 32) when no sizes are given (0.17.0 config/vllm.py:1404-1408, 0.20.2 vllm.py:1508-1512, 0.29.0
+vllm.py:2114-2118, 0.34.0 vllm.py:2472-2476; run on CPU in the golden); throughput changes no size here, it doubles
+the default max_num_seqs and max_num_batched_tokens (``SchedulerInput.batch_sizes``). Not modelled: 0.34's wide
+split grids (``prefill_cudagraph_capture_grid`` / ``varlen_decode_cudagraph_capture_grid``' dense head), used only
+with a prefill/decode capture ceiling given.
+
 0.34's split into prefill token sizes and decode request sizes (``_split_cudagraph_capture_sizes``) keeps, for the
 sizes given, one prefill size per size and a decode size per size ≤ max_num_seqs: the count below. Not modelled:
 with a drafter, the sizes' rounding to multiples of 1 + k (``CompilationConfig.adjust_cudagraph_sizes_for_spec_decode``).
@@ -63,9 +70,11 @@ PIECEWISE, FULL_AND_PIECEWISE, NONE = "PIECEWISE", "FULL_AND_PIECEWISE", "NONE"
 GPT_OSS = "GptOssForCausalLM"
 
 
-def _grid(ceiling: int) -> list[int]:
-    """vLLM's default grid up to ``ceiling``: 1, 2, 4, multiples of 8 below 256, multiples of 16 from 256."""
-    sizes = [i for i in (1, 2, 4) if i <= ceiling]
+def _grid(ceiling: int, *, interactivity: bool = False) -> list[int]:
+    """vLLM's default grid up to ``ceiling``: 1, 2, 4 (``interactivity``: every size 1 … min(ceiling, 32)),
+    multiples of 8 below 256, multiples of 16 from 256."""
+    head = range(1, min(ceiling, 32) + 1) if interactivity else (1, 2, 4)
+    sizes = [i for i in head if i <= ceiling]
     sizes += list(range(8, min(ceiling + 1, 256), 8))
     sizes += list(range(256, ceiling + 1, 16))
     return sizes
@@ -75,11 +84,14 @@ def capture_sizes(release: str | None, *, max_num_seqs: int, max_num_batched_tok
                   num_speculative_tokens: int = 0, architecture: str = "",
                   compute_capability: tuple[int, int] | None = None,
                   max_cudagraph_capture_size: int | None = None,
-                  cudagraph_capture_sizes: tuple[int, ...] | None = None) -> list[int]:
+                  cudagraph_capture_sizes: tuple[int, ...] | None = None,
+                  performance_mode: str | None = None) -> list[int]:
     """The batch sizes the release captures CUDA graphs for: by default, or from ``--max-cudagraph-capture-size``
     and ``--cudagraph-capture-sizes`` (before 0.11.2 the scheduler's ``--cuda-graph-sizes``) as given (the rules of
     the module docstring). A release before 0.11.2 has no max_cudagraph_capture_size: not read there (the engine's
-    checks refuse it in one line, ``kvplan.engines.vllm.prechecks.check_cudagraph_sizes``)."""
+    checks refuse it in one line, ``kvplan.engines.vllm.prechecks.check_cudagraph_sizes``). ``performance_mode``
+    interactivity (0.17.0+; refused before, ``prechecks.check_performance_mode``) widens the grid's head to every
+    size up to 32 when no sizes are given."""
     v, R, T = (version_key(release or "") or (99,)), max_num_seqs, max_num_batched_tokens
     given = list(cudagraph_capture_sizes) if cudagraph_capture_sizes is not None else None
     if v < (0, 11, 2):
@@ -100,7 +112,7 @@ def capture_sizes(release: str | None, *, max_num_seqs: int, max_num_batched_tok
         ceiling = 1024 if v >= (0, 28) and compute_capability is not None and compute_capability[0] == 10 else 512
         top = 1024 if architecture == GPT_OSS else min(2 * R * q, ceiling)
     top = min(top, T)
-    sizes = _grid(top)
+    sizes = _grid(top, interactivity=performance_mode == "interactivity" and v >= (0, 17))
     if v >= (0, 20, 2) and T <= top and T not in sizes:
         sizes.append(T)
     return sorted(s for s in set(sizes) if s <= T)

@@ -872,7 +872,8 @@ def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout, request: Bud
                           architecture=_architecture(layout.target.config),
                           compute_capability=card.compute_capability,
                           max_cudagraph_capture_size=request.max_cudagraph_capture_size,
-                          cudagraph_capture_sizes=request.cudagraph_capture_sizes)
+                          cudagraph_capture_sizes=request.cudagraph_capture_sizes,
+                          performance_mode=request.performance_mode)
     mode = resolved_mode(release, optimization_level=request.optimization_level, cudagraph_mode=request.cudagraph_mode)
     return graph_count(release, sizes, max_num_seqs=R, num_speculative_tokens=spec, mode=mode)
 

@@ -96,4 +96,5 @@ class BudgetRequest:
     # default): the CUDA-graph mode whose graphs the budget counts (kvplan.budget.cudagraph.resolved_mode)
     optimization_level: int | None = None
     cudagraph_mode: str | None = None
-
+    # --performance-mode (0.17.0+; None: balanced): interactivity's capture grid (kvplan.budget.cudagraph.capture_sizes)
+    performance_mode: str | None = None

@@ -110,7 +110,6 @@ REFUSED_WHY: dict[str, str] = {
     "mm_encoder_only": "runs the vision encoder only (no decoder KV cache)",
     "diffusion_config": "diffusion language models",
     "engram_config": "n-gram embedding storage",
-    "performance_mode": "'throughput'/'interactivity' change max_num_batched_tokens and max_num_seqs defaults",
         "override_attention_dtype": "changes the attention dtype (up to 0.27)",
 }
 UNLESS: dict[str, tuple] = {
@@ -133,7 +132,6 @@ UNLESS: dict[str, tuple] = {
     "runner": ("auto", "generate"),
     "convert": ("auto", "none"),
     "mm_encoder_only": (False,),
-    "performance_mode": ("balanced",),
 }
 
 # Memory outside the KV cache that kvplan estimates; the estimate does not read these.

@@ -123,8 +123,12 @@ class SchedulerInput:
         length vLLM's config holds (``max_model_len``), the rest of
         ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` (0.18.0, 0.33.0 and 0.34.0
         alike): a default token budget is raised to max_model_len without chunked prefill and
-        capped at max_num_seqs x max_model_len; a default max_num_seqs is capped at the tokens."""
+        capped at max_num_seqs x max_model_len; a default max_num_seqs is capped at the tokens.
+        ``--performance-mode throughput`` (0.17.0+) doubles each default before those caps (0.17.0
+        engine/arg_utils.py:2127-2132, 0.29.0 arg_utils.py:2904-2909, 0.34.0 arg_utils.py:3220-3225)."""
         d_tokens, d_seqs = self.card_batch_defaults
+        if getattr(self, "performance_mode", None) == "throughput":  # the option table's field (Option.part)
+            d_tokens, d_seqs = 2 * d_tokens, 2 * d_seqs
         tokens, seqs = self.max_num_batched_tokens or d_tokens, self.max_num_seqs or d_seqs
         if max_model_len and max_model_len > 0:
             if self.max_num_batched_tokens is None:

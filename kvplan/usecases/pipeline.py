@@ -265,7 +265,8 @@ def budget_stage(layout: ModelLayout, request: BudgetInput, scheduler: Scheduler
         max_cudagraph_capture_size=cast("int | None", knobs.get("max_cudagraph_capture_size")),
         cudagraph_capture_sizes=cast("tuple[int, ...] | None", knobs.get("cudagraph_capture_sizes")),
         optimization_level=cast("int | None", knobs.get("optimization_level")),
-        cudagraph_mode=cast("str | None", knobs.get("cudagraph_mode"))))
+        cudagraph_mode=cast("str | None", knobs.get("cudagraph_mode")),
+        performance_mode=cast("str | None", knobs.get("performance_mode"))))
 
 
 def _runner(layout: ModelLayout, scheduler: SchedulerInput, serving: ServingInput, era: Era) -> str:

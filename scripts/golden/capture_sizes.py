@@ -4,7 +4,7 @@
 Run inside a release environment (``--run``: imports vLLM, never kvplan) it reads the points as JSON on stdin,
 calls the release's ``VllmConfig._set_cudagraph_sizes`` on a stand-in config (the release's own
 ``CompilationConfig`` and, before 0.11.2, its own ``SchedulerConfig``, whose ``cuda_graph_sizes`` held the sizes
-then; a model config that is not eager; TP 1; no speculative config; the default performance mode; the
+then; a model config that is not eager; TP 1; no speculative config; the point's ``performance_mode`` or the default, balanced; the
 CUDA-graph mode FULL_AND_PIECEWISE where the stand-in's is unresolved, as 0.34's -O2 default resolves it) and prints,
 per point, the capture sizes it leaves in ``compilation_config.cudagraph_capture_sizes`` (ascending), or the error
 it raises. Run from kvplan's environment it runs every release named (``make_goldens.release_python``: the base
@@ -65,6 +65,18 @@ POINTS += [
     {"R": 256, "T": 2048, "cudagraph_mode": "FULL_AND_PIECEWISE", "optimization_level": 0},
 ]
 
+# --performance-mode (a VllmConfig field from 0.17.0; an earlier release's own refusal is its missing field): the
+# interactivity grid (M 512, above 32; M 16 given, below 32; M 20 from R 10), sizes given (the mode changes nothing),
+# throughput (no size changes here: its doubled batch defaults are arg_utils', not this method's), balanced
+POINTS += [
+    {"R": 256, "T": 2048, "performance_mode": "interactivity"},
+    {"R": 256, "T": 2048, "max_cudagraph_capture_size": 16, "performance_mode": "interactivity"},
+    {"R": 10, "T": 8192, "performance_mode": "interactivity"},
+    {"R": 256, "T": 2048, "cudagraph_capture_sizes": [1, 2, 4, 16], "performance_mode": "interactivity"},
+    {"R": 256, "T": 2048, "performance_mode": "throughput"},
+    {"R": 256, "T": 2048, "performance_mode": "balanced"},
+]
+
 
 def _release_key(v: str) -> tuple:
     return tuple(int(x) for x in v.split(".")[:3])
@@ -94,9 +106,12 @@ def run(points: list[dict]) -> list[dict]:
     for p in points:
         sizes, cap = p.get("cudagraph_capture_sizes"), p.get("max_cudagraph_capture_size")
         level, mode = p.get("optimization_level"), p.get("cudagraph_mode")
+        perf = p.get("performance_mode")
         try:
             if level is not None and "optimization_level" not in getattr(VllmConfig, "__dataclass_fields__", {}):
                 raise TypeError("no optimization_level before 0.12.0")
+            if perf is not None and "performance_mode" not in getattr(VllmConfig, "__dataclass_fields__", {}):
+                raise TypeError("no performance_mode before 0.17.0")
             if old:
                 if cap is not None:
                     raise TypeError("no max_cudagraph_capture_size before 0.11.2")
@@ -113,7 +128,7 @@ def run(points: list[dict]) -> list[dict]:
             me = Config(
                 model_config=SimpleNamespace(enforce_eager=False), compilation_config=comp, scheduler_config=sched,
                 parallel_config=SimpleNamespace(tensor_parallel_size=1), speculative_config=None,
-                uniform_decode_query_len=1, num_speculative_tokens=0, performance_mode="balanced")
+                uniform_decode_query_len=1, num_speculative_tokens=0, performance_mode=perf or "balanced")
             if level is not None:
                 from vllm.config.compilation import CompilationMode, CUDAGraphMode
                 from vllm.config.vllm import OPTIMIZATION_LEVEL_TO_CONFIG, OptimizationLevel

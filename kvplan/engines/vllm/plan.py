@@ -124,6 +124,7 @@ class SimulateOptions:
     cudagraph_capture_sizes: tuple[int, ...] | None = None
     optimization_level: int | None = None  # --optimization-level: refused before 0.12.0 (check_optimization_level)
     cudagraph_mode: str | None = None  # --compilation-config's: with -O0 refused from 0.30.0 (the same check)
+    performance_mode: str | None = None  # --performance-mode: refused before 0.17.0 (check_performance_mode)
 
 
 def model_runner_of(era: Era, use_v2: bool | None, async_scheduling: bool | None, *, pp: int,

@@ -426,6 +426,18 @@ def check_optimization_level(options, era) -> None:
                           "of it with breakable CUDA graphs); drop one of them")
 
 
+def check_performance_mode(options, era) -> None:
+    """``--performance-mode`` exists from 0.17.0 (``VllmConfig.performance_mode``, 0.17.0 config/vllm.py:320; not in
+    0.16.0's): refused in one line before."""
+    from kvplan.version import version_key
+
+    if options.performance_mode is None:
+        return
+    release = era.release or (era.releases[-1] if era.releases else era.first_release)  # Era.stands_for
+    if (version_key(release) or (99,)) < (0, 17):
+        raise OptionError(f"--performance-mode: vllm=={release} has no such flag (from 0.17.0); drop it")
+
+
 def check_config(facts, options, era, logs: list[str], max_model_len: int) -> None:
     """Every check, in vLLM's order; raises ``EngineFailure`` at the first that fails.
     ``max_model_len``: the length vLLM's config holds (the given one, or the derived one)."""
@@ -437,6 +449,7 @@ def check_config(facts, options, era, logs: list[str], max_model_len: int) -> No
     check_eplb(options, era)
     check_cudagraph_sizes(options, era)
     check_optimization_level(options, era)
+    check_performance_mode(options, era)
     check_float_kv_cache(facts, era)
     check_attention_heads(facts, options, era)
     check_nvfp4_mla(facts, era)
