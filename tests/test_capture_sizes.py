@@ -228,8 +228,8 @@ def test_O0_and_the_level_before_0_12():
 def test_performance_mode_from_the_serve_line():
     """--performance-mode on 0.29.0, Qwen3-8B on an H100 (defaults 8192 tokens, 1024 sequences; M = min(2·1024, 512)
     = 512, the 51-size grid, each ≤ 1024 requests so a piecewise and a full graph: 102).
-    interactivity: the grid's head 1, 2, 4 becomes 1 … 32, 25 sizes more (the 32 less 1, 2, 4, 8, 16, 24, 32): 76 sizes,
-    152 graphs (0.29.0 config/vllm.py:2114-2118; the golden's interactivity points).
+    interactivity: the grid's head 1, 2, 4 becomes 1 … 32, 25 sizes more (the 32 less 1, 2, 4, 8, 16, 24, 32): 76
+    sizes, 152 graphs (0.29.0 config/vllm.py:2114-2118; the golden's interactivity points).
     throughput: the default batch sizes doubled, 16384 and 2048 (0.29.0 engine/arg_utils.py:2904-2909), in the budget
     and in the scheduler figures; the grid stays 512's (M's ceiling), 102 graphs; a batch size given is kept.
     balanced: as without the flag. Before 0.17.0 the flag does not exist: refused in one line."""

@@ -4,8 +4,8 @@
 Run inside a release environment (``--run``: imports vLLM, never kvplan) it reads the points as JSON on stdin,
 calls the release's ``VllmConfig._set_cudagraph_sizes`` on a stand-in config (the release's own
 ``CompilationConfig`` and, before 0.11.2, its own ``SchedulerConfig``, whose ``cuda_graph_sizes`` held the sizes
-then; a model config that is not eager; TP 1; no speculative config; the point's ``performance_mode`` or the default, balanced; the
-CUDA-graph mode FULL_AND_PIECEWISE where the stand-in's is unresolved, as 0.34's -O2 default resolves it) and prints,
+then; a model config that is not eager; TP 1; no speculative config; the point's ``performance_mode``, else balanced;
+the CUDA-graph mode FULL_AND_PIECEWISE where the stand-in's is unresolved, as 0.34's -O2 default resolves it) and prints,
 per point, the capture sizes it leaves in ``compilation_config.cudagraph_capture_sizes`` (ascending), or the error
 it raises. Run from kvplan's environment it runs every release named (``make_goldens.release_python``: the base
 venv + the release's unpacked sources) and writes ``tests/golden/cudagraph/capture_sizes.json``::
