@@ -33,8 +33,6 @@ off), before ``_set_cudagraph_sizes``; it records the resolved ``cudagraph_mode`
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "cudagraph" / "capture_sizes.json"
@@ -167,31 +165,11 @@ def _mode(name: str):
     return CUDAGraphMode[name]
 
 
-def _release_run(release: str) -> list[dict]:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from config_defaults import run_in_release
-
-    return run_in_release(release, __file__, "--run", stdin=json.dumps(POINTS), env_extra={"VLLM_TARGET_DEVICE": "cpu"})
-
-
 def main() -> None:
-    if sys.argv[1:] == ["--run"]:
-        real = sys.stdout
-        sys.stdout = sys.stderr  # vLLM's import-time prints stay off the JSON
-        points = json.loads(sys.stdin.read())
-        real.write(json.dumps(run(points)) + "\n")
-        return
-    if len(sys.argv) < 2:
-        raise SystemExit("usage: capture_sizes.py RELEASE...   (or --run inside a release env)")
-    data = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {"releases": {}}
-    data["made_by"] = "scripts/golden/capture_sizes.py (each release's VllmConfig._set_cudagraph_sizes, on CPU)"
-    for release in sys.argv[1:]:
-        data["releases"][release] = _release_run(release)
-        print(f"vllm {release}: {len(data['releases'][release])} points")
-    data["releases"] = dict(sorted(data["releases"].items(), key=lambda kv: _release_key(kv[0])))
-    lines = ",\n".join(f"  {json.dumps(r)}: [\n" + ",\n".join(f"   {json.dumps(p)}" for p in pts) + "\n  ]"
-                       for r, pts in data["releases"].items())
-    GOLDEN.write_text(f'{{"made_by": {json.dumps(data["made_by"])},\n "releases": {{\n{lines}\n }}\n}}\n')
+    from config_defaults import points_main  # this script's folder: sys.path[0]
+
+    points_main(__file__, run, POINTS, GOLDEN,
+                "scripts/golden/capture_sizes.py (each release's VllmConfig._set_cudagraph_sizes, on CPU)")
 
 
 if __name__ == "__main__":

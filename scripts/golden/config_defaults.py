@@ -138,6 +138,30 @@ def run_in_release(release: str, script: str, mode: str, stdin: str | None = Non
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def points_main(script: str, run, points: list[dict], golden: Path, made_by: str) -> None:
+    """The main of a golden script that runs ``points`` in each release named on the command line: ``--run`` (inside
+    a release environment) prints ``run(points read from stdin)`` as JSON; otherwise each release named runs the script
+    (``run_in_release``, CPU target) and its points merge into ``golden`` (releases sorted, one point a line)."""
+    if sys.argv[1:] == ["--run"]:
+        real = sys.stdout
+        sys.stdout = sys.stderr  # vLLM's import-time prints stay off the JSON
+        real.write(json.dumps(run(json.loads(sys.stdin.read()))) + "\n")
+        return
+    if len(sys.argv) < 2:
+        raise SystemExit(f"usage: {Path(script).name} RELEASE...   (or --run inside a release env)")
+    data = json.loads(golden.read_text()) if golden.exists() else {"releases": {}}
+    data["made_by"] = made_by
+    for release in sys.argv[1:]:
+        data["releases"][release] = run_in_release(release, script, "--run", stdin=json.dumps(points),
+                                                   env_extra={"VLLM_TARGET_DEVICE": "cpu"})
+        print(f"vllm {release}: {len(data['releases'][release])} points")
+    key = lambda v: tuple(int(x) for x in v.split(".")[:3])  # noqa: E731
+    data["releases"] = dict(sorted(data["releases"].items(), key=lambda kv: key(kv[0])))
+    lines = ",\n".join(f"  {json.dumps(r)}: [\n" + ",\n".join(f"   {json.dumps(p)}" for p in pts) + "\n  ]"
+                       for r, pts in data["releases"].items())
+    golden.write_text(f'{{"made_by": {json.dumps(data["made_by"])},\n "releases": {{\n{lines}\n }}\n}}\n')
+
+
 def _release_dump(release: str) -> dict:
     return run_in_release(release, __file__, "--dump")
 
