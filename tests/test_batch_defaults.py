@@ -1,7 +1,8 @@
 """--performance-mode throughput's doubled batch defaults: kvplan's ``SchedulerInput.batch_sizes`` (the card's
 defaults, ``kvplan.budget.hardware.card_batch_defaults``, doubled before the max_model_len caps) against what each
 release's own ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` left on CPU with a stand-in platform of
-the card's memory and name (tests/golden/batch_defaults.json, written by scripts/golden/batch_defaults.py)."""
+the card's memory and name (tests/golden/scheduler/batch_defaults.json, written by
+scripts/golden/batch_defaults.py)."""
 
 import json
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from kvplan.errors import OptionError
 
-GOLDEN = json.loads((Path(__file__).parent / "golden" / "batch_defaults.json").read_text())
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "scheduler" / "batch_defaults.json").read_text())
 
 
 def _points():

@@ -126,7 +126,7 @@ class SchedulerInput:
         capped at max_num_seqs x max_model_len; a default max_num_seqs is capped at the tokens.
         ``--performance-mode throughput`` (0.17.0+) doubles each default before those caps (0.17.0
         engine/arg_utils.py:2127-2132, 0.29.0 arg_utils.py:2904-2909, 0.34.0 arg_utils.py:3220-3225; run on CPU
-        in tests/golden/batch_defaults.json)."""
+        in tests/golden/scheduler/batch_defaults.json)."""
         d_tokens, d_seqs = self.card_batch_defaults
         if getattr(self, "performance_mode", None) == "throughput":  # the option table's field (Option.part)
             d_tokens, d_seqs = 2 * d_tokens, 2 * d_seqs

@@ -9,7 +9,7 @@ of the point's memory (bytes) and name, neither a TPU nor the CPU (the card tabl
 is a stand-in too: the point's max_model_len, not multimodal; the parallel config (0.29+): no batched DP MoE. It prints
 the ``max_num_batched_tokens`` and ``max_num_seqs`` the method leaves, or the error it raises. Run from kvplan's
 environment it runs every release named (``make_goldens.release_python``) and writes
-``tests/golden/batch_defaults.json``::
+``tests/golden/scheduler/batch_defaults.json``::
 
     RELEASE_BASE=.golden-venvs/rel-base RELEASE_SRC=.golden-venvs/rel-src \\
         python scripts/golden/batch_defaults.py 0.17.0 0.20.2 0.23.0
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "batch_defaults.json"
+GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "scheduler" / "batch_defaults.json"
 
 # the card presets' memory as kvplan holds it (kvplan.budget.hardware.GPU_PRESETS), bytes
 CARDS = {"H100-80GB": 85027979264, "A100-80GB": 85169201480, "L40S-48GB": 47803531264, "B200-180GB": 191514017792}
