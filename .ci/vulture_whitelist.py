@@ -32,6 +32,7 @@ _._h_spec_tokens
 _._h_num_speculative_tokens
 _._h_kv_events_config
 _._h_enforce_eager
+_._h_optimization_level
 _._h_attention_config
 _._h_eplb_config
 
