@@ -34,6 +34,7 @@ def test_the_golden_covers_each_rule():
 def test_capture_sizes_match_the_release_code(release, point):
     from types import SimpleNamespace
 
+    from kvplan.engines.vllm import get_era
     from kvplan.engines.vllm.prechecks import check_cudagraph_sizes
     from kvplan.version import version_key
 
@@ -44,7 +45,7 @@ def test_capture_sizes_match_the_release_code(release, point):
               performance_mode=point.get("performance_mode"))
     options = SimpleNamespace(max_num_batched_tokens=point["T"], cudagraph_capture_sizes=kw["cudagraph_capture_sizes"],
                               max_cudagraph_capture_size=kw["max_cudagraph_capture_size"])
-    era = SimpleNamespace(release=release, releases=(), first_release="")
+    era = get_era(f"vllm=={release}")  # the engine's own era of the release
     error = point.get("error")
     level, mode = point.get("optimization_level"), point.get("cudagraph_mode")
     if level is not None or mode is not None:

@@ -384,19 +384,24 @@ def check_eplb(options, era) -> None:
                             "Either enable EPLB or unset num_redundant_experts.", STAGE_EPLB)
 
 
+def _release_key(era) -> tuple[int, ...]:
+    """The release the era stands for, as a sortable tuple (one without a number sorts as the newest)."""
+    from kvplan.version import version_key
+
+    return version_key(era.stands_for) or (99,)
+
+
 def check_cudagraph_sizes(options, era) -> None:
     """``--max-cudagraph-capture-size`` exists from 0.11.2 (``CompilationConfig.max_cudagraph_capture_size``, 0.11.2
     config/compilation.py:448, engine/arg_utils.py:1123-1126; before, the scheduler's one-value ``--cuda-graph-sizes``
     set the grid's top): refused in one line before. Given with ``--cudagraph-capture-sizes``, it must be the largest
     size at most max_num_batched_tokens (``_set_cudagraph_sizes``'s ValueError: 0.11.2 config/vllm.py:911, 0.29.0
     config/vllm.py:2171, 0.34.0 config/vllm.py:2519; run on CPU in tests/golden/cudagraph/capture_sizes.json)."""
-    from kvplan.version import version_key
-
     cap, sizes = options.max_cudagraph_capture_size, options.cudagraph_capture_sizes
     if cap is None:
         return
-    release = era.release or (era.releases[-1] if era.releases else era.first_release)  # Era.stands_for
-    if (version_key(release) or (99,)) < (0, 11, 2):
+    release = era.stands_for
+    if _release_key(era) < (0, 11, 2):
         raise OptionError(f"--max-cudagraph-capture-size: vllm=={release} has no such flag (from 0.11.2); drop it or "
                           "give --cuda-graph-sizes N (one value: the capture grid's top there)")
     if sizes is None:
@@ -411,16 +416,14 @@ def check_optimization_level(options, era) -> None:
     """``--optimization-level`` exists from 0.12.0 (``VllmConfig.optimization_level``, 0.12.0 config/vllm.py:233;
     0.11.x's ``-O`` is the compilation config's level, another field): refused in one line before. -O0 with a
     cudagraph_mode other than NONE: refused from 0.30.0 (``cudagraph.resolved_mode``)."""
-    from kvplan.version import version_key
-
     if options.optimization_level is None:
         return
-    release = era.release or (era.releases[-1] if era.releases else era.first_release)  # Era.stands_for
-    if (version_key(release) or (99,)) < (0, 12):
+    release = era.stands_for
+    if _release_key(era) < (0, 12):
         raise OptionError(f"--optimization-level: vllm=={release} has no such flag (from 0.12.0); drop it, or give "
                           "--cudagraph-memory 0 for -O0's no CUDA graphs")
     mode = options.cudagraph_mode
-    if options.optimization_level == 0 and mode not in (None, "NONE") and (version_key(release) or (99,)) >= (0, 30):
+    if options.optimization_level == 0 and mode not in (None, "NONE") and _release_key(era) >= (0, 30):
         raise OptionError(f"--optimization-level 0 with cudagraph_mode {mode}: not modelled for vllm=={release} "
                           "(from 0.30.0 -O0 keeps the mode's full part, _normalize_piecewise_cudagraph_mode, or all "
                           "of it with breakable CUDA graphs); drop one of them")
@@ -429,12 +432,10 @@ def check_optimization_level(options, era) -> None:
 def check_performance_mode(options, era) -> None:
     """``--performance-mode`` exists from 0.17.0 (``VllmConfig.performance_mode``, 0.17.0 config/vllm.py:320; not in
     0.16.0's): refused in one line before."""
-    from kvplan.version import version_key
-
     if options.performance_mode is None:
         return
-    release = era.release or (era.releases[-1] if era.releases else era.first_release)  # Era.stands_for
-    if (version_key(release) or (99,)) < (0, 17):
+    release = era.stands_for
+    if _release_key(era) < (0, 17):
         raise OptionError(f"--performance-mode: vllm=={release} has no such flag (from 0.17.0); drop it")
 
 
