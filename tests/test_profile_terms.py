@@ -707,3 +707,40 @@ def test_v2_runner_persistent_with_an_eagle3_drafter():
                  num_speculative_tokens=3)
     act = next(t for t in d["budget"]["profile_terms"] if t["term"] == "activation")
     assert "805,388,304 B" in act["source"] and "3-token autoregressive speculator" in act["source"]
+
+
+def test_soft_capped_compute_logits_above_the_v2_sampler_pass():
+    """The dummy sampler run calls the model's compute_logits, then the sampler on its logits; the derived pass was
+    measured behind a stand-in compute_logits (the bf16 logits alone). Gemma 4's LogitsProcessor soft-caps
+    (final_logit_softcapping 30): logits / cap, tanh, · cap, each out of place (logits_processor.py, 0.29.0 lines
+    113-116), so two [R, V] bf16 tensors are live at once: 4 B per logit, which Gemma 4's own compute_logits on the
+    meta device measured in every release whose forward golden ran it. On 0.29.0's V2 runner the pass is 2.012 B
+    per logit, so the run's peak is compute_logits': R 256 · V 262,144 · 4 = 268,435,456 B (the pass alone
+    256 · 262,144 · 2.012 + fixed = 135,023,042 B). On the V1 runner (14 B per logit) the pass stays the larger.
+    A soft-capped model without its own row (Gemma 2 9B: V 256,000, soft cap 30) takes the same 2 tensors."""
+    from kvplan.budget.estimate import SOFT_CAP_LOGITS_TENSORS, with_compute_logits
+
+    seen = 0
+    for f in sorted((GOLDENS / "forward").glob("*.json")):
+        row = (json.loads(f.read_text()).get("architectures") or {}).get("Gemma4ForConditionalGeneration") or {}
+        logits = (row.get("custom_ops") or {}).get("logits")
+        if logits:
+            assert logits["bytes_per_logit"] == SOFT_CAP_LOGITS_TENSORS * 2 and logits["shape"] == [64, 262144]
+            seen += 1
+    assert seen >= 10
+    era = get_era("vllm==0.29.0")
+    cfg = json.loads((ROOT / "configs/google/gemma-4-26B-A4B-it/config.json").read_text())["text_config"]
+    v2 = sampler_terms(era, 256, 262144, "v2", 256, 2048)
+    assert v2["value"] == 135_023_042
+    capped = with_compute_logits(v2, era, cfg, "Gemma4ForConditionalGeneration", 256, 262144, 2)
+    assert capped["value"] == capped["low"] == 256 * 262144 * 4 == 268_435_456
+    assert "Gemma4ForConditionalGeneration's own compute_logits (derived" in capped["source"]
+    v1 = sampler_terms(era, 256, 262144, "v1", 256, 2048)
+    assert with_compute_logits(v1, era, cfg, "Gemma4ForConditionalGeneration", 256, 262144, 2) == v1
+    gemma2 = json.loads((ROOT / "configs/google/gemma-2-9b-it/config.json").read_text())
+    g2 = with_compute_logits(sampler_terms(era, 256, 256000, "v2", 256, 2048), era, gemma2, "Gemma2ForCausalLM",
+                             256, 256000, 2)
+    assert g2["value"] == 256 * 256000 * 4 and "soft cap (final_logit_softcapping 30)" in g2["source"]
+    plain = json.loads((ROOT / "configs/google/gemma-3-12b-it/config.json").read_text())["text_config"]
+    s = sampler_terms(era, 256, 262208, "v2", 256, 2048)
+    assert with_compute_logits(s, era, plain, "Gemma3ForConditionalGeneration", 256, 262208, 2) == s

@@ -382,6 +382,44 @@ def with_rejection_sampler(sampler: dict, era, reqs: int, vocab: int, rejection:
             "source": sampler["source"] + note}
 
 
+# What a soft-capped LogitsProcessor keeps live at once, in [R, V] tensors of the model dtype: ``forward`` divides,
+# tanh-s and multiplies out of place (model_executor/layers/logits_processor.py, the same three lines in every release
+# 0.10.1-0.34.0: 0.29.0 lines 113-116), each result beside its input until the name is rebound. Gemma 4's own
+# compute_logits run on the meta device measured 4.0 B per bf16 logit (tests/golden/profile_terms/forward/<release>.json
+# architectures, ``logits``; tests/test_profile_terms.py checks the two agree).
+SOFT_CAP_LOGITS_TENSORS = 2
+
+
+def with_compute_logits(sampler: dict, era, cfg: dict, architecture: str, reqs: int, vocab: int,
+                        dtype_bytes: int) -> dict:
+    """``sampler`` (``sampler_terms``) where the model's own ``compute_logits`` peaks above the pass: the derived pass
+    is measured behind a stand-in ``compute_logits`` that makes the logits alone (``hidden @ lm_head.T``), and the
+    dummy sampler run calls the model's first, then the sampler on its logits, so the run's peak is the larger of
+    the two. The model's own row where a release at or before this one measured it (the forward golden's
+    ``logits``: its compute_logits at TP 1 on the meta device); else a soft-capped model
+    (``final_logit_softcapping``) takes the soft cap's ``SOFT_CAP_LOGITS_TENSORS`` [R, V] tensors."""
+    from kvplan.budget.profile import model_forward_row
+
+    own = model_forward_row(_release(era), architecture)
+    per = own.get("logits_bytes_per_logit") if own else None
+    if per:
+        what = (f"{own['row']}'s own compute_logits ({'derived' if own['basis'] == DERIVED else 'assumed'}: vLLM "
+                f"{own['release']}'s, run on the meta device at TP 1): {per:g} B per logit")
+    elif cfg.get("final_logit_softcapping"):
+        per = SOFT_CAP_LOGITS_TENSORS * dtype_bytes
+        what = (f"the LogitsProcessor's soft cap (final_logit_softcapping {cfg['final_logit_softcapping']:g}): "
+                f"{SOFT_CAP_LOGITS_TENSORS} [R, V] tensors live at once, {per:g} B per logit "
+                "(logits_processor.py forward, every release; measured on Gemma 4's compute_logits)")
+    else:
+        return sampler
+    logits = round(reqs * vocab * per)
+    if logits <= sampler["low"]:
+        return sampler
+    return {**sampler, "value": max(sampler["value"], logits), "low": max(sampler["low"], logits),
+            "high": max(sampler["high"], logits),
+            "source": sampler["source"] + f"; the model's compute_logits peaks above the pass: {logits:,} B ({what})"}
+
+
 def forward_terms(era, cfg: dict, tp: int = 1, pp: int = 1, architecture: str = "") -> dict:
     """The dummy forward's factor on kvplan's rule for this model at this TP size and PP stage, by the release's
     derived table (``kvplan.budget.profile.forward_factors``): the architecture's own row where the release's golden
@@ -827,9 +865,10 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         # the MTP layers' weights sit past the decoder: the activation skips them
         inventory=counted.target if counted is not None else None,
         offload=int((b.cpu_offload_gb or 0) * GiB),
-        sampler=with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner, R, T, embeds,
-                                                     *_speculator(layout)), era, reqs, vocab,
-                                       request.rejection_sampler),
+        sampler=with_compute_logits(
+            with_rejection_sampler(sampler_terms(era, reqs, vocab, request.model_runner, R, T, embeds,
+                                                 *_speculator(layout)), era, reqs, vocab, request.rejection_sampler),
+            era, cfg, _architecture(layout.target.config), reqs, vocab, dtype_size_bytes(layout.target.dtype)),
         forward=forward_terms(era, cfg, tp, pp, architecture=_architecture(layout.target.config)),
         encoder=encoder[0], startup=startup,
         margin_floor=sizing.MARGIN_FLOOR_BYTES_ROCM if card.platform == "rocm" else sizing.MARGIN_FLOOR_BYTES,

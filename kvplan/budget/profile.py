@@ -192,7 +192,8 @@ def model_forward_row(release: str | None, architecture: str) -> dict | None:
     if basis != DERIVED:
         what += f"; {release or 'this era'}'s {arch} forward not run ({r['why']})"
     return {"value": r["factor"], "high": r["factor_high"], "basis": basis, "family": r.get("family", "moe"),
-            "row": arch, "model": model, "source": what}
+            "row": arch, "model": model, "source": what, "release": r["from"],
+            "logits_bytes_per_logit": r.get("logits_bytes_per_logit")}
 
 
 # The dummy forward on one rank under TP and PP (``scripts/golden/profile_terms.py --parallel-all``: the release's

@@ -1343,7 +1343,10 @@ def forward_measure(a, AR, ops) -> dict:
     # the class whose forward ran the text: a multimodal class's language model (Gemma4ForConditionalGeneration's
     # language_model is the registered Gemma4ForCausalLM, gemma4_mm.py), else the class itself
     text = getattr(model, "language_model", None)
-    return {"model": a.forward, "architecture": type(model).__name__,
+    # the model's own compute_logits at TP 1 (its LogitsProcessor: a soft cap divides, tanh-s and multiplies out of
+    # place, each step a new [R, V] tensor beside the previous one), what the dummy sampler pass starts from
+    logits = parallel_logits(vc, model, int(cfg.get("hidden_size") or cfg.get("text_config", {}).get("hidden_size")))
+    return {"model": a.forward, "architecture": type(model).__name__, "logits": logits,
             "text_architecture": type(text).__name__ if isinstance(text, torch.nn.Module) else type(model).__name__,
             "custom_ops": custom_ops, "tokens": list(a.forward_tokens),
             "peak_bytes": {str(t): p for t, p in peaks.items()}, "bytes_per_token": per_token,
@@ -2061,10 +2064,12 @@ def measured_row(custom: dict, native: dict, rule: dict) -> dict:
     if model not in rule:
         rule[model] = rule_bytes_per_token(Path(__file__).resolve().parents[2] / Path(model).parent)
     r = rule[model]
+    logits = custom.get("logits")  # the model's own compute_logits at TP 1 (forward_measure), where recorded
     return {"model": model, "bytes_per_token": custom["bytes_per_token"],
             "bytes_per_token_native": native["bytes_per_token"], "rule_bytes_per_token": r,
             "factor": round(custom["bytes_per_token"] / r, 4),
-            "factor_high": round(max(custom["bytes_per_token"], native["bytes_per_token"]) / r, 4)}
+            "factor_high": round(max(custom["bytes_per_token"], native["bytes_per_token"]) / r, 4),
+            **({"logits_bytes_per_logit": logits["bytes_per_logit"]} if logits else {})}
 
 
 def model_family(config: str) -> str:
