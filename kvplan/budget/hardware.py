@@ -85,9 +85,10 @@ GPU_PRESETS: dict[str, GpuPreset] = {p.name: p for p in (
               "(vllm-project/vllm-omni issue #276); deviceQuery printouts show 81051-81158 MBytes "
               "(79.15-79.26 GiB) on older drivers; nvidia-smi shows 81920MiB",
               "80 GB HBM2e", ("A100", "A100-80G", "A100-SXM4-80GB"), (8, 0)),
-    GpuPreset("L40S-48GB", _mib(45589), "cuda",
-              "torch total_memory=45589MB (NVIDIA L40S) = 44.52 GiB; nvidia-smi shows 46068MiB", "48 GB GDDR6",
-              ("L40S",), (8, 9)),
+    GpuPreset("L40S-48GB", _gib2(44.40), "cuda",
+              "torch's OutOfMemoryError on an L40S with vLLM 0.10.1: 'GPU 0 has a total capacity of 44.40 GiB' "
+              "(vllm issue #23230); an older printout showed total_memory=45589MB (44.52 GiB); nvidia-smi shows "
+              "46068MiB", "48 GB GDDR6", ("L40S",), (8, 9)),
     GpuPreset("L20-48GB", 47_803_596_800, "cuda",
               "vLLM logged total_gpu_memory: 44.52056884765625GiB (= 47803596800 bytes) on NVIDIA L20 cards "
               "(vllm issue #14011, nvidia-smi 46068MiB there)", "48 GB GDDR6", ("L20",), (8, 9)),
