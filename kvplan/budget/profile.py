@@ -266,7 +266,10 @@ CUDAGRAPH_NOT_COUNTED = ("the release captures its graphs after sizing the KV ca
                          "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default): they use the 1 − utilization headroom, "
                          "checked at the band's pessimistic end with the sampler warm-up")
 WORKSPACE_REASON = ("kernel libraries' workspaces (cuBLAS, FlashAttention / FlashInfer, Triton) are allocated by "
-                    "the CUDA libraries, not by torch ops a meta-device run sees: kvplan's 256 MiB")
+                    "the CUDA libraries, not by torch ops a meta-device run sees: kvplan's 256 MiB, calibrated with "
+                    "the non-torch term: the calibration fits what each log leaves beside every other term, these "
+                    "256 MiB included, so their error is in the fitted residual and its spread (the value is the sum "
+                    "of the two, kvplan's split of it between the activation and the non-torch term is nominal)")
 NON_TORCH_REASON = ("CUDA context, NCCL communicators and cuBLAS handles live outside torch's allocator with no CPU "
                     "counterpart")
 DRAFTER_REASON = ("the drafter's dummy run (_dummy_run's drafter.dummy_run over the same tokens, after the target's "
@@ -363,7 +366,8 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
         out.append({"term": "CUDA graphs (V2 model runner)", "basis": CALIBRATED,
                     "detail": CUDAGRAPH_REASON + ("; " + V2_CUDAGRAPH_NOT_COUNTED + "; " + CUDAGRAPH_NOT_COUNTED
                                                   if not v2_cudagraph_counted else "")})
-    out.append({"term": "kernel workspaces", "basis": ASSUMED, "detail": WORKSPACE_REASON})
+    out.append({"term": "kernel workspaces", "basis": CALIBRATED if calibrated_groups else ASSUMED,
+                "detail": WORKSPACE_REASON if calibrated_groups else WORKSPACE_REASON.split(", calibrated")[0]})
     groups = ", ".join(f"{g} ({x['n']} start-ups)" for g, x in sorted(calibrated_groups.items()))
     out.append({"term": "non-torch memory", "basis": CALIBRATED if calibrated_groups else ASSUMED,
                 "detail": NON_TORCH_REASON + (f"; calibrated on the calibration half: {groups}" if groups else
