@@ -120,7 +120,7 @@ def test_cli_reads_kserve_and_llm_d_files():
     r = CliRunner().invoke(app, ["vllm", "--file", str(DATA / "kserve-huggingfaceserver-readme-llama3.1.yaml"),
                                  "--gpu", "H100-80GB", "--summary"])
     assert r.exit_code == 0, r.output
-    assert r.stdout.splitlines()[0] == ("OK starts: 7,350 blocks (6,890-7,560), 3.59 (3.36-3.69) × 131,072 tokens "
+    assert r.stdout.splitlines()[0] == ("OK starts: 7,352 blocks (6,890-7,561), 3.59 (3.36-3.69) × 131,072 tokens "
                                         "(vLLM 0.34.0, H100-80GB)")
     path = DATA / "llm-d-guide-pd-disaggregation-ms-pd-values.yaml"
     r = CliRunner().invoke(app, ["vllm", "--file", str(path), "--gpu", "H100-80GB"])
@@ -161,12 +161,12 @@ def test_kserve_huggingface_model_runs_vllm_with_kserves_arguments_and_simulates
     plain = kvplan.simulate("meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB")
     assert d["outcome"]["starts"] is True and d["scheduler"]["max_model_len"] == 131072
     # vLLM 0.34.0 pages Llama-3.1-8B in blocks of 64 (DEFAULT_BLOCK_SIZE; FLASH_ATTN keeps it): one block is
-    # 32 layers x 2 (K, V) x 8 heads x 128 x 2 B x 64 = 8 MiB, so the 57.42 GiB kvplan estimates an H100 leaves
+    # 32 layers x 2 (K, V) x 8 heads x 128 x 2 B x 64 = 8 MiB, so the 57.44 GiB kvplan estimates an H100 leaves
     # (0.34.0's derived V2 sampler pass and what its runner keeps on the card, the calibrated non-torch term of one
     # GPU under a release whose profile takes the free memory's drop (0.27.0+), the CUDA cards' calibrated CUDA
-    # graphs, the weights with their 32 MiB rotary table) hold 7,350 blocks (470,400 tokens):
-    # 57.4223 GiB / 8 MiB = 7,350.05
-    assert d["memory"]["num_blocks"] == plain["memory"]["num_blocks"] == 7350
+    # graphs, the weights with their 32 MiB rotary table) hold 7,352 blocks (470,528 tokens):
+    # 57.4421 GiB / 8 MiB = 7,352.59
+    assert d["memory"]["num_blocks"] == plain["memory"]["num_blocks"] == 7352
     assert d["memory"]["max_concurrency"] == plain["memory"]["max_concurrency"]
     assert round(d["memory"]["max_concurrency"], 2) == 3.59
 
