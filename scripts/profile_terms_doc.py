@@ -159,6 +159,16 @@ def parallel_section() -> list[str]:
                                 if "logits_bytes_per_logit" in lay.get(k, {}))
             lines.append(f"| {r} | {family} | {tp1:g} | " + " | ".join(
                 f"{lay[k]['factor']:g}" if k in lay else "—" for k in keys) + f" | {logits} |")
+    not_run: dict = {}  # (family, layout, model, why) -> the releases
+    for r in own:
+        for family, par in sorted(table[r]["parallel"].items()):
+            for k, lay in sorted((par.get("layouts") or {}).items()):
+                for model, why in sorted(lay.get("not_run", {}).items()):
+                    not_run.setdefault((family, k, Path(model).parent.name, why), []).append(r)
+    if not_run:
+        lines += ["", "Layouts a family's model was not run at (the factor there is the family's other models'):", ""]
+        lines += [f"- {', '.join(rs)}, {family} {k.replace('pp2-', 'PP 2 ')}: {model} not run: {why}"
+                  for (family, k, model, why), rs in not_run.items()]
     return lines
 
 

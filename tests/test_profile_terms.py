@@ -350,6 +350,9 @@ def test_multimodal_limits_bound_the_encoder_pass():
 
 
 PARALLEL_RELEASES = ("0.11.0", "0.19.0", "0.27.1", "0.34.0")
+# releases before 0.24 whose dense TP/PP forward is 0.11.0's and 0.19.0's (four [T, H] at TP 1)
+FOUR_WIDE_PARALLEL = ("0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0",
+                      "0.19.0")
 
 
 def _parallel(release: str) -> dict:
@@ -360,8 +363,9 @@ def test_parallel_goldens_dense_by_hand():
     """Qwen3-8B (H 4,096, I 12,288, bf16) as rank 0 of a TP group and as each PP 2 stage
     (scripts/golden/profile_terms.py --parallel-all). At TP N the MLP's gate-up and SiLU-and-mul outputs shrink to
     3·I/N, and the reduced [T, H] of the out-of-place all-reduce (pynccl's torch.empty_like) is live beside the
-    row-parallel layer's partial one: one more [T, H] than at TP 1. 0.11.0/0.19.0 (fused add-RMSNorm in place, four
-    [T, H] at TP 1): (5·4,096 + 3·12,288/N)·2; 0.27.1/0.34.0 (five at TP 1, factor 1.077): (6·4,096 + 3·12,288/N)·2.
+    row-parallel layer's partial one: one more [T, H] than at TP 1. 0.10.1-0.14.0 and 0.19.0 (fused add-RMSNorm in
+    place, four [T, H] at TP 1): (5·4,096 + 3·12,288/N)·2; 0.27.1/0.34.0 (five at TP 1, factor 1.077):
+    (6·4,096 + 3·12,288/N)·2.
     PP 2: the first stage is TP 1's peak; the last stage's input is the runner's two persistent [T, H] buffers
     (hidden_states, residual: 16,384 B per token) where the first stage has one embedding output: + 4,096·2 where
     the fused add-RMSNorm writes in place into them (0.11.0, 0.19.0), + 2·4,096·2 from 0.24 (its add-RMSNorm makes
@@ -369,9 +373,9 @@ def test_parallel_goldens_dense_by_hand():
     logits on the last stage: [R, V/N] vocab-parallel, the all-gather's [N·R, V/N] and its reshaped [R, V] copy:
     2·(2 + 1/N) B per logit, every rank gets all 151,936."""
     H, I = 4096, 12288
-    for release in PARALLEL_RELEASES:
+    for release in sorted(set(PARALLEL_RELEASES) | set(FOUR_WIDE_PARALLEL)):
         lay = {k: v for k, v in _parallel(release)["dense"]["custom_ops"]["layouts"].items()}
-        fives = 4 if release in ("0.11.0", "0.19.0") else 5
+        fives = 4 if release in FOUR_WIDE_PARALLEL else 5
         assert lay["tp1"]["bytes_per_token"] == (fives * H + 3 * I) * 2 + 8, release
         for n in (2, 4, 8):
             assert lay[f"tp{n}"]["bytes_per_token"] == ((fives + 1) * H + 3 * I // n) * 2, (release, n)
@@ -383,6 +387,29 @@ def test_parallel_goldens_dense_by_hand():
         assert lay["pp2-last"]["intermediate_bytes_per_token"] == 2 * H * 2
         assert lay["pp2-last"]["bytes_per_token"] == ((fives + (1 if fives == 4 else 2)) * H + 3 * I) * 2, release
         assert lay["tp1"]["logits"]["bytes_per_logit"] == 2 and "logits" not in lay["pp2-first"]
+
+
+def test_parallel_pp_not_run_where_the_release_refuses_it():
+    """gpt-oss-20b's GptOssForCausalLM has no SupportsPP at 0.10.1 and 0.10.1.1 (gpt_oss.py line 229:
+    ``class GptOssForCausalLM(nn.Module)``; 0.10.2 line 616 adds it), so their ModelConfig refuses PP > 1 for it:
+    the parallel goldens measure its TP layouts only and name the PP stages not run; the MoE family's PP 2 factors
+    there are Mixtral-8x7B's alone (0.9602 first, 0.9617 last, as 0.10.2's and 0.11.0's, where gpt-oss-20b's
+    0.9388 / 0.9423 are below them), with gpt-oss-20b listed under ``not_run``."""
+    for release in ("0.10.1", "0.10.1.1"):
+        for path in ("custom_ops", "native"):
+            g = _parallel(release)["moe"][path]
+            assert sorted(g["layouts"]) == ["tp1", "tp2", "tp4", "tp8"], (release, path)
+            assert sorted(g["layouts_not_run"]) == ["pp2-first", "pp2-last"]
+            assert all("GptOssForCausalLM does not implement SupportsPP" in why
+                       for why in g["layouts_not_run"].values())
+        pp = profile._table()[release]["parallel"]["moe"]["layouts"]
+        assert (pp["pp2-first"]["factor"], pp["pp2-last"]["factor"]) == (0.9602, 0.9617)
+        assert pp["pp2-first"]["models"] == {"moe-mixtral": 0.9602}
+        assert list(pp["pp2-last"]["not_run"]) == ["configs/openai/gpt-oss-20b/config.json"]
+    for release in ("0.10.2", "0.11.0"):
+        assert "layouts_not_run" not in _parallel(release)["moe"]["custom_ops"]
+        pp = profile._table()[release]["parallel"]["moe"]["layouts"]
+        assert pp["pp2-first"]["models"] == {"moe": 0.9388, "moe-mixtral": 0.9602} and "not_run" not in pp["pp2-first"]
 
 
 def test_parallel_moe_workspace_keeps_the_hidden_width():

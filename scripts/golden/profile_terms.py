@@ -2180,8 +2180,10 @@ def parallel_rule_bytes_per_token(model_dir: Path, tp: int, first_stage: bool) -
 def parallel_table(goldens: Path, rows: dict) -> None:
     """Each release's ``parallel`` row: per family (dense, MoE) and layout (``tp2`` ... ``pp2-last``) the measured
     bytes per token on that rank (custom-op path: the value; native: the high end) over kvplan's per-rank rule, the
-    family's factor the largest of its models'; and the logits' bytes per logit on the last stage. A release without
-    a parallel golden takes the newest measured one before it (else the oldest), assumed."""
+    family's factor the largest of its models'; and the logits' bytes per logit on the last stage. A layout a model
+    was not run at (the golden's ``layouts_not_run``: the release refuses PP for it) takes the family's other models
+    and names it under ``not_run``. A release without a parallel golden takes the newest measured one before it (else
+    the oldest), assumed."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from kvplan.engines.vllm.versions import version_key
 
@@ -2218,7 +2220,12 @@ def parallel_table(goldens: Path, rows: dict) -> None:
                 else:
                     best = {**best, "factor_high": max(x["factor_high"], best["factor_high"])}
                 fam["layouts"][key] = {**best, "models": models}
+            for key, why in v.get("layouts_not_run", {}).items():  # a PP layout the release refuses for the model
+                fam.setdefault("not_run", {}).setdefault(key, {})[v["model"]] = why
         for family, fam in per_family.items():
+            for key, by_model in fam.get("not_run", {}).items():
+                if key in fam.get("layouts", {}):
+                    fam["layouts"][key]["not_run"] = by_model
             measured.setdefault(family, {})[g["vllm_version"]] = (
                 {"layouts": fam["layouts"], "model": fam["layouts"]["tp2"]["model"]} if fam.get("layouts")
                 else {"why": fam.get("why") or "not measured"})
@@ -2401,6 +2408,16 @@ def _tensor_bytes(x) -> int:
     return sum(_tensor_bytes(t) for t in tensors.values()) if isinstance(tensors, dict) else 0
 
 
+def release_supports_pp(model) -> bool:
+    """Whether the release runs ``model`` under pipeline parallelism: its ``supports_pp`` (the ``SupportsPP``
+    interface, which the registry's ``is_pp_supported_model`` reads; ModelConfig raises "Pipeline parallelism is not
+    supported for this model" otherwise: 0.10.1 config/__init__.py line 1315, 0.19.0 config/model.py 1126). gpt-oss
+    implements it from 0.10.2 (0.10.1 gpt_oss.py line 229 ``class GptOssForCausalLM(nn.Module)``)."""
+    from vllm.model_executor.models.interfaces import supports_pp
+
+    return bool(supports_pp(model))
+
+
 def parallel_measure(a, AR, ops) -> dict:
     """``--parallel-run``: the dummy forward (as ``forward_measure``) of one model on one rank of each layout in
     ``PARALLEL_LAYOUTS``, the model class rebuilt per layout with the release's parallel-state getters answering that
@@ -2410,7 +2427,8 @@ def parallel_measure(a, AR, ops) -> dict:
     runner makes them in ``load_model``, gpu/model_runner.py 563-570), made here inside the tracker at T tokens and
     held under the forward. On the last stage ``compute_logits`` over 32 and 64 dummy rows: the logits the
     sampler gets, after the LogitsProcessor's gather of the vocab-parallel logits (``use_all_gather``: every rank
-    gets the full logits in the V1 runner of these releases)."""
+    gets the full logits in the V1 runner of these releases). A PP layout of a model the release does not run under
+    pipeline parallelism (``release_supports_pp``) is not measured: ``layouts_not_run`` names it with the reason."""
     import torch
     from vllm.config import set_current_vllm_config
     from vllm.forward_context import set_forward_context
@@ -2418,7 +2436,7 @@ def parallel_measure(a, AR, ops) -> dict:
     calls: dict = {}
     fake_collectives(calls)
     orig_dist = forward_dist
-    out = {}
+    out, not_run = {}, {}
     for tp, pp, rank in PARALLEL_LAYOUTS:
         def dist(AR_, vc, tp=tp, pp=pp, rank=rank):
             orig_dist(AR_, vc)
@@ -2429,6 +2447,12 @@ def parallel_measure(a, AR, ops) -> dict:
             cfg, vc, model, _ = build_on_meta(AR, ops, a.parallel_run, a.forward_path, after_loading=True)
         finally:
             globals()["forward_dist"] = orig_dist
+        if pp > 1 and not release_supports_pp(model):
+            not_run[parallel_layout_key(tp, pp, rank)] = (
+                f"{type(model).__name__} does not implement SupportsPP in this release: its ModelConfig refuses "
+                "pipeline parallelism for it (NotImplementedError 'Pipeline parallelism is not supported for this "
+                "model.')")
+            continue
         first, last = rank == 0, rank == pp - 1
         H = int(cfg["hidden_size"])
 
@@ -2472,7 +2496,7 @@ def parallel_measure(a, AR, ops) -> dict:
         print(parallel_layout_key(tp, pp, rank), per_token, rec.get("logits", {}).get("bytes_per_logit"),
               file=sys.stderr)
     return {"model": a.parallel_run, "architecture": type(model).__name__, "tokens": list(a.forward_tokens),
-            "layouts": out,
+            "layouts": out, **({"layouts_not_run": not_run} if not_run else {}),
             "config": {k: cfg.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads",
                                                "num_key_value_heads", "head_dim", "num_experts_per_tok",
                                                "num_local_experts", "num_hidden_layers", "vocab_size")}}
@@ -2713,6 +2737,16 @@ def fresh_workspace() -> None:
     workspace.init_workspace_manager(torch.device("meta"))
 
 
+def runner_logits_args(model) -> tuple:
+    """The arguments after the hidden states that the release's V1 runner passes ``compute_logits``: before 0.11
+    the models' ``compute_logits`` also takes ``sampling_metadata`` and the V1 runner passes ``None``
+    (``_dummy_sampler_run``: 0.10.1 v1/worker/gpu_model_runner.py line 2435, 0.10.2 line 2849); from 0.11.0
+    (line 3192) it takes the hidden states alone."""
+    import inspect
+
+    return (None,) if "sampling_metadata" in inspect.signature(model.compute_logits).parameters else ()
+
+
 def parallel_logits(vc, model, H: int) -> dict:
     """``compute_logits`` over ``LOGITS_REQS`` dummy rows on the meta device: its peak (the vocab-parallel logits,
     the gather's buffers, the full logits), the bytes per logit it grows by, and the shape every rank gets."""
@@ -2724,7 +2758,7 @@ def parallel_logits(vc, model, H: int) -> dict:
         hidden = torch.empty(R, H, dtype=torch.bfloat16, device="meta")
         counter = MetaLiveBytes()
         with set_current_vllm_config(vc), torch.inference_mode(), tracking_mode(counter, devices=("meta",)):
-            logits = model.compute_logits(hidden)
+            logits = model.compute_logits(hidden, *runner_logits_args(model))
             shapes[R] = list(logits.shape)
             del logits
         peaks[R] = counter.peak
