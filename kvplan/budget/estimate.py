@@ -211,7 +211,7 @@ def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int
                               max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
                               encoder: dict | None = None, sampler_bytes: int | None = None,
                               forward_factor: float = 1.0, first_stage: bool = True, held_bytes: int = 0,
-                              persistent_bytes: int = 0) -> int:
+                              persistent_bytes: int = 0, drafter: dict | None = None) -> int:
     """Peak activation of vLLM's profiling run on one rank (rule in the module docstring). ``encoder``
     (``estimate_encoder_profile``, first stage of a multimodal model): the encoder's forward peaks alone, its
     outputs stay cached under the text forward and the sampler: ``max(encoder, cache + text)``.
@@ -222,7 +222,29 @@ def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int
     model's family at this TP size or PP stage (``kvplan.budget.profile``). ``held_bytes``: what the forward leaves
     allocated under the sampler (``moe_held_bytes``: the fused-MoE workspace from 0.13). ``persistent_bytes``: what
     the runner keeps allocated from its creation on and the release's profile counts (``sampler_terms``: the V2
-    runner's per-request states from 0.27.1), on every stage beside the peak."""
+    runner's per-request states from 0.27.1), on every stage beside the peak. ``drafter``
+    (``kvplan.budget.drafter.drafter_phase``, the stage that runs an EAGLE-style / MTP drafter): the drafter's
+    forward in the dummy run, after the target's, beside the target's held states (``activation_phases``)."""
+    peak = max(activation_phases(inventory, cfg, dtype_bytes, tp=tp, max_num_batched_tokens=max_num_batched_tokens,
+                                 max_num_seqs=max_num_seqs, layers=layers, last_stage=last_stage,
+                                 sampler_bytes=sampler_bytes, forward_factor=forward_factor, first_stage=first_stage,
+                                 held_bytes=held_bytes, drafter=drafter).values())
+    if encoder is not None:
+        peak = max(encoder["forward_bytes"], encoder["cache_bytes"] + peak)
+    return peak + ACTIVATION_WORKSPACE_BYTES + persistent_bytes
+
+
+def activation_phases(inventory, cfg: dict, dtype_bytes: int, *, tp: int, max_num_batched_tokens: int,
+                      max_num_seqs: int, layers: set[int] | None = None, last_stage: bool = True,
+                      sampler_bytes: int | None = None, forward_factor: float = 1.0, first_stage: bool = True,
+                      held_bytes: int = 0, drafter: dict | None = None) -> dict:
+    """The peaks of the profile run's phases on one rank (``estimate_activation_bytes`` takes the largest, then
+    adds the workspace and the persistent part): ``forward`` the target's forward, ``sampler`` the dummy sampler
+    pass with the hidden states (and the held workspace) beside it, ``drafter`` the drafter's forward after the
+    target's (last stage, with ``drafter``): the target's ``[T, H]`` hidden states (three on a later PP stage, as
+    under the sampler), one more per EAGLE-3 aux state (``drafter["aux_states"]``) and the held fused-MoE workspace
+    (not for an MTP layer, whose own fused experts take the same workspace) beside the drafter's own peak, on the V2
+    runner ``max(combine, combined states + forward)`` for an EAGLE-3 head (``kvplan.budget.drafter``)."""
     hidden = int(cfg.get("hidden_size") or 0)
     T = max_num_batched_tokens
     forward = round(T * forward_rule_bytes_per_token(inventory, cfg, dtype_bytes, tp=tp, layers=layers,
@@ -233,10 +255,12 @@ def estimate_activation_bytes(inventory, cfg: dict, dtype_bytes: int, *, tp: int
     sampler_bytes = max(sampler_bytes, logits_gather_bytes(reqs, vocab, dtype_bytes, tp))
     held = T * hidden * dtype_bytes * (1 if first_stage else 3)
     sampler = sampler_bytes + held + held_bytes if last_stage else 0
-    peak = max(forward, sampler)
-    if encoder is not None:
-        peak = max(encoder["forward_bytes"], encoder["cache_bytes"] + peak)
-    return peak + ACTIVATION_WORKSPACE_BYTES + persistent_bytes
+    phases = {"forward": forward, "sampler": sampler}
+    if drafter is not None and last_stage:
+        states = held + T * hidden * dtype_bytes * drafter["aux_states"]
+        own = max(drafter["combine_bytes"], drafter["combine_kept_bytes"] + drafter["forward_bytes"])
+        phases["drafter"] = states + (held_bytes if drafter["moe_held"] else 0) + own
+    return phases
 
 
 # The weights' band: kvplan's per-tensor count was within 1 % of "Model loading took" on every dense and FP8
@@ -562,6 +586,9 @@ class _Estimate:
     eplb: bool = False  # --enable-eplb
     quant: Any = None  # the target's Quantization (quantization_of / quantization_override), None when not read
     expert_parallel: bool = False  # --enable-expert-parallel
+    # the drafter's part of the dummy run by band end ("value", "high": kvplan.budget.drafter.drafter_phase), None
+    # without an EAGLE-style / MTP drafter or a measured row
+    drafter: dict | None = None
 
     @property
     def graph_basis(self) -> str:
@@ -617,7 +644,17 @@ class _Estimate:
                                          last_stage=last, encoder=encoder, sampler_bytes=sampler,
                                          forward_factor=factors[forward_end], first_stage=first,
                                          held_bytes=self.moe_held(layers, last, high=forward_end == "high")[0],
-                                         persistent_bytes=self.persistent)
+                                         persistent_bytes=self.persistent,
+                                         drafter=(self.drafter or {}).get(forward_end) if last else None)
+
+    def phases(self, layers: set[int], last: bool, first: bool) -> dict:
+        """The profile run's phases on the stage at the band's value (``activation_phases``): which one peaks."""
+        factors = self.forward if first else self.forward.get("later", self.forward)
+        return activation_phases(self.inventory, self.cfg, self.dbytes, tp=self.tp, max_num_batched_tokens=self.T,
+                                 max_num_seqs=self.R, layers=layers, last_stage=last,
+                                 sampler_bytes=self.sampler["value"], forward_factor=factors["value"],
+                                 first_stage=first, held_bytes=self.moe_held(layers, last)[0],
+                                 drafter=(self.drafter or {}).get("value") if last else None)
 
     def moe_held(self, layers: set[int], last: bool, high: bool = False) -> tuple[int, str]:
         """The fused-MoE workspace held under the last stage's sampler (``moe_held_bytes``): unquantized experts,
@@ -758,16 +795,17 @@ class _Estimate:
                               non_torch_bytes=nt_band[1], cudagraph_bytes=cg_ends[1])
         # (0, why) for FP8 experts counted at the pessimistic end only: the source says so
         held = self.moe_held(layers, last) if o.activation is None else (0, "")
-        sampler_peak = o.activation is None and last and self.sampler["value"] + self.T * int(
-            self.cfg.get("hidden_size") or 0) * self.dbytes * (1 if first else 3) + held[0] >= (
-                act - eplb - ACTIVATION_WORKSPACE_BYTES - enc_part - self.persistent)
+        phases = self.phases(layers, last, first) if o.activation is None else {}
+        sampler_peak = bool(phases) and last and phases["sampler"] >= max(phases.values())
+        drafter_peak = "drafter" in phases and phases["drafter"] > max(phases["forward"], phases["sampler"])
         # the warm-up after the KV cache is allocated (profiled sizing): the graphs vLLM did not subtract at this
         # end, and what capture may leave reserved but unusable for the sampler's warm-up pass (the module docstring)
         warmup = {"graphs": max(0, captured["high"] - cg_ends[1]),
                   "fragmentation": round(captured["high"] * self.fragmentation_ratio)}
         terms = {"weights": (w_low, w_high), "activation": act_ends, "non_torch": nt_band, "sampler_peak": sampler_peak,
                  "cudagraph": cg_ends, "captured": captured, "warmup": warmup, "graphs": g,
-                 "encoder_cache": (enc_part, enc_high), "moe_held": held}
+                 "encoder_cache": (enc_part, enc_high), "moe_held": held, "drafter_peak": drafter_peak,
+                 "drafter": (self.drafter or {}).get("value") if last and o.activation is None else None}
         return stage, (ends[0], ends[1]), pessimistic, terms
 
 
@@ -876,7 +914,18 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         graphs=_graphs(release, card, T=T, R=R, layout=layout, request=request),
         lora=request.lora, redundant_experts=redundant, eplb=request.enable_eplb,
         quant=target_quantization(layout.target.config, b.quantization), expert_parallel=bool(request.enable_expert_parallel),
+        drafter=_drafter(layout, release, request.model_runner, T, tp) if counted is not None else None,
     )
+
+
+def _drafter(layout, release: str, runner: str, T: int, tp: int) -> dict | None:
+    """The drafter's part of the dummy run at each band end (``kvplan.budget.drafter.drafter_phase``: the value on
+    the custom-op path's factor, the high end on the native graph's), None without one."""
+    from kvplan.budget.drafter import drafter_phase
+
+    ends = {end: drafter_phase(layout, release, runner=runner, tokens=T, tp=tp,
+                               dtype_bytes=dtype_size_bytes(layout.target.dtype), end=end) for end in ("value", "high")}
+    return ends if ends["value"] is not None else None
 
 
 def _architecture(config: dict) -> str:
@@ -1138,8 +1187,10 @@ def profile_terms(layout, era, *, T: int, R: int, exact: bool, offload: bool, ov
         ("weights", stage.weights_bytes, overrides["weights"], weights_basis, weights_src),
         ("activation", stage.activation_peak_bytes - (stage.encoder_profile_bytes or 0), overrides["activation"],
          KVPLAN_ESTIMATE, _activation_source(T, R, tp, pp, sampler if acted else None, forward if acted else None,
-                                             bool(ends.get("sampler_peak")), per_rank=acted)
-         + (f"; {ends['moe_held'][1]}" if acted and (ends.get("moe_held") or (0, ""))[1] else "")),
+                                             bool(ends.get("sampler_peak")), per_rank=acted,
+                                             drafter_peak=bool(ends.get("drafter_peak")))
+         + (f"; {ends['moe_held'][1]}" if acted and (ends.get("moe_held") or (0, ""))[1] else "")
+         + (_drafter_source(ends["drafter"], bool(ends.get("drafter_peak"))) if acted and ends.get("drafter") else "")),
         ("non_torch", stage.non_torch_bytes, overrides["non_torch"], KVPLAN_ESTIMATE, _non_torch_source(g)),
         ("cudagraph", stage.cudagraph_bytes, overrides["cudagraph"], KVPLAN_ESTIMATE if counted else NOT_COUNTED,
          _cudagraph_source(release, counted, graphs)),
@@ -1175,7 +1226,7 @@ def _weights_term_source(weights, exact: bool, offload: bool, s: int = 0) -> tup
 
 
 def _activation_source(T: int, R: int, tp: int, pp: int, sampler: dict | None, forward: dict | None,
-                       sampler_peak: bool, *, per_rank: bool) -> str:
+                       sampler_peak: bool, *, per_rank: bool, drafter_peak: bool = False) -> str:
     """The activation term's source: kvplan's rule, with the per-rank, sampler and forward facts that fill it
     (``sampler`` / ``forward`` None where the activation is an override)."""
     src = (f"torch peak of vLLM's profile_run: one forward of {T:,} dummy tokens (max_num_batched_tokens), then the "
@@ -1196,12 +1247,25 @@ def _activation_source(T: int, R: int, tp: int, pp: int, sampler: dict | None, f
     if forward is not None:
         src = (src.replace("max(T·(4H", f"max({forward['value']:g}·T·(4H")
                + f"; the forward: {forward['basis']}: {forward['source']}, band to {forward['high']:g}× "
-               f"(the unfused native graph); peak {'the sampler' if sampler_peak else 'the forward'}")
+               f"(the unfused native graph); peak {'the sampler' if sampler_peak else 'the drafter' if drafter_peak else 'the forward'}")
     return src
 
 
+def _drafter_source(d: dict, peak: bool) -> str:
+    """The activation source's part for the drafter's forward in the dummy run (``kvplan.budget.drafter``)."""
+    combine = (f", after the V2 speculator's EAGLE-3 combination (peak {d['combine_bytes']:,} B: the [T, k·H_target] "
+               f"concatenation beside the fc's output, which it keeps)" if d["combine_bytes"] else "")
+    return (f"; the drafter's forward in the dummy run: {d['forward_bytes']:,} B (T·{d['rule_bytes_per_token']:,}·"
+            f"{d['factor']:g}; {d['basis']}: {d['source']}){combine}, beside the target's hidden states"
+            + (f" and its {d['aux_states']} EAGLE-3 aux states" if d["aux_states"] else "")
+            + (" (the peak)" if peak else " (below the peak)"))
+
+
 def _activation_derivation(ends: dict, sampler: dict | None, forward: dict | None) -> str:
-    """Derived when the term at the peak (the sampler pass or the forward) has a golden, else assumed."""
+    """Derived when the term at the peak (the sampler pass, the forward or the drafter's forward) has a golden,
+    else assumed."""
+    if ends.get("drafter_peak") and ends.get("drafter"):
+        return DERIVED if ends["drafter"]["basis"] == DERIVED else ASSUMED
     if ends.get("sampler_peak"):
         return DERIVED if sampler is None or sampler["basis"] == DERIVED else ASSUMED
     return DERIVED if forward is not None and forward["basis"] == DERIVED else ASSUMED

@@ -272,10 +272,12 @@ WORKSPACE_REASON = ("kernel libraries' workspaces (cuBLAS, FlashAttention / Flas
                     "of the two, kvplan's split of it between the activation and the non-torch term is nominal)")
 NON_TORCH_REASON = ("CUDA context, NCCL communicators and cuBLAS handles live outside torch's allocator with no CPU "
                     "counterpart")
-DRAFTER_REASON = ("the drafter's dummy run (_dummy_run's drafter.dummy_run over the same tokens, after the target's "
-                  "forward returned) is not run on the meta device: its inputs are the runner's persistent drafter "
-                  "buffers, which need the target's runner state; kvplan counts the target's forward peak only "
-                  "(the drafter's KV layers are in the layout, its weights in the weights)")
+DRAFTER_REASON = ("no release's drafter forward was measured (tests/golden/profile_terms/drafter/): kvplan counts "
+                  "the target's forward peak only (the drafter's KV layers are in the layout, its weights in the "
+                  "weights)")
+DRAFTER_HOW = ("the drafter's forward in the dummy run (V1 _dummy_run's drafter.dummy_run, V2's speculator.propose "
+               "with dummy_run=True, over the same T tokens after the target's forward, the target's hidden and "
+               "EAGLE-3 aux states held; kvplan/budget/drafter.py) on the meta device")
 POOLER_REASON = ("a pooling runner (--runner pooling, --convert) runs _dummy_pooler_run instead of the sampler and "
                  "allocates no decoder KV cache: kvplan plans the generate runner only (kvplan/serve/effects.py "
                  "lists the flags as unmodelled)")
@@ -358,7 +360,7 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
                           "data-dependent probes and boolean indexing that do not run on the meta device), else not "
                           "estimated (Qwen2.5-VL, Mistral 3 / Pixtral, Kimi-VL: no genuine config in the corpus to "
                           "run their towers on; kvplan/budget/encoder.py)"})
-    out.append({"term": "drafter dummy run", "basis": NOT_COUNTED, "detail": DRAFTER_REASON})
+    out.append(drafter_term_basis(row))
     out.append({"term": "pooler", "basis": NOT_PLANNED, "detail": POOLER_REASON})
     out.append({"term": "CUDA graphs", "basis": CALIBRATED,
                 "detail": CUDAGRAPH_REASON + ("" if cudagraph_counted else "; " + CUDAGRAPH_NOT_COUNTED)})
@@ -373,6 +375,63 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
                 "detail": NON_TORCH_REASON + (f"; calibrated on the calibration half: {groups}" if groups else
                                               "; kvplan's constants (no calibration)")})
     return out
+
+
+# The drafter's forward in the dummy run (``scripts/golden/profile_terms.py --drafter-all``: the catalog's EAGLE-3
+# heads and an MTP layer built as the release's proposer loads them and run over T tokens on the meta device,
+# tests/golden/profile_terms/drafter/): per drafter the measured bytes per token over kvplan's rule
+# (``kvplan.budget.drafter.drafter_rule_bytes_per_token``). An EAGLE or EAGLE-3 drafter takes the EAGLE-3 heads'
+# largest factor, an MTP layer the MTP rows'.
+DRAFTER_METHOD_ROWS = {"eagle": "eagle3", "eagle3": "eagle3", "mtp": "mtp"}
+
+
+def drafter_factors(release: str | None, method: str, name: str = "") -> dict | None:
+    """The release's drafter factors for a ``method`` drafter: ``value`` (custom-op path) and ``high`` (native) the
+    measured drafter's own where ``name`` (the drafter checkpoint's, an MTP layer's target's) is one the goldens
+    measured, else the largest of the measured drafters of that kind; the basis (derived where every row taken is
+    this release's own, else assumed: the newest measured release's before it; an MTP layer other than a measured
+    one's, or an EAGLE-1 head, assumed), the release the rows come from and a note; None where the table has no row
+    of that kind."""
+    want = DRAFTER_METHOD_ROWS.get(method)
+    rows = (_table().get(release or "") or _table()[list(_table())[-1]]).get("drafter") or {}
+    mine = {label: r for label, r in rows.items() if r.get("method") == want and "factor" in r}
+    own = {label: r for label, r in mine.items() if name and Path(r["model"]).parent.name == name}
+    mine = own or mine
+    if not mine:
+        return None
+    basis = DERIVED if all(r["basis"] == DERIVED for r in mine.values()) else ASSUMED
+    top = max(mine.values(), key=lambda r: r["factor"])
+    what = (f"vLLM {top['from']}'s drafter forward on the meta device ({'its own row, ' if own else ''}"
+            f"{', '.join(sorted(mine))}: "
+            + ", ".join(f"{Path(r['model']).parent.name} {r['bytes_per_token']:,.0f} B per token, factor {r['factor']:g}"
+                        for _, r in sorted(mine.items())) + ")")
+    if method != want:
+        what += f"; a {method} head takes the {want} heads' factor (not measured itself)"
+        basis = ASSUMED
+    elif want == "mtp" and not own:  # MTP layers are each model's own (MLA, MoE, Gemma 4's): not one family
+        what += f"; this model's MTP layer not measured ({name or 'unnamed'}): the measured MTP layer's factor"
+        basis = ASSUMED
+    if top["basis"] != DERIVED:
+        what += f"; {release or 'this era'}'s drafter forward not run ({top['why']})"
+    return {"value": top["factor"], "high": max(r["factor_high"] for r in mine.values()), "basis": basis,
+            "release": top["from"], "source": what}
+
+
+def drafter_term_basis(row: dict) -> dict:
+    """The profile-terms page's row for the drafter's forward in the dummy run: derived / assumed per release from
+    the table's ``drafter`` rows, else not counted with the reason."""
+    rows = {k: r for k, r in (row.get("drafter") or {}).items() if "factor" in r}
+    if not rows:
+        return {"term": "drafter dummy run", "basis": NOT_COUNTED, "detail": DRAFTER_REASON}
+    basis = DERIVED if all(r["basis"] == DERIVED for r in rows.values()) else ASSUMED
+    src = sorted({r["from"] for r in rows.values()})
+    what = (", ".join(f"tests/golden/profile_terms/drafter/{r}.json" for r in src) + " ("
+            + ", ".join(f"{Path(r['model']).parent.name} ({r['method']}) {r['bytes_per_token']:,.0f} B per token, "
+                        f"factor {r['factor']:g}-{r['factor_high']:g}" for _, r in sorted(rows.items()))
+            + f"): {DRAFTER_HOW}; peak max(target forward, drafter forward + the held target states, sampler)")
+    whys = sorted({r["why"] for r in rows.values() if r["basis"] != DERIVED})
+    return {"term": "drafter dummy run", "basis": basis, "from": src[-1],
+            "detail": what if basis == DERIVED else f"{what}; own run: {'; '.join(whys)}"}
 
 
 # What the TP/PP collectives allocate on a card, per release (file and line in vllm/distributed/device_communicators/

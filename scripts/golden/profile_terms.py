@@ -891,7 +891,7 @@ def cuda_per_logit(at: dict, key: str) -> float:
     return (at.get("cuda") or {}).get(key, at["bytes_per_logit"])
 
 
-SHARED_KEYS = ("forward", "forward_models", "parallel", "encoder")
+SHARED_KEYS = ("forward", "forward_models", "parallel", "encoder", "drafter")
 
 
 def share_tables(full: dict) -> dict:
@@ -1020,6 +1020,7 @@ def table(goldens: Path, out: Path) -> int:
     forward_table(goldens / "forward", full)
     parallel_table(goldens / "parallel", full)
     encoder_table(goldens / "encoder", full)
+    drafter_table(goldens / "drafter", full)
     shared = share_tables(full)
     out.write_text(json.dumps({"source": "scripts/golden/profile_terms.py --table (from tests/golden/profile_terms)",
                                "releases": full, "shared": shared}, indent=1) + "\n")
@@ -1150,7 +1151,8 @@ def forward_main(a) -> int:
             lambda cls, *x, **k: "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend")
     record_out = {"path": a.forward_path, "setup_skipped": list(AR.SETUP_SKIPPED), "python_ops": sorted(ops)}
     try:
-        record_out.update(weights_measure(a, AR, ops) if a.whole_weights else
+        record_out.update(drafter_measure(a, AR, ops) if a.drafter_label else
+                          weights_measure(a, AR, ops) if a.whole_weights else
                           parallel_measure(a, AR, ops) if a.parallel_run else encoder_measure(a, AR, ops) if a.encoder
                           else lora_measure(a, AR) if a.lora else forward_measure(a, AR, ops))
         record_out["derived"] = True
@@ -1232,36 +1234,13 @@ def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tu
     """The model class vLLM resolves for ``config``, built on the meta device under a CUDA worker's engine config
     (``enforce_eager`` on the custom-op path), eagerly run, vLLM's custom ops as their Python implementation
     (attention as its fake), then every Triton kernel stubbed: (config dict, vllm config, model, kernels stubbed)."""
-    import tempfile
-
     import torch
 
     triton_placeholders()
     from vllm.config import set_current_vllm_config
-    from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.models.registry import ModelRegistry
 
-    cfg = json.loads(Path(config).read_text())
-    flat_gemma4_text_config()
-    d = tempfile.mkdtemp(prefix="fwd_")
-    written = AR._write_config(str(Path(d) / "m"), cfg, None)
-    vc = EngineArgs(model=written, skip_tokenizer_init=True, dtype="bfloat16", enforce_eager=path == "custom_ops",
-                    **({"quantization": HELD_QUANTIZATION[0]} if HELD_QUANTIZATION else {})).create_engine_config()
-    vc.device_config.device = torch.device("meta")
-    try:
-        from vllm.config import CompilationMode
-
-        vc.compilation_config.mode = CompilationMode.NONE  # the graph is not compiled here: run eagerly
-    except ImportError:
-        vc.compilation_config.level = 0
-    forward_dist(AR, vc)
-    for name, fn in ops.items():  # vLLM's custom ops as their Python implementation, attention as its fake
-        if "attention" not in name and "attn" not in name and "sdpa" not in name:
-            setattr(torch.ops.vllm, name, OpPacket(fn))
-        elif "sdpa" in name and name in FAKES:
-            # the ViT's SDPA wrapper as its registered fake, called with the op's own defaults filled in (0.29's
-            # fake names ``cu_seqlens`` without the default its op has, which a caller may leave out)
-            setattr(torch.ops.vllm, name, with_defaults(*FAKES[name]))
+    cfg, vc = engine_on_meta(AR, ops, config, path)
     cls, _ = ModelRegistry.resolve_model_cls(vc.model_config.architectures, model_config=vc.model_config)
     with set_current_vllm_config(vc), AR._meta_device():
         torch.set_default_dtype(torch.bfloat16)
@@ -1282,6 +1261,11 @@ def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tu
                 fp8_module.initialize_single_dummy_weight = lambda *a, **k: None
             process_weights_after_loading(model, vc.model_config,
                                           torch.device("cpu" if HELD_QUANTIZATION else "meta"))
+    return cfg, vc, model, stub_vllm_kernels()
+
+
+def stub_vllm_kernels() -> list[str]:
+    """Every Triton kernel of the vLLM modules imported so far stubbed (``stub_kernels``): their names."""
     kernels = []
     for mname, mod in list(sys.modules.items()):
         if mname.startswith("vllm") and mod is not None:
@@ -1289,7 +1273,44 @@ def build_on_meta(AR, ops, config: str, path: str, *, after_loading: bool) -> tu
                 kernels += stub_kernels(mod, kernels_only=True)
             except Exception:  # noqa: BLE001 - a module whose globals cannot be walked
                 pass
-    return cfg, vc, model, kernels
+    return kernels
+
+
+def engine_on_meta(AR, ops, config: str, path: str, read_as: dict | None = None, **engine_args) -> tuple:
+    """``config``'s engine config as a CUDA worker makes it (``EngineArgs.create_engine_config``; ``enforce_eager``
+    on the custom-op path; ``engine_args``: more of vLLM's engine arguments, e.g. ``speculative_config``), its
+    device the meta device, run eagerly, the world-size-1 groups made and vLLM's custom ops as their Python
+    implementation (attention as its fake); ``read_as``: a remote-code config written as its base class's
+    (``kvplan/verify/arch_runner.py`` ``_write_config``): (config dict, vllm config)."""
+    import tempfile
+
+    import torch
+    from vllm.engine.arg_utils import EngineArgs
+
+    triton_placeholders()
+    cfg = json.loads(Path(config).read_text())
+    flat_gemma4_text_config()
+    d = tempfile.mkdtemp(prefix="fwd_")
+    written = AR._write_config(str(Path(d) / "m"), cfg, read_as)
+    vc = EngineArgs(model=written, skip_tokenizer_init=True, dtype="bfloat16", enforce_eager=path == "custom_ops",
+                    **({"quantization": HELD_QUANTIZATION[0]} if HELD_QUANTIZATION else {}),
+                    **engine_args).create_engine_config()
+    vc.device_config.device = torch.device("meta")
+    try:
+        from vllm.config import CompilationMode
+
+        vc.compilation_config.mode = CompilationMode.NONE  # the graph is not compiled here: run eagerly
+    except ImportError:
+        vc.compilation_config.level = 0
+    forward_dist(AR, vc)
+    for name, fn in ops.items():  # vLLM's custom ops as their Python implementation, attention as its fake
+        if "attention" not in name and "attn" not in name and "sdpa" not in name:
+            setattr(torch.ops.vllm, name, OpPacket(fn))
+        elif "sdpa" in name and name in FAKES:
+            # the ViT's SDPA wrapper as its registered fake, called with the op's own defaults filled in (0.29's
+            # fake names ``cu_seqlens`` without the default its op has, which a caller may leave out)
+            setattr(torch.ops.vllm, name, with_defaults(*FAKES[name]))
+    return cfg, vc
 
 
 def forward_once(model, vc, T: int, collect: bool = False):
@@ -1356,6 +1377,195 @@ def forward_measure(a, AR, ops) -> dict:
             "config": {k: cfg.get(k) for k in ("hidden_size", "intermediate_size", "moe_intermediate_size",
                                                "num_attention_heads", "num_key_value_heads", "head_dim",
                                                "num_experts_per_tok", "num_hidden_layers", "vocab_size")}}
+
+
+# ----------------------------------------------------------------------------- the drafter's dummy run
+
+# label -> (target config, drafter config or None for the target's own MTP layers, vLLM's --speculative-config):
+# the catalog's speculative drafters whose forward the profile's dummy run calls. EAGLE-3: Llama-3.1-8B's head
+# (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, one decoder layer, H 4,096, draft vocabulary 32,000) and gpt-oss-20b's
+# P-EAGLE head (amazon/GPT-OSS-20B-P-EAGLE, four decoder layers, H 2,880), both vLLM's Eagle3LlamaForCausalLM
+# (llama_eagle3.py); MTP: Qwen3.5-27B's own MTP layer (Qwen3_5MTP: one full-attention decoder layer with a dense MLP,
+# fed the target's inputs_embeds as the multimodal target's proposer does).
+DRAFTER_MODELS = {
+    "eagle3-llama": ("configs/meta-llama/Llama-3.1-8B-Instruct/config.json",
+                     "configs/yuhuili/EAGLE3-LLaMA3.1-Instruct-8B/config.json",
+                     {"method": "eagle3", "num_speculative_tokens": 3}),
+    "eagle3-peagle-gpt-oss": ("configs/openai/gpt-oss-20b/config.json",
+                              "configs/amazon/GPT-OSS-20B-P-EAGLE/config.json",
+                              {"method": "eagle3", "num_speculative_tokens": 5}),
+    "mtp-qwen3.5": ("configs/Qwen/Qwen3.5-27B/config.json", None, {"method": "mtp", "num_speculative_tokens": 1}),
+}
+
+
+def build_drafter_on_meta(AR, ops, label: str, path: str) -> tuple:
+    """The drafter of ``DRAFTER_MODELS[label]`` as the release's proposer loads it, on the meta device: the engine
+    config made with vLLM's ``--speculative-config`` (``engine_on_meta``), then the draft model config's class built
+    by ``initialize_model`` under the ``eagle_head`` model tag with the draft vLLM config (0.34: the speculative
+    config's ``apply_draft_overrides``, as ``load_eagle_model`` takes it; before, the engine's, as the V1
+    ``EagleProposer._get_model`` takes it but for its MoE backend), then every Triton kernel stubbed:
+    (target config dict, draft vllm config, drafter model, draft model config, kernels stubbed)."""
+    import tempfile
+
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.model_executor.model_loader.utils import initialize_model
+
+    root = Path(__file__).resolve().parents[2]
+    target, drafter, spec = DRAFTER_MODELS[label]
+    spec = dict(spec)
+    if drafter:  # a separate drafter checkpoint: its config written beside the target's
+        d = tempfile.mkdtemp(prefix="draft_")
+        spec["model"] = AR._write_config(str(Path(d) / "draft"), json.loads((root / drafter).read_text()), None)
+    read_as = root / Path(target).parent / "read_as.json"
+    cfg, vc = engine_on_meta(AR, ops, str(root / target), path,
+                             read_as=json.loads(read_as.read_text()) if read_as.exists() else None,
+                             speculative_config=spec)
+    sc = vc.speculative_config
+    dmc = sc.draft_model_config
+    dvc = sc.apply_draft_overrides(vc) if hasattr(sc, "apply_draft_overrides") else vc
+    try:
+        from vllm.compilation.backends import set_model_tag
+
+        tag = set_model_tag("eagle_head")
+    except ImportError:  # a release without model tags
+        import contextlib
+
+        tag = contextlib.nullcontext()
+    with set_current_vllm_config(dvc), tag, AR._meta_device():
+        torch.set_default_dtype(torch.bfloat16)
+        model = initialize_model(vllm_config=dvc, model_config=dmc)
+        torch.set_default_dtype(torch.float32)
+    return cfg, dvc, model, dmc, stub_vllm_kernels()
+
+
+def flashinfer_norm_stand_in() -> bool:
+    """``flashinfer.norm``'s Gemma RMSNorm pair where FlashInfer is not installed, made after the model is built:
+    0.34's Qwen3.5 model files (``vllm/models/qwen3_5/nvidia/model.py`` 204) import it inside the norm's forward.
+    ``gemma_rmsnorm`` allocates its output as FlashInfer's wrapper does (``out = torch.empty_like(input)`` where none
+    is given; its kernel, not run, writes it), ``gemma_fused_add_rmsnorm`` works in place (no allocation). True
+    where the stand-in was made."""
+    import importlib.util
+
+    if "flashinfer" in sys.modules or importlib.util.find_spec("flashinfer") is not None:
+        return False
+    import torch
+
+    norm = types.ModuleType("flashinfer.norm")
+    norm.gemma_rmsnorm = lambda input, weight, eps=1e-6, out=None, enable_pdl=None: (
+        torch.empty_like(input) if out is None else out)
+    norm.gemma_fused_add_rmsnorm = lambda input, residual, weight, eps=1e-6, enable_pdl=None: None
+    pkg = types.ModuleType("flashinfer")
+    pkg.norm = norm
+    sys.modules["flashinfer"], sys.modules["flashinfer.norm"] = pkg, norm
+    return True
+
+
+def drafter_forward_once(model, dvc, T: int, hidden: int, mm: bool = False):
+    """The drafter's forward as the release's dummy run calls it (V1 ``EagleProposer.dummy_run`` /
+    ``llm_base_proposer.py``: ``self.model(input_ids=self.input_ids[:T], positions=self._get_positions(T),
+    inputs_embeds=None, hidden_states=self.hidden_states[:T])``; V2 ``_run_model``: the same keywords), the
+    inputs the proposer's persistent buffers (made before the tracker: allocated when the runner is created),
+    ``hidden_states`` ``[T, draft hidden]``; the output dropped inside the tracker (the V1 dummy run discards it).
+    ``mm``: the target takes multimodal inputs (the proposer's ``supports_mm_inputs``): the V1 dummy run passes
+    ``input_ids=None`` and its persistent ``inputs_embeds[:T]`` (0.19.0 eagle.py 1523-1528; the V2 speculator
+    embeds into the same buffer before the forward), so the drafter embeds nothing itself."""
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.forward_context import set_forward_context
+
+    ids = torch.zeros(T, dtype=torch.int32, device="meta")
+    pos = torch.zeros(T, dtype=torch.long, device="meta")
+    hs = torch.zeros(T, hidden, dtype=torch.bfloat16, device="meta")
+    kwargs = {"input_ids": None if mm else ids, "positions": pos, "hidden_states": hs}
+    if "inputs_embeds" in inspect.signature(model.forward).parameters:
+        kwargs["inputs_embeds"] = torch.zeros(T, hidden, dtype=torch.bfloat16, device="meta") if mm else None
+    counter = MetaLiveBytes()
+    with set_current_vllm_config(dvc), set_forward_context(None, dvc), torch.inference_mode(), \
+            tracking_mode(counter, devices=("meta",)):
+        out = model(**kwargs)
+        del out
+    return counter
+
+
+def drafter_combine_once(model, dvc, T: int, target_hidden: int, aux: int):
+    """EAGLE-3's combination of the target's auxiliary hidden states as the V2 runner's speculator runs it before
+    the drafter's prefill (``self.model.combine_hidden_states(torch.cat(aux_hidden_states, dim=-1))``: 0.19.0
+    ``v1/worker/gpu/spec_decode/eagle/speculator.py`` 354, 0.29.0 ``autoregressive/speculator.py`` 248, 0.34.0
+    ``target_dependent_ar/speculator.py`` 150), the ``aux`` ``[T, target hidden]`` states made before the tracker
+    (the target's outputs, held by the runner) and the combined states kept (``propose`` holds them through the
+    prefill): the tracker."""
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.forward_context import set_forward_context
+
+    states = [torch.zeros(T, target_hidden, dtype=torch.bfloat16, device="meta") for _ in range(aux)]
+    counter = MetaLiveBytes()
+    with set_current_vllm_config(dvc), set_forward_context(None, dvc), torch.inference_mode(), \
+            tracking_mode(counter, devices=("meta",)):
+        combined = model.combine_hidden_states(torch.cat(states, dim=-1))
+        counter.kept = counter.now
+        del combined
+    return counter
+
+
+def drafter_measure(a, AR, ops) -> dict:
+    """``--drafter``: the drafter's forward of the profile's dummy run (``_dummy_run``: after the target's forward,
+    V1 ``self.drafter.dummy_run(num_tokens, ...)``, 0.19.0 gpu_model_runner.py 5521; V2
+    ``self.speculator.propose(..., dummy_run=True)``, 0.29.0 model_runner.py 803-822) at two token counts, and for an
+    EAGLE-3 head the V2 speculator's combination of the aux hidden states."""
+    from vllm.multimodal import MULTIMODAL_REGISTRY
+
+    cfg, dvc, model, dmc, kernels = build_drafter_on_meta(AR, ops, a.drafter_label, a.forward_path)
+    hidden = int(dmc.get_hidden_size())
+    target_hidden = int((cfg.get("text_config") or cfg).get("hidden_size") or 0)
+    # the proposer's supports_mm_inputs: the target takes multimodal inputs (V1: the registry's
+    # supports_multimodal_inputs, 0.24.0 llm_base_proposer.py 135; 0.34.0: the model config's, speculator.py 307)
+    # and the drafter embeds them (0.34.0 supports_multimodal_embeddings, 308; before, load_model's fallback)
+    reg = getattr(MULTIMODAL_REGISTRY, "supports_multimodal_inputs", None)
+    target_mm = reg(dvc.model_config) if reg else getattr(dvc.model_config, "supports_multimodal_inputs", False)
+    try:
+        from vllm.model_executor.models.interfaces import supports_multimodal_embeddings
+
+        draft_mm = supports_multimodal_embeddings(model)
+    except ImportError:
+        draft_mm = hasattr(model, "embed_input_ids")
+    mm = bool(target_mm) and bool(draft_mm)
+    stood_in = flashinfer_norm_stand_in() if "flashinfer.norm" in "".join(
+        inspect.getsource(sys.modules[type(m).__module__]) for m in {type(m): m for m in model.modules()}.values()
+        if type(m).__module__.startswith("vllm")) else False
+    peaks, at_peak = {}, {}
+    drafter_forward_once(model, dvc, a.forward_tokens[0], hidden, mm)  # a first call (lazy buffers) not measured
+    for T in a.forward_tokens:
+        c = drafter_forward_once(model, dvc, T, hidden, mm)
+        peaks[T] = c.peak
+        at_peak[T] = sorted(([list(s), dt, n] for n, s, dt in c.at_peak), key=lambda x: -x[2])
+    t1, t2 = a.forward_tokens
+    per_token = (peaks[t2] - peaks[t1]) / (t2 - t1)
+    target, drafter, spec = DRAFTER_MODELS[a.drafter_label]
+    out = {"label": a.drafter_label, "target": target, "drafter": drafter, "speculative_config": spec,
+           "architecture": (dmc.architectures or [""])[0], "model_class": type(model).__name__,
+           "custom_ops": list(dvc.compilation_config.custom_ops), "tokens": list(a.forward_tokens),
+           "draft_hidden_size": hidden, "target_hidden_size": target_hidden, "multimodal_inputs": mm,
+           **({"stand_ins": ["flashinfer.norm: gemma_rmsnorm allocates empty_like(input), gemma_fused_add_rmsnorm "
+                             "in place"]} if stood_in else {}),
+           "draft_layers": int(getattr(dmc.hf_config, "num_hidden_layers", 0) or 0),
+           "peak_bytes": {str(t): p for t, p in peaks.items()}, "bytes_per_token": per_token,
+           "fixed_bytes": peaks[t1] - round(per_token * t1), "kernels_stubbed": len(kernels),
+           "live_at_peak": {str(t): v for t, v in at_peak.items()},
+           "call": f"model(input_ids={'None' if mm else '[T] int32'}, positions=[T] int64, hidden_states=[T, "
+                   "draft hidden] bf16" + ((", inputs_embeds=[T, draft hidden] bf16)" if mm else ", inputs_embeds=None)")
+                                          if "inputs_embeds" in inspect.signature(model.forward).parameters else ")")}
+    fc = getattr(getattr(model, "model", None), "fc", None)
+    if spec["method"] == "eagle3" and hasattr(model, "combine_hidden_states") and fc is not None and target_hidden:
+        width = int(fc.weight.shape[1])
+        aux = width // target_hidden
+        comb = {T: drafter_combine_once(model, dvc, T, target_hidden, aux) for T in a.forward_tokens}
+        out["combine"] = {"aux_hidden_states": aux, "fc_in_features": width,
+                          "peak_bytes": {str(t): c.peak for t, c in comb.items()},
+                          "bytes_per_token": (comb[t2].peak - comb[t1].peak) / (t2 - t1),
+                          "kept_bytes_per_token": (comb[t2].kept - comb[t1].kept) / (t2 - t1)}
+    return out
 
 
 # The multimodal encoder's dummy pass (profile_run: ``_get_mm_dummy_batch`` then ``embed_multimodal``, the outputs
@@ -1880,6 +2090,21 @@ def encoder_both(a) -> int:
     return 0
 
 
+def drafter_both(a) -> int:
+    """Each ``DRAFTER_MODELS`` drafter on each path in its own process, into ``<out>/drafter/<release>.json``."""
+    import vllm
+
+    previous = a.out / "drafter" / f"{vllm.__version__}.json"
+    # --drafter-only: these labels run, the release's other recorded ones are kept as they are
+    models = json.loads(previous.read_text())["drafter"] if a.drafter_only and previous.exists() else {}
+    for label, (target, drafter, _) in DRAFTER_MODELS.items():
+        if not a.drafter_only or label in a.drafter_only:
+            models[label] = both_paths(label, "--drafter", drafter or target, ("bytes_per_token", "fixed_bytes"),
+                                       ("--drafter-label", label))
+    write_release(a.out / "drafter", "drafter", models)
+    return 0
+
+
 SPEC_REQS = (32, 64)
 SPEC_CUDA_REQS = (128, 192)  # torch's CUDA sort in its segmented branch (cuda_workspace_bytes)
 
@@ -2277,6 +2502,60 @@ def encoder_table(goldens: Path, rows: dict) -> None:
         enc = {arch: x for arch, by in measured.items() if (x := release_row(by, release, "encoder")) is not None}
         if enc:
             row["encoder"] = enc
+
+
+def drafter_rule_bytes_per_token(label: str) -> int:
+    """kvplan's rule per token for a ``DRAFTER_MODELS`` drafter's forward at TP 1
+    (``kvplan.budget.drafter.drafter_rule_bytes_per_token``), on the catalog's layout of its target and drafter
+    (kvplan's environment)."""
+    from kvplan.budget.drafter import drafter_rule_bytes_per_token as rule
+    from kvplan.model.layout import build_model_layout
+    from kvplan.model.options import ServingOptions
+
+    root = Path(__file__).resolve().parents[2]
+    target, drafter, spec = DRAFTER_MODELS[label]
+    options = ServingOptions(speculative_method=spec["method"], num_speculative_tokens=spec["num_speculative_tokens"])
+    layout = build_model_layout(str(root / Path(target).parent), str(root / Path(drafter).parent) if drafter else None,
+                                options)
+    return rule(layout, tp=1)
+
+
+def drafter_table(goldens: Path, rows: dict) -> None:
+    """Each release's ``drafter`` row: per ``DRAFTER_MODELS`` drafter the measured bytes per token of its forward in
+    the profile's dummy run on the custom-op path (the value) and the native path (the high end) over kvplan's rule
+    for it (``drafter_rule_bytes_per_token``), the speculative method, and an EAGLE-3 head's combination of the
+    aux hidden states (V2 runner); a release without its own golden takes the newest measured release's before it
+    (else the oldest), assumed with the reason (``release_row``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from kvplan.engines.vllm.versions import version_key
+
+    rules: dict = {}
+    measured: dict = {}  # label -> release -> row or {"why"}
+    for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)) if goldens.is_dir() else []:
+        g = json.loads(f.read_text())
+        for label, paths in sorted(g["drafter"].items()):
+            v, n = paths["custom_ops"], paths["native"]
+            if not (v.get("derived") and n.get("derived")):
+                measured.setdefault(label, {})[g["vllm_version"]] = {"why": v.get("why") or n.get("why")}
+                continue
+            if label not in rules:
+                rules[label] = drafter_rule_bytes_per_token(label)
+            r = rules[label]
+            row = {"model": v["model"], "target": v["target"], "method": v["speculative_config"]["method"],
+                   "architecture": v["architecture"], "bytes_per_token": v["bytes_per_token"],
+                   "bytes_per_token_native": n["bytes_per_token"], "fixed_bytes": v["fixed_bytes"],
+                   "rule_bytes_per_token": r, "factor": round(v["bytes_per_token"] / r, 4),
+                   "factor_high": round(max(v["bytes_per_token"], n["bytes_per_token"]) / r, 4),
+                   "draft_hidden_size": v["draft_hidden_size"], "target_hidden_size": v["target_hidden_size"]}
+            if v.get("combine"):
+                c = v["combine"]
+                row["combine"] = {k: c[k] for k in ("aux_hidden_states", "bytes_per_token", "kept_bytes_per_token")}
+            measured.setdefault(label, {})[g["vllm_version"]] = row
+    for release, row in rows.items():
+        dr = {label: x for label, by in measured.items()
+              if (x := release_row(by, release, f"{label} drafter")) is not None}
+        if dr:
+            row["drafter"] = dr
 
 
 TOWER_MODULES = ("visual", "vision_tower", "vision_model", "multi_modal_projector", "embed_vision")
@@ -2821,6 +3100,13 @@ def main(argv=None) -> int:
     ap.add_argument("--lora-all", action="store_true",
                     help="measure what --enable-lora allocates (LORA_MODELS, LORA_SETTINGS) into <out>/lora/")
     ap.add_argument("--forward", help="one model's config.json (internal: one path per process)")
+    ap.add_argument("--drafter-all", action="store_true",
+                    help="measure the drafter's forward of the dummy run (DRAFTER_MODELS, both paths) into "
+                         "<out>/drafter/")
+    ap.add_argument("--drafter-only", nargs="*", choices=sorted(DRAFTER_MODELS),
+                    help="with --drafter-all: run these labels only, keeping the release's others")
+    ap.add_argument("--drafter", help="the drafter's (or MTP target's) config.json (internal: one path per process)")
+    ap.add_argument("--drafter-label", choices=sorted(DRAFTER_MODELS), help="with --drafter: the DRAFTER_MODELS entry")
     ap.add_argument("--parallel-all", action="store_true",
                     help="measure the dummy forward and the logits on one rank under TP 2/4/8 and PP 2 "
                          "(PARALLEL_MODELS, both paths) into <out>/parallel/")
@@ -2866,6 +3152,8 @@ def main(argv=None) -> int:
         return forward_both(a)
     if a.parallel_all:
         return parallel_all(a)
+    if a.drafter_all:
+        return drafter_both(a)
     if a.encoder_all:
         return encoder_both(a)
     if a.lora_all:
@@ -2874,7 +3162,7 @@ def main(argv=None) -> int:
         return spec_all(a)
     if a.weights_all:
         return weights_all(a)
-    if a.forward or a.encoder or a.parallel_run or a.whole_weights:
+    if a.forward or a.encoder or a.parallel_run or a.whole_weights or a.drafter_label:
         return forward_main(a)
     if a.variant_out is None:
         return both_variants(a, argv)
