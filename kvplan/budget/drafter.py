@@ -9,9 +9,11 @@ What the profile sees of a drafter (vLLM's V1 model runner, v1/worker/gpu_model_
   (``kvplan.model.drafters``: "embedding shared with the target (vLLM shares it when the head ships none)"; an
   EAGLE-3 head's own lm_head over its draft vocabulary is counted).
 * its **dummy forward**: after the target's forward has returned, the V1 runner's ``_dummy_run`` calls
-  ``self.drafter.dummy_run(num_tokens, ...)`` (gpu_model_runner.py 0.19.0 line 5521, 0.24.0 6010, 0.29.0 6273): the
-  head's forward over the same T tokens, ``num_speculative_tokens`` times one after the other, each output dropped
-  (eagle.py 0.19.0 lines 1486-1537; ``llm_base_proposer.py`` 0.24.0 1515-1557, 0.29.0 1652-1694), its inputs the
+  ``self.drafter.dummy_run(num_tokens, ...)`` (gpu_model_runner.py 0.11.0 line 3167, 0.14.1 4497, 0.19.0 5521, 0.24.0
+  6010, 0.27.1 6207, 0.29.0 6273, 0.32.0 5894): the head's forward over the same T tokens, ``num_speculative_tokens``
+  times one after the other, each output dropped (eagle.py 0.11.0 lines 919-923, 0.14.1 1209-1214, 0.19.0
+  1486-1537; ``llm_base_proposer.py`` 0.24.0 1515-1557, 0.27.1 1679-1680, 0.29.0 1652-1694, 0.32.0 1669-1670), its
+  inputs the
   proposer's persistent buffers (``hidden_states`` ``[max_num_batched_tokens, draft hidden]``), while the target's
   ``hidden_states`` and, for an EAGLE-3 head fed the target's auxiliary states, the ``outputs`` tuple's aux list
   (``hidden_states, _ = outputs``: 0.24.0 line 5968, 0.29.0 6231) are still held. The V2 runner's ``_dummy_run``

@@ -277,7 +277,8 @@ DRAFTER_REASON = ("no release's drafter forward was measured (tests/golden/profi
                   "weights)")
 DRAFTER_HOW = ("the drafter's forward in the dummy run (V1 _dummy_run's drafter.dummy_run, V2's speculator.propose "
                "with dummy_run=True, over the same T tokens after the target's forward, the target's hidden and "
-               "EAGLE-3 aux states held; kvplan/budget/drafter.py) on the meta device")
+               "EAGLE-3 aux states held; kvplan/budget/drafter.py) on the meta device; a draft-model or DSpark "
+               "drafter's forward is not counted")
 POOLER_REASON = ("a pooling runner (--runner pooling, --convert) runs _dummy_pooler_run instead of the sampler and "
                  "allocates no decoder KV cache: kvplan plans the generate runner only (kvplan/serve/effects.py "
                  "lists the flags as unmodelled)")
