@@ -150,7 +150,7 @@ def fixed_profile_terms(monkeypatch):
 
     def fixed(inventory, cfg, dtype_bytes, *, tp, max_num_batched_tokens, max_num_seqs, layers=None,
               last_stage=True, encoder=None, sampler_bytes=None, forward_factor=1.0, first_stage=True,
-              held_bytes=0, persistent_bytes=0):  # the fixed rule had no runner states: persistent_bytes unused
+              held_bytes=0, persistent_bytes=0, drafter=None):  # no runner states, no drafter phase: unused
         T, hidden, vocab = max_num_batched_tokens, int(cfg.get("hidden_size") or 0), int(cfg.get("vocab_size") or 0)
         forward = T * (4 * hidden + widest_intermediate(inventory, cfg, tp, layers)) * dtype_bytes
         peak = max(forward, min(max_num_seqs, T) * vocab * 4 * 2 if last_stage else 0)

@@ -11,8 +11,9 @@ import pytest
 
 from kvplan.api import simulate
 from kvplan.budget import profile
-from kvplan.budget.drafter import aux_hidden_states, drafter_rule_bytes_per_token
-from kvplan.budget.estimate import ACTIVATION_WORKSPACE_BYTES, forward_terms, sampler_terms
+from kvplan.budget.estimate import (ACTIVATION_WORKSPACE_BYTES, aux_hidden_states, drafter_rule_bytes_per_token,
+                                    forward_terms, sampler_terms)
+from kvplan.budget.weights import layout_weights
 from kvplan.engines.vllm.releases import get_era
 from kvplan.model.layout import build_model_layout
 from kvplan.model.options import ServingOptions
@@ -105,15 +106,15 @@ def test_kvplan_rule_for_the_drafters():
     target's own forward rule (Qwen3.5-27B: (4·5,120 + 3·17,408)·2 = 145,408 B); EAGLE-3's aux states from its fc's
     input, 12,288 / 4,096 = 3."""
     layout = _llama_eagle3()
-    assert drafter_rule_bytes_per_token(layout, tp=1) == 118_784
-    assert aux_hidden_states(layout) == 3
+    assert drafter_rule_bytes_per_token(layout, layout_weights(layout), tp=1) == 118_784
+    assert aux_hidden_states(layout, layout_weights(layout)) == 3
     peagle = build_model_layout(str(ROOT / "configs/openai/gpt-oss-20b"), str(ROOT / "configs/amazon/GPT-OSS-20B-P-EAGLE"),
                                 ServingOptions(speculative_method="eagle3", num_speculative_tokens=5))
-    assert drafter_rule_bytes_per_token(peagle, tp=1) == (4 * 2880 + 3 * 11008) * 2 == 89_088
+    assert drafter_rule_bytes_per_token(peagle, layout_weights(peagle), tp=1) == (4 * 2880 + 3 * 11008) * 2 == 89_088
     mtp = build_model_layout(str(ROOT / "configs/Qwen/Qwen3.5-27B"), None,
                              ServingOptions(speculative_method="mtp", num_speculative_tokens=1))
-    assert drafter_rule_bytes_per_token(mtp, tp=1) == (4 * 5120 + 3 * 17408) * 2 == 145_408
-    assert aux_hidden_states(mtp) == 0
+    assert drafter_rule_bytes_per_token(mtp, layout_weights(mtp), tp=1) == (4 * 5120 + 3 * 17408) * 2 == 145_408
+    assert aux_hidden_states(mtp, layout_weights(mtp)) == 0
 
 
 def test_table_rows_are_the_goldens_over_the_rule():

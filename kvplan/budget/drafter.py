@@ -24,8 +24,9 @@ What the profile sees of a drafter (vLLM's V1 model runner, v1/worker/gpu_model_
   ``target_dependent_ar/speculator.py`` 150), and keeps the combined states through the prefill, the same forward
   over T tokens (``_run_model``). The drafter's forward is measured per release on the meta device
   (``scripts/golden/profile_terms.py --drafter-all``, tests/golden/profile_terms/drafter/): the table's ``drafter``
-  rows give its bytes per token over kvplan's rule (``drafter_rule_bytes_per_token``), and ``drafter_phase`` the
-  phase's peak, which ``kvplan.budget.estimate`` sets beside the target's forward and the sampler pass.
+  rows give its bytes per token over kvplan's rule (``kvplan.budget.estimate.drafter_rule_bytes_per_token``), and
+  ``drafter_phase`` the phase's peak, which ``kvplan.budget.estimate`` sets beside the target's forward and the
+  sampler pass.
 * the **dummy sampler pass** (``_dummy_sampler_run``, 0.11-0.33): with any speculative config it ends with a
   rejection-sampler pass over ``torch.randn(2·R, V)`` target logits (one dummy draft token per request, 0.19.0
   lines 5609-5631), whose probabilities are computed in fp32 beside them. Derived by running each release's own
@@ -75,66 +76,20 @@ def spec_sampler_bytes(row: dict, sampler_row: dict, reqs: int, vocab: int) -> i
     return sampler_bytes({**sampler_row, "fixed_bytes": 0}, reqs, vocab, per_logit=per_logit)
 
 
-def drafter_rule_bytes_per_token(layout, *, tp: int, dtype_bytes: int = 2) -> int:
-    """kvplan's rule for the drafter's forward per token on one TP rank, before the release's factor: an EAGLE /
-    EAGLE-3 head's ``(4·H + 3·I/tp + H·[tp > 1])·a`` (its own width ``H`` and widest MLP ``I``: the gate and up
-    projections' ``2I`` beside the activation's ``I``, as the target's dense rule), the target's own forward rule
-    for an MTP layer (one decoder layer of the target's shapes: ``kvplan.budget.estimate.forward_rule_bytes_per_token``
-    on the target's weights). 0 where the layout has no such drafter."""
-    from kvplan.budget.estimate import forward_rule_bytes_per_token
-    from kvplan.budget.weights import layout_weights
 
-    weights = layout_weights(layout)
-    if layout.drafter is None:
-        if getattr(layout, "speculative_method", None) != "mtp":
-            return 0
-        return forward_rule_bytes_per_token(weights.target, layout.target.text_config, dtype_bytes, tp=tp)
-    hidden = int(layout.drafter.text_config.get("hidden_size") or 0)
-    inter = max((w.rank_shape(tp)[1] for w in weights.drafter.weights if ".mlp.down_proj" in w.name), default=0)
-    return (4 * hidden + 3 * inter + (hidden if tp > 1 else 0)) * dtype_bytes
-
-
-def aux_hidden_states(layout) -> int:
-    """How many ``[T, target hidden]`` auxiliary states an EAGLE-3 head takes from the target (its ``fc``'s input
-    over the target's hidden size, ``eagle_aux_hidden_state_layer_ids`` or 3: llama_eagle3.py 0.34.0 lines
-    209-221), 0 for any other drafter."""
-    from kvplan.budget.weights import layout_weights
-
-    if getattr(layout, "speculative_method", None) != "eagle3" or layout.drafter is None:
-        return 0
-    target = int(layout.target.text_config.get("hidden_size") or 0)
-    fc = next((w for w in layout_weights(layout).drafter.weights if w.name == "model.fc.weight"), None)
-    return fc.rank_shape(1)[1] // target if fc is not None and target else 0
-
-
-def drafter_phase(layout, release: str | None, *, runner: str, tokens: int, tp: int, dtype_bytes: int,
-                  end: str = "value") -> dict | None:
+def drafter_phase(row: dict, *, runner: str, tokens: int, rule_bytes_per_token: int, aux_states: int,
+                  target_hidden: int, draft_hidden: int, dtype_bytes: int, mtp: bool, end: str = "value") -> dict:
     """The drafter's part of the dummy run on the stage that runs it, beside what the target left (the caller adds
     the target's held ``[T, H]`` states, ``aux_states`` more of them, and the fused-MoE workspace where
-    ``moe_held``): ``forward_bytes`` the drafter's forward over ``tokens`` (``T · rule · factor``, the factor the
-    release's measured one, ``end`` "value" the custom-op path, "high" the native graph), ``combine_bytes`` /
-    ``combine_kept_bytes`` the V2 speculator's EAGLE-3 combination (its peak ``T·(k·H_target + H)·a``, the
-    concatenation beside the ``fc``'s output, and the output it keeps through the prefill; 0 on the V1 runner, whose
-    dummy run feeds the persistent ``hidden_states`` buffer instead); None without an EAGLE-style / MTP drafter or
-    without a measured row. The factor: the drafter's own measured row where the goldens ran this checkpoint, else
-    the largest of its kind (``kvplan.budget.profile.drafter_factors``), measured at TP 1."""
-    from kvplan.budget.profile import drafter_factors
-
-    method = getattr(layout, "speculative_method", None)
-    if method not in ("eagle", "eagle3", "mtp") or not int(getattr(layout, "num_speculative_tokens", 0) or 0):
-        return None
-    rule = drafter_rule_bytes_per_token(layout, tp=tp, dtype_bytes=dtype_bytes)
-    # the drafter's own measured row where the goldens ran this checkpoint (an MTP layer: its target's)
-    name = Path((layout.drafter or layout.target).source.model_id).name
-    row = drafter_factors(release, method, name)
-    if not rule or row is None:
-        return None
-    aux = aux_hidden_states(layout)
-    target = int(layout.target.text_config.get("hidden_size") or 0)
-    hidden = int((layout.drafter or layout.target).text_config.get("hidden_size") or 0)
-    v2 = runner == "v2" and aux > 0
-    return {"forward_bytes": round(tokens * rule * row[end]), "rule_bytes_per_token": rule, "factor": row[end],
-            "aux_states": aux, "moe_held": method != "mtp",
-            "combine_bytes": tokens * (aux * target + hidden) * dtype_bytes if v2 else 0,
-            "combine_kept_bytes": tokens * hidden * dtype_bytes if v2 else 0,
+    ``moe_held``): ``forward_bytes`` the drafter's forward over ``tokens`` (``T · rule · factor``, ``row`` the
+    release's drafter factors, ``kvplan.budget.profile.drafter_factors``: ``end`` "value" the custom-op path's,
+    "high" the native graph's), ``combine_bytes`` / ``combine_kept_bytes`` the V2 speculator's EAGLE-3 combination
+    (its peak ``T·(k·H_target + H)·a``, the concatenation beside the ``fc``'s output, and the output it keeps
+    through the prefill; 0 on the V1 runner, whose dummy run feeds the persistent ``hidden_states`` buffer
+    instead). ``mtp``: an MTP layer, whose fused experts take the target's held workspace (none added)."""
+    v2 = runner == "v2" and aux_states > 0
+    return {"forward_bytes": round(tokens * rule_bytes_per_token * row[end]),
+            "rule_bytes_per_token": rule_bytes_per_token, "factor": row[end], "aux_states": aux_states, "moe_held": not mtp,
+            "combine_bytes": tokens * (aux_states * target_hidden + draft_hidden) * dtype_bytes if v2 else 0,
+            "combine_kept_bytes": tokens * draft_hidden * dtype_bytes if v2 else 0,
             "basis": row["basis"], "source": row["source"], "release": row["release"]}

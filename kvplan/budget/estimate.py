@@ -914,18 +914,59 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         graphs=_graphs(release, card, T=T, R=R, layout=layout, request=request),
         lora=request.lora, redundant_experts=redundant, eplb=request.enable_eplb,
         quant=target_quantization(layout.target.config, b.quantization), expert_parallel=bool(request.enable_expert_parallel),
-        drafter=_drafter(layout, release, request.model_runner, T, tp) if counted is not None else None,
+        drafter=_drafter(layout, counted, release, request.model_runner, T, tp) if counted is not None else None,
     )
 
 
-def _drafter(layout, release: str, runner: str, T: int, tp: int) -> dict | None:
+def _drafter(layout, weights, release: str, runner: str, T: int, tp: int) -> dict | None:
     """The drafter's part of the dummy run at each band end (``kvplan.budget.drafter.drafter_phase``: the value on
-    the custom-op path's factor, the high end on the native graph's), None without one."""
+    the custom-op path's factor, the high end on the native graph's) for an EAGLE-style / MTP drafter with a
+    measured row, else None. The factor: the drafter's own measured row where the goldens ran this checkpoint (an
+    MTP layer: its target's), else the largest of its kind (``kvplan.budget.profile.drafter_factors``), measured
+    at TP 1. ``weights``: the layout's weights as the model stage counted them (``layout_weights``)."""
     from kvplan.budget.drafter import drafter_phase
+    from kvplan.budget.profile import drafter_factors
 
-    ends = {end: drafter_phase(layout, release, runner=runner, tokens=T, tp=tp,
-                               dtype_bytes=dtype_size_bytes(layout.target.dtype), end=end) for end in ("value", "high")}
-    return ends if ends["value"] is not None else None
+    method = getattr(layout, "speculative_method", None)
+    if method not in ("eagle", "eagle3", "mtp") or not int(getattr(layout, "num_speculative_tokens", 0) or 0):
+        return None
+    dbytes = dtype_size_bytes(layout.target.dtype)
+    rule = drafter_rule_bytes_per_token(layout, weights, tp=tp, dtype_bytes=dbytes)
+    info = layout.drafter or layout.target
+    row = drafter_factors(release, method, Path(info.source.model_id).name)
+    if not rule or row is None:
+        return None
+    target = int(layout.target.text_config.get("hidden_size") or 0)
+    return {end: drafter_phase(row, runner=runner, tokens=T, rule_bytes_per_token=rule,
+                               aux_states=aux_hidden_states(layout, weights), target_hidden=target,
+                               draft_hidden=int(info.text_config.get("hidden_size") or 0), dtype_bytes=dbytes,
+                               mtp=method == "mtp", end=end) for end in ("value", "high")}
+
+
+def drafter_rule_bytes_per_token(layout, weights, *, tp: int, dtype_bytes: int = 2) -> int:
+    """kvplan's rule for the drafter's forward per token on one TP rank, before the release's factor: an EAGLE /
+    EAGLE-3 head's ``(4·H + 3·I/tp + H·[tp > 1])·a`` (its own width ``H`` and widest MLP ``I``: the gate and up
+    projections' ``2I`` beside the activation's ``I``, as the target's dense rule), the target's own forward rule for
+    an MTP layer (one decoder layer of the target's shapes: ``forward_rule_bytes_per_token`` on the target's
+    weights). 0 where the layout has no such drafter. ``weights``: ``layout_weights(layout)``."""
+    if layout.drafter is None:
+        if getattr(layout, "speculative_method", None) != "mtp":
+            return 0
+        return forward_rule_bytes_per_token(weights.target, layout.target.text_config, dtype_bytes, tp=tp)
+    hidden = int(layout.drafter.text_config.get("hidden_size") or 0)
+    inter = max((w.rank_shape(tp)[1] for w in weights.drafter.weights if ".mlp.down_proj" in w.name), default=0)
+    return (4 * hidden + 3 * inter + (hidden if tp > 1 else 0)) * dtype_bytes
+
+
+def aux_hidden_states(layout, weights) -> int:
+    """How many ``[T, target hidden]`` auxiliary states an EAGLE-3 head takes from the target (its ``fc``'s input
+    over the target's hidden size, ``eagle_aux_hidden_state_layer_ids`` or 3: llama_eagle3.py 0.34.0 lines
+    209-221), 0 for any other drafter. ``weights``: ``layout_weights(layout)``."""
+    if getattr(layout, "speculative_method", None) != "eagle3" or layout.drafter is None:
+        return 0
+    target = int(layout.target.text_config.get("hidden_size") or 0)
+    fc = next((w for w in weights.drafter.weights if w.name == "model.fc.weight"), None)
+    return fc.rank_shape(1)[1] // target if fc is not None and target else 0
 
 
 def _architecture(config: dict) -> str:
@@ -1247,7 +1288,8 @@ def _activation_source(T: int, R: int, tp: int, pp: int, sampler: dict | None, f
     if forward is not None:
         src = (src.replace("max(T·(4H", f"max({forward['value']:g}·T·(4H")
                + f"; the forward: {forward['basis']}: {forward['source']}, band to {forward['high']:g}× "
-               f"(the unfused native graph); peak {'the sampler' if sampler_peak else 'the drafter' if drafter_peak else 'the forward'}")
+               "(the unfused native graph); peak "
+               + ("the sampler" if sampler_peak else "the drafter" if drafter_peak else "the forward"))
     return src
 
 

@@ -381,7 +381,7 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
 # The drafter's forward in the dummy run (``scripts/golden/profile_terms.py --drafter-all``: the catalog's EAGLE-3
 # heads and an MTP layer built as the release's proposer loads them and run over T tokens on the meta device,
 # tests/golden/profile_terms/drafter/): per drafter the measured bytes per token over kvplan's rule
-# (``kvplan.budget.drafter.drafter_rule_bytes_per_token``). An EAGLE or EAGLE-3 drafter takes the EAGLE-3 heads'
+# (``kvplan.budget.estimate.drafter_rule_bytes_per_token``). An EAGLE or EAGLE-3 drafter takes the EAGLE-3 heads'
 # largest factor, an MTP layer the MTP rows'.
 DRAFTER_METHOD_ROWS = {"eagle": "eagle3", "eagle3": "eagle3", "mtp": "mtp"}
 
@@ -404,8 +404,8 @@ def drafter_factors(release: str | None, method: str, name: str = "") -> dict | 
     top = max(mine.values(), key=lambda r: r["factor"])
     what = (f"vLLM {top['from']}'s drafter forward on the meta device ({'its own row, ' if own else ''}"
             f"{', '.join(sorted(mine))}: "
-            + ", ".join(f"{Path(r['model']).parent.name} {r['bytes_per_token']:,.0f} B per token, factor {r['factor']:g}"
-                        for _, r in sorted(mine.items())) + ")")
+            + ", ".join(f"{Path(r['model']).parent.name} {r['bytes_per_token']:,.0f} B per token, "
+                        f"factor {r['factor']:g}" for _, r in sorted(mine.items())) + ")")
     if method != want:
         what += f"; a {method} head takes the {want} heads' factor (not measured itself)"
         basis = ASSUMED

@@ -2506,9 +2506,10 @@ def encoder_table(goldens: Path, rows: dict) -> None:
 
 def drafter_rule_bytes_per_token(label: str) -> int:
     """kvplan's rule per token for a ``DRAFTER_MODELS`` drafter's forward at TP 1
-    (``kvplan.budget.drafter.drafter_rule_bytes_per_token``), on the catalog's layout of its target and drafter
+    (``kvplan.budget.estimate.drafter_rule_bytes_per_token``), on the catalog's layout of its target and drafter
     (kvplan's environment)."""
-    from kvplan.budget.drafter import drafter_rule_bytes_per_token as rule
+    from kvplan.budget.estimate import drafter_rule_bytes_per_token as rule
+    from kvplan.budget.weights import layout_weights
     from kvplan.model.layout import build_model_layout
     from kvplan.model.options import ServingOptions
 
@@ -2517,7 +2518,7 @@ def drafter_rule_bytes_per_token(label: str) -> int:
     options = ServingOptions(speculative_method=spec["method"], num_speculative_tokens=spec["num_speculative_tokens"])
     layout = build_model_layout(str(root / Path(target).parent), str(root / Path(drafter).parent) if drafter else None,
                                 options)
-    return rule(layout, tp=1)
+    return rule(layout, layout_weights(layout), tp=1)
 
 
 def drafter_table(goldens: Path, rows: dict) -> None:
