@@ -20,7 +20,8 @@ from kvplan.model.options import ServingOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDENS = ROOT / "tests" / "golden" / "profile_terms" / "drafter"
-RELEASES = ("0.11.0", "0.14.1", "0.19.0", "0.24.0", "0.27.1", "0.29.0", "0.32.0", "0.34.0")
+RELEASES = tuple(sorted((p.stem for p in GOLDENS.glob("*.json")), key=lambda r: tuple(map(int, r.split(".")))))
+BEFORE_0_21 = ("0.11.0", "0.14.1", "0.17.1", "0.19.0", "0.20.2")  # the releases measured before 0.21.0
 H, I, A = 4096, 14336, 2  # the EAGLE-3 Llama head (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B): hidden, MLP, bf16 bytes
 
 
@@ -44,7 +45,7 @@ def test_every_drafter_ran_or_says_why(release):
             assert paths[path]["derived"] or paths[path]["why"], (release, label, path)
 
 
-@pytest.mark.parametrize("release", ("0.24.0", "0.27.1", "0.29.0", "0.32.0", "0.34.0"))
+@pytest.mark.parametrize("release", [r for r in RELEASES if r not in BEFORE_0_21])
 def test_eagle3_llama_head_by_hand(release):
     """The head's one decoder layer over T tokens peaks in its MLP on the custom-op path: the gate/up projection's
     [T, 2I] beside SiLU-and-mul's [T, I] and four [T, H] (the embeddings, held across the layer loop; the residual;
@@ -64,9 +65,9 @@ def test_eagle3_llama_head_by_hand(release):
     assert _golden(release)["eagle3-llama"]["native"]["bytes_per_token"] > run["bytes_per_token"]
 
 
-@pytest.mark.parametrize("release", ("0.11.0", "0.14.1", "0.19.0"))
-def test_eagle3_llama_head_before_0_24(release):
-    """Up to 0.19 the head peaks one [T, H] lower: (3·14,336 + 3·4,096)·2 = 110,592 B per token (factor 0.931)."""
+@pytest.mark.parametrize("release", BEFORE_0_21)
+def test_eagle3_llama_head_before_0_21(release):
+    """Up to 0.20 the head peaks one [T, H] lower: (3·14,336 + 3·4,096)·2 = 110,592 B per token (factor 0.931)."""
     run = _golden(release)["eagle3-llama"]["custom_ops"]
     assert run["bytes_per_token"] == (3 * I + 3 * H) * A == 110_592
     at_peak = sorted(shape[1] for shape, _, _ in run["live_at_peak"]["512"] if shape[0] == 512)
@@ -77,12 +78,12 @@ def test_eagle3_llama_head_before_0_24(release):
 
 def test_qwen3_5_mtp_not_in_old_releases():
     """0.11.0 and 0.14.1 have no Qwen3.5 (their transformers base does not know qwen3_5): recorded with the reason,
-    the table's row for them 0.19.0's, assumed."""
+    the table's row for them the oldest measured release's (0.17.1), assumed."""
     for release in ("0.11.0", "0.14.1"):
         run = _golden(release)["mtp-qwen3.5"]["custom_ops"]
         assert not run["derived"] and "qwen3_5" in run["why"]
         row = profile._table()[release]["drafter"]["mtp-qwen3.5"]
-        assert row["basis"] == "assumed" and row["from"] == "0.19.0" and "qwen3_5" in row["why"]
+        assert row["basis"] == "assumed" and row["from"] == "0.17.1" and "qwen3_5" in row["why"]
 
 
 def test_peagle_and_mtp_heads_by_hand_0_29_0():
@@ -129,12 +130,15 @@ def test_table_rows_are_the_goldens_over_the_rule():
                 continue
             assert row["basis"] == "derived" and row["from"] == release
             assert row["factor"] == round(v["bytes_per_token"] / row["rule_bytes_per_token"], 4)
-            assert row["factor_high"] == round(max(v["bytes_per_token"], n["bytes_per_token"])
+            assert row["factor_high"] >= round(max(v["bytes_per_token"], n["bytes_per_token"])
                                                / row["rule_bytes_per_token"], 4)
-    assert {r["basis"] for r in rows["0.30.0"]["drafter"].values()} == {"assumed"}
-    assert {r["from"] for r in rows["0.30.0"]["drafter"].values()} == {"0.29.0"}
-    assert {r["from"] for r in rows["0.33.0"]["drafter"].values()} == {"0.32.0"}
-    assert {r["from"] for r in rows["0.10.1"]["drafter"].values()} == {"0.11.0", "0.19.0"}
+    # the high end: the largest native factor any release measured for the drafter (0.11.0's native run kept its
+    # custom ops: 110,592 B, the same as its custom-op path; 147,464 / 118,784 = 1.2414 from 0.14.1 on)
+    assert rows["0.11.0"]["drafter"]["eagle3-llama"]["factor_high"] == round(147_464 / 118_784, 4) == 1.2414
+    assert {r["basis"] for r in rows["0.25.0"]["drafter"].values()} == {"assumed"}
+    assert {r["from"] for r in rows["0.25.0"]["drafter"].values()} == {"0.24.0"}
+    assert {r["from"] for r in rows["0.18.1"]["drafter"].values()} == {"0.17.1"}
+    assert {r["from"] for r in rows["0.10.1"]["drafter"].values()} == {"0.11.0", "0.17.1"}
 
 
 def test_profile_terms_page_row():
@@ -145,8 +149,8 @@ def test_profile_terms_page_row():
                                                       calibrated_groups={})}
     assert terms["drafter dummy run"]["basis"] == "derived"
     assert "tests/golden/profile_terms/drafter/0.29.0.json" in terms["drafter dummy run"]["detail"]
-    terms = {t["term"]: t for t in profile.term_bases("0.30.0", cudagraph_counted=True, calibrated_groups={})}
-    assert terms["drafter dummy run"]["basis"] == "assumed" and terms["drafter dummy run"]["from"] == "0.29.0"
+    terms = {t["term"]: t for t in profile.term_bases("0.25.0", cudagraph_counted=True, calibrated_groups={})}
+    assert terms["drafter dummy run"]["basis"] == "assumed" and terms["drafter dummy run"]["from"] == "0.24.0"
 
 
 def test_eagle3_deployment_activation_by_hand():
