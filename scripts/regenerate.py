@@ -148,6 +148,10 @@ GENERATORS: tuple[Generator, ...] = (
               release_sources=True),
     Generator("lora-modules", ("kvplan/budget/lora_modules.json",),
               lambda: ["scripts/golden/lora_modules.py", str(RELEASE_SRC)], mode="stdout", release_sources=True),
+    # which architectures lack SupportsPP per release: kvplan's table from the recorded goldens (seconds, offline)
+    Generator("pp-support", ("kvplan/engines/vllm/pp_support.json",),
+              _fixed("scripts/golden/pp_support.py", "--table", "tests/golden/pp_support",
+                     "kvplan/engines/vllm/pp_support.json"), ci=True),
     Generator("cache-dtypes", ("kvplan/model/cache_dtypes.json",),
               _cache_dtypes_args, release_sources=True),
 )

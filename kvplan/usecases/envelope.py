@@ -32,8 +32,22 @@ def plan_outcome(plan, fix: str | None = None, *, ok: bool | None = None) -> Out
     f = plan.failure
     if f is None:
         return Outcome(ok=True if ok is None else ok, starts=True)
+    if fix is None:
+        fix = unverified_fix(plan)
     return Outcome(ok=False if ok is None else ok, starts=False, stage=f.stage, error_type=f.error_type,
                    error=f.message, fix=fix)
+
+
+def unverified_fix(plan) -> str | None:
+    """The fix of a failure no re-simulation with other engine options can verify (it changes the layout):
+    a model whose class lacks SupportsPP at --pipeline-parallel-size > 1 (``prechecks.pp_support_fix``)."""
+    from kvplan.engines.vllm import prechecks
+
+    f, o = plan.failure, plan.options
+    if f.stage != prechecks.STAGE_PP_SUPPORT or not plan.facts.architecture:
+        return None
+    return prechecks.pp_support_fix(plan.facts.architecture, plan.era.stands_for, o.tensor_parallel_size,
+                                    o.pipeline_parallel_size)
 
 
 def envelope(command: str, *, options=None, outcome: Outcome, body, model=None, drafter=None, era=None,

@@ -199,6 +199,7 @@ def simulate_options(scheduler: SchedulerInput, serving: ServingInput, era: Era,
         use_v2_model_runner=_asks_v2(scheduler, serving, era),
         decode_context_parallel_size=serving.decode_context_parallel_size,
         tensor_parallel_size=serving.tensor_parallel_size,
+        pipeline_parallel_size=serving.pipeline_parallel_size,
         data_parallel_size=serving.data_parallel_size,
         enable_expert_parallel=serving.enable_expert_parallel,
         kv_transfer_config=s.transfer_config(simple_offload=environment.simple_kv_offload(env, era), era=era,
@@ -309,6 +310,7 @@ def config_stage_checks(config: dict, scheduler: SchedulerInput, serving: Servin
     method = serving.speculative_method
     facts = ModelFacts(
         max_model_len=length.max_model_len, derived_max_len=length.derived, speculative_method=method,
+        architecture=str((config.get("architectures") or [""])[0]) or None,
         num_speculative_tokens_missing=method in prechecks.NO_DRAFT_MODEL_METHODS and serving.num_speculative_tokens is None,
         total_num_attention_heads=count("num_attention_heads"),
         # MLA is exempt from the GQA DCP checks and cannot be told without a rule: only plain KV heads count
@@ -323,6 +325,9 @@ def config_stage_checks(config: dict, scheduler: SchedulerInput, serving: Servin
         fix = ""
         if e.stage == prechecks.STAGE_MAX_MODEL_LEN:
             fix = f"; fix: --max-model-len {int(length.derived.value)} or less"
+        elif e.stage == prechecks.STAGE_PP_SUPPORT and facts.architecture:
+            fix = "; fix: " + prechecks.pp_support_fix(facts.architecture, era.stands_for, options.tensor_parallel_size,
+                                                       options.pipeline_parallel_size)
         raise ConfigStageFailure(f"vLLM {era.stands_for} would fail at start-up ({e.stage}): {e.error_type}: "
                                  f"{e.message}{fix} (kvplan ran vLLM's config checks only: it has no layer rule "
                                  "for this model)") from None

@@ -102,6 +102,7 @@ class SimulateOptions:
     enable_chunked_prefill: bool | None = None  # None = vLLM's default (on for generative models)
     decode_context_parallel_size: int = 1
     tensor_parallel_size: int = 1  # only for the decode-context-parallel checks (specs are per rank)
+    pipeline_parallel_size: int = 1  # only for the SupportsPP check (the stages are the layout's ranks)
     # The model runner (VLLM_USE_V2_MODEL_RUNNER): None = the release's own choice
     # (``resolve_model_runner``). 0.33 with async scheduling keeps PP + 1 batches in
     # flight on the V2 runner, PP on V1.

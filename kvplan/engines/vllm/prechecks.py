@@ -29,6 +29,10 @@ architecture, which kvplan does not model).
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from pathlib import Path
+
 from kvplan.engines.vllm.runner import PARALLEL_METHODS
 from kvplan.engines.vllm.wording import dcp_text, wording
 from kvplan.errors import EngineFailure, OptionError
@@ -41,6 +45,7 @@ STAGE_KV_CACHE_DTYPE = "config.kv_cache_dtype"
 STAGE_MAMBA_BLOCK_SIZE = "config.mamba_block_size"
 STAGE_TENSOR_PARALLEL = "config.tensor_parallel"
 STAGE_PP_PARTITION = "model_init.pp_layer_partition"
+STAGE_PP_SUPPORT = "config.pipeline_parallel"
 STAGE_KV_HEADS = "model_init.tensor_parallel_kv_heads"
 STAGE_DRAFTER_HIDDEN = "model_init.drafter_hidden_size"
 STAGE_ATTENTION_BACKEND = "model_init.attention_backend"
@@ -228,12 +233,67 @@ def check_float_kv_cache(facts, era) -> None:
 def check_attention_heads(facts, options, era) -> None:
     """``ModelConfig.verify_with_parallel_config`` (config/model.py: 0.18.0 line 1073, 0.33.0 line
     1561, 0.34.0 line 1581; the same text), called from ``VllmConfig.__post_init__``; its
-    decode-context-parallel checks follow (``check_dcp_kv_heads``)."""
+    pipeline-parallel check (``check_pp_support``) and decode-context-parallel checks follow
+    (``check_dcp_kv_heads``)."""
     tp = options.tensor_parallel_size
     for heads in _split(facts, "target", "heads")[:1] or [facts.total_num_attention_heads]:
         if heads and heads % tp:
             raise EngineFailure("ValidationError", _heads_error(heads, tp), STAGE_TENSOR_PARALLEL)
+    check_pp_support(facts, options, era)
     check_dcp_kv_heads(facts, options, era)
+
+
+# Which registered architectures' classes lack SupportsPP, release by release: generated from the golden
+# tests/golden/pp_support/static.json (scripts/golden/pp_support.py, read from each release's registry and
+# model files, cross-checked against the release's own supports_pp) by ``scripts/regenerate.py pp-support``.
+PP_SUPPORT_TABLE = Path(__file__).with_name("pp_support.json")
+
+
+@cache
+def _pp_table() -> dict:
+    return json.loads(PP_SUPPORT_TABLE.read_text())
+
+
+def lacks_pp(architecture: str, release: str) -> bool:
+    """Whether vLLM ``release`` registers ``architecture`` with a class that fails its ``supports_pp`` (False
+    for an architecture it does not register: kvplan then says nothing about PP)."""
+    from kvplan.version import version_key
+
+    k = version_key(release)
+    return any(version_key(a) <= k <= version_key(b) for a, b in _pp_table()["lacking"].get(architecture, ()))
+
+
+def first_pp_release(architecture: str) -> str | None:
+    """The first golden release whose class for ``architecture`` supports PP (None: none does)."""
+    return _pp_table()["first_supported"].get(architecture)
+
+
+def check_pp_support(facts, options, era) -> None:
+    """``ModelConfig.verify_with_parallel_config`` (0.10.1-0.10.2 config/__init__.py lines 1318/1368, 0.11.0+
+    config/model.py, 0.34.0 line 1594; the same text in every release, ``pp_support.json`` "checks"): with
+    --pipeline-parallel-size above 1, ``registry.is_pp_supported_model`` must hold for the model's class
+    (``supports_pp``: SupportsPP in its MRO and a ``forward`` taking ``intermediate_tensors``), else
+    ``NotImplementedError``; e.g. GptOssForCausalLM lacks SupportsPP in 0.10.1 and 0.10.1.1 (gpt_oss.py line
+    229: ``class GptOssForCausalLM(nn.Module):``) and has it from 0.10.2 (line 616). Raised inside the config's
+    validation, it reaches the user as the NotImplementedError itself (pydantic wraps only ValueError and
+    AssertionError). The drafter's own check (``SpeculativeConfig._verify_args`` verifies the draft config with
+    the target's PP up to 0.29.0) is not modelled: kvplan does not know the class vLLM resolves a drafter to."""
+    pp, architecture = options.pipeline_parallel_size, facts.architecture
+    if pp <= 1 or not architecture or not lacks_pp(architecture, era.stands_for):
+        return
+    raise EngineFailure("NotImplementedError", _pp_table()["text"], STAGE_PP_SUPPORT)
+
+
+def pp_support_fix(architecture: str, release: str, tp: int, pp: int) -> str:
+    """The one-line fix for ``check_pp_support``: the same GPUs as tensor parallelism, or the first release whose
+    class supports PP (when a later one does)."""
+    first = first_pp_release(architecture)
+    from kvplan.version import version_key
+
+    later = first is not None and version_key(first) > version_key(release)
+    return (f"--tensor-parallel-size {tp * pp} --pipeline-parallel-size 1 ({architecture} lacks SupportsPP in "
+            f"vllm=={release})" + (f", or --policy vllm=={first} (the first release whose {architecture} supports PP)"
+                                   if later else ""))
 
 
 def check_kv_heads(facts, options) -> None:

@@ -1,0 +1,166 @@
+"""vLLM refuses --pipeline-parallel-size > 1 for a model whose class lacks SupportsPP
+(``ModelConfig.verify_with_parallel_config``: ``NotImplementedError``), release by release.
+
+The goldens (tests/golden/pp_support/<release>.json) are scripts/golden/pp_support.py's reading of each
+release's registry and model files, cross-checked by running the release's own ``supports_pp``;
+kvplan's table (kvplan/engines/vllm/pp_support.json) is generated from them (``regenerate.py pp-support``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from factories import script_module
+from typer.testing import CliRunner
+
+import kvplan
+from kvplan.cli.app import ensure_registered
+from kvplan.engines.vllm import prechecks
+from kvplan.version import version_key
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests/golden/pp_support"
+RELEASES = sorted((f.stem for f in GOLDEN.glob("*.json")), key=version_key)
+GPT_OSS = "configs/openai/gpt-oss-20b"  # architectures: ["GptOssForCausalLM"]
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"  # LlamaForCausalLM, 32 layers
+# vLLM's text, the same two string literals in every golden release (0.10.1 config/__init__.py lines 1318-1319,
+# 0.34.0 config/model.py lines 1594-1595; read, and found by the script's CHECK_RE in each release)
+TEXT = ("Pipeline parallelism is not supported for this model. "
+        "Supported models implement the `SupportsPP` interface.")
+
+app = ensure_registered()
+runner = CliRunner()
+pp_support = script_module("scripts/golden/pp_support.py", "pp_support_script")
+
+
+def golden(release: str) -> dict:
+    return json.loads((GOLDEN / f"{release}.json").read_text())
+
+
+def test_every_golden_release_is_recorded_with_the_check():
+    assert RELEASES[0] == "0.10.1" and RELEASES[-1] == "0.34.0" and len(RELEASES) == 39
+    for r in RELEASES:
+        check = golden(r)["check"]
+        assert (check["exception"], check["text"]) == ("NotImplementedError", TEXT), r
+    # where it is raised: config/__init__.py before the config package was split (0.10.x), config/model.py after
+    assert [(golden(r)["check"]["file"], golden(r)["check"]["line"]) for r in ("0.10.1", "0.10.2", "0.11.0",
+                                                                              "0.34.0")] == [
+        ("vllm/config/__init__.py", 1318), ("vllm/config/__init__.py", 1368), ("vllm/config/model.py", 1062),
+        ("vllm/config/model.py", 1594)]
+
+
+def test_gpt_oss_entries_follow_the_cited_source_lines():
+    # vllm/model_executor/models/gpt_oss.py (read in each release):
+    #   0.10.1 and 0.10.1.1 line 229: class GptOssForCausalLM(nn.Module):           -> no SupportsPP
+    #   0.10.2 line 616:               class GptOssForCausalLM(nn.Module, SupportsPP): -> SupportsPP
+    #   0.11.0 line 635 (nn.Module, SupportsPP, SupportsEagle3), 0.34.0 line 1369 (a multi-line base list
+    #   with SupportsPP): supported in every later release
+    for r in RELEASES:
+        module_class, supports, why = golden(r)["architectures"]["GptOssForCausalLM"]
+        assert module_class == "gpt_oss:GptOssForCausalLM", r
+        expected = version_key(r) >= (0, 10, 2)
+        assert supports is expected, r
+        assert why == (None if expected else "SupportsPP not in the MRO"), r
+
+
+def test_cross_checks_agree_with_the_releases_own_supports_pp():
+    # supports_pp(cls) run in the release's environment on every registered class that imported on the CPU
+    for r in ("0.10.1", "0.19.0", "0.29.0"):
+        g = golden(r)
+        cross = g["cross_check"]
+        assert cross["disagree"] == {}, r
+        assert cross["num_agree"] == cross["num_run"] > 0.8 * g["num_architectures"], r
+        assert cross["num_run"] + len(cross["not_imported"]) == g["num_architectures"], r
+        # the cross-check compared against the static answer recorded here
+        assert cross["static_digest"] == pp_support.digest(pp_support.read(GOLDEN / f"{r}.json")), r
+    assert "GptOssForCausalLM" not in golden("0.10.1")["cross_check"]["not_imported"]
+
+
+def test_table_is_generated_from_the_goldens():
+    table = json.loads(prechecks.PP_SUPPORT_TABLE.read_text())
+    assert table == json.loads(json.dumps(pp_support.table(GOLDEN)))
+    assert table["text"] == TEXT
+    assert table["lacking"]["GptOssForCausalLM"] == [["0.10.1", "0.10.1.1"]]
+    assert table["first_supported"]["GptOssForCausalLM"] == "0.10.2"
+    assert "LlamaForCausalLM" not in table["lacking"]
+
+
+def test_lacks_pp_reads_the_table():
+    assert prechecks.lacks_pp("GptOssForCausalLM", "0.10.1")
+    assert prechecks.lacks_pp("GptOssForCausalLM", "0.10.1.1")
+    assert not prechecks.lacks_pp("GptOssForCausalLM", "0.10.2")
+    assert not prechecks.lacks_pp("LlamaForCausalLM", "0.10.1")
+    assert not prechecks.lacks_pp("NoSuchArchitectureForCausalLM", "0.34.0")  # not registered: not judged
+
+
+@pytest.mark.parametrize("policy", ["vllm==0.10.1", "vllm==0.10.1.1"])
+def test_gpt_oss_pp2_is_refused_before_0_10_2(policy):
+    r = runner.invoke(app, ["simulate", GPT_OSS, "--kv-cache-memory", "20GiB", "--pipeline-parallel-size", "2",
+                            "--policy", policy, "--format", "json"])
+    assert r.exit_code == 3
+    out = json.loads(r.stdout)["outcome"]
+    release = policy.split("==")[1]
+    assert out == {"ok": False, "starts": False, "stage": "config.pipeline_parallel",
+                   "error_type": "NotImplementedError", "error": TEXT,
+                   "fix": f"--tensor-parallel-size 2 --pipeline-parallel-size 1 (GptOssForCausalLM lacks SupportsPP "
+                          f"in vllm=={release}), or --policy vllm==0.10.2 (the first release whose "
+                          "GptOssForCausalLM supports PP)"}
+    assert "Traceback" not in r.output
+
+
+def test_gpt_oss_pp2_table_output_is_one_error_line_without_traceback():
+    r = runner.invoke(app, ["simulate", GPT_OSS, "--kv-cache-memory", "20GiB", "--pipeline-parallel-size", "2",
+                            "--policy", "vllm==0.10.1"])
+    assert r.exit_code == 3 and "Traceback" not in r.output
+    outcome = [line for line in r.output.splitlines() if line.startswith("Outcome:")]
+    assert len(outcome) == 1 and "(config.pipeline_parallel): NotImplementedError" in outcome[0]
+
+
+@pytest.mark.parametrize("policy", ["vllm==0.10.2", "vllm==0.34.0"])
+def test_gpt_oss_pp2_starts_from_0_10_2(policy):
+    r = kvplan.simulate(GPT_OSS, kv_cache_memory="20GiB", pipeline_parallel_size=2, policy=policy)
+    assert r["outcome"]["starts"] is True, r["outcome"]
+
+
+def test_gpt_oss_pp1_starts_on_0_10_1():
+    r = kvplan.simulate(GPT_OSS, kv_cache_memory="20GiB", policy="vllm==0.10.1")
+    assert r["outcome"]["starts"] is True
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_dense_llama_pp2_starts_in_every_release(release):
+    # LlamaForCausalLM(nn.Module, SupportsLoRA, SupportsPP, ...) in every release (golden: supports_pp true)
+    assert golden(release)["architectures"]["LlamaForCausalLM"][1] is True
+    r = kvplan.simulate(LLAMA, kv_cache_memory="20GiB", pipeline_parallel_size=2, policy=f"vllm=={release}")
+    assert r["outcome"]["starts"] is True, (release, r["outcome"])
+
+
+def test_static_rule_on_a_small_package(tmp_path):
+    """The rule pp_support.py applies, on a package shaped like vLLM's models: SupportsPP imported under its name
+    from .interfaces, reached through a base class of another module and through an adapter call, and a
+    forward without intermediate_tensors (vLLM's supports_pp then says no: supports_kw)."""
+    models = tmp_path / "vllm/model_executor/models"
+    models.mkdir(parents=True)
+    (models / "interfaces.py").write_text("class SupportsPP:\n    supports_pp = True\n")
+    (models / "adapters.py").write_text("def as_embedding_model(cls):\n    return cls\n")
+    (models / "base.py").write_text(
+        "from torch import nn\nfrom .interfaces import SupportsPP\n"
+        "class BaseForCausalLM(nn.Module, SupportsPP):\n"
+        "    def forward(self, input_ids, positions, intermediate_tensors=None): ...\n"
+        "class NoPP(nn.Module):\n    def forward(self, input_ids, positions): ...\n")
+    (models / "child.py").write_text(
+        "from vllm.model_executor.models.base import BaseForCausalLM as B, NoPP\n"
+        "from .adapters import as_embedding_model\n"
+        "class ChildForCausalLM(B):\n    pass\n"
+        "class EmbedModel(as_embedding_model(B)):\n    pass\n"
+        "class DraftForCausalLM(B):\n    def forward(self, input_ids, positions, hidden_states): ...\n"
+        "class KwargsForCausalLM(B):\n    def forward(self, input_ids, **kwargs): ...\n"
+        "class PlainForCausalLM(NoPP):\n    pass\n")
+    m = pp_support.Models(tmp_path)
+    key = "vllm.model_executor.models.child"
+    assert [pp_support.supports_pp(m, (key, c))[0] for c in ("ChildForCausalLM", "EmbedModel", "DraftForCausalLM",
+                                                             "KwargsForCausalLM", "PlainForCausalLM")] == [
+        True, True, False, True, False]
+    assert pp_support.supports_pp(m, (key, "DraftForCausalLM"))[1] == "child.DraftForCausalLM.forward takes no " \
+                                                                      "intermediate_tensors"
