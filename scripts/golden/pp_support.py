@@ -334,7 +334,12 @@ def cross_check(release: str, out: Path) -> None:
     arch_runner._stub_torchvision()
     import vllm
 
-    arch_runner._stub_cuda_only_packages()
+    stubs = ["arch_runner._stub_torchvision"]
+    try:  # from the releases whose vllm.utils has import_utils (not 0.10.x)
+        arch_runner._stub_cuda_only_packages()
+        stubs.append("arch_runner._stub_cuda_only_packages")
+    except ImportError as e:
+        stubs.append(f"arch_runner._stub_cuda_only_packages not applied ({e})")
 
     src = Path(vllm.__file__).resolve().parents[1]
     assert src.name == release, f"vllm imported from {src}, not release {release}"
@@ -361,7 +366,7 @@ def cross_check(release: str, out: Path) -> None:
 
     cross = {"python": sys.executable.replace(os.environ.get("HOME", "~"), "~"),
              "torch": torch.__version__, "transformers": transformers.__version__,
-             "stubs": ["arch_runner._stub_torchvision", "arch_runner._stub_cuda_only_packages"],
+             "stubs": stubs,
              "static_digest": digest(derived),
              "num_run": len(agree) + len(disagree), "num_agree": len(agree),
              "disagree": disagree, "not_imported": not_imported}

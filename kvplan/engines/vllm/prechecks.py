@@ -276,7 +276,8 @@ def check_pp_support(facts, options, era) -> None:
     ``NotImplementedError``; e.g. GptOssForCausalLM lacks SupportsPP in 0.10.1 and 0.10.1.1 (gpt_oss.py line
     229: ``class GptOssForCausalLM(nn.Module):``) and has it from 0.10.2 (line 616). Raised inside the config's
     validation, it reaches the user as the NotImplementedError itself (pydantic wraps only ValueError and
-    AssertionError). The drafter's own check (``SpeculativeConfig._verify_args`` verifies the draft config with
+    AssertionError): run, 0.10.1's ``create_engine_config`` refuses gpt-oss-20b at -pp 2 so and 0.10.2's
+    accepts it (tests/data/prechecks_vllm.json). The drafter's own check (``SpeculativeConfig._verify_args`` verifies the draft config with
     the target's PP up to 0.29.0) is not modelled: kvplan does not know the class vLLM resolves a drafter to."""
     pp, architecture = options.pipeline_parallel_size, facts.architecture
     if pp <= 1 or not architecture or not lacks_pp(architecture, era.stands_for):
