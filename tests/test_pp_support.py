@@ -164,3 +164,43 @@ def test_static_rule_on_a_small_package(tmp_path):
         True, True, False, True, False]
     assert pp_support.supports_pp(m, (key, "DraftForCausalLM"))[1] == "child.DraftForCausalLM.forward takes no " \
                                                                       "intermediate_tensors"
+
+
+def test_draft_architecture_follows_eagle_configs_rename():
+    # EAGLEConfig (0.29.0 transformers_utils/configs/eagle.py lines 46-73): eagle prefixes "Eagle" unless the name
+    # starts with it; eagle3 / dflash prefix unless the name starts or ends with "Eagle3" / "DFlash"
+    assert prechecks.draft_architecture("eagle3", "LlamaForCausalLM") == "Eagle3LlamaForCausalLM"
+    assert prechecks.draft_architecture("eagle3", "LlamaForCausalLMEagle3") == "LlamaForCausalLMEagle3"
+    assert prechecks.draft_architecture("eagle", "LlamaForCausalLM") == "EagleLlamaForCausalLM"
+    assert prechecks.draft_architecture("eagle", "EagleLlamaForCausalLM") == "EagleLlamaForCausalLM"
+    assert prechecks.draft_architecture("eagle", "LlamaForCausalLMEagle") == "EagleLlamaForCausalLMEagle"
+    assert prechecks.draft_architecture("draft_model", "LlamaForCausalLM") == "LlamaForCausalLM"
+    assert prechecks.draft_architecture("mtp", "DeepseekV3ForCausalLM") is None  # not modelled
+    assert prechecks.draft_architecture("eagle3", "Eagle3Speculator") is None  # the speculators format
+
+
+EAGLE3_PP2 = ["simulate", LLAMA, "--kv-cache-memory", "20GiB", "--pipeline-parallel-size", "2", "--drafter",
+              "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "--speculative-method", "eagle3", "--num-speculative-tokens", "3",
+              "--format", "json"]
+
+
+@pytest.mark.parametrize("release", ["0.10.1", "0.19.0", "0.29.0"])
+def test_eagle3_head_refuses_pp_while_the_draft_runs_at_the_targets_pp(release):
+    # the draft config's architecture LlamaForCausalLM -> Eagle3LlamaForCausalLM, whose forward takes no
+    # intermediate_tensors (golden); run: 0.19.0 and 0.29.0 refuse it (tests/data/prechecks_vllm.json)
+    assert golden(release)["architectures"]["Eagle3LlamaForCausalLM"][1] is False
+    r = runner.invoke(app, [*EAGLE3_PP2, "--policy", f"vllm=={release}"])
+    assert r.exit_code == 3 and "Traceback" not in r.output
+    out = json.loads(r.stdout)["outcome"]
+    assert (out["stage"], out["error_type"], out["error"]) == (
+        "config.speculative_pipeline_parallel", "NotImplementedError", TEXT)
+    assert out["fix"].startswith("--policy vllm==0.30.0 (the draft model runs at PP 1 from 0.30.0; "
+                                 "Eagle3LlamaForCausalLM lacks SupportsPP)")
+
+
+@pytest.mark.parametrize("release", ["0.30.0", "0.34.0"])
+def test_eagle3_head_with_pp_starts_once_the_draft_runs_at_pp_1(release):
+    # still no SupportsPP for the head, but create_draft_parallel_config gives the draft PP 1 (0.30.0 line 1755)
+    assert golden(release)["architectures"]["Eagle3LlamaForCausalLM"][1] is False
+    r = runner.invoke(app, [*EAGLE3_PP2, "--policy", f"vllm=={release}"])
+    assert r.exit_code == 0, r.stdout[-500:]

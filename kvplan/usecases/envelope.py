@@ -40,10 +40,13 @@ def plan_outcome(plan, fix: str | None = None, *, ok: bool | None = None) -> Out
 
 def unverified_fix(plan) -> str | None:
     """The fix of a failure no re-simulation with other engine options can verify (it changes the layout):
-    a model whose class lacks SupportsPP at --pipeline-parallel-size > 1 (``prechecks.pp_support_fix``)."""
+    a model (or, up to 0.29.0, a drafter) whose class lacks SupportsPP at --pipeline-parallel-size > 1
+    (``prechecks.pp_support_fix``, ``prechecks.drafter_pp_support_fix``)."""
     from kvplan.engines.vllm import prechecks
 
     f, o = plan.failure, plan.options
+    if f.stage == prechecks.STAGE_DRAFTER_PP_SUPPORT:
+        return prechecks.drafter_pp_support_fix(plan.facts)
     if f.stage != prechecks.STAGE_PP_SUPPORT or not plan.facts.architecture:
         return None
     return prechecks.pp_support_fix(plan.facts.architecture, plan.era.stands_for, o.tensor_parallel_size,

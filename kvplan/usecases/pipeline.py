@@ -113,6 +113,8 @@ def model_facts(layout: ModelLayout, era: Era, *, disable_sliding_window: bool =
         drafter_target_hidden_size=c.drafter_target_hidden_size,
         vocab_size=int(layout.target.text_config.get("vocab_size") or 0) or None,
         architecture=str((layout.target.config.get("architectures") or [""])[0]) or None,
+        drafter_architecture=(str((layout.drafter.config.get("architectures") or [""])[0]) or None
+                              if layout.drafter is not None else None),
         tp_checks=layout.tp_checks,
         # the engine's decision, carried by the model layout as a value it does not look into
         block_size_decision=cast("BlockSizeDecision | None", layout.block_size_decision),

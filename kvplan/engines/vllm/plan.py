@@ -71,6 +71,7 @@ class ModelFacts:
     drafter_target_hidden_size: int | None = None  # the hidden size an EAGLE drafter reads from its target
     vocab_size: int | None = None  # the target text config's vocab_size (LoRA's lm_head limit)
     architecture: str | None = None  # the architecture the layout was built for (LoRA support)
+    drafter_architecture: str | None = None  # the draft config's own architectures[0] (its SupportsPP check)
     tp_checks: tuple = ()  # ModelLayout.tp_checks: the head counts split over TP
     # block_size.BlockSizeDecision: the attention backend, its smallest kernel block (the hybrid Mamba
     # alignment's floor) and update_block_size_for_backend's "Setting kv cache block size" line

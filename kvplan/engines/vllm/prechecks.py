@@ -46,6 +46,7 @@ STAGE_MAMBA_BLOCK_SIZE = "config.mamba_block_size"
 STAGE_TENSOR_PARALLEL = "config.tensor_parallel"
 STAGE_PP_PARTITION = "model_init.pp_layer_partition"
 STAGE_PP_SUPPORT = "config.pipeline_parallel"
+STAGE_DRAFTER_PP_SUPPORT = "config.speculative_pipeline_parallel"
 STAGE_KV_HEADS = "model_init.tensor_parallel_kv_heads"
 STAGE_DRAFTER_HIDDEN = "model_init.drafter_hidden_size"
 STAGE_ATTENTION_BACKEND = "model_init.attention_backend"
@@ -153,6 +154,7 @@ def check_speculative(facts, options, era, logs: list[str]) -> None:
     for heads in _split(facts, "drafter", "heads"):
         if heads % tp:
             raise EngineFailure("ValidationError", _heads_error(heads, tp), STAGE_SPECULATIVE)
+    check_drafter_pp_support(facts, options, era)
     check_parallel_drafting(facts, options, era, logs)
 
 
@@ -283,6 +285,53 @@ def check_pp_support(facts, options, era) -> None:
     if pp <= 1 or not architecture or not lacks_pp(architecture, era.stands_for):
         return
     raise EngineFailure("NotImplementedError", _pp_table()["text"], STAGE_PP_SUPPORT)
+
+
+# EAGLEConfig (transformers_utils/configs/eagle.py: 0.10.1 lines 48-62, 0.29.0 lines 42-73) renames the draft
+# config's architectures so that the registry finds the head's class: LlamaForCausalLM -> Eagle3LlamaForCausalLM
+# (method: the prefix, and the names kept as they are: starting with it, or for eagle3/dflash ending with it)
+_DRAFT_PREFIX = {"eagle": ("Eagle", False), "eagle3": ("Eagle3", True), "dflash": ("DFlash", True)}
+# create_draft_parallel_config: the draft runs at the target's PP up to 0.29.0 (config/speculative.py 0.29.0 line
+# 1690; 0.10.1 config/__init__.py line 2309), at PP 1 from 0.30.0 (line 1755)
+DRAFT_PP_ONE_FROM = (0, 30)
+
+
+def draft_architecture(method: str | None, architecture: str | None) -> str | None:
+    """The architecture vLLM looks a draft model up by: the EAGLE rename for eagle/eagle3/dflash heads, the
+    config's own for draft_model; None where kvplan does not know it (MTP's override per model type, the
+    speculators format's, ngram and suffix decoding, which have no draft config)."""
+    if not architecture or architecture.endswith("Speculator"):
+        return None
+    if method == "draft_model":
+        return architecture
+    if method not in _DRAFT_PREFIX:
+        return None
+    prefix, suffix_too = _DRAFT_PREFIX[method]
+    kept = architecture.startswith(prefix) or (suffix_too and architecture.endswith(prefix))
+    return architecture if kept else prefix + architecture
+
+
+def check_drafter_pp_support(facts, options, era) -> None:
+    """``SpeculativeConfig._verify_args`` verifies the draft model's config with its own parallel config
+    (``draft_model_config.verify_with_parallel_config``: 0.10.1 config/__init__.py line 2338, 0.29.0
+    config/speculative.py line 1749), the same SupportsPP check as the target's; up to 0.29.0 the draft runs at
+    the target's PP, so an EAGLE head (whose ``forward`` takes no ``intermediate_tensors``) refuses PP > 1. Run:
+    Llama-3.1-8B with the EAGLE3-LLaMA3.1 head at -pp 2 is refused by 0.19.0 and 0.29.0 and accepted by 0.30.0
+    (tests/data/prechecks_vllm.json)."""
+    pp = options.pipeline_parallel_size
+    if pp <= 1 or _release_key(era) >= DRAFT_PP_ONE_FROM:
+        return
+    arch = draft_architecture(facts.speculative_method, facts.drafter_architecture)
+    if arch and lacks_pp(arch, era.stands_for):
+        raise EngineFailure("NotImplementedError", _pp_table()["text"], STAGE_DRAFTER_PP_SUPPORT)
+
+
+def drafter_pp_support_fix(facts) -> str:
+    """The one-line fix for ``check_drafter_pp_support``: a release whose draft runs at PP 1, or no drafter."""
+    first = ".".join(map(str, DRAFT_PP_ONE_FROM)) + ".0"
+    return (f"--policy vllm=={first} (the draft model runs at PP 1 from {first}; "
+            f"{draft_architecture(facts.speculative_method, facts.drafter_architecture)} lacks SupportsPP), "
+            "or drop the drafter, or --pipeline-parallel-size 1")
 
 
 def pp_support_fix(architecture: str, release: str, tp: int, pp: int) -> str:
