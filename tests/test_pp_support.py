@@ -204,3 +204,20 @@ def test_eagle3_head_with_pp_starts_once_the_draft_runs_at_pp_1(release):
     assert golden(release)["architectures"]["Eagle3LlamaForCausalLM"][1] is False
     r = runner.invoke(app, [*EAGLE3_PP2, "--policy", f"vllm=={release}"])
     assert r.exit_code == 0, r.stdout[-500:]
+
+
+def test_model_without_layer_rule_meets_the_pp_check_from_its_config(tmp_path):
+    # CanaryForConditionalGeneration: registered in 0.34.0 without SupportsPP (golden), no kvplan layer rule; its
+    # config from the architecture golden. vLLM's config check runs before the model class is built.
+    assert golden("0.34.0")["architectures"]["CanaryForConditionalGeneration"][1] is False
+    assert prechecks.first_pp_release("CanaryForConditionalGeneration") is None  # no release supports PP for it
+    g = json.loads((ROOT / "tests/golden/architectures/0.34.0/CanaryForConditionalGeneration.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(g["config"]))
+    r = runner.invoke(app, ["simulate", str(tmp_path), "--kv-cache-memory", "40GiB", "-pp", "2"])
+    assert r.exit_code == 3 and "Traceback" not in r.output
+    assert r.output.strip().splitlines()[-1].startswith(
+        f"Error: vLLM 0.34.0 would fail at start-up (config.pipeline_parallel): NotImplementedError: {TEXT}; fix: "
+        "--tensor-parallel-size 2 --pipeline-parallel-size 1 (CanaryForConditionalGeneration lacks SupportsPP in "
+        "vllm==0.34.0) (kvplan ran vLLM's config checks only")
+    r = runner.invoke(app, ["simulate", str(tmp_path), "--kv-cache-memory", "40GiB"])
+    assert "(config.pipeline_parallel)" not in r.output
