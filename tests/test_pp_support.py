@@ -82,8 +82,19 @@ def test_table_is_generated_from_the_goldens():
     assert table == json.loads(json.dumps(pp_support.table(GOLDEN)))
     assert table["text"] == TEXT
     assert table["lacking"]["GptOssForCausalLM"] == [["0.10.1", "0.10.1.1"]]
-    assert table["first_supported"]["GptOssForCausalLM"] == "0.10.2"
+    assert table["supported"]["GptOssForCausalLM"] == [["0.10.2", "0.34.0"]]
     assert "LlamaForCausalLM" not in table["lacking"]
+
+
+def test_the_fix_names_the_next_release_that_supports_pp():
+    assert prechecks.next_pp_release("GptOssForCausalLM", "0.10.1") == "0.10.2"
+    # DeepSeekMTPModel (golden): SupportsPP in 0.10.1-0.13.0, lacking in 0.14.0-0.29.0, again from 0.30.0 (deepseek_mtp.py:
+    # 0.13.0 line 183 "class DeepSeekMTP(nn.Module, SupportsPP, DeepseekV2MixtureOfExperts)", 0.14.0 line 183 without
+    # SupportsPP, 0.30.0 line 235 with it again)
+    assert [golden(r)["architectures"]["DeepSeekMTPModel"][1] for r in ("0.13.0", "0.14.0", "0.29.0", "0.30.0")] == [
+        True, False, False, True]
+    assert prechecks.next_pp_release("DeepSeekMTPModel", "0.19.0") == "0.30.0"
+    assert prechecks.next_pp_release("DeepSeekMTPModel", "0.34.0") is None
 
 
 def test_lacks_pp_reads_the_table():
@@ -104,7 +115,7 @@ def test_gpt_oss_pp2_is_refused_before_0_10_2(policy):
     assert out == {"ok": False, "starts": False, "stage": "config.pipeline_parallel",
                    "error_type": "NotImplementedError", "error": TEXT,
                    "fix": f"--tensor-parallel-size 2 --pipeline-parallel-size 1 (GptOssForCausalLM lacks SupportsPP "
-                          f"in vllm=={release}), or --policy vllm==0.10.2 (the first release whose "
+                          f"in vllm=={release}), or --policy vllm==0.10.2 (the first release after it whose "
                           "GptOssForCausalLM supports PP)"}
     assert "Traceback" not in r.output
 
@@ -210,7 +221,7 @@ def test_model_without_layer_rule_meets_the_pp_check_from_its_config(tmp_path):
     # CanaryForConditionalGeneration: registered in 0.34.0 without SupportsPP (golden), no kvplan layer rule; its
     # config from the architecture golden. vLLM's config check runs before the model class is built.
     assert golden("0.34.0")["architectures"]["CanaryForConditionalGeneration"][1] is False
-    assert prechecks.first_pp_release("CanaryForConditionalGeneration") is None  # no release supports PP for it
+    assert prechecks.next_pp_release("CanaryForConditionalGeneration", "0.10.1") is None  # no release supports PP
     g = json.loads((ROOT / "tests/golden/architectures/0.34.0/CanaryForConditionalGeneration.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(g["config"]))
     r = runner.invoke(app, ["simulate", str(tmp_path), "--kv-cache-memory", "40GiB", "-pp", "2"])

@@ -265,9 +265,13 @@ def lacks_pp(architecture: str, release: str) -> bool:
     return any(version_key(a) <= k <= version_key(b) for a, b in _pp_table()["lacking"].get(architecture, ()))
 
 
-def first_pp_release(architecture: str) -> str | None:
-    """The first golden release whose class for ``architecture`` supports PP (None: none does)."""
-    return _pp_table()["first_supported"].get(architecture)
+def next_pp_release(architecture: str, release: str) -> str | None:
+    """The first golden release after ``release`` whose class for ``architecture`` supports PP (None: none)."""
+    from kvplan.version import version_key
+
+    k = version_key(release)
+    later = [a for a, _ in _pp_table()["supported"].get(architecture, ()) if version_key(a) > k]
+    return min(later, key=version_key, default=None)
 
 
 def check_pp_support(facts, options, era) -> None:
@@ -335,15 +339,12 @@ def drafter_pp_support_fix(facts) -> str:
 
 
 def pp_support_fix(architecture: str, release: str, tp: int, pp: int) -> str:
-    """The one-line fix for ``check_pp_support``: the same GPUs as tensor parallelism, or the first release whose
-    class supports PP (when a later one does)."""
-    first = first_pp_release(architecture)
-    from kvplan.version import version_key
-
-    later = first is not None and version_key(first) > version_key(release)
+    """The one-line fix for ``check_pp_support``: the same GPUs as tensor parallelism, or the next release whose
+    class supports PP (when one does)."""
+    nxt = next_pp_release(architecture, release)
     return (f"--tensor-parallel-size {tp * pp} --pipeline-parallel-size 1 ({architecture} lacks SupportsPP in "
-            f"vllm=={release})" + (f", or --policy vllm=={first} (the first release whose {architecture} supports PP)"
-                                   if later else ""))
+            f"vllm=={release})" + (f", or --policy vllm=={nxt} (the first release after it whose {architecture} "
+                                   "supports PP)" if nxt else ""))
 
 
 def check_kv_heads(facts, options) -> None:
