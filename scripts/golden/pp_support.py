@@ -317,6 +317,12 @@ def digest(derived: dict) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def portable(text: str, release_src: Path, venv: Path) -> str:
+    """The machine's folders as the README's names: ``$RELEASE_SRC`` for the unpacked releases, ``$VENV/<name>``
+    for the environment the cross-check ran in."""
+    return text.replace(f"{release_src}/", "$RELEASE_SRC/").replace(f"{venv}/", f"$VENV/{venv.name}/")
+
+
 def cross_check(release: str, out: Path) -> None:
     """Run the release's own ``supports_pp`` on every registered class whose module imports here (CPU), and
     compare it with the static answer of ``derive`` on the same sources. Before vLLM is imported, the two import
@@ -324,7 +330,6 @@ def cross_check(release: str, out: Path) -> None:
     registrations skipped; CUDA-only kernel packages as inert names): nothing they touch is a model class."""
     import importlib
     import logging
-    import os
     import traceback
 
     logging.disable(logging.WARNING)
@@ -364,13 +369,13 @@ def cross_check(release: str, out: Path) -> None:
     import torch
     import transformers
 
-    cross = {"python": sys.executable.replace(os.environ.get("HOME", "~"), "~"),
+    cross = {"python": sys.executable,
              "torch": torch.__version__, "transformers": transformers.__version__,
              "stubs": stubs,
              "static_digest": digest(derived),
              "num_run": len(agree) + len(disagree), "num_agree": len(agree),
              "disagree": disagree, "not_imported": not_imported}
-    (out / f"{release}.json").write_text(render(release, derived, cross))
+    (out / f"{release}.json").write_text(portable(render(release, derived, cross), src.parent, Path(sys.prefix)))
 
 
 def table(golden: Path) -> dict:

@@ -245,8 +245,8 @@ def check_attention_heads(facts, options, era) -> None:
     check_dcp_kv_heads(facts, options, era)
 
 
-# Which registered architectures' classes lack SupportsPP, release by release: generated from the golden
-# tests/golden/pp_support/static.json (scripts/golden/pp_support.py, read from each release's registry and
+# Which registered architectures' classes lack SupportsPP, release by release: generated from the goldens
+# tests/golden/pp_support/<release>.json (scripts/golden/pp_support.py, read from each release's registry and
 # model files, cross-checked against the release's own supports_pp) by ``scripts/regenerate.py pp-support``.
 PP_SUPPORT_TABLE = Path(__file__).with_name("pp_support.json")
 
@@ -254,6 +254,11 @@ PP_SUPPORT_TABLE = Path(__file__).with_name("pp_support.json")
 @cache
 def _pp_table() -> dict:
     return json.loads(PP_SUPPORT_TABLE.read_text())
+
+
+def _stands_for(era) -> str:
+    """``Era.stands_for`` read from its fields (as ``usecases.pipeline`` does): the check reads the era's data only."""
+    return era.release or (era.releases[-1] if era.releases else era.first_release)
 
 
 def lacks_pp(architecture: str, release: str) -> bool:
@@ -286,7 +291,7 @@ def check_pp_support(facts, options, era) -> None:
     accepts it (tests/data/prechecks_vllm.json). The drafter's own check (``SpeculativeConfig._verify_args`` verifies the draft config with
     the target's PP up to 0.29.0) is not modelled: kvplan does not know the class vLLM resolves a drafter to."""
     pp, architecture = options.pipeline_parallel_size, facts.architecture
-    if pp <= 1 or not architecture or not lacks_pp(architecture, era.stands_for):
+    if pp <= 1 or not architecture or not lacks_pp(architecture, _stands_for(era)):
         return
     raise EngineFailure("NotImplementedError", _pp_table()["text"], STAGE_PP_SUPPORT)
 
@@ -322,11 +327,13 @@ def check_drafter_pp_support(facts, options, era) -> None:
     the target's PP, so an EAGLE head (whose ``forward`` takes no ``intermediate_tensors``) refuses PP > 1. Run:
     Llama-3.1-8B with the EAGLE3-LLaMA3.1 head at -pp 2 is refused by 0.19.0 and 0.29.0 and accepted by 0.30.0
     (tests/data/prechecks_vllm.json)."""
-    pp = options.pipeline_parallel_size
-    if pp <= 1 or _release_key(era) >= DRAFT_PP_ONE_FROM:
+    from kvplan.version import version_key
+
+    pp, release = options.pipeline_parallel_size, _stands_for(era)
+    if pp <= 1 or version_key(release) >= DRAFT_PP_ONE_FROM:
         return
     arch = draft_architecture(facts.speculative_method, facts.drafter_architecture)
-    if arch and lacks_pp(arch, era.stands_for):
+    if arch and lacks_pp(arch, release):
         raise EngineFailure("NotImplementedError", _pp_table()["text"], STAGE_DRAFTER_PP_SUPPORT)
 
 
