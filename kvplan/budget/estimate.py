@@ -425,8 +425,8 @@ def with_compute_logits(sampler: dict, era, cfg: dict, architecture: str, reqs: 
     from kvplan.budget.profile import model_forward_row
 
     own = model_forward_row(_release(era), architecture)
-    per = own.get("logits_bytes_per_logit") if own else None
-    if per:
+    per = own.get("logits_bytes_per_logit") if own is not None else None
+    if own is not None and per:
         what = (f"{own['row']}'s own compute_logits ({'derived' if own['basis'] == DERIVED else 'assumed'}: vLLM "
                 f"{own['release']}'s, run on the meta device at TP 1): {per:g} B per logit")
     elif cfg.get("final_logit_softcapping"):
