@@ -1664,9 +1664,14 @@ def encoder_measure(a, AR, ops) -> dict:
     arch = cfg["architectures"][0]
     # host staging buffers (pinned on a CUDA worker; no pinned allocator on this CPU): plain host memory, which the
     # tracker does not count either way (only meta-device tensors are the card's)
+    # (``PIN_MEMORY`` read at import; 0.32+'s ``async_tensor_h2d`` asks ``is_pin_memory_available()`` per call, which
+    # the stand-in CUDA platform answers True: answered False where a module holds it, the device copy unchanged)
     for mname, mod in list(sys.modules.items()):
-        if mname.startswith("vllm") and mod is not None and getattr(mod, "PIN_MEMORY", None) is True:
-            mod.PIN_MEMORY = False
+        if mname.startswith("vllm") and mod is not None:
+            if getattr(mod, "PIN_MEMORY", None) is True:
+                mod.PIN_MEMORY = False
+            if callable(getattr(mod, "is_pin_memory_available", None)):  # a function or its @cache wrapper
+                mod.is_pin_memory_available = lambda: False
     backends = sorted({str(getattr(m, "attn_backend", "")) for m in model.modules() if hasattr(m, "attn_backend")})
     rec = {"model": a.encoder, "architecture": type(model).__name__, "attn_backends": backends,
            **encoder_peaks(model, cfg, vc, arch)}
