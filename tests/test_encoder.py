@@ -75,9 +75,32 @@ def test_the_encoder_cache_rows_are_what_the_tower_returns(release, arch, path, 
         embeddings = run["patches_per_item"] // int(v["spatial_merge_size"]) ** 2
     elif arch.startswith("Llama4"):  # pixel shuffle at ratio 0.5: one embedding per 4 patches
         embeddings = run["patches_per_item"] // 4
+    elif arch.startswith("Gemma4"):  # a 224² dummy frame resized to 384² (24 × 24 of its 630 patches), pooled 3 × 3
+        embeddings = (24 // 3) ** 2
     else:
         embeddings = int(config.get("mm_tokens_per_image") or 256)
     assert embeddings * row_bytes == run["output_bytes_per_item"]
+
+
+def test_gemma4_tower_run_on_the_cpu():
+    """Gemma 4's tower (transformers' Gemma4VisionModel, data-dependent padding probes) made real on the CPU with
+    random weights, over the dummy video's frames (630 patches each, 24 × 24 real): per patch the MLP's gate, up and
+    product [630, 4304] (3 · 4304 · 2 = 25,824 B), four [630, 1152] hidden states (9,216), the pixel values (768 · 2 =
+    1,536), the padding mask [630, 630] bool (630 B a patch: it grows with the frame's max_patches), rotary cos and
+    sin (2 · 72 · 2 = 288), the position ids (2 · 8 = 16) and two padding flags (2): 37,512 B; fixed the frame
+    count (8 B). Factor over kvplan's rule (4 · 1152 + 3 · 4304) · 2 = 35,040: 1.0705."""
+    runs = [p.values for p in RUNS if p.values[1] == "Gemma4ForConditionalGeneration"]
+    assert {r[0] for r in runs} >= {"0.34.0"}
+    for release, _, path, run in runs:
+        assert run["run_on"].startswith("cpu") and run["patches_per_item"] == 630
+        assert run["bytes_per_patch"] == 25_824 + 9_216 + 1_536 + 630 + 288 + 16 + 2 and run["fixed_bytes"] == 8
+    row = encoder_row("0.34.0", "Gemma4ForConditionalGeneration")
+    assert row["basis"] == "derived" and row["run_on"] == "cpu" and row["rule_bytes_per_patch"] == 35_040
+    assert row["factor"] == round(37_512 / 35_040, 4)
+    # a release whose transformers pin excludes the environment's records why (the tower is transformers' class)
+    why = json.loads((GOLDENS / "0.33.0.json").read_text())["encoder"]["Gemma4ForConditionalGeneration"]
+    assert "outside this release's pin" in why["custom_ops"]["why"]
+    assert encoder_row("0.33.0", "Gemma4ForConditionalGeneration")["basis"] == "assumed"
 
 
 @pytest.mark.parametrize("release,arch,path,run", [p for p in RUNS if "param_bytes_by_module" in p.values[3]

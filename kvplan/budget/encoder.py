@@ -8,7 +8,8 @@ the sampler run, then frees them. Per tower kvplan needs three things, each from
   config has it, the processor defaults otherwise, each cited), and how many items the encoder budget holds
   (``encoder_dummy_batch``);
 * **the tower's forward peak per patch** over that batch: the release's tower class run on the meta device under a
-  memory-tracking dispatch mode (``scripts/golden/profile_terms.py --encoder-all``;
+  memory-tracking dispatch mode (Gemma 4's, whose padding probes are data-dependent, made real on the CPU with random
+  weights under the same mode) (``scripts/golden/profile_terms.py --encoder-all``;
   ``tests/golden/profile_terms/encoder/<release>.json``), read from ``kvplan/budget/profile_terms.json`` per
   architecture (``kvplan.budget.profile.encoder_row``). A measured config reproduces its golden exactly
   (``fixed + patches · bytes_per_patch``); another checkpoint of the same tower scales the measured bytes per patch
@@ -254,8 +255,9 @@ def estimate_encoder_profile(config: dict, dtype_bytes: int, T: int, text: dict 
         rank_row, at = tp_row(row, tp)
         basis = row["basis"] if at == tp else ASSUMED
         per_patch = rank_row["bytes_per_patch"] * encoder_rule_bytes_per_patch(v, dtype_bytes) / row["rule_bytes_per_patch"]
+        where = "the CPU (random weights)" if row.get("run_on") == "cpu" else "the meta device"
         source = (f"vLLM {row['from']}'s {Path(row['model']).parent.name} vision tower run over dummy items on "
-                  f"the meta device" + ("" if at == 1 else f" on rank 0 of TP {at} (its linears split over the "
+                  f"{where}" + ("" if at == 1 else f" on rank 0 of TP {at} (its linears split over the "
                                         "group, mm_encoder_tp_mode 'weights')")
                   + f": {rank_row['bytes_per_patch']:,.0f} B per patch + {rank_row.get('fixed_bytes', 0):,} B"
                   + ("" if round(per_patch) == round(rank_row["bytes_per_patch"]) else

@@ -355,12 +355,9 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
                 f"patch, factor {e['factor']:g})")
         out.append({"term": f"encoder ({arch})", "basis": e["basis"], "from": e["from"],
                     "detail": what if e["basis"] == DERIVED else f"{what}; own run: {e['why']}"})
-    out.append({"term": "encoder (other multimodal)", "basis": ASSUMED,
-                "detail": "kvplan's activation rule over the tower's dummy batch where its config gives the batch "
-                          "(Gemma 4: its tower is transformers' encoder with a padding mask from the position ids, "
-                          "data-dependent probes and boolean indexing that do not run on the meta device), else not "
-                          "estimated (Qwen2.5-VL, Mistral 3 / Pixtral, Kimi-VL: no genuine config in the corpus to "
-                          "run their towers on; kvplan/budget/encoder.py)"})
+    out.append({"term": "encoder (other multimodal)", "basis": NOT_COUNTED,
+                "detail": "not estimated: a tower without a dummy-batch rule (Qwen2.5-VL, Mistral 3 / Pixtral, "
+                          "Kimi-VL: no genuine config in the corpus to run their towers on; kvplan/budget/encoder.py)"})
     out.append(drafter_term_basis(row))
     out.append({"term": "pooler", "basis": NOT_PLANNED, "detail": POOLER_REASON})
     out.append({"term": "CUDA graphs", "basis": CALIBRATED,

@@ -1575,7 +1575,8 @@ def drafter_measure(a, AR, ops) -> dict:
 ENCODER_MODELS = {"Gemma3ForConditionalGeneration": "configs/google/gemma-3-4b-it/config.json",
                   "Qwen3VLMoeForConditionalGeneration": "tests/logs/budget/configs/Qwen/Qwen3-VL-30B-A3B-Instruct/config.json",
                   "Qwen3_5ForConditionalGeneration": "configs/Qwen/Qwen3.5-27B/config.json",
-                  "Llama4ForConditionalGeneration": "configs/meta-llama/Llama-4-Scout-17B-16E-Instruct/config.json"}
+                  "Llama4ForConditionalGeneration": "configs/meta-llama/Llama-4-Scout-17B-16E-Instruct/config.json",
+                  "Gemma4ForConditionalGeneration": "configs/google/gemma-4-26B-A4B-it/config.json"}
 ENCODER_ITEMS = (1, 2)
 
 
@@ -1640,11 +1641,103 @@ def square_patches(cfg: dict) -> int:
     return (int(v["image_size"]) // int(v["patch_size"])) ** 2
 
 
+# Gemma 4's tower is transformers' ``Gemma4VisionModel`` (vLLM builds it with ``AutoModel.from_config``, its linears
+# replaced by vLLM's: 0.34.0 model_executor/models/gemma4_mm.py 1118-1132). It takes the padding from the position ids
+# (``(pixel_position_ids == -1).all(-1)``), transformers' mask builder probes ``padding_mask.all()`` on the host and the
+# pooler keeps ``pooled[valid_mask]``: data-dependent, which the meta device cannot run. The modules vLLM's encoder pass
+# runs are made real on the CPU with random values (``tower_on_cpu``) and run there under the same tracker, counting
+# the CPU storages the pass makes (the weights, made before, are not counted).
+H100_BYTES = 80 * 2**30
+ENCODER_ON_CPU = {"Gemma4ForConditionalGeneration": ("vision_tower", "vision_input_norm", "embed_vision")}
+# The dummy is a video (32 frames of 70 soft tokens: 2,496 tokens, more than the image's 280; kvplan
+# gemma4_encoder_dummy), every frame padded to ``max_patches`` = 70 · pooling² = 630 patches (transformers'
+# Gemma4VideoProcessor ``pad_to_max_patches``, position ids -1 on the padding); vLLM's dummy frame is 224 × 224
+# (Gemma4DummyInputsBuilder: the image processor's size is None), which ``get_aspect_ratio_preserving_size`` makes
+# 384 × 384: 24 × 24 real patches (64 soft tokens), 54 padding. An item here is one frame: the video's frames are
+# encoded together in one chunk when ``_encoder_chunk`` allows it (gemma4_mm.py 1700-1735), so the pass grows by frame.
+GEMMA4_VIDEO_SOFT_TOKENS = 70  # a frame's soft tokens (gemma4_mm.py 137: _VIDEO_MAX_SOFT_TOKENS)
+
+
+def gemma4_frame_grid(cfg: dict) -> tuple[int, int]:
+    """The dummy frame's real patches per side and its padded patch count (``max_patches``), as the processor makes
+    them (transformers image_processing_gemma4.py ``get_aspect_ratio_preserving_size`` on a square frame: the side
+    ``sqrt(max_patches) · patch`` pixels, whatever the frame's size, rounded down to a multiple of pooling · patch)."""
+    import math
+
+    v = cfg["vision_config"]
+    patch, pool = int(v["patch_size"]), int(v.get("pooling_kernel_size") or 1)
+    max_patches = GEMMA4_VIDEO_SOFT_TOKENS * pool * pool
+    side = math.floor(math.sqrt(max_patches * patch * patch) / (pool * patch)) * pool
+    return side, max_patches
+
+
+def gemma4_dummy(model, cfg: dict, n: int) -> dict:
+    """One video of ``n`` frames on the CPU: ``pixel_values_videos`` ``[n, max_patches, 3 · patch²]`` (bf16, as the
+    runner casts floating inputs to the model dtype), ``pixel_position_ids_videos`` ``[n, max_patches, 2]`` (the real
+    patches' (x, y), -1 on the padding) and ``video_frame_counts`` ``[n]``."""
+    import torch
+
+    side, max_patches = gemma4_frame_grid(cfg)
+    v = cfg["vision_config"]
+    row = int(v.get("num_channels", 3)) * int(v["patch_size"]) ** 2
+    pixels = torch.rand(n, max_patches, row, dtype=torch.bfloat16)
+    ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    real = torch.stack([xs.reshape(-1), ys.reshape(-1)], dim=-1)
+    pos = torch.cat([real, torch.full((max_patches - side * side, 2), -1, dtype=real.dtype)])
+    return {"pixel_values_videos": pixels, "pixel_position_ids_videos": pos.unsqueeze(0).repeat(n, 1, 1),
+            "video_frame_counts": torch.tensor([n])}
+
+
+def gemma4_patches(cfg: dict) -> int:
+    return gemma4_frame_grid(cfg)[1]
+
+
+def transformers_in_pin() -> None:
+    """A tower that is transformers' own class (``ENCODER_ON_CPU``) is the release's only under a transformers its
+    wheel admits (its ``Requires-Dist: transformers`` pin, read from the unpacked release's metadata): a
+    LookupError naming both otherwise (0.31.0 pins < 5.18, 0.33.0 < 5.21; the arch base has 5.22.2)."""
+    from importlib.metadata import requires, version
+
+    from packaging.requirements import Requirement
+
+    have = version("transformers")
+    for line in requires("vllm") or ():
+        req = Requirement(line)
+        if req.name == "transformers" and req.marker is None and not req.specifier.contains(have, prereleases=True):
+            raise LookupError(f"the tower is transformers' class and transformers {have} (this environment) is "
+                              f"outside this release's pin ({req.specifier})")
+
+
+def tower_on_cpu(model, names: tuple[str, ...]) -> set:
+    """The named modules (built on the meta device) made real on the CPU, parameters drawn from N(0, 0.02) and
+    buffers filled with ones (their values do not change what the pass allocates); the storages they hold, which
+    the tracker leaves out."""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    known = set()
+    for name in names:
+        mod = getattr(model, name, None)
+        if mod is None:
+            continue
+        mod.to_empty(device="cpu")
+        with torch.no_grad():
+            for t in mod.parameters():
+                t.normal_(0.0, 0.02, generator=gen) if t.is_floating_point() else t.zero_()
+                known.add(t.untyped_storage()._cdata)
+            for t in mod.buffers():
+                t.fill_(1)
+                known.add(t.untyped_storage()._cdata)
+    return known
+
+
 ENCODER_DUMMY_INPUTS = {"Gemma3ForConditionalGeneration": gemma3_dummy,
+                        "Gemma4ForConditionalGeneration": gemma4_dummy,
                         "Qwen3VLMoeForConditionalGeneration": qwen3_vl_dummy,
                         "Qwen3_5ForConditionalGeneration": qwen3_vl_dummy,
                         "Llama4ForConditionalGeneration": llama4_dummy}
 ENCODER_PATCHES = {"Gemma3ForConditionalGeneration": square_patches,
+                   "Gemma4ForConditionalGeneration": gemma4_patches,
                    "Qwen3VLMoeForConditionalGeneration": qwen3_vl_patches,
                    "Qwen3_5ForConditionalGeneration": qwen3_vl_patches,
                    "Llama4ForConditionalGeneration": llama4_patches}
@@ -1660,8 +1753,21 @@ def encoder_measure(a, AR, ops) -> dict:
     wanted = json.loads(Path(a.encoder).read_text())["architectures"][0]
     if wanted not in ModelRegistry.get_supported_archs():
         raise LookupError(f"{wanted} is not in this release's model registry (the model came later)")
+    if wanted in ENCODER_ON_CPU:
+        transformers_in_pin()
     cfg, vc, model, _ = build_on_meta(AR, ops, a.encoder, a.forward_path, after_loading=False)
     arch = cfg["architectures"][0]
+    on_cpu = arch in ENCODER_ON_CPU
+    known = tower_on_cpu(model, ENCODER_ON_CPU[arch]) if on_cpu else None
+    if on_cpu:
+        import torch
+
+        try:
+            torch.accelerator.get_memory_info()
+        except RuntimeError:  # no accelerator here: the H100's 80 GiB, free and total (Gemma 4's frame chunking reads
+            # min(free / 2, total / 10) over 4 · patches · position_embedding_size · 8 B a frame: every frame of the
+            # dummy in one chunk, as on the card with its weights loaded)
+            torch.accelerator.get_memory_info = lambda *x, **k: (H100_BYTES, H100_BYTES)
     # host staging buffers (pinned on a CUDA worker; no pinned allocator on this CPU): plain host memory, which the
     # tracker does not count either way (only meta-device tensors are the card's)
     # (``PIN_MEMORY`` read at import; 0.32+'s ``async_tensor_h2d`` asks ``is_pin_memory_available()`` per call, which
@@ -1674,7 +1780,10 @@ def encoder_measure(a, AR, ops) -> dict:
                 mod.is_pin_memory_available = lambda: False
     backends = sorted({str(getattr(m, "attn_backend", "")) for m in model.modules() if hasattr(m, "attn_backend")})
     rec = {"model": a.encoder, "architecture": type(model).__name__, "attn_backends": backends,
-           **encoder_peaks(model, cfg, vc, arch)}
+           **encoder_peaks(model, cfg, vc, arch, known)}
+    if on_cpu:
+        rec["run_on"] = ("cpu: " + ", ".join(ENCODER_ON_CPU[arch]) + " made real with random values (data-dependent "
+                         "padding probes and boolean indexing); CPU storages the pass makes counted, weights not")
     v = cfg["vision_config"]
     rec["config"] = {k: v.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads", "num_heads",
                                            "num_hidden_layers", "depth", "image_size", "patch_size",
@@ -1684,18 +1793,20 @@ def encoder_measure(a, AR, ops) -> dict:
     return rec
 
 
-def encoder_peaks(model, cfg: dict, vc, arch: str) -> dict:
+def encoder_peaks(model, cfg: dict, vc, arch: str, known: set | None = None) -> dict:
     """The encoder pass of ``model`` over ``ENCODER_ITEMS`` dummy items (the first run once before, warming the
     release's caches): the peaks, the growth per item and per patch, the part that does not grow, the outputs kept
-    per item, what was live at each peak and the weights of each top-level module."""
+    per item, what was live at each peak and the weights of each top-level module. ``known``: the tower runs on
+    the CPU (``ENCODER_ON_CPU``), these storages (its weights) not counted."""
     import torch
     from vllm.config import set_current_vllm_config
 
     embed = getattr(model, "embed_multimodal", None) or model.get_multimodal_embeddings
+    device = "meta" if known is None else "cpu"
 
     def run(n):
-        counter = MetaLiveBytes()
-        with set_current_vllm_config(vc), torch.inference_mode(), tracking_mode(counter, devices=("meta",)):
+        counter = MetaLiveBytes() if known is None else CpuLiveBytes(known)
+        with set_current_vllm_config(vc), torch.inference_mode(), tracking_mode(counter, devices=(device,)):
             out = embed(**ENCODER_DUMMY_INPUTS[arch](model, cfg, n))
             kept = sum(t.numel() * t.element_size() for t in out)
             del out
@@ -2024,6 +2135,18 @@ class MetaLiveBytes(LiveBytes):
     def _free(self, key: int) -> None:
         self.at.pop(key, None)
         super()._free(key)
+
+
+class CpuLiveBytes(MetaLiveBytes):
+    """``MetaLiveBytes`` over CPU storages, the ``known`` ones (the tower's weights and buffers) left out."""
+
+    def __init__(self, known: set):
+        super().__init__()
+        self.known_cdata = known
+
+    def add_tensor(self, t) -> None:
+        if t.untyped_storage()._cdata not in self.known_cdata:
+            super().add_tensor(t)
 
 
 def both_paths(label: str, flag: str, cfg: str, shown: tuple[str, ...], extra: tuple[str, ...] = ()) -> dict:
@@ -2494,6 +2617,7 @@ def encoder_table(goldens: Path, rows: dict) -> None:
                 # the run's part that does not grow with the patches (Qwen3-VL: the position table's interpolation)
                 "fixed_bytes": v.get("fixed_bytes", 0), "patches_per_item": v["patches_per_item"],
                 "tower_param_bytes": tower_param_bytes(v),
+                **({"run_on": "cpu"} if v.get("run_on") else {}),  # made real on the CPU (ENCODER_ON_CPU)
                 "factor": round(v["bytes_per_patch"] / rule, 4),
                 "factor_high": round(max(v["bytes_per_patch"], n["bytes_per_patch"]) / rule, 4)}
             # rank 0 of a TP group (--encoder-tp): the per-rank figures, where both paths ran that size
