@@ -2024,6 +2024,14 @@ class OpPacket:
         return self
 
 
+def rotary_stand_in(x, cos, sin, interleaved=False, inplace=False, *args, **kwargs):
+    """flash-attn's ``apply_rotary_emb``: its ``apply_rotary`` allocates the output ``torch.empty_like(x)`` (in place:
+    none) and the Triton kernel writes into it; the same here, no kernel."""
+    import torch
+
+    return x if inplace else torch.empty_like(x)
+
+
 def flash_attn_stand_in() -> None:
     """``vllm.vllm_flash_attn`` (its compiled extensions are absent: the package raises at import) as a module whose
     kernels are no-ops and whose version checks answer supported, as on an H100: on the CUDA platform the layers'
@@ -2031,9 +2039,15 @@ def flash_attn_stand_in() -> None:
     attention op runs as its fake."""
     try:
         import vllm.vllm_flash_attn  # noqa: F401
-        return
     except ImportError:
         pass
+    else:  # the package imports (0.14.1): its Triton rotary's host code asks torch.cuda for the meta tensor's device
+        try:
+            import vllm.vllm_flash_attn.layers.rotary as rotary_module
+        except ImportError:
+            return
+        rotary_module.apply_rotary_emb = rotary_stand_in
+        return
     m = types.ModuleType("vllm.vllm_flash_attn")
     m.__path__ = []
     m.FA2_AVAILABLE = m.FA3_AVAILABLE = True
@@ -2055,12 +2069,7 @@ def flash_attn_stand_in() -> None:
     layers.__path__ = []
     rotary = types.ModuleType("vllm.vllm_flash_attn.layers.rotary")
 
-    def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, *args, **kwargs):
-        import torch
-
-        return x if inplace else torch.empty_like(x)
-
-    rotary.apply_rotary_emb = apply_rotary_emb
+    rotary.apply_rotary_emb = rotary_stand_in
     m.layers, layers.rotary = layers, rotary
     sys.modules["vllm.vllm_flash_attn.layers"] = layers
     sys.modules["vllm.vllm_flash_attn.layers.rotary"] = rotary
