@@ -636,25 +636,24 @@ class _Estimate:
                                            cudagraph_resident=cudagraph_resident,
                                            persistent=0 if self.over.activation is not None else self.persistent)
 
+    def _phase_args(self, layers: set[int], last: bool, sampler: int, forward_end: str, first: bool) -> dict:
+        """``activation_phases``' arguments for this stage at a band end (``forward_end``: "value" / "high")."""
+        factors = self.forward if first else self.forward.get("later", self.forward)
+        return dict(tp=self.tp, max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=layers, last_stage=last,
+                    sampler_bytes=sampler, forward_factor=factors[forward_end], first_stage=first,
+                    held_bytes=self.moe_held(layers, last, high=forward_end == "high")[0],
+                    drafter=(self.drafter or {}).get(forward_end) if last else None)
+
     def _activation(self, layers: set[int], last: bool, sampler: int, encoder: dict | None = None,
                     forward_end: str = "value", first: bool = True) -> int:
-        factors = self.forward if first else self.forward.get("later", self.forward)
-        return estimate_activation_bytes(self.inventory, self.cfg, self.dbytes, tp=self.tp,
-                                         max_num_batched_tokens=self.T, max_num_seqs=self.R, layers=layers,
-                                         last_stage=last, encoder=encoder, sampler_bytes=sampler,
-                                         forward_factor=factors[forward_end], first_stage=first,
-                                         held_bytes=self.moe_held(layers, last, high=forward_end == "high")[0],
+        return estimate_activation_bytes(self.inventory, self.cfg, self.dbytes, encoder=encoder,
                                          persistent_bytes=self.persistent,
-                                         drafter=(self.drafter or {}).get(forward_end) if last else None)
+                                         **self._phase_args(layers, last, sampler, forward_end, first))
 
     def phases(self, layers: set[int], last: bool, first: bool) -> dict:
         """The profile run's phases on the stage at the band's value (``activation_phases``): which one peaks."""
-        factors = self.forward if first else self.forward.get("later", self.forward)
-        return activation_phases(self.inventory, self.cfg, self.dbytes, tp=self.tp, max_num_batched_tokens=self.T,
-                                 max_num_seqs=self.R, layers=layers, last_stage=last,
-                                 sampler_bytes=self.sampler["value"], forward_factor=factors["value"],
-                                 first_stage=first, held_bytes=self.moe_held(layers, last)[0],
-                                 drafter=(self.drafter or {}).get("value") if last else None)
+        return activation_phases(self.inventory, self.cfg, self.dbytes,
+                                 **self._phase_args(layers, last, self.sampler["value"], "value", first))
 
     def moe_held(self, layers: set[int], last: bool, high: bool = False) -> tuple[int, str]:
         """The fused-MoE workspace held under the last stage's sampler (``moe_held_bytes``): unquantized experts,

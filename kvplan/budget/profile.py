@@ -48,14 +48,19 @@ def _table() -> dict:
     return rows
 
 
+def release_row(release: str | None) -> dict:
+    """The table's row for ``release``; a name not in it (a proposal's era, None) takes the newest release's."""
+    rows = _table()
+    return rows.get(release or "") or rows[list(rows)[-1]]
+
+
 def sampler_row(release: str | None, runner: str = "v1") -> tuple[dict, str, str]:
     """The table's row for ``release`` on the model runner the deployment runs (``runner``: "v1" / "v2", the
     engine's runner decision; every release kvplan accepts has a row: its own derived figure, or the newest derived
     release's before it, marked assumed; a name not in it, e.g. a proposal's era, takes the newest release's row),
     the basis and a note of where it came from. The V2 runner's row is the release's ``v2`` (0.19-0.33, which have
     both runners) or the row itself (0.34+, V2 only); a release with no V2 row takes the V1 runner's, assumed."""
-    rows = _table()
-    row = rows.get(release or "") or rows[list(rows)[-1]]
+    row = release_row(release)
     if runner == "v2" and row.get("runner", "v1") != "v2":
         if "v2" not in row:
             return row, ASSUMED, (f"vLLM {row['from']}'s V1 runner's figure: {release or 'this era'}'s V2 runner's "
@@ -178,8 +183,7 @@ def model_forward_row(release: str | None, architecture: str) -> dict | None:
     of the other family under the same architecture, e.g. a dense Gemma 4, takes its own family's factor)."""
     if not architecture:
         return None
-    rows = _table()
-    models = (rows.get(release or "") or rows[list(rows)[-1]]).get("forward_models") or {}
+    models = release_row(release).get("forward_models") or {}
     found = next(((arch, r) for arch, r in models.items() if architecture in r.get("architectures", (arch,))), None)
     if found is None or "factor" not in found[1]:
         return None
@@ -207,8 +211,7 @@ def parallel_factors(release: str | None, base: dict, *, tp: int, pp: int) -> di
     """``base`` (the TP 1 factors) replaced by those measured at ``tp`` (the largest measured TP size not above it)
     or, at TP 1 with PP, by each PP stage's (``later``: every stage after the first, as PP 2's last); the TP 1 factors
     where the release family has no parallel golden (assumed)."""
-    rows = _table()
-    par = ((rows.get(release or "") or rows[list(rows)[-1]]).get("parallel") or {}).get(base["family"]) or {}
+    par = (release_row(release).get("parallel") or {}).get(base["family"]) or {}
     layouts = par.get("layouts") or {}
     if not layouts:
         return {**base, "basis": ASSUMED, "source": base["source"] + f"; at TP {tp} / PP {pp} the TP 1 factor "
@@ -233,8 +236,7 @@ def parallel_factors(release: str | None, base: dict, *, tp: int, pp: int) -> di
 
 
 def _tp1_forward_factors(release: str | None, cfg: dict) -> dict:
-    rows = _table()
-    row = (rows.get(release or "") or rows[list(rows)[-1]]).get("forward") or {}
+    row = release_row(release).get("forward") or {}
     family = forward_family(cfg)
     fam = row.get(family) or {}
     if "factor" not in fam:
@@ -287,8 +289,7 @@ POOLER_REASON = ("a pooling runner (--runner pooling, --convert) runs _dummy_poo
 def encoder_row(release: str | None, architecture: str) -> dict | None:
     """The release's derived vision-tower row for a multimodal architecture (``encoder`` in the table), or the
     newest measured release's before it marked assumed; None where no release measured that architecture."""
-    rows = _table()
-    row = (rows.get(release or "") or rows[list(rows)[-1]]).get("encoder") or {}
+    row = release_row(release).get("encoder") or {}
     return row.get(architecture)
 
 
@@ -391,7 +392,7 @@ def drafter_factors(release: str | None, method: str, name: str = "") -> dict | 
     one's, or an EAGLE-1 head, assumed), the release the rows come from and a note; None where the table has no row
     of that kind."""
     want = DRAFTER_METHOD_ROWS.get(method)
-    rows = (_table().get(release or "") or _table()[list(_table())[-1]]).get("drafter") or {}
+    rows = release_row(release).get("drafter") or {}
     mine = {label: r for label, r in rows.items() if r.get("method") == want and "factor" in r}
     own = {label: r for label, r in mine.items() if name and Path(r["model"]).parent.name == name}
     mine = own or mine
