@@ -2491,6 +2491,31 @@ def forward_table(goldens: Path, rows: dict) -> None:
     forward_models_table(goldens, rows, rule)
 
 
+def measured_by_release(goldens: Path, key: str, make_row) -> dict:
+    """``label -> release -> row`` over the goldens in ``goldens`` (in release order) under their ``key``:
+    ``make_row(label, custom_ops, native)`` where both paths ran, else ``{"why"}`` (the custom-op path's reason
+    first)."""
+    from kvplan.engines.vllm.versions import version_key
+
+    measured: dict = {}
+    for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)) if goldens.is_dir() else []:
+        g = json.loads(f.read_text())
+        for label, paths in sorted((g.get(key) or {}).items()):
+            v, n = paths["custom_ops"], paths["native"]
+            measured.setdefault(label, {})[g["vllm_version"]] = (
+                make_row(label, v, n) if v.get("derived") and n.get("derived") else {"why": v.get("why") or n.get("why")})
+    return measured
+
+
+def widen_to_top_native(measured: dict) -> None:
+    """The high end of each label's measured rows: the largest native-graph factor any release measured for it."""
+    for by in measured.values():
+        top = max((x["factor_high"] for x in by.values() if "why" not in x), default=None)
+        for x in by.values():
+            if "why" not in x:
+                x["factor_high"] = max(x["factor_high"], top)
+
+
 def forward_models_table(goldens: Path, rows: dict, rule: dict) -> None:
     """Each release's ``forward_models`` rows: per architecture a golden measured for its own row
     (``OWN_FORWARD_MODELS``, the golden's ``architectures``), the measured bytes per token on the custom-op path (the
@@ -2501,22 +2526,10 @@ def forward_models_table(goldens: Path, rows: dict, rule: dict) -> None:
     model), the names kvplan looks the row up by."""
     from kvplan.engines.vllm.versions import version_key
 
-    by_arch: dict = {}  # architecture -> release -> row or {"why"}
-    for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)):
-        g = json.loads(f.read_text())
-        for arch, paths in sorted((g.get("architectures") or {}).items()):
-            v, n = paths["custom_ops"], paths["native"]
-            if not (v.get("derived") and n.get("derived")):
-                by_arch.setdefault(arch, {})[g["vllm_version"]] = {"why": v.get("why") or n.get("why")}
-                continue
-            by_arch.setdefault(arch, {})[g["vllm_version"]] = {
-                **measured_row(v, n, rule), "architectures": sorted({v["architecture"], v["text_architecture"]}),
-                "family": model_family(v["model"])}
-    for arch, by in by_arch.items():  # the high end: the largest native factor any release measured (as a family's)
-        top = max((x["factor_high"] for x in by.values() if "why" not in x), default=None)
-        for x in by.values():
-            if "why" not in x:
-                x["factor_high"] = max(x["factor_high"], top)
+    by_arch = measured_by_release(goldens, "architectures", lambda _, v, n: {  # architecture -> release -> row
+        **measured_row(v, n, rule), "architectures": sorted({v["architecture"], v["text_architecture"]}),
+        "family": model_family(v["model"])})
+    widen_to_top_native(by_arch)  # as a family's
     for release, row in rows.items():
         own = {}
         for arch, by in by_arch.items():
@@ -2608,36 +2621,29 @@ def encoder_table(goldens: Path, rows: dict) -> None:
     before it (else the oldest), marked assumed with the reason."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from kvplan.budget.encoder import encoder_rule_bytes_per_patch
-    from kvplan.engines.vllm.versions import version_key
 
     root = Path(__file__).resolve().parents[2]
-    measured: dict = {}  # architecture -> release -> row or {"why"}
-    for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)) if goldens.is_dir() else []:
-        g = json.loads(f.read_text())
-        for arch, paths in sorted(g["encoder"].items()):
-            v, n = paths["custom_ops"], paths["native"]
-            if not (v.get("derived") and n.get("derived")):
-                measured.setdefault(arch, {})[g["vllm_version"]] = {"why": v.get("why") or n.get("why")}
-                continue
-            cfg = json.loads((root / v["model"]).read_text())
-            rule = encoder_rule_bytes_per_patch(cfg["vision_config"], 2)
-            measured.setdefault(arch, {})[g["vllm_version"]] = {
-                "model": v["model"], "bytes_per_patch": v["bytes_per_patch"],
-                "bytes_per_patch_native": n["bytes_per_patch"], "rule_bytes_per_patch": rule,
-                "output_bytes_per_item": v["output_bytes_per_item"],
-                # the run's part that does not grow with the patches (Qwen3-VL: the position table's interpolation)
-                "fixed_bytes": v.get("fixed_bytes", 0), "patches_per_item": v["patches_per_item"],
-                "tower_param_bytes": tower_param_bytes(v),
-                **({"run_on": "cpu"} if v.get("run_on") else {}),  # made real on the CPU (ENCODER_ON_CPU)
-                "factor": round(v["bytes_per_patch"] / rule, 4),
-                "factor_high": round(max(v["bytes_per_patch"], n["bytes_per_patch"]) / rule, 4)}
-            # rank 0 of a TP group (--encoder-tp): the per-rank figures, where both paths ran that size
-            tps = {k: {"bytes_per_patch": t["bytes_per_patch"], "fixed_bytes": t["fixed_bytes"],
-                       "bytes_per_patch_native": n["tp"][k]["bytes_per_patch"],
-                       "mm_encoder_tp_mode": t.get("mm_encoder_tp_mode")}
-                   for k, t in sorted((v.get("tp") or {}).items()) if k in (n.get("tp") or {})}
-            if tps:
-                measured[arch][g["vllm_version"]]["tp"] = tps
+
+    def row_of(_: str, v: dict, n: dict) -> dict:
+        cfg = json.loads((root / v["model"]).read_text())
+        rule = encoder_rule_bytes_per_patch(cfg["vision_config"], 2)
+        row = {"model": v["model"], "bytes_per_patch": v["bytes_per_patch"],
+               "bytes_per_patch_native": n["bytes_per_patch"], "rule_bytes_per_patch": rule,
+               "output_bytes_per_item": v["output_bytes_per_item"],
+               # the run's part that does not grow with the patches (Qwen3-VL: the position table's interpolation)
+               "fixed_bytes": v.get("fixed_bytes", 0), "patches_per_item": v["patches_per_item"],
+               "tower_param_bytes": tower_param_bytes(v),
+               **({"run_on": "cpu"} if v.get("run_on") else {}),  # made real on the CPU (ENCODER_ON_CPU)
+               "factor": round(v["bytes_per_patch"] / rule, 4),
+               "factor_high": round(max(v["bytes_per_patch"], n["bytes_per_patch"]) / rule, 4)}
+        # rank 0 of a TP group (--encoder-tp): the per-rank figures, where both paths ran that size
+        tps = {k: {"bytes_per_patch": t["bytes_per_patch"], "fixed_bytes": t["fixed_bytes"],
+                   "bytes_per_patch_native": n["tp"][k]["bytes_per_patch"],
+                   "mm_encoder_tp_mode": t.get("mm_encoder_tp_mode")}
+               for k, t in sorted((v.get("tp") or {}).items()) if k in (n.get("tp") or {})}
+        return {**row, "tp": tps} if tps else row
+
+    measured = measured_by_release(goldens, "encoder", row_of)  # architecture -> release -> row or {"why"}
     for release, row in rows.items():
         enc = {arch: x for arch, by in measured.items() if (x := release_row(by, release, "encoder")) is not None}
         if enc:
@@ -2669,37 +2675,27 @@ def drafter_table(goldens: Path, rows: dict) -> None:
     aux hidden states (V2 runner); a release without its own golden takes the newest measured release's before it
     (else the oldest), assumed with the reason (``release_row``)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from kvplan.engines.vllm.versions import version_key
-
     rules: dict = {}
-    measured: dict = {}  # label -> release -> row or {"why"}
-    for f in sorted(goldens.glob("*.json"), key=lambda p: version_key(p.stem)) if goldens.is_dir() else []:
-        g = json.loads(f.read_text())
-        for label, paths in sorted(g["drafter"].items()):
-            v, n = paths["custom_ops"], paths["native"]
-            if not (v.get("derived") and n.get("derived")):
-                measured.setdefault(label, {})[g["vllm_version"]] = {"why": v.get("why") or n.get("why")}
-                continue
-            if label not in rules:
-                rules[label] = drafter_rule_bytes_per_token(label)
-            r = rules[label]
-            row = {"model": v["model"], "target": v["target"], "method": v["speculative_config"]["method"],
-                   "architecture": v["architecture"], "bytes_per_token": v["bytes_per_token"],
-                   "bytes_per_token_native": n["bytes_per_token"], "fixed_bytes": v["fixed_bytes"],
-                   "rule_bytes_per_token": r, "factor": round(v["bytes_per_token"] / r, 4),
-                   "factor_high": round(max(v["bytes_per_token"], n["bytes_per_token"]) / r, 4),
-                   "draft_hidden_size": v["draft_hidden_size"], "target_hidden_size": v["target_hidden_size"]}
-            if v.get("combine"):
-                c = v["combine"]
-                row["combine"] = {k: c[k] for k in ("aux_hidden_states", "bytes_per_token", "kept_bytes_per_token")}
-            measured.setdefault(label, {})[g["vllm_version"]] = row
+
+    def row_of(label: str, v: dict, n: dict) -> dict:
+        if label not in rules:
+            rules[label] = drafter_rule_bytes_per_token(label)
+        r = rules[label]
+        row = {"model": v["model"], "target": v["target"], "method": v["speculative_config"]["method"],
+               "architecture": v["architecture"], "bytes_per_token": v["bytes_per_token"],
+               "bytes_per_token_native": n["bytes_per_token"], "fixed_bytes": v["fixed_bytes"],
+               "rule_bytes_per_token": r, "factor": round(v["bytes_per_token"] / r, 4),
+               "factor_high": round(max(v["bytes_per_token"], n["bytes_per_token"]) / r, 4),
+               "draft_hidden_size": v["draft_hidden_size"], "target_hidden_size": v["target_hidden_size"]}
+        if v.get("combine"):
+            c = v["combine"]
+            row["combine"] = {k: c[k] for k in ("aux_hidden_states", "bytes_per_token", "kept_bytes_per_token")}
+        return row
+
+    measured = measured_by_release(goldens, "drafter", row_of)  # label -> release -> row or {"why"}
     # the high end: the largest native-graph factor any release measured for the drafter (0.11's native run keeps
     # its custom ops under the level-0 dispatch: it measured the custom-op path twice), as forward_table does
-    for by in measured.values():
-        top = max((x["factor_high"] for x in by.values() if "why" not in x), default=None)
-        for x in by.values():
-            if "why" not in x:
-                x["factor_high"] = max(x["factor_high"], top)
+    widen_to_top_native(measured)
     for release, row in rows.items():
         dr = {label: x for label, by in measured.items()
               if (x := release_row(by, release, f"{label} drafter")) is not None}
