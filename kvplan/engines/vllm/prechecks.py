@@ -460,7 +460,7 @@ def check_lora(facts, options, era) -> None:
         return
     from kvplan.budget.lora import allowed_ranks, class_support, max_vocab
 
-    release = era.stands_for
+    release = _stands_for(era)
     rank = options.max_lora_rank or 16
     ranks = allowed_ranks(release)
     if rank not in ranks:
@@ -491,7 +491,7 @@ def check_eplb(options, era) -> None:
             raise EngineFailure("ValueError", "enable_expert_parallel must be True to use EPLB.", STAGE_EPLB)
         tp, dp = options.tensor_parallel_size, options.data_parallel_size
         if tp * dp <= 1:
-            if era.stands_for.startswith(("0.10", "0.11")):
+            if _stands_for(era).startswith(("0.10", "0.11")):
                 text = ("EPLB requires tensor_parallel_size or data_parallel_size to be greater than 1, but got "
                         f"TP={tp},DP={dp}.")
             else:
@@ -506,7 +506,7 @@ def _release_key(era) -> tuple[int, ...]:
     """The release the era stands for, as a sortable tuple (one without a number sorts as the newest)."""
     from kvplan.version import version_key
 
-    return version_key(era.stands_for) or (99,)
+    return version_key(_stands_for(era)) or (99,)
 
 
 def check_cudagraph_sizes(options, era) -> None:
@@ -518,7 +518,7 @@ def check_cudagraph_sizes(options, era) -> None:
     cap, sizes = options.max_cudagraph_capture_size, options.cudagraph_capture_sizes
     if cap is None:
         return
-    release = era.stands_for
+    release = _stands_for(era)
     if _release_key(era) < (0, 11, 2):
         raise OptionError(f"--max-cudagraph-capture-size: vllm=={release} has no such flag (from 0.11.2); drop it or "
                           "give --cuda-graph-sizes N (one value: the capture grid's top there)")
@@ -536,7 +536,7 @@ def check_optimization_level(options, era) -> None:
     cudagraph_mode other than NONE: refused from 0.30.0 (``cudagraph.resolved_mode``)."""
     if options.optimization_level is None:
         return
-    release = era.stands_for
+    release = _stands_for(era)
     if _release_key(era) < (0, 12):
         raise OptionError(f"--optimization-level: vllm=={release} has no such flag (from 0.12.0); drop it, or give "
                           "--cudagraph-memory 0 for -O0's no CUDA graphs")
@@ -552,7 +552,7 @@ def check_performance_mode(options, era) -> None:
     0.16.0's): refused in one line before."""
     if options.performance_mode is None:
         return
-    release = era.stands_for
+    release = _stands_for(era)
     if _release_key(era) < (0, 17):
         raise OptionError(f"--performance-mode: vllm=={release} has no such flag (from 0.17.0); drop it")
 
