@@ -272,6 +272,17 @@ WORKSPACE_REASON = ("kernel libraries' workspaces (cuBLAS, FlashAttention / Flas
                     "the non-torch term: the calibration fits what each log leaves beside every other term, these "
                     "256 MiB included, so their error is in the fitted residual and its spread (the value is the sum "
                     "of the two, kvplan's split of it between the activation and the non-torch term is nominal)")
+COLD_COMPILE_REASON = (
+    "a first start with an empty compile cache runs torch.compile (Dynamo, Inductor, Triton's compile and "
+    "autotuning) inside the first dummy forward of profile_run, within memory_profiling's window: the peak is reset "
+    "once before profile_run (vllm/utils/mem_utils.py: 0.29.0 line 291, 0.34.0 line 301) and not again after the "
+    "compile (vllm/compilation/decorators.py: aot_compile then the profiling forward, 0.29.0 lines 674 and 680, "
+    "0.34.0 lines 705 and 711), so the compile's scratch on the card counts in transient_peak_headroom "
+    "(mem_utils.py 0.29.0 line 323, 0.34.0 line 333) wherever it exceeds the forward's peak; a warm cache loads "
+    "the compiled graph instead. It exists only where the kernels compile and benchmark on the card, not on a CPU or "
+    "the meta device; vLLM issues #54122 and #54383 report first boots of a shape granted about 5 % less KV cache "
+    "than a warm reboot. Not a term of its own: most corpus logs do not show the compile-cache state, so it is in "
+    "the calibrated non-torch residual and its spread (the band); --enforce-eager (no compile) has none")
 NON_TORCH_REASON = ("CUDA context, NCCL communicators and cuBLAS handles live outside torch's allocator with no CPU "
                     "counterpart")
 DRAFTER_REASON = ("no release's drafter forward was measured (tests/golden/profile_terms/drafter/): kvplan counts "
@@ -369,6 +380,8 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
                                                   if not v2_cudagraph_counted else "")})
     out.append({"term": "kernel workspaces", "basis": CALIBRATED if calibrated_groups else ASSUMED,
                 "detail": WORKSPACE_REASON if calibrated_groups else WORKSPACE_REASON.split(", calibrated")[0]})
+    out.append({"term": "torch.compile on a cold cache", "basis": CALIBRATED if calibrated_groups else ASSUMED,
+                "detail": COLD_COMPILE_REASON})
     groups = ", ".join(f"{g} ({x['n']} start-ups)" for g, x in sorted(calibrated_groups.items()))
     out.append({"term": "non-torch memory", "basis": CALIBRATED if calibrated_groups else ASSUMED,
                 "detail": NON_TORCH_REASON + (f"; calibrated on the calibration half: {groups}" if groups else
