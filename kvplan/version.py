@@ -23,3 +23,10 @@ def newest_at_or_before(releases: Iterable[str], release: str) -> str | None:
     key = version_key(release)
     older = [v for v in releases if version_key(v) <= key]
     return max(older, key=version_key) if older else None
+
+
+def stands_for(release: str, releases: tuple[str, ...], first_release: str) -> str:
+    """The vLLM release an era stands for, from its fields: the one selected (``vllm==X``), else the newest of the
+    era's releases (kept in release order), else (a proposal: no release of its own) the release it builds on.
+    ``Era.stands_for`` and every reader of an era's fields answer with this one rule."""
+    return release or (releases[-1] if releases else first_release)

@@ -511,7 +511,11 @@ def test_collective_buffers_cited_per_release():
     if src is None:
         pytest.skip("the unpacked releases are not on this machine")
     comm = "vllm/distributed/device_communicators/"
-    for release, (made, rank_data, ipc, symm, warm, outs) in profile.COLLECTIVE_SITES.items():
+    # a release is read where release_env.sh has finished unpacking it (its .done marker)
+    unpacked = {r: v for r, v in profile.COLLECTIVE_SITES.items() if (src / r / ".done").is_file()}
+    if not unpacked:
+        pytest.skip("none of the cited releases is unpacked on this machine")
+    for release, (made, rank_data, ipc, symm, warm, outs) in unpacked.items():
         lines = lambda f: (src / release / f).read_text().splitlines()  # noqa: E731
         assert "torch.empty" in lines(comm + "custom_all_reduce.py")[int(rank_data.split()[-1]) - 1], release
         assert "torch_symm_mem.empty" in lines(comm + "symm_mem.py")[int(symm.split()[-1]) - 1], release

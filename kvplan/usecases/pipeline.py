@@ -25,6 +25,7 @@ from kvplan.results.records import Fix, PlanBody
 from kvplan.usecases.deployment import (
     BudgetInput, Deployment, ModelInput, SchedulerInput, ServingInput, changed, table_fields, under,
 )
+from kvplan.version import stands_for
 
 if TYPE_CHECKING:  # annotations only: a run imports each where it is used
     from kvplan.budget.hardware import GpuCard
@@ -87,8 +88,7 @@ def serving_options(s: ServingInput, era: Era) -> ServingOptions:
         speculators_user_config=era.speculators_user_config,
         suffix_default_tokens=era.suffix_default_tokens,
         pp_layer_partition=environment.pp_layer_partition(s.env, era),
-        # Era.stands_for, read from its fields (the selected release, else the era's newest, else its first)
-        release=era.release or (era.releases[-1] if era.releases else era.first_release),
+        release=stands_for(era.release, era.releases, era.first_release),  # Era.stands_for, from its fields
         kv_cache_dtype_skip_layers=tuple(x for x in (s.kv_cache_dtype_skip_layers or "").replace(",", " ").split()),
     )
 

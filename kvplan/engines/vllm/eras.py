@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kvplan.frozen import dataclass
 from kvplan.engines.vllm.versions import VERSIONS, version_key
+from kvplan.version import stands_for
 
 
 @dataclass(frozen=True)
@@ -304,7 +305,7 @@ class Era:
     def stands_for(self) -> str:
         """The vLLM release this era stands for: the one selected (``vllm==X``), else the newest
         release of the era, else (a proposal: no release of its own) the release it builds on."""
-        return self.release or (self.releases[-1] if self.releases else self.first_release)
+        return stands_for(self.release, self.releases, self.first_release)
 
 
 # The eras as a chain: each starts at the first release that has its changes (pinned by

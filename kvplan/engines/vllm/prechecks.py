@@ -257,8 +257,10 @@ def _pp_table() -> dict:
 
 
 def _stands_for(era) -> str:
-    """``Era.stands_for`` read from its fields (as ``usecases.pipeline`` does): the check reads the era's data only."""
-    return era.release or (era.releases[-1] if era.releases else era.first_release)
+    """``Era.stands_for`` read from its fields (``kvplan.version.stands_for``): the check reads the era's data only."""
+    from kvplan.version import stands_for
+
+    return stands_for(era.release, era.releases, era.first_release)
 
 
 def lacks_pp(architecture: str, release: str) -> bool:
