@@ -17,7 +17,7 @@ from kvplan.frozen import dataclass
 from kvplan import bounds
 from kvplan.errors import ConfigError, NoLayerRuleError, OptionError, UnsupportedError
 from kvplan.model import drafters, families, methods
-from kvplan.model.families import Built, Context, FamilyResult
+from kvplan.model.families import Built, Context, FamilyResult, gemma4
 from kvplan.model.hfconfig import HFView
 from kvplan.model.inventory import ModelInventory, model_inventory
 from kvplan.model.options import (
@@ -151,7 +151,10 @@ class ModelDraft:
                               num_kv_heads=max(1, kv // self.options.tensor_parallel_size) if kv else None,
                               has_skip_layers=bool(self.skip_layers) and self.cache_str != "auto",
                               release=self.options.release,
-                              kv_tensor_dtype=self.cache_dtype if self.cache_str != "auto" else None)
+                              kv_tensor_dtype=self.cache_dtype if self.cache_str != "auto" else None,
+                              architecture=p.architecture,
+                              head_sizes=tuple(sorted(set(gemma4.head_sizes(p.text)))) if p.family == "gemma4"
+                              else ())
 
 
 # ------------------------------------------------------------------ parsing

@@ -34,6 +34,10 @@ class AttentionFacts:
     # the torch dtype the quantized cache's tensor holds (STR_DTYPE_TO_TORCH_DTYPE of kv_cache_dtype; None: the
     # model dtype), worked out here so the engine reads it as a value
     kv_tensor_dtype: str | None = None
+    # the architecture vLLM keys its per-model config hooks on (MODELS_CONFIG_MAP) and the distinct head sizes of
+    # the attention layers where they differ (Gemma 4: head_dim, global_head_dim), which Gemma4Config reads
+    architecture: str | None = None
+    head_sizes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -343,6 +343,66 @@ def deepseek_v4_block_size(decision: BlockSizeDecision, era: Era) -> BlockSizeDe
                              decision.user_specified, (), decision.note)
 
 
+# vLLM's per-model config hook for Gemma 4 (model_executor/models/config.py ``Gemma4Config``, registered in
+# MODELS_CONFIG_MAP for these architectures: 0.19.0 lines 724-725, 0.29.0 lines 1010-1012, 0.34.0 lines 1557-1559)
+GEMMA4_ARCHS = frozenset(("Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
+                          "Gemma4UnifiedForConditionalGeneration"))
+# FA4's devices (vllm_flash_attn/flash_attn_interface.py ``_is_fa4_supported``, 0.24.0-0.34.0 lines 72-86: compute
+# capability 9.x, 10.x or 11.x, its CuTe-DSL kernels installed: nvidia-cutlass-dsl is a Requires-Dist from 0.24.0)
+FA4_MAJORS = (9, 10, 11)
+
+
+def _fa4(device: Device) -> bool:
+    return device.platform == "cuda" and device.capability[0] in FA4_MAJORS
+
+
+def gemma4_backend(facts: AttentionFacts, device: Device) -> tuple[str, str] | None:
+    """``(backend, vLLM's log line)`` where ``Gemma4Config.verify_and_update_config`` sets the attention backend
+    for a Gemma 4 model whose sliding and full layers differ in head size (none given by the user), else None:
+    0.19.0-0.23.0 force TRITON_ATTN on every card when the larger head exceeds 256 (FlashAttention's limit then);
+    from 0.24.0 a card with FA4 (``FA4_MAJORS``) keeps the selector's choice (the hook sets flash_attn_version 4,
+    which serves heads up to 512), any other card gets TRITON_ATTN (0.24.0 config.py lines 210-257, 0.29.0 lines
+    209-258, 0.34.0 lines 532-598; the XPU branch of 0.31.0+ is not a kvplan platform)."""
+    from kvplan.version import version_key
+
+    if facts.architecture not in GEMMA4_ARCHS or len(facts.head_sizes) < 2:
+        return None
+    small, big = min(facts.head_sizes), max(facts.head_sizes)
+    key = version_key(facts.release) if facts.release else (99,)
+    if key < (0, 24, 0):
+        if big <= 256:
+            return None
+        return "TRITON_ATTN", (f"Gemma4 model has heterogeneous head dimensions (head_dim={small}, "
+                               f"global_head_dim={big}). Forcing TRITON_ATTN backend to prevent mixed-backend "
+                               "numerical divergence.")
+    if _fa4(device) and big <= 512:
+        return None
+    dims = (f"{{'sliding_attention': {small}, 'full_attention': {big}}}" if key >= (0, 29, 0)
+            else f"(head_dim={small}, global_head_dim={big})")  # the log's form: 0.29.0 prints the per-layer dict
+    return "TRITON_ATTN", (f"Gemma4 model has heterogeneous head dimensions {dims}. FA4 not available, forcing "
+                           "TRITON_ATTN backend.")
+
+
+def forced_backend_refusal(backend: str, facts: AttentionFacts, device: Device) -> str | None:
+    """vLLM's selector error for a user's ``--attention-backend FLASH_ATTN`` that some attention layer's head size
+    rules out (``get_attn_backend_cls`` validates the selected backend and raises: cuda.py 0.29.0 lines 414-430,
+    0.34.0 lines 470-487; ``FlashAttentionBackend.supports_head_size``: a multiple of 8, up to 256, up to 512 with
+    FA4, flash_attn.py 0.29.0 lines 167-175). Only the head sizes of Gemma 4's two layer kinds are read here."""
+    if backend != "FLASH_ATTN" or not facts.head_sizes:
+        return None
+    limit = 512 if _fa4(device) and (not facts.release or _at_least(facts.release, (0, 24, 0))) else 256
+    if all(h % 8 == 0 and h <= limit for h in facts.head_sizes):
+        return None
+    return ("Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. Reason: "
+            "['head_size not supported']")
+
+
+def _at_least(release: str, key: tuple[int, ...]) -> bool:
+    from kvplan.version import version_key
+
+    return version_key(release) >= key
+
+
 def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None, block_size: int | None,
                       attention_backend: str | None) -> BlockSizeDecision:
     """The block size before any hybrid alignment: --block-size, else the backend's preference."""
@@ -353,28 +413,33 @@ def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None,
                 "pass --gpu for another card")
     _check_modelled(era, device, facts.kv_cache_dtype, facts.release or era.name)
     refusal = None
+    forced = None if attention_backend is not None else gemma4_backend(facts, device)
     if attention_backend is not None:
         backend = check_backend(attention_backend, facts)
+        refusal = forced_backend_refusal(backend, facts, device)
+    elif forced is not None:
+        backend = forced[0]
     elif era.backend_by_device:
         backend, refusal = select_backend(era, device, facts, block_size)
     else:
         # before 0.33.0 kvplan keeps the H100 defaults it was checked with (not read per device)
         backend = "FLASHMLA_SPARSE" if facts.use_sparse else "FLASH_ATTN_MLA" if facts.use_mla else "FLASH_ATTN"
     kernel = smallest_kernel_block(era, backend)
+    forced_lines = (forced[1],) if forced is not None else ()  # vLLM logs Gemma4Config's choice
     if block_size is not None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0:
             raise OptionError(f"--block-size must be a positive number of tokens, got {block_size!r}")
-        return _with_kv_dtype(era, device, facts, BlockSizeDecision(block_size, backend, "--block-size", kernel, True, (), note,
-                                                            refusal=refusal))
+        return _with_kv_dtype(era, device, facts, BlockSizeDecision(block_size, backend, "--block-size", kernel, True,
+                                                                    forced_lines, note, refusal=refusal))
     preferred = preferred_block_size(era, backend, device, facts)
     if preferred is None:
         # before 0.18.0 (no get_preferred_block_size) platforms/cuda.py check_and_update_config fits the block
         # to the MLA kernels (FlashMLA 64, CUTLASS_MLA 128: 0.17.1 vllm/platforms/cuda.py lines 179-279) and
         # keeps the default otherwise
         preferred = _fitted_block_size(era, backend)
-    lines: tuple[str, ...] = ()
+    lines: tuple[str, ...] = forced_lines
     if preferred != era.default_block_size:
-        lines = (f"Setting kv cache block size to {preferred} for {backend} backend(s).",)
+        lines += (f"Setting kv cache block size to {preferred} for {backend} backend(s).",)
         how = f"{backend}'s preferred block size (CacheConfig.DEFAULT_BLOCK_SIZE {era.default_block_size})"
     else:
         how = f"CacheConfig.DEFAULT_BLOCK_SIZE, kept by {backend}"

@@ -17,6 +17,12 @@ from kvplan.model.hfconfig import HFView
 LANGUAGE_MODEL_ARCHS = frozenset(("Gemma4ForConditionalGeneration",))
 
 
+def head_sizes(view: HFView) -> tuple[int, int]:
+    """The sliding and the full layers' head sizes as ``build_gemma4`` reads them (``head_dim``, default 256;
+    ``global_head_dim``, default 512): what vLLM's ``Gemma4Config`` compares to pick the attention backend."""
+    return view.int("head_dim", 256), view.check_int("global_head_dim", view.raw.get("global_head_dim", 512))
+
+
 def build_gemma4(view: HFView, ctx: Context) -> FamilyResult:
     """Gemma 4 (reference §12.7): sliding layers use ``head_dim``/``num_key_value_heads`` and
     ``sliding_window`` (default 512); full layers use ``global_head_dim`` (default 512) and,
@@ -25,9 +31,8 @@ def build_gemma4(view: HFView, ctx: Context) -> FamilyResult:
     check_attention_heads(view, ctx, view.int("num_attention_heads"))
     total_kv = view.int("num_key_value_heads")
     kv_sw = kv_heads_per_rank(view, ctx, total_kv)
-    hd = view.int("head_dim", 256)
-    # transformers pops these two into per_layer_config, so read them raw.
-    g_hd = view.check_int("global_head_dim", view.raw.get("global_head_dim", 512))
+    # transformers pops global_head_dim and num_global_key_value_heads into per_layer_config, so read them raw.
+    hd, g_hd = head_sizes(view)
     g_kv_total = total_kv
     g_key = "num_key_value_heads"
     if view.get("attention_k_eq_v", False) and view.raw.get("num_global_key_value_heads") is not None:
