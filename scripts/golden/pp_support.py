@@ -22,6 +22,12 @@ own module, recursively across the models package; ``forward`` is the first one 
     PYTHONPATH=$RELEASE_SRC/0.19.0 $RELEASE_BASE/bin/python scripts/golden/pp_support.py --cross-check 0.19.0 \\
         tests/golden/pp_support       # adds "cross_check" to 0.19.0.json
     python scripts/golden/pp_support.py --table tests/golden/pp_support kvplan/engines/vllm/pp_support.json
+
+The drafter meets the same check: ``SpeculativeConfig`` verifies the draft config with the draft's parallel config
+(``draft_verify``: where, and the draft's pipeline-parallel size: the target's up to 0.29.0, 1 from 0.30.0), so a
+draft class lacking ``SupportsPP`` refuses PP > 1 while the draft runs at the target's PP. For ``method: mtp`` the
+draft config is the target's own config rewritten by ``SpeculativeConfig.hf_config_override``
+(``mtp_override``: the draft architecture by the target's model_type and by its architectures[0]).
 """
 
 from __future__ import annotations
@@ -248,6 +254,128 @@ def pp_check(src: Path) -> dict | None:
     return None
 
 
+# SpeculativeConfig lives in vllm/config/__init__.py up to 0.10.2, in vllm/config/speculative.py from 0.11.0
+SPEC_FILES = ("vllm/config/speculative.py", "vllm/config/__init__.py", "vllm/config.py")
+
+
+def _speculative_class(src: Path) -> tuple[str, str, ast.ClassDef] | None:
+    """(file, its text, the ``SpeculativeConfig`` class) of the release."""
+    for rel in SPEC_FILES:
+        f = src / rel
+        if not f.is_file():
+            continue
+        text = f.read_text()
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.ClassDef) and node.name == "SpeculativeConfig":
+                return rel, text, node
+    return None
+
+
+class _Anything:
+    """What a name the override imports or calls stands for here (a logger, a layer-count constant): anything."""
+
+    def __getattr__(self, name: str) -> _Anything:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __call__(self, *args, **kwargs) -> _Anything:
+        return self
+
+
+class StandIn:
+    """A target config as ``hf_config_override`` reads it: ``model_type``, ``architectures`` and the MTP fields of
+    a checkpoint that holds MTP layers (one layer: ``num_nextn_predict_layers``, ``mtp_num_hidden_layers``,
+    Inkling's ``mtp_config``, Qwen4-exp's ``hc_count``); any other attribute is absent (``getattr`` defaults)."""
+
+    def __init__(self, model_type: str, architecture: str):
+        self.model_type = model_type
+        self.architectures = [architecture]
+        self.num_nextn_predict_layers = 1
+        self.mtp_num_hidden_layers = 1
+        self.mtp_config = {"num_nextn_predict_layers": 1}
+        self.hc_count = 1
+        self.layer_types: list[str] = []
+
+    def update(self, values: dict) -> None:
+        self.__dict__.update(values)
+
+
+# a name neither model type nor architecture: the other half of a stand-in config
+UNSET = "-"
+
+
+def mtp_override(src: Path) -> dict | None:
+    """How the release maps an MTP target's config to the draft's architecture: ``SpeculativeConfig.
+    hf_config_override`` (the draft config of ``method: mtp`` is the target's own config.json with this override:
+    ``ModelConfig(model=<the target>, hf_overrides=SpeculativeConfig.hf_config_override)``), its source compiled
+    from the release's file (no ``vllm`` import: the names it imports or calls stand for anything, ``_Anything``)
+    and run on a stand-in config (``StandIn``) for every string literal the function holds, once as the
+    model_type (architecture ``UNSET``) and once as architectures[0] (model_type ``UNSET``). Recorded: where the
+    function is, and each literal whose stand-in comes back with another architecture (the draft's), by
+    model_type and by architecture. A config both tables name is answered by its model_type's branch: the
+    architecture branches compare ``architectures[0]``, which a model_type branch above them has already
+    replaced (0.29.0 config/speculative.py lines 661-676 before line 701)."""
+    found = _speculative_class(src)
+    if found is None:
+        return None
+    rel, text, cls = found
+    fn = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "hf_config_override"), None)
+    if fn is None:
+        return None
+    fn.decorator_list = []
+    fn.returns = None
+    for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs):
+        a.annotation = None
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    stored |= {a.arg for a in fn.args.args}
+    free = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - stored
+    import builtins
+
+    names: dict = {k: _Anything() for k in free if not hasattr(builtins, k)}
+    if "get_hf_text_config" in names:  # transformers_utils/config.py: the text config where there is one
+        names["get_hf_text_config"] = lambda c: getattr(c, "text_config", c)
+    names["__builtins__"] = {**vars(builtins), "__import__": lambda *a, **k: _Anything()}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), f"{rel}:hf_config_override", "exec"), names)
+    run = names["hf_config_override"]
+    literals = sorted({n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)})
+
+    def draft(model_type: str, architecture: str) -> str | None:
+        try:
+            out = run(StandIn(model_type, architecture))
+        except Exception:  # noqa: BLE001 - a branch that needs more of a real config: no answer
+            return None
+        arch = (getattr(out, "architectures", None) or [None])[0]
+        return arch if arch not in (architecture, UNSET) else None
+
+    by_type = {m: a for m in literals if (a := draft(m, UNSET))}
+    by_arch = {x: a for x in literals if (a := draft(UNSET, x))}
+    return {"file": rel, "line": fn.lineno, "model_type": by_type, "architecture": by_arch}
+
+
+def draft_verify(src: Path) -> dict | None:
+    """Where ``SpeculativeConfig`` verifies the draft config with the draft's parallel config
+    (``self.draft_model_config.verify_with_parallel_config(``: the SupportsPP check on the draft's class) and the
+    draft's pipeline-parallel size (``create_draft_parallel_config``'s ``pipeline_parallel_size=`` keyword: the
+    target's, or 1)."""
+    found = _speculative_class(src)
+    if found is None:
+        return None
+    rel, _, cls = found
+    out: dict = {"file": rel, "verify_line": None, "draft_pp": None, "draft_pp_line": None}
+    for node in ast.walk(cls):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "verify_with_parallel_config"
+                and ast.unparse(node.func.value) == "self.draft_model_config" and out["verify_line"] is None):
+            out["verify_line"] = node.lineno
+        if isinstance(node, ast.FunctionDef) and node.name == "create_draft_parallel_config":
+            for k in (k for c in ast.walk(node) if isinstance(c, ast.Call) for k in c.keywords):
+                if k.arg == "pipeline_parallel_size":
+                    out["draft_pp"] = ast.unparse(k.value)
+                    out["draft_pp_line"] = k.value.lineno
+    return out
+
+
 def derive(src: Path) -> dict:
     """One release: every registered architecture's class and whether it supports PP."""
     models = Models(src)
@@ -260,7 +388,8 @@ def derive(src: Path) -> dict:
             ok, why = supports_pp(models, key)
             row = {"supports_pp": ok, "why": why}
         archs[arch] = {**entry, **row}
-    return {"check": pp_check(src), "architectures": archs}
+    return {"check": pp_check(src), "architectures": archs, "mtp_override": mtp_override(src),
+            "draft_verify": draft_verify(src)}
 
 
 def render(release: str, derived: dict, cross: dict | None = None) -> str:
@@ -272,6 +401,7 @@ def render(release: str, derived: dict, cross: dict | None = None) -> str:
         cell = [f"{r['module']}:{r['class']}", r["supports_pp"], None if r["supports_pp"] else r["why"]]
         lines.append(f"  {json.dumps(a)}: {json.dumps(cell)}")
     head = {"release": release, "source": SOURCE, "check": derived["check"],
+            "mtp_override": derived["mtp_override"], "draft_verify": derived["draft_verify"],
             "num_architectures": len(rows), "num_lacking": sum(r["supports_pp"] is False for r in rows.values()),
             "columns": ["module:class", "supports_pp", "why not"]}
     text = json.dumps(head, indent=1, sort_keys=True)[:-2]
@@ -288,11 +418,14 @@ def read(path: Path) -> dict:
     for a, (mc, ok, why) in data["architectures"].items():
         mod, cls = mc.split(":")
         archs[a] = {"module": mod, "class": cls, "supports_pp": ok, "why": why}
-    return {"check": data["check"], "architectures": archs, "cross_check": data.get("cross_check")}
+    return {"check": data["check"], "architectures": archs, "mtp_override": data.get("mtp_override"),
+            "draft_verify": data.get("draft_verify"), "cross_check": data.get("cross_check")}
 
 
 SOURCE = ("scripts/golden/pp_support.py over the release's vllm/model_executor/models/registry.py and the model "
-          "files it names (parsed with ast)")
+          "files it names (parsed with ast); mtp_override: the release's SpeculativeConfig.hf_config_override "
+          "compiled from its source and run on stand-in configs; draft_verify: where SpeculativeConfig verifies "
+          "the draft config and the draft's pipeline-parallel size")
 
 
 def main(src: Path, out: Path, releases: list[str]) -> None:
@@ -397,7 +530,22 @@ def table(golden: Path) -> dict:
                 lacking.setdefault(a, set()).add(r)
             elif row["supports_pp"]:
                 supported.setdefault(a, set()).add(r)
+    mtp: dict[str, dict[str, dict[str, set[str]]]] = {"model_type": {}, "architecture": {}}
+    for r in releases:
+        for key in mtp:
+            for name, arch in ((files[r]["mtp_override"] or {}).get(key) or {}).items():
+                mtp[key].setdefault(name, {}).setdefault(arch, set()).add(r)
+    draft_pp = {r: files[r]["draft_verify"]["draft_pp"] for r in releases}
     return {"source": "generated by scripts/golden/pp_support.py --table from tests/golden/pp_support/",
+            # the draft architecture hf_config_override gives an MTP target, by its model_type and by its
+            # architectures[0] (the model_type's answer first), with the releases giving it
+            "mtp_draft": {key: {name: {arch: ranges(releases, rs) for arch, rs in sorted(by.items())}
+                                for name, by in sorted(mtp[key].items())} for key in mtp},
+            # the releases whose draft runs at the target's pipeline-parallel size (create_draft_parallel_config)
+            "draft_pp_target": ranges(releases, {r for r, v in draft_pp.items()
+                                                 if v == "target_parallel_config.pipeline_parallel_size"}),
+            "draft_checks": {r: f"{files[r]['draft_verify']['file']}:{files[r]['draft_verify']['verify_line']}"
+                             for r in releases},
             "releases": releases, "text": texts.pop(),
             "checks": {r: f"{files[r]['check']['file']}:{files[r]['check']['line']}" for r in releases},
             "lacking": {a: ranges(releases, lacking[a]) for a in sorted(lacking)},
