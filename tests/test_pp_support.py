@@ -186,7 +186,7 @@ def test_draft_architecture_follows_eagle_configs_rename():
     assert prechecks.draft_architecture("eagle", "EagleLlamaForCausalLM") == "EagleLlamaForCausalLM"
     assert prechecks.draft_architecture("eagle", "LlamaForCausalLMEagle") == "EagleLlamaForCausalLMEagle"
     assert prechecks.draft_architecture("draft_model", "LlamaForCausalLM") == "LlamaForCausalLM"
-    assert prechecks.draft_architecture("mtp", "DeepseekV3ForCausalLM") is None  # not modelled
+    assert prechecks.draft_architecture("mtp", "DeepseekV3ForCausalLM") is None  # MTP: mtp_draft_architecture
     assert prechecks.draft_architecture("eagle3", "Eagle3Speculator") is None  # the speculators format
 
 
@@ -232,3 +232,146 @@ def test_model_without_layer_rule_meets_the_pp_check_from_its_config(tmp_path):
         "vllm==0.34.0) (kvplan ran vLLM's config checks only")
     r = runner.invoke(app, ["simulate", str(tmp_path), "--kv-cache-memory", "40GiB"])
     assert "(config.pipeline_parallel)" not in r.output
+
+
+def test_mtp_override_is_the_releases_function_run_on_stand_in_configs(tmp_path):
+    """pp_support.py's MTP mapping on a SpeculativeConfig shaped like vLLM's: an override by model_type (renamed
+    first, then given its architecture), one by architectures[0] that a model_type branch above it pre-empts, a
+    name it imports inside the function, a branch that needs more of a real config (no answer), and where the
+    draft config is verified and at which PP the draft runs."""
+    config = tmp_path / "vllm/config"
+    config.mkdir(parents=True)
+    (config / "speculative.py").write_text(
+        "from vllm.logger import init_logger\nlogger = init_logger(__name__)\n"
+        "class SpeculativeConfig:\n"
+        "    @staticmethod\n"
+        "    def hf_config_override(hf_config: PretrainedConfig) -> PretrainedConfig:\n"
+        "        if hf_config.model_type in ('deepseek_v3', 'deepseek_v32'):\n"
+        "            hf_config.model_type = 'deepseek_mtp'\n"
+        "        if hf_config.model_type == 'deepseek_mtp':\n"
+        "            hf_config.update({'n_predict': hf_config.num_nextn_predict_layers,\n"
+        "                              'architectures': ['DeepSeekMTPModel']})\n"
+        "        if hf_config.architectures[0] == 'MiMoForCausalLM':\n"
+        "            from vllm.model_executor.models.mimo_mtp import LAYERS\n"
+        "            logger.info('mimo %d', LAYERS)\n"
+        "            hf_config.update({'architectures': ['MiMoMTPModel']})\n"
+        "        if hf_config.model_type == 'needs_text':\n"
+        "            hf_config.update({'architectures': [hf_config.text_config.architectures[0]]})\n"
+        "        return hf_config\n"
+        "    def _verify_args(self):\n"
+        "        if self.draft_model_config:\n"
+        "            self.draft_model_config.verify_with_parallel_config(self.draft_parallel_config)\n"
+        "    @staticmethod\n"
+        "    def create_draft_parallel_config(target_parallel_config, tp):\n"
+        "        return ParallelConfig(pipeline_parallel_size=target_parallel_config.pipeline_parallel_size,\n"
+        "                              tensor_parallel_size=tp)\n")
+    assert pp_support.mtp_override(tmp_path) == {
+        "file": "vllm/config/speculative.py", "line": 5,
+        "model_type": {"deepseek_mtp": "DeepSeekMTPModel", "deepseek_v3": "DeepSeekMTPModel",
+                       "deepseek_v32": "DeepSeekMTPModel"},
+        "architecture": {"MiMoForCausalLM": "MiMoMTPModel"}}
+    assert pp_support.draft_verify(tmp_path) == {
+        "file": "vllm/config/speculative.py", "verify_line": 20,
+        "draft_pp": "target_parallel_config.pipeline_parallel_size", "draft_pp_line": 23}
+
+
+# ------------------------------------------------------------------ MTP drafts (method: mtp)
+
+def test_every_golden_release_records_where_the_draft_is_verified_and_at_which_pp():
+    # SpeculativeConfig._verify_args: self.draft_model_config.verify_with_parallel_config(self.draft_parallel_config)
+    # (0.10.1 config/__init__.py line 2338, 0.29.0 config/speculative.py line 1749); create_draft_parallel_config
+    # gives the draft the target's PP up to 0.29.0 (0.10.1 line 2309, 0.29.0 line 1690), 1 from 0.30.0
+    for r in RELEASES:
+        v = golden(r)["draft_verify"]
+        assert v["verify_line"] is not None, r
+        assert v["draft_pp"] == ("target_parallel_config.pipeline_parallel_size" if version_key(r) < (0, 30)
+                                 else "1"), r
+    assert [(golden(r)["draft_verify"]["file"], golden(r)["draft_verify"]["verify_line"],
+             golden(r)["draft_verify"]["draft_pp_line"]) for r in ("0.10.1", "0.29.0")] == [
+        ("vllm/config/__init__.py", 2338, 2309), ("vllm/config/speculative.py", 1749, 1690)]
+    table = json.loads(prechecks.PP_SUPPORT_TABLE.read_text())
+    assert table["draft_pp_target"] == [["0.10.1", "0.29.0"]]
+    assert prechecks.DRAFT_PP_ONE_FROM == version_key(RELEASES[RELEASES.index("0.29.0") + 1])[:2]
+
+
+def test_mtp_override_per_release_follows_the_cited_source_lines():
+    # 0.10.1 config/__init__.py lines 2009-2037: deepseek_v3 -> deepseek_mtp -> DeepSeekMTPModel; architectures[0]
+    # MiMoForCausalLM -> MiMoMTPModel, Glm4MoeForCausalLM -> Glm4MoeMTPModel; nothing else
+    assert golden("0.10.1")["mtp_override"] == {
+        "file": "vllm/config/__init__.py", "line": 2009,
+        "model_type": {"deepseek_mtp": "DeepSeekMTPModel", "deepseek_v3": "DeepSeekMTPModel"},
+        "architecture": {"Glm4MoeForCausalLM": "Glm4MoeMTPModel", "MiMoForCausalLM": "MiMoMTPModel"}}
+    # 0.29.0 config/speculative.py line 643: deepseek_v32 and glm_moe_dsa -> DeepseekV32MTPModel (lines 645,
+    # 672-674), qwen3_5 / qwen3_5_moe -> Qwen3_5MTP / Qwen3_5MoeMTP (lines 882-899), qwen3_next -> Qwen3NextMTP
+    # (lines 814-820); MiMoV2FlashForCausalLM -> MiMoV2MTPModel (line 737-752)
+    o = golden("0.29.0")["mtp_override"]
+    assert (o["file"], o["line"]) == ("vllm/config/speculative.py", 643)
+    assert {m: o["model_type"][m] for m in ("deepseek_v3", "deepseek_v32", "glm_moe_dsa", "qwen3_5", "qwen3_5_moe",
+                                            "qwen3_next")} == {
+        "deepseek_v3": "DeepSeekMTPModel", "deepseek_v32": "DeepseekV32MTPModel",
+        "glm_moe_dsa": "DeepseekV32MTPModel", "qwen3_5": "Qwen3_5MTP", "qwen3_5_moe": "Qwen3_5MoeMTP",
+        "qwen3_next": "Qwen3NextMTP"}
+    assert o["architecture"]["MiMoV2FlashForCausalLM"] == "MiMoV2MTPModel"
+    # every MTP class the overrides name is registered (its SupportsPP answer is in the same golden)
+    for r in RELEASES:
+        o = golden(r)["mtp_override"]
+        named = {*o["model_type"].values(), *o["architecture"].values()}
+        assert named <= set(golden(r)["architectures"]), (r, named - set(golden(r)["architectures"]))
+
+
+def test_mtp_draft_architecture_reads_the_table():
+    assert prechecks.mtp_draft_architecture("deepseek_v3", "DeepseekV3ForCausalLM", "0.10.1") == "DeepSeekMTPModel"
+    assert prechecks.mtp_draft_architecture("deepseek_v32", "DeepseekV32ForCausalLM", "0.29.0") == \
+        "DeepseekV32MTPModel"
+    assert prechecks.mtp_draft_architecture("qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", "0.19.0") == \
+        "Qwen3_5MoeMTP"
+    assert prechecks.mtp_draft_architecture("glm4_moe", "Glm4MoeForCausalLM", "0.19.0") == "Glm4MoeMTPModel"
+    assert prechecks.mtp_draft_architecture("llama", "LlamaForCausalLM", "0.29.0") is None
+    # Qwen3.5 is mapped from the release that registers it
+    assert prechecks.mtp_draft_architecture("qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", "0.10.1") is None
+
+
+QWEN35 = "Qwen/Qwen3.5-35B-A3B"  # qwen3_5_moe, Qwen3_5MoeForConditionalGeneration, mtp_num_hidden_layers 1
+MTP_PP2 = ["--kv-cache-memory", "20GiB", "--pipeline-parallel-size", "2", "--speculative-method", "mtp",
+           "--num-speculative-tokens", "1", "--format", "json"]
+
+
+@pytest.mark.parametrize("release", ["0.19.0", "0.29.0"])
+def test_qwen35_mtp_refuses_pp_while_the_draft_runs_at_the_targets_pp(release):
+    # qwen3_5_moe -> Qwen3_5MoeMTP (golden mtp_override), which lacks SupportsPP in 0.17.0-0.29.0 (golden; qwen3_5_mtp.py
+    # class Qwen3_5MoeMTP without SupportsPP); run: 0.19.0 and 0.29.0 refuse it (tests/data/prechecks_vllm.json)
+    assert golden(release)["mtp_override"]["model_type"]["qwen3_5_moe"] == "Qwen3_5MoeMTP"
+    assert golden(release)["architectures"]["Qwen3_5MoeMTP"][1] is False
+    r = runner.invoke(app, ["simulate", QWEN35, *MTP_PP2, "--policy", f"vllm=={release}"])
+    assert r.exit_code == 3 and "Traceback" not in r.output
+    out = json.loads(r.stdout)["outcome"]
+    assert (out["stage"], out["error_type"], out["error"]) == (
+        "config.speculative_pipeline_parallel", "NotImplementedError", TEXT)
+    assert out["fix"] == ("--policy vllm==0.30.0 (the draft model runs at PP 1 from 0.30.0; Qwen3_5MoeMTP lacks "
+                          "SupportsPP), or serve without MTP, or --pipeline-parallel-size 1")
+
+
+@pytest.mark.parametrize("release", ["0.30.0", "0.34.0"])
+def test_qwen35_mtp_with_pp_starts_once_the_draft_runs_at_pp_1(release):
+    r = runner.invoke(app, ["simulate", QWEN35, *MTP_PP2, "--policy", f"vllm=={release}"])
+    assert r.exit_code == 0, r.stdout[-500:]
+
+
+DSV3 = "deepseek-ai/DeepSeek-V3"  # deepseek_v3, num_nextn_predict_layers 1
+
+
+@pytest.mark.parametrize("release,refused", [("0.10.1", False), ("0.13.0", False), ("0.14.0", True),
+                                             ("0.29.0", True), ("0.30.0", False)])
+def test_deepseek_v3_mtp_at_pp_2_follows_deepseek_mtp_models_supports_pp(release, refused):
+    # deepseek_v3 -> DeepSeekMTPModel in every release (golden mtp_override); its class has SupportsPP in
+    # 0.10.1-0.13.0, not in 0.14.0-0.29.0 (golden); from 0.30.0 the draft runs at PP 1
+    assert golden(release)["mtp_override"]["model_type"]["deepseek_v3"] == "DeepSeekMTPModel"
+    lacks = golden(release)["architectures"]["DeepSeekMTPModel"][1] is False
+    assert refused == (lacks and version_key(release) < prechecks.DRAFT_PP_ONE_FROM)
+    r = runner.invoke(app, ["simulate", DSV3, *MTP_PP2, "--policy", f"vllm=={release}"])
+    out = json.loads(r.stdout)["outcome"]
+    if refused:
+        assert r.exit_code == 3 and out["stage"] == "config.speculative_pipeline_parallel", out
+        assert "DeepSeekMTPModel lacks SupportsPP" in out["fix"]
+    else:
+        assert r.exit_code == 0, out

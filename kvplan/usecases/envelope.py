@@ -46,7 +46,7 @@ def unverified_fix(plan) -> str | None:
 
     f, o = plan.failure, plan.options
     if f.stage == prechecks.STAGE_DRAFTER_PP_SUPPORT:
-        return prechecks.drafter_pp_support_fix(plan.facts)
+        return prechecks.drafter_pp_support_fix(plan.facts, plan.era.stands_for)
     if f.stage != prechecks.STAGE_PP_SUPPORT or not plan.facts.architecture:
         return None
     return prechecks.pp_support_fix(plan.facts.architecture, plan.era.stands_for, o.tensor_parallel_size,

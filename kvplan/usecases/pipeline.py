@@ -115,6 +115,7 @@ def model_facts(layout: ModelLayout, era: Era, *, disable_sliding_window: bool =
         architecture=str((layout.target.config.get("architectures") or [""])[0]) or None,
         drafter_architecture=(str((layout.drafter.config.get("architectures") or [""])[0]) or None
                               if layout.drafter is not None else None),
+        model_type=str(layout.target.config.get("model_type") or "") or None,
         tp_checks=layout.tp_checks,
         # the engine's decision, carried by the model layout as a value it does not look into
         block_size_decision=cast("BlockSizeDecision | None", layout.block_size_decision),

@@ -345,7 +345,9 @@ def mtp_override(src: Path) -> dict | None:
             out = run(StandIn(model_type, architecture))
         except Exception:  # noqa: BLE001 - a branch that needs more of a real config: no answer
             return None
-        arch = (getattr(out, "architectures", None) or [None])[0]
+        if not isinstance(out, StandIn):  # a config the function built elsewhere (0.34.0's DSpark helpers)
+            return None
+        arch = (out.architectures or [None])[0]
         return arch if arch not in (architecture, UNSET) else None
 
     by_type = {m: a for m in literals if (a := draft(m, UNSET))}
@@ -439,6 +441,8 @@ def main(src: Path, out: Path, releases: list[str]) -> None:
         derived = derive(src / r)
         if cross is not None and cross.get("static_digest") != digest(derived):
             cross = None  # the static answer changed since the cross-check ran: run it again
+        elif cross is not None and cross.get("mtp_digest") not in (None, mtp_digest(derived["mtp_override"])):
+            cross = {k: v for k, v in cross.items() if not k.startswith("mtp_")}  # the MTP part: run it again
         f.write_text(render(r, derived, cross))
 
 
@@ -502,13 +506,48 @@ def cross_check(release: str, out: Path) -> None:
     import torch
     import transformers
 
+    mtp = _cross_check_mtp(derived["mtp_override"])
     cross = {"python": sys.executable,
              "torch": torch.__version__, "transformers": transformers.__version__,
              "stubs": stubs,
              "static_digest": digest(derived),
              "num_run": len(agree) + len(disagree), "num_agree": len(agree),
-             "disagree": disagree, "not_imported": not_imported}
+             "disagree": disagree, "not_imported": not_imported, **mtp}
     (out / f"{release}.json").write_text(portable(render(release, derived, cross), src.parent, Path(sys.prefix)))
+
+
+def _cross_check_mtp(static: dict | None) -> dict:
+    """The release's own ``SpeculativeConfig.hf_config_override``, imported, on a transformers ``PretrainedConfig``
+    carrying what ``StandIn`` carries, for every model_type and architecture the static answer names: the draft
+    architecture it gives, compared with the static answer (``mtp_digest``: the answer compared against)."""
+    import hashlib
+
+    from transformers import PretrainedConfig
+    from vllm.config import SpeculativeConfig
+
+    agree, disagree = 0, {}
+    for key in ("model_type", "architecture"):
+        for name, expected in sorted(((static or {}).get(key) or {}).items()):
+            model_type, arch = (name, UNSET) if key == "model_type" else (UNSET, name)
+            stand_in = StandIn(model_type, arch)
+            config = PretrainedConfig(**{k: v for k, v in vars(stand_in).items() if k != "model_type"})
+            config.model_type = model_type
+            try:
+                ran = (SpeculativeConfig.hf_config_override(config).architectures or [None])[0]
+            except Exception as e:  # noqa: BLE001 - recorded as the disagreement it is
+                ran = f"{type(e).__name__}: {e}"[:200]
+            if ran == expected:
+                agree += 1
+            else:
+                disagree[f"{key} {name}"] = {"ran": ran, "static": expected}
+    return {"mtp_num_agree": agree, "mtp_disagree": disagree, "mtp_digest": mtp_digest(static)}
+
+
+def mtp_digest(static: dict | None) -> str:
+    """A short hash of the static MTP mapping a cross-check compared against."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(static, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def table(golden: Path) -> dict:

@@ -72,6 +72,7 @@ class ModelFacts:
     vocab_size: int | None = None  # the target text config's vocab_size (LoRA's lm_head limit)
     architecture: str | None = None  # the architecture the layout was built for (LoRA support)
     drafter_architecture: str | None = None  # the draft config's own architectures[0] (its SupportsPP check)
+    model_type: str | None = None  # the target config's model_type (an MTP draft's class: hf_config_override)
     tp_checks: tuple = ()  # ModelLayout.tp_checks: the head counts split over TP
     # block_size.BlockSizeDecision: the attention backend, its smallest kernel block (the hybrid Mamba
     # alignment's floor) and update_block_size_for_backend's "Setting kv cache block size" line

@@ -291,7 +291,7 @@ def check_pp_support(facts, options, era) -> None:
     validation, it reaches the user as the NotImplementedError itself (pydantic wraps only ValueError and
     AssertionError): run, 0.10.1's ``create_engine_config`` refuses gpt-oss-20b at -pp 2 so and 0.10.2's
     accepts it (tests/data/prechecks_vllm.json). The drafter's own check (``SpeculativeConfig._verify_args`` verifies the draft config with
-    the target's PP up to 0.29.0) is not modelled: kvplan does not know the class vLLM resolves a drafter to."""
+    the target's PP up to 0.29.0) is ``check_drafter_pp_support``."""
     pp, architecture = options.pipeline_parallel_size, facts.architecture
     if pp <= 1 or not architecture or not lacks_pp(architecture, _stands_for(era)):
         return
@@ -309,8 +309,9 @@ DRAFT_PP_ONE_FROM = (0, 30)
 
 def draft_architecture(method: str | None, architecture: str | None) -> str | None:
     """The architecture vLLM looks a draft model up by: the EAGLE rename for eagle/eagle3/dflash heads, the
-    config's own for draft_model; None where kvplan does not know it (MTP's override per model type, the
-    speculators format's, ngram and suffix decoding, which have no draft config)."""
+    config's own for draft_model; None where kvplan does not know it (the speculators format's, ngram and suffix
+    decoding, which have no draft config) and for MTP, whose draft is the target's config rewritten per release
+    (``mtp_draft_architecture``)."""
     if not architecture or architecture.endswith("Speculator"):
         return None
     if method == "draft_model":
@@ -322,29 +323,61 @@ def draft_architecture(method: str | None, architecture: str | None) -> str | No
     return architecture if kept else prefix + architecture
 
 
+def mtp_draft_architecture(model_type: str | None, architecture: str | None, release: str) -> str | None:
+    """The architecture vLLM looks an MTP draft up by in ``release``: with ``method: mtp`` the draft config is the
+    target's own config rewritten by ``SpeculativeConfig.hf_config_override`` (0.29.0 config/speculative.py line
+    643), which picks the MTP class by the target's model_type (e.g. deepseek_v3 -> DeepSeekMTPModel, lines
+    661-676; qwen3_5_moe -> Qwen3_5MoeMTP, lines 882-899) or, for a few, by its architectures[0] (e.g.
+    Glm4MoeForCausalLM -> Glm4MoeMTPModel, line 754; MiMoV2FlashForCausalLM -> MiMoV2MTPModel, line 737); the
+    model_type's answer first (an architecture branch compares architectures[0], which a model_type branch above
+    it has already replaced). The release's own function, run on stand-in configs (``pp_support.json``
+    "mtp_draft", from tests/golden/pp_support/<release>.json "mtp_override"). None: the release maps neither."""
+    from kvplan.version import version_key
+
+    k = version_key(release)
+    table = _pp_table()["mtp_draft"]
+    for key, name in (("model_type", model_type), ("architecture", architecture)):
+        for arch, runs in table[key].get(name or "", {}).items():
+            if any(version_key(a) <= k <= version_key(b) for a, b in runs):
+                return arch
+    return None
+
+
+def _draft_class(facts, release: str) -> str | None:
+    """The architecture the drafter's SupportsPP check looks up (``draft_architecture``,
+    ``mtp_draft_architecture``)."""
+    if facts.speculative_method == "mtp":
+        return mtp_draft_architecture(facts.model_type, facts.architecture, release)
+    return draft_architecture(facts.speculative_method, facts.drafter_architecture)
+
+
 def check_drafter_pp_support(facts, options, era) -> None:
     """``SpeculativeConfig._verify_args`` verifies the draft model's config with its own parallel config
     (``draft_model_config.verify_with_parallel_config``: 0.10.1 config/__init__.py line 2338, 0.29.0
-    config/speculative.py line 1749), the same SupportsPP check as the target's; up to 0.29.0 the draft runs at
-    the target's PP, so an EAGLE head (whose ``forward`` takes no ``intermediate_tensors``) refuses PP > 1. Run:
-    Llama-3.1-8B with the EAGLE3-LLaMA3.1 head at -pp 2 is refused by 0.19.0 and 0.29.0 and accepted by 0.30.0
-    (tests/data/prechecks_vllm.json)."""
+    config/speculative.py line 1749; ``pp_support.json`` "draft_checks"), the same SupportsPP check as the
+    target's; up to 0.29.0 the draft runs at the target's PP (``create_draft_parallel_config``:
+    "draft_pp_target"), so an EAGLE head (whose ``forward`` takes no ``intermediate_tensors``) or an MTP draft
+    class without SupportsPP (e.g. DeepSeekMTPModel and Qwen3_5MoeMTP up to 0.29.0) refuses PP > 1. Run:
+    Llama-3.1-8B with the EAGLE3-LLaMA3.1 head at -pp 2 is refused by 0.19.0 and 0.29.0 and accepted by 0.30.0;
+    Qwen3.5-35B-A3B with MTP at -pp 2 likewise (tests/data/prechecks_vllm.json)."""
     from kvplan.version import version_key
 
     pp, release = options.pipeline_parallel_size, _stands_for(era)
     if pp <= 1 or version_key(release) >= DRAFT_PP_ONE_FROM:
         return
-    arch = draft_architecture(facts.speculative_method, facts.drafter_architecture)
+    arch = _draft_class(facts, release)
     if arch and lacks_pp(arch, release):
         raise EngineFailure("NotImplementedError", _pp_table()["text"], STAGE_DRAFTER_PP_SUPPORT)
 
 
-def drafter_pp_support_fix(facts) -> str:
-    """The one-line fix for ``check_drafter_pp_support``: a release whose draft runs at PP 1, or no drafter."""
+def drafter_pp_support_fix(facts, release: str) -> str:
+    """The one-line fix for ``check_drafter_pp_support``: a release whose draft runs at PP 1, or no drafter (for
+    MTP, whose draft is the target's own layers: no MTP speculative decoding)."""
     first = ".".join(map(str, DRAFT_PP_ONE_FROM)) + ".0"
+    drop = "serve without MTP" if facts.speculative_method == "mtp" else "drop the drafter"
     return (f"--policy vllm=={first} (the draft model runs at PP 1 from {first}; "
-            f"{draft_architecture(facts.speculative_method, facts.drafter_architecture)} lacks SupportsPP), "
-            "or drop the drafter, or --pipeline-parallel-size 1")
+            f"{_draft_class(facts, release)} lacks SupportsPP), "
+            f"or {drop}, or --pipeline-parallel-size 1")
 
 
 def pp_support_fix(architecture: str, release: str, tp: int, pp: int) -> str:
