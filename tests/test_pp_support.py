@@ -375,3 +375,40 @@ def test_deepseek_v3_mtp_at_pp_2_follows_deepseek_mtp_models_supports_pp(release
         assert "DeepSeekMTPModel lacks SupportsPP" in out["fix"]
     else:
         assert r.exit_code == 0, out
+
+
+def test_mtp_cross_checks_agree_with_the_releases_own_override():
+    # the release's own SpeculativeConfig.hf_config_override, imported, on a transformers PretrainedConfig for every
+    # model_type and architecture the static reading names (pp_support.py --cross-check-mtp)
+    for r in ("0.10.1", "0.19.0", "0.29.0"):
+        g = golden(r)
+        o = g["mtp_override"]
+        cross = g["cross_check"]
+        assert cross["mtp_disagree"] == {}, r
+        assert cross["mtp_num_agree"] == len(o["model_type"]) + len(o["architecture"]) > 0, r
+        assert cross["mtp_digest"] == pp_support.mtp_digest(o), r
+
+
+PRECHECKS = json.loads((ROOT / "tests/data/prechecks_vllm.json").read_text())["results"]
+REFUSED = ("NotImplementedError", TEXT)
+
+
+@pytest.mark.parametrize("case,outcomes", [
+    # Qwen3NextMTP has SupportsPP in 0.13.0 (the draft, verified at PP 2, passes), not in 0.19.0 / 0.29.0; from 0.30.0
+    # the draft runs at PP 1
+    ("qwen3-next-mtp-pp2", {"0.13.0": None, "0.19.0": REFUSED, "0.29.0": REFUSED, "0.30.0": None}),
+    ("qwen35-35b-mtp-pp2", {"0.19.0": REFUSED, "0.29.0": REFUSED, "0.30.0": None}),
+])
+def test_mtp_pp2_runs_refuse_where_the_goldens_say(case, outcomes):
+    """create_engine_config run on the CPU (tests/data/prechecks_vllm.json): the refusal where the MTP class the
+    release's override names lacks SupportsPP and the draft runs at the target's PP, and only there (the targets'
+    own classes have SupportsPP: golden)."""
+    for release, expected in outcomes.items():
+        ran = PRECHECKS[release][case]
+        got = None if ran["ok"] else (ran["error_type"], ran["error"])
+        assert got == expected, (release, ran)
+        g = golden(release)
+        model_type = {"qwen3-next-mtp-pp2": "qwen3_next", "qwen35-35b-mtp-pp2": "qwen3_5_moe"}[case]
+        draft = g["mtp_override"]["model_type"][model_type]
+        lacks = g["architectures"][draft][1] is False
+        assert (expected is not None) == (lacks and g["draft_verify"]["draft_pp"] != "1"), release

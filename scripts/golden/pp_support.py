@@ -516,6 +516,26 @@ def cross_check(release: str, out: Path) -> None:
     (out / f"{release}.json").write_text(portable(render(release, derived, cross), src.parent, Path(sys.prefix)))
 
 
+def cross_check_mtp(release: str, out: Path) -> None:
+    """Only the MTP part of the cross-check (``_cross_check_mtp``), added to the file's existing cross-check:
+    the release's own ``hf_config_override`` needs ``vllm.config`` only, not the model files (torchvision's
+    stub first, as in ``cross_check``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from kvplan.verify import arch_runner
+
+    arch_runner._stub_torchvision()
+    import vllm
+
+    src = Path(vllm.__file__).resolve().parents[1]
+    assert src.name == release, f"vllm imported from {src}, not release {release}"
+    f = out / f"{release}.json"
+    derived = derive(src)
+    cross = json.loads(f.read_text()).get("cross_check")
+    assert cross is not None and cross["static_digest"] == digest(derived), "run the full --cross-check first"
+    cross.update(_cross_check_mtp(derived["mtp_override"]))
+    f.write_text(render(release, derived, cross))
+
+
 def _cross_check_mtp(static: dict | None) -> dict:
     """The release's own ``SpeculativeConfig.hf_config_override``, imported, on a transformers ``PretrainedConfig``
     carrying what ``StandIn`` carries, for every model_type and architecture the static answer names: the draft
@@ -596,6 +616,8 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     if args[:1] == ["--cross-check"]:  # --cross-check RELEASE GOLDEN_DIR (the models print to stdout on import)
         cross_check(args[1], Path(args[2]))
+    elif args[:1] == ["--cross-check-mtp"]:  # --cross-check-mtp RELEASE GOLDEN_DIR
+        cross_check_mtp(args[1], Path(args[2]))
     elif args[:1] == ["--table"]:  # --table GOLDEN_DIR OUT.json
         Path(args[2]).write_text(json.dumps(table(Path(args[1])), indent=0, sort_keys=True) + "\n")
     else:  # RELEASE_SRC GOLDEN_DIR [RELEASE...]

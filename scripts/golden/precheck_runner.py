@@ -126,7 +126,22 @@ def main() -> None:
     path = Path(sys.argv[1])
     data = json.loads(path.read_text())
     only = set(sys.argv[2:])
+    # a multimodal target's model file imports torchvision, whose CUDA-only build registers fake kernels for ops
+    # that cannot load here: kvplan/verify/arch_runner.py's stub skips those registrations (nothing the config
+    # checks read), as pp_support.py's cross-check does; the registry inspects the model class in this process
+    # (its _run_in_subprocess would import the model file without the stubs)
+    sys.path.insert(0, str(REPO))
+    from kvplan.verify import arch_runner
+
+    arch_runner._stub_torchvision()
     import vllm
+    import vllm.model_executor.models.registry as model_registry
+
+    try:  # where the release has what it patches (vllm.utils.import_utils, the platform's module)
+        arch_runner._stub_cuda_only_packages()
+    except (ImportError, KeyError):
+        pass
+    model_registry._run_in_subprocess = lambda fn: fn()
     import vllm.platforms as platforms
     from vllm.platforms.cpu import CpuPlatform
 
