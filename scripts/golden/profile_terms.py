@@ -1770,6 +1770,12 @@ def encoder_measure(a, AR, ops) -> dict:
             # min(free / 2, total / 10) over 4 · patches · position_embedding_size · 8 B a frame: every frame of the
             # dummy in one chunk, as on the card with its weights loaded)
             torch.accelerator.get_memory_info = lambda *x, **k: (H100_BYTES, H100_BYTES)
+        # 0.24.0 asks the platform instead (gemma4_mm.py 1386 ``current_platform.mem_get_info()``, on CUDA
+        # ``torch.cuda.mem_get_info`` through the platform's ``__getattr__``; the stand-in's device type has none)
+        from vllm.platforms import current_platform
+
+        if not callable(getattr(current_platform, "mem_get_info", None)):
+            type(current_platform).mem_get_info = classmethod(lambda cls, *x, **k: (H100_BYTES, H100_BYTES))
     # host staging buffers (pinned on a CUDA worker; no pinned allocator on this CPU): plain host memory, which the
     # tracker does not count either way (only meta-device tensors are the card's)
     # (``PIN_MEMORY`` read at import; 0.32+'s ``async_tensor_h2d`` asks ``is_pin_memory_available()`` per call, which
@@ -1786,6 +1792,11 @@ def encoder_measure(a, AR, ops) -> dict:
     if on_cpu:
         rec["run_on"] = ("cpu: " + ", ".join(ENCODER_ON_CPU[arch]) + " made real with random values (data-dependent "
                          "padding probes and boolean indexing); CPU storages the pass makes counted, weights not")
+        # the tower is transformers' class: the transformers it ran with (inside the release's pin,
+        # ``transformers_in_pin``), which a later run on another version may not reproduce
+        from importlib.metadata import version
+
+        rec["transformers"] = version("transformers")
     v = cfg["vision_config"]
     rec["config"] = {k: v.get(k) for k in ("hidden_size", "intermediate_size", "num_attention_heads", "num_heads",
                                            "num_hidden_layers", "depth", "image_size", "patch_size",
