@@ -21,7 +21,8 @@ from kvplan.model.options import ServingOptions
 ROOT = Path(__file__).resolve().parent.parent
 GOLDENS = ROOT / "tests" / "golden" / "profile_terms" / "drafter"
 RELEASES = tuple(sorted((p.stem for p in GOLDENS.glob("*.json")), key=lambda r: tuple(map(int, r.split(".")))))
-BEFORE_0_21 = ("0.11.0", "0.14.1", "0.17.1", "0.19.0", "0.20.2")  # the releases measured before 0.21.0
+# the releases measured before 0.21.0
+BEFORE_0_21 = tuple(r for r in RELEASES if tuple(map(int, r.split("."))) < (0, 21))
 H, I, A = 4096, 14336, 2  # the EAGLE-3 Llama head (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B): hidden, MLP, bf16 bytes
 
 
