@@ -27,6 +27,7 @@ from kvplan.errors import OptionError, UnsupportedError
 from kvplan.model.options import AttentionFacts
 from kvplan.specs import KVPacking, SkippedLayerPage
 from kvplan.units import cdiv, dtype_size_bytes
+from kvplan.version import version_key
 
 if TYPE_CHECKING:
     from kvplan.budget.hardware import GpuCard, GpuPreset
@@ -356,6 +357,11 @@ def _fa4(device: Device) -> bool:
     return device.platform == "cuda" and device.capability[0] in FA4_MAJORS
 
 
+def _release_key(facts: AttentionFacts) -> tuple[int, ...]:
+    """The release the facts are read for, sortable; none given sorts as the newest."""
+    return version_key(facts.release) if facts.release else (99,)
+
+
 def gemma4_backend(facts: AttentionFacts, device: Device) -> tuple[str, str] | None:
     """``(backend, vLLM's log line)`` where ``Gemma4Config.verify_and_update_config`` sets the attention backend
     for a Gemma 4 model whose sliding and full layers differ in head size (none given by the user), else None:
@@ -363,12 +369,10 @@ def gemma4_backend(facts: AttentionFacts, device: Device) -> tuple[str, str] | N
     from 0.24.0 a card with FA4 (``FA4_MAJORS``) keeps the selector's choice (the hook sets flash_attn_version 4,
     which serves heads up to 512), any other card gets TRITON_ATTN (0.24.0 config.py lines 210-257, 0.29.0 lines
     209-258, 0.34.0 lines 532-598; the XPU branch of 0.31.0+ is not a kvplan platform)."""
-    from kvplan.version import version_key
-
     if facts.architecture not in GEMMA4_ARCHS or len(facts.head_sizes) < 2:
         return None
     small, big = min(facts.head_sizes), max(facts.head_sizes)
-    key = version_key(facts.release) if facts.release else (99,)
+    key = _release_key(facts)
     if key < (0, 24, 0):
         if big <= 256:
             return None
@@ -390,17 +394,11 @@ def forced_backend_refusal(backend: str, facts: AttentionFacts, device: Device) 
     FA4, flash_attn.py 0.29.0 lines 167-175). Only the head sizes of Gemma 4's two layer kinds are read here."""
     if backend != "FLASH_ATTN" or not facts.head_sizes:
         return None
-    limit = 512 if _fa4(device) and (not facts.release or _at_least(facts.release, (0, 24, 0))) else 256
+    limit = 512 if _fa4(device) and _release_key(facts) >= (0, 24, 0) else 256
     if all(h % 8 == 0 and h <= limit for h in facts.head_sizes):
         return None
     return ("Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. Reason: "
             "['head_size not supported']")
-
-
-def _at_least(release: str, key: tuple[int, ...]) -> bool:
-    from kvplan.version import version_key
-
-    return version_key(release) >= key
 
 
 def decide_block_size(era: Era, facts: AttentionFacts, *, device: Device | None, block_size: int | None,

@@ -266,10 +266,15 @@ def _stands_for(era) -> str:
 def lacks_pp(architecture: str, release: str) -> bool:
     """Whether vLLM ``release`` registers ``architecture`` with a class that fails its ``supports_pp`` (False
     for an architecture it does not register: kvplan then says nothing about PP)."""
+    return _within(_pp_table()["lacking"].get(architecture, ()), release)
+
+
+def _within(runs, release: str) -> bool:
+    """Whether ``release`` falls in one of ``runs`` (``pp_support.json``'s inclusive [first, last] release pairs)."""
     from kvplan.version import version_key
 
     k = version_key(release)
-    return any(version_key(a) <= k <= version_key(b) for a, b in _pp_table()["lacking"].get(architecture, ()))
+    return any(version_key(a) <= k <= version_key(b) for a, b in runs)
 
 
 def next_pp_release(architecture: str, release: str) -> str | None:
@@ -332,13 +337,10 @@ def mtp_draft_architecture(model_type: str | None, architecture: str | None, rel
     model_type's answer first (an architecture branch compares architectures[0], which a model_type branch above
     it has already replaced). The release's own function, run on stand-in configs (``pp_support.json``
     "mtp_draft", from tests/golden/pp_support/<release>.json "mtp_override"). None: the release maps neither."""
-    from kvplan.version import version_key
-
-    k = version_key(release)
     table = _pp_table()["mtp_draft"]
     for key, name in (("model_type", model_type), ("architecture", architecture)):
         for arch, runs in table[key].get(name or "", {}).items():
-            if any(version_key(a) <= k <= version_key(b) for a, b in runs):
+            if _within(runs, release):
                 return arch
     return None
 
