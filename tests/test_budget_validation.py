@@ -111,6 +111,9 @@ def test_the_profile_terms_carry_their_basis_and_source():
     assert "no checkpoint metadata: none bundled: no genuine" in terms["weights"]["source"] and "0.19.0" in terms["cudagraph"]["source"]
     assert b["requested_memory_bytes"] - sum(t["bytes"] or 0 for t in b["profile_terms"]) == b["kv_cache_memory_bytes"]
     assert b["weights_basis"].startswith("kvplan's formula estimate: ")
+    # the calibrated non-torch term says what it holds of a cold torch.compile (vLLM #54122, #54383) and how far
+    assert "held only as far as this spread" in terms["non_torch"]["source"]
+    assert "#54122, #54383" in terms["non_torch"]["source"]
     # on the V1 runner 0.27.1's profile subtracts the CUDA-graph estimate; a dense model's default there is the V2
     # runner, whose profile_cudagraph_memory returns 0 up to 0.28 (eras.py v2_runner_estimates_cudagraphs)
     over = simulate("Qwen/Qwen3-8B", gpu="A100-40GB", policy="vllm==0.27.1", activation_memory="1GiB",
@@ -203,6 +206,20 @@ def test_the_acceptance_metrics_count_what_the_issue_asks():
     assert v._band({"kv_cache_memory_band_bytes": [2 * G, 3 * G]}) == (2.0, 3.0)
     assert v._band({"kv_cache_memory_band_bytes": {"low": G, "high": 4 * G}}) == (1.0, 4.0)
     assert v._band({}) is None
+
+
+def test_the_summary_also_counts_per_source():
+    """_by_source over hand-made rows: source s1 has both cases within 5 % (0.01, -0.05), s2 one of two outside
+    (0.07), s3 only a row without a KV figure (not counted): 1 of 2 sources, s2 named with 1 of 2 outside."""
+    v = _script()
+
+    def r(key, kv_err):
+        return {"source_key": key, "error": {"kv_gib": kv_err}}
+
+    line = v._by_source("holdout", [r("s1", 0.01), r("s1", -0.05), r("s2", 0.07), r("s2", 0.0), r("s3", None)])
+    assert line == ("  - holdout, per source: every case within 5 % in 1 of 2 sources with a KV figure; "
+                    "the others: s2 (1 of 2 outside)")
+    assert v._by_source("calibration", [r("s1", 0.0)]).endswith("1 of 1 sources with a KV figure; the others: none")
 
 
 def test_the_calibration_reads_the_calibration_half_only():

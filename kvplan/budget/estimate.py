@@ -1322,7 +1322,9 @@ def _non_torch_source(g: dict | None) -> str:
             f"{g['value_bytes'] / GiB:.2f} GiB, spread {g['low_bytes'] / GiB:.2f} to "
             f"{g['high_bytes'] / GiB:.2f} GiB" + (
                 f", fewer than 3 start-ups: {g['widened_by']}'s value, the band widened to cover both"
-                if g.get("widened_by") else "") + " (scripts/calibrate_budget.py)")
+                if g.get("widened_by") else "") + " (scripts/calibrate_budget.py); a compiled start-up's first boot "
+            "with an empty torch.compile cache is held only as far as this spread: vLLM charges the compile's scratch "
+            "on the card to the profile's peak (its issues #54122, #54383), which no CPU run measures")
 
 
 def _cudagraph_source(release: str, counted: bool, graphs: dict) -> str:
