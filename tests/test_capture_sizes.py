@@ -217,11 +217,17 @@ def test_the_eval_best_case_captures_25_piecewise_graphs():
 
 
 def test_O0_and_the_level_before_0_12():
-    """-O0 captures no graphs (the budget's term 0, as --enforce-eager's); --optimization-level refused in one line
-    before 0.12.0, where vLLM has no such field."""
+    """-O0 captures no graphs (the budget's term 0, as --enforce-eager's): on the V1 runner nothing is left for the
+    warm-up check; on 0.29.0's default V2 runner only its warm-up pass beyond the profile's activation peak
+    (kvplan.budget.profile.warmup_pass_bytes: 1,024 requests · 151,936 · 18.127 B + 8 = 2,820,243,333 B, less the
+    activation; the sampler's low end equals its value there, so the activation's low end is the figure shown);
+    --optimization-level refused in one line before 0.12.0, where vLLM has no such field."""
     d = kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy="vllm==0.29.0", optimization_level=0)
     assert d["budget"]["cudagraph_bytes"] == 0
-    assert d["budget"]["band"]["warmup_need_bytes"] == 0
+    assert d["budget"]["band"]["warmup_need_bytes"] == 2_820_243_333 - d["budget"]["activation_peak_bytes"]
+    v1 = kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy="vllm==0.29.0", optimization_level=0,
+                         model_runner="v1")
+    assert v1["budget"]["cudagraph_bytes"] == 0 and v1["budget"]["band"]["warmup_need_bytes"] == 0
     with pytest.raises(OptionError, match=r"--optimization-level: vllm==0.11.2 has no such flag \(from 0.12.0\)"):
         kvplan.simulate("Qwen/Qwen3-8B", gpu="H100-80GB", policy="vllm==0.11.2", optimization_level=1)
 

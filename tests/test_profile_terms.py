@@ -775,3 +775,73 @@ def test_soft_capped_compute_logits_above_the_v2_sampler_pass():
     plain = json.loads((ROOT / "configs/google/gemma-3-12b-it/config.json").read_text())["text_config"]
     s = sampler_terms(era, 256, 262208, "v2", 256, 2048)
     assert with_compute_logits(s, era, plain, "Gemma3ForConditionalGeneration", 256, 262208, 2) == s
+
+
+@pytest.mark.parametrize("release,sampler,high,in_profile", [
+    ("0.19.0", 42.126, 42.126, False), ("0.22.1", 42.126, 42.126, False), ("0.23.0", 10.127, 18.127, False),
+    ("0.26.0", 12.126, 20.126, False), ("0.29.0", 10.127, 18.127, False), ("0.32.0", 10.127, 18.127, False),
+    ("0.33.0", 10.127, 18.127, True)])
+def test_v2_runner_warmup_goldens(release, sampler, high, in_profile):
+    """The V2 runner's warm-up after the KV cache is sized (``--runner-v2 --warmup-pass``: the release's Sampler over
+    SamplingParams.for_sampler_warmup() and its compute_prompt_logprobs_with_chunking, on the CPU): the table's
+    ``v2_warmup`` row is the release's own golden at a 151,936 vocabulary, on CUDA (the sort's workspace: 42.126 B
+    per logit up to 0.22.1 against 28.126 on the CPU), FlashInfer's two fp32 [R, V] copies (8 B) at the high end
+    where its sampling call ran (0.23.0+); the prompt logprobs 2 B per logit (the chunk's bf16 logits). From 0.33.0
+    the profile's _dummy_sampler_run runs the sampler's warm-up-parameter pass itself (sampler_in_profile)."""
+    g = json.loads((GOLDENS / f"{release}.json").read_text())
+    v = g["v2_warmup"]["flashinfer"]
+    assert v["derived"] and v["pass"] == "warm-up (SamplingParams.for_sampler_warmup)"
+    at = v["sampler"][0]
+    assert at["vocab_size"] == 151936 and round(at["cuda"]["bytes_per_logit"], 3) == sampler
+    assert round(v["prompt_logprobs"][0]["bytes_per_logit"], 3) == 2.0
+    row = profile._table()[release]["v2_warmup"]
+    assert (row["basis"], row["from"], row["sampler_in_profile"]) == ("derived", release, in_profile)
+    assert (row["sampler"]["bytes_per_logit"], row["sampler"]["bytes_per_logit_high"]) == (sampler, high)
+    assert row["prompt_logprobs"] == {"bytes_per_logit": 2.0, "fixed_bytes": 0}
+    assert "v2_warmup" not in profile._table()["0.18.1"]  # no V2 runner before 0.19.0
+
+
+def test_v2_runner_warmup_pass_by_hand():
+    """warmup_pass_bytes for gemma-4's 262,144 vocabulary at 256 max_num_seqs and 2,048 batched tokens: the warm-up's
+    requests min(256, 2,048 // prompt_len 2) = 256 (warmup.py: prompt_len = decode_query_len + 1); the sampler pass
+    256 · 262,144 · 18.127 (0.29.0's high end, 128+ requests) + 8 = 1,216,482,386 B; the prompt logprobs over
+    min(1,024, 256 · 2) = 512 rows · 262,144 · 2 = 268,435,456 B; the peak the larger. 0.33.0: the sampler's pass is
+    in the profile, the prompt logprobs remain. Three speculative tokens: prompt_len 5, min(256, 409) requests, the
+    prompt rows capped at one chunk (1,024 · 262,144 · 2 = 536,870,912). 0.22.1 at 64 requests: under 128, the
+    sort's other branch, 64 · 262,144 · 54.126 + 8 = 908,083,601. The V1 runner warms up with the profile's own pass:
+    none."""
+    V = 262144
+    w = profile.warmup_pass_bytes("0.29.0", "v2", max_num_seqs=256, max_num_batched_tokens=2048, vocab=V)
+    assert (w["reqs"], w["sampler"], w["prompt_logprobs"], w["bytes"]) == (256, 1_216_482_386, 268_435_456,
+                                                                            1_216_482_386)
+    assert w["basis"] == "derived" and "0.29.0's V2 warm-up" in w["source"]
+    w = profile.warmup_pass_bytes("0.33.0", "v2", max_num_seqs=256, max_num_batched_tokens=2048, vocab=V)
+    assert (w["sampler"], w["bytes"]) == (0, 268_435_456)
+    w = profile.warmup_pass_bytes("0.29.0", "v2", max_num_seqs=256, max_num_batched_tokens=2048, vocab=V,
+                                  num_speculative_tokens=3)
+    assert (w["reqs"], w["prompt_logprobs"]) == (256, 536_870_912)
+    w = profile.warmup_pass_bytes("0.22.1", "v2", max_num_seqs=64, max_num_batched_tokens=2048, vocab=V)
+    assert (w["reqs"], w["sampler"]) == (64, 908_083_601)
+    assert profile.warmup_pass_bytes("0.29.0", "v1", max_num_seqs=256, max_num_batched_tokens=2048, vocab=V) is None
+
+
+def test_v2_runner_warmup_enters_the_warmup_check(monkeypatch):
+    """The band's warm-up need adds what the V2 warm-up's larger pass needs beyond the profile's activation peak at
+    its low end (the memory the profile freed): Qwen3-32B on an H100 with vLLM 0.27.1 (the V2 runner by model), the
+    pass replaced by a known 40 GiB: the need grows by 40 GiB − the activation peak (the sampler's low end equals its
+    value there: 2.012 B per logit on both paths), and the deployment may fail at warm-up; the pass within the
+    activation adds nothing."""
+    import kvplan.budget.estimate as est
+
+    def run(pass_bytes):
+        monkeypatch.setattr(est, "warmup_pass_bytes", lambda *a, **k: None if pass_bytes is None else {
+            "bytes": pass_bytes})
+        return simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.27.1", max_model_len=32768)["budget"]
+
+    base, big = run(None), run(40 << 30)
+    act = base["activation_peak_bytes"]
+    assert big["band"]["warmup_need_bytes"] - base["band"]["warmup_need_bytes"] == (40 << 30) - act
+    assert big["band"]["starts_at_low"] is False and big["band"]["failure_at_low"] == "warm-up"
+    assert run(act)["band"]["warmup_need_bytes"] == base["band"]["warmup_need_bytes"]
+    real = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.27.1", max_model_len=32768)["budget"]
+    assert real["band"]["warmup_need_bytes"] >= base["band"]["warmup_need_bytes"]

@@ -102,7 +102,8 @@ from kvplan.budget.weights import (CHECKPOINT_METADATA, FP8_HELD_TRITON, WARNING
                                    with_tower, mxfp4_other_padding_for, mxfp4_padding_for,
                                    widest_intermediate)
 from kvplan.budget.weights import _top_k as top_k_experts
-from kvplan.budget.profile import CUDAGRAPH_REASON, MOE_WORKSPACE, encoder_row, moe_held_row  # noqa: F401
+from kvplan.budget.profile import (CUDAGRAPH_REASON, MOE_WORKSPACE, encoder_row, moe_held_row,  # noqa: F401
+                                   warmup_pass_bytes)
 from kvplan.budget.encoder import (ENCODER_DUMMIES, encoder_dummy_batch, encoder_rule_bytes_per_patch,  # noqa: F401
                                    estimate_encoder_profile, tower_architectures, tower_load)
 from kvplan.errors import OptionError
@@ -589,6 +590,8 @@ class _Estimate:
     # the drafter's part of the dummy run by band end ("value", "high": kvplan.budget.drafter.drafter_phase), None
     # without an EAGLE-style / MTP drafter or a measured row
     drafter: dict | None = None
+    # the V2 runner's warm-up after the KV cache is sized (kvplan.budget.profile.warmup_pass_bytes), None on V1
+    warmup_pass: dict | None = None
 
     @property
     def graph_basis(self) -> str:
@@ -800,7 +803,10 @@ class _Estimate:
         # the warm-up after the KV cache is allocated (profiled sizing): the graphs vLLM did not subtract at this
         # end, and what capture may leave reserved but unusable for the sampler's warm-up pass (the module docstring)
         warmup = {"graphs": max(0, captured["high"] - cg_ends[1]),
-                  "fragmentation": round(captured["high"] * self.fragmentation_ratio)}
+                  "fragmentation": round(captured["high"] * self.fragmentation_ratio),
+                  # the V2 runner's warm-up passes, in what the profile's activation peak left (its low end)
+                  "sampler": max(0, self.warmup_pass["bytes"] - act_ends[0])
+                  if last and self.warmup_pass is not None and o.activation is None else 0}
         terms = {"weights": (w_low, w_high), "activation": act_ends, "non_torch": nt_band, "sampler_peak": sampler_peak,
                  "cudagraph": cg_ends, "captured": captured, "warmup": warmup, "graphs": g,
                  "encoder_cache": (enc_part, enc_high), "moe_held": held, "drafter_peak": drafter_peak,
@@ -914,6 +920,9 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         lora=request.lora, redundant_experts=redundant, eplb=request.enable_eplb,
         quant=target_quantization(layout.target.config, b.quantization), expert_parallel=bool(request.enable_expert_parallel),
         drafter=_drafter(layout, counted, release, request.model_runner, T, tp) if counted is not None else None,
+        warmup_pass=warmup_pass_bytes(release, request.model_runner, max_num_seqs=R, max_num_batched_tokens=T,
+                                      vocab=vocab,
+                                      num_speculative_tokens=int(getattr(layout, "num_speculative_tokens", 0) or 0)),
     )
 
 
@@ -1107,7 +1116,8 @@ def kv_budget(layout, era, request: BudgetRequest) -> Budget:
     if not e.extensible:
         headroom = total - sizing.requested_memory(total, e.util) - (
             o.startup if o.startup is not None else startup_high(e.tp, e.pp, load_startup))
-        need = max(t["warmup"]["graphs"] + t["warmup"]["fragmentation"] for _, _, _, t in per_stage)
+        need = max(t["warmup"]["graphs"] + t["warmup"]["fragmentation"] + t["warmup"]["sampler"]
+                   for _, _, _, t in per_stage)
     warm_fails = failed_low is None and need is not None and need > headroom
     band = BudgetBand(kv_cache_memory_low_bytes=min(ends[0] for _, ends, _, _ in per_stage),
                       starts_at_low=False if failed_low is not None or warm_fails else None,

@@ -73,6 +73,45 @@ def sampler_row(release: str | None, runner: str = "v1") -> tuple[dict, str, str
                           f"{release or 'this era'}'s sampler not run ({row['why']})")
 
 
+# compute_prompt_logprobs_with_chunking's CHUNK_SIZE: the prompt logits made at once (0.29.0
+# v1/worker/gpu/sample/prompt_logprob.py line 208; the same in 0.19.0-0.34.0)
+PROMPT_LOGPROBS_CHUNK_ROWS = 1024
+
+
+def warmup_pass_bytes(release: str | None, runner: str, *, max_num_seqs: int, max_num_batched_tokens: int,
+                      vocab: int, num_speculative_tokens: int = 0) -> dict | None:
+    """What the V2 model runner's warm-up allocates at its peak after the KV cache is sized (``warmup_kernels``:
+    0.29.0 v1/worker/gpu_worker.py line 866; V1 warms its sampler up with the profile's own pass), None on V1 or
+    without a row. Its requests: ``min(max_num_seqs, max_num_batched_tokens // prompt_len)`` with ``prompt_len =
+    decode_query_len + 1`` (warmup.py lines 231 and 267-270; the KV-block cap only lowers it), each with
+    ``SamplingParams.for_sampler_warmup()``. Two passes, one after the other:
+
+    * the prefill's prompt logprobs (``prompt_logprobs=1``): one logits row per scheduled token, 1,024 rows a chunk
+      (``PROMPT_LOGPROBS_CHUNK_ROWS``), at the golden's bytes per logit;
+    * the sampler over the warm-up's parameters: one row per request at the golden's high end (FlashInfer's own
+      tensors included); from 0.33.0 ``_dummy_sampler_run`` runs this pass in the profile (``sampler_in_profile``),
+      so the warm-up's own is already paid for.
+
+    From ``kvplan/budget/profile_terms.json`` ``v2_warmup`` (``scripts/golden/profile_terms.py --runner-v2
+    --warmup-pass``: the release's own Sampler and ``compute_prompt_logprobs_with_chunking`` on the CPU)."""
+    row = release_row(release)
+    warm = row.get("v2_warmup") if runner == "v2" else None
+    if not warm:
+        return None
+    prompt_len = 2 + num_speculative_tokens  # decode_query_len + 1
+    reqs = max(1, min(max_num_seqs, max_num_batched_tokens // prompt_len))
+    rows = min(PROMPT_LOGPROBS_CHUNK_ROWS, reqs * prompt_len)
+    prompt = round(rows * vocab * warm["prompt_logprobs"]["bytes_per_logit"]) + warm["prompt_logprobs"]["fixed_bytes"]
+    s = warm["sampler"]
+    sampler = 0 if warm["sampler_in_profile"] else (
+        round(reqs * vocab * s["bytes_per_logit_high" if reqs >= 128 else "bytes_per_logit_high_under_128"])
+        + s["fixed_bytes"])
+    where = (f"vLLM {warm['from']}'s V2 warm-up, run on the CPU" if warm["basis"] == DERIVED else
+             f"vLLM {warm['from']}'s V2 warm-up ({release}'s not run: {warm['why']})")
+    return {"bytes": max(prompt, sampler), "prompt_logprobs": prompt, "sampler": sampler, "reqs": reqs,
+            "basis": warm["basis"], "source": where}
+
+
 def persistent_bytes(row: dict, max_num_seqs: int, vocab: int, *, max_num_batched_tokens: int = 0,
                      max_model_len: int = 0, inputs_embeds_bytes: int = 0, num_speculative_tokens: int = 0,
                      draft_hidden_bytes: int = 0) -> int:
@@ -323,6 +362,17 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
         sampler = f"{where} ({r['topk_topp_path']}, {r['bytes_per_logit']:g} B per logit)"
         out.append({"term": term, "basis": r["basis"], "from": r["from"],
                     "detail": sampler if r["basis"] == DERIVED else f"{sampler}; own run: {r['why']}"})
+    warm = row.get("v2_warmup")
+    if warm is not None:  # after the KV cache is sized: the budget's warm-up check (warmup_pass_bytes)
+        s = warm["sampler"]
+        what = (f"tests/golden/profile_terms/{warm['from']}.json v2_warmup (checked after the KV cache is sized, "
+                f"beyond the profile's activation peak): the prompt logprobs "
+                f"{warm['prompt_logprobs']['bytes_per_logit']:g} B per logit, 1,024 rows a chunk; " + (
+                    "the sampler's warm-up-parameter pass in the profile's own" if warm["sampler_in_profile"] else
+                    f"the sampler over SamplingParams.for_sampler_warmup() {s['bytes_per_logit']:g} B per logit "
+                    f"({s['bytes_per_logit_high']:g} at the high end)"))
+        out.append({"term": "V2 runner's warm-up", "basis": warm["basis"], "from": warm["from"],
+                    "detail": what if warm["basis"] == DERIVED else f"{what}; own run: {warm['why']}"})
     v2 = row.get("v2") or (row if row.get("runner") == "v2" else None)
     if v2 is not None and v2.get("persistent"):  # the V2 runner's per-request states (persistent_bytes)
         p = v2["persistent"]

@@ -412,6 +412,60 @@ class V2Sampler:
         return states, sampler, buffers
 
 
+def warmup_sampler_pass(runner, hidden_states) -> None:
+    """The V2 runner's sampler as its warm-up samples, after the KV cache is sized (``warmup_kernels``: 0.29.0
+    v1/worker/gpu/warmup.py lines 267-291 and 336, called from gpu_worker.py line 866): every dummy request added
+    with ``SamplingParams.for_sampler_warmup()`` (temperature, top-p, top-k, min-p, the three penalties, a logit
+    bias, bad words, 5 logprobs), the staged writes applied, then the sampler over one logits row a request. This
+    is the pass 0.33.0 moved into ``_dummy_sampler_run`` (model_runner.py lines 1056-1062) so the profile pays
+    for it; before 0.33.0 it runs in what the profile left. The release's own ``Sampler.add_request`` (before
+    0.32 it also takes the prompt length: the warm-up's ``decode_query_len + 1``, 2 without a drafter). The
+    warm-up's prompt logprobs (``prompt_logprobs=1`` on its prefill step) are not part of this pass."""
+    from vllm import SamplingParams
+    from vllm.v1.worker.gpu.input_batch import InputBatch
+
+    # the staged writes' host copies (pinned on a CUDA worker, no pinned allocator here; 0.32+'s async_tensor_h2d
+    # asks is_pin_memory_available() per call; before it the pin_memory default is bound to PIN_MEMORY at import):
+    # plain host memory, not the card's either way
+    for mod in list(sys.modules.values()):
+        if not getattr(mod, "__name__", "").startswith("vllm"):
+            continue
+        if callable(getattr(mod, "is_pin_memory_available", None)):
+            mod.is_pin_memory_available = lambda: False
+        h2d = getattr(mod, "async_tensor_h2d", None)
+        if callable(h2d) and "pin_memory" in inspect.signature(h2d).parameters:
+            mod.async_tensor_h2d = lambda *x, _h2d=h2d, **k: _h2d(*x, **{**k, "pin_memory": False})
+    num_reqs = hidden_states.shape[0]
+    logits = runner.model.compute_logits(hidden_states)
+    batch = InputBatch.make_dummy(num_reqs, num_reqs, runner.input_buffers)
+    params = SamplingParams.for_sampler_warmup()
+    add = runner.sampler.add_request
+    with_prompt_len = "prompt_len" in inspect.signature(add).parameters
+    for i in range(num_reqs):
+        add(i, 2, params) if with_prompt_len else add(i, params)
+    runner.sampler.apply_staged_writes()
+    runner.sampler(logits, batch)
+
+
+def warmup_prompt_logprobs_pass(runner, hidden_states) -> None:
+    """The warm-up's prompt logprobs (``prompt_logprobs=1`` on its prefill step: ``PromptLogprobsWorker``'s
+    ``compute_prompt_logprobs``, 0.29.0 v1/worker/gpu/sample/prompt_logprob.py lines 36-90), over one hidden row per
+    scheduled prompt token, through the release's own ``compute_prompt_logprobs_with_chunking`` (1,024 rows a
+    chunk, each chunk's logits from the model's ``compute_logits``), in the default ``raw_logprobs`` mode. Every V2
+    release runs it after the KV cache is sized, 0.33+ too (their profile's warm-up-parameter pass is the
+    sampler's alone)."""
+    import torch
+    from vllm.v1.worker.gpu.sample.prompt_logprob import compute_prompt_logprobs_with_chunking
+
+    rows = hidden_states.shape[0]
+    token_ids = torch.zeros(rows, dtype=torch.int32)
+    takes = inspect.signature(compute_prompt_logprobs_with_chunking).parameters
+    # 0.19.x: the prompt token's own logprob only (no count); before 0.26: no mode (raw logprobs)
+    more = ([1] if "num_prompt_logprobs" in takes else []) + (["raw_logprobs"] if "logprobs_mode" in takes else [])
+    out = compute_prompt_logprobs_with_chunking(token_ids, hidden_states, runner.model.compute_logits, *more)
+    del out
+
+
 UVA_STORAGES: set = set()  # the pinned host buffers' storages (the V2 runner's UvaBuffer stand-in)
 
 
@@ -1017,6 +1071,7 @@ def table(goldens: Path, out: Path) -> int:
         if before:
             why = own["why"] if own is not None else "the V2 runner's sampler not run for this release"
             full[release]["v2"] = {**rows_v2[before[-1]], "basis": "assumed", "from": before[-1], "why": why}
+    warmup_table(goldens, full)
     forward_table(goldens / "forward", full)
     parallel_table(goldens / "parallel", full)
     encoder_table(goldens / "encoder", full)
@@ -1027,6 +1082,54 @@ def table(goldens: Path, out: Path) -> int:
     rows = full
     print(f"{out}: {len(rows)} releases, {sum(r['derived'] for r in rows.values())} derived")
     return 0
+
+
+# 0.33.0's _dummy_sampler_run adds the warm-up-parameter pass (model_runner.py lines 1056-1062): from it the profile
+# pays for the sampler's part of the V2 warm-up, before it the warm-up runs it in what the profile left
+WARMUP_SAMPLER_IN_PROFILE_FROM = (0, 33, 0)
+
+
+def warmup_row(golden: dict, release: str) -> dict:
+    """The V2 runner's warm-up row of a golden's ``v2_warmup`` (``--runner-v2 --warmup-pass``): the sampler's pass
+    over the warm-up's parameters (``sampler_table_row``, its high end with FlashInfer's unmeasured part) and the
+    prompt logprobs' bytes per logit, on the variant a CUDA install takes; not run: why."""
+    variants = golden["v2_warmup"]
+    row = sampler_table_row(variants, bool(golden.get("flashinfer_required")))
+    if not row["derived"]:
+        return row
+    pick = variants[row["variant"]]
+    at = {r["vocab_size"]: r for r in pick["prompt_logprobs"]}[TABLE_VOCAB]
+    keep = ("bytes_per_logit", "bytes_per_logit_high", "bytes_per_logit_under_128", "bytes_per_logit_high_under_128",
+            "fixed_bytes", "topk_topp_path")
+    in_profile = tuple(int(x) for x in release.split(".")) >= WARMUP_SAMPLER_IN_PROFILE_FROM
+    return {"derived": True, "sampler": {k: row[k] for k in keep}, "sampler_in_profile": in_profile,
+            "prompt_logprobs": {"bytes_per_logit": round(at["bytes_per_logit"], 3), "fixed_bytes": at["fixed_bytes"]}}
+
+
+def warmup_table(goldens: Path, full: dict) -> None:
+    """Each release with the V2 runner (its ``v2`` row, or its own row from 0.34): the warm-up's row
+    (``warmup_row``) under ``v2_warmup``, its own golden's, else the newest derived one before it (assumed)."""
+    from kvplan.engines.vllm.versions import version_key
+
+    own = {}
+    for f in goldens.glob("*.json"):
+        g = json.loads(f.read_text())
+        if "v2_warmup" in g:
+            own[g["vllm_version"]] = warmup_row(g, g["vllm_version"])
+    derived = sorted((r for r in own if own[r]["derived"]), key=version_key)
+    for release, row in full.items():
+        if not (row.get("v2") or row.get("runner") == "v2"):
+            continue
+        mine = own.get(release)
+        if mine is not None and mine["derived"]:
+            row["v2_warmup"] = {**mine, "basis": "derived", "from": release}
+            continue
+        before = [r for r in derived if version_key(r) <= version_key(release)] or derived[:1]
+        if before:
+            in_profile = version_key(release) >= WARMUP_SAMPLER_IN_PROFILE_FROM
+            why = mine["why"] if mine is not None else "the V2 runner's warm-up not run for this release"
+            row["v2_warmup"] = {**own[before[-1]], "sampler_in_profile": in_profile, "basis": "assumed",
+                                "from": before[-1], "why": why}
 
 
 # ----------------------------------------------------------------------------- the forward's activation peak
@@ -3236,6 +3339,10 @@ def main(argv=None) -> int:
     ap.add_argument("--runner-v2", action="store_true",
                     help="run the V2 model runner's _dummy_sampler_run (vllm/v1/worker/gpu) where the release has "
                          "both runners, recorded under the golden's \"v2\" (the V1 variants kept)")
+    ap.add_argument("--warmup-pass", action="store_true",
+                    help="with --runner-v2: the V2 sampler over the warm-up's SamplingParams.for_sampler_warmup() "
+                         "(what the release's warmup_kernels samples after the KV cache is sized), recorded under "
+                         "the golden's \"v2_warmup\"")
     ap.add_argument("--forward-all", action="store_true",
                     help="measure the dummy forward's peak (FORWARD_MODELS, both paths) into <out>/forward/")
     ap.add_argument("--forward-only", nargs="*", choices=sorted({*FORWARD_MODELS, *OWN_FORWARD_MODELS}),
@@ -3339,6 +3446,9 @@ def main(argv=None) -> int:
                 raise
             method, sampler, path, more, ttt = build_v2(a.sms)
             record["runner"] = "V2 GPUModelRunner"
+            if a.warmup_pass:
+                method = warmup_sampler_pass
+                record["pass"] = "warm-up (SamplingParams.for_sampler_warmup)"
     except Exception as e:  # the release's runner does not import or has no such method here
         record.update(derived=False, why=f"{type(e).__name__}: {e}")
         notes_out(a.variant_out, release, record, notes)
@@ -3371,7 +3481,7 @@ def main(argv=None) -> int:
         record["topk_topp_path"] = path + (": flashinfer_sample" if SAMPLED_CALLS else ": gumbel_sample")
     record["flashinfer_sampling_calls"] = len(SAMPLED_CALLS)
     record["kernel_launches"] = launches
-    if isinstance(sampler, V2Sampler):  # the runner's persistent states (counted from 0.27.1: total_consumed)
+    if isinstance(sampler, V2Sampler) and not a.warmup_pass:  # the runner's persistent states (from 0.27.1)
         record["persistent"] = {**v2_persistent_fit(("--no-flashinfer",) if a.no_flashinfer else ()),
                                 "counted": persistent_counted()}
         notes.append("persistent: the release's GPUModelRunner built on the CPU (__init__, load_model, profile_run); "
@@ -3380,6 +3490,14 @@ def main(argv=None) -> int:
                      "torch.cuda.Stream a no-op stream, torch.accelerator.synchronize a no-op; UvaBuffer's pinned "
                      "host buffers and tensors made with device=\"cpu\" or pin_memory=True are host memory, "
                      "not counted")
+    if a.warmup_pass:  # the warm-up's prompt logprobs, on their own rows (one hidden row per prompt token)
+        record["prompt_logprobs"] = []
+        for v in a.vocabs:
+            p1, p2 = (measure(warmup_prompt_logprobs_pass, sampler, v, r, torch.bfloat16, a.sms, ttt) for r in (r1, r2))
+            per_logit = (p2 - p1) / ((r2 - r1) * v)
+            record["prompt_logprobs"].append({"vocab_size": v, "peak_bytes": {str(r1): p1, str(r2): p2},
+                                              "bytes_per_logit": per_logit,
+                                              "fixed_bytes": p1 - round(per_logit * r1 * v)})
     record["cuda_workspace_ops"] = dict(CUDA_OPS)
     record["derived"] = True
     record["sampler"] = rows
@@ -3422,7 +3540,7 @@ def both_variants(a, argv) -> int:
     out = a.out / f"{release}.json"
     if a.runner_v2:  # the V2 runner's variants beside the V1 runner's, which stay as recorded
         golden = json.loads(out.read_text())
-        golden["v2"] = variants
+        golden["v2_warmup" if a.warmup_pass else "v2"] = variants
     else:
         golden = {"vllm_version": release, "sampler": variants, "flashinfer_required": required,
                   **({"v2": json.loads(out.read_text())["v2"]} if out.exists() and "v2" in json.loads(
