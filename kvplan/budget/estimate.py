@@ -76,7 +76,10 @@ estimates, labelled as such in every output, each with an override:
   ``determine_available_memory``, 0.19.0 v1/worker/gpu_worker.py:376-411): the ``estimate`` fit. Older releases
   capture them after sizing the KV cache, in the ``1 − utilization`` headroom; then (every release) the sampler is
   warmed up over max_num_seqs dummy requests (``compile_or_warm_up_model``, 0.19.0 gpu_worker.py:686), in the
-  memory the profile's activation left. The band's pessimistic end checks that headroom: the start-up memory (the
+  memory the profile's activation left: on the V1 runner the profile's own pass again; on the V2 runner
+  ``warmup_kernels``, whose prompt logprobs and (before 0.33.0) fp32 sampler pipeline the profile never ran
+  (``kvplan.budget.profile.warmup_pass_bytes``: what it needs beyond the activation's low end joins the check).
+  The band's pessimistic end checks that headroom: the start-up memory (the
   most the calibration logs show at vLLM's start-up snapshot for the parallelism), the graphs vLLM did not subtract
   (the ``actual`` fit's high end) and what capture may leave reserved but unusable for the sampler's pass: for MXFP4
   weights the graphs' high end × the largest ratio the calibration's warm-up OOMs show (gpt-oss-20b on an H100,
