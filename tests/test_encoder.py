@@ -90,22 +90,41 @@ def test_gemma4_tower_run_on_the_cpu():
     product [630, 4304] (3 · 4304 · 2 = 25,824 B), four [630, 1152] hidden states (9,216), the pixel values (768 · 2 =
     1,536), the padding mask [630, 630] bool (630 B a patch: it grows with the frame's max_patches), rotary cos and
     sin (2 · 72 · 2 = 288), the position ids (2 · 8 = 16) and two padding flags (2): 37,512 B; fixed the frame
-    count (8 B). Factor over kvplan's rule (4 · 1152 + 3 · 4304) · 2 = 35,040: 1.0705."""
+    count (8 B). Factor over kvplan's rule (4 · 1152 + 3 · 4304) · 2 = 35,040: 1.0705.
+
+    Up to 0.21.0 vLLM's gemma4_mm.py encodes the frames one at a time (``for i in range(pixel_values.shape[0])``:
+    0.21.0 lines 1136-1159; 0.22.0 stacks them): the peak is one frame's, 630 · 37,512 + 8 = 23,632,568 B, and each
+    further frame adds what stays live meanwhile: its pixel values (630 · 768 · 2 = 967,680) and position ids
+    (630 · 2 · 8 = 10,080), and the finished frame's 64 valid tokens in the tower's width (64 · 1152 · 2 = 147,456)
+    and in the text model's (64 · 2816 · 2 = 360,448): 1,485,664 B a frame, so the golden's fit is 1,485,664 / 630
+    B a patch beside 23,632,568 − 1,485,664 = 22,146,904 fixed."""
     runs = [p.values for p in RUNS if p.values[1] == "Gemma4ForConditionalGeneration"]
-    assert {r[0] for r in runs} >= {"0.24.0", "0.25.1", "0.29.0", "0.33.0", "0.34.0"}
+    assert {r[0] for r in runs} >= {"0.21.0", "0.22.0", "0.24.0", "0.25.1", "0.29.0", "0.33.0", "0.34.0"}
+    per_frame = 630 * 768 * 2 + 630 * 2 * 8 + 64 * 1152 * 2 + 64 * 2816 * 2
+    one_frame = 630 * (25_824 + 9_216 + 1_536 + 630 + 288 + 16 + 2) + 8
     for release, _, path, run in runs:
         assert run["run_on"].startswith("cpu") and run["patches_per_item"] == 630
         # the transformers the tower ran with, the newest inside the release's pin (0.31.0 pins < 5.18: 5.17.0;
         # 0.32.0 < 5.20: 5.19.0; 0.33.0 < 5.21: 5.20.2; 0.34.0's run predates the record, 5.22.2)
         pinned = {"0.31.0": "5.17.0", "0.32.0": "5.19.0", "0.33.0": "5.20.2"}
         assert run.get("transformers", "5.22.2") == pinned.get(release, "5.22.2"), release
-        assert run["bytes_per_patch"] == 25_824 + 9_216 + 1_536 + 630 + 288 + 16 + 2 and run["fixed_bytes"] == 8
+        if version_key(release) < (0, 22):  # frame by frame
+            assert run["peak_bytes"] == {"1": one_frame, "2": one_frame + per_frame}, (release, path)
+            assert run["fixed_bytes"] == one_frame - per_frame == 22_146_904
+        else:  # every frame in one chunk
+            assert run["bytes_per_patch"] == 25_824 + 9_216 + 1_536 + 630 + 288 + 16 + 2 and run["fixed_bytes"] == 8
+            assert run["peak_bytes"] == {"1": one_frame, "2": 2 * one_frame - 8}, (release, path)
     row = encoder_row("0.34.0", "Gemma4ForConditionalGeneration")
     assert row["basis"] == "derived" and row["run_on"] == "cpu" and row["rule_bytes_per_patch"] == 35_040
     assert row["factor"] == round(37_512 / 35_040, 4)
     # 0.31.0 and 0.32.0 pin transformers below the environment's 5.22.2: run with the newest their pins admit
-    assert {r[0] for r in runs} >= {"0.31.0", "0.32.0"}
+    assert {r[0] for r in runs} >= {"0.19.1", "0.20.0", "0.20.2", "0.31.0", "0.32.0"}
     assert encoder_row("0.32.0", "Gemma4ForConditionalGeneration")["basis"] == "derived"
+    # 0.19.0 pins transformers < 5, which has no Gemma 4 class: the refusal is recorded, the newest run stands in
+    why = json.loads((GOLDENS / "0.19.0.json").read_text())["encoder"]["Gemma4ForConditionalGeneration"]
+    assert "outside this release's pin (<5,>=4.56.0)" in why["custom_ops"]["why"]
+    row = encoder_row("0.19.0", "Gemma4ForConditionalGeneration")
+    assert (row["basis"], row["from"], row["fixed_bytes"]) == ("assumed", "0.19.1", 22_146_904)
 
 
 @pytest.mark.parametrize("release,arch,path,run", [p for p in RUNS if "param_bytes_by_module" in p.values[3]

@@ -835,13 +835,15 @@ def test_v2_runner_warmup_enters_the_warmup_check(monkeypatch):
 
     def run(pass_bytes):
         monkeypatch.setattr(est, "warmup_pass_bytes", lambda *a, **k: None if pass_bytes is None else {
-            "bytes": pass_bytes})
+            "bytes": pass_bytes, "basis": "derived", "source": "a stand-in"})
         return simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.27.1", max_model_len=32768)["budget"]
 
     base, big = run(None), run(40 << 30)
     act = base["activation_peak_bytes"]
     assert big["band"]["warmup_need_bytes"] - base["band"]["warmup_need_bytes"] == (40 << 30) - act
     assert big["band"]["starts_at_low"] is False and big["band"]["failure_at_low"] == "warm-up"
+    assert big["band"]["basis"].endswith(f"the V2 runner's warm-up pass {40 << 30:,} B (derived: a stand-in)")
+    assert "warm-up pass" not in run(None)["band"]["basis"]
     assert run(act)["band"]["warmup_need_bytes"] == base["band"]["warmup_need_bytes"]
     real = simulate("Qwen/Qwen3-32B", gpu="H100", policy="vllm==0.27.1", max_model_len=32768)["budget"]
     assert real["band"]["warmup_need_bytes"] >= base["band"]["warmup_need_bytes"]

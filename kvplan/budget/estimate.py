@@ -1133,7 +1133,9 @@ def kv_budget(layout, era, request: BudgetRequest) -> Budget:
                               ("forward", f"{e.forward['basis']} ({e.forward.get('row', e.forward['family'])} row, "
                                           f"{e.forward['value']:g}-{e.forward['high']:g}× the rule)"),
                               ("non-torch", _non_torch_basis(e.tp, e.pp, name, e.release)),
-                              ("CUDA graphs", e.graph_basis))))
+                              ("CUDA graphs", e.graph_basis))) + (
+                          f"; after the KV cache, the V2 runner's warm-up pass {e.warmup_pass['bytes']:,} B "
+                          f"({e.warmup_pass['basis']}: {e.warmup_pass['source']})" if e.warmup_pass else ""))
     requested = sizing.requested_memory(total, e.util)
     failed_load = load_failure(stages, total=total, startup=load_startup, pp=e.pp)
     warnings = _budget_warnings(e, request, budget_stage, failed_load, requested)

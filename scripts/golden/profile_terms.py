@@ -1833,6 +1833,14 @@ def tower_on_cpu(model, names: tuple[str, ...]) -> set:
             for t in mod.buffers():
                 t.fill_(1)
                 known.add(t.untyped_storage()._cdata)
+            # a tensor held as a plain attribute, neither parameter nor buffer, stays on the meta device under
+            # to_empty: filled with ones on the CPU as a buffer is (0.20.x's RMSNorm(has_weight=False) keeps
+            # ``self.weight = torch.ones(hidden_size)`` and passes it to the op: 0.20.2 layers/layernorm.py 129)
+            for sub in mod.modules():
+                for key, t in list(vars(sub).items()):
+                    if isinstance(t, torch.Tensor) and t.is_meta:
+                        setattr(sub, key, torch.ones(t.shape, dtype=t.dtype))
+                        known.add(getattr(sub, key).untyped_storage()._cdata)
     return known
 
 
