@@ -367,7 +367,8 @@ def term_bases(release: str, *, cudagraph_counted: bool, calibrated_groups: dict
         s = warm["sampler"]
         what = (f"tests/golden/profile_terms/{warm['from']}.json v2_warmup (checked after the KV cache is sized, "
                 f"beyond the profile's activation peak): the prompt logprobs "
-                f"{warm['prompt_logprobs']['bytes_per_logit']:g} B per logit, 1,024 rows a chunk; " + (
+                f"{warm['prompt_logprobs']['bytes_per_logit']:g} B per logit, {PROMPT_LOGPROBS_CHUNK_ROWS:,} rows a "
+                "chunk; " + (
                     "the sampler's warm-up-parameter pass in the profile's own" if warm["sampler_in_profile"] else
                     f"the sampler over SamplingParams.for_sampler_warmup() {s['bytes_per_logit']:g} B per logit "
                     f"({s['bytes_per_logit_high']:g} at the high end)"))
