@@ -132,13 +132,17 @@ def _share(hits: int, n: int) -> str:
     return f"{hits} of {n}" + (f" ({100 * hits / n:.0f} %)" if n else "")
 
 
+def _kv_within(r: dict) -> bool:
+    return abs(r["error"]["kv_gib"]) <= KV_BOUND
+
+
 def metrics(rows: list[dict]) -> dict:
     """The issue's acceptance figures over one half's measured rows."""
     kv = [r for r in rows if r["error"]["kv_gib"] is not None]
     w = [r for r in rows if r["error"]["weights_gib"] is not None]
     banded = [r for r in kv if r["band"]]
     return {
-        "kv_n": len(kv), "kv_within": sum(abs(r["error"]["kv_gib"]) <= KV_BOUND for r in kv),
+        "kv_n": len(kv), "kv_within": sum(map(_kv_within, kv)),
         "band_n": len(banded),
         "band_contains": sum(r["band"][0] <= r["logged"]["kv_gib"] <= r["band"][1] for r in banded),
         "w_n": len(w), "w_within": sum(abs(r["error"]["weights_gib"]) <= WEIGHTS_BOUND for r in w),
@@ -185,7 +189,7 @@ def _by_source(half: str, rows: list[dict]) -> str:
     kv: dict[str, list[bool]] = {}
     for r in rows:
         if r["error"]["kv_gib"] is not None:
-            kv.setdefault(r["source_key"], []).append(abs(r["error"]["kv_gib"]) <= KV_BOUND)
+            kv.setdefault(r["source_key"], []).append(_kv_within(r))
     misses = sorted((k, v) for k, v in kv.items() if not all(v))
     named = "; ".join(f"{k} ({len(v) - sum(v)} of {len(v)} outside)" for k, v in misses) or "none"
     return (f"  - {half}, per source: every case within 5 % in {len(kv) - len(misses)} of {len(kv)} sources "

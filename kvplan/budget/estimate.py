@@ -924,8 +924,7 @@ def _estimate(layout, era, request: BudgetRequest) -> _Estimate:
         quant=target_quantization(layout.target.config, b.quantization), expert_parallel=bool(request.enable_expert_parallel),
         drafter=_drafter(layout, counted, release, request.model_runner, T, tp) if counted is not None else None,
         warmup_pass=warmup_pass_bytes(release, request.model_runner, max_num_seqs=R, max_num_batched_tokens=T,
-                                      vocab=vocab,
-                                      num_speculative_tokens=int(getattr(layout, "num_speculative_tokens", 0) or 0)),
+                                      vocab=vocab, num_speculative_tokens=_num_speculative(layout)),
     )
 
 
@@ -939,7 +938,7 @@ def _drafter(layout, weights, release: str, runner: str, T: int, tp: int) -> dic
     from kvplan.budget.profile import drafter_factors
 
     method = getattr(layout, "speculative_method", None)
-    if method not in ("eagle", "eagle3", "mtp") or not int(getattr(layout, "num_speculative_tokens", 0) or 0):
+    if method not in ("eagle", "eagle3", "mtp") or not _num_speculative(layout):
         return None
     dbytes = dtype_size_bytes(layout.target.dtype)
     rule = drafter_rule_bytes_per_token(layout, weights, tp=tp, dtype_bytes=dbytes)
@@ -991,10 +990,15 @@ def _architecture(config: dict) -> str:
 AUTOREGRESSIVE_METHODS = ("eagle", "eagle3", "mtp")
 
 
+def _num_speculative(layout) -> int:
+    """The deployment's num_speculative_tokens (0 without a drafter)."""
+    return int(getattr(layout, "num_speculative_tokens", 0) or 0)
+
+
 def _speculator(layout) -> tuple[int, int]:
     """``(num_speculative_tokens, draft hidden size × dtype bytes)`` of an autoregressive drafter (the drafter's
     config, or the target's for MTP, whose head has the target's width), else ``(0, 0)``."""
-    k = int(getattr(layout, "num_speculative_tokens", 0) or 0)
+    k = _num_speculative(layout)
     if not k or getattr(layout, "speculative_method", None) not in AUTOREGRESSIVE_METHODS:
         return 0, 0
     info = layout.drafter or layout.target
@@ -1007,7 +1011,7 @@ def _graphs(release: str, card: GpuCard, *, T: int, R: int, layout, request: Bud
     it resolves (``--optimization-level``, ``--compilation-config``'s cudagraph_mode: -O0 none, -O1 piecewise only)."""
     from kvplan.budget.cudagraph import capture_sizes, graph_count, resolved_mode
 
-    spec = int(getattr(layout, "num_speculative_tokens", 0) or 0)
+    spec = _num_speculative(layout)
     sizes = capture_sizes(release, max_num_seqs=R, max_num_batched_tokens=T, num_speculative_tokens=spec,
                           architecture=_architecture(layout.target.config),
                           compute_capability=card.compute_capability,

@@ -412,6 +412,21 @@ class V2Sampler:
         return states, sampler, buffers
 
 
+def unpin_host_staging() -> list:
+    """Host staging buffers (pinned on a CUDA worker; no pinned allocator on this CPU) made plain host memory, which
+    the tracker does not count either way (only meta-device tensors are the card's): ``PIN_MEMORY`` (read at import)
+    False and ``is_pin_memory_available()`` (0.32+'s ``async_tensor_h2d`` asks it per call, which the stand-in CUDA
+    platform answers True) answering False in every loaded vllm module that holds them, the device copy unchanged.
+    The vllm modules, for further stand-ins."""
+    mods = [mod for name, mod in list(sys.modules.items()) if name.startswith("vllm") and mod is not None]
+    for mod in mods:
+        if getattr(mod, "PIN_MEMORY", None) is True:
+            mod.PIN_MEMORY = False
+        if callable(getattr(mod, "is_pin_memory_available", None)):  # a function or its @cache wrapper
+            mod.is_pin_memory_available = lambda: False
+    return mods
+
+
 def warmup_sampler_pass(runner, hidden_states) -> None:
     """The V2 runner's sampler as its warm-up samples, after the KV cache is sized (``warmup_kernels``: 0.29.0
     v1/worker/gpu/warmup.py lines 267-291 and 336, called from gpu_worker.py line 866): every dummy request added
@@ -424,14 +439,9 @@ def warmup_sampler_pass(runner, hidden_states) -> None:
     from vllm import SamplingParams
     from vllm.v1.worker.gpu.input_batch import InputBatch
 
-    # the staged writes' host copies (pinned on a CUDA worker, no pinned allocator here; 0.32+'s async_tensor_h2d
-    # asks is_pin_memory_available() per call; before it the pin_memory default is bound to PIN_MEMORY at import):
-    # plain host memory, not the card's either way
-    for mod in list(sys.modules.values()):
-        if not getattr(mod, "__name__", "").startswith("vllm"):
-            continue
-        if callable(getattr(mod, "is_pin_memory_available", None)):
-            mod.is_pin_memory_available = lambda: False
+    # the staged writes' host copies; before 0.32 async_tensor_h2d's pin_memory default is bound to PIN_MEMORY at
+    # import, so it is passed False here
+    for mod in unpin_host_staging():
         h2d = getattr(mod, "async_tensor_h2d", None)
         if callable(h2d) and "pin_memory" in inspect.signature(h2d).parameters:
             mod.async_tensor_h2d = lambda *x, _h2d=h2d, **k: _h2d(*x, **{**k, "pin_memory": False})
@@ -1089,7 +1099,7 @@ def table(goldens: Path, out: Path) -> int:
 WARMUP_SAMPLER_IN_PROFILE_FROM = (0, 33, 0)
 
 
-def warmup_row(golden: dict, release: str) -> dict:
+def warmup_row(golden: dict) -> dict:
     """The V2 runner's warm-up row of a golden's ``v2_warmup`` (``--runner-v2 --warmup-pass``): the sampler's pass
     over the warm-up's parameters (``sampler_table_row``, its high end with FlashInfer's unmeasured part) and the
     prompt logprobs' bytes per logit, on the variant a CUDA install takes; not run: why."""
@@ -1101,8 +1111,7 @@ def warmup_row(golden: dict, release: str) -> dict:
     at = {r["vocab_size"]: r for r in pick["prompt_logprobs"]}[TABLE_VOCAB]
     keep = ("bytes_per_logit", "bytes_per_logit_high", "bytes_per_logit_under_128", "bytes_per_logit_high_under_128",
             "fixed_bytes", "topk_topp_path")
-    in_profile = tuple(int(x) for x in release.split(".")) >= WARMUP_SAMPLER_IN_PROFILE_FROM
-    return {"derived": True, "sampler": {k: row[k] for k in keep}, "sampler_in_profile": in_profile,
+    return {"derived": True, "sampler": {k: row[k] for k in keep},
             "prompt_logprobs": {"bytes_per_logit": round(at["bytes_per_logit"], 3), "fixed_bytes": at["fixed_bytes"]}}
 
 
@@ -1115,21 +1124,20 @@ def warmup_table(goldens: Path, full: dict) -> None:
     for f in goldens.glob("*.json"):
         g = json.loads(f.read_text())
         if "v2_warmup" in g:
-            own[g["vllm_version"]] = warmup_row(g, g["vllm_version"])
+            own[g["vllm_version"]] = warmup_row(g)
     derived = sorted((r for r in own if own[r]["derived"]), key=version_key)
     for release, row in full.items():
         if not (row.get("v2") or row.get("runner") == "v2"):
             continue
+        in_profile = {"sampler_in_profile": version_key(release) >= WARMUP_SAMPLER_IN_PROFILE_FROM}
         mine = own.get(release)
         if mine is not None and mine["derived"]:
-            row["v2_warmup"] = {**mine, "basis": "derived", "from": release}
+            row["v2_warmup"] = {**mine, **in_profile, "basis": "derived", "from": release}
             continue
         before = [r for r in derived if version_key(r) <= version_key(release)] or derived[:1]
         if before:
-            in_profile = version_key(release) >= WARMUP_SAMPLER_IN_PROFILE_FROM
             why = mine["why"] if mine is not None else "the V2 runner's warm-up not run for this release"
-            row["v2_warmup"] = {**own[before[-1]], "sampler_in_profile": in_profile, "basis": "assumed",
-                                "from": before[-1], "why": why}
+            row["v2_warmup"] = {**own[before[-1]], **in_profile, "basis": "assumed", "from": before[-1], "why": why}
 
 
 # ----------------------------------------------------------------------------- the forward's activation peak
@@ -1887,16 +1895,7 @@ def encoder_measure(a, AR, ops) -> dict:
 
         if not callable(getattr(current_platform, "mem_get_info", None)):
             type(current_platform).mem_get_info = classmethod(lambda cls, *x, **k: (H100_BYTES, H100_BYTES))
-    # host staging buffers (pinned on a CUDA worker; no pinned allocator on this CPU): plain host memory, which the
-    # tracker does not count either way (only meta-device tensors are the card's)
-    # (``PIN_MEMORY`` read at import; 0.32+'s ``async_tensor_h2d`` asks ``is_pin_memory_available()`` per call, which
-    # the stand-in CUDA platform answers True: answered False where a module holds it, the device copy unchanged)
-    for mname, mod in list(sys.modules.items()):
-        if mname.startswith("vllm") and mod is not None:
-            if getattr(mod, "PIN_MEMORY", None) is True:
-                mod.PIN_MEMORY = False
-            if callable(getattr(mod, "is_pin_memory_available", None)):  # a function or its @cache wrapper
-                mod.is_pin_memory_available = lambda: False
+    unpin_host_staging()
     backends = sorted({str(getattr(m, "attn_backend", "")) for m in model.modules() if hasattr(m, "attn_backend")})
     rec = {"model": a.encoder, "architecture": type(model).__name__, "attn_backends": backends,
            **encoder_peaks(model, cfg, vc, arch, known)}
